@@ -1,0 +1,13 @@
+//! agui-core: the pure Rust core of agui-fast. No Python here: every module is
+//! tested with `cargo test` and driven from Python by the `agui-py` binding crate.
+//!
+//! One concern per module:
+//! - [`sse`]: Server-Sent Events framing and incremental parsing;
+//! - [`proto`]: the AG-UI 1.0 protobuf wire format and its JSON mapping;
+//! - [`patch`]: RFC 6902 JSON Patch / RFC 6901 JSON Pointer;
+//! - [`json`]: JSON text output matching the Python reference (pydantic) byte for byte.
+
+pub mod json;
+pub mod patch;
+pub mod proto;
+pub mod sse;

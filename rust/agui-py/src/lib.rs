@@ -1,0 +1,20 @@
+//! agui-py: the thin PyO3 binding of agui-core, built as `agui_fast._native`.
+//! Each submodule registers its own functions and classes; logic lives in agui-core.
+
+use pyo3::prelude::*;
+
+mod encode;
+mod errors;
+mod patch;
+mod proto;
+mod sse;
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    encode::register(m)?;
+    patch::register(m)?;
+    proto::register(m)?;
+    sse::register(m)?;
+    Ok(())
+}
