@@ -69,8 +69,8 @@ def decode_as(data: Union[bytes, bytearray, memoryview, str], tp: Any = Event) -
     except msgspec.ValidationError as exc:
         if not str(exc).startswith(_SLOW_PATH_ERRORS):
             raise validation_error(exc) from None
-    except msgspec.DecodeError:
-        pass  # maybe JSON msgspec refuses but Python reads (lone surrogate escapes)
+    except (msgspec.DecodeError, UnicodeEncodeError):
+        pass  # maybe JSON msgspec refuses but Python reads (unpaired surrogates)
     try:
         obj = json.loads(data)
     except (ValueError, TypeError) as exc:
@@ -92,7 +92,7 @@ def validation_error(exc: Exception, prefix: str = "$") -> EventValidationError:
         path = f"{path}.{missing.group(1)}"
     if prefix != "$" and path.startswith("$"):
         path = prefix + path[1:]
-    text = message if m or missing is None else f"{message} - at `{path}`"
+    text = message if m and not missing else f"{_AT.sub('', message)} - at `{path}`"
     return EventValidationError(f"invalid event: {text}", field=path)
 
 
@@ -172,7 +172,7 @@ def _strip(value: Any, tp: Any):
         used = set()
         tag_field = cls.__struct_config__.tag_field
         if tag_field is not None:
-            cleaned[tag_field] = value[tag_field]
+            cleaned[tag_field] = cls.__struct_config__.tag  # a str Enum member compares equal
             used.add(tag_field)
         for name, wire, ftype in _struct_fields(cls):
             if wire in value:
