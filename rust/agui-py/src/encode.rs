@@ -91,11 +91,31 @@ struct CacheEntry {
     kind: Kind,
 }
 
-static CACHE: PyOnceLock<Mutex<HashMap<usize, CacheEntry>>> = PyOnceLock::new();
+/// Hasher for type-object addresses (already unique; just mix the bits).
+#[derive(Default)]
+struct PtrHasher(u64);
+
+impl std::hash::Hasher for PtrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8 | b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.0 = ((n as u64) >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type TypeMap = HashMap<usize, CacheEntry, std::hash::BuildHasherDefault<PtrHasher>>;
+
+static CACHE: PyOnceLock<Mutex<TypeMap>> = PyOnceLock::new();
 static ENUM_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
-fn cache(py: Python<'_>) -> &'static Mutex<HashMap<usize, CacheEntry>> {
-    CACHE.get_or_init(py, || Mutex::new(HashMap::new()))
+fn cache(py: Python<'_>) -> &'static Mutex<TypeMap> {
+    CACHE.get_or_init(py, || Mutex::new(TypeMap::default()))
 }
 
 fn encode_error(py: Python<'_>, msg: String) -> PyErr {
@@ -416,8 +436,7 @@ impl<'py> Writer<'py> {
             Kind::Plan(plan) => self.write_object(ptr, &plan),
             Kind::Enum => {
                 self.enter()?;
-                let obj = unsafe { Bound::from_borrowed_ptr(self.py, ptr) };
-                let value = obj.getattr(intern!(self.py, "value"))?;
+                let value = self.enum_value(ptr)?;
                 self.write_value(value.as_ptr())?;
                 self.depth -= 1;
                 Ok(())
@@ -440,6 +459,17 @@ impl<'py> Writer<'py> {
         }
     }
 
+    /// The value of an Enum member: its `_value_` instance attribute (a plain
+    /// attribute read, where `.value` runs a Python-level property), else `.value`.
+    #[inline]
+    fn enum_value(&self, ptr: *mut ffi::PyObject) -> PyResult<Bound<'py, PyAny>> {
+        let obj = unsafe { Bound::from_borrowed_ptr(self.py, ptr) };
+        match obj.getattr(intern!(self.py, "_value_")) {
+            Ok(v) => Ok(v),
+            Err(_) => obj.getattr(intern!(self.py, "value")),
+        }
+    }
+
     /// Write a dict key (str, str subclass, or Enum with a str value).
     fn write_dict_key(&mut self, key: *mut ffi::PyObject) -> PyResult<()> {
         let tp = unsafe { ffi::Py_TYPE(key) };
@@ -449,8 +479,7 @@ impl<'py> Writer<'py> {
         match kind_of(self.py, tp)? {
             Kind::StrSub => self.write_pystr(key),
             Kind::Enum => {
-                let obj = unsafe { Bound::from_borrowed_ptr(self.py, key) };
-                let value = obj.getattr(intern!(self.py, "value"))?;
+                let value = self.enum_value(key)?;
                 if value.is_instance_of::<PyString>() {
                     self.write_pystr(value.as_ptr())
                 } else {
