@@ -28,10 +28,9 @@
 //!
 //! Plans (per class) are built once and cached by type object (strong reference kept).
 
-use std::cell::Cell;
 use std::collections::HashMap;
 use std::os::raw::c_int;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use agui_core::json;
 use pyo3::exceptions::PyUnicodeEncodeError;
@@ -50,19 +49,31 @@ pub const MAX_DEPTH: u32 = 1024;
 // Plans and the type cache
 // ---------------------------------------------------------------------------
 
+/// How a field value is read from an instance.
+enum Getter {
+    /// `getattr(obj, attr)`.
+    GetAttr,
+    /// A data descriptor found on the class (e.g. a msgspec/slots member): call its
+    /// `tp_descr_get` directly (same result as getattr, since an instance `__dict__`
+    /// cannot shadow a data descriptor), skipping the MRO lookup.
+    Descr(Py<PyAny>, ffi::descrgetfunc),
+}
+
 struct Field {
-    /// attribute name (msgspec) / `__dict__` key (pydantic), interned.
+    /// attribute name (Struct) / `__dict__` key (pydantic: the very key object of
+    /// `__pydantic_fields__`, which is also the key object in instance `__dict__`s).
     attr: Py<PyString>,
     /// pre-encoded `"wireKey":`
     key: Box<[u8]>,
     omit_if_none: bool,
+    getter: Getter,
 }
 
 enum PlanKind {
     /// `__agui_fields__` object; `has_dict`: the type has instance `__dict__` (extras).
     Struct { has_dict: bool },
-    /// pydantic model.
-    Pydantic,
+    /// pydantic model; `extra`: how to read `__pydantic_extra__`.
+    Pydantic { extra: Getter },
 }
 
 struct Plan {
@@ -73,10 +84,16 @@ struct Plan {
     omit_keys: Vec<String>,
 }
 
+/// Enum members of one class with a scalar value, their value pre-encoded as JSON.
+struct EnumInfo {
+    /// member object address -> (JSON of the value, value is a str)
+    members: HashMap<usize, (Box<[u8]>, bool), std::hash::BuildHasherDefault<PtrHasher>>,
+}
+
 #[derive(Clone)]
 enum Kind {
     Plan(Arc<Plan>),
-    Enum,
+    Enum(Arc<EnumInfo>),
     StrSub,
     IntSub,
     FloatSub,
@@ -111,11 +128,67 @@ impl std::hash::Hasher for PtrHasher {
 
 type TypeMap = HashMap<usize, CacheEntry, std::hash::BuildHasherDefault<PtrHasher>>;
 
-static CACHE: PyOnceLock<Mutex<TypeMap>> = PyOnceLock::new();
+/// State shared by all calls, guarded by the GIL.
+///
+/// This module is built for the stable ABI (abi3), which only exists on GIL builds of
+/// CPython, so holding a `Python<'_>` token means holding the GIL and no other thread
+/// can run Rust code of this module at the same time. The contents are only borrowed
+/// for short stretches that never call into Python (no borrow is held across a call
+/// that could release the GIL or re-enter this module), so borrows never overlap.
+struct GilCell<T>(std::cell::UnsafeCell<T>);
+
+// SAFETY: see above: every access goes through `with`, which requires the GIL token.
+unsafe impl<T: Send> Sync for GilCell<T> {}
+
+impl<T> GilCell<T> {
+    const fn new(v: T) -> Self {
+        GilCell(std::cell::UnsafeCell::new(v))
+    }
+
+    /// Run `f` with exclusive access. `f` must not call into Python.
+    #[inline]
+    fn with<R>(&self, _py: Python<'_>, f: impl FnOnce(&mut T) -> R) -> R {
+        // SAFETY: the GIL serialises threads; `f` does not call Python, so it cannot
+        // re-enter.
+        unsafe { f(&mut *self.0.get()) }
+    }
+}
+
+/// Per-class plans (keeps the type objects alive).
+static CACHE: GilCell<Option<TypeMap>> = GilCell::new(None);
 static ENUM_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
-fn cache(py: Python<'_>) -> &'static Mutex<TypeMap> {
-    CACHE.get_or_init(py, || Mutex::new(TypeMap::default()))
+#[inline]
+fn kind_of(py: Python<'_>, tp: *mut ffi::PyTypeObject) -> PyResult<Kind> {
+    let key = tp as usize;
+    let hit = CACHE.with(py, |c| c.as_ref().and_then(|m| m.get(&key)).map(|e| e.kind.clone()));
+    match hit {
+        Some(k) => Ok(k),
+        None => kind_of_slow(py, tp),
+    }
+}
+
+#[cold]
+fn kind_of_slow(py: Python<'_>, tp: *mut ffi::PyTypeObject) -> PyResult<Kind> {
+    let key = tp as usize;
+    // Build outside of the cell (this calls Python code).
+    let ty: Bound<'_, PyType> =
+        unsafe { Bound::from_borrowed_ptr(py, tp as *mut ffi::PyObject).cast_into_unchecked() };
+    let kind = classify(py, &ty)?;
+    let ty = ty.unbind();
+    let (kind, unused) = CACHE.with(py, |c| {
+        let m = c.get_or_insert_with(TypeMap::default);
+        if let Some(e) = m.get(&key) {
+            // Another call (re-entrant or another thread while the GIL was released)
+            // got there first: keep its entry.
+            (e.kind.clone(), Some(ty))
+        } else {
+            m.insert(key, CacheEntry { _ty: ty, kind: kind.clone() });
+            (kind, None)
+        }
+    });
+    drop(unused); // decref outside of the cell
+    Ok(kind)
 }
 
 fn encode_error(py: Python<'_>, msg: String) -> PyErr {
@@ -127,23 +200,6 @@ fn type_name(ty: &Bound<'_, PyType>) -> String {
         Ok(n) => n.to_string(),
         Err(_) => "?".to_string(),
     }
-}
-
-fn kind_of<'py>(py: Python<'py>, tp: *mut ffi::PyTypeObject) -> PyResult<Kind> {
-    let key = tp as usize;
-    {
-        let guard = cache(py).lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(e) = guard.get(&key) {
-            return Ok(e.kind.clone());
-        }
-    }
-    // Build without holding the lock (this calls Python code).
-    let ty: Bound<'py, PyType> =
-        unsafe { Bound::from_borrowed_ptr(py, tp as *mut ffi::PyObject).cast_into_unchecked() };
-    let kind = classify(py, &ty)?;
-    let mut guard = cache(py).lock().unwrap_or_else(|e| e.into_inner());
-    let entry = guard.entry(key).or_insert(CacheEntry { _ty: ty.unbind(), kind });
-    Ok(entry.kind.clone())
 }
 
 fn is_subtype(tp: &Bound<'_, PyType>, base: *mut ffi::PyTypeObject) -> bool {
@@ -163,7 +219,7 @@ fn classify<'py>(py: Python<'py>, ty: &Bound<'py, PyType>) -> PyResult<Kind> {
         Ok(py.import("enum")?.getattr("Enum")?.cast_into::<PyType>()?.unbind())
     })?;
     if ty.is_subclass(enum_ty.bind(py))? {
-        return Ok(Kind::Enum);
+        return Ok(Kind::Enum(Arc::new(enum_info(py, ty))));
     }
     {
         if is_subtype(ty, &raw mut ffi::PyUnicode_Type) {
@@ -186,6 +242,64 @@ fn classify<'py>(py: Python<'py>, ty: &Bound<'py, PyType>) -> PyResult<Kind> {
         }
     }
     Ok(Kind::Unknown)
+}
+
+/// Pre-encode the scalar values of an Enum class's members (best effort: members not
+/// found here are encoded through their `_value_` at run time).
+fn enum_info(py: Python<'_>, ty: &Bound<'_, PyType>) -> EnumInfo {
+    let mut members = HashMap::default();
+    let Ok(Some(all)) = lookup_class_attr(ty, intern!(py, "__members__")) else {
+        return EnumInfo { members };
+    };
+    let Ok(values) = all.call_method0(intern!(py, "values")) else {
+        return EnumInfo { members };
+    };
+    let Ok(iter) = values.try_iter() else {
+        return EnumInfo { members };
+    };
+    for member in iter.flatten() {
+        let Ok(value) = member.getattr(intern!(py, "_value_")) else { continue };
+        let scalar = value.is_none()
+            || value.is_exact_instance_of::<PyString>()
+            || value.is_exact_instance_of::<pyo3::types::PyInt>()
+            || value.is_exact_instance_of::<pyo3::types::PyFloat>()
+            || value.is_exact_instance_of::<pyo3::types::PyBool>();
+        if !scalar {
+            continue;
+        }
+        let mut w = Writer { py, buf: Vec::new(), depth: 0 };
+        if w.write_value(value.as_ptr()).is_ok() {
+            let is_str = value.is_exact_instance_of::<PyString>();
+            // The class (kept alive by the cache) keeps its members alive.
+            members.insert(member.as_ptr() as usize, (w.buf.into_boxed_slice(), is_str));
+        }
+    }
+    EnumInfo { members }
+}
+
+/// A data descriptor named `name` on the class (first in the MRO), with its getter.
+fn data_descriptor(py: Python<'_>, ty: &Bound<'_, PyType>, name: &Bound<'_, PyString>) -> Getter {
+    let Ok(mro) = ty.getattr(intern!(py, "__mro__")) else { return Getter::GetAttr };
+    let Ok(mro) = mro.try_iter() else { return Getter::GetAttr };
+    for klass in mro.flatten() {
+        let Ok(d) = klass.getattr(intern!(py, "__dict__")) else { continue };
+        let Ok(found) = d.get_item(name) else { continue };
+        let dtp = unsafe { ffi::Py_TYPE(found.as_ptr()) };
+        let (get, set) = unsafe {
+            (
+                ffi::PyType_GetSlot(dtp, ffi::Py_tp_descr_get),
+                ffi::PyType_GetSlot(dtp, ffi::Py_tp_descr_set),
+            )
+        };
+        // Python 3.10's PyType_GetSlot on a static type may raise: treat as "no".
+        unsafe { ffi::PyErr_Clear() };
+        if get.is_null() || set.is_null() {
+            return Getter::GetAttr;
+        }
+        let get: ffi::descrgetfunc = unsafe { std::mem::transmute(get) };
+        return Getter::Descr(found.unbind(), get);
+    }
+    Getter::GetAttr
 }
 
 /// `getattr(cls, name)` or None when missing (other errors propagate).
@@ -231,10 +345,13 @@ fn struct_plan<'py>(
             omit_keys.push(attr_s.clone());
             omit_keys.push(wire_s.clone());
         }
+        let attr = PyString::intern(py, &attr_s);
+        let getter = data_descriptor(py, ty, &attr);
         fields.push(Field {
-            attr: PyString::intern(py, &attr_s).unbind(),
+            attr: attr.unbind(),
             key: json::encoded_key(&wire_s).into_boxed_slice(),
             omit_if_none: omit,
+            getter,
         });
     }
     let has_dict = match lookup_class_attr(ty, intern!(py, "__dictoffset__"))? {
@@ -275,13 +392,19 @@ fn pydantic_plan<'py>(
             }
         }
         let wire = ser_alias.or(alias).unwrap_or_else(|| name_s.clone());
+        let attr = match name.cast_into::<PyString>() {
+            Ok(n) => n,
+            Err(_) => PyString::new(py, &name_s),
+        };
         fields.push(Field {
-            attr: PyString::intern(py, &name_s).unbind(),
+            attr: attr.unbind(),
             key: json::encoded_key(&wire).into_boxed_slice(),
             omit_if_none: omit,
+            getter: Getter::GetAttr,
         });
     }
-    Ok(Plan { kind: PlanKind::Pydantic, fields, omit_keys })
+    let extra = data_descriptor(py, ty, intern!(py, "__pydantic_extra__"));
+    Ok(Plan { kind: PlanKind::Pydantic { extra }, fields, omit_keys })
 }
 
 // ---------------------------------------------------------------------------
@@ -418,6 +541,10 @@ impl<'py> Writer<'py> {
             if tp == &raw mut ffi::PyFloat_Type {
                 return self.write_float(ptr);
             }
+            // Containers and objects: hold a strong reference while writing them, as
+            // the caller may have a borrowed one (from a dict or list) and writing them
+            // can run Python code. (Leaves above never run Python code.)
+            let _keep = Bound::from_borrowed_ptr(self.py, ptr);
             if tp == &raw mut ffi::PyDict_Type {
                 return self.write_dict(ptr);
             }
@@ -434,7 +561,11 @@ impl<'py> Writer<'py> {
     fn write_other(&mut self, ptr: *mut ffi::PyObject, tp: *mut ffi::PyTypeObject) -> PyResult<()> {
         match kind_of(self.py, tp)? {
             Kind::Plan(plan) => self.write_object(ptr, &plan),
-            Kind::Enum => {
+            Kind::Enum(info) => {
+                if let Some((json, _)) = info.members.get(&(ptr as usize)) {
+                    self.buf.extend_from_slice(json);
+                    return Ok(());
+                }
                 self.enter()?;
                 let value = self.enum_value(ptr)?;
                 self.write_value(value.as_ptr())?;
@@ -478,7 +609,11 @@ impl<'py> Writer<'py> {
         }
         match kind_of(self.py, tp)? {
             Kind::StrSub => self.write_pystr(key),
-            Kind::Enum => {
+            Kind::Enum(info) => {
+                if let Some((json, true)) = info.members.get(&(key as usize)) {
+                    self.buf.extend_from_slice(json);
+                    return Ok(());
+                }
                 let value = self.enum_value(key)?;
                 if value.is_instance_of::<PyString>() {
                     self.write_pystr(value.as_ptr())
@@ -500,6 +635,22 @@ impl<'py> Writer<'py> {
         )
     }
 
+    /// Write `"key":value` from borrowed references of a dict entry.
+    #[inline]
+    fn write_entry(&mut self, k: *mut ffi::PyObject, v: *mut ffi::PyObject) -> PyResult<()> {
+        if unsafe { ffi::Py_TYPE(k) } == &raw mut ffi::PyUnicode_Type {
+            self.write_pystr(k)?;
+            self.buf.push(b':');
+            return self.write_value(v);
+        }
+        // Writing other keys can run Python code: hold both first.
+        let key = unsafe { Bound::from_borrowed_ptr(self.py, k) };
+        let value = unsafe { Bound::from_borrowed_ptr(self.py, v) };
+        self.write_dict_key(key.as_ptr())?;
+        self.buf.push(b':');
+        self.write_value(value.as_ptr())
+    }
+
     fn write_dict(&mut self, ptr: *mut ffi::PyObject) -> PyResult<()> {
         self.enter()?;
         self.buf.push(b'{');
@@ -508,16 +659,11 @@ impl<'py> Writer<'py> {
         let mut v: *mut ffi::PyObject = std::ptr::null_mut();
         let mut first = true;
         while unsafe { ffi::PyDict_Next(ptr, &mut pos, &mut k, &mut v) } != 0 {
-            // Hold strong references while writing (writing may run Python code).
-            let key = unsafe { Bound::from_borrowed_ptr(self.py, k) };
-            let value = unsafe { Bound::from_borrowed_ptr(self.py, v) };
             if !first {
                 self.buf.push(b',');
             }
             first = false;
-            self.write_dict_key(key.as_ptr())?;
-            self.buf.push(b':');
-            self.write_value(value.as_ptr())?;
+            self.write_entry(k, v)?;
         }
         self.buf.push(b'}');
         self.depth -= 1;
@@ -533,11 +679,10 @@ impl<'py> Writer<'py> {
             if item.is_null() {
                 return Err(PyErr::fetch(self.py));
             }
-            let item = unsafe { Bound::from_borrowed_ptr(self.py, item) };
             if i > 0 {
                 self.buf.push(b',');
             }
-            self.write_value(item.as_ptr())?;
+            self.write_value(item)?;
             i += 1;
         }
         self.buf.push(b']');
@@ -565,58 +710,93 @@ impl<'py> Writer<'py> {
         Ok(())
     }
 
+    /// Read a field (or `__pydantic_extra__`) through its getter.
+    #[inline]
+    fn get(&self, obj: &Bound<'py, PyAny>, attr: &Py<PyString>, getter: &Getter) -> PyResult<Bound<'py, PyAny>> {
+        match getter {
+            Getter::Descr(descr, get) => unsafe {
+                let tp = ffi::Py_TYPE(obj.as_ptr()) as *mut ffi::PyObject;
+                Bound::from_owned_ptr_or_err(self.py, get(descr.as_ptr(), obj.as_ptr(), tp))
+            },
+            Getter::GetAttr => obj.getattr(attr.bind(self.py)),
+        }
+    }
+
+    #[inline]
+    fn write_field(&mut self, f: &Field, v: *mut ffi::PyObject, first: &mut bool) -> PyResult<()> {
+        if f.omit_if_none && unsafe { is_absent(v) } {
+            return Ok(());
+        }
+        if !*first {
+            self.buf.push(b',');
+        }
+        *first = false;
+        self.buf.extend_from_slice(&f.key);
+        self.write_value(v)
+    }
+
     fn write_object(&mut self, ptr: *mut ffi::PyObject, plan: &Plan) -> PyResult<()> {
         self.enter()?;
         let py = self.py;
         let obj = unsafe { Bound::from_borrowed_ptr(py, ptr) };
         self.buf.push(b'{');
         let mut first = true;
-        match plan.kind {
-            PlanKind::Pydantic => {
-                let d = obj.getattr(intern!(py, "__dict__"))?;
-                let d = d.cast_into::<PyDict>().map_err(|_| {
-                    encode_error(py, format!("{}: __dict__ is not a dict", type_name(&obj.get_type())))
-                })?;
-                for f in &plan.fields {
-                    let v = unsafe { ffi::PyDict_GetItemWithError(d.as_ptr(), f.attr.as_ptr()) };
-                    if v.is_null() {
-                        if unsafe { !ffi::PyErr_Occurred().is_null() } {
-                            return Err(PyErr::fetch(py));
-                        }
-                        continue; // field not set (e.g. model_construct): pydantic skips it
-                    }
-                    if f.omit_if_none && unsafe { is_absent(v) } {
-                        continue;
-                    }
-                    let v = unsafe { Bound::from_borrowed_ptr(py, v) };
-                    if !first {
-                        self.buf.push(b',');
-                    }
-                    first = false;
-                    self.buf.extend_from_slice(&f.key);
-                    self.write_value(v.as_ptr())?;
+        match &plan.kind {
+            PlanKind::Pydantic { extra } => {
+                let d = unsafe {
+                    Bound::from_owned_ptr_or_err(py, ffi::PyObject_GenericGetDict(ptr, std::ptr::null_mut()))?
+                };
+                if !d.is_exact_instance_of::<PyDict>() {
+                    return Err(encode_error(
+                        py,
+                        format!("{}: __dict__ is not a dict", type_name(&obj.get_type())),
+                    ));
                 }
-                let extra = obj.getattr(intern!(py, "__pydantic_extra__"))?;
-                if !extra.is_none() {
-                    self.write_extras(&extra, plan, first)?;
+                let dp = d.as_ptr();
+                // Instance dicts hold the fields in declared order under the very key
+                // objects of __pydantic_fields__: walk the dict alongside the plan and
+                // only fall back to lookups once the order differs.
+                let mut pos: ffi::Py_ssize_t = 0;
+                let mut in_order = true;
+                for f in &plan.fields {
+                    let mut v: *mut ffi::PyObject = std::ptr::null_mut();
+                    if in_order {
+                        let mut k: *mut ffi::PyObject = std::ptr::null_mut();
+                        let mut pv: *mut ffi::PyObject = std::ptr::null_mut();
+                        if unsafe { ffi::PyDict_Next(dp, &mut pos, &mut k, &mut pv) } != 0
+                            && k == f.attr.as_ptr()
+                        {
+                            v = pv;
+                        } else {
+                            in_order = false;
+                        }
+                    }
+                    if v.is_null() {
+                        v = unsafe { ffi::PyDict_GetItemWithError(dp, f.attr.as_ptr()) };
+                        if v.is_null() {
+                            if unsafe { !ffi::PyErr_Occurred().is_null() } {
+                                return Err(PyErr::fetch(py));
+                            }
+                            continue; // field not set (e.g. model_construct): pydantic skips it
+                        }
+                    }
+                    self.write_field(f, v, &mut first)?;
+                }
+                let ex = self.get(&obj, intern!(py, "__pydantic_extra__").as_unbound(), extra)?;
+                if !ex.is_none() {
+                    self.write_extras(&ex, plan, first)?;
                 }
             }
             PlanKind::Struct { has_dict } => {
                 for f in &plan.fields {
-                    let v = obj.getattr(f.attr.bind(py))?;
-                    if f.omit_if_none && unsafe { is_absent(v.as_ptr()) } {
-                        continue;
-                    }
-                    if !first {
-                        self.buf.push(b',');
-                    }
-                    first = false;
-                    self.buf.extend_from_slice(&f.key);
-                    self.write_value(v.as_ptr())?;
+                    let v = self.get(&obj, &f.attr, &f.getter)?;
+                    self.write_field(f, v.as_ptr(), &mut first)?;
                 }
-                if has_dict {
-                    let extra = obj.getattr(intern!(py, "__dict__"))?;
-                    self.write_extras(&extra, plan, first)?;
+                if *has_dict {
+                    let ex = unsafe {
+                        Bound::from_owned_ptr_or_err(py, ffi::PyObject_GenericGetDict(ptr, std::ptr::null_mut()))?
+                    };
+                    self.write_extras(&ex, plan, first)?;
                 }
             }
         }
@@ -638,9 +818,8 @@ impl<'py> Writer<'py> {
         let mut k: *mut ffi::PyObject = std::ptr::null_mut();
         let mut v: *mut ffi::PyObject = std::ptr::null_mut();
         while unsafe { ffi::PyDict_Next(d.as_ptr(), &mut pos, &mut k, &mut v) } != 0 {
-            let key = unsafe { Bound::from_borrowed_ptr(py, k) };
-            let value = unsafe { Bound::from_borrowed_ptr(py, v) };
             if !plan.omit_keys.is_empty() && unsafe { is_absent(v) } {
+                let key = unsafe { Bound::from_borrowed_ptr(py, k) };
                 if let Ok(ks) = key.cast::<PyString>() {
                     if let Ok(s) = ks.to_str() {
                         if plan.omit_keys.iter().any(|o| o == s) {
@@ -648,14 +827,13 @@ impl<'py> Writer<'py> {
                         }
                     }
                 }
+                unsafe { ffi::PyErr_Clear() };
             }
             if !first {
                 self.buf.push(b',');
             }
             first = false;
-            self.write_dict_key(key.as_ptr())?;
-            self.buf.push(b':');
-            self.write_value(value.as_ptr())?;
+            self.write_entry(k, v)?;
         }
         Ok(())
     }
@@ -667,16 +845,16 @@ impl<'py> Writer<'py> {
 
 const KEEP_CAPACITY: usize = 1 << 20;
 
-thread_local! {
-    static BUF: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
-}
+/// The output buffer, reused between calls (taken for the duration of a call, so a
+/// re-entrant call simply starts with a fresh one).
+static BUF: GilCell<Vec<u8>> = GilCell::new(Vec::new());
 
 fn with_writer<'py, R>(
     py: Python<'py>,
     f: impl FnOnce(&mut Writer<'py>) -> PyResult<()>,
     finish: impl FnOnce(Python<'py>, &[u8]) -> R,
 ) -> PyResult<R> {
-    let mut buf = BUF.with(|b| b.take());
+    let mut buf = BUF.with(py, std::mem::take);
     buf.clear();
     let mut w = Writer { py, buf, depth: 0 };
     let res = f(&mut w);
@@ -684,7 +862,11 @@ fn with_writer<'py, R>(
     let mut buf = w.buf;
     if buf.capacity() <= KEEP_CAPACITY {
         buf.clear();
-        BUF.with(|b| b.set(buf));
+        BUF.with(py, |b| {
+            if b.capacity() < buf.capacity() {
+                *b = buf;
+            }
+        });
     }
     out
 }
@@ -742,11 +924,8 @@ pub fn encode_sse_many<'py>(py: Python<'py>, events: &Bound<'py, PyAny>) -> PyRe
 /// Drop every cached per-class plan (for tests, or after redefining classes).
 #[pyfunction]
 pub fn clear_encode_cache(py: Python<'_>) {
-    let old = {
-        let mut guard = cache(py).lock().unwrap_or_else(|e| e.into_inner());
-        std::mem::take(&mut *guard)
-    };
-    drop(old);
+    let old = CACHE.with(py, |c| c.take());
+    drop(old); // decrefs outside of the cell
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
