@@ -607,3 +607,30 @@ def test_clear_cache():
     before = _native.dumps(m)
     _native.clear_encode_cache()
     assert _native.dumps(m) == before
+
+
+class WithComputed(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="allow")
+    a: int = 1
+
+    @pydantic.computed_field(alias="bee")
+    @property
+    def b(self) -> int:
+        return self.a + 1
+
+    @pydantic.computed_field
+    @property
+    def c(self) -> Optional[str]:
+        return None
+
+
+class Root(pydantic.RootModel[List[Any]]):
+    pass
+
+
+def test_pydantic_computed_fields_and_root_models():
+    m = WithComputed(a=5, x=3)
+    assert _native.dumps(m) == m.model_dump_json(by_alias=True).encode() == b'{"a":5,"x":3,"bee":6,"c":null}'
+    r = Root([1, {"k": core.EventType.RAW}, core.FunctionCall(name="f", arguments="")])
+    assert _native.dumps(r) == r.model_dump_json().encode()
+    assert _native.dumps({"r": Root([])}) == b'{"r":[]}'

@@ -74,6 +74,8 @@ enum PlanKind {
     Struct { has_dict: bool },
     /// pydantic model; `extra`: how to read `__pydantic_extra__`.
     Pydantic { extra: Getter },
+    /// pydantic `RootModel`: written as its `root` value.
+    PydanticRoot,
 }
 
 struct Plan {
@@ -82,6 +84,8 @@ struct Plan {
     /// Names and wire keys of the omittable fields (extras with these keys are
     /// dropped when their value has no value).
     omit_keys: Vec<String>,
+    /// pydantic computed fields (written after the extras, read with getattr).
+    computed: Vec<Field>,
 }
 
 /// Enum members of one class with a scalar value, their value pre-encoded as JSON.
@@ -358,7 +362,7 @@ fn struct_plan<'py>(
         Some(v) => v.extract::<isize>().unwrap_or(0) != 0,
         None => false,
     };
-    Ok(Plan { kind: PlanKind::Struct { has_dict }, fields, omit_keys })
+    Ok(Plan { kind: PlanKind::Struct { has_dict }, fields, omit_keys, computed: Vec::new() })
 }
 
 fn pydantic_plan<'py>(
@@ -403,8 +407,36 @@ fn pydantic_plan<'py>(
             getter: Getter::GetAttr,
         });
     }
+    let mut computed = Vec::new();
+    if let Some(cf) = lookup_class_attr(ty, intern!(py, "__pydantic_computed_fields__"))? {
+        if let Ok(cf) = cf.cast::<PyDict>() {
+            for (name, info) in cf.iter() {
+                let name = name.cast_into::<PyString>()?;
+                let alias: Option<String> = info.getattr(intern!(py, "alias"))?.extract()?;
+                let wire = match alias {
+                    Some(a) => a,
+                    None => name.to_str()?.to_owned(),
+                };
+                computed.push(Field {
+                    attr: name.unbind(),
+                    key: json::encoded_key(&wire).into_boxed_slice(),
+                    omit_if_none: false,
+                    getter: Getter::GetAttr,
+                });
+            }
+        }
+    }
+    let is_root = match lookup_class_attr(ty, intern!(py, "__pydantic_root_model__"))? {
+        Some(v) => v.is_truthy()?,
+        None => false,
+    };
+    if is_root {
+        let root = PyString::intern(py, "root").unbind();
+        let field = Field { attr: root, key: Box::new([]), omit_if_none: false, getter: Getter::GetAttr };
+        return Ok(Plan { kind: PlanKind::PydanticRoot, fields: vec![field], omit_keys, computed });
+    }
     let extra = data_descriptor(py, ty, intern!(py, "__pydantic_extra__"));
-    Ok(Plan { kind: PlanKind::Pydantic { extra }, fields, omit_keys })
+    Ok(Plan { kind: PlanKind::Pydantic { extra }, fields, omit_keys, computed })
 }
 
 // ---------------------------------------------------------------------------
@@ -739,6 +771,12 @@ impl<'py> Writer<'py> {
         self.enter()?;
         let py = self.py;
         let obj = unsafe { Bound::from_borrowed_ptr(py, ptr) };
+        if let PlanKind::PydanticRoot = plan.kind {
+            let root = obj.getattr(plan.fields[0].attr.bind(py))?;
+            self.write_value(root.as_ptr())?;
+            self.depth -= 1;
+            return Ok(());
+        }
         self.buf.push(b'{');
         let mut first = true;
         match &plan.kind {
@@ -784,9 +822,14 @@ impl<'py> Writer<'py> {
                 }
                 let ex = self.get(&obj, intern!(py, "__pydantic_extra__").as_unbound(), extra)?;
                 if !ex.is_none() {
-                    self.write_extras(&ex, plan, first)?;
+                    first = self.write_extras(&ex, plan, first)?;
+                }
+                for f in &plan.computed {
+                    let v = obj.getattr(f.attr.bind(py))?;
+                    self.write_field(f, v.as_ptr(), &mut first)?;
                 }
             }
+            PlanKind::PydanticRoot => unreachable!(),
             PlanKind::Struct { has_dict } => {
                 for f in &plan.fields {
                     let v = self.get(&obj, &f.attr, &f.getter)?;
@@ -806,13 +849,14 @@ impl<'py> Writer<'py> {
     }
 
     /// Write extra members (after declared fields) from a dict, in insertion order.
-    fn write_extras(&mut self, extra: &Bound<'py, PyAny>, plan: &Plan, mut first: bool) -> PyResult<()> {
+    /// Returns the updated `first` flag.
+    fn write_extras(&mut self, extra: &Bound<'py, PyAny>, plan: &Plan, mut first: bool) -> PyResult<bool> {
         let py = self.py;
         let d = extra
             .cast::<PyDict>()
             .map_err(|_| encode_error(py, "extra fields must be a dict".to_string()))?;
         if d.is_empty() {
-            return Ok(());
+            return Ok(first);
         }
         let mut pos: ffi::Py_ssize_t = 0;
         let mut k: *mut ffi::PyObject = std::ptr::null_mut();
@@ -835,7 +879,7 @@ impl<'py> Writer<'py> {
             first = false;
             self.write_entry(k, v)?;
         }
-        Ok(())
+        Ok(first)
     }
 }
 
