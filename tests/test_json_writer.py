@@ -634,3 +634,61 @@ def test_pydantic_computed_fields_and_root_models():
     r = Root([1, {"k": core.EventType.RAW}, core.FunctionCall(name="f", arguments="")])
     assert _native.dumps(r) == r.model_dump_json().encode()
     assert _native.dumps({"r": Root([])}) == b'{"r":[]}'
+
+
+# ---------------------------------------------------------------------------
+# pydantic_fallback=True: what the writer does not handle itself goes to
+# pydantic_core.to_json (by_alias=True, inf_nan_mode="null"), the reference's own path.
+# ---------------------------------------------------------------------------
+
+
+def _fallback_values():
+    import dataclasses
+    import datetime
+    import decimal
+    import pathlib
+    import uuid
+
+    @dataclasses.dataclass
+    class DC:
+        a: int
+        b: float = float("nan")
+
+    return [
+        datetime.datetime(2024, 1, 2, 3, 4, 5, 600000, tzinfo=datetime.timezone.utc),
+        datetime.date(2024, 1, 2),
+        datetime.timedelta(seconds=90),
+        uuid.UUID(int=5),
+        decimal.Decimal("1.50"),
+        b"bytes",
+        {1, 2},
+        frozenset(["a"]),
+        pathlib.Path("/x"),
+        DC(1),
+        {1: "intkey"},
+        {(1, 2): 3},
+        {None: 1, "s": 2},
+        {1.5: 2},
+        {True: [float("inf")]},
+        {"ok": {"nested": {7: core.FunctionCall(name="f", arguments="")}}},
+    ]
+
+
+@pytest.mark.parametrize("value", _fallback_values(), ids=lambda v: type(v).__name__)
+def test_pydantic_fallback_matches_reference(value):
+    ev = core.CustomEvent(name="n", value=value, metadata={"m": value})
+    assert _native.encode_sse(ev, pydantic_fallback=True) == EventEncoder().encode(ev)
+    assert _native.encode_sse_bytes(ev, pydantic_fallback=True) == EventEncoder().encode(ev).encode()
+    assert _native.encode_sse_many([ev], pydantic_fallback=True) == EventEncoder().encode(ev).encode()
+    with pytest.raises(EncodeError):
+        _native.encode_sse(ev)  # strict by default
+
+
+def test_pydantic_fallback_still_rejects_the_unserialisable():
+    with pytest.raises(EncodeError, match="Unable to serialize unknown type"):
+        _native.dumps(object(), pydantic_fallback=True)
+    with pytest.raises(EncodeError, match="surrogates"):
+        _native.dumps({1: "\ud800"}, pydantic_fallback=True)
+    with pytest.raises(EncodeError):
+        _native.dumps({1: NoDict()}, pydantic_fallback=True)  # pydantic cannot write it
+    assert _native.dumps([{"a": {1: 2}}, {3: 4}], pydantic_fallback=True) == b'[{"a":{"1":2}},{"3":4}]'

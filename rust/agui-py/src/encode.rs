@@ -161,6 +161,7 @@ impl<T> GilCell<T> {
 /// Per-class plans (keeps the type objects alive).
 static CACHE: GilCell<Option<TypeMap>> = GilCell::new(None);
 static ENUM_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static TO_JSON: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 #[inline]
 fn kind_of(py: Python<'_>, tp: *mut ffi::PyTypeObject) -> PyResult<Kind> {
@@ -271,7 +272,7 @@ fn enum_info(py: Python<'_>, ty: &Bound<'_, PyType>) -> EnumInfo {
         if !scalar {
             continue;
         }
-        let mut w = Writer { py, buf: Vec::new(), depth: 0 };
+        let mut w = Writer { py, buf: Vec::new(), depth: 0, fallback: false, bad_key_seen: false };
         if w.write_value(value.as_ptr()).is_ok() {
             let is_str = value.is_exact_instance_of::<PyString>();
             // The class (kept alive by the cache) keeps its members alive.
@@ -447,6 +448,10 @@ struct Writer<'py> {
     py: Python<'py>,
     buf: Vec<u8>,
     depth: u32,
+    /// Hand unknown values and dicts with non-str keys to `pydantic_core.to_json`.
+    fallback: bool,
+    /// Set when the last error was a non-str dict key (for the fallback).
+    bad_key_seen: bool,
 }
 
 /// True when the value "has no value" for the omission rule: None or a non-finite float.
@@ -610,6 +615,7 @@ impl<'py> Writer<'py> {
             Kind::DictSub => self.write_dict(ptr),
             Kind::ListSub => self.write_list(ptr),
             Kind::TupleSub => self.write_tuple(ptr),
+            Kind::Unknown if self.fallback => self.write_fallback(ptr),
             Kind::Unknown => {
                 let ty: Bound<'py, PyType> = unsafe {
                     Bound::from_borrowed_ptr(self.py, tp as *mut ffi::PyObject).cast_into_unchecked()
@@ -657,8 +663,35 @@ impl<'py> Writer<'py> {
         }
     }
 
+    /// Write `obj` with `pydantic_core.to_json(obj, by_alias=True, inf_nan_mode="null")`:
+    /// the reference's own serializer for what this writer does not handle itself.
     #[cold]
-    fn bad_key(&self, key: *mut ffi::PyObject) -> PyErr {
+    fn write_fallback(&mut self, ptr: *mut ffi::PyObject) -> PyResult<()> {
+        let py = self.py;
+        let obj = unsafe { Bound::from_borrowed_ptr(py, ptr) };
+        let fail = |e: PyErr| {
+            encode_error(
+                py,
+                format!("Unable to serialize unknown type: {}: {e}", type_name(&obj.get_type())),
+            )
+        };
+        let to_json = TO_JSON
+            .get_or_try_init(py, || -> PyResult<Py<PyAny>> {
+                Ok(py.import("pydantic_core")?.getattr("to_json")?.unbind())
+            })
+            .map_err(fail)?;
+        let kwargs = PyDict::new(py);
+        kwargs.set_item(intern!(py, "by_alias"), true)?;
+        kwargs.set_item(intern!(py, "inf_nan_mode"), intern!(py, "null"))?;
+        let out = to_json.bind(py).call((&obj,), Some(&kwargs)).map_err(fail)?;
+        let out = out.cast_into::<PyBytes>().map_err(|e| fail(e.into()))?;
+        self.buf.extend_from_slice(out.as_bytes());
+        Ok(())
+    }
+
+    #[cold]
+    fn bad_key(&mut self, key: *mut ffi::PyObject) -> PyErr {
+        self.bad_key_seen = true;
         let k = unsafe { Bound::from_borrowed_ptr(self.py, key) };
         let repr = k.repr().map(|r| r.to_string()).unwrap_or_else(|_| "?".into());
         encode_error(
@@ -684,6 +717,25 @@ impl<'py> Writer<'py> {
     }
 
     fn write_dict(&mut self, ptr: *mut ffi::PyObject) -> PyResult<()> {
+        if !self.fallback {
+            return self.write_dict_inner(ptr);
+        }
+        let (start, depth) = (self.buf.len(), self.depth);
+        self.bad_key_seen = false;
+        match self.write_dict_inner(ptr) {
+            Err(_) if self.bad_key_seen => {
+                // A non-str key in this very dict (nested dicts handle their own):
+                // let pydantic write the whole dict.
+                self.bad_key_seen = false;
+                self.buf.truncate(start);
+                self.depth = depth;
+                self.write_fallback(ptr)
+            }
+            r => r,
+        }
+    }
+
+    fn write_dict_inner(&mut self, ptr: *mut ffi::PyObject) -> PyResult<()> {
         self.enter()?;
         self.buf.push(b'{');
         let mut pos: ffi::Py_ssize_t = 0;
@@ -895,12 +947,13 @@ static BUF: GilCell<Vec<u8>> = GilCell::new(Vec::new());
 
 fn with_writer<'py, R>(
     py: Python<'py>,
+    fallback: bool,
     f: impl FnOnce(&mut Writer<'py>) -> PyResult<()>,
     finish: impl FnOnce(Python<'py>, &[u8]) -> R,
 ) -> PyResult<R> {
     let mut buf = BUF.with(py, std::mem::take);
     buf.clear();
-    let mut w = Writer { py, buf, depth: 0 };
+    let mut w = Writer { py, buf, depth: 0, fallback, bad_key_seen: false };
     let res = f(&mut w);
     let out = res.map(|()| finish(py, &w.buf));
     let mut buf = w.buf;
@@ -920,14 +973,20 @@ fn bytes_out<'py>(py: Python<'py>, b: &[u8]) -> Bound<'py, PyBytes> {
 }
 
 fn str_out<'py>(py: Python<'py>, b: &[u8]) -> Bound<'py, PyString> {
-    // Only valid UTF-8 is ever written (str data from Python and ASCII).
+    // Only valid UTF-8 is ever written (str data from Python, pydantic's output, ASCII).
     PyString::new(py, unsafe { std::str::from_utf8_unchecked(b) })
 }
 
-/// dumps(obj) -> bytes: the JSON text of `obj`, as pydantic writes it for ag_ui models.
+/// dumps(obj, /, *, pydantic_fallback=False) -> bytes: the JSON text of `obj`, as
+/// pydantic writes it for ag_ui models.
 #[pyfunction]
-pub fn dumps<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
-    with_writer(py, |w| w.write_value(obj.as_ptr()), bytes_out)
+#[pyo3(signature = (obj, /, *, pydantic_fallback = false))]
+pub fn dumps<'py>(
+    py: Python<'py>,
+    obj: &Bound<'py, PyAny>,
+    pydantic_fallback: bool,
+) -> PyResult<Bound<'py, PyBytes>> {
+    with_writer(py, pydantic_fallback, |w| w.write_value(obj.as_ptr()), bytes_out)
 }
 
 fn frame(w: &mut Writer<'_>, obj: &Bound<'_, PyAny>) -> PyResult<()> {
@@ -937,23 +996,41 @@ fn frame(w: &mut Writer<'_>, obj: &Bound<'_, PyAny>) -> PyResult<()> {
     Ok(())
 }
 
-/// encode_sse(obj) -> str: `"data: " + dumps(obj) + "\n\n"` (ag_ui EventEncoder.encode).
+/// encode_sse(obj, /, *, pydantic_fallback=False) -> str:
+/// `"data: " + dumps(obj) + "\n\n"` (ag_ui EventEncoder.encode).
 #[pyfunction]
-pub fn encode_sse<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyString>> {
-    with_writer(py, |w| frame(w, obj), str_out)
+#[pyo3(signature = (obj, /, *, pydantic_fallback = false))]
+pub fn encode_sse<'py>(
+    py: Python<'py>,
+    obj: &Bound<'py, PyAny>,
+    pydantic_fallback: bool,
+) -> PyResult<Bound<'py, PyString>> {
+    with_writer(py, pydantic_fallback, |w| frame(w, obj), str_out)
 }
 
-/// encode_sse_bytes(obj) -> bytes: as encode_sse, UTF-8 bytes.
+/// encode_sse_bytes(obj, /, *, pydantic_fallback=False) -> bytes: as encode_sse, UTF-8.
 #[pyfunction]
-pub fn encode_sse_bytes<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
-    with_writer(py, |w| frame(w, obj), bytes_out)
+#[pyo3(signature = (obj, /, *, pydantic_fallback = false))]
+pub fn encode_sse_bytes<'py>(
+    py: Python<'py>,
+    obj: &Bound<'py, PyAny>,
+    pydantic_fallback: bool,
+) -> PyResult<Bound<'py, PyBytes>> {
+    with_writer(py, pydantic_fallback, |w| frame(w, obj), bytes_out)
 }
 
-/// encode_sse_many(events: Iterable) -> bytes: every event framed, concatenated.
+/// encode_sse_many(events, /, *, pydantic_fallback=False) -> bytes: every event
+/// framed, concatenated.
 #[pyfunction]
-pub fn encode_sse_many<'py>(py: Python<'py>, events: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+#[pyo3(signature = (events, /, *, pydantic_fallback = false))]
+pub fn encode_sse_many<'py>(
+    py: Python<'py>,
+    events: &Bound<'py, PyAny>,
+    pydantic_fallback: bool,
+) -> PyResult<Bound<'py, PyBytes>> {
     with_writer(
         py,
+        pydantic_fallback,
         |w| {
             for ev in events.try_iter()? {
                 let ev = ev?;
