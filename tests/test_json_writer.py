@@ -692,3 +692,16 @@ def test_pydantic_fallback_still_rejects_the_unserialisable():
     with pytest.raises(EncodeError):
         _native.dumps({1: NoDict()}, pydantic_fallback=True)  # pydantic cannot write it
     assert _native.dumps([{"a": {1: 2}}, {3: 4}], pydantic_fallback=True) == b'[{"a":{"1":2}},{"3":4}]'
+
+
+def test_struct_unset_fields_are_left_out():
+    class U(msgspec.Struct):
+        __agui_fields__: ClassVar[Any] = (("a", "a", False), ("b", "b", False), ("c", "c", True))
+        a: Any = msgspec.UNSET
+        b: Any = None
+        c: Any = msgspec.UNSET
+
+    assert _native.dumps(U()) == b'{"b":null}'
+    assert _native.dumps(U(a=1, c=None)) == b'{"a":1,"b":null}'
+    with pytest.raises(EncodeError, match="UnsetType"):
+        _native.dumps({"k": msgspec.UNSET})

@@ -1,5 +1,5 @@
 //! The JSON writer for Python objects: `dumps`, `encode_sse`, `encode_sse_bytes`,
-//! `encode_sse_many`.
+//! `encode_sse_many` (all `(obj, /, *, pydantic_fallback=False)`), `clear_encode_cache`.
 //!
 //! Walks a Python object graph and writes the JSON text that the Python reference
 //! (`ag_ui` models dumped with `model_dump_json(by_alias=True)`, i.e. pydantic-core's
@@ -9,15 +9,19 @@
 //! Values:
 //! * exact `str`, `int` (any size), `float` (NaN/±inf → `null`), `bool`, `None`,
 //!   `dict` (str keys only), `list`, `tuple`: fast paths on the exact type;
-//! * `enum.Enum` members → their `.value`; subclasses of str/int/float/dict/list/tuple
-//!   → as their base type;
+//! * `enum.Enum` members → their value (pre-encoded per class); subclasses of
+//!   str/int/float/dict/list/tuple → as their base type;
 //! * objects whose class has `__agui_fields__` (our msgspec Structs): a tuple of
 //!   `(attr_name, wire_key, omit_if_none)` in emission order, then the instance
-//!   `__dict__` items (extras) in insertion order;
+//!   `__dict__` items (extras) in insertion order; a field holding `msgspec.UNSET` is
+//!   left out;
 //! * pydantic models (class has `__pydantic_fields__`): fields in declared order under
 //!   `serialization_alias or alias or name`, values from the instance `__dict__`,
-//!   then `__pydantic_extra__` items;
-//! * anything else → `EncodeError` naming the type.
+//!   then `__pydantic_extra__` items, then computed fields; `RootModel` → its root;
+//! * anything else → `EncodeError` naming the type, or with `pydantic_fallback=True`
+//!   `pydantic_core.to_json(x, by_alias=True, inf_nan_mode="null")` (which is what the
+//!   reference writes for datetimes, UUIDs, sets, bytes, ...); likewise a dict with a
+//!   non-str key is an `EncodeError`, or is written whole by pydantic with the fallback.
 //!
 //! Omission (the ag_ui base model's rule, reproduced for both kinds of objects): a
 //! field marked omittable (pydantic: not required and default `None`) is left out
@@ -26,7 +30,9 @@
 //! name or wire key of an omittable field is left out on the same condition
 //! (the reference filters the serialized dict by key). Every other `None` is `null`.
 //!
-//! Plans (per class) are built once and cached by type object (strong reference kept).
+//! Plans (per class) are built once and cached by type object (strong reference kept),
+//! in a GIL-guarded global (see `GilCell`). Nesting deeper than `MAX_DEPTH` arrays /
+//! objects is an `EncodeError` (recursive structures included) rather than a crash.
 
 use std::collections::HashMap;
 use std::os::raw::c_int;
@@ -86,6 +92,9 @@ struct Plan {
     omit_keys: Vec<String>,
     /// pydantic computed fields (written after the extras, read with getattr).
     computed: Vec<Field>,
+    /// Address of `msgspec.UNSET` (Struct plans; 0 if msgspec is unavailable): a field
+    /// holding it is left out, as msgspec does.
+    unset: usize,
 }
 
 /// Enum members of one class with a scalar value, their value pre-encoded as JSON.
@@ -162,6 +171,7 @@ impl<T> GilCell<T> {
 static CACHE: GilCell<Option<TypeMap>> = GilCell::new(None);
 static ENUM_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static TO_JSON: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static UNSET: PyOnceLock<Option<Py<PyAny>>> = PyOnceLock::new();
 
 #[inline]
 fn kind_of(py: Python<'_>, tp: *mut ffi::PyTypeObject) -> PyResult<Kind> {
@@ -363,7 +373,13 @@ fn struct_plan<'py>(
         Some(v) => v.extract::<isize>().unwrap_or(0) != 0,
         None => false,
     };
-    Ok(Plan { kind: PlanKind::Struct { has_dict }, fields, omit_keys, computed: Vec::new() })
+    let unset = UNSET
+        .get_or_init(py, || {
+            py.import("msgspec").and_then(|m| m.getattr("UNSET")).map(|u| u.unbind()).ok()
+        })
+        .as_ref()
+        .map_or(0, |u| u.as_ptr() as usize);
+    Ok(Plan { kind: PlanKind::Struct { has_dict }, fields, omit_keys, computed: Vec::new(), unset })
 }
 
 fn pydantic_plan<'py>(
@@ -434,10 +450,10 @@ fn pydantic_plan<'py>(
     if is_root {
         let root = PyString::intern(py, "root").unbind();
         let field = Field { attr: root, key: Box::new([]), omit_if_none: false, getter: Getter::GetAttr };
-        return Ok(Plan { kind: PlanKind::PydanticRoot, fields: vec![field], omit_keys, computed });
+        return Ok(Plan { kind: PlanKind::PydanticRoot, fields: vec![field], omit_keys, computed, unset: 0 });
     }
     let extra = data_descriptor(py, ty, intern!(py, "__pydantic_extra__"));
-    Ok(Plan { kind: PlanKind::Pydantic { extra }, fields, omit_keys, computed })
+    Ok(Plan { kind: PlanKind::Pydantic { extra }, fields, omit_keys, computed, unset: 0 })
 }
 
 // ---------------------------------------------------------------------------
@@ -885,6 +901,9 @@ impl<'py> Writer<'py> {
             PlanKind::Struct { has_dict } => {
                 for f in &plan.fields {
                     let v = self.get(&obj, &f.attr, &f.getter)?;
+                    if v.as_ptr() as usize == plan.unset {
+                        continue;
+                    }
                     self.write_field(f, v.as_ptr(), &mut first)?;
                 }
                 if *has_dict {
