@@ -705,3 +705,62 @@ def test_struct_unset_fields_are_left_out():
     assert _native.dumps(U(a=1, c=None)) == b'{"a":1,"b":null}'
     with pytest.raises(EncodeError, match="UnsetType"):
         _native.dumps({"k": msgspec.UNSET})
+
+
+ANY_LEAVES = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**80), max_value=2**80)
+    | st.floats()  # NaN and infinities included: the reference writes null (or omits)
+    | st.text(max_size=12)
+)
+ANY_VALUES = st.recursive(
+    ANY_LEAVES,
+    lambda children: st.lists(children, max_size=4)
+    | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=20,
+)
+EXTRA_KEYS = st.sampled_from(
+    ["raw_event", "rawEvent_", "message_id", "subagent_run_id", "timestamp_", "x", "é", "a b", ""]
+) | st.text(max_size=6)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    raw=ANY_VALUES,
+    metadata=st.none() | st.dictionaries(st.text(max_size=6), ANY_VALUES, max_size=4),
+    extras=st.dictionaries(EXTRA_KEYS, ANY_VALUES, max_size=4),
+    timestamp=st.none() | st.integers(min_value=-(2**53), max_value=2**53),
+    snake=st.booleans(),
+)
+def test_random_reference_events(raw, metadata, extras, timestamp, snake):
+    data = {"messageId": "m", "delta": "d", "rawEvent": raw, "metadata": metadata, "timestamp": timestamp}
+    if snake:
+        data = {"message_id": "m", "delta": "d", "raw_event": raw, "metadata": metadata, "timestamp": timestamp}
+    for k, v in extras.items():
+        data.setdefault(k, v)
+    try:
+        ev = core.TextMessageContentEvent.model_validate(data)
+    except pydantic.ValidationError:
+        return
+    try:
+        expected = EventEncoder().encode(ev)
+    except pydantic_core.PydanticSerializationError:
+        with pytest.raises(EncodeError):
+            _native.encode_sse(ev)
+        return
+    assert _native.encode_sse(ev) == expected
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(value=ANY_VALUES, state=ANY_VALUES)
+def test_random_custom_and_state_events(value, state):
+    for ev in (
+        core.CustomEvent(name="n", value=value),
+        core.StateSnapshotEvent(snapshot=state),
+        core.RawEvent(event=value, source=None),
+    ):
+        assert _native.encode_sse(ev) == EventEncoder().encode(ev)
+        # and through JSON text, as a server would receive it
+        again = EVENT_ADAPTER.validate_json(_native.dumps(ev))
+        assert _native.encode_sse(again) == EventEncoder().encode(again)
