@@ -764,3 +764,36 @@ def test_random_custom_and_state_events(value, state):
         # and through JSON text, as a server would receive it
         again = EVENT_ADAPTER.validate_json(_native.dumps(ev))
         assert _native.encode_sse(again) == EventEncoder().encode(again)
+
+
+def test_threads_share_the_plan_cache_safely():
+    import threading
+
+    _native.clear_encode_cache()
+    models = [_validate(c) for c in EVENT_CASES if not c.get("py_error")][:150]
+    expected = [EventEncoder().encode(m) for m in models]
+    errors: List[Any] = []
+
+    def run(offset):
+        try:
+            for _ in range(5):
+                for i in range(len(models)):
+                    j = (i + offset) % len(models)
+                    assert _native.encode_sse(models[j]) == expected[j]
+                    if i % 50 == 0:
+                        # a Python-level switch point inside an encode
+                        _native.dumps([Weird() for Weird in ()])
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=run, args=(k * 37,)) for k in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(old)
+    assert not errors
