@@ -480,12 +480,20 @@ class PModel(pydantic.BaseModel):
 
 
 def test_plain_pydantic_model_plan():
+    # not an ag_ui model: no omission, exactly pydantic's own by_alias dump
     m = PModel(a=1, d=None, x=None, y=[1])
-    assert _native.dumps(m) == b'{"a":1,"d":null,"x":null,"y":[1]}'
+    assert _native.dumps(m) == b'{"a":1,"b":null,"cee":null,"d":null,"eAlias":null,"x":null,"y":[1]}'
+    assert _native.dumps(m) == m.model_dump_json(by_alias=True).encode()
     m = PModel(a=1, b="s", c=2, eAlias="e")
     assert _native.dumps(m) == b'{"a":1,"b":"s","cee":2,"d":5,"eAlias":"e"}'
-    # identical to pydantic's own dump once the None-valued optionals are excluded
-    assert _native.dumps(m) == m.model_dump_json(by_alias=True, exclude_none=True).encode()
+    assert _native.dumps(m) == m.model_dump_json(by_alias=True).encode()
+
+
+def test_user_pydantic_model_inside_an_event():
+    ev = core.StateSnapshotEvent(snapshot={"m": PModel(a=1, z=float("nan"))}, timestamp=None)
+    assert _native.encode_sse(ev) == EventEncoder().encode(ev)
+    ev = core.CustomEvent(name="n", value=[PModel(a=2, b="x")])
+    assert _native.encode_sse(ev) == EventEncoder().encode(ev)
 
 
 # ---------------------------------------------------------------------------

@@ -15,7 +15,8 @@
 //!   `(attr_name, wire_key, omit_if_none)` in emission order, then the instance
 //!   `__dict__` items (extras) in insertion order; a field holding `msgspec.UNSET` is
 //!   left out;
-//! * pydantic models (class has `__pydantic_fields__`): fields in declared order under
+//! * pydantic models (class has `__pydantic_fields__`; the omission rule below only
+//!   for ag_ui's models, recognised by their `_omittable_keys`): fields in declared order under
 //!   `serialization_alias or alias or name`, values from the instance `__dict__`,
 //!   then `__pydantic_extra__` items, then computed fields; `RootModel` → its root;
 //! * anything else → `EncodeError` naming the type, or with `pydantic_fallback=True`
@@ -24,7 +25,7 @@
 //!   non-str key is an `EncodeError`, or is written whole by pydantic with the fallback.
 //!
 //! Omission (the ag_ui base model's rule, reproduced for both kinds of objects): a
-//! field marked omittable (pydantic: not required and default `None`) is left out
+//! field marked omittable (ag_ui pydantic model: not required and default `None`) is left out
 //! when its value is `None` — or a non-finite float, since the reference's wrap
 //! serializer sees those already turned into `None`. An extra whose key equals the
 //! name or wire key of an omittable field is left out on the same condition
@@ -387,6 +388,9 @@ fn pydantic_plan<'py>(
     ty: &Bound<'py, PyType>,
     model_fields: &Bound<'py, PyDict>,
 ) -> PyResult<Plan> {
+    // The omission rule belongs to ag_ui's base model (its wrap serializer, recognised
+    // by its `_omittable_keys` classmethod); other pydantic models write every field.
+    let omits_none = lookup_class_attr(ty, intern!(py, "_omittable_keys"))?.is_some();
     let mut fields = Vec::new();
     let mut omit_keys = Vec::new();
     for (name, info) in model_fields.iter() {
@@ -402,7 +406,7 @@ fn pydantic_plan<'py>(
         let alias: Option<String> = info.getattr(intern!(py, "alias"))?.extract()?;
         let required = info.call_method0(intern!(py, "is_required"))?.is_truthy()?;
         let default_none = info.getattr(intern!(py, "default"))?.is_none();
-        let omit = !required && default_none;
+        let omit = omits_none && !required && default_none;
         if omit {
             omit_keys.push(name_s.clone());
             if let Some(a) = &alias {
