@@ -1,5 +1,875 @@
-use pyo3::prelude::*;
+//! JSON Patch on Python objects (`apply_patch`) and a Rust-held document (`StateDocument`).
+//!
+//! `apply_patch` works directly on dicts and lists: converting the document to serde_json
+//! would cost O(document size) and defeat structural sharing. The rules (pointer syntax,
+//! index rules, equality, error wording) are the core crate's (`agui_core::patch`).
+//!
+//! - Copy mode: containers along each written path are shallow-copied once per patch (a
+//!   "fresh" set remembers which containers are ours), everything else is shared with the
+//!   input. Atomicity is free: on failure the new tree is dropped.
+//! - In-place mode: mutations are recorded in an undo log and rolled back on failure
+//!   (member order included).
+//! - Values taken from the patch (`add`/`replace`) and sources of `copy` are deep-copied
+//!   (dicts and lists; tuples become lists) so the result never aliases the patch or
+//!   itself.
 
-pub fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> {
+use std::collections::HashSet;
+
+use agui_core::patch::{self as core, ErrorKind, OpKind, Operation, PatchError};
+use pyo3::exceptions::PyAttributeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use serde_json::{Map, Number, Value};
+
+use crate::errors::make_error;
+
+/// Nesting limit for the recursive walks (deep copy, equality, conversions): guards
+/// against cyclic Python structures and stack exhaustion.
+const MAX_DEPTH: usize = 2000;
+
+fn class_name(kind: ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::Invalid => "JsonPatchError",
+        ErrorKind::Pointer => "JsonPointerError",
+        ErrorKind::TestFailed => "JsonPatchTestFailed",
+    }
+}
+
+pub fn to_py_err(py: Python<'_>, e: &PatchError) -> PyErr {
+    let kwargs = PyDict::new(py);
+    let _ = kwargs.set_item("index", e.index);
+    let _ = kwargs.set_item("op", e.op.as_deref());
+    let _ = kwargs.set_item("path", e.path.as_deref());
+    make_error(py, class_name(e.kind), e.to_string(), Some(&kwargs))
+}
+
+fn invalid(reason: impl Into<String>) -> PatchError {
+    PatchError::new(ErrorKind::Invalid, reason)
+}
+
+fn with_index(mut e: PatchError, index: usize, op: Option<&str>, path: Option<&str>) -> PatchError {
+    e.index = Some(index);
+    e.op = op.map(str::to_string);
+    e.path = path.map(str::to_string);
+    e
+}
+
+/// Either a patch error (becomes one of our exception classes) or a Python exception
+/// raised by user code (e.g. an `__eq__`), passed through unchanged.
+enum Fail {
+    Patch(PatchError),
+    Py(PyErr),
+}
+
+impl From<PatchError> for Fail {
+    fn from(e: PatchError) -> Self {
+        Fail::Patch(e)
+    }
+}
+impl From<PyErr> for Fail {
+    fn from(e: PyErr) -> Self {
+        Fail::Py(e)
+    }
+}
+
+type R<T> = Result<T, Fail>;
+
+// ---------------------------------------------------------------------------------------
+// Reading a patch (list of dicts, or objects with op/path/value/from_ attributes)
+// ---------------------------------------------------------------------------------------
+
+struct RawOp<'py> {
+    op: String,
+    path: String,
+    from: Option<String>,
+    value: Option<Bound<'py, PyAny>>,
+}
+
+fn member<'py>(item: &Bound<'py, PyAny>, dict: Option<&Bound<'py, PyDict>>, name: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+    if let Some(d) = dict {
+        return d.get_item(name);
+    }
+    match item.getattr(name) {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if e.is_instance_of::<PyAttributeError>(item.py()) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+fn string_member(v: Option<Bound<'_, PyAny>>, name: &str) -> Result<Option<String>, PatchError> {
+    match v {
+        None => Ok(None),
+        Some(v) => match v.cast::<PyString>() {
+            Ok(s) => s.to_str().map(|s| Some(s.to_string())).map_err(|_| invalid(format!("member '{name}' is not valid UTF-8"))),
+            Err(_) => Err(invalid(format!("member '{name}' must be a string, not {}", py_type_name(&v)))),
+        },
+    }
+}
+
+fn read_op<'py>(index: usize, item: &Bound<'py, PyAny>) -> R<RawOp<'py>> {
+    let dict = item.cast::<PyDict>().ok();
+    if dict.is_none() && (item.is_instance_of::<PyList>() || item.is_instance_of::<PyString>() || item.is_instance_of::<PyTuple>()) {
+        return Err(with_index(invalid(format!("operation must be an object, not {}", py_type_name(item))), index, None, None).into());
+    }
+    let op = string_member(member(item, dict, "op")?, "op").map_err(|e| with_index(e, index, None, None))?;
+    let Some(op) = op else {
+        return Err(with_index(invalid("missing member 'op'"), index, None, None).into());
+    };
+    let path = string_member(member(item, dict, "path")?, "path").map_err(|e| with_index(e, index, Some(&op), None))?;
+    let Some(path) = path else {
+        return Err(with_index(invalid("missing member 'path'"), index, Some(&op), None).into());
+    };
+    let from_v = match dict {
+        Some(d) => d.get_item("from")?,
+        None => match member(item, None, "from_")? {
+            Some(v) => Some(v),
+            None => member(item, None, "from")?,
+        },
+    };
+    // `from` only matters for move/copy; elsewhere it is an ignored extra member.
+    let needs_from = OpKind::parse(&op).is_some_and(OpKind::needs_from);
+    let from = match from_v {
+        Some(v) if v.is_none() && !needs_from => None,
+        v if needs_from => string_member(v, "from").map_err(|e| with_index(e, index, Some(&op), Some(&path)))?,
+        _ => None,
+    };
+    let value = if OpKind::parse(&op).is_some_and(OpKind::needs_value) { member(item, dict, "value")? } else { None };
+    Ok(RawOp { op, path, from, value })
+}
+
+fn patch_items<'py>(patch: &Bound<'py, PyAny>) -> R<Vec<Bound<'py, PyAny>>> {
+    if let Ok(l) = patch.cast::<PyList>() {
+        return Ok(l.iter().collect());
+    }
+    if let Ok(t) = patch.cast::<PyTuple>() {
+        return Ok(t.iter().collect());
+    }
+    if patch.is_instance_of::<PyDict>() || patch.is_instance_of::<PyString>() || patch.is_none() {
+        return Err(invalid(format!("a JSON Patch must be a list of operations, not {}", py_type_name(patch))).into());
+    }
+    match patch.try_iter() {
+        Ok(it) => Ok(it.collect::<PyResult<Vec<_>>>()?),
+        Err(_) => Err(invalid(format!("a JSON Patch must be a list of operations, not {}", py_type_name(patch))).into()),
+    }
+}
+
+/// One operation ready for the Python-object applier.
+struct PyOp<'py> {
+    op: Operation, // kind, path and tokens (its `value` is a placeholder)
+    value: Option<Bound<'py, PyAny>>,
+}
+
+fn read_patch<'py>(patch: &Bound<'py, PyAny>) -> R<Vec<PyOp<'py>>> {
+    let items = patch_items(patch)?;
+    let mut ops = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let raw = read_op(i, item)?;
+        let placeholder = raw.value.as_ref().map(|_| Value::Null);
+        let op = Operation::build(i, &raw.op, &raw.path, raw.from.as_deref(), placeholder)?;
+        ops.push(PyOp { op, value: raw.value });
+    }
+    Ok(ops)
+}
+
+// ---------------------------------------------------------------------------------------
+// Python value helpers
+// ---------------------------------------------------------------------------------------
+
+fn py_type_name(v: &Bound<'_, PyAny>) -> String {
+    if v.is_none() {
+        "null".into()
+    } else if v.is_instance_of::<PyBool>() {
+        "boolean".into()
+    } else if v.is_instance_of::<PyInt>() || v.is_instance_of::<PyFloat>() {
+        "number".into()
+    } else if v.is_instance_of::<PyString>() {
+        "string".into()
+    } else if v.is_instance_of::<PyList>() {
+        "array".into()
+    } else if v.is_instance_of::<PyDict>() {
+        "object".into()
+    } else {
+        v.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "object".into())
+    }
+}
+
+fn too_deep() -> PatchError {
+    invalid(format!("value nested deeper than {MAX_DEPTH} levels (or cyclic)"))
+}
+
+/// Deep-copy dicts and lists (tuples become lists); everything else is shared (immutable
+/// JSON scalars, or foreign objects the patch does not look into).
+fn deep_copy<'py>(v: &Bound<'py, PyAny>, depth: usize) -> R<Bound<'py, PyAny>> {
+    if depth > MAX_DEPTH {
+        return Err(too_deep().into());
+    }
+    let py = v.py();
+    if let Ok(d) = v.cast::<PyDict>() {
+        let out = PyDict::new(py);
+        for (k, x) in d.iter() {
+            out.set_item(k, deep_copy(&x, depth + 1)?)?;
+        }
+        return Ok(out.into_any());
+    }
+    if let Ok(l) = v.cast::<PyList>() {
+        let items = l.iter().map(|x| deep_copy(&x, depth + 1)).collect::<R<Vec<_>>>()?;
+        return Ok(PyList::new(py, items)?.into_any());
+    }
+    if let Ok(t) = v.cast::<PyTuple>() {
+        let items = t.iter().map(|x| deep_copy(&x, depth + 1)).collect::<R<Vec<_>>>()?;
+        return Ok(PyList::new(py, items)?.into_any());
+    }
+    Ok(v.clone())
+}
+
+fn is_number(v: &Bound<'_, PyAny>) -> bool {
+    (v.is_instance_of::<PyInt>() || v.is_instance_of::<PyFloat>()) && !v.is_instance_of::<PyBool>()
+}
+
+/// JSON equality on Python values: a bool is never a number (`True != 1`), numbers compare
+/// by value (`1 == 1.0`), dicts ignore order, lists and tuples are arrays.
+fn json_eq(a: &Bound<'_, PyAny>, b: &Bound<'_, PyAny>, depth: usize) -> R<bool> {
+    if depth > MAX_DEPTH {
+        return Err(too_deep().into());
+    }
+    let a_bool = a.is_instance_of::<PyBool>();
+    let b_bool = b.is_instance_of::<PyBool>();
+    if a_bool || b_bool {
+        return Ok(a_bool && b_bool && a.is_truthy()? == b.is_truthy()?);
+    }
+    if a.is_none() || b.is_none() {
+        return Ok(a.is_none() && b.is_none());
+    }
+    if is_number(a) || is_number(b) {
+        return Ok(is_number(a) && is_number(b) && a.eq(b)?);
+    }
+    if a.is_instance_of::<PyString>() || b.is_instance_of::<PyString>() {
+        return Ok(a.is_instance_of::<PyString>() && b.is_instance_of::<PyString>() && a.eq(b)?);
+    }
+    let seq = |v: &Bound<'_, PyAny>| v.is_instance_of::<PyList>() || v.is_instance_of::<PyTuple>();
+    if seq(a) || seq(b) {
+        if !(seq(a) && seq(b)) || a.len()? != b.len()? {
+            return Ok(false);
+        }
+        for (x, y) in a.try_iter()?.zip(b.try_iter()?) {
+            if !json_eq(&x?, &y?, depth + 1)? {
+                return Ok(false);
+            }
+        }
+        return Ok(true);
+    }
+    match (a.cast::<PyDict>(), b.cast::<PyDict>()) {
+        (Ok(x), Ok(y)) => {
+            if x.len() != y.len() {
+                return Ok(false);
+            }
+            for (k, v) in x.iter() {
+                match y.get_item(&k)? {
+                    Some(w) if json_eq(&v, &w, depth + 1)? => {}
+                    _ => return Ok(false),
+                }
+            }
+            Ok(true)
+        }
+        (Err(_), Err(_)) => Ok(a.eq(b)?), // foreign objects: their own equality
+        _ => Ok(false),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The Python-object applier
+// ---------------------------------------------------------------------------------------
+
+/// Where a child sits in its container.
+enum Loc<'py> {
+    Key(Bound<'py, PyString>),
+    Idx(usize),
+}
+
+/// Inverse of one in-place mutation (containers are held directly: Python objects keep
+/// their identity). `old: None` = the value removed by the entry undone just before.
+enum Undo<'py> {
+    Root(Bound<'py, PyAny>),
+    DictRemoveNew(Bound<'py, PyDict>, Bound<'py, PyString>),
+    DictRestore(Bound<'py, PyDict>, Bound<'py, PyString>, Bound<'py, PyAny>),
+    DictReinsert(Bound<'py, PyDict>, Bound<'py, PyString>, usize, Option<Bound<'py, PyAny>>),
+    ListRemove(Bound<'py, PyList>, usize),
+    ListReinsert(Bound<'py, PyList>, usize, Option<Bound<'py, PyAny>>),
+    ListRestore(Bound<'py, PyList>, usize, Bound<'py, PyAny>),
+}
+
+struct Engine<'py> {
+    py: Python<'py>,
+    root: Bound<'py, PyAny>,
+    copy_mode: bool,
+    /// Containers created during this apply (copy mode): safe to mutate.
+    fresh: HashSet<usize>,
+    /// Keeps fresh containers alive so their addresses cannot be reused while in `fresh`.
+    keep: Vec<Bound<'py, PyAny>>,
+    undo: Vec<Undo<'py>>,
+}
+
+fn scalar_err(tok: &str, v: &Bound<'_, PyAny>) -> PatchError {
+    PatchError::new(ErrorKind::Pointer, core::scalar_step_reason(tok, &py_type_name(v)))
+}
+
+fn missing(tok: &str) -> PatchError {
+    PatchError::new(ErrorKind::Pointer, core::missing_member_reason(tok))
+}
+
+fn from_err(f: Fail) -> Fail {
+    match f {
+        Fail::Patch(mut e) => {
+            e.reason = format!("from: {}", e.reason);
+            Fail::Patch(e)
+        }
+        other => other,
+    }
+}
+
+impl<'py> Engine<'py> {
+    fn new(root: Bound<'py, PyAny>, copy_mode: bool) -> Self {
+        Engine { py: root.py(), root, copy_mode, fresh: HashSet::new(), keep: Vec::new(), undo: Vec::new() }
+    }
+
+    fn mark_fresh(&mut self, v: &Bound<'py, PyAny>) {
+        if self.copy_mode {
+            self.fresh.insert(v.as_ptr() as usize);
+            self.keep.push(v.clone());
+        }
+    }
+
+    /// In copy mode, the container itself if we created it, else a shallow copy of it.
+    fn writable(&mut self, v: Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyAny>, bool)> {
+        if !self.copy_mode || self.fresh.contains(&(v.as_ptr() as usize)) {
+            return Ok((v, false));
+        }
+        let copy = if let Ok(d) = v.cast::<PyDict>() {
+            d.copy()?.into_any()
+        } else if let Ok(l) = v.cast::<PyList>() {
+            l.get_slice(0, l.len()).into_any()
+        } else {
+            return Ok((v, false)); // scalars are never written into
+        };
+        self.mark_fresh(&copy);
+        Ok((copy, true))
+    }
+
+    fn child(&self, parent: &Bound<'py, PyAny>, tok: &str) -> R<(Bound<'py, PyAny>, Loc<'py>)> {
+        if let Ok(d) = parent.cast::<PyDict>() {
+            let key = PyString::new(self.py, tok);
+            return match d.get_item(&key)? {
+                Some(v) => Ok((v, Loc::Key(key))),
+                None => Err(missing(tok).into()),
+            };
+        }
+        if let Ok(l) = parent.cast::<PyList>() {
+            let i = core::existing_index(tok, l.len())?;
+            return Ok((l.get_item(i)?, Loc::Idx(i)));
+        }
+        Err(scalar_err(tok, parent).into())
+    }
+
+    fn read(&self, toks: &[String]) -> R<Bound<'py, PyAny>> {
+        let mut cur = self.root.clone();
+        for t in toks {
+            cur = self.child(&cur, t)?.0;
+        }
+        Ok(cur)
+    }
+
+    /// The container at `toks`, made writable (copy mode: path-copied into the new tree).
+    fn writable_at(&mut self, toks: &[String]) -> R<Bound<'py, PyAny>> {
+        let (mut cur, _) = self.writable(self.root.clone())?;
+        self.root = cur.clone();
+        for t in toks {
+            let (c, loc) = self.child(&cur, t)?;
+            let (w, copied) = self.writable(c)?;
+            if copied {
+                // `cur` is fresh, so linking the copy into it needs no undo entry.
+                match loc {
+                    Loc::Key(k) => cur.cast::<PyDict>().map_err(PyErr::from)?.set_item(k, &w)?,
+                    Loc::Idx(i) => cur.cast::<PyList>().map_err(PyErr::from)?.set_item(i, &w)?,
+                }
+            }
+            cur = w;
+        }
+        Ok(cur)
+    }
+
+    fn log(&mut self, u: Undo<'py>) {
+        if !self.copy_mode {
+            self.undo.push(u);
+        }
+    }
+
+    fn set_root(&mut self, value: Bound<'py, PyAny>) {
+        let old = std::mem::replace(&mut self.root, value);
+        self.log(Undo::Root(old));
+    }
+
+    /// `slot` is emptied only once the add cannot fail (see `move`).
+    fn add(&mut self, toks: &[String], slot: &mut Option<Bound<'py, PyAny>>) -> R<()> {
+        let Some((last, parent_toks)) = toks.split_last() else {
+            if let Some(v) = slot.take() {
+                self.set_root(v);
+            }
+            return Ok(());
+        };
+        let parent = self.writable_at(parent_toks)?;
+        if let Ok(d) = parent.cast::<PyDict>() {
+            let key = PyString::new(self.py, last);
+            let old = d.get_item(&key)?;
+            let Some(v) = slot.take() else { return Ok(()) };
+            d.set_item(&key, v)?;
+            let d = d.clone();
+            self.log(match old {
+                Some(old) => Undo::DictRestore(d, key, old),
+                None => Undo::DictRemoveNew(d, key),
+            });
+            return Ok(());
+        }
+        if let Ok(l) = parent.cast::<PyList>() {
+            let i = core::insert_index(last, l.len())?;
+            let Some(v) = slot.take() else { return Ok(()) };
+            if i == l.len() {
+                l.append(v)?;
+            } else {
+                l.insert(i, v)?;
+            }
+            let l = l.clone();
+            self.log(Undo::ListRemove(l, i));
+            return Ok(());
+        }
+        Err(scalar_err(last, &parent).into())
+    }
+
+    fn remove(&mut self, toks: &[String]) -> R<Bound<'py, PyAny>> {
+        let Some((last, parent_toks)) = toks.split_last() else {
+            return Err(invalid("cannot remove the whole document").into());
+        };
+        let parent = self.writable_at(parent_toks)?;
+        if let Ok(d) = parent.cast::<PyDict>() {
+            let key = PyString::new(self.py, last);
+            let Some(old) = d.get_item(&key)? else {
+                return Err(missing(last).into());
+            };
+            // In place, remember the member's position so a rollback restores key order.
+            let index = if self.copy_mode { 0 } else { dict_position(d, &key)? };
+            d.del_item(&key)?;
+            let d = d.clone();
+            self.log(Undo::DictReinsert(d, key, index, None));
+            return Ok(old);
+        }
+        if let Ok(l) = parent.cast::<PyList>() {
+            let i = core::existing_index(last, l.len())?;
+            let old = l.get_item(i)?;
+            l.del_item(i)?;
+            let l = l.clone();
+            self.log(Undo::ListReinsert(l, i, None));
+            return Ok(old);
+        }
+        Err(scalar_err(last, &parent).into())
+    }
+
+    fn keep_removed(&mut self, v: Bound<'py, PyAny>) {
+        match self.undo.last_mut() {
+            Some(Undo::DictReinsert(_, _, _, old)) | Some(Undo::ListReinsert(_, _, old)) => *old = Some(v),
+            _ => {}
+        }
+    }
+
+    fn replace(&mut self, toks: &[String], value: Bound<'py, PyAny>) -> R<()> {
+        let Some((last, parent_toks)) = toks.split_last() else {
+            self.set_root(value);
+            return Ok(());
+        };
+        let parent = self.writable_at(parent_toks)?;
+        if let Ok(d) = parent.cast::<PyDict>() {
+            let key = PyString::new(self.py, last);
+            let Some(old) = d.get_item(&key)? else {
+                return Err(missing(last).into());
+            };
+            d.set_item(&key, value)?;
+            let d = d.clone();
+            self.log(Undo::DictRestore(d, key, old));
+            return Ok(());
+        }
+        if let Ok(l) = parent.cast::<PyList>() {
+            let i = core::existing_index(last, l.len())?;
+            let old = l.get_item(i)?;
+            l.set_item(i, value)?;
+            let l = l.clone();
+            self.log(Undo::ListRestore(l, i, old));
+            return Ok(());
+        }
+        Err(scalar_err(last, &parent).into())
+    }
+
+    /// A value from the patch, deep-copied; in copy mode its containers are ours.
+    fn owned_value(&mut self, v: &Bound<'py, PyAny>) -> R<Bound<'py, PyAny>> {
+        let c = deep_copy(v, 0)?;
+        if c.is_instance_of::<PyDict>() || c.is_instance_of::<PyList>() {
+            self.mark_fresh(&c);
+        }
+        Ok(c)
+    }
+
+    fn apply_one(&mut self, op: &PyOp<'py>) -> R<()> {
+        let o = &op.op;
+        let value = || op.value.clone().ok_or_else(|| Fail::from(invalid("missing member 'value'")));
+        match o.kind {
+            OpKind::Add => {
+                let v = self.owned_value(&value()?)?;
+                self.add(&o.path_tokens, &mut Some(v))
+            }
+            OpKind::Remove => {
+                let v = self.remove(&o.path_tokens)?;
+                self.keep_removed(v);
+                Ok(())
+            }
+            OpKind::Replace => {
+                let v = self.owned_value(&value()?)?;
+                self.replace(&o.path_tokens, v)
+            }
+            OpKind::Move => {
+                if o.from_tokens == o.path_tokens {
+                    return self.read(&o.from_tokens).map(drop).map_err(from_err);
+                }
+                if core::is_proper_prefix(&o.from_tokens, &o.path_tokens) {
+                    return Err(invalid("cannot move a value into one of its own children").into());
+                }
+                let v = self.remove(&o.from_tokens).map_err(from_err)?;
+                let mut slot = Some(v);
+                let res = self.add(&o.path_tokens, &mut slot);
+                if let Some(v) = slot {
+                    self.keep_removed(v); // the add failed before taking the value
+                }
+                res
+            }
+            OpKind::Copy => {
+                let src = self.read(&o.from_tokens).map_err(from_err)?;
+                let v = self.owned_value(&src)?;
+                self.add(&o.path_tokens, &mut Some(v))
+            }
+            OpKind::Test => {
+                let actual = self.read(&o.path_tokens)?;
+                if json_eq(&actual, &value()?, 0)? {
+                    Ok(())
+                } else {
+                    Err(PatchError::new(ErrorKind::TestFailed, "test failed: value does not match").into())
+                }
+            }
+        }
+    }
+
+    fn rollback(&mut self) {
+        let mut carry: Option<Bound<'py, PyAny>> = None;
+        // Errors are ignored: each entry re-creates a state that existed, so the calls
+        // cannot fail short of a MemoryError, and there is nothing better to do then.
+        while let Some(u) = self.undo.pop() {
+            match u {
+                Undo::Root(old) => carry = Some(std::mem::replace(&mut self.root, old)),
+                Undo::DictRemoveNew(d, k) => {
+                    carry = d.get_item(&k).ok().flatten();
+                    let _ = d.del_item(&k);
+                }
+                Undo::DictRestore(d, k, old) => {
+                    carry = d.get_item(&k).ok().flatten();
+                    let _ = d.set_item(&k, old);
+                }
+                Undo::DictReinsert(d, k, index, old) => {
+                    if let Some(v) = old.or(carry.take()) {
+                        let _ = dict_insert_at(&d, &k, &v, index);
+                    }
+                }
+                Undo::ListRemove(l, i) => {
+                    carry = l.get_item(i).ok();
+                    let _ = l.del_item(i);
+                }
+                Undo::ListReinsert(l, i, old) => {
+                    if let Some(v) = old.or(carry.take()) {
+                        let _ = l.insert(i, v);
+                    }
+                }
+                Undo::ListRestore(l, i, old) => {
+                    carry = l.get_item(i).ok();
+                    let _ = l.set_item(i, old);
+                }
+            }
+        }
+    }
+}
+
+fn dict_position(d: &Bound<'_, PyDict>, key: &Bound<'_, PyString>) -> PyResult<usize> {
+    for (i, (k, _)) in d.iter().enumerate() {
+        if k.is(key) || k.eq(key)? {
+            return Ok(i);
+        }
+    }
+    Ok(d.len())
+}
+
+/// Re-insert `key` at position `index` (rollback only: O(len), rebuilds the dict).
+fn dict_insert_at(d: &Bound<'_, PyDict>, key: &Bound<'_, PyString>, v: &Bound<'_, PyAny>, index: usize) -> PyResult<()> {
+    let items: Vec<_> = d.iter().collect();
+    if index >= items.len() {
+        return d.set_item(key, v);
+    }
+    d.clear();
+    for (i, (k, x)) in items.into_iter().enumerate() {
+        if i == index {
+            d.set_item(key, v)?;
+        }
+        d.set_item(k, x)?;
+    }
+    Ok(())
+}
+
+/// Apply an RFC 6902 patch to a JSON-like Python document (dicts, lists, scalars).
+#[pyfunction]
+#[pyo3(signature = (doc, patch, *, in_place = false))]
+pub fn apply_patch<'py>(doc: Bound<'py, PyAny>, patch: &Bound<'py, PyAny>, in_place: bool) -> PyResult<Bound<'py, PyAny>> {
+    let py = doc.py();
+    let ops = match read_patch(patch) {
+        Ok(ops) => ops,
+        Err(Fail::Patch(e)) => return Err(to_py_err(py, &e)),
+        Err(Fail::Py(e)) => return Err(e),
+    };
+    let mut engine = Engine::new(doc, !in_place);
+    for (i, op) in ops.iter().enumerate() {
+        if let Err(f) = engine.apply_one(op) {
+            engine.rollback(); // no-op in copy mode: the input was never touched
+            return Err(match f {
+                Fail::Patch(e) => {
+                    let e = with_index(e, i, Some(op.op.kind.name()), Some(&op.op.path));
+                    to_py_err(py, &e)
+                }
+                Fail::Py(e) => e,
+            });
+        }
+    }
+    Ok(engine.root)
+}
+
+// ---------------------------------------------------------------------------------------
+// Python <-> serde_json (StateDocument)
+// ---------------------------------------------------------------------------------------
+
+fn py_to_value(v: &Bound<'_, PyAny>, depth: usize) -> R<Value> {
+    if depth > MAX_DEPTH {
+        return Err(too_deep().into());
+    }
+    if v.is_none() {
+        return Ok(Value::Null);
+    }
+    if let Ok(b) = v.cast::<PyBool>() {
+        return Ok(Value::Bool(b.is_true()));
+    }
+    if let Ok(i) = v.cast::<PyInt>() {
+        if let Ok(x) = i.extract::<i64>() {
+            return Ok(Value::Number(x.into()));
+        }
+        if let Ok(x) = i.extract::<u64>() {
+            return Ok(Value::Number(x.into()));
+        }
+        // Big integers keep their exact digits (serde_json has arbitrary_precision).
+        let text = i.str()?.to_string();
+        return serde_json::from_str::<Number>(&text)
+            .map(Value::Number)
+            .map_err(|_| invalid(format!("integer {text} is not representable")).into());
+    }
+    if let Ok(f) = v.cast::<PyFloat>() {
+        let x = f.value();
+        return Number::from_f64(x)
+            .map(Value::Number)
+            .ok_or_else(|| invalid(format!("{x} is not a JSON number")).into());
+    }
+    if let Ok(s) = v.cast::<PyString>() {
+        return Ok(Value::String(s.to_str()?.to_string()));
+    }
+    if let Ok(d) = v.cast::<PyDict>() {
+        let mut m = Map::new();
+        for (k, x) in d.iter() {
+            let Ok(k) = k.cast::<PyString>() else {
+                return Err(invalid(format!("object keys must be strings, not {}", py_type_name(&k))).into());
+            };
+            m.insert(k.to_str()?.to_string(), py_to_value(&x, depth + 1)?);
+        }
+        return Ok(Value::Object(m));
+    }
+    if v.is_instance_of::<PyList>() || v.is_instance_of::<PyTuple>() {
+        let mut a = Vec::with_capacity(v.len()?);
+        for x in v.try_iter()? {
+            a.push(py_to_value(&x?, depth + 1)?);
+        }
+        return Ok(Value::Array(a));
+    }
+    Err(invalid(format!("{} is not a JSON value", py_type_name(v))).into())
+}
+
+fn value_to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match v {
+        Value::Null => py.None().into_bound(py),
+        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                i.into_pyobject(py)?.into_any()
+            } else if let Some(u) = n.as_u64() {
+                u.into_pyobject(py)?.into_any()
+            } else {
+                let text = n.to_string();
+                let int_like = text.trim_start_matches('-').bytes().all(|b| b.is_ascii_digit());
+                if int_like {
+                    py.get_type::<PyInt>().call1((text,))?
+                } else {
+                    PyFloat::new(py, n.as_f64().unwrap_or(f64::NAN)).into_any()
+                }
+            }
+        }
+        Value::String(s) => PyString::new(py, s).into_any(),
+        Value::Array(a) => {
+            let items = a.iter().map(|x| value_to_py(py, x)).collect::<PyResult<Vec<_>>>()?;
+            PyList::new(py, items)?.into_any()
+        }
+        Value::Object(m) => {
+            let d = PyDict::new(py);
+            for (k, x) in m {
+                d.set_item(k, value_to_py(py, x)?)?;
+            }
+            d.into_any()
+        }
+    })
+}
+
+fn core_patch(patch: &Bound<'_, PyAny>) -> R<Vec<Operation>> {
+    let items = patch_items(patch)?;
+    let mut ops = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let raw = read_op(i, item)?;
+        let value = match &raw.value {
+            Some(v) => Some(py_to_value(v, 0).map_err(|f| match f {
+                Fail::Patch(e) => Fail::Patch(with_index(e, i, Some(&raw.op), Some(&raw.path))),
+                other => other,
+            })?),
+            None => None,
+        };
+        ops.push(Operation::build(i, &raw.op, &raw.path, raw.from.as_deref(), value)?);
+    }
+    Ok(ops)
+}
+
+fn raise(py: Python<'_>, f: Fail) -> PyErr {
+    match f {
+        Fail::Patch(e) => to_py_err(py, &e),
+        Fail::Py(e) => e,
+    }
+}
+
+/// A JSON document held in Rust: replays many patches without converting back to Python,
+/// materializing the Python object only when asked.
+#[pyclass(module = "agui_fast._native", name = "StateDocument")]
+pub struct StateDocument {
+    doc: Value,
+}
+
+#[pymethods]
+impl StateDocument {
+    #[new]
+    #[pyo3(signature = (doc = None))]
+    fn new(py: Python<'_>, doc: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let doc = match doc {
+            None => core::empty_object(),
+            Some(d) => py_to_value(d, 0).map_err(|f| raise(py, f))?,
+        };
+        Ok(StateDocument { doc })
+    }
+
+    /// Apply one patch atomically (the GIL is released while applying).
+    fn apply(&mut self, py: Python<'_>, patch: &Bound<'_, PyAny>) -> PyResult<()> {
+        let ops = core_patch(patch).map_err(|f| raise(py, f))?;
+        let doc = &mut self.doc;
+        py.detach(|| core::apply_patch(doc, &ops)).map_err(|e| to_py_err(py, &e))
+    }
+
+    /// Apply patches in order, each atomically. Stops at the first failing one and raises
+    /// (earlier patches stay applied; the error has `patch_index`), or with
+    /// `skip_errors=True` skips failing patches (the reference reducer's behaviour).
+    /// Returns the number of patches applied.
+    #[pyo3(signature = (patches, *, skip_errors = false))]
+    fn apply_many(&mut self, py: Python<'_>, patches: &Bound<'_, PyAny>, skip_errors: bool) -> PyResult<usize> {
+        let items = patch_items(patches).map_err(|f| raise(py, f))?;
+        let mut converted = Vec::with_capacity(items.len());
+        for (n, p) in items.iter().enumerate() {
+            match core_patch(p) {
+                Ok(ops) => converted.push(Ok(ops)),
+                Err(Fail::Patch(e)) => {
+                    converted.push(Err(e));
+                    if !skip_errors {
+                        break;
+                    }
+                }
+                Err(Fail::Py(e)) => {
+                    let _ = n;
+                    return Err(e);
+                }
+            }
+        }
+        let doc = &mut self.doc;
+        let (applied, failure) = py.detach(|| {
+            let mut applied = 0usize;
+            for (n, ops) in converted.iter().enumerate() {
+                let res = match ops {
+                    Ok(ops) => core::apply_patch(doc, ops),
+                    Err(e) => Err(e.clone()),
+                };
+                match res {
+                    Ok(()) => applied += 1,
+                    Err(e) if !skip_errors => return (applied, Some((n, e))),
+                    Err(_) => {}
+                }
+            }
+            (applied, None)
+        });
+        if let Some((n, mut e)) = failure {
+            e.reason = format!("{} (in patch {n})", e.reason);
+            let err = to_py_err(py, &e);
+            let _ = err.value(py).setattr("patch_index", n);
+            return Err(err);
+        }
+        Ok(applied)
+    }
+
+    /// The document as a new Python object (or the value at `path`, an RFC 6901 pointer).
+    #[pyo3(signature = (path = ""))]
+    fn to_python<'py>(&self, py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyAny>> {
+        let tokens = core::parse_pointer(path).map_err(|e| to_py_err(py, &e))?;
+        let v = core::resolve(&self.doc, &tokens).map_err(|mut e| {
+            e.path = Some(path.to_string());
+            to_py_err(py, &e)
+        })?;
+        value_to_py(py, v)
+    }
+
+    /// Replace the whole document (e.g. on a STATE_SNAPSHOT).
+    fn replace(&mut self, py: Python<'_>, doc: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.doc = py_to_value(doc, 0).map_err(|f| raise(py, f))?;
+        Ok(())
+    }
+
+    fn __repr__(&self) -> String {
+        let text = serde_json::to_string(&self.doc).unwrap_or_default();
+        if text.len() > 200 {
+            let cut = (0..=200).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+            format!("StateDocument({}...)", &text[..cut])
+        } else {
+            format!("StateDocument({text})")
+        }
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(apply_patch, m)?)?;
+    m.add_class::<StateDocument>()?;
     Ok(())
 }
