@@ -25,7 +25,7 @@ use crate::errors::make_error;
 
 /// Nesting limit for the recursive walks (deep copy, equality, conversions): guards
 /// against cyclic Python structures and stack exhaustion.
-const MAX_DEPTH: usize = 2000;
+const MAX_DEPTH: usize = 512;
 
 fn class_name(kind: ErrorKind) -> &'static str {
     match kind {
