@@ -13,11 +13,15 @@
 //!   (dicts and lists; tuples become lists) so the result never aliases the patch or
 //!   itself.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Mutex;
 
 use agui_core::patch::{self as core, ErrorKind, OpKind, Operation, PatchError};
 use pyo3::exceptions::PyAttributeError;
+use pyo3::intern;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde_json::{Map, Number, Value};
 
@@ -78,14 +82,91 @@ type R<T> = Result<T, Fail>;
 // Reading a patch (list of dicts, or objects with op/path/value/from_ attributes)
 // ---------------------------------------------------------------------------------------
 
-struct RawOp<'py> {
-    op: String,
-    path: String,
-    from: Option<String>,
-    value: Option<Bound<'py, PyAny>>,
+/// FxHash-style hasher for pointer-sized keys and short tokens: the default SipHash is
+/// a visible share of a one-operation patch.
+#[derive(Default)]
+struct FastHasher(u64);
+
+impl Hasher for FastHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.0 = (self.0.rotate_left(5) ^ n as u64).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
 }
 
-fn member<'py>(item: &Bound<'py, PyAny>, dict: Option<&Bound<'py, PyDict>>, name: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+type FastBuild = BuildHasherDefault<FastHasher>;
+
+/// Interned Python strings for pointer tokens, reused across calls: creating and hashing
+/// a fresh `str` per token per call was the largest cost of small patches. Bounded.
+static TOKENS: PyOnceLock<Mutex<HashMap<Box<str>, Py<PyString>, FastBuild>>> = PyOnceLock::new();
+const TOKEN_CACHE_MAX: usize = 4096;
+const TOKEN_CACHE_MAX_LEN: usize = 64;
+
+fn token<'py>(py: Python<'py>, s: &str) -> Bound<'py, PyString> {
+    if s.len() > TOKEN_CACHE_MAX_LEN {
+        return PyString::new(py, s);
+    }
+    let cache = TOKENS.get_or_init(py, || Mutex::new(HashMap::default()));
+    // The GIL serializes callers; the mutex only satisfies Sync (never contended).
+    let mut map = cache.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(k) = map.get(s) {
+        return k.bind(py).clone();
+    }
+    let k = PyString::intern(py, s);
+    if map.len() >= TOKEN_CACHE_MAX {
+        map.clear();
+    }
+    map.insert(s.into(), k.clone().unbind());
+    k
+}
+
+/// Split an RFC 6901 pointer into (unescaped) key strings.
+fn py_tokens<'py>(py: Python<'py>, pointer: &str) -> Result<Vec<Bound<'py, PyString>>, PatchError> {
+    if pointer.is_empty() {
+        return Ok(Vec::new());
+    }
+    let Some(rest) = pointer.strip_prefix('/') else {
+        return core::parse_pointer(pointer).map(|_| Vec::new()); // yields the precise error
+    };
+    rest.split('/')
+        .map(|raw| {
+            if raw.contains('~') {
+                core::unescape(raw).map(|t| token(py, &t))
+            } else {
+                Ok(token(py, raw))
+            }
+        })
+        .collect()
+}
+
+fn tok_str<'a>(t: &'a Bound<'_, PyString>) -> PyResult<std::borrow::Cow<'a, str>> {
+    t.to_cow()
+}
+
+fn toks_eq(a: &[Bound<'_, PyString>], b: &[Bound<'_, PyString>]) -> PyResult<bool> {
+    if a.len() != b.len() {
+        return Ok(false);
+    }
+    for (x, y) in a.iter().zip(b) {
+        if !(x.is(y) || x.to_cow()? == y.to_cow()?) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+fn is_proper_prefix(from: &[Bound<'_, PyString>], path: &[Bound<'_, PyString>]) -> PyResult<bool> {
+    Ok(from.len() < path.len() && toks_eq(from, &path[..from.len()])?)
+}
+
+fn member<'py>(item: &Bound<'py, PyAny>, dict: Option<&Bound<'py, PyDict>>, name: &Bound<'py, PyString>) -> PyResult<Option<Bound<'py, PyAny>>> {
     if let Some(d) = dict {
         return d.get_item(name);
     }
@@ -96,45 +177,95 @@ fn member<'py>(item: &Bound<'py, PyAny>, dict: Option<&Bound<'py, PyDict>>, name
     }
 }
 
-fn string_member(v: Option<Bound<'_, PyAny>>, name: &str) -> Result<Option<String>, PatchError> {
+fn string_member<'py>(v: Option<Bound<'py, PyAny>>, name: &str) -> Result<Option<Bound<'py, PyString>>, PatchError> {
     match v {
         None => Ok(None),
-        Some(v) => match v.cast::<PyString>() {
-            Ok(s) => s.to_str().map(|s| Some(s.to_string())).map_err(|_| invalid(format!("member '{name}' is not valid UTF-8"))),
-            Err(_) => Err(invalid(format!("member '{name}' must be a string, not {}", py_type_name(&v)))),
+        Some(v) => match v.cast_into::<PyString>() {
+            Ok(s) => Ok(Some(s)),
+            Err(e) => Err(invalid(format!("member '{name}' must be a string, not {}", py_type_name(e.into_inner().as_any())))),
         },
     }
 }
 
-fn read_op<'py>(index: usize, item: &Bound<'py, PyAny>) -> R<RawOp<'py>> {
+fn as_str<'a>(s: &'a Bound<'_, PyString>, name: &str) -> Result<std::borrow::Cow<'a, str>, PatchError> {
+    s.to_cow().map_err(|_| invalid(format!("member '{name}' is not valid UTF-8")))
+}
+
+/// One operation read from Python, pointers split into interned key strings.
+struct PyOp<'py> {
+    kind: OpKind,
+    path: String,
+    path_toks: Vec<Bound<'py, PyString>>,
+    from_toks: Vec<Bound<'py, PyString>>,
+    value: Option<Bound<'py, PyAny>>,
+}
+
+/// The members of one operation, validated but not parsed into tokens.
+struct RawOp<'py> {
+    kind: Option<OpKind>,
+    op: String,
+    path: Bound<'py, PyString>,
+    from: Option<Bound<'py, PyString>>,
+    value: Option<Bound<'py, PyAny>>,
+}
+
+fn read_raw<'py>(index: usize, item: &Bound<'py, PyAny>) -> R<RawOp<'py>> {
+    let py = item.py();
     let dict = item.cast::<PyDict>().ok();
     if dict.is_none() && (item.is_instance_of::<PyList>() || item.is_instance_of::<PyString>() || item.is_instance_of::<PyTuple>()) {
         return Err(with_index(invalid(format!("operation must be an object, not {}", py_type_name(item))), index, None, None).into());
     }
-    let op = string_member(member(item, dict, "op")?, "op").map_err(|e| with_index(e, index, None, None))?;
+    let op = string_member(member(item, dict, intern!(py, "op"))?, "op").map_err(|e| with_index(e, index, None, None))?;
     let Some(op) = op else {
         return Err(with_index(invalid("missing member 'op'"), index, None, None).into());
     };
-    let path = string_member(member(item, dict, "path")?, "path").map_err(|e| with_index(e, index, Some(&op), None))?;
+    let op = as_str(&op, "op").map_err(|e| with_index(e, index, None, None))?.into_owned();
+    let kind = OpKind::parse(&op);
+    let path = string_member(member(item, dict, intern!(py, "path"))?, "path").map_err(|e| with_index(e, index, Some(&op), None))?;
     let Some(path) = path else {
         return Err(with_index(invalid("missing member 'path'"), index, Some(&op), None).into());
     };
-    let from_v = match dict {
-        Some(d) => d.get_item("from")?,
-        None => match member(item, None, "from_")? {
-            Some(v) => Some(v),
-            None => member(item, None, "from")?,
-        },
-    };
     // `from` only matters for move/copy; elsewhere it is an ignored extra member.
-    let needs_from = OpKind::parse(&op).is_some_and(OpKind::needs_from);
-    let from = match from_v {
-        Some(v) if v.is_none() && !needs_from => None,
-        v if needs_from => string_member(v, "from").map_err(|e| with_index(e, index, Some(&op), Some(&path)))?,
-        _ => None,
+    let from = if kind.is_some_and(OpKind::needs_from) {
+        let v = match dict {
+            Some(d) => d.get_item(intern!(py, "from"))?,
+            None => match member(item, None, intern!(py, "from_"))? {
+                Some(v) => Some(v),
+                None => member(item, None, intern!(py, "from"))?,
+            },
+        };
+        string_member(v, "from").map_err(|e| with_index(e, index, Some(&op), path.to_str().ok()))?
+    } else {
+        None
     };
-    let value = if OpKind::parse(&op).is_some_and(OpKind::needs_value) { member(item, dict, "value")? } else { None };
-    Ok(RawOp { op, path, from, value })
+    let value = if kind.is_some_and(OpKind::needs_value) { member(item, dict, intern!(py, "value"))? } else { None };
+    Ok(RawOp { kind, op, path, from, value })
+}
+
+fn read_op<'py>(index: usize, item: &Bound<'py, PyAny>) -> R<PyOp<'py>> {
+    let py = item.py();
+    let raw = read_raw(index, item)?;
+    let path = as_str(&raw.path, "path").map_err(|e| with_index(e, index, Some(&raw.op), None))?;
+    let at = |e: PatchError| with_index(e, index, Some(&raw.op), Some(&path));
+    let Some(kind) = raw.kind else {
+        return Err(at(invalid(format!("unknown op {:?}", raw.op))).into());
+    };
+    let path_toks = py_tokens(py, &path).map_err(at)?;
+    let from_toks = match (&raw.from, kind.needs_from()) {
+        (Some(f), _) => {
+            let f = as_str(f, "from").map_err(at)?;
+            py_tokens(py, &f).map_err(|mut e| {
+                e.reason = format!("from: {}", e.reason);
+                at(e)
+            })?
+        }
+        (None, true) => return Err(at(invalid("missing member 'from'")).into()),
+        (None, false) => Vec::new(),
+    };
+    if kind.needs_value() && raw.value.is_none() {
+        return Err(at(invalid("missing member 'value'")).into());
+    }
+    Ok(PyOp { kind, path: path.into_owned(), path_toks, from_toks, value: raw.value })
 }
 
 fn patch_items<'py>(patch: &Bound<'py, PyAny>) -> R<Vec<Bound<'py, PyAny>>> {
@@ -153,22 +284,9 @@ fn patch_items<'py>(patch: &Bound<'py, PyAny>) -> R<Vec<Bound<'py, PyAny>>> {
     }
 }
 
-/// One operation ready for the Python-object applier.
-struct PyOp<'py> {
-    op: Operation, // kind, path and tokens (its `value` is a placeholder)
-    value: Option<Bound<'py, PyAny>>,
-}
-
 fn read_patch<'py>(patch: &Bound<'py, PyAny>) -> R<Vec<PyOp<'py>>> {
     let items = patch_items(patch)?;
-    let mut ops = Vec::with_capacity(items.len());
-    for (i, item) in items.iter().enumerate() {
-        let raw = read_op(i, item)?;
-        let placeholder = raw.value.as_ref().map(|_| Value::Null);
-        let op = Operation::build(i, &raw.op, &raw.path, raw.from.as_deref(), placeholder)?;
-        ops.push(PyOp { op, value: raw.value });
-    }
-    Ok(ops)
+    items.iter().enumerate().map(|(i, item)| read_op(i, item)).collect()
 }
 
 // ---------------------------------------------------------------------------------------
@@ -299,22 +417,37 @@ enum Undo<'py> {
 }
 
 struct Engine<'py> {
-    py: Python<'py>,
     root: Bound<'py, PyAny>,
     copy_mode: bool,
     /// Containers created during this apply (copy mode): safe to mutate.
-    fresh: HashSet<usize>,
+    fresh: HashSet<usize, FastBuild>,
     /// Keeps fresh containers alive so their addresses cannot be reused while in `fresh`.
     keep: Vec<Bound<'py, PyAny>>,
     undo: Vec<Undo<'py>>,
 }
 
-fn scalar_err(tok: &str, v: &Bound<'_, PyAny>) -> PatchError {
-    PatchError::new(ErrorKind::Pointer, core::scalar_step_reason(tok, &py_type_name(v)))
+type Tok<'py> = Bound<'py, PyString>;
+
+fn scalar_err(tok: &Tok<'_>, v: &Bound<'_, PyAny>) -> Fail {
+    match tok_str(tok) {
+        Ok(t) => PatchError::new(ErrorKind::Pointer, core::scalar_step_reason(&t, &py_type_name(v))).into(),
+        Err(e) => e.into(),
+    }
 }
 
-fn missing(tok: &str) -> PatchError {
-    PatchError::new(ErrorKind::Pointer, core::missing_member_reason(tok))
+fn missing(tok: &Tok<'_>) -> Fail {
+    match tok_str(tok) {
+        Ok(t) => PatchError::new(ErrorKind::Pointer, core::missing_member_reason(&t)).into(),
+        Err(e) => e.into(),
+    }
+}
+
+fn existing_index(tok: &Tok<'_>, len: usize) -> R<usize> {
+    Ok(core::existing_index(&tok_str(tok)?, len)?)
+}
+
+fn insert_index(tok: &Tok<'_>, len: usize) -> R<usize> {
+    Ok(core::insert_index(&tok_str(tok)?, len)?)
 }
 
 fn from_err(f: Fail) -> Fail {
@@ -329,7 +462,7 @@ fn from_err(f: Fail) -> Fail {
 
 impl<'py> Engine<'py> {
     fn new(root: Bound<'py, PyAny>, copy_mode: bool) -> Self {
-        Engine { py: root.py(), root, copy_mode, fresh: HashSet::new(), keep: Vec::new(), undo: Vec::new() }
+        Engine { root, copy_mode, fresh: HashSet::default(), keep: Vec::new(), undo: Vec::new() }
     }
 
     fn mark_fresh(&mut self, v: &Bound<'py, PyAny>) {
@@ -355,22 +488,21 @@ impl<'py> Engine<'py> {
         Ok((copy, true))
     }
 
-    fn child(&self, parent: &Bound<'py, PyAny>, tok: &str) -> R<(Bound<'py, PyAny>, Loc<'py>)> {
+    fn child(&self, parent: &Bound<'py, PyAny>, tok: &Tok<'py>) -> R<(Bound<'py, PyAny>, Loc<'py>)> {
         if let Ok(d) = parent.cast::<PyDict>() {
-            let key = PyString::new(self.py, tok);
-            return match d.get_item(&key)? {
-                Some(v) => Ok((v, Loc::Key(key))),
-                None => Err(missing(tok).into()),
+            return match d.get_item(tok)? {
+                Some(v) => Ok((v, Loc::Key(tok.clone()))),
+                None => Err(missing(tok)),
             };
         }
         if let Ok(l) = parent.cast::<PyList>() {
-            let i = core::existing_index(tok, l.len())?;
+            let i = existing_index(tok, l.len())?;
             return Ok((l.get_item(i)?, Loc::Idx(i)));
         }
-        Err(scalar_err(tok, parent).into())
+        Err(scalar_err(tok, parent))
     }
 
-    fn read(&self, toks: &[String]) -> R<Bound<'py, PyAny>> {
+    fn read(&self, toks: &[Tok<'py>]) -> R<Bound<'py, PyAny>> {
         let mut cur = self.root.clone();
         for t in toks {
             cur = self.child(&cur, t)?.0;
@@ -379,7 +511,7 @@ impl<'py> Engine<'py> {
     }
 
     /// The container at `toks`, made writable (copy mode: path-copied into the new tree).
-    fn writable_at(&mut self, toks: &[String]) -> R<Bound<'py, PyAny>> {
+    fn writable_at(&mut self, toks: &[Tok<'py>]) -> R<Bound<'py, PyAny>> {
         let (mut cur, _) = self.writable(self.root.clone())?;
         self.root = cur.clone();
         for t in toks {
@@ -409,7 +541,7 @@ impl<'py> Engine<'py> {
     }
 
     /// `slot` is emptied only once the add cannot fail (see `move`).
-    fn add(&mut self, toks: &[String], slot: &mut Option<Bound<'py, PyAny>>) -> R<()> {
+    fn add(&mut self, toks: &[Tok<'py>], slot: &mut Option<Bound<'py, PyAny>>) -> R<()> {
         let Some((last, parent_toks)) = toks.split_last() else {
             if let Some(v) = slot.take() {
                 self.set_root(v);
@@ -418,7 +550,7 @@ impl<'py> Engine<'py> {
         };
         let parent = self.writable_at(parent_toks)?;
         if let Ok(d) = parent.cast::<PyDict>() {
-            let key = PyString::new(self.py, last);
+            let key = last.clone();
             let old = d.get_item(&key)?;
             let Some(v) = slot.take() else { return Ok(()) };
             d.set_item(&key, v)?;
@@ -430,7 +562,7 @@ impl<'py> Engine<'py> {
             return Ok(());
         }
         if let Ok(l) = parent.cast::<PyList>() {
-            let i = core::insert_index(last, l.len())?;
+            let i = insert_index(last, l.len())?;
             let Some(v) = slot.take() else { return Ok(()) };
             if i == l.len() {
                 l.append(v)?;
@@ -441,18 +573,18 @@ impl<'py> Engine<'py> {
             self.log(Undo::ListRemove(l, i));
             return Ok(());
         }
-        Err(scalar_err(last, &parent).into())
+        Err(scalar_err(last, &parent))
     }
 
-    fn remove(&mut self, toks: &[String]) -> R<Bound<'py, PyAny>> {
+    fn remove(&mut self, toks: &[Tok<'py>]) -> R<Bound<'py, PyAny>> {
         let Some((last, parent_toks)) = toks.split_last() else {
             return Err(invalid("cannot remove the whole document").into());
         };
         let parent = self.writable_at(parent_toks)?;
         if let Ok(d) = parent.cast::<PyDict>() {
-            let key = PyString::new(self.py, last);
+            let key = last.clone();
             let Some(old) = d.get_item(&key)? else {
-                return Err(missing(last).into());
+                return Err(missing(last));
             };
             // In place, remember the member's position so a rollback restores key order.
             let index = if self.copy_mode { 0 } else { dict_position(d, &key)? };
@@ -462,14 +594,14 @@ impl<'py> Engine<'py> {
             return Ok(old);
         }
         if let Ok(l) = parent.cast::<PyList>() {
-            let i = core::existing_index(last, l.len())?;
+            let i = existing_index(last, l.len())?;
             let old = l.get_item(i)?;
             l.del_item(i)?;
             let l = l.clone();
             self.log(Undo::ListReinsert(l, i, None));
             return Ok(old);
         }
-        Err(scalar_err(last, &parent).into())
+        Err(scalar_err(last, &parent))
     }
 
     fn keep_removed(&mut self, v: Bound<'py, PyAny>) {
@@ -479,16 +611,16 @@ impl<'py> Engine<'py> {
         }
     }
 
-    fn replace(&mut self, toks: &[String], value: Bound<'py, PyAny>) -> R<()> {
+    fn replace(&mut self, toks: &[Tok<'py>], value: Bound<'py, PyAny>) -> R<()> {
         let Some((last, parent_toks)) = toks.split_last() else {
             self.set_root(value);
             return Ok(());
         };
         let parent = self.writable_at(parent_toks)?;
         if let Ok(d) = parent.cast::<PyDict>() {
-            let key = PyString::new(self.py, last);
+            let key = last.clone();
             let Some(old) = d.get_item(&key)? else {
-                return Err(missing(last).into());
+                return Err(missing(last));
             };
             d.set_item(&key, value)?;
             let d = d.clone();
@@ -496,14 +628,14 @@ impl<'py> Engine<'py> {
             return Ok(());
         }
         if let Ok(l) = parent.cast::<PyList>() {
-            let i = core::existing_index(last, l.len())?;
+            let i = existing_index(last, l.len())?;
             let old = l.get_item(i)?;
             l.set_item(i, value)?;
             let l = l.clone();
             self.log(Undo::ListRestore(l, i, old));
             return Ok(());
         }
-        Err(scalar_err(last, &parent).into())
+        Err(scalar_err(last, &parent))
     }
 
     /// A value from the patch, deep-copied; in copy mode its containers are ours.
@@ -516,44 +648,44 @@ impl<'py> Engine<'py> {
     }
 
     fn apply_one(&mut self, op: &PyOp<'py>) -> R<()> {
-        let o = &op.op;
+        let o = op;
         let value = || op.value.clone().ok_or_else(|| Fail::from(invalid("missing member 'value'")));
         match o.kind {
             OpKind::Add => {
                 let v = self.owned_value(&value()?)?;
-                self.add(&o.path_tokens, &mut Some(v))
+                self.add(&o.path_toks, &mut Some(v))
             }
             OpKind::Remove => {
-                let v = self.remove(&o.path_tokens)?;
+                let v = self.remove(&o.path_toks)?;
                 self.keep_removed(v);
                 Ok(())
             }
             OpKind::Replace => {
                 let v = self.owned_value(&value()?)?;
-                self.replace(&o.path_tokens, v)
+                self.replace(&o.path_toks, v)
             }
             OpKind::Move => {
-                if o.from_tokens == o.path_tokens {
-                    return self.read(&o.from_tokens).map(drop).map_err(from_err);
+                if toks_eq(&o.from_toks, &o.path_toks)? {
+                    return self.read(&o.from_toks).map(drop).map_err(from_err);
                 }
-                if core::is_proper_prefix(&o.from_tokens, &o.path_tokens) {
+                if is_proper_prefix(&o.from_toks, &o.path_toks)? {
                     return Err(invalid("cannot move a value into one of its own children").into());
                 }
-                let v = self.remove(&o.from_tokens).map_err(from_err)?;
+                let v = self.remove(&o.from_toks).map_err(from_err)?;
                 let mut slot = Some(v);
-                let res = self.add(&o.path_tokens, &mut slot);
+                let res = self.add(&o.path_toks, &mut slot);
                 if let Some(v) = slot {
                     self.keep_removed(v); // the add failed before taking the value
                 }
                 res
             }
             OpKind::Copy => {
-                let src = self.read(&o.from_tokens).map_err(from_err)?;
+                let src = self.read(&o.from_toks).map_err(from_err)?;
                 let v = self.owned_value(&src)?;
-                self.add(&o.path_tokens, &mut Some(v))
+                self.add(&o.path_toks, &mut Some(v))
             }
             OpKind::Test => {
-                let actual = self.read(&o.path_tokens)?;
+                let actual = self.read(&o.path_toks)?;
                 if json_eq(&actual, &value()?, 0)? {
                     Ok(())
                 } else {
@@ -642,7 +774,7 @@ pub fn apply_patch<'py>(doc: Bound<'py, PyAny>, patch: &Bound<'py, PyAny>, in_pl
             engine.rollback(); // no-op in copy mode: the input was never touched
             return Err(match f {
                 Fail::Patch(e) => {
-                    let e = with_index(e, i, Some(op.op.kind.name()), Some(&op.op.path));
+                    let e = with_index(e, i, Some(op.kind.name()), Some(&op.path));
                     to_py_err(py, &e)
                 }
                 Fail::Py(e) => e,
@@ -746,15 +878,20 @@ fn core_patch(patch: &Bound<'_, PyAny>) -> R<Vec<Operation>> {
     let items = patch_items(patch)?;
     let mut ops = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
-        let raw = read_op(i, item)?;
+        let raw = read_raw(i, item)?;
+        let path = as_str(&raw.path, "path").map_err(|e| with_index(e, i, Some(&raw.op), None))?;
+        let from = match &raw.from {
+            Some(f) => Some(as_str(f, "from").map_err(|e| with_index(e, i, Some(&raw.op), Some(&path)))?),
+            None => None,
+        };
         let value = match &raw.value {
             Some(v) => Some(py_to_value(v, 0).map_err(|f| match f {
-                Fail::Patch(e) => Fail::Patch(with_index(e, i, Some(&raw.op), Some(&raw.path))),
+                Fail::Patch(e) => Fail::Patch(with_index(e, i, Some(&raw.op), Some(&path))),
                 other => other,
             })?),
             None => None,
         };
-        ops.push(Operation::build(i, &raw.op, &raw.path, raw.from.as_deref(), value)?);
+        ops.push(Operation::build(i, &raw.op, &path, from.as_deref(), value)?);
     }
     Ok(ops)
 }

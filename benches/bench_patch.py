@@ -1,0 +1,106 @@
+"""JSON Patch benchmarks: agui_fast.patch vs jsonpatch, in the same run.
+
+    pytest benches/bench_patch.py --benchmark-group-by=group -o addopts=""
+
+Groups pair the two implementations on the same input so ratios can be read directly
+(`benches/report_patch.py` prints them).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import sys
+
+import jsonpatch
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _patch_data import APPEND_BIG_LIST, ONE_OP, THREE_OPS, make_state  # noqa: E402
+
+from agui_fast.patch import StateDocument, apply_patch  # noqa: E402
+
+SMALL = make_state(1_000)
+STATE_70K = make_state(70_000)
+
+
+@pytest.mark.benchmark(group="one op, in place (1 KB state)")
+def test_one_op_in_place_agui_fast(benchmark):
+    doc = copy.deepcopy(SMALL)
+    benchmark(apply_patch, doc, ONE_OP, in_place=True)
+
+
+@pytest.mark.benchmark(group="one op, in place (1 KB state)")
+def test_one_op_in_place_jsonpatch(benchmark):
+    doc = copy.deepcopy(SMALL)
+    benchmark(jsonpatch.apply_patch, doc, ONE_OP, in_place=True)
+
+
+@pytest.mark.benchmark(group="3 ops, copy mode (70 KB state)")
+def test_three_ops_copy_agui_fast(benchmark):
+    benchmark(apply_patch, STATE_70K, THREE_OPS)
+
+
+@pytest.mark.benchmark(group="3 ops, copy mode (70 KB state)")
+def test_three_ops_copy_jsonpatch(benchmark):
+    benchmark(jsonpatch.apply_patch, STATE_70K, THREE_OPS)
+
+
+@pytest.mark.benchmark(group="3 ops, in place (70 KB state)")
+def test_three_ops_in_place_agui_fast(benchmark):
+    doc = copy.deepcopy(STATE_70K)
+    benchmark(apply_patch, doc, THREE_OPS[:1] + THREE_OPS[2:], in_place=True)
+
+
+@pytest.mark.benchmark(group="3 ops, in place (70 KB state)")
+def test_three_ops_in_place_jsonpatch(benchmark):
+    doc = copy.deepcopy(STATE_70K)
+    benchmark(jsonpatch.apply_patch, doc, THREE_OPS[:1] + THREE_OPS[2:], in_place=True)
+
+
+@pytest.mark.benchmark(group="append to the big list, copy mode (70 KB state)")
+def test_append_big_list_copy_agui_fast(benchmark):
+    benchmark(apply_patch, STATE_70K, APPEND_BIG_LIST)
+
+
+@pytest.mark.benchmark(group="append to the big list, copy mode (70 KB state)")
+def test_append_big_list_copy_jsonpatch(benchmark):
+    benchmark(jsonpatch.apply_patch, STATE_70K, APPEND_BIG_LIST)
+
+
+REPLAY = [
+    [{"op": "replace", "path": "/counters/tokens", "value": i}, {"op": "add", "path": "/agent/plan/steps/-", "value": {"id": i}}]
+    for i in range(1000)
+]
+
+
+@pytest.mark.benchmark(group="replay 1000 patches (70 KB state)")
+def test_replay_state_document(benchmark):
+    def run():
+        sd = StateDocument(STATE_70K)
+        sd.apply_many(REPLAY)
+        return sd.to_python()
+
+    benchmark(run)
+
+
+@pytest.mark.benchmark(group="replay 1000 patches (70 KB state)")
+def test_replay_apply_patch_in_place(benchmark):
+    def run():
+        doc = copy.deepcopy(STATE_70K)
+        for p in REPLAY:
+            doc = apply_patch(doc, p, in_place=True)
+        return doc
+
+    benchmark(run)
+
+
+@pytest.mark.benchmark(group="replay 1000 patches (70 KB state)")
+def test_replay_jsonpatch_in_place(benchmark):
+    def run():
+        doc = copy.deepcopy(STATE_70K)
+        for p in REPLAY:
+            doc = jsonpatch.apply_patch(doc, p, in_place=True)
+        return doc
+
+    benchmark(run)

@@ -1,0 +1,73 @@
+"""Print agui_fast.patch vs jsonpatch speed ratios (same process, same inputs).
+
+    python benches/report_patch.py
+
+Each timing is the best of several repeats of a timed loop (per call, in microseconds).
+Targets from the issue: one small op in place >= 20x, 3 ops on a ~70 KB state in copy
+mode >= 1000x.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import sys
+import timeit
+
+import jsonpatch
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _patch_data import APPEND_BIG_LIST, ONE_OP, THREE_OPS, make_state  # noqa: E402
+
+from agui_fast.patch import apply_patch  # noqa: E402
+
+
+def per_call_us(fn, min_time=0.3, repeat=5):
+    number = 1
+    while True:
+        t = timeit.timeit(fn, number=number)
+        if t >= min_time / repeat or number >= 1 << 20:
+            break
+        number *= 4
+    return min(timeit.repeat(fn, number=number, repeat=repeat)) / number * 1e6
+
+
+def main():
+    small = make_state(1_000)
+    state70 = make_state(70_000)
+    print(f"state sizes: small {len(json.dumps(small))} B, large {len(json.dumps(state70))} B")
+    cases = []
+
+    d1, d2 = copy.deepcopy(small), copy.deepcopy(small)
+    cases.append((
+        "one op, in place (1 KB)", 20,
+        per_call_us(lambda: apply_patch(d1, ONE_OP, in_place=True)),
+        per_call_us(lambda: jsonpatch.apply_patch(d2, ONE_OP, in_place=True)),
+    ))
+    d1, d2 = copy.deepcopy(state70), copy.deepcopy(state70)
+    cases.append((
+        "one op, in place (70 KB)", 20,
+        per_call_us(lambda: apply_patch(d1, ONE_OP, in_place=True)),
+        per_call_us(lambda: jsonpatch.apply_patch(d2, ONE_OP, in_place=True)),
+    ))
+    cases.append((
+        "3 ops, copy mode (70 KB)", 1000,
+        per_call_us(lambda: apply_patch(state70, THREE_OPS)),
+        per_call_us(lambda: jsonpatch.apply_patch(state70, THREE_OPS)),
+    ))
+    cases.append((
+        "append to big list, copy mode (70 KB)", None,
+        per_call_us(lambda: apply_patch(state70, APPEND_BIG_LIST)),
+        per_call_us(lambda: jsonpatch.apply_patch(state70, APPEND_BIG_LIST)),
+    ))
+    print(f"{'case':42} {'agui_fast us':>13} {'jsonpatch us':>13} {'ratio':>9} {'target':>8}")
+    for name, target, ours, theirs in cases:
+        ratio = theirs / ours
+        tgt = f">= {target}x" if target else "-"
+        ok = "" if target is None else ("  OK" if ratio >= target else "  MISSED")
+        print(f"{name:42} {ours:13.2f} {theirs:13.2f} {ratio:8.0f}x {tgt:>8}{ok}")
+
+
+if __name__ == "__main__":
+    main()
