@@ -109,13 +109,12 @@ static TOKENS: PyOnceLock<Mutex<HashMap<Box<str>, Py<PyString>, FastBuild>>> = P
 const TOKEN_CACHE_MAX: usize = 4096;
 const TOKEN_CACHE_MAX_LEN: usize = 64;
 
-fn token<'py>(py: Python<'py>, s: &str) -> Bound<'py, PyString> {
+type TokenMap = HashMap<Box<str>, Py<PyString>, FastBuild>;
+
+fn token<'py>(py: Python<'py>, map: &mut TokenMap, s: &str) -> Bound<'py, PyString> {
     if s.len() > TOKEN_CACHE_MAX_LEN {
         return PyString::new(py, s);
     }
-    let cache = TOKENS.get_or_init(py, || Mutex::new(HashMap::default()));
-    // The GIL serializes callers; the mutex only satisfies Sync (never contended).
-    let mut map = cache.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(k) = map.get(s) {
         return k.bind(py).clone();
     }
@@ -135,15 +134,14 @@ fn py_tokens<'py>(py: Python<'py>, pointer: &str) -> Result<Vec<Bound<'py, PyStr
     let Some(rest) = pointer.strip_prefix('/') else {
         return core::parse_pointer(pointer).map(|_| Vec::new()); // yields the precise error
     };
-    rest.split('/')
-        .map(|raw| {
-            if raw.contains('~') {
-                core::unescape(raw).map(|t| token(py, &t))
-            } else {
-                Ok(token(py, raw))
-            }
-        })
-        .collect()
+    let cache = TOKENS.get_or_init(py, || Mutex::new(HashMap::default()));
+    // The GIL serializes callers; the mutex only satisfies Sync (never contended).
+    let mut map = cache.lock().unwrap_or_else(|p| p.into_inner());
+    let mut out = Vec::with_capacity(rest.bytes().filter(|&b| b == b'/').count() + 1);
+    for raw in rest.split('/') {
+        out.push(if raw.contains('~') { token(py, &mut map, &core::unescape(raw)?) } else { token(py, &mut map, raw) });
+    }
+    Ok(out)
 }
 
 fn tok_str<'a>(t: &'a Bound<'_, PyString>) -> PyResult<std::borrow::Cow<'a, str>> {
@@ -194,7 +192,7 @@ fn as_str<'a>(s: &'a Bound<'_, PyString>, name: &str) -> Result<std::borrow::Cow
 /// One operation read from Python, pointers split into interned key strings.
 struct PyOp<'py> {
     kind: OpKind,
-    path: String,
+    path: Bound<'py, PyString>,
     path_toks: Vec<Bound<'py, PyString>>,
     from_toks: Vec<Bound<'py, PyString>>,
     value: Option<Bound<'py, PyAny>>,
@@ -203,7 +201,7 @@ struct PyOp<'py> {
 /// The members of one operation, validated but not parsed into tokens.
 struct RawOp<'py> {
     kind: Option<OpKind>,
-    op: String,
+    op: Bound<'py, PyString>,
     path: Bound<'py, PyString>,
     from: Option<Bound<'py, PyString>>,
     value: Option<Bound<'py, PyAny>>,
@@ -219,11 +217,11 @@ fn read_raw<'py>(index: usize, item: &Bound<'py, PyAny>) -> R<RawOp<'py>> {
     let Some(op) = op else {
         return Err(with_index(invalid("missing member 'op'"), index, None, None).into());
     };
-    let op = as_str(&op, "op").map_err(|e| with_index(e, index, None, None))?.into_owned();
-    let kind = OpKind::parse(&op);
-    let path = string_member(member(item, dict, intern!(py, "path"))?, "path").map_err(|e| with_index(e, index, Some(&op), None))?;
+    let op_str = as_str(&op, "op").map_err(|e| with_index(e, index, None, None))?;
+    let kind = OpKind::parse(&op_str);
+    let path = string_member(member(item, dict, intern!(py, "path"))?, "path").map_err(|e| with_index(e, index, Some(&op_str), None))?;
     let Some(path) = path else {
-        return Err(with_index(invalid("missing member 'path'"), index, Some(&op), None).into());
+        return Err(with_index(invalid("missing member 'path'"), index, Some(&op_str), None).into());
     };
     // `from` only matters for move/copy; elsewhere it is an ignored extra member.
     let from = if kind.is_some_and(OpKind::needs_from) {
@@ -234,21 +232,23 @@ fn read_raw<'py>(index: usize, item: &Bound<'py, PyAny>) -> R<RawOp<'py>> {
                 None => member(item, None, intern!(py, "from"))?,
             },
         };
-        string_member(v, "from").map_err(|e| with_index(e, index, Some(&op), path.to_str().ok()))?
+        string_member(v, "from").map_err(|e| with_index(e, index, Some(&op_str), path.to_str().ok()))?
     } else {
         None
     };
     let value = if kind.is_some_and(OpKind::needs_value) { member(item, dict, intern!(py, "value"))? } else { None };
+    drop(op_str);
     Ok(RawOp { kind, op, path, from, value })
 }
 
 fn read_op<'py>(index: usize, item: &Bound<'py, PyAny>) -> R<PyOp<'py>> {
     let py = item.py();
     let raw = read_raw(index, item)?;
-    let path = as_str(&raw.path, "path").map_err(|e| with_index(e, index, Some(&raw.op), None))?;
-    let at = |e: PatchError| with_index(e, index, Some(&raw.op), Some(&path));
+    let op = raw.op.to_cow()?;
+    let path = as_str(&raw.path, "path").map_err(|e| with_index(e, index, Some(&op), None))?;
+    let at = |e: PatchError| with_index(e, index, Some(&op), Some(&path));
     let Some(kind) = raw.kind else {
-        return Err(at(invalid(format!("unknown op {:?}", raw.op))).into());
+        return Err(at(invalid(format!("unknown op {:?}", op))).into());
     };
     let path_toks = py_tokens(py, &path).map_err(at)?;
     let from_toks = match (&raw.from, kind.needs_from()) {
@@ -265,7 +265,9 @@ fn read_op<'py>(index: usize, item: &Bound<'py, PyAny>) -> R<PyOp<'py>> {
     if kind.needs_value() && raw.value.is_none() {
         return Err(at(invalid("missing member 'value'")).into());
     }
-    Ok(PyOp { kind, path: path.into_owned(), path_toks, from_toks, value: raw.value })
+    drop(path);
+    drop(op);
+    Ok(PyOp { kind, path: raw.path, path_toks, from_toks, value: raw.value })
 }
 
 fn patch_items<'py>(patch: &Bound<'py, PyAny>) -> R<Vec<Bound<'py, PyAny>>> {
@@ -284,10 +286,6 @@ fn patch_items<'py>(patch: &Bound<'py, PyAny>) -> R<Vec<Bound<'py, PyAny>>> {
     }
 }
 
-fn read_patch<'py>(patch: &Bound<'py, PyAny>) -> R<Vec<PyOp<'py>>> {
-    let items = patch_items(patch)?;
-    items.iter().enumerate().map(|(i, item)| read_op(i, item)).collect()
-}
 
 // ---------------------------------------------------------------------------------------
 // Python value helpers
@@ -763,25 +761,31 @@ fn dict_insert_at(d: &Bound<'_, PyDict>, key: &Bound<'_, PyString>, v: &Bound<'_
 #[pyo3(signature = (doc, patch, *, in_place = false))]
 pub fn apply_patch<'py>(doc: Bound<'py, PyAny>, patch: &Bound<'py, PyAny>, in_place: bool) -> PyResult<Bound<'py, PyAny>> {
     let py = doc.py();
-    let ops = match read_patch(patch) {
-        Ok(ops) => ops,
-        Err(Fail::Patch(e)) => return Err(to_py_err(py, &e)),
-        Err(Fail::Py(e)) => return Err(e),
-    };
     let mut engine = Engine::new(doc, !in_place);
-    for (i, op) in ops.iter().enumerate() {
-        if let Err(f) = engine.apply_one(op) {
+    // Operations are read and applied one by one (no intermediate vectors): a malformed
+    // operation is reported when reached, after rolling back the ones before it.
+    let step = |engine: &mut Engine<'py>, i: usize, item: &Bound<'py, PyAny>| -> R<()> {
+        let op = read_op(i, item)?;
+        engine.apply_one(&op).map_err(|f| match f {
+            Fail::Patch(e) => {
+                let path = op.path.to_cow().unwrap_or_default();
+                Fail::Patch(with_index(e, i, Some(op.kind.name()), Some(&path)))
+            }
+            other => other,
+        })
+    };
+    let result = if let Ok(list) = patch.cast::<PyList>() {
+        list.iter().enumerate().try_for_each(|(i, item)| step(&mut engine, i, &item))
+    } else {
+        patch_items(patch).and_then(|items| items.iter().enumerate().try_for_each(|(i, item)| step(&mut engine, i, item)))
+    };
+    match result {
+        Ok(()) => Ok(engine.root),
+        Err(f) => {
             engine.rollback(); // no-op in copy mode: the input was never touched
-            return Err(match f {
-                Fail::Patch(e) => {
-                    let e = with_index(e, i, Some(op.kind.name()), Some(&op.path));
-                    to_py_err(py, &e)
-                }
-                Fail::Py(e) => e,
-            });
+            Err(raise(py, f))
         }
     }
-    Ok(engine.root)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -879,19 +883,20 @@ fn core_patch(patch: &Bound<'_, PyAny>) -> R<Vec<Operation>> {
     let mut ops = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let raw = read_raw(i, item)?;
-        let path = as_str(&raw.path, "path").map_err(|e| with_index(e, i, Some(&raw.op), None))?;
+        let op = raw.op.to_cow()?;
+        let path = as_str(&raw.path, "path").map_err(|e| with_index(e, i, Some(&op), None))?;
         let from = match &raw.from {
-            Some(f) => Some(as_str(f, "from").map_err(|e| with_index(e, i, Some(&raw.op), Some(&path)))?),
+            Some(f) => Some(as_str(f, "from").map_err(|e| with_index(e, i, Some(&op), Some(&path)))?),
             None => None,
         };
         let value = match &raw.value {
             Some(v) => Some(py_to_value(v, 0).map_err(|f| match f {
-                Fail::Patch(e) => Fail::Patch(with_index(e, i, Some(&raw.op), Some(&path))),
+                Fail::Patch(e) => Fail::Patch(with_index(e, i, Some(&op), Some(&path))),
                 other => other,
             })?),
             None => None,
         };
-        ops.push(Operation::build(i, &raw.op, &path, from.as_deref(), value)?);
+        ops.push(Operation::build(i, &op, &path, from.as_deref(), value)?);
     }
     Ok(ops)
 }
