@@ -23,14 +23,22 @@ from _patch_data import APPEND_BIG_LIST, ONE_OP, THREE_OPS, make_state  # noqa: 
 from agui_fast.patch import apply_patch  # noqa: E402
 
 
-def per_call_us(fn, min_time=0.3, repeat=5):
+def calibrate(fn, min_time):
     number = 1
-    while True:
-        t = timeit.timeit(fn, number=number)
-        if t >= min_time / repeat or number >= 1 << 20:
-            break
+    while timeit.timeit(fn, number=number) < min_time and number < 1 << 20:
         number *= 4
-    return min(timeit.repeat(fn, number=number, repeat=repeat)) / number * 1e6
+    return number
+
+
+def pair_us(ours, theirs, rounds=15, min_time=0.02):
+    """Best per-call time of each, measured in alternation so that load from other
+    processes affects both alike (the machine may be shared)."""
+    n_ours, n_theirs = calibrate(ours, min_time), calibrate(theirs, min_time)
+    best_ours = best_theirs = float("inf")
+    for _ in range(rounds):
+        best_ours = min(best_ours, timeit.timeit(ours, number=n_ours) / n_ours)
+        best_theirs = min(best_theirs, timeit.timeit(theirs, number=n_theirs) / n_theirs)
+    return best_ours * 1e6, best_theirs * 1e6
 
 
 def main():
@@ -42,24 +50,20 @@ def main():
     d1, d2 = copy.deepcopy(small), copy.deepcopy(small)
     cases.append((
         "one op, in place (1 KB)", 20,
-        per_call_us(lambda: apply_patch(d1, ONE_OP, in_place=True)),
-        per_call_us(lambda: jsonpatch.apply_patch(d2, ONE_OP, in_place=True)),
+        *pair_us(lambda: apply_patch(d1, ONE_OP, in_place=True), lambda: jsonpatch.apply_patch(d2, ONE_OP, in_place=True)),
     ))
     d1, d2 = copy.deepcopy(state70), copy.deepcopy(state70)
     cases.append((
         "one op, in place (70 KB)", 20,
-        per_call_us(lambda: apply_patch(d1, ONE_OP, in_place=True)),
-        per_call_us(lambda: jsonpatch.apply_patch(d2, ONE_OP, in_place=True)),
+        *pair_us(lambda: apply_patch(d1, ONE_OP, in_place=True), lambda: jsonpatch.apply_patch(d2, ONE_OP, in_place=True)),
     ))
     cases.append((
         "3 ops, copy mode (70 KB)", 1000,
-        per_call_us(lambda: apply_patch(state70, THREE_OPS)),
-        per_call_us(lambda: jsonpatch.apply_patch(state70, THREE_OPS)),
+        *pair_us(lambda: apply_patch(state70, THREE_OPS), lambda: jsonpatch.apply_patch(state70, THREE_OPS)),
     ))
     cases.append((
         "append to big list, copy mode (70 KB)", None,
-        per_call_us(lambda: apply_patch(state70, APPEND_BIG_LIST)),
-        per_call_us(lambda: jsonpatch.apply_patch(state70, APPEND_BIG_LIST)),
+        *pair_us(lambda: apply_patch(state70, APPEND_BIG_LIST), lambda: jsonpatch.apply_patch(state70, APPEND_BIG_LIST)),
     ))
     print(f"{'case':42} {'agui_fast us':>13} {'jsonpatch us':>13} {'ratio':>9} {'target':>8}")
     for name, target, ours, theirs in cases:

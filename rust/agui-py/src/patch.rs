@@ -13,15 +13,13 @@
 //!   (dicts and lists; tuples become lists) so the result never aliases the patch or
 //!   itself.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::Mutex;
 
 use agui_core::patch::{self as core, ErrorKind, OpKind, Operation, PatchError};
 use pyo3::exceptions::PyAttributeError;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde_json::{Map, Number, Value};
 
@@ -92,9 +90,22 @@ impl Hasher for FastHasher {
         self.0
     }
     fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.write_u64(u64::from_le_bytes(w));
         }
+        let mut w = [0u8; 8];
+        let rest = chunks.remainder();
+        w[..rest.len()].copy_from_slice(rest);
+        self.write_u64(u64::from_le_bytes(w) ^ ((rest.len() as u64) << 59));
+    }
+    fn write_u8(&mut self, n: u8) {
+        self.write_u64(u64::from(n));
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
     }
     fn write_usize(&mut self, n: usize) {
         self.0 = (self.0.rotate_left(5) ^ n as u64).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
@@ -104,26 +115,50 @@ impl Hasher for FastHasher {
 type FastBuild = BuildHasherDefault<FastHasher>;
 
 /// Interned Python strings for pointer tokens, reused across calls: creating and hashing
-/// a fresh `str` per token per call was the largest cost of small patches. Bounded.
-static TOKENS: PyOnceLock<Mutex<HashMap<Box<str>, Py<PyString>, FastBuild>>> = PyOnceLock::new();
-const TOKEN_CACHE_MAX: usize = 4096;
+/// a fresh `str` per token per call was the largest cost of small patches. A small
+/// direct-mapped table (a miss just replaces the slot), so memory stays bounded.
+const TOKEN_SLOTS: usize = 1024;
 const TOKEN_CACHE_MAX_LEN: usize = 64;
 
-type TokenMap = HashMap<Box<str>, Py<PyString>, FastBuild>;
+struct TokenCache {
+    slots: Vec<Option<(Box<str>, Py<PyString>)>>,
+}
 
-fn token<'py>(py: Python<'py>, map: &mut TokenMap, s: &str) -> Bound<'py, PyString> {
+/// A cell only ever touched while holding the GIL (every access takes a `Python` token;
+/// this crate is built for the GIL-ful abi3 interpreter), so no lock is needed.
+struct GilCell<T>(std::cell::UnsafeCell<T>);
+// SAFETY: all access goes through `token()`, which requires `Python<'py>` (GIL held) and
+// never calls back into code that could re-enter it while the borrow is live.
+unsafe impl<T> Sync for GilCell<T> {}
+
+static TOKENS: GilCell<Option<TokenCache>> = GilCell(std::cell::UnsafeCell::new(None));
+
+fn token<'py>(py: Python<'py>, s: &str) -> Bound<'py, PyString> {
     if s.len() > TOKEN_CACHE_MAX_LEN {
         return PyString::new(py, s);
     }
-    if let Some(k) = map.get(s) {
-        return k.bind(py).clone();
+    let mut h = FastHasher::default();
+    h.write(s.as_bytes());
+    let slot = (h.finish() >> 7) as usize % TOKEN_SLOTS;
+    {
+        // SAFETY: GIL held (we have `py`), see `GilCell`; the borrow ends before any call
+        // into Python, so even a re-entrant call could not alias it.
+        let cache = unsafe { &mut *TOKENS.0.get() };
+        let cache = cache.get_or_insert_with(|| TokenCache { slots: (0..TOKEN_SLOTS).map(|_| None).collect() });
+        if let Some((k, v)) = &cache.slots[slot] {
+            if **k == *s {
+                return v.bind(py).clone();
+            }
+        }
     }
-    let k = PyString::intern(py, s);
-    if map.len() >= TOKEN_CACHE_MAX {
-        map.clear();
-    }
-    map.insert(s.into(), k.clone().unbind());
-    k
+    let v = PyString::intern(py, s);
+    // SAFETY: as above. The replaced entry is dropped after the borrow ends.
+    let old = {
+        let cache = unsafe { &mut *TOKENS.0.get() };
+        cache.as_mut().and_then(|c| c.slots[slot].replace((s.into(), v.clone().unbind())))
+    };
+    drop(old);
+    v
 }
 
 /// Split an RFC 6901 pointer into (unescaped) key strings.
@@ -134,12 +169,9 @@ fn py_tokens<'py>(py: Python<'py>, pointer: &str) -> Result<Vec<Bound<'py, PyStr
     let Some(rest) = pointer.strip_prefix('/') else {
         return core::parse_pointer(pointer).map(|_| Vec::new()); // yields the precise error
     };
-    let cache = TOKENS.get_or_init(py, || Mutex::new(HashMap::default()));
-    // The GIL serializes callers; the mutex only satisfies Sync (never contended).
-    let mut map = cache.lock().unwrap_or_else(|p| p.into_inner());
-    let mut out = Vec::with_capacity(rest.bytes().filter(|&b| b == b'/').count() + 1);
+    let mut out = Vec::with_capacity(4);
     for raw in rest.split('/') {
-        out.push(if raw.contains('~') { token(py, &mut map, &core::unescape(raw)?) } else { token(py, &mut map, raw) });
+        out.push(if raw.contains('~') { token(py, &core::unescape(raw)?) } else { token(py, raw) });
     }
     Ok(out)
 }
@@ -510,6 +542,9 @@ impl<'py> Engine<'py> {
 
     /// The container at `toks`, made writable (copy mode: path-copied into the new tree).
     fn writable_at(&mut self, toks: &[Tok<'py>]) -> R<Bound<'py, PyAny>> {
+        if !self.copy_mode {
+            return self.read(toks); // in place: everything is writable
+        }
         let (mut cur, _) = self.writable(self.root.clone())?;
         self.root = cur.clone();
         for t in toks {
