@@ -446,14 +446,23 @@ enum Undo<'py> {
     ListRestore(Bound<'py, PyList>, usize, Bound<'py, PyAny>),
 }
 
+const FRESH_SCAN_MAX: usize = 32;
+
 struct Engine<'py> {
     root: Bound<'py, PyAny>,
     copy_mode: bool,
     /// Containers created during this apply (copy mode): safe to mutate.
+    /// (A vector scanned linearly while small, a hash set beyond: most patches create a
+    /// handful of containers.)
     fresh: HashSet<usize, FastBuild>,
-    /// Keeps fresh containers alive so their addresses cannot be reused while in `fresh`.
+    /// The fresh containers themselves: keeps them alive so their addresses cannot be
+    /// reused while remembered, and is the small-size form of `fresh`.
     keep: Vec<Bound<'py, PyAny>>,
     undo: Vec<Undo<'py>>,
+    /// Whether mutations need undo entries: in place, except during the last operation
+    /// of a patch when it is not a `move` (such an operation either fails before
+    /// mutating anything or succeeds, so its undo entries could never be used).
+    logging: bool,
 }
 
 type Tok<'py> = Bound<'py, PyString>;
@@ -492,19 +501,34 @@ fn from_err(f: Fail) -> Fail {
 
 impl<'py> Engine<'py> {
     fn new(root: Bound<'py, PyAny>, copy_mode: bool) -> Self {
-        Engine { root, copy_mode, fresh: HashSet::default(), keep: Vec::new(), undo: Vec::new() }
+        Engine { root, copy_mode, fresh: HashSet::default(), keep: Vec::new(), undo: Vec::new(), logging: !copy_mode }
     }
 
     fn mark_fresh(&mut self, v: &Bound<'py, PyAny>) {
         if self.copy_mode {
-            self.fresh.insert(v.as_ptr() as usize);
             self.keep.push(v.clone());
+            if self.keep.len() > FRESH_SCAN_MAX {
+                if self.fresh.is_empty() {
+                    self.fresh.extend(self.keep.iter().map(|k| k.as_ptr() as usize));
+                } else {
+                    self.fresh.insert(v.as_ptr() as usize);
+                }
+            }
+        }
+    }
+
+    fn is_fresh(&self, v: &Bound<'py, PyAny>) -> bool {
+        let p = v.as_ptr();
+        if self.keep.len() > FRESH_SCAN_MAX {
+            self.fresh.contains(&(p as usize))
+        } else {
+            self.keep.iter().any(|k| k.as_ptr() == p)
         }
     }
 
     /// In copy mode, the container itself if we created it, else a shallow copy of it.
     fn writable(&mut self, v: Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyAny>, bool)> {
-        if !self.copy_mode || self.fresh.contains(&(v.as_ptr() as usize)) {
+        if !self.copy_mode || self.is_fresh(&v) {
             return Ok((v, false));
         }
         let copy = if let Ok(d) = v.cast::<PyDict>() {
@@ -563,7 +587,7 @@ impl<'py> Engine<'py> {
     }
 
     fn log(&mut self, u: Undo<'py>) {
-        if !self.copy_mode {
+        if self.logging {
             self.undo.push(u);
         }
     }
@@ -799,8 +823,9 @@ pub fn apply_patch<'py>(doc: Bound<'py, PyAny>, patch: &Bound<'py, PyAny>, in_pl
     let mut engine = Engine::new(doc, !in_place);
     // Operations are read and applied one by one (no intermediate vectors): a malformed
     // operation is reported when reached, after rolling back the ones before it.
-    let step = |engine: &mut Engine<'py>, i: usize, item: &Bound<'py, PyAny>| -> R<()> {
+    let step = |engine: &mut Engine<'py>, i: usize, item: &Bound<'py, PyAny>, last: bool| -> R<()> {
         let op = read_op(i, item)?;
+        engine.logging = !engine.copy_mode && !(last && op.kind != OpKind::Move);
         engine.apply_one(&op).map_err(|f| match f {
             Fail::Patch(e) => {
                 let path = op.path.to_cow().unwrap_or_default();
@@ -810,9 +835,12 @@ pub fn apply_patch<'py>(doc: Bound<'py, PyAny>, patch: &Bound<'py, PyAny>, in_pl
         })
     };
     let result = if let Ok(list) = patch.cast::<PyList>() {
-        list.iter().enumerate().try_for_each(|(i, item)| step(&mut engine, i, &item))
+        list.iter().enumerate().try_for_each(|(i, item)| step(&mut engine, i, &item, i + 1 == list.len()))
     } else {
-        patch_items(patch).and_then(|items| items.iter().enumerate().try_for_each(|(i, item)| step(&mut engine, i, item)))
+        patch_items(patch).and_then(|items| {
+            let n = items.len();
+            items.iter().enumerate().try_for_each(|(i, item)| step(&mut engine, i, item, i + 1 == n))
+        })
     };
     match result {
         Ok(()) => Ok(engine.root),
