@@ -7,28 +7,28 @@ import json
 
 
 def make_state(target_bytes: int) -> dict:
-    """An agent state of roughly `target_bytes` of JSON. It grows in width (more messages
-    and documents), like a long-running agent's state, while the parts the patches touch
-    stay the same size."""
+    """An agent state of roughly `target_bytes` of JSON, shaped like the states in
+    tests/vectors/client/json-patch/state_deltas.jsonl (agent/plan, todo list, documents,
+    counters, ui). It grows in width (more todo items and documents), like a
+    long-running agent's state, while the parts the patches touch stay the same size."""
     state = {
         "agent": {
             "status": "idle",
             "step": 3,
-            "plan": {"title": "Trip", "steps": [{"id": f"s{i}", "text": "step text", "done": False} for i in range(5)]},
+            "plan": {"title": "Trip to Berlin", "steps": [{"id": f"s{i}", "text": "step text", "done": False} for i in range(5)]},
         },
+        "todo": [],
+        "done": [],
+        "documents": {},
         "counters": {"tokens": 1000, "calls": 3},
         "ui": {"selected": None, "flags": [True, False]},
-        "messages": [],
-        "documents": {},
     }
     i = 0
     while len(json.dumps(state)) < target_bytes:
         # grow in chunks so building a 10 MB state does not re-serialize it 100k times
-        for _ in range(max(1, (target_bytes - len(json.dumps(state))) // 400)):
-            state["messages"].append(
-                {"id": f"m{i}", "role": "assistant", "content": "lorem ipsum dolor sit amet " * 4, "toolCalls": []}
-            )
-            state["documents"][f"doc{i}"] = {"title": f"Document {i}", "pages": i % 50, "tags": ["a", "b"]}
+        for _ in range(max(1, (target_bytes - len(json.dumps(state))) // 110)):
+            state["todo"].append({"id": f"t{i}", "title": f"weather search {i}", "done": i % 3 == 0})
+            state["documents"][f"reports/{i}"] = {"pages": i % 50, "note": "result"}
             i += 1
     return state
 
@@ -45,4 +45,4 @@ THREE_OPS = [
 
 # Appending to the list that grows with the document: copy mode must copy that list
 # (a shallow copy: one pointer per element), so this case is not flat.
-APPEND_BIG_LIST = [{"op": "add", "path": "/messages/-", "value": {"id": "new", "role": "user", "content": "hi"}}]
+APPEND_BIG_LIST = [{"op": "add", "path": "/todo/-", "value": {"id": "new", "title": "new task", "done": False}}]

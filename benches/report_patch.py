@@ -70,7 +70,7 @@ def main():
         ratio = theirs / ours
         tgt = f">= {target}x" if target else "-"
         ok = "" if target is None else ("  OK" if ratio >= target else "  MISSED")
-        print(f"{name:42} {ours:13.2f} {theirs:13.2f} {ratio:8.0f}x {tgt:>8}{ok}")
+        print(f"{name:42} {ours:13.2f} {theirs:13.2f} {ratio:8.1f}x {tgt:>8}{ok}")
 
 
 if __name__ == "__main__":

@@ -276,11 +276,12 @@ fn read_raw<'py>(index: usize, item: &Bound<'py, PyAny>) -> R<RawOp<'py>> {
 fn read_op<'py>(index: usize, item: &Bound<'py, PyAny>) -> R<PyOp<'py>> {
     let py = item.py();
     let raw = read_raw(index, item)?;
-    let op = raw.op.to_cow()?;
-    let path = as_str(&raw.path, "path").map_err(|e| with_index(e, index, Some(&op), None))?;
-    let at = |e: PatchError| with_index(e, index, Some(&op), Some(&path));
+    // The op name as text is only needed for error messages.
+    let op_name = || raw.op.to_cow().map(|c| c.into_owned()).unwrap_or_default();
+    let path = as_str(&raw.path, "path").map_err(|e| with_index(e, index, Some(&op_name()), None))?;
+    let at = |e: PatchError| with_index(e, index, Some(&op_name()), Some(&path));
     let Some(kind) = raw.kind else {
-        return Err(at(invalid(format!("unknown op {:?}", op))).into());
+        return Err(at(invalid(format!("unknown op {:?}", op_name()))).into());
     };
     let path_toks = py_tokens(py, &path).map_err(at)?;
     let from_toks = match (&raw.from, kind.needs_from()) {
@@ -298,7 +299,6 @@ fn read_op<'py>(index: usize, item: &Bound<'py, PyAny>) -> R<PyOp<'py>> {
         return Err(at(invalid("missing member 'value'")).into());
     }
     drop(path);
-    drop(op);
     Ok(PyOp { kind, path: raw.path, path_toks, from_toks, value: raw.value })
 }
 
@@ -352,6 +352,9 @@ fn deep_copy<'py>(v: &Bound<'py, PyAny>, depth: usize) -> R<Bound<'py, PyAny>> {
         return Err(too_deep().into());
     }
     let py = v.py();
+    if v.is_instance_of::<PyString>() {
+        return Ok(v.clone()); // the most common value: skip the container checks
+    }
     if let Ok(d) = v.cast::<PyDict>() {
         let out = PyDict::new(py);
         for (k, x) in d.iter() {
