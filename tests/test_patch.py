@@ -66,7 +66,7 @@ def suite_cases():
 SUITE = list(suite_cases())
 
 
-@pytest.mark.parametrize("mode", ["copy", "in_place", "state_document"])
+@pytest.mark.parametrize("mode", ["copy", "in_place", "state_document", "state_document_json"])
 @pytest.mark.parametrize("case", SUITE)
 def test_official_suite(case, mode):
     doc = copy.deepcopy(case["doc"])
@@ -79,7 +79,7 @@ def test_official_suite(case, mode):
         if mode == "in_place":
             return apply_patch(doc, case["patch"], in_place=True)
         sd = StateDocument(doc)
-        sd.apply(case["patch"])
+        sd.apply(case["patch"] if mode == "state_document" else json.dumps(case["patch"]))
         return sd.to_python()
 
     if "expected" in case:
@@ -229,8 +229,9 @@ def test_errors(patch, cls, fragment):
             apply_patch(doc, patch, in_place=in_place)
         assert fragment in str(ei.value)
         assert doc == {"a": 1, "l": [1, 2]}
-    with pytest.raises(cls):
-        StateDocument(doc).apply(patch)
+    if not isinstance(patch, str):  # a StateDocument takes a str as JSON text
+        with pytest.raises(cls):
+            StateDocument(doc).apply(patch)
 
 
 def test_error_pickles():
@@ -561,6 +562,22 @@ def test_state_document():
     assert sd.to_python() == {"fresh": True}
     assert StateDocument().to_python() == {}
     assert "fresh" in repr(sd)
+
+
+def test_state_document_json_text_patches():
+    sd = StateDocument({"n": 0})
+    sd.apply('[{"op": "replace", "path": "/n", "value": 1}]')
+    sd.apply(b'[{"op": "add", "path": "/big", "value": 123456789012345678901234567890}]')
+    assert sd.to_python() == {"n": 1, "big": 123456789012345678901234567890}
+    lines = [json.dumps([{"op": "replace", "path": "/n", "value": i}]).encode() for i in range(100)]
+    assert sd.apply_many(lines) == 100 and sd.to_python("/n") == 99
+    with pytest.raises(JsonPatchError, match="not valid JSON"):
+        sd.apply("[{")
+    with pytest.raises(JsonPatchError, match="must be an array"):
+        sd.apply('{"op": "remove", "path": "/n"}')
+    with pytest.raises(JsonPatchTestFailed) as ei:
+        sd.apply('[{"op": "replace", "path": "/n", "value": 5}, {"op": "test", "path": "/n", "value": 1}]')
+    assert ei.value.index == 1 and sd.to_python("/n") == 99
 
 
 def test_state_document_numbers_round_trip():

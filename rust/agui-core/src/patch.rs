@@ -422,6 +422,22 @@ enum Undo {
     ArrRestore { parent: Vec<String>, index: usize, old: Value },
 }
 
+/// The undo log. Off during the last operation of a patch unless it is a `move`: such an
+/// operation fails before mutating anything or succeeds, so its entries would never be
+/// used (saves the path clones in the common one-operation patch).
+struct Log {
+    entries: Vec<Undo>,
+    on: bool,
+}
+
+impl Log {
+    fn push(&mut self, make: impl FnOnce() -> Undo) {
+        if self.on {
+            self.entries.push(make());
+        }
+    }
+}
+
 fn rollback(doc: &mut Value, log: Vec<Undo>) {
     // Each entry addresses a container that existed right after its mutation; undoing in
     // reverse order recreates exactly that state, so resolution cannot fail.
@@ -475,25 +491,26 @@ fn split_last(tokens: &[String]) -> Option<(&[String], &str)> {
 
 /// `value` is taken out of `slot` only once the add cannot fail any more, so a failing
 /// `move` still holds the moved value and can give it back.
-fn do_add(doc: &mut Value, tokens: &[String], slot: &mut Option<Value>, log: &mut Vec<Undo>) -> Result<(), PatchError> {
+fn do_add(doc: &mut Value, tokens: &[String], slot: &mut Option<Value>, log: &mut Log) -> Result<(), PatchError> {
     let Some((parent_toks, last)) = split_last(tokens) else {
         let value = slot.take().unwrap_or(Value::Null);
-        log.push(Undo::Root(std::mem::replace(doc, value)));
+        let old = std::mem::replace(doc, value);
+        log.push(|| Undo::Root(old));
         return Ok(());
     };
     match resolve_mut(doc, parent_toks)? {
         Value::Object(m) => {
             let value = slot.take().unwrap_or(Value::Null);
-            let undo = match m.insert(last.to_string(), value) {
+            let prev = m.insert(last.to_string(), value);
+            log.push(|| match prev {
                 Some(old) => Undo::ObjRestore { parent: parent_toks.to_vec(), key: last.to_string(), old },
                 None => Undo::ObjRemoveNew { parent: parent_toks.to_vec(), key: last.to_string() },
-            };
-            log.push(undo);
+            });
         }
         Value::Array(a) => {
             let i = insert_index(last, a.len())?;
             a.insert(i, slot.take().unwrap_or(Value::Null));
-            log.push(Undo::ArrRemove { parent: parent_toks.to_vec(), index: i });
+            log.push(|| Undo::ArrRemove { parent: parent_toks.to_vec(), index: i });
         }
         other => return Err(ptr_err(scalar_step_reason(last, type_name(other)))),
     }
@@ -502,53 +519,58 @@ fn do_add(doc: &mut Value, tokens: &[String], slot: &mut Option<Value>, log: &mu
 
 /// Store a removed value in the undo entry `do_remove` just pushed (it leaves `old` empty
 /// so that `move` does not have to clone the moved value).
-fn keep_removed(log: &mut [Undo], v: Value) {
-    match log.last_mut() {
+fn keep_removed(log: &mut Log, v: Value) {
+    if !log.on {
+        return; // nothing was pushed for this removal
+    }
+    match log.entries.last_mut() {
         Some(Undo::ObjReinsert { old, .. }) | Some(Undo::ArrReinsert { old, .. }) => *old = Some(v),
         _ => {}
     }
 }
 
-fn do_remove(doc: &mut Value, tokens: &[String], log: &mut Vec<Undo>) -> Result<Value, PatchError> {
+fn do_remove(doc: &mut Value, tokens: &[String], log: &mut Log) -> Result<Value, PatchError> {
     let Some((parent_toks, last)) = split_last(tokens) else {
         return Err(invalid("cannot remove the whole document"));
     };
     match resolve_mut(doc, parent_toks)? {
         Value::Object(m) => {
-            // Position is needed to restore member order exactly on rollback.
-            let index = m
-                .keys()
-                .position(|k| k == last)
-                .ok_or_else(|| ptr_err(missing_member_reason(last)))?;
+            if !m.contains_key(last) {
+                return Err(ptr_err(missing_member_reason(last)));
+            }
+            // Position is needed to restore member order exactly on rollback (O(members),
+            // only when the undo log is on).
+            let index = if log.on { m.keys().position(|k| k == last).unwrap_or(0) } else { 0 };
             let old = m.shift_remove(last).unwrap_or(Value::Null);
-            log.push(Undo::ObjReinsert { parent: parent_toks.to_vec(), key: last.to_string(), index, old: None });
+            log.push(|| Undo::ObjReinsert { parent: parent_toks.to_vec(), key: last.to_string(), index, old: None });
             Ok(old)
         }
         Value::Array(a) => {
             let i = existing_index(last, a.len())?;
             let old = a.remove(i);
-            log.push(Undo::ArrReinsert { parent: parent_toks.to_vec(), index: i, old: None });
+            log.push(|| Undo::ArrReinsert { parent: parent_toks.to_vec(), index: i, old: None });
             Ok(old)
         }
         other => Err(ptr_err(scalar_step_reason(last, type_name(other)))),
     }
 }
 
-fn do_replace(doc: &mut Value, tokens: &[String], value: Value, log: &mut Vec<Undo>) -> Result<(), PatchError> {
+fn do_replace(doc: &mut Value, tokens: &[String], value: Value, log: &mut Log) -> Result<(), PatchError> {
     let Some((parent_toks, last)) = split_last(tokens) else {
-        log.push(Undo::Root(std::mem::replace(doc, value)));
+        let old = std::mem::replace(doc, value);
+        log.push(|| Undo::Root(old));
         return Ok(());
     };
     match resolve_mut(doc, parent_toks)? {
         Value::Object(m) => {
             let slot = m.get_mut(last).ok_or_else(|| ptr_err(missing_member_reason(last)))?;
             let old = std::mem::replace(slot, value);
-            log.push(Undo::ObjRestore { parent: parent_toks.to_vec(), key: last.to_string(), old });
+            log.push(|| Undo::ObjRestore { parent: parent_toks.to_vec(), key: last.to_string(), old });
         }
         Value::Array(a) => {
             let i = existing_index(last, a.len())?;
             let old = std::mem::replace(&mut a[i], value);
-            log.push(Undo::ArrRestore { parent: parent_toks.to_vec(), index: i, old });
+            log.push(|| Undo::ArrRestore { parent: parent_toks.to_vec(), index: i, old });
         }
         other => return Err(ptr_err(scalar_step_reason(last, type_name(other)))),
     }
@@ -565,7 +587,7 @@ fn from_err(mut e: PatchError) -> PatchError {
     e
 }
 
-fn apply_one(doc: &mut Value, op: &Operation, log: &mut Vec<Undo>) -> Result<(), PatchError> {
+fn apply_one(doc: &mut Value, op: &Operation, log: &mut Log) -> Result<(), PatchError> {
     match op.kind {
         OpKind::Add => do_add(doc, &op.path_tokens, &mut Some(op.value.clone()), log),
         OpKind::Remove => {
@@ -607,10 +629,11 @@ fn apply_one(doc: &mut Value, op: &Operation, log: &mut Vec<Undo>) -> Result<(),
 
 /// Apply a patch in place, atomically: on error `doc` is exactly as before.
 pub fn apply_patch(doc: &mut Value, ops: &[Operation]) -> Result<(), PatchError> {
-    let mut log = Vec::new();
+    let mut log = Log { entries: Vec::new(), on: true };
     for (i, op) in ops.iter().enumerate() {
+        log.on = i + 1 < ops.len() || op.kind == OpKind::Move;
         if let Err(e) = apply_one(doc, op, &mut log) {
-            rollback(doc, log);
+            rollback(doc, log.entries);
             return Err(e.at(i, op.kind.name(), &op.path));
         }
     }

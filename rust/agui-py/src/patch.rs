@@ -20,7 +20,7 @@ use agui_core::patch::{self as core, ErrorKind, OpKind, Operation, PatchError};
 use pyo3::exceptions::PyAttributeError;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde_json::{Map, Number, Value};
 
 use crate::errors::make_error;
@@ -967,6 +967,34 @@ fn core_patch(patch: &Bound<'_, PyAny>) -> R<Vec<Operation>> {
     Ok(ops)
 }
 
+/// A patch for the Rust-held document: operations read from Python objects, or JSON text
+/// (borrowed from an immutable `str`/`bytes`, parsed with the GIL released).
+enum Pending<'a> {
+    Ops(Vec<Operation>),
+    Json(&'a [u8]),
+}
+
+fn pending<'a>(patch: &'a Bound<'_, PyAny>) -> R<Pending<'a>> {
+    if let Ok(s) = patch.cast::<PyString>() {
+        let text = s.to_str().map_err(|_| invalid("patch text is not valid UTF-8"))?;
+        return Ok(Pending::Json(text.as_bytes()));
+    }
+    if let Ok(b) = patch.cast::<PyBytes>() {
+        return Ok(Pending::Json(b.as_bytes()));
+    }
+    Ok(Pending::Ops(core_patch(patch)?))
+}
+
+fn run_pending(doc: &mut Value, p: &Pending<'_>) -> Result<(), PatchError> {
+    match p {
+        Pending::Ops(ops) => core::apply_patch(doc, ops),
+        Pending::Json(text) => {
+            let v: Value = serde_json::from_slice(text).map_err(|e| invalid(format!("patch is not valid JSON: {e}")))?;
+            core::apply_json_patch(doc, &v)
+        }
+    }
+}
+
 fn raise(py: Python<'_>, f: Fail) -> PyErr {
     match f {
         Fail::Patch(e) => to_py_err(py, &e),
@@ -995,9 +1023,9 @@ impl StateDocument {
 
     /// Apply one patch atomically (the GIL is released while applying).
     fn apply(&mut self, py: Python<'_>, patch: &Bound<'_, PyAny>) -> PyResult<()> {
-        let ops = core_patch(patch).map_err(|f| raise(py, f))?;
+        let p = pending(patch).map_err(|f| raise(py, f))?;
         let doc = &mut self.doc;
-        py.detach(|| core::apply_patch(doc, &ops)).map_err(|e| to_py_err(py, &e))
+        py.detach(|| run_pending(doc, &p)).map_err(|e| to_py_err(py, &e))
     }
 
     /// Apply patches in order, each atomically. Stops at the first failing one and raises
@@ -1008,8 +1036,8 @@ impl StateDocument {
     fn apply_many(&mut self, py: Python<'_>, patches: &Bound<'_, PyAny>, skip_errors: bool) -> PyResult<usize> {
         let items = patch_items(patches).map_err(|f| raise(py, f))?;
         let mut converted = Vec::with_capacity(items.len());
-        for (n, p) in items.iter().enumerate() {
-            match core_patch(p) {
+        for p in items.iter() {
+            match pending(p) {
                 Ok(ops) => converted.push(Ok(ops)),
                 Err(Fail::Patch(e)) => {
                     converted.push(Err(e));
@@ -1017,10 +1045,7 @@ impl StateDocument {
                         break;
                     }
                 }
-                Err(Fail::Py(e)) => {
-                    let _ = n;
-                    return Err(e);
-                }
+                Err(Fail::Py(e)) => return Err(e),
             }
         }
         let doc = &mut self.doc;
@@ -1028,7 +1053,7 @@ impl StateDocument {
             let mut applied = 0usize;
             for (n, ops) in converted.iter().enumerate() {
                 let res = match ops {
-                    Ok(ops) => core::apply_patch(doc, ops),
+                    Ok(p) => run_pending(doc, p),
                     Err(e) => Err(e.clone()),
                 };
                 match res {
