@@ -9,6 +9,7 @@ Groups pair the two implementations on the same input so ratios can be read dire
 from __future__ import annotations
 
 import copy
+import json
 import os
 import sys
 
@@ -101,6 +102,41 @@ def test_replay_jsonpatch_in_place(benchmark):
         doc = copy.deepcopy(STATE_70K)
         for p in REPLAY:
             doc = jsonpatch.apply_patch(doc, p, in_place=True)
+        return doc
+
+    benchmark(run)
+
+
+REPLAY_TEXT = [json.dumps(p).encode() for p in REPLAY]
+
+
+@pytest.mark.benchmark(group="replay 1000 patches from JSON text (70 KB state)")
+def test_replay_text_state_document(benchmark):
+    def run():
+        sd = StateDocument(STATE_70K)
+        sd.apply_many(REPLAY_TEXT)  # parsed and applied in Rust, GIL released
+        return sd.to_python()
+
+    benchmark(run)
+
+
+@pytest.mark.benchmark(group="replay 1000 patches from JSON text (70 KB state)")
+def test_replay_text_apply_patch_in_place(benchmark):
+    def run():
+        doc = copy.deepcopy(STATE_70K)
+        for p in REPLAY_TEXT:
+            doc = apply_patch(doc, json.loads(p), in_place=True)
+        return doc
+
+    benchmark(run)
+
+
+@pytest.mark.benchmark(group="replay 1000 patches from JSON text (70 KB state)")
+def test_replay_text_jsonpatch_in_place(benchmark):
+    def run():
+        doc = copy.deepcopy(STATE_70K)
+        for p in REPLAY_TEXT:
+            doc = jsonpatch.apply_patch(doc, json.loads(p), in_place=True)
         return doc
 
     benchmark(run)
