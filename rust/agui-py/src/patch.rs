@@ -114,7 +114,7 @@ impl Hasher for FastHasher {
 
 type FastBuild = BuildHasherDefault<FastHasher>;
 
-/// Interned Python strings for pointer tokens, reused across calls: creating and hashing
+/// Python strings for pointer tokens, reused across calls: creating and hashing
 /// a fresh `str` per token per call was the largest cost of small patches. A small
 /// direct-mapped table (a miss just replaces the slot), so memory stays bounded.
 const TOKEN_SLOTS: usize = 1024;
@@ -151,7 +151,9 @@ fn token<'py>(py: Python<'py>, s: &str) -> Bound<'py, PyString> {
             }
         }
     }
-    let v = PyString::intern(py, s);
+    // Not interned: on some CPython versions interned strings are immortal, and keys can
+    // be unbounded (ids); the cached object keeps its hash after the first lookup anyway.
+    let v = PyString::new(py, s);
     // SAFETY: as above. The replaced entry is dropped after the borrow ends.
     let old = {
         let cache = unsafe { &mut *TOKENS.0.get() };
@@ -161,15 +163,54 @@ fn token<'py>(py: Python<'py>, s: &str) -> Bound<'py, PyString> {
     v
 }
 
+/// The tokens of a pointer. Most pointers have at most three tokens: those are kept
+/// inline (a heap vector per operation was a visible cost of one-operation patches);
+/// unused inline slots hold the empty string.
+enum Toks<'py> {
+    Inline(usize, [Bound<'py, PyString>; 3]),
+    Heap(Vec<Bound<'py, PyString>>),
+}
+
+impl<'py> Toks<'py> {
+    fn empty(py: Python<'py>) -> Self {
+        let e = intern!(py, "");
+        Toks::Inline(0, [e.clone(), e.clone(), e.clone()])
+    }
+    fn push(&mut self, t: Bound<'py, PyString>) {
+        match self {
+            Toks::Inline(n, arr) if *n < 3 => {
+                arr[*n] = t;
+                *n += 1;
+            }
+            Toks::Inline(_, arr) => {
+                let mut v = arr.to_vec();
+                v.push(t);
+                *self = Toks::Heap(v);
+            }
+            Toks::Heap(v) => v.push(t),
+        }
+    }
+}
+
+impl<'py> std::ops::Deref for Toks<'py> {
+    type Target = [Bound<'py, PyString>];
+    fn deref(&self) -> &Self::Target {
+        match self {
+            Toks::Inline(n, arr) => &arr[..*n],
+            Toks::Heap(v) => v,
+        }
+    }
+}
+
 /// Split an RFC 6901 pointer into (unescaped) key strings.
-fn py_tokens<'py>(py: Python<'py>, pointer: &str) -> Result<Vec<Bound<'py, PyString>>, PatchError> {
+fn py_tokens<'py>(py: Python<'py>, pointer: &str) -> Result<Toks<'py>, PatchError> {
+    let mut out = Toks::empty(py);
     if pointer.is_empty() {
-        return Ok(Vec::new());
+        return Ok(out);
     }
     let Some(rest) = pointer.strip_prefix('/') else {
-        return core::parse_pointer(pointer).map(|_| Vec::new()); // yields the precise error
+        return core::parse_pointer(pointer).map(|_| out); // yields the precise error
     };
-    let mut out = Vec::with_capacity(4);
     for raw in rest.split('/') {
         out.push(if raw.contains('~') { token(py, &core::unescape(raw)?) } else { token(py, raw) });
     }
@@ -221,12 +262,12 @@ fn as_str<'a>(s: &'a Bound<'_, PyString>, name: &str) -> Result<std::borrow::Cow
     s.to_cow().map_err(|_| invalid(format!("member '{name}' is not valid UTF-8")))
 }
 
-/// One operation read from Python, pointers split into interned key strings.
+/// One operation read from Python, pointers split into (cached) key strings.
 struct PyOp<'py> {
     kind: OpKind,
     path: Bound<'py, PyString>,
-    path_toks: Vec<Bound<'py, PyString>>,
-    from_toks: Vec<Bound<'py, PyString>>,
+    path_toks: Toks<'py>,
+    from_toks: Toks<'py>,
     value: Option<Bound<'py, PyAny>>,
 }
 
@@ -293,7 +334,7 @@ fn read_op<'py>(index: usize, item: &Bound<'py, PyAny>) -> R<PyOp<'py>> {
             })?
         }
         (None, true) => return Err(at(invalid("missing member 'from'")).into()),
-        (None, false) => Vec::new(),
+        (None, false) => Toks::empty(py),
     };
     if kind.needs_value() && raw.value.is_none() {
         return Err(at(invalid("missing member 'value'")).into());
@@ -647,7 +688,7 @@ impl<'py> Engine<'py> {
                 return Err(missing(last));
             };
             // In place, remember the member's position so a rollback restores key order.
-            let index = if self.copy_mode { 0 } else { dict_position(d, &key)? };
+            let index = if self.logging { dict_position(d, &key)? } else { 0 };
             d.del_item(&key)?;
             let d = d.clone();
             self.log(Undo::DictReinsert(d, key, index, None));
@@ -665,6 +706,9 @@ impl<'py> Engine<'py> {
     }
 
     fn keep_removed(&mut self, v: Bound<'py, PyAny>) {
+        if !self.logging {
+            return; // nothing was pushed for this removal
+        }
         match self.undo.last_mut() {
             Some(Undo::DictReinsert(_, _, _, old)) | Some(Undo::ListReinsert(_, _, old)) => *old = Some(v),
             _ => {}
