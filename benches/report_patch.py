@@ -57,6 +57,12 @@ def main():
         "one op, in place (70 KB)", 20,
         *pair_us(lambda: apply_patch(d1, ONE_OP, in_place=True), lambda: jsonpatch.apply_patch(d2, ONE_OP, in_place=True)),
     ))
+    deep_op = [{"op": "replace", "path": "/agent/plan/steps/2/done", "value": True}]
+    d1, d2 = copy.deepcopy(state70), copy.deepcopy(state70)
+    cases.append((
+        "one op, 5-level path, in place (70 KB)", 20,
+        *pair_us(lambda: apply_patch(d1, deep_op, in_place=True), lambda: jsonpatch.apply_patch(d2, deep_op, in_place=True)),
+    ))
     cases.append((
         "3 ops, copy mode (70 KB)", 1000,
         *pair_us(lambda: apply_patch(state70, THREE_OPS), lambda: jsonpatch.apply_patch(state70, THREE_OPS)),

@@ -164,31 +164,27 @@ fn token<'py>(py: Python<'py>, s: &str) -> Bound<'py, PyString> {
 }
 
 /// The tokens of a pointer. Most pointers have at most three tokens: those are kept
-/// inline (a heap vector per operation was a visible cost of one-operation patches);
-/// unused inline slots hold the empty string.
+/// inline (a heap vector per operation was a visible cost of one-operation patches).
 enum Toks<'py> {
-    Inline(usize, [Bound<'py, PyString>; 3]),
+    Empty,
+    One([Bound<'py, PyString>; 1]),
+    Two([Bound<'py, PyString>; 2]),
+    Three([Bound<'py, PyString>; 3]),
     Heap(Vec<Bound<'py, PyString>>),
 }
 
 impl<'py> Toks<'py> {
-    fn empty(py: Python<'py>) -> Self {
-        let e = intern!(py, "");
-        Toks::Inline(0, [e.clone(), e.clone(), e.clone()])
-    }
     fn push(&mut self, t: Bound<'py, PyString>) {
-        match self {
-            Toks::Inline(n, arr) if *n < 3 => {
-                arr[*n] = t;
-                *n += 1;
-            }
-            Toks::Inline(_, arr) => {
-                let mut v = arr.to_vec();
+        *self = match std::mem::replace(self, Toks::Empty) {
+            Toks::Empty => Toks::One([t]),
+            Toks::One([a]) => Toks::Two([a, t]),
+            Toks::Two([a, b]) => Toks::Three([a, b, t]),
+            Toks::Three([a, b, c]) => Toks::Heap(vec![a, b, c, t]),
+            Toks::Heap(mut v) => {
                 v.push(t);
-                *self = Toks::Heap(v);
+                Toks::Heap(v)
             }
-            Toks::Heap(v) => v.push(t),
-        }
+        };
     }
 }
 
@@ -196,7 +192,10 @@ impl<'py> std::ops::Deref for Toks<'py> {
     type Target = [Bound<'py, PyString>];
     fn deref(&self) -> &Self::Target {
         match self {
-            Toks::Inline(n, arr) => &arr[..*n],
+            Toks::Empty => &[],
+            Toks::One(a) => a,
+            Toks::Two(a) => a,
+            Toks::Three(a) => a,
             Toks::Heap(v) => v,
         }
     }
@@ -204,7 +203,7 @@ impl<'py> std::ops::Deref for Toks<'py> {
 
 /// Split an RFC 6901 pointer into (unescaped) key strings.
 fn py_tokens<'py>(py: Python<'py>, pointer: &str) -> Result<Toks<'py>, PatchError> {
-    let mut out = Toks::empty(py);
+    let mut out = Toks::Empty;
     if pointer.is_empty() {
         return Ok(out);
     }
@@ -334,7 +333,7 @@ fn read_op<'py>(index: usize, item: &Bound<'py, PyAny>) -> R<PyOp<'py>> {
             })?
         }
         (None, true) => return Err(at(invalid("missing member 'from'")).into()),
-        (None, false) => Toks::empty(py),
+        (None, false) => Toks::Empty,
     };
     if kind.needs_value() && raw.value.is_none() {
         return Err(at(invalid("missing member 'value'")).into());
@@ -603,7 +602,13 @@ impl<'py> Engine<'py> {
     fn read(&self, toks: &[Tok<'py>]) -> R<Bound<'py, PyAny>> {
         let mut cur = self.root.clone();
         for t in toks {
-            cur = self.child(&cur, t)?.0;
+            cur = if let Ok(d) = cur.cast::<PyDict>() {
+                d.get_item(t)?.ok_or_else(|| missing(t))?
+            } else if let Ok(l) = cur.cast::<PyList>() {
+                l.get_item(existing_index(t, l.len())?)?
+            } else {
+                return Err(scalar_err(t, &cur));
+            };
         }
         Ok(cur)
     }
@@ -630,15 +635,16 @@ impl<'py> Engine<'py> {
         Ok(cur)
     }
 
-    fn log(&mut self, u: Undo<'py>) {
+    /// Record an undo entry (built only when logging: building it costs refcounts).
+    fn log(&mut self, make: impl FnOnce() -> Undo<'py>) {
         if self.logging {
-            self.undo.push(u);
+            self.undo.push(make());
         }
     }
 
     fn set_root(&mut self, value: Bound<'py, PyAny>) {
         let old = std::mem::replace(&mut self.root, value);
-        self.log(Undo::Root(old));
+        self.log(|| Undo::Root(old));
     }
 
     /// `slot` is emptied only once the add cannot fail (see `move`).
@@ -655,10 +661,9 @@ impl<'py> Engine<'py> {
             let old = d.get_item(&key)?;
             let Some(v) = slot.take() else { return Ok(()) };
             d.set_item(&key, v)?;
-            let d = d.clone();
-            self.log(match old {
-                Some(old) => Undo::DictRestore(d, key, old),
-                None => Undo::DictRemoveNew(d, key),
+            self.log(|| match old {
+                Some(old) => Undo::DictRestore(d.clone(), key, old),
+                None => Undo::DictRemoveNew(d.clone(), key),
             });
             return Ok(());
         }
@@ -670,8 +675,7 @@ impl<'py> Engine<'py> {
             } else {
                 l.insert(i, v)?;
             }
-            let l = l.clone();
-            self.log(Undo::ListRemove(l, i));
+            self.log(|| Undo::ListRemove(l.clone(), i));
             return Ok(());
         }
         Err(scalar_err(last, &parent))
@@ -690,16 +694,14 @@ impl<'py> Engine<'py> {
             // In place, remember the member's position so a rollback restores key order.
             let index = if self.logging { dict_position(d, &key)? } else { 0 };
             d.del_item(&key)?;
-            let d = d.clone();
-            self.log(Undo::DictReinsert(d, key, index, None));
+            self.log(|| Undo::DictReinsert(d.clone(), key, index, None));
             return Ok(old);
         }
         if let Ok(l) = parent.cast::<PyList>() {
             let i = existing_index(last, l.len())?;
             let old = l.get_item(i)?;
             l.del_item(i)?;
-            let l = l.clone();
-            self.log(Undo::ListReinsert(l, i, None));
+            self.log(|| Undo::ListReinsert(l.clone(), i, None));
             return Ok(old);
         }
         Err(scalar_err(last, &parent))
@@ -727,16 +729,14 @@ impl<'py> Engine<'py> {
                 return Err(missing(last));
             };
             d.set_item(&key, value)?;
-            let d = d.clone();
-            self.log(Undo::DictRestore(d, key, old));
+            self.log(|| Undo::DictRestore(d.clone(), key, old));
             return Ok(());
         }
         if let Ok(l) = parent.cast::<PyList>() {
             let i = existing_index(last, l.len())?;
             let old = l.get_item(i)?;
             l.set_item(i, value)?;
-            let l = l.clone();
-            self.log(Undo::ListRestore(l, i, old));
+            self.log(|| Undo::ListRestore(l.clone(), i, old));
             return Ok(());
         }
         Err(scalar_err(last, &parent))
