@@ -17,8 +17,9 @@ document (dicts, lists, str, int, float, bool, None):
 members are ignored) or of objects with ``op``/``path``/``value``/``from_`` attributes
 (the ``agui_fast.core`` operation Structs), e.g. a STATE_DELTA event's ``delta``.
 
-``StateDocument`` holds a document in Rust for replaying long logs of patches; see
-``docs/patch.md``.
+``StateDocument`` holds a document in Rust for replaying long logs of patches (given as
+operation lists or as JSON text, applied with the GIL released) and materializes the
+Python object on demand; see ``docs/patch.md``.
 """
 
 from __future__ import annotations

@@ -872,7 +872,7 @@ pub fn apply_patch<'py>(doc: Bound<'py, PyAny>, patch: &Bound<'py, PyAny>, in_pl
     // operation is reported when reached, after rolling back the ones before it.
     let step = |engine: &mut Engine<'py>, i: usize, item: &Bound<'py, PyAny>, last: bool| -> R<()> {
         let op = read_op(i, item)?;
-        engine.logging = !engine.copy_mode && !(last && op.kind != OpKind::Move);
+        engine.logging = !engine.copy_mode && (!last || op.kind == OpKind::Move);
         engine.apply_one(&op).map_err(|f| match f {
             Fail::Patch(e) => {
                 let path = op.path.to_cow().unwrap_or_default();
