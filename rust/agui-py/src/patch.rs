@@ -363,6 +363,28 @@ fn patch_items<'py>(patch: &Bound<'py, PyAny>) -> R<Vec<Bound<'py, PyAny>>> {
 // Python value helpers
 // ---------------------------------------------------------------------------------------
 
+/// A value seen as a container: one type-flags read instead of one call per `cast`
+/// attempt (under abi3 every type check is a function call into CPython).
+enum Container<'a, 'py> {
+    Dict(&'a Bound<'py, PyDict>),
+    List(&'a Bound<'py, PyList>),
+    Other,
+}
+
+fn container<'a, 'py>(v: &'a Bound<'py, PyAny>) -> Container<'a, 'py> {
+    // SAFETY: `v` is a live object; its type pointer is valid while we hold the GIL.
+    let flags = unsafe { pyo3::ffi::PyType_GetFlags(pyo3::ffi::Py_TYPE(v.as_ptr())) };
+    if flags & pyo3::ffi::Py_TPFLAGS_DICT_SUBCLASS != 0 {
+        // SAFETY: the flag says it is a dict (or subclass).
+        Container::Dict(unsafe { v.cast_unchecked::<PyDict>() })
+    } else if flags & pyo3::ffi::Py_TPFLAGS_LIST_SUBCLASS != 0 {
+        // SAFETY: the flag says it is a list (or subclass).
+        Container::List(unsafe { v.cast_unchecked::<PyList>() })
+    } else {
+        Container::Other
+    }
+}
+
 fn py_type_name(v: &Bound<'_, PyAny>) -> String {
     if v.is_none() {
         "null".into()
@@ -392,25 +414,26 @@ fn deep_copy<'py>(v: &Bound<'py, PyAny>, depth: usize) -> R<Bound<'py, PyAny>> {
         return Err(too_deep().into());
     }
     let py = v.py();
-    if v.is_instance_of::<PyString>() {
-        return Ok(v.clone()); // the most common value: skip the container checks
-    }
-    if let Ok(d) = v.cast::<PyDict>() {
-        let out = PyDict::new(py);
-        for (k, x) in d.iter() {
-            out.set_item(k, deep_copy(&x, depth + 1)?)?;
+    match container(v) {
+        Container::Dict(d) => {
+            let out = PyDict::new(py);
+            for (k, x) in d.iter() {
+                out.set_item(k, deep_copy(&x, depth + 1)?)?;
+            }
+            Ok(out.into_any())
         }
-        return Ok(out.into_any());
+        Container::List(l) => {
+            let items = l.iter().map(|x| deep_copy(&x, depth + 1)).collect::<R<Vec<_>>>()?;
+            Ok(PyList::new(py, items)?.into_any())
+        }
+        Container::Other => match v.cast::<PyTuple>() {
+            Ok(t) => {
+                let items = t.iter().map(|x| deep_copy(&x, depth + 1)).collect::<R<Vec<_>>>()?;
+                Ok(PyList::new(py, items)?.into_any())
+            }
+            Err(_) => Ok(v.clone()), // scalars and foreign objects are shared
+        },
     }
-    if let Ok(l) = v.cast::<PyList>() {
-        let items = l.iter().map(|x| deep_copy(&x, depth + 1)).collect::<R<Vec<_>>>()?;
-        return Ok(PyList::new(py, items)?.into_any());
-    }
-    if let Ok(t) = v.cast::<PyTuple>() {
-        let items = t.iter().map(|x| deep_copy(&x, depth + 1)).collect::<R<Vec<_>>>()?;
-        return Ok(PyList::new(py, items)?.into_any());
-    }
-    Ok(v.clone())
 }
 
 fn is_number(v: &Bound<'_, PyAny>) -> bool {
@@ -574,40 +597,36 @@ impl<'py> Engine<'py> {
         if !self.copy_mode || self.is_fresh(&v) {
             return Ok((v, false));
         }
-        let copy = if let Ok(d) = v.cast::<PyDict>() {
-            d.copy()?.into_any()
-        } else if let Ok(l) = v.cast::<PyList>() {
-            l.get_slice(0, l.len()).into_any()
-        } else {
-            return Ok((v, false)); // scalars are never written into
+        let copy = match container(&v) {
+            Container::Dict(d) => d.copy()?.into_any(),
+            Container::List(l) => l.get_slice(0, l.len()).into_any(),
+            Container::Other => return Ok((v, false)), // scalars are never written into
         };
         self.mark_fresh(&copy);
         Ok((copy, true))
     }
 
     fn child(&self, parent: &Bound<'py, PyAny>, tok: &Tok<'py>) -> R<(Bound<'py, PyAny>, Loc<'py>)> {
-        if let Ok(d) = parent.cast::<PyDict>() {
-            return match d.get_item(tok)? {
+        match container(parent) {
+            Container::Dict(d) => match d.get_item(tok)? {
                 Some(v) => Ok((v, Loc::Key(tok.clone()))),
                 None => Err(missing(tok)),
-            };
+            },
+            Container::List(l) => {
+                let i = existing_index(tok, l.len())?;
+                Ok((l.get_item(i)?, Loc::Idx(i)))
+            }
+            Container::Other => Err(scalar_err(tok, parent)),
         }
-        if let Ok(l) = parent.cast::<PyList>() {
-            let i = existing_index(tok, l.len())?;
-            return Ok((l.get_item(i)?, Loc::Idx(i)));
-        }
-        Err(scalar_err(tok, parent))
     }
 
     fn read(&self, toks: &[Tok<'py>]) -> R<Bound<'py, PyAny>> {
         let mut cur = self.root.clone();
         for t in toks {
-            cur = if let Ok(d) = cur.cast::<PyDict>() {
-                d.get_item(t)?.ok_or_else(|| missing(t))?
-            } else if let Ok(l) = cur.cast::<PyList>() {
-                l.get_item(existing_index(t, l.len())?)?
-            } else {
-                return Err(scalar_err(t, &cur));
+            cur = match container(&cur) {
+                Container::Dict(d) => d.get_item(t)?.ok_or_else(|| missing(t))?,
+                Container::List(l) => l.get_item(existing_index(t, l.len())?)?,
+                Container::Other => return Err(scalar_err(t, &cur)),
             };
         }
         Ok(cur)
@@ -656,29 +675,31 @@ impl<'py> Engine<'py> {
             return Ok(());
         };
         let parent = self.writable_at(parent_toks)?;
-        if let Ok(d) = parent.cast::<PyDict>() {
-            let key = last.clone();
-            let old = d.get_item(&key)?;
-            let Some(v) = slot.take() else { return Ok(()) };
-            d.set_item(&key, v)?;
-            self.log(|| match old {
-                Some(old) => Undo::DictRestore(d.clone(), key, old),
-                None => Undo::DictRemoveNew(d.clone(), key),
-            });
-            return Ok(());
-        }
-        if let Ok(l) = parent.cast::<PyList>() {
-            let i = insert_index(last, l.len())?;
-            let Some(v) = slot.take() else { return Ok(()) };
-            if i == l.len() {
-                l.append(v)?;
-            } else {
-                l.insert(i, v)?;
+        match container(&parent) {
+            Container::Dict(d) => {
+                // The previous value only matters to the undo log.
+                let old = if self.logging { d.get_item(last)? } else { None };
+                let Some(v) = slot.take() else { return Ok(()) };
+                d.set_item(last, v)?;
+                self.log(|| match old {
+                    Some(old) => Undo::DictRestore(d.clone(), last.clone(), old),
+                    None => Undo::DictRemoveNew(d.clone(), last.clone()),
+                });
+                Ok(())
             }
-            self.log(|| Undo::ListRemove(l.clone(), i));
-            return Ok(());
+            Container::List(l) => {
+                let i = insert_index(last, l.len())?;
+                let Some(v) = slot.take() else { return Ok(()) };
+                if i == l.len() {
+                    l.append(v)?;
+                } else {
+                    l.insert(i, v)?;
+                }
+                self.log(|| Undo::ListRemove(l.clone(), i));
+                Ok(())
+            }
+            Container::Other => Err(scalar_err(last, &parent)),
         }
-        Err(scalar_err(last, &parent))
     }
 
     fn remove(&mut self, toks: &[Tok<'py>]) -> R<Bound<'py, PyAny>> {
@@ -686,25 +707,26 @@ impl<'py> Engine<'py> {
             return Err(invalid("cannot remove the whole document").into());
         };
         let parent = self.writable_at(parent_toks)?;
-        if let Ok(d) = parent.cast::<PyDict>() {
-            let key = last.clone();
-            let Some(old) = d.get_item(&key)? else {
-                return Err(missing(last));
-            };
-            // In place, remember the member's position so a rollback restores key order.
-            let index = if self.logging { dict_position(d, &key)? } else { 0 };
-            d.del_item(&key)?;
-            self.log(|| Undo::DictReinsert(d.clone(), key, index, None));
-            return Ok(old);
+        match container(&parent) {
+            Container::Dict(d) => {
+                let Some(old) = d.get_item(last)? else {
+                    return Err(missing(last));
+                };
+                // In place, remember the member's position so a rollback restores key order.
+                let index = if self.logging { dict_position(d, last)? } else { 0 };
+                d.del_item(last)?;
+                self.log(|| Undo::DictReinsert(d.clone(), last.clone(), index, None));
+                Ok(old)
+            }
+            Container::List(l) => {
+                let i = existing_index(last, l.len())?;
+                let old = l.get_item(i)?;
+                l.del_item(i)?;
+                self.log(|| Undo::ListReinsert(l.clone(), i, None));
+                Ok(old)
+            }
+            Container::Other => Err(scalar_err(last, &parent)),
         }
-        if let Ok(l) = parent.cast::<PyList>() {
-            let i = existing_index(last, l.len())?;
-            let old = l.get_item(i)?;
-            l.del_item(i)?;
-            self.log(|| Undo::ListReinsert(l.clone(), i, None));
-            return Ok(old);
-        }
-        Err(scalar_err(last, &parent))
     }
 
     fn keep_removed(&mut self, v: Bound<'py, PyAny>) {
@@ -723,23 +745,28 @@ impl<'py> Engine<'py> {
             return Ok(());
         };
         let parent = self.writable_at(parent_toks)?;
-        if let Ok(d) = parent.cast::<PyDict>() {
-            let key = last.clone();
-            let Some(old) = d.get_item(&key)? else {
-                return Err(missing(last));
-            };
-            d.set_item(&key, value)?;
-            self.log(|| Undo::DictRestore(d.clone(), key, old));
-            return Ok(());
+        match container(&parent) {
+            Container::Dict(d) => {
+                let Some(old) = d.get_item(last)? else {
+                    return Err(missing(last));
+                };
+                d.set_item(last, value)?;
+                self.log(|| Undo::DictRestore(d.clone(), last.clone(), old));
+                Ok(())
+            }
+            Container::List(l) => {
+                let i = existing_index(last, l.len())?;
+                if self.logging {
+                    let old = l.get_item(i)?;
+                    l.set_item(i, value)?;
+                    self.log(|| Undo::ListRestore(l.clone(), i, old));
+                } else {
+                    l.set_item(i, value)?;
+                }
+                Ok(())
+            }
+            Container::Other => Err(scalar_err(last, &parent)),
         }
-        if let Ok(l) = parent.cast::<PyList>() {
-            let i = existing_index(last, l.len())?;
-            let old = l.get_item(i)?;
-            l.set_item(i, value)?;
-            self.log(|| Undo::ListRestore(l.clone(), i, old));
-            return Ok(());
-        }
-        Err(scalar_err(last, &parent))
     }
 
     /// A value from the patch, deep-copied; in copy mode its containers are ours.
