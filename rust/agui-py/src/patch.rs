@@ -122,13 +122,16 @@ const TOKEN_CACHE_MAX_LEN: usize = 64;
 
 struct TokenCache {
     slots: Vec<Option<(Box<str>, Py<PyString>)>>,
+    /// Hash of the last miss per slot: an entry is stored only when its key misses twice
+    /// in a row, so one-off keys (ids) cost no allocation and evict nothing useful.
+    seen: Vec<u64>,
 }
 
 /// A cell only ever touched while holding the GIL (every access takes a `Python` token;
 /// this crate is built for the GIL-ful abi3 interpreter), so no lock is needed.
 struct GilCell<T>(std::cell::UnsafeCell<T>);
-// SAFETY: all access goes through `token()`, which requires `Python<'py>` (GIL held) and
-// never calls back into code that could re-enter it while the borrow is live.
+// SAFETY: all access goes through `token()` / `py_tokens()`, which require `Python<'py>`
+// (GIL held) and never call back into Python while a borrow is live.
 unsafe impl<T> Sync for GilCell<T> {}
 
 static TOKENS: GilCell<Option<TokenCache>> = GilCell(std::cell::UnsafeCell::new(None));
@@ -139,27 +142,36 @@ fn token<'py>(py: Python<'py>, s: &str) -> Bound<'py, PyString> {
     }
     let mut h = FastHasher::default();
     h.write(s.as_bytes());
-    let slot = (h.finish() >> 7) as usize % TOKEN_SLOTS;
-    {
+    let hash = h.finish();
+    let slot = (hash >> 7) as usize % TOKEN_SLOTS;
+    let store = {
         // SAFETY: GIL held (we have `py`), see `GilCell`; the borrow ends before any call
         // into Python, so even a re-entrant call could not alias it.
         let cache = unsafe { &mut *TOKENS.0.get() };
-        let cache = cache.get_or_insert_with(|| TokenCache { slots: (0..TOKEN_SLOTS).map(|_| None).collect() });
+        let cache = cache.get_or_insert_with(|| TokenCache {
+            slots: (0..TOKEN_SLOTS).map(|_| None).collect(),
+            seen: vec![0; TOKEN_SLOTS],
+        });
         if let Some((k, v)) = &cache.slots[slot] {
             if **k == *s {
                 return v.bind(py).clone();
             }
         }
-    }
+        let again = cache.seen[slot] == hash;
+        cache.seen[slot] = hash;
+        again
+    };
     // Not interned: on some CPython versions interned strings are immortal, and keys can
     // be unbounded (ids); the cached object keeps its hash after the first lookup anyway.
     let v = PyString::new(py, s);
-    // SAFETY: as above. The replaced entry is dropped after the borrow ends.
-    let old = {
-        let cache = unsafe { &mut *TOKENS.0.get() };
-        cache.as_mut().and_then(|c| c.slots[slot].replace((s.into(), v.clone().unbind())))
-    };
-    drop(old);
+    if store {
+        // SAFETY: as above. The replaced entry is dropped after the borrow ends.
+        let old = {
+            let cache = unsafe { &mut *TOKENS.0.get() };
+            cache.as_mut().and_then(|c| c.slots[slot].replace((s.into(), v.clone().unbind())))
+        };
+        drop(old);
+    }
     v
 }
 
@@ -201,17 +213,67 @@ impl<'py> std::ops::Deref for Toks<'py> {
     }
 }
 
+/// Whole pointers already split, reused across calls (one hash and compare per pointer
+/// instead of one per token). Direct-mapped and bounded like the token table.
+const POINTER_SLOTS: usize = 512;
+const POINTER_CACHE_MAX_LEN: usize = 128;
+
+/// Entries, and per slot the hash of the last miss (stored on the second miss in a row,
+/// as for tokens).
+type PointerSlots = (Vec<Option<(Box<str>, Box<[Py<PyString>]>)>>, Vec<u64>);
+
+static POINTERS: GilCell<Option<PointerSlots>> = GilCell(std::cell::UnsafeCell::new(None));
+
+fn cached_toks<'py>(py: Python<'py>, toks: &[Py<PyString>]) -> Toks<'py> {
+    let b = |i: usize| toks[i].bind(py).clone();
+    match toks.len() {
+        0 => Toks::Empty,
+        1 => Toks::One([b(0)]),
+        2 => Toks::Two([b(0), b(1)]),
+        3 => Toks::Three([b(0), b(1), b(2)]),
+        _ => Toks::Heap(toks.iter().map(|t| t.bind(py).clone()).collect()),
+    }
+}
+
 /// Split an RFC 6901 pointer into (unescaped) key strings.
 fn py_tokens<'py>(py: Python<'py>, pointer: &str) -> Result<Toks<'py>, PatchError> {
-    let mut out = Toks::Empty;
     if pointer.is_empty() {
-        return Ok(out);
+        return Ok(Toks::Empty);
+    }
+    let mut slot = None;
+    if pointer.len() <= POINTER_CACHE_MAX_LEN {
+        let mut h = FastHasher::default();
+        h.write(pointer.as_bytes());
+        let hash = h.finish();
+        let i = (hash >> 7) as usize % POINTER_SLOTS;
+        // SAFETY: GIL held (we have `py`), see `GilCell`; no call into Python while borrowed.
+        let cache = unsafe { &mut *POINTERS.0.get() };
+        let (entries, seen) = cache.get_or_insert_with(|| ((0..POINTER_SLOTS).map(|_| None).collect(), vec![0; POINTER_SLOTS]));
+        if let Some((k, toks)) = &entries[i] {
+            if **k == *pointer {
+                return Ok(cached_toks(py, toks));
+            }
+        }
+        if seen[i] == hash {
+            slot = Some(i);
+        }
+        seen[i] = hash;
     }
     let Some(rest) = pointer.strip_prefix('/') else {
-        return core::parse_pointer(pointer).map(|_| out); // yields the precise error
+        return core::parse_pointer(pointer).map(|_| Toks::Empty); // yields the precise error
     };
+    let mut out = Toks::Empty;
     for raw in rest.split('/') {
         out.push(if raw.contains('~') { token(py, &core::unescape(raw)?) } else { token(py, raw) });
+    }
+    if let Some(slot) = slot {
+        let entry = (pointer.into(), out.iter().map(|t| t.clone().unbind()).collect());
+        // SAFETY: as above; the replaced entry is dropped after the borrow ends.
+        let old = {
+            let cache = unsafe { &mut *POINTERS.0.get() };
+            cache.as_mut().and_then(|(entries, _)| entries[slot].replace(entry))
+        };
+        drop(old);
     }
     Ok(out)
 }
