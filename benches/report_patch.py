@@ -10,6 +10,7 @@ mode >= 1000x.
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 import os
 import sys
@@ -62,6 +63,17 @@ def main():
     cases.append((
         "one op, 5-level path, in place (70 KB)", 20,
         *pair_us(lambda: apply_patch(d1, deep_op, in_place=True), lambda: jsonpatch.apply_patch(d2, deep_op, in_place=True)),
+    ))
+    # Worst case for the pointer caches: every call patches a different document id
+    # (1 MB state, ~9000 ids, cycled), so paths are never seen twice in a row.
+    state1m = make_state(1_000_000)
+    paths = ["/documents/" + k.replace("~", "~0").replace("/", "~1") + "/pages" for k in state1m["documents"]]
+    patches = [[{"op": "replace", "path": p, "value": 1}] for p in paths]
+    d1, d2 = copy.deepcopy(state1m), copy.deepcopy(state1m)
+    it1, it2 = itertools.cycle(patches), itertools.cycle(patches)
+    cases.append((
+        "one op, in place, new path each call (1 MB)", None,
+        *pair_us(lambda: apply_patch(d1, next(it1), in_place=True), lambda: jsonpatch.apply_patch(d2, next(it2), in_place=True)),
     ))
     cases.append((
         "3 ops, copy mode (70 KB)", 1000,
