@@ -116,7 +116,7 @@ type FastBuild = BuildHasherDefault<FastHasher>;
 
 /// Python strings for pointer tokens, reused across calls: creating and hashing
 /// a fresh `str` per token per call was the largest cost of small patches. A small
-/// direct-mapped table (a miss just replaces the slot), so memory stays bounded.
+/// direct-mapped table, so memory stays bounded (admission: see `seen`).
 const TOKEN_SLOTS: usize = 1024;
 const TOKEN_CACHE_MAX_LEN: usize = 64;
 
