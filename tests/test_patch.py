@@ -780,3 +780,51 @@ def test_property_failing_patch_leaves_document_unchanged(doc, data, bad, in_pla
     with pytest.raises(JsonPatchError):
         sd.apply(patch)
     assert canon(sd.to_python(), sort=False) == before
+
+
+# ----------------------------------------------------------------------------------------
+# Pointer caches and threads
+# ----------------------------------------------------------------------------------------
+
+
+def test_many_distinct_paths_through_the_pointer_caches():
+    # More distinct pointers and keys than the caches hold, each seen several times (so
+    # entries are admitted, hit and evicted), with escapes mixed in.
+    keys = [f"k{i}" if i % 3 else f"a/b~{i}" for i in range(3000)]
+    doc = {k: {"v": 0} for k in keys}
+    for rnd in range(3):
+        patch = [{"op": "replace", "path": f"/{esc(k)}/v", "value": rnd + 1} for k in keys]
+        doc = apply_patch(doc, patch)
+        assert all(doc[k]["v"] == rnd + 1 for k in keys)
+    for k in keys[:50]:
+        for _ in range(3):
+            apply_patch(doc, [{"op": "test", "path": f"/{esc(k)}/v", "value": 3}])
+        with pytest.raises(JsonPointerError):
+            apply_patch(doc, [{"op": "test", "path": f"/{esc(k)}x/v", "value": 3}])
+
+
+def test_threads():
+    import threading
+
+    errors = []
+
+    def work(n):
+        try:
+            sd = StateDocument({"n": 0, "l": []})
+            doc = {"n": 0, "l": []}
+            for i in range(300):
+                p = [{"op": "replace", "path": "/n", "value": i}, {"op": "add", "path": "/l/-", "value": {"t": n, "i": i}}]
+                doc = apply_patch(doc, p)
+                sd.apply(p)
+                sd.apply(json.dumps(p))
+            assert doc["n"] == 299 and len(doc["l"]) == 300
+            assert sd.to_python()["n"] == 299 and len(sd.to_python()["l"]) == 600
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
