@@ -408,23 +408,40 @@ pub fn parse_patch(patch: &Value) -> Result<Vec<Operation>, PatchError> {
 // Applying, with an undo log for atomicity
 // ---------------------------------------------------------------------------------------
 
-/// The inverse of one primitive mutation. Parent containers are addressed by token path
-/// (re-resolved on rollback) because mutations in between may move them in memory.
+/// Which pointer of which operation a mutation used: undo entries address containers
+/// through it (re-resolved on rollback, because mutations in between may move them in
+/// memory) instead of cloning the path.
+#[derive(Clone, Copy)]
+struct At {
+    op: usize,
+    from: bool,
+}
+
+fn tokens_at(ops: &[Operation], at: At) -> &[String] {
+    let op = &ops[at.op];
+    if at.from {
+        &op.from_tokens
+    } else {
+        &op.path_tokens
+    }
+}
+
+/// The inverse of one primitive mutation (the member is the last token at `at`).
 enum Undo {
     Root(Value),
-    ObjRemoveNew { parent: Vec<String>, key: String },
-    ObjRestore { parent: Vec<String>, key: String, old: Value },
+    ObjRemoveNew { at: At },
+    ObjRestore { at: At, old: Value },
     // `old: None` means "the value removed by the entry undone just before" (a `move`: the
     // moved value is taken back out of its target and carried to its source).
-    ObjReinsert { parent: Vec<String>, key: String, index: usize, old: Option<Value> },
-    ArrRemove { parent: Vec<String>, index: usize },
-    ArrReinsert { parent: Vec<String>, index: usize, old: Option<Value> },
-    ArrRestore { parent: Vec<String>, index: usize, old: Value },
+    ObjReinsert { at: At, index: usize, old: Option<Value> },
+    ArrRemove { at: At, index: usize },
+    ArrReinsert { at: At, index: usize, old: Option<Value> },
+    ArrRestore { at: At, index: usize, old: Value },
 }
 
 /// The undo log. Off during the last operation of a patch unless it is a `move`: such an
 /// operation fails before mutating anything or succeeds, so its entries would never be
-/// used (saves the path clones in the common one-operation patch).
+/// used.
 struct Log {
     entries: Vec<Undo>,
     on: bool,
@@ -438,44 +455,50 @@ impl Log {
     }
 }
 
-fn rollback(doc: &mut Value, log: Vec<Undo>) {
+fn parent_mut<'a>(doc: &'a mut Value, ops: &[Operation], at: At) -> Option<(&'a mut Value, String)> {
+    let (parent, last) = split_last(tokens_at(ops, at))?;
+    let key = last.to_string();
+    resolve_mut(doc, parent).ok().map(|p| (p, key))
+}
+
+fn rollback(doc: &mut Value, log: Vec<Undo>, ops: &[Operation]) {
     // Each entry addresses a container that existed right after its mutation; undoing in
     // reverse order recreates exactly that state, so resolution cannot fail.
     let mut carry: Option<Value> = None;
     for u in log.into_iter().rev() {
         match u {
             Undo::Root(old) => carry = Some(std::mem::replace(doc, old)),
-            Undo::ObjRemoveNew { parent, key } => {
-                if let Ok(Value::Object(m)) = resolve_mut(doc, &parent) {
+            Undo::ObjRemoveNew { at } => {
+                if let Some((Value::Object(m), key)) = parent_mut(doc, ops, at) {
                     carry = m.shift_remove(&key);
                 }
             }
-            Undo::ObjRestore { parent, key, old } => {
-                if let Ok(Value::Object(m)) = resolve_mut(doc, &parent) {
+            Undo::ObjRestore { at, old } => {
+                if let Some((Value::Object(m), key)) = parent_mut(doc, ops, at) {
                     carry = m.insert(key, old); // existing key: keeps its position
                 }
             }
-            Undo::ObjReinsert { parent, key, index, old } => {
-                if let (Ok(Value::Object(m)), Some(v)) = (resolve_mut(doc, &parent), old.or(carry.take())) {
+            Undo::ObjReinsert { at, index, old } => {
+                if let (Some((Value::Object(m), key)), Some(v)) = (parent_mut(doc, ops, at), old.or(carry.take())) {
                     m.shift_insert(index, key, v);
                 }
             }
-            Undo::ArrRemove { parent, index } => {
-                if let Ok(Value::Array(a)) = resolve_mut(doc, &parent) {
+            Undo::ArrRemove { at, index } => {
+                if let Some((Value::Array(a), _)) = parent_mut(doc, ops, at) {
                     if index < a.len() {
                         carry = Some(a.remove(index));
                     }
                 }
             }
-            Undo::ArrReinsert { parent, index, old } => {
-                if let (Ok(Value::Array(a)), Some(v)) = (resolve_mut(doc, &parent), old.or(carry.take())) {
+            Undo::ArrReinsert { at, index, old } => {
+                if let (Some((Value::Array(a), _)), Some(v)) = (parent_mut(doc, ops, at), old.or(carry.take())) {
                     if index <= a.len() {
                         a.insert(index, v);
                     }
                 }
             }
-            Undo::ArrRestore { parent, index, old } => {
-                if let Ok(Value::Array(a)) = resolve_mut(doc, &parent) {
+            Undo::ArrRestore { at, index, old } => {
+                if let Some((Value::Array(a), _)) = parent_mut(doc, ops, at) {
                     if index < a.len() {
                         carry = Some(std::mem::replace(&mut a[index], old));
                     }
@@ -491,7 +514,7 @@ fn split_last(tokens: &[String]) -> Option<(&[String], &str)> {
 
 /// `value` is taken out of `slot` only once the add cannot fail any more, so a failing
 /// `move` still holds the moved value and can give it back.
-fn do_add(doc: &mut Value, tokens: &[String], slot: &mut Option<Value>, log: &mut Log) -> Result<(), PatchError> {
+fn do_add(doc: &mut Value, tokens: &[String], at: At, slot: &mut Option<Value>, log: &mut Log) -> Result<(), PatchError> {
     let Some((parent_toks, last)) = split_last(tokens) else {
         let value = slot.take().unwrap_or(Value::Null);
         let old = std::mem::replace(doc, value);
@@ -503,14 +526,14 @@ fn do_add(doc: &mut Value, tokens: &[String], slot: &mut Option<Value>, log: &mu
             let value = slot.take().unwrap_or(Value::Null);
             let prev = m.insert(last.to_string(), value);
             log.push(|| match prev {
-                Some(old) => Undo::ObjRestore { parent: parent_toks.to_vec(), key: last.to_string(), old },
-                None => Undo::ObjRemoveNew { parent: parent_toks.to_vec(), key: last.to_string() },
+                Some(old) => Undo::ObjRestore { at, old },
+                None => Undo::ObjRemoveNew { at },
             });
         }
         Value::Array(a) => {
             let i = insert_index(last, a.len())?;
             a.insert(i, slot.take().unwrap_or(Value::Null));
-            log.push(|| Undo::ArrRemove { parent: parent_toks.to_vec(), index: i });
+            log.push(|| Undo::ArrRemove { at, index: i });
         }
         other => return Err(ptr_err(scalar_step_reason(last, type_name(other)))),
     }
@@ -529,7 +552,7 @@ fn keep_removed(log: &mut Log, v: Value) {
     }
 }
 
-fn do_remove(doc: &mut Value, tokens: &[String], log: &mut Log) -> Result<Value, PatchError> {
+fn do_remove(doc: &mut Value, tokens: &[String], at: At, log: &mut Log) -> Result<Value, PatchError> {
     let Some((parent_toks, last)) = split_last(tokens) else {
         return Err(invalid("cannot remove the whole document"));
     };
@@ -542,20 +565,20 @@ fn do_remove(doc: &mut Value, tokens: &[String], log: &mut Log) -> Result<Value,
             // only when the undo log is on).
             let index = if log.on { m.keys().position(|k| k == last).unwrap_or(0) } else { 0 };
             let old = m.shift_remove(last).unwrap_or(Value::Null);
-            log.push(|| Undo::ObjReinsert { parent: parent_toks.to_vec(), key: last.to_string(), index, old: None });
+            log.push(|| Undo::ObjReinsert { at, index, old: None });
             Ok(old)
         }
         Value::Array(a) => {
             let i = existing_index(last, a.len())?;
             let old = a.remove(i);
-            log.push(|| Undo::ArrReinsert { parent: parent_toks.to_vec(), index: i, old: None });
+            log.push(|| Undo::ArrReinsert { at, index: i, old: None });
             Ok(old)
         }
         other => Err(ptr_err(scalar_step_reason(last, type_name(other)))),
     }
 }
 
-fn do_replace(doc: &mut Value, tokens: &[String], value: Value, log: &mut Log) -> Result<(), PatchError> {
+fn do_replace(doc: &mut Value, tokens: &[String], at: At, value: Value, log: &mut Log) -> Result<(), PatchError> {
     let Some((parent_toks, last)) = split_last(tokens) else {
         let old = std::mem::replace(doc, value);
         log.push(|| Undo::Root(old));
@@ -565,12 +588,12 @@ fn do_replace(doc: &mut Value, tokens: &[String], value: Value, log: &mut Log) -
         Value::Object(m) => {
             let slot = m.get_mut(last).ok_or_else(|| ptr_err(missing_member_reason(last)))?;
             let old = std::mem::replace(slot, value);
-            log.push(|| Undo::ObjRestore { parent: parent_toks.to_vec(), key: last.to_string(), old });
+            log.push(|| Undo::ObjRestore { at, old });
         }
         Value::Array(a) => {
             let i = existing_index(last, a.len())?;
             let old = std::mem::replace(&mut a[i], value);
-            log.push(|| Undo::ArrRestore { parent: parent_toks.to_vec(), index: i, old });
+            log.push(|| Undo::ArrRestore { at, index: i, old });
         }
         other => return Err(ptr_err(scalar_step_reason(last, type_name(other)))),
     }
@@ -587,15 +610,19 @@ fn from_err(mut e: PatchError) -> PatchError {
     e
 }
 
-fn apply_one(doc: &mut Value, op: &Operation, log: &mut Log) -> Result<(), PatchError> {
+/// `value` is the operation's value for `add`/`replace` (moved or cloned by the caller);
+/// `test` compares against `op.value` directly.
+fn apply_one(doc: &mut Value, i: usize, op: &Operation, value: impl FnOnce() -> Value, log: &mut Log) -> Result<(), PatchError> {
+    let path = At { op: i, from: false };
+    let from = At { op: i, from: true };
     match op.kind {
-        OpKind::Add => do_add(doc, &op.path_tokens, &mut Some(op.value.clone()), log),
+        OpKind::Add => do_add(doc, &op.path_tokens, path, &mut Some(value()), log),
         OpKind::Remove => {
-            let v = do_remove(doc, &op.path_tokens, log)?;
+            let v = do_remove(doc, &op.path_tokens, path, log)?;
             keep_removed(log, v);
             Ok(())
         }
-        OpKind::Replace => do_replace(doc, &op.path_tokens, op.value.clone(), log),
+        OpKind::Replace => do_replace(doc, &op.path_tokens, path, value(), log),
         OpKind::Move => {
             if op.from_tokens == op.path_tokens {
                 // Moving onto itself is a no-op, but the location must exist.
@@ -604,9 +631,9 @@ fn apply_one(doc: &mut Value, op: &Operation, log: &mut Log) -> Result<(), Patch
             if is_proper_prefix(&op.from_tokens, &op.path_tokens) {
                 return Err(invalid("cannot move a value into one of its own children"));
             }
-            let v = do_remove(doc, &op.from_tokens, log).map_err(from_err)?;
+            let v = do_remove(doc, &op.from_tokens, from, log).map_err(from_err)?;
             let mut slot = Some(v);
-            let res = do_add(doc, &op.path_tokens, &mut slot, log);
+            let res = do_add(doc, &op.path_tokens, path, &mut slot, log);
             if let Some(v) = slot {
                 keep_removed(log, v); // the add failed before taking the value
             }
@@ -614,7 +641,7 @@ fn apply_one(doc: &mut Value, op: &Operation, log: &mut Log) -> Result<(), Patch
         }
         OpKind::Copy => {
             let v = resolve(doc, &op.from_tokens).map_err(from_err)?.clone();
-            do_add(doc, &op.path_tokens, &mut Some(v), log)
+            do_add(doc, &op.path_tokens, path, &mut Some(v), log)
         }
         OpKind::Test => {
             let actual = resolve(doc, &op.path_tokens)?;
@@ -627,22 +654,39 @@ fn apply_one(doc: &mut Value, op: &Operation, log: &mut Log) -> Result<(), Patch
     }
 }
 
-/// Apply a patch in place, atomically: on error `doc` is exactly as before.
-pub fn apply_patch(doc: &mut Value, ops: &[Operation]) -> Result<(), PatchError> {
+fn run(doc: &mut Value, ops: &[Operation], mut value_of: impl FnMut(usize) -> Value) -> Result<(), PatchError> {
     let mut log = Log { entries: Vec::new(), on: true };
     for (i, op) in ops.iter().enumerate() {
         log.on = i + 1 < ops.len() || op.kind == OpKind::Move;
-        if let Err(e) = apply_one(doc, op, &mut log) {
-            rollback(doc, log.entries);
+        if let Err(e) = apply_one(doc, i, op, || value_of(i), &mut log) {
+            rollback(doc, log.entries, ops);
             return Err(e.at(i, op.kind.name(), &op.path));
         }
     }
     Ok(())
 }
 
+/// Apply a patch in place, atomically: on error `doc` is exactly as before. Values are
+/// cloned out of `ops` (see [`apply_patch_owned`] to move them).
+pub fn apply_patch(doc: &mut Value, ops: &[Operation]) -> Result<(), PatchError> {
+    run(doc, ops, |i| ops[i].value.clone())
+}
+
+/// [`apply_patch`], moving the `add`/`replace` values out of `ops` instead of cloning.
+pub fn apply_patch_owned(doc: &mut Value, mut ops: Vec<Operation>) -> Result<(), PatchError> {
+    let mut values: Vec<Value> = ops
+        .iter_mut()
+        .map(|o| match o.kind {
+            OpKind::Add | OpKind::Replace => std::mem::take(&mut o.value),
+            _ => Value::Null,
+        })
+        .collect();
+    run(doc, &ops, |i| std::mem::take(&mut values[i]))
+}
+
 /// Parse and apply a JSON patch (convenience for tests and tools).
 pub fn apply_json_patch(doc: &mut Value, patch: &Value) -> Result<(), PatchError> {
-    apply_patch(doc, &parse_patch(patch)?)
+    apply_patch_owned(doc, parse_patch(patch)?)
 }
 
 /// An empty JSON object (handy default for state documents).

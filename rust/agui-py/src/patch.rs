@@ -1118,9 +1118,9 @@ fn pending<'a>(patch: &'a Bound<'_, PyAny>) -> R<Pending<'a>> {
     Ok(Pending::Ops(core_patch(patch)?))
 }
 
-fn run_pending(doc: &mut Value, p: &Pending<'_>) -> Result<(), PatchError> {
+fn run_pending(doc: &mut Value, p: Pending<'_>) -> Result<(), PatchError> {
     match p {
-        Pending::Ops(ops) => core::apply_patch(doc, ops),
+        Pending::Ops(ops) => core::apply_patch_owned(doc, ops),
         Pending::Json(text) => {
             let v: Value = serde_json::from_slice(text).map_err(|e| invalid(format!("patch is not valid JSON: {e}")))?;
             core::apply_json_patch(doc, &v)
@@ -1158,7 +1158,7 @@ impl StateDocument {
     fn apply(&mut self, py: Python<'_>, patch: &Bound<'_, PyAny>) -> PyResult<()> {
         let p = pending(patch).map_err(|f| raise(py, f))?;
         let doc = &mut self.doc;
-        py.detach(|| run_pending(doc, &p)).map_err(|e| to_py_err(py, &e))
+        py.detach(|| run_pending(doc, p)).map_err(|e| to_py_err(py, &e))
     }
 
     /// Apply patches in order, each atomically. Stops at the first failing one and raises
@@ -1184,10 +1184,10 @@ impl StateDocument {
         let doc = &mut self.doc;
         let (applied, failure) = py.detach(|| {
             let mut applied = 0usize;
-            for (n, ops) in converted.iter().enumerate() {
+            for (n, ops) in converted.into_iter().enumerate() {
                 let res = match ops {
                     Ok(p) => run_pending(doc, p),
-                    Err(e) => Err(e.clone()),
+                    Err(e) => Err(e),
                 };
                 match res {
                     Ok(()) => applied += 1,
