@@ -466,6 +466,7 @@ pub struct Batch {
     pub error: Option<SseError>,
     check: bool,
     want_candidates: bool,
+    closed: bool,
 }
 
 impl Batch {
@@ -482,6 +483,7 @@ impl Batch {
             error: None,
             check,
             want_candidates,
+            closed: false,
         }
     }
 
@@ -493,10 +495,11 @@ impl Batch {
         self.spans.is_empty()
     }
 
-    /// The joined array (closed on first call of [`Batch::close`]).
+    /// Close the joined array (idempotent); no frame may be pushed afterwards.
     pub fn close(&mut self) {
-        if self.buf.last() != Some(&b']') || self.buf.len() == 1 {
+        if !self.closed {
             self.buf.push(b']');
+            self.closed = true;
         }
     }
 
@@ -506,6 +509,7 @@ impl Batch {
     }
 
     pub fn push(&mut self, frame: &Frame<'_>) {
+        debug_assert!(!self.closed);
         if !self.spans.is_empty() {
             self.buf.push(b',');
         }
@@ -531,6 +535,10 @@ impl Batch {
 /// joined array is valid JSON, each payload is exactly one of its elements (a payload
 /// like `[1` followed by `2]` would otherwise merge two frames into one element).
 pub fn is_single_value(p: &[u8]) -> bool {
+    // An empty (or blank) payload would vanish from the array: `[` + `` + `]` is `[]`.
+    if p.iter().all(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\r')) {
+        return false;
+    }
     let mut depth: i64 = 0;
     let mut i = 0;
     while i < p.len() {
@@ -821,11 +829,15 @@ mod tests {
         assert!(!is_single_value(b"\"abc"));
         assert!(!is_single_value(b"\"abc\\"));
         assert!(!is_single_value(b"}{"));
+        assert!(!is_single_value(b""));
+        assert!(!is_single_value(b" \n"));
         let b = split_all(b"data: [1\n\ndata: 2]\n\n", 100, true, false);
         assert!(!b.balanced);
         let b = split_all(b"data: [1]\n\ndata: {\"a\":2}\n\n", 100, true, true);
         assert!(b.balanced);
         assert_eq!(b.buf, b"[[1],{\"a\":2}]");
+        let b = split_all(b"data: 1\n\ndata: [2]\n\n", 100, true, true);
+        assert_eq!(b.buf, b"[1,[2]]");
         assert!(b.candidates.is_empty());
     }
 

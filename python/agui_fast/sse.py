@@ -1,0 +1,360 @@
+"""Decoding AG-UI Server-Sent Event streams.
+
+Framing is done in Rust (``agui_fast._native.SseParser`` / ``split_sse``): a WHATWG
+event-stream parser that hands out each frame's payload. This module turns the payloads
+into events:
+
+- typed (default): ``agui_fast.core`` Structs, all frames of a chunk decoded by ONE
+  msgspec call over the JSON array ``[p0,p1,...]`` the parser builds;
+- ``raw="dict"``: plain JSON values (any JSON, like the TypeScript client);
+- ``raw="bytes"``: each frame's JSON text as ``bytes`` (checked to be valid JSON).
+
+Legacy 0.x input (``THINKING_*``, binary content parts, legacy nulls) is converted by
+:mod:`agui_fast.legacy` (``legacy=False`` turns that off). The fast path pays nothing
+for it: typed decoding only looks at legacy shapes when a frame fails to decode; dict
+mode only converts frames whose bytes mention ``THINKING_``, ``"binary"`` or ``null``.
+
+Errors are :class:`agui_fast.errors.DecodeError` subclasses naming ``frame_index``,
+``offset`` (byte offset of the frame's first ``data`` line), ``field`` and carrying in
+``events`` what this call decoded before the failing frame. After a frame error the
+decoder stays usable: the next ``feed``/``close`` continues after the bad frame.
+"""
+
+from __future__ import annotations
+
+import os
+from json import loads as _stdlib_loads
+from typing import Any, AsyncIterable, AsyncIterator, Iterable, Iterator, List, Optional, Union
+
+import msgspec
+
+from . import _native
+from .errors import BufferLimitError, DecodeError, EventValidationError, InvalidJsonError
+from .legacy import LegacyConverter
+
+__all__ = [
+    "SseDecoder",
+    "decode_sse",
+    "iter_sse",
+    "aiter_sse",
+    "DEFAULT_MAX_BUFFER_SIZE",
+    "DEFAULT_CHUNK_SIZE",
+]
+
+#: Maximum buffered size of one event (10 MiB, like the reference client).
+DEFAULT_MAX_BUFFER_SIZE: int = _native.SSE_DEFAULT_MAX_BUFFER
+#: Read size of :func:`iter_sse` on files.
+DEFAULT_CHUNK_SIZE: int = 1 << 20
+
+_MODES = (None, "bytes", "dict")
+
+_json_decode = msgspec.json.decode
+_raw_list_decoder = msgspec.json.Decoder(List[msgspec.Raw])
+
+# Typed backend, resolved on first use (agui_fast.decoder imports this module).
+_typed: Optional[tuple] = None
+
+
+def _typed_backend() -> tuple:
+    """``(decode_many(array_bytes) -> list, decode_one(bytes|dict) -> Event)``."""
+    global _typed
+    if _typed is None:
+        from . import decoder  # noqa: WPS433 (lazy: decoder re-exports this module)
+
+        decode_one = decoder.decode_event
+        many = getattr(decoder, "_decode_json_many", None)
+        if many is None:
+            from .core import Event
+
+            many = msgspec.json.Decoder(List[Event]).decode
+        _typed = (many, decode_one)
+    return _typed
+
+
+def _error(cls, err: BaseException, frame_index: int, offset: int, field, events) -> DecodeError:
+    msg = getattr(err, "message", None) or str(err)
+    return cls(
+        f"SSE frame {frame_index} at byte {offset}: {msg}",
+        frame_index=frame_index,
+        offset=offset,
+        field=field,
+        events=events,
+    )
+
+
+def _loads(payload: bytes) -> Any:
+    """JSON text to Python values; InvalidJsonError on failure."""
+    try:
+        return _json_decode(payload)
+    except msgspec.DecodeError as e:
+        first = e
+    # msgspec refuses escaped unpaired surrogates (``"\\ud800"``), which are valid
+    # JSON text and which the reference accepts; the stdlib parser takes them.
+    if b"\\u" in payload:
+        try:
+            return _stdlib_loads(payload)
+        except (ValueError, RecursionError):
+            pass
+    raise InvalidJsonError(str(first)) from first
+
+
+class SseDecoder:
+    """Incremental SSE decoder: ``feed(chunk) -> list``, ``close() -> list``.
+
+    ``raw``: ``None`` (typed events), ``"dict"`` or ``"bytes"``.
+    ``legacy``: convert 0.x input (default on).
+    ``max_buffer_size``: bytes one event may buffer (data plus incomplete line); more
+    raises :class:`BufferLimitError`, and the decoder stays failed.
+    """
+
+    __slots__ = ("_parser", "_raw", "_legacy", "_resume", "_closed")
+
+    def __init__(
+        self,
+        *,
+        raw: Optional[str] = None,
+        legacy: bool = True,
+        max_buffer_size: int = DEFAULT_MAX_BUFFER_SIZE,
+    ) -> None:
+        if raw not in _MODES:
+            raise ValueError(f"raw must be None, 'bytes' or 'dict', not {raw!r}")
+        if max_buffer_size < 0:
+            raise ValueError("max_buffer_size must be >= 0")
+        self._raw = raw
+        self._legacy = LegacyConverter() if legacy else None
+        self._parser = _native.SseParser(
+            max_buffer_size, check=True, candidates=bool(legacy) and raw == "dict"
+        )
+        # Batches (with the index to resume at) left over after a frame error.
+        self._resume: list = []
+        self._closed = False
+
+    @property
+    def last_event_id(self) -> str:
+        """The stream's last event id (send it as ``Last-Event-ID`` on reconnect)."""
+        return self._parser.last_event_id
+
+    @property
+    def retry(self) -> Optional[int]:
+        """The last ``retry`` value of the stream (milliseconds), if any."""
+        return self._parser.retry
+
+    @property
+    def frame_count(self) -> int:
+        """Frames framed so far (decoded or not)."""
+        return self._parser.frame_count
+
+    @property
+    def position(self) -> int:
+        """Bytes fed so far."""
+        return self._parser.position
+
+    def feed(self, chunk: Union[bytes, bytearray, memoryview]) -> list:
+        """Feed a chunk of the stream; return the events it completed."""
+        if self._closed:
+            raise ValueError("feed() after close()")
+        batch = self._parser.feed(chunk)
+        return self._run(batch)
+
+    def close(self) -> list:
+        """End of stream: return the remaining events (a final event without its
+        closing blank line is decoded, like the reference client)."""
+        if self._closed:
+            return self._run(None) if self._resume else []
+        self._closed = True
+        return self._run(self._parser.close())
+
+    # -- internals ---------------------------------------------------------------
+
+    def _run(self, batch) -> list:
+        if batch is not None:
+            self._resume.append((batch, 0))
+        out: list = []
+        while self._resume:
+            b, start = self._resume[0]
+            self._resume.pop(0)
+            self._decode_batch(b, start, out)
+            err = b.error
+            if err is not None:
+                kind, message, frame_index, offset = err
+                # A failed parser: keep nothing queued, the stream cannot go on.
+                self._resume.clear()
+                raise BufferLimitError(
+                    f"SSE frame {frame_index} at byte {offset}: {message}",
+                    frame_index=frame_index,
+                    offset=offset,
+                    events=out,
+                )
+        return out
+
+    def _decode_batch(self, b, start: int, out: list) -> None:
+        n = len(b)
+        if start >= n:
+            return
+        raw = self._raw
+        if start == 0 and b.balanced:
+            # Fast path: one decode call for the whole batch.
+            try:
+                if raw is None:
+                    items = _typed_backend()[0](b.array())
+                elif raw == "dict":
+                    items = _json_decode(b.array())
+                else:
+                    # Validates every frame's JSON without building objects.
+                    if len(_raw_list_decoder.decode(b.array())) == n:
+                        items = b.payloads()
+                    else:
+                        items = None
+            except (ValueError, TypeError):
+                items = None  # some frame is bad or legacy: decode frame by frame
+            if items is not None and len(items) == n:
+                if raw == "dict" and self._legacy is not None:
+                    conv = self._legacy.convert
+                    for i in b.candidates:
+                        items[i] = conv(items[i])
+                out.extend(items)
+                return
+        for i in range(start, n):
+            try:
+                ev = self._decode_one(b.payload(i))
+            except DecodeError as e:
+                # Keep the frames after the bad one for the next call.
+                self._resume.insert(0, (b, i + 1))
+                raise _error(
+                    type(e), e, b.first_index + i, b.offsets[i], e.field, out
+                ) from e
+            out.append(ev)
+
+    def _decode_one(self, payload: bytes) -> Any:
+        raw = self._raw
+        if raw is not None:
+            obj = _loads(payload)
+            if raw == "bytes":
+                return payload
+            if self._legacy is not None:
+                obj = self._legacy.convert(obj)
+            return obj
+        decode_one = _typed_backend()[1]
+        try:
+            return decode_one(payload)
+        except DecodeError as e:
+            first = e
+        except Exception as e:  # noqa: BLE001 - a decoder must only raise our types
+            raise EventValidationError(f"{type(e).__name__}: {e}") from e
+        if isinstance(first, InvalidJsonError):
+            # msgspec rejects escaped lone surrogates that JSON (and the reference)
+            # accept; the stdlib parser takes them.
+            obj = _loads(payload)
+            if self._legacy is not None:
+                obj = self._legacy.convert(obj)
+            try:
+                return decode_one(obj)
+            except DecodeError:
+                raise
+            except Exception as e:  # noqa: BLE001
+                raise EventValidationError(f"{type(e).__name__}: {e}") from e
+        if self._legacy is None:
+            raise first
+        # Slow path: maybe a legacy shape; convert and try again.
+        obj = _json_decode(payload)
+        if not isinstance(obj, dict):
+            raise first
+        obj = self._legacy.convert(obj)
+        try:
+            return decode_one(obj)
+        except DecodeError:
+            raise
+        except Exception as e:  # noqa: BLE001
+            raise EventValidationError(f"{type(e).__name__}: {e}") from e
+
+
+def decode_sse(
+    data: Union[bytes, bytearray, memoryview],
+    *,
+    raw: Optional[str] = None,
+    legacy: bool = True,
+    max_buffer_size: int = DEFAULT_MAX_BUFFER_SIZE,
+) -> list:
+    """Decode a whole recorded SSE stream (framing runs with the GIL released)."""
+    dec = SseDecoder(raw=raw, legacy=legacy, max_buffer_size=max_buffer_size)
+    dec._closed = True
+    batch = _native.split_sse(
+        data, max_buffer_size, check=True, candidates=bool(legacy) and raw == "dict"
+    )
+    return dec._run(batch)
+
+
+def _chunks_of(source: Any, chunk_size: int) -> Iterator[bytes]:
+    if isinstance(source, (str, os.PathLike)):
+        with open(source, "rb") as f:
+            yield from _chunks_of(f, chunk_size)
+        return
+    read = getattr(source, "read", None)
+    if read is not None:
+        while True:
+            chunk = read(chunk_size)
+            if not chunk:
+                return
+            yield chunk.encode("utf-8") if isinstance(chunk, str) else chunk
+    else:
+        for chunk in source:
+            yield chunk.encode("utf-8") if isinstance(chunk, str) else chunk
+
+
+def iter_sse(
+    source: Union[str, "os.PathLike[str]", Any, Iterable[bytes]],
+    *,
+    raw: Optional[str] = None,
+    legacy: bool = True,
+    max_buffer_size: int = DEFAULT_MAX_BUFFER_SIZE,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+) -> Iterator[Any]:
+    """Stream the events of a file (path or binary file object) or of an iterable of
+    byte chunks, in constant memory. On an error, the events before the failing frame
+    are yielded first, then the exception is raised (its ``events`` lists those of the
+    failing chunk, already yielded)."""
+    dec = SseDecoder(raw=raw, legacy=legacy, max_buffer_size=max_buffer_size)
+    for chunk in _chunks_of(source, chunk_size):
+        try:
+            events = dec.feed(chunk)
+        except DecodeError as e:
+            yield from e.events
+            raise
+        yield from events
+    try:
+        events = dec.close()
+    except DecodeError as e:
+        yield from e.events
+        raise
+    yield from events
+
+
+async def aiter_sse(
+    source: AsyncIterable[bytes],
+    *,
+    raw: Optional[str] = None,
+    legacy: bool = True,
+    max_buffer_size: int = DEFAULT_MAX_BUFFER_SIZE,
+) -> AsyncIterator[Any]:
+    """Decode an async iterator of byte chunks, e.g. ``httpx`` ``response.aiter_bytes()``.
+    Errors behave as in :func:`iter_sse`."""
+    dec = SseDecoder(raw=raw, legacy=legacy, max_buffer_size=max_buffer_size)
+    async for chunk in source:
+        if isinstance(chunk, str):
+            chunk = chunk.encode("utf-8")
+        try:
+            events = dec.feed(chunk)
+        except DecodeError as e:
+            for ev in e.events:
+                yield ev
+            raise
+        for ev in events:
+            yield ev
+    try:
+        events = dec.close()
+    except DecodeError as e:
+        for ev in e.events:
+            yield ev
+        raise
+    for ev in events:
+        yield ev
