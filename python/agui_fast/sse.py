@@ -64,9 +64,14 @@ def _typed_backend() -> tuple:
         decode_one = decoder.decode_event
         many = getattr(decoder, "_decode_json_many", None)
         if many is None:
-            from .core import Event
+            # Same settings as decode_event's fast path (strict=False); whatever it
+            # refuses falls back to decode_event frame by frame.
+            lst = getattr(decoder, "EVENT_LIST_DECODER", None)
+            if lst is None:
+                from .core import Event
 
-            many = msgspec.json.Decoder(List[Event]).decode
+                lst = msgspec.json.Decoder(List[Event], strict=False)
+            many = lst.decode
         _typed = (many, decode_one)
     return _typed
 
@@ -256,7 +261,7 @@ class SseDecoder:
         if self._legacy is None:
             raise first
         # Slow path: maybe a legacy shape; convert and try again.
-        obj = _json_decode(payload)
+        obj = _loads(payload)
         if not isinstance(obj, dict):
             raise first
         obj = self._legacy.convert(obj)
