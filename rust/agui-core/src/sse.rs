@@ -535,48 +535,68 @@ impl Batch {
 /// joined array is valid JSON, each payload is exactly one of its elements (a payload
 /// like `[1` followed by `2]` would otherwise merge two frames into one element).
 pub fn is_single_value(p: &[u8]) -> bool {
-    // An empty (or blank) payload would vanish from the array: `[` + `` + `]` is `[]`.
-    if p.iter().all(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\r')) {
-        return false;
+    // Byte classes: 0 other, 1 quote, 2 backslash, 3 open, 4 close, 5 `,`/`:`, 6 blank.
+    // A table-driven loop: payload strings are short, so a per-string memchr call
+    // costs more than it saves.
+    const fn table() -> [u8; 256] {
+        let mut t = [0u8; 256];
+        t[b'"' as usize] = 1;
+        t[b'\\' as usize] = 2;
+        t[b'[' as usize] = 3;
+        t[b'{' as usize] = 3;
+        t[b']' as usize] = 4;
+        t[b'}' as usize] = 4;
+        t[b',' as usize] = 5;
+        t[b':' as usize] = 5;
+        t[b' ' as usize] = 6;
+        t[b'\t' as usize] = 6;
+        t[b'\n' as usize] = 6;
+        t[b'\r' as usize] = 6;
+        t
     }
+    static CLASS: [u8; 256] = table();
     let mut depth: i64 = 0;
+    let mut in_string = false;
+    let mut seen_value = false;
     let mut i = 0;
-    while i < p.len() {
-        match p[i] {
-            b'"' => {
-                // Skip the string; most payload bytes are inside strings.
-                i += 1;
-                loop {
-                    match memchr2(b'"', b'\\', &p[i..]) {
-                        None => return false,
-                        Some(r) => {
-                            if p[i + r] == b'\\' {
-                                i += r + 2;
-                                if i > p.len() {
-                                    return false;
-                                }
-                            } else {
-                                i += r + 1;
-                                break;
-                            }
-                        }
+    let n = p.len();
+    while i < n {
+        let c = CLASS[p[i] as usize];
+        if in_string {
+            match c {
+                1 => in_string = false,
+                2 => i += 1, // the escaped byte cannot end the string
+                _ => {}
+            }
+        } else {
+            match c {
+                0 => seen_value = true,
+                1 => {
+                    in_string = true;
+                    seen_value = true;
+                }
+                3 => {
+                    depth += 1;
+                    seen_value = true;
+                }
+                4 => {
+                    depth -= 1;
+                    if depth < 0 {
+                        return false;
                     }
                 }
-                continue;
-            }
-            b'[' | b'{' => depth += 1,
-            b']' | b'}' => {
-                depth -= 1;
-                if depth < 0 {
-                    return false;
+                5 => {
+                    if depth == 0 {
+                        return false;
+                    }
                 }
+                _ => {}
             }
-            b',' | b':' if depth == 0 => return false,
-            _ => {}
         }
         i += 1;
     }
-    depth == 0
+    // An empty (or blank) payload would vanish from the array: `[` + `` + `]` is `[]`.
+    !in_string && depth == 0 && seen_value && i == n
 }
 
 /// A frame may carry a legacy (0.x) shape: a `THINKING_*` type, a `binary` content
