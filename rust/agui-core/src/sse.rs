@@ -556,47 +556,50 @@ pub fn is_single_value(p: &[u8]) -> bool {
     }
     static CLASS: [u8; 256] = table();
     let mut depth: i64 = 0;
-    let mut in_string = false;
     let mut seen_value = false;
     let mut i = 0;
     let n = p.len();
     while i < n {
-        let c = CLASS[p[i] as usize];
-        if in_string {
-            match c {
-                1 => in_string = false,
-                2 => i += 1, // the escaped byte cannot end the string
-                _ => {}
-            }
-        } else {
-            match c {
-                0 => seen_value = true,
-                1 => {
-                    in_string = true;
-                    seen_value = true;
-                }
-                3 => {
-                    depth += 1;
-                    seen_value = true;
-                }
-                4 => {
-                    depth -= 1;
-                    if depth < 0 {
-                        return false;
+        match CLASS[p[i] as usize] {
+            0 => seen_value = true,
+            1 => {
+                seen_value = true;
+                // Tight inner loop over the string body.
+                i += 1;
+                loop {
+                    while i < n && CLASS[p[i] as usize] != 1 && CLASS[p[i] as usize] != 2 {
+                        i += 1;
                     }
-                }
-                5 => {
-                    if depth == 0 {
-                        return false;
+                    if i >= n {
+                        return false; // unterminated string
                     }
+                    if p[i] == b'"' {
+                        break;
+                    }
+                    i += 2; // backslash: the escaped byte cannot end the string
                 }
-                _ => {}
             }
+            3 => {
+                depth += 1;
+                seen_value = true;
+            }
+            4 => {
+                depth -= 1;
+                if depth < 0 {
+                    return false;
+                }
+            }
+            5 => {
+                if depth == 0 {
+                    return false;
+                }
+            }
+            _ => {}
         }
         i += 1;
     }
     // An empty (or blank) payload would vanish from the array: `[` + `` + `]` is `[]`.
-    !in_string && depth == 0 && seen_value && i == n
+    depth == 0 && seen_value
 }
 
 /// A frame may carry a legacy (0.x) shape: a `THINKING_*` type, a `binary` content
