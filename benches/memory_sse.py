@@ -15,6 +15,8 @@ import argparse
 import json
 import os
 import resource
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -58,19 +60,31 @@ def main() -> None:
     ap.add_argument("--size-mb", type=int, default=1024)
     ap.add_argument("--raw", choices=["dict", "bytes"], default=None)
     ap.add_argument("--chunk-size", type=int, default=1 << 20)
+    ap.add_argument("--generate", help=argparse.SUPPRESS)
     args = ap.parse_args()
+
+    if args.generate:
+        # Child process: write the log and report the event count, so that loading the
+        # vectors does not count towards the streaming process's peak RSS.
+        block, per_block = build_block()
+        blocks = max(1, args.size_mb * 2**20 // len(block))
+        with open(args.generate, "wb") as f:
+            for _ in range(blocks):
+                f.write(block)
+        print(blocks * per_block)
+        return
 
     from agui_fast.sse import iter_sse
 
-    block, per_block = build_block()
-    blocks = max(1, args.size_mb * 2**20 // len(block))
     fd, path = tempfile.mkstemp(prefix="agui-sse-", suffix=".log", dir="/tmp")
+    os.close(fd)
     try:
-        with os.fdopen(fd, "wb") as f:
-            for _ in range(blocks):
-                f.write(block)
+        expected = int(subprocess.run(
+            [sys.executable, __file__, "--generate", path, "--size-mb", str(args.size_mb)],
+            check=True, capture_output=True, text=True,
+        ).stdout)
         size = os.path.getsize(path)
-        print(f"log: {size / 2**20:.0f} MiB, {blocks * per_block:,} events ({path})")
+        print(f"log: {size / 2**20:.0f} MiB, {expected:,} events ({path})")
         print(f"before: rss {rss_mb():.1f} MiB, peak {peak_mb():.1f} MiB")
         samples = []
         n = 0
@@ -80,7 +94,7 @@ def main() -> None:
             if n % 250_000 == 0:
                 samples.append(rss_mb())
         dt = time.perf_counter() - t0
-        assert n == blocks * per_block, (n, blocks * per_block)
+        assert n == expected, (n, expected)
         print(f"after:  rss {rss_mb():.1f} MiB, peak {peak_mb():.1f} MiB")
         print("rss samples (MiB, every 250k events):", " ".join(f"{s:.0f}" for s in samples))
         print(f"mode {args.raw or 'typed'}: {n:,} events in {dt:.1f} s "

@@ -519,3 +519,39 @@ def test_native_batch_api():
     assert b.payloads() == [b"1"]
     assert b.error[0] == "buffer_limit" and b.error[2:] == (1, 9)
     assert _native.sse_event(b'{"a":\n1}') == b'data: {"a":\ndata: 1}\n\n'
+
+
+# -- property: chunking never changes the result --------------------------------------
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_PIECES = [b"data:", b"data: ", b"{", b"}", b'"a"', b":", b"1", b",", b"[", b"]", b"\n", b"\r", b"\r\n",
+           b": c", b"id: 7", b"event: e", b"retry: 5", b"\xef\xbb\xbf", b"\xf0\x9f\x98\x80", b"\xe2\x82", b"\xff"]
+
+
+def _outcome(chunks, **kw):
+    got, err = _feed_all(b"".join(chunks), [len(c) for c in chunks], **kw)
+    return got, (type(err), err.frame_index, err.offset) if err else None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=40), st.lists(st.integers(0, 200), max_size=8))
+def test_chunking_invariance(pieces, cuts):
+    stream = b"".join(pieces)
+    cuts = sorted({c % (len(stream) + 1) for c in cuts})
+    chunks, prev = [], 0
+    for c in cuts + [len(stream)]:
+        chunks.append(stream[prev:c])
+        prev = c
+    for raw in ("dict", "bytes"):
+        whole = _outcome([stream], raw=raw)
+        assert _outcome(chunks, raw=raw) == whole
+        # The whole-buffer function agrees with feeding.
+        try:
+            events, err = decode_sse(stream, raw=raw), None
+        except DecodeError as e:
+            events, err = e.events, (type(e), e.frame_index, e.offset)
+        if err is None or whole[1] is None:
+            assert (events, err) == whole
+        else:
+            assert err == whole[1]
