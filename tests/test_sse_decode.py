@@ -431,6 +431,21 @@ def test_merged_frames_are_not_confused():
     assert ei.value.frame_index == 0
 
 
+def test_json_edge_cases():
+    # Valid JSON msgspec refuses but the reference reads.
+    assert decode_sse(b'data: 1e400\n\ndata: "\\ud800"\n\n', raw="dict") == [float("inf"), "\ud800"]
+    # Not JSON.
+    for bad in (b"data: NaN\n\n", b"data: Infinity\n\n", b"data: {'a': 1}\n\n"):
+        for raw in ("dict", "bytes") + ((None,) if TYPED else ()):
+            with pytest.raises(InvalidJsonError):
+                decode_sse(bad, raw=raw)
+    # Nesting deeper than the JSON parsers allow: still one of our errors.
+    for payload in (b"[" * 5000 + b"]" * 5000, b"[" * 100000):
+        for raw in ("dict", "bytes") + ((None,) if TYPED else ()):
+            with pytest.raises(DecodeError):
+                decode_sse(b"data: " + payload + b"\n\n", raw=raw)
+
+
 def test_only_project_exceptions_on_garbage():
     rng = random.Random(7)
     alphabet = [b"data:", b" ", b"\n", b"\r", b"{", b"}", b"[", b"]", b'"', b":", b",", b"1", b"\xff", b"\xef\xbb\xbf", b"id:", b"null", b"\\"]

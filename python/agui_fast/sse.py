@@ -106,19 +106,25 @@ def _bulk(decode, array: bytes, n: int) -> list:
         _gc_enable()
 
 
+def _reject_constant(name: str):
+    raise ValueError(f"invalid JSON literal {name}")
+
+
 def _loads(payload: bytes) -> Any:
     """JSON text to Python values; InvalidJsonError on failure."""
     try:
         return _json_decode(payload)
     except msgspec.DecodeError as e:
         first = e
-    # msgspec refuses escaped unpaired surrogates (``"\\ud800"``), which are valid
-    # JSON text and which the reference accepts; the stdlib parser takes them.
-    if b"\\u" in payload:
-        try:
-            return _stdlib_loads(payload)
-        except (ValueError, RecursionError):
-            pass
+    except RecursionError:
+        raise InvalidJsonError("JSON is nested too deeply") from None
+    # msgspec refuses some valid JSON that the reference reads: escaped unpaired
+    # surrogates ("\\ud800") and numbers beyond double range (1e400 -> inf). The stdlib
+    # parser takes those; its NaN/Infinity extensions are not JSON and stay rejected.
+    try:
+        return _stdlib_loads(payload.decode("utf-8"), parse_constant=_reject_constant)
+    except (ValueError, RecursionError):
+        pass
     raise InvalidJsonError(str(first)) from first
 
 
@@ -229,7 +235,7 @@ class SseDecoder:
                         items = b.payloads()
                     else:
                         items = None
-            except (ValueError, TypeError):
+            except (ValueError, TypeError, RecursionError):
                 items = None  # some frame is bad or legacy: decode frame by frame
             if items is not None and len(items) == n:
                 if raw == "dict" and self._legacy is not None:
@@ -263,6 +269,8 @@ class SseDecoder:
             return decode_one(payload)
         except DecodeError as e:
             first = e
+        except RecursionError:
+            raise InvalidJsonError("JSON is nested too deeply") from None
         except Exception as e:  # noqa: BLE001 - a decoder must only raise our types
             raise EventValidationError(f"{type(e).__name__}: {e}") from e
         if isinstance(first, InvalidJsonError):
@@ -271,25 +279,25 @@ class SseDecoder:
             obj = _loads(payload)
             if self._legacy is not None:
                 obj = self._legacy.convert(obj)
-            try:
-                return decode_one(obj)
-            except DecodeError:
-                raise
-            except Exception as e:  # noqa: BLE001
-                raise EventValidationError(f"{type(e).__name__}: {e}") from e
+            return _decode_obj(decode_one, obj)
         if self._legacy is None:
             raise first
         # Slow path: maybe a legacy shape; convert and try again.
         obj = _loads(payload)
         if not isinstance(obj, dict):
             raise first
-        obj = self._legacy.convert(obj)
-        try:
-            return decode_one(obj)
-        except DecodeError:
-            raise
-        except Exception as e:  # noqa: BLE001
-            raise EventValidationError(f"{type(e).__name__}: {e}") from e
+        return _decode_obj(decode_one, self._legacy.convert(obj))
+
+
+def _decode_obj(decode_one, obj: Any) -> Any:
+    try:
+        return decode_one(obj)
+    except DecodeError:
+        raise
+    except RecursionError:
+        raise EventValidationError("event is nested too deeply") from None
+    except Exception as e:  # noqa: BLE001 - a decoder must only raise our types
+        raise EventValidationError(f"{type(e).__name__}: {e}") from e
 
 
 def decode_sse(
