@@ -106,6 +106,8 @@ pub struct SseParser {
     data: Vec<u8>,
     event_type: Option<Vec<u8>>,
     id_buf: String,
+    /// `id_buf` changed since the last dispatch (saves a compare per event).
+    id_dirty: bool,
     last_event_id: String,
     retry: Option<u64>,
     frame_start: u64,
@@ -133,6 +135,7 @@ impl SseParser {
             data: Vec::new(),
             event_type: None,
             id_buf: String::new(),
+            id_dirty: false,
             last_event_id: String::new(),
             retry: None,
             frame_start: 0,
@@ -330,12 +333,17 @@ impl SseParser {
             self.dispatch(chunk, sink);
             return;
         }
-        // Fast path: `data:` lines are the bulk of an AG-UI stream.
-        let (field, vs) = match split_field(line) {
-            Some(x) => x,
-            None => return,
+        // Fast path: `data:` lines are the bulk of an AG-UI stream. Byte patterns, not
+        // slice equality, which would call memcmp for every line.
+        let (is_data, field, vs) = if let [b'd', b'a', b't', b'a', b':', rest @ ..] = line {
+            (true, &line[..4], if let [b' ', ..] = rest { 6 } else { 5 })
+        } else {
+            match split_field(line) {
+                Some((f, vs)) => (matches!(f, [b'd', b'a', b't', b'a']), f, vs),
+                None => return,
+            }
         };
-        if field == b"data" {
+        if is_data {
             let vstart = s + vs;
             let start = self.line_start;
             match self.data_state {
@@ -369,7 +377,7 @@ impl SseParser {
             Some(x) => x,
             None => return,
         };
-        if field == b"data" {
+        if matches!(field, [b'd', b'a', b't', b'a']) {
             // An owned line only occurs at a chunk's first line or at finish(), so no
             // data can still be pointing into a chunk here.
             debug_assert!(!matches!(self.data_state, Data::Slice(..)));
@@ -393,6 +401,7 @@ impl SseParser {
             b"id" => {
                 if memchr(0, value).is_none() {
                     self.id_buf = String::from_utf8_lossy(value).into_owned();
+                    self.id_dirty = true;
                 }
             }
             b"retry" => {
@@ -410,8 +419,9 @@ impl SseParser {
     }
 
     fn dispatch<F: FnMut(Frame<'_>)>(&mut self, chunk: &[u8], sink: &mut F) {
-        if self.last_event_id != self.id_buf {
+        if self.id_dirty {
             self.last_event_id.clone_from(&self.id_buf);
+            self.id_dirty = false;
         }
         let data: &[u8] = match self.data_state {
             Data::None => {
@@ -892,6 +902,52 @@ mod tests {
             let _ = expect;
             let norm: Vec<u8> = String::from_utf8_lossy(payload).replace("\r\n", "\n").replace('\r', "\n").into_bytes();
             assert_eq!(got, vec![norm]);
+        }
+    }
+}
+
+#[cfg(test)]
+mod perf {
+    /// `cargo test --release -p agui-core sse::perf -- --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn split_speed() {
+        let path = std::env::var("SSE_PERF_FILE").unwrap_or_else(|_| "/tmp/ssebench/small.sse".into());
+        let data = std::fs::read(path).unwrap();
+        for (check, label) in [(false, "plain"), (true, "checked")] {
+            let mut best = f64::MAX;
+            for _ in 0..10 {
+                let t = std::time::Instant::now();
+                let b = super::split_all(&data, super::DEFAULT_MAX_BUFFER, check, false);
+                std::hint::black_box(&b);
+                best = best.min(t.elapsed().as_secs_f64());
+            }
+            let mut p = super::SseParser::default();
+            let mut n = 0usize;
+            let t = std::time::Instant::now();
+            p.feed(&data, |_| n += 1).unwrap();
+            let raw = t.elapsed().as_secs_f64();
+            let t = std::time::Instant::now();
+            let lines = memchr::memchr_iter(b'\n', &data).count();
+            let base = t.elapsed().as_secs_f64();
+            println!("baseline memchr_iter over LF: {:.1} ms ({lines} lines)", base * 1e3);
+            let t = std::time::Instant::now();
+            let mut i = 0;
+            let mut k = 0;
+            while let Some(r) = memchr::memchr2(b'\n', b'\r', &data[i..]) {
+                i += r + 1;
+                k += 1;
+            }
+            println!("memchr2 loop: {:.1} ms ({k})", t.elapsed().as_secs_f64() * 1e3);
+            let t = std::time::Instant::now();
+            let mut i = 0;
+            let mut k = 0;
+            while let Some(r) = memchr::memchr(b'\n', &data[i..]) {
+                i += r + 1;
+                k += 1;
+            }
+            println!("memchr loop: {:.1} ms ({k})", t.elapsed().as_secs_f64() * 1e3);
+            println!("{label}: split_all {:.1} ms ({:.0} MB/s); parser only {:.1} ms, {n} frames", best * 1e3, data.len() as f64 / best / 1e6, raw * 1e3);
         }
     }
 }
