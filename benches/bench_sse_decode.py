@@ -15,6 +15,8 @@ Groups (the ratio table of conftest.py prints peer time / our time):
   - ``msgspec_event_array``: one msgspec call on the pre-joined array (the floor).
 * ``sse_typed_100k_incremental``: ``SseDecoder.feed`` with 64 KiB chunks vs the same peers'
   per-payload loop.
+* ``sse_typed_100k_stream_mix``: the same, on a log shaped like a live run (90% streaming
+  deltas, 10% other events).
 * ``sse_dict_100k``: ``decode_sse(log, raw="dict")`` vs ``msgspec.json.decode`` per payload
   into plain objects, and a pure-Python parser with ``json.loads``.
 * ``sse_bytes_100k``: raw bytes mode (framing + JSON check) vs the pure-Python splitter.
@@ -60,6 +62,17 @@ def _payloads() -> List[bytes]:
 
 PAYLOADS = _payloads()
 LOG = b"".join(b"data: " + p + b"\n\n" for p in PAYLOADS)
+
+# A second log shaped like a live agent run: 90% streaming deltas (text, tool-call args,
+# reasoning content), 10% the other events, from the same vector pool.
+_DELTA_TYPES = (b'"TEXT_MESSAGE_CONTENT"', b'"TOOL_CALL_ARGS"', b'"REASONING_MESSAGE_CONTENT"')
+_pool = sorted(set(PAYLOADS))
+_deltas = [p for p in _pool if any(t in p[:40] for t in _DELTA_TYPES)]
+_others = [p for p in _pool if p not in set(_deltas)]
+STREAM_PAYLOADS = [
+    _others[(i // 10) % len(_others)] if i % 10 == 9 else _deltas[i % len(_deltas)] for i in range(N)
+]
+STREAM_LOG = b"".join(b"data: " + p + b"\n\n" for p in STREAM_PAYLOADS)
 ARRAY = b"[" + b",".join(PAYLOADS) + b"]"
 ADAPTER = TypeAdapter(ref.Event)
 EVENT_LIST = msgspec.json.Decoder(List[Event], strict=False)
@@ -157,14 +170,27 @@ def test_sse_typed_inc__pure_python_pydantic(benchmark):
     _run(benchmark, pure_python_pydantic, LOG, rounds=2)
 
 
+def test_sse_stream_mix__agui_fast(benchmark):
+    benchmark.group = "sse_typed_100k_stream_mix"
+    assert len(_run(benchmark, decode_sse, STREAM_LOG)) == N
+
+
+def test_sse_stream_mix__pure_python_pydantic(benchmark):
+    benchmark.group = "sse_typed_100k_stream_mix"
+    _run(benchmark, pure_python_pydantic, STREAM_LOG, rounds=2)
+
+
+def test_sse_stream_mix__msgspec_event_loop(benchmark):
+    benchmark.group = "sse_typed_100k_stream_mix"
+    _run(benchmark, msgspec_event_loop, STREAM_PAYLOADS)
+
+
 # -- raw dict / bytes ----------------------------------------------------------------------
 
 
 def test_sse_dict__agui_fast(benchmark):
     benchmark.group = "sse_dict_100k"
-    out = _run(benchmark, decode_sse, LOG, rounds=5) if False else benchmark.pedantic(
-        lambda: decode_sse(LOG, raw="dict"), rounds=5, iterations=1, warmup_rounds=1
-    )
+    out = benchmark.pedantic(lambda: decode_sse(LOG, raw="dict"), rounds=5, iterations=1, warmup_rounds=1)
     assert len(out) == N
 
 
