@@ -574,11 +574,19 @@ pub fn is_single_value(p: &[u8]) -> bool {
             0 => seen_value = true,
             1 => {
                 seen_value = true;
-                // Tight inner loop over the string body.
+                // String body: a table loop for the first bytes (keys and short values
+                // are the common case), memchr2 for the rest of long strings.
                 i += 1;
                 loop {
-                    while i < n && CLASS[p[i] as usize] != 1 && CLASS[p[i] as usize] != 2 {
+                    let short_end = n.min(i + 24);
+                    while i < short_end && CLASS[p[i] as usize] != 1 && CLASS[p[i] as usize] != 2 {
                         i += 1;
+                    }
+                    if i == short_end && i < n {
+                        match memchr2(b'"', b'\\', &p[i..]) {
+                            Some(r) => i += r,
+                            None => return false,
+                        }
                     }
                     if i >= n {
                         return false; // unterminated string
