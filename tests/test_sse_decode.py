@@ -260,6 +260,8 @@ def test_reference_streams_typed(case):
     assert err is None, err
     assert len(got) == len(expected)
     assert decode_sse(stream) == got
+    rng = random.Random(case["name"])
+    assert _feed_all(stream, _random_sizes(len(stream), rng)) == (got, None)
     # The same events as decoding each expected value on its own.
     for ev, exp in zip(got, expected):
         assert ev == decode_event(json.dumps(exp).encode())
