@@ -49,7 +49,7 @@ DEFAULT_CHUNK_SIZE: int = 1 << 20
 
 _MODES = (None, "bytes", "dict")
 
-_json_decode = msgspec.json.decode
+_json_decode = msgspec.json.Decoder().decode
 _raw_list_decoder = msgspec.json.Decoder(List[msgspec.Raw])
 
 # Typed backend, resolved on first use (agui_fast.decoder imports this module).
@@ -137,7 +137,7 @@ class SseDecoder:
     raises :class:`BufferLimitError`, and the decoder stays failed.
     """
 
-    __slots__ = ("_parser", "_raw", "_legacy", "_resume", "_closed")
+    __slots__ = ("_parser", "_raw", "_legacy", "_resume", "_closed", "_many")
 
     def __init__(
         self,
@@ -158,6 +158,13 @@ class SseDecoder:
         # Batches (with the index to resume at) left over after a frame error.
         self._resume: list = []
         self._closed = False
+        # The bulk decoder of this mode (resolved once: feed() is called per chunk).
+        if raw is None:
+            self._many = _typed_backend()[0]
+        elif raw == "dict":
+            self._many = _json_decode
+        else:
+            self._many = _raw_list_decoder.decode
 
     @property
     def last_event_id(self) -> str:
@@ -197,25 +204,32 @@ class SseDecoder:
     # -- internals ---------------------------------------------------------------
 
     def _run(self, batch) -> list:
+        out: list = []
+        if batch is not None and not self._resume:
+            # Common case: nothing left over from an earlier error.
+            self._decode_batch(batch, 0, out)
+            if batch.error is not None:
+                self._raise_limit(batch, out)
+            return out
         if batch is not None:
             self._resume.append((batch, 0))
-        out: list = []
         while self._resume:
-            b, start = self._resume[0]
-            self._resume.pop(0)
+            b, start = self._resume.pop(0)
             self._decode_batch(b, start, out)
-            err = b.error
-            if err is not None:
-                kind, message, frame_index, offset = err
-                # A failed parser: keep nothing queued, the stream cannot go on.
-                self._resume.clear()
-                raise BufferLimitError(
-                    f"SSE frame {frame_index} at byte {offset}: {message}",
-                    frame_index=frame_index,
-                    offset=offset,
-                    events=out,
-                )
+            if b.error is not None:
+                self._raise_limit(b, out)
         return out
+
+    def _raise_limit(self, b, out: list) -> None:
+        kind, message, frame_index, offset = b.error
+        # A failed parser: keep nothing queued, the stream cannot go on.
+        self._resume.clear()
+        raise BufferLimitError(
+            f"SSE frame {frame_index} at byte {offset}: {message}",
+            frame_index=frame_index,
+            offset=offset,
+            events=out,
+        )
 
     def _decode_batch(self, b, start: int, out: list) -> None:
         n = len(b)
@@ -225,16 +239,13 @@ class SseDecoder:
         if start == 0 and b.balanced:
             # Fast path: one decode call for the whole batch.
             try:
-                if raw is None:
-                    items = _bulk(_typed_backend()[0], b.array(), n)
-                elif raw == "dict":
-                    items = _bulk(_json_decode, b.array(), n)
+                if raw != "bytes":
+                    items = _bulk(self._many, b.array(), n)
+                # Bytes: validate every frame's JSON without building objects.
+                elif len(self._many(b.array())) == n:
+                    items = b.payloads()
                 else:
-                    # Validates every frame's JSON without building objects.
-                    if len(_raw_list_decoder.decode(b.array())) == n:
-                        items = b.payloads()
-                    else:
-                        items = None
+                    items = None
             except (ValueError, TypeError, RecursionError):
                 items = None  # some frame is bad or legacy: decode frame by frame
             if items is not None and len(items) == n:
