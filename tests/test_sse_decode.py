@@ -572,3 +572,45 @@ def test_chunking_invariance(pieces, cuts):
             assert (events, err) == whole
         else:
             assert err == whole[1]
+
+
+@needs_typed
+def test_bulk_resume_around_slow_frames_and_errors():
+    """Frames needing the exact path (unknown members), legacy frames and a bad frame in
+    one batch: the result equals frame-by-frame decoding and the error is located."""
+    from agui_fast.decoder import decode_event
+
+    good = b'{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"%d"}'
+    extra = b'{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"x","zzz - at `$[0]`":1}'
+    lone = b'{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"\\ud800"}'
+    thinking = b'{"type":"THINKING_TEXT_MESSAGE_CONTENT","delta":"t"}'
+    bad = b'{"type":"TEXT_MESSAGE_CONTENT","messageId":5,"delta":"x"}'
+    frames = []
+    for i in range(300):
+        frames.append(good % i)
+        if i % 7 == 3:
+            frames.append(extra)
+        if i % 11 == 5:
+            frames.append(lone)
+        if i % 13 == 6:
+            frames.append(thinking)
+    stream = b"".join(b"data: " + f + b"\n\n" for f in frames)
+    got = decode_sse(stream)
+    assert len(got) == len(frames)
+    for f, ev in zip(frames, got):
+        if f is thinking:
+            assert ev.type.value == "REASONING_MESSAGE_CONTENT"
+        else:
+            assert ev == decode_event(f)
+    # A bad frame in the middle: located, earlier events kept, later ones not lost.
+    k = 250
+    with_bad = frames[:k] + [bad] + frames[k:]
+    stream = b"".join(b"data: " + f + b"\n\n" for f in with_bad)
+    dec = SseDecoder()
+    with pytest.raises(EventValidationError) as ei:
+        dec.feed(stream)
+    e = ei.value
+    assert e.frame_index == k and e.field == "$.messageId"
+    assert stream[e.offset :].startswith(b"data: " + bad)
+    assert len(e.events) == k
+    assert len(dec.close()) == len(frames) - k

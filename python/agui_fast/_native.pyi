@@ -62,6 +62,10 @@ class SseBatch:
     def payloads(self) -> _List[bytes]: ...
     def payload(self, i: int, /) -> bytes: ...
     @property
+    def spans(self) -> _List[_Tuple[int, int]]:
+        """``(start, end)`` of each payload inside ``array()``; the byte before each start
+        is ``[`` or ``,`` and the byte at each end is ``,`` or ``]``."""
+    @property
     def offsets(self) -> _List[int]:
         """Byte offset in the stream of each frame's first ``data`` line."""
     @property

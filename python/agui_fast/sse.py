@@ -23,6 +23,8 @@ decoder stays usable: the next ``feed``/``close`` continues after the bad frame.
 from __future__ import annotations
 
 import os
+import re
+from bisect import bisect_right
 from gc import disable as _gc_disable, enable as _gc_enable, isenabled as _gc_isenabled
 from json import loads as _stdlib_loads
 from typing import Any, AsyncIterable, AsyncIterator, Iterable, Iterator, List, Optional, Union
@@ -87,6 +89,32 @@ def _error(cls, err: BaseException, frame_index: int, offset: int, field, events
         events=events,
     )
 
+
+_BULK_ERRORS = (ValueError, TypeError, RecursionError)
+# msgspec ends its messages with the location; anchored at the end so that text from
+# the input (an unknown field's name) cannot pose as one.
+_AT_INDEX = re.compile(r"- at `\$\[(\d+)\][^`]*`$")
+_AT_BYTE = re.compile(r"\(byte (\d+)\)$")
+
+
+def _failing_frame(err, spans, first: int, base: int) -> Optional[int]:
+    """Batch index of the frame a bulk decode of frames ``first..`` failed on (the
+    decoded buffer started at ``base`` in the joined array), or None if unknown."""
+    if err is None:
+        return None
+    msg = str(err)
+    m = _AT_INDEX.search(msg)
+    if m:
+        return first + int(m.group(1))
+    m = _AT_BYTE.search(msg)
+    if m:
+        pos = base + int(m.group(1))
+        k = bisect_right(spans, (pos, _INF), first) - 1
+        return max(k, first)
+    return None
+
+
+_INF = float("inf")
 
 # Batches at least this large decode with the cyclic GC paused (see _bulk).
 _GC_PAUSE_MIN = 256
@@ -236,35 +264,102 @@ class SseDecoder:
         if start >= n:
             return
         raw = self._raw
-        if start == 0 and b.balanced:
-            # Fast path: one decode call for the whole batch.
-            try:
-                if raw != "bytes":
-                    items = _bulk(self._many, b.array(), n)
-                # Bytes: validate every frame's JSON without building objects.
-                elif len(self._many(b.array())) == n:
-                    items = b.payloads()
-                else:
-                    items = None
-            except (ValueError, TypeError, RecursionError):
-                items = None  # some frame is bad or legacy: decode frame by frame
-            if items is not None and len(items) == n:
-                if raw == "dict" and self._legacy is not None:
-                    conv = self._legacy.convert
-                    for i in b.candidates:
-                        items[i] = conv(items[i])
-                out.extend(items)
+        if b.balanced:
+            err = None
+            if start == 0:
+                # Fast path: one decode call for the whole batch.
+                try:
+                    if raw != "bytes":
+                        items = _bulk(self._many, b.array(), n)
+                    # Bytes: validate every frame's JSON without building objects.
+                    elif len(self._many(b.array())) == n:
+                        items = b.payloads()
+                    else:
+                        items = None
+                except _BULK_ERRORS as e:
+                    items, err = None, e  # a bad, legacy or unusual frame somewhere
+                if items is not None and len(items) == n:
+                    self._extend(out, items, b, 0)
+                    return
+            if raw != "bytes":
+                self._bulk_resume(b, start, out, err)
                 return
-        for i in range(start, n):
-            try:
-                ev = self._decode_one(b.payload(i))
-            except DecodeError as e:
-                # Keep the frames after the bad one for the next call.
-                self._resume.insert(0, (b, i + 1))
-                raise _error(
-                    type(e), e, b.first_index + i, b.offsets[i], e.field, out
-                ) from e
-            out.append(ev)
+        self._per_frame(b, start, n, out)
+
+    def _extend(self, out: list, items: list, b, first: int) -> None:
+        """Append decoded frames ``first..``; dict mode converts the legacy candidates."""
+        if self._raw == "dict" and self._legacy is not None:
+            conv = self._legacy.convert
+            last = first + len(items)
+            for c in b.candidates:
+                if first <= c < last:
+                    items[c - first] = conv(items[c - first])
+        out.extend(items)
+
+    def _per_frame(self, b, start: int, end: int, out: list) -> None:
+        for i in range(start, end):
+            self._decode_at(b, i, out)
+
+    def _decode_at(self, b, i: int, out: list) -> None:
+        try:
+            ev = self._decode_one(b.payload(i))
+        except DecodeError as e:
+            # Keep the frames after the bad one for the next call.
+            self._resume.insert(0, (b, i + 1))
+            raise _error(type(e), e, b.first_index + i, b.offsets[i], e.field, out) from e
+        out.append(ev)
+
+    def _bulk_resume(self, b, i: int, out: list, err) -> None:
+        """Bulk-decode frames ``i..`` of a batch where some frame needs more than the bulk
+        call: msgspec names the first failing element (``$[k]`` or a byte position), so
+        the frames before it are decoded in one call, that frame alone on the exact path,
+        and the rest in one call again. Sub-arrays are decoded in place from a bytearray
+        by overwriting the separators around them with ``[``/``]``: no copies, and the
+        work stays about twice a single bulk call however many frames need the slow path."""
+        n = len(b)
+        spans = b.spans
+        buf = bytearray(b.array())
+        mv = memoryview(buf)
+        many = self._many
+        while i < n:
+            if err is None:
+                lo = spans[i][0] - 1
+                saved = buf[lo]
+                buf[lo] = 0x5B  # "["
+                try:
+                    items = _bulk(many, mv[lo:], n - i)
+                except _BULK_ERRORS as e:
+                    items, err = None, e
+                finally:
+                    buf[lo] = saved
+                if items is not None:
+                    if len(items) != n - i:  # cannot happen for balanced batches
+                        self._per_frame(b, i, n, out)
+                    else:
+                        self._extend(out, items, b, i)
+                    return
+            k = _failing_frame(err, spans, i, spans[i][0] - 1)
+            err = None
+            if k is None:
+                self._per_frame(b, i, n, out)
+                return
+            if k > i:
+                # Frames i..k-1 decoded fine before the failure: one call for them.
+                lo, hi = spans[i][0] - 1, spans[k - 1][1]
+                saved_lo, saved_hi = buf[lo], buf[hi]
+                buf[lo], buf[hi] = 0x5B, 0x5D  # "[", "]"
+                try:
+                    items = _bulk(many, mv[lo : hi + 1], k - i)
+                except _BULK_ERRORS:
+                    items = None
+                finally:
+                    buf[lo], buf[hi] = saved_lo, saved_hi
+                if items is None or len(items) != k - i:
+                    self._per_frame(b, i, k, out)
+                else:
+                    self._extend(out, items, b, i)
+            self._decode_at(b, k, out)  # the exact / legacy path, or the error
+            i = k + 1
 
     def _decode_one(self, payload: bytes) -> Any:
         raw = self._raw

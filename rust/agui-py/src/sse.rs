@@ -67,6 +67,13 @@ impl SseBatch {
         Ok(PyBytes::new(py, self.inner.payload(i)))
     }
 
+    /// `(start, end)` of each payload inside `array()` (a `,`, or `[` for the first, sits
+    /// just before each start; a `,` or the closing `]` at each end).
+    #[getter]
+    fn spans(&self) -> Vec<(usize, usize)> {
+        self.inner.spans.clone()
+    }
+
     /// Byte offset in the stream of each frame's first `data` line.
     #[getter]
     fn offsets(&self) -> Vec<u64> {
