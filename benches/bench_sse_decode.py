@@ -17,6 +17,8 @@ Groups (the ratio table of conftest.py prints peer time / our time):
   per-payload loop.
 * ``sse_typed_100k_stream_mix``: the same, on a log shaped like a live run (90% streaming
   deltas, 10% other events).
+* ``sse_typed_100k_with_extras`` (informational): every valid vector event, including
+  those with unknown members that ``decode_event`` keeps on its exact (slow) path.
 * ``sse_dict_100k``: ``decode_sse(log, raw="dict")`` vs ``msgspec.json.decode`` per payload
   into plain objects, and a pure-Python parser with ``json.loads``.
 * ``sse_bytes_100k``: raw bytes mode (framing + JSON check) vs the pure-Python splitter.
@@ -183,6 +185,27 @@ def test_sse_stream_mix__pure_python_pydantic(benchmark):
 def test_sse_stream_mix__msgspec_event_loop(benchmark):
     benchmark.group = "sse_typed_100k_stream_mix"
     _run(benchmark, msgspec_event_loop, STREAM_PAYLOADS)
+
+
+# Every valid vector event, including the ~11% with unknown members (kept as extras by
+# decode_event's exact path): informational, shows what the slow path costs.
+_ALL = [
+    c["py_sse"][6:-2].encode("utf-8")
+    for c in load_jsonl("codec/events.jsonl")
+    if c.get("py_sse") and not c["name"].startswith("structure/")
+]
+ALL_PAYLOADS = [_ALL[i % len(_ALL)] for i in range(N)]
+ALL_LOG = b"".join(b"data: " + p + b"\n\n" for p in ALL_PAYLOADS)
+
+
+def test_sse_with_extras__agui_fast(benchmark):
+    benchmark.group = "sse_typed_100k_with_extras"
+    assert len(_run(benchmark, decode_sse, ALL_LOG, rounds=3)) == N
+
+
+def test_sse_with_extras__pure_python_pydantic(benchmark):
+    benchmark.group = "sse_typed_100k_with_extras"
+    _run(benchmark, pure_python_pydantic, ALL_LOG, rounds=2)
 
 
 # -- raw dict / bytes ----------------------------------------------------------------------
