@@ -614,3 +614,13 @@ def test_bulk_resume_around_slow_frames_and_errors():
     assert stream[e.offset :].startswith(b"data: " + bad)
     assert len(e.events) == k
     assert len(dec.close()) == len(frames) - k
+
+
+@pytest.mark.parametrize("legacy", [True, False])
+def test_modes_with_and_without_legacy(legacy):
+    s = b"".join(b'data: {"type":"RAW","event":%d,"rawEvent":null}\n\n' % i for i in range(600))
+    assert decode_sse(s, raw="bytes", legacy=legacy) == [
+        b'{"type":"RAW","event":%d,"rawEvent":null}' % i for i in range(600)
+    ]
+    dicts = decode_sse(s, raw="dict", legacy=legacy)
+    assert dicts[7] == ({"type": "RAW", "event": 7} if legacy else {"type": "RAW", "event": 7, "rawEvent": None})

@@ -120,18 +120,22 @@ _INF = float("inf")
 _GC_PAUSE_MIN = 256
 
 
-def _bulk(decode, array: bytes, n: int) -> list:
+def _bulk(decode, array, n: int, post=None, cands=None) -> list:
     """One msgspec call over the joined array. For big batches the cyclic GC is paused:
     the call allocates many container objects (our Structs carry a ``__dict__``) and
     every collection it triggers would rescan them all for nothing; msgspec holds the
     GIL throughout, so no other thread observes the pause."""
-    if n < _GC_PAUSE_MIN or not _gc_isenabled():
-        return decode(array)
-    _gc_disable()
+    pause = n >= _GC_PAUSE_MIN and _gc_isenabled()
+    if pause:
+        _gc_disable()
     try:
-        return decode(array)
+        items = decode(array)
+        if post is not None and cands and len(items) == n:
+            post(items, cands, 0)
+        return items
     finally:
-        _gc_enable()
+        if pause:
+            _gc_enable()
 
 
 def _reject_constant(name: str):
@@ -268,18 +272,27 @@ class SseDecoder:
             err = None
             if start == 0:
                 # Fast path: one decode call for the whole batch.
+                converted = False
                 try:
-                    if raw != "bytes":
-                        items = _bulk(self._many, b.array(), n)
-                    # Bytes: validate every frame's JSON without building objects.
-                    elif len(self._many(b.array())) == n:
-                        items = b.payloads()
+                    if raw == "bytes":
+                        # Validate every frame's JSON without building objects.
+                        items = b.payloads() if len(self._many(b.array())) == n else None
+                    elif raw == "dict" and self._legacy is not None:
+                        # Legacy candidates are converted inside the same GC pause, and
+                        # fetched before it: any allocation after the pause would
+                        # trigger a collection over everything just decoded.
+                        cands = b.candidates
+                        items = _bulk(self._many, b.array(), n, self._convert_candidates, cands)
+                        converted = True
                     else:
-                        items = None
+                        items = _bulk(self._many, b.array(), n)
                 except _BULK_ERRORS as e:
                     items, err = None, e  # a bad, legacy or unusual frame somewhere
                 if items is not None and len(items) == n:
-                    self._extend(out, items, b, 0)
+                    if converted:
+                        out.extend(items)
+                    else:
+                        self._extend(out, items, b, 0)
                     return
             if raw != "bytes":
                 self._bulk_resume(b, start, out, err)
@@ -289,12 +302,15 @@ class SseDecoder:
     def _extend(self, out: list, items: list, b, first: int) -> None:
         """Append decoded frames ``first..``; dict mode converts the legacy candidates."""
         if self._raw == "dict" and self._legacy is not None:
-            conv = self._legacy.convert
-            last = first + len(items)
-            for c in b.candidates:
-                if first <= c < last:
-                    items[c - first] = conv(items[c - first])
+            self._convert_candidates(items, b.candidates, first)
         out.extend(items)
+
+    def _convert_candidates(self, items: list, cands: list, first: int) -> None:
+        conv = self._legacy.convert
+        last = first + len(items)
+        for c in cands:
+            if first <= c < last:
+                items[c - first] = conv(items[c - first])
 
     def _per_frame(self, b, start: int, end: int, out: list) -> None:
         for i in range(start, end):
