@@ -398,21 +398,18 @@ impl SseParser {
     fn other_field(&mut self, field: &[u8], value: &[u8]) {
         match field {
             b"event" => self.event_type = Some(value.to_vec()),
-            b"id" => {
-                if memchr(0, value).is_none() {
-                    self.id_buf = String::from_utf8_lossy(value).into_owned();
-                    self.id_dirty = true;
-                }
+            // An id containing NUL is ignored (spec).
+            b"id" if memchr(0, value).is_none() => {
+                self.id_buf = String::from_utf8_lossy(value).into_owned();
+                self.id_dirty = true;
             }
-            b"retry" => {
-                if !value.is_empty() && value.iter().all(u8::is_ascii_digit) {
-                    // Saturate absurd values instead of failing: the field is advisory.
-                    let mut n: u64 = 0;
-                    for d in value {
-                        n = n.saturating_mul(10).saturating_add(u64::from(d - b'0'));
-                    }
-                    self.retry = Some(n);
+            b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
+                // Saturate absurd values instead of failing: the field is advisory.
+                let mut n: u64 = 0;
+                for d in value {
+                    n = n.saturating_mul(10).saturating_add(u64::from(d - b'0'));
                 }
+                self.retry = Some(n);
             }
             _ => {}
         }
@@ -607,11 +604,7 @@ pub fn is_single_value(p: &[u8]) -> bool {
                     return false;
                 }
             }
-            5 => {
-                if depth == 0 {
-                    return false;
-                }
-            }
+            5 if depth == 0 => return false,
             _ => {}
         }
         i += 1;
