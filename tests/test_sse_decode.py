@@ -624,3 +624,23 @@ def test_modes_with_and_without_legacy(legacy):
     ]
     dicts = decode_sse(s, raw="dict", legacy=legacy)
     assert dicts[7] == ({"type": "RAW", "event": 7} if legacy else {"type": "RAW", "event": 7, "rawEvent": None})
+
+
+def test_aiter_sse_with_httpx_stream():
+    """The adapter on a real `httpx` response body (mock transport, chunked content)."""
+    httpx = pytest.importorskip("httpx")
+    body = _stream_of(300)
+
+    async def content():
+        for i in range(0, len(body), 101):
+            yield body[i : i + 101]
+
+    def handler(request):
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=content())
+
+    async def run():
+        async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+            async with client.stream("GET", "http://agent.invalid/run") as resp:
+                return [ev async for ev in aiter_sse(resp.aiter_bytes(), raw="dict")]
+
+    assert asyncio.run(run()) == decode_sse(body, raw="dict")
