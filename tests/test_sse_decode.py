@@ -644,3 +644,52 @@ def test_aiter_sse_with_httpx_stream():
                 return [ev async for ev in aiter_sse(resp.aiter_bytes(), raw="dict")]
 
     assert asyncio.run(run()) == decode_sse(body, raw="dict")
+
+
+@needs_typed
+def test_invalid_events_agree_with_decode_event():
+    """invalid_events.jsonl through SSE: the stream decoder accepts or rejects each frame
+    exactly like decode_event (legacy off: a pure typing question), with the frame
+    located; all of them together in one stream fail at the first rejected frame."""
+    from agui_fast.decoder import decode_event
+
+    cases = [c for c in _load("invalid_events.jsonl") if c.get("sse")]
+    assert cases
+    for case in cases:
+        data = case["sse"].encode("utf-8")
+        payload = data[len(b"data: ") : -2]
+        try:
+            expected, exp_err = [decode_event(payload)], None
+        except DecodeError as e:
+            expected, exp_err = None, e
+        try:
+            got, err = decode_sse(data, legacy=False), None
+        except DecodeError as e:
+            got, err = None, e
+        assert (err is None) == (exp_err is None), case["name"]
+        if err is None:
+            assert got == expected, case["name"]
+        else:
+            assert type(err) is type(exp_err), case["name"]
+            assert (err.frame_index, err.offset, err.field) == (0, 0, exp_err.field), case["name"]
+    # All in one stream, decoded through the bulk path and its resumption: every call
+    # stops at the next rejected frame, and the frames in between are not lost.
+    stream = b"".join(c["sse"].encode("utf-8") for c in cases)
+    rejected = []
+    for i, c in enumerate(cases):
+        try:
+            decode_event(c["sse"].encode("utf-8")[len(b"data: ") : -2])
+        except DecodeError:
+            rejected.append(i)
+    dec = SseDecoder(legacy=False)
+    seen, errors, pending = 0, [], [stream]
+    while True:
+        try:
+            seen += len(dec.feed(pending.pop()) if pending else dec.close())
+            if not pending:
+                break
+        except DecodeError as e:
+            errors.append(e.frame_index)
+            seen += len(e.events)
+    assert errors == rejected
+    assert seen == len(cases) - len(rejected)
