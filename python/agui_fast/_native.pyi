@@ -53,3 +53,78 @@ class StateDocument:
     def replace(self, doc: Any) -> None: ...
 
 # --- end patch ---
+
+# --- sse ---
+# WHATWG event-stream framing (rust/agui-py/src/sse.rs over agui_core::sse). Typing the
+# payloads is done in agui_fast/sse.py; these only frame. Payloads are valid UTF-8
+# (invalid sequences replaced by U+FFFD, like the reference's TextDecoder).
+from typing import List as _List, Optional as _Optional, Tuple as _Tuple, Union as _Union
+
+SSE_DEFAULT_MAX_BUFFER: int  # 10 MiB
+
+_BytesLike = _Union[bytes, bytearray, memoryview]
+
+class SseBatch:
+    """The frames completed by one feed()/close()/split_sse() call."""
+
+    def __len__(self) -> int: ...
+    @property
+    def first_index(self) -> int:
+        """Stream index of the batch's first frame."""
+    @property
+    def balanced(self) -> bool:
+        """Every payload is structurally one JSON value: a successful decode of
+        ``array()`` has exactly one element per frame."""
+    def array(self) -> bytes:
+        """``b"[p0,p1,...]"``: all payloads as one JSON array (one msgspec call)."""
+    def payloads(self) -> _List[bytes]: ...
+    def payload(self, i: int, /) -> bytes: ...
+    @property
+    def spans(self) -> _List[_Tuple[int, int]]:
+        """``(start, end)`` of each payload inside ``array()``; the byte before each start
+        is ``[`` or ``,`` and the byte at each end is ``,`` or ``]``."""
+    @property
+    def offsets(self) -> _List[int]:
+        """Byte offset in the stream of each frame's first ``data`` line."""
+    @property
+    def candidates(self) -> _List[int]:
+        """Batch-relative indices of frames whose bytes mention ``THINKING_``,
+        ``"binary"`` or ``null`` (only filled when the parser was made with
+        ``candidates=True``)."""
+    @property
+    def error(self) -> _Optional[_Tuple[str, str, int, int]]:
+        """``None`` or ``(kind, message, frame_index, offset)``; kind is
+        ``"buffer_limit"``. The frames before the error are in the batch."""
+
+class SseParser:
+    """Incremental event-stream parser: CR/LF/CRLF, BOM, comments, event/id/retry,
+    multi-line data, final event without its blank line (dispatched by close())."""
+
+    def __init__(
+        self, max_buffer_size: int = ..., check: bool = True, candidates: bool = False
+    ) -> None: ...
+    def feed(self, chunk: _BytesLike, /) -> SseBatch:
+        """Frames completed by ``chunk`` (GIL released for chunks >= 64 KiB). After a
+        buffer-limit error every call returns a batch with the same error."""
+    def close(self) -> SseBatch: ...
+    @property
+    def last_event_id(self) -> str: ...
+    @property
+    def retry(self) -> _Optional[int]: ...
+    @property
+    def frame_count(self) -> int: ...
+    @property
+    def position(self) -> int: ...
+    @property
+    def buffered(self) -> int: ...
+    @property
+    def max_buffer_size(self) -> int: ...
+
+def split_sse(
+    data: _BytesLike, max_buffer_size: int = ..., check: bool = True, candidates: bool = False
+) -> SseBatch:
+    """Frame a whole recorded stream (feed + close) with the GIL released."""
+
+def sse_event(payload: _BytesLike, /) -> bytes:
+    """``data: <line>\\n`` for every line of ``payload`` (LF, CR or CRLF), then ``\\n``."""
+# --- end sse ---
