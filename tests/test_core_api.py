@@ -130,3 +130,15 @@ def test_interop_round_trip_on_every_vector(case):
     assert back == ours and back.__dict__ == ours.__dict__
     assert ours.model_dump(by_alias=True) == theirs.model_dump(by_alias=True)
     assert ours.model_dump() == theirs.model_dump()
+
+
+def test_deep_nesting_is_a_clear_error_not_a_recursion_error():
+    from agui_fast.errors import InvalidJsonError
+
+    deep = '{"type":"RAW","event":' + "[" * 100000 + "]" * 100000 + "}"
+    with pytest.raises(InvalidJsonError):
+        decode_event(deep)
+    from agui_fast.errors import DecodeError
+
+    with pytest.raises(DecodeError):
+        decode_event("[" * 100000)

@@ -58,7 +58,7 @@ def decode_event(data: Union[bytes, bytearray, memoryview, str, Dict[str, Any]])
         return convert_value(data, Event)
     try:
         return EVENT_DECODER.decode(data)  # the fast path, inlined (hashing a Union is slow)
-    except (msgspec.ValidationError, msgspec.DecodeError, UnicodeEncodeError):
+    except (msgspec.ValidationError, msgspec.DecodeError, UnicodeEncodeError, RecursionError):
         return decode_as(data, Event)
 
 
@@ -74,10 +74,14 @@ def decode_as(data: Union[bytes, bytearray, memoryview, str], tp: Any = Event) -
             raise validation_error(exc) from None
     except (msgspec.DecodeError, UnicodeEncodeError):
         pass  # maybe JSON msgspec refuses but Python reads (unpaired surrogates)
+    except RecursionError:
+        raise InvalidJsonError("invalid JSON: nested too deeply") from None
     try:
         obj = json.loads(data)
     except (ValueError, TypeError) as exc:
         raise InvalidJsonError(f"invalid JSON: {exc}") from None
+    except RecursionError:
+        raise InvalidJsonError("invalid JSON: nested too deeply") from None
     return convert_value(obj, tp)
 
 
@@ -109,9 +113,15 @@ def convert_value(value: Any, tp: Any, path: str = "$") -> Any:
     attribute names are accepted where the camelCase key is absent, and dicts given for
     nested models are converted. Raises :class:`EventValidationError` naming the field.
     """
-    cleaned, extras = _strip(value, tp)
+    pos = _EVENT_POSITION if tp is Event else _position_of(tp)
     try:
-        obj = msgspec.convert(cleaned, tp, strict=False)
+        cleaned, extras = _strip(value, pos)
+    except RecursionError:
+        raise InvalidJsonError("invalid event: nested too deeply") from None
+    # Converting to the concrete class (not the Union) uses msgspec's per-class cache.
+    target = _resolve(pos, cleaned) or tp
+    try:
+        obj = msgspec.convert(cleaned, target, strict=False)
     except msgspec.ValidationError as exc:
         raise validation_error(exc, "$" if path.startswith("$") else path) from None
     if extras is not None:
@@ -119,23 +129,24 @@ def convert_value(value: Any, tp: Any, path: str = "$") -> Any:
     return obj
 
 
-_FIELDS_CACHE: Dict[type, Tuple[Tuple[str, str, Any], ...]] = {}
+class _Position:
+    """What may appear at one place of the schema: Structs (by tag) and/or a list."""
+
+    __slots__ = ("single", "tag_field", "by_tag", "item")
+
+    def __init__(self, single, tag_field, by_tag, item):
+        self.single = single
+        self.tag_field = tag_field
+        self.by_tag = by_tag
+        self.item = item
 
 
-def _struct_fields(cls: type) -> Tuple[Tuple[str, str, Any], ...]:
-    fields = _FIELDS_CACHE.get(cls)
-    if fields is None:
-        fields = tuple((f.name, f.encode_name, f.type) for f in msgspec.structs.fields(cls))
-        _FIELDS_CACHE[cls] = fields
-    return fields
-
-
-def _candidates(tp: Any) -> Tuple[List[type], Optional[Any]]:
-    """Struct classes and the list element type reachable at this position of ``tp``."""
+def _position(tp: Any) -> Optional[_Position]:
+    """Build the position for a type annotation (once per class field; never per value)."""
     import typing
 
     structs: List[type] = []
-    list_item = None
+    item = None
     stack = [tp]
     while stack:
         t = stack.pop()
@@ -147,29 +158,63 @@ def _candidates(tp: Any) -> Tuple[List[type], Optional[Any]]:
         elif origin is Union:
             stack.extend(typing.get_args(t))
         elif origin in (list, List):
-            list_item = typing.get_args(t)[0]
-    return structs, list_item
+            item = typing.get_args(t)[0]
+    item_pos = _position(item) if item is not None else None
+    if not structs and item_pos is None:
+        return None
+    tagged = [c for c in structs if c.__struct_config__.tag_field is not None]
+    single = structs[0] if len(structs) == 1 and not tagged else None
+    tag_field = tagged[0].__struct_config__.tag_field if tagged else None
+    by_tag = {c.__struct_config__.tag: c for c in tagged}
+    return _Position(single, tag_field, by_tag, item_pos)
 
 
-def _pick(structs: List[type], value: Dict[str, Any]) -> Optional[type]:
-    if len(structs) == 1 and structs[0].__struct_config__.tag_field is None:
-        return structs[0]
-    for cls in structs:
-        config = cls.__struct_config__
-        if config.tag_field is not None and value.get(config.tag_field) == config.tag:
-            return cls
-    return None
+_POSITIONS: Dict[int, Tuple[Any, Optional[_Position]]] = {}
 
 
-def _strip(value: Any, tp: Any):
+def _position_of(tp: Any) -> Optional[_Position]:
+    # Keyed by id (hashing a typing.Union is slow); the entry keeps tp alive.
+    hit = _POSITIONS.get(id(tp))
+    if hit is None or hit[0] is not tp:
+        hit = _POSITIONS[id(tp)] = (tp, _position(tp))
+    return hit[1]
+
+
+_EVENT_POSITION = _position(Event)
+_PLANS: Dict[type, Tuple[Tuple[str, str, Optional[_Position]], ...]] = {}
+
+
+def _plan(cls: type) -> Tuple[Tuple[str, str, Optional[_Position]], ...]:
+    plan = _PLANS.get(cls)
+    if plan is None:
+        plan = _PLANS[cls] = tuple(
+            (f.name, f.encode_name, _position(f.type)) for f in msgspec.structs.fields(cls)
+        )
+    return plan
+
+
+def _resolve(pos: Optional[_Position], value: Any) -> Optional[type]:
+    """The Struct class ``value`` (a dict) is meant to be at ``pos``, or None."""
+    if pos is None or not isinstance(value, dict):
+        return None
+    if pos.single is not None:
+        return pos.single
+    if pos.tag_field is None:
+        return None
+    try:
+        return pos.by_tag.get(value.get(pos.tag_field))
+    except TypeError:  # an unhashable tag value: msgspec reports it
+        return None
+
+
+def _strip(value: Any, pos: Optional[_Position]):
     """Split ``value`` into (what msgspec should validate, extras tree or None)."""
+    if pos is None:
+        return value, None
     if isinstance(value, dict):
-        structs, _ = _candidates(tp)
-        if not structs:
-            return value, None
-        cls = _pick(structs, value)
+        cls = _resolve(pos, value)
         if cls is None:
-            return value, None  # msgspec reports the bad or missing tag
+            return value, None  # not a model here, or a bad tag that msgspec reports
         cleaned: Dict[str, Any] = {}
         children: Dict[str, Any] = {}
         used = set()
@@ -177,7 +222,7 @@ def _strip(value: Any, tp: Any):
         if tag_field is not None:
             cleaned[tag_field] = cls.__struct_config__.tag  # a str Enum member compares equal
             used.add(tag_field)
-        for name, wire, ftype in _struct_fields(cls):
+        for name, wire, sub_pos in _plan(cls):
             if wire in value:
                 key = wire
             elif name != wire and name in value:
@@ -185,18 +230,16 @@ def _strip(value: Any, tp: Any):
             else:
                 continue
             used.add(key)
-            sub, ext = _strip(value[key], ftype)
+            sub, ext = _strip(value[key], sub_pos)
             cleaned[wire] = sub
             if ext is not None:
                 children[name] = ext
-        extras = {k: v for k, v in value.items() if k not in used}
-        if not extras and not children:
+        if len(used) == len(value) and not children:
             return cleaned, None
+        extras = {k: v for k, v in value.items() if k not in used}
         return cleaned, ("o", extras, children)
-    if isinstance(value, list):
-        _, item = _candidates(tp)
-        if item is None:
-            return value, None
+    if isinstance(value, list) and pos.item is not None:
+        item = pos.item
         out = []
         children_l: Dict[int, Any] = {}
         for i, v in enumerate(value):
@@ -205,8 +248,6 @@ def _strip(value: Any, tp: Any):
             if ext is not None:
                 children_l[i] = ext
         return out, (("l", children_l) if children_l else None)
-    if isinstance(value, msgspec.Struct):
-        return value, None
     return value, None
 
 
