@@ -1,0 +1,485 @@
+//! `google.protobuf.Value` / `Struct` as thin wrappers around `serde_json` values.
+//!
+//! Why not `prost-types`: its `Struct` is a `BTreeMap`, so entries would be written in
+//! sorted order, while the reference writes them in JavaScript key order (byte-exact
+//! frames need that), and decoding must keep wire order with "first position, last
+//! value" for duplicated keys. Wrapping `serde_json` (built with `preserve_order`) also
+//! saves a conversion step in both directions: JSON goes straight to the wire and back.
+//!
+//! Reference behaviour reproduced here (wire-schema §5.1.13, §5.3):
+//! * every number is a double (`number_value`), integers included; `-0.0` keeps its sign;
+//! * map entries in JS key order: canonical array-index keys ("0".."4294967294") first,
+//!   ascending, then the rest in insertion order; `__proto__` is never written;
+//! * an entry whose key is `""` is written without its key field (proto3 default);
+//! * on decode a `Value` without a kind is "absent": a dropped Struct entry, a `null`
+//!   list element, an absent field;
+//! * integral doubles decode as JSON integers (like JS prints them), `-0.0` stays `-0.0`,
+//!   NaN/±Infinity (no JSON form) decode as `null`.
+
+use prost::bytes::{Buf, BufMut};
+use prost::encoding::{
+    decode_varint, encode_varint, encoded_len_varint, skip_field, DecodeContext, WireType,
+};
+use prost::DecodeError;
+use serde_json::{Map, Number, Value as J};
+
+/// `google.protobuf.Value`. `None` = a Value with no kind set (only produced by decoding).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Value(pub Option<J>);
+
+/// `google.protobuf.Struct` (a JSON object).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Struct(pub Map<String, J>);
+
+/// Deepest Value/Struct nesting accepted on decode (a guard against stack exhaustion).
+const MAX_DEPTH: usize = 1000;
+
+// ---------------------------------------------------------------------------------
+// Encoding
+// ---------------------------------------------------------------------------------
+
+#[inline]
+fn ld(n: usize) -> usize {
+    encoded_len_varint(n as u64) + n
+}
+
+/// The double a JSON number travels as. Integers beyond 2^53 round like JS parsing does.
+pub fn number_f64(n: &Number) -> f64 {
+    if let Some(f) = n.as_f64() {
+        return f;
+    }
+    // arbitrary_precision: `as_f64` refuses out-of-range spellings such as 1e400;
+    // JS parses those to ±Infinity, and so does Rust's float parser.
+    n.to_string().parse::<f64>().unwrap_or(f64::NAN)
+}
+
+/// Is `k` a canonical JS array index ("0", or no leading zero, value <= 2^32 - 2)?
+#[inline]
+fn array_index(k: &str) -> Option<u32> {
+    let b = k.as_bytes();
+    if b.is_empty() || b.len() > 10 || !b.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    if b.len() > 1 && b[0] == b'0' {
+        return None;
+    }
+    let v: u64 = k.parse().ok()?;
+    if v <= 4_294_967_294 {
+        Some(v as u32)
+    } else {
+        None
+    }
+}
+
+/// Entries of an object in JavaScript enumeration order (without `__proto__`).
+fn js_entries(m: &Map<String, J>) -> Vec<(&String, &J)> {
+    let mut idx: Vec<(u32, &String, &J)> = Vec::new();
+    let mut rest: Vec<(&String, &J)> = Vec::with_capacity(m.len());
+    for (k, v) in m {
+        if k == "__proto__" {
+            continue;
+        }
+        match array_index(k) {
+            Some(i) => idx.push((i, k, v)),
+            None => rest.push((k, v)),
+        }
+    }
+    if idx.is_empty() {
+        return rest;
+    }
+    idx.sort_by_key(|e| e.0);
+    let mut out: Vec<(&String, &J)> = idx.into_iter().map(|(_, k, v)| (k, v)).collect();
+    out.extend(rest);
+    out
+}
+
+/// Fast check: does the object need reordering or filtering?
+#[inline]
+fn plain_order(m: &Map<String, J>) -> bool {
+    m.keys().all(|k| {
+        let b = k.as_bytes();
+        !(matches!(b.first(), Some(c) if c.is_ascii_digit()) || k == "__proto__")
+    })
+}
+
+/// Length of a Value message body for `v`.
+pub fn value_body_len(v: &J) -> usize {
+    match v {
+        J::Null | J::Bool(_) => 2,
+        J::Number(_) => 9,
+        J::String(s) => 1 + ld(s.len()),
+        J::Array(a) => 1 + ld(list_body_len(a)),
+        J::Object(m) => 1 + ld(struct_body_len(m)),
+    }
+}
+
+fn list_body_len(a: &[J]) -> usize {
+    a.iter().map(|e| 1 + ld(value_body_len(e))).sum()
+}
+
+#[inline]
+fn entry_body_len(k: &str, v: &J) -> usize {
+    let key = if k.is_empty() { 0 } else { 1 + ld(k.len()) };
+    key + 1 + ld(value_body_len(v))
+}
+
+/// Length of a Struct message body for `m`.
+pub fn struct_body_len(m: &Map<String, J>) -> usize {
+    if plain_order(m) {
+        m.iter().map(|(k, v)| 1 + ld(entry_body_len(k, v))).sum()
+    } else {
+        js_entries(m).into_iter().map(|(k, v)| 1 + ld(entry_body_len(k, v))).sum()
+    }
+}
+
+#[inline]
+fn put_str(tag_byte: u8, s: &str, buf: &mut impl BufMut) {
+    buf.put_u8(tag_byte);
+    encode_varint(s.len() as u64, buf);
+    buf.put_slice(s.as_bytes());
+}
+
+/// Write a Value message body.
+pub fn encode_value_body(v: &J, buf: &mut impl BufMut) {
+    match v {
+        J::Null => buf.put_slice(&[0x08, 0x00]),
+        J::Bool(b) => buf.put_slice(&[0x20, *b as u8]),
+        J::Number(n) => {
+            buf.put_u8(0x11);
+            buf.put_f64_le(number_f64(n));
+        }
+        J::String(s) => put_str(0x1A, s, buf),
+        J::Array(a) => {
+            buf.put_u8(0x32);
+            encode_varint(list_body_len(a) as u64, buf);
+            for e in a {
+                buf.put_u8(0x0A);
+                encode_varint(value_body_len(e) as u64, buf);
+                encode_value_body(e, buf);
+            }
+        }
+        J::Object(m) => {
+            buf.put_u8(0x2A);
+            encode_varint(struct_body_len(m) as u64, buf);
+            encode_struct_body(m, buf);
+        }
+    }
+}
+
+fn encode_entry(k: &str, v: &J, buf: &mut impl BufMut) {
+    buf.put_u8(0x0A);
+    encode_varint(entry_body_len(k, v) as u64, buf);
+    if !k.is_empty() {
+        put_str(0x0A, k, buf);
+    }
+    buf.put_u8(0x12);
+    encode_varint(value_body_len(v) as u64, buf);
+    encode_value_body(v, buf);
+}
+
+/// Write a Struct message body.
+pub fn encode_struct_body(m: &Map<String, J>, buf: &mut impl BufMut) {
+    if plain_order(m) {
+        for (k, v) in m {
+            encode_entry(k, v, buf);
+        }
+    } else {
+        for (k, v) in js_entries(m) {
+            encode_entry(k, v, buf);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Decoding (from a byte slice; the prost glue below hands us the payload)
+// ---------------------------------------------------------------------------------
+
+#[allow(deprecated)] // prost has no other public constructor for a custom message
+fn err(msg: &'static str) -> DecodeError {
+    DecodeError::new(msg)
+}
+
+/// Read a varint from the front of `b`.
+#[inline]
+fn varint(b: &mut &[u8]) -> Result<u64, DecodeError> {
+    decode_varint(b)
+}
+
+fn take<'a>(b: &mut &'a [u8], n: u64) -> Result<&'a [u8], DecodeError> {
+    if n > b.len() as u64 {
+        return Err(err("length runs past the end of the buffer"));
+    }
+    let (head, tail) = b.split_at(n as usize);
+    *b = tail;
+    Ok(head)
+}
+
+fn key(b: &mut &[u8]) -> Result<(u32, WireType), DecodeError> {
+    prost::encoding::decode_key(b)
+}
+
+fn skip(wt: WireType, tag: u32, b: &mut &[u8]) -> Result<(), DecodeError> {
+    skip_field(wt, tag, b, DecodeContext::default())
+}
+
+/// JSON number for a decoded double, printed the way JavaScript would spell it
+/// where it matters to a Python reader: integral values as integers.
+pub fn f64_to_json(x: f64) -> J {
+    if !x.is_finite() {
+        return J::Null;
+    }
+    if x == x.trunc() && x.abs() < 9_007_199_254_740_992.0 && !(x == 0.0 && x.is_sign_negative()) {
+        return J::Number(Number::from(x as i64));
+    }
+    Number::from_f64(x).map(J::Number).unwrap_or(J::Null)
+}
+
+/// Merge one Value field (tag/wire type already read) into `cur`.
+fn merge_value_field(
+    cur: &mut Option<J>,
+    tag: u32,
+    wt: WireType,
+    b: &mut &[u8],
+    depth: usize,
+) -> Result<(), DecodeError> {
+    match (tag, wt) {
+        (1, WireType::Varint) => {
+            varint(b)?;
+            *cur = Some(J::Null);
+        }
+        (2, WireType::SixtyFourBit) => {
+            let raw = take(b, 8)?;
+            let x = f64::from_le_bytes(raw.try_into().unwrap());
+            *cur = Some(f64_to_json(x));
+        }
+        (4, WireType::Varint) => {
+            *cur = Some(J::Bool(varint(b)? != 0));
+        }
+        (3 | 5 | 6, WireType::LengthDelimited) => {
+            let n = varint(b)?;
+            let payload = take(b, n)?;
+            merge_value_len(cur, tag, payload, depth)?;
+        }
+        // Unknown fields and known fields with the wrong wire type are skipped.
+        _ => skip(wt, tag, b)?,
+    }
+    Ok(())
+}
+
+/// Merge a LEN-typed Value field (string, struct or list kind) given its payload.
+fn merge_value_len(cur: &mut Option<J>, tag: u32, payload: &[u8], depth: usize) -> Result<(), DecodeError> {
+    match tag {
+        3 => {
+            // Like the reference's TextDecoder: malformed UTF-8 becomes U+FFFD.
+            *cur = Some(J::String(String::from_utf8_lossy(payload).into_owned()));
+        }
+        5 => {
+            if !matches!(cur, Some(J::Object(_))) {
+                *cur = Some(J::Object(Map::new()));
+            }
+            if let Some(J::Object(m)) = cur {
+                merge_struct(m, payload, depth + 1)?;
+            }
+        }
+        _ => {
+            if !matches!(cur, Some(J::Array(_))) {
+                *cur = Some(J::Array(Vec::new()));
+            }
+            if let Some(J::Array(a)) = cur {
+                merge_list(a, payload, depth + 1)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Decode a whole Value body.
+pub fn decode_value(mut b: &[u8], depth: usize) -> Result<Option<J>, DecodeError> {
+    if depth > MAX_DEPTH {
+        return Err(err("Value nesting too deep"));
+    }
+    let mut cur = None;
+    while !b.is_empty() {
+        let (tag, wt) = key(&mut b)?;
+        merge_value_field(&mut cur, tag, wt, &mut b, depth)?;
+    }
+    Ok(cur)
+}
+
+fn merge_list(a: &mut Vec<J>, mut b: &[u8], depth: usize) -> Result<(), DecodeError> {
+    if depth > MAX_DEPTH {
+        return Err(err("Value nesting too deep"));
+    }
+    while !b.is_empty() {
+        let (tag, wt) = key(&mut b)?;
+        if tag == 1 && wt == WireType::LengthDelimited {
+            let n = varint(&mut b)?;
+            let payload = take(&mut b, n)?;
+            // A kind-less element is JS `undefined` in an array: JSON null.
+            a.push(decode_value(payload, depth + 1)?.unwrap_or(J::Null));
+        } else {
+            skip(wt, tag, &mut b)?;
+        }
+    }
+    Ok(())
+}
+
+/// Decode one map entry and merge it into `m`.
+fn merge_entry(m: &mut Map<String, J>, mut b: &[u8], depth: usize) -> Result<(), DecodeError> {
+    let mut k = String::new();
+    let mut val: Option<J> = None;
+    while !b.is_empty() {
+        let (tag, wt) = key(&mut b)?;
+        match (tag, wt) {
+            (1, WireType::LengthDelimited) => {
+                let n = varint(&mut b)?;
+                k = String::from_utf8_lossy(take(&mut b, n)?).into_owned();
+            }
+            (2, WireType::LengthDelimited) => {
+                let n = varint(&mut b)?;
+                let payload = take(&mut b, n)?;
+                val = merge_value_body(val.take(), payload, depth)?;
+            }
+            _ => skip(wt, tag, &mut b)?,
+        }
+    }
+    // Entries with no value (or a kind-less one) are dropped, like the reference.
+    if let Some(v) = val {
+        // IndexMap insert: a duplicated key keeps its first position, takes the last value.
+        m.insert(k, v);
+    }
+    Ok(())
+}
+
+/// Merge a Value body into an existing value (a repeated occurrence merges).
+fn merge_value_body(cur: Option<J>, mut b: &[u8], depth: usize) -> Result<Option<J>, DecodeError> {
+    if depth > MAX_DEPTH {
+        return Err(err("Value nesting too deep"));
+    }
+    let mut cur = cur;
+    while !b.is_empty() {
+        let (tag, wt) = key(&mut b)?;
+        merge_value_field(&mut cur, tag, wt, &mut b, depth + 1)?;
+    }
+    Ok(cur)
+}
+
+/// Merge a Struct body into `m`.
+pub fn merge_struct(m: &mut Map<String, J>, mut b: &[u8], depth: usize) -> Result<(), DecodeError> {
+    if depth > MAX_DEPTH {
+        return Err(err("Value nesting too deep"));
+    }
+    while !b.is_empty() {
+        let (tag, wt) = key(&mut b)?;
+        if tag == 1 && wt == WireType::LengthDelimited {
+            let n = varint(&mut b)?;
+            let payload = take(&mut b, n)?;
+            merge_entry(m, payload, depth + 1)?;
+        } else {
+            skip(wt, tag, &mut b)?;
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------
+// prost glue
+// ---------------------------------------------------------------------------------
+
+/// Read a LEN payload from a generic `Buf` and run `f` on it (zero-copy for slices).
+fn with_len_payload<B: Buf, R>(
+    buf: &mut B,
+    f: impl FnOnce(&[u8]) -> Result<R, DecodeError>,
+) -> Result<R, DecodeError> {
+    let n = decode_varint(buf)?;
+    if n > buf.remaining() as u64 {
+        return Err(err("length runs past the end of the buffer"));
+    }
+    let n = n as usize;
+    let chunk = buf.chunk();
+    if chunk.len() >= n {
+        let r = f(&chunk[..n])?;
+        buf.advance(n);
+        Ok(r)
+    } else {
+        let bytes = buf.copy_to_bytes(n);
+        f(&bytes)
+    }
+}
+
+impl prost::Message for Value {
+    fn encode_raw(&self, buf: &mut impl BufMut) {
+        if let Some(v) = &self.0 {
+            encode_value_body(v, buf);
+        }
+    }
+
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire_type: WireType,
+        buf: &mut impl Buf,
+        ctx: DecodeContext,
+    ) -> Result<(), DecodeError> {
+        match (tag, wire_type) {
+            (1, WireType::Varint) => {
+                decode_varint(buf)?;
+                self.0 = Some(J::Null);
+                Ok(())
+            }
+            (4, WireType::Varint) => {
+                self.0 = Some(J::Bool(decode_varint(buf)? != 0));
+                Ok(())
+            }
+            (2, WireType::SixtyFourBit) => {
+                if buf.remaining() < 8 {
+                    return Err(err("length runs past the end of the buffer"));
+                }
+                self.0 = Some(f64_to_json(buf.get_f64_le()));
+                Ok(())
+            }
+            (3 | 5 | 6, WireType::LengthDelimited) => {
+                let cur = &mut self.0;
+                with_len_payload(buf, |payload| merge_value_len(cur, tag, payload, 1))
+            }
+            _ => skip_field(wire_type, tag, buf, ctx),
+        }
+    }
+
+    fn encoded_len(&self) -> usize {
+        self.0.as_ref().map_or(0, value_body_len)
+    }
+
+    fn clear(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl prost::Message for Struct {
+    fn encode_raw(&self, buf: &mut impl BufMut) {
+        encode_struct_body(&self.0, buf);
+    }
+
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire_type: WireType,
+        buf: &mut impl Buf,
+        ctx: DecodeContext,
+    ) -> Result<(), DecodeError> {
+        if tag == 1 && wire_type == WireType::LengthDelimited {
+            let m = &mut self.0;
+            with_len_payload(buf, |payload| merge_entry(m, payload, 1))
+        } else {
+            skip_field(wire_type, tag, buf, ctx)
+        }
+    }
+
+    fn encoded_len(&self) -> usize {
+        struct_body_len(&self.0)
+    }
+
+    fn clear(&mut self) {
+        self.0.clear();
+    }
+}
