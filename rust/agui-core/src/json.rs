@@ -1,1 +1,243 @@
-//! (being written)
+//! JSON text output matching the Python reference (pydantic-core's JSON serializer)
+//! byte for byte: the pure pieces (no Python) that the `agui-py` walker uses.
+//!
+//! * strings: compact escaping — `"` and `\` escaped, the control characters
+//!   `\b \t \n \f \r` in their short forms, every other C0 control character as
+//!   `\u00XX` with lowercase hex; DEL (0x7F), `/`, non-ASCII (including U+2028 and
+//!   U+2029) written raw as UTF-8;
+//! * floats: shortest round-trip digits; decimal form with `.0` for integral values
+//!   when the decimal exponent is in `-5..=15` (`1.0`, `0.00001`, `1000000000000000.0`),
+//!   otherwise exponent form with an explicit sign and no padding (`1e-7`, `1e+16`,
+//!   `1.5e-7`, `5e-324`, `1.7976931348623157e+308`); `-0.0` keeps its sign;
+//!   NaN and ±infinity written as `null` (the ag_ui models' `ser_json_inf_nan='null'`);
+//! * integers: exact decimal.
+//!
+//! The expected strings in the tests below were produced by `pydantic_core.to_json`
+//! (pydantic-core 2.46.4).
+
+/// Escape class of each byte: 0 = written raw; `b'u'` = `\u00XX`; otherwise the
+/// character after the backslash.
+static ESCAPE: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut i = 0;
+    while i < 0x20 {
+        t[i] = b'u';
+        i += 1;
+    }
+    t[0x08] = b'b';
+    t[0x09] = b't';
+    t[0x0A] = b'n';
+    t[0x0C] = b'f';
+    t[0x0D] = b'r';
+    t[b'"' as usize] = b'"';
+    t[b'\\' as usize] = b'\\';
+    t
+};
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// Append the body of a JSON string (the escaped characters, without the quotes).
+#[inline]
+pub fn write_str_body(buf: &mut Vec<u8>, s: &str) {
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        let esc = ESCAPE[b as usize];
+        if esc == 0 {
+            i += 1;
+            continue;
+        }
+        if start < i {
+            buf.extend_from_slice(&bytes[start..i]);
+        }
+        if esc == b'u' {
+            buf.extend_from_slice(&[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[(b >> 4) as usize],
+                HEX[(b & 0xF) as usize],
+            ]);
+        } else {
+            buf.extend_from_slice(&[b'\\', esc]);
+        }
+        i += 1;
+        start = i;
+    }
+    if start < bytes.len() {
+        buf.extend_from_slice(&bytes[start..]);
+    }
+}
+
+/// Append `s` as a JSON string (with quotes).
+#[inline]
+pub fn write_str(buf: &mut Vec<u8>, s: &str) {
+    buf.reserve(s.len() + 2);
+    buf.push(b'"');
+    write_str_body(buf, s);
+    buf.push(b'"');
+}
+
+/// Append `"key":` (the escaped key followed by the colon).
+#[inline]
+pub fn write_key(buf: &mut Vec<u8>, key: &str) {
+    write_str(buf, key);
+    buf.push(b':');
+}
+
+/// Pre-encode `"key":` once (used for field plans).
+pub fn encoded_key(key: &str) -> Vec<u8> {
+    let mut v = Vec::with_capacity(key.len() + 3);
+    write_key(&mut v, key);
+    v
+}
+
+/// Append a float as pydantic writes it; NaN and ±infinity become `null`.
+#[inline]
+pub fn write_f64(buf: &mut Vec<u8>, x: f64) {
+    if x.is_finite() {
+        let mut b = zmij::Buffer::new();
+        buf.extend_from_slice(b.format_finite(x).as_bytes());
+    } else {
+        buf.extend_from_slice(b"null");
+    }
+}
+
+/// Append a signed 64-bit integer.
+#[inline]
+pub fn write_i64(buf: &mut Vec<u8>, x: i64) {
+    let mut b = itoa::Buffer::new();
+    buf.extend_from_slice(b.format(x).as_bytes());
+}
+
+/// Append an unsigned 64-bit integer.
+#[inline]
+pub fn write_u64(buf: &mut Vec<u8>, x: u64) {
+    let mut b = itoa::Buffer::new();
+    buf.extend_from_slice(b.format(x).as_bytes());
+}
+
+/// Append `true` / `false`.
+#[inline]
+pub fn write_bool(buf: &mut Vec<u8>, x: bool) {
+    buf.extend_from_slice(if x { b"true" } else { b"false" });
+}
+
+/// Append `null`.
+#[inline]
+pub fn write_null(buf: &mut Vec<u8>) {
+    buf.extend_from_slice(b"null");
+}
+
+/// Format a float into a new `String` (convenience for tests and callers).
+pub fn f64_to_string(x: f64) -> String {
+    let mut v = Vec::new();
+    write_f64(&mut v, x);
+    String::from_utf8(v).expect("ascii")
+}
+
+/// Escape a string into a new `String` (with quotes).
+pub fn str_to_json(s: &str) -> String {
+    let mut v = Vec::new();
+    write_str(&mut v, s);
+    String::from_utf8(v).expect("valid utf-8 in, valid utf-8 out")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floats_match_pydantic() {
+        // (value, pydantic_core.to_json(value)) pairs.
+        let cases: &[(f64, &str)] = &[
+            (0.0, "0.0"),
+            (-0.0, "-0.0"),
+            (1.0, "1.0"),
+            (-1.0, "-1.0"),
+            (100.0, "100.0"),
+            (0.1, "0.1"),
+            (0.5, "0.5"),
+            (1.5, "1.5"),
+            (3.14159, "3.14159"),
+            (5e-324, "5e-324"),
+            (1.7976931348623157e308, "1.7976931348623157e+308"),
+            (-1.7976931348623157e308, "-1.7976931348623157e+308"),
+            (2.2250738585072014e-308, "2.2250738585072014e-308"),
+            (1e16, "1e+16"),
+            (-1e16, "-1e+16"),
+            (1e15, "1000000000000000.0"),
+            (9999999999999998.0, "9999999999999998.0"),
+            (1.2345678901234568e17, "1.2345678901234568e+17"),
+            (1e20, "1e+20"),
+            (1e21, "1e+21"),
+            (1e22, "1e+22"),
+            (1e100, "1e+100"),
+            (1.5e300, "1.5e+300"),
+            (1e-5, "0.00001"),
+            (1.2345e-5, "0.000012345"),
+            (1e-4, "0.0001"),
+            (1e-6, "1e-6"),
+            (1e-7, "1e-7"),
+            (1.5e-7, "1.5e-7"),
+            (2.5e-300, "2.5e-300"),
+            (123456.789, "123456.789"),
+            (0.30000000000000004, "0.30000000000000004"),
+            (1700000000000.5, "1700000000000.5"),
+            (9007199254740993.0, "9007199254740992.0"),
+        ];
+        for &(x, want) in cases {
+            assert_eq!(f64_to_string(x), want, "float {x:e}");
+        }
+    }
+
+    #[test]
+    fn non_finite_floats_are_null() {
+        assert_eq!(f64_to_string(f64::NAN), "null");
+        assert_eq!(f64_to_string(f64::INFINITY), "null");
+        assert_eq!(f64_to_string(f64::NEG_INFINITY), "null");
+    }
+
+    #[test]
+    fn control_characters_match_pydantic() {
+        let all: String = (0u8..0x20).map(|b| b as char).collect();
+        assert_eq!(
+            str_to_json(&all),
+            concat!(
+                r#""\u0000\u0001\u0002\u0003\u0004\u0005\u0006\u0007\b\t\n\u000b\f\r"#,
+                r#"\u000e\u000f\u0010\u0011\u0012\u0013\u0014\u0015\u0016\u0017\u0018\u0019"#,
+                r#"\u001a\u001b\u001c\u001d\u001e\u001f""#
+            )
+        );
+    }
+
+    #[test]
+    fn specials_and_non_ascii_match_pydantic() {
+        // pydantic_core.to_json('\x7f/"\\\u2028\u2029é😀')
+        assert_eq!(
+            str_to_json("\u{7f}/\"\\\u{2028}\u{2029}é😀"),
+            "\"\u{7f}/\\\"\\\\\u{2028}\u{2029}é😀\""
+        );
+        assert_eq!(str_to_json(""), "\"\"");
+        assert_eq!(str_to_json("hello"), "\"hello\"");
+        assert_eq!(str_to_json("a\"b"), r#""a\"b""#);
+        assert_eq!(str_to_json("</script>"), "\"</script>\"");
+    }
+
+    #[test]
+    fn keys_and_ints() {
+        assert_eq!(encoded_key("messageId"), b"\"messageId\":");
+        let mut v = Vec::new();
+        write_i64(&mut v, i64::MIN);
+        v.push(b',');
+        write_u64(&mut v, u64::MAX);
+        v.push(b',');
+        write_bool(&mut v, true);
+        v.push(b',');
+        write_null(&mut v);
+        assert_eq!(v, b"-9223372036854775808,18446744073709551615,true,null");
+    }
+}

@@ -1,0 +1,83 @@
+"""Encoding events to SSE: agui_fast vs ag_ui.encoder (pydantic) vs the bare msgspec floor.
+
+Groups:
+* encode_small: one TEXT_MESSAGE_CONTENT — our Struct via EventEncoder.encode, the reference
+  encoder on its pydantic event, and ``msgspec.json.encode`` of the Struct (the floor: no
+  SSE framing, no str).
+* encode_small_pydantic: the *reference's* pydantic event through our encoder vs its own.
+* encode_snapshot: a MESSAGES_SNAPSHOT of a few hundred messages.
+* encode_many: a batch of 1,000 mixed events into one buffer.
+"""
+
+import msgspec
+import pytest
+from pydantic import TypeAdapter
+
+import ag_ui.core as ref
+from ag_ui.encoder import EventEncoder as RefEncoder
+
+from agui_fast.core import TextMessageContentEvent
+from agui_fast.decoder import decode_event
+from agui_fast.encoder import EventEncoder
+from agui_fast.interop import to_ag_ui
+
+from conftest import load_jsonl
+
+ENC = EventEncoder()
+REF = RefEncoder()
+SMALL = TextMessageContentEvent(message_id="msg_1", delta="Hello, world")
+SMALL_REF = to_ag_ui(SMALL)
+_msgspec_encode = msgspec.json.encode
+
+CASES = {c["name"]: c for c in load_jsonl("codec/events.jsonl")}
+SNAPSHOT = decode_event(CASES["structure/many_messages"]["sse"][6:-2]) if "structure/many_messages" in CASES else None
+MIXED = [decode_event(c["py_sse"][6:-2]) for c in CASES.values() if c["py_sse"]][:1000]
+MIXED_REF = [to_ag_ui(e) for e in MIXED]
+
+
+def test_encode_small__agui_fast(benchmark):
+    benchmark.group = "encode_small"
+    assert benchmark(ENC.encode, SMALL) == REF.encode(SMALL_REF)
+
+
+def test_encode_small__ag_ui(benchmark):
+    benchmark.group = "encode_small"
+    benchmark(REF.encode, SMALL_REF)
+
+
+def test_encode_small__msgspec_floor(benchmark):
+    benchmark.group = "encode_small"
+    benchmark(_msgspec_encode, SMALL)
+
+
+def test_encode_small_pydantic__agui_fast(benchmark):
+    benchmark.group = "encode_small_pydantic"
+    assert benchmark(ENC.encode, SMALL_REF) == REF.encode(SMALL_REF)
+
+
+def test_encode_small_pydantic__ag_ui(benchmark):
+    benchmark.group = "encode_small_pydantic"
+    benchmark(REF.encode, SMALL_REF)
+
+
+@pytest.mark.skipif(SNAPSHOT is None, reason="no snapshot vector")
+def test_encode_snapshot__agui_fast(benchmark):
+    benchmark.group = "encode_snapshot"
+    benchmark(ENC.encode, SNAPSHOT)
+
+
+@pytest.mark.skipif(SNAPSHOT is None, reason="no snapshot vector")
+def test_encode_snapshot__ag_ui(benchmark):
+    benchmark.group = "encode_snapshot"
+    theirs = to_ag_ui(SNAPSHOT)
+    benchmark(REF.encode, theirs)
+
+
+def test_encode_many__agui_fast(benchmark):
+    benchmark.group = "encode_many_1000"
+    benchmark(ENC.encode_many, MIXED)
+
+
+def test_encode_many__ag_ui(benchmark):
+    benchmark.group = "encode_many_1000"
+    benchmark(lambda: "".join(REF.encode(e) for e in MIXED_REF).encode())

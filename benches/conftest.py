@@ -1,0 +1,40 @@
+"""Shared bench helpers: vector loading and a ratio table after every benchmark run.
+
+Every benchmark sets ``benchmark.group`` and is named ``..._<impl>``; in each group the
+implementation whose name contains ``agui_fast`` is ours, the rest are peers measured in the
+same run. The table printed at the end gives each peer's mean time divided by ours
+(> 1 means we are faster) — ratios, not absolute times, are what the README quotes.
+"""
+
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VECTORS = ROOT / "tests" / "vectors"
+sys.path.insert(0, str(ROOT / "tests"))
+
+
+def load_jsonl(relpath):
+    with open(VECTORS / relpath, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    session = getattr(config, "_benchmarksession", None)
+    if session is None or not session.benchmarks:
+        return
+    groups = defaultdict(dict)
+    for bench in session.benchmarks:
+        impl = bench.name.split("[")[0].rsplit("__", 1)[-1]
+        groups[bench.group or bench.name][impl] = bench.stats.mean
+    tr = terminalreporter
+    tr.write_sep("=", "ratios: peer mean time / agui_fast mean time (higher = we are faster)")
+    for group, impls in sorted(groups.items()):
+        ours = {k: v for k, v in impls.items() if "agui_fast" in k}
+        for our_name, our_t in ours.items():
+            for peer, t in impls.items():
+                if peer in ours:
+                    continue
+                tr.write_line(f"{group:45s} {our_name:28s} vs {peer:28s} {t / our_t:9.2f}x")

@@ -1,0 +1,96 @@
+"""EventEncoder: drop-in behaviour, batch encoding and Accept negotiation."""
+
+import pytest
+
+from ag_ui.encoder import AGUI_MEDIA_TYPE as REF_MEDIA_TYPE
+from ag_ui.encoder import EventEncoder as RefEncoder
+
+from agui_fast.core import CustomEvent, TextMessageContentEvent, TextMessageStartEvent
+from agui_fast.decoder import decode_event
+from agui_fast.encoder import AGUI_MEDIA_TYPE, SSE_MEDIA_TYPE, EventEncoder, negotiate
+from agui_fast.errors import EncodeError
+from agui_fast.interop import to_ag_ui
+
+from conftest import load_jsonl
+
+EVENTS = [c for c in load_jsonl("codec/events.jsonl") if c["py_sse"] is not None]
+
+
+def test_media_type_constant_matches_reference():
+    assert AGUI_MEDIA_TYPE == REF_MEDIA_TYPE == "application/vnd.ag-ui.event+proto"
+
+
+@pytest.mark.parametrize(
+    "accept, expected",
+    [
+        (None, SSE_MEDIA_TYPE),
+        ("", SSE_MEDIA_TYPE),
+        ("text/event-stream", SSE_MEDIA_TYPE),
+        ("application/vnd.ag-ui.event+proto", AGUI_MEDIA_TYPE),
+        ("APPLICATION/VND.AG-UI.EVENT+PROTO", AGUI_MEDIA_TYPE),
+        ("application/x-ag-ui", AGUI_MEDIA_TYPE),  # the pre-1.0 name
+        # deliberate deviations from the TypeScript reference (it says protobuf):
+        ("*/*", SSE_MEDIA_TYPE),
+        ("application/*", SSE_MEDIA_TYPE),
+        ("text/event-stream, application/vnd.ag-ui.event+proto;q=0.1", SSE_MEDIA_TYPE),
+        # ties give SSE
+        ("application/vnd.ag-ui.event+proto, text/event-stream", SSE_MEDIA_TYPE),
+        ("application/vnd.ag-ui.event+proto;q=0.5, */*;q=0.5", SSE_MEDIA_TYPE),
+        # explicit preference for protobuf
+        ("application/vnd.ag-ui.event+proto, text/event-stream;q=0.5", AGUI_MEDIA_TYPE),
+        ("application/vnd.ag-ui.event+proto;q=0.9, */*;q=0.8", AGUI_MEDIA_TYPE),
+        ("text/*;q=0.2, application/vnd.ag-ui.event+proto;q=0.3", AGUI_MEDIA_TYPE),
+        # the most specific range decides text/event-stream's q (RFC 9110)
+        ("text/event-stream;q=0.1, */*, application/vnd.ag-ui.event+proto;q=0.5", AGUI_MEDIA_TYPE),
+        ("application/vnd.ag-ui.event+proto;q=0", SSE_MEDIA_TYPE),
+        ("application/vnd.ag-ui.event+proto; charset=utf-8", AGUI_MEDIA_TYPE),
+        ('application/vnd.ag-ui.event+proto;foo="a,b;q=0";q=0.7, text/event-stream;q=0.6', AGUI_MEDIA_TYPE),
+        ("application/vnd.ag-ui.event+proto;q=abc", SSE_MEDIA_TYPE),
+        ("application/x-protobuf", SSE_MEDIA_TYPE),
+        ("garbage, ,;;", SSE_MEDIA_TYPE),
+    ],
+)
+def test_negotiation(accept, expected):
+    assert negotiate(accept) == expected
+    assert EventEncoder(accept).get_content_type() == expected
+
+
+def test_drop_in_surface():
+    ref, ours = RefEncoder(), EventEncoder()
+    ev = TextMessageStartEvent(message_id="m1")
+    assert ours.get_content_type() == ref.get_content_type() == "text/event-stream"
+    assert ours.encode(ev) == ours.encode_sse(ev) == ref.encode(to_ag_ui(ev))
+    assert ours.encode_binary(ev) == ours.encode(ev).encode()
+
+
+def test_pydantic_events_encode_identically():
+    for case in EVENTS[:200]:
+        ours = decode_event(case["py_sse"][6:-2])
+        theirs = to_ag_ui(ours)
+        assert EventEncoder().encode(theirs) == case["py_sse"]
+
+
+def test_encode_many_is_the_concatenation():
+    events = [decode_event(c["py_sse"][6:-2]) for c in EVENTS[:100]]
+    expected = "".join(c["py_sse"] for c in EVENTS[:100]).encode()
+    assert EventEncoder().encode_many(events) == expected
+    assert EventEncoder().encode_many(iter(events)) == expected
+    assert EventEncoder().encode_many([to_ag_ui(e) for e in events]) == expected
+    assert EventEncoder().encode_many([]) == b""
+
+
+def test_unencodable_values_raise_encode_error():
+    with pytest.raises(EncodeError):
+        EventEncoder().encode(CustomEvent(name="x", value="\ud800"))
+    with pytest.raises(EncodeError):
+        EventEncoder().encode(CustomEvent(name="x", value={1: "non-str key"}))
+    with pytest.raises(EncodeError):
+        EventEncoder().encode(CustomEvent(name="x", value=object()))
+    assert issubclass(EncodeError, ValueError)
+
+
+def test_extras_are_written_after_declared_fields():
+    ev = TextMessageContentEvent(message_id="m1", delta="x", extra_field=1, anotherOne=None)
+    assert EventEncoder().encode(ev) == (
+        'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"x","extra_field":1,"anotherOne":null}\n\n'
+    )

@@ -1,0 +1,609 @@
+"""The Rust JSON writer (`agui_fast._native.dumps` / `encode_sse*`) against the Python
+reference: ag_ui's `EventEncoder` (pydantic) output byte for byte, and
+`pydantic_core.to_json` for plain JSON-like values."""
+
+from __future__ import annotations
+
+import enum
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any, ClassVar, Dict, List, Optional, Tuple
+
+import msgspec
+import pydantic
+import pydantic_core
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+import ag_ui.core as core
+from ag_ui.encoder import EventEncoder
+from agui_fast import _native
+from agui_fast.errors import AguiError, EncodeError
+
+VECTORS = Path(__file__).parent / "vectors" / "codec"
+EVENT_ADAPTER = pydantic.TypeAdapter(core.Event)
+
+
+def _load(name: str) -> List[Dict[str, Any]]:
+    with open(VECTORS / name, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def _validate(case: Dict[str, Any]):
+    if case.get("event_json") is not None:
+        return EVENT_ADAPTER.validate_json(case["event_json"])
+    return EVENT_ADAPTER.validate_python(case["event"])
+
+
+EVENT_CASES = _load("events.jsonl")
+ACCEPTED_INVALID_CASES = [c for c in _load("invalid_events.jsonl") if c.get("py_rejects") is False]
+
+
+# ---------------------------------------------------------------------------
+# The vectors: byte-for-byte equality with the Python reference's SSE
+# ---------------------------------------------------------------------------
+
+
+def _check_case(case: Dict[str, Any]) -> None:
+    model = _validate(case)
+    if case.get("py_error"):
+        assert case.get("py_stage", "encode") == "encode"
+        with pytest.raises(EncodeError, match="surrogate"):
+            _native.encode_sse(model)
+        with pytest.raises(EncodeError):
+            _native.dumps(model)
+        return
+    expected = case["py_sse"]
+    got = _native.encode_sse(model)
+    assert type(got) is str
+    assert got == expected
+    assert _native.encode_sse_bytes(model) == expected.encode("utf-8")
+    assert _native.dumps(model) == expected[len("data: ") : -2].encode("utf-8")
+
+
+@pytest.mark.parametrize("case", EVENT_CASES, ids=[c["name"] for c in EVENT_CASES])
+def test_events_vectors(case):
+    _check_case(case)
+
+
+@pytest.mark.parametrize(
+    "case", ACCEPTED_INVALID_CASES, ids=[c["name"] for c in ACCEPTED_INVALID_CASES]
+)
+def test_accepted_invalid_events_vectors(case):
+    _check_case(case)
+
+
+def test_vector_counts():
+    assert len(EVENT_CASES) == 598
+    assert len(ACCEPTED_INVALID_CASES) > 0
+    assert sum(1 for c in EVENT_CASES if c.get("py_error")) == 5
+
+
+def test_encode_sse_many_all_vectors():
+    models, expected = [], []
+    for case in EVENT_CASES + ACCEPTED_INVALID_CASES:
+        if case.get("py_error"):
+            continue
+        models.append(_validate(case))
+        expected.append(case["py_sse"])
+    assert _native.encode_sse_many(models) == "".join(expected).encode("utf-8")
+    assert _native.encode_sse_many(iter(models)) == "".join(expected).encode("utf-8")
+    assert _native.encode_sse_many(m for m in models[:3]) == "".join(expected[:3]).encode()
+    assert _native.encode_sse_many([]) == b""
+
+
+def test_encode_sse_many_error_propagates():
+    good = core.TextMessageStartEvent(message_id="m")
+    bad = core.TextMessageContentEvent(message_id="m", delta="\ud800")
+    with pytest.raises(EncodeError):
+        _native.encode_sse_many([good, bad])
+    with pytest.raises(TypeError):
+        _native.encode_sse_many(5)
+
+
+# ---------------------------------------------------------------------------
+# Reference models built directly (the verified table of events-1.0.md §1.4 and more)
+# ---------------------------------------------------------------------------
+
+
+def _ref_models():
+    c = core
+    return [
+        c.TextMessageStartEvent(message_id="m1"),
+        c.TextMessageStartEvent(
+            message_id="m1",
+            role="assistant",
+            name="n",
+            subagent_run_id="s",
+            timestamp=1,
+            raw_event={"a": None},
+            metadata={"k": None},
+        ),
+        c.TextMessageContentEvent(message_id="m1", delta="x", extra_field=1, anotherOne=None),
+        c.CustomEvent(name="n", value=None),
+        c.StateDeltaEvent(
+            delta=[{"op": "move", "from": "/a", "path": "/b"}, {"op": "add", "path": "/x", "value": None}]
+        ),
+        c.RunFinishedEvent(thread_id="t", run_id="r", outcome={"type": "cancelled"}, usage=[]),
+        c.ActivitySnapshotEvent(message_id="m", activity_type="A", content={}, replace=False),
+        c.ReasoningMessageStartEvent(message_id="m"),
+        c.SubagentFinishedEvent(subagent_run_id="s", outcome={"type": "suspended"}),
+        c.MessagesSnapshotEvent(
+            messages=[
+                c.AssistantMessage(
+                    id="a",
+                    tool_calls=[c.ToolCall(id="tc", function=c.FunctionCall(name="f", arguments="{}"))],
+                ),
+                c.ToolMessage(id="t", content="c", tool_call_id="tc", subagent_run_id="s"),
+                c.ActivityMessage(id="x", activity_type="PLAN", content={}),
+                c.UserMessage(id="u", content="hi"),
+            ]
+        ),
+        # NaN / inf: null inside values; an omittable field holding NaN is left out.
+        c.TextMessageContentEvent.model_validate(
+            {"messageId": "m", "delta": "x", "rawEvent": float("nan"), "metadata": {"a": float("inf")}}
+        ),
+        c.RawEvent(event=float("-inf")),
+        c.RawEvent(event=[1.5, -0.0, 1e16, 1e-7, 2**80, -(2**70), True, None, "é\u2028"]),
+        # snake_case duplicate kept as an extra; an extra named like an omittable field is
+        # dropped when None.
+        c.TextMessageContentEvent.model_validate(
+            {"messageId": "m", "message_id": "x", "delta": "d", "raw_event": None, "rawEvent": 1}
+        ),
+        c.TextMessageContentEvent.model_validate(
+            {"messageId": "m", "delta": "d", "raw_event": None, "zzz": None}
+        ),
+        c.CustomEvent(name="n", value={"z": 1, "a": 2, "10": 3, "2": 4}),
+        c.StateSnapshotEvent(snapshot=(1, "two", (3,))),
+    ]
+
+
+@pytest.mark.parametrize("model", _ref_models(), ids=lambda m: type(m).__name__)
+def test_reference_models(model):
+    assert _native.encode_sse(model) == EventEncoder().encode(model)
+
+
+def test_reference_enum_and_nested_models_directly():
+    assert _native.dumps(core.EventType.RUN_STARTED) == b'"RUN_STARTED"'
+    assert _native.dumps(core.FunctionCall(name="f", arguments="{}")) == b'{"name":"f","arguments":"{}"}'
+    msg = core.UserMessage(id="u", content="hi")
+    assert _native.dumps(msg) == msg.model_dump_json(by_alias=True).encode()
+
+
+# ---------------------------------------------------------------------------
+# Plain values against pydantic_core.to_json
+# ---------------------------------------------------------------------------
+
+FLOAT_EDGES = [
+    0.0, -0.0, 5e-324, -5e-324, 1.7976931348623157e308, -1.7976931348623157e308,
+    2.2250738585072014e-308, 1e16, 9999999999999998.0, 1e15, 1e-5, 9.999999999999999e-6,
+    1e-6, 1e-7, 0.1, 0.2, 0.30000000000000004, 1.0, 100.0, 1e20, 1e21, 1e22, 1e100,
+    1.5e-7, 123456789.123, 1700000000000.0, 2.0**53, 2.0**63, 2.0**64, 0.5, 1 / 3,
+]
+
+
+@pytest.mark.parametrize("x", FLOAT_EDGES, ids=repr)
+def test_float_edges(x):
+    assert _native.dumps(x) == pydantic_core.to_json(x)
+    assert _native.dumps(-x) == pydantic_core.to_json(-x)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_floats_match_pydantic(x):
+    assert _native.dumps(x) == pydantic_core.to_json(x)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.integers(min_value=0, max_value=2**64 - 1))
+def test_float_bit_patterns_match_pydantic(bits):
+    import struct
+
+    x = struct.unpack("<d", struct.pack("<Q", bits))[0]
+    if math.isfinite(x):
+        assert _native.dumps(x) == pydantic_core.to_json(x)
+    else:
+        assert _native.dumps(x) == b"null"
+
+
+@pytest.mark.parametrize("x", [math.nan, math.inf, -math.inf, -math.nan])
+def test_non_finite_floats_are_null(x):
+    assert _native.dumps(x) == b"null"
+    assert _native.dumps(x) == pydantic_core.to_json(x, inf_nan_mode="null")
+    assert _native.dumps([x, {"k": x}]) == b'[null,{"k":null}]'
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.integers(min_value=-(2**300), max_value=2**300))
+@example(2**63 - 1)
+@example(2**63)
+@example(-(2**63))
+@example(-(2**63) - 1)
+@example(2**64 - 1)
+@example(2**64)
+def test_ints_match_pydantic(n):
+    assert _native.dumps(n) == pydantic_core.to_json(n) == str(n).encode()
+
+
+def test_huge_int():
+    n = 7**2000
+    assert _native.dumps(n) == str(n).encode()
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.text())
+@example("".join(chr(i) for i in range(0x80)))
+@example('\u2028\u2029/\\"\x7f\U0001f600')
+def test_strings_match_pydantic(s):
+    assert _native.dumps(s) == pydantic_core.to_json(s)
+
+
+def test_control_characters_each():
+    for i in range(0x80):
+        ch = chr(i)
+        assert _native.dumps(ch) == pydantic_core.to_json(ch), hex(i)
+
+
+JSON_LEAVES = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**100), max_value=2**100)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20)
+)
+JSON_VALUES = st.recursive(
+    JSON_LEAVES,
+    lambda children: st.lists(children, max_size=5)
+    | st.dictionaries(st.text(max_size=10), children, max_size=5),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(JSON_VALUES)
+def test_json_values_match_pydantic(x):
+    assert _native.dumps(x) == pydantic_core.to_json(x)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.text(max_size=8), st.integers()), max_size=20))
+def test_dict_key_order_preserved(items):
+    d = dict(items)
+    assert _native.dumps(d) == pydantic_core.to_json(d)
+    assert list(json.loads(_native.dumps(d))) == list(d)
+
+
+def test_simple_values():
+    assert _native.dumps(None) == b"null"
+    assert _native.dumps(True) == b"true"
+    assert _native.dumps(False) == b"false"
+    assert _native.dumps([]) == b"[]"
+    assert _native.dumps({}) == b"{}"
+    assert _native.dumps(()) == b"[]"
+    assert _native.dumps((1, [2, (3,)])) == b"[1,[2,[3]]]"
+    assert _native.dumps({"a": [1, {"b": None}]}) == b'{"a":[1,{"b":null}]}'
+    assert type(_native.dumps(1)) is bytes
+
+
+class Color(str, enum.Enum):
+    RED = "red"
+
+
+class Num(enum.IntEnum):
+    ONE = 1
+
+
+class Plain(enum.Enum):
+    A = "a"
+    B = 2.5
+
+
+class MyStr(str):
+    def __str__(self):
+        return "not this"
+
+
+class MyInt(int):
+    def __repr__(self):
+        return "not this"
+
+
+class MyFloat(float):
+    pass
+
+
+class MyDict(dict):
+    pass
+
+
+class MyList(list):
+    pass
+
+
+def test_enums_and_subclasses():
+    assert _native.dumps(Color.RED) == b'"red"'
+    assert _native.dumps(Num.ONE) == b"1"
+    assert _native.dumps(Plain.A) == b'"a"'
+    assert _native.dumps(Plain.B) == b"2.5"
+    assert _native.dumps({Color.RED: Num.ONE}) == b'{"red":1}'
+    assert _native.dumps(MyStr("x\n")) == b'"x\\n"'
+    assert _native.dumps({MyStr("k"): 1}) == b'{"k":1}'
+    assert _native.dumps(MyInt(5)) == b"5"
+    assert _native.dumps(MyInt(2**70)) == str(2**70).encode()
+    assert _native.dumps(MyFloat(1.0)) == b"1.0"
+    assert _native.dumps(MyDict(a=1)) == b'{"a":1}'
+    assert _native.dumps(MyList([1, 2])) == b"[1,2]"
+    for v in [Color.RED, Num.ONE, Plain.A, MyStr("k"), MyInt(5), MyFloat(1.0), MyDict(a=1)]:
+        assert _native.dumps(v) == pydantic_core.to_json(v)
+
+
+# ---------------------------------------------------------------------------
+# msgspec Structs with a field plan (__agui_fields__)
+# ---------------------------------------------------------------------------
+
+
+class Inner(msgspec.Struct, dict=True):
+    __agui_fields__: ClassVar[Tuple[Tuple[str, str, bool], ...]] = (
+        ("name", "name", False),
+        ("call_id", "callId", True),
+    )
+    name: str
+    call_id: Optional[str] = None
+
+
+class Outer(msgspec.Struct, dict=True, kw_only=True):
+    __agui_fields__: ClassVar[Tuple[Tuple[str, str, bool], ...]] = (
+        ("type", "type", False),
+        ("timestamp", "timestamp", True),
+        ("raw_event", "rawEvent", True),
+        ("message_id", "messageId", False),
+        ("value", "value", False),
+        ("children", "children", True),
+    )
+    type: core.EventType = core.EventType.CUSTOM
+    timestamp: Optional[int] = None
+    raw_event: Any = None
+    message_id: str
+    value: Any = None
+    children: Optional[List[Inner]] = None
+
+
+class NoDict(msgspec.Struct):
+    __agui_fields__: ClassVar[Tuple[Tuple[str, str, bool], ...]] = (("b", "B", False), ("a", "A", False))
+    a: int = 1
+    b: int = 2
+
+
+def test_struct_fields_in_plan_order_and_omission():
+    o = Outer(message_id="m")
+    assert _native.dumps(o) == b'{"type":"CUSTOM","messageId":"m","value":null}'
+    o = Outer(message_id="m", timestamp=5, raw_event={"x": None}, value=[1], children=[Inner("n")])
+    assert _native.dumps(o) == (
+        b'{"type":"CUSTOM","timestamp":5,"rawEvent":{"x":null},"messageId":"m","value":[1],'
+        b'"children":[{"name":"n"}]}'
+    )
+    assert _native.dumps(NoDict()) == b'{"B":2,"A":1}'
+    assert _native.encode_sse(NoDict()) == 'data: {"B":2,"A":1}\n\n'
+
+
+def test_struct_extras_from_dict():
+    o = Outer(message_id="m")
+    o.__dict__["extra_field"] = 1
+    o.__dict__["anotherOne"] = None
+    o.__dict__["z"] = {"é": [1.5]}
+    assert _native.dumps(o) == (
+        b'{"type":"CUSTOM","messageId":"m","value":null,"extra_field":1,"anotherOne":null,'
+        b'"z":{"\xc3\xa9":[1.5]}}'
+    )
+    i = Inner("n", call_id="c")
+    i.__dict__["k"] = "v"
+    assert _native.dumps(i) == b'{"name":"n","callId":"c","k":"v"}'
+
+
+def test_struct_extras_named_like_omittable_fields_follow_reference_rule():
+    o = Outer(message_id="m")
+    o.__dict__["raw_event"] = None  # same name as an omittable field: dropped when None
+    o.__dict__["rawEvent"] = None
+    o.__dict__["message_id"] = None  # required field's name: kept
+    assert _native.dumps(o) == b'{"type":"CUSTOM","messageId":"m","value":null,"message_id":null}'
+    o.__dict__["raw_event"] = 3
+    assert _native.dumps(o) == (
+        b'{"type":"CUSTOM","messageId":"m","value":null,"raw_event":3,"message_id":null}'
+    )
+
+
+def test_struct_omittable_non_finite_float_is_omitted():
+    o = Outer(message_id="m", raw_event=float("nan"), value=float("inf"))
+    assert _native.dumps(o) == b'{"type":"CUSTOM","messageId":"m","value":null}'
+
+
+def test_struct_matches_reference_output():
+    ref = core.TextMessageContentEvent(message_id="m1", delta="x", extra_field=1, anotherOne=None)
+
+    class TMC(msgspec.Struct, dict=True, kw_only=True):
+        __agui_fields__: ClassVar[Tuple[Tuple[str, str, bool], ...]] = (
+            ("type", "type", False),
+            ("timestamp", "timestamp", True),
+            ("raw_event", "rawEvent", True),
+            ("metadata", "metadata", True),
+            ("subagent_run_id", "subagentRunId", True),
+            ("message_id", "messageId", False),
+            ("delta", "delta", False),
+        )
+        type: core.EventType = core.EventType.TEXT_MESSAGE_CONTENT
+        timestamp: Optional[int] = None
+        raw_event: Any = None
+        metadata: Optional[Dict[str, Any]] = None
+        subagent_run_id: Optional[str] = None
+        message_id: str
+        delta: str
+
+    s = TMC(message_id="m1", delta="x")
+    s.__dict__["extra_field"] = 1
+    s.__dict__["anotherOne"] = None
+    assert _native.encode_sse(s) == EventEncoder().encode(ref)
+    assert _native.encode_sse_many([s, ref]) == (EventEncoder().encode(ref) * 2).encode()
+
+
+def test_struct_bad_plan():
+    class Bad(msgspec.Struct):
+        __agui_fields__: ClassVar[Any] = (("a", 1, False),)
+        a: int = 0
+
+    with pytest.raises(EncodeError, match="__agui_fields__"):
+        _native.dumps(Bad())
+
+
+def test_struct_missing_attribute_raises():
+    class Missing(msgspec.Struct):
+        __agui_fields__: ClassVar[Any] = (("nope", "nope", False),)
+
+    with pytest.raises(AttributeError):
+        _native.dumps(Missing())
+
+
+# ---------------------------------------------------------------------------
+# Other pydantic models
+# ---------------------------------------------------------------------------
+
+
+class PModel(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="allow", populate_by_name=True)
+    a: int
+    b: Optional[str] = None
+    c: Optional[int] = pydantic.Field(default=None, serialization_alias="cee")
+    d: Optional[int] = 5
+    e: Optional[str] = pydantic.Field(default=None, alias="eAlias")
+
+
+def test_plain_pydantic_model_plan():
+    m = PModel(a=1, d=None, x=None, y=[1])
+    assert _native.dumps(m) == b'{"a":1,"d":null,"x":null,"y":[1]}'
+    m = PModel(a=1, b="s", c=2, eAlias="e")
+    assert _native.dumps(m) == b'{"a":1,"b":"s","cee":2,"d":5,"eAlias":"e"}'
+    # identical to pydantic's own dump once the None-valued optionals are excluded
+    assert _native.dumps(m) == m.model_dump_json(by_alias=True, exclude_none=True).encode()
+
+
+# ---------------------------------------------------------------------------
+# Errors
+# ---------------------------------------------------------------------------
+
+
+def test_encode_error_is_value_error():
+    assert issubclass(EncodeError, AguiError)
+    assert issubclass(EncodeError, ValueError)
+
+
+@pytest.mark.parametrize("key", [1, 1.5, None, True, (1,), Num.ONE, b"k"])
+def test_non_str_keys_rejected(key):
+    with pytest.raises(EncodeError, match="dict keys must be str"):
+        _native.dumps({key: 1})
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["\ud800", "a\udfffb", "\ude00\ud83d", {"k": "\ud83d"}, {"\ud83d": 1}, ["ok", "\udc00"]],
+)
+def test_lone_surrogates_rejected(value):
+    with pytest.raises(EncodeError, match="surrogates not allowed"):
+        _native.dumps(value)
+    with pytest.raises(EncodeError):
+        _native.encode_sse(value)
+
+
+def test_surrogate_pair_in_python_str_is_fine():
+    # a real astral character is one code point in Python
+    assert _native.dumps("\U0001f600") == "\"\U0001f600\"".encode()
+
+
+@pytest.mark.parametrize("value", [object(), {1, 2}, b"bytes", bytearray(b"x"), 1j, Ellipsis, type])
+def test_unknown_objects_rejected(value):
+    with pytest.raises(EncodeError, match="Unable to serialize unknown type"):
+        _native.dumps(value)
+    with pytest.raises(EncodeError):
+        _native.dumps({"nested": [value]})
+
+
+def _nested_list(n):
+    x: Any = []
+    for _ in range(n):
+        x = [x]
+    return x
+
+
+def _nested_dict(n):
+    x: Any = {}
+    for _ in range(n):
+        x = {"a": x}
+    return x
+
+
+def test_depth_limit():
+    limit = _native.ENCODE_MAX_DEPTH
+    assert limit == 1024
+    assert _native.dumps(_nested_list(limit - 1)) == b"[" * limit + b"]" * limit
+    assert _native.dumps(_nested_dict(limit - 1)).startswith(b'{"a":{"a":')
+    for deep in (_nested_list(limit), _nested_dict(limit), _nested_list(100_000)):
+        with pytest.raises(EncodeError, match="depth"):
+            _native.dumps(deep)
+
+
+def test_recursive_objects_rejected():
+    a: List[Any] = []
+    a.append(a)
+    with pytest.raises(EncodeError, match="depth"):
+        _native.dumps(a)
+    d: Dict[str, Any] = {}
+    d["d"] = d
+    with pytest.raises(EncodeError, match="depth"):
+        _native.encode_sse(d)
+    ev = core.RawEvent(event=None)
+    ev.__dict__["event"] = [ev]
+    with pytest.raises(EncodeError, match="depth"):
+        _native.encode_sse(ev)
+
+
+def test_depth_limit_in_small_thread_stack():
+    import threading
+
+    result: List[Any] = []
+
+    def run():
+        try:
+            result.append(_native.dumps(_nested_list(5000)))
+        except EncodeError as e:
+            result.append(e)
+
+    old = threading.stack_size(512 * 1024)
+    try:
+        t = threading.Thread(target=run)
+        t.start()
+        t.join()
+    finally:
+        threading.stack_size(old)
+    assert isinstance(result[0], EncodeError)
+
+
+def test_buffer_reuse_and_reentrancy():
+    class Weird:
+        __agui_fields__ = (("inner", "inner", False),)
+
+        @property
+        def inner(self):  # runs Python code (another dumps) in the middle of a dumps call
+            return _native.dumps({"inner": [1, 2]}).decode()
+
+    big = {"k": "x" * (3 << 20)}
+    assert len(_native.dumps(big)) == (3 << 20) + 8
+    assert _native.dumps([1]) == b"[1]"
+    assert _native.dumps(["a", Weird(), "b"]) == b'["a",{"inner":"{\\"inner\\":[1,2]}"},"b"]'
+
+
+def test_clear_cache():
+    m = core.TextMessageStartEvent(message_id="m1")
+    before = _native.dumps(m)
+    _native.clear_encode_cache()
+    assert _native.dumps(m) == before
