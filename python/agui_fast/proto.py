@@ -164,7 +164,8 @@ class ProtoDecoder:
     """Incremental decoder of a framed protobuf stream.
 
     ``feed(chunk)`` returns the events completed by ``chunk`` (chunks may split frames and
-    prefixes anywhere); ``close()`` must be called at the end of the stream and raises
+    prefixes anywhere); when it raises, the events that chunk completed before the bad
+    frame are on the exception's ``events``; ``close()`` must be called at the end of the stream and raises
     :class:`~agui_fast.errors.TruncatedStreamError` when bytes of an unfinished frame
     remain (a stream cut in half is an error, not a success). A length prefix announcing
     more than ``max_frame_size`` bytes (prefix included) raises
@@ -261,7 +262,12 @@ def iter_protobuf(
     """
     dec = ProtoDecoder(max_frame_size, raw)
     for chunk in _chunks(path_or_file, chunk_size):
-        yield from dec.feed(chunk)
+        try:
+            events = dec.feed(chunk)
+        except DecodeError as exc:
+            yield from exc.events  # frames before the bad one are delivered, then the error
+            raise
+        yield from events
     dec.close()
 
 

@@ -222,13 +222,14 @@ fn skip(wt: WireType, tag: u32, b: &mut &[u8]) -> Result<(), DecodeError> {
     skip_field(wt, tag, b, DecodeContext::default())
 }
 
-/// JSON number for a decoded double, printed the way JavaScript would spell it
-/// where it matters to a Python reader: integral values as integers.
+/// JSON number for a decoded double. Integral values are written as integers (as
+/// JavaScript prints them, and as a Python int would have been sent): the exact value
+/// of the double, so nothing is added or lost. `-0.0` keeps its sign.
 pub fn f64_to_json(x: f64) -> J {
     if !x.is_finite() {
         return J::Null;
     }
-    if x == x.trunc() && x.abs() < 9_007_199_254_740_992.0 && !(x == 0.0 && x.is_sign_negative()) {
+    if x == x.trunc() && x.abs() < 9.223_372_036_854_775e18 && !(x == 0.0 && x.is_sign_negative()) {
         return J::Number(Number::from(x as i64));
     }
     Number::from_f64(x).map(J::Number).unwrap_or(J::Null)
