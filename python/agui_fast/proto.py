@@ -54,6 +54,9 @@ DEFAULT_MAX_FRAME_SIZE: int = _native.PROTO_DEFAULT_MAX_FRAME_SIZE
 
 _CHUNK_SIZE = 1 << 16
 
+_decode_message = _native.proto_decode_message
+_encode_event = _native.proto_encode_event
+
 Source = Union[str, "os.PathLike[str]", BinaryIO, Iterable[bytes]]
 
 
@@ -66,18 +69,38 @@ def _raw_mode(raw: Any) -> Any:
     return raw
 
 
+_typed = None  # (EVENT_DECODER.decode, decode_event), bound on first use
+
+
+def _typed_decoders():
+    # Lazy: agui_fast.decoder re-exports this module, so it cannot be imported at load time.
+    global _typed
+    if _typed is None:
+        from .decoder import EVENT_DECODER, decode_event
+
+        _typed = (EVENT_DECODER.decode, decode_event)
+    return _typed
+
+
+def _one(b: bytes) -> Any:
+    """JSON text of one decoded event -> event Struct."""
+    fast, exact = _typed or _typed_decoders()
+    try:
+        return fast(b)  # one msgspec call: the decoded JSON never has unknown members
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return exact(b)  # precise EventValidationError (or the lenient readings)
+
+
 def _convert(items: List[bytes], raw: Any) -> List[Any]:
     """JSON texts from the Rust decoder -> what the caller asked for."""
     if raw == "bytes":
         return items
     if raw:
         return [msgspec.json.decode(b) for b in items]
-    from .decoder import decode_event  # lazy: agui_fast.decoder re-exports this module
-
     out = []
     for b in items:
         try:
-            out.append(decode_event(b))
+            out.append(_one(b))
         except EventValidationError as exc:
             # The frame decoded but is not a valid 1.0 event (e.g. an op enum number
             # without a name). Keep what came before it.
@@ -125,7 +148,7 @@ def _json_default(o: Any) -> Any:
 def encode_event_message(event: Any) -> bytes:
     """One event (Struct, ``ag_ui.core`` pydantic event or dict) as an unframed ``Event`` message."""
     try:
-        return _native.proto_encode_event(event, False)
+        return _encode_event(event, False)
     except EncodeError:
         return _native.proto_encode_json(_event_json(event), False)
 
@@ -136,14 +159,16 @@ def decode_event_message(data: Union[bytes, bytearray, memoryview], raw: Any = F
     Raises :class:`~agui_fast.errors.ProtobufDecodeError` for an invalid message, including
     an envelope from a later protocol version (a stream would skip that frame).
     """
-    _raw_mode(raw)
-    return _convert([_native.proto_decode_message(bytes(data))], raw)[0]
+    json_text = _decode_message(data if type(data) is bytes else bytes(data))
+    if raw is False:
+        return _one(json_text)
+    return _convert([json_text], _raw_mode(raw))[0]
 
 
 def encode_protobuf_frame(event: Any) -> bytes:
     """One event as a length-prefixed frame (4-byte big-endian length + message)."""
     try:
-        return _native.proto_encode_event(event, True)
+        return _encode_event(event, True)
     except EncodeError:
         return _native.proto_encode_json(_event_json(event), True)
 
