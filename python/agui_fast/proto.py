@@ -243,15 +243,8 @@ def decode_protobuf(
     if not isinstance(data, bytes):
         data = bytes(data)
     if raw is False:
-        # Every event in one JSON array -> one msgspec call builds all the Structs.
-        from .decoder import EVENT_LIST_DECODER
-
         try:
-            array = _native.proto_decode_frames_array(data, max_frame_size)
-        except DecodeError as exc:
-            raise _convert_error(exc, raw) from None
-        try:
-            return EVENT_LIST_DECODER.decode(array)
+            return _decode_typed(data, max_frame_size)
         except (msgspec.ValidationError, msgspec.DecodeError):
             pass  # rare (events outside the 1.0 schema): per event, with precise errors
     try:
@@ -259,6 +252,42 @@ def decode_protobuf(
     except DecodeError as exc:
         raise _convert_error(exc, raw) from None
     return _convert(items, raw)
+
+
+_PART = 1 << 18  # bytes of protobuf per part when a large buffer is decoded in two threads
+
+
+def _decode_typed(data: bytes, max_frame_size: int) -> List[Any]:
+    """Typed decode of a whole buffer: each part's events become one JSON array that one
+    msgspec call turns into Structs. Large buffers are split into parts so that the Rust
+    decoding of part i+1 (GIL released, worker thread) overlaps msgspec on part i."""
+    from .decoder import EVENT_LIST_DECODER
+
+    decode_list = EVENT_LIST_DECODER.decode
+    part = _native.proto_decode_part
+    out: List[Any] = []
+    if len(data) <= 2 * _PART:
+        try:
+            array, _, _ = part(data, 0, 0, len(data) + 1, max_frame_size)
+        except DecodeError as exc:
+            raise _convert_error(exc, False) from None
+        return decode_list(array)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        future = pool.submit(part, data, 0, 0, _PART, max_frame_size)
+        while True:
+            try:
+                array, offset, index = future.result()
+            except DecodeError as exc:
+                exc = _convert_error(exc, False)
+                exc.events = out + list(exc.events)
+                raise exc from None
+            if offset < len(data):
+                future = pool.submit(part, data, offset, index, _PART, max_frame_size)
+            out.extend(decode_list(array))
+            if offset >= len(data):
+                return out
 
 
 def _chunks(src: Source, chunk_size: int) -> Iterator[bytes]:

@@ -125,33 +125,56 @@ fn proto_decode_frames<'py>(py: Python<'py>, data: &[u8], max_frame_size: usize)
 #[pyfunction]
 #[pyo3(signature = (data, max_frame_size = proto::DEFAULT_MAX_FRAME_SIZE))]
 fn proto_decode_frames_array<'py>(py: Python<'py>, data: &[u8], max_frame_size: usize) -> PyResult<Bound<'py, PyBytes>> {
+    let (b, _, _) = proto_decode_part(py, data, 0, 0, usize::MAX, max_frame_size)?;
+    Ok(b)
+}
+
+/// Decode one part of a framed stream to a JSON array text (GIL released): the frames
+/// from byte `offset` (a frame boundary; frame number `frame_index`) up to the first
+/// frame boundary at or after `offset + budget`. Returns `(array, next_offset,
+/// next_frame_index)`; the part that reaches the end of `data` also checks for a cut
+/// final frame. Lets the typed layer overlap Rust decoding with msgspec (two threads).
+#[pyfunction]
+#[pyo3(signature = (data, offset, frame_index, budget, max_frame_size = proto::DEFAULT_MAX_FRAME_SIZE))]
+fn proto_decode_part<'py>(
+    py: Python<'py>,
+    data: &[u8],
+    offset: usize,
+    frame_index: usize,
+    budget: usize,
+    max_frame_size: usize,
+) -> PyResult<(Bound<'py, PyBytes>, usize, usize)> {
     type Failed = (Error, Vec<Vec<u8>>);
-    let (result, warnings): (Result<Vec<u8>, Failed>, Vec<String>) = py.detach(|| {
-        let mut dec = StreamDecoder::new(max_frame_size);
+    let offset = offset.min(data.len());
+    let (result, warnings): (Result<(Vec<u8>, usize, usize), Failed>, Vec<String>) = py.detach(|| {
+        let end = proto::FrameSplitter::cut_point(data, offset, budget);
+        let mut dec = StreamDecoder::at(max_frame_size, offset as u64, frame_index);
         let mut warnings = Vec::new();
-        let mut out = Vec::with_capacity(data.len() * 2 + 2);
+        let part = &data[offset..end];
+        let mut out = Vec::with_capacity(part.len() * 2 + 2);
         let mut spans: Vec<(usize, usize)> = Vec::new();
         out.push(b'[');
-        let r = dec
-            .feed_with(data, &mut warnings, |v| {
-                if !spans.is_empty() {
-                    out.push(b',');
-                }
-                let start = out.len();
-                serde_json::to_writer(&mut out, &v).expect("serde_json::Value always serialises");
-                spans.push((start, out.len()));
-            })
-            .and_then(|_| dec.finish());
+        let mut r = dec.feed_with(part, &mut warnings, |v| {
+            if !spans.is_empty() {
+                out.push(b',');
+            }
+            let start = out.len();
+            serde_json::to_writer(&mut out, &v).expect("serde_json::Value always serialises");
+            spans.push((start, out.len()));
+        });
+        if r.is_ok() && end == data.len() {
+            r = dec.finish();
+        }
         out.push(b']');
         let result = match r {
-            Ok(()) => Ok(out),
+            Ok(()) => Ok((out, end, dec.frame_index())),
             Err(e) => Err((e, spans.iter().map(|&(s, t)| out[s..t].to_vec()).collect())),
         };
         (result, warnings)
     });
     emit_warnings(py, &warnings)?;
     match result {
-        Ok(b) => Ok(PyBytes::new(py, &b)),
+        Ok((b, next, idx)) => Ok((PyBytes::new(py, &b), next, idx)),
         Err((e, evs)) => Err(to_py(py, &e, Some(evs))),
     }
 }
@@ -216,6 +239,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(proto_decode_message, m)?)?;
     m.add_function(wrap_pyfunction!(proto_decode_frames, m)?)?;
     m.add_function(wrap_pyfunction!(proto_decode_frames_array, m)?)?;
+    m.add_function(wrap_pyfunction!(proto_decode_part, m)?)?;
     m.add_function(wrap_pyfunction!(proto_schema, m)?)?;
     m.add_class::<ProtoFrameParser>()?;
     m.add("PROTO_DEFAULT_MAX_FRAME_SIZE", proto::DEFAULT_MAX_FRAME_SIZE)?;

@@ -41,6 +41,30 @@ impl FrameSplitter {
         FrameSplitter { buf: Vec::new(), buf_offset: 0, index: 0, max_frame_size, failed: None }
     }
 
+    /// A splitter that starts in the middle of a stream (at a frame boundary), so that
+    /// errors report positions in the whole stream when it is decoded in parts.
+    pub fn at(max_frame_size: usize, offset: u64, frame_index: usize) -> Self {
+        FrameSplitter { buf: Vec::new(), buf_offset: offset, index: frame_index, max_frame_size, failed: None }
+    }
+
+    /// Where a part of at least `budget` bytes starting at `start` (a frame boundary)
+    /// may end: the first frame boundary at or after `start + budget`, or the end of
+    /// `data`. Only length prefixes are read.
+    pub fn cut_point(data: &[u8], start: usize, budget: usize) -> usize {
+        let mut pos = start;
+        while pos < data.len() && pos - start < budget {
+            if data.len() - pos < 4 {
+                return data.len();
+            }
+            let len = u32::from_be_bytes([data[pos], data[pos + 1], data[pos + 2], data[pos + 3]]) as usize;
+            match pos.checked_add(4 + len) {
+                Some(end) if end <= data.len() => pos = end,
+                _ => return data.len(),
+            }
+        }
+        pos
+    }
+
     pub fn frame_index(&self) -> usize {
         self.index
     }

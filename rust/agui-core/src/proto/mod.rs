@@ -210,6 +210,11 @@ impl StreamDecoder {
         StreamDecoder { splitter: FrameSplitter::new(max_frame_size) }
     }
 
+    /// A decoder for a part of a stream that starts at `offset` with frame `frame_index`.
+    pub fn at(max_frame_size: usize, offset: u64, frame_index: usize) -> Self {
+        StreamDecoder { splitter: FrameSplitter::at(max_frame_size, offset, frame_index) }
+    }
+
     /// Feed bytes; decoded events are passed to `sink` as JSON values. Frames from a
     /// later protocol version are skipped with a warning. On error, everything decoded
     /// before it has already been passed to `sink`.
