@@ -1,29 +1,55 @@
-//! Quick timing of the core codec (cargo run --release --example proto_speed).
+//! Quick timing of the core codec: cargo run --release --example proto_speed [events.jsonl]
 use agui_core::proto;
 use std::time::Instant;
 
 fn main() {
-    let json = br#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"msg_1","delta":"Hello, world"}"#;
-    let n = 1_000_000;
+    let path = std::env::args().nth(1);
+    let text = match &path {
+        Some(p) => std::fs::read(p).unwrap(),
+        None => br#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"msg_1","delta":"Hello, world"}"#.to_vec(),
+    };
+    let lines: Vec<&[u8]> = text.split(|&b| b == b'\n').filter(|l| !l.is_empty()).collect();
+    let n = (200_000 / lines.len()).max(5);
+    let per = |t: Instant| t.elapsed().as_nanos() as f64 / (n * lines.len()) as f64;
     let t = Instant::now();
     let mut out = Vec::new();
     for _ in 0..n {
-        out.clear();
-        proto::encode_json(json, false, &mut out).unwrap();
+        for l in &lines {
+            out.clear();
+            proto::encode_json(l, false, &mut out).unwrap();
+        }
     }
-    println!("encode_json {:.0} ns", t.elapsed().as_nanos() as f64 / n as f64);
+    println!("encode_json {:.0} ns/event", per(t));
     let t = Instant::now();
     for _ in 0..n {
-        let v = proto::parse_json(json).unwrap();
-        std::hint::black_box(v);
+        for l in &lines {
+            std::hint::black_box(proto::parse_json(l).unwrap());
+        }
     }
-    println!("parse_json {:.0} ns", t.elapsed().as_nanos() as f64 / n as f64);
-    let msg = out.clone();
+    println!("parse_json {:.0} ns/event", per(t));
+    let parsed: Vec<_> = lines.iter().map(|l| proto::parse_json(l).unwrap()).collect();
     let t = Instant::now();
     for _ in 0..n {
-        let mut w = Vec::new();
-        let v = proto::decode_message_to_json(&msg, &mut w).unwrap();
-        std::hint::black_box(v);
+        for v in &parsed {
+            std::hint::black_box(proto::json_to_event(v).unwrap());
+        }
     }
-    println!("decode_message_to_json {:.0} ns", t.elapsed().as_nanos() as f64 / n as f64);
+    println!("json_to_event {:.0} ns/event", per(t));
+    let msgs: Vec<Vec<u8>> = parsed.iter().map(|v| { let mut o = Vec::new(); proto::encode_value(v, &mut o).unwrap(); o }).collect();
+    let t = Instant::now();
+    for _ in 0..n {
+        for m in &msgs {
+            let mut w = Vec::new();
+            std::hint::black_box(proto::decode_message_to_json(m, &mut w).unwrap());
+        }
+    }
+    println!("decode_message_to_json {:.0} ns/event", per(t));
+    let t = Instant::now();
+    for _ in 0..n {
+        for m in &msgs {
+            let mut w = Vec::new();
+            std::hint::black_box(proto::decode_message(m, &mut w).unwrap());
+        }
+    }
+    println!("decode_message (Value) {:.0} ns/event", per(t));
 }

@@ -183,14 +183,14 @@ fn put_opt(o: &mut Obj, k: &str, v: Option<String>) {
 /// A Value field: present only when it has a kind.
 #[inline]
 fn put_value(o: &mut Obj, k: &str, v: Option<wkt::Value>) {
-    if let Some(wkt::Value(Some(j))) = v {
+    if let Some(wkt::Value(Some(j), _)) = v {
         o.insert(k.to_string(), j);
     }
 }
 
 #[inline]
 fn put_struct(o: &mut Obj, k: &str, v: Option<wkt::Struct>) {
-    if let Some(wkt::Struct(m)) = v {
+    if let Some(wkt::Struct(m, _)) = v {
         o.insert(k.to_string(), J::Object(m));
     }
 }

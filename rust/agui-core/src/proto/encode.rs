@@ -81,21 +81,21 @@ fn opt_int(o: &Obj, k: &str) -> Result<Option<i64>> {
 /// Optional any-JSON field: `null` is dropped.
 #[inline]
 fn opt_value(o: &Obj, k: &str) -> Option<wkt::Value> {
-    present(o, k).map(|v| wkt::Value(Some(v.clone())))
+    present(o, k).map(wkt::Value::from_json)
 }
 
 /// Required any-JSON field (RAW event, CUSTOM value, snapshot, patch value): `null`
 /// is a real value and travels as `null_value`.
 #[inline]
 fn keep_null_value(o: &Obj, k: &str) -> Option<wkt::Value> {
-    o.get(k).map(|v| wkt::Value(Some(v.clone())))
+    o.get(k).map(wkt::Value::from_json)
 }
 
 /// Struct-typed metadata: only a non-null, non-array object is written.
 #[inline]
 fn opt_struct(o: &Obj, k: &str) -> Option<wkt::Struct> {
     match o.get(k) {
-        Some(J::Object(m)) => Some(wkt::Struct(m.clone())),
+        Some(J::Object(m)) => Some(wkt::Struct::from_map(m)),
         _ => None,
     }
 }
@@ -247,7 +247,7 @@ fn legacy_binary(o: &Obj) -> Option<pb::InputContent> {
     Some(pb::InputContent {
         part: Some(pb::input_content::Part::Document(pb::DocumentInputPart {
             source: Some(pb::InputContentSource { source: Some(src) }),
-            metadata: Some(wkt::Value(Some(J::Object(meta)))),
+            metadata: Some(wkt::Value::from_json(&J::Object(meta))),
             id: None,
         })),
     })
@@ -288,10 +288,10 @@ fn message(o: &Obj) -> pb::Message {
     match present(o, "content") {
         Some(J::Array(a)) => m.content_parts = parts(a),
         Some(c) if role == "activity" => {
-            m.activity_content = Some(wkt::Struct(match c {
-                J::Object(map) => map.clone(),
-                _ => Map::new(),
-            }))
+            m.activity_content = Some(match c {
+                J::Object(map) => wkt::Struct::from_map(map),
+                _ => wkt::Struct::default(),
+            })
         }
         Some(J::String(s)) => m.content = Some(s.clone()),
         _ => {}
@@ -481,7 +481,7 @@ pub fn json_to_event(v: &J) -> Result<pb::Event> {
             message_id: req_str(o, "messageId"),
             activity_type: req_str(o, "activityType"),
             content: match o.get("content") {
-                Some(J::Object(m)) => Some(wkt::Struct(m.clone())),
+                Some(J::Object(m)) => Some(wkt::Struct::from_map(m)),
                 None => None,
                 Some(J::Null) => return Err(Error::Encode("`content` is null".into())),
                 // Struct conversion of a non-object: nothing usable, an empty object.

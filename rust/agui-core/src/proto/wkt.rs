@@ -23,13 +23,34 @@ use prost::encoding::{
 use prost::DecodeError;
 use serde_json::{Map, Number, Value as J};
 
-/// `google.protobuf.Value`. `None` = a Value with no kind set (only produced by decoding).
+/// `google.protobuf.Value`. Decoding fills `.0` (`None` = a Value with no kind set).
+/// Encoding fills `.1` with the already encoded message body (see [`Value::from_json`]):
+/// writing the JSON straight to bytes avoids deep-copying opaque payloads into the
+/// message tree.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Value(pub Option<J>);
+pub struct Value(pub Option<J>, pub Vec<u8>);
 
-/// `google.protobuf.Struct` (a JSON object).
+/// `google.protobuf.Struct` (a JSON object); `.1` as for [`Value`].
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Struct(pub Map<String, J>);
+pub struct Struct(pub Map<String, J>, pub Vec<u8>);
+
+impl Value {
+    /// A Value for `v`, encoded now.
+    pub fn from_json(v: &J) -> Value {
+        let mut body = Vec::with_capacity(value_body_len(v));
+        encode_value_body(v, &mut body);
+        Value(None, body)
+    }
+}
+
+impl Struct {
+    /// A Struct for the object `m`, encoded now.
+    pub fn from_map(m: &Map<String, J>) -> Struct {
+        let mut body = Vec::with_capacity(struct_body_len(m));
+        encode_struct_body(m, &mut body);
+        Struct(Map::new(), body)
+    }
+}
 
 /// Deepest Value/Struct nesting accepted on decode (a guard against stack exhaustion).
 const MAX_DEPTH: usize = 1000;
@@ -410,7 +431,9 @@ fn with_len_payload<B: Buf, R>(
 
 impl prost::Message for Value {
     fn encode_raw(&self, buf: &mut impl BufMut) {
-        if let Some(v) = &self.0 {
+        if !self.1.is_empty() {
+            buf.put_slice(&self.1);
+        } else if let Some(v) = &self.0 {
             encode_value_body(v, buf);
         }
     }
@@ -448,17 +471,25 @@ impl prost::Message for Value {
     }
 
     fn encoded_len(&self) -> usize {
+        if !self.1.is_empty() {
+            return self.1.len();
+        }
         self.0.as_ref().map_or(0, value_body_len)
     }
 
     fn clear(&mut self) {
         self.0 = None;
+        self.1.clear();
     }
 }
 
 impl prost::Message for Struct {
     fn encode_raw(&self, buf: &mut impl BufMut) {
-        encode_struct_body(&self.0, buf);
+        if !self.1.is_empty() {
+            buf.put_slice(&self.1);
+        } else {
+            encode_struct_body(&self.0, buf);
+        }
     }
 
     fn merge_field(
@@ -477,10 +508,14 @@ impl prost::Message for Struct {
     }
 
     fn encoded_len(&self) -> usize {
+        if !self.1.is_empty() {
+            return self.1.len();
+        }
         struct_body_len(&self.0)
     }
 
     fn clear(&mut self) {
         self.0.clear();
+        self.1.clear();
     }
 }
