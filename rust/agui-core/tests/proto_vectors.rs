@@ -102,7 +102,7 @@ fn run_stream(data: &[u8], chunks: &[usize]) -> (Vec<J>, Vec<String>, Option<Err
     let mut warnings = Vec::new();
     let mut pos = 0;
     for &n in chunks {
-        if let Err(e) = dec.feed_with(&data[pos..pos + n], &mut warnings, |v| events.push(v)) {
+        if let Err(e) = dec.feed_with(&data[pos..pos + n], &mut warnings, |t| events.push(serde_json::from_slice(t).unwrap())) {
             return (events, warnings, Some(e));
         }
         pos += n;

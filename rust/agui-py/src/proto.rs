@@ -154,12 +154,12 @@ fn proto_decode_part<'py>(
         let mut out = Vec::with_capacity(part.len() * 2 + 2);
         let mut spans: Vec<(usize, usize)> = Vec::new();
         out.push(b'[');
-        let mut r = dec.feed_with(part, &mut warnings, |v| {
+        let mut r = dec.feed_with(part, &mut warnings, |text| {
             if !spans.is_empty() {
                 out.push(b',');
             }
             let start = out.len();
-            serde_json::to_writer(&mut out, &v).expect("serde_json::Value always serialises");
+            out.extend_from_slice(text);
             spans.push((start, out.len()));
         });
         if r.is_ok() && end == data.len() {

@@ -12,9 +12,81 @@ use super::wkt;
 use super::{arm_number_to_type, EVENT_TYPES};
 use prost::encoding::{decode_key, decode_varint, WireType};
 use prost::Message as _;
-use serde_json::{Map, Value as J};
 
-type Obj = Map<String, J>;
+// ---------------------------------------------------------------------------------
+// Output tree: keys are the schema's static names, opaque JSON is pre-rendered text,
+// strings are moved out of the prost message. Serialised once at the end.
+// ---------------------------------------------------------------------------------
+
+enum J {
+    Bool(bool),
+    Int(i64),
+    String(String),
+    Raw(Vec<u8>),
+    Array(Vec<J>),
+    Object(Obj),
+}
+
+impl From<i64> for J {
+    fn from(v: i64) -> J {
+        J::Int(v)
+    }
+}
+
+impl J {
+    fn as_array(&self) -> Option<&Vec<J>> {
+        match self {
+            J::Array(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    fn write(&self, out: &mut Vec<u8>) {
+        match self {
+            J::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
+            J::Int(i) => out.extend_from_slice(i.to_string().as_bytes()),
+            J::String(s) => serde_json::to_writer(&mut *out, s.as_str()).expect("writing to a Vec cannot fail"),
+            J::Raw(r) => out.extend_from_slice(r),
+            J::Array(a) => {
+                out.push(b'[');
+                for (i, e) in a.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    e.write(out);
+                }
+                out.push(b']');
+            }
+            J::Object(o) => o.write(out),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Obj(Vec<(&'static str, J)>);
+
+impl Obj {
+    fn new() -> Obj {
+        Obj(Vec::with_capacity(8))
+    }
+    #[inline]
+    fn insert(&mut self, k: &'static str, v: J) {
+        self.0.push((k, v));
+    }
+    fn write(&self, out: &mut Vec<u8>) {
+        out.push(b'{');
+        for (i, (k, v)) in self.0.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.push(b'"');
+            out.extend_from_slice(k.as_bytes()); // schema names: nothing to escape
+            out.extend_from_slice(b"\":");
+            v.write(out);
+        }
+        out.push(b'}');
+    }
+}
 
 fn invalid(why: impl Into<String>) -> Error {
     Error::Decode(why.into())
@@ -169,30 +241,42 @@ fn safe_int(v: i64) -> Result<J> {
 }
 
 #[inline]
-fn put_str(o: &mut Obj, k: &str, v: String) {
-    o.insert(k.to_string(), J::String(v));
+fn put_str(o: &mut Obj, k: &'static str, v: String) {
+    o.insert(k, J::String(v));
 }
 
 #[inline]
-fn put_opt(o: &mut Obj, k: &str, v: Option<String>) {
+fn put_opt(o: &mut Obj, k: &'static str, v: Option<String>) {
     if let Some(v) = v {
-        o.insert(k.to_string(), J::String(v));
+        o.insert(k, J::String(v));
     }
+}
+
+fn bad_payload(e: prost::DecodeError) -> Error {
+    invalid(format!("Invalid event: {e}"))
 }
 
 /// A Value field: present only when it has a kind.
 #[inline]
-fn put_value(o: &mut Obj, k: &str, v: Option<wkt::Value>) {
-    if let Some(wkt::Value(Some(j), _)) = v {
-        o.insert(k.to_string(), j);
+fn put_value(o: &mut Obj, k: &'static str, v: Option<wkt::Value>) -> Result<()> {
+    if let Some(v) = v {
+        if let Some(text) = v.to_json_text().map_err(bad_payload)? {
+            o.insert(k, J::Raw(text));
+        }
     }
+    Ok(())
 }
 
 #[inline]
-fn put_struct(o: &mut Obj, k: &str, v: Option<wkt::Struct>) {
-    if let Some(wkt::Struct(m, _)) = v {
-        o.insert(k.to_string(), J::Object(m));
+fn put_struct(o: &mut Obj, k: &'static str, v: Option<wkt::Struct>) -> Result<()> {
+    if let Some(m) = v {
+        o.insert(k, struct_json(m)?);
     }
+    Ok(())
+}
+
+fn struct_json(m: wkt::Struct) -> Result<J> {
+    Ok(J::Raw(m.to_json_text().map_err(bad_payload)?))
 }
 
 fn usage_json(list: Vec<pb::Usage>) -> Result<J> {
@@ -210,7 +294,7 @@ fn usage_json(list: Vec<pb::Usage>) -> Result<J> {
             ("cacheWriteInputTokens", u.cache_write_input_tokens),
         ] {
             if let Some(v) = v {
-                o.insert(k.to_string(), safe_int(v)?);
+                o.insert(k, safe_int(v)?);
             }
         }
         out.push(J::Object(o));
@@ -242,7 +326,7 @@ fn source_json(s: pb::InputContentSource) -> Option<J> {
     Some(J::Object(o))
 }
 
-fn parts_json(parts: Vec<pb::InputContent>, warnings: &mut Vec<String>) -> Vec<J> {
+fn parts_json(parts: Vec<pb::InputContent>, warnings: &mut Vec<String>) -> Result<Vec<J>> {
     use pb::input_content::Part;
     let mut out = Vec::with_capacity(parts.len());
     for p in parts {
@@ -256,7 +340,7 @@ fn parts_json(parts: Vec<pb::InputContent>, warnings: &mut Vec<String>) -> Vec<J
                 put_str(&mut o, "type", "text".into());
                 put_opt(&mut o, "id", t.id);
                 put_str(&mut o, "text", t.text);
-                put_value(&mut o, "metadata", t.metadata);
+                put_value(&mut o, "metadata", t.metadata)?;
                 out.push(J::Object(o));
                 continue;
             }
@@ -271,7 +355,7 @@ fn parts_json(parts: Vec<pb::InputContent>, warnings: &mut Vec<String>) -> Vec<J
         if let Some(s) = source {
             match source_json(s) {
                 Some(j) => {
-                    o.insert("source".into(), j);
+                    o.insert("source", j);
                 }
                 None => {
                     // A source with no known arm drops the whole part (reference).
@@ -280,13 +364,13 @@ fn parts_json(parts: Vec<pb::InputContent>, warnings: &mut Vec<String>) -> Vec<J
                 }
             }
         }
-        put_value(&mut o, "metadata", metadata);
+        put_value(&mut o, "metadata", metadata)?;
         out.push(J::Object(o));
     }
-    out
+    Ok(out)
 }
 
-fn tool_call_json(t: pb::ToolCall) -> J {
+fn tool_call_json(t: pb::ToolCall) -> Result<J> {
     let mut o = Obj::new();
     put_str(&mut o, "id", t.id);
     put_str(&mut o, "type", t.r#type);
@@ -294,11 +378,11 @@ fn tool_call_json(t: pb::ToolCall) -> J {
         let mut fo = Obj::new();
         put_str(&mut fo, "name", f.name);
         put_str(&mut fo, "arguments", f.arguments);
-        o.insert("function".into(), J::Object(fo));
+        o.insert("function", J::Object(fo));
     }
-    put_struct(&mut o, "metadata", t.metadata);
+    put_struct(&mut o, "metadata", t.metadata)?;
     put_opt(&mut o, "encryptedValue", t.encrypted_value);
-    J::Object(o)
+    Ok(J::Object(o))
 }
 
 /// One wire message -> JSON message, with the role rules of §5.2.6.
@@ -318,14 +402,14 @@ fn message_json(m: pb::Message, warnings: &mut Vec<String>) -> Result<J> {
             }
             match m.content {
                 Some(s) => Some(J::String(s)),
-                None => Some(J::Array(parts_json(m.content_parts, warnings))),
+                None => Some(J::Array(parts_json(m.content_parts, warnings)?)),
             }
         }
         "activity" => {
             if has_string || has_parts {
                 return Err(invalid("Invalid event: activity content cannot ride with other content forms"));
             }
-            m.activity_content.map(|s| J::Object(s.0))
+            m.activity_content.map(struct_json).transpose()?
         }
         "developer" | "system" | "assistant" | "reasoning" => {
             if has_parts {
@@ -343,23 +427,23 @@ fn message_json(m: pb::Message, warnings: &mut Vec<String>) -> Result<J> {
             if has_string {
                 m.content.map(J::String)
             } else if has_parts {
-                Some(J::Array(parts_json(m.content_parts, warnings)))
+                Some(J::Array(parts_json(m.content_parts, warnings)?))
             } else {
-                m.activity_content.map(|s| J::Object(s.0))
+                m.activity_content.map(struct_json).transpose()?
             }
         }
     };
     put_str(&mut o, "role", m.role);
     if let Some(c) = content {
-        o.insert("content".into(), c);
+        o.insert("content", c);
     }
     put_opt(&mut o, "name", m.name);
     if !m.tool_calls.is_empty() {
-        o.insert("toolCalls".into(), J::Array(m.tool_calls.into_iter().map(tool_call_json).collect()));
+        o.insert("toolCalls", J::Array(m.tool_calls.into_iter().map(tool_call_json).collect::<Result<_>>()?));
     }
     put_opt(&mut o, "toolCallId", m.tool_call_id);
     put_opt(&mut o, "error", m.error);
-    put_struct(&mut o, "metadata", m.metadata);
+    put_struct(&mut o, "metadata", m.metadata)?;
     put_opt(&mut o, "subagentRunId", m.subagent_run_id);
     put_opt(&mut o, "encryptedValue", m.encrypted_value);
     put_opt(&mut o, "activityType", m.activity_type);
@@ -374,9 +458,9 @@ fn messages_json(list: Vec<pb::Message>, warnings: &mut Vec<String>) -> Result<J
     Ok(J::Array(out))
 }
 
-fn patch_json(ops: Vec<pb::JsonPatchOperation>) -> J {
+fn patch_json(ops: Vec<pb::JsonPatchOperation>) -> Result<J> {
     const NAMES: [&str; 6] = ["add", "remove", "replace", "move", "copy", "test"];
-    J::Array(
+    Ok(J::Array(
         ops.into_iter()
             .map(|op| {
                 let mut o = Obj::new();
@@ -388,24 +472,24 @@ fn patch_json(ops: Vec<pb::JsonPatchOperation>) -> J {
                 put_str(&mut o, "op", name);
                 put_str(&mut o, "path", op.path);
                 put_opt(&mut o, "from", op.from);
-                put_value(&mut o, "value", op.value);
-                J::Object(o)
+                put_value(&mut o, "value", op.value)?;
+                Ok(J::Object(o))
             })
-            .collect(),
-    )
+            .collect::<Result<_>>()?,
+    ))
 }
 
-fn interrupt_json(i: pb::Interrupt) -> J {
+fn interrupt_json(i: pb::Interrupt) -> Result<J> {
     let mut o = Obj::new();
     put_str(&mut o, "id", i.id);
     put_str(&mut o, "reason", i.reason);
     put_opt(&mut o, "message", i.message);
     put_opt(&mut o, "toolCallId", i.tool_call_id);
-    put_value(&mut o, "responseSchema", i.response_schema);
+    put_value(&mut o, "responseSchema", i.response_schema)?;
     put_opt(&mut o, "expiresAt", i.expires_at);
-    put_value(&mut o, "metadata", i.metadata);
+    put_value(&mut o, "metadata", i.metadata)?;
     put_opt(&mut o, "subagentRunId", i.subagent_run_id);
-    J::Object(o)
+    Ok(J::Object(o))
 }
 
 fn input_json(i: pb::RunAgentInput, warnings: &mut Vec<String>) -> Result<J> {
@@ -414,8 +498,8 @@ fn input_json(i: pb::RunAgentInput, warnings: &mut Vec<String>) -> Result<J> {
     put_str(&mut o, "runId", i.run_id);
     put_opt(&mut o, "protocolVersion", i.protocol_version);
     put_opt(&mut o, "parentRunId", i.parent_run_id);
-    put_value(&mut o, "state", i.state);
-    o.insert("messages".into(), messages_json(i.messages, warnings)?);
+    put_value(&mut o, "state", i.state)?;
+    o.insert("messages", messages_json(i.messages, warnings)?);
     o.insert(
         "tools".into(),
         J::Array(
@@ -425,11 +509,11 @@ fn input_json(i: pb::RunAgentInput, warnings: &mut Vec<String>) -> Result<J> {
                     let mut to = Obj::new();
                     put_str(&mut to, "name", t.name);
                     put_str(&mut to, "description", t.description);
-                    put_value(&mut to, "parameters", t.parameters);
-                    put_struct(&mut to, "metadata", t.metadata);
-                    J::Object(to)
+                    put_value(&mut to, "parameters", t.parameters)?;
+                    put_struct(&mut to, "metadata", t.metadata)?;
+                    Ok(J::Object(to))
                 })
-                .collect(),
+                .collect::<Result<_>>()?,
         ),
     );
     o.insert(
@@ -446,7 +530,7 @@ fn input_json(i: pb::RunAgentInput, warnings: &mut Vec<String>) -> Result<J> {
                 .collect(),
         ),
     );
-    put_value(&mut o, "forwardedProps", i.forwarded_props);
+    put_value(&mut o, "forwardedProps", i.forwarded_props)?;
     o.insert(
         "resume".into(),
         J::Array(
@@ -456,11 +540,11 @@ fn input_json(i: pb::RunAgentInput, warnings: &mut Vec<String>) -> Result<J> {
                     let mut ro = Obj::new();
                     put_str(&mut ro, "interruptId", r.interrupt_id);
                     put_str(&mut ro, "status", r.status);
-                    put_value(&mut ro, "payload", r.payload);
-                    put_struct(&mut ro, "metadata", r.metadata);
-                    J::Object(ro)
+                    put_value(&mut ro, "payload", r.payload)?;
+                    put_struct(&mut ro, "metadata", r.metadata)?;
+                    Ok(J::Object(ro))
                 })
-                .collect(),
+                .collect::<Result<_>>()?,
         ),
     );
     Ok(J::Object(o))
@@ -470,13 +554,29 @@ fn input_json(i: pb::RunAgentInput, warnings: &mut Vec<String>) -> Result<J> {
 // The event
 // ---------------------------------------------------------------------------------
 
-/// Decode one unframed `Event` message into its JSON event. Warnings (dropped content
-/// parts) are appended to `warnings`. [`Error::UnknownEventType`] marks an envelope
-/// from a later protocol version (streams skip it).
-pub fn decode_message(msg: &[u8], warnings: &mut Vec<String>) -> Result<J> {
+/// Decode one unframed `Event` message into its JSON event text, appended to `out`.
+/// Warnings (dropped content parts) are appended to `warnings`.
+/// [`Error::UnknownEventType`] marks an envelope from a later protocol version (streams
+/// skip it). On error `out` is left as it was.
+pub fn decode_message_into(msg: &[u8], warnings: &mut Vec<String>, out: &mut Vec<u8>) -> Result<()> {
     guard(msg)?;
     let ev = pb::Event::decode(msg).map_err(|e| invalid(format!("Invalid event: {e}")))?;
-    event_to_json_checked(ev, msg, warnings)
+    let tree = event_to_json_checked(ev, msg, warnings)?;
+    tree.write(out);
+    Ok(())
+}
+
+/// [`decode_message_into`] as a `serde_json::Value` (tests and Rust callers).
+pub fn decode_message(msg: &[u8], warnings: &mut Vec<String>) -> Result<serde_json::Value> {
+    let mut out = Vec::new();
+    decode_message_into(msg, warnings, &mut out)?;
+    Ok(serde_json::from_slice(&out).expect("the decoder writes valid JSON"))
+}
+
+/// JSON text of an already decoded envelope.
+pub fn event_to_json_text(ev: pb::Event, warnings: &mut Vec<String>, out: &mut Vec<u8>) -> Result<()> {
+    event_to_json(ev, warnings)?.write(out);
+    Ok(())
 }
 
 fn event_to_json_checked(ev: pb::Event, msg: &[u8], warnings: &mut Vec<String>) -> Result<J> {
@@ -548,7 +648,7 @@ fn has_ambiguous_part(msg: &[u8]) -> bool {
 }
 
 /// Post-process a decoded envelope into its JSON event (§5.2.4 – §5.2.8).
-pub fn event_to_json(ev: pb::Event, warnings: &mut Vec<String>) -> Result<J> {
+fn event_to_json(ev: pb::Event, warnings: &mut Vec<String>) -> Result<J> {
     let arm = ev.event.ok_or_else(|| invalid("Invalid event: no event arm"))?;
     let arm_type = arm_number_to_type(arm_number(&arm));
     let mut o = Obj::new();
@@ -625,33 +725,33 @@ pub fn event_to_json(ev: pb::Event, warnings: &mut Vec<String>) -> Result<J> {
             }
             let content = match e.content {
                 Some(c) => J::String(c),
-                None => J::Array(parts_json(e.content_parts, warnings)),
+                None => J::Array(parts_json(e.content_parts, warnings)?),
             };
-            o.insert("content".into(), content);
+            o.insert("content", content);
             opt!("role", e.role);
             e.base_event
         }
         Arm::StateSnapshot(e) => {
-            put_value(&mut o, "snapshot", e.snapshot);
+            put_value(&mut o, "snapshot", e.snapshot)?;
             opt!("subagentRunId", e.subagent_run_id);
             e.base_event
         }
         Arm::StateDelta(e) => {
-            o.insert("delta".into(), patch_json(e.delta));
+            o.insert("delta", patch_json(e.delta)?);
             opt!("subagentRunId", e.subagent_run_id);
             e.base_event
         }
         Arm::MessagesSnapshot(e) => {
-            o.insert("messages".into(), messages_json(e.messages, warnings)?);
+            o.insert("messages", messages_json(e.messages, warnings)?);
             e.base_event
         }
         Arm::ActivitySnapshot(e) => {
             opt!("subagentRunId", e.subagent_run_id);
             s!("messageId", e.message_id);
             s!("activityType", e.activity_type);
-            put_struct(&mut o, "content", e.content);
+            put_struct(&mut o, "content", e.content)?;
             if let Some(r) = e.replace {
-                o.insert("replace".into(), J::Bool(r));
+                o.insert("replace", J::Bool(r));
             }
             e.base_event
         }
@@ -659,18 +759,18 @@ pub fn event_to_json(ev: pb::Event, warnings: &mut Vec<String>) -> Result<J> {
             opt!("subagentRunId", e.subagent_run_id);
             s!("messageId", e.message_id);
             s!("activityType", e.activity_type);
-            o.insert("patch".into(), patch_json(e.patch));
+            o.insert("patch", patch_json(e.patch)?);
             e.base_event
         }
         Arm::Raw(e) => {
-            put_value(&mut o, "event", e.event);
+            put_value(&mut o, "event", e.event)?;
             opt!("source", e.source);
             opt!("subagentRunId", e.subagent_run_id);
             e.base_event
         }
         Arm::Custom(e) => {
             s!("name", e.name);
-            put_value(&mut o, "value", e.value);
+            put_value(&mut o, "value", e.value)?;
             opt!("subagentRunId", e.subagent_run_id);
             e.base_event
         }
@@ -679,7 +779,7 @@ pub fn event_to_json(ev: pb::Event, warnings: &mut Vec<String>) -> Result<J> {
             s!("runId", e.run_id);
             opt!("parentRunId", e.parent_run_id);
             if let Some(i) = e.input {
-                o.insert("input".into(), input_json(i, warnings)?);
+                o.insert("input", input_json(i, warnings)?);
             }
             opt!("protocolVersion", e.protocol_version);
             e.base_event
@@ -687,31 +787,31 @@ pub fn event_to_json(ev: pb::Event, warnings: &mut Vec<String>) -> Result<J> {
         Arm::RunFinished(e) => {
             s!("threadId", e.thread_id);
             s!("runId", e.run_id);
-            put_value(&mut o, "result", e.result);
+            put_value(&mut o, "result", e.result)?;
             if !e.usage.is_empty() {
-                o.insert("usage".into(), usage_json(e.usage)?);
+                o.insert("usage", usage_json(e.usage)?);
             }
             let pending = J::Array(e.pending_tool_call_ids.into_iter().map(J::String).collect());
-            let interrupts = J::Array(e.interrupts.into_iter().map(interrupt_json).collect());
+            let interrupts = J::Array(e.interrupts.into_iter().map(interrupt_json).collect::<Result<_>>()?);
             let has_p = pending.as_array().is_some_and(|a| !a.is_empty());
             let has_i = interrupts.as_array().is_some_and(|a| !a.is_empty());
             if e.outcome.is_empty() {
                 // Not valid 1.0 JSON, but what the reference produces for such wire data.
                 if has_p {
-                    o.insert("pendingToolCallIds".into(), pending);
+                    o.insert("pendingToolCallIds", pending);
                 }
                 if has_i {
-                    o.insert("interrupts".into(), interrupts);
+                    o.insert("interrupts", interrupts);
                 }
             } else {
                 let mut oc = Obj::new();
                 let is_interrupt = e.outcome == "interrupt";
                 put_str(&mut oc, "type", e.outcome);
                 if is_interrupt || has_i {
-                    oc.insert("interrupts".into(), interrupts);
+                    oc.insert("interrupts", interrupts);
                 }
                 if has_p {
-                    oc.insert("pendingToolCallIds".into(), pending);
+                    oc.insert("pendingToolCallIds", pending);
                 }
                 outcome = Some(J::Object(oc));
             }
@@ -721,7 +821,7 @@ pub fn event_to_json(ev: pb::Event, warnings: &mut Vec<String>) -> Result<J> {
             opt!("code", e.code);
             s!("message", e.message);
             if !e.usage.is_empty() {
-                o.insert("usage".into(), usage_json(e.usage)?);
+                o.insert("usage", usage_json(e.usage)?);
             }
             e.base_event
         }
@@ -786,18 +886,18 @@ pub fn event_to_json(ev: pb::Event, warnings: &mut Vec<String>) -> Result<J> {
         }
         Arm::SubagentFinished(e) => {
             s!("subagentRunId", e.subagent_run_id);
-            put_value(&mut o, "result", e.result);
+            put_value(&mut o, "result", e.result)?;
             let ids = J::Array(e.interrupt_ids.into_iter().map(J::String).collect());
             let has_ids = ids.as_array().is_some_and(|a| !a.is_empty());
             if e.outcome.is_empty() {
                 if has_ids {
-                    o.insert("interruptIds".into(), ids);
+                    o.insert("interruptIds", ids);
                 }
             } else {
                 let mut oc = Obj::new();
                 put_str(&mut oc, "type", e.outcome);
                 if has_ids {
-                    oc.insert("interruptIds".into(), ids);
+                    oc.insert("interruptIds", ids);
                 }
                 outcome = Some(J::Object(oc));
             }
@@ -823,12 +923,12 @@ pub fn event_to_json(ev: pb::Event, warnings: &mut Vec<String>) -> Result<J> {
     }
     put_str(&mut o, "type", arm_type.to_string());
     if let Some(ts) = b.timestamp {
-        o.insert("timestamp".into(), safe_int(ts)?);
+        o.insert("timestamp", safe_int(ts)?);
     }
-    put_value(&mut o, "rawEvent", b.raw_event);
-    put_struct(&mut o, "metadata", b.metadata);
+    put_value(&mut o, "rawEvent", b.raw_event)?;
+    put_struct(&mut o, "metadata", b.metadata)?;
     if let Some(oc) = outcome {
-        o.insert("outcome".into(), oc);
+        o.insert("outcome", oc);
     }
     Ok(J::Object(o))
 }

@@ -18,7 +18,7 @@ pub mod pb {
     include!(concat!(env!("OUT_DIR"), "/ag_ui.rs"));
 }
 
-pub use decode::{decode_message, event_to_json};
+pub use decode::{decode_message, decode_message_into, event_to_json_text};
 pub use encode::json_to_event;
 pub use error::{Error, Result};
 pub use frame::{FrameSplitter, DEFAULT_MAX_FRAME_SIZE};
@@ -195,8 +195,9 @@ pub fn encode_json(text: &[u8], framed: bool, out: &mut Vec<u8>) -> Result<()> {
 
 /// Decode one unframed message to JSON text.
 pub fn decode_message_to_json(msg: &[u8], warnings: &mut Warnings) -> Result<Vec<u8>> {
-    let v = decode_message(msg, warnings)?;
-    Ok(serde_json::to_vec(&v).expect("serde_json::Value always serialises"))
+    let mut out = Vec::with_capacity(msg.len() * 2 + 16);
+    decode_message_into(msg, warnings, &mut out)?;
+    Ok(out)
 }
 
 /// Incremental stream decoder: frames in, JSON events out.
@@ -215,13 +216,17 @@ impl StreamDecoder {
         StreamDecoder { splitter: FrameSplitter::at(max_frame_size, offset, frame_index) }
     }
 
-    /// Feed bytes; decoded events are passed to `sink` as JSON values. Frames from a
+    /// Feed bytes; each decoded event's JSON text is passed to `sink`. Frames from a
     /// later protocol version are skipped with a warning. On error, everything decoded
     /// before it has already been passed to `sink`.
-    pub fn feed_with<F: FnMut(J)>(&mut self, chunk: &[u8], warnings: &mut Warnings, mut sink: F) -> Result<()> {
-        self.splitter.feed(chunk, |msg, frame_index, offset| match decode_message(msg, warnings) {
-            Ok(v) => {
-                sink(v);
+    pub fn feed_with<F: FnMut(&[u8])>(&mut self, chunk: &[u8], warnings: &mut Warnings, mut sink: F) -> Result<()> {
+        let mut text = Vec::new();
+        self.splitter.feed(chunk, |msg, frame_index, offset| match {
+            text.clear();
+            decode_message_into(msg, warnings, &mut text)
+        } {
+            Ok(()) => {
+                sink(&text);
                 Ok(())
             }
             Err(Error::UnknownEventType) => {
@@ -234,9 +239,7 @@ impl StreamDecoder {
 
     /// Feed bytes, collecting events as JSON texts.
     pub fn feed_json(&mut self, chunk: &[u8], warnings: &mut Warnings, out: &mut Vec<Vec<u8>>) -> Result<()> {
-        self.feed_with(chunk, warnings, |v| {
-            out.push(serde_json::to_vec(&v).expect("serde_json::Value always serialises"))
-        })
+        self.feed_with(chunk, warnings, |text| out.push(text.to_vec()))
     }
 
     /// End of stream: an error if an unfinished frame remains.

@@ -429,6 +429,37 @@ fn with_len_payload<B: Buf, R>(
     }
 }
 
+/// Append one raw field (key + payload) to a body buffer: the decoder keeps bodies as
+/// protobuf and converts them to JSON text at output time.
+fn append_field<B: Buf>(body: &mut Vec<u8>, tag: u32, wire_type: WireType, buf: &mut B, ctx: DecodeContext) -> Result<(), DecodeError> {
+    prost::encoding::encode_key(tag, wire_type, body);
+    match wire_type {
+        WireType::Varint => encode_varint(decode_varint(buf)?, body),
+        WireType::SixtyFourBit | WireType::ThirtyTwoBit => {
+            let n = if wire_type == WireType::SixtyFourBit { 8 } else { 4 };
+            if buf.remaining() < n {
+                return Err(err("length runs past the end of the buffer"));
+            }
+            for _ in 0..n {
+                body.push(buf.get_u8());
+            }
+        }
+        WireType::LengthDelimited => {
+            with_len_payload(buf, |p| {
+                encode_varint(p.len() as u64, body);
+                body.extend_from_slice(p);
+                Ok(())
+            })?;
+        }
+        _ => {
+            // Groups: not part of Value/Struct; validate and drop.
+            body.truncate(body.len() - prost::encoding::key_len(tag));
+            skip_field(wire_type, tag, buf, ctx)?;
+        }
+    }
+    Ok(())
+}
+
 impl prost::Message for Value {
     fn encode_raw(&self, buf: &mut impl BufMut) {
         if !self.1.is_empty() {
@@ -445,29 +476,7 @@ impl prost::Message for Value {
         buf: &mut impl Buf,
         ctx: DecodeContext,
     ) -> Result<(), DecodeError> {
-        match (tag, wire_type) {
-            (1, WireType::Varint) => {
-                decode_varint(buf)?;
-                self.0 = Some(J::Null);
-                Ok(())
-            }
-            (4, WireType::Varint) => {
-                self.0 = Some(J::Bool(decode_varint(buf)? != 0));
-                Ok(())
-            }
-            (2, WireType::SixtyFourBit) => {
-                if buf.remaining() < 8 {
-                    return Err(err("length runs past the end of the buffer"));
-                }
-                self.0 = Some(f64_to_json(buf.get_f64_le()));
-                Ok(())
-            }
-            (3 | 5 | 6, WireType::LengthDelimited) => {
-                let cur = &mut self.0;
-                with_len_payload(buf, |payload| merge_value_len(cur, tag, payload, 1))
-            }
-            _ => skip_field(wire_type, tag, buf, ctx),
-        }
+        append_field(&mut self.1, tag, wire_type, buf, ctx)
     }
 
     fn encoded_len(&self) -> usize {
@@ -499,12 +508,7 @@ impl prost::Message for Struct {
         buf: &mut impl Buf,
         ctx: DecodeContext,
     ) -> Result<(), DecodeError> {
-        if tag == 1 && wire_type == WireType::LengthDelimited {
-            let m = &mut self.0;
-            with_len_payload(buf, |payload| merge_entry(m, payload, 1))
-        } else {
-            skip_field(wire_type, tag, buf, ctx)
-        }
+        append_field(&mut self.1, tag, wire_type, buf, ctx)
     }
 
     fn encoded_len(&self) -> usize {
@@ -518,4 +522,206 @@ impl prost::Message for Struct {
         self.0.clear();
         self.1.clear();
     }
+}
+
+impl Value {
+    /// JSON text of a decoded Value; `None` when it has no kind.
+    pub fn to_json_text(&self) -> Result<Option<Vec<u8>>, DecodeError> {
+        if let Some(j) = &self.0 {
+            return Ok(Some(serde_json::to_vec(j).expect("writing to a Vec cannot fail")));
+        }
+        let mut out = Vec::with_capacity(self.1.len() + 8);
+        Ok(value_body_json(&self.1, &mut out, 0)?.then_some(out))
+    }
+}
+
+impl Struct {
+    /// JSON text of a decoded Struct.
+    pub fn to_json_text(&self) -> Result<Vec<u8>, DecodeError> {
+        let mut out = Vec::with_capacity(self.1.len() + 8);
+        if self.1.is_empty() && !self.0.is_empty() {
+            serde_json::to_writer(&mut out, &self.0).expect("writing to a Vec cannot fail");
+        } else {
+            struct_body_json(&self.1, &mut out, 0)?;
+        }
+        Ok(out)
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Decoding straight to JSON text (the fast path of the decoder)
+// ---------------------------------------------------------------------------------
+//
+// Decoded Value/Struct fields keep their protobuf body (`.1`, appended field by field,
+// which is exactly protobuf's merge of repeated occurrences). The body becomes JSON text
+// in one pass; the rare shapes that need merge semantics (a Value with several kinds, a
+// map entry with several values, duplicated keys) take the tree path above instead.
+
+#[inline]
+fn write_str(out: &mut Vec<u8>, bytes: &[u8]) {
+    let s = String::from_utf8_lossy(bytes);
+    serde_json::to_writer(&mut *out, s.as_ref()).expect("writing to a Vec cannot fail");
+}
+
+/// Write the JSON of a Value body; `Ok(false)` (nothing written) when it has no kind.
+pub fn value_body_json(b: &[u8], out: &mut Vec<u8>, depth: usize) -> Result<bool, DecodeError> {
+    if depth > MAX_DEPTH {
+        return Err(err("Value nesting too deep"));
+    }
+    if b.is_empty() {
+        return Ok(false);
+    }
+    let mut s = b;
+    let (tag, wt) = key(&mut s)?;
+    let single = |rest: &[u8]| rest.is_empty();
+    match (tag, wt) {
+        (1, WireType::Varint) => {
+            varint(&mut s)?;
+            if single(s) {
+                out.extend_from_slice(b"null");
+                return Ok(true);
+            }
+        }
+        (4, WireType::Varint) => {
+            let v = varint(&mut s)?;
+            if single(s) {
+                out.extend_from_slice(if v != 0 { b"true" } else { b"false" });
+                return Ok(true);
+            }
+        }
+        (2, WireType::SixtyFourBit) => {
+            let raw = take(&mut s, 8)?;
+            if single(s) {
+                let j = f64_to_json(f64::from_le_bytes(raw.try_into().unwrap()));
+                serde_json::to_writer(&mut *out, &j).expect("writing to a Vec cannot fail");
+                return Ok(true);
+            }
+        }
+        (3 | 5 | 6, WireType::LengthDelimited) => {
+            let n = varint(&mut s)?;
+            let payload = take(&mut s, n)?;
+            if single(s) {
+                match tag {
+                    3 => write_str(out, payload),
+                    5 => struct_body_json(payload, out, depth + 1)?,
+                    _ => list_body_json(payload, out, depth + 1)?,
+                }
+                return Ok(true);
+            }
+        }
+        _ => {}
+    }
+    // Several fields (merge: last kind wins, structs/lists merge) or unknown ones.
+    match decode_value(b, depth)? {
+        Some(j) => {
+            serde_json::to_writer(&mut *out, &j).expect("writing to a Vec cannot fail");
+            Ok(true)
+        }
+        None => Ok(false),
+    }
+}
+
+fn list_body_json(mut b: &[u8], out: &mut Vec<u8>, depth: usize) -> Result<(), DecodeError> {
+    if depth > MAX_DEPTH {
+        return Err(err("Value nesting too deep"));
+    }
+    out.push(b'[');
+    let mut first = true;
+    while !b.is_empty() {
+        let (tag, wt) = key(&mut b)?;
+        if tag == 1 && wt == WireType::LengthDelimited {
+            let n = varint(&mut b)?;
+            let payload = take(&mut b, n)?;
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            // A kind-less element is JS `undefined` in an array: JSON null.
+            if !value_body_json(payload, out, depth + 1)? {
+                out.extend_from_slice(b"null");
+            }
+        } else {
+            skip(wt, tag, &mut b)?;
+        }
+    }
+    out.push(b']');
+    Ok(())
+}
+
+/// Write the JSON object of a Struct body.
+pub fn struct_body_json(b: &[u8], out: &mut Vec<u8>, depth: usize) -> Result<(), DecodeError> {
+    if depth > MAX_DEPTH {
+        return Err(err("Value nesting too deep"));
+    }
+    let start = out.len();
+    match struct_body_json_fast(b, out, depth)? {
+        true => Ok(()),
+        false => {
+            out.truncate(start);
+            let mut m = Map::new();
+            merge_struct(&mut m, b, depth)?;
+            serde_json::to_writer(&mut *out, &m).expect("writing to a Vec cannot fail");
+            Ok(())
+        }
+    }
+}
+
+/// `Ok(false)`: a shape that needs merge semantics; the caller redoes it the slow way.
+fn struct_body_json_fast(mut b: &[u8], out: &mut Vec<u8>, depth: usize) -> Result<bool, DecodeError> {
+    out.push(b'{');
+    let mut keys: Vec<&[u8]> = Vec::new();
+    let mut index: Option<std::collections::HashSet<&[u8]>> = None;
+    while !b.is_empty() {
+        let (tag, wt) = key(&mut b)?;
+        if !(tag == 1 && wt == WireType::LengthDelimited) {
+            skip(wt, tag, &mut b)?;
+            continue;
+        }
+        let n = varint(&mut b)?;
+        let mut e = take(&mut b, n)?;
+        let mut k: Option<&[u8]> = None;
+        let mut v: Option<&[u8]> = None;
+        while !e.is_empty() {
+            let (t, w) = key(&mut e)?;
+            match (t, w) {
+                (1, WireType::LengthDelimited) | (2, WireType::LengthDelimited) => {
+                    let n = varint(&mut e)?;
+                    let p = take(&mut e, n)?;
+                    let slot = if t == 1 { &mut k } else { &mut v };
+                    if slot.is_some() {
+                        return Ok(false); // repeated key/value fields merge
+                    }
+                    *slot = Some(p);
+                }
+                _ => skip(w, t, &mut e)?,
+            }
+        }
+        let Some(v) = v else { continue }; // entries without a value are dropped
+        let k = k.unwrap_or(b"");
+        let dup = match &mut index {
+            Some(set) => !set.insert(k),
+            None => {
+                let d = keys.contains(&k);
+                keys.push(k);
+                if keys.len() > 32 {
+                    index = Some(keys.drain(..).collect());
+                }
+                d
+            }
+        };
+        if dup {
+            return Ok(false); // first position, last value: the map path does that
+        }
+        let mark = out.len();
+        if out.len() > 0 && out[out.len() - 1] != b'{' {
+            out.push(b',');
+        }
+        write_str(out, k);
+        out.push(b':');
+        if !value_body_json(v, out, depth + 1)? {
+            out.truncate(mark); // a kind-less value drops the entry
+        }
+    }
+    out.push(b'}');
+    Ok(true)
 }
