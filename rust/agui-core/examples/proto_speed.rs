@@ -27,15 +27,14 @@ fn main() {
         }
     }
     println!("parse_json {:.0} ns/event", per(t));
-    let parsed: Vec<_> = lines.iter().map(|l| proto::parse_json(l).unwrap()).collect();
     let t = Instant::now();
     for _ in 0..n {
-        for v in &parsed {
-            std::hint::black_box(proto::json_to_event(v).unwrap());
+        for l in &lines {
+            std::hint::black_box(proto::node::parse(l).unwrap());
         }
     }
-    println!("json_to_event {:.0} ns/event", per(t));
-    let msgs: Vec<Vec<u8>> = parsed.iter().map(|v| { let mut o = Vec::new(); proto::encode_value(v, &mut o).unwrap(); o }).collect();
+    println!("node::parse {:.0} ns/event", per(t));
+    let msgs: Vec<Vec<u8>> = lines.iter().map(|l| { let mut o = Vec::new(); proto::encode_json(l, false, &mut o).unwrap(); o }).collect();
     let t = Instant::now();
     for _ in 0..n {
         for m in &msgs {

@@ -9,17 +9,16 @@ use super::error::{Error, Result};
 use super::pb;
 use super::pb::event::Event as Arm;
 use super::wkt;
+use super::node::{Node as J, Obj};
 use super::EVENT_TYPES;
-use serde_json::{Map, Value as J};
-
-type Obj = Map<String, J>;
+use std::borrow::Cow;
 
 // ---------------------------------------------------------------------------------
 // Field helpers. `null` counts as absent for every optional field (§5.1.1).
 // ---------------------------------------------------------------------------------
 
 #[inline]
-fn present<'a>(o: &'a Obj, k: &str) -> Option<&'a J> {
+fn present<'o, 'a>(o: &'o Obj<'a>, k: &str) -> Option<&'o J<'a>> {
     match o.get(k) {
         None | Some(J::Null) => None,
         Some(v) => Some(v),
@@ -29,8 +28,8 @@ fn present<'a>(o: &'a Obj, k: &str) -> Option<&'a J> {
 /// JS `String(x)` for the scalars a best-effort encoder may meet in a string field.
 fn scalar_string(v: &J) -> Option<String> {
     match v {
-        J::String(s) => Some(s.clone()),
-        J::Number(n) => Some(n.to_string()),
+        J::String(s) => Some(s.to_string()),
+        J::Number(n) => Some(n.text()),
         J::Bool(b) => Some(b.to_string()),
         _ => None,
     }
@@ -63,10 +62,10 @@ fn opt_int(o: &Obj, k: &str) -> Result<Option<i64>> {
     };
     let f = match v {
         J::Number(n) => {
-            if let Some(i) = n.as_i64() {
+            if let Some(i) = n.i64() {
                 return Ok(Some(i));
             }
-            wkt::number_f64(n)
+            n.f64()
         }
         J::Bool(b) => return Ok(Some(*b as i64)),
         J::String(s) => s.trim().parse::<f64>().unwrap_or(f64::NAN),
@@ -81,26 +80,26 @@ fn opt_int(o: &Obj, k: &str) -> Result<Option<i64>> {
 /// Optional any-JSON field: `null` is dropped.
 #[inline]
 fn opt_value(o: &Obj, k: &str) -> Option<wkt::Value> {
-    present(o, k).map(wkt::Value::from_json)
+    present(o, k).map(wkt::Value::from_node)
 }
 
 /// Required any-JSON field (RAW event, CUSTOM value, snapshot, patch value): `null`
 /// is a real value and travels as `null_value`.
 #[inline]
 fn keep_null_value(o: &Obj, k: &str) -> Option<wkt::Value> {
-    o.get(k).map(wkt::Value::from_json)
+    o.get(k).map(wkt::Value::from_node)
 }
 
 /// Struct-typed metadata: only a non-null, non-array object is written.
 #[inline]
 fn opt_struct(o: &Obj, k: &str) -> Option<wkt::Struct> {
     match o.get(k) {
-        Some(J::Object(m)) => Some(wkt::Struct::from_map(m)),
+        Some(J::Object(m)) => Some(wkt::Struct::from_obj(m)),
         _ => None,
     }
 }
 
-fn objects<'a>(o: &'a Obj, k: &str) -> impl Iterator<Item = &'a Obj> {
+fn objects<'o, 'a>(o: &'o Obj<'a>, k: &str) -> impl Iterator<Item = &'o Obj<'a>> {
     let arr: &[J] = match o.get(k) {
         Some(J::Array(a)) => a,
         _ => &[],
@@ -236,18 +235,18 @@ fn legacy_binary(o: &Obj) -> Option<pb::InputContent> {
     } else {
         return None;
     };
-    let mut meta = Map::new();
-    meta.insert("legacyBinary".into(), J::Bool(true));
+    let mut meta = Obj::default();
+    meta.0.push((Cow::Borrowed("legacyBinary"), J::Bool(true)));
     if let Some(f) = opt_str(o, "filename") {
-        meta.insert("filename".into(), J::String(f));
+        meta.0.push((Cow::Borrowed("filename"), J::String(Cow::Owned(f))));
     }
     if let Some(id) = id {
-        meta.insert("id".into(), J::String(id));
+        meta.0.push((Cow::Borrowed("id"), J::String(Cow::Owned(id))));
     }
     Some(pb::InputContent {
         part: Some(pb::input_content::Part::Document(pb::DocumentInputPart {
             source: Some(pb::InputContentSource { source: Some(src) }),
-            metadata: Some(wkt::Value::from_json(&J::Object(meta))),
+            metadata: Some(wkt::Value::from_node(&J::Object(meta))),
             id: None,
         })),
     })
@@ -289,11 +288,11 @@ fn message(o: &Obj) -> pb::Message {
         Some(J::Array(a)) => m.content_parts = parts(a),
         Some(c) if role == "activity" => {
             m.activity_content = Some(match c {
-                J::Object(map) => wkt::Struct::from_map(map),
+                J::Object(map) => wkt::Struct::from_obj(map),
                 _ => wkt::Struct::default(),
             })
         }
-        Some(J::String(s)) => m.content = Some(s.clone()),
+        Some(J::String(s)) => m.content = Some(s.to_string()),
         _ => {}
     }
     m.role = role;
@@ -362,7 +361,7 @@ fn run_input(o: &Obj) -> pb::RunAgentInput {
 }
 
 /// `outcome.type` when `outcome` is an object with a string `type`.
-fn outcome(o: &Obj) -> Option<(&str, &Obj)> {
+fn outcome<'o, 'a>(o: &'o Obj<'a>) -> Option<(&'o str, &'o Obj<'a>)> {
     let oc = o.get("outcome")?.as_object()?;
     Some((oc.get("type")?.as_str()?, oc))
 }
@@ -379,7 +378,7 @@ fn outcome(o: &Obj) -> Option<(&str, &Obj)> {
 pub fn json_to_event(v: &J) -> Result<pb::Event> {
     let o = v.as_object().ok_or_else(|| Error::Encode("the event is not a JSON object".into()))?;
     let ty = match o.get("type") {
-        Some(J::String(s)) => s.as_str(),
+        Some(J::String(s)) => s.as_ref(),
         _ => return Err(Error::Encode("the event has no string `type`".into())),
     };
     let code = match EVENT_TYPES.iter().position(|t| *t == ty) {
@@ -481,7 +480,7 @@ pub fn json_to_event(v: &J) -> Result<pb::Event> {
             message_id: req_str(o, "messageId"),
             activity_type: req_str(o, "activityType"),
             content: match o.get("content") {
-                Some(J::Object(m)) => Some(wkt::Struct::from_map(m)),
+                Some(J::Object(m)) => Some(wkt::Struct::from_obj(m)),
                 None => None,
                 Some(J::Null) => return Err(Error::Encode("`content` is null".into())),
                 // Struct conversion of a non-object: nothing usable, an empty object.

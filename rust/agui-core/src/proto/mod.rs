@@ -10,6 +10,7 @@ pub mod decode;
 pub mod encode;
 pub mod error;
 pub mod frame;
+pub mod node;
 pub mod wkt;
 
 /// prost-generated types of package `ag_ui` (from `proto/*.proto`, see build.rs).
@@ -161,8 +162,25 @@ fn replace_lone_surrogates(text: &[u8]) -> Option<Vec<u8>> {
 // Encoding entry points
 // ---------------------------------------------------------------------------------
 
+/// Parse JSON text into the encoder's borrowed tree; `scratch` keeps the text alive
+/// when unpaired surrogate escapes had to be replaced (see [`parse_json`]).
+pub fn parse_node<'a>(text: &'a [u8], scratch: &'a mut Vec<u8>) -> Result<node::Node<'a>> {
+    match node::parse(text) {
+        Ok(n) => Ok(n),
+        Err(e) => {
+            if memchr::memmem::find(text, b"\\u").is_some() {
+                if let Some(fixed) = replace_lone_surrogates(text) {
+                    *scratch = fixed;
+                    return node::parse(scratch).map_err(|e| Error::InvalidJson(e.to_string()));
+                }
+            }
+            Err(Error::InvalidJson(e.to_string()))
+        }
+    }
+}
+
 /// Encode one JSON event as an `Event` message (unframed), appended to `out`.
-pub fn encode_value(event: &J, out: &mut Vec<u8>) -> Result<()> {
+pub fn encode_value(event: &node::Node<'_>, out: &mut Vec<u8>) -> Result<()> {
     let ev = json_to_event(event)?;
     out.reserve(ev.encoded_len());
     ev.encode_raw(out);
@@ -170,7 +188,7 @@ pub fn encode_value(event: &J, out: &mut Vec<u8>) -> Result<()> {
 }
 
 /// Encode one JSON event as a length-prefixed frame, appended to `out`.
-pub fn encode_value_framed(event: &J, out: &mut Vec<u8>) -> Result<()> {
+pub fn encode_value_framed(event: &node::Node<'_>, out: &mut Vec<u8>) -> Result<()> {
     let ev = json_to_event(event)?;
     let len = ev.encoded_len();
     out.reserve(4 + len);
@@ -181,7 +199,8 @@ pub fn encode_value_framed(event: &J, out: &mut Vec<u8>) -> Result<()> {
 
 /// Encode JSON event text (`framed`: with the 4-byte prefix), appended to `out`.
 pub fn encode_json(text: &[u8], framed: bool, out: &mut Vec<u8>) -> Result<()> {
-    let v = parse_json(text)?;
+    let mut scratch = Vec::new();
+    let v = parse_node(text, &mut scratch)?;
     if framed {
         encode_value_framed(&v, out)
     } else {

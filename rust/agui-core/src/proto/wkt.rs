@@ -21,6 +21,7 @@ use prost::encoding::{
     decode_varint, encode_varint, encoded_len_varint, skip_field, DecodeContext, WireType,
 };
 use prost::DecodeError;
+use super::node::{Node, Obj};
 use serde_json::{Map, Number, Value as J};
 
 /// `google.protobuf.Value`. Decoding fills `.0` (`None` = a Value with no kind set).
@@ -35,6 +36,13 @@ pub struct Value(pub Option<J>, pub Vec<u8>);
 pub struct Struct(pub Map<String, J>, pub Vec<u8>);
 
 impl Value {
+    /// A Value for the JSON node `v`, encoded now (the encoder's path).
+    pub fn from_node(v: &Node<'_>) -> Value {
+        let mut body = Vec::with_capacity(node_value_len(v));
+        encode_node_value(v, &mut body);
+        Value(None, body)
+    }
+
     /// A Value for `v`, encoded now.
     pub fn from_json(v: &J) -> Value {
         let mut body = Vec::with_capacity(value_body_len(v));
@@ -44,6 +52,13 @@ impl Value {
 }
 
 impl Struct {
+    /// A Struct for the JSON object `m`, encoded now (the encoder's path).
+    pub fn from_obj(m: &Obj<'_>) -> Struct {
+        let mut body = Vec::with_capacity(node_struct_len(m));
+        encode_node_struct(m, &mut body);
+        Struct(Map::new(), body)
+    }
+
     /// A Struct for the object `m`, encoded now.
     pub fn from_map(m: &Map<String, J>) -> Struct {
         let mut body = Vec::with_capacity(struct_body_len(m));
@@ -207,6 +222,121 @@ pub fn encode_struct_body(m: &Map<String, J>, buf: &mut impl BufMut) {
     } else {
         for (k, v) in js_entries(m) {
             encode_entry(k, v, buf);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Encoding from the encoder's borrowed JSON tree (same rules as above)
+// ---------------------------------------------------------------------------------
+
+/// Entries of an object in JavaScript enumeration order (without `__proto__`).
+fn js_node_entries<'o, 'a>(m: &'o Obj<'a>) -> Vec<(&'o str, &'o Node<'a>)> {
+    let mut idx: Vec<(u32, &'o str, &'o Node<'a>)> = Vec::new();
+    let mut rest: Vec<(&'o str, &'o Node<'a>)> = Vec::with_capacity(m.len());
+    for (k, v) in m.iter() {
+        if k == "__proto__" {
+            continue;
+        }
+        match array_index(k) {
+            Some(i) => idx.push((i, k.as_ref(), v)),
+            None => rest.push((k.as_ref(), v)),
+        }
+    }
+    if idx.is_empty() {
+        return rest;
+    }
+    idx.sort_by_key(|e| e.0);
+    let mut out: Vec<(&'o str, &'o Node<'a>)> = idx.into_iter().map(|(_, k, v)| (k, v)).collect();
+    out.extend(rest);
+    out
+}
+
+#[inline]
+fn plain_node_order(m: &Obj<'_>) -> bool {
+    m.keys().all(|k| {
+        let b = k.as_bytes();
+        !(matches!(b.first(), Some(c) if c.is_ascii_digit()) || k == "__proto__")
+    })
+}
+
+/// Length of a Value message body for `v`.
+pub fn node_value_len(v: &Node<'_>) -> usize {
+    match v {
+        Node::Null | Node::Bool(_) => 2,
+        Node::Number(_) => 9,
+        Node::String(s) => 1 + ld(s.len()),
+        Node::Array(a) => 1 + ld(node_list_len(a)),
+        Node::Object(m) => 1 + ld(node_struct_len(m)),
+    }
+}
+
+fn node_list_len(a: &[Node<'_>]) -> usize {
+    a.iter().map(|e| 1 + ld(node_value_len(e))).sum()
+}
+
+#[inline]
+fn node_entry_len(k: &str, v: &Node<'_>) -> usize {
+    let key = if k.is_empty() { 0 } else { 1 + ld(k.len()) };
+    key + 1 + ld(node_value_len(v))
+}
+
+/// Length of a Struct message body for `m`.
+pub fn node_struct_len(m: &Obj<'_>) -> usize {
+    if plain_node_order(m) {
+        m.iter().map(|(k, v)| 1 + ld(node_entry_len(k, v))).sum()
+    } else {
+        js_node_entries(m).into_iter().map(|(k, v)| 1 + ld(node_entry_len(k, v))).sum()
+    }
+}
+
+/// Write a Value message body.
+pub fn encode_node_value(v: &Node<'_>, buf: &mut impl BufMut) {
+    match v {
+        Node::Null => buf.put_slice(&[0x08, 0x00]),
+        Node::Bool(b) => buf.put_slice(&[0x20, *b as u8]),
+        Node::Number(n) => {
+            buf.put_u8(0x11);
+            buf.put_f64_le(n.f64());
+        }
+        Node::String(s) => put_str(0x1A, s, buf),
+        Node::Array(a) => {
+            buf.put_u8(0x32);
+            encode_varint(node_list_len(a) as u64, buf);
+            for e in a {
+                buf.put_u8(0x0A);
+                encode_varint(node_value_len(e) as u64, buf);
+                encode_node_value(e, buf);
+            }
+        }
+        Node::Object(m) => {
+            buf.put_u8(0x2A);
+            encode_varint(node_struct_len(m) as u64, buf);
+            encode_node_struct(m, buf);
+        }
+    }
+}
+
+fn encode_node_entry(k: &str, v: &Node<'_>, buf: &mut impl BufMut) {
+    buf.put_u8(0x0A);
+    encode_varint(node_entry_len(k, v) as u64, buf);
+    if !k.is_empty() {
+        put_str(0x0A, k, buf);
+    }
+    buf.put_u8(0x12);
+    encode_varint(node_value_len(v) as u64, buf);
+    encode_node_value(v, buf);
+}
+
+/// Write a Struct message body.
+pub fn encode_node_struct(m: &Obj<'_>, buf: &mut impl BufMut) {
+    if plain_node_order(m) {
+        for (k, v) in m.iter() {
+            encode_node_entry(k, v, buf);
+        }
+    } else {
+        for (k, v) in js_node_entries(m) {
+            encode_node_entry(k, v, buf);
         }
     }
 }
