@@ -480,12 +480,20 @@ class PModel(pydantic.BaseModel):
 
 
 def test_plain_pydantic_model_plan():
+    # not an ag_ui model: no omission, exactly pydantic's own by_alias dump
     m = PModel(a=1, d=None, x=None, y=[1])
-    assert _native.dumps(m) == b'{"a":1,"d":null,"x":null,"y":[1]}'
+    assert _native.dumps(m) == b'{"a":1,"b":null,"cee":null,"d":null,"eAlias":null,"x":null,"y":[1]}'
+    assert _native.dumps(m) == m.model_dump_json(by_alias=True).encode()
     m = PModel(a=1, b="s", c=2, eAlias="e")
     assert _native.dumps(m) == b'{"a":1,"b":"s","cee":2,"d":5,"eAlias":"e"}'
-    # identical to pydantic's own dump once the None-valued optionals are excluded
-    assert _native.dumps(m) == m.model_dump_json(by_alias=True, exclude_none=True).encode()
+    assert _native.dumps(m) == m.model_dump_json(by_alias=True).encode()
+
+
+def test_user_pydantic_model_inside_an_event():
+    ev = core.StateSnapshotEvent(snapshot={"m": PModel(a=1, z=float("nan"))}, timestamp=None)
+    assert _native.encode_sse(ev) == EventEncoder().encode(ev)
+    ev = core.CustomEvent(name="n", value=[PModel(a=2, b="x")])
+    assert _native.encode_sse(ev) == EventEncoder().encode(ev)
 
 
 # ---------------------------------------------------------------------------
@@ -607,3 +615,193 @@ def test_clear_cache():
     before = _native.dumps(m)
     _native.clear_encode_cache()
     assert _native.dumps(m) == before
+
+
+class WithComputed(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="allow")
+    a: int = 1
+
+    @pydantic.computed_field(alias="bee")
+    @property
+    def b(self) -> int:
+        return self.a + 1
+
+    @pydantic.computed_field
+    @property
+    def c(self) -> Optional[str]:
+        return None
+
+
+class Root(pydantic.RootModel[List[Any]]):
+    pass
+
+
+def test_pydantic_computed_fields_and_root_models():
+    m = WithComputed(a=5, x=3)
+    assert _native.dumps(m) == m.model_dump_json(by_alias=True).encode() == b'{"a":5,"x":3,"bee":6,"c":null}'
+    r = Root([1, {"k": core.EventType.RAW}, core.FunctionCall(name="f", arguments="")])
+    assert _native.dumps(r) == r.model_dump_json().encode()
+    assert _native.dumps({"r": Root([])}) == b'{"r":[]}'
+
+
+# ---------------------------------------------------------------------------
+# pydantic_fallback=True: what the writer does not handle itself goes to
+# pydantic_core.to_json (by_alias=True, inf_nan_mode="null"), the reference's own path.
+# ---------------------------------------------------------------------------
+
+
+def _fallback_values():
+    import dataclasses
+    import datetime
+    import decimal
+    import pathlib
+    import uuid
+
+    @dataclasses.dataclass
+    class DC:
+        a: int
+        b: float = float("nan")
+
+    return [
+        datetime.datetime(2024, 1, 2, 3, 4, 5, 600000, tzinfo=datetime.timezone.utc),
+        datetime.date(2024, 1, 2),
+        datetime.timedelta(seconds=90),
+        uuid.UUID(int=5),
+        decimal.Decimal("1.50"),
+        b"bytes",
+        {1, 2},
+        frozenset(["a"]),
+        pathlib.Path("/x"),
+        DC(1),
+        {1: "intkey"},
+        {(1, 2): 3},
+        {None: 1, "s": 2},
+        {1.5: 2},
+        {True: [float("inf")]},
+        {"ok": {"nested": {7: core.FunctionCall(name="f", arguments="")}}},
+    ]
+
+
+@pytest.mark.parametrize("value", _fallback_values(), ids=lambda v: type(v).__name__)
+def test_pydantic_fallback_matches_reference(value):
+    ev = core.CustomEvent(name="n", value=value, metadata={"m": value})
+    assert _native.encode_sse(ev, pydantic_fallback=True) == EventEncoder().encode(ev)
+    assert _native.encode_sse_bytes(ev, pydantic_fallback=True) == EventEncoder().encode(ev).encode()
+    assert _native.encode_sse_many([ev], pydantic_fallback=True) == EventEncoder().encode(ev).encode()
+    with pytest.raises(EncodeError):
+        _native.encode_sse(ev)  # strict by default
+
+
+def test_pydantic_fallback_still_rejects_the_unserialisable():
+    with pytest.raises(EncodeError, match="Unable to serialize unknown type"):
+        _native.dumps(object(), pydantic_fallback=True)
+    with pytest.raises(EncodeError, match="surrogates"):
+        _native.dumps({1: "\ud800"}, pydantic_fallback=True)
+    with pytest.raises(EncodeError):
+        _native.dumps({1: NoDict()}, pydantic_fallback=True)  # pydantic cannot write it
+    assert _native.dumps([{"a": {1: 2}}, {3: 4}], pydantic_fallback=True) == b'[{"a":{"1":2}},{"3":4}]'
+
+
+def test_struct_unset_fields_are_left_out():
+    class U(msgspec.Struct):
+        __agui_fields__: ClassVar[Any] = (("a", "a", False), ("b", "b", False), ("c", "c", True))
+        a: Any = msgspec.UNSET
+        b: Any = None
+        c: Any = msgspec.UNSET
+
+    assert _native.dumps(U()) == b'{"b":null}'
+    assert _native.dumps(U(a=1, c=None)) == b'{"a":1,"b":null}'
+    with pytest.raises(EncodeError, match="UnsetType"):
+        _native.dumps({"k": msgspec.UNSET})
+
+
+ANY_LEAVES = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**80), max_value=2**80)
+    | st.floats()  # NaN and infinities included: the reference writes null (or omits)
+    | st.text(max_size=12)
+)
+ANY_VALUES = st.recursive(
+    ANY_LEAVES,
+    lambda children: st.lists(children, max_size=4)
+    | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=20,
+)
+EXTRA_KEYS = st.sampled_from(
+    ["raw_event", "rawEvent_", "message_id", "subagent_run_id", "timestamp_", "x", "é", "a b", ""]
+) | st.text(max_size=6)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    raw=ANY_VALUES,
+    metadata=st.none() | st.dictionaries(st.text(max_size=6), ANY_VALUES, max_size=4),
+    extras=st.dictionaries(EXTRA_KEYS, ANY_VALUES, max_size=4),
+    timestamp=st.none() | st.integers(min_value=-(2**53), max_value=2**53),
+    snake=st.booleans(),
+)
+def test_random_reference_events(raw, metadata, extras, timestamp, snake):
+    data = {"messageId": "m", "delta": "d", "rawEvent": raw, "metadata": metadata, "timestamp": timestamp}
+    if snake:
+        data = {"message_id": "m", "delta": "d", "raw_event": raw, "metadata": metadata, "timestamp": timestamp}
+    for k, v in extras.items():
+        data.setdefault(k, v)
+    try:
+        ev = core.TextMessageContentEvent.model_validate(data)
+    except pydantic.ValidationError:
+        return
+    try:
+        expected = EventEncoder().encode(ev)
+    except pydantic_core.PydanticSerializationError:
+        with pytest.raises(EncodeError):
+            _native.encode_sse(ev)
+        return
+    assert _native.encode_sse(ev) == expected
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(value=ANY_VALUES, state=ANY_VALUES)
+def test_random_custom_and_state_events(value, state):
+    for ev in (
+        core.CustomEvent(name="n", value=value),
+        core.StateSnapshotEvent(snapshot=state),
+        core.RawEvent(event=value, source=None),
+    ):
+        assert _native.encode_sse(ev) == EventEncoder().encode(ev)
+        # and through JSON text, as a server would receive it
+        again = EVENT_ADAPTER.validate_json(_native.dumps(ev))
+        assert _native.encode_sse(again) == EventEncoder().encode(again)
+
+
+def test_threads_share_the_plan_cache_safely():
+    import threading
+
+    _native.clear_encode_cache()
+    models = [_validate(c) for c in EVENT_CASES if not c.get("py_error")][:150]
+    expected = [EventEncoder().encode(m) for m in models]
+    errors: List[Any] = []
+
+    def run(offset):
+        try:
+            for _ in range(5):
+                for i in range(len(models)):
+                    j = (i + offset) % len(models)
+                    assert _native.encode_sse(models[j]) == expected[j]
+                    if i % 50 == 0:
+                        # a Python-level switch point inside an encode
+                        _native.dumps([Weird() for Weird in ()])
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=run, args=(k * 37,)) for k in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(old)
+    assert not errors

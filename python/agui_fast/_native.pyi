@@ -9,27 +9,31 @@ __version__: str
 # None, dict (str / str-Enum keys), list, tuple, enum.Enum members (their value),
 # subclasses of those builtins, objects whose class has __agui_fields__
 # (tuple of (attr_name, wire_key, omit_if_none); extras from the instance __dict__),
-# and pydantic models (fields from __pydantic_fields__, extras from __pydantic_extra__).
+# and pydantic models (fields from __pydantic_fields__, extras from __pydantic_extra__,
+# computed fields, RootModel).
 # Raises agui_fast.errors.EncodeError (a ValueError) for unpaired surrogates, non-str
 # dict keys, unknown object types and nesting deeper than ENCODE_MAX_DEPTH.
+# pydantic_fallback=True: unknown values (datetime, UUID, Decimal, bytes, set, dataclass,
+# ...) and dicts with non-str keys are written by pydantic_core.to_json(x, by_alias=True,
+# inf_nan_mode="null") instead of raising -- exactly what the reference writes.
 from typing import Any as _Any, Iterable as _Iterable
 
 ENCODE_MAX_DEPTH: int
 
-def dumps(obj: _Any, /) -> bytes:
+def dumps(obj: _Any, /, *, pydantic_fallback: bool = False) -> bytes:
     """Compact JSON text of ``obj`` (UTF-8 bytes), as pydantic writes it."""
 
-def encode_sse(obj: _Any, /) -> str:
-    """``"data: " + dumps(obj).decode() + "\\n\\n"`` (like ``ag_ui.encoder.EventEncoder().encode``)."""
+def encode_sse(obj: _Any, /, *, pydantic_fallback: bool = False) -> str:
+    """``"data: " + dumps(obj).decode() + "\n\n"`` (like ``ag_ui.encoder.EventEncoder().encode``)."""
 
-def encode_sse_bytes(obj: _Any, /) -> bytes:
+def encode_sse_bytes(obj: _Any, /, *, pydantic_fallback: bool = False) -> bytes:
     """``encode_sse(obj)`` as UTF-8 bytes."""
 
-def encode_sse_many(events: _Iterable[_Any], /) -> bytes:
+def encode_sse_many(events: _Iterable[_Any], /, *, pydantic_fallback: bool = False) -> bytes:
     """Every event framed as by ``encode_sse``, concatenated into one bytes object."""
 
 def clear_encode_cache() -> None:
-    """Forget the cached per-class field plans."""
+    """Forget the cached per-class field plans (e.g. after redefining classes)."""
 # --- end encode ---
 # --- proto ---
 # Protobuf codec (rust/agui-py/src/proto.rs, docs/protobuf.md). Events cross as JSON text

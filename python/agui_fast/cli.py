@@ -82,11 +82,104 @@ def demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def detect_format(path: str) -> str:
+    """``"sse"`` or ``"proto"`` from a log's first bytes (SSE starts with a field or comment)."""
+    with open(path, "rb") as f:
+        head = f.read(64)
+    head = head[3:] if head.startswith(b"\xef\xbb\xbf") else head
+    if not head or head[:1] in (b"d", b"e", b"i", b"r", b":", b"\n", b"\r"):
+        return "sse"
+    return "proto"
+
+
+def iter_log(path: str, fmt: str = "auto", raw=None):
+    fmt = detect_format(path) if fmt == "auto" else fmt
+    if fmt == "sse":
+        from .sse import iter_sse
+
+        return iter_sse(path, raw=raw)
+    from .proto import iter_protobuf
+
+    return iter_protobuf(path, raw=raw or False)
+
+
+def stats(args: argparse.Namespace) -> int:
+    """Decode and validate a whole log, then count its events by type."""
+    from collections import Counter
+
+    from .errors import AguiError
+
+    counts: Counter = Counter()
+    t0 = time.perf_counter()
+    try:
+        for event in iter_log(args.log, args.format):
+            counts[event.type.value] += 1
+    except AguiError as exc:
+        print(f"{args.log}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"(after {sum(counts.values())} valid events)", file=sys.stderr)
+        return 1
+    elapsed = time.perf_counter() - t0
+    total = sum(counts.values())
+    for name, n in counts.most_common():
+        print(f"{name:28s} {n:10d}")
+    print(f"{'total':28s} {total:10d}   ({elapsed:.3f} s, {total / max(elapsed, 1e-9):,.0f} events/s)")
+    return 0
+
+
+def convert(args: argparse.Namespace) -> int:
+    """SSE log -> protobuf log, or back (streaming, constant memory)."""
+    from .proto import convert_protobuf_to_sse, convert_sse_to_protobuf
+
+    src_fmt = detect_format(args.src) if args.source_format == "auto" else args.source_format
+    fn = convert_sse_to_protobuf if src_fmt == "sse" else convert_protobuf_to_sse
+    n = fn(args.src, args.dst)
+    print(f"{args.src} ({src_fmt}) -> {args.dst}: {n} events")
+    return 0
+
+
+def replay(args: argparse.Namespace) -> int:
+    """Replay STATE_SNAPSHOT / STATE_DELTA events into the final state (JSON on stdout)."""
+    import json
+
+    from .errors import JsonPatchError
+    from .patch import StateDocument
+
+    doc = StateDocument({})
+    failed = 0
+    for event in iter_log(args.log, args.format):
+        kind = event.type.value
+        if kind == "STATE_SNAPSHOT":
+            doc.replace(event.snapshot)
+        elif kind == "STATE_DELTA":
+            try:
+                doc.apply(event.delta)
+            except JsonPatchError as exc:  # the reference client also skips a failed delta
+                failed += 1
+                print(f"warning: skipped a STATE_DELTA: {exc}", file=sys.stderr)
+    json.dump(doc.to_python(), sys.stdout, ensure_ascii=False, indent=2)
+    sys.stdout.write("\n")
+    return 1 if failed and args.strict else 0
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="agui-fast", description=__doc__)
     sub = parser.add_subparsers(dest="command")
     p = sub.add_parser("demo", help="encode, decode and time a small run")
     p.set_defaults(func=demo)
+    p = sub.add_parser("stats", help="decode and validate a log (SSE or protobuf), count events")
+    p.add_argument("log")
+    p.add_argument("--format", choices=("auto", "sse", "proto"), default="auto")
+    p.set_defaults(func=stats)
+    p = sub.add_parser("convert", help="convert a log between SSE and protobuf")
+    p.add_argument("src")
+    p.add_argument("dst")
+    p.add_argument("--source-format", choices=("auto", "sse", "proto"), default="auto")
+    p.set_defaults(func=convert)
+    p = sub.add_parser("replay", help="replay a log's state events into the final state")
+    p.add_argument("log")
+    p.add_argument("--format", choices=("auto", "sse", "proto"), default="auto")
+    p.add_argument("--strict", action="store_true", help="exit 1 if a delta failed")
+    p.set_defaults(func=replay)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         args = parser.parse_args(["demo"])

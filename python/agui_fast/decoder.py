@@ -41,7 +41,7 @@ EVENT_DECODER = msgspec.json.Decoder(Event, strict=False)
 
 EVENT_LIST_DECODER = msgspec.json.Decoder(List[Event], strict=False)
 
-_DECODERS: Dict[Any, msgspec.json.Decoder] = {Event: EVENT_DECODER}
+_DECODERS: Dict[Any, msgspec.json.Decoder] = {}
 
 # msgspec errors that mean "valid for the reference, needs the exact path".
 _SLOW_PATH_ERRORS = ("Object contains unknown field", "Number out of range")
@@ -56,12 +56,15 @@ def decode_event(data: Union[bytes, bytearray, memoryview, str, Dict[str, Any]])
     """
     if isinstance(data, dict):
         return convert_value(data, Event)
-    return decode_as(data, Event)
+    try:
+        return EVENT_DECODER.decode(data)  # the fast path, inlined (hashing a Union is slow)
+    except (msgspec.ValidationError, msgspec.DecodeError, UnicodeEncodeError):
+        return decode_as(data, Event)
 
 
 def decode_as(data: Union[bytes, bytearray, memoryview, str], tp: Any = Event) -> Any:
     """Decode JSON ``data`` into type ``tp`` (an event class, ``Event``, a message ...)."""
-    decoder = _DECODERS.get(tp)
+    decoder = EVENT_DECODER if tp is Event else _DECODERS.get(tp)
     if decoder is None:
         decoder = _DECODERS.setdefault(tp, msgspec.json.Decoder(tp, strict=False))
     try:

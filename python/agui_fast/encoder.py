@@ -42,21 +42,6 @@ SSE_MEDIA_TYPE = "text/event-stream"
 _PROTO_TYPES = (AGUI_MEDIA_TYPE, AGUI_LEGACY_MEDIA_TYPE)
 
 
-if not hasattr(_native, "dumps"):  # TEMPORARY until the Rust writer lands on main
-    import json as _json
-
-    def _dumps(obj):
-        if hasattr(obj, "model_fields") and not isinstance(obj, msgspec.Struct):
-            obj = obj.model_dump(by_alias=True, mode="json")
-        return _json.dumps(
-            to_builtins(obj), ensure_ascii=False, separators=(",", ":")
-        ).encode("utf-8")
-
-    _native.dumps = _dumps
-    _native.encode_sse = lambda e: "data: " + _dumps(e).decode() + "\n\n"
-    _native.encode_sse_bytes = lambda e: b"data: " + _dumps(e) + b"\n\n"
-    _native.encode_sse_many = lambda es: b"".join(_native.encode_sse_bytes(e) for e in es)
-
 event_to_json_bytes = _native.dumps
 """JSON bytes of an event (Struct, pydantic model or plain data), as the reference writes it."""
 

@@ -22,7 +22,7 @@ Design (see docs/design.md):
 from __future__ import annotations
 
 import enum
-from typing import Any, ClassVar, Dict, Optional
+from typing import Any, ClassVar, Dict, Optional, Tuple
 
 import msgspec
 from msgspec import Meta, field  # noqa: F401  (re-exported for _models)
@@ -70,34 +70,44 @@ class EventType(str, enum.Enum):
 _StructMeta = type(msgspec.Struct)
 
 
+_struct_call = _StructMeta.__call__
+
+# Per class: (tag field, tag, fields whose type holds a Struct). A plain dict keyed by the
+# class: the cheapest lookup on the construction path.
+_CLASS_INFO: Dict[type, Tuple[Optional[str], Any, Tuple[Tuple[str, Any], ...]]] = {}
+
+
 class _AguiMeta(_StructMeta):
     """Metaclass adding pydantic-style construction on top of msgspec's fast ``__init__``."""
 
     def __call__(cls, *args: Any, **kwargs: Any):
-        config = cls.__struct_config__
-        tag_field = config.tag_field
+        info = _CLASS_INFO.get(cls)
+        if info is None:
+            info = _class_info(cls)
+        tag_field, tag, nested = info
         if tag_field is not None and tag_field in kwargs:
             given = kwargs.pop(tag_field)
             given = given.value if isinstance(given, enum.Enum) else given
-            if given != config.tag:
-                raise ValueError(
-                    f"{cls.__name__}: {tag_field} must be {config.tag!r}, got {given!r}"
-                )
+            if given != tag:
+                raise ValueError(f"{cls.__name__}: {tag_field} must be {tag!r}, got {given!r}")
         try:
-            obj = _StructMeta.__call__(cls, *args, **kwargs)
+            obj = _struct_call(cls, *args, **kwargs)
         except TypeError:
             if args:
                 raise
             obj = _construct_lenient(cls, kwargs)
-        nested = cls.__dict__.get("_agui_nested")
-        if nested is None:
-            nested = _nested_fields(cls)
         for name, tp in nested:
             value = getattr(obj, name)
-            if value is not None and not isinstance(value, msgspec.Struct):
-                if isinstance(value, (dict, list)):
-                    setattr(obj, name, _convert_nested(value, tp, cls, name))
+            if isinstance(value, (dict, list)):
+                setattr(obj, name, _convert_nested(value, tp, cls, name))
         return obj
+
+
+def _class_info(cls):
+    config = cls.__struct_config__
+    nested = tuple((f.name, f.type) for f in msgspec.structs.fields(cls) if _mentions_struct(f.type))
+    info = _CLASS_INFO[cls] = (config.tag_field, config.tag, nested)
+    return info
 
 
 def _construct_lenient(cls, kwargs: Dict[str, Any]):
@@ -120,18 +130,6 @@ def _construct_lenient(cls, kwargs: Dict[str, Any]):
     obj = _StructMeta.__call__(cls, **known)
     obj.__dict__.update(extras)
     return obj
-
-
-def _nested_fields(cls):
-    """Fields whose type contains a Struct: dict values given there are converted."""
-    hints = msgspec.structs.fields(cls)
-    out = []
-    for f in hints:
-        if _mentions_struct(f.type):
-            out.append((f.name, f.type))
-    result = tuple(out)
-    type.__setattr__(cls, "_agui_nested", result)
-    return result
 
 
 def _mentions_struct(tp) -> bool:

@@ -36,39 +36,72 @@ static ESCAPE: [u8; 256] = {
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+/// True when one of the 8 bytes of `w` must be escaped (< 0x20, `"` or `\`).
+/// (The "has less than" / "has zero byte" bit tricks are exact as existence tests.)
+#[inline(always)]
+fn word_needs_escape(w: u64) -> bool {
+    let ctrl = w.wrapping_sub(ONES * 0x20) & !w;
+    let q = w ^ (ONES * b'"' as u64);
+    let quote = q.wrapping_sub(ONES) & !q;
+    let b = w ^ (ONES * b'\\' as u64);
+    let backslash = b.wrapping_sub(ONES) & !b;
+    (ctrl | quote | backslash) & HIGH != 0
+}
+
+#[inline(always)]
+fn write_escape(buf: &mut Vec<u8>, b: u8, esc: u8) {
+    if esc == b'u' {
+        buf.extend_from_slice(&[b'\\', b'u', b'0', b'0', HEX[(b >> 4) as usize], HEX[(b & 0xF) as usize]]);
+    } else {
+        buf.extend_from_slice(&[b'\\', esc]);
+    }
+}
+
 /// Append the body of a JSON string (the escaped characters, without the quotes).
 #[inline]
 pub fn write_str_body(buf: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
-    let mut start = 0;
+    let n = bytes.len();
+    let mut start = 0; // first byte not yet copied
     let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
+    while i < n {
+        // Skip 8 bytes at a time while none needs escaping.
+        while i + 8 <= n {
+            let w = u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap());
+            if word_needs_escape(w) {
+                break;
+            }
+            i += 8;
+        }
+        // Then byte by byte up to (and including) the next escape, at most one word.
+        let stop = (i + 8).min(n);
+        while i < stop {
+            let b = bytes[i];
+            let esc = ESCAPE[b as usize];
+            i += 1;
+            if esc != 0 {
+                buf.extend_from_slice(&bytes[start..i - 1]);
+                write_escape(buf, b, esc);
+                start = i;
+            }
+        }
+    }
+    buf.extend_from_slice(&bytes[start..]);
+}
+
+/// Reference implementation (byte by byte), for tests.
+#[cfg(test)]
+fn write_str_body_simple(buf: &mut Vec<u8>, s: &str) {
+    for &b in s.as_bytes() {
         let esc = ESCAPE[b as usize];
         if esc == 0 {
-            i += 1;
-            continue;
-        }
-        if start < i {
-            buf.extend_from_slice(&bytes[start..i]);
-        }
-        if esc == b'u' {
-            buf.extend_from_slice(&[
-                b'\\',
-                b'u',
-                b'0',
-                b'0',
-                HEX[(b >> 4) as usize],
-                HEX[(b & 0xF) as usize],
-            ]);
+            buf.push(b);
         } else {
-            buf.extend_from_slice(&[b'\\', esc]);
+            write_escape(buf, b, esc);
         }
-        i += 1;
-        start = i;
-    }
-    if start < bytes.len() {
-        buf.extend_from_slice(&bytes[start..]);
     }
 }
 
@@ -225,6 +258,50 @@ mod tests {
         assert_eq!(str_to_json("hello"), "\"hello\"");
         assert_eq!(str_to_json("a\"b"), r#""a\"b""#);
         assert_eq!(str_to_json("</script>"), "\"</script>\"");
+    }
+
+    #[test]
+    fn fast_escaping_equals_simple_escaping() {
+        // Deterministic pseudo-random strings over an alphabet rich in escapes.
+        let alphabet: Vec<char> = vec![
+            'a', 'b', 'Z', '0', ' ', '"', '\\', '/', '\n', '\r', '\t', '\u{0}', '\u{1f}', '\u{7f}',
+            '\u{80}', 'é', '\u{2028}', '😀', '!', '~', '\u{8}', '\u{c}', '\u{1b}',
+        ];
+        let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..20_000 {
+            let len = (next() % 40) as usize;
+            let plain = next() % 3 == 0;
+            let s: String = (0..len)
+                .map(|_| {
+                    if plain && next() % 8 != 0 {
+                        'x'
+                    } else {
+                        alphabet[(next() % alphabet.len() as u64) as usize]
+                    }
+                })
+                .collect();
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            write_str_body(&mut a, &s);
+            write_str_body_simple(&mut b, &s);
+            assert_eq!(a, b, "{s:?}");
+        }
+        // every byte value at every offset within a word
+        for byte in 0u8..0x80 {
+            for pos in 0..17 {
+                let mut s = "y".repeat(17);
+                s.replace_range(pos..pos + 1, &(byte as char).to_string());
+                let (mut a, mut b) = (Vec::new(), Vec::new());
+                write_str_body(&mut a, &s);
+                write_str_body_simple(&mut b, &s);
+                assert_eq!(a, b);
+            }
+        }
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! The JSON writer for Python objects: `dumps`, `encode_sse`, `encode_sse_bytes`,
-//! `encode_sse_many`.
+//! `encode_sse_many` (all `(obj, /, *, pydantic_fallback=False)`), `clear_encode_cache`.
 //!
 //! Walks a Python object graph and writes the JSON text that the Python reference
 //! (`ag_ui` models dumped with `model_dump_json(by_alias=True)`, i.e. pydantic-core's
@@ -9,29 +9,35 @@
 //! Values:
 //! * exact `str`, `int` (any size), `float` (NaN/±inf → `null`), `bool`, `None`,
 //!   `dict` (str keys only), `list`, `tuple`: fast paths on the exact type;
-//! * `enum.Enum` members → their `.value`; subclasses of str/int/float/dict/list/tuple
-//!   → as their base type;
+//! * `enum.Enum` members → their value (pre-encoded per class); subclasses of
+//!   str/int/float/dict/list/tuple → as their base type;
 //! * objects whose class has `__agui_fields__` (our msgspec Structs): a tuple of
 //!   `(attr_name, wire_key, omit_if_none)` in emission order, then the instance
-//!   `__dict__` items (extras) in insertion order;
-//! * pydantic models (class has `__pydantic_fields__`): fields in declared order under
+//!   `__dict__` items (extras) in insertion order; a field holding `msgspec.UNSET` is
+//!   left out;
+//! * pydantic models (class has `__pydantic_fields__`; the omission rule below only
+//!   for ag_ui's models, recognised by their `_omittable_keys`): fields in declared order under
 //!   `serialization_alias or alias or name`, values from the instance `__dict__`,
-//!   then `__pydantic_extra__` items;
-//! * anything else → `EncodeError` naming the type.
+//!   then `__pydantic_extra__` items, then computed fields; `RootModel` → its root;
+//! * anything else → `EncodeError` naming the type, or with `pydantic_fallback=True`
+//!   `pydantic_core.to_json(x, by_alias=True, inf_nan_mode="null")` (which is what the
+//!   reference writes for datetimes, UUIDs, sets, bytes, ...); likewise a dict with a
+//!   non-str key is an `EncodeError`, or is written whole by pydantic with the fallback.
 //!
 //! Omission (the ag_ui base model's rule, reproduced for both kinds of objects): a
-//! field marked omittable (pydantic: not required and default `None`) is left out
+//! field marked omittable (ag_ui pydantic model: not required and default `None`) is left out
 //! when its value is `None` — or a non-finite float, since the reference's wrap
 //! serializer sees those already turned into `None`. An extra whose key equals the
 //! name or wire key of an omittable field is left out on the same condition
 //! (the reference filters the serialized dict by key). Every other `None` is `null`.
 //!
-//! Plans (per class) are built once and cached by type object (strong reference kept).
+//! Plans (per class) are built once and cached by type object (strong reference kept),
+//! in a GIL-guarded global (see `GilCell`). Nesting deeper than `MAX_DEPTH` arrays /
+//! objects is an `EncodeError` (recursive structures included) rather than a crash.
 
-use std::cell::Cell;
 use std::collections::HashMap;
 use std::os::raw::c_int;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use agui_core::json;
 use pyo3::exceptions::PyUnicodeEncodeError;
@@ -50,19 +56,33 @@ pub const MAX_DEPTH: u32 = 1024;
 // Plans and the type cache
 // ---------------------------------------------------------------------------
 
+/// How a field value is read from an instance.
+enum Getter {
+    /// `getattr(obj, attr)`.
+    GetAttr,
+    /// A data descriptor found on the class (e.g. a msgspec/slots member): call its
+    /// `tp_descr_get` directly (same result as getattr, since an instance `__dict__`
+    /// cannot shadow a data descriptor), skipping the MRO lookup.
+    Descr(Py<PyAny>, ffi::descrgetfunc),
+}
+
 struct Field {
-    /// attribute name (msgspec) / `__dict__` key (pydantic), interned.
+    /// attribute name (Struct) / `__dict__` key (pydantic: the very key object of
+    /// `__pydantic_fields__`, which is also the key object in instance `__dict__`s).
     attr: Py<PyString>,
     /// pre-encoded `"wireKey":`
     key: Box<[u8]>,
     omit_if_none: bool,
+    getter: Getter,
 }
 
 enum PlanKind {
     /// `__agui_fields__` object; `has_dict`: the type has instance `__dict__` (extras).
     Struct { has_dict: bool },
-    /// pydantic model.
-    Pydantic,
+    /// pydantic model; `extra`: how to read `__pydantic_extra__`.
+    Pydantic { extra: Getter },
+    /// pydantic `RootModel`: written as its `root` value.
+    PydanticRoot,
 }
 
 struct Plan {
@@ -71,12 +91,23 @@ struct Plan {
     /// Names and wire keys of the omittable fields (extras with these keys are
     /// dropped when their value has no value).
     omit_keys: Vec<String>,
+    /// pydantic computed fields (written after the extras, read with getattr).
+    computed: Vec<Field>,
+    /// Address of `msgspec.UNSET` (Struct plans; 0 if msgspec is unavailable): a field
+    /// holding it is left out, as msgspec does.
+    unset: usize,
+}
+
+/// Enum members of one class with a scalar value, their value pre-encoded as JSON.
+struct EnumInfo {
+    /// member object address -> (JSON of the value, value is a str)
+    members: HashMap<usize, (Box<[u8]>, bool), std::hash::BuildHasherDefault<PtrHasher>>,
 }
 
 #[derive(Clone)]
 enum Kind {
     Plan(Arc<Plan>),
-    Enum,
+    Enum(Arc<EnumInfo>),
     StrSub,
     IntSub,
     FloatSub,
@@ -111,11 +142,69 @@ impl std::hash::Hasher for PtrHasher {
 
 type TypeMap = HashMap<usize, CacheEntry, std::hash::BuildHasherDefault<PtrHasher>>;
 
-static CACHE: PyOnceLock<Mutex<TypeMap>> = PyOnceLock::new();
-static ENUM_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+/// State shared by all calls, guarded by the GIL.
+///
+/// This module is built for the stable ABI (abi3), which only exists on GIL builds of
+/// CPython, so holding a `Python<'_>` token means holding the GIL and no other thread
+/// can run Rust code of this module at the same time. The contents are only borrowed
+/// for short stretches that never call into Python (no borrow is held across a call
+/// that could release the GIL or re-enter this module), so borrows never overlap.
+struct GilCell<T>(std::cell::UnsafeCell<T>);
 
-fn cache(py: Python<'_>) -> &'static Mutex<TypeMap> {
-    CACHE.get_or_init(py, || Mutex::new(TypeMap::default()))
+// SAFETY: see above: every access goes through `with`, which requires the GIL token.
+unsafe impl<T: Send> Sync for GilCell<T> {}
+
+impl<T> GilCell<T> {
+    const fn new(v: T) -> Self {
+        GilCell(std::cell::UnsafeCell::new(v))
+    }
+
+    /// Run `f` with exclusive access. `f` must not call into Python.
+    #[inline]
+    fn with<R>(&self, _py: Python<'_>, f: impl FnOnce(&mut T) -> R) -> R {
+        // SAFETY: the GIL serialises threads; `f` does not call Python, so it cannot
+        // re-enter.
+        unsafe { f(&mut *self.0.get()) }
+    }
+}
+
+/// Per-class plans (keeps the type objects alive).
+static CACHE: GilCell<Option<TypeMap>> = GilCell::new(None);
+static ENUM_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static TO_JSON: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static UNSET: PyOnceLock<Option<Py<PyAny>>> = PyOnceLock::new();
+
+#[inline]
+fn kind_of(py: Python<'_>, tp: *mut ffi::PyTypeObject) -> PyResult<Kind> {
+    let key = tp as usize;
+    let hit = CACHE.with(py, |c| c.as_ref().and_then(|m| m.get(&key)).map(|e| e.kind.clone()));
+    match hit {
+        Some(k) => Ok(k),
+        None => kind_of_slow(py, tp),
+    }
+}
+
+#[cold]
+fn kind_of_slow(py: Python<'_>, tp: *mut ffi::PyTypeObject) -> PyResult<Kind> {
+    let key = tp as usize;
+    // Build outside of the cell (this calls Python code).
+    let ty: Bound<'_, PyType> =
+        unsafe { Bound::from_borrowed_ptr(py, tp as *mut ffi::PyObject).cast_into_unchecked() };
+    let kind = classify(py, &ty)?;
+    let ty = ty.unbind();
+    let (kind, unused) = CACHE.with(py, |c| {
+        let m = c.get_or_insert_with(TypeMap::default);
+        if let Some(e) = m.get(&key) {
+            // Another call (re-entrant or another thread while the GIL was released)
+            // got there first: keep its entry.
+            (e.kind.clone(), Some(ty))
+        } else {
+            m.insert(key, CacheEntry { _ty: ty, kind: kind.clone() });
+            (kind, None)
+        }
+    });
+    drop(unused); // decref outside of the cell
+    Ok(kind)
 }
 
 fn encode_error(py: Python<'_>, msg: String) -> PyErr {
@@ -127,23 +216,6 @@ fn type_name(ty: &Bound<'_, PyType>) -> String {
         Ok(n) => n.to_string(),
         Err(_) => "?".to_string(),
     }
-}
-
-fn kind_of<'py>(py: Python<'py>, tp: *mut ffi::PyTypeObject) -> PyResult<Kind> {
-    let key = tp as usize;
-    {
-        let guard = cache(py).lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(e) = guard.get(&key) {
-            return Ok(e.kind.clone());
-        }
-    }
-    // Build without holding the lock (this calls Python code).
-    let ty: Bound<'py, PyType> =
-        unsafe { Bound::from_borrowed_ptr(py, tp as *mut ffi::PyObject).cast_into_unchecked() };
-    let kind = classify(py, &ty)?;
-    let mut guard = cache(py).lock().unwrap_or_else(|e| e.into_inner());
-    let entry = guard.entry(key).or_insert(CacheEntry { _ty: ty.unbind(), kind });
-    Ok(entry.kind.clone())
 }
 
 fn is_subtype(tp: &Bound<'_, PyType>, base: *mut ffi::PyTypeObject) -> bool {
@@ -163,7 +235,7 @@ fn classify<'py>(py: Python<'py>, ty: &Bound<'py, PyType>) -> PyResult<Kind> {
         Ok(py.import("enum")?.getattr("Enum")?.cast_into::<PyType>()?.unbind())
     })?;
     if ty.is_subclass(enum_ty.bind(py))? {
-        return Ok(Kind::Enum);
+        return Ok(Kind::Enum(Arc::new(enum_info(py, ty))));
     }
     {
         if is_subtype(ty, &raw mut ffi::PyUnicode_Type) {
@@ -186,6 +258,64 @@ fn classify<'py>(py: Python<'py>, ty: &Bound<'py, PyType>) -> PyResult<Kind> {
         }
     }
     Ok(Kind::Unknown)
+}
+
+/// Pre-encode the scalar values of an Enum class's members (best effort: members not
+/// found here are encoded through their `_value_` at run time).
+fn enum_info(py: Python<'_>, ty: &Bound<'_, PyType>) -> EnumInfo {
+    let mut members = HashMap::default();
+    let Ok(Some(all)) = lookup_class_attr(ty, intern!(py, "__members__")) else {
+        return EnumInfo { members };
+    };
+    let Ok(values) = all.call_method0(intern!(py, "values")) else {
+        return EnumInfo { members };
+    };
+    let Ok(iter) = values.try_iter() else {
+        return EnumInfo { members };
+    };
+    for member in iter.flatten() {
+        let Ok(value) = member.getattr(intern!(py, "_value_")) else { continue };
+        let scalar = value.is_none()
+            || value.is_exact_instance_of::<PyString>()
+            || value.is_exact_instance_of::<pyo3::types::PyInt>()
+            || value.is_exact_instance_of::<pyo3::types::PyFloat>()
+            || value.is_exact_instance_of::<pyo3::types::PyBool>();
+        if !scalar {
+            continue;
+        }
+        let mut w = Writer { py, buf: Vec::new(), depth: 0, fallback: false, bad_key_seen: false };
+        if w.write_value(value.as_ptr()).is_ok() {
+            let is_str = value.is_exact_instance_of::<PyString>();
+            // The class (kept alive by the cache) keeps its members alive.
+            members.insert(member.as_ptr() as usize, (w.buf.into_boxed_slice(), is_str));
+        }
+    }
+    EnumInfo { members }
+}
+
+/// A data descriptor named `name` on the class (first in the MRO), with its getter.
+fn data_descriptor(py: Python<'_>, ty: &Bound<'_, PyType>, name: &Bound<'_, PyString>) -> Getter {
+    let Ok(mro) = ty.getattr(intern!(py, "__mro__")) else { return Getter::GetAttr };
+    let Ok(mro) = mro.try_iter() else { return Getter::GetAttr };
+    for klass in mro.flatten() {
+        let Ok(d) = klass.getattr(intern!(py, "__dict__")) else { continue };
+        let Ok(found) = d.get_item(name) else { continue };
+        let dtp = unsafe { ffi::Py_TYPE(found.as_ptr()) };
+        let (get, set) = unsafe {
+            (
+                ffi::PyType_GetSlot(dtp, ffi::Py_tp_descr_get),
+                ffi::PyType_GetSlot(dtp, ffi::Py_tp_descr_set),
+            )
+        };
+        // Python 3.10's PyType_GetSlot on a static type may raise: treat as "no".
+        unsafe { ffi::PyErr_Clear() };
+        if get.is_null() || set.is_null() {
+            return Getter::GetAttr;
+        }
+        let get: ffi::descrgetfunc = unsafe { std::mem::transmute(get) };
+        return Getter::Descr(found.unbind(), get);
+    }
+    Getter::GetAttr
 }
 
 /// `getattr(cls, name)` or None when missing (other errors propagate).
@@ -231,17 +361,26 @@ fn struct_plan<'py>(
             omit_keys.push(attr_s.clone());
             omit_keys.push(wire_s.clone());
         }
+        let attr = PyString::intern(py, &attr_s);
+        let getter = data_descriptor(py, ty, &attr);
         fields.push(Field {
-            attr: PyString::intern(py, &attr_s).unbind(),
+            attr: attr.unbind(),
             key: json::encoded_key(&wire_s).into_boxed_slice(),
             omit_if_none: omit,
+            getter,
         });
     }
     let has_dict = match lookup_class_attr(ty, intern!(py, "__dictoffset__"))? {
         Some(v) => v.extract::<isize>().unwrap_or(0) != 0,
         None => false,
     };
-    Ok(Plan { kind: PlanKind::Struct { has_dict }, fields, omit_keys })
+    let unset = UNSET
+        .get_or_init(py, || {
+            py.import("msgspec").and_then(|m| m.getattr("UNSET")).map(|u| u.unbind()).ok()
+        })
+        .as_ref()
+        .map_or(0, |u| u.as_ptr() as usize);
+    Ok(Plan { kind: PlanKind::Struct { has_dict }, fields, omit_keys, computed: Vec::new(), unset })
 }
 
 fn pydantic_plan<'py>(
@@ -249,6 +388,9 @@ fn pydantic_plan<'py>(
     ty: &Bound<'py, PyType>,
     model_fields: &Bound<'py, PyDict>,
 ) -> PyResult<Plan> {
+    // The omission rule belongs to ag_ui's base model (its wrap serializer, recognised
+    // by its `_omittable_keys` classmethod); other pydantic models write every field.
+    let omits_none = lookup_class_attr(ty, intern!(py, "_omittable_keys"))?.is_some();
     let mut fields = Vec::new();
     let mut omit_keys = Vec::new();
     for (name, info) in model_fields.iter() {
@@ -264,7 +406,7 @@ fn pydantic_plan<'py>(
         let alias: Option<String> = info.getattr(intern!(py, "alias"))?.extract()?;
         let required = info.call_method0(intern!(py, "is_required"))?.is_truthy()?;
         let default_none = info.getattr(intern!(py, "default"))?.is_none();
-        let omit = !required && default_none;
+        let omit = omits_none && !required && default_none;
         if omit {
             omit_keys.push(name_s.clone());
             if let Some(a) = &alias {
@@ -275,13 +417,47 @@ fn pydantic_plan<'py>(
             }
         }
         let wire = ser_alias.or(alias).unwrap_or_else(|| name_s.clone());
+        let attr = match name.cast_into::<PyString>() {
+            Ok(n) => n,
+            Err(_) => PyString::new(py, &name_s),
+        };
         fields.push(Field {
-            attr: PyString::intern(py, &name_s).unbind(),
+            attr: attr.unbind(),
             key: json::encoded_key(&wire).into_boxed_slice(),
             omit_if_none: omit,
+            getter: Getter::GetAttr,
         });
     }
-    Ok(Plan { kind: PlanKind::Pydantic, fields, omit_keys })
+    let mut computed = Vec::new();
+    if let Some(cf) = lookup_class_attr(ty, intern!(py, "__pydantic_computed_fields__"))? {
+        if let Ok(cf) = cf.cast::<PyDict>() {
+            for (name, info) in cf.iter() {
+                let name = name.cast_into::<PyString>()?;
+                let alias: Option<String> = info.getattr(intern!(py, "alias"))?.extract()?;
+                let wire = match alias {
+                    Some(a) => a,
+                    None => name.to_str()?.to_owned(),
+                };
+                computed.push(Field {
+                    attr: name.unbind(),
+                    key: json::encoded_key(&wire).into_boxed_slice(),
+                    omit_if_none: false,
+                    getter: Getter::GetAttr,
+                });
+            }
+        }
+    }
+    let is_root = match lookup_class_attr(ty, intern!(py, "__pydantic_root_model__"))? {
+        Some(v) => v.is_truthy()?,
+        None => false,
+    };
+    if is_root {
+        let root = PyString::intern(py, "root").unbind();
+        let field = Field { attr: root, key: Box::new([]), omit_if_none: false, getter: Getter::GetAttr };
+        return Ok(Plan { kind: PlanKind::PydanticRoot, fields: vec![field], omit_keys, computed, unset: 0 });
+    }
+    let extra = data_descriptor(py, ty, intern!(py, "__pydantic_extra__"));
+    Ok(Plan { kind: PlanKind::Pydantic { extra }, fields, omit_keys, computed, unset: 0 })
 }
 
 // ---------------------------------------------------------------------------
@@ -292,6 +468,10 @@ struct Writer<'py> {
     py: Python<'py>,
     buf: Vec<u8>,
     depth: u32,
+    /// Hand unknown values and dicts with non-str keys to `pydantic_core.to_json`.
+    fallback: bool,
+    /// Set when the last error was a non-str dict key (for the fallback).
+    bad_key_seen: bool,
 }
 
 /// True when the value "has no value" for the omission rule: None or a non-finite float.
@@ -418,6 +598,10 @@ impl<'py> Writer<'py> {
             if tp == &raw mut ffi::PyFloat_Type {
                 return self.write_float(ptr);
             }
+            // Containers and objects: hold a strong reference while writing them, as
+            // the caller may have a borrowed one (from a dict or list) and writing them
+            // can run Python code. (Leaves above never run Python code.)
+            let _keep = Bound::from_borrowed_ptr(self.py, ptr);
             if tp == &raw mut ffi::PyDict_Type {
                 return self.write_dict(ptr);
             }
@@ -434,7 +618,11 @@ impl<'py> Writer<'py> {
     fn write_other(&mut self, ptr: *mut ffi::PyObject, tp: *mut ffi::PyTypeObject) -> PyResult<()> {
         match kind_of(self.py, tp)? {
             Kind::Plan(plan) => self.write_object(ptr, &plan),
-            Kind::Enum => {
+            Kind::Enum(info) => {
+                if let Some((json, _)) = info.members.get(&(ptr as usize)) {
+                    self.buf.extend_from_slice(json);
+                    return Ok(());
+                }
                 self.enter()?;
                 let value = self.enum_value(ptr)?;
                 self.write_value(value.as_ptr())?;
@@ -447,6 +635,7 @@ impl<'py> Writer<'py> {
             Kind::DictSub => self.write_dict(ptr),
             Kind::ListSub => self.write_list(ptr),
             Kind::TupleSub => self.write_tuple(ptr),
+            Kind::Unknown if self.fallback => self.write_fallback(ptr),
             Kind::Unknown => {
                 let ty: Bound<'py, PyType> = unsafe {
                     Bound::from_borrowed_ptr(self.py, tp as *mut ffi::PyObject).cast_into_unchecked()
@@ -478,7 +667,11 @@ impl<'py> Writer<'py> {
         }
         match kind_of(self.py, tp)? {
             Kind::StrSub => self.write_pystr(key),
-            Kind::Enum => {
+            Kind::Enum(info) => {
+                if let Some((json, true)) = info.members.get(&(key as usize)) {
+                    self.buf.extend_from_slice(json);
+                    return Ok(());
+                }
                 let value = self.enum_value(key)?;
                 if value.is_instance_of::<PyString>() {
                     self.write_pystr(value.as_ptr())
@@ -490,8 +683,35 @@ impl<'py> Writer<'py> {
         }
     }
 
+    /// Write `obj` with `pydantic_core.to_json(obj, by_alias=True, inf_nan_mode="null")`:
+    /// the reference's own serializer for what this writer does not handle itself.
     #[cold]
-    fn bad_key(&self, key: *mut ffi::PyObject) -> PyErr {
+    fn write_fallback(&mut self, ptr: *mut ffi::PyObject) -> PyResult<()> {
+        let py = self.py;
+        let obj = unsafe { Bound::from_borrowed_ptr(py, ptr) };
+        let fail = |e: PyErr| {
+            encode_error(
+                py,
+                format!("Unable to serialize unknown type: {}: {e}", type_name(&obj.get_type())),
+            )
+        };
+        let to_json = TO_JSON
+            .get_or_try_init(py, || -> PyResult<Py<PyAny>> {
+                Ok(py.import("pydantic_core")?.getattr("to_json")?.unbind())
+            })
+            .map_err(fail)?;
+        let kwargs = PyDict::new(py);
+        kwargs.set_item(intern!(py, "by_alias"), true)?;
+        kwargs.set_item(intern!(py, "inf_nan_mode"), intern!(py, "null"))?;
+        let out = to_json.bind(py).call((&obj,), Some(&kwargs)).map_err(fail)?;
+        let out = out.cast_into::<PyBytes>().map_err(|e| fail(e.into()))?;
+        self.buf.extend_from_slice(out.as_bytes());
+        Ok(())
+    }
+
+    #[cold]
+    fn bad_key(&mut self, key: *mut ffi::PyObject) -> PyErr {
+        self.bad_key_seen = true;
         let k = unsafe { Bound::from_borrowed_ptr(self.py, key) };
         let repr = k.repr().map(|r| r.to_string()).unwrap_or_else(|_| "?".into());
         encode_error(
@@ -500,7 +720,42 @@ impl<'py> Writer<'py> {
         )
     }
 
+    /// Write `"key":value` from borrowed references of a dict entry.
+    #[inline]
+    fn write_entry(&mut self, k: *mut ffi::PyObject, v: *mut ffi::PyObject) -> PyResult<()> {
+        if unsafe { ffi::Py_TYPE(k) } == &raw mut ffi::PyUnicode_Type {
+            self.write_pystr(k)?;
+            self.buf.push(b':');
+            return self.write_value(v);
+        }
+        // Writing other keys can run Python code: hold both first.
+        let key = unsafe { Bound::from_borrowed_ptr(self.py, k) };
+        let value = unsafe { Bound::from_borrowed_ptr(self.py, v) };
+        self.write_dict_key(key.as_ptr())?;
+        self.buf.push(b':');
+        self.write_value(value.as_ptr())
+    }
+
     fn write_dict(&mut self, ptr: *mut ffi::PyObject) -> PyResult<()> {
+        if !self.fallback {
+            return self.write_dict_inner(ptr);
+        }
+        let (start, depth) = (self.buf.len(), self.depth);
+        self.bad_key_seen = false;
+        match self.write_dict_inner(ptr) {
+            Err(_) if self.bad_key_seen => {
+                // A non-str key in this very dict (nested dicts handle their own):
+                // let pydantic write the whole dict.
+                self.bad_key_seen = false;
+                self.buf.truncate(start);
+                self.depth = depth;
+                self.write_fallback(ptr)
+            }
+            r => r,
+        }
+    }
+
+    fn write_dict_inner(&mut self, ptr: *mut ffi::PyObject) -> PyResult<()> {
         self.enter()?;
         self.buf.push(b'{');
         let mut pos: ffi::Py_ssize_t = 0;
@@ -508,16 +763,11 @@ impl<'py> Writer<'py> {
         let mut v: *mut ffi::PyObject = std::ptr::null_mut();
         let mut first = true;
         while unsafe { ffi::PyDict_Next(ptr, &mut pos, &mut k, &mut v) } != 0 {
-            // Hold strong references while writing (writing may run Python code).
-            let key = unsafe { Bound::from_borrowed_ptr(self.py, k) };
-            let value = unsafe { Bound::from_borrowed_ptr(self.py, v) };
             if !first {
                 self.buf.push(b',');
             }
             first = false;
-            self.write_dict_key(key.as_ptr())?;
-            self.buf.push(b':');
-            self.write_value(value.as_ptr())?;
+            self.write_entry(k, v)?;
         }
         self.buf.push(b'}');
         self.depth -= 1;
@@ -533,11 +783,10 @@ impl<'py> Writer<'py> {
             if item.is_null() {
                 return Err(PyErr::fetch(self.py));
             }
-            let item = unsafe { Bound::from_borrowed_ptr(self.py, item) };
             if i > 0 {
                 self.buf.push(b',');
             }
-            self.write_value(item.as_ptr())?;
+            self.write_value(item)?;
             i += 1;
         }
         self.buf.push(b']');
@@ -565,58 +814,107 @@ impl<'py> Writer<'py> {
         Ok(())
     }
 
+    /// Read a field (or `__pydantic_extra__`) through its getter.
+    #[inline]
+    fn get(&self, obj: &Bound<'py, PyAny>, attr: &Py<PyString>, getter: &Getter) -> PyResult<Bound<'py, PyAny>> {
+        match getter {
+            Getter::Descr(descr, get) => unsafe {
+                let tp = ffi::Py_TYPE(obj.as_ptr()) as *mut ffi::PyObject;
+                Bound::from_owned_ptr_or_err(self.py, get(descr.as_ptr(), obj.as_ptr(), tp))
+            },
+            Getter::GetAttr => obj.getattr(attr.bind(self.py)),
+        }
+    }
+
+    #[inline]
+    fn write_field(&mut self, f: &Field, v: *mut ffi::PyObject, first: &mut bool) -> PyResult<()> {
+        if f.omit_if_none && unsafe { is_absent(v) } {
+            return Ok(());
+        }
+        if !*first {
+            self.buf.push(b',');
+        }
+        *first = false;
+        self.buf.extend_from_slice(&f.key);
+        self.write_value(v)
+    }
+
     fn write_object(&mut self, ptr: *mut ffi::PyObject, plan: &Plan) -> PyResult<()> {
         self.enter()?;
         let py = self.py;
         let obj = unsafe { Bound::from_borrowed_ptr(py, ptr) };
+        if let PlanKind::PydanticRoot = plan.kind {
+            let root = obj.getattr(plan.fields[0].attr.bind(py))?;
+            self.write_value(root.as_ptr())?;
+            self.depth -= 1;
+            return Ok(());
+        }
         self.buf.push(b'{');
         let mut first = true;
-        match plan.kind {
-            PlanKind::Pydantic => {
-                let d = obj.getattr(intern!(py, "__dict__"))?;
-                let d = d.cast_into::<PyDict>().map_err(|_| {
-                    encode_error(py, format!("{}: __dict__ is not a dict", type_name(&obj.get_type())))
-                })?;
-                for f in &plan.fields {
-                    let v = unsafe { ffi::PyDict_GetItemWithError(d.as_ptr(), f.attr.as_ptr()) };
-                    if v.is_null() {
-                        if unsafe { !ffi::PyErr_Occurred().is_null() } {
-                            return Err(PyErr::fetch(py));
-                        }
-                        continue; // field not set (e.g. model_construct): pydantic skips it
-                    }
-                    if f.omit_if_none && unsafe { is_absent(v) } {
-                        continue;
-                    }
-                    let v = unsafe { Bound::from_borrowed_ptr(py, v) };
-                    if !first {
-                        self.buf.push(b',');
-                    }
-                    first = false;
-                    self.buf.extend_from_slice(&f.key);
-                    self.write_value(v.as_ptr())?;
+        match &plan.kind {
+            PlanKind::Pydantic { extra } => {
+                let d = unsafe {
+                    Bound::from_owned_ptr_or_err(py, ffi::PyObject_GenericGetDict(ptr, std::ptr::null_mut()))?
+                };
+                if !d.is_exact_instance_of::<PyDict>() {
+                    return Err(encode_error(
+                        py,
+                        format!("{}: __dict__ is not a dict", type_name(&obj.get_type())),
+                    ));
                 }
-                let extra = obj.getattr(intern!(py, "__pydantic_extra__"))?;
-                if !extra.is_none() {
-                    self.write_extras(&extra, plan, first)?;
+                let dp = d.as_ptr();
+                // Instance dicts hold the fields in declared order under the very key
+                // objects of __pydantic_fields__: walk the dict alongside the plan and
+                // only fall back to lookups once the order differs.
+                let mut pos: ffi::Py_ssize_t = 0;
+                let mut in_order = true;
+                for f in &plan.fields {
+                    let mut v: *mut ffi::PyObject = std::ptr::null_mut();
+                    if in_order {
+                        let mut k: *mut ffi::PyObject = std::ptr::null_mut();
+                        let mut pv: *mut ffi::PyObject = std::ptr::null_mut();
+                        if unsafe { ffi::PyDict_Next(dp, &mut pos, &mut k, &mut pv) } != 0
+                            && k == f.attr.as_ptr()
+                        {
+                            v = pv;
+                        } else {
+                            in_order = false;
+                        }
+                    }
+                    if v.is_null() {
+                        v = unsafe { ffi::PyDict_GetItemWithError(dp, f.attr.as_ptr()) };
+                        if v.is_null() {
+                            if unsafe { !ffi::PyErr_Occurred().is_null() } {
+                                return Err(PyErr::fetch(py));
+                            }
+                            continue; // field not set (e.g. model_construct): pydantic skips it
+                        }
+                    }
+                    self.write_field(f, v, &mut first)?;
+                }
+                let ex = self.get(&obj, intern!(py, "__pydantic_extra__").as_unbound(), extra)?;
+                if !ex.is_none() {
+                    first = self.write_extras(&ex, plan, first)?;
+                }
+                for f in &plan.computed {
+                    let v = obj.getattr(f.attr.bind(py))?;
+                    self.write_field(f, v.as_ptr(), &mut first)?;
                 }
             }
+            PlanKind::PydanticRoot => unreachable!(),
             PlanKind::Struct { has_dict } => {
                 for f in &plan.fields {
-                    let v = obj.getattr(f.attr.bind(py))?;
-                    if f.omit_if_none && unsafe { is_absent(v.as_ptr()) } {
+                    let v = self.get(&obj, &f.attr, &f.getter)?;
+                    if v.as_ptr() as usize == plan.unset {
                         continue;
                     }
-                    if !first {
-                        self.buf.push(b',');
-                    }
-                    first = false;
-                    self.buf.extend_from_slice(&f.key);
-                    self.write_value(v.as_ptr())?;
+                    self.write_field(f, v.as_ptr(), &mut first)?;
                 }
-                if has_dict {
-                    let extra = obj.getattr(intern!(py, "__dict__"))?;
-                    self.write_extras(&extra, plan, first)?;
+                if *has_dict {
+                    let ex = unsafe {
+                        Bound::from_owned_ptr_or_err(py, ffi::PyObject_GenericGetDict(ptr, std::ptr::null_mut()))?
+                    };
+                    self.write_extras(&ex, plan, first)?;
                 }
             }
         }
@@ -626,21 +924,21 @@ impl<'py> Writer<'py> {
     }
 
     /// Write extra members (after declared fields) from a dict, in insertion order.
-    fn write_extras(&mut self, extra: &Bound<'py, PyAny>, plan: &Plan, mut first: bool) -> PyResult<()> {
+    /// Returns the updated `first` flag.
+    fn write_extras(&mut self, extra: &Bound<'py, PyAny>, plan: &Plan, mut first: bool) -> PyResult<bool> {
         let py = self.py;
         let d = extra
             .cast::<PyDict>()
             .map_err(|_| encode_error(py, "extra fields must be a dict".to_string()))?;
         if d.is_empty() {
-            return Ok(());
+            return Ok(first);
         }
         let mut pos: ffi::Py_ssize_t = 0;
         let mut k: *mut ffi::PyObject = std::ptr::null_mut();
         let mut v: *mut ffi::PyObject = std::ptr::null_mut();
         while unsafe { ffi::PyDict_Next(d.as_ptr(), &mut pos, &mut k, &mut v) } != 0 {
-            let key = unsafe { Bound::from_borrowed_ptr(py, k) };
-            let value = unsafe { Bound::from_borrowed_ptr(py, v) };
             if !plan.omit_keys.is_empty() && unsafe { is_absent(v) } {
+                let key = unsafe { Bound::from_borrowed_ptr(py, k) };
                 if let Ok(ks) = key.cast::<PyString>() {
                     if let Ok(s) = ks.to_str() {
                         if plan.omit_keys.iter().any(|o| o == s) {
@@ -648,16 +946,15 @@ impl<'py> Writer<'py> {
                         }
                     }
                 }
+                unsafe { ffi::PyErr_Clear() };
             }
             if !first {
                 self.buf.push(b',');
             }
             first = false;
-            self.write_dict_key(key.as_ptr())?;
-            self.buf.push(b':');
-            self.write_value(value.as_ptr())?;
+            self.write_entry(k, v)?;
         }
-        Ok(())
+        Ok(first)
     }
 }
 
@@ -667,24 +964,29 @@ impl<'py> Writer<'py> {
 
 const KEEP_CAPACITY: usize = 1 << 20;
 
-thread_local! {
-    static BUF: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
-}
+/// The output buffer, reused between calls (taken for the duration of a call, so a
+/// re-entrant call simply starts with a fresh one).
+static BUF: GilCell<Vec<u8>> = GilCell::new(Vec::new());
 
 fn with_writer<'py, R>(
     py: Python<'py>,
+    fallback: bool,
     f: impl FnOnce(&mut Writer<'py>) -> PyResult<()>,
     finish: impl FnOnce(Python<'py>, &[u8]) -> R,
 ) -> PyResult<R> {
-    let mut buf = BUF.with(|b| b.take());
+    let mut buf = BUF.with(py, std::mem::take);
     buf.clear();
-    let mut w = Writer { py, buf, depth: 0 };
+    let mut w = Writer { py, buf, depth: 0, fallback, bad_key_seen: false };
     let res = f(&mut w);
     let out = res.map(|()| finish(py, &w.buf));
     let mut buf = w.buf;
     if buf.capacity() <= KEEP_CAPACITY {
         buf.clear();
-        BUF.with(|b| b.set(buf));
+        BUF.with(py, |b| {
+            if b.capacity() < buf.capacity() {
+                *b = buf;
+            }
+        });
     }
     out
 }
@@ -694,14 +996,20 @@ fn bytes_out<'py>(py: Python<'py>, b: &[u8]) -> Bound<'py, PyBytes> {
 }
 
 fn str_out<'py>(py: Python<'py>, b: &[u8]) -> Bound<'py, PyString> {
-    // Only valid UTF-8 is ever written (str data from Python and ASCII).
+    // Only valid UTF-8 is ever written (str data from Python, pydantic's output, ASCII).
     PyString::new(py, unsafe { std::str::from_utf8_unchecked(b) })
 }
 
-/// dumps(obj) -> bytes: the JSON text of `obj`, as pydantic writes it for ag_ui models.
+/// dumps(obj, /, *, pydantic_fallback=False) -> bytes: the JSON text of `obj`, as
+/// pydantic writes it for ag_ui models.
 #[pyfunction]
-pub fn dumps<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
-    with_writer(py, |w| w.write_value(obj.as_ptr()), bytes_out)
+#[pyo3(signature = (obj, /, *, pydantic_fallback = false))]
+pub fn dumps<'py>(
+    py: Python<'py>,
+    obj: &Bound<'py, PyAny>,
+    pydantic_fallback: bool,
+) -> PyResult<Bound<'py, PyBytes>> {
+    with_writer(py, pydantic_fallback, |w| w.write_value(obj.as_ptr()), bytes_out)
 }
 
 fn frame(w: &mut Writer<'_>, obj: &Bound<'_, PyAny>) -> PyResult<()> {
@@ -711,23 +1019,41 @@ fn frame(w: &mut Writer<'_>, obj: &Bound<'_, PyAny>) -> PyResult<()> {
     Ok(())
 }
 
-/// encode_sse(obj) -> str: `"data: " + dumps(obj) + "\n\n"` (ag_ui EventEncoder.encode).
+/// encode_sse(obj, /, *, pydantic_fallback=False) -> str:
+/// `"data: " + dumps(obj) + "\n\n"` (ag_ui EventEncoder.encode).
 #[pyfunction]
-pub fn encode_sse<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyString>> {
-    with_writer(py, |w| frame(w, obj), str_out)
+#[pyo3(signature = (obj, /, *, pydantic_fallback = false))]
+pub fn encode_sse<'py>(
+    py: Python<'py>,
+    obj: &Bound<'py, PyAny>,
+    pydantic_fallback: bool,
+) -> PyResult<Bound<'py, PyString>> {
+    with_writer(py, pydantic_fallback, |w| frame(w, obj), str_out)
 }
 
-/// encode_sse_bytes(obj) -> bytes: as encode_sse, UTF-8 bytes.
+/// encode_sse_bytes(obj, /, *, pydantic_fallback=False) -> bytes: as encode_sse, UTF-8.
 #[pyfunction]
-pub fn encode_sse_bytes<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
-    with_writer(py, |w| frame(w, obj), bytes_out)
+#[pyo3(signature = (obj, /, *, pydantic_fallback = false))]
+pub fn encode_sse_bytes<'py>(
+    py: Python<'py>,
+    obj: &Bound<'py, PyAny>,
+    pydantic_fallback: bool,
+) -> PyResult<Bound<'py, PyBytes>> {
+    with_writer(py, pydantic_fallback, |w| frame(w, obj), bytes_out)
 }
 
-/// encode_sse_many(events: Iterable) -> bytes: every event framed, concatenated.
+/// encode_sse_many(events, /, *, pydantic_fallback=False) -> bytes: every event
+/// framed, concatenated.
 #[pyfunction]
-pub fn encode_sse_many<'py>(py: Python<'py>, events: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+#[pyo3(signature = (events, /, *, pydantic_fallback = false))]
+pub fn encode_sse_many<'py>(
+    py: Python<'py>,
+    events: &Bound<'py, PyAny>,
+    pydantic_fallback: bool,
+) -> PyResult<Bound<'py, PyBytes>> {
     with_writer(
         py,
+        pydantic_fallback,
         |w| {
             for ev in events.try_iter()? {
                 let ev = ev?;
@@ -742,11 +1068,8 @@ pub fn encode_sse_many<'py>(py: Python<'py>, events: &Bound<'py, PyAny>) -> PyRe
 /// Drop every cached per-class plan (for tests, or after redefining classes).
 #[pyfunction]
 pub fn clear_encode_cache(py: Python<'_>) {
-    let old = {
-        let mut guard = cache(py).lock().unwrap_or_else(|e| e.into_inner());
-        std::mem::take(&mut *guard)
-    };
-    drop(old);
+    let old = CACHE.with(py, |c| c.take());
+    drop(old); // decrefs outside of the cell
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
