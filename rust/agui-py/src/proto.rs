@@ -83,7 +83,7 @@ fn proto_encode_many_json<'py>(py: Python<'py>, items: &Bound<'py, PyAny>) -> Py
 #[pyfunction]
 #[pyo3(signature = (event, framed = true))]
 fn proto_encode_event<'py>(py: Python<'py>, event: &Bound<'py, PyAny>, framed: bool) -> PyResult<Bound<'py, PyBytes>> {
-    let json = crate::encode::dumps(py, event)?;
+    let json = crate::encode::dumps(py, event, false)?;
     proto_encode_json(py, json.as_bytes(), framed)
 }
 
@@ -92,7 +92,7 @@ fn proto_encode_event<'py>(py: Python<'py>, event: &Bound<'py, PyAny>, framed: b
 fn proto_encode_events<'py>(py: Python<'py>, events: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
     let mut out = Vec::new();
     for ev in events.try_iter()? {
-        let json = crate::encode::dumps(py, &ev?)?;
+        let json = crate::encode::dumps(py, &ev?, false)?;
         proto::encode_json(json.as_bytes(), true, &mut out).map_err(|e| to_py(py, &e, None))?;
     }
     Ok(PyBytes::new(py, &out))
