@@ -555,3 +555,48 @@ def test_nested_messages_match_structs():
     assert {f for f in s["InputContent"]} == part_tags
     source_tags = {c.__struct_config__.tag for c in (core.DataSource, core.UrlSource, core.FileSource)}
     assert set(s["InputContentSource"]) == source_tags
+
+
+# -- events the wire can carry but 1.0 JSON cannot --------------------------------------------
+
+# STATE_DELTA whose op enum number (9) has no name: the reference decodes it as "op": "9".
+UNNAMED_OP = bytes.fromhex("420c0a0208071206080912022f61")
+
+
+def test_unnamed_patch_op_decodes_as_its_number():
+    assert proto.decode_event_message(UNNAMED_OP, raw=True) == {
+        "delta": [{"op": "9", "path": "/a"}],
+        "type": "STATE_DELTA",
+    }
+
+
+@pytest.mark.skipif(core is None, reason="agui_fast.core is not available yet")
+def test_typed_decode_of_a_non_1_0_event_raises_validation_error_with_events():
+    from agui_fast.errors import EventValidationError
+
+    good = small_frame()
+    bad = len(UNNAMED_OP).to_bytes(4, "big") + UNNAMED_OP
+    for decode in (
+        lambda d: proto.decode_protobuf(d),
+        lambda d: proto.ProtoDecoder().feed(d),
+        lambda d: list(proto.iter_protobuf([d])),
+    ):
+        with pytest.raises(EventValidationError) as info:
+            decode(good + bad)
+        assert info.value.events == [core.TextMessageContentEvent(message_id="m1", delta="Hi")]
+    assert len(proto.decode_protobuf(good + bad, raw=True)) == 2
+
+
+def test_incremental_and_whole_buffer_decoding_agree_on_all_vectors():
+    frames = b"".join(frame_of(c) for c in EVENTS)
+    whole = proto.decode_protobuf(frames, raw=True)
+    dec = proto.ProtoDecoder(raw=True)
+    rng = random.Random(7)
+    inc, pos = [], 0
+    while pos < len(frames):
+        n = rng.randint(0, 5000)
+        inc.extend(dec.feed(frames[pos : pos + n]))
+        pos += n
+    dec.close()
+    assert inc == whole
+    assert len(whole) == len(EVENTS)

@@ -206,6 +206,33 @@ impl ProtoFrameParser {
         }
     }
 
+    /// Like `feed` but returns the events as one JSON array text (`b"[]"` when none),
+    /// so the typed layer builds them with one msgspec call. On error the exception's
+    /// `events` holds the JSON texts of the events this chunk completed before it.
+    fn feed_array<'py>(&mut self, py: Python<'py>, chunk: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+        let mut warnings = Vec::new();
+        let mut out = Vec::with_capacity(chunk.len() * 2 + 2);
+        let mut spans: Vec<(usize, usize)> = Vec::new();
+        out.push(b'[');
+        let r = self.inner.feed_with(chunk, &mut warnings, |text| {
+            if !spans.is_empty() {
+                out.push(b',');
+            }
+            let start = out.len();
+            out.extend_from_slice(text);
+            spans.push((start, out.len()));
+        });
+        out.push(b']');
+        emit_warnings(py, &warnings)?;
+        match r {
+            Ok(()) => Ok(PyBytes::new(py, &out)),
+            Err(e) => {
+                let evs = spans.iter().map(|&(s, t)| out[s..t].to_vec()).collect();
+                Err(to_py(py, &e, Some(evs)))
+            }
+        }
+    }
+
     fn close<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         self.inner.finish().map_err(|e| to_py(py, &e, Some(Vec::new())))?;
         Ok(PyList::empty(py))
