@@ -21,10 +21,8 @@ from __future__ import annotations
 
 import importlib
 import os
-import subprocess
 import sys
 import tempfile
-from pathlib import Path
 
 import pytest
 

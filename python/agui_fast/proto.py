@@ -24,7 +24,6 @@ envelope only has an event kind from a later protocol version is skipped with a
 
 from __future__ import annotations
 
-import io
 import json
 import os
 from typing import Any, BinaryIO, Iterable, Iterator, List, Union
@@ -455,7 +454,3 @@ def convert_protobuf_to_sse(
         if close:
             out.close()
     return count
-
-
-def _bytes_io(data: bytes) -> io.BytesIO:  # small helper for tests and the CLI
-    return io.BytesIO(data)
