@@ -256,6 +256,14 @@ def test_frame_too_large_is_raised_from_the_prefix_alone():
         dec.feed(b"")
 
 
+def test_chunks_may_be_bytearray_or_memoryview():
+    f = small_frame() * 2
+    dec = proto.ProtoDecoder(raw=True)
+    assert len(dec.feed(bytearray(f[:5])) + dec.feed(memoryview(f)[5:])) == 2
+    assert len(proto.decode_protobuf(bytearray(f), raw=True)) == 2
+    assert proto.decode_event_message(memoryview(f)[4 : len(f) // 2], raw=True)["delta"] == "Hi"
+
+
 def test_frame_exactly_at_the_limit_is_accepted():
     f = small_frame()
     dec = proto.ProtoDecoder(max_frame_size=len(f))

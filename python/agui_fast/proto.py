@@ -221,6 +221,8 @@ class ProtoDecoder:
 
     def feed(self, chunk: Union[bytes, bytearray, memoryview]) -> List[Any]:
         raw = self._raw
+        if type(chunk) is not bytes:
+            chunk = bytes(chunk)
         try:
             if raw == "bytes":
                 return self._parser.feed(chunk)
