@@ -10,7 +10,7 @@ The google classes are generated at import time with ``grpc_tools.protoc`` into 
   ``json_format.ParseDict`` + ``SerializeToString`` / ``FromString`` + ``MessageToDict``;
 * ``upb_floor``: bare ``SerializeToString`` of a prebuilt message / ``FromString`` (the C
   floor: no conversion to or from Python data at all);
-* ``agui_fast_sse`` (log group only): the SSE decode of the same log, for the
+* ``sse_decode`` (log group only): the SSE decode of the same log (agui_fast), for the
   "protobuf log decodes faster than SSE" goal.
 
 Run: ``python -m pytest benches/bench_proto.py`` (after ``maturin develop --release``);
@@ -238,7 +238,7 @@ def test_decode_log_100k__agui_fast(benchmark):
     assert len(out) == N_LOG
 
 
-def test_decode_log_100k__agui_fast_sse(benchmark):
+def test_decode_log_100k__sse_decode(benchmark):
     benchmark.group = "proto_decode_log_100k"
     out = benchmark.pedantic(_sse_decode, (LOG_SSE,), rounds=5, iterations=1)
     assert len(out) == N_LOG
