@@ -617,3 +617,7 @@ def test_incremental_and_whole_buffer_decoding_agree_on_all_vectors():
     dec.close()
     assert inc == whole
     assert len(whole) == len(EVENTS)
+    # Streams go through MessagePack, single messages through JSON: same events.
+    single = [proto.decode_event_message(frame_of(c)[4:], raw=True) for c in EVENTS]
+    assert as_doubles(whole) == as_doubles(single)
+    assert whole == single

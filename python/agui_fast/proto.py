@@ -69,6 +69,7 @@ def _raw_mode(raw: Any) -> Any:
 
 
 _typed = None  # (EVENT_DECODER.decode, decode_event), bound on first use
+_mp = None  # msgspec MessagePack decoders: (Event, List[Event])
 
 
 def _typed_decoders():
@@ -79,6 +80,65 @@ def _typed_decoders():
 
         _typed = (EVENT_DECODER.decode, decode_event)
     return _typed
+
+
+def _mp_decoders():
+    # The Rust decoder hands events to msgspec as MessagePack on the typed paths: nothing
+    # to escape or print on our side, nothing to parse on msgspec's.
+    global _mp
+    if _mp is None:
+        from .core import Event
+
+        _mp = (
+            msgspec.msgpack.Decoder(Event, strict=False).decode,
+            msgspec.msgpack.Decoder(List[Event], strict=False).decode,
+        )
+    return _mp
+
+
+def _one_mp(item: bytes) -> Any:
+    """MessagePack of one decoded event -> event Struct (exact path via JSON if needed)."""
+    try:
+        return (_mp or _mp_decoders())[0](item)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return _one(msgspec.json.encode(msgspec.msgpack.decode(item)))
+
+
+def _convert_mp(items: List[bytes], raw: Any) -> List[Any]:
+    """MessagePack items (an error's ``events``) -> what the caller asked for."""
+    if raw == "bytes":
+        return [msgspec.json.encode(msgspec.msgpack.decode(i)) for i in items]
+    if raw:
+        return [msgspec.msgpack.decode(i) for i in items]
+    out = []
+    for i in items:
+        try:
+            out.append(_one_mp(i))
+        except EventValidationError as exc:
+            exc.events = out + list(exc.events or [])
+            raise
+    return out
+
+
+def _convert_mp_array(array: bytes, raw: Any) -> List[Any]:
+    """A MessagePack array of decoded events -> Structs (one msgspec call) or dicts."""
+    if raw:
+        return msgspec.msgpack.decode(array)
+    try:
+        return (_mp or _mp_decoders())[1](array)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        # Rare: an event outside the 1.0 schema. Per event, for the precise error.
+        items = msgspec.msgpack.decode(array)
+        return _convert([msgspec.json.encode(i) for i in items], raw)
+
+
+def _convert_mp_error(exc: DecodeError, raw: Any) -> DecodeError:
+    """Like :func:`_convert_error` for errors whose ``events`` are MessagePack items."""
+    try:
+        exc.events = _convert_mp(list(exc.events or []), raw)
+    except DecodeError:
+        pass
+    return exc
 
 
 def _one(b: bytes) -> Any:
@@ -106,22 +166,6 @@ def _convert(items: List[bytes], raw: Any) -> List[Any]:
             exc.events = out + list(exc.events or [])
             raise
     return out
-
-
-_RAW_LIST = msgspec.json.Decoder(List[msgspec.Raw])
-
-
-def _convert_array(array: bytes, raw: Any) -> List[Any]:
-    """A JSON array of decoded events -> Structs (one msgspec call) or dicts."""
-    if raw:
-        return msgspec.json.decode(array)
-    from .decoder import EVENT_LIST_DECODER
-
-    try:
-        return EVENT_LIST_DECODER.decode(array)
-    except (msgspec.ValidationError, msgspec.DecodeError):
-        # Rare: an event outside the 1.0 schema. Per event, for the precise error.
-        return _convert([bytes(r) for r in _RAW_LIST.decode(array)], raw)
 
 
 def _convert_error(exc: DecodeError, raw: Any) -> DecodeError:
@@ -174,10 +218,10 @@ def decode_event_message(data: Union[bytes, bytearray, memoryview], raw: Any = F
     Raises :class:`~agui_fast.errors.ProtobufDecodeError` for an invalid message, including
     an envelope from a later protocol version (a stream would skip that frame).
     """
-    json_text = _decode_message(data if type(data) is bytes else bytes(data))
+    data = data if type(data) is bytes else bytes(data)
     if raw is False:
-        return _one(json_text)
-    return _convert([json_text], _raw_mode(raw))[0]
+        return _one_mp(_decode_message(data, True))
+    return _convert([_decode_message(data)], _raw_mode(raw))[0]
 
 
 def encode_protobuf_frame(event: Any) -> bytes:
@@ -223,15 +267,18 @@ class ProtoDecoder:
         raw = self._raw
         if type(chunk) is not bytes:
             chunk = bytes(chunk)
-        try:
-            if raw == "bytes":
+        if raw == "bytes":
+            try:
                 return self._parser.feed(chunk)
-            array = self._parser.feed_array(chunk)
+            except DecodeError as exc:
+                raise _convert_error(exc, raw) from None
+        try:
+            array = self._parser.feed_array(chunk, True)
         except DecodeError as exc:
-            raise _convert_error(exc, raw) from None
-        if len(array) == 2:  # b"[]": nothing completed in this chunk
+            raise _convert_mp_error(exc, raw) from None
+        if len(array) == 5:  # an empty MessagePack array32: nothing completed in this chunk
             return []
-        return _convert_array(array, raw)
+        return _convert_mp_array(array, raw)
 
     def close(self) -> List[Any]:
         try:
@@ -271,10 +318,10 @@ def decode_protobuf(
             pass  # rare (events outside the 1.0 schema): per event, with precise errors
     if raw is True:
         try:
-            array, _, _ = _native.proto_decode_part(data, 0, 0, len(data) + 1, max_frame_size)
+            array, _, _ = _native.proto_decode_part(data, 0, 0, len(data) + 1, max_frame_size, True)
         except DecodeError as exc:
-            raise _convert_error(exc, raw) from None
-        return msgspec.json.decode(array)
+            raise _convert_mp_error(exc, raw) from None
+        return msgspec.msgpack.decode(array)
     try:
         items = _native.proto_decode_frames(data, max_frame_size)
     except DecodeError as exc:
@@ -289,16 +336,18 @@ def _decode_typed(data: bytes, max_frame_size: int) -> List[Any]:
     """Typed decode of a whole buffer: each part's events become one JSON array that one
     msgspec call turns into Structs. Large buffers are split into parts so that the Rust
     decoding of part i+1 (GIL released, worker thread) overlaps msgspec on part i."""
-    from .decoder import EVENT_LIST_DECODER
+    decode_list = (_mp or _mp_decoders())[1]
+    native_part = _native.proto_decode_part
 
-    decode_list = EVENT_LIST_DECODER.decode
-    part = _native.proto_decode_part
+    def part(data, offset, index, budget, max_size):
+        return native_part(data, offset, index, budget, max_size, True)
+
     out: List[Any] = []
     if len(data) <= 2 * _PART:
         try:
             array, _, _ = part(data, 0, 0, len(data) + 1, max_frame_size)
         except DecodeError as exc:
-            raise _convert_error(exc, False) from None
+            raise _convert_mp_error(exc, False) from None
         return decode_list(array)
     from concurrent.futures import ThreadPoolExecutor
 
@@ -308,7 +357,7 @@ def _decode_typed(data: bytes, max_frame_size: int) -> List[Any]:
             try:
                 array, offset, index = future.result()
             except DecodeError as exc:
-                exc = _convert_error(exc, False)
+                exc = _convert_mp_error(exc, False)
                 exc.events = out + list(exc.events)
                 raise exc from None
             if offset < len(data):

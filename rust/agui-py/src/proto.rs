@@ -7,7 +7,7 @@
 //! before the error). Frames from a later protocol version are skipped with a
 //! `UserWarning`, like the reference client.
 
-use agui_core::proto::{self, Error, StreamDecoder};
+use agui_core::proto::{self, msgpack, Error, Format, StreamDecoder};
 use pyo3::exceptions::PyUserWarning;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
@@ -98,13 +98,67 @@ fn proto_encode_events<'py>(py: Python<'py>, events: &Bound<'py, PyAny>) -> PyRe
     Ok(PyBytes::new(py, &out))
 }
 
-/// Decode one unframed `Event` message to JSON text.
+fn format(msgpack: bool) -> Format {
+    if msgpack {
+        Format::MsgPack
+    } else {
+        Format::Json
+    }
+}
+
+/// Decode one unframed `Event` message to JSON text (or MessagePack with `msgpack=True`).
 #[pyfunction]
-fn proto_decode_message<'py>(py: Python<'py>, msg: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+#[pyo3(signature = (msg, msgpack = false))]
+fn proto_decode_message<'py>(py: Python<'py>, msg: &[u8], msgpack: bool) -> PyResult<Bound<'py, PyBytes>> {
     let mut warnings = Vec::new();
-    let json = proto::decode_message_to_json(msg, &mut warnings).map_err(|e| to_py(py, &e, None))?;
+    let mut out = Vec::with_capacity(msg.len() * 2 + 16);
+    proto::decode_message_as(msg, &mut warnings, &mut out, format(msgpack)).map_err(|e| to_py(py, &e, None))?;
     emit_warnings(py, &warnings)?;
-    Ok(PyBytes::new(py, &json))
+    Ok(PyBytes::new(py, &out))
+}
+
+/// Collects decoded events into one array (JSON text or MessagePack), remembering each
+/// event's span so the events before an error can be handed back one by one.
+struct ArrayOut {
+    fmt: Format,
+    out: Vec<u8>,
+    spans: Vec<(usize, usize)>,
+    header_at: usize,
+}
+
+impl ArrayOut {
+    fn new(fmt: Format, capacity: usize) -> Self {
+        let mut out = Vec::with_capacity(capacity);
+        let header_at = match fmt {
+            Format::Json => {
+                out.push(b'[');
+                0
+            }
+            Format::MsgPack => msgpack::placeholder(&mut out, false),
+        };
+        ArrayOut { fmt, out, spans: Vec::new(), header_at }
+    }
+
+    fn push(&mut self, item: &[u8]) {
+        if self.fmt == Format::Json && !self.spans.is_empty() {
+            self.out.push(b',');
+        }
+        let start = self.out.len();
+        self.out.extend_from_slice(item);
+        self.spans.push((start, self.out.len()));
+    }
+
+    fn finish(mut self) -> Vec<u8> {
+        match self.fmt {
+            Format::Json => self.out.push(b']'),
+            Format::MsgPack => msgpack::patch_count(&mut self.out, self.header_at, self.spans.len()),
+        }
+        self.out
+    }
+
+    fn items(&self) -> Vec<Vec<u8>> {
+        self.spans.iter().map(|&(s, t)| self.out[s..t].to_vec()).collect()
+    }
 }
 
 /// Decode a whole framed stream (GIL released) to a list of JSON texts. A cut or bad
@@ -125,17 +179,18 @@ fn proto_decode_frames<'py>(py: Python<'py>, data: &[u8], max_frame_size: usize)
 #[pyfunction]
 #[pyo3(signature = (data, max_frame_size = proto::DEFAULT_MAX_FRAME_SIZE))]
 fn proto_decode_frames_array<'py>(py: Python<'py>, data: &[u8], max_frame_size: usize) -> PyResult<Bound<'py, PyBytes>> {
-    let (b, _, _) = proto_decode_part(py, data, 0, 0, usize::MAX, max_frame_size)?;
+    let (b, _, _) = proto_decode_part(py, data, 0, 0, usize::MAX, max_frame_size, false)?;
     Ok(b)
 }
 
-/// Decode one part of a framed stream to a JSON array text (GIL released): the frames
-/// from byte `offset` (a frame boundary; frame number `frame_index`) up to the first
-/// frame boundary at or after `offset + budget`. Returns `(array, next_offset,
-/// next_frame_index)`; the part that reaches the end of `data` also checks for a cut
-/// final frame. Lets the typed layer overlap Rust decoding with msgspec (two threads).
+/// Decode one part of a framed stream to one array (GIL released): the frames from byte
+/// `offset` (a frame boundary; frame number `frame_index`) up to the first frame boundary
+/// at or after `offset + budget`. Returns `(array, next_offset, next_frame_index)`; the
+/// part that reaches the end of `data` also checks for a cut final frame. The array is
+/// JSON text, or MessagePack with `msgpack=True`. On error the exception's `events` holds
+/// the events of this part before the error (JSON texts, or MessagePack items).
 #[pyfunction]
-#[pyo3(signature = (data, offset, frame_index, budget, max_frame_size = proto::DEFAULT_MAX_FRAME_SIZE))]
+#[pyo3(signature = (data, offset, frame_index, budget, max_frame_size = proto::DEFAULT_MAX_FRAME_SIZE, msgpack = false))]
 fn proto_decode_part<'py>(
     py: Python<'py>,
     data: &[u8],
@@ -143,32 +198,24 @@ fn proto_decode_part<'py>(
     frame_index: usize,
     budget: usize,
     max_frame_size: usize,
+    msgpack: bool,
 ) -> PyResult<(Bound<'py, PyBytes>, usize, usize)> {
     type Failed = (Error, Vec<Vec<u8>>);
     let offset = offset.min(data.len());
+    let fmt = format(msgpack);
     let (result, warnings): (Result<(Vec<u8>, usize, usize), Failed>, Vec<String>) = py.detach(|| {
         let end = proto::FrameSplitter::cut_point(data, offset, budget);
         let mut dec = StreamDecoder::at(max_frame_size, offset as u64, frame_index);
         let mut warnings = Vec::new();
         let part = &data[offset..end];
-        let mut out = Vec::with_capacity(part.len() * 2 + 2);
-        let mut spans: Vec<(usize, usize)> = Vec::new();
-        out.push(b'[');
-        let mut r = dec.feed_with(part, &mut warnings, |text| {
-            if !spans.is_empty() {
-                out.push(b',');
-            }
-            let start = out.len();
-            out.extend_from_slice(text);
-            spans.push((start, out.len()));
-        });
+        let mut arr = ArrayOut::new(fmt, part.len() * 2 + 8);
+        let mut r = dec.feed_as(part, fmt, &mut warnings, |item| arr.push(item));
         if r.is_ok() && end == data.len() {
             r = dec.finish();
         }
-        out.push(b']');
         let result = match r {
-            Ok(()) => Ok((out, end, dec.frame_index())),
-            Err(e) => Err((e, spans.iter().map(|&(s, t)| out[s..t].to_vec()).collect())),
+            Ok(()) => Ok((arr.finish(), end, dec.frame_index())),
+            Err(e) => Err((e, arr.items())),
         };
         (result, warnings)
     });
@@ -206,30 +253,20 @@ impl ProtoFrameParser {
         }
     }
 
-    /// Like `feed` but returns the events as one JSON array text (`b"[]"` when none),
-    /// so the typed layer builds them with one msgspec call. On error the exception's
-    /// `events` holds the JSON texts of the events this chunk completed before it.
-    fn feed_array<'py>(&mut self, py: Python<'py>, chunk: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+    /// Like `feed` but returns the events as one array (JSON text, `b"[]"` when none; or
+    /// MessagePack with `msgpack=True`), so the typed layer builds them with one msgspec
+    /// call. On error the exception's `events` holds the events this chunk completed
+    /// before it (JSON texts, or MessagePack items).
+    #[pyo3(signature = (chunk, msgpack = false))]
+    fn feed_array<'py>(&mut self, py: Python<'py>, chunk: &[u8], msgpack: bool) -> PyResult<Bound<'py, PyBytes>> {
+        let fmt = format(msgpack);
         let mut warnings = Vec::new();
-        let mut out = Vec::with_capacity(chunk.len() * 2 + 2);
-        let mut spans: Vec<(usize, usize)> = Vec::new();
-        out.push(b'[');
-        let r = self.inner.feed_with(chunk, &mut warnings, |text| {
-            if !spans.is_empty() {
-                out.push(b',');
-            }
-            let start = out.len();
-            out.extend_from_slice(text);
-            spans.push((start, out.len()));
-        });
-        out.push(b']');
+        let mut arr = ArrayOut::new(fmt, chunk.len() * 2 + 8);
+        let r = self.inner.feed_as(chunk, fmt, &mut warnings, |item| arr.push(item));
         emit_warnings(py, &warnings)?;
         match r {
-            Ok(()) => Ok(PyBytes::new(py, &out)),
-            Err(e) => {
-                let evs = spans.iter().map(|&(s, t)| out[s..t].to_vec()).collect();
-                Err(to_py(py, &e, Some(evs)))
-            }
+            Ok(()) => Ok(PyBytes::new(py, &arr.finish())),
+            Err(e) => Err(to_py(py, &e, Some(arr.items()))),
         }
     }
 

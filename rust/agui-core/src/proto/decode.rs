@@ -22,9 +22,19 @@ enum J {
     Bool(bool),
     Int(i64),
     String(String),
-    Raw(Vec<u8>),
+    /// A decoded google.protobuf.Value / Struct body, rendered when written.
+    Value(Vec<u8>),
+    Struct(Vec<u8>),
     Array(Vec<J>),
     Object(Obj),
+}
+
+/// Output format of the decoder: JSON text, or MessagePack (what the typed layer feeds
+/// to msgspec: no escaping or float printing on our side, no parsing on its side).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Json,
+    MsgPack,
 }
 
 impl From<i64> for J {
@@ -41,24 +51,74 @@ impl J {
         }
     }
 
-    fn write(&self, out: &mut Vec<u8>) {
+    fn write(&self, out: &mut Vec<u8>, fmt: Format) -> Result<()> {
+        match fmt {
+            Format::Json => self.write_json(out),
+            Format::MsgPack => self.write_msgpack(out),
+        }
+    }
+
+    fn write_json(&self, out: &mut Vec<u8>) -> Result<()> {
         match self {
             J::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
             J::Int(i) => out.extend_from_slice(i.to_string().as_bytes()),
             J::String(s) => serde_json::to_writer(&mut *out, s.as_str()).expect("writing to a Vec cannot fail"),
-            J::Raw(r) => out.extend_from_slice(r),
+            J::Value(body) => {
+                wkt::value_body_json(body, out, 0).map_err(bad_payload)?;
+            }
+            J::Struct(body) => wkt::struct_body_json(body, out, 0).map_err(bad_payload)?,
             J::Array(a) => {
                 out.push(b'[');
                 for (i, e) in a.iter().enumerate() {
                     if i > 0 {
                         out.push(b',');
                     }
-                    e.write(out);
+                    e.write_json(out)?;
                 }
                 out.push(b']');
             }
-            J::Object(o) => o.write(out),
+            J::Object(o) => {
+                out.push(b'{');
+                for (i, (k, v)) in o.0.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    out.push(b'"');
+                    out.extend_from_slice(k.as_bytes()); // schema names: nothing to escape
+                    out.extend_from_slice(b"\":");
+                    v.write_json(out)?;
+                }
+                out.push(b'}');
+            }
         }
+        Ok(())
+    }
+
+    fn write_msgpack(&self, out: &mut Vec<u8>) -> Result<()> {
+        use super::msgpack as mp;
+        match self {
+            J::Bool(b) => out.push(if *b { 0xc3 } else { 0xc2 }),
+            J::Int(i) => mp::int(out, *i),
+            J::String(s) => mp::str(out, s),
+            J::Value(body) => {
+                wkt::value_body_msgpack(body, out, 0).map_err(bad_payload)?;
+            }
+            J::Struct(body) => wkt::struct_body_msgpack(body, out, 0).map_err(bad_payload)?,
+            J::Array(a) => {
+                mp::array_header(out, a.len());
+                for e in a {
+                    e.write_msgpack(out)?;
+                }
+            }
+            J::Object(o) => {
+                mp::map_header(out, o.0.len());
+                for (k, v) in &o.0 {
+                    mp::str(out, k);
+                    v.write_msgpack(out)?;
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -72,19 +132,6 @@ impl Obj {
     #[inline]
     fn insert(&mut self, k: &'static str, v: J) {
         self.0.push((k, v));
-    }
-    fn write(&self, out: &mut Vec<u8>) {
-        out.push(b'{');
-        for (i, (k, v)) in self.0.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            out.push(b'"');
-            out.extend_from_slice(k.as_bytes()); // schema names: nothing to escape
-            out.extend_from_slice(b"\":");
-            v.write(out);
-        }
-        out.push(b'}');
     }
 }
 
@@ -260,8 +307,8 @@ fn bad_payload(e: prost::DecodeError) -> Error {
 #[inline]
 fn put_value(o: &mut Obj, k: &'static str, v: Option<wkt::Value>) -> Result<()> {
     if let Some(v) = v {
-        if let Some(text) = v.to_json_text().map_err(bad_payload)? {
-            o.insert(k, J::Raw(text));
+        if wkt::value_has_kind(&v.1).map_err(bad_payload)? {
+            o.insert(k, J::Value(v.1));
         }
     }
     Ok(())
@@ -276,7 +323,7 @@ fn put_struct(o: &mut Obj, k: &'static str, v: Option<wkt::Struct>) -> Result<()
 }
 
 fn struct_json(m: wkt::Struct) -> Result<J> {
-    Ok(J::Raw(m.to_json_text().map_err(bad_payload)?))
+    Ok(J::Struct(m.1))
 }
 
 fn usage_json(list: Vec<pb::Usage>) -> Result<J> {
@@ -559,11 +606,16 @@ fn input_json(i: pb::RunAgentInput, warnings: &mut Vec<String>) -> Result<J> {
 /// [`Error::UnknownEventType`] marks an envelope from a later protocol version (streams
 /// skip it). On error `out` is left as it was.
 pub fn decode_message_into(msg: &[u8], warnings: &mut Vec<String>, out: &mut Vec<u8>) -> Result<()> {
+    decode_message_as(msg, warnings, out, Format::Json)
+}
+
+/// [`decode_message_into`] in the given output format.
+pub fn decode_message_as(msg: &[u8], warnings: &mut Vec<String>, out: &mut Vec<u8>, fmt: Format) -> Result<()> {
     guard(msg)?;
     let ev = pb::Event::decode(msg).map_err(|e| invalid(format!("Invalid event: {e}")))?;
     let tree = event_to_json_checked(ev, msg, warnings)?;
-    tree.write(out);
-    Ok(())
+    let start = out.len();
+    tree.write(out, fmt).inspect_err(|_| out.truncate(start))
 }
 
 /// [`decode_message_into`] as a `serde_json::Value` (tests and Rust callers).
@@ -575,8 +627,7 @@ pub fn decode_message(msg: &[u8], warnings: &mut Vec<String>) -> Result<serde_js
 
 /// JSON text of an already decoded envelope.
 pub fn event_to_json_text(ev: pb::Event, warnings: &mut Vec<String>, out: &mut Vec<u8>) -> Result<()> {
-    event_to_json(ev, warnings)?.write(out);
-    Ok(())
+    event_to_json(ev, warnings)?.write(out, Format::Json)
 }
 
 fn event_to_json_checked(ev: pb::Event, msg: &[u8], warnings: &mut Vec<String>) -> Result<J> {

@@ -10,6 +10,7 @@ pub mod decode;
 pub mod encode;
 pub mod error;
 pub mod frame;
+pub mod msgpack;
 pub mod node;
 pub mod wkt;
 
@@ -19,7 +20,7 @@ pub mod pb {
     include!(concat!(env!("OUT_DIR"), "/ag_ui.rs"));
 }
 
-pub use decode::{decode_message, decode_message_into, event_to_json_text};
+pub use decode::{decode_message, decode_message_as, decode_message_into, event_to_json_text, Format};
 pub use encode::json_to_event;
 pub use error::{Error, Result};
 pub use frame::{FrameSplitter, DEFAULT_MAX_FRAME_SIZE};
@@ -238,11 +239,22 @@ impl StreamDecoder {
     /// Feed bytes; each decoded event's JSON text is passed to `sink`. Frames from a
     /// later protocol version are skipped with a warning. On error, everything decoded
     /// before it has already been passed to `sink`.
-    pub fn feed_with<F: FnMut(&[u8])>(&mut self, chunk: &[u8], warnings: &mut Warnings, mut sink: F) -> Result<()> {
+    pub fn feed_with<F: FnMut(&[u8])>(&mut self, chunk: &[u8], warnings: &mut Warnings, sink: F) -> Result<()> {
+        self.feed_as(chunk, Format::Json, warnings, sink)
+    }
+
+    /// [`StreamDecoder::feed_with`] with each event written in `fmt`.
+    pub fn feed_as<F: FnMut(&[u8])>(
+        &mut self,
+        chunk: &[u8],
+        fmt: Format,
+        warnings: &mut Warnings,
+        mut sink: F,
+    ) -> Result<()> {
         let mut text = Vec::new();
         self.splitter.feed(chunk, |msg, frame_index, offset| match {
             text.clear();
-            decode_message_into(msg, warnings, &mut text)
+            decode_message_as(msg, warnings, &mut text, fmt)
         } {
             Ok(()) => {
                 sink(&text);

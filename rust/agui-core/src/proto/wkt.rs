@@ -855,3 +855,190 @@ fn struct_body_json_fast(mut b: &[u8], out: &mut Vec<u8>, depth: usize) -> Resul
     out.push(b'}');
     Ok(true)
 }
+
+// ---------------------------------------------------------------------------------
+// Decoding straight to MessagePack (same shapes and fallbacks as the JSON writer)
+// ---------------------------------------------------------------------------------
+
+use super::msgpack as mp;
+
+/// Does a Value body have a kind (would it produce a JSON value)?
+pub fn value_has_kind(mut b: &[u8]) -> Result<bool, DecodeError> {
+    let mut kind = false;
+    while !b.is_empty() {
+        let (tag, wt) = key(&mut b)?;
+        kind |= matches!(
+            (tag, wt),
+            (1 | 4, WireType::Varint) | (2, WireType::SixtyFourBit) | (3 | 5 | 6, WireType::LengthDelimited)
+        );
+        skip(wt, tag, &mut b)?;
+    }
+    Ok(kind)
+}
+
+#[inline]
+fn msgpack_str(out: &mut Vec<u8>, bytes: &[u8]) {
+    mp::str(out, &String::from_utf8_lossy(bytes));
+}
+
+fn msgpack_f64(out: &mut Vec<u8>, x: f64) {
+    match f64_to_json(x) {
+        J::Null => out.push(0xc0),
+        J::Number(n) => match n.as_i64() {
+            Some(i) => mp::int(out, i),
+            None => mp::float(out, x),
+        },
+        _ => mp::float(out, x),
+    }
+}
+
+/// Write the MessagePack of a Value body; `Ok(false)` when it has no kind.
+pub fn value_body_msgpack(b: &[u8], out: &mut Vec<u8>, depth: usize) -> Result<bool, DecodeError> {
+    if depth > MAX_DEPTH {
+        return Err(err("Value nesting too deep"));
+    }
+    if b.is_empty() {
+        return Ok(false);
+    }
+    let mut s = b;
+    let (tag, wt) = key(&mut s)?;
+    match (tag, wt) {
+        (1, WireType::Varint) => {
+            varint(&mut s)?;
+            if s.is_empty() {
+                out.push(0xc0);
+                return Ok(true);
+            }
+        }
+        (4, WireType::Varint) => {
+            let v = varint(&mut s)?;
+            if s.is_empty() {
+                out.push(if v != 0 { 0xc3 } else { 0xc2 });
+                return Ok(true);
+            }
+        }
+        (2, WireType::SixtyFourBit) => {
+            let raw = take(&mut s, 8)?;
+            if s.is_empty() {
+                msgpack_f64(out, f64::from_le_bytes(raw.try_into().unwrap()));
+                return Ok(true);
+            }
+        }
+        (3 | 5 | 6, WireType::LengthDelimited) => {
+            let n = varint(&mut s)?;
+            let payload = take(&mut s, n)?;
+            if s.is_empty() {
+                match tag {
+                    3 => msgpack_str(out, payload),
+                    5 => struct_body_msgpack(payload, out, depth + 1)?,
+                    _ => list_body_msgpack(payload, out, depth + 1)?,
+                }
+                return Ok(true);
+            }
+        }
+        _ => {}
+    }
+    match decode_value(b, depth)? {
+        Some(j) => {
+            mp::json_value(out, &j);
+            Ok(true)
+        }
+        None => Ok(false),
+    }
+}
+
+fn list_body_msgpack(mut b: &[u8], out: &mut Vec<u8>, depth: usize) -> Result<(), DecodeError> {
+    if depth > MAX_DEPTH {
+        return Err(err("Value nesting too deep"));
+    }
+    let at = mp::placeholder(out, false);
+    let mut n = 0;
+    while !b.is_empty() {
+        let (tag, wt) = key(&mut b)?;
+        if tag == 1 && wt == WireType::LengthDelimited {
+            let len = varint(&mut b)?;
+            let payload = take(&mut b, len)?;
+            if !value_body_msgpack(payload, out, depth + 1)? {
+                out.push(0xc0);
+            }
+            n += 1;
+        } else {
+            skip(wt, tag, &mut b)?;
+        }
+    }
+    mp::patch_count(out, at, n);
+    Ok(())
+}
+
+/// Write the MessagePack map of a Struct body.
+pub fn struct_body_msgpack(b: &[u8], out: &mut Vec<u8>, depth: usize) -> Result<(), DecodeError> {
+    if depth > MAX_DEPTH {
+        return Err(err("Value nesting too deep"));
+    }
+    let start = out.len();
+    if !struct_body_msgpack_fast(b, out, depth)? {
+        out.truncate(start);
+        let mut m = Map::new();
+        merge_struct(&mut m, b, depth)?;
+        mp::json_value(out, &J::Object(m));
+    }
+    Ok(())
+}
+
+fn struct_body_msgpack_fast(mut b: &[u8], out: &mut Vec<u8>, depth: usize) -> Result<bool, DecodeError> {
+    let at = mp::placeholder(out, true);
+    let mut count = 0;
+    let mut keys: Vec<&[u8]> = Vec::new();
+    let mut index: Option<std::collections::HashSet<&[u8]>> = None;
+    while !b.is_empty() {
+        let (tag, wt) = key(&mut b)?;
+        if !(tag == 1 && wt == WireType::LengthDelimited) {
+            skip(wt, tag, &mut b)?;
+            continue;
+        }
+        let n = varint(&mut b)?;
+        let mut e = take(&mut b, n)?;
+        let mut k: Option<&[u8]> = None;
+        let mut v: Option<&[u8]> = None;
+        while !e.is_empty() {
+            let (t, w) = key(&mut e)?;
+            match (t, w) {
+                (1, WireType::LengthDelimited) | (2, WireType::LengthDelimited) => {
+                    let n = varint(&mut e)?;
+                    let p = take(&mut e, n)?;
+                    let slot = if t == 1 { &mut k } else { &mut v };
+                    if slot.is_some() {
+                        return Ok(false);
+                    }
+                    *slot = Some(p);
+                }
+                _ => skip(w, t, &mut e)?,
+            }
+        }
+        let Some(v) = v else { continue };
+        let k = k.unwrap_or(b"");
+        let dup = match &mut index {
+            Some(set) => !set.insert(k),
+            None => {
+                let d = keys.contains(&k);
+                keys.push(k);
+                if keys.len() > 32 {
+                    index = Some(keys.drain(..).collect());
+                }
+                d
+            }
+        };
+        if dup {
+            return Ok(false);
+        }
+        let mark = out.len();
+        msgpack_str(out, k);
+        if value_body_msgpack(v, out, depth + 1)? {
+            count += 1;
+        } else {
+            out.truncate(mark);
+        }
+    }
+    mp::patch_count(out, at, count);
+    Ok(true)
+}
