@@ -56,8 +56,8 @@ def proto_encode_event(event: _Any, framed: bool = True) -> bytes:
 def proto_encode_events(events: _Iterable[_Any]) -> bytes:
     """Event objects -> one framed stream."""
 
-def proto_decode_message(msg: bytes) -> bytes:
-    """One unframed message -> JSON text of the event."""
+def proto_decode_message(msg: bytes, msgpack: bool = False) -> bytes:
+    """One unframed message -> JSON text of the event (MessagePack with msgpack=True)."""
 
 def proto_decode_frames(data: bytes, max_frame_size: int = ...) -> list[bytes]:
     """Whole framed stream -> JSON texts (GIL released)."""
@@ -66,10 +66,16 @@ def proto_decode_frames_array(data: bytes, max_frame_size: int = ...) -> bytes:
     """Whole framed stream -> one JSON array text ``[e1,e2,...]`` (GIL released)."""
 
 def proto_decode_part(
-    data: bytes, offset: int, frame_index: int, budget: int, max_frame_size: int = ...
+    data: bytes,
+    offset: int,
+    frame_index: int,
+    budget: int,
+    max_frame_size: int = ...,
+    msgpack: bool = False,
 ) -> tuple[bytes, int, int]:
-    """Frames from ``offset`` to the first boundary at/after ``offset + budget`` -> (JSON array
-    text, next offset, next frame index); the part reaching the end checks for a cut frame."""
+    """Frames from ``offset`` to the first boundary at/after ``offset + budget`` -> (array as
+    JSON text or MessagePack, next offset, next frame index); the part reaching the end
+    checks for a cut frame. GIL released."""
 
 def proto_schema() -> str:
     """The compiled schema as JSON: {"ag_ui.Msg": [[field, number, label, type], ...]}."""
@@ -79,8 +85,8 @@ class ProtoFrameParser:
 
     def __init__(self, max_frame_size: int = ...) -> None: ...
     def feed(self, chunk: bytes) -> list[bytes]: ...
-    def feed_array(self, chunk: bytes) -> bytes:
-        """Like feed, as one JSON array text (b"[]" when the chunk completed no event)."""
+    def feed_array(self, chunk: bytes, msgpack: bool = False) -> bytes:
+        """Like feed, as one array: JSON text (b"[]" when none) or MessagePack."""
     def close(self) -> list[bytes]: ...
     @property
     def pending(self) -> int: ...
