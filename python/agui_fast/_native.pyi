@@ -35,6 +35,99 @@ def encode_sse_many(events: _Iterable[_Any], /, *, pydantic_fallback: bool = Fal
 def clear_encode_cache() -> None:
     """Forget the cached per-class field plans (e.g. after redefining classes)."""
 # --- end encode ---
+# --- patch ---
+from typing import Any, Iterable, Optional, Union
+
+def apply_patch(doc: Any, patch: Iterable[Any], *, in_place: bool = False) -> Any:
+    """Apply an RFC 6902 patch (atomic). Copy mode shares untouched subtrees with ``doc``."""
+
+class StateDocument:
+    """A JSON document held in Rust; patches are applied without converting to Python."""
+
+    def __init__(self, doc: Optional[Any] = None) -> None: ...
+    def apply(self, patch: Union[Iterable[Any], str, bytes]) -> None: ...
+    def apply_many(
+        self, patches: Iterable[Union[Iterable[Any], str, bytes]], *, skip_errors: bool = False
+    ) -> int: ...
+    def to_python(self, path: str = "") -> Any: ...
+    def replace(self, doc: Any) -> None: ...
+
+# --- end patch ---
+
+# --- sse ---
+# WHATWG event-stream framing (rust/agui-py/src/sse.rs over agui_core::sse). Typing the
+# payloads is done in agui_fast/sse.py; these only frame. Payloads are valid UTF-8
+# (invalid sequences replaced by U+FFFD, like the reference's TextDecoder).
+from typing import List as _List, Optional as _Optional, Tuple as _Tuple, Union as _Union
+
+SSE_DEFAULT_MAX_BUFFER: int  # 10 MiB
+
+_BytesLike = _Union[bytes, bytearray, memoryview]
+
+class SseBatch:
+    """The frames completed by one feed()/close()/split_sse() call."""
+
+    def __len__(self) -> int: ...
+    @property
+    def first_index(self) -> int:
+        """Stream index of the batch's first frame."""
+    @property
+    def balanced(self) -> bool:
+        """Every payload is structurally one JSON value: a successful decode of
+        ``array()`` has exactly one element per frame."""
+    def array(self) -> bytes:
+        """``b"[p0,p1,...]"``: all payloads as one JSON array (one msgspec call)."""
+    def payloads(self) -> _List[bytes]: ...
+    def payload(self, i: int, /) -> bytes: ...
+    @property
+    def spans(self) -> _List[_Tuple[int, int]]:
+        """``(start, end)`` of each payload inside ``array()``; the byte before each start
+        is ``[`` or ``,`` and the byte at each end is ``,`` or ``]``."""
+    @property
+    def offsets(self) -> _List[int]:
+        """Byte offset in the stream of each frame's first ``data`` line."""
+    @property
+    def candidates(self) -> _List[int]:
+        """Batch-relative indices of frames whose bytes mention ``THINKING_``,
+        ``"binary"`` or ``null`` (only filled when the parser was made with
+        ``candidates=True``)."""
+    @property
+    def error(self) -> _Optional[_Tuple[str, str, int, int]]:
+        """``None`` or ``(kind, message, frame_index, offset)``; kind is
+        ``"buffer_limit"``. The frames before the error are in the batch."""
+
+class SseParser:
+    """Incremental event-stream parser: CR/LF/CRLF, BOM, comments, event/id/retry,
+    multi-line data, final event without its blank line (dispatched by close())."""
+
+    def __init__(
+        self, max_buffer_size: int = ..., check: bool = True, candidates: bool = False
+    ) -> None: ...
+    def feed(self, chunk: _BytesLike, /) -> SseBatch:
+        """Frames completed by ``chunk`` (GIL released for chunks >= 64 KiB). After a
+        buffer-limit error every call returns a batch with the same error."""
+    def close(self) -> SseBatch: ...
+    @property
+    def last_event_id(self) -> str: ...
+    @property
+    def retry(self) -> _Optional[int]: ...
+    @property
+    def frame_count(self) -> int: ...
+    @property
+    def position(self) -> int: ...
+    @property
+    def buffered(self) -> int: ...
+    @property
+    def max_buffer_size(self) -> int: ...
+
+def split_sse(
+    data: _BytesLike, max_buffer_size: int = ..., check: bool = True, candidates: bool = False
+) -> SseBatch:
+    """Frame a whole recorded stream (feed + close) with the GIL released."""
+
+def sse_event(payload: _BytesLike, /) -> bytes:
+    """``data: <line>\\n`` for every line of ``payload`` (LF, CR or CRLF), then ``\\n``."""
+# --- end sse ---
 # --- proto ---
 # Protobuf codec (rust/agui-py/src/proto.rs, docs/protobuf.md). Events cross as JSON text
 # (camelCase, the SSE payload). Errors are agui_fast.errors classes: EncodeError,

@@ -1,1 +1,1034 @@
-//! (being written)
+//! Server-Sent Events: an incremental WHATWG `text/event-stream` parser over bytes,
+//! a batch builder that turns dispatched frames into one JSON array for bulk
+//! decoding, and a minimal framing writer.
+//!
+//! Parsing rules (WHATWG HTML, "Parsing an event stream"), with the two documented
+//! choices of this project:
+//! - lines end with CRLF, LF or CR; a CR at the end of a chunk followed by an LF at
+//!   the start of the next one is one line end;
+//! - a UTF-8 byte-order mark at the very start of the stream is skipped, also when it
+//!   is split across chunks; a BOM later in the stream is data;
+//! - `data` lines are joined with `\n`; one space after the colon is removed;
+//!   comment lines (`:`) and unknown fields are ignored; `event`, `id` (without NUL)
+//!   and `retry` (ASCII digits only) are tracked;
+//! - an empty line dispatches the event if it has data (an empty `data:` line counts);
+//! - deviation from the spec, like the TypeScript reference: `finish()` dispatches a
+//!   final event that lacks its closing blank line;
+//! - the payload bytes are handed out unchanged; [`Batch`] replaces invalid UTF-8
+//!   with U+FFFD (what the reference's `TextDecoder` does) since the data must still be
+//!   parsed as JSON.
+//!
+//! Scanning uses `memchr` for line ends, so the common case does no per-byte work
+//! in Rust code, and single-line events are handed out without copying.
+
+use memchr::{memchr, memchr2};
+
+/// Default maximum buffered size of one event: 10 MiB, like the reference client.
+pub const DEFAULT_MAX_BUFFER: usize = 10 * 1024 * 1024;
+
+const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
+
+/// What went wrong while framing. Only limits can fail at this layer: any byte
+/// sequence is a valid event stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SseErrorKind {
+    /// The current event (data buffer plus incomplete line) grew beyond the limit.
+    BufferLimit,
+}
+
+impl SseErrorKind {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            SseErrorKind::BufferLimit => "buffer_limit",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SseError {
+    pub kind: SseErrorKind,
+    pub message: String,
+    /// Index the offending frame would have had.
+    pub frame_index: u64,
+    /// Absolute byte offset where the offending event starts.
+    pub offset: u64,
+}
+
+impl std::fmt::Display for SseError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} (frame {}, offset {})", self.message, self.frame_index, self.offset)
+    }
+}
+
+impl std::error::Error for SseError {}
+
+/// One dispatched event, borrowed from the parser or the chunk being fed.
+#[derive(Debug)]
+pub struct Frame<'a> {
+    /// 0-based index among the dispatched frames of the stream.
+    pub index: u64,
+    /// Absolute byte offset (BOM included) of the event's first `data` line.
+    pub offset: u64,
+    /// The joined data lines, raw bytes (may hold invalid UTF-8).
+    pub data: &'a [u8],
+    /// The `event` field, `None` when absent (the spec's default type "message").
+    pub event: Option<&'a [u8]>,
+    /// The last event id in effect for this event (spec: persists across events).
+    pub id: &'a str,
+}
+
+/// Where the current event's data lives: still inside the chunk being fed (no copy
+/// for the common single-line event), or copied into the parser.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Data {
+    None,
+    /// Range of the chunk currently being fed.
+    Slice(usize, usize),
+    /// In `SseParser::data`.
+    Owned,
+}
+
+/// Incremental event-stream parser. Feed chunks of any size; frames are handed to
+/// a callback as soon as their blank line arrives.
+pub struct SseParser {
+    max_buffer: usize,
+    /// Absolute offset of the next byte to be fed.
+    pos: u64,
+    /// BOM bytes matched at stream start; `None` once the start is decided.
+    bom_matched: Option<usize>,
+    /// Incomplete line carried between chunks.
+    line: Vec<u8>,
+    /// Absolute offset of the current (incomplete) line.
+    line_start: u64,
+    /// The previous chunk ended with CR: a leading LF belongs to that line end.
+    after_cr: bool,
+    data_state: Data,
+    data: Vec<u8>,
+    event_type: Option<Vec<u8>>,
+    id_buf: String,
+    /// `id_buf` changed since the last dispatch (saves a compare per event).
+    id_dirty: bool,
+    last_event_id: String,
+    retry: Option<u64>,
+    frame_start: u64,
+    frames: u64,
+    failed: Option<SseError>,
+    finished: bool,
+}
+
+impl Default for SseParser {
+    fn default() -> Self {
+        Self::new(DEFAULT_MAX_BUFFER)
+    }
+}
+
+impl SseParser {
+    pub fn new(max_buffer: usize) -> Self {
+        SseParser {
+            max_buffer,
+            pos: 0,
+            bom_matched: Some(0),
+            line: Vec::new(),
+            line_start: 0,
+            after_cr: false,
+            data_state: Data::None,
+            data: Vec::new(),
+            event_type: None,
+            id_buf: String::new(),
+            id_dirty: false,
+            last_event_id: String::new(),
+            retry: None,
+            frame_start: 0,
+            frames: 0,
+            failed: None,
+            finished: false,
+        }
+    }
+
+    /// The last event id of the stream (spec: set at every dispatch point), for the
+    /// `Last-Event-ID` header of a reconnect.
+    pub fn last_event_id(&self) -> &str {
+        &self.last_event_id
+    }
+
+    /// The last valid `retry` value (milliseconds), if any.
+    pub fn retry(&self) -> Option<u64> {
+        self.retry
+    }
+
+    /// Frames dispatched so far.
+    pub fn frame_count(&self) -> u64 {
+        self.frames
+    }
+
+    /// Bytes fed so far.
+    pub fn position(&self) -> u64 {
+        self.pos
+    }
+
+    pub fn max_buffer(&self) -> usize {
+        self.max_buffer
+    }
+
+    /// Bytes buffered for the current event (data so far plus the incomplete line).
+    pub fn buffered(&self) -> usize {
+        self.data_len(&[]) + self.line.len()
+    }
+
+    fn data_len(&self, chunk: &[u8]) -> usize {
+        match self.data_state {
+            Data::None => 0,
+            Data::Slice(s, e) => {
+                debug_assert!(e <= chunk.len());
+                e - s
+            }
+            Data::Owned => self.data.len(),
+        }
+    }
+
+    fn limit_error(&mut self, line_offset: u64) -> SseError {
+        let offset = if self.data_state == Data::None { line_offset } else { self.frame_start };
+        let err = SseError {
+            kind: SseErrorKind::BufferLimit,
+            message: format!(
+                "SSE buffer size exceeded maximum limit of {} bytes",
+                self.max_buffer
+            ),
+            frame_index: self.frames,
+            offset,
+        };
+        self.failed = Some(err.clone());
+        err
+    }
+
+    /// Feed one chunk; `sink` receives every frame completed by it, in order. On a
+    /// buffer-limit error the frames before it have already been handed out and the
+    /// parser stays failed (every later call returns the same error).
+    pub fn feed<F: FnMut(Frame<'_>)>(&mut self, chunk: &[u8], mut sink: F) -> Result<(), SseError> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        if self.finished {
+            // Feeding after finish() starts nothing new: a stream has one end.
+            return Ok(());
+        }
+        let base = self.pos;
+        self.pos += chunk.len() as u64;
+        let mut i = 0usize;
+
+        // Byte-order mark at stream start, possibly split across chunks.
+        if let Some(m0) = self.bom_matched {
+            let mut m = m0;
+            while m < 3 && i < chunk.len() && chunk[i] == BOM[m] {
+                m += 1;
+                i += 1;
+            }
+            if m == 3 {
+                self.bom_matched = None;
+                self.line_start = 3;
+            } else if i < chunk.len() {
+                // Not a BOM after all: the bytes matched so far are ordinary line data
+                // (none of them is a line end). Those from earlier chunks go to the line
+                // buffer; those from this chunk are re-read from its start.
+                self.bom_matched = None;
+                self.line.extend_from_slice(&BOM[..m0]);
+                self.line_start = 0;
+                i = 0;
+            } else {
+                self.bom_matched = Some(m);
+                return Ok(());
+            }
+        }
+
+        if self.after_cr && i < chunk.len() {
+            if chunk[i] == b'\n' {
+                i += 1;
+                self.line_start = base + i as u64;
+            }
+            self.after_cr = false;
+        }
+
+        while i < chunk.len() {
+            let Some(rel) = memchr2(b'\n', b'\r', &chunk[i..]) else {
+                // Incomplete line: keep it for the next chunk.
+                if self.line.is_empty() {
+                    self.line_start = base + i as u64;
+                }
+                self.line.extend_from_slice(&chunk[i..]);
+                break;
+            };
+            let j = i + rel;
+            if self.line.is_empty() {
+                let start = base + i as u64;
+                self.line_start = start;
+                if self.data_len(chunk) + (j - i) > self.max_buffer {
+                    return Err(self.limit_error(start));
+                }
+                self.process_line_in_chunk(chunk, i, j, &mut sink);
+            } else {
+                self.line.extend_from_slice(&chunk[i..j]);
+                if self.data_len(chunk) + self.line.len() > self.max_buffer {
+                    let start = self.line_start;
+                    return Err(self.limit_error(start));
+                }
+                let line = std::mem::take(&mut self.line);
+                let start = self.line_start;
+                self.process_owned_line(&line, start, &mut sink);
+                self.line = line;
+                self.line.clear();
+            }
+            i = j + 1;
+            if chunk[j] == b'\r' {
+                if i < chunk.len() {
+                    if chunk[i] == b'\n' {
+                        i += 1;
+                    }
+                } else {
+                    self.after_cr = true;
+                }
+            }
+            self.line_start = base + i as u64;
+        }
+
+        // Data still pointing into this chunk must be copied before it goes away.
+        if let Data::Slice(s, e) = self.data_state {
+            self.data.clear();
+            self.data.extend_from_slice(&chunk[s..e]);
+            self.data_state = Data::Owned;
+        }
+        if self.data_len(chunk) + self.line.len() > self.max_buffer {
+            let start = self.line_start;
+            return Err(self.limit_error(start));
+        }
+        Ok(())
+    }
+
+    /// End of stream: the incomplete last line is processed and a final event without
+    /// its blank line is dispatched (as the TypeScript reference does).
+    pub fn finish<F: FnMut(Frame<'_>)>(&mut self, mut sink: F) -> Result<(), SseError> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        if self.finished {
+            return Ok(());
+        }
+        self.finished = true;
+        if let Some(m) = self.bom_matched.take() {
+            // The stream ended inside what looked like a BOM: those bytes are a line.
+            self.line.extend_from_slice(&BOM[..m]);
+            self.line_start = 0;
+        }
+        if !self.line.is_empty() {
+            let line = std::mem::take(&mut self.line);
+            let start = self.line_start;
+            self.process_owned_line(&line, start, &mut sink);
+        }
+        self.dispatch(&[], &mut sink);
+        Ok(())
+    }
+
+    fn process_line_in_chunk<F: FnMut(Frame<'_>)>(&mut self, chunk: &[u8], s: usize, e: usize, sink: &mut F) {
+        let line = &chunk[s..e];
+        if line.is_empty() {
+            self.dispatch(chunk, sink);
+            return;
+        }
+        // Fast path: `data:` lines are the bulk of an AG-UI stream. Byte patterns, not
+        // slice equality, which would call memcmp for every line.
+        let (is_data, field, vs) = if let [b'd', b'a', b't', b'a', b':', rest @ ..] = line {
+            (true, &line[..4], if let [b' ', ..] = rest { 6 } else { 5 })
+        } else {
+            match split_field(line) {
+                Some((f, vs)) => (matches!(f, [b'd', b'a', b't', b'a']), f, vs),
+                None => return,
+            }
+        };
+        if is_data {
+            let vstart = s + vs;
+            let start = self.line_start;
+            match self.data_state {
+                Data::None => {
+                    self.frame_start = start;
+                    self.data_state = Data::Slice(vstart, e);
+                }
+                Data::Slice(a, b) => {
+                    self.data.clear();
+                    self.data.extend_from_slice(&chunk[a..b]);
+                    self.data.push(b'\n');
+                    self.data.extend_from_slice(&chunk[vstart..e]);
+                    self.data_state = Data::Owned;
+                }
+                Data::Owned => {
+                    self.data.push(b'\n');
+                    self.data.extend_from_slice(&chunk[vstart..e]);
+                }
+            }
+        } else {
+            self.other_field(field, &line[vs..]);
+        }
+    }
+
+    fn process_owned_line<F: FnMut(Frame<'_>)>(&mut self, line: &[u8], start: u64, sink: &mut F) {
+        if line.is_empty() {
+            self.dispatch(&[], sink);
+            return;
+        }
+        let (field, vs) = match split_field(line) {
+            Some(x) => x,
+            None => return,
+        };
+        if matches!(field, [b'd', b'a', b't', b'a']) {
+            // An owned line only occurs at a chunk's first line or at finish(), so no
+            // data can still be pointing into a chunk here.
+            debug_assert!(!matches!(self.data_state, Data::Slice(..)));
+            match self.data_state {
+                Data::None => {
+                    self.frame_start = start;
+                    self.data.clear();
+                }
+                _ => self.data.push(b'\n'),
+            }
+            self.data.extend_from_slice(&line[vs..]);
+            self.data_state = Data::Owned;
+        } else {
+            self.other_field(field, &line[vs..]);
+        }
+    }
+
+    fn other_field(&mut self, field: &[u8], value: &[u8]) {
+        match field {
+            b"event" => self.event_type = Some(value.to_vec()),
+            // An id containing NUL is ignored (spec).
+            b"id" if memchr(0, value).is_none() => {
+                self.id_buf = String::from_utf8_lossy(value).into_owned();
+                self.id_dirty = true;
+            }
+            b"retry" if !value.is_empty() && value.iter().all(u8::is_ascii_digit) => {
+                // Saturate absurd values instead of failing: the field is advisory.
+                let mut n: u64 = 0;
+                for d in value {
+                    n = n.saturating_mul(10).saturating_add(u64::from(d - b'0'));
+                }
+                self.retry = Some(n);
+            }
+            _ => {}
+        }
+    }
+
+    fn dispatch<F: FnMut(Frame<'_>)>(&mut self, chunk: &[u8], sink: &mut F) {
+        if self.id_dirty {
+            self.last_event_id.clone_from(&self.id_buf);
+            self.id_dirty = false;
+        }
+        let data: &[u8] = match self.data_state {
+            Data::None => {
+                self.event_type = None;
+                return;
+            }
+            Data::Slice(s, e) => &chunk[s..e],
+            Data::Owned => &self.data,
+        };
+        sink(Frame {
+            index: self.frames,
+            offset: self.frame_start,
+            data,
+            event: self.event_type.as_deref(),
+            id: &self.last_event_id,
+        });
+        self.frames += 1;
+        self.data_state = Data::None;
+        self.event_type = None;
+    }
+}
+
+/// Split a non-empty line into (field name, start of value). `None` for comments.
+#[inline]
+fn split_field(line: &[u8]) -> Option<(&[u8], usize)> {
+    if line[0] == b':' {
+        return None;
+    }
+    match memchr(b':', line) {
+        Some(c) => {
+            let vs = if line.get(c + 1) == Some(&b' ') { c + 2 } else { c + 1 };
+            Some((&line[..c], vs))
+        }
+        None => Some((line, line.len())),
+    }
+}
+
+/// Frames collected for bulk decoding: the payloads joined as one JSON array
+/// `[p0,p1,...]` (valid UTF-8, invalid sequences replaced by U+FFFD), with each
+/// payload's span in that buffer and its stream offset.
+#[derive(Debug, Clone)]
+pub struct Batch {
+    pub buf: Vec<u8>,
+    pub spans: Vec<(usize, usize)>,
+    pub offsets: Vec<u64>,
+    pub first_index: u64,
+    /// Every payload is structurally one JSON value (balanced, no top-level comma),
+    /// so a successful decode of `buf` yields exactly one element per frame.
+    pub balanced: bool,
+    /// Batch-relative indices of frames that may need the legacy (0.x) conversion.
+    pub candidates: Vec<usize>,
+    pub error: Option<SseError>,
+    check: bool,
+    want_candidates: bool,
+    closed: bool,
+}
+
+impl Batch {
+    /// `check`: run the structural check needed before decoding `buf` as one array;
+    /// `want_candidates`: flag frames that mention legacy shapes.
+    pub fn new(first_index: u64, check: bool, want_candidates: bool) -> Self {
+        Batch {
+            buf: vec![b'['],
+            spans: Vec::new(),
+            offsets: Vec::new(),
+            first_index,
+            balanced: true,
+            candidates: Vec::new(),
+            error: None,
+            check,
+            want_candidates,
+            closed: false,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+
+    /// Close the joined array (idempotent); no frame may be pushed afterwards.
+    pub fn close(&mut self) {
+        if !self.closed {
+            self.buf.push(b']');
+            self.closed = true;
+        }
+    }
+
+    pub fn payload(&self, i: usize) -> &[u8] {
+        let (s, e) = self.spans[i];
+        &self.buf[s..e]
+    }
+
+    pub fn push(&mut self, frame: &Frame<'_>) {
+        debug_assert!(!self.closed);
+        if !self.spans.is_empty() {
+            self.buf.push(b',');
+        }
+        let s = self.buf.len();
+        match std::str::from_utf8(frame.data) {
+            Ok(_) => self.buf.extend_from_slice(frame.data),
+            Err(_) => self.buf.extend_from_slice(String::from_utf8_lossy(frame.data).as_bytes()),
+        }
+        let e = self.buf.len();
+        if self.check && self.balanced && !is_single_value(&self.buf[s..e]) {
+            self.balanced = false;
+        }
+        if self.want_candidates && maybe_legacy(&self.buf[s..e]) {
+            self.candidates.push(self.spans.len());
+        }
+        self.spans.push((s, e));
+        self.offsets.push(frame.offset);
+    }
+}
+
+/// Cheap structural test: strings closed, brackets balanced and never below zero, no
+/// `,` or `:` at depth 0. Not a JSON validator: it only guarantees that, once the
+/// joined array is valid JSON, each payload is exactly one of its elements (a payload
+/// like `[1` followed by `2]` would otherwise merge two frames into one element).
+pub fn is_single_value(p: &[u8]) -> bool {
+    // Byte classes: 0 other, 1 quote, 2 backslash, 3 open, 4 close, 5 `,`/`:`, 6 blank.
+    // A table-driven loop: payload strings are short, so a per-string memchr call
+    // costs more than it saves.
+    const fn table() -> [u8; 256] {
+        let mut t = [0u8; 256];
+        t[b'"' as usize] = 1;
+        t[b'\\' as usize] = 2;
+        t[b'[' as usize] = 3;
+        t[b'{' as usize] = 3;
+        t[b']' as usize] = 4;
+        t[b'}' as usize] = 4;
+        t[b',' as usize] = 5;
+        t[b':' as usize] = 5;
+        t[b' ' as usize] = 6;
+        t[b'\t' as usize] = 6;
+        t[b'\n' as usize] = 6;
+        t[b'\r' as usize] = 6;
+        t
+    }
+    static CLASS: [u8; 256] = table();
+    let mut depth: i64 = 0;
+    let mut seen_value = false;
+    let mut i = 0;
+    let n = p.len();
+    while i < n {
+        match CLASS[p[i] as usize] {
+            0 | 2 => seen_value = true,
+            1 => {
+                seen_value = true;
+                // String body: find the next `"` or `\\` eight bytes at a time.
+                i += 1;
+                loop {
+                    match find_quote_or_backslash(p, i) {
+                        Some(j) => i = j,
+                        None => return false, // unterminated string
+                    }
+                    if p[i] == b'"' {
+                        break;
+                    }
+                    i += 2; // backslash: the escaped byte cannot end the string
+                }
+            }
+            3 => {
+                depth += 1;
+                seen_value = true;
+            }
+            4 => {
+                depth -= 1;
+                if depth < 0 {
+                    return false;
+                }
+            }
+            5 if depth == 0 => return false,
+            _ => {}
+        }
+        i += 1;
+    }
+    // An empty (or blank) payload would vanish from the array: `[` + `` + `]` is `[]`.
+    depth == 0 && seen_value
+}
+
+/// Index of the first `"` or `\\` at or after `i` (SWAR: strings in AG-UI payloads are
+/// mostly short keys and ids, too short for memchr's setup to pay off).
+#[inline]
+fn find_quote_or_backslash(p: &[u8], mut i: usize) -> Option<usize> {
+    if i >= p.len() {
+        return None;
+    }
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    const QUOTES: u64 = LO * b'"' as u64;
+    const BACKSLASHES: u64 = LO * b'\\' as u64;
+    while i + 8 <= p.len() {
+        let w = u64::from_le_bytes(p[i..i + 8].try_into().unwrap());
+        let q = w ^ QUOTES;
+        let b = w ^ BACKSLASHES;
+        // Zero-byte detection; the lowest flagged byte is always a true match.
+        let m = (q.wrapping_sub(LO) & !q & HI) | (b.wrapping_sub(LO) & !b & HI);
+        if m != 0 {
+            return Some(i + (m.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    p[i..].iter().position(|&c| c == b'"' || c == b'\\').map(|r| i + r)
+}
+
+/// A frame may carry a legacy (0.x) shape: a `THINKING_*` type, a `binary` content
+/// part or a `null` the compatibility layer removes. A superset test on bytes, so the
+/// common case skips the Python-side conversion entirely.
+pub fn maybe_legacy(p: &[u8]) -> bool {
+    use memchr::memmem;
+    memmem::find(p, b"null").is_some()
+        || memmem::find(p, b"THINKING_").is_some()
+        || memmem::find(p, b"\"binary\"").is_some()
+}
+
+/// Parse a whole buffer (feed + finish) into one closed batch. A buffer-limit error is
+/// stored in `Batch::error` together with the frames before it.
+pub fn split_all(data: &[u8], max_buffer: usize, check: bool, want_candidates: bool) -> Batch {
+    let mut p = SseParser::new(max_buffer);
+    let mut b = Batch::new(0, check, want_candidates);
+    let r = p.feed(data, |f| b.push(&f)).and_then(|_| p.finish(|f| b.push(&f)));
+    if let Err(e) = r {
+        b.error = Some(e);
+    }
+    b.close();
+    b
+}
+
+/// Write one SSE event carrying `payload` (e.g. a JSON text): every line of the
+/// payload becomes a `data:` line (so multi-line text round-trips), then a blank line.
+pub fn write_event(out: &mut Vec<u8>, payload: &[u8]) {
+    let mut rest = payload;
+    loop {
+        out.extend_from_slice(b"data: ");
+        match memchr2(b'\n', b'\r', rest) {
+            Some(j) => {
+                out.extend_from_slice(&rest[..j]);
+                out.push(b'\n');
+                let skip = if rest[j] == b'\r' && rest.get(j + 1) == Some(&b'\n') { 2 } else { 1 };
+                rest = &rest[j + skip..];
+            }
+            None => {
+                out.extend_from_slice(rest);
+                out.extend_from_slice(b"\n\n");
+                return;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Clone, PartialEq)]
+    struct Owned {
+        index: u64,
+        offset: u64,
+        data: Vec<u8>,
+        event: Option<Vec<u8>>,
+        id: String,
+    }
+
+    fn run(chunks: &[&[u8]], max: usize) -> (Vec<Owned>, Option<SseError>, SseParser) {
+        let mut p = SseParser::new(max);
+        let mut out = Vec::new();
+        let mut push = |f: Frame<'_>| {
+            out.push(Owned {
+                index: f.index,
+                offset: f.offset,
+                data: f.data.to_vec(),
+                event: f.event.map(|e| e.to_vec()),
+                id: f.id.to_string(),
+            })
+        };
+        for c in chunks {
+            if let Err(e) = p.feed(c, &mut push) {
+                return (out, Some(e), p);
+            }
+        }
+        let err = p.finish(&mut push).err();
+        (out, err, p)
+    }
+
+    fn datas(chunks: &[&[u8]]) -> Vec<Vec<u8>> {
+        run(chunks, DEFAULT_MAX_BUFFER).0.into_iter().map(|f| f.data).collect()
+    }
+
+    fn every_split(stream: &[u8]) -> Vec<Vec<u8>> {
+        let whole = datas(&[stream]);
+        for k in 0..=stream.len() {
+            let (a, b) = stream.split_at(k);
+            assert_eq!(datas(&[a, b]), whole, "split at {k}");
+        }
+        // Byte by byte too.
+        let bytes: Vec<&[u8]> = stream.chunks(1).collect();
+        assert_eq!(datas(&bytes), whole, "byte by byte");
+        whole
+    }
+
+    #[test]
+    fn basic_lf() {
+        let d = every_split(b"data: {\"a\":1}\n\ndata: 2\n\n");
+        assert_eq!(d, vec![b"{\"a\":1}".to_vec(), b"2".to_vec()]);
+    }
+
+    #[test]
+    fn line_endings_crlf_cr_mixed() {
+        let lf = datas(&[b"data: 1\ndata: 2\n\ndata: 3\n\n"]);
+        assert_eq!(lf, vec![b"1\n2".to_vec(), b"3".to_vec()]);
+        assert_eq!(every_split(b"data: 1\r\ndata: 2\r\n\r\ndata: 3\r\n\r\n"), lf);
+        assert_eq!(every_split(b"data: 1\rdata: 2\r\rdata: 3\r\r"), lf);
+        assert_eq!(every_split(b"data: 1\r\ndata: 2\r\rdata: 3\n\r\n"), lf);
+        // CR then LF in the next chunk is one line end, not an empty line.
+        assert_eq!(datas(&[b"data: 1\r", b"\ndata: 2\r", b"\n\r", b"\n"]), vec![b"1\n2".to_vec()]);
+    }
+
+    #[test]
+    fn field_rules() {
+        assert_eq!(every_split(b"data:x\n\n"), vec![b"x".to_vec()]);
+        assert_eq!(every_split(b"data:  x\n\n"), vec![b" x".to_vec()]);
+        assert_eq!(every_split(b"data:\tx\n\n"), vec![b"\tx".to_vec()]);
+        // Bare `data` is a data line with an empty value.
+        assert_eq!(every_split(b"data\ndata: x\n\n"), vec![b"\nx".to_vec()]);
+        // Case-sensitive names, no leading whitespace allowed, comments ignored.
+        assert_eq!(every_split(b"DATA: 1\n\n data: 2\n\n: c\n:\nfoo: 3\ndata: 4\n\n"), vec![b"4".to_vec()]);
+        // An empty data line dispatches an empty payload.
+        assert_eq!(every_split(b"data:\n\n"), vec![b"".to_vec()]);
+        assert_eq!(every_split(b"data: a\ndata:\ndata: b\n\n"), vec![b"a\n\nb".to_vec()]);
+        // Events without data are not dispatched.
+        assert_eq!(every_split(b"event: x\nid: 1\n\n\n\n"), Vec::<Vec<u8>>::new());
+    }
+
+    #[test]
+    fn event_id_retry() {
+        let (f, e, p) = run(&[b"event: foo\nid: 7\nretry: 1500\ndata: 1\n\ndata: 2\n\nid\nretry: x\n\n"], DEFAULT_MAX_BUFFER);
+        assert!(e.is_none());
+        assert_eq!(f[0].event.as_deref(), Some(&b"foo"[..]));
+        assert_eq!(f[0].id, "7");
+        assert_eq!(f[1].event, None);
+        assert_eq!(f[1].id, "7", "id persists across events");
+        assert_eq!(p.last_event_id(), "", "a bare `id` resets it at the next dispatch");
+        assert_eq!(p.retry(), Some(1500));
+        // id with NUL is ignored.
+        let (_, _, p) = run(&[b"id: 5\n\nid: a\0b\n\n"], DEFAULT_MAX_BUFFER);
+        assert_eq!(p.last_event_id(), "5");
+        // The id takes effect at the dispatch point, not before.
+        let (_, _, p) = run(&[b"id: 5\n\nid: 6\n"], DEFAULT_MAX_BUFFER);
+        assert_eq!(p.last_event_id(), "6", "finish() is a dispatch point");
+    }
+
+    #[test]
+    fn bom() {
+        let s = b"\xEF\xBB\xBFdata: 1\n\n";
+        assert_eq!(every_split(s), vec![b"1".to_vec()]);
+        // Offsets count the BOM.
+        let (f, _, _) = run(&[&s[..1], &s[1..2], &s[2..]], DEFAULT_MAX_BUFFER);
+        assert_eq!(f[0].offset, 3);
+        // Only at stream start.
+        assert_eq!(every_split(b"data: 1\n\n\xEF\xBB\xBFdata: 2\n\n"), vec![b"1".to_vec()]);
+        // A partial BOM is data: `\xEF\xBB` then `data:` is an unknown field line.
+        assert_eq!(every_split(b"\xEF\xBBdata: 1\n\ndata: 2\n\n"), vec![b"2".to_vec()]);
+        assert_eq!(every_split(b"\xEFdata: 1\n\n"), Vec::<Vec<u8>>::new());
+        assert_eq!(datas(&[b"\xEF\xBB"]), Vec::<Vec<u8>>::new());
+        assert_eq!(datas(&[b"\xEF", b"\xBB", b"\xBF"]), Vec::<Vec<u8>>::new());
+        assert_eq!(datas(&[b"\xEF", b"data: 1\n\n"]), Vec::<Vec<u8>>::new());
+        // Two BOMs: the second is data.
+        assert_eq!(every_split(b"\xEF\xBB\xBF\xEF\xBB\xBFdata: 1\n\n"), Vec::<Vec<u8>>::new());
+    }
+
+    #[test]
+    fn utf8_split_is_kept_bytewise() {
+        let s = "data: {\"d\":\"a\u{1F600}b\u{20AC}\"}\n\n".as_bytes();
+        let d = every_split(s);
+        assert_eq!(d, vec!["{\"d\":\"a\u{1F600}b\u{20AC}\"}".as_bytes().to_vec()]);
+    }
+
+    #[test]
+    fn invalid_utf8_replaced_in_batch() {
+        let b = split_all(b"data: \"a\xFF\xC3(\xED\xA0\x80b\"\n\n", DEFAULT_MAX_BUFFER, true, false);
+        let text = std::str::from_utf8(b.payload(0)).unwrap();
+        // Maximal-subpart replacement, like the WHATWG decoder.
+        assert_eq!(text, "\"a\u{FFFD}\u{FFFD}(\u{FFFD}\u{FFFD}\u{FFFD}b\"");
+    }
+
+    #[test]
+    fn final_event_without_blank_line() {
+        assert_eq!(every_split(b"data: 1\n\ndata: 2"), vec![b"1".to_vec(), b"2".to_vec()]);
+        assert_eq!(every_split(b"data: 1\n\ndata: 2\n"), vec![b"1".to_vec(), b"2".to_vec()]);
+        assert_eq!(every_split(b"data: 1\n\ndata: 2\r"), vec![b"1".to_vec(), b"2".to_vec()]);
+        assert_eq!(every_split(b": only a comment"), Vec::<Vec<u8>>::new());
+        assert_eq!(every_split(b""), Vec::<Vec<u8>>::new());
+    }
+
+    #[test]
+    fn offsets_and_indices() {
+        let s = b": hi\n\ndata: 1\n\nevent: e\ndata: 2\r\ndata: 3\r\n\r\n\ndata: 4";
+        let whole = run(&[s], DEFAULT_MAX_BUFFER).0;
+        assert_eq!(whole.iter().map(|f| f.index).collect::<Vec<_>>(), vec![0, 1, 2]);
+        assert_eq!(whole.iter().map(|f| f.offset).collect::<Vec<_>>(), vec![6, 24, 45]);
+        assert_eq!(&s[24..31], b"data: 2");
+        for k in 0..=s.len() {
+            let (a, b) = s.split_at(k);
+            assert_eq!(run(&[a, b], DEFAULT_MAX_BUFFER).0, whole, "split at {k}");
+        }
+    }
+
+    #[test]
+    fn buffer_limit() {
+        // Within the limit (the raw line counts: `data: 12345` is 11 bytes).
+        let (f, e, _) = run(&[b"data: 12345\n\n"], 11);
+        assert!(e.is_none());
+        assert_eq!(f.len(), 1);
+        assert!(run(&[b"data: 12345\n\n"], 10).1.is_some());
+        // Incomplete line too long, in one chunk or spread over several.
+        let (_, e, _) = run(&[b"data: 1\n\ndata: 1234"], 8);
+        let e = e.unwrap();
+        assert_eq!((e.kind.clone(), e.frame_index, e.offset), (SseErrorKind::BufferLimit, 1, 9));
+        let (f, e, _) = run(&[b"data: 1\n\nda", b"ta: 12", b"34"], 8);
+        assert_eq!(f.len(), 1);
+        assert_eq!(e.unwrap().offset, 9);
+        // Multi-line data over the limit.
+        let (_, e, _) = run(&[b"data: 1234\ndata: 1234\n\n"], 8);
+        assert!(e.is_some());
+        // Failed parsers stay failed.
+        let mut p = SseParser::new(4);
+        assert!(p.feed(b"data: 123456", |_| ()).is_err());
+        assert!(p.feed(b"\n\n", |_| ()).is_err());
+        assert!(p.finish(|_| ()).is_err());
+        // Frames before the error in the same chunk are delivered.
+        let (f, e, _) = run(&[b"data: 1\n\ndata: 2\n\ndata: 123456789\n\n"], 8);
+        assert_eq!(f.len(), 2);
+        assert_eq!(e.unwrap().frame_index, 2);
+        // Chunking does not change whether the limit is hit.
+        let s = b"data: 1\n\n: a long comment\ndata: 2\n\n";
+        for max in 0..s.len() {
+            let whole = run(&[s], max).1.is_some();
+            for k in 0..=s.len() {
+                let (a, b) = s.split_at(k);
+                assert_eq!(run(&[a, b], max).1.is_some(), whole, "max {max} split {k}");
+            }
+        }
+    }
+
+    #[test]
+    fn structural_check() {
+        assert!(is_single_value(b"{\"a\":[1,2,{\"b\":\"x,]\\\"\"}]}"));
+        assert!(is_single_value(b"42"));
+        assert!(is_single_value(b" null "));
+        assert!(!is_single_value(b"[1"));
+        assert!(!is_single_value(b"2]"));
+        assert!(!is_single_value(b"1,2"));
+        assert!(!is_single_value(b"\"abc"));
+        assert!(!is_single_value(b"\"abc\\"));
+        assert!(!is_single_value(b"}{"));
+        assert!(!is_single_value(b""));
+        assert!(!is_single_value(b" \n"));
+        let b = split_all(b"data: [1\n\ndata: 2]\n\n", 100, true, false);
+        assert!(!b.balanced);
+        let b = split_all(b"data: [1]\n\ndata: {\"a\":2}\n\n", 100, true, true);
+        assert!(b.balanced);
+        assert_eq!(b.buf, b"[[1],{\"a\":2}]");
+        let b = split_all(b"data: 1\n\ndata: [2]\n\n", 100, true, true);
+        assert_eq!(b.buf, b"[1,[2]]");
+        assert!(b.candidates.is_empty());
+    }
+
+    /// The byte-at-a-time definition the fast scans must agree with.
+    fn naive_single_value(p: &[u8]) -> bool {
+        let (mut depth, mut in_str, mut esc, mut seen) = (0i64, false, false, false);
+        for &c in p {
+            if in_str {
+                if esc {
+                    esc = false;
+                } else if c == b'\\' {
+                    esc = true;
+                } else if c == b'"' {
+                    in_str = false;
+                }
+                continue;
+            }
+            match c {
+                b'"' => {
+                    in_str = true;
+                    seen = true;
+                }
+                b'[' | b'{' => {
+                    depth += 1;
+                    seen = true;
+                }
+                b']' | b'}' => {
+                    depth -= 1;
+                    if depth < 0 {
+                        return false;
+                    }
+                }
+                b',' | b':' if depth == 0 => return false,
+                b' ' | b'\t' | b'\n' | b'\r' => {}
+                _ => seen = true,
+            }
+        }
+        !in_str && depth == 0 && seen
+    }
+
+    #[test]
+    fn structural_check_matches_naive_definition() {
+        let alphabet = b"\"\\[]{},: a1\n\xc3\xa9";
+        let mut state: u64 = 0x5eed;
+        let mut next = || {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (state >> 33) as usize
+        };
+        for _ in 0..200_000 {
+            let len = next() % 40;
+            let p: Vec<u8> = (0..len).map(|_| alphabet[next() % alphabet.len()]).collect();
+            assert_eq!(is_single_value(&p), naive_single_value(&p), "{:?}", String::from_utf8_lossy(&p));
+            for i in 0..=p.len() + 1 {
+                let naive = p.get(i..).and_then(|t| t.iter().position(|&c| c == b'"' || c == b'\\')).map(|r| i + r);
+                assert_eq!(find_quote_or_backslash(&p, i), naive);
+            }
+        }
+        // Long strings (the eight-byte steps) with escapes at every position.
+        for k in 0..40 {
+            let mut p = b"{\"k\":\"".to_vec();
+            p.extend(std::iter::repeat(b'x').take(k));
+            p.extend_from_slice(b"\\\"");
+            p.extend(std::iter::repeat(b'y').take(40 - k));
+            p.extend_from_slice(b"\"}");
+            assert!(is_single_value(&p));
+            p.truncate(p.len() - 2);
+            assert!(!is_single_value(&p));
+        }
+    }
+
+    #[test]
+    fn legacy_candidates() {
+        let b = split_all(
+            b"data: {\"type\":\"THINKING_START\"}\n\ndata: {\"a\":1}\n\ndata: {\"rawEvent\":null}\n\ndata: {\"type\":\"binary\"}\n\n",
+            DEFAULT_MAX_BUFFER,
+            true,
+            true,
+        );
+        assert_eq!(b.candidates, vec![0, 2, 3]);
+    }
+
+    #[test]
+    fn empty_batch() {
+        let b = split_all(b"", 10, true, false);
+        assert_eq!(b.buf, b"[]");
+        assert!(b.is_empty());
+    }
+
+    #[test]
+    fn writer_round_trip() {
+        for payload in [&b"{\"a\":1}"[..], b"line1\nline2", b"a\r\nb\rc", b""] {
+            let mut out = Vec::new();
+            write_event(&mut out, payload);
+            let got = datas(&[&out]);
+            // Line ends inside the payload come back as LF (the data-line join).
+            let norm: Vec<u8> = String::from_utf8_lossy(payload).replace("\r\n", "\n").replace('\r', "\n").into_bytes();
+            assert_eq!(got, vec![norm]);
+        }
+    }
+}
+
+#[cfg(test)]
+mod perf {
+    /// Framing speed diagnostic (not a test of correctness):
+    /// `SSE_PERF_FILE=log.sse cargo test --release -p agui-core sse::perf -- --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn split_speed() {
+        let path = std::env::var("SSE_PERF_FILE").unwrap_or_else(|_| "/tmp/ssebench/small.sse".into());
+        let Ok(data) = std::fs::read(&path) else {
+            println!("no {path}: write an SSE log there (or set SSE_PERF_FILE)");
+            return;
+        };
+        let best_of = |f: &mut dyn FnMut()| {
+            let mut best = f64::MAX;
+            for _ in 0..10 {
+                let t = std::time::Instant::now();
+                f();
+                best = best.min(t.elapsed().as_secs_f64());
+            }
+            best * 1e3
+        };
+        // Floor: finding every line end, nothing else.
+        let floor = best_of(&mut || {
+            let (mut i, mut k) = (0, 0usize);
+            while let Some(r) = memchr::memchr2(b'\n', b'\r', &data[i..]) {
+                i += r + 1;
+                k += 1;
+            }
+            std::hint::black_box(k);
+        });
+        let parser = best_of(&mut || {
+            let mut n = 0usize;
+            super::SseParser::default().feed(&data, |_| n += 1).unwrap();
+            std::hint::black_box(n);
+        });
+        println!("{} bytes: line-end scan {floor:.1} ms, parser {parser:.1} ms", data.len());
+        for check in [false, true] {
+            let ms = best_of(&mut || {
+                std::hint::black_box(super::split_all(&data, super::DEFAULT_MAX_BUFFER, check, false));
+            });
+            println!("split_all(check={check}): {ms:.1} ms ({:.0} MB/s)", data.len() as f64 / ms / 1e3);
+        }
+    }
+}

@@ -1,0 +1,36 @@
+"""RFC 6902 JSON Patch (and RFC 6901 JSON Pointer rules), implemented in Rust.
+
+``apply_patch(doc, patch, *, in_place=False)`` applies a patch to a JSON-like Python
+document (dicts, lists, str, int, float, bool, None):
+
+- copy mode (default) never mutates ``doc``; the result shares every untouched subtree
+  with ``doc`` and only the containers along each changed path are (shallowly) copied,
+  so the cost follows path depth and patch size, not document size;
+- ``in_place=True`` mutates ``doc`` and returns it (a patch that replaces the whole
+  document, path ``""``, returns the new value instead);
+- atomic in both modes: if any operation fails the document is left exactly as it was
+  and :class:`JsonPatchError` (a ``ValueError``) says which operation failed
+  (``index``, ``op``, ``path``). A failing ``test`` raises :class:`JsonPatchTestFailed`,
+  a malformed or unresolvable pointer :class:`JsonPointerError`.
+
+``patch`` is a list of operation dicts (``{"op", "path", "value", "from"}``; extra
+members are ignored) or of objects with ``op``/``path``/``value``/``from_`` attributes
+(the ``agui_fast.core`` operation Structs), e.g. a STATE_DELTA event's ``delta``.
+
+``StateDocument`` holds a document in Rust for replaying long logs of patches (given as
+operation lists or as JSON text, applied with the GIL released) and materializes the
+Python object on demand; see ``docs/patch.md``.
+"""
+
+from __future__ import annotations
+
+from ._native import StateDocument, apply_patch
+from .errors import JsonPatchError, JsonPatchTestFailed, JsonPointerError
+
+__all__ = [
+    "apply_patch",
+    "StateDocument",
+    "JsonPatchError",
+    "JsonPatchTestFailed",
+    "JsonPointerError",
+]

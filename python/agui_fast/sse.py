@@ -1,0 +1,514 @@
+"""Decoding AG-UI Server-Sent Event streams.
+
+Framing is done in Rust (``agui_fast._native.SseParser`` / ``split_sse``): a WHATWG
+event-stream parser that hands out each frame's payload. This module turns the payloads
+into events:
+
+- typed (default): ``agui_fast.core`` Structs, all frames of a chunk decoded by ONE
+  msgspec call over the JSON array ``[p0,p1,...]`` the parser builds;
+- ``raw="dict"``: plain JSON values (any JSON, like the TypeScript client);
+- ``raw="bytes"``: each frame's JSON text as ``bytes`` (checked to be valid JSON).
+
+Legacy 0.x input (``THINKING_*``, binary content parts, legacy nulls) is converted by
+:mod:`agui_fast.legacy` (``legacy=False`` turns that off). The fast path pays nothing
+for it: typed decoding only looks at legacy shapes when a frame fails to decode; dict
+mode only converts frames whose bytes mention ``THINKING_``, ``"binary"`` or ``null``.
+
+Errors are :class:`agui_fast.errors.DecodeError` subclasses naming ``frame_index``,
+``offset`` (byte offset of the frame's first ``data`` line), ``field`` and carrying in
+``events`` what this call decoded before the failing frame. After a frame error the
+decoder stays usable: the next ``feed``/``close`` continues after the bad frame.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from bisect import bisect_right
+from gc import disable as _gc_disable, enable as _gc_enable, isenabled as _gc_isenabled
+from json import loads as _stdlib_loads
+from typing import Any, AsyncIterable, AsyncIterator, Iterable, Iterator, List, Optional, Union
+
+import msgspec
+
+from . import _native
+from .errors import BufferLimitError, DecodeError, EventValidationError, InvalidJsonError
+from .legacy import LegacyConverter
+
+__all__ = [
+    "SseDecoder",
+    "decode_sse",
+    "iter_sse",
+    "aiter_sse",
+    "DEFAULT_MAX_BUFFER_SIZE",
+    "DEFAULT_CHUNK_SIZE",
+]
+
+#: Maximum buffered size of one event (10 MiB, like the reference client).
+DEFAULT_MAX_BUFFER_SIZE: int = _native.SSE_DEFAULT_MAX_BUFFER
+#: Read size of :func:`iter_sse` on files.
+DEFAULT_CHUNK_SIZE: int = 1 << 20
+
+_MODES = (None, "bytes", "dict")
+
+_json_decode = msgspec.json.Decoder().decode
+_raw_list_decoder = msgspec.json.Decoder(List[msgspec.Raw])
+
+# Typed backend, resolved on first use (agui_fast.decoder imports this module).
+_typed: Optional[tuple] = None
+
+
+def _typed_backend() -> tuple:
+    """``(decode_many(array_bytes) -> list, decode_one(bytes|dict) -> Event)``."""
+    global _typed
+    if _typed is None:
+        from . import decoder  # noqa: WPS433 (lazy: decoder re-exports this module)
+
+        decode_one = decoder.decode_event
+        many = getattr(decoder, "_decode_json_many", None)
+        if many is None:
+            # Same settings as decode_event's fast path (strict=False); whatever it
+            # refuses falls back to decode_event frame by frame.
+            lst = getattr(decoder, "EVENT_LIST_DECODER", None)
+            if lst is None:
+                from .core import Event
+
+                lst = msgspec.json.Decoder(List[Event], strict=False)
+            many = lst.decode
+        _typed = (many, decode_one)
+    return _typed
+
+
+def _error(cls, err: BaseException, frame_index: int, offset: int, field, events) -> DecodeError:
+    msg = getattr(err, "message", None) or str(err)
+    return cls(
+        f"SSE frame {frame_index} at byte {offset}: {msg}",
+        frame_index=frame_index,
+        offset=offset,
+        field=field,
+        events=events,
+    )
+
+
+_BULK_ERRORS = (ValueError, TypeError, RecursionError)
+# msgspec ends its messages with the location; anchored at the end so that text from
+# the input (an unknown field's name) cannot pose as one.
+_AT_INDEX = re.compile(r"- at `\$\[(\d+)\][^`]*`$")
+_AT_BYTE = re.compile(r"\(byte (\d+)\)$")
+
+
+def _failing_frame(err, spans, first: int, base: int) -> Optional[int]:
+    """Batch index of the frame a bulk decode of frames ``first..`` failed on (the
+    decoded buffer started at ``base`` in the joined array), or None if unknown."""
+    if err is None:
+        return None
+    msg = str(err)
+    m = _AT_INDEX.search(msg)
+    if m:
+        return first + int(m.group(1))
+    m = _AT_BYTE.search(msg)
+    if m:
+        pos = base + int(m.group(1))
+        k = bisect_right(spans, (pos, _INF), first) - 1
+        return max(k, first)
+    return None
+
+
+_INF = float("inf")
+
+# Batches at least this large decode with the cyclic GC paused (see _bulk).
+_GC_PAUSE_MIN = 256
+
+
+def _bulk(decode, array, n: int, post=None, cands=None) -> list:
+    """One msgspec call over the joined array. For big batches the cyclic GC is paused:
+    the call allocates many container objects (our Structs carry a ``__dict__``) and
+    every collection it triggers would rescan them all for nothing; msgspec holds the
+    GIL throughout, so no other thread observes the pause."""
+    pause = n >= _GC_PAUSE_MIN and _gc_isenabled()
+    if pause:
+        _gc_disable()
+    try:
+        items = decode(array)
+        if post is not None and cands and len(items) == n:
+            post(items, cands, 0)
+        return items
+    finally:
+        if pause:
+            _gc_enable()
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"invalid JSON literal {name}")
+
+
+def _loads(payload: bytes) -> Any:
+    """JSON text to Python values; InvalidJsonError on failure."""
+    try:
+        return _json_decode(payload)
+    except msgspec.DecodeError as e:
+        first = e
+    except RecursionError:
+        raise InvalidJsonError("JSON is nested too deeply") from None
+    # msgspec refuses some valid JSON that the reference reads: escaped unpaired
+    # surrogates ("\\ud800") and numbers beyond double range (1e400 -> inf). The stdlib
+    # parser takes those; its NaN/Infinity extensions are not JSON and stay rejected.
+    try:
+        return _stdlib_loads(payload.decode("utf-8"), parse_constant=_reject_constant)
+    except (ValueError, RecursionError):
+        pass
+    raise InvalidJsonError(str(first)) from first
+
+
+class SseDecoder:
+    """Incremental SSE decoder: ``feed(chunk) -> list``, ``close() -> list``.
+
+    ``raw``: ``None`` (typed events), ``"dict"`` or ``"bytes"``.
+    ``legacy``: convert 0.x input (default on).
+    ``max_buffer_size``: bytes one event may buffer (data plus incomplete line); more
+    raises :class:`BufferLimitError`, and the decoder stays failed.
+    """
+
+    __slots__ = ("_parser", "_raw", "_legacy", "_resume", "_closed", "_many")
+
+    def __init__(
+        self,
+        *,
+        raw: Optional[str] = None,
+        legacy: bool = True,
+        max_buffer_size: int = DEFAULT_MAX_BUFFER_SIZE,
+    ) -> None:
+        if raw not in _MODES:
+            raise ValueError(f"raw must be None, 'bytes' or 'dict', not {raw!r}")
+        if max_buffer_size < 0:
+            raise ValueError("max_buffer_size must be >= 0")
+        self._raw = raw
+        self._legacy = LegacyConverter() if legacy else None
+        self._parser = _native.SseParser(
+            max_buffer_size, check=True, candidates=bool(legacy) and raw == "dict"
+        )
+        # Batches (with the index to resume at) left over after a frame error.
+        self._resume: list = []
+        self._closed = False
+        # The bulk decoder of this mode (resolved once: feed() is called per chunk).
+        if raw is None:
+            self._many = _typed_backend()[0]
+        elif raw == "dict":
+            self._many = _json_decode
+        else:
+            self._many = _raw_list_decoder.decode
+
+    @property
+    def last_event_id(self) -> str:
+        """The stream's last event id (send it as ``Last-Event-ID`` on reconnect)."""
+        return self._parser.last_event_id
+
+    @property
+    def retry(self) -> Optional[int]:
+        """The last ``retry`` value of the stream (milliseconds), if any."""
+        return self._parser.retry
+
+    @property
+    def frame_count(self) -> int:
+        """Frames framed so far (decoded or not)."""
+        return self._parser.frame_count
+
+    @property
+    def position(self) -> int:
+        """Bytes fed so far."""
+        return self._parser.position
+
+    def feed(self, chunk: Union[bytes, bytearray, memoryview]) -> list:
+        """Feed a chunk of the stream; return the events it completed."""
+        if self._closed:
+            raise ValueError("feed() after close()")
+        batch = self._parser.feed(chunk)
+        return self._run(batch)
+
+    def close(self) -> list:
+        """End of stream: return the remaining events (a final event without its
+        closing blank line is decoded, like the reference client)."""
+        if self._closed:
+            return self._run(None) if self._resume else []
+        self._closed = True
+        return self._run(self._parser.close())
+
+    # -- internals ---------------------------------------------------------------
+
+    def _run(self, batch) -> list:
+        out: list = []
+        if batch is not None and not self._resume:
+            # Common case: nothing left over from an earlier error.
+            self._decode_batch(batch, 0, out)
+            if batch.error is not None:
+                self._raise_limit(batch, out)
+            return out
+        if batch is not None:
+            self._resume.append((batch, 0))
+        while self._resume:
+            b, start = self._resume.pop(0)
+            self._decode_batch(b, start, out)
+            if b.error is not None:
+                self._raise_limit(b, out)
+        return out
+
+    def _raise_limit(self, b, out: list) -> None:
+        kind, message, frame_index, offset = b.error
+        # A failed parser: keep nothing queued, the stream cannot go on.
+        self._resume.clear()
+        raise BufferLimitError(
+            f"SSE frame {frame_index} at byte {offset}: {message}",
+            frame_index=frame_index,
+            offset=offset,
+            events=out,
+        )
+
+    def _decode_batch(self, b, start: int, out: list) -> None:
+        n = len(b)
+        if start >= n:
+            return
+        raw = self._raw
+        if b.balanced:
+            err = None
+            if start == 0:
+                # Fast path: one decode call for the whole batch.
+                converted = False
+                try:
+                    if raw == "bytes":
+                        # Validate every frame's JSON without building objects.
+                        items = b.payloads() if len(self._many(b.array())) == n else None
+                    elif raw == "dict" and self._legacy is not None:
+                        # Legacy candidates are converted inside the same GC pause, and
+                        # fetched before it: any allocation after the pause would
+                        # trigger a collection over everything just decoded.
+                        cands = b.candidates
+                        items = _bulk(self._many, b.array(), n, self._convert_candidates, cands)
+                        converted = True
+                    else:
+                        items = _bulk(self._many, b.array(), n)
+                except _BULK_ERRORS as e:
+                    items, err = None, e  # a bad, legacy or unusual frame somewhere
+                if items is not None and len(items) == n:
+                    if converted:
+                        out.extend(items)
+                    else:
+                        self._extend(out, items, b, 0)
+                    return
+            if raw != "bytes":
+                self._bulk_resume(b, start, out, err)
+                return
+        self._per_frame(b, start, n, out)
+
+    def _extend(self, out: list, items: list, b, first: int) -> None:
+        """Append decoded frames ``first..``; dict mode converts the legacy candidates."""
+        if self._raw == "dict" and self._legacy is not None:
+            self._convert_candidates(items, b.candidates, first)
+        out.extend(items)
+
+    def _convert_candidates(self, items: list, cands: list, first: int) -> None:
+        conv = self._legacy.convert
+        last = first + len(items)
+        for c in cands:
+            if first <= c < last:
+                items[c - first] = conv(items[c - first])
+
+    def _per_frame(self, b, start: int, end: int, out: list) -> None:
+        for i in range(start, end):
+            self._decode_at(b, i, out)
+
+    def _decode_at(self, b, i: int, out: list) -> None:
+        try:
+            ev = self._decode_one(b.payload(i))
+        except DecodeError as e:
+            # Keep the frames after the bad one for the next call.
+            self._resume.insert(0, (b, i + 1))
+            raise _error(type(e), e, b.first_index + i, b.offsets[i], e.field, out) from e
+        out.append(ev)
+
+    def _bulk_resume(self, b, i: int, out: list, err) -> None:
+        """Bulk-decode frames ``i..`` of a batch where some frame needs more than the bulk
+        call: msgspec names the first failing element (``$[k]`` or a byte position), so
+        the frames before it are decoded in one call, that frame alone on the exact path,
+        and the rest in one call again. Sub-arrays are decoded in place from a bytearray
+        by overwriting the separators around them with ``[``/``]``: no copies, and the
+        work stays about twice a single bulk call however many frames need the slow path."""
+        n = len(b)
+        spans = b.spans
+        buf = bytearray(b.array())
+        mv = memoryview(buf)
+        many = self._many
+        while i < n:
+            if err is None:
+                lo = spans[i][0] - 1
+                saved = buf[lo]
+                buf[lo] = 0x5B  # "["
+                try:
+                    items = _bulk(many, mv[lo:], n - i)
+                except _BULK_ERRORS as e:
+                    items, err = None, e
+                finally:
+                    buf[lo] = saved
+                if items is not None:
+                    if len(items) != n - i:  # cannot happen for balanced batches
+                        self._per_frame(b, i, n, out)
+                    else:
+                        self._extend(out, items, b, i)
+                    return
+            k = _failing_frame(err, spans, i, spans[i][0] - 1)
+            err = None
+            if k is None:
+                self._per_frame(b, i, n, out)
+                return
+            if k > i:
+                # Frames i..k-1 decoded fine before the failure: one call for them.
+                lo, hi = spans[i][0] - 1, spans[k - 1][1]
+                saved_lo, saved_hi = buf[lo], buf[hi]
+                buf[lo], buf[hi] = 0x5B, 0x5D  # "[", "]"
+                try:
+                    items = _bulk(many, mv[lo : hi + 1], k - i)
+                except _BULK_ERRORS:
+                    items = None
+                finally:
+                    buf[lo], buf[hi] = saved_lo, saved_hi
+                if items is None or len(items) != k - i:
+                    self._per_frame(b, i, k, out)
+                else:
+                    self._extend(out, items, b, i)
+            self._decode_at(b, k, out)  # the exact / legacy path, or the error
+            i = k + 1
+
+    def _decode_one(self, payload: bytes) -> Any:
+        raw = self._raw
+        if raw is not None:
+            obj = _loads(payload)
+            if raw == "bytes":
+                return payload
+            if self._legacy is not None:
+                obj = self._legacy.convert(obj)
+            return obj
+        decode_one = _typed_backend()[1]
+        try:
+            return decode_one(payload)
+        except DecodeError as e:
+            first = e
+        except RecursionError:
+            raise InvalidJsonError("JSON is nested too deeply") from None
+        except Exception as e:  # noqa: BLE001 - a decoder must only raise our types
+            raise EventValidationError(f"{type(e).__name__}: {e}") from e
+        if isinstance(first, InvalidJsonError):
+            # msgspec rejects escaped lone surrogates that JSON (and the reference)
+            # accept; the stdlib parser takes them.
+            obj = _loads(payload)
+            if self._legacy is not None:
+                obj = self._legacy.convert(obj)
+            return _decode_obj(decode_one, obj)
+        if self._legacy is None:
+            raise first
+        # Slow path: maybe a legacy shape; convert and try again.
+        obj = _loads(payload)
+        if not isinstance(obj, dict):
+            raise first
+        return _decode_obj(decode_one, self._legacy.convert(obj))
+
+
+def _decode_obj(decode_one, obj: Any) -> Any:
+    try:
+        return decode_one(obj)
+    except DecodeError:
+        raise
+    except RecursionError:
+        raise EventValidationError("event is nested too deeply") from None
+    except Exception as e:  # noqa: BLE001 - a decoder must only raise our types
+        raise EventValidationError(f"{type(e).__name__}: {e}") from e
+
+
+def decode_sse(
+    data: Union[bytes, bytearray, memoryview],
+    *,
+    raw: Optional[str] = None,
+    legacy: bool = True,
+    max_buffer_size: int = DEFAULT_MAX_BUFFER_SIZE,
+) -> list:
+    """Decode a whole recorded SSE stream (framing runs with the GIL released)."""
+    dec = SseDecoder(raw=raw, legacy=legacy, max_buffer_size=max_buffer_size)
+    dec._closed = True
+    batch = _native.split_sse(
+        data, max_buffer_size, check=True, candidates=bool(legacy) and raw == "dict"
+    )
+    return dec._run(batch)
+
+
+def _chunks_of(source: Any, chunk_size: int) -> Iterator[bytes]:
+    if isinstance(source, (str, os.PathLike)):
+        with open(source, "rb") as f:
+            yield from _chunks_of(f, chunk_size)
+        return
+    read = getattr(source, "read", None)
+    if read is not None:
+        while True:
+            chunk = read(chunk_size)
+            if not chunk:
+                return
+            yield chunk.encode("utf-8") if isinstance(chunk, str) else chunk
+    else:
+        for chunk in source:
+            yield chunk.encode("utf-8") if isinstance(chunk, str) else chunk
+
+
+def iter_sse(
+    source: Union[str, "os.PathLike[str]", Any, Iterable[bytes]],
+    *,
+    raw: Optional[str] = None,
+    legacy: bool = True,
+    max_buffer_size: int = DEFAULT_MAX_BUFFER_SIZE,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+) -> Iterator[Any]:
+    """Stream the events of a file (path or binary file object) or of an iterable of
+    byte chunks, in constant memory. On an error, the events before the failing frame
+    are yielded first, then the exception is raised (its ``events`` lists those of the
+    failing chunk, already yielded)."""
+    dec = SseDecoder(raw=raw, legacy=legacy, max_buffer_size=max_buffer_size)
+    for chunk in _chunks_of(source, chunk_size):
+        try:
+            events = dec.feed(chunk)
+        except DecodeError as e:
+            yield from e.events
+            raise
+        yield from events
+    try:
+        events = dec.close()
+    except DecodeError as e:
+        yield from e.events
+        raise
+    yield from events
+
+
+async def aiter_sse(
+    source: AsyncIterable[bytes],
+    *,
+    raw: Optional[str] = None,
+    legacy: bool = True,
+    max_buffer_size: int = DEFAULT_MAX_BUFFER_SIZE,
+) -> AsyncIterator[Any]:
+    """Decode an async iterator of byte chunks, e.g. ``httpx`` ``response.aiter_bytes()``.
+    Errors behave as in :func:`iter_sse`."""
+    dec = SseDecoder(raw=raw, legacy=legacy, max_buffer_size=max_buffer_size)
+    async for chunk in source:
+        if isinstance(chunk, str):
+            chunk = chunk.encode("utf-8")
+        try:
+            events = dec.feed(chunk)
+        except DecodeError as e:
+            for ev in e.events:
+                yield ev
+            raise
+        for ev in events:
+            yield ev
+    try:
+        events = dec.close()
+    except DecodeError as e:
+        for ev in e.events:
+            yield ev
+        raise
+    for ev in events:
+        yield ev
