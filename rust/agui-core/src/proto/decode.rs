@@ -438,7 +438,6 @@ fn message_json(m: pb::Message, warnings: &mut Vec<String>) -> Result<J> {
     let has_parts = !m.content_parts.is_empty();
     let has_activity = m.activity_content.is_some();
     let mut o = Obj::new();
-    put_str(&mut o, "id", m.id);
     let content: Option<J> = match m.role.as_str() {
         "user" | "tool" => {
             if has_activity {
@@ -480,7 +479,9 @@ fn message_json(m: pb::Message, warnings: &mut Vec<String>) -> Result<J> {
             }
         }
     };
+    // role (the message union's tag) first, see the event's `type`.
     put_str(&mut o, "role", m.role);
+    put_str(&mut o, "id", m.id);
     if let Some(c) = content {
         o.insert("content", c);
     }
@@ -972,7 +973,9 @@ fn event_to_json(ev: pb::Event, warnings: &mut Vec<String>) -> Result<J> {
             "Invalid event: envelope carries {arm_type} but the base event declares {declared}"
         )));
     }
-    put_str(&mut o, "type", arm_type.to_string());
+    // The discriminator goes first: msgspec dispatches a tagged union without scanning
+    // ahead when the tag leads (key order carries no meaning in JSON).
+    o.0.insert(0, ("type", J::String(arm_type.to_string())));
     if let Some(ts) = b.timestamp {
         o.insert("timestamp", safe_int(ts)?);
     }
