@@ -307,8 +307,8 @@ fn bad_payload(e: prost::DecodeError) -> Error {
 #[inline]
 fn put_value(o: &mut Obj, k: &'static str, v: Option<wkt::Value>) -> Result<()> {
     if let Some(v) = v {
-        if wkt::value_has_kind(&v.1).map_err(bad_payload)? {
-            o.insert(k, J::Value(v.1));
+        if wkt::value_has_kind(&v.0).map_err(bad_payload)? {
+            o.insert(k, J::Value(v.0));
         }
     }
     Ok(())
@@ -323,7 +323,7 @@ fn put_struct(o: &mut Obj, k: &'static str, v: Option<wkt::Struct>) -> Result<()
 }
 
 fn struct_json(m: wkt::Struct) -> Result<J> {
-    Ok(J::Struct(m.1))
+    Ok(J::Struct(m.0))
 }
 
 fn usage_json(list: Vec<pb::Usage>) -> Result<J> {

@@ -24,30 +24,31 @@ use prost::DecodeError;
 use super::node::{Node, Obj};
 use serde_json::{Map, Number, Value as J};
 
-/// `google.protobuf.Value`. Decoding fills `.0` (`None` = a Value with no kind set).
-/// Encoding fills `.1` with the already encoded message body (see [`Value::from_json`]):
-/// writing the JSON straight to bytes avoids deep-copying opaque payloads into the
-/// message tree.
+/// `google.protobuf.Value`, held as its encoded message body. The encoder writes the JSON
+/// straight to that body ([`Value::from_node`]: no deep copy of opaque payloads into the
+/// message tree); the decoder appends the fields it reads (which is exactly protobuf's
+/// merge of repeated occurrences) and renders JSON or MessagePack from it at output time.
+/// Keeping it a plain `Vec` also keeps every generated message small (cheap moves).
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Value(pub Option<J>, pub Vec<u8>);
+pub struct Value(pub Vec<u8>);
 
-/// `google.protobuf.Struct` (a JSON object); `.1` as for [`Value`].
+/// `google.protobuf.Struct` (a JSON object), held as its encoded body like [`Value`].
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Struct(pub Map<String, J>, pub Vec<u8>);
+pub struct Struct(pub Vec<u8>);
 
 impl Value {
     /// A Value for the JSON node `v`, encoded now (the encoder's path).
     pub fn from_node(v: &Node<'_>) -> Value {
         let mut body = Vec::with_capacity(node_value_len(v));
         encode_node_value(v, &mut body);
-        Value(None, body)
+        Value(body)
     }
 
     /// A Value for `v`, encoded now.
     pub fn from_json(v: &J) -> Value {
         let mut body = Vec::with_capacity(value_body_len(v));
         encode_value_body(v, &mut body);
-        Value(None, body)
+        Value(body)
     }
 }
 
@@ -56,14 +57,14 @@ impl Struct {
     pub fn from_obj(m: &Obj<'_>) -> Struct {
         let mut body = Vec::with_capacity(node_struct_len(m));
         encode_node_struct(m, &mut body);
-        Struct(Map::new(), body)
+        Struct(body)
     }
 
     /// A Struct for the object `m`, encoded now.
     pub fn from_map(m: &Map<String, J>) -> Struct {
         let mut body = Vec::with_capacity(struct_body_len(m));
         encode_struct_body(m, &mut body);
-        Struct(Map::new(), body)
+        Struct(body)
     }
 }
 
@@ -592,11 +593,7 @@ fn append_field<B: Buf>(body: &mut Vec<u8>, tag: u32, wire_type: WireType, buf: 
 
 impl prost::Message for Value {
     fn encode_raw(&self, buf: &mut impl BufMut) {
-        if !self.1.is_empty() {
-            buf.put_slice(&self.1);
-        } else if let Some(v) = &self.0 {
-            encode_value_body(v, buf);
-        }
+        buf.put_slice(&self.0);
     }
 
     fn merge_field(
@@ -606,29 +603,21 @@ impl prost::Message for Value {
         buf: &mut impl Buf,
         ctx: DecodeContext,
     ) -> Result<(), DecodeError> {
-        append_field(&mut self.1, tag, wire_type, buf, ctx)
+        append_field(&mut self.0, tag, wire_type, buf, ctx)
     }
 
     fn encoded_len(&self) -> usize {
-        if !self.1.is_empty() {
-            return self.1.len();
-        }
-        self.0.as_ref().map_or(0, value_body_len)
+        self.0.len()
     }
 
     fn clear(&mut self) {
-        self.0 = None;
-        self.1.clear();
+        self.0.clear();
     }
 }
 
 impl prost::Message for Struct {
     fn encode_raw(&self, buf: &mut impl BufMut) {
-        if !self.1.is_empty() {
-            buf.put_slice(&self.1);
-        } else {
-            encode_struct_body(&self.0, buf);
-        }
+        buf.put_slice(&self.0);
     }
 
     fn merge_field(
@@ -638,42 +627,31 @@ impl prost::Message for Struct {
         buf: &mut impl Buf,
         ctx: DecodeContext,
     ) -> Result<(), DecodeError> {
-        append_field(&mut self.1, tag, wire_type, buf, ctx)
+        append_field(&mut self.0, tag, wire_type, buf, ctx)
     }
 
     fn encoded_len(&self) -> usize {
-        if !self.1.is_empty() {
-            return self.1.len();
-        }
-        struct_body_len(&self.0)
+        self.0.len()
     }
 
     fn clear(&mut self) {
         self.0.clear();
-        self.1.clear();
     }
 }
 
 impl Value {
-    /// JSON text of a decoded Value; `None` when it has no kind.
+    /// JSON text of the Value; `None` when it has no kind.
     pub fn to_json_text(&self) -> Result<Option<Vec<u8>>, DecodeError> {
-        if let Some(j) = &self.0 {
-            return Ok(Some(serde_json::to_vec(j).expect("writing to a Vec cannot fail")));
-        }
-        let mut out = Vec::with_capacity(self.1.len() + 8);
-        Ok(value_body_json(&self.1, &mut out, 0)?.then_some(out))
+        let mut out = Vec::with_capacity(self.0.len() + 8);
+        Ok(value_body_json(&self.0, &mut out, 0)?.then_some(out))
     }
 }
 
 impl Struct {
-    /// JSON text of a decoded Struct.
+    /// JSON text of the Struct.
     pub fn to_json_text(&self) -> Result<Vec<u8>, DecodeError> {
-        let mut out = Vec::with_capacity(self.1.len() + 8);
-        if self.1.is_empty() && !self.0.is_empty() {
-            serde_json::to_writer(&mut out, &self.0).expect("writing to a Vec cannot fail");
-        } else {
-            struct_body_json(&self.1, &mut out, 0)?;
-        }
+        let mut out = Vec::with_capacity(self.0.len() + 8);
+        struct_body_json(&self.0, &mut out, 0)?;
         Ok(out)
     }
 }
