@@ -424,6 +424,8 @@ def normalise(v, key=None):
         for k, x in v.items():
             if x == [] and k in EMPTY_LIST_DROPPED:
                 continue  # empty optional lists disappear
+            if k == "__proto__":
+                continue  # never encoded inside opaque JSON (JavaScript semantics)
             out[k] = normalise(x, k)
         if key == "input" and "threadId" in out:  # RUN_STARTED input: lists always present
             for k in ("tools", "context", "resume"):
