@@ -10,10 +10,14 @@ use super::error::{Error, Result};
 /// The reference client's limit (10 MiB), applied to prefix + message.
 pub const DEFAULT_MAX_FRAME_SIZE: usize = 10 * 1024 * 1024;
 
-/// Prefix one message with its 4-byte big-endian length.
-pub fn frame_into(msg: &[u8], out: &mut Vec<u8>) {
-    out.extend_from_slice(&(msg.len() as u32).to_be_bytes());
+/// Prefix one message with its 4-byte big-endian length (messages of 4 GiB or more
+/// cannot be framed).
+pub fn frame_into(msg: &[u8], out: &mut Vec<u8>) -> Result<()> {
+    let len = u32::try_from(msg.len())
+        .map_err(|_| Error::Encode(format!("a {}-byte message does not fit a 4-byte length prefix", msg.len())))?;
+    out.extend_from_slice(&len.to_be_bytes());
     out.extend_from_slice(msg);
+    Ok(())
 }
 
 /// Incremental frame splitter. Feed chunks of any size; each complete frame's message

@@ -192,6 +192,9 @@ pub fn encode_value(event: &node::Node<'_>, out: &mut Vec<u8>) -> Result<()> {
 pub fn encode_value_framed(event: &node::Node<'_>, out: &mut Vec<u8>) -> Result<()> {
     let ev = json_to_event(event)?;
     let len = ev.encoded_len();
+    if len > u32::MAX as usize {
+        return Err(Error::Encode(format!("the event needs {len} bytes, more than a 4-byte length prefix can announce")));
+    }
     out.reserve(4 + len);
     out.extend_from_slice(&(len as u32).to_be_bytes());
     ev.encode_raw(out);
