@@ -128,3 +128,61 @@ def split_sse(
 def sse_event(payload: _BytesLike, /) -> bytes:
     """``data: <line>\\n`` for every line of ``payload`` (LF, CR or CRLF), then ``\\n``."""
 # --- end sse ---
+# --- proto ---
+# Protobuf codec (rust/agui-py/src/proto.rs, docs/protobuf.md). Events cross as JSON text
+# (camelCase, the SSE payload). Errors are agui_fast.errors classes: EncodeError,
+# ProtobufDecodeError, FrameTooLargeError, TruncatedStreamError, InvalidJsonError, with
+# frame_index / offset (byte offset of the frame's prefix) / events (JSON texts decoded
+# before the error). Frames from a later protocol version are skipped with a UserWarning.
+
+PROTO_DEFAULT_MAX_FRAME_SIZE: int  # 10 MiB, applies to 4-byte prefix + message
+
+def proto_encode_json(json: bytes, framed: bool = True) -> bytes:
+    """One JSON event -> ``ag_ui.Event`` message (with the 4-byte length prefix if framed)."""
+
+def proto_encode_many_json(items: _Iterable[bytes]) -> bytes:
+    """JSON events -> one framed stream."""
+
+def proto_encode_event(event: _Any, framed: bool = True) -> bytes:
+    """Event object (Struct / pydantic / dict) -> message, via ``dumps`` in one call."""
+
+def proto_encode_events(events: _Iterable[_Any]) -> bytes:
+    """Event objects -> one framed stream."""
+
+def proto_decode_message(msg: bytes, msgpack: bool = False) -> bytes:
+    """One unframed message -> JSON text of the event (MessagePack with msgpack=True)."""
+
+def proto_decode_frames(data: bytes, max_frame_size: int = ...) -> list[bytes]:
+    """Whole framed stream -> JSON texts (GIL released)."""
+
+def proto_decode_frames_array(data: bytes, max_frame_size: int = ...) -> bytes:
+    """Whole framed stream -> one JSON array text ``[e1,e2,...]`` (GIL released)."""
+
+def proto_decode_part(
+    data: bytes,
+    offset: int,
+    frame_index: int,
+    budget: int,
+    max_frame_size: int = ...,
+    msgpack: bool = False,
+) -> tuple[bytes, int, int]:
+    """Frames from ``offset`` to the first boundary at/after ``offset + budget`` -> (array as
+    JSON text or MessagePack, next offset, next frame index); the part reaching the end
+    checks for a cut frame. GIL released."""
+
+def proto_schema() -> str:
+    """The compiled schema as JSON: {"ag_ui.Msg": [[field, number, label, type], ...]}."""
+
+class ProtoFrameParser:
+    """Incremental frame decoder: feed(chunk) -> JSON texts; close() raises if cut mid-frame."""
+
+    def __init__(self, max_frame_size: int = ...) -> None: ...
+    def feed(self, chunk: bytes) -> list[bytes]: ...
+    def feed_array(self, chunk: bytes, msgpack: bool = False) -> bytes:
+        """Like feed, as one array: JSON text (b"[]" when none) or MessagePack."""
+    def close(self) -> list[bytes]: ...
+    @property
+    def pending(self) -> int: ...
+    @property
+    def frame_index(self) -> int: ...
+# --- end proto ---

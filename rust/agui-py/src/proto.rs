@@ -1,5 +1,311 @@
-use pyo3::prelude::*;
+//! Protobuf codec binding: a JSON-bytes interface over `agui_core::proto`.
+//!
+//! Events cross the boundary as JSON text (what the reference converter works on):
+//! the typed layer (`agui_fast.proto`) turns Structs into JSON with the Rust writer
+//! and decoded JSON into Structs with msgspec. Errors are raised as the classes of
+//! `agui_fast.errors` with `frame_index`, `offset` and `events` (JSON texts decoded
+//! before the error). Frames from a later protocol version are skipped with a
+//! `UserWarning`, like the reference client.
 
-pub fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> {
+use agui_core::proto::{self, msgpack, Error, Format, StreamDecoder};
+use pyo3::exceptions::PyUserWarning;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList};
+use std::ffi::CString;
+
+use crate::errors::make_error;
+
+/// Turn a core error into the matching `agui_fast.errors` exception.
+fn to_py(py: Python<'_>, e: &Error, events: Option<Vec<Vec<u8>>>) -> PyErr {
+    let kwargs = PyDict::new(py);
+    let (index, offset) = e.position();
+    // set_item on a fresh dict/list cannot fail short of MemoryError; the error itself
+    // is what matters here, so those results are ignored.
+    if let Some(i) = index {
+        let _ = kwargs.set_item("frame_index", i);
+    }
+    if let Some(o) = offset {
+        let _ = kwargs.set_item("offset", o);
+    }
+    if let Some(events) = events {
+        let list = PyList::empty(py);
+        for ev in events {
+            let _ = list.append(PyBytes::new(py, &ev));
+        }
+        let _ = kwargs.set_item("events", list);
+    }
+    make_error(py, e.python_class(), e.to_string(), Some(&kwargs))
+}
+
+fn emit_warnings(py: Python<'_>, warnings: &[String]) -> PyResult<()> {
+    if warnings.is_empty() {
+        return Ok(());
+    }
+    let category = py.get_type::<PyUserWarning>();
+    for w in warnings {
+        let msg = CString::new(w.replace('\0', " ")).unwrap_or_default();
+        PyErr::warn(py, category.as_any(), &msg, 2)?;
+    }
+    Ok(())
+}
+
+fn bytes_list<'py>(py: Python<'py>, items: Vec<Vec<u8>>) -> PyResult<Bound<'py, PyList>> {
+    let list = PyList::empty(py);
+    for it in items {
+        list.append(PyBytes::new(py, &it))?;
+    }
+    Ok(list)
+}
+
+/// Encode one JSON event (text) as an `Event` message; `framed` adds the 4-byte prefix.
+#[pyfunction]
+#[pyo3(signature = (json, framed = true))]
+fn proto_encode_json<'py>(py: Python<'py>, json: &[u8], framed: bool) -> PyResult<Bound<'py, PyBytes>> {
+    let mut out = Vec::with_capacity(json.len() + 8);
+    proto::encode_json(json, framed, &mut out).map_err(|e| to_py(py, &e, None))?;
+    Ok(PyBytes::new(py, &out))
+}
+
+/// Encode JSON events (texts) as one framed stream.
+#[pyfunction]
+fn proto_encode_many_json<'py>(py: Python<'py>, items: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+    let mut out = Vec::new();
+    for item in items.try_iter()? {
+        let item = item?;
+        let b: &[u8] = item.extract()?;
+        proto::encode_json(b, true, &mut out).map_err(|e| to_py(py, &e, None))?;
+    }
+    Ok(PyBytes::new(py, &out))
+}
+
+/// Encode an event object (Struct, pydantic model or dict) in one call: its JSON comes
+/// from the Rust writer (`dumps`), then it is converted to protobuf.
+#[pyfunction]
+#[pyo3(signature = (event, framed = true))]
+fn proto_encode_event<'py>(py: Python<'py>, event: &Bound<'py, PyAny>, framed: bool) -> PyResult<Bound<'py, PyBytes>> {
+    let json = crate::encode::dumps(py, event, false)?;
+    proto_encode_json(py, json.as_bytes(), framed)
+}
+
+/// Encode event objects as one framed stream (see `proto_encode_event`).
+#[pyfunction]
+fn proto_encode_events<'py>(py: Python<'py>, events: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+    let mut out = Vec::new();
+    for ev in events.try_iter()? {
+        let json = crate::encode::dumps(py, &ev?, false)?;
+        proto::encode_json(json.as_bytes(), true, &mut out).map_err(|e| to_py(py, &e, None))?;
+    }
+    Ok(PyBytes::new(py, &out))
+}
+
+fn format(msgpack: bool) -> Format {
+    if msgpack {
+        Format::MsgPack
+    } else {
+        Format::Json
+    }
+}
+
+/// Decode one unframed `Event` message to JSON text (or MessagePack with `msgpack=True`).
+#[pyfunction]
+#[pyo3(signature = (msg, msgpack = false))]
+fn proto_decode_message<'py>(py: Python<'py>, msg: &[u8], msgpack: bool) -> PyResult<Bound<'py, PyBytes>> {
+    let mut warnings = Vec::new();
+    let mut out = Vec::with_capacity(msg.len() * 2 + 16);
+    proto::decode_message_as(msg, &mut warnings, &mut out, format(msgpack)).map_err(|e| to_py(py, &e, None))?;
+    emit_warnings(py, &warnings)?;
+    Ok(PyBytes::new(py, &out))
+}
+
+/// Collects decoded events into one array (JSON text or MessagePack), remembering each
+/// event's span so the events before an error can be handed back one by one.
+struct ArrayOut {
+    fmt: Format,
+    out: Vec<u8>,
+    spans: Vec<(usize, usize)>,
+    header_at: usize,
+}
+
+impl ArrayOut {
+    fn new(fmt: Format, capacity: usize) -> Self {
+        let mut out = Vec::with_capacity(capacity);
+        let header_at = match fmt {
+            Format::Json => {
+                out.push(b'[');
+                0
+            }
+            Format::MsgPack => msgpack::placeholder(&mut out, false),
+        };
+        ArrayOut { fmt, out, spans: Vec::new(), header_at }
+    }
+
+    fn push(&mut self, item: &[u8]) {
+        if self.fmt == Format::Json && !self.spans.is_empty() {
+            self.out.push(b',');
+        }
+        let start = self.out.len();
+        self.out.extend_from_slice(item);
+        self.spans.push((start, self.out.len()));
+    }
+
+    fn finish(mut self) -> Vec<u8> {
+        match self.fmt {
+            Format::Json => self.out.push(b']'),
+            Format::MsgPack => msgpack::patch_count(&mut self.out, self.header_at, self.spans.len()),
+        }
+        self.out
+    }
+
+    fn items(&self) -> Vec<Vec<u8>> {
+        self.spans.iter().map(|&(s, t)| self.out[s..t].to_vec()).collect()
+    }
+}
+
+/// Decode a whole framed stream (GIL released) to a list of JSON texts. A cut or bad
+/// stream raises; the exception's `events` holds the JSON texts decoded before it.
+#[pyfunction]
+#[pyo3(signature = (data, max_frame_size = proto::DEFAULT_MAX_FRAME_SIZE))]
+fn proto_decode_frames<'py>(py: Python<'py>, data: &[u8], max_frame_size: usize) -> PyResult<Bound<'py, PyList>> {
+    let (events, warnings, err) = py.detach(|| proto::decode_stream_json(data, max_frame_size));
+    emit_warnings(py, &warnings)?;
+    if let Some(e) = err {
+        return Err(to_py(py, &e, Some(events)));
+    }
+    bytes_list(py, events)
+}
+
+/// Like `proto_decode_frames` but returns one JSON array text `[e1,e2,...]`, so the
+/// typed layer can build every Struct with a single msgspec call.
+#[pyfunction]
+#[pyo3(signature = (data, max_frame_size = proto::DEFAULT_MAX_FRAME_SIZE))]
+fn proto_decode_frames_array<'py>(py: Python<'py>, data: &[u8], max_frame_size: usize) -> PyResult<Bound<'py, PyBytes>> {
+    let (b, _, _) = proto_decode_part(py, data, 0, 0, usize::MAX, max_frame_size, false)?;
+    Ok(b)
+}
+
+/// Decode one part of a framed stream to one array (GIL released): the frames from byte
+/// `offset` (a frame boundary; frame number `frame_index`) up to the first frame boundary
+/// at or after `offset + budget`. Returns `(array, next_offset, next_frame_index)`; the
+/// part that reaches the end of `data` also checks for a cut final frame. The array is
+/// JSON text, or MessagePack with `msgpack=True`. On error the exception's `events` holds
+/// the events of this part before the error (JSON texts, or MessagePack items).
+#[pyfunction]
+#[pyo3(signature = (data, offset, frame_index, budget, max_frame_size = proto::DEFAULT_MAX_FRAME_SIZE, msgpack = false))]
+fn proto_decode_part<'py>(
+    py: Python<'py>,
+    data: &[u8],
+    offset: usize,
+    frame_index: usize,
+    budget: usize,
+    max_frame_size: usize,
+    msgpack: bool,
+) -> PyResult<(Bound<'py, PyBytes>, usize, usize)> {
+    type Failed = (Error, Vec<Vec<u8>>);
+    let offset = offset.min(data.len());
+    let fmt = format(msgpack);
+    let (result, warnings): (Result<(Vec<u8>, usize, usize), Failed>, Vec<String>) = py.detach(|| {
+        let end = proto::FrameSplitter::cut_point(data, offset, budget);
+        let mut dec = StreamDecoder::at(max_frame_size, offset as u64, frame_index);
+        let mut warnings = Vec::new();
+        let part = &data[offset..end];
+        let mut arr = ArrayOut::new(fmt, part.len() * 2 + 8);
+        let mut r = dec.feed_as(part, fmt, &mut warnings, |item| arr.push(item));
+        if r.is_ok() && end == data.len() {
+            r = dec.finish();
+        }
+        let result = match r {
+            Ok(()) => Ok((arr.finish(), end, dec.frame_index())),
+            Err(e) => Err((e, arr.items())),
+        };
+        (result, warnings)
+    });
+    emit_warnings(py, &warnings)?;
+    match result {
+        Ok((b, next, idx)) => Ok((PyBytes::new(py, &b), next, idx)),
+        Err((e, evs)) => Err(to_py(py, &e, Some(evs))),
+    }
+}
+
+/// Incremental decoder of a framed stream: `feed(chunk)` returns the JSON texts of the
+/// events completed by that chunk; `close()` raises `TruncatedStreamError` if bytes of
+/// an unfinished frame remain. After an error the parser stays failed.
+#[pyclass(module = "agui_fast._native")]
+struct ProtoFrameParser {
+    inner: StreamDecoder,
+}
+
+#[pymethods]
+impl ProtoFrameParser {
+    #[new]
+    #[pyo3(signature = (max_frame_size = proto::DEFAULT_MAX_FRAME_SIZE))]
+    fn new(max_frame_size: usize) -> Self {
+        ProtoFrameParser { inner: StreamDecoder::new(max_frame_size) }
+    }
+
+    fn feed<'py>(&mut self, py: Python<'py>, chunk: &[u8]) -> PyResult<Bound<'py, PyList>> {
+        let mut out = Vec::new();
+        let mut warnings = Vec::new();
+        let r = self.inner.feed_json(chunk, &mut warnings, &mut out);
+        emit_warnings(py, &warnings)?;
+        match r {
+            Ok(()) => bytes_list(py, out),
+            Err(e) => Err(to_py(py, &e, Some(out))),
+        }
+    }
+
+    /// Like `feed` but returns the events as one array (JSON text, `b"[]"` when none; or
+    /// MessagePack with `msgpack=True`), so the typed layer builds them with one msgspec
+    /// call. On error the exception's `events` holds the events this chunk completed
+    /// before it (JSON texts, or MessagePack items).
+    #[pyo3(signature = (chunk, msgpack = false))]
+    fn feed_array<'py>(&mut self, py: Python<'py>, chunk: &[u8], msgpack: bool) -> PyResult<Bound<'py, PyBytes>> {
+        let fmt = format(msgpack);
+        let mut warnings = Vec::new();
+        let mut arr = ArrayOut::new(fmt, chunk.len() * 2 + 8);
+        let r = self.inner.feed_as(chunk, fmt, &mut warnings, |item| arr.push(item));
+        emit_warnings(py, &warnings)?;
+        match r {
+            Ok(()) => Ok(PyBytes::new(py, &arr.finish())),
+            Err(e) => Err(to_py(py, &e, Some(arr.items()))),
+        }
+    }
+
+    fn close<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        self.inner.finish().map_err(|e| to_py(py, &e, Some(Vec::new())))?;
+        Ok(PyList::empty(py))
+    }
+
+    /// Bytes buffered for an unfinished frame.
+    #[getter]
+    fn pending(&self) -> usize {
+        self.inner.pending()
+    }
+
+    /// Index of the next frame.
+    #[getter]
+    fn frame_index(&self) -> usize {
+        self.inner.frame_index()
+    }
+}
+
+/// The compiled schema as JSON: `{"ag_ui.Msg": [[field, number, label, type], ...],
+/// "enum ag_ui.E": [[name, number], ...]}` (used by the layer-agreement test).
+#[pyfunction]
+fn proto_schema() -> &'static str {
+    proto::SCHEMA_JSON
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(proto_encode_json, m)?)?;
+    m.add_function(wrap_pyfunction!(proto_encode_many_json, m)?)?;
+    m.add_function(wrap_pyfunction!(proto_encode_event, m)?)?;
+    m.add_function(wrap_pyfunction!(proto_encode_events, m)?)?;
+    m.add_function(wrap_pyfunction!(proto_decode_message, m)?)?;
+    m.add_function(wrap_pyfunction!(proto_decode_frames, m)?)?;
+    m.add_function(wrap_pyfunction!(proto_decode_frames_array, m)?)?;
+    m.add_function(wrap_pyfunction!(proto_decode_part, m)?)?;
+    m.add_function(wrap_pyfunction!(proto_schema, m)?)?;
+    m.add_class::<ProtoFrameParser>()?;
+    m.add("PROTO_DEFAULT_MAX_FRAME_SIZE", proto::DEFAULT_MAX_FRAME_SIZE)?;
     Ok(())
 }

@@ -1,0 +1,301 @@
+//! The AG-UI 1.0 protobuf codec, wire-identical to `@ag-ui/proto` 1.0.
+//!
+//! * [`pb`]: prost types generated from `proto/*.proto` at build time (see build.rs);
+//! * [`wkt`]: order-preserving `google.protobuf.Value`/`Struct` over `serde_json`;
+//! * [`encode`] / [`decode`]: the JSON ⇄ protobuf mapping rules of the reference;
+//! * [`frame`]: 4-byte big-endian length framing with an incremental splitter;
+//! * this module: byte-level entry points used by the Python binding and the CLI.
+
+pub mod decode;
+pub mod encode;
+pub mod error;
+pub mod frame;
+pub mod msgpack;
+pub mod node;
+pub mod wkt;
+
+/// prost-generated types of package `ag_ui` (from `proto/*.proto`, see build.rs).
+#[allow(clippy::all, missing_docs)]
+pub mod pb {
+    include!(concat!(env!("OUT_DIR"), "/ag_ui.rs"));
+}
+
+pub use decode::{decode_message, decode_message_as, decode_message_into, event_to_json_text, Format};
+pub use encode::json_to_event;
+pub use error::{Error, Result};
+pub use frame::{FrameSplitter, DEFAULT_MAX_FRAME_SIZE};
+
+use prost::Message as _;
+use serde_json::Value as J;
+
+/// The 31 event type names, indexed by `EventType` enum value.
+pub const EVENT_TYPES: [&str; 31] = [
+    "TEXT_MESSAGE_START",
+    "TEXT_MESSAGE_CONTENT",
+    "TEXT_MESSAGE_END",
+    "TOOL_CALL_START",
+    "TOOL_CALL_ARGS",
+    "TOOL_CALL_END",
+    "STATE_SNAPSHOT",
+    "STATE_DELTA",
+    "MESSAGES_SNAPSHOT",
+    "RAW",
+    "CUSTOM",
+    "RUN_STARTED",
+    "RUN_FINISHED",
+    "RUN_ERROR",
+    "STEP_STARTED",
+    "STEP_FINISHED",
+    "SUBAGENT_STARTED",
+    "SUBAGENT_FINISHED",
+    "SUBAGENT_ERROR",
+    "TEXT_MESSAGE_CHUNK",
+    "TOOL_CALL_CHUNK",
+    "TOOL_CALL_RESULT",
+    "ACTIVITY_SNAPSHOT",
+    "ACTIVITY_DELTA",
+    "REASONING_START",
+    "REASONING_MESSAGE_START",
+    "REASONING_MESSAGE_CONTENT",
+    "REASONING_MESSAGE_END",
+    "REASONING_MESSAGE_CHUNK",
+    "REASONING_END",
+    "REASONING_ENCRYPTED_VALUE",
+];
+
+/// Event type of an envelope arm (field number 1..=31). Arms 17–21 are shuffled
+/// relative to the enum (chunk and subagent events), everything else is enum + 1.
+pub fn arm_number_to_type(arm: u32) -> &'static str {
+    let enum_value = match arm {
+        17 => 19,
+        18 => 20,
+        19 => 16,
+        20 => 17,
+        21 => 18,
+        n => n - 1,
+    };
+    EVENT_TYPES[enum_value as usize]
+}
+
+/// Summary of the compiled schema: `{"ag_ui.Msg": [[field, number, label, type], ...]}`.
+pub const SCHEMA_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/schema.json"));
+
+/// What one warning-producing step reports (dropped content parts, skipped frames).
+pub type Warnings = Vec<String>;
+
+/// Warning text for a frame skipped because its event kind is from a later protocol.
+pub const FUTURE_EVENT_WARNING: &str =
+    "[ag-ui][proto] Dropped an event this build does not know: the protocol has a variant this SDK predates.";
+
+// ---------------------------------------------------------------------------------
+// JSON text in
+// ---------------------------------------------------------------------------------
+
+/// Parse JSON text. Unpaired UTF-16 surrogate escapes (`"\ud800"`), which serde_json
+/// rejects but JavaScript accepts, are replaced by U+FFFD: that is what the reference
+/// writes on the wire for them anyway.
+pub fn parse_json(text: &[u8]) -> Result<J> {
+    match serde_json::from_slice(text) {
+        Ok(v) => Ok(v),
+        Err(e) => {
+            if memchr::memmem::find(text, b"\\u").is_some() {
+                if let Some(fixed) = replace_lone_surrogates(text) {
+                    return serde_json::from_slice(&fixed).map_err(|e| Error::InvalidJson(e.to_string()));
+                }
+            }
+            Err(Error::InvalidJson(e.to_string()))
+        }
+    }
+}
+
+fn hex4(b: &[u8]) -> Option<u16> {
+    if b.len() < 4 {
+        return None;
+    }
+    u16::from_str_radix(std::str::from_utf8(&b[..4]).ok()?, 16).ok()
+}
+
+/// Rewrite `\uD8xx` escapes that are not part of a valid pair as `\uFFFD`.
+fn replace_lone_surrogates(text: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut i = 0;
+    let mut changed = false;
+    while i < text.len() {
+        let c = text[i];
+        if c != b'\\' || i + 1 >= text.len() {
+            out.push(c);
+            i += 1;
+            continue;
+        }
+        if text[i + 1] != b'u' {
+            out.extend_from_slice(&text[i..i + 2]);
+            i += 2;
+            continue;
+        }
+        let Some(u) = hex4(&text[i + 2..]) else {
+            out.extend_from_slice(&text[i..i + 2]);
+            i += 2;
+            continue;
+        };
+        let is_high = (0xD800..0xDC00).contains(&u);
+        let is_low = (0xDC00..0xE000).contains(&u);
+        if is_high {
+            let next_low = text.get(i + 6..i + 8) == Some(b"\\u")
+                && hex4(&text[i + 8..]).is_some_and(|l| (0xDC00..0xE000).contains(&l));
+            if next_low {
+                out.extend_from_slice(&text[i..i + 12]);
+                i += 12;
+                continue;
+            }
+        }
+        if is_high || is_low {
+            out.extend_from_slice(b"\\ufffd");
+            changed = true;
+        } else {
+            out.extend_from_slice(&text[i..i + 6]);
+        }
+        i += 6;
+    }
+    changed.then_some(out)
+}
+
+// ---------------------------------------------------------------------------------
+// Encoding entry points
+// ---------------------------------------------------------------------------------
+
+/// Parse JSON text into the encoder's borrowed tree; `scratch` keeps the text alive
+/// when unpaired surrogate escapes had to be replaced (see [`parse_json`]).
+pub fn parse_node<'a>(text: &'a [u8], scratch: &'a mut Vec<u8>) -> Result<node::Node<'a>> {
+    match node::parse(text) {
+        Ok(n) => Ok(n),
+        Err(e) => {
+            if memchr::memmem::find(text, b"\\u").is_some() {
+                if let Some(fixed) = replace_lone_surrogates(text) {
+                    *scratch = fixed;
+                    return node::parse(scratch).map_err(|e| Error::InvalidJson(e.to_string()));
+                }
+            }
+            Err(Error::InvalidJson(e.to_string()))
+        }
+    }
+}
+
+/// Encode one JSON event as an `Event` message (unframed), appended to `out`.
+pub fn encode_value(event: &node::Node<'_>, out: &mut Vec<u8>) -> Result<()> {
+    let ev = json_to_event(event)?;
+    out.reserve(ev.encoded_len());
+    ev.encode_raw(out);
+    Ok(())
+}
+
+/// Encode one JSON event as a length-prefixed frame, appended to `out`.
+pub fn encode_value_framed(event: &node::Node<'_>, out: &mut Vec<u8>) -> Result<()> {
+    let ev = json_to_event(event)?;
+    let len = ev.encoded_len();
+    if len > u32::MAX as usize {
+        return Err(Error::Encode(format!("the event needs {len} bytes, more than a 4-byte length prefix can announce")));
+    }
+    out.reserve(4 + len);
+    out.extend_from_slice(&(len as u32).to_be_bytes());
+    ev.encode_raw(out);
+    Ok(())
+}
+
+/// Encode JSON event text (`framed`: with the 4-byte prefix), appended to `out`.
+pub fn encode_json(text: &[u8], framed: bool, out: &mut Vec<u8>) -> Result<()> {
+    let mut scratch = Vec::new();
+    let v = parse_node(text, &mut scratch)?;
+    if framed {
+        encode_value_framed(&v, out)
+    } else {
+        encode_value(&v, out)
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Decoding entry points
+// ---------------------------------------------------------------------------------
+
+/// Decode one unframed message to JSON text.
+pub fn decode_message_to_json(msg: &[u8], warnings: &mut Warnings) -> Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(msg.len() * 2 + 16);
+    decode_message_into(msg, warnings, &mut out)?;
+    Ok(out)
+}
+
+/// Incremental stream decoder: frames in, JSON events out.
+#[derive(Debug, Default)]
+pub struct StreamDecoder {
+    splitter: FrameSplitter,
+}
+
+impl StreamDecoder {
+    pub fn new(max_frame_size: usize) -> Self {
+        StreamDecoder { splitter: FrameSplitter::new(max_frame_size) }
+    }
+
+    /// A decoder for a part of a stream that starts at `offset` with frame `frame_index`.
+    pub fn at(max_frame_size: usize, offset: u64, frame_index: usize) -> Self {
+        StreamDecoder { splitter: FrameSplitter::at(max_frame_size, offset, frame_index) }
+    }
+
+    /// Feed bytes; each decoded event's JSON text is passed to `sink`. Frames from a
+    /// later protocol version are skipped with a warning. On error, everything decoded
+    /// before it has already been passed to `sink`.
+    pub fn feed_with<F: FnMut(&[u8])>(&mut self, chunk: &[u8], warnings: &mut Warnings, sink: F) -> Result<()> {
+        self.feed_as(chunk, Format::Json, warnings, sink)
+    }
+
+    /// [`StreamDecoder::feed_with`] with each event written in `fmt`.
+    pub fn feed_as<F: FnMut(&[u8])>(
+        &mut self,
+        chunk: &[u8],
+        fmt: Format,
+        warnings: &mut Warnings,
+        mut sink: F,
+    ) -> Result<()> {
+        let mut text = Vec::new();
+        self.splitter.feed(chunk, |msg, frame_index, offset| match {
+            text.clear();
+            decode_message_as(msg, warnings, &mut text, fmt)
+        } {
+            Ok(()) => {
+                sink(&text);
+                Ok(())
+            }
+            Err(Error::UnknownEventType) => {
+                warnings.push(format!("{FUTURE_EVENT_WARNING} (frame {frame_index} at byte offset {offset})"));
+                Ok(())
+            }
+            Err(e) => Err(Error::Frame { frame_index, offset, source: Box::new(e) }),
+        })
+    }
+
+    /// Feed bytes, collecting events as JSON texts.
+    pub fn feed_json(&mut self, chunk: &[u8], warnings: &mut Warnings, out: &mut Vec<Vec<u8>>) -> Result<()> {
+        self.feed_with(chunk, warnings, |text| out.push(text.to_vec()))
+    }
+
+    /// End of stream: an error if an unfinished frame remains.
+    pub fn finish(&mut self) -> Result<()> {
+        self.splitter.finish()
+    }
+
+    pub fn pending(&self) -> usize {
+        self.splitter.pending()
+    }
+
+    pub fn frame_index(&self) -> usize {
+        self.splitter.frame_index()
+    }
+}
+
+/// Decode a whole framed stream. Returns the events decoded before any error together
+/// with that error, so nothing is lost.
+pub fn decode_stream_json(data: &[u8], max_frame_size: usize) -> (Vec<Vec<u8>>, Warnings, Option<Error>) {
+    let mut dec = StreamDecoder::new(max_frame_size);
+    let mut out = Vec::new();
+    let mut warnings = Vec::new();
+    let err = dec.feed_json(data, &mut warnings, &mut out).and_then(|_| dec.finish()).err();
+    (out, warnings, err)
+}

@@ -1,0 +1,1022 @@
+//! `google.protobuf.Value` / `Struct` as thin wrappers around `serde_json` values.
+//!
+//! Why not `prost-types`: its `Struct` is a `BTreeMap`, so entries would be written in
+//! sorted order, while the reference writes them in JavaScript key order (byte-exact
+//! frames need that), and decoding must keep wire order with "first position, last
+//! value" for duplicated keys. Wrapping `serde_json` (built with `preserve_order`) also
+//! saves a conversion step in both directions: JSON goes straight to the wire and back.
+//!
+//! Reference behaviour reproduced here (wire-schema §5.1.13, §5.3):
+//! * every number is a double (`number_value`), integers included; `-0.0` keeps its sign;
+//! * map entries in JS key order: canonical array-index keys ("0".."4294967294") first,
+//!   ascending, then the rest in insertion order; `__proto__` is never written;
+//! * an entry whose key is `""` is written without its key field (proto3 default);
+//! * on decode a `Value` without a kind is "absent": a dropped Struct entry, a `null`
+//!   list element, an absent field;
+//! * integral doubles decode as JSON integers (like JS prints them), `-0.0` stays `-0.0`,
+//!   NaN/±Infinity (no JSON form) decode as `null`.
+
+use prost::bytes::{Buf, BufMut};
+use prost::encoding::{
+    decode_varint, encode_varint, encoded_len_varint, skip_field, DecodeContext, WireType,
+};
+use prost::DecodeError;
+use super::node::{Node, Obj};
+use serde_json::{Map, Number, Value as J};
+
+/// `google.protobuf.Value`, held as its encoded message body. The encoder writes the JSON
+/// straight to that body ([`Value::from_node`]: no deep copy of opaque payloads into the
+/// message tree); the decoder appends the fields it reads (which is exactly protobuf's
+/// merge of repeated occurrences) and renders JSON or MessagePack from it at output time.
+/// Keeping it a plain `Vec` also keeps every generated message small (cheap moves).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Value(pub Vec<u8>);
+
+/// `google.protobuf.Struct` (a JSON object), held as its encoded body like [`Value`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Struct(pub Vec<u8>);
+
+impl Value {
+    /// A Value for the JSON node `v`, encoded now (the encoder's path).
+    pub fn from_node(v: &Node<'_>) -> Value {
+        let mut body = Vec::with_capacity(node_value_len(v));
+        encode_node_value(v, &mut body);
+        Value(body)
+    }
+
+    /// A Value for `v`, encoded now.
+    pub fn from_json(v: &J) -> Value {
+        let mut body = Vec::with_capacity(value_body_len(v));
+        encode_value_body(v, &mut body);
+        Value(body)
+    }
+}
+
+impl Struct {
+    /// A Struct for the JSON object `m`, encoded now (the encoder's path).
+    pub fn from_obj(m: &Obj<'_>) -> Struct {
+        let mut body = Vec::with_capacity(node_struct_len(m));
+        encode_node_struct(m, &mut body);
+        Struct(body)
+    }
+
+    /// A Struct for the object `m`, encoded now.
+    pub fn from_map(m: &Map<String, J>) -> Struct {
+        let mut body = Vec::with_capacity(struct_body_len(m));
+        encode_struct_body(m, &mut body);
+        Struct(body)
+    }
+}
+
+/// Deepest Value/Struct nesting accepted on decode (a guard against stack exhaustion).
+const MAX_DEPTH: usize = 1000;
+
+// ---------------------------------------------------------------------------------
+// Encoding
+// ---------------------------------------------------------------------------------
+
+#[inline]
+fn ld(n: usize) -> usize {
+    encoded_len_varint(n as u64) + n
+}
+
+/// The double a JSON number travels as. Integers beyond 2^53 round like JS parsing does.
+pub fn number_f64(n: &Number) -> f64 {
+    if let Some(f) = n.as_f64() {
+        return f;
+    }
+    // arbitrary_precision: `as_f64` refuses out-of-range spellings such as 1e400;
+    // JS parses those to ±Infinity, and so does Rust's float parser.
+    n.to_string().parse::<f64>().unwrap_or(f64::NAN)
+}
+
+/// Is `k` a canonical JS array index ("0", or no leading zero, value <= 2^32 - 2)?
+#[inline]
+fn array_index(k: &str) -> Option<u32> {
+    let b = k.as_bytes();
+    if b.is_empty() || b.len() > 10 || !b.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    if b.len() > 1 && b[0] == b'0' {
+        return None;
+    }
+    let v: u64 = k.parse().ok()?;
+    if v <= 4_294_967_294 {
+        Some(v as u32)
+    } else {
+        None
+    }
+}
+
+/// Entries of an object in JavaScript enumeration order (without `__proto__`).
+fn js_entries(m: &Map<String, J>) -> Vec<(&String, &J)> {
+    let mut idx: Vec<(u32, &String, &J)> = Vec::new();
+    let mut rest: Vec<(&String, &J)> = Vec::with_capacity(m.len());
+    for (k, v) in m {
+        if k == "__proto__" {
+            continue;
+        }
+        match array_index(k) {
+            Some(i) => idx.push((i, k, v)),
+            None => rest.push((k, v)),
+        }
+    }
+    if idx.is_empty() {
+        return rest;
+    }
+    idx.sort_by_key(|e| e.0);
+    let mut out: Vec<(&String, &J)> = idx.into_iter().map(|(_, k, v)| (k, v)).collect();
+    out.extend(rest);
+    out
+}
+
+/// Fast check: does the object need reordering or filtering?
+#[inline]
+fn plain_order(m: &Map<String, J>) -> bool {
+    m.keys().all(|k| {
+        let b = k.as_bytes();
+        !(matches!(b.first(), Some(c) if c.is_ascii_digit()) || k == "__proto__")
+    })
+}
+
+/// Length of a Value message body for `v`.
+pub fn value_body_len(v: &J) -> usize {
+    match v {
+        J::Null | J::Bool(_) => 2,
+        J::Number(_) => 9,
+        J::String(s) => 1 + ld(s.len()),
+        J::Array(a) => 1 + ld(list_body_len(a)),
+        J::Object(m) => 1 + ld(struct_body_len(m)),
+    }
+}
+
+fn list_body_len(a: &[J]) -> usize {
+    a.iter().map(|e| 1 + ld(value_body_len(e))).sum()
+}
+
+#[inline]
+fn entry_body_len(k: &str, v: &J) -> usize {
+    let key = if k.is_empty() { 0 } else { 1 + ld(k.len()) };
+    key + 1 + ld(value_body_len(v))
+}
+
+/// Length of a Struct message body for `m`.
+pub fn struct_body_len(m: &Map<String, J>) -> usize {
+    if plain_order(m) {
+        m.iter().map(|(k, v)| 1 + ld(entry_body_len(k, v))).sum()
+    } else {
+        js_entries(m).into_iter().map(|(k, v)| 1 + ld(entry_body_len(k, v))).sum()
+    }
+}
+
+#[inline]
+fn put_str(tag_byte: u8, s: &str, buf: &mut impl BufMut) {
+    buf.put_u8(tag_byte);
+    encode_varint(s.len() as u64, buf);
+    buf.put_slice(s.as_bytes());
+}
+
+/// Write a Value message body.
+pub fn encode_value_body(v: &J, buf: &mut impl BufMut) {
+    match v {
+        J::Null => buf.put_slice(&[0x08, 0x00]),
+        J::Bool(b) => buf.put_slice(&[0x20, *b as u8]),
+        J::Number(n) => {
+            buf.put_u8(0x11);
+            buf.put_f64_le(number_f64(n));
+        }
+        J::String(s) => put_str(0x1A, s, buf),
+        J::Array(a) => {
+            buf.put_u8(0x32);
+            encode_varint(list_body_len(a) as u64, buf);
+            for e in a {
+                buf.put_u8(0x0A);
+                encode_varint(value_body_len(e) as u64, buf);
+                encode_value_body(e, buf);
+            }
+        }
+        J::Object(m) => {
+            buf.put_u8(0x2A);
+            encode_varint(struct_body_len(m) as u64, buf);
+            encode_struct_body(m, buf);
+        }
+    }
+}
+
+fn encode_entry(k: &str, v: &J, buf: &mut impl BufMut) {
+    buf.put_u8(0x0A);
+    encode_varint(entry_body_len(k, v) as u64, buf);
+    if !k.is_empty() {
+        put_str(0x0A, k, buf);
+    }
+    buf.put_u8(0x12);
+    encode_varint(value_body_len(v) as u64, buf);
+    encode_value_body(v, buf);
+}
+
+/// Write a Struct message body.
+pub fn encode_struct_body(m: &Map<String, J>, buf: &mut impl BufMut) {
+    if plain_order(m) {
+        for (k, v) in m {
+            encode_entry(k, v, buf);
+        }
+    } else {
+        for (k, v) in js_entries(m) {
+            encode_entry(k, v, buf);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Encoding from the encoder's borrowed JSON tree (same rules as above)
+// ---------------------------------------------------------------------------------
+
+/// Entries of an object in JavaScript enumeration order (without `__proto__`).
+fn js_node_entries<'o, 'a>(m: &'o Obj<'a>) -> Vec<(&'o str, &'o Node<'a>)> {
+    let mut idx: Vec<(u32, &'o str, &'o Node<'a>)> = Vec::new();
+    let mut rest: Vec<(&'o str, &'o Node<'a>)> = Vec::with_capacity(m.len());
+    for (k, v) in m.iter() {
+        if k == "__proto__" {
+            continue;
+        }
+        match array_index(k) {
+            Some(i) => idx.push((i, k.as_ref(), v)),
+            None => rest.push((k.as_ref(), v)),
+        }
+    }
+    if idx.is_empty() {
+        return rest;
+    }
+    idx.sort_by_key(|e| e.0);
+    let mut out: Vec<(&'o str, &'o Node<'a>)> = idx.into_iter().map(|(_, k, v)| (k, v)).collect();
+    out.extend(rest);
+    out
+}
+
+#[inline]
+fn plain_node_order(m: &Obj<'_>) -> bool {
+    m.keys().all(|k| {
+        let b = k.as_bytes();
+        !(matches!(b.first(), Some(c) if c.is_ascii_digit()) || k == "__proto__")
+    })
+}
+
+/// Length of a Value message body for `v`.
+pub fn node_value_len(v: &Node<'_>) -> usize {
+    match v {
+        Node::Null | Node::Bool(_) => 2,
+        Node::Number(_) => 9,
+        Node::String(s) => 1 + ld(s.len()),
+        Node::Array(a) => 1 + ld(node_list_len(a)),
+        Node::Object(m) => 1 + ld(node_struct_len(m)),
+    }
+}
+
+fn node_list_len(a: &[Node<'_>]) -> usize {
+    a.iter().map(|e| 1 + ld(node_value_len(e))).sum()
+}
+
+#[inline]
+fn node_entry_len(k: &str, v: &Node<'_>) -> usize {
+    let key = if k.is_empty() { 0 } else { 1 + ld(k.len()) };
+    key + 1 + ld(node_value_len(v))
+}
+
+/// Length of a Struct message body for `m`.
+pub fn node_struct_len(m: &Obj<'_>) -> usize {
+    if plain_node_order(m) {
+        m.iter().map(|(k, v)| 1 + ld(node_entry_len(k, v))).sum()
+    } else {
+        js_node_entries(m).into_iter().map(|(k, v)| 1 + ld(node_entry_len(k, v))).sum()
+    }
+}
+
+/// Write a Value message body.
+pub fn encode_node_value(v: &Node<'_>, buf: &mut impl BufMut) {
+    match v {
+        Node::Null => buf.put_slice(&[0x08, 0x00]),
+        Node::Bool(b) => buf.put_slice(&[0x20, *b as u8]),
+        Node::Number(n) => {
+            buf.put_u8(0x11);
+            buf.put_f64_le(n.f64());
+        }
+        Node::String(s) => put_str(0x1A, s, buf),
+        Node::Array(a) => {
+            buf.put_u8(0x32);
+            encode_varint(node_list_len(a) as u64, buf);
+            for e in a {
+                buf.put_u8(0x0A);
+                encode_varint(node_value_len(e) as u64, buf);
+                encode_node_value(e, buf);
+            }
+        }
+        Node::Object(m) => {
+            buf.put_u8(0x2A);
+            encode_varint(node_struct_len(m) as u64, buf);
+            encode_node_struct(m, buf);
+        }
+    }
+}
+
+fn encode_node_entry(k: &str, v: &Node<'_>, buf: &mut impl BufMut) {
+    buf.put_u8(0x0A);
+    encode_varint(node_entry_len(k, v) as u64, buf);
+    if !k.is_empty() {
+        put_str(0x0A, k, buf);
+    }
+    buf.put_u8(0x12);
+    encode_varint(node_value_len(v) as u64, buf);
+    encode_node_value(v, buf);
+}
+
+/// Write a Struct message body.
+pub fn encode_node_struct(m: &Obj<'_>, buf: &mut impl BufMut) {
+    if plain_node_order(m) {
+        for (k, v) in m.iter() {
+            encode_node_entry(k, v, buf);
+        }
+    } else {
+        for (k, v) in js_node_entries(m) {
+            encode_node_entry(k, v, buf);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Decoding (from a byte slice; the prost glue below hands us the payload)
+// ---------------------------------------------------------------------------------
+
+#[allow(deprecated)] // prost has no other public constructor for a custom message
+fn err(msg: &'static str) -> DecodeError {
+    DecodeError::new(msg)
+}
+
+/// Read a varint from the front of `b`.
+#[inline]
+fn varint(b: &mut &[u8]) -> Result<u64, DecodeError> {
+    decode_varint(b)
+}
+
+fn take<'a>(b: &mut &'a [u8], n: u64) -> Result<&'a [u8], DecodeError> {
+    if n > b.len() as u64 {
+        return Err(err("length runs past the end of the buffer"));
+    }
+    let (head, tail) = b.split_at(n as usize);
+    *b = tail;
+    Ok(head)
+}
+
+fn key(b: &mut &[u8]) -> Result<(u32, WireType), DecodeError> {
+    prost::encoding::decode_key(b)
+}
+
+fn skip(wt: WireType, tag: u32, b: &mut &[u8]) -> Result<(), DecodeError> {
+    skip_field(wt, tag, b, DecodeContext::default())
+}
+
+/// JSON number for a decoded double. Integral values are written as integers (as
+/// JavaScript prints them, and as a Python int would have been sent): the exact value
+/// of the double, so nothing is added or lost. `-0.0` keeps its sign.
+pub fn f64_to_json(x: f64) -> J {
+    if !x.is_finite() {
+        return J::Null;
+    }
+    if x == x.trunc() && x.abs() < 9.223_372_036_854_775e18 && !(x == 0.0 && x.is_sign_negative()) {
+        return J::Number(Number::from(x as i64));
+    }
+    Number::from_f64(x).map(J::Number).unwrap_or(J::Null)
+}
+
+/// Merge one Value field (tag/wire type already read) into `cur`.
+fn merge_value_field(
+    cur: &mut Option<J>,
+    tag: u32,
+    wt: WireType,
+    b: &mut &[u8],
+    depth: usize,
+) -> Result<(), DecodeError> {
+    match (tag, wt) {
+        (1, WireType::Varint) => {
+            varint(b)?;
+            *cur = Some(J::Null);
+        }
+        (2, WireType::SixtyFourBit) => {
+            let raw = take(b, 8)?;
+            let x = f64::from_le_bytes(raw.try_into().unwrap());
+            *cur = Some(f64_to_json(x));
+        }
+        (4, WireType::Varint) => {
+            *cur = Some(J::Bool(varint(b)? != 0));
+        }
+        (3 | 5 | 6, WireType::LengthDelimited) => {
+            let n = varint(b)?;
+            let payload = take(b, n)?;
+            merge_value_len(cur, tag, payload, depth)?;
+        }
+        // Unknown fields and known fields with the wrong wire type are skipped.
+        _ => skip(wt, tag, b)?,
+    }
+    Ok(())
+}
+
+/// Merge a LEN-typed Value field (string, struct or list kind) given its payload.
+fn merge_value_len(cur: &mut Option<J>, tag: u32, payload: &[u8], depth: usize) -> Result<(), DecodeError> {
+    match tag {
+        3 => {
+            // Like the reference's TextDecoder: malformed UTF-8 becomes U+FFFD.
+            *cur = Some(J::String(String::from_utf8_lossy(payload).into_owned()));
+        }
+        5 => {
+            if !matches!(cur, Some(J::Object(_))) {
+                *cur = Some(J::Object(Map::new()));
+            }
+            if let Some(J::Object(m)) = cur {
+                merge_struct(m, payload, depth + 1)?;
+            }
+        }
+        _ => {
+            if !matches!(cur, Some(J::Array(_))) {
+                *cur = Some(J::Array(Vec::new()));
+            }
+            if let Some(J::Array(a)) = cur {
+                merge_list(a, payload, depth + 1)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Decode a whole Value body.
+pub fn decode_value(mut b: &[u8], depth: usize) -> Result<Option<J>, DecodeError> {
+    if depth > MAX_DEPTH {
+        return Err(err("Value nesting too deep"));
+    }
+    let mut cur = None;
+    while !b.is_empty() {
+        let (tag, wt) = key(&mut b)?;
+        merge_value_field(&mut cur, tag, wt, &mut b, depth)?;
+    }
+    Ok(cur)
+}
+
+fn merge_list(a: &mut Vec<J>, mut b: &[u8], depth: usize) -> Result<(), DecodeError> {
+    if depth > MAX_DEPTH {
+        return Err(err("Value nesting too deep"));
+    }
+    while !b.is_empty() {
+        let (tag, wt) = key(&mut b)?;
+        if tag == 1 && wt == WireType::LengthDelimited {
+            let n = varint(&mut b)?;
+            let payload = take(&mut b, n)?;
+            // A kind-less element is JS `undefined` in an array: JSON null.
+            a.push(decode_value(payload, depth + 1)?.unwrap_or(J::Null));
+        } else {
+            skip(wt, tag, &mut b)?;
+        }
+    }
+    Ok(())
+}
+
+/// Decode one map entry and merge it into `m`.
+fn merge_entry(m: &mut Map<String, J>, mut b: &[u8], depth: usize) -> Result<(), DecodeError> {
+    let mut k = String::new();
+    let mut val: Option<J> = None;
+    while !b.is_empty() {
+        let (tag, wt) = key(&mut b)?;
+        match (tag, wt) {
+            (1, WireType::LengthDelimited) => {
+                let n = varint(&mut b)?;
+                k = String::from_utf8_lossy(take(&mut b, n)?).into_owned();
+            }
+            (2, WireType::LengthDelimited) => {
+                let n = varint(&mut b)?;
+                let payload = take(&mut b, n)?;
+                val = merge_value_body(val.take(), payload, depth)?;
+            }
+            _ => skip(wt, tag, &mut b)?,
+        }
+    }
+    // Entries with no value (or a kind-less one) are dropped, like the reference.
+    if let Some(v) = val {
+        // IndexMap insert: a duplicated key keeps its first position, takes the last value.
+        m.insert(k, v);
+    }
+    Ok(())
+}
+
+/// Merge a Value body into an existing value (a repeated occurrence merges).
+fn merge_value_body(cur: Option<J>, mut b: &[u8], depth: usize) -> Result<Option<J>, DecodeError> {
+    if depth > MAX_DEPTH {
+        return Err(err("Value nesting too deep"));
+    }
+    let mut cur = cur;
+    while !b.is_empty() {
+        let (tag, wt) = key(&mut b)?;
+        merge_value_field(&mut cur, tag, wt, &mut b, depth + 1)?;
+    }
+    Ok(cur)
+}
+
+/// Merge a Struct body into `m`.
+pub fn merge_struct(m: &mut Map<String, J>, mut b: &[u8], depth: usize) -> Result<(), DecodeError> {
+    if depth > MAX_DEPTH {
+        return Err(err("Value nesting too deep"));
+    }
+    while !b.is_empty() {
+        let (tag, wt) = key(&mut b)?;
+        if tag == 1 && wt == WireType::LengthDelimited {
+            let n = varint(&mut b)?;
+            let payload = take(&mut b, n)?;
+            merge_entry(m, payload, depth + 1)?;
+        } else {
+            skip(wt, tag, &mut b)?;
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------
+// prost glue
+// ---------------------------------------------------------------------------------
+
+/// Read a LEN payload from a generic `Buf` and run `f` on it (zero-copy for slices).
+fn with_len_payload<B: Buf, R>(
+    buf: &mut B,
+    f: impl FnOnce(&[u8]) -> Result<R, DecodeError>,
+) -> Result<R, DecodeError> {
+    let n = decode_varint(buf)?;
+    if n > buf.remaining() as u64 {
+        return Err(err("length runs past the end of the buffer"));
+    }
+    let n = n as usize;
+    let chunk = buf.chunk();
+    if chunk.len() >= n {
+        let r = f(&chunk[..n])?;
+        buf.advance(n);
+        Ok(r)
+    } else {
+        let bytes = buf.copy_to_bytes(n);
+        f(&bytes)
+    }
+}
+
+/// Append one raw field (key + payload) to a body buffer: the decoder keeps bodies as
+/// protobuf and converts them to JSON text at output time.
+fn append_field<B: Buf>(body: &mut Vec<u8>, tag: u32, wire_type: WireType, buf: &mut B, ctx: DecodeContext) -> Result<(), DecodeError> {
+    prost::encoding::encode_key(tag, wire_type, body);
+    match wire_type {
+        WireType::Varint => encode_varint(decode_varint(buf)?, body),
+        WireType::SixtyFourBit | WireType::ThirtyTwoBit => {
+            let n = if wire_type == WireType::SixtyFourBit { 8 } else { 4 };
+            if buf.remaining() < n {
+                return Err(err("length runs past the end of the buffer"));
+            }
+            for _ in 0..n {
+                body.push(buf.get_u8());
+            }
+        }
+        WireType::LengthDelimited => {
+            with_len_payload(buf, |p| {
+                encode_varint(p.len() as u64, body);
+                body.extend_from_slice(p);
+                Ok(())
+            })?;
+        }
+        _ => {
+            // Groups: not part of Value/Struct; validate and drop.
+            body.truncate(body.len() - prost::encoding::key_len(tag));
+            skip_field(wire_type, tag, buf, ctx)?;
+        }
+    }
+    Ok(())
+}
+
+impl prost::Message for Value {
+    fn encode_raw(&self, buf: &mut impl BufMut) {
+        buf.put_slice(&self.0);
+    }
+
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire_type: WireType,
+        buf: &mut impl Buf,
+        ctx: DecodeContext,
+    ) -> Result<(), DecodeError> {
+        append_field(&mut self.0, tag, wire_type, buf, ctx)
+    }
+
+    fn encoded_len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn clear(&mut self) {
+        self.0.clear();
+    }
+}
+
+impl prost::Message for Struct {
+    fn encode_raw(&self, buf: &mut impl BufMut) {
+        buf.put_slice(&self.0);
+    }
+
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire_type: WireType,
+        buf: &mut impl Buf,
+        ctx: DecodeContext,
+    ) -> Result<(), DecodeError> {
+        append_field(&mut self.0, tag, wire_type, buf, ctx)
+    }
+
+    fn encoded_len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn clear(&mut self) {
+        self.0.clear();
+    }
+}
+
+impl Value {
+    /// JSON text of the Value; `None` when it has no kind.
+    pub fn to_json_text(&self) -> Result<Option<Vec<u8>>, DecodeError> {
+        let mut out = Vec::with_capacity(self.0.len() + 8);
+        Ok(value_body_json(&self.0, &mut out, 0)?.then_some(out))
+    }
+}
+
+impl Struct {
+    /// JSON text of the Struct.
+    pub fn to_json_text(&self) -> Result<Vec<u8>, DecodeError> {
+        let mut out = Vec::with_capacity(self.0.len() + 8);
+        struct_body_json(&self.0, &mut out, 0)?;
+        Ok(out)
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// Decoding straight to JSON text (the fast path of the decoder)
+// ---------------------------------------------------------------------------------
+//
+// Decoded Value/Struct fields keep their protobuf body (`.1`, appended field by field,
+// which is exactly protobuf's merge of repeated occurrences). The body becomes JSON text
+// in one pass; the rare shapes that need merge semantics (a Value with several kinds, a
+// map entry with several values, duplicated keys) take the tree path above instead.
+
+#[inline]
+fn write_str(out: &mut Vec<u8>, bytes: &[u8]) {
+    let s = String::from_utf8_lossy(bytes);
+    serde_json::to_writer(&mut *out, s.as_ref()).expect("writing to a Vec cannot fail");
+}
+
+/// Write the JSON of a Value body; `Ok(false)` (nothing written) when it has no kind.
+pub fn value_body_json(b: &[u8], out: &mut Vec<u8>, depth: usize) -> Result<bool, DecodeError> {
+    if depth > MAX_DEPTH {
+        return Err(err("Value nesting too deep"));
+    }
+    if b.is_empty() {
+        return Ok(false);
+    }
+    let mut s = b;
+    let (tag, wt) = key(&mut s)?;
+    let single = |rest: &[u8]| rest.is_empty();
+    match (tag, wt) {
+        (1, WireType::Varint) => {
+            varint(&mut s)?;
+            if single(s) {
+                out.extend_from_slice(b"null");
+                return Ok(true);
+            }
+        }
+        (4, WireType::Varint) => {
+            let v = varint(&mut s)?;
+            if single(s) {
+                out.extend_from_slice(if v != 0 { b"true" } else { b"false" });
+                return Ok(true);
+            }
+        }
+        (2, WireType::SixtyFourBit) => {
+            let raw = take(&mut s, 8)?;
+            if single(s) {
+                let j = f64_to_json(f64::from_le_bytes(raw.try_into().unwrap()));
+                serde_json::to_writer(&mut *out, &j).expect("writing to a Vec cannot fail");
+                return Ok(true);
+            }
+        }
+        (3 | 5 | 6, WireType::LengthDelimited) => {
+            let n = varint(&mut s)?;
+            let payload = take(&mut s, n)?;
+            if single(s) {
+                match tag {
+                    3 => write_str(out, payload),
+                    5 => struct_body_json(payload, out, depth + 1)?,
+                    _ => list_body_json(payload, out, depth + 1)?,
+                }
+                return Ok(true);
+            }
+        }
+        _ => {}
+    }
+    // Several fields (merge: last kind wins, structs/lists merge) or unknown ones.
+    match decode_value(b, depth)? {
+        Some(j) => {
+            serde_json::to_writer(&mut *out, &j).expect("writing to a Vec cannot fail");
+            Ok(true)
+        }
+        None => Ok(false),
+    }
+}
+
+fn list_body_json(mut b: &[u8], out: &mut Vec<u8>, depth: usize) -> Result<(), DecodeError> {
+    if depth > MAX_DEPTH {
+        return Err(err("Value nesting too deep"));
+    }
+    out.push(b'[');
+    let mut first = true;
+    while !b.is_empty() {
+        let (tag, wt) = key(&mut b)?;
+        if tag == 1 && wt == WireType::LengthDelimited {
+            let n = varint(&mut b)?;
+            let payload = take(&mut b, n)?;
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            // A kind-less element is JS `undefined` in an array: JSON null.
+            if !value_body_json(payload, out, depth + 1)? {
+                out.extend_from_slice(b"null");
+            }
+        } else {
+            skip(wt, tag, &mut b)?;
+        }
+    }
+    out.push(b']');
+    Ok(())
+}
+
+/// Write the JSON object of a Struct body.
+pub fn struct_body_json(b: &[u8], out: &mut Vec<u8>, depth: usize) -> Result<(), DecodeError> {
+    if depth > MAX_DEPTH {
+        return Err(err("Value nesting too deep"));
+    }
+    let start = out.len();
+    match struct_body_json_fast(b, out, depth)? {
+        true => Ok(()),
+        false => {
+            out.truncate(start);
+            let mut m = Map::new();
+            merge_struct(&mut m, b, depth)?;
+            serde_json::to_writer(&mut *out, &m).expect("writing to a Vec cannot fail");
+            Ok(())
+        }
+    }
+}
+
+/// `Ok(false)`: a shape that needs merge semantics; the caller redoes it the slow way.
+fn struct_body_json_fast(mut b: &[u8], out: &mut Vec<u8>, depth: usize) -> Result<bool, DecodeError> {
+    out.push(b'{');
+    let mut keys: Vec<&[u8]> = Vec::new();
+    let mut index: Option<std::collections::HashSet<&[u8]>> = None;
+    while !b.is_empty() {
+        let (tag, wt) = key(&mut b)?;
+        if !(tag == 1 && wt == WireType::LengthDelimited) {
+            skip(wt, tag, &mut b)?;
+            continue;
+        }
+        let n = varint(&mut b)?;
+        let mut e = take(&mut b, n)?;
+        let mut k: Option<&[u8]> = None;
+        let mut v: Option<&[u8]> = None;
+        while !e.is_empty() {
+            let (t, w) = key(&mut e)?;
+            match (t, w) {
+                (1, WireType::LengthDelimited) | (2, WireType::LengthDelimited) => {
+                    let n = varint(&mut e)?;
+                    let p = take(&mut e, n)?;
+                    let slot = if t == 1 { &mut k } else { &mut v };
+                    if slot.is_some() {
+                        return Ok(false); // repeated key/value fields merge
+                    }
+                    *slot = Some(p);
+                }
+                _ => skip(w, t, &mut e)?,
+            }
+        }
+        let Some(v) = v else { continue }; // entries without a value are dropped
+        let k = k.unwrap_or(b"");
+        let dup = match &mut index {
+            Some(set) => !set.insert(k),
+            None => {
+                let d = keys.contains(&k);
+                keys.push(k);
+                if keys.len() > 32 {
+                    index = Some(keys.drain(..).collect());
+                }
+                d
+            }
+        };
+        if dup {
+            return Ok(false); // first position, last value: the map path does that
+        }
+        let mark = out.len();
+        if out.len() > 0 && out[out.len() - 1] != b'{' {
+            out.push(b',');
+        }
+        write_str(out, k);
+        out.push(b':');
+        if !value_body_json(v, out, depth + 1)? {
+            out.truncate(mark); // a kind-less value drops the entry
+        }
+    }
+    out.push(b'}');
+    Ok(true)
+}
+
+// ---------------------------------------------------------------------------------
+// Decoding straight to MessagePack (same shapes and fallbacks as the JSON writer)
+// ---------------------------------------------------------------------------------
+
+use super::msgpack as mp;
+
+/// Does a Value body have a kind (would it produce a JSON value)?
+pub fn value_has_kind(mut b: &[u8]) -> Result<bool, DecodeError> {
+    let mut kind = false;
+    while !b.is_empty() {
+        let (tag, wt) = key(&mut b)?;
+        kind |= matches!(
+            (tag, wt),
+            (1 | 4, WireType::Varint) | (2, WireType::SixtyFourBit) | (3 | 5 | 6, WireType::LengthDelimited)
+        );
+        skip(wt, tag, &mut b)?;
+    }
+    Ok(kind)
+}
+
+#[inline]
+fn msgpack_str(out: &mut Vec<u8>, bytes: &[u8]) {
+    mp::str(out, &String::from_utf8_lossy(bytes));
+}
+
+fn msgpack_f64(out: &mut Vec<u8>, x: f64) {
+    match f64_to_json(x) {
+        J::Null => out.push(0xc0),
+        J::Number(n) => match n.as_i64() {
+            Some(i) => mp::int(out, i),
+            None => mp::float(out, x),
+        },
+        _ => mp::float(out, x),
+    }
+}
+
+/// Write the MessagePack of a Value body; `Ok(false)` when it has no kind.
+pub fn value_body_msgpack(b: &[u8], out: &mut Vec<u8>, depth: usize) -> Result<bool, DecodeError> {
+    if depth > MAX_DEPTH {
+        return Err(err("Value nesting too deep"));
+    }
+    if b.is_empty() {
+        return Ok(false);
+    }
+    let mut s = b;
+    let (tag, wt) = key(&mut s)?;
+    match (tag, wt) {
+        (1, WireType::Varint) => {
+            varint(&mut s)?;
+            if s.is_empty() {
+                out.push(0xc0);
+                return Ok(true);
+            }
+        }
+        (4, WireType::Varint) => {
+            let v = varint(&mut s)?;
+            if s.is_empty() {
+                out.push(if v != 0 { 0xc3 } else { 0xc2 });
+                return Ok(true);
+            }
+        }
+        (2, WireType::SixtyFourBit) => {
+            let raw = take(&mut s, 8)?;
+            if s.is_empty() {
+                msgpack_f64(out, f64::from_le_bytes(raw.try_into().unwrap()));
+                return Ok(true);
+            }
+        }
+        (3 | 5 | 6, WireType::LengthDelimited) => {
+            let n = varint(&mut s)?;
+            let payload = take(&mut s, n)?;
+            if s.is_empty() {
+                match tag {
+                    3 => msgpack_str(out, payload),
+                    5 => struct_body_msgpack(payload, out, depth + 1)?,
+                    _ => list_body_msgpack(payload, out, depth + 1)?,
+                }
+                return Ok(true);
+            }
+        }
+        _ => {}
+    }
+    match decode_value(b, depth)? {
+        Some(j) => {
+            mp::json_value(out, &j);
+            Ok(true)
+        }
+        None => Ok(false),
+    }
+}
+
+fn list_body_msgpack(mut b: &[u8], out: &mut Vec<u8>, depth: usize) -> Result<(), DecodeError> {
+    if depth > MAX_DEPTH {
+        return Err(err("Value nesting too deep"));
+    }
+    let at = mp::placeholder(out, false);
+    let mut n = 0;
+    while !b.is_empty() {
+        let (tag, wt) = key(&mut b)?;
+        if tag == 1 && wt == WireType::LengthDelimited {
+            let len = varint(&mut b)?;
+            let payload = take(&mut b, len)?;
+            if !value_body_msgpack(payload, out, depth + 1)? {
+                out.push(0xc0);
+            }
+            n += 1;
+        } else {
+            skip(wt, tag, &mut b)?;
+        }
+    }
+    mp::patch_count(out, at, n);
+    Ok(())
+}
+
+/// Write the MessagePack map of a Struct body.
+pub fn struct_body_msgpack(b: &[u8], out: &mut Vec<u8>, depth: usize) -> Result<(), DecodeError> {
+    if depth > MAX_DEPTH {
+        return Err(err("Value nesting too deep"));
+    }
+    let start = out.len();
+    if !struct_body_msgpack_fast(b, out, depth)? {
+        out.truncate(start);
+        let mut m = Map::new();
+        merge_struct(&mut m, b, depth)?;
+        mp::json_value(out, &J::Object(m));
+    }
+    Ok(())
+}
+
+fn struct_body_msgpack_fast(mut b: &[u8], out: &mut Vec<u8>, depth: usize) -> Result<bool, DecodeError> {
+    let at = mp::placeholder(out, true);
+    let mut count = 0;
+    let mut keys: Vec<&[u8]> = Vec::new();
+    let mut index: Option<std::collections::HashSet<&[u8]>> = None;
+    while !b.is_empty() {
+        let (tag, wt) = key(&mut b)?;
+        if !(tag == 1 && wt == WireType::LengthDelimited) {
+            skip(wt, tag, &mut b)?;
+            continue;
+        }
+        let n = varint(&mut b)?;
+        let mut e = take(&mut b, n)?;
+        let mut k: Option<&[u8]> = None;
+        let mut v: Option<&[u8]> = None;
+        while !e.is_empty() {
+            let (t, w) = key(&mut e)?;
+            match (t, w) {
+                (1, WireType::LengthDelimited) | (2, WireType::LengthDelimited) => {
+                    let n = varint(&mut e)?;
+                    let p = take(&mut e, n)?;
+                    let slot = if t == 1 { &mut k } else { &mut v };
+                    if slot.is_some() {
+                        return Ok(false);
+                    }
+                    *slot = Some(p);
+                }
+                _ => skip(w, t, &mut e)?,
+            }
+        }
+        let Some(v) = v else { continue };
+        let k = k.unwrap_or(b"");
+        let dup = match &mut index {
+            Some(set) => !set.insert(k),
+            None => {
+                let d = keys.contains(&k);
+                keys.push(k);
+                if keys.len() > 32 {
+                    index = Some(keys.drain(..).collect());
+                }
+                d
+            }
+        };
+        if dup {
+            return Ok(false);
+        }
+        let mark = out.len();
+        msgpack_str(out, k);
+        if value_body_msgpack(v, out, depth + 1)? {
+            count += 1;
+        } else {
+            out.truncate(mark);
+        }
+    }
+    mp::patch_count(out, at, count);
+    Ok(true)
+}
