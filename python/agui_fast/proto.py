@@ -63,8 +63,11 @@ Source = Union[str, "os.PathLike[str]", BinaryIO, Iterable[bytes]]
 
 
 def _raw_mode(raw: Any) -> Any:
+    # The SSE decoders' spelling (None / "dict" / "bytes") is accepted too, so both
+    # decoder families take the same ``raw`` values.
+    raw = {None: False, "dict": True}.get(raw, raw) if isinstance(raw, (str, type(None))) else raw
     if raw not in (False, True, "bytes"):
-        raise ValueError(f"raw must be False, True or 'bytes', not {raw!r}")
+        raise ValueError(f"raw must be None/False, 'dict'/True or 'bytes', not {raw!r}")
     return raw
 
 
@@ -405,42 +408,10 @@ def iter_protobuf(
 # -- whole-log conversion ------------------------------------------------------------------------
 
 
-class _SseFrames:
-    """Minimal SSE frame splitter (reference client rules) used only when
-    ``agui_fast.sse.SseDecoder`` is not available: blank line (``\\n\\n``) ends an event,
-    ``data:`` lines (one optional space removed) are joined with ``\\n``."""
-
-    def __init__(self) -> None:
-        self._buf = b""
-
-    def _frame(self, block: bytes) -> List[bytes]:
-        lines = [ln[5:] for ln in block.split(b"\n") if ln.startswith(b"data:")]
-        if not lines:
-            return []
-        return [b"\n".join(ln[1:] if ln.startswith(b" ") else ln for ln in lines)]
-
-    def feed(self, chunk: bytes) -> List[bytes]:
-        if not self._buf and chunk.startswith(b"\xef\xbb\xbf"):
-            chunk = chunk[3:]
-        self._buf += chunk
-        out: List[bytes] = []
-        *blocks, self._buf = self._buf.split(b"\n\n")
-        for block in blocks:
-            out.extend(self._frame(block))
-        return out
-
-    def close(self) -> List[bytes]:
-        block, self._buf = self._buf, b""
-        return self._frame(block) if block.strip() else []
-
-
 def _sse_decoder():
-    try:
-        from .sse import SseDecoder  # feat-sse: yields each frame's JSON text with raw="bytes"
+    from .sse import SseDecoder
 
-        return SseDecoder(raw="bytes")
-    except (ImportError, TypeError):
-        return _SseFrames()
+    return SseDecoder(raw="bytes")  # each frame's JSON text, validated as JSON only
 
 
 def _open_out(dst: Union[str, "os.PathLike[str]", BinaryIO]):

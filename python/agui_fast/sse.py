@@ -178,8 +178,10 @@ class SseDecoder:
         legacy: bool = True,
         max_buffer_size: int = DEFAULT_MAX_BUFFER_SIZE,
     ) -> None:
+        if raw is False or raw is True:  # the protobuf decoders' spelling, accepted too
+            raw = "dict" if raw else None
         if raw not in _MODES:
-            raise ValueError(f"raw must be None, 'bytes' or 'dict', not {raw!r}")
+            raise ValueError(f"raw must be None/False, 'dict'/True or 'bytes', not {raw!r}")
         if max_buffer_size < 0:
             raise ValueError("max_buffer_size must be >= 0")
         self._raw = raw
