@@ -61,6 +61,24 @@ def demo(args: argparse.Namespace) -> int:
     extras = decoded[-2].model_extra
     print(f"   extras kept on {type(decoded[-2]).__name__}: {extras}")
 
+    from .decoder import decode_protobuf, decode_sse
+    from .encoder import AGUI_MEDIA_TYPE
+    from .patch import StateDocument
+
+    binary = EventEncoder(accept=AGUI_MEDIA_TYPE).encode_many(events)
+    print(f"== the same run as length-prefixed protobuf: {len(binary)} bytes (SSE: {len(stream)}) ==")
+    from_proto = decode_protobuf(binary)
+    same = sum(a == b and a.__dict__ == b.__dict__ for a, b in zip(from_proto, decode_sse(stream)))
+    print(f"   decoded {len(from_proto)} events; {same} equal to the SSE decode "
+          "(protobuf drops unknown members, as the reference does)")
+    state = StateDocument()
+    for ev in decoded:
+        if ev.type.value == "STATE_SNAPSHOT":
+            state.replace(ev.snapshot)
+        elif ev.type.value == "STATE_DELTA":
+            state.apply(ev.delta)
+    print(f"== final state after replaying the JSON Patch deltas: {state.to_python()} ==")
+
     try:
         from ag_ui.encoder import EventEncoder as RefEncoder
         from .interop import to_ag_ui
