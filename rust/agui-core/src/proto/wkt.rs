@@ -591,53 +591,37 @@ fn append_field<B: Buf>(body: &mut Vec<u8>, tag: u32, wire_type: WireType, buf: 
     Ok(())
 }
 
-impl prost::Message for Value {
-    fn encode_raw(&self, buf: &mut impl BufMut) {
-        buf.put_slice(&self.0);
-    }
+/// Both well-known types hold their encoded bytes verbatim (see above): one impl shape.
+macro_rules! raw_bytes_message {
+    ($ty:ident) => {
+        impl prost::Message for $ty {
+            fn encode_raw(&self, buf: &mut impl BufMut) {
+                buf.put_slice(&self.0);
+            }
 
-    fn merge_field(
-        &mut self,
-        tag: u32,
-        wire_type: WireType,
-        buf: &mut impl Buf,
-        ctx: DecodeContext,
-    ) -> Result<(), DecodeError> {
-        append_field(&mut self.0, tag, wire_type, buf, ctx)
-    }
+            fn merge_field(
+                &mut self,
+                tag: u32,
+                wire_type: WireType,
+                buf: &mut impl Buf,
+                ctx: DecodeContext,
+            ) -> Result<(), DecodeError> {
+                append_field(&mut self.0, tag, wire_type, buf, ctx)
+            }
 
-    fn encoded_len(&self) -> usize {
-        self.0.len()
-    }
+            fn encoded_len(&self) -> usize {
+                self.0.len()
+            }
 
-    fn clear(&mut self) {
-        self.0.clear();
-    }
+            fn clear(&mut self) {
+                self.0.clear();
+            }
+        }
+    };
 }
 
-impl prost::Message for Struct {
-    fn encode_raw(&self, buf: &mut impl BufMut) {
-        buf.put_slice(&self.0);
-    }
-
-    fn merge_field(
-        &mut self,
-        tag: u32,
-        wire_type: WireType,
-        buf: &mut impl Buf,
-        ctx: DecodeContext,
-    ) -> Result<(), DecodeError> {
-        append_field(&mut self.0, tag, wire_type, buf, ctx)
-    }
-
-    fn encoded_len(&self) -> usize {
-        self.0.len()
-    }
-
-    fn clear(&mut self) {
-        self.0.clear();
-    }
-}
+raw_bytes_message!(Value);
+raw_bytes_message!(Struct);
 
 impl Value {
     /// JSON text of the Value; `None` when it has no kind.
