@@ -1,5 +1,7 @@
 """Type stubs for the Rust extension module ``agui_fast._native``."""
 
+from typing import Any, Iterable, List, Optional, Tuple, Union
+
 __version__: str
 
 # --- encode ---
@@ -16,27 +18,25 @@ __version__: str
 # pydantic_fallback=True: unknown values (datetime, UUID, Decimal, bytes, set, dataclass,
 # ...) and dicts with non-str keys are written by pydantic_core.to_json(x, by_alias=True,
 # inf_nan_mode="null") instead of raising -- exactly what the reference writes.
-from typing import Any as _Any, Iterable as _Iterable
 
 ENCODE_MAX_DEPTH: int
 
-def dumps(obj: _Any, /, *, pydantic_fallback: bool = False) -> bytes:
+def dumps(obj: Any, /, *, pydantic_fallback: bool = False) -> bytes:
     """Compact JSON text of ``obj`` (UTF-8 bytes), as pydantic writes it."""
 
-def encode_sse(obj: _Any, /, *, pydantic_fallback: bool = False) -> str:
+def encode_sse(obj: Any, /, *, pydantic_fallback: bool = False) -> str:
     """``"data: " + dumps(obj).decode() + "\n\n"`` (like ``ag_ui.encoder.EventEncoder().encode``)."""
 
-def encode_sse_bytes(obj: _Any, /, *, pydantic_fallback: bool = False) -> bytes:
+def encode_sse_bytes(obj: Any, /, *, pydantic_fallback: bool = False) -> bytes:
     """``encode_sse(obj)`` as UTF-8 bytes."""
 
-def encode_sse_many(events: _Iterable[_Any], /, *, pydantic_fallback: bool = False) -> bytes:
+def encode_sse_many(events: Iterable[Any], /, *, pydantic_fallback: bool = False) -> bytes:
     """Every event framed as by ``encode_sse``, concatenated into one bytes object."""
 
 def clear_encode_cache() -> None:
     """Forget the cached per-class field plans (e.g. after redefining classes)."""
 # --- end encode ---
 # --- patch ---
-from typing import Any, Iterable, Optional, Union
 
 def apply_patch(doc: Any, patch: Iterable[Any], *, in_place: bool = False) -> Any:
     """Apply an RFC 6902 patch (atomic). Copy mode shares untouched subtrees with ``doc``."""
@@ -58,11 +58,10 @@ class StateDocument:
 # WHATWG event-stream framing (rust/agui-py/src/sse.rs over agui_core::sse). Typing the
 # payloads is done in agui_fast/sse.py; these only frame. Payloads are valid UTF-8
 # (invalid sequences replaced by U+FFFD, like the reference's TextDecoder).
-from typing import List as _List, Optional as _Optional, Tuple as _Tuple, Union as _Union
 
 SSE_DEFAULT_MAX_BUFFER: int  # 10 MiB
 
-_BytesLike = _Union[bytes, bytearray, memoryview]
+_BytesLike = Union[bytes, bytearray, memoryview]
 
 class SseBatch:
     """The frames completed by one feed()/close()/split_sse() call."""
@@ -77,22 +76,22 @@ class SseBatch:
         ``array()`` has exactly one element per frame."""
     def array(self) -> bytes:
         """``b"[p0,p1,...]"``: all payloads as one JSON array (one msgspec call)."""
-    def payloads(self) -> _List[bytes]: ...
+    def payloads(self) -> List[bytes]: ...
     def payload(self, i: int, /) -> bytes: ...
     @property
-    def spans(self) -> _List[_Tuple[int, int]]:
+    def spans(self) -> List[Tuple[int, int]]:
         """``(start, end)`` of each payload inside ``array()``; the byte before each start
         is ``[`` or ``,`` and the byte at each end is ``,`` or ``]``."""
     @property
-    def offsets(self) -> _List[int]:
+    def offsets(self) -> List[int]:
         """Byte offset in the stream of each frame's first ``data`` line."""
     @property
-    def candidates(self) -> _List[int]:
+    def candidates(self) -> List[int]:
         """Batch-relative indices of frames whose bytes mention ``THINKING_``,
         ``"binary"`` or ``null`` (only filled when the parser was made with
         ``candidates=True``)."""
     @property
-    def error(self) -> _Optional[_Tuple[str, str, int, int]]:
+    def error(self) -> Optional[Tuple[str, str, int, int]]:
         """``None`` or ``(kind, message, frame_index, offset)``; kind is
         ``"buffer_limit"``. The frames before the error are in the batch."""
 
@@ -110,7 +109,7 @@ class SseParser:
     @property
     def last_event_id(self) -> str: ...
     @property
-    def retry(self) -> _Optional[int]: ...
+    def retry(self) -> Optional[int]: ...
     @property
     def frame_count(self) -> int: ...
     @property
@@ -140,13 +139,13 @@ PROTO_DEFAULT_MAX_FRAME_SIZE: int  # 10 MiB, applies to 4-byte prefix + message
 def proto_encode_json(json: bytes, framed: bool = True) -> bytes:
     """One JSON event -> ``ag_ui.Event`` message (with the 4-byte length prefix if framed)."""
 
-def proto_encode_many_json(items: _Iterable[bytes]) -> bytes:
+def proto_encode_many_json(items: Iterable[bytes]) -> bytes:
     """JSON events -> one framed stream."""
 
-def proto_encode_event(event: _Any, framed: bool = True) -> bytes:
+def proto_encode_event(event: Any, framed: bool = True) -> bytes:
     """Event object (Struct / pydantic / dict) -> message, via ``dumps`` in one call."""
 
-def proto_encode_events(events: _Iterable[_Any]) -> bytes:
+def proto_encode_events(events: Iterable[Any]) -> bytes:
     """Event objects -> one framed stream."""
 
 def proto_decode_message(msg: bytes, msgpack: bool = False) -> bytes:
