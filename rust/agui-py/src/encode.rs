@@ -64,6 +64,9 @@ enum Getter {
     /// `tp_descr_get` directly (same result as getattr, since an instance `__dict__`
     /// cannot shadow a data descriptor), skipping the MRO lookup.
     Descr(Py<PyAny>, ffi::descrgetfunc),
+    /// The msgspec tag of a tagged Struct (`event.type`, `message.role`): a class
+    /// attribute, the same for every instance, so it is read once when the plan is built.
+    Const(Py<PyAny>),
 }
 
 struct Field {
@@ -346,6 +349,10 @@ fn struct_plan<'py>(
     };
     let mut fields = Vec::new();
     let mut omit_keys = Vec::new();
+    // The msgspec tag field, if any (``__struct_config__.tag_field``).
+    let tag_field: Option<String> = lookup_class_attr(ty, intern!(py, "__struct_config__"))?
+        .and_then(|c| c.getattr(intern!(py, "tag_field")).ok())
+        .and_then(|t| t.extract().ok());
     for item in spec.try_iter().map_err(|_| bad())? {
         let item = item?;
         let t = item.cast::<PyTuple>().map_err(|_| bad())?;
@@ -362,7 +369,10 @@ fn struct_plan<'py>(
             omit_keys.push(wire_s.clone());
         }
         let attr = PyString::intern(py, &attr_s);
-        let getter = data_descriptor(py, ty, &attr);
+        let mut getter = data_descriptor(py, ty, &attr);
+        if matches!(getter, Getter::GetAttr) && tag_field.as_deref() == Some(attr_s.as_str()) {
+            getter = Getter::Const(ty.getattr(&attr)?.unbind());
+        }
         fields.push(Field {
             attr: attr.unbind(),
             key: json::encoded_key(&wire_s).into_boxed_slice(),
@@ -823,6 +833,7 @@ impl<'py> Writer<'py> {
                 Bound::from_owned_ptr_or_err(self.py, get(descr.as_ptr(), obj.as_ptr(), tp))
             },
             Getter::GetAttr => obj.getattr(attr.bind(self.py)),
+            Getter::Const(v) => Ok(v.bind(self.py).clone()),
         }
     }
 
