@@ -2,7 +2,7 @@
 
 Every benchmark sets ``benchmark.group`` and is named ``..._<impl>``; in each group the
 implementation whose name contains ``agui_fast`` is ours, the rest are peers measured in the
-same run. The table printed at the end gives each peer's mean time divided by ours
+same run. The table printed at the end gives each peer's median time divided by ours
 (> 1 means we are faster) — ratios, not absolute times, are what the README quotes.
 """
 
@@ -28,9 +28,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     groups = defaultdict(dict)
     for bench in session.benchmarks:
         impl = bench.name.split("[")[0].rsplit("__", 1)[-1]
-        groups[bench.group or bench.name][impl] = bench.stats.mean
+        groups[bench.group or bench.name][impl] = bench.stats.median  # robust on shared CPUs
     tr = terminalreporter
-    tr.write_sep("=", "ratios: peer mean time / agui_fast mean time (higher = we are faster)")
+    tr.write_sep("=", "ratios: peer median time / agui_fast median time (higher = we are faster)")
     for group, impls in sorted(groups.items()):
         ours = {k: v for k, v in impls.items() if "agui_fast" in k}
         for our_name, our_t in ours.items():

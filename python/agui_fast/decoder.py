@@ -58,8 +58,8 @@ def decode_event(data: Union[bytes, bytearray, memoryview, str, Dict[str, Any]])
         return convert_value(data, Event)
     try:
         return EVENT_DECODER.decode(data)  # the fast path, inlined (hashing a Union is slow)
-    except (msgspec.ValidationError, msgspec.DecodeError, UnicodeEncodeError, RecursionError):
-        return decode_as(data, Event)
+    except _FAST_PATH_ERRORS as exc:
+        return _exact(data, Event, exc)
 
 
 def decode_as(data: Union[bytes, bytearray, memoryview, str], tp: Any = Event) -> Any:
@@ -69,17 +69,24 @@ def decode_as(data: Union[bytes, bytearray, memoryview, str], tp: Any = Event) -
         decoder = _DECODERS.setdefault(tp, msgspec.json.Decoder(tp, strict=False))
     try:
         return decoder.decode(data)
-    except msgspec.ValidationError as exc:
-        if not str(exc).startswith(_SLOW_PATH_ERRORS):
-            raise validation_error(exc) from None
-    except (msgspec.DecodeError, UnicodeEncodeError):
-        pass  # maybe JSON msgspec refuses but Python reads (unpaired surrogates)
-    except RecursionError:
+    except _FAST_PATH_ERRORS as exc:
+        return _exact(data, tp, exc)
+
+
+_FAST_PATH_ERRORS = (msgspec.ValidationError, msgspec.DecodeError, UnicodeEncodeError, RecursionError)
+
+
+def _exact(data: Any, tp: Any, exc: BaseException) -> Any:
+    """After the fast path failed with ``exc``: raise our error, or take the exact path."""
+    if isinstance(exc, RecursionError):
         raise InvalidJsonError("invalid JSON: nested too deeply") from None
+    if isinstance(exc, msgspec.ValidationError) and not str(exc).startswith(_SLOW_PATH_ERRORS):
+        raise validation_error(exc) from None
+    # Extras, or JSON msgspec refuses but Python reads (1e400, unpaired surrogates).
     try:
         obj = json.loads(data)
-    except (ValueError, TypeError) as exc:
-        raise InvalidJsonError(f"invalid JSON: {exc}") from None
+    except (ValueError, TypeError) as err:
+        raise InvalidJsonError(f"invalid JSON: {err}") from None
     except RecursionError:
         raise InvalidJsonError("invalid JSON: nested too deeply") from None
     return convert_value(obj, tp)
