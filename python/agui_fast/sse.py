@@ -62,20 +62,11 @@ def _typed_backend() -> tuple:
     """``(decode_many(array_bytes) -> list, decode_one(bytes|dict) -> Event)``."""
     global _typed
     if _typed is None:
-        from . import decoder  # noqa: WPS433 (lazy: decoder re-exports this module)
+        from . import decoder  # lazy: decoder re-exports this module
 
-        decode_one = decoder.decode_event
-        many = getattr(decoder, "_decode_json_many", None)
-        if many is None:
-            # Same settings as decode_event's fast path (strict=False); whatever it
-            # refuses falls back to decode_event frame by frame.
-            lst = getattr(decoder, "EVENT_LIST_DECODER", None)
-            if lst is None:
-                from .core import Event
-
-                lst = msgspec.json.Decoder(List[Event], strict=False)
-            many = lst.decode
-        _typed = (many, decode_one)
+        # Same settings as decode_event's fast path (strict=False); whatever it refuses
+        # falls back to decode_event frame by frame.
+        _typed = (decoder.EVENT_LIST_DECODER.decode, decoder.decode_event)
     return _typed
 
 
