@@ -34,3 +34,32 @@ def test_sse_payload_round_trips(event):
 @given(events)
 def test_interop_round_trips(event):
     assert from_ag_ui(to_ag_ui(event)) == event
+
+
+from hypothesis import strategies as st
+
+from agui_fast.errors import DecodeError
+from strategies import json_values
+
+
+@SETTINGS
+@given(st.binary(max_size=200) | st.text(max_size=200).map(lambda s: s.encode("utf-8", "surrogatepass")))
+def test_garbage_raises_only_our_errors(data):
+    try:
+        decode_event(data)
+    except DecodeError:
+        pass
+
+
+@SETTINGS
+@given(st.dictionaries(st.sampled_from(["type", "messageId", "delta", "messages", "outcome", "x"]),
+                       json_values | st.sampled_from(["TEXT_MESSAGE_CONTENT", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]),
+                       max_size=5))
+def test_random_objects_raise_only_our_errors(obj):
+    import json
+
+    for data in (obj, json.dumps(obj)):
+        try:
+            decode_event(data)
+        except DecodeError:
+            pass
