@@ -113,14 +113,7 @@ def _convert_mp(items: List[bytes], raw: Any) -> List[Any]:
         return [msgspec.json.encode(msgspec.msgpack.decode(i)) for i in items]
     if raw:
         return [msgspec.msgpack.decode(i) for i in items]
-    out = []
-    for i in items:
-        try:
-            out.append(_one_mp(i))
-        except EventValidationError as exc:
-            exc.events = out + list(exc.events or [])
-            raise
-    return out
+    return _typed_each(items, _one_mp)
 
 
 def _convert_mp_array(array: bytes, raw: Any) -> List[Any]:
@@ -159,13 +152,18 @@ def _convert(items: List[bytes], raw: Any) -> List[Any]:
         return items
     if raw:
         return [msgspec.json.decode(b) for b in items]
+    return _typed_each(items, _one)
+
+
+def _typed_each(items: List[bytes], one) -> List[Any]:
+    """``one(item)`` for each item; an invalid event keeps what came before it."""
     out = []
-    for b in items:
+    for item in items:
         try:
-            out.append(_one(b))
+            out.append(one(item))
         except EventValidationError as exc:
             # The frame decoded but is not a valid 1.0 event (e.g. an op enum number
-            # without a name). Keep what came before it.
+            # without a name): the events before it travel on the exception.
             exc.events = out + list(exc.events or [])
             raise
     return out
