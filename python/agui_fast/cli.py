@@ -47,28 +47,25 @@ def _timeit(fn, n: int) -> float:
 
 
 def demo(args: argparse.Namespace) -> int:
-    from .decoder import decode_event
-    from .encoder import EventEncoder
+    from .decoder import decode_protobuf, decode_sse
+    from .encoder import AGUI_MEDIA_TYPE, EventEncoder
+    from .patch import StateDocument
 
     events = _demo_events()
     enc = EventEncoder()
     print("== a run, encoded as SSE (byte-identical to ag_ui.encoder) ==")
     stream = enc.encode_many(events)
     sys.stdout.write(stream.decode())
-    decoded = [decode_event(chunk[6:]) for chunk in stream.split(b"\n\n") if chunk]
+    decoded = decode_sse(stream)
     assert decoded == events, "round trip changed an event"
     print(f"== decoded back: {len(decoded)} events, equal to the originals ==")
     extras = decoded[-2].model_extra
     print(f"   extras kept on {type(decoded[-2]).__name__}: {extras}")
 
-    from .decoder import decode_protobuf, decode_sse
-    from .encoder import AGUI_MEDIA_TYPE
-    from .patch import StateDocument
-
     binary = EventEncoder(accept=AGUI_MEDIA_TYPE).encode_many(events)
     print(f"== the same run as length-prefixed protobuf: {len(binary)} bytes (SSE: {len(stream)}) ==")
     from_proto = decode_protobuf(binary)
-    same = sum(a == b and a.__dict__ == b.__dict__ for a, b in zip(from_proto, decode_sse(stream)))
+    same = sum(a == b and a.__dict__ == b.__dict__ for a, b in zip(from_proto, decoded))
     print(f"   decoded {len(from_proto)} events; {same} equal to the SSE decode "
           "(protobuf drops unknown members, as the reference does)")
     state = StateDocument()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+import typing
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 import msgspec
@@ -150,8 +151,6 @@ class _Position:
 
 def _position(tp: Any) -> Optional[_Position]:
     """Build the position for a type annotation (once per class field; never per value)."""
-    import typing
-
     structs: List[type] = []
     item = None
     stack = [tp]

@@ -22,11 +22,11 @@ Design (see docs/design.md):
 from __future__ import annotations
 
 import enum
-from typing import Any, ClassVar, Dict, Optional, Tuple
+import typing
+from typing import Annotated, Any, ClassVar, Dict, Optional, Tuple
 
 import msgspec
-from msgspec import Meta, field  # noqa: F401  (re-exported for _models)
-from typing import Annotated
+from msgspec import Meta, field
 
 __all__ = ["EventType", "BaseEvent", "_Model", "_AguiMeta"]
 
@@ -133,8 +133,6 @@ def _construct_lenient(cls, kwargs: Dict[str, Any]):
 
 
 def _mentions_struct(tp) -> bool:
-    import typing
-
     if isinstance(tp, type) and issubclass(tp, msgspec.Struct):
         return True
     return any(_mentions_struct(a) for a in typing.get_args(tp) if not isinstance(a, msgspec.Meta))
