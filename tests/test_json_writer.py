@@ -465,6 +465,72 @@ def test_struct_missing_attribute_raises():
         _native.dumps(Missing())
 
 
+def test_struct_unset_slot_raises_attribute_error():
+    # Fields are read straight from the instance slots; an unset slot (a Struct made
+    # without __init__) must still raise like getattr does, not crash.
+    blank = NoDict()
+    del blank.a
+    with pytest.raises(AttributeError):
+        _native.dumps(blank)
+
+
+def test_struct_subclass_and_slotted_class_and_property_override():
+    class Sub(NoDict):
+        __agui_fields__: ClassVar[Any] = (("c", "C", False), ("b", "B", False), ("a", "A", False))
+        c: str = "x"
+
+    assert _native.dumps(Sub(a=3)) == b'{"C":"x","B":2,"A":3}'
+
+    class Slotted:  # a plain __slots__ class with a plan: same direct read
+        __slots__ = ("p", "q")
+        __agui_fields__ = (("p", "p", False), ("q", "q", True))
+
+        def __init__(self, p, q=None):
+            self.p, self.q = p, q
+
+    assert _native.dumps(Slotted([1], None)) == b'{"p":[1]}'
+    assert _native.dumps(Slotted("s", 2.5)) == b'{"p":"s","q":2.5}'
+    half = Slotted.__new__(Slotted)
+    half.p = 1  # q never set
+    with pytest.raises(AttributeError):
+        _native.dumps(half)
+
+    class Prop(NoDict):  # a property shadowing a field in a subclass wins, as for getattr
+        __agui_fields__: ClassVar[Any] = (("b", "B", False), ("a", "A", False))
+
+        @property
+        def b(self):  # type: ignore[override]
+            return "from-property"
+
+    assert _native.dumps(Prop()) == b'{"B":"from-property","A":1}'
+
+
+def test_struct_field_values_survive_mutation_during_encoding():
+    class Box(msgspec.Struct):
+        __agui_fields__: ClassVar[Any] = (("a", "a", False), ("b", "b", False))
+        a: Any = None
+        b: Any = None
+
+    class Mutator:
+        __slots__ = ("box",)
+        __agui_fields__ = (("x", "x", False),)
+
+        def __init__(self, box):
+            self.box = box
+
+        @property
+        def x(self):  # drops the box's references to its values mid-write
+            self.box.a = None
+            self.box.b = None
+            return 1
+
+    box = Box()
+    box.a = [Mutator(box), ["still", "here"]]
+    box.b = {"k": "v" * 10}
+    # b is read from its slot after the property ran: null by then.
+    assert _native.dumps(box) == b'{"a":[{"x":1},["still","here"]],"b":null}'
+
+
 # ---------------------------------------------------------------------------
 # Other pydantic models
 # ---------------------------------------------------------------------------

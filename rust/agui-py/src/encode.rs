@@ -64,6 +64,13 @@ enum Getter {
     /// `tp_descr_get` directly (same result as getattr, since an instance `__dict__`
     /// cannot shadow a data descriptor), skipping the MRO lookup.
     Descr(Py<PyAny>, ffi::descrgetfunc),
+    /// A `__slots__` member (how msgspec stores Struct fields): the value pointer lives
+    /// at `offset` in the instance, read directly as msgspec's own encoder does (the
+    /// offset comes from the member descriptor; see `slot_offset`). A NULL slot (unset
+    /// attribute) goes through the descriptor, which raises the AttributeError.
+    Slot(usize, Py<PyAny>, ffi::descrgetfunc),
+    /// The tag value pre-encoded as JSON (a `Const` whose text never changes).
+    ConstJson(Box<[u8]>),
     /// The msgspec tag of a tagged Struct (`event.type`, `message.role`): a class
     /// attribute, the same for every instance, so it is read once when the plan is built.
     Const(Py<PyAny>),
@@ -316,9 +323,65 @@ fn data_descriptor(py: Python<'_>, ty: &Bound<'_, PyType>, name: &Bound<'_, PySt
             return Getter::GetAttr;
         }
         let get: ffi::descrgetfunc = unsafe { std::mem::transmute(get) };
+        if let Some(offset) = slot_offset(py, ty, name, &found) {
+            return Getter::Slot(offset, found.unbind(), get);
+        }
         return Getter::Descr(found.unbind(), get);
     }
     Getter::GetAttr
+}
+
+/// The layout of CPython's `PyMemberDescrObject` (descrobject.h; unchanged from 3.3 to
+/// 3.14): `PyDescr_COMMON` then the `PyMemberDef` pointer. Not part of the limited API,
+/// so every use is checked (see `slot_offset`).
+#[repr(C)]
+struct MemberDescr {
+    ob_base: ffi::PyObject,
+    d_type: *mut ffi::PyTypeObject,
+    d_name: *mut ffi::PyObject,
+    d_qualname: *mut ffi::PyObject,
+    d_member: *mut ffi::PyMemberDef,
+}
+
+static MEMBER_DESCR_TYPE: PyOnceLock<Option<Py<PyAny>>> = PyOnceLock::new();
+
+/// Offset of an object slot in instances of `ty` when `descr` is a plain `__slots__`
+/// member (`types.MemberDescriptorType`, `T_OBJECT_EX`) named `name`, defined on a base
+/// of `ty`, lying inside the instance; None otherwise (the caller then calls the
+/// descriptor). Reading the slot directly skips a C call and an incref/decref pair
+/// per field: msgspec reads its Struct fields the same way.
+fn slot_offset(py: Python<'_>, ty: &Bound<'_, PyType>, name: &Bound<'_, PyString>, descr: &Bound<'_, PyAny>) -> Option<usize> {
+    let mdt = MEMBER_DESCR_TYPE
+        .get_or_init(py, || {
+            py.import("types").and_then(|m| m.getattr("MemberDescriptorType")).map(|t| t.unbind()).ok()
+        })
+        .as_ref()?;
+    if unsafe { ffi::Py_TYPE(descr.as_ptr()) } as *mut ffi::PyObject != mdt.as_ptr() {
+        return None;
+    }
+    let basic: usize = ty.getattr(intern!(py, "__basicsize__")).ok()?.extract().ok()?;
+    let d = descr.as_ptr() as *const MemberDescr;
+    unsafe {
+        let def = (*d).d_member;
+        if def.is_null() || (*def).type_code != ffi::Py_T_OBJECT_EX || (*def).flags & ffi::Py_RELATIVE_OFFSET != 0 {
+            return None;
+        }
+        // The descriptor's own name and owner confirm the layout assumption.
+        if (*d).d_name.is_null() || ffi::PyUnicode_Compare((*d).d_name, name.as_ptr()) != 0 {
+            ffi::PyErr_Clear();
+            return None;
+        }
+        if (*d).d_type.is_null() || ffi::PyType_IsSubtype(ty.as_ptr() as *mut ffi::PyTypeObject, (*d).d_type) == 0 {
+            return None;
+        }
+        let off = (*def).offset;
+        let min = std::mem::size_of::<ffi::PyObject>() as isize;
+        let ptr = std::mem::size_of::<*mut ffi::PyObject>() as isize;
+        if off < min || off + ptr > basic as isize || off % ptr != 0 {
+            return None;
+        }
+        Some(off as usize)
+    }
 }
 
 /// `getattr(cls, name)` or None when missing (other errors propagate).
@@ -371,7 +434,11 @@ fn struct_plan<'py>(
         let attr = PyString::intern(py, &attr_s);
         let mut getter = data_descriptor(py, ty, &attr);
         if matches!(getter, Getter::GetAttr) && tag_field.as_deref() == Some(attr_s.as_str()) {
-            getter = Getter::Const(ty.getattr(&attr)?.unbind());
+            let tag = ty.getattr(&attr)?;
+            getter = match const_json(py, &tag, omit) {
+                Some(text) => Getter::ConstJson(text),
+                None => Getter::Const(tag.unbind()),
+            };
         }
         fields.push(Field {
             attr: attr.unbind(),
@@ -391,6 +458,19 @@ fn struct_plan<'py>(
         .as_ref()
         .map_or(0, |u| u.as_ptr() as usize);
     Ok(Plan { kind: PlanKind::Struct { has_dict }, fields, omit_keys, computed: Vec::new(), unset })
+}
+
+/// The JSON text of a constant field value (a Struct's tag), when it is always written
+/// (not an omittable "no value").
+fn const_json(py: Python<'_>, v: &Bound<'_, PyAny>, omit_if_none: bool) -> Option<Box<[u8]>> {
+    if omit_if_none && unsafe { is_absent(v.as_ptr()) } {
+        return None;
+    }
+    let mut w = Writer { py, buf: Vec::new(), depth: 0, fallback: false, bad_key_seen: false };
+    match w.write_value(v.as_ptr()) {
+        Ok(()) => Some(w.buf.into_boxed_slice()),
+        Err(_) => None, // written (and failing) at encode time instead
+    }
 }
 
 fn pydantic_plan<'py>(
@@ -832,8 +912,13 @@ impl<'py> Writer<'py> {
                 let tp = ffi::Py_TYPE(obj.as_ptr()) as *mut ffi::PyObject;
                 Bound::from_owned_ptr_or_err(self.py, get(descr.as_ptr(), obj.as_ptr(), tp))
             },
+            Getter::Slot(_, descr, get) => unsafe {
+                let tp = ffi::Py_TYPE(obj.as_ptr()) as *mut ffi::PyObject;
+                Bound::from_owned_ptr_or_err(self.py, get(descr.as_ptr(), obj.as_ptr(), tp))
+            },
             Getter::GetAttr => obj.getattr(attr.bind(self.py)),
             Getter::Const(v) => Ok(v.bind(self.py).clone()),
+            Getter::ConstJson(_) => unreachable!("ConstJson fields are written by write_object"),
         }
     }
 
@@ -915,6 +1000,29 @@ impl<'py> Writer<'py> {
             PlanKind::PydanticRoot => unreachable!(),
             PlanKind::Struct { has_dict } => {
                 for f in &plan.fields {
+                    match &f.getter {
+                        Getter::ConstJson(text) => {
+                            if !first {
+                                self.buf.push(b',');
+                            }
+                            first = false;
+                            self.buf.extend_from_slice(&f.key);
+                            self.buf.extend_from_slice(text);
+                            continue;
+                        }
+                        Getter::Slot(offset, ..) => {
+                            // Borrowed from the instance, which `obj` keeps alive; write_value
+                            // takes its own reference before anything can run Python code.
+                            let v = unsafe { *((ptr as *const u8).add(*offset) as *const *mut ffi::PyObject) };
+                            if !v.is_null() {
+                                if v as usize != plan.unset {
+                                    self.write_field(f, v, &mut first)?;
+                                }
+                                continue;
+                            }
+                        }
+                        _ => {}
+                    }
                     let v = self.get(&obj, &f.attr, &f.getter)?;
                     if v.as_ptr() as usize == plan.unset {
                         continue;
