@@ -871,3 +871,19 @@ def test_threads_share_the_plan_cache_safely():
     finally:
         sys.setswitchinterval(old)
     assert not errors
+
+
+def test_encode_sse_event_is_encode_sse_without_options():
+    # The METH_O entry behind EventEncoder.encode: same text, same errors.
+    values = [core.TextMessageContentEvent(message_id="m", delta="é\n"), {"a": [1, 2.5, None]}, "s"]
+    for v in values:
+        assert _native.encode_sse_event(v) == _native.encode_sse(v)
+    with pytest.raises(EncodeError):
+        _native.encode_sse_event(object())
+    with pytest.raises(TypeError):
+        _native.encode_sse_event()  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        _native.encode_sse_event(1, 2)  # type: ignore[call-arg]
+    from agui_fast.encoder import EventEncoder as Ours
+
+    assert Ours.encode is _native.encode_sse_event

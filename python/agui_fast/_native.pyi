@@ -27,6 +27,9 @@ def dumps(obj: Any, /, *, pydantic_fallback: bool = False) -> bytes:
 def encode_sse(obj: Any, /, *, pydantic_fallback: bool = False) -> str:
     """``"data: " + dumps(obj).decode() + "\n\n"`` (like ``ag_ui.encoder.EventEncoder().encode``)."""
 
+def encode_sse_event(event: Any, /) -> str:
+    """``encode_sse(event)`` as a one-argument C function (``EventEncoder.encode``)."""
+
 def encode_sse_bytes(obj: Any, /, *, pydantic_fallback: bool = False) -> bytes:
     """``encode_sse(obj)`` as UTF-8 bytes."""
 

@@ -58,8 +58,8 @@ class EventEncoder:
 
     # A builtin function stored on the class is not bound as a method, so ``enc.encode(ev)``
     # is a direct call into Rust with no Python frame in between.
-    encode = staticmethod(_native.encode_sse)
-    encode_sse = staticmethod(_native.encode_sse)
+    encode = staticmethod(_native.encode_sse_event)
+    encode_sse = staticmethod(_native.encode_sse_event)
 
     def __init__(self, accept: Optional[str] = None) -> None:
         self._accept = accept
