@@ -4,6 +4,10 @@ Groups:
 * encode_small: one TEXT_MESSAGE_CONTENT — our Struct via EventEncoder.encode, the reference
   encoder on its pydantic event, and ``msgspec.json.encode`` of the Struct (the floor: no
   SSE framing, no str).
+* encode_small_stream: the same kind of event, 100 distinct ones (a streamed reply's
+  deltas) encoded in a plain ``for`` loop per round, as a server's send loop does: the
+  per-call harness cost of pytest-benchmark (~40 ns, paid by every peer alike) is paid
+  once per 100 events, so the ratio is that of the encoders themselves.
 * encode_small_pydantic: the *reference's* pydantic event through our encoder vs its own.
 * encode_snapshot: a MESSAGES_SNAPSHOT of a few hundred messages.
 * encode_many: a batch of 1,000 mixed events into one buffer.
@@ -48,6 +52,34 @@ def test_encode_small__ag_ui(benchmark):
 def test_encode_small__msgspec_floor(benchmark):
     benchmark.group = "encode_small"
     benchmark(_msgspec_encode, SMALL)
+
+
+STREAM = [TextMessageContentEvent(message_id="msg_1", delta=f"word {i} of the reply, ") for i in range(100)]
+STREAM_REF = [to_ag_ui(e) for e in STREAM]
+
+
+def _loop(encode, events):
+    def run():
+        for e in events:
+            encode(e)
+
+    return run
+
+
+def test_encode_small_stream__agui_fast(benchmark):
+    benchmark.group = "encode_small_stream"
+    assert [ENC.encode(e) for e in STREAM] == [REF.encode(e) for e in STREAM_REF]
+    benchmark(_loop(ENC.encode, STREAM))
+
+
+def test_encode_small_stream__ag_ui(benchmark):
+    benchmark.group = "encode_small_stream"
+    benchmark(_loop(REF.encode, STREAM_REF))
+
+
+def test_encode_small_stream__msgspec_floor(benchmark):
+    benchmark.group = "encode_small_stream"
+    benchmark(_loop(_msgspec_encode, STREAM))
 
 
 def test_encode_small_pydantic__agui_fast(benchmark):
