@@ -693,3 +693,51 @@ def test_invalid_events_agree_with_decode_event():
             seen += len(e.events)
     assert errors == rejected
     assert seen == len(cases) - len(rejected)
+
+
+# Numbers with huge exponents: msgspec parses them on a slow exact path, so a batch
+# with enough of them is decoded with Python's float() as the float parser instead
+# (SseBatch.float_hook). Either way the values must be the reference's.
+HARD_NUMBERS = ["1.5e+300", "1.7976931348623157e+308", "5e-324", "-1E300", "1e400", "-1e400", "1e-400", "2.5e-320"]
+
+
+def _hard_stream(extra_plain_floats: int) -> bytes:
+    frames = []
+    for i, num in enumerate(HARD_NUMBERS):
+        value = "[" + ",".join([num, "0.1", "-0.0", "3"] + ["1.25"] * extra_plain_floats) + "]"
+        frames.append(
+            '{"type":"CUSTOM","name":"n%d","value":%s,"rawEvent":{"x":%s,"s":"1e999 in a string"}}'
+            % (i, value, num)
+        )
+    return "".join(f"data: {f}\n\n" for f in frames).encode()
+
+
+@pytest.mark.parametrize("plain", [0, 5000])
+def test_huge_exponents_decode_like_the_reference(plain):
+    import ag_ui.core as ref
+    import pydantic
+
+    log = _hard_stream(plain)
+    batch = _native.split_sse(log, 10 << 20, check=True, candidates=False)
+    # Few hard numbers among many ordinary floats: msgspec's own parser stays cheaper.
+    assert batch.float_hook is (plain == 0)
+    adapter = pydantic.TypeAdapter(ref.Event)
+    payloads = [line[6:] for line in log.decode().split("\n\n") if line]
+    want = [adapter.validate_json(p) for p in payloads]
+    typed = decode_sse(log)
+    dicts = decode_sse(log, raw="dict")
+    for got, d, w in zip(typed, dicts, want):
+        for a, b in ((got.value, w.value), (got.raw_event["x"], w.raw_event["x"]), (d["value"], w.value)):
+            a = a if isinstance(a, list) else [a]
+            b = b if isinstance(b, list) else [b]
+            assert len(a) == len(b)
+            for x, y in zip(a, b):
+                assert type(x) is type(y)
+                assert x == y and math.copysign(1, x) == math.copysign(1, y)
+    # Chunked feeding takes the same decision per chunk and gives the same events.
+    dec = SseDecoder()
+    out = []
+    for i in range(0, len(log), 97):
+        out.extend(dec.feed(log[i : i + 97]))
+    out.extend(dec.close())
+    assert out == typed

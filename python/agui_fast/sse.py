@@ -52,6 +52,9 @@ DEFAULT_CHUNK_SIZE: int = 1 << 20
 _MODES = (None, "bytes", "dict")
 
 _json_decode = msgspec.json.Decoder().decode
+# Same, parsing floats with Python's ``float``: for batches with huge exponents, which
+# msgspec parses on a slow exact path (see ``SseBatch.float_hook``). Same values.
+_json_decode_fh = msgspec.json.Decoder(float_hook=float).decode
 _raw_list_decoder = msgspec.json.Decoder(List[msgspec.Raw])
 
 # Typed backend, resolved on first use (agui_fast.decoder imports this module).
@@ -66,7 +69,11 @@ def _typed_backend() -> tuple:
 
         # Same settings as decode_event's fast path (strict=False); whatever it refuses
         # falls back to decode_event frame by frame.
-        _typed = (decoder.EVENT_LIST_DECODER.decode, decoder.decode_event)
+        _typed = (
+            decoder.EVENT_LIST_DECODER.decode,
+            decoder.decode_event,
+            msgspec.json.Decoder(List[decoder.Event], strict=False, float_hook=float).decode,
+        )
     return _typed
 
 
@@ -160,7 +167,7 @@ class SseDecoder:
     raises :class:`BufferLimitError`, and the decoder stays failed.
     """
 
-    __slots__ = ("_parser", "_raw", "_legacy", "_resume", "_closed", "_many")
+    __slots__ = ("_parser", "_raw", "_legacy", "_resume", "_closed", "_many", "_many_fh")
 
     def __init__(
         self,
@@ -184,12 +191,16 @@ class SseDecoder:
         self._resume: list = []
         self._closed = False
         # The bulk decoder of this mode (resolved once: feed() is called per chunk).
+        # ``_many_fh``: the same with floats parsed by ``float`` (batches with huge
+        # exponents; bytes mode does not build numbers).
         if raw is None:
             self._many = _typed_backend()[0]
+            self._many_fh = _typed_backend()[2]
         elif raw == "dict":
             self._many = _json_decode
+            self._many_fh = _json_decode_fh
         else:
-            self._many = _raw_list_decoder.decode
+            self._many = self._many_fh = _raw_list_decoder.decode
 
     @property
     def last_event_id(self) -> str:
@@ -262,6 +273,7 @@ class SseDecoder:
             return
         raw = self._raw
         if b.balanced:
+            many = self._many_fh if b.float_hook else self._many
             err = None
             if start == 0:
                 # Fast path: one decode call for the whole batch.
@@ -269,16 +281,16 @@ class SseDecoder:
                 try:
                     if raw == "bytes":
                         # Validate every frame's JSON without building objects.
-                        items = b.payloads() if len(self._many(b.array())) == n else None
+                        items = b.payloads() if len(many(b.array())) == n else None
                     elif raw == "dict" and self._legacy is not None:
                         # Legacy candidates are converted inside the same GC pause, and
                         # fetched before it: any allocation after the pause would
                         # trigger a collection over everything just decoded.
                         cands = b.candidates
-                        items = _bulk(self._many, b.array(), n, self._convert_candidates, cands)
+                        items = _bulk(many, b.array(), n, self._convert_candidates, cands)
                         converted = True
                     else:
-                        items = _bulk(self._many, b.array(), n)
+                        items = _bulk(many, b.array(), n)
                 except _BULK_ERRORS as e:
                     items, err = None, e  # a bad, legacy or unusual frame somewhere
                 if items is not None and len(items) == n:
@@ -288,7 +300,7 @@ class SseDecoder:
                         self._extend(out, items, b, 0)
                     return
             if raw != "bytes":
-                self._bulk_resume(b, start, out, err)
+                self._bulk_resume(b, start, out, err, many)
                 return
         self._per_frame(b, start, n, out)
 
@@ -318,7 +330,7 @@ class SseDecoder:
             raise _error(type(e), e, b.first_index + i, b.offsets[i], e.field, out) from e
         out.append(ev)
 
-    def _bulk_resume(self, b, i: int, out: list, err) -> None:
+    def _bulk_resume(self, b, i: int, out: list, err, many) -> None:
         """Bulk-decode frames ``i..`` of a batch where some frame needs more than the bulk
         call: msgspec names the first failing element (``$[k]`` or a byte position), so
         the frames before it are decoded in one call, that frame alone on the exact path,
@@ -329,7 +341,6 @@ class SseDecoder:
         spans = b.spans
         buf = bytearray(b.array())
         mv = memoryview(buf)
-        many = self._many
         while i < n:
             if err is None:
                 lo = spans[i][0] - 1

@@ -470,6 +470,9 @@ pub struct Batch {
     pub balanced: bool,
     /// Batch-relative indices of frames that may need the legacy (0.x) conversion.
     pub candidates: Vec<usize>,
+    /// Number literals seen by the structural check (see [`Shape`]).
+    pub floats: u64,
+    pub hard_floats: u64,
     pub error: Option<SseError>,
     check: bool,
     want_candidates: bool,
@@ -487,6 +490,8 @@ impl Batch {
             first_index,
             balanced: true,
             candidates: Vec::new(),
+            floats: 0,
+            hard_floats: 0,
             error: None,
             check,
             want_candidates,
@@ -526,8 +531,11 @@ impl Batch {
             Err(_) => self.buf.extend_from_slice(String::from_utf8_lossy(frame.data).as_bytes()),
         }
         let e = self.buf.len();
-        if self.check && self.balanced && !is_single_value(&self.buf[s..e]) {
-            self.balanced = false;
+        if self.check && self.balanced {
+            let shape = scan_value(&self.buf[s..e]);
+            self.balanced = shape.single;
+            self.floats += shape.floats as u64;
+            self.hard_floats += shape.hard_floats as u64;
         }
         if self.want_candidates && maybe_legacy(&self.buf[s..e]) {
             self.candidates.push(self.spans.len());
@@ -537,12 +545,60 @@ impl Batch {
     }
 }
 
+impl Batch {
+    /// Whether the batch should be decoded with a float hook (Python's own `float`)
+    /// rather than msgspec's number parser. msgspec parses a float with a decimal
+    /// exponent beyond about ±290 on an exact big-decimal fallback that costs ~10 µs
+    /// (measured: `1.5e+300`, `1.7976931348623157e+308`), while the hook costs ~60 ns
+    /// more than msgspec's fast path on an ordinary float. Both give the correctly
+    /// rounded double, so the choice is a pure cost estimate: worth it when the hard
+    /// numbers outweigh the hook's toll on the others.
+    pub fn prefer_float_hook(&self) -> bool {
+        self.hard_floats > 0 && self.hard_floats * 150 > self.floats
+    }
+}
+
+/// What [`scan_value`] learns about one payload.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Shape {
+    /// See [`is_single_value`].
+    pub single: bool,
+    /// Number literals with a fraction or an exponent outside strings (approximate:
+    /// counts `.` and exponent markers, so `1.5e3` counts twice).
+    pub floats: u32,
+    /// Exponents of magnitude 280 or more (`1e300`, `5e-324`): slow for msgspec.
+    pub hard_floats: u32,
+}
+
 /// Cheap structural test: strings closed, brackets balanced and never below zero, no
 /// `,` or `:` at depth 0. Not a JSON validator: it only guarantees that, once the
 /// joined array is valid JSON, each payload is exactly one of its elements (a payload
 /// like `[1` followed by `2]` would otherwise merge two frames into one element).
 pub fn is_single_value(p: &[u8]) -> bool {
-    // Byte classes: 0 other, 1 quote, 2 backslash, 3 open, 4 close, 5 `,`/`:`, 6 blank.
+    scan_value(p).single
+}
+
+/// Magnitude of the exponent starting at `p[i]` (after `e`/`E`), or None when no
+/// digits follow (`true`, `false`, or not JSON).
+#[inline]
+fn exponent_at(p: &[u8], mut i: usize) -> Option<u32> {
+    if i < p.len() && (p[i] == b'+' || p[i] == b'-') {
+        i += 1;
+    }
+    let mut v: u32 = 0;
+    let mut digits = 0;
+    while i < p.len() && p[i].is_ascii_digit() {
+        v = v.saturating_mul(10).saturating_add((p[i] - b'0') as u32);
+        digits += 1;
+        i += 1;
+    }
+    (digits > 0).then_some(v)
+}
+
+/// [`is_single_value`] plus the number statistics of [`Shape`], in the same pass.
+pub fn scan_value(p: &[u8]) -> Shape {
+    // Byte classes: 0 other, 1 quote, 2 backslash, 3 open, 4 close, 5 `,`/`:`, 6 blank,
+    // 7 `.` and 8 `e`/`E` (outside strings: parts of numbers, or of true/false).
     // A table-driven loop: payload strings are short, so a per-string memchr call
     // costs more than it saves.
     const fn table() -> [u8; 256] {
@@ -559,15 +615,34 @@ pub fn is_single_value(p: &[u8]) -> bool {
         t[b'\t' as usize] = 6;
         t[b'\n' as usize] = 6;
         t[b'\r' as usize] = 6;
+        t[b'.' as usize] = 7;
+        t[b'e' as usize] = 8;
+        t[b'E' as usize] = 8;
         t
     }
     static CLASS: [u8; 256] = table();
     let mut depth: i64 = 0;
     let mut seen_value = false;
+    let mut floats: u32 = 0;
+    let mut hard: u32 = 0;
     let mut i = 0;
     let n = p.len();
+    let not_single = Shape { single: false, floats: 0, hard_floats: 0 };
     while i < n {
         match CLASS[p[i] as usize] {
+            7 => {
+                seen_value = true;
+                floats += 1;
+            }
+            8 => {
+                seen_value = true;
+                if let Some(e) = exponent_at(p, i + 1) {
+                    floats += 1;
+                    if e >= 280 {
+                        hard += 1;
+                    }
+                }
+            }
             0 | 2 => seen_value = true,
             1 => {
                 seen_value = true;
@@ -576,7 +651,7 @@ pub fn is_single_value(p: &[u8]) -> bool {
                 loop {
                     match find_quote_or_backslash(p, i) {
                         Some(j) => i = j,
-                        None => return false, // unterminated string
+                        None => return not_single, // unterminated string
                     }
                     if p[i] == b'"' {
                         break;
@@ -591,16 +666,16 @@ pub fn is_single_value(p: &[u8]) -> bool {
             4 => {
                 depth -= 1;
                 if depth < 0 {
-                    return false;
+                    return not_single;
                 }
             }
-            5 if depth == 0 => return false,
+            5 if depth == 0 => return not_single,
             _ => {}
         }
         i += 1;
     }
     // An empty (or blank) payload would vanish from the array: `[` + `` + `]` is `[]`.
-    depth == 0 && seen_value
+    Shape { single: depth == 0 && seen_value, floats, hard_floats: hard }
 }
 
 /// Index of the first `"` or `\\` at or after `i` (SWAR: strings in AG-UI payloads are
@@ -871,6 +946,13 @@ mod tests {
     fn structural_check() {
         assert!(is_single_value(b"{\"a\":[1,2,{\"b\":\"x,]\\\"\"}]}"));
         assert!(is_single_value(b"42"));
+        // Number statistics: only outside strings; `true`/`false` are not exponents.
+        let sh = scan_value(br#"{"a":[1.5,2e10,1.5e+300,5e-324,-1E300,1e279],"s":"1e300 x.y","t":true,"f":false}"#);
+        assert!(sh.single);
+        assert_eq!(sh.hard_floats, 3);
+        assert_eq!(sh.floats, 7); // 2 dots + 5 exponents
+        assert_eq!(scan_value(b"[1,2,3]").floats, 0);
+        assert_eq!(scan_value(br#""\"1e999""#).hard_floats, 0);
         assert!(is_single_value(b" null "));
         assert!(!is_single_value(b"[1"));
         assert!(!is_single_value(b"2]"));

@@ -80,6 +80,13 @@ impl SseBatch {
         self.inner.offsets.clone()
     }
 
+    /// Decode this batch with a float hook (see `Batch::prefer_float_hook`): it holds
+    /// numbers with huge exponents that msgspec parses slowly.
+    #[getter]
+    fn float_hook(&self) -> bool {
+        self.inner.prefer_float_hook()
+    }
+
     /// Batch-relative indices of frames that may carry legacy (0.x) shapes.
     #[getter]
     fn candidates(&self) -> Vec<usize> {
