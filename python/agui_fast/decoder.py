@@ -74,6 +74,9 @@ def decode_as(data: Union[bytes, bytearray, memoryview, str], tp: Any = Event) -
         return _exact(data, tp, exc)
 
 
+_plain_decode = msgspec.json.Decoder().decode
+_UNSET = object()
+
 _FAST_PATH_ERRORS = (msgspec.ValidationError, msgspec.DecodeError, UnicodeEncodeError, RecursionError)
 
 
@@ -83,9 +86,15 @@ def _exact(data: Any, tp: Any, exc: BaseException) -> Any:
         raise InvalidJsonError("invalid JSON: nested too deeply") from None
     if isinstance(exc, msgspec.ValidationError) and not str(exc).startswith(_SLOW_PATH_ERRORS):
         raise validation_error(exc) from None
-    # Extras, or JSON msgspec refuses but Python reads (1e400, unpaired surrogates).
+    # Extras (parsed by msgspec, ~3x faster than json), or JSON msgspec refuses but
+    # Python reads (1e400, unpaired surrogates).
     try:
-        obj = json.loads(data)
+        obj = _plain_decode(data)
+    except (ValueError, TypeError, RecursionError):  # json.loads decides (and words the error)
+        obj = _UNSET
+    try:
+        if obj is _UNSET:
+            obj = json.loads(data)
     except (ValueError, TypeError) as err:
         raise InvalidJsonError(f"invalid JSON: {err}") from None
     except RecursionError:
@@ -187,15 +196,16 @@ def _position_of(tp: Any) -> Optional[_Position]:
 
 
 _EVENT_POSITION = _position(Event)
-_PLANS: Dict[type, Tuple[Tuple[str, str, Optional[_Position]], ...]] = {}
+_PLANS: Dict[type, Tuple[Any, Any, Tuple[Tuple[str, str, Optional[_Position]], ...]]] = {}
 
 
-def _plan(cls: type) -> Tuple[Tuple[str, str, Optional[_Position]], ...]:
+def _plan(cls: type) -> Tuple[Any, Any, Tuple[Tuple[str, str, Optional[_Position]], ...]]:
+    """``(tag_field, tag, ((name, wire_name, position), ...))`` of a Struct class."""
     plan = _PLANS.get(cls)
     if plan is None:
-        plan = _PLANS[cls] = tuple(
-            (f.name, f.encode_name, _position(f.type)) for f in msgspec.structs.fields(cls)
-        )
+        config = cls.__struct_config__  # a new object per access: read once
+        fields = tuple((f.name, f.encode_name, _position(f.type)) for f in msgspec.structs.fields(cls))
+        plan = _PLANS[cls] = (config.tag_field, config.tag, fields)
     return plan
 
 
@@ -221,28 +231,31 @@ def _strip(value: Any, pos: Optional[_Position]):
         cls = _resolve(pos, value)
         if cls is None:
             return value, None  # not a model here, or a bad tag that msgspec reports
+        tag_field, tag, fields = _plan(cls)
         cleaned: Dict[str, Any] = {}
         children: Dict[str, Any] = {}
-        used = set()
-        tag_field = cls.__struct_config__.tag_field
+        used = []
         if tag_field is not None:
-            cleaned[tag_field] = cls.__struct_config__.tag  # a str Enum member compares equal
-            used.add(tag_field)
-        for name, wire, sub_pos in _plan(cls):
+            cleaned[tag_field] = tag  # a str Enum member compares equal
+            used.append(tag_field)
+        for name, wire, sub_pos in fields:
             if wire in value:
                 key = wire
             elif name != wire and name in value:
                 key = name  # populate_by_name: the attribute name also works
             else:
                 continue
-            used.add(key)
-            sub, ext = _strip(value[key], sub_pos)
+            used.append(key)
+            sub = value[key]
+            if sub_pos is not None:
+                sub, ext = _strip(sub, sub_pos)
+                if ext is not None:
+                    children[name] = ext
             cleaned[wire] = sub
-            if ext is not None:
-                children[name] = ext
         if len(used) == len(value) and not children:
             return cleaned, None
-        extras = {k: v for k, v in value.items() if k not in used}
+        used_set = set(used)
+        extras = {k: v for k, v in value.items() if k not in used_set}
         return cleaned, ("o", extras, children)
     if isinstance(value, list) and pos.item is not None:
         item = pos.item
