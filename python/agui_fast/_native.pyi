@@ -89,6 +89,10 @@ class SseBatch:
     def offsets(self) -> List[int]:
         """Byte offset in the stream of each frame's first ``data`` line."""
     @property
+    def float_hook(self) -> bool:
+        """Decode this batch with ``float_hook=float``: it holds enough numbers with
+        huge exponents (slow for msgspec's own parser) to outweigh the hook's cost."""
+    @property
     def candidates(self) -> List[int]:
         """Batch-relative indices of frames whose bytes mention ``THINKING_``,
         ``"binary"`` or ``null`` (only filled when the parser was made with
