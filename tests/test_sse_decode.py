@@ -741,3 +741,38 @@ def test_huge_exponents_decode_like_the_reference(plain):
         out.extend(dec.feed(log[i : i + 97]))
     out.extend(dec.close())
     assert out == typed
+
+
+def test_dict_mode_after_a_failed_bulk_call_keeps_legacy_conversion_and_order():
+    """Dict mode: a bad frame makes the bulk call fail; the frames are then decoded one
+    by one, legacy candidates still converted in stream order (ids stay consistent)."""
+    frames = []
+    for i in range(400):
+        if i % 50 == 10:
+            frames.append(b'{"type":"THINKING_TEXT_MESSAGE_START"}')
+            frames.append(b'{"type":"THINKING_TEXT_MESSAGE_CONTENT","delta":"t%d"}' % i)
+            frames.append(b'{"type":"THINKING_TEXT_MESSAGE_END"}')
+        frames.append(b'{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"%d","rawEvent":null}' % i)
+    bad_at = 300
+    with_bad = frames[:bad_at] + [b'{"type": nope}'] + frames[bad_at:]
+    stream = b"".join(b"data: " + f + b"\n\n" for f in with_bad)
+    clean = decode_sse(b"".join(b"data: " + f + b"\n\n" for f in frames), raw="dict")
+    dec = SseDecoder(raw="dict")
+    with pytest.raises(InvalidJsonError) as ei:
+        dec.feed(stream)
+    assert ei.value.frame_index == bad_at
+    rest = dec.close()
+    got = list(ei.value.events) + rest
+
+    def ids_normalised(events):
+        # Generated reasoning ids are random: compare their pattern, not their value.
+        seen: dict = {}
+        return [
+            {k: (seen.setdefault(v, len(seen)) if k == "messageId" and e["type"].startswith("REASONING") else v) for k, v in e.items()}
+            for e in events
+        ]
+
+    assert ids_normalised(got) == ids_normalised(clean)
+    assert len({e["messageId"] for e in got if e["type"].startswith("REASONING")}) == 8
+    assert not any(str(d.get("type", "")).startswith("THINKING_") for d in got)
+    assert all("rawEvent" not in d for d in got if d["type"] == "TEXT_MESSAGE_CONTENT")
