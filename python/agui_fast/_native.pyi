@@ -150,7 +150,11 @@ def proto_encode_many_json(items: Iterable[bytes]) -> bytes:
     """JSON events -> one framed stream."""
 
 def proto_encode_event(event: Any, framed: bool = True) -> bytes:
-    """Event object (Struct / pydantic / dict) -> message, via ``dumps`` in one call."""
+    """Event object (Struct / pydantic / dict) -> message, read straight into the encoder
+    (objects that read cannot reproduce exactly go through ``dumps``)."""
+
+def proto_encode_event_via_json(event: Any, framed: bool = True) -> bytes:
+    """``proto_encode_event`` through the JSON text of ``dumps`` (the reference route)."""
 
 def proto_encode_events(events: Iterable[Any]) -> bytes:
     """Event objects -> one framed stream."""

@@ -57,7 +57,7 @@ pub const MAX_DEPTH: u32 = 1024;
 // ---------------------------------------------------------------------------
 
 /// How a field value is read from an instance.
-enum Getter {
+pub(crate) enum Getter {
     /// `getattr(obj, attr)`.
     GetAttr,
     /// A data descriptor found on the class (e.g. a msgspec/slots member): call its
@@ -76,17 +76,17 @@ enum Getter {
     Const(Py<PyAny>),
 }
 
-struct Field {
+pub(crate) struct Field {
     /// attribute name (Struct) / `__dict__` key (pydantic: the very key object of
     /// `__pydantic_fields__`, which is also the key object in instance `__dict__`s).
-    attr: Py<PyString>,
+    pub(crate) attr: Py<PyString>,
     /// pre-encoded `"wireKey":`
-    key: Box<[u8]>,
-    omit_if_none: bool,
-    getter: Getter,
+    pub(crate) key: Box<[u8]>,
+    pub(crate) omit_if_none: bool,
+    pub(crate) getter: Getter,
 }
 
-enum PlanKind {
+pub(crate) enum PlanKind {
     /// `__agui_fields__` object; `has_dict`: the type has instance `__dict__` (extras).
     Struct { has_dict: bool },
     /// pydantic model; `extra`: how to read `__pydantic_extra__`.
@@ -95,27 +95,27 @@ enum PlanKind {
     PydanticRoot,
 }
 
-struct Plan {
-    kind: PlanKind,
-    fields: Vec<Field>,
+pub(crate) struct Plan {
+    pub(crate) kind: PlanKind,
+    pub(crate) fields: Vec<Field>,
     /// Names and wire keys of the omittable fields (extras with these keys are
     /// dropped when their value has no value).
-    omit_keys: Vec<String>,
+    pub(crate) omit_keys: Vec<String>,
     /// pydantic computed fields (written after the extras, read with getattr).
-    computed: Vec<Field>,
+    pub(crate) computed: Vec<Field>,
     /// Address of `msgspec.UNSET` (Struct plans; 0 if msgspec is unavailable): a field
     /// holding it is left out, as msgspec does.
-    unset: usize,
+    pub(crate) unset: usize,
 }
 
 /// Enum members of one class with a scalar value, their value pre-encoded as JSON.
-struct EnumInfo {
+pub(crate) struct EnumInfo {
     /// member object address -> (JSON of the value, value is a str)
-    members: HashMap<usize, (Box<[u8]>, bool), std::hash::BuildHasherDefault<PtrHasher>>,
+    pub(crate) members: HashMap<usize, (Box<[u8]>, bool), std::hash::BuildHasherDefault<PtrHasher>>,
 }
 
 #[derive(Clone)]
-enum Kind {
+pub(crate) enum Kind {
     Plan(Rc<Plan>),
     Enum(Rc<EnumInfo>),
     StrSub,
@@ -141,7 +141,7 @@ unsafe impl Send for CacheEntry {}
 
 /// Hasher for type-object addresses (already unique; just mix the bits).
 #[derive(Default)]
-struct PtrHasher(u64);
+pub(crate) struct PtrHasher(u64);
 
 impl std::hash::Hasher for PtrHasher {
     fn finish(&self) -> u64 {
@@ -192,7 +192,7 @@ static TO_JSON: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static UNSET: PyOnceLock<Option<Py<PyAny>>> = PyOnceLock::new();
 
 #[inline]
-fn kind_of(py: Python<'_>, tp: *mut ffi::PyTypeObject) -> PyResult<Kind> {
+pub(crate) fn kind_of(py: Python<'_>, tp: *mut ffi::PyTypeObject) -> PyResult<Kind> {
     let key = tp as usize;
     let hit = CACHE.with(py, |c| c.as_ref().and_then(|m| m.get(&key)).map(|e| e.kind.clone()));
     match hit {
@@ -573,7 +573,7 @@ struct Writer<'py> {
 
 /// True when the value "has no value" for the omission rule: None or a non-finite float.
 #[inline]
-unsafe fn is_absent(ptr: *mut ffi::PyObject) -> bool {
+pub(crate) unsafe fn is_absent(ptr: *mut ffi::PyObject) -> bool {
     if ptr == ffi::Py_None() {
         return true;
     }

@@ -7,6 +7,7 @@ mod encode;
 mod errors;
 mod patch;
 mod proto;
+mod pynode;
 mod sse;
 
 #[pymodule]

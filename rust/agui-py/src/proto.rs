@@ -1,8 +1,8 @@
 //! Protobuf codec binding: a JSON-bytes interface over `agui_core::proto`.
 //!
-//! Events cross the boundary as JSON text (what the reference converter works on):
-//! the typed layer (`agui_fast.proto`) turns Structs into JSON with the Rust writer
-//! and decoded JSON into Structs with msgspec. Errors are raised as the classes of
+//! Events cross the boundary as JSON text (what the reference converter works on), except
+//! on the encode side for event objects: those are read straight into the encoder's JSON
+//! tree (`pynode`), and decoded JSON becomes Structs with msgspec. Errors are raised as the classes of
 //! `agui_fast.errors` with `frame_index`, `offset` and `events` (JSON texts decoded
 //! before the error). Frames from a later protocol version are skipped with a
 //! `UserWarning`, like the reference client.
@@ -14,6 +14,7 @@ use pyo3::types::{PyBytes, PyDict, PyList};
 use std::ffi::CString;
 
 use crate::errors::make_error;
+use crate::pynode;
 
 /// Turn a core error into the matching `agui_fast.errors` exception.
 fn to_py(py: Python<'_>, e: &Error, events: Option<Vec<Vec<u8>>>) -> PyErr {
@@ -78,11 +79,37 @@ fn proto_encode_many_json<'py>(py: Python<'py>, items: &Bound<'py, PyAny>) -> Py
     Ok(PyBytes::new(py, &out))
 }
 
-/// Encode an event object (Struct, pydantic model or dict) in one call: its JSON comes
-/// from the Rust writer (`dumps`), then it is converted to protobuf.
+/// The bytes of an encoded event, written straight into the Python bytes object.
+fn event_bytes<'py>(py: Python<'py>, ev: &proto::pb::Event, framed: bool) -> PyResult<Bound<'py, PyBytes>> {
+    let n = proto::event_wire_len(ev, framed).map_err(|e| to_py(py, &e, None))?;
+    PyBytes::new_with(py, n, |b| {
+        proto::write_event(ev, framed, b);
+        Ok(())
+    })
+}
+
+/// Encode an event object (Struct, pydantic model or dict) in one call. The object is
+/// read straight into the encoder's JSON tree (`pynode`); objects that walk cannot
+/// reproduce exactly (unpaired surrogates, very deep nesting, errors) take the JSON-text
+/// route: the Rust writer (`dumps`), then the JSON parser. Both give the same bytes.
 #[pyfunction]
 #[pyo3(signature = (event, framed = true))]
 fn proto_encode_event<'py>(py: Python<'py>, event: &Bound<'py, PyAny>, framed: bool) -> PyResult<Bound<'py, PyBytes>> {
+    let direct = pynode::with_node(py, event, |node| match proto::json_to_event(node) {
+        Ok(ev) => event_bytes(py, &ev, framed),
+        Err(e) => Err(to_py(py, &e, None)),
+    });
+    match direct {
+        Some(r) => r,
+        None => proto_encode_event_via_json(py, event, framed),
+    }
+}
+
+/// `proto_encode_event` through JSON text (the fallback route; also what the direct route
+/// is tested against).
+#[pyfunction]
+#[pyo3(signature = (event, framed = true))]
+fn proto_encode_event_via_json<'py>(py: Python<'py>, event: &Bound<'py, PyAny>, framed: bool) -> PyResult<Bound<'py, PyBytes>> {
     let json = crate::encode::dumps(py, event, false)?;
     proto_encode_json(py, json.as_bytes(), framed)
 }
@@ -91,9 +118,17 @@ fn proto_encode_event<'py>(py: Python<'py>, event: &Bound<'py, PyAny>, framed: b
 #[pyfunction]
 fn proto_encode_events<'py>(py: Python<'py>, events: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
     let mut out = Vec::new();
+    let mut builder = pynode::Builder::new(py);
     for ev in events.try_iter()? {
-        let json = crate::encode::dumps(py, &ev?, false)?;
-        proto::encode_json(json.as_bytes(), true, &mut out).map_err(|e| to_py(py, &e, None))?;
+        let ev = ev?;
+        let r = match builder.with_node(&ev, |node| proto::encode_value_framed(node, &mut out)) {
+            Some(r) => r,
+            None => {
+                let json = crate::encode::dumps(py, &ev, false)?;
+                proto::encode_json(json.as_bytes(), true, &mut out)
+            }
+        };
+        r.map_err(|e| to_py(py, &e, None))?;
     }
     Ok(PyBytes::new(py, &out))
 }
@@ -299,6 +334,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(proto_encode_json, m)?)?;
     m.add_function(wrap_pyfunction!(proto_encode_many_json, m)?)?;
     m.add_function(wrap_pyfunction!(proto_encode_event, m)?)?;
+    m.add_function(wrap_pyfunction!(proto_encode_event_via_json, m)?)?;
     m.add_function(wrap_pyfunction!(proto_encode_events, m)?)?;
     m.add_function(wrap_pyfunction!(proto_decode_message, m)?)?;
     m.add_function(wrap_pyfunction!(proto_decode_frames, m)?)?;

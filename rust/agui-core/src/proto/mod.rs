@@ -191,14 +191,33 @@ pub fn encode_value(event: &node::Node<'_>, out: &mut Vec<u8>) -> Result<()> {
 /// Encode one JSON event as a length-prefixed frame, appended to `out`.
 pub fn encode_value_framed(event: &node::Node<'_>, out: &mut Vec<u8>) -> Result<()> {
     let ev = json_to_event(event)?;
+    let start = out.len();
+    out.resize(start + event_wire_len(&ev, true)?, 0);
+    write_event(&ev, true, &mut out[start..]);
+    Ok(())
+}
+
+/// Size of `ev` on the wire: the message, plus the 4-byte length prefix when `framed`
+/// (an error if the message is too large for that prefix).
+pub fn event_wire_len(ev: &pb::Event, framed: bool) -> Result<usize> {
     let len = ev.encoded_len();
+    if !framed {
+        return Ok(len);
+    }
     if len > u32::MAX as usize {
         return Err(Error::Encode(format!("the event needs {len} bytes, more than a 4-byte length prefix can announce")));
     }
-    out.reserve(4 + len);
-    out.extend_from_slice(&(len as u32).to_be_bytes());
-    ev.encode_raw(out);
-    Ok(())
+    Ok(4 + len)
+}
+
+/// Write `ev` into `out`, which is exactly [`event_wire_len`] bytes long (so callers can
+/// encode straight into a buffer they allocated, e.g. a Python bytes object).
+pub fn write_event(ev: &pb::Event, framed: bool, mut out: &mut [u8]) {
+    use prost::bytes::BufMut as _;
+    if framed {
+        out.put_u32((out.len() - 4) as u32);
+    }
+    ev.encode_raw(&mut out);
 }
 
 /// Encode JSON event text (`framed`: with the 4-byte prefix), appended to `out`.

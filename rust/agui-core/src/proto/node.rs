@@ -16,7 +16,7 @@ const NUMBER_TOKEN: &str = "$serde_json::private::Number";
 pub enum Node<'a> {
     Null,
     Bool(bool),
-    /// The number's JSON text (exact), or a float produced by a visitor.
+    /// The number's JSON text (exact), or a value taken from a native number.
     Number(Num<'a>),
     String(Cow<'a, str>),
     Array(Vec<Node<'a>>),
@@ -53,12 +53,18 @@ impl Num<'_> {
     }
 
     /// The text JS `String(number)` would give, near enough for best-effort string fields.
+    /// A float is spelled as the JSON writer (`crate::json::write_f64`) spells it, so a
+    /// tree built straight from Python floats reads like one parsed from that writer's text.
     pub fn text(&self) -> String {
         match self {
             Num::Text(t) => t.to_string(),
             Num::I(i) => i.to_string(),
             Num::U(u) => u.to_string(),
-            Num::F(f) => f.to_string(),
+            Num::F(f) => {
+                let mut b = Vec::new();
+                crate::json::write_f64(&mut b, *f);
+                String::from_utf8(b).unwrap_or_default()
+            }
         }
     }
 }

@@ -39,8 +39,9 @@ pub struct Struct(pub Vec<u8>);
 impl Value {
     /// A Value for the JSON node `v`, encoded now (the encoder's path).
     pub fn from_node(v: &Node<'_>) -> Value {
-        let mut body = Vec::with_capacity(node_value_len(v));
-        encode_node_value(v, &mut body);
+        let mut sizes = Vec::new();
+        let mut body = Vec::with_capacity(record_value(v, &mut sizes));
+        write_value(v, &mut &sizes[..], &mut body);
         Value(body)
     }
 
@@ -55,8 +56,9 @@ impl Value {
 impl Struct {
     /// A Struct for the JSON object `m`, encoded now (the encoder's path).
     pub fn from_obj(m: &Obj<'_>) -> Struct {
-        let mut body = Vec::with_capacity(node_struct_len(m));
-        encode_node_struct(m, &mut body);
+        let mut sizes = Vec::new();
+        let mut body = Vec::with_capacity(record_struct(m, &mut sizes));
+        write_struct(m, &mut &sizes[..], &mut body);
         Struct(body)
     }
 
@@ -261,38 +263,65 @@ fn plain_node_order(m: &Obj<'_>) -> bool {
     })
 }
 
-/// Length of a Value message body for `v`.
-pub fn node_value_len(v: &Node<'_>) -> usize {
+// Every nested message is length-prefixed, so a naive encoder recomputes the sizes of a
+// subtree at each level above it (quadratic in the depth). Instead one pass records the
+// body size of every array and object in pre-order (`sizes`), and the writing pass, which
+// visits them in the same order, reads them back.
+
+/// Body size of a Value for a leaf (`None` for an array or object, whose size is recorded).
+#[inline]
+fn leaf_len(v: &Node<'_>) -> Option<usize> {
     match v {
-        Node::Null | Node::Bool(_) => 2,
-        Node::Number(_) => 9,
-        Node::String(s) => 1 + ld(s.len()),
-        Node::Array(a) => 1 + ld(node_list_len(a)),
-        Node::Object(m) => 1 + ld(node_struct_len(m)),
+        Node::Null | Node::Bool(_) => Some(2),
+        Node::Number(_) => Some(9),
+        Node::String(s) => Some(1 + ld(s.len())),
+        Node::Array(_) | Node::Object(_) => None,
     }
 }
 
-fn node_list_len(a: &[Node<'_>]) -> usize {
-    a.iter().map(|e| 1 + ld(node_value_len(e))).sum()
+/// Value body size of `v`, recording the sizes of its arrays and objects in `sizes`.
+fn record_value(v: &Node<'_>, sizes: &mut Vec<usize>) -> usize {
+    match v {
+        Node::Array(a) => {
+            let slot = sizes.len();
+            sizes.push(0);
+            let n = a.iter().map(|e| 1 + ld(record_value(e, sizes))).sum();
+            sizes[slot] = n;
+            1 + ld(n)
+        }
+        Node::Object(m) => {
+            let slot = sizes.len();
+            sizes.push(0);
+            let n = record_struct(m, sizes);
+            sizes[slot] = n;
+            1 + ld(n)
+        }
+        leaf => leaf_len(leaf).unwrap_or(0),
+    }
 }
 
 #[inline]
-fn node_entry_len(k: &str, v: &Node<'_>) -> usize {
+fn entry_len(k: &str, value_len: usize) -> usize {
     let key = if k.is_empty() { 0 } else { 1 + ld(k.len()) };
-    key + 1 + ld(node_value_len(v))
+    key + 1 + ld(value_len)
 }
 
-/// Length of a Struct message body for `m`.
-pub fn node_struct_len(m: &Obj<'_>) -> usize {
+/// Struct body size of `m` (its own size is not recorded: the caller knows it).
+fn record_struct(m: &Obj<'_>, sizes: &mut Vec<usize>) -> usize {
     if plain_node_order(m) {
-        m.iter().map(|(k, v)| 1 + ld(node_entry_len(k, v))).sum()
+        m.iter().map(|(k, v)| 1 + ld(entry_len(k, record_value(v, sizes)))).sum()
     } else {
-        js_node_entries(m).into_iter().map(|(k, v)| 1 + ld(node_entry_len(k, v))).sum()
+        js_node_entries(m).into_iter().map(|(k, v)| 1 + ld(entry_len(k, record_value(v, sizes)))).sum()
     }
 }
 
-/// Write a Value message body.
-pub fn encode_node_value(v: &Node<'_>, buf: &mut impl BufMut) {
+/// Value body size of `v`, the next recorded size being at `sizes[0]` if it is a container.
+#[inline]
+fn recorded_len(v: &Node<'_>, sizes: &[usize]) -> usize {
+    leaf_len(v).unwrap_or_else(|| 1 + ld(sizes[0]))
+}
+
+fn write_value(v: &Node<'_>, sizes: &mut &[usize], buf: &mut impl BufMut) {
     match v {
         Node::Null => buf.put_slice(&[0x08, 0x00]),
         Node::Bool(b) => buf.put_slice(&[0x20, *b as u8]),
@@ -303,43 +332,70 @@ pub fn encode_node_value(v: &Node<'_>, buf: &mut impl BufMut) {
         Node::String(s) => put_str(0x1A, s, buf),
         Node::Array(a) => {
             buf.put_u8(0x32);
-            encode_varint(node_list_len(a) as u64, buf);
+            encode_varint(sizes[0] as u64, buf);
+            *sizes = &sizes[1..];
             for e in a {
                 buf.put_u8(0x0A);
-                encode_varint(node_value_len(e) as u64, buf);
-                encode_node_value(e, buf);
+                encode_varint(recorded_len(e, sizes) as u64, buf);
+                write_value(e, sizes, buf);
             }
         }
         Node::Object(m) => {
             buf.put_u8(0x2A);
-            encode_varint(node_struct_len(m) as u64, buf);
-            encode_node_struct(m, buf);
+            encode_varint(sizes[0] as u64, buf);
+            *sizes = &sizes[1..];
+            write_struct(m, sizes, buf);
         }
     }
 }
 
-fn encode_node_entry(k: &str, v: &Node<'_>, buf: &mut impl BufMut) {
+#[inline]
+fn write_entry(k: &str, v: &Node<'_>, sizes: &mut &[usize], buf: &mut impl BufMut) {
+    let vlen = recorded_len(v, sizes);
     buf.put_u8(0x0A);
-    encode_varint(node_entry_len(k, v) as u64, buf);
+    encode_varint(entry_len(k, vlen) as u64, buf);
     if !k.is_empty() {
         put_str(0x0A, k, buf);
     }
     buf.put_u8(0x12);
-    encode_varint(node_value_len(v) as u64, buf);
-    encode_node_value(v, buf);
+    encode_varint(vlen as u64, buf);
+    write_value(v, sizes, buf);
+}
+
+fn write_struct(m: &Obj<'_>, sizes: &mut &[usize], buf: &mut impl BufMut) {
+    if plain_node_order(m) {
+        for (k, v) in m.iter() {
+            write_entry(k, v, sizes, buf);
+        }
+    } else {
+        for (k, v) in js_node_entries(m) {
+            write_entry(k, v, sizes, buf);
+        }
+    }
+}
+
+/// Length of a Value message body for `v`.
+pub fn node_value_len(v: &Node<'_>) -> usize {
+    record_value(v, &mut Vec::new())
+}
+
+/// Length of a Struct message body for `m`.
+pub fn node_struct_len(m: &Obj<'_>) -> usize {
+    record_struct(m, &mut Vec::new())
+}
+
+/// Write a Value message body.
+pub fn encode_node_value(v: &Node<'_>, buf: &mut impl BufMut) {
+    let mut sizes = Vec::new();
+    record_value(v, &mut sizes);
+    write_value(v, &mut &sizes[..], buf);
 }
 
 /// Write a Struct message body.
 pub fn encode_node_struct(m: &Obj<'_>, buf: &mut impl BufMut) {
-    if plain_node_order(m) {
-        for (k, v) in m.iter() {
-            encode_node_entry(k, v, buf);
-        }
-    } else {
-        for (k, v) in js_node_entries(m) {
-            encode_node_entry(k, v, buf);
-        }
-    }
+    let mut sizes = Vec::new();
+    record_struct(m, &mut sizes);
+    write_struct(m, &mut &sizes[..], buf);
 }
 
 // ---------------------------------------------------------------------------------
