@@ -22,7 +22,6 @@ decoder stays usable: the next ``feed``/``close`` continues after the bad frame.
 
 from __future__ import annotations
 
-import io
 import os
 from gc import disable as _gc_disable, enable as _gc_enable, isenabled as _gc_isenabled
 from json import loads as _stdlib_loads
@@ -393,81 +392,13 @@ def decode_sse(
     legacy: bool = True,
     max_buffer_size: int = DEFAULT_MAX_BUFFER_SIZE,
 ) -> list:
-    """Decode a whole recorded SSE stream (framing runs with the GIL released; on large
-    inputs it overlaps with the decoding, see :func:`_pipelined`)."""
+    """Decode a whole recorded SSE stream (framing runs with the GIL released)."""
     dec = SseDecoder(raw=raw, legacy=legacy, max_buffer_size=max_buffer_size)
-    if len(data) < 2 * _PIPELINE_PART:
-        dec._closed = True
-        batch = _native.split_sse(
-            data, max_buffer_size, check=True, candidates=bool(legacy) and raw == "dict"
-        )
-        return dec._run(batch)
-    if not isinstance(data, bytes):
-        data = bytes(data)
-    parts = (data[i : i + _PIPELINE_PART] for i in range(0, len(data), _PIPELINE_PART))
-    out: list = []
-    # One GC pause for the whole call, as a single bulk call would have (between parts
-    # the collector would otherwise rescan everything decoded so far, again and again).
-    pause = _gc_isenabled()
-    if pause:
-        _gc_disable()
-    try:
-        for events in _pipelined(dec, parts):
-            out.extend(events)
-    except DecodeError as e:
-        e.events = out + list(e.events)
-        raise
-    finally:
-        if pause:
-            _gc_enable()
-    return out
-
-
-# Bytes framed per step when framing runs ahead in a worker thread.
-_PIPELINE_PART = 1 << 20
-
-
-def _pipelined(dec: SseDecoder, chunks: Iterator[bytes]) -> Iterator[list]:
-    """The events of each chunk in turn, the Rust framing of the next chunk (GIL
-    released; reading it too, for files) running in a worker thread while this thread
-    decodes the current one (msgspec, GIL held). Framing is ~20% of a typed decode, so
-    with a second core it comes almost for free. Errors surface exactly as with
-    ``feed``/``close``: the decoding, where they are raised, stays on this thread."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    parser = dec._parser
-
-    def frame_next():
-        chunk = next(chunks, None)
-        if chunk is None:
-            return parser.close(), True
-        if isinstance(chunk, str):
-            chunk = chunk.encode("utf-8")
-        return parser.feed(chunk), False
-
-    with ThreadPoolExecutor(1, thread_name_prefix="agui-fast-sse") as pool:
-        future = pool.submit(frame_next)
-        while True:
-            batch, last = future.result()
-            if last:
-                dec._closed = True
-            else:
-                future = pool.submit(frame_next)
-            yield dec._run(batch)
-            if last:
-                return
-
-
-def _size_of(source: Any) -> int:
-    """Size in bytes of a path or a regular file (-1 when unknown)."""
-    try:
-        if isinstance(source, (str, os.PathLike)):
-            return os.stat(source).st_size
-        if isinstance(source, io.IOBase):
-            return os.fstat(source.fileno()).st_size - source.tell()
-    except (OSError, ValueError, io.UnsupportedOperation):
-        pass
-    return -1
+    dec._closed = True
+    batch = _native.split_sse(
+        data, max_buffer_size, check=True, candidates=bool(legacy) and raw == "dict"
+    )
+    return dec._run(batch)
 
 
 def _chunks_of(source: Any, chunk_size: int) -> Iterator[bytes]:
@@ -498,30 +429,21 @@ def iter_sse(
     """Stream the events of a file (path or binary file object) or of an iterable of
     byte chunks, in constant memory. On an error, the events before the failing frame
     are yielded first, then the exception is raised (its ``events`` lists those of the
-    failing chunk, already yielded). Files of two chunks or more are read and framed
-    ahead in a worker thread (:func:`_pipelined`); other iterables are only ever
-    consumed on the caller's thread."""
+    failing chunk, already yielded)."""
     dec = SseDecoder(raw=raw, legacy=legacy, max_buffer_size=max_buffer_size)
-    chunks = _chunks_of(source, chunk_size)
-    if _size_of(source) >= 2 * chunk_size:
-        steps: Iterator[list] = _pipelined(dec, chunks)
-    else:
-        steps = _sequential(dec, chunks)
-    while True:
+    for chunk in _chunks_of(source, chunk_size):
         try:
-            events = next(steps, None)
+            events = dec.feed(chunk)
         except DecodeError as e:
             yield from e.events
             raise
-        if events is None:
-            return
         yield from events
-
-
-def _sequential(dec: SseDecoder, chunks: Iterator[bytes]) -> Iterator[list]:
-    for chunk in chunks:
-        yield dec.feed(chunk)
-    yield dec.close()
+    try:
+        events = dec.close()
+    except DecodeError as e:
+        yield from e.events
+        raise
+    yield from events
 
 
 async def aiter_sse(
