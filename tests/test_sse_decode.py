@@ -776,3 +776,78 @@ def test_dict_mode_after_a_failed_bulk_call_keeps_legacy_conversion_and_order():
     assert len({e["messageId"] for e in got if e["type"].startswith("REASONING")}) == 8
     assert not any(str(d.get("type", "")).startswith("THINKING_") for d in got)
     assert all("rawEvent" not in d for d in got if d["type"] == "TEXT_MESSAGE_CONTENT")
+
+
+# -- big inputs: many batches, frames cut at every kind of boundary --------------------
+
+
+def _big_stream(n: int, bad_at: int = -1) -> bytes:
+    frames = []
+    for i in range(n):
+        if i == bad_at:
+            frames.append(b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":5,"delta":"x"}\n\n')
+        # CRLF line ends and multi-line data on some frames, ids on others: every kind
+        # of frame ends up cut by a part boundary somewhere.
+        elif i % 3 == 0:
+            frames.append(b'id: %d\r\ndata: {"type":"TEXT_MESSAGE_CONTENT",\r\ndata: "messageId":"m","delta":"%d"}\r\n\r\n' % (i, i))
+        else:
+            frames.append(b'data: {"type":"CUSTOM","name":"n","value":{"i":%d,"pad":"%s"}}\n\n' % (i, b"x" * (i % 97)))
+    return b"".join(frames)
+
+
+def _reference_decode(stream: bytes, **kw):
+    dec = SseDecoder(**kw)
+    out = []
+    for i in range(0, len(stream), 65536):
+        out.extend(dec.feed(stream[i : i + 65536]))
+    out.extend(dec.close())
+    return out, dec.last_event_id
+
+
+@pytest.mark.parametrize("raw", [None, "dict", "bytes"])
+def test_big_decode_sse_matches_feeding(raw):
+    stream = _big_stream(40_000)
+    want, _ = _reference_decode(stream, raw=raw)
+    got = decode_sse(stream, raw=raw)
+    assert len(got) == 40_000 and got == want
+    assert decode_sse(memoryview(stream), raw=raw) == want
+
+
+def test_big_decode_sse_error_keeps_all_earlier_events():
+    stream = _big_stream(40_000, bad_at=31_000)
+    with pytest.raises(EventValidationError) as ei:
+        decode_sse(stream)
+    e = ei.value
+    assert e.frame_index == 31_000 and e.field == "$.messageId"
+    assert stream[e.offset :].startswith(b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":5')
+    assert len(e.events) == 31_000
+    assert e.events[-1] == decode_sse(_big_stream(31_000))[-1]
+
+
+def test_big_buffer_limit():
+    stream = _big_stream(30_000) + b"data: " + b"y" * 5000 + b"\n\n" + _big_stream(10)
+    with pytest.raises(BufferLimitError) as ei:
+        decode_sse(stream, max_buffer_size=4096)
+    assert ei.value.frame_index == 30_000
+    assert len(ei.value.events) == 30_000
+
+
+def test_iter_sse_big_file_is_read_ahead_and_errors_after_the_events(tmp_path):
+    stream = _big_stream(6_000, bad_at=5_000)
+    path = tmp_path / "big.sse"
+    path.write_bytes(stream)
+    got = []
+    with pytest.raises(EventValidationError) as ei:
+        for ev in iter_sse(path, chunk_size=16 * 1024):  # many chunks
+            got.append(ev)
+    assert ei.value.frame_index == 5_000
+    assert len(got) == 5_000
+    good = _big_stream(6_000)
+    path.write_bytes(good)
+    with open(path, "rb") as f:
+        via_file = list(iter_sse(f, chunk_size=16 * 1024))
+    assert via_file == list(iter_sse(path, chunk_size=16 * 1024)) == _reference_decode(good)[0]
+    # Stopping early is fine.
+    it = iter_sse(path, chunk_size=16 * 1024)
+    assert [next(it) for _ in range(3)] == via_file[:3]
+    it.close()
