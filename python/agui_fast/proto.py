@@ -32,6 +32,7 @@ import msgspec
 
 from . import _native
 from .errors import DecodeError, EncodeError, EventValidationError
+from .sse import _bulk
 
 __all__ = [
     "AGUI_MEDIA_TYPE",
@@ -333,39 +334,35 @@ def decode_protobuf(
 _PART = 1 << 18  # bytes of protobuf per part when a large buffer is decoded in two threads
 
 
+def _count(array: bytes) -> int:
+    """Events in a MessagePack array from the Rust decoder (always a 32-bit header)."""
+    return int.from_bytes(array[1:5], "big")
+
+
 def _decode_typed(data: bytes, max_frame_size: int) -> List[Any]:
-    """Typed decode of a whole buffer: each part's events become one JSON array that one
-    msgspec call turns into Structs. Large buffers are split into parts so that the Rust
-    decoding of part i+1 (GIL released, worker thread) overlaps msgspec on part i."""
+    """Typed decode of a whole buffer: each part's events become one MessagePack array
+    that one msgspec call (cyclic GC paused, see ``sse._bulk``) turns into Structs. Large
+    buffers are split into parts decoded on a Rust thread, so that the decoding of part
+    i+1 overlaps msgspec on part i."""
     decode_list = (_mp or _mp_decoders())[1]
-    native_part = _native.proto_decode_part
-
-    def part(data, offset, index, budget, max_size):
-        return native_part(data, offset, index, budget, max_size, True)
-
-    out: List[Any] = []
     if len(data) <= 2 * _PART:
         try:
-            array, _, _ = part(data, 0, 0, len(data) + 1, max_frame_size)
+            array, _, _ = _native.proto_decode_part(data, 0, 0, len(data) + 1, max_frame_size, True)
         except DecodeError as exc:
             raise _convert_mp_error(exc, False) from None
-        return decode_list(array)
-    from concurrent.futures import ThreadPoolExecutor
+        return _bulk(decode_list, array, _count(array))
+    out: List[Any] = []
 
-    with ThreadPoolExecutor(1) as pool:
-        future = pool.submit(part, data, 0, 0, _PART, max_frame_size)
-        while True:
-            try:
-                array, offset, index = future.result()
-            except DecodeError as exc:
-                exc = _convert_mp_error(exc, False)
-                exc.events = out + list(exc.events)
-                raise exc from None
-            if offset < len(data):
-                future = pool.submit(part, data, offset, index, _PART, max_frame_size)
-            out.extend(decode_list(array))
-            if offset >= len(data):
-                return out
+    def consume(array: bytes) -> None:
+        out.extend(_bulk(decode_list, array, _count(array)))
+
+    try:
+        _native.proto_decode_parts(data, consume, _PART, max_frame_size)
+    except DecodeError as exc:  # from the Rust decoder (msgspec raises its own errors)
+        exc = _convert_mp_error(exc, False)
+        exc.events = out + list(exc.events or [])
+        raise exc from None
+    return out
 
 
 def _chunks(src: Source, chunk_size: int) -> Iterator[bytes]:

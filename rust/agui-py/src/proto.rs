@@ -7,7 +7,7 @@
 //! before the error). Frames from a later protocol version are skipped with a
 //! `UserWarning`, like the reference client.
 
-use agui_core::proto::{self, msgpack, Error, Format, StreamDecoder};
+use agui_core::proto::{self, Error, EventArray, Format, StreamDecoder};
 use pyo3::exceptions::PyUserWarning;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
@@ -117,50 +117,6 @@ fn proto_decode_message<'py>(py: Python<'py>, msg: &[u8], msgpack: bool) -> PyRe
     Ok(PyBytes::new(py, &out))
 }
 
-/// Collects decoded events into one array (JSON text or MessagePack), remembering each
-/// event's span so the events before an error can be handed back one by one.
-struct ArrayOut {
-    fmt: Format,
-    out: Vec<u8>,
-    spans: Vec<(usize, usize)>,
-    header_at: usize,
-}
-
-impl ArrayOut {
-    fn new(fmt: Format, capacity: usize) -> Self {
-        let mut out = Vec::with_capacity(capacity);
-        let header_at = match fmt {
-            Format::Json => {
-                out.push(b'[');
-                0
-            }
-            Format::MsgPack => msgpack::placeholder(&mut out, false),
-        };
-        ArrayOut { fmt, out, spans: Vec::new(), header_at }
-    }
-
-    fn push(&mut self, item: &[u8]) {
-        if self.fmt == Format::Json && !self.spans.is_empty() {
-            self.out.push(b',');
-        }
-        let start = self.out.len();
-        self.out.extend_from_slice(item);
-        self.spans.push((start, self.out.len()));
-    }
-
-    fn finish(mut self) -> Vec<u8> {
-        match self.fmt {
-            Format::Json => self.out.push(b']'),
-            Format::MsgPack => msgpack::patch_count(&mut self.out, self.header_at, self.spans.len()),
-        }
-        self.out
-    }
-
-    fn items(&self) -> Vec<Vec<u8>> {
-        self.spans.iter().map(|&(s, t)| self.out[s..t].to_vec()).collect()
-    }
-}
-
 /// Decode a whole framed stream (GIL released) to a list of JSON texts. A cut or bad
 /// stream raises; the exception's `events` holds the JSON texts decoded before it.
 #[pyfunction]
@@ -208,8 +164,8 @@ fn proto_decode_part<'py>(
         let mut dec = StreamDecoder::at(max_frame_size, offset as u64, frame_index);
         let mut warnings = Vec::new();
         let part = &data[offset..end];
-        let mut arr = ArrayOut::new(fmt, part.len() * 2 + 8);
-        let mut r = dec.feed_as(part, fmt, &mut warnings, |item| arr.push(item));
+        let mut arr = EventArray::new(fmt, part.len() * 2 + 8);
+        let mut r = dec.feed_array(part, &mut warnings, &mut arr);
         if r.is_ok() && end == data.len() {
             r = dec.finish();
         }
@@ -224,6 +180,74 @@ fn proto_decode_part<'py>(
         Ok((b, next, idx)) => Ok((PyBytes::new(py, &b), next, idx)),
         Err((e, evs)) => Err(to_py(py, &e, Some(evs))),
     }
+}
+
+/// What the decoding thread of `proto_decode_parts` hands to the calling thread.
+enum PartMsg {
+    Part(Vec<u8>, Vec<String>),
+    Failed(Error, Vec<Vec<u8>>, Vec<String>),
+}
+
+/// Decode a whole framed stream as MessagePack arrays, one per part of about `part_size`
+/// input bytes (cut at frame boundaries), and call `consume(array)` with each, in order.
+/// The decoding runs on a Rust thread that never needs the GIL, so the caller's work on
+/// part i (msgspec) overlaps the decoding of part i+1. (A Python worker thread cannot do
+/// this: it needs the GIL to start the next part, and msgspec holds the GIL throughout.)
+/// Warnings are emitted before the array they belong to. A bad stream raises after the
+/// earlier parts were consumed; the exception's `events` holds the MessagePack items of
+/// the failing part decoded before the error. An exception from `consume` stops all.
+#[pyfunction]
+#[pyo3(signature = (data, consume, part_size, max_frame_size = proto::DEFAULT_MAX_FRAME_SIZE))]
+fn proto_decode_parts(
+    py: Python<'_>,
+    data: &[u8],
+    consume: &Bound<'_, PyAny>,
+    part_size: usize,
+    max_frame_size: usize,
+) -> PyResult<()> {
+    std::thread::scope(|s| {
+        // Two parts in flight at most: bounded memory, and enough to keep both busy.
+        let (tx, mut rx) = std::sync::mpsc::sync_channel::<PartMsg>(2);
+        s.spawn(move || {
+            let mut dec = StreamDecoder::new(max_frame_size);
+            let mut offset = 0;
+            loop {
+                let end = proto::FrameSplitter::cut_point(data, offset, part_size.max(1));
+                let part = &data[offset..end];
+                let mut warnings = Vec::new();
+                let mut arr = EventArray::new(Format::MsgPack, part.len() * 2 + 8);
+                let mut r = dec.feed_array(part, &mut warnings, &mut arr);
+                if r.is_ok() && end == data.len() {
+                    r = dec.finish();
+                }
+                let (msg, last) = match r {
+                    Ok(()) => (PartMsg::Part(arr.finish(), warnings), end == data.len()),
+                    Err(e) => (PartMsg::Failed(e, arr.items(), warnings), true),
+                };
+                // A send fails only when the caller stopped (its `consume` raised).
+                if tx.send(msg).is_err() || last {
+                    return;
+                }
+                offset = end;
+            }
+        });
+        loop {
+            let (msg, back) = py.detach(move || (rx.recv(), rx));
+            rx = back;
+            match msg {
+                // The thread is done: every part was consumed.
+                Err(_) => return Ok(()),
+                Ok(PartMsg::Part(array, warnings)) => {
+                    emit_warnings(py, &warnings)?;
+                    consume.call1((PyBytes::new(py, &array),))?;
+                }
+                Ok(PartMsg::Failed(e, items, warnings)) => {
+                    emit_warnings(py, &warnings)?;
+                    return Err(to_py(py, &e, Some(items)));
+                }
+            }
+        }
+    })
 }
 
 /// Incremental decoder of a framed stream: `feed(chunk)` returns the JSON texts of the
@@ -261,8 +285,8 @@ impl ProtoFrameParser {
     fn feed_array<'py>(&mut self, py: Python<'py>, chunk: &[u8], msgpack: bool) -> PyResult<Bound<'py, PyBytes>> {
         let fmt = format(msgpack);
         let mut warnings = Vec::new();
-        let mut arr = ArrayOut::new(fmt, chunk.len() * 2 + 8);
-        let r = self.inner.feed_as(chunk, fmt, &mut warnings, |item| arr.push(item));
+        let mut arr = EventArray::new(fmt, chunk.len() * 2 + 8);
+        let r = self.inner.feed_array(chunk, &mut warnings, &mut arr);
         emit_warnings(py, &warnings)?;
         match r {
             Ok(()) => Ok(PyBytes::new(py, &arr.finish())),
@@ -304,6 +328,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(proto_decode_frames, m)?)?;
     m.add_function(wrap_pyfunction!(proto_decode_frames_array, m)?)?;
     m.add_function(wrap_pyfunction!(proto_decode_part, m)?)?;
+    m.add_function(wrap_pyfunction!(proto_decode_parts, m)?)?;
     m.add_function(wrap_pyfunction!(proto_schema, m)?)?;
     m.add_class::<ProtoFrameParser>()?;
     m.add("PROTO_DEFAULT_MAX_FRAME_SIZE", proto::DEFAULT_MAX_FRAME_SIZE)?;
