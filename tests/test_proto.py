@@ -623,3 +623,78 @@ def test_incremental_and_whole_buffer_decoding_agree_on_all_vectors():
     single = [proto.decode_event_message(frame_of(c)[4:], raw=True) for c in EVENTS]
     assert as_doubles(whole) == as_doubles(single)
     assert whole == single
+
+
+# -- whole-buffer typed decoding in pipelined parts (proto_decode_parts) -------------------------
+
+
+def _typed_frames():
+    """Frames of every vector event the typed layer reads, and those events."""
+    frames, events = [], []
+    for c in EVENTS:
+        if not c.get("py_sse"):
+            continue
+        try:
+            events.append(proto.decode_event_message(frame_of(c)[4:]))
+        except DecodeError:
+            continue
+        frames.append(frame_of(c))
+    return frames, events
+
+
+@pytest.mark.skipif(core is None, reason="typed layer")
+@pytest.mark.parametrize("part", [1, 300, 4096])
+def test_pipelined_parts_decode_like_one_part(monkeypatch, part):
+    frames, events = _typed_frames()
+    data = b"".join(frames)
+    monkeypatch.setattr(proto, "_PART", part)
+    assert len(data) > 2 * part  # the pipelined path is taken
+    assert proto.decode_protobuf(data) == events
+
+
+@pytest.mark.skipif(core is None, reason="typed layer")
+def test_pipelined_parts_errors_keep_position_and_every_earlier_event(monkeypatch):
+    frames, events = _typed_frames()
+    monkeypatch.setattr(proto, "_PART", 512)
+    bad = b"\0\0\0\x03\xff\xff\xff"
+    for k in (0, 1, len(frames) // 2, len(frames) - 1):
+        data = b"".join(frames[:k]) + bad + b"".join(frames[k:])
+        with pytest.raises(ProtobufDecodeError) as info:
+            proto.decode_protobuf(data)
+        assert info.value.frame_index == k
+        assert info.value.offset == sum(map(len, frames[:k]))
+        assert info.value.events == events[:k]
+    data = b"".join(frames)
+    with pytest.raises(TruncatedStreamError) as info:
+        proto.decode_protobuf(data[:-3])
+    assert info.value.frame_index == len(frames) - 1
+    assert info.value.events == events[:-1]
+
+
+def test_pipelined_parts_warn_for_future_frames_in_order():
+    case = next(c for c in STREAMS if c["name"] == "envelope/future_arm_dropped")
+    future = base64.b64decode(case["stream_b64"])
+    data = small_frame() * 200 + future + small_frame() * 200
+    seen = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _native.proto_decode_parts(data, lambda a: seen.append(len(msgspec.msgpack.decode(a))), 100)
+    assert sum(seen) == 400 + len(case["events"]) and len(seen) > 10
+    assert len([w for w in caught if issubclass(w.category, UserWarning)]) == len(case["warnings"])
+
+
+def test_pipelined_parts_stop_when_the_consumer_raises():
+    data = small_frame() * 1000
+    calls = []
+
+    def consume(array):
+        calls.append(array)
+        if len(calls) == 2:
+            raise KeyError("stop")
+
+    with pytest.raises(KeyError):
+        _native.proto_decode_parts(data, consume, 64)
+    assert len(calls) == 2
+    seen = []
+    _native.proto_decode_parts(b"", seen.append, 64)
+    assert [msgspec.msgpack.decode(a) for a in seen] == [[]]

@@ -110,11 +110,26 @@ fn format(msgpack: bool) -> Format {
 #[pyfunction]
 #[pyo3(signature = (msg, msgpack = false))]
 fn proto_decode_message<'py>(py: Python<'py>, msg: &[u8], msgpack: bool) -> PyResult<Bound<'py, PyBytes>> {
+    thread_local! {
+        // One output buffer per thread instead of a malloc/free per message.
+        static OUT: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
     let mut warnings = Vec::new();
-    let mut out = Vec::with_capacity(msg.len() * 2 + 16);
-    proto::decode_message_as(msg, &mut warnings, &mut out, format(msgpack)).map_err(|e| to_py(py, &e, None))?;
+    let mut run = |out: &mut Vec<u8>| {
+        out.clear();
+        let r = proto::decode_message_as(msg, &mut warnings, out, format(msgpack)).map(|_| PyBytes::new(py, out));
+        if out.capacity() > 1 << 16 {
+            *out = Vec::new(); // a large event does not pin its buffer
+        }
+        r
+    };
+    let r = OUT.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut out) => run(&mut out),
+        Err(_) => run(&mut Vec::new()), // re-entered (cannot happen today): no sharing
+    });
+    let b = r.map_err(|e| to_py(py, &e, None))?;
     emit_warnings(py, &warnings)?;
-    Ok(PyBytes::new(py, &out))
+    Ok(b)
 }
 
 /// Decode a whole framed stream (GIL released) to a list of JSON texts. A cut or bad

@@ -726,7 +726,7 @@ fn flat_fields(arm: u32) -> Option<&'static [(u32, &'static str, bool)]> {
 }
 
 /// One length-delimited field: (field number, payload), or None if it is anything else.
-#[inline]
+#[inline(always)]
 fn len_field<'a>(b: &mut &'a [u8]) -> Option<(u32, &'a [u8])> {
     let (tag, wt) = decode_key(b).ok()?;
     if wt != WireType::LengthDelimited {
