@@ -643,12 +643,13 @@ def _typed_frames():
 
 
 @pytest.mark.skipif(core is None, reason="typed layer")
-@pytest.mark.parametrize("part", [1, 300, 4096])
-def test_pipelined_parts_decode_like_one_part(monkeypatch, part):
+@pytest.mark.parametrize("part, max_part", [(1, 1), (300, 1000), (4096, 1 << 30)])
+def test_pipelined_parts_decode_like_one_part(monkeypatch, part, max_part):
     frames, events = _typed_frames()
     data = b"".join(frames)
     monkeypatch.setattr(proto, "_PART", part)
-    assert len(data) > 2 * part  # the pipelined path is taken
+    monkeypatch.setattr(proto, "_MAX_PART", max_part)
+    assert len(data) > 4 * part  # the pipelined path is taken
     assert proto.decode_protobuf(data) == events
 
 
@@ -678,7 +679,7 @@ def test_pipelined_parts_warn_for_future_frames_in_order():
     seen = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        _native.proto_decode_parts(data, lambda a: seen.append(len(msgspec.msgpack.decode(a))), 100)
+        _native.proto_decode_parts(data, lambda a: seen.append(len(msgspec.msgpack.decode(a))), 100, 100)
     assert sum(seen) == 400 + len(case["events"]) and len(seen) > 10
     assert len([w for w in caught if issubclass(w.category, UserWarning)]) == len(case["warnings"])
 
@@ -695,6 +696,12 @@ def test_pipelined_parts_stop_when_the_consumer_raises():
     with pytest.raises(KeyError):
         _native.proto_decode_parts(data, consume, 64)
     assert len(calls) == 2
+    # Parts grow by half up to the cap: 64, 96, 144, 200, 200, ... bytes of frames.
+    sizes = []
+    _native.proto_decode_parts(data, lambda a: sizes.append(len(msgspec.msgpack.decode(a))), 64, 200)
+    n = len(small_frame())
+    assert sizes[:5] == [-(-b // n) for b in (64, 96, 144, 200, 200)]
+    assert sum(sizes) == 1000
     seen = []
     _native.proto_decode_parts(b"", seen.append, 64)
     assert [msgspec.msgpack.decode(a) for a in seen] == [[]]

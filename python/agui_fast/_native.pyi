@@ -173,12 +173,14 @@ def proto_decode_parts(
     data: bytes,
     consume: Callable[[bytes], object],
     part_size: int,
+    max_part_size: int = ...,
     max_frame_size: int = ...,
 ) -> None:
-    """Whole stream -> ``consume(array)`` per part of about ``part_size`` input bytes
-    (MessagePack arrays, in order), decoded on a Rust thread without the GIL so the
-    caller's work on one part overlaps the decoding of the next. Raises like
-    ``proto_decode_part``; ``events`` holds the failing part's items."""
+    """Whole stream -> ``consume(array)`` per part (MessagePack arrays, in order; the first
+    part has about ``part_size`` input bytes, each next one 1.5x more up to
+    ``max_part_size``), decoded on a Rust thread without the GIL so the caller's work on
+    one part overlaps the decoding of the next. Raises like ``proto_decode_part``;
+    ``events`` holds the failing part's items."""
 
 def proto_schema() -> str:
     """The compiled schema as JSON: {"ag_ui.Msg": [[field, number, label, type], ...]}."""

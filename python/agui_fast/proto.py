@@ -335,7 +335,10 @@ def decode_protobuf(
     return _convert(items, raw)
 
 
-_PART = 1 << 18  # bytes of protobuf per part when a large buffer is decoded in two threads
+# Large buffers are decoded in parts on a Rust thread: the first part has _PART bytes of
+# protobuf, each next one 1.5x more, up to _MAX_PART (see proto_decode_parts).
+_PART = 1 << 17
+_MAX_PART = 1 << 21
 
 
 def _count(array: bytes) -> int:
@@ -349,7 +352,7 @@ def _decode_typed(data: bytes, max_frame_size: int) -> List[Any]:
     buffers are split into parts decoded on a Rust thread, so that the decoding of part
     i+1 overlaps msgspec on part i."""
     decode_list = (_mp or _mp_decoders())[1]
-    if len(data) <= 2 * _PART:
+    if len(data) <= 4 * _PART:
         try:
             array, _, _ = _native.proto_decode_part(data, 0, 0, len(data) + 1, max_frame_size, True)
         except DecodeError as exc:
@@ -361,7 +364,7 @@ def _decode_typed(data: bytes, max_frame_size: int) -> List[Any]:
         out.extend(_bulk(decode_list, array, _count(array)))
 
     try:
-        _native.proto_decode_parts(data, consume, _PART, max_frame_size)
+        _native.proto_decode_parts(data, consume, _PART, _MAX_PART, max_frame_size)
     except DecodeError as exc:  # from the Rust decoder (msgspec raises its own errors)
         exc = _convert_mp_error(exc, False)
         exc.events = out + list(exc.events or [])

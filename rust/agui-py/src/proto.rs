@@ -203,8 +203,11 @@ enum PartMsg {
     Failed(Error, Vec<Vec<u8>>, Vec<String>),
 }
 
-/// Decode a whole framed stream as MessagePack arrays, one per part of about `part_size`
-/// input bytes (cut at frame boundaries), and call `consume(array)` with each, in order.
+/// Decode a whole framed stream as MessagePack arrays, one per part (cut at frame
+/// boundaries), and call `consume(array)` with each, in order. The first part has about
+/// `part_size` input bytes and each next one 1.5× the previous, up to `max_part_size`:
+/// a small first part starts the pipeline early, and few parts mean few pauses and
+/// restarts of the caller's work (each restart can run a garbage collection).
 /// The decoding runs on a Rust thread that never needs the GIL, so the caller's work on
 /// part i (msgspec) overlaps the decoding of part i+1. (A Python worker thread cannot do
 /// this: it needs the GIL to start the next part, and msgspec holds the GIL throughout.)
@@ -212,12 +215,13 @@ enum PartMsg {
 /// earlier parts were consumed; the exception's `events` holds the MessagePack items of
 /// the failing part decoded before the error. An exception from `consume` stops all.
 #[pyfunction]
-#[pyo3(signature = (data, consume, part_size, max_frame_size = proto::DEFAULT_MAX_FRAME_SIZE))]
+#[pyo3(signature = (data, consume, part_size, max_part_size = usize::MAX, max_frame_size = proto::DEFAULT_MAX_FRAME_SIZE))]
 fn proto_decode_parts(
     py: Python<'_>,
     data: &[u8],
     consume: &Bound<'_, PyAny>,
     part_size: usize,
+    max_part_size: usize,
     max_frame_size: usize,
 ) -> PyResult<()> {
     std::thread::scope(|s| {
@@ -226,8 +230,10 @@ fn proto_decode_parts(
         s.spawn(move || {
             let mut dec = StreamDecoder::new(max_frame_size);
             let mut offset = 0;
+            let mut budget = part_size.max(1);
             loop {
-                let end = proto::FrameSplitter::cut_point(data, offset, part_size.max(1));
+                let end = proto::FrameSplitter::cut_point(data, offset, budget);
+                budget = budget.saturating_add(budget / 2).min(max_part_size.max(1));
                 let part = &data[offset..end];
                 let mut warnings = Vec::new();
                 let mut arr = EventArray::new(Format::MsgPack, part.len() * 2 + 8);
