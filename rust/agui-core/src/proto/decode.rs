@@ -10,7 +10,7 @@ use super::error::{Error, Result};
 use super::pb;
 use super::pb::event::Event as Arm;
 use super::wkt;
-use super::{arm_number_to_type, EVENT_TYPES};
+use super::{arm_number_to_enum, arm_number_to_type, EVENT_TYPES};
 use prost::encoding::{decode_key, decode_varint, WireType};
 use prost::Message as _;
 
@@ -120,6 +120,15 @@ impl W<'_> {
         match self.fmt {
             Format::Json => serde_json::to_writer(&mut *self.out, s).expect("writing to a Vec cannot fail"),
             Format::MsgPack => super::msgpack::str(self.out, s),
+        }
+    }
+
+    /// A string given as bytes already checked to be UTF-8.
+    #[inline]
+    fn valid_utf8(&mut self, b: &[u8]) {
+        match self.fmt {
+            Format::Json => self.str(std::str::from_utf8(b).unwrap_or_default()),
+            Format::MsgPack => super::msgpack::str_bytes(self.out, b),
         }
     }
 
@@ -772,31 +781,30 @@ fn write_flat(msg: &[u8], out: &mut Vec<u8>, fmt: Format) -> bool {
             return false;
         }
     }
-    let arm_type = arm_number_to_type(arm);
     // prost reads an enum as the low 32 bits of the varint, an int64 as all 64.
-    let ty = ty.unwrap_or(0) as i32;
-    if ty < 0 || EVENT_TYPES.get(ty as usize) != Some(&arm_type) {
+    if ty.unwrap_or(0) as i32 as i64 != arm_number_to_enum(arm) as i64 {
         return false;
     }
+    let arm_type = arm_number_to_type(arm);
     let ts = ts.map(|v| v as i64);
     if ts.is_some_and(|v| check_safe(v).is_err()) {
         return false;
     }
-    let mut strs: [&str; 8] = [""; 8];
-    for &(f, _, _) in fields {
-        if let Some(p) = slots[f as usize] {
-            match std::str::from_utf8(p) {
-                Ok(s) => strs[f as usize] = s,
-                Err(_) => return false,
-            }
-        }
+    // Validate first (nothing may be written before the last check), as a plain yes/no.
+    if slots[2..].iter().flatten().any(|p| std::str::from_utf8(p).is_err()) {
+        return false;
     }
     let mut w = W { out, fmt, deferred: None };
     let mut o = w.obj();
     w.put_str(&mut o, "type", arm_type);
     for &(f, k, optional) in fields {
-        if !optional || slots[f as usize].is_some() {
-            w.put_str(&mut o, k, strs[f as usize]);
+        match slots[f as usize] {
+            Some(p) => {
+                w.key(&mut o, k);
+                w.valid_utf8(p);
+            }
+            None if !optional => w.put_str(&mut o, k, ""),
+            None => {}
         }
     }
     if let Some(v) = ts {

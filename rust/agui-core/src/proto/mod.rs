@@ -68,15 +68,19 @@ pub const EVENT_TYPES: [&str; 31] = [
 /// Event type of an envelope arm (field number 1..=31). Arms 17–21 are shuffled
 /// relative to the enum (chunk and subagent events), everything else is enum + 1.
 pub fn arm_number_to_type(arm: u32) -> &'static str {
-    let enum_value = match arm {
+    EVENT_TYPES[arm_number_to_enum(arm) as usize]
+}
+
+/// `EventType` enum value of an envelope arm (field number 1..=31).
+pub fn arm_number_to_enum(arm: u32) -> u32 {
+    match arm {
         17 => 19,
         18 => 20,
         19 => 16,
         20 => 17,
         21 => 18,
         n => n - 1,
-    };
-    EVENT_TYPES[enum_value as usize]
+    }
 }
 
 /// Summary of the compiled schema: `{"ag_ui.Msg": [[field, number, label, type], ...]}`.
