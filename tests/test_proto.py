@@ -705,3 +705,29 @@ def test_pipelined_parts_stop_when_the_consumer_raises():
     seen = []
     _native.proto_decode_parts(b"", seen.append, 64)
     assert [msgspec.msgpack.decode(a) for a in seen] == [[]]
+
+
+@pytest.mark.skipif(core is None, reason="typed layer")
+@pytest.mark.parametrize("threads", [1, 2])
+def test_pipelined_parts_pause_the_gc_only_when_no_other_thread_can_run(monkeypatch, threads):
+    import gc
+
+    real = _native.proto_decode_parts
+    seen = {}
+
+    def spy(data, consume, *args):
+        seen["during"] = gc.isenabled()
+        return real(data, consume, *args)
+
+    monkeypatch.setattr(_native, "proto_decode_parts", spy)
+    monkeypatch.setattr(proto._threading, "active_count", lambda: threads)
+    monkeypatch.setattr(proto, "_PART", 256)
+    frames, events = _typed_frames()
+    assert gc.isenabled()
+    assert proto.decode_protobuf(b"".join(frames)) == events
+    # One Python thread: paused for the whole call; otherwise only inside each msgspec call.
+    assert seen["during"] is (threads != 1)
+    assert gc.isenabled()
+    with pytest.raises(ProtobufDecodeError):
+        proto.decode_protobuf(b"".join(frames) + b"\0\0\0\x03\xff\xff\xff")
+    assert gc.isenabled()  # restored on errors too
