@@ -124,7 +124,7 @@ def _convert_mp_array(array: bytes, raw: Any) -> List[Any]:
     if raw:
         return msgspec.msgpack.decode(array)
     try:
-        return (_mp or _mp_decoders())[1](array)
+        return _bulk((_mp or _mp_decoders())[1], array, _count(array))
     except (msgspec.ValidationError, msgspec.DecodeError):
         # Rare: an event outside the 1.0 schema. Per event, for the precise error.
         items = msgspec.msgpack.decode(array)
