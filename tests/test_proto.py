@@ -623,3 +623,111 @@ def test_incremental_and_whole_buffer_decoding_agree_on_all_vectors():
     single = [proto.decode_event_message(frame_of(c)[4:], raw=True) for c in EVENTS]
     assert as_doubles(whole) == as_doubles(single)
     assert whole == single
+
+
+# -- whole-buffer typed decoding in pipelined parts (proto_decode_parts) -------------------------
+
+
+def _typed_frames():
+    """Frames of every vector event the typed layer reads, and those events."""
+    frames, events = [], []
+    for c in EVENTS:
+        if not c.get("py_sse"):
+            continue
+        try:
+            events.append(proto.decode_event_message(frame_of(c)[4:]))
+        except DecodeError:
+            continue
+        frames.append(frame_of(c))
+    return frames, events
+
+
+@pytest.mark.skipif(core is None, reason="typed layer")
+@pytest.mark.parametrize("part, max_part", [(1, 1), (300, 1000), (4096, 1 << 30)])
+def test_pipelined_parts_decode_like_one_part(monkeypatch, part, max_part):
+    frames, events = _typed_frames()
+    data = b"".join(frames)
+    monkeypatch.setattr(proto, "_PART", part)
+    monkeypatch.setattr(proto, "_MAX_PART", max_part)
+    assert len(data) > 4 * part  # the pipelined path is taken
+    assert proto.decode_protobuf(data) == events
+
+
+@pytest.mark.skipif(core is None, reason="typed layer")
+def test_pipelined_parts_errors_keep_position_and_every_earlier_event(monkeypatch):
+    frames, events = _typed_frames()
+    monkeypatch.setattr(proto, "_PART", 512)
+    bad = b"\0\0\0\x03\xff\xff\xff"
+    for k in (0, 1, len(frames) // 2, len(frames) - 1):
+        data = b"".join(frames[:k]) + bad + b"".join(frames[k:])
+        with pytest.raises(ProtobufDecodeError) as info:
+            proto.decode_protobuf(data)
+        assert info.value.frame_index == k
+        assert info.value.offset == sum(map(len, frames[:k]))
+        assert info.value.events == events[:k]
+    data = b"".join(frames)
+    with pytest.raises(TruncatedStreamError) as info:
+        proto.decode_protobuf(data[:-3])
+    assert info.value.frame_index == len(frames) - 1
+    assert info.value.events == events[:-1]
+
+
+def test_pipelined_parts_warn_for_future_frames_in_order():
+    case = next(c for c in STREAMS if c["name"] == "envelope/future_arm_dropped")
+    future = base64.b64decode(case["stream_b64"])
+    data = small_frame() * 200 + future + small_frame() * 200
+    seen = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _native.proto_decode_parts(data, lambda a: seen.append(len(msgspec.msgpack.decode(a))), 100, 100)
+    assert sum(seen) == 400 + len(case["events"]) and len(seen) > 10
+    assert len([w for w in caught if issubclass(w.category, UserWarning)]) == len(case["warnings"])
+
+
+def test_pipelined_parts_stop_when_the_consumer_raises():
+    data = small_frame() * 1000
+    calls = []
+
+    def consume(array):
+        calls.append(array)
+        if len(calls) == 2:
+            raise KeyError("stop")
+
+    with pytest.raises(KeyError):
+        _native.proto_decode_parts(data, consume, 64)
+    assert len(calls) == 2
+    # Parts grow by half up to the cap: 64, 96, 144, 200, 200, ... bytes of frames.
+    sizes = []
+    _native.proto_decode_parts(data, lambda a: sizes.append(len(msgspec.msgpack.decode(a))), 64, 200)
+    n = len(small_frame())
+    assert sizes[:5] == [-(-b // n) for b in (64, 96, 144, 200, 200)]
+    assert sum(sizes) == 1000
+    seen = []
+    _native.proto_decode_parts(b"", seen.append, 64)
+    assert [msgspec.msgpack.decode(a) for a in seen] == [[]]
+
+
+@pytest.mark.skipif(core is None, reason="typed layer")
+@pytest.mark.parametrize("threads", [1, 2])
+def test_pipelined_parts_pause_the_gc_only_when_no_other_thread_can_run(monkeypatch, threads):
+    import gc
+
+    real = _native.proto_decode_parts
+    seen = {}
+
+    def spy(data, consume, *args):
+        seen["during"] = gc.isenabled()
+        return real(data, consume, *args)
+
+    monkeypatch.setattr(_native, "proto_decode_parts", spy)
+    monkeypatch.setattr(proto._threading, "active_count", lambda: threads)
+    monkeypatch.setattr(proto, "_PART", 256)
+    frames, events = _typed_frames()
+    assert gc.isenabled()
+    assert proto.decode_protobuf(b"".join(frames)) == events
+    # One Python thread: paused for the whole call; otherwise only inside each msgspec call.
+    assert seen["during"] is (threads != 1)
+    assert gc.isenabled()
+    with pytest.raises(ProtobufDecodeError):
+        proto.decode_protobuf(b"".join(frames) + b"\0\0\0\x03\xff\xff\xff")
+    assert gc.isenabled()  # restored on errors too

@@ -1,6 +1,6 @@
 """Type stubs for the Rust extension module ``agui_fast._native``."""
 
-from typing import Any, Iterable, List, Optional, Tuple, Union
+from typing import Any, Callable, Iterable, List, Optional, Tuple, Union
 
 __version__: str
 
@@ -179,6 +179,19 @@ def proto_decode_part(
     """Frames from ``offset`` to the first boundary at/after ``offset + budget`` -> (array as
     JSON text or MessagePack, next offset, next frame index); the part reaching the end
     checks for a cut frame. GIL released."""
+
+def proto_decode_parts(
+    data: bytes,
+    consume: Callable[[bytes], object],
+    part_size: int,
+    max_part_size: int = ...,
+    max_frame_size: int = ...,
+) -> None:
+    """Whole stream -> ``consume(array)`` per part (MessagePack arrays, in order; the first
+    part has about ``part_size`` input bytes, each next one 1.5x more up to
+    ``max_part_size``), decoded on a Rust thread without the GIL so the caller's work on
+    one part overlaps the decoding of the next. Raises like ``proto_decode_part``;
+    ``events`` holds the failing part's items."""
 
 def proto_schema() -> str:
     """The compiled schema as JSON: {"ag_ui.Msg": [[field, number, label, type], ...]}."""

@@ -24,14 +24,17 @@ envelope only has an event kind from a later protocol version is skipped with a
 
 from __future__ import annotations
 
+import gc as _gc
 import json
 import os
+import threading as _threading
 from typing import Any, BinaryIO, Iterable, Iterator, List, Union
 
 import msgspec
 
 from . import _native
 from .errors import DecodeError, EncodeError, EventValidationError
+from .sse import _bulk
 
 __all__ = [
     "AGUI_MEDIA_TYPE",
@@ -121,7 +124,7 @@ def _convert_mp_array(array: bytes, raw: Any) -> List[Any]:
     if raw:
         return msgspec.msgpack.decode(array)
     try:
-        return (_mp or _mp_decoders())[1](array)
+        return _bulk((_mp or _mp_decoders())[1], array, _count(array))
     except (msgspec.ValidationError, msgspec.DecodeError):
         # Rare: an event outside the 1.0 schema. Per event, for the precise error.
         items = msgspec.msgpack.decode(array)
@@ -221,7 +224,11 @@ def decode_event_message(data: Union[bytes, bytearray, memoryview], raw: Any = F
     """
     data = data if type(data) is bytes else bytes(data)
     if raw is False:
-        return _one_mp(_decode_message(data, True))
+        item = _decode_message(data, True)
+        try:  # _one_mp inlined: one Python frame less on the per-message path
+            return (_mp or _mp_decoders())[0](item)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            return _one_mp(item)
     return _convert([_decode_message(data)], _raw_mode(raw))[0]
 
 
@@ -330,42 +337,51 @@ def decode_protobuf(
     return _convert(items, raw)
 
 
-_PART = 1 << 18  # bytes of protobuf per part when a large buffer is decoded in two threads
+# Large buffers are decoded in parts on a Rust thread: the first part has _PART bytes of
+# protobuf, each next one 1.5x more, up to _MAX_PART (see proto_decode_parts).
+_PART = 1 << 17
+_MAX_PART = 1 << 21
+
+
+def _count(array: bytes) -> int:
+    """Events in a MessagePack array from the Rust decoder (always a 32-bit header)."""
+    return int.from_bytes(array[1:5], "big")
 
 
 def _decode_typed(data: bytes, max_frame_size: int) -> List[Any]:
-    """Typed decode of a whole buffer: each part's events become one JSON array that one
-    msgspec call turns into Structs. Large buffers are split into parts so that the Rust
-    decoding of part i+1 (GIL released, worker thread) overlaps msgspec on part i."""
+    """Typed decode of a whole buffer: each part's events become one MessagePack array
+    that one msgspec call (cyclic GC paused, see ``sse._bulk``) turns into Structs. Large
+    buffers are split into parts decoded on a Rust thread, so that the decoding of part
+    i+1 overlaps msgspec on part i."""
     decode_list = (_mp or _mp_decoders())[1]
-    native_part = _native.proto_decode_part
-
-    def part(data, offset, index, budget, max_size):
-        return native_part(data, offset, index, budget, max_size, True)
-
-    out: List[Any] = []
-    if len(data) <= 2 * _PART:
+    if len(data) <= 4 * _PART:
         try:
-            array, _, _ = part(data, 0, 0, len(data) + 1, max_frame_size)
+            array, _, _ = _native.proto_decode_part(data, 0, 0, len(data) + 1, max_frame_size, True)
         except DecodeError as exc:
             raise _convert_mp_error(exc, False) from None
-        return decode_list(array)
-    from concurrent.futures import ThreadPoolExecutor
+        return _bulk(decode_list, array, _count(array))
+    out: List[Any] = []
 
-    with ThreadPoolExecutor(1) as pool:
-        future = pool.submit(part, data, 0, 0, _PART, max_frame_size)
-        while True:
-            try:
-                array, offset, index = future.result()
-            except DecodeError as exc:
-                exc = _convert_mp_error(exc, False)
-                exc.events = out + list(exc.events)
-                raise exc from None
-            if offset < len(data):
-                future = pool.submit(part, data, offset, index, _PART, max_frame_size)
-            out.extend(decode_list(array))
-            if offset >= len(data):
-                return out
+    def consume(array: bytes) -> None:
+        out.extend(_bulk(decode_list, array, _count(array)))
+
+    # With no other Python thread, the GC stays paused for the whole pipeline, as for one
+    # bulk call: re-enabling it between parts ran collections of the events decoded so
+    # far inside the call (gen1/gen2: 5-30 ms of a 50 ms decode). With other threads, only
+    # each msgspec call pauses it (_bulk), so no other thread ever runs while it is off.
+    pause = _threading.active_count() == 1 and _gc.isenabled()
+    if pause:
+        _gc.disable()
+    try:
+        _native.proto_decode_parts(data, consume, _PART, _MAX_PART, max_frame_size)
+    except DecodeError as exc:  # from the Rust decoder (msgspec raises its own errors)
+        exc = _convert_mp_error(exc, False)
+        exc.events = out + list(exc.events or [])
+        raise exc from None
+    finally:
+        if pause:
+            _gc.enable()
+    return out
 
 
 def _chunks(src: Source, chunk_size: int) -> Iterator[bytes]:

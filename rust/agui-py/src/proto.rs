@@ -7,7 +7,7 @@
 //! before the error). Frames from a later protocol version are skipped with a
 //! `UserWarning`, like the reference client.
 
-use agui_core::proto::{self, msgpack, Error, Format, StreamDecoder};
+use agui_core::proto::{self, Error, EventArray, Format, StreamDecoder};
 use pyo3::exceptions::PyUserWarning;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
@@ -145,55 +145,26 @@ fn format(msgpack: bool) -> Format {
 #[pyfunction]
 #[pyo3(signature = (msg, msgpack = false))]
 fn proto_decode_message<'py>(py: Python<'py>, msg: &[u8], msgpack: bool) -> PyResult<Bound<'py, PyBytes>> {
+    thread_local! {
+        // One output buffer per thread instead of a malloc/free per message.
+        static OUT: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
     let mut warnings = Vec::new();
-    let mut out = Vec::with_capacity(msg.len() * 2 + 16);
-    proto::decode_message_as(msg, &mut warnings, &mut out, format(msgpack)).map_err(|e| to_py(py, &e, None))?;
+    let mut run = |out: &mut Vec<u8>| {
+        out.clear();
+        let r = proto::decode_message_as(msg, &mut warnings, out, format(msgpack)).map(|_| PyBytes::new(py, out));
+        if out.capacity() > 1 << 16 {
+            *out = Vec::new(); // a large event does not pin its buffer
+        }
+        r
+    };
+    let r = OUT.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut out) => run(&mut out),
+        Err(_) => run(&mut Vec::new()), // re-entered (cannot happen today): no sharing
+    });
+    let b = r.map_err(|e| to_py(py, &e, None))?;
     emit_warnings(py, &warnings)?;
-    Ok(PyBytes::new(py, &out))
-}
-
-/// Collects decoded events into one array (JSON text or MessagePack), remembering each
-/// event's span so the events before an error can be handed back one by one.
-struct ArrayOut {
-    fmt: Format,
-    out: Vec<u8>,
-    spans: Vec<(usize, usize)>,
-    header_at: usize,
-}
-
-impl ArrayOut {
-    fn new(fmt: Format, capacity: usize) -> Self {
-        let mut out = Vec::with_capacity(capacity);
-        let header_at = match fmt {
-            Format::Json => {
-                out.push(b'[');
-                0
-            }
-            Format::MsgPack => msgpack::placeholder(&mut out, false),
-        };
-        ArrayOut { fmt, out, spans: Vec::new(), header_at }
-    }
-
-    fn push(&mut self, item: &[u8]) {
-        if self.fmt == Format::Json && !self.spans.is_empty() {
-            self.out.push(b',');
-        }
-        let start = self.out.len();
-        self.out.extend_from_slice(item);
-        self.spans.push((start, self.out.len()));
-    }
-
-    fn finish(mut self) -> Vec<u8> {
-        match self.fmt {
-            Format::Json => self.out.push(b']'),
-            Format::MsgPack => msgpack::patch_count(&mut self.out, self.header_at, self.spans.len()),
-        }
-        self.out
-    }
-
-    fn items(&self) -> Vec<Vec<u8>> {
-        self.spans.iter().map(|&(s, t)| self.out[s..t].to_vec()).collect()
-    }
+    Ok(b)
 }
 
 /// Decode a whole framed stream (GIL released) to a list of JSON texts. A cut or bad
@@ -243,8 +214,8 @@ fn proto_decode_part<'py>(
         let mut dec = StreamDecoder::at(max_frame_size, offset as u64, frame_index);
         let mut warnings = Vec::new();
         let part = &data[offset..end];
-        let mut arr = ArrayOut::new(fmt, part.len() * 2 + 8);
-        let mut r = dec.feed_as(part, fmt, &mut warnings, |item| arr.push(item));
+        let mut arr = EventArray::new(fmt, part.len() * 2 + 8);
+        let mut r = dec.feed_array(part, &mut warnings, &mut arr);
         if r.is_ok() && end == data.len() {
             r = dec.finish();
         }
@@ -259,6 +230,80 @@ fn proto_decode_part<'py>(
         Ok((b, next, idx)) => Ok((PyBytes::new(py, &b), next, idx)),
         Err((e, evs)) => Err(to_py(py, &e, Some(evs))),
     }
+}
+
+/// What the decoding thread of `proto_decode_parts` hands to the calling thread.
+enum PartMsg {
+    Part(Vec<u8>, Vec<String>),
+    Failed(Error, Vec<Vec<u8>>, Vec<String>),
+}
+
+/// Decode a whole framed stream as MessagePack arrays, one per part (cut at frame
+/// boundaries), and call `consume(array)` with each, in order. The first part has about
+/// `part_size` input bytes and each next one 1.5× the previous, up to `max_part_size`:
+/// a small first part starts the pipeline early, and few parts mean few pauses and
+/// restarts of the caller's work (each restart can run a garbage collection).
+/// The decoding runs on a Rust thread that never needs the GIL, so the caller's work on
+/// part i (msgspec) overlaps the decoding of part i+1. (A Python worker thread cannot do
+/// this: it needs the GIL to start the next part, and msgspec holds the GIL throughout.)
+/// Warnings are emitted before the array they belong to. A bad stream raises after the
+/// earlier parts were consumed; the exception's `events` holds the MessagePack items of
+/// the failing part decoded before the error. An exception from `consume` stops all.
+#[pyfunction]
+#[pyo3(signature = (data, consume, part_size, max_part_size = usize::MAX, max_frame_size = proto::DEFAULT_MAX_FRAME_SIZE))]
+fn proto_decode_parts(
+    py: Python<'_>,
+    data: &[u8],
+    consume: &Bound<'_, PyAny>,
+    part_size: usize,
+    max_part_size: usize,
+    max_frame_size: usize,
+) -> PyResult<()> {
+    std::thread::scope(|s| {
+        // Two parts in flight at most: bounded memory, and enough to keep both busy.
+        let (tx, mut rx) = std::sync::mpsc::sync_channel::<PartMsg>(2);
+        s.spawn(move || {
+            let mut dec = StreamDecoder::new(max_frame_size);
+            let mut offset = 0;
+            let mut budget = part_size.max(1);
+            loop {
+                let end = proto::FrameSplitter::cut_point(data, offset, budget);
+                budget = budget.saturating_add(budget / 2).min(max_part_size.max(1));
+                let part = &data[offset..end];
+                let mut warnings = Vec::new();
+                let mut arr = EventArray::new(Format::MsgPack, part.len() * 2 + 8);
+                let mut r = dec.feed_array(part, &mut warnings, &mut arr);
+                if r.is_ok() && end == data.len() {
+                    r = dec.finish();
+                }
+                let (msg, last) = match r {
+                    Ok(()) => (PartMsg::Part(arr.finish(), warnings), end == data.len()),
+                    Err(e) => (PartMsg::Failed(e, arr.items(), warnings), true),
+                };
+                // A send fails only when the caller stopped (its `consume` raised).
+                if tx.send(msg).is_err() || last {
+                    return;
+                }
+                offset = end;
+            }
+        });
+        loop {
+            let (msg, back) = py.detach(move || (rx.recv(), rx));
+            rx = back;
+            match msg {
+                // The thread is done: every part was consumed.
+                Err(_) => return Ok(()),
+                Ok(PartMsg::Part(array, warnings)) => {
+                    emit_warnings(py, &warnings)?;
+                    consume.call1((PyBytes::new(py, &array),))?;
+                }
+                Ok(PartMsg::Failed(e, items, warnings)) => {
+                    emit_warnings(py, &warnings)?;
+                    return Err(to_py(py, &e, Some(items)));
+                }
+            }
+        }
+    })
 }
 
 /// Incremental decoder of a framed stream: `feed(chunk)` returns the JSON texts of the
@@ -296,8 +341,8 @@ impl ProtoFrameParser {
     fn feed_array<'py>(&mut self, py: Python<'py>, chunk: &[u8], msgpack: bool) -> PyResult<Bound<'py, PyBytes>> {
         let fmt = format(msgpack);
         let mut warnings = Vec::new();
-        let mut arr = ArrayOut::new(fmt, chunk.len() * 2 + 8);
-        let r = self.inner.feed_as(chunk, fmt, &mut warnings, |item| arr.push(item));
+        let mut arr = EventArray::new(fmt, chunk.len() * 2 + 8);
+        let r = self.inner.feed_array(chunk, &mut warnings, &mut arr);
         emit_warnings(py, &warnings)?;
         match r {
             Ok(()) => Ok(PyBytes::new(py, &arr.finish())),
@@ -340,6 +385,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(proto_decode_frames, m)?)?;
     m.add_function(wrap_pyfunction!(proto_decode_frames_array, m)?)?;
     m.add_function(wrap_pyfunction!(proto_decode_part, m)?)?;
+    m.add_function(wrap_pyfunction!(proto_decode_parts, m)?)?;
     m.add_function(wrap_pyfunction!(proto_schema, m)?)?;
     m.add_class::<ProtoFrameParser>()?;
     m.add("PROTO_DEFAULT_MAX_FRAME_SIZE", proto::DEFAULT_MAX_FRAME_SIZE)?;

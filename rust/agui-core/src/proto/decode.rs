@@ -2,32 +2,23 @@
 //!
 //! Steps: a structural guard on the envelope (empty message, two different arms, an
 //! envelope with only arms from a later protocol version), prost decoding (standard
-//! merge semantics), then per-event post-processing into the camelCase JSON object.
-//! The result is not validated (neither is the reference's).
+//! merge semantics), then per-event post-processing written straight out as the
+//! camelCase JSON object (JSON text or MessagePack). The result is not validated
+//! (neither is the reference's).
 
 use super::error::{Error, Result};
 use super::pb;
 use super::pb::event::Event as Arm;
 use super::wkt;
-use super::{arm_number_to_type, EVENT_TYPES};
+use super::{arm_number_to_enum, arm_number_to_type, EVENT_TYPES};
 use prost::encoding::{decode_key, decode_varint, WireType};
 use prost::Message as _;
 
 // ---------------------------------------------------------------------------------
-// Output tree: keys are the schema's static names, opaque JSON is pre-rendered text,
-// strings are moved out of the prost message. Serialised once at the end.
+// Output: the event is written while walking the decoded prost message, straight into
+// the caller's buffer (no intermediate tree, no per-event copy). Map/array headers are
+// patched once their entry count is known, so the bytes are the minimal encoding.
 // ---------------------------------------------------------------------------------
-
-enum J {
-    Bool(bool),
-    Int(i64),
-    String(String),
-    /// A decoded google.protobuf.Value / Struct body, rendered when written.
-    Value(Vec<u8>),
-    Struct(Vec<u8>),
-    Array(Vec<J>),
-    Object(Obj),
-}
 
 /// Output format of the decoder: JSON text, or MessagePack (what the typed layer feeds
 /// to msgspec: no escaping or float printing on our side, no parsing on its side).
@@ -37,101 +28,195 @@ pub enum Format {
     MsgPack,
 }
 
-impl From<i64> for J {
-    fn from(v: i64) -> J {
-        J::Int(v)
-    }
+/// An open object or array: where its header is and how many entries it has so far.
+struct Open {
+    at: usize,
+    n: usize,
 }
 
-impl J {
-    fn as_array(&self) -> Option<&Vec<J>> {
-        match self {
-            J::Array(a) => Some(a),
-            _ => None,
-        }
-    }
-
-    fn write(&self, out: &mut Vec<u8>, fmt: Format) -> Result<()> {
-        match fmt {
-            Format::Json => self.write_json(out),
-            Format::MsgPack => self.write_msgpack(out),
-        }
-    }
-
-    fn write_json(&self, out: &mut Vec<u8>) -> Result<()> {
-        match self {
-            J::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
-            J::Int(i) => out.extend_from_slice(i.to_string().as_bytes()),
-            J::String(s) => serde_json::to_writer(&mut *out, s.as_str()).expect("writing to a Vec cannot fail"),
-            J::Value(body) => {
-                wkt::value_body_json(body, out, 0).map_err(bad_payload)?;
-            }
-            J::Struct(body) => wkt::struct_body_json(body, out, 0).map_err(bad_payload)?,
-            J::Array(a) => {
-                out.push(b'[');
-                for (i, e) in a.iter().enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    e.write_json(out)?;
-                }
-                out.push(b']');
-            }
-            J::Object(o) => {
-                out.push(b'{');
-                for (i, (k, v)) in o.0.iter().enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    out.push(b'"');
-                    out.extend_from_slice(k.as_bytes()); // schema names: nothing to escape
-                    out.extend_from_slice(b"\":");
-                    v.write_json(out)?;
-                }
-                out.push(b'}');
-            }
-        }
-        Ok(())
-    }
-
-    fn write_msgpack(&self, out: &mut Vec<u8>) -> Result<()> {
-        use super::msgpack as mp;
-        match self {
-            J::Bool(b) => out.push(if *b { 0xc3 } else { 0xc2 }),
-            J::Int(i) => mp::int(out, *i),
-            J::String(s) => mp::str(out, s),
-            J::Value(body) => {
-                wkt::value_body_msgpack(body, out, 0).map_err(bad_payload)?;
-            }
-            J::Struct(body) => wkt::struct_body_msgpack(body, out, 0).map_err(bad_payload)?,
-            J::Array(a) => {
-                mp::array_header(out, a.len());
-                for e in a {
-                    e.write_msgpack(out)?;
-                }
-            }
-            J::Object(o) => {
-                mp::map_header(out, o.0.len());
-                for (k, v) in &o.0 {
-                    mp::str(out, k);
-                    v.write_msgpack(out)?;
-                }
-            }
-        }
-        Ok(())
-    }
+struct W<'a> {
+    out: &'a mut Vec<u8>,
+    fmt: Format,
+    /// First failure while rendering a Value/Struct body. The tree decoder this replaces
+    /// rendered bodies only after every structural check, so a structural error found
+    /// later in the same event must still win: such failures wait until the end.
+    deferred: Option<Error>,
 }
 
-#[derive(Default)]
-struct Obj(Vec<(&'static str, J)>);
-
-impl Obj {
-    fn new() -> Obj {
-        Obj(Vec::with_capacity(8))
-    }
+impl W<'_> {
     #[inline]
-    fn insert(&mut self, k: &'static str, v: J) {
-        self.0.push((k, v));
+    fn open(&mut self, json: u8, mp_fix: u8) -> Open {
+        let at = self.out.len();
+        self.out.push(if self.fmt == Format::Json { json } else { mp_fix });
+        Open { at, n: 0 }
+    }
+
+    #[inline]
+    fn obj(&mut self) -> Open {
+        self.open(b'{', 0x80)
+    }
+
+    #[inline]
+    fn arr(&mut self) -> Open {
+        self.open(b'[', 0x90)
+    }
+
+    #[inline]
+    fn close(&mut self, c: Open, json: u8, map: bool) {
+        match self.fmt {
+            Format::Json => self.out.push(json),
+            Format::MsgPack if c.n < 16 => self.out[c.at] |= c.n as u8,
+            Format::MsgPack => {
+                // Rare (16+ entries): widen the one-byte header in place.
+                let mut h = Vec::with_capacity(5);
+                if map {
+                    super::msgpack::map_header(&mut h, c.n);
+                } else {
+                    super::msgpack::array_header(&mut h, c.n);
+                }
+                self.out.splice(c.at..c.at + 1, h);
+            }
+        }
+    }
+
+    #[inline]
+    fn end_obj(&mut self, c: Open) {
+        self.close(c, b'}', true)
+    }
+
+    #[inline]
+    fn end_arr(&mut self, c: Open) {
+        self.close(c, b']', false)
+    }
+
+    /// Start the next key of `o` (schema names: nothing to escape).
+    #[inline]
+    fn key(&mut self, o: &mut Open, k: &'static str) {
+        match self.fmt {
+            Format::Json => {
+                if o.n > 0 {
+                    self.out.push(b',');
+                }
+                self.out.push(b'"');
+                self.out.extend_from_slice(k.as_bytes());
+                self.out.extend_from_slice(b"\":");
+            }
+            Format::MsgPack => super::msgpack::str(self.out, k),
+        }
+        o.n += 1;
+    }
+
+    /// Start the next element of array `a`.
+    #[inline]
+    fn elem(&mut self, a: &mut Open) {
+        if self.fmt == Format::Json && a.n > 0 {
+            self.out.push(b',');
+        }
+        a.n += 1;
+    }
+
+    #[inline]
+    fn str(&mut self, s: &str) {
+        match self.fmt {
+            Format::Json => serde_json::to_writer(&mut *self.out, s).expect("writing to a Vec cannot fail"),
+            Format::MsgPack => super::msgpack::str(self.out, s),
+        }
+    }
+
+    /// A string given as bytes already checked to be UTF-8.
+    #[inline]
+    fn valid_utf8(&mut self, b: &[u8]) {
+        match self.fmt {
+            Format::Json => self.str(std::str::from_utf8(b).unwrap_or_default()),
+            Format::MsgPack => super::msgpack::str_bytes(self.out, b),
+        }
+    }
+
+    #[inline]
+    fn int(&mut self, i: i64) {
+        match self.fmt {
+            Format::Json => self.out.extend_from_slice(itoa::Buffer::new().format(i).as_bytes()),
+            Format::MsgPack => super::msgpack::int(self.out, i),
+        }
+    }
+
+    #[inline]
+    fn bool(&mut self, b: bool) {
+        match self.fmt {
+            Format::Json => self.out.extend_from_slice(if b { b"true" } else { b"false" }),
+            Format::MsgPack => self.out.push(if b { 0xc3 } else { 0xc2 }),
+        }
+    }
+
+    fn defer(&mut self, r: std::result::Result<(), prost::DecodeError>) {
+        if let Err(e) = r {
+            self.deferred.get_or_insert(bad_payload(e));
+        }
+    }
+
+    fn value_body(&mut self, body: &[u8]) {
+        let r = match self.fmt {
+            Format::Json => wkt::value_body_json(body, self.out, 0),
+            Format::MsgPack => wkt::value_body_msgpack(body, self.out, 0),
+        };
+        self.defer(r.map(|_| ()));
+    }
+
+    fn struct_body(&mut self, body: &[u8]) {
+        let r = match self.fmt {
+            Format::Json => wkt::struct_body_json(body, self.out, 0),
+            Format::MsgPack => wkt::struct_body_msgpack(body, self.out, 0),
+        };
+        self.defer(r);
+    }
+
+    #[inline]
+    fn put_str(&mut self, o: &mut Open, k: &'static str, v: &str) {
+        self.key(o, k);
+        self.str(v);
+    }
+
+    #[inline]
+    fn put_opt(&mut self, o: &mut Open, k: &'static str, v: &Option<String>) {
+        if let Some(v) = v {
+            self.put_str(o, k, v);
+        }
+    }
+
+    /// A Value field: present only when it has a kind.
+    #[inline]
+    fn put_value(&mut self, o: &mut Open, k: &'static str, v: &Option<wkt::Value>) -> Result<()> {
+        if let Some(v) = v {
+            if wkt::value_has_kind(&v.0).map_err(bad_payload)? {
+                self.key(o, k);
+                self.value_body(&v.0);
+            }
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn put_struct(&mut self, o: &mut Open, k: &'static str, v: &Option<wkt::Struct>) {
+        if let Some(m) = v {
+            self.key(o, k);
+            self.struct_body(&m.0);
+        }
+    }
+
+    fn put_int(&mut self, o: &mut Open, k: &'static str, v: i64) -> Result<()> {
+        check_safe(v)?;
+        self.key(o, k);
+        self.int(v);
+        Ok(())
+    }
+
+    fn str_array(&mut self, items: &[String]) {
+        let mut a = self.arr();
+        for s in items {
+            self.elem(&mut a);
+            self.str(s);
+        }
+        self.end_arr(a);
     }
 }
 
@@ -277,61 +362,27 @@ fn two_arms(mut b: &[u8], arms: std::ops::RangeInclusive<u32>) -> bool {
 const MAX_SAFE: i64 = 9_007_199_254_740_991;
 
 /// int64 -> JS number: outside ±(2^53 − 1) the reference fails.
-fn safe_int(v: i64) -> Result<J> {
+fn check_safe(v: i64) -> Result<()> {
     if v > MAX_SAFE {
         return Err(invalid("Value is larger than Number.MAX_SAFE_INTEGER"));
     }
     if v < -MAX_SAFE {
         return Err(invalid("Value is smaller than Number.MIN_SAFE_INTEGER"));
     }
-    Ok(J::from(v))
-}
-
-#[inline]
-fn put_str(o: &mut Obj, k: &'static str, v: String) {
-    o.insert(k, J::String(v));
-}
-
-#[inline]
-fn put_opt(o: &mut Obj, k: &'static str, v: Option<String>) {
-    if let Some(v) = v {
-        o.insert(k, J::String(v));
-    }
+    Ok(())
 }
 
 fn bad_payload(e: prost::DecodeError) -> Error {
     invalid(format!("Invalid event: {e}"))
 }
 
-/// A Value field: present only when it has a kind.
-#[inline]
-fn put_value(o: &mut Obj, k: &'static str, v: Option<wkt::Value>) -> Result<()> {
-    if let Some(v) = v {
-        if wkt::value_has_kind(&v.0).map_err(bad_payload)? {
-            o.insert(k, J::Value(v.0));
-        }
-    }
-    Ok(())
-}
-
-#[inline]
-fn put_struct(o: &mut Obj, k: &'static str, v: Option<wkt::Struct>) -> Result<()> {
-    if let Some(m) = v {
-        o.insert(k, struct_json(m)?);
-    }
-    Ok(())
-}
-
-fn struct_json(m: wkt::Struct) -> Result<J> {
-    Ok(J::Struct(m.0))
-}
-
-fn usage_json(list: Vec<pb::Usage>) -> Result<J> {
-    let mut out = Vec::with_capacity(list.len());
+fn write_usage(w: &mut W, list: &[pb::Usage]) -> Result<()> {
+    let mut a = w.arr();
     for u in list {
-        let mut o = Obj::new();
-        put_opt(&mut o, "provider", u.provider);
-        put_opt(&mut o, "model", u.model);
+        w.elem(&mut a);
+        let mut o = w.obj();
+        w.put_opt(&mut o, "provider", &u.provider);
+        w.put_opt(&mut o, "model", &u.model);
         for (k, v) in [
             ("inputTokens", u.input_tokens),
             ("outputTokens", u.output_tokens),
@@ -341,104 +392,115 @@ fn usage_json(list: Vec<pb::Usage>) -> Result<J> {
             ("cacheWriteInputTokens", u.cache_write_input_tokens),
         ] {
             if let Some(v) = v {
-                o.insert(k, safe_int(v)?);
+                w.put_int(&mut o, k, v)?;
             }
         }
-        out.push(J::Object(o));
+        w.end_obj(o);
     }
-    Ok(J::Array(out))
+    w.end_arr(a);
+    Ok(())
 }
 
-fn source_json(s: pb::InputContentSource) -> Option<J> {
+fn write_source(w: &mut W, s: &pb::input_content_source::Source) {
     use pb::input_content_source::Source;
-    let mut o = Obj::new();
-    match s.source? {
+    let mut o = w.obj();
+    match s {
         Source::Data(d) => {
-            put_str(&mut o, "type", "data".into());
-            put_str(&mut o, "value", d.value);
-            put_str(&mut o, "mimeType", d.mime_type);
+            w.put_str(&mut o, "type", "data");
+            w.put_str(&mut o, "value", &d.value);
+            w.put_str(&mut o, "mimeType", &d.mime_type);
         }
         Source::Url(u) => {
-            put_str(&mut o, "type", "url".into());
-            put_str(&mut o, "value", u.value);
-            put_opt(&mut o, "mimeType", u.mime_type);
+            w.put_str(&mut o, "type", "url");
+            w.put_str(&mut o, "value", &u.value);
+            w.put_opt(&mut o, "mimeType", &u.mime_type);
         }
         Source::File(f) => {
-            put_str(&mut o, "type", "file".into());
-            put_str(&mut o, "value", f.value);
-            put_opt(&mut o, "provider", f.provider);
-            put_opt(&mut o, "mimeType", f.mime_type);
+            w.put_str(&mut o, "type", "file");
+            w.put_str(&mut o, "value", &f.value);
+            w.put_opt(&mut o, "provider", &f.provider);
+            w.put_opt(&mut o, "mimeType", &f.mime_type);
         }
     }
-    Some(J::Object(o))
+    w.end_obj(o);
 }
 
-fn parts_json(parts: Vec<pb::InputContent>, warnings: &mut Vec<String>) -> Result<Vec<J>> {
+fn write_parts(w: &mut W, parts: &[pb::InputContent], warnings: &mut Vec<String>) -> Result<()> {
     use pb::input_content::Part;
-    let mut out = Vec::with_capacity(parts.len());
+    let mut a = w.arr();
     for p in parts {
-        let (ty, source, metadata, id) = match p.part {
+        let (ty, source, metadata, id) = match &p.part {
             None => {
                 warnings.push("[ag-ui][proto] Dropped a content part with no known kind".into());
                 continue;
             }
             Some(Part::Text(t)) => {
-                let mut o = Obj::new();
-                put_str(&mut o, "type", "text".into());
-                put_opt(&mut o, "id", t.id);
-                put_str(&mut o, "text", t.text);
-                put_value(&mut o, "metadata", t.metadata)?;
-                out.push(J::Object(o));
+                w.elem(&mut a);
+                let mut o = w.obj();
+                w.put_str(&mut o, "type", "text");
+                w.put_opt(&mut o, "id", &t.id);
+                w.put_str(&mut o, "text", &t.text);
+                w.put_value(&mut o, "metadata", &t.metadata)?;
+                w.end_obj(o);
                 continue;
             }
-            Some(Part::Image(m)) => ("image", m.source, m.metadata, m.id),
-            Some(Part::Audio(m)) => ("audio", m.source, m.metadata, m.id),
-            Some(Part::Video(m)) => ("video", m.source, m.metadata, m.id),
-            Some(Part::Document(m)) => ("document", m.source, m.metadata, m.id),
+            Some(Part::Image(m)) => ("image", &m.source, &m.metadata, &m.id),
+            Some(Part::Audio(m)) => ("audio", &m.source, &m.metadata, &m.id),
+            Some(Part::Video(m)) => ("video", &m.source, &m.metadata, &m.id),
+            Some(Part::Document(m)) => ("document", &m.source, &m.metadata, &m.id),
         };
-        let mut o = Obj::new();
-        put_str(&mut o, "type", ty.into());
-        put_opt(&mut o, "id", id);
-        if let Some(s) = source {
-            match source_json(s) {
-                Some(j) => {
-                    o.insert("source", j);
-                }
-                None => {
-                    // A source with no known arm drops the whole part (reference).
-                    warnings.push("[ag-ui][proto] Dropped a content part whose source has no known kind".into());
-                    continue;
-                }
-            }
+        if source.as_ref().is_some_and(|s| s.source.is_none()) {
+            // A source with no known arm drops the whole part (reference).
+            warnings.push("[ag-ui][proto] Dropped a content part whose source has no known kind".into());
+            continue;
         }
-        put_value(&mut o, "metadata", metadata)?;
-        out.push(J::Object(o));
+        w.elem(&mut a);
+        let mut o = w.obj();
+        w.put_str(&mut o, "type", ty);
+        w.put_opt(&mut o, "id", id);
+        if let Some(s) = source.as_ref().and_then(|s| s.source.as_ref()) {
+            w.key(&mut o, "source");
+            write_source(w, s);
+        }
+        w.put_value(&mut o, "metadata", metadata)?;
+        w.end_obj(o);
     }
-    Ok(out)
+    w.end_arr(a);
+    Ok(())
 }
 
-fn tool_call_json(t: pb::ToolCall) -> Result<J> {
-    let mut o = Obj::new();
-    put_str(&mut o, "id", t.id);
-    put_str(&mut o, "type", t.r#type);
-    if let Some(f) = t.function {
-        let mut fo = Obj::new();
-        put_str(&mut fo, "name", f.name);
-        put_str(&mut fo, "arguments", f.arguments);
-        o.insert("function", J::Object(fo));
+fn write_tool_call(w: &mut W, t: &pb::ToolCall) {
+    let mut o = w.obj();
+    w.put_str(&mut o, "id", &t.id);
+    w.put_str(&mut o, "type", &t.r#type);
+    if let Some(f) = &t.function {
+        w.key(&mut o, "function");
+        let mut fo = w.obj();
+        w.put_str(&mut fo, "name", &f.name);
+        w.put_str(&mut fo, "arguments", &f.arguments);
+        w.end_obj(fo);
     }
-    put_struct(&mut o, "metadata", t.metadata)?;
-    put_opt(&mut o, "encryptedValue", t.encrypted_value);
-    Ok(J::Object(o))
+    w.put_struct(&mut o, "metadata", &t.metadata);
+    w.put_opt(&mut o, "encryptedValue", &t.encrypted_value);
+    w.end_obj(o);
+}
+
+/// The content form a message is written with (§5.2.6).
+enum Content<'m> {
+    Absent,
+    Str(&'m str),
+    Parts(&'m [pb::InputContent]),
+    Struct(&'m wkt::Struct),
 }
 
 /// One wire message -> JSON message, with the role rules of §5.2.6.
-fn message_json(m: pb::Message, warnings: &mut Vec<String>) -> Result<J> {
+fn write_message(w: &mut W, m: &pb::Message, warnings: &mut Vec<String>) -> Result<()> {
     let has_string = m.content.is_some();
     let has_parts = !m.content_parts.is_empty();
     let has_activity = m.activity_content.is_some();
-    let mut o = Obj::new();
-    let content: Option<J> = match m.role.as_str() {
+    let string = || m.content.as_deref().map_or(Content::Absent, Content::Str);
+    let activity = || m.activity_content.as_ref().map_or(Content::Absent, Content::Struct);
+    let content = match m.role.as_str() {
         "user" | "tool" => {
             if has_activity {
                 return Err(invalid("Invalid event: message carries activity content for a non-activity role"));
@@ -446,16 +508,17 @@ fn message_json(m: pb::Message, warnings: &mut Vec<String>) -> Result<J> {
             if has_string && has_parts {
                 return Err(invalid("Invalid event: message carries both string content and content parts"));
             }
-            match m.content {
-                Some(s) => Some(J::String(s)),
-                None => Some(J::Array(parts_json(m.content_parts, warnings)?)),
+            if has_string {
+                string()
+            } else {
+                Content::Parts(&m.content_parts)
             }
         }
         "activity" => {
             if has_string || has_parts {
                 return Err(invalid("Invalid event: activity content cannot ride with other content forms"));
             }
-            m.activity_content.map(struct_json).transpose()?
+            activity()
         }
         "developer" | "system" | "assistant" | "reasoning" => {
             if has_parts {
@@ -464,138 +527,292 @@ fn message_json(m: pb::Message, warnings: &mut Vec<String>) -> Result<J> {
             if has_activity {
                 return Err(invalid("Invalid event: message carries activity content for a non-activity role"));
             }
-            m.content.map(J::String)
+            string()
         }
         _ => {
             if (has_string as u8 + has_parts as u8 + has_activity as u8) > 1 {
                 return Err(invalid("Invalid event: message carries more than one content form"));
             }
             if has_string {
-                m.content.map(J::String)
+                string()
             } else if has_parts {
-                Some(J::Array(parts_json(m.content_parts, warnings)?))
+                Content::Parts(&m.content_parts)
             } else {
-                m.activity_content.map(struct_json).transpose()?
+                activity()
             }
         }
     };
+    let mut o = w.obj();
     // role (the message union's tag) first, see the event's `type`.
-    put_str(&mut o, "role", m.role);
-    put_str(&mut o, "id", m.id);
-    if let Some(c) = content {
-        o.insert("content", c);
+    w.put_str(&mut o, "role", &m.role);
+    w.put_str(&mut o, "id", &m.id);
+    match content {
+        Content::Absent => {}
+        Content::Str(s) => w.put_str(&mut o, "content", s),
+        Content::Parts(p) => {
+            w.key(&mut o, "content");
+            write_parts(w, p, warnings)?;
+        }
+        Content::Struct(s) => {
+            w.key(&mut o, "content");
+            w.struct_body(&s.0);
+        }
     }
-    put_opt(&mut o, "name", m.name);
+    w.put_opt(&mut o, "name", &m.name);
     if !m.tool_calls.is_empty() {
-        o.insert("toolCalls", J::Array(m.tool_calls.into_iter().map(tool_call_json).collect::<Result<_>>()?));
+        w.key(&mut o, "toolCalls");
+        let mut a = w.arr();
+        for t in &m.tool_calls {
+            w.elem(&mut a);
+            write_tool_call(w, t);
+        }
+        w.end_arr(a);
     }
-    put_opt(&mut o, "toolCallId", m.tool_call_id);
-    put_opt(&mut o, "error", m.error);
-    put_struct(&mut o, "metadata", m.metadata)?;
-    put_opt(&mut o, "subagentRunId", m.subagent_run_id);
-    put_opt(&mut o, "encryptedValue", m.encrypted_value);
-    put_opt(&mut o, "activityType", m.activity_type);
-    Ok(J::Object(o))
+    w.put_opt(&mut o, "toolCallId", &m.tool_call_id);
+    w.put_opt(&mut o, "error", &m.error);
+    w.put_struct(&mut o, "metadata", &m.metadata);
+    w.put_opt(&mut o, "subagentRunId", &m.subagent_run_id);
+    w.put_opt(&mut o, "encryptedValue", &m.encrypted_value);
+    w.put_opt(&mut o, "activityType", &m.activity_type);
+    w.end_obj(o);
+    Ok(())
 }
 
-fn messages_json(list: Vec<pb::Message>, warnings: &mut Vec<String>) -> Result<J> {
-    let mut out = Vec::with_capacity(list.len());
+fn write_messages(w: &mut W, list: &[pb::Message], warnings: &mut Vec<String>) -> Result<()> {
+    let mut a = w.arr();
     for m in list {
-        out.push(message_json(m, warnings)?);
+        w.elem(&mut a);
+        write_message(w, m, warnings)?;
     }
-    Ok(J::Array(out))
+    w.end_arr(a);
+    Ok(())
 }
 
-fn patch_json(ops: Vec<pb::JsonPatchOperation>) -> Result<J> {
+fn write_patch(w: &mut W, ops: &[pb::JsonPatchOperation]) -> Result<()> {
     const NAMES: [&str; 6] = ["add", "remove", "replace", "move", "copy", "test"];
-    Ok(J::Array(
-        ops.into_iter()
-            .map(|op| {
-                let mut o = Obj::new();
-                // An enum number without a name is kept as its decimal string.
-                let name = match NAMES.get(op.op as usize) {
-                    Some(n) if op.op >= 0 => (*n).to_string(),
-                    _ => op.op.to_string(),
-                };
-                put_str(&mut o, "op", name);
-                put_str(&mut o, "path", op.path);
-                put_opt(&mut o, "from", op.from);
-                put_value(&mut o, "value", op.value)?;
-                Ok(J::Object(o))
-            })
-            .collect::<Result<_>>()?,
-    ))
+    let mut a = w.arr();
+    for op in ops {
+        w.elem(&mut a);
+        let mut o = w.obj();
+        // An enum number without a name is kept as its decimal string.
+        match NAMES.get(op.op as usize) {
+            Some(n) if op.op >= 0 => w.put_str(&mut o, "op", n),
+            _ => w.put_str(&mut o, "op", itoa::Buffer::new().format(op.op)),
+        }
+        w.put_str(&mut o, "path", &op.path);
+        w.put_opt(&mut o, "from", &op.from);
+        w.put_value(&mut o, "value", &op.value)?;
+        w.end_obj(o);
+    }
+    w.end_arr(a);
+    Ok(())
 }
 
-fn interrupt_json(i: pb::Interrupt) -> Result<J> {
-    let mut o = Obj::new();
-    put_str(&mut o, "id", i.id);
-    put_str(&mut o, "reason", i.reason);
-    put_opt(&mut o, "message", i.message);
-    put_opt(&mut o, "toolCallId", i.tool_call_id);
-    put_value(&mut o, "responseSchema", i.response_schema)?;
-    put_opt(&mut o, "expiresAt", i.expires_at);
-    put_value(&mut o, "metadata", i.metadata)?;
-    put_opt(&mut o, "subagentRunId", i.subagent_run_id);
-    Ok(J::Object(o))
+/// The checks [`write_interrupt`] makes, without writing (see RUN_FINISHED's outcome).
+fn check_interrupt(i: &pb::Interrupt) -> Result<()> {
+    for v in [&i.response_schema, &i.metadata].into_iter().flatten() {
+        wkt::value_has_kind(&v.0).map_err(bad_payload)?;
+    }
+    Ok(())
 }
 
-fn input_json(i: pb::RunAgentInput, warnings: &mut Vec<String>) -> Result<J> {
-    let mut o = Obj::new();
-    put_str(&mut o, "threadId", i.thread_id);
-    put_str(&mut o, "runId", i.run_id);
-    put_opt(&mut o, "protocolVersion", i.protocol_version);
-    put_opt(&mut o, "parentRunId", i.parent_run_id);
-    put_value(&mut o, "state", i.state)?;
-    o.insert("messages", messages_json(i.messages, warnings)?);
-    o.insert(
-        "tools".into(),
-        J::Array(
-            i.tools
-                .into_iter()
-                .map(|t| {
-                    let mut to = Obj::new();
-                    put_str(&mut to, "name", t.name);
-                    put_str(&mut to, "description", t.description);
-                    put_value(&mut to, "parameters", t.parameters)?;
-                    put_struct(&mut to, "metadata", t.metadata)?;
-                    Ok(J::Object(to))
-                })
-                .collect::<Result<_>>()?,
-        ),
-    );
-    o.insert(
-        "context".into(),
-        J::Array(
-            i.context
-                .into_iter()
-                .map(|c| {
-                    let mut co = Obj::new();
-                    put_str(&mut co, "description", c.description);
-                    put_str(&mut co, "value", c.value);
-                    J::Object(co)
-                })
-                .collect(),
-        ),
-    );
-    put_value(&mut o, "forwardedProps", i.forwarded_props)?;
-    o.insert(
-        "resume".into(),
-        J::Array(
-            i.resume
-                .into_iter()
-                .map(|r| {
-                    let mut ro = Obj::new();
-                    put_str(&mut ro, "interruptId", r.interrupt_id);
-                    put_str(&mut ro, "status", r.status);
-                    put_value(&mut ro, "payload", r.payload)?;
-                    put_struct(&mut ro, "metadata", r.metadata)?;
-                    Ok(J::Object(ro))
-                })
-                .collect::<Result<_>>()?,
-        ),
-    );
-    Ok(J::Object(o))
+fn write_interrupts(w: &mut W, list: &[pb::Interrupt]) -> Result<()> {
+    let mut a = w.arr();
+    for i in list {
+        w.elem(&mut a);
+        let mut o = w.obj();
+        w.put_str(&mut o, "id", &i.id);
+        w.put_str(&mut o, "reason", &i.reason);
+        w.put_opt(&mut o, "message", &i.message);
+        w.put_opt(&mut o, "toolCallId", &i.tool_call_id);
+        w.put_value(&mut o, "responseSchema", &i.response_schema)?;
+        w.put_opt(&mut o, "expiresAt", &i.expires_at);
+        w.put_value(&mut o, "metadata", &i.metadata)?;
+        w.put_opt(&mut o, "subagentRunId", &i.subagent_run_id);
+        w.end_obj(o);
+    }
+    w.end_arr(a);
+    Ok(())
+}
+
+fn write_input(w: &mut W, i: &pb::RunAgentInput, warnings: &mut Vec<String>) -> Result<()> {
+    let mut o = w.obj();
+    w.put_str(&mut o, "threadId", &i.thread_id);
+    w.put_str(&mut o, "runId", &i.run_id);
+    w.put_opt(&mut o, "protocolVersion", &i.protocol_version);
+    w.put_opt(&mut o, "parentRunId", &i.parent_run_id);
+    w.put_value(&mut o, "state", &i.state)?;
+    w.key(&mut o, "messages");
+    write_messages(w, &i.messages, warnings)?;
+    w.key(&mut o, "tools");
+    let mut a = w.arr();
+    for t in &i.tools {
+        w.elem(&mut a);
+        let mut to = w.obj();
+        w.put_str(&mut to, "name", &t.name);
+        w.put_str(&mut to, "description", &t.description);
+        w.put_value(&mut to, "parameters", &t.parameters)?;
+        w.put_struct(&mut to, "metadata", &t.metadata);
+        w.end_obj(to);
+    }
+    w.end_arr(a);
+    w.key(&mut o, "context");
+    let mut a = w.arr();
+    for c in &i.context {
+        w.elem(&mut a);
+        let mut co = w.obj();
+        w.put_str(&mut co, "description", &c.description);
+        w.put_str(&mut co, "value", &c.value);
+        w.end_obj(co);
+    }
+    w.end_arr(a);
+    w.put_value(&mut o, "forwardedProps", &i.forwarded_props)?;
+    w.key(&mut o, "resume");
+    let mut a = w.arr();
+    for r in &i.resume {
+        w.elem(&mut a);
+        let mut ro = w.obj();
+        w.put_str(&mut ro, "interruptId", &r.interrupt_id);
+        w.put_str(&mut ro, "status", &r.status);
+        w.put_value(&mut ro, "payload", &r.payload)?;
+        w.put_struct(&mut ro, "metadata", &r.metadata);
+        w.end_obj(ro);
+    }
+    w.end_arr(a);
+    w.end_obj(o);
+    Ok(())
+}
+// ---------------------------------------------------------------------------------
+// Flat events straight from the wire
+// ---------------------------------------------------------------------------------
+//
+// Most of a stream is small flat events (TEXT_MESSAGE_CONTENT, TOOL_CALL_ARGS, …): string
+// fields and a base event with at most `type` and `timestamp`. For those, decoding into
+// prost types first costs more than the rest of the work (a String allocation and a copy
+// per field), so they are written from the wire bytes directly. Only the plain case is
+// taken: one envelope field, each field at most once with its schema wire type, no
+// unknown fields, valid UTF-8, a matching type and a safe timestamp. Anything else
+// returns `false` having written nothing, and takes the prost path, which gives the exact
+// result or error (the two agree on every input the fast path takes: see the tests).
+
+/// Per flat arm (envelope field number): the arm message's string fields in output
+/// order, as (field number, JSON key, proto3 `optional`). Field 1 is the base event.
+fn flat_fields(arm: u32) -> Option<&'static [(u32, &'static str, bool)]> {
+    const R: bool = false; // always written ("" when absent)
+    const O: bool = true; // written when present
+    Some(match arm {
+        1 => &[(2, "messageId", R), (3, "role", O), (4, "name", O), (5, "subagentRunId", O)],
+        2 => &[(2, "messageId", R), (3, "delta", R), (4, "subagentRunId", O)],
+        3 => &[(2, "messageId", R), (3, "subagentRunId", O)],
+        4 => &[(2, "toolCallId", R), (3, "toolCallName", R), (4, "parentMessageId", O), (5, "subagentRunId", O)],
+        5 => &[(2, "toolCallId", R), (3, "delta", R), (4, "subagentRunId", O)],
+        6 => &[(2, "toolCallId", R), (3, "subagentRunId", O)],
+        15 | 16 => &[(2, "stepName", R), (3, "subagentRunId", O)],
+        17 => &[(2, "messageId", O), (3, "role", O), (4, "delta", O), (5, "name", O), (6, "subagentRunId", O)],
+        18 => &[
+            (2, "toolCallId", O),
+            (3, "toolCallName", O),
+            (4, "parentMessageId", O),
+            (5, "delta", O),
+            (6, "subagentRunId", O),
+        ],
+        19 => &[
+            (2, "subagentRunId", R),
+            (3, "name", R),
+            (4, "description", O),
+            (5, "parentSubagentRunId", O),
+            (6, "parentToolCallId", O),
+            (7, "parentMessageId", O),
+        ],
+        21 => &[(2, "subagentRunId", R), (3, "message", R), (4, "code", O)],
+        25 | 28 | 30 => &[(2, "subagentRunId", O), (3, "messageId", R)],
+        26 => &[(2, "subagentRunId", O), (3, "messageId", R), (4, "role", R)],
+        27 => &[(2, "subagentRunId", O), (3, "messageId", R), (4, "delta", R)],
+        29 => &[(2, "subagentRunId", O), (3, "messageId", O), (4, "delta", O)],
+        31 => &[(2, "subagentRunId", O), (3, "subtype", R), (4, "entityId", R), (5, "encryptedValue", R)],
+        _ => return None,
+    })
+}
+
+/// One length-delimited field: (field number, payload), or None if it is anything else.
+#[inline(always)]
+fn len_field<'a>(b: &mut &'a [u8]) -> Option<(u32, &'a [u8])> {
+    let (tag, wt) = decode_key(b).ok()?;
+    if wt != WireType::LengthDelimited {
+        return None;
+    }
+    let n = decode_varint(b).ok()?;
+    if n > b.len() as u64 {
+        return None;
+    }
+    let (p, rest) = b.split_at(n as usize);
+    *b = rest;
+    Some((tag, p))
+}
+
+/// Write a flat event from its wire bytes; `false` (nothing written) when not plain.
+fn write_flat(msg: &[u8], out: &mut Vec<u8>, fmt: Format) -> bool {
+    let mut b = msg;
+    let Some((arm, mut body)) = len_field(&mut b) else { return false };
+    if !b.is_empty() {
+        return false;
+    }
+    let Some(fields) = flat_fields(arm) else { return false };
+    let mut slots: [Option<&[u8]>; 8] = [None; 8];
+    while !body.is_empty() {
+        let Some((f, p)) = len_field(&mut body) else { return false };
+        // Field 1 is the base event; others must be this arm's string fields.
+        if f as usize >= slots.len() || slots[f as usize].is_some() || (f != 1 && !fields.iter().any(|x| x.0 == f)) {
+            return false;
+        }
+        slots[f as usize] = Some(p);
+    }
+    let Some(mut base) = slots[1] else { return false };
+    let (mut ty, mut ts): (Option<u64>, Option<u64>) = (None, None);
+    while !base.is_empty() {
+        let Ok((f, WireType::Varint)) = decode_key(&mut base) else { return false };
+        let Ok(v) = decode_varint(&mut base) else { return false };
+        let slot = match f {
+            1 => &mut ty,
+            2 => &mut ts,
+            _ => return false,
+        };
+        if slot.replace(v).is_some() {
+            return false;
+        }
+    }
+    // prost reads an enum as the low 32 bits of the varint, an int64 as all 64.
+    if ty.unwrap_or(0) as i32 as i64 != arm_number_to_enum(arm) as i64 {
+        return false;
+    }
+    let arm_type = arm_number_to_type(arm);
+    let ts = ts.map(|v| v as i64);
+    if ts.is_some_and(|v| check_safe(v).is_err()) {
+        return false;
+    }
+    // Validate first (nothing may be written before the last check), as a plain yes/no.
+    if slots[2..].iter().flatten().any(|p| std::str::from_utf8(p).is_err()) {
+        return false;
+    }
+    let mut w = W { out, fmt, deferred: None };
+    let mut o = w.obj();
+    w.put_str(&mut o, "type", arm_type);
+    for &(f, k, optional) in fields {
+        match slots[f as usize] {
+            Some(p) => {
+                w.key(&mut o, k);
+                w.valid_utf8(p);
+            }
+            None if !optional => w.put_str(&mut o, k, ""),
+            None => {}
+        }
+    }
+    if let Some(v) = ts {
+        w.key(&mut o, "timestamp");
+        w.int(v);
+    }
+    w.end_obj(o);
+    true
 }
 
 // ---------------------------------------------------------------------------------
@@ -612,11 +829,65 @@ pub fn decode_message_into(msg: &[u8], warnings: &mut Vec<String>, out: &mut Vec
 
 /// [`decode_message_into`] in the given output format.
 pub fn decode_message_as(msg: &[u8], warnings: &mut Vec<String>, out: &mut Vec<u8>, fmt: Format) -> Result<()> {
+    if write_flat(msg, out, fmt) {
+        return Ok(());
+    }
+    decode_with_prost(msg, warnings, out, fmt)
+}
+
+/// The general path: envelope guard, prost, post-processing.
+fn decode_with_prost(msg: &[u8], warnings: &mut Vec<String>, out: &mut Vec<u8>, fmt: Format) -> Result<()> {
     guard(msg)?;
     let ev = pb::Event::decode(msg).map_err(|e| invalid(format!("Invalid event: {e}")))?;
-    let tree = event_to_json_checked(ev, msg, warnings)?;
-    let start = out.len();
-    tree.write(out, fmt).inspect_err(|_| out.truncate(start))
+    check_parts(&ev, msg)?;
+    write_event(&ev, warnings, out, fmt)
+}
+
+/// An envelope kept from one message to the next (streams). Decoding into it again
+/// reuses the string buffers of the previous event when it is of the same kind (most
+/// of a stream), instead of a malloc/free pair per string field: prost merges into the
+/// arm already there, and a cleared message is exactly a default one.
+#[derive(Debug, Default)]
+pub struct Reuse(pb::Event);
+
+/// [`decode_message_as`] decoding into `reuse` (same results).
+pub fn decode_message_reusing(
+    msg: &[u8],
+    warnings: &mut Vec<String>,
+    out: &mut Vec<u8>,
+    fmt: Format,
+    reuse: &mut Reuse,
+) -> Result<()> {
+    if write_flat(msg, out, fmt) {
+        return Ok(());
+    }
+    let arm = guard(msg)?;
+    let ev = &mut reuse.0;
+    match &mut ev.event {
+        Some(a) if Some(arm_number(a)) == arm => clear_arm(a),
+        _ => ev.event = None,
+    }
+    ev.merge(msg).map_err(|e| invalid(format!("Invalid event: {e}")))?;
+    check_parts(ev, msg)?;
+    write_event(ev, warnings, out, fmt)
+}
+
+fn clear_arm(a: &mut Arm) {
+    macro_rules! clear {
+        ($($v:ident),*) => {
+            match a {
+                $(Arm::$v(e) => e.clear(),)*
+            }
+        };
+    }
+    clear!(
+        TextMessageStart, TextMessageContent, TextMessageEnd, ToolCallStart, ToolCallArgs, ToolCallEnd,
+        StateSnapshot, StateDelta, MessagesSnapshot, Raw, Custom, RunStarted, RunFinished, RunError,
+        StepStarted, StepFinished, TextMessageChunk, ToolCallChunk, SubagentStarted, SubagentFinished,
+        SubagentError, ToolCallResult, ActivitySnapshot, ActivityDelta, ReasoningStart,
+        ReasoningMessageStart, ReasoningMessageContent, ReasoningMessageEnd, ReasoningMessageChunk,
+        ReasoningEnd, ReasoningEncryptedValue
+    )
 }
 
 /// [`decode_message_into`] as a `serde_json::Value` (tests and Rust callers).
@@ -628,12 +899,12 @@ pub fn decode_message(msg: &[u8], warnings: &mut Vec<String>) -> Result<serde_js
 
 /// JSON text of an already decoded envelope.
 pub fn event_to_json_text(ev: pb::Event, warnings: &mut Vec<String>, out: &mut Vec<u8>) -> Result<()> {
-    event_to_json(ev, warnings)?.write(out, Format::Json)
+    write_event(&ev, warnings, out, Format::Json)
 }
 
-fn event_to_json_checked(ev: pb::Event, msg: &[u8], warnings: &mut Vec<String>) -> Result<J> {
-    // Two arms inside a content part or a source are rejected like the reference does;
-    // only worth scanning when the event can carry parts.
+/// Two arms inside a content part or a source are rejected like the reference does;
+/// only worth scanning when the event can carry parts.
+fn check_parts(ev: &pb::Event, msg: &[u8]) -> Result<()> {
     if matches!(
         ev.event,
         Some(Arm::ToolCallResult(_)) | Some(Arm::MessagesSnapshot(_)) | Some(Arm::RunStarted(_))
@@ -641,7 +912,338 @@ fn event_to_json_checked(ev: pb::Event, msg: &[u8], warnings: &mut Vec<String>) 
     {
         return Err(invalid("Invalid event: a content part or source carries two different kinds"));
     }
-    event_to_json(ev, warnings)
+    Ok(())
+}
+
+/// Write one decoded envelope as its JSON event (§5.2.4 – §5.2.8) in `fmt`, appended to
+/// `out`; on error `out` is left as it was.
+fn write_event(ev: &pb::Event, warnings: &mut Vec<String>, out: &mut Vec<u8>, fmt: Format) -> Result<()> {
+    let start = out.len();
+    let mut w = W { out, fmt, deferred: None };
+    let r = event_body(ev, warnings, &mut w);
+    let r = match (r, w.deferred.take()) {
+        (Ok(()), Some(e)) => Err(e),
+        (r, _) => r,
+    };
+    r.inspect_err(|_| out.truncate(start))
+}
+
+fn event_body(ev: &pb::Event, warnings: &mut Vec<String>, w: &mut W) -> Result<()> {
+    let arm = ev.event.as_ref().ok_or_else(|| invalid("Invalid event: no event arm"))?;
+    let arm_type = arm_number_to_type(arm_number(arm));
+    let mut o = w.obj();
+    // The discriminator goes first: msgspec dispatches a tagged union without scanning
+    // ahead when the tag leads (key order carries no meaning in JSON).
+    w.put_str(&mut o, "type", arm_type);
+    macro_rules! s {
+        ($k:literal, $v:expr) => {
+            w.put_str(&mut o, $k, &$v)
+        };
+    }
+    macro_rules! opt {
+        ($k:literal, $v:expr) => {
+            w.put_opt(&mut o, $k, &$v)
+        };
+    }
+    // Written after the base event's fields (RUN_FINISHED / SUBAGENT_FINISHED).
+    enum Outcome<'e> {
+        Run { ty: &'e str, interrupts: Option<&'e [pb::Interrupt]>, pending: Option<&'e [String]> },
+        Subagent { ty: &'e str, ids: Option<&'e [String]> },
+    }
+    let mut outcome: Option<Outcome> = None;
+    let b = match arm {
+        Arm::TextMessageStart(e) => {
+            s!("messageId", e.message_id);
+            opt!("role", e.role);
+            opt!("name", e.name);
+            opt!("subagentRunId", e.subagent_run_id);
+            &e.base_event
+        }
+        Arm::TextMessageContent(e) => {
+            s!("messageId", e.message_id);
+            s!("delta", e.delta);
+            opt!("subagentRunId", e.subagent_run_id);
+            &e.base_event
+        }
+        Arm::TextMessageEnd(e) => {
+            s!("messageId", e.message_id);
+            opt!("subagentRunId", e.subagent_run_id);
+            &e.base_event
+        }
+        Arm::TextMessageChunk(e) => {
+            opt!("messageId", e.message_id);
+            opt!("role", e.role);
+            opt!("delta", e.delta);
+            opt!("name", e.name);
+            opt!("subagentRunId", e.subagent_run_id);
+            &e.base_event
+        }
+        Arm::ToolCallStart(e) => {
+            s!("toolCallId", e.tool_call_id);
+            s!("toolCallName", e.tool_call_name);
+            opt!("parentMessageId", e.parent_message_id);
+            opt!("subagentRunId", e.subagent_run_id);
+            &e.base_event
+        }
+        Arm::ToolCallArgs(e) => {
+            s!("toolCallId", e.tool_call_id);
+            s!("delta", e.delta);
+            opt!("subagentRunId", e.subagent_run_id);
+            &e.base_event
+        }
+        Arm::ToolCallEnd(e) => {
+            s!("toolCallId", e.tool_call_id);
+            opt!("subagentRunId", e.subagent_run_id);
+            &e.base_event
+        }
+        Arm::ToolCallChunk(e) => {
+            opt!("toolCallId", e.tool_call_id);
+            opt!("toolCallName", e.tool_call_name);
+            opt!("parentMessageId", e.parent_message_id);
+            opt!("delta", e.delta);
+            opt!("subagentRunId", e.subagent_run_id);
+            &e.base_event
+        }
+        Arm::ToolCallResult(e) => {
+            opt!("subagentRunId", e.subagent_run_id);
+            s!("messageId", e.message_id);
+            s!("toolCallId", e.tool_call_id);
+            if e.content.is_some() && !e.content_parts.is_empty() {
+                return Err(invalid("Invalid event: content carries both string content and content parts"));
+            }
+            match &e.content {
+                Some(c) => w.put_str(&mut o, "content", c),
+                None => {
+                    w.key(&mut o, "content");
+                    write_parts(w, &e.content_parts, warnings)?;
+                }
+            }
+            opt!("role", e.role);
+            &e.base_event
+        }
+        Arm::StateSnapshot(e) => {
+            w.put_value(&mut o, "snapshot", &e.snapshot)?;
+            opt!("subagentRunId", e.subagent_run_id);
+            &e.base_event
+        }
+        Arm::StateDelta(e) => {
+            w.key(&mut o, "delta");
+            write_patch(w, &e.delta)?;
+            opt!("subagentRunId", e.subagent_run_id);
+            &e.base_event
+        }
+        Arm::MessagesSnapshot(e) => {
+            w.key(&mut o, "messages");
+            write_messages(w, &e.messages, warnings)?;
+            &e.base_event
+        }
+        Arm::ActivitySnapshot(e) => {
+            opt!("subagentRunId", e.subagent_run_id);
+            s!("messageId", e.message_id);
+            s!("activityType", e.activity_type);
+            w.put_struct(&mut o, "content", &e.content);
+            if let Some(r) = e.replace {
+                w.key(&mut o, "replace");
+                w.bool(r);
+            }
+            &e.base_event
+        }
+        Arm::ActivityDelta(e) => {
+            opt!("subagentRunId", e.subagent_run_id);
+            s!("messageId", e.message_id);
+            s!("activityType", e.activity_type);
+            w.key(&mut o, "patch");
+            write_patch(w, &e.patch)?;
+            &e.base_event
+        }
+        Arm::Raw(e) => {
+            w.put_value(&mut o, "event", &e.event)?;
+            opt!("source", e.source);
+            opt!("subagentRunId", e.subagent_run_id);
+            &e.base_event
+        }
+        Arm::Custom(e) => {
+            s!("name", e.name);
+            w.put_value(&mut o, "value", &e.value)?;
+            opt!("subagentRunId", e.subagent_run_id);
+            &e.base_event
+        }
+        Arm::RunStarted(e) => {
+            s!("threadId", e.thread_id);
+            s!("runId", e.run_id);
+            opt!("parentRunId", e.parent_run_id);
+            if let Some(i) = &e.input {
+                w.key(&mut o, "input");
+                write_input(w, i, warnings)?;
+            }
+            opt!("protocolVersion", e.protocol_version);
+            &e.base_event
+        }
+        Arm::RunFinished(e) => {
+            s!("threadId", e.thread_id);
+            s!("runId", e.run_id);
+            w.put_value(&mut o, "result", &e.result)?;
+            if !e.usage.is_empty() {
+                w.key(&mut o, "usage");
+                write_usage(w, &e.usage)?;
+            }
+            e.interrupts.iter().try_for_each(check_interrupt)?;
+            let has_p = !e.pending_tool_call_ids.is_empty();
+            let has_i = !e.interrupts.is_empty();
+            if e.outcome.is_empty() {
+                // Not valid 1.0 JSON, but what the reference produces for such wire data.
+                if has_p {
+                    w.key(&mut o, "pendingToolCallIds");
+                    w.str_array(&e.pending_tool_call_ids);
+                }
+                if has_i {
+                    w.key(&mut o, "interrupts");
+                    write_interrupts(w, &e.interrupts)?;
+                }
+            } else {
+                let is_interrupt = e.outcome == "interrupt";
+                outcome = Some(Outcome::Run {
+                    ty: &e.outcome,
+                    interrupts: (is_interrupt || has_i).then_some(&e.interrupts[..]),
+                    pending: has_p.then_some(&e.pending_tool_call_ids[..]),
+                });
+            }
+            &e.base_event
+        }
+        Arm::RunError(e) => {
+            opt!("code", e.code);
+            s!("message", e.message);
+            if !e.usage.is_empty() {
+                w.key(&mut o, "usage");
+                write_usage(w, &e.usage)?;
+            }
+            &e.base_event
+        }
+        Arm::StepStarted(e) => {
+            s!("stepName", e.step_name);
+            opt!("subagentRunId", e.subagent_run_id);
+            &e.base_event
+        }
+        Arm::StepFinished(e) => {
+            s!("stepName", e.step_name);
+            opt!("subagentRunId", e.subagent_run_id);
+            &e.base_event
+        }
+        Arm::ReasoningStart(e) => {
+            opt!("subagentRunId", e.subagent_run_id);
+            s!("messageId", e.message_id);
+            &e.base_event
+        }
+        Arm::ReasoningMessageStart(e) => {
+            opt!("subagentRunId", e.subagent_run_id);
+            s!("messageId", e.message_id);
+            s!("role", e.role);
+            &e.base_event
+        }
+        Arm::ReasoningMessageContent(e) => {
+            opt!("subagentRunId", e.subagent_run_id);
+            s!("messageId", e.message_id);
+            s!("delta", e.delta);
+            &e.base_event
+        }
+        Arm::ReasoningMessageEnd(e) => {
+            opt!("subagentRunId", e.subagent_run_id);
+            s!("messageId", e.message_id);
+            &e.base_event
+        }
+        Arm::ReasoningMessageChunk(e) => {
+            opt!("subagentRunId", e.subagent_run_id);
+            opt!("messageId", e.message_id);
+            opt!("delta", e.delta);
+            &e.base_event
+        }
+        Arm::ReasoningEnd(e) => {
+            opt!("subagentRunId", e.subagent_run_id);
+            s!("messageId", e.message_id);
+            &e.base_event
+        }
+        Arm::ReasoningEncryptedValue(e) => {
+            opt!("subagentRunId", e.subagent_run_id);
+            s!("subtype", e.subtype);
+            s!("entityId", e.entity_id);
+            s!("encryptedValue", e.encrypted_value);
+            &e.base_event
+        }
+        Arm::SubagentStarted(e) => {
+            s!("subagentRunId", e.subagent_run_id);
+            s!("name", e.name);
+            opt!("description", e.description);
+            opt!("parentSubagentRunId", e.parent_subagent_run_id);
+            opt!("parentToolCallId", e.parent_tool_call_id);
+            opt!("parentMessageId", e.parent_message_id);
+            &e.base_event
+        }
+        Arm::SubagentFinished(e) => {
+            s!("subagentRunId", e.subagent_run_id);
+            w.put_value(&mut o, "result", &e.result)?;
+            let has_ids = !e.interrupt_ids.is_empty();
+            if e.outcome.is_empty() {
+                if has_ids {
+                    w.key(&mut o, "interruptIds");
+                    w.str_array(&e.interrupt_ids);
+                }
+            } else {
+                outcome = Some(Outcome::Subagent { ty: &e.outcome, ids: has_ids.then_some(&e.interrupt_ids[..]) });
+            }
+            &e.base_event
+        }
+        Arm::SubagentError(e) => {
+            s!("subagentRunId", e.subagent_run_id);
+            s!("message", e.message);
+            opt!("code", e.code);
+            &e.base_event
+        }
+    };
+    let b = b.as_ref().ok_or_else(|| invalid("Invalid event: the event has no base_event"))?;
+    if b.r#type < 0 || EVENT_TYPES.get(b.r#type as usize) != Some(&arm_type) {
+        let declared = EVENT_TYPES
+            .get(b.r#type as usize)
+            .filter(|_| b.r#type >= 0)
+            .copied()
+            .unwrap_or("undefined");
+        return Err(invalid(format!(
+            "Invalid event: envelope carries {arm_type} but the base event declares {declared}"
+        )));
+    }
+    if let Some(ts) = b.timestamp {
+        w.put_int(&mut o, "timestamp", ts)?;
+    }
+    w.put_value(&mut o, "rawEvent", &b.raw_event)?;
+    w.put_struct(&mut o, "metadata", &b.metadata);
+    match outcome {
+        None => {}
+        Some(Outcome::Run { ty, interrupts, pending }) => {
+            w.key(&mut o, "outcome");
+            let mut oc = w.obj();
+            w.put_str(&mut oc, "type", ty);
+            if let Some(i) = interrupts {
+                w.key(&mut oc, "interrupts");
+                write_interrupts(w, i)?;
+            }
+            if let Some(p) = pending {
+                w.key(&mut oc, "pendingToolCallIds");
+                w.str_array(p);
+            }
+            w.end_obj(oc);
+        }
+        Some(Outcome::Subagent { ty, ids }) => {
+            w.key(&mut o, "outcome");
+            let mut oc = w.obj();
+            w.put_str(&mut oc, "type", ty);
+            if let Some(ids) = ids {
+                w.key(&mut oc, "interruptIds");
+                w.str_array(ids);
+            }
+            w.end_obj(oc);
+        }
+    }
+    w.end_obj(o);
+    Ok(())
 }
 
 /// Conservative scan for InputContent / InputContentSource with two arms, following
@@ -700,293 +1302,6 @@ fn has_ambiguous_part(msg: &[u8]) -> bool {
 }
 
 /// Post-process a decoded envelope into its JSON event (§5.2.4 – §5.2.8).
-fn event_to_json(ev: pb::Event, warnings: &mut Vec<String>) -> Result<J> {
-    let arm = ev.event.ok_or_else(|| invalid("Invalid event: no event arm"))?;
-    let arm_type = arm_number_to_type(arm_number(&arm));
-    let mut o = Obj::new();
-    macro_rules! s {
-        ($k:literal, $v:expr) => {
-            put_str(&mut o, $k, $v)
-        };
-    }
-    macro_rules! opt {
-        ($k:literal, $v:expr) => {
-            put_opt(&mut o, $k, $v)
-        };
-    }
-    let mut outcome: Option<J> = None;
-    let b = match arm {
-        Arm::TextMessageStart(e) => {
-            s!("messageId", e.message_id);
-            opt!("role", e.role);
-            opt!("name", e.name);
-            opt!("subagentRunId", e.subagent_run_id);
-            e.base_event
-        }
-        Arm::TextMessageContent(e) => {
-            s!("messageId", e.message_id);
-            s!("delta", e.delta);
-            opt!("subagentRunId", e.subagent_run_id);
-            e.base_event
-        }
-        Arm::TextMessageEnd(e) => {
-            s!("messageId", e.message_id);
-            opt!("subagentRunId", e.subagent_run_id);
-            e.base_event
-        }
-        Arm::TextMessageChunk(e) => {
-            opt!("messageId", e.message_id);
-            opt!("role", e.role);
-            opt!("delta", e.delta);
-            opt!("name", e.name);
-            opt!("subagentRunId", e.subagent_run_id);
-            e.base_event
-        }
-        Arm::ToolCallStart(e) => {
-            s!("toolCallId", e.tool_call_id);
-            s!("toolCallName", e.tool_call_name);
-            opt!("parentMessageId", e.parent_message_id);
-            opt!("subagentRunId", e.subagent_run_id);
-            e.base_event
-        }
-        Arm::ToolCallArgs(e) => {
-            s!("toolCallId", e.tool_call_id);
-            s!("delta", e.delta);
-            opt!("subagentRunId", e.subagent_run_id);
-            e.base_event
-        }
-        Arm::ToolCallEnd(e) => {
-            s!("toolCallId", e.tool_call_id);
-            opt!("subagentRunId", e.subagent_run_id);
-            e.base_event
-        }
-        Arm::ToolCallChunk(e) => {
-            opt!("toolCallId", e.tool_call_id);
-            opt!("toolCallName", e.tool_call_name);
-            opt!("parentMessageId", e.parent_message_id);
-            opt!("delta", e.delta);
-            opt!("subagentRunId", e.subagent_run_id);
-            e.base_event
-        }
-        Arm::ToolCallResult(e) => {
-            opt!("subagentRunId", e.subagent_run_id);
-            s!("messageId", e.message_id);
-            s!("toolCallId", e.tool_call_id);
-            if e.content.is_some() && !e.content_parts.is_empty() {
-                return Err(invalid("Invalid event: content carries both string content and content parts"));
-            }
-            let content = match e.content {
-                Some(c) => J::String(c),
-                None => J::Array(parts_json(e.content_parts, warnings)?),
-            };
-            o.insert("content", content);
-            opt!("role", e.role);
-            e.base_event
-        }
-        Arm::StateSnapshot(e) => {
-            put_value(&mut o, "snapshot", e.snapshot)?;
-            opt!("subagentRunId", e.subagent_run_id);
-            e.base_event
-        }
-        Arm::StateDelta(e) => {
-            o.insert("delta", patch_json(e.delta)?);
-            opt!("subagentRunId", e.subagent_run_id);
-            e.base_event
-        }
-        Arm::MessagesSnapshot(e) => {
-            o.insert("messages", messages_json(e.messages, warnings)?);
-            e.base_event
-        }
-        Arm::ActivitySnapshot(e) => {
-            opt!("subagentRunId", e.subagent_run_id);
-            s!("messageId", e.message_id);
-            s!("activityType", e.activity_type);
-            put_struct(&mut o, "content", e.content)?;
-            if let Some(r) = e.replace {
-                o.insert("replace", J::Bool(r));
-            }
-            e.base_event
-        }
-        Arm::ActivityDelta(e) => {
-            opt!("subagentRunId", e.subagent_run_id);
-            s!("messageId", e.message_id);
-            s!("activityType", e.activity_type);
-            o.insert("patch", patch_json(e.patch)?);
-            e.base_event
-        }
-        Arm::Raw(e) => {
-            put_value(&mut o, "event", e.event)?;
-            opt!("source", e.source);
-            opt!("subagentRunId", e.subagent_run_id);
-            e.base_event
-        }
-        Arm::Custom(e) => {
-            s!("name", e.name);
-            put_value(&mut o, "value", e.value)?;
-            opt!("subagentRunId", e.subagent_run_id);
-            e.base_event
-        }
-        Arm::RunStarted(e) => {
-            s!("threadId", e.thread_id);
-            s!("runId", e.run_id);
-            opt!("parentRunId", e.parent_run_id);
-            if let Some(i) = e.input {
-                o.insert("input", input_json(i, warnings)?);
-            }
-            opt!("protocolVersion", e.protocol_version);
-            e.base_event
-        }
-        Arm::RunFinished(e) => {
-            s!("threadId", e.thread_id);
-            s!("runId", e.run_id);
-            put_value(&mut o, "result", e.result)?;
-            if !e.usage.is_empty() {
-                o.insert("usage", usage_json(e.usage)?);
-            }
-            let pending = J::Array(e.pending_tool_call_ids.into_iter().map(J::String).collect());
-            let interrupts = J::Array(e.interrupts.into_iter().map(interrupt_json).collect::<Result<_>>()?);
-            let has_p = pending.as_array().is_some_and(|a| !a.is_empty());
-            let has_i = interrupts.as_array().is_some_and(|a| !a.is_empty());
-            if e.outcome.is_empty() {
-                // Not valid 1.0 JSON, but what the reference produces for such wire data.
-                if has_p {
-                    o.insert("pendingToolCallIds", pending);
-                }
-                if has_i {
-                    o.insert("interrupts", interrupts);
-                }
-            } else {
-                let mut oc = Obj::new();
-                let is_interrupt = e.outcome == "interrupt";
-                put_str(&mut oc, "type", e.outcome);
-                if is_interrupt || has_i {
-                    oc.insert("interrupts", interrupts);
-                }
-                if has_p {
-                    oc.insert("pendingToolCallIds", pending);
-                }
-                outcome = Some(J::Object(oc));
-            }
-            e.base_event
-        }
-        Arm::RunError(e) => {
-            opt!("code", e.code);
-            s!("message", e.message);
-            if !e.usage.is_empty() {
-                o.insert("usage", usage_json(e.usage)?);
-            }
-            e.base_event
-        }
-        Arm::StepStarted(e) => {
-            s!("stepName", e.step_name);
-            opt!("subagentRunId", e.subagent_run_id);
-            e.base_event
-        }
-        Arm::StepFinished(e) => {
-            s!("stepName", e.step_name);
-            opt!("subagentRunId", e.subagent_run_id);
-            e.base_event
-        }
-        Arm::ReasoningStart(e) => {
-            opt!("subagentRunId", e.subagent_run_id);
-            s!("messageId", e.message_id);
-            e.base_event
-        }
-        Arm::ReasoningMessageStart(e) => {
-            opt!("subagentRunId", e.subagent_run_id);
-            s!("messageId", e.message_id);
-            s!("role", e.role);
-            e.base_event
-        }
-        Arm::ReasoningMessageContent(e) => {
-            opt!("subagentRunId", e.subagent_run_id);
-            s!("messageId", e.message_id);
-            s!("delta", e.delta);
-            e.base_event
-        }
-        Arm::ReasoningMessageEnd(e) => {
-            opt!("subagentRunId", e.subagent_run_id);
-            s!("messageId", e.message_id);
-            e.base_event
-        }
-        Arm::ReasoningMessageChunk(e) => {
-            opt!("subagentRunId", e.subagent_run_id);
-            opt!("messageId", e.message_id);
-            opt!("delta", e.delta);
-            e.base_event
-        }
-        Arm::ReasoningEnd(e) => {
-            opt!("subagentRunId", e.subagent_run_id);
-            s!("messageId", e.message_id);
-            e.base_event
-        }
-        Arm::ReasoningEncryptedValue(e) => {
-            opt!("subagentRunId", e.subagent_run_id);
-            s!("subtype", e.subtype);
-            s!("entityId", e.entity_id);
-            s!("encryptedValue", e.encrypted_value);
-            e.base_event
-        }
-        Arm::SubagentStarted(e) => {
-            s!("subagentRunId", e.subagent_run_id);
-            s!("name", e.name);
-            opt!("description", e.description);
-            opt!("parentSubagentRunId", e.parent_subagent_run_id);
-            opt!("parentToolCallId", e.parent_tool_call_id);
-            opt!("parentMessageId", e.parent_message_id);
-            e.base_event
-        }
-        Arm::SubagentFinished(e) => {
-            s!("subagentRunId", e.subagent_run_id);
-            put_value(&mut o, "result", e.result)?;
-            let ids = J::Array(e.interrupt_ids.into_iter().map(J::String).collect());
-            let has_ids = ids.as_array().is_some_and(|a| !a.is_empty());
-            if e.outcome.is_empty() {
-                if has_ids {
-                    o.insert("interruptIds", ids);
-                }
-            } else {
-                let mut oc = Obj::new();
-                put_str(&mut oc, "type", e.outcome);
-                if has_ids {
-                    oc.insert("interruptIds", ids);
-                }
-                outcome = Some(J::Object(oc));
-            }
-            e.base_event
-        }
-        Arm::SubagentError(e) => {
-            s!("subagentRunId", e.subagent_run_id);
-            s!("message", e.message);
-            opt!("code", e.code);
-            e.base_event
-        }
-    };
-    let b = b.ok_or_else(|| invalid("Invalid event: the event has no base_event"))?;
-    if b.r#type < 0 || EVENT_TYPES.get(b.r#type as usize) != Some(&arm_type) {
-        let declared = EVENT_TYPES
-            .get(b.r#type as usize)
-            .filter(|_| b.r#type >= 0)
-            .copied()
-            .unwrap_or("undefined");
-        return Err(invalid(format!(
-            "Invalid event: envelope carries {arm_type} but the base event declares {declared}"
-        )));
-    }
-    // The discriminator goes first: msgspec dispatches a tagged union without scanning
-    // ahead when the tag leads (key order carries no meaning in JSON).
-    o.0.insert(0, ("type", J::String(arm_type.to_string())));
-    if let Some(ts) = b.timestamp {
-        o.insert("timestamp", safe_int(ts)?);
-    }
-    put_value(&mut o, "rawEvent", b.raw_event)?;
-    put_struct(&mut o, "metadata", b.metadata)?;
-    if let Some(oc) = outcome {
-        o.insert("outcome", oc);
-    }
-    Ok(J::Object(o))
-}
-
 /// The envelope field number of an arm.
 pub fn arm_number(a: &Arm) -> u32 {
     match a {
@@ -1021,5 +1336,206 @@ pub fn arm_number(a: &Arm) -> u32 {
         Arm::ReasoningMessageChunk(_) => 29,
         Arm::ReasoningEnd(_) => 30,
         Arm::ReasoningEncryptedValue(_) => 31,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The fast paths against the general one: [`write_flat`] must give the prost path's
+    //! bytes whenever it takes a message, and decoding into a [`Reuse`] must give what a
+    //! fresh decode gives, across the vectors, mutations of them and random flat events.
+    use super::*;
+
+    /// xorshift64*: deterministic, no dependency.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        }
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+    }
+
+    fn vector_messages() -> Vec<Vec<u8>> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/vectors/codec");
+        let mut out = Vec::new();
+        for name in ["events.jsonl", "invalid_events.jsonl"] {
+            let text = std::fs::read_to_string(dir.join(name)).unwrap();
+            for line in text.lines().filter(|l| !l.is_empty()) {
+                let case: serde_json::Value = crate::proto::parse_json(line.as_bytes()).unwrap();
+                if let Some(h) = case.get("proto_frame_hex").and_then(|h| h.as_str()) {
+                    let b: Vec<u8> = (0..h.len()).step_by(2).map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap()).collect();
+                    out.push(b[4..].to_vec());
+                }
+            }
+        }
+        out
+    }
+
+    fn mutate(m: &[u8], rng: &mut Rng, pool: &[Vec<u8>]) -> Vec<u8> {
+        let mut b = m.to_vec();
+        match rng.below(4) {
+            0 if !b.is_empty() => {
+                let i = rng.below(b.len());
+                b[i] ^= 1 << rng.below(8);
+            }
+            1 if !b.is_empty() => b.truncate(rng.below(b.len())),
+            2 if !b.is_empty() => {
+                let i = rng.below(b.len());
+                b[i] = rng.next() as u8;
+            }
+            _ => {
+                let o = &pool[rng.below(pool.len())];
+                b.extend_from_slice(&o[..rng.below(o.len() + 1)]);
+            }
+        }
+        b
+    }
+
+    fn varint(out: &mut Vec<u8>, v: u64) {
+        prost::encoding::encode_varint(v, out);
+    }
+
+    fn len_field(out: &mut Vec<u8>, f: u32, p: &[u8]) {
+        varint(out, (f as u64) << 3 | 2);
+        varint(out, p.len() as u64);
+        out.extend_from_slice(p);
+    }
+
+    /// A flat event, mostly plain, sometimes with one of the shapes the fast path leaves
+    /// to prost (duplicates, unknown fields, bad UTF-8, wrong type, unsafe timestamps).
+    fn random_flat(rng: &mut Rng) -> Vec<u8> {
+        const ARMS: [u32; 21] = [1, 2, 3, 4, 5, 6, 14, 15, 16, 17, 18, 19, 20, 21, 25, 26, 27, 28, 29, 30, 31];
+        let arm = ARMS[rng.below(ARMS.len())];
+        let strs: [&[u8]; 7] = [b"", b"m1", b"Hello, world", "h\u{e9}llo \u{1f600}".as_bytes(), b"\xff\xfe", b"a\"b\\c\n", &[b'x'; 40]];
+        let mut body = Vec::new();
+        let mut base = Vec::new();
+        let enum_value = EVENT_TYPES.iter().position(|t| *t == arm_number_to_type(arm)).unwrap() as u64;
+        let ty = match rng.below(10) {
+            0 => rng.below(40) as u64,
+            1 => enum_value | (1 << 32),
+            _ => enum_value,
+        };
+        if ty != 0 || rng.below(2) == 0 {
+            varint(&mut base, 1 << 3);
+            varint(&mut base, ty);
+        }
+        if rng.below(3) == 0 {
+            varint(&mut base, 2 << 3);
+            let ts = match rng.below(4) {
+                0 => MAX_SAFE as u64,
+                1 => (MAX_SAFE + 1) as u64,
+                2 => (-MAX_SAFE) as u64,
+                _ => rng.next() % 2_000_000_000_000,
+            };
+            varint(&mut base, ts);
+        }
+        if rng.below(15) == 0 {
+            len_field(&mut base, 4, b"");
+        }
+        let mut fields: Vec<u32> = vec![1];
+        let known: Vec<u32> = flat_fields(arm).map_or(vec![2, 3, 4, 5], |fs| fs.iter().map(|x| x.0).collect());
+        for f in known {
+            if rng.below(3) > 0 {
+                fields.push(f);
+            }
+        }
+        if rng.below(15) == 0 {
+            fields.push(2 + rng.below(7) as u32);
+        }
+        if rng.below(10) == 0 {
+            fields.push(fields[rng.below(fields.len())]);
+        }
+        for i in (1..fields.len()).rev() {
+            if rng.below(4) == 0 {
+                fields.swap(i, rng.below(i + 1));
+            }
+        }
+        for f in fields {
+            if f == 1 {
+                if rng.below(20) > 0 {
+                    len_field(&mut body, 1, &base);
+                }
+            } else {
+                let s = strs[rng.below(strs.len())];
+                let s = if s.starts_with(b"\xff") && rng.below(4) > 0 { b"ok" } else { s };
+                len_field(&mut body, f, s);
+            }
+        }
+        let mut msg = Vec::new();
+        len_field(&mut msg, arm, &body);
+        if rng.below(20) == 0 {
+            varint(&mut msg, 40 << 3);
+            varint(&mut msg, 1);
+        }
+        msg
+    }
+
+    fn general(msg: &[u8], fmt: Format) -> (Result<Vec<u8>>, Vec<String>) {
+        let mut out = b"prefix".to_vec();
+        let mut w = Vec::new();
+        let r = decode_with_prost(msg, &mut w, &mut out, fmt).map(|_| out[6..].to_vec());
+        (r, w)
+    }
+
+    #[test]
+    fn flat_fast_path_matches_prost_path() {
+        let vectors = vector_messages();
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut msgs = vectors.clone();
+        for m in &vectors {
+            for _ in 0..8 {
+                msgs.push(mutate(m, &mut rng, &vectors));
+            }
+        }
+        for _ in 0..20_000 {
+            msgs.push(random_flat(&mut rng));
+        }
+        let mut taken = 0;
+        for msg in &msgs {
+            for fmt in [Format::Json, Format::MsgPack] {
+                let mut out = b"prefix".to_vec();
+                if write_flat(msg, &mut out, fmt) {
+                    taken += 1;
+                    let (want, warnings) = general(msg, fmt);
+                    assert_eq!(want.as_deref().ok(), Some(&out[6..]), "message {msg:02x?}");
+                    assert!(warnings.is_empty());
+                } else {
+                    assert_eq!(out, b"prefix", "nothing written when not taken");
+                }
+            }
+        }
+        // Both the plain and the leftover shapes are exercised.
+        assert!(taken > 10_000 && taken < 2 * msgs.len() - 5_000, "{taken} of {}", 2 * msgs.len());
+    }
+
+    #[test]
+    fn reused_envelope_decodes_like_a_fresh_one() {
+        let vectors = vector_messages();
+        let mut rng = Rng(7);
+        let mut msgs = Vec::new();
+        for _ in 0..3 {
+            for m in &vectors {
+                msgs.push(m.clone());
+                msgs.push(mutate(m, &mut rng, &vectors));
+            }
+        }
+        for fmt in [Format::Json, Format::MsgPack] {
+            let mut reuse = Reuse::default();
+            for msg in &msgs {
+                let mut out = Vec::new();
+                let mut w = Vec::new();
+                let got = decode_message_reusing(msg, &mut w, &mut out, fmt, &mut reuse).map(|_| out);
+                let mut out = Vec::new();
+                let mut w2 = Vec::new();
+                let want = decode_message_as(msg, &mut w2, &mut out, fmt).map(|_| out);
+                assert_eq!(got, want);
+                assert_eq!(w, w2);
+            }
+        }
     }
 }

@@ -20,7 +20,9 @@ pub mod pb {
     include!(concat!(env!("OUT_DIR"), "/ag_ui.rs"));
 }
 
-pub use decode::{decode_message, decode_message_as, decode_message_into, event_to_json_text, Format};
+pub use decode::{
+    decode_message, decode_message_as, decode_message_into, decode_message_reusing, event_to_json_text, Format, Reuse,
+};
 pub use encode::json_to_event;
 pub use error::{Error, Result};
 pub use frame::{FrameSplitter, DEFAULT_MAX_FRAME_SIZE};
@@ -66,15 +68,19 @@ pub const EVENT_TYPES: [&str; 31] = [
 /// Event type of an envelope arm (field number 1..=31). Arms 17–21 are shuffled
 /// relative to the enum (chunk and subagent events), everything else is enum + 1.
 pub fn arm_number_to_type(arm: u32) -> &'static str {
-    let enum_value = match arm {
+    EVENT_TYPES[arm_number_to_enum(arm) as usize]
+}
+
+/// `EventType` enum value of an envelope arm (field number 1..=31).
+pub fn arm_number_to_enum(arm: u32) -> u32 {
+    match arm {
         17 => 19,
         18 => 20,
         19 => 16,
         20 => 17,
         21 => 18,
         n => n - 1,
-    };
-    EVENT_TYPES[enum_value as usize]
+    }
 }
 
 /// Summary of the compiled schema: `{"ag_ui.Msg": [[field, number, label, type], ...]}`.
@@ -274,14 +280,28 @@ impl StreamDecoder {
         mut sink: F,
     ) -> Result<()> {
         let mut text = Vec::new();
-        self.splitter.feed(chunk, |msg, frame_index, offset| match {
+        self.feed_frames(chunk, warnings, |msg, warnings| {
             text.clear();
-            decode_message_as(msg, warnings, &mut text, fmt)
-        } {
-            Ok(()) => {
-                sink(&text);
-                Ok(())
-            }
+            decode_message_as(msg, warnings, &mut text, fmt)?;
+            sink(&text);
+            Ok(())
+        })
+    }
+
+    /// Feed bytes, appending each decoded event to `arr` (written in place: no per-event
+    /// buffer or copy).
+    pub fn feed_array(&mut self, chunk: &[u8], warnings: &mut Warnings, arr: &mut EventArray) -> Result<()> {
+        self.feed_frames(chunk, warnings, |msg, warnings| arr.push_decoded(msg, warnings))
+    }
+
+    /// The frame loop: `decode(message, warnings)` per complete frame. Frames from a later
+    /// protocol version are skipped with a warning; other errors get the frame position.
+    fn feed_frames<F>(&mut self, chunk: &[u8], warnings: &mut Warnings, mut decode: F) -> Result<()>
+    where
+        F: FnMut(&[u8], &mut Warnings) -> Result<()>,
+    {
+        self.splitter.feed(chunk, |msg, frame_index, offset| match decode(msg, warnings) {
+            Ok(()) => Ok(()),
             Err(Error::UnknownEventType) => {
                 warnings.push(format!("{FUTURE_EVENT_WARNING} (frame {frame_index} at byte offset {offset})"));
                 Ok(())
@@ -306,6 +326,74 @@ impl StreamDecoder {
 
     pub fn frame_index(&self) -> usize {
         self.splitter.frame_index()
+    }
+}
+
+/// Decoded events collected into one array (JSON text `[e1,e2,...]` or a MessagePack
+/// array), so the typed layer builds them all with one msgspec call. Each event's span
+/// is kept so the events before an error can be handed back one by one.
+#[derive(Debug)]
+pub struct EventArray {
+    fmt: Format,
+    out: Vec<u8>,
+    spans: Vec<(usize, usize)>,
+    header_at: usize,
+    reuse: Reuse,
+}
+
+impl EventArray {
+    pub fn new(fmt: Format, capacity: usize) -> Self {
+        let mut out = Vec::with_capacity(capacity);
+        let header_at = match fmt {
+            Format::Json => {
+                out.push(b'[');
+                0
+            }
+            // The count is only known at the end: a 32-bit header patched in `finish`.
+            Format::MsgPack => msgpack::placeholder(&mut out, false),
+        };
+        EventArray { fmt, out, spans: Vec::new(), header_at, reuse: Reuse::default() }
+    }
+
+    /// Decode one unframed message and append its event; on error nothing is appended.
+    pub fn push_decoded(&mut self, msg: &[u8], warnings: &mut Warnings) -> Result<()> {
+        let mark = self.out.len();
+        if self.fmt == Format::Json && !self.spans.is_empty() {
+            self.out.push(b',');
+        }
+        let start = self.out.len();
+        match decode_message_reusing(msg, warnings, &mut self.out, self.fmt, &mut self.reuse) {
+            Ok(()) => {
+                self.spans.push((start, self.out.len()));
+                Ok(())
+            }
+            Err(e) => {
+                self.out.truncate(mark);
+                Err(e)
+            }
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+
+    /// The whole array.
+    pub fn finish(mut self) -> Vec<u8> {
+        match self.fmt {
+            Format::Json => self.out.push(b']'),
+            Format::MsgPack => msgpack::patch_count(&mut self.out, self.header_at, self.spans.len()),
+        }
+        self.out
+    }
+
+    /// Each event on its own (what an error hands back).
+    pub fn items(&self) -> Vec<Vec<u8>> {
+        self.spans.iter().map(|&(s, t)| self.out[s..t].to_vec()).collect()
     }
 }
 

@@ -20,7 +20,14 @@ pub fn float(out: &mut Vec<u8>, v: f64) {
 
 #[inline]
 pub fn str(out: &mut Vec<u8>, s: &str) {
+    str_bytes(out, s.as_bytes())
+}
+
+/// A MessagePack str from bytes the caller knows to be UTF-8.
+#[inline]
+pub fn str_bytes(out: &mut Vec<u8>, s: &[u8]) {
     let n = s.len();
+    out.reserve(n + 5);
     if n < 32 {
         out.push(0xa0 | n as u8);
     } else if n <= u8::MAX as usize {
@@ -32,7 +39,7 @@ pub fn str(out: &mut Vec<u8>, s: &str) {
         out.push(0xdb);
         out.extend_from_slice(&(n as u32).to_be_bytes());
     }
-    out.extend_from_slice(s.as_bytes());
+    out.extend_from_slice(s);
 }
 
 #[inline]

@@ -707,8 +707,17 @@ impl Struct {
 
 #[inline]
 fn write_str(out: &mut Vec<u8>, bytes: &[u8]) {
-    let s = String::from_utf8_lossy(bytes);
-    serde_json::to_writer(&mut *out, s.as_ref()).expect("writing to a Vec cannot fail");
+    serde_json::to_writer(&mut *out, utf8_lossy(bytes).as_ref()).expect("writing to a Vec cannot fail");
+}
+
+/// `String::from_utf8_lossy`, with the common valid case checked by the faster
+/// `str::from_utf8` first (the lossy scan walks the bytes chunk by chunk).
+#[inline]
+fn utf8_lossy(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => std::borrow::Cow::Borrowed(s),
+        Err(_) => String::from_utf8_lossy(bytes),
+    }
 }
 
 /// Write the JSON of a Value body; `Ok(false)` (nothing written) when it has no kind.
@@ -817,7 +826,9 @@ pub fn struct_body_json(b: &[u8], out: &mut Vec<u8>, depth: usize) -> Result<(),
 /// `Ok(false)`: a shape that needs merge semantics; the caller redoes it the slow way.
 fn struct_body_json_fast(mut b: &[u8], out: &mut Vec<u8>, depth: usize) -> Result<bool, DecodeError> {
     out.push(b'{');
-    let mut keys: Vec<&[u8]> = Vec::new();
+    // Keys seen so far, for the duplicate check: on the stack for small structs.
+    let mut small: [&[u8]; 16] = [&[]; 16];
+    let mut n_small = 0;
     let mut index: Option<std::collections::HashSet<&[u8]>> = None;
     while !b.is_empty() {
         let (tag, wt) = key(&mut b)?;
@@ -848,12 +859,16 @@ fn struct_body_json_fast(mut b: &[u8], out: &mut Vec<u8>, depth: usize) -> Resul
         let k = k.unwrap_or(b"");
         let dup = match &mut index {
             Some(set) => !set.insert(k),
+            None if n_small < small.len() => {
+                let d = small[..n_small].contains(&k);
+                small[n_small] = k;
+                n_small += 1;
+                d
+            }
             None => {
-                let d = keys.contains(&k);
-                keys.push(k);
-                if keys.len() > 32 {
-                    index = Some(keys.drain(..).collect());
-                }
+                let mut set: std::collections::HashSet<&[u8]> = small.iter().copied().collect();
+                let d = !set.insert(k);
+                index = Some(set);
                 d
             }
         };
@@ -896,17 +911,18 @@ pub fn value_has_kind(mut b: &[u8]) -> Result<bool, DecodeError> {
 
 #[inline]
 fn msgpack_str(out: &mut Vec<u8>, bytes: &[u8]) {
-    mp::str(out, &String::from_utf8_lossy(bytes));
+    mp::str(out, &utf8_lossy(bytes));
 }
 
+/// The MessagePack of [`f64_to_json`]'s result, without building it (a serde_json
+/// Number with arbitrary precision is a formatted string).
 fn msgpack_f64(out: &mut Vec<u8>, x: f64) {
-    match f64_to_json(x) {
-        J::Null => out.push(0xc0),
-        J::Number(n) => match n.as_i64() {
-            Some(i) => mp::int(out, i),
-            None => mp::float(out, x),
-        },
-        _ => mp::float(out, x),
+    if !x.is_finite() {
+        out.push(0xc0);
+    } else if x == x.trunc() && x.abs() < 9.223_372_036_854_775e18 && !(x == 0.0 && x.is_sign_negative()) {
+        mp::int(out, x as i64);
+    } else {
+        mp::float(out, x);
     }
 }
 
@@ -1059,4 +1075,25 @@ fn struct_body_msgpack_fast(mut b: &[u8], out: &mut Vec<u8>, depth: usize) -> Re
     }
     mp::patch_count(out, at, count);
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The direct MessagePack of a double equals the MessagePack of its JSON number (the
+    /// way it was written before).
+    #[test]
+    fn msgpack_f64_matches_the_json_number() {
+        let mut xs = vec![0.0, -0.0, 1.0, -1.0, 1.5, -2.5, 0.1, 1e-300, 5e-324, f64::MAX, f64::MIN, f64::EPSILON];
+        xs.extend([f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 9.007_199_254_740_993e15, 1e19, -1e19]);
+        xs.extend([9.223_372_036_854_775e18, -9.223_372_036_854_775e18, 9.223_372_036_854_774e18, 123456789.0, 1e15 + 0.5]);
+        for x in xs {
+            let mut direct = Vec::new();
+            msgpack_f64(&mut direct, x);
+            let mut via_json = Vec::new();
+            mp::json_value(&mut via_json, &f64_to_json(x));
+            assert_eq!(direct, via_json, "{x}");
+        }
+    }
 }
