@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agui_fast import _native, proto
+from agui_fast import _native, proto, sse
 from agui_fast.errors import (
     DecodeError,
     FrameTooLargeError,
@@ -720,7 +720,7 @@ def test_pipelined_parts_pause_the_gc_only_when_no_other_thread_can_run(monkeypa
         return real(data, consume, *args)
 
     monkeypatch.setattr(_native, "proto_decode_parts", spy)
-    monkeypatch.setattr(proto._threading, "active_count", lambda: threads)
+    monkeypatch.setattr(sse._threading, "active_count", lambda: threads)
     monkeypatch.setattr(proto, "_PART", 256)
     frames, events = _typed_frames()
     assert gc.isenabled()

@@ -851,3 +851,27 @@ def test_iter_sse_big_file_is_read_ahead_and_errors_after_the_events(tmp_path):
     it = iter_sse(path, chunk_size=16 * 1024)
     assert [next(it) for _ in range(3)] == via_file[:3]
     it.close()
+
+
+def test_framing_thread_stops_when_consume_raises_and_gc_is_restored():
+    import gc
+
+    stream = _big_stream(40_000)
+    seen = []
+
+    def consume(batch):
+        seen.append(len(batch))
+        if len(seen) == 2:
+            raise KeyError("stop")
+
+    with pytest.raises(KeyError):
+        _native.split_sse_parts(stream, consume, 64 << 10, 1 << 20)
+    assert len(seen) == 2  # nothing consumed after the exception
+    # Every frame exactly once, the last batch closing the stream (final frame kept).
+    counts = []
+    _native.split_sse_parts(stream + b"data: {}", lambda b: counts.append(len(b)), 64 << 10, 1 << 20)
+    assert sum(counts) == 40_001
+    assert gc.isenabled()
+    with pytest.raises(EventValidationError):
+        decode_sse(_big_stream(40_000, bad_at=20_000))
+    assert gc.isenabled()

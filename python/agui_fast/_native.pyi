@@ -126,6 +126,17 @@ class SseParser:
     @property
     def max_buffer_size(self) -> int: ...
 
+def split_sse_parts(
+    data: bytes,
+    consume: Callable[[SseBatch], Any],
+    part_size: int,
+    max_part_size: int = ...,
+    max_buffer_size: int = ...,
+    check: bool = True,
+    candidates: bool = False,
+) -> None:
+    """Frame ``data`` on a Rust thread in growing parts; ``consume(batch)`` each in order."""
+
 def split_sse(
     data: _BytesLike, max_buffer_size: int = ..., check: bool = True, candidates: bool = False
 ) -> SseBatch:

@@ -24,17 +24,15 @@ envelope only has an event kind from a later protocol version is skipped with a
 
 from __future__ import annotations
 
-import gc as _gc
 import json
 import os
-import threading as _threading
 from typing import Any, BinaryIO, Iterable, Iterator, List, Union
 
 import msgspec
 
 from . import _native
 from .errors import DecodeError, EncodeError, EventValidationError
-from .sse import _bulk
+from .sse import _bulk, whole_call_gc_pause
 
 __all__ = [
     "AGUI_MEDIA_TYPE",
@@ -365,22 +363,13 @@ def _decode_typed(data: bytes, max_frame_size: int) -> List[Any]:
     def consume(array: bytes) -> None:
         out.extend(_bulk(decode_list, array, _count(array)))
 
-    # With no other Python thread, the GC stays paused for the whole pipeline, as for one
-    # bulk call: re-enabling it between parts ran collections of the events decoded so
-    # far inside the call (gen1/gen2: 5-30 ms of a 50 ms decode). With other threads, only
-    # each msgspec call pauses it (_bulk), so no other thread ever runs while it is off.
-    pause = _threading.active_count() == 1 and _gc.isenabled()
-    if pause:
-        _gc.disable()
     try:
-        _native.proto_decode_parts(data, consume, _PART, _MAX_PART, max_frame_size)
+        with whole_call_gc_pause():
+            _native.proto_decode_parts(data, consume, _PART, _MAX_PART, max_frame_size)
     except DecodeError as exc:  # from the Rust decoder (msgspec raises its own errors)
         exc = _convert_mp_error(exc, False)
         exc.events = out + list(exc.events or [])
         raise exc from None
-    finally:
-        if pause:
-            _gc.enable()
     return out
 
 

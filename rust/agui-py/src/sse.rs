@@ -207,6 +207,66 @@ fn split_sse(py: Python<'_>, data: &Bound<'_, PyAny>, max_buffer_size: usize, ch
     })
 }
 
+/// Split a whole recorded stream in parts on a Rust thread and call `consume(batch)`
+/// with each part's `SseBatch`, in order. The first part has `part_size` bytes and each
+/// next one 1.5x the previous, up to `max_part_size`. The thread never needs the GIL, so
+/// the caller's decoding of part i (msgspec, which holds the GIL throughout) overlaps
+/// the framing of part i+1; a Python worker thread could not overlap at all. The last
+/// batch ends the stream (a final frame without its blank line is in it); a batch with
+/// an `error` (buffer limit) is the last one. An exception from `consume` stops all.
+#[pyfunction]
+#[pyo3(signature = (data, consume, part_size, max_part_size = usize::MAX, max_buffer_size = core::DEFAULT_MAX_BUFFER, check = true, candidates = false))]
+#[allow(clippy::too_many_arguments)]
+fn split_sse_parts(
+    py: Python<'_>,
+    data: &[u8],
+    consume: &Bound<'_, PyAny>,
+    part_size: usize,
+    max_part_size: usize,
+    max_buffer_size: usize,
+    check: bool,
+    candidates: bool,
+) -> PyResult<()> {
+    std::thread::scope(|s| {
+        // Two batches in flight at most: bounded memory, and enough to keep both busy.
+        let (tx, mut rx) = std::sync::mpsc::sync_channel::<Batch>(2);
+        s.spawn(move || {
+            let mut parser = CoreParser::new(max_buffer_size);
+            let mut offset: usize = 0;
+            let mut budget = part_size.max(1);
+            loop {
+                let end = offset.saturating_add(budget).min(data.len());
+                budget = budget.saturating_add(budget / 2).min(max_part_size.max(1));
+                let mut batch = Batch::new(parser.frame_count(), check, candidates);
+                let mut r = parser.feed(&data[offset..end], |f| batch.push(&f));
+                let last = end == data.len() || r.is_err();
+                if r.is_ok() && end == data.len() {
+                    r = parser.finish(|f| batch.push(&f));
+                }
+                if let Err(e) = r {
+                    batch.error = Some(e);
+                }
+                batch.close();
+                // A send fails only when the caller stopped (its `consume` raised).
+                if tx.send(batch).is_err() || last {
+                    return;
+                }
+                offset = end;
+            }
+        });
+        loop {
+            let (msg, back) = py.detach(move || (rx.recv(), rx));
+            rx = back;
+            match msg {
+                Err(_) => return Ok(()), // the thread is done: every part was consumed
+                Ok(batch) => {
+                    consume.call1((SseBatch { inner: batch },))?;
+                }
+            }
+        }
+    })
+}
+
 /// One SSE event for `payload`: `data: <line>\n` per line, then `\n`.
 #[pyfunction]
 fn sse_event<'py>(py: Python<'py>, payload: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
@@ -220,6 +280,7 @@ fn sse_event<'py>(py: Python<'py>, payload: &Bound<'py, PyAny>) -> PyResult<Boun
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<SseParser>()?;
     m.add_class::<SseBatch>()?;
+    m.add_function(wrap_pyfunction!(split_sse_parts, m)?)?;
     m.add_function(wrap_pyfunction!(split_sse, m)?)?;
     m.add_function(wrap_pyfunction!(sse_event, m)?)?;
     m.add("SSE_DEFAULT_MAX_BUFFER", core::DEFAULT_MAX_BUFFER)?;
