@@ -337,8 +337,8 @@ def decode_protobuf(
 
 # Large buffers are decoded in parts on a Rust thread: the first part has _PART bytes of
 # protobuf, each next one 1.5x more, up to _MAX_PART (see proto_decode_parts).
-_PART = 1 << 17
-_MAX_PART = 1 << 21
+_PART = 1 << 16
+_MAX_PART = 1 << 19
 
 
 def _count(array: bytes) -> int:

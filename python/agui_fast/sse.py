@@ -422,8 +422,8 @@ def decode_sse(
 # Inputs this large are framed on a Rust thread, in parts growing from _PART to _MAX_PART
 # (a small first part starts the overlap early; few parts mean few decode calls).
 _PIPELINE_MIN = 2 << 20
-_PART = 256 << 10
-_MAX_PART = 4 << 20
+_PART = 128 << 10
+_MAX_PART = 512 << 10
 
 
 class whole_call_gc_pause:

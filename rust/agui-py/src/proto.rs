@@ -262,6 +262,8 @@ fn proto_decode_parts(
     std::thread::scope(|s| {
         // Two parts in flight at most: bounded memory, and enough to keep both busy.
         let (tx, mut rx) = std::sync::mpsc::sync_channel::<PartMsg>(2);
+        // Arrays already copied into Python bytes come back for reuse.
+        let (recycle, recycled) = std::sync::mpsc::channel::<Vec<u8>>();
         s.spawn(move || {
             let mut dec = StreamDecoder::new(max_frame_size);
             let mut offset = 0;
@@ -271,7 +273,8 @@ fn proto_decode_parts(
                 budget = budget.saturating_add(budget / 2).min(max_part_size.max(1));
                 let part = &data[offset..end];
                 let mut warnings = Vec::new();
-                let mut arr = EventArray::new(Format::MsgPack, part.len() * 2 + 8);
+                let buf = recycled.try_recv().unwrap_or_default();
+                let mut arr = EventArray::with_buffer(Format::MsgPack, buf, part.len() * 2 + 8);
                 let mut r = dec.feed_array(part, &mut warnings, &mut arr);
                 if r.is_ok() && end == data.len() {
                     r = dec.finish();
@@ -295,7 +298,9 @@ fn proto_decode_parts(
                 Err(_) => return Ok(()),
                 Ok(PartMsg::Part(array, warnings)) => {
                     emit_warnings(py, &warnings)?;
-                    consume.call1((PyBytes::new(py, &array),))?;
+                    let bytes = PyBytes::new(py, &array);
+                    let _ = recycle.send(array); // the thread may have finished: fine
+                    consume.call1((bytes,))?;
                 }
                 Ok(PartMsg::Failed(e, items, warnings)) => {
                     emit_warnings(py, &warnings)?;

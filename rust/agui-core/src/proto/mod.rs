@@ -343,7 +343,14 @@ pub struct EventArray {
 
 impl EventArray {
     pub fn new(fmt: Format, capacity: usize) -> Self {
-        let mut out = Vec::with_capacity(capacity);
+        Self::with_buffer(fmt, Vec::new(), capacity)
+    }
+
+    /// Like `new`, writing into `out` (cleared): a buffer handed back by the consumer of
+    /// an earlier array, so that a long stream does not fault in fresh pages per part.
+    pub fn with_buffer(fmt: Format, mut out: Vec<u8>, capacity: usize) -> Self {
+        out.clear();
+        out.reserve(capacity);
         let header_at = match fmt {
             Format::Json => {
                 out.push(b'[');
