@@ -76,6 +76,42 @@ pub(crate) enum Getter {
     Const(Py<PyAny>),
 }
 
+impl Getter {
+    /// A field read in place, borrowed from the instance (kept alive by the caller), or
+    /// None when it must go through `read`: not a slot, or an unset slot (its descriptor
+    /// raises the AttributeError).
+    ///
+    /// # Safety
+    /// `obj` must be a live instance of the class this getter's plan was built for.
+    #[inline]
+    pub(crate) unsafe fn in_place(&self, obj: *mut ffi::PyObject) -> Option<*mut ffi::PyObject> {
+        match self {
+            Getter::Slot(offset, ..) => {
+                let v = unsafe { *((obj as *const u8).add(*offset) as *const *mut ffi::PyObject) };
+                (!v.is_null()).then_some(v)
+            }
+            _ => None,
+        }
+    }
+
+    /// The field's value through the getter (a new reference), or the error getattr
+    /// would raise.
+    #[inline]
+    pub(crate) fn read<'py>(&self, obj: &Bound<'py, PyAny>, attr: &Py<PyString>) -> PyResult<Bound<'py, PyAny>> {
+        let py = obj.py();
+        match self {
+            Getter::Descr(descr, get) | Getter::Slot(_, descr, get) => unsafe {
+                let tp = ffi::Py_TYPE(obj.as_ptr()) as *mut ffi::PyObject;
+                Bound::from_owned_ptr_or_err(py, get(descr.as_ptr(), obj.as_ptr(), tp))
+            },
+            Getter::GetAttr => obj.getattr(attr.bind(py)),
+            Getter::Const(v) => Ok(v.bind(py).clone()),
+            // Written from its text by the walkers; never read as a value.
+            Getter::ConstJson(_) => Err(encode_error(py, "internal: pre-encoded field read as a value".into())),
+        }
+    }
+}
+
 pub(crate) struct Field {
     /// attribute name (Struct) / `__dict__` key (pydantic: the very key object of
     /// `__pydantic_fields__`, which is also the key object in instance `__dict__`s).
@@ -914,19 +950,7 @@ impl<'py> Writer<'py> {
     /// Read a field (or `__pydantic_extra__`) through its getter.
     #[inline]
     fn get(&self, obj: &Bound<'py, PyAny>, attr: &Py<PyString>, getter: &Getter) -> PyResult<Bound<'py, PyAny>> {
-        match getter {
-            Getter::Descr(descr, get) => unsafe {
-                let tp = ffi::Py_TYPE(obj.as_ptr()) as *mut ffi::PyObject;
-                Bound::from_owned_ptr_or_err(self.py, get(descr.as_ptr(), obj.as_ptr(), tp))
-            },
-            Getter::Slot(_, descr, get) => unsafe {
-                let tp = ffi::Py_TYPE(obj.as_ptr()) as *mut ffi::PyObject;
-                Bound::from_owned_ptr_or_err(self.py, get(descr.as_ptr(), obj.as_ptr(), tp))
-            },
-            Getter::GetAttr => obj.getattr(attr.bind(self.py)),
-            Getter::Const(v) => Ok(v.bind(self.py).clone()),
-            Getter::ConstJson(_) => unreachable!("ConstJson fields are written by write_object"),
-        }
+        getter.read(obj, attr)
     }
 
     #[inline]
@@ -1007,28 +1031,22 @@ impl<'py> Writer<'py> {
             PlanKind::PydanticRoot => unreachable!(),
             PlanKind::Struct { has_dict } => {
                 for f in &plan.fields {
-                    match &f.getter {
-                        Getter::ConstJson(text) => {
-                            if !first {
-                                self.buf.push(b',');
-                            }
-                            first = false;
-                            self.buf.extend_from_slice(&f.key);
-                            self.buf.extend_from_slice(text);
-                            continue;
+                    if let Getter::ConstJson(text) = &f.getter {
+                        if !first {
+                            self.buf.push(b',');
                         }
-                        Getter::Slot(offset, ..) => {
-                            // Borrowed from the instance, which `obj` keeps alive; write_value
-                            // takes its own reference before anything can run Python code.
-                            let v = unsafe { *((ptr as *const u8).add(*offset) as *const *mut ffi::PyObject) };
-                            if !v.is_null() {
-                                if v as usize != plan.unset {
-                                    self.write_field(f, v, &mut first)?;
-                                }
-                                continue;
-                            }
+                        first = false;
+                        self.buf.extend_from_slice(&f.key);
+                        self.buf.extend_from_slice(text);
+                        continue;
+                    }
+                    // Borrowed from the instance, which `obj` keeps alive; write_value takes
+                    // its own reference before anything can run Python code.
+                    if let Some(v) = unsafe { f.getter.in_place(ptr) } {
+                        if v as usize != plan.unset {
+                            self.write_field(f, v, &mut first)?;
                         }
-                        _ => {}
+                        continue;
                     }
                     let v = self.get(&obj, &f.attr, &f.getter)?;
                     if v.as_ptr() as usize == plan.unset {

@@ -11,6 +11,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod encode;
 mod errors;
 mod patch;
+mod pipeline;
 mod proto;
 mod pynode;
 mod sse;

@@ -207,9 +207,10 @@ fn proto_decode_part<'py>(
     msgpack: bool,
 ) -> PyResult<(Bound<'py, PyBytes>, usize, usize)> {
     type Failed = (Error, Vec<Vec<u8>>);
+    type Decoded = Result<(Vec<u8>, usize, usize), Failed>;
     let offset = offset.min(data.len());
     let fmt = format(msgpack);
-    let (result, warnings): (Result<(Vec<u8>, usize, usize), Failed>, Vec<String>) = py.detach(|| {
+    let (result, warnings): (Decoded, Vec<String>) = py.detach(|| {
         let end = proto::FrameSplitter::cut_point(data, offset, budget);
         let mut dec = StreamDecoder::at(max_frame_size, offset as u64, frame_index);
         let mut warnings = Vec::new();
@@ -259,54 +260,38 @@ fn proto_decode_parts(
     max_part_size: usize,
     max_frame_size: usize,
 ) -> PyResult<()> {
-    std::thread::scope(|s| {
-        // Two parts in flight at most: bounded memory, and enough to keep both busy.
-        let (tx, mut rx) = std::sync::mpsc::sync_channel::<PartMsg>(2);
-        // Arrays already copied into Python bytes come back for reuse.
-        let (recycle, recycled) = std::sync::mpsc::channel::<Vec<u8>>();
-        s.spawn(move || {
-            let mut dec = StreamDecoder::new(max_frame_size);
-            let mut offset = 0;
-            let mut budget = part_size.max(1);
-            loop {
-                let end = proto::FrameSplitter::cut_point(data, offset, budget);
-                budget = budget.saturating_add(budget / 2).min(max_part_size.max(1));
-                let part = &data[offset..end];
-                let mut warnings = Vec::new();
-                let buf = recycled.try_recv().unwrap_or_default();
-                let mut arr = EventArray::with_buffer(Format::MsgPack, buf, part.len() * 2 + 8);
-                let mut r = dec.feed_array(part, &mut warnings, &mut arr);
-                if r.is_ok() && end == data.len() {
-                    r = dec.finish();
-                }
-                let (msg, last) = match r {
-                    Ok(()) => (PartMsg::Part(arr.finish(), warnings), end == data.len()),
-                    Err(e) => (PartMsg::Failed(e, arr.items(), warnings), true),
-                };
-                // A send fails only when the caller stopped (its `consume` raised).
-                if tx.send(msg).is_err() || last {
-                    return;
-                }
-                offset = end;
-            }
-        });
-        loop {
-            let (msg, back) = py.detach(move || (rx.recv(), rx));
-            rx = back;
-            match msg {
-                // The thread is done: every part was consumed.
-                Err(_) => return Ok(()),
-                Ok(PartMsg::Part(array, warnings)) => {
-                    emit_warnings(py, &warnings)?;
-                    let bytes = PyBytes::new(py, &array);
-                    let _ = recycle.send(array); // the thread may have finished: fine
-                    consume.call1((bytes,))?;
-                }
-                Ok(PartMsg::Failed(e, items, warnings)) => {
-                    emit_warnings(py, &warnings)?;
-                    return Err(to_py(py, &e, Some(items)));
-                }
-            }
+    // Arrays already copied into Python bytes come back for reuse.
+    let (recycle, recycled) = std::sync::mpsc::channel::<Vec<u8>>();
+    let mut dec = StreamDecoder::new(max_frame_size);
+    let mut offset = 0;
+    let mut budget = part_size.max(1);
+    let produce = move || {
+        let end = proto::FrameSplitter::cut_point(data, offset, budget);
+        budget = budget.saturating_add(budget / 2).min(max_part_size.max(1));
+        let part = &data[offset..end];
+        let mut warnings = Vec::new();
+        let buf = recycled.try_recv().unwrap_or_default();
+        let mut arr = EventArray::with_buffer(Format::MsgPack, buf, part.len() * 2 + 8);
+        let mut r = dec.feed_array(part, &mut warnings, &mut arr);
+        if r.is_ok() && end == data.len() {
+            r = dec.finish();
+        }
+        offset = end;
+        match r {
+            Ok(()) => (PartMsg::Part(arr.finish(), warnings), end == data.len()),
+            Err(e) => (PartMsg::Failed(e, arr.items(), warnings), true),
+        }
+    };
+    crate::pipeline::pipelined(py, produce, |msg| match msg {
+        PartMsg::Part(array, warnings) => {
+            emit_warnings(py, &warnings)?;
+            let bytes = PyBytes::new(py, &array);
+            let _ = recycle.send(array); // the thread may have finished: fine
+            consume.call1((bytes,)).map(drop)
+        }
+        PartMsg::Failed(e, items, warnings) => {
+            emit_warnings(py, &warnings)?;
+            Err(to_py(py, &e, Some(items)))
         }
     })
 }

@@ -334,23 +334,10 @@ impl<'py> Builder<'py> {
         Ok(Node::Array(out))
     }
 
-    /// A field (or `__pydantic_extra__`) through its getter: a new reference. (Slot and
-    /// ConstJson fields of Structs are read by `object` directly.)
+    /// A field (or `__pydantic_extra__`) through its getter: a new reference.
     #[inline]
     fn get(&self, obj: &Bound<'py, PyAny>, attr: &Py<PyString>, getter: &Getter) -> R<Bound<'py, PyAny>> {
-        match getter {
-            Getter::Descr(descr, get) => unsafe {
-                let tp = ffi::Py_TYPE(obj.as_ptr()) as *mut ffi::PyObject;
-                Bound::from_owned_ptr_or_err(self.py, get(descr.as_ptr(), obj.as_ptr(), tp)).map_err(|_| GiveUp)
-            },
-            Getter::Slot(_, descr, get) => unsafe {
-                let tp = ffi::Py_TYPE(obj.as_ptr()) as *mut ffi::PyObject;
-                Bound::from_owned_ptr_or_err(self.py, get(descr.as_ptr(), obj.as_ptr(), tp)).map_err(|_| GiveUp)
-            },
-            Getter::GetAttr => obj.getattr(attr.bind(self.py)).map_err(|_| GiveUp),
-            Getter::Const(v) => Ok(v.bind(self.py).clone()),
-            Getter::ConstJson(_) => Err(GiveUp), // read by `object`
-        }
+        getter.read(obj, attr).map_err(|_| GiveUp)
     }
 
     /// A declared field's entry, unless the omission rule leaves it out.
@@ -419,23 +406,17 @@ impl<'py> Builder<'py> {
             }
             PlanKind::Struct { has_dict } => {
                 for f in &plan.fields {
-                    match &f.getter {
-                        // The tag, pre-encoded by the writer (the plan outlives the tree).
-                        Getter::ConstJson(json) => {
-                            entries.push((Cow::Borrowed(wire_key(f)?), scalar_json_node(json)?));
-                            continue;
+                    // The tag, pre-encoded by the writer (the plan outlives the tree).
+                    if let Getter::ConstJson(json) = &f.getter {
+                        entries.push((Cow::Borrowed(wire_key(f)?), scalar_json_node(json)?));
+                        continue;
+                    }
+                    // A slot read in place, as the writer does; `value` holds what it keeps.
+                    if let Some(v) = unsafe { f.getter.in_place(ptr) } {
+                        if v as usize != plan.unset {
+                            self.field(f, v, &mut entries)?;
                         }
-                        // A slot read in place, as the writer does; `value` holds what it keeps.
-                        Getter::Slot(offset, ..) => {
-                            let v = unsafe { *((ptr as *const u8).add(*offset) as *const *mut ffi::PyObject) };
-                            if !v.is_null() {
-                                if v as usize != plan.unset {
-                                    self.field(f, v, &mut entries)?;
-                                }
-                                continue;
-                            }
-                        }
-                        _ => {}
+                        continue;
                     }
                     let v = self.get(&obj, &f.attr, &f.getter)?;
                     if v.as_ptr() as usize == plan.unset {

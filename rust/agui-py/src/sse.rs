@@ -227,44 +227,26 @@ fn split_sse_parts(
     check: bool,
     candidates: bool,
 ) -> PyResult<()> {
-    std::thread::scope(|s| {
-        // Two batches in flight at most: bounded memory, and enough to keep both busy.
-        let (tx, mut rx) = std::sync::mpsc::sync_channel::<Batch>(2);
-        s.spawn(move || {
-            let mut parser = CoreParser::new(max_buffer_size);
-            let mut offset: usize = 0;
-            let mut budget = part_size.max(1);
-            loop {
-                let end = offset.saturating_add(budget).min(data.len());
-                budget = budget.saturating_add(budget / 2).min(max_part_size.max(1));
-                let mut batch = Batch::new(parser.frame_count(), check, candidates);
-                let mut r = parser.feed(&data[offset..end], |f| batch.push(&f));
-                let last = end == data.len() || r.is_err();
-                if r.is_ok() && end == data.len() {
-                    r = parser.finish(|f| batch.push(&f));
-                }
-                if let Err(e) = r {
-                    batch.error = Some(e);
-                }
-                batch.close();
-                // A send fails only when the caller stopped (its `consume` raised).
-                if tx.send(batch).is_err() || last {
-                    return;
-                }
-                offset = end;
-            }
-        });
-        loop {
-            let (msg, back) = py.detach(move || (rx.recv(), rx));
-            rx = back;
-            match msg {
-                Err(_) => return Ok(()), // the thread is done: every part was consumed
-                Ok(batch) => {
-                    consume.call1((SseBatch { inner: batch },))?;
-                }
-            }
+    let mut parser = CoreParser::new(max_buffer_size);
+    let mut offset: usize = 0;
+    let mut budget = part_size.max(1);
+    let produce = move || {
+        let end = offset.saturating_add(budget).min(data.len());
+        budget = budget.saturating_add(budget / 2).min(max_part_size.max(1));
+        let mut batch = Batch::new(parser.frame_count(), check, candidates);
+        let mut r = parser.feed(&data[offset..end], |f| batch.push(&f));
+        let last = end == data.len() || r.is_err();
+        if r.is_ok() && end == data.len() {
+            r = parser.finish(|f| batch.push(&f));
         }
-    })
+        if let Err(e) = r {
+            batch.error = Some(e);
+        }
+        batch.close();
+        offset = end;
+        (batch, last)
+    };
+    crate::pipeline::pipelined(py, produce, |batch| consume.call1((SseBatch { inner: batch },)).map(drop))
 }
 
 /// One SSE event for `payload`: `data: <line>\n` per line, then `\n`.

@@ -876,7 +876,7 @@ fn struct_body_json_fast(mut b: &[u8], out: &mut Vec<u8>, depth: usize) -> Resul
             return Ok(false); // first position, last value: the map path does that
         }
         let mark = out.len();
-        if out.len() > 0 && out[out.len() - 1] != b'{' {
+        if !out.is_empty() && out[out.len() - 1] != b'{' {
             out.push(b',');
         }
         write_str(out, k);
