@@ -875,3 +875,27 @@ def test_framing_thread_stops_when_consume_raises_and_gc_is_restored():
     with pytest.raises(EventValidationError):
         decode_sse(_big_stream(40_000, bad_at=20_000))
     assert gc.isenabled()
+
+
+def test_iter_sse_file_thread_edges(tmp_path):
+    """Paths of 2+ chunks are read and framed on a Rust thread: same events as feeding,
+    a final frame without its blank line kept, the buffer limit and I/O errors raised."""
+    for n, chunk_sizes in ((200, (1, 7)), (3_000, (4096, 1 << 20))):
+        stream = _big_stream(n) + b'data: {"type":"RAW","event":1}'  # no final blank line
+        path = tmp_path / "log.sse"
+        path.write_bytes(stream)
+        want, _ = _reference_decode(stream)
+        for chunk_size in chunk_sizes:
+            assert list(iter_sse(path, chunk_size=chunk_size)) == want, chunk_size
+    assert list(iter_sse(str(path), chunk_size=4096, raw="bytes")) == _reference_decode(stream, raw="bytes")[0]
+    big = tmp_path / "limit.sse"
+    big.write_bytes(_big_stream(100) + b"data: " + b"z" * 9000 + b"\n\n")
+    got = []
+    with pytest.raises(BufferLimitError) as ei:
+        for ev in iter_sse(big, chunk_size=1024, max_buffer_size=4096):
+            got.append(ev)
+    assert ei.value.frame_index == 100 and len(got) == 100
+    with pytest.raises(OSError):
+        list(iter_sse(tmp_path, chunk_size=16))  # a directory: reading it fails
+    with pytest.raises(OSError):
+        list(iter_sse(tmp_path / "missing.sse", chunk_size=16))

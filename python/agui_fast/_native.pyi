@@ -1,5 +1,6 @@
 """Type stubs for the Rust extension module ``agui_fast._native``."""
 
+import os
 from typing import Any, Callable, Iterable, List, Optional, Tuple, Union
 
 __version__: str
@@ -125,6 +126,20 @@ class SseParser:
     def buffered(self) -> int: ...
     @property
     def max_buffer_size(self) -> int: ...
+
+class SseFileFrames:
+    """Reads and frames an SSE file on a Rust thread: one ``SseBatch`` per chunk read."""
+
+    def __init__(
+        self,
+        path: Union[str, "os.PathLike[str]"],
+        chunk_size: int,
+        max_buffer_size: int = ...,
+        check: bool = True,
+        candidates: bool = False,
+    ) -> None: ...
+    def __iter__(self) -> "SseFileFrames": ...
+    def __next__(self) -> SseBatch: ...
 
 def split_sse_parts(
     data: bytes,

@@ -249,6 +249,92 @@ fn split_sse_parts(
     crate::pipeline::pipelined(py, produce, |batch| consume.call1((SseBatch { inner: batch },)).map(drop))
 }
 
+/// Reads and frames a recorded stream file on a Rust thread, one `SseBatch` per chunk
+/// read, in order: `iter_sse` decodes batch i (msgspec, GIL held) while the thread reads
+/// and frames the next one. At most two batches wait in between, so memory stays
+/// bounded by a few chunks whatever the file size. The last batch ends the stream (a
+/// final frame without its blank line is in it); a batch with an `error` (buffer
+/// limit) is the last one. A read error raises `OSError` from `__next__`. Dropping the
+/// iterator stops the thread.
+#[pyclass(module = "agui_fast._native", name = "SseFileFrames")]
+struct SseFileFrames {
+    // A Mutex only to make the class Sync (PyO3 requires it); `&mut self` already
+    // serialises the calls.
+    rx: std::sync::Mutex<Option<std::sync::mpsc::Receiver<std::io::Result<Batch>>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+#[pymethods]
+impl SseFileFrames {
+    #[new]
+    #[pyo3(signature = (path, chunk_size, max_buffer_size = core::DEFAULT_MAX_BUFFER, check = true, candidates = false))]
+    fn new(path: std::path::PathBuf, chunk_size: usize, max_buffer_size: usize, check: bool, candidates: bool) -> PyResult<Self> {
+        use std::io::Read;
+        let mut file = std::fs::File::open(&path)?;
+        let (tx, rx) = std::sync::mpsc::sync_channel::<std::io::Result<Batch>>(2);
+        let chunk_size = chunk_size.max(1);
+        let thread = std::thread::spawn(move || {
+            let mut parser = CoreParser::new(max_buffer_size);
+            let mut buf = vec![0u8; chunk_size];
+            loop {
+                let n = match file.read(&mut buf) {
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        return;
+                    }
+                };
+                let mut batch = Batch::new(parser.frame_count(), check, candidates);
+                let r = if n == 0 {
+                    parser.finish(|f| batch.push(&f))
+                } else {
+                    parser.feed(&buf[..n], |f| batch.push(&f))
+                };
+                let last = n == 0 || r.is_err();
+                if let Err(e) = r {
+                    batch.error = Some(e);
+                }
+                batch.close();
+                // A send fails only when the iterator was dropped.
+                if tx.send(Ok(batch)).is_err() || last {
+                    return;
+                }
+            }
+        });
+        Ok(SseFileFrames { rx: std::sync::Mutex::new(Some(rx)), thread: Some(thread) })
+    }
+
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<SseBatch>> {
+        let slot = self.rx.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let Some(rx) = slot.take() else { return Ok(None) };
+        let (msg, rx) = py.detach(move || (rx.recv(), rx));
+        match msg {
+            Ok(Ok(batch)) => {
+                *slot = Some(rx);
+                Ok(Some(SseBatch { inner: batch }))
+            }
+            Ok(Err(e)) => Err(e.into()),
+            Err(_) => Ok(None), // the thread is done: the stream ended
+        }
+    }
+}
+
+impl Drop for SseFileFrames {
+    fn drop(&mut self) {
+        // Closing the channel makes the thread's next send fail; it then returns.
+        let slot = self.rx.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner());
+        drop(slot.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 /// One SSE event for `payload`: `data: <line>\n` per line, then `\n`.
 #[pyfunction]
 fn sse_event<'py>(py: Python<'py>, payload: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
@@ -263,6 +349,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<SseParser>()?;
     m.add_class::<SseBatch>()?;
     m.add_function(wrap_pyfunction!(split_sse_parts, m)?)?;
+    m.add_class::<SseFileFrames>()?;
     m.add_function(wrap_pyfunction!(split_sse, m)?)?;
     m.add_function(wrap_pyfunction!(sse_event, m)?)?;
     m.add("SSE_DEFAULT_MAX_BUFFER", core::DEFAULT_MAX_BUFFER)?;
