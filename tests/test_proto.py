@@ -731,3 +731,52 @@ def test_pipelined_parts_pause_the_gc_only_when_no_other_thread_can_run(monkeypa
     with pytest.raises(ProtobufDecodeError):
         proto.decode_protobuf(b"".join(frames) + b"\0\0\0\x03\xff\xff\xff")
     assert gc.isenabled()  # restored on errors too
+
+
+@pytest.mark.skipif(core is None, reason="typed layer")
+def test_iter_protobuf_file_thread(tmp_path, recwarn):
+    """A path of 2+ chunks is read and decoded on a Rust thread: the same events as the
+    whole-buffer decode in every mode, errors after the events before them, a cut file
+    raising at the end, warnings for future event types, early close."""
+    frames, events = _typed_frames()
+    data = b"".join(frames)
+    path = tmp_path / "log.bin"
+    path.write_bytes(data)
+    for chunk in (61, 512, 1 << 20):
+        if len(data) >= 2 * chunk:
+            assert list(proto.iter_protobuf(path, chunk_size=chunk)) == events, chunk
+    assert list(proto.iter_protobuf(path, chunk_size=64, raw="dict")) == proto.decode_protobuf(data, raw="dict")
+    # A cut final frame: every complete event first, then TruncatedStreamError.
+    path.write_bytes(data[:-3])
+    got = []
+    with pytest.raises(TruncatedStreamError):
+        for ev in proto.iter_protobuf(path, chunk_size=100):
+            got.append(ev)
+    assert got == events[:-1]
+    # Garbage in the middle: the events before it, then the located error.
+    k = len(frames) // 2
+    path.write_bytes(b"".join(frames[:k]) + b"\x00\x00\x00\x03\xff\xff\xff" + b"".join(frames[k:]))
+    got = []
+    with pytest.raises(ProtobufDecodeError) as ei:
+        for ev in proto.iter_protobuf(path, chunk_size=256):
+            got.append(ev)
+    assert got == events[:k] and ei.value.frame_index == k
+    # A frame of a later protocol version is skipped with a warning, in the stream.
+    case = next(c for c in STREAMS if c["name"] == "envelope/future_arm_dropped")
+    stream, pos, future = base64.b64decode(case["stream_b64"]), 0, None
+    while pos < len(stream):
+        n = int.from_bytes(stream[pos : pos + 4], "big")
+        if not _decodes(stream[pos + 4 : pos + 4 + n]):
+            future = stream[pos : pos + 4 + n]
+        pos += 4 + n
+    assert future is not None
+    path.write_bytes(b"".join(frames[:3]) + future + b"".join(frames[3:]))
+    assert list(proto.iter_protobuf(path, chunk_size=128)) == events
+    assert any(issubclass(w.category, UserWarning) for w in recwarn.list)
+    # Stopping early ends the thread (the generator closes the iterator).
+    path.write_bytes(data)
+    it = proto.iter_protobuf(path, chunk_size=64)
+    assert next(it) == events[0]
+    it.close()
+    with pytest.raises(OSError):
+        list(proto.iter_protobuf(tmp_path / "missing.bin", chunk_size=64))

@@ -127,6 +127,16 @@ class SseParser:
     @property
     def max_buffer_size(self) -> int: ...
 
+class ProtoFileFrames:
+    """Reads and decodes a framed protobuf file on a Rust thread: one MessagePack array
+    (``bytes``) of the events completed by each chunk read."""
+
+    def __init__(
+        self, path: Union[str, "os.PathLike[str]"], chunk_size: int, max_frame_size: int = ...
+    ) -> None: ...
+    def __iter__(self) -> "ProtoFileFrames": ...
+    def __next__(self) -> bytes: ...
+
 class SseFileFrames:
     """Reads and frames an SSE file on a Rust thread: one ``SseBatch`` per chunk read."""
 

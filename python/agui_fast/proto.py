@@ -32,7 +32,7 @@ import msgspec
 
 from . import _native
 from .errors import DecodeError, EncodeError, EventValidationError
-from .sse import _bulk, whole_call_gc_pause
+from .sse import _bulk, _file_size, whole_call_gc_pause
 
 __all__ = [
     "AGUI_MEDIA_TYPE",
@@ -397,6 +397,21 @@ def iter_protobuf(
     ``path_or_file`` is a path, a binary file object or an iterable of ``bytes`` chunks.
     Memory stays bounded by the chunk size plus the largest frame.
     """
+    mode = _raw_mode(raw)
+    if mode != "bytes" and isinstance(path_or_file, (str, os.PathLike)) and _file_size(path_or_file) >= 2 * chunk_size:
+        # A big file: read and decoded on a Rust thread, ahead of the Struct building.
+        frames = _native.ProtoFileFrames(os.fspath(path_or_file), chunk_size, max_frame_size)
+        while True:
+            try:
+                array = next(frames, None)
+            except DecodeError as exc:
+                exc = _convert_mp_error(exc, mode)
+                yield from exc.events  # frames before the bad one are delivered, then the error
+                raise exc from None
+            if array is None:
+                return
+            if len(array) != 5:  # 5: an empty MessagePack array32, nothing completed
+                yield from _convert_mp_array(array, mode)
     dec = ProtoDecoder(max_frame_size, raw)
     for chunk in _chunks(path_or_file, chunk_size):
         try:
