@@ -306,10 +306,7 @@ fn proto_decode_parts(
 /// iterator stops the thread.
 #[pyclass(module = "agui_fast._native")]
 struct ProtoFileFrames {
-    // A Mutex only to make the class Sync (PyO3 requires it); `&mut self` already
-    // serialises the calls.
-    rx: std::sync::Mutex<Option<std::sync::mpsc::Receiver<std::io::Result<PartMsg>>>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    reader: crate::pipeline::FileThread<PartMsg>,
 }
 
 #[pymethods]
@@ -317,36 +314,20 @@ impl ProtoFileFrames {
     #[new]
     #[pyo3(signature = (path, chunk_size, max_frame_size = proto::DEFAULT_MAX_FRAME_SIZE))]
     fn new(path: std::path::PathBuf, chunk_size: usize, max_frame_size: usize) -> PyResult<Self> {
-        use std::io::Read;
-        let mut file = std::fs::File::open(&path)?;
-        let (tx, rx) = std::sync::mpsc::sync_channel::<std::io::Result<PartMsg>>(2);
-        let chunk_size = chunk_size.max(1);
-        let thread = std::thread::spawn(move || {
-            let mut dec = StreamDecoder::new(max_frame_size);
-            let mut buf = vec![0u8; chunk_size];
-            loop {
-                let n = match file.read(&mut buf) {
-                    Ok(n) => n,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(e) => {
-                        let _ = tx.send(Err(e));
-                        return;
-                    }
-                };
-                let mut warnings = Vec::new();
-                let mut arr = EventArray::new(Format::MsgPack, n * 2 + 8);
-                let r = if n == 0 { dec.finish() } else { dec.feed_array(&buf[..n], &mut warnings, &mut arr) };
-                let (msg, last) = match r {
-                    Ok(()) => (PartMsg::Part(arr.finish(), warnings), n == 0),
-                    Err(e) => (PartMsg::Failed(e, arr.items(), warnings), true),
-                };
-                // A send fails only when the iterator was dropped.
-                if tx.send(Ok(msg)).is_err() || last {
-                    return;
-                }
+        let mut dec = StreamDecoder::new(max_frame_size);
+        let reader = crate::pipeline::FileThread::spawn(&path, chunk_size, move |chunk| {
+            let mut warnings = Vec::new();
+            let mut arr = EventArray::new(Format::MsgPack, chunk.map_or(0, |c| c.len()) * 2 + 8);
+            let r = match chunk {
+                Some(c) => dec.feed_array(c, &mut warnings, &mut arr),
+                None => dec.finish(),
+            };
+            match r {
+                Ok(()) => (PartMsg::Part(arr.finish(), warnings), false),
+                Err(e) => (PartMsg::Failed(e, arr.items(), warnings), true),
             }
-        });
-        Ok(ProtoFileFrames { rx: std::sync::Mutex::new(Some(rx)), thread: Some(thread) })
+        })?;
+        Ok(ProtoFileFrames { reader })
     }
 
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
@@ -354,32 +335,16 @@ impl ProtoFileFrames {
     }
 
     fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
-        let slot = self.rx.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let Some(rx) = slot.take() else { return Ok(None) };
-        let (msg, rx) = py.detach(move || (rx.recv(), rx));
-        match msg {
-            Ok(Ok(PartMsg::Part(array, warnings))) => {
-                *slot = Some(rx);
+        match self.reader.next(py)? {
+            None => Ok(None),
+            Some(PartMsg::Part(array, warnings)) => {
                 emit_warnings(py, &warnings)?;
                 Ok(Some(PyBytes::new(py, &array)))
             }
-            Ok(Ok(PartMsg::Failed(e, items, warnings))) => {
+            Some(PartMsg::Failed(e, items, warnings)) => {
                 emit_warnings(py, &warnings)?;
                 Err(to_py(py, &e, Some(items)))
             }
-            Ok(Err(e)) => Err(e.into()),
-            Err(_) => Ok(None), // the thread is done: the stream ended
-        }
-    }
-}
-
-impl Drop for ProtoFileFrames {
-    fn drop(&mut self) {
-        // Closing the channel makes the thread's next send fail; it then returns.
-        let slot = self.rx.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner());
-        drop(slot.take());
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
         }
     }
 }

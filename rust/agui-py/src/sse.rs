@@ -258,10 +258,7 @@ fn split_sse_parts(
 /// iterator stops the thread.
 #[pyclass(module = "agui_fast._native", name = "SseFileFrames")]
 struct SseFileFrames {
-    // A Mutex only to make the class Sync (PyO3 requires it); `&mut self` already
-    // serialises the calls.
-    rx: std::sync::Mutex<Option<std::sync::mpsc::Receiver<std::io::Result<Batch>>>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    reader: crate::pipeline::FileThread<Batch>,
 }
 
 #[pymethods]
@@ -269,40 +266,21 @@ impl SseFileFrames {
     #[new]
     #[pyo3(signature = (path, chunk_size, max_buffer_size = core::DEFAULT_MAX_BUFFER, check = true, candidates = false))]
     fn new(path: std::path::PathBuf, chunk_size: usize, max_buffer_size: usize, check: bool, candidates: bool) -> PyResult<Self> {
-        use std::io::Read;
-        let mut file = std::fs::File::open(&path)?;
-        let (tx, rx) = std::sync::mpsc::sync_channel::<std::io::Result<Batch>>(2);
-        let chunk_size = chunk_size.max(1);
-        let thread = std::thread::spawn(move || {
-            let mut parser = CoreParser::new(max_buffer_size);
-            let mut buf = vec![0u8; chunk_size];
-            loop {
-                let n = match file.read(&mut buf) {
-                    Ok(n) => n,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(e) => {
-                        let _ = tx.send(Err(e));
-                        return;
-                    }
-                };
-                let mut batch = Batch::new(parser.frame_count(), check, candidates);
-                let r = if n == 0 {
-                    parser.finish(|f| batch.push(&f))
-                } else {
-                    parser.feed(&buf[..n], |f| batch.push(&f))
-                };
-                let last = n == 0 || r.is_err();
-                if let Err(e) = r {
-                    batch.error = Some(e);
-                }
-                batch.close();
-                // A send fails only when the iterator was dropped.
-                if tx.send(Ok(batch)).is_err() || last {
-                    return;
-                }
+        let mut parser = CoreParser::new(max_buffer_size);
+        let reader = crate::pipeline::FileThread::spawn(&path, chunk_size, move |chunk| {
+            let mut batch = Batch::new(parser.frame_count(), check, candidates);
+            let r = match chunk {
+                Some(c) => parser.feed(c, |f| batch.push(&f)),
+                None => parser.finish(|f| batch.push(&f)),
+            };
+            let failed = r.is_err();
+            if let Err(e) = r {
+                batch.error = Some(e);
             }
-        });
-        Ok(SseFileFrames { rx: std::sync::Mutex::new(Some(rx)), thread: Some(thread) })
+            batch.close();
+            (batch, failed)
+        })?;
+        Ok(SseFileFrames { reader })
     }
 
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
@@ -310,28 +288,7 @@ impl SseFileFrames {
     }
 
     fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<SseBatch>> {
-        let slot = self.rx.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let Some(rx) = slot.take() else { return Ok(None) };
-        let (msg, rx) = py.detach(move || (rx.recv(), rx));
-        match msg {
-            Ok(Ok(batch)) => {
-                *slot = Some(rx);
-                Ok(Some(SseBatch { inner: batch }))
-            }
-            Ok(Err(e)) => Err(e.into()),
-            Err(_) => Ok(None), // the thread is done: the stream ended
-        }
-    }
-}
-
-impl Drop for SseFileFrames {
-    fn drop(&mut self) {
-        // Closing the channel makes the thread's next send fail; it then returns.
-        let slot = self.rx.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner());
-        drop(slot.take());
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        Ok(self.reader.next(py)?.map(|inner| SseBatch { inner }))
     }
 }
 
