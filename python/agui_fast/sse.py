@@ -476,33 +476,31 @@ def iter_sse(
     failing chunk, already yielded). A path to a file of two chunks or more is read and
     framed on a Rust thread, ahead of the decoding (``_native.SseFileFrames``)."""
     dec = SseDecoder(raw=raw, legacy=legacy, max_buffer_size=max_buffer_size)
+    steps: Iterator[list]  # the events of each chunk
     if isinstance(source, (str, os.PathLike)) and _file_size(source) >= 2 * chunk_size:
         dec._closed = True
         frames = _native.SseFileFrames(
             os.fspath(source), chunk_size, max_buffer_size, check=True,
             candidates=bool(legacy) and raw == "dict",
         )
-        for batch in frames:
-            try:
-                events = dec._run(batch)
-            except DecodeError as e:
-                yield from e.events
-                raise
-            yield from events
-        return
-    for chunk in _chunks_of(source, chunk_size):
+        steps = (dec._run(batch) for batch in frames)
+    else:
+        steps = _fed(dec, _chunks_of(source, chunk_size))
+    while True:
         try:
-            events = dec.feed(chunk)
+            events = next(steps, None)
         except DecodeError as e:
             yield from e.events
             raise
+        if events is None:
+            return
         yield from events
-    try:
-        events = dec.close()
-    except DecodeError as e:
-        yield from e.events
-        raise
-    yield from events
+
+
+def _fed(dec: SseDecoder, chunks: Iterator[bytes]) -> Iterator[list]:
+    for chunk in chunks:
+        yield dec.feed(chunk)
+    yield dec.close()
 
 
 def _file_size(path: Any) -> int:
