@@ -17,6 +17,8 @@ Groups (the ratio table of conftest.py prints peer time / our time):
   per-payload loop.
 * ``sse_typed_100k_stream_mix``: the same, on a log shaped like a live run (90% streaming
   deltas, 10% other events).
+* ``sse_typed_live_2000_chunks``: a live stream, one small event per chunk, through
+  ``SseDecoder.feed`` vs a pure-Python parser + pydantic per chunk.
 * ``sse_typed_100k_with_extras`` (informational): every valid vector event, including
   those with unknown members that ``decode_event`` keeps on its exact (slow) path.
 * ``sse_dict_100k``: ``decode_sse(log, raw="dict")`` vs ``msgspec.json.decode`` per payload
@@ -206,6 +208,37 @@ def test_sse_with_extras__agui_fast(benchmark):
 def test_sse_with_extras__pure_python_pydantic(benchmark):
     benchmark.group = "sse_typed_100k_with_extras"
     _run(benchmark, pure_python_pydantic, ALL_LOG, rounds=2)
+
+
+# A live stream: one small event per network chunk (how an agent UI client receives a
+# reply), fed to the incremental decoders one chunk at a time.
+LIVE_CHUNKS = [b"data: " + p + b"\n\n" for p in STREAM_PAYLOADS[:2000]]
+
+
+def live_agui_fast(chunks):
+    dec = SseDecoder()
+    out = []
+    for c in chunks:
+        out.extend(dec.feed(c))
+    return out
+
+
+def live_pure_python_pydantic(chunks):
+    validate = ADAPTER.validate_json
+    out = []
+    for c in chunks:  # the chunk is one whole frame: the simplest correct parser
+        out.extend(validate(p) for p in _split_py(c))
+    return out
+
+
+def test_sse_live__agui_fast(benchmark):
+    benchmark.group = "sse_typed_live_2000_chunks"
+    assert len(_run(benchmark, live_agui_fast, LIVE_CHUNKS, rounds=20)) == 2000
+
+
+def test_sse_live__pure_python_pydantic(benchmark):
+    benchmark.group = "sse_typed_live_2000_chunks"
+    _run(benchmark, live_pure_python_pydantic, LIVE_CHUNKS, rounds=20)
 
 
 # -- raw dict / bytes ----------------------------------------------------------------------

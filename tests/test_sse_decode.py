@@ -899,3 +899,27 @@ def test_iter_sse_file_thread_edges(tmp_path):
         list(iter_sse(tmp_path, chunk_size=16))  # a directory: reading it fails
     with pytest.raises(OSError):
         list(iter_sse(tmp_path / "missing.sse", chunk_size=16))
+
+
+def test_feed_decode_fast_path_and_its_fallbacks():
+    p = _native.SseParser(1 << 20, check=True, candidates=False)
+    one = b'data: {"a":1}\n\ndata: [2]\n\n'
+    assert p.feed_decode(one, _native_json_list, 256) == [{"a": 1}, [2]]
+    # Not plain (a payload that is not one JSON value): the batch comes back.
+    b = p.feed_decode(b"data: 1,2\n\n", _native_json_list, 256)
+    assert isinstance(b, _native.SseBatch) and not b.balanced
+    # Too many frames for the fast path, or a decoder that raises or miscounts.
+    assert isinstance(p.feed_decode(one, _native_json_list, 2), _native.SseBatch)
+
+    def boom(_):
+        raise ValueError("no")
+
+    assert isinstance(p.feed_decode(one, boom, 256), _native.SseBatch)
+    assert isinstance(p.feed_decode(one, lambda a: [1], 256), _native.SseBatch)
+    assert isinstance(p.feed_decode(one, lambda a: (1, 2), 256), _native.SseBatch)
+    # Nothing completed: an empty list.
+    assert p.feed_decode(b"data: {", _native_json_list, 256) == []
+
+
+def _native_json_list(array):
+    return json.loads(array)

@@ -90,6 +90,10 @@ class SseBatch:
     def offsets(self) -> List[int]:
         """Byte offset in the stream of each frame's first ``data`` line."""
     @property
+    def simple(self) -> Optional[bytes]:
+        """``array()`` when one plain decode call can take the whole batch (balanced, no
+        error, no legacy candidates, no float hook wanted), else None."""
+    @property
     def float_hook(self) -> bool:
         """Decode this batch with ``float_hook=float``: it holds enough numbers with
         huge exponents (slow for msgspec's own parser) to outweigh the hook's cost."""
@@ -113,6 +117,11 @@ class SseParser:
     def feed(self, chunk: _BytesLike, /) -> SseBatch:
         """Frames completed by ``chunk`` (GIL released for chunks >= 64 KiB). After a
         buffer-limit error every call returns a batch with the same error."""
+    def feed_decode(
+        self, chunk: _BytesLike, decode: Callable[[bytes], List[Any]], max_frames: int, /
+    ) -> Union[List[Any], SseBatch]:
+        """Feed ``chunk``; a plain batch of fewer than ``max_frames`` frames comes back
+        decoded by ``decode(array)``, anything else as its ``SseBatch``."""
     def close(self) -> SseBatch: ...
     @property
     def last_event_id(self) -> str: ...

@@ -206,8 +206,13 @@ class SseDecoder:
         """Feed a chunk of the stream; return the events it completed."""
         if self._closed:
             raise ValueError("feed() after close()")
-        batch = self._parser.feed(chunk)
-        return self._run(batch)
+        if self._one is None or self._resume:
+            return self._run(self._parser.feed(chunk))
+        # Live streams feed a few events at a time: a plain small batch is parsed and
+        # decoded in one native call (about half the cost of the general path); big
+        # batches come back for the GC-paused bulk decode.
+        got = self._parser.feed_decode(chunk, self._many, _GC_PAUSE_MIN)
+        return got if type(got) is list else self._run(got)
 
     def close(self) -> list:
         """End of stream: return the remaining events (a final event without its
