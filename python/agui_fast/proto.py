@@ -121,8 +121,11 @@ def _convert_mp_array(array: bytes, raw: Any) -> List[Any]:
     """A MessagePack array of decoded events -> Structs (one msgspec call) or dicts."""
     if raw:
         return msgspec.msgpack.decode(array)
+    decode_list = (_mp or _mp_decoders())[1]
     try:
-        return _bulk((_mp or _mp_decoders())[1], array, _count(array))
+        if len(array) < 4096:  # a few events (a live stream's chunk): no GC pause to weigh
+            return decode_list(array)
+        return _bulk(decode_list, array, _count(array))
     except (msgspec.ValidationError, msgspec.DecodeError):
         # Rare: an event outside the 1.0 schema. Per event, for the precise error.
         items = msgspec.msgpack.decode(array)
