@@ -57,25 +57,30 @@ _json_decode_fh = msgspec.json.Decoder(float_hook=float).decode
 _raw_list_decoder = msgspec.json.Decoder(List[msgspec.Raw])
 
 # Typed backend, resolved on first use (agui_fast.decoder imports this module).
-_typed: Optional[tuple] = None
+_typed: Optional["_TypedBackend"] = None
 
 
-def _typed_backend() -> tuple:
-    """``(decode_many(array) -> list, decode_event, decode_many with float_hook,
-    fast decode of one payload, the same with float_hook)``."""
-    global _typed
-    if _typed is None:
+class _TypedBackend:
+    """The typed decoders (same settings as decode_event's fast path, strict=False; what
+    they refuse falls back to decode_event frame by frame). ``*_fh``: the same with
+    floats parsed by ``float`` (batches with huge exponents, see ``SseBatch.float_hook``)."""
+
+    __slots__ = ("many", "many_fh", "one", "one_fh", "event")
+
+    def __init__(self) -> None:
         from . import decoder  # lazy: decoder re-exports this module
 
-        # Same settings as decode_event's fast path (strict=False); whatever it refuses
-        # falls back to decode_event frame by frame.
-        _typed = (
-            decoder.EVENT_LIST_DECODER.decode,
-            decoder.decode_event,
-            msgspec.json.Decoder(List[decoder.Event], strict=False, float_hook=float).decode,
-            decoder.EVENT_DECODER.decode,
-            msgspec.json.Decoder(decoder.Event, strict=False, float_hook=float).decode,
-        )
+        self.many = decoder.EVENT_LIST_DECODER.decode
+        self.many_fh = msgspec.json.Decoder(List[decoder.Event], strict=False, float_hook=float).decode
+        self.one = decoder.EVENT_DECODER.decode
+        self.one_fh = msgspec.json.Decoder(decoder.Event, strict=False, float_hook=float).decode
+        self.event = decoder.decode_event  # the exact / legacy-aware path, one frame
+
+
+def _typed_backend() -> _TypedBackend:
+    global _typed
+    if _typed is None:
+        _typed = _TypedBackend()
     return _typed
 
 
@@ -174,7 +179,7 @@ class SseDecoder:
         # ``_one``/``_one_fh``: the fast decoder of a single payload (after a bulk failure).
         if raw is None:
             typed = _typed_backend()
-            self._many, self._many_fh, self._one, self._one_fh = typed[0], typed[2], typed[3], typed[4]
+            self._many, self._many_fh, self._one, self._one_fh = typed.many, typed.many_fh, typed.one, typed.one_fh
         elif raw == "dict":
             self._many, self._many_fh = _json_decode, _json_decode_fh
             self._one, self._one_fh = _json_decode, _json_decode_fh
@@ -355,7 +360,7 @@ class SseDecoder:
             if self._legacy is not None:
                 obj = self._legacy.convert(obj)
             return obj
-        decode_one = _typed_backend()[1]
+        decode_one = _typed_backend().event
         try:
             return decode_one(payload)
         except DecodeError as e:
