@@ -780,3 +780,23 @@ def test_iter_protobuf_file_thread(tmp_path, recwarn):
     it.close()
     with pytest.raises(OSError):
         list(proto.iter_protobuf(tmp_path / "missing.bin", chunk_size=64))
+
+
+def test_frame_parser_feed_decode_fast_path_and_fallbacks():
+    import msgspec as _ms
+
+    frame = proto.encode_protobuf_frame({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "d"})
+    p = _native.ProtoFrameParser()
+    assert p.feed_decode(frame, _ms.msgpack.decode, 4096) == [
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "d"}
+    ]
+    assert p.feed_decode(frame[:2], _ms.msgpack.decode, 4096) == []  # nothing completed
+
+    def boom(_):
+        raise ValueError("no")
+
+    array = p.feed_decode(frame[2:], boom, 4096)  # decode raised: the array comes back
+    assert isinstance(array, bytes) and _ms.msgpack.decode(array)[0]["delta"] == "d"
+    assert isinstance(p.feed_decode(frame, _ms.msgpack.decode, 8), bytes)  # too large
+    with pytest.raises(ProtobufDecodeError):
+        p.feed_decode(b"\x00\x00\x00\x03\xff\xff\xff", _ms.msgpack.decode, 4096)

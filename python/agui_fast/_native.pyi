@@ -248,6 +248,11 @@ class ProtoFrameParser:
     def feed(self, chunk: bytes) -> list[bytes]: ...
     def feed_array(self, chunk: bytes, msgpack: bool = False) -> bytes:
         """Like feed, as one array: JSON text (b"[]" when none) or MessagePack."""
+    def feed_decode(
+        self, chunk: bytes, decode: Callable[[bytes], List[Any]], max_bytes: int, /
+    ) -> Union[List[Any], bytes]:
+        """``feed_array(chunk, True)``, a small array decoded by ``decode`` in the same
+        call: the list, ``[]``, or the array when it is large or ``decode`` raised."""
     def close(self) -> list[bytes]: ...
     @property
     def pending(self) -> int: ...

@@ -282,12 +282,18 @@ class ProtoDecoder:
             except DecodeError as exc:
                 raise _convert_error(exc, raw) from None
         try:
-            array = self._parser.feed_array(chunk, True)
+            if raw:
+                got = self._parser.feed_array(chunk, True)
+            else:
+                # A live stream's chunk: framed, decoded and typed in one native call.
+                got = self._parser.feed_decode(chunk, (_mp or _mp_decoders())[1], 4096)
         except DecodeError as exc:
             raise _convert_mp_error(exc, raw) from None
-        if len(array) == 5:  # an empty MessagePack array32: nothing completed in this chunk
+        if type(got) is list:
+            return got
+        if len(got) == 5:  # an empty MessagePack array32: nothing completed in this chunk
             return []
-        return _convert_mp_array(array, raw)
+        return _convert_mp_array(got, raw)
 
     def close(self) -> List[Any]:
         try:

@@ -393,6 +393,38 @@ impl ProtoFrameParser {
         }
     }
 
+    /// Like `feed_array(chunk, msgpack=True)`, but a small array (under `max_bytes`) is
+    /// decoded right here with `decode(array)` and the list returned: a live stream's
+    /// feed is one native call. Returns `[]` when the chunk completed no event, and the
+    /// array itself when it is larger or `decode` raised (the caller's general path).
+    fn feed_decode<'py>(
+        &mut self,
+        py: Python<'py>,
+        chunk: &[u8],
+        decode: &Bound<'py, PyAny>,
+        max_bytes: usize,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let mut warnings = Vec::new();
+        let mut arr = EventArray::new(Format::MsgPack, chunk.len() * 2 + 8);
+        let r = self.inner.feed_array(chunk, &mut warnings, &mut arr);
+        emit_warnings(py, &warnings)?;
+        if let Err(e) = r {
+            return Err(to_py(py, &e, Some(arr.items())));
+        }
+        if arr.is_empty() {
+            return Ok(PyList::empty(py).into_any());
+        }
+        let array = PyBytes::new(py, &arr.finish());
+        if array.as_bytes().len() < max_bytes {
+            if let Ok(items) = decode.call1((&array,)) {
+                if items.is_exact_instance_of::<PyList>() {
+                    return Ok(items);
+                }
+            }
+        }
+        Ok(array.into_any())
+    }
+
     fn close<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         self.inner.finish().map_err(|e| to_py(py, &e, Some(Vec::new())))?;
         Ok(PyList::empty(py))
