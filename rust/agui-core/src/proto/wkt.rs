@@ -823,21 +823,25 @@ pub fn struct_body_json(b: &[u8], out: &mut Vec<u8>, depth: usize) -> Result<(),
     }
 }
 
-/// `Ok(false)`: a shape that needs merge semantics; the caller redoes it the slow way.
-fn struct_body_json_fast(mut b: &[u8], out: &mut Vec<u8>, depth: usize) -> Result<bool, DecodeError> {
-    out.push(b'{');
-    // Keys seen so far, for the duplicate check: on the stack for small structs.
-    let mut small: [&[u8]; 16] = [&[]; 16];
-    let mut n_small = 0;
-    let mut index: Option<std::collections::HashSet<&[u8]>> = None;
+/// One `fields` entry of a Struct body, as the fast writers (JSON and MessagePack) see it.
+enum FastEntry<'a> {
+    /// Key (empty when absent) and Value body.
+    Pair(&'a [u8], &'a [u8]),
+    /// A repeated key or value field: protobuf merge semantics, the slow path's job.
+    NeedsMerge,
+}
+
+/// The next entry of a Struct body that has a value (entries without one are dropped, as
+/// the reference does; other fields are skipped), or None at the end.
+fn next_entry<'a>(b: &mut &'a [u8]) -> Result<Option<FastEntry<'a>>, DecodeError> {
     while !b.is_empty() {
-        let (tag, wt) = key(&mut b)?;
+        let (tag, wt) = key(b)?;
         if !(tag == 1 && wt == WireType::LengthDelimited) {
-            skip(wt, tag, &mut b)?;
+            skip(wt, tag, b)?;
             continue;
         }
-        let n = varint(&mut b)?;
-        let mut e = take(&mut b, n)?;
+        let n = varint(b)?;
+        let mut e = take(b, n)?;
         let mut k: Option<&[u8]> = None;
         let mut v: Option<&[u8]> = None;
         while !e.is_empty() {
@@ -848,31 +852,57 @@ fn struct_body_json_fast(mut b: &[u8], out: &mut Vec<u8>, depth: usize) -> Resul
                     let p = take(&mut e, n)?;
                     let slot = if t == 1 { &mut k } else { &mut v };
                     if slot.is_some() {
-                        return Ok(false); // repeated key/value fields merge
+                        return Ok(Some(FastEntry::NeedsMerge));
                     }
                     *slot = Some(p);
                 }
                 _ => skip(w, t, &mut e)?,
             }
         }
-        let Some(v) = v else { continue }; // entries without a value are dropped
-        let k = k.unwrap_or(b"");
-        let dup = match &mut index {
+        if let Some(v) = v {
+            return Ok(Some(FastEntry::Pair(k.unwrap_or(b""), v)));
+        }
+    }
+    Ok(None)
+}
+
+/// The keys of a Struct body written so far, for the duplicate check: on the stack for
+/// small structs, a hash set beyond.
+#[derive(Default)]
+struct SeenKeys<'a> {
+    small: [&'a [u8]; 16],
+    n_small: usize,
+    index: Option<std::collections::HashSet<&'a [u8]>>,
+}
+
+impl<'a> SeenKeys<'a> {
+    /// Record `k`; true if it was seen before.
+    fn seen(&mut self, k: &'a [u8]) -> bool {
+        match &mut self.index {
             Some(set) => !set.insert(k),
-            None if n_small < small.len() => {
-                let d = small[..n_small].contains(&k);
-                small[n_small] = k;
-                n_small += 1;
+            None if self.n_small < self.small.len() => {
+                let d = self.small[..self.n_small].contains(&k);
+                self.small[self.n_small] = k;
+                self.n_small += 1;
                 d
             }
             None => {
-                let mut set: std::collections::HashSet<&[u8]> = small.iter().copied().collect();
+                let mut set: std::collections::HashSet<&[u8]> = self.small.iter().copied().collect();
                 let d = !set.insert(k);
-                index = Some(set);
+                self.index = Some(set);
                 d
             }
-        };
-        if dup {
+        }
+    }
+}
+
+/// `Ok(false)`: a shape that needs merge semantics; the caller redoes it the slow way.
+fn struct_body_json_fast(mut b: &[u8], out: &mut Vec<u8>, depth: usize) -> Result<bool, DecodeError> {
+    out.push(b'{');
+    let mut keys = SeenKeys::default();
+    while let Some(entry) = next_entry(&mut b)? {
+        let FastEntry::Pair(k, v) = entry else { return Ok(false) }; // repeated fields merge
+        if keys.seen(k) {
             return Ok(false); // first position, last value: the map path does that
         }
         let mark = out.len();
@@ -1022,47 +1052,10 @@ pub fn struct_body_msgpack(b: &[u8], out: &mut Vec<u8>, depth: usize) -> Result<
 fn struct_body_msgpack_fast(mut b: &[u8], out: &mut Vec<u8>, depth: usize) -> Result<bool, DecodeError> {
     let at = mp::placeholder(out, true);
     let mut count = 0;
-    let mut keys: Vec<&[u8]> = Vec::new();
-    let mut index: Option<std::collections::HashSet<&[u8]>> = None;
-    while !b.is_empty() {
-        let (tag, wt) = key(&mut b)?;
-        if !(tag == 1 && wt == WireType::LengthDelimited) {
-            skip(wt, tag, &mut b)?;
-            continue;
-        }
-        let n = varint(&mut b)?;
-        let mut e = take(&mut b, n)?;
-        let mut k: Option<&[u8]> = None;
-        let mut v: Option<&[u8]> = None;
-        while !e.is_empty() {
-            let (t, w) = key(&mut e)?;
-            match (t, w) {
-                (1, WireType::LengthDelimited) | (2, WireType::LengthDelimited) => {
-                    let n = varint(&mut e)?;
-                    let p = take(&mut e, n)?;
-                    let slot = if t == 1 { &mut k } else { &mut v };
-                    if slot.is_some() {
-                        return Ok(false);
-                    }
-                    *slot = Some(p);
-                }
-                _ => skip(w, t, &mut e)?,
-            }
-        }
-        let Some(v) = v else { continue };
-        let k = k.unwrap_or(b"");
-        let dup = match &mut index {
-            Some(set) => !set.insert(k),
-            None => {
-                let d = keys.contains(&k);
-                keys.push(k);
-                if keys.len() > 32 {
-                    index = Some(keys.drain(..).collect());
-                }
-                d
-            }
-        };
-        if dup {
+    let mut keys = SeenKeys::default();
+    while let Some(entry) = next_entry(&mut b)? {
+        let FastEntry::Pair(k, v) = entry else { return Ok(false) };
+        if keys.seen(k) {
             return Ok(false);
         }
         let mark = out.len();
