@@ -90,10 +90,6 @@ class SseBatch:
     def offsets(self) -> List[int]:
         """Byte offset in the stream of each frame's first ``data`` line."""
     @property
-    def simple(self) -> Optional[bytes]:
-        """``array()`` when one plain decode call can take the whole batch (balanced, no
-        error, no legacy candidates, no float hook wanted), else None."""
-    @property
     def float_hook(self) -> bool:
         """Decode this batch with ``float_hook=float``: it holds enough numbers with
         huge exponents (slow for msgspec's own parser) to outweigh the hook's cost."""
@@ -120,8 +116,9 @@ class SseParser:
     def feed_decode(
         self, chunk: _BytesLike, decode: Callable[[bytes], List[Any]], max_frames: int, /
     ) -> Union[List[Any], SseBatch]:
-        """Feed ``chunk``; a plain batch of fewer than ``max_frames`` frames comes back
-        decoded by ``decode(array)``, anything else as its ``SseBatch``."""
+        """Feed ``chunk``; a plain batch (balanced, no error, no legacy candidates, no
+        float hook wanted) of fewer than ``max_frames`` frames comes back decoded by
+        ``decode(array)``, anything else as its ``SseBatch``."""
     def close(self) -> SseBatch: ...
     @property
     def last_event_id(self) -> str: ...

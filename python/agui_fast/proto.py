@@ -117,13 +117,18 @@ def _convert_mp(items: List[bytes], raw: Any) -> List[Any]:
     return _typed_each(items, _one_mp)
 
 
+# MessagePack arrays below this size hold a few events (a live stream's chunk): decoded
+# with no GC pause to weigh, and by the native feed in the same call.
+_SMALL_ARRAY = 4096
+
+
 def _convert_mp_array(array: bytes, raw: Any) -> List[Any]:
     """A MessagePack array of decoded events -> Structs (one msgspec call) or dicts."""
     if raw:
         return msgspec.msgpack.decode(array)
     decode_list = (_mp or _mp_decoders())[1]
     try:
-        if len(array) < 4096:  # a few events (a live stream's chunk): no GC pause to weigh
+        if len(array) < _SMALL_ARRAY:
             return decode_list(array)
         return _bulk(decode_list, array, _count(array))
     except (msgspec.ValidationError, msgspec.DecodeError):
@@ -286,7 +291,7 @@ class ProtoDecoder:
                 got = self._parser.feed_array(chunk, True)
             else:
                 # A live stream's chunk: framed, decoded and typed in one native call.
-                got = self._parser.feed_decode(chunk, (_mp or _mp_decoders())[1], 4096)
+                got = self._parser.feed_decode(chunk, (_mp or _mp_decoders())[1], _SMALL_ARRAY)
         except DecodeError as exc:
             raise _convert_mp_error(exc, raw) from None
         if type(got) is list:

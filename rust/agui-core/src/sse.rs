@@ -556,6 +556,12 @@ impl Batch {
     pub fn prefer_float_hook(&self) -> bool {
         self.hard_floats > 0 && self.hard_floats * 150 > self.floats
     }
+
+    /// One plain decode call can take the whole joined array: structurally balanced, no
+    /// buffer-limit error, no legacy candidates, no float hook wanted.
+    pub fn is_plain(&self) -> bool {
+        self.balanced && self.error.is_none() && self.candidates.is_empty() && !self.prefer_float_hook()
+    }
 }
 
 /// What [`scan_value`] learns about one payload.

@@ -55,16 +55,6 @@ impl SseBatch {
         PyBytes::new(py, &self.inner.buf)
     }
 
-    /// `array()` when one plain decode call can take the whole batch (structurally
-    /// balanced, no buffer-limit error, no legacy candidates, no float hook wanted),
-    /// else None: the live-stream fast path of `SseDecoder.feed` in one getter.
-    #[getter]
-    fn simple<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
-        let b = &self.inner;
-        (b.balanced && b.error.is_none() && b.candidates.is_empty() && !b.prefer_float_hook())
-            .then(|| PyBytes::new(py, &b.buf))
-    }
-
     /// Each payload as bytes.
     fn payloads<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         PyList::new(py, (0..self.inner.len()).map(|i| PyBytes::new(py, self.inner.payload(i))))
@@ -167,7 +157,7 @@ impl SseParser {
         with_bytes(chunk, |c| self.run(py, Some(c)))
     }
 
-    /// Feed a chunk and, when the batch is plain (see `SseBatch.simple`) and has fewer
+    /// Feed a chunk and, when the batch is plain (`Batch::is_plain`) and has fewer
     /// than `max_frames` frames, decode it right here with `decode(array)`: returns the
     /// decoded list, or the `SseBatch` when the batch is not plain, is larger, or
     /// `decode` raised or returned another count (the caller's general path then finds
@@ -182,7 +172,7 @@ impl SseParser {
         let batch = with_bytes(chunk, |c| self.run(py, Some(c)))?;
         let b = &batch.inner;
         let n = b.len();
-        if n < max_frames && b.balanced && b.error.is_none() && b.candidates.is_empty() && !b.prefer_float_hook() {
+        if n < max_frames && b.is_plain() {
             if let Ok(items) = decode.call1((PyBytes::new(py, &b.buf),)) {
                 if items.cast::<PyList>().is_ok_and(|l| l.len() == n) {
                     return Ok(items);
