@@ -5,9 +5,13 @@
 //! - [`sse`]: Server-Sent Events framing and incremental parsing;
 //! - [`proto`]: the AG-UI 1.0 protobuf wire format and its JSON mapping;
 //! - [`patch`]: RFC 6902 JSON Patch / RFC 6901 JSON Pointer;
-//! - [`json`]: JSON text output matching the Python reference (pydantic) byte for byte.
+//! - [`json`]: JSON text output matching the Python reference (pydantic) byte for byte;
+//! - [`limits`]: the project's own limits (nesting depth), the same on every interpreter.
+
+#![forbid(unsafe_code)]
 
 pub mod json;
+pub mod limits;
 pub mod patch;
 pub mod proto;
 pub mod sse;

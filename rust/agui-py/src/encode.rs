@@ -39,6 +39,7 @@ use std::collections::HashMap;
 use std::os::raw::c_int;
 use std::rc::Rc;
 
+use crate::gil::{GilBound, GilCell};
 use agui_core::json;
 use pyo3::exceptions::PyUnicodeEncodeError;
 use pyo3::ffi;
@@ -168,12 +169,7 @@ struct CacheEntry {
     kind: Kind,
 }
 
-// SAFETY: plans are shared through `Rc` (a non-atomic count: the atomic one of `Arc`
-// was a measurable part of encoding a small event). Every clone and drop of a `Kind`
-// happens with the GIL held (they live in `CACHE`, a `GilCell`, and in the stack of a
-// call holding a `Python` token), and this module is abi3, i.e. GIL builds only, so
-// the counts are never touched by two threads at once.
-unsafe impl Send for CacheEntry {}
+
 
 /// Hasher for type-object addresses (already unique; just mix the bits).
 #[derive(Default)]
@@ -193,33 +189,8 @@ impl std::hash::Hasher for PtrHasher {
     }
 }
 
-type TypeMap = HashMap<usize, CacheEntry, std::hash::BuildHasherDefault<PtrHasher>>;
-
-/// State shared by all calls, guarded by the GIL.
-///
-/// This module is built for the stable ABI (abi3), which only exists on GIL builds of
-/// CPython, so holding a `Python<'_>` token means holding the GIL and no other thread
-/// can run Rust code of this module at the same time. The contents are only borrowed
-/// for short stretches that never call into Python (no borrow is held across a call
-/// that could release the GIL or re-enter this module), so borrows never overlap.
-struct GilCell<T>(std::cell::UnsafeCell<T>);
-
-// SAFETY: see above: every access goes through `with`, which requires the GIL token.
-unsafe impl<T: Send> Sync for GilCell<T> {}
-
-impl<T> GilCell<T> {
-    const fn new(v: T) -> Self {
-        GilCell(std::cell::UnsafeCell::new(v))
-    }
-
-    /// Run `f` with exclusive access. `f` must not call into Python.
-    #[inline]
-    fn with<R>(&self, _py: Python<'_>, f: impl FnOnce(&mut T) -> R) -> R {
-        // SAFETY: the GIL serialises threads; `f` does not call Python, so it cannot
-        // re-enter.
-        unsafe { f(&mut *self.0.get()) }
-    }
-}
+// Entries hold `Rc` plans: `GilBound` (see crate::gil) lets them live in a `GilCell`.
+type TypeMap = HashMap<usize, GilBound<CacheEntry>, std::hash::BuildHasherDefault<PtrHasher>>;
 
 /// Per-class plans (keeps the type objects alive).
 static CACHE: GilCell<Option<TypeMap>> = GilCell::new(None);
@@ -230,7 +201,7 @@ static UNSET: PyOnceLock<Option<Py<PyAny>>> = PyOnceLock::new();
 #[inline]
 pub(crate) fn kind_of(py: Python<'_>, tp: *mut ffi::PyTypeObject) -> PyResult<Kind> {
     let key = tp as usize;
-    let hit = CACHE.with(py, |c| c.as_ref().and_then(|m| m.get(&key)).map(|e| e.kind.clone()));
+    let hit = CACHE.with(py, |c| c.as_ref().and_then(|m| m.get(&key)).map(|e| e.0.kind.clone()));
     match hit {
         Some(k) => Ok(k),
         None => kind_of_slow(py, tp),
@@ -250,9 +221,9 @@ fn kind_of_slow(py: Python<'_>, tp: *mut ffi::PyTypeObject) -> PyResult<Kind> {
         if let Some(e) = m.get(&key) {
             // Another call (re-entrant or another thread while the GIL was released)
             // got there first: keep its entry.
-            (e.kind.clone(), Some(ty))
+            (e.0.kind.clone(), Some(ty))
         } else {
-            m.insert(key, CacheEntry { _ty: ty, kind: kind.clone() });
+            m.insert(key, GilBound(CacheEntry { _ty: ty, kind: kind.clone() }));
             (kind, None)
         }
     });

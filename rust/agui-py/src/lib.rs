@@ -10,13 +10,15 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod encode;
 mod errors;
+mod gil;
 mod patch;
 mod pipeline;
 mod proto;
 mod pynode;
 mod sse;
 
-#[pymodule]
+// The GIL is required: see gil.rs (stated here, not left to PyO3's default).
+#[pymodule(gil_used = true)]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     encode::register(m)?;

@@ -13,6 +13,7 @@
 //!   (dicts and lists; tuples become lists) so the result never aliases the patch or
 //!   itself.
 
+use crate::gil::GilCell;
 use std::collections::HashSet;
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -127,14 +128,7 @@ struct TokenCache {
     seen: Vec<u64>,
 }
 
-/// A cell only ever touched while holding the GIL (every access takes a `Python` token;
-/// this crate is built for the GIL-ful abi3 interpreter), so no lock is needed.
-struct GilCell<T>(std::cell::UnsafeCell<T>);
-// SAFETY: all access goes through `token()` / `py_tokens()`, which require `Python<'py>`
-// (GIL held) and never call back into Python while a borrow is live.
-unsafe impl<T> Sync for GilCell<T> {}
-
-static TOKENS: GilCell<Option<TokenCache>> = GilCell(std::cell::UnsafeCell::new(None));
+static TOKENS: GilCell<Option<TokenCache>> = GilCell::new(None);
 
 fn token<'py>(py: Python<'py>, s: &str) -> Bound<'py, PyString> {
     if s.len() > TOKEN_CACHE_MAX_LEN {
@@ -144,32 +138,32 @@ fn token<'py>(py: Python<'py>, s: &str) -> Bound<'py, PyString> {
     h.write(s.as_bytes());
     let hash = h.finish();
     let slot = (hash >> 7) as usize % TOKEN_SLOTS;
-    let store = {
-        // SAFETY: GIL held (we have `py`), see `GilCell`; the borrow ends before any call
-        // into Python, so even a re-entrant call could not alias it.
-        let cache = unsafe { &mut *TOKENS.0.get() };
+    // The borrow ends before any call into Python (see `GilCell`).
+    let hit = TOKENS.with(py, |cache| {
         let cache = cache.get_or_insert_with(|| TokenCache {
             slots: (0..TOKEN_SLOTS).map(|_| None).collect(),
             seen: vec![0; TOKEN_SLOTS],
         });
         if let Some((k, v)) = &cache.slots[slot] {
             if **k == *s {
-                return v.bind(py).clone();
+                return Ok(v.clone_ref(py));
             }
         }
         let again = cache.seen[slot] == hash;
         cache.seen[slot] = hash;
-        again
+        Err(again)
+    });
+    let store = match hit {
+        Ok(v) => return v.into_bound(py),
+        Err(again) => again,
     };
     // Not interned: on some CPython versions interned strings are immortal, and keys can
     // be unbounded (ids); the cached object keeps its hash after the first lookup anyway.
     let v = PyString::new(py, s);
     if store {
-        // SAFETY: as above. The replaced entry is dropped after the borrow ends.
-        let old = {
-            let cache = unsafe { &mut *TOKENS.0.get() };
-            cache.as_mut().and_then(|c| c.slots[slot].replace((s.into(), v.clone().unbind())))
-        };
+        // The replaced entry is dropped after the borrow ends.
+        let entry = (s.into(), v.clone().unbind());
+        let old = TOKENS.with(py, |cache| cache.as_mut().and_then(|c| c.slots[slot].replace(entry)));
         drop(old);
     }
     v
@@ -222,7 +216,7 @@ const POINTER_CACHE_MAX_LEN: usize = 128;
 /// as for tokens).
 type PointerSlots = (Vec<Option<(Box<str>, Box<[Py<PyString>]>)>>, Vec<u64>);
 
-static POINTERS: GilCell<Option<PointerSlots>> = GilCell(std::cell::UnsafeCell::new(None));
+static POINTERS: GilCell<Option<PointerSlots>> = GilCell::new(None);
 
 fn cached_toks<'py>(py: Python<'py>, toks: &[Py<PyString>]) -> Toks<'py> {
     let b = |i: usize| toks[i].bind(py).clone();
@@ -246,18 +240,24 @@ fn py_tokens<'py>(py: Python<'py>, pointer: &str) -> Result<Toks<'py>, PatchErro
         h.write(pointer.as_bytes());
         let hash = h.finish();
         let i = (hash >> 7) as usize % POINTER_SLOTS;
-        // SAFETY: GIL held (we have `py`), see `GilCell`; no call into Python while borrowed.
-        let cache = unsafe { &mut *POINTERS.0.get() };
-        let (entries, seen) = cache.get_or_insert_with(|| ((0..POINTER_SLOTS).map(|_| None).collect(), vec![0; POINTER_SLOTS]));
-        if let Some((k, toks)) = &entries[i] {
-            if **k == *pointer {
-                return Ok(cached_toks(py, toks));
+        let hit = POINTERS.with(py, |cache| {
+            let (entries, seen) = cache.get_or_insert_with(|| {
+                ((0..POINTER_SLOTS).map(|_| None).collect(), vec![0; POINTER_SLOTS])
+            });
+            if let Some((k, toks)) = &entries[i] {
+                if **k == *pointer {
+                    return Some(cached_toks(py, toks));
+                }
             }
+            if seen[i] == hash {
+                slot = Some(i);
+            }
+            seen[i] = hash;
+            None
+        });
+        if let Some(toks) = hit {
+            return Ok(toks);
         }
-        if seen[i] == hash {
-            slot = Some(i);
-        }
-        seen[i] = hash;
     }
     let Some(rest) = pointer.strip_prefix('/') else {
         return core::parse_pointer(pointer).map(|_| Toks::Empty); // yields the precise error
@@ -268,11 +268,8 @@ fn py_tokens<'py>(py: Python<'py>, pointer: &str) -> Result<Toks<'py>, PatchErro
     }
     if let Some(slot) = slot {
         let entry = (pointer.into(), out.iter().map(|t| t.clone().unbind()).collect());
-        // SAFETY: as above; the replaced entry is dropped after the borrow ends.
-        let old = {
-            let cache = unsafe { &mut *POINTERS.0.get() };
-            cache.as_mut().and_then(|(entries, _)| entries[slot].replace(entry))
-        };
+        // The replaced entry is dropped after the borrow ends.
+        let old = POINTERS.with(py, |cache| cache.as_mut().and_then(|(entries, _)| entries[slot].replace(entry)));
         drop(old);
     }
     Ok(out)
