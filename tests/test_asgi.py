@@ -2,6 +2,7 @@
 negotiation, coalescing, keep-alives, disconnects, errors."""
 
 import asyncio
+import time
 
 import pytest
 
@@ -158,8 +159,7 @@ def test_max_batch_bounds_each_send():
     assert sum(sizes) == 100 and max(sizes) <= 7
 
 
-@pytest.mark.parametrize("iterable", ["async", "sync"])
-def test_an_event_ready_on_an_idle_transport_is_not_held_back(iterable):
+def test_an_event_ready_on_an_idle_transport_is_not_held_back():
     # The source yields one event and then waits until the client has received it: if the
     # response held the event back (waiting for more to fill a batch) this deadlocks.
     harness = Harness()
@@ -172,6 +172,36 @@ def test_an_event_ready_on_an_idle_transport_is_not_held_back(iterable):
 
     h = serve(EventStream(gated()), harness)
     assert [decode_sse(m["body"]) for m in h.data_sends] == [[ev(0)], [ev(1)], [ev(2)]]
+
+
+def test_a_source_that_never_suspends_is_flushed_within_the_hold_time():
+    # A slow synchronous source (5 ms per event, never yielding to the loop): slower than
+    # _MAX_HOLD per event, so each event goes out alone before the next one is made.
+    stamps = []
+
+    def slow():
+        for i in range(4):
+            time.sleep(0.005)
+            stamps.append(time.perf_counter())
+            yield ev(i)
+
+    class Timed(Harness):
+        async def send(self, message):
+            if message["type"] == "http.response.body" and message["body"]:
+                message = dict(message, at=time.perf_counter())
+            await super().send(message)
+
+    h = serve(EventStream(slow()), Timed())
+    sends = h.data_sends
+    assert [decode_sse(m["body"]) for m in sends] == [[ev(i)] for i in range(4)]
+    for i, m in enumerate(sends[:-1]):
+        assert m["at"] < stamps[i + 1]
+
+
+def test_a_fast_source_that_never_suspends_is_batched():
+    h = serve(EventStream([ev(i) for i in range(2000)], max_batch=500))
+    sizes = [len(decode_sse(m["body"])) for m in h.data_sends]
+    assert sum(sizes) == 2000 and len(sizes) <= 8
 
 
 def test_sync_generator_is_streamed_and_closed():

@@ -11,8 +11,11 @@ Why not ``StreamingResponse``: one ASGI ``send`` costs a server ~4 us of CPU wha
 carries, more than encoding a small event. So sends are **coalesced**: events that become
 ready while the previous ``send`` is still in flight (the socket's buffer is full and the
 server is waiting for the client to read) go out together in the next ``send``, encoded in
-one batch call. An event that is ready while the transport is idle is sent at once, never
-held back waiting for company. ``coalesce=False`` sends one event per ``send``.
+one batch call. An event that is ready while the transport is idle is sent as soon as the
+source pauses (awaits anything), never held back waiting for company; a source that never
+pauses (a sync iterable, a generator with no real await) gets its events sent at least every
+millisecond, in batches of at most ``max_batch``. ``coalesce=False`` sends one event per
+``send``.
 
 Runs on asyncio (uvicorn, hypercorn's asyncio worker). A synchronous iterable is iterated on
 the event loop, so it must not block (give an async iterable for events that wait on I/O).
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+from time import perf_counter as _clock
 from collections import deque
 from typing import Any, AsyncIterable, Awaitable, Callable, Deque, Iterable, List, Mapping, Optional, Union
 
@@ -39,6 +43,11 @@ DEFAULT_KEEPALIVE: Optional[float] = 15.0
 DEFAULT_MAX_BATCH = 512
 
 _KEEPALIVE = b": keep-alive\n\n"
+# Longest an event waits on an idle transport while a source that never suspends (a sync
+# iterable, an async generator with no real await) keeps producing: a batch goes out when
+# the source awaits I/O, fills ``max_batch``, or with the first event made this many seconds
+# after the previous batch (a source slower than that gets each event sent alone).
+_MAX_HOLD = 0.001
 
 Events = Union[Iterable[Any], AsyncIterable[Any]]
 Scope = Mapping[str, Any]
@@ -129,7 +138,7 @@ class _Pump:
     (the ASGI task itself) sends what ``buf`` holds each time the previous send is done."""
 
     __slots__ = (
-        "resp", "receive", "send", "buf", "wake", "room", "idle", "done", "stop", "error", "disconnected",
+        "resp", "receive", "send", "buf", "wake", "room", "idle", "since", "ping", "done", "stop", "error", "disconnected",
     )
 
     def __init__(self, resp: EventStream, receive: Receive, send: Send) -> None:
@@ -140,6 +149,8 @@ class _Pump:
         self.wake = asyncio.Event()  # the sender has something to do
         self.room = asyncio.Event()  # the producer may read on
         self.idle = False  # the sender is waiting for events
+        self.since = _clock()  # when the sender last took a batch
+        self.ping = False  # the keep-alive timer fired
         self.done = False  # the source is exhausted (or failed)
         self.stop = False  # an event could not be encoded: nothing more is sent
         self.error: Optional[BaseException] = None
@@ -172,38 +183,44 @@ class _Pump:
             raise self.error
 
     async def produce(self) -> None:
-        buf, wake, room, limit = self.buf, self.wake, self.room, self.resp.max_batch
-        events = self.resp.events
+        events, added = self.resp.events, self._added
         try:
             if isinstance(events, AsyncIterable):
                 async for event in events:
-                    buf.append(event)
-                    if self.idle or len(buf) >= limit:
-                        await self._handoff(buf, wake, room, limit)
+                    if added(event):
+                        await self._pause()
             else:
                 for event in events:
-                    buf.append(event)
-                    if self.idle or len(buf) >= limit:
-                        await self._handoff(buf, wake, room, limit)
+                    if added(event):
+                        await self._pause()
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - re-raised by run() after the flush
             self.error = exc
         finally:
             self.done = True
-            wake.set()
+            self.wake.set()
 
-    async def _handoff(self, buf: Deque[Any], wake: asyncio.Event, room: asyncio.Event, limit: int) -> None:
-        """Wake an idle sender (and let it run: the event must not wait for the source's
-        next one), or wait while a full batch is pending."""
-        wake.set()
-        if len(buf) >= limit:
-            room.clear()
-            while len(buf) >= limit:
-                await room.wait()
-                room.clear()
-        else:
-            await asyncio.sleep(0)
+    def _added(self, event: Any) -> bool:
+        """Queue one event; True when the producer must pause (a full batch, or an idle
+        sender that has waited ``_MAX_HOLD`` for a source that never suspends)."""
+        buf = self.buf
+        buf.append(event)
+        if len(buf) >= self.resp.max_batch:
+            return True
+        if self.idle:
+            # The sender runs as soon as the source suspends (awaits I/O) ...
+            self.wake.set()
+            # ... or, for a source that never does, _MAX_HOLD after the last batch.
+            return _clock() - self.since >= _MAX_HOLD
+        return False
+
+    async def _pause(self) -> None:
+        """Wait until the sender has taken what is queued (a mere ``sleep(0)`` is not
+        enough: waking a task waiting with a timeout takes several loop iterations)."""
+        self.wake.set()
+        self.room.clear()
+        await self.room.wait()
 
     async def watch(self) -> None:
         while True:
@@ -216,6 +233,7 @@ class _Pump:
     async def deliver(self) -> None:
         buf, wake, room = self.buf, self.wake, self.room
         keepalive, limit, encode = self.resp.keepalive, self.resp.max_batch, self.resp._encode
+        loop = asyncio.get_running_loop()
         while True:
             if self.disconnected or self.stop:
                 return
@@ -224,24 +242,31 @@ class _Pump:
                     return
                 self.idle = True
                 wake.clear()
+                # A timer, not wait_for: wait_for makes a task per wait (~10 us per idle period).
+                timer = None if keepalive is None else loop.call_later(keepalive, self._ping)
                 try:
-                    if keepalive is None:
-                        await wake.wait()
-                    else:
-                        try:
-                            await asyncio.wait_for(wake.wait(), keepalive)
-                        except asyncio.TimeoutError:
-                            await self._send(_KEEPALIVE)
+                    await wake.wait()
                 finally:
                     self.idle = False
+                    if timer is not None:
+                        timer.cancel()
+                if self.ping:
+                    self.ping = False
+                    if not buf and not self.done and not self.disconnected:
+                        await self._send(_KEEPALIVE)
                 continue
             if len(buf) <= limit:
                 batch = list(buf)
                 buf.clear()
             else:
                 batch = [buf.popleft() for _ in range(limit)]
+            self.since = _clock()
             room.set()
             await self._send(self._encoded(batch, encode))
+
+    def _ping(self) -> None:
+        self.ping = True
+        self.wake.set()
 
     def _encoded(self, batch: List[Any], encode: Callable[[List[Any]], bytes]) -> bytes:
         try:
