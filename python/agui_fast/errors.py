@@ -23,6 +23,11 @@ __all__ = [
     "JsonPatchError",
     "JsonPatchTestFailed",
     "JsonPointerError",
+    "ResponseError",
+    "HttpStatusError",
+    "ContentTypeError",
+    "IncompleteRunError",
+    "AgentRunError",
 ]
 
 
@@ -129,3 +134,68 @@ class JsonPatchTestFailed(JsonPatchError):
 
 class JsonPointerError(JsonPatchError):
     """An RFC 6901 JSON Pointer is malformed or does not resolve."""
+
+
+class ResponseError(AguiError):
+    """An agent's HTTP response cannot be read as an AG-UI stream (``agui_fast.client``).
+
+    Attributes: ``status_code``, ``content_type`` (as sent, or ``None``) and ``body`` (the
+    first bytes of the response body, at most 1 KiB).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status_code: Optional[int] = None,
+        content_type: Optional[str] = None,
+        body: bytes = b"",
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status_code = status_code
+        self.content_type = content_type
+        self.body = body
+
+    def __reduce__(self):
+        return (_rebuild_response, (type(self), self.message, self.status_code, self.content_type, self.body))
+
+
+def _rebuild_response(cls, message, status_code, content_type, body):
+    return cls(message, status_code=status_code, content_type=content_type, body=body)
+
+
+class HttpStatusError(ResponseError):
+    """The agent answered with an HTTP error status (not 2xx)."""
+
+
+class ContentTypeError(ResponseError):
+    """The agent answered with a media type that is neither SSE nor AG-UI protobuf."""
+
+
+class IncompleteRunError(TruncatedStreamError):
+    """The stream ended without ``RUN_FINISHED`` or ``RUN_ERROR``: the run did not complete."""
+
+
+class AgentRunError(AguiError):
+    """The agent reported ``RUN_ERROR`` (raised by ``HttpAgent.run_agent``).
+
+    Attributes: ``event`` (the ``RunErrorEvent``), ``code``, and ``messages``/``state`` as
+    applied up to the error.
+    """
+
+    def __init__(self, event: Any, *, messages: Optional[List[Any]] = None, state: Any = None) -> None:
+        code = getattr(event, "code", None)
+        text = getattr(event, "message", "")
+        super().__init__(f"agent run failed: {text}" + (f" (code {code})" if code else ""))
+        self.event = event
+        self.code = code
+        self.messages = [] if messages is None else messages
+        self.state = state
+
+    def __reduce__(self):
+        return (_rebuild_run_error, (type(self), self.event, self.messages, self.state))
+
+
+def _rebuild_run_error(cls, event, messages, state):
+    return cls(event, messages=messages, state=state)

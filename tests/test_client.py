@@ -1,0 +1,291 @@
+"""agui_fast.client: HttpAgent / SyncHttpAgent against a real server (the example server,
+uvicorn in a thread) and against scripted responses (httpx.MockTransport)."""
+
+import asyncio
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+httpx = pytest.importorskip("httpx")
+pytest.importorskip("starlette")
+
+from agui_fast import core  # noqa: E402
+from agui_fast.client import HttpAgent, RunAgentResult, SyncHttpAgent  # noqa: E402
+from agui_fast.encoder import AGUI_MEDIA_TYPE, EventEncoder  # noqa: E402
+from agui_fast.errors import (  # noqa: E402
+    AgentRunError,
+    ContentTypeError,
+    DecodeError,
+    EventValidationError,
+    HttpStatusError,
+    IncompleteRunError,
+    TruncatedStreamError,
+)
+from agui_fast.proto import encode_protobuf_many  # noqa: E402
+
+from servers import serve  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+import server as example  # noqa: E402
+
+RUN = core.RunAgentInput(thread_id="t1", run_id="r1", messages=[core.UserMessage(id="u1", content="hi")],
+                         state={"ignored": True})
+SSE = EventEncoder().encode_many
+
+
+@pytest.fixture(scope="module")
+def example_url():
+    with serve(example.app) as url:
+        yield url + "/agent"
+
+
+async def collect(agen):
+    return [e async for e in agen]
+
+
+@pytest.mark.parametrize("accept", ["sse", "protobuf"])
+def test_run_against_the_example_server(example_url, accept):
+    agent = HttpAgent(example_url, accept=accept)
+    assert asyncio.run(collect(agent.run(RUN))) == example.script(RUN)
+    result = asyncio.run(agent.run_agent(RUN))
+    assert isinstance(result, RunAgentResult)
+    assert result.messages == example.meant_messages(RUN)
+    assert result.state == example.meant_state
+    assert [m.id for m in result.new_messages] == ["think1", "a1", "tool1"]
+
+
+@pytest.mark.parametrize("accept", ["sse", "protobuf"])
+def test_sync_twin(example_url, accept):
+    agent = SyncHttpAgent(example_url, accept=accept)
+    assert list(agent.run(RUN)) == example.script(RUN)
+    result = agent.run_agent(RUN)
+    assert result.messages == example.meant_messages(RUN) and result.state == example.meant_state
+
+
+def test_input_as_dict_and_as_reference_model(example_url):
+    agent = SyncHttpAgent(example_url)
+    as_dict = {"threadId": "t1", "runId": "r1", "messages": [{"id": "u1", "role": "user", "content": "hi"}]}
+    assert list(agent.run(as_dict)) == example.script(RUN)
+    ref = pytest.importorskip("ag_ui.core")
+    ref_input = ref.RunAgentInput(thread_id="t1", run_id="r1", state=None, tools=[], context=[],
+                                  forwarded_props=None, messages=[ref.UserMessage(id="u1", role="user", content="hi")])
+    assert list(agent.run(ref_input)) == example.script(RUN)
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="accept"):
+        HttpAgent("http://x", accept="json")
+    with pytest.raises(TypeError):
+        HttpAgent(42)
+    with pytest.raises(TypeError):
+        HttpAgent("http://x", client=httpx.Client())
+    with pytest.raises(TypeError, match="RunAgentInput"):
+        list(SyncHttpAgent("http://x").run(42))
+    with pytest.raises(EventValidationError):
+        list(SyncHttpAgent("http://x").run({"threadId": "t"}))
+
+
+def test_http_error_in_the_server_validation(example_url):
+    with pytest.raises(HttpStatusError) as info:
+        list(SyncHttpAgent(example_url + "/missing").run(RUN))
+    assert info.value.status_code == 404
+
+
+# -- scripted responses ----------------------------------------------------------------------
+
+
+def mock(body, content_type="text/event-stream", status=200, seen=None, chunks=None):
+    """An agent whose server answers ``body`` (bytes; or ``chunks``: a list of byte chunks)."""
+
+    def handler(request):
+        if seen is not None:
+            seen.append(request)
+        stream = chunks if chunks is not None else [body]
+        return httpx.Response(status, headers={"content-type": content_type}, content=iter(stream))
+
+    return SyncHttpAgent("http://agent.test/run", client=httpx.Client(transport=httpx.MockTransport(handler)))
+
+
+START = core.RunStartedEvent(thread_id="t1", run_id="r1")
+TEXT = [core.TextMessageStartEvent(message_id="m", role="assistant"),
+        core.TextMessageContentEvent(message_id="m", delta="hi"),
+        core.TextMessageEndEvent(message_id="m")]
+END = core.RunFinishedEvent(thread_id="t1", run_id="r1", result={"ok": 1})
+
+
+def drain(agent, run_input=RUN):
+    got = []
+    try:
+        for event in agent.run(run_input):
+            got.append(event)
+    except Exception as exc:  # noqa: BLE001 - the test inspects it
+        return got, exc
+    return got, None
+
+
+def test_request_body_and_headers():
+    seen = []
+    agent = mock(SSE([START, END]), seen=seen)
+    agent = SyncHttpAgent("http://agent.test/run", headers={"Authorization": "Bearer x", "Accept": "text/plain"},
+                          accept="protobuf", client=agent.client)
+    assert list(agent.run(RUN)) == [START, END]
+    request = seen[0]
+    assert request.method == "POST"
+    assert request.headers["authorization"] == "Bearer x"
+    assert request.headers["accept"].startswith(AGUI_MEDIA_TYPE)  # the agent's Accept wins
+    assert request.headers["content-type"] == "application/json"
+    assert core.RunAgentInput.model_validate_json(request.content) == RUN
+
+
+def test_protobuf_response_is_read_by_content_type():
+    agent = mock(encode_protobuf_many([START, *TEXT, END]), content_type=AGUI_MEDIA_TYPE)
+    assert list(agent.run(RUN)) == [START, *TEXT, END]
+
+
+def test_http_status_error_carries_status_and_first_bytes():
+    agent = mock(b"upstream exploded: " + b"x" * 5000, content_type="text/plain", status=502)
+    got, exc = drain(agent)
+    assert got == [] and isinstance(exc, HttpStatusError)
+    assert exc.status_code == 502 and exc.body.startswith(b"upstream exploded") and len(exc.body) == 1024
+    assert "502" in str(exc)
+
+
+def test_wrong_content_type():
+    got, exc = drain(mock(b'{"error": "nope"}', content_type="application/json"))
+    assert isinstance(exc, ContentTypeError) and exc.content_type == "application/json"
+
+
+def test_stream_cut_mid_frame_sse():
+    body = SSE([START, *TEXT]) + b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m","del'
+    got, exc = drain(mock(body))
+    assert got == [START, *TEXT] and isinstance(exc, DecodeError)
+
+
+def test_stream_cut_mid_frame_protobuf():
+    body = encode_protobuf_many([START, *TEXT, END])[:-3]
+    got, exc = drain(mock(body, content_type=AGUI_MEDIA_TYPE))
+    assert got == [START, *TEXT] and isinstance(exc, TruncatedStreamError)
+
+
+def test_stream_without_run_finished_is_an_error():
+    got, exc = drain(mock(SSE([START, *TEXT])))
+    assert got == [START, *TEXT] and isinstance(exc, IncompleteRunError)
+    got, exc = drain(mock(b""))
+    assert got == [] and isinstance(exc, IncompleteRunError)
+
+
+def test_bad_frame_raises_after_the_events_before_it():
+    body = SSE([START, TEXT[0]]) + b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m"}\n\n' + SSE([END])
+    got, exc = drain(mock(body))
+    assert got == [START, TEXT[0]] and isinstance(exc, EventValidationError) and exc.field == "$.delta"
+
+
+def test_run_error_is_an_event_from_run_and_an_exception_from_run_agent():
+    failed = core.RunErrorEvent(message="model overloaded", code="overloaded")
+    body = SSE([START, *TEXT, failed])
+    assert list(mock(body).run(RUN)) == [START, *TEXT, failed]
+    with pytest.raises(AgentRunError) as info:
+        mock(body).run_agent(RUN)
+    assert info.value.code == "overloaded" and info.value.event == failed
+    assert "model overloaded" in str(info.value)
+    assert [m.content for m in info.value.messages] == ["hi", "hi"]  # applied up to the error
+
+
+@pytest.mark.parametrize("split", ["one_chunk", "per_frame"])
+def test_unknown_event_types_are_skipped_with_a_warning(split):
+    future = b'data: {"type":"HOLOGRAM_START","hologramId":"h1"}\n\n'
+    frames = [SSE([START]), future, SSE([TEXT[0]]), future, SSE(TEXT[1:] + [END])]
+    agent = mock(None, chunks=[b"".join(frames)] if split == "one_chunk" else frames)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = list(agent.run(RUN))
+    assert got == [START, *TEXT, END]
+    assert len(caught) == 2 and "HOLOGRAM_START" in str(caught[0].message)
+
+
+def test_run_agent_applies_chunks_snapshots_and_deltas():
+    body = SSE([
+        START,
+        core.StateSnapshotEvent(snapshot={"a": [1]}),
+        core.TextMessageChunkEvent(message_id="c1", role="assistant", delta="par"),
+        core.TextMessageChunkEvent(message_id="c1", delta="tial"),
+        core.ToolCallChunkEvent(tool_call_id="k1", tool_call_name="f", parent_message_id="c1", delta="{"),
+        core.ToolCallChunkEvent(tool_call_id="k1", delta="}"),
+        core.StateDeltaEvent(delta=[{"op": "add", "path": "/a/-", "value": 2}]),
+        END,
+    ])
+    result = mock(body).run_agent(RUN)
+    assert result.state == {"a": [1, 2]}
+    assert result.result == {"ok": 1}
+    assert result.messages == [
+        RUN.messages[0],
+        core.AssistantMessage(id="c1", content="partial", tool_calls=[
+            core.ToolCall(id="k1", function=core.FunctionCall(name="f", arguments="{}"))]),
+    ]
+    assert RUN.messages == [core.UserMessage(id="u1", content="hi")]  # the input is not changed
+
+
+def test_async_run_with_scripted_chunks_and_early_exit_closes_the_response():
+    closed = []
+
+    class Body(httpx.AsyncByteStream):
+        async def __aiter__(self):
+            yield SSE([START])
+            while True:
+                yield SSE([TEXT[1]])
+                await asyncio.sleep(0)
+
+        async def aclose(self):
+            closed.append(True)
+
+    def handler(request):
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=Body())
+
+    async def main():
+        async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+            agent = HttpAgent("http://agent.test/run", client=client)
+            events = agent.run(RUN)
+            got = [await events.__anext__() for _ in range(3)]
+            await events.aclose()
+            return got
+
+    assert asyncio.run(main()) == [START, TEXT[1], TEXT[1]]
+    assert closed == [True]
+
+
+def test_cancelling_a_run_closes_the_connection_and_the_server_generator():
+    from agui_fast.asgi import EventStreamResponse
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+
+    finished = []
+
+    async def endless():
+        try:
+            yield START
+            while True:
+                yield TEXT[1]
+                await asyncio.sleep(0.01)
+        finally:
+            finished.append(True)
+
+    async def endpoint(request):
+        return EventStreamResponse(endless())
+
+    app = Starlette(routes=[Route("/run", endpoint, methods=["POST"])])
+
+    async def consume(url):
+        async for event in HttpAgent(url).run(RUN):
+            if event.type is core.EventType.TEXT_MESSAGE_CONTENT:
+                raise asyncio.CancelledError  # as a cancelled task would see it
+
+    with serve(app) as url:
+        with pytest.raises(asyncio.CancelledError):
+            asyncio.run(consume(url + "/run"))
+        for _ in range(200):
+            if finished:
+                break
+            asyncio.run(asyncio.sleep(0.01))
+    assert finished == [True]
