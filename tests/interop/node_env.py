@@ -1,0 +1,65 @@
+"""The official TypeScript packages for the interop tests: ``node_modules`` next to this
+file, unpacked from ``../shared/reference/node/refnode.tgz`` (beside the repository) when
+missing, else installed with ``npm ci``; the tests skip, saying why, only when neither works."""
+
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+TARBALL = ROOT.parent / "shared" / "reference" / "node" / "refnode.tgz"
+PACKAGES = ("client", "core", "encoder", "proto")
+
+
+def _complete() -> bool:
+    return all((HERE / "node_modules" / "@ag-ui" / p / "package.json").is_file() for p in PACKAGES)
+
+
+def _unpack() -> str:
+    """Unpack only ``node_modules/`` (our package.json and lock stay ours), atomically."""
+    with tempfile.TemporaryDirectory(dir=HERE) as tmp, tarfile.open(TARBALL) as tar:
+        members = [m for m in tar.getmembers() if m.name.startswith("node_modules/")]
+        safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}  # Python >= 3.10.12
+        tar.extractall(tmp, members=members, **safe)
+        target = HERE / "node_modules"
+        if target.exists():
+            shutil.rmtree(target)
+        Path(tmp, "node_modules").rename(target)
+    return f"unpacked {TARBALL}"
+
+
+def ensure_node_modules() -> str:
+    """'' when ready, else why not."""
+    if shutil.which("node") is None:
+        return "node (Node.js 20) is not installed"
+    if _complete():
+        return ""
+    problems = []
+    if TARBALL.is_file():
+        try:
+            _unpack()
+        except (OSError, tarfile.TarError) as exc:
+            problems.append(f"unpacking {TARBALL} failed: {exc}")
+        else:
+            if _complete():
+                return ""
+            problems.append(f"{TARBALL} lacks the @ag-ui packages")
+    else:
+        problems.append(f"{TARBALL} is missing")
+    npm = shutil.which("npm")
+    if npm is None:
+        problems.append("npm is not installed")
+    else:
+        try:
+            proc = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=HERE, capture_output=True,
+                                  text=True, timeout=180)
+        except subprocess.TimeoutExpired:
+            problems.append("npm ci timed out")
+        else:
+            if proc.returncode == 0 and _complete():
+                return ""
+            problems.append(f"npm ci failed: {proc.stderr.strip()[-300:]}")
+    return "; ".join(problems)

@@ -1,0 +1,160 @@
+"""Interop with the official TypeScript packages (@ag-ui/client, @ag-ui/encoder 1.0.0, run
+with Node 20 from ``node_modules`` here, see node_env.py), and with the Python reference's
+encoder:
+
+* the official HttpAgent reads our EventStreamResponse servers (the example server, and
+  coalescing on and off) over SSE and protobuf: every event, the final messages and state
+  equal what the server meant;
+* the official @ag-ui/encoder writes SSE and protobuf streams (a tiny Node server): our
+  HttpAgent reads them, events equal;
+* our HttpAgent reads the example server and a server written with ``ag_ui.encoder``.
+"""
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("httpx")
+pytest.importorskip("starlette")
+pytest.importorskip("uvicorn")
+RefEncoder = pytest.importorskip("ag_ui.encoder").EventEncoder
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE.parent.parent / "examples"))
+
+import server as example  # noqa: E402
+from node_env import ensure_node_modules  # noqa: E402
+from servers import serve  # noqa: E402
+from starlette.applications import Starlette  # noqa: E402
+from starlette.responses import StreamingResponse  # noqa: E402
+from starlette.routing import Route  # noqa: E402
+
+from agui_fast import core  # noqa: E402
+from agui_fast.asgi import EventStreamResponse  # noqa: E402
+from agui_fast.client import HttpAgent, SyncHttpAgent  # noqa: E402
+from agui_fast.decoder import decode_as, decode_event  # noqa: E402
+from agui_fast.encoder import event_to_json_bytes, to_builtins  # noqa: E402
+from agui_fast.interop import to_ag_ui  # noqa: E402
+
+NODE_TIMEOUT = 30
+RUN = core.RunAgentInput(thread_id="t1", run_id="r1", messages=[core.UserMessage(id="u1", content="hi \u2028 there")])
+MEANT = example.script(RUN)
+
+
+async def _events(source):
+    for event in source:
+        yield event
+        await asyncio.sleep(0)
+
+
+def _run_of(request_body: bytes) -> core.RunAgentInput:
+    return decode_as(request_body, core.RunAgentInput)
+
+
+async def coalesced(request):
+    run = _run_of(await request.body())
+    # A source that never waits: everything it makes while a send is in flight is batched.
+    return EventStreamResponse(example.script(run), accept=request.headers.get("accept"))
+
+
+async def single(request):
+    run = _run_of(await request.body())
+    return EventStreamResponse(_events(example.script(run)), accept=request.headers.get("accept"), coalesce=False)
+
+
+async def reference(request):
+    """The Python reference's server pattern: ag_ui events, ag_ui's encoder, one chunk each."""
+    run = _run_of(await request.body())
+    encoder = RefEncoder(accept=request.headers.get("accept"))
+
+    async def gen():
+        for event in example.script(run):
+            yield encoder.encode(to_ag_ui(event))
+
+    return StreamingResponse(gen(), media_type=encoder.get_content_type())
+
+
+APP = Starlette(routes=[
+    Route("/agent", example.agent, methods=["POST"]),
+    Route("/coalesced", coalesced, methods=["POST"]),
+    Route("/single", single, methods=["POST"]),
+    Route("/reference", reference, methods=["POST"]),
+])
+
+
+@pytest.fixture(scope="module")
+def base_url():
+    with serve(APP) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def node():
+    why = ensure_node_modules()
+    if why:
+        pytest.skip(f"official TypeScript packages unavailable: {why}")
+    return "node"
+
+
+def official_client(node, url, fmt):
+    proc = subprocess.run([node, str(HERE / "client_run.js"), url, fmt], input=event_to_json_bytes(RUN),
+                          capture_output=True, timeout=NODE_TIMEOUT, cwd=HERE)
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    return json.loads(proc.stdout)
+
+
+@pytest.mark.parametrize("path", ["/agent", "/coalesced", "/single"])
+@pytest.mark.parametrize("fmt", ["sse", "protobuf"])
+def test_official_client_reads_our_server(node, base_url, path, fmt):
+    got = official_client(node, base_url + path, fmt)
+    assert got["contentType"] == ("text/event-stream" if fmt == "sse" else "application/vnd.ag-ui.event+proto")
+    assert [decode_event(json.dumps(e)) for e in got["events"]] == MEANT
+    assert got["messages"] == [to_builtins(m) for m in example.meant_messages(RUN)]
+    assert got["state"] == example.meant_state
+
+
+@pytest.fixture(scope="module")
+def node_encoder_url(node, tmp_path_factory):
+    events_file = tmp_path_factory.mktemp("interop") / "events.json"
+    events_file.write_text(json.dumps([to_builtins(e) for e in MEANT]))
+    proc = subprocess.Popen([node, str(HERE / "encoder_server.js"), str(events_file)], cwd=HERE,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        line = proc.stdout.readline()  # the port (the server prints it once listening)
+        if not line.strip():
+            pytest.fail(f"node encoder server did not start: {proc.stderr.read().decode()[-1000:]}")
+        yield f"http://127.0.0.1:{int(line)}/"
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
+@pytest.mark.parametrize("fmt", ["sse", "protobuf"])
+def test_our_client_reads_the_official_encoder(node_encoder_url, fmt):
+    agent = SyncHttpAgent(node_encoder_url, accept=fmt)
+    assert list(agent.run(RUN)) == MEANT
+    result = asyncio.run(HttpAgent(node_encoder_url, accept=fmt).run_agent(RUN))
+    assert result.messages == example.meant_messages(RUN) and result.state == example.meant_state
+
+
+@pytest.mark.parametrize("path", ["/agent", "/reference"])
+@pytest.mark.parametrize("fmt", ["sse", "protobuf"])
+def test_our_client_reads_our_and_the_reference_server(base_url, path, fmt):
+    agent = HttpAgent(base_url + path, accept=fmt)
+
+    async def main():
+        return [e async for e in agent.run(RUN)], await agent.run_agent(RUN)
+
+    events, result = asyncio.run(main())
+    assert events == MEANT
+    assert result.messages == example.meant_messages(RUN) and result.state == example.meant_state
