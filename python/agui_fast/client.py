@@ -189,12 +189,14 @@ def _input_parts(run_input: Any) -> Tuple[List[Any], Any]:
 
 
 class _BaseAgent:
-    __slots__ = ("url", "headers", "accept", "timeout", "max_buffer_size", "_request_headers")
+    __slots__ = ("url", "headers", "accept", "timeout", "max_buffer_size", "client", "_request_headers")
+    _client_class: Any = None  # httpx.AsyncClient or httpx.Client
 
     def __init__(
         self,
         url: str,
         *,
+        client: Any = None,
         headers: Optional[Mapping[str, str]] = None,
         accept: str = "sse",
         timeout: Union[float, httpx.Timeout, None] = DEFAULT_TIMEOUT,
@@ -204,6 +206,9 @@ class _BaseAgent:
             raise TypeError(f"url must be a str, not {type(url).__name__}")
         if accept not in _ACCEPT:
             raise ValueError(f"accept must be 'sse' or 'protobuf', not {accept!r}")
+        if client is not None and not isinstance(client, self._client_class):
+            raise TypeError(f"client must be an httpx.{self._client_class.__name__}, not {type(client).__name__}")
+        self.client = client
         self.url = url
         self.headers = dict(headers or {})
         self.accept = accept
@@ -230,13 +235,7 @@ class HttpAgent(_BaseAgent):
     ``max_buffer_size``: the decoder's limit for one event (SSE buffer / protobuf frame).
     """
 
-    __slots__ = ("client",)
-
-    def __init__(self, url: str, *, client: Optional[httpx.AsyncClient] = None, **kwargs: Any) -> None:
-        super().__init__(url, **kwargs)
-        if client is not None and not isinstance(client, httpx.AsyncClient):
-            raise TypeError(f"client must be an httpx.AsyncClient, not {type(client).__name__}")
-        self.client = client
+    _client_class = httpx.AsyncClient
 
     async def run(self, input: Any) -> AsyncIterator[Any]:
         """Post ``input`` and yield the run's events as they arrive."""
@@ -273,13 +272,7 @@ class HttpAgent(_BaseAgent):
 class SyncHttpAgent(_BaseAgent):
     """:class:`HttpAgent` for synchronous code (``httpx.Client``); same arguments."""
 
-    __slots__ = ("client",)
-
-    def __init__(self, url: str, *, client: Optional[httpx.Client] = None, **kwargs: Any) -> None:
-        super().__init__(url, **kwargs)
-        if client is not None and not isinstance(client, httpx.Client):
-            raise TypeError(f"client must be an httpx.Client, not {type(client).__name__}")
-        self.client = client
+    _client_class = httpx.Client
 
     def run(self, input: Any) -> Iterator[Any]:
         """Post ``input`` and yield the run's events as they arrive."""
@@ -315,22 +308,34 @@ def _result(applier: "_MinimalApplier") -> RunAgentResult:
     )
 
 
+class _Head:
+    """The first ``_ERROR_BODY_BYTES`` of an error response's body."""
+
+    __slots__ = ("data",)
+
+    def __init__(self) -> None:
+        self.data = b""
+
+    def add(self, chunk: bytes) -> bool:
+        """Keep ``chunk``; True once enough is kept."""
+        self.data = (self.data + chunk)[:_ERROR_BODY_BYTES]
+        return len(self.data) >= _ERROR_BODY_BYTES
+
+
 async def _first_bytes(chunks: Any) -> bytes:
-    body = b""
+    head = _Head()
     async for chunk in chunks:
-        body += chunk
-        if len(body) >= _ERROR_BODY_BYTES:
+        if head.add(chunk):
             break
-    return body[:_ERROR_BODY_BYTES]
+    return head.data
 
 
 def _first_bytes_sync(chunks: Any) -> bytes:
-    body = b""
+    head = _Head()
     for chunk in chunks:
-        body += chunk
-        if len(body) >= _ERROR_BODY_BYTES:
+        if head.add(chunk):
             break
-    return body[:_ERROR_BODY_BYTES]
+    return head.data
 
 
 # -- applying events -------------------------------------------------------------------------
