@@ -205,6 +205,17 @@ def test_unknown_event_types_are_skipped_with_a_warning(split):
     assert len(caught) == 2 and "HOLOGRAM_START" in str(caught[0].message)
 
 
+def test_unknown_protobuf_variants_are_skipped_with_a_warning():
+    unknown = bytes([0x9A, 0x06, 0x00])  # field 99 of the Event oneof: a newer protocol's event
+    frame = len(unknown).to_bytes(4, "big") + unknown
+    body = encode_protobuf_many([START, TEXT[0]]) + frame + encode_protobuf_many(TEXT[1:] + [END])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = list(mock(body, content_type=AGUI_MEDIA_TYPE).run(RUN))
+    assert got == [START, *TEXT, END]
+    assert len(caught) == 1
+
+
 def test_run_agent_applies_chunks_snapshots_and_deltas():
     body = SSE([
         START,

@@ -68,6 +68,19 @@ async def single(request):
     return EventStreamResponse(_events(example.script(run)), accept=request.headers.get("accept"), coalesce=False)
 
 
+async def idle(request):
+    """Pauses longer than the keep-alive interval: the stream carries SSE comments."""
+    run = _run_of(await request.body())
+
+    async def slow():
+        for i, event in enumerate(example.script(run)):
+            if i % 9 == 1:
+                await asyncio.sleep(0.12)
+            yield event
+
+    return EventStreamResponse(slow(), accept=request.headers.get("accept"), keepalive=0.05)
+
+
 async def reference(request):
     """The Python reference's server pattern: ag_ui events, ag_ui's encoder, one chunk each."""
     run = _run_of(await request.body())
@@ -84,6 +97,7 @@ APP = Starlette(routes=[
     Route("/agent", example.agent, methods=["POST"]),
     Route("/coalesced", coalesced, methods=["POST"]),
     Route("/single", single, methods=["POST"]),
+    Route("/idle", idle, methods=["POST"]),
     Route("/reference", reference, methods=["POST"]),
 ])
 
@@ -109,7 +123,7 @@ def official_client(node, url, fmt):
     return json.loads(proc.stdout)
 
 
-@pytest.mark.parametrize("path", ["/agent", "/coalesced", "/single"])
+@pytest.mark.parametrize("path", ["/agent", "/coalesced", "/single", "/idle"])
 @pytest.mark.parametrize("fmt", ["sse", "protobuf"])
 def test_official_client_reads_our_server(node, base_url, path, fmt):
     got = official_client(node, base_url + path, fmt)
@@ -147,7 +161,7 @@ def test_our_client_reads_the_official_encoder(node_encoder_url, fmt):
     assert result.messages == example.meant_messages(RUN) and result.state == example.meant_state
 
 
-@pytest.mark.parametrize("path", ["/agent", "/reference"])
+@pytest.mark.parametrize("path", ["/agent", "/idle", "/reference"])
 @pytest.mark.parametrize("fmt", ["sse", "protobuf"])
 def test_our_client_reads_our_and_the_reference_server(base_url, path, fmt):
     agent = HttpAgent(base_url + path, accept=fmt)
