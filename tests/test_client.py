@@ -139,6 +139,19 @@ def test_request_body_and_headers():
     assert core.RunAgentInput.model_validate_json(request.content) == RUN
 
 
+def test_timeout_is_the_given_clients_unless_set():
+    seen = []
+
+    def handler(request):
+        seen.append(request.extensions["timeout"]["read"])
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=SSE([START, END]))
+
+    client = httpx.Client(transport=httpx.MockTransport(handler), timeout=3.0)
+    list(SyncHttpAgent("http://agent.test/run", client=client).run(RUN))
+    list(SyncHttpAgent("http://agent.test/run", client=client, timeout=7.0).run(RUN))
+    assert seen == [3.0, 7.0]
+
+
 def test_protobuf_response_is_read_by_content_type():
     agent = mock(encode_protobuf_many([START, *TEXT, END]), content_type=AGUI_MEDIA_TYPE)
     assert list(agent.run(RUN)) == [START, *TEXT, END]

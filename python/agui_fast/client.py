@@ -28,7 +28,7 @@ is checked as it goes:
 from __future__ import annotations
 
 import warnings
-from typing import Any, AsyncIterator, Dict, Iterator, List, Mapping, Optional, Tuple, Union
+from typing import Any, AsyncIterator, Dict, Iterator, List, Mapping, Optional, Tuple
 
 import msgspec
 
@@ -199,7 +199,7 @@ class _BaseAgent:
         client: Any = None,
         headers: Optional[Mapping[str, str]] = None,
         accept: str = "sse",
-        timeout: Union[float, httpx.Timeout, None] = DEFAULT_TIMEOUT,
+        timeout: Any = httpx.USE_CLIENT_DEFAULT,
         max_buffer_size: Optional[int] = None,
     ) -> None:
         if not isinstance(url, (str, httpx.URL)):
@@ -212,6 +212,8 @@ class _BaseAgent:
         self.url = url
         self.headers = dict(headers or {})
         self.accept = accept
+        # Per request; an agent's own client is made with DEFAULT_TIMEOUT, a given client
+        # keeps its own unless ``timeout`` is given.
         self.timeout = timeout
         self.max_buffer_size = max_buffer_size
         # Ours last: like @ag-ui/client, the Accept header is the agent's own.
@@ -224,13 +226,17 @@ class _BaseAgent:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r}, accept={self.accept!r})"
 
+    @property
+    def _client_timeout(self) -> Any:
+        return DEFAULT_TIMEOUT if self.timeout is httpx.USE_CLIENT_DEFAULT else self.timeout
+
 
 class HttpAgent(_BaseAgent):
     """An AG-UI agent behind an HTTP endpoint, read with httpx (async).
 
     ``headers``: sent with every request (e.g. authorization). ``accept``: ``"sse"`` or
     ``"protobuf"`` (a preference: the response's content type decides the decoder).
-    ``timeout``: httpx timeout. ``client``: an ``httpx.AsyncClient`` to use (its
+    ``timeout``: httpx timeout (default: the given client's, else ``DEFAULT_TIMEOUT``). ``client``: an ``httpx.AsyncClient`` to use (its
     connection pool, proxies, transport); by default each run opens and closes its own.
     ``max_buffer_size``: the decoder's limit for one event (SSE buffer / protobuf frame).
     """
@@ -244,7 +250,7 @@ class HttpAgent(_BaseAgent):
             async for event in self._stream(self.client, run):
                 yield event
             return
-        async with httpx.AsyncClient(timeout=self.timeout) as client:
+        async with httpx.AsyncClient(timeout=self._client_timeout) as client:
             async for event in self._stream(client, run):
                 yield event
 
@@ -280,7 +286,7 @@ class SyncHttpAgent(_BaseAgent):
         if self.client is not None:
             yield from self._stream(self.client, run)
             return
-        with httpx.Client(timeout=self.timeout) as client:
+        with httpx.Client(timeout=self._client_timeout) as client:
             yield from self._stream(client, run)
 
     def _stream(self, client: httpx.Client, run: _Run) -> Iterator[Any]:
