@@ -219,15 +219,21 @@ def test_sync_generator_is_streamed_and_closed():
     assert closed == [True]
 
 
-def test_keepalive_comments_while_idle():
+@pytest.mark.parametrize("coalesce", [True, False])
+def test_keepalive_comments_while_idle(coalesce):
     async def slow():
         yield ev(0)
         await asyncio.sleep(0.35)
         yield ev(1)
+        for i in range(2, 30):  # events keep flowing: no keep-alive needed
+            await asyncio.sleep(0.02)
+            yield ev(i)
 
-    h = serve(EventStream(slow(), keepalive=0.1))
-    assert h.body.count(b": keep-alive\n\n") >= 2
-    assert decode_sse(h.body) == [ev(0), ev(1)]
+    h = serve(EventStream(slow(), keepalive=0.1, coalesce=coalesce))
+    body = h.body
+    assert 2 <= body.count(b": keep-alive\n\n") <= 4
+    assert body.rindex(b": keep-alive") < body.index(b'"d2"')
+    assert decode_sse(body) == [ev(i) for i in range(30)]
 
 
 def test_no_keepalive_for_protobuf():
@@ -240,8 +246,9 @@ def test_no_keepalive_for_protobuf():
     assert decode_protobuf(h.body) == [ev(0), ev(1)]
 
 
+@pytest.mark.parametrize("coalesce", [True, False])
 @pytest.mark.parametrize("how", ["receive", "send"])
-def test_disconnect_closes_the_generator(how):
+def test_disconnect_closes_the_generator(how, coalesce):
     closed = []
 
     async def endless():
@@ -255,12 +262,13 @@ def test_disconnect_closes_the_generator(how):
             closed.append(True)
 
     harness = Harness(disconnect_after=3) if how == "receive" else Harness(fail_after=3)
-    h = serve(EventStream(endless()), harness)
+    h = serve(EventStream(endless(), coalesce=coalesce), harness)
     assert closed == [True]
     assert not any(m.get("more_body") is False for m in h.bodies)  # no clean end after a disconnect
 
 
-def test_source_error_after_flushing_the_events_before_it():
+@pytest.mark.parametrize("coalesce", [True, False])
+def test_source_error_after_flushing_the_events_before_it(coalesce):
     async def failing():
         for i in range(5):
             yield ev(i)
@@ -268,16 +276,17 @@ def test_source_error_after_flushing_the_events_before_it():
 
     harness = Harness()
     with pytest.raises(RuntimeError, match="agent crashed"):
-        serve(EventStream(failing()), harness)
+        serve(EventStream(failing(), coalesce=coalesce), harness)
     assert decode_sse(harness.body) == [ev(i) for i in range(5)]
     assert not any(m.get("more_body") is False for m in harness.bodies)
 
 
-def test_encode_error_sends_the_good_events_of_the_batch_first():
+@pytest.mark.parametrize("coalesce", [True, False])
+def test_encode_error_sends_the_good_events_of_the_batch_first(coalesce):
     bad = TextMessageContentEvent(message_id="m1", delta="\ud800")  # unpaired surrogate
     harness = Harness()
     with pytest.raises(EncodeError):
-        serve(EventStream([ev(0), ev(1), bad, ev(3)]), harness)
+        serve(EventStream([ev(0), ev(1), bad, ev(3)], coalesce=coalesce), harness)
     assert decode_sse(harness.body) == [ev(0), ev(1)]
 
 

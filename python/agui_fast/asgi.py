@@ -116,6 +116,7 @@ class EventStream:
         self.media_type = media_type
         self.status_code = status_code
         self.keepalive = keepalive if media_type == SSE_MEDIA_TYPE else None
+        self.coalesce = coalesce
         self.max_batch = max_batch if coalesce else 1
         self._encode = _ENCODERS[media_type]
         raw = [
@@ -135,10 +136,13 @@ class EventStream:
 
 class _Pump:
     """One response in flight: a producer task reads the source into ``buf``; the sender
-    (the ASGI task itself) sends what ``buf`` holds each time the previous send is done."""
+    (the ASGI task itself) sends what ``buf`` holds each time the previous send is done,
+    and the keep-alives. With ``coalesce=False`` the producer sends each event itself (no
+    task switch per event) and the sender only keeps the stream alive."""
 
     __slots__ = (
-        "resp", "receive", "send", "buf", "wake", "room", "idle", "since", "ping", "done", "stop", "error", "disconnected",
+        "resp", "receive", "send", "buf", "wake", "room", "lock", "idle", "since", "last_send", "ping", "done",
+        "stop", "error", "disconnected",
     )
 
     def __init__(self, resp: EventStream, receive: Receive, send: Send) -> None:
@@ -148,8 +152,10 @@ class _Pump:
         self.buf: Deque[Any] = deque()
         self.wake = asyncio.Event()  # the sender has something to do
         self.room = asyncio.Event()  # the producer may read on
+        self.lock = asyncio.Lock()  # one send at a time (keep-alives vs the producer's sends)
         self.idle = False  # the sender is waiting for events
         self.since = _clock()  # when the sender last took a batch
+        self.last_send = _clock()
         self.ping = False  # the keep-alive timer fired
         self.done = False  # the source is exhausted (or failed)
         self.stop = False  # an event could not be encoded: nothing more is sent
@@ -184,17 +190,20 @@ class _Pump:
 
     async def produce(self) -> None:
         events, added = self.resp.events, self._added
+        pause = self._pause if self.resp.coalesce else self._send_now
         try:
             if isinstance(events, AsyncIterable):
                 async for event in events:
                     if added(event):
-                        await self._pause()
+                        await pause()
             else:
                 for event in events:
                     if added(event):
-                        await self._pause()
+                        await pause()
         except asyncio.CancelledError:
             raise
+        except _Disconnected:
+            self.disconnected = True
         except Exception as exc:  # noqa: BLE001 - re-raised by run() after the flush
             self.error = exc
         finally:
@@ -222,6 +231,12 @@ class _Pump:
         self.room.clear()
         await self.room.wait()
 
+    async def _send_now(self) -> None:
+        """``coalesce=False``: the producer sends the one queued event itself."""
+        batch = list(self.buf)
+        self.buf.clear()
+        await self._send(self._encoded(batch, self.resp._encode))
+
     async def watch(self) -> None:
         while True:
             message = await self.receive()
@@ -243,7 +258,9 @@ class _Pump:
                 self.idle = True
                 wake.clear()
                 # A timer, not wait_for: wait_for makes a task per wait (~10 us per idle period).
-                timer = None if keepalive is None else loop.call_later(keepalive, self._ping)
+                timer = None
+                if keepalive is not None:
+                    timer = loop.call_later(max(keepalive - (_clock() - self.last_send), 0.001), self._ping)
                 try:
                     await wake.wait()
                 finally:
@@ -252,7 +269,8 @@ class _Pump:
                         timer.cancel()
                 if self.ping:
                     self.ping = False
-                    if not buf and not self.done and not self.disconnected:
+                    silent = _clock() - self.last_send >= keepalive
+                    if silent and not buf and not self.done and not self.disconnected:
                         await self._send(_KEEPALIVE)
                 continue
             if len(buf) <= limit:
@@ -287,9 +305,11 @@ class _Pump:
 
     async def _send(self, body: bytes) -> None:
         try:
-            await self.send({"type": "http.response.body", "body": body, "more_body": True})
+            async with self.lock:
+                await self.send({"type": "http.response.body", "body": body, "more_body": True})
         except OSError as exc:  # the server's "client disconnected" (uvicorn, Starlette)
             raise _Disconnected() from exc
+        self.last_send = _clock()
 
 
 async def _close(events: Any) -> None:
