@@ -218,6 +218,14 @@ def test_unknown_event_types_are_skipped_with_a_warning(split):
     assert len(caught) == 2 and "HOLOGRAM_START" in str(caught[0].message)
 
 
+def test_unknown_event_type_in_the_unterminated_last_frame():
+    body = SSE([START, END]) + b'data: {"type":"HOLOGRAM_END"}'  # decoded by close()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert list(mock(body).run(RUN)) == [START, END]
+    assert len(caught) == 1
+
+
 def test_unknown_protobuf_variants_are_skipped_with_a_warning():
     unknown = bytes([0x9A, 0x06, 0x00])  # field 99 of the Event oneof: a newer protocol's event
     frame = len(unknown).to_bytes(4, "big") + unknown

@@ -89,7 +89,7 @@ class RunAgentResult(msgspec.Struct, kw_only=True):
 
 
 class _Run:
-    """What both agents share: the request, the response checks, and the stream reader."""
+    """The request of one run (what both agents send)."""
 
     __slots__ = ("url", "headers", "body")
 
@@ -137,8 +137,9 @@ class _Reader:
                 if not _unknown_type(exc):
                     raise
                 warnings.warn(f"skipped an event of a type this version does not know: {exc}", stacklevel=4)
-                # The decoder goes on after the bad frame: take what the chunk had after it.
-                step, chunk = self.decoder.feed, b""
+                # The decoder goes on after the bad frame: the same step again (feed(b"") or
+                # close()) returns what the chunk had after it.
+                chunk = b""
                 continue
             yield from self._seen(events)
             return
