@@ -54,12 +54,13 @@ def ensure_node_modules() -> str:
         problems.append("npm is not installed")
     else:
         try:
-            proc = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=HERE, capture_output=True,
+            proc = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--fetch-retries=1"], cwd=HERE, capture_output=True,
                                   text=True, timeout=180)
         except subprocess.TimeoutExpired:
             problems.append("npm ci timed out")
         else:
             if proc.returncode == 0 and _complete():
                 return ""
-            problems.append(f"npm ci failed: {proc.stderr.strip()[-300:]}")
+            lines = [line for line in proc.stderr.splitlines() if line.startswith("npm error")]
+            problems.append(f"npm ci failed: {' '.join(lines[:2]) or proc.stderr.strip()[-200:]}")
     return "; ".join(problems)
