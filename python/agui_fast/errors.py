@@ -160,11 +160,15 @@ class ValidationError(*_VALIDATION_BASES):  # type: ignore[misc]
             super().__init__(*args, **kwargs)
 
     @classmethod
-    def build(cls, title: str, message: str, *, field: Optional[str] = None, loc: tuple = (), input: Any = None) -> "ValidationError":
+    def build(
+        cls, title: str, message: str, *, field: Optional[str] = None, loc: tuple = (), input: Any = None, detail: Optional[str] = None
+    ) -> "ValidationError":
+        """``message``: the whole text; ``detail``: the same without the location (pydantic's
+        ``msg``, which it prints under the ``loc``)."""
         if _PydanticValidationError is None:
             exc = cls(message, field=field)
         else:
-            detail = _PydanticCustomError("agui_validation", "{detail}", {"detail": message})
+            detail = _PydanticCustomError("agui_validation", "{detail}", {"detail": detail or message})
             exc = cls.from_exception_data(title, [{"type": detail, "loc": loc, "input": input}])
             DecodeError.__init__(exc, message, field=field)
         exc.loc = loc

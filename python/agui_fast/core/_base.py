@@ -136,6 +136,11 @@ class _Model(
 
         return decode_as(data, cls)
 
+    # Their validation errors are agui_fast.errors.ValidationError (pydantic's too, when
+    # pydantic is installed), as for construction.
+    model_validate = classmethod(_construct.raising_validation_error(model_validate.__func__))
+    model_validate_json = classmethod(_construct.raising_validation_error(model_validate_json.__func__))
+
     def model_copy(self, *, update: Optional[Dict[str, Any]] = None, deep: bool = False):
         import copy
 

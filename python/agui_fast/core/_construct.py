@@ -125,18 +125,33 @@ def validation_error(exc: EventValidationError, title: str, value: Any = None) -
         return exc
     field = exc.field or title
     rest = field[len(title):] if field.startswith(title) else field.lstrip("$")
+    if field.startswith("$"):
+        field = title + rest
     loc = tuple(m.group(1) if m.group(1) is not None else int(m.group(2)) for m in _STEP.finditer(rest))
-    return ValidationError.build(title, exc.message, field=field, loc=loc, input=_at(value, loc))
+    detail = _AT.sub("", exc.message.removeprefix("invalid event: "))
+    return ValidationError.build(
+        title, f"invalid {title}: {detail} - at `{field}`", field=field, loc=loc, input=_at(value, loc), detail=detail
+    )
+
+
+_AT = re.compile(r" - at `[^`]*`$")
 
 
 def _at(value: Any, loc: tuple) -> Any:
-    """The input at ``loc`` (pydantic reports it), or None when it is not there."""
-    for step in loc:
+    """The input at ``loc`` (pydantic reports it), or None when it is not there. A
+    top-level keyword may be the attribute name of the wire name in ``loc``."""
+    for i, step in enumerate(loc):
+        if i == 0 and isinstance(value, dict) and step not in value:
+            step = _snake(step)
         try:
             value = value[step]
         except (KeyError, IndexError, TypeError):
             return None
     return value
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), name)
 
 
 def raising_validation_error(fn):
