@@ -30,7 +30,7 @@ import msgspec
 from msgspec import Meta, field
 
 from .. import _native
-from . import _construct
+from . import _construct, _pydantic
 
 __all__ = ["EventType", "BaseEvent", "_Model", "_AguiMeta"]
 
@@ -113,6 +113,8 @@ class _Model(
 
         return to_builtins(self, by_alias=by_alias)
 
+    model_dump = _pydantic.with_include_exclude(model_dump)
+
     def model_dump_json(self, *, by_alias: bool = False, **_: Any) -> str:
         """JSON text exactly as the reference's ``model_dump_json`` writes it."""
         from ..encoder import event_to_json_bytes, to_builtins
@@ -140,6 +142,14 @@ class _Model(
     # pydantic is installed), as for construction.
     model_validate = classmethod(_construct.raising_validation_error(model_validate.__func__))
     model_validate_json = classmethod(_construct.raising_validation_error(model_validate_json.__func__))
+
+    # -- pydantic and FastAPI interop (see _pydantic) ------------------------------------
+
+    __get_pydantic_core_schema__ = classmethod(_pydantic.get_pydantic_core_schema)
+    __dataclass_fields__ = _pydantic.DataclassFields()  # FastAPI: a request body
+    model_fields = _pydantic.ModelFields()
+    model_fields_set = property(_pydantic.model_fields_set)
+    model_json_schema = classmethod(_pydantic.model_json_schema)
 
     def model_copy(self, *, update: Optional[Dict[str, Any]] = None, deep: bool = False):
         import copy
