@@ -73,9 +73,12 @@ def get_pydantic_core_schema(cls: type, source: Any, handler: Any) -> Any:
             "model_type", "Input should be a valid dictionary or instance of {class_name}", {"class_name": cls.__name__}
         )
 
+    # Returns the fields under their attribute names: `shape` (the return schema) then
+    # writes them under the wire names when by_alias, and its tag literal is what picks
+    # the member when the Struct sits in a union. Nested Structs arrive already dumped.
     def serialize(value: Any, info: Any) -> Any:
         if isinstance(value, msgspec.Struct):
-            return value.model_dump(by_alias=bool(info.by_alias), mode=info.mode)
+            return value.model_dump()
         return value
 
     return cs.no_info_plain_validator_function(
@@ -155,12 +158,12 @@ class ModelFields(_PerClass):
         for attr, wire, _ in cls.__agui_fields__ or tuple((f, f, False) for f in by_name):
             if attr == config.tag_field:
                 member = getattr(cls, attr)
-                out[attr] = _field_info(Literal[member], None, member, None)
+                out[attr] = _field_info(Literal[member], wire, member, None)
                 continue
             f = by_name[attr]
             factory = None if f.default_factory is msgspec.NODEFAULT else f.default_factory
             default = _REQUIRED if f.required or factory is not None else f.default
-            out[attr] = _field_info(f.type, wire if wire != attr else None, default, factory)
+            out[attr] = _field_info(f.type, wire, default, factory)
         return out
 
 
@@ -281,7 +284,7 @@ def _filter(obj: Any, data: Any, include: Any, exclude: Any, by_alias: bool, exc
         if include not in (None, True) and key not in include and "__all__" not in include:
             continue
         sub_exc = _child(exclude, key)
-        if sub_exc is True or (exclude_none and value is None):
+        if sub_exc is True:
             continue
         out_items.append((key, _filter(child, value, _child(include, key), sub_exc, by_alias, exclude_none)))
     return dict(out_items) if isinstance(data, dict) else [v for _, v in out_items]
