@@ -255,3 +255,24 @@ def test_validation_error_pickles():
         ours.TextMessageContentEvent(message_id="m1", delta=None)
     again = pickle.loads(pickle.dumps(info.value))
     assert type(again) is ValidationError and again.field == info.value.field
+
+
+def test_every_generated_field_has_a_native_check():
+    # A field the plan cannot model natively ("never") would silently take the slow path.
+    from agui_fast.core._construct import plan_of
+
+    def names(check):
+        yield check[0]
+        for part in check[1:]:
+            if isinstance(part, tuple) and part and isinstance(part[0], str):
+                yield from names(part)
+            elif isinstance(part, tuple):
+                for sub in part:
+                    if isinstance(sub, tuple) and sub and isinstance(sub[0], str):
+                        yield from names(sub)
+
+    structs = [v for v in vars(ours).values() if isinstance(v, type) and issubclass(v, msgspec.Struct) and v.__module__.startswith("agui_fast")]
+    assert len(structs) > 60
+    for cls in structs:
+        for field, _, check in plan_of(cls)[1]:
+            assert "never" not in set(names(check)), (cls.__name__, field, check)
