@@ -1,7 +1,4 @@
-"""``ag_ui.core.types`` path: the same names as the reference's module (ag-ui-protocol 1.0.0),
-the types (messages, tools, context, RunAgentInput, content parts) of ``agui_fast.core``. A thin alias, so that ``from ag_ui.core.types import X``
-keeps working after swapping ``ag_ui.core`` for ``agui_fast.core``.
-"""
+"""``ag_ui.core.types`` for the one-import swap: the names of the reference module (1.0.0), from ``agui_fast.core``."""
 
 from . import (  # noqa: F401
     AGUI_METADATA_KEY,

@@ -95,7 +95,7 @@ struct Meta {
 }
 static META: PyOnceLock<Meta> = PyOnceLock::new();
 
-fn compile(py: Python<'_>, spec: &Bound<'_, PyAny>, classes: &mut Vec<Py<PyAny>>) -> PyResult<Check> {
+fn compile(spec: &Bound<'_, PyAny>, classes: &mut Vec<Py<PyAny>>) -> PyResult<Check> {
     let t = spec.cast::<PyTuple>()?;
     let kind: String = t.get_item(0)?.extract()?;
     Ok(match kind.as_str() {
@@ -115,11 +115,11 @@ fn compile(py: Python<'_>, spec: &Bound<'_, PyAny>, classes: &mut Vec<Py<PyAny>>
             }
             Check::Structs(ptrs)
         }
-        "list" => Check::List(Box::new(compile(py, &t.get_item(1)?, classes)?), t.get_item(2)?.extract()?),
+        "list" => Check::List(Box::new(compile(&t.get_item(1)?, classes)?), t.get_item(2)?.extract()?),
         "pattern" => Check::Pattern(t.get_item(1)?.unbind()),
-        "optional" => Check::Optional(Box::new(compile(py, &t.get_item(1)?, classes)?)),
+        "optional" => Check::Optional(Box::new(compile(&t.get_item(1)?, classes)?)),
         "union" => Check::Union(
-            t.get_item(1)?.cast::<PyTuple>()?.iter().map(|c| compile(py, &c, classes)).collect::<PyResult<_>>()?,
+            t.get_item(1)?.cast::<PyTuple>()?.iter().map(|c| compile(&c, classes)).collect::<PyResult<_>>()?,
         ),
         "never" => Check::Never,
         other => return Err(PyTypeError::new_err(format!("unknown construction check {other:?}"))),
@@ -147,7 +147,7 @@ fn build_plan(py: Python<'_>, meta: &Meta, cls: &Bound<'_, PyType>) -> PyResult<
         let name = f.get_item(0)?.cast_into::<PyString>()?;
         names.push(PyString::intern(py, name.to_str()?).unbind());
         required.push(f.get_item(1)?.extract::<bool>()?);
-        checks.push(compile(py, &f.get_item(2)?, &mut classes)?);
+        checks.push(compile(&f.get_item(2)?, &mut classes)?);
     }
     let n_required = required.iter().filter(|r| **r).count();
     Ok(Rc::new(Plan { _cls: cls.clone().unbind(), _classes: classes, names, required, n_required, checks, tag }))
@@ -478,7 +478,7 @@ unsafe fn word(obj: *mut ffi::PyObject, offset: usize) -> usize {
 /// the limited API *can* read: the call, new, free and is_gc slots and the bases and MRO
 /// of `StructMeta`, and `type`'s own vectorcall offset. On any mismatch (another layout,
 /// a debug build): None, and construction stays on the `tp_call` path.
-fn struct_vectorcall(py: Python<'_>, base: &Bound<'_, PyType>, probe: &Bound<'_, PyType>) -> Option<ffi::vectorcallfunc> {
+fn struct_vectorcall(base: &Bound<'_, PyType>, probe: &Bound<'_, PyType>) -> Option<ffi::vectorcallfunc> {
     const VECTORCALL_OFFSET: usize = 56;
     const CALL: usize = 128;
     const NEW: usize = 312;
@@ -508,7 +508,6 @@ fn struct_vectorcall(py: Python<'_>, base: &Bound<'_, PyType>, probe: &Bound<'_,
             && word(b, BASES) == bases.as_ptr() as usize
             && word(b, MRO) == mro.as_ptr() as usize;
         ffi::PyErr_Clear();
-        let _ = py;
         if !ok {
             return None;
         }
@@ -573,7 +572,7 @@ fn struct_meta<'py>(
         }
         let base_call: ffi::ternaryfunc = unsafe { std::mem::transmute::<*mut c_void, ffi::ternaryfunc>(call) };
         let basic: usize = base.getattr("__basicsize__")?.extract()?;
-        let vc = struct_vectorcall(py, base, probe).filter(|_| basic % std::mem::size_of::<usize>() == 0);
+        let vc = struct_vectorcall(base, probe).filter(|_| basic.is_multiple_of(std::mem::size_of::<usize>()));
         let (ty, vectorcall) = match vc.map(|f| (f, new_meta(py, base, Some(basic)))) {
             Some((f, Ok(ty))) => (ty, Some((f, basic))),
             // a layout this interpreter refuses: the tp_call path
