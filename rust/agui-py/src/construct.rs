@@ -160,8 +160,9 @@ fn plan_for(py: Python<'_>, meta: &Meta, cls: &Bound<'_, PyType>) -> PyResult<Rc
         return Ok(plan);
     }
     let plan = build_plan(py, meta, cls)?;
-    PLANS.with(py, |p| p.get_or_insert_with(Plans::default).insert(key, GilBound(plan.clone())));
-    Ok(plan)
+    // `plan_of` ran Python: another thread may have cached this class meanwhile; keep the
+    // first (nothing is dropped inside the cell, where a decref could run Python).
+    Ok(PLANS.with(py, |p| p.get_or_insert_with(Plans::default).entry(key).or_insert_with(|| GilBound(plan.clone())).0.clone()))
 }
 
 /// `a == b` for two `str` objects (pointer first: keywords and field names are interned).
