@@ -199,8 +199,10 @@ def test_error_classes_and_fields():
         ours.ToolCallArgsEvent(tool_call_id="t")
     assert info.value.field == "ToolCallArgsEvent.delta"
     # positional arguments are a wrong call: TypeError, as for any keyword-only class
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"TextMessageEndEvent\(\) takes keyword arguments only"):
         ours.TextMessageEndEvent("m")
+    # pydantic's own error type for a missing field (FastAPI clients read it)
+    assert info.value.errors()[0]["type"] == "missing"
 
 
 def test_nested_dicts_become_structs_and_extras_are_kept():
@@ -243,9 +245,22 @@ def test_without_pydantic_errors_are_still_ours():
         "except ValidationError as e:\n"
         "    assert e.field == 'TextMessageContentEvent.delta', e.field\n"
         "    print('ok', type(e).__mro__[1].__name__)\n"
+        "import dataclasses\n"
+        "assert c.TextMessageStartEvent.model_fields['message_id'].alias == 'messageId'\n"
+        "assert c.TextMessageStartEvent.model_fields['message_id'].is_required()\n"
+        "assert dataclasses.is_dataclass(c.RunAgentInput)\n"
+        "assert c.RunAgentInput(thread_id='t', run_id='r', messages=[]).model_dump(include={'thread_id'}) == {'thread_id': 't'}\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "ok EventValidationError"
+
+
+def test_structs_pickle_and_copy():
+    import copy
+    import pickle
+
+    ev = ours.MessagesSnapshotEvent(messages=[ours.UserMessage(id="u", content="x")])
+    assert pickle.loads(pickle.dumps(ev)) == ev and copy.deepcopy(ev) == ev and copy.copy(ev) == ev
 
 
 def test_validation_error_pickles():

@@ -168,8 +168,10 @@ class ValidationError(*_VALIDATION_BASES):  # type: ignore[misc]
         if _PydanticValidationError is None:
             exc = cls(message, field=field)
         else:
-            detail = _PydanticCustomError("agui_validation", "{detail}", {"detail": detail or message})
-            exc = cls.from_exception_data(title, [{"type": detail, "loc": loc, "input": input}])
+            text = detail or message
+            # A missing field is pydantic's own "missing" error (what FastAPI clients expect).
+            kind = "missing" if text.startswith("Object missing required field") else _PydanticCustomError("agui_validation", "{detail}", {"detail": text})
+            exc = cls.from_exception_data(title, [{"type": kind, "loc": loc, "input": input}])
             DecodeError.__init__(exc, message, field=field)
         exc.loc = loc
         return exc

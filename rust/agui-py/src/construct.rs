@@ -347,11 +347,11 @@ fn lenient<'py>(py: Python<'py>, meta: &Meta, cls: &Bound<'py, PyType>, kw: Boun
 fn call(py: Python<'_>, cls: *mut ffi::PyObject, args: *mut ffi::PyObject, kwargs: *mut ffi::PyObject) -> PyResult<Py<PyAny>> {
     let meta = meta(py)?;
     let base = meta.base_call;
-    // Positional arguments: the Structs are keyword-only; msgspec raises its TypeError.
-    if unsafe { ffi::PyTuple_Size(args) } != 0 {
-        return unsafe { Py::from_owned_ptr_or_err(py, base(cls, args, kwargs)) };
-    }
     let cls_b = unsafe { Bound::from_borrowed_ptr(py, cls) }.cast_into::<PyType>()?;
+    let nargs = unsafe { ffi::PyTuple_Size(args) };
+    if nargs != 0 {
+        return Err(positional(&cls_b, nargs as usize));
+    }
     let plan = plan_for(py, meta, &cls_b)?;
     if let Some((_, offset)) = meta.vectorcall {
         // From now on this class is called through `meta_vectorcall` (no tuple, no dict),
@@ -386,6 +386,12 @@ fn call(py: Python<'_>, cls: *mut ffi::PyObject, args: *mut ffi::PyObject, kwarg
 
 /// `Py_TPFLAGS_HAVE_VECTORCALL` (the same bit since 3.8; the abi3-py310 headers omit it).
 const HAVE_VECTORCALL: std::os::raw::c_ulong = 1 << 11;
+/// Positional arguments are a wrong call, not bad data: the Structs are keyword-only.
+fn positional(cls: &Bound<'_, PyType>, n: usize) -> PyErr {
+    let name = cls.name().map(|n| n.to_string()).unwrap_or_default();
+    PyTypeError::new_err(format!("{name}() takes keyword arguments only ({n} positional given)"))
+}
+
 const VECTORCALL_ARGUMENTS_OFFSET: usize = 1 << (usize::BITS - 1);
 
 /// `call` in vectorcall form: the keywords are checked in place and, on the direct route,
@@ -402,11 +408,11 @@ fn vcall(
         return Err(PyTypeError::new_err("agui_fast: vectorcall construction is not set up"));
     };
     let nargs = nargsf & !VECTORCALL_ARGUMENTS_OFFSET;
-    if nargs != 0 {
-        return unsafe { Py::from_owned_ptr_or_err(py, struct_vectorcall(cls, args, nargsf, kwnames)) };
-    }
     let nkw = if kwnames.is_null() { 0 } else { (unsafe { ffi::PyTuple_Size(kwnames) }) as usize };
     let cls_b = unsafe { Bound::from_borrowed_ptr(py, cls) }.cast_into::<PyType>()?;
+    if nargs != 0 {
+        return Err(positional(&cls_b, nargs));
+    }
     let plan = plan_for(py, meta, &cls_b)?;
     // SAFETY: CPython passes the `nkw` keyword values right after the (no) positional ones.
     let values: &[*mut ffi::PyObject] = if nkw == 0 { &[] } else { unsafe { std::slice::from_raw_parts(args, nkw) } };
