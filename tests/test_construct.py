@@ -11,6 +11,7 @@ import ag_ui.core as ref
 import msgspec
 import pydantic
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import agui_fast.core as ours
 from agui_fast import _native
@@ -291,3 +292,19 @@ def test_every_generated_field_has_a_native_check():
     for cls in structs:
         for field, _, check in plan_of(cls)[1]:
             assert "never" not in set(names(check)), (cls.__name__, field, check)
+
+
+@given(st.text(alphabet="/~01a\n\u00e9", max_size=12))
+@settings(max_examples=400, deadline=None)
+def test_native_json_pointer_check_is_the_schema_pattern(path):
+    import re
+
+    from agui_fast.core._construct import JSON_POINTER_PATTERN
+
+    valid = re.search(JSON_POINTER_PATTERN, path) is not None
+    try:
+        ours.RemoveOperation(path=path)
+        accepted = True
+    except ValidationError:
+        accepted = False
+    assert accepted == valid

@@ -45,6 +45,9 @@ enum Check {
     List(Box<Check>, usize),
     /// exact `str` for which this bound `re.Pattern.search` finds a match
     Pattern(Py<PyAny>),
+    /// exact `str` that is an RFC 6901 JSON Pointer (the schema's pointer pattern, checked
+    /// by the patch engine's own parser instead of a Python regex call)
+    JsonPointer,
     Optional(Box<Check>),
     Union(Vec<Check>),
     /// never on the fast path (a type the plan builder does not model)
@@ -117,6 +120,7 @@ fn compile(spec: &Bound<'_, PyAny>, classes: &mut Vec<Py<PyAny>>) -> PyResult<Ch
         }
         "list" => Check::List(Box::new(compile(&t.get_item(1)?, classes)?), t.get_item(2)?.extract()?),
         "pattern" => Check::Pattern(t.get_item(1)?.unbind()),
+        "json_pointer" => Check::JsonPointer,
         "optional" => Check::Optional(Box::new(compile(&t.get_item(1)?, classes)?)),
         "union" => Check::Union(
             t.get_item(1)?.cast::<PyTuple>()?.iter().map(|c| compile(&c, classes)).collect::<PyResult<_>>()?,
@@ -252,6 +256,14 @@ unsafe fn passes(py: Python<'_>, check: &Check, v: *mut ffi::PyObject) -> bool {
                     Ok(m) => !m.is_none(),
                     Err(_) => false,
                 }
+            }
+            Check::JsonPointer => {
+                ffi::PyUnicode_CheckExact(v) != 0
+                    && Bound::from_borrowed_ptr(py, v)
+                        .cast::<PyString>()
+                        .ok()
+                        .and_then(|s| s.to_str().ok().map(|s| agui_core::patch::parse_pointer(s).is_ok()))
+                        .unwrap_or(false)
             }
             Check::Optional(inner) => v == ffi::Py_None() || passes(py, inner, v),
             Check::Union(checks) => checks.iter().any(|c| passes(py, c, v)),
