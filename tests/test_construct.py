@@ -308,3 +308,18 @@ def test_native_json_pointer_check_is_the_schema_pattern(path):
     except ValidationError:
         accepted = False
     assert accepted == valid
+
+
+def test_every_way_of_calling_the_class_validates():
+    import functools
+
+    cls = ours.TextMessageContentEvent
+    calls = [
+        lambda **kw: cls(**kw),
+        lambda **kw: type(cls).__call__(cls, **kw),  # the tp_call slot
+        lambda **kw: functools.partial(cls, message_id="m")(**{k: v for k, v in kw.items() if k != "message_id"}),
+    ]
+    for call in calls:
+        assert call(message_id="m", delta="d") == cls(message_id="m", delta="d")
+        with pytest.raises(ValidationError):
+            call(message_id="m", delta=None)
