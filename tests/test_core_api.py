@@ -142,3 +142,15 @@ def test_deep_nesting_is_a_clear_error_not_a_recursion_error():
 
     with pytest.raises(DecodeError):
         decode_event("[" * 100000)
+
+
+@pytest.mark.parametrize("name", ["events", "types", "capabilities", "token_usage"])
+def test_reference_module_paths(name):
+    # `from ag_ui.core.<name> import X` keeps working after the one-import swap
+    import importlib
+
+    mine = importlib.import_module(f"agui_fast.core.{name}")
+    theirs = importlib.import_module(f"ag_ui.core.{name}")
+    assert list(mine.__all__) == list(theirs.__all__)
+    for n in mine.__all__:
+        assert getattr(mine, n) is getattr(core, n, getattr(mine, n)), n

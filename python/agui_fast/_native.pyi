@@ -256,3 +256,20 @@ class ProtoFrameParser:
     @property
     def frame_index(self) -> int: ...
 # --- end proto ---
+
+# --- construct ---
+# Validating construction of the agui_fast.core Structs (rust/agui-py/src/construct.rs).
+
+def struct_meta(
+    base: type, probe: type, plan_of: Callable[[type], Any], lenient: Callable[[type, dict], Any], /
+) -> type:
+    """The Structs' metaclass (created once; later calls return it): a subclass of
+    ``base`` (msgspec's StructMeta) whose classes construct natively. Keywords that are
+    declared fields with plainly valid values (checked against ``plan_of(cls)``) go to
+    msgspec's constructor; anything else to ``lenient(cls, kwargs)``. ``probe`` is a plain
+    msgspec Struct class (where msgspec's vectorcall is found)."""
+
+def struct_meta_vectorcall() -> bool:
+    """Whether the Struct classes are called through vectorcall on this interpreter
+    (else through tp_call: a tuple and a dict per call)."""
+# --- end construct ---

@@ -199,3 +199,59 @@ class AgentRunError(AguiError):
 
 def _rebuild_run_error(cls, event, messages, state):
     return cls(event, messages=messages, state=state)
+
+
+# -- construction and model_validate -------------------------------------------------------
+# pydantic is optional. When it is installed, a ValidationError is ALSO a
+# pydantic_core.ValidationError (so `except pydantic.ValidationError` keeps working around
+# construction and model_validate, and frameworks such as FastAPI answer 422). pydantic's
+# class can be subclassed, but its instances are only made by its own constructor, so
+# instances come from `ValidationError.build`, never from calling the class.
+try:
+    from pydantic_core import PydanticCustomError as _PydanticCustomError
+    from pydantic_core import ValidationError as _PydanticValidationError
+except ImportError:  # pragma: no cover - exercised by the no-pydantic test
+    _PydanticValidationError = None
+    _VALIDATION_BASES: tuple = (EventValidationError,)
+else:
+    _VALIDATION_BASES = (_PydanticValidationError, EventValidationError)
+
+
+class ValidationError(*_VALIDATION_BASES):  # type: ignore[misc]
+    """A Struct could not be built (construction, ``model_validate``): ``field`` names the
+    offending field (``TextMessageContentEvent.delta``), ``loc`` is the same as a tuple
+    (``("delta",)``, pydantic's ``loc``). With pydantic installed it is also a
+    ``pydantic.ValidationError`` (``errors()``, ``title``); it is always a ``ValueError``.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # Called by pydantic's constructor with its own arguments; `build` sets ours.
+        if _PydanticValidationError is None:
+            super().__init__(*args, **kwargs)
+
+    @classmethod
+    def build(
+        cls, title: str, message: str, *, field: Optional[str] = None, loc: tuple = (), input: Any = None, detail: Optional[str] = None
+    ) -> "ValidationError":
+        """``message``: the whole text; ``detail``: the same without the location (pydantic's
+        ``msg``, which it prints under the ``loc``)."""
+        if _PydanticValidationError is None:
+            exc = cls(message, field=field)
+        else:
+            text = detail or message
+            # A missing field is pydantic's own "missing" error (what FastAPI clients expect).
+            kind = "missing" if text.startswith("Object missing required field") else _PydanticCustomError("agui_validation", "{detail}", {"detail": text})
+            exc = cls.from_exception_data(title, [{"type": kind, "loc": loc, "input": input}])
+            DecodeError.__init__(exc, message, field=field)
+        exc.loc = loc
+        return exc
+
+    def __reduce__(self):
+        return (_rebuild_validation, (type(self), self.title if hasattr(self, "title") else "", self.message, self.field, self.loc))
+
+
+def _rebuild_validation(cls, title, message, field, loc):
+    return cls.build(title, message, field=field, loc=loc)
+
+
+__all__.append("ValidationError")

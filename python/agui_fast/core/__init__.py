@@ -3,7 +3,8 @@
 ``from agui_fast.core import *`` gives every name of ``ag_ui.core.__all__`` (1.0.0),
 including the deprecated aliases. Class names, snake_case attributes, camelCase wire
 names, defaults and constraints match the reference models; see docs/design.md for the
-few deliberate differences (construction does not validate; decode does).
+few deliberate differences. Construction validates like the reference (errors:
+``agui_fast.errors.ValidationError``, also a pydantic ValidationError when pydantic is installed).
 """
 
 from typing import Any, Dict, Literal

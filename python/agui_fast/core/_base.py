@@ -6,12 +6,14 @@ Design (see docs/design.md):
   operations) are msgspec *tagged* Structs, so one C-level ``msgspec`` call decodes and
   validates a whole event. The tag is a class attribute (``event.type``, ``message.role``,
   ``op.op``), not a field.
-* ``_AguiMeta.__call__`` makes construction behave like the reference's pydantic models:
-  the tag may be passed (``TextMessageStartEvent(type=EventType.TEXT_MESSAGE_START, ...)``),
-  camelCase names are accepted, unknown keywords become *extra* members (kept and
-  re-emitted, like pydantic's ``extra="allow"``), and dicts given for nested model fields
-  are converted. msgspec's decoder does not go through ``__call__``, so decoding pays
-  nothing for this.
+* Construction validates like the reference's pydantic models, natively (``_AguiMeta`` is
+  made by ``_native.struct_meta``; see ``_construct``): types, required fields, literals and
+  constraints are checked; the tag may be passed
+  (``TextMessageStartEvent(type=EventType.TEXT_MESSAGE_START, ...)``), camelCase names are
+  accepted, unknown keywords become *extra* members (kept and re-emitted, like pydantic's
+  ``extra="allow"``), and dicts given for nested model fields are converted. Errors are
+  ``agui_fast.errors.ValidationError`` (also pydantic's when pydantic is installed).
+  msgspec's decoder does not call the class, so decoding pays nothing for this.
 * Extras live in the instance ``__dict__`` (``dict=True``); the encoders write them after
   the declared fields, as the reference does.
 * ``forbid_unknown_fields=True`` turns "this JSON has extra members" into a decode error
@@ -22,11 +24,13 @@ Design (see docs/design.md):
 from __future__ import annotations
 
 import enum
-import typing
-from typing import Annotated, Any, ClassVar, Dict, Optional, Tuple
+from typing import Annotated, Any, ClassVar, Dict, Optional
 
 import msgspec
 from msgspec import Meta, field
+
+from .. import _native
+from . import _construct, _pydantic
 
 __all__ = ["EventType", "BaseEvent", "_Model", "_AguiMeta"]
 
@@ -69,79 +73,18 @@ class EventType(str, enum.Enum):
 
 _StructMeta = type(msgspec.Struct)
 
-
-_struct_call = _StructMeta.__call__
-
-# Per class: (tag field, tag, fields whose type holds a Struct). A plain dict keyed by the
-# class: the cheapest lookup on the construction path.
-_CLASS_INFO: Dict[type, Tuple[Optional[str], Any, Tuple[Tuple[str, Any], ...]]] = {}
-
-
-class _AguiMeta(_StructMeta):
-    """Metaclass adding pydantic-style construction on top of msgspec's fast ``__init__``."""
-
-    def __call__(cls, *args: Any, **kwargs: Any):
-        info = _CLASS_INFO.get(cls)
-        if info is None:
-            info = _class_info(cls)
-        tag_field, tag, nested = info
-        if tag_field is not None and tag_field in kwargs:
-            given = kwargs.pop(tag_field)
-            given = given.value if isinstance(given, enum.Enum) else given
-            if given != tag:
-                raise ValueError(f"{cls.__name__}: {tag_field} must be {tag!r}, got {given!r}")
-        try:
-            obj = _struct_call(cls, *args, **kwargs)
-        except TypeError:
-            if args:
-                raise
-            obj = _construct_lenient(cls, kwargs)
-        for name, tp in nested:
-            value = getattr(obj, name)
-            if isinstance(value, (dict, list)):
-                setattr(obj, name, _convert_nested(value, tp, cls, name))
-        return obj
+# The metaclass is native (construct.rs): calling a Struct class checks the keywords against
+# a per-class plan (`_construct.plan_of`) and builds the instance with msgspec's constructor;
+# everything else (camelCase names, extras, nested dicts, coercions, errors) goes to
+# `_construct_lenient`, which raises agui_fast.errors.ValidationError naming the field.
+_construct_lenient = _construct.lenient
 
 
-def _class_info(cls):
-    config = cls.__struct_config__
-    nested = tuple((f.name, f.type) for f in msgspec.structs.fields(cls) if _mentions_struct(f.type))
-    info = _CLASS_INFO[cls] = (config.tag_field, config.tag, nested)
-    return info
+class _Probe(msgspec.Struct):
+    """A plain msgspec Struct: where construct.rs finds msgspec's own vectorcall."""
 
 
-def _construct_lenient(cls, kwargs: Dict[str, Any]):
-    """Accept camelCase names and keep unknown keywords as extras (pydantic extra="allow")."""
-    by_wire = {wire: attr for attr, wire, _ in cls.__agui_fields__}
-    fields = set(cls.__struct_fields__)
-    known: Dict[str, Any] = {}
-    extras: Dict[str, Any] = {}
-    for key, value in kwargs.items():
-        if key in fields:
-            known[key] = value
-    for key, value in kwargs.items():
-        if key in fields:
-            continue
-        attr = by_wire.get(key)
-        if attr in fields and attr not in known:
-            known[attr] = value
-        else:
-            extras[key] = value
-    obj = _StructMeta.__call__(cls, **known)
-    obj.__dict__.update(extras)
-    return obj
-
-
-def _mentions_struct(tp) -> bool:
-    if isinstance(tp, type) and issubclass(tp, msgspec.Struct):
-        return True
-    return any(_mentions_struct(a) for a in typing.get_args(tp) if not isinstance(a, msgspec.Meta))
-
-
-def _convert_nested(value, tp, cls, name):
-    from ..decoder import convert_value  # the extras-preserving converter
-
-    return convert_value(value, tp, path=f"{cls.__name__}.{name}")
+_AguiMeta = _native.struct_meta(_StructMeta, _Probe, _construct.plan_of, _construct_lenient)
 
 
 class _Model(
@@ -170,6 +113,8 @@ class _Model(
 
         return to_builtins(self, by_alias=by_alias)
 
+    model_dump = _pydantic.with_include_exclude(model_dump)
+
     def model_dump_json(self, *, by_alias: bool = False, **_: Any) -> str:
         """JSON text exactly as the reference's ``model_dump_json`` writes it."""
         from ..encoder import event_to_json_bytes, to_builtins
@@ -192,6 +137,19 @@ class _Model(
         from ..decoder import decode_as
 
         return decode_as(data, cls)
+
+    # Their validation errors are agui_fast.errors.ValidationError (pydantic's too, when
+    # pydantic is installed), as for construction.
+    model_validate = classmethod(_construct.raising_validation_error(model_validate.__func__))
+    model_validate_json = classmethod(_construct.raising_validation_error(model_validate_json.__func__))
+
+    # -- pydantic and FastAPI interop (see _pydantic) ------------------------------------
+
+    __get_pydantic_core_schema__ = classmethod(_pydantic.get_pydantic_core_schema)
+    __dataclass_fields__ = _pydantic.DataclassFields()  # FastAPI: a request body
+    model_fields = _pydantic.ModelFields()
+    model_fields_set = property(_pydantic.model_fields_set)
+    model_json_schema = classmethod(_pydantic.model_json_schema)
 
     def model_copy(self, *, update: Optional[Dict[str, Any]] = None, deep: bool = False):
         import copy

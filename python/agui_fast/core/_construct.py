@@ -1,0 +1,176 @@
+"""Validating construction of the Structs (docs/design.md, "Construction").
+
+The Structs' metaclass is native (``agui_fast._native.struct_meta``, construct.rs): calling
+a class checks each keyword against a per-class *plan* and, when every keyword is a
+declared field holding a plainly valid value, builds the instance with msgspec's own
+constructor, without a Python frame. This module supplies the two Python halves:
+
+* :func:`plan_of` — the plan spec of a class, read once from msgspec's field metadata
+  (types and ``Meta`` constraints, which ``tools/gen_core.py`` takes from the reference);
+* :func:`lenient` — everything the fast path does not take: camelCase names, unknown
+  keywords (kept as extras), dicts for nested models, values that need coercion (pydantic
+  lax mode ≈ msgspec ``strict=False``), and every invalid or missing field, which raises
+  :class:`agui_fast.errors.ValidationError` naming the field.
+"""
+
+from __future__ import annotations
+
+import re
+import typing
+from typing import Any, Dict, Literal, Tuple, Union
+
+import msgspec
+
+from ..errors import EventValidationError, ValidationError
+
+__all__ = ["plan_of", "lenient", "validation_error", "raising_validation_error"]
+
+# The reference schema's pattern for JSON Pointers (patch operation paths): exactly the
+# pointers agui_core::patch::parse_pointer accepts (tests/test_construct.py checks it).
+JSON_POINTER_PATTERN = "^(/([^/~]|~[01])*)*$"
+
+_ANY = ("any",)
+_NEVER = ("never",)
+_I64 = (-(2**63), 2**63 - 1)
+
+
+def plan_of(cls: type) -> Tuple[Any, Tuple[Tuple[str, bool, tuple], ...]]:
+    """``(tag, fields)``: ``tag`` is ``(tag field, tag value)`` or None; each field is
+    ``(attribute, required, check)`` with ``check`` a nested tuple read by construct.rs."""
+    config = cls.__struct_config__  # a new object per access: read once
+    tag = (config.tag_field, config.tag) if config.tag_field is not None else None
+    fields = tuple((f.name, f.required, _check(f.type)) for f in msgspec.structs.fields(cls))
+    return tag, fields
+
+
+def _check(tp: Any) -> tuple:
+    """The fast-path check for a field type (``never``: always the lenient path)."""
+    if tp is Any:
+        return _ANY
+    if tp is str:
+        return ("str",)
+    if tp is bool:
+        return ("bool",)
+    if tp is int:
+        return ("int", *_I64)
+    if isinstance(tp, type) and issubclass(tp, msgspec.Struct):
+        return ("structs", (tp,))
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin is typing.Annotated:
+        return _constrained(args[0], [m for m in args[1:] if isinstance(m, msgspec.Meta)])
+    if origin is Union:
+        members = [a for a in args if a is not type(None)]
+        checks = [_check(a) for a in members]
+        if all(c[0] == "structs" for c in checks):
+            inner = ("structs", tuple(c for chk in checks for c in chk[1]))
+        else:
+            inner = checks[0] if len(checks) == 1 else ("union", tuple(checks))
+        return ("optional", inner) if len(members) < len(args) else inner
+    if origin is Literal:
+        return ("literal", args) if all(type(a) is str for a in args) else _NEVER
+    if origin is list:
+        return ("list", _check(args[0]) if args else _ANY, 0)
+    if origin is dict and args and args[0] is str and args[1] is Any:
+        return ("dict",)
+    return _NEVER
+
+
+def _constrained(tp: Any, metas: list) -> tuple:
+    base = _check(tp)
+    lo, hi, pattern, min_length = None, None, None, None
+    for meta in metas:
+        for name in ("gt", "lt", "multiple_of", "max_length", "tz"):
+            if getattr(meta, name) is not None:
+                return _NEVER  # not modelled natively: the lenient path checks it
+        lo = meta.ge if meta.ge is not None else lo
+        hi = meta.le if meta.le is not None else hi
+        pattern = meta.pattern if meta.pattern is not None else pattern
+        min_length = meta.min_length if meta.min_length is not None else min_length
+    if base[0] == "int":
+        return ("int", max(_I64[0], lo if lo is not None else _I64[0]), min(_I64[1], hi if hi is not None else _I64[1]))
+    if base[0] == "str" and pattern is not None and min_length is None and lo is None and hi is None:
+        if pattern == JSON_POINTER_PATTERN:
+            return ("json_pointer",)  # the patch engine's RFC 6901 parser, natively
+        return ("pattern", re.compile(pattern).search)  # msgspec matches with re.search too
+    if base[0] == "list" and min_length is not None and pattern is None and lo is None and hi is None:
+        return ("list", base[1], min_length)
+    return _NEVER
+
+
+def lenient(cls: type, kwargs: Dict[str, Any]) -> Any:
+    """Build ``cls`` from keywords the way the reference's pydantic models do."""
+    from ..decoder import convert_value  # the extras-preserving converter (decoder.py today)
+
+    config = cls.__struct_config__
+    tag_field = config.tag_field
+    if tag_field is not None and tag_field in kwargs:
+        given = kwargs[tag_field]
+        if not (isinstance(given, str) and given == config.tag):
+            raise ValidationError.build(
+                cls.__name__,
+                f"invalid {cls.__name__}: `{tag_field}` must be {config.tag!r}, got {given!r}",
+                field=f"{cls.__name__}.{tag_field}",
+                loc=(tag_field,),
+                input=given,
+            )
+    if tag_field is not None:
+        kwargs = {**kwargs, tag_field: config.tag}  # how the converter tells the class
+    try:
+        return convert_value(kwargs, cls, path=cls.__name__)
+    except EventValidationError as exc:
+        raise validation_error(exc, cls.__name__, kwargs) from None
+
+
+_STEP = re.compile(r"\.([^.\[]+)|\[(\d+)\]")
+
+
+def validation_error(exc: EventValidationError, title: str, value: Any = None) -> ValidationError:
+    """The same error as a :class:`ValidationError` (a pydantic one when pydantic is there)."""
+    if isinstance(exc, ValidationError):
+        return exc
+    field = exc.field or title
+    rest = field[len(title):] if field.startswith(title) else field.lstrip("$")
+    if field.startswith("$"):
+        field = title + rest
+    loc = tuple(m.group(1) if m.group(1) is not None else int(m.group(2)) for m in _STEP.finditer(rest))
+    detail = _AT.sub("", exc.message.removeprefix("invalid event: "))
+    return ValidationError.build(
+        title, f"invalid {title}: {detail} - at `{field}`", field=field, loc=loc, input=_at(value, loc), detail=detail
+    )
+
+
+_AT = re.compile(r" - at `[^`]*`$")
+
+
+def _at(value: Any, loc: tuple) -> Any:
+    """The input at ``loc`` (pydantic reports it), or None when it is not there. A
+    top-level keyword may be the attribute name of the wire name in ``loc``."""
+    for i, step in enumerate(loc):
+        if i == 0 and isinstance(value, dict) and step not in value:
+            step = _snake(step)
+        try:
+            value = value[step]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return value
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), name)
+
+
+def raising_validation_error(fn):
+    """Wrap a ``model_validate``-style classmethod body so that its validation errors are
+    :class:`ValidationError` (pydantic-compatible) rather than plain EventValidationError."""
+
+    def wrapper(cls, *args, **kwargs):
+        try:
+            return fn(cls, *args, **kwargs)
+        except EventValidationError as exc:
+            raise validation_error(exc, cls.__name__, args[0] if args else None) from None
+
+    wrapper.__name__ = fn.__name__
+    wrapper.__qualname__ = fn.__qualname__
+    wrapper.__doc__ = fn.__doc__
+    return wrapper

@@ -1,0 +1,291 @@
+"""pydantic and FastAPI interop of the Structs (issue 11 §3; docs/design.md, "pydantic and
+FastAPI").
+
+pydantic is optional: nothing here imports it unless it is installed.
+
+* ``__get_pydantic_core_schema__``: a Struct class is a pydantic type (``TypeAdapter``,
+  fields of pydantic models, FastAPI request and response models). Validation goes through
+  msgspec (``model_validate``: instances pass as they are, dicts are converted); dumping
+  goes through ``model_dump``; the JSON schema is that of a TypedDict of the fields under
+  their wire names, so OpenAPI documents show the real shape.
+* ``__dataclass_fields__``: real ``dataclasses.Field`` objects for the declared fields, so
+  ``dataclasses.is_dataclass`` is true. FastAPI infers a request body only for pydantic
+  models, dataclasses, mappings and sequences; this is what makes
+  ``async def run(input_data: RunAgentInput)`` a body parameter after the one-import swap.
+* ``model_fields`` (pydantic ``FieldInfo`` with annotation, alias, default),
+  ``model_fields_set``, ``model_json_schema`` and the include/exclude parameters of
+  ``model_dump``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import typing
+from typing import Any, Dict, Literal, Optional
+
+import msgspec
+
+try:
+    import pydantic
+    from pydantic_core import PydanticCustomError, PydanticUndefined
+    from pydantic_core import core_schema as cs
+except ImportError:  # pragma: no cover - exercised by the no-pydantic test
+    pydantic = None
+
+__all__ = [
+    "get_pydantic_core_schema",
+    "ModelFields",
+    "DataclassFields",
+    "model_fields_set",
+    "model_json_schema",
+    "with_include_exclude",
+]
+
+
+# -- the core schema ----------------------------------------------------------------------
+
+
+def get_pydantic_core_schema(cls: type, source: Any, handler: Any) -> Any:
+    """pydantic's hook (bound as a classmethod of ``_Model``)."""
+    fields = {}
+    config = cls.__struct_config__
+    if config.tag_field is not None:
+        fields[config.tag_field] = cs.typed_dict_field(
+            cs.literal_schema([config.tag]), required=False, serialization_alias=config.tag_field
+        )
+    for f in msgspec.structs.fields(cls):
+        schema = handler.generate_schema(_pydantic_annotation(f.type))
+        if not f.required:
+            default = f.default if f.default is not msgspec.NODEFAULT else f.default_factory()
+            schema = cs.with_default_schema(schema, default=default)
+        fields[f.name] = cs.typed_dict_field(
+            schema, required=f.required, validation_alias=f.encode_name, serialization_alias=f.encode_name
+        )
+    shape = cs.typed_dict_schema(fields, extra_behavior="allow", config=cs.CoreConfig(title=cls.__name__))
+
+    def validate(value: Any) -> Any:
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, dict):
+            return cls.model_validate(value)
+        raise PydanticCustomError(
+            "model_type", "Input should be a valid dictionary or instance of {class_name}", {"class_name": cls.__name__}
+        )
+
+    # Returns the fields under their attribute names: `shape` (the return schema) then
+    # writes them under the wire names when by_alias, and its tag literal is what picks
+    # the member when the Struct sits in a union. Nested Structs arrive already dumped.
+    def serialize(value: Any, info: Any) -> Any:
+        if isinstance(value, msgspec.Struct):
+            return value.model_dump()
+        return value
+
+    return cs.no_info_plain_validator_function(
+        validate,
+        json_schema_input_schema=shape,
+        serialization=cs.plain_serializer_function_ser_schema(serialize, info_arg=True, return_schema=shape),
+        ref=f"{cls.__module__}.{cls.__qualname__}:{id(cls)}",
+    )
+
+
+def _pydantic_annotation(tp: Any) -> Any:
+    """``tp`` with msgspec ``Meta`` constraints as pydantic's (for the JSON schema)."""
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin is typing.Annotated:
+        metas = [_field_of(m) for m in args[1:] if isinstance(m, msgspec.Meta)]
+        return typing.Annotated[(_pydantic_annotation(args[0]), *metas)] if metas else _pydantic_annotation(args[0])
+    if origin is typing.Union:
+        return typing.Union[tuple(_pydantic_annotation(a) for a in args)]
+    if origin is list:
+        return typing.List[_pydantic_annotation(args[0])]
+    return tp
+
+
+def _field_of(meta: msgspec.Meta) -> Any:
+    kwargs = {k: getattr(meta, k) for k in ("ge", "le", "gt", "lt", "min_length", "max_length", "pattern")}
+    return pydantic.Field(**{k: v for k, v in kwargs.items() if v is not None})
+
+
+# -- class-level attributes ---------------------------------------------------------------
+
+
+class _PerClass:
+    """A class attribute computed once per class (read on the class or an instance)."""
+
+    def __init__(self) -> None:
+        self._cache: Dict[type, Any] = {}
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    def __get__(self, obj: Any, owner: type) -> Any:
+        try:
+            return self._cache[owner]
+        except KeyError:
+            value = self._cache[owner] = self.compute(owner)
+            return value
+
+    def compute(self, cls: type) -> Any:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+
+@dataclasses.dataclass(frozen=True)
+class LiteFieldInfo:
+    """``model_fields`` values when pydantic is not installed."""
+
+    annotation: Any
+    alias: Optional[str]
+    default: Any
+    default_factory: Any = None
+
+    def is_required(self) -> bool:
+        return self.default is _REQUIRED and self.default_factory is None
+
+
+_REQUIRED = object()
+
+
+class ModelFields(_PerClass):
+    """``model_fields``: field name -> FieldInfo (annotation, alias, default), in the
+    reference's declared order, the tag field included, like ``ag_ui.core``."""
+
+    def compute(self, cls: type) -> Dict[str, Any]:
+        by_name = {f.name: f for f in msgspec.structs.fields(cls)}
+        config = cls.__struct_config__
+        out: Dict[str, Any] = {}
+        for attr, wire, _ in cls.__agui_fields__ or tuple((f, f, False) for f in by_name):
+            if attr == config.tag_field:
+                member = getattr(cls, attr)
+                out[attr] = _field_info(Literal[member], wire, member, None)
+                continue
+            f = by_name[attr]
+            factory = None if f.default_factory is msgspec.NODEFAULT else f.default_factory
+            default = _REQUIRED if f.required or factory is not None else f.default
+            out[attr] = _field_info(f.type, wire, default, factory)
+        return out
+
+
+def _field_info(annotation: Any, alias: Optional[str], default: Any, factory: Any) -> Any:
+    if pydantic is None:
+        return LiteFieldInfo(annotation, alias, default, factory)
+    kwargs: Dict[str, Any] = {"annotation": annotation, "alias": alias}
+    if factory is not None:
+        kwargs["default_factory"] = factory
+    else:
+        kwargs["default"] = PydanticUndefined if default is _REQUIRED else default
+    return pydantic.fields.FieldInfo(**kwargs)
+
+
+class DataclassFields(_PerClass):
+    """``__dataclass_fields__``: what makes FastAPI infer a request body (see module doc)."""
+
+    def compute(self, cls: type) -> Dict[str, dataclasses.Field]:
+        out = {}
+        for f in msgspec.structs.fields(cls):
+            kwargs: Dict[str, Any] = {"kw_only": True}
+            if f.default is not msgspec.NODEFAULT:
+                kwargs["default"] = f.default
+            elif f.default_factory is not msgspec.NODEFAULT:
+                kwargs["default_factory"] = f.default_factory
+            dc = dataclasses.field(**kwargs)
+            dc.name, dc.type = f.name, f.type
+            dc._field_type = dataclasses._FIELD  # what dataclasses.fields() selects on
+            out[f.name] = dc
+        return out
+
+
+def model_fields_set(self: Any) -> set:
+    """Fields given at construction, as pydantic tracks them. The Structs do not record
+    that, so this is the fields whose value is not their default (a default passed
+    explicitly is not told apart), plus the extras."""
+    names = set()
+    for f in msgspec.structs.fields(type(self)):
+        value = getattr(self, f.name)
+        if f.required:
+            names.add(f.name)
+        elif f.default_factory is not msgspec.NODEFAULT:
+            if value != f.default_factory():
+                names.add(f.name)
+        elif value is not f.default and value != f.default:
+            names.add(f.name)
+    return names | set(self.__dict__)
+
+
+def model_json_schema(cls: type, by_alias: bool = True, ref_template: str = "#/$defs/{model}", mode: str = "validation", **kwargs: Any) -> Dict[str, Any]:
+    """The class's JSON schema, as ``pydantic.BaseModel.model_json_schema`` gives it."""
+    if pydantic is None:
+        raise ImportError("model_json_schema needs pydantic (pip install pydantic)")
+    return _adapter(cls).json_schema(by_alias=by_alias, ref_template=ref_template, mode=mode, **kwargs)
+
+
+@functools.lru_cache(maxsize=None)
+def _adapter(cls: type) -> Any:
+    return pydantic.TypeAdapter(cls)
+
+
+# -- model_dump(include=..., exclude=...) ----------------------------------------------------
+
+
+def with_include_exclude(dump):
+    """Add pydantic's ``include``, ``exclude`` and ``exclude_none`` to ``model_dump``."""
+
+    @functools.wraps(dump)
+    def model_dump(self, *, include: Any = None, exclude: Any = None, by_alias: Optional[bool] = False, exclude_none: bool = False, **kwargs: Any):
+        data = dump(self, by_alias=bool(by_alias), **kwargs)
+        if include is None and exclude is None and not exclude_none:
+            return data
+        return _filter(self, data, _spec(include), _spec(exclude), bool(by_alias), exclude_none)
+
+    return model_dump
+
+
+def _spec(spec: Any) -> Any:
+    """Normalise an include/exclude value to ``None`` (no filter), ``True`` (all) or a dict."""
+    if spec is None or spec is True or spec is Ellipsis:
+        return spec if spec is None else True
+    if isinstance(spec, dict):
+        return spec
+    return {k: True for k in spec}
+
+
+def _child(spec: Any, key: Any) -> Any:
+    if spec is None or spec is True:
+        return spec
+    sub = spec.get(key, spec.get("__all__"))
+    return _spec(sub) if sub is not None else None
+
+
+def _filter(obj: Any, data: Any, include: Any, exclude: Any, by_alias: bool, exclude_none: bool) -> Any:
+    if exclude is True:
+        return data
+    if isinstance(obj, msgspec.Struct) and isinstance(data, dict):
+        rev = {wire if by_alias else attr: attr for attr, wire, _ in type(obj).__agui_fields__}
+        out = {}
+        for key, value in data.items():
+            name = rev.get(key, key)
+            if include not in (None, True) and name not in include and "__all__" not in include:
+                continue
+            sub_exc = _child(exclude, name)
+            if sub_exc is True or (exclude_none and value is None):
+                continue
+            child = getattr(obj, name) if name in type(obj).__struct_fields__ else obj.__dict__.get(name)
+            out[key] = _filter(child, value, _child(include, name), sub_exc, by_alias, exclude_none)
+        return out
+    if isinstance(data, dict):
+        items = [(k, v, obj.get(k) if isinstance(obj, dict) else None) for k, v in data.items()]
+    elif isinstance(data, list) and isinstance(obj, (list, tuple)):
+        items = [(i, v, obj[i]) for i, v in enumerate(data)]
+    else:
+        return data
+    out_items = []
+    for key, value, child in items:
+        if include not in (None, True) and key not in include and "__all__" not in include:
+            continue
+        sub_exc = _child(exclude, key)
+        if sub_exc is True:
+            continue
+        out_items.append((key, _filter(child, value, _child(include, key), sub_exc, by_alias, exclude_none)))
+    return dict(out_items) if isinstance(data, dict) else [v for _, v in out_items]
+

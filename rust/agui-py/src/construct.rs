@@ -1,0 +1,615 @@
+//! Validating construction of the `agui_fast.core` Structs: the native call slot of their
+//! metaclass (`struct_meta`).
+//!
+//! `_AguiMeta` (core/_base.py) is created here as a subclass of msgspec's `StructMeta`
+//! whose `tp_call` is `meta_call`, so `TextMessageContentEvent(message_id=..., delta=...)`
+//! runs no Python frame (a Python-level `__call__` was ~1 µs of the old 1.5 µs). Per class,
+//! a plan compiled once from the Python spec `plan_of(cls)` (core/_construct.py) checks
+//! every keyword against its field's type exactly. When every keyword is a declared field
+//! holding a plainly valid value (plus, optionally, the right tag), the keywords go to
+//! msgspec's own constructor (the `StructMeta` call slot) unchanged. Anything else —
+//! camelCase names, unknown keywords (extras), dicts for nested models, values that need
+//! coercion, a missing field, an invalid value — goes to `lenient(cls, kwargs)` in Python,
+//! which converts like decoding does and raises the project's `ValidationError`. The
+//! native side only recognises the common valid case; it never decides an error.
+//! msgspec's decoders do not call the class, so decoding pays nothing for this.
+
+use std::collections::HashMap;
+use std::os::raw::{c_int, c_uint, c_void};
+use std::rc::Rc;
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyString, PyTuple, PyType};
+
+use crate::gil::{GilBound, GilCell};
+
+/// What a keyword's value must be for the fast path (anything else goes to `lenient`).
+enum Check {
+    Any,
+    /// exact `str`
+    Str,
+    /// exact `int` (not `bool`) within bounds
+    Int(i64, i64),
+    /// `True` / `False`
+    Bool,
+    /// exact `str` equal to one of these
+    Literal(Vec<Py<PyString>>),
+    /// exact `dict` with exact `str` keys (values unchecked: `Dict[str, Any]`)
+    Dict,
+    /// an instance of exactly one of these classes (kept alive by the plan's `classes`)
+    Structs(Vec<usize>),
+    /// exact `list` of at least `min` items, each passing the check
+    List(Box<Check>, usize),
+    /// exact `str` for which this bound `re.Pattern.search` finds a match
+    Pattern(Py<PyAny>),
+    /// exact `str` that is an RFC 6901 JSON Pointer (the schema's pointer pattern, checked
+    /// by the patch engine's own parser instead of a Python regex call)
+    JsonPointer,
+    Optional(Box<Check>),
+    Union(Vec<Check>),
+    /// never on the fast path (a type the plan builder does not model)
+    Never,
+}
+
+struct Plan {
+    /// The class itself: keeps the pointer key of the cache valid.
+    _cls: Py<PyType>,
+    /// Classes named by `Check::Structs` (their pointers are compared).
+    _classes: Vec<Py<PyAny>>,
+    names: Vec<Py<PyString>>,
+    required: Vec<bool>,
+    n_required: usize,
+    checks: Vec<Check>,
+    /// `(tag field name, tag value, the class's tag attribute)` of a tagged Struct.
+    tag: Option<(Py<PyString>, Py<PyString>, Py<PyAny>)>,
+}
+
+/// Class pointers are already well spread: no SipHash on the construction path.
+#[derive(Default)]
+struct PtrHasher(u64);
+impl std::hash::Hasher for PtrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 << 8) ^ u64::from(*b);
+        }
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.0 = (n as u64 >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+type Plans = HashMap<usize, GilBound<Rc<Plan>>, std::hash::BuildHasherDefault<PtrHasher>>;
+static PLANS: GilCell<Option<Plans>> = GilCell::new(None);
+
+/// `plan_of(cls)`, `lenient(cls, kwargs)`, the metaclass, and msgspec's call slot.
+struct Meta {
+    plan_of: Py<PyAny>,
+    lenient: Py<PyAny>,
+    ty: Py<PyType>,
+    base_call: ffi::ternaryfunc,
+    /// msgspec's `Struct_vectorcall` and the offset, in each class object, of our own
+    /// vectorcall slot (see `struct_meta`); None: calls take `tp_call` (tuple + dict).
+    vectorcall: Option<(ffi::vectorcallfunc, usize)>,
+}
+static META: PyOnceLock<Meta> = PyOnceLock::new();
+
+fn compile(spec: &Bound<'_, PyAny>, classes: &mut Vec<Py<PyAny>>) -> PyResult<Check> {
+    let t = spec.cast::<PyTuple>()?;
+    let kind: String = t.get_item(0)?.extract()?;
+    Ok(match kind.as_str() {
+        "any" => Check::Any,
+        "str" => Check::Str,
+        "int" => Check::Int(t.get_item(1)?.extract()?, t.get_item(2)?.extract()?),
+        "bool" => Check::Bool,
+        "literal" => Check::Literal(
+            t.get_item(1)?.cast::<PyTuple>()?.iter().map(|v| v.cast_into::<PyString>().map(|s| s.unbind())).collect::<Result<_, _>>()?,
+        ),
+        "dict" => Check::Dict,
+        "structs" => {
+            let mut ptrs = Vec::new();
+            for c in t.get_item(1)?.cast::<PyTuple>()?.iter() {
+                ptrs.push(c.as_ptr() as usize);
+                classes.push(c.unbind());
+            }
+            Check::Structs(ptrs)
+        }
+        "list" => Check::List(Box::new(compile(&t.get_item(1)?, classes)?), t.get_item(2)?.extract()?),
+        "pattern" => Check::Pattern(t.get_item(1)?.unbind()),
+        "json_pointer" => Check::JsonPointer,
+        "optional" => Check::Optional(Box::new(compile(&t.get_item(1)?, classes)?)),
+        "union" => Check::Union(
+            t.get_item(1)?.cast::<PyTuple>()?.iter().map(|c| compile(&c, classes)).collect::<PyResult<_>>()?,
+        ),
+        "never" => Check::Never,
+        other => return Err(PyTypeError::new_err(format!("unknown construction check {other:?}"))),
+    })
+}
+
+fn build_plan(py: Python<'_>, meta: &Meta, cls: &Bound<'_, PyType>) -> PyResult<Rc<Plan>> {
+    let spec = meta.plan_of.bind(py).call1((cls,))?;
+    let spec = spec.cast::<PyTuple>()?;
+    let tag = spec.get_item(0)?;
+    let tag = if tag.is_none() {
+        None
+    } else {
+        let t = tag.cast::<PyTuple>()?;
+        let field = t.get_item(0)?.cast_into::<PyString>()?;
+        let field = PyString::intern(py, field.to_str()?);
+        let member = cls.getattr(&field)?.unbind();
+        Some((field.unbind(), t.get_item(1)?.cast_into::<PyString>()?.unbind(), member))
+    };
+    let mut classes = Vec::new();
+    let (mut names, mut required, mut checks) = (Vec::new(), Vec::new(), Vec::new());
+    for f in spec.get_item(1)?.cast::<PyTuple>()?.iter() {
+        let f = f.cast::<PyTuple>()?;
+        // Interned, so the keyword names of ordinary calls match by pointer.
+        let name = f.get_item(0)?.cast_into::<PyString>()?;
+        names.push(PyString::intern(py, name.to_str()?).unbind());
+        required.push(f.get_item(1)?.extract::<bool>()?);
+        checks.push(compile(&f.get_item(2)?, &mut classes)?);
+    }
+    let n_required = required.iter().filter(|r| **r).count();
+    Ok(Rc::new(Plan { _cls: cls.clone().unbind(), _classes: classes, names, required, n_required, checks, tag }))
+}
+
+fn plan_for(py: Python<'_>, meta: &Meta, cls: &Bound<'_, PyType>) -> PyResult<Rc<Plan>> {
+    let key = cls.as_ptr() as usize;
+    let hit = PLANS.with(py, |p| p.get_or_insert_with(Plans::default).get(&key).map(|b| b.0.clone()));
+    if let Some(plan) = hit {
+        return Ok(plan);
+    }
+    let plan = build_plan(py, meta, cls)?;
+    // `plan_of` ran Python: another thread may have cached this class meanwhile; keep the
+    // first (nothing is dropped inside the cell, where a decref could run Python).
+    Ok(PLANS.with(py, |p| p.get_or_insert_with(Plans::default).entry(key).or_insert_with(|| GilBound(plan.clone())).0.clone()))
+}
+
+/// `a == b` for two `str` objects (pointer first: keywords and field names are interned).
+#[inline]
+unsafe fn str_eq(a: *mut ffi::PyObject, b: *mut ffi::PyObject) -> bool {
+    if a == b {
+        return true;
+    }
+    unsafe {
+        let r = ffi::PyUnicode_Compare(a, b);
+        if r == -1 && !ffi::PyErr_Occurred().is_null() {
+            ffi::PyErr_Clear();
+            return false;
+        }
+        r == 0
+    }
+}
+
+/// Does `v` (borrowed, alive for the call) pass `check` as it is?
+unsafe fn passes(py: Python<'_>, check: &Check, v: *mut ffi::PyObject) -> bool {
+    unsafe {
+        match check {
+            Check::Any => true,
+            Check::Str => ffi::PyUnicode_CheckExact(v) != 0,
+            Check::Int(lo, hi) => {
+                if ffi::PyLong_CheckExact(v) == 0 {
+                    return false;
+                }
+                let mut overflow: c_int = 0;
+                let x = ffi::PyLong_AsLongLongAndOverflow(v, &mut overflow);
+                if overflow != 0 || (x == -1 && !ffi::PyErr_Occurred().is_null()) {
+                    ffi::PyErr_Clear();
+                    return false;
+                }
+                *lo <= x && x <= *hi
+            }
+            Check::Bool => v == ffi::Py_True() || v == ffi::Py_False(),
+            Check::Literal(values) => {
+                ffi::PyUnicode_CheckExact(v) != 0 && values.iter().any(|s| str_eq(v, s.as_ptr()))
+            }
+            Check::Dict => {
+                if ffi::PyDict_CheckExact(v) == 0 {
+                    return false;
+                }
+                let (mut pos, mut k, mut val): (ffi::Py_ssize_t, *mut ffi::PyObject, *mut ffi::PyObject) =
+                    (0, std::ptr::null_mut(), std::ptr::null_mut());
+                while ffi::PyDict_Next(v, &mut pos, &mut k, &mut val) != 0 {
+                    if ffi::PyUnicode_CheckExact(k) == 0 {
+                        return false;
+                    }
+                }
+                true
+            }
+            Check::Structs(ptrs) => {
+                let t = ffi::Py_TYPE(v) as usize;
+                ptrs.contains(&t)
+            }
+            Check::List(item, min) => {
+                if ffi::PyList_CheckExact(v) == 0 {
+                    return false;
+                }
+                let n = ffi::PyList_Size(v);
+                if (n as usize) < *min {
+                    return false;
+                }
+                for i in 0..n {
+                    let it = ffi::PyList_GetItem(v, i);
+                    if it.is_null() {
+                        ffi::PyErr_Clear();
+                        return false;
+                    }
+                    // A strong reference while checking: a pattern check calls Python.
+                    ffi::Py_IncRef(it);
+                    let ok = passes(py, item, it);
+                    ffi::Py_DecRef(it);
+                    if !ok {
+                        return false;
+                    }
+                }
+                true
+            }
+            Check::Pattern(search) => {
+                if ffi::PyUnicode_CheckExact(v) == 0 {
+                    return false;
+                }
+                match search.bind(py).call1((Bound::from_borrowed_ptr(py, v),)) {
+                    Ok(m) => !m.is_none(),
+                    Err(_) => false,
+                }
+            }
+            Check::JsonPointer => {
+                ffi::PyUnicode_CheckExact(v) != 0
+                    && Bound::from_borrowed_ptr(py, v)
+                        .cast::<PyString>()
+                        .ok()
+                        .and_then(|s| s.to_str().ok().map(|s| agui_core::patch::parse_pointer(s).is_ok()))
+                        .unwrap_or(false)
+            }
+            Check::Optional(inner) => v == ffi::Py_None() || passes(py, inner, v),
+            Check::Union(checks) => checks.iter().any(|c| passes(py, c, v)),
+            Check::Never => false,
+        }
+    }
+}
+
+enum Route {
+    /// every keyword is a valid declared field: msgspec's constructor as called
+    Direct,
+    /// the same, plus the right tag keyword, which msgspec does not accept
+    WithoutTag,
+    /// everything else: the Python path
+    Lenient,
+}
+
+/// Route the keywords `(name, value)` (borrowed, alive for the call).
+unsafe fn route(
+    py: Python<'_>,
+    plan: &Plan,
+    pairs: impl Iterator<Item = (*mut ffi::PyObject, *mut ffi::PyObject)>,
+) -> Route {
+    let mut required = 0usize;
+    let mut tag_seen = false;
+    for (k, v) in pairs {
+        // Pointers first (call-site keywords and the plan's names are interned).
+        let is_tag = |exact: bool| match &plan.tag {
+            Some((field, _, _)) => field.as_ptr() == k || (!exact && unsafe { str_eq(k, field.as_ptr()) }),
+            None => false,
+        };
+        let found = plan.names.iter().position(|n| n.as_ptr() == k);
+        let found = if found.is_none() && !is_tag(true) {
+            plan.names.iter().position(|n| unsafe { str_eq(k, n.as_ptr()) })
+        } else {
+            found
+        };
+        match found {
+            Some(i) => {
+                if !unsafe { passes(py, &plan.checks[i], v) } {
+                    return Route::Lenient;
+                }
+                if plan.required[i] {
+                    required += 1;
+                }
+            }
+            None => match &plan.tag {
+                Some((_, tag, member)) if is_tag(false) => {
+                    // the class's own tag object (an EventType member) or an equal str
+                    let same = v == member.as_ptr()
+                        || (unsafe { ffi::PyUnicode_Check(v) } != 0 && unsafe { str_eq(v, tag.as_ptr()) });
+                    if !same {
+                        return Route::Lenient;
+                    }
+                    tag_seen = true;
+                }
+                _ => return Route::Lenient,
+            },
+        }
+    }
+    if required != plan.n_required {
+        Route::Lenient
+    } else if tag_seen {
+        Route::WithoutTag
+    } else {
+        Route::Direct
+    }
+}
+
+/// The items of a keyword dict (the call's own: nothing else changes it meanwhile).
+struct DictPairs(*mut ffi::PyObject, ffi::Py_ssize_t);
+impl Iterator for DictPairs {
+    type Item = (*mut ffi::PyObject, *mut ffi::PyObject);
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.0.is_null() {
+            return None;
+        }
+        let (mut k, mut v) = (std::ptr::null_mut(), std::ptr::null_mut());
+        (unsafe { ffi::PyDict_Next(self.0, &mut self.1, &mut k, &mut v) } != 0).then_some((k, v))
+    }
+}
+
+fn meta(py: Python<'_>) -> PyResult<&Meta> {
+    META.get(py).ok_or_else(|| PyTypeError::new_err("agui_fast: struct_meta was not set up"))
+}
+
+fn lenient<'py>(py: Python<'py>, meta: &Meta, cls: &Bound<'py, PyType>, kw: Bound<'py, PyDict>) -> PyResult<Py<PyAny>> {
+    Ok(meta.lenient.bind(py).call1((cls, kw))?.unbind())
+}
+
+/// `cls(**kwargs)` through `tp_call` (a tuple and a dict; the first call of each class, or
+/// every call when vectorcall could not be set up).
+fn call(py: Python<'_>, cls: *mut ffi::PyObject, args: *mut ffi::PyObject, kwargs: *mut ffi::PyObject) -> PyResult<Py<PyAny>> {
+    let meta = meta(py)?;
+    let base = meta.base_call;
+    let cls_b = unsafe { Bound::from_borrowed_ptr(py, cls) }.cast_into::<PyType>()?;
+    let nargs = unsafe { ffi::PyTuple_Size(args) };
+    if nargs != 0 {
+        return Err(positional(&cls_b, nargs as usize));
+    }
+    let plan = plan_for(py, meta, &cls_b)?;
+    if let Some((_, offset)) = meta.vectorcall {
+        // From now on this class is called through `meta_vectorcall` (no tuple, no dict),
+        // this call included (CPython's PyObject_Call takes the vectorcall slot now set).
+        // SAFETY: `offset` is our own pointer-sized field at the end of every instance of
+        // the metaclass, and `cls` is one (this tp_call is only reached through one).
+        unsafe {
+            let slot = (cls as *mut u8).add(offset) as *mut Option<ffi::vectorcallfunc>;
+            *slot = Some(meta_vectorcall);
+            return Py::from_owned_ptr_or_err(py, ffi::PyObject_Call(cls, args, kwargs));
+        }
+    }
+    match unsafe { route(py, &plan, DictPairs(kwargs, 0)) } {
+        Route::Direct => unsafe { Py::from_owned_ptr_or_err(py, base(cls, args, kwargs)) },
+        Route::WithoutTag => {
+            let kw = unsafe { Bound::from_borrowed_ptr(py, kwargs) }.cast_into::<PyDict>()?.copy()?;
+            if let Some((field, _, _)) = &plan.tag {
+                kw.del_item(field.bind(py))?;
+            }
+            unsafe { Py::from_owned_ptr_or_err(py, base(cls, args, kw.as_ptr())) }
+        }
+        Route::Lenient => {
+            let kw = if kwargs.is_null() {
+                PyDict::new(py)
+            } else {
+                unsafe { Bound::from_borrowed_ptr(py, kwargs) }.cast_into::<PyDict>()?
+            };
+            lenient(py, meta, &cls_b, kw)
+        }
+    }
+}
+
+/// `Py_TPFLAGS_HAVE_VECTORCALL` (the same bit since 3.8; the abi3-py310 headers omit it).
+const HAVE_VECTORCALL: std::os::raw::c_ulong = 1 << 11;
+/// Positional arguments are a wrong call, not bad data: the Structs are keyword-only.
+fn positional(cls: &Bound<'_, PyType>, n: usize) -> PyErr {
+    let name = cls.name().map(|n| n.to_string()).unwrap_or_default();
+    PyTypeError::new_err(format!("{name}() takes keyword arguments only ({n} positional given)"))
+}
+
+const VECTORCALL_ARGUMENTS_OFFSET: usize = 1 << (usize::BITS - 1);
+
+/// `call` in vectorcall form: the keywords are checked in place and, on the direct route,
+/// handed to msgspec's `Struct_vectorcall` as they are.
+fn vcall(
+    py: Python<'_>,
+    cls: *mut ffi::PyObject,
+    args: *const *mut ffi::PyObject,
+    nargsf: usize,
+    kwnames: *mut ffi::PyObject,
+) -> PyResult<Py<PyAny>> {
+    let meta = meta(py)?;
+    let Some((struct_vectorcall, _)) = meta.vectorcall else {
+        return Err(PyTypeError::new_err("agui_fast: vectorcall construction is not set up"));
+    };
+    let nargs = nargsf & !VECTORCALL_ARGUMENTS_OFFSET;
+    let nkw = if kwnames.is_null() { 0 } else { (unsafe { ffi::PyTuple_Size(kwnames) }) as usize };
+    let cls_b = unsafe { Bound::from_borrowed_ptr(py, cls) }.cast_into::<PyType>()?;
+    if nargs != 0 {
+        return Err(positional(&cls_b, nargs));
+    }
+    let plan = plan_for(py, meta, &cls_b)?;
+    // SAFETY: CPython passes the `nkw` keyword values right after the (no) positional ones.
+    let values: &[*mut ffi::PyObject] = if nkw == 0 { &[] } else { unsafe { std::slice::from_raw_parts(args, nkw) } };
+    let name = |i: usize| unsafe { ffi::PyTuple_GetItem(kwnames, i as ffi::Py_ssize_t) };
+    match unsafe { route(py, &plan, (0..nkw).map(|i| (name(i), values[i]))) } {
+        Route::Direct => unsafe { Py::from_owned_ptr_or_err(py, struct_vectorcall(cls, args, nargsf, kwnames)) },
+        Route::WithoutTag => {
+            let Some((tag_field, _, _)) = &plan.tag else { unreachable!("WithoutTag needs a tag") };
+            let keep: Vec<usize> = (0..nkw).filter(|&i| !unsafe { str_eq(name(i), tag_field.as_ptr()) }).collect();
+            let names = PyTuple::new(py, keep.iter().map(|&i| unsafe { Bound::from_borrowed_ptr(py, name(i)) }))?;
+            let vals: Vec<*mut ffi::PyObject> = keep.iter().map(|&i| values[i]).collect();
+            unsafe { Py::from_owned_ptr_or_err(py, struct_vectorcall(cls, vals.as_ptr(), 0, names.as_ptr())) }
+        }
+        Route::Lenient => {
+            let kw = PyDict::new(py);
+            for (i, v) in values.iter().enumerate() {
+                unsafe { kw.set_item(Bound::from_borrowed_ptr(py, name(i)), Bound::from_borrowed_ptr(py, *v))? };
+            }
+            lenient(py, meta, &cls_b, kw)
+        }
+    }
+}
+
+fn finish(py: Python<'_>, r: std::thread::Result<PyResult<Py<PyAny>>>) -> *mut ffi::PyObject {
+    let result = r.unwrap_or_else(|_| Err(pyo3::panic::PanicException::new_err("panic in agui_fast Struct construction")));
+    match result {
+        Ok(obj) => obj.into_ptr(),
+        Err(e) => {
+            e.restore(py);
+            std::ptr::null_mut()
+        }
+    }
+}
+
+unsafe extern "C" fn meta_call(
+    cls: *mut ffi::PyObject,
+    args: *mut ffi::PyObject,
+    kwargs: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls tp_call with the GIL held and the arguments borrowed for the
+    // duration of the call; nothing derived from the token outlives this frame.
+    let py = unsafe { Python::assume_attached() };
+    finish(py, std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| call(py, cls, args, kwargs))))
+}
+
+unsafe extern "C" fn meta_vectorcall(
+    cls: *mut ffi::PyObject,
+    args: *const *mut ffi::PyObject,
+    nargsf: usize,
+    kwnames: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    // SAFETY: as for tp_call: the GIL is held, the arguments are borrowed for the call.
+    let py = unsafe { Python::assume_attached() };
+    finish(py, std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| vcall(py, cls, args, nargsf, kwnames))))
+}
+
+/// Read a pointer-sized word at `offset` in a Python object.
+///
+/// # Safety
+/// `obj` must be a live object at least `offset + 8` bytes long.
+unsafe fn word(obj: *mut ffi::PyObject, offset: usize) -> usize {
+    unsafe { *((obj as *const u8).add(offset) as *const usize) }
+}
+
+/// msgspec's `Struct_vectorcall`, read from a plain Struct class (`probe`) at the offset
+/// that `StructMeta`'s `tp_vectorcall_offset` names.
+///
+/// The limited API has no accessor for either (before 3.12 / 3.14), so the `PyTypeObject`
+/// layout that CPython 3.10–3.14 share on 64-bit platforms is checked first against what
+/// the limited API *can* read: the call, new, free and is_gc slots and the bases and MRO
+/// of `StructMeta`, and `type`'s own vectorcall offset. On any mismatch (another layout,
+/// a debug build): None, and construction stays on the `tp_call` path.
+fn struct_vectorcall(base: &Bound<'_, PyType>, probe: &Bound<'_, PyType>) -> Option<ffi::vectorcallfunc> {
+    const VECTORCALL_OFFSET: usize = 56;
+    const CALL: usize = 128;
+    const NEW: usize = 312;
+    const FREE: usize = 320;
+    const IS_GC: usize = 328;
+    const BASES: usize = 336;
+    const MRO: usize = 344;
+    const VECTORCALL: usize = 400;
+    if std::mem::size_of::<usize>() != 8 || !probe.get_type().is(base) {
+        return None;
+    }
+    let b = base.as_ptr();
+    let tp = b as *mut ffi::PyTypeObject;
+    let bases = base.getattr("__bases__").ok()?;
+    let mro = base.getattr("__mro__").ok()?;
+    // SAFETY: every object read is a type object, larger than VECTORCALL + 8 bytes (the
+    // layout being probed); the reads are compared before any value is trusted.
+    unsafe {
+        let slot = |s: c_int| ffi::PyType_GetSlot(tp, s) as usize;
+        let type_type = std::ptr::addr_of_mut!(ffi::PyType_Type) as *mut ffi::PyObject;
+        let ok = word(type_type, VECTORCALL_OFFSET) == VECTORCALL
+            && word(b, VECTORCALL_OFFSET) == VECTORCALL
+            && word(b, CALL) == slot(ffi::Py_tp_call)
+            && word(b, NEW) == slot(ffi::Py_tp_new)
+            && word(b, FREE) == slot(ffi::Py_tp_free)
+            && word(b, IS_GC) == slot(ffi::Py_tp_is_gc)
+            && word(b, BASES) == bases.as_ptr() as usize
+            && word(b, MRO) == mro.as_ptr() as usize;
+        ffi::PyErr_Clear();
+        if !ok {
+            return None;
+        }
+        let f = word(probe.as_ptr(), VECTORCALL);
+        (f != 0).then(|| std::mem::transmute::<usize, ffi::vectorcallfunc>(f))
+    }
+}
+
+/// Create the metaclass type from a spec; `vectorcall_at`: the offset of our per-class
+/// vectorcall slot, appended to `StructMeta`'s layout.
+fn new_meta<'py>(py: Python<'py>, base: &Bound<'py, PyType>, vectorcall_at: Option<usize>) -> PyResult<Bound<'py, PyType>> {
+    // The spec is read by CPython while creating the type (the name, a C literal, is
+    // static); the slot and member tables are leaked, once, so they stay valid regardless.
+    let members = Box::leak(Box::new([
+        ffi::PyMemberDef {
+            name: c"__vectorcalloffset__".as_ptr(),
+            type_code: ffi::Py_T_PYSSIZET,
+            offset: vectorcall_at.unwrap_or(0) as ffi::Py_ssize_t,
+            flags: ffi::Py_READONLY,
+            doc: std::ptr::null(),
+        },
+        ffi::PyMemberDef { name: std::ptr::null(), type_code: 0, offset: 0, flags: 0, doc: std::ptr::null() },
+    ]));
+    let mut slots = vec![ffi::PyType_Slot { slot: ffi::Py_tp_call, pfunc: meta_call as *mut c_void }];
+    let mut flags = ffi::Py_TPFLAGS_DEFAULT | ffi::Py_TPFLAGS_BASETYPE;
+    let mut basicsize = 0; // inherited: StructMeta's layout, items included
+    if let Some(at) = vectorcall_at {
+        slots.push(ffi::PyType_Slot { slot: ffi::Py_tp_members, pfunc: members.as_mut_ptr() as *mut c_void });
+        flags |= HAVE_VECTORCALL;
+        basicsize = (at + std::mem::size_of::<usize>()) as c_int;
+    }
+    slots.push(ffi::PyType_Slot { slot: 0, pfunc: std::ptr::null_mut() });
+    let slots = Box::leak(slots.into_boxed_slice());
+    let spec = Box::leak(Box::new(ffi::PyType_Spec {
+        name: c"agui_fast.core._base._AguiMeta".as_ptr(),
+        basicsize,
+        itemsize: 0,
+        flags: flags as c_uint,
+        slots: slots.as_mut_ptr(),
+    }));
+    let bases = PyTuple::new(py, [base])?;
+    unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyType_FromSpecWithBases(spec, bases.as_ptr()))? }
+        .cast_into::<PyType>()
+        .map_err(Into::into)
+}
+
+/// Create (once) the metaclass of the Structs: a subclass of `base` (msgspec's
+/// `StructMeta`) whose instances (the Struct classes) construct through this module.
+/// `probe` is a plain msgspec Struct class (see `struct_vectorcall`).
+#[pyfunction]
+fn struct_meta<'py>(
+    py: Python<'py>,
+    base: &Bound<'py, PyType>,
+    probe: &Bound<'py, PyType>,
+    plan_of: &Bound<'py, PyAny>,
+    lenient: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyType>> {
+    let meta = META.get_or_try_init(py, || -> PyResult<Meta> {
+        let call = unsafe { ffi::PyType_GetSlot(base.as_ptr() as *mut ffi::PyTypeObject, ffi::Py_tp_call) };
+        if call.is_null() {
+            return Err(PyTypeError::new_err("struct_meta: the base metaclass is not callable"));
+        }
+        let base_call: ffi::ternaryfunc = unsafe { std::mem::transmute::<*mut c_void, ffi::ternaryfunc>(call) };
+        let basic: usize = base.getattr("__basicsize__")?.extract()?;
+        let vc = struct_vectorcall(base, probe).filter(|_| basic.is_multiple_of(std::mem::size_of::<usize>()));
+        let (ty, vectorcall) = match vc.map(|f| (f, new_meta(py, base, Some(basic)))) {
+            Some((f, Ok(ty))) => (ty, Some((f, basic))),
+            // a layout this interpreter refuses: the tp_call path
+            Some((_, Err(_))) | None => (new_meta(py, base, None)?, None),
+        };
+        Ok(Meta { plan_of: plan_of.clone().unbind(), lenient: lenient.clone().unbind(), ty: ty.unbind(), base_call, vectorcall })
+    })?;
+    Ok(meta.ty.bind(py).clone())
+}
+
+/// Whether construction goes through vectorcall on this interpreter (for tests, benches).
+#[pyfunction]
+fn struct_meta_vectorcall(py: Python<'_>) -> bool {
+    META.get(py).is_some_and(|m| m.vectorcall.is_some())
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(struct_meta, m)?)?;
+    m.add_function(wrap_pyfunction!(struct_meta_vectorcall, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,233 @@
+"""FastAPI with the one-import swap (issue 11 §3): ``RunAgentInput`` and the other Structs
+as request bodies (valid → 200, invalid → 422) and response models, and the app's
+OpenAPI document, through Starlette's TestClient."""
+
+from typing import List
+
+import pytest
+
+fastapi = pytest.importorskip("fastapi")
+from fastapi import FastAPI, Request  # noqa: E402
+from fastapi.responses import StreamingResponse  # noqa: E402
+from fastapi.testclient import TestClient  # noqa: E402
+
+from agui_fast.core import (  # noqa: E402
+    EventType,
+    Message,
+    RunAgentInput,
+    RunFinishedEvent,
+    RunStartedEvent,
+    TextMessageContentEvent,
+    UserMessage,
+)
+from agui_fast.decoder import decode_sse  # noqa: E402
+from agui_fast.encoder import EventEncoder  # noqa: E402
+
+app = FastAPI()
+
+
+@app.post("/run")
+async def run(input_data: RunAgentInput, request: Request):
+    # the reference's server pattern, after `from agui_fast.core import ...`
+    encoder = EventEncoder(accept=request.headers.get("accept"))
+
+    async def events():
+        yield encoder.encode(RunStartedEvent(type=EventType.RUN_STARTED, thread_id=input_data.thread_id, run_id=input_data.run_id))
+        for m in input_data.messages:
+            yield encoder.encode(TextMessageContentEvent(message_id=m.id, delta=f"{m.role}: {m.content}"))
+        yield encoder.encode(RunFinishedEvent(thread_id=input_data.thread_id, run_id=input_data.run_id))
+
+    return StreamingResponse(events(), media_type=encoder.get_content_type())
+
+
+@app.post("/echo")
+async def echo(message: UserMessage) -> UserMessage:
+    return message
+
+
+@app.post("/messages", response_model=List[Message])
+async def messages(items: List[Message]):
+    return list(reversed(items))
+
+
+@app.post("/input")
+async def echo_input(input_data: RunAgentInput) -> RunAgentInput:
+    return input_data
+
+
+client = TestClient(app)
+BODY = {
+    "threadId": "t1",
+    "runId": "r1",
+    "state": {"n": 1},
+    "messages": [{"id": "u1", "role": "user", "content": "hello"}],
+    "tools": [],
+    "context": [],
+    "forwardedProps": {},
+}
+
+
+def test_run_agent_input_is_a_request_body():
+    r = client.post("/run", json=BODY, headers={"accept": "text/event-stream"})
+    assert r.status_code == 200, r.text
+    assert r.headers["content-type"].startswith("text/event-stream")
+    events = decode_sse(r.content)
+    assert [e.type for e in events] == [EventType.RUN_STARTED, EventType.TEXT_MESSAGE_CONTENT, EventType.RUN_FINISHED]
+    assert events[0].thread_id == "t1" and events[1].delta == "user: hello"
+
+
+@pytest.mark.parametrize(
+    "body,loc",
+    [
+        ({k: v for k, v in BODY.items() if k != "runId"}, ["body", "runId"]),
+        ({**BODY, "messages": [{"id": "u1", "role": "robot", "content": "x"}]}, ["body", "messages", 0, "role"]),
+        ({**BODY, "threadId": 5}, ["body", "threadId"]),
+    ],
+)
+def test_invalid_bodies_get_422_naming_the_field(body, loc):
+    r = client.post("/run", json=body)
+    assert r.status_code == 422, r.text
+    detail = r.json()["detail"]
+    assert detail[0]["loc"] == loc, detail
+
+
+def test_not_an_object_gets_422():
+    assert client.post("/run", json=[1, 2]).status_code == 422
+
+
+def test_structs_as_response_models():
+    r = client.post("/echo", json={"id": "u1", "role": "user", "content": "hi", "encryptedValue": "e"})
+    assert r.status_code == 200 and r.json() == {"id": "u1", "role": "user", "encryptedValue": "e", "content": "hi"}
+    r = client.post("/messages", json=[{"id": "a", "role": "assistant", "toolCalls": [{"id": "c", "function": {"name": "f", "arguments": "{}"}}]}, {"id": "u", "role": "user", "content": "x"}])
+    assert r.status_code == 200, r.text
+    assert r.json() == [
+        {"id": "u", "role": "user", "content": "x"},
+        {"id": "a", "role": "assistant", "toolCalls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+    ]
+    r = client.post("/input", json=BODY)
+    assert r.status_code == 200 and r.json() == BODY
+
+
+def test_openapi_document_shows_the_wire_shape():
+    schema = app.openapi()
+    body = schema["paths"]["/run"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert body == {"$ref": "#/components/schemas/RunAgentInput"}
+    run_input = schema["components"]["schemas"]["RunAgentInput"]
+    assert {"threadId", "runId", "messages"} <= set(run_input["properties"])
+    assert set(run_input["required"]) == {"threadId", "runId", "messages"}
+
+
+# -- examples/fastapi_server.py under uvicorn ---------------------------------------------
+
+import datetime  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import socket  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import httpx  # noqa: E402
+from pydantic import TypeAdapter  # noqa: E402
+
+from agui_fast.core import Event, StateSnapshotEvent  # noqa: E402
+from agui_fast.errors import EncodeError  # noqa: E402
+from agui_fast.patch import apply_patch  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "fastapi_server.py"
+RUN_BODY = {"threadId": "t1", "runId": "r1", "messages": [{"id": "u1", "role": "user", "content": "hi"}]}
+
+# Until the encoder writes what pydantic's JSON mode writes inside Any fields (issue 11 §2,
+# another change), a datetime in the state stops the stream. The server is then started
+# with EventEncoder.encode falling back to pydantic for such values (the native
+# `pydantic_fallback`), so the rest of the example is tested now; once the encoder writes
+# datetimes itself this shim is not installed.
+_SHIM = (
+    "import agui_fast.encoder as e, agui_fast._native as n\n"
+    "e.EventEncoder.encode = staticmethod(lambda ev: n.encode_sse(ev, pydantic_fallback=True))\n"
+)
+
+
+def _encoder_writes_datetimes() -> bool:
+    try:
+        EventEncoder().encode(StateSnapshotEvent(snapshot=datetime.datetime(2026, 1, 1)))
+        return True
+    except EncodeError:
+        return False
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def example_server(tmp_path_factory):
+    pytest.importorskip("uvicorn")
+    port = _free_port()
+    env = dict(os.environ)
+    if not _encoder_writes_datetimes():
+        shim = tmp_path_factory.mktemp("shim")
+        (shim / "sitecustomize.py").write_text(_SHIM)
+        env["PYTHONPATH"] = os.pathsep.join([str(shim), env.get("PYTHONPATH", "")])
+    proc = subprocess.Popen([sys.executable, str(EXAMPLE), "--port", str(port)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/docs", timeout=1.0)
+                break
+            except httpx.TransportError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"example server did not start: {proc.stderr.read().decode()[-2000:]}")
+                time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def _expected(events):
+    """What each scripted event means on the wire: pydantic's JSON mode of its values."""
+    adapter = TypeAdapter(Event)
+    return [adapter.dump_python(e, mode="json", by_alias=True) for e in events]
+
+
+def test_example_server_streams_the_script(example_server):
+    sys.path.insert(0, str(EXAMPLE.parent))
+    try:
+        import fastapi_server as example
+    finally:
+        sys.path.remove(str(EXAMPLE.parent))
+    from agui_fast.core import RunAgentInput
+
+    meant = example.script(RunAgentInput.model_validate(RUN_BODY))
+    with httpx.Client(timeout=30) as client:
+        r = client.post(example_server, json=RUN_BODY, headers={"accept": "text/event-stream"})
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
+    got = decode_sse(r.content)
+    assert [e.model_dump(by_alias=True) for e in got] == _expected(meant)
+
+    # what a client ends with: the text, the state after the deltas, the messages
+    text = "".join(e.delta for e in got if e.type == EventType.TEXT_MESSAGE_CONTENT)
+    assert text == "".join(example.TEXT_DELTAS)
+    state = None
+    for e in got:
+        if e.type == EventType.STATE_SNAPSHOT:
+            state = e.snapshot
+        elif e.type == EventType.STATE_DELTA:
+            state = apply_patch(state, e.delta)
+    at = example.STARTED_AT.isoformat().replace("+00:00", "Z")
+    assert state == {"started_at": at, "session": str(example.SESSION), "steps": [{"name": "search", "at": at, "id": str(example.SESSION)}], "count": 1}
+    messages = [e for e in got if e.type == EventType.MESSAGES_SNAPSHOT][-1].messages
+    assert [(m.id, m.role) for m in messages] == [("u1", "user"), ("m-assistant", "assistant"), ("m-tool", "tool")]
+    assert messages[1].content == text and json.loads(messages[1].tool_calls[0].function.arguments) == {"query": "AG-UI protocol", "limit": 3}
+
+
+def test_example_server_refuses_invalid_bodies(example_server):
+    r = httpx.post(example_server, json={"threadId": "t1", "messages": []}, timeout=30)
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "runId"]
