@@ -1,0 +1,1 @@
+//! 0.x compatibility (placeholder replaced below).

@@ -1,0 +1,178 @@
+//! The stages chained as the reference client runs them on a live stream: chunk
+//! expansion, optional verification, the reducer. Push events one at a time
+//! ([`Replayer`]), or replay a whole sequence / SSE log in one call.
+
+use super::apply::{Change, EventApplier};
+use super::chunks::ChunkExpander;
+use super::event::parse_event;
+use super::verify::EventVerifier;
+use super::{StreamError, Warning};
+use crate::sse::{SseParser, DEFAULT_MAX_BUFFER};
+use serde_json::{Map, Value};
+
+/// Which stages run. The default expands chunks and applies, without verification.
+#[derive(Debug, Clone, Copy)]
+pub struct ReplayOptions {
+    /// Expand `*_CHUNK` events (the reducer rejects them otherwise).
+    pub expand: bool,
+    /// Verify the sequence (R01-R31) before applying each event.
+    pub verify: bool,
+}
+
+impl Default for ReplayOptions {
+    fn default() -> Self {
+        ReplayOptions { expand: true, verify: false }
+    }
+}
+
+/// The outcome of a whole replay: final messages and state, what the reducer warned,
+/// and the error that stopped it (events before it are applied).
+#[derive(Debug)]
+pub struct Replay {
+    pub messages: Vec<Value>,
+    pub state: Value,
+    pub pending_interrupts: Vec<Value>,
+    pub warnings: Vec<Warning>,
+    pub error: Option<StreamError>,
+    /// Number of input events consumed (including the failing one).
+    pub events: usize,
+}
+
+/// Incremental pipeline: expand, verify, apply.
+#[derive(Debug)]
+pub struct Replayer {
+    expander: Option<ChunkExpander>,
+    verifier: Option<EventVerifier>,
+    applier: EventApplier,
+    index: usize,
+    warnings: Vec<Warning>,
+    scratch: Vec<Value>,
+}
+
+impl Replayer {
+    pub fn new(messages: Vec<Value>, state: Value, options: ReplayOptions) -> Self {
+        Replayer {
+            expander: options.expand.then(ChunkExpander::new),
+            verifier: options.verify.then(EventVerifier::new),
+            applier: EventApplier::new(messages, state),
+            index: 0,
+            warnings: Vec::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Push one input event; returns what it changed (merged over the events it expanded
+    /// to). The error's `index` is the input event's position.
+    pub fn push(&mut self, event: Value) -> Result<Change, StreamError> {
+        let index = self.index;
+        self.index += 1;
+        let relabel = |mut e: StreamError| {
+            e.index = index;
+            e
+        };
+        let mut batch = std::mem::take(&mut self.scratch);
+        match &mut self.expander {
+            Some(x) => {
+                let r = x.push_into(event, &mut batch);
+                for w in x.take_warnings() {
+                    self.warnings.push(Warning { index, message: w });
+                }
+                r.map_err(relabel)?
+            }
+            None => batch.push(event),
+        }
+        let mut total = Change::default();
+        let mut result = Ok(());
+        for e in batch.drain(..) {
+            if let Some(v) = &mut self.verifier {
+                if let Err(err) = v.push(&e) {
+                    result = Err(relabel(err));
+                    break;
+                }
+            }
+            match self.applier.apply(&e) {
+                Ok(c) => {
+                    if let Some(w) = c.warning {
+                        self.warnings.push(Warning { index, message: w });
+                    }
+                    total.messages |= c.messages;
+                    total.state |= c.state;
+                    if c.message.is_some() {
+                        total.message = c.message;
+                    }
+                }
+                Err(err) => {
+                    result = Err(relabel(err));
+                    break;
+                }
+            }
+        }
+        batch.clear();
+        self.scratch = batch;
+        result.map(|()| total)
+    }
+
+    /// Push one event given as JSON text.
+    pub fn push_json(&mut self, payload: &[u8]) -> Result<Change, StreamError> {
+        match parse_event(payload) {
+            Ok(v) => self.push(v),
+            Err(mut e) => {
+                e.index = self.index;
+                self.index += 1;
+                Err(e)
+            }
+        }
+    }
+
+    pub fn applier(&self) -> &EventApplier {
+        &self.applier
+    }
+
+    /// Warnings so far, drained.
+    pub fn take_warnings(&mut self) -> Vec<Warning> {
+        std::mem::take(&mut self.warnings)
+    }
+
+    pub fn finish(self, error: Option<StreamError>) -> Replay {
+        let events = self.index;
+        let (messages, state, pending_interrupts) = self.applier.into_parts();
+        Replay { messages, state, pending_interrupts, warnings: self.warnings, error, events }
+    }
+}
+
+/// Replay decoded events from these messages and state.
+pub fn replay(events: impl IntoIterator<Item = Value>, messages: Vec<Value>, state: Value, options: ReplayOptions) -> Replay {
+    let mut r = Replayer::new(messages, state, options);
+    for e in events {
+        if let Err(err) = r.push(e) {
+            return r.finish(Some(err));
+        }
+    }
+    r.finish(None)
+}
+
+/// Replay an SSE log (bytes in, messages and state out): every frame's data is one event.
+pub fn replay_sse(log: &[u8], messages: Vec<Value>, state: Value, options: ReplayOptions) -> Replay {
+    let mut r = Replayer::new(messages, state, options);
+    let mut error: Option<StreamError> = None;
+    let mut parser = SseParser::new(DEFAULT_MAX_BUFFER.max(log.len()));
+    let mut sink = |f: crate::sse::Frame<'_>| {
+        if error.is_none() {
+            let res = match std::str::from_utf8(f.data) {
+                Ok(_) => r.push_json(f.data),
+                Err(_) => r.push_json(String::from_utf8_lossy(f.data).as_bytes()),
+            };
+            if let Err(e) = res {
+                error = Some(e);
+            }
+        }
+    };
+    // The buffer limit is the whole log, so framing cannot fail.
+    let _ = parser.feed(log, &mut sink).and_then(|_| parser.finish(&mut sink));
+    r.finish(error)
+}
+
+/// An empty object: the default state.
+pub fn empty_state() -> Value {
+    Value::Object(Map::new())
+}
