@@ -221,3 +221,74 @@ fn apply_vectors() {
     }
     report("apply", failures, cases.len());
 }
+
+/// Rename generated ids to `<generated-id-N>` by first appearance, as the vectors do.
+fn rename_generated(v: &mut Value, seen: &mut Vec<String>) {
+    match v {
+        Value::String(s) if s.starts_with("gen\u{1}") => {
+            let n = match seen.iter().position(|x| x == s) {
+                Some(p) => p + 1,
+                None => {
+                    seen.push(s.clone());
+                    seen.len()
+                }
+            };
+            *s = format!("<generated-id-{n}>");
+        }
+        Value::Array(items) => items.iter_mut().for_each(|x| rename_generated(x, seen)),
+        Value::Object(m) => m.values_mut().for_each(|x| rename_generated(x, seen)),
+        _ => {}
+    }
+}
+
+#[test]
+fn legacy_vectors() {
+    use agui_core::stream::legacy::{LegacyChain, Shims};
+    let cases = load("legacy.jsonl");
+    let mut failures = Vec::new();
+    for case in &cases {
+        let mw = case["middleware"].as_str().unwrap();
+        let shims = match mw {
+            "CompatibilityBoundary" => Shims { boundary: true, ..Shims::default() },
+            "BackwardCompatibility_0_0_39" => Shims { v0_0_39: true, ..Shims::default() },
+            "BackwardCompatibility_0_0_45" => Shims { v0_0_45: true, ..Shims::default() },
+            "BackwardCompatibility_0_0_57" => Shims { v0_0_57: true, ..Shims::default() },
+            other => {
+                let v = other.strip_prefix("chain(maxProtocolVersion=").and_then(|r| r.strip_suffix(')')).expect("chain name");
+                Shims::for_peer(v)
+            }
+        };
+        let mut n = 0;
+        let mut chain = LegacyChain::new(
+            shims,
+            Box::new(move || {
+                n += 1;
+                format!("gen\u{1}{n}")
+            }),
+        );
+        let mut messages = arr(&case["run_input_messages"]);
+        chain.prepare_input_messages(&mut messages);
+        let want_messages = arr(&case["forwarded_run_input"]["messages"]);
+        if !(messages.len() == want_messages.len() && messages.iter().zip(&want_messages).all(|(a, b)| json_eq(a, b))) {
+            failures.push(format!("{}: forwarded messages {}", name(case), first_diff(&messages, &want_messages)));
+            continue;
+        }
+        let mut out = Vec::new();
+        let mut err = None;
+        for e in arr(&case["input"]) {
+            if let Err(e) = chain.push_into(e, &mut out) {
+                err = Some(e);
+                break;
+            }
+        }
+        let mut seen = Vec::new();
+        out.iter_mut().for_each(|e| rename_generated(e, &mut seen));
+        let expected = arr(&case["output"]);
+        if err.is_some() != !case["error"].is_null() {
+            failures.push(format!("{}: error {:?}, expected {}", name(case), err, case["error"]));
+        } else if out.len() != expected.len() || !out.iter().zip(&expected).all(|(a, b)| json_eq(a, b)) {
+            failures.push(format!("{}: output differs {}", name(case), first_diff(&out, &expected)));
+        }
+    }
+    report("legacy", failures, cases.len());
+}
