@@ -57,6 +57,7 @@ fn omit_null(v: &mut Value, field: &str, context: &str, warnings: &mut Vec<Strin
     if let Value::Object(o) = v {
         if matches!(o.get(field), Some(Value::Null)) {
             o.shift_remove(field);
+            let context = if context.is_empty() { super::event::type_str(v) } else { context };
             warnings.push(compat_warning(&format!("{context}.{field}: null"), "an absent field"));
         }
     }
@@ -313,14 +314,14 @@ impl CompatibilityBoundary {
     pub fn convert(&mut self, mut event: Value) -> Value {
         let w = &mut self.warnings;
         let ty = EventType::of(&event);
-        let name = super::event::type_str(&event).to_string();
-        omit_null(&mut event, "rawEvent", &name, w);
+        // An empty context names the event's own type.
+        omit_null(&mut event, "rawEvent", "", w);
         if matches!(ty, EventType::RunFinished | EventType::SubagentFinished) {
-            omit_null(&mut event, "result", &name, w);
+            omit_null(&mut event, "result", "", w);
         }
         match ty {
-            EventType::ToolCallStart | EventType::ToolCallChunk => omit_null(&mut event, "parentMessageId", &name, w),
-            EventType::RunFinished => omit_null(&mut event, "outcome", &name, w),
+            EventType::ToolCallStart | EventType::ToolCallChunk => omit_null(&mut event, "parentMessageId", "", w),
+            EventType::RunFinished => omit_null(&mut event, "outcome", "RUN_FINISHED", w),
             EventType::MessagesSnapshot => for_each_in(&mut event, "messages", |m| upgrade_inbound_message(m, w)),
             EventType::RunStarted => {
                 if let Some(input) = event.get_mut("input") {

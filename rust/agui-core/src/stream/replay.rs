@@ -5,14 +5,18 @@
 use super::apply::{Change, EventApplier};
 use super::chunks::ChunkExpander;
 use super::event::parse_event;
+use super::legacy::CompatibilityBoundary;
 use super::verify::EventVerifier;
 use super::{StreamError, Warning};
 use crate::sse::{SseParser, DEFAULT_MAX_BUFFER};
 use serde_json::{Map, Value};
 
-/// Which stages run. The default expands chunks and applies, without verification.
+/// Which stages run. The default is the reference client's inbound pipeline without
+/// verification: compatibility boundary, chunk expansion, reducer.
 #[derive(Debug, Clone, Copy)]
 pub struct ReplayOptions {
+    /// Run the 0.x compatibility boundary first (`THINKING_*`, legacy nulls, binary parts).
+    pub compat: bool,
     /// Expand `*_CHUNK` events (the reducer rejects them otherwise).
     pub expand: bool,
     /// Verify the sequence (R01-R31) before applying each event.
@@ -21,7 +25,7 @@ pub struct ReplayOptions {
 
 impl Default for ReplayOptions {
     fn default() -> Self {
-        ReplayOptions { expand: true, verify: false }
+        ReplayOptions { compat: true, expand: true, verify: false }
     }
 }
 
@@ -39,8 +43,8 @@ pub struct Replay {
 }
 
 /// Incremental pipeline: expand, verify, apply.
-#[derive(Debug)]
 pub struct Replayer {
+    boundary: Option<CompatibilityBoundary>,
     expander: Option<ChunkExpander>,
     verifier: Option<EventVerifier>,
     applier: EventApplier,
@@ -52,6 +56,7 @@ pub struct Replayer {
 impl Replayer {
     pub fn new(messages: Vec<Value>, state: Value, options: ReplayOptions) -> Self {
         Replayer {
+            boundary: options.compat.then(CompatibilityBoundary::default),
             expander: options.expand.then(ChunkExpander::new),
             verifier: options.verify.then(EventVerifier::new),
             applier: EventApplier::new(messages, state),
@@ -69,6 +74,16 @@ impl Replayer {
         let relabel = |mut e: StreamError| {
             e.index = index;
             e
+        };
+        let event = match &mut self.boundary {
+            Some(b) => {
+                let e = b.convert(event);
+                for w in b.take_warnings() {
+                    self.warnings.push(Warning { index, message: w });
+                }
+                e
+            }
+            None => event,
         };
         let mut batch = std::mem::take(&mut self.scratch);
         match &mut self.expander {
@@ -149,6 +164,12 @@ pub fn replay(events: impl IntoIterator<Item = Value>, messages: Vec<Value>, sta
         }
     }
     r.finish(None)
+}
+
+impl std::fmt::Debug for Replayer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Replayer").field("index", &self.index).field("applier", &self.applier).finish_non_exhaustive()
+    }
 }
 
 /// Replay an SSE log (bytes in, messages and state out): every frame's data is one event.
