@@ -7,9 +7,11 @@ It follows the reference client (``@ag-ui/client`` 1.0 ``transformChunks`` +
 JavaScript-specific corners (string coercion of non-string deltas, UTF-16 surrogate
 halves, fast-json-patch's lenient pointers), which ``tests/test_py_replayer.py`` lists.
 
-A ``STATE_DELTA`` is applied with ``jsonpatch.apply_patch(state, delta)`` (a copy, then
-the patch): the reference's patches are all-or-nothing, and an in-place apply would leave
-half a patch behind on failure.
+A ``STATE_DELTA`` is applied with ``jsonpatch.apply_patch(state, delta)`` (a deep copy,
+then the patch): the reference's patches are all-or-nothing, and an in-place apply would
+leave half a patch behind on failure. That copy dominates on a large state, so
+``atomic=False`` is also offered: ``in_place=True``, what a user who accepts half-applied
+patches writes (the benches report both).
 """
 
 from __future__ import annotations
@@ -157,7 +159,8 @@ def _merge_metadata(target, event) -> bool:
 class PyReplayer:
     """``defaultApplyEvents`` over pydantic messages and a plain state."""
 
-    def __init__(self, messages: Optional[List[Any]] = None, state: Any = None) -> None:
+    def __init__(self, messages: Optional[List[Any]] = None, state: Any = None, atomic: bool = True) -> None:
+        self.atomic = atomic
         self.messages: List[Any] = [MESSAGE.validate_python(m) if isinstance(m, dict) else m for m in (messages or [])]
         self.state: Any = {} if state is None else state
         self.pending_interrupts: List[Any] = []
@@ -263,7 +266,7 @@ class PyReplayer:
             self.state = e.snapshot
         elif t == "STATE_DELTA":
             try:
-                self.state = jsonpatch.apply_patch(self.state, _ops(e.delta))
+                self.state = jsonpatch.apply_patch(self.state, _ops(e.delta), in_place=not self.atomic)
             except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, TypeError, KeyError, IndexError) as exc:
                 self.warnings.append(f"Failed to apply state patch: {exc}")
         elif t == "MESSAGES_SNAPSHOT":
@@ -341,9 +344,9 @@ class PyReplayer:
         return [m.model_dump(mode="json", by_alias=True, exclude_none=True) for m in self.messages]
 
 
-def replay_events(events: Iterable[Any], messages=None, state=None) -> PyReplayer:
+def replay_events(events: Iterable[Any], messages=None, state=None, atomic=True) -> PyReplayer:
     """Replay already-decoded pydantic events."""
-    r = PyReplayer(messages, state)
+    r = PyReplayer(messages, state, atomic)
     for e in events:
         r.push(e)
     return r
@@ -365,9 +368,9 @@ def iter_sse_payloads(data: bytes):
         yield b"\n".join(buf)
 
 
-def replay_sse_bytes(data: bytes, messages=None, state=None) -> PyReplayer:
+def replay_sse_bytes(data: bytes, messages=None, state=None, atomic=True) -> PyReplayer:
     """Bytes in, messages and state out: parse, validate with pydantic, expand, apply."""
-    r = PyReplayer(messages, state)
+    r = PyReplayer(messages, state, atomic)
     validate = EVENT.validate_json
     for payload in iter_sse_payloads(data):
         r.push(validate(payload))
