@@ -292,3 +292,34 @@ fn legacy_vectors() {
     }
     report("legacy", failures, cases.len());
 }
+
+/// The same reducer vectors through `Replayer::push_json` (JSON text in), which takes
+/// the plain delta events on a path that builds no event object: same results.
+#[test]
+fn apply_vectors_through_json_payloads() {
+    use agui_core::stream::{ReplayOptions, Replayer};
+    let cases = load("apply.jsonl.gz");
+    let options = ReplayOptions { compat: false, expand: false, verify: false };
+    let mut failures = Vec::new();
+    for case in cases.iter().filter(|c| !FJP_DIALECT.contains(&name(c))) {
+        let initial = &case["initial"];
+        let mut r = Replayer::new(arr(&initial["messages"]), initial["state"].clone(), options);
+        let mut err_at = None;
+        for (i, e) in arr(&case["events"]).iter().enumerate() {
+            if r.push_json(&serde_json::to_vec(e).unwrap()).is_err() {
+                err_at = Some(i);
+                break;
+            }
+        }
+        let fin = &case["final"];
+        let ap = r.applier();
+        if err_at != case["error_after_event"].as_u64().map(|i| i as usize) {
+            failures.push(format!("{}: error at {err_at:?}", name(case)));
+        } else if !msgs_eq(ap.messages(), &fin["messages"]) {
+            failures.push(format!("{}: messages {}", name(case), first_diff(ap.messages(), &arr(&fin["messages"]))));
+        } else if !json_eq(ap.state(), &fin["state"]) {
+            failures.push(format!("{}: state", name(case)));
+        }
+    }
+    report("apply (JSON payloads)", failures, cases.len());
+}

@@ -80,22 +80,24 @@ impl Messages {
     }
     fn find(&mut self, id: Option<&Value>) -> Option<usize> {
         match id {
-            Some(Value::String(s)) => {
-                self.fresh();
-                self.by_id.get(s.as_str()).copied()
-            }
+            Some(Value::String(s)) => self.find_str(s),
             other => self.list.iter().position(|m| strict_eq(m.get("id"), other)),
         }
+    }
+    fn find_str(&mut self, id: &str) -> Option<usize> {
+        self.fresh();
+        self.by_id.get(id).copied()
     }
     /// First message whose `toolCalls` has this id.
     fn find_tool(&mut self, id: Option<&Value>) -> Option<usize> {
         match id {
-            Some(Value::String(s)) => {
-                self.fresh();
-                self.by_tool.get(s.as_str()).copied()
-            }
+            Some(Value::String(s)) => self.find_tool_str(s),
             other => self.list.iter().position(|m| tool_calls(m).iter().any(|tc| strict_eq(tc.get("id"), other))),
         }
+    }
+    fn find_tool_str(&mut self, id: &str) -> Option<usize> {
+        self.fresh();
+        self.by_tool.get(id).copied()
     }
     fn push(&mut self, m: Value) -> usize {
         self.list.push(m);
@@ -219,21 +221,9 @@ impl EventApplier {
         Ok(match ty {
             E::TextMessageStart | E::ReasoningMessageStart => self.message_start(ty, event),
             E::TextMessageContent | E::ReasoningMessageContent => {
-                let Some(i) = self.text_target(ty, event, "messages") else {
-                    return Ok(self.missing_or_activity(ty, event));
-                };
-                let m = obj(&mut self.messages.list[i]).expect("indexed messages are objects");
-                let delta = event.get("delta");
-                match m.get_mut("content") {
-                    Some(Value::String(s)) => js::push_display(s, delta),
-                    _ => {
-                        let mut s = String::new();
-                        js::push_display(&mut s, delta);
-                        m.insert("content".into(), Value::String(s));
-                    }
-                }
-                apply_metadata(m, event);
-                Change::messages(Some(i))
+                let id = event.get("messageId");
+                let found = self.messages.find(id);
+                self.append_content(ty, found, || js::show(id), Delta::Js(event.get("delta")), Some(event))
             }
             E::TextMessageEnd | E::ReasoningMessageEnd => {
                 let Some(i) = self.text_target(ty, event, "messages") else {
@@ -249,37 +239,9 @@ impl EventApplier {
             E::ToolCallStart => self.tool_call_start(event)?,
             E::ToolCallArgs | E::ToolCallEnd => {
                 let id = event.get("toolCallId");
-                let Some(i) = self.messages.find_tool(id) else {
-                    return Ok(Change::warn(format!(
-                        "{}: No message found containing tool call with ID '{}'",
-                        ty.name(),
-                        js::show(id)
-                    )));
-                };
-                let Some(Value::Array(calls)) = self.messages.list[i].get_mut("toolCalls") else { unreachable!() };
-                let tc = calls.iter_mut().find(|tc| strict_eq(tc.get("id"), id)).expect("indexed tool call");
-                let Some(tc) = tc.as_object_mut() else { unreachable!() };
-                if ty == E::ToolCallArgs {
-                    let Some(Value::Object(f)) = tc.get_mut("function") else {
-                        return Err(type_error(format!("tool call '{}' has no function object", js::show(id))));
-                    };
-                    let delta = event.get("delta");
-                    match f.get_mut("arguments") {
-                        Some(Value::String(s)) => js::push_display(s, delta),
-                        other => {
-                            let mut s = String::new();
-                            js::push_display(&mut s, other.as_deref());
-                            js::push_display(&mut s, delta);
-                            f.insert("arguments".into(), Value::String(s));
-                        }
-                    }
-                    apply_metadata(tc, event);
-                    Change::messages(Some(i))
-                } else if apply_metadata(tc, event) {
-                    Change::messages(Some(i))
-                } else {
-                    Change::default()
-                }
+                let found = self.messages.find_tool(id);
+                let delta = (ty == E::ToolCallArgs).then(|| Delta::Js(event.get("delta")));
+                self.append_args(ty, found, |tc| strict_eq(tc.get("id"), id), || js::show(id), delta, Some(event))?
             }
             E::ToolCallResult => self.tool_call_result(event),
             E::StateSnapshot => match event.get("snapshot") {
@@ -341,6 +303,99 @@ impl EventApplier {
         })
     }
 
+    /// `TEXT_MESSAGE_CONTENT` / `REASONING_MESSAGE_CONTENT` / `TOOL_CALL_ARGS` carrying
+    /// only a string id and a string delta (nothing else): the hot events of a stream,
+    /// applied without building an event object. `kind` is one of those three types.
+    pub fn apply_delta(&mut self, kind: EventType, id: &str, delta: &str) -> Result<Change, StreamError> {
+        let index = self.index;
+        self.index += 1;
+        let show = || id.to_string();
+        let r = match kind {
+            EventType::TextMessageContent | EventType::ReasoningMessageContent => {
+                let found = self.messages.find_str(id);
+                Ok(self.append_content(kind, found, show, Delta::Str(delta), None))
+            }
+            EventType::ToolCallArgs => {
+                let found = self.messages.find_tool_str(id);
+                self.append_args(kind, found, |tc| tc.get("id").and_then(Value::as_str) == Some(id), show, Some(Delta::Str(delta)), None)
+            }
+            other => Err(type_error(format!("apply_delta does not take {}", other.name()))),
+        };
+        r.map_err(|mut e| {
+            e.index = index;
+            e.event_type = kind.name().to_string();
+            e
+        })
+    }
+
+    fn append_content(
+        &mut self,
+        ty: EventType,
+        found: Option<usize>,
+        show_id: impl FnOnce() -> String,
+        delta: Delta<'_>,
+        event: Option<&Value>,
+    ) -> Change {
+        let Some(i) = found else {
+            return Change::warn(format!("{}: No message found with ID '{}'", ty.name(), show_id()));
+        };
+        if role(&self.messages.list[i]) == Some("activity") {
+            return Change::warn(activity_clash(ty, &show_id()));
+        }
+        let m = obj(&mut self.messages.list[i]).expect("indexed messages are objects");
+        match m.get_mut("content") {
+            Some(Value::String(s)) => delta.push_to(s),
+            _ => {
+                let mut s = String::new();
+                delta.push_to(&mut s);
+                m.insert("content".into(), Value::String(s));
+            }
+        }
+        if let Some(event) = event {
+            apply_metadata(m, event);
+        }
+        Change::messages(Some(i))
+    }
+
+    /// `TOOL_CALL_ARGS` (with a delta) and `TOOL_CALL_END` (without).
+    fn append_args(
+        &mut self,
+        ty: EventType,
+        found: Option<usize>,
+        is_it: impl Fn(&Value) -> bool,
+        show_id: impl FnOnce() -> String,
+        delta: Option<Delta<'_>>,
+        event: Option<&Value>,
+    ) -> Result<Change, StreamError> {
+        let Some(i) = found else {
+            return Ok(Change::warn(format!("{}: No message found containing tool call with ID '{}'", ty.name(), show_id())));
+        };
+        let Some(Value::Array(calls)) = self.messages.list[i].get_mut("toolCalls") else { unreachable!("indexed") };
+        let tc = calls.iter_mut().find(|tc| is_it(tc)).and_then(Value::as_object_mut).expect("indexed tool call");
+        let changed = match delta {
+            Some(delta) => {
+                let Some(Value::Object(f)) = tc.get_mut("function") else {
+                    return Err(type_error(format!("tool call '{}' has no function object", show_id())));
+                };
+                match f.get_mut("arguments") {
+                    Some(Value::String(s)) => delta.push_to(s),
+                    other => {
+                        let mut s = String::new();
+                        js::push_display(&mut s, other.as_deref());
+                        delta.push_to(&mut s);
+                        f.insert("arguments".into(), Value::String(s));
+                    }
+                }
+                if let Some(event) = event {
+                    apply_metadata(tc, event);
+                }
+                true
+            }
+            None => event.is_some_and(|e| apply_metadata(tc, e)),
+        };
+        Ok(if changed { Change::messages(Some(i)) } else { Change::default() })
+    }
+
     /// The message a CONTENT/END event appends to: `None` when missing or an activity.
     fn text_target(&mut self, _ty: EventType, event: &Value, _what: &str) -> Option<usize> {
         let i = self.messages.find(event.get("messageId"))?;
@@ -354,7 +409,7 @@ impl EventApplier {
         let id = event.get("messageId");
         match self.messages.find(id) {
             None => Change::warn(format!("{}: No message found with ID '{}'", ty.name(), js::show(id))),
-            Some(_) => Change::warn(activity_clash(ty, id)),
+            Some(_) => Change::warn(activity_clash(ty, &js::show(id))),
         }
     }
 
@@ -363,7 +418,7 @@ impl EventApplier {
         let existing = self.messages.find(id);
         if let Some(i) = existing {
             if role(&self.messages.list[i]) == Some("activity") {
-                return Change::warn(activity_clash(ty, id));
+                return Change::warn(activity_clash(ty, &js::show(id)));
             }
         }
         let i = match existing {
@@ -691,15 +746,30 @@ impl EventApplier {
     }
 }
 
-fn activity_clash(ty: EventType, id: Option<&Value>) -> String {
+/// A delta as the reference appends it: a string, or any value written as a template
+/// literal writes it.
+enum Delta<'a> {
+    Str(&'a str),
+    Js(Option<&'a Value>),
+}
+
+impl Delta<'_> {
+    fn push_to(&self, s: &mut String) {
+        match self {
+            Delta::Str(d) => js::append(s, d),
+            Delta::Js(v) => js::push_display(s, *v),
+        }
+    }
+}
+
+fn activity_clash(ty: EventType, id: &str) -> String {
     let other = match ty {
         EventType::ReasoningMessageStart | EventType::ReasoningMessageContent | EventType::ReasoningMessageEnd => "reasoning",
         _ => "text",
     };
     format!(
-        "{}: Message '{}' is an activity message — message ids must be unique across activity and {other} messages",
-        ty.name(),
-        js::show(id)
+        "{}: Message '{id}' is an activity message — message ids must be unique across activity and {other} messages",
+        ty.name()
     )
 }
 

@@ -95,3 +95,89 @@ pub fn parse_event(payload: &[u8]) -> Result<Value, StreamError> {
 pub fn type_str(event: &Value) -> &str {
     event.get("type").and_then(Value::as_str).unwrap_or("")
 }
+
+/// A string borrowed from the payload when it has no escapes.
+struct Text<'a>(std::borrow::Cow<'a, str>);
+
+impl<'de> serde::Deserialize<'de> for Text<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Text<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Text<'de>, E> {
+                Ok(Text(std::borrow::Cow::Borrowed(s)))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Text<'de>, E> {
+                Ok(Text(std::borrow::Cow::Owned(s.to_string())))
+            }
+            fn visit_string<E>(self, s: String) -> Result<Text<'de>, E> {
+                Ok(Text(std::borrow::Cow::Owned(s)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// The hot events of a stream in their plain form: `TEXT_MESSAGE_CONTENT`,
+/// `REASONING_MESSAGE_CONTENT` (`messageId`) or `TOOL_CALL_ARGS` (`toolCallId`) with a
+/// string id and a string `delta` and no other member.
+pub struct Delta<'a> {
+    pub kind: EventType,
+    pub id: std::borrow::Cow<'a, str>,
+    pub delta: std::borrow::Cow<'a, str>,
+}
+
+impl<'de> serde::Deserialize<'de> for Delta<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Delta<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a delta event")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Delta<'de>, A::Error> {
+                use serde::de::Error;
+                let mut slots: [Option<Text<'de>>; 3] = [None, None, None];
+                let mut tool_id = false;
+                while let Some(key) = map.next_key::<Text<'de>>()? {
+                    let slot = match &*key.0 {
+                        "type" => 0,
+                        "messageId" => 1,
+                        "toolCallId" => {
+                            tool_id = true;
+                            1
+                        }
+                        "delta" => 2,
+                        _ => return Err(A::Error::custom("another member")),
+                    };
+                    if slots[slot].is_some() {
+                        return Err(A::Error::custom("duplicate member"));
+                    }
+                    slots[slot] = Some(map.next_value()?);
+                }
+                let [Some(ty), Some(id), Some(delta)] = slots else { return Err(A::Error::custom("missing member")) };
+                let kind = EventType::parse(&ty.0);
+                let ok = match kind {
+                    EventType::TextMessageContent | EventType::ReasoningMessageContent => !tool_id,
+                    EventType::ToolCallArgs => tool_id,
+                    _ => false,
+                };
+                if !ok {
+                    return Err(A::Error::custom("not a delta event"));
+                }
+                Ok(Delta { kind, id: id.0, delta: delta.0 })
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+impl<'a> Delta<'a> {
+    /// Read a payload as a plain delta event, or `None` (then it takes the general path).
+    pub fn parse(payload: &'a [u8]) -> Option<Delta<'a>> {
+        serde_json::from_slice(payload).ok()
+    }
+}

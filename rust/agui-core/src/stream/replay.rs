@@ -4,7 +4,7 @@
 
 use super::apply::{Change, EventApplier};
 use super::chunks::ChunkExpander;
-use super::event::parse_event;
+use super::event::{parse_event, Delta};
 use super::legacy::CompatibilityBoundary;
 use super::verify::EventVerifier;
 use super::{StreamError, Warning};
@@ -129,6 +129,24 @@ impl Replayer {
 
     /// Push one event given as JSON text.
     pub fn push_json(&mut self, payload: &[u8]) -> Result<Change, StreamError> {
+        // The hot events (text, reasoning and argument deltas in their plain form) skip
+        // building an event object when no stage but the reducer has anything to do with
+        // them: the boundary never changes them, and the expander only would to close
+        // a pending chunk stream.
+        if self.verifier.is_none() && !self.expander.as_ref().is_some_and(ChunkExpander::has_pending) {
+            if let Some(d) = Delta::parse(payload) {
+                let index = self.index;
+                self.index += 1;
+                let c = self.applier.apply_delta(d.kind, &d.id, &d.delta).map_err(|mut e| {
+                    e.index = index;
+                    e
+                })?;
+                if let Some(w) = &c.warning {
+                    self.warnings.push(Warning { index, message: w.clone() });
+                }
+                return Ok(Change { warning: None, ..c });
+            }
+        }
         match parse_event(payload) {
             Ok(v) => self.push(v),
             Err(mut e) => {
