@@ -284,7 +284,7 @@ fn legacy_vectors() {
         let mut seen = Vec::new();
         out.iter_mut().for_each(|e| rename_generated(e, &mut seen));
         let expected = arr(&case["output"]);
-        if err.is_some() != !case["error"].is_null() {
+        if err.is_some() == case["error"].is_null() {
             failures.push(format!("{}: error {:?}, expected {}", name(case), err, case["error"]));
         } else if out.len() != expected.len() || !out.iter().zip(&expected).all(|(a, b)| json_eq(a, b)) {
             failures.push(format!("{}: output differs {}", name(case), first_diff(&out, &expected)));

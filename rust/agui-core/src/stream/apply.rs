@@ -226,7 +226,7 @@ impl EventApplier {
                 self.append_content(ty, found, || js::show(id), Delta::Js(event.get("delta")), Some(event))
             }
             E::TextMessageEnd | E::ReasoningMessageEnd => {
-                let Some(i) = self.text_target(ty, event, "messages") else {
+                let Some(i) = self.text_target(event) else {
                     return Ok(self.missing_or_activity(ty, event));
                 };
                 let m = obj(&mut self.messages.list[i]).expect("indexed messages are objects");
@@ -397,7 +397,7 @@ impl EventApplier {
     }
 
     /// The message a CONTENT/END event appends to: `None` when missing or an activity.
-    fn text_target(&mut self, _ty: EventType, event: &Value, _what: &str) -> Option<usize> {
+    fn text_target(&mut self, event: &Value) -> Option<usize> {
         let i = self.messages.find(event.get("messageId"))?;
         if role(&self.messages.list[i]) == Some("activity") {
             return None;

@@ -7,14 +7,16 @@
 //!   (`transformChunks`);
 //! - [`verify::EventVerifier`]: the sequence rules R01-R31 (`verifyEvents`);
 //! - [`apply::EventApplier`]: events -> messages and state (`defaultApplyEvents`);
-//! - [`compact::compact_events`]: `compactEvents`;
+//! - [`compact::compact_events`], the reference `compactEvents`;
 //! - [`legacy`]: the 0.x compatibility boundary (THINKING_*, binary content parts);
 //! - [`replay`]: the stages chained (expand, optionally verify, apply) over events,
 //!   JSON payloads or an SSE log.
 //!
-//! Events are `serde_json::Value` objects: unknown members ride along untouched, and a
-//! replay builds no other representation (parsing the payload is the only per-event
-//! allocation besides the strings the reducer keeps).
+//! Events are `serde_json::Value` objects: unknown members ride along untouched. When a
+//! replay reads JSON text, the hot events (text / reasoning / argument deltas in their
+//! plain form) are read into a borrowed [`event::Delta`] instead and appended directly:
+//! measured on a generated 100k-event log, that halves the per-event cost
+//! (`examples/stream_replay.rs`).
 
 pub mod apply;
 pub mod chunks;
