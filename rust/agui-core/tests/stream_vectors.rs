@@ -41,6 +41,11 @@ fn first_diff(a: &[Value], b: &[Value]) -> String {
     format!("lengths {} vs {}", a.len(), b.len())
 }
 
+/// Equal as JSON, element by element.
+fn same(a: &[Value], b: &[Value]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| json_eq(x, y))
+}
+
 fn report(kind: &str, failures: Vec<String>, total: usize) {
     if !failures.is_empty() {
         let shown: Vec<&String> = failures.iter().take(15).collect();
@@ -61,7 +66,7 @@ fn chunks_vectors() {
             failures.push(format!("{}: error {:?}, expected {}", name(case), err, case["error"]));
             continue;
         }
-        if out.len() != expected.len() || !out.iter().zip(&expected).all(|(a, b)| json_eq(a, b)) {
+        if !same(&out, &expected) {
             failures.push(format!("{}: output differs {}", name(case), first_diff(&out, &expected)));
         }
     }
@@ -99,7 +104,7 @@ fn compact_vectors() {
     for case in &cases {
         let (out, _warnings) = compact_events(arr(&case["input"]));
         let expected = arr(&case["output"]);
-        if out.len() != expected.len() || !out.iter().zip(&expected).all(|(a, b)| json_eq(a, b)) {
+        if !same(&out, &expected) {
             failures.push(format!("{}: output differs {}", name(case), first_diff(&out, &expected)));
         }
     }
@@ -107,8 +112,7 @@ fn compact_vectors() {
 }
 
 fn msgs_eq(a: &[Value], b: &Value) -> bool {
-    let b = arr(b);
-    a.len() == b.len() && a.iter().zip(&b).all(|(x, y)| json_eq(x, y))
+    same(a, &arr(b))
 }
 
 fn check_apply_case(case: &Value) -> Result<(), String> {
@@ -194,7 +198,7 @@ fn check_apply_case(case: &Value) -> Result<(), String> {
     }
     let want_pi = arr(&fin["pendingInterrupts"]);
     let got_pi = ap.pending_interrupts();
-    if want_pi.len() != got_pi.len() || !got_pi.iter().zip(&want_pi).all(|(a, b)| json_eq(a, b)) {
+    if !same(got_pi, &want_pi) {
         return Err(format!("pendingInterrupts {:?} expected {:?}", got_pi, want_pi));
     }
     Ok(())
@@ -269,7 +273,7 @@ fn legacy_vectors() {
         let mut messages = arr(&case["run_input_messages"]);
         chain.prepare_input_messages(&mut messages);
         let want_messages = arr(&case["forwarded_run_input"]["messages"]);
-        if !(messages.len() == want_messages.len() && messages.iter().zip(&want_messages).all(|(a, b)| json_eq(a, b))) {
+        if !same(&messages, &want_messages) {
             failures.push(format!("{}: forwarded messages {}", name(case), first_diff(&messages, &want_messages)));
             continue;
         }
@@ -286,7 +290,7 @@ fn legacy_vectors() {
         let expected = arr(&case["output"]);
         if err.is_some() == case["error"].is_null() {
             failures.push(format!("{}: error {:?}, expected {}", name(case), err, case["error"]));
-        } else if out.len() != expected.len() || !out.iter().zip(&expected).all(|(a, b)| json_eq(a, b)) {
+        } else if !same(&out, &expected) {
             failures.push(format!("{}: output differs {}", name(case), first_diff(&out, &expected)));
         }
     }

@@ -97,6 +97,44 @@ fn tag_error(
     Ok(())
 }
 
+/// A CONTENT / ARGS / END event: its entity must be open (`open_rule`) and a tag must
+/// not disagree with the entity's owner (`tag_rule`); an END closes the entity.
+struct Continuation {
+    open_rule: &'static str,
+    tag_rule: &'static str,
+    entity: &'static str,
+    owner: &'static str,
+    start: &'static str,
+}
+
+impl Continuation {
+    fn check(
+        &self,
+        open: &mut IdSet,
+        owners: &HashMap<String, Owner>,
+        content: bool,
+        name: &str,
+        tag: Option<&Value>,
+        idv: Option<&Value>,
+    ) -> Result<(), StreamError> {
+        let id = js::key(idv);
+        if !open.has(&id) {
+            let hint = if content {
+                format!("Start a {} with '{}' first.", self.entity, self.start)
+            } else {
+                format!("A '{}' event must be sent first.", self.start)
+            };
+            let msg = format!("Cannot send '{name}' event: No active {} found with ID '{}'. {hint}", self.entity, js::show(idv));
+            return Err(fail(self.open_rule, msg).ids([js::show(idv)]));
+        }
+        tag_error(self.tag_rule, name, tag, owners.get(&id), self.owner, idv)?;
+        if !content {
+            open.remove(&id);
+        }
+        Ok(())
+    }
+}
+
 impl EventVerifier {
     pub fn new() -> Self {
         Self::default()
@@ -286,21 +324,8 @@ impl EventVerifier {
                 }
             }
             E::TextMessageContent | E::TextMessageEnd => {
-                let idv = event.get("messageId");
-                let id = js::key(idv);
-                if !self.messages.has(&id) {
-                    let hint = if ty == E::TextMessageContent {
-                        "Start a text message with 'TEXT_MESSAGE_START' first."
-                    } else {
-                        "A 'TEXT_MESSAGE_START' event must be sent first."
-                    };
-                    return Err(fail("R12", format!("Cannot send '{name}' event: No active text message found with ID '{}'. {hint}", js::show(idv)))
-                        .ids([js::show(idv)]));
-                }
-                tag_error("R13", name, tag, self.owners.message.get(&id), "message", idv)?;
-                if ty == E::TextMessageEnd {
-                    self.messages.remove(&id);
-                }
+                let c = Continuation { open_rule: "R12", tag_rule: "R13", entity: "text message", owner: "message", start: "TEXT_MESSAGE_START" };
+                c.check(&mut self.messages, &self.owners.message, ty == E::TextMessageContent, name, tag, event.get("messageId"))?;
             }
             E::ToolCallStart => {
                 let idv = event.get("toolCallId");
@@ -363,21 +388,8 @@ impl EventVerifier {
                 }
             }
             E::ToolCallArgs | E::ToolCallEnd => {
-                let idv = event.get("toolCallId");
-                let id = js::key(idv);
-                if !self.tool_calls.has(&id) {
-                    let hint = if ty == E::ToolCallArgs {
-                        "Start a tool call with 'TOOL_CALL_START' first."
-                    } else {
-                        "A 'TOOL_CALL_START' event must be sent first."
-                    };
-                    return Err(fail("R17", format!("Cannot send '{name}' event: No active tool call found with ID '{}'. {hint}", js::show(idv)))
-                        .ids([js::show(idv)]));
-                }
-                tag_error("R17", name, tag, self.owners.tool_call.get(&id), "tool call", idv)?;
-                if ty == E::ToolCallEnd {
-                    self.tool_calls.remove(&id);
-                }
+                let c = Continuation { open_rule: "R17", tag_rule: "R17", entity: "tool call", owner: "tool call", start: "TOOL_CALL_START" };
+                c.check(&mut self.tool_calls, &self.owners.tool_call, ty == E::ToolCallArgs, name, tag, event.get("toolCallId"))?;
             }
             E::StepStarted => {
                 let step = js::key(event.get("stepName"));
@@ -454,22 +466,13 @@ impl EventVerifier {
                 }
             }
             E::ReasoningMessageContent | E::ReasoningMessageEnd | E::ReasoningEnd => {
-                let idv = event.get("messageId");
-                let id = js::key(idv);
-                let span = ty == E::ReasoningEnd;
-                let open = if span { &mut self.reasoning_spans } else { &mut self.reasoning_messages };
-                if !open.has(&id) {
-                    let msg = if span {
-                        format!("Cannot send 'REASONING_END' event: No active reasoning span found with ID '{}'. A 'REASONING_START' event must be sent first.", js::show(idv))
-                    } else {
-                        format!("Cannot send '{name}' event: No active reasoning message found with ID '{}'. Start a reasoning message with 'REASONING_MESSAGE_START' first.", js::show(idv))
-                    };
-                    return Err(fail("R23", msg).ids([js::show(idv)]));
-                }
-                if ty != E::ReasoningMessageContent {
-                    open.remove(&id);
-                }
-                tag_error("R23", name, tag, self.owners.reasoning.get(&id), "reasoning message", idv)?;
+                let (open, entity, start) = if ty == E::ReasoningEnd {
+                    (&mut self.reasoning_spans, "reasoning span", "REASONING_START")
+                } else {
+                    (&mut self.reasoning_messages, "reasoning message", "REASONING_MESSAGE_START")
+                };
+                let c = Continuation { open_rule: "R23", tag_rule: "R23", entity, owner: "reasoning message", start };
+                c.check(open, &self.owners.reasoning, ty == E::ReasoningMessageContent, name, tag, event.get("messageId"))?;
             }
             E::ReasoningEncryptedValue => {
                 let idv = event.get("entityId");
