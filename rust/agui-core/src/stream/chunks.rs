@@ -16,47 +16,65 @@ enum Kind {
     Reasoning,
 }
 
+/// The names that go with each kind of chunk stream.
+struct Names {
+    chunk: &'static str,
+    entity: &'static str,
+    id_field: &'static str,
+    start: &'static str,
+    content: &'static str,
+    end: &'static str,
+}
+
 impl Kind {
-    fn chunk_type(self) -> &'static str {
+    fn names(self) -> &'static Names {
+        const TEXT: Names = Names {
+            chunk: "TEXT_MESSAGE_CHUNK",
+            entity: "text message",
+            id_field: "messageId",
+            start: "TEXT_MESSAGE_START",
+            content: "TEXT_MESSAGE_CONTENT",
+            end: "TEXT_MESSAGE_END",
+        };
+        const TOOL: Names = Names {
+            chunk: "TOOL_CALL_CHUNK",
+            entity: "tool call",
+            id_field: "toolCallId",
+            start: "TOOL_CALL_START",
+            content: "TOOL_CALL_ARGS",
+            end: "TOOL_CALL_END",
+        };
+        const REASONING: Names = Names {
+            chunk: "REASONING_MESSAGE_CHUNK",
+            entity: "reasoning message",
+            id_field: "messageId",
+            start: "REASONING_MESSAGE_START",
+            content: "REASONING_MESSAGE_CONTENT",
+            end: "REASONING_MESSAGE_END",
+        };
         match self {
-            Kind::Text => "TEXT_MESSAGE_CHUNK",
-            Kind::Tool => "TOOL_CALL_CHUNK",
-            Kind::Reasoning => "REASONING_MESSAGE_CHUNK",
+            Kind::Text => &TEXT,
+            Kind::Tool => &TOOL,
+            Kind::Reasoning => &REASONING,
         }
+    }
+    fn chunk_type(self) -> &'static str {
+        self.names().chunk
     }
     fn entity(self) -> &'static str {
-        match self {
-            Kind::Text => "text message",
-            Kind::Tool => "tool call",
-            Kind::Reasoning => "reasoning message",
-        }
+        self.names().entity
     }
     fn id_field(self) -> &'static str {
-        match self {
-            Kind::Tool => "toolCallId",
-            _ => "messageId",
-        }
+        self.names().id_field
     }
     fn start(self) -> &'static str {
-        match self {
-            Kind::Text => "TEXT_MESSAGE_START",
-            Kind::Tool => "TOOL_CALL_START",
-            Kind::Reasoning => "REASONING_MESSAGE_START",
-        }
+        self.names().start
     }
     fn content(self) -> &'static str {
-        match self {
-            Kind::Text => "TEXT_MESSAGE_CONTENT",
-            Kind::Tool => "TOOL_CALL_ARGS",
-            Kind::Reasoning => "REASONING_MESSAGE_CONTENT",
-        }
+        self.names().content
     }
     fn end(self) -> &'static str {
-        match self {
-            Kind::Text => "TEXT_MESSAGE_END",
-            Kind::Tool => "TOOL_CALL_END",
-            Kind::Reasoning => "REASONING_MESSAGE_END",
-        }
+        self.names().end
     }
     /// Members the chunk's schema describes; anything else is carried over.
     fn described(self, key: &str) -> bool {
