@@ -106,9 +106,10 @@ def test_peer_chunk_expansion_matches_reference(case):
 
 
 def test_generated_log_replays_cleanly():
-    events = generate_events(5_000, seed=3)
-    assert len(events) >= 5_000
-    r = replay_sse_bytes(to_sse(events))
+    events = generate_events(3_000, seed=3)
+    assert len(events) >= 3_000
+    # atomic=False: no deep copy of the 2,000-key state per delta (none of these fail).
+    r = replay_sse_bytes(to_sse(events), atomic=False)
     assert r.warnings == []
     assert r.state["counter"] == sum(
         1 for e in events if e["type"] == "STATE_DELTA" and e["delta"][-1]["path"] == "/counter"
