@@ -4,7 +4,7 @@
 //! `cargo run --release -p agui-core --example stream_replay -- /tmp/stream_100k.sse`.
 
 use agui_core::sse::{SseParser, DEFAULT_MAX_BUFFER};
-use agui_core::stream::{parse_event, replay, replay_sse, ReplayOptions};
+use agui_core::stream::{parse_event, replay, replay_sse, replay_sse_many, ReplayOptions};
 use serde_json::Value;
 use std::time::Instant;
 
@@ -58,4 +58,11 @@ fn main() {
     );
     let verify = ReplayOptions { verify: true, ..ReplayOptions::default() };
     report("replay_sse with verification", time(runs, || replay_sse(&log, Vec::new(), empty(), verify).messages.len()));
+    // Two logs, one thread then two (per-event figures are per event of one log).
+    let logs: Vec<&[u8]> = vec![&log, &log];
+    let one = time(runs, || replay_sse_many(&logs, ReplayOptions::default(), 1).len());
+    let two = time(runs, || replay_sse_many(&logs, ReplayOptions::default(), 2).len());
+    report("2 logs, 1 thread", one);
+    report("2 logs, 2 threads", two);
+    println!("2-thread throughput gain: {:.2}x (min) {:.2}x (median)", one.0 / two.0, one.1 / two.1);
 }

@@ -145,6 +145,23 @@ data: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m\",\"delta\":\"\\ude00
 }
 
 #[test]
+fn several_logs_on_threads_match_one_by_one() {
+    use agui_core::stream::replay_sse_many;
+    let a = sse(&run());
+    let mut b = sse(&run()[..5]);
+    b.extend_from_slice(b"data: not json\n\n");
+    let logs: Vec<&[u8]> = vec![&a, &b, &a];
+    let many = replay_sse_many(&logs, ReplayOptions::default(), 2);
+    assert_eq!(many.len(), 3);
+    for (r, log) in many.iter().zip(&logs) {
+        let one = replay_sse(log, Vec::new(), json!({}), ReplayOptions::default());
+        assert_eq!((r.events, &r.state, r.error.as_ref().map(|e| e.index)), (one.events, &one.state, one.error.as_ref().map(|e| e.index)));
+        assert_eq!(r.messages[0], one.messages[0]);
+    }
+    assert_eq!(many[1].error.as_ref().unwrap().index, 5);
+}
+
+#[test]
 fn deep_nesting_is_an_error_not_a_crash() {
     let depth = 100_000;
     let mut payload = String::from("data: {\"type\":\"STATE_SNAPSHOT\",\"snapshot\":");

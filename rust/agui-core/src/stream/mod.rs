@@ -36,7 +36,7 @@ pub use apply::{Change, EventApplier};
 pub use chunks::{expand_chunks, ChunkExpander};
 pub use compact::compact_events;
 pub use event::{parse_event, EventType};
-pub use replay::{replay, replay_sse, ReplayOptions, Replayer, Replay};
+pub use replay::{empty_state, replay, replay_sse, replay_sse_many, Replay, ReplayOptions, Replayer};
 pub use verify::{verify_events, EventVerifier};
 
 /// Which stage rejected an event.

@@ -211,6 +211,29 @@ pub fn replay_sse(log: &[u8], messages: Vec<Value>, state: Value, options: Repla
     r.finish(error)
 }
 
+/// Replay several SSE logs, each from no messages and an empty state, on scoped threads
+/// (at most `threads` at once; 0 means the machine's parallelism). Results are in input
+/// order.
+pub fn replay_sse_many(logs: &[&[u8]], options: ReplayOptions, threads: usize) -> Vec<Replay> {
+    let threads = match threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    };
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut slots: Vec<std::sync::Mutex<Option<Replay>>> = logs.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..threads.min(logs.len()) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(log) = logs.get(i) else { break };
+                let r = replay_sse(log, Vec::new(), empty_state(), options);
+                *slots[i].lock().expect("no thread panics while holding a slot") = Some(r);
+            });
+        }
+    });
+    slots.iter_mut().map(|s| s.get_mut().expect("slot").take().expect("every log replayed")).collect()
+}
+
 /// An empty object: the default state.
 pub fn empty_state() -> Value {
     Value::Object(Map::new())
