@@ -327,3 +327,32 @@ fn apply_vectors_through_json_payloads() {
     }
     report("apply (JSON payloads)", failures, cases.len());
 }
+
+/// The verification vectors through `Replayer::push_json` with only the verifier on
+/// (the reducer never fails on these): the plain delta events take the verifier's
+/// object-free path, and every case fails on the same event.
+#[test]
+fn verify_vectors_through_json_payloads() {
+    use agui_core::stream::{ReplayOptions, Replayer, Stage};
+    let cases = load("verify.jsonl");
+    let options = ReplayOptions { compat: false, expand: false, verify: true };
+    let mut failures = Vec::new();
+    for case in &cases {
+        let mut r = Replayer::new(Vec::new(), Value::Object(Default::default()), options);
+        let mut failed = None;
+        for e in arr(&case["input"]) {
+            match r.push_json(&serde_json::to_vec(&e).unwrap()) {
+                Err(err) if err.stage == Stage::Verify => {
+                    failed = Some(err.index);
+                    break;
+                }
+                _ => {}
+            }
+        }
+        let want = (!case["error"].is_null()).then(|| arr(&case["passed"]).len());
+        if failed != want {
+            failures.push(format!("{}: failed on {failed:?}, reference on {want:?}", name(case)));
+        }
+    }
+    report("verify (JSON payloads)", failures, cases.len());
+}

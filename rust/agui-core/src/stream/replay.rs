@@ -130,17 +130,21 @@ impl Replayer {
     /// Push one event given as JSON text.
     pub fn push_json(&mut self, payload: &[u8]) -> Result<Change, StreamError> {
         // The hot events (text, reasoning and argument deltas in their plain form) skip
-        // building an event object when no stage but the reducer has anything to do with
-        // them: the boundary never changes them, and the expander only would to close
-        // a pending chunk stream.
-        if self.verifier.is_none() && !self.expander.as_ref().is_some_and(ChunkExpander::has_pending) {
+        // building an event object: the boundary never changes them, the expander only
+        // would to close a pending chunk stream, the verifier and the reducer take them
+        // as (kind, id, delta).
+        if !self.expander.as_ref().is_some_and(ChunkExpander::has_pending) {
             if let Some(d) = Delta::parse(payload) {
                 let index = self.index;
                 self.index += 1;
-                let c = self.applier.apply_delta(d.kind, &d.id, &d.delta).map_err(|mut e| {
+                let relabel = |mut e: StreamError| {
                     e.index = index;
                     e
-                })?;
+                };
+                if let Some(v) = &mut self.verifier {
+                    v.push_delta(d.kind, &d.id).map_err(relabel)?;
+                }
+                let c = self.applier.apply_delta(d.kind, &d.id, &d.delta).map_err(relabel)?;
                 if let Some(w) = &c.warning {
                     self.warnings.push(Warning { index, message: w.clone() });
                 }

@@ -79,20 +79,20 @@ fn tag_error(
     tag: Option<&Value>,
     owner: Option<&Owner>,
     kind: &str,
-    id: Option<&Value>,
+    id: &dyn Fn() -> String,
 ) -> Result<(), StreamError> {
     let (Some(tag), Some(owner)) = (tag, owner) else { return Ok(()) };
     if !strict_eq(owner.as_ref(), Some(tag)) {
+        let id = id();
         return Err(fail(
             rule,
             format!(
-                "Cannot send '{ty}': subagentRunId '{}' does not match the {kind} '{}' opener's subagent '{}'.",
+                "Cannot send '{ty}': subagentRunId '{}' does not match the {kind} '{id}' opener's subagent '{}'.",
                 js::show(Some(tag)),
-                js::show(id),
                 owner_name(owner.as_ref())
             ),
         )
-        .ids([js::show(id), js::show(Some(tag))]));
+        .ids([id, js::show(Some(tag))]));
     }
     Ok(())
 }
@@ -107,6 +107,20 @@ struct Continuation {
     start: &'static str,
 }
 
+const TEXT: Continuation =
+    Continuation { open_rule: "R12", tag_rule: "R13", entity: "text message", owner: "message", start: "TEXT_MESSAGE_START" };
+const TOOL: Continuation =
+    Continuation { open_rule: "R17", tag_rule: "R17", entity: "tool call", owner: "tool call", start: "TOOL_CALL_START" };
+const REASONING: Continuation = Continuation {
+    open_rule: "R23",
+    tag_rule: "R23",
+    entity: "reasoning message",
+    owner: "reasoning message",
+    start: "REASONING_MESSAGE_START",
+};
+const REASONING_SPAN: Continuation =
+    Continuation { open_rule: "R23", tag_rule: "R23", entity: "reasoning span", owner: "reasoning message", start: "REASONING_START" };
+
 impl Continuation {
     fn check(
         &self,
@@ -115,21 +129,21 @@ impl Continuation {
         content: bool,
         name: &str,
         tag: Option<&Value>,
-        idv: Option<&Value>,
+        id: &str,
+        show: &dyn Fn() -> String,
     ) -> Result<(), StreamError> {
-        let id = js::key(idv);
-        if !open.has(&id) {
+        if !open.has(id) {
             let hint = if content {
                 format!("Start a {} with '{}' first.", self.entity, self.start)
             } else {
                 format!("A '{}' event must be sent first.", self.start)
             };
-            let msg = format!("Cannot send '{name}' event: No active {} found with ID '{}'. {hint}", self.entity, js::show(idv));
-            return Err(fail(self.open_rule, msg).ids([js::show(idv)]));
+            let msg = format!("Cannot send '{name}' event: No active {} found with ID '{}'. {hint}", self.entity, show());
+            return Err(fail(self.open_rule, msg).ids([show()]));
         }
-        tag_error(self.tag_rule, name, tag, owners.get(&id), self.owner, idv)?;
+        tag_error(self.tag_rule, name, tag, owners.get(id), self.owner, show)?;
         if !content {
-            open.remove(&id);
+            open.remove(id);
         }
         Ok(())
     }
@@ -203,9 +217,8 @@ impl EventVerifier {
         self.check(event).map_err(|e| e.at(index, event))
     }
 
-    fn check(&mut self, event: &Value) -> Result<(), StreamError> {
-        let ty = EventType::of(event);
-        let name = type_str(event);
+    /// R04, R03, R01, R02 and the reset of R05: what every event is checked against first.
+    fn lifecycle(&mut self, ty: EventType, name: &str) -> Result<(), StreamError> {
         use EventType as E;
         if self.run_error && ty != E::RunStarted {
             return Err(fail(
@@ -235,6 +248,37 @@ impl EventVerifier {
                 self.reset_run();
             }
         }
+        Ok(())
+    }
+
+    /// A plain delta event (`TEXT_MESSAGE_CONTENT`, `REASONING_MESSAGE_CONTENT` or
+    /// `TOOL_CALL_ARGS` with a string id and delta, untagged): the same checks as
+    /// [`push`](Self::push) on its event object, without one.
+    pub fn push_delta(&mut self, kind: EventType, id: &str) -> Result<(), StreamError> {
+        let index = self.index;
+        self.index += 1;
+        let name = kind.name();
+        let show = || id.to_string();
+        let r = self.lifecycle(kind, name).and_then(|()| match kind {
+            EventType::TextMessageContent => TEXT.check(&mut self.messages, &self.owners.message, true, name, None, id, &show),
+            EventType::ToolCallArgs => TOOL.check(&mut self.tool_calls, &self.owners.tool_call, true, name, None, id, &show),
+            EventType::ReasoningMessageContent => {
+                REASONING.check(&mut self.reasoning_messages, &self.owners.reasoning, true, name, None, id, &show)
+            }
+            other => Err(fail("R31", format!("push_delta does not take {}", other.name()))),
+        });
+        r.map_err(|mut e| {
+            e.index = index;
+            e.event_type = name.to_string();
+            e
+        })
+    }
+
+    fn check(&mut self, event: &Value) -> Result<(), StreamError> {
+        let ty = EventType::of(event);
+        let name = type_str(event);
+        use EventType as E;
+        self.lifecycle(ty, name)?;
         let tag = tag_of(event);
         if matches!(tag, Some(Value::Null)) {
             return Err(fail(
@@ -316,7 +360,7 @@ impl EventVerifier {
                     .ids([js::show(idv)]));
                 }
                 let existing = self.owners.message.get(&id);
-                tag_error("R11", name, tag, existing, "message", idv)?;
+                tag_error("R11", name, tag, existing, "message", &|| js::show(idv))?;
                 let known = existing.is_some();
                 self.messages.add(id.clone());
                 if !known {
@@ -324,8 +368,9 @@ impl EventVerifier {
                 }
             }
             E::TextMessageContent | E::TextMessageEnd => {
-                let c = Continuation { open_rule: "R12", tag_rule: "R13", entity: "text message", owner: "message", start: "TEXT_MESSAGE_START" };
-                c.check(&mut self.messages, &self.owners.message, ty == E::TextMessageContent, name, tag, event.get("messageId"))?;
+                let c = TEXT;
+                let idv = event.get("messageId");
+                c.check(&mut self.messages, &self.owners.message, ty == E::TextMessageContent, name, tag, &js::key(idv), &|| js::show(idv))?;
             }
             E::ToolCallStart => {
                 let idv = event.get("toolCallId");
@@ -360,7 +405,7 @@ impl EventVerifier {
                 }
                 let existing = self.owners.tool_call.get(&id);
                 if let Some(existing) = existing {
-                    tag_error("R16", name, tag, Some(existing), "tool call", idv)?;
+                    tag_error("R16", name, tag, Some(existing), "tool call", &|| js::show(idv))?;
                     if let (None, Some(inh)) = (tag, &inherited) {
                         if !strict_eq(inh.as_ref(), existing.as_ref()) {
                             return Err(fail(
@@ -388,8 +433,9 @@ impl EventVerifier {
                 }
             }
             E::ToolCallArgs | E::ToolCallEnd => {
-                let c = Continuation { open_rule: "R17", tag_rule: "R17", entity: "tool call", owner: "tool call", start: "TOOL_CALL_START" };
-                c.check(&mut self.tool_calls, &self.owners.tool_call, ty == E::ToolCallArgs, name, tag, event.get("toolCallId"))?;
+                let c = TOOL;
+                let idv = event.get("toolCallId");
+                c.check(&mut self.tool_calls, &self.owners.tool_call, ty == E::ToolCallArgs, name, tag, &js::key(idv), &|| js::show(idv))?;
             }
             E::StepStarted => {
                 let step = js::key(event.get("stepName"));
@@ -454,7 +500,7 @@ impl EventVerifier {
                     return Err(fail("R22", msg).ids([js::show(idv)]));
                 }
                 let existing = self.owners.reasoning.get(&id);
-                tag_error("R22", name, tag, existing, "reasoning message", idv)?;
+                tag_error("R22", name, tag, existing, "reasoning message", &|| js::show(idv))?;
                 let known = existing.is_some();
                 if span {
                     self.reasoning_spans.add(id.clone());
@@ -466,13 +512,13 @@ impl EventVerifier {
                 }
             }
             E::ReasoningMessageContent | E::ReasoningMessageEnd | E::ReasoningEnd => {
-                let (open, entity, start) = if ty == E::ReasoningEnd {
-                    (&mut self.reasoning_spans, "reasoning span", "REASONING_START")
+                let (open, c) = if ty == E::ReasoningEnd {
+                    (&mut self.reasoning_spans, REASONING_SPAN)
                 } else {
-                    (&mut self.reasoning_messages, "reasoning message", "REASONING_MESSAGE_START")
+                    (&mut self.reasoning_messages, REASONING)
                 };
-                let c = Continuation { open_rule: "R23", tag_rule: "R23", entity, owner: "reasoning message", start };
-                c.check(open, &self.owners.reasoning, ty == E::ReasoningMessageContent, name, tag, event.get("messageId"))?;
+                let idv = event.get("messageId");
+                c.check(open, &self.owners.reasoning, ty == E::ReasoningMessageContent, name, tag, &js::key(idv), &|| js::show(idv))?;
             }
             E::ReasoningEncryptedValue => {
                 let idv = event.get("entityId");
@@ -483,11 +529,11 @@ impl EventVerifier {
                     Some("message") => (self.owners.message.get(&id).or_else(|| self.owners.reasoning.get(&id)), "message"),
                     _ => (self.owners.reasoning.get(&id), "reasoning message"),
                 };
-                tag_error("R24", name, tag, owner, kind, idv)?;
+                tag_error("R24", name, tag, owner, kind, &|| js::show(idv))?;
             }
             E::ActivityDelta => {
                 let idv = event.get("messageId");
-                tag_error("R20", name, tag, self.owners.activity.get(&js::key(idv)), "activity", idv)?;
+                tag_error("R20", name, tag, self.owners.activity.get(&js::key(idv)), "activity", &|| js::show(idv))?;
             }
             E::SubagentStarted => {
                 let Some(Value::String(run_id)) = tag else {
