@@ -129,8 +129,7 @@ impl Continuation {
         content: bool,
         name: &str,
         tag: Option<&Value>,
-        id: &str,
-        show: &dyn Fn() -> String,
+        (id, show): (&str, &dyn Fn() -> String),
     ) -> Result<(), StreamError> {
         if !open.has(id) {
             let hint = if content {
@@ -260,10 +259,10 @@ impl EventVerifier {
         let name = kind.name();
         let show = || id.to_string();
         let r = self.lifecycle(kind, name).and_then(|()| match kind {
-            EventType::TextMessageContent => TEXT.check(&mut self.messages, &self.owners.message, true, name, None, id, &show),
-            EventType::ToolCallArgs => TOOL.check(&mut self.tool_calls, &self.owners.tool_call, true, name, None, id, &show),
+            EventType::TextMessageContent => TEXT.check(&mut self.messages, &self.owners.message, true, name, None, (id, &show)),
+            EventType::ToolCallArgs => TOOL.check(&mut self.tool_calls, &self.owners.tool_call, true, name, None, (id, &show)),
             EventType::ReasoningMessageContent => {
-                REASONING.check(&mut self.reasoning_messages, &self.owners.reasoning, true, name, None, id, &show)
+                REASONING.check(&mut self.reasoning_messages, &self.owners.reasoning, true, name, None, (id, &show))
             }
             other => Err(fail("R31", format!("push_delta does not take {}", other.name()))),
         });
@@ -370,7 +369,7 @@ impl EventVerifier {
             E::TextMessageContent | E::TextMessageEnd => {
                 let c = TEXT;
                 let idv = event.get("messageId");
-                c.check(&mut self.messages, &self.owners.message, ty == E::TextMessageContent, name, tag, &js::key(idv), &|| js::show(idv))?;
+                c.check(&mut self.messages, &self.owners.message, ty == E::TextMessageContent, name, tag, (&js::key(idv), &|| js::show(idv)))?;
             }
             E::ToolCallStart => {
                 let idv = event.get("toolCallId");
@@ -435,7 +434,7 @@ impl EventVerifier {
             E::ToolCallArgs | E::ToolCallEnd => {
                 let c = TOOL;
                 let idv = event.get("toolCallId");
-                c.check(&mut self.tool_calls, &self.owners.tool_call, ty == E::ToolCallArgs, name, tag, &js::key(idv), &|| js::show(idv))?;
+                c.check(&mut self.tool_calls, &self.owners.tool_call, ty == E::ToolCallArgs, name, tag, (&js::key(idv), &|| js::show(idv)))?;
             }
             E::StepStarted => {
                 let step = js::key(event.get("stepName"));
@@ -518,7 +517,7 @@ impl EventVerifier {
                     (&mut self.reasoning_messages, REASONING)
                 };
                 let idv = event.get("messageId");
-                c.check(open, &self.owners.reasoning, ty == E::ReasoningMessageContent, name, tag, &js::key(idv), &|| js::show(idv))?;
+                c.check(open, &self.owners.reasoning, ty == E::ReasoningMessageContent, name, tag, (&js::key(idv), &|| js::show(idv)))?;
             }
             E::ReasoningEncryptedValue => {
                 let idv = event.get("entityId");
