@@ -162,6 +162,14 @@ fn several_logs_on_threads_match_one_by_one() {
 }
 
 #[test]
+fn invalid_utf8_is_replaced_not_rejected() {
+    let log = b"data: {\"type\":\"TEXT_MESSAGE_START\",\"messageId\":\"m\"}\n\ndata: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m\",\"delta\":\"a\xffb\"}\n\n";
+    let r = replay_sse(log, Vec::new(), json!({}), ReplayOptions::default());
+    assert!(r.error.is_none(), "{:?}", r.error);
+    assert_eq!(r.messages[0]["content"], "a\u{FFFD}b");
+}
+
+#[test]
 fn deep_nesting_is_an_error_not_a_crash() {
     let depth = 100_000;
     let mut payload = String::from("data: {\"type\":\"STATE_SNAPSHOT\",\"snapshot\":");

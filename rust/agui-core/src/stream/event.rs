@@ -83,8 +83,16 @@ impl EventType {
 /// Parse one event payload (the JSON text of an SSE `data:` field or a JSON line). It
 /// must be a JSON object. Lone surrogate escapes are kept (see `js::append`): a
 /// producer may split a character across two deltas.
+///
+/// Invalid UTF-8 is replaced by U+FFFD, as the reference's `TextDecoder` does.
 pub fn parse_event(payload: &[u8]) -> Result<Value, StreamError> {
-    let v = super::js::parse_json(payload).map_err(|e| StreamError::new(Stage::Decode, e))?;
+    let v = match super::js::parse_json(payload) {
+        Err(_) if std::str::from_utf8(payload).is_err() => {
+            super::js::parse_json(String::from_utf8_lossy(payload).as_bytes())
+        }
+        other => other,
+    }
+    .map_err(|e| StreamError::new(Stage::Decode, e))?;
     if !v.is_object() {
         return Err(StreamError::new(Stage::Decode, "an event must be a JSON object"));
     }

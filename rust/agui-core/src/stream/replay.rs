@@ -201,11 +201,7 @@ pub fn replay_sse(log: &[u8], messages: Vec<Value>, state: Value, options: Repla
     let mut parser = SseParser::new(DEFAULT_MAX_BUFFER.max(log.len()));
     let mut sink = |f: crate::sse::Frame<'_>| {
         if error.is_none() {
-            let res = match std::str::from_utf8(f.data) {
-                Ok(_) => r.push_json(f.data),
-                Err(_) => r.push_json(String::from_utf8_lossy(f.data).as_bytes()),
-            };
-            if let Err(e) = res {
+            if let Err(e) = r.push_json(f.data) {
                 error = Some(e);
             }
         }
