@@ -356,3 +356,33 @@ fn verify_vectors_through_json_payloads() {
     }
     report("verify (JSON payloads)", failures, cases.len());
 }
+
+/// Chunk streams through `Replayer::push_json` (plain continuation chunks take the
+/// object-free path) replay exactly as the same events given as objects.
+#[test]
+fn chunk_vectors_through_json_payloads_match_objects() {
+    use agui_core::stream::{replay, ReplayOptions, Replayer};
+    let cases = load("chunks.jsonl");
+    let mut failures = Vec::new();
+    for verify in [false, true] {
+        let options = ReplayOptions { compat: false, expand: true, verify };
+        for case in &cases {
+            let events = arr(&case["input"]);
+            let whole = replay(events.clone(), Vec::new(), Value::Object(Default::default()), options);
+            let mut r = Replayer::new(Vec::new(), Value::Object(Default::default()), options);
+            let mut err = None;
+            for e in &events {
+                if let Err(e) = r.push_json(&serde_json::to_vec(e).unwrap()) {
+                    err = Some(e);
+                    break;
+                }
+            }
+            let ours = r.finish(err);
+            let key = |e: &Option<agui_core::stream::StreamError>| e.as_ref().map(|e| (e.stage, e.index));
+            if key(&ours.error) != key(&whole.error) || !same(&ours.messages, &whole.messages) || ours.state != whole.state {
+                failures.push(format!("{} (verify={verify}): {:?} vs {:?}", name(case), key(&ours.error), key(&whole.error)));
+            }
+        }
+    }
+    report("chunks (JSON payloads)", failures, 2 * cases.len());
+}

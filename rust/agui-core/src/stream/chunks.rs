@@ -133,6 +133,31 @@ impl ChunkExpander {
         !self.lanes.is_empty()
     }
 
+    /// For a chunk carrying only a string `delta` and an optional id (no tag, metadata or
+    /// other member), of kind `chunk` (a `*_CHUNK` type): the id of the stream it merely
+    /// continues, when that stream is pending in the parent lane and was opened untagged.
+    /// The chunk then expands to exactly the plain CONTENT / ARGS event for that id, and
+    /// the expander's state does not change. `None`: take the general path.
+    pub fn continues_plain(&mut self, chunk: EventType, id: Option<&str>) -> Option<&str> {
+        let kind = match chunk {
+            EventType::TextMessageChunk => Kind::Text,
+            EventType::ToolCallChunk => Kind::Tool,
+            EventType::ReasoningMessageChunk => Kind::Reasoning,
+            _ => return None,
+        };
+        // resolveLane for an untagged chunk: an id held by a lane stays there; no id
+        // goes to the parent lane when it has this kind pending.
+        let (lane, pending) = match id {
+            Some(id) => self.lanes.iter().find(|(_, p)| p.kind == kind && p.id.as_str() == Some(id))?,
+            None => self.lanes.iter().find(|(l, p)| l.is_none() && p.kind == kind)?,
+        };
+        if lane.is_some() || pending.tag.is_some() {
+            return None;
+        }
+        self.index += 1;
+        pending.id.as_str()
+    }
+
     /// Expand one event into `out`. On error nothing of this event is emitted.
     pub fn push_into(&mut self, event: Value, out: &mut Vec<Value>) -> Result<(), StreamError> {
         let index = self.index;

@@ -131,10 +131,12 @@ impl<'de> serde::Deserialize<'de> for Text<'de> {
 
 /// The hot events of a stream in their plain form: `TEXT_MESSAGE_CONTENT`,
 /// `REASONING_MESSAGE_CONTENT` (`messageId`) or `TOOL_CALL_ARGS` (`toolCallId`) with a
-/// string id and a string `delta` and no other member.
+/// string id and a string `delta` and no other member; or the matching `*_CHUNK` with a
+/// string `delta`, an optional string id and no other member.
 pub struct Delta<'a> {
     pub kind: EventType,
-    pub id: std::borrow::Cow<'a, str>,
+    /// Always present on the explicit kinds.
+    pub id: Option<std::borrow::Cow<'a, str>>,
     pub delta: std::borrow::Cow<'a, str>,
 }
 
@@ -166,17 +168,20 @@ impl<'de> serde::Deserialize<'de> for Delta<'de> {
                     }
                     slots[slot] = Some(map.next_value()?);
                 }
-                let [Some(ty), Some(id), Some(delta)] = slots else { return Err(A::Error::custom("missing member")) };
+                let [Some(ty), id, Some(delta)] = slots else { return Err(A::Error::custom("missing member")) };
                 let kind = EventType::parse(&ty.0);
+                let explicit = id.is_some();
                 let ok = match kind {
-                    EventType::TextMessageContent | EventType::ReasoningMessageContent => !tool_id,
-                    EventType::ToolCallArgs => tool_id,
+                    EventType::TextMessageContent | EventType::ReasoningMessageContent => explicit && !tool_id,
+                    EventType::ToolCallArgs => explicit && tool_id,
+                    EventType::TextMessageChunk | EventType::ReasoningMessageChunk => !tool_id,
+                    EventType::ToolCallChunk => tool_id || !explicit,
                     _ => false,
                 };
                 if !ok {
                     return Err(A::Error::custom("not a delta event"));
                 }
-                Ok(Delta { kind, id: id.0, delta: delta.0 })
+                Ok(Delta { kind, id: id.map(|t| t.0), delta: delta.0 })
             }
         }
         d.deserialize_map(V)

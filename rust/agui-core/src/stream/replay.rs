@@ -4,7 +4,7 @@
 
 use super::apply::{Change, EventApplier};
 use super::chunks::ChunkExpander;
-use super::event::{parse_event, Delta};
+use super::event::{parse_event, Delta, EventType};
 use super::legacy::CompatibilityBoundary;
 use super::verify::EventVerifier;
 use super::{StreamError, Warning};
@@ -133,18 +133,29 @@ impl Replayer {
         // building an event object: the boundary never changes them, the expander only
         // would to close a pending chunk stream, the verifier and the reducer take them
         // as (kind, id, delta).
-        if !self.expander.as_ref().is_some_and(ChunkExpander::has_pending) {
-            if let Some(d) = Delta::parse(payload) {
+        if let Some(d) = Delta::parse(payload) {
+            let Replayer { expander, verifier, applier, .. } = self;
+            let plain = match (d.kind, expander) {
+                (EventType::TextMessageChunk | EventType::ToolCallChunk | EventType::ReasoningMessageChunk, Some(x)) => {
+                    x.continues_plain(d.kind, d.id.as_deref()).map(|id| (content_of(d.kind), id))
+                }
+                (EventType::TextMessageChunk | EventType::ToolCallChunk | EventType::ReasoningMessageChunk, None) => None,
+                (kind, x) if !x.as_ref().is_some_and(ChunkExpander::has_pending) => d.id.as_deref().map(|id| (kind, id)),
+                _ => None,
+            };
+            if let Some((kind, id)) = plain {
                 let index = self.index;
-                self.index += 1;
                 let relabel = |mut e: StreamError| {
                     e.index = index;
                     e
                 };
-                if let Some(v) = &mut self.verifier {
-                    v.push_delta(d.kind, &d.id).map_err(relabel)?;
+                let result = match verifier {
+                    Some(v) => v.push_delta(kind, id).map_err(relabel),
+                    None => Ok(()),
                 }
-                let c = self.applier.apply_delta(d.kind, &d.id, &d.delta).map_err(relabel)?;
+                .and_then(|()| applier.apply_delta(kind, id, &d.delta).map_err(relabel));
+                self.index += 1;
+                let c = result?;
                 if let Some(w) = &c.warning {
                     self.warnings.push(Warning { index, message: w.clone() });
                 }
@@ -186,6 +197,15 @@ pub fn replay(events: impl IntoIterator<Item = Value>, messages: Vec<Value>, sta
         }
     }
     r.finish(None)
+}
+
+/// The explicit event a chunk kind expands to.
+fn content_of(chunk: EventType) -> EventType {
+    match chunk {
+        EventType::TextMessageChunk => EventType::TextMessageContent,
+        EventType::ToolCallChunk => EventType::ToolCallArgs,
+        _ => EventType::ReasoningMessageContent,
+    }
 }
 
 impl std::fmt::Debug for Replayer {
