@@ -179,3 +179,20 @@ fn deep_nesting_is_an_error_not_a_crash() {
     let r = replay_sse(payload.as_bytes(), Vec::new(), json!({}), ReplayOptions::default());
     assert_eq!(r.error.unwrap().stage, Stage::Decode);
 }
+
+#[test]
+fn compaction_of_many_unfinished_streams_is_linear() {
+    use agui_core::stream::compact_events;
+    // 40k messages that never end, each followed by an unrelated event: with a linear
+    // search per event this would be ~10^9 steps.
+    let mut events = Vec::new();
+    for i in 0..40_000 {
+        events.push(json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": format!("m{i}"), "delta": "x"}));
+        events.push(json!({"type": "CUSTOM", "name": "c", "value": i}));
+    }
+    let t = std::time::Instant::now();
+    let (out, warnings) = compact_events(events);
+    assert!(warnings.is_empty());
+    assert_eq!(out.len(), 80_000);
+    assert!(t.elapsed().as_secs() < 20, "compaction took {:?}", t.elapsed());
+}

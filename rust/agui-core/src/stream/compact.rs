@@ -3,9 +3,10 @@
 //! its END, and the state events of a run window become one `STATE_SNAPSHOT`.
 
 use super::event::EventType;
-use super::js::{self, strict_eq};
+use super::js;
 use super::patch_json;
 use serde_json::{Map, Value};
+use std::collections::{BTreeSet, HashMap};
 
 #[derive(Debug, Default)]
 struct Pending {
@@ -16,27 +17,62 @@ struct Pending {
     other: Vec<Value>,
 }
 
-/// Streams keyed by id, in first-seen order (few are open at once).
+/// Streams keyed by id, in first-seen order, with O(1) lookups (a log may hold many
+/// streams that never end) and the started ones in order (they hold other events).
 #[derive(Debug, Default)]
-struct Streams(Vec<Pending>);
+struct Streams {
+    slots: Vec<Option<Pending>>,
+    by_id: HashMap<String, usize>,
+    started: BTreeSet<usize>,
+}
+
+/// The map key of an id; objects and arrays are never equal to another id (JavaScript
+/// compares them by identity), so they are not indexed.
+fn id_key(id: Option<&Value>) -> Option<String> {
+    match id {
+        Some(Value::Object(_) | Value::Array(_)) => None,
+        other => Some(js::key(other)),
+    }
+}
 
 impl Streams {
     fn get(&mut self, id: Option<&Value>) -> &mut Pending {
-        let pos = match self.0.iter().position(|p| strict_eq(p.id.as_ref(), id)) {
-            Some(p) => p,
-            None => {
-                self.0.push(Pending { id: id.cloned(), ..Default::default() });
-                self.0.len() - 1
+        let key = id_key(id);
+        let found = key.as_ref().and_then(|k| self.by_id.get(k).copied());
+        let i = found.unwrap_or_else(|| {
+            self.slots.push(Some(Pending { id: id.cloned(), ..Default::default() }));
+            let i = self.slots.len() - 1;
+            if let Some(k) = key {
+                self.by_id.insert(k, i);
             }
-        };
-        &mut self.0[pos]
+            i
+        });
+        self.slots[i].as_mut().expect("indexed slots are live")
+    }
+    fn started(&mut self, id: Option<&Value>) {
+        if let Some(&i) = id_key(id).as_ref().and_then(|k| self.by_id.get(k)) {
+            self.started.insert(i);
+        } else if id_key(id).is_none() {
+            // An unindexed id: its stream is the last one pushed.
+            self.started.insert(self.slots.len() - 1);
+        }
     }
     fn take(&mut self, id: Option<&Value>) -> Option<Pending> {
-        let pos = self.0.iter().position(|p| strict_eq(p.id.as_ref(), id))?;
-        Some(self.0.remove(pos))
+        let i = match id_key(id) {
+            Some(k) => self.by_id.remove(&k)?,
+            None => self.slots.len().checked_sub(1)?,
+        };
+        self.started.remove(&i);
+        self.slots[i].take()
     }
     fn holder(&mut self) -> Option<&mut Pending> {
-        self.0.iter_mut().find(|p| p.start.is_some())
+        let i = *self.started.first()?;
+        self.slots[i].as_mut()
+    }
+    fn drain(&mut self) -> impl Iterator<Item = Pending> {
+        self.by_id.clear();
+        self.started.clear();
+        std::mem::take(&mut self.slots).into_iter().flatten()
     }
 }
 
@@ -141,14 +177,20 @@ pub fn compact_events(events: impl IntoIterator<Item = Value>) -> (Vec<Value>, V
     let mut window: Vec<Value> = Vec::new();
     for event in events {
         match EventType::of(&event) {
-            E::TextMessageStart => restart(texts.get(event.get("messageId")), &event),
+            E::TextMessageStart => {
+                restart(texts.get(event.get("messageId")), &event);
+                texts.started(event.get("messageId"));
+            }
             E::TextMessageContent => delta(texts.get(event.get("messageId")), &event),
             E::TextMessageEnd => {
                 texts.get(event.get("messageId"));
                 let p = texts.take(event.get("messageId")).expect("just inserted");
                 flush(p, "TEXT_MESSAGE_CONTENT", "messageId", Some(event), &mut out);
             }
-            E::ToolCallStart => restart(tools.get(event.get("toolCallId")), &event),
+            E::ToolCallStart => {
+                restart(tools.get(event.get("toolCallId")), &event);
+                tools.started(event.get("toolCallId"));
+            }
             E::ToolCallArgs => delta(tools.get(event.get("toolCallId")), &event),
             E::ToolCallEnd => {
                 tools.get(event.get("toolCallId"));
@@ -171,10 +213,10 @@ pub fn compact_events(events: impl IntoIterator<Item = Value>) -> (Vec<Value>, V
             }
         }
     }
-    for p in std::mem::take(&mut texts.0) {
+    for p in texts.drain() {
         flush(p, "TEXT_MESSAGE_CONTENT", "messageId", None, &mut out);
     }
-    for p in std::mem::take(&mut tools.0) {
+    for p in tools.drain() {
         flush(p, "TOOL_CALL_ARGS", "toolCallId", None, &mut out);
     }
     flush_state(window, &mut out, &mut warnings);

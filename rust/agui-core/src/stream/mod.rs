@@ -13,10 +13,14 @@
 //!   JSON payloads or an SSE log.
 //!
 //! Events are `serde_json::Value` objects: unknown members ride along untouched. When a
-//! replay reads JSON text, the hot events (text / reasoning / argument deltas in their
-//! plain form) are read into a borrowed [`event::Delta`] instead and appended directly:
-//! measured on a generated 100k-event log, that halves the per-event cost
-//! (`examples/stream_replay.rs`).
+//! replay reads JSON text, the hot events (text / reasoning / argument deltas, and chunks
+//! that merely continue an untagged stream, in their plain form) are read into a
+//! borrowed [`event::Delta`] instead and go through the verifier and the reducer as
+//! (kind, id, delta), by the same checks and appends as the general path: measured on a
+//! generated 100k-event log, that halves the per-event cost (`examples/stream_replay.rs`).
+//!
+//! Limits: JSON text is parsed by serde_json, whose nesting limit (128) is below the
+//! project's `limits::DEFAULT_MAX_DEPTH`; deeper input is a decode error, never a crash.
 
 pub mod apply;
 pub mod chunks;
