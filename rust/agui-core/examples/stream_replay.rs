@@ -39,6 +39,13 @@ fn main() {
         println!("{what:44} min {:8.1} ms  median {:8.1} ms  {:6.0} ns/event (median)", min * 1e3, med * 1e3, med * 1e9 / n);
     };
     println!("{path}: {} bytes, {} events, {runs} runs", log.len(), payloads.len());
+    if std::env::args().nth(2).as_deref() == Some("--dump") {
+        // The final messages and state as JSON, to compare with another replayer.
+        let r = replay_sse(&log, Vec::new(), empty(), ReplayOptions::default());
+        let out = serde_json::json!({"messages": r.messages, "state": r.state});
+        std::fs::write(std::env::args().nth(3).expect("--dump PATH"), out.to_string()).unwrap();
+        return;
+    }
     if std::env::args().nth(2).as_deref() == Some("--profile") {
         // Only the user's path, for a profiler.
         report("replay_sse", time(30, || replay_sse(&log, Vec::new(), empty(), ReplayOptions::default()).messages.len()));
