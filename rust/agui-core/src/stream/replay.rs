@@ -129,37 +129,9 @@ impl Replayer {
 
     /// Push one event given as JSON text.
     pub fn push_json(&mut self, payload: &[u8]) -> Result<Change, StreamError> {
-        // The hot events (text, reasoning and argument deltas in their plain form) skip
-        // building an event object: the boundary never changes them, the expander only
-        // would to close a pending chunk stream, the verifier and the reducer take them
-        // as (kind, id, delta).
         if let Some(d) = Delta::parse(payload) {
-            let Replayer { expander, verifier, applier, .. } = self;
-            let plain = match (d.kind, expander) {
-                (EventType::TextMessageChunk | EventType::ToolCallChunk | EventType::ReasoningMessageChunk, Some(x)) => {
-                    x.continues_plain(d.kind, d.id.as_deref()).map(|id| (content_of(d.kind), id))
-                }
-                (EventType::TextMessageChunk | EventType::ToolCallChunk | EventType::ReasoningMessageChunk, None) => None,
-                (kind, x) if !x.as_ref().is_some_and(ChunkExpander::has_pending) => d.id.as_deref().map(|id| (kind, id)),
-                _ => None,
-            };
-            if let Some((kind, id)) = plain {
-                let index = self.index;
-                let relabel = |mut e: StreamError| {
-                    e.index = index;
-                    e
-                };
-                let result = match verifier {
-                    Some(v) => v.push_delta(kind, id).map_err(relabel),
-                    None => Ok(()),
-                }
-                .and_then(|()| applier.apply_delta(kind, id, &d.delta).map_err(relabel));
-                self.index += 1;
-                let c = result?;
-                if let Some(w) = &c.warning {
-                    self.warnings.push(Warning { index, message: w.clone() });
-                }
-                return Ok(Change { warning: None, ..c });
+            if let Some(r) = self.push_plain(d.kind, d.id.as_deref(), &d.delta) {
+                return r;
             }
         }
         match parse_event(payload) {
@@ -170,6 +142,46 @@ impl Replayer {
                 Err(e)
             }
         }
+    }
+
+    /// Push a hot event known to be in its plain form — exactly `{type, id, delta}` with
+    /// string id and delta: `TEXT_MESSAGE_CONTENT`, `REASONING_MESSAGE_CONTENT`,
+    /// `TOOL_CALL_ARGS`, or the matching `*_CHUNK` (id optional) — without an event
+    /// object. `None` when the current state needs the general path ([`push`](Self::push)
+    /// with the object): a pending chunk stream to close, or a chunk that opens a stream.
+    /// The boundary never changes such events, the expander would only close a pending
+    /// stream, and the verifier and the reducer take them as (kind, id, delta) by the same
+    /// checks and appends as the general path.
+    pub fn push_plain(&mut self, kind: EventType, id: Option<&str>, delta: &str) -> Option<Result<Change, StreamError>> {
+        let Replayer { expander, verifier, applier, .. } = self;
+        let (kind, id) = match (kind, expander) {
+            (EventType::TextMessageChunk | EventType::ToolCallChunk | EventType::ReasoningMessageChunk, Some(x)) => {
+                (content_of(kind), x.continues_plain(kind, id)?)
+            }
+            (EventType::TextMessageContent | EventType::ReasoningMessageContent | EventType::ToolCallArgs, x)
+                if !x.as_ref().is_some_and(ChunkExpander::has_pending) =>
+            {
+                (kind, id?)
+            }
+            _ => return None,
+        };
+        let index = self.index;
+        let relabel = |mut e: StreamError| {
+            e.index = index;
+            e
+        };
+        let result = match verifier {
+            Some(v) => v.push_delta(kind, id).map_err(relabel),
+            None => Ok(()),
+        }
+        .and_then(|()| applier.apply_delta(kind, id, delta).map_err(relabel));
+        self.index += 1;
+        Some(result.map(|c| {
+            if let Some(w) = &c.warning {
+                self.warnings.push(Warning { index, message: w.clone() });
+            }
+            Change { warning: None, ..c }
+        }))
     }
 
     pub fn applier(&self) -> &EventApplier {
