@@ -72,17 +72,28 @@ fn display_inner(out: &mut String, v: &Value, top: bool) {
     }
 }
 
+/// `Number.prototype.toString`: shortest round-trip digits, exponent form outside
+/// [1e-6, 1e21), `-0` written as `0`.
 fn push_number(out: &mut String, n: &serde_json::Number) {
     if let Some(i) = n.as_i64() {
         out.push_str(itoa::Buffer::new().format(i));
-    } else if let Some(f) = n.as_f64() {
-        if f.fract() == 0.0 && f.abs() < 1e21 {
-            out.push_str(&format!("{}", f as i128));
-        } else {
-            out.push_str(&format!("{f}"));
+        return;
+    }
+    let Some(f) = n.as_f64() else {
+        out.push_str(&n.to_string());
+        return;
+    };
+    let a = f.abs();
+    if f == 0.0 {
+        out.push('0');
+    } else if !(1e-6..1e21).contains(&a) {
+        let e = format!("{f:e}");
+        match e.split_once('e') {
+            Some((m, x)) if !x.starts_with('-') => out.push_str(&format!("{m}e+{x}")),
+            _ => out.push_str(&e),
         }
     } else {
-        out.push_str(&n.to_string());
+        out.push_str(&format!("{f}"));
     }
 }
 
@@ -234,4 +245,70 @@ fn keep_lone_surrogates(text: &[u8]) -> Option<Vec<u8>> {
         i += 6;
     }
     changed.then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn display(v: Value) -> String {
+        let mut s = String::new();
+        push_display(&mut s, Some(&v));
+        s
+    }
+
+    #[test]
+    fn template_literal_strings() {
+        assert_eq!(display(json!("a")), "a");
+        assert_eq!(display(json!(null)), "null");
+        assert_eq!(display(json!(true)), "true");
+        assert_eq!(display(json!(42)), "42");
+        assert_eq!(display(json!(1.5)), "1.5");
+        assert_eq!(display(serde_json::from_str("1.0").unwrap()), "1");
+        assert_eq!(display(json!(1e21)), "1e+21");
+        assert_eq!(display(json!(1e-7)), "1e-7");
+        assert_eq!(display(json!(-0.0)), "0");
+        assert_eq!(display(serde_json::from_str("12345678901234567890").unwrap()), "12345678901234567000");
+        assert_eq!(display(json!([1, null, "a", [2, 3]])), "1,,a,2,3");
+        assert_eq!(display(json!({"a": 1})), "[object Object]");
+        let mut s = String::new();
+        push_display(&mut s, None);
+        assert_eq!(s, "undefined");
+    }
+
+    #[test]
+    fn object_spread_and_metadata_merge() {
+        let m = merge_metadata(Some(&json!({"a": 1, "b": 2})), Some(&json!({"b": 3, "c": 4}))).unwrap();
+        assert_eq!(m, json!({"a": 1, "b": 3, "c": 4}));
+        assert_eq!(merge_metadata(Some(&json!({"a": 1})), None), Some(json!({"a": 1})));
+        assert_eq!(merge_metadata(None, Some(&json!(null))), Some(json!({})));
+        assert_eq!(merge_metadata(None, Some(&json!("ab"))), Some(json!({"0": "a", "1": "b"})));
+    }
+
+    #[test]
+    fn ids_compare_like_javascript() {
+        assert!(strict_eq(Some(&json!("a")), Some(&json!("a"))));
+        assert!(!strict_eq(Some(&json!(1)), Some(&json!("1"))));
+        assert!(strict_eq(Some(&json!(1)), Some(&serde_json::from_str("1.0").unwrap())));
+        assert!(!strict_eq(Some(&json!({})), Some(&json!({}))));
+        assert!(strict_eq(None, None) && !strict_eq(None, Some(&json!(null))));
+        assert_ne!(key(Some(&json!(1))), key(Some(&json!("1"))));
+        assert_ne!(key(None), key(Some(&json!(null))));
+    }
+
+    #[test]
+    fn surrogate_halves_round_trip() {
+        let v = parse_json(br#"["\ud83d", "\ude00", "\ud83d\ude00", "x\udc00"]"#).unwrap();
+        let parts: Vec<&str> = v.as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+        let mut s = parts[0].to_string();
+        append(&mut s, parts[1]);
+        assert_eq!(s, "\u{1F600}");
+        assert_eq!(parts[2], "\u{1F600}");
+        assert_eq!(parts[3].chars().last().and_then(kept_surrogate), Some(0xDC00));
+        // A kept low half before a kept high half is not a pair.
+        let mut s = parts[1].to_string();
+        append(&mut s, parts[0]);
+        assert_eq!(s.chars().count(), 2);
+    }
 }
