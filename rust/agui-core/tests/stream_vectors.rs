@@ -3,7 +3,7 @@
 //! same event, where it passes we pass, and outputs are equal as JSON values.
 
 use agui_core::patch::json_eq;
-use agui_core::stream::{compact_events, expand_chunks, verify_events, EventApplier};
+use agui_core::stream::{compact_events, verify_events, Change, EventApplier};
 use serde_json::Value;
 use std::io::Read;
 use std::path::PathBuf;
@@ -60,7 +60,20 @@ fn chunks_vectors() {
     for case in &cases {
         let input = arr(&case["input"]);
         let expected = arr(&case["output"]);
-        let (out, err) = expand_chunks(input);
+        let mut x = agui_core::stream::ChunkExpander::new();
+        let mut out = Vec::new();
+        let mut err = None;
+        for e in input {
+            if let Err(e) = x.push_into(e, &mut out) {
+                err = Some(e);
+                break;
+            }
+        }
+        let warnings = x.take_warnings();
+        if case["warnings"].is_array() && warnings.len() != arr(&case["warnings"]).len() {
+            failures.push(format!("{}: {} warnings, reference {}", name(case), warnings.len(), case["warnings"]));
+            continue;
+        }
         let want_err = !case["error"].is_null();
         if want_err != err.is_some() {
             failures.push(format!("{}: error {:?}, expected {}", name(case), err, case["error"]));
@@ -102,10 +115,12 @@ fn compact_vectors() {
     let cases = load("compact.jsonl");
     let mut failures = Vec::new();
     for case in &cases {
-        let (out, _warnings) = compact_events(arr(&case["input"]));
+        let (out, warnings) = compact_events(arr(&case["input"]));
         let expected = arr(&case["output"]);
         if !same(&out, &expected) {
             failures.push(format!("{}: output differs {}", name(case), first_diff(&out, &expected)));
+        } else if case["warnings"].is_array() && warnings.len() != arr(&case["warnings"]).len() {
+            failures.push(format!("{}: {} warnings, reference {}", name(case), warnings.len(), case["warnings"]));
         }
     }
     report("compact", failures, cases.len());
@@ -134,8 +149,13 @@ fn check_apply_case(case: &Value) -> Result<(), String> {
         }
     }
     let hand = case.get("mutations").is_some_and(|m| m.is_array());
+    let mut warned: Vec<usize> = Vec::new();
     for (i, ev) in events.iter().enumerate() {
-        match ap.apply(ev) {
+        let res = ap.apply(ev);
+        if let Ok(Change { warning: Some(_), .. }) = &res {
+            warned.push(i);
+        }
+        match res {
             Err(e) => {
                 if want_err_at == Some(i) {
                     break;
@@ -188,6 +208,14 @@ fn check_apply_case(case: &Value) -> Result<(), String> {
                 }
             }
         }
+    }
+    // The reducer warns on the same events as the reference (wording is ours; the random
+    // cases do not record warnings).
+    let mut want_warned: Vec<usize> =
+        arr(&case["warnings"]).iter().filter_map(|w| w["after_event"].as_u64().map(|i| i as usize)).collect();
+    want_warned.dedup();
+    if case["warnings"].is_array() && warned != want_warned {
+        return Err(format!("warnings on events {warned:?}, reference {want_warned:?}: {}", case["warnings"]));
     }
     let fin = &case["final"];
     if !msgs_eq(ap.messages(), &fin["messages"]) {
@@ -287,6 +315,11 @@ fn legacy_vectors() {
         }
         let mut seen = Vec::new();
         out.iter_mut().for_each(|e| rename_generated(e, &mut seen));
+        let warnings = chain.take_warnings();
+        if case["warnings"].is_array() && warnings.len() != arr(&case["warnings"]).len() {
+            failures.push(format!("{}: warnings {warnings:#?}, reference {:#}", name(case), case["warnings"]));
+            continue;
+        }
         let expected = arr(&case["output"]);
         if err.is_some() == case["error"].is_null() {
             failures.push(format!("{}: error {:?}, expected {}", name(case), err, case["error"]));
