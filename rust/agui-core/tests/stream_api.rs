@@ -72,7 +72,7 @@ fn sse_log_incremental_and_whole_agree() {
     assert!(changes[2].messages && changes[2].message == Some(0));
     assert!(changes[9].state && !changes[9].messages);
     assert!(changes[10].is_empty() && changes[10].warning.is_none(), "warnings go to the replayer");
-    assert!(changes[14].is_empty());
+    assert!(changes[14].is_empty() && changes[14].interrupts);
 }
 
 #[test]

@@ -13,12 +13,14 @@ use std::collections::HashMap;
 
 /// What one event changed. `messages` / `state`: the reference emitted a mutation
 /// carrying the messages / the state. `message`: the position of the one message it
-/// touched, when there is one.
+/// touched, when there is one. `interrupts`: a `RUN_FINISHED` replaced the pending
+/// interrupts (see [`EventApplier::pending_interrupts`]; not a mutation).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Change {
     pub messages: bool,
     pub state: bool,
     pub message: Option<usize>,
+    pub interrupts: bool,
     pub warning: Option<String>,
 }
 
@@ -29,7 +31,7 @@ impl Change {
     fn warn(w: String) -> Change {
         Change { warning: Some(w), ..Change::default() }
     }
-    /// Nothing changed.
+    /// No mutation (messages and state unchanged).
     pub fn is_empty(&self) -> bool {
         !self.messages && !self.state
     }
@@ -293,7 +295,7 @@ impl EventApplier {
                 } else {
                     Vec::new()
                 };
-                Change::default()
+                Change { interrupts: true, ..Change::default() }
             }
             E::TextMessageChunk | E::ToolCallChunk | E::ReasoningMessageChunk => {
                 return Err(type_error(format!("{} must be transformed before being applied", ty.name())));
@@ -477,7 +479,7 @@ impl EventApplier {
                 set_or_remove(f, "name", name);
             }
             let changed = apply_metadata(tc, event) || renamed;
-            return Ok(Change { messages: changed, message: changed.then_some(i), warning, state: false });
+            return Ok(Change { messages: changed, message: changed.then_some(i), warning, ..Change::default() });
         }
         // resolveOrCreateAssistantMessage
         let parent = event.get("parentMessageId");
@@ -540,7 +542,7 @@ impl EventApplier {
         apply_metadata(&mut tc, event);
         calls.push(Value::Object(tc));
         self.messages.tool_call_added(at, id);
-        Ok(Change { messages: true, message: Some(at), warning, state: false })
+        Ok(Change { messages: true, message: Some(at), warning, ..Change::default() })
     }
 
     fn tool_call_result(&mut self, event: &Value) -> Change {
@@ -709,7 +711,7 @@ impl EventApplier {
                 messages: metadata_changed,
                 message: metadata_changed.then_some(i),
                 warning: Some(format!("Failed to apply activity patch for '{}': {e}", js::show(id))),
-                state: false,
+                ..Change::default()
             },
         }
     }

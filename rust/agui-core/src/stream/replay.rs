@@ -112,6 +112,7 @@ impl Replayer {
                     }
                     total.messages |= c.messages;
                     total.state |= c.state;
+                    total.interrupts |= c.interrupts;
                     if c.message.is_some() {
                         total.message = c.message;
                     }
