@@ -196,3 +196,32 @@ fn compaction_of_many_unfinished_streams_is_linear() {
     assert_eq!(out.len(), 80_000);
     assert!(t.elapsed().as_secs() < 20, "compaction took {:?}", t.elapsed());
 }
+
+#[test]
+fn malformed_histories_do_not_panic() {
+    // Messages and tool calls that are not objects, ids that are absent or not strings.
+    let messages = vec![
+        json!(null),
+        json!(7),
+        json!({"role": "assistant", "toolCalls": [null, 3, {"function": {"name": "f"}}]}),
+        json!({"id": 5, "role": "user", "content": [1]}),
+    ];
+    let mut ap = EventApplier::new(messages, json!(null));
+    let events = [
+        json!({"type": "TEXT_MESSAGE_CONTENT", "delta": "x"}),
+        json!({"type": "TEXT_MESSAGE_END"}),
+        json!({"type": "TOOL_CALL_ARGS", "delta": "x"}),
+        json!({"type": "TOOL_CALL_END", "metadata": {"a": 1}}),
+        json!({"type": "TOOL_CALL_START", "toolCallName": "g"}),
+        json!({"type": "TOOL_CALL_RESULT", "content": "r"}),
+        json!({"type": "REASONING_ENCRYPTED_VALUE", "subtype": "tool-call", "encryptedValue": "e"}),
+        json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": 5, "delta": 1.5}),
+        json!({"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/a", "value": 1}]}),
+        json!({"type": "ACTIVITY_DELTA", "messageId": 5, "patch": []}),
+        json!({"type": "MESSAGES_SNAPSHOT", "messages": [7, {"id": "x", "role": "user", "content": "hi"}]}),
+    ];
+    for e in &events {
+        let _ = ap.apply(e);
+    }
+    assert!(ap.messages().iter().any(|m| m["id"] == "x"));
+}

@@ -48,6 +48,12 @@ struct Messages {
     stale: bool,
 }
 
+/// `tc.id === id` for an entry of `toolCalls` (entries that are not objects never match:
+/// the reference would throw on them; we skip them).
+fn is_call(tc: &Value, id: Option<&Value>) -> bool {
+    tc.is_object() && strict_eq(tc.get("id"), id)
+}
+
 fn tool_calls(m: &Value) -> &[Value] {
     match m.get("toolCalls") {
         Some(Value::Array(a)) => a,
@@ -83,7 +89,7 @@ impl Messages {
     fn find(&mut self, id: Option<&Value>) -> Option<usize> {
         match id {
             Some(Value::String(s)) => self.find_str(s),
-            other => self.list.iter().position(|m| strict_eq(m.get("id"), other)),
+            other => self.list.iter().position(|m| m.is_object() && strict_eq(m.get("id"), other)),
         }
     }
     fn find_str(&mut self, id: &str) -> Option<usize> {
@@ -94,7 +100,7 @@ impl Messages {
     fn find_tool(&mut self, id: Option<&Value>) -> Option<usize> {
         match id {
             Some(Value::String(s)) => self.find_tool_str(s),
-            other => self.list.iter().position(|m| tool_calls(m).iter().any(|tc| strict_eq(tc.get("id"), other))),
+            other => self.list.iter().position(|m| tool_calls(m).iter().any(|tc| is_call(tc, other))),
         }
     }
     fn find_tool_str(&mut self, id: &str) -> Option<usize> {
@@ -243,7 +249,7 @@ impl EventApplier {
                 let id = event.get("toolCallId");
                 let found = self.messages.find_tool(id);
                 let delta = (ty == E::ToolCallArgs).then(|| Delta::Js(event.get("delta")));
-                self.append_args(ty, found, |tc| strict_eq(tc.get("id"), id), || js::show(id), delta, Some(event))?
+                self.append_args(ty, found, |tc| is_call(tc, id), || js::show(id), delta, Some(event))?
             }
             E::ToolCallResult => self.tool_call_result(event),
             E::StateSnapshot => match event.get("snapshot") {
@@ -463,7 +469,7 @@ impl EventApplier {
         let name = event.get("toolCallName");
         if let Some(i) = self.messages.find_tool(id) {
             let Some(Value::Array(calls)) = self.messages.list[i].get_mut("toolCalls") else { unreachable!() };
-            let tc = calls.iter_mut().find(|tc| strict_eq(tc.get("id"), id)).and_then(Value::as_object_mut).expect("indexed");
+            let tc = calls.iter_mut().find(|tc| is_call(tc, id)).and_then(Value::as_object_mut).expect("is_call takes objects");
             let Some(Value::Object(f)) = tc.get_mut("function") else {
                 return Err(type_error(format!("tool call '{}' has no function object", js::show(id))));
             };
@@ -568,7 +574,7 @@ impl EventApplier {
             Some(i) if role(&self.messages.list[i]) == Some("assistant") => Some(i),
             Some(i) => self.messages.list[i + 1..]
                 .iter()
-                .position(|m| role(m) == Some("assistant") && tool_calls(m).iter().any(|tc| strict_eq(tc.get("id"), tcid)))
+                .position(|m| role(m) == Some("assistant") && tool_calls(m).iter().any(|tc| is_call(tc, tcid)))
                 .map(|p| p + i + 1),
             None => None,
         };
@@ -721,11 +727,11 @@ impl EventApplier {
         let value = event.get("encryptedValue");
         let at = if event.get("subtype").and_then(Value::as_str) == Some("tool-call") {
             let found = self.messages.list.iter().position(|m| {
-                role(m) == Some("assistant") && tool_calls(m).iter().any(|tc| strict_eq(tc.get("id"), id))
+                role(m) == Some("assistant") && tool_calls(m).iter().any(|tc| is_call(tc, id))
             });
             if let Some(i) = found {
                 let Some(Value::Array(calls)) = self.messages.list[i].get_mut("toolCalls") else { unreachable!() };
-                if let Some(tc) = calls.iter_mut().find(|tc| strict_eq(tc.get("id"), id)).and_then(Value::as_object_mut) {
+                if let Some(tc) = calls.iter_mut().find(|tc| is_call(tc, id)).and_then(Value::as_object_mut) {
                     set_or_remove(tc, "encryptedValue", value);
                 }
             }
