@@ -122,3 +122,34 @@ fn malformed_events_never_panic() {
         }
     }
 }
+
+#[test]
+fn malformed_payload_bytes_never_panic() {
+    use agui_core::stream::replay_sse;
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    for (events, _, _) in streams().into_iter().step_by(3) {
+        let mut log = Vec::new();
+        for e in &events {
+            let mut p = serde_json::to_vec(e).unwrap();
+            match rng.below(6) {
+                0 if !p.is_empty() => {
+                    let cut = rng.below(p.len());
+                    p.truncate(cut)
+                }
+                1 if !p.is_empty() => {
+                    let i = rng.below(p.len());
+                    let pool = b"{}[]\",:\\\xff\x00u";
+                    p[i] = pool[rng.below(pool.len())];
+                }
+                2 => p = b"{\"type\":\"TEXT_MESSAGE_CHUNK\",\"delta\":\"\\ud83d\"}".to_vec(),
+                _ => {}
+            }
+            log.extend_from_slice(b"data: ");
+            log.extend_from_slice(&p);
+            log.extend_from_slice(b"\n\n");
+        }
+        for verify in [false, true] {
+            let _ = replay_sse(&log, Vec::new(), json!({}), ReplayOptions { verify, ..ReplayOptions::default() });
+        }
+    }
+}
