@@ -6,7 +6,8 @@
 //! - [`proto`]: the AG-UI 1.0 protobuf wire format and its JSON mapping;
 //! - [`patch`]: RFC 6902 JSON Patch / RFC 6901 JSON Pointer;
 //! - [`json`]: JSON text output matching the Python reference (pydantic) byte for byte;
-//! - [`limits`]: the project's own limits (nesting depth), the same on every interpreter.
+//! - [`limits`]: the project's own limits (nesting depth), the same on every interpreter;
+//! - [`stream`]: the reference client's stream semantics (chunk expansion, verification, replay into messages and state, compaction, 0.x conversion).
 
 #![forbid(unsafe_code)]
 
@@ -15,3 +16,4 @@ pub mod limits;
 pub mod patch;
 pub mod proto;
 pub mod sse;
+pub mod stream;

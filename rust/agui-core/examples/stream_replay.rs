@@ -1,0 +1,80 @@
+//! Per-event cost of the core replay on a recorded SSE log (bytes in, final messages and
+//! state out), split into its parts. Generate the log with
+//! `python benches/_stream_log.py /tmp/stream_100k.sse`, then
+//! `cargo run --release -p agui-core --example stream_replay -- /tmp/stream_100k.sse`.
+
+use agui_core::sse::{SseParser, DEFAULT_MAX_BUFFER};
+use agui_core::stream::{parse_event, replay, replay_sse, replay_sse_many, ReplayOptions};
+use serde_json::Value;
+use std::time::Instant;
+
+fn frames(log: &[u8]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut p = SseParser::new(DEFAULT_MAX_BUFFER);
+    p.feed(log, |f| out.push(f.data.to_vec())).unwrap();
+    p.finish(|f| out.push(f.data.to_vec())).unwrap();
+    out
+}
+
+fn time<T>(runs: usize, mut f: impl FnMut() -> T) -> (f64, f64) {
+    let mut samples: Vec<f64> = (0..runs)
+        .map(|_| {
+            let t = Instant::now();
+            std::hint::black_box(f());
+            t.elapsed().as_secs_f64()
+        })
+        .collect();
+    samples.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    (samples[0], samples[runs / 2])
+}
+
+fn main() {
+    let path = std::env::args().nth(1).unwrap_or_else(|| "/tmp/stream_100k.sse".into());
+    let log = std::fs::read(&path).expect("read the log (see the module doc)");
+    let payloads = frames(&log);
+    let n = payloads.len() as f64;
+    let runs = 9;
+    let empty = || Value::Object(Default::default());
+    let report = |what: &str, (min, med): (f64, f64)| {
+        println!("{what:44} min {:8.1} ms  median {:8.1} ms  {:6.0} ns/event (median)", min * 1e3, med * 1e3, med * 1e9 / n);
+    };
+    println!("{path}: {} bytes, {} events, {runs} runs", log.len(), payloads.len());
+    if std::env::args().nth(2).as_deref() == Some("--dump") {
+        // The final messages and state as JSON, to compare with another replayer.
+        let r = replay_sse(&log, Vec::new(), empty(), ReplayOptions::default());
+        let out = serde_json::json!({"messages": r.messages, "state": r.state});
+        std::fs::write(std::env::args().nth(3).expect("--dump PATH"), out.to_string()).unwrap();
+        return;
+    }
+    if std::env::args().nth(2).as_deref() == Some("--profile") {
+        // Only the user's path, for a profiler.
+        report("replay_sse", time(30, || replay_sse(&log, Vec::new(), empty(), ReplayOptions::default()).messages.len()));
+        return;
+    }
+
+    let check = replay_sse(&log, Vec::new(), empty(), ReplayOptions::default());
+    assert!(check.error.is_none(), "{:?}", check.error);
+    println!("final: {} messages, {} state keys", check.messages.len(), check.state.as_object().map_or(0, |o| o.len()));
+
+    report("SSE framing only", time(runs, || frames(&log).len()));
+    report("framing + JSON -> Value", time(runs, || frames(&log).iter().filter(|p| parse_event(p).is_ok()).count()));
+    let events: Vec<Value> = payloads.iter().map(|p| parse_event(p).unwrap()).collect();
+    report(
+        "replay of parsed events (clone incl.)",
+        time(runs, || replay(events.clone(), Vec::new(), empty(), ReplayOptions::default()).messages.len()),
+    );
+    report("clone of the parsed events (to subtract)", time(runs, || events.clone().len()));
+    report(
+        "replay_sse (bytes -> messages + state)",
+        time(runs, || replay_sse(&log, Vec::new(), empty(), ReplayOptions::default()).messages.len()),
+    );
+    let verify = ReplayOptions { verify: true, ..ReplayOptions::default() };
+    report("replay_sse with verification", time(runs, || replay_sse(&log, Vec::new(), empty(), verify).messages.len()));
+    // Two logs, one thread then two (per-event figures are per event of one log).
+    let logs: Vec<&[u8]> = vec![&log, &log];
+    let one = time(runs, || replay_sse_many(&logs, ReplayOptions::default(), 1).len());
+    let two = time(runs, || replay_sse_many(&logs, ReplayOptions::default(), 2).len());
+    report("2 logs, 1 thread", one);
+    report("2 logs, 2 threads", two);
+    println!("2-thread throughput gain: {:.2}x (min) {:.2}x (median)", one.0 / two.0, one.1 / two.1);
+}

@@ -1,0 +1,806 @@
+//! The reducer: events applied to the conversation's messages and the agent's state, as
+//! the reference `defaultApplyEvents` does with no subscribers. Each event reports a
+//! [`Change`] (what the reference would emit as a mutation) and the warning it prints.
+//!
+//! Messages are JSON objects in a `Vec`, with an index from id to position (the
+//! reference searches linearly: fine for a live chat, quadratic for a long log).
+
+use super::event::EventType;
+use super::js::{self, strict_eq};
+use super::{patch_json, Stage, StreamError};
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+
+/// What one event changed. `messages` / `state`: the reference emitted a mutation
+/// carrying the messages / the state. `message`: the position of the one message it
+/// touched, when there is one. `interrupts`: a `RUN_FINISHED` replaced the pending
+/// interrupts (see [`EventApplier::pending_interrupts`]; not a mutation).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Change {
+    pub messages: bool,
+    pub state: bool,
+    pub message: Option<usize>,
+    pub interrupts: bool,
+    pub warning: Option<String>,
+}
+
+impl Change {
+    fn messages(at: Option<usize>) -> Change {
+        Change { messages: true, message: at, ..Change::default() }
+    }
+    fn warn(w: String) -> Change {
+        Change { warning: Some(w), ..Change::default() }
+    }
+    /// No mutation (messages and state unchanged).
+    pub fn is_empty(&self) -> bool {
+        !self.messages && !self.state
+    }
+}
+
+/// Messages with the lookups the reducer needs: by id (first match) and by tool call id
+/// (first message carrying it). The indexes cover string ids; anything else is searched
+/// linearly. A structural change (insert, replace, snapshot) marks them stale.
+#[derive(Debug, Default)]
+struct Messages {
+    list: Vec<Value>,
+    by_id: HashMap<String, usize>,
+    by_tool: HashMap<String, usize>,
+    stale: bool,
+}
+
+/// `tc.id === id` for an entry of `toolCalls` (entries that are not objects never match:
+/// the reference would throw on them; we skip them).
+fn is_call(tc: &Value, id: Option<&Value>) -> bool {
+    tc.is_object() && strict_eq(tc.get("id"), id)
+}
+
+fn tool_calls(m: &Value) -> &[Value] {
+    match m.get("toolCalls") {
+        Some(Value::Array(a)) => a,
+        _ => &[],
+    }
+}
+
+impl Messages {
+    fn new(list: Vec<Value>) -> Self {
+        Messages { list, stale: true, ..Default::default() }
+    }
+    fn index_one(&mut self, i: usize) {
+        let m = &self.list[i];
+        if let Some(Value::String(id)) = m.get("id") {
+            self.by_id.entry(id.clone()).or_insert(i);
+        }
+        for tc in tool_calls(m) {
+            if let Some(Value::String(id)) = tc.get("id") {
+                self.by_tool.entry(id.clone()).or_insert(i);
+            }
+        }
+    }
+    fn fresh(&mut self) {
+        if self.stale {
+            self.by_id.clear();
+            self.by_tool.clear();
+            for i in 0..self.list.len() {
+                self.index_one(i);
+            }
+            self.stale = false;
+        }
+    }
+    fn find(&mut self, id: Option<&Value>) -> Option<usize> {
+        match id {
+            Some(Value::String(s)) => self.find_str(s),
+            other => self.list.iter().position(|m| m.is_object() && strict_eq(m.get("id"), other)),
+        }
+    }
+    fn find_str(&mut self, id: &str) -> Option<usize> {
+        self.fresh();
+        self.by_id.get(id).copied()
+    }
+    /// First message whose `toolCalls` has this id.
+    fn find_tool(&mut self, id: Option<&Value>) -> Option<usize> {
+        match id {
+            Some(Value::String(s)) => self.find_tool_str(s),
+            other => self.list.iter().position(|m| tool_calls(m).iter().any(|tc| is_call(tc, other))),
+        }
+    }
+    fn find_tool_str(&mut self, id: &str) -> Option<usize> {
+        self.fresh();
+        self.by_tool.get(id).copied()
+    }
+    fn push(&mut self, m: Value) -> usize {
+        self.list.push(m);
+        let i = self.list.len() - 1;
+        if !self.stale {
+            self.index_one(i);
+        }
+        i
+    }
+    fn insert(&mut self, at: usize, m: Value) {
+        if at == self.list.len() {
+            self.push(m);
+        } else {
+            self.list.insert(at, m);
+            self.stale = true;
+        }
+    }
+    fn replace(&mut self, at: usize, m: Value) {
+        self.list[at] = m;
+        self.stale = true;
+    }
+    fn tool_call_added(&mut self, at: usize, id: Option<&Value>) {
+        if let (false, Some(Value::String(id))) = (self.stale, id) {
+            self.by_tool.entry(id.clone()).or_insert(at);
+        }
+    }
+}
+
+fn role(m: &Value) -> Option<&str> {
+    m.get("role").and_then(Value::as_str)
+}
+
+fn obj(v: &mut Value) -> Option<&mut Map<String, Value>> {
+    v.as_object_mut()
+}
+
+/// `applyEventMetadata`: merge the event's metadata into the target; whether it did.
+fn apply_metadata(target: &mut Map<String, Value>, event: &Value) -> bool {
+    let Some(incoming) = event.get("metadata") else { return false };
+    let merged = js::merge_metadata(target.get("metadata"), Some(incoming));
+    if let Some(m) = merged {
+        target.insert("metadata".into(), m);
+    }
+    true
+}
+
+/// Set or remove (`undefined`) a member.
+fn set_or_remove(target: &mut Map<String, Value>, key: &str, v: Option<&Value>) {
+    match v {
+        Some(v) => {
+            target.insert(key.to_string(), v.clone());
+        }
+        None => {
+            target.shift_remove(key);
+        }
+    }
+}
+
+/// A copy of a message with a `null` `subagentRunId` removed.
+fn without_null_tag(m: &Value) -> Value {
+    let mut m = m.clone();
+    if let Value::Object(o) = &mut m {
+        if matches!(o.get("subagentRunId"), Some(Value::Null)) {
+            o.shift_remove("subagentRunId");
+        }
+    }
+    m
+}
+
+fn type_error(msg: impl Into<String>) -> StreamError {
+    StreamError::new(Stage::Apply, msg)
+}
+
+/// Incremental reducer over messages and state.
+#[derive(Debug)]
+pub struct EventApplier {
+    messages: Messages,
+    state: Value,
+    pending_interrupts: Vec<Value>,
+    index: usize,
+}
+
+impl Default for EventApplier {
+    fn default() -> Self {
+        EventApplier::new(Vec::new(), Value::Object(Map::new()))
+    }
+}
+
+impl EventApplier {
+    /// Start from these messages and state (the agent's, before the first event).
+    pub fn new(messages: Vec<Value>, state: Value) -> Self {
+        EventApplier { messages: Messages::new(messages), state, pending_interrupts: Vec::new(), index: 0 }
+    }
+    pub fn messages(&self) -> &[Value] {
+        &self.messages.list
+    }
+    pub fn state(&self) -> &Value {
+        &self.state
+    }
+    /// The interrupts of the last `RUN_FINISHED` with an interrupt outcome (cleared by any
+    /// other `RUN_FINISHED`).
+    pub fn pending_interrupts(&self) -> &[Value] {
+        &self.pending_interrupts
+    }
+    /// `(messages, state, pending interrupts)`.
+    pub fn into_parts(self) -> (Vec<Value>, Value, Vec<Value>) {
+        (self.messages.list, self.state, self.pending_interrupts)
+    }
+
+    /// Apply one event. An error is what the reference throws (chunk events, structures
+    /// it cannot walk); messages and state are then as before the event.
+    pub fn apply(&mut self, event: &Value) -> Result<Change, StreamError> {
+        let index = self.index;
+        self.index += 1;
+        self.apply_inner(event).map_err(|e| e.at(index, event))
+    }
+
+    fn apply_inner(&mut self, event: &Value) -> Result<Change, StreamError> {
+        use EventType as E;
+        let ty = EventType::of(event);
+        Ok(match ty {
+            E::TextMessageStart | E::ReasoningMessageStart => self.message_start(ty, event),
+            E::TextMessageContent | E::ReasoningMessageContent => {
+                let id = event.get("messageId");
+                let found = self.messages.find(id);
+                self.append_content(ty, found, || js::show(id), Delta::Js(event.get("delta")), Some(event))
+            }
+            E::TextMessageEnd | E::ReasoningMessageEnd => {
+                let Some(i) = self.text_target(event) else {
+                    return Ok(self.missing_or_activity(ty, event));
+                };
+                let m = obj(&mut self.messages.list[i]).expect("indexed messages are objects");
+                if apply_metadata(m, event) {
+                    Change::messages(Some(i))
+                } else {
+                    Change::default()
+                }
+            }
+            E::ToolCallStart => self.tool_call_start(event)?,
+            E::ToolCallArgs | E::ToolCallEnd => {
+                let id = event.get("toolCallId");
+                let found = self.messages.find_tool(id);
+                let delta = (ty == E::ToolCallArgs).then(|| Delta::Js(event.get("delta")));
+                self.append_args(ty, found, |tc| is_call(tc, id), || js::show(id), delta, Some(event))?
+            }
+            E::ToolCallResult => self.tool_call_result(event),
+            E::StateSnapshot => match event.get("snapshot") {
+                Some(s) => {
+                    self.state = s.clone();
+                    Change { state: true, ..Change::default() }
+                }
+                // `state = undefined` is not a mutation the agent takes.
+                None => Change::default(),
+            },
+            E::StateDelta => {
+                let delta = event.get("delta").unwrap_or(&Value::Null);
+                match patch_json(&mut self.state, delta) {
+                    Ok(()) => Change { state: true, ..Change::default() },
+                    Err(e) => Change::warn(format!("Failed to apply state patch: {e}")),
+                }
+            }
+            E::MessagesSnapshot => self.messages_snapshot(event)?,
+            E::ActivitySnapshot => self.activity_snapshot(event),
+            E::ActivityDelta => self.activity_delta(event),
+            E::RunStarted => {
+                let Some(input_messages) = event.get("input").and_then(|i| i.get("messages")) else {
+                    return Ok(Change::default());
+                };
+                if !js::truthy(Some(input_messages)) {
+                    return Ok(Change::default());
+                }
+                let Value::Array(list) = input_messages else {
+                    return Err(type_error("RUN_STARTED input.messages is not iterable"));
+                };
+                if list.iter().any(|m| m.is_null()) {
+                    return Err(type_error("RUN_STARTED input.messages holds a null message"));
+                }
+                for raw in list {
+                    if self.messages.find(raw.get("id")).is_none() {
+                        self.messages.push(without_null_tag(raw));
+                    }
+                }
+                Change::messages(None)
+            }
+            E::RunFinished => {
+                let outcome = event.get("outcome");
+                let interrupt = outcome.and_then(|o| o.get("type")).and_then(Value::as_str) == Some("interrupt");
+                self.pending_interrupts = if interrupt {
+                    let Some(Value::Array(list)) = outcome.and_then(|o| o.get("interrupts")) else {
+                        return Err(type_error("RUN_FINISHED interrupt outcome without an interrupts array"));
+                    };
+                    list.iter().map(without_null_tag).collect()
+                } else {
+                    Vec::new()
+                };
+                Change { interrupts: true, ..Change::default() }
+            }
+            E::TextMessageChunk | E::ToolCallChunk | E::ReasoningMessageChunk => {
+                return Err(type_error(format!("{} must be transformed before being applied", ty.name())));
+            }
+            E::ReasoningEncryptedValue => self.encrypted_value(event),
+            _ => Change::default(),
+        })
+    }
+
+    /// `TEXT_MESSAGE_CONTENT` / `REASONING_MESSAGE_CONTENT` / `TOOL_CALL_ARGS` carrying
+    /// only a string id and a string delta (nothing else): the hot events of a stream,
+    /// applied without building an event object. `kind` is one of those three types.
+    pub fn apply_delta(&mut self, kind: EventType, id: &str, delta: &str) -> Result<Change, StreamError> {
+        let index = self.index;
+        self.index += 1;
+        let show = || id.to_string();
+        let r = match kind {
+            EventType::TextMessageContent | EventType::ReasoningMessageContent => {
+                let found = self.messages.find_str(id);
+                Ok(self.append_content(kind, found, show, Delta::Str(delta), None))
+            }
+            EventType::ToolCallArgs => {
+                let found = self.messages.find_tool_str(id);
+                self.append_args(kind, found, |tc| tc.get("id").and_then(Value::as_str) == Some(id), show, Some(Delta::Str(delta)), None)
+            }
+            other => Err(type_error(format!("apply_delta does not take {}", other.name()))),
+        };
+        r.map_err(|mut e| {
+            e.index = index;
+            e.event_type = kind.name().to_string();
+            e
+        })
+    }
+
+    fn append_content(
+        &mut self,
+        ty: EventType,
+        found: Option<usize>,
+        show_id: impl FnOnce() -> String,
+        delta: Delta<'_>,
+        event: Option<&Value>,
+    ) -> Change {
+        let Some(i) = found else {
+            return Change::warn(format!("{}: No message found with ID '{}'", ty.name(), show_id()));
+        };
+        if role(&self.messages.list[i]) == Some("activity") {
+            return Change::warn(activity_clash(ty, &show_id()));
+        }
+        let m = obj(&mut self.messages.list[i]).expect("indexed messages are objects");
+        match m.get_mut("content") {
+            Some(Value::String(s)) => delta.push_to(s),
+            _ => {
+                let mut s = String::new();
+                delta.push_to(&mut s);
+                m.insert("content".into(), Value::String(s));
+            }
+        }
+        if let Some(event) = event {
+            apply_metadata(m, event);
+        }
+        Change::messages(Some(i))
+    }
+
+    /// `TOOL_CALL_ARGS` (with a delta) and `TOOL_CALL_END` (without).
+    fn append_args(
+        &mut self,
+        ty: EventType,
+        found: Option<usize>,
+        is_it: impl Fn(&Value) -> bool,
+        show_id: impl FnOnce() -> String,
+        delta: Option<Delta<'_>>,
+        event: Option<&Value>,
+    ) -> Result<Change, StreamError> {
+        let Some(i) = found else {
+            return Ok(Change::warn(format!("{}: No message found containing tool call with ID '{}'", ty.name(), show_id())));
+        };
+        let Some(Value::Array(calls)) = self.messages.list[i].get_mut("toolCalls") else { unreachable!("indexed") };
+        let tc = calls.iter_mut().find(|tc| is_it(tc)).and_then(Value::as_object_mut).expect("indexed tool call");
+        let changed = match delta {
+            Some(delta) => {
+                let Some(Value::Object(f)) = tc.get_mut("function") else {
+                    return Err(type_error(format!("tool call '{}' has no function object", show_id())));
+                };
+                match f.get_mut("arguments") {
+                    Some(Value::String(s)) => delta.push_to(s),
+                    other => {
+                        let mut s = String::new();
+                        js::push_display(&mut s, other.as_deref());
+                        delta.push_to(&mut s);
+                        f.insert("arguments".into(), Value::String(s));
+                    }
+                }
+                if let Some(event) = event {
+                    apply_metadata(tc, event);
+                }
+                true
+            }
+            None => event.is_some_and(|e| apply_metadata(tc, e)),
+        };
+        Ok(if changed { Change::messages(Some(i)) } else { Change::default() })
+    }
+
+    /// The message a CONTENT/END event appends to: `None` when missing or an activity.
+    fn text_target(&mut self, event: &Value) -> Option<usize> {
+        let i = self.messages.find(event.get("messageId"))?;
+        if role(&self.messages.list[i]) == Some("activity") {
+            return None;
+        }
+        Some(i)
+    }
+
+    fn missing_or_activity(&mut self, ty: EventType, event: &Value) -> Change {
+        let id = event.get("messageId");
+        match self.messages.find(id) {
+            None => Change::warn(format!("{}: No message found with ID '{}'", ty.name(), js::show(id))),
+            Some(_) => Change::warn(activity_clash(ty, &js::show(id))),
+        }
+    }
+
+    fn message_start(&mut self, ty: EventType, event: &Value) -> Change {
+        let id = event.get("messageId");
+        let existing = self.messages.find(id);
+        if let Some(i) = existing {
+            if role(&self.messages.list[i]) == Some("activity") {
+                return Change::warn(activity_clash(ty, &js::show(id)));
+            }
+        }
+        let i = match existing {
+            Some(i) => i,
+            None => {
+                let mut m = Map::new();
+                if let Some(id) = id {
+                    m.insert("id".into(), id.clone());
+                }
+                if ty == EventType::TextMessageStart {
+                    m.insert("role".into(), event.get("role").cloned().unwrap_or_else(|| Value::String("assistant".into())));
+                } else {
+                    m.insert("role".into(), Value::String("reasoning".into()));
+                }
+                m.insert("content".into(), Value::String(String::new()));
+                if ty == EventType::TextMessageStart {
+                    if let Some(name) = event.get("name") {
+                        m.insert("name".into(), name.clone());
+                    }
+                }
+                if let Some(tag) = js::defined(event.get("subagentRunId")) {
+                    m.insert("subagentRunId".into(), tag.clone());
+                }
+                self.messages.push(Value::Object(m))
+            }
+        };
+        let Some(target) = obj(&mut self.messages.list[i]) else {
+            return Change::default();
+        };
+        let metadata_changed = apply_metadata(target, event);
+        if existing.is_none() || metadata_changed {
+            Change::messages(Some(i))
+        } else {
+            Change::default()
+        }
+    }
+
+    fn tool_call_start(&mut self, event: &Value) -> Result<Change, StreamError> {
+        let id = event.get("toolCallId");
+        let name = event.get("toolCallName");
+        if let Some(i) = self.messages.find_tool(id) {
+            let Some(Value::Array(calls)) = self.messages.list[i].get_mut("toolCalls") else { unreachable!() };
+            let tc = calls.iter_mut().find(|tc| is_call(tc, id)).and_then(Value::as_object_mut).expect("is_call takes objects");
+            let Some(Value::Object(f)) = tc.get_mut("function") else {
+                return Err(type_error(format!("tool call '{}' has no function object", js::show(id))));
+            };
+            let renamed = !strict_eq(f.get("name"), name);
+            let mut warning = None;
+            if renamed {
+                warning = Some(format!(
+                    "TOOL_CALL_START: tool call '{}' already exists with name '{}' — updating it to '{}'",
+                    js::show(id),
+                    js::show(f.get("name")),
+                    js::show(name)
+                ));
+                set_or_remove(f, "name", name);
+            }
+            let changed = apply_metadata(tc, event) || renamed;
+            return Ok(Change { messages: changed, message: changed.then_some(i), warning, ..Change::default() });
+        }
+        // resolveOrCreateAssistantMessage
+        let parent = event.get("parentMessageId");
+        let mut warning = None;
+        let target = if js::truthy(parent) {
+            match self.messages.find(parent) {
+                Some(i) if role(&self.messages.list[i]) == Some("assistant") => Some(i),
+                Some(i) => {
+                    warning = Some(format!(
+                        "TOOL_CALL_START: parentMessageId '{}' matches a '{}' message, not assistant — falling back to toolCallId",
+                        js::show(parent),
+                        js::show(self.messages.list[i].get("role"))
+                    ));
+                    None
+                }
+                None => None,
+            }
+        } else {
+            None
+        };
+        let (at, created) = match target {
+            Some(i) => (i, false),
+            None => {
+                let new_id = if js::truthy(parent) && warning.is_none() { parent } else { id };
+                let preexisting = self.messages.find(new_id).is_some();
+                let mut m = Map::new();
+                if let Some(v) = new_id {
+                    m.insert("id".into(), v.clone());
+                }
+                m.insert("role".into(), Value::String("assistant".into()));
+                m.insert("toolCalls".into(), Value::Array(Vec::new()));
+                (self.messages.push(Value::Object(m)), !preexisting)
+            }
+        };
+        let Some(msg) = obj(&mut self.messages.list[at]) else {
+            return Err(type_error("the tool call's message is not an object"));
+        };
+        if created && !msg.contains_key("subagentRunId") {
+            if let Some(tag) = js::defined(event.get("subagentRunId")) {
+                msg.insert("subagentRunId".into(), tag.clone());
+            }
+        }
+        if js::is_nullish(msg.get("toolCalls")) {
+            msg.insert("toolCalls".into(), Value::Array(Vec::new()));
+        }
+        let Some(Value::Array(calls)) = msg.get_mut("toolCalls") else {
+            return Err(type_error("the message's toolCalls is not an array"));
+        };
+        let mut tc = Map::new();
+        if let Some(id) = id {
+            tc.insert("id".into(), id.clone());
+        }
+        tc.insert("type".into(), Value::String("function".into()));
+        let mut f = Map::new();
+        if let Some(n) = name {
+            f.insert("name".into(), n.clone());
+        }
+        f.insert("arguments".into(), Value::String(String::new()));
+        tc.insert("function".into(), Value::Object(f));
+        apply_metadata(&mut tc, event);
+        calls.push(Value::Object(tc));
+        self.messages.tool_call_added(at, id);
+        Ok(Change { messages: true, message: Some(at), warning, ..Change::default() })
+    }
+
+    fn tool_call_result(&mut self, event: &Value) -> Change {
+        let tcid = event.get("toolCallId");
+        let mut m = Map::new();
+        if let Some(v) = event.get("messageId") {
+            m.insert("id".into(), v.clone());
+        }
+        if let Some(v) = tcid {
+            m.insert("toolCallId".into(), v.clone());
+        }
+        let r = event.get("role");
+        m.insert("role".into(), if js::truthy(r) { r.unwrap().clone() } else { Value::String("tool".into()) });
+        if let Some(v) = event.get("content") {
+            m.insert("content".into(), v.clone());
+        }
+        if let Some(tag) = js::defined(event.get("subagentRunId")) {
+            m.insert("subagentRunId".into(), tag.clone());
+        }
+        apply_metadata(&mut m, event);
+        // The first assistant message carrying the call.
+        let owner = match self.messages.find_tool(tcid) {
+            Some(i) if role(&self.messages.list[i]) == Some("assistant") => Some(i),
+            Some(i) => self.messages.list[i + 1..]
+                .iter()
+                .position(|m| role(m) == Some("assistant") && tool_calls(m).iter().any(|tc| is_call(tc, tcid)))
+                .map(|p| p + i + 1),
+            None => None,
+        };
+        let at = match owner {
+            None => self.messages.push(Value::Object(m)),
+            Some(o) => {
+                let mut at = o + 1;
+                while at < self.messages.list.len() && role(&self.messages.list[at]) == Some("tool") {
+                    at += 1;
+                }
+                self.messages.insert(at, Value::Object(m));
+                at
+            }
+        };
+        Change::messages(Some(at))
+    }
+
+    fn messages_snapshot(&mut self, event: &Value) -> Result<Change, StreamError> {
+        let Some(Value::Array(raw)) = event.get("messages") else {
+            return Err(type_error("MESSAGES_SNAPSHOT messages is not an array"));
+        };
+        if raw.iter().any(|m| m.is_null()) {
+            return Err(type_error("MESSAGES_SNAPSHOT holds a null message"));
+        }
+        let new: Vec<Value> = raw.iter().map(without_null_tag).collect();
+        // Map(id -> message): the last message with an id wins.
+        let mut snap: HashMap<String, usize> = HashMap::with_capacity(new.len());
+        for (i, m) in new.iter().enumerate() {
+            snap.insert(js::key(m.get("id")), i);
+        }
+        let owned = authoritative_activity_types(event);
+        let has_activity = new.iter().any(|m| role(m) == Some("activity"));
+        let has_reasoning = new.iter().any(|m| role(m) == Some("reasoning"));
+        let preserved = |m: &Value| -> bool {
+            (role(m) == Some("activity")
+                && match &owned {
+                    Authority::Types(types) => {
+                        !types.iter().any(|t| strict_eq(Some(&Value::String(t.clone())), m.get("activityType")))
+                    }
+                    Authority::All => false,
+                    Authority::Inferred => !has_activity,
+                })
+                || (role(m) == Some("reasoning") && !has_reasoning)
+        };
+        let old = std::mem::take(&mut self.messages.list);
+        let mut list: Vec<Value> = Vec::with_capacity(old.len() + new.len());
+        let mut kept: std::collections::HashSet<String> = std::collections::HashSet::new();
+        for m in old {
+            let k = js::key(m.get("id"));
+            if let Some(&i) = snap.get(&k) {
+                list.push(new[i].clone());
+                kept.insert(k);
+            } else if preserved(&m) {
+                kept.insert(k);
+                list.push(m);
+            }
+        }
+        for m in new {
+            if !kept.contains(&js::key(m.get("id"))) {
+                list.push(m);
+            }
+        }
+        self.messages = Messages::new(list);
+        Ok(Change::messages(None))
+    }
+
+    fn activity_snapshot(&mut self, event: &Value) -> Change {
+        let id = event.get("messageId");
+        let existing = self.messages.find(id);
+        let replace = match event.get("replace") {
+            None | Some(Value::Null) => true,
+            r => js::truthy(r),
+        };
+        let tag = js::defined(event.get("subagentRunId"));
+        let fresh = || {
+            let mut m = Map::new();
+            if let Some(id) = id {
+                m.insert("id".into(), id.clone());
+            }
+            m.insert("role".into(), Value::String("activity".into()));
+            set_or_remove(&mut m, "activityType", event.get("activityType"));
+            set_or_remove(&mut m, "content", event.get("content"));
+            if let Some(t) = tag {
+                m.insert("subagentRunId".into(), t.clone());
+            }
+            m
+        };
+        let at = match existing {
+            None => {
+                let mut m = fresh();
+                apply_metadata(&mut m, event);
+                self.messages.push(Value::Object(m))
+            }
+            Some(i) if role(&self.messages.list[i]) == Some("activity") => {
+                let m = obj(&mut self.messages.list[i]).expect("activity messages are objects");
+                if replace {
+                    set_or_remove(m, "activityType", event.get("activityType"));
+                    set_or_remove(m, "content", event.get("content"));
+                    set_or_remove(m, "subagentRunId", tag);
+                }
+                apply_metadata(m, event);
+                i
+            }
+            Some(i) => {
+                if replace {
+                    let mut m = fresh();
+                    apply_metadata(&mut m, event);
+                    self.messages.replace(i, Value::Object(m));
+                }
+                i
+            }
+        };
+        Change::messages(Some(at))
+    }
+
+    fn activity_delta(&mut self, event: &Value) -> Change {
+        let id = event.get("messageId");
+        let Some(i) = self.messages.find(id) else { return Change::default() };
+        if role(&self.messages.list[i]) != Some("activity") {
+            return Change::warn(format!("ACTIVITY_DELTA: Message '{}' is not an activity message", js::show(id)));
+        }
+        let m = obj(&mut self.messages.list[i]).expect("activity messages are objects");
+        let metadata_changed = apply_metadata(m, event);
+        let mut content = match m.get("content") {
+            None | Some(Value::Null) => Value::Object(Map::new()),
+            Some(c) => c.clone(),
+        };
+        let empty = Value::Array(Vec::new());
+        let patch = match event.get("patch") {
+            None | Some(Value::Null) => &empty,
+            Some(p) => p,
+        };
+        match patch_json(&mut content, patch) {
+            Ok(()) => {
+                m.insert("content".into(), content);
+                set_or_remove(m, "activityType", event.get("activityType"));
+                Change::messages(Some(i))
+            }
+            Err(e) => Change {
+                messages: metadata_changed,
+                message: metadata_changed.then_some(i),
+                warning: Some(format!("Failed to apply activity patch for '{}': {e}", js::show(id))),
+                ..Change::default()
+            },
+        }
+    }
+
+    fn encrypted_value(&mut self, event: &Value) -> Change {
+        let id = event.get("entityId");
+        let value = event.get("encryptedValue");
+        let at = if event.get("subtype").and_then(Value::as_str) == Some("tool-call") {
+            let found = self.messages.list.iter().position(|m| {
+                role(m) == Some("assistant") && tool_calls(m).iter().any(|tc| is_call(tc, id))
+            });
+            if let Some(i) = found {
+                let Some(Value::Array(calls)) = self.messages.list[i].get_mut("toolCalls") else { unreachable!() };
+                if let Some(tc) = calls.iter_mut().find(|tc| is_call(tc, id)).and_then(Value::as_object_mut) {
+                    set_or_remove(tc, "encryptedValue", value);
+                }
+            }
+            found
+        } else {
+            match self.messages.find(id) {
+                Some(i) if role(&self.messages.list[i]) != Some("activity") => {
+                    if let Some(m) = obj(&mut self.messages.list[i]) {
+                        set_or_remove(m, "encryptedValue", value);
+                    }
+                    Some(i)
+                }
+                _ => None,
+            }
+        };
+        match at {
+            Some(i) => Change::messages(Some(i)),
+            None => Change::default(),
+        }
+    }
+}
+
+/// A delta as the reference appends it: a string, or any value written as a template
+/// literal writes it.
+enum Delta<'a> {
+    Str(&'a str),
+    Js(Option<&'a Value>),
+}
+
+impl Delta<'_> {
+    fn push_to(&self, s: &mut String) {
+        match self {
+            Delta::Str(d) => js::append(s, d),
+            Delta::Js(v) => js::push_display(s, *v),
+        }
+    }
+}
+
+fn activity_clash(ty: EventType, id: &str) -> String {
+    let other = match ty {
+        EventType::ReasoningMessageStart | EventType::ReasoningMessageContent | EventType::ReasoningMessageEnd => "reasoning",
+        _ => "text",
+    };
+    format!(
+        "{}: Message '{id}' is an activity message — message ids must be unique across activity and {other} messages",
+        ty.name()
+    )
+}
+
+/// `authoritativeActivityTypes` of a `MESSAGES_SNAPSHOT`'s metadata.
+enum Authority {
+    /// No declaration: local activities survive unless the snapshot has any.
+    Inferred,
+    /// `null`: the snapshot owns every activity type.
+    All,
+    /// These types (an invalid declaration owns none).
+    Types(Vec<String>),
+}
+
+fn authoritative_activity_types(event: &Value) -> Authority {
+    let Some(Value::Object(meta)) = event.get("metadata") else { return Authority::Inferred };
+    let Some(value) = meta.get("@ag-ui/client") else { return Authority::Inferred };
+    let Value::Object(value) = value else { return Authority::Types(Vec::new()) };
+    let Some(types) = value.get("authoritativeActivityTypes") else { return Authority::Inferred };
+    match types {
+        Value::Null => Authority::All,
+        Value::Array(items) if items.iter().all(Value::is_string) => {
+            Authority::Types(items.iter().filter_map(|t| t.as_str().map(str::to_string)).collect())
+        }
+        _ => Authority::Types(Vec::new()),
+    }
+}

@@ -1,0 +1,196 @@
+//! The event representation: a JSON object (`serde_json::Value`, members in input order),
+//! dispatched on its `type` once per stage through [`EventType`].
+
+use super::{Stage, StreamError};
+use serde_json::Value;
+
+macro_rules! event_types {
+    ($($variant:ident = $name:literal,)*) => {
+        /// The 1.0 event types plus the 0.x `THINKING_*` ones; anything else is `Unknown`.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum EventType {
+            $($variant,)*
+            Unknown,
+        }
+
+        impl EventType {
+            pub fn parse(name: &str) -> EventType {
+                match name {
+                    $($name => EventType::$variant,)*
+                    _ => EventType::Unknown,
+                }
+            }
+            /// The wire name (`""` for `Unknown`).
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(EventType::$variant => $name,)*
+                    EventType::Unknown => "",
+                }
+            }
+        }
+    };
+}
+
+event_types! {
+    TextMessageStart = "TEXT_MESSAGE_START",
+    TextMessageContent = "TEXT_MESSAGE_CONTENT",
+    TextMessageEnd = "TEXT_MESSAGE_END",
+    TextMessageChunk = "TEXT_MESSAGE_CHUNK",
+    ToolCallStart = "TOOL_CALL_START",
+    ToolCallArgs = "TOOL_CALL_ARGS",
+    ToolCallEnd = "TOOL_CALL_END",
+    ToolCallChunk = "TOOL_CALL_CHUNK",
+    ToolCallResult = "TOOL_CALL_RESULT",
+    StateSnapshot = "STATE_SNAPSHOT",
+    StateDelta = "STATE_DELTA",
+    MessagesSnapshot = "MESSAGES_SNAPSHOT",
+    ActivitySnapshot = "ACTIVITY_SNAPSHOT",
+    ActivityDelta = "ACTIVITY_DELTA",
+    Raw = "RAW",
+    Custom = "CUSTOM",
+    RunStarted = "RUN_STARTED",
+    RunFinished = "RUN_FINISHED",
+    RunError = "RUN_ERROR",
+    StepStarted = "STEP_STARTED",
+    StepFinished = "STEP_FINISHED",
+    ReasoningStart = "REASONING_START",
+    ReasoningMessageStart = "REASONING_MESSAGE_START",
+    ReasoningMessageContent = "REASONING_MESSAGE_CONTENT",
+    ReasoningMessageEnd = "REASONING_MESSAGE_END",
+    ReasoningMessageChunk = "REASONING_MESSAGE_CHUNK",
+    ReasoningEnd = "REASONING_END",
+    ReasoningEncryptedValue = "REASONING_ENCRYPTED_VALUE",
+    SubagentStarted = "SUBAGENT_STARTED",
+    SubagentFinished = "SUBAGENT_FINISHED",
+    SubagentError = "SUBAGENT_ERROR",
+    ThinkingStart = "THINKING_START",
+    ThinkingEnd = "THINKING_END",
+    ThinkingTextMessageStart = "THINKING_TEXT_MESSAGE_START",
+    ThinkingTextMessageContent = "THINKING_TEXT_MESSAGE_CONTENT",
+    ThinkingTextMessageEnd = "THINKING_TEXT_MESSAGE_END",
+}
+
+impl EventType {
+    /// The type of an event (`Unknown` when `type` is missing or not a string).
+    pub fn of(event: &Value) -> EventType {
+        match event.get("type") {
+            Some(Value::String(s)) => EventType::parse(s),
+            _ => EventType::Unknown,
+        }
+    }
+}
+
+/// Parse one event payload (the JSON text of an SSE `data:` field or a JSON line). It
+/// must be a JSON object. Lone surrogate escapes are kept (see `js::append`): a
+/// producer may split a character across two deltas.
+///
+/// Invalid UTF-8 is replaced by U+FFFD, as the reference's `TextDecoder` does.
+pub fn parse_event(payload: &[u8]) -> Result<Value, StreamError> {
+    let v = match super::js::parse_json(payload) {
+        Err(_) if std::str::from_utf8(payload).is_err() => {
+            super::js::parse_json(String::from_utf8_lossy(payload).as_bytes())
+        }
+        other => other,
+    }
+    .map_err(|e| StreamError::new(Stage::Decode, e))?;
+    if !v.is_object() {
+        return Err(StreamError::new(Stage::Decode, "an event must be a JSON object"));
+    }
+    Ok(v)
+}
+
+/// The `type` of an event as written (`""` when missing or not a string).
+pub fn type_str(event: &Value) -> &str {
+    event.get("type").and_then(Value::as_str).unwrap_or("")
+}
+
+/// A string borrowed from the payload when it has no escapes.
+struct Text<'a>(std::borrow::Cow<'a, str>);
+
+impl<'de> serde::Deserialize<'de> for Text<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Text<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Text<'de>, E> {
+                Ok(Text(std::borrow::Cow::Borrowed(s)))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Text<'de>, E> {
+                Ok(Text(std::borrow::Cow::Owned(s.to_string())))
+            }
+            fn visit_string<E>(self, s: String) -> Result<Text<'de>, E> {
+                Ok(Text(std::borrow::Cow::Owned(s)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// The hot events of a stream in their plain form: `TEXT_MESSAGE_CONTENT`,
+/// `REASONING_MESSAGE_CONTENT` (`messageId`) or `TOOL_CALL_ARGS` (`toolCallId`) with a
+/// string id and a string `delta` and no other member; or the matching `*_CHUNK` with a
+/// string `delta`, an optional string id and no other member.
+pub struct Delta<'a> {
+    pub kind: EventType,
+    /// Always present on the explicit kinds.
+    pub id: Option<std::borrow::Cow<'a, str>>,
+    pub delta: std::borrow::Cow<'a, str>,
+}
+
+impl<'de> serde::Deserialize<'de> for Delta<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Delta<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a delta event")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Delta<'de>, A::Error> {
+                use serde::de::Error;
+                let mut slots: [Option<Text<'de>>; 3] = [None, None, None];
+                let mut tool_id = false;
+                while let Some(key) = map.next_key::<Text<'de>>()? {
+                    let slot = match &*key.0 {
+                        "type" => 0,
+                        "messageId" => 1,
+                        "toolCallId" => {
+                            tool_id = true;
+                            1
+                        }
+                        "delta" => 2,
+                        _ => return Err(A::Error::custom("another member")),
+                    };
+                    if slots[slot].is_some() {
+                        return Err(A::Error::custom("duplicate member"));
+                    }
+                    slots[slot] = Some(map.next_value()?);
+                }
+                let [Some(ty), id, Some(delta)] = slots else { return Err(A::Error::custom("missing member")) };
+                let kind = EventType::parse(&ty.0);
+                let explicit = id.is_some();
+                let ok = match kind {
+                    EventType::TextMessageContent | EventType::ReasoningMessageContent => explicit && !tool_id,
+                    EventType::ToolCallArgs => explicit && tool_id,
+                    EventType::TextMessageChunk | EventType::ReasoningMessageChunk => !tool_id,
+                    EventType::ToolCallChunk => tool_id || !explicit,
+                    _ => false,
+                };
+                if !ok {
+                    return Err(A::Error::custom("not a delta event"));
+                }
+                Ok(Delta { kind, id: id.map(|t| t.0), delta: delta.0 })
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+impl<'a> Delta<'a> {
+    /// Read a payload as a plain delta event, or `None` (then it takes the general path).
+    pub fn parse(payload: &'a [u8]) -> Option<Delta<'a>> {
+        serde_json::from_slice(payload).ok()
+    }
+}

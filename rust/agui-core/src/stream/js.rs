@@ -1,0 +1,314 @@
+//! The few JavaScript value semantics the reference's behaviour depends on: strict
+//! equality of ids, truthiness, string conversion in template literals, object spread.
+
+use serde_json::{Map, Value};
+
+/// `a === b` for two possibly-absent values (`None` is `undefined`). Objects and arrays
+/// are compared by identity in JavaScript, so two of them are never equal here.
+pub fn strict_eq(a: Option<&Value>, b: Option<&Value>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(Value::Null), Some(Value::Null)) => true,
+        (Some(Value::Bool(x)), Some(Value::Bool(y))) => x == y,
+        (Some(Value::String(x)), Some(Value::String(y))) => x == y,
+        (Some(Value::Number(x)), Some(Value::Number(y))) => crate::patch::number_eq(x, y),
+        _ => false,
+    }
+}
+
+/// `a == null` (absent or null).
+pub fn is_nullish(v: Option<&Value>) -> bool {
+    matches!(v, None | Some(Value::Null))
+}
+
+/// `v ?? undefined`: a null becomes absent.
+pub fn defined(v: Option<&Value>) -> Option<&Value> {
+    match v {
+        Some(Value::Null) | None => None,
+        some => some,
+    }
+}
+
+/// JavaScript truthiness.
+pub fn truthy(v: Option<&Value>) -> bool {
+    match v {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(Value::String(s)) => !s.is_empty(),
+        Some(Value::Number(n)) => n.as_f64().is_some_and(|f| f != 0.0 && !f.is_nan()),
+        Some(_) => true,
+    }
+}
+
+/// `String(v)` as a template literal writes it (`${v}`).
+pub fn push_display(out: &mut String, v: Option<&Value>) {
+    match v {
+        None => out.push_str("undefined"),
+        Some(Value::String(s)) => append(out, s),
+        Some(v) => display_inner(out, v, true),
+    }
+}
+
+fn display_inner(out: &mut String, v: &Value, top: bool) {
+    match v {
+        Value::Null => {
+            if top {
+                out.push_str("null")
+            }
+        }
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => push_number(out, n),
+        Value::String(s) => append(out, s),
+        // Array.prototype.toString joins with "," and writes null/undefined as "".
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                display_inner(out, item, false);
+            }
+        }
+        Value::Object(_) => out.push_str("[object Object]"),
+    }
+}
+
+/// `Number.prototype.toString`: shortest round-trip digits, exponent form outside
+/// [1e-6, 1e21), `-0` written as `0`.
+fn push_number(out: &mut String, n: &serde_json::Number) {
+    if let Some(i) = n.as_i64() {
+        out.push_str(itoa::Buffer::new().format(i));
+        return;
+    }
+    let Some(f) = n.as_f64() else {
+        out.push_str(&n.to_string());
+        return;
+    };
+    let a = f.abs();
+    if f == 0.0 {
+        out.push('0');
+    } else if !(1e-6..1e21).contains(&a) {
+        let e = format!("{f:e}");
+        match e.split_once('e') {
+            Some((m, x)) if !x.starts_with('-') => out.push_str(&format!("{m}e+{x}")),
+            _ => out.push_str(&e),
+        }
+    } else {
+        out.push_str(&format!("{f}"));
+    }
+}
+
+/// `[...].join("")` of the items' `delta`s: null/undefined are written as "".
+pub fn push_joined(out: &mut String, v: Option<&Value>) {
+    match v {
+        None | Some(Value::Null) => {}
+        Some(v) => display_inner(out, v, false),
+    }
+}
+
+/// `{...target, ...v}`: spread `v`'s own enumerable members into `target` (strings and
+/// arrays spread their indices; other scalars spread nothing).
+pub fn spread_into(target: &mut Map<String, Value>, v: &Value) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                target.insert(k.clone(), x.clone());
+            }
+        }
+        Value::Array(items) => {
+            for (i, x) in items.iter().enumerate() {
+                target.insert(i.to_string(), x.clone());
+            }
+        }
+        Value::String(s) => {
+            for (i, c) in s.chars().enumerate() {
+                target.insert(i.to_string(), Value::String(c.to_string()));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `mergeMetadata(existing, incoming)` of `@ag-ui/core`: `incoming === undefined` keeps
+/// `existing`; otherwise `{...existing, ...incoming}`.
+pub fn merge_metadata(existing: Option<&Value>, incoming: Option<&Value>) -> Option<Value> {
+    let incoming = match incoming {
+        None => return existing.cloned(),
+        Some(v) => v,
+    };
+    let mut out = Map::new();
+    if let Some(e) = existing {
+        spread_into(&mut out, e);
+    }
+    spread_into(&mut out, incoming);
+    Some(Value::Object(out))
+}
+
+/// A hashable key for an id as JavaScript `Map`/`Set` would see it: strings by value,
+/// `undefined` and other scalars as distinct keys.
+pub fn key(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::String(s)) => s.clone(),
+        None => "\u{0}undefined".to_string(),
+        Some(other) => format!("\u{0}{other}"),
+    }
+}
+
+/// An id for error messages (`'${id}'`).
+pub fn show(v: Option<&Value>) -> String {
+    let mut s = String::new();
+    push_display(&mut s, v);
+    s
+}
+
+// ---------------------------------------------------------------------------------------
+// Lone UTF-16 surrogates
+// ---------------------------------------------------------------------------------------
+//
+// JavaScript strings are UTF-16: a producer that splits an emoji across two deltas sends
+// `"\ud83d"` then `"\ude00"`, and the reference's concatenation rejoins them. A Rust
+// `String` cannot hold a lone surrogate, so while parsing events each one is kept as a
+// code point of the last private-use plane, U+10F800 + (surrogate - 0xD800), and
+// [`append`] joins a kept high half with a kept low half into the real character.
+
+const KEPT_BASE: u32 = 0x10F800;
+
+/// The kept form of a lone surrogate, if `c` is one.
+pub fn kept_surrogate(c: char) -> Option<u16> {
+    let c = c as u32;
+    (KEPT_BASE..KEPT_BASE + 0x800).contains(&c).then(|| (c - KEPT_BASE + 0xD800) as u16)
+}
+
+/// `s += add` with a kept high surrogate at the end of `s` joined to a kept low one at
+/// the start of `add`.
+pub fn append(s: &mut String, add: &str) {
+    if let (Some(last), Some(first)) = (s.chars().next_back(), add.chars().next()) {
+        if let (Some(hi @ 0xD800..=0xDBFF), Some(lo @ 0xDC00..=0xDFFF)) = (kept_surrogate(last), kept_surrogate(first)) {
+            let cp = 0x10000 + ((u32::from(hi) - 0xD800) << 10) + (u32::from(lo) - 0xDC00);
+            s.pop();
+            s.push(char::from_u32(cp).expect("a surrogate pair is a scalar value"));
+            s.push_str(&add[first.len_utf8()..]);
+            return;
+        }
+    }
+    s.push_str(add);
+}
+
+fn hex4(b: &[u8]) -> Option<u16> {
+    let h = b.get(..4)?;
+    u16::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok()
+}
+
+/// Parse JSON text, keeping lone surrogate escapes (see above). Only text that serde
+/// rejects is rewritten, so the common path is one serde call.
+pub fn parse_json(text: &[u8]) -> Result<Value, String> {
+    match serde_json::from_slice(text) {
+        Ok(v) => Ok(v),
+        Err(e) if memchr::memmem::find(text, b"\\u").is_some() => match keep_lone_surrogates(text) {
+            Some(fixed) => serde_json::from_slice(&fixed).map_err(|e| e.to_string()),
+            None => Err(e.to_string()),
+        },
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn keep_lone_surrogates(text: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(text.len() + 16);
+    let mut i = 0;
+    let mut changed = false;
+    while i < text.len() {
+        if text[i] != b'\\' || i + 1 >= text.len() {
+            out.push(text[i]);
+            i += 1;
+            continue;
+        }
+        let Some(u) = (text[i + 1] == b'u').then(|| hex4(&text[i + 2..])).flatten() else {
+            out.extend_from_slice(&text[i..(i + 2).min(text.len())]);
+            i += 2;
+            continue;
+        };
+        if (0xD800..0xDC00).contains(&u)
+            && text.get(i + 6..i + 8) == Some(b"\\u")
+            && hex4(&text[i + 8..]).is_some_and(|l| (0xDC00..0xE000).contains(&l))
+        {
+            out.extend_from_slice(&text[i..i + 12]);
+            i += 12;
+            continue;
+        }
+        if (0xD800..0xE000).contains(&u) {
+            let v = KEPT_BASE - 0x10000 + u32::from(u - 0xD800);
+            let (hi, lo) = (0xD800 + (v >> 10), 0xDC00 + (v & 0x3FF));
+            out.extend_from_slice(format!("\\u{hi:04x}\\u{lo:04x}").as_bytes());
+            changed = true;
+        } else {
+            out.extend_from_slice(&text[i..i + 6]);
+        }
+        i += 6;
+    }
+    changed.then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn display(v: Value) -> String {
+        let mut s = String::new();
+        push_display(&mut s, Some(&v));
+        s
+    }
+
+    #[test]
+    fn template_literal_strings() {
+        assert_eq!(display(json!("a")), "a");
+        assert_eq!(display(json!(null)), "null");
+        assert_eq!(display(json!(true)), "true");
+        assert_eq!(display(json!(42)), "42");
+        assert_eq!(display(json!(1.5)), "1.5");
+        assert_eq!(display(serde_json::from_str("1.0").unwrap()), "1");
+        assert_eq!(display(json!(1e21)), "1e+21");
+        assert_eq!(display(json!(1e-7)), "1e-7");
+        assert_eq!(display(json!(-0.0)), "0");
+        assert_eq!(display(serde_json::from_str("12345678901234567890").unwrap()), "12345678901234567000");
+        assert_eq!(display(json!([1, null, "a", [2, 3]])), "1,,a,2,3");
+        assert_eq!(display(json!({"a": 1})), "[object Object]");
+        let mut s = String::new();
+        push_display(&mut s, None);
+        assert_eq!(s, "undefined");
+    }
+
+    #[test]
+    fn object_spread_and_metadata_merge() {
+        let m = merge_metadata(Some(&json!({"a": 1, "b": 2})), Some(&json!({"b": 3, "c": 4}))).unwrap();
+        assert_eq!(m, json!({"a": 1, "b": 3, "c": 4}));
+        assert_eq!(merge_metadata(Some(&json!({"a": 1})), None), Some(json!({"a": 1})));
+        assert_eq!(merge_metadata(None, Some(&json!(null))), Some(json!({})));
+        assert_eq!(merge_metadata(None, Some(&json!("ab"))), Some(json!({"0": "a", "1": "b"})));
+    }
+
+    #[test]
+    fn ids_compare_like_javascript() {
+        assert!(strict_eq(Some(&json!("a")), Some(&json!("a"))));
+        assert!(!strict_eq(Some(&json!(1)), Some(&json!("1"))));
+        assert!(strict_eq(Some(&json!(1)), Some(&serde_json::from_str("1.0").unwrap())));
+        assert!(!strict_eq(Some(&json!({})), Some(&json!({}))));
+        assert!(strict_eq(None, None) && !strict_eq(None, Some(&json!(null))));
+        assert_ne!(key(Some(&json!(1))), key(Some(&json!("1"))));
+        assert_ne!(key(None), key(Some(&json!(null))));
+    }
+
+    #[test]
+    fn surrogate_halves_round_trip() {
+        let v = parse_json(br#"["\ud83d", "\ude00", "\ud83d\ude00", "x\udc00"]"#).unwrap();
+        let parts: Vec<&str> = v.as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+        let mut s = parts[0].to_string();
+        append(&mut s, parts[1]);
+        assert_eq!(s, "\u{1F600}");
+        assert_eq!(parts[2], "\u{1F600}");
+        assert_eq!(parts[3].chars().last().and_then(kept_surrogate), Some(0xDC00));
+        // A kept low half before a kept high half is not a pair.
+        let mut s = parts[1].to_string();
+        append(&mut s, parts[0]);
+        assert_eq!(s.chars().count(), 2);
+    }
+}

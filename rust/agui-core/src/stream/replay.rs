@@ -1,0 +1,273 @@
+//! The stages chained as the reference client runs them on a live stream: chunk
+//! expansion, optional verification, the reducer. Push events one at a time
+//! ([`Replayer`]), or replay a whole sequence / SSE log in one call.
+
+use super::apply::{Change, EventApplier};
+use super::chunks::ChunkExpander;
+use super::event::{parse_event, Delta, EventType};
+use super::legacy::CompatibilityBoundary;
+use super::verify::EventVerifier;
+use super::{StreamError, Warning};
+use crate::sse::{SseParser, DEFAULT_MAX_BUFFER};
+use serde_json::{Map, Value};
+
+/// Which stages run. The default is the reference client's inbound pipeline without
+/// verification: compatibility boundary, chunk expansion, reducer.
+#[derive(Debug, Clone, Copy)]
+pub struct ReplayOptions {
+    /// Run the 0.x compatibility boundary first (`THINKING_*`, legacy nulls, binary parts).
+    pub compat: bool,
+    /// Expand `*_CHUNK` events (the reducer rejects them otherwise).
+    pub expand: bool,
+    /// Verify the sequence (R01-R31) before applying each event.
+    pub verify: bool,
+}
+
+impl Default for ReplayOptions {
+    fn default() -> Self {
+        ReplayOptions { compat: true, expand: true, verify: false }
+    }
+}
+
+/// The outcome of a whole replay: final messages and state, what the reducer warned,
+/// and the error that stopped it (events before it are applied).
+#[derive(Debug)]
+pub struct Replay {
+    pub messages: Vec<Value>,
+    pub state: Value,
+    pub pending_interrupts: Vec<Value>,
+    pub warnings: Vec<Warning>,
+    pub error: Option<StreamError>,
+    /// Number of input events consumed (including the failing one).
+    pub events: usize,
+}
+
+/// Incremental pipeline: expand, verify, apply.
+pub struct Replayer {
+    boundary: Option<CompatibilityBoundary>,
+    expander: Option<ChunkExpander>,
+    verifier: Option<EventVerifier>,
+    applier: EventApplier,
+    index: usize,
+    warnings: Vec<Warning>,
+    scratch: Vec<Value>,
+}
+
+impl Replayer {
+    pub fn new(messages: Vec<Value>, state: Value, options: ReplayOptions) -> Self {
+        Replayer {
+            boundary: options.compat.then(CompatibilityBoundary::default),
+            expander: options.expand.then(ChunkExpander::new),
+            verifier: options.verify.then(EventVerifier::new),
+            applier: EventApplier::new(messages, state),
+            index: 0,
+            warnings: Vec::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Push one input event; returns what it changed (merged over the events it expanded
+    /// to). The error's `index` is the input event's position.
+    pub fn push(&mut self, event: Value) -> Result<Change, StreamError> {
+        let index = self.index;
+        self.index += 1;
+        let relabel = |mut e: StreamError| {
+            e.index = index;
+            e
+        };
+        let event = match &mut self.boundary {
+            Some(b) => {
+                let e = b.convert(event);
+                for w in b.take_warnings() {
+                    self.warnings.push(Warning { index, message: w });
+                }
+                e
+            }
+            None => event,
+        };
+        let mut batch = std::mem::take(&mut self.scratch);
+        match &mut self.expander {
+            Some(x) => {
+                let r = x.push_into(event, &mut batch);
+                for w in x.take_warnings() {
+                    self.warnings.push(Warning { index, message: w });
+                }
+                r.map_err(relabel)?
+            }
+            None => batch.push(event),
+        }
+        let mut total = Change::default();
+        let mut result = Ok(());
+        for e in batch.drain(..) {
+            if let Some(v) = &mut self.verifier {
+                if let Err(err) = v.push(&e) {
+                    result = Err(relabel(err));
+                    break;
+                }
+            }
+            match self.applier.apply(&e) {
+                Ok(c) => {
+                    if let Some(w) = c.warning {
+                        self.warnings.push(Warning { index, message: w });
+                    }
+                    total.messages |= c.messages;
+                    total.state |= c.state;
+                    total.interrupts |= c.interrupts;
+                    if c.message.is_some() {
+                        total.message = c.message;
+                    }
+                }
+                Err(err) => {
+                    result = Err(relabel(err));
+                    break;
+                }
+            }
+        }
+        batch.clear();
+        self.scratch = batch;
+        result.map(|()| total)
+    }
+
+    /// Push one event given as JSON text.
+    pub fn push_json(&mut self, payload: &[u8]) -> Result<Change, StreamError> {
+        if let Some(d) = Delta::parse(payload) {
+            if let Some(r) = self.push_plain(d.kind, d.id.as_deref(), &d.delta) {
+                return r;
+            }
+        }
+        match parse_event(payload) {
+            Ok(v) => self.push(v),
+            Err(mut e) => {
+                e.index = self.index;
+                self.index += 1;
+                Err(e)
+            }
+        }
+    }
+
+    /// Push a hot event known to be in its plain form — exactly `{type, id, delta}` with
+    /// string id and delta: `TEXT_MESSAGE_CONTENT`, `REASONING_MESSAGE_CONTENT`,
+    /// `TOOL_CALL_ARGS`, or the matching `*_CHUNK` (id optional) — without an event
+    /// object. `None` when the current state needs the general path ([`push`](Self::push)
+    /// with the object): a pending chunk stream to close, or a chunk that opens a stream.
+    /// The boundary never changes such events, the expander would only close a pending
+    /// stream, and the verifier and the reducer take them as (kind, id, delta) by the same
+    /// checks and appends as the general path.
+    pub fn push_plain(&mut self, kind: EventType, id: Option<&str>, delta: &str) -> Option<Result<Change, StreamError>> {
+        let Replayer { expander, verifier, applier, .. } = self;
+        let (kind, id) = match (kind, expander) {
+            (EventType::TextMessageChunk | EventType::ToolCallChunk | EventType::ReasoningMessageChunk, Some(x)) => {
+                (content_of(kind), x.continues_plain(kind, id)?)
+            }
+            (EventType::TextMessageContent | EventType::ReasoningMessageContent | EventType::ToolCallArgs, x)
+                if !x.as_ref().is_some_and(ChunkExpander::has_pending) =>
+            {
+                (kind, id?)
+            }
+            _ => return None,
+        };
+        let index = self.index;
+        let relabel = |mut e: StreamError| {
+            e.index = index;
+            e
+        };
+        let result = match verifier {
+            Some(v) => v.push_delta(kind, id).map_err(relabel),
+            None => Ok(()),
+        }
+        .and_then(|()| applier.apply_delta(kind, id, delta).map_err(relabel));
+        self.index += 1;
+        Some(result.map(|c| {
+            if let Some(w) = &c.warning {
+                self.warnings.push(Warning { index, message: w.clone() });
+            }
+            Change { warning: None, ..c }
+        }))
+    }
+
+    pub fn applier(&self) -> &EventApplier {
+        &self.applier
+    }
+
+    /// Warnings so far, drained.
+    pub fn take_warnings(&mut self) -> Vec<Warning> {
+        std::mem::take(&mut self.warnings)
+    }
+
+    pub fn finish(self, error: Option<StreamError>) -> Replay {
+        let events = self.index;
+        let (messages, state, pending_interrupts) = self.applier.into_parts();
+        Replay { messages, state, pending_interrupts, warnings: self.warnings, error, events }
+    }
+}
+
+/// Replay decoded events from these messages and state.
+pub fn replay(events: impl IntoIterator<Item = Value>, messages: Vec<Value>, state: Value, options: ReplayOptions) -> Replay {
+    let mut r = Replayer::new(messages, state, options);
+    for e in events {
+        if let Err(err) = r.push(e) {
+            return r.finish(Some(err));
+        }
+    }
+    r.finish(None)
+}
+
+/// The explicit event a chunk kind expands to.
+fn content_of(chunk: EventType) -> EventType {
+    match chunk {
+        EventType::TextMessageChunk => EventType::TextMessageContent,
+        EventType::ToolCallChunk => EventType::ToolCallArgs,
+        _ => EventType::ReasoningMessageContent,
+    }
+}
+
+impl std::fmt::Debug for Replayer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Replayer").field("index", &self.index).field("applier", &self.applier).finish_non_exhaustive()
+    }
+}
+
+/// Replay an SSE log (bytes in, messages and state out): every frame's data is one event.
+pub fn replay_sse(log: &[u8], messages: Vec<Value>, state: Value, options: ReplayOptions) -> Replay {
+    let mut r = Replayer::new(messages, state, options);
+    let mut error: Option<StreamError> = None;
+    let mut parser = SseParser::new(DEFAULT_MAX_BUFFER.max(log.len()));
+    let mut sink = |f: crate::sse::Frame<'_>| {
+        if error.is_none() {
+            if let Err(e) = r.push_json(f.data) {
+                error = Some(e);
+            }
+        }
+    };
+    // The buffer limit is the whole log, so framing cannot fail.
+    let _ = parser.feed(log, &mut sink).and_then(|_| parser.finish(&mut sink));
+    r.finish(error)
+}
+
+/// Replay several SSE logs, each from no messages and an empty state, on scoped threads
+/// (at most `threads` at once; 0 means the machine's parallelism). Results are in input
+/// order.
+pub fn replay_sse_many(logs: &[&[u8]], options: ReplayOptions, threads: usize) -> Vec<Replay> {
+    let threads = match threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    };
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut slots: Vec<std::sync::Mutex<Option<Replay>>> = logs.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..threads.min(logs.len()) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(log) = logs.get(i) else { break };
+                let r = replay_sse(log, Vec::new(), empty_state(), options);
+                *slots[i].lock().expect("no thread panics while holding a slot") = Some(r);
+            });
+        }
+    });
+    slots.iter_mut().map(|s| s.get_mut().expect("slot").take().expect("every log replayed")).collect()
+}
+
+/// An empty object: the default state.
+pub fn empty_state() -> Value {
+    Value::Object(Map::new())
+}
