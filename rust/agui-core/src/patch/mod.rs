@@ -1,21 +1,84 @@
-//! RFC 6902 JSON Patch and RFC 6901 JSON Pointer over `serde_json::Value`.
+//! RFC 6902 JSON Patch and RFC 6901 JSON Pointer: one engine for every document type.
 //!
-//! Used by the Python binding's `StateDocument` (a Rust-held document that replays many
-//! patches without round-tripping to Python) and tested here against the official suite.
-//! The Python-object applier (`agui_fast.patch.apply_patch`) lives in the binding crate but
-//! follows exactly the same rules and error wording, which are defined here.
+//! # API (core)
+//!
+//! ```ignore
+//! let ops = parse_patch(&patch_json)?;                       // Vec<Operation>, validated
+//! apply_patch(&mut doc, &ops, &Options::default())?;         // atomic; clones op values
+//! apply_patch_owned(&mut doc, ops, &opts)?;                  // moves op values instead
+//! apply_json_patch(&mut doc, &patch_json, &opts)?;           // parse + apply_patch_owned
+//! let v = parse_json(bytes, opts.max_depth)?;                // JSON text -> Value, depth-checked
+//! // the reference client (fast-json-patch 3.1.1, applyPatch(doc, patch, true, false)):
+//! let opts = Options { dialect: Dialect::FastJsonPatch, ..Options::default() };
+//! ```
+//!
+//! Every function is atomic: on `Err(PatchError)` the document is exactly as before
+//! (member order included). [`PatchError`] has `kind` (the Python class), `index`, `op`,
+//! `path` and a `reason`; `Display` gives `patch operation 1 (replace /a/c): member "c" not
+//! found`. [`Options::max_depth`] (default [`crate::limits::DEFAULT_MAX_DEPTH`]) bounds the
+//! nesting of the patched document and of every value the engine walks.
+//!
+//! # Structure
+//! - [`engine`]: the engine, generic over a [`engine::Document`] (dispatch, `move`/`copy`,
+//!   pointer resolution, JSON equality, depth limit, undo log and rollback, dialects);
+//! - `value`: the document implementation for `serde_json::Value`; the `agui-py` binding
+//!   implements the same trait for Python dicts and lists;
+//! - this module: errors, pointers, operations, the `Value` entry points.
 //!
 //! Semantics decisions (documented in `docs/patch.md`):
 //! - array indices are canonical decimal: `0` or no leading zero; `-` means "after the
 //!   last element" and is accepted only as the target of `add` (and `move`/`copy` targets);
-//! - `test` compares as JSON: a bool never equals a number, numbers compare by
-//!   mathematical value (`1 == 1.0`), objects ignore member order;
+//! - `test` compares as JSON: a bool never equals a number, numbers compare by exact
+//!   mathematical value (`1 == 1.0`, `2**53 + 1 != 2.0**53`), objects ignore member order;
 //! - a patch is atomic: on failure every mutation already done is rolled back through an
 //!   undo log (cheap on success, and member order is restored exactly);
 //! - removing the whole document (`remove` with path `""`) is an error.
+//!
+//! [`Dialect::FastJsonPatch`] applies patches as fast-json-patch 3.1.1 does when called
+//! like the reference client's reducer (`applyPatch(doc, patch, true, false)`): array
+//! indices may have leading zeros (`01` is 1, an empty token is 0), its internal `_get`
+//! operation is accepted (the location must exist), `__proto__` and
+//! `constructor/prototype` in a pointer are refused, numbers compare as doubles, and
+//! `remove` of the whole document leaves `null`. Moving a value into its own child fails
+//! in both (fast-json-patch with a `TypeError`).
 
-use serde_json::{Map, Number, Value};
+pub mod engine;
+mod value;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
 use std::fmt;
+
+use crate::limits::DEFAULT_MAX_DEPTH;
+pub use value::number_eq;
+
+/// Which rules the engine follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Dialect {
+    /// RFC 6902 / RFC 6901 as the official test suite requires.
+    #[default]
+    Rfc6902,
+    /// fast-json-patch 3.1.1 as the reference TypeScript client calls it.
+    FastJsonPatch,
+}
+
+/// Options of one apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    pub dialect: Dialect,
+    /// Maximum nesting of the document and of the values walked (a scalar is depth 0).
+    pub max_depth: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { dialect: Dialect::Rfc6902, max_depth: DEFAULT_MAX_DEPTH }
+    }
+}
+
+pub(crate) fn too_deep(max_depth: usize) -> PatchError {
+    invalid(format!("value nested deeper than {max_depth} levels (or cyclic)"))
+}
 
 /// Which Python exception class an error maps to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,11 +128,11 @@ impl fmt::Display for PatchError {
 
 impl std::error::Error for PatchError {}
 
-fn ptr_err(reason: impl Into<String>) -> PatchError {
+pub(crate) fn ptr_err(reason: impl Into<String>) -> PatchError {
     PatchError::new(ErrorKind::Pointer, reason)
 }
 
-fn invalid(reason: impl Into<String>) -> PatchError {
+pub(crate) fn invalid(reason: impl Into<String>) -> PatchError {
     PatchError::new(ErrorKind::Invalid, reason)
 }
 
@@ -130,23 +193,31 @@ pub fn format_pointer<S: AsRef<str>>(tokens: &[S]) -> String {
     out
 }
 
-/// Parse an array index token: canonical decimal (no sign, no leading zero). `-` is not
+/// Parse an array index token: canonical decimal (no sign, no leading zero), or in the
+/// fast-json-patch dialect any run of ASCII digits (`01` is 1, `""` is 0). `-` is not
 /// handled here (callers decide whether "past the end" is allowed).
-pub fn parse_index(token: &str) -> Result<usize, PatchError> {
+pub fn parse_index(token: &str, dialect: Dialect) -> Result<usize, PatchError> {
     let b = token.as_bytes();
-    let canonical = !b.is_empty() && b.iter().all(u8::is_ascii_digit) && (b.len() == 1 || b[0] != b'0');
-    if !canonical {
+    let digits = b.iter().all(u8::is_ascii_digit);
+    let ok = match dialect {
+        Dialect::Rfc6902 => digits && !b.is_empty() && (b.len() == 1 || b[0] != b'0'),
+        Dialect::FastJsonPatch => digits,
+    };
+    if !ok {
         return Err(ptr_err(format!("invalid array index {token:?}")));
+    }
+    if b.is_empty() {
+        return Ok(0);
     }
     token.parse::<usize>().map_err(|_| ptr_err(format!("array index {token} out of range")))
 }
 
 /// Index of an existing element (`-` and `len` are out of range).
-pub fn existing_index(token: &str, len: usize) -> Result<usize, PatchError> {
+pub fn existing_index(token: &str, len: usize, dialect: Dialect) -> Result<usize, PatchError> {
     if token == "-" {
         return Err(ptr_err("'-' refers to the nonexistent element after the last array element"));
     }
-    let i = parse_index(token)?;
+    let i = parse_index(token, dialect)?;
     if i >= len {
         return Err(ptr_err(format!("array index {i} out of range (array length {len})")));
     }
@@ -154,11 +225,11 @@ pub fn existing_index(token: &str, len: usize) -> Result<usize, PatchError> {
 }
 
 /// Insertion index for `add`: `0..=len`, `-` meaning `len`.
-pub fn insert_index(token: &str, len: usize) -> Result<usize, PatchError> {
+pub fn insert_index(token: &str, len: usize, dialect: Dialect) -> Result<usize, PatchError> {
     if token == "-" {
         return Ok(len);
     }
-    let i = parse_index(token)?;
+    let i = parse_index(token, dialect)?;
     if i > len {
         return Err(ptr_err(format!("array index {i} out of range (array length {len})")));
     }
@@ -187,80 +258,6 @@ pub fn missing_member_reason(token: &str) -> String {
     format!("member {token:?} not found")
 }
 
-fn step<'a>(v: &'a Value, token: &str) -> Result<&'a Value, PatchError> {
-    match v {
-        Value::Object(m) => m.get(token).ok_or_else(|| ptr_err(missing_member_reason(token))),
-        Value::Array(a) => Ok(&a[existing_index(token, a.len())?]),
-        other => Err(ptr_err(scalar_step_reason(token, type_name(other)))),
-    }
-}
-
-fn step_mut<'a>(v: &'a mut Value, token: &str) -> Result<&'a mut Value, PatchError> {
-    match v {
-        Value::Object(m) => m.get_mut(token).ok_or_else(|| ptr_err(missing_member_reason(token))),
-        Value::Array(a) => {
-            let i = existing_index(token, a.len())?;
-            Ok(&mut a[i])
-        }
-        other => Err(ptr_err(scalar_step_reason(token, type_name(other)))),
-    }
-}
-
-/// Resolve a pointer (already split into tokens) to a value.
-pub fn resolve<'a, S: AsRef<str>>(doc: &'a Value, tokens: &[S]) -> Result<&'a Value, PatchError> {
-    tokens.iter().try_fold(doc, |v, t| step(v, t.as_ref()))
-}
-
-fn resolve_mut<'a>(doc: &'a mut Value, tokens: &[String]) -> Result<&'a mut Value, PatchError> {
-    tokens.iter().try_fold(doc, |v, t| step_mut(v, t))
-}
-
-// ---------------------------------------------------------------------------------------
-// JSON equality
-// ---------------------------------------------------------------------------------------
-
-fn is_integer_text(s: &str) -> bool {
-    let s = s.strip_prefix('-').unwrap_or(s);
-    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
-}
-
-/// Numbers are equal when mathematically equal: `1 == 1.0`, and big integers compare
-/// exactly (arbitrary precision keeps their text).
-pub fn number_eq(a: &Number, b: &Number) -> bool {
-    if let (Some(x), Some(y)) = (a.as_i64(), b.as_i64()) {
-        return x == y;
-    }
-    if let (Some(x), Some(y)) = (a.as_u64(), b.as_u64()) {
-        return x == y;
-    }
-    let (sa, sb) = (a.to_string(), b.to_string());
-    if is_integer_text(&sa) && is_integer_text(&sb) {
-        return sa == sb;
-    }
-    match (a.as_f64(), b.as_f64()) {
-        (Some(x), Some(y)) => x == y,
-        _ => false,
-    }
-}
-
-/// JSON equality (RFC 6902 section 4.6): member order does not matter, a bool is never a
-/// number, numbers compare by value.
-pub fn json_eq(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Null, Value::Null) => true,
-        (Value::Bool(x), Value::Bool(y)) => x == y,
-        (Value::Number(x), Value::Number(y)) => number_eq(x, y),
-        (Value::String(x), Value::String(y)) => x == y,
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_eq(p, q))
-        }
-        (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
-        }
-        _ => false,
-    }
-}
-
 // ---------------------------------------------------------------------------------------
 // Operations
 // ---------------------------------------------------------------------------------------
@@ -273,6 +270,8 @@ pub enum OpKind {
     Move,
     Copy,
     Test,
+    /// fast-json-patch's internal read operation (an unknown op in RFC 6902).
+    Get,
 }
 
 impl OpKind {
@@ -284,6 +283,7 @@ impl OpKind {
             "move" => OpKind::Move,
             "copy" => OpKind::Copy,
             "test" => OpKind::Test,
+            "_get" => OpKind::Get,
             _ => return None,
         })
     }
@@ -295,6 +295,7 @@ impl OpKind {
             OpKind::Move => "move",
             OpKind::Copy => "copy",
             OpKind::Test => "test",
+            OpKind::Get => "_get",
         }
     }
     pub fn needs_value(self) -> bool {
@@ -404,294 +405,136 @@ pub fn parse_patch(patch: &Value) -> Result<Vec<Operation>, PatchError> {
         .collect()
 }
 
+
 // ---------------------------------------------------------------------------------------
-// Applying, with an undo log for atomicity
+// The `serde_json::Value` entry points
 // ---------------------------------------------------------------------------------------
 
-/// Which pointer of which operation a mutation used: undo entries address containers
-/// through it (re-resolved on rollback, because mutations in between may move them in
-/// memory) instead of cloning the path.
-#[derive(Clone, Copy)]
-struct At {
-    op: usize,
-    from: bool,
-}
-
-fn tokens_at(ops: &[Operation], at: At) -> &[String] {
-    let op = &ops[at.op];
-    if at.from {
-        &op.from_tokens
-    } else {
-        &op.path_tokens
-    }
-}
-
-/// The inverse of one primitive mutation (the member is the last token at `at`).
-enum Undo {
-    Root(Value),
-    ObjRemoveNew { at: At },
-    ObjRestore { at: At, old: Value },
-    // `old: None` means "the value removed by the entry undone just before" (a `move`: the
-    // moved value is taken back out of its target and carried to its source).
-    ObjReinsert { at: At, index: usize, old: Option<Value> },
-    ArrRemove { at: At, index: usize },
-    ArrReinsert { at: At, index: usize, old: Option<Value> },
-    ArrRestore { at: At, index: usize, old: Value },
-}
-
-/// The undo log. Off during the last operation of a patch unless it is a `move`: such an
-/// operation fails before mutating anything or succeeds, so its entries would never be
-/// used.
-struct Log {
-    entries: Vec<Undo>,
-    on: bool,
-}
-
-impl Log {
-    fn push(&mut self, make: impl FnOnce() -> Undo) {
-        if self.on {
-            self.entries.push(make());
-        }
-    }
-}
-
-fn parent_mut<'a>(doc: &'a mut Value, ops: &[Operation], at: At) -> Option<(&'a mut Value, String)> {
-    let (parent, last) = split_last(tokens_at(ops, at))?;
-    let key = last.to_string();
-    resolve_mut(doc, parent).ok().map(|p| (p, key))
-}
-
-fn rollback(doc: &mut Value, log: Vec<Undo>, ops: &[Operation]) {
-    // Each entry addresses a container that existed right after its mutation; undoing in
-    // reverse order recreates exactly that state, so resolution cannot fail.
-    let mut carry: Option<Value> = None;
-    for u in log.into_iter().rev() {
-        match u {
-            Undo::Root(old) => carry = Some(std::mem::replace(doc, old)),
-            Undo::ObjRemoveNew { at } => {
-                if let Some((Value::Object(m), key)) = parent_mut(doc, ops, at) {
-                    carry = m.shift_remove(&key);
-                }
-            }
-            Undo::ObjRestore { at, old } => {
-                if let Some((Value::Object(m), key)) = parent_mut(doc, ops, at) {
-                    carry = m.insert(key, old); // existing key: keeps its position
-                }
-            }
-            Undo::ObjReinsert { at, index, old } => {
-                if let (Some((Value::Object(m), key)), Some(v)) = (parent_mut(doc, ops, at), old.or(carry.take())) {
-                    m.shift_insert(index, key, v);
-                }
-            }
-            Undo::ArrRemove { at, index } => {
-                if let Some((Value::Array(a), _)) = parent_mut(doc, ops, at) {
-                    if index < a.len() {
-                        carry = Some(a.remove(index));
-                    }
-                }
-            }
-            Undo::ArrReinsert { at, index, old } => {
-                if let (Some((Value::Array(a), _)), Some(v)) = (parent_mut(doc, ops, at), old.or(carry.take())) {
-                    if index <= a.len() {
-                        a.insert(index, v);
-                    }
-                }
-            }
-            Undo::ArrRestore { at, index, old } => {
-                if let Some((Value::Array(a), _)) = parent_mut(doc, ops, at) {
-                    if index < a.len() {
-                        carry = Some(std::mem::replace(&mut a[index], old));
-                    }
-                }
-            }
-        }
-    }
-}
-
-fn split_last(tokens: &[String]) -> Option<(&[String], &str)> {
-    tokens.split_last().map(|(last, parent)| (parent, last.as_str()))
-}
-
-/// `value` is taken out of `slot` only once the add cannot fail any more, so a failing
-/// `move` still holds the moved value and can give it back.
-fn do_add(doc: &mut Value, tokens: &[String], at: At, slot: &mut Option<Value>, log: &mut Log) -> Result<(), PatchError> {
-    let Some((parent_toks, last)) = split_last(tokens) else {
-        let value = slot.take().unwrap_or(Value::Null);
-        let old = std::mem::replace(doc, value);
-        log.push(|| Undo::Root(old));
-        return Ok(());
-    };
-    match resolve_mut(doc, parent_toks)? {
-        Value::Object(m) => {
-            let value = slot.take().unwrap_or(Value::Null);
-            let prev = m.insert(last.to_string(), value);
-            log.push(|| match prev {
-                Some(old) => Undo::ObjRestore { at, old },
-                None => Undo::ObjRemoveNew { at },
-            });
-        }
-        Value::Array(a) => {
-            let i = insert_index(last, a.len())?;
-            a.insert(i, slot.take().unwrap_or(Value::Null));
-            log.push(|| Undo::ArrRemove { at, index: i });
-        }
-        other => return Err(ptr_err(scalar_step_reason(last, type_name(other)))),
-    }
-    Ok(())
-}
-
-/// Store a removed value in the undo entry `do_remove` just pushed (it leaves `old` empty
-/// so that `move` does not have to clone the moved value).
-fn keep_removed(log: &mut Log, v: Value) {
-    if !log.on {
-        return; // nothing was pushed for this removal
-    }
-    match log.entries.last_mut() {
-        Some(Undo::ObjReinsert { old, .. }) | Some(Undo::ArrReinsert { old, .. }) => *old = Some(v),
-        _ => {}
-    }
-}
-
-fn do_remove(doc: &mut Value, tokens: &[String], at: At, log: &mut Log) -> Result<Value, PatchError> {
-    let Some((parent_toks, last)) = split_last(tokens) else {
-        return Err(invalid("cannot remove the whole document"));
-    };
-    match resolve_mut(doc, parent_toks)? {
-        Value::Object(m) => {
-            if !m.contains_key(last) {
-                return Err(ptr_err(missing_member_reason(last)));
-            }
-            // Position is needed to restore member order exactly on rollback (O(members),
-            // only when the undo log is on).
-            let index = if log.on { m.keys().position(|k| k == last).unwrap_or(0) } else { 0 };
-            let old = m.shift_remove(last).unwrap_or(Value::Null);
-            log.push(|| Undo::ObjReinsert { at, index, old: None });
-            Ok(old)
-        }
-        Value::Array(a) => {
-            let i = existing_index(last, a.len())?;
-            let old = a.remove(i);
-            log.push(|| Undo::ArrReinsert { at, index: i, old: None });
-            Ok(old)
-        }
-        other => Err(ptr_err(scalar_step_reason(last, type_name(other)))),
-    }
-}
-
-fn do_replace(doc: &mut Value, tokens: &[String], at: At, value: Value, log: &mut Log) -> Result<(), PatchError> {
-    let Some((parent_toks, last)) = split_last(tokens) else {
-        let old = std::mem::replace(doc, value);
-        log.push(|| Undo::Root(old));
-        return Ok(());
-    };
-    match resolve_mut(doc, parent_toks)? {
-        Value::Object(m) => {
-            let slot = m.get_mut(last).ok_or_else(|| ptr_err(missing_member_reason(last)))?;
-            let old = std::mem::replace(slot, value);
-            log.push(|| Undo::ObjRestore { at, old });
-        }
-        Value::Array(a) => {
-            let i = existing_index(last, a.len())?;
-            let old = std::mem::replace(&mut a[i], value);
-            log.push(|| Undo::ArrRestore { at, index: i, old });
-        }
-        other => return Err(ptr_err(scalar_step_reason(last, type_name(other)))),
-    }
-    Ok(())
-}
-
-/// `from` is a proper prefix of `path` (moving a value into its own child).
-pub fn is_proper_prefix<S: AsRef<str>, T: AsRef<str>>(from: &[S], path: &[T]) -> bool {
-    from.len() < path.len() && from.iter().zip(path).all(|(a, b)| a.as_ref() == b.as_ref())
-}
-
-fn from_err(mut e: PatchError) -> PatchError {
-    e.reason = format!("from: {}", e.reason);
-    e
-}
-
-/// `value` is the operation's value for `add`/`replace` (moved or cloned by the caller);
-/// `test` compares against `op.value` directly.
-fn apply_one(doc: &mut Value, i: usize, op: &Operation, value: impl FnOnce() -> Value, log: &mut Log) -> Result<(), PatchError> {
-    let path = At { op: i, from: false };
-    let from = At { op: i, from: true };
-    match op.kind {
-        OpKind::Add => do_add(doc, &op.path_tokens, path, &mut Some(value()), log),
-        OpKind::Remove => {
-            let v = do_remove(doc, &op.path_tokens, path, log)?;
-            keep_removed(log, v);
-            Ok(())
-        }
-        OpKind::Replace => do_replace(doc, &op.path_tokens, path, value(), log),
-        OpKind::Move => {
-            if op.from_tokens == op.path_tokens {
-                // Moving onto itself is a no-op, but the location must exist.
-                return resolve(doc, &op.from_tokens).map(drop).map_err(from_err);
-            }
-            if is_proper_prefix(&op.from_tokens, &op.path_tokens) {
-                return Err(invalid("cannot move a value into one of its own children"));
-            }
-            let v = do_remove(doc, &op.from_tokens, from, log).map_err(from_err)?;
-            let mut slot = Some(v);
-            let res = do_add(doc, &op.path_tokens, path, &mut slot, log);
-            if let Some(v) = slot {
-                keep_removed(log, v); // the add failed before taking the value
-            }
-            res
-        }
-        OpKind::Copy => {
-            let v = resolve(doc, &op.from_tokens).map_err(from_err)?.clone();
-            do_add(doc, &op.path_tokens, path, &mut Some(v), log)
-        }
-        OpKind::Test => {
-            let actual = resolve(doc, &op.path_tokens)?;
-            if json_eq(actual, &op.value) {
-                Ok(())
-            } else {
-                Err(PatchError::new(ErrorKind::TestFailed, "test failed: value does not match"))
-            }
-        }
-    }
-}
-
-fn run(doc: &mut Value, ops: &[Operation], mut value_of: impl FnMut(usize) -> Value) -> Result<(), PatchError> {
-    let mut log = Log { entries: Vec::new(), on: true };
-    for (i, op) in ops.iter().enumerate() {
-        log.on = i + 1 < ops.len() || op.kind == OpKind::Move;
-        if let Err(e) = apply_one(doc, i, op, || value_of(i), &mut log) {
-            rollback(doc, log.entries, ops);
-            return Err(e.at(i, op.kind.name(), &op.path));
-        }
-    }
-    Ok(())
+fn run(doc: &mut Value, ops: &[Operation], values: Option<Vec<Value>>, opts: &Options) -> Result<(), PatchError> {
+    let mut d = value::ValueDoc { root: doc, values };
+    engine::apply_all(&mut d, ops, *opts).map_err(|f| match f {
+        engine::Fail::Patch(e) => e,
+        engine::Fail::Doc(never) => match never {},
+    })
 }
 
 /// Apply a patch in place, atomically: on error `doc` is exactly as before. Values are
 /// cloned out of `ops` (see [`apply_patch_owned`] to move them).
-pub fn apply_patch(doc: &mut Value, ops: &[Operation]) -> Result<(), PatchError> {
-    run(doc, ops, |i| ops[i].value.clone())
+pub fn apply_patch(doc: &mut Value, ops: &[Operation], opts: &Options) -> Result<(), PatchError> {
+    run(doc, ops, None, opts)
 }
 
 /// [`apply_patch`], moving the `add`/`replace` values out of `ops` instead of cloning.
-pub fn apply_patch_owned(doc: &mut Value, mut ops: Vec<Operation>) -> Result<(), PatchError> {
-    let mut values: Vec<Value> = ops
+pub fn apply_patch_owned(doc: &mut Value, mut ops: Vec<Operation>, opts: &Options) -> Result<(), PatchError> {
+    let values = ops
         .iter_mut()
         .map(|o| match o.kind {
             OpKind::Add | OpKind::Replace => std::mem::take(&mut o.value),
             _ => Value::Null,
         })
         .collect();
-    run(doc, &ops, |i| std::mem::take(&mut values[i]))
+    run(doc, &ops, Some(values), opts)
 }
 
-/// Parse and apply a JSON patch (convenience for tests and tools).
-pub fn apply_json_patch(doc: &mut Value, patch: &Value) -> Result<(), PatchError> {
-    apply_patch_owned(doc, parse_patch(patch)?)
+/// Parse and apply a patch given as JSON.
+pub fn apply_json_patch(doc: &mut Value, patch: &Value, opts: &Options) -> Result<(), PatchError> {
+    apply_patch_owned(doc, parse_patch(patch)?, opts)
+}
+
+/// Resolve a pointer (already split into tokens) to a value.
+pub fn resolve<'a>(doc: &'a Value, tokens: &[String]) -> Result<&'a Value, PatchError> {
+    engine::resolve(doc, tokens, Dialect::Rfc6902).map_err(|f| match f {
+        engine::Fail::Patch(e) => e,
+        engine::Fail::Doc(never) => match never {},
+    })
+}
+
+/// JSON equality (RFC 6902 section 4.6) of two values (nesting up to the default limit;
+/// deeper values compare unequal).
+pub fn json_eq(a: &Value, b: &Value) -> bool {
+    matches!(engine::json_eq(&a, &b, &Options::default(), 0), Ok(true))
 }
 
 /// An empty JSON object (handy default for state documents).
 pub fn empty_object() -> Value {
     Value::Object(Map::new())
+}
+
+/// Largest integer accepted in documents (decimal digits): CPython's default
+/// `int_max_str_digits`, so that every accepted document converts to Python.
+pub const MAX_INT_DIGITS: usize = 4300;
+
+/// Nesting depth of JSON text (arrays and objects), scanned without parsing.
+fn text_depth(text: &[u8]) -> usize {
+    let (mut depth, mut max, mut in_str, mut esc) = (0usize, 0usize, false, false);
+    for &b in text {
+        if in_str {
+            if esc {
+                esc = false;
+            } else if b == b'\\' {
+                esc = true;
+            } else if b == b'"' {
+                in_str = false;
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_str = true,
+            b'[' | b'{' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
+/// Check a number read from JSON text: integers of at most [`MAX_INT_DIGITS`] digits,
+/// other numbers finite doubles (`1e400` is an error, not infinity or NaN).
+pub fn check_number(n: &serde_json::Number) -> Result<(), PatchError> {
+    if n.is_i64() || n.is_u64() {
+        return Ok(());
+    }
+    let s = n.as_str();
+    let digits = s.strip_prefix('-').unwrap_or(s);
+    if digits.bytes().all(|b| b.is_ascii_digit()) {
+        if digits.len() > MAX_INT_DIGITS {
+            return Err(invalid(format!("integer with {} digits is too large (limit {MAX_INT_DIGITS})", digits.len())));
+        }
+        return Ok(());
+    }
+    match n.as_f64() {
+        Some(x) if x.is_finite() => Ok(()),
+        _ => Err(invalid(format!("number {s} is out of range for a double"))),
+    }
+}
+
+fn check_numbers(v: &Value) -> Result<(), PatchError> {
+    match v {
+        Value::Number(n) => check_number(n),
+        Value::Array(a) => a.iter().try_for_each(check_numbers),
+        Value::Object(m) => m.values().try_for_each(check_numbers),
+        _ => Ok(()),
+    }
+}
+
+/// Parse JSON text for a document or a patch: nesting up to `max_depth` plus `extra`
+/// levels (a patch wraps its values in two: the array and the operation), numbers
+/// checked by [`check_number`].
+pub fn parse_json(text: &[u8], max_depth: usize, extra: usize) -> Result<Value, PatchError> {
+    if text_depth(text) > max_depth + extra {
+        return Err(too_deep(max_depth));
+    }
+    let mut de = serde_json::Deserializer::from_slice(text);
+    // The depth was checked above; serde_json's own limit (128) would be lower than ours.
+    de.disable_recursion_limit();
+    let v = Value::deserialize(&mut de)
+        .and_then(|v| de.end().map(|()| v))
+        .map_err(|e| invalid(format!("not valid JSON: {e}")))?;
+    check_numbers(&v)?;
+    Ok(v)
 }
 
 #[cfg(test)]
@@ -716,7 +559,7 @@ mod tests {
             }
             let mut doc = case["doc"].clone();
             let before = doc.clone();
-            let res = apply_json_patch(&mut doc, patch);
+            let res = apply_json_patch(&mut doc, patch, &Options::default());
             if let Some(expected) = case.get("expected") {
                 assert!(res.is_ok(), "{file}#{i} {}: {:?}", case["comment"], res);
                 assert!(json_eq(&doc, expected), "{file}#{i}: got {doc} want {expected}");
@@ -749,12 +592,12 @@ mod tests {
         assert!(parse_pointer("/a~").is_err());
         assert_eq!(format_pointer(&["a/b", "c~d"]), "/a~1b/c~0d");
         assert_eq!(escape("~/"), "~0~1");
-        assert!(parse_index("01").is_err());
-        assert!(parse_index("-1").is_err());
-        assert!(parse_index("1e0").is_err());
-        assert!(parse_index("+1").is_err());
-        assert_eq!(parse_index("0").unwrap(), 0);
-        assert!(parse_index("99999999999999999999999").is_err());
+        assert!(parse_index("01", Dialect::Rfc6902).is_err());
+        assert!(parse_index("-1", Dialect::Rfc6902).is_err());
+        assert!(parse_index("1e0", Dialect::Rfc6902).is_err());
+        assert!(parse_index("+1", Dialect::Rfc6902).is_err());
+        assert_eq!(parse_index("0", Dialect::Rfc6902).unwrap(), 0);
+        assert!(parse_index("99999999999999999999999", Dialect::Rfc6902).is_err());
     }
 
     #[test]
@@ -784,7 +627,7 @@ mod tests {
             {"op": "replace", "path": "", "value": {"z": 1}},
             {"op": "test", "path": "/z", "value": 2}
         ]);
-        let err = apply_json_patch(&mut doc, &patch).unwrap_err();
+        let err = apply_json_patch(&mut doc, &patch, &Options::default()).unwrap_err();
         assert_eq!(err.kind, ErrorKind::TestFailed);
         assert_eq!(err.index, Some(7));
         assert_eq!(serde_json::to_string(&doc).unwrap(), before);
@@ -794,23 +637,23 @@ mod tests {
     #[test]
     fn errors() {
         let mut doc = json!({"a": {"b": 1}, "l": [1]});
-        let e = apply_json_patch(&mut doc, &json!([{"op": "move", "from": "/a", "path": "/a/b/c"}])).unwrap_err();
+        let e = apply_json_patch(&mut doc, &json!([{"op": "move", "from": "/a", "path": "/a/b/c"}]), &Options::default()).unwrap_err();
         assert_eq!(e.kind, ErrorKind::Invalid);
-        let e = apply_json_patch(&mut doc, &json!([{"op": "replace", "path": "/l/-", "value": 1}])).unwrap_err();
+        let e = apply_json_patch(&mut doc, &json!([{"op": "replace", "path": "/l/-", "value": 1}]), &Options::default()).unwrap_err();
         assert_eq!(e.kind, ErrorKind::Pointer);
-        let e = apply_json_patch(&mut doc, &json!([{"op": "add", "path": "/l/01", "value": 1}])).unwrap_err();
+        let e = apply_json_patch(&mut doc, &json!([{"op": "add", "path": "/l/01", "value": 1}]), &Options::default()).unwrap_err();
         assert_eq!(e.kind, ErrorKind::Pointer);
-        let e = apply_json_patch(&mut doc, &json!([{"op": "frob", "path": "/l"}])).unwrap_err();
+        let e = apply_json_patch(&mut doc, &json!([{"op": "frob", "path": "/l"}]), &Options::default()).unwrap_err();
         assert_eq!(e.to_string(), "patch operation 0 (frob /l): unknown op \"frob\"");
-        let e = apply_json_patch(&mut doc, &json!([{"op": "add", "path": "/x"}])).unwrap_err();
+        let e = apply_json_patch(&mut doc, &json!([{"op": "add", "path": "/x"}]), &Options::default()).unwrap_err();
         assert!(e.reason.contains("value"));
-        let e = apply_json_patch(&mut doc, &json!([{"op": "remove", "path": ""}])).unwrap_err();
+        let e = apply_json_patch(&mut doc, &json!([{"op": "remove", "path": ""}]), &Options::default()).unwrap_err();
         assert_eq!(e.kind, ErrorKind::Invalid);
-        let e = apply_json_patch(&mut doc, &json!({"op": "remove"})).unwrap_err();
+        let e = apply_json_patch(&mut doc, &json!({"op": "remove"}), &Options::default()).unwrap_err();
         assert_eq!(e.index, None);
         // moving onto itself is a no-op; from == path prefix edge: "/a" into "/ab" is fine
-        apply_json_patch(&mut doc, &json!([{"op": "move", "from": "/a", "path": "/a"}])).unwrap();
-        apply_json_patch(&mut doc, &json!([{"op": "move", "from": "/a", "path": "/ab"}])).unwrap();
+        apply_json_patch(&mut doc, &json!([{"op": "move", "from": "/a", "path": "/a"}]), &Options::default()).unwrap();
+        apply_json_patch(&mut doc, &json!([{"op": "move", "from": "/a", "path": "/ab"}]), &Options::default()).unwrap();
         assert_eq!(doc, json!({"l": [1], "ab": {"b": 1}}));
     }
 
@@ -823,7 +666,7 @@ mod tests {
             let case: Value = serde_json::from_str(line).unwrap();
             let name = case["name"].as_str().unwrap();
             let mut doc = case["doc"].clone();
-            let res = apply_json_patch(&mut doc, &case["patch"]);
+            let res = apply_json_patch(&mut doc, &case["patch"], &Options::default());
             if name.starts_with("leading_zero_index") {
                 assert!(res.is_err(), "{name}");
                 continue;
@@ -841,3 +684,4 @@ mod tests {
         }
     }
 }
+
