@@ -160,7 +160,7 @@ pub trait Document {
     fn reopen<'a>(&'a mut self, anchor: &Self::Anchor, ops: &[Self::Op], opts: &Options) -> Option<(Self::Cursor<'a>, Self::Token)>;
     /// Replace the whole document, returning the old one.
     fn set_root(&mut self, v: Self::Value) -> Self::Value;
-    fn null() -> Self::Value;
+    fn null(&self) -> Self::Value;
     /// Whether mutations must be logged to be undone (false when a failed patch is
     /// simply dropped, e.g. copy mode).
     fn needs_undo(&self) -> bool;
@@ -354,7 +354,8 @@ impl<D: Document> Patcher<D> {
             }
             OpKind::Remove => {
                 if path.is_empty() && opts.dialect == Dialect::FastJsonPatch {
-                    let old = doc.set_root(D::null()); // fast-json-patch: the document becomes null
+                    let null = doc.null(); // fast-json-patch: the document becomes null
+                    let old = doc.set_root(null);
                     self.push(|| Undo::Root(old));
                     return Ok(());
                 }

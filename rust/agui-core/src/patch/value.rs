@@ -204,7 +204,7 @@ impl<'d> Document for ValueDoc<'d> {
     fn set_root(&mut self, v: Value) -> Value {
         std::mem::replace(self.root, v)
     }
-    fn null() -> Value {
+    fn null(&self) -> Value {
         Value::Null
     }
     fn needs_undo(&self) -> bool {
