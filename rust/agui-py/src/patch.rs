@@ -36,6 +36,9 @@ use crate::errors::make_error;
 /// dropped or converted.
 const MAX_DEPTH_CAP: usize = 10_000;
 
+/// Patches converted per GIL release in `StateDocument.apply_many`.
+const APPLY_CHUNK: usize = 256;
+
 fn class_name(kind: ErrorKind) -> &'static str {
     match kind {
         ErrorKind::Invalid => "JsonPatchError",
@@ -139,56 +142,68 @@ impl Hasher for FastHasher {
 
 type FastBuild = BuildHasherDefault<FastHasher>;
 
-/// Python strings for pointer tokens, reused across calls: creating and hashing
-/// a fresh `str` per token per call was the largest cost of small patches. A small
-/// direct-mapped table, so memory stays bounded (admission: see `seen`).
-const TOKEN_SLOTS: usize = 1024;
-const TOKEN_CACHE_MAX_LEN: usize = 64;
-
-struct TokenCache {
-    slots: Vec<Option<(Box<str>, Py<PyString>)>>,
-    /// Hash of the last miss per slot: an entry is stored only when its key misses twice
-    /// in a row, so one-off keys (ids) cost no allocation and evict nothing useful.
+/// A small direct-mapped cache keyed by short strings (pointer texts, tokens), so memory
+/// stays bounded. An entry is stored only when its key misses twice in a row in its
+/// slot, so one-off keys (ids) cost no allocation and evict nothing useful.
+struct SlotCache<V> {
+    slots: Vec<Option<(Box<str>, V)>>,
+    /// Hash of the last miss per slot.
     seen: Vec<u64>,
 }
 
-static TOKENS: GilCell<Option<TokenCache>> = GilCell::new(None);
+type CacheCell<V> = GilCell<Option<SlotCache<V>>>;
+
+enum Lookup<T> {
+    Hit(T),
+    /// `Some(slot)`: the caller should store the value it builds there.
+    Miss(Option<usize>),
+}
+
+/// Look `key` up; `read` turns a hit into the caller's form and must not call Python (the
+/// cell is borrowed meanwhile, see `GilCell`).
+fn cache_get<V, T>(cell: &CacheCell<V>, py: Python<'_>, n_slots: usize, key: &str, read: impl FnOnce(&V) -> T) -> Lookup<T> {
+    let mut h = FastHasher::default();
+    h.write(key.as_bytes());
+    let hash = h.finish();
+    let slot = (hash >> 7) as usize % n_slots;
+    cell.with(py, |cache| {
+        let cache = cache.get_or_insert_with(|| SlotCache { slots: (0..n_slots).map(|_| None).collect(), seen: vec![0; n_slots] });
+        if let Some((k, v)) = &cache.slots[slot] {
+            if **k == *key {
+                return Lookup::Hit(read(v));
+            }
+        }
+        let again = cache.seen[slot] == hash;
+        cache.seen[slot] = hash;
+        Lookup::Miss(again.then_some(slot))
+    })
+}
+
+fn cache_put<V>(cell: &CacheCell<V>, py: Python<'_>, slot: usize, key: &str, v: V) {
+    let old = cell.with(py, |cache| cache.as_mut().and_then(|c| c.slots[slot].replace((key.into(), v))));
+    drop(old); // the replaced entry is dropped after the borrow ends
+}
+
+/// Python strings for pointer tokens, reused across calls: creating and hashing
+/// a fresh `str` per token per call was the largest cost of small patches.
+const TOKEN_SLOTS: usize = 1024;
+const TOKEN_CACHE_MAX_LEN: usize = 64;
+
+static TOKENS: CacheCell<Py<PyString>> = GilCell::new(None);
 
 fn token<'py>(py: Python<'py>, s: &str) -> Bound<'py, PyString> {
     if s.len() > TOKEN_CACHE_MAX_LEN {
         return PyString::new(py, s);
     }
-    let mut h = FastHasher::default();
-    h.write(s.as_bytes());
-    let hash = h.finish();
-    let slot = (hash >> 7) as usize % TOKEN_SLOTS;
-    // The borrow ends before any call into Python (see `GilCell`).
-    let hit = TOKENS.with(py, |cache| {
-        let cache = cache.get_or_insert_with(|| TokenCache {
-            slots: (0..TOKEN_SLOTS).map(|_| None).collect(),
-            seen: vec![0; TOKEN_SLOTS],
-        });
-        if let Some((k, v)) = &cache.slots[slot] {
-            if **k == *s {
-                return Ok(v.clone_ref(py));
-            }
-        }
-        let again = cache.seen[slot] == hash;
-        cache.seen[slot] = hash;
-        Err(again)
-    });
-    let store = match hit {
-        Ok(v) => return v.into_bound(py),
-        Err(again) => again,
+    let store = match cache_get(&TOKENS, py, TOKEN_SLOTS, s, |v| v.bind(py).clone()) {
+        Lookup::Hit(v) => return v,
+        Lookup::Miss(store) => store,
     };
     // Not interned: on some CPython versions interned strings are immortal, and keys can
     // be unbounded (ids); the cached object keeps its hash after the first lookup anyway.
     let v = PyString::new(py, s);
-    if store {
-        // The replaced entry is dropped after the borrow ends.
-        let entry = (s.into(), v.clone().unbind());
-        let old = TOKENS.with(py, |cache| cache.as_mut().and_then(|c| c.slots[slot].replace(entry)));
-        drop(old);
+    if let Some(slot) = store {
+        cache_put(&TOKENS, py, slot, s, v.clone().unbind());
     }
     v
 }
@@ -232,15 +247,13 @@ impl<'py> std::ops::Deref for Toks<'py> {
 }
 
 /// Whole pointers already split, reused across calls (one hash and compare per pointer
-/// instead of one per token). Direct-mapped and bounded like the token table.
+/// instead of one per token): as Python key strings for `apply_patch`, as core pointers
+/// for `StateDocument`.
 const POINTER_SLOTS: usize = 512;
 const POINTER_CACHE_MAX_LEN: usize = 128;
 
-/// Entries, and per slot the hash of the last miss (stored on the second miss in a row,
-/// as for tokens).
-type PointerSlots = (Vec<Option<(Box<str>, Box<[Py<PyString>]>)>>, Vec<u64>);
-
-static POINTERS: GilCell<Option<PointerSlots>> = GilCell::new(None);
+static POINTERS: CacheCell<Box<[Py<PyString>]>> = GilCell::new(None);
+static CORE_POINTERS: CacheCell<core::Pointer> = GilCell::new(None);
 
 fn cached_toks<'py>(py: Python<'py>, toks: &[Py<PyString>]) -> Toks<'py> {
     let b = |i: usize| Tok(toks[i].bind(py).clone());
@@ -258,29 +271,11 @@ fn py_tokens<'py>(py: Python<'py>, pointer: &str) -> Result<Toks<'py>, PatchErro
     if pointer.is_empty() {
         return Ok(Toks::Empty);
     }
-    let mut slot = None;
+    let mut store = None;
     if pointer.len() <= POINTER_CACHE_MAX_LEN {
-        let mut h = FastHasher::default();
-        h.write(pointer.as_bytes());
-        let hash = h.finish();
-        let i = (hash >> 7) as usize % POINTER_SLOTS;
-        let hit = POINTERS.with(py, |cache| {
-            let (entries, seen) = cache.get_or_insert_with(|| {
-                ((0..POINTER_SLOTS).map(|_| None).collect(), vec![0; POINTER_SLOTS])
-            });
-            if let Some((k, toks)) = &entries[i] {
-                if **k == *pointer {
-                    return Some(cached_toks(py, toks));
-                }
-            }
-            if seen[i] == hash {
-                slot = Some(i);
-            }
-            seen[i] = hash;
-            None
-        });
-        if let Some(toks) = hit {
-            return Ok(toks);
+        match cache_get(&POINTERS, py, POINTER_SLOTS, pointer, |toks| cached_toks(py, toks)) {
+            Lookup::Hit(toks) => return Ok(toks),
+            Lookup::Miss(slot) => store = slot,
         }
     }
     let Some(rest) = pointer.strip_prefix('/') else {
@@ -290,13 +285,27 @@ fn py_tokens<'py>(py: Python<'py>, pointer: &str) -> Result<Toks<'py>, PatchErro
     for raw in rest.split('/') {
         out.push(Tok(if raw.contains('~') { token(py, &core::unescape(raw)?) } else { token(py, raw) }));
     }
-    if let Some(slot) = slot {
-        let entry = (pointer.into(), out.iter().map(|t| t.0.clone().unbind()).collect());
-        // The replaced entry is dropped after the borrow ends.
-        let old = POINTERS.with(py, |cache| cache.as_mut().and_then(|(entries, _)| entries[slot].replace(entry)));
-        drop(old);
+    if let Some(slot) = store {
+        cache_put(&POINTERS, py, slot, pointer, out.iter().map(|t| t.0.clone().unbind()).collect());
     }
     Ok(out)
+}
+
+/// A core pointer, parsed once per recurring path (the `StateDocument` conversion).
+fn core_pointer(py: Python<'_>, pointer: &str) -> Result<core::Pointer, PatchError> {
+    if pointer.len() > POINTER_CACHE_MAX_LEN {
+        return core::Pointer::parse(pointer);
+    }
+    match cache_get(&CORE_POINTERS, py, POINTER_SLOTS, pointer, core::Pointer::clone) {
+        Lookup::Hit(p) => Ok(p),
+        Lookup::Miss(store) => {
+            let p = core::Pointer::parse(pointer)?;
+            if let Some(slot) = store {
+                cache_put(&CORE_POINTERS, py, slot, pointer, p.clone());
+            }
+            Ok(p)
+        }
+    }
 }
 
 fn member<'py>(item: &Bound<'py, PyAny>, dict: Option<&Bound<'py, PyDict>>, name: &Bound<'py, PyString>) -> PyResult<Option<Bound<'py, PyAny>>> {
@@ -426,9 +435,13 @@ enum Container<'a, 'py> {
     Other,
 }
 
-fn container<'a, 'py>(v: &'a Bound<'py, PyAny>) -> Container<'a, 'py> {
+fn type_flags(v: &Bound<'_, PyAny>) -> std::os::raw::c_ulong {
     // SAFETY: `v` is a live object; its type pointer is valid while we hold the GIL.
-    let flags = unsafe { pyo3::ffi::PyType_GetFlags(pyo3::ffi::Py_TYPE(v.as_ptr())) };
+    unsafe { pyo3::ffi::PyType_GetFlags(pyo3::ffi::Py_TYPE(v.as_ptr())) }
+}
+
+fn container<'a, 'py>(v: &'a Bound<'py, PyAny>) -> Container<'a, 'py> {
+    let flags = type_flags(v);
     if flags & pyo3::ffi::Py_TPFLAGS_DICT_SUBCLASS != 0 {
         // SAFETY: the flag says it is a dict (or subclass).
         Container::Dict(unsafe { v.cast_unchecked::<PyDict>() })
@@ -932,13 +945,15 @@ fn utf8<'a>(s: &'a Bound<'_, PyString>) -> Result<Cow<'a, str>, PatchError> {
 /// are the JSON text rules of `core::parse_json`: nesting up to `max_depth`, integers up
 /// to `core::MAX_INT_DIGITS` digits, finite floats, valid Unicode, string keys.
 fn py_to_value(v: &Bound<'_, PyAny>, depth: usize, max_depth: usize) -> R<Value> {
-    if v.is_none() {
-        return Ok(Value::Null);
-    }
-    if let Ok(b) = v.cast::<PyBool>() {
-        return Ok(Value::Bool(b.is_true()));
-    }
-    if let Ok(i) = v.cast::<PyInt>() {
+    use pyo3::ffi::{Py_TPFLAGS_DICT_SUBCLASS, Py_TPFLAGS_LIST_SUBCLASS, Py_TPFLAGS_LONG_SUBCLASS, Py_TPFLAGS_TUPLE_SUBCLASS, Py_TPFLAGS_UNICODE_SUBCLASS};
+    // One type-flags read dispatches the common types (each `cast` is a call under abi3).
+    let flags = type_flags(v);
+    if flags & Py_TPFLAGS_LONG_SUBCLASS != 0 {
+        if v.is_instance_of::<PyBool>() {
+            return Ok(Value::Bool(v.is_truthy().map_err(py_fail)?));
+        }
+        // SAFETY: the flag says it is an int (or subclass).
+        let i = unsafe { v.cast_unchecked::<PyInt>() };
         if let Ok(x) = i.extract::<i64>() {
             return Ok(Value::Number(x.into()));
         }
@@ -952,37 +967,41 @@ fn py_to_value(v: &Bound<'_, PyAny>, depth: usize, max_depth: usize) -> R<Value>
         core::check_number(&n)?;
         return Ok(Value::Number(n));
     }
-    if let Ok(f) = v.cast::<PyFloat>() {
-        let x = f.value();
-        return Number::from_f64(x)
-            .map(Value::Number)
-            .ok_or_else(|| invalid(format!("{x} is not a JSON number")).into());
+    if flags & Py_TPFLAGS_UNICODE_SUBCLASS != 0 {
+        // SAFETY: the flag says it is a str (or subclass).
+        return Ok(Value::String(utf8(unsafe { v.cast_unchecked::<PyString>() })?.into_owned()));
     }
-    if let Ok(s) = v.cast::<PyString>() {
-        return Ok(Value::String(utf8(s)?.into_owned()));
-    }
-    let is_dict = v.is_instance_of::<PyDict>();
-    if is_dict || v.is_instance_of::<PyList>() || v.is_instance_of::<PyTuple>() {
+    let is_dict = flags & Py_TPFLAGS_DICT_SUBCLASS != 0;
+    if is_dict || flags & (Py_TPFLAGS_LIST_SUBCLASS | Py_TPFLAGS_TUPLE_SUBCLASS) != 0 {
         if depth >= max_depth {
             return Err(too_deep(max_depth).into());
         }
-    }
-    if let Ok(d) = v.cast::<PyDict>() {
-        let mut m = Map::with_capacity(d.len());
-        for (k, x) in d.iter() {
-            let Ok(k) = k.cast::<PyString>() else {
-                return Err(invalid(format!("object keys must be strings, not {}", py_type_name(&k))).into());
-            };
-            m.insert(utf8(k)?.into_owned(), py_to_value(&x, depth + 1, max_depth)?);
+        if is_dict {
+            // SAFETY: the flag says it is a dict (or subclass).
+            let d = unsafe { v.cast_unchecked::<PyDict>() };
+            let mut m = Map::with_capacity(d.len());
+            for (k, x) in d.iter() {
+                let Ok(k) = k.cast::<PyString>() else {
+                    return Err(invalid(format!("object keys must be strings, not {}", py_type_name(&k))).into());
+                };
+                m.insert(utf8(k)?.into_owned(), py_to_value(&x, depth + 1, max_depth)?);
+            }
+            return Ok(Value::Object(m));
         }
-        return Ok(Value::Object(m));
-    }
-    if v.is_instance_of::<PyList>() || v.is_instance_of::<PyTuple>() {
         let mut a = Vec::with_capacity(v.len().map_err(py_fail)?);
         for x in v.try_iter().map_err(py_fail)? {
             a.push(py_to_value(&x.map_err(py_fail)?, depth + 1, max_depth)?);
         }
         return Ok(Value::Array(a));
+    }
+    if v.is_none() {
+        return Ok(Value::Null);
+    }
+    if let Ok(f) = v.cast::<PyFloat>() {
+        let x = f.value();
+        return Number::from_f64(x)
+            .map(Value::Number)
+            .ok_or_else(|| invalid(format!("{x} is not a JSON number")).into());
     }
     Err(invalid(format!("{} is not a JSON value", py_type_name(v))).into())
 }
@@ -1023,24 +1042,33 @@ fn value_to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
 }
 
 fn core_patch(patch: &Bound<'_, PyAny>, max_depth: usize) -> R<Vec<Operation>> {
+    let py = patch.py();
     let items = patch_items(patch)?;
     let mut ops = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let raw = read_raw(i, item)?;
         let op = raw.op.to_cow().map_err(py_fail)?;
         let path = as_str(&raw.path, "path").map_err(|e| with_index(e, i, Some(&op), None))?;
+        let Some(kind) = raw.kind else {
+            return Err(with_index(invalid(format!("unknown op {op:?}")), i, Some(&op), Some(&path)).into());
+        };
+        let at = |e: PatchError| with_index(e, i, Some(&op), Some(&path));
+        let path_ptr = core_pointer(py, &path).map_err(at)?;
         let from = match &raw.from {
-            Some(f) => Some(as_str(f, "from").map_err(|e| with_index(e, i, Some(&op), Some(&path)))?),
+            Some(f) => Some(core_pointer(py, &as_str(f, "from").map_err(at)?).map_err(|mut e| {
+                e.reason = format!("from: {}", e.reason);
+                at(e)
+            })?),
             None => None,
         };
         let value = match &raw.value {
             Some(v) => Some(py_to_value(v, 0, max_depth).map_err(|f| match f {
-                Fail::Patch(e) => Fail::Patch(with_index(e, i, Some(&op), Some(&path))),
+                Fail::Patch(e) => Fail::Patch(at(e)),
                 other => other,
             })?),
             None => None,
         };
-        ops.push(Operation::build(i, &op, &path, from.as_deref(), value)?);
+        ops.push(Operation::from_parts(i, kind, path_ptr, from, value)?);
     }
     Ok(ops)
 }
@@ -1063,16 +1091,16 @@ fn pending<'a>(patch: &'a Bound<'_, PyAny>, max_depth: usize) -> R<Pending<'a>> 
     Ok(Pending::Ops(core_patch(patch, max_depth)?))
 }
 
-fn run_pending(doc: &mut Value, p: Pending<'_>, opts: &Options) -> Result<(), PatchError> {
+fn run_pending(r: &mut core::Replayer<'_>, p: Pending<'_>, max_depth: usize) -> Result<(), PatchError> {
     match p {
-        Pending::Ops(ops) => core::apply_patch_owned(doc, ops, opts),
+        Pending::Ops(ops) => r.apply_owned(ops),
         Pending::Json(text) => {
             // +2: the patch array and the operation object around each value.
-            let v = core::parse_json(text, opts.max_depth, 2).map_err(|mut e| {
+            let v = core::parse_json(text, max_depth, 2).map_err(|mut e| {
                 e.reason = format!("patch is {}", e.reason);
                 e
             })?;
-            core::apply_json_patch(doc, &v, opts)
+            r.apply_json(&v)
         }
     }
 }
@@ -1102,7 +1130,7 @@ impl StateDocument {
     fn apply(&mut self, py: Python<'_>, patch: &Bound<'_, PyAny>) -> PyResult<()> {
         let p = pending(patch, self.opts.max_depth).map_err(|f| raise(py, f))?;
         let (doc, opts) = (&mut self.doc, &self.opts);
-        py.detach(|| run_pending(doc, p, opts)).map_err(|e| to_py_err(py, &e))
+        py.detach(|| run_pending(&mut core::Replayer::new(doc, opts), p, opts.max_depth)).map_err(|e| to_py_err(py, &e))
     }
 
     /// Apply patches in order, each atomically. Stops at the first failing one and raises
@@ -1112,40 +1140,43 @@ impl StateDocument {
     #[pyo3(signature = (patches, *, skip_errors = false))]
     fn apply_many(&mut self, py: Python<'_>, patches: &Bound<'_, PyAny>, skip_errors: bool) -> PyResult<usize> {
         let items = patch_items(patches).map_err(|f| raise(py, f))?;
-        let mut converted = Vec::with_capacity(items.len());
-        for p in items.iter() {
-            match pending(p, self.opts.max_depth) {
-                Ok(ops) => converted.push(Ok(ops)),
-                Err(Fail::Patch(e)) => {
-                    converted.push(Err(e));
-                    if !skip_errors {
-                        break;
+        let max_depth = self.opts.max_depth;
+        let mut applied = 0usize;
+        // Converted and applied in chunks: a chunk's operations stay in cache and reuse
+        // the same memory, and the GIL is released once per chunk.
+        for (c, chunk) in items.chunks(APPLY_CHUNK).enumerate() {
+            let mut converted = Vec::with_capacity(chunk.len());
+            for p in chunk {
+                match pending(p, max_depth) {
+                    Ok(ops) => converted.push(Ok(ops)),
+                    Err(Fail::Patch(e)) => {
+                        converted.push(Err(e));
+                        if !skip_errors {
+                            break;
+                        }
+                    }
+                    Err(Fail::Doc(e)) => return Err(e),
+                }
+            }
+            let (doc, opts) = (&mut self.doc, &self.opts);
+            let failure = py.detach(|| {
+                let mut replayer = core::Replayer::new(doc, opts);
+                for (n, ops) in converted.into_iter().enumerate() {
+                    let res = ops.and_then(|p| run_pending(&mut replayer, p, max_depth));
+                    match res {
+                        Ok(()) => applied += 1,
+                        Err(e) if !skip_errors => return Some((c * APPLY_CHUNK + n, e)),
+                        Err(_) => {}
                     }
                 }
-                Err(Fail::Doc(e)) => return Err(e),
+                None
+            });
+            if let Some((n, mut e)) = failure {
+                e.reason = format!("{} (in patch {n})", e.reason);
+                let err = to_py_err(py, &e);
+                let _ = err.value(py).setattr("patch_index", n);
+                return Err(err);
             }
-        }
-        let (doc, opts) = (&mut self.doc, &self.opts);
-        let (applied, failure) = py.detach(|| {
-            let mut applied = 0usize;
-            for (n, ops) in converted.into_iter().enumerate() {
-                let res = match ops {
-                    Ok(p) => run_pending(doc, p, opts),
-                    Err(e) => Err(e),
-                };
-                match res {
-                    Ok(()) => applied += 1,
-                    Err(e) if !skip_errors => return (applied, Some((n, e))),
-                    Err(_) => {}
-                }
-            }
-            (applied, None)
-        });
-        if let Some((n, mut e)) = failure {
-            e.reason = format!("{} (in patch {n})", e.reason);
-            let err = to_py_err(py, &e);
-            let _ = err.value(py).setattr("patch_index", n);
-            return Err(err);
         }
         Ok(applied)
     }

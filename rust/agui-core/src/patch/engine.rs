@@ -573,13 +573,20 @@ pub fn is_proper_prefix<T: Token>(from: &[T], path: &[T]) -> bool {
 
 /// Apply all of `ops` atomically (the document is unchanged on error).
 pub fn apply_all<D: Document>(doc: &mut D, ops: &[D::Op], opts: Options) -> R<(), D::Error> {
-    let mut p = Patcher::new(opts);
-    let n = ops.len();
-    for i in 0..n {
-        if let Err(e) = p.apply(doc, ops, i, i, i + 1 == n) {
-            p.rollback(doc, ops);
-            return Err(e);
+    Patcher::new(opts).run(doc, ops)
+}
+
+impl<D: Document> Patcher<D> {
+    /// Apply all of `ops` atomically; the patcher (and its log's buffer) can be reused.
+    pub fn run(&mut self, doc: &mut D, ops: &[D::Op]) -> R<(), D::Error> {
+        let n = ops.len();
+        for i in 0..n {
+            if let Err(e) = self.apply(doc, ops, i, i, i + 1 == n) {
+                self.rollback(doc, ops);
+                return Err(e);
+            }
         }
+        self.log.clear();
+        Ok(())
     }
-    Ok(())
 }

@@ -48,6 +48,7 @@ mod value;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::fmt;
+use std::sync::Arc;
 
 use crate::limits::DEFAULT_MAX_DEPTH;
 pub use value::number_eq;
@@ -306,47 +307,59 @@ impl OpKind {
     }
 }
 
+/// A parsed pointer: its text and its unescaped tokens, both shared, so that an
+/// operation built from a cached pointer allocates nothing for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pointer {
+    pub text: Arc<str>,
+    pub tokens: Arc<[String]>,
+}
+
+impl Pointer {
+    pub fn parse(text: &str) -> Result<Pointer, PatchError> {
+        Ok(Pointer { tokens: parse_pointer(text)?.into(), text: text.into() })
+    }
+}
+
 /// One validated operation: pointers already split, members checked.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Operation {
     pub kind: OpKind,
-    pub path: String,
-    pub path_tokens: Vec<String>,
-    pub from: Option<String>,
-    pub from_tokens: Vec<String>,
+    pub path: Pointer,
+    /// `move`/`copy` only.
+    pub from: Option<Pointer>,
+    /// `add`/`replace`/`test` only (`null` otherwise).
     pub value: Value,
 }
 
 impl Operation {
     /// Build an operation from its members; `index` is only used for error reporting.
-    pub fn build(
-        index: usize,
-        op: &str,
-        path: &str,
-        from: Option<&str>,
-        value: Option<Value>,
-    ) -> Result<Operation, PatchError> {
-        let kind = OpKind::parse(op)
-            .ok_or_else(|| invalid(format!("unknown op {op:?}")).at(index, op, path))?;
-        let path_tokens = parse_pointer(path).map_err(|e| e.at(index, op, path))?;
-        let (from, from_tokens) = if kind.needs_from() {
-            let Some(f) = from else {
-                return Err(invalid("missing member 'from'").at(index, op, path));
-            };
-            let toks = parse_pointer(f).map_err(|mut e| {
+    pub fn build(index: usize, op: &str, path: &str, from: Option<&str>, value: Option<Value>) -> Result<Operation, PatchError> {
+        let kind = OpKind::parse(op).ok_or_else(|| invalid(format!("unknown op {op:?}")).at(index, op, path))?;
+        let path_ptr = Pointer::parse(path).map_err(|e| e.at(index, op, path))?;
+        let from = match from {
+            Some(f) if kind.needs_from() => Some(Pointer::parse(f).map_err(|mut e| {
                 e.reason = format!("from: {}", e.reason);
                 e.at(index, op, path)
-            })?;
-            (Some(f.to_string()), toks)
-        } else {
-            (None, Vec::new())
+            })?),
+            _ => None,
         };
+        Operation::from_parts(index, kind, path_ptr, from, value)
+    }
+
+    /// Build an operation from parsed members (checks that `from`/`value` are there when
+    /// the operation needs them).
+    pub fn from_parts(index: usize, kind: OpKind, path: Pointer, from: Option<Pointer>, value: Option<Value>) -> Result<Operation, PatchError> {
+        let at = |e: PatchError| e.at(index, kind.name(), &path.text);
+        if kind.needs_from() && from.is_none() {
+            return Err(at(invalid("missing member 'from'")));
+        }
         let value = match (kind.needs_value(), value) {
-            (true, None) => return Err(invalid("missing member 'value'").at(index, op, path)),
+            (true, None) => return Err(at(invalid("missing member 'value'"))),
             (true, Some(v)) => v,
             (false, _) => Value::Null,
         };
-        Ok(Operation { kind, path: path.to_string(), path_tokens, from, from_tokens, value })
+        Ok(Operation { kind, path, from: if kind.needs_from() { from } else { None }, value })
     }
 }
 
@@ -410,30 +423,57 @@ pub fn parse_patch(patch: &Value) -> Result<Vec<Operation>, PatchError> {
 // The `serde_json::Value` entry points
 // ---------------------------------------------------------------------------------------
 
-fn run(doc: &mut Value, ops: &[Operation], values: Option<Vec<Value>>, opts: &Options) -> Result<(), PatchError> {
-    let mut d = value::ValueDoc { root: doc, values };
-    engine::apply_all(&mut d, ops, *opts).map_err(|f| match f {
+fn no_doc_error(f: engine::Fail<std::convert::Infallible>) -> PatchError {
+    match f {
         engine::Fail::Patch(e) => e,
         engine::Fail::Doc(never) => match never {},
-    })
+    }
 }
 
 /// Apply a patch in place, atomically: on error `doc` is exactly as before. Values are
 /// cloned out of `ops` (see [`apply_patch_owned`] to move them).
 pub fn apply_patch(doc: &mut Value, ops: &[Operation], opts: &Options) -> Result<(), PatchError> {
-    run(doc, ops, None, opts)
+    let mut d = value::ValueDoc { root: doc, values: None };
+    engine::apply_all(&mut d, ops, *opts).map_err(no_doc_error)
 }
 
 /// [`apply_patch`], moving the `add`/`replace` values out of `ops` instead of cloning.
-pub fn apply_patch_owned(doc: &mut Value, mut ops: Vec<Operation>, opts: &Options) -> Result<(), PatchError> {
-    let values = ops
-        .iter_mut()
-        .map(|o| match o.kind {
+pub fn apply_patch_owned(doc: &mut Value, ops: Vec<Operation>, opts: &Options) -> Result<(), PatchError> {
+    Replayer::new(doc, opts).apply_owned(ops)
+}
+
+/// Applies many patches to one document in turn (replaying a log), each atomically,
+/// reusing its buffers between patches.
+pub struct Replayer<'d> {
+    doc: value::ValueDoc<'d>,
+    patcher: engine::Patcher<value::ValueDoc<'d>>,
+}
+
+impl<'d> Replayer<'d> {
+    pub fn new(doc: &'d mut Value, opts: &Options) -> Self {
+        Replayer { doc: value::ValueDoc { root: doc, values: Some(Vec::new()) }, patcher: engine::Patcher::new(*opts) }
+    }
+
+    /// Apply one patch, moving the `add`/`replace` values out of `ops`.
+    pub fn apply_owned(&mut self, mut ops: Vec<Operation>) -> Result<(), PatchError> {
+        let values = self.doc.values.get_or_insert_with(Vec::new);
+        values.clear();
+        values.extend(ops.iter_mut().map(|o| match o.kind {
             OpKind::Add | OpKind::Replace => std::mem::take(&mut o.value),
             _ => Value::Null,
-        })
-        .collect();
-    run(doc, &ops, Some(values), opts)
+        }));
+        self.patcher.run(&mut self.doc, &ops).map_err(no_doc_error)
+    }
+
+    /// Parse and apply one patch given as JSON.
+    pub fn apply_json(&mut self, patch: &Value) -> Result<(), PatchError> {
+        self.apply_owned(parse_patch(patch)?)
+    }
+
+    /// The document.
+    pub fn doc(&self) -> &Value {
+        self.doc.root
+    }
 }
 
 /// Parse and apply a patch given as JSON.

@@ -55,6 +55,15 @@ impl<'a> Node for &'a Value {
     }
     fn members_in(&self, other: &Self, eq: &mut dyn FnMut(&Self, &Self) -> R<bool, Infallible>) -> R<bool, Infallible> {
         let (Value::Object(x), Value::Object(y)) = (self, other) else { return Ok(false) };
+        if std::ptr::eq(x, y) {
+            // The same object (a walk over its members, e.g. `deeper_than`): no lookups.
+            for v in x.values() {
+                if !eq(&v, &v)? {
+                    return Ok(false);
+                }
+            }
+            return Ok(true);
+        }
         for (k, v) in x {
             match y.get(k) {
                 Some(w) if eq(&v, &w)? => {}
@@ -131,13 +140,13 @@ impl PatchOp for Operation {
         self.kind
     }
     fn path(&self) -> &[String] {
-        &self.path_tokens
+        &self.path.tokens
     }
     fn from(&self) -> &[String] {
-        &self.from_tokens
+        self.from.as_ref().map_or(&[], |p| &p.tokens)
     }
     fn path_text(&self) -> Cow<'_, str> {
-        Cow::Borrowed(&self.path)
+        Cow::Borrowed(&self.path.text)
     }
 }
 
@@ -197,7 +206,7 @@ impl<'d> Document for ValueDoc<'d> {
     }
     fn reopen<'a>(&'a mut self, at: &At, ops: &[Operation], opts: &Options) -> Option<(&'a mut Value, String)> {
         let op = ops.get(at.op)?;
-        let tokens = if at.from { &op.from_tokens } else { &op.path_tokens };
+        let tokens = if at.from { op.from() } else { op.path() };
         let (last, parent) = tokens.split_last()?;
         resolve_mut(self.root, parent, opts.dialect).ok().map(|c| (c, last.clone()))
     }
