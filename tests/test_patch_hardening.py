@@ -112,18 +112,19 @@ def _removes_then_fail(n_keys: int, n_removes: int) -> float:
     keys = list(doc)
     patch = [{"op": "remove", "path": f"/k{i * 3}"} for i in range(n_removes)]
     patch.append({"op": "test", "path": "/k1", "value": "no"})
-    t = time.perf_counter()
+    t = time.process_time()  # CPU time: the machine may be shared
     with pytest.raises(JsonPatchTestFailed):
         apply_patch(doc, patch, in_place=True)
-    dt = time.perf_counter() - t
+    dt = time.process_time() - t
     assert list(doc) == keys and all(doc[k] == i for i, k in enumerate(keys))  # order restored
     return dt
 
 
 def test_in_place_removes_and_rollback_are_linear():
-    small = min(_removes_then_fail(2_000, 500) for _ in range(5))
-    large = min(_removes_then_fail(20_000, 5_000) for _ in range(3))
-    assert large <= 15 * small + 0.005, (small, large)
+    # (It was quadratic: 5,000 removes and a failing test on 20,000 keys took ~10 s.)
+    small = min(_removes_then_fail(2_000, 500) for _ in range(9))
+    large = min(_removes_then_fail(20_000, 5_000) for _ in range(5))
+    assert large <= 15 * small + 0.001, (small, large)
 
 
 def test_rollback_restores_order_with_adds_removes_and_moves():

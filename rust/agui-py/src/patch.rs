@@ -1042,10 +1042,20 @@ fn value_to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
 }
 
 fn core_patch(patch: &Bound<'_, PyAny>, max_depth: usize) -> R<Vec<Operation>> {
-    let py = patch.py();
-    let items = patch_items(patch)?;
-    let mut ops = Vec::with_capacity(items.len());
-    for (i, item) in items.iter().enumerate() {
+    match patch.cast::<PyList>() {
+        Ok(list) => core_ops(list.iter(), list.len(), max_depth), // no intermediate vector
+        Err(_) => {
+            let items = patch_items(patch)?;
+            core_ops(items.iter().cloned(), items.len(), max_depth)
+        }
+    }
+}
+
+fn core_ops<'py>(items: impl Iterator<Item = Bound<'py, PyAny>>, n: usize, max_depth: usize) -> R<Vec<Operation>> {
+    let mut ops = Vec::with_capacity(n);
+    for (i, item) in items.enumerate() {
+        let item = &item;
+        let py = item.py();
         let raw = read_raw(i, item)?;
         let op = raw.op.to_cow().map_err(py_fail)?;
         let path = as_str(&raw.path, "path").map_err(|e| with_index(e, i, Some(&op), None))?;
@@ -1105,6 +1115,39 @@ fn run_pending(r: &mut core::Replayer<'_>, p: Pending<'_>, max_depth: usize) -> 
     }
 }
 
+/// A chunk of converted patches (a conversion error stands in for its patch).
+type Converted<'a> = Vec<Result<Pending<'a>, PatchError>>;
+
+/// Convert patches; `true` when a patch failed to convert and no more should be read.
+fn convert_chunk<'a>(chunk: &'a [Bound<'_, PyAny>], opts: &Options, skip_errors: bool) -> PyResult<(Converted<'a>, bool)> {
+    let mut converted = Vec::with_capacity(chunk.len());
+    for p in chunk {
+        match pending(p, opts.max_depth) {
+            Ok(ops) => converted.push(Ok(ops)),
+            Err(Fail::Patch(e)) => {
+                converted.push(Err(e));
+                if !skip_errors {
+                    return Ok((converted, true));
+                }
+            }
+            Err(Fail::Doc(e)) => return Err(e),
+        }
+    }
+    Ok((converted, false))
+}
+
+/// Apply converted patches numbered from `base`; the failing one (unless skipped).
+fn apply_chunk(r: &mut core::Replayer<'_>, converted: Converted<'_>, base: usize, applied: &mut usize, skip_errors: bool, opts: &Options) -> Option<(usize, PatchError)> {
+    for (n, p) in converted.into_iter().enumerate() {
+        match p.and_then(|p| run_pending(r, p, opts.max_depth)) {
+            Ok(()) => *applied += 1,
+            Err(e) if !skip_errors => return Some((base + n, e)),
+            Err(_) => {}
+        }
+    }
+    None
+}
+
 /// A JSON document held in Rust: replays many patches without converting back to Python,
 /// materializing the Python object only when asked.
 #[pyclass(module = "agui_fast._native", name = "StateDocument")]
@@ -1140,42 +1183,23 @@ impl StateDocument {
     #[pyo3(signature = (patches, *, skip_errors = false))]
     fn apply_many(&mut self, py: Python<'_>, patches: &Bound<'_, PyAny>, skip_errors: bool) -> PyResult<usize> {
         let items = patch_items(patches).map_err(|f| raise(py, f))?;
-        let max_depth = self.opts.max_depth;
-        let mut applied = 0usize;
-        // Converted and applied in chunks: a chunk's operations stay in cache and reuse
-        // the same memory, and the GIL is released once per chunk.
+        let opts = self.opts;
+        let mut replayer = core::Replayer::new(&mut self.doc, &opts);
+        let mut applied = 0;
+        // Converted and applied in chunks: a chunk's operations stay in cache and reuse the
+        // same memory, and the GIL is released once per chunk. (Converting on this thread
+        // while another applies was slower on a loaded 2-core machine.)
         for (c, chunk) in items.chunks(APPLY_CHUNK).enumerate() {
-            let mut converted = Vec::with_capacity(chunk.len());
-            for p in chunk {
-                match pending(p, max_depth) {
-                    Ok(ops) => converted.push(Ok(ops)),
-                    Err(Fail::Patch(e)) => {
-                        converted.push(Err(e));
-                        if !skip_errors {
-                            break;
-                        }
-                    }
-                    Err(Fail::Doc(e)) => return Err(e),
-                }
-            }
-            let (doc, opts) = (&mut self.doc, &self.opts);
-            let failure = py.detach(|| {
-                let mut replayer = core::Replayer::new(doc, opts);
-                for (n, ops) in converted.into_iter().enumerate() {
-                    let res = ops.and_then(|p| run_pending(&mut replayer, p, max_depth));
-                    match res {
-                        Ok(()) => applied += 1,
-                        Err(e) if !skip_errors => return Some((c * APPLY_CHUNK + n, e)),
-                        Err(_) => {}
-                    }
-                }
-                None
-            });
+            let (converted, stop) = convert_chunk(chunk, &opts, skip_errors)?;
+            let failure = py.detach(|| apply_chunk(&mut replayer, converted, c * APPLY_CHUNK, &mut applied, skip_errors, &opts));
             if let Some((n, mut e)) = failure {
                 e.reason = format!("{} (in patch {n})", e.reason);
                 let err = to_py_err(py, &e);
                 let _ = err.value(py).setattr("patch_index", n);
                 return Err(err);
+            }
+            if stop {
+                break;
             }
         }
         Ok(applied)
