@@ -723,5 +723,118 @@ mod tests {
             }
         }
     }
-}
 
+    fn fjp() -> Options {
+        Options { dialect: Dialect::FastJsonPatch, ..Options::default() }
+    }
+
+    /// Every recorded fast-json-patch 3.1.1 result, reproduced in its dialect: the same
+    /// result (as JSON), the same failing patches and operation indices, atomicity.
+    fn check_fjp_file(file: &str) -> usize {
+        let text = std::fs::read_to_string(vectors_dir().join(file)).unwrap();
+        let mut n = 0;
+        for (line_no, line) in text.lines().filter(|l| !l.trim().is_empty()).enumerate() {
+            let case: Value = serde_json::from_str(line).unwrap();
+            let name = format!("{file}:{line_no} {}", case.get("name").or(case.get("comment")).unwrap_or(&Value::Null));
+            let mut doc = case["doc"].clone();
+            let res = apply_json_patch(&mut doc, &case["patch"], &fjp());
+            if case["fjp_error"].is_null() {
+                assert!(res.is_ok(), "{name}: {res:?}");
+                assert!(json_eq(&doc, &case["fjp_result"]), "{name}: got {doc} want {}", case["fjp_result"]);
+            } else {
+                let e = res.expect_err(&name);
+                assert_eq!(doc, case["doc"], "{name}: not atomic");
+                if let Some(i) = case["fjp_error_index"].as_u64() {
+                    assert_eq!(e.index, Some(i as usize), "{name}: {e}");
+                }
+            }
+            n += 1;
+        }
+        n
+    }
+
+    #[test]
+    fn fast_json_patch_dialect_matches_recorded_results() {
+        assert_eq!(check_fjp_file("fast-json-patch.jsonl"), 112);
+        assert_eq!(check_fjp_file("state_deltas.jsonl"), 200);
+    }
+
+    #[test]
+    fn fast_json_patch_dialect_details() {
+        let mut doc = json!({"l": [1, 2, 3], "n": 9007199254740993u64});
+        apply_json_patch(&mut doc, &json!([{"op": "replace", "path": "/l/01", "value": 9}]), &fjp()).unwrap();
+        assert_eq!(doc["l"], json!([1, 9, 3]));
+        // numbers compare as doubles: 2**53 + 1 equals 2.0**53 in JavaScript
+        apply_json_patch(&mut doc, &json!([{"op": "test", "path": "/n", "value": 9007199254740992.0}]), &fjp()).unwrap();
+        assert!(apply_json_patch(&mut doc, &json!([{"op": "test", "path": "/n", "value": 9007199254740992.0}]), &Options::default()).is_err());
+        apply_json_patch(&mut doc, &json!([{"op": "_get", "path": "/l/0"}]), &fjp()).unwrap();
+        assert!(apply_json_patch(&mut doc, &json!([{"op": "_get", "path": "/nope"}]), &fjp()).is_err());
+        assert!(apply_json_patch(&mut doc, &json!([{"op": "_get", "path": "/l"}]), &Options::default()).is_err());
+        let e = apply_json_patch(&mut doc, &json!([{"op": "add", "path": "/__proto__/x", "value": 1}]), &fjp()).unwrap_err();
+        assert!(e.reason.contains("banned"), "{e}");
+        apply_json_patch(&mut doc, &json!([{"op": "add", "path": "/__proto__", "value": 1}]), &Options::default()).unwrap();
+        let mut doc = json!({"a": 1});
+        apply_json_patch(&mut doc, &json!([{"op": "remove", "path": ""}]), &fjp()).unwrap();
+        assert_eq!(doc, Value::Null);
+    }
+
+    #[test]
+    fn exact_number_equality() {
+        let n = |s: &str| -> Value { serde_json::from_str(s).unwrap() };
+        assert!(json_eq(&n("1"), &n("1.0")));
+        assert!(!json_eq(&n("9007199254740993"), &n("9007199254740992.0")));
+        assert!(json_eq(&n("9007199254740992"), &n("9007199254740992.0")));
+        assert!(!json_eq(&n("1000000000000000000000000000000"), &n("1e30")));
+        assert!(json_eq(&n("1000000000000000019884624838656"), &n("1e30")));
+        assert!(json_eq(&n("0"), &n("-0.0")));
+        assert!(json_eq(&n("-0"), &n("0")));
+        assert!(!json_eq(&n("1.5"), &n("1")));
+    }
+
+    #[test]
+    fn depth_limit() {
+        let nested = |d: usize| -> Value { parse_json(("[".repeat(d) + &"]".repeat(d)).as_bytes(), d, 0).unwrap() };
+        let deep_text = |d: usize| format!("[{{\"op\": \"add\", \"path\": \"/x\", \"value\": {}{}}}]", "[".repeat(d), "]".repeat(d));
+        let mut doc = json!({});
+        let ok = parse_json(deep_text(511).as_bytes(), 512, 2).unwrap();
+        apply_json_patch(&mut doc, &ok, &Options::default()).unwrap();
+        let too_deep = parse_json(deep_text(512).as_bytes(), 512, 2).unwrap();
+        let e = apply_json_patch(&mut doc, &too_deep, &Options::default()).unwrap_err();
+        assert!(e.reason.contains("deeper than 512"), "{e}");
+        assert!(parse_json(deep_text(513).as_bytes(), 512, 2).is_err());
+        assert!(parse_json("[".repeat(1_000_000).as_bytes(), 512, 2).is_err());
+        // copying the root into its deepest node is refused once it would pass the limit
+        let mut doc = json!({"a": {}});
+        let mut deepest = vec!["a".to_string()];
+        let mut refused = false;
+        for _ in 0..20 {
+            let mut path = deepest.clone();
+            path.push("a".into());
+            let patch = json!([{"op": "copy", "from": "", "path": format_pointer(&path)}]);
+            if apply_json_patch(&mut doc, &patch, &Options::default()).is_err() {
+                refused = true;
+                break;
+            }
+            deepest = [path, deepest].concat();
+        }
+        assert!(refused);
+        drop(doc);
+        // a moved value that would end too deep is given back
+        let mut doc = json!({"a": nested(511), "b": {"c": {}}});
+        let before = doc.clone();
+        assert!(apply_json_patch(&mut doc, &json!([{"op": "move", "from": "/a", "path": "/b/c/a"}]), &Options::default()).is_err());
+        assert_eq!(doc, before);
+        let opts = Options { max_depth: 3, ..Options::default() };
+        assert!(apply_json_patch(&mut json!({}), &json!([{"op": "add", "path": "/a", "value": [[[]]]}]), &opts).is_err());
+        apply_json_patch(&mut json!({}), &json!([{"op": "add", "path": "/a", "value": [[]]}]), &opts).unwrap();
+    }
+
+    #[test]
+    fn numbers_from_text() {
+        assert!(parse_json(b"1e400", 512, 0).is_err());
+        assert!(parse_json(b"-1e400", 512, 0).is_err());
+        assert!(parse_json("9".repeat(MAX_INT_DIGITS + 1).as_bytes(), 512, 0).is_err());
+        assert!(parse_json("9".repeat(MAX_INT_DIGITS).as_bytes(), 512, 0).is_ok());
+        assert!(parse_json(b"1.5e300", 512, 0).is_ok());
+    }
+}
