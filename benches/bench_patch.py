@@ -17,7 +17,7 @@ import jsonpatch
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _patch_data import APPEND_BIG_LIST, ONE_OP, THREE_OPS, make_state  # noqa: E402
+from _patch_data import APPEND_BIG_LIST, DELTAS_10K, ONE_OP, THREE_OPS, make_state  # noqa: E402
 
 from agui_fast.patch import StateDocument, apply_patch  # noqa: E402
 
@@ -164,6 +164,28 @@ def test_replay_text_jsonpatch_in_place(benchmark):
         doc = copy.deepcopy(STATE_70K)
         for p in REPLAY_TEXT:
             doc = jsonpatch.apply_patch(doc, json.loads(p), in_place=True)
+        return doc
+
+    benchmark(run)
+
+
+# The user's whole path for a long replay: construct, apply every delta, materialize.
+@pytest.mark.benchmark(group="replay 10,000 deltas (70 KB state)")
+def test_replay_10k_state_document_apply_many(benchmark):
+    def run():
+        sd = StateDocument(STATE_70K)
+        sd.apply_many(DELTAS_10K)
+        return sd.to_python()
+
+    benchmark(run)
+
+
+@pytest.mark.benchmark(group="replay 10,000 deltas (70 KB state)")
+def test_replay_10k_apply_patch_in_place_loop(benchmark):
+    def run():
+        doc = copy.deepcopy(STATE_70K)
+        for p in DELTAS_10K:
+            doc = apply_patch(doc, p, in_place=True)
         return doc
 
     benchmark(run)
