@@ -3,33 +3,17 @@
 //! document byte-for-byte unchanged (member order included); the document never nests
 //! deeper than the limit; moving the operations' values and cloning them agree.
 #![no_main]
-use agui_core::patch::{apply_patch, apply_patch_owned, parse_json, parse_patch, Dialect, Options};
+use agui_core::patch::{apply_patch, apply_patch_owned, parse_patch, Dialect, Options};
 use libfuzzer_sys::fuzz_target;
-use serde_json::Value;
 
-const MAX_DEPTH: usize = 64;
-
-fn depth(v: &Value) -> usize {
-    match v {
-        Value::Array(a) => 1 + a.iter().map(depth).max().unwrap_or(0),
-        Value::Object(m) => 1 + m.values().map(depth).max().unwrap_or(0),
-        _ => 0,
-    }
-}
+#[path = "common.rs"]
+mod common;
+use common::{depth, doc_and_patch, MAX_DEPTH};
 
 fuzz_target!(|data: &[u8]| {
     let dialect = if data.first() == Some(&b' ') { Dialect::FastJsonPatch } else { Dialect::Rfc6902 };
     let opts = Options { dialect, max_depth: MAX_DEPTH };
-    let Ok(input) = parse_json(data, MAX_DEPTH, 3) else { return };
-    let Value::Array(mut parts) = input else { return };
-    if parts.len() != 2 {
-        return;
-    }
-    let patch = parts.pop().unwrap();
-    let doc = parts.pop().unwrap();
-    if depth(&doc) > MAX_DEPTH {
-        return;
-    }
+    let Some((doc, patch)) = doc_and_patch(data) else { return };
     let before = serde_json::to_string(&doc).unwrap();
     let Ok(ops) = parse_patch(&patch) else { return };
 

@@ -3,19 +3,13 @@
 //! every operation succeeded). Input `[doc, patch]` as JSON text. Both must agree on the
 //! result (byte for byte, member order included) or on the index of the failing operation.
 #![no_main]
-use agui_core::patch::{apply_json_patch, json_eq, parse_json, parse_patch, OpKind, Operation, Options};
+use agui_core::patch::{apply_json_patch, json_eq, parse_patch, OpKind, Operation, Options};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 
-const MAX_DEPTH: usize = 64;
-
-fn depth(v: &Value) -> usize {
-    match v {
-        Value::Array(a) => 1 + a.iter().map(depth).max().unwrap_or(0),
-        Value::Object(m) => 1 + m.values().map(depth).max().unwrap_or(0),
-        _ => 0,
-    }
-}
+#[path = "common.rs"]
+mod common;
+use common::{depth, doc_and_patch, MAX_DEPTH};
 
 fn index(t: &str) -> Option<usize> {
     let ok = t == "0" || (!t.is_empty() && !t.starts_with('0') && t.bytes().all(|b| b.is_ascii_digit()));
@@ -114,15 +108,7 @@ fn model(doc: &Value, ops: &[Operation]) -> Result<Value, usize> {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(Value::Array(mut parts)) = parse_json(data, MAX_DEPTH, 3) else { return };
-    if parts.len() != 2 {
-        return;
-    }
-    let patch = parts.pop().unwrap();
-    let doc = parts.pop().unwrap();
-    if depth(&doc) > MAX_DEPTH {
-        return;
-    }
+    let Some((doc, patch)) = doc_and_patch(data) else { return };
     let Ok(ops) = parse_patch(&patch) else { return };
     if ops.iter().any(|o| o.kind == OpKind::Test && depth(&o.value) > MAX_DEPTH) {
         return;

@@ -298,6 +298,11 @@ fn banned(tokens: &[impl Token]) -> bool {
     })
 }
 
+/// Stepping into a scalar (`last` is the token that cannot be resolved in it).
+fn scalar_err<C: Cursor, T: Token>(last: &T, c: &C) -> Fail<C::Error> {
+    ptr_err(scalar_step_reason(&last.text(), &c.type_name())).into()
+}
+
 fn from_err<E>(f: Fail<E>) -> Fail<E> {
     f.map_patch(|mut e| {
         e.reason = format!("from: {}", e.reason);
@@ -329,6 +334,11 @@ impl<D: Document> Patcher<D> {
         })
     }
 
+    fn set_root(&mut self, doc: &mut D, v: D::Value) {
+        let old = doc.set_root(v);
+        self.push(|| Undo::Root(old));
+    }
+
     fn push(&mut self, make: impl FnOnce() -> Undo<D::Anchor, D::Value>) {
         if self.on {
             self.log.push(make());
@@ -355,8 +365,7 @@ impl<D: Document> Patcher<D> {
             OpKind::Remove => {
                 if path.is_empty() && opts.dialect == Dialect::FastJsonPatch {
                     let null = doc.null(); // fast-json-patch: the document becomes null
-                    let old = doc.set_root(null);
-                    self.push(|| Undo::Root(old));
+                    self.set_root(doc, null);
                     return Ok(());
                 }
                 let v = self.remove(doc, path, at)?;
@@ -408,8 +417,7 @@ impl<D: Document> Patcher<D> {
     fn add(&mut self, doc: &mut D, path: &[D::Token], at: At, slot: &mut Option<D::Value>) -> R<(), D::Error> {
         let Some((last, parent)) = path.split_last() else {
             if let Some(v) = slot.take() {
-                let old = doc.set_root(v);
-                self.push(|| Undo::Root(old));
+                self.set_root(doc, v);
             }
             return Ok(());
         };
@@ -432,7 +440,7 @@ impl<D: Document> Patcher<D> {
                 c.arr_insert(i, v)?;
                 Undo::ArrAdded(c.anchor(at, last), i)
             }
-            Shape::Scalar => return Err(ptr_err(scalar_step_reason(&last.text(), &c.type_name())).into()),
+            Shape::Scalar => return Err(scalar_err(last, &c)),
         };
         drop(c);
         self.push(|| entry);
@@ -458,7 +466,7 @@ impl<D: Document> Patcher<D> {
                 let v = c.arr_remove(i)?;
                 (v, on.then(|| Undo::ArrRemoved(c.anchor(at, last), i, None)))
             }
-            Shape::Scalar => return Err(ptr_err(scalar_step_reason(&last.text(), &c.type_name())).into()),
+            Shape::Scalar => return Err(scalar_err(last, &c)),
         };
         drop(c);
         if let Some(entry) = entry {
@@ -480,8 +488,7 @@ impl<D: Document> Patcher<D> {
 
     fn replace(&mut self, doc: &mut D, path: &[D::Token], at: At, v: D::Value) -> R<(), D::Error> {
         let Some((last, parent)) = path.split_last() else {
-            let old = doc.set_root(v);
-            self.push(|| Undo::Root(old));
+            self.set_root(doc, v);
             return Ok(());
         };
         let dialect = self.opts.dialect;
@@ -502,7 +509,7 @@ impl<D: Document> Patcher<D> {
                     _ => None,
                 }
             }
-            Shape::Scalar => return Err(ptr_err(scalar_step_reason(&last.text(), &c.type_name())).into()),
+            Shape::Scalar => return Err(scalar_err(last, &c)),
         };
         drop(c);
         if let Some(entry) = entry {
