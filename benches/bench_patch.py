@@ -102,21 +102,32 @@ REPLAY = [
 ]
 
 
-@pytest.mark.benchmark(group="replay 1000 patches (70 KB state)")
-def test_replay_state_document(benchmark):
+# The user's whole path for a replay: construct, apply every patch, materialize; the long
+# one is issue 10's StateDocument.apply_many vs apply_patch(in_place=True) loop.
+REPLAYS = {"1000 patches": REPLAY, "10,000 deltas": DELTAS_10K}
+
+
+@pytest.mark.parametrize("name", list(REPLAYS))
+def test_replay_state_document(benchmark, name):
+    benchmark.group = f"replay {name} (70 KB state)"
+    patches = REPLAYS[name]
+
     def run():
         sd = StateDocument(STATE_70K)
-        sd.apply_many(REPLAY)
+        sd.apply_many(patches)
         return sd.to_python()
 
     benchmark(run)
 
 
-@pytest.mark.benchmark(group="replay 1000 patches (70 KB state)")
-def test_replay_apply_patch_in_place(benchmark):
+@pytest.mark.parametrize("name", list(REPLAYS))
+def test_replay_apply_patch_in_place(benchmark, name):
+    benchmark.group = f"replay {name} (70 KB state)"
+    patches = REPLAYS[name]
+
     def run():
         doc = copy.deepcopy(STATE_70K)
-        for p in REPLAY:
+        for p in patches:
             doc = apply_patch(doc, p, in_place=True)
         return doc
 
@@ -168,24 +179,3 @@ def test_replay_text_jsonpatch_in_place(benchmark):
 
     benchmark(run)
 
-
-# The user's whole path for a long replay: construct, apply every delta, materialize.
-@pytest.mark.benchmark(group="replay 10,000 deltas (70 KB state)")
-def test_replay_10k_state_document_apply_many(benchmark):
-    def run():
-        sd = StateDocument(STATE_70K)
-        sd.apply_many(DELTAS_10K)
-        return sd.to_python()
-
-    benchmark(run)
-
-
-@pytest.mark.benchmark(group="replay 10,000 deltas (70 KB state)")
-def test_replay_10k_apply_patch_in_place_loop(benchmark):
-    def run():
-        doc = copy.deepcopy(STATE_70K)
-        for p in DELTAS_10K:
-            doc = apply_patch(doc, p, in_place=True)
-        return doc
-
-    benchmark(run)
