@@ -22,7 +22,7 @@ use std::collections::HashSet;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use agui_core::limits::DEFAULT_MAX_DEPTH;
-use agui_core::patch::engine::{self, At, Cursor, Document, Fail, Kind, Node, PatchOp, Patcher, Shape, Token};
+use agui_core::patch::engine::{self, At, Cursor, Document, Fail, Kind, MemberEq, Node, PatchOp, Patcher, Shape, Token};
 use agui_core::patch::{self as core, Dialect, ErrorKind, OpKind, Operation, Options, PatchError};
 use pyo3::exceptions::{PyAttributeError, PyValueError};
 use pyo3::intern;
@@ -595,7 +595,7 @@ impl<'py> Node for PyNode<'py> {
         // exactly; foreign objects use their own equality.
         a.eq(b).map_err(py_fail)
     }
-    fn members_in(&self, other: &Self, eq: &mut dyn FnMut(&Self, &Self) -> R<bool>) -> R<bool> {
+    fn members_in(&self, other: &Self, eq: &mut MemberEq<'_, Self>) -> R<bool> {
         let (Container::Dict(x), Container::Dict(y)) = (container(&self.0), container(&other.0)) else {
             return Ok(false);
         };
@@ -870,9 +870,7 @@ impl<'a, 'py> Cursor for PyCursor<'a, 'py> {
         let Some(old) = d.get_item(&key.0).map_err(py_fail)? else { return Ok(None) };
         if want_pos {
             let id = d.as_ptr() as usize;
-            if !self.orders.contains_key(&id) {
-                self.orders.insert(id, (d.clone(), d.keys()));
-            }
+            self.orders.entry(id).or_insert_with(|| (d.clone(), d.keys()));
         }
         d.del_item(&key.0).map_err(py_fail)?;
         Ok(Some((old, 0)))

@@ -71,6 +71,9 @@ pub enum Kind {
     Other,
 }
 
+/// The comparison [`Node::members_in`] applies to each pair of member values.
+pub type MemberEq<'f, N> = dyn FnMut(&N, &N) -> R<bool, <N as Node>::Error> + 'f;
+
 /// A read-only view of one value of a document (cheap to copy or clone).
 pub trait Node: Sized {
     type Key: ?Sized;
@@ -80,13 +83,16 @@ pub trait Node: Sized {
     fn type_name(&self) -> Cow<'static, str>;
     /// Number of elements or members (containers only).
     fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
     fn member(&self, key: &Self::Key) -> R<Option<Self>, Self::Error>;
     fn element(&self, index: usize) -> R<Self, Self::Error>;
     /// Equality of two values of the same non-container kind (`Other` included).
     fn scalar_eq(&self, other: &Self, dialect: Dialect) -> R<bool, Self::Error>;
     /// Whether every member of `self` is in `other` with a value `eq` accepts (the
     /// caller has checked that both are objects of the same length).
-    fn members_in(&self, other: &Self, eq: &mut dyn FnMut(&Self, &Self) -> R<bool, Self::Error>) -> R<bool, Self::Error>;
+    fn members_in(&self, other: &Self, eq: &mut MemberEq<'_, Self>) -> R<bool, Self::Error>;
 }
 
 /// Where a container is, for the caller of [`Cursor`] methods.

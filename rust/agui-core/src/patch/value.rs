@@ -5,10 +5,10 @@ use std::convert::Infallible;
 
 use serde_json::{Number, Value};
 
-use super::engine::{self, At, Cursor, Document, Fail, Kind, Node, PatchOp, Shape, R};
+use super::engine::{self, At, Cursor, Document, Fail, Kind, MemberEq, Node, PatchOp, Shape, R};
 use super::{existing_index, missing_member_reason, ptr_err, scalar_step_reason, too_deep, type_name, Dialect, Operation, Options};
 
-impl<'a> Node for &'a Value {
+impl Node for &Value {
     type Key = str;
     type Error = Infallible;
 
@@ -53,7 +53,7 @@ impl<'a> Node for &'a Value {
             _ => false,
         })
     }
-    fn members_in(&self, other: &Self, eq: &mut dyn FnMut(&Self, &Self) -> R<bool, Infallible>) -> R<bool, Infallible> {
+    fn members_in(&self, other: &Self, eq: &mut MemberEq<'_, Self>) -> R<bool, Infallible> {
         let (Value::Object(x), Value::Object(y)) = (self, other) else { return Ok(false) };
         if std::ptr::eq(x, y) {
             // The same object (a walk over its members, e.g. `deeper_than`): no lookups.
@@ -240,7 +240,7 @@ impl<'d> Document for ValueDoc<'d> {
     }
 }
 
-impl<'a> Cursor for &'a mut Value {
+impl Cursor for &mut Value {
     type Token = String;
     type Value = Value;
     type Error = Infallible;
