@@ -441,7 +441,11 @@ fn type_flags(v: &Bound<'_, PyAny>) -> std::os::raw::c_ulong {
 }
 
 fn container<'a, 'py>(v: &'a Bound<'py, PyAny>) -> Container<'a, 'py> {
-    let flags = type_flags(v);
+    container_of(v, type_flags(v))
+}
+
+/// `container` with the type flags already read.
+fn container_of<'a, 'py>(v: &'a Bound<'py, PyAny>, flags: std::os::raw::c_ulong) -> Container<'a, 'py> {
     if flags & pyo3::ffi::Py_TPFLAGS_DICT_SUBCLASS != 0 {
         // SAFETY: the flag says it is a dict (or subclass).
         Container::Dict(unsafe { v.cast_unchecked::<PyDict>() })
@@ -481,9 +485,10 @@ fn too_deep(max_depth: usize) -> PatchError {
 /// patch does not look into).
 fn deep_copy<'py>(v: &Bound<'py, PyAny>, depth: usize, max_depth: usize) -> R<Bound<'py, PyAny>> {
     let py = v.py();
+    let flags = type_flags(v);
     let check = || if depth >= max_depth { Err(Fail::from(too_deep(max_depth))) } else { Ok(()) };
     let nested = |x: Bound<'py, PyAny>| if is_copied(&x) { deep_copy(&x, depth + 1, max_depth) } else { Ok(x) };
-    match container(v) {
+    match container_of(v, flags) {
         Container::Dict(d) => {
             check()?;
             // Copy the dict in C, then replace its containers: no user code runs while the
@@ -500,28 +505,41 @@ fn deep_copy<'py>(v: &Bound<'py, PyAny>, depth: usize, max_depth: usize) -> R<Bo
             let items = l.iter().map(nested).collect::<R<Vec<_>>>()?;
             Ok(PyList::new(py, items).map_err(py_fail)?.into_any())
         }
-        Container::Other => match v.cast::<PyTuple>() {
-            Ok(t) => {
-                check()?;
-                let items = t.iter().map(nested).collect::<R<Vec<_>>>()?;
-                Ok(PyList::new(py, items).map_err(py_fail)?.into_any())
-            }
-            Err(_) => Ok(v.clone()), // scalars and foreign objects are shared
-        },
+        Container::Other if flags & pyo3::ffi::Py_TPFLAGS_TUPLE_SUBCLASS != 0 => {
+            check()?;
+            let items = v.try_iter().map_err(py_fail)?.map(|x| x.map_err(py_fail).and_then(nested)).collect::<R<Vec<_>>>()?;
+            Ok(PyList::new(py, items).map_err(py_fail)?.into_any())
+        }
+        Container::Other => Ok(v.clone()), // scalars and foreign objects are shared
     }
 }
 
+/// Dicts, lists and tuples (the values `deep_copy` copies).
 fn is_copied(v: &Bound<'_, PyAny>) -> bool {
-    !matches!(container(v), Container::Other) || v.is_instance_of::<PyTuple>()
+    use pyo3::ffi::{Py_TPFLAGS_DICT_SUBCLASS, Py_TPFLAGS_LIST_SUBCLASS, Py_TPFLAGS_TUPLE_SUBCLASS};
+    type_flags(v) & (Py_TPFLAGS_DICT_SUBCLASS | Py_TPFLAGS_LIST_SUBCLASS | Py_TPFLAGS_TUPLE_SUBCLASS) != 0
 }
 
 // ---------------------------------------------------------------------------------------
 // Python values as engine nodes
 // ---------------------------------------------------------------------------------------
 
-/// A Python value read by the engine.
+/// A Python value read by the engine (its type flags read once).
 #[derive(Clone)]
-struct PyNode<'py>(Bound<'py, PyAny>);
+struct PyNode<'py> {
+    v: Bound<'py, PyAny>,
+    flags: std::os::raw::c_ulong,
+}
+
+impl<'py> PyNode<'py> {
+    fn new(v: Bound<'py, PyAny>) -> Self {
+        let flags = type_flags(&v);
+        PyNode { v, flags }
+    }
+    fn container(&self) -> Container<'_, 'py> {
+        container_of(&self.v, self.flags)
+    }
+}
 
 /// The document changed under the engine (user code run by a comparison mutated it).
 fn changed() -> Fail<PyErr> {
@@ -533,8 +551,8 @@ impl<'py> Node for PyNode<'py> {
     type Error = PyErr;
 
     fn kind(&self) -> Kind {
-        let v = &self.0;
-        match container(v) {
+        let v = &self.v;
+        match self.container() {
             Container::Dict(_) => Kind::Object,
             Container::List(_) => Kind::Array,
             Container::Other => {
@@ -555,30 +573,30 @@ impl<'py> Node for PyNode<'py> {
         }
     }
     fn type_name(&self) -> Cow<'static, str> {
-        Cow::Owned(py_type_name(&self.0))
+        Cow::Owned(py_type_name(&self.v))
     }
     fn len(&self) -> usize {
-        self.0.len().unwrap_or(0)
+        self.v.len().unwrap_or(0)
     }
     fn member(&self, key: &Bound<'py, PyAny>) -> R<Option<Self>> {
-        match container(&self.0) {
-            Container::Dict(d) => Ok(d.get_item(key).map_err(py_fail)?.map(PyNode)),
+        match self.container() {
+            Container::Dict(d) => Ok(d.get_item(key).map_err(py_fail)?.map(PyNode::new)),
             _ => Ok(None),
         }
     }
     fn element(&self, index: usize) -> R<Self> {
-        let v = &self.0;
+        let v = &self.v;
         if index >= v.len().map_err(py_fail)? {
             return Err(changed());
         }
-        let item = match container(v) {
+        let item = match self.container() {
             Container::List(l) => l.get_item(index),
             _ => v.get_item(index),
         };
-        item.map(PyNode).map_err(py_fail)
+        item.map(PyNode::new).map_err(py_fail)
     }
     fn scalar_eq(&self, other: &Self, dialect: Dialect) -> R<bool> {
-        let (a, b) = (&self.0, &other.0);
+        let (a, b) = (&self.v, &other.v);
         if a.is_none() {
             return Ok(b.is_none());
         }
@@ -596,14 +614,14 @@ impl<'py> Node for PyNode<'py> {
         a.eq(b).map_err(py_fail)
     }
     fn members_in(&self, other: &Self, eq: &mut MemberEq<'_, Self>) -> R<bool> {
-        let (Container::Dict(x), Container::Dict(y)) = (container(&self.0), container(&other.0)) else {
+        let (Container::Dict(x), Container::Dict(y)) = (self.container(), other.container()) else {
             return Ok(false);
         };
         // A snapshot of the items: `eq` may run user code that mutates either dict.
         for item in x.items().iter() {
             let (k, v) = item.extract::<(Bound<'py, PyAny>, Bound<'py, PyAny>)>().map_err(py_fail)?;
             let Some(w) = y.get_item(&k).map_err(py_fail)? else { return Ok(false) };
-            if !eq(&PyNode(v), &PyNode(w))? {
+            if !eq(&PyNode::new(v), &PyNode::new(w))? {
                 return Ok(false);
             }
         }
@@ -660,9 +678,10 @@ struct PyDoc<'py> {
     orders: FastMap<(Bound<'py, PyDict>, Bound<'py, PyList>)>,
 }
 
-/// A container opened for writing.
+/// A container opened for writing (its type flags read once).
 struct PyCursor<'a, 'py> {
     c: Bound<'py, PyAny>,
+    flags: std::os::raw::c_ulong,
     orders: &'a mut FastMap<(Bound<'py, PyDict>, Bound<'py, PyList>)>,
 }
 
@@ -708,7 +727,12 @@ impl<'py> PyDoc<'py> {
     }
 
     fn cursor(&mut self, c: Bound<'py, PyAny>) -> PyCursor<'_, 'py> {
-        PyCursor { c, orders: &mut self.orders }
+        let flags = type_flags(&c);
+        PyCursor { c, flags, orders: &mut self.orders }
+    }
+
+    fn cursor_of(&mut self, n: PyNode<'py>) -> PyCursor<'_, 'py> {
+        PyCursor { c: n.v, flags: n.flags, orders: &mut self.orders }
     }
 }
 
@@ -728,19 +752,19 @@ impl<'py> Document for PyDoc<'py> {
         Self: 'a;
 
     fn root(&self) -> PyNode<'py> {
-        PyNode(self.root.clone())
+        PyNode::new(self.root.clone())
     }
 
     fn open(&mut self, path: &[Tok<'py>], opts: &Options) -> R<PyCursor<'_, 'py>> {
         if !self.copy_mode {
             let c = engine::resolve(self.root(), path, opts.dialect)?;
-            return Ok(self.cursor(c.0)); // in place: everything is writable
+            return Ok(self.cursor_of(c)); // in place: everything is writable
         }
         // Copy mode: copy the containers along the path into the new tree.
         let (mut cur, _) = self.writable(self.root.clone()).map_err(py_fail)?;
         self.root = cur.clone();
         for t in path {
-            let child = engine::step(&PyNode(cur.clone()), t, opts.dialect)?.0;
+            let child = engine::step(&PyNode::new(cur.clone()), t, opts.dialect)?.v;
             let (w, copied) = self.writable(child).map_err(py_fail)?;
             if copied {
                 // `cur` is fresh, so linking the copy into it needs no undo entry.
@@ -785,12 +809,12 @@ impl<'py> Document for PyDoc<'py> {
     }
 
     fn op_node(op: &PyOp<'py>) -> Option<PyNode<'py>> {
-        op.value.clone().map(PyNode)
+        op.value.clone().map(PyNode::new)
     }
 
     fn copy_of(&mut self, from: &[Tok<'py>], depth: usize, opts: &Options) -> R<Bound<'py, PyAny>> {
         let src = engine::resolve(self.root(), from, opts.dialect)?;
-        let c = deep_copy(&src.0, depth, opts.max_depth)?;
+        let c = deep_copy(&src.v, depth, opts.max_depth)?;
         self.mark_fresh(&c);
         Ok(c)
     }
@@ -840,7 +864,7 @@ impl<'a, 'py> Cursor for PyCursor<'a, 'py> {
     type Anchor = (Bound<'py, PyAny>, Tok<'py>);
 
     fn shape(&self) -> Shape {
-        match container(&self.c) {
+        match container_of(&self.c, self.flags) {
             Container::Dict(_) => Shape::Object,
             Container::List(l) => Shape::Array(l.len()),
             Container::Other => Shape::Scalar,
@@ -853,20 +877,20 @@ impl<'a, 'py> Cursor for PyCursor<'a, 'py> {
         (self.c.clone(), key.clone())
     }
     fn obj_set(&mut self, key: &Tok<'py>, v: Bound<'py, PyAny>, want_old: bool) -> R<Option<Bound<'py, PyAny>>> {
-        let Container::Dict(d) = container(&self.c) else { return Ok(None) };
+        let Container::Dict(d) = container_of(&self.c, self.flags) else { return Ok(None) };
         // The previous value only matters to the undo log.
         let old = if want_old { d.get_item(&key.0).map_err(py_fail)? } else { None };
         d.set_item(&key.0, v).map_err(py_fail)?;
         Ok(old)
     }
     fn obj_replace(&mut self, key: &Tok<'py>, v: Bound<'py, PyAny>) -> R<Option<Bound<'py, PyAny>>> {
-        let Container::Dict(d) = container(&self.c) else { return Ok(None) };
+        let Container::Dict(d) = container_of(&self.c, self.flags) else { return Ok(None) };
         let Some(old) = d.get_item(&key.0).map_err(py_fail)? else { return Ok(None) };
         d.set_item(&key.0, v).map_err(py_fail)?;
         Ok(Some(old))
     }
     fn obj_remove(&mut self, key: &Tok<'py>, want_pos: bool) -> R<Option<(Bound<'py, PyAny>, usize)>> {
-        let Container::Dict(d) = container(&self.c) else { return Ok(None) };
+        let Container::Dict(d) = container_of(&self.c, self.flags) else { return Ok(None) };
         let Some(old) = d.get_item(&key.0).map_err(py_fail)? else { return Ok(None) };
         if want_pos {
             let id = d.as_ptr() as usize;
@@ -877,23 +901,23 @@ impl<'a, 'py> Cursor for PyCursor<'a, 'py> {
     }
     fn obj_reinsert(&mut self, key: &Tok<'py>, _pos: usize, v: Bound<'py, PyAny>) -> R<()> {
         // Appended here; `finish_rollback` restores the order.
-        match container(&self.c) {
+        match container_of(&self.c, self.flags) {
             Container::Dict(d) => d.set_item(&key.0, v).map_err(py_fail),
             _ => Ok(()),
         }
     }
     fn arr_insert(&mut self, index: usize, v: Bound<'py, PyAny>) -> R<()> {
-        let Container::List(l) = container(&self.c) else { return Ok(()) };
+        let Container::List(l) = container_of(&self.c, self.flags) else { return Ok(()) };
         if index == l.len() { l.append(v) } else { l.insert(index, v) }.map_err(py_fail)
     }
     fn arr_remove(&mut self, index: usize) -> R<Bound<'py, PyAny>> {
-        let Container::List(l) = container(&self.c) else { return Err(changed()) };
+        let Container::List(l) = container_of(&self.c, self.flags) else { return Err(changed()) };
         let old = l.get_item(index).map_err(py_fail)?;
         l.del_item(index).map_err(py_fail)?;
         Ok(old)
     }
     fn arr_replace(&mut self, index: usize, v: Bound<'py, PyAny>, want_old: bool) -> R<Option<Bound<'py, PyAny>>> {
-        let Container::List(l) = container(&self.c) else { return Ok(None) };
+        let Container::List(l) = container_of(&self.c, self.flags) else { return Ok(None) };
         let old = if want_old { Some(l.get_item(index).map_err(py_fail)?) } else { None };
         l.set_item(index, v).map_err(py_fail)?;
         Ok(old)
