@@ -46,3 +46,13 @@ THREE_OPS = [
 # Appending to the list that grows with the document: copy mode must copy that list
 # (a shallow copy: one pointer per element), so this case is not flat.
 APPEND_BIG_LIST = [{"op": "add", "path": "/todo/-", "value": {"id": "new", "title": "new task", "done": False}}]
+
+# 10,000 STATE_DELTA patches of two operations each (a long replay; issue 10 measured
+# `StateDocument.apply_many` against an `apply_patch(in_place=True)` loop on such a log).
+DELTAS_10K = [
+    [
+        {"op": "replace", "path": "/counters/tokens", "value": i},
+        {"op": "add", "path": "/agent/plan/steps/-", "value": {"id": f"s{i}", "done": False}},
+    ]
+    for i in range(10_000)
+]

@@ -17,7 +17,7 @@ import jsonpatch
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _patch_data import APPEND_BIG_LIST, ONE_OP, THREE_OPS, make_state  # noqa: E402
+from _patch_data import APPEND_BIG_LIST, DELTAS_10K, ONE_OP, THREE_OPS, make_state  # noqa: E402
 
 from agui_fast.patch import StateDocument, apply_patch  # noqa: E402
 
@@ -102,21 +102,32 @@ REPLAY = [
 ]
 
 
-@pytest.mark.benchmark(group="replay 1000 patches (70 KB state)")
-def test_replay_state_document(benchmark):
+# The user's whole path for a replay: construct, apply every patch, materialize; the long
+# one is issue 10's StateDocument.apply_many vs apply_patch(in_place=True) loop.
+REPLAYS = {"1000 patches": REPLAY, "10,000 deltas": DELTAS_10K}
+
+
+@pytest.mark.parametrize("name", list(REPLAYS))
+def test_replay_state_document(benchmark, name):
+    benchmark.group = f"replay {name} (70 KB state)"
+    patches = REPLAYS[name]
+
     def run():
         sd = StateDocument(STATE_70K)
-        sd.apply_many(REPLAY)
+        sd.apply_many(patches)
         return sd.to_python()
 
     benchmark(run)
 
 
-@pytest.mark.benchmark(group="replay 1000 patches (70 KB state)")
-def test_replay_apply_patch_in_place(benchmark):
+@pytest.mark.parametrize("name", list(REPLAYS))
+def test_replay_apply_patch_in_place(benchmark, name):
+    benchmark.group = f"replay {name} (70 KB state)"
+    patches = REPLAYS[name]
+
     def run():
         doc = copy.deepcopy(STATE_70K)
-        for p in REPLAY:
+        for p in patches:
             doc = apply_patch(doc, p, in_place=True)
         return doc
 
@@ -167,3 +178,4 @@ def test_replay_text_jsonpatch_in_place(benchmark):
         return doc
 
     benchmark(run)
+

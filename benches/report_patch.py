@@ -19,9 +19,9 @@ import timeit
 import jsonpatch
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _patch_data import APPEND_BIG_LIST, ONE_OP, THREE_OPS, make_state  # noqa: E402
+from _patch_data import APPEND_BIG_LIST, DELTAS_10K, ONE_OP, THREE_OPS, make_state  # noqa: E402
 
-from agui_fast.patch import apply_patch  # noqa: E402
+from agui_fast.patch import StateDocument, apply_patch  # noqa: E402
 
 
 def calibrate(fn, min_time):
@@ -89,6 +89,22 @@ def main():
         tgt = f">= {target}x" if target else "-"
         ok = "" if target is None else ("  OK" if ratio >= target else "  MISSED")
         print(f"{name:42} {ours:13.2f} {theirs:13.2f} {ratio:8.1f}x {tgt:>8}{ok}")
+
+    # Long replay (whole path: construct, apply 10,000 deltas, materialize), against
+    # our own apply_patch(in_place=True) loop.
+    def replay_state_document():
+        sd = StateDocument(state70)
+        sd.apply_many(DELTAS_10K)
+        return sd.to_python()
+
+    def replay_loop():
+        doc = copy.deepcopy(state70)
+        for p in DELTAS_10K:
+            doc = apply_patch(doc, p, in_place=True)
+        return doc
+
+    ours, theirs = pair_us(replay_state_document, replay_loop, rounds=7, min_time=0.0)
+    print(f"{'replay 10k deltas: StateDocument.apply_many':42} {ours / 1e3:10.2f} ms  apply_patch loop {theirs / 1e3:.2f} ms  ratio {theirs / ours:.2f}x (>= 1x: faster)")
 
 
 if __name__ == "__main__":

@@ -42,13 +42,13 @@ def clear_encode_cache() -> None:
 # --- end encode ---
 # --- patch ---
 
-def apply_patch(doc: Any, patch: Iterable[Any], *, in_place: bool = False) -> Any:
+def apply_patch(doc: Any, patch: Iterable[Any], *, in_place: bool = False, max_depth: int = 512) -> Any:
     """Apply an RFC 6902 patch (atomic). Copy mode shares untouched subtrees with ``doc``."""
 
 class StateDocument:
     """A JSON document held in Rust; patches are applied without converting to Python."""
 
-    def __init__(self, doc: Optional[Any] = None) -> None: ...
+    def __init__(self, doc: Optional[Any] = None, *, max_depth: int = 512) -> None: ...
     def apply(self, patch: Union[Iterable[Any], str, bytes]) -> None: ...
     def apply_many(
         self, patches: Iterable[Union[Iterable[Any], str, bytes]], *, skip_errors: bool = False

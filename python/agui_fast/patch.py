@@ -20,6 +20,10 @@ members are ignored) or of objects with ``op``/``path``/``value``/``from_`` attr
 ``StateDocument`` holds a document in Rust for replaying long logs of patches (given as
 operation lists or as JSON text, applied with the GIL released) and materializes the
 Python object on demand; see ``docs/patch.md``.
+
+Both apply the one engine of the Rust core (``agui_core::patch``) and bound nesting by
+``max_depth=`` (default 512, ``agui_core::limits::DEFAULT_MAX_DEPTH``): values deeper
+than that raise :class:`JsonPatchError`.
 """
 
 from __future__ import annotations

@@ -1,0 +1,605 @@
+//! The one RFC 6902 engine, generic over the document it patches.
+//!
+//! A document type says how to read a value ([`Node`]), how to open a container for
+//! writing ([`Document::open`], [`Cursor`]) and how to find a container again when undoing
+//! ([`Document::reopen`]); everything else is here, once: operation dispatch, `move`/`copy`
+//! composition, pointer and index rules ([`resolve`]), JSON equality ([`json_eq`]), the
+//! depth limit, the undo log and its order-exact rollback, error annotation, dialects.
+//!
+//! Implementations: `serde_json::Value` (`super::value`) and Python dicts/lists (in the
+//! `agui-py` binding, with copy-on-write structural sharing in copy mode).
+
+use std::borrow::Cow;
+
+use super::{
+    existing_index, insert_index, invalid, missing_member_reason, ptr_err, scalar_step_reason, too_deep, Dialect,
+    ErrorKind, OpKind, Options, PatchError,
+};
+
+/// Why applying failed: a patch error, or an error of the document itself (for Python
+/// objects: an exception raised by user code, passed through unchanged).
+#[derive(Debug)]
+pub enum Fail<E> {
+    Patch(PatchError),
+    Doc(E),
+}
+
+impl<E> From<PatchError> for Fail<E> {
+    fn from(e: PatchError) -> Self {
+        Fail::Patch(e)
+    }
+}
+
+impl<E> Fail<E> {
+    fn map_patch(self, f: impl FnOnce(PatchError) -> PatchError) -> Self {
+        match self {
+            Fail::Patch(e) => Fail::Patch(f(e)),
+            other => other,
+        }
+    }
+}
+
+pub type R<T, E> = Result<T, Fail<E>>;
+
+/// One reference token of a pointer, in the form a document looks members up with.
+pub trait Token {
+    type Key: ?Sized;
+    fn key(&self) -> &Self::Key;
+    fn text(&self) -> Cow<'_, str>;
+}
+
+impl Token for String {
+    type Key = str;
+    fn key(&self) -> &str {
+        self
+    }
+    fn text(&self) -> Cow<'_, str> {
+        Cow::Borrowed(self)
+    }
+}
+
+/// JSON type of a value; `Other` is a value that is not JSON (a foreign Python object),
+/// compared by its own equality.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Null,
+    Bool,
+    Number,
+    String,
+    Array,
+    Object,
+    Other,
+}
+
+/// The comparison [`Node::members_in`] applies to each pair of member values.
+pub type MemberEq<'f, N> = dyn FnMut(&N, &N) -> R<bool, <N as Node>::Error> + 'f;
+
+/// A read-only view of one value of a document (cheap to copy or clone).
+pub trait Node: Sized {
+    type Key: ?Sized;
+    type Error;
+    fn kind(&self) -> Kind;
+    /// Name for error messages (`object`, `number`, a Python class name...).
+    fn type_name(&self) -> Cow<'static, str>;
+    /// Number of elements or members (containers only).
+    fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    fn member(&self, key: &Self::Key) -> R<Option<Self>, Self::Error>;
+    fn element(&self, index: usize) -> R<Self, Self::Error>;
+    /// Equality of two values of the same non-container kind (`Other` included).
+    fn scalar_eq(&self, other: &Self, dialect: Dialect) -> R<bool, Self::Error>;
+    /// Whether every member of `self` is in `other` with a value `eq` accepts (the
+    /// caller has checked that both are objects of the same length).
+    fn members_in(&self, other: &Self, eq: &mut MemberEq<'_, Self>) -> R<bool, Self::Error>;
+}
+
+/// Where a container is, for the caller of [`Cursor`] methods.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    Object,
+    Array(usize),
+    Scalar,
+}
+
+/// Which pointer of which operation a mutation used (documents that cannot hold on to a
+/// container, like `serde_json::Value`, find it again through it on rollback).
+#[derive(Debug, Clone, Copy)]
+pub struct At {
+    pub op: usize,
+    pub from: bool,
+}
+
+/// A container opened for writing.
+pub trait Cursor {
+    type Token;
+    type Value;
+    type Error;
+    type Anchor;
+    fn shape(&self) -> Shape;
+    fn type_name(&self) -> Cow<'static, str>;
+    /// How the undo log finds this container (and the member `key`) again.
+    fn anchor(&self, at: At, key: &Self::Token) -> Self::Anchor;
+    /// Set member `key`; the previous value is returned when `want_old`.
+    fn obj_set(&mut self, key: &Self::Token, v: Self::Value, want_old: bool) -> R<Option<Self::Value>, Self::Error>;
+    /// Replace an existing member: `None` (and nothing changed) when it is missing.
+    fn obj_replace(&mut self, key: &Self::Token, v: Self::Value) -> R<Option<Self::Value>, Self::Error>;
+    /// Remove a member: the value and, when `want_pos`, its position (if the document
+    /// restores member order that way); `None` when it is missing.
+    fn obj_remove(&mut self, key: &Self::Token, want_pos: bool) -> R<Option<(Self::Value, usize)>, Self::Error>;
+    /// Put a removed member back at `pos` (rollback only).
+    fn obj_reinsert(&mut self, key: &Self::Token, pos: usize, v: Self::Value) -> R<(), Self::Error>;
+    fn arr_insert(&mut self, index: usize, v: Self::Value) -> R<(), Self::Error>;
+    fn arr_remove(&mut self, index: usize) -> R<Self::Value, Self::Error>;
+    fn arr_replace(&mut self, index: usize, v: Self::Value, want_old: bool) -> R<Option<Self::Value>, Self::Error>;
+}
+
+/// One operation as the engine reads it.
+pub trait PatchOp {
+    type Token;
+    fn kind(&self) -> OpKind;
+    fn path(&self) -> &[Self::Token];
+    fn from(&self) -> &[Self::Token];
+    /// The `path` as written (error messages).
+    fn path_text(&self) -> Cow<'_, str>;
+}
+
+/// A document the engine can patch.
+pub trait Document {
+    type Token: Token;
+    type Value;
+    type Error;
+    type Op: PatchOp<Token = Self::Token>;
+    type Anchor;
+    type Node<'a>: Node<Key = <Self::Token as Token>::Key, Error = Self::Error>
+    where
+        Self: 'a;
+    type Cursor<'a>: Cursor<Token = Self::Token, Value = Self::Value, Error = Self::Error, Anchor = Self::Anchor>
+    where
+        Self: 'a;
+
+    fn root(&self) -> Self::Node<'_>;
+    /// The container at `path`, ready to be written (copy mode: copied along the path).
+    fn open(&mut self, path: &[Self::Token], opts: &Options) -> R<Self::Cursor<'_>, Self::Error>;
+    /// The container an undo entry refers to, and the member token (rollback).
+    fn reopen<'a>(&'a mut self, anchor: &Self::Anchor, ops: &[Self::Op], opts: &Options) -> Option<(Self::Cursor<'a>, Self::Token)>;
+    /// Replace the whole document, returning the old one.
+    fn set_root(&mut self, v: Self::Value) -> Self::Value;
+    fn null(&self) -> Self::Value;
+    /// Whether mutations must be logged to be undone (false when a failed patch is
+    /// simply dropped, e.g. copy mode).
+    fn needs_undo(&self) -> bool;
+    /// The value of `add`/`replace` operation `i`, owned by the document (moved or
+    /// deep-copied), to be placed at nesting depth `depth`: deeper than
+    /// `opts.max_depth` in total is an error.
+    fn op_value(&mut self, i: usize, op: &Self::Op, depth: usize, opts: &Options) -> R<Self::Value, Self::Error>;
+    /// The value of a `test` operation.
+    fn op_node(op: &Self::Op) -> Option<Self::Node<'_>>;
+    /// A deep copy of the value at `from`, to be placed at depth `depth` (`copy`).
+    fn copy_of(&mut self, from: &[Self::Token], depth: usize, opts: &Options) -> R<Self::Value, Self::Error>;
+    /// Check that a moved value fits at depth `depth`.
+    fn check_depth(&self, v: &Self::Value, depth: usize, opts: &Options) -> R<(), Self::Error>;
+    /// Called once after a rollback (e.g. to restore member order in one pass).
+    fn finish_rollback(&mut self) {}
+}
+
+// ---------------------------------------------------------------------------------------
+// Reading: pointers and equality (generic over `Node`)
+// ---------------------------------------------------------------------------------------
+
+/// One step of a pointer from `node` (existing members and elements only).
+pub fn step<N: Node, T: Token<Key = N::Key>>(node: &N, t: &T, dialect: Dialect) -> R<N, N::Error> {
+    match node.kind() {
+        Kind::Object => match node.member(t.key())? {
+            Some(v) => Ok(v),
+            None => Err(ptr_err(missing_member_reason(&t.text())).into()),
+        },
+        Kind::Array => {
+            let i = existing_index(&t.text(), node.len(), dialect)?;
+            node.element(i)
+        }
+        _ => Err(ptr_err(scalar_step_reason(&t.text(), &node.type_name())).into()),
+    }
+}
+
+/// Resolve a pointer (split into tokens) from `root`.
+pub fn resolve<N: Node, T: Token<Key = N::Key>>(root: N, path: &[T], dialect: Dialect) -> R<N, N::Error> {
+    let mut cur = root;
+    for t in path {
+        cur = step(&cur, t, dialect)?;
+    }
+    Ok(cur)
+}
+
+/// JSON equality (RFC 6902 section 4.6): a bool is never a number, numbers compare by
+/// value, objects regardless of member order, arrays element-wise. Nesting deeper than
+/// `max_depth` (or a cycle) is an error.
+pub fn json_eq<N: Node>(a: &N, b: &N, opts: &Options, depth: usize) -> R<bool, N::Error> {
+    if depth > opts.max_depth {
+        return Err(too_deep(opts.max_depth).into());
+    }
+    let kind = a.kind();
+    if kind != b.kind() {
+        return Ok(false);
+    }
+    match kind {
+        Kind::Array => {
+            let n = a.len();
+            if n != b.len() {
+                return Ok(false);
+            }
+            for i in 0..n {
+                if !json_eq(&a.element(i)?, &b.element(i)?, opts, depth + 1)? {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        }
+        Kind::Object => {
+            if a.len() != b.len() {
+                return Ok(false);
+            }
+            a.members_in(b, &mut |x, y| json_eq(x, y, opts, depth + 1))
+        }
+        _ => a.scalar_eq(b, opts.dialect),
+    }
+}
+
+/// Whether a value nests deeper than `budget` levels (walks at most `budget + 1`).
+pub fn deeper_than<N: Node>(v: &N, budget: usize) -> R<bool, N::Error> {
+    match v.kind() {
+        Kind::Array | Kind::Object if budget == 0 => Ok(true),
+        Kind::Array => {
+            for i in 0..v.len() {
+                if deeper_than(&v.element(i)?, budget - 1)? {
+                    return Ok(true);
+                }
+            }
+            Ok(false)
+        }
+        Kind::Object => {
+            let mut deeper = false;
+            v.members_in(v, &mut |x, _| {
+                deeper = deeper_than(x, budget - 1)?;
+                Ok(!deeper)
+            })?;
+            Ok(deeper)
+        }
+        _ => Ok(false),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Applying, with an undo log for atomicity
+// ---------------------------------------------------------------------------------------
+
+/// The inverse of one primitive mutation. `None` as the old value means "the value taken
+/// out by the entry undone just before" (a `move`: the moved value is taken back out of
+/// its target and carried to its source, never copied).
+enum Undo<A, V> {
+    Root(V),
+    ObjAdded(A),
+    ObjReplaced(A, V),
+    ObjRemoved(A, usize, Option<V>),
+    ArrAdded(A, usize),
+    ArrRemoved(A, usize, Option<V>),
+    ArrReplaced(A, usize, V),
+}
+
+/// Applies operations one at a time and undoes them all on failure.
+pub struct Patcher<D: Document> {
+    log: Vec<Undo<D::Anchor, D::Value>>,
+    /// Whether the current operation's mutations are logged: not in a document that
+    /// needs no undo, nor for the last operation of a patch unless it is a `move` (such an
+    /// operation fails before mutating anything, or succeeds).
+    on: bool,
+    opts: Options,
+}
+
+fn banned(tokens: &[impl Token]) -> bool {
+    tokens.iter().enumerate().any(|(i, t)| {
+        let s = t.text();
+        s == "__proto__" || (s == "prototype" && i > 0 && tokens[i - 1].text() == "constructor")
+    })
+}
+
+/// Stepping into a scalar (`last` is the token that cannot be resolved in it).
+fn scalar_err<C: Cursor, T: Token>(last: &T, c: &C) -> Fail<C::Error> {
+    ptr_err(scalar_step_reason(&last.text(), &c.type_name())).into()
+}
+
+fn from_err<E>(f: Fail<E>) -> Fail<E> {
+    f.map_patch(|mut e| {
+        e.reason = format!("from: {}", e.reason);
+        e
+    })
+}
+
+impl<D: Document> Patcher<D> {
+    pub fn new(opts: Options) -> Self {
+        Patcher { log: Vec::new(), on: false, opts }
+    }
+
+    pub fn options(&self) -> &Options {
+        &self.opts
+    }
+
+    /// Apply `ops[i]` (reported as operation `index`); `last` when no operation follows.
+    /// On error the document may be half-changed: call [`Patcher::rollback`].
+    pub fn apply(&mut self, doc: &mut D, ops: &[D::Op], i: usize, index: usize, last: bool) -> R<(), D::Error> {
+        let op = &ops[i];
+        self.on = doc.needs_undo() && (!last || op.kind() == OpKind::Move);
+        self.apply_op(doc, ops, i).map_err(|f| {
+            f.map_patch(|mut e| {
+                e.index = Some(index);
+                e.op = Some(op.kind().name().to_string());
+                e.path = Some(op.path_text().into_owned());
+                e
+            })
+        })
+    }
+
+    fn set_root(&mut self, doc: &mut D, v: D::Value) {
+        let old = doc.set_root(v);
+        self.push(|| Undo::Root(old));
+    }
+
+    fn push(&mut self, make: impl FnOnce() -> Undo<D::Anchor, D::Value>) {
+        if self.on {
+            self.log.push(make());
+        }
+    }
+
+    fn apply_op(&mut self, doc: &mut D, ops: &[D::Op], i: usize) -> R<(), D::Error> {
+        let op = &ops[i];
+        let opts = self.opts;
+        let (path, from) = (op.path(), op.from());
+        let at = At { op: i, from: false };
+        if opts.dialect == Dialect::FastJsonPatch && (banned(path) || banned(from)) {
+            return Err(invalid("modifying `__proto__` or `constructor/prototype` is banned (fast-json-patch)").into());
+        }
+        match op.kind() {
+            OpKind::Add => {
+                let v = doc.op_value(i, op, path.len(), &opts)?;
+                self.add(doc, path, at, &mut Some(v))
+            }
+            OpKind::Replace => {
+                let v = doc.op_value(i, op, path.len(), &opts)?;
+                self.replace(doc, path, at, v)
+            }
+            OpKind::Remove => {
+                if path.is_empty() && opts.dialect == Dialect::FastJsonPatch {
+                    let null = doc.null(); // fast-json-patch: the document becomes null
+                    self.set_root(doc, null);
+                    return Ok(());
+                }
+                let v = self.remove(doc, path, at)?;
+                self.keep_removed(v);
+                Ok(())
+            }
+            OpKind::Move => {
+                if same_tokens(from, path) {
+                    // Moving onto itself is a no-op, but the location must exist.
+                    return resolve(doc.root(), from, opts.dialect).map(drop).map_err(from_err);
+                }
+                if is_proper_prefix(from, path) {
+                    return Err(invalid("cannot move a value into one of its own children").into());
+                }
+                let v = self.remove(doc, from, At { op: i, from: true }).map_err(from_err)?;
+                if let Err(e) = doc.check_depth(&v, path.len(), &opts) {
+                    self.keep_removed(v);
+                    return Err(e);
+                }
+                let mut slot = Some(v);
+                let res = self.add(doc, path, at, &mut slot);
+                if let Some(v) = slot {
+                    self.keep_removed(v); // the add failed before taking the value
+                }
+                res
+            }
+            OpKind::Copy => {
+                let v = doc.copy_of(from, path.len(), &opts).map_err(from_err)?;
+                self.add(doc, path, at, &mut Some(v))
+            }
+            OpKind::Test => {
+                let expected = D::op_node(op).ok_or_else(|| invalid("missing member 'value'"))?;
+                let actual = resolve(doc.root(), path, opts.dialect)?;
+                if json_eq(&actual, &expected, &opts, 0)? {
+                    Ok(())
+                } else {
+                    Err(PatchError::new(ErrorKind::TestFailed, "test failed: value does not match").into())
+                }
+            }
+            OpKind::Get if opts.dialect == Dialect::FastJsonPatch => {
+                resolve(doc.root(), path, opts.dialect).map(drop)
+            }
+            OpKind::Get => Err(invalid(format!("unknown op {:?}", OpKind::Get.name())).into()),
+        }
+    }
+
+    /// `slot` is emptied only once the add cannot fail any more, so a failing `move`
+    /// still holds the moved value and can give it back.
+    fn add(&mut self, doc: &mut D, path: &[D::Token], at: At, slot: &mut Option<D::Value>) -> R<(), D::Error> {
+        let Some((last, parent)) = path.split_last() else {
+            if let Some(v) = slot.take() {
+                self.set_root(doc, v);
+            }
+            return Ok(());
+        };
+        let dialect = self.opts.dialect;
+        let on = self.on;
+        let mut c = doc.open(parent, &self.opts)?;
+        let entry = match c.shape() {
+            Shape::Object => {
+                let Some(v) = slot.take() else { return Ok(()) };
+                let old = c.obj_set(last, v, on)?;
+                let a = c.anchor(at, last);
+                match old {
+                    Some(old) => Undo::ObjReplaced(a, old),
+                    None => Undo::ObjAdded(a),
+                }
+            }
+            Shape::Array(len) => {
+                let i = insert_index(&last.text(), len, dialect)?;
+                let Some(v) = slot.take() else { return Ok(()) };
+                c.arr_insert(i, v)?;
+                Undo::ArrAdded(c.anchor(at, last), i)
+            }
+            Shape::Scalar => return Err(scalar_err(last, &c)),
+        };
+        drop(c);
+        self.push(|| entry);
+        Ok(())
+    }
+
+    fn remove(&mut self, doc: &mut D, path: &[D::Token], at: At) -> R<D::Value, D::Error> {
+        let Some((last, parent)) = path.split_last() else {
+            return Err(invalid("cannot remove the whole document").into());
+        };
+        let dialect = self.opts.dialect;
+        let on = self.on;
+        let mut c = doc.open(parent, &self.opts)?;
+        let (v, entry) = match c.shape() {
+            Shape::Object => {
+                let Some((v, pos)) = c.obj_remove(last, on)? else {
+                    return Err(ptr_err(missing_member_reason(&last.text())).into());
+                };
+                (v, on.then(|| Undo::ObjRemoved(c.anchor(at, last), pos, None)))
+            }
+            Shape::Array(len) => {
+                let i = existing_index(&last.text(), len, dialect)?;
+                let v = c.arr_remove(i)?;
+                (v, on.then(|| Undo::ArrRemoved(c.anchor(at, last), i, None)))
+            }
+            Shape::Scalar => return Err(scalar_err(last, &c)),
+        };
+        drop(c);
+        if let Some(entry) = entry {
+            self.log.push(entry);
+        }
+        Ok(v)
+    }
+
+    /// Store a removed value in the undo entry `remove` just pushed (left empty so that
+    /// `move` does not have to copy the moved value).
+    fn keep_removed(&mut self, v: D::Value) {
+        if !self.on {
+            return; // nothing was pushed for this removal
+        }
+        if let Some(Undo::ObjRemoved(_, _, old) | Undo::ArrRemoved(_, _, old)) = self.log.last_mut() {
+            *old = Some(v);
+        }
+    }
+
+    fn replace(&mut self, doc: &mut D, path: &[D::Token], at: At, v: D::Value) -> R<(), D::Error> {
+        let Some((last, parent)) = path.split_last() else {
+            self.set_root(doc, v);
+            return Ok(());
+        };
+        let dialect = self.opts.dialect;
+        let on = self.on;
+        let mut c = doc.open(parent, &self.opts)?;
+        let entry = match c.shape() {
+            Shape::Object => {
+                let Some(old) = c.obj_replace(last, v)? else {
+                    return Err(ptr_err(missing_member_reason(&last.text())).into());
+                };
+                on.then(|| Undo::ObjReplaced(c.anchor(at, last), old))
+            }
+            Shape::Array(len) => {
+                let i = existing_index(&last.text(), len, dialect)?;
+                let old = c.arr_replace(i, v, on)?;
+                match old {
+                    Some(old) if on => Some(Undo::ArrReplaced(c.anchor(at, last), i, old)),
+                    _ => None,
+                }
+            }
+            Shape::Scalar => return Err(scalar_err(last, &c)),
+        };
+        drop(c);
+        if let Some(entry) = entry {
+            self.log.push(entry);
+        }
+        Ok(())
+    }
+
+    /// Undo every logged mutation, newest first. Each entry re-creates a state that
+    /// existed, so its container is found again; errors (a `MemoryError` at worst) are
+    /// ignored as there is nothing better to do.
+    pub fn rollback(&mut self, doc: &mut D, ops: &[D::Op]) {
+        let opts = self.opts;
+        let mut carry: Option<D::Value> = None;
+        while let Some(u) = self.log.pop() {
+            match u {
+                Undo::Root(old) => carry = Some(doc.set_root(old)),
+                Undo::ObjAdded(a) => {
+                    if let Some((mut c, key)) = doc.reopen(&a, ops, &opts) {
+                        carry = c.obj_remove(&key, false).ok().flatten().map(|(v, _)| v);
+                    }
+                }
+                Undo::ObjReplaced(a, old) => {
+                    if let Some((mut c, key)) = doc.reopen(&a, ops, &opts) {
+                        carry = c.obj_set(&key, old, true).ok().flatten();
+                    }
+                }
+                Undo::ObjRemoved(a, pos, old) => {
+                    if let (Some((mut c, key)), Some(v)) = (doc.reopen(&a, ops, &opts), old.or_else(|| carry.take())) {
+                        let _ = c.obj_reinsert(&key, pos, v);
+                    }
+                }
+                Undo::ArrAdded(a, i) => {
+                    if let Some((mut c, _)) = doc.reopen(&a, ops, &opts) {
+                        if matches!(c.shape(), Shape::Array(n) if i < n) {
+                            carry = c.arr_remove(i).ok();
+                        }
+                    }
+                }
+                Undo::ArrRemoved(a, i, old) => {
+                    if let (Some((mut c, _)), Some(v)) = (doc.reopen(&a, ops, &opts), old.or_else(|| carry.take())) {
+                        if matches!(c.shape(), Shape::Array(n) if i <= n) {
+                            let _ = c.arr_insert(i, v);
+                        }
+                    }
+                }
+                Undo::ArrReplaced(a, i, old) => {
+                    if let Some((mut c, _)) = doc.reopen(&a, ops, &opts) {
+                        if matches!(c.shape(), Shape::Array(n) if i < n) {
+                            carry = c.arr_replace(i, old, true).ok().flatten();
+                        }
+                    }
+                }
+            }
+        }
+        doc.finish_rollback();
+    }
+}
+
+fn same_tokens<T: Token>(a: &[T], b: &[T]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.text() == y.text())
+}
+
+/// `from` is a proper prefix of `path` (moving a value into its own child).
+pub fn is_proper_prefix<T: Token>(from: &[T], path: &[T]) -> bool {
+    from.len() < path.len() && same_tokens(from, &path[..from.len()])
+}
+
+/// Apply all of `ops` atomically (the document is unchanged on error).
+pub fn apply_all<D: Document>(doc: &mut D, ops: &[D::Op], opts: Options) -> R<(), D::Error> {
+    Patcher::new(opts).run(doc, ops)
+}
+
+impl<D: Document> Patcher<D> {
+    /// Apply all of `ops` atomically; the patcher (and its log's buffer) can be reused.
+    pub fn run(&mut self, doc: &mut D, ops: &[D::Op]) -> R<(), D::Error> {
+        let n = ops.len();
+        for i in 0..n {
+            if let Err(e) = self.apply(doc, ops, i, i, i + 1 == n) {
+                self.rollback(doc, ops);
+                return Err(e);
+            }
+        }
+        self.log.clear();
+        Ok(())
+    }
+}

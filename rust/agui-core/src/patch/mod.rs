@@ -1,0 +1,840 @@
+//! RFC 6902 JSON Patch and RFC 6901 JSON Pointer: one engine for every document type.
+//!
+//! # API (core)
+//!
+//! ```ignore
+//! let ops = parse_patch(&patch_json)?;                       // Vec<Operation>, validated
+//! apply_patch(&mut doc, &ops, &Options::default())?;         // atomic; clones op values
+//! apply_patch_owned(&mut doc, ops, &opts)?;                  // moves op values instead
+//! apply_json_patch(&mut doc, &patch_json, &opts)?;           // parse + apply_patch_owned
+//! let v = parse_json(bytes, opts.max_depth)?;                // JSON text -> Value, depth-checked
+//! // the reference client (fast-json-patch 3.1.1, applyPatch(doc, patch, true, false)):
+//! let opts = Options { dialect: Dialect::FastJsonPatch, ..Options::default() };
+//! ```
+//!
+//! Every function is atomic: on `Err(PatchError)` the document is exactly as before
+//! (member order included). [`PatchError`] has `kind` (the Python class), `index`, `op`,
+//! `path` and a `reason`; `Display` gives `patch operation 1 (replace /a/c): member "c" not
+//! found`. [`Options::max_depth`] (default [`crate::limits::DEFAULT_MAX_DEPTH`]) bounds the
+//! nesting of the patched document and of every value the engine walks.
+//!
+//! # Structure
+//! - [`engine`]: the engine, generic over a [`engine::Document`] (dispatch, `move`/`copy`,
+//!   pointer resolution, JSON equality, depth limit, undo log and rollback, dialects);
+//! - `value`: the document implementation for `serde_json::Value`; the `agui-py` binding
+//!   implements the same trait for Python dicts and lists;
+//! - this module: errors, pointers, operations, the `Value` entry points.
+//!
+//! Semantics decisions (documented in `docs/patch.md`):
+//! - array indices are canonical decimal: `0` or no leading zero; `-` means "after the
+//!   last element" and is accepted only as the target of `add` (and `move`/`copy` targets);
+//! - `test` compares as JSON: a bool never equals a number, numbers compare by exact
+//!   mathematical value (`1 == 1.0`, `2**53 + 1 != 2.0**53`), objects ignore member order;
+//! - a patch is atomic: on failure every mutation already done is rolled back through an
+//!   undo log (cheap on success, and member order is restored exactly);
+//! - removing the whole document (`remove` with path `""`) is an error.
+//!
+//! [`Dialect::FastJsonPatch`] applies patches as fast-json-patch 3.1.1 does when called
+//! like the reference client's reducer (`applyPatch(doc, patch, true, false)`): array
+//! indices may have leading zeros (`01` is 1, an empty token is 0), its internal `_get`
+//! operation is accepted (the location must exist), `__proto__` and
+//! `constructor/prototype` in a pointer are refused, numbers compare as doubles, and
+//! `remove` of the whole document leaves `null`. Moving a value into its own child fails
+//! in both (fast-json-patch with a `TypeError`).
+
+pub mod engine;
+mod value;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use std::fmt;
+use std::sync::Arc;
+
+use crate::limits::DEFAULT_MAX_DEPTH;
+pub use value::number_eq;
+
+/// Which rules the engine follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Dialect {
+    /// RFC 6902 / RFC 6901 as the official test suite requires.
+    #[default]
+    Rfc6902,
+    /// fast-json-patch 3.1.1 as the reference TypeScript client calls it.
+    FastJsonPatch,
+}
+
+/// Options of one apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    pub dialect: Dialect,
+    /// Maximum nesting of the document and of the values walked (a scalar is depth 0).
+    pub max_depth: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { dialect: Dialect::Rfc6902, max_depth: DEFAULT_MAX_DEPTH }
+    }
+}
+
+pub(crate) fn too_deep(max_depth: usize) -> PatchError {
+    invalid(format!("value nested deeper than {max_depth} levels (or cyclic)"))
+}
+
+/// Which Python exception class an error maps to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// Malformed patch or operation, or an operation that cannot apply (`JsonPatchError`).
+    Invalid,
+    /// A pointer is malformed or does not resolve (`JsonPointerError`).
+    Pointer,
+    /// A `test` operation did not match (`JsonPatchTestFailed`).
+    TestFailed,
+}
+
+/// Why a patch failed and where. `index`/`op`/`path` are `None` when unknown (e.g. the
+/// patch itself is not an array, or the operation has no readable `op`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PatchError {
+    pub kind: ErrorKind,
+    pub index: Option<usize>,
+    pub op: Option<String>,
+    pub path: Option<String>,
+    pub reason: String,
+}
+
+impl PatchError {
+    pub fn new(kind: ErrorKind, reason: impl Into<String>) -> Self {
+        PatchError { kind, index: None, op: None, path: None, reason: reason.into() }
+    }
+    fn at(mut self, index: usize, op: &str, path: &str) -> Self {
+        self.index = Some(index);
+        self.op = Some(op.to_string());
+        self.path = Some(path.to_string());
+        self
+    }
+}
+
+impl fmt::Display for PatchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.index, &self.op, &self.path) {
+            (Some(i), Some(op), Some(path)) => {
+                write!(f, "patch operation {i} ({op} {path}): {}", self.reason)
+            }
+            (Some(i), _, _) => write!(f, "patch operation {i}: {}", self.reason),
+            _ => write!(f, "{}", self.reason),
+        }
+    }
+}
+
+impl std::error::Error for PatchError {}
+
+pub(crate) fn ptr_err(reason: impl Into<String>) -> PatchError {
+    PatchError::new(ErrorKind::Pointer, reason)
+}
+
+pub(crate) fn invalid(reason: impl Into<String>) -> PatchError {
+    PatchError::new(ErrorKind::Invalid, reason)
+}
+
+// ---------------------------------------------------------------------------------------
+// RFC 6901 pointers
+// ---------------------------------------------------------------------------------------
+
+/// Escape one reference token (`~` -> `~0`, `/` -> `~1`).
+pub fn escape(token: &str) -> String {
+    if !token.contains(['~', '/']) {
+        return token.to_string();
+    }
+    token.replace('~', "~0").replace('/', "~1")
+}
+
+/// Unescape one reference token; `~` must be followed by `0` or `1`.
+pub fn unescape(token: &str) -> Result<String, PatchError> {
+    if !token.contains('~') {
+        return Ok(token.to_string());
+    }
+    let mut out = String::with_capacity(token.len());
+    let mut chars = token.chars();
+    while let Some(c) = chars.next() {
+        if c == '~' {
+            match chars.next() {
+                Some('0') => out.push('~'),
+                Some('1') => out.push('/'),
+                Some(other) => {
+                    return Err(ptr_err(format!("invalid escape '~{other}' in JSON pointer")))
+                }
+                None => return Err(ptr_err("invalid escape '~' at the end of a JSON pointer token")),
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    Ok(out)
+}
+
+/// Split a pointer into unescaped reference tokens. `""` is the whole document.
+pub fn parse_pointer(pointer: &str) -> Result<Vec<String>, PatchError> {
+    if pointer.is_empty() {
+        return Ok(Vec::new());
+    }
+    let Some(rest) = pointer.strip_prefix('/') else {
+        return Err(ptr_err(format!("invalid JSON pointer {pointer:?}: must be empty or start with '/'")));
+    };
+    rest.split('/').map(unescape).collect()
+}
+
+/// Build a pointer from unescaped tokens.
+pub fn format_pointer<S: AsRef<str>>(tokens: &[S]) -> String {
+    let mut out = String::new();
+    for t in tokens {
+        out.push('/');
+        out.push_str(&escape(t.as_ref()));
+    }
+    out
+}
+
+/// Parse an array index token: canonical decimal (no sign, no leading zero), or in the
+/// fast-json-patch dialect any run of ASCII digits (`01` is 1, `""` is 0). `-` is not
+/// handled here (callers decide whether "past the end" is allowed).
+pub fn parse_index(token: &str, dialect: Dialect) -> Result<usize, PatchError> {
+    let b = token.as_bytes();
+    let digits = b.iter().all(u8::is_ascii_digit);
+    let ok = match dialect {
+        Dialect::Rfc6902 => digits && !b.is_empty() && (b.len() == 1 || b[0] != b'0'),
+        Dialect::FastJsonPatch => digits,
+    };
+    if !ok {
+        return Err(ptr_err(format!("invalid array index {token:?}")));
+    }
+    if b.is_empty() {
+        return Ok(0);
+    }
+    token.parse::<usize>().map_err(|_| ptr_err(format!("array index {token} out of range")))
+}
+
+/// Index of an existing element (`-` and `len` are out of range).
+pub fn existing_index(token: &str, len: usize, dialect: Dialect) -> Result<usize, PatchError> {
+    if token == "-" {
+        return Err(ptr_err("'-' refers to the nonexistent element after the last array element"));
+    }
+    let i = parse_index(token, dialect)?;
+    if i >= len {
+        return Err(ptr_err(format!("array index {i} out of range (array length {len})")));
+    }
+    Ok(i)
+}
+
+/// Insertion index for `add`: `0..=len`, `-` meaning `len`.
+pub fn insert_index(token: &str, len: usize, dialect: Dialect) -> Result<usize, PatchError> {
+    if token == "-" {
+        return Ok(len);
+    }
+    let i = parse_index(token, dialect)?;
+    if i > len {
+        return Err(ptr_err(format!("array index {i} out of range (array length {len})")));
+    }
+    Ok(i)
+}
+
+/// Name of a JSON type, for error messages.
+pub fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// Why stepping into a scalar fails (shared wording with the Python applier).
+pub fn scalar_step_reason(token: &str, type_name: &str) -> String {
+    format!("cannot resolve {:?} inside a {type_name}", token)
+}
+
+/// Why a missing object member fails.
+pub fn missing_member_reason(token: &str) -> String {
+    format!("member {token:?} not found")
+}
+
+// ---------------------------------------------------------------------------------------
+// Operations
+// ---------------------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpKind {
+    Add,
+    Remove,
+    Replace,
+    Move,
+    Copy,
+    Test,
+    /// fast-json-patch's internal read operation (an unknown op in RFC 6902).
+    Get,
+}
+
+impl OpKind {
+    pub fn parse(name: &str) -> Option<OpKind> {
+        Some(match name {
+            "add" => OpKind::Add,
+            "remove" => OpKind::Remove,
+            "replace" => OpKind::Replace,
+            "move" => OpKind::Move,
+            "copy" => OpKind::Copy,
+            "test" => OpKind::Test,
+            "_get" => OpKind::Get,
+            _ => return None,
+        })
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            OpKind::Add => "add",
+            OpKind::Remove => "remove",
+            OpKind::Replace => "replace",
+            OpKind::Move => "move",
+            OpKind::Copy => "copy",
+            OpKind::Test => "test",
+            OpKind::Get => "_get",
+        }
+    }
+    pub fn needs_value(self) -> bool {
+        matches!(self, OpKind::Add | OpKind::Replace | OpKind::Test)
+    }
+    pub fn needs_from(self) -> bool {
+        matches!(self, OpKind::Move | OpKind::Copy)
+    }
+}
+
+/// A parsed pointer: its text and its unescaped tokens, both shared, so that an
+/// operation built from a cached pointer allocates nothing for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pointer {
+    pub text: Arc<str>,
+    pub tokens: Arc<[String]>,
+}
+
+impl Pointer {
+    pub fn parse(text: &str) -> Result<Pointer, PatchError> {
+        Ok(Pointer { tokens: parse_pointer(text)?.into(), text: text.into() })
+    }
+}
+
+/// One validated operation: pointers already split, members checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Operation {
+    pub kind: OpKind,
+    pub path: Pointer,
+    /// `move`/`copy` only.
+    pub from: Option<Pointer>,
+    /// `add`/`replace`/`test` only (`null` otherwise).
+    pub value: Value,
+}
+
+impl Operation {
+    /// Build an operation from its members; `index` is only used for error reporting.
+    pub fn build(index: usize, op: &str, path: &str, from: Option<&str>, value: Option<Value>) -> Result<Operation, PatchError> {
+        let kind = OpKind::parse(op).ok_or_else(|| invalid(format!("unknown op {op:?}")).at(index, op, path))?;
+        let path_ptr = Pointer::parse(path).map_err(|e| e.at(index, op, path))?;
+        let from = match from {
+            Some(f) if kind.needs_from() => Some(Pointer::parse(f).map_err(|mut e| {
+                e.reason = format!("from: {}", e.reason);
+                e.at(index, op, path)
+            })?),
+            _ => None,
+        };
+        Operation::from_parts(index, kind, path_ptr, from, value)
+    }
+
+    /// Build an operation from parsed members (checks that `from`/`value` are there when
+    /// the operation needs them).
+    pub fn from_parts(index: usize, kind: OpKind, path: Pointer, from: Option<Pointer>, value: Option<Value>) -> Result<Operation, PatchError> {
+        let at = |e: PatchError| e.at(index, kind.name(), &path.text);
+        if kind.needs_from() && from.is_none() {
+            return Err(at(invalid("missing member 'from'")));
+        }
+        let value = match (kind.needs_value(), value) {
+            (true, None) => return Err(at(invalid("missing member 'value'"))),
+            (true, Some(v)) => v,
+            (false, _) => Value::Null,
+        };
+        Ok(Operation { kind, path, from: if kind.needs_from() { from } else { None }, value })
+    }
+}
+
+/// Validate a patch given as JSON (an array of operation objects). Unknown members are
+/// ignored (RFC 6902 section 4).
+pub fn parse_patch(patch: &Value) -> Result<Vec<Operation>, PatchError> {
+    let Value::Array(items) = patch else {
+        return Err(invalid(format!("a JSON Patch must be an array, not {}", type_name(patch))));
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let Value::Object(m) = item else {
+                let mut e = invalid(format!("operation must be an object, not {}", type_name(item)));
+                e.index = Some(i);
+                return Err(e);
+            };
+            let op = match m.get("op") {
+                Some(Value::String(s)) => s.as_str(),
+                Some(_) => {
+                    let mut e = invalid("member 'op' must be a string");
+                    e.index = Some(i);
+                    return Err(e);
+                }
+                None => {
+                    let mut e = invalid("missing member 'op'");
+                    e.index = Some(i);
+                    return Err(e);
+                }
+            };
+            let path = match m.get("path") {
+                Some(Value::String(s)) => s.as_str(),
+                Some(_) => {
+                    let mut e = invalid("member 'path' must be a string");
+                    e.index = Some(i);
+                    e.op = Some(op.to_string());
+                    return Err(e);
+                }
+                None => {
+                    let mut e = invalid("missing member 'path'");
+                    e.index = Some(i);
+                    e.op = Some(op.to_string());
+                    return Err(e);
+                }
+            };
+            let from = match m.get("from") {
+                Some(Value::String(s)) => Some(s.as_str()),
+                Some(_) if OpKind::parse(op).is_some_and(OpKind::needs_from) => {
+                    return Err(invalid("member 'from' must be a string").at(i, op, path))
+                }
+                _ => None,
+            };
+            Operation::build(i, op, path, from, m.get("value").cloned())
+        })
+        .collect()
+}
+
+
+// ---------------------------------------------------------------------------------------
+// The `serde_json::Value` entry points
+// ---------------------------------------------------------------------------------------
+
+fn no_doc_error(f: engine::Fail<std::convert::Infallible>) -> PatchError {
+    match f {
+        engine::Fail::Patch(e) => e,
+        engine::Fail::Doc(never) => match never {},
+    }
+}
+
+/// Apply a patch in place, atomically: on error `doc` is exactly as before. Values are
+/// cloned out of `ops` (see [`apply_patch_owned`] to move them).
+pub fn apply_patch(doc: &mut Value, ops: &[Operation], opts: &Options) -> Result<(), PatchError> {
+    let mut d = value::ValueDoc { root: doc, values: None };
+    engine::apply_all(&mut d, ops, *opts).map_err(no_doc_error)
+}
+
+/// [`apply_patch`], moving the `add`/`replace` values out of `ops` instead of cloning.
+pub fn apply_patch_owned(doc: &mut Value, ops: Vec<Operation>, opts: &Options) -> Result<(), PatchError> {
+    Replayer::new(doc, opts).apply_owned(ops)
+}
+
+/// Applies many patches to one document in turn (replaying a log), each atomically,
+/// reusing its buffers between patches.
+pub struct Replayer<'d> {
+    doc: value::ValueDoc<'d>,
+    patcher: engine::Patcher<value::ValueDoc<'d>>,
+}
+
+impl<'d> Replayer<'d> {
+    pub fn new(doc: &'d mut Value, opts: &Options) -> Self {
+        Replayer { doc: value::ValueDoc { root: doc, values: Some(Vec::new()) }, patcher: engine::Patcher::new(*opts) }
+    }
+
+    /// Apply one patch, moving the `add`/`replace` values out of `ops`.
+    pub fn apply_owned(&mut self, mut ops: Vec<Operation>) -> Result<(), PatchError> {
+        let values = self.doc.values.get_or_insert_with(Vec::new);
+        values.clear();
+        values.extend(ops.iter_mut().map(|o| match o.kind {
+            OpKind::Add | OpKind::Replace => std::mem::take(&mut o.value),
+            _ => Value::Null,
+        }));
+        self.patcher.run(&mut self.doc, &ops).map_err(no_doc_error)
+    }
+
+    /// Parse and apply one patch given as JSON.
+    pub fn apply_json(&mut self, patch: &Value) -> Result<(), PatchError> {
+        self.apply_owned(parse_patch(patch)?)
+    }
+
+    /// The document.
+    pub fn doc(&self) -> &Value {
+        self.doc.root
+    }
+}
+
+/// Parse and apply a patch given as JSON.
+pub fn apply_json_patch(doc: &mut Value, patch: &Value, opts: &Options) -> Result<(), PatchError> {
+    apply_patch_owned(doc, parse_patch(patch)?, opts)
+}
+
+/// Resolve a pointer (already split into tokens) to a value.
+pub fn resolve<'a>(doc: &'a Value, tokens: &[String]) -> Result<&'a Value, PatchError> {
+    engine::resolve(doc, tokens, Dialect::Rfc6902).map_err(|f| match f {
+        engine::Fail::Patch(e) => e,
+        engine::Fail::Doc(never) => match never {},
+    })
+}
+
+/// JSON equality (RFC 6902 section 4.6) of two values (nesting up to the default limit;
+/// deeper values compare unequal).
+pub fn json_eq(a: &Value, b: &Value) -> bool {
+    matches!(engine::json_eq(&a, &b, &Options::default(), 0), Ok(true))
+}
+
+/// An empty JSON object (handy default for state documents).
+pub fn empty_object() -> Value {
+    Value::Object(Map::new())
+}
+
+/// Largest integer accepted in documents (decimal digits): CPython's default
+/// `int_max_str_digits`, so that every accepted document converts to Python.
+pub const MAX_INT_DIGITS: usize = 4300;
+
+/// Nesting depth of JSON text (arrays and objects), scanned without parsing.
+fn text_depth(text: &[u8]) -> usize {
+    let (mut depth, mut max, mut in_str, mut esc) = (0usize, 0usize, false, false);
+    for &b in text {
+        if in_str {
+            if esc {
+                esc = false;
+            } else if b == b'\\' {
+                esc = true;
+            } else if b == b'"' {
+                in_str = false;
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_str = true,
+            b'[' | b'{' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
+/// Check a number read from JSON text: integers of at most [`MAX_INT_DIGITS`] digits,
+/// other numbers finite doubles (`1e400` is an error, not infinity or NaN).
+pub fn check_number(n: &serde_json::Number) -> Result<(), PatchError> {
+    if n.is_i64() || n.is_u64() {
+        return Ok(());
+    }
+    let s = n.as_str();
+    let digits = s.strip_prefix('-').unwrap_or(s);
+    if digits.bytes().all(|b| b.is_ascii_digit()) {
+        if digits.len() > MAX_INT_DIGITS {
+            return Err(invalid(format!("integer with {} digits is too large (limit {MAX_INT_DIGITS})", digits.len())));
+        }
+        return Ok(());
+    }
+    match n.as_f64() {
+        Some(x) if x.is_finite() => Ok(()),
+        _ => Err(invalid(format!("number {s} is out of range for a double"))),
+    }
+}
+
+fn check_numbers(v: &Value) -> Result<(), PatchError> {
+    match v {
+        Value::Number(n) => check_number(n),
+        Value::Array(a) => a.iter().try_for_each(check_numbers),
+        Value::Object(m) => m.values().try_for_each(check_numbers),
+        _ => Ok(()),
+    }
+}
+
+/// Parse JSON text for a document or a patch: nesting up to `max_depth` plus `extra`
+/// levels (a patch wraps its values in two: the array and the operation), numbers
+/// checked by [`check_number`].
+pub fn parse_json(text: &[u8], max_depth: usize, extra: usize) -> Result<Value, PatchError> {
+    if text_depth(text) > max_depth + extra {
+        return Err(too_deep(max_depth));
+    }
+    let mut de = serde_json::Deserializer::from_slice(text);
+    // The depth was checked above; serde_json's own limit (128) would be lower than ours.
+    de.disable_recursion_limit();
+    let v = Value::deserialize(&mut de)
+        .and_then(|v| de.end().map(|()| v))
+        .map_err(|e| invalid(format!("not valid JSON: {e}")))?;
+    check_numbers(&v)?;
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn vectors_dir() -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/vectors/client/json-patch")
+    }
+
+    fn run_suite(file: &str) -> (usize, usize) {
+        let text = std::fs::read_to_string(vectors_dir().join(file)).expect("suite file");
+        let cases: Value = serde_json::from_str(&text).expect("suite json");
+        let (mut run, mut skipped) = (0, 0);
+        for (i, case) in cases.as_array().expect("array").iter().enumerate() {
+            let Some(patch) = case.get("patch") else { continue };
+            let two_ops = case.get("error").and_then(Value::as_str).is_some_and(|e| e.contains("two 'op'"));
+            if case.get("disabled") == Some(&Value::Bool(true)) && two_ops {
+                skipped += 1; // an object with two "op" members is not expressible after parsing
+                continue;
+            }
+            let mut doc = case["doc"].clone();
+            let before = doc.clone();
+            let res = apply_json_patch(&mut doc, patch, &Options::default());
+            if let Some(expected) = case.get("expected") {
+                assert!(res.is_ok(), "{file}#{i} {}: {:?}", case["comment"], res);
+                assert!(json_eq(&doc, expected), "{file}#{i}: got {doc} want {expected}");
+            } else if case.get("error").is_some() {
+                assert!(res.is_err(), "{file}#{i} {} should fail, got {doc}", case["comment"]);
+                assert_eq!(doc, before, "{file}#{i}: not atomic");
+            } else {
+                assert!(res.is_ok(), "{file}#{i}: {:?}", res);
+            }
+            run += 1;
+        }
+        (run, skipped)
+    }
+
+    #[test]
+    fn official_suite() {
+        let (run, skipped) = run_suite("tests.json");
+        assert_eq!((run, skipped), (94, 1)); // skipped: "duplicate ops"
+        let (run, skipped) = run_suite("spec_tests.json");
+        assert_eq!((run, skipped), (16, 1)); // skipped: "A.13 Invalid JSON Patch Document"
+    }
+
+    #[test]
+    fn pointers() {
+        assert_eq!(parse_pointer("").unwrap(), Vec::<String>::new());
+        assert_eq!(parse_pointer("/").unwrap(), vec![""]);
+        assert_eq!(parse_pointer("/a~1b/c~0d/~01").unwrap(), vec!["a/b", "c~d", "~1"]);
+        assert!(parse_pointer("a").is_err());
+        assert!(parse_pointer("/a~2").is_err());
+        assert!(parse_pointer("/a~").is_err());
+        assert_eq!(format_pointer(&["a/b", "c~d"]), "/a~1b/c~0d");
+        assert_eq!(escape("~/"), "~0~1");
+        assert!(parse_index("01", Dialect::Rfc6902).is_err());
+        assert!(parse_index("-1", Dialect::Rfc6902).is_err());
+        assert!(parse_index("1e0", Dialect::Rfc6902).is_err());
+        assert!(parse_index("+1", Dialect::Rfc6902).is_err());
+        assert_eq!(parse_index("0", Dialect::Rfc6902).unwrap(), 0);
+        assert!(parse_index("99999999999999999999999", Dialect::Rfc6902).is_err());
+    }
+
+    #[test]
+    fn equality() {
+        assert!(json_eq(&json!(1), &json!(1.0)));
+        assert!(!json_eq(&json!(true), &json!(1)));
+        assert!(!json_eq(&json!(0), &json!(false)));
+        assert!(json_eq(&json!({"a": 1, "b": 2}), &json!({"b": 2, "a": 1})));
+        assert!(!json_eq(&json!([1, 2]), &json!([2, 1])));
+        let big: Value = serde_json::from_str("123456789012345678901234567890").unwrap();
+        let big2: Value = serde_json::from_str("123456789012345678901234567891").unwrap();
+        assert!(json_eq(&big, &big.clone()));
+        assert!(!json_eq(&big, &big2));
+    }
+
+    #[test]
+    fn atomic_with_order() {
+        let mut doc = json!({"a": 1, "b": {"c": [1, 2, 3]}, "d": 4});
+        let before = serde_json::to_string(&doc).unwrap();
+        let patch = json!([
+            {"op": "remove", "path": "/a"},
+            {"op": "add", "path": "/b/c/0", "value": 0},
+            {"op": "move", "from": "/d", "path": "/b/d"},
+            {"op": "replace", "path": "/b/c/1", "value": "x"},
+            {"op": "copy", "from": "/b", "path": "/e"},
+            {"op": "add", "path": "/b/c/-", "value": 9},
+            {"op": "replace", "path": "", "value": {"z": 1}},
+            {"op": "test", "path": "/z", "value": 2}
+        ]);
+        let err = apply_json_patch(&mut doc, &patch, &Options::default()).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::TestFailed);
+        assert_eq!(err.index, Some(7));
+        assert_eq!(serde_json::to_string(&doc).unwrap(), before);
+        assert_eq!(err.to_string(), "patch operation 7 (test /z): test failed: value does not match");
+    }
+
+    #[test]
+    fn errors() {
+        let mut doc = json!({"a": {"b": 1}, "l": [1]});
+        let e = apply_json_patch(&mut doc, &json!([{"op": "move", "from": "/a", "path": "/a/b/c"}]), &Options::default()).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Invalid);
+        let e = apply_json_patch(&mut doc, &json!([{"op": "replace", "path": "/l/-", "value": 1}]), &Options::default()).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Pointer);
+        let e = apply_json_patch(&mut doc, &json!([{"op": "add", "path": "/l/01", "value": 1}]), &Options::default()).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Pointer);
+        let e = apply_json_patch(&mut doc, &json!([{"op": "frob", "path": "/l"}]), &Options::default()).unwrap_err();
+        assert_eq!(e.to_string(), "patch operation 0 (frob /l): unknown op \"frob\"");
+        let e = apply_json_patch(&mut doc, &json!([{"op": "add", "path": "/x"}]), &Options::default()).unwrap_err();
+        assert!(e.reason.contains("value"));
+        let e = apply_json_patch(&mut doc, &json!([{"op": "remove", "path": ""}]), &Options::default()).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Invalid);
+        let e = apply_json_patch(&mut doc, &json!({"op": "remove"}), &Options::default()).unwrap_err();
+        assert_eq!(e.index, None);
+        // moving onto itself is a no-op; from == path prefix edge: "/a" into "/ab" is fine
+        apply_json_patch(&mut doc, &json!([{"op": "move", "from": "/a", "path": "/a"}]), &Options::default()).unwrap();
+        apply_json_patch(&mut doc, &json!([{"op": "move", "from": "/a", "path": "/ab"}]), &Options::default()).unwrap();
+        assert_eq!(doc, json!({"l": [1], "ab": {"b": 1}}));
+    }
+
+    #[test]
+    fn state_deltas_vectors() {
+        // The reference library's recorded results; we agree except where the RFC says
+        // otherwise (leading-zero indices, move into own child reported as TypeError).
+        let text = std::fs::read_to_string(vectors_dir().join("state_deltas.jsonl")).unwrap();
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            let case: Value = serde_json::from_str(line).unwrap();
+            let name = case["name"].as_str().unwrap();
+            let mut doc = case["doc"].clone();
+            let res = apply_json_patch(&mut doc, &case["patch"], &Options::default());
+            if name.starts_with("leading_zero_index") {
+                assert!(res.is_err(), "{name}");
+                continue;
+            }
+            if case["fjp_error"].is_null() {
+                assert!(res.is_ok(), "{name}: {res:?}");
+                assert!(json_eq(&doc, &case["fjp_result"]), "{name}");
+            } else {
+                assert!(res.is_err(), "{name}");
+                assert_eq!(doc, case["doc"], "{name}");
+                if let Some(i) = case["fjp_error_index"].as_u64() {
+                    assert_eq!(res.unwrap_err().index, Some(i as usize), "{name}");
+                }
+            }
+        }
+    }
+
+    fn fjp() -> Options {
+        Options { dialect: Dialect::FastJsonPatch, ..Options::default() }
+    }
+
+    /// Every recorded fast-json-patch 3.1.1 result, reproduced in its dialect: the same
+    /// result (as JSON), the same failing patches and operation indices, atomicity.
+    fn check_fjp_file(file: &str) -> usize {
+        let text = std::fs::read_to_string(vectors_dir().join(file)).unwrap();
+        let mut n = 0;
+        for (line_no, line) in text.lines().filter(|l| !l.trim().is_empty()).enumerate() {
+            let case: Value = serde_json::from_str(line).unwrap();
+            let name = format!("{file}:{line_no} {}", case.get("name").or(case.get("comment")).unwrap_or(&Value::Null));
+            let mut doc = case["doc"].clone();
+            let res = apply_json_patch(&mut doc, &case["patch"], &fjp());
+            if case["fjp_error"].is_null() {
+                assert!(res.is_ok(), "{name}: {res:?}");
+                assert!(json_eq(&doc, &case["fjp_result"]), "{name}: got {doc} want {}", case["fjp_result"]);
+            } else {
+                let e = res.expect_err(&name);
+                assert_eq!(doc, case["doc"], "{name}: not atomic");
+                if let Some(i) = case["fjp_error_index"].as_u64() {
+                    assert_eq!(e.index, Some(i as usize), "{name}: {e}");
+                }
+            }
+            n += 1;
+        }
+        n
+    }
+
+    #[test]
+    fn fast_json_patch_dialect_matches_recorded_results() {
+        assert_eq!(check_fjp_file("fast-json-patch.jsonl"), 112);
+        assert_eq!(check_fjp_file("state_deltas.jsonl"), 200);
+    }
+
+    #[test]
+    fn fast_json_patch_dialect_details() {
+        let mut doc = json!({"l": [1, 2, 3], "n": 9007199254740993u64});
+        apply_json_patch(&mut doc, &json!([{"op": "replace", "path": "/l/01", "value": 9}]), &fjp()).unwrap();
+        assert_eq!(doc["l"], json!([1, 9, 3]));
+        // numbers compare as doubles: 2**53 + 1 equals 2.0**53 in JavaScript
+        apply_json_patch(&mut doc, &json!([{"op": "test", "path": "/n", "value": 9007199254740992.0}]), &fjp()).unwrap();
+        assert!(apply_json_patch(&mut doc, &json!([{"op": "test", "path": "/n", "value": 9007199254740992.0}]), &Options::default()).is_err());
+        apply_json_patch(&mut doc, &json!([{"op": "_get", "path": "/l/0"}]), &fjp()).unwrap();
+        assert!(apply_json_patch(&mut doc, &json!([{"op": "_get", "path": "/nope"}]), &fjp()).is_err());
+        assert!(apply_json_patch(&mut doc, &json!([{"op": "_get", "path": "/l"}]), &Options::default()).is_err());
+        let e = apply_json_patch(&mut doc, &json!([{"op": "add", "path": "/__proto__/x", "value": 1}]), &fjp()).unwrap_err();
+        assert!(e.reason.contains("banned"), "{e}");
+        apply_json_patch(&mut doc, &json!([{"op": "add", "path": "/__proto__", "value": 1}]), &Options::default()).unwrap();
+        let mut doc = json!({"a": 1});
+        apply_json_patch(&mut doc, &json!([{"op": "remove", "path": ""}]), &fjp()).unwrap();
+        assert_eq!(doc, Value::Null);
+    }
+
+    #[test]
+    fn exact_number_equality() {
+        let n = |s: &str| -> Value { serde_json::from_str(s).unwrap() };
+        assert!(json_eq(&n("1"), &n("1.0")));
+        assert!(!json_eq(&n("9007199254740993"), &n("9007199254740992.0")));
+        assert!(json_eq(&n("9007199254740992"), &n("9007199254740992.0")));
+        assert!(!json_eq(&n("1000000000000000000000000000000"), &n("1e30")));
+        assert!(json_eq(&n("1000000000000000019884624838656"), &n("1e30")));
+        assert!(json_eq(&n("0"), &n("-0.0")));
+        assert!(json_eq(&n("-0"), &n("0")));
+        assert!(!json_eq(&n("1.5"), &n("1")));
+    }
+
+    #[test]
+    fn depth_limit() {
+        let nested = |d: usize| -> Value { parse_json(("[".repeat(d) + &"]".repeat(d)).as_bytes(), d, 0).unwrap() };
+        let deep_text = |d: usize| format!("[{{\"op\": \"add\", \"path\": \"/x\", \"value\": {}{}}}]", "[".repeat(d), "]".repeat(d));
+        let mut doc = json!({});
+        let ok = parse_json(deep_text(511).as_bytes(), 512, 2).unwrap();
+        apply_json_patch(&mut doc, &ok, &Options::default()).unwrap();
+        let too_deep = parse_json(deep_text(512).as_bytes(), 512, 2).unwrap();
+        let e = apply_json_patch(&mut doc, &too_deep, &Options::default()).unwrap_err();
+        assert!(e.reason.contains("deeper than 512"), "{e}");
+        assert!(parse_json(deep_text(513).as_bytes(), 512, 2).is_err());
+        assert!(parse_json("[".repeat(1_000_000).as_bytes(), 512, 2).is_err());
+        // copying the root into its deepest node is refused once it would pass the limit
+        let mut doc = json!({"a": {}});
+        let mut deepest = vec!["a".to_string()];
+        let mut refused = false;
+        for _ in 0..20 {
+            let mut path = deepest.clone();
+            path.push("a".into());
+            let patch = json!([{"op": "copy", "from": "", "path": format_pointer(&path)}]);
+            if apply_json_patch(&mut doc, &patch, &Options::default()).is_err() {
+                refused = true;
+                break;
+            }
+            deepest = [path, deepest].concat();
+        }
+        assert!(refused);
+        drop(doc);
+        // a moved value that would end too deep is given back
+        let mut doc = json!({"a": nested(511), "b": {"c": {}}});
+        let before = doc.clone();
+        assert!(apply_json_patch(&mut doc, &json!([{"op": "move", "from": "/a", "path": "/b/c/a"}]), &Options::default()).is_err());
+        assert_eq!(doc, before);
+        let opts = Options { max_depth: 3, ..Options::default() };
+        assert!(apply_json_patch(&mut json!({}), &json!([{"op": "add", "path": "/a", "value": [[[]]]}]), &opts).is_err());
+        apply_json_patch(&mut json!({}), &json!([{"op": "add", "path": "/a", "value": [[]]}]), &opts).unwrap();
+    }
+
+    #[test]
+    fn numbers_from_text() {
+        assert!(parse_json(b"1e400", 512, 0).is_err());
+        assert!(parse_json(b"-1e400", 512, 0).is_err());
+        assert!(parse_json("9".repeat(MAX_INT_DIGITS + 1).as_bytes(), 512, 0).is_err());
+        assert!(parse_json("9".repeat(MAX_INT_DIGITS).as_bytes(), 512, 0).is_ok());
+        assert!(parse_json(b"1.5e300", 512, 0).is_ok());
+    }
+}
