@@ -236,19 +236,15 @@ fn check_apply_case(case: &Value) -> Result<(), String> {
 /// internal `_get` operation accepted as a no-op, and array indices with leading zeros
 /// (`/a/01`). The patch module's fast-json-patch dialect covers them; once
 /// `stream::patch_json` switches to it, this list must become empty (the test says so).
-const FJP_DIALECT: &[&str] = &["state/unknown_op_rejected_internal_get_op_accepted", "state/leading_zero_array_index"];
+
 
 #[test]
 fn apply_vectors() {
     let cases = load("apply.jsonl.gz");
     let mut failures = Vec::new();
     for case in &cases {
-        let dialect = FJP_DIALECT.contains(&name(case));
-        match (check_apply_case(case), dialect) {
-            (Ok(()), false) => {}
-            (Err(e), false) => failures.push(format!("{}: {e}", name(case))),
-            (Err(_), true) => {}
-            (Ok(()), true) => failures.push(format!("{}: passes now: remove it from FJP_DIALECT", name(case))),
+        if let Err(e) = check_apply_case(case) {
+            failures.push(format!("{}: {e}", name(case)));
         }
     }
     report("apply", failures, cases.len());
@@ -338,7 +334,7 @@ fn apply_vectors_through_json_payloads() {
     let cases = load("apply.jsonl.gz");
     let options = ReplayOptions { compat: false, expand: false, verify: false };
     let mut failures = Vec::new();
-    for case in cases.iter().filter(|c| !FJP_DIALECT.contains(&name(c))) {
+    for case in &cases {
         let initial = &case["initial"];
         let mut r = Replayer::new(arr(&initial["messages"]), initial["state"].clone(), options);
         let mut err_at = None;

@@ -11,7 +11,7 @@ pub fn strict_eq(a: Option<&Value>, b: Option<&Value>) -> bool {
         (Some(Value::Null), Some(Value::Null)) => true,
         (Some(Value::Bool(x)), Some(Value::Bool(y))) => x == y,
         (Some(Value::String(x)), Some(Value::String(y))) => x == y,
-        (Some(Value::Number(x)), Some(Value::Number(y))) => crate::patch::number_eq(x, y),
+        (Some(Value::Number(x)), Some(Value::Number(y))) => crate::patch::number_eq(x, y, crate::patch::Dialect::FastJsonPatch),
         _ => false,
     }
 }

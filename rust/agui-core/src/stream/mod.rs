@@ -129,8 +129,10 @@ pub struct Warning {
 }
 
 /// The one door from the stream stages to the JSON Patch engine (`STATE_DELTA`,
-/// `ACTIVITY_DELTA`, compaction). The reference uses fast-json-patch; switching to the
-/// patch module's fast-json-patch dialect is a change of this line only.
+/// `ACTIVITY_DELTA`, compaction): the patch module's fast-json-patch dialect, because the
+/// reference client applies deltas with fast-json-patch (`applyPatch(doc, patch, true, false)`).
 pub(crate) fn patch_json(doc: &mut serde_json::Value, patch: &serde_json::Value) -> Result<(), crate::patch::PatchError> {
-    crate::patch::apply_json_patch(doc, patch)
+    const OPTIONS: crate::patch::Options =
+        crate::patch::Options { dialect: crate::patch::Dialect::FastJsonPatch, max_depth: crate::limits::DEFAULT_MAX_DEPTH };
+    crate::patch::apply_json_patch(doc, patch, &OPTIONS)
 }
