@@ -80,5 +80,6 @@ def test_the_installed_package_is_the_built_portable_wheel(wheelhouse):
     installed = [line.split(": ", 1)[1] for line in DIST.read_text("WHEEL").splitlines()
                  if line.startswith("Tag: ")]
     assert sorted(installed) == sorted(f"{python}-{abi}-{p}" for p in platforms.split("."))
-    native = Path(agui_fast._native.__file__)
-    assert ROOT not in native.resolve().parents, f"testing the checkout, not the wheel: {native}"
+    native = Path(agui_fast._native.__file__).resolve()
+    assert native.is_relative_to(Path(sys.prefix).resolve()), f"not the installed wheel: {native}"
+    assert not native.is_relative_to(ROOT / "python"), f"testing the checkout's tree: {native}"
