@@ -119,12 +119,14 @@ grep -q '"manylinux_2_17_x86_64"' "$LOGS/auditwheel-manylinux.txt" \
 ) >"$LOGS/musl-sdist.log" 2>&1 &
 MUSL_PID=$!
 
-# One interpreter's run of the suite against the built wheel (its log: pytest-3.X).
+# One interpreter's run of the suite against the built wheel. Called from an `if`, where
+# `set -e` does not apply: each step's failure is returned explicitly.
 suite() {
     local v=$1 vpy="$WORK/py$1/bin/python" rc=0
-    "$vpy" -m pip install --quiet --no-deps --force-reinstall "$WHEEL"
+    "$vpy" -m pip install --quiet --no-deps --force-reinstall "$WHEEL" || return 1
     # The suite must import the installed wheel, never the checkout's python/ tree.
-    "$vpy" -c 'import sys, agui_fast._native as n; assert n.__file__.startswith(sys.prefix), n.__file__'
+    "$vpy" -c 'import sys, agui_fast._native as n; assert n.__file__.startswith(sys.prefix), n.__file__' \
+        || return 1
     AGUI_WHEELHOUSE="$WHEELHOUSE" "$vpy" -m pytest -q -p no:cacheprovider || rc=$?
     if [ "$rc" -eq 5 ]; then
         echo "pytest collected no tests: that is a failure, not a pass"
@@ -137,11 +139,16 @@ finish "$VENVS_PID" venvs
 # One interpreter at a time: the suite's one-time set-ups (test servers, unpacked fixtures) are
 # not written for concurrent runs from one checkout, and the musllinux/sdist job above keeps
 # the second core busy meanwhile.
+# Every interpreter runs even after a failure, so one report shows them all.
+FAILED=()
 for v in $TESTED; do
     say "CPython $v: pytest against the built wheel (log: pytest-$v.log)"
-    suite "$v" >"$LOGS/pytest-$v.log" 2>&1 &
-    finish "$!" "pytest-$v"
-    tail -n 1 "$LOGS/pytest-$v.log"
+    if suite "$v" >"$LOGS/pytest-$v.log" 2>&1; then
+        tail -n 1 "$LOGS/pytest-$v.log"
+    else
+        sed -n '/= FAILURES =/,$p' "$LOGS/pytest-$v.log" | tail -n 80
+        FAILED+=("$v")
+    fi
 done
 
 finish "$CARGO_PID" cargo
@@ -176,4 +183,5 @@ else
     echo "ci: musl not installed here: the musllinux wheel's symbols are not checked" >&2
 fi
 
+[ "${#FAILED[@]}" -eq 0 ] || die "the suite failed on CPython ${FAILED[*]} (logs: $LOGS/pytest-*.log)"
 say "all green: wheels in $WHEELHOUSE, CPython $TESTED tested against the built wheel"
