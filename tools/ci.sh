@@ -173,7 +173,7 @@ if [ -x "$LDMUSL" ]; then
     [ "$needed" = "libc.so " ] || die "musllinux extension needs more than libc.so: $needed"
     "$LDMUSL" --list "$so" >"$LOGS/musl-ldd.txt" 2>&1 || true
     grep -q '^\s*libc.so => /lib/ld-musl' "$LOGS/musl-ldd.txt" || die "musl does not load the extension"
-    if grep 'Error' "$LOGS/musl-ldd.txt" | grep -Ev ': _?Py[A-Za-z_]+: symbol not found$'; then
+    if grep 'Error' "$LOGS/musl-ldd.txt" | grep -Ev ': _?Py[A-Za-z0-9_]+: symbol not found$'; then
         die "the musllinux extension needs symbols musl does not have (above)"
     fi
     echo "musllinux: needs libc.so only; musl resolves every symbol but CPython's"
