@@ -4,6 +4,16 @@ from pathlib import Path
 import pytest
 
 VECTORS = Path(__file__).parent / "vectors"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def repo_file(*parts):
+    """A repository file outside tests/ (README, docs, proto, tools, .ci), or a skip that names it
+    when these tests run without it (from an unpacked sdist, or copied elsewhere)."""
+    path = ROOT.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"needs the repository file {'/'.join(parts)}, absent from {ROOT}")
+    return path
 
 
 def load_jsonl(relpath):

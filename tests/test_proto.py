@@ -10,7 +10,6 @@ import random
 import re
 import typing
 import warnings
-from pathlib import Path
 
 import msgspec
 import pytest
@@ -25,9 +24,8 @@ from agui_fast.errors import (
     TruncatedStreamError,
 )
 
-from conftest import by_name, case_input, load_jsonl
+from conftest import by_name, case_input, load_jsonl, repo_file
 
-ROOT = Path(__file__).resolve().parent.parent
 EVENTS = load_jsonl("codec/events.jsonl")
 STREAMS = load_jsonl("codec/proto_streams.jsonl")
 INVALID = load_jsonl("codec/invalid_events.jsonl")
@@ -110,7 +108,7 @@ def test_typed_decode_matches_reference_struct(case):
 def test_lossy_cases_are_the_documented_ones():
     """Cases not lossless in the reference are listed (and counted) in docs/protobuf.md."""
     lossy = [c["name"] for c in EVENTS if not c["proto_lossless"]]
-    doc = (ROOT / "docs" / "protobuf.md").read_text(encoding="utf-8")
+    doc = repo_file("docs", "protobuf.md").read_text(encoding="utf-8")
     assert f"{len(lossy)} of {len(EVENTS)}" in doc
 
 
@@ -463,7 +461,7 @@ def parse_proto_files():
     """message -> {field: (number, label)} from the .proto text (a small parser is enough
     for these files: no nested oneofs, options or extensions)."""
     out = {}
-    for path in sorted((ROOT / "proto").glob("*.proto")):
+    for path in sorted(repo_file("proto").glob("*.proto")):
         text = re.sub(r"//[^\n]*", "", path.read_text(encoding="utf-8"))
         stack = []
         for token in re.finditer(r"(message|enum|oneof)\s+(\w+)\s*\{|\}|([^;{}]+);", text):

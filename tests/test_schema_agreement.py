@@ -7,7 +7,6 @@ time, not from a hand-written list.
 import subprocess
 import sys
 import typing
-from pathlib import Path
 
 import msgspec
 import pydantic
@@ -16,7 +15,7 @@ import pytest
 import ag_ui.core as ref
 import agui_fast.core as ours
 
-ROOT = Path(__file__).resolve().parent.parent
+from conftest import repo_file
 
 
 def ref_models():
@@ -87,7 +86,7 @@ def test_fields_wire_names_defaults_and_order_match(name):
 
 def test_generated_models_are_current():
     result = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "gen_core.py"), "--check"],
+        [sys.executable, str(repo_file("tools", "gen_core.py")), "--check"],
         capture_output=True,
         text=True,
     )

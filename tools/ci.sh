@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# The project's whole check, as CI runs it (.ci/run) and as the README's quick start gives it:
+#   1. build the abi3 wheel once, portable (manylinux2014 = glibc 2.17, linked by zig from PyPI's
+#      `ziglang`, no container), and prove it with auditwheel and abi3audit;
+#   2. run the Python suite against that BUILT WHEEL (not the source tree) in a fresh venv on
+#      every CPython 3.10-3.13 found (CI=true: all of them must be found);
+#   3. `cargo test` of the core crate and `cargo clippy -D warnings` of the workspace;
+#   4. the musllinux wheel (audited; no musl CPython here to run it) and the sdist, whose own
+#      `cargo test` must pass from the unpacked archive.
+# The Rust jobs and the venv set-up run beside the wheel build: fat LTO leaves a core idle.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+PYTHONS=(3.10 3.11 3.12 3.13)           # tests/test_packaging.py checks the classifiers match
+MANYLINUX=manylinux2014                 # auditwheel reports it as manylinux_2_17
+MUSLLINUX=musllinux_1_2
+WORK="${AGUI_CI_DIR:-$ROOT/target/ci}"
+LOGS="$WORK/logs"
+WHEELHOUSE="$WORK/wheelhouse"
+rm -rf "$WORK"
+mkdir -p "$LOGS" "$WHEELHOUSE"
+START=$SECONDS
+
+say() { printf '\n=== [%3ds] %s\n' "$((SECONDS - START))" "$*"; }
+die() { echo "ci: $*" >&2; exit 1; }
+
+# Waits for a background job; on failure prints its log's tail and stops.
+finish() {
+    local pid=$1 name=$2
+    if ! wait "$pid"; then
+        echo "--- $name failed; end of $LOGS/$name.log:" >&2
+        tail -n 60 "$LOGS/$name.log" >&2
+        die "$name failed"
+    fi
+    say "$name done"
+}
+
+# An interpreter of version $1: pyenv's install first (its shims only run the versions it has
+# selected), then python3.X on PATH; checked by asking it for its version.
+find_python() {
+    local v=$1 root cand
+    root=$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")
+    for cand in $(ls -d "$root"/versions/"$v".*/bin/python 2>/dev/null | sort -V -r) \
+                "$(command -v "python$v" || true)"; do
+        [ -n "$cand" ] && [ -x "$cand" ] || continue
+        if [ "$("$cand" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)" = "$v" ]; then
+            echo "$cand"
+            return 0
+        fi
+    done
+    return 1
+}
+
+declare -A PY
+for v in "${PYTHONS[@]}"; do
+    if p=$(find_python "$v"); then
+        PY[$v]=$p
+    elif [ "${CI:-}" = true ]; then
+        die "CPython $v not found: CI tests every version the package declares"
+    else
+        echo "ci: CPython $v not found here, not tested (CI requires it)" >&2
+    fi
+done
+[ "${#PY[@]}" -gt 0 ] || die "no CPython 3.10-3.13 found"
+TESTED=$(printf '%s\n' "${!PY[@]}" | sort -V | tr '\n' ' ')
+TOOLS_PY=${PY[$(printf '%s\n' "${!PY[@]}" | sort -V | tail -n 1)]}
+
+say "background: cargo test -p agui-core, then cargo clippy -D warnings"
+(cargo test -p agui-core --locked && cargo clippy --workspace --all-targets --locked -- -D warnings) \
+    >"$LOGS/cargo.log" 2>&1 &
+CARGO_PID=$!
+
+say "tools venv (maturin, ziglang, auditwheel, abi3audit) with $TOOLS_PY"
+"$TOOLS_PY" -m venv "$WORK/tools"
+T="$WORK/tools/bin"
+"$T/python" -m pip install --quiet --upgrade pip
+"$T/python" -m pip install --quiet "maturin>=1.9.4,<2" "ziglang>=0.13,<0.18" "auditwheel>=6.1" "abi3audit>=0.0.20"
+# The dev extras and runtime dependencies, from pyproject.toml, to install beside the wheel.
+"$T/python" - >"$WORK/requirements.txt" <<'EOF'
+import tomllib
+project = tomllib.load(open("pyproject.toml", "rb"))["project"]
+print("\n".join(project["dependencies"] + project["optional-dependencies"]["dev"]))
+EOF
+
+say "background: manylinux wheel build, test venvs ($TESTED)"
+# maturin finds `python -m ziglang` through the tools venv on PATH.
+(PATH="$T:$PATH" "$T/maturin" build --locked --release --zig --compatibility "$MANYLINUX" \
+    --out "$WHEELHOUSE") >"$LOGS/wheel-manylinux.log" 2>&1 &
+WHEEL_PID=$!
+(
+    for v in "${!PY[@]}"; do
+        "${PY[$v]}" -m venv "$WORK/py$v"
+        "$WORK/py$v/bin/python" -m pip install --quiet --upgrade pip
+        "$WORK/py$v/bin/python" -m pip install --quiet -r "$WORK/requirements.txt"
+    done
+) >"$LOGS/venvs.log" 2>&1 &
+VENVS_PID=$!
+
+finish "$WHEEL_PID" wheel-manylinux
+WHEEL=$(ls "$WHEELHOUSE"/agui_fast-*-cp310-abi3-*manylinux*_x86_64.whl)
+say "audit $(basename "$WHEEL") ($(du -k "$WHEEL" | cut -f1) KiB)"
+"$T/auditwheel" show "$WHEEL" | tee "$LOGS/auditwheel-manylinux.txt"
+grep -q '"manylinux_2_17_x86_64"' "$LOGS/auditwheel-manylinux.txt" \
+    || die "auditwheel does not find the wheel manylinux_2_17 compliant"
+"$T/abi3audit" --strict --summary "$WHEEL"
+
+# The musllinux wheel and the sdist's own cargo test, beside the Python tests.
+(
+    set -e
+    rustup target list --installed | grep -qx x86_64-unknown-linux-musl \
+        || rustup target add x86_64-unknown-linux-musl
+    PATH="$T:$PATH" "$T/maturin" build --locked --release --zig --target x86_64-unknown-linux-musl \
+        --compatibility "$MUSLLINUX" --out "$WHEELHOUSE"
+    PATH="$T:$PATH" "$T/maturin" sdist --out "$WORK/sdist"
+    tar -xzf "$WORK"/sdist/agui_fast-*.tar.gz -C "$WORK/sdist"
+    # The unpacked sdist shares the checkout's target dir: only the crate itself recompiles.
+    cd "$WORK"/sdist/agui_fast-*/
+    CARGO_TARGET_DIR="$ROOT/target" cargo test -p agui-core --locked
+) >"$LOGS/musl-sdist.log" 2>&1 &
+MUSL_PID=$!
+
+# One interpreter's run of the suite against the built wheel. Called from an `if`, where
+# `set -e` does not apply: each step's failure is returned explicitly.
+suite() {
+    local v=$1 vpy="$WORK/py$1/bin/python" rc=0
+    "$vpy" -m pip install --quiet --no-deps --force-reinstall "$WHEEL" || return 1
+    # The suite must import the installed wheel, never the checkout's python/ tree.
+    "$vpy" -c 'import sys, agui_fast._native as n; assert n.__file__.startswith(sys.prefix), n.__file__' \
+        || return 1
+    AGUI_WHEELHOUSE="$WHEELHOUSE" "$vpy" -m pytest -q -p no:cacheprovider || rc=$?
+    if [ "$rc" -eq 5 ]; then
+        echo "pytest collected no tests: that is a failure, not a pass"
+        return 1
+    fi
+    return "$rc"
+}
+
+finish "$VENVS_PID" venvs
+# One interpreter at a time: the suite's one-time set-ups (test servers, unpacked fixtures) are
+# not written for concurrent runs from one checkout, and the musllinux/sdist job above keeps
+# the second core busy meanwhile.
+# Every interpreter runs even after a failure, so one report shows them all.
+FAILED=()
+for v in $TESTED; do
+    say "CPython $v: pytest against the built wheel (log: pytest-$v.log)"
+    if suite "$v" >"$LOGS/pytest-$v.log" 2>&1; then
+        tail -n 1 "$LOGS/pytest-$v.log"
+    else
+        sed -n '/= FAILURES =/,$p' "$LOGS/pytest-$v.log" | tail -n 80
+        FAILED+=("$v")
+    fi
+done
+
+finish "$CARGO_PID" cargo
+grep -E '^test result:' "$LOGS/cargo.log"
+finish "$MUSL_PID" musl-sdist
+grep -E '^test result:' "$LOGS/musl-sdist.log"
+MUSL=$(ls "$WHEELHOUSE"/agui_fast-*-cp310-abi3-*musllinux*_x86_64.whl)
+say "audit $(basename "$MUSL") ($(du -k "$MUSL" | cut -f1) KiB)"
+"$T/abi3audit" --strict --summary "$MUSL"
+# auditwheel judges musllinux wheels only on a musl host (on glibc it applies the manylinux
+# policies), so check what its musllinux_1_2 policy checks by hand: the only needed library is
+# libc.so, and musl's own loader (Debian's `musl`, 1.2.x) resolves every symbol but CPython's.
+LDMUSL=/lib/ld-musl-x86_64.so.1
+if [ ! -x "$LDMUSL" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    (apt-get update -qq && apt-get install -y -qq musl) >"$LOGS/apt-musl.log" 2>&1
+fi
+if [ -x "$LDMUSL" ]; then
+    so="$WORK/musl/_native.abi3.so"
+    mkdir -p "$WORK/musl"
+    unzip -p "$MUSL" agui_fast/_native.abi3.so >"$so"
+    needed=$(readelf -d "$so" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+    [ "$needed" = "libc.so " ] || die "musllinux extension needs more than libc.so: $needed"
+    "$LDMUSL" --list "$so" >"$LOGS/musl-ldd.txt" 2>&1 || true
+    grep -q '^\s*libc.so => /lib/ld-musl' "$LOGS/musl-ldd.txt" || die "musl does not load the extension"
+    if grep 'Error' "$LOGS/musl-ldd.txt" | grep -Ev ': _?Py[A-Za-z0-9_]+: symbol not found$'; then
+        die "the musllinux extension needs symbols musl does not have (above)"
+    fi
+    echo "musllinux: needs libc.so only; musl resolves every symbol but CPython's"
+elif [ "${CI:-}" = true ]; then
+    die "musl's loader ($LDMUSL) is needed to check the musllinux wheel (apt-get install musl)"
+else
+    echo "ci: musl not installed here: the musllinux wheel's symbols are not checked" >&2
+fi
+
+[ "${#FAILED[@]}" -eq 0 ] || die "the suite failed on CPython ${FAILED[*]} (logs: $LOGS/pytest-*.log)"
+say "all green: wheels in $WHEELHOUSE, CPython $TESTED tested against the built wheel"
