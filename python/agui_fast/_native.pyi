@@ -77,22 +77,21 @@ _Backend = Tuple[Any, Any, Any, Any, Callable[[bytes, Any], Any], bool]
 
 class SseDecoder:
     """WHATWG event-stream framing (CR/LF/CRLF, BOM, comments, event/id/retry, multi-line
-    data, a final event without its blank line), then decoding with ``backend``."""
+    data, a final event without its blank line), then decoding with ``backend``.
+    ``legacy``: the legacy converter's class (one instance per stream) or None;
+    ``candidates``: convert the frames that may be legacy (dict mode)."""
 
     def __new__(
         cls,
         backend: _Backend,
+        max_frame_size: int,
+        max_depth: int,
+        legacy: Optional[Callable[[], Any]],
+        candidates: bool,
         /,
-        *,
-        max_frame_size: int = ...,
-        max_depth: int = ...,
-        legacy: Optional[Callable[[], Any]] = None,
-        candidates: bool = False,
     ) -> "SseDecoder": ...
     def feed(self, chunk: _BytesLike, /) -> List[Any]: ...
     def close(self) -> List[Any]: ...
-    def decode_all(self, data: _BytesLike, /) -> List[Any]:
-        """feed + close in one call (framed on a Rust thread from 2 MiB on)."""
     @property
     def last_event_id(self) -> str: ...
     @property
@@ -101,6 +100,24 @@ class SseDecoder:
     def frame_count(self) -> int: ...
     @property
     def position(self) -> int: ...
+
+class SseCodec:
+    """The one-shot ``decode_sse`` over the ``(typed, dict, bytes)`` backends;
+    ``options`` is ``agui_fast._stream.options`` (old spellings, bad values)."""
+
+    def __init__(self, backends: Tuple[_Backend, _Backend, _Backend], legacy: Callable[[], Any], options: Callable[..., Any], /) -> None: ...
+    def decode_sse(
+        self,
+        data: _BytesLike,
+        /,
+        *,
+        raw: Optional[str] = None,
+        legacy: bool = True,
+        max_frame_size: int = ...,
+        max_depth: int = ...,
+        max_buffer_size: Optional[int] = None,
+    ) -> List[Any]:
+        """A whole recorded stream (framed on a Rust thread from 2 MiB on)."""
 # --- end sse ---
 # --- proto ---
 # Protobuf codec (rust/agui-py/src/proto.rs, docs/protobuf.md). Events cross as JSON text
@@ -135,17 +152,30 @@ class ProtoDecoder:
     error of its call and the stream goes on; a frame over the limit or a cut stream
     ends it. Frames from a later protocol version: one UserWarning per decoder."""
 
-    def __new__(
-        cls, backend: _Backend, /, *, msgpack: bool, max_frame_size: int = ..., max_depth: int = ...
-    ) -> "ProtoDecoder": ...
+    def __new__(cls, backend: _Backend, msgpack: bool, max_frame_size: int, max_depth: int, /) -> "ProtoDecoder": ...
     def feed(self, chunk: _BytesLike, /) -> List[Any]: ...
     def close(self) -> List[Any]: ...
-    def decode_all(self, data: _BytesLike, /) -> List[Any]:
-        """feed + close in one call (decoded in parts on a Rust thread from 256 KiB on)."""
     @property
     def pending(self) -> int: ...
     @property
     def frame_index(self) -> int: ...
     @property
     def skipped_frames(self) -> int: ...
+
+class ProtoCodec:
+    """The one-shot ``decode_protobuf`` over the ``(typed, dict, bytes)`` backends."""
+
+    def __init__(self, backends: Tuple[_Backend, _Backend, _Backend], options: Callable[..., Any], /) -> None: ...
+    def decode_protobuf(
+        self,
+        data: _BytesLike,
+        /,
+        *,
+        raw: Optional[str] = None,
+        legacy: bool = True,
+        max_frame_size: int = ...,
+        max_depth: int = ...,
+        max_buffer_size: Optional[int] = None,
+    ) -> List[Any]:
+        """A whole framed stream (decoded in parts on a Rust thread from 256 KiB on)."""
 # --- end proto ---

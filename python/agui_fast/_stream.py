@@ -32,23 +32,21 @@ Source = Union[BytesLike, str, "os.PathLike[str]", IO[bytes], Iterable[Union[byt
 ``chunk_size`` pieces) or an iterable of chunks (``str`` chunks are UTF-8 encoded)."""
 
 
-def _deprecated(message: str) -> None:
-    # stacklevel 5: user -> public function -> _native_decoder -> options -> here
-    warnings.warn(message, DeprecationWarning, stacklevel=5)
-
-
 def options(
-    raw: Any, max_frame_size: int, max_depth: int, max_buffer_size: Optional[int] = None
+    raw: Any, max_frame_size: int, max_depth: int, max_buffer_size: Optional[int] = None, depth: int = 1
 ) -> Tuple[Raw, int, int]:
-    """``(raw, max_frame_size, max_depth)`` checked, with the old spellings mapped."""
+    """``(raw, max_frame_size, max_depth)`` checked, with the old spellings mapped (and a
+    DeprecationWarning pointing ``depth`` Python frames up: the native one-shot functions
+    add none, the decoder classes two)."""
     if raw is not None and raw != "dict" and raw != "bytes":
         if raw is False or raw is True:  # the protobuf API's old spelling
-            _deprecated("raw=False/True is deprecated: use raw=None (typed) or raw='dict'")
+            msg = "raw=False/True is deprecated: use raw=None (typed) or raw='dict'"
+            warnings.warn(msg, DeprecationWarning, stacklevel=1 + depth)
             raw = "dict" if raw else None
         else:
             raise ValueError(f"raw must be None, 'dict' or 'bytes', not {raw!r}")
     if max_buffer_size is not None:  # the SSE API's old name
-        _deprecated("max_buffer_size is deprecated: use max_frame_size")
+        warnings.warn("max_buffer_size is deprecated: use max_frame_size", DeprecationWarning, stacklevel=1 + depth)
         max_frame_size = max_buffer_size
     for name, value in (("max_frame_size", max_frame_size), ("max_depth", max_depth)):
         if type(value) is not int:

@@ -58,7 +58,17 @@ class DecodeError(AguiError):
         self.offset = offset
         self.field = field
         self.events: List[Any] = [] if events is None else events
-        self.errors: List[DecodeError] = [self] if errors is None else errors
+        self._errors = errors
+
+    @property
+    def errors(self) -> List["DecodeError"]:
+        # Computed when alone: a stored [self] would make every error a reference
+        # cycle, left for the cyclic GC (measurable on floods of bad frames).
+        return [self] if self._errors is None else self._errors
+
+    @errors.setter
+    def errors(self, value: List["DecodeError"]) -> None:
+        self._errors = value
 
     def __reduce__(self) -> Tuple[Any, ...]:  # keep the keyword attributes through pickling
         others = [e for e in self.errors if e is not self]

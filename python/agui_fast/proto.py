@@ -142,7 +142,7 @@ def decode_event_message(data: BytesLike, raw: Raw = None) -> Any:
     Raises :class:`~agui_fast.errors.ProtobufDecodeError` for an invalid message, including
     an envelope from a later protocol version (a stream would skip that frame).
     """
-    mode = options(raw, 0, 0)[0]
+    mode = options(raw, 0, 0, None, 2)[0]
     item = _native.proto_decode_message(data if type(data) is bytes else bytes(memoryview(data)), mode != "bytes")
     if mode is None:
         try:
@@ -155,10 +155,8 @@ def decode_event_message(data: BytesLike, raw: Raw = None) -> Any:
 def _native_decoder(
     cls: Any, raw: Any, max_frame_size: int, max_depth: int, max_buffer_size: Optional[int] = None
 ) -> Any:
-    mode, max_frame_size, max_depth = options(raw, max_frame_size, max_depth, max_buffer_size)
-    return _native.ProtoDecoder.__new__(
-        cls, _BACKENDS[mode], msgpack=mode != "bytes", max_frame_size=max_frame_size, max_depth=max_depth
-    )
+    mode, max_frame_size, max_depth = options(raw, max_frame_size, max_depth, max_buffer_size, 3)
+    return _native.ProtoDecoder.__new__(cls, _BACKENDS[mode], mode != "bytes", max_frame_size, max_depth)
 
 
 class ProtoDecoder(_native.ProtoDecoder):
@@ -187,20 +185,11 @@ class ProtoDecoder(_native.ProtoDecoder):
         return _native_decoder(cls, raw, max_frame_size, max_depth, max_buffer_size)  # type: ignore[no-any-return]
 
 
-def decode_protobuf(
-    data: BytesLike,
-    *,
-    raw: Raw = None,
-    legacy: bool = True,
-    max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
-    max_depth: int = DEFAULT_MAX_DEPTH,
-    max_buffer_size: Optional[int] = None,
-) -> List[Any]:
-    """Decode a whole framed stream (the protobuf decoding runs without the GIL, large
-    buffers in parts on a Rust thread ahead of the Struct building). A stream that ends
-    inside a frame raises :class:`~agui_fast.errors.TruncatedStreamError`."""
-    dec = _native_decoder(_native.ProtoDecoder, raw, max_frame_size, max_depth, max_buffer_size)
-    return dec.decode_all(data)  # type: ignore[no-any-return]
+decode_protobuf = _native.ProtoCodec(tuple(_BACKENDS.values()), options).decode_protobuf
+"""``decode_protobuf(data, *, raw=None, legacy=True, max_frame_size=..., max_depth=...)``:
+decode a whole framed stream (native: the protobuf decoding runs without the GIL, large
+buffers in parts on a Rust thread ahead of the Struct building). A stream that ends
+inside a frame raises :class:`~agui_fast.errors.TruncatedStreamError`."""
 
 
 def iter_protobuf(
@@ -220,7 +209,7 @@ def iter_protobuf(
         warnings.warn("iter_protobuf's options are keyword-only", DeprecationWarning, stacklevel=2)
         (chunk_size,) = args
     check_chunk_size(chunk_size)
-    dec = _native_decoder(_native.ProtoDecoder, raw, max_frame_size, max_depth, max_buffer_size)
+    dec = _native_decoder(ProtoDecoder, raw, max_frame_size, max_depth, max_buffer_size)
     return iter_events(dec, read_chunks(source, chunk_size))
 
 

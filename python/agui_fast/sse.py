@@ -63,11 +63,9 @@ _BACKENDS = {
 def _native_decoder(
     cls: Any, raw: Any, legacy: bool, max_frame_size: int, max_depth: int, max_buffer_size: Optional[int]
 ) -> Any:
-    mode, max_frame_size, max_depth = options(raw, max_frame_size, max_depth, max_buffer_size)
-    return _native.SseDecoder.__new__(
-        cls, _BACKENDS[mode], max_frame_size=max_frame_size, max_depth=max_depth,
-        legacy=LegacyConverter if legacy and mode != "bytes" else None, candidates=mode == "dict",
-    )
+    mode, max_frame_size, max_depth = options(raw, max_frame_size, max_depth, max_buffer_size, 3)
+    factory = LegacyConverter if legacy and mode != "bytes" else None
+    return _native.SseDecoder.__new__(cls, _BACKENDS[mode], max_frame_size, max_depth, factory, mode == "dict")
 
 
 class SseDecoder(_native.SseDecoder):
@@ -94,19 +92,10 @@ class SseDecoder(_native.SseDecoder):
         return _native_decoder(cls, raw, legacy, max_frame_size, max_depth, max_buffer_size)  # type: ignore[no-any-return]
 
 
-def decode_sse(
-    data: BytesLike,
-    *,
-    raw: Raw = None,
-    legacy: bool = True,
-    max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
-    max_depth: int = DEFAULT_MAX_DEPTH,
-    max_buffer_size: Optional[int] = None,
-) -> List[Any]:
-    """Decode a whole recorded SSE stream. Framing runs with the GIL released; from
-    2 MiB on it runs on a Rust thread, part by part, ahead of the decoding."""
-    dec = _native_decoder(_native.SseDecoder, raw, legacy, max_frame_size, max_depth, max_buffer_size)
-    return dec.decode_all(data)  # type: ignore[no-any-return]
+decode_sse = _native.SseCodec(tuple(_BACKENDS.values()), LegacyConverter, options).decode_sse
+"""``decode_sse(data, *, raw=None, legacy=True, max_frame_size=..., max_depth=...)``:
+decode a whole recorded SSE stream (native: framing with the GIL released, from 2 MiB on
+on a Rust thread, part by part, ahead of the decoding)."""
 
 
 def iter_sse(
@@ -123,7 +112,7 @@ def iter_sse(
     an error, the events of the failing chunk (also those after the bad frames) are
     yielded first, then the error is raised."""
     check_chunk_size(chunk_size)
-    dec = _native_decoder(_native.SseDecoder, raw, legacy, max_frame_size, max_depth, max_buffer_size)
+    dec = _native_decoder(SseDecoder, raw, legacy, max_frame_size, max_depth, max_buffer_size)
     return iter_events(dec, read_chunks(source, chunk_size))
 
 
@@ -138,5 +127,5 @@ def aiter_sse(
 ) -> AsyncIterator[Any]:
     """Decode an async iterator of chunks, e.g. ``httpx`` ``response.aiter_bytes()``.
     Errors behave as in :func:`iter_sse`."""
-    dec = _native_decoder(_native.SseDecoder, raw, legacy, max_frame_size, max_depth, max_buffer_size)
+    dec = _native_decoder(SseDecoder, raw, legacy, max_frame_size, max_depth, max_buffer_size)
     return aiter_events(dec, source)

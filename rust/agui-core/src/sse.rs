@@ -829,6 +829,23 @@ mod tests {
     }
 
     #[test]
+    fn frames_nested_deeper_than_max_depth_are_flagged() {
+        let deep = |d: usize| format!("data: {}{}\n\n", "[".repeat(d), "]".repeat(d));
+        let mut p = SseParser::new(DEFAULT_MAX_BUFFER);
+        let mut b = Batch::new(0, true, false).with_max_depth(3);
+        let stream = format!("{}{}{}", deep(3), deep(4), deep(2));
+        p.feed(stream.as_bytes(), |f| b.push(&f)).unwrap();
+        b.close();
+        assert_eq!(b.len(), 3);
+        assert_eq!(b.too_deep, vec![1]);
+        assert!(!b.balanced, "a too deep frame must not reach the bulk decoder");
+        // the default is the crate's limit
+        assert_eq!(Batch::new(0, true, false).max_depth, crate::limits::DEFAULT_MAX_DEPTH);
+        assert_eq!(scan_value(b"[[1],{\"a\":[2]}]").depth, 3);
+        assert_eq!(scan_value(b"\"[[[\"").depth, 0); // brackets inside strings do not count
+    }
+
+    #[test]
     fn basic_lf() {
         let d = every_split(b"data: {\"a\":1}\n\ndata: 2\n\n");
         assert_eq!(d, vec![b"{\"a\":1}".to_vec(), b"2".to_vec()]);

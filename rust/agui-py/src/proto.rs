@@ -9,17 +9,20 @@
 
 use agui_core::limits::DEFAULT_MAX_DEPTH;
 use agui_core::proto::{self, Collected, Error, EventArray, Format, StreamDecoder};
-use pyo3::exceptions::{PyUserWarning, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyUserWarning, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use std::ffi::CString;
 
 use crate::errors::make_error;
 use crate::pynode;
-use crate::stream::{decode_items, try_buffer, with_buffer, Backend, GcPause, Items, Legacy, Outcome};
+use crate::stream::{decode_items, try_buffer, with_buffer, Backend, GcPause, Items, Legacy, Modes, Outcome};
 
 /// Turn a core error into the matching `agui_fast.errors` exception.
 fn to_py(py: Python<'_>, e: &Error, events: Option<Vec<Vec<u8>>>) -> PyErr {
+    if let Error::OutOfMemory { .. } = e {
+        return PyMemoryError::new_err(e.to_string());
+    }
     let kwargs = PyDict::new(py);
     let (index, offset) = e.position();
     // set_item on a fresh dict/list cannot fail short of MemoryError; the error itself
@@ -170,6 +173,9 @@ const MAX_PART: usize = 1 << 19;
 
 const LABEL: &str = "protobuf frame";
 
+/// Below this size releasing the GIL costs more than it saves.
+const DETACH_MIN: usize = 64 * 1024;
+
 /// The events one call decoded, as the core hands them over.
 struct Part {
     array: Vec<u8>,
@@ -196,31 +202,39 @@ fn decode_part(dec: &mut StreamDecoder, fmt: Format, chunk: Option<&[u8]>, finis
     Part { array, spans, got, warnings, fatal: r.err() }
 }
 
-/// Incremental decoder of a framed protobuf stream (`agui_fast.proto.ProtoDecoder` is
-/// its Python face): frames decoded by `agui_core::proto`, then the fallback chain and
-/// error contract of `crate::stream`. A frame whose message does not decode is an error
-/// of its call and the stream goes on; a length prefix over the limit or a stream cut
-/// inside a frame ends it. Frames from a later protocol version are skipped as the
-/// reference client does: one `UserWarning` per decoder, the rest counted.
-#[pyclass(module = "agui_fast._native", name = "ProtoDecoder", subclass)]
-pub struct ProtoDecoder {
+/// One protobuf stream's decoding state; the backend is passed per call (a decoder owns
+/// one, the one-shot `decode_protobuf` borrows its mode's). A frame whose message does
+/// not decode is an error of its call and the stream goes on; a length prefix over the
+/// limit or a stream cut inside a frame ends it. Frames from a later protocol version
+/// are skipped as the reference client does: one `UserWarning` per decoder and kind of
+/// warning, the frames counted.
+pub(crate) struct ProtoState {
     inner: StreamDecoder,
-    backend: Backend,
     legacy: Legacy,
     fmt: Format,
     max_depth: usize,
-    closed: bool,
     skipped: usize,
     warned: std::collections::HashSet<String>,
 }
 
-impl ProtoDecoder {
-    /// Warn once per decoder per kind of warning; a warning raised as an error (``-W
-    /// error``) carries the call's events and errors.
+impl ProtoState {
+    fn new(msgpack: bool, max_frame_size: usize, max_depth: usize) -> Self {
+        ProtoState {
+            inner: StreamDecoder::new(max_frame_size),
+            legacy: Legacy::new(None),
+            fmt: format(msgpack),
+            max_depth,
+            skipped: 0,
+            warned: Default::default(),
+        }
+    }
+
+    /// Warn once per decoder per kind of warning; a warning raised as an error (`-W
+    /// error`) carries the call's events and errors, so none is lost to it.
     fn warn<'py>(&mut self, py: Python<'py>, part: &Part, res: Outcome<'py>) -> PyResult<Outcome<'py>> {
         let mut texts: Vec<String> = part.warnings.clone();
         if part.got.skipped > 0 {
-            texts.push(format!("{} (skipped frames are counted in ProtoDecoder.skipped_frames)", proto::FUTURE_EVENT_WARNING));
+            texts.push(format!("{} (counted in ProtoDecoder.skipped_frames)", proto::FUTURE_EVENT_WARNING));
         }
         for t in texts {
             if self.warned.insert(t.clone()) {
@@ -233,7 +247,7 @@ impl ProtoDecoder {
     }
 
     /// Turn a decoded part into events and errors (in `res`).
-    fn decode<'py>(&mut self, py: Python<'py>, part: &Part, res: &mut Outcome<'py>) -> PyResult<()> {
+    fn decode<'py>(&mut self, py: Python<'py>, be: &Backend, part: &Part, res: &mut Outcome<'py>) -> PyResult<()> {
         self.skipped += part.got.skipped;
         let positions = &part.got.positions;
         let pos = |k: usize| (positions[k].0 as u64, positions[k].1);
@@ -259,7 +273,12 @@ impl ProtoDecoder {
             too_deep: &too_deep,
             deep_error: "ProtobufDecodeError",
         };
-        decode_items(py, &self.backend, &mut self.legacy, &items, LABEL, self.max_depth, res)?;
+        decode_items(py, be, &mut self.legacy, &items, LABEL, self.max_depth, res)?;
+        if let Some(e @ Error::OutOfMemory { .. }) = &part.fatal {
+            // Not a decode error: raised as MemoryError, with what the call decoded.
+            let taken = std::mem::replace(res, Outcome::new(py));
+            return Err(taken.attach(py, to_py(py, e, None)));
+        }
         for e in part.got.errors.iter().chain(part.fatal.as_ref()) {
             let (index, _) = e.position();
             res.fail(index.unwrap_or(0) as u64, to_py(py, e, None).into_value(py).into_bound(py).into_any());
@@ -267,45 +286,90 @@ impl ProtoDecoder {
         Ok(())
     }
 
-    fn run<'py>(&mut self, py: Python<'py>, chunk: Option<&[u8]>, finish: bool) -> PyResult<Bound<'py, PyList>> {
+    fn run<'py>(&mut self, py: Python<'py>, be: &Backend, chunk: Option<&[u8]>, finish: bool) -> PyResult<Bound<'py, PyList>> {
         let cap = chunk.map_or(0, |c| c.len()).saturating_mul(2).saturating_add(8);
-        let part = decode_part(&mut self.inner, self.fmt, chunk, finish, try_buffer(cap)?);
+        let buf = try_buffer(cap)?;
+        let (inner, fmt) = (&mut self.inner, self.fmt);
+        let part = if chunk.map_or(0, |c| c.len()) >= DETACH_MIN {
+            py.detach(|| decode_part(inner, fmt, chunk, finish, buf))
+        } else {
+            decode_part(inner, fmt, chunk, finish, buf)
+        };
         let mut res = Outcome::new(py);
-        self.decode(py, &part, &mut res)?;
+        self.decode(py, be, &part, &mut res)?;
         self.warn(py, &part, res)?.finish(py)
     }
 
-    fn check_open(&mut self) -> PyResult<()> {
-        if self.closed {
-            return Err(PyValueError::new_err("feed() after close()"));
+    /// A whole framed stream: feed + close in one call; large inputs in parts on a Rust
+    /// thread (see `PIPELINE_MIN`), the cyclic GC paused once for the whole call.
+    fn decode_all<'py>(&mut self, py: Python<'py>, be: &Backend, data: &[u8]) -> PyResult<Bound<'py, PyList>> {
+        if data.len() <= PIPELINE_MIN {
+            return self.run(py, be, Some(data), true);
         }
-        Ok(())
+        let _gc = GcPause::new(py, true);
+        // Arrays already copied into Python bytes come back for reuse.
+        let (recycle, recycled) = std::sync::mpsc::channel::<Vec<u8>>();
+        let mut dec = StreamDecoder::new(self.inner.max_frame_size());
+        let fmt = self.fmt;
+        let (mut offset, mut budget) = (0usize, PART);
+        let produce = move || {
+            let end = proto::FrameSplitter::cut_point(data, offset, budget);
+            budget = budget.saturating_add(budget / 2).min(MAX_PART);
+            let chunk = &data[offset..end];
+            let mut buf = recycled.try_recv().unwrap_or_default();
+            // A failed reservation leaves the array to grow as it goes.
+            let _ = buf.try_reserve(chunk.len().saturating_mul(2).saturating_add(8));
+            let part = decode_part(&mut dec, fmt, Some(chunk), end == data.len(), buf);
+            offset = end;
+            let last = end == data.len() || part.fatal.is_some();
+            (part, last)
+        };
+        let mut res = Outcome::new(py);
+        let mut failed = None;
+        crate::pipeline::pipelined(py, produce, |part| {
+            self.decode(py, be, &part, &mut res)?;
+            let taken = std::mem::replace(&mut res, Outcome::new(py));
+            match self.warn(py, &part, taken) {
+                Ok(r) => res = r,
+                Err(e) => failed = Some(e),
+            }
+            let _ = recycle.send(part.array); // the thread may have finished: fine
+            failed.take().map_or(Ok(()), Err)
+        })?;
+        res.finish(py)
     }
+}
+
+/// Incremental decoder of a framed protobuf stream (`agui_fast.proto.ProtoDecoder` is
+/// its Python face; see `ProtoState`).
+#[pyclass(module = "agui_fast._native", name = "ProtoDecoder", subclass)]
+pub struct ProtoDecoder {
+    state: ProtoState,
+    backend: Backend,
+    closed: bool,
 }
 
 #[pymethods]
 impl ProtoDecoder {
-    /// `backend`: see `crate::stream::Backend`; `msgpack`: events reach it as
-    /// MessagePack (typed and dict modes) rather than JSON text (bytes mode).
+    /// Positional only (keyword parsing costs more than a small decode): `backend`, see
+    /// `crate::stream::Backend`; `msgpack`: events reach it as MessagePack (typed and
+    /// dict modes) rather than JSON text (bytes mode).
     #[new]
-    #[pyo3(signature = (backend, *, msgpack, max_frame_size = proto::DEFAULT_MAX_FRAME_SIZE, max_depth = DEFAULT_MAX_DEPTH))]
+    #[pyo3(signature = (backend, msgpack, max_frame_size, max_depth, /))]
     fn new(backend: &Bound<'_, PyTuple>, msgpack: bool, max_frame_size: usize, max_depth: usize) -> PyResult<Self> {
         Ok(ProtoDecoder {
-            inner: StreamDecoder::new(max_frame_size),
+            state: ProtoState::new(msgpack, max_frame_size, max_depth),
             backend: Backend::new(backend)?,
-            legacy: Legacy::new(None),
-            fmt: format(msgpack),
-            max_depth,
             closed: false,
-            skipped: 0,
-            warned: Default::default(),
         })
     }
 
     /// The events completed by `chunk` (bytes-like); see `crate::stream` for errors.
     fn feed<'py>(&mut self, py: Python<'py>, chunk: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
-        self.check_open()?;
-        with_buffer(chunk, |c| self.run(py, Some(c), false))
+        if self.closed {
+            return Err(PyValueError::new_err("feed() after close()"));
+        }
+        with_buffer(chunk, |c| self.state.run(py, &self.backend, Some(c), false))
     }
 
     /// End of stream: raises `TruncatedStreamError` when bytes of an unfinished frame
@@ -315,77 +379,61 @@ impl ProtoDecoder {
             return Ok(PyList::empty(py));
         }
         self.closed = true;
-        self.run(py, None, true)
-    }
-
-    /// A whole framed stream: feed + close in one call, decoded with the GIL released;
-    /// large inputs in parts on a Rust thread (see `PIPELINE_MIN`), the cyclic GC paused
-    /// once for the whole call.
-    fn decode_all<'py>(&mut self, py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
-        self.check_open()?;
-        self.closed = true;
-        with_buffer(data, |data| {
-            if data.len() <= PIPELINE_MIN {
-                let buf = try_buffer(data.len().saturating_mul(2).saturating_add(8))?;
-                let (inner, fmt) = (&mut self.inner, self.fmt);
-                let part = py.detach(|| decode_part(inner, fmt, Some(data), true, buf));
-                let mut res = Outcome::new(py);
-                self.decode(py, &part, &mut res)?;
-                return self.warn(py, &part, res)?.finish(py);
-            }
-            let _gc = GcPause::new(py, true);
-            // Arrays already copied into Python bytes come back for reuse.
-            let (recycle, recycled) = std::sync::mpsc::channel::<Vec<u8>>();
-            let mut dec = StreamDecoder::new(self.inner.max_frame_size());
-            let fmt = self.fmt;
-            let (mut offset, mut budget) = (0usize, PART);
-            let produce = move || {
-                let end = proto::FrameSplitter::cut_point(data, offset, budget);
-                budget = budget.saturating_add(budget / 2).min(MAX_PART);
-                let chunk = &data[offset..end];
-                let mut buf = recycled.try_recv().unwrap_or_default();
-                // A failed reservation leaves the array to grow as it goes.
-                let _ = buf.try_reserve(chunk.len().saturating_mul(2).saturating_add(8));
-                let part = decode_part(&mut dec, fmt, Some(chunk), end == data.len(), buf);
-                offset = end;
-                let last = end == data.len() || part.fatal.is_some();
-                (part, last)
-            };
-            let mut res = Outcome::new(py);
-            let mut failed = None;
-            crate::pipeline::pipelined(py, produce, |part| {
-                self.decode(py, &part, &mut res)?;
-                let taken = std::mem::replace(&mut res, Outcome::new(py));
-                match self.warn(py, &part, taken) {
-                    Ok(r) => res = r,
-                    Err(e) => failed = Some(e),
-                }
-                let _ = recycle.send(part.array); // the thread may have finished: fine
-                match failed.take() {
-                    Some(e) => Err(e),
-                    None => Ok(()),
-                }
-            })?;
-            res.finish(py)
-        })
+        self.state.run(py, &self.backend, None, true)
     }
 
     /// Bytes buffered for an unfinished frame.
     #[getter]
     fn pending(&self) -> usize {
-        self.inner.pending()
+        self.state.inner.pending()
     }
 
     /// Index of the next frame.
     #[getter]
     fn frame_index(&self) -> usize {
-        self.inner.frame_index()
+        self.state.inner.frame_index()
     }
 
     /// Frames skipped so far because their event type is from a later protocol version.
     #[getter]
     fn skipped_frames(&self) -> usize {
-        self.skipped
+        self.state.skipped
+    }
+}
+
+/// The one-shot `decode_protobuf` (`agui_fast.proto.decode_protobuf` is this object's
+/// bound method): keyword options resolved natively, no decoder object made.
+#[pyclass(module = "agui_fast._native", name = "ProtoCodec", frozen)]
+pub struct ProtoCodec {
+    modes: Modes,
+}
+
+#[pymethods]
+impl ProtoCodec {
+    /// `backends`: `(typed, dict, bytes)`; `options`: `agui_fast._stream.options`.
+    #[new]
+    fn new(backends: &Bound<'_, PyTuple>, options: Bound<'_, PyAny>) -> PyResult<Self> {
+        Ok(ProtoCodec { modes: Modes::new(backends, options)? })
+    }
+
+    /// Decode a whole framed stream (see `ProtoState::decode_all`). `legacy` is accepted
+    /// for the SSE decoders' signature: the 1.0 wire format has no legacy shapes.
+    #[pyo3(signature = (data, /, *, raw = None, legacy = true, max_frame_size = proto::DEFAULT_MAX_FRAME_SIZE as i64, max_depth = DEFAULT_MAX_DEPTH as i64, max_buffer_size = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn decode_protobuf<'py>(
+        &self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+        raw: Option<&Bound<'py, PyAny>>,
+        legacy: bool,
+        max_frame_size: i64,
+        max_depth: i64,
+        max_buffer_size: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let _ = legacy;
+        let r = self.modes.resolve(py, raw, max_frame_size, max_depth, max_buffer_size)?;
+        let mut state = ProtoState::new(r.mode != 2, r.max_frame_size, r.max_depth);
+        with_buffer(data, |d| state.decode_all(py, r.backend, d))
     }
 }
 
@@ -405,6 +453,7 @@ pub fn register(m: &Bound<'_, PyModule>, testing: &Bound<'_, PyModule>) -> PyRes
     m.add_function(wrap_pyfunction!(proto_decode_message, m)?)?;
     testing.add_function(wrap_pyfunction!(proto_schema, testing)?)?;
     m.add_class::<ProtoDecoder>()?;
+    m.add_class::<ProtoCodec>()?;
     m.add("PROTO_DEFAULT_MAX_FRAME_SIZE", proto::DEFAULT_MAX_FRAME_SIZE)?;
     Ok(())
 }

@@ -7,7 +7,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
 
-use crate::stream::{decode_items, frame_error, with_buffer, Backend, GcPause, Items, Legacy, Outcome};
+use crate::stream::{decode_items, frame_error, with_buffer, Backend, GcPause, Items, Legacy, Modes, Outcome};
 
 /// Below this size releasing the GIL costs more than it saves.
 const DETACH_MIN: usize = 64 * 1024;
@@ -21,19 +21,16 @@ const MAX_PART: usize = 512 << 10;
 
 const LABEL: &str = "SSE frame";
 
-/// Incremental SSE decoder (`agui_fast.sse.SseDecoder` is its Python face): framing in
-/// `agui_core::sse`, then the fallback chain and error contract of `crate::stream`.
-#[pyclass(module = "agui_fast._native", name = "SseDecoder", subclass)]
-pub struct SseDecoder {
+/// One SSE stream's decoding state; the backend is passed per call (a decoder owns
+/// one, the one-shot `decode_sse` borrows its mode's).
+pub(crate) struct SseState {
     parser: CoreParser,
-    backend: Backend,
     legacy: Legacy,
     candidates: bool,
     max_depth: usize,
-    closed: bool,
 }
 
-/// Frame `chunk` (or the end of the stream) into a closed batch.
+/// Frame `chunk` (and, with `finish`, the end of the stream) into a closed batch.
 fn frame(parser: &mut CoreParser, batch: &mut Batch, chunk: Option<&[u8]>, finish: bool) {
     let mut r = match chunk {
         Some(c) => parser.feed(c, |f| batch.push(&f)),
@@ -48,13 +45,25 @@ fn frame(parser: &mut CoreParser, batch: &mut Batch, chunk: Option<&[u8]>, finis
     batch.close();
 }
 
-impl SseDecoder {
-    fn new_batch(first_index: u64, candidates: bool, max_depth: usize) -> Batch {
-        Batch::new(first_index, true, candidates).with_max_depth(max_depth)
+fn new_batch(first_index: u64, candidates: bool, max_depth: usize) -> Batch {
+    Batch::new(first_index, true, candidates).with_max_depth(max_depth)
+}
+
+impl SseState {
+    /// `legacy`: the legacy converter's class (one instance per stream, made on first
+    /// use) or None; `candidates`: convert the frames that may be legacy after a
+    /// successful decode (dict mode).
+    fn new(max_frame_size: usize, max_depth: usize, legacy: Option<Bound<'_, PyAny>>, candidates: bool) -> Self {
+        SseState {
+            parser: CoreParser::new(max_frame_size),
+            candidates: candidates && legacy.as_ref().is_some_and(|l| !l.is_none()),
+            legacy: Legacy::new(legacy),
+            max_depth,
+        }
     }
 
     /// Decode a batch's frames into `res` (its buffer-limit error last).
-    fn decode<'py>(&mut self, py: Python<'py>, batch: &Batch, res: &mut Outcome<'py>) -> PyResult<()> {
+    fn decode<'py>(&mut self, py: Python<'py>, be: &Backend, batch: &Batch, res: &mut Outcome<'py>) -> PyResult<()> {
         let first = batch.first_index;
         let pos = |k: usize| (first + k as u64, batch.offsets[k]);
         let items = Items {
@@ -67,7 +76,7 @@ impl SseDecoder {
             too_deep: &batch.too_deep,
             deep_error: "InvalidJsonError",
         };
-        decode_items(py, &self.backend, &mut self.legacy, &items, LABEL, self.max_depth, res)?;
+        decode_items(py, be, &mut self.legacy, &items, LABEL, self.max_depth, res)?;
         if let Some(e) = &batch.error {
             res.fail(e.frame_index, frame_error(py, "BufferLimitError", LABEL, e.frame_index, e.offset, &e.message));
         }
@@ -75,8 +84,8 @@ impl SseDecoder {
     }
 
     /// Frame and decode one chunk (`None`: the end of the stream), or a whole stream.
-    fn run<'py>(&mut self, py: Python<'py>, chunk: Option<&[u8]>, finish: bool) -> PyResult<Bound<'py, PyList>> {
-        let mut batch = Self::new_batch(self.parser.frame_count(), self.candidates, self.max_depth);
+    fn run<'py>(&mut self, py: Python<'py>, be: &Backend, chunk: Option<&[u8]>, finish: bool) -> PyResult<Bound<'py, PyList>> {
+        let mut batch = new_batch(self.parser.frame_count(), self.candidates, self.max_depth);
         let parser = &mut self.parser;
         if chunk.map_or(0, |c| c.len()) >= DETACH_MIN {
             py.detach(|| frame(parser, &mut batch, chunk, finish));
@@ -84,10 +93,46 @@ impl SseDecoder {
             frame(parser, &mut batch, chunk, finish);
         }
         let mut res = Outcome::new(py);
-        self.decode(py, &batch, &mut res)?;
+        self.decode(py, be, &batch, &mut res)?;
         res.finish(py)
     }
 
+    /// A whole recorded stream: feed + close in one call. From `PIPELINE_MIN` bytes on,
+    /// framing runs on a Rust thread, part by part, ahead of the decoding on this one,
+    /// with the cyclic GC paused once for the whole call.
+    fn decode_all<'py>(&mut self, py: Python<'py>, be: &Backend, data: &[u8]) -> PyResult<Bound<'py, PyList>> {
+        if data.len() < PIPELINE_MIN {
+            return self.run(py, be, Some(data), true);
+        }
+        let _gc = GcPause::new(py, true);
+        let mut parser = CoreParser::new(self.parser.max_buffer());
+        let (candidates, max_depth) = (self.candidates, self.max_depth);
+        let (mut offset, mut budget) = (0usize, PART);
+        let produce = move || {
+            let end = offset.saturating_add(budget).min(data.len());
+            budget = budget.saturating_add(budget / 2).min(MAX_PART);
+            let mut batch = new_batch(parser.frame_count(), candidates, max_depth);
+            frame(&mut parser, &mut batch, Some(&data[offset..end]), end == data.len());
+            offset = end;
+            let last = end == data.len() || batch.error.is_some();
+            (batch, last)
+        };
+        let mut res = Outcome::new(py);
+        crate::pipeline::pipelined(py, produce, |batch| self.decode(py, be, &batch, &mut res))?;
+        res.finish(py)
+    }
+}
+
+/// Incremental SSE decoder (`agui_fast.sse.SseDecoder` is its Python face): framing in
+/// `agui_core::sse`, then the fallback chain and error contract of `crate::stream`.
+#[pyclass(module = "agui_fast._native", name = "SseDecoder", subclass)]
+pub struct SseDecoder {
+    state: SseState,
+    backend: Backend,
+    closed: bool,
+}
+
+impl SseDecoder {
     fn check_open(&mut self) -> PyResult<()> {
         if self.closed {
             return Err(PyValueError::new_err("feed() after close()"));
@@ -98,11 +143,10 @@ impl SseDecoder {
 
 #[pymethods]
 impl SseDecoder {
-    /// `backend`: see `crate::stream::Backend`; `legacy`: the legacy converter's class
-    /// (one instance per stream, made on first use) or None; `candidates`: convert the
-    /// frames that may be legacy after a successful decode (dict mode).
+    /// Positional only (keyword parsing costs more than a small decode): see
+    /// `crate::stream::Backend` and `SseState::new`.
     #[new]
-    #[pyo3(signature = (backend, *, max_frame_size = core::DEFAULT_MAX_BUFFER, max_depth = DEFAULT_MAX_DEPTH, legacy = None, candidates = false))]
+    #[pyo3(signature = (backend, max_frame_size, max_depth, legacy, candidates, /))]
     fn new(
         backend: &Bound<'_, PyTuple>,
         max_frame_size: usize,
@@ -111,11 +155,8 @@ impl SseDecoder {
         candidates: bool,
     ) -> PyResult<Self> {
         Ok(SseDecoder {
-            parser: CoreParser::new(max_frame_size),
+            state: SseState::new(max_frame_size, max_depth, legacy, candidates),
             backend: Backend::new(backend)?,
-            candidates: candidates && legacy.as_ref().is_some_and(|l| !l.is_none()),
-            legacy: Legacy::new(legacy),
-            max_depth,
             closed: false,
         })
     }
@@ -123,7 +164,7 @@ impl SseDecoder {
     /// The events completed by `chunk` (bytes-like); see `crate::stream` for errors.
     fn feed<'py>(&mut self, py: Python<'py>, chunk: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
         self.check_open()?;
-        with_buffer(chunk, |c| self.run(py, Some(c), false))
+        with_buffer(chunk, |c| self.state.run(py, &self.backend, Some(c), false))
     }
 
     /// End of stream: the final event if it lacked its blank line (as the reference
@@ -133,60 +174,68 @@ impl SseDecoder {
             return Ok(PyList::empty(py));
         }
         self.closed = true;
-        self.run(py, None, true)
-    }
-
-    /// A whole recorded stream: feed + close in one call. From `PIPELINE_MIN` bytes on,
-    /// framing runs on a Rust thread, part by part, ahead of the decoding on this one,
-    /// with the cyclic GC paused once for the whole call.
-    fn decode_all<'py>(&mut self, py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
-        self.check_open()?;
-        self.closed = true;
-        with_buffer(data, |data| {
-            if data.len() < PIPELINE_MIN {
-                return self.run(py, Some(data), true);
-            }
-            let _gc = GcPause::new(py, true);
-            let mut parser = CoreParser::new(self.parser.max_buffer());
-            let (candidates, max_depth) = (self.candidates, self.max_depth);
-            let (mut offset, mut budget) = (0usize, PART);
-            let produce = move || {
-                let end = offset.saturating_add(budget).min(data.len());
-                budget = budget.saturating_add(budget / 2).min(MAX_PART);
-                let mut batch = Self::new_batch(parser.frame_count(), candidates, max_depth);
-                frame(&mut parser, &mut batch, Some(&data[offset..end]), end == data.len());
-                offset = end;
-                let last = end == data.len() || batch.error.is_some();
-                (batch, last)
-            };
-            let mut res = Outcome::new(py);
-            crate::pipeline::pipelined(py, produce, |batch| self.decode(py, &batch, &mut res))?;
-            res.finish(py)
-        })
+        self.state.run(py, &self.backend, None, true)
     }
 
     /// The stream's last event id (send it as `Last-Event-ID` on reconnect).
     #[getter]
     fn last_event_id(&self) -> &str {
-        self.parser.last_event_id()
+        self.state.parser.last_event_id()
     }
 
     /// The last `retry` value of the stream (milliseconds), if any.
     #[getter]
     fn retry(&self) -> Option<u64> {
-        self.parser.retry()
+        self.state.parser.retry()
     }
 
     /// Frames framed so far (decoded or not).
     #[getter]
     fn frame_count(&self) -> u64 {
-        self.parser.frame_count()
+        self.state.parser.frame_count()
     }
 
     /// Bytes fed so far.
     #[getter]
     fn position(&self) -> u64 {
-        self.parser.position()
+        self.state.parser.position()
+    }
+}
+
+/// The one-shot `decode_sse` (`agui_fast.sse.decode_sse` is this object's bound
+/// method): keyword options resolved natively, no decoder object made.
+#[pyclass(module = "agui_fast._native", name = "SseCodec", frozen)]
+pub struct SseCodec {
+    modes: Modes,
+    legacy: Py<PyAny>,
+}
+
+#[pymethods]
+impl SseCodec {
+    /// `backends`: `(typed, dict, bytes)`; `legacy`: the legacy converter's class;
+    /// `options`: `agui_fast._stream.options`.
+    #[new]
+    fn new(backends: &Bound<'_, PyTuple>, legacy: Bound<'_, PyAny>, options: Bound<'_, PyAny>) -> PyResult<Self> {
+        Ok(SseCodec { modes: Modes::new(backends, options)?, legacy: legacy.unbind() })
+    }
+
+    /// Decode a whole recorded SSE stream (see `SseState::decode_all`).
+    #[pyo3(signature = (data, /, *, raw = None, legacy = true, max_frame_size = core::DEFAULT_MAX_BUFFER as i64, max_depth = DEFAULT_MAX_DEPTH as i64, max_buffer_size = None))]
+    fn decode_sse<'py>(
+        &self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+        raw: Option<&Bound<'py, PyAny>>,
+        legacy: bool,
+        max_frame_size: i64,
+        max_depth: i64,
+        max_buffer_size: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let r = self.modes.resolve(py, raw, max_frame_size, max_depth, max_buffer_size)?;
+        // bytes mode hands out the frames' text as they are: nothing to convert
+        let factory = (legacy && r.mode != 2).then(|| self.legacy.bind(py).clone());
+        let mut state = SseState::new(r.max_frame_size, r.max_depth, factory, r.mode == 1);
+        with_buffer(data, |d| state.decode_all(py, r.backend, d))
     }
 }
 
@@ -202,6 +251,7 @@ fn sse_event<'py>(py: Python<'py>, payload: &Bound<'py, PyAny>) -> PyResult<Boun
 
 pub fn register(m: &Bound<'_, PyModule>, testing: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<SseDecoder>()?;
+    m.add_class::<SseCodec>()?;
     m.add("SSE_DEFAULT_MAX_BUFFER", core::DEFAULT_MAX_BUFFER)?;
     testing.add_function(wrap_pyfunction!(sse_event, testing)?)?;
     Ok(())

@@ -17,7 +17,7 @@
 use pyo3::exceptions::{PyException, PyMemoryError};
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyMemoryView, PyTuple};
+use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyMemoryView, PyString, PyTuple};
 
 use crate::errors::{error_class, make_error};
 
@@ -108,6 +108,71 @@ impl Backend {
     }
 }
 
+/// The backends of the three `raw` modes and the Python function that checks options
+/// (`agui_fast._stream.options`): the one-shot functions (`decode_sse`,
+/// `decode_protobuf`) resolve their keyword options here, natively for the canonical
+/// spellings, through `options` for the old ones (it warns) and bad values (it raises).
+pub(crate) struct Modes {
+    backends: [Backend; 3],
+    options: Py<PyAny>,
+}
+
+/// What the one-shot functions were asked for.
+pub(crate) struct Resolved<'a> {
+    pub backend: &'a Backend,
+    /// 0: typed, 1: dict, 2: bytes.
+    pub mode: usize,
+    pub max_frame_size: usize,
+    pub max_depth: usize,
+}
+
+impl Modes {
+    /// `backends`: `(typed, dict, bytes)`, each as described at [`Backend`].
+    pub(crate) fn new(backends: &Bound<'_, PyTuple>, options: Bound<'_, PyAny>) -> PyResult<Self> {
+        let (t, d, b): (Bound<'_, PyTuple>, Bound<'_, PyTuple>, Bound<'_, PyTuple>) = backends.extract()?;
+        Ok(Modes { backends: [Backend::new(&t)?, Backend::new(&d)?, Backend::new(&b)?], options: options.unbind() })
+    }
+
+    pub(crate) fn resolve<'a>(
+        &'a self,
+        py: Python<'_>,
+        raw: Option<&Bound<'_, PyAny>>,
+        max_frame_size: i64,
+        max_depth: i64,
+        max_buffer_size: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Resolved<'a>> {
+        let mode = match raw {
+            None => Some(0),
+            Some(r) => match r.cast::<PyString>() {
+                Ok(s) => match s.to_str()? {
+                    "dict" => Some(1),
+                    "bytes" => Some(2),
+                    _ => None,
+                },
+                Err(_) => None,
+            },
+        };
+        match mode {
+            Some(mode) if max_buffer_size.is_none() && max_frame_size >= 0 && max_depth >= 0 => Ok(Resolved {
+                backend: &self.backends[mode],
+                mode,
+                max_frame_size: max_frame_size as usize,
+                max_depth: max_depth as usize,
+            }),
+            _ => {
+                let (raw, max_frame_size, max_depth): (Option<String>, usize, usize) =
+                    self.options.bind(py).call1((raw, max_frame_size, max_depth, max_buffer_size))?.extract()?;
+                let mode = match raw.as_deref() {
+                    None => 0,
+                    Some("dict") => 1,
+                    _ => 2,
+                };
+                Ok(Resolved { backend: &self.backends[mode], mode, max_frame_size, max_depth })
+            }
+        }
+    }
+}
+
 /// The per-stream legacy (0.x) converter, made on first use from its factory.
 pub(crate) struct Legacy {
     factory: Option<Py<PyAny>>,
@@ -135,7 +200,8 @@ pub(crate) struct Items<'a> {
     pub spans: &'a [(usize, usize)],
     /// `(frame_index, offset)` of item `k`.
     pub pos: &'a dyn Fn(usize) -> (u64, u64),
-    /// The array may go to the bulk decoder (it has exactly one element per item).
+    /// The array may go to the bulk decoder (it has exactly one element per item; and
+    /// no item is too deep).
     pub bulk: bool,
     pub float_hook: bool,
     /// Items that may carry legacy shapes (converted after decoding; dict mode).
@@ -228,43 +294,43 @@ pub(crate) fn decode_items<'py>(
     };
     let _gc = GcPause::new(py, n >= GC_PAUSE_MIN);
     let (many, one) = if items.float_hook { (&be.many_fh, &be.one_fh) } else { (&be.many, &be.one) };
-    let Some(many) = many else {
-        for k in 0..n {
-            res.out.append(item(k))?;
-        }
-        return Ok(());
-    };
     let conv = |legacy: &mut Legacy, v: Bound<'py, PyAny>| -> PyResult<Bound<'py, PyAny>> {
         match legacy.get(py)? {
             Some(c) => c.call_method1("convert", (v,)),
             None => Ok(v),
         }
     };
-    if items.bulk {
-        let got = many.bind(py).call1((PyBytes::new(py, items.array),));
-        if let Ok(list) = got.as_ref().map(|g| g.cast::<PyList>()) {
-            if let Ok(list) = list {
-                if list.len() == n {
-                    for &c in items.candidates {
-                        list.set_item(c, conv(legacy, list.get_item(c)?)?)?;
-                    }
-                    if be.keep_items {
-                        for k in 0..n {
-                            res.out.append(item(k))?;
-                        }
-                    } else if res.out.is_empty() {
-                        res.out = list.clone();
-                    } else {
-                        res.out.call_method1("extend", (list,))?;
-                    }
-                    return Ok(());
+    if items.bulk && items.too_deep.is_empty() {
+        let Some(many) = many else {
+            // No decoding asked for (protobuf bytes mode): the items are the result.
+            for k in 0..n {
+                res.out.append(item(k))?;
+            }
+            return Ok(());
+        };
+        // One item (a live stream's chunk): the single-item decoder, cheaper than a list.
+        let got = match one {
+            Some(one) if n == 1 && !be.keep_items => one.bind(py).call1((item(0),)).and_then(|v| PyList::new(py, [v])),
+            _ => many.bind(py).call1((PyBytes::new(py, items.array),)).and_then(|l| Ok(l.cast_into::<PyList>()?)),
+        };
+        match got {
+            Ok(list) if list.len() == n => {
+                for &c in items.candidates {
+                    list.set_item(c, conv(legacy, list.get_item(c)?)?)?;
                 }
+                if be.keep_items {
+                    for k in 0..n {
+                        res.out.append(item(k))?;
+                    }
+                } else if res.out.is_empty() {
+                    res.out = list;
+                } else {
+                    res.out.call_method1("extend", (list,))?;
+                }
+                return Ok(());
             }
-        }
-        if let Err(e) = got {
-            if !e.is_instance_of::<PyException>(py) {
-                return Err(e); // KeyboardInterrupt and the like
-            }
+            Err(e) if !e.is_instance_of::<PyException>(py) => return Err(e), // KeyboardInterrupt and the like
+            _ => {} // a bad, legacy or unusual item somewhere: one by one
         }
     }
     let exact = be.exact.bind(py);
@@ -280,6 +346,10 @@ pub(crate) fn decode_items<'py>(
             continue;
         }
         let b = item(k);
+        if many.is_none() {
+            res.out.append(b)?;
+            continue;
+        }
         if let Some(one) = one {
             match one.bind(py).call1((&b,)) {
                 Ok(v) => {

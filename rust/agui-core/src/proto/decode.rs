@@ -1595,7 +1595,7 @@ pub fn msgpack_depth(b: &[u8]) -> usize {
 }
 
 #[cfg(test)]
-mod depth_tests {
+mod stream_tests {
     use super::msgpack_depth;
 
     #[test]
@@ -1612,5 +1612,29 @@ mod depth_tests {
         // cut short: no panic
         assert_eq!(msgpack_depth(&[0xdd, 0, 0]), 1);
         assert_eq!(msgpack_depth(&[0xc6, 0xff]), 0);
+    }
+
+    #[test]
+    fn feed_collect_goes_on_past_a_bad_message() {
+        use crate::proto::{encode_json, Collected, EventArray, Format, StreamDecoder};
+        let mut good = Vec::new();
+        encode_json(br#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"d"}"#, true, &mut good).unwrap();
+        let bad = [0u8, 0, 0, 3, 0xff, 0xff, 0xff];
+        let stream = [&good[..], &bad[..], &good[..]].concat();
+        for split in [1, 5, stream.len()] {
+            let mut dec = StreamDecoder::new(1 << 20);
+            let mut arr = EventArray::new(Format::MsgPack, 0);
+            let mut got = Collected::default();
+            let mut warnings = Vec::new();
+            for chunk in stream.chunks(split) {
+                dec.feed_collect(chunk, &mut warnings, &mut arr, &mut got).unwrap();
+            }
+            dec.finish().unwrap();
+            let (_, spans) = arr.finish_with_spans();
+            assert_eq!(spans.len(), 2);
+            assert_eq!(got.positions, vec![(0, 0), (2, (good.len() + bad.len()) as u64)]);
+            assert_eq!(got.errors.len(), 1);
+            assert_eq!(got.errors[0].position(), (Some(1), Some(good.len() as u64)));
+        }
     }
 }
