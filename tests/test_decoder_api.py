@@ -422,3 +422,22 @@ def test_depth_limit_at_the_boundary(family, raw):
     with pytest.raises(err) as info:
         dec.feed(deep(5) + deep(11) + deep(10))
     assert len(info.value.events) == 2  # the frames around the deep one are kept
+
+
+# -- typing (issue 9 item 5) -------------------------------------------------------------------
+
+
+def test_readme_imports_type_check_strictly():
+    """``mypy --strict`` on a client of the README's imports: no error, and no name is
+    ``Any`` (a module ``__getattr__`` re-export would be)."""
+    pytest.importorskip("mypy")
+    script = Path(__file__).parent / "typing" / "readme_client.py"
+    r = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir=/dev/null", str(script)],
+        capture_output=True, text=True, timeout=300,
+    )
+    revealed = [line for line in r.stdout.splitlines() if "Revealed type is" in line]
+    assert len(revealed) == 15, r.stdout
+    assert not [line for line in revealed if line.endswith('"Any"')], r.stdout
+    errors = [line for line in r.stdout.splitlines() if ": error:" in line]
+    assert not errors, r.stdout

@@ -1,7 +1,7 @@
 """Type stubs for the Rust extension module ``agui_fast._native``."""
 
 import types
-from typing import Any, Callable, Iterable, List, Optional, Tuple, Union
+from typing import Any, Callable, Iterable, List, Literal, Optional, Tuple, Union
 
 __version__: str
 DEFAULT_MAX_DEPTH: int  # agui_core::limits::DEFAULT_MAX_DEPTH
@@ -73,7 +73,7 @@ class StateDocument:
 SSE_DEFAULT_MAX_BUFFER: int  # 10 MiB
 
 _BytesLike = Union[bytes, bytearray, memoryview]
-_Backend = Tuple[Any, Any, Any, Any, Callable[[bytes, Any], Any], bool]
+_Backend = Tuple[Any, ...]  # (many, many_fh, one, one_fh, exact, keep_items)
 
 class SseDecoder:
     """WHATWG event-stream framing (CR/LF/CRLF, BOM, comments, event/id/retry, multi-line
@@ -111,7 +111,7 @@ class SseCodec:
         data: _BytesLike,
         /,
         *,
-        raw: Optional[str] = None,
+        raw: Optional[Literal["dict", "bytes"]] = None,
         legacy: bool = True,
         max_frame_size: int = ...,
         max_depth: int = ...,
@@ -171,7 +171,7 @@ class ProtoCodec:
         data: _BytesLike,
         /,
         *,
-        raw: Optional[str] = None,
+        raw: Optional[Literal["dict", "bytes"]] = None,
         legacy: bool = True,
         max_frame_size: int = ...,
         max_depth: int = ...,

@@ -52,11 +52,11 @@ def decode_event(data: Union[JsonInput, Dict[str, Any]]) -> Event:
     ``$.messages[0].role``) for an invalid event. Both are ``ValueError`` subclasses.
     """
     if isinstance(data, dict):
-        return convert_value(data, Event)  # type: ignore[no-any-return]
+        return convert_value(data, Event)
     try:
         return EVENT_DECODER.decode(data)  # the fast path, inlined (hashing a Union is slow)
     except FAST_PATH_ERRORS as exc:
-        return exact(data, Event, exc)  # type: ignore[no-any-return]
+        return exact(data, Event, exc)
 
 
 def decode_as(data: JsonInput, tp: Any = Event) -> Any:

@@ -137,7 +137,9 @@ def _parse_accept(header: str) -> List[Tuple[str, float]]:
 
 
 def _split_outside_quotes(text: str, sep: str) -> List[str]:
-    parts, current, quoted, escape = [], [], False, False
+    parts: List[str] = []
+    current: List[str] = []
+    quoted = escape = False
     for ch in text:
         if escape:
             escape = False

@@ -101,13 +101,6 @@ def _json_default(o: Any) -> Any:
     raise TypeError(f"cannot encode {type(o).__name__}")
 
 
-def _json_default(o: Any) -> Any:
-    value = getattr(o, "value", None)
-    if value is not None:
-        return value
-    raise TypeError(f"cannot encode {type(o).__name__}")
-
-
 def encode_event_message(event: Any) -> bytes:
     """One event (Struct, ``ag_ui.core`` pydantic event or dict) as an unframed ``Event`` message."""
     try:
@@ -182,10 +175,10 @@ class ProtoDecoder(_native.ProtoDecoder):
         if args:  # the old signature: ProtoDecoder(max_frame_size, raw)
             warnings.warn("ProtoDecoder's options are keyword-only", DeprecationWarning, stacklevel=2)
             max_frame_size, raw = (*args, raw)[:2]
-        return _native_decoder(cls, raw, max_frame_size, max_depth, max_buffer_size)  # type: ignore[no-any-return]
+        return _native_decoder(cls, raw, max_frame_size, max_depth, max_buffer_size)
 
 
-decode_protobuf = _native.ProtoCodec(tuple(_BACKENDS.values()), options).decode_protobuf
+decode_protobuf = _native.ProtoCodec((_BACKENDS[None], _BACKENDS["dict"], _BACKENDS["bytes"]), options).decode_protobuf
 """``decode_protobuf(data, *, raw=None, legacy=True, max_frame_size=..., max_depth=...)``:
 decode a whole framed stream (native: the protobuf decoding runs without the GIL, large
 buffers in parts on a Rust thread ahead of the Struct building). A stream that ends

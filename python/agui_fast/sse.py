@@ -89,10 +89,10 @@ class SseDecoder(_native.SseDecoder):
         max_depth: int = DEFAULT_MAX_DEPTH,
         max_buffer_size: Optional[int] = None,
     ) -> "SseDecoder":
-        return _native_decoder(cls, raw, legacy, max_frame_size, max_depth, max_buffer_size)  # type: ignore[no-any-return]
+        return _native_decoder(cls, raw, legacy, max_frame_size, max_depth, max_buffer_size)
 
 
-decode_sse = _native.SseCodec(tuple(_BACKENDS.values()), LegacyConverter, options).decode_sse
+decode_sse = _native.SseCodec((_BACKENDS[None], _BACKENDS["dict"], _BACKENDS["bytes"]), LegacyConverter, options).decode_sse
 """``decode_sse(data, *, raw=None, legacy=True, max_frame_size=..., max_depth=...)``:
 decode a whole recorded SSE stream (native: framing with the GIL released, from 2 MiB on
 on a Rust thread, part by part, ahead of the decoding)."""

@@ -6,6 +6,7 @@ names, defaults and constraints match the reference models; see docs/design.md f
 few deliberate differences (construction does not validate; decode does).
 """
 
+import typing
 from typing import Any, Dict, Literal
 
 from ._base import BaseEvent, EventType
@@ -50,7 +51,7 @@ TextMessageRole = Literal["developer", "system", "assistant", "user"]
 # Historic names of the reference, kept importable (ag_ui.core keeps them too).
 GeneratedBaseModel = _Model
 ConfiguredBaseModel = _Model
-BaseMessage = _Model  # the reference's abstract message base; every message derives from _Model
+BaseMessage = _Model  # type: ignore[misc, assignment] # the reference's abstract message base; every message derives from _Model
 InputContent = ContentPart
 InputContentPart = ContentPart
 TextInputContent = TextPart
@@ -67,7 +68,7 @@ InputContentDataSource = DataSource
 InputContentUrlSource = UrlSource
 SubAgentInfo = SubagentInfo
 
-EVENT_CLASSES = {cls.__struct_config__.tag: cls for cls in Event.__args__}
+EVENT_CLASSES = {cls.__struct_config__.tag: cls for cls in typing.get_args(Event)}
 """Map from the wire ``type`` string to the event Struct class."""
 
 __all__ = [

@@ -74,7 +74,7 @@ class EventType(str, enum.Enum):
     SUBAGENT_ERROR = "SUBAGENT_ERROR"
 
 
-_StructMeta = type(msgspec.Struct)
+_StructMeta = msgspec.StructMeta
 
 
 _struct_call = _StructMeta.__call__
@@ -84,7 +84,7 @@ _struct_call = _StructMeta.__call__
 _CLASS_INFO: Dict[type, Tuple[Optional[str], Any, Tuple[Tuple[str, Any], ...]]] = {}
 
 
-class _AguiMeta(_StructMeta):
+class _AguiMeta(msgspec.StructMeta):
     """Metaclass adding pydantic-style construction on top of msgspec's fast ``__init__``."""
 
     def __call__(cls, *args: Any, **kwargs: Any):
@@ -130,7 +130,7 @@ def _construct_lenient(cls, kwargs: Dict[str, Any]):
         if key in fields:
             continue
         attr = by_wire.get(key)
-        if attr in fields and attr not in known:
+        if attr is not None and attr in fields and attr not in known:
             known[attr] = value
         else:
             extras[key] = value

@@ -19,7 +19,7 @@ def to_builtins(obj: Any, *, by_alias: bool = True) -> Any:
     """
     if isinstance(obj, msgspec.Struct):
         out: Dict[str, Any] = {}
-        for attr, wire, omit in type(obj).__agui_fields__:
+        for attr, wire, omit in type(obj).__agui_fields__:  # type: ignore[attr-defined]
             value = getattr(obj, attr)
             if value is None and omit:
                 continue
