@@ -135,13 +135,17 @@ def decode_event_message(data: BytesLike, raw: Raw = None) -> Any:
     Raises :class:`~agui_fast.errors.ProtobufDecodeError` for an invalid message, including
     an envelope from a later protocol version (a stream would skip that frame).
     """
-    mode = options(raw, 0, 0, None, 2)[0]
-    item = _native.proto_decode_message(data if type(data) is bytes else bytes(memoryview(data)), mode != "bytes")
-    if mode is None:
+    data = data if type(data) is bytes else bytes(memoryview(data))
+    if raw is None:  # the common case, first: no option check to pay
+        item = _native.proto_decode_message(data, True)
         try:
             return _typed.MP_EVENT_DECODER.decode(item)
         except (msgspec.ValidationError, msgspec.DecodeError):
             return _typed.exact_mp_event(item, None)
+    mode = options(raw, 0, 0, None, 2)[0]
+    if mode is None:
+        return decode_event_message(data)
+    item = _native.proto_decode_message(data, mode == "dict")
     return msgspec.msgpack.decode(item) if mode == "dict" else item
 
 

@@ -182,12 +182,15 @@ struct Part {
     spans: Vec<(usize, usize)>,
     got: Collected,
     warnings: Vec<String>,
+    /// Events nested deeper than `max_depth` (sorted): found here, off the GIL and on
+    /// the producer thread of `decode_all`, before msgspec sees them.
+    too_deep: Vec<usize>,
     /// A framing error: the stream cannot go on.
     fatal: Option<Error>,
 }
 
 /// Decode `chunk` (`None`: the end of the stream) into one array of `fmt`.
-fn decode_part(dec: &mut StreamDecoder, fmt: Format, chunk: Option<&[u8]>, finish: bool, buf: Vec<u8>) -> Part {
+fn decode_part(dec: &mut StreamDecoder, fmt: Format, max_depth: usize, chunk: Option<&[u8]>, finish: bool, buf: Vec<u8>) -> Part {
     let mut arr = EventArray::with_buffer(fmt, buf, 0);
     let mut got = Collected::default();
     let mut warnings = Vec::new();
@@ -199,7 +202,17 @@ fn decode_part(dec: &mut StreamDecoder, fmt: Format, chunk: Option<&[u8]>, finis
         r = dec.finish();
     }
     let (array, spans) = arr.finish_with_spans();
-    Part { array, spans, got, warnings, fatal: r.err() }
+    let too_deep = (0..spans.len())
+        .filter(|&k| {
+            let item = &array[spans[k].0..spans[k].1];
+            let depth = match fmt {
+                Format::MsgPack => proto::decode::msgpack_depth(item),
+                Format::Json => agui_core::sse::scan_value(item).depth as usize,
+            };
+            depth > max_depth
+        })
+        .collect();
+    Part { array, spans, got, warnings, too_deep, fatal: r.err() }
 }
 
 /// One protobuf stream's decoding state; the backend is passed per call (a decoder owns
@@ -251,18 +264,6 @@ impl ProtoState {
         self.skipped += part.got.skipped;
         let positions = &part.got.positions;
         let pos = |k: usize| (positions[k].0 as u64, positions[k].1);
-        // The depth limit, checked before msgspec sees an event.
-        let too_deep: Vec<usize> = (0..part.spans.len())
-            .filter(|&k| {
-                let (s, e) = part.spans[k];
-                let item = &part.array[s..e];
-                let depth = match self.fmt {
-                    Format::MsgPack => proto::decode::msgpack_depth(item),
-                    Format::Json => agui_core::sse::scan_value(item).depth as usize,
-                };
-                depth > self.max_depth
-            })
-            .collect();
         let items = Items {
             array: &part.array,
             spans: &part.spans,
@@ -270,7 +271,7 @@ impl ProtoState {
             bulk: true,
             float_hook: false,
             candidates: &[],
-            too_deep: &too_deep,
+            too_deep: &part.too_deep,
             deep_error: "ProtobufDecodeError",
         };
         decode_items(py, be, &mut self.legacy, &items, LABEL, self.max_depth, res)?;
@@ -289,11 +290,11 @@ impl ProtoState {
     fn run<'py>(&mut self, py: Python<'py>, be: &Backend, chunk: Option<&[u8]>, finish: bool) -> PyResult<Bound<'py, PyList>> {
         let cap = chunk.map_or(0, |c| c.len()).saturating_mul(2).saturating_add(8);
         let buf = try_buffer(cap)?;
-        let (inner, fmt) = (&mut self.inner, self.fmt);
+        let (inner, fmt, max_depth) = (&mut self.inner, self.fmt, self.max_depth);
         let part = if chunk.map_or(0, |c| c.len()) >= DETACH_MIN {
-            py.detach(|| decode_part(inner, fmt, chunk, finish, buf))
+            py.detach(|| decode_part(inner, fmt, max_depth, chunk, finish, buf))
         } else {
-            decode_part(inner, fmt, chunk, finish, buf)
+            decode_part(inner, fmt, max_depth, chunk, finish, buf)
         };
         let mut res = Outcome::new(py);
         self.decode(py, be, &part, &mut res)?;
@@ -310,7 +311,7 @@ impl ProtoState {
         // Arrays already copied into Python bytes come back for reuse.
         let (recycle, recycled) = std::sync::mpsc::channel::<Vec<u8>>();
         let mut dec = StreamDecoder::new(self.inner.max_frame_size());
-        let fmt = self.fmt;
+        let (fmt, max_depth) = (self.fmt, self.max_depth);
         let (mut offset, mut budget) = (0usize, PART);
         let produce = move || {
             let end = proto::FrameSplitter::cut_point(data, offset, budget);
@@ -319,7 +320,7 @@ impl ProtoState {
             let mut buf = recycled.try_recv().unwrap_or_default();
             // A failed reservation leaves the array to grow as it goes.
             let _ = buf.try_reserve(chunk.len().saturating_mul(2).saturating_add(8));
-            let part = decode_part(&mut dec, fmt, Some(chunk), end == data.len(), buf);
+            let part = decode_part(&mut dec, fmt, max_depth, Some(chunk), end == data.len(), buf);
             offset = end;
             let last = end == data.len() || part.fatal.is_some();
             (part, last)

@@ -17,7 +17,7 @@
 use pyo3::exceptions::{PyException, PyMemoryError};
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyMemoryView, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PyMemoryView, PyString, PyTuple};
 
 use crate::errors::{error_class, make_error};
 
@@ -26,21 +26,15 @@ use crate::errors::{error_class, make_error};
 /// would rescan them all for nothing.
 pub(crate) const GC_PAUSE_MIN: usize = 256;
 
-/// Run `f` on the bytes of a buffer-protocol object (`bytes` without a copy). Anything
+/// Run `f` on the bytes of a buffer-protocol object (`bytes` without a copy; anything
+/// else copied once by `memoryview(obj).tobytes()`, under the GIL: a bytearray may be
+/// resized by the code we call back, and a failed copy is a `MemoryError`). Anything
 /// else (`5`, `10**9`, `[100, 97]`, `str`) raises `TypeError`, as `memoryview()` does.
 pub(crate) fn with_buffer<R>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) -> PyResult<R>) -> PyResult<R> {
     if let Ok(b) = obj.cast::<PyBytes>() {
         return f(b.as_bytes());
     }
-    let py = obj.py();
-    if let Ok(b) = obj.cast::<PyByteArray>() {
-        // Copied under the GIL (a bytearray may be resized by the code we call back).
-        let mut v = Vec::new();
-        v.try_reserve_exact(b.len()).map_err(|_| PyMemoryError::new_err("chunk too large to copy"))?;
-        v.extend_from_slice(&b.to_vec());
-        return f(&v);
-    }
-    let view = py.get_type::<PyMemoryView>().call1((obj,))?;
+    let view = obj.py().get_type::<PyMemoryView>().call1((obj,))?;
     let b = view.call_method0("tobytes")?;
     f(b.cast::<PyBytes>()?.as_bytes())
 }
