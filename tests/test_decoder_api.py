@@ -441,3 +441,49 @@ def test_readme_imports_type_check_strictly():
     assert not [line for line in revealed if line.endswith('"Any"')], r.stdout
     errors = [line for line in r.stdout.splitlines() if ": error:" in line]
     assert not errors, r.stdout
+
+
+# -- the native fallback chain ------------------------------------------------------------------
+
+
+def _spied(backend):
+    """The backend with each callable counting its calls."""
+    calls = {}
+
+    def spy(name, fn):
+        if fn is None:
+            return None
+
+        def wrapped(*a):
+            calls[name] = calls.get(name, 0) + 1
+            return fn(*a)
+
+        return wrapped
+
+    names = ("many", "many_fh", "one", "one_fh", "exact")
+    return tuple(spy(n, f) for n, f in zip(names, backend[:5])) + (backend[5],), calls
+
+
+@pytest.mark.parametrize("mode", [None, "dict"])
+@pytest.mark.parametrize("family", ["sse", "proto"])
+def test_the_chain_is_bulk_then_one_by_one_then_exact(family, mode):
+    """Every mode takes the bulk call first (issue 9: protobuf raw=None/"dict" used to
+    take the per-event path); after a refused bulk call each frame is decoded once; only
+    the refused one reaches the exact path."""
+    module = sse if family == "sse" else proto
+    backend, calls = _spied(module._BACKENDS[mode])
+    backends = tuple(backend if m == mode else module._BACKENDS[m] for m in (None, "dict", "bytes"))
+    from agui_fast._stream import options
+    from agui_fast.legacy import LegacyConverter
+
+    codec = _native.SseCodec(backends, LegacyConverter, options) if family == "sse" else _native.ProtoCodec(backends, options)
+    whole = codec.decode_sse if family == "sse" else codec.decode_protobuf
+    good, bad = (SSE, BAD_SSE) if family == "sse" else (PROTO, BAD_PROTO)
+    assert len(whole(good * 10, raw=mode)) == 10 * len(EVENTS)
+    assert calls == {"many": 1}
+    calls.clear()
+    if mode is None:
+        with pytest.raises(DecodeError) as info:
+            whole(good + bad + good, raw=mode)
+        assert len(info.value.events) == 2 * len(EVENTS)
+        assert calls == {"many": 1, "one": 2 * len(EVENTS) + 1, "exact": 1}
