@@ -205,6 +205,9 @@ fn decode_part(dec: &mut StreamDecoder, fmt: Format, max_depth: usize, chunk: Op
     let too_deep = (0..spans.len())
         .filter(|&k| {
             let item = &array[spans[k].0..spans[k].1];
+            if item.len() <= max_depth {
+                return false; // every level takes a byte: most events need no scan
+            }
             let depth = match fmt {
                 Format::MsgPack => proto::decode::msgpack_depth(item),
                 Format::Json => agui_core::sse::scan_value(item).depth as usize,
