@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import os
 import warnings
-from typing import IO, Any, Iterable, Iterator, List, Optional, Tuple, Union
+from typing import IO, Any, Iterable, Iterator, Optional, Tuple, Union
 
 import msgspec
 

@@ -22,11 +22,11 @@ it raises one :class:`~agui_fast.errors.DecodeError` for them all: the first err
 
 from __future__ import annotations
 
-from typing import Any, AsyncIterable, AsyncIterator, Iterator, List, Optional, Union
+from typing import Any, AsyncIterable, AsyncIterator, Iterator, Optional, Union
 
 from . import _native, _typed
 from ._stream import (
-    DEFAULT_CHUNK_SIZE, DEFAULT_MAX_DEPTH, BytesLike, Raw, Source, aiter_events, check_chunk_size, iter_events,
+    DEFAULT_CHUNK_SIZE, DEFAULT_MAX_DEPTH, Raw, Source, aiter_events, check_chunk_size, iter_events,
     options, read_chunks,
 )
 from .legacy import LegacyConverter
