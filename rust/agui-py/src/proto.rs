@@ -9,14 +9,14 @@
 
 use agui_core::limits::DEFAULT_MAX_DEPTH;
 use agui_core::proto::{self, Collected, Error, EventArray, Format, StreamDecoder};
-use pyo3::exceptions::{PyMemoryError, PyUserWarning, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyUserWarning};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use std::ffi::CString;
 
 use crate::errors::make_error;
 use crate::pynode;
-use crate::stream::{decode_items, try_buffer, with_buffer, Backend, GcPause, Items, Legacy, Modes, Outcome};
+use crate::stream::{self, decode_items, try_buffer, with_buffer, Backend, GcPause, Items, Legacy, Modes, Outcome, StreamState};
 
 /// Turn a core error into the matching `agui_fast.errors` exception.
 fn to_py(py: Python<'_>, e: &Error, events: Option<Vec<Vec<u8>>>) -> PyErr {
@@ -290,6 +290,9 @@ impl ProtoState {
         Ok(())
     }
 
+}
+
+impl StreamState for ProtoState {
     fn run<'py>(&mut self, py: Python<'py>, be: &Backend, chunk: Option<&[u8]>, finish: bool) -> PyResult<Bound<'py, PyList>> {
         let cap = chunk.map_or(0, |c| c.len()).saturating_mul(2).saturating_add(8);
         let buf = try_buffer(cap)?;
@@ -303,7 +306,9 @@ impl ProtoState {
         self.decode(py, be, &part, &mut res)?;
         self.warn(py, &part, res)?.finish(py)
     }
+}
 
+impl ProtoState {
     /// A whole framed stream: feed + close in one call; large inputs in parts on a Rust
     /// thread (see `PIPELINE_MIN`), the cyclic GC paused once for the whole call.
     fn decode_all<'py>(&mut self, py: Python<'py>, be: &Backend, data: &[u8]) -> PyResult<Bound<'py, PyList>> {
@@ -370,20 +375,13 @@ impl ProtoDecoder {
 
     /// The events completed by `chunk` (bytes-like); see `crate::stream` for errors.
     fn feed<'py>(&mut self, py: Python<'py>, chunk: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
-        if self.closed {
-            return Err(PyValueError::new_err("feed() after close()"));
-        }
-        with_buffer(chunk, |c| self.state.run(py, &self.backend, Some(c), false))
+        stream::feed(py, &mut self.state, &self.backend, self.closed, chunk)
     }
 
     /// End of stream: raises `TruncatedStreamError` when bytes of an unfinished frame
     /// remain (a stream cut in half is an error, not a success). Later calls return `[]`.
     fn close<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        if self.closed {
-            return Ok(PyList::empty(py));
-        }
-        self.closed = true;
-        self.state.run(py, &self.backend, None, true)
+        stream::close(py, &mut self.state, &self.backend, &mut self.closed)
     }
 
     /// Bytes buffered for an unfinished frame.

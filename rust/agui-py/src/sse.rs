@@ -3,11 +3,10 @@
 
 use agui_core::limits::DEFAULT_MAX_DEPTH;
 use agui_core::sse::{self as core, Batch, SseParser as CoreParser};
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
 
-use crate::stream::{decode_items, frame_error, with_buffer, Backend, GcPause, Items, Legacy, Modes, Outcome};
+use crate::stream::{self, decode_items, frame_error, with_buffer, Backend, GcPause, Items, Legacy, Modes, Outcome, StreamState};
 
 /// Below this size releasing the GIL costs more than it saves.
 const DETACH_MIN: usize = 64 * 1024;
@@ -83,6 +82,9 @@ impl SseState {
         Ok(())
     }
 
+}
+
+impl StreamState for SseState {
     /// Frame and decode one chunk (`None`: the end of the stream), or a whole stream.
     fn run<'py>(&mut self, py: Python<'py>, be: &Backend, chunk: Option<&[u8]>, finish: bool) -> PyResult<Bound<'py, PyList>> {
         let mut batch = new_batch(self.parser.frame_count(), self.candidates, self.max_depth);
@@ -96,7 +98,9 @@ impl SseState {
         self.decode(py, be, &batch, &mut res)?;
         res.finish(py)
     }
+}
 
+impl SseState {
     /// A whole recorded stream: feed + close in one call. From `PIPELINE_MIN` bytes on,
     /// framing runs on a Rust thread, part by part, ahead of the decoding on this one,
     /// with the cyclic GC paused once for the whole call.
@@ -132,15 +136,6 @@ pub struct SseDecoder {
     closed: bool,
 }
 
-impl SseDecoder {
-    fn check_open(&mut self) -> PyResult<()> {
-        if self.closed {
-            return Err(PyValueError::new_err("feed() after close()"));
-        }
-        Ok(())
-    }
-}
-
 #[pymethods]
 impl SseDecoder {
     /// Positional only (keyword parsing costs more than a small decode): see
@@ -163,18 +158,13 @@ impl SseDecoder {
 
     /// The events completed by `chunk` (bytes-like); see `crate::stream` for errors.
     fn feed<'py>(&mut self, py: Python<'py>, chunk: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
-        self.check_open()?;
-        with_buffer(chunk, |c| self.state.run(py, &self.backend, Some(c), false))
+        stream::feed(py, &mut self.state, &self.backend, self.closed, chunk)
     }
 
     /// End of stream: the final event if it lacked its blank line (as the reference
     /// client does). Later calls return `[]`.
     fn close<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        if self.closed {
-            return Ok(PyList::empty(py));
-        }
-        self.closed = true;
-        self.state.run(py, &self.backend, None, true)
+        stream::close(py, &mut self.state, &self.backend, &mut self.closed)
     }
 
     /// The stream's last event id (send it as `Last-Event-ID` on reconnect).

@@ -14,7 +14,7 @@
 //! Nothing is queued for a later call, so `try: evs = dec.feed(c) except DecodeError as
 //! e: evs = e.events` loses nothing and nothing falls behind.
 
-use pyo3::exceptions::{PyException, PyMemoryError};
+use pyo3::exceptions::{PyException, PyMemoryError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyMemoryView, PyString, PyTuple};
@@ -37,6 +37,35 @@ pub(crate) fn with_buffer<R>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) -> Py
     let view = obj.py().get_type::<PyMemoryView>().call1((obj,))?;
     let b = view.call_method0("tobytes")?;
     f(b.cast::<PyBytes>()?.as_bytes())
+}
+
+/// A stream's decoding state (SSE or protobuf), driven call by call with its backend.
+pub(crate) trait StreamState {
+    /// Decode `chunk` (`None`: nothing more), then with `finish` the end of the stream.
+    fn run<'py>(&mut self, py: Python<'py>, be: &Backend, chunk: Option<&[u8]>, finish: bool) -> PyResult<Bound<'py, PyList>>;
+}
+
+/// `feed(chunk)` of a native decoder: bytes-like input only; after `close()` it raises.
+pub(crate) fn feed<'py, S: StreamState>(
+    py: Python<'py>,
+    state: &mut S,
+    be: &Backend,
+    closed: bool,
+    chunk: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyList>> {
+    if closed {
+        return Err(PyValueError::new_err("feed() after close()"));
+    }
+    with_buffer(chunk, |c| state.run(py, be, Some(c), false))
+}
+
+/// `close()` of a native decoder: the end of the stream, once; later calls return `[]`.
+pub(crate) fn close<'py, S: StreamState>(py: Python<'py>, state: &mut S, be: &Backend, closed: &mut bool) -> PyResult<Bound<'py, PyList>> {
+    if *closed {
+        return Ok(PyList::empty(py));
+    }
+    *closed = true;
+    state.run(py, be, None, true)
 }
 
 /// A buffer of `n` bytes, or `MemoryError` (never an abort on a huge chunk).
