@@ -1076,9 +1076,9 @@ mod tests {
         // Long strings (the eight-byte steps) with escapes at every position.
         for k in 0..40 {
             let mut p = b"{\"k\":\"".to_vec();
-            p.extend(std::iter::repeat(b'x').take(k));
+            p.extend(std::iter::repeat_n(b'x', k));
             p.extend_from_slice(b"\\\"");
-            p.extend(std::iter::repeat(b'y').take(40 - k));
+            p.extend(std::iter::repeat_n(b'y', 40 - k));
             p.extend_from_slice(b"\"}");
             assert!(is_single_value(&p));
             p.truncate(p.len() - 2);

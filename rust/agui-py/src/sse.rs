@@ -211,6 +211,7 @@ impl SseCodec {
 
     /// Decode a whole recorded SSE stream (see `SseState::decode_all`).
     #[pyo3(signature = (data, /, *, raw = None, legacy = true, max_frame_size = core::DEFAULT_MAX_BUFFER as i64, max_depth = DEFAULT_MAX_DEPTH as i64, max_buffer_size = None))]
+    #[allow(clippy::too_many_arguments)]
     fn decode_sse<'py>(
         &self,
         py: Python<'py>,

@@ -119,14 +119,8 @@ fn opt(v: Bound<'_, PyAny>) -> Option<Py<PyAny>> {
 
 impl Backend {
     pub(crate) fn new(t: &Bound<'_, PyTuple>) -> PyResult<Self> {
-        let (many, many_fh, one, one_fh, exact, keep_items): (
-            Bound<'_, PyAny>,
-            Bound<'_, PyAny>,
-            Bound<'_, PyAny>,
-            Bound<'_, PyAny>,
-            Bound<'_, PyAny>,
-            bool,
-        ) = t.extract()?;
+        type Any6<'py> = (Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>, bool);
+        let (many, many_fh, one, one_fh, exact, keep_items): Any6<'_> = t.extract()?;
         Ok(Backend { many: opt(many), many_fh: opt(many_fh), one: opt(one), one_fh: opt(one_fh), exact: exact.unbind(), keep_items })
     }
 }
