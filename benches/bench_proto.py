@@ -135,6 +135,29 @@ def test_decode_small__upb_floor(benchmark):
     benchmark(pb.Event.FromString, SMALL_MSG)
 
 
+SMALL_FRAME = proto.encode_protobuf_frame(SMALL)
+SMALL_JSON = _native.dumps(SMALL)
+
+
+def test_decode_one_frame__agui_fast(benchmark):
+    benchmark.group = "proto_decode_one_frame"
+    assert benchmark(proto.decode_protobuf, SMALL_FRAME) == [SMALL]
+
+
+def test_decode_one_frame__agui_fast_via_decoder_module(benchmark):
+    benchmark.group = "proto_decode_one_frame"
+    import agui_fast.decoder
+
+    assert benchmark(lambda: agui_fast.decoder.decode_protobuf(SMALL_FRAME)) == [SMALL]
+
+
+def test_decode_one_frame__decode_event_plus_framing(benchmark):
+    """The floor: decode_event on the same event's JSON, framed by a slice."""
+    benchmark.group = "proto_decode_one_frame"
+    framed = len(SMALL_JSON).to_bytes(4, "big") + SMALL_JSON
+    assert benchmark(lambda: [decode_event(framed[4:])]) == [SMALL]
+
+
 # -- mixed events (every kind, nested messages, JSON payloads) ---------------------------------------
 
 

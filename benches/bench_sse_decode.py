@@ -241,6 +241,31 @@ def test_sse_live__pure_python_pydantic(benchmark):
     _run(benchmark, live_pure_python_pydantic, LIVE_CHUNKS, rounds=20)
 
 
+# -- one frame: the whole call, whichever way it is reached ----------------------------------
+
+ONE_FRAME = LIVE_CHUNKS[0]
+
+
+def test_sse_one_frame__agui_fast(benchmark):
+    benchmark.group = "sse_typed_one_frame"
+    assert len(benchmark(decode_sse, ONE_FRAME)) == 1
+
+
+def test_sse_one_frame__agui_fast_via_decoder_module(benchmark):
+    benchmark.group = "sse_typed_one_frame"
+    import agui_fast.decoder
+
+    assert len(benchmark(lambda: agui_fast.decoder.decode_sse(ONE_FRAME))) == 1
+
+
+def test_sse_one_frame__decode_event_plus_framing(benchmark):
+    """The floor: decode_event on the payload, framed by a slice (one ``data:`` line)."""
+    benchmark.group = "sse_typed_one_frame"
+    from agui_fast.decoder import decode_event
+
+    benchmark(lambda: [decode_event(ONE_FRAME[6:-2])])
+
+
 # -- raw dict / bytes ----------------------------------------------------------------------
 
 

@@ -148,19 +148,27 @@ def test_reference_examples_section_7():
 ERRORS = {"decode": ProtobufDecodeError, "truncated": TruncatedStreamError, "frame_too_large": FrameTooLargeError}
 
 
+FATAL = (TruncatedStreamError, FrameTooLargeError)
+
+
 def run_chunks(data: bytes, sizes):
-    dec = proto.ProtoDecoder(raw=True)
-    events = []
+    """The natural loop of the error contract: keep each failing call's ``events`` and go
+    on feeding; a framing error (too large, truncated) ends the stream."""
+    dec = proto.ProtoDecoder(raw="dict")
+    events, errors = [], []
     pos = 0
-    try:
-        for n in sizes:
-            events.extend(dec.feed(data[pos : pos + n]))
-            pos += n
-        events.extend(dec.close())
-    except DecodeError as exc:
-        # A failing feed() returns nothing; what it decoded before the error is on .events.
-        return events + list(exc.events), exc
-    return events, None
+    for n in list(sizes) + [None]:
+        try:
+            got = dec.close() if n is None else dec.feed(data[pos : pos + n])
+        except DecodeError as exc:
+            got = exc.events
+            assert exc.errors[0] is exc
+            errors.extend(exc.errors)
+        events.extend(got)
+        if errors and isinstance(errors[-1], FATAL):
+            break
+        pos += n or 0
+    return events, errors
 
 
 def random_sizes(n, rng):
@@ -174,23 +182,32 @@ def random_sizes(n, rng):
 
 @by_name(STREAMS)
 def test_proto_streams_recorded_and_random_chunkings(case):
+    """Any chunking gives the same events and the same errors. The reference stops at the
+    first bad frame; we deliver its events and go on past a bad message (not past a
+    framing error), so the vector's events are a prefix of ours."""
     data = base64.b64decode(case["stream_b64"])
     rng = random.Random(case["name"])
     chunkings = [case["chunk_sizes"], [len(data)]] + [random_sizes(len(data), rng) for _ in range(4)]
     if len(data) < 5000:
         chunkings.append([1] * len(data))
+    outcomes = set()
     for sizes in chunkings:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            events, err = run_chunks(data, sizes)
-        assert as_doubles(events) == as_doubles(case["events"])
+            events, errors = run_chunks(data, sizes)
+        expected = as_doubles(case["events"])
+        assert as_doubles(events)[: len(expected)] == expected
         if case["error_kind"] is None:
-            assert err is None, err
+            assert errors == [] and len(events) == len(expected)
         else:
-            assert isinstance(err, ERRORS[case["error_kind"]]), err
-            assert err.frame_index is not None and err.offset is not None
-            # nothing decoded before the error is lost
-        assert len([w for w in caught if issubclass(w.category, UserWarning)]) == len(case.get("warnings") or [])
+            assert isinstance(errors[0], ERRORS[case["error_kind"]]), errors
+            assert all(e.frame_index is not None and e.offset is not None for e in errors)
+        # one warning per decoder and kind, however many frames
+        kinds = {str(w.message) for w in caught if issubclass(w.category, UserWarning)}
+        assert len(kinds) == len([w for w in caught if issubclass(w.category, UserWarning)])
+        assert bool(kinds) == bool(case.get("warnings"))
+        outcomes.add((json.dumps(events, sort_keys=True, default=repr), tuple((type(e), e.frame_index, e.offset) for e in errors)))
+    assert len(outcomes) == 1
 
 
 @by_name(STREAMS)
@@ -199,15 +216,17 @@ def test_decode_protobuf_whole_buffer(case):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if case["error_kind"] is None:
-            assert as_doubles(proto.decode_protobuf(data, raw=True)) == as_doubles(case["events"])
+            assert as_doubles(proto.decode_protobuf(data, raw="dict")) == as_doubles(case["events"])
             if core is not None:
                 typed = proto.decode_protobuf(data)
                 assert [msgspec.json.decode(msgspec.json.encode(e)) for e in typed] is not None
                 assert len(typed) == len(case["events"])
         else:
             with pytest.raises(ERRORS[case["error_kind"]]) as info:
-                proto.decode_protobuf(data, raw=True)
-            assert as_doubles(info.value.events) == as_doubles(case["events"])
+                proto.decode_protobuf(data, raw="dict")
+            expected = as_doubles(case["events"])
+            assert as_doubles(info.value.events)[: len(expected)] == expected
+            assert as_doubles(info.value.events) == as_doubles(run_chunks(data, [len(data)])[0])
 
 
 def test_future_arm_is_skipped_with_a_warning():
@@ -297,10 +316,11 @@ def test_garbage_reports_frame_index_and_offset():
     good = small_frame()
     bad = b"\0\0\0\x03\xff\xff\xff"
     with pytest.raises(ProtobufDecodeError) as info:
-        proto.decode_protobuf(good + good + bad + good, raw=True)
+        proto.decode_protobuf(good + good + bad + good, raw="dict")
     e = info.value
     assert (e.frame_index, e.offset) == (2, 2 * len(good))
-    assert len(e.events) == 2
+    assert len(e.events) == 3  # the frame after the bad message too: the stream goes on
+    assert e.errors == [e]
     assert "frame 2" in str(e) and f"offset {2 * len(good)}" in str(e)
 
 
@@ -485,7 +505,7 @@ def parse_proto_files():
 
 
 def native_schema():
-    raw = json.loads(_native.proto_schema())
+    raw = json.loads(_native._testing.proto_schema())
     return {
         k[len("ag_ui."):]: {f[0]: (f[1], f[2]) for f in v}
         for k, v in raw.items()
@@ -498,7 +518,7 @@ def test_proto_files_and_compiled_rust_schema_agree():
 
 
 def test_event_enum_and_envelope_cover_the_31_types():
-    raw = json.loads(_native.proto_schema())
+    raw = json.loads(_native._testing.proto_schema())
     names = [n for n, _ in raw["enum ag_ui.EventType"]]
     assert len(names) == 31 and len(set(names)) == 31
     arms = {f[0].upper() for f in raw["ag_ui.Event"]}
@@ -623,7 +643,7 @@ def test_incremental_and_whole_buffer_decoding_agree_on_all_vectors():
     assert whole == single
 
 
-# -- whole-buffer typed decoding in pipelined parts (proto_decode_parts) -------------------------
+# -- whole-buffer decoding in pipelined parts (ProtoDecoder.decode_all) ------------------------
 
 
 def _typed_frames():
@@ -640,161 +660,136 @@ def _typed_frames():
     return frames, events
 
 
+def _big(frames, events, size=600_000):
+    """Repeat the frames past the pipelining threshold (256 KiB)."""
+    k = -(-size // len(b"".join(frames)))
+    return frames * k, events * k
+
+
+BAD = b"\0\0\0\x03\xff\xff\xff"
+
+
 @pytest.mark.skipif(core is None, reason="typed layer")
-@pytest.mark.parametrize("part, max_part", [(1, 1), (300, 1000), (4096, 1 << 30)])
-def test_pipelined_parts_decode_like_one_part(monkeypatch, part, max_part):
-    frames, events = _typed_frames()
+def test_pipelined_parts_decode_like_one_part():
+    frames, events = _big(*_typed_frames())
     data = b"".join(frames)
-    monkeypatch.setattr(proto, "_PART", part)
-    monkeypatch.setattr(proto, "_MAX_PART", max_part)
-    assert len(data) > 4 * part  # the pipelined path is taken
     assert proto.decode_protobuf(data) == events
+    dec = proto.ProtoDecoder()
+    assert [e for i in range(0, len(data), 4096) for e in dec.feed(data[i : i + 4096])] + dec.close() == events
+    dicts = proto.decode_protobuf(data, raw="dict")
+    assert len(dicts) == len(events)
+    assert [msgspec.json.decode(b) for b in proto.decode_protobuf(data, raw="bytes")] == dicts
 
 
 @pytest.mark.skipif(core is None, reason="typed layer")
-def test_pipelined_parts_errors_keep_position_and_every_earlier_event(monkeypatch):
-    frames, events = _typed_frames()
-    monkeypatch.setattr(proto, "_PART", 512)
-    bad = b"\0\0\0\x03\xff\xff\xff"
+def test_pipelined_parts_errors_keep_position_and_every_event():
+    frames, events = _big(*_typed_frames())
     for k in (0, 1, len(frames) // 2, len(frames) - 1):
-        data = b"".join(frames[:k]) + bad + b"".join(frames[k:])
+        data = b"".join(frames[:k]) + BAD + b"".join(frames[k:])
         with pytest.raises(ProtobufDecodeError) as info:
             proto.decode_protobuf(data)
         assert info.value.frame_index == k
         assert info.value.offset == sum(map(len, frames[:k]))
-        assert info.value.events == events[:k]
+        assert info.value.events == events  # also those after the bad frame
     data = b"".join(frames)
     with pytest.raises(TruncatedStreamError) as info:
         proto.decode_protobuf(data[:-3])
     assert info.value.frame_index == len(frames) - 1
     assert info.value.events == events[:-1]
+    # two bad frames in different parts: one error for the call, both in .errors
+    data = BAD + b"".join(frames) + BAD
+    with pytest.raises(ProtobufDecodeError) as info:
+        proto.decode_protobuf(data)
+    assert [e.frame_index for e in info.value.errors] == [0, len(frames) + 1]
+    assert info.value.events == events
 
 
-def test_pipelined_parts_warn_for_future_frames_in_order():
+def _future_frame():
     case = next(c for c in STREAMS if c["name"] == "envelope/future_arm_dropped")
-    future = base64.b64decode(case["stream_b64"])
-    data = small_frame() * 200 + future + small_frame() * 200
-    seen = []
+    stream, pos = base64.b64decode(case["stream_b64"]), 0
+    while pos < len(stream):
+        n = int.from_bytes(stream[pos : pos + 4], "big")
+        if not _decodes(stream[pos + 4 : pos + 4 + n]):
+            return stream[pos : pos + 4 + n]
+        pos += 4 + n
+    raise AssertionError("no future frame in the vector")
+
+
+def test_future_frames_warn_once_per_decoder_with_a_count():
+    future = _future_frame()
+    data = (small_frame() * 50 + future) * 2000  # pipelined: many parts
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        _native.proto_decode_parts(data, lambda a: seen.append(len(msgspec.msgpack.decode(a))), 100, 100)
-    assert sum(seen) == 400 + len(case["events"]) and len(seen) > 10
-    assert len([w for w in caught if issubclass(w.category, UserWarning)]) == len(case["warnings"])
+        assert len(proto.decode_protobuf(data, raw="dict")) == 100_000
+    assert len([w for w in caught if issubclass(w.category, UserWarning)]) == 1
+    dec = proto.ProtoDecoder(raw="dict")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(100):
+            assert len(dec.feed(small_frame() + future)) == 1
+    assert len(caught) == 1 and dec.skipped_frames == 100
+    assert "frame" not in str(caught[0].message).split("(")[0]  # no per-frame text
 
 
-def test_pipelined_parts_stop_when_the_consumer_raises():
-    data = small_frame() * 1000
-    calls = []
-
-    def consume(array):
-        calls.append(array)
-        if len(calls) == 2:
-            raise KeyError("stop")
-
-    with pytest.raises(KeyError):
-        _native.proto_decode_parts(data, consume, 64)
-    assert len(calls) == 2
-    # Parts grow by half up to the cap: 64, 96, 144, 200, 200, ... bytes of frames.
-    sizes = []
-    _native.proto_decode_parts(data, lambda a: sizes.append(len(msgspec.msgpack.decode(a))), 64, 200)
-    n = len(small_frame())
-    assert sizes[:5] == [-(-b // n) for b in (64, 96, 144, 200, 200)]
-    assert sum(sizes) == 1000
-    seen = []
-    _native.proto_decode_parts(b"", seen.append, 64)
-    assert [msgspec.msgpack.decode(a) for a in seen] == [[]]
+def test_a_warning_raised_as_an_error_loses_no_events():
+    future = _future_frame()
+    dec = proto.ProtoDecoder(raw="dict")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(UserWarning) as info:
+            dec.feed(small_frame() + future + small_frame())
+    assert len(info.value.events) == 2
+    assert len(dec.feed(small_frame() + future)) == 1  # warned once: no more warnings
 
 
 @pytest.mark.skipif(core is None, reason="typed layer")
-@pytest.mark.parametrize("threads", [1, 2])
-def test_pipelined_parts_pause_the_gc_only_when_no_other_thread_can_run(monkeypatch, threads):
+def test_decode_all_restores_the_gc():
     import gc
 
-    real = _native.proto_decode_parts
-    seen = {}
-
-    def spy(data, consume, *args):
-        seen["during"] = gc.isenabled()
-        return real(data, consume, *args)
-
-    monkeypatch.setattr(_native, "proto_decode_parts", spy)
-    monkeypatch.setattr(sse._threading, "active_count", lambda: threads)
-    monkeypatch.setattr(proto, "_PART", 256)
-    frames, events = _typed_frames()
+    frames, events = _big(*_typed_frames())
     assert gc.isenabled()
     assert proto.decode_protobuf(b"".join(frames)) == events
-    # One Python thread: paused for the whole call; otherwise only inside each msgspec call.
-    assert seen["during"] is (threads != 1)
     assert gc.isenabled()
     with pytest.raises(ProtobufDecodeError):
-        proto.decode_protobuf(b"".join(frames) + b"\0\0\0\x03\xff\xff\xff")
+        proto.decode_protobuf(b"".join(frames) + BAD)
     assert gc.isenabled()  # restored on errors too
+    gc.disable()
+    try:
+        proto.decode_protobuf(b"".join(frames))
+        assert not gc.isenabled()  # a pause never enables what the caller disabled
+    finally:
+        gc.enable()
 
 
 @pytest.mark.skipif(core is None, reason="typed layer")
-def test_iter_protobuf_file_thread(tmp_path, recwarn):
-    """A path of 2+ chunks is read and decoded on a Rust thread: the same events as the
-    whole-buffer decode in every mode, errors after the events before them, a cut file
-    raising at the end, warnings for future event types, early close."""
+def test_iter_protobuf_files(tmp_path, recwarn):
+    """A path is read in chunks: the same events as the whole-buffer decode in every
+    mode; on an error, the failing chunk's events first; a cut file raises at the end."""
     frames, events = _typed_frames()
     data = b"".join(frames)
     path = tmp_path / "log.bin"
     path.write_bytes(data)
     for chunk in (61, 512, 1 << 20):
-        if len(data) >= 2 * chunk:
-            assert list(proto.iter_protobuf(path, chunk_size=chunk)) == events, chunk
+        assert list(proto.iter_protobuf(path, chunk_size=chunk)) == events, chunk
     assert list(proto.iter_protobuf(path, chunk_size=64, raw="dict")) == proto.decode_protobuf(data, raw="dict")
-    # A cut final frame: every complete event first, then TruncatedStreamError.
+    with open(path, "rb") as f:
+        assert list(proto.iter_protobuf(f, chunk_size=64)) == events
+    assert list(proto.iter_protobuf(data)) == events  # bytes: one chunk
     path.write_bytes(data[:-3])
     got = []
     with pytest.raises(TruncatedStreamError):
         for ev in proto.iter_protobuf(path, chunk_size=100):
             got.append(ev)
     assert got == events[:-1]
-    # Garbage in the middle: the events before it, then the located error.
     k = len(frames) // 2
-    path.write_bytes(b"".join(frames[:k]) + b"\x00\x00\x00\x03\xff\xff\xff" + b"".join(frames[k:]))
+    path.write_bytes(b"".join(frames[:k]) + BAD + b"".join(frames[k:]))
     got = []
     with pytest.raises(ProtobufDecodeError) as ei:
         for ev in proto.iter_protobuf(path, chunk_size=256):
             got.append(ev)
-    assert got == events[:k] and ei.value.frame_index == k
-    # A frame of a later protocol version is skipped with a warning, in the stream.
-    case = next(c for c in STREAMS if c["name"] == "envelope/future_arm_dropped")
-    stream, pos, future = base64.b64decode(case["stream_b64"]), 0, None
-    while pos < len(stream):
-        n = int.from_bytes(stream[pos : pos + 4], "big")
-        if not _decodes(stream[pos + 4 : pos + 4 + n]):
-            future = stream[pos : pos + 4 + n]
-        pos += 4 + n
-    assert future is not None
-    path.write_bytes(b"".join(frames[:3]) + future + b"".join(frames[3:]))
+    assert got[:k] == events[:k] and ei.value.frame_index == k and got == events[: len(got)]
+    path.write_bytes(b"".join(frames[:3]) + _future_frame() + b"".join(frames[3:]))
     assert list(proto.iter_protobuf(path, chunk_size=128)) == events
     assert any(issubclass(w.category, UserWarning) for w in recwarn.list)
-    # Stopping early ends the thread (the generator closes the iterator).
-    path.write_bytes(data)
-    it = proto.iter_protobuf(path, chunk_size=64)
-    assert next(it) == events[0]
-    it.close()
     with pytest.raises(OSError):
         list(proto.iter_protobuf(tmp_path / "missing.bin", chunk_size=64))
-
-
-def test_frame_parser_feed_decode_fast_path_and_fallbacks():
-    import msgspec as _ms
-
-    frame = proto.encode_protobuf_frame({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "d"})
-    p = _native.ProtoFrameParser()
-    assert p.feed_decode(frame, _ms.msgpack.decode, 4096) == [
-        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "d"}
-    ]
-    assert p.feed_decode(frame[:2], _ms.msgpack.decode, 4096) == []  # nothing completed
-
-    def boom(_):
-        raise ValueError("no")
-
-    array = p.feed_decode(frame[2:], boom, 4096)  # decode raised: the array comes back
-    assert isinstance(array, bytes) and _ms.msgpack.decode(array)[0]["delta"] == "d"
-    assert isinstance(p.feed_decode(frame, _ms.msgpack.decode, 8), bytes)  # too large
-    with pytest.raises(ProtobufDecodeError):
-        p.feed_decode(b"\x00\x00\x00\x03\xff\xff\xff", _ms.msgpack.decode, 4096)

@@ -130,17 +130,19 @@ def _random_sizes(n: int, rng: random.Random):
 
 
 def _feed_all(stream: bytes, sizes, **kw):
-    """Feed chunks; return (events, error). Events include those carried by the error."""
+    """The natural loop of the error contract (keep ``e.events``, go on feeding); returns
+    (events, first error or None, every error)."""
     dec = SseDecoder(**kw)
-    got = []
-    try:
-        for c in _chunk(stream, sizes):
-            got.extend(dec.feed(c))
-        got.extend(dec.close())
-    except DecodeError as e:
-        got.extend(e.events)
-        return got, e
-    return got, None
+    got, errors = [], []
+    for c in [*_chunk(stream, sizes), None]:
+        try:
+            got.extend(dec.close() if c is None else dec.feed(c))
+        except DecodeError as e:
+            got.extend(e.events)
+            errors.extend(e.errors)
+            if isinstance(e, BufferLimitError):
+                break  # the stream cannot go on: the decoder stays failed
+    return got, (errors[0] if errors else None), errors
 
 
 @pytest.mark.parametrize("case", STREAMS, ids=[c["name"] for c in STREAMS])
@@ -149,22 +151,26 @@ def test_reference_streams_dict_mode(case):
     expected, should_fail = _expected(case)
     rng = random.Random(case["name"])
     chunkings = [case["chunk_sizes"]] + [_random_sizes(len(stream), rng) for _ in range(3)]
+    outcomes = []
     for sizes in chunkings:
-        got, err = _feed_all(stream, sizes, raw="dict")
-        assert _norm(got) == _norm(expected)
+        got, err, errors = _feed_all(stream, sizes, raw="dict")
+        # The reference stops at a bad frame; we deliver the frames after it too.
+        assert _norm(got)[: len(expected)] == _norm(expected)
         assert (err is not None) == should_fail, err
         if err is not None:
             assert isinstance(err, InvalidJsonError)
             assert err.frame_index == len(expected)
             assert isinstance(err.offset, int) and 0 <= err.offset <= len(stream)
-    # Whole buffer.
+        else:
+            assert len(got) == len(expected)
+        outcomes.append((_norm(got), [(e.frame_index, e.offset) for e in errors]))
+    assert all(o == outcomes[0] for o in outcomes)  # chunking-independent
+    # Whole buffer: the same events and errors.
     try:
-        got = decode_sse(stream, raw="dict")
-        err = None
+        got, errors = decode_sse(stream, raw="dict"), []
     except DecodeError as e:
-        got, err = e.events, e
-    assert _norm(got) == _norm(expected)
-    assert (err is not None) == should_fail
+        got, errors = e.events, e.errors
+    assert (_norm(got), [(e.frame_index, e.offset) for e in errors]) == outcomes[0]
 
 
 @pytest.mark.parametrize(
@@ -175,9 +181,9 @@ def test_reference_streams_dict_mode(case):
 def test_reference_streams_bytes_mode(case):
     stream = base64.b64decode(case["stream_b64"])
     expected, should_fail = _expected(case)
-    got, err = _feed_all(stream, case["chunk_sizes"], raw="bytes")
+    got, err, _ = _feed_all(stream, case["chunk_sizes"], raw="bytes")
     assert all(isinstance(x, bytes) for x in got)
-    assert _norm([json.loads(x) for x in got]) == _norm(expected)
+    assert _norm([json.loads(x) for x in got])[: len(expected)] == _norm(expected)
     assert (err is not None) == should_fail
 
 
@@ -256,12 +262,12 @@ def test_reference_streams_typed(case):
 
     stream = base64.b64decode(case["stream_b64"])
     expected, _ = _expected(case)
-    got, err = _feed_all(stream, case["chunk_sizes"])
+    got, err, _ = _feed_all(stream, case["chunk_sizes"])
     assert err is None, err
     assert len(got) == len(expected)
     assert decode_sse(stream) == got
     rng = random.Random(case["name"])
-    assert _feed_all(stream, _random_sizes(len(stream), rng)) == (got, None)
+    assert _feed_all(stream, _random_sizes(len(stream), rng))[:2] == (got, None)
     # The same events as decoding each expected value on its own.
     for ev, exp in zip(got, expected):
         assert ev == decode_event(json.dumps(exp).encode())
@@ -290,9 +296,9 @@ def test_typed_validation_error_names_field_and_keeps_events():
     assert e.frame_index == 2
     assert e.offset == 2 * len(good)
     assert e.field and "messages" in e.field
-    assert len(e.events) == 1
-    # The frame after the bad one is not lost: the next call returns it.
-    assert len(dec.close()) == 1
+    # Every event of the call, also the one after the bad frame; nothing is queued.
+    assert len(e.events) == 2 and e.errors == [e]
+    assert dec.close() == []
 
 
 # -- raw modes, errors ---------------------------------------------------------------
@@ -316,7 +322,7 @@ def test_invalid_json_error_attributes():
         assert isinstance(e, DecodeError) and isinstance(e, ValueError)
         assert e.frame_index == 1
         assert e.offset == s.index(b"data: {not")
-        assert len(e.events) == 1
+        assert len(e.events) == 2
         assert "frame 1" in str(e)
 
 
@@ -325,22 +331,22 @@ def test_error_keeps_events_and_decoder_continues():
     assert dec.feed(b'data: {"a":1}\n\n') == [{"a": 1}]
     with pytest.raises(InvalidJsonError) as ei:
         dec.feed(b'data: {"a":2}\n\ndata: [DONE]\n\ndata: {"a":3}\n\ndata: {"a"')
-    assert ei.value.events == [{"a": 2}]
+    assert ei.value.events == [{"a": 2}, {"a": 3}]  # also the frame after the bad one
     assert ei.value.frame_index == 2
-    # Frames after the bad one come with the next call.
-    assert dec.feed(b":4}\n\n") == [{"a": 3}, {"a": 4}]
+    # The decoder goes on; nothing was queued.
+    assert dec.feed(b":4}\n\n") == [{"a": 4}]
     assert dec.close() == []
 
 
 def test_two_bad_frames_in_one_chunk():
+    """One error per call carries all of the call's errors and events (issue 14 #3)."""
     dec = SseDecoder(raw="dict")
     with pytest.raises(InvalidJsonError) as ei:
         dec.feed(b"data: x\n\ndata: y\n\ndata: 1\n\n")
     assert ei.value.frame_index == 0
-    with pytest.raises(InvalidJsonError) as ei:
-        dec.feed(b"")
-    assert ei.value.frame_index == 1
-    assert dec.close() == [1]
+    assert [e.frame_index for e in ei.value.errors] == [0, 1]
+    assert ei.value.events == [1]
+    assert dec.feed(b"") == [] and dec.close() == []
 
 
 def test_empty_data_is_invalid_json():
@@ -365,7 +371,9 @@ def test_buffer_limit():
     with pytest.raises(BufferLimitError):  # stays failed
         dec.feed(b"\n\n")
     # Default is 10 MiB, like the reference.
-    assert SseDecoder()._parser.max_buffer_size == 10 * 1024 * 1024
+    from agui_fast.sse import DEFAULT_MAX_FRAME_SIZE
+
+    assert DEFAULT_MAX_FRAME_SIZE == 10 * 1024 * 1024
     # Exactly at the limit is allowed.
     line = b"data: " + b"1" * 44
     assert decode_sse(line + b"\n\n", raw="bytes", max_buffer_size=50) == [b"1" * 44]
@@ -387,9 +395,9 @@ def test_line_endings_and_bom_and_utf8_split():
     for variant in (lf, lf.replace(b"\n", b"\r\n"), lf.replace(b"\n", b"\r")):
         assert decode_sse(variant, raw="dict") == expected
         for k in range(len(variant) + 1):
-            got, err = _feed_all(variant, [k, len(variant) - k], raw="dict")
+            got, err, _ = _feed_all(variant, [k, len(variant) - k], raw="dict")
             assert err is None and got == expected, (variant, k)
-        got, err = _feed_all(variant, [1] * len(variant), raw="dict")
+        got, err, _ = _feed_all(variant, [1] * len(variant), raw="dict")
         assert got == expected
 
 
@@ -482,15 +490,20 @@ def test_iter_sse_path_file_and_iterable(tmp_path):
     assert list(iter_sse([s[:100], s[100:]], raw="dict")) == expected
 
 
-def test_iter_sse_error_yields_preceding_events(tmp_path):
+def test_iter_sse_error_yields_the_chunks_events_first(tmp_path):
     p = tmp_path / "bad.sse"
     p.write_bytes(b"data: 1\n\ndata: 2\n\ndata: oops\n\ndata: 3\n\n")
     got = []
     with pytest.raises(InvalidJsonError) as ei:
         for ev in iter_sse(p, raw="dict"):
             got.append(ev)
-    assert got == [1, 2]
+    assert got == [1, 2, 3]  # every event of the failing chunk, then the error
     assert ei.value.frame_index == 2
+    got = []
+    with pytest.raises(InvalidJsonError):
+        for ev in iter_sse(p, raw="dict", chunk_size=15):
+            got.append(ev)
+    assert got == [1, 2]  # the chunk holding the bad frame ends the iteration
 
 
 def test_aiter_sse():
@@ -521,21 +534,14 @@ def test_aiter_sse():
     assert asyncio.run(collect_bad()) == [1]
 
 
-def test_native_batch_api():
-    p = _native.SseParser(1000)
-    b = p.feed(b"data: 1\n\ndata: [2]\n\nda")
-    assert len(b) == 2 and b.first_index == 0 and b.balanced
-    assert b.array() == b"[1,[2]]"
-    assert b.payloads() == [b"1", b"[2]"]
-    assert b.offsets == [0, 9]
-    assert b.error is None
-    b = p.close()
-    assert len(b) == 0 and b.array() == b"[]"
-    assert p.frame_count == 2 and p.position == 22
-    b = _native.split_sse(b"data: 1\n\ndata: 12345678901\n\n", 10)
-    assert b.payloads() == [b"1"]
-    assert b.error[0] == "buffer_limit" and b.error[2:] == (1, 9)
-    assert _native.sse_event(b'{"a":\n1}') == b'data: {"a":\ndata: 1}\n\n'
+def test_native_decoder_state_and_test_helpers():
+    dec = SseDecoder(raw="dict")
+    assert dec.feed(b"data: 1\n\ndata: [2]\n\nda") == [1, [2]]
+    assert dec.frame_count == 2 and dec.position == 22
+    assert dec.close() == [] and dec.close() == []
+    with pytest.raises(ValueError, match="after close"):
+        dec.feed(b"data: 3\n\n")
+    assert _native._testing.sse_event(b'{"a":\n1}') == b'data: {"a":\ndata: 1}\n\n'
 
 
 # -- property: chunking never changes the result --------------------------------------
@@ -547,8 +553,8 @@ _PIECES = [b"data:", b"data: ", b"{", b"}", b'"a"', b":", b"1", b",", b"[", b"]"
 
 
 def _outcome(chunks, **kw):
-    got, err = _feed_all(b"".join(chunks), [len(c) for c in chunks], **kw)
-    return got, (type(err), err.frame_index, err.offset) if err else None
+    got, _, errors = _feed_all(b"".join(chunks), [len(c) for c in chunks], **kw)
+    return got, [(type(e), e.frame_index, e.offset) for e in errors]
 
 
 @settings(max_examples=300, deadline=None)
@@ -563,15 +569,12 @@ def test_chunking_invariance(pieces, cuts):
     for raw in ("dict", "bytes"):
         whole = _outcome([stream], raw=raw)
         assert _outcome(chunks, raw=raw) == whole
-        # The whole-buffer function agrees with feeding.
+        # The whole-buffer function agrees with feeding: same events, same errors.
         try:
-            events, err = decode_sse(stream, raw=raw), None
+            events, errs = decode_sse(stream, raw=raw), []
         except DecodeError as e:
-            events, err = e.events, (type(e), e.frame_index, e.offset)
-        if err is None or whole[1] is None:
-            assert (events, err) == whole
-        else:
-            assert err == whole[1]
+            events, errs = e.events, [(type(x), x.frame_index, x.offset) for x in e.errors]
+        assert (events, errs) == whole
 
 
 @needs_typed
@@ -602,7 +605,7 @@ def test_bulk_resume_around_slow_frames_and_errors():
             assert ev.type.value == "REASONING_MESSAGE_CONTENT"
         else:
             assert ev == decode_event(f)
-    # A bad frame in the middle: located, earlier events kept, later ones not lost.
+    # A bad frame in the middle: located, every other event delivered with the error.
     k = 250
     with_bad = frames[:k] + [bad] + frames[k:]
     stream = b"".join(b"data: " + f + b"\n\n" for f in with_bad)
@@ -612,8 +615,8 @@ def test_bulk_resume_around_slow_frames_and_errors():
     e = ei.value
     assert e.frame_index == k and e.field == "$.messageId"
     assert stream[e.offset :].startswith(b"data: " + bad)
-    assert len(e.events) == k
-    assert len(dec.close()) == len(frames) - k
+    assert len(e.events) == len(frames)
+    assert dec.close() == []
 
 
 @pytest.mark.parametrize("legacy", [True, False])
@@ -672,8 +675,8 @@ def test_invalid_events_agree_with_decode_event():
         else:
             assert type(err) is type(exp_err), case["name"]
             assert (err.frame_index, err.offset, err.field) == (0, 0, exp_err.field), case["name"]
-    # All in one stream, decoded through the bulk path and its resumption: every call
-    # stops at the next rejected frame, and the frames in between are not lost.
+    # All in one stream, decoded through the bulk path and its fallback: one error for
+    # the call, carrying every rejected frame and every accepted event.
     stream = b"".join(c["sse"].encode("utf-8") for c in cases)
     rejected = []
     for i, c in enumerate(cases):
@@ -682,17 +685,11 @@ def test_invalid_events_agree_with_decode_event():
         except DecodeError:
             rejected.append(i)
     dec = SseDecoder(legacy=False)
-    seen, errors, pending = 0, [], [stream]
-    while True:
-        try:
-            seen += len(dec.feed(pending.pop()) if pending else dec.close())
-            if not pending:
-                break
-        except DecodeError as e:
-            errors.append(e.frame_index)
-            seen += len(e.events)
-    assert errors == rejected
-    assert seen == len(cases) - len(rejected)
+    with pytest.raises(DecodeError) as ei:
+        dec.feed(stream)
+    assert [e.frame_index for e in ei.value.errors] == rejected
+    assert len(ei.value.events) == len(cases) - len(rejected)
+    assert dec.close() == []
 
 
 # Numbers with huge exponents: msgspec parses them on a slow exact path, so a batch
@@ -717,10 +714,9 @@ def test_huge_exponents_decode_like_the_reference(plain):
     import ag_ui.core as ref
     import pydantic
 
+    # Few hard numbers among many ordinary floats: msgspec's own parser is used (the
+    # choice is Batch::prefer_float_hook, tested in the core crate); same values.
     log = _hard_stream(plain)
-    batch = _native.split_sse(log, 10 << 20, check=True, candidates=False)
-    # Few hard numbers among many ordinary floats: msgspec's own parser stays cheaper.
-    assert batch.float_hook is (plain == 0)
     adapter = pydantic.TypeAdapter(ref.Event)
     payloads = [line[6:] for line in log.decode().split("\n\n") if line]
     want = [adapter.validate_json(p) for p in payloads]
@@ -813,15 +809,15 @@ def test_big_decode_sse_matches_feeding(raw):
     assert decode_sse(memoryview(stream), raw=raw) == want
 
 
-def test_big_decode_sse_error_keeps_all_earlier_events():
+def test_big_decode_sse_error_keeps_every_event():
     stream = _big_stream(40_000, bad_at=31_000)
     with pytest.raises(EventValidationError) as ei:
         decode_sse(stream)
     e = ei.value
     assert e.frame_index == 31_000 and e.field == "$.messageId"
     assert stream[e.offset :].startswith(b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":5')
-    assert len(e.events) == 31_000
-    assert e.events[-1] == decode_sse(_big_stream(31_000))[-1]
+    assert len(e.events) == 39_999  # every frame but the bad one, across all parts
+    assert e.events[30_999] == decode_sse(_big_stream(31_000))[-1]
 
 
 def test_big_buffer_limit():
@@ -841,7 +837,8 @@ def test_iter_sse_big_file_is_read_ahead_and_errors_after_the_events(tmp_path):
         for ev in iter_sse(path, chunk_size=16 * 1024):  # many chunks
             got.append(ev)
     assert ei.value.frame_index == 5_000
-    assert len(got) == 5_000
+    assert len(got) >= 5_000  # up to the end of the chunk holding the bad frame
+    assert got[:5_000] == _reference_decode(_big_stream(5_000))[0]
     good = _big_stream(6_000)
     path.write_bytes(good)
     with open(path, "rb") as f:
@@ -853,33 +850,20 @@ def test_iter_sse_big_file_is_read_ahead_and_errors_after_the_events(tmp_path):
     it.close()
 
 
-def test_framing_thread_stops_when_consume_raises_and_gc_is_restored():
+def test_big_decode_restores_the_gc():
     import gc
 
-    stream = _big_stream(40_000)
-    seen = []
-
-    def consume(batch):
-        seen.append(len(batch))
-        if len(seen) == 2:
-            raise KeyError("stop")
-
-    with pytest.raises(KeyError):
-        _native.split_sse_parts(stream, consume, 64 << 10, 1 << 20)
-    assert len(seen) == 2  # nothing consumed after the exception
-    # Every frame exactly once, the last batch closing the stream (final frame kept).
-    counts = []
-    _native.split_sse_parts(stream + b"data: {}", lambda b: counts.append(len(b)), 64 << 10, 1 << 20)
-    assert sum(counts) == 40_001
+    assert gc.isenabled()
+    assert len(decode_sse(_big_stream(40_000))) == 40_000
     assert gc.isenabled()
     with pytest.raises(EventValidationError):
         decode_sse(_big_stream(40_000, bad_at=20_000))
     assert gc.isenabled()
 
 
-def test_iter_sse_file_thread_edges(tmp_path):
-    """Paths of 2+ chunks are read and framed on a Rust thread: same events as feeding,
-    a final frame without its blank line kept, the buffer limit and I/O errors raised."""
+def test_iter_sse_file_edges(tmp_path):
+    """Paths are read in chunks: same events as feeding, a final frame without its blank
+    line kept, the buffer limit and I/O errors raised."""
     for n, chunk_sizes in ((200, (1, 7)), (3_000, (4096, 1 << 20))):
         stream = _big_stream(n) + b'data: {"type":"RAW","event":1}'  # no final blank line
         path = tmp_path / "log.sse"
@@ -899,27 +883,3 @@ def test_iter_sse_file_thread_edges(tmp_path):
         list(iter_sse(tmp_path, chunk_size=16))  # a directory: reading it fails
     with pytest.raises(OSError):
         list(iter_sse(tmp_path / "missing.sse", chunk_size=16))
-
-
-def test_feed_decode_fast_path_and_its_fallbacks():
-    p = _native.SseParser(1 << 20, check=True, candidates=False)
-    one = b'data: {"a":1}\n\ndata: [2]\n\n'
-    assert p.feed_decode(one, _native_json_list, 256) == [{"a": 1}, [2]]
-    # Not plain (a payload that is not one JSON value): the batch comes back.
-    b = p.feed_decode(b"data: 1,2\n\n", _native_json_list, 256)
-    assert isinstance(b, _native.SseBatch) and not b.balanced
-    # Too many frames for the fast path, or a decoder that raises or miscounts.
-    assert isinstance(p.feed_decode(one, _native_json_list, 2), _native.SseBatch)
-
-    def boom(_):
-        raise ValueError("no")
-
-    assert isinstance(p.feed_decode(one, boom, 256), _native.SseBatch)
-    assert isinstance(p.feed_decode(one, lambda a: [1], 256), _native.SseBatch)
-    assert isinstance(p.feed_decode(one, lambda a: (1, 2), 256), _native.SseBatch)
-    # Nothing completed: an empty list.
-    assert p.feed_decode(b"data: {", _native_json_list, 256) == []
-
-
-def _native_json_list(array):
-    return json.loads(array)

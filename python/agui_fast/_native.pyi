@@ -1,9 +1,13 @@
 """Type stubs for the Rust extension module ``agui_fast._native``."""
 
-import os
-from typing import Any, Callable, Iterable, List, Optional, Tuple, Union
+import types
+from typing import Any, Callable, Iterable, List, Literal, Optional, Tuple, Union
 
 __version__: str
+DEFAULT_MAX_DEPTH: int  # agui_core::limits::DEFAULT_MAX_DEPTH
+
+# Test-only helpers (sse_event, proto_schema), off the public surface.
+_testing: types.ModuleType
 
 # --- encode ---
 # JSON writer for Python objects (rust/agui-py/src/encode.rs). Output is byte for byte
@@ -59,67 +63,35 @@ class StateDocument:
 # --- end patch ---
 
 # --- sse ---
-# WHATWG event-stream framing (rust/agui-py/src/sse.rs over agui_core::sse). Typing the
-# payloads is done in agui_fast/sse.py; these only frame. Payloads are valid UTF-8
-# (invalid sequences replaced by U+FFFD, like the reference's TextDecoder).
+# The native stream decoders (rust/agui-py/src/{sse,proto,stream}.rs). agui_fast.sse /
+# agui_fast.proto subclass them with the public constructors; ``backend`` is
+# ``(many, many_fh, one, one_fh, exact, keep_items)``: the msgspec decode callables, the
+# exact-path function ``exact(item, legacy)`` and whether ``many`` only validates. Byte
+# input is buffer-protocol only (TypeError otherwise). Errors: one per call, carrying
+# ``events`` (every event of the call) and ``errors`` (all of them); see docs/sse.md.
 
 SSE_DEFAULT_MAX_BUFFER: int  # 10 MiB
 
 _BytesLike = Union[bytes, bytearray, memoryview]
+_Backend = Tuple[Any, ...]  # (many, many_fh, one, one_fh, exact, keep_items)
 
-class SseBatch:
-    """The frames completed by one feed()/close()/split_sse() call."""
+class SseDecoder:
+    """WHATWG event-stream framing (CR/LF/CRLF, BOM, comments, event/id/retry, multi-line
+    data, a final event without its blank line), then decoding with ``backend``.
+    ``legacy``: the legacy converter's class (one instance per stream) or None;
+    ``candidates``: convert the frames that may be legacy (dict mode)."""
 
-    def __len__(self) -> int: ...
-    @property
-    def first_index(self) -> int:
-        """Stream index of the batch's first frame."""
-    @property
-    def balanced(self) -> bool:
-        """Every payload is structurally one JSON value: a successful decode of
-        ``array()`` has exactly one element per frame."""
-    def array(self) -> bytes:
-        """``b"[p0,p1,...]"``: all payloads as one JSON array (one msgspec call)."""
-    def payloads(self) -> List[bytes]: ...
-    def payload(self, i: int, /) -> bytes: ...
-    @property
-    def spans(self) -> List[Tuple[int, int]]:
-        """``(start, end)`` of each payload inside ``array()``; the byte before each start
-        is ``[`` or ``,`` and the byte at each end is ``,`` or ``]``."""
-    @property
-    def offsets(self) -> List[int]:
-        """Byte offset in the stream of each frame's first ``data`` line."""
-    @property
-    def float_hook(self) -> bool:
-        """Decode this batch with ``float_hook=float``: it holds enough numbers with
-        huge exponents (slow for msgspec's own parser) to outweigh the hook's cost."""
-    @property
-    def candidates(self) -> List[int]:
-        """Batch-relative indices of frames whose bytes mention ``THINKING_``,
-        ``"binary"`` or ``null`` (only filled when the parser was made with
-        ``candidates=True``)."""
-    @property
-    def error(self) -> Optional[Tuple[str, str, int, int]]:
-        """``None`` or ``(kind, message, frame_index, offset)``; kind is
-        ``"buffer_limit"``. The frames before the error are in the batch."""
-
-class SseParser:
-    """Incremental event-stream parser: CR/LF/CRLF, BOM, comments, event/id/retry,
-    multi-line data, final event without its blank line (dispatched by close())."""
-
-    def __init__(
-        self, max_buffer_size: int = ..., check: bool = True, candidates: bool = False
-    ) -> None: ...
-    def feed(self, chunk: _BytesLike, /) -> SseBatch:
-        """Frames completed by ``chunk`` (GIL released for chunks >= 64 KiB). After a
-        buffer-limit error every call returns a batch with the same error."""
-    def feed_decode(
-        self, chunk: _BytesLike, decode: Callable[[bytes], List[Any]], max_frames: int, /
-    ) -> Union[List[Any], SseBatch]:
-        """Feed ``chunk``; a plain batch (balanced, no error, no legacy candidates, no
-        float hook wanted) of fewer than ``max_frames`` frames comes back decoded by
-        ``decode(array)``, anything else as its ``SseBatch``."""
-    def close(self) -> SseBatch: ...
+    def __new__(
+        cls,
+        backend: _Backend,
+        max_frame_size: int,
+        max_depth: int,
+        legacy: Optional[Callable[[], Any]],
+        candidates: bool,
+        /,
+    ) -> "SseDecoder": ...
+    def feed(self, chunk: _BytesLike, /) -> List[Any]: ...
+    def close(self) -> List[Any]: ...
     @property
     def last_event_id(self) -> str: ...
     @property
@@ -128,60 +100,30 @@ class SseParser:
     def frame_count(self) -> int: ...
     @property
     def position(self) -> int: ...
-    @property
-    def buffered(self) -> int: ...
-    @property
-    def max_buffer_size(self) -> int: ...
 
-class ProtoFileFrames:
-    """Reads and decodes a framed protobuf file on a Rust thread: one MessagePack array
-    (``bytes``) of the events completed by each chunk read."""
+class SseCodec:
+    """The one-shot ``decode_sse`` over the ``(typed, dict, bytes)`` backends;
+    ``options`` is ``agui_fast._stream.options`` (old spellings, bad values)."""
 
-    def __init__(
-        self, path: Union[str, "os.PathLike[str]"], chunk_size: int, max_frame_size: int = ...
-    ) -> None: ...
-    def __iter__(self) -> "ProtoFileFrames": ...
-    def __next__(self) -> bytes: ...
-
-class SseFileFrames:
-    """Reads and frames an SSE file on a Rust thread: one ``SseBatch`` per chunk read."""
-
-    def __init__(
+    def __init__(self, backends: Tuple[_Backend, _Backend, _Backend], legacy: Callable[[], Any], options: Callable[..., Any], /) -> None: ...
+    def decode_sse(
         self,
-        path: Union[str, "os.PathLike[str]"],
-        chunk_size: int,
-        max_buffer_size: int = ...,
-        check: bool = True,
-        candidates: bool = False,
-    ) -> None: ...
-    def __iter__(self) -> "SseFileFrames": ...
-    def __next__(self) -> SseBatch: ...
-
-def split_sse_parts(
-    data: bytes,
-    consume: Callable[[SseBatch], Any],
-    part_size: int,
-    max_part_size: int = ...,
-    max_buffer_size: int = ...,
-    check: bool = True,
-    candidates: bool = False,
-) -> None:
-    """Frame ``data`` on a Rust thread in growing parts; ``consume(batch)`` each in order."""
-
-def split_sse(
-    data: _BytesLike, max_buffer_size: int = ..., check: bool = True, candidates: bool = False
-) -> SseBatch:
-    """Frame a whole recorded stream (feed + close) with the GIL released."""
-
-def sse_event(payload: _BytesLike, /) -> bytes:
-    """``data: <line>\\n`` for every line of ``payload`` (LF, CR or CRLF), then ``\\n``."""
+        data: _BytesLike,
+        /,
+        *,
+        raw: Optional[Literal["dict", "bytes"]] = None,
+        legacy: bool = True,
+        max_frame_size: int = ...,
+        max_depth: int = ...,
+        max_buffer_size: Optional[int] = None,
+    ) -> List[Any]:
+        """A whole recorded stream (framed on a Rust thread from 2 MiB on)."""
 # --- end sse ---
 # --- proto ---
 # Protobuf codec (rust/agui-py/src/proto.rs, docs/protobuf.md). Events cross as JSON text
 # (camelCase, the SSE payload). Errors are agui_fast.errors classes: EncodeError,
 # ProtobufDecodeError, FrameTooLargeError, TruncatedStreamError, InvalidJsonError, with
-# frame_index / offset (byte offset of the frame's prefix) / events (JSON texts decoded
-# before the error). Frames from a later protocol version are skipped with a UserWarning.
+# frame_index / offset (byte offset of the frame's prefix).
 
 PROTO_DEFAULT_MAX_FRAME_SIZE: int  # 10 MiB, applies to 4-byte prefix + message
 
@@ -204,57 +146,38 @@ def proto_encode_events(events: Iterable[Any]) -> bytes:
 def proto_decode_message(msg: bytes, msgpack: bool = False) -> bytes:
     """One unframed message -> JSON text of the event (MessagePack with msgpack=True)."""
 
-def proto_decode_frames(data: bytes, max_frame_size: int = ...) -> list[bytes]:
-    """Whole framed stream -> JSON texts (GIL released)."""
+class ProtoDecoder:
+    """Length-prefixed frames decoded by the Rust core (events as MessagePack with
+    ``msgpack=True``, else JSON text), then decoded with ``backend``. A bad message is an
+    error of its call and the stream goes on; a frame over the limit or a cut stream
+    ends it. Frames from a later protocol version: one UserWarning per decoder."""
 
-def proto_decode_frames_array(data: bytes, max_frame_size: int = ...) -> bytes:
-    """Whole framed stream -> one JSON array text ``[e1,e2,...]`` (GIL released)."""
-
-def proto_decode_part(
-    data: bytes,
-    offset: int,
-    frame_index: int,
-    budget: int,
-    max_frame_size: int = ...,
-    msgpack: bool = False,
-) -> tuple[bytes, int, int]:
-    """Frames from ``offset`` to the first boundary at/after ``offset + budget`` -> (array as
-    JSON text or MessagePack, next offset, next frame index); the part reaching the end
-    checks for a cut frame. GIL released."""
-
-def proto_decode_parts(
-    data: bytes,
-    consume: Callable[[bytes], object],
-    part_size: int,
-    max_part_size: int = ...,
-    max_frame_size: int = ...,
-) -> None:
-    """Whole stream -> ``consume(array)`` per part (MessagePack arrays, in order; the first
-    part has about ``part_size`` input bytes, each next one 1.5x more up to
-    ``max_part_size``), decoded on a Rust thread without the GIL so the caller's work on
-    one part overlaps the decoding of the next. Raises like ``proto_decode_part``;
-    ``events`` holds the failing part's items."""
-
-def proto_schema() -> str:
-    """The compiled schema as JSON: {"ag_ui.Msg": [[field, number, label, type], ...]}."""
-
-class ProtoFrameParser:
-    """Incremental frame decoder: feed(chunk) -> JSON texts; close() raises if cut mid-frame."""
-
-    def __init__(self, max_frame_size: int = ...) -> None: ...
-    def feed(self, chunk: bytes) -> list[bytes]: ...
-    def feed_array(self, chunk: bytes, msgpack: bool = False) -> bytes:
-        """Like feed, as one array: JSON text (b"[]" when none) or MessagePack."""
-    def feed_decode(
-        self, chunk: bytes, decode: Callable[[bytes], List[Any]], max_bytes: int, /
-    ) -> Union[List[Any], bytes]:
-        """``feed_array(chunk, True)``, a small array decoded by ``decode`` in the same
-        call: the list, ``[]``, or the array when it is large or ``decode`` raised."""
-    def close(self) -> list[bytes]: ...
+    def __new__(cls, backend: _Backend, msgpack: bool, max_frame_size: int, max_depth: int, /) -> "ProtoDecoder": ...
+    def feed(self, chunk: _BytesLike, /) -> List[Any]: ...
+    def close(self) -> List[Any]: ...
     @property
     def pending(self) -> int: ...
     @property
     def frame_index(self) -> int: ...
+    @property
+    def skipped_frames(self) -> int: ...
+
+class ProtoCodec:
+    """The one-shot ``decode_protobuf`` over the ``(typed, dict, bytes)`` backends."""
+
+    def __init__(self, backends: Tuple[_Backend, _Backend, _Backend], options: Callable[..., Any], /) -> None: ...
+    def decode_protobuf(
+        self,
+        data: _BytesLike,
+        /,
+        *,
+        raw: Optional[Literal["dict", "bytes"]] = None,
+        legacy: bool = True,
+        max_frame_size: int = ...,
+        max_depth: int = ...,
+        max_buffer_size: Optional[int] = None,
+    ) -> List[Any]:
+        """A whole framed stream (decoded in parts on a Rust thread from 256 KiB on)."""
 # --- end proto ---
 
 # --- construct ---

@@ -115,7 +115,7 @@ def iter_log(path: str, fmt: str = "auto", raw=None):
         return iter_sse(path, raw=raw)
     from .proto import iter_protobuf
 
-    return iter_protobuf(path, raw=raw or False)
+    return iter_protobuf(path, raw=raw)
 
 
 def stats(args: argparse.Namespace) -> int:

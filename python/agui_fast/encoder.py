@@ -16,12 +16,10 @@ we deliberately do not copy that.)
 
 from __future__ import annotations
 
-import enum
-from typing import Any, Dict, Iterable, List, Optional, Tuple
-
-import msgspec
+from typing import Any, Iterable, List, Optional, Tuple
 
 from . import _native
+from .core._dump import to_builtins
 
 __all__ = [
     "EventEncoder",
@@ -139,7 +137,9 @@ def _parse_accept(header: str) -> List[Tuple[str, float]]:
 
 
 def _split_outside_quotes(text: str, sep: str) -> List[str]:
-    parts, current, quoted, escape = [], [], False, False
+    parts: List[str] = []
+    current: List[str] = []
+    quoted = escape = False
     for ch in text:
         if escape:
             escape = False
@@ -154,28 +154,3 @@ def _split_outside_quotes(text: str, sep: str) -> List[str]:
         current.append(ch)
     parts.append("".join(current))
     return parts
-
-
-def to_builtins(obj: Any, *, by_alias: bool = True) -> Any:
-    """Plain Python data (dicts in the reference's key order) for a Struct tree.
-
-    Optional fields that are None are left out, extras follow the declared fields — the
-    same rules as the reference's ``model_dump(by_alias=...)``.
-    """
-    if isinstance(obj, msgspec.Struct):
-        out: Dict[str, Any] = {}
-        for attr, wire, omit in type(obj).__agui_fields__:
-            value = getattr(obj, attr)
-            if value is None and omit:
-                continue
-            out[wire if by_alias or attr == "from_" else attr] = to_builtins(value, by_alias=by_alias)
-        for key, value in obj.__dict__.items():
-            out[key] = to_builtins(value, by_alias=by_alias)
-        return out
-    if isinstance(obj, enum.Enum):
-        return obj.value
-    if isinstance(obj, dict):
-        return {k: to_builtins(v, by_alias=by_alias) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [to_builtins(v, by_alias=by_alias) for v in obj]
-    return obj

@@ -8,7 +8,7 @@ source of truth for the hierarchy.
 
 from __future__ import annotations
 
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Tuple
 
 __all__ = [
     "AguiError",
@@ -42,7 +42,9 @@ class DecodeError(AguiError):
       frame_index: 0-based index of the offending frame in the stream;
       offset: byte offset in the stream where that frame starts (or where the problem is);
       field: JSON path of the offending field, e.g. ``$.messages[0].role``;
-      events: the events decoded from the stream before the error (nothing is lost).
+      events: every event the failing call decoded, in stream order -- also those after
+        the bad frames (see "Errors" in docs/sse.md: nothing is lost, nothing is queued);
+      errors: every error of that call, this one first (one per bad frame).
     """
 
     def __init__(
@@ -53,23 +55,40 @@ class DecodeError(AguiError):
         offset: Optional[int] = None,
         field: Optional[str] = None,
         events: Optional[List[Any]] = None,
+        errors: Optional[List["DecodeError"]] = None,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.frame_index = frame_index
         self.offset = offset
         self.field = field
-        self.events = [] if events is None else events
+        self.events: List[Any] = [] if events is None else events
+        self._errors = errors
 
-    def __reduce__(self):  # keep the keyword attributes through pickling
+    @property
+    def errors(self) -> List["DecodeError"]:
+        # Computed when alone: a stored [self] would make every error a reference
+        # cycle, left for the cyclic GC (measurable on floods of bad frames).
+        return [self] if self._errors is None else self._errors
+
+    @errors.setter
+    def errors(self, value: List["DecodeError"]) -> None:
+        self._errors = value
+
+    def __reduce__(self) -> Tuple[Any, ...]:  # keep the keyword attributes through pickling
+        others = [e for e in self.errors if e is not self]
         return (
             _rebuild,
-            (type(self), self.message, self.frame_index, self.offset, self.field, self.events),
+            (type(self), self.message, self.frame_index, self.offset, self.field, self.events, others),
         )
 
 
-def _rebuild(cls, message, frame_index, offset, field, events):
-    return cls(message, frame_index=frame_index, offset=offset, field=field, events=events)
+def _rebuild(
+    cls: Any, message: str, frame_index: Any, offset: Any, field: Any, events: Any, others: Any = ()
+) -> "DecodeError":
+    err = cls(message, frame_index=frame_index, offset=offset, field=field, events=events)
+    err.errors = [err, *others]
+    return err
 
 
 class InvalidJsonError(DecodeError):
@@ -120,11 +139,11 @@ class JsonPatchError(AguiError):
         self.op = op
         self.path = path
 
-    def __reduce__(self):
+    def __reduce__(self) -> Tuple[Any, ...]:
         return (_rebuild_patch, (type(self), self.message, self.index, self.op, self.path))
 
 
-def _rebuild_patch(cls, message, index, op, path):
+def _rebuild_patch(cls: Any, message: str, index: Any, op: Any, path: Any) -> "JsonPatchError":
     return cls(message, index=index, op=op, path=path)
 
 

@@ -27,7 +27,7 @@ modified in place where that is enough; always use the returned value.
 from __future__ import annotations
 
 import uuid
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, Dict, Optional
 
 __all__ = ["LegacyConverter", "convert_messages", "convert_content_parts"]
 
@@ -69,14 +69,24 @@ def _binary_to_media(part: dict) -> Optional[dict]:
     return out
 
 
-def _same_media(a: dict, b: dict) -> bool:
-    ma = a.get("metadata") if isinstance(a.get("metadata"), dict) else {}
-    mb = b.get("metadata") if isinstance(b.get("metadata"), dict) else {}
-    return (
-        a.get("type") == b.get("type")
-        and a.get("source") == b.get("source")
-        and ma.get("filename") == mb.get("filename")
-    )
+def _frozen(v: Any) -> Any:
+    """A hashable value equal (``==``) exactly when ``v`` is: JSON dicts and lists frozen."""
+    if isinstance(v, dict):
+        return frozenset((k, _frozen(x)) for k, x in v.items())
+    if isinstance(v, list):
+        return tuple(_frozen(x) for x in v)
+    return v
+
+
+def _media_key(part: Dict[str, Any]) -> Any:
+    """What makes two media parts the same: type, source and filename (a set key, so
+    finding the mirror of a binary part is one lookup, not a scan of the message)."""
+    meta = part.get("metadata")
+    filename = meta.get("filename") if isinstance(meta, dict) else None
+    try:
+        return (part.get("type"), _frozen(part.get("source")), _frozen(filename))
+    except TypeError:  # not JSON data (an unhashable leaf): it mirrors nothing
+        return object()
 
 
 def convert_content_parts(parts: list) -> list:
@@ -84,7 +94,7 @@ def convert_content_parts(parts: list) -> list:
     if not any(isinstance(p, dict) and (p.get("type") == "binary" or (
             p.get("type") in _MEDIA and "metadata" in p and p["metadata"] is None)) for p in parts):
         return parts
-    modern = [p for p in parts if isinstance(p, dict) and p.get("type") in _MEDIA]
+    modern = {_media_key(p) for p in parts if isinstance(p, dict) and p.get("type") in _MEDIA}
     out = []
     for p in parts:
         if isinstance(p, dict):
@@ -92,7 +102,7 @@ def convert_content_parts(parts: list) -> list:
             if t == "binary":
                 m = _binary_to_media(p)
                 if m is not None:
-                    if any(_same_media(m, q) for q in modern):
+                    if _media_key(m) in modern:
                         continue  # a mirror of a modern part already present
                     out.append(m)
                     continue

@@ -7,6 +7,7 @@ few deliberate differences. Construction validates like the reference (errors:
 ``agui_fast.errors.ValidationError``, also a pydantic ValidationError when pydantic is installed).
 """
 
+import typing
 from typing import Any, Dict, Literal
 
 from ._base import BaseEvent, EventType
@@ -51,7 +52,7 @@ TextMessageRole = Literal["developer", "system", "assistant", "user"]
 # Historic names of the reference, kept importable (ag_ui.core keeps them too).
 GeneratedBaseModel = _Model
 ConfiguredBaseModel = _Model
-BaseMessage = _Model  # the reference's abstract message base; every message derives from _Model
+BaseMessage = _Model  # type: ignore[misc, assignment] # the reference's abstract message base; every message derives from _Model
 InputContent = ContentPart
 InputContentPart = ContentPart
 TextInputContent = TextPart
@@ -68,7 +69,7 @@ InputContentDataSource = DataSource
 InputContentUrlSource = UrlSource
 SubAgentInfo = SubagentInfo
 
-EVENT_CLASSES = {cls.__struct_config__.tag: cls for cls in Event.__args__}
+EVENT_CLASSES = {cls.__struct_config__.tag: cls for cls in typing.get_args(Event)}
 """Map from the wire ``type`` string to the event Struct class."""
 
 __all__ = [

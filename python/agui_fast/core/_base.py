@@ -17,20 +17,25 @@ Design (see docs/design.md):
 * Extras live in the instance ``__dict__`` (``dict=True``); the encoders write them after
   the declared fields, as the reference does.
 * ``forbid_unknown_fields=True`` turns "this JSON has extra members" into a decode error
-  that ``agui_fast.decoder`` catches to take the (rare) extras-preserving path; the common
-  case stays a single msgspec call.
+  that the decoders catch to take the (rare) extras-preserving path (``_convert``); the
+  common case stays a single msgspec call.
+* This layer imports no codec module: conversion (``_convert``), plain data (``_dump``)
+  and the native JSON writer are all it needs.
 """
 
 from __future__ import annotations
 
+import copy
 import enum
-from typing import Annotated, Any, ClassVar, Dict, Optional
+from typing import Annotated, Any, ClassVar, Dict, Optional, Union
 
 import msgspec
 from msgspec import Meta, field
 
 from .. import _native
 from . import _construct, _pydantic
+from ._convert import convert_value, decode_json
+from ._dump import to_builtins
 
 __all__ = ["EventType", "BaseEvent", "_Model", "_AguiMeta"]
 
@@ -71,7 +76,7 @@ class EventType(str, enum.Enum):
     SUBAGENT_ERROR = "SUBAGENT_ERROR"
 
 
-_StructMeta = type(msgspec.Struct)
+_StructMeta = msgspec.StructMeta
 
 # The metaclass is native (construct.rs): calling a Struct class checks the keywords against
 # a per-class plan (`_construct.plan_of`) and builds the instance with msgspec's constructor;
@@ -109,34 +114,26 @@ class _Model(
 
     def model_dump(self, *, by_alias: bool = False, mode: str = "python", **_: Any) -> Dict[str, Any]:
         """The model as plain Python data, omitting optional fields that are None."""
-        from ..encoder import to_builtins
-
         return to_builtins(self, by_alias=by_alias)
 
     model_dump = _pydantic.with_include_exclude(model_dump)
 
     def model_dump_json(self, *, by_alias: bool = False, **_: Any) -> str:
         """JSON text exactly as the reference's ``model_dump_json`` writes it."""
-        from ..encoder import event_to_json_bytes, to_builtins
-
         if by_alias:
-            return event_to_json_bytes(self).decode()
-        return event_to_json_bytes(to_builtins(self, by_alias=False)).decode()
+            return _native.dumps(self).decode()
+        return _native.dumps(to_builtins(self, by_alias=False)).decode()
 
     @classmethod
     def model_validate(cls, obj: Any):
         """Validate a dict (or an instance) into this class."""
         if isinstance(obj, cls):
             return obj
-        from ..decoder import convert_value
-
         return convert_value(obj, cls, path=cls.__name__)
 
     @classmethod
-    def model_validate_json(cls, data):
-        from ..decoder import decode_as
-
-        return decode_as(data, cls)
+    def model_validate_json(cls, data: Union[bytes, bytearray, memoryview, str]) -> Any:
+        return decode_json(data, cls)
 
     # Their validation errors are agui_fast.errors.ValidationError (pydantic's too, when
     # pydantic is installed), as for construction.
@@ -151,9 +148,7 @@ class _Model(
     model_fields_set = property(_pydantic.model_fields_set)
     model_json_schema = classmethod(_pydantic.model_json_schema)
 
-    def model_copy(self, *, update: Optional[Dict[str, Any]] = None, deep: bool = False):
-        import copy
-
+    def model_copy(self, *, update: Optional[Dict[str, Any]] = None, deep: bool = False) -> Any:
         new = copy.deepcopy(self) if deep else msgspec.structs.replace(self)
         if not deep:
             new.__dict__.update(self.__dict__)

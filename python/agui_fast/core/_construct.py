@@ -22,6 +22,7 @@ from typing import Any, Dict, Literal, Tuple, Union
 import msgspec
 
 from ..errors import EventValidationError, ValidationError
+from ._convert import convert_value
 
 __all__ = ["plan_of", "lenient", "validation_error", "raising_validation_error"]
 
@@ -100,8 +101,6 @@ def _constrained(tp: Any, metas: list) -> tuple:
 
 def lenient(cls: type, kwargs: Dict[str, Any]) -> Any:
     """Build ``cls`` from keywords the way the reference's pydantic models do."""
-    from ..decoder import convert_value  # the extras-preserving converter (decoder.py today)
-
     config = cls.__struct_config__
     tag_field = config.tag_field
     if tag_field is not None and tag_field in kwargs:

@@ -470,6 +470,11 @@ pub struct Batch {
     pub balanced: bool,
     /// Batch-relative indices of frames that may need the legacy (0.x) conversion.
     pub candidates: Vec<usize>,
+    /// Batch-relative indices (sorted) of frames nested deeper than `max_depth`: they
+    /// must not reach a parser that recurses (their nesting is the caller's error).
+    pub too_deep: Vec<usize>,
+    /// Deepest nesting accepted (see [`crate::limits`]).
+    pub max_depth: usize,
     /// Number literals seen by the structural check (see [`Shape`]).
     pub floats: u64,
     pub hard_floats: u64,
@@ -490,6 +495,8 @@ impl Batch {
             first_index,
             balanced: true,
             candidates: Vec::new(),
+            too_deep: Vec::new(),
+            max_depth: crate::limits::DEFAULT_MAX_DEPTH,
             floats: 0,
             hard_floats: 0,
             error: None,
@@ -497,6 +504,12 @@ impl Batch {
             want_candidates,
             closed: false,
         }
+    }
+
+    /// The same batch checking frames against `max_depth` instead of the default.
+    pub fn with_max_depth(mut self, max_depth: usize) -> Self {
+        self.max_depth = max_depth;
+        self
     }
 
     pub fn len(&self) -> usize {
@@ -531,9 +544,15 @@ impl Batch {
             Err(_) => self.buf.extend_from_slice(String::from_utf8_lossy(frame.data).as_bytes()),
         }
         let e = self.buf.len();
-        if self.check && self.balanced {
+        if self.check {
+            // Every frame is scanned (not only while the batch is balanced): the depth
+            // limit holds for each of them.
             let shape = scan_value(&self.buf[s..e]);
-            self.balanced = shape.single;
+            if shape.depth as usize > self.max_depth {
+                self.too_deep.push(self.spans.len());
+                self.balanced = false;
+            }
+            self.balanced &= shape.single;
             self.floats += shape.floats as u64;
             self.hard_floats += shape.hard_floats as u64;
         }
@@ -574,6 +593,9 @@ pub struct Shape {
     pub floats: u32,
     /// Exponents of magnitude 280 or more (`1e300`, `5e-324`): slow for msgspec.
     pub hard_floats: u32,
+    /// Deepest nesting of arrays and objects reached (`[]` is 1), up to where the scan
+    /// stopped.
+    pub depth: u32,
 }
 
 /// Cheap structural test: strings closed, brackets balanced and never below zero, no
@@ -628,12 +650,13 @@ pub fn scan_value(p: &[u8]) -> Shape {
     }
     static CLASS: [u8; 256] = table();
     let mut depth: i64 = 0;
+    let mut deepest: i64 = 0;
     let mut seen_value = false;
     let mut floats: u32 = 0;
     let mut hard: u32 = 0;
     let mut i = 0;
     let n = p.len();
-    let not_single = Shape { single: false, floats: 0, hard_floats: 0 };
+    let not_single = |deepest: i64| Shape { single: false, floats: 0, hard_floats: 0, depth: deepest as u32 };
     while i < n {
         match CLASS[p[i] as usize] {
             7 => {
@@ -657,7 +680,7 @@ pub fn scan_value(p: &[u8]) -> Shape {
                 loop {
                     match find_quote_or_backslash(p, i) {
                         Some(j) => i = j,
-                        None => return not_single, // unterminated string
+                        None => return not_single(deepest), // unterminated string
                     }
                     if p[i] == b'"' {
                         break;
@@ -667,21 +690,22 @@ pub fn scan_value(p: &[u8]) -> Shape {
             }
             3 => {
                 depth += 1;
+                deepest = deepest.max(depth);
                 seen_value = true;
             }
             4 => {
                 depth -= 1;
                 if depth < 0 {
-                    return not_single;
+                    return not_single(deepest);
                 }
             }
-            5 if depth == 0 => return not_single,
+            5 if depth == 0 => return not_single(deepest),
             _ => {}
         }
         i += 1;
     }
     // An empty (or blank) payload would vanish from the array: `[` + `` + `]` is `[]`.
-    Shape { single: depth == 0 && seen_value, floats, hard_floats: hard }
+    Shape { single: depth == 0 && seen_value, floats, hard_floats: hard, depth: deepest.min(u32::MAX as i64) as u32 }
 }
 
 /// Index of the first `"` or `\\` at or after `i` (SWAR: strings in AG-UI payloads are
@@ -802,6 +826,23 @@ mod tests {
         let bytes: Vec<&[u8]> = stream.chunks(1).collect();
         assert_eq!(datas(&bytes), whole, "byte by byte");
         whole
+    }
+
+    #[test]
+    fn frames_nested_deeper_than_max_depth_are_flagged() {
+        let deep = |d: usize| format!("data: {}{}\n\n", "[".repeat(d), "]".repeat(d));
+        let mut p = SseParser::new(DEFAULT_MAX_BUFFER);
+        let mut b = Batch::new(0, true, false).with_max_depth(3);
+        let stream = format!("{}{}{}", deep(3), deep(4), deep(2));
+        p.feed(stream.as_bytes(), |f| b.push(&f)).unwrap();
+        b.close();
+        assert_eq!(b.len(), 3);
+        assert_eq!(b.too_deep, vec![1]);
+        assert!(!b.balanced, "a too deep frame must not reach the bulk decoder");
+        // the default is the crate's limit
+        assert_eq!(Batch::new(0, true, false).max_depth, crate::limits::DEFAULT_MAX_DEPTH);
+        assert_eq!(scan_value(b"[[1],{\"a\":[2]}]").depth, 3);
+        assert_eq!(scan_value(b"\"[[[\"").depth, 0); // brackets inside strings do not count
     }
 
     #[test]

@@ -17,15 +17,20 @@ mod pipeline;
 mod proto;
 mod pynode;
 mod sse;
+mod stream;
 
 // The GIL is required: see gil.rs (stated here, not left to PyO3's default).
 #[pymodule(gil_used = true)]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("DEFAULT_MAX_DEPTH", agui_core::limits::DEFAULT_MAX_DEPTH)?;
     construct::register(m)?;
     encode::register(m)?;
     patch::register(m)?;
-    proto::register(m)?;
-    sse::register(m)?;
+    // Test-only helpers live in a private submodule, off the public surface.
+    let testing = PyModule::new(m.py(), "_testing")?;
+    proto::register(m, &testing)?;
+    sse::register(m, &testing)?;
+    m.add_submodule(&testing)?;
     Ok(())
 }

@@ -7,17 +7,22 @@
 //! before the error). Frames from a later protocol version are skipped with a
 //! `UserWarning`, like the reference client.
 
-use agui_core::proto::{self, Error, EventArray, Format, StreamDecoder};
-use pyo3::exceptions::PyUserWarning;
+use agui_core::limits::DEFAULT_MAX_DEPTH;
+use agui_core::proto::{self, Collected, Error, EventArray, Format, StreamDecoder};
+use pyo3::exceptions::{PyMemoryError, PyUserWarning};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList};
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use std::ffi::CString;
 
 use crate::errors::make_error;
 use crate::pynode;
+use crate::stream::{self, decode_items, try_buffer, with_buffer, Backend, GcPause, Items, Legacy, Modes, Outcome, StreamState};
 
 /// Turn a core error into the matching `agui_fast.errors` exception.
 fn to_py(py: Python<'_>, e: &Error, events: Option<Vec<Vec<u8>>>) -> PyErr {
+    if let Error::OutOfMemory { .. } = e {
+        return PyMemoryError::new_err(e.to_string());
+    }
     let kwargs = PyDict::new(py);
     let (index, offset) = e.position();
     // set_item on a fresh dict/list cannot fail short of MemoryError; the error itself
@@ -48,14 +53,6 @@ fn emit_warnings(py: Python<'_>, warnings: &[String]) -> PyResult<()> {
         PyErr::warn(py, category.as_any(), &msg, 2)?;
     }
     Ok(())
-}
-
-fn bytes_list<'py>(py: Python<'py>, items: Vec<Vec<u8>>) -> PyResult<Bound<'py, PyList>> {
-    let list = PyList::empty(py);
-    for it in items {
-        list.append(PyBytes::new(py, &it))?;
-    }
-    Ok(list)
 }
 
 /// Encode one JSON event (text) as an `Event` message; `framed` adds the 4-byte prefix.
@@ -167,279 +164,278 @@ fn proto_decode_message<'py>(py: Python<'py>, msg: &[u8], msgpack: bool) -> PyRe
     Ok(b)
 }
 
-/// Decode a whole framed stream (GIL released) to a list of JSON texts. A cut or bad
-/// stream raises; the exception's `events` holds the JSON texts decoded before it.
-#[pyfunction]
-#[pyo3(signature = (data, max_frame_size = proto::DEFAULT_MAX_FRAME_SIZE))]
-fn proto_decode_frames<'py>(py: Python<'py>, data: &[u8], max_frame_size: usize) -> PyResult<Bound<'py, PyList>> {
-    let (events, warnings, err) = py.detach(|| proto::decode_stream_json(data, max_frame_size));
-    emit_warnings(py, &warnings)?;
-    if let Some(e) = err {
-        return Err(to_py(py, &e, Some(events)));
-    }
-    bytes_list(py, events)
+/// Inputs of `decode_all` this large are decoded on a Rust thread in parts cut at frame
+/// boundaries (the first about `PART` bytes, each next 1.5x more, up to `MAX_PART`), so
+/// the decoding of part i+1 overlaps msgspec on part i.
+const PIPELINE_MIN: usize = 4 * PART;
+const PART: usize = 1 << 16;
+const MAX_PART: usize = 1 << 19;
+
+const LABEL: &str = "protobuf frame";
+
+/// Below this size releasing the GIL costs more than it saves.
+const DETACH_MIN: usize = 64 * 1024;
+
+/// The events one call decoded, as the core hands them over.
+struct Part {
+    array: Vec<u8>,
+    spans: Vec<(usize, usize)>,
+    got: Collected,
+    warnings: Vec<String>,
+    /// Events nested deeper than `max_depth` (sorted): found here, off the GIL and on
+    /// the producer thread of `decode_all`, before msgspec sees them.
+    too_deep: Vec<usize>,
+    /// A framing error: the stream cannot go on.
+    fatal: Option<Error>,
 }
 
-/// Like `proto_decode_frames` but returns one JSON array text `[e1,e2,...]`, so the
-/// typed layer can build every Struct with a single msgspec call.
-#[pyfunction]
-#[pyo3(signature = (data, max_frame_size = proto::DEFAULT_MAX_FRAME_SIZE))]
-fn proto_decode_frames_array<'py>(py: Python<'py>, data: &[u8], max_frame_size: usize) -> PyResult<Bound<'py, PyBytes>> {
-    let (b, _, _) = proto_decode_part(py, data, 0, 0, usize::MAX, max_frame_size, false)?;
-    Ok(b)
-}
-
-/// Decode one part of a framed stream to one array (GIL released): the frames from byte
-/// `offset` (a frame boundary; frame number `frame_index`) up to the first frame boundary
-/// at or after `offset + budget`. Returns `(array, next_offset, next_frame_index)`; the
-/// part that reaches the end of `data` also checks for a cut final frame. The array is
-/// JSON text, or MessagePack with `msgpack=True`. On error the exception's `events` holds
-/// the events of this part before the error (JSON texts, or MessagePack items).
-#[pyfunction]
-#[pyo3(signature = (data, offset, frame_index, budget, max_frame_size = proto::DEFAULT_MAX_FRAME_SIZE, msgpack = false))]
-fn proto_decode_part<'py>(
-    py: Python<'py>,
-    data: &[u8],
-    offset: usize,
-    frame_index: usize,
-    budget: usize,
-    max_frame_size: usize,
-    msgpack: bool,
-) -> PyResult<(Bound<'py, PyBytes>, usize, usize)> {
-    type Failed = (Error, Vec<Vec<u8>>);
-    type Decoded = Result<(Vec<u8>, usize, usize), Failed>;
-    let offset = offset.min(data.len());
-    let fmt = format(msgpack);
-    let (result, warnings): (Decoded, Vec<String>) = py.detach(|| {
-        let end = proto::FrameSplitter::cut_point(data, offset, budget);
-        let mut dec = StreamDecoder::at(max_frame_size, offset as u64, frame_index);
-        let mut warnings = Vec::new();
-        let part = &data[offset..end];
-        let mut arr = EventArray::new(fmt, part.len() * 2 + 8);
-        let mut r = dec.feed_array(part, &mut warnings, &mut arr);
-        if r.is_ok() && end == data.len() {
-            r = dec.finish();
-        }
-        let result = match r {
-            Ok(()) => Ok((arr.finish(), end, dec.frame_index())),
-            Err(e) => Err((e, arr.items())),
-        };
-        (result, warnings)
-    });
-    emit_warnings(py, &warnings)?;
-    match result {
-        Ok((b, next, idx)) => Ok((PyBytes::new(py, &b), next, idx)),
-        Err((e, evs)) => Err(to_py(py, &e, Some(evs))),
-    }
-}
-
-/// What the decoding thread of `proto_decode_parts` hands to the calling thread.
-enum PartMsg {
-    Part(Vec<u8>, Vec<String>),
-    Failed(Error, Vec<Vec<u8>>, Vec<String>),
-}
-
-/// Decode a whole framed stream as MessagePack arrays, one per part (cut at frame
-/// boundaries), and call `consume(array)` with each, in order. The first part has about
-/// `part_size` input bytes and each next one 1.5× the previous, up to `max_part_size`:
-/// a small first part starts the pipeline early, and few parts mean few pauses and
-/// restarts of the caller's work (each restart can run a garbage collection).
-/// The decoding runs on a Rust thread that never needs the GIL, so the caller's work on
-/// part i (msgspec) overlaps the decoding of part i+1. (A Python worker thread cannot do
-/// this: it needs the GIL to start the next part, and msgspec holds the GIL throughout.)
-/// Warnings are emitted before the array they belong to. A bad stream raises after the
-/// earlier parts were consumed; the exception's `events` holds the MessagePack items of
-/// the failing part decoded before the error. An exception from `consume` stops all.
-#[pyfunction]
-#[pyo3(signature = (data, consume, part_size, max_part_size = usize::MAX, max_frame_size = proto::DEFAULT_MAX_FRAME_SIZE))]
-fn proto_decode_parts(
-    py: Python<'_>,
-    data: &[u8],
-    consume: &Bound<'_, PyAny>,
-    part_size: usize,
-    max_part_size: usize,
-    max_frame_size: usize,
-) -> PyResult<()> {
-    // Arrays already copied into Python bytes come back for reuse.
-    let (recycle, recycled) = std::sync::mpsc::channel::<Vec<u8>>();
-    let mut dec = StreamDecoder::new(max_frame_size);
-    let mut offset = 0;
-    let mut budget = part_size.max(1);
-    let produce = move || {
-        let end = proto::FrameSplitter::cut_point(data, offset, budget);
-        budget = budget.saturating_add(budget / 2).min(max_part_size.max(1));
-        let part = &data[offset..end];
-        let mut warnings = Vec::new();
-        let buf = recycled.try_recv().unwrap_or_default();
-        let mut arr = EventArray::with_buffer(Format::MsgPack, buf, part.len() * 2 + 8);
-        let mut r = dec.feed_array(part, &mut warnings, &mut arr);
-        if r.is_ok() && end == data.len() {
-            r = dec.finish();
-        }
-        offset = end;
-        match r {
-            Ok(()) => (PartMsg::Part(arr.finish(), warnings), end == data.len()),
-            Err(e) => (PartMsg::Failed(e, arr.items(), warnings), true),
-        }
+/// Decode `chunk` (`None`: the end of the stream) into one array of `fmt`.
+fn decode_part(dec: &mut StreamDecoder, fmt: Format, max_depth: usize, chunk: Option<&[u8]>, finish: bool, buf: Vec<u8>) -> Part {
+    let mut arr = EventArray::with_buffer(fmt, buf, 0);
+    let mut got = Collected::default();
+    let mut warnings = Vec::new();
+    let mut r = match chunk {
+        Some(c) => dec.feed_collect(c, &mut warnings, &mut arr, &mut got),
+        None => Ok(()),
     };
-    crate::pipeline::pipelined(py, produce, |msg| match msg {
-        PartMsg::Part(array, warnings) => {
-            emit_warnings(py, &warnings)?;
-            let bytes = PyBytes::new(py, &array);
-            let _ = recycle.send(array); // the thread may have finished: fine
-            consume.call1((bytes,)).map(drop)
-        }
-        PartMsg::Failed(e, items, warnings) => {
-            emit_warnings(py, &warnings)?;
-            Err(to_py(py, &e, Some(items)))
-        }
-    })
-}
-
-/// Reads and decodes a framed protobuf log file on a Rust thread, one MessagePack array
-/// (`bytes`, the events completed by each chunk read) per `__next__`, in order, so that
-/// `iter_protobuf` builds the Structs of chunk i (msgspec) while the thread reads and
-/// decodes the next. At most two arrays wait in between: memory stays bounded by a few
-/// chunks plus the largest frame. Warnings are emitted with the array they belong to; a
-/// bad or cut stream raises (the exception's `events` holds the MessagePack items that
-/// chunk completed before the error); a read error raises `OSError`. Dropping the
-/// iterator stops the thread.
-#[pyclass(module = "agui_fast._native")]
-struct ProtoFileFrames {
-    reader: crate::pipeline::FileThread<PartMsg>,
-}
-
-#[pymethods]
-impl ProtoFileFrames {
-    #[new]
-    #[pyo3(signature = (path, chunk_size, max_frame_size = proto::DEFAULT_MAX_FRAME_SIZE))]
-    fn new(path: std::path::PathBuf, chunk_size: usize, max_frame_size: usize) -> PyResult<Self> {
-        let mut dec = StreamDecoder::new(max_frame_size);
-        let reader = crate::pipeline::FileThread::spawn(&path, chunk_size, move |chunk| {
-            let mut warnings = Vec::new();
-            let mut arr = EventArray::new(Format::MsgPack, chunk.map_or(0, |c| c.len()) * 2 + 8);
-            let r = match chunk {
-                Some(c) => dec.feed_array(c, &mut warnings, &mut arr),
-                None => dec.finish(),
+    if r.is_ok() && finish {
+        r = dec.finish();
+    }
+    let (array, spans) = arr.finish_with_spans();
+    let too_deep = (0..spans.len())
+        .filter(|&k| {
+            let item = &array[spans[k].0..spans[k].1];
+            if item.len() <= max_depth {
+                return false; // every level takes a byte: most events need no scan
+            }
+            let depth = match fmt {
+                Format::MsgPack => proto::decode::msgpack_depth(item),
+                Format::Json => agui_core::sse::scan_value(item).depth as usize,
             };
-            match r {
-                Ok(()) => (PartMsg::Part(arr.finish(), warnings), false),
-                Err(e) => (PartMsg::Failed(e, arr.items(), warnings), true),
-            }
-        })?;
-        Ok(ProtoFileFrames { reader })
-    }
-
-    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
-        slf
-    }
-
-    fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
-        match self.reader.next(py)? {
-            None => Ok(None),
-            Some(PartMsg::Part(array, warnings)) => {
-                emit_warnings(py, &warnings)?;
-                Ok(Some(PyBytes::new(py, &array)))
-            }
-            Some(PartMsg::Failed(e, items, warnings)) => {
-                emit_warnings(py, &warnings)?;
-                Err(to_py(py, &e, Some(items)))
-            }
-        }
-    }
+            depth > max_depth
+        })
+        .collect();
+    Part { array, spans, got, warnings, too_deep, fatal: r.err() }
 }
 
-/// Incremental decoder of a framed stream: `feed(chunk)` returns the JSON texts of the
-/// events completed by that chunk; `close()` raises `TruncatedStreamError` if bytes of
-/// an unfinished frame remain. After an error the parser stays failed.
-#[pyclass(module = "agui_fast._native")]
-struct ProtoFrameParser {
+/// One protobuf stream's decoding state; the backend is passed per call (a decoder owns
+/// one, the one-shot `decode_protobuf` borrows its mode's). A frame whose message does
+/// not decode is an error of its call and the stream goes on; a length prefix over the
+/// limit or a stream cut inside a frame ends it. Frames from a later protocol version
+/// are skipped as the reference client does: one `UserWarning` per decoder and kind of
+/// warning, the frames counted.
+pub(crate) struct ProtoState {
     inner: StreamDecoder,
+    legacy: Legacy,
+    fmt: Format,
+    max_depth: usize,
+    skipped: usize,
+    warned: std::collections::HashSet<String>,
 }
 
-#[pymethods]
-impl ProtoFrameParser {
-    #[new]
-    #[pyo3(signature = (max_frame_size = proto::DEFAULT_MAX_FRAME_SIZE))]
-    fn new(max_frame_size: usize) -> Self {
-        ProtoFrameParser { inner: StreamDecoder::new(max_frame_size) }
-    }
-
-    fn feed<'py>(&mut self, py: Python<'py>, chunk: &[u8]) -> PyResult<Bound<'py, PyList>> {
-        let mut out = Vec::new();
-        let mut warnings = Vec::new();
-        let r = self.inner.feed_json(chunk, &mut warnings, &mut out);
-        emit_warnings(py, &warnings)?;
-        match r {
-            Ok(()) => bytes_list(py, out),
-            Err(e) => Err(to_py(py, &e, Some(out))),
+impl ProtoState {
+    fn new(msgpack: bool, max_frame_size: usize, max_depth: usize) -> Self {
+        ProtoState {
+            inner: StreamDecoder::new(max_frame_size),
+            legacy: Legacy::new(None),
+            fmt: format(msgpack),
+            max_depth,
+            skipped: 0,
+            warned: Default::default(),
         }
     }
 
-    /// Like `feed` but returns the events as one array (JSON text, `b"[]"` when none; or
-    /// MessagePack with `msgpack=True`), so the typed layer builds them with one msgspec
-    /// call. On error the exception's `events` holds the events this chunk completed
-    /// before it (JSON texts, or MessagePack items).
-    #[pyo3(signature = (chunk, msgpack = false))]
-    fn feed_array<'py>(&mut self, py: Python<'py>, chunk: &[u8], msgpack: bool) -> PyResult<Bound<'py, PyBytes>> {
-        let fmt = format(msgpack);
-        let mut warnings = Vec::new();
-        let mut arr = EventArray::new(fmt, chunk.len() * 2 + 8);
-        let r = self.inner.feed_array(chunk, &mut warnings, &mut arr);
-        emit_warnings(py, &warnings)?;
-        match r {
-            Ok(()) => Ok(PyBytes::new(py, &arr.finish())),
-            Err(e) => Err(to_py(py, &e, Some(arr.items()))),
+    /// Warn once per decoder per kind of warning; a warning raised as an error (`-W
+    /// error`) carries the call's events and errors, so none is lost to it.
+    fn warn<'py>(&mut self, py: Python<'py>, part: &Part, res: Outcome<'py>) -> PyResult<Outcome<'py>> {
+        let mut texts: Vec<String> = part.warnings.clone();
+        if part.got.skipped > 0 {
+            texts.push(format!("{} (counted in ProtoDecoder.skipped_frames)", proto::FUTURE_EVENT_WARNING));
         }
-    }
-
-    /// Like `feed_array(chunk, msgpack=True)`, but a small array (under `max_bytes`) is
-    /// decoded right here with `decode(array)` and the list returned: a live stream's
-    /// feed is one native call. Returns `[]` when the chunk completed no event, and the
-    /// array itself when it is larger or `decode` raised (the caller's general path).
-    fn feed_decode<'py>(
-        &mut self,
-        py: Python<'py>,
-        chunk: &[u8],
-        decode: &Bound<'py, PyAny>,
-        max_bytes: usize,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let mut warnings = Vec::new();
-        let mut arr = EventArray::new(Format::MsgPack, chunk.len() * 2 + 8);
-        let r = self.inner.feed_array(chunk, &mut warnings, &mut arr);
-        emit_warnings(py, &warnings)?;
-        if let Err(e) = r {
-            return Err(to_py(py, &e, Some(arr.items())));
-        }
-        if arr.is_empty() {
-            return Ok(PyList::empty(py).into_any());
-        }
-        let array = PyBytes::new(py, &arr.finish());
-        if array.as_bytes().len() < max_bytes {
-            if let Ok(items) = decode.call1((&array,)) {
-                if items.is_exact_instance_of::<PyList>() {
-                    return Ok(items);
+        for t in texts {
+            if self.warned.insert(t.clone()) {
+                if let Err(e) = emit_warnings(py, &[t]) {
+                    return Err(res.attach(py, e));
                 }
             }
         }
-        Ok(array.into_any())
+        Ok(res)
     }
 
+    /// Turn a decoded part into events and errors (in `res`).
+    fn decode<'py>(&mut self, py: Python<'py>, be: &Backend, part: &Part, res: &mut Outcome<'py>) -> PyResult<()> {
+        self.skipped += part.got.skipped;
+        let positions = &part.got.positions;
+        let pos = |k: usize| (positions[k].0 as u64, positions[k].1);
+        let items = Items {
+            array: &part.array,
+            spans: &part.spans,
+            pos: &pos,
+            bulk: true,
+            float_hook: false,
+            candidates: &[],
+            too_deep: &part.too_deep,
+            deep_error: "ProtobufDecodeError",
+        };
+        decode_items(py, be, &mut self.legacy, &items, LABEL, self.max_depth, res)?;
+        if let Some(e @ Error::OutOfMemory { .. }) = &part.fatal {
+            // Not a decode error: raised as MemoryError, with what the call decoded.
+            let taken = std::mem::replace(res, Outcome::new(py));
+            return Err(taken.attach(py, to_py(py, e, None)));
+        }
+        for e in part.got.errors.iter().chain(part.fatal.as_ref()) {
+            let (index, _) = e.position();
+            res.fail(index.unwrap_or(0) as u64, to_py(py, e, None).into_value(py).into_bound(py).into_any());
+        }
+        Ok(())
+    }
+
+}
+
+impl StreamState for ProtoState {
+    fn run<'py>(&mut self, py: Python<'py>, be: &Backend, chunk: Option<&[u8]>, finish: bool) -> PyResult<Bound<'py, PyList>> {
+        let cap = chunk.map_or(0, |c| c.len()).saturating_mul(2).saturating_add(8);
+        let buf = try_buffer(cap)?;
+        let (inner, fmt, max_depth) = (&mut self.inner, self.fmt, self.max_depth);
+        let part = if chunk.map_or(0, |c| c.len()) >= DETACH_MIN {
+            py.detach(|| decode_part(inner, fmt, max_depth, chunk, finish, buf))
+        } else {
+            decode_part(inner, fmt, max_depth, chunk, finish, buf)
+        };
+        let mut res = Outcome::new(py);
+        self.decode(py, be, &part, &mut res)?;
+        self.warn(py, &part, res)?.finish(py)
+    }
+}
+
+impl ProtoState {
+    /// A whole framed stream: feed + close in one call; large inputs in parts on a Rust
+    /// thread (see `PIPELINE_MIN`), the cyclic GC paused once for the whole call.
+    fn decode_all<'py>(&mut self, py: Python<'py>, be: &Backend, data: &[u8]) -> PyResult<Bound<'py, PyList>> {
+        if data.len() <= PIPELINE_MIN {
+            return self.run(py, be, Some(data), true);
+        }
+        let _gc = GcPause::new(py, true);
+        // Arrays already copied into Python bytes come back for reuse.
+        let (recycle, recycled) = std::sync::mpsc::channel::<Vec<u8>>();
+        let mut dec = StreamDecoder::new(self.inner.max_frame_size());
+        let (fmt, max_depth) = (self.fmt, self.max_depth);
+        let (mut offset, mut budget) = (0usize, PART);
+        let produce = move || {
+            let end = proto::FrameSplitter::cut_point(data, offset, budget);
+            budget = budget.saturating_add(budget / 2).min(MAX_PART);
+            let chunk = &data[offset..end];
+            let mut buf = recycled.try_recv().unwrap_or_default();
+            // A failed reservation leaves the array to grow as it goes.
+            let _ = buf.try_reserve(chunk.len().saturating_mul(2).saturating_add(8));
+            let part = decode_part(&mut dec, fmt, max_depth, Some(chunk), end == data.len(), buf);
+            offset = end;
+            let last = end == data.len() || part.fatal.is_some();
+            (part, last)
+        };
+        let mut res = Outcome::new(py);
+        let mut failed = None;
+        crate::pipeline::pipelined(py, produce, |part| {
+            self.decode(py, be, &part, &mut res)?;
+            let taken = std::mem::replace(&mut res, Outcome::new(py));
+            match self.warn(py, &part, taken) {
+                Ok(r) => res = r,
+                Err(e) => failed = Some(e),
+            }
+            let _ = recycle.send(part.array); // the thread may have finished: fine
+            failed.take().map_or(Ok(()), Err)
+        })?;
+        res.finish(py)
+    }
+}
+
+/// Incremental decoder of a framed protobuf stream (`agui_fast.proto.ProtoDecoder` is
+/// its Python face; see `ProtoState`).
+#[pyclass(module = "agui_fast._native", name = "ProtoDecoder", subclass)]
+pub struct ProtoDecoder {
+    state: ProtoState,
+    backend: Backend,
+    closed: bool,
+}
+
+#[pymethods]
+impl ProtoDecoder {
+    /// Positional only (keyword parsing costs more than a small decode): `backend`, see
+    /// `crate::stream::Backend`; `msgpack`: events reach it as MessagePack (typed and
+    /// dict modes) rather than JSON text (bytes mode).
+    #[new]
+    #[pyo3(signature = (backend, msgpack, max_frame_size, max_depth, /))]
+    fn new(backend: &Bound<'_, PyTuple>, msgpack: bool, max_frame_size: usize, max_depth: usize) -> PyResult<Self> {
+        Ok(ProtoDecoder {
+            state: ProtoState::new(msgpack, max_frame_size, max_depth),
+            backend: Backend::new(backend)?,
+            closed: false,
+        })
+    }
+
+    /// The events completed by `chunk` (bytes-like); see `crate::stream` for errors.
+    fn feed<'py>(&mut self, py: Python<'py>, chunk: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+        stream::feed(py, &mut self.state, &self.backend, self.closed, chunk)
+    }
+
+    /// End of stream: raises `TruncatedStreamError` when bytes of an unfinished frame
+    /// remain (a stream cut in half is an error, not a success). Later calls return `[]`.
     fn close<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        self.inner.finish().map_err(|e| to_py(py, &e, Some(Vec::new())))?;
-        Ok(PyList::empty(py))
+        stream::close(py, &mut self.state, &self.backend, &mut self.closed)
     }
 
     /// Bytes buffered for an unfinished frame.
     #[getter]
     fn pending(&self) -> usize {
-        self.inner.pending()
+        self.state.inner.pending()
     }
 
     /// Index of the next frame.
     #[getter]
     fn frame_index(&self) -> usize {
-        self.inner.frame_index()
+        self.state.inner.frame_index()
+    }
+
+    /// Frames skipped so far because their event type is from a later protocol version.
+    #[getter]
+    fn skipped_frames(&self) -> usize {
+        self.state.skipped
+    }
+}
+
+/// The one-shot `decode_protobuf` (`agui_fast.proto.decode_protobuf` is this object's
+/// bound method): keyword options resolved natively, no decoder object made.
+#[pyclass(module = "agui_fast._native", name = "ProtoCodec", frozen)]
+pub struct ProtoCodec {
+    modes: Modes,
+}
+
+#[pymethods]
+impl ProtoCodec {
+    /// `backends`: `(typed, dict, bytes)`; `options`: `agui_fast._stream.options`.
+    #[new]
+    fn new(backends: &Bound<'_, PyTuple>, options: Bound<'_, PyAny>) -> PyResult<Self> {
+        Ok(ProtoCodec { modes: Modes::new(backends, options)? })
+    }
+
+    /// Decode a whole framed stream (see `ProtoState::decode_all`). `legacy` is accepted
+    /// for the SSE decoders' signature: the 1.0 wire format has no legacy shapes.
+    #[pyo3(signature = (data, /, *, raw = None, legacy = true, max_frame_size = proto::DEFAULT_MAX_FRAME_SIZE as i64, max_depth = DEFAULT_MAX_DEPTH as i64, max_buffer_size = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn decode_protobuf<'py>(
+        &self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+        raw: Option<&Bound<'py, PyAny>>,
+        legacy: bool,
+        max_frame_size: i64,
+        max_depth: i64,
+        max_buffer_size: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let _ = legacy;
+        let r = self.modes.resolve(py, raw, max_frame_size, max_depth, max_buffer_size)?;
+        let mut state = ProtoState::new(r.mode != 2, r.max_frame_size, r.max_depth);
+        with_buffer(data, |d| state.decode_all(py, r.backend, d))
     }
 }
 
@@ -450,20 +446,16 @@ fn proto_schema() -> &'static str {
     proto::SCHEMA_JSON
 }
 
-pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+pub fn register(m: &Bound<'_, PyModule>, testing: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(proto_encode_json, m)?)?;
     m.add_function(wrap_pyfunction!(proto_encode_many_json, m)?)?;
     m.add_function(wrap_pyfunction!(proto_encode_event, m)?)?;
     m.add_function(wrap_pyfunction!(proto_encode_event_via_json, m)?)?;
     m.add_function(wrap_pyfunction!(proto_encode_events, m)?)?;
     m.add_function(wrap_pyfunction!(proto_decode_message, m)?)?;
-    m.add_function(wrap_pyfunction!(proto_decode_frames, m)?)?;
-    m.add_function(wrap_pyfunction!(proto_decode_frames_array, m)?)?;
-    m.add_function(wrap_pyfunction!(proto_decode_part, m)?)?;
-    m.add_function(wrap_pyfunction!(proto_decode_parts, m)?)?;
-    m.add_function(wrap_pyfunction!(proto_schema, m)?)?;
-    m.add_class::<ProtoFrameParser>()?;
-    m.add_class::<ProtoFileFrames>()?;
+    testing.add_function(wrap_pyfunction!(proto_schema, testing)?)?;
+    m.add_class::<ProtoDecoder>()?;
+    m.add_class::<ProtoCodec>()?;
     m.add("PROTO_DEFAULT_MAX_FRAME_SIZE", proto::DEFAULT_MAX_FRAME_SIZE)?;
     Ok(())
 }

@@ -1,339 +1,249 @@
-//! Binding of `agui_core::sse`: the incremental `SseParser`, the whole-buffer
-//! `split_sse` (GIL released while splitting) and the `SseBatch` they return. Typing
-//! the payloads (msgspec) happens in `agui_fast/sse.py`; this layer only frames.
+//! Binding of `agui_core::sse`: the native `SseDecoder` (framing, then the decoding
+//! chain of `crate::stream` with the msgspec callables it was made with).
 
+use agui_core::limits::DEFAULT_MAX_DEPTH;
 use agui_core::sse::{self as core, Batch, SseParser as CoreParser};
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyList};
+use pyo3::types::{PyBytes, PyList, PyTuple};
+
+use crate::stream::{self, decode_items, frame_error, with_buffer, Backend, GcPause, Items, Legacy, Modes, Outcome, StreamState};
 
 /// Below this size releasing the GIL costs more than it saves.
 const DETACH_MIN: usize = 64 * 1024;
 
-/// Run `f` on the bytes of a bytes-like object without copying `bytes`.
-fn with_bytes<R>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) -> R) -> PyResult<R> {
-    if let Ok(b) = obj.cast::<PyBytes>() {
-        return Ok(f(b.as_bytes()));
-    }
-    if let Ok(b) = obj.cast::<PyByteArray>() {
-        return Ok(f(&b.to_vec()));
-    }
-    // memoryview and other buffer objects: one copy through bytes().
-    let py = obj.py();
-    let b = py.get_type::<PyBytes>().call1((obj,))?;
-    let b = b.cast::<PyBytes>()?;
-    Ok(f(b.as_bytes()))
-}
+/// Inputs of `decode_all` this large are framed on a Rust thread, in parts growing from
+/// `PART` to `MAX_PART` (a small first part starts the overlap early; few parts mean few
+/// decode calls), while this thread decodes the parts already framed.
+const PIPELINE_MIN: usize = 2 << 20;
+const PART: usize = 128 << 10;
+const MAX_PART: usize = 512 << 10;
 
-/// Frames of one `feed`/`close`/`split_sse` call: payloads joined as one JSON array
-/// (valid UTF-8; invalid sequences replaced by U+FFFD), with per-frame offsets.
-#[pyclass(module = "agui_fast._native", name = "SseBatch", frozen)]
-pub struct SseBatch {
-    inner: Batch,
-}
+const LABEL: &str = "SSE frame";
 
-#[pymethods]
-impl SseBatch {
-    fn __len__(&self) -> usize {
-        self.inner.len()
-    }
-
-    /// Stream index of the first frame of this batch.
-    #[getter]
-    fn first_index(&self) -> u64 {
-        self.inner.first_index
-    }
-
-    /// True when every payload is structurally one JSON value, so decoding `array()`
-    /// successfully yields exactly one element per frame.
-    #[getter]
-    fn balanced(&self) -> bool {
-        self.inner.balanced
-    }
-
-    /// `b"[p0,p1,...]"`: decode all frames with one msgspec call.
-    fn array<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        PyBytes::new(py, &self.inner.buf)
-    }
-
-    /// Each payload as bytes.
-    fn payloads<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        PyList::new(py, (0..self.inner.len()).map(|i| PyBytes::new(py, self.inner.payload(i))))
-    }
-
-    fn payload<'py>(&self, py: Python<'py>, i: usize) -> PyResult<Bound<'py, PyBytes>> {
-        if i >= self.inner.len() {
-            return Err(pyo3::exceptions::PyIndexError::new_err("frame index out of range"));
-        }
-        Ok(PyBytes::new(py, self.inner.payload(i)))
-    }
-
-    /// `(start, end)` of each payload inside `array()` (a `,`, or `[` for the first, sits
-    /// just before each start; a `,` or the closing `]` at each end).
-    #[getter]
-    fn spans(&self) -> Vec<(usize, usize)> {
-        self.inner.spans.clone()
-    }
-
-    /// Byte offset in the stream of each frame's first `data` line.
-    #[getter]
-    fn offsets(&self) -> Vec<u64> {
-        self.inner.offsets.clone()
-    }
-
-    /// Decode this batch with a float hook (see `Batch::prefer_float_hook`): it holds
-    /// numbers with huge exponents that msgspec parses slowly.
-    #[getter]
-    fn float_hook(&self) -> bool {
-        self.inner.prefer_float_hook()
-    }
-
-    /// Batch-relative indices of frames that may carry legacy (0.x) shapes.
-    #[getter]
-    fn candidates(&self) -> Vec<usize> {
-        self.inner.candidates.clone()
-    }
-
-    /// `None`, or `(kind, message, frame_index, offset)` of the error that ended the
-    /// batch; the frames before it are in the batch.
-    #[getter]
-    fn error(&self) -> Option<(&'static str, String, u64, u64)> {
-        self.inner
-            .error
-            .as_ref()
-            .map(|e| (e.kind.as_str(), e.message.clone(), e.frame_index, e.offset))
-    }
-
-    fn __repr__(&self) -> String {
-        format!(
-            "SseBatch(frames={}, first_index={}, error={:?})",
-            self.inner.len(),
-            self.inner.first_index,
-            self.inner.error.as_ref().map(|e| e.kind.as_str())
-        )
-    }
-}
-
-/// Incremental WHATWG event-stream parser (see `agui_core::sse`).
-#[pyclass(module = "agui_fast._native", name = "SseParser")]
-pub struct SseParser {
-    inner: CoreParser,
-    check: bool,
+/// One SSE stream's decoding state; the backend is passed per call (a decoder owns
+/// one, the one-shot `decode_sse` borrows its mode's).
+pub(crate) struct SseState {
+    parser: CoreParser,
+    legacy: Legacy,
     candidates: bool,
+    max_depth: usize,
 }
 
-impl SseParser {
-    fn run(&mut self, py: Python<'_>, chunk: Option<&[u8]>) -> SseBatch {
-        let mut batch = Batch::new(self.inner.frame_count(), self.check, self.candidates);
-        let inner = &mut self.inner;
-        let mut work = |batch: &mut Batch| {
-            let r = match chunk {
-                Some(c) => inner.feed(c, |f| batch.push(&f)),
-                None => inner.finish(|f| batch.push(&f)),
-            };
-            if let Err(e) = r {
-                batch.error = Some(e);
-            }
-            batch.close();
-        };
-        if chunk.map_or(0, |c| c.len()) >= DETACH_MIN {
-            py.detach(|| work(&mut batch));
-        } else {
-            work(&mut batch);
-        }
-        SseBatch { inner: batch }
+/// Frame `chunk` (and, with `finish`, the end of the stream) into a closed batch.
+fn frame(parser: &mut CoreParser, batch: &mut Batch, chunk: Option<&[u8]>, finish: bool) {
+    let mut r = match chunk {
+        Some(c) => parser.feed(c, |f| batch.push(&f)),
+        None => Ok(()),
+    };
+    if r.is_ok() && finish {
+        r = parser.finish(|f| batch.push(&f));
     }
+    if let Err(e) = r {
+        batch.error = Some(e);
+    }
+    batch.close();
+}
+
+fn new_batch(first_index: u64, candidates: bool, max_depth: usize) -> Batch {
+    Batch::new(first_index, true, candidates).with_max_depth(max_depth)
+}
+
+impl SseState {
+    /// `legacy`: the legacy converter's class (one instance per stream, made on first
+    /// use) or None; `candidates`: convert the frames that may be legacy after a
+    /// successful decode (dict mode).
+    fn new(max_frame_size: usize, max_depth: usize, legacy: Option<Bound<'_, PyAny>>, candidates: bool) -> Self {
+        SseState {
+            parser: CoreParser::new(max_frame_size),
+            candidates: candidates && legacy.as_ref().is_some_and(|l| !l.is_none()),
+            legacy: Legacy::new(legacy),
+            max_depth,
+        }
+    }
+
+    /// Decode a batch's frames into `res` (its buffer-limit error last).
+    fn decode<'py>(&mut self, py: Python<'py>, be: &Backend, batch: &Batch, res: &mut Outcome<'py>) -> PyResult<()> {
+        let first = batch.first_index;
+        let pos = |k: usize| (first + k as u64, batch.offsets[k]);
+        let items = Items {
+            array: &batch.buf,
+            spans: &batch.spans,
+            pos: &pos,
+            bulk: batch.balanced,
+            float_hook: batch.prefer_float_hook(),
+            candidates: &batch.candidates,
+            too_deep: &batch.too_deep,
+            deep_error: "InvalidJsonError",
+        };
+        decode_items(py, be, &mut self.legacy, &items, LABEL, self.max_depth, res)?;
+        if let Some(e) = &batch.error {
+            res.fail(e.frame_index, frame_error(py, "BufferLimitError", LABEL, e.frame_index, e.offset, &e.message));
+        }
+        Ok(())
+    }
+
+}
+
+impl StreamState for SseState {
+    /// Frame and decode one chunk (`None`: the end of the stream), or a whole stream.
+    fn run<'py>(&mut self, py: Python<'py>, be: &Backend, chunk: Option<&[u8]>, finish: bool) -> PyResult<Bound<'py, PyList>> {
+        let mut batch = new_batch(self.parser.frame_count(), self.candidates, self.max_depth);
+        let parser = &mut self.parser;
+        if chunk.map_or(0, |c| c.len()) >= DETACH_MIN {
+            py.detach(|| frame(parser, &mut batch, chunk, finish));
+        } else {
+            frame(parser, &mut batch, chunk, finish);
+        }
+        let mut res = Outcome::new(py);
+        self.decode(py, be, &batch, &mut res)?;
+        res.finish(py)
+    }
+}
+
+impl SseState {
+    /// A whole recorded stream: feed + close in one call. From `PIPELINE_MIN` bytes on,
+    /// framing runs on a Rust thread, part by part, ahead of the decoding on this one,
+    /// with the cyclic GC paused once for the whole call.
+    fn decode_all<'py>(&mut self, py: Python<'py>, be: &Backend, data: &[u8]) -> PyResult<Bound<'py, PyList>> {
+        if data.len() < PIPELINE_MIN {
+            return self.run(py, be, Some(data), true);
+        }
+        let _gc = GcPause::new(py, true);
+        let mut parser = CoreParser::new(self.parser.max_buffer());
+        let (candidates, max_depth) = (self.candidates, self.max_depth);
+        let (mut offset, mut budget) = (0usize, PART);
+        let produce = move || {
+            let end = offset.saturating_add(budget).min(data.len());
+            budget = budget.saturating_add(budget / 2).min(MAX_PART);
+            let mut batch = new_batch(parser.frame_count(), candidates, max_depth);
+            frame(&mut parser, &mut batch, Some(&data[offset..end]), end == data.len());
+            offset = end;
+            let last = end == data.len() || batch.error.is_some();
+            (batch, last)
+        };
+        let mut res = Outcome::new(py);
+        crate::pipeline::pipelined(py, produce, |batch| self.decode(py, be, &batch, &mut res))?;
+        res.finish(py)
+    }
+}
+
+/// Incremental SSE decoder (`agui_fast.sse.SseDecoder` is its Python face): framing in
+/// `agui_core::sse`, then the fallback chain and error contract of `crate::stream`.
+#[pyclass(module = "agui_fast._native", name = "SseDecoder", subclass)]
+pub struct SseDecoder {
+    state: SseState,
+    backend: Backend,
+    closed: bool,
 }
 
 #[pymethods]
-impl SseParser {
+impl SseDecoder {
+    /// Positional only (keyword parsing costs more than a small decode): see
+    /// `crate::stream::Backend` and `SseState::new`.
     #[new]
-    #[pyo3(signature = (max_buffer_size = core::DEFAULT_MAX_BUFFER, check = true, candidates = false))]
-    fn new(max_buffer_size: usize, check: bool, candidates: bool) -> Self {
-        SseParser { inner: CoreParser::new(max_buffer_size), check, candidates }
+    #[pyo3(signature = (backend, max_frame_size, max_depth, legacy, candidates, /))]
+    fn new(
+        backend: &Bound<'_, PyTuple>,
+        max_frame_size: usize,
+        max_depth: usize,
+        legacy: Option<Bound<'_, PyAny>>,
+        candidates: bool,
+    ) -> PyResult<Self> {
+        Ok(SseDecoder {
+            state: SseState::new(max_frame_size, max_depth, legacy, candidates),
+            backend: Backend::new(backend)?,
+            closed: false,
+        })
     }
 
-    /// Feed a chunk (bytes-like); returns the frames it completed.
-    fn feed(&mut self, py: Python<'_>, chunk: &Bound<'_, PyAny>) -> PyResult<SseBatch> {
-        with_bytes(chunk, |c| self.run(py, Some(c)))
+    /// The events completed by `chunk` (bytes-like); see `crate::stream` for errors.
+    fn feed<'py>(&mut self, py: Python<'py>, chunk: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+        stream::feed(py, &mut self.state, &self.backend, self.closed, chunk)
     }
 
-    /// Feed a chunk and, when the batch is plain (`Batch::is_plain`) and has fewer
-    /// than `max_frames` frames, decode it right here with `decode(array)`: returns the
-    /// decoded list, or the `SseBatch` when the batch is not plain, is larger, or
-    /// `decode` raised or returned another count (the caller's general path then finds
-    /// and reports the frame). A live stream's feed is then one native call.
-    fn feed_decode<'py>(
-        &mut self,
-        py: Python<'py>,
-        chunk: &Bound<'py, PyAny>,
-        decode: &Bound<'py, PyAny>,
-        max_frames: usize,
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let batch = with_bytes(chunk, |c| self.run(py, Some(c)))?;
-        let b = &batch.inner;
-        let n = b.len();
-        if n < max_frames && b.is_plain() {
-            if let Ok(items) = decode.call1((PyBytes::new(py, &b.buf),)) {
-                if items.cast::<PyList>().is_ok_and(|l| l.len() == n) {
-                    return Ok(items);
-                }
-            }
-        }
-        Ok(Bound::new(py, batch)?.into_any())
+    /// End of stream: the final event if it lacked its blank line (as the reference
+    /// client does). Later calls return `[]`.
+    fn close<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        stream::close(py, &mut self.state, &self.backend, &mut self.closed)
     }
 
-    /// End of stream: returns the final frame if the stream lacked its blank line.
-    fn close(&mut self, py: Python<'_>) -> SseBatch {
-        self.run(py, None)
-    }
-
+    /// The stream's last event id (send it as `Last-Event-ID` on reconnect).
     #[getter]
     fn last_event_id(&self) -> &str {
-        self.inner.last_event_id()
+        self.state.parser.last_event_id()
     }
 
+    /// The last `retry` value of the stream (milliseconds), if any.
     #[getter]
     fn retry(&self) -> Option<u64> {
-        self.inner.retry()
+        self.state.parser.retry()
     }
 
+    /// Frames framed so far (decoded or not).
     #[getter]
     fn frame_count(&self) -> u64 {
-        self.inner.frame_count()
+        self.state.parser.frame_count()
     }
 
+    /// Bytes fed so far.
     #[getter]
     fn position(&self) -> u64 {
-        self.inner.position()
-    }
-
-    #[getter]
-    fn buffered(&self) -> usize {
-        self.inner.buffered()
-    }
-
-    #[getter]
-    fn max_buffer_size(&self) -> usize {
-        self.inner.max_buffer()
+        self.state.parser.position()
     }
 }
 
-/// Split a whole recorded stream (feed + close) with the GIL released.
-#[pyfunction]
-#[pyo3(signature = (data, max_buffer_size = core::DEFAULT_MAX_BUFFER, check = true, candidates = false))]
-fn split_sse(py: Python<'_>, data: &Bound<'_, PyAny>, max_buffer_size: usize, check: bool, candidates: bool) -> PyResult<SseBatch> {
-    with_bytes(data, |d| {
-        let batch = if d.len() >= DETACH_MIN {
-            py.detach(|| core::split_all(d, max_buffer_size, check, candidates))
-        } else {
-            core::split_all(d, max_buffer_size, check, candidates)
-        };
-        SseBatch { inner: batch }
-    })
-}
-
-/// Split a whole recorded stream in parts on a Rust thread and call `consume(batch)`
-/// with each part's `SseBatch`, in order. The first part has `part_size` bytes and each
-/// next one 1.5x the previous, up to `max_part_size`. The thread never needs the GIL, so
-/// the caller's decoding of part i (msgspec, which holds the GIL throughout) overlaps
-/// the framing of part i+1; a Python worker thread could not overlap at all. The last
-/// batch ends the stream (a final frame without its blank line is in it); a batch with
-/// an `error` (buffer limit) is the last one. An exception from `consume` stops all.
-#[pyfunction]
-#[pyo3(signature = (data, consume, part_size, max_part_size = usize::MAX, max_buffer_size = core::DEFAULT_MAX_BUFFER, check = true, candidates = false))]
-#[allow(clippy::too_many_arguments)]
-fn split_sse_parts(
-    py: Python<'_>,
-    data: &[u8],
-    consume: &Bound<'_, PyAny>,
-    part_size: usize,
-    max_part_size: usize,
-    max_buffer_size: usize,
-    check: bool,
-    candidates: bool,
-) -> PyResult<()> {
-    let mut parser = CoreParser::new(max_buffer_size);
-    let mut offset: usize = 0;
-    let mut budget = part_size.max(1);
-    let produce = move || {
-        let end = offset.saturating_add(budget).min(data.len());
-        budget = budget.saturating_add(budget / 2).min(max_part_size.max(1));
-        let mut batch = Batch::new(parser.frame_count(), check, candidates);
-        let mut r = parser.feed(&data[offset..end], |f| batch.push(&f));
-        let last = end == data.len() || r.is_err();
-        if r.is_ok() && end == data.len() {
-            r = parser.finish(|f| batch.push(&f));
-        }
-        if let Err(e) = r {
-            batch.error = Some(e);
-        }
-        batch.close();
-        offset = end;
-        (batch, last)
-    };
-    crate::pipeline::pipelined(py, produce, |batch| consume.call1((SseBatch { inner: batch },)).map(drop))
-}
-
-/// Reads and frames a recorded stream file on a Rust thread, one `SseBatch` per chunk
-/// read, in order: `iter_sse` decodes batch i (msgspec, GIL held) while the thread reads
-/// and frames the next one. At most two batches wait in between, so memory stays
-/// bounded by a few chunks whatever the file size. The last batch ends the stream (a
-/// final frame without its blank line is in it); a batch with an `error` (buffer
-/// limit) is the last one. A read error raises `OSError` from `__next__`. Dropping the
-/// iterator stops the thread.
-#[pyclass(module = "agui_fast._native", name = "SseFileFrames")]
-struct SseFileFrames {
-    reader: crate::pipeline::FileThread<Batch>,
+/// The one-shot `decode_sse` (`agui_fast.sse.decode_sse` is this object's bound
+/// method): keyword options resolved natively, no decoder object made.
+#[pyclass(module = "agui_fast._native", name = "SseCodec", frozen)]
+pub struct SseCodec {
+    modes: Modes,
+    legacy: Py<PyAny>,
 }
 
 #[pymethods]
-impl SseFileFrames {
+impl SseCodec {
+    /// `backends`: `(typed, dict, bytes)`; `legacy`: the legacy converter's class;
+    /// `options`: `agui_fast._stream.options`.
     #[new]
-    #[pyo3(signature = (path, chunk_size, max_buffer_size = core::DEFAULT_MAX_BUFFER, check = true, candidates = false))]
-    fn new(path: std::path::PathBuf, chunk_size: usize, max_buffer_size: usize, check: bool, candidates: bool) -> PyResult<Self> {
-        let mut parser = CoreParser::new(max_buffer_size);
-        let reader = crate::pipeline::FileThread::spawn(&path, chunk_size, move |chunk| {
-            let mut batch = Batch::new(parser.frame_count(), check, candidates);
-            let r = match chunk {
-                Some(c) => parser.feed(c, |f| batch.push(&f)),
-                None => parser.finish(|f| batch.push(&f)),
-            };
-            let failed = r.is_err();
-            if let Err(e) = r {
-                batch.error = Some(e);
-            }
-            batch.close();
-            (batch, failed)
-        })?;
-        Ok(SseFileFrames { reader })
+    fn new(backends: &Bound<'_, PyTuple>, legacy: Bound<'_, PyAny>, options: Bound<'_, PyAny>) -> PyResult<Self> {
+        Ok(SseCodec { modes: Modes::new(backends, options)?, legacy: legacy.unbind() })
     }
 
-    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
-        slf
-    }
-
-    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<SseBatch>> {
-        Ok(self.reader.next(py)?.map(|inner| SseBatch { inner }))
+    /// Decode a whole recorded SSE stream (see `SseState::decode_all`).
+    #[pyo3(signature = (data, /, *, raw = None, legacy = true, max_frame_size = core::DEFAULT_MAX_BUFFER as i64, max_depth = DEFAULT_MAX_DEPTH as i64, max_buffer_size = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn decode_sse<'py>(
+        &self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+        raw: Option<&Bound<'py, PyAny>>,
+        legacy: bool,
+        max_frame_size: i64,
+        max_depth: i64,
+        max_buffer_size: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let r = self.modes.resolve(py, raw, max_frame_size, max_depth, max_buffer_size)?;
+        // bytes mode hands out the frames' text as they are: nothing to convert
+        let factory = (legacy && r.mode != 2).then(|| self.legacy.bind(py).clone());
+        let mut state = SseState::new(r.max_frame_size, r.max_depth, factory, r.mode == 1);
+        with_buffer(data, |d| state.decode_all(py, r.backend, d))
     }
 }
 
-/// One SSE event for `payload`: `data: <line>\n` per line, then `\n`.
+/// One SSE event for `payload`: `data: <line>\n` per line, then `\n` (tests only).
 #[pyfunction]
 fn sse_event<'py>(py: Python<'py>, payload: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
-    with_bytes(payload, |p| {
+    with_buffer(payload, |p| {
         let mut out = Vec::with_capacity(p.len() + 8);
         core::write_event(&mut out, p);
-        PyBytes::new(py, &out)
+        Ok(PyBytes::new(py, &out))
     })
 }
 
-pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<SseParser>()?;
-    m.add_class::<SseBatch>()?;
-    m.add_function(wrap_pyfunction!(split_sse_parts, m)?)?;
-    m.add_class::<SseFileFrames>()?;
-    m.add_function(wrap_pyfunction!(split_sse, m)?)?;
-    m.add_function(wrap_pyfunction!(sse_event, m)?)?;
+pub fn register(m: &Bound<'_, PyModule>, testing: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<SseDecoder>()?;
+    m.add_class::<SseCodec>()?;
     m.add("SSE_DEFAULT_MAX_BUFFER", core::DEFAULT_MAX_BUFFER)?;
+    testing.add_function(wrap_pyfunction!(sse_event, testing)?)?;
     Ok(())
 }

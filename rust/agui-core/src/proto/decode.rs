@@ -1539,3 +1539,102 @@ mod tests {
         }
     }
 }
+
+/// Deepest nesting of arrays and maps in one MessagePack value (a scalar is 0, `[]` is
+/// 1): the decoders check it against their `max_depth` before a recursive parser (msgspec)
+/// sees the value. Iterative; bytes that end early stop the walk.
+pub fn msgpack_depth(b: &[u8]) -> usize {
+    // Big-endian length of `n` bytes at `i`; u64::MAX when the bytes end first.
+    let len = |i: usize, n: usize| -> u64 {
+        b.get(i..i + n).map_or(u64::MAX, |s| s.iter().fold(0u64, |a, &x| (a << 8) | x as u64))
+    };
+    let mut left: Vec<u64> = vec![1]; // values still to read at each open level
+    let mut deepest = 0usize;
+    let mut i = 0usize;
+    while let Some(top) = left.last_mut() {
+        if *top == 0 {
+            left.pop();
+            continue;
+        }
+        *top -= 1;
+        let Some(&t) = b.get(i) else { break };
+        i += 1;
+        // (bytes to skip after the type byte, items of a container)
+        let (skip, items): (u64, Option<u64>) = match t {
+            0x80..=0x8f => (0, Some(2 * (t & 0x0f) as u64)),
+            0x90..=0x9f => (0, Some((t & 0x0f) as u64)),
+            0xa0..=0xbf => ((t & 0x1f) as u64, None),
+            0xc4 | 0xd9 => (len(i, 1).saturating_add(1), None),
+            0xc5 | 0xda => (len(i, 2).saturating_add(2), None),
+            0xc6 | 0xdb => (len(i, 4).saturating_add(4), None),
+            0xc7 => (len(i, 1).saturating_add(2), None),
+            0xc8 => (len(i, 2).saturating_add(3), None),
+            0xc9 => (len(i, 4).saturating_add(5), None),
+            0xcc | 0xd0 => (1, None),
+            0xcd | 0xd1 => (2, None),
+            0xca | 0xce | 0xd2 => (4, None),
+            0xcb | 0xcf | 0xd3 => (8, None),
+            0xd4 => (2, None),
+            0xd5 => (3, None),
+            0xd6 => (5, None),
+            0xd7 => (9, None),
+            0xd8 => (17, None),
+            0xdc => (2, Some(len(i, 2))),
+            0xdd => (4, Some(len(i, 4))),
+            0xde => (2, Some(len(i, 2).saturating_mul(2))),
+            0xdf => (4, Some(len(i, 4).saturating_mul(2))),
+            _ => (0, None), // fixints, nil, booleans
+        };
+        i = i.saturating_add(usize::try_from(skip).unwrap_or(usize::MAX));
+        if let Some(n) = items {
+            left.push(n);
+            deepest = deepest.max(left.len() - 1);
+        }
+    }
+    deepest
+}
+
+#[cfg(test)]
+mod stream_tests {
+    use super::msgpack_depth;
+
+    #[test]
+    fn depth_of_msgpack_values() {
+        assert_eq!(msgpack_depth(&[0x01]), 0);
+        assert_eq!(msgpack_depth(&[0x90]), 1);
+        assert_eq!(msgpack_depth(&[0x91, 0x91, 0x90]), 3);
+        // {"a": [1, "xy"], "b": {}}
+        assert_eq!(msgpack_depth(&[0x82, 0xa1, b'a', 0x92, 0x01, 0xa2, b'x', b'y', 0xa1, b'b', 0x80]), 2);
+        // array16 of 2 fixarrays, a str8 and a float64 on the way
+        assert_eq!(msgpack_depth(&[0xdc, 0, 2, 0x91, 0xd9, 1, b'z', 0x91, 0xcb, 0, 0, 0, 0, 0, 0, 0, 0]), 2);
+        // 600 nested arrays
+        assert_eq!(msgpack_depth(&vec![0x91; 600]), 600);
+        // cut short: no panic
+        assert_eq!(msgpack_depth(&[0xdd, 0, 0]), 1);
+        assert_eq!(msgpack_depth(&[0xc6, 0xff]), 0);
+    }
+
+    #[test]
+    fn feed_collect_goes_on_past_a_bad_message() {
+        use crate::proto::{encode_json, Collected, EventArray, Format, StreamDecoder};
+        let mut good = Vec::new();
+        encode_json(br#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"d"}"#, true, &mut good).unwrap();
+        let bad = [0u8, 0, 0, 3, 0xff, 0xff, 0xff];
+        let stream = [&good[..], &bad[..], &good[..]].concat();
+        for split in [1, 5, stream.len()] {
+            let mut dec = StreamDecoder::new(1 << 20);
+            let mut arr = EventArray::new(Format::MsgPack, 0);
+            let mut got = Collected::default();
+            let mut warnings = Vec::new();
+            for chunk in stream.chunks(split) {
+                dec.feed_collect(chunk, &mut warnings, &mut arr, &mut got).unwrap();
+            }
+            dec.finish().unwrap();
+            let (_, spans) = arr.finish_with_spans();
+            assert_eq!(spans.len(), 2);
+            assert_eq!(got.positions, vec![(0, 0), (2, (good.len() + bad.len()) as u64)]);
+            assert_eq!(got.errors.len(), 1);
+            assert_eq!(got.errors[0].position(), (Some(1), Some(good.len() as u64)));
+        }
+    }
+}

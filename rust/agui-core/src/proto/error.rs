@@ -19,6 +19,9 @@ pub enum Error {
     FrameTooLarge { frame_index: usize, offset: u64, length: u64, max_frame_size: usize },
     /// The stream ended inside a frame or a length prefix.
     Truncated { frame_index: usize, offset: u64, trailing: usize },
+    /// A chunk could not be buffered (the allocator refused `bytes` more): the stream
+    /// cannot go on. Bindings raise their out-of-memory error, never abort.
+    OutOfMemory { bytes: usize },
 }
 
 impl Error {
@@ -31,6 +34,7 @@ impl Error {
             Error::Frame { source, .. } => source.python_class(),
             Error::FrameTooLarge { .. } => "FrameTooLargeError",
             Error::Truncated { .. } => "TruncatedStreamError",
+            Error::OutOfMemory { .. } => "MemoryError",
         }
     }
 
@@ -68,6 +72,7 @@ impl fmt::Display for Error {
                 "The binary stream ended mid-frame: {trailing} trailing bytes (frame {frame_index} at byte \
                  offset {offset}) could not be read as a complete message"
             ),
+            Error::OutOfMemory { bytes } => write!(f, "cannot buffer {bytes} more bytes of the stream"),
         }
     }
 }

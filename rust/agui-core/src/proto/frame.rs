@@ -96,12 +96,21 @@ impl FrameSplitter {
             let offset = self.buf_offset;
             match self.split(chunk, offset, &mut on_frame) {
                 Ok(used) => {
-                    self.buf.extend_from_slice(&chunk[used..]);
-                    self.buf_offset = offset + used as u64;
-                    Ok(())
+                    let tail = &chunk[used..];
+                    // try_reserve: a huge chunk is an error to report, not an abort.
+                    match self.buf.try_reserve(tail.len()) {
+                        Ok(()) => {
+                            self.buf.extend_from_slice(tail);
+                            self.buf_offset = offset + used as u64;
+                            Ok(())
+                        }
+                        Err(_) => Err(Error::OutOfMemory { bytes: tail.len() }),
+                    }
                 }
                 Err(e) => Err(e),
             }
+        } else if self.buf.try_reserve(chunk.len()).is_err() {
+            Err(Error::OutOfMemory { bytes: chunk.len() })
         } else {
             let mut data = std::mem::take(&mut self.buf);
             data.extend_from_slice(chunk);

@@ -310,6 +310,27 @@ impl StreamDecoder {
         })
     }
 
+    /// Feed bytes, appending each decoded event to `arr` and going on past frames whose
+    /// message does not decode (their errors are collected, with the frame's position):
+    /// only a framing error (a length over the limit) stops the stream, and is returned.
+    /// Frames from a later protocol version are counted, not warned about per frame.
+    pub fn feed_collect(
+        &mut self,
+        chunk: &[u8],
+        warnings: &mut Warnings,
+        arr: &mut EventArray,
+        got: &mut Collected,
+    ) -> Result<()> {
+        self.splitter.feed(chunk, |msg, frame_index, offset| {
+            match arr.push_decoded(msg, warnings) {
+                Ok(()) => got.positions.push((frame_index, offset)),
+                Err(Error::UnknownEventType) => got.skipped += 1,
+                Err(e) => got.errors.push(Error::Frame { frame_index, offset, source: Box::new(e) }),
+            }
+            Ok(())
+        })
+    }
+
     /// Feed bytes, collecting events as JSON texts.
     pub fn feed_json(&mut self, chunk: &[u8], warnings: &mut Warnings, out: &mut Vec<Vec<u8>>) -> Result<()> {
         self.feed_with(chunk, warnings, |text| out.push(text.to_vec()))
@@ -324,9 +345,24 @@ impl StreamDecoder {
         self.splitter.pending()
     }
 
+    pub fn max_frame_size(&self) -> usize {
+        self.splitter.max_frame_size()
+    }
+
     pub fn frame_index(&self) -> usize {
         self.splitter.frame_index()
     }
+}
+
+/// What [`StreamDecoder::feed_collect`] found besides the events.
+#[derive(Debug, Default)]
+pub struct Collected {
+    /// `(frame_index, offset)` of each event appended to the array, in order.
+    pub positions: Vec<(usize, u64)>,
+    /// Frames whose message failed to decode (each an [`Error::Frame`]).
+    pub errors: Vec<Error>,
+    /// Frames skipped because only a later protocol version knows their event type.
+    pub skipped: usize,
 }
 
 /// Decoded events collected into one array (JSON text `[e1,e2,...]` or a MessagePack
@@ -396,6 +432,16 @@ impl EventArray {
             Format::MsgPack => msgpack::patch_count(&mut self.out, self.header_at, self.spans.len()),
         }
         self.out
+    }
+
+    /// The whole array and each event's span in it.
+    pub fn finish_with_spans(mut self) -> (Vec<u8>, Vec<(usize, usize)>) {
+        let spans = std::mem::take(&mut self.spans);
+        match self.fmt {
+            Format::Json => self.out.push(b']'),
+            Format::MsgPack => msgpack::patch_count(&mut self.out, self.header_at, spans.len()),
+        }
+        (self.out, spans)
     }
 
     /// Each event on its own (what an error hands back).

@@ -71,7 +71,10 @@ impl Struct {
 }
 
 /// Deepest Value/Struct nesting accepted on decode (a guard against stack exhaustion).
-const MAX_DEPTH: usize = 1000;
+/// Each JSON level is two recursion levels here (a Value and its Struct or ListValue),
+/// so this admits every event within `limits::DEFAULT_MAX_DEPTH`; the decoders then
+/// apply their own `max_depth` (a larger one is capped by this guard).
+const MAX_DEPTH: usize = 2 * (crate::limits::DEFAULT_MAX_DEPTH + 4);
 
 // ---------------------------------------------------------------------------------
 // Encoding

@@ -1,0 +1,126 @@
+"""Stream plumbing shared by ``agui_fast.sse`` and ``agui_fast.proto``: the one chunk
+reader, the one ``raw`` vocabulary, the shared keyword options (and their deprecated
+spellings), and the one "deliver what was decoded, then raise" helper.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import (
+    IO, Any, AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, List, Literal, Optional, Protocol,
+    Tuple, Union,
+)
+
+from . import _native
+from .errors import DecodeError
+
+__all__ = ["DEFAULT_CHUNK_SIZE", "DEFAULT_MAX_DEPTH", "Raw", "Source", "options", "read_chunks", "chunk_events"]
+
+#: Read size of the ``iter_*`` functions on files and file objects (both formats).
+DEFAULT_CHUNK_SIZE: int = 1 << 20
+#: Deepest nesting of JSON arrays/objects an event may have (``agui_core::limits``).
+DEFAULT_MAX_DEPTH: int = _native.DEFAULT_MAX_DEPTH
+
+Raw = Optional[Literal["dict", "bytes"]]
+"""``None``: typed events (Structs); ``"dict"``: plain JSON values; ``"bytes"``: each
+event's JSON text."""
+
+BytesLike = Union[bytes, bytearray, memoryview]
+Source = Union[BytesLike, str, "os.PathLike[str]", IO[bytes], Iterable[Union[bytes, str]]]
+"""A bytes-like object (one chunk), a path (a file), a binary file object (read in
+``chunk_size`` pieces) or an iterable of chunks (``str`` chunks are UTF-8 encoded)."""
+
+
+def options(
+    raw: Any, max_frame_size: int, max_depth: int, max_buffer_size: Optional[int] = None, depth: int = 1
+) -> Tuple[Raw, int, int]:
+    """``(raw, max_frame_size, max_depth)`` checked, with the old spellings mapped (and a
+    DeprecationWarning pointing ``depth`` Python frames up: the native one-shot functions
+    add none, the decoder classes two)."""
+    if raw is not None and raw != "dict" and raw != "bytes":
+        if raw is False or raw is True:  # the protobuf API's old spelling
+            msg = "raw=False/True is deprecated: use raw=None (typed) or raw='dict'"
+            warnings.warn(msg, DeprecationWarning, stacklevel=1 + depth)
+            raw = "dict" if raw else None
+        else:
+            raise ValueError(f"raw must be None, 'dict' or 'bytes', not {raw!r}")
+    if max_buffer_size is not None:  # the SSE API's old name
+        warnings.warn("max_buffer_size is deprecated: use max_frame_size", DeprecationWarning, stacklevel=1 + depth)
+        max_frame_size = max_buffer_size
+    for name, value in (("max_frame_size", max_frame_size), ("max_depth", max_depth)):
+        if type(value) is not int:
+            raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+        if value < 0:
+            raise ValueError(f"{name} must be >= 0")
+    return raw, max_frame_size, max_depth
+
+
+def read_chunks(source: Source, chunk_size: int) -> Iterator[BytesLike]:
+    """The chunks of a :data:`Source`."""
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        yield source
+    elif isinstance(source, (str, os.PathLike)):
+        with open(source, "rb") as f:
+            yield from iter(lambda: f.read(chunk_size), b"")
+    elif hasattr(source, "read"):
+        read = source.read
+        while chunk := read(chunk_size):
+            yield chunk.encode("utf-8") if isinstance(chunk, str) else chunk
+    else:
+        for chunk in source:
+            yield chunk.encode("utf-8") if isinstance(chunk, str) else chunk
+
+
+def check_chunk_size(chunk_size: int) -> int:
+    if type(chunk_size) is not int:
+        raise TypeError(f"chunk_size must be an int, not {type(chunk_size).__name__}")
+    if chunk_size <= 0:
+        raise ValueError("chunk_size must be > 0")
+    return chunk_size
+
+
+class StreamDecoder(Protocol):
+    def feed(self, chunk: Any, /) -> List[Any]: ...
+    def close(self) -> List[Any]: ...
+
+
+def _step(call: Callable[..., List[Any]], *args: Any) -> Tuple[List[Any], Optional[DecodeError]]:
+    """One decoder call: its events and its error (which carries them all)."""
+    try:
+        return call(*args), None
+    except DecodeError as e:
+        return e.events, e
+
+
+def chunk_events(decoder: StreamDecoder, chunks: Iterable[Any]) -> Iterator[List[Any]]:
+    """The events of each chunk, then of the end of the stream. A failing call's events
+    (every event of its chunk) come first, then its error is raised."""
+    for chunk in chunks:
+        events, err = _step(decoder.feed, chunk)
+        yield events
+        if err is not None:
+            raise err
+    events, err = _step(decoder.close)
+    yield events
+    if err is not None:
+        raise err
+
+
+def iter_events(decoder: StreamDecoder, chunks: Iterable[Any]) -> Iterator[Any]:
+    for events in chunk_events(decoder, chunks):
+        yield from events
+
+
+async def aiter_events(decoder: StreamDecoder, chunks: AsyncIterable[Union[bytes, str]]) -> AsyncIterator[Any]:
+    async for chunk in chunks:
+        events, err = _step(decoder.feed, chunk.encode("utf-8") if isinstance(chunk, str) else chunk)
+        for ev in events:
+            yield ev
+        if err is not None:
+            raise err
+    events, err = _step(decoder.close)
+    for ev in events:
+        yield ev
+    if err is not None:
+        raise err

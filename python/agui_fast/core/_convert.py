@@ -1,0 +1,256 @@
+"""The extras-preserving converter of the Struct layer: Python data or JSON text into a
+Struct type, the way the reference's pydantic validation reads it.
+
+Unknown members are kept as extras (instance ``__dict__``) at every level, snake_case
+attribute names are accepted where the camelCase key is absent, and dicts given for nested
+models are converted. The codec modules build on this; it imports none of them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import typing
+from typing import Any, Dict, List, Optional, Tuple, Union
+
+import msgspec
+
+from ..errors import EventValidationError, InvalidJsonError
+
+__all__ = ["convert_value", "decode_json", "json_decoder", "exact", "validation_error", "FAST_PATH_ERRORS"]
+
+_DECODERS: Dict[Any, msgspec.json.Decoder[Any]] = {}
+
+#: What a typed msgspec decoder raises for input the exact path may still take.
+FAST_PATH_ERRORS = (msgspec.ValidationError, msgspec.DecodeError, UnicodeEncodeError, RecursionError)
+
+# msgspec errors that mean "valid for the reference, needs the exact path".
+_SLOW_PATH_ERRORS = ("Object contains unknown field", "Number out of range")
+
+
+def json_decoder(tp: Any) -> "msgspec.json.Decoder[Any]":
+    """The one msgspec JSON decoder of ``tp`` (``strict=False``, as pydantic's lax mode)."""
+    decoder = _DECODERS.get(tp)
+    if decoder is None:
+        decoder = _DECODERS.setdefault(tp, msgspec.json.Decoder(tp, strict=False))
+    return decoder
+
+
+def decode_json(data: Union[bytes, bytearray, memoryview, str], tp: Any) -> Any:
+    """Decode JSON ``data`` into type ``tp`` (an event class, ``Event``, a message ...)."""
+    try:
+        return json_decoder(tp).decode(data)
+    except FAST_PATH_ERRORS as exc:
+        return exact(data, tp, exc)
+
+
+_plain_decode = msgspec.json.Decoder().decode
+_UNSET = object()
+
+
+def exact(data: Any, tp: Any, exc: BaseException) -> Any:
+    """After the fast path failed with ``exc``: raise our error, or take the exact path."""
+    if isinstance(exc, RecursionError):
+        raise InvalidJsonError("invalid JSON: nested too deeply") from None
+    # msgspec's ValidationError has no structured kind: its text is the only signal.
+    if isinstance(exc, msgspec.ValidationError) and not str(exc).startswith(_SLOW_PATH_ERRORS):
+        raise validation_error(exc) from None
+    # Extras (parsed by msgspec, ~3x faster than json), or JSON msgspec refuses but
+    # Python reads (1e400, unpaired surrogates).
+    obj: Any
+    try:
+        obj = _plain_decode(data)
+    except (ValueError, TypeError, RecursionError):  # json.loads decides (and words the error)
+        obj = _UNSET
+    try:
+        if obj is _UNSET:
+            obj = json.loads(data)
+    except (ValueError, TypeError) as err:
+        raise InvalidJsonError(f"invalid JSON: {err}") from None
+    except RecursionError:
+        raise InvalidJsonError("invalid JSON: nested too deeply") from None
+    return convert_value(obj, tp)
+
+
+_AT = re.compile(r" - at `([^`]*)`$")
+_MISSING = re.compile(r"^Object missing required field `([^`]*)`")
+
+
+def validation_error(exc: Exception, prefix: str = "$") -> EventValidationError:
+    """Turn a msgspec ValidationError into ours, with ``field`` set to the JSON path."""
+    message = str(exc)
+    m = _AT.search(message)
+    path = m.group(1) if m else "$"
+    missing = _MISSING.match(message)
+    if missing:
+        path = f"{path}.{missing.group(1)}"
+    if prefix != "$" and path.startswith("$"):
+        path = prefix + path[1:]
+    text = message if m and not missing else f"{_AT.sub('', message)} - at `{path}`"
+    return EventValidationError(f"invalid event: {text}", field=path)
+
+
+def convert_value(value: Any, tp: Any, path: str = "$") -> Any:
+    """Convert Python data into ``tp`` like the reference's pydantic validation does.
+
+    Unknown members are kept as extras (instance ``__dict__``) at every level, snake_case
+    attribute names are accepted where the camelCase key is absent, and dicts given for
+    nested models are converted. Raises :class:`EventValidationError` naming the field.
+    """
+    pos = _position_of(tp)
+    try:
+        cleaned, extras = _strip(value, pos)
+    except RecursionError:
+        raise InvalidJsonError("invalid event: nested too deeply") from None
+    # Converting to the concrete class (not the Union) uses msgspec's per-class cache.
+    target = _resolve(pos, cleaned) or tp
+    try:
+        obj = msgspec.convert(cleaned, target, strict=False)
+    except msgspec.ValidationError as exc:
+        raise validation_error(exc, "$" if path.startswith("$") else path) from None
+    except UnicodeEncodeError as exc:  # an unpaired surrogate where an enum/literal is due
+        raise EventValidationError(f"invalid event: {exc.reason} in a str field", field=path) from None
+    except RecursionError:
+        raise InvalidJsonError("invalid event: nested too deeply") from None
+    if extras is not None:
+        _attach(obj, extras)
+    return obj
+
+
+class _Position:
+    """What may appear at one place of the schema: Structs (by tag) and/or a list."""
+
+    __slots__ = ("single", "tag_field", "by_tag", "item")
+
+    def __init__(
+        self, single: Optional[type], tag_field: Optional[str], by_tag: Dict[Any, type], item: Optional["_Position"]
+    ) -> None:
+        self.single = single
+        self.tag_field = tag_field
+        self.by_tag = by_tag
+        self.item = item
+
+
+def _position(tp: Any) -> Optional[_Position]:
+    """Build the position for a type annotation (once per class field; never per value)."""
+    structs: List[type] = []
+    item = None
+    stack = [tp]
+    while stack:
+        t = stack.pop()
+        origin = typing.get_origin(t)
+        if isinstance(t, type) and issubclass(t, msgspec.Struct):
+            structs.append(t)
+        elif origin is typing.Annotated:
+            stack.append(typing.get_args(t)[0])
+        elif origin is Union:
+            stack.extend(typing.get_args(t))
+        elif origin in (list, List):
+            item = typing.get_args(t)[0]
+    item_pos = _position(item) if item is not None else None
+    if not structs and item_pos is None:
+        return None
+    configs = [(c, c.__struct_config__) for c in structs]  # type: ignore[attr-defined]
+    tagged = [(c, cfg) for c, cfg in configs if cfg.tag_field is not None]
+    single = structs[0] if len(structs) == 1 and not tagged else None
+    tag_field = tagged[0][1].tag_field if tagged else None
+    by_tag = {cfg.tag: c for c, cfg in tagged}
+    return _Position(single, tag_field, by_tag, item_pos)
+
+
+_POSITIONS: Dict[int, Tuple[Any, Optional[_Position]]] = {}
+
+
+def _position_of(tp: Any) -> Optional[_Position]:
+    # Keyed by id (hashing a typing.Union is slow); the entry keeps tp alive.
+    hit = _POSITIONS.get(id(tp))
+    if hit is None or hit[0] is not tp:
+        hit = _POSITIONS[id(tp)] = (tp, _position(tp))
+    return hit[1]
+
+
+_Plan = Tuple[Any, Any, Tuple[Tuple[str, str, Optional[_Position]], ...]]
+_PLANS: Dict[type, _Plan] = {}
+
+
+def _plan(cls: Any) -> _Plan:
+    """``(tag_field, tag, ((name, wire_name, position), ...))`` of a Struct class."""
+    plan = _PLANS.get(cls)
+    if plan is None:
+        config = cls.__struct_config__  # a new object per access: read once
+        fields = tuple((f.name, f.encode_name, _position(f.type)) for f in msgspec.structs.fields(cls))
+        plan = _PLANS[cls] = (config.tag_field, config.tag, fields)
+    return plan
+
+
+def _resolve(pos: Optional[_Position], value: Any) -> Optional[type]:
+    """The Struct class ``value`` (a dict) is meant to be at ``pos``, or None."""
+    if pos is None or not isinstance(value, dict):
+        return None
+    if pos.single is not None:
+        return pos.single
+    if pos.tag_field is None:
+        return None
+    try:
+        return pos.by_tag.get(value.get(pos.tag_field))
+    except TypeError:  # an unhashable tag value: msgspec reports it
+        return None
+
+
+def _strip(value: Any, pos: Optional[_Position]) -> Tuple[Any, Any]:
+    """Split ``value`` into (what msgspec should validate, extras tree or None)."""
+    if pos is None:
+        return value, None
+    if isinstance(value, dict):
+        cls = _resolve(pos, value)
+        if cls is None:
+            return value, None  # not a model here, or a bad tag that msgspec reports
+        tag_field, tag, fields = _plan(cls)
+        cleaned: Dict[str, Any] = {}
+        children: Dict[str, Any] = {}
+        used = []
+        if tag_field is not None:
+            cleaned[tag_field] = tag  # a str Enum member compares equal
+            used.append(tag_field)
+        for name, wire, sub_pos in fields:
+            if wire in value:
+                key = wire
+            elif name != wire and name in value:
+                key = name  # populate_by_name: the attribute name also works
+            else:
+                continue
+            used.append(key)
+            sub = value[key]
+            if sub_pos is not None:
+                sub, ext = _strip(sub, sub_pos)
+                if ext is not None:
+                    children[name] = ext
+            cleaned[wire] = sub
+        if len(used) == len(value) and not children:
+            return cleaned, None
+        used_set = set(used)
+        extras = {k: v for k, v in value.items() if k not in used_set}
+        return cleaned, ("o", extras, children)
+    if isinstance(value, list) and pos.item is not None:
+        item = pos.item
+        out = []
+        children_l: Dict[int, Any] = {}
+        for i, v in enumerate(value):
+            sub, ext = _strip(v, item)
+            out.append(sub)
+            if ext is not None:
+                children_l[i] = ext
+        return out, (("l", children_l) if children_l else None)
+    return value, None
+
+
+def _attach(obj: Any, tree: Any) -> None:
+    if tree[0] == "o":
+        _, extras, children = tree
+        if extras:
+            obj.__dict__.update(extras)
+        for name, sub in children.items():
+            _attach(getattr(obj, name), sub)
+    else:
+        for i, sub in tree[1].items():
+            _attach(obj[i], sub)

@@ -1,0 +1,36 @@
+"""Plain Python data for a Struct tree (the ``model_dump`` rules); moved unchanged from
+``agui_fast.encoder``, which re-exports it."""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, Dict
+
+import msgspec
+
+__all__ = ["to_builtins"]
+
+
+def to_builtins(obj: Any, *, by_alias: bool = True) -> Any:
+    """Plain Python data (dicts in the reference's key order) for a Struct tree.
+
+    Optional fields that are None are left out, extras follow the declared fields — the
+    same rules as the reference's ``model_dump(by_alias=...)``.
+    """
+    if isinstance(obj, msgspec.Struct):
+        out: Dict[str, Any] = {}
+        for attr, wire, omit in type(obj).__agui_fields__:  # type: ignore[attr-defined]
+            value = getattr(obj, attr)
+            if value is None and omit:
+                continue
+            out[wire if by_alias or attr == "from_" else attr] = to_builtins(value, by_alias=by_alias)
+        for key, value in obj.__dict__.items():
+            out[key] = to_builtins(value, by_alias=by_alias)
+        return out
+    if isinstance(obj, enum.Enum):
+        return obj.value
+    if isinstance(obj, dict):
+        return {k: to_builtins(v, by_alias=by_alias) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_builtins(v, by_alias=by_alias) for v in obj]
+    return obj

@@ -1,0 +1,390 @@
+//! What the two stream decoders (`SseDecoder`, `ProtoDecoder`) share: buffer-protocol
+//! byte input, the native GC pause, the fallback chain from framed items to Python
+//! objects, and the one error contract.
+//!
+//! The chain, for the items one call completed (SSE payloads, or protobuf events as
+//! MessagePack or JSON): (1) one msgspec call over the joined array; if it refuses or
+//! is not allowed (unbalanced or too deep frames), (2) each item through the fast
+//! single-item decoder, and what that refuses (3) through the exact path (`exact`, a
+//! Python function: extras, legacy shapes, lenient readings, located errors).
+//!
+//! The error contract (docs/sse.md): a call decodes **every** item it completed; when
+//! some fail, it raises the first error with `events` = every event decoded by the call
+//! (in stream order, also those after the bad frames) and `errors` = all of its errors.
+//! Nothing is queued for a later call, so `try: evs = dec.feed(c) except DecodeError as
+//! e: evs = e.events` loses nothing and nothing falls behind.
+
+use pyo3::exceptions::{PyException, PyMemoryError, PyValueError};
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyMemoryView, PyString, PyTuple};
+
+use crate::errors::{error_class, make_error};
+
+/// Calls over at least this many items pause the cyclic GC: msgspec allocates many
+/// container objects (our Structs carry a `__dict__`) and every collection it triggers
+/// would rescan them all for nothing.
+pub(crate) const GC_PAUSE_MIN: usize = 256;
+
+/// Run `f` on the bytes of a buffer-protocol object (`bytes` without a copy; anything
+/// else copied once by `memoryview(obj).tobytes()`, under the GIL: a bytearray may be
+/// resized by the code we call back, and a failed copy is a `MemoryError`). Anything
+/// else (`5`, `10**9`, `[100, 97]`, `str`) raises `TypeError`, as `memoryview()` does.
+pub(crate) fn with_buffer<R>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) -> PyResult<R>) -> PyResult<R> {
+    if let Ok(b) = obj.cast::<PyBytes>() {
+        return f(b.as_bytes());
+    }
+    let view = obj.py().get_type::<PyMemoryView>().call1((obj,))?;
+    let b = view.call_method0("tobytes")?;
+    f(b.cast::<PyBytes>()?.as_bytes())
+}
+
+/// A stream's decoding state (SSE or protobuf), driven call by call with its backend.
+pub(crate) trait StreamState {
+    /// Decode `chunk` (`None`: nothing more), then with `finish` the end of the stream.
+    fn run<'py>(&mut self, py: Python<'py>, be: &Backend, chunk: Option<&[u8]>, finish: bool) -> PyResult<Bound<'py, PyList>>;
+}
+
+/// `feed(chunk)` of a native decoder: bytes-like input only; after `close()` it raises.
+pub(crate) fn feed<'py, S: StreamState>(
+    py: Python<'py>,
+    state: &mut S,
+    be: &Backend,
+    closed: bool,
+    chunk: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyList>> {
+    if closed {
+        return Err(PyValueError::new_err("feed() after close()"));
+    }
+    with_buffer(chunk, |c| state.run(py, be, Some(c), false))
+}
+
+/// `close()` of a native decoder: the end of the stream, once; later calls return `[]`.
+pub(crate) fn close<'py, S: StreamState>(py: Python<'py>, state: &mut S, be: &Backend, closed: &mut bool) -> PyResult<Bound<'py, PyList>> {
+    if *closed {
+        return Ok(PyList::empty(py));
+    }
+    *closed = true;
+    state.run(py, be, None, true)
+}
+
+/// A buffer of `n` bytes, or `MemoryError` (never an abort on a huge chunk).
+pub(crate) fn try_buffer(n: usize) -> PyResult<Vec<u8>> {
+    let mut v = Vec::new();
+    v.try_reserve(n).map_err(|_| PyMemoryError::new_err(format!("cannot allocate {n} bytes")))?;
+    Ok(v)
+}
+
+/// The cyclic GC paused for a scope (C API, GIL held). Only the flag is flipped, so a
+/// nested or concurrent pause by someone else is left as it was.
+pub(crate) struct GcPause(bool);
+
+impl GcPause {
+    pub(crate) fn new(_py: Python<'_>, wanted: bool) -> Self {
+        // SAFETY: the GIL is held (the token); PyGC_Disable only sets the collector's flag
+        // and returns its previous state (1: it was enabled).
+        GcPause(wanted && unsafe { ffi::PyGC_Disable() } == 1)
+    }
+}
+
+impl Drop for GcPause {
+    fn drop(&mut self) {
+        if self.0 {
+            // SAFETY: dropped on the thread that paused, still holding the GIL.
+            unsafe { ffi::PyGC_Enable() };
+        }
+    }
+}
+
+/// The Python side of a decoder, given once at construction (as msgspec's `Decoder`
+/// holds its type): `(many, many_fh, one, one_fh, exact, keep_items)`.
+///
+/// * `many(array) -> list`: the bulk decoder; `None`: the items themselves are the result;
+/// * `one(item)`: the fast single-item decoder; `None`: each item goes to `exact`;
+/// * `*_fh`: the same parsing floats with `float` (SSE batches with huge exponents);
+/// * `exact(item, legacy) -> object`: the exact path, raising `agui_fast.errors.DecodeError`;
+/// * `keep_items`: `many` only validates, the items (bytes) are the result.
+pub(crate) struct Backend {
+    many: Option<Py<PyAny>>,
+    many_fh: Option<Py<PyAny>>,
+    one: Option<Py<PyAny>>,
+    one_fh: Option<Py<PyAny>>,
+    exact: Py<PyAny>,
+    keep_items: bool,
+}
+
+fn opt(v: Bound<'_, PyAny>) -> Option<Py<PyAny>> {
+    (!v.is_none()).then(|| v.unbind())
+}
+
+impl Backend {
+    pub(crate) fn new(t: &Bound<'_, PyTuple>) -> PyResult<Self> {
+        type Any6<'py> = (Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>, bool);
+        let (many, many_fh, one, one_fh, exact, keep_items): Any6<'_> = t.extract()?;
+        Ok(Backend { many: opt(many), many_fh: opt(many_fh), one: opt(one), one_fh: opt(one_fh), exact: exact.unbind(), keep_items })
+    }
+}
+
+/// The backends of the three `raw` modes and the Python function that checks options
+/// (`agui_fast._stream.options`): the one-shot functions (`decode_sse`,
+/// `decode_protobuf`) resolve their keyword options here, natively for the canonical
+/// spellings, through `options` for the old ones (it warns) and bad values (it raises).
+pub(crate) struct Modes {
+    backends: [Backend; 3],
+    options: Py<PyAny>,
+}
+
+/// What the one-shot functions were asked for.
+pub(crate) struct Resolved<'a> {
+    pub backend: &'a Backend,
+    /// 0: typed, 1: dict, 2: bytes.
+    pub mode: usize,
+    pub max_frame_size: usize,
+    pub max_depth: usize,
+}
+
+impl Modes {
+    /// `backends`: `(typed, dict, bytes)`, each as described at [`Backend`].
+    pub(crate) fn new(backends: &Bound<'_, PyTuple>, options: Bound<'_, PyAny>) -> PyResult<Self> {
+        let (t, d, b): (Bound<'_, PyTuple>, Bound<'_, PyTuple>, Bound<'_, PyTuple>) = backends.extract()?;
+        Ok(Modes { backends: [Backend::new(&t)?, Backend::new(&d)?, Backend::new(&b)?], options: options.unbind() })
+    }
+
+    pub(crate) fn resolve<'a>(
+        &'a self,
+        py: Python<'_>,
+        raw: Option<&Bound<'_, PyAny>>,
+        max_frame_size: i64,
+        max_depth: i64,
+        max_buffer_size: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Resolved<'a>> {
+        let mode = match raw {
+            None => Some(0),
+            Some(r) => match r.cast::<PyString>() {
+                Ok(s) => match s.to_str()? {
+                    "dict" => Some(1),
+                    "bytes" => Some(2),
+                    _ => None,
+                },
+                Err(_) => None,
+            },
+        };
+        match mode {
+            Some(mode) if max_buffer_size.is_none() && max_frame_size >= 0 && max_depth >= 0 => Ok(Resolved {
+                backend: &self.backends[mode],
+                mode,
+                max_frame_size: max_frame_size as usize,
+                max_depth: max_depth as usize,
+            }),
+            _ => {
+                let (raw, max_frame_size, max_depth): (Option<String>, usize, usize) =
+                    self.options.bind(py).call1((raw, max_frame_size, max_depth, max_buffer_size))?.extract()?;
+                let mode = match raw.as_deref() {
+                    None => 0,
+                    Some("dict") => 1,
+                    _ => 2,
+                };
+                Ok(Resolved { backend: &self.backends[mode], mode, max_frame_size, max_depth })
+            }
+        }
+    }
+}
+
+/// The per-stream legacy (0.x) converter, made on first use from its factory.
+pub(crate) struct Legacy {
+    factory: Option<Py<PyAny>>,
+    conv: Option<Py<PyAny>>,
+}
+
+impl Legacy {
+    pub(crate) fn new(factory: Option<Bound<'_, PyAny>>) -> Self {
+        Legacy { factory: factory.and_then(opt), conv: None }
+    }
+
+    fn get<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let Some(factory) = &self.factory else { return Ok(None) };
+        if self.conv.is_none() {
+            self.conv = Some(factory.bind(py).call0()?.unbind());
+        }
+        Ok(self.conv.as_ref().map(|c| c.bind(py).clone()))
+    }
+}
+
+/// The items one call completed, as the framing layer hands them over.
+pub(crate) struct Items<'a> {
+    /// All items as one array (JSON text or MessagePack), for the bulk call.
+    pub array: &'a [u8],
+    pub spans: &'a [(usize, usize)],
+    /// `(frame_index, offset)` of item `k`.
+    pub pos: &'a dyn Fn(usize) -> (u64, u64),
+    /// The array may go to the bulk decoder (it has exactly one element per item; and
+    /// no item is too deep).
+    pub bulk: bool,
+    pub float_hook: bool,
+    /// Items that may carry legacy shapes (converted after decoding; dict mode).
+    pub candidates: &'a [usize],
+    /// Sorted items refused before decoding (nested deeper than `max_depth`), and the
+    /// error class they get.
+    pub too_deep: &'a [usize],
+    pub deep_error: &'static str,
+}
+
+/// Errors of one call, raised together with its events (see the module documentation).
+pub(crate) struct Outcome<'py> {
+    pub out: Bound<'py, PyList>,
+    pub errors: Vec<(u64, Bound<'py, PyAny>)>,
+}
+
+impl<'py> Outcome<'py> {
+    pub(crate) fn new(py: Python<'py>) -> Self {
+        Outcome { out: PyList::empty(py), errors: Vec::new() }
+    }
+
+    /// Record an error at frame `frame_index` (`err` already names it).
+    pub(crate) fn fail(&mut self, frame_index: u64, err: Bound<'py, PyAny>) {
+        self.errors.push((frame_index, err));
+    }
+
+    /// The events, or the first error carrying them and every error of the call.
+    pub(crate) fn finish(mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        if self.errors.is_empty() {
+            return Ok(self.out);
+        }
+        self.errors.sort_by_key(|(i, _)| *i); // stable: a frame's own order is kept
+        let all = PyList::new(py, self.errors.iter().map(|(_, e)| e))?;
+        let first = &self.errors[0].1;
+        first.setattr("events", &self.out)?;
+        first.setattr("errors", all)?;
+        Err(PyErr::from_value(first.clone()))
+    }
+
+    /// Attach this call's events and errors to an exception raised on the way out (a
+    /// warning turned into an error by `-W error`): nothing decoded is lost to it.
+    pub(crate) fn attach(self, py: Python<'py>, err: PyErr) -> PyErr {
+        let value = err.value(py);
+        let _ = value.setattr("events", &self.out);
+        let _ = value.setattr("errors", PyList::new(py, self.errors.iter().map(|(_, e)| e)).ok());
+        err
+    }
+}
+
+/// A new error of `err`'s class naming the frame: `"<label> <i> at byte <o>: <message>"`.
+pub(crate) fn located<'py>(err: &Bound<'py, PyAny>, label: &str, frame_index: u64, offset: u64) -> PyResult<Bound<'py, PyAny>> {
+    let py = err.py();
+    let message = match err.getattr("message") {
+        Ok(m) if !m.is_none() => m.str()?,
+        _ => err.str()?,
+    };
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("frame_index", frame_index)?;
+    kwargs.set_item("offset", offset)?;
+    kwargs.set_item("field", err.getattr("field").ok())?;
+    err.get_type().call((format!("{label} {frame_index} at byte {offset}: {message}"),), Some(&kwargs))
+}
+
+/// An error of class `name` at a frame.
+pub(crate) fn frame_error<'py>(py: Python<'py>, name: &str, label: &str, frame_index: u64, offset: u64, message: &str) -> Bound<'py, PyAny> {
+    let kwargs = PyDict::new(py);
+    let _ = kwargs.set_item("frame_index", frame_index);
+    let _ = kwargs.set_item("offset", offset);
+    let err = make_error(py, name, format!("{label} {frame_index} at byte {offset}: {message}"), Some(&kwargs));
+    err.into_value(py).into_bound(py).into_any()
+}
+
+/// Decode `items` into `res.out` through the fallback chain; bad items become errors.
+pub(crate) fn decode_items<'py>(
+    py: Python<'py>,
+    be: &Backend,
+    legacy: &mut Legacy,
+    items: &Items<'_>,
+    label: &str,
+    max_depth: usize,
+    res: &mut Outcome<'py>,
+) -> PyResult<()> {
+    let n = items.spans.len();
+    if n == 0 {
+        return Ok(());
+    }
+    let item = |k: usize| {
+        let (s, e) = items.spans[k];
+        PyBytes::new(py, &items.array[s..e])
+    };
+    let _gc = GcPause::new(py, n >= GC_PAUSE_MIN);
+    let (many, one) = if items.float_hook { (&be.many_fh, &be.one_fh) } else { (&be.many, &be.one) };
+    let conv = |legacy: &mut Legacy, v: Bound<'py, PyAny>| -> PyResult<Bound<'py, PyAny>> {
+        match legacy.get(py)? {
+            Some(c) => c.call_method1("convert", (v,)),
+            None => Ok(v),
+        }
+    };
+    if items.bulk && items.too_deep.is_empty() {
+        let Some(many) = many else {
+            // No decoding asked for (protobuf bytes mode): the items are the result.
+            for k in 0..n {
+                res.out.append(item(k))?;
+            }
+            return Ok(());
+        };
+        // One item (a live stream's chunk): the single-item decoder, cheaper than a list.
+        let got = match one {
+            Some(one) if n == 1 && !be.keep_items => one.bind(py).call1((item(0),)).and_then(|v| PyList::new(py, [v])),
+            _ => many.bind(py).call1((PyBytes::new(py, items.array),)).and_then(|l| Ok(l.cast_into::<PyList>()?)),
+        };
+        match got {
+            Ok(list) if list.len() == n => {
+                for &c in items.candidates {
+                    list.set_item(c, conv(legacy, list.get_item(c)?)?)?;
+                }
+                if be.keep_items {
+                    for k in 0..n {
+                        res.out.append(item(k))?;
+                    }
+                } else if res.out.is_empty() {
+                    res.out = list;
+                } else {
+                    res.out.call_method1("extend", (list,))?;
+                }
+                return Ok(());
+            }
+            Err(e) if !e.is_instance_of::<PyException>(py) => return Err(e), // KeyboardInterrupt and the like
+            _ => {} // a bad, legacy or unusual item somewhere: one by one
+        }
+    }
+    let exact = be.exact.bind(py);
+    let mut deep = items.too_deep.iter().peekable();
+    let mut cands = items.candidates.iter().peekable();
+    let decode_error = error_class(py, "DecodeError")?;
+    for k in 0..n {
+        let (frame_index, offset) = (items.pos)(k);
+        let candidate = cands.next_if(|&&c| c == k).is_some();
+        if deep.next_if(|&&d| d == k).is_some() {
+            let msg = format!("nested deeper than max_depth={max_depth}");
+            res.fail(frame_index, frame_error(py, items.deep_error, label, frame_index, offset, &msg));
+            continue;
+        }
+        let b = item(k);
+        if many.is_none() {
+            res.out.append(b)?;
+            continue;
+        }
+        if let Some(one) = one {
+            match one.bind(py).call1((&b,)) {
+                Ok(v) => {
+                    let v = if candidate { conv(legacy, v)? } else { v };
+                    res.out.append(if be.keep_items { b.into_any() } else { v })?;
+                    continue;
+                }
+                Err(e) if !e.is_instance_of::<PyException>(py) => return Err(e),
+                Err(_) => {}
+            }
+        }
+        match exact.call1((&b, legacy.get(py)?)) {
+            Ok(v) => res.out.append(v)?,
+            Err(e) if e.is_instance(py, &decode_error) => {
+                res.fail(frame_index, located(e.value(py).as_any(), label, frame_index, offset)?);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
