@@ -129,20 +129,19 @@ class _Reader:
             raise IncompleteRunError("the stream ended without RUN_FINISHED or RUN_ERROR")
 
     def _checked(self, step, chunk: bytes) -> Iterator[Any]:
-        while True:
-            try:
-                events = step(chunk)
-            except DecodeError as exc:
-                yield from self._seen(exc.events)
-                if not _unknown_type(exc):
-                    raise
-                warnings.warn(f"skipped an event of a type this version does not know: {exc}", stacklevel=4)
-                # The decoder goes on after the bad frame: the same step again (feed(b"") or
-                # close()) returns what the chunk had after it.
-                chunk = b""
-                continue
-            yield from self._seen(events)
+        # The decoders' contract: a call that meets bad frames still decodes every good one
+        # and raises once, with all of them on ``events`` and every frame error on ``errors``.
+        try:
+            events = step(chunk)
+        except DecodeError as exc:
+            yield from self._seen(exc.events)
+            errors = exc.errors or [exc]
+            if not all(_unknown_type(e) for e in errors):
+                raise
+            for e in errors:
+                warnings.warn(f"skipped an event of a type this version does not know: {e}", stacklevel=4)
             return
+        yield from self._seen(events)
 
     def _seen(self, events: List[Any]) -> Iterator[Any]:
         for event in events:
