@@ -573,9 +573,11 @@ def test_encode_error_is_value_error():
 
 
 @pytest.mark.parametrize("key", [1, 1.5, None, True, (1,), Num.ONE, b"k"])
-def test_non_str_keys_rejected(key):
+def test_non_str_keys_rejected_in_strict_mode(key):
     with pytest.raises(EncodeError, match="dict keys must be str"):
-        _native.dumps({key: 1})
+        _native.dumps({key: 1}, pydantic_fallback=False)
+    # default: pydantic's JSON-mode key rules, byte for byte
+    assert _native.dumps({key: 1}) == pydantic_core.to_json({key: 1}, by_alias=True, inf_nan_mode="null")
 
 
 @pytest.mark.parametrize(
@@ -597,9 +599,17 @@ def test_surrogate_pair_in_python_str_is_fine():
 @pytest.mark.parametrize("value", [object(), {1, 2}, b"bytes", bytearray(b"x"), 1j, Ellipsis, type])
 def test_unknown_objects_rejected(value):
     with pytest.raises(EncodeError, match="Unable to serialize unknown type"):
-        _native.dumps(value)
+        _native.dumps(value, pydantic_fallback=False)
     with pytest.raises(EncodeError):
-        _native.dumps({"nested": [value]})
+        _native.dumps({"nested": [value]}, pydantic_fallback=False)
+    # default: exactly what pydantic writes, or EncodeError where pydantic refuses too
+    try:
+        want = pydantic_core.to_json({"nested": [value]}, by_alias=True, inf_nan_mode="null")
+    except Exception:
+        with pytest.raises(EncodeError, match="Unable to serialize unknown type"):
+            _native.dumps({"nested": [value]})
+    else:
+        assert _native.dumps({"nested": [value]}) == want
 
 
 def _nested_list(n):
@@ -618,7 +628,7 @@ def _nested_dict(n):
 
 def test_depth_limit():
     limit = _native.ENCODE_MAX_DEPTH
-    assert limit == 1024
+    assert limit == 512  # agui_core::limits::DEFAULT_MAX_DEPTH
     assert _native.dumps(_nested_list(limit - 1)) == b"[" * limit + b"]" * limit
     assert _native.dumps(_nested_dict(limit - 1)).startswith(b'{"a":{"a":')
     for deep in (_nested_list(limit), _nested_dict(limit), _nested_list(100_000)):
@@ -755,7 +765,8 @@ def test_pydantic_fallback_matches_reference(value):
     assert _native.encode_sse_bytes(ev, pydantic_fallback=True) == EventEncoder().encode(ev).encode()
     assert _native.encode_sse_many([ev], pydantic_fallback=True) == EventEncoder().encode(ev).encode()
     with pytest.raises(EncodeError):
-        _native.encode_sse(ev)  # strict by default
+        _native.encode_sse(ev, pydantic_fallback=False)  # strict mode
+    assert _native.encode_sse(ev) == EventEncoder().encode(ev)  # pydantic's rules by default
 
 
 def test_pydantic_fallback_still_rejects_the_unserialisable():
@@ -763,8 +774,8 @@ def test_pydantic_fallback_still_rejects_the_unserialisable():
         _native.dumps(object(), pydantic_fallback=True)
     with pytest.raises(EncodeError, match="surrogates"):
         _native.dumps({1: "\ud800"}, pydantic_fallback=True)
-    with pytest.raises(EncodeError):
-        _native.dumps({1: NoDict()}, pydantic_fallback=True)  # pydantic cannot write it
+    # a Struct with a plan is written by the walker, under pydantic's key rule
+    assert _native.dumps({1: NoDict()}, pydantic_fallback=True) == b'{"1":' + _native.dumps(NoDict()) + b"}"
     assert _native.dumps([{"a": {1: 2}}, {3: 4}], pydantic_fallback=True) == b'[{"a":{"1":2}},{"3":4}]'
 
 

@@ -24,14 +24,13 @@ envelope only has an event kind from a later protocol version is skipped with a
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any, BinaryIO, Iterable, Iterator, List, Union
 
 import msgspec
 
 from . import _native
-from .errors import DecodeError, EncodeError, EventValidationError
+from .errors import DecodeError, EventValidationError
 from .sse import _bulk, _file_size, whole_call_gc_pause
 
 __all__ = [
@@ -187,39 +186,15 @@ def _convert_error(exc: DecodeError, raw: Any) -> DecodeError:
     return exc
 
 
-def _event_json(event: Any) -> bytes:
-    """JSON text of an event Struct / pydantic event / dict, with a fallback for unpaired
-    surrogates (the reference's protobuf encoder turns them into U+FFFD; the JSON writer
-    refuses them, as the Python reference's serializer does)."""
-    try:
-        return _native.dumps(event)
-    except EncodeError:
-        from .encoder import to_builtins
-
-        if hasattr(event, "model_dump") and not isinstance(event, msgspec.Struct):
-            plain = event.model_dump(by_alias=True, exclude_none=True, mode="python")
-        else:
-            plain = to_builtins(event)
-        # ensure_ascii writes lone surrogates as \udXXX escapes; the Rust side maps them to U+FFFD.
-        return json.dumps(plain, ensure_ascii=True, default=_json_default).encode()
-
-
-def _json_default(o: Any) -> Any:
-    value = getattr(o, "value", None)
-    if value is not None:
-        return value
-    raise TypeError(f"cannot encode {type(o).__name__}")
-
-
 # -- single messages ---------------------------------------------------------------------------
 
 
 def encode_event_message(event: Any) -> bytes:
-    """One event (Struct, ``ag_ui.core`` pydantic event or dict) as an unframed ``Event`` message."""
-    try:
-        return _encode_event(event, False)
-    except EncodeError:
-        return _native.proto_encode_json(_event_json(event), False)
+    """One event (Struct, ``ag_ui.core`` pydantic event or dict) as an unframed ``Event`` message.
+
+    Accepts what the SSE encoder accepts (pydantic's JSON-mode rules); raises
+    :class:`~agui_fast.errors.EncodeError` only."""
+    return _encode_event(event, False)
 
 
 def decode_event_message(data: Union[bytes, bytearray, memoryview], raw: Any = False) -> Any:
@@ -240,19 +215,12 @@ def decode_event_message(data: Union[bytes, bytearray, memoryview], raw: Any = F
 
 def encode_protobuf_frame(event: Any) -> bytes:
     """One event as a length-prefixed frame (4-byte big-endian length + message)."""
-    try:
-        return _encode_event(event, True)
-    except EncodeError:
-        return _native.proto_encode_json(_event_json(event), True)
+    return _encode_event(event, True)
 
 
-def encode_protobuf_many(events: Iterable[Any]) -> bytes:
-    """Events as one framed stream (the concatenation of their frames)."""
-    events = events if isinstance(events, (list, tuple)) else list(events)
-    try:
-        return _native.proto_encode_events(events)
-    except EncodeError:
-        return b"".join(encode_protobuf_frame(e) for e in events)
+encode_protobuf_many = _native.proto_encode_events
+"""``encode_protobuf_many(events)``: events as one framed stream (the concatenation of
+their frames)."""
 
 
 # -- streams -----------------------------------------------------------------------------------

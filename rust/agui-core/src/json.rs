@@ -165,6 +165,163 @@ pub fn write_null(buf: &mut Vec<u8>) {
     buf.extend_from_slice(b"null");
 }
 
+/// The JSON text sink (see [`crate::sink`]): pydantic's spelling of every value, commas
+/// placed from the document structure. Writes into a caller's buffer, so a value can be
+/// written in the middle of other text (the decoder writes members, then a value).
+pub struct JsonSink<'b> {
+    pub out: &'b mut Vec<u8>,
+    /// A value was written at this level: the next one needs a comma.
+    comma: bool,
+}
+
+impl<'b> JsonSink<'b> {
+    pub fn new(out: &'b mut Vec<u8>) -> Self {
+        JsonSink { out, comma: false }
+    }
+
+    /// The next value starts a new document (after text the caller wrote itself).
+    #[inline]
+    pub fn restart(&mut self) {
+        self.comma = false;
+    }
+
+    #[inline(always)]
+    fn sep(&mut self) {
+        if self.comma {
+            self.out.push(b',');
+        }
+    }
+}
+
+impl<'a> crate::sink::Sink<'a> for JsonSink<'_> {
+    #[inline]
+    fn null(&mut self) {
+        self.sep();
+        write_null(self.out);
+        self.comma = true;
+    }
+    #[inline]
+    fn bool(&mut self, v: bool) {
+        self.sep();
+        write_bool(self.out, v);
+        self.comma = true;
+    }
+    #[inline]
+    fn i64(&mut self, v: i64) {
+        self.sep();
+        write_i64(self.out, v);
+        self.comma = true;
+    }
+    fn big_int(&mut self, decimal: &str) {
+        self.sep();
+        self.out.extend_from_slice(decimal.as_bytes());
+        self.comma = true;
+    }
+    #[inline]
+    fn f64(&mut self, v: f64) {
+        self.sep();
+        write_f64(self.out, v);
+        self.comma = true;
+    }
+    #[inline]
+    fn str(&mut self, s: &str) {
+        self.sep();
+        write_str(self.out, s);
+        self.comma = true;
+    }
+    #[inline]
+    fn begin_array(&mut self) {
+        self.sep();
+        self.out.push(b'[');
+        self.comma = false;
+    }
+    #[inline]
+    fn end_array(&mut self) {
+        self.out.push(b']');
+        self.comma = true;
+    }
+    #[inline]
+    fn begin_object(&mut self) {
+        self.sep();
+        self.out.push(b'{');
+        self.comma = false;
+    }
+    #[inline]
+    fn key(&mut self, k: &str) {
+        self.sep();
+        write_key(self.out, k);
+        self.comma = false;
+    }
+    #[inline]
+    fn end_object(&mut self, _distinct_keys: bool) {
+        self.out.push(b'}');
+        self.comma = true;
+    }
+    #[inline]
+    fn key_pre(&mut self, k: &'a crate::sink::PreStr) {
+        self.sep();
+        self.out.extend_from_slice(&k.json);
+        self.out.push(b':');
+        self.comma = false;
+    }
+    #[inline]
+    fn scalar(&mut self, v: &'a crate::sink::Scalar) {
+        match v {
+            crate::sink::Scalar::Str(s) => {
+                self.sep();
+                self.out.extend_from_slice(&s.json);
+                self.comma = true;
+            }
+            crate::sink::Scalar::Null => self.null(),
+            crate::sink::Scalar::Bool(b) => self.bool(*b),
+            crate::sink::Scalar::Int(i) => self.i64(*i),
+            crate::sink::Scalar::BigInt(t) => self.big_int(t),
+            crate::sink::Scalar::Float(f) => self.f64(*f),
+        }
+    }
+    fn raw_json(&mut self, text: &[u8]) -> Result<(), String> {
+        self.sep();
+        self.out.extend_from_slice(text);
+        self.comma = true;
+        Ok(())
+    }
+}
+
+/// UTF-8 for a string given as WTF-8 (UTF-8 that may hold surrogate code points, e.g.
+/// Python's `encode("utf-8", "surrogatepass")`), the way JavaScript's UTF-8 encoders treat
+/// a JS string: a high surrogate followed by a low one is the character they form; any
+/// other surrogate becomes U+FFFD.
+pub fn wtf8_to_utf8_lossy(b: &[u8]) -> String {
+    // A surrogate is ED A0..BF xx (high: A0..AF, low: B0..BF); everything else is UTF-8.
+    let sur = |i: usize| -> Option<u32> {
+        (i + 2 < b.len() && b[i] == 0xED && (0xA0..=0xBF).contains(&b[i + 1]))
+            .then(|| 0xD000 | ((b[i + 1] as u32 & 0x3F) << 6) | (b[i + 2] as u32 & 0x3F))
+    };
+    let mut out = String::with_capacity(b.len());
+    let (mut i, mut start) = (0, 0);
+    while i < b.len() {
+        let Some(hi) = sur(i) else {
+            i += 1;
+            continue;
+        };
+        out.push_str(&String::from_utf8_lossy(&b[start..i]));
+        match sur(i + 3) {
+            Some(lo) if hi < 0xDC00 && lo >= 0xDC00 => {
+                let c = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
+                out.push(char::from_u32(c).unwrap_or('\u{FFFD}'));
+                i += 6;
+            }
+            _ => {
+                out.push('\u{FFFD}');
+                i += 3;
+            }
+        }
+        start = i;
+    }
+    out.push_str(&String::from_utf8_lossy(&b[start..]));
+    out
+}
+
 /// Format a float into a new `String` (convenience for tests and callers).
 pub fn f64_to_string(x: f64) -> String {
     let mut v = Vec::new();
@@ -302,6 +459,14 @@ mod tests {
                 assert_eq!(a, b);
             }
         }
+    }
+
+    #[test]
+    fn wtf8_surrogates_like_javascript() {
+        // "a" + lone high + "b" + pair(U+1F600) + lone low
+        let b = b"a\xed\xa0\x80b\xed\xa0\xbd\xed\xb8\x80\xed\xb0\x80";
+        assert_eq!(wtf8_to_utf8_lossy(b), "a\u{FFFD}b\u{1F600}\u{FFFD}");
+        assert_eq!(wtf8_to_utf8_lossy("é😀".as_bytes()), "é😀");
     }
 
     #[test]
