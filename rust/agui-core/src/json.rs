@@ -36,19 +36,53 @@ static ESCAPE: [u8; 256] = {
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
+/// Does `b` need escaping (a C0 control, `"` or `\\`)?
+#[inline(always)]
+fn needs_escape(b: u8) -> bool {
+    b < 0x20 || b == b'"' || b == b'\\'
+}
+
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGH: u64 = 0x8080_8080_8080_8080;
+const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
 
-/// True when one of the 8 bytes of `w` must be escaped (< 0x20, `"` or `\`).
-/// (The "has less than" / "has zero byte" bit tricks are exact as existence tests.)
+/// High bit of each zero byte of `t`, exactly (no carry crosses a byte boundary).
 #[inline(always)]
-fn word_needs_escape(w: u64) -> bool {
-    let ctrl = w.wrapping_sub(ONES * 0x20) & !w;
-    let q = w ^ (ONES * b'"' as u64);
-    let quote = q.wrapping_sub(ONES) & !q;
-    let b = w ^ (ONES * b'\\' as u64);
-    let backslash = b.wrapping_sub(ONES) & !b;
-    (ctrl | quote | backslash) & HIGH != 0
+fn zero_bytes(t: u64) -> u64 {
+    !(((t & LOW7) + LOW7) | t) & HIGH
+}
+
+/// High bit of each of the 8 bytes of `x` that needs escaping (< 0x20, `"`, `\\`): an
+/// exact per-byte mask, so the first one is found from its trailing zeros without a
+/// byte-by-byte rescan (SWAR: 8 bytes per step in plain integer code; the core crate has
+/// no `unsafe`, so no SIMD intrinsics).
+#[inline(always)]
+fn escape_mask(x: u64) -> u64 {
+    let ctrl = !(((x & LOW7) + ONES * 0x60) | x) & HIGH;
+    ctrl | zero_bytes(x ^ (ONES * b'"' as u64)) | zero_bytes(x ^ (ONES * b'\\' as u64))
+}
+
+/// Position of the first byte that needs escaping; a last partial word is padded.
+#[inline(always)]
+fn first_escape(bytes: &[u8]) -> Option<usize> {
+    let n = bytes.len();
+    let mut i = 0;
+    while i + 8 <= n {
+        let m = escape_mask(u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap()));
+        if m != 0 {
+            return Some(i + (m.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    if i < n {
+        let mut pad = [b' '; 8];
+        pad[..n - i].copy_from_slice(&bytes[i..]);
+        let m = escape_mask(u64::from_le_bytes(pad));
+        if m != 0 {
+            return Some(i + (m.trailing_zeros() / 8) as usize);
+        }
+    }
+    None
 }
 
 #[inline(always)]
@@ -64,30 +98,13 @@ fn write_escape(buf: &mut Vec<u8>, b: u8, esc: u8) {
 #[inline]
 pub fn write_str_body(buf: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
-    let n = bytes.len();
     let mut start = 0; // first byte not yet copied
-    let mut i = 0;
-    while i < n {
-        // Skip 8 bytes at a time while none needs escaping.
-        while i + 8 <= n {
-            let w = u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap());
-            if word_needs_escape(w) {
-                break;
-            }
-            i += 8;
-        }
-        // Then byte by byte up to (and including) the next escape, at most one word.
-        let stop = (i + 8).min(n);
-        while i < stop {
-            let b = bytes[i];
-            let esc = ESCAPE[b as usize];
-            i += 1;
-            if esc != 0 {
-                buf.extend_from_slice(&bytes[start..i - 1]);
-                write_escape(buf, b, esc);
-                start = i;
-            }
-        }
+    while let Some(p) = first_escape(&bytes[start..]) {
+        let at = start + p;
+        buf.extend_from_slice(&bytes[start..at]);
+        let b = bytes[at];
+        write_escape(buf, b, ESCAPE[b as usize]);
+        start = at + 1;
     }
     buf.extend_from_slice(&bytes[start..]);
 }
@@ -108,8 +125,30 @@ fn write_str_body_simple(buf: &mut Vec<u8>, s: &str) {
 /// Append `s` as a JSON string (with quotes).
 #[inline]
 pub fn write_str(buf: &mut Vec<u8>, s: &str) {
-    buf.reserve(s.len() + 2);
+    let bytes = s.as_bytes();
+    let n = bytes.len();
+    buf.reserve(n + 2);
     buf.push(b'"');
+    // Most strings are short (keys, ids, words). Checked and copied as whole words read
+    // straight from the string (two overlapping words for 8..=16 bytes): fixed-size
+    // copies compile to plain stores, where a variable-length one is a memcpy call.
+    if (8..=16).contains(&n) {
+        let w1: [u8; 8] = bytes[..8].try_into().unwrap();
+        let w2: [u8; 8] = bytes[n - 8..].try_into().unwrap();
+        if escape_mask(u64::from_le_bytes(w1)) | escape_mask(u64::from_le_bytes(w2)) == 0 {
+            let at = buf.len();
+            buf.extend_from_slice(&w1);
+            buf.extend_from_slice(&w2);
+            buf.truncate(at + n);
+            buf[at + n - 8..at + n].copy_from_slice(&w2);
+            buf.push(b'"');
+            return;
+        }
+    } else if n < 8 && !bytes.iter().any(|&b| needs_escape(b)) {
+        buf.extend_from_slice(bytes);
+        buf.push(b'"');
+        return;
+    }
     write_str_body(buf, s);
     buf.push(b'"');
 }
@@ -447,6 +486,11 @@ mod tests {
             write_str_body(&mut a, &s);
             write_str_body_simple(&mut b, &s);
             assert_eq!(a, b, "{s:?}");
+            let (mut q, mut want) = (b"x".to_vec(), b"x\"".to_vec());
+            write_str(&mut q, &s);
+            write_str_body_simple(&mut want, &s);
+            want.push(b'"');
+            assert_eq!(q, want, "{s:?}");
         }
         // every byte value at every offset within a word
         for byte in 0u8..0x80 {
