@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 import ag_ui.core as core
 from ag_ui.encoder import EventEncoder
 from agui_fast import _native
+from agui_fast import core as fast
 from agui_fast.errors import AguiError, EncodeError
 
 VECTORS = Path(__file__).parent / "vectors" / "codec"
@@ -898,3 +899,138 @@ def test_encode_sse_event_is_encode_sse_without_options():
     from agui_fast.encoder import EventEncoder as Ours
 
     assert Ours.encode is _native.encode_sse_event
+
+
+# ---------------------------------------------------------------------------
+# Plans from msgspec's own metadata: subclasses encode every field (issue 9)
+# ---------------------------------------------------------------------------
+
+
+def test_user_subclass_with_extra_fields_encodes_them_like_the_reference():
+    ref = core
+
+    class MyEvent(fast.TextMessageContentEvent, kw_only=True):
+        trace: str
+        note: Optional[str] = None
+
+    class RefMyEvent(ref.TextMessageContentEvent):
+        trace: str
+        note: Optional[str] = None
+
+    ours = MyEvent(message_id="m1", delta="d", trace="t-1")
+    theirs = RefMyEvent(message_id="m1", delta="d", trace="t-1")
+    want = EventEncoder().encode(theirs)
+    assert want == 'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"d","trace":"t-1"}\n\n'
+    assert _native.encode_sse(ours) == want
+    assert b'"trace":"t-1"' in msgspec.json.encode(ours)  # msgspec agrees it is a field
+    ours.note, theirs.note = "n", "n"
+    assert _native.encode_sse(ours) == EventEncoder().encode(theirs)
+
+
+def test_plain_msgspec_structs_follow_msgspec_metadata():
+    class Plain(msgspec.Struct, rename="camel", tag="plain", tag_field="kind"):
+        some_value: int
+        maybe_none: Optional[int] = None
+        items: List[str] = msgspec.field(default_factory=list)
+
+    class Omitting(msgspec.Struct, omit_defaults=True):
+        a: int
+        b: Optional[int] = None
+
+    for obj in (Plain(1), Plain(2, 3, ["x"]), Omitting(1), Omitting(1, 2)):
+        assert _native.dumps(obj) == msgspec.json.encode(obj)
+
+
+# ---------------------------------------------------------------------------
+# pydantic's JSON mode inside Any fields, against the reference (issue 11 §2)
+# ---------------------------------------------------------------------------
+
+
+def _reference_types():
+    import dataclasses
+    import datetime
+    import uuid
+
+    from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_serializer, model_serializer
+
+    class Color(enum.Enum):
+        RED = "red"
+        ONE = 1
+
+    @dataclasses.dataclass
+    class DC:
+        a: int
+        when: datetime.date
+
+    class Hidden(BaseModel):
+        model_config = ConfigDict(populate_by_name=True)
+        secret: str = Field(alias="secretAlias")
+        n: int = 0
+
+        @field_serializer("secret")
+        def _hide(self, v: str) -> str:
+            return "***"
+
+    class Aliased(BaseModel):
+        x: int = Field(serialization_alias="X")
+        when: datetime.datetime
+        tags: set = set()
+
+    class Whole(BaseModel):
+        a: int
+
+        @model_serializer
+        def _only(self) -> Dict[str, Any]:
+            return {"only": self.a}
+
+    tz = st.none() | st.just(datetime.timezone.utc) | st.builds(
+        datetime.timezone, st.timedeltas(min_value=datetime.timedelta(hours=-23), max_value=datetime.timedelta(hours=23))
+    )
+    text = st.text(max_size=6)
+    scalars = st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(),
+        st.floats(allow_nan=False, allow_infinity=False),
+        text,
+        st.datetimes(timezones=tz),
+        st.dates(),
+        st.times(),
+        st.timedeltas(),
+        st.uuids(),
+        st.decimals(allow_nan=False, allow_infinity=False),
+        text.map(str.encode),
+        st.sets(st.integers(), max_size=3),
+        st.frozensets(text, max_size=3),
+        st.sampled_from(Color),
+        st.builds(SecretStr, text),
+        st.builds(DC, st.integers(), st.dates()),
+        st.builds(Hidden, secretAlias=text, n=st.integers()),
+        st.builds(Aliased, x=st.integers(), when=st.datetimes(), tags=st.sets(st.integers(), max_size=2)),
+        st.builds(Whole, a=st.integers()),
+    )
+    keys = st.one_of(text, st.integers(), st.booleans(), st.floats(allow_nan=False), st.none(), st.dates(), st.uuids())
+    return st.recursive(
+        scalars,
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(keys, inner, max_size=3) | st.tuples(inner, inner),
+        max_leaves=8,
+    )
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_reference_types())
+def test_any_fields_write_what_the_reference_writes(value):
+    ref = core
+    ours = fast.CustomEvent(name="n", value=value)
+    try:
+        want = EventEncoder().encode(ref.CustomEvent(name="n", value=value))
+    except Exception:
+        with pytest.raises(EncodeError):
+            _native.encode_sse(ours)
+        with pytest.raises(EncodeError):
+            _native.proto_encode_event(ours)
+        return
+    assert _native.encode_sse(ours) == want
+    assert _native.encode_sse(fast.RawEvent(event={"v": value})).startswith("data: ")
+    # the protobuf encoders accept the same values and map the same JSON
+    assert _native.proto_encode_event(ours) == _native.proto_encode_json(want[6:-2].encode())
