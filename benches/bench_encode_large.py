@@ -3,10 +3,13 @@
 Groups (issue 9's "large events at least as fast as orjson"):
 * encode_messages_snapshot_300: a MESSAGES_SNAPSHOT of 300 messages (user, assistant with
   tool calls, tool results; prose with newlines, quotes and non-ASCII) as our Struct through
-  ``EventEncoder.encode``; ``orjson.dumps`` of the same data as plain dicts/lists plus the SSE
-  framing; ``msgspec.json.encode`` of the Struct (no framing).
+  ``EventEncoder.encode_binary`` (SSE bytes); ``orjson.dumps`` of the same data as plain
+  dicts/lists plus the SSE framing; ``msgspec.json.encode`` of the Struct (no framing).
 * encode_state_snapshot_100k: a STATE_SNAPSHOT whose ~100 KB state is nested dicts/lists of
   strings, numbers and booleans: the same three.
+* encode_str_*: the same through ``EventEncoder.encode`` (a ``str``, the reference's API)
+  against orjson's bytes decoded to ``str``: building a str of non-ASCII text costs CPython a
+  UTF-8 decode whoever wrote the bytes.
 * proto_encode_messages_snapshot_300: the snapshot as one protobuf frame (no peer writes
   this format from Python: our own trend line, compared before/after a change).
 
@@ -103,34 +106,37 @@ def test_same_json(ours, plain):
     assert json.loads(ENC.encode(ours)[6:-2]) == plain == json.loads(_orjson_sse(plain)[6:-2])
 
 
-def test_encode_messages_snapshot_300__agui_fast(benchmark):
-    benchmark.group = "encode_messages_snapshot_300"
-    benchmark(ENC.encode, SNAPSHOT)
+CASES = {"messages_snapshot_300": (SNAPSHOT, SNAPSHOT_PLAIN), "state_snapshot_100k": (STATE, STATE_PLAIN)}
 
 
-def test_encode_messages_snapshot_300__orjson(benchmark):
-    benchmark.group = "encode_messages_snapshot_300"
-    benchmark(_orjson_sse, SNAPSHOT_PLAIN)
+@pytest.mark.parametrize("case", CASES)
+def test_encode_large__agui_fast(benchmark, case):
+    benchmark.group = f"encode_{case}"
+    benchmark(ENC.encode_binary, CASES[case][0])
 
 
-def test_encode_messages_snapshot_300__msgspec(benchmark):
-    benchmark.group = "encode_messages_snapshot_300"
-    benchmark(msgspec.json.encode, SNAPSHOT)
+@pytest.mark.parametrize("case", CASES)
+def test_encode_large__orjson(benchmark, case):
+    benchmark.group = f"encode_{case}"
+    benchmark(_orjson_sse, CASES[case][1])
 
 
-def test_encode_state_snapshot_100k__agui_fast(benchmark):
-    benchmark.group = "encode_state_snapshot_100k"
-    benchmark(ENC.encode, STATE)
+@pytest.mark.parametrize("case", CASES)
+def test_encode_large__msgspec(benchmark, case):
+    benchmark.group = f"encode_{case}"
+    benchmark(msgspec.json.encode, CASES[case][0])
 
 
-def test_encode_state_snapshot_100k__orjson(benchmark):
-    benchmark.group = "encode_state_snapshot_100k"
-    benchmark(_orjson_sse, STATE_PLAIN)
+@pytest.mark.parametrize("case", CASES)
+def test_encode_large_str__agui_fast(benchmark, case):
+    benchmark.group = f"encode_str_{case}"
+    benchmark(ENC.encode, CASES[case][0])
 
 
-def test_encode_state_snapshot_100k__msgspec(benchmark):
-    benchmark.group = "encode_state_snapshot_100k"
-    benchmark(msgspec.json.encode, STATE)
+@pytest.mark.parametrize("case", CASES)
+def test_encode_large_str__orjson(benchmark, case):
+    benchmark.group = f"encode_str_{case}"
+    benchmark(lambda plain: _orjson_sse(plain).decode(), CASES[case][1])
 
 
 def test_proto_encode_messages_snapshot_300__agui_fast(benchmark):

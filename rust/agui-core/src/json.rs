@@ -230,43 +230,39 @@ impl<'b> JsonSink<'b> {
             self.out.push(b',');
         }
     }
+
+    /// Write one complete value (after a comma when one is due).
+    #[inline(always)]
+    fn value(&mut self, write: impl FnOnce(&mut Vec<u8>)) {
+        self.sep();
+        write(self.out);
+        self.comma = true;
+    }
 }
 
 impl<'a> crate::sink::Sink<'a> for JsonSink<'_> {
     #[inline]
     fn null(&mut self) {
-        self.sep();
-        write_null(self.out);
-        self.comma = true;
+        self.value(write_null)
     }
     #[inline]
     fn bool(&mut self, v: bool) {
-        self.sep();
-        write_bool(self.out, v);
-        self.comma = true;
+        self.value(|o| write_bool(o, v))
     }
     #[inline]
     fn i64(&mut self, v: i64) {
-        self.sep();
-        write_i64(self.out, v);
-        self.comma = true;
+        self.value(|o| write_i64(o, v))
     }
     fn big_int(&mut self, decimal: &str) {
-        self.sep();
-        self.out.extend_from_slice(decimal.as_bytes());
-        self.comma = true;
+        self.value(|o| o.extend_from_slice(decimal.as_bytes()))
     }
     #[inline]
     fn f64(&mut self, v: f64) {
-        self.sep();
-        write_f64(self.out, v);
-        self.comma = true;
+        self.value(|o| write_f64(o, v))
     }
     #[inline]
     fn str(&mut self, s: &str) {
-        self.sep();
-        write_str(self.out, s);
-        self.comma = true;
+        self.value(|o| write_str(o, s))
     }
     #[inline]
     fn begin_array(&mut self) {
@@ -306,11 +302,7 @@ impl<'a> crate::sink::Sink<'a> for JsonSink<'_> {
     #[inline]
     fn scalar(&mut self, v: &'a crate::sink::Scalar) {
         match v {
-            crate::sink::Scalar::Str(s) => {
-                self.sep();
-                self.out.extend_from_slice(&s.json);
-                self.comma = true;
-            }
+            crate::sink::Scalar::Str(s) => self.value(|o| o.extend_from_slice(&s.json)),
             crate::sink::Scalar::Null => self.null(),
             crate::sink::Scalar::Bool(b) => self.bool(*b),
             crate::sink::Scalar::Int(i) => self.i64(*i),
@@ -319,9 +311,7 @@ impl<'a> crate::sink::Sink<'a> for JsonSink<'_> {
         }
     }
     fn raw_json(&mut self, text: &[u8]) -> Result<(), String> {
-        self.sep();
-        self.out.extend_from_slice(text);
-        self.comma = true;
+        self.value(|o| o.extend_from_slice(text));
         Ok(())
     }
 }
