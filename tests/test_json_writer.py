@@ -1034,3 +1034,50 @@ def test_any_fields_write_what_the_reference_writes(value):
     assert _native.encode_sse(fast.RawEvent(event={"v": value})).startswith("data: ")
     # the protobuf encoders accept the same values and map the same JSON
     assert _native.proto_encode_event(ours) == _native.proto_encode_json(want[6:-2].encode())
+
+
+def test_fast_paths_for_common_types_match_pydantic():
+    import datetime as dt
+    import decimal
+    import uuid
+
+    class MyDate(dt.date):  # a subclass: pydantic's own spelling, through the fallback
+        pass
+
+    utc, tz = dt.timezone.utc, dt.timezone
+    values = [
+        dt.datetime(2024, 1, 2, 3, 4, 5),
+        dt.datetime(2024, 1, 2, 3, 4, 5, 600000, tzinfo=utc),  # "Z"
+        dt.datetime(2024, 1, 2, 3, 4, 5, tzinfo=tz(dt.timedelta(0))),
+        dt.datetime(2024, 1, 2, 3, 4, 5, 123, tzinfo=tz(dt.timedelta(hours=-5, minutes=-30))),
+        dt.datetime(2024, 1, 2, 3, 4, 5, tzinfo=tz(dt.timedelta(seconds=61))),  # offset with seconds
+        dt.datetime(1, 1, 1),
+        dt.date(2024, 1, 2),
+        MyDate(2024, 1, 2),
+        dt.time(1, 2, 3),
+        dt.time(1, 2, 3, 400, tzinfo=utc),
+        uuid.UUID(int=5),
+        decimal.Decimal("1.50"),
+        decimal.Decimal("-0E-7"),
+        decimal.Decimal("NaN"),
+    ]
+    for v in values:
+        want = pydantic_core.to_json(v)
+        assert _native.dumps(v) == want, v
+        assert _native.dumps({"k": [v]}) == b'{"k":[' + want + b"]}"
+        with pytest.raises(EncodeError, match="Unable to serialize unknown type"):
+            _native.dumps(v, pydantic_fallback=False)
+
+
+def test_keys_spelled_alike_merge_like_the_reference():
+    # The reference's model serializer returns JSON-mode Python dicts: keys spelled alike
+    # merge there (first position, last value). Found by the hypothesis test above.
+    class C(str, enum.Enum):
+        RED = "red"
+
+    for value in ({None: 1, float("inf"): 2}, {C.RED: 1, "red": 2, "x": {1: "a", "1": "b"}}, {"1": 0, 1: 1, True: 2}):
+        want = EventEncoder().encode(core.CustomEvent(name="n", value=value))
+        assert _native.encode_sse(fast.CustomEvent(name="n", value=value)) == want
+        assert _native.proto_encode_event(fast.CustomEvent(name="n", value=value)) == _native.proto_encode_json(
+            want[6:-2].encode()
+        )

@@ -144,8 +144,23 @@ pub fn write_str(buf: &mut Vec<u8>, s: &str) {
             buf.push(b'"');
             return;
         }
-    } else if n < 8 && !bytes.iter().any(|&b| needs_escape(b)) {
-        buf.extend_from_slice(bytes);
+    } else if (4..8).contains(&n) {
+        let w1: [u8; 4] = bytes[..4].try_into().unwrap();
+        let w2: [u8; 4] = bytes[n - 4..].try_into().unwrap();
+        let x = u32::from_le_bytes(w1) as u64 | (u32::from_le_bytes(w2) as u64) << 32;
+        if escape_mask(x) == 0 {
+            let at = buf.len();
+            buf.extend_from_slice(&w1);
+            buf.extend_from_slice(&w2);
+            buf.truncate(at + n);
+            buf[at + n - 4..at + n].copy_from_slice(&w2);
+            buf.push(b'"');
+            return;
+        }
+    } else if n < 4 && !bytes.iter().any(|&b| needs_escape(b)) {
+        for &b in bytes {
+            buf.push(b);
+        }
         buf.push(b'"');
         return;
     }
@@ -241,65 +256,80 @@ impl<'b> JsonSink<'b> {
 }
 
 impl<'a> crate::sink::Sink<'a> for JsonSink<'_> {
-    #[inline]
+    #[inline(always)]
     fn null(&mut self) {
         self.value(write_null)
     }
-    #[inline]
+    #[inline(always)]
     fn bool(&mut self, v: bool) {
         self.value(|o| write_bool(o, v))
     }
-    #[inline]
+    #[inline(always)]
     fn i64(&mut self, v: i64) {
         self.value(|o| write_i64(o, v))
     }
+    #[inline(always)]
     fn big_int(&mut self, decimal: &str) {
         self.value(|o| o.extend_from_slice(decimal.as_bytes()))
     }
-    #[inline]
+    #[inline(always)]
     fn f64(&mut self, v: f64) {
         self.value(|o| write_f64(o, v))
     }
-    #[inline]
+    #[inline(always)]
     fn str(&mut self, s: &str) {
         self.value(|o| write_str(o, s))
     }
-    #[inline]
+    #[inline(always)]
     fn begin_array(&mut self) {
         self.sep();
         self.out.push(b'[');
         self.comma = false;
     }
-    #[inline]
+    #[inline(always)]
     fn end_array(&mut self) {
         self.out.push(b']');
         self.comma = true;
     }
-    #[inline]
+    #[inline(always)]
     fn begin_object(&mut self) {
         self.sep();
         self.out.push(b'{');
         self.comma = false;
     }
-    #[inline]
+    #[inline(always)]
     fn key(&mut self, k: &str) {
         self.sep();
         write_key(self.out, k);
         self.comma = false;
     }
-    #[inline]
+    fn object_mark(&self) -> usize {
+        self.out.len()
+    }
+    fn rewind_object(&mut self, mark: usize) {
+        self.out.truncate(mark);
+        self.comma = false;
+    }
+    #[inline(always)]
     fn end_object(&mut self, _distinct_keys: bool) {
         self.out.push(b'}');
         self.comma = true;
     }
-    #[inline]
+    #[inline(always)]
     fn key_pre(&mut self, k: &'a crate::sink::PreStr) {
         self.sep();
-        self.out.extend_from_slice(&k.json);
-        self.out.push(b':');
+        if k.key_len <= 16 {
+            // One fixed-size copy (a vector store), the padding then cut off.
+            let at = self.out.len();
+            let block: &[u8; 16] = k.key_padded[..16].try_into().unwrap();
+            self.out.extend_from_slice(block);
+            self.out.truncate(at + k.key_len);
+        } else {
+            self.out.extend_from_slice(&k.key_padded[..k.key_len]);
+        }
         self.comma = false;
     }
-    #[inline]
+    #[inline(always)]
     fn scalar(&mut self, v: &'a crate::sink::Scalar) {
         match v {
             crate::sink::Scalar::Str(s) => self.value(|o| o.extend_from_slice(&s.json)),
@@ -310,6 +340,7 @@ impl<'a> crate::sink::Sink<'a> for JsonSink<'_> {
             crate::sink::Scalar::Float(f) => self.f64(*f),
         }
     }
+    #[inline(always)]
     fn raw_json(&mut self, text: &[u8]) -> Result<(), String> {
         self.value(|o| o.extend_from_slice(text));
         Ok(())

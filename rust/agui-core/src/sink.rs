@@ -20,13 +20,21 @@
 pub struct PreStr {
     pub text: Box<str>,
     pub json: Box<[u8]>,
+    /// `"text":` (a key's JSON), zero-padded to a multiple of 16 bytes so that JSON sinks
+    /// copy short keys with one fixed-size copy; the first `key_len` bytes are the key.
+    pub key_padded: Box<[u8]>,
+    pub key_len: usize,
 }
 
 impl PreStr {
     pub fn new(text: &str) -> PreStr {
         let mut json = Vec::with_capacity(text.len() + 2);
         crate::json::write_str(&mut json, text);
-        PreStr { text: text.into(), json: json.into_boxed_slice() }
+        let mut key = json.clone();
+        key.push(b':');
+        let key_len = key.len();
+        key.resize(key_len.div_ceil(16) * 16, 0);
+        PreStr { text: text.into(), json: json.into_boxed_slice(), key_padded: key.into_boxed_slice(), key_len }
     }
 }
 
@@ -64,6 +72,11 @@ pub trait Sink<'a> {
     /// Closes an object. `distinct_keys`: the walker knows no key repeated (a sink that
     /// must merge repeated keys can skip its check).
     fn end_object(&mut self, distinct_keys: bool);
+    /// A mark taken right after `begin_object`, to [`Sink::rewind_object`] to.
+    fn object_mark(&self) -> usize;
+    /// Forget the members of the innermost open object written since `mark` (the walker
+    /// restarts an object whose keys turn out to need merging).
+    fn rewind_object(&mut self, mark: usize);
 
     #[inline]
     fn str_ref(&mut self, s: &'a str) {
@@ -193,6 +206,21 @@ mod tests {
         tb.end_array();
         let (a, b) = (tb.finish().unwrap(), crate::proto::node::parse(b"[{\"x\":[1,2]},3]").unwrap().into_owned());
         assert_eq!(wkt::Value::from_node(&a), wkt::Value::from_node(&b));
+    }
+
+    #[test]
+    fn pre_encoded_keys_and_strings() {
+        for k in ["", "id", "messageId", "fourteen_chars", "fifteen_chars__", "a_much_longer_wire_key", "q\"é\n"] {
+            let p = PreStr::new(k);
+            let mut out = Vec::new();
+            let mut s = JsonSink::new(&mut out);
+            s.begin_object();
+            s.key_pre(&p);
+            s.scalar(&Scalar::Str(p.clone()));
+            s.end_object(true);
+            let want = format!("{{{}:{}}}", crate::json::str_to_json(k), crate::json::str_to_json(k));
+            assert_eq!(String::from_utf8(out).unwrap(), want);
+        }
     }
 
     #[test]

@@ -135,6 +135,12 @@ pub(crate) enum Kind {
     TupleSub,
     /// set / frozenset (and subclasses): an array in iteration order, as pydantic writes.
     Set,
+    /// exact `datetime.datetime` / `datetime.time`, `datetime.date`: their ISO text
+    /// (pydantic's spelling, see `walk.rs`); the `usize` is the length of the text before
+    /// any fraction and offset (19, 8, 10).
+    IsoTime(usize),
+    /// exact `uuid.UUID`, `decimal.Decimal`: `str(value)` is pydantic's JSON string.
+    Text,
     Unknown,
 }
 
@@ -169,8 +175,9 @@ type TypeMap = HashMap<usize, GilBound<CacheEntry>, std::hash::BuildHasherDefaul
 static CACHE: GilCell<Option<TypeMap>> = GilCell::new(None);
 static ENUM_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static UNSET: PyOnceLock<Option<Py<PyAny>>> = PyOnceLock::new();
+static STDLIB_TYPES: PyOnceLock<[(Py<PyAny>, usize); 5]> = PyOnceLock::new();
 
-#[inline]
+#[inline(always)]
 pub(crate) fn kind_of(py: Python<'_>, tp: *mut ffi::PyTypeObject) -> PyResult<Kind> {
     let key = tp as usize;
     let hit = CACHE.with(py, |c| c.as_ref().and_then(|m| m.get(&key)).map(|e| e.0.kind.clone()));
@@ -224,6 +231,12 @@ fn is_subtype(tp: &Bound<'_, PyType>, base: *mut ffi::PyTypeObject) -> bool {
     unsafe { ffi::PyType_IsSubtype(tp.as_ptr() as *mut ffi::PyTypeObject, base) != 0 }
 }
 
+fn enum_type(py: Python<'_>) -> PyResult<&Py<PyType>> {
+    ENUM_TYPE.get_or_try_init(py, || -> PyResult<Py<PyType>> {
+        Ok(py.import("enum")?.getattr("Enum")?.cast_into::<PyType>()?.unbind())
+    })
+}
+
 fn classify<'py>(py: Python<'py>, ty: &Bound<'py, PyType>) -> PyResult<Kind> {
     let agui = lookup_class_attr(ty, intern!(py, "__agui_fields__"))?;
     let msgspec_fields = lookup_class_attr(ty, intern!(py, "__struct_fields__"))?;
@@ -238,11 +251,25 @@ fn classify<'py>(py: Python<'py>, ty: &Bound<'py, PyType>) -> PyResult<Kind> {
             return Ok(Kind::Plan(Rc::new(pydantic_plan(py, ty, d)?)));
         }
     }
-    let enum_ty = ENUM_TYPE.get_or_try_init(py, || -> PyResult<Py<PyType>> {
-        Ok(py.import("enum")?.getattr("Enum")?.cast_into::<PyType>()?.unbind())
-    })?;
-    if ty.is_subclass(enum_ty.bind(py))? {
+    if ty.is_subclass(enum_type(py)?.bind(py))? {
         return Ok(Kind::Enum(Rc::new(enum_info(py, ty))));
+    }
+    // (type, ISO text length before fraction and offset; 0: `str()` is the JSON string)
+    let stdlib = STDLIB_TYPES.get_or_try_init(py, || -> PyResult<[(Py<PyAny>, usize); 5]> {
+        let dt = py.import("datetime")?;
+        Ok([
+            (dt.getattr("datetime")?.unbind(), 19),
+            (dt.getattr("date")?.unbind(), 10),
+            (dt.getattr("time")?.unbind(), 8),
+            (py.import("uuid")?.getattr("UUID")?.unbind(), 0),
+            (py.import("decimal")?.getattr("Decimal")?.unbind(), 0),
+        ])
+    })?;
+    // Exact types only: a subclass may format itself differently (pydantic's fallback).
+    for (t, base) in stdlib {
+        if t.as_ptr() == ty.as_ptr() {
+            return Ok(if *base == 0 { Kind::Text } else { Kind::IsoTime(*base) });
+        }
     }
     let subs: [(*mut ffi::PyTypeObject, Kind); 8] = [
         (&raw mut ffi::PyUnicode_Type, Kind::StrSub),
@@ -528,7 +555,10 @@ fn struct_plan<'py>(
                 Err(e) => cfg("tag").ok_or(e)?,
             };
             let absent = m.omit && unsafe { is_absent(tag.as_ptr()) };
-            getter = match scalar_of(&tag) {
+            // An Enum member (our tags are `EventType` members) is written as its value.
+            let is_enum = tag.is_instance(enum_type(py)?.bind(py))?;
+            let value = if is_enum { tag.getattr(intern!(py, "_value_")).unwrap_or_else(|_| tag.clone()) } else { tag.clone() };
+            getter = match scalar_of(&value) {
                 Some(s) if !absent => Getter::ConstScalar(s),
                 _ => Getter::Const(tag.unbind()),
             };

@@ -116,7 +116,7 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
     }
 
     /// A str object (exact or subclass) as a value or a key.
-    #[inline]
+    #[inline(always)]
     fn string(&mut self, ptr: *mut ffi::PyObject, key: bool) -> PyResult<()> {
         let mut size: ffi::Py_ssize_t = 0;
         let data = unsafe { ffi::PyUnicode_AsUTF8AndSize(ptr, &mut size) };
@@ -139,21 +139,12 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
         Ok(())
     }
 
+    /// A str whose UTF-8 could not be read (unpaired surrogates): `owned_text` decides.
     #[cold]
     fn surrogates(&mut self, ptr: *mut ffi::PyObject, key: bool) -> PyResult<()> {
-        let err = PyErr::fetch(self.py);
-        if !err.is_instance_of::<PyUnicodeEncodeError>(self.py) {
-            return Err(err);
-        }
-        if !self.opts.lossy_surrogates {
-            return Err(encode_error(
-                self.py,
-                format!("string contains an unpaired surrogate (surrogates not allowed): {err}"),
-            ));
-        }
-        let s = unsafe { Bound::from_borrowed_ptr(self.py, ptr) };
-        let wtf8 = s.call_method1(intern!(self.py, "encode"), ("utf-8", "surrogatepass"))?;
-        let text = agui_core::json::wtf8_to_utf8_lossy(wtf8.cast::<PyBytes>()?.as_bytes());
+        unsafe { ffi::PyErr_Clear() }; // `owned_text` reads it again and sees the error
+        let s = unsafe { Bound::from_borrowed_ptr(self.py, ptr) }.cast_into::<PyString>()?;
+        let text = self.owned_text(&s)?;
         if key {
             self.sink.key(&text)
         } else {
@@ -189,7 +180,7 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
         Ok(r.to_str()?.to_owned())
     }
 
-    #[inline]
+    #[inline(always)]
     fn float(&mut self, ptr: *mut ffi::PyObject) -> PyResult<()> {
         let v = unsafe { ffi::PyFloat_AsDouble(ptr) };
         if v == -1.0 && unsafe { !ffi::PyErr_Occurred().is_null() } {
@@ -265,9 +256,14 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
             Kind::ListSub => self.list(ptr),
             Kind::TupleSub => self.tuple(ptr),
             Kind::Set if self.opts.pydantic => self.set(ptr),
+            Kind::IsoTime(base) if self.opts.pydantic => self.iso_time(ptr, *base),
+            Kind::Text if self.opts.pydantic => {
+                let text = unsafe { Bound::from_borrowed_ptr(self.py, ptr) }.str()?;
+                self.string(text.as_ptr(), false)
+            }
             Kind::Foreign => self.foreign(ptr),
             Kind::Set | Kind::Unknown if self.opts.pydantic => self.foreign(ptr),
-            Kind::Set | Kind::Unknown => {
+            Kind::Set | Kind::Unknown | Kind::IsoTime(_) | Kind::Text => {
                 let ty: Bound<'py, PyType> =
                     unsafe { Bound::from_borrowed_ptr(self.py, tp as *mut ffi::PyObject).cast_into_unchecked() };
                 Err(encode_error(self.py, format!("Unable to serialize unknown type: {}", type_name(&ty))))
@@ -316,6 +312,29 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
             .map_err(|e| encode_error(self.py, format!("{}: {e}", type_name(&obj.get_type()))))
     }
 
+    /// A datetime, date or time as pydantic writes it: the ISO text, with `Z` for a zero
+    /// offset; an offset with seconds (rare) is left to pydantic, which spells it its own way.
+    fn iso_time(&mut self, ptr: *mut ffi::PyObject, base: usize) -> PyResult<()> {
+        let obj = unsafe { Bound::from_borrowed_ptr(self.py, ptr) };
+        let iso = obj.call_method0(intern!(self.py, "isoformat"))?;
+        let text = iso.cast::<PyString>()?.to_str()?;
+        let b = text.as_bytes();
+        let mut end = base.min(b.len());
+        if b.get(end) == Some(&b'.') {
+            end += 7;
+        }
+        match b.len().checked_sub(end) {
+            Some(0) => self.string(iso.as_ptr(), false),
+            Some(6) if &b[end..] == b"+00:00" => {
+                let z = format!("{}Z", &text[..end]);
+                self.sink.str(&z);
+                Ok(())
+            }
+            Some(6) => self.string(iso.as_ptr(), false),
+            _ => self.foreign(ptr),
+        }
+    }
+
     fn set(&mut self, ptr: *mut ffi::PyObject) -> PyResult<()> {
         self.enter()?;
         self.sink.begin_array();
@@ -329,75 +348,125 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
         Ok(())
     }
 
-    /// A dict key that is not an exact str.
+    /// The text of a dict key that is not an exact str: a str subclass, an Enum member
+    /// with a str value, else (pydantic mode) pydantic's key rules (`1` -> "1", `None` ->
+    /// "None", a date -> its ISO text): pydantic is asked for `{key: None}` and the key it
+    /// wrote is taken.
     #[cold]
-    fn dict_key(&mut self, key: *mut ffi::PyObject) -> PyResult<()> {
-        let kind = kind_of(self.py, unsafe { ffi::Py_TYPE(key) })?;
-        match &kind {
-            Kind::StrSub => return self.string(key, true),
-            Kind::Enum(info) => {
-                if let Some(Scalar::Str(s)) = info.members.get(&(key as usize)) {
-                    self.hold(&kind);
-                    self.sink.key_ref(unsafe { extend::<str>(&s.text) });
-                    return Ok(());
-                }
-                let value = self.enum_value(key)?;
-                if value.is_instance_of::<PyString>() {
-                    return self.string(value.as_ptr(), true);
+    fn key_text(&mut self, key: &Bound<'py, PyAny>) -> PyResult<String> {
+        match kind_of(self.py, unsafe { ffi::Py_TYPE(key.as_ptr()) })? {
+            Kind::StrSub => return self.owned_text(key.cast::<PyString>()?),
+            Kind::Enum(_) => {
+                let value = self.enum_value(key.as_ptr())?;
+                if let Ok(s) = value.cast::<PyString>() {
+                    return self.owned_text(s);
                 }
             }
             _ => {}
         }
-        let k = unsafe { Bound::from_borrowed_ptr(self.py, key) };
         if !self.opts.pydantic {
-            let repr = k.repr().map(|r| r.to_string()).unwrap_or_else(|_| "?".into());
+            let repr = key.repr().map(|r| r.to_string()).unwrap_or_else(|_| "?".into());
             return Err(encode_error(
                 self.py,
-                format!("dict keys must be str, got {} key {}", type_name(&k.get_type()), repr),
+                format!("dict keys must be str, got {} key {}", type_name(&key.get_type()), repr),
             ));
         }
-        // pydantic's key rules (`1` -> "1", `None` -> "None", a date -> its ISO text ...):
-        // ask pydantic for `{key: None}` and take the key it wrote.
         let one = PyDict::new(self.py);
-        one.set_item(&k, self.py.None())?;
+        one.set_item(key, self.py.None())?;
         let json = self.pydantic_json(one.as_any())?;
         let m: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(json.as_bytes())
-            .map_err(|e| encode_error(self.py, format!("dict key {k}: {e}")))?;
-        let text = m.keys().next().cloned().unwrap_or_default();
-        self.sink.key(&text);
+            .map_err(|e| encode_error(self.py, format!("dict key {key}: {e}")))?;
+        Ok(m.keys().next().cloned().unwrap_or_default())
+    }
+
+    /// A str's text as an owned `String` (unpaired surrogates as the walk treats them).
+    fn owned_text(&self, s: &Bound<'py, PyString>) -> PyResult<String> {
+        match s.to_str() {
+            Ok(t) => Ok(t.to_owned()),
+            Err(e) if self.opts.lossy_surrogates && e.is_instance_of::<PyUnicodeEncodeError>(self.py) => {
+                let wtf8 = s.call_method1(intern!(self.py, "encode"), ("utf-8", "surrogatepass"))?;
+                Ok(agui_core::json::wtf8_to_utf8_lossy(wtf8.cast::<PyBytes>()?.as_bytes()))
+            }
+            Err(e) => Err(self.unpaired(e)),
+        }
+    }
+
+    #[cold]
+    fn unpaired(&self, err: PyErr) -> PyErr {
+        if !err.is_instance_of::<PyUnicodeEncodeError>(self.py) {
+            return err;
+        }
+        encode_error(self.py, format!("string contains an unpaired surrogate (surrogates not allowed): {err}"))
+    }
+
+    fn dict(&mut self, ptr: *mut ffi::PyObject) -> PyResult<()> {
+        self.enter()?;
+        self.sink.begin_object();
+        let mark = self.sink.object_mark();
+        let mut pos: ffi::Py_ssize_t = 0;
+        let mut k: *mut ffi::PyObject = std::ptr::null_mut();
+        let mut v: *mut ffi::PyObject = std::ptr::null_mut();
+        while unsafe { ffi::PyDict_Next(ptr, &mut pos, &mut k, &mut v) } != 0 {
+            if unsafe { ffi::Py_TYPE(k) } != &raw mut ffi::PyUnicode_Type {
+                // Other keys may spell the same text as another key once written: start
+                // the object again, merging them (below).
+                self.sink.rewind_object(mark);
+                self.merged_dict(ptr)?;
+                break;
+            }
+            self.string(k, true)?;
+            self.value(v)?;
+        }
+        self.sink.end_object(true);
+        self.depth -= 1;
         Ok(())
     }
 
-    /// `key: value` from borrowed references of a dict entry; false when the key is not
-    /// an exact str (its text may then repeat another key's).
-    #[inline]
+    /// The members of a dict with keys that are not all exact str. The reference writes
+    /// the JSON-mode dict that its model serializer returns, so keys spelled alike merge
+    /// as in a Python dict: first position, last value.
+    #[cold]
+    fn merged_dict(&mut self, ptr: *mut ffi::PyObject) -> PyResult<()> {
+        let d = unsafe { Bound::from_borrowed_ptr(self.py, ptr) };
+        let d = d.cast::<PyDict>()?;
+        let mut members: Vec<(String, Bound<'py, PyAny>)> = Vec::with_capacity(d.len());
+        let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+        for (k, v) in d.iter() {
+            let text = if k.is_exact_instance_of::<PyString>() {
+                self.owned_text(k.cast::<PyString>()?)?
+            } else {
+                self.key_text(&k)?
+            };
+            match index.get(&text) {
+                Some(&i) => members[i].1 = v,
+                None => {
+                    index.insert(text.clone(), members.len());
+                    members.push((text, v));
+                }
+            }
+        }
+        for (text, v) in &members {
+            self.sink.key(text);
+            self.value(v.as_ptr())?;
+        }
+        Ok(())
+    }
+
+    /// `key: value` from borrowed references of an extras dict entry; false when the key is
+    /// not an exact str.
     fn entry(&mut self, k: *mut ffi::PyObject, v: *mut ffi::PyObject) -> PyResult<bool> {
         if unsafe { ffi::Py_TYPE(k) } == &raw mut ffi::PyUnicode_Type {
             self.string(k, true)?;
             self.value(v)?;
             return Ok(true);
         }
-        // Writing other keys can run Python code: hold both first.
+        // Other keys can run Python code: hold both first.
         let key = unsafe { Bound::from_borrowed_ptr(self.py, k) };
         let value = unsafe { Bound::from_borrowed_ptr(self.py, v) };
-        self.dict_key(key.as_ptr())?;
+        let text = self.key_text(&key)?;
+        self.sink.key(&text);
         self.value(value.as_ptr())?;
         Ok(false)
-    }
-
-    fn dict(&mut self, ptr: *mut ffi::PyObject) -> PyResult<()> {
-        self.enter()?;
-        self.sink.begin_object();
-        let mut distinct = true;
-        let mut pos: ffi::Py_ssize_t = 0;
-        let mut k: *mut ffi::PyObject = std::ptr::null_mut();
-        let mut v: *mut ffi::PyObject = std::ptr::null_mut();
-        while unsafe { ffi::PyDict_Next(ptr, &mut pos, &mut k, &mut v) } != 0 {
-            distinct &= self.entry(k, v)?;
-        }
-        self.sink.end_object(distinct);
-        self.depth -= 1;
-        Ok(())
     }
 
     fn list(&mut self, ptr: *mut ffi::PyObject) -> PyResult<()> {
@@ -436,7 +505,7 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
     }
 
     /// A declared member, unless the omission rule leaves it out.
-    #[inline]
+    #[inline(always)]
     fn field(&mut self, f: &'a Field, v: *mut ffi::PyObject) -> PyResult<()> {
         if f.omit_if_none && unsafe { is_absent(v) } {
             return Ok(());

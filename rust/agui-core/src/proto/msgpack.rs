@@ -163,4 +163,13 @@ impl<'a> crate::sink::Sink<'a> for MsgpackSink<'_> {
     fn end_object(&mut self, _distinct_keys: bool) {
         self.close();
     }
+    fn object_mark(&self) -> usize {
+        self.out.len()
+    }
+    fn rewind_object(&mut self, mark: usize) {
+        self.out.truncate(mark);
+        if let Some((_, n, _)) = self.open.last_mut() {
+            *n = 0;
+        }
+    }
 }

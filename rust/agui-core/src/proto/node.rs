@@ -350,6 +350,18 @@ impl<'a> crate::sink::Sink<'a> for TreeBuilder<'a> {
             *key = Some(Cow::Borrowed(k));
         }
     }
+    fn object_mark(&self) -> usize {
+        match self.stack.last() {
+            Some(Frame::Object(e, _)) => e.len(),
+            _ => 0,
+        }
+    }
+    fn rewind_object(&mut self, mark: usize) {
+        if let Some(Frame::Object(e, k)) = self.stack.last_mut() {
+            e.truncate(mark);
+            *k = None;
+        }
+    }
     fn end_object(&mut self, distinct_keys: bool) {
         if let Some(Frame::Object(mut e, _)) = self.stack.pop() {
             if !distinct_keys {
