@@ -635,6 +635,10 @@ def test_depth_limit():
     for deep in (_nested_list(limit), _nested_dict(limit), _nested_list(100_000)):
         with pytest.raises(EncodeError, match="depth"):
             _native.dumps(deep)
+    # configurable per call, the same boundary
+    assert _native.dumps(_nested_list(9), max_depth=10) == b"[" * 10 + b"]" * 10
+    with pytest.raises(EncodeError, match="depth"):
+        _native.encode_sse(_nested_list(10), max_depth=10)
 
 
 def test_recursive_objects_rejected():

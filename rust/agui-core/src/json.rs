@@ -62,7 +62,8 @@ fn escape_mask(x: u64) -> u64 {
     ctrl | zero_bytes(x ^ (ONES * b'"' as u64)) | zero_bytes(x ^ (ONES * b'\\' as u64))
 }
 
-/// Position of the first byte that needs escaping; a last partial word is padded.
+/// Position of the first byte that needs escaping (8 bytes per step, the last partial word
+/// read where the string ends).
 #[inline(always)]
 fn first_escape(bytes: &[u8]) -> Option<usize> {
     let n = bytes.len();
@@ -74,15 +75,16 @@ fn first_escape(bytes: &[u8]) -> Option<usize> {
         }
         i += 8;
     }
-    if i < n {
-        let mut pad = [b' '; 8];
-        pad[..n - i].copy_from_slice(&bytes[i..]);
-        let m = escape_mask(u64::from_le_bytes(pad));
-        if m != 0 {
-            return Some(i + (m.trailing_zeros() / 8) as usize);
-        }
+    if i == n {
+        return None;
     }
-    None
+    if n < 8 {
+        return bytes.iter().position(|&b| needs_escape(b));
+    }
+    // The tail: the last word, read where it ends (no copy), its already-checked low bytes
+    // masked off.
+    let m = escape_mask(u64::from_le_bytes(bytes[n - 8..].try_into().unwrap())) & (!0u64 << (8 * (8 - (n - i))));
+    (m != 0).then(|| n - 8 + (m.trailing_zeros() / 8) as usize)
 }
 
 #[inline(always)]
@@ -122,6 +124,17 @@ fn write_str_body_simple(buf: &mut Vec<u8>, s: &str) {
     }
 }
 
+/// Append `n` bytes given as their first and last `W` bytes (overlapping when `n < 2W`)
+/// with fixed-size copies only.
+#[inline(always)]
+fn put_overlapping<const W: usize>(buf: &mut Vec<u8>, first: &[u8; W], last: &[u8; W], n: usize) {
+    let at = buf.len();
+    buf.extend_from_slice(first);
+    buf.extend_from_slice(last);
+    buf.truncate(at + n);
+    buf[at + n - W..at + n].copy_from_slice(last);
+}
+
 /// Append `s` as a JSON string (with quotes).
 #[inline]
 pub fn write_str(buf: &mut Vec<u8>, s: &str) {
@@ -133,27 +146,16 @@ pub fn write_str(buf: &mut Vec<u8>, s: &str) {
     // straight from the string (two overlapping words for 8..=16 bytes): fixed-size
     // copies compile to plain stores, where a variable-length one is a memcpy call.
     if (8..=16).contains(&n) {
-        let w1: [u8; 8] = bytes[..8].try_into().unwrap();
-        let w2: [u8; 8] = bytes[n - 8..].try_into().unwrap();
+        let (w1, w2): ([u8; 8], [u8; 8]) = (bytes[..8].try_into().unwrap(), bytes[n - 8..].try_into().unwrap());
         if escape_mask(u64::from_le_bytes(w1)) | escape_mask(u64::from_le_bytes(w2)) == 0 {
-            let at = buf.len();
-            buf.extend_from_slice(&w1);
-            buf.extend_from_slice(&w2);
-            buf.truncate(at + n);
-            buf[at + n - 8..at + n].copy_from_slice(&w2);
+            put_overlapping(buf, &w1, &w2, n);
             buf.push(b'"');
             return;
         }
     } else if (4..8).contains(&n) {
-        let w1: [u8; 4] = bytes[..4].try_into().unwrap();
-        let w2: [u8; 4] = bytes[n - 4..].try_into().unwrap();
-        let x = u32::from_le_bytes(w1) as u64 | (u32::from_le_bytes(w2) as u64) << 32;
-        if escape_mask(x) == 0 {
-            let at = buf.len();
-            buf.extend_from_slice(&w1);
-            buf.extend_from_slice(&w2);
-            buf.truncate(at + n);
-            buf[at + n - 4..at + n].copy_from_slice(&w2);
+        let (w1, w2): ([u8; 4], [u8; 4]) = (bytes[..4].try_into().unwrap(), bytes[n - 4..].try_into().unwrap());
+        if escape_mask(u32::from_le_bytes(w1) as u64 | (u32::from_le_bytes(w2) as u64) << 32) == 0 {
+            put_overlapping(buf, &w1, &w2, n);
             buf.push(b'"');
             return;
         }

@@ -41,6 +41,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict, PyString, PyType};
 
+use crate::gil::{GilBound, GilCell};
 use crate::plan::{encode_error, is_absent, kind_of, type_name, Field, Getter, Kind, Plan, PlanKind};
 
 /// How a walk treats what plain JSON data does not cover.
@@ -69,6 +70,17 @@ pub(crate) struct Walker<'py, 'a, S: Sink<'a>> {
     /// Plans and enum tables whose strings a borrowing sink keeps.
     kinds: Vec<Kind>,
     _a: PhantomData<&'a ()>,
+}
+
+impl<'a, S: Sink<'a>> Walker<'_, 'a, S> {
+    /// Release what the walk kept alive; the emptied vectors, for reuse.
+    fn into_spare(mut self) -> Spare {
+        for p in self.keep.drain(..) {
+            unsafe { ffi::Py_DECREF(p) };
+        }
+        self.kinds.clear();
+        (std::mem::take(&mut self.keep), std::mem::take(&mut self.kinds))
+    }
 }
 
 impl<'a, S: Sink<'a>> Drop for Walker<'_, 'a, S> {
@@ -636,6 +648,11 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
     }
 }
 
+/// The keep-alive vectors of a finished tree walk (empty, capacity kept), for the next
+/// one: encoding a small event then allocates little besides the tree itself.
+type Spare = (Vec<*mut ffi::PyObject>, Vec<Kind>);
+static SPARE: GilCell<Option<GilBound<Spare>>> = GilCell::new(None);
+
 /// Walk `obj` into a protobuf encoder tree and hand it to `f`.
 pub(crate) fn with_tree<'py, T>(
     py: Python<'py>,
@@ -643,9 +660,19 @@ pub(crate) fn with_tree<'py, T>(
     opts: Opts,
     f: impl for<'a> FnOnce(&Node<'a>) -> T,
 ) -> PyResult<T> {
+    // A re-entrant walk (Python code run by this one) simply finds no spare.
+    let (keep, kinds) = SPARE.with(py, |c| c.take()).map(|g| g.0).unwrap_or_default();
     let mut w = Walker::new(py, TreeBuilder::new(), opts);
-    w.value(obj.as_ptr())?;
-    let node = w.sink.finish().unwrap_or(Node::Null);
-    // `node` borrows what `w` keeps: it is dropped first (reverse declaration order).
-    Ok(f(&node))
+    (w.keep, w.kinds) = (keep, kinds);
+    let out = {
+        let r = w.value(obj.as_ptr());
+        let node = w.sink.finish().unwrap_or(Node::Null);
+        // `node` borrows what `w` keeps: it is dropped at the end of this block, first.
+        r.map(|()| f(&node))
+    };
+    let (keep, kinds) = w.into_spare();
+    if keep.capacity() <= 4096 && kinds.capacity() <= 4096 {
+        SPARE.with(py, |c| *c = Some(GilBound((keep, kinds))));
+    }
+    out
 }
