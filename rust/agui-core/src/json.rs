@@ -135,6 +135,24 @@ fn put_overlapping<const W: usize>(buf: &mut Vec<u8>, first: &[u8; W], last: &[u
     buf[at + n - W..at + n].copy_from_slice(last);
 }
 
+/// Append a short byte string (numbers, short strings) with fixed-size copies: a
+/// variable-length copy is a memcpy call, which costs more than these few bytes.
+#[inline(always)]
+fn put_small(buf: &mut Vec<u8>, b: &[u8]) {
+    let n = b.len();
+    match n {
+        16..=32 => put_overlapping::<16>(buf, b[..16].try_into().unwrap(), b[n - 16..].try_into().unwrap(), n),
+        8..=15 => put_overlapping::<8>(buf, b[..8].try_into().unwrap(), b[n - 8..].try_into().unwrap(), n),
+        4..=7 => put_overlapping::<4>(buf, b[..4].try_into().unwrap(), b[n - 4..].try_into().unwrap(), n),
+        0..=3 => {
+            for &c in b {
+                buf.push(c);
+            }
+        }
+        _ => buf.extend_from_slice(b),
+    }
+}
+
 /// Append `s` as a JSON string (with quotes).
 #[inline]
 pub fn write_str(buf: &mut Vec<u8>, s: &str) {
@@ -142,27 +160,27 @@ pub fn write_str(buf: &mut Vec<u8>, s: &str) {
     let n = bytes.len();
     buf.reserve(n + 2);
     buf.push(b'"');
-    // Most strings are short (keys, ids, words). Checked and copied as whole words read
-    // straight from the string (two overlapping words for 8..=16 bytes): fixed-size
-    // copies compile to plain stores, where a variable-length one is a memcpy call.
-    if (8..=16).contains(&n) {
-        let (w1, w2): ([u8; 8], [u8; 8]) = (bytes[..8].try_into().unwrap(), bytes[n - 8..].try_into().unwrap());
-        if escape_mask(u64::from_le_bytes(w1)) | escape_mask(u64::from_le_bytes(w2)) == 0 {
-            put_overlapping(buf, &w1, &w2, n);
-            buf.push(b'"');
-            return;
+    // Most strings are short (keys, ids, words): checked as whole words read straight
+    // from the string (overlapping at the end), and copied by `put_small`.
+    let clean = match n {
+        8..=32 => {
+            let mut m = 0;
+            let mut i = 0;
+            while i + 8 <= n {
+                m |= escape_mask(u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap()));
+                i += 8;
+            }
+            m | escape_mask(u64::from_le_bytes(bytes[n - 8..].try_into().unwrap())) == 0
         }
-    } else if (4..8).contains(&n) {
-        let (w1, w2): ([u8; 4], [u8; 4]) = (bytes[..4].try_into().unwrap(), bytes[n - 4..].try_into().unwrap());
-        if escape_mask(u32::from_le_bytes(w1) as u64 | (u32::from_le_bytes(w2) as u64) << 32) == 0 {
-            put_overlapping(buf, &w1, &w2, n);
-            buf.push(b'"');
-            return;
+        4..=7 => {
+            let (w1, w2): ([u8; 4], [u8; 4]) = (bytes[..4].try_into().unwrap(), bytes[n - 4..].try_into().unwrap());
+            escape_mask(u32::from_le_bytes(w1) as u64 | (u32::from_le_bytes(w2) as u64) << 32) == 0
         }
-    } else if n < 4 && !bytes.iter().any(|&b| needs_escape(b)) {
-        for &b in bytes {
-            buf.push(b);
-        }
+        0..=3 => !bytes.iter().any(|&b| needs_escape(b)),
+        _ => false,
+    };
+    if clean {
+        put_small(buf, bytes);
         buf.push(b'"');
         return;
     }
@@ -189,7 +207,7 @@ pub fn encoded_key(key: &str) -> Vec<u8> {
 pub fn write_f64(buf: &mut Vec<u8>, x: f64) {
     if x.is_finite() {
         let mut b = zmij::Buffer::new();
-        buf.extend_from_slice(b.format_finite(x).as_bytes());
+        put_small(buf, b.format_finite(x).as_bytes());
     } else {
         buf.extend_from_slice(b"null");
     }
@@ -199,14 +217,14 @@ pub fn write_f64(buf: &mut Vec<u8>, x: f64) {
 #[inline]
 pub fn write_i64(buf: &mut Vec<u8>, x: i64) {
     let mut b = itoa::Buffer::new();
-    buf.extend_from_slice(b.format(x).as_bytes());
+    put_small(buf, b.format(x).as_bytes());
 }
 
 /// Append an unsigned 64-bit integer.
 #[inline]
 pub fn write_u64(buf: &mut Vec<u8>, x: u64) {
     let mut b = itoa::Buffer::new();
-    buf.extend_from_slice(b.format(x).as_bytes());
+    put_small(buf, b.format(x).as_bytes());
 }
 
 /// Append `true` / `false`.
