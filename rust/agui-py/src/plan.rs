@@ -423,7 +423,7 @@ fn slot_offset(py: Python<'_>, ty: &Bound<'_, PyType>, name: &Bound<'_, PyString
     let mdt = MEMBER_DESCR_TYPE
         .get_or_init(py, || {
             let v = py.version_info();
-            if !(v >= (3, 10) && v < (3, 14)) {
+            if !((3, 10)..(3, 14)).contains(&(v.major, v.minor)) {
                 return None;
             }
             py.import("types").and_then(|m| m.getattr("MemberDescriptorType")).map(|t| t.unbind()).ok()
