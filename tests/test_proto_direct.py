@@ -224,3 +224,26 @@ def test_extras_shadowing_fields_and_unset():
     ev.__dict__["timestamp"] = None  # omittable key with no value: left out
     assert_same(ev)
     assert_same({"type": "RAW", "event": msgspec.UNSET})
+
+
+def test_protobuf_encoders_raise_encode_error_only():
+    # issue 14 finding 8: RecursionError, TypeError, plain ValueError and a decode error
+    # came out of the protobuf encoders; now what the reference refuses is an EncodeError
+    # (and nothing else), and what it writes is written, as by the SSE encoder.
+    from agui_fast.errors import DecodeError
+
+    loop: list = []
+    loop.append(loop)
+    refused = [
+        {"type": "RAW", "event": loop},  # was a RecursionError
+        {"type": "RAW", "event": object()},  # was a TypeError
+        {"type": "STATE_DELTA", "delta": "not a list"},
+    ]
+    for ev in refused:
+        for encode in (proto.encode_protobuf_frame, proto.encode_event_message, lambda e: proto.encode_protobuf_many([e])):
+            with pytest.raises(EncodeError) as info:
+                encode(ev)
+            assert type(info.value) is EncodeError and not isinstance(info.value, DecodeError)
+    accepted = {"type": "RAW", "event": {1: {2, 3}, "b": b"x", "when": __import__("datetime").date(2024, 1, 2)}}
+    got = proto.decode_event_message(proto.encode_event_message(accepted), raw="dict")
+    assert got["event"] == {"1": [2, 3], "b": "x", "when": "2024-01-02"}
