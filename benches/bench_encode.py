@@ -11,6 +11,8 @@ Groups:
 * encode_small_pydantic: the *reference's* pydantic event through our encoder vs its own.
 * encode_snapshot: a MESSAGES_SNAPSHOT of a few hundred messages.
 * encode_many: a batch of 1,000 mixed events into one buffer.
+* encoder_construct_encode: what frameworks do per event: build an encoder for the request's
+  Accept header (two media ranges), then encode one small event.
 """
 
 import msgspec
@@ -113,3 +115,16 @@ def test_encode_many__agui_fast(benchmark):
 def test_encode_many__ag_ui(benchmark):
     benchmark.group = "encode_many_1000"
     benchmark(lambda: "".join(REF.encode(e) for e in MIXED_REF).encode())
+
+
+ACCEPT = "text/event-stream, application/vnd.ag-ui.event+proto;q=0.5"
+
+
+def test_encoder_construct_encode__agui_fast(benchmark):
+    benchmark.group = "encoder_construct_encode"
+    benchmark(lambda: EventEncoder(accept=ACCEPT).encode(SMALL))
+
+
+def test_encoder_construct_encode__ag_ui(benchmark):
+    benchmark.group = "encoder_construct_encode"
+    benchmark(lambda: RefEncoder(accept=ACCEPT).encode(SMALL_REF))

@@ -52,7 +52,32 @@ def test_media_type_constant_matches_reference():
 )
 def test_negotiation(accept, expected):
     assert negotiate(accept) == expected
-    assert EventEncoder(accept).get_content_type() == expected
+    enc = EventEncoder(accept)
+    assert enc.get_binary_content_type() == expected
+    assert enc.accepts_protobuf == (expected == AGUI_MEDIA_TYPE)
+    # the reference's server pattern (encode + get_content_type) never mislabels: SSE always
+    assert enc.get_content_type() == SSE_MEDIA_TYPE
+    ev = TextMessageStartEvent(message_id="m1")
+    assert enc.encode(ev).startswith("data: ")
+    # the binary pair: bytes and media type come together
+    binary, many = enc.encode_binary(ev), enc.encode_many([ev, ev])
+    if expected == AGUI_MEDIA_TYPE:
+        assert binary == enc.encode_protobuf(ev) and many == binary * 2
+    else:
+        assert binary == enc.encode(ev).encode() and many == binary * 2
+
+
+def test_negotiation_is_memoised_and_bounded():
+    from agui_fast import encoder as module
+
+    for i in range(module._NEGOTIATED_MAX * 3):
+        assert negotiate(f"text/event-stream;x={i}") == SSE_MEDIA_TYPE
+    assert 0 < len(module._NEGOTIATED) <= module._NEGOTIATED_MAX
+    assert negotiate("application/vnd.ag-ui.event+proto") is AGUI_MEDIA_TYPE
+    with pytest.raises(TypeError):
+        EventEncoder(accept=b"application/vnd.ag-ui.event+proto")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        negotiate(["text/event-stream"])  # type: ignore[arg-type]
 
 
 def test_drop_in_surface():
@@ -83,9 +108,11 @@ def test_unencodable_values_raise_encode_error():
     with pytest.raises(EncodeError):
         EventEncoder().encode(CustomEvent(name="x", value="\ud800"))
     with pytest.raises(EncodeError):
-        EventEncoder().encode(CustomEvent(name="x", value={1: "non-str key"}))
-    with pytest.raises(EncodeError):
         EventEncoder().encode(CustomEvent(name="x", value=object()))
+    # issue 11 §2: what the reference writes is written (pydantic's JSON mode), not refused
+    assert EventEncoder().encode(CustomEvent(name="x", value={1: "k"})) == (
+        'data: {"type":"CUSTOM","name":"x","value":{"1":"k"}}\n\n'
+    )
     assert issubclass(EncodeError, ValueError)
 
 

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 import ag_ui.core as core
 from ag_ui.encoder import EventEncoder
 from agui_fast import _native
+from agui_fast import core as fast
 from agui_fast.errors import AguiError, EncodeError
 
 VECTORS = Path(__file__).parent / "vectors" / "codec"
@@ -573,9 +574,11 @@ def test_encode_error_is_value_error():
 
 
 @pytest.mark.parametrize("key", [1, 1.5, None, True, (1,), Num.ONE, b"k"])
-def test_non_str_keys_rejected(key):
+def test_non_str_keys_rejected_in_strict_mode(key):
     with pytest.raises(EncodeError, match="dict keys must be str"):
-        _native.dumps({key: 1})
+        _native.dumps({key: 1}, pydantic_fallback=False)
+    # default: pydantic's JSON-mode key rules, byte for byte
+    assert _native.dumps({key: 1}) == pydantic_core.to_json({key: 1}, by_alias=True, inf_nan_mode="null")
 
 
 @pytest.mark.parametrize(
@@ -597,9 +600,17 @@ def test_surrogate_pair_in_python_str_is_fine():
 @pytest.mark.parametrize("value", [object(), {1, 2}, b"bytes", bytearray(b"x"), 1j, Ellipsis, type])
 def test_unknown_objects_rejected(value):
     with pytest.raises(EncodeError, match="Unable to serialize unknown type"):
-        _native.dumps(value)
+        _native.dumps(value, pydantic_fallback=False)
     with pytest.raises(EncodeError):
-        _native.dumps({"nested": [value]})
+        _native.dumps({"nested": [value]}, pydantic_fallback=False)
+    # default: exactly what pydantic writes, or EncodeError where pydantic refuses too
+    try:
+        want = pydantic_core.to_json({"nested": [value]}, by_alias=True, inf_nan_mode="null")
+    except Exception:
+        with pytest.raises(EncodeError, match="Unable to serialize unknown type"):
+            _native.dumps({"nested": [value]})
+    else:
+        assert _native.dumps({"nested": [value]}) == want
 
 
 def _nested_list(n):
@@ -618,12 +629,16 @@ def _nested_dict(n):
 
 def test_depth_limit():
     limit = _native.ENCODE_MAX_DEPTH
-    assert limit == 1024
+    assert limit == 512  # agui_core::limits::DEFAULT_MAX_DEPTH
     assert _native.dumps(_nested_list(limit - 1)) == b"[" * limit + b"]" * limit
     assert _native.dumps(_nested_dict(limit - 1)).startswith(b'{"a":{"a":')
     for deep in (_nested_list(limit), _nested_dict(limit), _nested_list(100_000)):
         with pytest.raises(EncodeError, match="depth"):
             _native.dumps(deep)
+    # configurable per call, the same boundary
+    assert _native.dumps(_nested_list(9), max_depth=10) == b"[" * 10 + b"]" * 10
+    with pytest.raises(EncodeError, match="depth"):
+        _native.encode_sse(_nested_list(10), max_depth=10)
 
 
 def test_recursive_objects_rejected():
@@ -755,7 +770,8 @@ def test_pydantic_fallback_matches_reference(value):
     assert _native.encode_sse_bytes(ev, pydantic_fallback=True) == EventEncoder().encode(ev).encode()
     assert _native.encode_sse_many([ev], pydantic_fallback=True) == EventEncoder().encode(ev).encode()
     with pytest.raises(EncodeError):
-        _native.encode_sse(ev)  # strict by default
+        _native.encode_sse(ev, pydantic_fallback=False)  # strict mode
+    assert _native.encode_sse(ev) == EventEncoder().encode(ev)  # pydantic's rules by default
 
 
 def test_pydantic_fallback_still_rejects_the_unserialisable():
@@ -763,8 +779,8 @@ def test_pydantic_fallback_still_rejects_the_unserialisable():
         _native.dumps(object(), pydantic_fallback=True)
     with pytest.raises(EncodeError, match="surrogates"):
         _native.dumps({1: "\ud800"}, pydantic_fallback=True)
-    with pytest.raises(EncodeError):
-        _native.dumps({1: NoDict()}, pydantic_fallback=True)  # pydantic cannot write it
+    # a Struct with a plan is written by the walker, under pydantic's key rule
+    assert _native.dumps({1: NoDict()}, pydantic_fallback=True) == b'{"1":' + _native.dumps(NoDict()) + b"}"
     assert _native.dumps([{"a": {1: 2}}, {3: 4}], pydantic_fallback=True) == b'[{"a":{"1":2}},{"3":4}]'
 
 
@@ -887,3 +903,185 @@ def test_encode_sse_event_is_encode_sse_without_options():
     from agui_fast.encoder import EventEncoder as Ours
 
     assert Ours.encode is _native.encode_sse_event
+
+
+# ---------------------------------------------------------------------------
+# Plans from msgspec's own metadata: subclasses encode every field (issue 9)
+# ---------------------------------------------------------------------------
+
+
+def test_user_subclass_with_extra_fields_encodes_them_like_the_reference():
+    ref = core
+
+    class MyEvent(fast.TextMessageContentEvent, kw_only=True):
+        trace: str
+        note: Optional[str] = None
+
+    class RefMyEvent(ref.TextMessageContentEvent):
+        trace: str
+        note: Optional[str] = None
+
+    ours = MyEvent(message_id="m1", delta="d", trace="t-1")
+    theirs = RefMyEvent(message_id="m1", delta="d", trace="t-1")
+    want = EventEncoder().encode(theirs)
+    assert want == 'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"d","trace":"t-1"}\n\n'
+    assert _native.encode_sse(ours) == want
+    assert b'"trace":"t-1"' in msgspec.json.encode(ours)  # msgspec agrees it is a field
+    ours.note, theirs.note = "n", "n"
+    assert _native.encode_sse(ours) == EventEncoder().encode(theirs)
+
+
+def test_plain_msgspec_structs_follow_msgspec_metadata():
+    class Plain(msgspec.Struct, rename="camel", tag="plain", tag_field="kind"):
+        some_value: int
+        maybe_none: Optional[int] = None
+        items: List[str] = msgspec.field(default_factory=list)
+
+    class Omitting(msgspec.Struct, omit_defaults=True):
+        a: int
+        b: Optional[int] = None
+
+    for obj in (Plain(1), Plain(2, 3, ["x"]), Omitting(1), Omitting(1, 2)):
+        assert _native.dumps(obj) == msgspec.json.encode(obj)
+
+
+# ---------------------------------------------------------------------------
+# pydantic's JSON mode inside Any fields, against the reference (issue 11 §2)
+# ---------------------------------------------------------------------------
+
+
+def _reference_types():
+    import dataclasses
+    import datetime
+    import uuid
+
+    from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_serializer, model_serializer
+
+    class Color(enum.Enum):
+        RED = "red"
+        ONE = 1
+
+    @dataclasses.dataclass
+    class DC:
+        a: int
+        when: datetime.date
+
+    class Hidden(BaseModel):
+        model_config = ConfigDict(populate_by_name=True)
+        secret: str = Field(alias="secretAlias")
+        n: int = 0
+
+        @field_serializer("secret")
+        def _hide(self, v: str) -> str:
+            return "***"
+
+    class Aliased(BaseModel):
+        x: int = Field(serialization_alias="X")
+        when: datetime.datetime
+        tags: set = set()
+
+    class Whole(BaseModel):
+        a: int
+
+        @model_serializer
+        def _only(self) -> Dict[str, Any]:
+            return {"only": self.a}
+
+    tz = st.none() | st.just(datetime.timezone.utc) | st.builds(
+        datetime.timezone, st.timedeltas(min_value=datetime.timedelta(hours=-23), max_value=datetime.timedelta(hours=23))
+    )
+    text = st.text(max_size=6)
+    scalars = st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(),
+        st.floats(allow_nan=False, allow_infinity=False),
+        text,
+        st.datetimes(timezones=tz),
+        st.dates(),
+        st.times(),
+        st.timedeltas(),
+        st.uuids(),
+        st.decimals(allow_nan=False, allow_infinity=False),
+        text.map(str.encode),
+        st.sets(st.integers(), max_size=3),
+        st.frozensets(text, max_size=3),
+        st.sampled_from(Color),
+        st.builds(SecretStr, text),
+        st.builds(DC, st.integers(), st.dates()),
+        st.builds(Hidden, secretAlias=text, n=st.integers()),
+        st.builds(Aliased, x=st.integers(), when=st.datetimes(), tags=st.sets(st.integers(), max_size=2)),
+        st.builds(Whole, a=st.integers()),
+    )
+    keys = st.one_of(text, st.integers(), st.booleans(), st.floats(allow_nan=False), st.none(), st.dates(), st.uuids())
+    return st.recursive(
+        scalars,
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(keys, inner, max_size=3) | st.tuples(inner, inner),
+        max_leaves=8,
+    )
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_reference_types())
+def test_any_fields_write_what_the_reference_writes(value):
+    ref = core
+    ours = fast.CustomEvent(name="n", value=value)
+    try:
+        want = EventEncoder().encode(ref.CustomEvent(name="n", value=value))
+    except Exception:
+        with pytest.raises(EncodeError):
+            _native.encode_sse(ours)
+        with pytest.raises(EncodeError):
+            _native.proto_encode_event(ours)
+        return
+    assert _native.encode_sse(ours) == want
+    assert _native.encode_sse(fast.RawEvent(event={"v": value})).startswith("data: ")
+    # the protobuf encoders accept the same values and map the same JSON
+    assert _native.proto_encode_event(ours) == _native.proto_encode_json(want[6:-2].encode())
+
+
+def test_fast_paths_for_common_types_match_pydantic():
+    import datetime as dt
+    import decimal
+    import uuid
+
+    class MyDate(dt.date):  # a subclass: pydantic's own spelling, through the fallback
+        pass
+
+    utc, tz = dt.timezone.utc, dt.timezone
+    values = [
+        dt.datetime(2024, 1, 2, 3, 4, 5),
+        dt.datetime(2024, 1, 2, 3, 4, 5, 600000, tzinfo=utc),  # "Z"
+        dt.datetime(2024, 1, 2, 3, 4, 5, tzinfo=tz(dt.timedelta(0))),
+        dt.datetime(2024, 1, 2, 3, 4, 5, 123, tzinfo=tz(dt.timedelta(hours=-5, minutes=-30))),
+        dt.datetime(2024, 1, 2, 3, 4, 5, tzinfo=tz(dt.timedelta(seconds=61))),  # offset with seconds
+        dt.datetime(1, 1, 1),
+        dt.date(2024, 1, 2),
+        MyDate(2024, 1, 2),
+        dt.time(1, 2, 3),
+        dt.time(1, 2, 3, 400, tzinfo=utc),
+        uuid.UUID(int=5),
+        decimal.Decimal("1.50"),
+        decimal.Decimal("-0E-7"),
+        decimal.Decimal("NaN"),
+    ]
+    for v in values:
+        want = pydantic_core.to_json(v)
+        assert _native.dumps(v) == want, v
+        assert _native.dumps({"k": [v]}) == b'{"k":[' + want + b"]}"
+        with pytest.raises(EncodeError, match="Unable to serialize unknown type"):
+            _native.dumps(v, pydantic_fallback=False)
+
+
+def test_keys_spelled_alike_merge_like_the_reference():
+    # The reference's model serializer returns JSON-mode Python dicts: keys spelled alike
+    # merge there (first position, last value). Found by the hypothesis test above.
+    class C(str, enum.Enum):
+        RED = "red"
+
+    for value in ({None: 1, float("inf"): 2}, {C.RED: 1, "red": 2, "x": {1: "a", "1": "b"}}, {"1": 0, 1: 1, True: 2}):
+        want = EventEncoder().encode(core.CustomEvent(name="n", value=value))
+        assert _native.encode_sse(fast.CustomEvent(name="n", value=value)) == want
+        assert _native.proto_encode_event(fast.CustomEvent(name="n", value=value)) == _native.proto_encode_json(
+            want[6:-2].encode()
+        )

@@ -1,11 +1,16 @@
-"""The direct protobuf encode of event objects (read straight into the encoder's JSON tree,
-``rust/agui-py/src/pynode.rs``) gives exactly what the JSON-text route gives: the same
-bytes, or the same error (class and message)."""
+"""The direct protobuf encode of event objects (the object walk, ``rust/agui-py/src/walk.rs``,
+into the encoder's JSON tree) gives exactly what the JSON-text route gives: the same bytes,
+or the same error (class and message) -- except where JSON text cannot carry the value:
+unpaired surrogates (U+FFFD, as @ag-ui/proto's UTF-8 encoder writes), non-finite floats
+(``number_value`` infinity, as @ag-ui/proto writes) and nesting beyond the JSON parser's
+128 levels (the walk's limit is ``agui_core::limits::DEFAULT_MAX_DEPTH``)."""
 
 from __future__ import annotations
 
 import enum
 import json
+import math
+import struct
 
 import msgspec
 import pytest
@@ -13,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agui_fast import _native, proto
+from agui_fast.errors import EncodeError
 from agui_fast.decoder import decode_event
 from agui_fast.encoder import to_builtins
 
@@ -31,10 +37,31 @@ def outcome(fn, event, framed):
         return (type(exc).__name__, str(exc))
 
 
+def _non_finite(x):
+    if isinstance(x, float):
+        return not math.isfinite(x)
+    if isinstance(x, dict):
+        return any(_non_finite(v) for v in x.values())
+    if isinstance(x, (list, tuple)):
+        return any(_non_finite(v) for v in x)
+    return False
+
+
+def _beyond_json_text(via_json):
+    """The JSON-text route failed on what only JSON text cannot carry."""
+    return isinstance(via_json, tuple) and any(
+        w in via_json[1] for w in ("surrogate", "recursion limit", "nesting", "depth")
+    )
+
+
 def assert_same(event):
     for framed in (True, False):
         direct = outcome(_native.proto_encode_event, event, framed)
         via_json = outcome(_native.proto_encode_event_via_json, event, framed)
+        if _beyond_json_text(via_json) or _non_finite(event):
+            # checked by the dedicated tests below; here: the direct route writes a frame
+            assert isinstance(direct, bytes) or direct[0] == "EncodeError", direct
+            continue
         assert direct == via_json
 
 
@@ -142,8 +169,50 @@ def nested(depth):
 
 
 @pytest.mark.parametrize("depth", [50, 98, 99, 100, 101, 127, 128, 200, 2000])
-def test_deep_nesting_takes_the_json_route(depth):
+def test_deep_nesting(depth):
     assert_same({"type": "RAW", "event": nested(depth)})
+
+
+def test_depth_limit_is_the_shared_one():
+    limit = _native.ENCODE_MAX_DEPTH  # agui_core::limits::DEFAULT_MAX_DEPTH
+    ok = {"type": "RAW", "event": nested(limit - 1)}  # the event object is one level
+    frame = proto.encode_protobuf_frame(ok)
+    assert proto.decode_event_message(frame[4:], raw="dict")["event"] == nested(limit - 1)
+    for bad in ({"type": "RAW", "event": nested(limit)}, {"type": "RAW", "event": nested(100_000)}):
+        with pytest.raises(EncodeError, match="depth"):
+            proto.encode_protobuf_frame(bad)
+        with pytest.raises(EncodeError, match="depth"):
+            proto.encode_protobuf_many([bad])
+    with pytest.raises(EncodeError, match="depth"):
+        _native.proto_encode_event({"type": "RAW", "event": nested(20)}, max_depth=20)
+    assert _native.proto_encode_event({"type": "RAW", "event": nested(19)}, max_depth=20)
+
+
+def test_lone_surrogates_become_replacement_characters():
+    # @ag-ui/proto encodes JS strings with a UTF-8 encoder: a lone surrogate is U+FFFD, a
+    # pair is the character it forms.
+    ev = {"type": "RAW", "event": {"k\udc00": ["a\ud800b", "\ud83d\ude00", "\ude00\ud83d"]}}
+    got = proto.decode_event_message(_native.proto_encode_event(ev, False), raw="dict")
+    assert got["event"] == {"k\ufffd": ["a\ufffdb", "\U0001f600", "\ufffd\ufffd"]}
+
+
+def test_infinity_is_a_number_value():
+    # issue 14 finding 12: @ag-ui/proto writes number_value inf, not null_value
+    def frame(x):
+        return _native.proto_encode_event({"type": "RAW", "event": [x, {"k": -x}]}, False)
+
+    one = frame(1.0)
+    for x in (math.inf, -math.inf):
+        want = one.replace(struct.pack("<d", 1.0), struct.pack("<d", x)).replace(struct.pack("<d", -1.0), struct.pack("<d", -x))
+        assert frame(x) == want
+
+
+def test_events_batch_with_unencodable_values_raises_encode_error():
+    batch = [{"type": "RAW", "event": "a"}, {"type": "RAW", "event": object()}]
+    with pytest.raises(EncodeError, match="Unable to serialize unknown type"):
+        _native.proto_encode_events(batch)
+    with pytest.raises(EncodeError):
+        proto.encode_protobuf_frame(batch[1])
 
 
 def test_extras_shadowing_fields_and_unset():
@@ -157,13 +226,24 @@ def test_extras_shadowing_fields_and_unset():
     assert_same({"type": "RAW", "event": msgspec.UNSET})
 
 
-def test_events_batch_mixes_routes():
-    batch = [{"type": "RAW", "event": "a"}, {"type": "RAW", "event": "b \udfff"}, {"type": "RAW", "event": nested(300)}]
-    with pytest.raises(Exception) as direct:
-        _native.proto_encode_events(batch)
-    with pytest.raises(Exception) as via_json:
-        _native.proto_encode_json(_native.dumps(batch[1]))
-    assert type(direct.value) is type(via_json.value) and str(direct.value) == str(via_json.value)
-    ok = batch[:1] + [{"type": "RAW", "event": nested(110)}]
-    assert _native.proto_encode_events(ok) == b"".join(_native.proto_encode_event_via_json(e) for e in ok)
-    assert proto.encode_protobuf_many(batch[:2]) == b"".join(proto.encode_protobuf_frame(e) for e in batch[:2])
+def test_protobuf_encoders_raise_encode_error_only():
+    # issue 14 finding 8: RecursionError, TypeError, plain ValueError and a decode error
+    # came out of the protobuf encoders; now what the reference refuses is an EncodeError
+    # (and nothing else), and what it writes is written, as by the SSE encoder.
+    from agui_fast.errors import DecodeError
+
+    loop: list = []
+    loop.append(loop)
+    refused = [
+        {"type": "RAW", "event": loop},  # was a RecursionError
+        {"type": "RAW", "event": object()},  # was a TypeError
+        {"type": "STATE_DELTA", "delta": "not a list"},
+    ]
+    for ev in refused:
+        for encode in (proto.encode_protobuf_frame, proto.encode_event_message, lambda e: proto.encode_protobuf_many([e])):
+            with pytest.raises(EncodeError) as info:
+                encode(ev)
+            assert type(info.value) is EncodeError and not isinstance(info.value, DecodeError)
+    accepted = {"type": "RAW", "event": {1: {2, 3}, "b": b"x", "when": __import__("datetime").date(2024, 1, 2)}}
+    got = proto.decode_event_message(proto.encode_event_message(accepted), raw="dict")
+    assert got["event"] == {"1": [2, 3], "b": "x", "when": "2024-01-02"}

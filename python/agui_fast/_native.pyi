@@ -10,35 +10,36 @@ DEFAULT_MAX_DEPTH: int  # agui_core::limits::DEFAULT_MAX_DEPTH
 _testing: types.ModuleType
 
 # --- encode ---
-# JSON writer for Python objects (rust/agui-py/src/encode.rs). Output is byte for byte
-# what ag_ui's pydantic models give with model_dump_json(by_alias=True) /
-# EventEncoder().encode(). Accepts: str, int (any size), float (NaN/inf -> null), bool,
-# None, dict (str / str-Enum keys), list, tuple, enum.Enum members (their value),
-# subclasses of those builtins, objects whose class has __agui_fields__
-# (tuple of (attr_name, wire_key, omit_if_none); extras from the instance __dict__),
-# and pydantic models (fields from __pydantic_fields__, extras from __pydantic_extra__,
-# computed fields, RootModel).
-# Raises agui_fast.errors.EncodeError (a ValueError) for unpaired surrogates, non-str
-# dict keys, unknown object types and nesting deeper than ENCODE_MAX_DEPTH.
-# pydantic_fallback=True: unknown values (datetime, UUID, Decimal, bytes, set, dataclass,
-# ...) and dicts with non-str keys are written by pydantic_core.to_json(x, by_alias=True,
-# inf_nan_mode="null") instead of raising -- exactly what the reference writes.
+# The object walk (rust/agui-py/src/walk.rs, plans in plan.rs) writing JSON text (encode.rs).
+# Output is byte for byte what ag_ui's pydantic models give with
+# model_dump_json(by_alias=True) / EventEncoder().encode(). Accepts: str, int (any size),
+# float (NaN/inf -> null), bool, None, dict, list, tuple, enum.Enum members (their value),
+# subclasses of those builtins, msgspec Structs (fields from msgspec's own metadata;
+# __agui_fields__, a tuple of (attr_name, wire_key, omit_if_none), overrides order and
+# omission; extras from the instance __dict__), and pydantic models (fields from
+# __pydantic_fields__, extras from __pydantic_extra__, computed fields, RootModel).
+# pydantic_fallback=True (default): pydantic's JSON mode for everything else (datetime, UUID,
+# Decimal, bytes, set, dataclass, SecretStr, customised pydantic models, non-str dict keys):
+# written by pydantic_core.to_json itself, byte for byte the reference's; False: strict,
+# those raise. Raises agui_fast.errors.EncodeError (a ValueError) for unpaired surrogates,
+# what pydantic refuses too, and nesting deeper than max_depth (default ENCODE_MAX_DEPTH,
+# agui_core::limits::DEFAULT_MAX_DEPTH).
 
 ENCODE_MAX_DEPTH: int
 
-def dumps(obj: Any, /, *, pydantic_fallback: bool = False) -> bytes:
+def dumps(obj: Any, /, *, pydantic_fallback: bool = True, max_depth: int = 512) -> bytes:
     """Compact JSON text of ``obj`` (UTF-8 bytes), as pydantic writes it."""
 
-def encode_sse(obj: Any, /, *, pydantic_fallback: bool = False) -> str:
+def encode_sse(obj: Any, /, *, pydantic_fallback: bool = True, max_depth: int = 512) -> str:
     """``"data: " + dumps(obj).decode() + "\n\n"`` (like ``ag_ui.encoder.EventEncoder().encode``)."""
 
 def encode_sse_event(event: Any, /) -> str:
     """``encode_sse(event)`` as a one-argument C function (``EventEncoder.encode``)."""
 
-def encode_sse_bytes(obj: Any, /, *, pydantic_fallback: bool = False) -> bytes:
+def encode_sse_bytes(obj: Any, /, *, pydantic_fallback: bool = True, max_depth: int = 512) -> bytes:
     """``encode_sse(obj)`` as UTF-8 bytes."""
 
-def encode_sse_many(events: Iterable[Any], /, *, pydantic_fallback: bool = False) -> bytes:
+def encode_sse_many(events: Iterable[Any], /, *, pydantic_fallback: bool = True, max_depth: int = 512) -> bytes:
     """Every event framed as by ``encode_sse``, concatenated into one bytes object."""
 
 def clear_encode_cache() -> None:
@@ -133,15 +134,16 @@ def proto_encode_json(json: bytes, framed: bool = True) -> bytes:
 def proto_encode_many_json(items: Iterable[bytes]) -> bytes:
     """JSON events -> one framed stream."""
 
-def proto_encode_event(event: Any, framed: bool = True) -> bytes:
-    """Event object (Struct / pydantic / dict) -> message, read straight into the encoder
-    (objects that read cannot reproduce exactly go through ``dumps``)."""
+def proto_encode_event(event: Any, framed: bool = True, *, max_depth: int = 512) -> bytes:
+    """Event object (Struct / pydantic / dict) -> message, walked straight into the encoder's
+    tree (the values ``dumps`` accepts; unpaired surrogates -> U+FFFD, inf -> number_value
+    inf, as @ag-ui/proto writes). Raises ``EncodeError`` only."""
 
 def proto_encode_event_via_json(event: Any, framed: bool = True) -> bytes:
     """``proto_encode_event`` through the JSON text of ``dumps`` (the reference route)."""
 
-def proto_encode_events(events: Iterable[Any]) -> bytes:
-    """Event objects -> one framed stream."""
+def proto_encode_events(events: Iterable[Any], *, max_depth: int = 512) -> bytes:
+    """Event objects -> one framed stream (as ``proto_encode_event``)."""
 
 def proto_decode_message(msg: bytes, msgpack: bool = False) -> bytes:
     """One unframed message -> JSON text of the event (MessagePack with msgpack=True)."""

@@ -1,17 +1,21 @@
-"""``EventEncoder``: a drop-in for ``ag_ui.encoder.EventEncoder`` (SSE and protobuf).
+"""``EventEncoder``: a drop-in for ``ag_ui.encoder.EventEncoder`` (SSE), with protobuf on the side.
 
 Output is byte-identical to the Python reference (``"data: " + model_dump_json(by_alias=True)
-+ "\\n\\n"``) for ``agui_fast.core`` Structs *and* for ``ag_ui.core`` pydantic events; the
-JSON is written by the Rust extension from each class's field plan (``__agui_fields__``, or
-the pydantic ``model_fields``), never by pydantic's own serializer.
++ "\\n\\n"``) for ``agui_fast.core`` Structs *and* for ``ag_ui.core`` pydantic events, values
+inside ``Any`` fields included (pydantic's JSON mode: datetimes, UUIDs, sets, int dict keys
+...). The JSON is written by the Rust extension's object walk (``rust/agui-py/src/walk.rs``).
+
+The reference's server pattern never mislabels: ``encode()`` always returns SSE and
+``get_content_type()`` always names SSE. Protobuf goes out only through the methods whose
+bytes and media type come together: ``encode_binary`` / ``encode_many`` with
+``get_binary_content_type()``, and ``encode_protobuf`` (always ``AGUI_MEDIA_TYPE``).
 
 Content negotiation (docs/encoder.md): protobuf is chosen only when the Accept header names
 the protobuf media type explicitly (``application/vnd.ag-ui.event+proto``, or the pre-1.0
 ``application/x-ag-ui``) with a q-value above zero and strictly above the q-value that
 ``text/event-stream`` gets from the same header. ``*/*``, ``application/*``, a missing header
-and ties give SSE, so swapping this encoder into an existing server never changes what it
-sends. (The TypeScript reference picks protobuf for ``*/*`` and ignores preference order;
-we deliberately do not copy that.)
+and ties give SSE. The result is memoised per header string (bounded), so building one
+encoder per event, as frameworks do, costs about what the reference's constructor costs.
 """
 
 from __future__ import annotations
@@ -45,59 +49,75 @@ event_to_json_bytes = _native.dumps
 
 
 class EventEncoder:
-    """Encodes AG-UI events as SSE (default) or length-prefixed protobuf frames.
+    """Encodes AG-UI events as SSE (``encode``, like the reference) or, when the Accept
+    header asks for it, as length-prefixed protobuf frames (``encode_binary``).
 
-    ``EventEncoder(accept=request.headers.get("accept"))`` negotiates the format;
-    ``get_content_type()`` gives the media type to send. ``encode()`` always returns the
-    SSE string, like both references.
+    * ``encode(event) -> str`` / ``encode_sse``: always SSE; ``get_content_type()`` is always
+      ``"text/event-stream"`` (the reference's pair).
+    * ``encode_binary(event) -> bytes`` / ``encode_many(events) -> bytes``: the negotiated
+      format; ``get_binary_content_type()`` is its media type.
+    * ``encode_protobuf(event) -> bytes``: always one protobuf frame (``AGUI_MEDIA_TYPE``).
     """
 
-    __slots__ = ("_protobuf", "_accept")
+    __slots__ = ("_accept", "_binary_type")
 
     # A builtin function stored on the class is not bound as a method, so ``enc.encode(ev)``
     # is a direct call into Rust with no Python frame in between.
     encode = staticmethod(_native.encode_sse_event)
     encode_sse = staticmethod(_native.encode_sse_event)
+    encode_protobuf = staticmethod(_native.proto_encode_event)
 
     def __init__(self, accept: Optional[str] = None) -> None:
         self._accept = accept
-        self._protobuf = negotiate(accept) == AGUI_MEDIA_TYPE
+        self._binary_type = _NEGOTIATED.get(accept) or negotiate(accept)
 
     def __repr__(self) -> str:
         return f"EventEncoder(accept={self._accept!r})"
 
     @property
     def accepts_protobuf(self) -> bool:
-        """True when the Accept header negotiated protobuf."""
-        return self._protobuf
+        """True when the Accept header negotiated protobuf (for ``encode_binary``)."""
+        return self._binary_type is AGUI_MEDIA_TYPE
 
     def get_content_type(self) -> str:
-        """The media type of ``encode_binary``/``encode_many`` output."""
-        return AGUI_MEDIA_TYPE if self._protobuf else SSE_MEDIA_TYPE
+        """The media type of ``encode()`` output: always ``"text/event-stream"``."""
+        return SSE_MEDIA_TYPE
+
+    def get_binary_content_type(self) -> str:
+        """The media type of ``encode_binary``/``encode_many`` output (the negotiated one)."""
+        return self._binary_type
 
     def encode_binary(self, event: Any) -> bytes:
         """A protobuf frame when protobuf was negotiated, else the SSE text as UTF-8 bytes."""
-        if self._protobuf:
-            return self.encode_protobuf(event)
+        if self._binary_type is AGUI_MEDIA_TYPE:
+            return _native.proto_encode_event(event)
         return _native.encode_sse_bytes(event)
 
-    def encode_protobuf(self, event: Any) -> bytes:
-        """The event as one length-prefixed protobuf frame (4-byte big-endian length)."""
-        from . import proto
-
-        return proto.encode_protobuf_frame(event)
-
     def encode_many(self, events: Iterable[Any]) -> bytes:
-        """A whole batch in one buffer, in the negotiated format."""
-        if self._protobuf:
-            from . import proto
-
-            return proto.encode_protobuf_many(events)
+        """A whole batch in one buffer, in the negotiated format (``get_binary_content_type``)."""
+        if self._binary_type is AGUI_MEDIA_TYPE:
+            return _native.proto_encode_events(events)
         return _native.encode_sse_many(events)
+
+
+_NEGOTIATED: Dict[Optional[str], str] = {}
+_NEGOTIATED_MAX = 512  # distinct Accept headers remembered (cleared when full)
 
 
 def negotiate(accept: Optional[str]) -> str:
     """The media type to send for an Accept header: ``AGUI_MEDIA_TYPE`` or ``SSE_MEDIA_TYPE``."""
+    media = _NEGOTIATED.get(accept)
+    if media is None:
+        if accept is not None and not isinstance(accept, str):
+            raise TypeError(f"accept must be a str or None, not {type(accept).__name__}")
+        media = _negotiate(accept)
+        if len(_NEGOTIATED) >= _NEGOTIATED_MAX:
+            _NEGOTIATED.clear()
+        _NEGOTIATED[accept] = media
+    return media
+
+
+def _negotiate(accept: Optional[str]) -> str:
     if not accept:
         return SSE_MEDIA_TYPE
     proto_q = 0.0

@@ -28,7 +28,6 @@ decoder (``ProtoDecoder.skipped_frames`` counts them).
 
 from __future__ import annotations
 
-import json
 import os
 import warnings
 from typing import IO, Any, Iterable, Iterator, Optional, Tuple, Union
@@ -77,53 +76,25 @@ _BACKENDS = {
 # -- encoding -----------------------------------------------------------------------------------
 
 
-def _event_json(event: Any) -> bytes:
-    """JSON text of an event Struct / pydantic event / dict, with a fallback for unpaired
-    surrogates (the reference's protobuf encoder turns them into U+FFFD; the JSON writer
-    refuses them, as the Python reference's serializer does)."""
-    try:
-        return _native.dumps(event)
-    except EncodeError:
-        from .encoder import to_builtins
-
-        if hasattr(event, "model_dump") and not isinstance(event, msgspec.Struct):
-            plain = event.model_dump(by_alias=True, exclude_none=True, mode="python")
-        else:
-            plain = to_builtins(event)
-        # ensure_ascii writes lone surrogates as \udXXX escapes; the Rust side maps them to U+FFFD.
-        return json.dumps(plain, ensure_ascii=True, default=_json_default).encode()
-
-
-def _json_default(o: Any) -> Any:
-    value = getattr(o, "value", None)
-    if value is not None:
-        return value
-    raise TypeError(f"cannot encode {type(o).__name__}")
+# -- single messages ---------------------------------------------------------------------------
 
 
 def encode_event_message(event: Any) -> bytes:
-    """One event (Struct, ``ag_ui.core`` pydantic event or dict) as an unframed ``Event`` message."""
-    try:
-        return _encode_event(event, False)
-    except EncodeError:
-        return _native.proto_encode_json(_event_json(event), False)
+    """One event (Struct, ``ag_ui.core`` pydantic event or dict) as an unframed ``Event`` message.
+
+    Accepts what the SSE encoder accepts (pydantic's JSON-mode rules); raises
+    :class:`~agui_fast.errors.EncodeError` only."""
+    return _encode_event(event, False)
 
 
 def encode_protobuf_frame(event: Any) -> bytes:
     """One event as a length-prefixed frame (4-byte big-endian length + message)."""
-    try:
-        return _encode_event(event, True)
-    except EncodeError:
-        return _native.proto_encode_json(_event_json(event), True)
+    return _encode_event(event, True)
 
 
-def encode_protobuf_many(events: Iterable[Any]) -> bytes:
-    """Events as one framed stream (the concatenation of their frames)."""
-    events = events if isinstance(events, (list, tuple)) else list(events)
-    try:
-        return _native.proto_encode_events(events)
-    except EncodeError:
-        return b"".join(encode_protobuf_frame(e) for e in events)
+encode_protobuf_many = _native.proto_encode_events
+"""``encode_protobuf_many(events)``: events as one framed stream (the concatenation of
+their frames)."""
 
 
 # -- decoding -----------------------------------------------------------------------------------

@@ -36,19 +36,55 @@ static ESCAPE: [u8; 256] = {
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
+/// Does `b` need escaping (a C0 control, `"` or `\\`)?
+#[inline(always)]
+fn needs_escape(b: u8) -> bool {
+    b < 0x20 || b == b'"' || b == b'\\'
+}
+
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGH: u64 = 0x8080_8080_8080_8080;
+const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
 
-/// True when one of the 8 bytes of `w` must be escaped (< 0x20, `"` or `\`).
-/// (The "has less than" / "has zero byte" bit tricks are exact as existence tests.)
+/// High bit of each zero byte of `t`, exactly (no carry crosses a byte boundary).
 #[inline(always)]
-fn word_needs_escape(w: u64) -> bool {
-    let ctrl = w.wrapping_sub(ONES * 0x20) & !w;
-    let q = w ^ (ONES * b'"' as u64);
-    let quote = q.wrapping_sub(ONES) & !q;
-    let b = w ^ (ONES * b'\\' as u64);
-    let backslash = b.wrapping_sub(ONES) & !b;
-    (ctrl | quote | backslash) & HIGH != 0
+fn zero_bytes(t: u64) -> u64 {
+    !(((t & LOW7) + LOW7) | t) & HIGH
+}
+
+/// High bit of each of the 8 bytes of `x` that needs escaping (< 0x20, `"`, `\\`): an
+/// exact per-byte mask, so the first one is found from its trailing zeros without a
+/// byte-by-byte rescan (SWAR: 8 bytes per step in plain integer code; the core crate has
+/// no `unsafe`, so no SIMD intrinsics).
+#[inline(always)]
+fn escape_mask(x: u64) -> u64 {
+    let ctrl = !(((x & LOW7) + ONES * 0x60) | x) & HIGH;
+    ctrl | zero_bytes(x ^ (ONES * b'"' as u64)) | zero_bytes(x ^ (ONES * b'\\' as u64))
+}
+
+/// Position of the first byte that needs escaping (8 bytes per step, the last partial word
+/// read where the string ends).
+#[inline(always)]
+fn first_escape(bytes: &[u8]) -> Option<usize> {
+    let n = bytes.len();
+    let mut i = 0;
+    while i + 8 <= n {
+        let m = escape_mask(u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap()));
+        if m != 0 {
+            return Some(i + (m.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    if i == n {
+        return None;
+    }
+    if n < 8 {
+        return bytes.iter().position(|&b| needs_escape(b));
+    }
+    // The tail: the last word, read where it ends (no copy), its already-checked low bytes
+    // masked off.
+    let m = escape_mask(u64::from_le_bytes(bytes[n - 8..].try_into().unwrap())) & (!0u64 << (8 * (8 - (n - i))));
+    (m != 0).then(|| n - 8 + (m.trailing_zeros() / 8) as usize)
 }
 
 #[inline(always)]
@@ -64,30 +100,13 @@ fn write_escape(buf: &mut Vec<u8>, b: u8, esc: u8) {
 #[inline]
 pub fn write_str_body(buf: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
-    let n = bytes.len();
     let mut start = 0; // first byte not yet copied
-    let mut i = 0;
-    while i < n {
-        // Skip 8 bytes at a time while none needs escaping.
-        while i + 8 <= n {
-            let w = u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap());
-            if word_needs_escape(w) {
-                break;
-            }
-            i += 8;
-        }
-        // Then byte by byte up to (and including) the next escape, at most one word.
-        let stop = (i + 8).min(n);
-        while i < stop {
-            let b = bytes[i];
-            let esc = ESCAPE[b as usize];
-            i += 1;
-            if esc != 0 {
-                buf.extend_from_slice(&bytes[start..i - 1]);
-                write_escape(buf, b, esc);
-                start = i;
-            }
-        }
+    while let Some(p) = first_escape(&bytes[start..]) {
+        let at = start + p;
+        buf.extend_from_slice(&bytes[start..at]);
+        let b = bytes[at];
+        write_escape(buf, b, ESCAPE[b as usize]);
+        start = at + 1;
     }
     buf.extend_from_slice(&bytes[start..]);
 }
@@ -105,11 +124,66 @@ fn write_str_body_simple(buf: &mut Vec<u8>, s: &str) {
     }
 }
 
+/// Append `n` bytes given as their first and last `W` bytes (overlapping when `n < 2W`)
+/// with fixed-size copies only.
+#[inline(always)]
+fn put_overlapping<const W: usize>(buf: &mut Vec<u8>, first: &[u8; W], last: &[u8; W], n: usize) {
+    let at = buf.len();
+    buf.extend_from_slice(first);
+    buf.extend_from_slice(last);
+    buf.truncate(at + n);
+    buf[at + n - W..at + n].copy_from_slice(last);
+}
+
+/// Append a short byte string (numbers, short strings) with fixed-size copies: a
+/// variable-length copy is a memcpy call, which costs more than these few bytes.
+#[inline(always)]
+fn put_small(buf: &mut Vec<u8>, b: &[u8]) {
+    let n = b.len();
+    match n {
+        16..=32 => put_overlapping::<16>(buf, b[..16].try_into().unwrap(), b[n - 16..].try_into().unwrap(), n),
+        8..=15 => put_overlapping::<8>(buf, b[..8].try_into().unwrap(), b[n - 8..].try_into().unwrap(), n),
+        4..=7 => put_overlapping::<4>(buf, b[..4].try_into().unwrap(), b[n - 4..].try_into().unwrap(), n),
+        0..=3 => {
+            for &c in b {
+                buf.push(c);
+            }
+        }
+        _ => buf.extend_from_slice(b),
+    }
+}
+
 /// Append `s` as a JSON string (with quotes).
 #[inline]
 pub fn write_str(buf: &mut Vec<u8>, s: &str) {
-    buf.reserve(s.len() + 2);
+    let bytes = s.as_bytes();
+    let n = bytes.len();
+    buf.reserve(n + 2);
     buf.push(b'"');
+    // Most strings are short (keys, ids, words): checked as whole words read straight
+    // from the string (overlapping at the end), and copied by `put_small`.
+    let clean = match n {
+        8..=32 => {
+            let mut m = 0;
+            let mut i = 0;
+            while i + 8 <= n {
+                m |= escape_mask(u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap()));
+                i += 8;
+            }
+            m | escape_mask(u64::from_le_bytes(bytes[n - 8..].try_into().unwrap())) == 0
+        }
+        4..=7 => {
+            let (w1, w2): ([u8; 4], [u8; 4]) = (bytes[..4].try_into().unwrap(), bytes[n - 4..].try_into().unwrap());
+            escape_mask(u32::from_le_bytes(w1) as u64 | (u32::from_le_bytes(w2) as u64) << 32) == 0
+        }
+        0..=3 => !bytes.iter().any(|&b| needs_escape(b)),
+        _ => false,
+    };
+    if clean {
+        put_small(buf, bytes);
+        buf.push(b'"');
+        return;
+    }
     write_str_body(buf, s);
     buf.push(b'"');
 }
@@ -133,7 +207,7 @@ pub fn encoded_key(key: &str) -> Vec<u8> {
 pub fn write_f64(buf: &mut Vec<u8>, x: f64) {
     if x.is_finite() {
         let mut b = zmij::Buffer::new();
-        buf.extend_from_slice(b.format_finite(x).as_bytes());
+        put_small(buf, b.format_finite(x).as_bytes());
     } else {
         buf.extend_from_slice(b"null");
     }
@@ -143,14 +217,14 @@ pub fn write_f64(buf: &mut Vec<u8>, x: f64) {
 #[inline]
 pub fn write_i64(buf: &mut Vec<u8>, x: i64) {
     let mut b = itoa::Buffer::new();
-    buf.extend_from_slice(b.format(x).as_bytes());
+    put_small(buf, b.format(x).as_bytes());
 }
 
 /// Append an unsigned 64-bit integer.
 #[inline]
 pub fn write_u64(buf: &mut Vec<u8>, x: u64) {
     let mut b = itoa::Buffer::new();
-    buf.extend_from_slice(b.format(x).as_bytes());
+    put_small(buf, b.format(x).as_bytes());
 }
 
 /// Append `true` / `false`.
@@ -163,6 +237,169 @@ pub fn write_bool(buf: &mut Vec<u8>, x: bool) {
 #[inline]
 pub fn write_null(buf: &mut Vec<u8>) {
     buf.extend_from_slice(b"null");
+}
+
+/// The JSON text sink (see [`crate::sink`]): pydantic's spelling of every value, commas
+/// placed from the document structure. Writes into a caller's buffer, so a value can be
+/// written in the middle of other text (the decoder writes members, then a value).
+pub struct JsonSink<'b> {
+    pub out: &'b mut Vec<u8>,
+    /// A value was written at this level: the next one needs a comma.
+    comma: bool,
+}
+
+impl<'b> JsonSink<'b> {
+    pub fn new(out: &'b mut Vec<u8>) -> Self {
+        JsonSink { out, comma: false }
+    }
+
+    /// The next value starts a new document (after text the caller wrote itself).
+    #[inline]
+    pub fn restart(&mut self) {
+        self.comma = false;
+    }
+
+    #[inline(always)]
+    fn sep(&mut self) {
+        if self.comma {
+            self.out.push(b',');
+        }
+    }
+
+    /// Write one complete value (after a comma when one is due).
+    #[inline(always)]
+    fn value(&mut self, write: impl FnOnce(&mut Vec<u8>)) {
+        self.sep();
+        write(self.out);
+        self.comma = true;
+    }
+}
+
+impl<'a> crate::sink::Sink<'a> for JsonSink<'_> {
+    #[inline(always)]
+    fn null(&mut self) {
+        self.value(write_null)
+    }
+    #[inline(always)]
+    fn bool(&mut self, v: bool) {
+        self.value(|o| write_bool(o, v))
+    }
+    #[inline(always)]
+    fn i64(&mut self, v: i64) {
+        self.value(|o| write_i64(o, v))
+    }
+    #[inline(always)]
+    fn big_int(&mut self, decimal: &str) {
+        self.value(|o| o.extend_from_slice(decimal.as_bytes()))
+    }
+    #[inline(always)]
+    fn f64(&mut self, v: f64) {
+        self.value(|o| write_f64(o, v))
+    }
+    #[inline(always)]
+    fn str(&mut self, s: &str) {
+        self.value(|o| write_str(o, s))
+    }
+    #[inline(always)]
+    fn begin_array(&mut self) {
+        self.sep();
+        self.out.push(b'[');
+        self.comma = false;
+    }
+    #[inline(always)]
+    fn end_array(&mut self) {
+        self.out.push(b']');
+        self.comma = true;
+    }
+    #[inline(always)]
+    fn begin_object(&mut self) {
+        self.sep();
+        self.out.push(b'{');
+        self.comma = false;
+    }
+    #[inline(always)]
+    fn key(&mut self, k: &str) {
+        self.sep();
+        write_key(self.out, k);
+        self.comma = false;
+    }
+    fn object_mark(&self) -> usize {
+        self.out.len()
+    }
+    fn rewind_object(&mut self, mark: usize) {
+        self.out.truncate(mark);
+        self.comma = false;
+    }
+    #[inline(always)]
+    fn end_object(&mut self, _distinct_keys: bool) {
+        self.out.push(b'}');
+        self.comma = true;
+    }
+    #[inline(always)]
+    fn key_pre(&mut self, k: &'a crate::sink::PreStr) {
+        self.sep();
+        if k.key_len <= 16 {
+            // One fixed-size copy (a vector store), the padding then cut off.
+            let at = self.out.len();
+            let block: &[u8; 16] = k.key_padded[..16].try_into().unwrap();
+            self.out.extend_from_slice(block);
+            self.out.truncate(at + k.key_len);
+        } else {
+            self.out.extend_from_slice(&k.key_padded[..k.key_len]);
+        }
+        self.comma = false;
+    }
+    #[inline(always)]
+    fn scalar(&mut self, v: &'a crate::sink::Scalar) {
+        match v {
+            crate::sink::Scalar::Str(s) => self.value(|o| o.extend_from_slice(&s.json)),
+            crate::sink::Scalar::Null => self.null(),
+            crate::sink::Scalar::Bool(b) => self.bool(*b),
+            crate::sink::Scalar::Int(i) => self.i64(*i),
+            crate::sink::Scalar::BigInt(t) => self.big_int(t),
+            crate::sink::Scalar::Float(f) => self.f64(*f),
+        }
+    }
+    #[inline(always)]
+    fn raw_json(&mut self, text: &[u8]) -> Result<(), String> {
+        self.value(|o| o.extend_from_slice(text));
+        Ok(())
+    }
+}
+
+/// UTF-8 for a string given as WTF-8 (UTF-8 that may hold surrogate code points, e.g.
+/// Python's `encode("utf-8", "surrogatepass")`), the way JavaScript's UTF-8 encoders treat
+/// a JS string: a high surrogate followed by a low one is the character they form; any
+/// other surrogate becomes U+FFFD.
+pub fn wtf8_to_utf8_lossy(b: &[u8]) -> String {
+    // A surrogate is ED A0..BF xx (high: A0..AF, low: B0..BF); everything else is UTF-8.
+    let sur = |i: usize| -> Option<u32> {
+        (i + 2 < b.len() && b[i] == 0xED && (0xA0..=0xBF).contains(&b[i + 1]))
+            .then(|| 0xD000 | ((b[i + 1] as u32 & 0x3F) << 6) | (b[i + 2] as u32 & 0x3F))
+    };
+    let mut out = String::with_capacity(b.len());
+    let (mut i, mut start) = (0, 0);
+    while i < b.len() {
+        let Some(hi) = sur(i) else {
+            i += 1;
+            continue;
+        };
+        out.push_str(&String::from_utf8_lossy(&b[start..i]));
+        match sur(i + 3) {
+            Some(lo) if hi < 0xDC00 && lo >= 0xDC00 => {
+                let c = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
+                out.push(char::from_u32(c).unwrap_or('\u{FFFD}'));
+                i += 6;
+            }
+            _ => {
+                out.push('\u{FFFD}');
+                i += 3;
+            }
+        }
+        start = i;
+    }
+    out.push_str(&String::from_utf8_lossy(&b[start..]));
+    out
 }
 
 /// Format a float into a new `String` (convenience for tests and callers).
@@ -290,6 +527,11 @@ mod tests {
             write_str_body(&mut a, &s);
             write_str_body_simple(&mut b, &s);
             assert_eq!(a, b, "{s:?}");
+            let (mut q, mut want) = (b"x".to_vec(), b"x\"".to_vec());
+            write_str(&mut q, &s);
+            write_str_body_simple(&mut want, &s);
+            want.push(b'"');
+            assert_eq!(q, want, "{s:?}");
         }
         // every byte value at every offset within a word
         for byte in 0u8..0x80 {
@@ -302,6 +544,14 @@ mod tests {
                 assert_eq!(a, b);
             }
         }
+    }
+
+    #[test]
+    fn wtf8_surrogates_like_javascript() {
+        // "a" + lone high + "b" + pair(U+1F600) + lone low
+        let b = b"a\xed\xa0\x80b\xed\xa0\xbd\xed\xb8\x80\xed\xb0\x80";
+        assert_eq!(wtf8_to_utf8_lossy(b), "a\u{FFFD}b\u{1F600}\u{FFFD}");
+        assert_eq!(wtf8_to_utf8_lossy("é😀".as_bytes()), "é😀");
     }
 
     #[test]

@@ -6,6 +6,8 @@
 //! - [`proto`]: the AG-UI 1.0 protobuf wire format and its JSON mapping;
 //! - [`patch`]: RFC 6902 JSON Patch / RFC 6901 JSON Pointer;
 //! - [`json`]: JSON text output matching the Python reference (pydantic) byte for byte;
+//! - [`sink`]: the output side of every walk over JSON-shaped data (JSON text,
+//!   MessagePack, the protobuf encoder's tree): one trait, one walk per input;
 //! - [`limits`]: the project's own limits (nesting depth), the same on every interpreter;
 //! - [`stream`]: the reference client's stream semantics (chunk expansion, verification, replay into messages and state, compaction, 0.x conversion).
 
@@ -15,5 +17,6 @@ pub mod json;
 pub mod limits;
 pub mod patch;
 pub mod proto;
+pub mod sink;
 pub mod sse;
 pub mod stream;

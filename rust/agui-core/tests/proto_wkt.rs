@@ -6,7 +6,7 @@ use serde_json::json;
 
 fn value_json(body: &[u8]) -> Option<serde_json::Value> {
     let mut out = Vec::new();
-    wkt::value_body_json(body, &mut out, 0).unwrap().then(|| serde_json::from_slice(&out).unwrap())
+    wkt::value_body(body, &mut agui_core::json::JsonSink::new(&mut out), 0).unwrap().then(|| serde_json::from_slice(&out).unwrap())
 }
 
 fn entry(key: &[u8], value_body: &[u8]) -> Vec<u8> {
@@ -46,7 +46,7 @@ fn scalars() {
     let mut neg_zero = vec![0x11];
     neg_zero.extend((-0.0f64).to_le_bytes());
     let mut out = Vec::new();
-    wkt::value_body_json(&neg_zero, &mut out, 0).unwrap();
+    wkt::value_body(&neg_zero, &mut agui_core::json::JsonSink::new(&mut out), 0).unwrap();
     assert_eq!(out, b"-0.0");
     let mut nan = vec![0x11];
     nan.extend(f64::NAN.to_le_bytes());
@@ -70,12 +70,12 @@ fn struct_entries() {
     // duplicated key: first position, last value
     let b = struct_value(&[entry(b"a", &ONE), entry(b"b", &NULL), entry(b"a", &TRUE)]);
     let mut out = Vec::new();
-    wkt::value_body_json(&b, &mut out, 0).unwrap();
+    wkt::value_body(&b, &mut agui_core::json::JsonSink::new(&mut out), 0).unwrap();
     assert_eq!(out, br#"{"a":true,"b":null}"#);
     // entry with a kind-less value is dropped; entry without key has key ""
     let b = struct_value(&[entry(b"gone", &[]), entry(b"", &ONE)]);
     let mut out = Vec::new();
-    wkt::value_body_json(&b, &mut out, 0).unwrap();
+    wkt::value_body(&b, &mut agui_core::json::JsonSink::new(&mut out), 0).unwrap();
     assert_eq!(out, br#"{"":1}"#);
     // many keys (hash index) with a late duplicate
     let mut entries: Vec<Vec<u8>> = (0..40u8).map(|i| entry(&[b'k', b'0' + i % 10, b'0' + i / 10], &ONE)).collect();
@@ -104,7 +104,7 @@ fn list_elements_without_kind_are_null() {
 fn malformed_payloads_are_errors_not_panics() {
     for bad in [&[0x2A, 0x05, 0x0A][..], &[0x11, 0x00], &[0x32, 0x02, 0x0A, 0x09], &[0x1A]] {
         let mut out = Vec::new();
-        assert!(wkt::value_body_json(bad, &mut out, 0).is_err(), "{bad:?}");
+        assert!(wkt::value_body(bad, &mut agui_core::json::JsonSink::new(&mut out), 0).is_err(), "{bad:?}");
     }
 }
 

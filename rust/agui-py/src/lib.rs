@@ -14,10 +14,11 @@ mod errors;
 mod gil;
 mod patch;
 mod pipeline;
+mod plan;
 mod proto;
-mod pynode;
 mod sse;
 mod stream;
+mod walk;
 
 // The GIL is required: see gil.rs (stated here, not left to PyO3's default).
 #[pymodule(gil_used = true)]

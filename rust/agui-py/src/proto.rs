@@ -2,7 +2,7 @@
 //!
 //! Events cross the boundary as JSON text (what the reference converter works on), except
 //! on the encode side for event objects: those are read straight into the encoder's JSON
-//! tree (`pynode`), and decoded JSON becomes Structs with msgspec. Errors are raised as the classes of
+//! tree (the object walk, `walk.rs`), and decoded JSON becomes Structs with msgspec. Errors are raised as the classes of
 //! `agui_fast.errors` with `frame_index`, `offset` and `events` (JSON texts decoded
 //! before the error). Frames from a later protocol version are skipped with a
 //! `UserWarning`, like the reference client.
@@ -15,8 +15,8 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use std::ffi::CString;
 
 use crate::errors::make_error;
-use crate::pynode;
 use crate::stream::{self, decode_items, try_buffer, with_buffer, Backend, GcPause, Items, Legacy, Modes, Outcome, StreamState};
+use crate::walk::{self, Opts};
 
 /// Turn a core error into the matching `agui_fast.errors` exception.
 fn to_py(py: Python<'_>, e: &Error, events: Option<Vec<Vec<u8>>>) -> PyErr {
@@ -85,47 +85,46 @@ fn event_bytes<'py>(py: Python<'py>, ev: &proto::pb::Event, framed: bool) -> PyR
     })
 }
 
-/// Encode an event object (Struct, pydantic model or dict) in one call. The object is
-/// read straight into the encoder's JSON tree (`pynode`); objects that walk cannot
-/// reproduce exactly (unpaired surrogates, very deep nesting, errors) take the JSON-text
-/// route: the Rust writer (`dumps`), then the JSON parser. Both give the same bytes.
-#[pyfunction]
-#[pyo3(signature = (event, framed = true))]
-fn proto_encode_event<'py>(py: Python<'py>, event: &Bound<'py, PyAny>, framed: bool) -> PyResult<Bound<'py, PyBytes>> {
-    let direct = pynode::with_node(py, event, |node| match proto::json_to_event(node) {
-        Ok(ev) => event_bytes(py, &ev, framed),
-        Err(e) => Err(to_py(py, &e, None)),
-    });
-    match direct {
-        Some(r) => r,
-        None => proto_encode_event_via_json(py, event, framed),
-    }
+/// An encoder-side core error (an event the 1.0 mapping cannot take) as `EncodeError`.
+fn encode_err(py: Python<'_>, e: &Error) -> PyErr {
+    make_error(py, "EncodeError", e.to_string(), None)
 }
 
-/// `proto_encode_event` through JSON text (the fallback route; also what the direct route
-/// is tested against).
+const DEPTH: u32 = agui_core::limits::DEFAULT_MAX_DEPTH as u32;
+
+/// Encode an event object (Struct, pydantic model or dict) in one call: the object walk
+/// (`walk.rs`) builds the encoder's JSON tree, which the core maps to protobuf. The same
+/// values as the SSE encoder are accepted (pydantic's JSON-mode rules); unpaired
+/// surrogates become U+FFFD as in `@ag-ui/proto`; every failure is an `EncodeError`.
+#[pyfunction]
+#[pyo3(signature = (event, framed = true, *, max_depth = DEPTH))]
+fn proto_encode_event<'py>(py: Python<'py>, event: &Bound<'py, PyAny>, framed: bool, max_depth: u32) -> PyResult<Bound<'py, PyBytes>> {
+    let opts = Opts { max_depth, ..Opts::PROTO };
+    walk::with_tree(py, event, opts, |node| match proto::json_to_event(node) {
+        Ok(ev) => event_bytes(py, &ev, framed),
+        Err(e) => Err(encode_err(py, &e)),
+    })?
+}
+
+/// `proto_encode_event` through JSON text (`dumps`, then the JSON parser): the oracle the
+/// direct route is tested against.
 #[pyfunction]
 #[pyo3(signature = (event, framed = true))]
 fn proto_encode_event_via_json<'py>(py: Python<'py>, event: &Bound<'py, PyAny>, framed: bool) -> PyResult<Bound<'py, PyBytes>> {
-    let json = crate::encode::dumps(py, event, false)?;
+    let json = crate::encode::dumps(py, event, true, DEPTH)?;
     proto_encode_json(py, json.as_bytes(), framed)
 }
 
 /// Encode event objects as one framed stream (see `proto_encode_event`).
 #[pyfunction]
-fn proto_encode_events<'py>(py: Python<'py>, events: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+#[pyo3(signature = (events, *, max_depth = DEPTH))]
+fn proto_encode_events<'py>(py: Python<'py>, events: &Bound<'py, PyAny>, max_depth: u32) -> PyResult<Bound<'py, PyBytes>> {
+    let opts = Opts { max_depth, ..Opts::PROTO };
     let mut out = Vec::new();
-    let mut builder = pynode::Builder::new(py);
     for ev in events.try_iter()? {
         let ev = ev?;
-        let r = match builder.with_node(&ev, |node| proto::encode_value_framed(node, &mut out)) {
-            Some(r) => r,
-            None => {
-                let json = crate::encode::dumps(py, &ev, false)?;
-                proto::encode_json(json.as_bytes(), true, &mut out)
-            }
-        };
-        r.map_err(|e| to_py(py, &e, None))?;
+        walk::with_tree(py, &ev, opts, |node| proto::encode_value_framed(node, &mut out))?
+            .map_err(|e| encode_err(py, &e))?;
     }
     Ok(PyBytes::new(py, &out))
 }

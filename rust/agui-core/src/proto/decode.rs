@@ -156,16 +156,16 @@ impl W<'_> {
 
     fn value_body(&mut self, body: &[u8]) {
         let r = match self.fmt {
-            Format::Json => wkt::value_body_json(body, self.out, 0),
-            Format::MsgPack => wkt::value_body_msgpack(body, self.out, 0),
+            Format::Json => wkt::value_body(body, &mut crate::json::JsonSink::new(self.out), 0),
+            Format::MsgPack => wkt::value_body(body, &mut super::msgpack::MsgpackSink::new(self.out), 0),
         };
         self.defer(r.map(|_| ()));
     }
 
     fn struct_body(&mut self, body: &[u8]) {
         let r = match self.fmt {
-            Format::Json => wkt::struct_body_json(body, self.out, 0),
-            Format::MsgPack => wkt::struct_body_msgpack(body, self.out, 0),
+            Format::Json => wkt::struct_body(body, &mut crate::json::JsonSink::new(self.out), 0),
+            Format::MsgPack => wkt::struct_body(body, &mut super::msgpack::MsgpackSink::new(self.out), 0),
         };
         self.defer(r);
     }

@@ -71,6 +71,11 @@ fn opt_int(o: &Obj, k: &str) -> Result<Option<i64>> {
         J::String(s) => s.trim().parse::<f64>().unwrap_or(f64::NAN),
         _ => return Err(Error::Encode(format!("`{k}` must be an integer"))),
     };
+    // A non-finite double (a Python float, or `1e400` read as infinity) has no JSON
+    // form: the reference's JSON carries `null` there, i.e. no value.
+    if matches!(v, J::Number(_)) && !f.is_finite() {
+        return Ok(None);
+    }
     if !f.is_finite() || f.fract() != 0.0 {
         return Err(Error::Encode(format!("`{k}`: the number {f} is not an integer")));
     }

@@ -80,29 +80,96 @@ pub fn patch_count(out: &mut [u8], at: usize, n: usize) {
     out[at..at + 4].copy_from_slice(&(n as u32).to_be_bytes());
 }
 
-/// A serde_json value (the decoder's slow path for merged Values) as MessagePack.
-pub fn json_value(out: &mut Vec<u8>, v: &serde_json::Value) {
-    use serde_json::Value as J;
-    match v {
-        J::Null => out.push(0xc0),
-        J::Bool(b) => out.push(if *b { 0xc3 } else { 0xc2 }),
-        J::Number(n) => match n.as_i64() {
-            Some(i) => int(out, i),
-            None => float(out, super::wkt::number_f64(n)),
-        },
-        J::String(s) => str(out, s),
-        J::Array(a) => {
-            array_header(out, a.len());
-            for e in a {
-                json_value(out, e);
-            }
+/// The MessagePack sink (see [`crate::sink`]). Containers get 32-bit count headers
+/// patched at their end (the count is not known when they start).
+pub struct MsgpackSink<'b> {
+    pub out: &'b mut Vec<u8>,
+    /// Open containers: (header position, count so far, is a map).
+    open: Vec<(usize, usize, bool)>,
+}
+
+impl<'b> MsgpackSink<'b> {
+    pub fn new(out: &'b mut Vec<u8>) -> Self {
+        MsgpackSink { out, open: Vec::new() }
+    }
+
+    /// A value starts: it counts for an enclosing array (a map counts its keys).
+    #[inline(always)]
+    fn item(&mut self) {
+        if let Some((_, n, false)) = self.open.last_mut() {
+            *n += 1;
         }
-        J::Object(m) => {
-            map_header(out, m.len());
-            for (k, e) in m {
-                str(out, k);
-                json_value(out, e);
+    }
+
+    fn close(&mut self) {
+        if let Some((at, n, _)) = self.open.pop() {
+            patch_count(self.out, at, n);
+        }
+    }
+}
+
+impl<'a> crate::sink::Sink<'a> for MsgpackSink<'_> {
+    fn null(&mut self) {
+        self.item();
+        self.out.push(0xc0);
+    }
+    fn bool(&mut self, v: bool) {
+        self.item();
+        self.out.push(if v { 0xc3 } else { 0xc2 });
+    }
+    fn i64(&mut self, v: i64) {
+        self.item();
+        int(self.out, v);
+    }
+    fn big_int(&mut self, decimal: &str) {
+        self.item();
+        // MessagePack has no integers beyond 64 bits: u64 when it fits, else the nearest
+        // double (what a JavaScript peer would hold).
+        match decimal.parse::<u64>() {
+            Ok(u) => {
+                self.out.push(0xcf);
+                self.out.extend_from_slice(&u.to_be_bytes());
             }
+            Err(_) => float(self.out, decimal.parse::<f64>().unwrap_or(f64::NAN)),
+        }
+    }
+    fn f64(&mut self, v: f64) {
+        self.item();
+        float(self.out, v);
+    }
+    fn str(&mut self, s: &str) {
+        self.item();
+        str(self.out, s);
+    }
+    fn begin_array(&mut self) {
+        self.item();
+        let at = placeholder(self.out, false);
+        self.open.push((at, 0, false));
+    }
+    fn end_array(&mut self) {
+        self.close();
+    }
+    fn begin_object(&mut self) {
+        self.item();
+        let at = placeholder(self.out, true);
+        self.open.push((at, 0, true));
+    }
+    fn key(&mut self, k: &str) {
+        if let Some((_, n, true)) = self.open.last_mut() {
+            *n += 1;
+        }
+        str(self.out, k);
+    }
+    fn end_object(&mut self, _distinct_keys: bool) {
+        self.close();
+    }
+    fn object_mark(&self) -> usize {
+        self.out.len()
+    }
+    fn rewind_object(&mut self, mark: usize) {
+        self.out.truncate(mark);
+        if let Some((_, n, _)) = self.open.last_mut() {
+            *n = 0;
         }
     }
 }

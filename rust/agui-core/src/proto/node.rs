@@ -243,3 +243,160 @@ impl<'de> Visitor<'de> for NodeVisitor {
         Ok(Node::Object(Obj(entries)))
     }
 }
+
+impl Node<'_> {
+    /// The same tree owning all its strings.
+    pub fn into_owned(self) -> Node<'static> {
+        let own = |c: Cow<'_, str>| -> Cow<'static, str> { Cow::Owned(c.into_owned()) };
+        match self {
+            Node::Null => Node::Null,
+            Node::Bool(b) => Node::Bool(b),
+            Node::Number(Num::Text(t)) => Node::Number(Num::Text(own(t))),
+            Node::Number(Num::I(i)) => Node::Number(Num::I(i)),
+            Node::Number(Num::U(u)) => Node::Number(Num::U(u)),
+            Node::Number(Num::F(f)) => Node::Number(Num::F(f)),
+            Node::String(s) => Node::String(own(s)),
+            Node::Array(a) => Node::Array(a.into_iter().map(Node::into_owned).collect()),
+            Node::Object(Obj(e)) => Node::Object(Obj(e.into_iter().map(|(k, v)| (own(k), v.into_owned())).collect())),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------
+// The tree sink
+// ---------------------------------------------------------------------------------
+
+enum Frame<'a> {
+    Array(Vec<Node<'a>>),
+    Object(Vec<(Cow<'a, str>, Node<'a>)>, Option<Cow<'a, str>>),
+}
+
+/// The sink that builds a [`Node`] tree (see [`crate::sink`]): the protobuf encoder's
+/// input, built straight from the walked values, strings borrowed where the walker can
+/// keep them alive. Repeated keys merge as `JSON.parse` does: first position, last value.
+/// Doubles stay doubles, infinities included (`@ag-ui/proto` writes them as such).
+#[derive(Default)]
+pub struct TreeBuilder<'a> {
+    stack: Vec<Frame<'a>>,
+    done: Option<Node<'a>>,
+}
+
+impl<'a> TreeBuilder<'a> {
+    pub fn new() -> Self {
+        TreeBuilder { stack: Vec::new(), done: None }
+    }
+
+    /// The finished tree (None if no complete value was given).
+    pub fn finish(&mut self) -> Option<Node<'a>> {
+        self.stack.clear();
+        self.done.take()
+    }
+
+    #[inline]
+    fn push(&mut self, n: Node<'a>) {
+        match self.stack.last_mut() {
+            None => self.done = Some(n),
+            Some(Frame::Array(a)) => a.push(n),
+            Some(Frame::Object(e, k)) => {
+                let k = k.take().unwrap_or(Cow::Borrowed(""));
+                e.push((k, n));
+            }
+        }
+    }
+}
+
+impl<'a> crate::sink::Sink<'a> for TreeBuilder<'a> {
+    const BORROWS: bool = true;
+
+    fn null(&mut self) {
+        self.push(Node::Null)
+    }
+    fn bool(&mut self, v: bool) {
+        self.push(Node::Bool(v))
+    }
+    fn i64(&mut self, v: i64) {
+        self.push(Node::Number(Num::I(v)))
+    }
+    fn big_int(&mut self, decimal: &str) {
+        self.push(Node::Number(Num::Text(Cow::Owned(decimal.to_owned()))))
+    }
+    fn f64(&mut self, v: f64) {
+        self.push(Node::Number(Num::F(v)))
+    }
+    fn str(&mut self, s: &str) {
+        self.push(Node::String(Cow::Owned(s.to_owned())))
+    }
+    fn str_ref(&mut self, s: &'a str) {
+        self.push(Node::String(Cow::Borrowed(s)))
+    }
+    fn begin_array(&mut self) {
+        self.stack.push(Frame::Array(Vec::new()))
+    }
+    fn end_array(&mut self) {
+        if let Some(Frame::Array(a)) = self.stack.pop() {
+            self.push(Node::Array(a));
+        }
+    }
+    fn begin_object(&mut self) {
+        self.stack.push(Frame::Object(Vec::new(), None))
+    }
+    fn key(&mut self, k: &str) {
+        if let Some(Frame::Object(_, key)) = self.stack.last_mut() {
+            *key = Some(Cow::Owned(k.to_owned()));
+        }
+    }
+    fn key_ref(&mut self, k: &'a str) {
+        if let Some(Frame::Object(_, key)) = self.stack.last_mut() {
+            *key = Some(Cow::Borrowed(k));
+        }
+    }
+    fn object_mark(&self) -> usize {
+        match self.stack.last() {
+            Some(Frame::Object(e, _)) => e.len(),
+            _ => 0,
+        }
+    }
+    fn rewind_object(&mut self, mark: usize) {
+        if let Some(Frame::Object(e, k)) = self.stack.last_mut() {
+            e.truncate(mark);
+            *k = None;
+        }
+    }
+    fn end_object(&mut self, distinct_keys: bool) {
+        if let Some(Frame::Object(mut e, _)) = self.stack.pop() {
+            if !distinct_keys {
+                dedup(&mut e);
+            }
+            self.push(Node::Object(Obj(e)));
+        }
+    }
+}
+
+/// Merge repeated keys as `JSON.parse` does: first position, last value.
+fn dedup(entries: &mut Vec<(Cow<'_, str>, Node<'_>)>) {
+    let n = entries.len();
+    let dup = if n <= 16 {
+        (1..n).any(|i| entries[..i].iter().any(|(k, _)| *k == entries[i].0))
+    } else {
+        let mut seen = std::collections::HashSet::with_capacity(n);
+        !entries.iter().all(|(k, _)| seen.insert(k.as_ref()))
+    };
+    if !dup {
+        return;
+    }
+    let mut index: HashMap<String, usize> = HashMap::with_capacity(n);
+    let mut out = Vec::with_capacity(n);
+    for (k, v) in entries.drain(..) {
+        match index.get(k.as_ref()) {
+            Some(&i) => {
+                let slot: &mut (Cow<'_, str>, Node<'_>) = &mut out[i];
+                slot.1 = v;
+            }
+            None => {
+                index.insert(k.to_string(), out.len());
+                out.push((k, v));
+            }
+        }
+    }
+    *entries = out;
+}

@@ -1,0 +1,255 @@
+//! The output side of every walk over JSON-shaped data: one trait, several sinks.
+//!
+//! A walker (the binding's walk over Python objects, the protobuf decoder's walk over
+//! `google.protobuf.Value` bodies in `proto::wkt`, [`json_value`] over `serde_json`
+//! values) calls a [`Sink`] in document order; the sink decides the output:
+//! * [`crate::json::JsonSink`]: JSON text exactly as pydantic writes it;
+//! * [`crate::proto::msgpack::MsgpackSink`]: MessagePack (what msgspec decodes fastest);
+//! * [`crate::proto::node::TreeBuilder`]: the borrowed JSON tree the protobuf encoder maps.
+//!
+//! The walker owns the decisions (what a value is, which members an object has, their
+//! order, omission); a sink only spells them. So the rules exist once, whatever the output.
+//!
+//! Strings: `str`/`key` take a transient borrow (the sink copies what it keeps); the
+//! `*_ref` variants take a borrow that lives for `'a`, which a tree can keep without copying
+//! ([`Sink::BORROWS`] tells the walker whether keeping its strings alive matters).
+
+/// A string known when a plan is built (a field's wire key, a tag value): its text and
+/// its JSON spelling (with quotes), so JSON sinks copy it without escaping again.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PreStr {
+    pub text: Box<str>,
+    pub json: Box<[u8]>,
+    /// `"text":` (a key's JSON), zero-padded to a multiple of 16 bytes so that JSON sinks
+    /// copy short keys with one fixed-size copy; the first `key_len` bytes are the key.
+    pub key_padded: Box<[u8]>,
+    pub key_len: usize,
+}
+
+impl PreStr {
+    pub fn new(text: &str) -> PreStr {
+        let mut json = Vec::with_capacity(text.len() + 2);
+        crate::json::write_str(&mut json, text);
+        let mut key = json.clone();
+        key.push(b':');
+        let key_len = key.len();
+        key.resize(key_len.div_ceil(16) * 16, 0);
+        PreStr { text: text.into(), json: json.into_boxed_slice(), key_padded: key.into_boxed_slice(), key_len }
+    }
+}
+
+/// A scalar known when a plan is built (an enum member's value, a Struct's tag).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Scalar {
+    Null,
+    Bool(bool),
+    Int(i64),
+    /// An integer beyond i64, as its exact decimal text.
+    BigInt(Box<str>),
+    Float(f64),
+    Str(PreStr),
+}
+
+/// Receives one JSON-shaped document in order. Containers nest: `begin_*` ... `end_*`;
+/// inside an object, each member is `key*` followed by exactly one value.
+pub trait Sink<'a> {
+    /// True when the sink keeps the `&'a str` given to `*_ref` methods (a tree): the
+    /// walker must then keep their owners alive for `'a`.
+    const BORROWS: bool = false;
+
+    fn null(&mut self);
+    fn bool(&mut self, v: bool);
+    fn i64(&mut self, v: i64);
+    /// An integer beyond i64, as its exact decimal text (`-?[0-9]+`).
+    fn big_int(&mut self, decimal: &str);
+    /// Any double; each sink spells the non-finite ones its format's way.
+    fn f64(&mut self, v: f64);
+    fn str(&mut self, s: &str);
+    fn begin_array(&mut self);
+    fn end_array(&mut self);
+    fn begin_object(&mut self);
+    fn key(&mut self, k: &str);
+    /// Closes an object. `distinct_keys`: the walker knows no key repeated (a sink that
+    /// must merge repeated keys can skip its check).
+    fn end_object(&mut self, distinct_keys: bool);
+    /// A mark taken right after `begin_object`, to [`Sink::rewind_object`] to.
+    fn object_mark(&self) -> usize;
+    /// Forget the members of the innermost open object written since `mark` (the walker
+    /// restarts an object whose keys turn out to need merging).
+    fn rewind_object(&mut self, mark: usize);
+
+    #[inline]
+    fn str_ref(&mut self, s: &'a str) {
+        self.str(s)
+    }
+    #[inline]
+    fn key_ref(&mut self, k: &'a str) {
+        self.key(k)
+    }
+    #[inline]
+    fn key_pre(&mut self, k: &'a PreStr) {
+        self.key_ref(&k.text)
+    }
+    #[inline]
+    fn scalar(&mut self, v: &'a Scalar) {
+        match v {
+            Scalar::Null => self.null(),
+            Scalar::Bool(b) => self.bool(*b),
+            Scalar::Int(i) => self.i64(*i),
+            Scalar::BigInt(t) => self.big_int(t),
+            Scalar::Float(f) => self.f64(*f),
+            Scalar::Str(s) => self.str_ref(&s.text),
+        }
+    }
+    /// One whole value given as JSON text (a foreign serializer's output). The default
+    /// parses it and walks the result; a JSON sink splices it.
+    fn raw_json(&mut self, text: &[u8]) -> Result<(), String> {
+        let v: serde_json::Value = serde_json::from_slice(text).map_err(|e| e.to_string())?;
+        json_value(&v, self);
+        Ok(())
+    }
+}
+
+/// Walk a `serde_json` value into a sink (numbers: integers exactly, others as doubles).
+pub fn json_value<'a, S: Sink<'a> + ?Sized>(v: &serde_json::Value, s: &mut S) {
+    use serde_json::Value as J;
+    match v {
+        J::Null => s.null(),
+        J::Bool(b) => s.bool(*b),
+        J::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                s.i64(i)
+            } else if n.is_u64() || is_integer_text(&n.to_string()) {
+                s.big_int(&n.to_string())
+            } else {
+                s.f64(crate::proto::wkt::number_f64(n))
+            }
+        }
+        J::String(t) => s.str(t),
+        J::Array(a) => {
+            s.begin_array();
+            for e in a {
+                json_value(e, s);
+            }
+            s.end_array();
+        }
+        J::Object(m) => {
+            s.begin_object();
+            for (k, e) in m {
+                s.key(k);
+                json_value(e, s);
+            }
+            s.end_object(true);
+        }
+    }
+}
+
+fn is_integer_text(t: &str) -> bool {
+    let d = t.strip_prefix('-').unwrap_or(t);
+    !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json::JsonSink;
+    use crate::proto::msgpack::MsgpackSink;
+    use crate::proto::node::{Node, Num, TreeBuilder};
+    use crate::proto::wkt;
+
+    /// The same value walked through every sink: from a tree (the encoder's input), encoded
+    /// as a protobuf `Value`, then walked back out of that body by the decoder's one walk
+    /// into JSON text, MessagePack and a tree again.
+    #[test]
+    fn one_value_through_every_sink() {
+        let text = br#"{"s":"a\"b\n\u0001\u2028","n":null,"t":true,"i":-3,"f":1.5,"big":1e16,"a":[1,[],{}],"o":{"k":"v","":0}}"#;
+        let tree = crate::proto::node::parse(text).unwrap();
+        let body = wkt::Value::from_node(&tree);
+
+        let mut json = Vec::new();
+        assert!(wkt::value_body(&body.0, &mut JsonSink::new(&mut json), 0).unwrap());
+        let want = concat!(
+            r#"{"s":"a\"b\n\u0001"#,
+            "\u{2028}",
+            r#"","n":null,"t":true,"i":-3,"f":1.5,"big":10000000000000000,"a":[1,[],{}],"o":{"k":"v","":0}}"#
+        );
+        assert_eq!(std::str::from_utf8(&json).unwrap(), want);
+
+        let mut mp = Vec::new();
+        assert!(wkt::value_body(&body.0, &mut MsgpackSink::new(&mut mp), 0).unwrap());
+        // MessagePack of the same JSON value, written through serde_json's walk.
+        let mut want = Vec::new();
+        let j: serde_json::Value = serde_json::from_slice(&json).unwrap();
+        json_value(&j, &mut MsgpackSink::new(&mut want));
+        assert_eq!(mp, want);
+
+        let mut tb = TreeBuilder::new();
+        assert!(wkt::value_body(&body.0, &mut tb, 0).unwrap());
+        let back = tb.finish().unwrap();
+        assert_eq!(wkt::Value::from_node(&back), body);
+        let o = back.as_object().unwrap();
+        assert_eq!(o.get("big"), Some(&Node::Number(Num::I(10_000_000_000_000_000))));
+        assert_eq!(o.get("s").and_then(Node::as_str), Some("a\"b\n\u{1}\u{2028}"));
+
+        // raw_json: a JSON sink splices, the others parse and walk.
+        let mut spliced = Vec::new();
+        let mut js = JsonSink::new(&mut spliced);
+        js.begin_array();
+        js.raw_json(b"{\"x\":[1,2]}").unwrap();
+        js.i64(3);
+        js.end_array();
+        assert_eq!(spliced, b"[{\"x\":[1,2]},3]");
+        let mut tb = TreeBuilder::new();
+        tb.begin_array();
+        tb.raw_json(b"{\"x\":[1,2]}").unwrap();
+        tb.i64(3);
+        tb.end_array();
+        let (a, b) = (tb.finish().unwrap(), crate::proto::node::parse(b"[{\"x\":[1,2]},3]").unwrap().into_owned());
+        assert_eq!(wkt::Value::from_node(&a), wkt::Value::from_node(&b));
+    }
+
+    #[test]
+    fn pre_encoded_keys_and_strings() {
+        for k in ["", "id", "messageId", "fourteen_chars", "fifteen_chars__", "a_much_longer_wire_key", "q\"é\n"] {
+            let p = PreStr::new(k);
+            let mut out = Vec::new();
+            let mut s = JsonSink::new(&mut out);
+            s.begin_object();
+            s.key_pre(&p);
+            s.scalar(&Scalar::Str(p.clone()));
+            s.end_object(true);
+            let want = format!("{{{}:{}}}", crate::json::str_to_json(k), crate::json::str_to_json(k));
+            assert_eq!(String::from_utf8(out).unwrap(), want);
+        }
+    }
+
+    #[test]
+    fn non_finite_doubles_per_sink() {
+        let mut json = Vec::new();
+        let mut s = JsonSink::new(&mut json);
+        s.begin_array();
+        s.f64(f64::INFINITY);
+        s.f64(f64::NAN);
+        s.end_array();
+        assert_eq!(json, b"[null,null]");
+        // The protobuf tree keeps infinity: @ag-ui/proto writes number_value inf.
+        let mut tb = TreeBuilder::new();
+        tb.f64(f64::INFINITY);
+        assert_eq!(tb.finish().unwrap(), Node::Number(Num::F(f64::INFINITY)));
+    }
+
+    #[test]
+    fn tree_merges_repeated_keys_like_json_parse() {
+        let mut tb = TreeBuilder::new();
+        tb.begin_object();
+        tb.key("a");
+        tb.i64(1);
+        tb.key("b");
+        tb.i64(2);
+        tb.key("a");
+        tb.i64(3);
+        tb.end_object(false);
+        let want = Node::Object(crate::proto::node::Obj(vec![("a".into(), Node::Number(Num::I(3))), ("b".into(), Node::Number(Num::I(2)))]));
+        assert_eq!(tb.finish().unwrap(), want);
+    }
+}

@@ -1,0 +1,669 @@
+//! Per-class plans of the object walker (`walk.rs`): which members an object has, in
+//! which order, under which wire keys, how each is read, and when it is left out.
+//!
+//! Sources, in order of authority:
+//! * msgspec's own metadata (`__struct_fields__`, `__struct_encode_fields__`,
+//!   `__struct_defaults__`, `__struct_config__`'s tag and `omit_defaults`), so a user
+//!   subclass that adds a field (`class MyEvent(TextMessageContentEvent): trace: str`)
+//!   encodes it, like `msgspec.json.encode` does;
+//! * `__agui_fields__` (generated for our Structs, or on any class): an override giving the
+//!   reference's member order (a tag may sit between fields), wire keys and the omission
+//!   flag; msgspec fields it does not list follow it, in msgspec's order;
+//! * pydantic models: `model_fields` (alias, serialization alias, exclude, default), extras
+//!   from `__pydantic_extra__`, computed fields, `RootModel`. A model that customises its
+//!   JSON (field/model serializers, `ser_json_*` config) other than ag_ui's own base is
+//!   written by pydantic itself (`Kind::Foreign`).
+//!
+//! Plans are built once per class and cached by type object in a GIL cell
+//! (`crate::gil`), shared through `Rc` (see gil.rs for why that is sound).
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use agui_core::sink::{PreStr, Scalar};
+use pyo3::ffi;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyString, PyTuple, PyType};
+
+use crate::errors::make_error;
+use crate::gil::{GilBound, GilCell};
+
+/// How a field value is read from an instance.
+pub(crate) enum Getter {
+    /// `getattr(obj, attr)`.
+    GetAttr,
+    /// A data descriptor found on the class (e.g. a msgspec/slots member): call its
+    /// `tp_descr_get` directly (same result as getattr, since an instance `__dict__`
+    /// cannot shadow a data descriptor), skipping the MRO lookup.
+    Descr(Py<PyAny>, ffi::descrgetfunc),
+    /// A `__slots__` member (how msgspec stores Struct fields): the value pointer lives
+    /// at `offset` in the instance, read directly as msgspec's own encoder does (the
+    /// offset comes from the member descriptor; see `slot_offset`). A NULL slot (unset
+    /// attribute) goes through the descriptor, which raises the AttributeError.
+    Slot(usize, Py<PyAny>, ffi::descrgetfunc),
+    /// A class-level constant (a msgspec tag) with a scalar value, pre-encoded.
+    ConstScalar(Scalar),
+    /// A class-level constant of another kind, walked as a value.
+    Const(Py<PyAny>),
+}
+
+impl Getter {
+    /// A field read in place, borrowed from the instance (kept alive by the caller), or
+    /// None when it must go through `read`: not a slot, or an unset slot (its descriptor
+    /// raises the AttributeError).
+    ///
+    /// # Safety
+    /// `obj` must be a live instance of the class this getter's plan was built for.
+    #[inline]
+    pub(crate) unsafe fn in_place(&self, obj: *mut ffi::PyObject) -> Option<*mut ffi::PyObject> {
+        match self {
+            Getter::Slot(offset, ..) => {
+                let v = unsafe { *((obj as *const u8).add(*offset) as *const *mut ffi::PyObject) };
+                (!v.is_null()).then_some(v)
+            }
+            _ => None,
+        }
+    }
+
+    /// The field's value through the getter (a new reference), or the error getattr
+    /// would raise. (`ConstScalar` is written from its plan, never read.)
+    #[inline]
+    pub(crate) fn read<'py>(&self, obj: &Bound<'py, PyAny>, attr: &Py<PyString>) -> PyResult<Bound<'py, PyAny>> {
+        let py = obj.py();
+        match self {
+            Getter::Descr(descr, get) | Getter::Slot(_, descr, get) => unsafe {
+                let tp = ffi::Py_TYPE(obj.as_ptr()) as *mut ffi::PyObject;
+                Bound::from_owned_ptr_or_err(py, get(descr.as_ptr(), obj.as_ptr(), tp))
+            },
+            Getter::GetAttr | Getter::ConstScalar(_) => obj.getattr(attr.bind(py)),
+            Getter::Const(v) => Ok(v.bind(py).clone()),
+        }
+    }
+}
+
+pub(crate) struct Field {
+    /// attribute name (Struct) / `__dict__` key (pydantic: the very key object of
+    /// `__pydantic_fields__`, which is also the key object in instance `__dict__`s).
+    pub(crate) attr: Py<PyString>,
+    /// the wire key, with its JSON spelling
+    pub(crate) key: PreStr,
+    pub(crate) omit_if_none: bool,
+    pub(crate) getter: Getter,
+}
+
+pub(crate) enum PlanKind {
+    /// msgspec Struct / `__agui_fields__` object; `has_dict`: instance `__dict__` (extras).
+    Struct { has_dict: bool },
+    /// pydantic model; `extra`: how to read `__pydantic_extra__`.
+    Pydantic { extra: Getter },
+    /// pydantic `RootModel`: written as its `root` value.
+    PydanticRoot,
+}
+
+pub(crate) struct Plan {
+    pub(crate) kind: PlanKind,
+    pub(crate) fields: Vec<Field>,
+    /// Names and wire keys of the omittable fields (extras with these keys are
+    /// dropped when their value has no value).
+    pub(crate) omit_keys: Vec<String>,
+    /// pydantic computed fields (written after the extras, read with getattr).
+    pub(crate) computed: Vec<Field>,
+    /// Address of `msgspec.UNSET` (Struct plans; 0 if msgspec is unavailable): a field
+    /// holding it is left out, as msgspec does.
+    pub(crate) unset: usize,
+}
+
+/// Enum members of one class with a scalar value, pre-encoded.
+pub(crate) struct EnumInfo {
+    /// member object address -> its value
+    pub(crate) members: HashMap<usize, Scalar, std::hash::BuildHasherDefault<PtrHasher>>,
+}
+
+#[derive(Clone)]
+pub(crate) enum Kind {
+    Plan(Rc<Plan>),
+    Enum(Rc<EnumInfo>),
+    /// A class whose JSON only pydantic knows (customised pydantic models).
+    Foreign,
+    StrSub,
+    IntSub,
+    FloatSub,
+    DictSub,
+    ListSub,
+    TupleSub,
+    /// set / frozenset (and subclasses): an array in iteration order, as pydantic writes.
+    Set,
+    /// exact `datetime.datetime` / `datetime.time`, `datetime.date`: their ISO text
+    /// (pydantic's spelling, see `walk.rs`); the `usize` is the length of the text before
+    /// any fraction and offset (19, 8, 10).
+    IsoTime(usize),
+    /// exact `uuid.UUID`, `decimal.Decimal`: `str(value)` is pydantic's JSON string.
+    Text,
+    Unknown,
+}
+
+struct CacheEntry {
+    _ty: Py<PyType>,
+    kind: Kind,
+}
+
+/// Hasher for type-object addresses (already unique; just mix the bits).
+#[derive(Default)]
+pub(crate) struct PtrHasher(u64);
+
+impl std::hash::Hasher for PtrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8 | b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.0 = ((n as u64) >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+
+// Entries hold `Rc` plans: `GilBound` (see crate::gil) lets them live in a `GilCell`.
+type TypeMap = HashMap<usize, GilBound<CacheEntry>, std::hash::BuildHasherDefault<PtrHasher>>;
+
+/// Per-class plans (keeps the type objects alive).
+static CACHE: GilCell<Option<TypeMap>> = GilCell::new(None);
+static ENUM_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static UNSET: PyOnceLock<Option<Py<PyAny>>> = PyOnceLock::new();
+static STDLIB_TYPES: PyOnceLock<[(Py<PyAny>, usize); 5]> = PyOnceLock::new();
+
+#[inline(always)]
+pub(crate) fn kind_of(py: Python<'_>, tp: *mut ffi::PyTypeObject) -> PyResult<Kind> {
+    let key = tp as usize;
+    let hit = CACHE.with(py, |c| c.as_ref().and_then(|m| m.get(&key)).map(|e| e.0.kind.clone()));
+    match hit {
+        Some(k) => Ok(k),
+        None => kind_of_slow(py, tp),
+    }
+}
+
+#[cold]
+fn kind_of_slow(py: Python<'_>, tp: *mut ffi::PyTypeObject) -> PyResult<Kind> {
+    let key = tp as usize;
+    // Build outside of the cell (this calls Python code).
+    let ty: Bound<'_, PyType> =
+        unsafe { Bound::from_borrowed_ptr(py, tp as *mut ffi::PyObject).cast_into_unchecked() };
+    let kind = classify(py, &ty)?;
+    let ty = ty.unbind();
+    let (kind, unused) = CACHE.with(py, |c| {
+        let m = c.get_or_insert_with(TypeMap::default);
+        if let Some(e) = m.get(&key) {
+            // Another call (re-entrant or another thread while the GIL was released)
+            // got there first: keep its entry.
+            (e.0.kind.clone(), Some(ty))
+        } else {
+            m.insert(key, GilBound(CacheEntry { _ty: ty, kind: kind.clone() }));
+            (kind, None)
+        }
+    });
+    drop(unused); // decref outside of the cell
+    Ok(kind)
+}
+
+/// Drop every cached plan (decrefs happen outside of the cell).
+pub(crate) fn clear_cache(py: Python<'_>) {
+    let old = CACHE.with(py, |c| c.take());
+    drop(old);
+}
+
+pub(crate) fn encode_error(py: Python<'_>, msg: String) -> PyErr {
+    make_error(py, "EncodeError", msg, None)
+}
+
+pub(crate) fn type_name(ty: &Bound<'_, PyType>) -> String {
+    match ty.fully_qualified_name() {
+        Ok(n) => n.to_string(),
+        Err(_) => "?".to_string(),
+    }
+}
+
+fn is_subtype(tp: &Bound<'_, PyType>, base: *mut ffi::PyTypeObject) -> bool {
+    unsafe { ffi::PyType_IsSubtype(tp.as_ptr() as *mut ffi::PyTypeObject, base) != 0 }
+}
+
+fn enum_type(py: Python<'_>) -> PyResult<&Py<PyType>> {
+    ENUM_TYPE.get_or_try_init(py, || -> PyResult<Py<PyType>> {
+        Ok(py.import("enum")?.getattr("Enum")?.cast_into::<PyType>()?.unbind())
+    })
+}
+
+fn classify<'py>(py: Python<'py>, ty: &Bound<'py, PyType>) -> PyResult<Kind> {
+    let agui = lookup_class_attr(ty, intern!(py, "__agui_fields__"))?;
+    let msgspec_fields = lookup_class_attr(ty, intern!(py, "__struct_fields__"))?;
+    if agui.is_some() || msgspec_fields.is_some() {
+        return Ok(Kind::Plan(Rc::new(struct_plan(py, ty, agui.as_ref(), msgspec_fields.as_ref())?)));
+    }
+    if let Some(fields) = lookup_class_attr(ty, intern!(py, "__pydantic_fields__"))? {
+        if let Ok(d) = fields.cast::<PyDict>() {
+            if customises_json(py, ty)? {
+                return Ok(Kind::Foreign);
+            }
+            return Ok(Kind::Plan(Rc::new(pydantic_plan(py, ty, d)?)));
+        }
+    }
+    if ty.is_subclass(enum_type(py)?.bind(py))? {
+        return Ok(Kind::Enum(Rc::new(enum_info(py, ty))));
+    }
+    // (type, ISO text length before fraction and offset; 0: `str()` is the JSON string)
+    let stdlib = STDLIB_TYPES.get_or_try_init(py, || -> PyResult<[(Py<PyAny>, usize); 5]> {
+        let dt = py.import("datetime")?;
+        Ok([
+            (dt.getattr("datetime")?.unbind(), 19),
+            (dt.getattr("date")?.unbind(), 10),
+            (dt.getattr("time")?.unbind(), 8),
+            (py.import("uuid")?.getattr("UUID")?.unbind(), 0),
+            (py.import("decimal")?.getattr("Decimal")?.unbind(), 0),
+        ])
+    })?;
+    // Exact types only: a subclass may format itself differently (pydantic's fallback).
+    for (t, base) in stdlib {
+        if t.as_ptr() == ty.as_ptr() {
+            return Ok(if *base == 0 { Kind::Text } else { Kind::IsoTime(*base) });
+        }
+    }
+    let subs: [(*mut ffi::PyTypeObject, Kind); 8] = [
+        (&raw mut ffi::PyUnicode_Type, Kind::StrSub),
+        (&raw mut ffi::PyLong_Type, Kind::IntSub),
+        (&raw mut ffi::PyFloat_Type, Kind::FloatSub),
+        (&raw mut ffi::PyDict_Type, Kind::DictSub),
+        (&raw mut ffi::PyList_Type, Kind::ListSub),
+        (&raw mut ffi::PyTuple_Type, Kind::TupleSub),
+        (&raw mut ffi::PySet_Type, Kind::Set),
+        (&raw mut ffi::PyFrozenSet_Type, Kind::Set),
+    ];
+    for (base, kind) in subs {
+        if is_subtype(ty, base) {
+            return Ok(kind);
+        }
+    }
+    Ok(Kind::Unknown)
+}
+
+/// Does a pydantic model class write JSON its own way (field or model serializers,
+/// `ser_json_*` / `use_enum_values` config)? ag_ui's models are recognised by their
+/// `_omittable_keys` and keep the walker's plan: their one model serializer is the
+/// omission rule the plan reproduces. Nested models of other classes are checked when
+/// the walker meets them.
+fn customises_json(py: Python<'_>, ty: &Bound<'_, PyType>) -> PyResult<bool> {
+    if lookup_class_attr(ty, intern!(py, "_omittable_keys"))?.is_some() {
+        return Ok(false);
+    }
+    if let Some(dec) = lookup_class_attr(ty, intern!(py, "__pydantic_decorators__"))? {
+        for attr in ["field_serializers", "model_serializers"] {
+            if let Ok(d) = dec.getattr(attr) {
+                if d.is_truthy()? {
+                    return Ok(true);
+                }
+            }
+        }
+    }
+    if let Some(cfg) = lookup_class_attr(ty, intern!(py, "model_config"))? {
+        if let Ok(cfg) = cfg.cast::<PyDict>() {
+            for (k, v) in cfg.iter() {
+                let k: String = k.extract().unwrap_or_default();
+                if (k.starts_with("ser_json_") || k == "use_enum_values") && v.is_truthy()? {
+                    return Ok(true);
+                }
+            }
+        }
+    }
+    Ok(false)
+}
+
+/// A Python scalar (None, bool, int, float, str) as a pre-encoded [`Scalar`].
+pub(crate) fn scalar_of(v: &Bound<'_, PyAny>) -> Option<Scalar> {
+    use pyo3::types::{PyBool, PyFloat, PyInt};
+    if v.is_none() {
+        return Some(Scalar::Null);
+    }
+    if v.is_exact_instance_of::<PyBool>() {
+        return Some(Scalar::Bool(v.is_truthy().ok()?));
+    }
+    if v.is_exact_instance_of::<PyInt>() {
+        return Some(match v.extract::<i64>() {
+            Ok(i) => Scalar::Int(i),
+            Err(_) => Scalar::BigInt(v.repr().ok()?.to_str().ok()?.into()),
+        });
+    }
+    if v.is_exact_instance_of::<PyFloat>() {
+        return Some(Scalar::Float(v.extract().ok()?));
+    }
+    if v.is_exact_instance_of::<PyString>() {
+        return Some(Scalar::Str(PreStr::new(v.cast::<PyString>().ok()?.to_str().ok()?)));
+    }
+    None
+}
+
+/// Pre-encode the scalar values of an Enum class's members (best effort: members not
+/// found here are encoded through their `_value_` at run time).
+fn enum_info(py: Python<'_>, ty: &Bound<'_, PyType>) -> EnumInfo {
+    let mut members = HashMap::default();
+    let Ok(Some(all)) = lookup_class_attr(ty, intern!(py, "__members__")) else {
+        return EnumInfo { members };
+    };
+    let Ok(values) = all.call_method0(intern!(py, "values")) else {
+        return EnumInfo { members };
+    };
+    let Ok(iter) = values.try_iter() else {
+        return EnumInfo { members };
+    };
+    for member in iter.flatten() {
+        let Ok(value) = member.getattr(intern!(py, "_value_")) else { continue };
+        if let Some(s) = scalar_of(&value) {
+            // The class (kept alive by the cache) keeps its members alive.
+            members.insert(member.as_ptr() as usize, s);
+        }
+    }
+    EnumInfo { members }
+}
+
+/// A data descriptor named `name` on the class (first in the MRO), with its getter.
+fn data_descriptor(py: Python<'_>, ty: &Bound<'_, PyType>, name: &Bound<'_, PyString>) -> Getter {
+    let Ok(mro) = ty.getattr(intern!(py, "__mro__")) else { return Getter::GetAttr };
+    let Ok(mro) = mro.try_iter() else { return Getter::GetAttr };
+    for klass in mro.flatten() {
+        let Ok(d) = klass.getattr(intern!(py, "__dict__")) else { continue };
+        let Ok(found) = d.get_item(name) else { continue };
+        let dtp = unsafe { ffi::Py_TYPE(found.as_ptr()) };
+        let (get, set) = unsafe {
+            (
+                ffi::PyType_GetSlot(dtp, ffi::Py_tp_descr_get),
+                ffi::PyType_GetSlot(dtp, ffi::Py_tp_descr_set),
+            )
+        };
+        // Python 3.10's PyType_GetSlot on a static type may raise: treat as "no".
+        unsafe { ffi::PyErr_Clear() };
+        if get.is_null() || set.is_null() {
+            return Getter::GetAttr;
+        }
+        let get: ffi::descrgetfunc = unsafe { std::mem::transmute(get) };
+        if let Some(offset) = slot_offset(py, ty, name, &found) {
+            return Getter::Slot(offset, found.unbind(), get);
+        }
+        return Getter::Descr(found.unbind(), get);
+    }
+    Getter::GetAttr
+}
+
+/// The layout of CPython's `PyMemberDescrObject` (descrobject.h; the same in every version
+/// from 3.3 to 3.14): `PyDescr_COMMON` then the `PyMemberDef` pointer. Not part of the
+/// limited API: read only on the versions tested (see `slot_offset`).
+#[repr(C)]
+struct MemberDescr {
+    ob_base: ffi::PyObject,
+    d_type: *mut ffi::PyTypeObject,
+    d_name: *mut ffi::PyObject,
+    d_qualname: *mut ffi::PyObject,
+    d_member: *mut ffi::PyMemberDef,
+}
+
+static MEMBER_DESCR_TYPE: PyOnceLock<Option<Py<PyAny>>> = PyOnceLock::new();
+
+/// Offset of an object slot in instances of `ty` when `descr` is a plain `__slots__`
+/// member (`types.MemberDescriptorType`, `T_OBJECT_EX`) named `name`, defined on a base
+/// of `ty`, lying inside the instance; None otherwise (the caller then calls the
+/// descriptor). Reading the slot directly skips a C call and an incref/decref pair
+/// per field: msgspec reads its Struct fields the same way.
+///
+/// The descriptor's struct is read only on the CPython versions the layout was checked
+/// on (3.10 to 3.13, the versions tested), and in the order that keeps every read inside
+/// what is already confirmed: its type first, then its name and owner (the common
+/// descriptor header), and only then the member definition.
+fn slot_offset(py: Python<'_>, ty: &Bound<'_, PyType>, name: &Bound<'_, PyString>, descr: &Bound<'_, PyAny>) -> Option<usize> {
+    let mdt = MEMBER_DESCR_TYPE
+        .get_or_init(py, || {
+            let v = py.version_info();
+            if !((3, 10)..(3, 14)).contains(&(v.major, v.minor)) {
+                return None;
+            }
+            py.import("types").and_then(|m| m.getattr("MemberDescriptorType")).map(|t| t.unbind()).ok()
+        })
+        .as_ref()?;
+    if unsafe { ffi::Py_TYPE(descr.as_ptr()) } as *mut ffi::PyObject != mdt.as_ptr() {
+        return None;
+    }
+    let basic: usize = ty.getattr(intern!(py, "__basicsize__")).ok()?.extract().ok()?;
+    let d = descr.as_ptr() as *const MemberDescr;
+    unsafe {
+        // The descriptor's own name and owner confirm the layout assumption.
+        let d_name = (*d).d_name;
+        if d_name.is_null() || ffi::PyUnicode_Check(d_name) == 0 {
+            return None;
+        }
+        if ffi::PyUnicode_Compare(d_name, name.as_ptr()) != 0 {
+            ffi::PyErr_Clear();
+            return None;
+        }
+        if (*d).d_type.is_null() || ffi::PyType_IsSubtype(ty.as_ptr() as *mut ffi::PyTypeObject, (*d).d_type) == 0 {
+            return None;
+        }
+        let def = (*d).d_member;
+        if def.is_null() || (*def).type_code != ffi::Py_T_OBJECT_EX || (*def).flags & ffi::Py_RELATIVE_OFFSET != 0 {
+            return None;
+        }
+        let off = (*def).offset;
+        let min = std::mem::size_of::<ffi::PyObject>() as isize;
+        let ptr = std::mem::size_of::<*mut ffi::PyObject>() as isize;
+        if off < min || off + ptr > basic as isize || off % ptr != 0 {
+            return None;
+        }
+        Some(off as usize)
+    }
+}
+
+/// `getattr(cls, name)` or None when missing (other errors propagate).
+fn lookup_class_attr<'py>(
+    ty: &Bound<'py, PyType>,
+    name: &Bound<'py, PyString>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    match ty.getattr(name) {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if e.is_instance_of::<pyo3::exceptions::PyAttributeError>(ty.py()) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// One member of a Struct plan before its getter is found.
+struct Member {
+    attr: String,
+    wire: String,
+    omit: bool,
+}
+
+fn struct_plan<'py>(
+    py: Python<'py>,
+    ty: &Bound<'py, PyType>,
+    agui: Option<&Bound<'py, PyAny>>,
+    msgspec_fields: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Plan> {
+    let bad = || {
+        encode_error(
+            py,
+            format!(
+                "{}.__agui_fields__ must be a tuple of (attr_name: str, wire_key: str, omit_if_none: bool)",
+                type_name(ty)
+            ),
+        )
+    };
+    let config = lookup_class_attr(ty, intern!(py, "__struct_config__"))?;
+    let cfg = |name: &str| config.as_ref().and_then(|c| c.getattr(name).ok()).filter(|v| !v.is_none());
+    let tag_field: Option<String> = cfg("tag_field").and_then(|t| t.extract().ok());
+    let mut members: Vec<Member> = Vec::new();
+    if let Some(spec) = agui {
+        for item in spec.try_iter().map_err(|_| bad())? {
+            let item = item?;
+            let t = item.cast::<PyTuple>().map_err(|_| bad())?;
+            if t.len() != 3 {
+                return Err(bad());
+            }
+            let attr: String = t.get_item(0)?.cast_into::<PyString>().map_err(|_| bad())?.to_str().map_err(|_| bad())?.into();
+            let wire: String = t.get_item(1)?.cast_into::<PyString>().map_err(|_| bad())?.to_str().map_err(|_| bad())?.into();
+            members.push(Member { attr, wire, omit: t.get_item(2)?.is_truthy()? });
+        }
+    } else if let Some(tag) = &tag_field {
+        // msgspec writes the tag first.
+        members.push(Member { attr: tag.clone(), wire: tag.clone(), omit: false });
+    }
+    // msgspec's own fields that the override does not list (a subclass's additions).
+    if let Some(names) = msgspec_fields {
+        let names: Vec<String> = names.extract()?;
+        let wires: Vec<String> = match lookup_class_attr(ty, intern!(py, "__struct_encode_fields__"))? {
+            Some(w) => w.extract()?,
+            None => names.clone(),
+        };
+        let defaults: Vec<Bound<'py, PyAny>> = match lookup_class_attr(ty, intern!(py, "__struct_defaults__"))? {
+            Some(d) => d.extract()?,
+            None => Vec::new(),
+        };
+        let omit_defaults = cfg("omit_defaults").map(|v| v.is_truthy()).transpose()?.unwrap_or(false);
+        let first_default = names.len().saturating_sub(defaults.len());
+        for (i, name) in names.iter().enumerate() {
+            if members.iter().any(|m| &m.attr == name) {
+                continue;
+            }
+            // Left out when None only where the reference would: an optional field
+            // whose default is None (omit_defaults Structs, like ag_ui's rule).
+            let default_none = i >= first_default && defaults[i - first_default].is_none();
+            let wire = wires.get(i).cloned().unwrap_or_else(|| name.clone());
+            members.push(Member { attr: name.clone(), wire, omit: omit_defaults && default_none });
+        }
+    }
+    let mut fields = Vec::with_capacity(members.len());
+    let mut omit_keys = Vec::new();
+    for m in members {
+        if m.omit {
+            omit_keys.push(m.attr.clone());
+            omit_keys.push(m.wire.clone());
+        }
+        let attr = PyString::intern(py, &m.attr);
+        let mut getter = data_descriptor(py, ty, &attr);
+        if matches!(getter, Getter::GetAttr) && tag_field.as_deref() == Some(m.attr.as_str()) {
+            // The tag: a class attribute (or the configured tag value), the same for
+            // every instance, so it is read once here.
+            let tag = match ty.getattr(&attr) {
+                Ok(v) => v,
+                Err(e) => cfg("tag").ok_or(e)?,
+            };
+            let absent = m.omit && unsafe { is_absent(tag.as_ptr()) };
+            // An Enum member (our tags are `EventType` members) is written as its value.
+            let is_enum = tag.is_instance(enum_type(py)?.bind(py))?;
+            let value = if is_enum { tag.getattr(intern!(py, "_value_")).unwrap_or_else(|_| tag.clone()) } else { tag.clone() };
+            getter = match scalar_of(&value) {
+                Some(s) if !absent => Getter::ConstScalar(s),
+                _ => Getter::Const(tag.unbind()),
+            };
+        }
+        fields.push(Field { attr: attr.unbind(), key: PreStr::new(&m.wire), omit_if_none: m.omit, getter });
+    }
+    let has_dict = match lookup_class_attr(ty, intern!(py, "__dictoffset__"))? {
+        Some(v) => v.extract::<isize>().unwrap_or(0) != 0,
+        None => false,
+    };
+    let unset = UNSET
+        .get_or_init(py, || {
+            py.import("msgspec").and_then(|m| m.getattr("UNSET")).map(|u| u.unbind()).ok()
+        })
+        .as_ref()
+        .map_or(0, |u| u.as_ptr() as usize);
+    Ok(Plan { kind: PlanKind::Struct { has_dict }, fields, omit_keys, computed: Vec::new(), unset })
+}
+
+/// True when the value "has no value" for the omission rule: None or a non-finite float.
+#[inline]
+pub(crate) unsafe fn is_absent(ptr: *mut ffi::PyObject) -> bool {
+    if ptr == ffi::Py_None() {
+        return true;
+    }
+    if ffi::Py_TYPE(ptr) == &raw mut ffi::PyFloat_Type {
+        return !ffi::PyFloat_AsDouble(ptr).is_finite();
+    }
+    false
+}
+
+fn pydantic_plan<'py>(
+    py: Python<'py>,
+    ty: &Bound<'py, PyType>,
+    model_fields: &Bound<'py, PyDict>,
+) -> PyResult<Plan> {
+    // The omission rule belongs to ag_ui's base model (its wrap serializer, recognised
+    // by its `_omittable_keys` classmethod); other pydantic models write every field.
+    let omits_none = lookup_class_attr(ty, intern!(py, "_omittable_keys"))?.is_some();
+    let mut fields = Vec::new();
+    let mut omit_keys = Vec::new();
+    for (name, info) in model_fields.iter() {
+        let name_s: String = name.extract().map_err(|_| {
+            encode_error(py, format!("{}: field name is not a str", type_name(ty)))
+        })?;
+        if let Ok(ex) = info.getattr(intern!(py, "exclude")) {
+            if ex.is_truthy()? {
+                continue;
+            }
+        }
+        let ser_alias: Option<String> = info.getattr(intern!(py, "serialization_alias"))?.extract()?;
+        let alias: Option<String> = info.getattr(intern!(py, "alias"))?.extract()?;
+        let required = info.call_method0(intern!(py, "is_required"))?.is_truthy()?;
+        let default_none = info.getattr(intern!(py, "default"))?.is_none();
+        let omit = omits_none && !required && default_none;
+        if omit {
+            omit_keys.push(name_s.clone());
+            if let Some(a) = &alias {
+                omit_keys.push(a.clone());
+            }
+            if let Some(a) = &ser_alias {
+                omit_keys.push(a.clone());
+            }
+        }
+        let wire = ser_alias.or(alias).unwrap_or_else(|| name_s.clone());
+        let attr = match name.cast_into::<PyString>() {
+            Ok(n) => n,
+            Err(_) => PyString::new(py, &name_s),
+        };
+        fields.push(Field {
+            attr: attr.unbind(),
+            key: PreStr::new(&wire),
+            omit_if_none: omit,
+            getter: Getter::GetAttr,
+        });
+    }
+    let mut computed = Vec::new();
+    if let Some(cf) = lookup_class_attr(ty, intern!(py, "__pydantic_computed_fields__"))? {
+        if let Ok(cf) = cf.cast::<PyDict>() {
+            for (name, info) in cf.iter() {
+                let name = name.cast_into::<PyString>()?;
+                let alias: Option<String> = info.getattr(intern!(py, "alias"))?.extract()?;
+                let wire = match alias {
+                    Some(a) => a,
+                    None => name.to_str()?.to_owned(),
+                };
+                computed.push(Field {
+                    attr: name.unbind(),
+                    key: PreStr::new(&wire),
+                    omit_if_none: false,
+                    getter: Getter::GetAttr,
+                });
+            }
+        }
+    }
+    let is_root = match lookup_class_attr(ty, intern!(py, "__pydantic_root_model__"))? {
+        Some(v) => v.is_truthy()?,
+        None => false,
+    };
+    if is_root {
+        let root = PyString::intern(py, "root").unbind();
+        let field = Field { attr: root, key: PreStr::new("root"), omit_if_none: false, getter: Getter::GetAttr };
+        return Ok(Plan { kind: PlanKind::PydanticRoot, fields: vec![field], omit_keys, computed, unset: 0 });
+    }
+    let extra = data_descriptor(py, ty, intern!(py, "__pydantic_extra__"));
+    Ok(Plan { kind: PlanKind::Pydantic { extra }, fields, omit_keys, computed, unset: 0 })
+}
+

@@ -1,0 +1,678 @@
+//! The one walk over Python objects, generic over its output (`agui_core::sink::Sink`):
+//! JSON text (`encode.rs`: `dumps`, the SSE encoders), the protobuf encoder's tree
+//! (`proto.rs`), MessagePack. Type dispatch, member order, omission, extras, enums,
+//! pydantic's JSON-mode rules and the depth limit exist here once; a sink only spells.
+//!
+//! Values:
+//! * exact `str`, `int` (any size), `float`, `bool`, `None`, `dict`, `list`, `tuple`: fast
+//!   paths on the exact type;
+//! * objects with a plan (`plan.rs`: msgspec Structs, `__agui_fields__`, pydantic models):
+//!   members in plan order, then extras in insertion order, then computed fields; a field
+//!   holding `msgspec.UNSET` is left out;
+//! * `enum.Enum` members → their value; subclasses of str/int/float/dict/list/tuple → as
+//!   their base type; set/frozenset → an array in iteration order (pydantic's JSON mode);
+//! * anything else (datetime, UUID, Decimal, bytes, dataclasses, SecretStr, customised
+//!   pydantic models ...), in pydantic mode: written by `pydantic_core.to_json` itself,
+//!   so the bytes are exactly the reference's; an object pydantic refuses too is an
+//!   `EncodeError`. Dict keys that are not strings follow pydantic's key rules the same
+//!   way (`1` → `"1"`, `None` → `"None"`). Strict mode (`pydantic=False`) refuses both.
+//!
+//! Omission (the ag_ui base model's rule): a field marked omittable is left out when its
+//! value is `None` or a non-finite float; an extra whose key equals the name or wire key
+//! of an omittable field is left out on the same condition. Every other `None` is written.
+//!
+//! Unpaired surrogates: an `EncodeError` for JSON (pydantic refuses them); U+FFFD for the
+//! protobuf tree (`lossy_surrogates`, what `@ag-ui/proto`'s UTF-8 encoder writes; a pair
+//! of surrogates is the character they form, as in JavaScript).
+//!
+//! Nesting deeper than `max_depth` (default `agui_core::limits::DEFAULT_MAX_DEPTH`) is an
+//! `EncodeError`, recursive structures included.
+
+use std::marker::PhantomData;
+use std::os::raw::c_int;
+use std::rc::Rc;
+
+use agui_core::proto::node::{Node, TreeBuilder};
+use agui_core::sink::{Scalar, Sink};
+use pyo3::exceptions::PyUnicodeEncodeError;
+use pyo3::ffi;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyDict, PyString, PyType};
+
+use crate::gil::{GilBound, GilCell};
+use crate::plan::{encode_error, is_absent, kind_of, type_name, Field, Getter, Kind, Plan, PlanKind};
+
+/// How a walk treats what plain JSON data does not cover.
+#[derive(Clone, Copy)]
+pub(crate) struct Opts {
+    /// pydantic's JSON mode for other values and non-str dict keys (else `EncodeError`).
+    pub pydantic: bool,
+    /// Unpaired surrogates become U+FFFD (protobuf) instead of an `EncodeError` (JSON).
+    pub lossy_surrogates: bool,
+    pub max_depth: u32,
+}
+
+impl Opts {
+    pub(crate) const JSON: Opts =
+        Opts { pydantic: true, lossy_surrogates: false, max_depth: agui_core::limits::DEFAULT_MAX_DEPTH as u32 };
+    pub(crate) const PROTO: Opts = Opts { lossy_surrogates: true, ..Opts::JSON };
+}
+
+pub(crate) struct Walker<'py, 'a, S: Sink<'a>> {
+    py: Python<'py>,
+    pub(crate) sink: S,
+    depth: u32,
+    opts: Opts,
+    /// Strong references to the `str` objects whose UTF-8 a borrowing sink keeps.
+    keep: Vec<*mut ffi::PyObject>,
+    /// Plans and enum tables whose strings a borrowing sink keeps.
+    kinds: Vec<Kind>,
+    _a: PhantomData<&'a ()>,
+}
+
+impl<'a, S: Sink<'a>> Walker<'_, 'a, S> {
+    /// Release what the walk kept alive; the emptied vectors, for reuse.
+    fn into_spare(mut self) -> Spare {
+        for p in self.keep.drain(..) {
+            unsafe { ffi::Py_DECREF(p) };
+        }
+        self.kinds.clear();
+        (std::mem::take(&mut self.keep), std::mem::take(&mut self.kinds))
+    }
+}
+
+impl<'a, S: Sink<'a>> Drop for Walker<'_, 'a, S> {
+    fn drop(&mut self) {
+        for p in self.keep.drain(..) {
+            unsafe { ffi::Py_DECREF(p) };
+        }
+    }
+}
+
+/// Extend a borrow to the walk's lifetime `'a`. Sound because a sink that keeps such
+/// borrows (`Sink::BORROWS`) gets them only from owners the walker keeps alive (`keep`,
+/// `kinds`) until it is dropped, and every tree built from them is dropped first
+/// (`with_tree`); other sinks use them during the call only.
+#[inline(always)]
+unsafe fn extend<'a, T: ?Sized>(r: &T) -> &'a T {
+    unsafe { &*(r as *const T) }
+}
+
+static TO_JSON: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static TO_JSON_KWARGS: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
+
+impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
+    pub(crate) fn new(py: Python<'py>, sink: S, opts: Opts) -> Self {
+        Walker { py, sink, depth: 0, opts, keep: Vec::new(), kinds: Vec::new(), _a: PhantomData }
+    }
+
+    #[inline]
+    fn enter(&mut self) -> PyResult<()> {
+        self.depth += 1;
+        if self.depth > self.opts.max_depth {
+            return Err(encode_error(
+                self.py,
+                format!("maximum nesting depth exceeded ({}): is the object recursive?", self.opts.max_depth),
+            ));
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn hold(&mut self, kind: &Kind) {
+        if S::BORROWS {
+            self.kinds.push(kind.clone());
+        }
+    }
+
+    /// A str object (exact or subclass) as a value or a key.
+    #[inline(always)]
+    fn string(&mut self, ptr: *mut ffi::PyObject, key: bool) -> PyResult<()> {
+        let mut size: ffi::Py_ssize_t = 0;
+        let data = unsafe { ffi::PyUnicode_AsUTF8AndSize(ptr, &mut size) };
+        if data.is_null() {
+            return self.surrogates(ptr, key);
+        }
+        // SAFETY: the UTF-8 buffer is cached on the str object, alive for the call, and
+        // kept alive for 'a when the sink keeps it (below).
+        let s: &'a str =
+            unsafe { std::str::from_utf8_unchecked(std::slice::from_raw_parts(data as *const u8, size as usize)) };
+        if S::BORROWS {
+            unsafe { ffi::Py_INCREF(ptr) };
+            self.keep.push(ptr);
+        }
+        if key {
+            self.sink.key_ref(s)
+        } else {
+            self.sink.str_ref(s)
+        }
+        Ok(())
+    }
+
+    /// A str whose UTF-8 could not be read (unpaired surrogates): `owned_text` decides.
+    #[cold]
+    fn surrogates(&mut self, ptr: *mut ffi::PyObject, key: bool) -> PyResult<()> {
+        unsafe { ffi::PyErr_Clear() }; // `owned_text` reads it again and sees the error
+        let s = unsafe { Bound::from_borrowed_ptr(self.py, ptr) }.cast_into::<PyString>()?;
+        let text = self.owned_text(&s)?;
+        if key {
+            self.sink.key(&text)
+        } else {
+            self.sink.str(&text)
+        }
+        Ok(())
+    }
+
+    fn int(&mut self, ptr: *mut ffi::PyObject) -> PyResult<()> {
+        let mut overflow: c_int = 0;
+        let v = unsafe { ffi::PyLong_AsLongLongAndOverflow(ptr, &mut overflow) };
+        if overflow == 0 {
+            if v == -1 && unsafe { !ffi::PyErr_Occurred().is_null() } {
+                return Err(PyErr::fetch(self.py));
+            }
+            self.sink.i64(v);
+            return Ok(());
+        }
+        let text = self.big_int_text(ptr)?;
+        self.sink.big_int(&text);
+        Ok(())
+    }
+
+    /// Exact decimal of an int beyond i64 (int's own repr, never a subclass's).
+    #[cold]
+    fn big_int_text(&self, ptr: *mut ffi::PyObject) -> PyResult<String> {
+        let b = unsafe { Bound::from_borrowed_ptr(self.py, ptr) };
+        let r = if unsafe { ffi::Py_TYPE(ptr) } == &raw mut ffi::PyLong_Type {
+            b.repr()?
+        } else {
+            self.py.get_type::<pyo3::types::PyInt>().call1((b,))?.repr()?
+        };
+        Ok(r.to_str()?.to_owned())
+    }
+
+    #[inline(always)]
+    fn float(&mut self, ptr: *mut ffi::PyObject) -> PyResult<()> {
+        let v = unsafe { ffi::PyFloat_AsDouble(ptr) };
+        if v == -1.0 && unsafe { !ffi::PyErr_Occurred().is_null() } {
+            return Err(PyErr::fetch(self.py));
+        }
+        self.sink.f64(v);
+        Ok(())
+    }
+
+    /// Any value. `ptr` must be a valid reference kept alive by the caller.
+    pub(crate) fn value(&mut self, ptr: *mut ffi::PyObject) -> PyResult<()> {
+        unsafe {
+            let tp = ffi::Py_TYPE(ptr);
+            if tp == &raw mut ffi::PyUnicode_Type {
+                return self.string(ptr, false);
+            }
+            if ptr == ffi::Py_None() {
+                self.sink.null();
+                return Ok(());
+            }
+            if tp == &raw mut ffi::PyBool_Type {
+                self.sink.bool(ptr == ffi::Py_True());
+                return Ok(());
+            }
+            if tp == &raw mut ffi::PyLong_Type {
+                return self.int(ptr);
+            }
+            if tp == &raw mut ffi::PyFloat_Type {
+                return self.float(ptr);
+            }
+            // Containers and objects: hold a strong reference while walking them, as
+            // the caller may have a borrowed one (from a dict or list) and walking them
+            // can run Python code. (Leaves above never run Python code.)
+            let _keep = Bound::from_borrowed_ptr(self.py, ptr);
+            if tp == &raw mut ffi::PyDict_Type {
+                return self.dict(ptr);
+            }
+            if tp == &raw mut ffi::PyList_Type {
+                return self.list(ptr);
+            }
+            if tp == &raw mut ffi::PyTuple_Type {
+                return self.tuple(ptr);
+            }
+            self.other(ptr, tp)
+        }
+    }
+
+    fn other(&mut self, ptr: *mut ffi::PyObject, tp: *mut ffi::PyTypeObject) -> PyResult<()> {
+        let kind = kind_of(self.py, tp)?;
+        match &kind {
+            Kind::Plan(plan) => {
+                self.hold(&kind);
+                // SAFETY: the plan lives in the cache and, for a borrowing sink, in `kinds`.
+                let plan: &'a Plan = unsafe { extend(Rc::as_ref(plan)) };
+                self.object(ptr, plan)
+            }
+            Kind::Enum(info) => {
+                if let Some(s) = info.members.get(&(ptr as usize)) {
+                    self.hold(&kind);
+                    self.sink.scalar(unsafe { extend::<Scalar>(s) });
+                    return Ok(());
+                }
+                self.enter()?;
+                let value = self.enum_value(ptr)?;
+                self.value(value.as_ptr())?;
+                self.depth -= 1;
+                Ok(())
+            }
+            Kind::StrSub => self.string(ptr, false),
+            Kind::IntSub => self.int(ptr),
+            Kind::FloatSub => self.float(ptr),
+            Kind::DictSub => self.dict(ptr),
+            Kind::ListSub => self.list(ptr),
+            Kind::TupleSub => self.tuple(ptr),
+            Kind::Set if self.opts.pydantic => self.set(ptr),
+            Kind::IsoTime(base) if self.opts.pydantic => self.iso_time(ptr, *base),
+            Kind::Text if self.opts.pydantic => {
+                let text = unsafe { Bound::from_borrowed_ptr(self.py, ptr) }.str()?;
+                self.string(text.as_ptr(), false)
+            }
+            Kind::Foreign => self.foreign(ptr),
+            Kind::Set | Kind::Unknown if self.opts.pydantic => self.foreign(ptr),
+            Kind::Set | Kind::Unknown | Kind::IsoTime(_) | Kind::Text => {
+                let ty: Bound<'py, PyType> =
+                    unsafe { Bound::from_borrowed_ptr(self.py, tp as *mut ffi::PyObject).cast_into_unchecked() };
+                Err(encode_error(self.py, format!("Unable to serialize unknown type: {}", type_name(&ty))))
+            }
+        }
+    }
+
+    /// The value of an Enum member: its `_value_` instance attribute (a plain
+    /// attribute read, where `.value` runs a Python-level property), else `.value`.
+    #[inline]
+    fn enum_value(&self, ptr: *mut ffi::PyObject) -> PyResult<Bound<'py, PyAny>> {
+        let obj = unsafe { Bound::from_borrowed_ptr(self.py, ptr) };
+        match obj.getattr(intern!(self.py, "_value_")) {
+            Ok(v) => Ok(v),
+            Err(_) => obj.getattr(intern!(self.py, "value")),
+        }
+    }
+
+    /// `pydantic_core.to_json(obj, by_alias=True, inf_nan_mode="null")`: the reference's
+    /// own serializer, for what the walker does not write itself.
+    #[cold]
+    fn pydantic_json(&self, obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+        let py = self.py;
+        let fail = |e: PyErr| {
+            encode_error(py, format!("Unable to serialize unknown type: {}: {e}", type_name(&obj.get_type())))
+        };
+        let to_json = TO_JSON
+            .get_or_try_init(py, || -> PyResult<Py<PyAny>> { Ok(py.import("pydantic_core")?.getattr("to_json")?.unbind()) })
+            .map_err(fail)?;
+        let kwargs = TO_JSON_KWARGS.get_or_try_init(py, || -> PyResult<Py<PyDict>> {
+            let kw = PyDict::new(py);
+            kw.set_item("by_alias", true)?;
+            kw.set_item("inf_nan_mode", "null")?;
+            Ok(kw.unbind())
+        })?;
+        let out = to_json.bind(py).call((obj,), Some(kwargs.bind(py))).map_err(fail)?;
+        out.cast_into::<PyBytes>().map_err(|e| fail(e.into()))
+    }
+
+    #[cold]
+    fn foreign(&mut self, ptr: *mut ffi::PyObject) -> PyResult<()> {
+        let obj = unsafe { Bound::from_borrowed_ptr(self.py, ptr) };
+        let json = self.pydantic_json(&obj)?;
+        self.sink
+            .raw_json(json.as_bytes())
+            .map_err(|e| encode_error(self.py, format!("{}: {e}", type_name(&obj.get_type()))))
+    }
+
+    /// A datetime, date or time as pydantic writes it: the ISO text, with `Z` for a zero
+    /// offset; an offset with seconds (rare) is left to pydantic, which spells it its own way.
+    fn iso_time(&mut self, ptr: *mut ffi::PyObject, base: usize) -> PyResult<()> {
+        let obj = unsafe { Bound::from_borrowed_ptr(self.py, ptr) };
+        let iso = obj.call_method0(intern!(self.py, "isoformat"))?;
+        let text = iso.cast::<PyString>()?.to_str()?;
+        let b = text.as_bytes();
+        let mut end = base.min(b.len());
+        if b.get(end) == Some(&b'.') {
+            end += 7;
+        }
+        match b.len().checked_sub(end) {
+            Some(0) => self.string(iso.as_ptr(), false),
+            Some(6) if &b[end..] == b"+00:00" => {
+                let z = format!("{}Z", &text[..end]);
+                self.sink.str(&z);
+                Ok(())
+            }
+            Some(6) => self.string(iso.as_ptr(), false),
+            _ => self.foreign(ptr),
+        }
+    }
+
+    fn set(&mut self, ptr: *mut ffi::PyObject) -> PyResult<()> {
+        self.enter()?;
+        self.sink.begin_array();
+        let obj = unsafe { Bound::from_borrowed_ptr(self.py, ptr) };
+        for item in obj.try_iter()? {
+            let item = item?;
+            self.value(item.as_ptr())?;
+        }
+        self.sink.end_array();
+        self.depth -= 1;
+        Ok(())
+    }
+
+    /// The text of a dict key that is not an exact str: a str subclass, an Enum member
+    /// with a str value, else (pydantic mode) pydantic's key rules (`1` -> "1", `None` ->
+    /// "None", a date -> its ISO text): pydantic is asked for `{key: None}` and the key it
+    /// wrote is taken.
+    #[cold]
+    fn key_text(&mut self, key: &Bound<'py, PyAny>) -> PyResult<String> {
+        match kind_of(self.py, unsafe { ffi::Py_TYPE(key.as_ptr()) })? {
+            Kind::StrSub => return self.owned_text(key.cast::<PyString>()?),
+            Kind::Enum(_) => {
+                let value = self.enum_value(key.as_ptr())?;
+                if let Ok(s) = value.cast::<PyString>() {
+                    return self.owned_text(s);
+                }
+            }
+            _ => {}
+        }
+        if !self.opts.pydantic {
+            let repr = key.repr().map(|r| r.to_string()).unwrap_or_else(|_| "?".into());
+            return Err(encode_error(
+                self.py,
+                format!("dict keys must be str, got {} key {}", type_name(&key.get_type()), repr),
+            ));
+        }
+        let one = PyDict::new(self.py);
+        one.set_item(key, self.py.None())?;
+        let json = self.pydantic_json(one.as_any())?;
+        let m: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(json.as_bytes())
+            .map_err(|e| encode_error(self.py, format!("dict key {key}: {e}")))?;
+        Ok(m.keys().next().cloned().unwrap_or_default())
+    }
+
+    /// A str's text as an owned `String` (unpaired surrogates as the walk treats them).
+    fn owned_text(&self, s: &Bound<'py, PyString>) -> PyResult<String> {
+        match s.to_str() {
+            Ok(t) => Ok(t.to_owned()),
+            Err(e) if self.opts.lossy_surrogates && e.is_instance_of::<PyUnicodeEncodeError>(self.py) => {
+                let wtf8 = s.call_method1(intern!(self.py, "encode"), ("utf-8", "surrogatepass"))?;
+                Ok(agui_core::json::wtf8_to_utf8_lossy(wtf8.cast::<PyBytes>()?.as_bytes()))
+            }
+            Err(e) => Err(self.unpaired(e)),
+        }
+    }
+
+    #[cold]
+    fn unpaired(&self, err: PyErr) -> PyErr {
+        if !err.is_instance_of::<PyUnicodeEncodeError>(self.py) {
+            return err;
+        }
+        encode_error(self.py, format!("string contains an unpaired surrogate (surrogates not allowed): {err}"))
+    }
+
+    fn dict(&mut self, ptr: *mut ffi::PyObject) -> PyResult<()> {
+        self.enter()?;
+        self.sink.begin_object();
+        let mark = self.sink.object_mark();
+        let mut pos: ffi::Py_ssize_t = 0;
+        let mut k: *mut ffi::PyObject = std::ptr::null_mut();
+        let mut v: *mut ffi::PyObject = std::ptr::null_mut();
+        while unsafe { ffi::PyDict_Next(ptr, &mut pos, &mut k, &mut v) } != 0 {
+            if unsafe { ffi::Py_TYPE(k) } != &raw mut ffi::PyUnicode_Type {
+                // Other keys may spell the same text as another key once written: start
+                // the object again, merging them (below).
+                self.sink.rewind_object(mark);
+                self.merged_dict(ptr)?;
+                break;
+            }
+            self.string(k, true)?;
+            self.value(v)?;
+        }
+        self.sink.end_object(true);
+        self.depth -= 1;
+        Ok(())
+    }
+
+    /// The members of a dict with keys that are not all exact str. The reference writes
+    /// the JSON-mode dict that its model serializer returns, so keys spelled alike merge
+    /// as in a Python dict: first position, last value.
+    #[cold]
+    fn merged_dict(&mut self, ptr: *mut ffi::PyObject) -> PyResult<()> {
+        let d = unsafe { Bound::from_borrowed_ptr(self.py, ptr) };
+        let d = d.cast::<PyDict>()?;
+        let mut members: Vec<(String, Bound<'py, PyAny>)> = Vec::with_capacity(d.len());
+        let mut index: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+        for (k, v) in d.iter() {
+            let text = if k.is_exact_instance_of::<PyString>() {
+                self.owned_text(k.cast::<PyString>()?)?
+            } else {
+                self.key_text(&k)?
+            };
+            match index.get(&text) {
+                Some(&i) => members[i].1 = v,
+                None => {
+                    index.insert(text.clone(), members.len());
+                    members.push((text, v));
+                }
+            }
+        }
+        for (text, v) in &members {
+            self.sink.key(text);
+            self.value(v.as_ptr())?;
+        }
+        Ok(())
+    }
+
+    /// `key: value` from borrowed references of an extras dict entry; false when the key is
+    /// not an exact str.
+    fn entry(&mut self, k: *mut ffi::PyObject, v: *mut ffi::PyObject) -> PyResult<bool> {
+        if unsafe { ffi::Py_TYPE(k) } == &raw mut ffi::PyUnicode_Type {
+            self.string(k, true)?;
+            self.value(v)?;
+            return Ok(true);
+        }
+        // Other keys can run Python code: hold both first.
+        let key = unsafe { Bound::from_borrowed_ptr(self.py, k) };
+        let value = unsafe { Bound::from_borrowed_ptr(self.py, v) };
+        let text = self.key_text(&key)?;
+        self.sink.key(&text);
+        self.value(value.as_ptr())?;
+        Ok(false)
+    }
+
+    fn list(&mut self, ptr: *mut ffi::PyObject) -> PyResult<()> {
+        self.enter()?;
+        self.sink.begin_array();
+        let mut i: ffi::Py_ssize_t = 0;
+        // The size is read again each time: walking an item may run Python code.
+        while i < unsafe { ffi::PyList_Size(ptr) } {
+            let item = unsafe { ffi::PyList_GetItem(ptr, i) };
+            if item.is_null() {
+                return Err(PyErr::fetch(self.py));
+            }
+            self.value(item)?;
+            i += 1;
+        }
+        self.sink.end_array();
+        self.depth -= 1;
+        Ok(())
+    }
+
+    fn tuple(&mut self, ptr: *mut ffi::PyObject) -> PyResult<()> {
+        self.enter()?;
+        self.sink.begin_array();
+        let n = unsafe { ffi::PyTuple_Size(ptr) };
+        for i in 0..n {
+            // Tuples are immutable: the borrowed item lives as long as the tuple.
+            let item = unsafe { ffi::PyTuple_GetItem(ptr, i) };
+            if item.is_null() {
+                return Err(PyErr::fetch(self.py));
+            }
+            self.value(item)?;
+        }
+        self.sink.end_array();
+        self.depth -= 1;
+        Ok(())
+    }
+
+    /// A declared member, unless the omission rule leaves it out.
+    #[inline(always)]
+    fn field(&mut self, f: &'a Field, v: *mut ffi::PyObject) -> PyResult<()> {
+        if f.omit_if_none && unsafe { is_absent(v) } {
+            return Ok(());
+        }
+        self.sink.key_pre(&f.key);
+        self.value(v)
+    }
+
+    fn object(&mut self, ptr: *mut ffi::PyObject, plan: &'a Plan) -> PyResult<()> {
+        self.enter()?;
+        let py = self.py;
+        let obj = unsafe { Bound::from_borrowed_ptr(py, ptr) };
+        if let PlanKind::PydanticRoot = plan.kind {
+            let root = obj.getattr(plan.fields[0].attr.bind(py))?;
+            self.value(root.as_ptr())?;
+            self.depth -= 1;
+            return Ok(());
+        }
+        self.sink.begin_object();
+        // Extras may repeat a member's key: the object's keys are then not distinct.
+        let mut distinct = true;
+        match &plan.kind {
+            PlanKind::Pydantic { extra } => {
+                let d = unsafe {
+                    Bound::from_owned_ptr_or_err(py, ffi::PyObject_GenericGetDict(ptr, std::ptr::null_mut()))?
+                };
+                if !d.is_exact_instance_of::<PyDict>() {
+                    return Err(encode_error(py, format!("{}: __dict__ is not a dict", type_name(&obj.get_type()))));
+                }
+                let dp = d.as_ptr();
+                // Instance dicts hold the fields in declared order under the very key
+                // objects of __pydantic_fields__: walk the dict alongside the plan and
+                // only fall back to lookups once the order differs.
+                let mut pos: ffi::Py_ssize_t = 0;
+                let mut in_order = true;
+                for f in &plan.fields {
+                    let mut v: *mut ffi::PyObject = std::ptr::null_mut();
+                    if in_order {
+                        let mut k: *mut ffi::PyObject = std::ptr::null_mut();
+                        let mut pv: *mut ffi::PyObject = std::ptr::null_mut();
+                        if unsafe { ffi::PyDict_Next(dp, &mut pos, &mut k, &mut pv) } != 0 && k == f.attr.as_ptr() {
+                            v = pv;
+                        } else {
+                            in_order = false;
+                        }
+                    }
+                    if v.is_null() {
+                        v = unsafe { ffi::PyDict_GetItemWithError(dp, f.attr.as_ptr()) };
+                        if v.is_null() {
+                            if unsafe { !ffi::PyErr_Occurred().is_null() } {
+                                return Err(PyErr::fetch(py));
+                            }
+                            continue; // field not set (e.g. model_construct): pydantic skips it
+                        }
+                    }
+                    self.field(f, v)?;
+                }
+                let ex = extra.read(&obj, intern!(py, "__pydantic_extra__").as_unbound())?;
+                if !ex.is_none() {
+                    distinct &= self.extras(&ex, plan)?;
+                }
+                for f in &plan.computed {
+                    let v = obj.getattr(f.attr.bind(py))?;
+                    self.field(f, v.as_ptr())?;
+                }
+            }
+            PlanKind::PydanticRoot => unreachable!(),
+            PlanKind::Struct { has_dict } => {
+                for f in &plan.fields {
+                    if let Getter::ConstScalar(s) = &f.getter {
+                        self.sink.key_pre(&f.key);
+                        self.sink.scalar(s);
+                        continue;
+                    }
+                    // Borrowed from the instance, which `obj` keeps alive; `value` takes
+                    // its own reference before anything can run Python code.
+                    if let Some(v) = unsafe { f.getter.in_place(ptr) } {
+                        if v as usize != plan.unset {
+                            self.field(f, v)?;
+                        }
+                        continue;
+                    }
+                    let v = f.getter.read(&obj, &f.attr)?;
+                    if v.as_ptr() as usize == plan.unset {
+                        continue;
+                    }
+                    self.field(f, v.as_ptr())?;
+                }
+                if *has_dict {
+                    let ex = unsafe {
+                        Bound::from_owned_ptr_or_err(py, ffi::PyObject_GenericGetDict(ptr, std::ptr::null_mut()))?
+                    };
+                    distinct &= self.extras(&ex, plan)?;
+                }
+            }
+        }
+        self.sink.end_object(distinct);
+        self.depth -= 1;
+        Ok(())
+    }
+
+    /// Extra members (after the declared ones) from a dict, in insertion order, with the
+    /// omission rule for keys of omittable fields. True when there were none.
+    fn extras(&mut self, extra: &Bound<'py, PyAny>, plan: &Plan) -> PyResult<bool> {
+        let py = self.py;
+        let d = extra.cast::<PyDict>().map_err(|_| encode_error(py, "extra fields must be a dict".to_string()))?;
+        if d.is_empty() {
+            return Ok(true);
+        }
+        let mut pos: ffi::Py_ssize_t = 0;
+        let mut k: *mut ffi::PyObject = std::ptr::null_mut();
+        let mut v: *mut ffi::PyObject = std::ptr::null_mut();
+        while unsafe { ffi::PyDict_Next(d.as_ptr(), &mut pos, &mut k, &mut v) } != 0 {
+            if !plan.omit_keys.is_empty() && unsafe { is_absent(v) } {
+                let key = unsafe { Bound::from_borrowed_ptr(py, k) };
+                if let Ok(ks) = key.cast::<PyString>() {
+                    if let Ok(s) = ks.to_str() {
+                        if plan.omit_keys.iter().any(|o| o == s) {
+                            continue;
+                        }
+                    }
+                }
+                unsafe { ffi::PyErr_Clear() };
+            }
+            self.entry(k, v)?;
+        }
+        Ok(false)
+    }
+}
+
+/// The keep-alive vectors of a finished tree walk (empty, capacity kept), for the next
+/// one: encoding a small event then allocates little besides the tree itself.
+type Spare = (Vec<*mut ffi::PyObject>, Vec<Kind>);
+static SPARE: GilCell<Option<GilBound<Spare>>> = GilCell::new(None);
+
+/// Walk `obj` into a protobuf encoder tree and hand it to `f`.
+pub(crate) fn with_tree<'py, T>(
+    py: Python<'py>,
+    obj: &Bound<'py, PyAny>,
+    opts: Opts,
+    f: impl for<'a> FnOnce(&Node<'a>) -> T,
+) -> PyResult<T> {
+    // A re-entrant walk (Python code run by this one) simply finds no spare.
+    let (keep, kinds) = SPARE.with(py, |c| c.take()).map(|g| g.0).unwrap_or_default();
+    let mut w = Walker::new(py, TreeBuilder::new(), opts);
+    (w.keep, w.kinds) = (keep, kinds);
+    let out = {
+        let r = w.value(obj.as_ptr());
+        let node = w.sink.finish().unwrap_or(Node::Null);
+        // `node` borrows what `w` keeps: it is dropped at the end of this block, first.
+        r.map(|()| f(&node))
+    };
+    let (keep, kinds) = w.into_spare();
+    if keep.capacity() <= 4096 && kinds.capacity() <= 4096 {
+        SPARE.with(py, |c| *c = Some(GilBound((keep, kinds))));
+    }
+    out
+}
