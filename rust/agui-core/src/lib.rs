@@ -6,12 +6,14 @@
 //! - [`proto`]: the AG-UI 1.0 protobuf wire format and its JSON mapping;
 //! - [`patch`]: RFC 6902 JSON Patch / RFC 6901 JSON Pointer;
 //! - [`json`]: JSON text output matching the Python reference (pydantic) byte for byte;
+//! - [`log`]: reading recorded logs (SSE or protobuf, gzip or not) event by event;
 //! - [`limits`]: the project's own limits (nesting depth), the same on every interpreter.
 
 #![forbid(unsafe_code)]
 
 pub mod json;
 pub mod limits;
+pub mod log;
 pub mod patch;
 pub mod proto;
 pub mod sse;
