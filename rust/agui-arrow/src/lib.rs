@@ -17,13 +17,15 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use agui_core::log::{Event, Format, Limits, LogError, LogReader};
+use agui_core::log::{write_event, Event, Format, Limits, LogError, LogReader, Output};
 use arrow_array::builder::{Int64Builder, StringBuilder, StringDictionaryBuilder, TimestampMillisecondBuilder, UInt64Builder};
 use arrow_array::types::Int32Type;
 use arrow_array::{ArrayRef, DictionaryArray, Int32Array, RecordBatch, StringArray, UInt64Array};
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 
 pub use fields::{Fields, RowError, Usage};
+// The Arrow crates of this crate's types, for the binding.
+pub use {arrow_array, arrow_schema};
 
 /// Rows per record batch (and per Parquet row group).
 pub const BATCH_ROWS: usize = 65_536;
@@ -98,9 +100,10 @@ pub struct Issue {
 }
 
 impl Issue {
-    fn from_log(source: &Option<String>, e: LogError) -> Self {
+    /// A log that cannot be read on.
+    pub fn from_log_error(source: Option<String>, e: LogError) -> Self {
         let (index, offset) = e.position();
-        Issue { source: source.clone(), index, offset, class: e.python_class(), message: e.to_string(), field: None }
+        Issue { source, index, offset, class: e.python_class(), message: e.to_string(), field: None }
     }
 
     fn from_row(source: &Option<String>, ev: &Event<'_>, e: RowError) -> Self {
@@ -296,17 +299,17 @@ enum Stop {
 impl From<LogError> for Stop {
     fn from(e: LogError) -> Self {
         // The source name is filled in by the caller.
-        Stop::Issue(Issue::from_log(&None, e))
+        Stop::Issue(Issue::from_log_error(None, e))
     }
 }
 
 /// Counts read bytes into `Control::bytes` as the reader pulls them.
-struct Counted<'c, R> {
+struct Counted<'c, R: Send> {
     inner: R,
     control: &'c Control,
 }
 
-impl<R: Read> Read for Counted<'_, R> {
+impl<R: Read + Send> Read for Counted<'_, R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
         self.control.bytes.fetch_add(n as u64, Ordering::Relaxed);
@@ -343,7 +346,7 @@ where
     let reader = match reader {
         Ok(r) => r,
         Err(e) => {
-            failed(Issue::from_log(name, e), issues)?;
+            failed(Issue::from_log_error(name.clone(), e), issues)?;
             return Ok(Some(SourceInfo::default()));
         }
     };
@@ -528,6 +531,66 @@ pub fn write_parquet<W: Write + Send>(
     Ok(info)
 }
 
+/// Stream the sources' events, one after the other, into `out` as SSE, protobuf or
+/// JSON lines. Each event is checked as a row first (JSON, `type`, the table's members),
+/// so what is written is what `to_arrow` would read.
+pub fn convert<W: Write>(
+    sources: &[Source<'_>],
+    opts: &Options,
+    control: &Control,
+    to: Output,
+    out: &mut W,
+) -> Result<WriteInfo, Issue> {
+    let mut info = WriteInfo::default();
+    let mut buf = Vec::with_capacity(1 << 20);
+    let mut failure: Option<Issue> = None;
+    let io_issue = |e: std::io::Error| Issue {
+        source: None,
+        index: None,
+        offset: None,
+        class: "OSError",
+        message: format!("cannot write the output: {e}"),
+        field: None,
+    };
+    for src in sources {
+        let seen = each_row(src, opts, control, &mut info.issues, |ev, json, _| {
+            if failure.is_some() {
+                return;
+            }
+            if let Err(e) = write_event(&mut buf, to, json.as_bytes()) {
+                let (class, message) = (e.python_class(), e.to_string());
+                failure = Some(Issue {
+                    source: src.name.clone(),
+                    index: Some(ev.index),
+                    offset: Some(ev.offset),
+                    class,
+                    message,
+                    field: None,
+                });
+                return;
+            }
+            if buf.len() >= 1 << 20 {
+                if let Err(e) = out.write_all(&buf) {
+                    failure = Some(io_issue(e));
+                }
+                buf.clear();
+            }
+        })?;
+        if let Some(f) = failure.take() {
+            if !opts.collect || f.class == "OSError" {
+                return Err(f);
+            }
+            info.issues.push(f);
+        }
+        if let Some(s) = seen {
+            info.rows += s.events;
+            info.bytes_in += s.bytes;
+        }
+    }
+    out.write_all(&buf).and_then(|_| out.flush()).map_err(io_issue)?;
+    Ok(info)
+}
+
 /// What `agui-fast inspect` prints for a log.
 #[derive(Debug, Clone, Default)]
 pub struct Report {
@@ -674,6 +737,15 @@ mod tests {
         let info = write_parquet(&srcs, &Options::default(), &Control::default(), &mut out).unwrap();
         assert_eq!(info.rows, 10);
         assert_eq!(&out[..4], b"PAR1");
+        for to in [Output::Sse, Output::Protobuf, Output::Jsonl] {
+            let mut out = Vec::new();
+            let info = convert(&srcs, &Options::default(), &Control::default(), to, &mut out).unwrap();
+            assert_eq!(info.rows, 10);
+            if to != Output::Jsonl {
+                let back = decode_many(&[bytes(&out, "c")], 1, &Options::default(), &Control::default()).unwrap();
+                assert_eq!(back.batches[0].num_rows(), 10, "{to:?}");
+            }
+        }
         let r = inspect(&srcs[0], &Options::default(), &Control::default()).unwrap();
         assert_eq!(r.events, 5);
         assert_eq!(r.types["TEXT_MESSAGE_CONTENT"], 2);

@@ -197,7 +197,7 @@ pub struct Summary {
 
 /// An opened log: decompression and format decided, the first bytes already read.
 pub struct LogReader<'r> {
-    inner: Box<dyn Read + 'r>,
+    inner: Box<dyn Read + Send + 'r>,
     gzip: bool,
     format: Option<Format>,
     /// Decompressed bytes read for detection, handed out first.
@@ -210,10 +210,10 @@ pub struct LogReader<'r> {
 impl<'r> LogReader<'r> {
     /// Open a log. `format`: `None` to detect it; an empty log has no format (and no
     /// events), a log of neither format fails with [`LogError::UnknownFormat`] when read.
-    pub fn open<R: Read + 'r>(mut reader: R, format: Option<Format>) -> Result<Self, LogError> {
+    pub fn open<R: Read + Send + 'r>(mut reader: R, format: Option<Format>) -> Result<Self, LogError> {
         let raw = read_up_to(&mut reader, HEAD, false)?;
         let gzip = is_gzip(&raw);
-        let mut inner: Box<dyn Read + 'r> = if gzip {
+        let mut inner: Box<dyn Read + Send + 'r> = if gzip {
             Box::new(MultiGzDecoder::new(Cursor::new(raw).chain(reader)))
         } else {
             Box::new(Cursor::new(raw).chain(reader))
@@ -312,6 +312,21 @@ impl<'r> LogReader<'r> {
         }
         summary.bytes = self.position;
         Ok(summary)
+    }
+
+    /// Fill `buf` with the next decompressed bytes (fewer only at the end; 0 at the
+    /// end): [`Read::read`] with the errors of a corrupt gzip stream told apart.
+    pub fn read_chunk(&mut self, buf: &mut [u8]) -> Result<usize, LogError> {
+        let mut n = 0;
+        while n < buf.len() {
+            match self.read(&mut buf[n..]) {
+                Ok(0) => break,
+                Ok(k) => n += k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(self.io_error(e)),
+            }
+        }
+        Ok(n)
     }
 
     fn io_error(&self, e: io::Error) -> LogError {

@@ -8,6 +8,7 @@ use pyo3::prelude::*;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod arrow;
 mod encode;
 mod errors;
 mod gil;
@@ -21,6 +22,7 @@ mod sse;
 #[pymodule(gil_used = true)]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    arrow::register(m)?;
     encode::register(m)?;
     patch::register(m)?;
     proto::register(m)?;
