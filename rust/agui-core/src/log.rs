@@ -205,6 +205,7 @@ pub struct LogReader<'r> {
     head_pos: usize,
     /// Decompressed bytes handed out so far.
     position: u64,
+    empty: bool,
 }
 
 impl<'r> LogReader<'r> {
@@ -220,7 +221,8 @@ impl<'r> LogReader<'r> {
         };
         let head = read_up_to(&mut inner, HEAD, gzip)?;
         let format = format.or_else(|| detect_format(&head));
-        Ok(LogReader { inner, gzip, format, head, head_pos: 0, position: 0 })
+        let empty = head.is_empty();
+        Ok(LogReader { inner, gzip, format, head, head_pos: 0, position: 0, empty })
     }
 
     pub fn is_gzip(&self) -> bool {
@@ -234,7 +236,16 @@ impl<'r> LogReader<'r> {
 
     /// True when the log has no bytes at all (after decompression).
     pub fn is_empty(&self) -> bool {
-        self.head.is_empty()
+        self.empty
+    }
+
+    /// The format, `None` for an empty log, [`LogError::UnknownFormat`] for bytes of
+    /// neither format.
+    pub fn checked_format(&self) -> Result<Option<Format>, LogError> {
+        match self.format {
+            None if !self.empty => Err(LogError::UnknownFormat { head: self.head.iter().take(16).copied().collect() }),
+            f => Ok(f),
+        }
     }
 
     /// Hand out every event to `sink`, in order. Stops at the first error (of the log or
@@ -245,10 +256,8 @@ impl<'r> LogReader<'r> {
         F: FnMut(Event<'_>) -> Result<(), E>,
     {
         let mut summary = Summary::default();
-        let format = match self.format {
-            Some(f) => f,
-            None if self.is_empty() => return Ok(summary),
-            None => return Err(LogError::UnknownFormat { head: self.head.clone() }.into()),
+        let Some(format) = self.checked_format()? else {
+            return Ok(summary);
         };
         let mut buf = vec![0u8; limits.chunk_size.max(1)];
         match format {

@@ -289,10 +289,9 @@ impl LogChunks {
             }
             Arg::Bytes(b) => (LogReader::open(std::io::Cursor::new(b.to_vec()), fmt), "<bytes>".to_string()),
         };
-        let reader = opened.map_err(|e| {
-            let issue = Issue::from_log_error(Some(name.clone()), e);
-            issue_to_py(py, &issue)
-        })?;
+        let reader = opened
+            .and_then(|r| r.checked_format().map(|_| r))
+            .map_err(|e| issue_to_py(py, &Issue::from_log_error(Some(name.clone()), e)))?;
         Ok(LogChunks {
             format: reader.format().map(Format::as_str),
             gzip: reader.is_gzip(),
