@@ -24,7 +24,7 @@ from agui_fast._bench import protobuf_log, pydantic_peer, run_events, sse_log
 from agui_fast.arrow import to_arrow
 from agui_fast.decoder import decode_protobuf, decode_sse
 
-from bench_proto import json_format, pb
+from bench_proto import upb_dict_log
 
 N = 100_000
 EVENTS = run_events(N)
@@ -71,17 +71,7 @@ def test_protobuf__decode_protobuf(benchmark):
 def test_protobuf__upb_dict(benchmark):
     benchmark.group = "arrow_protobuf_100k"
 
-    def run():
-        mv = memoryview(PB)
-        pos, out = 0, []
-        to_dict, from_string = json_format.MessageToDict, pb.Event.FromString
-        while pos < len(mv):
-            n = int.from_bytes(mv[pos : pos + 4], "big")
-            out.append(to_dict(from_string(mv[pos + 4 : pos + 4 + n])))
-            pos += 4 + n
-        return out
-
-    out = benchmark.pedantic(run, rounds=3, iterations=1)
+    out = benchmark.pedantic(upb_dict_log, (PB,), rounds=3, iterations=1)
     assert len(out) == N
 
 

@@ -99,7 +99,7 @@ def test_inspect_counts(sse_log, capsys):
     for e in EVENTS:
         counts[e.type.value] = counts.get(e.type.value, 0) + 1
     assert report["types"] == counts
-    assert report["runs"] == len({e.run_id for e in EVENTS if getattr(e, "run_id", None)})
+    assert report["runs"] == len({e.run_id for e in EVENTS if getattr(e, "run_id", None) is not None})
     assert main(["inspect", str(sse_log)]) == 0
     text = capsys.readouterr().out
     assert "time span" in text and "tool calls" in text

@@ -41,6 +41,38 @@ class UserError(Exception):
     """A mistake on the command line: printed as one line, exit status 2."""
 
 
+def _demo_events():
+    events = [
+        RunStartedEvent(thread_id="t1", run_id="r1", protocol_version=PROTOCOL_VERSION),
+        StateSnapshotEvent(snapshot={"status": "thinking", "steps": []}),
+        TextMessageStartEvent(message_id="m1", role="assistant"),
+    ]
+    events += [TextMessageContentEvent(message_id="m1", delta=w) for w in "Hello from agui-fast ".split(" ")]
+    events += [
+        TextMessageEndEvent(message_id="m1"),
+        ToolCallStartEvent(tool_call_id="c1", tool_call_name="search", parent_message_id="m1"),
+        ToolCallArgsEvent(tool_call_id="c1", delta='{"q":"ag-ui"}'),
+        ToolCallEndEvent(tool_call_id="c1"),
+        StateDeltaEvent(delta=[
+            {"op": "replace", "path": "/status", "value": "done"},
+            {"op": "add", "path": "/steps/-", "value": {"tool": "search"}},
+        ]),
+        CustomEvent(name="note", value={"unknown_members": "are kept"}, trace_id="abc"),
+        RunFinishedEvent(thread_id="t1", run_id="r1", outcome={"type": "success"}),
+    ]
+    return events
+
+
+def _timeit(fn, n: int) -> float:
+    best = float("inf")
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        best = min(best, (time.perf_counter() - t0) / n)
+    return best
+
+
 def demo(args: argparse.Namespace) -> int:
     events = _demo_events()
     enc = EventEncoder()
