@@ -73,7 +73,7 @@ def test_duckdb_over_the_parquet_gives_the_same_numbers(logs, client, tmp_path):
     got = dict(duckdb.sql(f"select type, count(*) from '{out}' group by type").fetchall())
     df = read_logs([str(p) for p in paths])
     assert got == df.groupby("type")["index"].count().compute().to_dict()
-    total = duckdb.sql(f"select sum(output_tokens) from '{out}'").fetchone()[0]
+    total = duckdb.sql(f"select sum(output_tokens) from '{out}'").fetchall()[0][0]
     assert total == df["output_tokens"].sum().compute()
 
 
