@@ -100,6 +100,8 @@ impl Usage {
 #[derive(Debug)]
 pub struct Fields<'a> {
     pub ty: Cow<'a, str>,
+    /// Position of `ty` in `agui_core::proto::EVENT_TYPES` (the `type` dictionary key).
+    pub ty_index: i32,
     /// Milliseconds since the epoch.
     pub timestamp: Option<i64>,
     pub thread_id: Option<Cow<'a, str>>,
@@ -123,9 +125,11 @@ pub fn parse(json: &str) -> Result<Fields<'_>, RowError> {
         Ok(raw) => raw,
         Err(_) => return Err(explain(json)),
     };
-    let ty = match raw.ty {
-        Some(t) if EVENT_TYPES.contains(&t.as_ref()) => t,
-        Some(t) => return Err(RowError::invalid("$.type", format!("unknown event type {t:?}"))),
+    let (ty, ty_index) = match raw.ty {
+        Some(t) => match EVENT_TYPES.iter().position(|k| *k == t.as_ref()) {
+            Some(i) => (t, i as i32),
+            None => return Err(RowError::invalid("$.type", format!("unknown event type {t:?}"))),
+        },
         None => return Err(RowError::invalid("$.type", "the event has no `type`".into())),
     };
     let timestamp = match raw.timestamp {
@@ -146,6 +150,7 @@ pub fn parse(json: &str) -> Result<Fields<'_>, RowError> {
     };
     Ok(Fields {
         ty,
+        ty_index,
         timestamp,
         thread_id: raw.thread_id,
         run_id: raw.run_id,

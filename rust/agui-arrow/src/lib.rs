@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use agui_core::log::{write_event, Event, Format, Limits, LogError, LogReader, Output};
-use arrow_array::builder::{Int64Builder, StringBuilder, StringDictionaryBuilder, TimestampMillisecondBuilder, UInt64Builder};
+use arrow_array::builder::{Int32Builder, Int64Builder, StringBuilder, TimestampMillisecondBuilder, UInt64Builder};
 use arrow_array::types::Int32Type;
 use arrow_array::{ArrayRef, DictionaryArray, Int32Array, RecordBatch, StringArray, UInt64Array};
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
@@ -171,7 +171,8 @@ pub struct BatchBuilder {
     json_bytes: usize,
     index: UInt64Builder,
     offset: UInt64Builder,
-    ty: StringDictionaryBuilder<Int32Type>,
+    /// Keys into `EVENT_TYPES`, the dictionary of every batch (no hashing per row).
+    ty: Int32Builder,
     timestamp: TimestampMillisecondBuilder,
     strings: [StringBuilder; 8],
     usage: [Int64Builder; 6],
@@ -186,7 +187,7 @@ impl BatchBuilder {
             json_bytes: 0,
             index: UInt64Builder::with_capacity(1024),
             offset: UInt64Builder::with_capacity(1024),
-            ty: StringDictionaryBuilder::new(),
+            ty: Int32Builder::with_capacity(1024),
             timestamp: TimestampMillisecondBuilder::new().with_timezone("UTC"),
             strings: std::array::from_fn(|_| StringBuilder::new()),
             usage: std::array::from_fn(|_| Int64Builder::new()),
@@ -210,7 +211,7 @@ impl BatchBuilder {
     pub fn push(&mut self, ev: &Event<'_>, json: &str, f: &Fields<'_>) {
         self.index.append_value(ev.index);
         self.offset.append_value(ev.offset);
-        self.ty.append_value(f.ty.as_ref());
+        self.ty.append_value(f.ty_index);
         self.timestamp.append_option(f.timestamp);
         let strings = [
             &f.thread_id,
@@ -248,7 +249,7 @@ impl BatchBuilder {
             Arc::new(source),
             Arc::new(self.index.finish()),
             Arc::new(self.offset.finish()),
-            Arc::new(self.ty.finish()),
+            Arc::new(type_column(self.ty.finish())),
             Arc::new(self.timestamp.finish()),
         ];
         columns.extend(self.strings.iter_mut().map(|b| Arc::new(b.finish()) as ArrayRef));
@@ -258,6 +259,13 @@ impl BatchBuilder {
         self.json_bytes = 0;
         RecordBatch::try_new(schema(), columns).expect("the columns follow schema()")
     }
+}
+
+/// The `type` column: keys into the 31 event type names.
+fn type_column(keys: Int32Array) -> DictionaryArray<Int32Type> {
+    static VALUES: OnceLock<ArrayRef> = OnceLock::new();
+    let values = VALUES.get_or_init(|| Arc::new(StringArray::from_iter_values(agui_core::proto::EVENT_TYPES)));
+    DictionaryArray::try_new(keys, values.clone()).expect("every key is a position in EVENT_TYPES")
 }
 
 /// The errors table.
@@ -617,8 +625,9 @@ pub fn inspect(src: &Source<'_>, opts: &Options, control: &Control) -> Result<Re
     let mut messages = HashSet::new();
     let mut tool_calls = HashSet::new();
     let mut issues = Vec::new();
+    let mut by_type = [0u64; agui_core::proto::EVENT_TYPES.len()];
     let info = each_row(src, opts, control, &mut issues, |_, _, f| {
-        *report.types.entry(f.ty.to_string()).or_insert(0) += 1;
+        by_type[f.ty_index as usize] += 1;
         for (set, v) in [
             (&mut runs, &f.run_id),
             (&mut threads, &f.thread_id),
@@ -644,6 +653,11 @@ pub fn inspect(src: &Source<'_>, opts: &Options, control: &Control) -> Result<Re
         }
     })?
     .unwrap_or_default();
+    for (name, n) in agui_core::proto::EVENT_TYPES.iter().zip(by_type) {
+        if n > 0 {
+            report.types.insert(name.to_string(), n);
+        }
+    }
     report.format = info.format;
     report.gzip = info.gzip;
     report.bytes = info.bytes;

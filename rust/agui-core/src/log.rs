@@ -18,12 +18,12 @@
 //! use agui_core::log::{LogReader, Limits, LogError};
 //! let log = b"data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n";
 //! let reader = LogReader::open(&log[..], None).unwrap();
-//! let mut types = Vec::new();
+//! let mut seen = Vec::new();
 //! reader.for_each(&Limits::default(), |ev| -> Result<(), LogError> {
-//!     types.push((ev.index, ev.offset, ev.json.len()));
+//!     seen.push((ev.index, ev.offset, ev.json.to_vec()));
 //!     Ok(())
 //! }).unwrap();
-//! assert_eq!(types, vec![(0, 0, 52)]);
+//! assert_eq!(seen, vec![(0, 0, log[6..log.len() - 2].to_vec())]);
 //! ```
 
 use std::fmt;
