@@ -551,6 +551,9 @@ pub fn convert<W: Write>(
 ) -> Result<WriteInfo, Issue> {
     let mut info = WriteInfo::default();
     let mut buf = Vec::with_capacity(1 << 20);
+    // Encoding problems (protobuf output only) are per event: collected like the rows'
+    // own, or the first one fails the call. A write error always does.
+    let mut encode_issues = Vec::new();
     let mut failure: Option<Issue> = None;
     let io_issue = |e: std::io::Error| Issue {
         source: None,
@@ -561,22 +564,30 @@ pub fn convert<W: Write>(
         field: None,
     };
     for src in sources {
+        let mut written = 0u64;
         let seen = each_row(src, opts, control, &mut info.issues, |ev, json, _| {
             if failure.is_some() {
                 return;
             }
+            let mark = buf.len();
             if let Err(e) = write_event(&mut buf, to, json.as_bytes()) {
-                let (class, message) = (e.python_class(), e.to_string());
-                failure = Some(Issue {
+                buf.truncate(mark);
+                let issue = Issue {
                     source: src.name.clone(),
                     index: Some(ev.index),
                     offset: Some(ev.offset),
-                    class,
-                    message,
+                    class: e.python_class(),
+                    message: e.to_string(),
                     field: None,
-                });
+                };
+                if opts.collect {
+                    encode_issues.push(issue);
+                } else {
+                    failure = Some(issue);
+                }
                 return;
             }
+            written += 1;
             if buf.len() >= 1 << 20 {
                 if let Err(e) = out.write_all(&buf) {
                     failure = Some(io_issue(e));
@@ -585,17 +596,15 @@ pub fn convert<W: Write>(
             }
         })?;
         if let Some(f) = failure.take() {
-            if !opts.collect || f.class == "OSError" {
-                return Err(f);
-            }
-            info.issues.push(f);
+            return Err(f);
         }
+        info.rows += written;
         if let Some(s) = seen {
-            info.rows += s.events;
             info.bytes_in += s.bytes;
         }
     }
     out.write_all(&buf).and_then(|_| out.flush()).map_err(io_issue)?;
+    info.issues.extend(encode_issues);
     Ok(info)
 }
 
