@@ -37,63 +37,6 @@ fn main() {
         n
     };
     println!("+parse         {:?}", best(parse));
-    let ignored = || {
-        let mut n = 0;
-        LogReader::open(&data[..], None).unwrap().for_each(&Limits::default(), |ev| -> Result<(), LogError> {
-            let _: serde::de::IgnoredAny = serde_json::from_slice(ev.json).unwrap();
-            n += 1;
-            Ok(())
-        }).unwrap();
-        n
-    };
-    println!("+ignored_any   {:?}", best(ignored));
-    #[derive(serde::Deserialize)]
-    struct T<'a> {
-        #[serde(rename = "type", borrow)]
-        _ty: Option<std::borrow::Cow<'a, str>>,
-        #[serde(rename = "messageId", borrow)]
-        _m: Option<std::borrow::Cow<'a, str>>,
-    }
-    let two = || {
-        let mut n = 0;
-        LogReader::open(&data[..], None).unwrap().for_each(&Limits::default(), |ev| -> Result<(), LogError> {
-            let s = std::str::from_utf8(ev.json).unwrap();
-            let _: T = serde_json::from_str(s).unwrap();
-            n += 1;
-            Ok(())
-        }).unwrap();
-        n
-    };
-    println!("+two_fields    {:?}", best(two));
-    #[derive(serde::Deserialize)]
-    struct R<'a> {
-        #[serde(rename = "type", borrow)]
-        _ty: Option<std::borrow::Cow<'a, str>>,
-        #[serde(rename = "messageId", borrow)]
-        _m: Option<std::borrow::Cow<'a, str>>,
-        #[serde(borrow)]
-        _delta: Option<&'a serde_json::value::RawValue>,
-    }
-    let raw = || {
-        let mut n = 0;
-        LogReader::open(&data[..], None).unwrap().for_each(&Limits::default(), |ev| -> Result<(), LogError> {
-            let s = std::str::from_utf8(ev.json).unwrap();
-            let _: R = serde_json::from_str(s).unwrap();
-            n += 1;
-            Ok(())
-        }).unwrap();
-        n
-    };
-    println!("+raw_delta     {:?}", best(raw));
-    let types = || {
-        let mut n = 0;
-        for i in 0..100_000usize {
-            let t = agui_core::proto::EVENT_TYPES[i % 31];
-            n += agui_core::proto::EVENT_TYPES.contains(&t) as usize;
-        }
-        n
-    };
-    println!("contains       {:?}", best(types));
     let build = || {
         let mut b = BatchBuilder::new(None);
         let mut rows = 0;

@@ -117,6 +117,11 @@ impl Issue {
         }
     }
 
+    /// A failure of the output (or of the system), not of the input.
+    fn io(message: String) -> Self {
+        Issue { source: None, index: None, offset: None, class: "OSError", message, field: None }
+    }
+
     /// One line: `file: message (frame N at byte offset M, field F)`.
     pub fn describe(&self) -> String {
         let mut where_ = Vec::new();
@@ -492,14 +497,7 @@ pub fn write_parquet<W: Write + Send>(
     use parquet::basic::Compression;
     use parquet::file::properties::WriterProperties;
 
-    let parquet_issue = |e: parquet::errors::ParquetError| Issue {
-        source: None,
-        index: None,
-        offset: None,
-        class: "OSError",
-        message: format!("cannot write Parquet: {e}"),
-        field: None,
-    };
+    let parquet_issue = |e: parquet::errors::ParquetError| Issue::io(format!("cannot write Parquet: {e}"));
     let props = WriterProperties::builder()
         .set_compression(Compression::SNAPPY)
         .set_max_row_group_size(BATCH_ROWS)
@@ -555,14 +553,7 @@ pub fn convert<W: Write>(
     // own, or the first one fails the call. A write error always does.
     let mut encode_issues = Vec::new();
     let mut failure: Option<Issue> = None;
-    let io_issue = |e: std::io::Error| Issue {
-        source: None,
-        index: None,
-        offset: None,
-        class: "OSError",
-        message: format!("cannot write the output: {e}"),
-        field: None,
-    };
+    let io_issue = |e: std::io::Error| Issue::io(format!("cannot write the output: {e}"));
     for src in sources {
         let mut written = 0u64;
         let seen = each_row(src, opts, control, &mut info.issues, |ev, json, _| {
