@@ -330,17 +330,18 @@ impl<R: Read + Send> Read for Counted<'_, R> {
     }
 }
 
-/// The one loop over a source's rows: `row` gets every valid event; bad events go to
-/// `issues` (`collect`) or stop the source. `Ok(None)` when cancelled.
-fn each_row<F>(
+/// The one loop over a source's events (opened by the core reader): `sink` gets each
+/// one; a log that cannot be opened or read on goes to `issues` (`collect`) or fails.
+/// `Ok(None)` when cancelled.
+fn each_event<F>(
     src: &Source<'_>,
     opts: &Options,
     control: &Control,
     issues: &mut Vec<Issue>,
-    mut row: F,
+    mut sink: F,
 ) -> Result<Option<SourceInfo>, Issue>
 where
-    F: FnMut(&Event<'_>, &str, &Fields<'_>),
+    F: FnMut(&Event<'_>, &mut Vec<Issue>) -> Result<(), Stop>,
 {
     let name = &src.name;
     let failed = |issue: Issue, issues: &mut Vec<Issue>| if opts.collect { issues.push(issue); Ok(()) } else { Err(issue) };
@@ -364,27 +365,8 @@ where
         }
     };
     let mut info = SourceInfo { format: reader.format(), gzip: reader.is_gzip(), ..SourceInfo::default() };
-    let mut lossy = String::new();
     let result = reader.for_each(&opts.limits, |ev| {
-        // Invalid UTF-8 becomes U+FFFD, as in the typed decoders.
-        let json: &str = match std::str::from_utf8(ev.json) {
-            Ok(s) => s,
-            Err(_) => {
-                lossy = String::from_utf8_lossy(ev.json).into_owned();
-                &lossy
-            }
-        };
-        match fields::parse(json) {
-            Ok(f) => row(&ev, json, &f),
-            Err(e) => {
-                let issue = Issue::from_row(name, &ev, e);
-                if opts.collect {
-                    issues.push(issue);
-                } else {
-                    return Err(Stop::Issue(issue));
-                }
-            }
-        }
+        sink(&ev, issues)?;
         if ev.index % 4096 == 0 && control.cancel.load(Ordering::Relaxed) {
             return Err(Stop::Cancelled);
         }
@@ -403,6 +385,147 @@ where
             Ok(Some(info))
         }
     }
+}
+
+/// One event as a row: `row` gets its columns, or the problem goes to `issues`
+/// (`collect`) or stops the source.
+fn row_event<F>(ev: &Event<'_>, name: &Option<String>, collect: bool, issues: &mut Vec<Issue>, row: &mut F) -> Result<(), Stop>
+where
+    F: FnMut(&Event<'_>, &str, &Fields<'_>),
+{
+    // Invalid UTF-8 becomes U+FFFD, as in the typed decoders.
+    let lossy;
+    let json: &str = match std::str::from_utf8(ev.json) {
+        Ok(s) => s,
+        Err(_) => {
+            lossy = String::from_utf8_lossy(ev.json);
+            &lossy
+        }
+    };
+    match fields::parse(json) {
+        Ok(f) => row(ev, json, &f),
+        Err(e) => {
+            let issue = Issue::from_row(name, ev, e);
+            if collect {
+                issues.push(issue);
+            } else {
+                return Err(Stop::Issue(issue));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The one loop over a source's rows: `row` gets every valid event; bad events go to
+/// `issues` (`collect`) or stop the source. `Ok(None)` when cancelled.
+fn each_row<F>(
+    src: &Source<'_>,
+    opts: &Options,
+    control: &Control,
+    issues: &mut Vec<Issue>,
+    mut row: F,
+) -> Result<Option<SourceInfo>, Issue>
+where
+    F: FnMut(&Event<'_>, &str, &Fields<'_>),
+{
+    each_event(src, opts, control, issues, |ev, issues| row_event(ev, &src.name, opts.collect, issues, &mut row))
+}
+
+/// Events of one source packed for a worker: their JSON texts back to back.
+#[derive(Default)]
+struct Part {
+    seq: usize,
+    data: Vec<u8>,
+    /// (frame index, byte offset, end of its JSON text in `data`)
+    events: Vec<(u64, u64, usize)>,
+}
+
+/// Payload bytes per part: big enough to amortise the hand-over, small enough to
+/// balance the workers.
+const PART_BYTES: usize = 1 << 20;
+
+/// Decode one source on `workers` threads: the calling thread reads and frames it (the
+/// core reader: cheap) and packs the events into parts; the workers turn parts into
+/// batches. Positions come from the reader, so they are exact; results are put back in
+/// order. Memory stays bounded: at most `2 * workers` parts wait.
+fn decode_source_parallel(src: &Source<'_>, opts: &Options, control: &Control, workers: usize) -> Result<Option<Decoded>, Issue> {
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::mpsc::sync_channel;
+
+    let (tx, rx) = sync_channel::<Part>(workers * 2);
+    let rx = Mutex::new(rx);
+    let results: Mutex<BTreeMap<usize, Result<Decoded, Issue>>> = Mutex::new(BTreeMap::new());
+    // The first failing part (raise mode): parts after it are skipped, parts before it
+    // still run, so the error reported is the first in the log.
+    let failed_at = AtomicUsize::new(usize::MAX);
+    let mut reader_issues = Vec::new();
+    let read = std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let part = match rx.lock().unwrap_or_else(|p| p.into_inner()).recv() {
+                    Ok(p) => p,
+                    Err(_) => break,
+                };
+                if part.seq > failed_at.load(Ordering::Relaxed) {
+                    continue;
+                }
+                let mut out = Decoded::default();
+                let mut builder = BatchBuilder::new(src.name.clone());
+                let mut start = 0;
+                let mut r = Ok(());
+                for &(index, offset, end) in &part.events {
+                    let ev = Event { index, offset, json: &part.data[start..end] };
+                    start = end;
+                    r = row_event(&ev, &src.name, opts.collect, &mut out.issues, &mut |ev, json, f| builder.push(ev, json, f));
+                    if r.is_err() {
+                        break;
+                    }
+                }
+                let r = match r {
+                    Ok(()) => {
+                        if !builder.is_empty() {
+                            out.batches.push(builder.finish());
+                        }
+                        Ok(out)
+                    }
+                    Err(Stop::Issue(issue)) => {
+                        failed_at.fetch_min(part.seq, Ordering::Relaxed);
+                        control.cancel.store(true, Ordering::Relaxed);
+                        Err(issue)
+                    }
+                    Err(Stop::Cancelled) => unreachable!("row_event does not cancel"),
+                };
+                results.lock().unwrap_or_else(|p| p.into_inner()).insert(part.seq, r);
+            });
+        }
+        let mut part = Part::default();
+        let read = each_event(src, opts, control, &mut reader_issues, |ev, _| {
+            part.data.extend_from_slice(ev.json);
+            part.events.push((ev.index, ev.offset, part.data.len()));
+            if part.data.len() >= PART_BYTES {
+                let seq = part.seq + 1;
+                let full = std::mem::replace(&mut part, Part { seq, ..Part::default() });
+                // The workers only hang up when they are gone (a panic).
+                tx.send(full).map_err(|_| Stop::Cancelled)?;
+            }
+            Ok(())
+        });
+        if !part.events.is_empty() {
+            let _ = tx.send(part);
+        }
+        drop(tx);
+        read
+    });
+    let mut out = Decoded::default();
+    for (_, r) in results.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        let d = r?;
+        out.batches.extend(d.batches);
+        out.issues.extend(d.issues);
+    }
+    // A framing problem comes after every event before it.
+    let info = read?;
+    out.issues.extend(reader_issues);
+    Ok(info.map(|_| out))
 }
 
 /// The batches and issues of one source.
@@ -435,7 +558,11 @@ pub fn decode_source(src: &Source<'_>, opts: &Options, control: &Control) -> Res
 /// order. Without `collect`, the first failing source (in order) fails the call and
 /// the others stop early.
 pub fn decode_many(sources: &[Source<'_>], threads: usize, opts: &Options, control: &Control) -> Result<Decoded, Issue> {
-    let threads = threads.clamp(1, sources.len().max(1));
+    // Fewer sources than threads: one source at a time, its events parsed on every
+    // thread. Otherwise one source per thread.
+    let pipelined = threads > 1 && sources.len() < threads;
+    let threads = if pipelined { threads } else { threads.clamp(1, sources.len().max(1)) };
+    let runners = if pipelined { 1 } else { threads };
     let results: Vec<Mutex<Option<Result<Option<Decoded>, Issue>>>> = sources.iter().map(|_| Mutex::new(None)).collect();
     let next = std::sync::atomic::AtomicUsize::new(0);
     let work = || loop {
@@ -444,17 +571,17 @@ pub fn decode_many(sources: &[Source<'_>], threads: usize, opts: &Options, contr
         if control.cancel.load(Ordering::Relaxed) {
             break;
         }
-        let r = decode_source(src, opts, control);
+        let r = if pipelined { decode_source_parallel(src, opts, control, threads) } else { decode_source(src, opts, control) };
         if r.is_err() {
             control.cancel.store(true, Ordering::Relaxed);
         }
         *results[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
     };
-    if threads == 1 {
+    if runners == 1 {
         work();
     } else {
         std::thread::scope(|s| {
-            for _ in 0..threads {
+            for _ in 0..runners {
                 s.spawn(work);
             }
         });
@@ -724,6 +851,47 @@ mod tests {
             })
             .collect();
         assert_eq!(names, vec!["s0", "s1", "s2", "s3", "s4"]);
+    }
+
+    #[test]
+    fn one_big_source_on_several_threads_is_the_same_table() {
+        let mut big = Vec::new();
+        for _ in 0..12_000 {
+            big.extend_from_slice(&log());
+        }
+        let mut bad = big.clone();
+        agui_core::sse::write_event(&mut bad, br#"{"type":"NOPE"}"#);
+        bad.extend_from_slice(&big);
+        agui_core::sse::write_event(&mut bad, br#"{"type":7}"#);
+        bad.extend_from_slice(&log());
+        let rows = |d: &Decoded| -> Vec<(u64, u64, String)> {
+            d.batches
+                .iter()
+                .flat_map(|b| {
+                    let idx = b.column(1).as_primitive::<arrow_array::types::UInt64Type>().clone();
+                    let off = b.column(2).as_primitive::<arrow_array::types::UInt64Type>().clone();
+                    let json = b.column_by_name("json").unwrap().as_string::<i32>().clone();
+                    (0..b.num_rows()).map(move |i| (idx.value(i), off.value(i), json.value(i).to_string()))
+                })
+                .collect()
+        };
+        let src = [bytes(&big, "big")];
+        let one = decode_many(&src, 1, &Options::default(), &Control::default()).unwrap();
+        let three = decode_many(&src, 3, &Options::default(), &Control::default()).unwrap();
+        assert!(three.batches.len() > 2);
+        assert_eq!(rows(&one), rows(&three));
+
+        let src = [bytes(&bad, "bad")];
+        let e1 = decode_many(&src, 1, &Options::default(), &Control::default()).err().unwrap();
+        let e3 = decode_many(&src, 3, &Options::default(), &Control::default()).err().unwrap();
+        assert_eq!(e1, e3);
+        assert_eq!(e1.index, Some(60_000));
+        let opts = Options { collect: true, ..Options::default() };
+        let c1 = decode_many(&src, 1, &opts, &Control::default()).unwrap();
+        let c3 = decode_many(&src, 3, &opts, &Control::default()).unwrap();
+        assert_eq!(c1.issues, c3.issues);
+        assert_eq!(c1.issues.len(), 2);
+        assert_eq!(rows(&c1), rows(&c3));
     }
 
     #[test]
