@@ -40,7 +40,8 @@ def to_arrow(
     """Decode logs (a path, bytes, or a list of them; SSE or protobuf, gzip or not) into
     one Arrow table, one row per event, in source order.
 
-    ``threads``: sources decoded at once (default: the number of cores).
+    ``threads``: Rust threads (default: the number of cores): one source per thread, or,
+    with fewer sources than threads, each source's events parsed on all of them.
     ``errors="raise"``: the first bad frame raises its ``agui_fast.errors`` class with the
     source, frame index and byte offset in the message (``frame_index``, ``offset``,
     ``field`` attributes). ``errors="collect"``: returns ``(events, errors)``, the bad
