@@ -172,3 +172,13 @@ def test_duckdb_and_polars_read_it_without_pyarrow_conversion():
     got = duckdb.sql("select type, count(*) as n from t group by type order by type").fetchall()
     assert dict(got)["TEXT_MESSAGE_CONTENT"] == 6
     assert _native.log_schema() is not None
+
+
+def test_one_big_gzip_log_on_two_threads_is_the_same_table(tmp_path):
+    path = tmp_path / "big.sse.gz"
+    path.write_bytes(gzip.compress(SSE * 40000))
+    one = pa.table(to_arrow(path, threads=1))
+    two = pa.table(to_arrow(path, threads=2))
+    assert one.num_rows == 40000 * len(RUN)
+    assert two.column("json").num_chunks > 1
+    assert one.equals(two)
