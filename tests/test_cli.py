@@ -73,6 +73,15 @@ def test_convert_stdin_to_stdout():
     assert decode_protobuf(out.stdout) == decode_protobuf(PB)
 
 
+def test_validate_and_inspect_read_stdin():
+    ok = run("validate", "-", stdin=SSE)
+    assert ok.returncode == 0 and b"ok (200 events)" in ok.stdout
+    bad = run("validate", "-", stdin=b'data: {"type":"RUN_STARTED"}\n\n')
+    assert bad.returncode == 1 and b"EventValidationError" in bad.stdout
+    out = run("inspect", "--json", "-", stdin=gzip.compress(SSE))
+    assert out.returncode == 0 and json.loads(out.stdout)["events"] == len(EVENTS)
+
+
 def test_convert_refuses_its_own_input(sse_log):
     out = run("convert", sse_log, "-o", sse_log)
     assert out.returncode == 2

@@ -55,8 +55,11 @@ def iter_log(source: LogSource, format: str = "auto", *, raw: Optional[str] = No
     fmt = chunks.format
     if fmt is None:  # empty
         return
-    # A plain file goes to the decoders by path (they frame it on a Rust thread).
-    feed: Any = arg if isinstance(arg, str) and not chunks.gzip else chunks
+    # A plain regular file goes to the decoders by path (they frame it on a Rust thread);
+    # anything else (gzip, a pipe such as /dev/stdin, whose first bytes the reader has
+    # already taken) is fed from the reader.
+    by_path = isinstance(arg, str) and not chunks.gzip and os.path.isfile(arg) and not arg.startswith(("/dev/", "/proc/"))
+    feed: Any = arg if by_path else chunks
     events = iter_sse(feed, raw=raw) if fmt == "sse" else iter_protobuf(feed, raw=raw or False)
     try:
         yield from events
