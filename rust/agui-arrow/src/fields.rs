@@ -24,32 +24,112 @@ impl RowError {
     }
 }
 
+/// A string member, borrowed from the event's text when it has no escapes. (serde's own
+/// `Option<Cow<str>>` always copies: `#[serde(borrow)]` only reaches a bare `Cow`.)
+struct Str<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
+            type Value = Str<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Str(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Str(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V(std::marker::PhantomData))
+    }
+}
+
+/// `delta`: a string (text and argument deltas) or anything else (a JSON Patch), which
+/// is skipped.
+enum Delta<'a> {
+    Str(Cow<'a, str>),
+    Other,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Delta<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{IgnoredAny, MapAccess, SeqAccess};
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
+            type Value = Delta<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Delta::Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Delta::Str(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Delta::Str(Cow::Owned(v)))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(Delta::Other)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(Delta::Other)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(Delta::Other)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(Delta::Other)
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(Delta::Other)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Delta::Other)
+            }
+            // Objects, and numbers under serde_json's arbitrary_precision.
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Delta::Other)
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
 #[derive(Deserialize)]
 struct Raw<'a> {
     #[serde(rename = "type", borrow)]
-    ty: Option<Cow<'a, str>>,
+    ty: Option<Str<'a>>,
     #[serde(borrow)]
     timestamp: Option<&'a RawValue>,
     #[serde(rename = "threadId", borrow)]
-    thread_id: Option<Cow<'a, str>>,
+    thread_id: Option<Str<'a>>,
     #[serde(rename = "runId", borrow)]
-    run_id: Option<Cow<'a, str>>,
+    run_id: Option<Str<'a>>,
     #[serde(rename = "parentRunId", borrow)]
-    parent_run_id: Option<Cow<'a, str>>,
+    parent_run_id: Option<Str<'a>>,
     #[serde(rename = "messageId", borrow)]
-    message_id: Option<Cow<'a, str>>,
+    message_id: Option<Str<'a>>,
     #[serde(rename = "toolCallId", borrow)]
-    tool_call_id: Option<Cow<'a, str>>,
+    tool_call_id: Option<Str<'a>>,
     #[serde(borrow)]
-    role: Option<Cow<'a, str>>,
+    role: Option<Str<'a>>,
     #[serde(borrow)]
-    name: Option<Cow<'a, str>>,
+    name: Option<Str<'a>>,
     #[serde(rename = "toolCallName", borrow)]
-    tool_call_name: Option<Cow<'a, str>>,
+    tool_call_name: Option<Str<'a>>,
     #[serde(rename = "stepName", borrow)]
-    step_name: Option<Cow<'a, str>>,
+    step_name: Option<Str<'a>>,
     #[serde(borrow)]
-    delta: Option<&'a RawValue>,
+    delta: Option<Delta<'a>>,
     #[serde(borrow)]
     usage: Option<&'a RawValue>,
 }
@@ -120,12 +200,12 @@ pub struct Fields<'a> {
 }
 
 /// Read the columns of one event (`json`: its text, valid UTF-8).
-pub fn parse(json: &str) -> Result<Fields<'_>, RowError> {
-    let raw: Raw<'_> = match serde_json::from_str(json) {
+pub fn parse<'a>(json: &'a str) -> Result<Fields<'a>, RowError> {
+    let raw: Raw<'a> = match serde_json::from_str(json) {
         Ok(raw) => raw,
         Err(_) => return Err(explain(json)),
     };
-    let (ty, ty_index) = match raw.ty {
+    let (ty, ty_index) = match raw.ty.map(|t| t.0) {
         Some(t) => match EVENT_TYPES.iter().position(|k| *k == t.as_ref()) {
             Some(i) => (t, i as i32),
             None => return Err(RowError::invalid("$.type", format!("unknown event type {t:?}"))),
@@ -139,39 +219,30 @@ pub fn parse(json: &str) -> Result<Fields<'_>, RowError> {
         None => None,
     };
     let delta = match raw.delta {
-        Some(d) if d.get().starts_with('"') => Some(string(d)?),
-        Some(_) if matches!(ty.as_ref(), "STATE_DELTA" | "ACTIVITY_DELTA") => None,
-        Some(d) => return Err(RowError::invalid("$.delta", format!("`delta` is not a string: {}", short(d.get())))),
+        Some(Delta::Str(d)) => Some(d),
+        Some(Delta::Other) if matches!(ty.as_ref(), "STATE_DELTA" | "ACTIVITY_DELTA") => None,
+        Some(Delta::Other) => return Err(RowError::invalid("$.delta", "`delta` is not a string".into())),
         None => None,
     };
     let usage = match raw.usage {
         Some(u) => Some(usage(u)?),
         None => None,
     };
+    let s = |v: Option<Str<'a>>| v.map(|v| v.0);
     Ok(Fields {
         ty,
         ty_index,
         timestamp,
-        thread_id: raw.thread_id,
-        run_id: raw.run_id,
-        parent_run_id: raw.parent_run_id,
-        message_id: raw.message_id,
-        tool_call_id: raw.tool_call_id,
-        role: raw.role,
-        name: raw.name.or(raw.tool_call_name).or(raw.step_name),
+        thread_id: s(raw.thread_id),
+        run_id: s(raw.run_id),
+        parent_run_id: s(raw.parent_run_id),
+        message_id: s(raw.message_id),
+        tool_call_id: s(raw.tool_call_id),
+        role: s(raw.role),
+        name: s(raw.name).or(s(raw.tool_call_name)).or(s(raw.step_name)),
         delta,
         usage,
     })
-}
-
-fn string(raw: &RawValue) -> Result<Cow<'_, str>, RowError> {
-    // Borrowed when the string has no escapes.
-    if let Ok(s) = serde_json::from_str::<&str>(raw.get()) {
-        return Ok(Cow::Borrowed(s));
-    }
-    serde_json::from_str::<String>(raw.get())
-        .map(Cow::Owned)
-        .map_err(|e| RowError { class: "InvalidJsonError", message: e.to_string(), field: None })
 }
 
 /// Milliseconds from an integer, an integral float (`1.7e12`) or a numeric string, as

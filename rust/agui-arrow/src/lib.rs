@@ -186,17 +186,20 @@ pub struct BatchBuilder {
 
 impl BatchBuilder {
     pub fn new(source: Option<String>) -> Self {
+        // Sized for a typical part of a log (a few thousand events), so that most
+        // batches never regrow their buffers.
+        const ROWS: usize = 8192;
         BatchBuilder {
             source,
             rows: 0,
             json_bytes: 0,
-            index: UInt64Builder::with_capacity(1024),
-            offset: UInt64Builder::with_capacity(1024),
-            ty: Int32Builder::with_capacity(1024),
-            timestamp: TimestampMillisecondBuilder::new().with_timezone("UTC"),
-            strings: std::array::from_fn(|_| StringBuilder::new()),
-            usage: std::array::from_fn(|_| Int64Builder::new()),
-            json: StringBuilder::new(),
+            index: UInt64Builder::with_capacity(ROWS),
+            offset: UInt64Builder::with_capacity(ROWS),
+            ty: Int32Builder::with_capacity(ROWS),
+            timestamp: TimestampMillisecondBuilder::with_capacity(ROWS).with_timezone("UTC"),
+            strings: std::array::from_fn(|_| StringBuilder::with_capacity(ROWS, ROWS * 8)),
+            usage: std::array::from_fn(|_| Int64Builder::with_capacity(ROWS)),
+            json: StringBuilder::with_capacity(ROWS, ROWS * 128),
         }
     }
 
