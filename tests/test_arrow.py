@@ -166,6 +166,19 @@ def test_limits_are_configurable():
         to_arrow(PB, max_frame_size=8)
 
 
+def test_depth_limit_at_the_boundary():
+    def log(depth):  # the event object is level 1
+        value = b"[" * (depth - 1) + b"]" * (depth - 1)
+        return b'data: {"type":"CUSTOM","name":"n","value":' + value + b"}\n\n"
+
+    assert pa.table(to_arrow(log(512))).num_rows == 1
+    with pytest.raises(InvalidJsonError, match="nested too deeply"):
+        to_arrow(log(513))
+    assert pa.table(to_arrow(log(513), max_depth=513)).num_rows == 1
+    with pytest.raises(InvalidJsonError):
+        to_arrow(log(20), max_depth=10)
+
+
 def test_duckdb_and_polars_read_it_without_pyarrow_conversion():
     duckdb = pytest.importorskip("duckdb")
     t = to_arrow(SSE * 3)

@@ -266,6 +266,8 @@ class ProtoFrameParser:
 
 _LogSource = Union[str, bytes]
 
+DEFAULT_MAX_DEPTH: int  # agui_core::limits::DEFAULT_MAX_DEPTH (512): nesting of JSON values
+
 class LogProgress:
     """Input bytes read so far by the call it is passed to (polled from another thread)."""
 
@@ -281,6 +283,7 @@ def logs_to_arrow(
     collect: bool = False,
     max_buffer_size: int = ...,
     max_frame_size: int = ...,
+    max_depth: int = ...,
     progress: Optional[LogProgress] = None,
 ) -> Any:
     """The events table, or ``(events, errors)`` with ``collect``."""

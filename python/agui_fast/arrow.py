@@ -36,6 +36,7 @@ def to_arrow(
     errors: str = "raise",
     max_buffer_size: int = _native.SSE_DEFAULT_MAX_BUFFER,
     max_frame_size: int = _native.PROTO_DEFAULT_MAX_FRAME_SIZE,
+    max_depth: int = _native.DEFAULT_MAX_DEPTH,
 ) -> Any:
     """Decode logs (a path, bytes, or a list of them; SSE or protobuf, gzip or not) into
     one Arrow table, one row per event, in source order.
@@ -46,12 +47,14 @@ def to_arrow(
     source, frame index and byte offset in the message (``frame_index``, ``offset``,
     ``field`` attributes). ``errors="collect"``: returns ``(events, errors)``, the bad
     frames (and unreadable logs) as rows of an errors table, and decoding goes on.
+    ``max_depth``: the nesting allowed in an event (the project's one limit,
+    ``agui_core::limits::DEFAULT_MAX_DEPTH``); deeper is an ``InvalidJsonError``.
     """
     if errors not in _ERRORS:
         raise ValueError(f"errors must be 'raise' or 'collect', not {errors!r}")
     args, names = sources_of(source)
     return _native.logs_to_arrow(
-        args, names, format, threads, errors == "collect", max_buffer_size, max_frame_size,
+        args, names, format, threads, errors == "collect", max_buffer_size, max_frame_size, max_depth,
     )
 
 

@@ -30,7 +30,7 @@ fn main() {
         let mut n = 0;
         LogReader::open(&data[..], None).unwrap().for_each(&Limits::default(), |ev| -> Result<(), LogError> {
             let s = std::str::from_utf8(ev.json).unwrap();
-            let f = fields::parse(s).unwrap();
+            let f = fields::parse(s, agui_core::limits::DEFAULT_MAX_DEPTH).unwrap();
             n += f.ty.len();
             Ok(())
         }).unwrap();
@@ -42,7 +42,7 @@ fn main() {
         let mut rows = 0;
         LogReader::open(&data[..], None).unwrap().for_each(&Limits::default(), |ev| -> Result<(), LogError> {
             let s = std::str::from_utf8(ev.json).unwrap();
-            let f = fields::parse(s).unwrap();
+            let f = fields::parse(s, agui_core::limits::DEFAULT_MAX_DEPTH).unwrap();
             b.push(&ev, s, &f);
             if b.len() >= 65536 {
                 rows += b.finish().num_rows();

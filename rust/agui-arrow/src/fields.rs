@@ -199,8 +199,16 @@ pub struct Fields<'a> {
     pub usage: Option<Usage>,
 }
 
-/// Read the columns of one event (`json`: its text, valid UTF-8).
-pub fn parse<'a>(json: &'a str) -> Result<Fields<'a>, RowError> {
+/// Read the columns of one event (`json`: its text, valid UTF-8), nested at most
+/// `max_depth` deep (`agui_core::limits`).
+pub fn parse<'a>(json: &'a str, max_depth: usize) -> Result<Fields<'a>, RowError> {
+    if agui_core::limits::exceeds_depth(json.as_bytes(), max_depth) {
+        return Err(RowError {
+            class: "InvalidJsonError",
+            message: format!("JSON is nested too deeply (more than {max_depth} levels)"),
+            field: None,
+        });
+    }
     let raw: Raw<'a> = match serde_json::from_str(json) {
         Ok(raw) => raw,
         Err(_) => return Err(explain(json)),
@@ -319,39 +327,52 @@ fn explain(json: &str) -> RowError {
 mod tests {
     use super::*;
 
+    fn parse_d(json: &str) -> Result<Fields<'_>, RowError> {
+        parse(json, agui_core::limits::DEFAULT_MAX_DEPTH)
+    }
+
+    #[test]
+    fn depth_limit() {
+        let deep = |d: usize| format!(r#"{{"type":"CUSTOM","name":"n","value":{}{}}}"#, "[".repeat(d - 1), "]".repeat(d - 1));
+        assert!(parse(&deep(512), 512).is_ok());
+        let e = parse(&deep(513), 512).unwrap_err();
+        assert_eq!(e.class, "InvalidJsonError");
+        assert!(parse(&deep(513), 600).is_ok());
+    }
+
     #[test]
     fn reads_the_columns() {
-        let f = parse(r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m\"1","delta":"a\nb","timestamp":"1700000000000","extra":[1,{"x":2}]}"#).unwrap();
+        let f = parse_d(r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m\"1","delta":"a\nb","timestamp":"1700000000000","extra":[1,{"x":2}]}"#).unwrap();
         assert_eq!(f.ty, "TEXT_MESSAGE_CONTENT");
         assert_eq!(f.message_id.as_deref(), Some("m\"1"));
         assert_eq!(f.delta.as_deref(), Some("a\nb"));
         assert_eq!(f.timestamp, Some(1_700_000_000_000));
-        let f = parse(r#"{"type":"TOOL_CALL_START","toolCallId":"c","toolCallName":"search","timestamp":1.7e12}"#).unwrap();
+        let f = parse_d(r#"{"type":"TOOL_CALL_START","toolCallId":"c","toolCallName":"search","timestamp":1.7e12}"#).unwrap();
         assert_eq!(f.name.as_deref(), Some("search"));
         assert_eq!(f.timestamp, Some(1_700_000_000_000));
-        let f = parse(r#"{"type":"STATE_DELTA","delta":[{"op":"add","path":"/a","value":1}]}"#).unwrap();
+        let f = parse_d(r#"{"type":"STATE_DELTA","delta":[{"op":"add","path":"/a","value":1}]}"#).unwrap();
         assert!(f.delta.is_none());
-        let f = parse(r#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","usage":[{"provider":"p","inputTokens":3,"outputTokens":4},{"inputTokens":5}]}"#).unwrap();
+        let f = parse_d(r#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","usage":[{"provider":"p","inputTokens":3,"outputTokens":4},{"inputTokens":5}]}"#).unwrap();
         let u = f.usage.unwrap();
         assert_eq!((u.input_tokens, u.output_tokens, u.total_tokens), (Some(8), Some(4), None));
     }
 
     #[test]
     fn names_the_wrong_member() {
-        let e = parse("{nope").unwrap_err();
+        let e = parse_d("{nope").unwrap_err();
         assert_eq!(e.class, "InvalidJsonError");
-        let e = parse(r#"{"type":"NOPE"}"#).unwrap_err();
+        let e = parse_d(r#"{"type":"NOPE"}"#).unwrap_err();
         assert_eq!((e.class, e.field.as_deref()), ("EventValidationError", Some("$.type")));
-        let e = parse(r#"{"type":"TEXT_MESSAGE_START","messageId":5}"#).unwrap_err();
+        let e = parse_d(r#"{"type":"TEXT_MESSAGE_START","messageId":5}"#).unwrap_err();
         assert_eq!(e.field.as_deref(), Some("$.messageId"));
-        let e = parse(r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":5}"#).unwrap_err();
+        let e = parse_d(r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":5}"#).unwrap_err();
         assert_eq!(e.field.as_deref(), Some("$.delta"));
-        let e = parse(r#"{"type":"RUN_STARTED","timestamp":true}"#).unwrap_err();
+        let e = parse_d(r#"{"type":"RUN_STARTED","timestamp":true}"#).unwrap_err();
         assert_eq!(e.field.as_deref(), Some("$.timestamp"));
-        let e = parse(r#"{"type":"RUN_FINISHED","usage":{"inputTokens":1}}"#).unwrap_err();
+        let e = parse_d(r#"{"type":"RUN_FINISHED","usage":{"inputTokens":1}}"#).unwrap_err();
         assert_eq!(e.field.as_deref(), Some("$.usage"));
-        let e = parse(r#"[1]"#).unwrap_err();
+        let e = parse_d(r#"[1]"#).unwrap_err();
         assert_eq!(e.field.as_deref(), Some("$"));
-        assert_eq!(parse(r#"{"runId":"r"}"#).unwrap_err().field.as_deref(), Some("$.type"));
+        assert_eq!(parse_d(r#"{"runId":"r"}"#).unwrap_err().field.as_deref(), Some("$.type"));
     }
 }

@@ -160,13 +160,26 @@ pub struct Source<'a> {
 }
 
 /// How logs are read.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct Options {
     /// `None`: detected per log.
     pub format: Option<Format>,
     pub limits: Limits,
+    /// Maximum nesting of an event's JSON (`agui_core::limits::DEFAULT_MAX_DEPTH`).
+    pub max_depth: usize,
     /// Bad events and unreadable logs go to the errors table instead of failing.
     pub collect: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            format: None,
+            limits: Limits::default(),
+            max_depth: agui_core::limits::DEFAULT_MAX_DEPTH,
+            collect: false,
+        }
+    }
 }
 
 /// Rows of one source become record batches.
@@ -392,7 +405,7 @@ where
 
 /// One event as a row: `row` gets its columns, or the problem goes to `issues`
 /// (`collect`) or stops the source.
-fn row_event<F>(ev: &Event<'_>, name: &Option<String>, collect: bool, issues: &mut Vec<Issue>, row: &mut F) -> Result<(), Stop>
+fn row_event<F>(ev: &Event<'_>, name: &Option<String>, opts: &Options, issues: &mut Vec<Issue>, row: &mut F) -> Result<(), Stop>
 where
     F: FnMut(&Event<'_>, &str, &Fields<'_>),
 {
@@ -405,11 +418,11 @@ where
             &lossy
         }
     };
-    match fields::parse(json) {
+    match fields::parse(json, opts.max_depth) {
         Ok(f) => row(ev, json, &f),
         Err(e) => {
             let issue = Issue::from_row(name, ev, e);
-            if collect {
+            if opts.collect {
                 issues.push(issue);
             } else {
                 return Err(Stop::Issue(issue));
@@ -431,7 +444,7 @@ fn each_row<F>(
 where
     F: FnMut(&Event<'_>, &str, &Fields<'_>),
 {
-    each_event(src, opts, control, issues, |ev, issues| row_event(ev, &src.name, opts.collect, issues, &mut row))
+    each_event(src, opts, control, issues, |ev, issues| row_event(ev, &src.name, opts, issues, &mut row))
 }
 
 /// Events of one source packed for a worker: their JSON texts back to back.
@@ -479,7 +492,7 @@ fn decode_source_parallel(src: &Source<'_>, opts: &Options, control: &Control, w
                 for &(index, offset, end) in &part.events {
                     let ev = Event { index, offset, json: &part.data[start..end] };
                     start = end;
-                    r = row_event(&ev, &src.name, opts.collect, &mut out.issues, &mut |ev, json, f| builder.push(ev, json, f));
+                    r = row_event(&ev, &src.name, opts, &mut out.issues, &mut |ev, json, f| builder.push(ev, json, f));
                     if r.is_err() {
                         break;
                     }

@@ -78,6 +78,7 @@ fn options(format: &str, collect: bool, max_buffer_size: usize, max_frame_size: 
         format: format_arg(format)?,
         limits: Limits { max_buffer: max_buffer_size, max_frame_size, ..Limits::default() },
         collect,
+        ..Options::default()
     })
 }
 
@@ -129,7 +130,7 @@ fn control(progress: Option<&LogProgress>) -> Arc<Control> {
 
 /// Decode logs into an Arrow table (and, with `collect`, an errors table).
 #[pyfunction]
-#[pyo3(signature = (sources, names, format="auto", threads=None, collect=false, max_buffer_size=agui_core::sse::DEFAULT_MAX_BUFFER, max_frame_size=agui_core::proto::DEFAULT_MAX_FRAME_SIZE, progress=None))]
+#[pyo3(signature = (sources, names, format="auto", threads=None, collect=false, max_buffer_size=agui_core::sse::DEFAULT_MAX_BUFFER, max_frame_size=agui_core::proto::DEFAULT_MAX_FRAME_SIZE, max_depth=agui_core::limits::DEFAULT_MAX_DEPTH, progress=None))]
 #[allow(clippy::too_many_arguments)]
 fn logs_to_arrow<'py>(
     py: Python<'py>,
@@ -140,9 +141,10 @@ fn logs_to_arrow<'py>(
     collect: bool,
     max_buffer_size: usize,
     max_frame_size: usize,
+    max_depth: usize,
     progress: Option<&LogProgress>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let opts = options(format, collect, max_buffer_size, max_frame_size)?;
+    let opts = Options { max_depth, ..options(format, collect, max_buffer_size, max_frame_size)? };
     let threads = match threads {
         Some(0) => return Err(PyValueError::new_err("threads must be at least 1")),
         Some(n) => n,
@@ -334,6 +336,7 @@ impl LogChunks {
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("DEFAULT_MAX_DEPTH", agui_core::limits::DEFAULT_MAX_DEPTH)?;
     m.add_function(wrap_pyfunction!(logs_to_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(log_schema, m)?)?;
     m.add_function(wrap_pyfunction!(convert_logs, m)?)?;
