@@ -42,6 +42,7 @@ import ag_ui.core as ref
 
 from agui_fast.core import Event
 from agui_fast.decoder import EVENT_DECODER
+from agui_fast._bench import split_sse_py as _split_py
 from agui_fast.sse import SseDecoder, decode_sse
 
 from conftest import load_jsonl
@@ -81,22 +82,6 @@ ARRAY = b"[" + b",".join(PAYLOADS) + b"]"
 ADAPTER = TypeAdapter(ref.Event)
 EVENT_LIST = msgspec.json.Decoder(List[Event], strict=False)
 _decode_plain = msgspec.json.decode
-
-
-def _split_py(data: bytes):
-    """A straightforward pure-Python SSE parser (LF line ends, `data:` lines)."""
-    buf = []
-    for line in data.decode("utf-8").split("\n"):
-        if not line:
-            if buf:
-                yield "\n".join(buf)
-                buf = []
-            continue
-        if line.startswith("data:"):
-            v = line[5:]
-            buf.append(v[1:] if v.startswith(" ") else v)
-    if buf:
-        yield "\n".join(buf)
 
 
 def pure_python_pydantic(data: bytes):

@@ -198,3 +198,69 @@ def struct_meta_vectorcall() -> bool:
     """Whether the Struct classes are called through vectorcall on this interpreter
     (else through tp_call: a tuple and a dict per call)."""
 # --- end construct ---
+# --- logs (rust/agui-py/src/arrow.rs over agui_core::log and the agui-arrow crate) ---
+# Sources are paths (str) or bytes; every call reads them with the GIL released and
+# raises the first problem as an agui_fast.errors class (OSError / FileNotFoundError
+# for I/O) whose message names the source, frame index and byte offset. Tables are
+# pyo3-arrow ``Table`` objects: they implement the Arrow PyCapsule interface
+# (``__arrow_c_stream__``, ``__arrow_c_schema__``).
+
+_LogSource = Union[str, bytes]
+
+
+class LogProgress:
+    """Input bytes read so far by the call it is passed to (polled from another thread)."""
+
+    def __init__(self) -> None: ...
+    @property
+    def bytes(self) -> int: ...
+
+def logs_to_arrow(
+    sources: List[_LogSource],
+    names: List[Optional[str]],
+    format: str = "auto",
+    threads: Optional[int] = None,
+    collect: bool = False,
+    max_buffer_size: int = ...,
+    max_frame_size: int = ...,
+    max_depth: int = ...,
+    progress: Optional[LogProgress] = None,
+) -> Any:
+    """The events table, or ``(events, errors)`` with ``collect``."""
+
+def log_schema() -> Any:
+    """An empty events table (its schema)."""
+
+def convert_logs(
+    sources: List[_LogSource],
+    names: List[Optional[str]],
+    output: str,
+    to: str,
+    format: str = "auto",
+    collect: bool = False,
+    progress: Optional[LogProgress] = None,
+) -> Tuple[int, int, List[str]]:
+    """Write the logs' events into ``output`` (a path, ``-`` for stdout) as "sse",
+    "protobuf", "jsonl" or "parquet": (events, input bytes, problems skipped)."""
+
+def inspect_log(
+    source: _LogSource,
+    name: Optional[str],
+    format: str = "auto",
+    collect: bool = False,
+    progress: Optional[LogProgress] = None,
+) -> dict:
+    """format, gzip, bytes, events, types, runs, threads, messages, tool_calls, usage,
+    first_timestamp, last_timestamp, errors."""
+
+class LogChunks:
+    """A log's decompressed bytes in chunks; format and gzip decided on opening (raises
+    ``DecodeError`` for data of neither format)."""
+
+    def __init__(self, source: _LogSource, format: str = "auto", chunk_size: int = ...) -> None: ...
+    @property
+    def format(self) -> Optional[str]: ...
+    @property
+    def gzip(self) -> bool: ...
+    def __iter__(self) -> "LogChunks": ...
+    def __next__(self) -> bytes: ...

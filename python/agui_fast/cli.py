@@ -1,20 +1,47 @@
-"""``agui-fast`` / ``python -m agui_fast``: demo and log tools."""
+"""``agui-fast`` / ``python -m agui_fast``: the log tools and a demo.
+
+Commands: ``convert`` (SSE / protobuf / JSON lines / Parquet, streaming), ``inspect``
+(counts), ``validate`` (exit status 0/1), ``replay`` (final messages and state),
+``bench`` (against the pure-Python peers), ``demo``. Logs are paths, globs, or ``-``
+(stdin); gzip-compressed logs are read as they are. A user mistake (missing, empty,
+garbage or truncated file, output onto its input) prints one line on stderr and exits
+non-zero; a progress bar is drawn on stderr only when it is a terminal.
+"""
 
 from __future__ import annotations
 
 import argparse
+import glob
+import json
+import os
 import sys
+import threading
 import time
-from typing import List, Optional
+from typing import Any, Callable, Dict, List, Optional
+
+from . import _native
+from ._bench import protobuf_log, pydantic_peer, run_events, sse_log
+from .arrow import to_arrow
+from .core import (
+    CustomEvent, RunFinishedEvent, RunStartedEvent, StateDeltaEvent, StateSnapshotEvent,
+    TextMessageContentEvent, TextMessageEndEvent, TextMessageStartEvent, ToolCallArgsEvent,
+    ToolCallEndEvent, ToolCallStartEvent, PROTOCOL_VERSION,
+)
+from .decoder import decode_protobuf, decode_sse
+from .encoder import AGUI_MEDIA_TYPE, EventEncoder, to_builtins
+from .errors import AguiError, JsonPatchError
+from .interop import to_ag_ui
+from .logs import iter_log
+from .patch import StateDocument
+
+STDIN = "/dev/stdin"
+
+
+class UserError(Exception):
+    """A mistake on the command line: printed as one line, exit status 2."""
 
 
 def _demo_events():
-    from .core import (
-        CustomEvent, RunFinishedEvent, RunStartedEvent, StateDeltaEvent, StateSnapshotEvent,
-        TextMessageContentEvent, TextMessageEndEvent, TextMessageStartEvent, ToolCallArgsEvent,
-        ToolCallEndEvent, ToolCallStartEvent, PROTOCOL_VERSION,
-    )
-
     events = [
         RunStartedEvent(thread_id="t1", run_id="r1", protocol_version=PROTOCOL_VERSION),
         StateSnapshotEvent(snapshot={"status": "thinking", "steps": []}),
@@ -47,10 +74,6 @@ def _timeit(fn, n: int) -> float:
 
 
 def demo(args: argparse.Namespace) -> int:
-    from .decoder import decode_protobuf, decode_sse
-    from .encoder import AGUI_MEDIA_TYPE, EventEncoder
-    from .patch import StateDocument
-
     events = _demo_events()
     enc = EventEncoder()
     print("== a run, encoded as SSE (byte-identical to ag_ui.encoder) ==")
@@ -77,8 +100,7 @@ def demo(args: argparse.Namespace) -> int:
     print(f"== final state after replaying the JSON Patch deltas: {state.to_python()} ==")
 
     try:
-        from ag_ui.encoder import EventEncoder as RefEncoder
-        from .interop import to_ag_ui
+        from ag_ui.encoder import EventEncoder as RefEncoder  # optional: the reference SDK
     except ImportError:
         print("(install ag-ui-protocol to compare speed with the reference encoder)")
         return 0
@@ -97,105 +119,337 @@ def demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def detect_format(path: str) -> str:
-    """``"sse"`` or ``"proto"`` from a log's first bytes (SSE starts with a field or comment)."""
-    with open(path, "rb") as f:
-        head = f.read(64)
-    head = head[3:] if head.startswith(b"\xef\xbb\xbf") else head
-    if not head or head[:1] in (b"d", b"e", b"i", b"r", b":", b"\n", b"\r"):
-        return "sse"
-    return "proto"
+# -- inputs, outputs, progress -----------------------------------------------------------------
 
 
-def iter_log(path: str, fmt: str = "auto", raw=None):
-    fmt = detect_format(path) if fmt == "auto" else fmt
-    if fmt == "sse":
-        from .sse import iter_sse
+def expand(patterns: List[str]) -> List[str]:
+    """Paths from the command line: globs expanded (``**`` too), ``-`` is stdin. A
+    missing file, a pattern matching nothing or a directory is a user error."""
+    paths: List[str] = []
+    for pat in patterns:
+        if pat == "-":
+            paths.append(STDIN)
+            continue
+        if os.path.exists(pat):
+            matches = [pat]
+        elif glob.has_magic(pat):
+            matches = sorted(glob.glob(pat, recursive=True))
+            if not matches:
+                raise UserError(f"no file matches {pat}")
+        else:
+            raise UserError(f"{pat}: no such file")
+        for m in matches:
+            if os.path.isdir(m):
+                raise UserError(f"{m}: is a directory (give a glob such as {m}/**/*.sse)")
+            paths.append(m)
+    return paths
 
-        return iter_sse(path, raw=raw)
-    from .proto import iter_protobuf
 
-    return iter_protobuf(path, raw=raw)
+def shown(path: str) -> str:
+    return "-" if path == STDIN else path
 
 
-def stats(args: argparse.Namespace) -> int:
-    """Decode and validate a whole log, then count its events by type."""
-    from collections import Counter
-
-    from .errors import AguiError
-
-    counts: Counter = Counter()
-    t0 = time.perf_counter()
+def _size(path: str) -> int:
     try:
-        for event in iter_log(args.log, args.format):
-            counts[event.type.value] += 1
-    except AguiError as exc:
-        print(f"{args.log}: {type(exc).__name__}: {exc}", file=sys.stderr)
-        print(f"(after {sum(counts.values())} valid events)", file=sys.stderr)
-        return 1
-    elapsed = time.perf_counter() - t0
-    total = sum(counts.values())
-    for name, n in counts.most_common():
-        print(f"{name:28s} {n:10d}")
-    print(f"{'total':28s} {total:10d}   ({elapsed:.3f} s, {total / max(elapsed, 1e-9):,.0f} events/s)")
-    return 0
+        return os.path.getsize(path) if path != STDIN else 0
+    except OSError:
+        return 0
+
+
+def run_with_progress(total: int, call: Callable[[Any], Any]) -> Any:
+    """``call(progress)`` (a native call that releases the GIL) on a worker thread while
+    this one draws a bar from ``progress.bytes``; without a terminal, a plain call."""
+    progress = _native.LogProgress()
+    if not sys.stderr.isatty() or total < (8 << 20):
+        return call(progress)
+    result: Dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            result["value"] = call(progress)
+        except BaseException as exc:  # re-raised on the calling thread
+            result["error"] = exc
+
+    worker = threading.Thread(target=work, daemon=True)
+    t0 = time.perf_counter()
+    worker.start()
+    while worker.is_alive():
+        worker.join(0.1)
+        done = min(progress.bytes, total)
+        rate = done / max(time.perf_counter() - t0, 1e-9) / 1e6
+        bar = "#" * (30 * done // total)
+        sys.stderr.write(f"\r[{bar:30s}] {100 * done // total:3d}%  {rate:7.1f} MB/s")
+        sys.stderr.flush()
+    sys.stderr.write("\r" + " " * 60 + "\r")
+    if "error" in result:
+        raise result["error"]
+    return result["value"]
+
+
+# -- commands ----------------------------------------------------------------------------------
+
+_SUFFIXES = {".sse": "sse", ".pb": "protobuf", ".bin": "protobuf", ".jsonl": "jsonl", ".parquet": "parquet"}
 
 
 def convert(args: argparse.Namespace) -> int:
-    """SSE log -> protobuf log, or back (streaming, constant memory)."""
-    from .proto import convert_protobuf_to_sse, convert_sse_to_protobuf
+    """Logs -> one output (SSE, protobuf, JSON lines or Parquet), streaming in Rust."""
+    paths = expand(args.logs)
+    to = args.to or _SUFFIXES.get(os.path.splitext(args.output)[1])
+    if to is None:
+        raise UserError(f"cannot tell the output format from {args.output}: give --to")
+    if args.output != "-":
+        for p in paths:
+            if os.path.exists(args.output) and p != STDIN and os.path.samefile(p, args.output):
+                raise UserError(f"{args.output}: the output is one of the inputs")
+    elif to == "parquet" and sys.stdout.isatty():
+        raise UserError("refusing to write Parquet to a terminal: give -o FILE")
+    for p in paths:
+        if p != STDIN and _size(p) == 0:
+            raise UserError(f"{p}: empty file")
+    if args.output == "-":
+        sys.stdout.flush()
+    total = sum(_size(p) for p in paths)
+    rows, nbytes, skipped = run_with_progress(total, lambda progress: _native.convert_logs(
+        paths, [shown(p) for p in paths], args.output, to, args.format, args.errors == "skip", progress,
+    ))
+    for problem in skipped:
+        print(f"skipped: {problem}", file=sys.stderr)
+    if rows == 0 and not skipped:
+        if args.output != "-":
+            os.remove(args.output)
+        raise UserError(f"no AG-UI events in {', '.join(shown(p) for p in paths)}")
+    if args.output != "-":
+        print(f"{', '.join(shown(p) for p in paths)} -> {args.output} ({to}): {rows} events", file=sys.stderr)
+    return 1 if skipped else 0
 
-    src_fmt = detect_format(args.src) if args.source_format == "auto" else args.source_format
-    fn = convert_sse_to_protobuf if src_fmt == "sse" else convert_protobuf_to_sse
-    n = fn(args.src, args.dst)
-    print(f"{args.src} ({src_fmt}) -> {args.dst}: {n} events")
+
+def _span(first: Optional[int], last: Optional[int]) -> str:
+    if first is None or last is None:
+        return "-"
+    fmt = lambda ms: time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ms / 1000))  # noqa: E731
+    return f"{fmt(first)} .. {fmt(last)} UTC ({(last - first) / 1000:.3f} s)"
+
+
+def inspect(args: argparse.Namespace) -> int:
+    """Counts of each log: format, events by type, runs, threads, messages, tool calls,
+    token usage, bytes, time span."""
+    reports = []
+    for path in expand(args.logs):
+        report = run_with_progress(_size(path), lambda progress: _native.inspect_log(
+            path, shown(path), args.format, False, progress,
+        ))
+        if report["format"] is None:
+            raise UserError(f"{shown(path)}: empty file")
+        if report["events"] == 0:
+            raise UserError(f"{shown(path)}: no AG-UI events in {report['bytes']} bytes")
+        report["file"] = shown(path)
+        reports.append(report)
+    if args.json:
+        json.dump(reports if len(reports) > 1 else reports[0], sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    for r in reports:
+        print(f"{r['file']}: {r['format']}{' (gzip)' if r['gzip'] else ''}, {r['bytes']:,} bytes, {r['events']:,} events")
+        for name, n in sorted(r["types"].items(), key=lambda kv: -kv[1]):
+            print(f"  {name:28s} {n:10,d}")
+        print(f"  runs {r['runs']}, threads {r['threads']}, messages {r['messages']}, tool calls {r['tool_calls']}")
+        usage = ", ".join(f"{k} {v:,}" for k, v in r["usage"].items()) or "-"
+        print(f"  token usage: {usage}")
+        print(f"  time span: {_span(r['first_timestamp'], r['last_timestamp'])}")
     return 0
 
 
+# Hook for the stream-semantics engine (rust/agui-core/src/stream/): when set, a callable
+# ``(events) -> list of (frame_index, message)`` that `validate` applies to each log's
+# decoded events for the sequence rules. None until the engine lands; the schema check
+# below runs either way.
+SEQUENCE_RULES: Optional[Callable[[List[Any]], List[Any]]] = None
+
+
+def validate(args: argparse.Namespace) -> int:
+    """Decode every event of each log with the typed decoders (the schema check); exit
+    status 1 if any log has a bad frame (printed with file, frame index, byte offset)."""
+    failed = 0
+    for path in expand(args.logs):
+        name = shown(path)
+        count = 0
+        events: List[Any] = []
+        try:
+            for event in iter_log(path, args.format):
+                count += 1
+                if SEQUENCE_RULES is not None:
+                    events.append(event)
+        except AguiError as exc:
+            failed += 1
+            print(f"{name}: INVALID after {count} valid events: {type(exc).__name__}: "
+                  f"{exc.message.split(': ', 1)[-1] if exc.message.startswith(name) else exc.message}"
+                  f" (frame {exc.frame_index}, byte offset {exc.offset})")
+            continue
+        if count == 0:
+            failed += 1
+            print(f"{name}: INVALID: {'empty file' if path != STDIN and _size(path) == 0 else 'no AG-UI events'}")
+            continue
+        problems = SEQUENCE_RULES(events) if SEQUENCE_RULES is not None else []
+        for frame_index, message in problems[: args.max_errors]:
+            print(f"{name}: frame {frame_index}: {message}")
+        failed += bool(problems)
+        if not problems:
+            print(f"{name}: ok ({count} events)")
+    return 1 if failed else 0
+
+
+def _messages(events: List[Any]) -> List[Dict[str, Any]]:
+    """Final messages from the message events (snapshot, text and tool-call streams).
+    Replaced by the stream-semantics engine's replay when it lands."""
+    messages: List[Dict[str, Any]] = []
+    by_id: Dict[str, Dict[str, Any]] = {}
+    calls: Dict[str, Dict[str, Any]] = {}
+    for ev in events:
+        kind = ev.type.value
+        if kind == "MESSAGES_SNAPSHOT":
+            messages = to_builtins(ev.messages)
+            by_id = {m["id"]: m for m in messages if "id" in m}
+            calls = {tc["id"]: tc for m in messages for tc in m.get("toolCalls") or []}
+        elif kind == "TEXT_MESSAGE_START":
+            msg = {"id": ev.message_id, "role": ev.role, "content": ""}
+            messages.append(msg)
+            by_id[ev.message_id] = msg
+        elif kind == "TEXT_MESSAGE_CONTENT" and ev.message_id in by_id:
+            by_id[ev.message_id]["content"] = (by_id[ev.message_id].get("content") or "") + ev.delta
+        elif kind == "TOOL_CALL_START":
+            parent = by_id.get(ev.parent_message_id or "")
+            if parent is None:
+                parent = {"id": ev.parent_message_id or ev.tool_call_id, "role": "assistant"}
+                messages.append(parent)
+                by_id[parent["id"]] = parent
+            call = {"id": ev.tool_call_id, "type": "function", "function": {"name": ev.tool_call_name, "arguments": ""}}
+            parent.setdefault("toolCalls", []).append(call)
+            calls[ev.tool_call_id] = call
+        elif kind == "TOOL_CALL_ARGS" and ev.tool_call_id in calls:
+            calls[ev.tool_call_id]["function"]["arguments"] += ev.delta
+        elif kind == "TOOL_CALL_RESULT":
+            msg = {"id": ev.message_id, "role": "tool", "content": ev.content, "toolCallId": ev.tool_call_id}
+            messages.append(msg)
+            by_id[ev.message_id] = msg
+    return messages
+
+
 def replay(args: argparse.Namespace) -> int:
-    """Replay STATE_SNAPSHOT / STATE_DELTA events into the final state (JSON on stdout)."""
-    import json
-
-    from .errors import JsonPatchError
-    from .patch import StateDocument
-
+    """Replay a log: the final messages and state (JSON on stdout). A STATE_DELTA that
+    does not apply is skipped (atomically, as the reference client does) with a warning."""
+    paths = expand([args.log])
     doc = StateDocument({})
     failed = 0
-    for event in iter_log(args.log, args.format):
+    events: List[Any] = []
+    for event in iter_log(paths[0], args.format):
         kind = event.type.value
         if kind == "STATE_SNAPSHOT":
             doc.replace(event.snapshot)
         elif kind == "STATE_DELTA":
             try:
                 doc.apply(event.delta)
-            except JsonPatchError as exc:  # the reference client also skips a failed delta
+            except JsonPatchError as exc:
                 failed += 1
                 print(f"warning: skipped a STATE_DELTA: {exc}", file=sys.stderr)
-    json.dump(doc.to_python(), sys.stdout, ensure_ascii=False, indent=2)
+        elif kind in _MESSAGE_EVENTS:
+            events.append(event)
+    json.dump({"messages": _messages(events), "state": doc.to_python()}, sys.stdout, ensure_ascii=False, indent=2)
     sys.stdout.write("\n")
     return 1 if failed and args.strict else 0
 
 
+_MESSAGE_EVENTS = frozenset({
+    "MESSAGES_SNAPSHOT", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TOOL_CALL_START",
+    "TOOL_CALL_ARGS", "TOOL_CALL_RESULT",
+})
+
+
+def _best(fn: Callable[[], Any], repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def bench(args: argparse.Namespace) -> int:
+    """Head-to-head on a generated log, same process: time of each way, ratio to ours."""
+    events = run_events(args.events)
+    sse, pb = sse_log(events), protobuf_log(events)
+    rows = [
+        ("SSE -> Arrow table (agui_fast.arrow.to_arrow)", lambda: to_arrow(sse)),
+        ("SSE -> typed events (agui_fast decode_sse)", lambda: decode_sse(sse)),
+        ("protobuf -> Arrow table (to_arrow)", lambda: to_arrow(pb)),
+        ("protobuf -> typed events (decode_protobuf)", lambda: decode_protobuf(pb)),
+    ]
+    try:
+        peer = pydantic_peer()
+        rows.append(("SSE -> pydantic events (pure Python peer)", lambda: peer(sse)))
+    except ImportError:
+        print("(install ag-ui-protocol for the pure-Python peer)", file=sys.stderr)
+    print(f"{len(events):,} events: SSE {len(sse) / 1e6:.1f} MB, protobuf {len(pb) / 1e6:.1f} MB; best of {args.repeat}")
+    times = [(name, _best(fn, args.repeat)) for name, fn in rows]
+    base = times[0][1]
+    print(f"{'':48s} {'time':>10s} {'events/s':>12s} {'vs to_arrow(SSE)':>18s}")
+    for name, t in times:
+        print(f"{name:48s} {t * 1e3:8.1f}ms {len(events) / t:12,.0f} {t / base:17.1f}x")
+    return 0
+
+
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="agui-fast", description=__doc__)
+    parser = argparse.ArgumentParser(prog="agui-fast", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command")
+    fmt = dict(choices=("auto", "sse", "protobuf"), default="auto", help="input format (default: detected)")
+
     p = sub.add_parser("demo", help="encode, decode and time a small run")
     p.set_defaults(func=demo)
-    p = sub.add_parser("stats", help="decode and validate a log (SSE or protobuf), count events")
-    p.add_argument("log")
-    p.add_argument("--format", choices=("auto", "sse", "proto"), default="auto")
-    p.set_defaults(func=stats)
-    p = sub.add_parser("convert", help="convert a log between SSE and protobuf")
-    p.add_argument("src")
-    p.add_argument("dst")
-    p.add_argument("--source-format", choices=("auto", "sse", "proto"), default="auto")
+
+    p = sub.add_parser("convert", help="convert logs to SSE, protobuf, JSON lines or Parquet")
+    p.add_argument("logs", nargs="+", metavar="LOG")
+    p.add_argument("-o", "--output", required=True, help="output file, - for stdout")
+    p.add_argument("--to", choices=("sse", "protobuf", "jsonl", "parquet"), help="default: from the output's suffix")
+    p.add_argument("--format", **fmt)
+    p.add_argument("--errors", choices=("raise", "skip"), default="raise",
+                   help="skip: leave bad events out (listed on stderr, exit status 1)")
     p.set_defaults(func=convert)
-    p = sub.add_parser("replay", help="replay a log's state events into the final state")
-    p.add_argument("log")
-    p.add_argument("--format", choices=("auto", "sse", "proto"), default="auto")
-    p.add_argument("--strict", action="store_true", help="exit 1 if a delta failed")
+
+    p = sub.add_parser("inspect", help="counts: event types, runs, threads, messages, tool calls, tokens, time span")
+    p.add_argument("logs", nargs="+", metavar="LOG")
+    p.add_argument("--format", **fmt)
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=inspect)
+
+    p = sub.add_parser("validate", help="check every event of each log; exit status 0 (all valid) or 1")
+    p.add_argument("logs", nargs="+", metavar="LOG")
+    p.add_argument("--format", **fmt)
+    p.add_argument("--max-errors", type=int, default=10, help="sequence errors shown per log")
+    p.set_defaults(func=validate)
+
+    p = sub.add_parser("replay", help="the final messages and state of a log, as JSON")
+    p.add_argument("log", metavar="LOG")
+    p.add_argument("--format", **fmt)
+    p.add_argument("--strict", action="store_true", help="exit 1 if a state delta failed")
     p.set_defaults(func=replay)
+
+    p = sub.add_parser("bench", help="to_arrow and the decoders against the pure-Python peer")
+    p.add_argument("--events", type=int, default=100_000)
+    p.add_argument("--repeat", type=int, default=3)
+    p.set_defaults(func=bench)
+
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         args = parser.parse_args(["demo"])
-    return args.func(args)
+    try:
+        return args.func(args)
+    except UserError as exc:
+        print(f"agui-fast {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except (AguiError, OSError) as exc:
+        if isinstance(exc, BrokenPipeError):
+            return 1
+        msg = exc.message if isinstance(exc, AguiError) else str(exc)
+        print(f"agui-fast {args.command}: error: {type(exc).__name__}: {msg}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130

@@ -9,12 +9,14 @@
 //! - [`sink`]: the output side of every walk over JSON-shaped data (JSON text,
 //!   MessagePack, the protobuf encoder's tree): one trait, one walk per input;
 //! - [`limits`]: the project's own limits (nesting depth), the same on every interpreter;
-//! - [`stream`]: the reference client's stream semantics (chunk expansion, verification, replay into messages and state, compaction, 0.x conversion).
+//! - [`stream`]: the reference client's stream semantics (chunk expansion, verification, replay into messages and state, compaction, 0.x conversion);
+//! - [`log`]: reading recorded logs (SSE or protobuf, gzip or not) event by event.
 
 #![forbid(unsafe_code)]
 
 pub mod json;
 pub mod limits;
+pub mod log;
 pub mod patch;
 pub mod proto;
 pub mod sink;

@@ -7,3 +7,55 @@
 
 /// Maximum nesting of arrays and objects (a scalar at the top is depth 0, `[]` is 1).
 pub const DEFAULT_MAX_DEPTH: usize = 512;
+
+/// True when the JSON text nests arrays and objects deeper than `max_depth` (brackets
+/// inside strings do not count). A cheap pre-check for readers whose parser has no
+/// limit of its own: text with at most `max_depth` opening brackets is not scanned.
+pub fn exceeds_depth(json: &[u8], max_depth: usize) -> bool {
+    if json.iter().filter(|&&b| b == b'[' || b == b'{').count() <= max_depth {
+        return false;
+    }
+    let (mut depth, mut in_str, mut esc) = (0usize, false, false);
+    for &b in json {
+        if in_str {
+            match b {
+                _ if esc => esc = false,
+                b'\\' => esc = true,
+                b'"' => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_str = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > max_depth {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn depth_at_the_boundary() {
+        let nest = |d: usize| format!("{}{}", "[".repeat(d), "]".repeat(d));
+        assert!(!exceeds_depth(nest(DEFAULT_MAX_DEPTH).as_bytes(), DEFAULT_MAX_DEPTH));
+        assert!(exceeds_depth(nest(DEFAULT_MAX_DEPTH + 1).as_bytes(), DEFAULT_MAX_DEPTH));
+        assert!(!exceeds_depth(b"0", 0));
+        assert!(exceeds_depth(b"{}", 0));
+        // Brackets in strings (escaped quotes too) do not count.
+        let s = format!("{{\"a\":\"\\\"{}\"}}", "[".repeat(40));
+        assert!(!exceeds_depth(s.as_bytes(), 1));
+        assert!(exceeds_depth(br#"{"a":[{"b":1}]}"#, 2));
+        assert!(!exceeds_depth(br#"{"a":[{"b":1}]}"#, 3));
+    }
+}

@@ -9,6 +9,7 @@ use pyo3::prelude::*;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod construct;
+mod arrow;
 mod encode;
 mod errors;
 mod gil;
@@ -26,6 +27,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_MAX_DEPTH", agui_core::limits::DEFAULT_MAX_DEPTH)?;
     construct::register(m)?;
+    arrow::register(m)?;
     encode::register(m)?;
     patch::register(m)?;
     // Test-only helpers live in a private submodule, off the public surface.

@@ -279,11 +279,23 @@ impl StreamDecoder {
         warnings: &mut Warnings,
         mut sink: F,
     ) -> Result<()> {
+        self.feed_positioned(chunk, fmt, warnings, |event, _, _| sink(event))
+    }
+
+    /// [`StreamDecoder::feed_as`] with each event's frame index and the byte offset of
+    /// its frame in the stream (what the log reader, `agui_core::log`, reports).
+    pub fn feed_positioned<F: FnMut(&[u8], usize, u64)>(
+        &mut self,
+        chunk: &[u8],
+        fmt: Format,
+        warnings: &mut Warnings,
+        mut sink: F,
+    ) -> Result<()> {
         let mut text = Vec::new();
-        self.feed_frames(chunk, warnings, |msg, warnings| {
+        self.feed_frames(chunk, warnings, |msg, warnings, frame_index, offset| {
             text.clear();
             decode_message_as(msg, warnings, &mut text, fmt)?;
-            sink(&text);
+            sink(&text, frame_index, offset);
             Ok(())
         })
     }
@@ -291,16 +303,16 @@ impl StreamDecoder {
     /// Feed bytes, appending each decoded event to `arr` (written in place: no per-event
     /// buffer or copy).
     pub fn feed_array(&mut self, chunk: &[u8], warnings: &mut Warnings, arr: &mut EventArray) -> Result<()> {
-        self.feed_frames(chunk, warnings, |msg, warnings| arr.push_decoded(msg, warnings))
+        self.feed_frames(chunk, warnings, |msg, warnings, _, _| arr.push_decoded(msg, warnings))
     }
 
     /// The frame loop: `decode(message, warnings)` per complete frame. Frames from a later
     /// protocol version are skipped with a warning; other errors get the frame position.
     fn feed_frames<F>(&mut self, chunk: &[u8], warnings: &mut Warnings, mut decode: F) -> Result<()>
     where
-        F: FnMut(&[u8], &mut Warnings) -> Result<()>,
+        F: FnMut(&[u8], &mut Warnings, usize, u64) -> Result<()>,
     {
-        self.splitter.feed(chunk, |msg, frame_index, offset| match decode(msg, warnings) {
+        self.splitter.feed(chunk, |msg, frame_index, offset| match decode(msg, warnings, frame_index, offset) {
             Ok(()) => Ok(()),
             Err(Error::UnknownEventType) => {
                 warnings.push(format!("{FUTURE_EVENT_WARNING} (frame {frame_index} at byte offset {offset})"));

@@ -1,0 +1,87 @@
+"""Columnar decoding of a 100k-event log: ``to_arrow`` vs the object decoders, same run.
+
+The log (``agui_fast._bench.run_events``) is shaped like recorded agent runs: mostly
+text and tool-call deltas, a state snapshot and delta and token usage per run. Groups
+(conftest.py prints peer time / our time):
+
+* ``arrow_sse_100k``: ``to_arrow(log)`` → a table, vs ``decode_sse(log)`` → typed Structs
+  (goal ≥ 5×) and the pure-Python peer (httpx-sse style parser + ``TypeAdapter(ag_ui.core.
+  Event)``, goal ≥ 60×). ``to_arrow`` is measured with ``pa.table(...)`` (the import a
+  user does), so the whole path is timed.
+* ``arrow_protobuf_100k``: the protobuf log into a table vs ``decode_protobuf`` and the
+  upb dict path (generated classes, ``FromString`` + ``MessageToDict`` per frame).
+* ``arrow_threads_2logs``: two 100k-event logs with ``threads=2`` vs ``threads=1``
+  (goal ≥ 1.7× on 2 cores). ``benches/scaling_arrow.py`` draws the chart.
+
+Run: ``python -m pytest benches/bench_arrow.py --benchmark-only``.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from agui_fast._bench import protobuf_log, pydantic_peer, run_events, sse_log
+from agui_fast.arrow import to_arrow
+from agui_fast.decoder import decode_protobuf, decode_sse
+
+from bench_proto import upb_dict_log
+
+N = 100_000
+EVENTS = run_events(N)
+SSE = sse_log(EVENTS)
+PB = protobuf_log(EVENTS)
+SSE_B = sse_log(run_events(N, seed=1))
+PEER = pydantic_peer()
+
+
+def _table(data, threads=None):
+    return pa.table(to_arrow(data, threads=threads))
+
+
+def test_sse__agui_fast_to_arrow(benchmark):
+    benchmark.group = "arrow_sse_100k"
+    t = benchmark.pedantic(_table, (SSE,), rounds=7, iterations=1, warmup_rounds=1)
+    assert t.num_rows == N
+
+
+def test_sse__decode_sse(benchmark):
+    benchmark.group = "arrow_sse_100k"
+    out = benchmark.pedantic(decode_sse, (SSE,), rounds=7, iterations=1, warmup_rounds=1)
+    assert len(out) == N
+
+
+def test_sse__pure_python_pydantic(benchmark):
+    benchmark.group = "arrow_sse_100k"
+    out = benchmark.pedantic(PEER, (SSE,), rounds=2, iterations=1)
+    assert len(out) == N
+
+
+def test_protobuf__agui_fast_to_arrow(benchmark):
+    benchmark.group = "arrow_protobuf_100k"
+    t = benchmark.pedantic(_table, (PB,), rounds=7, iterations=1, warmup_rounds=1)
+    assert t.num_rows == N
+
+
+def test_protobuf__decode_protobuf(benchmark):
+    benchmark.group = "arrow_protobuf_100k"
+    out = benchmark.pedantic(decode_protobuf, (PB,), rounds=7, iterations=1, warmup_rounds=1)
+    assert len(out) == N
+
+
+def test_protobuf__upb_dict(benchmark):
+    benchmark.group = "arrow_protobuf_100k"
+
+    out = benchmark.pedantic(upb_dict_log, (PB,), rounds=3, iterations=1)
+    assert len(out) == N
+
+
+def test_two_logs__agui_fast_2threads(benchmark):
+    benchmark.group = "arrow_threads_2logs"
+    t = benchmark.pedantic(_table, ([SSE, SSE_B], 2), rounds=9, iterations=1, warmup_rounds=1)
+    assert t.num_rows == 2 * N
+
+
+def test_two_logs__1thread(benchmark):
+    benchmark.group = "arrow_threads_2logs"
+    t = benchmark.pedantic(_table, ([SSE, SSE_B], 1), rounds=9, iterations=1, warmup_rounds=1)
+    assert t.num_rows == 2 * N

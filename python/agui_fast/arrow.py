@@ -1,0 +1,63 @@
+"""Columnar decoding of AG-UI logs into Arrow (extra ``agui-fast[arrow]`` for pyarrow).
+
+``to_arrow`` decodes in Rust with the GIL released (several sources in parallel on
+Rust threads) and returns an Arrow table through the Arrow PyCapsule interface
+(``__arrow_c_stream__``): ``pyarrow.table(t)``, ``polars.DataFrame(t)`` or a DuckDB
+query over ``t`` import it without a copy. pyarrow is not needed to call it. The schema
+is documented in ``docs/logs.md``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional, Sequence, Tuple, Union
+
+from . import _native
+from .logs import LogSource, _arg
+
+__all__ = ["to_arrow", "schema", "sources_of"]
+
+_ERRORS = ("raise", "collect")
+
+
+def sources_of(source: Union[LogSource, Sequence[LogSource]]) -> Tuple[List[Union[str, bytes]], List[Optional[str]]]:
+    """The native arguments for one source or a list of them: (sources, names). A path's
+    name is the path; bytes have no name (null ``source`` column)."""
+    items = list(source) if isinstance(source, (list, tuple)) else [source]
+    args = [_arg(s) for s in items]
+    names = [a if isinstance(a, str) else None for a in args]
+    return args, names
+
+
+def to_arrow(
+    source: Union[LogSource, Sequence[LogSource]],
+    *,
+    format: str = "auto",
+    threads: Optional[int] = None,
+    errors: str = "raise",
+    max_buffer_size: int = _native.SSE_DEFAULT_MAX_BUFFER,
+    max_frame_size: int = _native.PROTO_DEFAULT_MAX_FRAME_SIZE,
+    max_depth: int = _native.DEFAULT_MAX_DEPTH,
+) -> Any:
+    """Decode logs (a path, bytes, or a list of them; SSE or protobuf, gzip or not) into
+    one Arrow table, one row per event, in source order.
+
+    ``threads``: Rust threads (default: the number of cores): one source per thread, or,
+    with fewer sources than threads, each source's events parsed on all of them.
+    ``errors="raise"``: the first bad frame raises its ``agui_fast.errors`` class with the
+    source, frame index and byte offset in the message (``frame_index``, ``offset``,
+    ``field`` attributes). ``errors="collect"``: returns ``(events, errors)``, the bad
+    frames (and unreadable logs) as rows of an errors table, and decoding goes on.
+    ``max_depth``: the nesting allowed in an event (the project's one limit,
+    ``agui_core::limits::DEFAULT_MAX_DEPTH``); deeper is an ``InvalidJsonError``.
+    """
+    if errors not in _ERRORS:
+        raise ValueError(f"errors must be 'raise' or 'collect', not {errors!r}")
+    args, names = sources_of(source)
+    return _native.logs_to_arrow(
+        args, names, format, threads, errors == "collect", max_buffer_size, max_frame_size, max_depth,
+    )
+
+
+def schema() -> Any:
+    """The events table's schema, as an empty table (``pyarrow.schema(schema())``)."""
+    return _native.log_schema()

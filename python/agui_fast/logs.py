@@ -1,0 +1,73 @@
+"""Recorded AG-UI logs: format detection and typed iteration.
+
+A log is an SSE stream or a length-prefixed protobuf stream, optionally gzip-compressed.
+Format and compression are decided by the core crate's log reader (``agui_core::log``,
+through ``_native.LogChunks``); the events are then built by the typed decoders
+(``iter_sse`` / ``iter_protobuf``), so they are validated exactly as there. For columns
+instead of objects see :mod:`agui_fast.arrow`.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Iterator, Optional, Union
+
+from . import _native
+from .errors import DecodeError
+from .proto import iter_protobuf
+from .sse import iter_sse
+
+__all__ = ["LogSource", "detect_format", "iter_log"]
+
+LogSource = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview]
+
+_FORMATS = ("auto", "sse", "protobuf", "proto")
+
+
+def _arg(source: Any) -> Union[str, bytes]:
+    if isinstance(source, (str, os.PathLike)):
+        return os.fspath(source)
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return bytes(source)
+    raise TypeError(f"a log is a path or bytes, not {type(source).__name__}")
+
+
+def _name(source: Any) -> str:
+    return os.fspath(source) if isinstance(source, (str, os.PathLike)) else "<bytes>"
+
+
+def detect_format(source: LogSource) -> Optional[str]:
+    """``"sse"``, ``"protobuf"``, or ``None`` for an empty log, from the first bytes of a
+    path or bytes (gzip-compressed logs are looked into). Raises ``DecodeError`` for
+    data of neither format."""
+    return _native.LogChunks(_arg(source)).format
+
+
+def iter_log(source: LogSource, format: str = "auto", *, raw: Optional[str] = None) -> Iterator[Any]:
+    """Yield the typed events of a log (a path or bytes; SSE or protobuf, gzip or not),
+    in constant memory. ``format``: ``"auto"`` (detected), ``"sse"`` or ``"protobuf"``.
+    Errors are those of ``iter_sse`` / ``iter_protobuf`` (the events before the bad frame
+    are yielded first) with the log's name in front of the message."""
+    if format not in _FORMATS:
+        raise ValueError(f"format must be one of {', '.join(_FORMATS)}, not {format!r}")
+    arg = _arg(source)
+    chunks = _native.LogChunks(arg, format)
+    fmt = chunks.format
+    if fmt is None:  # empty
+        return
+    # A plain regular file goes to the decoders by path (they frame it on a Rust thread);
+    # anything else (gzip, a pipe such as /dev/stdin, whose first bytes the reader has
+    # already taken) is fed from the reader.
+    by_path = isinstance(arg, str) and not chunks.gzip and os.path.isfile(arg) and not arg.startswith(("/dev/", "/proc/"))
+    feed: Any = arg if by_path else chunks
+    events = iter_sse(feed, raw=raw) if fmt == "sse" else iter_protobuf(feed, raw=raw or False)
+    try:
+        yield from events
+    except DecodeError as exc:
+        name = _name(source)
+        if exc.message.startswith(name):  # raised by the reader, which names the log
+            raise
+        raise type(exc)(
+            f"{name}: {exc.message}",
+            frame_index=exc.frame_index, offset=exc.offset, field=exc.field, events=exc.events,
+        ) from None

@@ -1,0 +1,61 @@
+//! Where the time of `to_arrow` goes, stage by stage, on an SSE log given as a path:
+//! `cargo run --release -p agui-arrow --example stages -- LOG`.
+
+use std::time::Instant;
+
+use agui_arrow::{fields, BatchBuilder, Control, Input, Options, Source};
+use agui_core::log::{Limits, LogError, LogReader};
+
+fn best<F: FnMut() -> usize>(mut f: F) -> (f64, usize) {
+    let mut best = f64::MAX;
+    let mut n = 0;
+    for _ in 0..7 {
+        let t = Instant::now();
+        n = f();
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    (best * 1e3, n)
+}
+
+fn main() {
+    let path = std::env::args().nth(1).expect("LOG");
+    let data = std::fs::read(&path).unwrap();
+    let frame = || {
+        let mut n = 0;
+        LogReader::open(&data[..], None).unwrap().for_each(&Limits::default(), |_| -> Result<(), LogError> { n += 1; Ok(()) }).unwrap();
+        n
+    };
+    println!("framing        {:?}", best(frame));
+    let parse = || {
+        let mut n = 0;
+        LogReader::open(&data[..], None).unwrap().for_each(&Limits::default(), |ev| -> Result<(), LogError> {
+            let s = std::str::from_utf8(ev.json).unwrap();
+            let f = fields::parse(s, agui_core::limits::DEFAULT_MAX_DEPTH).unwrap();
+            n += f.ty.len();
+            Ok(())
+        }).unwrap();
+        n
+    };
+    println!("+parse         {:?}", best(parse));
+    let build = || {
+        let mut b = BatchBuilder::new(None);
+        let mut rows = 0;
+        LogReader::open(&data[..], None).unwrap().for_each(&Limits::default(), |ev| -> Result<(), LogError> {
+            let s = std::str::from_utf8(ev.json).unwrap();
+            let f = fields::parse(s, agui_core::limits::DEFAULT_MAX_DEPTH).unwrap();
+            b.push(&ev, s, &f);
+            if b.len() >= 65536 {
+                rows += b.finish().num_rows();
+            }
+            Ok(())
+        }).unwrap();
+        rows + b.finish().num_rows()
+    };
+    println!("+build         {:?}", best(build));
+    let all = || {
+        let src = [Source { input: Input::Bytes(&data), name: None }];
+        let d = agui_arrow::decode_many(&src, 1, &Options::default(), &Control::default()).unwrap();
+        d.batches.iter().map(|b| b.num_rows()).sum()
+    };
+    println!("decode_many    {:?}", best(all));
+}

@@ -1,0 +1,378 @@
+//! The columns of one event, read from its JSON text in one pass.
+//!
+//! Fast path: a serde struct of the few members the table has (borrowed strings,
+//! everything else skipped). Only when that fails is the event parsed again as a
+//! `serde_json::Value` to say which member is wrong (`field`, a JSON path).
+
+use std::borrow::Cow;
+
+use agui_core::proto::EVENT_TYPES;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+/// Why one event could not become a row. `class` is an `agui_fast.errors` class.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowError {
+    pub class: &'static str,
+    pub message: String,
+    pub field: Option<String>,
+}
+
+impl RowError {
+    fn invalid(field: &str, message: String) -> Self {
+        RowError { class: "EventValidationError", message, field: Some(field.to_string()) }
+    }
+}
+
+/// A string member, borrowed from the event's text when it has no escapes. (serde's own
+/// `Option<Cow<str>>` always copies: `#[serde(borrow)]` only reaches a bare `Cow`.)
+struct Str<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
+            type Value = Str<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Str(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Str(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V(std::marker::PhantomData))
+    }
+}
+
+/// `delta`: a string (text and argument deltas) or anything else (a JSON Patch), which
+/// is skipped.
+enum Delta<'a> {
+    Str(Cow<'a, str>),
+    Other,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Delta<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{IgnoredAny, MapAccess, SeqAccess};
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
+            type Value = Delta<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Delta::Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Delta::Str(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Delta::Str(Cow::Owned(v)))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(Delta::Other)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(Delta::Other)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(Delta::Other)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(Delta::Other)
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(Delta::Other)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Delta::Other)
+            }
+            // Objects, and numbers under serde_json's arbitrary_precision.
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Delta::Other)
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
+#[derive(Deserialize)]
+struct Raw<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: Option<Str<'a>>,
+    #[serde(borrow)]
+    timestamp: Option<&'a RawValue>,
+    #[serde(rename = "threadId", borrow)]
+    thread_id: Option<Str<'a>>,
+    #[serde(rename = "runId", borrow)]
+    run_id: Option<Str<'a>>,
+    #[serde(rename = "parentRunId", borrow)]
+    parent_run_id: Option<Str<'a>>,
+    #[serde(rename = "messageId", borrow)]
+    message_id: Option<Str<'a>>,
+    #[serde(rename = "toolCallId", borrow)]
+    tool_call_id: Option<Str<'a>>,
+    #[serde(borrow)]
+    role: Option<Str<'a>>,
+    #[serde(borrow)]
+    name: Option<Str<'a>>,
+    #[serde(rename = "toolCallName", borrow)]
+    tool_call_name: Option<Str<'a>>,
+    #[serde(rename = "stepName", borrow)]
+    step_name: Option<Str<'a>>,
+    #[serde(borrow)]
+    delta: Option<Delta<'a>>,
+    #[serde(borrow)]
+    usage: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct UsageEntry {
+    #[serde(rename = "inputTokens")]
+    input_tokens: Option<i64>,
+    #[serde(rename = "outputTokens")]
+    output_tokens: Option<i64>,
+    #[serde(rename = "totalTokens")]
+    total_tokens: Option<i64>,
+    #[serde(rename = "reasoningTokens")]
+    reasoning_tokens: Option<i64>,
+    #[serde(rename = "cachedInputTokens")]
+    cached_input_tokens: Option<i64>,
+    #[serde(rename = "cacheWriteInputTokens")]
+    cache_write_input_tokens: Option<i64>,
+}
+
+/// Token counts of an event's `usage` list, summed over its entries (one per
+/// provider/model); a count absent from every entry stays `None`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub input_tokens: Option<i64>,
+    pub output_tokens: Option<i64>,
+    pub total_tokens: Option<i64>,
+    pub reasoning_tokens: Option<i64>,
+    pub cached_input_tokens: Option<i64>,
+    pub cache_write_input_tokens: Option<i64>,
+}
+
+impl Usage {
+    /// The six counts in column order.
+    pub fn counts(&self) -> [Option<i64>; 6] {
+        [
+            self.input_tokens,
+            self.output_tokens,
+            self.total_tokens,
+            self.reasoning_tokens,
+            self.cached_input_tokens,
+            self.cache_write_input_tokens,
+        ]
+    }
+}
+
+/// The table's view of one event.
+#[derive(Debug)]
+pub struct Fields<'a> {
+    pub ty: Cow<'a, str>,
+    /// Position of `ty` in `agui_core::proto::EVENT_TYPES` (the `type` dictionary key).
+    pub ty_index: i32,
+    /// Milliseconds since the epoch.
+    pub timestamp: Option<i64>,
+    pub thread_id: Option<Cow<'a, str>>,
+    pub run_id: Option<Cow<'a, str>>,
+    pub parent_run_id: Option<Cow<'a, str>>,
+    pub message_id: Option<Cow<'a, str>>,
+    pub tool_call_id: Option<Cow<'a, str>>,
+    pub role: Option<Cow<'a, str>>,
+    /// `name`, else `toolCallName`, else `stepName`.
+    pub name: Option<Cow<'a, str>>,
+    /// A string `delta` (text and tool-call argument deltas); `None` for the JSON
+    /// Patch `delta` of STATE_DELTA / ACTIVITY_DELTA.
+    pub delta: Option<Cow<'a, str>>,
+    /// Present when the event has a `usage` list.
+    pub usage: Option<Usage>,
+}
+
+/// Read the columns of one event (`json`: its text, valid UTF-8), nested at most
+/// `max_depth` deep (`agui_core::limits`).
+pub fn parse<'a>(json: &'a str, max_depth: usize) -> Result<Fields<'a>, RowError> {
+    if agui_core::limits::exceeds_depth(json.as_bytes(), max_depth) {
+        return Err(RowError {
+            class: "InvalidJsonError",
+            message: format!("JSON is nested too deeply (more than {max_depth} levels)"),
+            field: None,
+        });
+    }
+    let raw: Raw<'a> = match serde_json::from_str(json) {
+        Ok(raw) => raw,
+        Err(_) => return Err(explain(json)),
+    };
+    let (ty, ty_index) = match raw.ty.map(|t| t.0) {
+        Some(t) => match EVENT_TYPES.iter().position(|k| *k == t.as_ref()) {
+            Some(i) => (t, i as i32),
+            None => return Err(RowError::invalid("$.type", format!("unknown event type {t:?}"))),
+        },
+        None => return Err(RowError::invalid("$.type", "the event has no `type`".into())),
+    };
+    let timestamp = match raw.timestamp {
+        Some(t) => Some(timestamp(t.get()).ok_or_else(|| {
+            RowError::invalid("$.timestamp", format!("`timestamp` is not an integer (milliseconds): {}", t.get()))
+        })?),
+        None => None,
+    };
+    let delta = match raw.delta {
+        Some(Delta::Str(d)) => Some(d),
+        Some(Delta::Other) if matches!(ty.as_ref(), "STATE_DELTA" | "ACTIVITY_DELTA") => None,
+        Some(Delta::Other) => return Err(RowError::invalid("$.delta", "`delta` is not a string".into())),
+        None => None,
+    };
+    let usage = match raw.usage {
+        Some(u) => Some(usage(u)?),
+        None => None,
+    };
+    let s = |v: Option<Str<'a>>| v.map(|v| v.0);
+    Ok(Fields {
+        ty,
+        ty_index,
+        timestamp,
+        thread_id: s(raw.thread_id),
+        run_id: s(raw.run_id),
+        parent_run_id: s(raw.parent_run_id),
+        message_id: s(raw.message_id),
+        tool_call_id: s(raw.tool_call_id),
+        role: s(raw.role),
+        name: s(raw.name).or(s(raw.tool_call_name)).or(s(raw.step_name)),
+        delta,
+        usage,
+    })
+}
+
+/// Milliseconds from an integer, an integral float (`1.7e12`) or a numeric string, as
+/// the typed decoders accept them.
+fn timestamp(text: &str) -> Option<i64> {
+    let text = match text.strip_prefix('"') {
+        Some(rest) => rest.strip_suffix('"')?,
+        None => text,
+    };
+    if let Ok(n) = text.parse::<i64>() {
+        return Some(n);
+    }
+    let f: f64 = text.parse().ok()?;
+    (f.is_finite() && f.fract() == 0.0 && f.abs() < 9.2e18).then_some(f as i64)
+}
+
+fn usage(raw: &RawValue) -> Result<Usage, RowError> {
+    let entries: Vec<UsageEntry> = serde_json::from_str(raw.get()).map_err(|e| {
+        RowError::invalid("$.usage", format!("`usage` is not a list of token counts: {e}"))
+    })?;
+    let mut sum = Usage::default();
+    for e in entries {
+        let add = |acc: &mut Option<i64>, v: Option<i64>| {
+            if let Some(v) = v {
+                *acc = Some(acc.unwrap_or(0).saturating_add(v));
+            }
+        };
+        add(&mut sum.input_tokens, e.input_tokens);
+        add(&mut sum.output_tokens, e.output_tokens);
+        add(&mut sum.total_tokens, e.total_tokens);
+        add(&mut sum.reasoning_tokens, e.reasoning_tokens);
+        add(&mut sum.cached_input_tokens, e.cached_input_tokens);
+        add(&mut sum.cache_write_input_tokens, e.cache_write_input_tokens);
+    }
+    Ok(sum)
+}
+
+fn short(text: &str) -> String {
+    let mut end = text.len().min(40);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    if end < text.len() { format!("{}...", &text[..end]) } else { text.to_string() }
+}
+
+/// The slow path after the fast one failed: which member is wrong.
+fn explain(json: &str) -> RowError {
+    let value: serde_json::Value = match serde_json::from_str(json) {
+        Ok(v) => v,
+        Err(e) => return RowError { class: "InvalidJsonError", message: format!("invalid JSON: {e}"), field: None },
+    };
+    let Some(obj) = value.as_object() else {
+        return RowError::invalid("$", format!("an event is a JSON object, not {}", short(json)));
+    };
+    const STRINGS: [&str; 11] = [
+        "type", "threadId", "runId", "parentRunId", "messageId", "toolCallId", "role", "name", "toolCallName",
+        "stepName", "delta",
+    ];
+    for key in STRINGS {
+        match obj.get(key) {
+            Some(v) if !(v.is_string() || v.is_null() || key == "delta") => {
+                return RowError::invalid(&format!("$.{key}"), format!("`{key}` is not a string: {}", short(&v.to_string())));
+            }
+            _ => {}
+        }
+    }
+    if obj.contains_key("usage") {
+        return RowError::invalid("$.usage", "`usage` is not a list of token counts".into());
+    }
+    RowError::invalid("$", "the event does not match the AG-UI 1.0 schema".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_d(json: &str) -> Result<Fields<'_>, RowError> {
+        parse(json, agui_core::limits::DEFAULT_MAX_DEPTH)
+    }
+
+    #[test]
+    fn depth_limit() {
+        let deep = |d: usize| format!(r#"{{"type":"CUSTOM","name":"n","value":{}{}}}"#, "[".repeat(d - 1), "]".repeat(d - 1));
+        assert!(parse(&deep(512), 512).is_ok());
+        let e = parse(&deep(513), 512).unwrap_err();
+        assert_eq!(e.class, "InvalidJsonError");
+        assert!(parse(&deep(513), 600).is_ok());
+    }
+
+    #[test]
+    fn reads_the_columns() {
+        let f = parse_d(r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m\"1","delta":"a\nb","timestamp":"1700000000000","extra":[1,{"x":2}]}"#).unwrap();
+        assert_eq!(f.ty, "TEXT_MESSAGE_CONTENT");
+        assert_eq!(f.message_id.as_deref(), Some("m\"1"));
+        assert_eq!(f.delta.as_deref(), Some("a\nb"));
+        assert_eq!(f.timestamp, Some(1_700_000_000_000));
+        let f = parse_d(r#"{"type":"TOOL_CALL_START","toolCallId":"c","toolCallName":"search","timestamp":1.7e12}"#).unwrap();
+        assert_eq!(f.name.as_deref(), Some("search"));
+        assert_eq!(f.timestamp, Some(1_700_000_000_000));
+        let f = parse_d(r#"{"type":"STATE_DELTA","delta":[{"op":"add","path":"/a","value":1}]}"#).unwrap();
+        assert!(f.delta.is_none());
+        let f = parse_d(r#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","usage":[{"provider":"p","inputTokens":3,"outputTokens":4},{"inputTokens":5}]}"#).unwrap();
+        let u = f.usage.unwrap();
+        assert_eq!((u.input_tokens, u.output_tokens, u.total_tokens), (Some(8), Some(4), None));
+    }
+
+    #[test]
+    fn names_the_wrong_member() {
+        let e = parse_d("{nope").unwrap_err();
+        assert_eq!(e.class, "InvalidJsonError");
+        let e = parse_d(r#"{"type":"NOPE"}"#).unwrap_err();
+        assert_eq!((e.class, e.field.as_deref()), ("EventValidationError", Some("$.type")));
+        let e = parse_d(r#"{"type":"TEXT_MESSAGE_START","messageId":5}"#).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("$.messageId"));
+        let e = parse_d(r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":5}"#).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("$.delta"));
+        let e = parse_d(r#"{"type":"RUN_STARTED","timestamp":true}"#).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("$.timestamp"));
+        let e = parse_d(r#"{"type":"RUN_FINISHED","usage":{"inputTokens":1}}"#).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("$.usage"));
+        let e = parse_d(r#"[1]"#).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("$"));
+        assert_eq!(parse_d(r#"{"runId":"r"}"#).unwrap_err().field.as_deref(), Some("$.type"));
+    }
+}

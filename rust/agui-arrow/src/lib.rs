@@ -1,0 +1,956 @@
+//! agui-arrow: AG-UI logs as Arrow record batches and Parquet files, in pure Rust.
+//!
+//! Every log is read by the core crate's one reader ([`agui_core::log`]); each event
+//! becomes one row of [`schema`] (its columns read by [`fields::parse`]), or, with
+//! `collect`, one row of [`errors_schema`]. Several sources decode in parallel on
+//! scoped threads ([`decode_many`]); [`write_parquet`] streams batches into a Parquet
+//! file (constant memory); [`inspect`] aggregates the same rows into a [`Report`].
+
+#![forbid(unsafe_code)]
+
+pub mod fields;
+
+use std::collections::{BTreeMap, HashSet};
+use std::fs::File;
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use agui_core::log::{write_event, Event, Format, Limits, LogError, LogReader, Output};
+use arrow_array::builder::{Int32Builder, Int64Builder, StringBuilder, TimestampMillisecondBuilder, UInt64Builder};
+use arrow_array::types::Int32Type;
+use arrow_array::{ArrayRef, DictionaryArray, Int32Array, RecordBatch, StringArray, UInt64Array};
+use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
+
+pub use fields::{Fields, RowError, Usage};
+// The Arrow crates of this crate's types, for the binding.
+pub use {arrow_array, arrow_schema};
+
+/// Rows per record batch (and per Parquet row group).
+pub const BATCH_ROWS: usize = 65_536;
+/// A batch is also closed when its JSON text reaches this size (`Utf8` offsets are i32).
+const BATCH_JSON_BYTES: usize = 256 << 20;
+
+/// The token-usage columns, in order (sums over the event's `usage` entries).
+pub const USAGE_COLUMNS: [&str; 6] = [
+    "input_tokens",
+    "output_tokens",
+    "total_tokens",
+    "reasoning_tokens",
+    "cached_input_tokens",
+    "cache_write_input_tokens",
+];
+
+fn dict() -> DataType {
+    DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8))
+}
+
+/// The events table (see docs/logs.md).
+pub fn schema() -> SchemaRef {
+    static SCHEMA: OnceLock<SchemaRef> = OnceLock::new();
+    SCHEMA
+        .get_or_init(|| {
+            let mut fields = vec![
+                Field::new("source", dict(), true),
+                Field::new("index", DataType::UInt64, false),
+                Field::new("offset", DataType::UInt64, false),
+                Field::new("type", dict(), false),
+                Field::new("timestamp", DataType::Timestamp(TimeUnit::Millisecond, Some("UTC".into())), true),
+            ];
+            for name in ["thread_id", "run_id", "parent_run_id", "message_id", "tool_call_id", "role", "name", "delta"] {
+                fields.push(Field::new(name, DataType::Utf8, true));
+            }
+            for name in USAGE_COLUMNS {
+                fields.push(Field::new(name, DataType::Int64, true));
+            }
+            fields.push(Field::new("json", DataType::Utf8, false));
+            Arc::new(Schema::new(fields))
+        })
+        .clone()
+}
+
+/// The errors table of `collect` mode.
+pub fn errors_schema() -> SchemaRef {
+    static SCHEMA: OnceLock<SchemaRef> = OnceLock::new();
+    SCHEMA
+        .get_or_init(|| {
+            Arc::new(Schema::new(vec![
+                Field::new("source", DataType::Utf8, true),
+                Field::new("index", DataType::UInt64, true),
+                Field::new("offset", DataType::UInt64, true),
+                Field::new("error", DataType::Utf8, false),
+                Field::new("message", DataType::Utf8, false),
+                Field::new("field", DataType::Utf8, true),
+            ]))
+        })
+        .clone()
+}
+
+/// One failure: an event that is not a valid row, or a log that cannot be read on.
+/// `class` names an `agui_fast.errors` class (or `OSError` / `FileNotFoundError`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Issue {
+    pub source: Option<String>,
+    pub index: Option<u64>,
+    pub offset: Option<u64>,
+    pub class: &'static str,
+    pub message: String,
+    pub field: Option<String>,
+}
+
+impl Issue {
+    /// A log that cannot be read on.
+    pub fn from_log_error(source: Option<String>, e: LogError) -> Self {
+        let (index, offset) = e.position();
+        Issue { source, index, offset, class: e.python_class(), message: e.to_string(), field: None }
+    }
+
+    fn from_row(source: &Option<String>, ev: &Event<'_>, e: RowError) -> Self {
+        Issue {
+            source: source.clone(),
+            index: Some(ev.index),
+            offset: Some(ev.offset),
+            class: e.class,
+            message: e.message,
+            field: e.field,
+        }
+    }
+
+    /// A failure of the output (or of the system), not of the input.
+    fn io(message: String) -> Self {
+        Issue { source: None, index: None, offset: None, class: "OSError", message, field: None }
+    }
+
+    /// One line: `file: message (frame N at byte offset M, field F)`.
+    pub fn describe(&self) -> String {
+        let mut where_ = Vec::new();
+        if let Some(i) = self.index {
+            where_.push(format!("frame {i}"));
+        }
+        if let Some(o) = self.offset {
+            where_.push(format!("byte offset {o}"));
+        }
+        if let Some(f) = &self.field {
+            where_.push(format!("field {f}"));
+        }
+        let mut s = String::new();
+        if let Some(src) = &self.source {
+            s.push_str(src);
+            s.push_str(": ");
+        }
+        s.push_str(&self.message);
+        if !where_.is_empty() && !self.message.contains("byte offset") {
+            s.push_str(&format!(" ({})", where_.join(", ")));
+        }
+        s
+    }
+}
+
+/// Where a log comes from.
+pub enum Input<'a> {
+    Path(PathBuf),
+    Bytes(&'a [u8]),
+}
+
+/// A log and the name written in the `source` column (`None`: null).
+pub struct Source<'a> {
+    pub input: Input<'a>,
+    pub name: Option<String>,
+}
+
+/// How logs are read.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// `None`: detected per log.
+    pub format: Option<Format>,
+    pub limits: Limits,
+    /// Maximum nesting of an event's JSON (`agui_core::limits::DEFAULT_MAX_DEPTH`).
+    pub max_depth: usize,
+    /// Bad events and unreadable logs go to the errors table instead of failing.
+    pub collect: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            format: None,
+            limits: Limits::default(),
+            max_depth: agui_core::limits::DEFAULT_MAX_DEPTH,
+            collect: false,
+        }
+    }
+}
+
+/// Rows of one source become record batches.
+pub struct BatchBuilder {
+    source: Option<String>,
+    rows: usize,
+    json_bytes: usize,
+    index: UInt64Builder,
+    offset: UInt64Builder,
+    /// Keys into `EVENT_TYPES`, the dictionary of every batch (no hashing per row).
+    ty: Int32Builder,
+    timestamp: TimestampMillisecondBuilder,
+    strings: [StringBuilder; 8],
+    usage: [Int64Builder; 6],
+    json: StringBuilder,
+}
+
+impl BatchBuilder {
+    pub fn new(source: Option<String>) -> Self {
+        // Sized for a typical part of a log (a few thousand events), so that most
+        // batches never regrow their buffers.
+        const ROWS: usize = 8192;
+        BatchBuilder {
+            source,
+            rows: 0,
+            json_bytes: 0,
+            index: UInt64Builder::with_capacity(ROWS),
+            offset: UInt64Builder::with_capacity(ROWS),
+            ty: Int32Builder::with_capacity(ROWS),
+            timestamp: TimestampMillisecondBuilder::with_capacity(ROWS).with_timezone("UTC"),
+            strings: std::array::from_fn(|_| StringBuilder::with_capacity(ROWS, ROWS * 8)),
+            usage: std::array::from_fn(|_| Int64Builder::with_capacity(ROWS)),
+            json: StringBuilder::with_capacity(ROWS, ROWS * 128),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.rows
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows == 0
+    }
+
+    fn full(&self) -> bool {
+        self.rows >= BATCH_ROWS || self.json_bytes >= BATCH_JSON_BYTES
+    }
+
+    /// Append one event's row.
+    pub fn push(&mut self, ev: &Event<'_>, json: &str, f: &Fields<'_>) {
+        self.index.append_value(ev.index);
+        self.offset.append_value(ev.offset);
+        self.ty.append_value(f.ty_index);
+        self.timestamp.append_option(f.timestamp);
+        let strings = [
+            &f.thread_id,
+            &f.run_id,
+            &f.parent_run_id,
+            &f.message_id,
+            &f.tool_call_id,
+            &f.role,
+            &f.name,
+            &f.delta,
+        ];
+        for (b, v) in self.strings.iter_mut().zip(strings) {
+            b.append_option(v.as_deref());
+        }
+        let counts = f.usage.map(|u| u.counts()).unwrap_or_default();
+        for (b, v) in self.usage.iter_mut().zip(counts) {
+            b.append_option(v);
+        }
+        self.json.append_value(json);
+        self.rows += 1;
+        self.json_bytes += json.len();
+    }
+
+    /// The rows so far as one batch; the builder starts over.
+    pub fn finish(&mut self) -> RecordBatch {
+        let n = self.rows;
+        let keys = match self.source {
+            Some(_) => Int32Array::from(vec![0; n]),
+            None => Int32Array::new_null(n),
+        };
+        let values = StringArray::from_iter_values(self.source.iter());
+        let source: DictionaryArray<Int32Type> =
+            DictionaryArray::try_new(keys, Arc::new(values)).expect("every key is 0 and there is one value");
+        let mut columns: Vec<ArrayRef> = vec![
+            Arc::new(source),
+            Arc::new(self.index.finish()),
+            Arc::new(self.offset.finish()),
+            Arc::new(type_column(self.ty.finish())),
+            Arc::new(self.timestamp.finish()),
+        ];
+        columns.extend(self.strings.iter_mut().map(|b| Arc::new(b.finish()) as ArrayRef));
+        columns.extend(self.usage.iter_mut().map(|b| Arc::new(b.finish()) as ArrayRef));
+        columns.push(Arc::new(self.json.finish()));
+        self.rows = 0;
+        self.json_bytes = 0;
+        RecordBatch::try_new(schema(), columns).expect("the columns follow schema()")
+    }
+}
+
+/// The `type` column: keys into the 31 event type names.
+fn type_column(keys: Int32Array) -> DictionaryArray<Int32Type> {
+    static VALUES: OnceLock<ArrayRef> = OnceLock::new();
+    let values = VALUES.get_or_init(|| Arc::new(StringArray::from_iter_values(agui_core::proto::EVENT_TYPES)));
+    DictionaryArray::try_new(keys, values.clone()).expect("every key is a position in EVENT_TYPES")
+}
+
+/// The errors table.
+pub fn errors_batch(issues: &[Issue]) -> RecordBatch {
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(StringArray::from_iter(issues.iter().map(|i| i.source.as_deref()))),
+        Arc::new(UInt64Array::from_iter(issues.iter().map(|i| i.index))),
+        Arc::new(UInt64Array::from_iter(issues.iter().map(|i| i.offset))),
+        Arc::new(StringArray::from_iter_values(issues.iter().map(|i| i.class))),
+        Arc::new(StringArray::from_iter_values(issues.iter().map(|i| i.message.as_str()))),
+        Arc::new(StringArray::from_iter(issues.iter().map(|i| i.field.as_deref()))),
+    ];
+    RecordBatch::try_new(errors_schema(), columns).expect("the columns follow errors_schema()")
+}
+
+/// What reading one source saw.
+#[derive(Debug, Clone, Default)]
+pub struct SourceInfo {
+    pub format: Option<Format>,
+    pub gzip: bool,
+    /// Bytes of the decompressed log.
+    pub bytes: u64,
+    pub events: u64,
+}
+
+/// Shared by the threads of one call: stop early (`errors="raise"` failed elsewhere)
+/// and count the bytes read (a progress bar polls it).
+#[derive(Debug, Default)]
+pub struct Control {
+    pub cancel: AtomicBool,
+    pub bytes: AtomicU64,
+}
+
+enum Stop {
+    Issue(Issue),
+    Cancelled,
+}
+
+impl From<LogError> for Stop {
+    fn from(e: LogError) -> Self {
+        // The source name is filled in by the caller.
+        Stop::Issue(Issue::from_log_error(None, e))
+    }
+}
+
+/// Counts read bytes into `Control::bytes` as the reader pulls them.
+struct Counted<'c, R: Send> {
+    inner: R,
+    control: &'c Control,
+}
+
+impl<R: Read + Send> Read for Counted<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.control.bytes.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// The one loop over a source's events (opened by the core reader): `sink` gets each
+/// one; a log that cannot be opened or read on goes to `issues` (`collect`) or fails.
+/// `Ok(None)` when cancelled.
+fn each_event<F>(
+    src: &Source<'_>,
+    opts: &Options,
+    control: &Control,
+    issues: &mut Vec<Issue>,
+    mut sink: F,
+) -> Result<Option<SourceInfo>, Issue>
+where
+    F: FnMut(&Event<'_>, &mut Vec<Issue>) -> Result<(), Stop>,
+{
+    let name = &src.name;
+    let failed = |issue: Issue, issues: &mut Vec<Issue>| if opts.collect { issues.push(issue); Ok(()) } else { Err(issue) };
+    let reader = match &src.input {
+        Input::Path(p) => match File::open(p) {
+            Ok(f) => LogReader::open(Counted { inner: f, control }, opts.format),
+            Err(e) => {
+                let class = if e.kind() == std::io::ErrorKind::NotFound { "FileNotFoundError" } else { "OSError" };
+                let message = format!("cannot open {}: {e}", p.display());
+                failed(Issue { source: name.clone(), index: None, offset: None, class, message, field: None }, issues)?;
+                return Ok(Some(SourceInfo::default()));
+            }
+        },
+        Input::Bytes(b) => LogReader::open(Counted { inner: *b, control }, opts.format),
+    };
+    let reader = match reader {
+        Ok(r) => r,
+        Err(e) => {
+            failed(Issue::from_log_error(name.clone(), e), issues)?;
+            return Ok(Some(SourceInfo::default()));
+        }
+    };
+    let mut info = SourceInfo { format: reader.format(), gzip: reader.is_gzip(), ..SourceInfo::default() };
+    let result = reader.for_each(&opts.limits, |ev| {
+        sink(&ev, issues)?;
+        if ev.index % 4096 == 0 && control.cancel.load(Ordering::Relaxed) {
+            return Err(Stop::Cancelled);
+        }
+        Ok(())
+    });
+    match result {
+        Ok(summary) => {
+            info.bytes = summary.bytes;
+            info.events = summary.events;
+            Ok(Some(info))
+        }
+        Err(Stop::Cancelled) => Ok(None),
+        Err(Stop::Issue(mut issue)) => {
+            issue.source = name.clone();
+            failed(issue, issues)?;
+            Ok(Some(info))
+        }
+    }
+}
+
+/// One event as a row: `row` gets its columns, or the problem goes to `issues`
+/// (`collect`) or stops the source.
+fn row_event<F>(ev: &Event<'_>, name: &Option<String>, opts: &Options, issues: &mut Vec<Issue>, row: &mut F) -> Result<(), Stop>
+where
+    F: FnMut(&Event<'_>, &str, &Fields<'_>),
+{
+    // Invalid UTF-8 becomes U+FFFD, as in the typed decoders.
+    let lossy;
+    let json: &str = match std::str::from_utf8(ev.json) {
+        Ok(s) => s,
+        Err(_) => {
+            lossy = String::from_utf8_lossy(ev.json);
+            &lossy
+        }
+    };
+    match fields::parse(json, opts.max_depth) {
+        Ok(f) => row(ev, json, &f),
+        Err(e) => {
+            let issue = Issue::from_row(name, ev, e);
+            if opts.collect {
+                issues.push(issue);
+            } else {
+                return Err(Stop::Issue(issue));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The one loop over a source's rows: `row` gets every valid event; bad events go to
+/// `issues` (`collect`) or stop the source. `Ok(None)` when cancelled.
+fn each_row<F>(
+    src: &Source<'_>,
+    opts: &Options,
+    control: &Control,
+    issues: &mut Vec<Issue>,
+    mut row: F,
+) -> Result<Option<SourceInfo>, Issue>
+where
+    F: FnMut(&Event<'_>, &str, &Fields<'_>),
+{
+    each_event(src, opts, control, issues, |ev, issues| row_event(ev, &src.name, opts, issues, &mut row))
+}
+
+/// Events of one source packed for a worker: their JSON texts back to back.
+#[derive(Default)]
+struct Part {
+    seq: usize,
+    data: Vec<u8>,
+    /// (frame index, byte offset, end of its JSON text in `data`)
+    events: Vec<(u64, u64, usize)>,
+}
+
+/// Payload bytes per part: big enough to amortise the hand-over, small enough to
+/// balance the workers.
+const PART_BYTES: usize = 1 << 20;
+
+/// Decode one source on `workers` threads: the calling thread reads and frames it (the
+/// core reader: cheap) and packs the events into parts; the workers turn parts into
+/// batches. Positions come from the reader, so they are exact; results are put back in
+/// order. Memory stays bounded: at most `2 * workers` parts wait.
+fn decode_source_parallel(src: &Source<'_>, opts: &Options, control: &Control, workers: usize) -> Result<Option<Decoded>, Issue> {
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::mpsc::sync_channel;
+
+    let (tx, rx) = sync_channel::<Part>(workers * 2);
+    let rx = Mutex::new(rx);
+    let results: Mutex<BTreeMap<usize, Result<Decoded, Issue>>> = Mutex::new(BTreeMap::new());
+    // The first failing part (raise mode): parts after it are skipped, parts before it
+    // still run, so the error reported is the first in the log.
+    let failed_at = AtomicUsize::new(usize::MAX);
+    let mut reader_issues = Vec::new();
+    let read = std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let part = match rx.lock().unwrap_or_else(|p| p.into_inner()).recv() {
+                    Ok(p) => p,
+                    Err(_) => break,
+                };
+                if part.seq > failed_at.load(Ordering::Relaxed) {
+                    continue;
+                }
+                let mut out = Decoded::default();
+                let mut builder = BatchBuilder::new(src.name.clone());
+                let mut start = 0;
+                let mut r = Ok(());
+                for &(index, offset, end) in &part.events {
+                    let ev = Event { index, offset, json: &part.data[start..end] };
+                    start = end;
+                    r = row_event(&ev, &src.name, opts, &mut out.issues, &mut |ev, json, f| builder.push(ev, json, f));
+                    if r.is_err() {
+                        break;
+                    }
+                }
+                let r = match r {
+                    Ok(()) => {
+                        if !builder.is_empty() {
+                            out.batches.push(builder.finish());
+                        }
+                        Ok(out)
+                    }
+                    Err(Stop::Issue(issue)) => {
+                        failed_at.fetch_min(part.seq, Ordering::Relaxed);
+                        control.cancel.store(true, Ordering::Relaxed);
+                        Err(issue)
+                    }
+                    Err(Stop::Cancelled) => unreachable!("row_event does not cancel"),
+                };
+                results.lock().unwrap_or_else(|p| p.into_inner()).insert(part.seq, r);
+            });
+        }
+        let mut part = Part::default();
+        let read = each_event(src, opts, control, &mut reader_issues, |ev, _| {
+            part.data.extend_from_slice(ev.json);
+            part.events.push((ev.index, ev.offset, part.data.len()));
+            if part.data.len() >= PART_BYTES {
+                let seq = part.seq + 1;
+                let full = std::mem::replace(&mut part, Part { seq, ..Part::default() });
+                // The workers only hang up when they are gone (a panic).
+                tx.send(full).map_err(|_| Stop::Cancelled)?;
+            }
+            Ok(())
+        });
+        if !part.events.is_empty() {
+            let _ = tx.send(part);
+        }
+        drop(tx);
+        read
+    });
+    let mut out = Decoded::default();
+    for (_, r) in results.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        let d = r?;
+        out.batches.extend(d.batches);
+        out.issues.extend(d.issues);
+    }
+    // A framing problem comes after every event before it.
+    let info = read?;
+    out.issues.extend(reader_issues);
+    Ok(info.map(|_| out))
+}
+
+/// The batches and issues of one source.
+#[derive(Default)]
+pub struct Decoded {
+    pub batches: Vec<RecordBatch>,
+    pub issues: Vec<Issue>,
+}
+
+/// Decode one source into record batches.
+pub fn decode_source(src: &Source<'_>, opts: &Options, control: &Control) -> Result<Option<Decoded>, Issue> {
+    let mut out = Decoded::default();
+    let mut builder = BatchBuilder::new(src.name.clone());
+    let info = each_row(src, opts, control, &mut out.issues, |ev, json, f| {
+        builder.push(ev, json, f);
+        if builder.full() {
+            out.batches.push(builder.finish());
+        }
+    })?;
+    if info.is_none() {
+        return Ok(None);
+    }
+    if !builder.is_empty() {
+        out.batches.push(builder.finish());
+    }
+    Ok(Some(out))
+}
+
+/// Decode many sources, `threads` at a time (each source on one thread), in source
+/// order. Without `collect`, the first failing source (in order) fails the call and
+/// the others stop early.
+pub fn decode_many(sources: &[Source<'_>], threads: usize, opts: &Options, control: &Control) -> Result<Decoded, Issue> {
+    // Fewer sources than threads: one source at a time, its events parsed on every
+    // thread. Otherwise one source per thread.
+    let pipelined = threads > 1 && sources.len() < threads;
+    let threads = if pipelined { threads } else { threads.clamp(1, sources.len().max(1)) };
+    let runners = if pipelined { 1 } else { threads };
+    let results: Vec<Mutex<Option<Result<Option<Decoded>, Issue>>>> = sources.iter().map(|_| Mutex::new(None)).collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let work = || loop {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        let Some(src) = sources.get(i) else { break };
+        if control.cancel.load(Ordering::Relaxed) {
+            break;
+        }
+        let r = if pipelined { decode_source_parallel(src, opts, control, threads) } else { decode_source(src, opts, control) };
+        if r.is_err() {
+            control.cancel.store(true, Ordering::Relaxed);
+        }
+        *results[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+    };
+    if runners == 1 {
+        work();
+    } else {
+        std::thread::scope(|s| {
+            for _ in 0..runners {
+                s.spawn(work);
+            }
+        });
+    }
+    let mut out = Decoded::default();
+    let mut first_error = None;
+    for r in results {
+        match r.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            Some(Ok(Some(d))) => {
+                out.batches.extend(d.batches);
+                out.issues.extend(d.issues);
+            }
+            Some(Err(e)) if first_error.is_none() => first_error = Some(e),
+            _ => {}
+        }
+    }
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(out),
+    }
+}
+
+/// Counts of [`write_parquet`].
+#[derive(Debug, Clone, Default)]
+pub struct WriteInfo {
+    pub rows: u64,
+    pub bytes_in: u64,
+    pub issues: Vec<Issue>,
+}
+
+/// Stream the sources, one after the other, into one Parquet file (snappy, one row
+/// group per [`BATCH_ROWS`] rows): memory stays that of one batch and one row group.
+pub fn write_parquet<W: Write + Send>(
+    sources: &[Source<'_>],
+    opts: &Options,
+    control: &Control,
+    out: W,
+) -> Result<WriteInfo, Issue> {
+    use parquet::arrow::ArrowWriter;
+    use parquet::basic::Compression;
+    use parquet::file::properties::WriterProperties;
+
+    let parquet_issue = |e: parquet::errors::ParquetError| Issue::io(format!("cannot write Parquet: {e}"));
+    let props = WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .set_max_row_group_size(BATCH_ROWS)
+        .build();
+    let mut writer = ArrowWriter::try_new(out, schema(), Some(props)).map_err(parquet_issue)?;
+    let mut info = WriteInfo::default();
+    let mut write_error = None;
+    for src in sources {
+        let mut builder = BatchBuilder::new(src.name.clone());
+        let mut flush = |builder: &mut BatchBuilder, writer: &mut ArrowWriter<W>| {
+            if write_error.is_none() {
+                if let Err(e) = writer.write(&builder.finish()) {
+                    write_error = Some(parquet_issue(e));
+                }
+            } else {
+                builder.finish();
+            }
+        };
+        let seen = each_row(src, opts, control, &mut info.issues, |ev, json, f| {
+            builder.push(ev, json, f);
+            if builder.full() {
+                flush(&mut builder, &mut writer);
+            }
+        })?;
+        if !builder.is_empty() {
+            flush(&mut builder, &mut writer);
+        }
+        if let Some(e) = write_error.take() {
+            return Err(e);
+        }
+        if let Some(s) = seen {
+            info.rows += s.events;
+            info.bytes_in += s.bytes;
+        }
+    }
+    writer.close().map_err(parquet_issue)?;
+    Ok(info)
+}
+
+/// Stream the sources' events, one after the other, into `out` as SSE, protobuf or
+/// JSON lines. Each event is checked as a row first (JSON, `type`, the table's members),
+/// so what is written is what `to_arrow` would read.
+pub fn convert<W: Write>(
+    sources: &[Source<'_>],
+    opts: &Options,
+    control: &Control,
+    to: Output,
+    out: &mut W,
+) -> Result<WriteInfo, Issue> {
+    let mut info = WriteInfo::default();
+    let mut buf = Vec::with_capacity(1 << 20);
+    // Encoding problems (protobuf output only) are per event: collected like the rows'
+    // own, or the first one fails the call. A write error always does.
+    let mut encode_issues = Vec::new();
+    let mut failure: Option<Issue> = None;
+    let io_issue = |e: std::io::Error| Issue::io(format!("cannot write the output: {e}"));
+    for src in sources {
+        let mut written = 0u64;
+        let seen = each_row(src, opts, control, &mut info.issues, |ev, json, _| {
+            if failure.is_some() {
+                return;
+            }
+            let mark = buf.len();
+            if let Err(e) = write_event(&mut buf, to, json.as_bytes()) {
+                buf.truncate(mark);
+                let issue = Issue {
+                    source: src.name.clone(),
+                    index: Some(ev.index),
+                    offset: Some(ev.offset),
+                    class: e.python_class(),
+                    message: e.to_string(),
+                    field: None,
+                };
+                if opts.collect {
+                    encode_issues.push(issue);
+                } else {
+                    failure = Some(issue);
+                }
+                return;
+            }
+            written += 1;
+            if buf.len() >= 1 << 20 {
+                if let Err(e) = out.write_all(&buf) {
+                    failure = Some(io_issue(e));
+                }
+                buf.clear();
+            }
+        })?;
+        if let Some(f) = failure.take() {
+            return Err(f);
+        }
+        info.rows += written;
+        if let Some(s) = seen {
+            info.bytes_in += s.bytes;
+        }
+    }
+    out.write_all(&buf).and_then(|_| out.flush()).map_err(io_issue)?;
+    info.issues.extend(encode_issues);
+    Ok(info)
+}
+
+/// What `agui-fast inspect` prints for a log.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    pub format: Option<Format>,
+    pub gzip: bool,
+    pub bytes: u64,
+    pub events: u64,
+    pub types: BTreeMap<String, u64>,
+    pub runs: usize,
+    pub threads: usize,
+    pub messages: usize,
+    pub tool_calls: usize,
+    pub usage: [Option<i64>; 6],
+    pub first_timestamp: Option<i64>,
+    pub last_timestamp: Option<i64>,
+    pub issues: Vec<Issue>,
+}
+
+/// Aggregate one source's rows (with `collect`, bad events are listed, not fatal).
+pub fn inspect(src: &Source<'_>, opts: &Options, control: &Control) -> Result<Report, Issue> {
+    let mut report = Report::default();
+    let mut runs = HashSet::new();
+    let mut threads = HashSet::new();
+    let mut messages = HashSet::new();
+    let mut tool_calls = HashSet::new();
+    let mut issues = Vec::new();
+    let mut by_type = [0u64; agui_core::proto::EVENT_TYPES.len()];
+    let info = each_row(src, opts, control, &mut issues, |_, _, f| {
+        by_type[f.ty_index as usize] += 1;
+        for (set, v) in [
+            (&mut runs, &f.run_id),
+            (&mut threads, &f.thread_id),
+            (&mut messages, &f.message_id),
+            (&mut tool_calls, &f.tool_call_id),
+        ] {
+            if let Some(v) = v {
+                if !set.contains(v.as_ref()) {
+                    set.insert(v.to_string());
+                }
+            }
+        }
+        if let Some(u) = f.usage {
+            for (acc, v) in report.usage.iter_mut().zip(u.counts()) {
+                if let Some(v) = v {
+                    *acc = Some(acc.unwrap_or(0).saturating_add(v));
+                }
+            }
+        }
+        if let Some(t) = f.timestamp {
+            report.first_timestamp = Some(report.first_timestamp.map_or(t, |m| m.min(t)));
+            report.last_timestamp = Some(report.last_timestamp.map_or(t, |m| m.max(t)));
+        }
+    })?
+    .unwrap_or_default();
+    for (name, n) in agui_core::proto::EVENT_TYPES.iter().zip(by_type) {
+        if n > 0 {
+            report.types.insert(name.to_string(), n);
+        }
+    }
+    report.format = info.format;
+    report.gzip = info.gzip;
+    report.bytes = info.bytes;
+    report.events = report.types.values().sum();
+    report.runs = runs.len();
+    report.threads = threads.len();
+    report.messages = messages.len();
+    report.tool_calls = tool_calls.len();
+    report.issues = issues;
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::cast::AsArray;
+    use arrow_array::Array;
+
+    fn log() -> Vec<u8> {
+        let mut out = Vec::new();
+        for e in [
+            r#"{"type":"RUN_STARTED","threadId":"t","runId":"r","timestamp":1000}"#,
+            r#"{"type":"TEXT_MESSAGE_START","messageId":"m","role":"assistant"}"#,
+            r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"hé"}"#,
+            r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"llo"}"#,
+            r#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","timestamp":3000,"usage":[{"inputTokens":2,"outputTokens":5}]}"#,
+        ] {
+            agui_core::sse::write_event(&mut out, e.as_bytes());
+        }
+        out
+    }
+
+    fn bytes(data: &[u8], name: &str) -> Source<'static> {
+        Source { input: Input::Bytes(Box::leak(data.to_vec().into_boxed_slice())), name: Some(name.into()) }
+    }
+
+    #[test]
+    fn batches_follow_the_schema() {
+        let d = decode_many(&[bytes(&log(), "a")], 1, &Options::default(), &Control::default()).unwrap();
+        assert_eq!(d.batches.len(), 1);
+        let b = &d.batches[0];
+        assert_eq!(b.schema(), schema());
+        assert_eq!(b.num_rows(), 5);
+        let delta = b.column_by_name("delta").unwrap().as_string::<i32>();
+        assert_eq!(delta.value(2), "hé");
+        assert!(delta.is_null(0));
+        let input = b.column_by_name("input_tokens").unwrap().as_primitive::<arrow_array::types::Int64Type>();
+        assert_eq!(input.value(4), 2);
+        assert!(input.is_null(3));
+        let json = b.column_by_name("json").unwrap().as_string::<i32>();
+        assert!(json.value(0).starts_with(r#"{"type":"RUN_STARTED""#));
+    }
+
+    #[test]
+    fn many_sources_in_parallel_keep_their_order() {
+        let srcs: Vec<_> = (0..5).map(|i| bytes(&log(), &format!("s{i}"))).collect();
+        let d = decode_many(&srcs, 3, &Options::default(), &Control::default()).unwrap();
+        let names: Vec<String> = d
+            .batches
+            .iter()
+            .map(|b| {
+                let s = b.column(0).as_dictionary::<Int32Type>();
+                s.values().as_string::<i32>().value(0).to_string()
+            })
+            .collect();
+        assert_eq!(names, vec!["s0", "s1", "s2", "s3", "s4"]);
+    }
+
+    #[test]
+    fn one_big_source_on_several_threads_is_the_same_table() {
+        let mut big = Vec::new();
+        for _ in 0..12_000 {
+            big.extend_from_slice(&log());
+        }
+        let mut bad = big.clone();
+        agui_core::sse::write_event(&mut bad, br#"{"type":"NOPE"}"#);
+        bad.extend_from_slice(&big);
+        agui_core::sse::write_event(&mut bad, br#"{"type":7}"#);
+        bad.extend_from_slice(&log());
+        let rows = |d: &Decoded| -> Vec<(u64, u64, String)> {
+            d.batches
+                .iter()
+                .flat_map(|b| {
+                    let idx = b.column(1).as_primitive::<arrow_array::types::UInt64Type>().clone();
+                    let off = b.column(2).as_primitive::<arrow_array::types::UInt64Type>().clone();
+                    let json = b.column_by_name("json").unwrap().as_string::<i32>().clone();
+                    (0..b.num_rows()).map(move |i| (idx.value(i), off.value(i), json.value(i).to_string()))
+                })
+                .collect()
+        };
+        let src = [bytes(&big, "big")];
+        let one = decode_many(&src, 1, &Options::default(), &Control::default()).unwrap();
+        let three = decode_many(&src, 3, &Options::default(), &Control::default()).unwrap();
+        assert!(three.batches.len() > 2);
+        assert_eq!(rows(&one), rows(&three));
+
+        let src = [bytes(&bad, "bad")];
+        let e1 = decode_many(&src, 1, &Options::default(), &Control::default()).err().unwrap();
+        let e3 = decode_many(&src, 3, &Options::default(), &Control::default()).err().unwrap();
+        assert_eq!(e1, e3);
+        assert_eq!(e1.index, Some(60_000));
+        let opts = Options { collect: true, ..Options::default() };
+        let c1 = decode_many(&src, 1, &opts, &Control::default()).unwrap();
+        let c3 = decode_many(&src, 3, &opts, &Control::default()).unwrap();
+        assert_eq!(c1.issues, c3.issues);
+        assert_eq!(c1.issues.len(), 2);
+        assert_eq!(rows(&c1), rows(&c3));
+    }
+
+    #[test]
+    fn errors_raise_or_collect() {
+        let mut bad = log();
+        agui_core::sse::write_event(&mut bad, br#"{"type":"NOPE"}"#);
+        agui_core::sse::write_event(&mut bad, br#"{"type":"RUN_STARTED","threadId":"t","runId":"r2"}"#);
+        let srcs = [bytes(&log(), "good"), bytes(&bad, "bad")];
+        let e = decode_many(&srcs, 2, &Options::default(), &Control::default()).err().unwrap();
+        assert_eq!((e.source.as_deref(), e.index, e.class), (Some("bad"), Some(5), "EventValidationError"));
+        assert!(e.describe().starts_with("bad: unknown event type"), "{}", e.describe());
+        let opts = Options { collect: true, ..Options::default() };
+        let d = decode_many(&srcs, 2, &opts, &Control::default()).unwrap();
+        assert_eq!(d.batches.iter().map(|b| b.num_rows()).sum::<usize>(), 11);
+        assert_eq!(d.issues.len(), 1);
+        let eb = errors_batch(&d.issues);
+        assert_eq!(eb.num_rows(), 1);
+        assert_eq!(eb.column_by_name("field").unwrap().as_string::<i32>().value(0), "$.type");
+    }
+
+    #[test]
+    fn parquet_and_inspect() {
+        let srcs = [bytes(&log(), "a"), bytes(&log(), "b")];
+        let mut out = Vec::new();
+        let info = write_parquet(&srcs, &Options::default(), &Control::default(), &mut out).unwrap();
+        assert_eq!(info.rows, 10);
+        assert_eq!(&out[..4], b"PAR1");
+        for to in [Output::Sse, Output::Protobuf, Output::Jsonl] {
+            let mut out = Vec::new();
+            let info = convert(&srcs, &Options::default(), &Control::default(), to, &mut out).unwrap();
+            assert_eq!(info.rows, 10);
+            if to != Output::Jsonl {
+                let back = decode_many(&[bytes(&out, "c")], 1, &Options::default(), &Control::default()).unwrap();
+                assert_eq!(back.batches[0].num_rows(), 10, "{to:?}");
+            }
+        }
+        let r = inspect(&srcs[0], &Options::default(), &Control::default()).unwrap();
+        assert_eq!(r.events, 5);
+        assert_eq!(r.types["TEXT_MESSAGE_CONTENT"], 2);
+        assert_eq!((r.runs, r.threads, r.messages, r.tool_calls), (1, 1, 1, 0));
+        assert_eq!(r.usage[1], Some(5));
+        assert_eq!((r.first_timestamp, r.last_timestamp), (Some(1000), Some(3000)));
+        let missing = Source { input: Input::Path("/nonexistent/x.sse".into()), name: Some("x".into()) };
+        assert_eq!(inspect(&missing, &Options::default(), &Control::default()).unwrap_err().class, "FileNotFoundError");
+    }
+}

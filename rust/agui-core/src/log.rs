@@ -1,0 +1,616 @@
+//! Recorded AG-UI logs: the one reader behind every batch tool (the Arrow builder, the
+//! CLI's `convert` / `inspect`, Python's `iter_log`, the stream-semantics engine's
+//! replay).
+//!
+//! A log is an SSE stream (`text/event-stream`) or a length-prefixed protobuf stream,
+//! optionally gzip-compressed (one or more gzip members). [`LogReader::open`] looks at
+//! the first bytes: the gzip magic decides decompression, then [`detect_format`] the
+//! format. [`LogReader::for_each`] hands out every event's JSON text with its frame
+//! index and the byte offset of its frame, reading fixed-size chunks (constant memory
+//! whatever the log's size). Framing is the existing one: [`crate::sse::SseParser`] and
+//! [`crate::proto::StreamDecoder`] (whose protobuf -> JSON mapping is the reference's).
+//!
+//! The JSON text is not validated here: SSE payloads are handed out as they are in the
+//! log, protobuf frames as the JSON the decoder writes. Offsets and indices are those
+//! of the decompressed stream, the same numbers `decode_sse` / `decode_protobuf` report.
+//!
+//! ```
+//! use agui_core::log::{LogReader, Limits, LogError};
+//! let log = b"data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n";
+//! let reader = LogReader::open(&log[..], None).unwrap();
+//! let mut seen = Vec::new();
+//! reader.for_each(&Limits::default(), |ev| -> Result<(), LogError> {
+//!     seen.push((ev.index, ev.offset, ev.json.to_vec()));
+//!     Ok(())
+//! }).unwrap();
+//! assert_eq!(seen, vec![(0, 0, log[6..log.len() - 2].to_vec())]);
+//! ```
+
+use std::fmt;
+use std::io::{self, Cursor, Read};
+
+use flate2::read::MultiGzDecoder;
+
+use crate::proto::{self, Format as Out, StreamDecoder};
+use crate::sse::{SseError, SseParser};
+
+/// Bytes read from the log per step.
+pub const DEFAULT_CHUNK_SIZE: usize = 256 * 1024;
+
+/// Bytes looked at by format detection.
+const HEAD: usize = 4096;
+
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
+
+/// The two AG-UI log formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// `text/event-stream`, one JSON event per `data` frame.
+    Sse,
+    /// `application/vnd.ag-ui.event+proto`: 4-byte big-endian length, then one `Event`.
+    Protobuf,
+}
+
+impl Format {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::Sse => "sse",
+            Format::Protobuf => "protobuf",
+        }
+    }
+
+    /// `"sse"`, `"protobuf"` (or `"proto"`); `None` for anything else.
+    pub fn parse(name: &str) -> Option<Format> {
+        match name {
+            "sse" => Some(Format::Sse),
+            "protobuf" | "proto" => Some(Format::Protobuf),
+            _ => None,
+        }
+    }
+}
+
+/// True when `head` starts with the gzip magic bytes.
+pub fn is_gzip(head: &[u8]) -> bool {
+    head.starts_with(&GZIP_MAGIC)
+}
+
+/// The format of a (decompressed) log from its first bytes; `None` when it is empty or
+/// neither format. A protobuf log starts with a frame length below the 10 MiB frame
+/// limit, so its first byte is 0; an SSE log starts with a field name, a comment (`:`)
+/// or a blank line (after an optional byte-order mark).
+pub fn detect_format(head: &[u8]) -> Option<Format> {
+    let head = head.strip_prefix(&BOM[..]).unwrap_or(head);
+    match *head.first()? {
+        0 => Some(Format::Protobuf),
+        b':' | b'\r' | b'\n' => Some(Format::Sse),
+        b if b.is_ascii_alphabetic() => Some(Format::Sse),
+        _ => None,
+    }
+}
+
+/// Size limits of the framers (the same defaults as the streaming decoders).
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Maximum size of one SSE event (`SseParser`'s buffer limit).
+    pub max_buffer: usize,
+    /// Maximum protobuf frame, prefix included.
+    pub max_frame_size: usize,
+    /// Bytes read per step.
+    pub chunk_size: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_buffer: crate::sse::DEFAULT_MAX_BUFFER,
+            max_frame_size: proto::frame::DEFAULT_MAX_FRAME_SIZE,
+            chunk_size: DEFAULT_CHUNK_SIZE,
+        }
+    }
+}
+
+/// One event of a log.
+#[derive(Debug, Clone, Copy)]
+pub struct Event<'a> {
+    /// 0-based frame index in the log.
+    pub index: u64,
+    /// Byte offset of the frame in the (decompressed) log: the first `data` line of an
+    /// SSE event, the length prefix of a protobuf frame.
+    pub offset: u64,
+    /// The event as JSON text (SSE: the payload as written, maybe not valid JSON).
+    pub json: &'a [u8],
+}
+
+/// Why a log could not be read.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LogError {
+    /// Reading the underlying file or stream failed.
+    Io(String),
+    /// The gzip data is corrupt or ends early.
+    Gzip(String),
+    /// The log is neither SSE nor length-prefixed protobuf (`head`: its first bytes).
+    UnknownFormat { head: Vec<u8> },
+    /// The SSE framer failed (buffer limit).
+    Sse(SseError),
+    /// A protobuf frame failed (size limit, truncation, undecodable message).
+    Proto(proto::Error),
+}
+
+impl LogError {
+    /// The `agui_fast.errors` class this maps to (`OSError` for I/O failures).
+    pub fn python_class(&self) -> &'static str {
+        match self {
+            LogError::Io(_) => "OSError",
+            LogError::Gzip(_) => "TruncatedStreamError",
+            LogError::UnknownFormat { .. } => "DecodeError",
+            LogError::Sse(_) => "BufferLimitError",
+            LogError::Proto(e) => e.python_class(),
+        }
+    }
+
+    /// (frame index, byte offset) where known.
+    pub fn position(&self) -> (Option<u64>, Option<u64>) {
+        match self {
+            LogError::Sse(e) => (Some(e.frame_index), Some(e.offset)),
+            LogError::Proto(e) => {
+                let (i, o) = e.position();
+                (i.map(|i| i as u64), o)
+            }
+            LogError::UnknownFormat { .. } => (None, Some(0)),
+            _ => (None, None),
+        }
+    }
+}
+
+impl fmt::Display for LogError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LogError::Io(m) => write!(f, "{m}"),
+            LogError::Gzip(m) => write!(f, "corrupt or truncated gzip data: {m}"),
+            LogError::UnknownFormat { head } => {
+                let shown: Vec<String> = head.iter().take(8).map(|b| format!("{b:02x}")).collect();
+                write!(
+                    f,
+                    "not an AG-UI log (neither SSE nor length-prefixed protobuf): it starts with bytes {}",
+                    shown.join(" ")
+                )
+            }
+            LogError::Sse(e) => write!(f, "{e}"),
+            LogError::Proto(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for LogError {}
+
+/// What [`LogReader::for_each`] saw.
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    /// Events handed out.
+    pub events: u64,
+    /// Bytes of the (decompressed) log.
+    pub bytes: u64,
+    /// Protobuf frames of a later protocol version, skipped (as the reference does).
+    pub warnings: Vec<String>,
+}
+
+/// An opened log: decompression and format decided, the first bytes already read.
+pub struct LogReader<'r> {
+    inner: Box<dyn Read + Send + 'r>,
+    gzip: bool,
+    format: Option<Format>,
+    /// Decompressed bytes read for detection, handed out first.
+    head: Vec<u8>,
+    head_pos: usize,
+    /// Decompressed bytes handed out so far.
+    position: u64,
+    empty: bool,
+}
+
+impl<'r> LogReader<'r> {
+    /// Open a log. `format`: `None` to detect it; an empty log has no format (and no
+    /// events), a log of neither format fails with [`LogError::UnknownFormat`] when read.
+    pub fn open<R: Read + Send + 'r>(mut reader: R, format: Option<Format>) -> Result<Self, LogError> {
+        let raw = read_up_to(&mut reader, HEAD, false)?;
+        let gzip = is_gzip(&raw);
+        let mut inner: Box<dyn Read + Send + 'r> = if gzip {
+            Box::new(MultiGzDecoder::new(Cursor::new(raw).chain(reader)))
+        } else {
+            Box::new(Cursor::new(raw).chain(reader))
+        };
+        let head = read_up_to(&mut inner, HEAD, gzip)?;
+        let format = format.or_else(|| detect_format(&head));
+        let empty = head.is_empty();
+        Ok(LogReader { inner, gzip, format, head, head_pos: 0, position: 0, empty })
+    }
+
+    pub fn is_gzip(&self) -> bool {
+        self.gzip
+    }
+
+    /// The format given or detected; `None` for an empty log or an unknown format.
+    pub fn format(&self) -> Option<Format> {
+        self.format
+    }
+
+    /// True when the log has no bytes at all (after decompression).
+    pub fn is_empty(&self) -> bool {
+        self.empty
+    }
+
+    /// The format, `None` for an empty log, [`LogError::UnknownFormat`] for bytes of
+    /// neither format.
+    pub fn checked_format(&self) -> Result<Option<Format>, LogError> {
+        match self.format {
+            None if !self.empty => Err(LogError::UnknownFormat { head: self.head.iter().take(16).copied().collect() }),
+            f => Ok(f),
+        }
+    }
+
+    /// Hand out every event to `sink`, in order. Stops at the first error (of the log or
+    /// of `sink`): the events before it have been handed out.
+    pub fn for_each<E, F>(mut self, limits: &Limits, mut sink: F) -> Result<Summary, E>
+    where
+        E: From<LogError>,
+        F: FnMut(Event<'_>) -> Result<(), E>,
+    {
+        let mut summary = Summary::default();
+        let Some(format) = self.checked_format()? else {
+            return Ok(summary);
+        };
+        let mut buf = vec![0u8; limits.chunk_size.max(1)];
+        match format {
+            Format::Sse => {
+                let mut parser = SseParser::new(limits.max_buffer);
+                let mut failed: Option<E> = None;
+                let mut events = 0u64;
+                // The framer's callback cannot fail: the first sink error is kept and
+                // the frames after it (in the same chunk) are dropped.
+                let mut on_frame = |frame: crate::sse::Frame<'_>, failed: &mut Option<E>| {
+                    if failed.is_none() {
+                        match sink(Event { index: frame.index, offset: frame.offset, json: frame.data }) {
+                            Ok(()) => events += 1,
+                            Err(e) => *failed = Some(e),
+                        }
+                    }
+                };
+                loop {
+                    let n = self.read(&mut buf).map_err(|e| self.io_error(e))?;
+                    let r = if n == 0 {
+                        parser.finish(|f| on_frame(f, &mut failed))
+                    } else {
+                        parser.feed(&buf[..n], |f| on_frame(f, &mut failed))
+                    };
+                    if let Some(e) = failed.take() {
+                        return Err(e);
+                    }
+                    r.map_err(LogError::Sse)?;
+                    if n == 0 {
+                        break;
+                    }
+                }
+                summary.events = events;
+            }
+            Format::Protobuf => {
+                let mut dec = StreamDecoder::new(limits.max_frame_size);
+                let mut failed: Option<E> = None;
+                let mut warnings = Vec::new();
+                loop {
+                    let n = self.read(&mut buf).map_err(|e| self.io_error(e))?;
+                    if n == 0 {
+                        dec.finish().map_err(LogError::Proto)?;
+                        break;
+                    }
+                    let events = &mut summary.events;
+                    let r = dec.feed_positioned(&buf[..n], Out::Json, &mut warnings, |json, index, offset| {
+                        if failed.is_none() {
+                            match sink(Event { index: index as u64, offset, json }) {
+                                Ok(()) => *events += 1,
+                                Err(e) => failed = Some(e),
+                            }
+                        }
+                    });
+                    if let Some(e) = failed.take() {
+                        return Err(e);
+                    }
+                    r.map_err(LogError::Proto)?;
+                }
+                summary.warnings = warnings;
+            }
+        }
+        summary.bytes = self.position;
+        Ok(summary)
+    }
+
+    /// Fill `buf` with the next decompressed bytes (fewer only at the end; 0 at the
+    /// end): [`Read::read`] with the errors of a corrupt gzip stream told apart.
+    pub fn read_chunk(&mut self, buf: &mut [u8]) -> Result<usize, LogError> {
+        let mut n = 0;
+        while n < buf.len() {
+            match self.read(&mut buf[n..]) {
+                Ok(0) => break,
+                Ok(k) => n += k,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(self.io_error(e)),
+            }
+        }
+        Ok(n)
+    }
+
+    fn io_error(&self, e: io::Error) -> LogError {
+        classify(e, self.gzip)
+    }
+}
+
+/// The decompressed log, from its first byte (what the typed Python decoders are fed).
+impl Read for LogReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = if self.head_pos < self.head.len() {
+            let n = (self.head.len() - self.head_pos).min(buf.len());
+            buf[..n].copy_from_slice(&self.head[self.head_pos..self.head_pos + n]);
+            self.head_pos += n;
+            if self.head_pos == self.head.len() {
+                self.head = Vec::new();
+                self.head_pos = 0;
+            }
+            n
+        } else {
+            self.inner.read(buf)?
+        };
+        self.position += n as u64;
+        Ok(n)
+    }
+}
+
+/// What a log can be written as, event by event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    Sse,
+    Protobuf,
+    /// One JSON event per line.
+    Jsonl,
+}
+
+impl Output {
+    /// `"sse"`, `"protobuf"` (or `"proto"`), `"jsonl"`.
+    pub fn parse(name: &str) -> Option<Output> {
+        match name {
+            "jsonl" => Some(Output::Jsonl),
+            other => Format::parse(other).map(|f| match f {
+                Format::Sse => Output::Sse,
+                Format::Protobuf => Output::Protobuf,
+            }),
+        }
+    }
+}
+
+/// Append one event (JSON text, as [`LogReader::for_each`] hands it out) to `out` in the
+/// `to` format. Protobuf encoding parses the JSON (an invalid event fails as
+/// `proto::encode_json` does); SSE and JSON lines copy it.
+pub fn write_event(out: &mut Vec<u8>, to: Output, json: &[u8]) -> Result<(), proto::Error> {
+    match to {
+        Output::Sse => crate::sse::write_event(out, json),
+        Output::Protobuf => proto::encode_json(json, true, out)?,
+        Output::Jsonl => {
+            // A multi-line SSE payload has raw line ends only between JSON tokens (inside
+            // strings they are escaped): as spaces the event fits one line.
+            let start = out.len();
+            out.extend_from_slice(json);
+            for b in &mut out[start..] {
+                if *b == b'\n' || *b == b'\r' {
+                    *b = b' ';
+                }
+            }
+            out.push(b'\n');
+        }
+    }
+    Ok(())
+}
+
+/// A gzip decoder reports corrupt or truncated data as `InvalidData` / `InvalidInput` /
+/// `UnexpectedEof`: that is bad input, not an I/O failure.
+fn classify(e: io::Error, gzip: bool) -> LogError {
+    match e.kind() {
+        io::ErrorKind::InvalidData | io::ErrorKind::InvalidInput | io::ErrorKind::UnexpectedEof if gzip => {
+            LogError::Gzip(e.to_string())
+        }
+        _ => LogError::Io(e.to_string()),
+    }
+}
+
+/// Read until `limit` bytes or the end of the stream.
+fn read_up_to<R: Read + ?Sized>(reader: &mut R, limit: usize, gzip: bool) -> Result<Vec<u8>, LogError> {
+    let mut out = Vec::with_capacity(limit);
+    reader.take(limit as u64).read_to_end(&mut out).map_err(|e| classify(e, gzip))?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn collect(data: &[u8], format: Option<Format>, chunk: usize) -> Result<(Vec<(u64, u64, Vec<u8>)>, Summary), LogError> {
+        let mut out = Vec::new();
+        let limits = Limits { chunk_size: chunk, ..Limits::default() };
+        let summary = LogReader::open(data, format)?.for_each(&limits, |ev| -> Result<(), LogError> {
+            out.push((ev.index, ev.offset, ev.json.to_vec()));
+            Ok(())
+        })?;
+        Ok((out, summary))
+    }
+
+    fn gzip(data: &[u8]) -> Vec<u8> {
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        enc.write_all(data).unwrap();
+        enc.finish().unwrap()
+    }
+
+    const E1: &[u8] = br#"{"type":"RUN_STARTED","threadId":"t","runId":"r"}"#;
+    const E2: &[u8] = br#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"hi"}"#;
+
+    fn sse_log() -> Vec<u8> {
+        let mut log = b": comment\n".to_vec();
+        crate::sse::write_event(&mut log, E1);
+        crate::sse::write_event(&mut log, E2);
+        log
+    }
+
+    fn proto_log() -> Vec<u8> {
+        let mut log = Vec::new();
+        for e in [E1, E2] {
+            proto::encode_json(e, true, &mut log).unwrap();
+        }
+        log
+    }
+
+    #[test]
+    fn detects_formats() {
+        assert_eq!(detect_format(b"data: {}"), Some(Format::Sse));
+        assert_eq!(detect_format(b"\xef\xbb\xbf: hi"), Some(Format::Sse));
+        assert_eq!(detect_format(b"\n\ndata: {}"), Some(Format::Sse));
+        assert_eq!(detect_format(b"\x00\x00\x00\x02\x08\x01"), Some(Format::Protobuf));
+        assert_eq!(detect_format(b""), None);
+        assert_eq!(detect_format(b"\x89PNG"), None);
+        assert_eq!(detect_format(b"{\"type\":1}"), None);
+        assert!(is_gzip(&gzip(b"x")));
+        assert_eq!(Format::parse("proto"), Some(Format::Protobuf));
+        assert_eq!(Format::parse("json"), None);
+    }
+
+    #[test]
+    fn sse_events_with_positions_in_any_chunking() {
+        let log = sse_log();
+        let (whole, summary) = collect(&log, None, 1 << 16).unwrap();
+        assert_eq!(whole.len(), 2);
+        assert_eq!(whole[0], (0, 10, E1.to_vec()));
+        assert_eq!(whole[1].2, E2.to_vec());
+        assert_eq!(&log[whole[1].1 as usize..][..6], b"data: ");
+        assert_eq!(summary.events, 2);
+        assert_eq!(summary.bytes, log.len() as u64);
+        for chunk in [1, 2, 3, 7, 64] {
+            assert_eq!(collect(&log, None, chunk).unwrap().0, whole, "chunk {chunk}");
+        }
+    }
+
+    #[test]
+    fn protobuf_events_are_json_with_frame_offsets() {
+        let log = proto_log();
+        let (events, _) = collect(&log, None, 5).unwrap();
+        assert_eq!(events.len(), 2);
+        assert_eq!((events[0].0, events[0].1), (0, 0));
+        let first_len = 4 + u32::from_be_bytes(log[..4].try_into().unwrap()) as u64;
+        assert_eq!((events[1].0, events[1].1), (1, first_len));
+        let v: serde_json::Value = serde_json::from_slice(&events[1].2).unwrap();
+        assert_eq!(v["delta"], "hi");
+        assert_eq!(v["messageId"], "m");
+    }
+
+    #[test]
+    fn gzip_is_transparent_and_multi_member() {
+        for log in [sse_log(), proto_log()] {
+            let plain = collect(&log, None, 7).unwrap().0;
+            let mut gz = gzip(&log[..10]);
+            gz.extend(gzip(&log[10..]));
+            let reader = LogReader::open(&gz[..], None).unwrap();
+            assert!(reader.is_gzip());
+            assert_eq!(collect(&gz, None, 7).unwrap().0, plain);
+        }
+    }
+
+    #[test]
+    fn writes_each_output_and_reads_it_back() {
+        let multi = b"{\"type\":\"CUSTOM\",\n\"name\":\"a\\nb\",\"value\":1}";
+        for to in [Output::Sse, Output::Protobuf, Output::Jsonl] {
+            let mut out = Vec::new();
+            for e in [E1, E2, &multi[..]] {
+                write_event(&mut out, to, e).unwrap();
+            }
+            let back: Vec<serde_json::Value> = if to == Output::Jsonl {
+                assert_eq!(out.iter().filter(|&&b| b == b'\n').count(), 3);
+                out.split(|&b| b == b'\n').filter(|l| !l.is_empty()).map(|l| serde_json::from_slice(l).unwrap()).collect()
+            } else {
+                collect(&out, None, 5).unwrap().0.iter().map(|e| serde_json::from_slice(&e.2).unwrap()).collect()
+            };
+            assert_eq!(back.len(), 3, "{to:?}");
+            assert_eq!(back[2]["name"], "a\nb", "{to:?}");
+            assert_eq!(back[1]["delta"], "hi", "{to:?}");
+        }
+        assert_eq!(Output::parse("proto"), Some(Output::Protobuf));
+        assert!(write_event(&mut Vec::new(), Output::Protobuf, b"{nope").is_err());
+    }
+
+    #[test]
+    fn read_hands_out_the_decompressed_log() {
+        let log = sse_log();
+        let mut out = Vec::new();
+        LogReader::open(&gzip(&log)[..], None).unwrap().read_to_end(&mut out).unwrap();
+        assert_eq!(out, log);
+    }
+
+    #[test]
+    fn errors_carry_positions_and_events_before_are_delivered() {
+        // Truncated protobuf: the first frame is delivered, then the error.
+        let log = proto_log();
+        let cut = &log[..log.len() - 3];
+        let mut seen = 0;
+        let err = LogReader::open(cut, None)
+            .unwrap()
+            .for_each(&Limits::default(), |_| -> Result<(), LogError> {
+                seen += 1;
+                Ok(())
+            })
+            .unwrap_err();
+        assert_eq!(seen, 1);
+        assert_eq!(err.python_class(), "TruncatedStreamError");
+        assert_eq!(err.position().0, Some(1));
+
+        // Garbage message in a frame.
+        let mut bad = proto_log();
+        bad.extend_from_slice(&[0, 0, 0, 2, 0xff, 0xff]);
+        let err = collect(&bad, None, 3).unwrap_err();
+        assert_eq!(err.python_class(), "ProtobufDecodeError");
+        assert_eq!(err.position(), (Some(2), Some(proto_log().len() as u64)));
+
+        // SSE buffer limit.
+        let limits = Limits { max_buffer: 16, ..Limits::default() };
+        let err = LogReader::open(&sse_log()[..], None).unwrap().for_each(&limits, |_| -> Result<(), LogError> { Ok(()) });
+        assert_eq!(err.unwrap_err().python_class(), "BufferLimitError");
+
+        // Truncated gzip.
+        let gz = gzip(&sse_log());
+        let err = collect(&gz[..gz.len() - 12], None, 64).unwrap_err();
+        assert!(matches!(err, LogError::Gzip(_)), "{err:?}");
+
+        // Neither format; empty is no events.
+        let err = collect(b"\x89PNG\r\n", None, 64).unwrap_err();
+        assert!(err.to_string().contains("89 50 4e 47"), "{err}");
+        assert_eq!(collect(b"", None, 64).unwrap().0.len(), 0);
+    }
+
+    #[test]
+    fn sink_errors_stop_the_log() {
+        #[derive(Debug)]
+        enum Mine {
+            Stop(u64),
+            Log(LogError),
+        }
+        impl From<LogError> for Mine {
+            fn from(e: LogError) -> Self {
+                Mine::Log(e)
+            }
+        }
+        for log in [sse_log(), proto_log()] {
+            let mut seen = Vec::new();
+            let r = LogReader::open(&log[..], None).unwrap().for_each(&Limits::default(), |ev| {
+                seen.push(ev.index);
+                if ev.index == 0 { Err(Mine::Stop(ev.index)) } else { Ok(()) }
+            });
+            assert!(matches!(r, Err(Mine::Stop(0))));
+            assert_eq!(seen, vec![0]);
+        }
+        let r: Result<Summary, Mine> = LogReader::open(&b"\x89PNG"[..], None).unwrap().for_each(&Limits::default(), |_| Ok(()));
+        assert!(matches!(r, Err(Mine::Log(LogError::UnknownFormat { .. }))));
+    }
+}

@@ -1,0 +1,346 @@
+//! Logs at scale: the binding of `agui_arrow` (Arrow tables, Parquet, conversion,
+//! inspection) and of the core log reader (`agui_core::log`) for `agui_fast.logs`.
+//!
+//! Every call takes its sources as a list of paths (`str`) or bytes, reads them with
+//! the GIL released, and raises the first problem as an `agui_fast.errors` class (or
+//! `OSError` / `FileNotFoundError`) whose message names the source, frame and byte
+//! offset. Tables cross into Python through pyo3-arrow's `Table`, which implements the
+//! Arrow PyCapsule interface (`__arrow_c_stream__`): pyarrow, Polars and DuckDB import
+//! it without a copy.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::sync::Arc;
+
+use agui_arrow::arrow_array::RecordBatch;
+use agui_arrow::arrow_schema::SchemaRef;
+use agui_arrow::{Control, Input, Issue, Options, Source};
+use agui_core::log::{Format, Limits, LogReader, Output};
+use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyStopIteration, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedBytes;
+use pyo3::types::{PyBytes, PyDict, PyList};
+use pyo3_arrow::PyTable;
+
+use crate::errors::make_error;
+
+/// A source as given from Python.
+enum Arg {
+    Path(String),
+    Bytes(PyBackedBytes),
+}
+
+impl<'py> FromPyObject<'_, 'py> for Arg {
+    type Error = PyErr;
+
+    fn extract(ob: Borrowed<'_, 'py, PyAny>) -> PyResult<Self> {
+        if let Ok(s) = ob.extract::<String>() {
+            return Ok(Arg::Path(s));
+        }
+        match ob.extract::<PyBackedBytes>() {
+            Ok(b) => Ok(Arg::Bytes(b)),
+            Err(_) => Err(PyTypeError::new_err(format!(
+                "a log is a path (str) or bytes, not {}",
+                ob.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+            ))),
+        }
+    }
+}
+
+fn sources<'a>(args: &'a [Arg], names: Vec<Option<String>>) -> PyResult<Vec<Source<'a>>> {
+    if names.len() != args.len() {
+        return Err(PyValueError::new_err("one name per source"));
+    }
+    Ok(args
+        .iter()
+        .zip(names)
+        .map(|(a, name)| Source {
+            input: match a {
+                Arg::Path(p) => Input::Path(p.into()),
+                Arg::Bytes(b) => Input::Bytes(b),
+            },
+            name,
+        })
+        .collect())
+}
+
+fn format_arg(format: &str) -> PyResult<Option<Format>> {
+    match format {
+        "auto" => Ok(None),
+        f => Format::parse(f).map(Some).ok_or_else(|| {
+            PyValueError::new_err(format!("format must be 'auto', 'sse' or 'protobuf', not {f:?}"))
+        }),
+    }
+}
+
+fn options(format: &str, collect: bool, max_buffer_size: usize, max_frame_size: usize) -> PyResult<Options> {
+    Ok(Options {
+        format: format_arg(format)?,
+        limits: Limits { max_buffer: max_buffer_size, max_frame_size, ..Limits::default() },
+        collect,
+        ..Options::default()
+    })
+}
+
+/// An issue as the matching Python exception (message: `source: what (where)`).
+fn issue_to_py(py: Python<'_>, issue: &Issue) -> PyErr {
+    let message = issue.describe();
+    match issue.class {
+        "FileNotFoundError" => PyFileNotFoundError::new_err(message),
+        "OSError" => PyOSError::new_err(message),
+        class => {
+            let kwargs = PyDict::new(py);
+            // set_item on a fresh dict cannot fail short of MemoryError.
+            let _ = kwargs.set_item("frame_index", issue.index);
+            let _ = kwargs.set_item("offset", issue.offset);
+            let _ = kwargs.set_item("field", issue.field.as_deref());
+            make_error(py, class, message, Some(&kwargs))
+        }
+    }
+}
+
+fn table(batches: Vec<RecordBatch>, schema: SchemaRef) -> PyResult<PyTable> {
+    PyTable::try_new(batches, schema)
+}
+
+/// Bytes read so far by the call it is passed to (a progress bar polls it from
+/// another thread while the call runs with the GIL released).
+#[pyclass(frozen, module = "agui_fast._native")]
+pub struct LogProgress {
+    control: Arc<Control>,
+}
+
+#[pymethods]
+impl LogProgress {
+    #[new]
+    fn new() -> Self {
+        LogProgress { control: Arc::new(Control::default()) }
+    }
+
+    /// Input bytes read (compressed bytes for a gzip log).
+    #[getter]
+    fn bytes(&self) -> u64 {
+        self.control.bytes.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+fn control(progress: Option<&LogProgress>) -> Arc<Control> {
+    progress.map(|p| p.control.clone()).unwrap_or_default()
+}
+
+/// Decode logs into an Arrow table (and, with `collect`, an errors table).
+#[pyfunction]
+#[pyo3(signature = (sources, names, format="auto", threads=None, collect=false, max_buffer_size=agui_core::sse::DEFAULT_MAX_BUFFER, max_frame_size=agui_core::proto::DEFAULT_MAX_FRAME_SIZE, max_depth=agui_core::limits::DEFAULT_MAX_DEPTH, progress=None))]
+#[allow(clippy::too_many_arguments)]
+fn logs_to_arrow<'py>(
+    py: Python<'py>,
+    sources: Vec<Arg>,
+    names: Vec<Option<String>>,
+    format: &str,
+    threads: Option<usize>,
+    collect: bool,
+    max_buffer_size: usize,
+    max_frame_size: usize,
+    max_depth: usize,
+    progress: Option<&LogProgress>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let opts = Options { max_depth, ..options(format, collect, max_buffer_size, max_frame_size)? };
+    let threads = match threads {
+        Some(0) => return Err(PyValueError::new_err("threads must be at least 1")),
+        Some(n) => n,
+        None => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+    };
+    let srcs = self::sources(&sources, names)?;
+    let control = control(progress);
+    let decoded = py.detach(|| agui_arrow::decode_many(&srcs, threads, &opts, &control));
+    let decoded = decoded.map_err(|issue| issue_to_py(py, &issue))?;
+    let events = table(decoded.batches, agui_arrow::schema())?.into_pyobject(py)?.into_any();
+    if !collect {
+        return Ok(events);
+    }
+    let errors = table(vec![agui_arrow::errors_batch(&decoded.issues)], agui_arrow::errors_schema())?;
+    Ok((events, errors).into_pyobject(py)?.into_any())
+}
+
+/// The events table's schema (an empty table).
+#[pyfunction]
+fn log_schema(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
+    Ok(table(Vec::new(), agui_arrow::schema())?.into_pyobject(py)?.into_any())
+}
+
+/// Where a conversion writes: a file, or stdout for `-`.
+fn open_output(path: &str) -> PyResult<Box<dyn Write + Send>> {
+    if path == "-" {
+        return Ok(Box::new(std::io::stdout()));
+    }
+    let f = File::create(path).map_err(|e| PyOSError::new_err(format!("cannot create {path}: {e}")))?;
+    Ok(Box::new(BufWriter::with_capacity(1 << 20, f)))
+}
+
+fn issues_list<'py>(py: Python<'py>, issues: &[Issue]) -> PyResult<Bound<'py, PyList>> {
+    let list = PyList::empty(py);
+    for i in issues {
+        list.append(i.describe())?;
+    }
+    Ok(list)
+}
+
+/// Convert logs into one output: `to` is "sse", "protobuf", "jsonl" or "parquet".
+/// Returns (events written, input bytes, problems skipped with `collect`).
+#[pyfunction]
+#[pyo3(signature = (sources, names, output, to, format="auto", collect=false, progress=None))]
+#[allow(clippy::too_many_arguments)]
+fn convert_logs<'py>(
+    py: Python<'py>,
+    sources: Vec<Arg>,
+    names: Vec<Option<String>>,
+    output: &str,
+    to: &str,
+    format: &str,
+    collect: bool,
+    progress: Option<&LogProgress>,
+) -> PyResult<(u64, u64, Bound<'py, PyList>)> {
+    let opts = options(format, collect, agui_core::sse::DEFAULT_MAX_BUFFER, agui_core::proto::DEFAULT_MAX_FRAME_SIZE)?;
+    let target = if to == "parquet" {
+        None
+    } else {
+        Some(Output::parse(to).ok_or_else(|| {
+            PyValueError::new_err(format!("to must be 'sse', 'protobuf', 'jsonl' or 'parquet', not {to:?}"))
+        })?)
+    };
+    let srcs = self::sources(&sources, names)?;
+    let control = control(progress);
+    let mut out = open_output(output)?;
+    let result = py.detach(|| match target {
+        None => agui_arrow::write_parquet(&srcs, &opts, &control, &mut out),
+        Some(t) => agui_arrow::convert(&srcs, &opts, &control, t, &mut out),
+    });
+    let info = result.map_err(|issue| issue_to_py(py, &issue))?;
+    Ok((info.rows, info.bytes_in, issues_list(py, &info.issues)?))
+}
+
+/// Inspect one log: a dict of counts (see `agui-fast inspect`).
+#[pyfunction]
+#[pyo3(signature = (source, name, format="auto", collect=false, progress=None))]
+fn inspect_log<'py>(
+    py: Python<'py>,
+    source: Arg,
+    name: Option<String>,
+    format: &str,
+    collect: bool,
+    progress: Option<&LogProgress>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let opts = options(format, collect, agui_core::sse::DEFAULT_MAX_BUFFER, agui_core::proto::DEFAULT_MAX_FRAME_SIZE)?;
+    let args = [source];
+    let srcs = self::sources(&args, vec![name])?;
+    let control = control(progress);
+    let report = py.detach(|| agui_arrow::inspect(&srcs[0], &opts, &control));
+    let r = report.map_err(|issue| issue_to_py(py, &issue))?;
+    let d = PyDict::new(py);
+    d.set_item("format", r.format.map(Format::as_str))?;
+    d.set_item("gzip", r.gzip)?;
+    d.set_item("bytes", r.bytes)?;
+    d.set_item("events", r.events)?;
+    let types = PyDict::new(py);
+    for (k, v) in &r.types {
+        types.set_item(k, v)?;
+    }
+    d.set_item("types", types)?;
+    d.set_item("runs", r.runs)?;
+    d.set_item("threads", r.threads)?;
+    d.set_item("messages", r.messages)?;
+    d.set_item("tool_calls", r.tool_calls)?;
+    let usage = PyDict::new(py);
+    for (k, v) in agui_arrow::USAGE_COLUMNS.iter().zip(r.usage) {
+        if let Some(v) = v {
+            usage.set_item(*k, v)?;
+        }
+    }
+    d.set_item("usage", usage)?;
+    d.set_item("first_timestamp", r.first_timestamp)?;
+    d.set_item("last_timestamp", r.last_timestamp)?;
+    d.set_item("errors", issues_list(py, &r.issues)?)?;
+    Ok(d)
+}
+
+/// A log's decompressed bytes in chunks, with its format and compression decided by
+/// the core reader: what `agui_fast.logs.iter_log` feeds the typed decoders.
+#[pyclass(module = "agui_fast._native")]
+pub struct LogChunks {
+    // A Mutex only because a pyclass must be Sync; the GIL already serialises calls.
+    reader: std::sync::Mutex<Option<LogReader<'static>>>,
+    format: Option<&'static str>,
+    gzip: bool,
+    chunk_size: usize,
+    name: String,
+}
+
+#[pymethods]
+impl LogChunks {
+    #[new]
+    #[pyo3(signature = (source, format="auto", chunk_size=agui_core::log::DEFAULT_CHUNK_SIZE))]
+    fn new(py: Python<'_>, source: Arg, format: &str, chunk_size: usize) -> PyResult<Self> {
+        let fmt = format_arg(format)?;
+        let (opened, name) = match source {
+            Arg::Path(p) => {
+                let f = File::open(&p).map_err(|e| match e.kind() {
+                    std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(format!("cannot open {p}: {e}")),
+                    _ => PyOSError::new_err(format!("cannot open {p}: {e}")),
+                })?;
+                (py.detach(|| LogReader::open(f, fmt)), p)
+            }
+            Arg::Bytes(b) => (LogReader::open(std::io::Cursor::new(b.to_vec()), fmt), "<bytes>".to_string()),
+        };
+        let reader = opened
+            .and_then(|r| r.checked_format().map(|_| r))
+            .map_err(|e| issue_to_py(py, &Issue::from_log_error(Some(name.clone()), e)))?;
+        Ok(LogChunks {
+            format: reader.format().map(Format::as_str),
+            gzip: reader.is_gzip(),
+            reader: std::sync::Mutex::new(Some(reader)),
+            chunk_size: chunk_size.max(1),
+            name,
+        })
+    }
+
+    /// "sse", "protobuf", or None (empty log, or neither format).
+    #[getter]
+    fn format(&self) -> Option<&'static str> {
+        self.format
+    }
+
+    #[getter]
+    fn gzip(&self) -> bool {
+        self.gzip
+    }
+
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let mut guard = self.reader.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(reader) = guard.as_mut() else {
+            return Err(PyStopIteration::new_err(()));
+        };
+        let mut buf = vec![0u8; self.chunk_size];
+        let n = py.detach(|| reader.read_chunk(&mut buf)).map_err(|e| {
+            issue_to_py(py, &Issue::from_log_error(Some(self.name.clone()), e))
+        })?;
+        if n == 0 {
+            *guard = None;
+            return Err(PyStopIteration::new_err(()));
+        }
+        Ok(PyBytes::new(py, &buf[..n]))
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(logs_to_arrow, m)?)?;
+    m.add_function(wrap_pyfunction!(log_schema, m)?)?;
+    m.add_function(wrap_pyfunction!(convert_logs, m)?)?;
+    m.add_function(wrap_pyfunction!(inspect_log, m)?)?;
+    m.add_class::<LogChunks>()?;
+    m.add_class::<LogProgress>()?;
+    Ok(())
+}

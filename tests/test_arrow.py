@@ -1,0 +1,197 @@
+"""agui_fast.arrow.to_arrow: columnar decoding in Rust, handed over by the Arrow
+PyCapsule interface."""
+
+import gzip
+import threading
+
+import pytest
+
+from agui_fast import _native
+from agui_fast.arrow import schema, to_arrow
+from agui_fast.core import (
+    RunFinishedEvent, RunStartedEvent, StateDeltaEvent, TextMessageContentEvent, TextMessageStartEvent,
+    ToolCallArgsEvent, ToolCallStartEvent,
+)
+from agui_fast.decoder import decode_event, decode_protobuf, decode_sse
+from agui_fast.encoder import AGUI_MEDIA_TYPE, EventEncoder
+from agui_fast.errors import EventValidationError, InvalidJsonError, TruncatedStreamError
+
+from conftest import load_jsonl
+
+pa = pytest.importorskip("pyarrow")
+
+VECTOR_EVENTS = [decode_event(c["py_sse"][6:-2]) for c in load_jsonl("codec/events.jsonl") if c["py_sse"]]
+RUN = [
+    RunStartedEvent(thread_id="t1", run_id="r1", timestamp=1_700_000_000_000),
+    TextMessageStartEvent(message_id="m1", role="assistant", name="bot"),
+    TextMessageContentEvent(message_id="m1", delta="Hel"),
+    TextMessageContentEvent(message_id="m1", delta="lo\n"),
+    ToolCallStartEvent(tool_call_id="c1", tool_call_name="search", parent_message_id="m1"),
+    ToolCallArgsEvent(tool_call_id="c1", delta='{"q":1}'),
+    StateDeltaEvent(delta=[{"op": "add", "path": "/a", "value": 1}]),
+    RunFinishedEvent(thread_id="t1", run_id="r1", usage=[
+        {"provider": "a", "inputTokens": 10, "outputTokens": 3}, {"provider": "b", "inputTokens": 5},
+    ]),
+]
+SSE = EventEncoder().encode_many(RUN)
+PB = EventEncoder(accept=AGUI_MEDIA_TYPE).encode_many(RUN)
+
+
+def test_schema_is_the_documented_one():
+    s = pa.schema(schema())
+    assert s.names == [
+        "source", "index", "offset", "type", "timestamp", "thread_id", "run_id", "parent_run_id",
+        "message_id", "tool_call_id", "role", "name", "delta", "input_tokens", "output_tokens",
+        "total_tokens", "reasoning_tokens", "cached_input_tokens", "cache_write_input_tokens", "json",
+    ]
+    assert s.field("type").type == pa.dictionary(pa.int32(), pa.string())
+    assert s.field("timestamp").type == pa.timestamp("ms", tz="UTC")
+    assert s.field("index").type == pa.uint64()
+
+
+def test_columns_of_a_run():
+    t = to_arrow(SSE)
+    assert hasattr(t, "__arrow_c_stream__")
+    rows = pa.table(t).to_pylist()
+    assert [r["type"] for r in rows] == [e.type.value for e in RUN]
+    assert [r["index"] for r in rows] == list(range(len(RUN)))
+    assert rows[0]["source"] is None
+    assert rows[0]["thread_id"] == "t1" and rows[0]["timestamp"].year == 2023
+    assert rows[1]["role"] == "assistant" and rows[1]["name"] == "bot"
+    assert [r["delta"] for r in rows[2:4]] == ["Hel", "lo\n"]
+    assert rows[4]["name"] == "search" and rows[5]["delta"] == '{"q":1}'
+    assert rows[6]["delta"] is None
+    assert (rows[7]["input_tokens"], rows[7]["output_tokens"], rows[7]["total_tokens"]) == (15, 3, None)
+    assert SSE[rows[3]["offset"]:].startswith(b"data: ")
+
+
+def test_json_column_decodes_back_to_decode_sse():
+    log = EventEncoder().encode_many(VECTOR_EVENTS)
+    t = pa.table(to_arrow(log))
+    assert t.num_rows == len(VECTOR_EVENTS)
+    assert [decode_event(j) for j in t.column("json").to_pylist()] == decode_sse(log)
+
+
+def test_protobuf_gives_the_same_rows():
+    sse, pb = pa.table(to_arrow(SSE)), pa.table(to_arrow(PB))
+    cols = ["type", "thread_id", "run_id", "message_id", "tool_call_id", "role", "name", "delta", "input_tokens"]
+    assert sse.select(cols).to_pylist() == pb.select(cols).to_pylist()
+    assert [decode_event(j) for j in pb.column("json").to_pylist()] == decode_protobuf(PB)
+    assert pb.column("offset").to_pylist()[0] == 0
+
+
+def test_many_paths_in_parallel(tmp_path):
+    paths = []
+    for i in range(6):
+        p = tmp_path / f"log{i}.{'sse' if i % 2 else 'pb.gz'}"
+        p.write_bytes(SSE if i % 2 else gzip.compress(PB))
+        paths.append(p)
+    one = pa.table(to_arrow(paths, threads=1))
+    two = pa.table(to_arrow(paths, threads=2))
+    assert one.num_rows == 6 * len(RUN)
+    assert one.drop_columns(["json", "offset"]).equals(two.drop_columns(["json", "offset"]))
+    assert one.column("source").to_pylist()[:: len(RUN)] == [str(p) for p in paths]
+
+
+def test_decodes_while_another_python_thread_runs(tmp_path):
+    # The GIL is released: a Python thread makes progress during a long to_arrow.
+    big = SSE * 20000
+    ticks = []
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            ticks.append(1)
+
+    th = threading.Thread(target=spin)
+    th.start()
+    try:
+        before = len(ticks)
+        t = to_arrow([big, big], threads=2)
+        during = len(ticks) - before
+    finally:
+        stop.set()
+        th.join()
+    assert pa.table(t).num_rows == 2 * 20000 * len(RUN)
+    assert during > 100
+
+
+def test_bad_frame_raises_with_position(tmp_path):
+    bad = tmp_path / "bad.sse"
+    bad.write_bytes(SSE + b'data: {"type":"NOPE"}\n\n' + SSE)
+    with pytest.raises(EventValidationError) as info:
+        to_arrow([SSE, bad])
+    e = info.value
+    assert (e.frame_index, e.offset, e.field) == (len(RUN), len(SSE), "$.type")
+    assert str(bad) in str(e) and "frame 8" in str(e)
+    with pytest.raises(InvalidJsonError):
+        to_arrow(b"data: {nope\n\n")
+    with pytest.raises(TruncatedStreamError) as info:
+        to_arrow(PB[:-2])
+    assert info.value.frame_index == len(RUN) - 1
+    with pytest.raises(FileNotFoundError):
+        to_arrow(tmp_path / "missing.sse")
+
+
+def test_collect_puts_bad_frames_in_an_errors_table(tmp_path):
+    bad = tmp_path / "bad.sse"
+    bad.write_bytes(SSE + b'data: {"type":"NOPE"}\n\n' + SSE)
+    events, errors = to_arrow([bad, PB[:-2], tmp_path / "missing.sse"], errors="collect")
+    events, errors = pa.table(events), pa.table(errors).to_pylist()
+    assert events.num_rows == 2 * len(RUN) + len(RUN) - 1
+    assert [e["error"] for e in errors] == ["EventValidationError", "TruncatedStreamError", "FileNotFoundError"]
+    assert errors[0]["source"] == str(bad) and errors[0]["index"] == len(RUN) and errors[0]["field"] == "$.type"
+
+
+def test_arguments():
+    with pytest.raises(ValueError):
+        to_arrow(SSE, errors="ignore")
+    with pytest.raises(ValueError):
+        to_arrow(SSE, threads=0)
+    with pytest.raises(ValueError):
+        to_arrow(SSE, format="xml")
+    with pytest.raises(TypeError):
+        to_arrow(123)
+    assert pa.table(to_arrow(SSE, format="sse")).num_rows == len(RUN)
+    assert pa.table(to_arrow(b"")).num_rows == 0
+    assert pa.table(to_arrow([])).num_rows == 0
+
+
+def test_limits_are_configurable():
+    from agui_fast.errors import BufferLimitError, FrameTooLargeError
+
+    with pytest.raises(BufferLimitError):
+        to_arrow(SSE, max_buffer_size=16)
+    with pytest.raises(FrameTooLargeError):
+        to_arrow(PB, max_frame_size=8)
+
+
+def test_depth_limit_at_the_boundary():
+    def log(depth):  # the event object is level 1
+        value = b"[" * (depth - 1) + b"]" * (depth - 1)
+        return b'data: {"type":"CUSTOM","name":"n","value":' + value + b"}\n\n"
+
+    assert pa.table(to_arrow(log(512))).num_rows == 1
+    with pytest.raises(InvalidJsonError, match="nested too deeply"):
+        to_arrow(log(513))
+    assert pa.table(to_arrow(log(513), max_depth=513)).num_rows == 1
+    with pytest.raises(InvalidJsonError):
+        to_arrow(log(20), max_depth=10)
+
+
+def test_duckdb_and_polars_read_it_without_pyarrow_conversion():
+    duckdb = pytest.importorskip("duckdb")
+    t = to_arrow(SSE * 3)
+    got = duckdb.sql("select type, count(*) as n from t group by type order by type").fetchall()
+    assert dict(got)["TEXT_MESSAGE_CONTENT"] == 6
+    assert _native.log_schema() is not None
+
+
+def test_one_big_gzip_log_on_two_threads_is_the_same_table(tmp_path):
+    path = tmp_path / "big.sse.gz"
+    path.write_bytes(gzip.compress(SSE * 40000))
+    one = pa.table(to_arrow(path, threads=1))
+    two = pa.table(to_arrow(path, threads=2))
+    assert one.num_rows == 40000 * len(RUN)
+    assert two.column("json").num_chunks > 1
+    assert one.equals(two)
