@@ -4,7 +4,7 @@
 #      `ziglang`, no container), and prove it with auditwheel and abi3audit;
 #   2. run the Python suite against that BUILT WHEEL (not the source tree) in a fresh venv on
 #      every CPython 3.10-3.13 found (CI=true: all of them must be found);
-#   3. `cargo test` of the core crate and `cargo clippy -D warnings` of the workspace;
+#   3. `cargo test` of the core and arrow crates and `cargo clippy -D warnings` of the workspace;
 #   4. the musllinux wheel (audited; no musl CPython here to run it) and the sdist, whose own
 #      `cargo test` must pass from the unpacked archive.
 # The Rust jobs and the venv set-up run beside the wheel build: fat LTO leaves a core idle.
@@ -65,8 +65,8 @@ done
 TESTED=$(printf '%s\n' "${!PY[@]}" | sort -V | tr '\n' ' ')
 TOOLS_PY=${PY[$(printf '%s\n' "${!PY[@]}" | sort -V | tail -n 1)]}
 
-say "background: cargo test -p agui-core, then cargo clippy -D warnings"
-(cargo test -p agui-core --locked && cargo clippy --workspace --all-targets --locked -- -D warnings) \
+say "background: cargo test -p agui-core -p agui-arrow, then cargo clippy -D warnings"
+(cargo test -p agui-core --locked && cargo test -p agui-arrow --locked && cargo clippy --workspace --all-targets --locked -- -D warnings) \
     >"$LOGS/cargo.log" 2>&1 &
 CARGO_PID=$!
 

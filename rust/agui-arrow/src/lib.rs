@@ -570,6 +570,9 @@ pub fn decode_source(src: &Source<'_>, opts: &Options, control: &Control) -> Res
     Ok(Some(out))
 }
 
+/// One source's outcome, filled by whichever thread decoded it (`None` until then).
+type Slot = Mutex<Option<Result<Option<Decoded>, Issue>>>;
+
 /// Decode many sources, `threads` at a time (each source on one thread), in source
 /// order. Without `collect`, the first failing source (in order) fails the call and
 /// the others stop early.
@@ -579,7 +582,7 @@ pub fn decode_many(sources: &[Source<'_>], threads: usize, opts: &Options, contr
     let pipelined = threads > 1 && sources.len() < threads;
     let threads = if pipelined { threads } else { threads.clamp(1, sources.len().max(1)) };
     let runners = if pipelined { 1 } else { threads };
-    let results: Vec<Mutex<Option<Result<Option<Decoded>, Issue>>>> = sources.iter().map(|_| Mutex::new(None)).collect();
+    let results: Vec<Slot> = sources.iter().map(|_| Mutex::new(None)).collect();
     let next = std::sync::atomic::AtomicUsize::new(0);
     let work = || loop {
         let i = next.fetch_add(1, Ordering::Relaxed);

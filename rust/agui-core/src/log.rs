@@ -431,7 +431,10 @@ mod tests {
     use super::*;
     use std::io::Write;
 
-    fn collect(data: &[u8], format: Option<Format>, chunk: usize) -> Result<(Vec<(u64, u64, Vec<u8>)>, Summary), LogError> {
+    /// (frame index, byte offset, event JSON) of each event.
+    type Events = Vec<(u64, u64, Vec<u8>)>;
+
+    fn collect(data: &[u8], format: Option<Format>, chunk: usize) -> Result<(Events, Summary), LogError> {
         let mut out = Vec::new();
         let limits = Limits { chunk_size: chunk, ..Limits::default() };
         let summary = LogReader::open(data, format)?.for_each(&limits, |ev| -> Result<(), LogError> {
