@@ -17,6 +17,7 @@ mod pipeline;
 mod proto;
 mod pynode;
 mod sse;
+mod stream;
 
 // The GIL is required: see gil.rs (stated here, not left to PyO3's default).
 #[pymodule(gil_used = true)]
@@ -27,5 +28,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     patch::register(m)?;
     proto::register(m)?;
     sse::register(m)?;
+    stream::register(m)?;
     Ok(())
 }
