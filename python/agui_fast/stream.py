@@ -102,6 +102,7 @@ class Change(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def _replay(parts: Tuple[bytes, bytes, bytes, list, Any], raw: bool) -> Replay:
+    """A whole-log replay's result from the native tuple (raises its error, if any)."""
     messages, state, interrupts, warnings, error = parts
     result = Replay(
         messages=_messages(messages, raw), state=_load(state), pending_interrupts=_load(interrupts), warnings=warnings
@@ -188,13 +189,13 @@ def replay(
     reference client does, and return the final :class:`Replay`. ``verify``: check the
     rules first; ``expand=False``: the reducer alone (``defaultApplyEvents``: a chunk event
     raises :class:`StreamError`); ``compat=False``: no 0.x compatibility boundary."""
-    r = _native.Replayer(messages, state, verify=verify, expand=expand, compat=compat)
+    ap = EventApplier(messages, state, verify=verify, expand=expand, compat=compat, raw=raw)
     try:
-        r.push_many(events)
+        ap.apply_many(events)
     except AguiError as exc:
-        exc.replay = _replay((r.messages(), r.state(), r.pending_interrupts(), r.take_warnings(), None), raw)
+        exc.replay = ap.result()  # what was applied before the error
         raise
-    return _replay((r.messages(), r.state(), r.pending_interrupts(), r.take_warnings(), None), raw)
+    return ap.result()
 
 
 class EventApplier:
@@ -227,6 +228,20 @@ class EventApplier:
             self.warnings.extend(new)
         return Change(
             messages=messages, state=state, message=message, interrupts=interrupts, warnings=tuple(m for _, m in new)
+        )
+
+    def apply_many(self, events: Iterable[Any]) -> None:
+        """Apply every event (the loop runs in Rust); raises at the first error, the
+        events before it applied."""
+        try:
+            self._native.push_many(events)
+        finally:
+            self.warnings.extend(self._native.take_warnings())
+
+    def result(self) -> Replay:
+        """Messages, state, pending interrupts and warnings so far, as a :class:`Replay`."""
+        return Replay(
+            messages=self.messages, state=self.state, pending_interrupts=self.pending_interrupts, warnings=list(self.warnings)
         )
 
     @property
