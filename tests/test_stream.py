@@ -14,7 +14,7 @@ import pytest
 
 from agui_fast import stream
 from agui_fast.core import AssistantMessage, EventType, TextMessageContentEvent, UserMessage
-from agui_fast.decoder import decode_sse
+from agui_fast.decoder import decode_event, decode_sse
 from agui_fast.errors import AguiError, InvalidJsonError, StreamError, VerificationError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -213,6 +213,15 @@ def test_lone_surrogates_are_joined_and_kept():
     r = stream.replay(events, raw=True)
     assert [m["content"] for m in r.messages] == ["a\U0001F600b", "\udc00"]
     assert stream.replay(events).messages[1].content == "\udc00"
+    # decoded into typed events (the decoders keep lone surrogates in ``str``), and as
+    # dicts: the same result through the surrogate writer
+    typed = [decode_event(e) for e in events]
+    assert stream.replay(typed, raw=True) == r
+    assert stream.replay([json.loads(e) for e in events], raw=True) == r
+    ap = stream.EventApplier(raw=True)
+    for e in typed:
+        ap.apply(e)
+    assert ap.messages == r.messages
 
 
 # -- errors ----------------------------------------------------------------------------

@@ -332,4 +332,7 @@ def replay_sse_files(
     paths: Iterable[Union[str, "os.PathLike[str]"]], *, verify: bool = False, threads: int = 0
 ) -> List[_ReplayParts]:
     """Read and replay SSE log files on Rust threads (0: all cores), GIL released."""
+
+def set_surrogate_writer(writer: Callable[[Any], bytes], /) -> None:
+    """``writer(obj) -> bytes``: JSON text of the events dumps refuses (lone surrogates). Set once."""
 # --- end stream ---

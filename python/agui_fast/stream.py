@@ -62,6 +62,18 @@ __all__ = [
 _plain = msgspec.json.Decoder().decode
 
 
+def _surrogate_json(obj: Any) -> bytes:
+    """JSON text of an event the native writer refuses (a ``str`` with a lone surrogate,
+    which the decoders keep): ``json`` escapes it as ``\\udXXX``, which the engine keeps
+    and joins as the reference does. Rare, so the slow route is fine."""
+    if hasattr(obj, "model_dump"):  # an ag_ui pydantic model
+        obj = obj.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return json.dumps(msgspec.to_builtins(obj)).encode()
+
+
+_native.set_surrogate_writer(_surrogate_json)
+
+
 def _load(data: bytes) -> Any:
     """Plain JSON values (a lone surrogate escape, which msgspec refuses, via json)."""
     try:

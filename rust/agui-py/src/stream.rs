@@ -9,12 +9,26 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use serde_json::Value;
 
-use crate::errors::make_error;
+use crate::errors::{error_class, make_error};
+use pyo3::sync::PyOnceLock;
 
 /// Below this many events releasing the GIL costs more than it saves.
 const DETACH_MIN: usize = 64;
 
-/// The JSON text of one event: borrowed from `bytes`, or written by the native writer.
+/// Writer of the objects the native writer refuses (`stream.py` sets it once at import):
+/// a Python `str` holding a lone surrogate, which a decoder keeps when a producer splits a
+/// character across two deltas, must still replay as the reference joins it.
+static SURROGATE_WRITER: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// set_surrogate_writer(fn): `fn(obj) -> bytes` (JSON text with `\udXXX` escapes) for the
+/// events the native writer refuses with `EncodeError`. Set once; later calls are ignored.
+#[pyfunction]
+fn set_surrogate_writer(py: Python<'_>, writer: Py<PyAny>) {
+    let _ = SURROGATE_WRITER.set(py, writer);
+}
+
+/// The JSON text of one event: borrowed from `bytes`/`str`, or written by the native
+/// writer (the surrogate writer when that refuses the object).
 fn with_json<R>(py: Python<'_>, event: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) -> R) -> PyResult<R> {
     if let Ok(b) = event.cast::<PyBytes>() {
         return Ok(f(b.as_bytes()));
@@ -22,7 +36,13 @@ fn with_json<R>(py: Python<'_>, event: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) 
     if let Ok(s) = event.cast::<PyString>() {
         return Ok(f(s.to_str()?.as_bytes()));
     }
-    let b = crate::encode::dumps(py, event, false)?;
+    let b = match crate::encode::dumps(py, event, false) {
+        Ok(b) => b,
+        Err(e) => match SURROGATE_WRITER.get(py) {
+            Some(w) if e.is_instance(py, error_class(py, "EncodeError")?.as_any()) => w.bind(py).call1((event,))?.cast_into::<PyBytes>()?,
+            _ => return Err(e),
+        },
+    };
     Ok(f(b.as_bytes()))
 }
 
@@ -384,5 +404,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compact_events, m)?)?;
     m.add_function(wrap_pyfunction!(replay_sse, m)?)?;
     m.add_function(wrap_pyfunction!(replay_sse_files, m)?)?;
+    m.add_function(wrap_pyfunction!(set_surrogate_writer, m)?)?;
     Ok(())
 }
