@@ -17,6 +17,8 @@ table of conftest.py prints peer time / our time):
 * ``stream_replay_apply_vectors``: the reducer alone on the 4 largest recorded runs.
 * ``stream_replay_logs_2x100k``: ``replay_logs`` over two 100k-event log files, 2 threads
   vs 1 (goal: >= 1.7x on 2 cores).
+* ``stream_state_deltas_10k``: ``replay`` of 10k ``STATE_DELTA`` events vs a plain
+  ``apply_patch(in_place=True)`` loop and ``StateDocument.apply_many`` over the same deltas.
 
 The atomic peer takes about a minute per 100k-event round: it runs one round (min ==
 median), the others several. ``benches/report_stream.py`` prints the ratios per log size.
@@ -163,3 +165,62 @@ def test_replay_logs_two_threads_agui_fast(benchmark, two_logs):
 def test_replay_logs_one_thread(benchmark, two_logs):
     benchmark.group = "stream_replay_logs_2x100k"
     _slow(benchmark, lambda: stream.replay_logs(two_logs, threads=1), 30)
+
+
+# -- the state path: 10k STATE_DELTA events ----------------------------------------------
+# `StateDocument.apply_many` was slower than a plain `apply_patch(in_place=True)` loop
+# (it converted the Python operation lists the slow way); replay's state path writes each
+# event with the native writer and parses it in Rust. Peers: that loop and apply_many on
+# the same deltas (both from agui_fast.patch), all from the same 70 KB state.
+
+
+@pytest.fixture(scope="module")
+def state_deltas():
+    from _patch_data import make_state
+
+    from agui_fast.core import StateDeltaEvent
+
+    state = make_state(70_000)
+    deltas = [
+        [{"op": "replace", "path": "/counters/tokens", "value": i}, {"op": "add", "path": "/agent/plan/steps/-", "value": {"id": i}}]
+        for i in range(10_000)
+    ]
+    return state, deltas, [StateDeltaEvent(delta=d) for d in deltas]
+
+
+def test_state_deltas_replay_agui_fast(benchmark, state_deltas):
+    benchmark.group = "stream_state_deltas_10k"
+    state, deltas, events = state_deltas
+    r = _slow(benchmark, lambda: stream.replay(events, state=state), 10)
+    assert len(r.state["agent"]["plan"]["steps"]) == len(state["agent"]["plan"]["steps"]) + len(deltas)
+
+
+def test_state_deltas_apply_patch_in_place_loop(benchmark, state_deltas):
+    import copy
+
+    from agui_fast.patch import apply_patch
+
+    benchmark.group = "stream_state_deltas_10k"
+    state, deltas, _ = state_deltas
+
+    def run():
+        doc = copy.deepcopy(state)
+        for d in deltas:
+            doc = apply_patch(doc, d, in_place=True)
+        return doc
+
+    _slow(benchmark, run, 10)
+
+
+def test_state_deltas_state_document_apply_many(benchmark, state_deltas):
+    from agui_fast.patch import StateDocument
+
+    benchmark.group = "stream_state_deltas_10k"
+    state, deltas, _ = state_deltas
+
+    def run():
+        sd = StateDocument(state)
+        sd.apply_many(deltas)
+        return sd.to_python()
+
+    _slow(benchmark, run, 10)
