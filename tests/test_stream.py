@@ -269,10 +269,19 @@ def test_replay_logs_error_names_the_path(tmp_path):
     assert info.value.path == bad
 
 
-def test_deep_state_is_a_decode_error_not_a_crash():
-    deep = b'{"type":"STATE_SNAPSHOT","snapshot":' + b"[" * 5000 + b"]" * 5000 + b"}"
-    with pytest.raises(InvalidJsonError):
-        stream.replay([deep])
+def _snapshot(depth):
+    """A STATE_SNAPSHOT whose JSON nests ``depth`` levels, the event object included."""
+    n = depth - 1
+    return b'{"type":"STATE_SNAPSHOT","snapshot":' + b"[" * n + b"]" * n + b"}"
+
+
+def test_nesting_limit_boundary_and_deep_input_is_a_decode_error_not_a_crash():
+    # serde_json's limit (see docs/stream.md): 127 levels pass, 128 do not
+    assert stream.replay([_snapshot(127)], raw=True).state is not None
+    for depth in (128, 5000):
+        with pytest.raises(InvalidJsonError) as info:
+            stream.replay([_snapshot(depth)])
+        assert info.value.frame_index == 0
 
 
 @pytest.mark.parametrize(
