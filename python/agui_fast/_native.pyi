@@ -264,3 +264,66 @@ class LogChunks:
     def gzip(self) -> bool: ...
     def __iter__(self) -> "LogChunks": ...
     def __next__(self) -> bytes: ...
+
+# --- stream ---
+# Stream semantics of the reference client (rust/agui-py/src/semantics.rs over
+# agui_core::stream). Events in: JSON text (bytes/str) or any object the native writer
+# (dumps) takes. Results out: JSON text, typed by agui_fast/stream.py. Errors: decode ->
+# InvalidJsonError(frame_index), verify -> VerificationError, others -> StreamError.
+
+_ReplayParts = Tuple[bytes, bytes, bytes, List[Tuple[int, str]], Optional[BaseException]]
+"""(messages, state, pending_interrupts) as JSON texts, warnings, the error or None."""
+
+class ChunkExpander:
+    """Incremental transformChunks: push(event) -> JSON array of the expanded events."""
+
+    def __init__(self) -> None: ...
+    def push(self, event: Any, /) -> bytes: ...
+    def take_warnings(self) -> List[Tuple[int, str]]: ...
+
+class EventVerifier:
+    """Incremental verifyEvents: push(event) raises VerificationError on a violation."""
+
+    def __init__(self) -> None: ...
+    def push(self, event: Any, /) -> None: ...
+
+class Replayer:
+    """Compatibility boundary, chunk expansion, optional verification and the reducer."""
+
+    def __init__(
+        self,
+        messages: Any = None,
+        state: Any = None,
+        *,
+        verify: bool = False,
+        expand: bool = True,
+        compat: bool = True,
+    ) -> None: ...
+    def push(self, event: Any, /) -> Tuple[bool, bool, Optional[int], bool]:
+        """(messages changed, state changed, index of the message touched, interrupts changed)."""
+    def push_many(self, events: Iterable[Any], /) -> None: ...
+    def messages(self) -> bytes: ...
+    def message(self, index: int, /) -> Optional[bytes]: ...
+    def message_count(self) -> int: ...
+    def state(self) -> bytes: ...
+    def pending_interrupts(self) -> bytes: ...
+    def take_warnings(self) -> List[Tuple[int, str]]: ...
+
+def expand_chunks(events: Iterable[Any], /) -> Tuple[bytes, List[Tuple[int, str]], Optional[BaseException]]:
+    """The expanded events before the error (JSON array), warnings, the error or None."""
+
+def verify_events(events: Iterable[Any], /) -> None: ...
+def compact_events(events: Iterable[Any], /) -> Tuple[bytes, List[str]]: ...
+def replay_sse(
+    data: bytes, messages: Any = None, state: Any = None, *, verify: bool = False
+) -> _ReplayParts:
+    """Replay an SSE log with the GIL released."""
+
+def replay_sse_files(
+    paths: Iterable[Union[str, "os.PathLike[str]"]], *, verify: bool = False, threads: int = 0
+) -> List[_ReplayParts]:
+    """Read and replay SSE log files on Rust threads (0: all cores), GIL released."""
+
+def set_surrogate_writer(writer: Callable[[Any], bytes], /) -> None:
+    """``writer(obj) -> bytes``: JSON text of the events dumps refuses (lone surrogates). Set once."""
+# --- end stream ---

@@ -28,7 +28,7 @@ is checked as it goes:
 from __future__ import annotations
 
 import warnings
-from typing import Any, AsyncIterator, Dict, Iterator, List, Mapping, Optional, Tuple
+from typing import Any, AsyncIterator, Iterator, List, Mapping, Optional, Tuple
 
 import msgspec
 
@@ -49,19 +49,9 @@ from .errors import (
     HttpStatusError,
     IncompleteRunError,
 )
-from .core import (
-    AssistantMessage,
-    DeveloperMessage,
-    FunctionCall,
-    ReasoningMessage,
-    SystemMessage,
-    ToolCall,
-    ToolMessage,
-    UserMessage,
-)
-from .patch import apply_patch
 from .proto import ProtoDecoder
 from .sse import SseDecoder
+from .stream import EventApplier
 
 __all__ = ["HttpAgent", "SyncHttpAgent", "RunAgentResult", "DEFAULT_TIMEOUT"]
 
@@ -306,7 +296,7 @@ class SyncHttpAgent(_BaseAgent):
         return _result(applier)
 
 
-def _result(applier: "_MinimalApplier") -> RunAgentResult:
+def _result(applier: "_RunApplier") -> RunAgentResult:
     if applier.error is not None:
         raise AgentRunError(applier.error, messages=applier.messages, state=applier.state)
     return RunAgentResult(
@@ -345,97 +335,42 @@ def _first_bytes_sync(chunks: Any) -> bytes:
 
 
 # -- applying events -------------------------------------------------------------------------
-# Until the stream-semantics engine (agui_fast.stream, @ag-ui/client's defaultApplyEvents)
-# lands, run_agent applies events with this minimal applier; ``_applier`` is the one place
-# to repoint.
+# The stream-semantics engine (agui_fast.stream: @ag-ui/client's compatibility boundary,
+# transformChunks and defaultApplyEvents) applies the events; run_agent only keeps what
+# the engine does not: the run's result and error, and which messages are new.
 
 
-def _applier(messages: List[Any], state: Any) -> "_MinimalApplier":
-    return _MinimalApplier(messages, state)
+def _applier(messages: List[Any], state: Any) -> "_RunApplier":
+    return _RunApplier(messages, state)
 
 
-class _MinimalApplier:
-    """Messages and state after each event: text, tool-call and reasoning messages,
-    tool results, message and state snapshots, state deltas (JSON Patch, atomic). Other
-    events (activity, steps, raw, custom) do not change messages or state here."""
+class _RunApplier:
+    """Messages and state after each event (the engine's), plus the run's outcome."""
+
+    __slots__ = ("_engine", "_initial_ids", "result", "error")
 
     def __init__(self, messages: List[Any], state: Any) -> None:
-        self.messages = list(messages)
-        self.state = state
+        self._engine = EventApplier(messages, state)
+        self._initial_ids = {m.id for m in messages}
         self.result: Any = None
         self.error: Any = None
-        self._initial_ids = {m.id for m in self.messages}
-        self._by_id: Dict[str, Any] = {m.id: m for m in self.messages}
-        self._calls: Dict[str, ToolCall] = {}
+
+    @property
+    def messages(self) -> List[Any]:
+        return self._engine.messages
+
+    @property
+    def state(self) -> Any:
+        return self._engine.state
 
     @property
     def new_messages(self) -> List[Any]:
         return [m for m in self.messages if m.id not in self._initial_ids]
 
-    def _add(self, message: Any) -> Any:
-        self.messages.append(message)
-        self._by_id[message.id] = message
-        return message
-
-    def _text(self, message_id: str, role: Optional[str], delta: str) -> None:
-        msg = self._by_id.get(message_id)
-        if msg is None:
-            msg = self._add(_message_of_role(role or "assistant", message_id))
-        msg.content = (msg.content or "") + delta
-
-    def _tool_call(self, call_id: str, name: Optional[str], parent_id: Optional[str], delta: str) -> None:
-        call = self._calls.get(call_id)
-        if call is None:
-            parent = self._by_id.get(parent_id) if parent_id else None
-            if not isinstance(parent, AssistantMessage):
-                parent = self._add(AssistantMessage(id=parent_id or call_id))
-            call = ToolCall(id=call_id, function=FunctionCall(name=name or "", arguments=""))
-            parent.tool_calls = [*(parent.tool_calls or []), call]
-            self._calls[call_id] = call
-        call.function.arguments += delta
-
     def apply(self, event: Any) -> None:
+        self._engine.apply(event)
         t = event.type
-        if t is EventType.TEXT_MESSAGE_START:
-            self._text(event.message_id, event.role, "")
-        elif t is EventType.TEXT_MESSAGE_CONTENT:
-            self._text(event.message_id, None, event.delta)
-        elif t is EventType.TEXT_MESSAGE_CHUNK:
-            if event.message_id is not None:
-                self._text(event.message_id, event.role, event.delta or "")
-        elif t is EventType.TOOL_CALL_START:
-            self._tool_call(event.tool_call_id, event.tool_call_name, event.parent_message_id, "")
-        elif t is EventType.TOOL_CALL_ARGS:
-            self._tool_call(event.tool_call_id, None, None, event.delta)
-        elif t is EventType.TOOL_CALL_CHUNK:
-            if event.tool_call_id is not None:
-                self._tool_call(event.tool_call_id, event.tool_call_name, event.parent_message_id, event.delta or "")
-        elif t is EventType.TOOL_CALL_RESULT:
-            self._add(ToolMessage(id=event.message_id, content=event.content, tool_call_id=event.tool_call_id))
-        elif t is EventType.REASONING_MESSAGE_START:
-            if event.message_id not in self._by_id:
-                self._add(ReasoningMessage(id=event.message_id, content=""))
-        elif t is EventType.REASONING_MESSAGE_CONTENT:
-            msg = self._by_id.get(event.message_id)
-            if msg is None:
-                msg = self._add(ReasoningMessage(id=event.message_id, content=""))
-            msg.content += event.delta
-        elif t is EventType.MESSAGES_SNAPSHOT:
-            self.messages = list(event.messages)
-            self._by_id = {m.id: m for m in self.messages}
-            self._calls = {c.id: c for m in self.messages for c in (getattr(m, "tool_calls", None) or ())}
-        elif t is EventType.STATE_SNAPSHOT:
-            self.state = event.snapshot
-        elif t is EventType.STATE_DELTA:
-            self.state = apply_patch(self.state, event.delta)
-        elif t is EventType.RUN_FINISHED:
+        if t is EventType.RUN_FINISHED:
             self.result = event.result
         elif t is EventType.RUN_ERROR:
             self.error = event
-
-
-_ROLE_CLASSES = {"developer": DeveloperMessage, "system": SystemMessage, "user": UserMessage}
-
-
-def _message_of_role(role: str, message_id: str) -> Any:
-    return _ROLE_CLASSES.get(role, AssistantMessage)(id=message_id, content="")

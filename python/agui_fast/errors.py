@@ -28,6 +28,8 @@ __all__ = [
     "ContentTypeError",
     "IncompleteRunError",
     "AgentRunError",
+    "StreamError",
+    "VerificationError",
 ]
 
 
@@ -218,6 +220,54 @@ class AgentRunError(AguiError):
 
 def _rebuild_run_error(cls, event, messages, state):
     return cls(event, messages=messages, state=state)
+
+
+class StreamError(AguiError):
+    """The stream semantics (``agui_fast.stream``) rejected an event, as the reference
+    client throws: a chunk stream it cannot expand, an event the reducer cannot apply.
+
+    Attributes: ``stage`` (``"chunks"``, ``"verify"``, ``"apply"``, ``"legacy"``), ``rule``
+    (verification rule id such as ``"R12"``, else ``None``), ``index`` (0-based position of
+    the offending event in the input), ``event_type``, ``ids`` (message / tool call / step /
+    subagent ids involved, a tuple) and ``events`` (what the stage produced before the
+    error, where that is meaningful; else empty).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        stage: Optional[str] = None,
+        rule: Optional[str] = None,
+        index: Optional[int] = None,
+        event_type: Optional[str] = None,
+        ids: Any = (),
+        events: Optional[List[Any]] = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.stage = stage
+        self.rule = rule
+        self.index = index
+        self.event_type = event_type
+        self.ids = tuple(ids)
+        self.events = [] if events is None else events
+
+    def __reduce__(self):
+        return (
+            _rebuild_stream,
+            (type(self), self.message, self.stage, self.rule, self.index, self.event_type, self.ids, self.events),
+        )
+
+
+def _rebuild_stream(cls, message, stage, rule, index, event_type, ids, events):
+    return cls(message, stage=stage, rule=rule, index=index, event_type=event_type, ids=ids, events=events)
+
+
+class VerificationError(StreamError):
+    """An event breaks a rule of the reference ``verifyEvents`` (R01-R31); ``rule`` names
+    it, ``index`` and ``ids`` locate it, ``events`` are the events that passed before it."""
+
 
 
 # -- construction and model_validate -------------------------------------------------------

@@ -17,6 +17,7 @@ mod patch;
 mod pipeline;
 mod plan;
 mod proto;
+mod semantics;
 mod sse;
 mod stream;
 mod walk;
@@ -34,6 +35,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let testing = PyModule::new(m.py(), "_testing")?;
     proto::register(m, &testing)?;
     sse::register(m, &testing)?;
+    semantics::register(m)?;
     m.add_submodule(&testing)?;
     Ok(())
 }

@@ -1,0 +1,331 @@
+"""Stream semantics of the reference client (``@ag-ui/client`` 1.0): what a consumer does
+with a decoded event stream or a recorded log. The engine is ``agui_core::stream`` (Rust);
+this module types its results.
+
+- :func:`expand_chunks` / :class:`ChunkExpander`: ``*_CHUNK`` events become explicit
+  START / CONTENT (ARGS) / END (``transformChunks``);
+- :func:`verify_events` / :class:`EventVerifier`: the sequence rules R01-R31
+  (``verifyEvents``), a violation raises :class:`~agui_fast.errors.VerificationError`;
+- :func:`replay` / :class:`EventApplier`: events applied to messages and state as the
+  reference client runs them (0.x compatibility boundary, chunk expansion, optional
+  verification, ``defaultApplyEvents``);
+- :func:`compact_events` (``compactEvents``);
+- :func:`replay_log` / :func:`replay_logs`: whole SSE logs replayed inside Rust with the
+  GIL released, without a Python object per event (several logs on Rust threads).
+
+Events may be our Structs, ``ag_ui`` pydantic models, plain dicts (any JSON object, like
+the TypeScript client takes) or JSON text (``bytes``/``str``). Events and messages come
+back as typed Structs, or as plain JSON values with ``raw=True``. 0.x input is converted
+by the decoders (typed events are already 1.0) and, for dicts and JSON text, by the
+engine's compatibility boundary.
+
+Warnings (what the reference prints with ``console.warn``) are collected, never issued
+through :mod:`warnings`: ``Replay.warnings`` and ``EventApplier.warnings`` hold
+``(index, message)`` pairs, ``Change.warnings`` the messages of one event.
+
+Errors: an unreadable event raises :class:`~agui_fast.errors.InvalidJsonError` (with
+``frame_index``), a rule violation :class:`~agui_fast.errors.VerificationError`, and an
+event the engine rejects as the reference throws (a chunk stream it cannot expand, an
+event the reducer cannot apply) :class:`~agui_fast.errors.StreamError`. Replays keep what
+was applied before the error: the exception's ``replay`` attribute.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
+
+import msgspec
+
+from . import _native
+from .core import Event, Message
+from .decoder import decode_as
+from .errors import AguiError, StreamError, VerificationError
+
+__all__ = [
+    "expand_chunks",
+    "ChunkExpander",
+    "verify_events",
+    "EventVerifier",
+    "replay",
+    "Replay",
+    "EventApplier",
+    "Change",
+    "compact_events",
+    "replay_log",
+    "replay_logs",
+    "StreamError",
+    "VerificationError",
+]
+
+_plain = msgspec.json.Decoder().decode
+
+
+def _surrogate_json(obj: Any) -> bytes:
+    """JSON text of an event the native writer refuses (a ``str`` with a lone surrogate,
+    which the decoders keep): ``json`` escapes it as ``\\udXXX``, which the engine keeps
+    and joins as the reference does. Rare, so the slow route is fine."""
+    if hasattr(obj, "model_dump"):  # an ag_ui pydantic model
+        obj = obj.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return json.dumps(msgspec.to_builtins(obj)).encode()
+
+
+_native.set_surrogate_writer(_surrogate_json)
+
+
+def _load(data: bytes) -> Any:
+    """Plain JSON values (a lone surrogate escape, which msgspec refuses, via json)."""
+    try:
+        return _plain(data)
+    except msgspec.DecodeError:
+        return json.loads(data)
+
+
+def _events(data: bytes, raw: bool) -> List[Any]:
+    return _load(data) if raw else decode_as(data, List[Event])
+
+
+def _messages(data: bytes, raw: bool) -> List[Any]:
+    return _load(data) if raw else decode_as(data, List[Message])
+
+
+class Replay(msgspec.Struct, kw_only=True):
+    """The outcome of a replay: final ``messages`` (typed, or dicts with ``raw=True``),
+    ``state``, ``pending_interrupts`` (of the last ``RUN_FINISHED`` with an interrupt
+    outcome) and ``warnings`` (``(index, message)`` pairs)."""
+
+    messages: List[Any]
+    state: Any
+    pending_interrupts: List[Any]
+    warnings: List[Tuple[int, str]]
+
+
+class Change(msgspec.Struct, frozen=True, kw_only=True):
+    """What one event changed, as the reference's mutations report it: ``messages`` /
+    ``state`` changed, ``message`` the position of the one message it touched (or None),
+    ``interrupts`` the pending interrupts were replaced, ``warnings`` what it warned."""
+
+    messages: bool
+    state: bool
+    message: Optional[int]
+    interrupts: bool
+    warnings: Tuple[str, ...] = ()
+
+
+def _replay(parts: Tuple[bytes, bytes, bytes, list, Any], raw: bool) -> Replay:
+    """A whole-log replay's result from the native tuple (raises its error, if any)."""
+    messages, state, interrupts, warnings, error = parts
+    result = Replay(
+        messages=_messages(messages, raw), state=_load(state), pending_interrupts=_load(interrupts), warnings=warnings
+    )
+    if error is not None:
+        error.replay = result  # what was applied before the error
+        raise error
+    return result
+
+
+# -- chunk expansion -------------------------------------------------------------------
+
+
+def expand_chunks(events: Iterable[Any], *, raw: bool = False) -> List[Any]:
+    """Expand ``*_CHUNK`` events as the reference ``transformChunks`` does. Raises
+    :class:`StreamError` where it throws; the error's ``events`` are those expanded before."""
+    data, _warnings, error = _native.expand_chunks(events)
+    out = _events(data, raw)
+    if error is not None:
+        error.events = out
+        raise error
+    return out
+
+
+class ChunkExpander:
+    """Incremental :func:`expand_chunks`: ``push(event)`` returns the events it expands to
+    (a pending chunk stream is closed by the event that ends it)."""
+
+    __slots__ = ("_native", "_raw", "warnings")
+
+    def __init__(self, *, raw: bool = False) -> None:
+        self._native = _native.ChunkExpander()
+        self._raw = raw
+        self.warnings: List[Tuple[int, str]] = []
+
+    def push(self, event: Any) -> List[Any]:
+        try:
+            return _events(self._native.push(event), self._raw)
+        finally:
+            self.warnings.extend(self._native.take_warnings())
+
+
+# -- verification ----------------------------------------------------------------------
+
+
+def verify_events(events: Iterable[Any]) -> None:
+    """Check a whole sequence against the reference ``verifyEvents`` (R01-R31). Raises
+    :class:`VerificationError` at the first violation (``events``: those that passed)."""
+    events = events if isinstance(events, (list, tuple)) else list(events)
+    try:
+        _native.verify_events(events)
+    except VerificationError as exc:
+        exc.events = list(events[: exc.index])
+        raise
+
+
+class EventVerifier:
+    """Incremental :func:`verify_events`: ``push(event)`` raises :class:`VerificationError`
+    on a violation (the stream is then over)."""
+
+    __slots__ = ("_native",)
+
+    def __init__(self) -> None:
+        self._native = _native.EventVerifier()
+
+    def push(self, event: Any) -> None:
+        self._native.push(event)
+
+
+# -- replay ----------------------------------------------------------------------------
+
+
+def replay(
+    events: Iterable[Any],
+    *,
+    messages: Optional[Sequence[Any]] = None,
+    state: Any = None,
+    verify: bool = False,
+    expand: bool = True,
+    compat: bool = True,
+    raw: bool = False,
+) -> Replay:
+    """Apply ``events`` to ``messages`` and ``state`` (default: none and ``{}``) as the
+    reference client does, and return the final :class:`Replay`. ``verify``: check the
+    rules first; ``expand=False``: the reducer alone (``defaultApplyEvents``: a chunk event
+    raises :class:`StreamError`); ``compat=False``: no 0.x compatibility boundary."""
+    ap = EventApplier(messages, state, verify=verify, expand=expand, compat=compat, raw=raw)
+    try:
+        ap.apply_many(events)
+    except AguiError as exc:
+        exc.replay = ap.result()  # what was applied before the error
+        raise
+    return ap.result()
+
+
+class EventApplier:
+    """Incremental :func:`replay` for a live stream: ``apply(event)`` returns the
+    :class:`Change`. Messages and state live in Rust; ``messages``, ``message(i)``,
+    ``state`` and ``pending_interrupts`` build Python values when read. An error leaves
+    messages and state as before the failing event. Keywords as for :func:`replay`."""
+
+    __slots__ = ("_native", "_raw", "warnings")
+
+    def __init__(
+        self,
+        messages: Optional[Sequence[Any]] = None,
+        state: Any = None,
+        *,
+        verify: bool = False,
+        expand: bool = True,
+        compat: bool = True,
+        raw: bool = False,
+    ) -> None:
+        self._native = _native.Replayer(messages, state, verify=verify, expand=expand, compat=compat)
+        self._raw = raw
+        self.warnings: List[Tuple[int, str]] = []
+
+    def apply(self, event: Any) -> Change:
+        try:
+            messages, state, message, interrupts = self._native.push(event)
+        finally:
+            new = self._native.take_warnings()
+            self.warnings.extend(new)
+        return Change(
+            messages=messages, state=state, message=message, interrupts=interrupts, warnings=tuple(m for _, m in new)
+        )
+
+    def apply_many(self, events: Iterable[Any]) -> None:
+        """Apply every event (the loop runs in Rust); raises at the first error, the
+        events before it applied."""
+        try:
+            self._native.push_many(events)
+        finally:
+            self.warnings.extend(self._native.take_warnings())
+
+    def result(self) -> Replay:
+        """Messages, state, pending interrupts and warnings so far, as a :class:`Replay`."""
+        return Replay(
+            messages=self.messages, state=self.state, pending_interrupts=self.pending_interrupts, warnings=list(self.warnings)
+        )
+
+    @property
+    def messages(self) -> List[Any]:
+        return _messages(self._native.messages(), self._raw)
+
+    def message(self, index: int) -> Any:
+        """The message at ``index`` (as ``Change.message`` names it)."""
+        data = self._native.message(index)
+        if data is None:
+            raise IndexError(index)
+        return _load(data) if self._raw else decode_as(data, Message)
+
+    @property
+    def state(self) -> Any:
+        return _load(self._native.state())
+
+    @property
+    def pending_interrupts(self) -> List[Any]:
+        return _load(self._native.pending_interrupts())
+
+
+# -- compaction ------------------------------------------------------------------------
+
+
+def compact_events(events: Iterable[Any], *, raw: bool = False) -> List[Any]:
+    """The reference ``compactEvents``: streamed messages and tool calls collapsed into
+    one START / CONTENT / END each, consecutive state deltas merged."""
+    data, _warnings = _native.compact_events(events)
+    return _events(data, raw)
+
+
+# -- whole logs ------------------------------------------------------------------------
+
+_Source = Union[bytes, bytearray, memoryview, str, "os.PathLike[str]"]
+
+
+def replay_log(source: _Source, *, format: str = "sse", verify: bool = False, raw: bool = False) -> Replay:
+    """Replay a recorded SSE log (``bytes``, or a path) inside Rust with the GIL released:
+    decode, expand chunks, optionally verify, apply. Returns the final :class:`Replay`;
+    an unreadable frame raises :class:`~agui_fast.errors.InvalidJsonError` (``frame_index``)."""
+    _check_format(format)
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return _replay(_native.replay_sse(bytes(source), verify=verify), raw)
+    if isinstance(source, (str, os.PathLike)):
+        return _replay(_native.replay_sse_files([source], verify=verify, threads=1)[0], raw)
+    raise TypeError(f"source must be bytes or a path, not {type(source).__name__}")
+
+
+def replay_logs(
+    paths: Iterable[Union[str, "os.PathLike[str]"]],
+    *,
+    format: str = "sse",
+    verify: bool = False,
+    threads: Optional[int] = None,
+    raw: bool = False,
+) -> List[Replay]:
+    """:func:`replay_log` of several log files on Rust threads (``threads``: at most that
+    many at once; default the machine's cores). Results are in input order; the first log
+    (in input order) that fails raises, with ``path`` and ``replay`` on the exception."""
+    _check_format(format)
+    paths = list(paths)
+    if threads is not None and threads < 1:
+        raise ValueError(f"threads must be at least 1, not {threads}")
+    out = []
+    for path, parts in zip(paths, _native.replay_sse_files(paths, verify=verify, threads=threads or 0)):
+        if parts[4] is not None:
+            parts[4].path = path
+        out.append(_replay(parts, raw))
+    return out
+
+
+def _check_format(format: str) -> None:
+    if format != "sse":
+        raise ValueError(f"format must be 'sse' (protobuf logs are not supported yet), not {format!r}")

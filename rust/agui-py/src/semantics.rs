@@ -1,0 +1,409 @@
+//! Binding of `agui_core::stream` (the reference client's stream semantics). Events enter
+//! as JSON text: `bytes`/`str` as they are, any other object through the native JSON
+//! writer (`encode::dumps`: one conversion path). Results leave as JSON text that
+//! `agui_fast/stream.py` types with msgspec. Batch work runs with the GIL released.
+
+use agui_core::stream::{self as core, kept_surrogate, parse_event, ReplayOptions, Stage, StreamError, Warning};
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
+use serde_json::Value;
+
+use crate::errors::{error_class, make_error};
+use pyo3::sync::PyOnceLock;
+
+/// Below this many events releasing the GIL costs more than it saves.
+const DETACH_MIN: usize = 64;
+
+/// Writer of the objects the native writer refuses (`stream.py` sets it once at import):
+/// a Python `str` holding a lone surrogate, which a decoder keeps when a producer splits a
+/// character across two deltas, must still replay as the reference joins it.
+static SURROGATE_WRITER: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// set_surrogate_writer(fn): `fn(obj) -> bytes` (JSON text with `\udXXX` escapes) for the
+/// events the native writer refuses with `EncodeError`. Set once; later calls are ignored.
+#[pyfunction]
+fn set_surrogate_writer(py: Python<'_>, writer: Py<PyAny>) {
+    let _ = SURROGATE_WRITER.set(py, writer);
+}
+
+/// The JSON text of one event: borrowed from `bytes`/`str`, or written by the native
+/// writer (the surrogate writer when that refuses the object).
+fn with_json<R>(py: Python<'_>, event: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) -> R) -> PyResult<R> {
+    if let Ok(b) = event.cast::<PyBytes>() {
+        return Ok(f(b.as_bytes()));
+    }
+    if let Ok(s) = event.cast::<PyString>() {
+        return Ok(f(s.to_str()?.as_bytes()));
+    }
+    let b = match crate::encode::dumps(py, event, true, agui_core::limits::DEFAULT_MAX_DEPTH as u32) {
+        Ok(b) => b,
+        Err(e) => match SURROGATE_WRITER.get(py) {
+            Some(w) if e.is_instance(py, error_class(py, "EncodeError")?.as_any()) => w.bind(py).call1((event,))?.cast_into::<PyBytes>()?,
+            _ => return Err(e),
+        },
+    };
+    Ok(f(b.as_bytes()))
+}
+
+/// One event as a JSON value (a decode error is reported at `index`).
+fn event_value(py: Python<'_>, event: &Bound<'_, PyAny>, index: usize) -> PyResult<Value> {
+    with_json(py, event, parse_event)?.map_err(|mut e| {
+        e.index = index;
+        stream_error(py, &e)
+    })
+}
+
+/// JSON text of a value, with kept lone surrogates (see `agui_core::stream::js`) written
+/// back as the `\udXXX` escapes they were read from.
+fn json_text(v: &Value) -> Vec<u8> {
+    let text = serde_json::to_vec(v).expect("a JSON value always serializes");
+    // A kept surrogate is a code point U+10F800..U+10FFFF: UTF-8 F4 8F A0..BF xx.
+    if !text.windows(2).any(|w| w == [0xF4, 0x8F]) {
+        return text;
+    }
+    let s = String::from_utf8(text).expect("serde_json writes UTF-8");
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match kept_surrogate(c) {
+            Some(u) => out.push_str(&format!("\\u{u:04x}")),
+            None => out.push(c),
+        }
+    }
+    out.into_bytes()
+}
+
+fn json_bytes<'py>(py: Python<'py>, v: &Value) -> Bound<'py, PyBytes> {
+    PyBytes::new(py, &json_text(v))
+}
+
+fn json_list<'py>(py: Python<'py>, items: &[Value]) -> Bound<'py, PyBytes> {
+    let mut out = Vec::with_capacity(64 * items.len() + 2);
+    out.push(b'[');
+    for (i, v) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(&json_text(v));
+    }
+    out.push(b']');
+    PyBytes::new(py, &out)
+}
+
+/// A `StreamError` as the project's exception: decode -> `InvalidJsonError` (with the
+/// frame index), verify -> `VerificationError`, other stages -> `StreamError`.
+fn stream_error(py: Python<'_>, e: &StreamError) -> PyErr {
+    let kwargs = PyDict::new(py);
+    let build = || -> PyResult<&'static str> {
+        if e.stage == Stage::Decode {
+            kwargs.set_item("frame_index", e.index)?;
+            return Ok("InvalidJsonError");
+        }
+        kwargs.set_item("stage", e.stage.name())?;
+        kwargs.set_item("rule", e.rule)?;
+        kwargs.set_item("index", e.index)?;
+        kwargs.set_item("event_type", (!e.event_type.is_empty()).then_some(e.event_type.as_str()))?;
+        kwargs.set_item("ids", PyTuple::new(py, &e.ids)?)?;
+        Ok(if e.stage == Stage::Verify { "VerificationError" } else { "StreamError" })
+    };
+    match build() {
+        Ok(name) => make_error(py, name, e.to_string(), Some(&kwargs)),
+        Err(err) => err,
+    }
+}
+
+fn warnings_list<'py>(py: Python<'py>, ws: &[Warning]) -> PyResult<Bound<'py, PyList>> {
+    PyList::new(py, ws.iter().map(|w| (w.index, w.message.as_str())))
+}
+
+fn items<'py>(events: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    if events.is_instance_of::<PyString>() || events.is_instance_of::<PyBytes>() || events.is_instance_of::<PyDict>() {
+        return Err(PyTypeError::new_err("events must be an iterable of events, not a single event"));
+    }
+    events.try_iter()?.collect()
+}
+
+/// The JSON values of a sequence of events (the first unreadable one raises).
+fn values(py: Python<'_>, events: &Bound<'_, PyAny>) -> PyResult<Vec<Value>> {
+    items(events)?.iter().enumerate().map(|(i, e)| event_value(py, e, i)).collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// Chunk expansion
+// ---------------------------------------------------------------------------------------
+
+/// Incremental `transformChunks`: `push(event) -> bytes` (a JSON array of the events it
+/// expands to).
+#[pyclass(module = "agui_fast._native", name = "ChunkExpander")]
+pub struct ChunkExpander {
+    inner: core::ChunkExpander,
+    index: usize,
+    warnings: Vec<Warning>,
+}
+
+#[pymethods]
+impl ChunkExpander {
+    #[new]
+    fn new() -> Self {
+        ChunkExpander { inner: core::ChunkExpander::new(), index: 0, warnings: Vec::new() }
+    }
+
+    fn push<'py>(&mut self, py: Python<'py>, event: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+        let index = self.index;
+        self.index += 1;
+        let v = event_value(py, event, index)?;
+        let out = self.inner.push(v);
+        for w in self.inner.take_warnings() {
+            self.warnings.push(Warning { index, message: w });
+        }
+        match out {
+            Ok(out) => Ok(json_list(py, &out)),
+            Err(mut e) => {
+                e.index = index;
+                Err(stream_error(py, &e))
+            }
+        }
+    }
+
+    /// Warnings so far as `(index, message)`, drained.
+    fn take_warnings<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        warnings_list(py, &std::mem::take(&mut self.warnings))
+    }
+}
+
+/// expand_chunks(events) -> (bytes, warnings, error | None): the expanded events before
+/// the error, as a JSON array.
+#[pyfunction]
+fn expand_chunks<'py>(py: Python<'py>, events: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyTuple>> {
+    let mut x = ChunkExpander::new();
+    let mut out = Vec::new();
+    let mut error = None;
+    for (i, e) in items(events)?.iter().enumerate() {
+        x.index = i + 1;
+        let r = event_value(py, e, i).and_then(|v| {
+            let r = x.inner.push_into(v, &mut out);
+            for w in x.inner.take_warnings() {
+                x.warnings.push(Warning { index: i, message: w });
+            }
+            r.map_err(|mut err| {
+                err.index = i;
+                stream_error(py, &err)
+            })
+        });
+        if let Err(err) = r {
+            error = Some(err.into_value(py));
+            break;
+        }
+    }
+    (json_list(py, &out), warnings_list(py, &x.warnings)?, error).into_pyobject(py)
+}
+
+// ---------------------------------------------------------------------------------------
+// Verification
+// ---------------------------------------------------------------------------------------
+
+/// Incremental `verifyEvents`: `push(event)` raises `VerificationError` on a violation.
+#[pyclass(module = "agui_fast._native", name = "EventVerifier")]
+pub struct EventVerifier {
+    inner: core::EventVerifier,
+    index: usize,
+}
+
+#[pymethods]
+impl EventVerifier {
+    #[new]
+    fn new() -> Self {
+        EventVerifier { inner: core::EventVerifier::new(), index: 0 }
+    }
+
+    fn push(&mut self, py: Python<'_>, event: &Bound<'_, PyAny>) -> PyResult<()> {
+        let index = self.index;
+        self.index += 1;
+        let v = event_value(py, event, index)?;
+        self.inner.push(&v).map_err(|mut e| {
+            e.index = index;
+            stream_error(py, &e)
+        })
+    }
+}
+
+/// verify_events(events): raises `VerificationError` at the first violation.
+#[pyfunction]
+fn verify_events(py: Python<'_>, events: &Bound<'_, PyAny>) -> PyResult<()> {
+    let vs = values(py, events)?;
+    let r = if vs.len() >= DETACH_MIN { py.detach(|| core::verify_events(&vs)) } else { core::verify_events(&vs) };
+    r.map_err(|e| stream_error(py, &e))
+}
+
+// ---------------------------------------------------------------------------------------
+// Compaction
+// ---------------------------------------------------------------------------------------
+
+/// compact_events(events) -> (bytes, warnings): the compacted events as a JSON array.
+#[pyfunction]
+fn compact_events<'py>(py: Python<'py>, events: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyTuple>> {
+    let vs = values(py, events)?;
+    let (out, warnings) = py.detach(|| core::compact_events(vs));
+    (json_list(py, &out), PyList::new(py, warnings)?).into_pyobject(py)
+}
+
+// ---------------------------------------------------------------------------------------
+// Replay
+// ---------------------------------------------------------------------------------------
+
+fn initial(py: Python<'_>, messages: Option<&Bound<'_, PyAny>>, state: Option<&Bound<'_, PyAny>>) -> PyResult<(Vec<Value>, Value)> {
+    let messages = match messages {
+        None => Vec::new(),
+        Some(m) => {
+            let v = with_json(py, m, agui_core::stream::parse_json)?
+                .map_err(|e| make_error(py, "InvalidJsonError", format!("messages: {e}"), None))?;
+            match v {
+                Value::Array(a) => a,
+                _ => return Err(PyTypeError::new_err("messages must be a list of messages")),
+            }
+        }
+    };
+    let state = match state {
+        None => core::empty_state(),
+        Some(s) => with_json(py, s, agui_core::stream::parse_json)?
+            .map_err(|e| make_error(py, "InvalidJsonError", format!("state: {e}"), None))?,
+    };
+    Ok((messages, state))
+}
+
+/// The reducer with chunk expansion (and optionally verification) in front, as the
+/// reference client runs them: `push(event)` applies one event.
+#[pyclass(module = "agui_fast._native", name = "Replayer")]
+pub struct Replayer {
+    // A Mutex only to make the class Sync (the id generator of the legacy boundary is
+    // Send, not Sync); `&mut self` already serialises the calls, so it is never contended.
+    inner: std::sync::Mutex<core::Replayer>,
+}
+
+impl Replayer {
+    fn get(&mut self) -> &mut core::Replayer {
+        self.inner.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+fn change_tuple<'py>(py: Python<'py>, c: &core::Change) -> PyResult<Bound<'py, PyTuple>> {
+    (c.messages, c.state, c.message, c.interrupts).into_pyobject(py)
+}
+
+#[pymethods]
+impl Replayer {
+    #[new]
+    #[pyo3(signature = (messages=None, state=None, *, verify=false, expand=true, compat=true))]
+    fn new(
+        py: Python<'_>,
+        messages: Option<&Bound<'_, PyAny>>,
+        state: Option<&Bound<'_, PyAny>>,
+        verify: bool,
+        expand: bool,
+        compat: bool,
+    ) -> PyResult<Self> {
+        let (messages, state) = initial(py, messages, state)?;
+        let options = ReplayOptions { verify, expand, compat };
+        Ok(Replayer { inner: std::sync::Mutex::new(core::Replayer::new(messages, state, options)) })
+    }
+
+    /// Apply one event: `(messages_changed, state_changed, message_index, interrupts_changed)`.
+    fn push<'py>(&mut self, py: Python<'py>, event: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyTuple>> {
+        let inner = self.get();
+        let r = with_json(py, event, |b| inner.push_json(b))?;
+        r.map_err(|e| stream_error(py, &e)).and_then(|c| change_tuple(py, &c))
+    }
+
+    /// Apply every event of `events`; raises at the first error (events before it stay
+    /// applied).
+    fn push_many(&mut self, py: Python<'_>, events: &Bound<'_, PyAny>) -> PyResult<()> {
+        let inner = self.get();
+        for e in events.try_iter()? {
+            let r = with_json(py, &e?, |b| inner.push_json(b))?;
+            r.map_err(|e| stream_error(py, &e))?;
+        }
+        Ok(())
+    }
+
+    fn messages<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        json_list(py, self.get().applier().messages())
+    }
+
+    fn message<'py>(&mut self, py: Python<'py>, index: usize) -> Option<Bound<'py, PyBytes>> {
+        self.get().applier().messages().get(index).map(|m| json_bytes(py, m))
+    }
+
+    fn message_count(&mut self) -> usize {
+        self.get().applier().messages().len()
+    }
+
+    fn state<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        json_bytes(py, self.get().applier().state())
+    }
+
+    fn pending_interrupts<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        json_list(py, self.get().applier().pending_interrupts())
+    }
+
+    /// Warnings so far as `(index, message)`, drained.
+    fn take_warnings<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        warnings_list(py, &self.get().take_warnings())
+    }
+}
+
+/// A finished replay as `(messages, state, pending_interrupts, warnings, error)`: JSON
+/// texts, `(index, message)` pairs, and the exception that stopped it (or None).
+fn replay_tuple<'py>(py: Python<'py>, r: &core::Replay) -> PyResult<Bound<'py, PyTuple>> {
+    let error = r.error.as_ref().map(|e| stream_error(py, e).into_value(py));
+    (
+        json_list(py, &r.messages),
+        json_bytes(py, &r.state),
+        json_list(py, &r.pending_interrupts),
+        warnings_list(py, &r.warnings)?,
+        error,
+    )
+        .into_pyobject(py)
+}
+
+/// replay_sse(data, messages=None, state=None, *, verify=False): replay an SSE log given
+/// as bytes, with the GIL released.
+#[pyfunction]
+#[pyo3(signature = (data, messages=None, state=None, *, verify=false))]
+fn replay_sse<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyBytes>,
+    messages: Option<&Bound<'py, PyAny>>,
+    state: Option<&Bound<'py, PyAny>>,
+    verify: bool,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let (messages, state) = initial(py, messages, state)?;
+    let log = data.as_bytes();
+    let options = ReplayOptions { verify, ..ReplayOptions::default() };
+    let r = py.detach(|| core::replay_sse(log, messages, state, options));
+    replay_tuple(py, &r)
+}
+
+/// replay_sse_files(paths, *, verify=False, threads=0): read and replay SSE log files
+/// on Rust threads (0: the machine's parallelism), GIL released; one tuple per path.
+#[pyfunction]
+#[pyo3(signature = (paths, *, verify=false, threads=0))]
+fn replay_sse_files<'py>(py: Python<'py>, paths: Vec<std::path::PathBuf>, verify: bool, threads: usize) -> PyResult<Bound<'py, PyList>> {
+    let options = ReplayOptions { verify, ..ReplayOptions::default() };
+    let logs = py.detach(|| paths.iter().map(std::fs::read).collect::<std::io::Result<Vec<_>>>())?;
+    let refs: Vec<&[u8]> = logs.iter().map(Vec::as_slice).collect();
+    let replays = py.detach(|| core::replay_sse_many(&refs, options, threads));
+    PyList::new(py, replays.iter().map(|r| replay_tuple(py, r)).collect::<PyResult<Vec<_>>>()?)
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<ChunkExpander>()?;
+    m.add_class::<EventVerifier>()?;
+    m.add_class::<Replayer>()?;
+    m.add_function(wrap_pyfunction!(expand_chunks, m)?)?;
+    m.add_function(wrap_pyfunction!(verify_events, m)?)?;
+    m.add_function(wrap_pyfunction!(compact_events, m)?)?;
+    m.add_function(wrap_pyfunction!(replay_sse, m)?)?;
+    m.add_function(wrap_pyfunction!(replay_sse_files, m)?)?;
+    m.add_function(wrap_pyfunction!(set_surrogate_writer, m)?)?;
+    Ok(())
+}
