@@ -11,7 +11,7 @@ import pytest
 from agui_fast.cli import main
 from agui_fast.core import (
     MessagesSnapshotEvent, StateDeltaEvent, StateSnapshotEvent, TextMessageContentEvent, TextMessageEndEvent,
-    TextMessageStartEvent, ToolCallArgsEvent, ToolCallStartEvent,
+    TextMessageStartEvent, ToolCallArgsEvent, ToolCallStartEvent, RunStartedEvent, RunFinishedEvent,
 )
 from agui_fast.decoder import decode_event, decode_protobuf, decode_sse
 from agui_fast.encoder import AGUI_MEDIA_TYPE, EventEncoder
@@ -74,7 +74,7 @@ def test_convert_stdin_to_stdout():
 
 
 def test_validate_and_inspect_read_stdin():
-    ok = run("validate", "-", stdin=SSE)
+    ok = run("validate", "--schema-only", "-", stdin=SSE)
     assert ok.returncode == 0 and b"ok (200 events)" in ok.stdout
     bad = run("validate", "-", stdin=b'data: {"type":"RUN_STARTED"}\n\n')
     assert bad.returncode == 1 and b"EventValidationError" in bad.stdout
@@ -115,11 +115,14 @@ def test_inspect_counts(sse_log, capsys):
 
 
 def test_validate_exit_status(sse_log, tmp_path, capsys):
-    assert main(["validate", str(sse_log)]) == 0
+    assert main(["validate", "--schema-only", str(sse_log)]) == 0
     assert "ok (200 events)" in capsys.readouterr().out
+    # The vectors are a bag of events, not a run: the sequence rules refuse them.
+    assert main(["validate", str(sse_log)]) == 1
+    assert "R01" in capsys.readouterr().out
     bad = tmp_path / "bad.sse"
     bad.write_bytes(SSE + b'data: {"type":"TEXT_MESSAGE_START"}\n\n')
-    assert main(["validate", str(sse_log), str(bad)]) == 1
+    assert main(["validate", "--schema-only", str(sse_log), str(bad)]) == 1
     out = capsys.readouterr().out
     assert f"{bad}: INVALID" in out and "frame 200" in out and f"byte offset {len(SSE)}" in out
 
@@ -146,7 +149,7 @@ def test_replay_messages_and_state(tmp_path, capsys):
     assert out["messages"][0] == {"id": "u1", "role": "user", "content": "hi"}
     assert out["messages"][1]["content"] == "Hello"
     assert out["messages"][1]["toolCalls"][0]["function"] == {"name": "f", "arguments": '{"a":1}'}
-    assert "skipped" in captured.err
+    assert "Failed to apply state patch" in captured.err  # the reference client's warning: skipped atomically
     assert main(["replay", "--strict", str(log)]) == 1
 
 
@@ -207,3 +210,17 @@ def test_progress_bar_only_on_a_terminal(tmp_path):
     assert b"%" in seen and b"MB/s" in seen
     piped = run("convert", big, "-o", out)
     assert piped.returncode == 0 and b"MB/s" not in piped.stderr
+
+
+def test_validate_checks_the_sequence_rules(tmp_path, capsys):
+    run_ok = [RunStartedEvent(thread_id="t", run_id="r"), TextMessageStartEvent(message_id="m", role="assistant"),
+              TextMessageContentEvent(message_id="m", delta="hi"), TextMessageEndEvent(message_id="m"),
+              RunFinishedEvent(thread_id="t", run_id="r")]
+    good = tmp_path / "good.sse"
+    good.write_bytes(EventEncoder().encode_many(run_ok))
+    assert main(["validate", str(good)]) == 0
+    assert "ok (5 events)" in capsys.readouterr().out
+    bad = tmp_path / "bad.sse"
+    bad.write_bytes(EventEncoder().encode_many(run_ok[:2] + run_ok[4:]))  # finished with a message open
+    assert main(["validate", str(bad)]) == 1
+    assert "R29" in capsys.readouterr().out

@@ -29,7 +29,8 @@ from .core import (
 )
 from .decoder import decode_protobuf, decode_sse
 from .encoder import AGUI_MEDIA_TYPE, EventEncoder, to_builtins
-from .errors import AguiError, JsonPatchError
+from . import stream
+from .errors import AguiError, StreamError, VerificationError
 from .interop import to_ag_ui
 from .logs import iter_log
 from .patch import StateDocument
@@ -263,13 +264,26 @@ def inspect(args: argparse.Namespace) -> int:
 # ``(events) -> list of (frame_index, message)`` that `validate` applies to each log's
 # decoded events for the sequence rules. None until the engine lands; the schema check
 # below runs either way.
-SEQUENCE_RULES: Optional[Callable[[List[Any]], List[Any]]] = None
+def _sequence_problems(events: List[Any]) -> List[Any]:
+    """The reference client's sequence rules (``verifyEvents``, after chunk expansion):
+    ``(event index, message)`` of the first violation, if any."""
+    try:
+        stream.replay(events, verify=True)
+    except VerificationError as exc:
+        return [(exc.index, exc.message)]
+    except StreamError as exc:
+        return [(exc.index, exc.message)]
+    return []
+
+
+SEQUENCE_RULES: Optional[Callable[[List[Any]], List[Any]]] = _sequence_problems
 
 
 def validate(args: argparse.Namespace) -> int:
     """Decode every event of each log with the typed decoders (the schema check); exit
     status 1 if any log has a bad frame (printed with file, frame index, byte offset)."""
     failed = 0
+    rules = None if args.schema_only else SEQUENCE_RULES
     for path in expand(args.logs):
         name = shown(path)
         count = 0
@@ -277,7 +291,7 @@ def validate(args: argparse.Namespace) -> int:
         try:
             for event in iter_log(path, args.format):
                 count += 1
-                if SEQUENCE_RULES is not None:
+                if rules is not None:
                     events.append(event)
         except AguiError as exc:
             failed += 1
@@ -289,7 +303,7 @@ def validate(args: argparse.Namespace) -> int:
             failed += 1
             print(f"{name}: INVALID: {'empty file' if path != STDIN and _size(path) == 0 else 'no AG-UI events'}")
             continue
-        problems = SEQUENCE_RULES(events) if SEQUENCE_RULES is not None else []
+        problems = rules(events) if rules is not None else []
         for frame_index, message in problems[: args.max_errors]:
             print(f"{name}: frame {frame_index}: {message}")
         failed += bool(problems)
@@ -298,70 +312,17 @@ def validate(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _messages(events: List[Any]) -> List[Dict[str, Any]]:
-    """Final messages from the message events (snapshot, text and tool-call streams).
-    Replaced by the stream-semantics engine's replay when it lands."""
-    messages: List[Dict[str, Any]] = []
-    by_id: Dict[str, Dict[str, Any]] = {}
-    calls: Dict[str, Dict[str, Any]] = {}
-    for ev in events:
-        kind = ev.type.value
-        if kind == "MESSAGES_SNAPSHOT":
-            messages = to_builtins(ev.messages)
-            by_id = {m["id"]: m for m in messages if "id" in m}
-            calls = {tc["id"]: tc for m in messages for tc in m.get("toolCalls") or []}
-        elif kind == "TEXT_MESSAGE_START":
-            msg = {"id": ev.message_id, "role": ev.role, "content": ""}
-            messages.append(msg)
-            by_id[ev.message_id] = msg
-        elif kind == "TEXT_MESSAGE_CONTENT" and ev.message_id in by_id:
-            by_id[ev.message_id]["content"] = (by_id[ev.message_id].get("content") or "") + ev.delta
-        elif kind == "TOOL_CALL_START":
-            parent = by_id.get(ev.parent_message_id or "")
-            if parent is None:
-                parent = {"id": ev.parent_message_id or ev.tool_call_id, "role": "assistant"}
-                messages.append(parent)
-                by_id[parent["id"]] = parent
-            call = {"id": ev.tool_call_id, "type": "function", "function": {"name": ev.tool_call_name, "arguments": ""}}
-            parent.setdefault("toolCalls", []).append(call)
-            calls[ev.tool_call_id] = call
-        elif kind == "TOOL_CALL_ARGS" and ev.tool_call_id in calls:
-            calls[ev.tool_call_id]["function"]["arguments"] += ev.delta
-        elif kind == "TOOL_CALL_RESULT":
-            msg = {"id": ev.message_id, "role": "tool", "content": ev.content, "toolCallId": ev.tool_call_id}
-            messages.append(msg)
-            by_id[ev.message_id] = msg
-    return messages
-
-
 def replay(args: argparse.Namespace) -> int:
-    """Replay a log: the final messages and state (JSON on stdout). A STATE_DELTA that
-    does not apply is skipped (atomically, as the reference client does) with a warning."""
+    """Replay a log as the reference client does (``agui_fast.stream``: chunk expansion and
+    the reducer): the final messages and state as JSON on stdout. A STATE_DELTA that does not
+    apply is skipped atomically, as the reference client does, with a warning on stderr."""
     paths = expand([args.log])
-    doc = StateDocument({})
-    failed = 0
-    events: List[Any] = []
-    for event in iter_log(paths[0], args.format):
-        kind = event.type.value
-        if kind == "STATE_SNAPSHOT":
-            doc.replace(event.snapshot)
-        elif kind == "STATE_DELTA":
-            try:
-                doc.apply(event.delta)
-            except JsonPatchError as exc:
-                failed += 1
-                print(f"warning: skipped a STATE_DELTA: {exc}", file=sys.stderr)
-        elif kind in _MESSAGE_EVENTS:
-            events.append(event)
-    json.dump({"messages": _messages(events), "state": doc.to_python()}, sys.stdout, ensure_ascii=False, indent=2)
+    result = stream.replay(iter_log(paths[0], args.format), raw=True)
+    for index, message in result.warnings:
+        print(f"warning: event {index}: {message}", file=sys.stderr)
+    json.dump({"messages": result.messages, "state": result.state}, sys.stdout, ensure_ascii=False, indent=2)
     sys.stdout.write("\n")
-    return 1 if failed and args.strict else 0
-
-
-_MESSAGE_EVENTS = frozenset({
-    "MESSAGES_SNAPSHOT", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TOOL_CALL_START",
-    "TOOL_CALL_ARGS", "TOOL_CALL_RESULT",
-})
+    return 1 if result.warnings and args.strict else 0
 
 
 def _best(fn: Callable[[], Any], repeat: int) -> float:
@@ -424,6 +385,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("logs", nargs="+", metavar="LOG")
     p.add_argument("--format", **fmt)
     p.add_argument("--max-errors", type=int, default=10, help="sequence errors shown per log")
+    p.add_argument("--schema-only", action="store_true",
+                   help="check each event against the schema only, not the sequence rules")
     p.set_defaults(func=validate)
 
     p = sub.add_parser("replay", help="the final messages and state of a log, as JSON")
