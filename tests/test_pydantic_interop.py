@@ -139,3 +139,12 @@ def test_what_cannot_be_transparent():
     ev = core.RunErrorEvent(message="x")
     assert not isinstance(ev, ref.BaseEvent)
     assert isinstance(to_ag_ui(ev), ref.BaseEvent) and from_ag_ui(to_ag_ui(ev)) == ev
+
+
+def test_encoder_module_path_of_the_reference():
+    """``from ag_ui.encoder.encoder import EventEncoder`` has a counterpart after the swap."""
+    import agui_fast.encoder
+    from agui_fast.encoder.encoder import AGUI_MEDIA_TYPE, EventEncoder
+
+    assert EventEncoder is agui_fast.encoder.EventEncoder
+    assert AGUI_MEDIA_TYPE == "application/vnd.ag-ui.event+proto"

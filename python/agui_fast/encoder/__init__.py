@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, List, Optional, Tuple
 
-from . import _native
-from .core._dump import to_builtins
+from .. import _native
+from ..core._dump import to_builtins
 
 __all__ = [
     "EventEncoder",
