@@ -500,3 +500,22 @@ def test_a_call_error_pickles_with_its_events_and_errors():
     assert type(e) is type(info.value) and e.events == EVENTS * 2
     assert e.errors[0] is e and [x.frame_index for x in e.errors] == [6, 13]
     assert [x.frame_index for x in info.value.errors] == [6, 13]
+
+
+def test_decode_event_depth_limit_is_the_projects_own():
+    """One depth limit for single events too, the same on every interpreter (issue 15):
+    512 levels decode, 513 raise our error (msgspec's own limit is the interpreter's)."""
+    from agui_fast import _native
+    from agui_fast.decoder import decode_event
+    from agui_fast.errors import InvalidJsonError
+
+    def event(depth):
+        return b'{"type":"RAW","event":' + b"[" * (depth - 1) + b"]" * (depth - 1) + b"}"
+
+    limit = _native.DEFAULT_MAX_DEPTH
+    assert decode_event(event(limit)).type.value == "RAW"
+    assert decode_event(event(limit).decode()).type.value == "RAW"
+    with pytest.raises(InvalidJsonError, match="nested deeper"):
+        decode_event(event(limit + 1))
+    with pytest.raises(InvalidJsonError, match="nested deeper"):
+        decode_event(memoryview(event(5000)))

@@ -6,6 +6,9 @@ from typing import Any, Callable, Iterable, List, Literal, Optional, Tuple, Unio
 __version__: str
 DEFAULT_MAX_DEPTH: int  # agui_core::limits::DEFAULT_MAX_DEPTH
 
+def json_exceeds_depth(data: Union[bytes, bytearray, memoryview, str], max_depth: int) -> bool:
+    """Whether JSON text nests arrays/objects deeper than ``max_depth``."""
+
 # Test-only helpers (sse_event, proto_schema), off the public surface.
 _testing: types.ModuleType
 

@@ -19,6 +19,7 @@ from typing import Any, Dict, List, NoReturn, Optional, Union
 
 import msgspec
 
+from . import _native
 from .core import Event
 from .core._convert import FAST_PATH_ERRORS, convert_value, decode_json, exact, json_decoder
 from .errors import DecodeError, EventValidationError, InvalidJsonError
@@ -44,6 +45,9 @@ MP_EVENT_LIST_DECODER = msgspec.msgpack.Decoder(List[Event], strict=False)
 JsonInput = Union[bytes, bytearray, memoryview, str]
 
 
+_DEPTH_SCAN_MIN = 2 * _native.DEFAULT_MAX_DEPTH
+
+
 def decode_event(data: Union[JsonInput, Dict[str, Any]]) -> Event:
     """Decode and validate one event given as JSON text/bytes or as a dict.
 
@@ -53,6 +57,10 @@ def decode_event(data: Union[JsonInput, Dict[str, Any]]) -> Event:
     """
     if isinstance(data, dict):
         return convert_value(data, Event)
+    # The project's depth limit, the same on every interpreter: nesting deeper than
+    # DEFAULT_MAX_DEPTH needs more than that many brackets, so short inputs skip the scan.
+    if len(data) > _DEPTH_SCAN_MIN and _native.json_exceeds_depth(data, _native.DEFAULT_MAX_DEPTH):
+        raise InvalidJsonError(f"invalid JSON: nested deeper than {_native.DEFAULT_MAX_DEPTH} levels")
     try:
         return EVENT_DECODER.decode(data)  # the fast path, inlined (hashing a Union is slow)
     except FAST_PATH_ERRORS as exc:

@@ -240,7 +240,18 @@ fn sse_event<'py>(py: Python<'py>, payload: &Bound<'py, PyAny>) -> PyResult<Boun
     })
 }
 
+/// Whether JSON text (bytes-like or str) nests deeper than `max_depth`: the project's one
+/// depth limit for single events, checked before msgspec (whose limit is the interpreter's).
+#[pyfunction]
+fn json_exceeds_depth(data: &Bound<'_, PyAny>, max_depth: usize) -> PyResult<bool> {
+    if let Ok(s) = data.cast::<pyo3::types::PyString>() {
+        return Ok(agui_core::limits::exceeds_depth(s.to_cow()?.as_bytes(), max_depth));
+    }
+    crate::stream::with_buffer(data, |b| Ok(agui_core::limits::exceeds_depth(b, max_depth)))
+}
+
 pub fn register(m: &Bound<'_, PyModule>, testing: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(json_exceeds_depth, m)?)?;
     m.add_class::<SseDecoder>()?;
     m.add_class::<SseCodec>()?;
     m.add("SSE_DEFAULT_MAX_BUFFER", core::DEFAULT_MAX_BUFFER)?;
