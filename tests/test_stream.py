@@ -273,9 +273,9 @@ def _snapshot(depth):
 
 
 def test_nesting_limit_boundary_and_deep_input_is_a_decode_error_not_a_crash():
-    # serde_json's limit (see docs/stream.md): 127 levels pass, 128 do not
-    assert stream.replay([_snapshot(127)], raw=True).state is not None
-    for depth in (128, 5000):
+    # The project's depth limit (agui_core::limits, docs/stream.md): 512 levels pass, 513 do not
+    assert stream.replay([_snapshot(512)], raw=True).state is not None
+    for depth in (513, 5000):
         with pytest.raises(InvalidJsonError) as info:
             stream.replay([_snapshot(depth)])
         assert info.value.frame_index == 0

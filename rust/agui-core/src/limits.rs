@@ -41,6 +41,39 @@ pub fn exceeds_depth(json: &[u8], max_depth: usize) -> bool {
     false
 }
 
+/// Parse JSON text into a `serde_json::Value` nesting at most `max_depth` levels: the one
+/// depth-checked parse of the core (serde_json's own recursion limit, 128, is replaced by
+/// ours after the scan, so the Rust stack is never at risk).
+pub fn parse_value(text: &[u8], max_depth: usize) -> Result<serde_json::Value, ParseError> {
+    use serde::Deserialize;
+    if exceeds_depth(text, max_depth) {
+        return Err(ParseError::TooDeep(max_depth));
+    }
+    let mut de = serde_json::Deserializer::from_slice(text);
+    de.disable_recursion_limit();
+    let v = serde_json::Value::deserialize(&mut de).map_err(ParseError::Json)?;
+    de.end().map_err(ParseError::Json)?;
+    Ok(v)
+}
+
+/// Why [`parse_value`] failed.
+#[derive(Debug)]
+pub enum ParseError {
+    /// Nested deeper than the limit (the limit is given).
+    TooDeep(usize),
+    /// Not valid JSON.
+    Json(serde_json::Error),
+}
+
+impl std::fmt::Display for ParseError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ParseError::TooDeep(n) => write!(f, "nested deeper than {n} levels"),
+            ParseError::Json(e) => e.fmt(f),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

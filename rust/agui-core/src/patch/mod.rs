@@ -45,7 +45,6 @@
 pub mod engine;
 mod value;
 
-use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::fmt;
 use std::sync::Arc;
@@ -504,33 +503,6 @@ pub fn empty_object() -> Value {
 /// `int_max_str_digits`, so that every accepted document converts to Python.
 pub const MAX_INT_DIGITS: usize = 4300;
 
-/// Nesting depth of JSON text (arrays and objects), scanned without parsing.
-fn text_depth(text: &[u8]) -> usize {
-    let (mut depth, mut max, mut in_str, mut esc) = (0usize, 0usize, false, false);
-    for &b in text {
-        if in_str {
-            if esc {
-                esc = false;
-            } else if b == b'\\' {
-                esc = true;
-            } else if b == b'"' {
-                in_str = false;
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_str = true,
-            b'[' | b'{' => {
-                depth += 1;
-                max = max.max(depth);
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    max
-}
-
 /// Check a number read from JSON text: integers of at most [`MAX_INT_DIGITS`] digits,
 /// other numbers finite doubles (`1e400` is an error, not infinity or NaN).
 pub fn check_number(n: &serde_json::Number) -> Result<(), PatchError> {
@@ -564,15 +536,10 @@ fn check_numbers(v: &Value) -> Result<(), PatchError> {
 /// levels (a patch wraps its values in two: the array and the operation), numbers
 /// checked by [`check_number`].
 pub fn parse_json(text: &[u8], max_depth: usize, extra: usize) -> Result<Value, PatchError> {
-    if text_depth(text) > max_depth + extra {
-        return Err(too_deep(max_depth));
-    }
-    let mut de = serde_json::Deserializer::from_slice(text);
-    // The depth was checked above; serde_json's own limit (128) would be lower than ours.
-    de.disable_recursion_limit();
-    let v = Value::deserialize(&mut de)
-        .and_then(|v| de.end().map(|()| v))
-        .map_err(|e| invalid(format!("not valid JSON: {e}")))?;
+    let v = crate::limits::parse_value(text, max_depth + extra).map_err(|e| match e {
+        crate::limits::ParseError::TooDeep(_) => too_deep(max_depth),
+        crate::limits::ParseError::Json(e) => invalid(format!("not valid JSON: {e}")),
+    })?;
     check_numbers(&v)?;
     Ok(v)
 }

@@ -201,10 +201,11 @@ fn hex4(b: &[u8]) -> Option<u16> {
 /// Parse JSON text, keeping lone surrogate escapes (see above). Only text that serde
 /// rejects is rewritten, so the common path is one serde call.
 pub fn parse_json(text: &[u8]) -> Result<Value, String> {
-    match serde_json::from_slice(text) {
+    use crate::limits::{parse_value, ParseError, DEFAULT_MAX_DEPTH};
+    match parse_value(text, DEFAULT_MAX_DEPTH) {
         Ok(v) => Ok(v),
-        Err(e) if memchr::memmem::find(text, b"\\u").is_some() => match keep_lone_surrogates(text) {
-            Some(fixed) => serde_json::from_slice(&fixed).map_err(|e| e.to_string()),
+        Err(ParseError::Json(e)) if memchr::memmem::find(text, b"\\u").is_some() => match keep_lone_surrogates(text) {
+            Some(fixed) => parse_value(&fixed, DEFAULT_MAX_DEPTH).map_err(|e| e.to_string()),
             None => Err(e.to_string()),
         },
         Err(e) => Err(e.to_string()),
