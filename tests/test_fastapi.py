@@ -132,31 +132,11 @@ import httpx  # noqa: E402
 from pydantic import TypeAdapter  # noqa: E402
 
 from agui_fast.core import Event, StateSnapshotEvent  # noqa: E402
-from agui_fast.errors import EncodeError  # noqa: E402
 from agui_fast.patch import apply_patch  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "fastapi_server.py"
 RUN_BODY = {"threadId": "t1", "runId": "r1", "messages": [{"id": "u1", "role": "user", "content": "hi"}]}
-
-# Until the encoder writes what pydantic's JSON mode writes inside Any fields (issue 11 §2,
-# another change), a datetime in the state stops the stream. The server is then started
-# with EventEncoder.encode falling back to pydantic for such values (the native
-# `pydantic_fallback`), so the rest of the example is tested now; once the encoder writes
-# datetimes itself this shim is not installed.
-_SHIM = (
-    "import agui_fast.encoder as e, agui_fast._native as n\n"
-    "e.EventEncoder.encode = staticmethod(lambda ev: n.encode_sse(ev, pydantic_fallback=True))\n"
-)
-
-
-def _encoder_writes_datetimes() -> bool:
-    try:
-        EventEncoder().encode(StateSnapshotEvent(snapshot=datetime.datetime(2026, 1, 1)))
-        return True
-    except EncodeError:
-        return False
-
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -169,10 +149,6 @@ def example_server(tmp_path_factory):
     pytest.importorskip("uvicorn")
     port = _free_port()
     env = dict(os.environ)
-    if not _encoder_writes_datetimes():
-        shim = tmp_path_factory.mktemp("shim")
-        (shim / "sitecustomize.py").write_text(_SHIM)
-        env["PYTHONPATH"] = os.pathsep.join([str(shim), env.get("PYTHONPATH", "")])
     proc = subprocess.Popen([sys.executable, str(EXAMPLE), "--port", str(port)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}/"
     try:
@@ -231,3 +207,29 @@ def test_example_server_streams_the_script(example_server):
 def test_example_server_refuses_invalid_bodies(example_server):
     r = httpx.post(example_server, json={"threadId": "t1", "messages": []}, timeout=30)
     assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "runId"]
+
+
+def test_the_encoder_writes_datetimes_inside_state():
+    """Issue 11 §2: a datetime in graph state no longer stops a stream (pydantic's JSON mode)."""
+    at = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+    assert EventEncoder().encode(StateSnapshotEvent(snapshot={"at": at})) == 'data: {"type":"STATE_SNAPSHOT","snapshot":{"at":"2026-01-01T00:00:00Z"}}\n\n'
+
+
+@pytest.mark.parametrize("accept", ["sse", "protobuf"])
+def test_our_http_agent_runs_the_example(example_server, accept):
+    """Our HttpAgent against the example FastAPI server written the reference's way: with a
+    protobuf Accept the server (encode + get_content_type) still answers SSE, labelled so."""
+    from agui_fast.client import SyncHttpAgent
+    from agui_fast.core import RunAgentInput
+
+    sys.path.insert(0, str(EXAMPLE.parent))
+    try:
+        import fastapi_server as example
+    finally:
+        sys.path.remove(str(EXAMPLE.parent))
+    result = SyncHttpAgent(example_server, accept=accept).run_agent(RunAgentInput.model_validate(RUN_BODY))
+    at = example.STARTED_AT.isoformat().replace("+00:00", "Z")
+    assert result.state == {"started_at": at, "session": str(example.SESSION), "steps": [{"name": "search", "at": at, "id": str(example.SESSION)}], "count": 1}
+    # The reference client keeps the streamed reasoning message: the snapshot has none.
+    assert [m.id for m in result.messages] == ["u1", "m-reasoning", "m-assistant", "m-tool"]
+    assert result.messages[2].content == "".join(example.TEXT_DELTAS)
