@@ -193,9 +193,9 @@ def test_binary_parts_convert_in_linear_time():
             gc.collect()
             gc.disable()  # the algorithm's cost, not collections of the test's garbage
             try:
-                s = time.perf_counter()
+                s = time.process_time()
                 out = convert_content_parts(p)
-                t = min(t, time.perf_counter() - s)
+                t = min(t, time.process_time() - s)
             finally:
                 gc.enable()
         assert len(out) == 2 * n  # mirrors dropped, fresh ones converted
