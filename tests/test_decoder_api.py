@@ -521,3 +521,7 @@ def test_decode_event_depth_limit_is_the_projects_own():
         decode_event(event(limit + 1))
     with pytest.raises(InvalidJsonError, match="nested deeper"):
         decode_event(memoryview(event(5000)))
+    # configurable per call
+    assert decode_event(event(10), max_depth=10).type.value == "RAW"
+    with pytest.raises(InvalidJsonError, match="nested deeper than 9 levels"):
+        decode_event(event(10), max_depth=9)

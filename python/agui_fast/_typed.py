@@ -45,22 +45,21 @@ MP_EVENT_LIST_DECODER = msgspec.msgpack.Decoder(List[Event], strict=False)
 JsonInput = Union[bytes, bytearray, memoryview, str]
 
 
-_DEPTH_SCAN_MIN = 2 * _native.DEFAULT_MAX_DEPTH
-
-
-def decode_event(data: Union[JsonInput, Dict[str, Any]]) -> Event:
+def decode_event(data: Union[JsonInput, Dict[str, Any]], *, max_depth: int = _native.DEFAULT_MAX_DEPTH) -> Event:
     """Decode and validate one event given as JSON text/bytes or as a dict.
 
     Raises :class:`~agui_fast.errors.InvalidJsonError` for malformed JSON and
     :class:`~agui_fast.errors.EventValidationError` (``.field`` is the JSON path, e.g.
     ``$.messages[0].role``) for an invalid event. Both are ``ValueError`` subclasses.
+    ``max_depth``: deepest nesting of arrays and objects accepted (the project's limit,
+    512 by default, the same on every interpreter); deeper raises ``InvalidJsonError``.
     """
     if isinstance(data, dict):
         return convert_value(data, Event)
-    # The project's depth limit, the same on every interpreter: nesting deeper than
-    # DEFAULT_MAX_DEPTH needs more than that many brackets, so short inputs skip the scan.
-    if len(data) > _DEPTH_SCAN_MIN and _native.json_exceeds_depth(data, _native.DEFAULT_MAX_DEPTH):
-        raise InvalidJsonError(f"invalid JSON: nested deeper than {_native.DEFAULT_MAX_DEPTH} levels")
+    # The project's depth limit (``max_depth``), the same on every interpreter: nesting
+    # deeper than that needs more than that many brackets, so short inputs skip the scan.
+    if len(data) > 2 * max_depth and _native.json_exceeds_depth(data, max_depth):
+        raise InvalidJsonError(f"invalid JSON: nested deeper than {max_depth} levels")
     try:
         return EVENT_DECODER.decode(data)  # the fast path, inlined (hashing a Union is slow)
     except FAST_PATH_ERRORS as exc:
