@@ -367,7 +367,10 @@ def test_error_floods_cost_linear_time(call, unit, n):
     small, big = unit * n, unit * (10 * n)
     assert run(small) == n and run(big) == 10 * n
     t1, t10 = _best(run, small), _best(run, big)
-    assert t10 <= 15 * t1 + 0.05, (t1, t10)
+    # Linear is 10x, quadratic 100x. ~15x is the goal; CI runs the suite beside a Rust build
+    # (memory bandwidth shared even in CPU time), where 20x was seen: 25x keeps the check
+    # far from quadratic without failing on a busy machine.
+    assert t10 <= 25 * t1 + 0.05, (t1, t10)
 
 
 # -- one depth limit (issue 15) -----------------------------------------------------------------
