@@ -297,7 +297,7 @@ def validate(args: argparse.Namespace) -> int:
             failed += 1
             print(f"{name}: INVALID after {count} valid events: {type(exc).__name__}: "
                   f"{exc.message.split(': ', 1)[-1] if exc.message.startswith(name) else exc.message}"
-                  f" (frame {exc.frame_index}, byte offset {exc.offset})")
+                  + (f" (frame {exc.frame_index}, byte offset {exc.offset})" if exc.frame_index is not None else ""))
             continue
         if count == 0:
             failed += 1
