@@ -176,6 +176,30 @@ def test_replay_log_paths_and_threads(tmp_path):
     assert stream.replay_log(paths[0], verify=True).state == one[0].state
 
 
+def test_replay_log_reads_protobuf_and_gzip_through_the_one_log_reader(tmp_path):
+    """format="auto": SSE or length-prefixed protobuf, gzip or not (agui_core::log), the same
+    final messages and state; a cut protobuf log is a decode error with what was applied."""
+    import gzip
+
+    from agui_fast.decoder import decode_sse
+    from agui_fast.errors import DecodeError
+    from agui_fast.proto import encode_protobuf_many
+
+    sse = to_sse(generate_events(2000, seed=3))
+    pb = encode_protobuf_many(decode_sse(sse))
+    want = stream.replay_log(sse, raw=True)
+    assert stream.replay_log(pb, raw=True) == want
+    assert stream.replay_log(pb, format="protobuf", raw=True) == want
+    assert stream.replay_log(gzip.compress(sse), raw=True) == want
+    path = tmp_path / "run.bin.gz"
+    path.write_bytes(gzip.compress(pb))
+    assert stream.replay_log(path, raw=True) == want
+    assert stream.replay_logs([path, path], threads=2, raw=True) == [want, want]
+    with pytest.raises(DecodeError) as info:
+        stream.replay_log(pb[:-3], raw=True)
+    assert info.value.replay.messages  # the events before the cut were applied
+
+
 def test_event_applier_typed_change():
     ap = stream.EventApplier([UserMessage(id="u1", content="hi")], {"n": 0})
     ch = ap.apply({"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"})
@@ -297,7 +321,7 @@ def test_wrong_argument_types_are_type_errors(call):
 
 def test_bad_format_and_threads():
     with pytest.raises(ValueError):
-        stream.replay_log(b"", format="protobuf")
+        stream.replay_log(b"", format="jsonl")
     with pytest.raises(ValueError):
         stream.replay_logs([], threads=0)
     assert stream.replay_logs([]) == []

@@ -317,15 +317,15 @@ def expand_chunks(events: Iterable[Any], /) -> Tuple[bytes, List[Tuple[int, str]
 
 def verify_events(events: Iterable[Any], /) -> None: ...
 def compact_events(events: Iterable[Any], /) -> Tuple[bytes, List[str]]: ...
-def replay_sse(
-    data: bytes, messages: Any = None, state: Any = None, *, verify: bool = False
+def replay_log(
+    data: bytes, messages: Any = None, state: Any = None, *, format: str = "auto", verify: bool = False
 ) -> _ReplayParts:
-    """Replay an SSE log with the GIL released."""
+    """Replay a log (SSE or protobuf, gzip or not) with the GIL released."""
 
-def replay_sse_files(
-    paths: Iterable[Union[str, "os.PathLike[str]"]], *, verify: bool = False, threads: int = 0
+def replay_log_files(
+    paths: Iterable[Union[str, "os.PathLike[str]"]], *, format: str = "auto", verify: bool = False, threads: int = 0
 ) -> List[_ReplayParts]:
-    """Read and replay SSE log files on Rust threads (0: all cores), GIL released."""
+    """Read and replay log files on Rust threads (0: all cores), constant memory each, GIL released."""
 
 def set_surrogate_writer(writer: Callable[[Any], bytes], /) -> None:
     """``writer(obj) -> bytes``: JSON text of the events dumps refuses (lone surrogates). Set once."""

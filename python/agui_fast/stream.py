@@ -291,22 +291,23 @@ def compact_events(events: Iterable[Any], *, raw: bool = False) -> List[Any]:
 _Source = Union[bytes, bytearray, memoryview, str, "os.PathLike[str]"]
 
 
-def replay_log(source: _Source, *, format: str = "sse", verify: bool = False, raw: bool = False) -> Replay:
-    """Replay a recorded SSE log (``bytes``, or a path) inside Rust with the GIL released:
-    decode, expand chunks, optionally verify, apply. Returns the final :class:`Replay`;
-    an unreadable frame raises :class:`~agui_fast.errors.InvalidJsonError` (``frame_index``)."""
-    _check_format(format)
+def replay_log(source: _Source, *, format: str = "auto", verify: bool = False, raw: bool = False) -> Replay:
+    """Replay a recorded log (``bytes``, or a path; SSE or length-prefixed protobuf, gzip or
+    not; ``format="auto"`` detects it) inside Rust with the GIL released, through the one log
+    reader (``agui_core::log``): decode, expand chunks, optionally verify, apply. Returns
+    the final :class:`Replay`; an unreadable frame raises
+    :class:`~agui_fast.errors.InvalidJsonError` (``frame_index``)."""
     if isinstance(source, (bytes, bytearray, memoryview)):
-        return _replay(_native.replay_sse(bytes(source), verify=verify), raw)
+        return _replay(_native.replay_log(bytes(source), format=format, verify=verify), raw)
     if isinstance(source, (str, os.PathLike)):
-        return _replay(_native.replay_sse_files([source], verify=verify, threads=1)[0], raw)
+        return _replay(_native.replay_log_files([source], format=format, verify=verify, threads=1)[0], raw)
     raise TypeError(f"source must be bytes or a path, not {type(source).__name__}")
 
 
 def replay_logs(
     paths: Iterable[Union[str, "os.PathLike[str]"]],
     *,
-    format: str = "sse",
+    format: str = "auto",
     verify: bool = False,
     threads: Optional[int] = None,
     raw: bool = False,
@@ -314,18 +315,14 @@ def replay_logs(
     """:func:`replay_log` of several log files on Rust threads (``threads``: at most that
     many at once; default the machine's cores). Results are in input order; the first log
     (in input order) that fails raises, with ``path`` and ``replay`` on the exception."""
-    _check_format(format)
     paths = list(paths)
     if threads is not None and threads < 1:
         raise ValueError(f"threads must be at least 1, not {threads}")
     out = []
-    for path, parts in zip(paths, _native.replay_sse_files(paths, verify=verify, threads=threads or 0)):
+    for path, parts in zip(paths, _native.replay_log_files(paths, format=format, verify=verify, threads=threads or 0)):
         if parts[4] is not None:
             parts[4].path = path
         out.append(_replay(parts, raw))
     return out
 
 
-def _check_format(format: str) -> None:
-    if format != "sse":
-        raise ValueError(f"format must be 'sse' (protobuf logs are not supported yet), not {format!r}")

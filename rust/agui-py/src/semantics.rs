@@ -365,33 +365,53 @@ fn replay_tuple<'py>(py: Python<'py>, r: &core::Replay) -> PyResult<Bound<'py, P
         .into_pyobject(py)
 }
 
-/// replay_sse(data, messages=None, state=None, *, verify=False): replay an SSE log given
-/// as bytes, with the GIL released.
+/// The log format argument: "auto" (detected), "sse" or "protobuf".
+fn log_format(format: &str) -> PyResult<Option<agui_core::log::Format>> {
+    match format {
+        "auto" => Ok(None),
+        "sse" => Ok(Some(agui_core::log::Format::Sse)),
+        "protobuf" => Ok(Some(agui_core::log::Format::Protobuf)),
+        other => Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "format must be 'auto', 'sse' or 'protobuf', not {other:?}"
+        ))),
+    }
+}
+
+/// replay_log(data, messages=None, state=None, *, format="auto", verify=False): replay a
+/// log (SSE or protobuf, gzip or not) given as bytes, with the GIL released.
 #[pyfunction]
-#[pyo3(signature = (data, messages=None, state=None, *, verify=false))]
-fn replay_sse<'py>(
+#[pyo3(signature = (data, messages=None, state=None, *, format="auto", verify=false))]
+fn replay_log<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyBytes>,
     messages: Option<&Bound<'py, PyAny>>,
     state: Option<&Bound<'py, PyAny>>,
+    format: &str,
     verify: bool,
 ) -> PyResult<Bound<'py, PyTuple>> {
+    let format = log_format(format)?;
     let (messages, state) = initial(py, messages, state)?;
     let log = data.as_bytes();
     let options = ReplayOptions { verify, ..ReplayOptions::default() };
-    let r = py.detach(|| core::replay_sse(log, messages, state, options));
+    let r = py.detach(|| core::replay_log(log, format, messages, state, options));
     replay_tuple(py, &r)
 }
 
-/// replay_sse_files(paths, *, verify=False, threads=0): read and replay SSE log files
-/// on Rust threads (0: the machine's parallelism), GIL released; one tuple per path.
+/// replay_log_files(paths, *, format="auto", verify=False, threads=0): read and replay log
+/// files on Rust threads (0: the machine's parallelism) in constant memory each, GIL
+/// released; one tuple per path.
 #[pyfunction]
-#[pyo3(signature = (paths, *, verify=false, threads=0))]
-fn replay_sse_files<'py>(py: Python<'py>, paths: Vec<std::path::PathBuf>, verify: bool, threads: usize) -> PyResult<Bound<'py, PyList>> {
+#[pyo3(signature = (paths, *, format="auto", verify=false, threads=0))]
+fn replay_log_files<'py>(
+    py: Python<'py>,
+    paths: Vec<std::path::PathBuf>,
+    format: &str,
+    verify: bool,
+    threads: usize,
+) -> PyResult<Bound<'py, PyList>> {
+    let format = log_format(format)?;
     let options = ReplayOptions { verify, ..ReplayOptions::default() };
-    let logs = py.detach(|| paths.iter().map(std::fs::read).collect::<std::io::Result<Vec<_>>>())?;
-    let refs: Vec<&[u8]> = logs.iter().map(Vec::as_slice).collect();
-    let replays = py.detach(|| core::replay_sse_many(&refs, options, threads));
+    let replays = py.detach(|| core::replay_log_files(&paths, format, options, threads));
     PyList::new(py, replays.iter().map(|r| replay_tuple(py, r)).collect::<PyResult<Vec<_>>>()?)
 }
 
@@ -402,8 +422,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(expand_chunks, m)?)?;
     m.add_function(wrap_pyfunction!(verify_events, m)?)?;
     m.add_function(wrap_pyfunction!(compact_events, m)?)?;
-    m.add_function(wrap_pyfunction!(replay_sse, m)?)?;
-    m.add_function(wrap_pyfunction!(replay_sse_files, m)?)?;
+    m.add_function(wrap_pyfunction!(replay_log, m)?)?;
+    m.add_function(wrap_pyfunction!(replay_log_files, m)?)?;
     m.add_function(wrap_pyfunction!(set_surrogate_writer, m)?)?;
     Ok(())
 }

@@ -40,7 +40,7 @@ pub use apply::{Change, EventApplier};
 pub use chunks::{expand_chunks, ChunkExpander};
 pub use compact::compact_events;
 pub use event::{parse_event, EventType};
-pub use replay::{empty_state, replay, replay_sse, replay_sse_many, Replay, ReplayOptions, Replayer};
+pub use replay::{empty_state, replay, replay_log, replay_log_files, replay_sse, replay_sse_many, Replay, ReplayOptions, Replayer};
 pub use verify::{verify_events, EventVerifier};
 
 /// Which stage rejected an event.

@@ -248,23 +248,80 @@ pub fn replay_sse(log: &[u8], messages: Vec<Value>, state: Value, options: Repla
 /// (at most `threads` at once; 0 means the machine's parallelism). Results are in input
 /// order.
 pub fn replay_sse_many(logs: &[&[u8]], options: ReplayOptions, threads: usize) -> Vec<Replay> {
+    parallel_map(logs, threads, |log| replay_sse(log, Vec::new(), empty_state(), options))
+}
+
+/// Replay a recorded log of either format (SSE or length-prefixed protobuf, gzip or not;
+/// `format: None` detects it) read through the one log reader ([`crate::log`]) in
+/// constant memory. A log that cannot be read (unknown format, a bad or truncated frame,
+/// an I/O error) ends the replay with a `Decode` error at the event where it stopped.
+pub fn replay_log<R: std::io::Read + Send>(
+    reader: R,
+    format: Option<crate::log::Format>,
+    messages: Vec<Value>,
+    state: Value,
+    options: ReplayOptions,
+) -> Replay {
+    enum Stop {
+        Log(crate::log::LogError),
+        Stream(StreamError),
+    }
+    impl From<crate::log::LogError> for Stop {
+        fn from(e: crate::log::LogError) -> Self {
+            Stop::Log(e)
+        }
+    }
+    let mut r = Replayer::new(messages, state, options);
+    let mut read = 0usize;
+    let outcome = crate::log::LogReader::open(reader, format).map_err(Stop::Log).and_then(|log| {
+        log.for_each(&crate::log::Limits::default(), |ev| {
+            read += 1;
+            r.push_json(ev.json).map(|_| ()).map_err(Stop::Stream)
+        })
+    });
+    let error = match outcome {
+        Ok(_) => None,
+        Err(Stop::Stream(e)) => Some(e),
+        Err(Stop::Log(e)) => Some(StreamError { index: read, ..StreamError::new(super::Stage::Decode, e.to_string()) }),
+    };
+    r.finish(error)
+}
+
+/// [`replay_log`] of several log files (`format: None` detects each), each from no messages
+/// and an empty state, on scoped threads as [`replay_sse_many`]. Results are in input order.
+pub fn replay_log_files(
+    paths: &[std::path::PathBuf],
+    format: Option<crate::log::Format>,
+    options: ReplayOptions,
+    threads: usize,
+) -> Vec<Replay> {
+    parallel_map(paths, threads, |path| match std::fs::File::open(path) {
+        Ok(f) => replay_log(std::io::BufReader::new(f), format, Vec::new(), empty_state(), options),
+        Err(e) => Replayer::new(Vec::new(), empty_state(), options)
+            .finish(Some(StreamError::new(super::Stage::Decode, format!("{}: {e}", path.display())))),
+    })
+}
+
+/// `f` over `items` on scoped threads (at most `threads`; 0: the machine's parallelism),
+/// results in input order.
+fn parallel_map<T: Sync, U: Send>(items: &[T], threads: usize, f: impl Fn(&T) -> U + Sync) -> Vec<U> {
     let threads = match threads {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,
     };
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut slots: Vec<std::sync::Mutex<Option<Replay>>> = logs.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    let mut slots: Vec<std::sync::Mutex<Option<U>>> = items.iter().map(|_| std::sync::Mutex::new(None)).collect();
     std::thread::scope(|scope| {
-        for _ in 0..threads.min(logs.len()) {
+        for _ in 0..threads.min(items.len()) {
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(log) = logs.get(i) else { break };
-                let r = replay_sse(log, Vec::new(), empty_state(), options);
-                *slots[i].lock().expect("no thread panics while holding a slot") = Some(r);
+                let Some(item) = items.get(i) else { break };
+                let out = f(item);
+                *slots[i].lock().expect("no thread panics while holding a slot") = Some(out);
             });
         }
     });
-    slots.iter_mut().map(|s| s.get_mut().expect("slot").take().expect("every log replayed")).collect()
+    slots.iter_mut().map(|s| s.get_mut().expect("slot").take().expect("every item done")).collect()
 }
 
 /// An empty object: the default state.
