@@ -1,5 +1,6 @@
 """Type stubs for the Rust extension module ``agui_fast._native``."""
 
+import os
 import types
 from typing import Any, Callable, Iterable, List, Literal, Optional, Tuple, Union
 

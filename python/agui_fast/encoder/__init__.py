@@ -20,7 +20,7 @@ encoder per event, as frameworks do, costs about what the reference's constructo
 
 from __future__ import annotations
 
-from typing import Any, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from .. import _native
 from ..core._dump import to_builtins
