@@ -202,7 +202,9 @@ pub struct Fields<'a> {
 /// Read the columns of one event (`json`: its text, valid UTF-8), nested at most
 /// `max_depth` deep (`agui_core::limits`).
 pub fn parse<'a>(json: &'a str, max_depth: usize) -> Result<Fields<'a>, RowError> {
-    if agui_core::limits::exceeds_depth(json.as_bytes(), max_depth) {
+    // Nesting deeper than `max_depth` takes more than `max_depth` bytes: most events
+    // are shorter and skip the scan.
+    if json.len() > max_depth && agui_core::limits::exceeds_depth(json.as_bytes(), max_depth) {
         return Err(RowError {
             class: "InvalidJsonError",
             message: format!("JSON is nested too deeply (more than {max_depth} levels)"),

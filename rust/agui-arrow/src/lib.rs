@@ -12,14 +12,17 @@ pub mod fields;
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use agui_core::log::{write_event, Event, Format, Limits, LogError, LogReader, Output};
-use arrow_array::builder::{Int32Builder, Int64Builder, StringBuilder, TimestampMillisecondBuilder, UInt64Builder};
-use arrow_array::types::Int32Type;
+use agui_core::log::{write_event, Event, Format, Limits, LogError, LogReader, Output, Part};
+use arrow_array::builder::{
+    ArrayBuilder, Int32Builder, Int64Builder, PrimitiveBuilder, StringBuilder, TimestampMillisecondBuilder, UInt64Builder,
+};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{ArrowPrimitiveType, Int32Type, UInt64Type};
 use arrow_array::{ArrayRef, DictionaryArray, Int32Array, RecordBatch, StringArray, UInt64Array};
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 
@@ -228,12 +231,18 @@ impl BatchBuilder {
         self.rows >= BATCH_ROWS || self.json_bytes >= BATCH_JSON_BYTES
     }
 
-    /// Append one event's row.
+    /// Append one event's row. The nullable columns only take the values present: most
+    /// events carry few of the table's members, and the rows without one are filled in
+    /// bulk when the column's next value comes (or when the batch is finished).
     pub fn push(&mut self, ev: &Event<'_>, json: &str, f: &Fields<'_>) {
+        let row = self.rows;
         self.index.append_value(ev.index);
         self.offset.append_value(ev.offset);
         self.ty.append_value(f.ty_index);
-        self.timestamp.append_option(f.timestamp);
+        if let Some(t) = f.timestamp {
+            pad(&mut self.timestamp, row);
+            self.timestamp.append_value(t);
+        }
         let strings = [
             &f.thread_id,
             &f.run_id,
@@ -245,11 +254,18 @@ impl BatchBuilder {
             &f.delta,
         ];
         for (b, v) in self.strings.iter_mut().zip(strings) {
-            b.append_option(v.as_deref());
+            if let Some(v) = v {
+                pad(b, row);
+                b.append_value(v);
+            }
         }
-        let counts = f.usage.map(|u| u.counts()).unwrap_or_default();
-        for (b, v) in self.usage.iter_mut().zip(counts) {
-            b.append_option(v);
+        if let Some(u) = &f.usage {
+            for (b, v) in self.usage.iter_mut().zip(u.counts()) {
+                if let Some(v) = v {
+                    pad(b, row);
+                    b.append_value(v);
+                }
+            }
         }
         self.json.append_value(json);
         self.rows += 1;
@@ -259,6 +275,9 @@ impl BatchBuilder {
     /// The rows so far as one batch; the builder starts over.
     pub fn finish(&mut self) -> RecordBatch {
         let n = self.rows;
+        pad(&mut self.timestamp, n);
+        self.strings.iter_mut().for_each(|b| pad(b, n));
+        self.usage.iter_mut().for_each(|b| pad(b, n));
         let keys = match self.source {
             Some(_) => Int32Array::from(vec![0; n]),
             None => Int32Array::new_null(n),
@@ -279,6 +298,32 @@ impl BatchBuilder {
         self.rows = 0;
         self.json_bytes = 0;
         RecordBatch::try_new(schema(), columns).expect("the columns follow schema()")
+    }
+}
+
+/// A builder whose nulls can be appended in bulk.
+trait Nulls: ArrayBuilder {
+    fn append_nulls(&mut self, n: usize);
+}
+
+impl Nulls for StringBuilder {
+    fn append_nulls(&mut self, n: usize) {
+        StringBuilder::append_nulls(self, n)
+    }
+}
+
+impl<T: ArrowPrimitiveType> Nulls for PrimitiveBuilder<T> {
+    fn append_nulls(&mut self, n: usize) {
+        PrimitiveBuilder::append_nulls(self, n)
+    }
+}
+
+/// Nulls up to `row` (the rows that had no value for this column).
+#[inline]
+fn pad<B: Nulls>(b: &mut B, row: usize) {
+    let len = b.len();
+    if len < row {
+        b.append_nulls(row - len);
     }
 }
 
@@ -449,7 +494,7 @@ where
 
 /// Events of one source packed for a worker: their JSON texts back to back.
 #[derive(Default)]
-struct Part {
+struct Packed {
     seq: usize,
     data: Vec<u8>,
     /// (frame index, byte offset, end of its JSON text in `data`)
@@ -468,7 +513,7 @@ fn decode_source_parallel(src: &Source<'_>, opts: &Options, control: &Control, w
     use std::sync::atomic::AtomicUsize;
     use std::sync::mpsc::sync_channel;
 
-    let (tx, rx) = sync_channel::<Part>(workers * 2);
+    let (tx, rx) = sync_channel::<Packed>(workers * 2);
     let rx = Mutex::new(rx);
     let results: Mutex<BTreeMap<usize, Result<Decoded, Issue>>> = Mutex::new(BTreeMap::new());
     // The first failing part (raise mode): parts after it are skipped, parts before it
@@ -514,13 +559,13 @@ fn decode_source_parallel(src: &Source<'_>, opts: &Options, control: &Control, w
                 results.lock().unwrap_or_else(|p| p.into_inner()).insert(part.seq, r);
             });
         }
-        let mut part = Part::default();
+        let mut part = Packed::default();
         let read = each_event(src, opts, control, &mut reader_issues, |ev, _| {
             part.data.extend_from_slice(ev.json);
             part.events.push((ev.index, ev.offset, part.data.len()));
             if part.data.len() >= PART_BYTES {
                 let seq = part.seq + 1;
-                let full = std::mem::replace(&mut part, Part { seq, ..Part::default() });
+                let full = std::mem::replace(&mut part, Packed { seq, ..Packed::default() });
                 // The workers only hang up when they are gone (a panic).
                 tx.send(full).map_err(|_| Stop::Cancelled)?;
             }
@@ -542,6 +587,217 @@ fn decode_source_parallel(src: &Source<'_>, opts: &Options, control: &Control, w
     let info = read?;
     out.issues.extend(reader_issues);
     Ok(info.map(|_| out))
+}
+
+/// Parts of a plain source are at least this big (smaller ones cost more to hand out
+/// than they save) ...
+const PART_MIN: u64 = 256 << 10;
+/// ... and at most this big: a worker holds one part of a file in memory.
+const PART_MAX: u64 = 16 << 20;
+
+/// A source that can be cut into parts: not compressed, of a known format, not empty.
+/// `None` for anything else (decoded whole, which also reports a source that cannot be
+/// opened or read).
+fn plain_source(src: &Source<'_>, opts: &Options) -> Option<(Format, u64)> {
+    let (reader, len) = match &src.input {
+        Input::Bytes(b) => (LogReader::open(*b, opts.format).ok()?, b.len() as u64),
+        Input::Path(p) => {
+            let f = File::open(p).ok()?;
+            let len = f.metadata().ok()?.len();
+            (LogReader::open(f, opts.format).ok()?, len)
+        }
+    };
+    match (reader.is_gzip(), reader.format()) {
+        (false, Some(format)) if !reader.is_empty() => Some((format, len)),
+        _ => None,
+    }
+}
+
+/// How one part of a source stopped early.
+enum PartStop {
+    /// A framing error: the log ends there.
+    Log(LogError),
+    /// A bad event that fails the call (raise mode).
+    Row(Issue),
+    /// The part could not be read (`OSError`), or the call was cancelled (`None`).
+    Other(Option<Issue>),
+}
+
+impl From<LogError> for PartStop {
+    fn from(e: LogError) -> Self {
+        PartStop::Log(e)
+    }
+}
+
+/// What one part of a source gave: rows and issues whose frame indices count from the
+/// part's first frame, the part's frame count, and why it stopped early.
+#[derive(Default)]
+struct PartOut {
+    decoded: Decoded,
+    frames: u64,
+    stop: Option<PartStop>,
+}
+
+/// Decode one part (read from the file for a path: a worker holds one part at a time).
+fn decode_part(src: &Source<'_>, format: Format, part: Part, opts: &Options, control: &Control) -> PartOut {
+    let mut out = PartOut::default();
+    let owned;
+    let data: &[u8] = match &src.input {
+        Input::Bytes(b) => &b[part.start as usize..part.end as usize],
+        Input::Path(p) => {
+            let read = File::open(p).and_then(|mut f| {
+                f.seek(SeekFrom::Start(part.start))?;
+                let mut buf = vec![0u8; (part.end - part.start) as usize];
+                f.read_exact(&mut buf)?;
+                Ok(buf)
+            });
+            match read {
+                Ok(buf) => {
+                    owned = buf;
+                    &owned
+                }
+                Err(e) => {
+                    let mut issue = Issue::io(format!("cannot read {}: {e}", p.display()));
+                    issue.source = src.name.clone();
+                    out.stop = Some(PartStop::Other(Some(issue)));
+                    return out;
+                }
+            }
+        }
+    };
+    let mut builder = BatchBuilder::new(src.name.clone());
+    let (batches, issues) = (&mut out.decoded.batches, &mut out.decoded.issues);
+    let r = agui_core::log::for_each_in_part(data, format, part, &opts.limits, |ev| {
+        let r = row_event(&ev, &src.name, opts, issues, &mut |ev, json, f| {
+            builder.push(ev, json, f);
+            if builder.full() {
+                batches.push(builder.finish());
+            }
+        });
+        match r {
+            Ok(()) if ev.index % 4096 == 0 && control.cancel.load(Ordering::Relaxed) => Err(PartStop::Other(None)),
+            Ok(()) => Ok(()),
+            Err(Stop::Issue(issue)) => Err(PartStop::Row(issue)),
+            Err(Stop::Cancelled) => Err(PartStop::Other(None)),
+        }
+    });
+    if !builder.is_empty() {
+        out.decoded.batches.push(builder.finish());
+    }
+    control.bytes.fetch_add(data.len() as u64, Ordering::Relaxed);
+    match r {
+        Ok(summary) => out.frames = summary.frames,
+        Err(stop) => out.stop = Some(stop),
+    }
+    out
+}
+
+/// `batch` with `by` added to its frame indices.
+fn shift_index(batch: RecordBatch, by: u64) -> RecordBatch {
+    if by == 0 {
+        return batch;
+    }
+    let index: UInt64Array = batch.column(1).as_primitive::<UInt64Type>().unary(|i| i + by);
+    let mut columns = batch.columns().to_vec();
+    columns[1] = Arc::new(index);
+    RecordBatch::try_new(batch.schema(), columns).expect("the same schema")
+}
+
+/// Decode a plain source cut at frame boundaries into parts, on `workers` threads: each
+/// part is framed and parsed on its own (no thread reads the whole log), then the parts
+/// are put back in order and their frame indices made those of the whole log, so rows,
+/// positions and the first error are those of a sequential read. Memory: one part per
+/// worker besides the batches.
+fn decode_source_parts(
+    src: &Source<'_>,
+    format: Format,
+    len: u64,
+    opts: &Options,
+    control: &Control,
+    workers: usize,
+) -> Result<Option<Decoded>, Issue> {
+    use std::sync::atomic::AtomicUsize;
+
+    let wanted = if workers > 1 { (workers as u64 * 4).max(len.div_ceil(PART_MAX)) } else { len.div_ceil(PART_MAX) };
+    let wanted = wanted.min(len.div_ceil(PART_MIN)).max(1) as usize;
+    let split = match &src.input {
+        Input::Bytes(b) => agui_core::log::split(&mut std::io::Cursor::new(*b), len, format, wanted, &opts.limits),
+        Input::Path(p) => File::open(p).and_then(|mut f| agui_core::log::split(&mut f, len, format, wanted, &opts.limits)),
+    };
+    let parts = split.map_err(|e| {
+        let mut issue = Issue::io(format!("cannot read the log: {e}"));
+        issue.source = src.name.clone();
+        issue
+    })?;
+    let outs: Vec<Mutex<Option<PartOut>>> = parts.iter().map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    // The first part that stopped early: the parts after it are not needed.
+    let stopped_at = AtomicUsize::new(usize::MAX);
+    let work = || loop {
+        let k = next.fetch_add(1, Ordering::Relaxed);
+        let Some(&part) = parts.get(k) else { break };
+        if k > stopped_at.load(Ordering::Relaxed) {
+            continue;
+        }
+        let out = decode_part(src, format, part, opts, control);
+        if out.stop.is_some() {
+            stopped_at.fetch_min(k, Ordering::Relaxed);
+        }
+        *outs[k].lock().unwrap_or_else(|p| p.into_inner()) = Some(out);
+    };
+    let workers = workers.clamp(1, parts.len());
+    if workers == 1 {
+        work();
+    } else {
+        std::thread::scope(|s| {
+            for _ in 0..workers {
+                s.spawn(work);
+            }
+        });
+    }
+    let mut decoded = Decoded::default();
+    let mut base = 0u64;
+    for out in outs {
+        let Some(out) = out.into_inner().unwrap_or_else(|p| p.into_inner()) else {
+            return Ok(None); // cancelled before it ran
+        };
+        decoded.batches.extend(out.decoded.batches.into_iter().map(|b| shift_index(b, base)));
+        decoded.issues.extend(out.decoded.issues.into_iter().map(|mut i| {
+            i.index = i.index.map(|i| i + base);
+            i
+        }));
+        match out.stop {
+            None => base += out.frames,
+            Some(PartStop::Log(mut e)) => {
+                e.shift_index(base);
+                let issue = Issue::from_log_error(src.name.clone(), e);
+                if !opts.collect {
+                    return Err(issue);
+                }
+                // As in a sequential read, a framing error ends the log.
+                decoded.issues.push(issue);
+                break;
+            }
+            Some(PartStop::Row(mut issue)) => {
+                issue.index = issue.index.map(|i| i + base);
+                return Err(issue);
+            }
+            Some(PartStop::Other(Some(issue))) => return Err(issue),
+            Some(PartStop::Other(None)) => return Ok(None),
+        }
+    }
+    Ok(Some(decoded))
+}
+
+/// Decode one source on `threads` threads: cut into parts when it is plain, else read
+/// whole by the core reader (on more threads: framed by the calling thread, parsed by
+/// the others).
+fn decode_one(src: &Source<'_>, opts: &Options, control: &Control, threads: usize) -> Result<Option<Decoded>, Issue> {
+    match plain_source(src, opts) {
+        Some((format, len)) => decode_source_parts(src, format, len, opts, control, threads),
+        None if threads > 1 => decode_source_parallel(src, opts, control, threads),
+        None => decode_source(src, opts, control),
+    }
 }
 
 /// The batches and issues of one source.
@@ -590,7 +846,7 @@ pub fn decode_many(sources: &[Source<'_>], threads: usize, opts: &Options, contr
         if control.cancel.load(Ordering::Relaxed) {
             break;
         }
-        let r = if pipelined { decode_source_parallel(src, opts, control, threads) } else { decode_source(src, opts, control) };
+        let r = decode_one(src, opts, control, if pipelined { threads } else { 1 });
         if r.is_err() {
             control.cancel.store(true, Ordering::Relaxed);
         }

@@ -27,7 +27,7 @@
 //! ```
 
 use std::fmt;
-use std::io::{self, Cursor, Read};
+use std::io::{self, Cursor, Read, Seek, SeekFrom};
 
 use flate2::read::MultiGzDecoder;
 
@@ -149,6 +149,20 @@ impl LogError {
         }
     }
 
+    /// Add `by` to the frame index (an error of a part, [`for_each_in_part`], as one of
+    /// the whole log).
+    pub fn shift_index(&mut self, by: u64) {
+        match self {
+            LogError::Sse(e) => e.frame_index += by,
+            LogError::Proto(
+                proto::Error::Frame { frame_index, .. }
+                | proto::Error::FrameTooLarge { frame_index, .. }
+                | proto::Error::Truncated { frame_index, .. },
+            ) => *frame_index += by as usize,
+            _ => {}
+        }
+    }
+
     /// (frame index, byte offset) where known.
     pub fn position(&self) -> (Option<u64>, Option<u64>) {
         match self {
@@ -189,6 +203,9 @@ impl std::error::Error for LogError {}
 pub struct Summary {
     /// Events handed out.
     pub events: u64,
+    /// Frames read (skipped protobuf frames of a later version included): the index
+    /// the next frame would have.
+    pub frames: u64,
     /// Bytes of the (decompressed) log.
     pub bytes: u64,
     /// Protobuf frames of a later protocol version, skipped (as the reference does).
@@ -255,72 +272,20 @@ impl<'r> LogReader<'r> {
         E: From<LogError>,
         F: FnMut(Event<'_>) -> Result<(), E>,
     {
-        let mut summary = Summary::default();
         let Some(format) = self.checked_format()? else {
-            return Ok(summary);
+            return Ok(Summary::default());
         };
         let mut buf = vec![0u8; limits.chunk_size.max(1)];
-        match format {
-            Format::Sse => {
-                let mut parser = SseParser::new(limits.max_buffer);
-                let mut failed: Option<E> = None;
-                let mut events = 0u64;
-                // The framer's callback cannot fail: the first sink error is kept and
-                // the frames after it (in the same chunk) are dropped.
-                let mut on_frame = |frame: crate::sse::Frame<'_>, failed: &mut Option<E>| {
-                    if failed.is_none() {
-                        match sink(Event { index: frame.index, offset: frame.offset, json: frame.data }) {
-                            Ok(()) => events += 1,
-                            Err(e) => *failed = Some(e),
-                        }
-                    }
-                };
-                loop {
-                    let n = self.read(&mut buf).map_err(|e| self.io_error(e))?;
-                    let r = if n == 0 {
-                        parser.finish(|f| on_frame(f, &mut failed))
-                    } else {
-                        parser.feed(&buf[..n], |f| on_frame(f, &mut failed))
-                    };
-                    if let Some(e) = failed.take() {
-                        return Err(e);
-                    }
-                    r.map_err(LogError::Sse)?;
-                    if n == 0 {
-                        break;
-                    }
-                }
-                summary.events = events;
-            }
-            Format::Protobuf => {
-                let mut dec = StreamDecoder::new(limits.max_frame_size);
-                let mut failed: Option<E> = None;
-                let mut warnings = Vec::new();
-                loop {
-                    let n = self.read(&mut buf).map_err(|e| self.io_error(e))?;
-                    if n == 0 {
-                        dec.finish().map_err(LogError::Proto)?;
-                        break;
-                    }
-                    let events = &mut summary.events;
-                    let r = dec.feed_positioned(&buf[..n], Out::Json, &mut warnings, |json, index, offset| {
-                        if failed.is_none() {
-                            match sink(Event { index: index as u64, offset, json }) {
-                                Ok(()) => *events += 1,
-                                Err(e) => failed = Some(e),
-                            }
-                        }
-                    });
-                    if let Some(e) = failed.take() {
-                        return Err(e);
-                    }
-                    r.map_err(LogError::Proto)?;
-                }
-                summary.warnings = warnings;
+        let mut framer = Framer::new(format, limits, 0);
+        let mut events = 0u64;
+        loop {
+            let n = self.read(&mut buf).map_err(|e| self.io_error(e))?;
+            framer.feed((n > 0).then_some(&buf[..n]), &mut events, &mut sink)?;
+            if n == 0 {
+                break;
             }
         }
-        summary.bytes = self.position;
-        Ok(summary)
+        Ok(framer.summary(events, self.position))
     }
 
     /// Fill `buf` with the next decompressed bytes (fewer only at the end; 0 at the
@@ -341,6 +306,197 @@ impl<'r> LogReader<'r> {
     fn io_error(&self, e: io::Error) -> LogError {
         classify(e, self.gzip)
     }
+}
+
+/// The framer of one format: the one loop behind [`LogReader::for_each`] (a stream, in
+/// chunks) and [`for_each_in_part`] (a part in memory, fed at once).
+enum Framer {
+    Sse(SseParser),
+    Protobuf(StreamDecoder, Vec<String>),
+}
+
+impl Framer {
+    /// A framer starting at byte `offset` of the log, a frame boundary (0: the start).
+    fn new(format: Format, limits: &Limits, offset: u64) -> Self {
+        match format {
+            Format::Sse if offset == 0 => Framer::Sse(SseParser::new(limits.max_buffer)),
+            Format::Sse => Framer::Sse(SseParser::at(limits.max_buffer, offset)),
+            Format::Protobuf => Framer::Protobuf(StreamDecoder::at(limits.max_frame_size, offset, 0), Vec::new()),
+        }
+    }
+
+    /// Feed a chunk (`None`: the end of the log). The first error of `sink` stops the
+    /// log: the frames after it (in the same chunk) are dropped.
+    fn feed<E, F>(&mut self, chunk: Option<&[u8]>, events: &mut u64, sink: &mut F) -> Result<(), E>
+    where
+        E: From<LogError>,
+        F: FnMut(Event<'_>) -> Result<(), E>,
+    {
+        let mut failed: Option<E> = None;
+        let mut on_event = |ev: Event<'_>| {
+            if failed.is_none() {
+                match sink(ev) {
+                    Ok(()) => *events += 1,
+                    Err(e) => failed = Some(e),
+                }
+            }
+        };
+        let r = match (self, chunk) {
+            (Framer::Sse(p), Some(c)) => {
+                p.feed(c, |f| on_event(Event { index: f.index, offset: f.offset, json: f.data })).map_err(LogError::Sse)
+            }
+            (Framer::Sse(p), None) => {
+                p.finish(|f| on_event(Event { index: f.index, offset: f.offset, json: f.data })).map_err(LogError::Sse)
+            }
+            (Framer::Protobuf(d, warnings), Some(c)) => d
+                .feed_positioned(c, Out::Json, warnings, |json, index, offset| {
+                    on_event(Event { index: index as u64, offset, json })
+                })
+                .map_err(LogError::Proto),
+            (Framer::Protobuf(d, _), None) => d.finish().map_err(LogError::Proto),
+        };
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        Ok(r?)
+    }
+
+    fn summary(self, events: u64, bytes: u64) -> Summary {
+        let (frames, warnings) = match self {
+            Framer::Sse(p) => (p.frame_count(), Vec::new()),
+            Framer::Protobuf(d, w) => (d.frame_index() as u64, w),
+        };
+        Summary { events, frames, bytes, warnings }
+    }
+}
+
+/// A byte range of a plain (not compressed) log that starts at a frame boundary, so it
+/// frames on its own ([`split`], [`for_each_in_part`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Part {
+    pub start: u64,
+    pub end: u64,
+}
+
+/// Bytes read per step while looking for a cut point.
+const SPLIT_WINDOW: usize = 64 * 1024;
+
+/// Cut a plain log of `len` bytes into at most `parts` parts at frame boundaries (fewer
+/// when it has fewer boundaries), reading only near the cut points: for SSE the first
+/// blank line (`\n\n` or `\n\r\n`) after each even cut; for protobuf the length
+/// prefixes, hopping from frame to frame. A log that does not frame (a truncated or
+/// oversized protobuf frame, an SSE log with CR-only line ends) is cut before that point
+/// or not at all: the part holding it reports the error as the whole log would.
+pub fn split<R: Read + Seek>(reader: &mut R, len: u64, format: Format, parts: usize, limits: &Limits) -> io::Result<Vec<Part>> {
+    let mut cuts = vec![0u64];
+    let parts = parts.max(1) as u64;
+    // The even cut k of `parts`.
+    let even = |k: u64| (u128::from(len) * u128::from(k) / u128::from(parts)) as u64;
+    match format {
+        Format::Sse => {
+            let mut window = vec![0u8; SPLIT_WINDOW];
+            for k in 1..parts {
+                let target = even(k).max(*cuts.last().unwrap_or(&0));
+                if let Some(cut) = next_sse_boundary(reader, target, &mut window)? {
+                    if cut < len && cut > *cuts.last().unwrap_or(&0) {
+                        cuts.push(cut);
+                    }
+                }
+            }
+        }
+        Format::Protobuf => {
+            reader.seek(SeekFrom::Start(0))?;
+            let mut r = io::BufReader::with_capacity(SPLIT_WINDOW, reader);
+            let (mut pos, mut k) = (0u64, 1u64);
+            let mut prefix = [0u8; 4];
+            while k < parts && pos < len {
+                if pos >= even(k) {
+                    if pos > *cuts.last().unwrap_or(&0) {
+                        cuts.push(pos);
+                    }
+                    k += 1;
+                    continue;
+                }
+                if len - pos < 4 {
+                    break;
+                }
+                r.read_exact(&mut prefix)?;
+                let size = u32::from_be_bytes(prefix) as u64;
+                if 4 + size > limits.max_frame_size as u64 || pos + 4 + size > len {
+                    break;
+                }
+                r.seek_relative(size as i64)?;
+                pos += 4 + size;
+            }
+        }
+    }
+    cuts.push(len);
+    Ok(cuts.windows(2).map(|w| Part { start: w[0], end: w[1] }).collect())
+}
+
+/// The first SSE event boundary (the position after a blank line) found from `from`.
+fn next_sse_boundary<R: Read + Seek>(reader: &mut R, from: u64, window: &mut [u8]) -> io::Result<Option<u64>> {
+    reader.seek(SeekFrom::Start(from))?;
+    // The last two bytes of the previous window, for a pattern that straddles two.
+    let mut carry: Vec<u8> = Vec::with_capacity(window.len() + 2);
+    let mut base = from;
+    loop {
+        let n = read_full(reader, window)?;
+        if n == 0 {
+            return Ok(None);
+        }
+        let kept = carry.len() as u64;
+        carry.extend_from_slice(&window[..n]);
+        let data = &carry[..];
+        let mut i = 0;
+        while let Some(j) = memchr::memchr(b'\n', &data[i..]) {
+            let j = i + j;
+            // `\n` ends a line whatever came before it; an empty line after it (LF or
+            // CRLF) dispatches the event: a boundary right after.
+            let end = match &data[j + 1..] {
+                [b'\n', ..] => Some(j + 2),
+                [b'\r', b'\n', ..] => Some(j + 3),
+                [] | [b'\r'] => None, // undecided until the next window
+                _ => None,
+            };
+            if let Some(end) = end {
+                return Ok(Some(base - kept + end as u64));
+            }
+            i = j + 1;
+        }
+        base += n as u64;
+        let tail = carry.len().saturating_sub(2);
+        carry.drain(..tail);
+    }
+}
+
+fn read_full<R: Read + ?Sized>(reader: &mut R, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match reader.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// Hand out the events of one part of a plain log (`data`: its bytes, from
+/// [`split`]), as [`LogReader::for_each`] does for a whole log: offsets are those of the
+/// whole log; frame indices count from the part's first frame (add the
+/// [`Summary::frames`] of the parts before it).
+pub fn for_each_in_part<E, F>(data: &[u8], format: Format, part: Part, limits: &Limits, mut sink: F) -> Result<Summary, E>
+where
+    E: From<LogError>,
+    F: FnMut(Event<'_>) -> Result<(), E>,
+{
+    let mut framer = Framer::new(format, limits, part.start);
+    let mut events = 0u64;
+    framer.feed(Some(data), &mut events, &mut sink)?;
+    framer.feed(None, &mut events, &mut sink)?;
+    Ok(framer.summary(events, data.len() as u64))
 }
 
 /// The decompressed log, from its first byte (what the typed Python decoders are fed).
@@ -590,6 +746,84 @@ mod tests {
         let err = collect(b"\x89PNG\r\n", None, 64).unwrap_err();
         assert!(err.to_string().contains("89 50 4e 47"), "{err}");
         assert_eq!(collect(b"", None, 64).unwrap().0.len(), 0);
+    }
+
+    /// Every event of `log` read part by part, with the frame indices of the whole log.
+    fn by_parts(log: &[u8], format: Format, parts: usize, limits: &Limits) -> (Vec<Part>, Result<Events, LogError>) {
+        let cut = split(&mut Cursor::new(log), log.len() as u64, format, parts, limits).unwrap();
+        let mut out = Vec::new();
+        let mut base = 0;
+        for p in &cut {
+            let data = &log[p.start as usize..p.end as usize];
+            let r = for_each_in_part(data, format, *p, limits, |ev| -> Result<(), LogError> {
+                out.push((ev.index + base, ev.offset, ev.json.to_vec()));
+                Ok(())
+            });
+            match r {
+                Ok(s) => base += s.frames,
+                Err(mut e) => {
+                    e.shift_index(base);
+                    return (cut, Err(e));
+                }
+            }
+        }
+        (cut, Ok(out))
+    }
+
+    #[test]
+    fn parts_read_like_the_whole_log() {
+        let limits = Limits::default();
+        let mut lf = Vec::new();
+        let mut crlf = Vec::new();
+        for i in 0..200 {
+            let e = format!(r#"{{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"{i}"}}"#);
+            crate::sse::write_event(&mut lf, e.as_bytes());
+            crlf.extend_from_slice(format!("data: {e}\r\n\r\n").as_bytes());
+            if i % 7 == 0 {
+                // A BOM mid-stream is data (an unknown field line), not a BOM to skip.
+                lf.extend_from_slice(b"\xef\xbb\xbfdata: x\n\n");
+                crlf.extend_from_slice(b": comment\r\n");
+            }
+        }
+        let cr: Vec<u8> = lf.iter().map(|&b| if b == b'\n' { b'\r' } else { b }).collect();
+        for (log, cuts) in [(&lf, true), (&crlf, true), (&cr, false)] {
+            let whole = collect(log, Some(Format::Sse), 1 << 16).unwrap().0;
+            for n in [1, 2, 3, 7, 50, 10_000] {
+                let (parts, got) = by_parts(log, Format::Sse, n, &limits);
+                assert_eq!(got.unwrap(), whole, "{n} parts");
+                assert_eq!(parts.first().unwrap().start, 0);
+                assert_eq!(parts.last().unwrap().end, log.len() as u64);
+                assert!(parts.windows(2).all(|w| w[0].end == w[1].start && w[0].start < w[0].end));
+                assert_eq!(parts.len() > 1, cuts && n > 1, "{n} parts");
+            }
+        }
+        let pb: Vec<u8> = proto_log().repeat(100);
+        let whole = collect(&pb, None, 1 << 16).unwrap().0;
+        for n in [1, 2, 5, 1000] {
+            let (parts, got) = by_parts(&pb, Format::Protobuf, n, &limits);
+            assert_eq!(got.unwrap(), whole, "{n} parts");
+            assert_eq!(parts.len(), n.min(200));
+        }
+    }
+
+    #[test]
+    fn errors_of_parts_are_those_of_the_whole_log() {
+        let limits = Limits { max_buffer: 200, ..Limits::default() };
+        let mut log = sse_log().repeat(50);
+        log.extend_from_slice(format!("data: {}\n\n", "x".repeat(300)).as_bytes());
+        log.extend(sse_log().repeat(50));
+        let whole = LogReader::open(&log[..], None).unwrap().for_each(&limits, |_| -> Result<(), LogError> { Ok(()) });
+        let (parts, got) = by_parts(&log, Format::Sse, 8, &limits);
+        assert!(parts.len() > 2);
+        assert_eq!(got.unwrap_err(), whole.unwrap_err());
+        // A truncated protobuf log: cut before the bad frame, reported by its part.
+        let mut pb = proto_log().repeat(60);
+        pb.extend_from_slice(&[0, 0, 0, 9, 1]);
+        let whole = collect(&pb, None, 64).unwrap_err();
+        let (parts, got) = by_parts(&pb, Format::Protobuf, 4, &limits);
+        assert_eq!(parts.len(), 4);
+        assert_eq!(got.unwrap_err(), whole);
+        assert_eq!(whole.position().0, Some(120));
     }
 
     #[test]

@@ -145,6 +145,14 @@ impl SseParser {
         }
     }
 
+    /// A parser for a part of a stream that starts at byte `offset`, at an event
+    /// boundary (after a blank line): offsets are those of the whole stream, frame
+    /// indices count from 0 (the caller adds the frames before the part), and no
+    /// byte-order mark is looked for (one there is data, as mid-stream).
+    pub fn at(max_buffer: usize, offset: u64) -> Self {
+        SseParser { pos: offset, bom_matched: None, line_start: offset, frame_start: offset, ..Self::new(max_buffer) }
+    }
+
     /// The last event id of the stream (spec: set at every dispatch point), for the
     /// `Last-Event-ID` header of a reconnect.
     pub fn last_event_id(&self) -> &str {
