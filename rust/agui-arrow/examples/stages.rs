@@ -1,5 +1,6 @@
 //! Where the time of `to_arrow` goes, stage by stage, on an SSE log given as a path:
-//! `cargo run --release -p agui-arrow --example stages -- LOG`.
+//! `cargo run --release -p agui-arrow --example stages -- LOG` (milliseconds, best of 7;
+//! the stages are cumulative).
 
 use std::time::Instant;
 
@@ -52,10 +53,12 @@ fn main() {
         rows + b.finish().num_rows()
     };
     println!("+build         {:?}", best(build));
-    let all = || {
-        let src = [Source { input: Input::Bytes(&data), name: None }];
-        let d = agui_arrow::decode_many(&src, 1, &Options::default(), &Control::default()).unwrap();
-        d.batches.iter().map(|b| b.num_rows()).sum()
-    };
-    println!("decode_many    {:?}", best(all));
+    for threads in [1, 2] {
+        let all = || {
+            let src = [Source { input: Input::Bytes(&data), name: None }];
+            let d = agui_arrow::decode_many(&src, threads, &Options::default(), &Control::default()).unwrap();
+            d.batches.iter().map(|b| b.num_rows()).sum()
+        };
+        println!("decode_many {threads}t {:?}", best(all));
+    }
 }

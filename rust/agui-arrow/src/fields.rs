@@ -104,34 +104,112 @@ impl<'de: 'a, 'a> Deserialize<'de> for Delta<'a> {
     }
 }
 
-#[derive(Deserialize)]
+/// The members the table reads.
+#[derive(Clone, Copy)]
+enum Key {
+    Type,
+    Timestamp,
+    ThreadId,
+    RunId,
+    ParentRunId,
+    MessageId,
+    ToolCallId,
+    Role,
+    Name,
+    ToolCallName,
+    StepName,
+    Delta,
+    Usage,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Key;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Key, E> {
+                Ok(match v {
+                    "type" => Key::Type,
+                    "timestamp" => Key::Timestamp,
+                    "threadId" => Key::ThreadId,
+                    "runId" => Key::RunId,
+                    "parentRunId" => Key::ParentRunId,
+                    "messageId" => Key::MessageId,
+                    "toolCallId" => Key::ToolCallId,
+                    "role" => Key::Role,
+                    "name" => Key::Name,
+                    "toolCallName" => Key::ToolCallName,
+                    "stepName" => Key::StepName,
+                    "delta" => Key::Delta,
+                    "usage" => Key::Usage,
+                    _ => Key::Other,
+                })
+            }
+        }
+        d.deserialize_identifier(V)
+    }
+}
+
+/// String members in [`Raw::strings`], by `Key` order from `ThreadId` to `StepName`.
+const STRING_KEYS: usize = 9;
+
+/// The members read from one event. Filled in place by a map visitor (no struct of
+/// a dozen `Cow`s moved through serde's return values per event).
+#[derive(Default)]
 struct Raw<'a> {
-    #[serde(rename = "type", borrow)]
-    ty: Option<Str<'a>>,
-    #[serde(borrow)]
+    ty: Option<Cow<'a, str>>,
     timestamp: Option<&'a RawValue>,
-    #[serde(rename = "threadId", borrow)]
-    thread_id: Option<Str<'a>>,
-    #[serde(rename = "runId", borrow)]
-    run_id: Option<Str<'a>>,
-    #[serde(rename = "parentRunId", borrow)]
-    parent_run_id: Option<Str<'a>>,
-    #[serde(rename = "messageId", borrow)]
-    message_id: Option<Str<'a>>,
-    #[serde(rename = "toolCallId", borrow)]
-    tool_call_id: Option<Str<'a>>,
-    #[serde(borrow)]
-    role: Option<Str<'a>>,
-    #[serde(borrow)]
-    name: Option<Str<'a>>,
-    #[serde(rename = "toolCallName", borrow)]
-    tool_call_name: Option<Str<'a>>,
-    #[serde(rename = "stepName", borrow)]
-    step_name: Option<Str<'a>>,
-    #[serde(borrow)]
+    strings: [Option<Cow<'a, str>>; STRING_KEYS],
     delta: Option<Delta<'a>>,
-    #[serde(borrow)]
     usage: Option<&'a RawValue>,
+}
+
+impl<'de: 'a, 'a> serde::de::DeserializeSeed<'de> for &mut Raw<'a> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de: 'a, 'a> serde::de::Visitor<'de> for &mut Raw<'a> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an event object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        use serde::de::{Error, IgnoredAny};
+        // A member given twice is an error, as in a derived struct.
+        let mut seen = 0u32;
+        while let Some(key) = map.next_key::<Key>()? {
+            if !matches!(key, Key::Other) {
+                let bit = 1u32 << key as u32;
+                if seen & bit != 0 {
+                    return Err(A::Error::custom("duplicate member"));
+                }
+                seen |= bit;
+            }
+            match key {
+                Key::Type => self.ty = map.next_value::<Option<Str<'a>>>()?.map(|s| s.0),
+                Key::Timestamp => self.timestamp = map.next_value()?,
+                Key::Delta => self.delta = map.next_value()?,
+                Key::Usage => self.usage = map.next_value()?,
+                Key::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+                k => {
+                    self.strings[k as usize - Key::ThreadId as usize] = map.next_value::<Option<Str<'a>>>()?.map(|s| s.0)
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 #[derive(Deserialize)]
@@ -211,11 +289,12 @@ pub fn parse<'a>(json: &'a str, max_depth: usize) -> Result<Fields<'a>, RowError
             field: None,
         });
     }
-    let raw: Raw<'a> = match serde_json::from_str(json) {
-        Ok(raw) => raw,
-        Err(_) => return Err(explain(json)),
-    };
-    let (ty, ty_index) = match raw.ty.map(|t| t.0) {
+    let mut raw = Raw::default();
+    let mut de = serde_json::Deserializer::from_str(json);
+    if serde::de::DeserializeSeed::deserialize(&mut raw, &mut de).and_then(|()| de.end()).is_err() {
+        return Err(explain(json));
+    }
+    let (ty, ty_index) = match raw.ty {
         Some(t) => match EVENT_TYPES.iter().position(|k| *k == t.as_ref()) {
             Some(i) => (t, i as i32),
             None => return Err(RowError::invalid("$.type", format!("unknown event type {t:?}"))),
@@ -238,18 +317,18 @@ pub fn parse<'a>(json: &'a str, max_depth: usize) -> Result<Fields<'a>, RowError
         Some(u) => Some(usage(u)?),
         None => None,
     };
-    let s = |v: Option<Str<'a>>| v.map(|v| v.0);
+    let [thread_id, run_id, parent_run_id, message_id, tool_call_id, role, name, tool_call_name, step_name] = raw.strings;
     Ok(Fields {
         ty,
         ty_index,
         timestamp,
-        thread_id: s(raw.thread_id),
-        run_id: s(raw.run_id),
-        parent_run_id: s(raw.parent_run_id),
-        message_id: s(raw.message_id),
-        tool_call_id: s(raw.tool_call_id),
-        role: s(raw.role),
-        name: s(raw.name).or(s(raw.tool_call_name)).or(s(raw.step_name)),
+        thread_id,
+        run_id,
+        parent_run_id,
+        message_id,
+        tool_call_id,
+        role,
+        name: name.or(tool_call_name).or(step_name),
         delta,
         usage,
     })
@@ -373,6 +452,10 @@ mod tests {
         assert_eq!(e.field.as_deref(), Some("$.timestamp"));
         let e = parse_d(r#"{"type":"RUN_FINISHED","usage":{"inputTokens":1}}"#).unwrap_err();
         assert_eq!(e.field.as_deref(), Some("$.usage"));
+        let e = parse_d(r#"{"type":"RUN_STARTED","runId":"a","runId":"b"}"#).unwrap_err();
+        assert_eq!(e.class, "EventValidationError");
+        let f = parse_d(r#"{"\u0074ype":"RUN_STARTED","run\u0049d":"a","x":{"runId":5}}"#).unwrap();
+        assert_eq!((f.ty.as_ref(), f.run_id.as_deref()), ("RUN_STARTED", Some("a")));
         let e = parse_d(r#"[1]"#).unwrap_err();
         assert_eq!(e.field.as_deref(), Some("$"));
         assert_eq!(parse_d(r#"{"runId":"r"}"#).unwrap_err().field.as_deref(), Some("$.type"));

@@ -205,17 +205,22 @@ impl BatchBuilder {
         // Sized for a typical part of a log (a few thousand events), so that most
         // batches never regrow their buffers.
         const ROWS: usize = 8192;
+        Self::with_capacity(source, ROWS, ROWS * 128)
+    }
+
+    /// A builder sized for `rows` rows of `json_bytes` JSON text in all.
+    pub fn with_capacity(source: Option<String>, rows: usize, json_bytes: usize) -> Self {
         BatchBuilder {
             source,
             rows: 0,
             json_bytes: 0,
-            index: UInt64Builder::with_capacity(ROWS),
-            offset: UInt64Builder::with_capacity(ROWS),
-            ty: Int32Builder::with_capacity(ROWS),
-            timestamp: TimestampMillisecondBuilder::with_capacity(ROWS).with_timezone("UTC"),
-            strings: std::array::from_fn(|_| StringBuilder::with_capacity(ROWS, ROWS * 8)),
-            usage: std::array::from_fn(|_| Int64Builder::with_capacity(ROWS)),
-            json: StringBuilder::with_capacity(ROWS, ROWS * 128),
+            index: UInt64Builder::with_capacity(rows),
+            offset: UInt64Builder::with_capacity(rows),
+            ty: Int32Builder::with_capacity(rows),
+            timestamp: TimestampMillisecondBuilder::with_capacity(rows).with_timezone("UTC"),
+            strings: std::array::from_fn(|_| StringBuilder::with_capacity(rows, rows * 8)),
+            usage: std::array::from_fn(|_| Int64Builder::with_capacity(rows)),
+            json: StringBuilder::with_capacity(rows, json_bytes),
         }
     }
 
@@ -450,13 +455,22 @@ where
 
 /// One event as a row: `row` gets its columns, or the problem goes to `issues`
 /// (`collect`) or stops the source.
-fn row_event<F>(ev: &Event<'_>, name: &Option<String>, opts: &Options, issues: &mut Vec<Issue>, row: &mut F) -> Result<(), Stop>
+/// `part`: the text of the part the event was framed from when it is valid UTF-8 (then
+/// an event read straight from it needs no check of its own).
+fn row_event<F>(
+    ev: &Event<'_>,
+    part: Option<&str>,
+    name: &Option<String>,
+    opts: &Options,
+    issues: &mut Vec<Issue>,
+    row: &mut F,
+) -> Result<(), Stop>
 where
     F: FnMut(&Event<'_>, &str, &Fields<'_>),
 {
     // Invalid UTF-8 becomes U+FFFD, as in the typed decoders.
     let lossy;
-    let json: &str = match std::str::from_utf8(ev.json) {
+    let json: &str = match within(ev.json, part).map_or_else(|| std::str::from_utf8(ev.json), Ok) {
         Ok(s) => s,
         Err(_) => {
             lossy = String::from_utf8_lossy(ev.json);
@@ -477,6 +491,15 @@ where
     Ok(())
 }
 
+/// `bytes` as a slice of `text` when they lie in it (a single-line SSE payload is a
+/// slice of the part it was framed from; a joined multi-line one is not). Allocations
+/// never overlap, so an address range inside `text` is `text`'s own bytes.
+fn within<'a>(bytes: &[u8], text: Option<&'a str>) -> Option<&'a str> {
+    let text = text?;
+    let start = (bytes.as_ptr() as usize).checked_sub(text.as_ptr() as usize)?;
+    text.get(start..start.checked_add(bytes.len())?)
+}
+
 /// The one loop over a source's rows: `row` gets every valid event; bad events go to
 /// `issues` (`collect`) or stop the source. `Ok(None)` when cancelled.
 fn each_row<F>(
@@ -489,7 +512,7 @@ fn each_row<F>(
 where
     F: FnMut(&Event<'_>, &str, &Fields<'_>),
 {
-    each_event(src, opts, control, issues, |ev, issues| row_event(ev, &src.name, opts, issues, &mut row))
+    each_event(src, opts, control, issues, |ev, issues| row_event(ev, None, &src.name, opts, issues, &mut row))
 }
 
 /// Events of one source packed for a worker: their JSON texts back to back.
@@ -537,7 +560,7 @@ fn decode_source_parallel(src: &Source<'_>, opts: &Options, control: &Control, w
                 for &(index, offset, end) in &part.events {
                     let ev = Event { index, offset, json: &part.data[start..end] };
                     start = end;
-                    r = row_event(&ev, &src.name, opts, &mut out.issues, &mut |ev, json, f| builder.push(ev, json, f));
+                    r = row_event(&ev, None, &src.name, opts, &mut out.issues, &mut |ev, json, f| builder.push(ev, json, f));
                     if r.is_err() {
                         break;
                     }
@@ -592,8 +615,9 @@ fn decode_source_parallel(src: &Source<'_>, opts: &Options, control: &Control, w
 /// Parts of a plain source are at least this big (smaller ones cost more to hand out
 /// than they save) ...
 const PART_MIN: u64 = 256 << 10;
-/// ... and at most this big: a worker holds one part of a file in memory.
-const PART_MAX: u64 = 16 << 20;
+/// ... and at most this big: a worker holds one part of a file in memory, and a part
+/// makes about one batch.
+const PART_MAX: u64 = 4 << 20;
 
 /// A source that can be cut into parts: not compressed, of a known format, not empty.
 /// `None` for anything else (decoded whole, which also reports a source that cannot be
@@ -665,10 +689,14 @@ fn decode_part(src: &Source<'_>, format: Format, part: Part, opts: &Options, con
             }
         }
     };
-    let mut builder = BatchBuilder::new(src.name.clone());
+    // Sized for the part (about one batch), so that the buffers never regrow.
+    let rows = (data.len() / 48).clamp(1024, BATCH_ROWS);
+    let mut builder = BatchBuilder::with_capacity(src.name.clone(), rows, data.len().min(BATCH_JSON_BYTES));
+    // One UTF-8 check for the whole part instead of one per event.
+    let text = std::str::from_utf8(data).ok();
     let (batches, issues) = (&mut out.decoded.batches, &mut out.decoded.issues);
     let r = agui_core::log::for_each_in_part(data, format, part, &opts.limits, |ev| {
-        let r = row_event(&ev, &src.name, opts, issues, &mut |ev, json, f| {
+        let r = row_event(&ev, text, &src.name, opts, issues, &mut |ev, json, f| {
             builder.push(ev, json, f);
             if builder.full() {
                 batches.push(builder.finish());
@@ -1167,6 +1195,52 @@ mod tests {
         assert_eq!(c1.issues, c3.issues);
         assert_eq!(c1.issues.len(), 2);
         assert_eq!(rows(&c1), rows(&c3));
+    }
+
+    /// (index, offset, type key, delta, json) of every row.
+    fn row_values(d: &Decoded) -> Vec<(u64, u64, i32, Option<String>, String)> {
+        d.batches
+            .iter()
+            .flat_map(|b| {
+                let idx = b.column(1).as_primitive::<UInt64Type>().clone();
+                let off = b.column(2).as_primitive::<UInt64Type>().clone();
+                let ty = b.column(3).as_dictionary::<Int32Type>().keys().clone();
+                let delta = b.column_by_name("delta").unwrap().as_string::<i32>().clone();
+                let json = b.column_by_name("json").unwrap().as_string::<i32>().clone();
+                (0..b.num_rows()).map(move |i| {
+                    let d = (!delta.is_null(i)).then(|| delta.value(i).to_string());
+                    (idx.value(i), off.value(i), ty.value(i), d, json.value(i).to_string())
+                })
+            })
+            .collect()
+    }
+
+    #[test]
+    fn parts_match_the_sequential_reader() {
+        let mut log = Vec::new();
+        for i in 0..30_000 {
+            match i % 1000 {
+                // Multi-line payloads are joined by the framer (not a slice of the part).
+                7 => log.extend_from_slice(b"data: {\"type\":\"CUSTOM\",\ndata: \"name\":\"a\",\"value\":1}\n\n"),
+                // Invalid UTF-8 becomes U+FFFD.
+                8 => log.extend_from_slice(b"data: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m\",\"delta\":\"\xff\"}\n\n"),
+                9 => log.extend_from_slice(b": keep-alive\r\n\r\n"),
+                _ => agui_core::sse::write_event(
+                    &mut log,
+                    format!(r#"{{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"d\"{i}"}}"#).as_bytes(),
+                ),
+            }
+        }
+        let src = [bytes(&log, "x")];
+        let seq = decode_source(&src[0], &Options::default(), &Control::default()).unwrap().unwrap();
+        let want = row_values(&seq);
+        assert_eq!(want.len(), 29_970);
+        assert_eq!(want[8].3.as_deref(), Some("\u{fffd}"));
+        assert!(want[7].4.contains('\n'));
+        for threads in [1, 2, 5] {
+            let d = decode_many(&src, threads, &Options::default(), &Control::default()).unwrap();
+            assert_eq!(row_values(&d), want, "{threads} threads");
+        }
     }
 
     #[test]
