@@ -195,3 +195,34 @@ def test_one_big_gzip_log_on_two_threads_is_the_same_table(tmp_path):
     assert one.num_rows == 40000 * len(RUN)
     assert two.column("json").num_chunks > 1
     assert one.equals(two)
+
+
+@pytest.mark.parametrize("fmt", ["sse", "protobuf"])
+def test_one_big_plain_log_is_cut_into_parts_with_exact_positions(tmp_path, fmt):
+    # A plain log (bytes or a file) is cut at frame boundaries and its parts decoded on
+    # every thread: the table, positions and errors are those of one thread.
+    log = (SSE if fmt == "sse" else PB) * 30000
+    path = tmp_path / f"big.{fmt}"
+    path.write_bytes(log)
+    one = pa.table(to_arrow(log, threads=1))
+    assert one.num_rows == 30000 * len(RUN)
+    assert one.column("index").to_pylist() == list(range(one.num_rows))
+    for source in (log, path):
+        two = pa.table(to_arrow(source, threads=2))
+        assert two.column("json").num_chunks > 2
+        assert two.drop_columns(["source"]).equals(one.drop_columns(["source"]))
+    offsets = one.column("offset").to_pylist()
+    assert offsets[len(RUN)] == len(log) // 30000
+    # A bad frame deep in the log: the same frame index and offset on any thread count.
+    bad_event = b'data: {"type":"NOPE"}\n\n' if fmt == "sse" else b"\x00\x00\x00\x02\xff\xff"
+    bad = log + bad_event + log
+    errors = []
+    for threads in (1, 2, 3):
+        with pytest.raises(Exception) as info:
+            to_arrow(bad, threads=threads)
+        errors.append((type(info.value), info.value.frame_index, info.value.offset, str(info.value)))
+    assert errors[0] == errors[1] == errors[2]
+    assert errors[0][1:3] == (30000 * len(RUN), len(log))
+    events, table = to_arrow(bad, threads=2, errors="collect")
+    assert pa.table(events).num_rows == (60000 if fmt == "sse" else 30000) * len(RUN)
+    assert pa.table(table).column("index").to_pylist() == [30000 * len(RUN)]

@@ -9,6 +9,8 @@
 //! index and the byte offset of its frame, reading fixed-size chunks (constant memory
 //! whatever the log's size). Framing is the existing one: [`crate::sse::SseParser`] and
 //! [`crate::proto::StreamDecoder`] (whose protobuf -> JSON mapping is the reference's).
+//! A plain (not compressed) log can also be cut at frame boundaries by [`split`] into
+//! parts that frame on their own ([`for_each_in_part`]), for decoding on several threads.
 //!
 //! The JSON text is not validated here: SSE payloads are handed out as they are in the
 //! log, protobuf frames as the JSON the decoder writes. Offsets and indices are those
