@@ -773,16 +773,7 @@ fn decode_source_parts(
         }
         *outs[k].lock().unwrap_or_else(|p| p.into_inner()) = Some(out);
     };
-    let workers = workers.clamp(1, parts.len());
-    if workers == 1 {
-        work();
-    } else {
-        std::thread::scope(|s| {
-            for _ in 0..workers {
-                s.spawn(work);
-            }
-        });
-    }
+    run_on(workers.clamp(1, parts.len()), work);
     let mut decoded = Decoded::default();
     let mut base = 0u64;
     for out in outs {
@@ -854,6 +845,19 @@ pub fn decode_source(src: &Source<'_>, opts: &Options, control: &Control) -> Res
     Ok(Some(out))
 }
 
+/// Run `work` on `threads` scoped threads (on the calling thread for one).
+fn run_on<F: Fn() + Sync>(threads: usize, work: F) {
+    if threads <= 1 {
+        work();
+    } else {
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(&work);
+            }
+        });
+    }
+}
+
 /// One source's outcome, filled by whichever thread decoded it (`None` until then).
 type Slot = Mutex<Option<Result<Option<Decoded>, Issue>>>;
 
@@ -880,15 +884,7 @@ pub fn decode_many(sources: &[Source<'_>], threads: usize, opts: &Options, contr
         }
         *results[i].lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
     };
-    if runners == 1 {
-        work();
-    } else {
-        std::thread::scope(|s| {
-            for _ in 0..runners {
-                s.spawn(work);
-            }
-        });
-    }
+    run_on(runners, work);
     let mut out = Decoded::default();
     let mut first_error = None;
     for r in results {

@@ -293,16 +293,8 @@ impl<'r> LogReader<'r> {
     /// Fill `buf` with the next decompressed bytes (fewer only at the end; 0 at the
     /// end): [`Read::read`] with the errors of a corrupt gzip stream told apart.
     pub fn read_chunk(&mut self, buf: &mut [u8]) -> Result<usize, LogError> {
-        let mut n = 0;
-        while n < buf.len() {
-            match self.read(&mut buf[n..]) {
-                Ok(0) => break,
-                Ok(k) => n += k,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(self.io_error(e)),
-            }
-        }
-        Ok(n)
+        let r = read_full(self, buf);
+        r.map_err(|e| self.io_error(e))
     }
 
     fn io_error(&self, e: io::Error) -> LogError {
@@ -472,6 +464,7 @@ fn next_sse_boundary<R: Read + Seek>(reader: &mut R, from: u64, window: &mut [u8
     }
 }
 
+/// Fill `buf` (fewer bytes only at the end of `reader`).
 fn read_full<R: Read + ?Sized>(reader: &mut R, buf: &mut [u8]) -> io::Result<usize> {
     let mut n = 0;
     while n < buf.len() {
