@@ -7,7 +7,10 @@ text and tool-call deltas, a state snapshot and delta and token usage per run. G
 * ``arrow_sse_100k``: ``to_arrow(log)`` → a table, vs ``decode_sse(log)`` → typed Structs
   (goal ≥ 5×) and the pure-Python peer (httpx-sse style parser + ``TypeAdapter(ag_ui.core.
   Event)``, goal ≥ 60×). ``to_arrow`` is measured with ``pa.table(...)`` (the import a
-  user does), so the whole path is timed.
+  user does), so the whole path is timed, with the default threads (the cores: the log
+  is cut at frame boundaries into parts decoded on every thread).
+  ``benches/cpu_arrow.py`` gives the CPU time of the same calls (the work, whatever the
+  machine's load).
 * ``arrow_protobuf_100k``: the protobuf log into a table vs ``decode_protobuf`` and the
   upb dict path (generated classes, ``FromString`` + ``MessageToDict`` per frame).
 * ``arrow_threads_2logs``: two 100k-event logs with ``threads=2`` vs ``threads=1``

@@ -226,3 +226,22 @@ def test_one_big_plain_log_is_cut_into_parts_with_exact_positions(tmp_path, fmt)
     events, table = to_arrow(bad, threads=2, errors="collect")
     assert pa.table(events).num_rows == (60000 if fmt == "sse" else 30000) * len(RUN)
     assert pa.table(table).column("index").to_pylist() == [30000 * len(RUN)]
+
+
+def test_a_pipe_is_read_as_a_stream(tmp_path):
+    import os
+
+    fifo = tmp_path / "log.fifo"
+    os.mkfifo(fifo)
+
+    def write():
+        with open(fifo, "wb") as f:
+            f.write(SSE * 1000)
+
+    th = threading.Thread(target=write)
+    th.start()
+    try:
+        t = pa.table(to_arrow(str(fifo), threads=2))
+    finally:
+        th.join()
+    assert t.num_rows == 1000 * len(RUN)

@@ -626,9 +626,10 @@ fn plain_source(src: &Source<'_>, opts: &Options) -> Option<(Format, u64)> {
     let (reader, len) = match &src.input {
         Input::Bytes(b) => (LogReader::open(*b, opts.format).ok()?, b.len() as u64),
         Input::Path(p) => {
-            let f = File::open(p).ok()?;
-            let len = f.metadata().ok()?.len();
-            (LogReader::open(f, opts.format).ok()?, len)
+            // A regular file only (looked at before opening it): a pipe or a device has
+            // no size to cut by, and its bytes, once read, are gone; it is read as a stream.
+            let meta = std::fs::metadata(p).ok().filter(|m| m.is_file())?;
+            (LogReader::open(File::open(p).ok()?, opts.format).ok()?, meta.len())
         }
     };
     match (reader.is_gzip(), reader.format()) {
