@@ -786,25 +786,28 @@ fn decode_source_parts(
             i.index = i.index.map(|i| i + base);
             i
         }));
-        match out.stop {
-            None => base += out.frames,
+        let ended = match out.stop {
+            None => {
+                base += out.frames;
+                continue;
+            }
             Some(PartStop::Log(mut e)) => {
                 e.shift_index(base);
-                let issue = Issue::from_log_error(src.name.clone(), e);
-                if !opts.collect {
-                    return Err(issue);
-                }
-                // As in a sequential read, a framing error ends the log.
-                decoded.issues.push(issue);
-                break;
+                Issue::from_log_error(src.name.clone(), e)
             }
             Some(PartStop::Row(mut issue)) => {
                 issue.index = issue.index.map(|i| i + base);
                 return Err(issue);
             }
-            Some(PartStop::Other(Some(issue))) => return Err(issue),
+            Some(PartStop::Other(Some(issue))) => issue,
             Some(PartStop::Other(None)) => return Ok(None),
+        };
+        // As in a sequential read, a framing or read error ends the log.
+        if !opts.collect {
+            return Err(ended);
         }
+        decoded.issues.push(ended);
+        break;
     }
     Ok(Some(decoded))
 }
