@@ -6,6 +6,7 @@ import msgspec.inspect as mi
 from hypothesis import strategies as st
 
 import agui_fast.core as core
+from agui_fast.errors import DecodeError
 
 text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12)
 json_scalars = st.none() | st.booleans() | st.integers(-(2**63), 2**63) | st.floats(
@@ -239,3 +240,43 @@ def normalise(v, key=None):
     if isinstance(v, (int, float)):
         return float(v)  # numbers travel as doubles
     return v
+
+
+# -- stream decoders: the natural loop of docs/sse.md ("Errors") -----------------------------------
+
+
+def error_key(e):
+    """What identifies an error: its class (one of ours), frame, offset, field and text."""
+    assert isinstance(e, DecodeError) and type(e).__module__ == "agui_fast.errors", repr(e)
+    return (type(e), e.frame_index, e.offset, e.field, str(e))
+
+
+def natural_loop(dec, chunks):
+    """Every event and every error of the stream, through the loop docs/sse.md gives."""
+    events, errors = [], []
+    for c in [*chunks, None]:
+        try:
+            events.extend(dec.close() if c is None else dec.feed(c))
+        except DecodeError as e:
+            assert e.errors[0] is e
+            events.extend(e.events)
+            errors.extend(error_key(x) for x in e.errors)
+    return events, errors
+
+
+# -- JSON Pointer paths ------------------------------------------------------------------------------
+
+
+def esc(k: str) -> str:
+    return k.replace("~", "~0").replace("/", "~1")
+
+
+def all_paths(x, path=""):
+    """Every ``(pointer, value)`` of a JSON document, the root first."""
+    yield path, x
+    if isinstance(x, dict):
+        for k, v in x.items():
+            yield from all_paths(v, path + "/" + esc(k))
+    elif isinstance(x, list):
+        for i, v in enumerate(x):
+            yield from all_paths(v, f"{path}/{i}")

@@ -28,7 +28,7 @@ from agui_fast.errors import DecodeError
 from agui_fast.interop import to_ag_ui
 from agui_fast.proto import encode_protobuf_frame, encode_protobuf_many
 
-from strategies import EventGen, normalise
+from strategies import EventGen, error_key, natural_loop, normalise
 
 N = 10_000
 SEEDS = [int(os.environ.get("AGUI_PROPS_SEED", "14"))]
@@ -170,24 +170,6 @@ def chunks_at(stream, cuts):
             out.append(stream[prev:c])
             prev = c
     return out
-
-
-def error_key(e):
-    assert isinstance(e, DecodeError) and type(e).__module__ == "agui_fast.errors", repr(e)
-    return (type(e), e.frame_index, e.offset, e.field, str(e))
-
-
-def natural_loop(dec, chunks):
-    """Every event and every error of the stream, through the loop docs/sse.md gives."""
-    events, errors = [], []
-    for c in [*chunks, None]:
-        try:
-            events.extend(dec.close() if c is None else dec.feed(c))
-        except DecodeError as e:
-            assert e.errors[0] is e
-            events.extend(e.events)
-            errors.extend(error_key(x) for x in e.errors)
-    return events, errors
 
 
 def one_shot(decode, stream):

@@ -23,27 +23,13 @@ from hypothesis import strategies as st
 from agui_fast.errors import JsonPatchError
 from agui_fast.patch import StateDocument, apply_patch
 
-from strategies import random_json
+from strategies import all_paths, esc, random_json
 
 N_PATCHES = 3_000
 # keys that need escaping, collide often, and look like indices; no "-" (jsonpatch reads an
 # object member "-" as the end of an array)
 KEYS = ["a", "b", "0", "1", "a/b", "~", "~1", "é", "", " ", "😀"]
 NEVER = "\x00never in a document"
-
-
-def esc(key: str) -> str:
-    return key.replace("~", "~0").replace("/", "~1")
-
-
-def all_paths(x, path=""):
-    yield path, x
-    if isinstance(x, dict):
-        for k, v in x.items():
-            yield from all_paths(v, path + "/" + esc(k))
-    elif isinstance(x, list):
-        for i, v in enumerate(x):
-            yield from all_paths(v, f"{path}/{i}")
 
 
 def proper_prefix(a: str, b: str) -> bool:
