@@ -31,3 +31,18 @@ def case_input(case):
 
 def by_name(cases):
     return pytest.mark.parametrize("case", cases, ids=[c["name"] for c in cases])
+
+
+# Long variants of the property tests and the harness (`pytest -m long`, minutes each): off
+# unless selected, so the default suite stays fast.
+def pytest_configure(config):
+    config.addinivalue_line("markers", "long: long fuzzing/property runs, only with -m long")
+
+
+def pytest_collection_modifyitems(config, items):
+    if "long" in (config.getoption("-m") or ""):
+        return
+    skip = pytest.mark.skip(reason="long run: select with -m long")
+    for item in items:
+        if item.get_closest_marker("long"):
+            item.add_marker(skip)

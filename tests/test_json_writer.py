@@ -462,8 +462,10 @@ def test_struct_missing_attribute_raises():
     class Missing(msgspec.Struct):
         __agui_fields__: ClassVar[Any] = (("nope", "nope", False),)
 
-    with pytest.raises(AttributeError):
+    # an EncodeError caused by the AttributeError (encoders raise the project's errors only)
+    with pytest.raises(EncodeError) as info:
         _native.dumps(Missing())
+    assert isinstance(info.value.__cause__, AttributeError)
 
 
 def test_struct_unset_slot_raises_attribute_error():
@@ -471,8 +473,9 @@ def test_struct_unset_slot_raises_attribute_error():
     # without __init__) must still raise like getattr does, not crash.
     blank = NoDict()
     del blank.a
-    with pytest.raises(AttributeError):
+    with pytest.raises(EncodeError) as info:
         _native.dumps(blank)
+    assert isinstance(info.value.__cause__, AttributeError)
 
 
 def test_struct_subclass_and_slotted_class_and_property_override():
@@ -493,8 +496,9 @@ def test_struct_subclass_and_slotted_class_and_property_override():
     assert _native.dumps(Slotted("s", 2.5)) == b'{"p":"s","q":2.5}'
     half = Slotted.__new__(Slotted)
     half.p = 1  # q never set
-    with pytest.raises(AttributeError):
+    with pytest.raises(EncodeError) as info:
         _native.dumps(half)
+    assert isinstance(info.value.__cause__, AttributeError)
 
     class Prop(NoDict):  # a property shadowing a field in a subclass wins, as for getattr
         __agui_fields__: ClassVar[Any] = (("b", "B", False), ("a", "A", False))

@@ -171,35 +171,4 @@ def test_id_factory_and_convert_messages():
     assert convert_messages(json.loads(json.dumps(case["run_input_messages"]))) == case["forwarded_run_input"]["messages"]
 
 
-def test_binary_parts_convert_in_linear_time():
-    """n binary parts mirroring n modern parts: one set lookup each, not a scan of the
-    message (issue 14 #4: a 1.3 MB event took ~37 s)."""
-    import gc
-    import time
-
-    from agui_fast.legacy import convert_content_parts
-
-    def parts(n):
-        modern = [{"type": "image", "source": {"type": "data", "value": f"d{i}", "mimeType": "image/png"}} for i in range(n)]
-        binary = [{"type": "binary", "mimeType": "image/png", "data": f"d{i}"} for i in range(n)]
-        fresh = [{"type": "binary", "mimeType": "image/png", "data": f"new{i}"} for i in range(n)]
-        return modern + binary + fresh
-
-    def best(n):
-        out = None
-        t = float("inf")
-        for _ in range(3):
-            p = parts(n)
-            gc.collect()
-            gc.disable()  # the algorithm's cost, not collections of the test's garbage
-            try:
-                s = time.process_time()
-                out = convert_content_parts(p)
-                t = min(t, time.process_time() - s)
-            finally:
-                gc.enable()
-        assert len(out) == 2 * n  # mirrors dropped, fresh ones converted
-        return t
-
-    t1, t10 = best(5000), best(50000)  # beyond the CPU caches at both sizes
-    assert t10 <= 15 * t1 + 0.05, (t1, t10)
+# (Linear time of binary parts: tests/test_props_linear.py.)

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from agui_fast.errors import AguiError
+from strategies import all_paths, esc
 from agui_fast.patch import (
     JsonPatchError,
     JsonPatchTestFailed,
@@ -42,8 +43,6 @@ def containers(x: Any, path: str = "") -> list:
     return out
 
 
-def esc(k: str) -> str:
-    return k.replace("~", "~0").replace("/", "~1")
 
 
 # ----------------------------------------------------------------------------------------
@@ -615,16 +614,6 @@ keys = st.text(alphabet="ab/~0-", max_size=3)
 scalars = st.none() | st.booleans() | st.integers(-5, 5) | st.floats(allow_nan=False, allow_infinity=False, width=32) | st.text(alphabet="xyz", max_size=3)
 json_values = st.recursive(scalars, lambda c: st.lists(c, max_size=4) | st.dictionaries(keys, c, max_size=4), max_leaves=25)
 json_docs = st.dictionaries(keys, json_values, max_size=5)
-
-
-def all_paths(x, path=""):
-    yield path, x
-    if isinstance(x, dict):
-        for k, v in x.items():
-            yield from all_paths(v, path + "/" + esc(k))
-    elif isinstance(x, list):
-        for i, v in enumerate(x):
-            yield from all_paths(v, f"{path}/{i}")
 
 
 def pick(data, items):

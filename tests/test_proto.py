@@ -428,34 +428,9 @@ def test_lone_surrogates_become_replacement_characters():
 # -- property: protobuf round trip == SSE round trip where the mapping is lossless ---------------
 
 if core is not None:
-    from strategies import events as event_strategy
+    from strategies import events as event_strategy, normalise
 else:  # pragma: no cover
     event_strategy = st.nothing()
-
-EMPTY_LIST_DROPPED = {"toolCalls", "pendingToolCallIds", "usage", "interruptIds"}
-
-
-def normalise(v, key=None):
-    """Apply the reference mapping's documented losses (docs/protobuf.md) to plain data."""
-    if isinstance(v, dict):
-        out = {}
-        for k, x in v.items():
-            if x == [] and k in EMPTY_LIST_DROPPED:
-                continue  # empty optional lists disappear
-            if k == "__proto__":
-                continue  # never encoded inside opaque JSON (JavaScript semantics)
-            out[k] = normalise(x, k)
-        if key == "input" and "threadId" in out:  # RUN_STARTED input: lists always present
-            for k in ("tools", "context", "resume"):
-                out.setdefault(k, [])
-        return out
-    if isinstance(v, list):
-        return [normalise(x) for x in v]
-    if isinstance(v, bool) or v is None or isinstance(v, str):
-        return v
-    if isinstance(v, (int, float)):
-        return float(v)  # numbers travel as doubles
-    return v
 
 
 @pytest.mark.skipif(core is None, reason="agui_fast.core is not available yet")

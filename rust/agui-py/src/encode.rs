@@ -35,7 +35,7 @@ fn with_json<'py, R>(
     buf.clear();
     let res = {
         let mut w = Walker::new(py, JsonSink::new(&mut buf), opts);
-        f(&mut w)
+        f(&mut w).map_err(|e| crate::walk::user_error(py, e))
     };
     let out = res.map(|()| finish(py, &buf));
     if buf.capacity() <= KEEP_CAPACITY {

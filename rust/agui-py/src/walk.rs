@@ -653,6 +653,22 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
 type Spare = (Vec<*mut ffi::PyObject>, Vec<Kind>);
 static SPARE: GilCell<Option<GilBound<Spare>>> = GilCell::new(None);
 
+/// An exception that user code raised during a walk (a property, a computed field, a dict
+/// key's `__hash__`) as an `EncodeError` caused by it, as pydantic wraps such exceptions
+/// in its serialization error: encoders raise the project's errors (or `TypeError`) only.
+/// The project's own errors, `TypeError`, `MemoryError` and what is not an `Exception`
+/// (`KeyboardInterrupt`) pass unchanged.
+pub(crate) fn user_error(py: Python<'_>, e: PyErr) -> PyErr {
+    use pyo3::exceptions::{PyException, PyMemoryError, PyTypeError};
+    let ours = crate::errors::error_class(py, "AguiError").map(|c| e.is_instance(py, &c)).unwrap_or(false);
+    if ours || !e.is_instance_of::<PyException>(py) || e.is_instance_of::<PyTypeError>(py) || e.is_instance_of::<PyMemoryError>(py) {
+        return e;
+    }
+    let err = encode_error(py, format!("{} raised while encoding: {}", type_name(&e.get_type(py)), e.value(py)));
+    err.set_cause(py, Some(e));
+    err
+}
+
 /// Walk `obj` into a protobuf encoder tree and hand it to `f`.
 pub(crate) fn with_tree<'py, T>(
     py: Python<'py>,
@@ -665,7 +681,7 @@ pub(crate) fn with_tree<'py, T>(
     let mut w = Walker::new(py, TreeBuilder::new(), opts);
     (w.keep, w.kinds) = (keep, kinds);
     let out = {
-        let r = w.value(obj.as_ptr());
+        let r = w.value(obj.as_ptr()).map_err(|e| user_error(py, e));
         let node = w.sink.finish().unwrap_or(Node::Null);
         // `node` borrows what `w` keeps: it is dropped at the end of this block, first.
         r.map(|()| f(&node))
