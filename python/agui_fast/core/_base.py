@@ -90,7 +90,7 @@ class _Probe(msgspec.Struct):
     """A plain msgspec Struct: where construct.rs finds msgspec's own vectorcall."""
 
 
-_AguiMeta = _native.struct_meta(_StructMeta, _Probe, _construct.plan_of, _construct_lenient, _given.mark)
+_AguiMeta = _native.struct_meta(_StructMeta, _Probe, _construct.plan_of, _construct_lenient, _given.Extras)
 _struct_setattr = msgspec.Struct.__setattr__
 
 

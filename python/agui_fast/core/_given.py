@@ -10,7 +10,8 @@ passed (``type=EventType.RUN_STARTED``), need recording. They are kept in the in
 with one slot for the recorded names. The encoders read the ``__dict__``'s items only, so
 the record never reaches the wire.
 
-Who records: the native constructor (construct.rs, through :func:`mark`), the converter
+Who records: the native constructor (construct.rs: :func:`mark` for a new instance,
+natively), the converter
 behind lenient construction and ``model_validate[_json]`` (``_convert``), attribute
 assignment and ``model_copy`` (``_base``). Instances from the stream decoders record
 nothing: a member sent as ``null`` (or as a literal's default, the tag included) is not

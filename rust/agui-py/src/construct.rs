@@ -13,8 +13,9 @@
 //! which converts like decoding does and raises the project's `ValidationError`. The
 //! native side only recognises the common valid case; it never decides an error.
 //! A fast-path call that gives a field its default value, or passes the tag, records those
-//! names with `mark(obj, names)` (core/_given.py: pydantic's `model_fields_set` counts
-//! them; any other value given is told apart from the default by the value itself).
+//! names as `core/_given.py` does (its `mark`, specialised to a new instance: an `Extras`
+//! holding them becomes the empty `__dict__`): pydantic's `model_fields_set` counts them;
+//! any other value given is told apart from the default by the value itself.
 //! msgspec's decoders do not call the class, so decoding pays nothing for this.
 
 use std::collections::HashMap;
@@ -98,8 +99,9 @@ static PLANS: GilCell<Option<Plans>> = GilCell::new(None);
 struct Meta {
     plan_of: Py<PyAny>,
     lenient: Py<PyAny>,
-    /// `mark(obj, names)`: record fields given at their default (and the tag).
-    mark: Py<PyAny>,
+    /// `core._given.Extras`: an instance `__dict__` that records fields given at their
+    /// default (and the tag) in its `given` slot.
+    extras: Py<PyType>,
     ty: Py<PyType>,
     base_call: ffi::ternaryfunc,
     /// msgspec's `Struct_vectorcall` and the offset, in each class object, of our own
@@ -399,7 +401,14 @@ fn recorded(py: Python<'_>, meta: &Meta, plan: &Plan, obj: PyResult<Py<PyAny>>, 
             PyTuple::new(py, names)?.unbind()
         }
     };
-    meta.mark.bind(py).call1((obj.bind(py), names))?;
+    // The instance is new and was built from declared fields only: its `__dict__` is empty.
+    let extras = meta.extras.bind(py).call0()?;
+    extras.setattr(pyo3::intern!(py, "given"), names)?;
+    // SAFETY: `obj` is a live Struct instance with a `__dict__` slot (dict=True) and `extras`
+    // a dict (subclass); both are owned here for the call.
+    if unsafe { ffi::PyObject_GenericSetDict(obj.as_ptr(), extras.as_ptr(), std::ptr::null_mut()) } != 0 {
+        return Err(PyErr::fetch(py));
+    }
     Ok(obj)
 }
 
@@ -642,7 +651,7 @@ fn struct_meta<'py>(
     probe: &Bound<'py, PyType>,
     plan_of: &Bound<'py, PyAny>,
     lenient: &Bound<'py, PyAny>,
-    mark: &Bound<'py, PyAny>,
+    extras: &Bound<'py, PyType>,
 ) -> PyResult<Bound<'py, PyType>> {
     let meta = META.get_or_try_init(py, || -> PyResult<Meta> {
         let call = unsafe { ffi::PyType_GetSlot(base.as_ptr() as *mut ffi::PyTypeObject, ffi::Py_tp_call) };
@@ -660,7 +669,7 @@ fn struct_meta<'py>(
         Ok(Meta {
             plan_of: plan_of.clone().unbind(),
             lenient: lenient.clone().unbind(),
-            mark: mark.clone().unbind(),
+            extras: extras.clone().unbind(),
             ty: ty.unbind(),
             base_call,
             vectorcall,
