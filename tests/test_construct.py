@@ -369,3 +369,20 @@ def test_every_way_of_calling_the_class_validates():
         assert call(message_id="m", delta="d") == cls(message_id="m", delta="d")
         with pytest.raises(ValidationError):
             call(message_id="m", delta=None)
+
+
+def test_the_record_never_reaches_the_wire():
+    """Fields given at their default and the tag are recorded in the instance __dict__ (a dict
+    subclass, ``_given.Extras``): every encoder still writes only the extras."""
+    from agui_fast.core._given import Extras
+    from agui_fast.proto import encode_event_message
+
+    plain = ours.TextMessageStartEvent(message_id="m", role="assistant")
+    recorded = ours.TextMessageStartEvent(type=ET.TEXT_MESSAGE_START, message_id="m", role="assistant", name=None, timestamp=None)
+    assert type(recorded.__dict__) is Extras and recorded.model_extra == {}
+    assert ENCODER.encode(recorded) == ENCODER.encode(plain)
+    assert encode_event_message(recorded) == encode_event_message(plain)
+    assert ENCODER.encode_many([recorded]) == ENCODER.encode_many([plain])
+    with_extra = ours.TextMessageStartEvent(type=ET.TEXT_MESSAGE_START, message_id="m", name=None, seen=1)
+    assert ENCODER.encode(with_extra) == 'data: {"type":"TEXT_MESSAGE_START","messageId":"m","seen":1}\n\n'
+    assert with_extra.model_fields_set == {"type", "message_id", "name", "seen"}
