@@ -34,6 +34,7 @@ class Extras(dict):
     """An instance ``__dict__``: the extras, plus the fields given at their default."""
 
     __slots__ = ("given",)
+    given: Tuple[str, ...]
 
 
 def mark(obj: Any, names: Tuple[str, ...]) -> None:
