@@ -59,6 +59,9 @@ def use_agui_fast_encoder(enabled: bool = True) -> None:
     adapter_stream.EventEncoder = EventEncoder if enabled else ReferenceEncoder
 
 
+use_agui_fast_encoder()  # at import, so `uvicorn pydantic_ai_server:app` serves with it too
+
+
 async def model(messages: List[ModelMessage], info: AgentInfo) -> AsyncIterator[Union[str, DeltaToolCalls, DeltaThinkingCalls]]:
     """A scripted streaming model: reason, talk, call ``lookup``; after its result, answer."""
     last = messages[-1]
