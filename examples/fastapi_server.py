@@ -30,12 +30,14 @@ from agui_fast.core import (  # was: from ag_ui.core import ...
     AddOperation,
     AssistantMessage,
     BaseEvent,
+    BaseMessage,
     EventType,
     FunctionCall,
     MessagesSnapshotEvent,
     ReasoningEndEvent,
     ReasoningMessageContentEvent,
     ReasoningMessageEndEvent,
+    ReasoningMessage,
     ReasoningMessageStartEvent,
     ReasoningStartEvent,
     ReplaceOperation,
@@ -70,6 +72,7 @@ TEXT_DELTAS = [
     "a long delta: " + "lorem ipsum dolor sit amet " * 2000,
 ]
 TOOL_ARGS = ['{"query": "AG-UI', ' protocol", ', '"limit": 3}']
+REASONING = "The user said hi; look something up."
 
 
 def script(input_data: RunAgentInput) -> List[BaseEvent]:
@@ -82,7 +85,7 @@ def script(input_data: RunAgentInput) -> List[BaseEvent]:
         StepStartedEvent(step_name="think"),
         ReasoningStartEvent(message_id=reasoning_id),
         ReasoningMessageStartEvent(message_id=reasoning_id),
-        ReasoningMessageContentEvent(message_id=reasoning_id, delta="The user said hi; look something up."),
+        ReasoningMessageContentEvent(message_id=reasoning_id, delta=REASONING),
         ReasoningMessageEndEvent(message_id=reasoning_id),
         ReasoningEndEvent(message_id=reasoning_id),
         StepFinishedEvent(step_name="think"),
@@ -117,6 +120,20 @@ def script(input_data: RunAgentInput) -> List[BaseEvent]:
         RunFinishedEvent(type=EventType.RUN_FINISHED, thread_id=thread, run_id=run),
     ]
     return events
+
+
+def meant_state() -> dict:
+    """The state a client ends with, as JSON: the snapshot and deltas applied (pydantic's JSON
+    mode wrote the datetime and the UUID as strings)."""
+    at, session = STARTED_AT.isoformat().replace("+00:00", "Z"), str(SESSION)
+    return {"started_at": at, "session": session, "steps": [{"name": "search", "at": at, "id": session}], "count": 1}
+
+
+def meant_messages(input_data: RunAgentInput) -> List[BaseMessage]:
+    """The messages a client ends with: the closing snapshot's, plus the streamed reasoning
+    message (the reference client keeps reasoning messages a snapshot without any omits)."""
+    snapshot = script(input_data)[-2].messages
+    return [*input_data.messages, ReasoningMessage(id="m-reasoning", content=REASONING), *snapshot[len(input_data.messages):]]
 
 
 @app.post("/")

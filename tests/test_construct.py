@@ -20,6 +20,7 @@ from agui_fast.errors import AguiError, EventValidationError, ValidationError
 
 ET = ours.EventType
 RET = ref.EventType
+ENCODER = EventEncoder()
 
 
 def _args(kwargs, module):
@@ -264,6 +265,51 @@ def test_structs_pickle_and_copy():
     assert pickle.loads(pickle.dumps(ev)) == ev and copy.deepcopy(ev) == ev and copy.copy(ev) == ev
 
 
+def _copies(obj):
+    import copy
+    import pickle
+
+    return [pickle.loads(pickle.dumps(obj, protocol=p)) for p in (2, pickle.HIGHEST_PROTOCOL)] + [copy.deepcopy(obj), copy.copy(obj)]
+
+
+def test_pickle_and_copies_keep_extras_and_fields_set():
+    ev = ours.TextMessageStartEvent(message_id="m", name=None, extra_key={"nested": [1, 2]}, camelKey="x")
+    msg = ours.UserMessage.model_validate({"id": "u", "role": "user", "content": "x", "seen": True})
+    for obj in (ev, msg):
+        for again in _copies(obj):
+            assert type(again) is type(obj) and again == obj
+            assert again.model_extra == obj.model_extra and again.model_fields_set == obj.model_fields_set
+    assert ev.model_fields_set == {"message_id", "name", "extra_key", "camelKey"}
+    deep = _copies(ev)[2]
+    assert deep.extra_key == ev.extra_key and deep.extra_key is not ev.extra_key  # deep copies the extras
+
+
+def test_every_event_and_message_round_trips_through_pickle_and_deepcopy():
+    """The 598 golden events (every event and message type, extras at every level among
+    them), each with one more extra: the same data, extras included, after each copy."""
+    from conftest import case_input, load_jsonl
+
+    from agui_fast.decoder import decode_event
+    from agui_fast.encoder import to_builtins
+
+    seen = set()
+    for case in load_jsonl("codec/events.jsonl"):
+        event = decode_event(case_input(case))
+        event.agui_fast_extra = {"kept": [1, "two"]}
+        data = to_builtins(event)  # every level's extras (some events hold unpaired surrogates: no SSE)
+        for again in _copies(event):
+            assert type(again) is type(event) and to_builtins(again) == data, case["name"]
+            assert again.model_fields_set == event.model_fields_set, case["name"]
+        seen.add(type(event).__name__)
+        for message in getattr(event, "messages", None) or []:
+            for again in _copies(message):
+                assert again == message and again.model_extra == message.model_extra, case["name"]
+            seen.add(type(message).__name__)
+    assert len([n for n in seen if n.endswith("Event")]) == 31
+    assert {"UserMessage", "AssistantMessage", "ToolMessage", "SystemMessage", "DeveloperMessage",
+            "ActivityMessage", "ReasoningMessage"} <= seen
+
+
 def test_validation_error_pickles():
     import pickle
 
@@ -290,7 +336,7 @@ def test_every_generated_field_has_a_native_check():
     structs = [v for v in vars(ours).values() if isinstance(v, type) and issubclass(v, msgspec.Struct) and v.__module__.startswith("agui_fast")]
     assert len(structs) > 60
     for cls in structs:
-        for field, _, check in plan_of(cls)[1]:
+        for field, _, check, _ in plan_of(cls)[1]:
             assert "never" not in set(names(check)), (cls.__name__, field, check)
 
 
@@ -323,3 +369,20 @@ def test_every_way_of_calling_the_class_validates():
         assert call(message_id="m", delta="d") == cls(message_id="m", delta="d")
         with pytest.raises(ValidationError):
             call(message_id="m", delta=None)
+
+
+def test_the_record_never_reaches_the_wire():
+    """Fields given at their default and the tag are recorded in the instance __dict__ (a dict
+    subclass, ``_given.Extras``): every encoder still writes only the extras."""
+    from agui_fast.core._given import Extras
+    from agui_fast.proto import encode_event_message
+
+    plain = ours.TextMessageStartEvent(message_id="m", role="assistant")
+    recorded = ours.TextMessageStartEvent(type=ET.TEXT_MESSAGE_START, message_id="m", role="assistant", name=None, timestamp=None)
+    assert type(recorded.__dict__) is Extras and recorded.model_extra == {}
+    assert ENCODER.encode(recorded) == ENCODER.encode(plain)
+    assert encode_event_message(recorded) == encode_event_message(plain)
+    assert ENCODER.encode_many([recorded]) == ENCODER.encode_many([plain])
+    with_extra = ours.TextMessageStartEvent(type=ET.TEXT_MESSAGE_START, message_id="m", name=None, seen=1)
+    assert ENCODER.encode(with_extra) == 'data: {"type":"TEXT_MESSAGE_START","messageId":"m","seen":1}\n\n'
+    assert with_extra.model_fields_set == {"type", "message_id", "name", "seen"}

@@ -80,6 +80,62 @@ def test_model_fields_set():
     assert ev.model_fields_set == theirs.model_fields_set == {"message_id", "name", "extra_key"}
 
 
+FIELDS_SET_CASES = [
+    ("TextMessageStartEvent", dict(message_id="m")),
+    ("TextMessageStartEvent", dict(message_id="m", role=None, name=None)),  # given at the default
+    ("TextMessageStartEvent", dict(message_id="m", role="assistant", timestamp=None, raw_event=None)),
+    ("TextMessageContentEvent", dict(type="TEXT_MESSAGE_CONTENT", message_id="m", delta="d")),  # the tag
+    ("TextMessageContentEvent", dict(type="TEXT_MESSAGE_CONTENT", message_id="m", delta="d", metadata=None)),
+    ("ReasoningMessageStartEvent", dict(message_id="m")),
+    ("ReasoningMessageStartEvent", dict(message_id="m", role="reasoning")),  # a literal's default
+    ("ToolCall", dict(id="c", type="function", function={"name": "f", "arguments": "{}"})),
+    ("ToolCall", dict(id="c", function={"name": "f", "arguments": "{}"})),
+    ("TextMessageStartEvent", dict(messageId="m", name=None)),  # camelCase: the lenient path
+    ("TextMessageStartEvent", dict(message_id="m", name=None, extra=None)),  # an extra
+    ("RunStartedEvent", dict(thread_id="t", run_id="r", parent_run_id=None, input=None)),
+    ("UserMessage", dict(id="u", content="x", role="user", name=None)),
+    ("ToolCallResultEvent", dict(message_id="m", tool_call_id="c", content="x", role="tool")),
+]
+
+
+@pytest.mark.parametrize("name,kwargs", FIELDS_SET_CASES)
+def test_model_fields_set_is_exactly_the_references(name, kwargs):
+    """pydantic's rule: the fields given at construction, at their default or not."""
+    mine, theirs = getattr(core, name)(**kwargs), getattr(ref, name)(**kwargs)
+    assert mine.model_fields_set == theirs.model_fields_set
+
+
+@pytest.mark.parametrize("name,kwargs", FIELDS_SET_CASES)
+def test_model_fields_set_after_validate_and_assignment(name, kwargs):
+    cls, ref_cls = getattr(core, name), getattr(ref, name)
+    data = ref_cls(**kwargs).model_dump(mode="json", by_alias=True, exclude_unset=True)
+    mine, theirs = cls.model_validate(data), ref_cls.model_validate(data)
+    assert mine.model_fields_set == theirs.model_fields_set, data
+    mine, theirs = cls.model_validate_json(json.dumps(data)), ref_cls.model_validate_json(json.dumps(data))
+    assert mine.model_fields_set == theirs.model_fields_set, data
+    for field in ref_cls.model_fields:  # assigning a field (its default too) adds it
+        if field in cls.__struct_fields__ and not ref_cls.model_fields[field].is_required():
+            default = ref_cls.model_fields[field].get_default(call_default_factory=True)
+            setattr(mine, field, default)
+            setattr(theirs, field, default)
+            assert mine.model_fields_set == theirs.model_fields_set, field
+    for deep in (False, True):
+        assert mine.model_copy(deep=deep).model_fields_set == theirs.model_copy(deep=deep).model_fields_set
+
+
+def test_model_fields_set_of_nested_models_and_copies():
+    body = {"threadId": "t", "runId": "r", "state": None, "messages": [
+        {"id": "u", "role": "user", "content": "x", "name": None},
+        {"id": "a", "role": "assistant", "toolCalls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+    ], "tools": [], "context": [], "forwardedProps": None}
+    mine, theirs = core.RunAgentInput.model_validate(body), ref.RunAgentInput.model_validate(body)
+    assert mine.model_fields_set == theirs.model_fields_set
+    assert [m.model_fields_set for m in mine.messages] == [m.model_fields_set for m in theirs.messages]
+    assert mine.messages[1].tool_calls[0].model_fields_set == theirs.messages[1].tool_calls[0].model_fields_set
+    update = {"parent_run_id": None, "thread_id": "t2"}
+    assert mine.model_copy(update=update).model_fields_set == theirs.model_copy(update=update).model_fields_set
+
+
 def test_model_json_schema_names_the_wire_fields():
     schema = core.RunAgentInput.model_json_schema()
     ref_schema = ref.RunAgentInput.model_json_schema()

@@ -190,13 +190,21 @@ class ProtoCodec:
 # Validating construction of the agui_fast.core Structs (rust/agui-py/src/construct.rs).
 
 def struct_meta(
-    base: type, probe: type, plan_of: Callable[[type], Any], lenient: Callable[[type, dict], Any], /
+    base: type,
+    probe: type,
+    plan_of: Callable[[type], Any],
+    lenient: Callable[[type, dict], Any],
+    extras: type,
+    /,
 ) -> type:
     """The Structs' metaclass (created once; later calls return it): a subclass of
     ``base`` (msgspec's StructMeta) whose classes construct natively. Keywords that are
     declared fields with plainly valid values (checked against ``plan_of(cls)``) go to
     msgspec's constructor; anything else to ``lenient(cls, kwargs)``. ``probe`` is a plain
-    msgspec Struct class (where msgspec's vectorcall is found)."""
+    msgspec Struct class (where msgspec's vectorcall is found). A fast-path call that gave
+    fields their default value, or the tag, records their names: an ``extras()`` instance (a
+    dict subclass, ``core._given.Extras``) holding them in ``given`` becomes the new
+    instance's ``__dict__``."""
 
 def struct_meta_vectorcall() -> bool:
     """Whether the Struct classes are called through vectorcall on this interpreter

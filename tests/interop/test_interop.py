@@ -7,7 +7,10 @@ encoder:
   equal what the server meant;
 * the official @ag-ui/encoder writes SSE and protobuf streams (a tiny Node server): our
   HttpAgent reads them, events equal;
-* our HttpAgent reads the example server and a server written with ``ag_ui.encoder``.
+* our HttpAgent reads the example server and a server written with ``ag_ui.encoder``;
+* the official HttpAgent reads ``examples/fastapi_server.py`` (FastAPI, written the
+  reference's way: ``encode`` + ``get_content_type``) under uvicorn, with an SSE and a
+  protobuf Accept: the reference's pattern answers SSE to both, labelled so.
 """
 
 import asyncio
@@ -21,6 +24,7 @@ import pytest
 pytest.importorskip("httpx")
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
+pytest.importorskip("fastapi")
 RefEncoder = pytest.importorskip("ag_ui.encoder").EventEncoder
 
 HERE = Path(__file__).resolve().parent
@@ -28,6 +32,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE.parent.parent / "examples"))
 
+import fastapi_server  # noqa: E402
 import server as example  # noqa: E402
 from node_env import ensure_node_modules  # noqa: E402
 from servers import serve  # noqa: E402
@@ -117,7 +122,11 @@ def node():
 
 
 def official_client(node, url, fmt):
-    proc = subprocess.run([node, str(HERE / "client_run.js"), url, fmt], input=event_to_json_bytes(RUN),
+    return official_client_with(node, url, fmt, RUN)
+
+
+def official_client_with(node, url, fmt, run):
+    proc = subprocess.run([node, str(HERE / "client_run.js"), url, fmt], input=event_to_json_bytes(run),
                           capture_output=True, timeout=NODE_TIMEOUT, cwd=HERE)
     assert proc.returncode == 0, proc.stderr.decode()[-2000:]
     return json.loads(proc.stdout)
@@ -172,3 +181,28 @@ def test_our_client_reads_our_and_the_reference_server(base_url, path, fmt):
     events, result = asyncio.run(main())
     assert events == MEANT
     assert result.messages == example.meant_messages(RUN) and result.state == example.meant_state
+
+
+# -- examples/fastapi_server.py: the reference's server pattern, after the one-import swap ------
+
+FASTAPI_RUN = core.RunAgentInput(thread_id="t1", run_id="r1", messages=[core.UserMessage(id="u1", content="hi")])
+
+
+@pytest.fixture(scope="module")
+def fastapi_url():
+    with serve(fastapi_server.app) as url:
+        yield url + "/"
+
+
+@pytest.mark.parametrize("fmt", ["sse", "protobuf"])
+def test_official_client_reads_the_fastapi_example(node, fastapi_url, fmt):
+    got = official_client_with(node, fastapi_url, fmt, FASTAPI_RUN)
+    # encode() + get_content_type() always agree: SSE, even for a protobuf Accept.
+    assert got["contentType"].startswith("text/event-stream")
+    meant = fastapi_server.script(FASTAPI_RUN)
+    # What each event means on the wire: the Python reference's bytes for the same event
+    # (pydantic's JSON mode for the datetime and the UUID in the state).
+    ref = RefEncoder()
+    assert got["events"] == [json.loads(ref.encode(to_ag_ui(e))[len("data: "):]) for e in meant]
+    assert got["state"] == fastapi_server.meant_state()
+    assert got["messages"] == [to_builtins(m) for m in fastapi_server.meant_messages(FASTAPI_RUN)]

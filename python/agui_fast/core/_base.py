@@ -15,7 +15,8 @@ Design (see docs/design.md):
   ``agui_fast.errors.ValidationError`` (also pydantic's when pydantic is installed).
   msgspec's decoder does not call the class, so decoding pays nothing for this.
 * Extras live in the instance ``__dict__`` (``dict=True``); the encoders write them after
-  the declared fields, as the reference does.
+  the declared fields, as the reference does. ``model_fields_set`` is exact (``_given``);
+  pickling and copying keep the extras and that record.
 * ``forbid_unknown_fields=True`` turns "this JSON has extra members" into a decode error
   that the decoders catch to take the (rare) extras-preserving path (``_convert``); the
   common case stays a single msgspec call.
@@ -33,8 +34,8 @@ import msgspec
 from msgspec import Meta, field
 
 from .. import _native
-from . import _construct, _pydantic
-from ._convert import convert_value, decode_json
+from . import _construct, _given, _pydantic
+from ._convert import convert_value, parse_json
 from ._dump import to_builtins
 
 __all__ = ["EventType", "BaseEvent", "_Model", "_AguiMeta"]
@@ -89,7 +90,8 @@ class _Probe(msgspec.Struct):
     """A plain msgspec Struct: where construct.rs finds msgspec's own vectorcall."""
 
 
-_AguiMeta = _native.struct_meta(_StructMeta, _Probe, _construct.plan_of, _construct_lenient)
+_AguiMeta = _native.struct_meta(_StructMeta, _Probe, _construct.plan_of, _construct_lenient, _given.Extras)
+_struct_setattr = msgspec.Struct.__setattr__
 
 
 class _Model(
@@ -133,7 +135,9 @@ class _Model(
 
     @classmethod
     def model_validate_json(cls, data: Union[bytes, bytearray, memoryview, str]) -> Any:
-        return decode_json(data, cls)
+        # Parsed, then converted (not msgspec's typed decoder, which cannot tell which
+        # members were present): model_fields_set counts those given at their default.
+        return convert_value(parse_json(data), cls, path=cls.__name__)
 
     # Their validation errors are agui_fast.errors.ValidationError (pydantic's too, when
     # pydantic is installed), as for construction.
@@ -145,19 +149,32 @@ class _Model(
     __get_pydantic_core_schema__ = classmethod(_pydantic.get_pydantic_core_schema)
     __dataclass_fields__ = _pydantic.DataclassFields()  # FastAPI: a request body
     model_fields = _pydantic.ModelFields()
-    model_fields_set = property(_pydantic.model_fields_set)
+    model_fields_set = property(_given.fields_set)
     model_json_schema = classmethod(_pydantic.model_json_schema)
 
     def model_copy(self, *, update: Optional[Dict[str, Any]] = None, deep: bool = False) -> Any:
-        new = copy.deepcopy(self) if deep else msgspec.structs.replace(self)
-        if not deep:
-            new.__dict__.update(self.__dict__)
+        new = copy.deepcopy(self) if deep else copy.copy(self)
         for key, value in (update or {}).items():
             if key in self.__struct_fields__:
-                setattr(new, key, value)
+                setattr(new, key, value)  # recorded as given, like pydantic's update
             else:
                 new.__dict__[key] = value
         return new
+
+    # -- attribute assignment, pickling, copying: extras and the fields-set record kept ---
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        _struct_setattr(self, name, value)
+        # Assigning a field gives it (pydantic); one set to its default must be recorded.
+        default = _given.defaults(type(self)).get(name, _given.REQUIRED)
+        if default is not _given.REQUIRED and _given.at_default(value, default):
+            _given.mark(self, (name,))
+
+    __reduce__ = _given.reduce
+
+    def __copy__(self) -> Any:
+        restore, args = self.__reduce__()
+        return restore(*args)
 
 
 Timestamp = Annotated[int, Meta(ge=-9007199254740991, le=9007199254740991)]

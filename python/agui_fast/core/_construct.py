@@ -22,6 +22,7 @@ from typing import Any, Dict, Literal, Tuple, Union
 import msgspec
 
 from ..errors import EventValidationError, ValidationError
+from . import _given
 from ._convert import convert_value
 
 __all__ = ["plan_of", "lenient", "validation_error", "raising_validation_error"]
@@ -35,12 +36,17 @@ _NEVER = ("never",)
 _I64 = (-(2**63), 2**63 - 1)
 
 
-def plan_of(cls: type) -> Tuple[Any, Tuple[Tuple[str, bool, tuple], ...]]:
+def plan_of(cls: type) -> Tuple[Any, Tuple[Tuple[str, bool, tuple, Any], ...]]:
     """``(tag, fields)``: ``tag`` is ``(tag field, tag value)`` or None; each field is
-    ``(attribute, required, check)`` with ``check`` a nested tuple read by construct.rs."""
+    ``(attribute, required, check, default)`` with ``check`` a nested tuple read by
+    construct.rs and ``default`` the value (None or a literal ``str``) that, given
+    explicitly, must be recorded for ``model_fields_set`` (None for required fields)."""
     config = cls.__struct_config__  # a new object per access: read once
     tag = (config.tag_field, config.tag) if config.tag_field is not None else None
-    fields = tuple((f.name, f.required, _check(f.type)) for f in msgspec.structs.fields(cls))
+    defaults = _given.defaults(cls)
+    fields = tuple(
+        (f.name, f.required, _check(f.type), None if f.required else defaults[f.name]) for f in msgspec.structs.fields(cls)
+    )
     return tag, fields
 
 
@@ -113,8 +119,6 @@ def lenient(cls: type, kwargs: Dict[str, Any]) -> Any:
                 loc=(tag_field,),
                 input=given,
             )
-    if tag_field is not None:
-        kwargs = {**kwargs, tag_field: config.tag}  # how the converter tells the class
     try:
         return convert_value(kwargs, cls, path=cls.__name__)
     except EventValidationError as exc:

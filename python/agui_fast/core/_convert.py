@@ -2,8 +2,9 @@
 Struct type, the way the reference's pydantic validation reads it.
 
 Unknown members are kept as extras (instance ``__dict__``) at every level, snake_case
-attribute names are accepted where the camelCase key is absent, and dicts given for nested
-models are converted. The codec modules build on this; it imports none of them.
+attribute names are accepted where the camelCase key is absent, dicts given for nested
+models are converted, and members given at their default (the tag included) are recorded
+for ``model_fields_set`` (``_given``). The codec modules build on this; it imports none of them.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 import msgspec
 
 from ..errors import EventValidationError, InvalidJsonError
+from . import _given
 
-__all__ = ["convert_value", "decode_json", "json_decoder", "exact", "validation_error", "FAST_PATH_ERRORS"]
+__all__ = ["convert_value", "decode_json", "parse_json", "json_decoder", "exact", "validation_error", "FAST_PATH_ERRORS"]
 
 _DECODERS: Dict[Any, msgspec.json.Decoder[Any]] = {}
 
@@ -55,8 +57,13 @@ def exact(data: Any, tp: Any, exc: BaseException) -> Any:
     # msgspec's ValidationError has no structured kind: its text is the only signal.
     if isinstance(exc, msgspec.ValidationError) and not str(exc).startswith(_SLOW_PATH_ERRORS):
         raise validation_error(exc) from None
-    # Extras (parsed by msgspec, ~3x faster than json), or JSON msgspec refuses but
-    # Python reads (1e400, unpaired surrogates).
+    # Extras, or JSON msgspec refuses but Python reads (1e400, unpaired surrogates).
+    return convert_value(parse_json(data), tp)
+
+
+def parse_json(data: Any) -> Any:
+    """JSON text as plain Python data, as the reference reads it (msgspec, ~3x faster than
+    json, then json for what msgspec refuses: 1e400, unpaired surrogates)."""
     obj: Any
     try:
         obj = _plain_decode(data)
@@ -69,7 +76,7 @@ def exact(data: Any, tp: Any, exc: BaseException) -> Any:
         raise InvalidJsonError(f"invalid JSON: {err}") from None
     except RecursionError:
         raise InvalidJsonError("invalid JSON: nested too deeply") from None
-    return convert_value(obj, tp)
+    return obj
 
 
 _AT = re.compile(r" - at `([^`]*)`$")
@@ -152,7 +159,7 @@ def _position(tp: Any) -> Optional[_Position]:
         return None
     configs = [(c, c.__struct_config__) for c in structs]  # type: ignore[attr-defined]
     tagged = [(c, cfg) for c, cfg in configs if cfg.tag_field is not None]
-    single = structs[0] if len(structs) == 1 and not tagged else None
+    single = structs[0] if len(structs) == 1 else None
     tag_field = tagged[0][1].tag_field if tagged else None
     by_tag = {cfg.tag: c for c, cfg in tagged}
     return _Position(single, tag_field, by_tag, item_pos)
@@ -169,16 +176,17 @@ def _position_of(tp: Any) -> Optional[_Position]:
     return hit[1]
 
 
-_Plan = Tuple[Any, Any, Tuple[Tuple[str, str, Optional[_Position]], ...]]
+_Plan = Tuple[Any, Any, Tuple[Tuple[str, str, Optional[_Position], Any], ...]]
 _PLANS: Dict[type, _Plan] = {}
 
 
 def _plan(cls: Any) -> _Plan:
-    """``(tag_field, tag, ((name, wire_name, position), ...))`` of a Struct class."""
+    """``(tag_field, tag, ((name, wire_name, position, default), ...))`` of a Struct class."""
     plan = _PLANS.get(cls)
     if plan is None:
         config = cls.__struct_config__  # a new object per access: read once
-        fields = tuple((f.name, f.encode_name, _position(f.type)) for f in msgspec.structs.fields(cls))
+        defaults = _given.defaults(cls)
+        fields = tuple((f.name, f.encode_name, _position(f.type), defaults[f.name]) for f in msgspec.structs.fields(cls))
         plan = _PLANS[cls] = (config.tag_field, config.tag, fields)
     return plan
 
@@ -187,14 +195,12 @@ def _resolve(pos: Optional[_Position], value: Any) -> Optional[type]:
     """The Struct class ``value`` (a dict) is meant to be at ``pos``, or None."""
     if pos is None or not isinstance(value, dict):
         return None
-    if pos.single is not None:
-        return pos.single
-    if pos.tag_field is None:
-        return None
-    try:
-        return pos.by_tag.get(value.get(pos.tag_field))
-    except TypeError:  # an unhashable tag value: msgspec reports it
-        return None
+    if pos.tag_field is not None and pos.tag_field in value:
+        try:
+            return pos.by_tag.get(value[pos.tag_field])  # a wrong tag: None, msgspec reports it
+        except TypeError:  # an unhashable tag value: msgspec reports it
+            return None
+    return pos.single  # one class here: the tag may be left out
 
 
 def _strip(value: Any, pos: Optional[_Position]) -> Tuple[Any, Any]:
@@ -209,10 +215,13 @@ def _strip(value: Any, pos: Optional[_Position]) -> Tuple[Any, Any]:
         cleaned: Dict[str, Any] = {}
         children: Dict[str, Any] = {}
         used = []
+        given = []  # members given at their default: pydantic counts them as set
         if tag_field is not None:
             cleaned[tag_field] = tag  # a str Enum member compares equal
-            used.append(tag_field)
-        for name, wire, sub_pos in fields:
+            if tag_field in value:
+                used.append(tag_field)
+                given.append(tag_field)
+        for name, wire, sub_pos, default in fields:
             if wire in value:
                 key = wire
             elif name != wire and name in value:
@@ -221,16 +230,18 @@ def _strip(value: Any, pos: Optional[_Position]) -> Tuple[Any, Any]:
                 continue
             used.append(key)
             sub = value[key]
+            if default is not _given.REQUIRED and _given.at_default(sub, default):
+                given.append(name)
             if sub_pos is not None:
                 sub, ext = _strip(sub, sub_pos)
                 if ext is not None:
                     children[name] = ext
             cleaned[wire] = sub
-        if len(used) == len(value) and not children:
+        if len(used) == len(value) and not children and not given:
             return cleaned, None
         used_set = set(used)
         extras = {k: v for k, v in value.items() if k not in used_set}
-        return cleaned, ("o", extras, children)
+        return cleaned, ("o", extras, children, tuple(given))
     if isinstance(value, list) and pos.item is not None:
         item = pos.item
         out = []
@@ -246,9 +257,11 @@ def _strip(value: Any, pos: Optional[_Position]) -> Tuple[Any, Any]:
 
 def _attach(obj: Any, tree: Any) -> None:
     if tree[0] == "o":
-        _, extras, children = tree
+        _, extras, children, given = tree
         if extras:
             obj.__dict__.update(extras)
+        if given:
+            _given.mark(obj, given)
         for name, sub in children.items():
             _attach(getattr(obj, name), sub)
     else:

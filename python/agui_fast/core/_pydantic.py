@@ -13,8 +13,8 @@ pydantic is optional: nothing here imports it unless it is installed.
   models, dataclasses, mappings and sequences; this is what makes
   ``async def run(input_data: RunAgentInput)`` a body parameter after the one-import swap.
 * ``model_fields`` (pydantic ``FieldInfo`` with annotation, alias, default),
-  ``model_fields_set``, ``model_json_schema`` and the include/exclude parameters of
-  ``model_dump``.
+  ``model_json_schema`` and the include/exclude parameters of ``model_dump``
+  (``model_fields_set``: ``_given``).
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ __all__ = [
     "get_pydantic_core_schema",
     "ModelFields",
     "DataclassFields",
-    "model_fields_set",
     "model_json_schema",
     "with_include_exclude",
 ]
@@ -194,23 +193,6 @@ class DataclassFields(_PerClass):
             dc._field_type = dataclasses._FIELD  # what dataclasses.fields() selects on
             out[f.name] = dc
         return out
-
-
-def model_fields_set(self: Any) -> set:
-    """Fields given at construction, as pydantic tracks them. The Structs do not record
-    that, so this is the fields whose value is not their default (a default passed
-    explicitly is not told apart), plus the extras."""
-    names = set()
-    for f in msgspec.structs.fields(type(self)):
-        value = getattr(self, f.name)
-        if f.required:
-            names.add(f.name)
-        elif f.default_factory is not msgspec.NODEFAULT:
-            if value != f.default_factory():
-                names.add(f.name)
-        elif value is not f.default and value != f.default:
-            names.add(f.name)
-    return names | set(self.__dict__)
 
 
 def model_json_schema(cls: type, by_alias: bool = True, ref_template: str = "#/$defs/{model}", mode: str = "validation", **kwargs: Any) -> Dict[str, Any]:

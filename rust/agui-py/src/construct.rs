@@ -12,6 +12,10 @@
 //! coercion, a missing field, an invalid value — goes to `lenient(cls, kwargs)` in Python,
 //! which converts like decoding does and raises the project's `ValidationError`. The
 //! native side only recognises the common valid case; it never decides an error.
+//! A fast-path call that gives a field its default value, or passes the tag, records those
+//! names as `core/_given.py` does (its `mark`, specialised to a new instance: an `Extras`
+//! holding them becomes the empty `__dict__`): pydantic's `model_fields_set` counts them;
+//! any other value given is told apart from the default by the value itself.
 //! msgspec's decoders do not call the class, so decoding pays nothing for this.
 
 use std::collections::HashMap;
@@ -63,8 +67,13 @@ struct Plan {
     required: Vec<bool>,
     n_required: usize,
     checks: Vec<Check>,
+    /// Per field: the default (None or a literal `str`) that, given explicitly, is recorded
+    /// for `model_fields_set`; None for a required field.
+    defaults: Vec<Option<Py<PyAny>>>,
     /// `(tag field name, tag value, the class's tag attribute)` of a tagged Struct.
     tag: Option<(Py<PyString>, Py<PyString>, Py<PyAny>)>,
+    /// `(tag field name,)`: what a call that passed only the tag records.
+    tag_names: Option<Py<PyTuple>>,
 }
 
 /// Class pointers are already well spread: no SipHash on the construction path.
@@ -90,6 +99,9 @@ static PLANS: GilCell<Option<Plans>> = GilCell::new(None);
 struct Meta {
     plan_of: Py<PyAny>,
     lenient: Py<PyAny>,
+    /// `core._given.Extras`: an instance `__dict__` that records fields given at their
+    /// default (and the tag) in its `given` slot.
+    extras: Py<PyType>,
     ty: Py<PyType>,
     base_call: ffi::ternaryfunc,
     /// msgspec's `Struct_vectorcall` and the offset, in each class object, of our own
@@ -144,17 +156,20 @@ fn build_plan(py: Python<'_>, meta: &Meta, cls: &Bound<'_, PyType>) -> PyResult<
         Some((field.unbind(), t.get_item(1)?.cast_into::<PyString>()?.unbind(), member))
     };
     let mut classes = Vec::new();
-    let (mut names, mut required, mut checks) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut names, mut required, mut checks, mut defaults) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for f in spec.get_item(1)?.cast::<PyTuple>()?.iter() {
         let f = f.cast::<PyTuple>()?;
         // Interned, so the keyword names of ordinary calls match by pointer.
         let name = f.get_item(0)?.cast_into::<PyString>()?;
         names.push(PyString::intern(py, name.to_str()?).unbind());
-        required.push(f.get_item(1)?.extract::<bool>()?);
+        let req = f.get_item(1)?.extract::<bool>()?;
+        required.push(req);
         checks.push(compile(&f.get_item(2)?, &mut classes)?);
+        defaults.push((!req).then(|| f.get_item(3).map(|d| d.unbind())).transpose()?);
     }
     let n_required = required.iter().filter(|r| **r).count();
-    Ok(Rc::new(Plan { _cls: cls.clone().unbind(), _classes: classes, names, required, n_required, checks, tag }))
+    let tag_names = tag.as_ref().map(|(field, _, _)| PyTuple::new(py, [field.bind(py)]).map(|t| t.unbind())).transpose()?;
+    Ok(Rc::new(Plan { _cls: cls.clone().unbind(), _classes: classes, names, required, n_required, checks, defaults, tag, tag_names }))
 }
 
 fn plan_for(py: Python<'_>, meta: &Meta, cls: &Bound<'_, PyType>) -> PyResult<Rc<Plan>> {
@@ -281,11 +296,21 @@ enum Route {
     Lenient,
 }
 
-/// Route the keywords `(name, value)` (borrowed, alive for the call).
+/// Is `v` the field's default `d` (None or a literal `str`)?
+#[inline]
+unsafe fn at_default(v: *mut ffi::PyObject, d: &Py<PyAny>) -> bool {
+    let d = d.as_ptr();
+    v == d || unsafe { ffi::PyUnicode_CheckExact(d) != 0 && ffi::PyUnicode_CheckExact(v) != 0 && str_eq(v, d) }
+}
+
+/// Route the keywords `(name, value)` (borrowed, alive for the call); `given`: bit `i` set
+/// when field `i` was given its default (to record; a field past the 64th takes the
+/// lenient path then).
 unsafe fn route(
     py: Python<'_>,
     plan: &Plan,
     pairs: impl Iterator<Item = (*mut ffi::PyObject, *mut ffi::PyObject)>,
+    given: &mut u64,
 ) -> Route {
     let mut required = 0usize;
     let mut tag_seen = false;
@@ -308,6 +333,13 @@ unsafe fn route(
                 }
                 if plan.required[i] {
                     required += 1;
+                } else if let Some(d) = &plan.defaults[i] {
+                    if unsafe { at_default(v, d) } {
+                        if i >= 64 {
+                            return Route::Lenient;
+                        }
+                        *given |= 1u64 << i;
+                    }
                 }
             }
             None => match &plan.tag {
@@ -354,6 +386,32 @@ fn lenient<'py>(py: Python<'py>, meta: &Meta, cls: &Bound<'py, PyType>, kw: Boun
     Ok(meta.lenient.bind(py).call1((cls, kw))?.unbind())
 }
 
+/// After a fast-path build: record the fields given at their default and the tag, if any.
+fn recorded(py: Python<'_>, meta: &Meta, plan: &Plan, obj: PyResult<Py<PyAny>>, given: u64, tag: bool) -> PyResult<Py<PyAny>> {
+    let obj = obj?;
+    if given == 0 && !tag {
+        return Ok(obj);
+    }
+    let names = match (&plan.tag_names, given) {
+        (Some(t), 0) => t.clone_ref(py),
+        _ => {
+            let tag = plan.tag.as_ref().filter(|_| tag).map(|(field, _, _)| field.bind(py).clone());
+            let fields = (0..plan.names.len().min(64)).filter(|&i| given & (1u64 << i) != 0).map(|i| plan.names[i].bind(py).clone());
+            let names: Vec<Bound<'_, PyString>> = tag.into_iter().chain(fields).collect();
+            PyTuple::new(py, names)?.unbind()
+        }
+    };
+    // The instance is new and was built from declared fields only: its `__dict__` is empty.
+    let extras = meta.extras.bind(py).call0()?;
+    extras.setattr(pyo3::intern!(py, "given"), names)?;
+    // SAFETY: `obj` is a live Struct instance with a `__dict__` slot (dict=True) and `extras`
+    // a dict (subclass); both are owned here for the call.
+    if unsafe { ffi::PyObject_GenericSetDict(obj.as_ptr(), extras.as_ptr(), std::ptr::null_mut()) } != 0 {
+        return Err(PyErr::fetch(py));
+    }
+    Ok(obj)
+}
+
 /// `cls(**kwargs)` through `tp_call` (a tuple and a dict; the first call of each class, or
 /// every call when vectorcall could not be set up).
 fn call(py: Python<'_>, cls: *mut ffi::PyObject, args: *mut ffi::PyObject, kwargs: *mut ffi::PyObject) -> PyResult<Py<PyAny>> {
@@ -376,14 +434,19 @@ fn call(py: Python<'_>, cls: *mut ffi::PyObject, args: *mut ffi::PyObject, kwarg
             return Py::from_owned_ptr_or_err(py, ffi::PyObject_Call(cls, args, kwargs));
         }
     }
-    match unsafe { route(py, &plan, DictPairs(kwargs, 0)) } {
-        Route::Direct => unsafe { Py::from_owned_ptr_or_err(py, base(cls, args, kwargs)) },
+    let mut given = 0u64;
+    match unsafe { route(py, &plan, DictPairs(kwargs, 0), &mut given) } {
+        Route::Direct => {
+            let obj = unsafe { Py::from_owned_ptr_or_err(py, base(cls, args, kwargs)) };
+            recorded(py, meta, &plan, obj, given, false)
+        }
         Route::WithoutTag => {
             let kw = unsafe { Bound::from_borrowed_ptr(py, kwargs) }.cast_into::<PyDict>()?.copy()?;
             if let Some((field, _, _)) = &plan.tag {
                 kw.del_item(field.bind(py))?;
             }
-            unsafe { Py::from_owned_ptr_or_err(py, base(cls, args, kw.as_ptr())) }
+            let obj = unsafe { Py::from_owned_ptr_or_err(py, base(cls, args, kw.as_ptr())) };
+            recorded(py, meta, &plan, obj, given, true)
         }
         Route::Lenient => {
             let kw = if kwargs.is_null() {
@@ -429,14 +492,19 @@ fn vcall(
     // SAFETY: CPython passes the `nkw` keyword values right after the (no) positional ones.
     let values: &[*mut ffi::PyObject] = if nkw == 0 { &[] } else { unsafe { std::slice::from_raw_parts(args, nkw) } };
     let name = |i: usize| unsafe { ffi::PyTuple_GetItem(kwnames, i as ffi::Py_ssize_t) };
-    match unsafe { route(py, &plan, (0..nkw).map(|i| (name(i), values[i]))) } {
-        Route::Direct => unsafe { Py::from_owned_ptr_or_err(py, struct_vectorcall(cls, args, nargsf, kwnames)) },
+    let mut given = 0u64;
+    match unsafe { route(py, &plan, (0..nkw).map(|i| (name(i), values[i])), &mut given) } {
+        Route::Direct => {
+            let obj = unsafe { Py::from_owned_ptr_or_err(py, struct_vectorcall(cls, args, nargsf, kwnames)) };
+            recorded(py, meta, &plan, obj, given, false)
+        }
         Route::WithoutTag => {
             let Some((tag_field, _, _)) = &plan.tag else { unreachable!("WithoutTag needs a tag") };
             let keep: Vec<usize> = (0..nkw).filter(|&i| !unsafe { str_eq(name(i), tag_field.as_ptr()) }).collect();
             let names = PyTuple::new(py, keep.iter().map(|&i| unsafe { Bound::from_borrowed_ptr(py, name(i)) }))?;
             let vals: Vec<*mut ffi::PyObject> = keep.iter().map(|&i| values[i]).collect();
-            unsafe { Py::from_owned_ptr_or_err(py, struct_vectorcall(cls, vals.as_ptr(), 0, names.as_ptr())) }
+            let obj = unsafe { Py::from_owned_ptr_or_err(py, struct_vectorcall(cls, vals.as_ptr(), 0, names.as_ptr())) };
+            recorded(py, meta, &plan, obj, given, true)
         }
         Route::Lenient => {
             let kw = PyDict::new(py);
@@ -583,6 +651,7 @@ fn struct_meta<'py>(
     probe: &Bound<'py, PyType>,
     plan_of: &Bound<'py, PyAny>,
     lenient: &Bound<'py, PyAny>,
+    extras: &Bound<'py, PyType>,
 ) -> PyResult<Bound<'py, PyType>> {
     let meta = META.get_or_try_init(py, || -> PyResult<Meta> {
         let call = unsafe { ffi::PyType_GetSlot(base.as_ptr() as *mut ffi::PyTypeObject, ffi::Py_tp_call) };
@@ -597,7 +666,14 @@ fn struct_meta<'py>(
             // a layout this interpreter refuses: the tp_call path
             Some((_, Err(_))) | None => (new_meta(py, base, None)?, None),
         };
-        Ok(Meta { plan_of: plan_of.clone().unbind(), lenient: lenient.clone().unbind(), ty: ty.unbind(), base_call, vectorcall })
+        Ok(Meta {
+            plan_of: plan_of.clone().unbind(),
+            lenient: lenient.clone().unbind(),
+            extras: extras.clone().unbind(),
+            ty: ty.unbind(),
+            base_call,
+            vectorcall,
+        })
     })?;
     Ok(meta.ty.bind(py).clone())
 }
