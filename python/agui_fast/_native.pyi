@@ -2,7 +2,9 @@
 
 import os
 import types
-from typing import Any, Callable, Iterable, List, Literal, Optional, Tuple, Union
+from typing import Any, Callable, Iterable, List, Literal, Optional, Sequence, Tuple, Union
+
+from agui_fast.errors import AguiError, StreamError
 
 __version__: str
 DEFAULT_MAX_DEPTH: int  # agui_core::limits::DEFAULT_MAX_DEPTH
@@ -220,8 +222,8 @@ class LogProgress:
     def bytes(self) -> int: ...
 
 def logs_to_arrow(
-    sources: List[_LogSource],
-    names: List[Optional[str]],
+    sources: Sequence[_LogSource],
+    names: Sequence[Optional[str]],
     format: str = "auto",
     threads: Optional[int] = None,
     collect: bool = False,
@@ -236,8 +238,8 @@ def log_schema() -> Any:
     """An empty events table (its schema)."""
 
 def convert_logs(
-    sources: List[_LogSource],
-    names: List[Optional[str]],
+    sources: Sequence[_LogSource],
+    names: Sequence[Optional[str]],
     output: str,
     to: str,
     format: str = "auto",
@@ -275,7 +277,7 @@ class LogChunks:
 # (dumps) takes. Results out: JSON text, typed by agui_fast/stream.py. Errors: decode ->
 # InvalidJsonError(frame_index), verify -> VerificationError, others -> StreamError.
 
-_ReplayParts = Tuple[bytes, bytes, bytes, List[Tuple[int, str]], Optional[BaseException]]
+_ReplayParts = Tuple[bytes, bytes, bytes, List[Tuple[int, str]], Optional[AguiError]]
 """(messages, state, pending_interrupts) as JSON texts, warnings, the error or None."""
 
 class ChunkExpander:
@@ -313,7 +315,7 @@ class Replayer:
     def pending_interrupts(self) -> bytes: ...
     def take_warnings(self) -> List[Tuple[int, str]]: ...
 
-def expand_chunks(events: Iterable[Any], /) -> Tuple[bytes, List[Tuple[int, str]], Optional[BaseException]]:
+def expand_chunks(events: Iterable[Any], /) -> Tuple[bytes, List[Tuple[int, str]], Optional[StreamError]]:
     """The expanded events before the error (JSON array), warnings, the error or None."""
 
 def verify_events(events: Iterable[Any], /) -> None: ...

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import copy
 import enum
-from typing import Annotated, Any, ClassVar, Dict, Optional, Union
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Dict, Optional, Union
 
 import msgspec
 from msgspec import Meta, field
@@ -89,7 +89,10 @@ class _Probe(msgspec.Struct):
     """A plain msgspec Struct: where construct.rs finds msgspec's own vectorcall."""
 
 
-_AguiMeta = _native.struct_meta(_StructMeta, _Probe, _construct.plan_of, _construct_lenient)
+if TYPE_CHECKING:  # to type checkers, the native metaclass is the msgspec one it extends
+    _AguiMeta = _StructMeta
+else:
+    _AguiMeta = _native.struct_meta(_StructMeta, _Probe, _construct.plan_of, _construct_lenient)
 
 
 class _Model(
@@ -124,21 +127,20 @@ class _Model(
             return _native.dumps(self).decode()
         return _native.dumps(to_builtins(self, by_alias=False)).decode()
 
+    # Their validation errors are agui_fast.errors.ValidationError (pydantic's too, when
+    # pydantic is installed), as for construction.
     @classmethod
-    def model_validate(cls, obj: Any):
+    @_construct.raising_validation_error
+    def model_validate(cls, obj: Any) -> Any:
         """Validate a dict (or an instance) into this class."""
         if isinstance(obj, cls):
             return obj
         return convert_value(obj, cls, path=cls.__name__)
 
     @classmethod
+    @_construct.raising_validation_error
     def model_validate_json(cls, data: Union[bytes, bytearray, memoryview, str]) -> Any:
         return decode_json(data, cls)
-
-    # Their validation errors are agui_fast.errors.ValidationError (pydantic's too, when
-    # pydantic is installed), as for construction.
-    model_validate = classmethod(_construct.raising_validation_error(model_validate.__func__))
-    model_validate_json = classmethod(_construct.raising_validation_error(model_validate_json.__func__))
 
     # -- pydantic and FastAPI interop (see _pydantic) ------------------------------------
 
