@@ -85,16 +85,16 @@ _Backend = Tuple[Any, ...]  # (many, many_fh, one, one_fh, exact, keep_items)
 class SseDecoder:
     """WHATWG event-stream framing (CR/LF/CRLF, BOM, comments, event/id/retry, multi-line
     data, a final event without its blank line), then decoding with ``backend``.
-    ``legacy``: the legacy converter's class (one instance per stream) or None;
-    ``candidates``: convert the frames that may be legacy (dict mode)."""
+    ``legacy``: convert 0.x frames (agui_core::stream::legacy, one converter per
+    stream); ``mode``: ``backend``'s raw mode, 0 typed, 1 dict, 2 bytes."""
 
     def __new__(
         cls,
         backend: _Backend,
         max_frame_size: int,
         max_depth: int,
-        legacy: Optional[Callable[[], Any]],
-        candidates: bool,
+        legacy: bool,
+        mode: int,
         /,
     ) -> "SseDecoder": ...
     def feed(self, chunk: _BytesLike, /) -> List[Any]: ...
@@ -112,7 +112,7 @@ class SseCodec:
     """The one-shot ``decode_sse`` over the ``(typed, dict, bytes)`` backends;
     ``options`` is ``agui_fast._stream.options`` (old spellings, bad values)."""
 
-    def __init__(self, backends: Tuple[_Backend, _Backend, _Backend], legacy: Callable[[], Any], options: Callable[..., Any], /) -> None: ...
+    def __init__(self, backends: Tuple[_Backend, _Backend, _Backend], options: Callable[..., Any], /) -> None: ...
     def decode_sse(
         self,
         data: _BytesLike,

@@ -236,7 +236,7 @@ impl ProtoState {
     fn new(msgpack: bool, max_frame_size: usize, max_depth: usize) -> Self {
         ProtoState {
             inner: StreamDecoder::new(max_frame_size),
-            legacy: Legacy::new(None),
+            legacy: Legacy::Off, // the 1.0 wire format has no legacy shapes
             fmt: format(msgpack),
             max_depth,
             skipped: 0,

@@ -25,7 +25,6 @@ const LABEL: &str = "SSE frame";
 pub(crate) struct SseState {
     parser: CoreParser,
     legacy: Legacy,
-    candidates: bool,
     max_depth: usize,
 }
 
@@ -49,16 +48,9 @@ fn new_batch(first_index: u64, candidates: bool, max_depth: usize) -> Batch {
 }
 
 impl SseState {
-    /// `legacy`: the legacy converter's class (one instance per stream, made on first
-    /// use) or None; `candidates`: convert the frames that may be legacy after a
-    /// successful decode (dict mode).
-    fn new(max_frame_size: usize, max_depth: usize, legacy: Option<Bound<'_, PyAny>>, candidates: bool) -> Self {
-        SseState {
-            parser: CoreParser::new(max_frame_size),
-            candidates: candidates && legacy.as_ref().is_some_and(|l| !l.is_none()),
-            legacy: Legacy::new(legacy),
-            max_depth,
-        }
+    /// `legacy`: convert 0.x frames (see `Legacy`); `mode`: 0 typed, 1 dict, 2 bytes.
+    fn new(max_frame_size: usize, max_depth: usize, legacy: bool, mode: usize) -> Self {
+        SseState { parser: CoreParser::new(max_frame_size), legacy: Legacy::new(legacy, mode), max_depth }
     }
 
     /// Decode a batch's frames into `res` (its buffer-limit error last).
@@ -87,7 +79,7 @@ impl SseState {
 impl StreamState for SseState {
     /// Frame and decode one chunk (`None`: the end of the stream), or a whole stream.
     fn run<'py>(&mut self, py: Python<'py>, be: &Backend, chunk: Option<&[u8]>, finish: bool) -> PyResult<Bound<'py, PyList>> {
-        let mut batch = new_batch(self.parser.frame_count(), self.candidates, self.max_depth);
+        let mut batch = new_batch(self.parser.frame_count(), self.legacy.wants_candidates(), self.max_depth);
         let parser = &mut self.parser;
         if chunk.map_or(0, |c| c.len()) >= DETACH_MIN {
             py.detach(|| frame(parser, &mut batch, chunk, finish));
@@ -110,7 +102,7 @@ impl SseState {
         }
         let _gc = GcPause::new(py, true);
         let mut parser = CoreParser::new(self.parser.max_buffer());
-        let (candidates, max_depth) = (self.candidates, self.max_depth);
+        let (candidates, max_depth) = (self.legacy.wants_candidates(), self.max_depth);
         let (mut offset, mut budget) = (0usize, PART);
         let produce = move || {
             let end = offset.saturating_add(budget).min(data.len());
@@ -141,16 +133,10 @@ impl SseDecoder {
     /// Positional only (keyword parsing costs more than a small decode): see
     /// `crate::stream::Backend` and `SseState::new`.
     #[new]
-    #[pyo3(signature = (backend, max_frame_size, max_depth, legacy, candidates, /))]
-    fn new(
-        backend: &Bound<'_, PyTuple>,
-        max_frame_size: usize,
-        max_depth: usize,
-        legacy: Option<Bound<'_, PyAny>>,
-        candidates: bool,
-    ) -> PyResult<Self> {
+    #[pyo3(signature = (backend, max_frame_size, max_depth, legacy, mode, /))]
+    fn new(backend: &Bound<'_, PyTuple>, max_frame_size: usize, max_depth: usize, legacy: bool, mode: usize) -> PyResult<Self> {
         Ok(SseDecoder {
-            state: SseState::new(max_frame_size, max_depth, legacy, candidates),
+            state: SseState::new(max_frame_size, max_depth, legacy, mode),
             backend: Backend::new(backend)?,
             closed: false,
         })
@@ -197,16 +183,14 @@ impl SseDecoder {
 #[pyclass(module = "agui_fast._native", name = "SseCodec", frozen)]
 pub struct SseCodec {
     modes: Modes,
-    legacy: Py<PyAny>,
 }
 
 #[pymethods]
 impl SseCodec {
-    /// `backends`: `(typed, dict, bytes)`; `legacy`: the legacy converter's class;
-    /// `options`: `agui_fast._stream.options`.
+    /// `backends`: `(typed, dict, bytes)`; `options`: `agui_fast._stream.options`.
     #[new]
-    fn new(backends: &Bound<'_, PyTuple>, legacy: Bound<'_, PyAny>, options: Bound<'_, PyAny>) -> PyResult<Self> {
-        Ok(SseCodec { modes: Modes::new(backends, options)?, legacy: legacy.unbind() })
+    fn new(backends: &Bound<'_, PyTuple>, options: Bound<'_, PyAny>) -> PyResult<Self> {
+        Ok(SseCodec { modes: Modes::new(backends, options)? })
     }
 
     /// Decode a whole recorded SSE stream (see `SseState::decode_all`).
@@ -223,9 +207,7 @@ impl SseCodec {
         max_buffer_size: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
         let r = self.modes.resolve(py, raw, max_frame_size, max_depth, max_buffer_size)?;
-        // bytes mode hands out the frames' text as they are: nothing to convert
-        let factory = (legacy && r.mode != 2).then(|| self.legacy.bind(py).clone());
-        let mut state = SseState::new(r.max_frame_size, r.max_depth, factory, r.mode == 1);
+        let mut state = SseState::new(r.max_frame_size, r.max_depth, legacy, r.mode);
         with_buffer(data, |d| state.decode_all(py, r.backend, d))
     }
 }
