@@ -86,7 +86,7 @@ def test_the_struct_layer_imports_no_codec_module():
 # Layers, lowest first; a module may import from its own layer or below only.
 LAYERS = [
     {"errors", "_native"},
-    {"core", "legacy"},
+    {"core"},
     {"_typed"},
     {"_stream"},
     {"sse", "proto"},
@@ -98,7 +98,7 @@ def _layer(name):
     return next(i for i, layer in enumerate(LAYERS) if name in layer)
 
 
-@pytest.mark.parametrize("module", ["decoder", "sse", "proto", "_typed", "_stream", "errors", "legacy", "core"])
+@pytest.mark.parametrize("module", ["decoder", "sse", "proto", "_typed", "_stream", "errors", "core"])
 def test_imports_point_down_and_are_not_lazy(module):
     path = PKG / (module + ".py") if module != "core" else None
     files = [path] if path else sorted((PKG / "core").glob("*.py"))
@@ -110,7 +110,7 @@ def test_imports_point_down_and_are_not_lazy(module):
             target = (node.module or "").split(".")[0] or node.names[0].name
             if module == "core" and node.level == 1:
                 continue  # inside the core package
-            if target in ("core", "errors", "_native", "legacy", "_typed", "_stream", "sse", "proto", "decoder", "encoder"):
+            if target in ("core", "errors", "_native", "_typed", "_stream", "sse", "proto", "decoder", "encoder"):
                 if (module, target) == ("proto", "encoder") and node.col_offset > 0:
                     continue  # _event_json's (see below)
                 assert _layer(target) <= _layer(module), (f.name, target)
@@ -418,9 +418,8 @@ def test_the_chain_is_bulk_then_one_by_one_then_exact(family, mode):
     backend, calls = _spied(module._BACKENDS[mode])
     backends = tuple(backend if m == mode else module._BACKENDS[m] for m in (None, "dict", "bytes"))
     from agui_fast._stream import options
-    from agui_fast.legacy import LegacyConverter
 
-    codec = _native.SseCodec(backends, LegacyConverter, options) if family == "sse" else _native.ProtoCodec(backends, options)
+    codec = _native.SseCodec(backends, options) if family == "sse" else _native.ProtoCodec(backends, options)
     whole = codec.decode_sse if family == "sse" else codec.decode_protobuf
     good, bad = (SSE, BAD_SSE) if family == "sse" else (PROTO, BAD_PROTO)
     assert len(whole(good * 10, raw=mode)) == 10 * len(EVENTS)

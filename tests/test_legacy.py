@@ -1,5 +1,7 @@
 """Legacy (0.x) input conversion against the reference's CompatibilityBoundary cases
-(vectors/client/legacy.jsonl), directly and through the SSE decoder, with it on and off."""
+(vectors/client/legacy.jsonl) through the SSE decoders, with it on and off. The converter
+is the core's (agui_core::stream::legacy, checked case by case with its warnings by
+rust/agui-core/tests/stream_vectors.rs); these tests check that the decoders apply it."""
 
 from __future__ import annotations
 
@@ -9,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from agui_fast.errors import EventValidationError
-from agui_fast.legacy import LegacyConverter, convert_messages
 from agui_fast.sse import SseDecoder, decode_sse
 
 VECTORS = Path(__file__).parent / "vectors" / "client" / "legacy.jsonl"
@@ -61,15 +62,8 @@ def test_boundary_cases_present():
 
 
 @pytest.mark.parametrize("case", BOUNDARY, ids=[c["name"] for c in BOUNDARY])
-def test_converter_matches_reference(case):
-    assert case["error"] is None
-    conv = LegacyConverter()
-    got = [conv.convert(json.loads(json.dumps(e))) for e in case["input"]]
-    assert _rename(got, _strings(case["input"], set())) == case["output"]
-
-
-@pytest.mark.parametrize("case", BOUNDARY, ids=[c["name"] for c in BOUNDARY])
 def test_decoder_dict_mode_matches_reference(case):
+    assert case["error"] is None
     known = _strings(case["input"], set())
     got = decode_sse(_sse(case["input"]), raw="dict")
     assert _rename(got, known) == case["output"]
@@ -157,18 +151,79 @@ def test_thinking_ids_across_chunks_and_errors():
     assert b[0]["messageId"] == msg and c[0]["messageId"] == msg and c[1]["messageId"] == span
 
 
-def test_id_factory_and_convert_messages():
-    n = iter(range(100))
-    conv = LegacyConverter(id_factory=lambda: f"id{next(n)}")
-    assert conv.convert({"type": "THINKING_START", "title": "t"}) == {
-        "type": "REASONING_START",
-        "messageId": "id0",
-    }
-    assert conv.convert({"type": "THINKING_END"}) == {"type": "REASONING_END", "messageId": "id0"}
-    assert conv.convert({"type": "THINKING_END"}) == {"type": "REASONING_END", "messageId": "id1"}
-    assert conv.convert(42) == 42
-    case = next(c for c in BOUNDARY if c["name"].endswith("run_input_messages_upgraded_before_forwarding"))
-    assert convert_messages(json.loads(json.dumps(case["run_input_messages"]))) == case["forwarded_run_input"]["messages"]
+def test_conversion_warns_nothing_and_leaves_1_0_input_alone():
+    """The reference's compat messages are not repeated as Python warnings (the decoders
+    never did), and a 1.0 stream comes out exactly as without the converter."""
+    import warnings
+
+    legacy_stream = b"".join(_sse(c["input"]) for c in BOUNDARY)
+    modern = [
+        {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "null \\u0000 \"binary\" THINKING_START", "x": None},
+        {"type": "CUSTOM", "name": "n", "value": {"a": [1.5e300, None, -0.0, 12345678901234567890123]}},
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        decode_sse(legacy_stream, raw="dict")
+        for raw in (None, "dict", "bytes"):
+            assert decode_sse(_sse(modern), raw=raw) == decode_sse(_sse(modern), raw=raw, legacy=False)
 
 
-# (Linear time of binary parts: tests/test_props_linear.py.)
+def _snapshot(n):
+    """One MESSAGES_SNAPSHOT: n modern parts, n binary parts mirroring them, n new ones."""
+    modern = [{"type": "image", "source": {"type": "data", "value": f"d{i}", "mimeType": "image/png"}} for i in range(n)]
+    binary = [{"type": "binary", "mimeType": "image/png", "data": f"d{i}"} for i in range(n)]
+    fresh = [{"type": "binary", "mimeType": "image/png", "data": f"new{i}"} for i in range(n)]
+    message = {"id": "u", "role": "user", "content": modern + binary + fresh}
+    return _sse([{"type": "MESSAGES_SNAPSHOT", "messages": [message]}])
+
+
+def test_mirrored_binary_parts_are_dropped_and_numbers_compare_as_js_does():
+    (ev,) = decode_sse(_snapshot(3), raw="dict")
+    assert ev["messages"][0]["content"][3:] == [
+        {"type": "image", "source": {"type": "data", "value": f"new{i}", "mimeType": "image/png"}} for i in range(3)
+    ]
+    # `===` on numbers: 0 and -0.0 (and 1 and 1.0) are the same value; objects never are.
+    parts = [
+        {"type": "image", "source": {"type": "data", "value": 0, "mimeType": "image/png"}},
+        {"type": "image", "source": {"type": "data", "value": 1.0, "mimeType": "image/png"}, "metadata": {"filename": "f"}},
+        {"type": "image", "source": {"type": "data", "value": {"k": 1}, "mimeType": "image/png"}},
+        {"type": "binary", "mimeType": "image/png", "data": -0.0},  # falsy: stays binary (only an id)
+        {"type": "binary", "mimeType": "image/png", "data": 1, "filename": "f"},  # mirrors part 1
+        {"type": "binary", "mimeType": "image/png", "data": 1, "filename": "g"},  # filename differs
+        {"type": "binary", "mimeType": "image/png", "data": {"k": 1}},  # an object: no mirror
+    ]
+    (ev,) = decode_sse(_sse([{"type": "MESSAGES_SNAPSHOT", "messages": [{"id": "u", "role": "user", "content": parts}]}]), raw="dict")
+    out = ev["messages"][0]["content"]
+    assert out[:4] == parts[:4]
+    assert out[4:] == [
+        {"type": "image", "source": {"type": "data", "value": 1, "mimeType": "image/png"}, "metadata": {"filename": "g"}},
+        {"type": "image", "source": {"type": "data", "value": {"k": 1}, "mimeType": "image/png"}},
+    ]
+
+
+@pytest.mark.parametrize("raw", [None, "dict"])
+def test_binary_parts_convert_in_linear_time(raw):
+    """n binary parts mirroring n modern parts: one lookup each, not a scan of the
+    message (issue 14 #4: a 1.3 MB event took ~37 s), through the whole decoder."""
+    import gc
+    import time
+
+    def best(n):
+        data = _snapshot(n)
+        t = float("inf")
+        for _ in range(3):
+            gc.collect()
+            gc.disable()  # the algorithm's cost, not collections of the test's garbage
+            try:
+                s = time.process_time()
+                (ev,) = decode_sse(data, raw=raw, max_frame_size=1 << 26)
+                t = min(t, time.process_time() - s)
+            finally:
+                gc.enable()
+        content = ev["messages"][0]["content"] if raw else ev.messages[0].content
+        assert len(content) == 2 * n  # mirrors dropped, fresh ones converted
+        return t
+
+    t1, t10 = best(5000), best(50000)  # beyond the CPU caches at both sizes
+    assert t10 <= 15 * t1 + 0.05, (t1, t10)

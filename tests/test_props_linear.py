@@ -24,7 +24,6 @@ from agui_fast.core import TextMessageContentEvent
 from agui_fast.decoder import ProtoDecoder, SseDecoder, decode_protobuf, decode_sse
 from agui_fast.encoder import AGUI_MEDIA_TYPE, EventEncoder
 from agui_fast.errors import DecodeError, JsonPatchTestFailed
-from agui_fast.legacy import convert_content_parts
 from agui_fast.patch import StateDocument, apply_patch
 
 BOUND = 15
@@ -238,12 +237,6 @@ def _parts(n):
     binary = [{"type": "binary", "mimeType": "image/png", "data": f"d{i}"} for i in range(n)]
     fresh = [{"type": "binary", "mimeType": "image/png", "data": f"new{i}"} for i in range(n)]
     return modern + binary + fresh
-
-
-def test_binary_parts_convert_in_linear_time():
-    """n binary parts mirroring n modern parts: one set lookup each, not a scan."""
-    assert len(convert_content_parts(_parts(100))) == 200  # mirrors dropped, fresh ones converted
-    check(convert_content_parts, _parts, 1000, rounds=3)
 
 
 def test_binary_parts_decode_in_linear_time():

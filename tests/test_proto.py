@@ -679,6 +679,33 @@ def test_pipelined_parts_errors_keep_position_and_every_event():
     assert info.value.events == events
 
 
+@pytest.mark.skipif(core is None, reason="typed layer")
+@pytest.mark.parametrize("cut", [0, 1, 2, 3, 4, 5, 977])
+def test_pipelined_feeds_of_large_chunks_cut_anywhere(cut):
+    """Chunks past the threshold are decoded in parts on a Rust thread by the stream's
+    own decoder: a chunk may start inside a frame or its prefix (the first part then
+    ends the buffered frame), and errors keep their stream positions."""
+    frames, events = _big(*_typed_frames(), size=1_500_000)
+    data = b"".join(frames)
+    bounds = [0, 300_000 + cut, 700_000 + cut, 1_200_000 + 3 * cut, len(data)]
+    dec = proto.ProtoDecoder()
+    got = [e for a, b in zip(bounds, bounds[1:]) for e in dec.feed(data[a:b])] + dec.close()
+    assert got == events
+    k = len(frames) // 3
+    bad = b"".join(frames[:k]) + BAD + b"".join(frames[k:])
+    dec = proto.ProtoDecoder()
+    got, errors = [], []
+    for a, b in zip(bounds, bounds[1:-1] + [len(bad)]):
+        try:
+            got += dec.feed(bad[a:b])
+        except ProtobufDecodeError as e:
+            got += e.events
+            errors += e.errors
+    got += dec.close()
+    assert got == events
+    assert [(e.frame_index, e.offset) for e in errors] == [(k, sum(map(len, frames[:k])))]
+
+
 def _future_frame():
     case = next(c for c in STREAMS if c["name"] == "envelope/future_arm_dropped")
     stream, pos = base64.b64decode(case["stream_b64"]), 0

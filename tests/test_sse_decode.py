@@ -850,6 +850,41 @@ def test_iter_sse_big_file_is_read_ahead_and_errors_after_the_events(tmp_path):
     it.close()
 
 
+@pytest.mark.parametrize("raw", [None, "dict"])
+def test_large_feeds_are_pipelined_like_small_ones(raw):
+    """Chunks of 1 MiB or more are framed in parts on a Rust thread by the decoder's own
+    parser: frames spanning chunks and parts, a bad frame and a buffer-limit error come
+    out as with small chunks (every event, located errors)."""
+    stream = _big_stream(60_000, bad_at=41_000)
+    want, errs = [], []
+    dec = SseDecoder(raw=raw)
+    for i in range(0, len(stream), 65536):
+        try:
+            want += dec.feed(stream[i : i + 65536])
+        except EventValidationError as e:
+            want += e.events
+            errs.append((e.frame_index, e.offset))
+    want += dec.close()
+    assert len(stream) > 3 << 20 and len(want) + len(errs) == 60_000
+    assert [i for i, _ in errs] == ([41_000] if raw is None else [])  # dict mode: valid JSON
+    dec = SseDecoder(raw=raw)
+    got, big_errs = [], []
+    for a, b in ((0, 1_400_007), (1_400_007, 2_900_011), (2_900_011, len(stream))):
+        try:
+            got += dec.feed(stream[a:b])
+        except EventValidationError as e:
+            got += e.events
+            big_errs.append((e.frame_index, e.offset))
+    assert got + dec.close() == want and big_errs == errs
+    assert dec.frame_count == 60_000
+    # the buffer limit inside a pipelined feed: the frames before it, then it
+    over = _big_stream(30_000) + b"data: " + b"y" * 5000 + b"\n\n" + _big_stream(10)
+    dec = SseDecoder(raw=raw, max_frame_size=4096)
+    with pytest.raises(BufferLimitError) as ei:
+        dec.feed(over)
+    assert ei.value.frame_index == 30_000 and len(ei.value.events) == 30_000
+
+
 def test_big_decode_restores_the_gc():
     import gc
 

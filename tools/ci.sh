@@ -5,6 +5,7 @@
 #   2. run the Python suite against that BUILT WHEEL (not the source tree) in a fresh venv on
 #      every CPython 3.10-3.13 found (CI=true: all of them must be found);
 #   3. `cargo test` of the core and arrow crates and `cargo clippy -D warnings` of the workspace;
+#      `mypy` over the package (it ships py.typed; config in pyproject.toml);
 #   4. the musllinux wheel (audited; no musl CPython here to run it) and the sdist, whose own
 #      `cargo test` must pass from the unpacked archive.
 # The Rust jobs and the venv set-up run beside the wheel build: fat LTO leaves a core idle.
@@ -63,7 +64,8 @@ for v in "${PYTHONS[@]}"; do
 done
 [ "${#PY[@]}" -gt 0 ] || die "no CPython 3.10-3.13 found"
 TESTED=$(printf '%s\n' "${!PY[@]}" | sort -V | tr '\n' ' ')
-TOOLS_PY=${PY[$(printf '%s\n' "${!PY[@]}" | sort -V | tail -n 1)]}
+NEWEST=$(printf '%s\n' "${!PY[@]}" | sort -V | tail -n 1)
+TOOLS_PY=${PY[$NEWEST]}
 
 say "background: cargo test -p agui-core -p agui-arrow, then cargo clippy -D warnings"
 (cargo test -p agui-core --locked && cargo test -p agui-arrow --locked && cargo clippy --workspace --all-targets --locked -- -D warnings) \
@@ -136,6 +138,11 @@ suite() {
 }
 
 finish "$VENVS_PID" venvs
+# mypy from the newest test venv (the dev extras hold it and the typed dependencies), on
+# the source tree, beside the suites: seconds of CPU.
+say "background: mypy over python/agui_fast"
+("$WORK/py$NEWEST/bin/python" -m mypy --cache-dir "$WORK/mypy-cache") >"$LOGS/mypy.log" 2>&1 &
+MYPY_PID=$!
 # One interpreter at a time: the suite's one-time set-ups (test servers, unpacked fixtures) are
 # not written for concurrent runs from one checkout, and the musllinux/sdist job above keeps
 # the second core busy meanwhile.
@@ -151,6 +158,8 @@ for v in $TESTED; do
     fi
 done
 
+finish "$MYPY_PID" mypy
+tail -n 1 "$LOGS/mypy.log"
 finish "$CARGO_PID" cargo
 grep -E '^test result:' "$LOGS/cargo.log"
 finish "$MUSL_PID" musl-sdist

@@ -12,8 +12,9 @@ import random
 from typing import Any, Callable, Iterator, List
 
 from .core import (
-    RunFinishedEvent, RunStartedEvent, StateDeltaEvent, StateSnapshotEvent, TextMessageContentEvent,
-    TextMessageEndEvent, TextMessageStartEvent, ToolCallArgsEvent, ToolCallEndEvent, ToolCallStartEvent,
+    ReplaceOperation, RunFinishedEvent, RunStartedEvent, StateDeltaEvent, StateSnapshotEvent,
+    TextMessageContentEvent, TextMessageEndEvent, TextMessageStartEvent, TokenUsage, ToolCallArgsEvent,
+    ToolCallEndEvent, ToolCallStartEvent,
 )
 from .encoder import AGUI_MEDIA_TYPE, EventEncoder
 
@@ -39,9 +40,9 @@ def run_events(n: int, seed: int = 0) -> List[Any]:
         for part in ('{"query": ', '"agent ', "logs", '", "limit": ', "10}"):
             events.append(ToolCallArgsEvent(tool_call_id=c, delta=part))
         events.append(ToolCallEndEvent(tool_call_id=c))
-        events.append(StateDeltaEvent(delta=[{"op": "replace", "path": "/status", "value": "done"}]))
+        events.append(StateDeltaEvent(delta=[ReplaceOperation(path="/status", value="done")]))
         events.append(RunFinishedEvent(
-            thread_id=t, run_id=r, usage=[{"provider": "p", "inputTokens": 100 + run, "outputTokens": 40}],
+            thread_id=t, run_id=r, usage=[TokenUsage(provider="p", input_tokens=100 + run, output_tokens=40)],
         ))
     return events[:n]
 

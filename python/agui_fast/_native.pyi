@@ -2,7 +2,9 @@
 
 import os
 import types
-from typing import Any, Callable, Iterable, List, Literal, Optional, Tuple, Union
+from typing import Any, Callable, Iterable, List, Literal, Optional, Sequence, Tuple, Union
+
+from agui_fast.errors import AguiError, StreamError
 
 __version__: str
 DEFAULT_MAX_DEPTH: int  # agui_core::limits::DEFAULT_MAX_DEPTH
@@ -83,16 +85,16 @@ _Backend = Tuple[Any, ...]  # (many, many_fh, one, one_fh, exact, keep_items)
 class SseDecoder:
     """WHATWG event-stream framing (CR/LF/CRLF, BOM, comments, event/id/retry, multi-line
     data, a final event without its blank line), then decoding with ``backend``.
-    ``legacy``: the legacy converter's class (one instance per stream) or None;
-    ``candidates``: convert the frames that may be legacy (dict mode)."""
+    ``legacy``: convert 0.x frames (agui_core::stream::legacy, one converter per
+    stream); ``mode``: ``backend``'s raw mode, 0 typed, 1 dict, 2 bytes."""
 
     def __new__(
         cls,
         backend: _Backend,
         max_frame_size: int,
         max_depth: int,
-        legacy: Optional[Callable[[], Any]],
-        candidates: bool,
+        legacy: bool,
+        mode: int,
         /,
     ) -> "SseDecoder": ...
     def feed(self, chunk: _BytesLike, /) -> List[Any]: ...
@@ -110,7 +112,7 @@ class SseCodec:
     """The one-shot ``decode_sse`` over the ``(typed, dict, bytes)`` backends;
     ``options`` is ``agui_fast._stream.options`` (old spellings, bad values)."""
 
-    def __init__(self, backends: Tuple[_Backend, _Backend, _Backend], legacy: Callable[[], Any], options: Callable[..., Any], /) -> None: ...
+    def __init__(self, backends: Tuple[_Backend, _Backend, _Backend], options: Callable[..., Any], /) -> None: ...
     def decode_sse(
         self,
         data: _BytesLike,
@@ -228,8 +230,8 @@ class LogProgress:
     def bytes(self) -> int: ...
 
 def logs_to_arrow(
-    sources: List[_LogSource],
-    names: List[Optional[str]],
+    sources: Sequence[_LogSource],
+    names: Sequence[Optional[str]],
     format: str = "auto",
     threads: Optional[int] = None,
     collect: bool = False,
@@ -244,8 +246,8 @@ def log_schema() -> Any:
     """An empty events table (its schema)."""
 
 def convert_logs(
-    sources: List[_LogSource],
-    names: List[Optional[str]],
+    sources: Sequence[_LogSource],
+    names: Sequence[Optional[str]],
     output: str,
     to: str,
     format: str = "auto",
@@ -283,7 +285,7 @@ class LogChunks:
 # (dumps) takes. Results out: JSON text, typed by agui_fast/stream.py. Errors: decode ->
 # InvalidJsonError(frame_index), verify -> VerificationError, others -> StreamError.
 
-_ReplayParts = Tuple[bytes, bytes, bytes, List[Tuple[int, str]], Optional[BaseException]]
+_ReplayParts = Tuple[bytes, bytes, bytes, List[Tuple[int, str]], Optional[AguiError]]
 """(messages, state, pending_interrupts) as JSON texts, warnings, the error or None."""
 
 class ChunkExpander:
@@ -321,7 +323,7 @@ class Replayer:
     def pending_interrupts(self) -> bytes: ...
     def take_warnings(self) -> List[Tuple[int, str]]: ...
 
-def expand_chunks(events: Iterable[Any], /) -> Tuple[bytes, List[Tuple[int, str]], Optional[BaseException]]:
+def expand_chunks(events: Iterable[Any], /) -> Tuple[bytes, List[Tuple[int, str]], Optional[StreamError]]:
     """The expanded events before the error (JSON array), warnings, the error or None."""
 
 def verify_events(events: Iterable[Any], /) -> None: ...

@@ -9,13 +9,14 @@ or strings msgspec refuses but the Python reference reads (``1e400`` -> ``inf``,
 surrogate escapes).
 
 The ``exact_*`` functions are the last step of the native stream decoders' fallback
-chain (``rust/agui-py/src/stream.rs``): one frame, raising only our ``DecodeError``s.
+chain (``rust/agui-py/src/stream.rs``): one frame (already converted from 0.x there, when
+the stream converts legacy input), raising only our ``DecodeError``s.
 """
 
 from __future__ import annotations
 
 from json import loads as _stdlib_loads
-from typing import Any, Dict, List, NoReturn, Optional, Union
+from typing import Any, Dict, List, NoReturn, Union
 
 import msgspec
 
@@ -23,7 +24,6 @@ from . import _native
 from .core import Event
 from .core._convert import FAST_PATH_ERRORS, convert_value, decode_json, exact, json_decoder
 from .errors import DecodeError, EventValidationError, InvalidJsonError
-from .legacy import LegacyConverter
 
 __all__ = ["decode_event", "decode_as", "EVENT_DECODER", "EVENT_LIST_DECODER"]
 
@@ -93,43 +93,41 @@ def loads(payload: bytes) -> Any:
     raise InvalidJsonError(str(first)) from None
 
 
-def exact_event(payload: bytes, legacy: Optional[LegacyConverter]) -> Event:
-    """One SSE frame -> event, after the fast decoders refused it: the exact path, then
-    the legacy (0.x) conversion."""
+def exact_event(payload: bytes, legacy: bool) -> Event:
+    """One SSE frame -> event, after the fast decoders refused it: the exact path. With
+    ``legacy`` (the stream converts 0.x input; the frame is already converted) the frame
+    is read as lenient JSON too, so text that is no JSON is an ``InvalidJsonError``."""
     try:
         return decode_event(payload)
     except DecodeError as e:
         first = e
-    if not isinstance(first, InvalidJsonError) and legacy is None:
+    if not isinstance(first, InvalidJsonError) and not legacy:
         raise first
     obj = loads(payload)  # msgspec refuses escaped lone surrogates that JSON accepts
-    if legacy is not None:
-        if not isinstance(obj, dict) and not isinstance(first, InvalidJsonError):
-            raise first
-        obj = legacy.convert(obj)
     if not isinstance(obj, dict):
+        if not isinstance(first, InvalidJsonError):
+            raise first
         raise EventValidationError("invalid event: Expected `object` - at `$`", field="$")
     return decode_event(obj)
 
 
-def exact_value(payload: bytes, legacy: Optional[LegacyConverter]) -> Any:
+def exact_value(payload: bytes, legacy: bool) -> Any:
     """One SSE frame -> plain JSON value (dict mode)."""
-    obj = loads(payload)
-    return obj if legacy is None else legacy.convert(obj)
+    return loads(payload)
 
 
-def exact_bytes(payload: bytes, legacy: Optional[LegacyConverter]) -> bytes:
+def exact_bytes(payload: bytes, legacy: bool) -> bytes:
     """One SSE frame, checked to be JSON (bytes mode)."""
     loads(payload)
     return payload
 
 
-def exact_mp_event(item: bytes, legacy: Optional[LegacyConverter]) -> Event:
+def exact_mp_event(item: bytes, legacy: bool) -> Event:
     """One decoded protobuf event (MessagePack) that msgspec refused -> event, through
     the exact path (for the precise, located error of an event outside the 1.0 schema)."""
     return decode_event(msgspec.json.encode(msgspec.msgpack.decode(item)))
 
 
-def exact_mp_value(item: bytes, legacy: Optional[LegacyConverter]) -> Any:
+def exact_mp_value(item: bytes, legacy: bool) -> Any:
     """One decoded protobuf event (MessagePack) -> plain value (dict mode)."""
     return msgspec.msgpack.decode(item)

@@ -27,7 +27,7 @@ import asyncio
 import inspect
 from time import perf_counter as _clock
 from collections import deque
-from typing import Any, AsyncIterable, Awaitable, Callable, Deque, Iterable, List, Mapping, Optional, Union
+from typing import Any, AsyncIterable, Awaitable, Callable, Deque, Iterable, List, Mapping, MutableMapping, Optional, Union
 
 from . import _native
 from .encoder import AGUI_MEDIA_TYPE, SSE_MEDIA_TYPE, negotiate
@@ -52,7 +52,7 @@ _MAX_HOLD = 0.001
 Events = Union[Iterable[Any], AsyncIterable[Any]]
 Scope = Mapping[str, Any]
 Receive = Callable[[], Awaitable[Mapping[str, Any]]]
-Send = Callable[[Mapping[str, Any]], Awaitable[None]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]  # ASGI messages are dicts
 
 
 # The one byte producer per format (a batch of events -> one body chunk).
@@ -269,7 +269,7 @@ class _Pump:
                         timer.cancel()
                 if self.ping:
                     self.ping = False
-                    silent = _clock() - self.last_send >= keepalive
+                    silent = keepalive is not None and _clock() - self.last_send >= keepalive
                     if silent and not buf and not self.done and not self.disconnected:
                         await self._send(_KEEPALIVE)
                 continue
@@ -326,7 +326,8 @@ except ImportError:  # pragma: no cover - exercised without the server extra
     EventStreamResponse = EventStream
 else:
 
-    class EventStreamResponse(EventStream, _StarletteResponse):  # type: ignore[no-redef]
+    # misc: Starlette's Response.media_type is inferred as None (its `media_type = None`).
+    class EventStreamResponse(EventStream, _StarletteResponse):  # type: ignore[no-redef, misc]
         """:class:`EventStream` as a ``starlette.responses.Response`` (return it from a
         FastAPI or Starlette endpoint). ``background`` runs after the stream, as in
         Starlette."""

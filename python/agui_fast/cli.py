@@ -30,7 +30,7 @@ from .core import (
 from .decoder import decode_protobuf, decode_sse
 from .encoder import AGUI_MEDIA_TYPE, EventEncoder, to_builtins
 from . import stream
-from .errors import AguiError, StreamError, VerificationError
+from .errors import AguiError, DecodeError, StreamError, VerificationError
 from .interop import to_ag_ui
 from .logs import iter_log
 from .patch import StateDocument
@@ -293,7 +293,7 @@ def validate(args: argparse.Namespace) -> int:
                 count += 1
                 if rules is not None:
                     events.append(event)
-        except AguiError as exc:
+        except DecodeError as exc:  # what iter_log raises
             failed += 1
             print(f"{name}: INVALID after {count} valid events: {type(exc).__name__}: "
                   f"{exc.message.split(': ', 1)[-1] if exc.message.startswith(name) else exc.message}"
@@ -361,7 +361,7 @@ def bench(args: argparse.Namespace) -> int:
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="agui-fast", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command")
-    fmt = dict(choices=("auto", "sse", "protobuf"), default="auto", help="input format (default: detected)")
+    fmt: Dict[str, Any] = dict(choices=("auto", "sse", "protobuf"), default="auto", help="input format (default: detected)")
 
     p = sub.add_parser("demo", help="encode, decode and time a small run")
     p.set_defaults(func=demo)
@@ -411,7 +411,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     except (AguiError, OSError) as exc:
         if isinstance(exc, BrokenPipeError):
             return 1
-        msg = exc.message if isinstance(exc, AguiError) else str(exc)
+        msg = exc.message if isinstance(exc, DecodeError) else str(exc)
         print(f"agui-fast {args.command}: error: {type(exc).__name__}: {msg}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -36,6 +36,11 @@ __all__ = [
 class AguiError(ValueError):
     """Base class of every agui-fast error caused by bad input."""
 
+    # Set by agui_fast.stream on the errors its replays raise: the replay up to the error,
+    # and (replay_log_files) the log's path. Declared for type checkers only.
+    replay: Any
+    path: Any
+
 
 class DecodeError(AguiError):
     """A stream, frame or event could not be decoded.
@@ -280,9 +285,10 @@ try:
     from pydantic_core import PydanticCustomError as _PydanticCustomError
     from pydantic_core import ValidationError as _PydanticValidationError
 except ImportError:  # pragma: no cover - exercised by the no-pydantic test
-    _PydanticValidationError = None
+    _WITH_PYDANTIC = False
     _VALIDATION_BASES: tuple = (EventValidationError,)
 else:
+    _WITH_PYDANTIC = True
     _VALIDATION_BASES = (_PydanticValidationError, EventValidationError)
 
 
@@ -295,7 +301,7 @@ class ValidationError(*_VALIDATION_BASES):  # type: ignore[misc]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # Called by pydantic's constructor with its own arguments; `build` sets ours.
-        if _PydanticValidationError is None:
+        if not _WITH_PYDANTIC:
             super().__init__(*args, **kwargs)
 
     @classmethod
@@ -304,7 +310,7 @@ class ValidationError(*_VALIDATION_BASES):  # type: ignore[misc]
     ) -> "ValidationError":
         """``message``: the whole text; ``detail``: the same without the location (pydantic's
         ``msg``, which it prints under the ``loc``)."""
-        if _PydanticValidationError is None:
+        if not _WITH_PYDANTIC:
             exc = cls(message, field=field)
         else:
             text = detail or message

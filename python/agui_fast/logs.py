@@ -13,6 +13,7 @@ import os
 from typing import Any, Iterator, Optional, Union
 
 from . import _native
+from ._stream import Raw
 from .errors import DecodeError
 from .proto import iter_protobuf
 from .sse import iter_sse
@@ -43,7 +44,7 @@ def detect_format(source: LogSource) -> Optional[str]:
     return _native.LogChunks(_arg(source)).format
 
 
-def iter_log(source: LogSource, format: str = "auto", *, raw: Optional[str] = None) -> Iterator[Any]:
+def iter_log(source: LogSource, format: str = "auto", *, raw: Raw = None) -> Iterator[Any]:
     """Yield the typed events of a log (a path or bytes; SSE or protobuf, gzip or not),
     in constant memory. ``format``: ``"auto"`` (detected), ``"sse"`` or ``"protobuf"``.
     Errors are those of ``iter_sse`` / ``iter_protobuf`` (the events before the bad frame
@@ -60,7 +61,7 @@ def iter_log(source: LogSource, format: str = "auto", *, raw: Optional[str] = No
     # already taken) is fed from the reader.
     by_path = isinstance(arg, str) and not chunks.gzip and os.path.isfile(arg) and not arg.startswith(("/dev/", "/proc/"))
     feed: Any = arg if by_path else chunks
-    events = iter_sse(feed, raw=raw) if fmt == "sse" else iter_protobuf(feed, raw=raw or False)
+    events = iter_sse(feed, raw=raw) if fmt == "sse" else iter_protobuf(feed, raw=raw)
     try:
         yield from events
     except DecodeError as exc:

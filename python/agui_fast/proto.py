@@ -112,7 +112,7 @@ def decode_event_message(data: BytesLike, raw: Raw = None) -> Any:
         try:
             return _typed.MP_EVENT_DECODER.decode(item)
         except (msgspec.ValidationError, msgspec.DecodeError):
-            return _typed.exact_mp_event(item, None)
+            return _typed.exact_mp_event(item, False)
     mode = options(raw, 0, 0, None, 2)[0]
     if mode is None:
         return decode_event_message(data)

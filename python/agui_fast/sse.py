@@ -9,9 +9,10 @@ the ``raw`` mode:
 - ``raw="dict"``: plain JSON values (any JSON, like the TypeScript client);
 - ``raw="bytes"``: each frame's JSON text as ``bytes`` (checked to be valid JSON).
 
-Legacy 0.x input (``THINKING_*``, binary content parts, legacy nulls) is converted by
-:mod:`agui_fast.legacy` (``legacy=False`` turns that off); the fast path pays nothing
-for it.
+Legacy 0.x input (``THINKING_*``, binary content parts, legacy nulls) is converted as
+the reference client's compatibility boundary does, natively (the core's converter, the
+one ``agui_fast.stream`` replays use; ``legacy=False`` turns that off); the fast path
+pays nothing for it.
 
 Errors (docs/sse.md, "Errors"): a call decodes every frame it completed; if some fail,
 it raises one :class:`~agui_fast.errors.DecodeError` for them all: the first error
@@ -29,7 +30,6 @@ from ._stream import (
     DEFAULT_CHUNK_SIZE, DEFAULT_MAX_DEPTH, Raw, Source, aiter_events, check_chunk_size, iter_events,
     options, read_chunks,
 )
-from .legacy import LegacyConverter
 
 __all__ = [
     "SseDecoder",
@@ -60,12 +60,14 @@ _BACKENDS = {
 }
 
 
+_MODES = {None: 0, "dict": 1, "bytes": 2}  # the native decoders' numbering
+
+
 def _native_decoder(
     cls: Any, raw: Any, legacy: bool, max_frame_size: int, max_depth: int, max_buffer_size: Optional[int]
 ) -> Any:
     mode, max_frame_size, max_depth = options(raw, max_frame_size, max_depth, max_buffer_size, 3)
-    factory = LegacyConverter if legacy and mode != "bytes" else None
-    return _native.SseDecoder.__new__(cls, _BACKENDS[mode], max_frame_size, max_depth, factory, mode == "dict")
+    return _native.SseDecoder.__new__(cls, _BACKENDS[mode], max_frame_size, max_depth, bool(legacy), _MODES[mode])
 
 
 class SseDecoder(_native.SseDecoder):
@@ -92,7 +94,7 @@ class SseDecoder(_native.SseDecoder):
         return _native_decoder(cls, raw, legacy, max_frame_size, max_depth, max_buffer_size)
 
 
-decode_sse = _native.SseCodec((_BACKENDS[None], _BACKENDS["dict"], _BACKENDS["bytes"]), LegacyConverter, options).decode_sse
+decode_sse = _native.SseCodec((_BACKENDS[None], _BACKENDS["dict"], _BACKENDS["bytes"]), options).decode_sse
 """``decode_sse(data, *, raw=None, legacy=True, max_frame_size=..., max_depth=...)``:
 decode a whole recorded SSE stream (native: framing with the GIL released, from 2 MiB on
 on a Rust thread, part by part, ahead of the decoding)."""

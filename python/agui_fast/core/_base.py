@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import copy
 import enum
-from typing import Annotated, Any, ClassVar, Dict, Optional, Union
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Dict, Optional, Union
 
 import msgspec
 from msgspec import Meta, field
@@ -90,7 +90,10 @@ class _Probe(msgspec.Struct):
     """A plain msgspec Struct: where construct.rs finds msgspec's own vectorcall."""
 
 
-_AguiMeta = _native.struct_meta(_StructMeta, _Probe, _construct.plan_of, _construct_lenient, _given.Extras)
+if TYPE_CHECKING:  # to type checkers, the native metaclass is the msgspec one it extends
+    _AguiMeta = _StructMeta
+else:
+    _AguiMeta = _native.struct_meta(_StructMeta, _Probe, _construct.plan_of, _construct_lenient, _given.Extras)
 _struct_setattr = msgspec.Struct.__setattr__
 
 
@@ -126,23 +129,22 @@ class _Model(
             return _native.dumps(self).decode()
         return _native.dumps(to_builtins(self, by_alias=False)).decode()
 
+    # Their validation errors are agui_fast.errors.ValidationError (pydantic's too, when
+    # pydantic is installed), as for construction.
     @classmethod
-    def model_validate(cls, obj: Any):
+    @_construct.raising_validation_error
+    def model_validate(cls, obj: Any) -> Any:
         """Validate a dict (or an instance) into this class."""
         if isinstance(obj, cls):
             return obj
         return convert_value(obj, cls, path=cls.__name__)
 
     @classmethod
+    @_construct.raising_validation_error
     def model_validate_json(cls, data: Union[bytes, bytearray, memoryview, str]) -> Any:
         # Parsed, then converted (not msgspec's typed decoder, which cannot tell which
         # members were present): model_fields_set counts those given at their default.
         return convert_value(parse_json(data), cls, path=cls.__name__)
-
-    # Their validation errors are agui_fast.errors.ValidationError (pydantic's too, when
-    # pydantic is installed), as for construction.
-    model_validate = classmethod(_construct.raising_validation_error(model_validate.__func__))
-    model_validate_json = classmethod(_construct.raising_validation_error(model_validate_json.__func__))
 
     # -- pydantic and FastAPI interop (see _pydantic) ------------------------------------
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import typing
-from typing import Any, Dict, Literal, Tuple, Union
+from typing import Any, Callable, Dict, Literal, Tuple, Type, TypeVar, Union, cast
 
 import msgspec
 
@@ -36,7 +36,7 @@ _NEVER = ("never",)
 _I64 = (-(2**63), 2**63 - 1)
 
 
-def plan_of(cls: type) -> Tuple[Any, Tuple[Tuple[str, bool, tuple, Any], ...]]:
+def plan_of(cls: Type[msgspec.Struct]) -> Tuple[Any, Tuple[Tuple[str, bool, tuple, Any], ...]]:
     """``(tag, fields)``: ``tag`` is ``(tag field, tag value)`` or None; each field is
     ``(attribute, required, check, default)`` with ``check`` a nested tuple read by
     construct.rs and ``default`` the value (None or a literal ``str``) that, given
@@ -105,7 +105,7 @@ def _constrained(tp: Any, metas: list) -> tuple:
     return _NEVER
 
 
-def lenient(cls: type, kwargs: Dict[str, Any]) -> Any:
+def lenient(cls: Type[msgspec.Struct], kwargs: Dict[str, Any]) -> Any:
     """Build ``cls`` from keywords the way the reference's pydantic models do."""
     config = cls.__struct_config__
     tag_field = config.tag_field
@@ -163,11 +163,14 @@ def _snake(name: str) -> str:
     return re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), name)
 
 
-def raising_validation_error(fn):
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def raising_validation_error(fn: _F) -> _F:
     """Wrap a ``model_validate``-style classmethod body so that its validation errors are
     :class:`ValidationError` (pydantic-compatible) rather than plain EventValidationError."""
 
-    def wrapper(cls, *args, **kwargs):
+    def wrapper(cls: type, *args: Any, **kwargs: Any) -> Any:
         try:
             return fn(cls, *args, **kwargs)
         except EventValidationError as exc:
@@ -176,4 +179,4 @@ def raising_validation_error(fn):
     wrapper.__name__ = fn.__name__
     wrapper.__qualname__ = fn.__qualname__
     wrapper.__doc__ = fn.__doc__
-    return wrapper
+    return cast(_F, wrapper)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import typing
-from typing import Any, Dict, Literal, Optional
+from typing import TYPE_CHECKING, Any, Dict, Literal, Optional, Type, cast
 
 import msgspec
 
@@ -31,7 +31,12 @@ try:
     from pydantic_core import PydanticCustomError, PydanticUndefined
     from pydantic_core import core_schema as cs
 except ImportError:  # pragma: no cover - exercised by the no-pydantic test
-    pydantic = None
+    _WITH_PYDANTIC = False
+else:
+    _WITH_PYDANTIC = True
+
+if TYPE_CHECKING:
+    from ._base import _Model
 
 __all__ = [
     "get_pydantic_core_schema",
@@ -45,7 +50,7 @@ __all__ = [
 # -- the core schema ----------------------------------------------------------------------
 
 
-def get_pydantic_core_schema(cls: type, source: Any, handler: Any) -> Any:
+def get_pydantic_core_schema(cls: Type[_Model], source: Any, handler: Any) -> Any:
     """pydantic's hook (bound as a classmethod of ``_Model``)."""
     fields = {}
     config = cls.__struct_config__
@@ -77,7 +82,7 @@ def get_pydantic_core_schema(cls: type, source: Any, handler: Any) -> Any:
     # the member when the Struct sits in a union. Nested Structs arrive already dumped.
     def serialize(value: Any, info: Any) -> Any:
         if isinstance(value, msgspec.Struct):
-            return value.model_dump()
+            return cast("_Model", value).model_dump()  # every Struct here is a _Model
         return value
 
     return cs.no_info_plain_validator_function(
@@ -92,13 +97,19 @@ def _pydantic_annotation(tp: Any) -> Any:
     """``tp`` with msgspec ``Meta`` constraints as pydantic's (for the JSON schema)."""
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)
+    # The forms are subscripted with values computed at run time, which mypy cannot
+    # read as type expressions: reached through an Any.
+    forms: Any = typing
     if origin is typing.Annotated:
         metas = [_field_of(m) for m in args[1:] if isinstance(m, msgspec.Meta)]
-        return typing.Annotated[(_pydantic_annotation(args[0]), *metas)] if metas else _pydantic_annotation(args[0])
+        if not metas:
+            return _pydantic_annotation(args[0])
+        params = (_pydantic_annotation(args[0]), *metas)
+        return forms.Annotated[params]
     if origin is typing.Union:
-        return typing.Union[tuple(_pydantic_annotation(a) for a in args)]
+        return forms.Union[tuple(_pydantic_annotation(a) for a in args)]
     if origin is list:
-        return typing.List[_pydantic_annotation(args[0])]
+        return forms.List[_pydantic_annotation(args[0])]
     return tp
 
 
@@ -150,7 +161,7 @@ class ModelFields(_PerClass):
     """``model_fields``: field name -> FieldInfo (annotation, alias, default), in the
     reference's declared order, the tag field included, like ``ag_ui.core``."""
 
-    def compute(self, cls: type) -> Dict[str, Any]:
+    def compute(self, cls: Type[_Model]) -> Dict[str, Any]:
         by_name = {f.name: f for f in msgspec.structs.fields(cls)}
         config = cls.__struct_config__
         out: Dict[str, Any] = {}
@@ -167,7 +178,7 @@ class ModelFields(_PerClass):
 
 
 def _field_info(annotation: Any, alias: Optional[str], default: Any, factory: Any) -> Any:
-    if pydantic is None:
+    if not _WITH_PYDANTIC:
         return LiteFieldInfo(annotation, alias, default, factory)
     kwargs: Dict[str, Any] = {"annotation": annotation, "alias": alias}
     if factory is not None:
@@ -190,14 +201,14 @@ class DataclassFields(_PerClass):
                 kwargs["default_factory"] = f.default_factory
             dc = dataclasses.field(**kwargs)
             dc.name, dc.type = f.name, f.type
-            dc._field_type = dataclasses._FIELD  # what dataclasses.fields() selects on
+            dc._field_type = dataclasses._FIELD  # type: ignore[attr-defined]  # private, not in typeshed; what dataclasses.fields() selects on
             out[f.name] = dc
         return out
 
 
-def model_json_schema(cls: type, by_alias: bool = True, ref_template: str = "#/$defs/{model}", mode: str = "validation", **kwargs: Any) -> Dict[str, Any]:
+def model_json_schema(cls: Type[_Model], by_alias: bool = True, ref_template: str = "#/$defs/{model}", mode: str = "validation", **kwargs: Any) -> Dict[str, Any]:
     """The class's JSON schema, as ``pydantic.BaseModel.model_json_schema`` gives it."""
-    if pydantic is None:
+    if not _WITH_PYDANTIC:
         raise ImportError("model_json_schema needs pydantic (pip install pydantic)")
     return _adapter(cls).json_schema(by_alias=by_alias, ref_template=ref_template, mode=mode, **kwargs)
 
@@ -243,10 +254,10 @@ def _filter(obj: Any, data: Any, include: Any, exclude: Any, by_alias: bool, exc
     if exclude is True:
         return data
     if isinstance(obj, msgspec.Struct) and isinstance(data, dict):
-        rev = {wire if by_alias else attr: attr for attr, wire, _ in type(obj).__agui_fields__}
+        rev: Dict[str, str] = {wire if by_alias else attr: attr for attr, wire, _ in cast("Type[_Model]", type(obj)).__agui_fields__}
         out = {}
         for key, value in data.items():
-            name = rev.get(key, key)
+            name = rev[key] if key in rev else key
             if include not in (None, True) and name not in include and "__all__" not in include:
                 continue
             sub_exc = _child(exclude, name)

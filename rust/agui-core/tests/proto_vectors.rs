@@ -197,6 +197,25 @@ fn frame_limits() {
 }
 
 #[test]
+fn first_boundary_of_a_chunk() {
+    // Frames of 3 and 2 message bytes: [0,0,0,3,a,b,c][0,0,0,2,d,e].
+    let stream = [0u8, 0, 0, 3, 1, 2, 3, 0, 0, 0, 2, 4, 5];
+    for cut in 0..stream.len() {
+        let mut s = proto::FrameSplitter::new(100);
+        s.feed(&stream[..cut], |_, _, _| Ok(())).unwrap();
+        let rest = &stream[cut..];
+        // The next frame start at or after `cut`, relative to the chunk.
+        let want = [0usize, 7, 13].iter().find(|&&b| b >= cut).map_or(rest.len(), |&b| b - cut);
+        let want = if s.pending() == 0 { 0 } else { want };
+        assert_eq!(s.first_boundary(rest), want, "cut at {cut}");
+        // A chunk too short to complete the buffered prefix or frame: all of it.
+        if s.pending() > 0 {
+            assert_eq!(s.first_boundary(&rest[..1]), 1);
+        }
+    }
+}
+
+#[test]
 fn schema_summary_lists_all_arms() {
     let s: J = serde_json::from_str(proto::SCHEMA_JSON).unwrap();
     let ev = s["ag_ui.Event"].as_array().unwrap();

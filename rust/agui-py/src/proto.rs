@@ -163,7 +163,7 @@ fn proto_decode_message<'py>(py: Python<'py>, msg: &[u8], msgpack: bool) -> PyRe
     Ok(b)
 }
 
-/// Inputs of `decode_all` this large are decoded on a Rust thread in parts cut at frame
+/// Chunks this large (`run_pipelined`) are decoded on a Rust thread in parts cut at frame
 /// boundaries (the first about `PART` bytes, each next 1.5x more, up to `MAX_PART`), so
 /// the decoding of part i+1 overlaps msgspec on part i.
 const PIPELINE_MIN: usize = 4 * PART;
@@ -182,7 +182,7 @@ struct Part {
     got: Collected,
     warnings: Vec<String>,
     /// Events nested deeper than `max_depth` (sorted): found here, off the GIL and on
-    /// the producer thread of `decode_all`, before msgspec sees them.
+    /// the producer thread of `run_pipelined`, before msgspec sees them.
     too_deep: Vec<usize>,
     /// A framing error: the stream cannot go on.
     fatal: Option<Error>,
@@ -236,7 +236,7 @@ impl ProtoState {
     fn new(msgpack: bool, max_frame_size: usize, max_depth: usize) -> Self {
         ProtoState {
             inner: StreamDecoder::new(max_frame_size),
-            legacy: Legacy::new(None),
+            legacy: Legacy::Off, // the 1.0 wire format has no legacy shapes
             fmt: format(msgpack),
             max_depth,
             skipped: 0,
@@ -293,8 +293,18 @@ impl ProtoState {
 
 impl StreamState for ProtoState {
     fn run<'py>(&mut self, py: Python<'py>, be: &Backend, chunk: Option<&[u8]>, finish: bool) -> PyResult<Bound<'py, PyList>> {
+        // The output is reserved first: a chunk too large for memory is a MemoryError
+        // before anything is decoded.
         let cap = chunk.map_or(0, |c| c.len()).saturating_mul(2).saturating_add(8);
         let buf = try_buffer(cap)?;
+        if let Some(data) = chunk.filter(|d| d.len() > PIPELINE_MIN) {
+            // Where the first whole frame starts; a chunk that is one part (a frame as
+            // large as the chunk) takes the one-call path.
+            let first = self.inner.first_boundary(data);
+            if proto::FrameSplitter::cut_point(data, first, PART) < data.len() {
+                return self.run_pipelined(py, be, data, finish, first, buf);
+            }
+        }
         let (inner, fmt, max_depth) = (&mut self.inner, self.fmt, self.max_depth);
         let part = if chunk.map_or(0, |c| c.len()) >= DETACH_MIN {
             py.detach(|| decode_part(inner, fmt, max_depth, chunk, finish, buf))
@@ -308,33 +318,46 @@ impl StreamState for ProtoState {
 }
 
 impl ProtoState {
-    /// A whole framed stream: feed + close in one call; large inputs in parts on a Rust
-    /// thread (see `PIPELINE_MIN`), the cyclic GC paused once for the whole call.
-    fn decode_all<'py>(&mut self, py: Python<'py>, be: &Backend, data: &[u8]) -> PyResult<Bound<'py, PyList>> {
-        if data.len() <= PIPELINE_MIN {
-            return self.run(py, be, Some(data), true);
-        }
+    /// A large chunk (a `decode_protobuf` input, an `iter_protobuf` read): decoded in
+    /// parts cut at frame boundaries on a Rust thread (see `PIPELINE_MIN`), by this
+    /// stream's own decoder (frames may span chunks), ahead of the Struct building on this
+    /// one; the cyclic GC paused once for the whole call.
+    /// `first`: where the first whole frame of `data` starts; `buf`: the output reserved
+    /// for the chunk (the parts' arrays start there).
+    #[allow(clippy::too_many_arguments)]
+    fn run_pipelined<'py>(
+        &mut self,
+        py: Python<'py>,
+        be: &Backend,
+        data: &[u8],
+        finish: bool,
+        first: usize,
+        buf: Vec<u8>,
+    ) -> PyResult<Bound<'py, PyList>> {
         let _gc = GcPause::new(py, true);
+        // The producer thread borrows the stream's decoder; it is put back afterwards.
+        let mut dec = std::mem::replace(&mut self.inner, StreamDecoder::new(0));
+        let dec_ref = &mut dec;
         // Arrays already copied into Python bytes come back for reuse.
         let (recycle, recycled) = std::sync::mpsc::channel::<Vec<u8>>();
-        let mut dec = StreamDecoder::new(self.inner.max_frame_size());
+        let _ = recycle.send(buf);
         let (fmt, max_depth) = (self.fmt, self.max_depth);
         let (mut offset, mut budget) = (0usize, PART);
         let produce = move || {
-            let end = proto::FrameSplitter::cut_point(data, offset, budget);
+            let end = proto::FrameSplitter::cut_point(data, offset.max(first), budget);
             budget = budget.saturating_add(budget / 2).min(MAX_PART);
             let chunk = &data[offset..end];
             let mut buf = recycled.try_recv().unwrap_or_default();
             // A failed reservation leaves the array to grow as it goes.
             let _ = buf.try_reserve(chunk.len().saturating_mul(2).saturating_add(8));
-            let part = decode_part(&mut dec, fmt, max_depth, Some(chunk), end == data.len(), buf);
+            let part = decode_part(dec_ref, fmt, max_depth, Some(chunk), finish && end == data.len(), buf);
             offset = end;
             let last = end == data.len() || part.fatal.is_some();
             (part, last)
         };
         let mut res = Outcome::new(py);
         let mut failed = None;
-        crate::pipeline::pipelined(py, produce, |part| {
+        let r = crate::pipeline::pipelined(py, produce, |part| {
             self.decode(py, be, &part, &mut res)?;
             let taken = std::mem::replace(&mut res, Outcome::new(py));
             match self.warn(py, &part, taken) {
@@ -343,7 +366,9 @@ impl ProtoState {
             }
             let _ = recycle.send(part.array); // the thread may have finished: fine
             failed.take().map_or(Ok(()), Err)
-        })?;
+        });
+        self.inner = dec;
+        r?;
         res.finish(py)
     }
 }
@@ -417,7 +442,7 @@ impl ProtoCodec {
         Ok(ProtoCodec { modes: Modes::new(backends, options)? })
     }
 
-    /// Decode a whole framed stream (see `ProtoState::decode_all`). `legacy` is accepted
+    /// Decode a whole framed stream (see `ProtoState::run_pipelined`). `legacy` is accepted
     /// for the SSE decoders' signature: the 1.0 wire format has no legacy shapes.
     #[pyo3(signature = (data, /, *, raw = None, legacy = true, max_frame_size = proto::DEFAULT_MAX_FRAME_SIZE as i64, max_depth = DEFAULT_MAX_DEPTH as i64, max_buffer_size = None))]
     #[allow(clippy::too_many_arguments)]
@@ -434,7 +459,7 @@ impl ProtoCodec {
         let _ = legacy;
         let r = self.modes.resolve(py, raw, max_frame_size, max_depth, max_buffer_size)?;
         let mut state = ProtoState::new(r.mode != 2, r.max_frame_size, r.max_depth);
-        with_buffer(data, |d| state.decode_all(py, r.backend, d))
+        with_buffer(data, |d| state.run(py, r.backend, Some(d), true))
     }
 }
 

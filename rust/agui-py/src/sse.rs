@@ -11,10 +11,11 @@ use crate::stream::{self, decode_items, frame_error, with_buffer, Backend, GcPau
 /// Below this size releasing the GIL costs more than it saves.
 const DETACH_MIN: usize = 64 * 1024;
 
-/// Inputs of `decode_all` this large are framed on a Rust thread, in parts growing from
-/// `PART` to `MAX_PART` (a small first part starts the overlap early; few parts mean few
-/// decode calls), while this thread decodes the parts already framed.
-const PIPELINE_MIN: usize = 2 << 20;
+/// Chunks this large (a `decode_sse` input, an `iter_sse` read) are framed on a Rust
+/// thread, in parts growing from `PART` to `MAX_PART` (a small first part starts the
+/// overlap early; few parts mean few decode calls), while this thread decodes the parts
+/// already framed.
+const PIPELINE_MIN: usize = 1 << 20;
 const PART: usize = 128 << 10;
 const MAX_PART: usize = 512 << 10;
 
@@ -25,7 +26,6 @@ const LABEL: &str = "SSE frame";
 pub(crate) struct SseState {
     parser: CoreParser,
     legacy: Legacy,
-    candidates: bool,
     max_depth: usize,
 }
 
@@ -49,20 +49,13 @@ fn new_batch(first_index: u64, candidates: bool, max_depth: usize) -> Batch {
 }
 
 impl SseState {
-    /// `legacy`: the legacy converter's class (one instance per stream, made on first
-    /// use) or None; `candidates`: convert the frames that may be legacy after a
-    /// successful decode (dict mode).
-    fn new(max_frame_size: usize, max_depth: usize, legacy: Option<Bound<'_, PyAny>>, candidates: bool) -> Self {
-        SseState {
-            parser: CoreParser::new(max_frame_size),
-            candidates: candidates && legacy.as_ref().is_some_and(|l| !l.is_none()),
-            legacy: Legacy::new(legacy),
-            max_depth,
-        }
+    /// `legacy`: convert 0.x frames (see `Legacy`); `mode`: 0 typed, 1 dict, 2 bytes.
+    fn new(max_frame_size: usize, max_depth: usize, legacy: bool, mode: usize) -> Self {
+        SseState { parser: CoreParser::new(max_frame_size), legacy: Legacy::new(legacy, mode), max_depth }
     }
 
     /// Decode a batch's frames into `res` (its buffer-limit error last).
-    fn decode<'py>(&mut self, py: Python<'py>, be: &Backend, batch: &Batch, res: &mut Outcome<'py>) -> PyResult<()> {
+    fn decode<'py>(py: Python<'py>, be: &Backend, legacy: &mut Legacy, max_depth: usize, batch: &Batch, res: &mut Outcome<'py>) -> PyResult<()> {
         let first = batch.first_index;
         let pos = |k: usize| (first + k as u64, batch.offsets[k]);
         let items = Items {
@@ -75,19 +68,44 @@ impl SseState {
             too_deep: &batch.too_deep,
             deep_error: "InvalidJsonError",
         };
-        decode_items(py, be, &mut self.legacy, &items, LABEL, self.max_depth, res)?;
+        decode_items(py, be, legacy, &items, LABEL, max_depth, res)?;
         if let Some(e) = &batch.error {
             res.fail(e.frame_index, frame_error(py, "BufferLimitError", LABEL, e.frame_index, e.offset, &e.message));
         }
         Ok(())
     }
 
+    /// A large chunk: framed part by part on a Rust thread ahead of the decoding on this
+    /// one (by this stream's own parser, so frames may span chunks), the cyclic GC paused
+    /// once for the whole call.
+    fn run_pipelined<'py>(&mut self, py: Python<'py>, be: &Backend, data: &[u8], finish: bool) -> PyResult<Bound<'py, PyList>> {
+        let _gc = GcPause::new(py, true);
+        let SseState { parser, legacy, max_depth } = self;
+        let (candidates, max_depth) = (legacy.wants_candidates(), *max_depth);
+        let (mut offset, mut budget) = (0usize, PART);
+        let produce = move || {
+            let end = offset.saturating_add(budget).min(data.len());
+            budget = budget.saturating_add(budget / 2).min(MAX_PART);
+            let mut batch = new_batch(parser.frame_count(), candidates, max_depth);
+            frame(parser, &mut batch, Some(&data[offset..end]), finish && end == data.len());
+            offset = end;
+            let last = end == data.len() || batch.error.is_some();
+            (batch, last)
+        };
+        let mut res = Outcome::new(py);
+        crate::pipeline::pipelined(py, produce, |batch| Self::decode(py, be, legacy, max_depth, &batch, &mut res))?;
+        res.finish(py)
+    }
 }
 
 impl StreamState for SseState {
     /// Frame and decode one chunk (`None`: the end of the stream), or a whole stream.
     fn run<'py>(&mut self, py: Python<'py>, be: &Backend, chunk: Option<&[u8]>, finish: bool) -> PyResult<Bound<'py, PyList>> {
-        let mut batch = new_batch(self.parser.frame_count(), self.candidates, self.max_depth);
+        match chunk {
+            Some(data) if data.len() >= PIPELINE_MIN => return self.run_pipelined(py, be, data, finish),
+            _ => {}
+        }
+        let mut batch = new_batch(self.parser.frame_count(), self.legacy.wants_candidates(), self.max_depth);
         let parser = &mut self.parser;
         if chunk.map_or(0, |c| c.len()) >= DETACH_MIN {
             py.detach(|| frame(parser, &mut batch, chunk, finish));
@@ -95,34 +113,7 @@ impl StreamState for SseState {
             frame(parser, &mut batch, chunk, finish);
         }
         let mut res = Outcome::new(py);
-        self.decode(py, be, &batch, &mut res)?;
-        res.finish(py)
-    }
-}
-
-impl SseState {
-    /// A whole recorded stream: feed + close in one call. From `PIPELINE_MIN` bytes on,
-    /// framing runs on a Rust thread, part by part, ahead of the decoding on this one,
-    /// with the cyclic GC paused once for the whole call.
-    fn decode_all<'py>(&mut self, py: Python<'py>, be: &Backend, data: &[u8]) -> PyResult<Bound<'py, PyList>> {
-        if data.len() < PIPELINE_MIN {
-            return self.run(py, be, Some(data), true);
-        }
-        let _gc = GcPause::new(py, true);
-        let mut parser = CoreParser::new(self.parser.max_buffer());
-        let (candidates, max_depth) = (self.candidates, self.max_depth);
-        let (mut offset, mut budget) = (0usize, PART);
-        let produce = move || {
-            let end = offset.saturating_add(budget).min(data.len());
-            budget = budget.saturating_add(budget / 2).min(MAX_PART);
-            let mut batch = new_batch(parser.frame_count(), candidates, max_depth);
-            frame(&mut parser, &mut batch, Some(&data[offset..end]), end == data.len());
-            offset = end;
-            let last = end == data.len() || batch.error.is_some();
-            (batch, last)
-        };
-        let mut res = Outcome::new(py);
-        crate::pipeline::pipelined(py, produce, |batch| self.decode(py, be, &batch, &mut res))?;
+        Self::decode(py, be, &mut self.legacy, self.max_depth, &batch, &mut res)?;
         res.finish(py)
     }
 }
@@ -141,16 +132,10 @@ impl SseDecoder {
     /// Positional only (keyword parsing costs more than a small decode): see
     /// `crate::stream::Backend` and `SseState::new`.
     #[new]
-    #[pyo3(signature = (backend, max_frame_size, max_depth, legacy, candidates, /))]
-    fn new(
-        backend: &Bound<'_, PyTuple>,
-        max_frame_size: usize,
-        max_depth: usize,
-        legacy: Option<Bound<'_, PyAny>>,
-        candidates: bool,
-    ) -> PyResult<Self> {
+    #[pyo3(signature = (backend, max_frame_size, max_depth, legacy, mode, /))]
+    fn new(backend: &Bound<'_, PyTuple>, max_frame_size: usize, max_depth: usize, legacy: bool, mode: usize) -> PyResult<Self> {
         Ok(SseDecoder {
-            state: SseState::new(max_frame_size, max_depth, legacy, candidates),
+            state: SseState::new(max_frame_size, max_depth, legacy, mode),
             backend: Backend::new(backend)?,
             closed: false,
         })
@@ -197,19 +182,17 @@ impl SseDecoder {
 #[pyclass(module = "agui_fast._native", name = "SseCodec", frozen)]
 pub struct SseCodec {
     modes: Modes,
-    legacy: Py<PyAny>,
 }
 
 #[pymethods]
 impl SseCodec {
-    /// `backends`: `(typed, dict, bytes)`; `legacy`: the legacy converter's class;
-    /// `options`: `agui_fast._stream.options`.
+    /// `backends`: `(typed, dict, bytes)`; `options`: `agui_fast._stream.options`.
     #[new]
-    fn new(backends: &Bound<'_, PyTuple>, legacy: Bound<'_, PyAny>, options: Bound<'_, PyAny>) -> PyResult<Self> {
-        Ok(SseCodec { modes: Modes::new(backends, options)?, legacy: legacy.unbind() })
+    fn new(backends: &Bound<'_, PyTuple>, options: Bound<'_, PyAny>) -> PyResult<Self> {
+        Ok(SseCodec { modes: Modes::new(backends, options)? })
     }
 
-    /// Decode a whole recorded SSE stream (see `SseState::decode_all`).
+    /// Decode a whole recorded SSE stream (see `SseState::run_pipelined`).
     #[pyo3(signature = (data, /, *, raw = None, legacy = true, max_frame_size = core::DEFAULT_MAX_BUFFER as i64, max_depth = DEFAULT_MAX_DEPTH as i64, max_buffer_size = None))]
     #[allow(clippy::too_many_arguments)]
     fn decode_sse<'py>(
@@ -223,10 +206,8 @@ impl SseCodec {
         max_buffer_size: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
         let r = self.modes.resolve(py, raw, max_frame_size, max_depth, max_buffer_size)?;
-        // bytes mode hands out the frames' text as they are: nothing to convert
-        let factory = (legacy && r.mode != 2).then(|| self.legacy.bind(py).clone());
-        let mut state = SseState::new(r.max_frame_size, r.max_depth, factory, r.mode == 1);
-        with_buffer(data, |d| state.decode_all(py, r.backend, d))
+        let mut state = SseState::new(r.max_frame_size, r.max_depth, legacy, r.mode);
+        with_buffer(data, |d| state.run(py, r.backend, Some(d), true))
     }
 }
 

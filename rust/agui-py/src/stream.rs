@@ -6,7 +6,13 @@
 //! MessagePack or JSON): (1) one msgspec call over the joined array; if it refuses or
 //! is not allowed (unbalanced or too deep frames), (2) each item through the fast
 //! single-item decoder, and what that refuses (3) through the exact path (`exact`, a
-//! Python function: extras, legacy shapes, lenient readings, located errors).
+//! Python function: extras, lenient readings, located errors).
+//!
+//! Legacy (0.x) items are converted to 1.0 by the core's `CompatibilityBoundary` (the
+//! converter replay uses), on their JSON text, in stream order: in dict mode the items
+//! that may be legacy (`Items::candidates`) before any decoding, in typed mode the items
+//! the fast decoder refused (a 1.0 item is never converted there: the fast path pays
+//! nothing for the conversion).
 //!
 //! The error contract (docs/sse.md): a call decodes **every** item it completed; when
 //! some fail, it raises the first error with `events` = every event decoded by the call
@@ -18,6 +24,8 @@ use pyo3::exceptions::{PyException, PyMemoryError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyMemoryView, PyString, PyTuple};
+
+use agui_core::stream::legacy::CompatibilityBoundary;
 
 use crate::errors::{error_class, make_error};
 
@@ -102,7 +110,8 @@ impl Drop for GcPause {
 /// * `many(array) -> list`: the bulk decoder; `None`: the items themselves are the result;
 /// * `one(item)`: the fast single-item decoder; `None`: each item goes to `exact`;
 /// * `*_fh`: the same parsing floats with `float` (SSE batches with huge exponents);
-/// * `exact(item, legacy) -> object`: the exact path, raising `agui_fast.errors.DecodeError`;
+/// * `exact(item, legacy) -> object`: the exact path, raising `agui_fast.errors.DecodeError`
+///   (`legacy`: the stream converts 0.x input);
 /// * `keep_items`: `many` only validates, the items (bytes) are the result.
 pub(crate) struct Backend {
     many: Option<Py<PyAny>>,
@@ -190,23 +199,46 @@ impl Modes {
     }
 }
 
-/// The per-stream legacy (0.x) converter, made on first use from its factory.
-pub(crate) struct Legacy {
-    factory: Option<Py<PyAny>>,
-    conv: Option<Py<PyAny>>,
+/// The per-stream legacy (0.x) converter (it holds the current reasoning ids) and which
+/// items it sees.
+pub(crate) enum Legacy {
+    Off,
+    /// Dict mode: the candidates, before decoding (every legacy shape decodes as a dict).
+    Candidates(CompatibilityBoundary),
+    /// Typed mode: the items the fast decoder refuses (a legacy shape is no 1.0 event;
+    /// legacy nulls alone decode as absent fields).
+    Refused(CompatibilityBoundary),
 }
 
 impl Legacy {
-    pub(crate) fn new(factory: Option<Bound<'_, PyAny>>) -> Self {
-        Legacy { factory: factory.and_then(opt), conv: None }
+    /// `on`: convert at all; `mode`: as [`Resolved::mode`] (bytes mode hands out the
+    /// items' text as it is: nothing to convert).
+    pub(crate) fn new(on: bool, mode: usize) -> Self {
+        match (on, mode) {
+            (true, 0) => Legacy::Refused(CompatibilityBoundary::default()),
+            (true, 1) => Legacy::Candidates(CompatibilityBoundary::default()),
+            _ => Legacy::Off,
+        }
     }
 
-    fn get<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let Some(factory) = &self.factory else { return Ok(None) };
-        if self.conv.is_none() {
-            self.conv = Some(factory.bind(py).call0()?.unbind());
+    /// Whether the framing should flag the items that may be legacy.
+    pub(crate) fn wants_candidates(&self) -> bool {
+        matches!(self, Legacy::Candidates(_))
+    }
+
+    /// `item` (an event's JSON text) in its 1.0 shape, or `None` when the converter is off
+    /// or leaves it as it is. Text the core cannot parse (invalid JSON, lone surrogate
+    /// escapes) is left for the decoders to judge. The converter warns about every change
+    /// it makes (the reference's compat messages, not repeated here), so no warning means
+    /// nothing changed.
+    fn convert(&mut self, item: &[u8], max_depth: usize) -> Option<Vec<u8>> {
+        let (Legacy::Candidates(boundary) | Legacy::Refused(boundary)) = self else { return None };
+        let v = agui_core::limits::parse_value(item, max_depth).ok().filter(serde_json::Value::is_object)?;
+        let v = boundary.convert(v);
+        if boundary.take_warnings().is_empty() {
+            return None;
         }
-        Ok(self.conv.as_ref().map(|c| c.bind(py).clone()))
+        serde_json::to_vec(&v).ok()
     }
 }
 
@@ -221,7 +253,7 @@ pub(crate) struct Items<'a> {
     /// no item is too deep).
     pub bulk: bool,
     pub float_hook: bool,
-    /// Items that may carry legacy shapes (converted after decoding; dict mode).
+    /// Items that may carry legacy shapes (converted before decoding; dict mode).
     pub candidates: &'a [usize],
     /// Sorted items refused before decoding (nested deeper than `max_depth`), and the
     /// error class they get.
@@ -291,6 +323,38 @@ pub(crate) fn frame_error<'py>(py: Python<'py>, name: &str, label: &str, frame_i
     err.into_value(py).into_bound(py).into_any()
 }
 
+/// An items array of one's own and its spans.
+type OwnedItems = (Vec<u8>, Vec<(usize, usize)>);
+
+/// The items with the legacy candidates converted (dict mode), the array rebuilt around
+/// them with the framing's own separators; `None` when none changes.
+fn convert_candidates(legacy: &mut Legacy, items: &Items<'_>, max_depth: usize) -> Option<OwnedItems> {
+    let mut changed: Vec<(usize, Vec<u8>)> = Vec::new();
+    for &c in items.candidates {
+        let (s, e) = items.spans[c];
+        changed.extend(legacy.convert(&items.array[s..e], max_depth).map(|t| (c, t)));
+    }
+    if changed.is_empty() {
+        return None;
+    }
+    let grown: usize = changed.iter().map(|(_, t)| t.len()).sum();
+    let mut array = Vec::with_capacity(items.array.len() + grown);
+    let mut spans = Vec::with_capacity(items.spans.len());
+    let (mut changed, mut copied) = (changed.into_iter().peekable(), 0);
+    for (k, &(s, e)) in items.spans.iter().enumerate() {
+        array.extend_from_slice(&items.array[copied..s]); // what precedes the item
+        let start = array.len();
+        match changed.next_if(|(c, _)| *c == k) {
+            Some((_, text)) => array.extend_from_slice(&text),
+            None => array.extend_from_slice(&items.array[s..e]),
+        }
+        spans.push((start, array.len()));
+        copied = e;
+    }
+    array.extend_from_slice(&items.array[copied..]);
+    Some((array, spans))
+}
+
 /// Decode `items` into `res.out` through the fallback chain; bad items become errors.
 pub(crate) fn decode_items<'py>(
     py: Python<'py>,
@@ -305,18 +369,17 @@ pub(crate) fn decode_items<'py>(
     if n == 0 {
         return Ok(());
     }
+    let converted = convert_candidates(legacy, items, max_depth);
+    let items = &match &converted {
+        Some((array, spans)) => Items { array, spans, ..*items },
+        None => Items { ..*items },
+    };
     let item = |k: usize| {
         let (s, e) = items.spans[k];
         PyBytes::new(py, &items.array[s..e])
     };
     let _gc = GcPause::new(py, n >= GC_PAUSE_MIN);
     let (many, one) = if items.float_hook { (&be.many_fh, &be.one_fh) } else { (&be.many, &be.one) };
-    let conv = |legacy: &mut Legacy, v: Bound<'py, PyAny>| -> PyResult<Bound<'py, PyAny>> {
-        match legacy.get(py)? {
-            Some(c) => c.call_method1("convert", (v,)),
-            None => Ok(v),
-        }
-    };
     if items.bulk && items.too_deep.is_empty() {
         let Some(many) = many else {
             // No decoding asked for (protobuf bytes mode): the items are the result.
@@ -332,9 +395,6 @@ pub(crate) fn decode_items<'py>(
         };
         match got {
             Ok(list) if list.len() == n => {
-                for &c in items.candidates {
-                    list.set_item(c, conv(legacy, list.get_item(c)?)?)?;
-                }
                 if be.keep_items {
                     for k in 0..n {
                         res.out.append(item(k))?;
@@ -352,17 +412,15 @@ pub(crate) fn decode_items<'py>(
     }
     let exact = be.exact.bind(py);
     let mut deep = items.too_deep.iter().peekable();
-    let mut cands = items.candidates.iter().peekable();
     let decode_error = error_class(py, "DecodeError")?;
     for k in 0..n {
         let (frame_index, offset) = (items.pos)(k);
-        let candidate = cands.next_if(|&&c| c == k).is_some();
         if deep.next_if(|&&d| d == k).is_some() {
             let msg = format!("nested deeper than max_depth={max_depth}");
             res.fail(frame_index, frame_error(py, items.deep_error, label, frame_index, offset, &msg));
             continue;
         }
-        let b = item(k);
+        let mut b = item(k);
         if many.is_none() {
             res.out.append(b)?;
             continue;
@@ -370,7 +428,6 @@ pub(crate) fn decode_items<'py>(
         if let Some(one) = one {
             match one.bind(py).call1((&b,)) {
                 Ok(v) => {
-                    let v = if candidate { conv(legacy, v)? } else { v };
                     res.out.append(if be.keep_items { b.into_any() } else { v })?;
                     continue;
                 }
@@ -378,7 +435,13 @@ pub(crate) fn decode_items<'py>(
                 Err(_) => {}
             }
         }
-        match exact.call1((&b, legacy.get(py)?)) {
+        if let Legacy::Refused(_) = legacy {
+            let (s, e) = items.spans[k];
+            if let Some(text) = legacy.convert(&items.array[s..e], max_depth) {
+                b = PyBytes::new(py, &text);
+            }
+        }
+        match exact.call1((&b, !matches!(legacy, Legacy::Off))) {
             Ok(v) => res.out.append(v)?,
             Err(e) if e.is_instance(py, &decode_error) => {
                 res.fail(frame_index, located(e.value(py).as_any(), label, frame_index, offset)?);

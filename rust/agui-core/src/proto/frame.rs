@@ -73,6 +73,26 @@ impl FrameSplitter {
         self.index
     }
 
+    /// Where the first frame starting in the next chunk begins: the bytes of `chunk`
+    /// that complete the frame buffered so far (0 when none is; `chunk.len()` when
+    /// `chunk` does not complete it). Cut points ([`Self::cut_point`]) start there.
+    pub fn first_boundary(&self, chunk: &[u8]) -> usize {
+        let have = self.buf.len();
+        if have == 0 {
+            return 0;
+        }
+        let mut prefix = [0u8; 4];
+        let from_buf = have.min(4);
+        prefix[..from_buf].copy_from_slice(&self.buf[..from_buf]);
+        let from_chunk = 4 - from_buf;
+        if chunk.len() < from_chunk {
+            return chunk.len();
+        }
+        prefix[from_buf..].copy_from_slice(&chunk[..from_chunk]);
+        let frame = (u32::from_be_bytes(prefix) as usize).saturating_add(4);
+        frame.saturating_sub(have).min(chunk.len())
+    }
+
     /// Bytes buffered for an unfinished frame.
     pub fn pending(&self) -> usize {
         self.buf.len()

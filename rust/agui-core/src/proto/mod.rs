@@ -364,6 +364,11 @@ impl StreamDecoder {
     pub fn frame_index(&self) -> usize {
         self.splitter.frame_index()
     }
+
+    /// See [`FrameSplitter::first_boundary`].
+    pub fn first_boundary(&self, chunk: &[u8]) -> usize {
+        self.splitter.first_boundary(chunk)
+    }
 }
 
 /// What [`StreamDecoder::feed_collect`] found besides the events.

@@ -9,12 +9,13 @@
 
 use super::chunks::ChunkExpander;
 use super::event::EventType;
-use super::js::{self, strict_eq};
+use super::js;
 use super::StreamError;
 use serde_json::{Map, Value};
 
-/// Where generated message ids come from (the reference uses random UUIDs).
-pub type IdGen = Box<dyn FnMut() -> String + Send>;
+/// Where generated message ids come from (the reference uses random UUIDs). `Sync` so
+/// that a converter can live in a Python object (a stream decoder).
+pub type IdGen = Box<dyn FnMut() -> String + Send + Sync>;
 
 static GENERATORS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
@@ -131,23 +132,65 @@ fn convert_binary(part: &Map<String, Value>, mime: &str, warnings: &mut Vec<Stri
     Some(Value::Object(out))
 }
 
-/// `matchesModernPart`: `other` already says what the converted binary part says.
-fn mirrors(other: &Value, converted: &Value, filename: Option<&Value>) -> bool {
-    let Some(o) = other.as_object() else { return false };
-    if !strict_eq(o.get("type"), converted.get("type")) {
-        return false;
+/// A value `===` can find equal to another (as [`js::strict_eq`]: numbers by their double,
+/// `-0 === 0`); objects and arrays are equal to nothing (they are never the same object).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Prim<'a> {
+    Null,
+    Bool(bool),
+    Str(&'a str),
+    Num(u64),
+}
+
+fn prim(v: &Value) -> Option<Prim<'_>> {
+    Some(match v {
+        Value::Null => Prim::Null,
+        Value::Bool(b) => Prim::Bool(*b),
+        Value::String(s) => Prim::Str(s),
+        Value::Number(n) => Prim::Num(n.as_f64().map(|f| if f == 0.0 { 0 } else { f.to_bits() })?),
+        Value::Array(_) | Value::Object(_) => return None,
+    })
+}
+
+/// `(type, source.type, source.value, source.mimeType)` of a media part.
+type MediaKey<'a> = (&'a str, Prim<'a>, Prim<'a>, Prim<'a>);
+
+/// The modern parts of a message, indexed for `matchesModernPart`: one lookup per binary
+/// part instead of a scan of the message (a message of n mirrored parts was quadratic).
+/// Each key maps to the `metadata.filename` values of the parts carrying it.
+struct ModernParts<'a>(std::collections::HashMap<MediaKey<'a>, std::collections::HashSet<Prim<'a>>>);
+
+impl<'a> ModernParts<'a> {
+    fn new(parts: &'a [Value]) -> Self {
+        let mut index = std::collections::HashMap::new();
+        for p in parts {
+            let (Some(Value::String(t)), Some(Value::Object(src))) = (p.get("type"), p.get("source")) else { continue };
+            let key = |k: &str| src.get(k).and_then(prim);
+            let (Some(st), Some(v), Some(m)) = (key("type"), key("value"), key("mimeType")) else { continue };
+            let filenames: &mut std::collections::HashSet<Prim<'a>> = index.entry((t.as_str(), st, v, m)).or_default();
+            if let Some(Value::Object(meta)) = p.get("metadata") {
+                filenames.extend(meta.get("filename").and_then(prim));
+            }
+        }
+        ModernParts(index)
     }
-    let Some(Value::Object(src)) = o.get("source") else { return false };
-    let csrc = &converted["source"];
-    let same = ["type", "value", "mimeType"].iter().all(|k| src.contains_key(*k) && strict_eq(src.get(*k), csrc.get(*k)));
-    same && (!js::truthy(filename)
-        || matches!(o.get("metadata"), Some(Value::Object(m)) if m.contains_key("filename") && strict_eq(m.get("filename"), filename)))
+
+    /// `matchesModernPart` of some part: one already says what `converted` (with the
+    /// legacy part's `filename`) says.
+    fn mirror(&self, converted: &Value, filename: Option<&Value>) -> bool {
+        let (Some(Value::String(t)), Some(src)) = (converted.get("type"), converted.get("source")) else { return false };
+        let key = |k: &str| src.get(k).and_then(prim);
+        let (Some(st), Some(v), Some(m)) = (key("type"), key("value"), key("mimeType")) else { return false };
+        let Some(filenames) = self.0.get(&(t.as_str(), st, v, m)) else { return false };
+        !js::truthy(filename) || filename.and_then(prim).is_some_and(|f| filenames.contains(&f))
+    }
 }
 
 /// `upgradeMessageContent`: legacy binary parts of an array content become modern
 /// media parts; a binary part mirroring a modern part of the same message is dropped.
 pub fn upgrade_message_content(message: &mut Value, warnings: &mut Vec<String>) {
     let Some(Value::Array(parts)) = message.get("content") else { return };
+    let mut modern: Option<ModernParts<'_>> = None; // built at the first converted part
     let mut out = Vec::with_capacity(parts.len());
     for part in parts {
         let mime = match part {
@@ -159,7 +202,7 @@ pub fn upgrade_message_content(message: &mut Value, warnings: &mut Vec<String>) 
         };
         match mime.and_then(|(p, m)| convert_binary(p, m, warnings).map(|c| (p, c))) {
             Some((p, converted)) => {
-                if !parts.iter().any(|o| mirrors(o, &converted, p.get("filename"))) {
+                if !modern.get_or_insert_with(|| ModernParts::new(parts)).mirror(&converted, p.get("filename")) {
                     out.push(converted);
                 }
             }
