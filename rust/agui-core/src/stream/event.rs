@@ -84,11 +84,17 @@ impl EventType {
 /// must be a JSON object. Lone surrogate escapes are kept (see `js::append`): a
 /// producer may split a character across two deltas.
 ///
-/// Invalid UTF-8 is replaced by U+FFFD, as the reference's `TextDecoder` does.
+/// Invalid UTF-8 is replaced by U+FFFD, as the reference's `TextDecoder` does. Nesting:
+/// at most `limits::DEFAULT_MAX_DEPTH` levels, the event object included.
 pub fn parse_event(payload: &[u8]) -> Result<Value, StreamError> {
-    let v = match super::js::parse_json(payload) {
+    parse_event_limited(payload, crate::limits::DEFAULT_MAX_DEPTH)
+}
+
+/// [`parse_event`] nesting at most `max_depth` levels.
+pub fn parse_event_limited(payload: &[u8], max_depth: usize) -> Result<Value, StreamError> {
+    let v = match super::js::parse_json_limited(payload, max_depth) {
         Err(_) if std::str::from_utf8(payload).is_err() => {
-            super::js::parse_json(String::from_utf8_lossy(payload).as_bytes())
+            super::js::parse_json_limited(String::from_utf8_lossy(payload).as_bytes(), max_depth)
         }
         other => other,
     }
@@ -193,4 +199,40 @@ impl<'a> Delta<'a> {
     pub fn parse(payload: &'a [u8]) -> Option<Delta<'a>> {
         serde_json::from_slice(payload).ok()
     }
+}
+
+/// The operations of a `STATE_DELTA` event in its plain form: exactly `{type, delta}` with
+/// a plain patch (`patch::PlainOps`), nesting at most `max_depth` levels. `None`: read
+/// the event the general way (an event object).
+pub fn plain_state_delta(payload: &[u8], max_depth: usize) -> Option<Vec<crate::patch::Operation>> {
+    struct V;
+    impl<'de> serde::de::Visitor<'de> for V {
+        type Value = Vec<crate::patch::Operation>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a STATE_DELTA event")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            use serde::de::Error;
+            let (mut is_delta, mut ops) = (false, None);
+            while let Some(key) = map.next_key::<Text<'de>>()? {
+                match &*key.0 {
+                    "type" if !is_delta => is_delta = &*map.next_value::<Text<'de>>()?.0 == "STATE_DELTA",
+                    "delta" if ops.is_none() => ops = Some(map.next_value_seed(crate::patch::PlainOps)?),
+                    _ => return Err(A::Error::custom("not a plain STATE_DELTA")),
+                }
+                if !is_delta && ops.is_none() {
+                    return Err(A::Error::custom("not a STATE_DELTA"));
+                }
+            }
+            ops.filter(|_| is_delta).ok_or_else(|| A::Error::custom("not a plain STATE_DELTA"))
+        }
+    }
+    if memchr::memmem::find(payload, b"\"STATE_DELTA\"").is_none() || crate::limits::exceeds_depth(payload, max_depth) {
+        return None;
+    }
+    let mut de = serde_json::Deserializer::from_slice(payload);
+    de.disable_recursion_limit();
+    let ops = serde::Deserializer::deserialize_map(&mut de, V).ok()?;
+    de.end().ok()?;
+    Some(ops)
 }
