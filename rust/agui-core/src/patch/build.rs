@@ -165,7 +165,7 @@ enum Member {
 /// and the caller reads that patch the exact way, which names the error.
 #[derive(Default)]
 pub struct PatchBuilder {
-    pointers: Option<super::cache::SlotCache<super::Pointer>>,
+    pointers: super::cache::PointerCache,
     max_depth: usize,
     /// Open containers (1: in the patch array, 2: in an operation).
     depth: usize,
@@ -180,10 +180,6 @@ pub struct PatchBuilder {
     inner: Option<ValueBuilder>,
     bad: bool,
 }
-
-/// Pointers kept by a [`PatchBuilder`].
-const POINTER_SLOTS: usize = 512;
-const POINTER_MAX_LEN: usize = 128;
 
 impl PatchBuilder {
     /// Start reading a patch whose values nest at most `max_depth` levels (the pointer
@@ -212,20 +208,7 @@ impl PatchBuilder {
     }
 
     fn pointer(&mut self, text: &str) -> Option<super::Pointer> {
-        if text.len() > POINTER_MAX_LEN {
-            return super::Pointer::parse(text).ok();
-        }
-        let cache = self.pointers.get_or_insert_with(|| super::cache::SlotCache::new(POINTER_SLOTS));
-        match cache.get(text, super::Pointer::clone) {
-            super::cache::Lookup::Hit(p) => Some(p),
-            super::cache::Lookup::Miss(slot) => {
-                let p = super::Pointer::parse(text).ok()?;
-                if let Some(slot) = slot {
-                    cache.put(slot, text, p.clone());
-                }
-                Some(p)
-            }
-        }
+        self.pointers.get(text).ok()
     }
 
     /// A scalar: into the value being built, as an operation's member, or a misfit.

@@ -84,6 +84,33 @@ impl<V> SlotCache<V> {
     }
 }
 
+/// Parsed pointers by text ([`super::Pointer`]: shared tokens, so a hit allocates
+/// nothing): what readers of many patches keep from patch to patch.
+#[derive(Default)]
+pub struct PointerCache(Option<SlotCache<super::Pointer>>);
+
+const POINTER_SLOTS: usize = 512;
+const POINTER_MAX_LEN: usize = 128;
+
+impl PointerCache {
+    pub fn get(&mut self, text: &str) -> Result<super::Pointer, super::PatchError> {
+        if text.len() > POINTER_MAX_LEN {
+            return super::Pointer::parse(text);
+        }
+        let cache = self.0.get_or_insert_with(|| SlotCache::new(POINTER_SLOTS));
+        match cache.get(text, super::Pointer::clone) {
+            Lookup::Hit(p) => Ok(p),
+            Lookup::Miss(slot) => {
+                let p = super::Pointer::parse(text)?;
+                if let Some(slot) = slot {
+                    cache.put(slot, text, p.clone());
+                }
+                Ok(p)
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

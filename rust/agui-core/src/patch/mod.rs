@@ -471,6 +471,7 @@ pub struct Replayer<'d> {
     doc: value::ValueDoc<'d>,
     patcher: engine::Patcher<value::ValueDoc<'d>>,
     max_depth: usize,
+    pointers: cache::PointerCache,
 }
 
 impl<'d> Replayer<'d> {
@@ -479,6 +480,7 @@ impl<'d> Replayer<'d> {
             doc: value::ValueDoc { root: doc, values: Some(Vec::new()) },
             patcher: engine::Patcher::new(*opts),
             max_depth: opts.max_depth,
+            pointers: cache::PointerCache::default(),
         }
     }
 
@@ -488,7 +490,7 @@ impl<'d> Replayer<'d> {
         match patch {
             PatchInput::Ops(ops) => self.apply_owned(ops),
             PatchInput::Json(text) => {
-                if let Some(ops) = read_plain_patch(text, self.max_depth) {
+                if let Some(ops) = read_plain_patch(text, self.max_depth, &mut self.pointers) {
                     return self.apply_owned(ops);
                 }
                 let v = parse_json(text, self.max_depth, 2).map_err(|mut e| {

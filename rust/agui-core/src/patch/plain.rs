@@ -10,7 +10,8 @@ use std::borrow::Cow;
 use serde::de::{DeserializeSeed, Deserializer, Error, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-use super::{OpKind, Operation, Pointer};
+use super::cache::PointerCache;
+use super::{OpKind, Operation};
 
 /// A string borrowed from the text when it has no escapes.
 struct Text<'a>(Cow<'a, str>);
@@ -35,40 +36,41 @@ impl<'de> serde::Deserialize<'de> for Text<'de> {
 }
 
 /// The operations of a plain patch (a `DeserializeSeed` for the array, so that a caller
-/// reading a larger document, such as a `STATE_DELTA` event, reads its `delta` with it).
-pub struct PlainOps;
+/// reading a larger document, such as a `STATE_DELTA` event, reads its `delta` with it),
+/// pointers through the caller's cache.
+pub struct PlainOps<'c>(pub &'c mut PointerCache);
 
-impl<'de> DeserializeSeed<'de> for PlainOps {
+impl<'de> DeserializeSeed<'de> for PlainOps<'_> {
     type Value = Vec<Operation>;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Vec<Operation>, D::Error> {
         d.deserialize_seq(self)
     }
 }
 
-impl<'de> Visitor<'de> for PlainOps {
+impl<'de> Visitor<'de> for PlainOps<'_> {
     type Value = Vec<Operation>;
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("a JSON Patch")
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<Operation>, A::Error> {
         let mut ops = Vec::with_capacity(seq.size_hint().unwrap_or(2));
-        while let Some(op) = seq.next_element_seed(PlainOp(ops.len()))? {
+        while let Some(op) = seq.next_element_seed(PlainOp(ops.len(), &mut *self.0))? {
             ops.push(op);
         }
         Ok(ops)
     }
 }
 
-struct PlainOp(usize);
+struct PlainOp<'c>(usize, &'c mut PointerCache);
 
-impl<'de> DeserializeSeed<'de> for PlainOp {
+impl<'de> DeserializeSeed<'de> for PlainOp<'_> {
     type Value = Operation;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Operation, D::Error> {
         d.deserialize_map(self)
     }
 }
 
-impl<'de> Visitor<'de> for PlainOp {
+impl<'de> Visitor<'de> for PlainOp<'_> {
     type Value = Operation;
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("an operation")
@@ -92,9 +94,9 @@ impl<'de> Visitor<'de> for PlainOp {
             super::check_numbers(v).map_err(|_| A::Error::custom("a number out of range"))?;
         }
         let kind = OpKind::parse(&op.0).ok_or_else(|| A::Error::custom("unknown op"))?;
-        let path = Pointer::parse(&path.0).map_err(|_| A::Error::custom("bad path"))?;
+        let path = self.1.get(&path.0).map_err(|_| A::Error::custom("bad path"))?;
         let from = match from {
-            Some(f) if kind.needs_from() => Some(Pointer::parse(&f.0).map_err(|_| A::Error::custom("bad from"))?),
+            Some(f) if kind.needs_from() => Some(self.1.get(&f.0).map_err(|_| A::Error::custom("bad from"))?),
             _ => None,
         };
         Operation::from_parts(self.0, kind, path, from, value).map_err(|_| A::Error::custom("incomplete"))
@@ -103,14 +105,14 @@ impl<'de> Visitor<'de> for PlainOp {
 
 /// A plain patch given as JSON text, nesting at most `max_depth` levels in its values, or
 /// `None` (read it the general way).
-pub fn read_plain_patch(text: &[u8], max_depth: usize) -> Option<Vec<Operation>> {
+pub fn read_plain_patch(text: &[u8], max_depth: usize, pointers: &mut PointerCache) -> Option<Vec<Operation>> {
     // +2: the patch array and the operation object around each value.
     if crate::limits::exceeds_depth(text, max_depth + 2) {
         return None;
     }
     let mut de = serde_json::Deserializer::from_slice(text);
     de.disable_recursion_limit();
-    let ops = PlainOps.deserialize(&mut de).ok()?;
+    let ops = PlainOps(pointers).deserialize(&mut de).ok()?;
     de.end().ok()?;
     Some(ops)
 }
@@ -125,7 +127,10 @@ mod tests {
             {"path":"/n","op":"replace","value":2},{"op":"remove","path":"/c"},{"op":"test","path":"/n","value":"s\n"},
             {"op":"copy","from":"/n","path":"/m~1x"},{"op":"add","path":"","value":[]}]"#;
         let want = crate::patch::parse_patch(&serde_json::from_str(text).unwrap()).unwrap();
-        assert_eq!(read_plain_patch(text.as_bytes(), 512).unwrap(), want);
+        let mut cache = PointerCache::default();
+        for _ in 0..3 {
+            assert_eq!(read_plain_patch(text.as_bytes(), 512, &mut cache).unwrap(), want);
+        }
     }
 
     #[test]
@@ -143,7 +148,7 @@ mod tests {
             r#"[{"op":"add","path":"/a","value":"\ud800"}]"#,
             r#"[{"op":"add","path":"/a","value":1e400}]"#,
         ] {
-            assert!(read_plain_patch(bad.as_bytes(), 3).is_none(), "{bad}");
+            assert!(read_plain_patch(bad.as_bytes(), 3, &mut PointerCache::default()).is_none(), "{bad}");
         }
     }
 }

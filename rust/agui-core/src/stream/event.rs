@@ -204,9 +204,9 @@ impl<'a> Delta<'a> {
 /// The operations of a `STATE_DELTA` event in its plain form: exactly `{type, delta}` with
 /// a plain patch (`patch::PlainOps`), nesting at most `max_depth` levels. `None`: read
 /// the event the general way (an event object).
-pub fn plain_state_delta(payload: &[u8], max_depth: usize) -> Option<Vec<crate::patch::Operation>> {
-    struct V;
-    impl<'de> serde::de::Visitor<'de> for V {
+pub fn plain_state_delta(payload: &[u8], max_depth: usize, pointers: &mut crate::patch::cache::PointerCache) -> Option<Vec<crate::patch::Operation>> {
+    struct V<'c>(&'c mut crate::patch::cache::PointerCache);
+    impl<'de> serde::de::Visitor<'de> for V<'_> {
         type Value = Vec<crate::patch::Operation>;
         fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
             f.write_str("a STATE_DELTA event")
@@ -217,7 +217,7 @@ pub fn plain_state_delta(payload: &[u8], max_depth: usize) -> Option<Vec<crate::
             while let Some(key) = map.next_key::<Text<'de>>()? {
                 match &*key.0 {
                     "type" if !is_delta => is_delta = &*map.next_value::<Text<'de>>()?.0 == "STATE_DELTA",
-                    "delta" if ops.is_none() => ops = Some(map.next_value_seed(crate::patch::PlainOps)?),
+                    "delta" if ops.is_none() => ops = Some(map.next_value_seed(crate::patch::PlainOps(&mut *self.0))?),
                     _ => return Err(A::Error::custom("not a plain STATE_DELTA")),
                 }
                 if !is_delta && ops.is_none() {
@@ -227,12 +227,40 @@ pub fn plain_state_delta(payload: &[u8], max_depth: usize) -> Option<Vec<crate::
             ops.filter(|_| is_delta).ok_or_else(|| A::Error::custom("not a plain STATE_DELTA"))
         }
     }
-    if memchr::memmem::find(payload, b"\"STATE_DELTA\"").is_none() || crate::limits::exceeds_depth(payload, max_depth) {
+    if crate::limits::exceeds_depth(payload, max_depth) {
         return None;
     }
     let mut de = serde_json::Deserializer::from_slice(payload);
     de.disable_recursion_limit();
-    let ops = serde::Deserializer::deserialize_map(&mut de, V).ok()?;
+    let ops = serde::Deserializer::deserialize_map(&mut de, V(pointers)).ok()?;
     de.end().ok()?;
     Some(ops)
+}
+
+/// What the start of an event's JSON says it is, for the replayer's plain paths: the
+/// writers of this project, of msgspec and of the reference put `type` first. Text that
+/// does not start so is `Unknown` (every path is tried).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lead {
+    StateDelta,
+    Delta,
+    Other,
+    Unknown,
+}
+
+impl Lead {
+    pub fn of(payload: &[u8]) -> Lead {
+        let Some(rest) = payload.strip_prefix(b"{\"type\":\"") else { return Lead::Unknown };
+        let Some(end) = rest.iter().take(32).position(|&b| b == b'"') else { return Lead::Unknown };
+        match EventType::parse(std::str::from_utf8(&rest[..end]).unwrap_or("")) {
+            EventType::StateDelta => Lead::StateDelta,
+            EventType::TextMessageContent
+            | EventType::ReasoningMessageContent
+            | EventType::ToolCallArgs
+            | EventType::TextMessageChunk
+            | EventType::ToolCallChunk
+            | EventType::ReasoningMessageChunk => Lead::Delta,
+            _ => Lead::Other,
+        }
+    }
 }

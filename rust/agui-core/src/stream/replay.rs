@@ -4,7 +4,7 @@
 
 use super::apply::{Change, EventApplier};
 use super::chunks::ChunkExpander;
-use super::event::{parse_event_limited, plain_state_delta, Delta, EventType};
+use super::event::{parse_event_limited, plain_state_delta, Delta, EventType, Lead};
 use super::legacy::CompatibilityBoundary;
 use super::verify::EventVerifier;
 use super::{StreamError, Warning};
@@ -55,6 +55,8 @@ pub struct Replayer {
     warnings: Vec<Warning>,
     scratch: Vec<Value>,
     max_depth: usize,
+    /// The pointers of plain `STATE_DELTA` patches, kept from event to event.
+    pointers: crate::patch::cache::PointerCache,
 }
 
 impl Replayer {
@@ -68,6 +70,7 @@ impl Replayer {
             warnings: Vec::new(),
             scratch: Vec::new(),
             max_depth: options.max_depth,
+            pointers: Default::default(),
         }
     }
 
@@ -138,8 +141,12 @@ impl Replayer {
         // A plain STATE_DELTA (most of a state stream) goes to the reducer without an event
         // object: the boundary never changes it, and the expander would only close a
         // pending chunk stream; with verification on it takes the general path.
-        if self.verifier.is_none() && !self.expander.as_ref().is_some_and(ChunkExpander::has_pending) {
-            if let Some(ops) = plain_state_delta(payload, self.max_depth) {
+        let lead = Lead::of(payload);
+        if matches!(lead, Lead::StateDelta | Lead::Unknown)
+            && self.verifier.is_none()
+            && !self.expander.as_ref().is_some_and(ChunkExpander::has_pending)
+        {
+            if let Some(ops) = plain_state_delta(payload, self.max_depth, &mut self.pointers) {
                 let index = self.index;
                 self.index += 1;
                 let c = self.applier.apply_state_ops(ops);
@@ -149,7 +156,7 @@ impl Replayer {
                 return Ok(Change { warning: None, ..c });
             }
         }
-        if let Some(d) = Delta::parse(payload) {
+        if let Some(d) = matches!(lead, Lead::Delta | Lead::Unknown).then(|| Delta::parse(payload)).flatten() {
             if let Some(r) = self.push_plain(d.kind, d.id.as_deref(), &d.delta) {
                 return r;
             }
