@@ -417,17 +417,7 @@ mod tests {
 
     #[test]
     fn patch_builder_refuses_what_is_not_plainly_a_patch() {
-        for bad in [
-            r#"{"op":"add"}"#,
-            r#"[1]"#,
-            r#"[{"op":"add","path":"/a"}]"#,
-            r#"[{"op":"frob","path":"/a"}]"#,
-            r#"[{"op":"add","path":"a","value":1}]"#,
-            r#"[{"op":1,"path":"/a","value":1}]"#,
-            r#"[{"path":"/a","value":1}]"#,
-            r#"[{"op":"move","path":"/a"}]"#,
-            r#"[{"op":"add","path":"/a","value":[[[[]]]]}]"#,
-        ] {
+        for bad in crate::patch::plain::tests::NOT_PLAIN {
             let v: Value = serde_json::from_str(bad).unwrap();
             let mut b = PatchBuilder::default();
             b.start(3);

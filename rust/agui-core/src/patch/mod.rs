@@ -50,6 +50,7 @@ mod value;
 
 pub use build::{PatchBuilder, ValueBuilder};
 pub use plain::{read_plain_patch, PlainOps};
+pub(crate) use plain::Text;
 
 use serde_json::{Map, Value};
 use std::fmt;
@@ -371,10 +372,7 @@ impl Operation {
 /// Validate a patch given as JSON (an array of operation objects). Unknown members are
 /// ignored (RFC 6902 section 4).
 pub fn parse_patch(patch: &Value) -> Result<Vec<Operation>, PatchError> {
-    let Value::Array(items) = patch else {
-        return Err(invalid(format!("a JSON Patch must be an array, not {}", type_name(patch))));
-    };
-    items.iter().enumerate().map(|(i, item)| read_operation(i, item, |m| m.get("value").cloned())).collect()
+    parse_patch_owned(patch.clone())
 }
 
 /// [`parse_patch`] of a patch the caller gives away: values are moved, not cloned.
@@ -385,13 +383,13 @@ pub fn parse_patch_owned(patch: Value) -> Result<Vec<Operation>, PatchError> {
     let mut ops = Vec::with_capacity(items.len());
     for (i, mut item) in items.into_iter().enumerate() {
         let value = item.get_mut("value").map(Value::take);
-        ops.push(read_operation(i, &item, |_| value)?);
+        ops.push(read_operation(i, &item, value)?);
     }
     Ok(ops)
 }
 
-/// One operation object of a patch (`value` gives its `value` member).
-fn read_operation(i: usize, item: &Value, value: impl FnOnce(&Map<String, Value>) -> Option<Value>) -> Result<Operation, PatchError> {
+/// One operation object of a patch (its `value` member taken out beforehand).
+fn read_operation(i: usize, item: &Value, value: Option<Value>) -> Result<Operation, PatchError> {
     let Value::Object(m) = item else {
         let mut e = invalid(format!("operation must be an object, not {}", type_name(item)));
         e.index = Some(i);
@@ -432,7 +430,7 @@ fn read_operation(i: usize, item: &Value, value: impl FnOnce(&Map<String, Value>
         }
         _ => None,
     };
-    Operation::build(i, op, path, from, value(m))
+    Operation::build(i, op, path, from, value)
 }
 
 

@@ -13,8 +13,9 @@ use serde_json::Value;
 use super::cache::PointerCache;
 use super::{OpKind, Operation};
 
-/// A string borrowed from the text when it has no escapes.
-struct Text<'a>(Cow<'a, str>);
+/// A string borrowed from the text when it has no escapes (the plain readers' string,
+/// shared with `stream::event`).
+pub(crate) struct Text<'a>(pub(crate) Cow<'a, str>);
 
 impl<'de> serde::Deserialize<'de> for Text<'de> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -29,6 +30,9 @@ impl<'de> serde::Deserialize<'de> for Text<'de> {
             }
             fn visit_str<E>(self, s: &str) -> Result<Text<'de>, E> {
                 Ok(Text(Cow::Owned(s.to_string())))
+            }
+            fn visit_string<E>(self, s: String) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(s)))
             }
         }
         d.deserialize_str(V)
@@ -118,7 +122,7 @@ pub fn read_plain_patch(text: &[u8], max_depth: usize, pointers: &mut PointerCac
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -133,21 +137,29 @@ mod tests {
         }
     }
 
+    /// Patches that are not plainly well formed, for every plain reader (depth limit 3).
+    pub(crate) const NOT_PLAIN: [&str; 9] = [
+        r#"{"op":"add"}"#,
+        r#"[1]"#,
+        r#"[{"op":"add","path":"/a"}]"#,
+        r#"[{"op":"frob","path":"/a"}]"#,
+        r#"[{"op":"add","path":"a","value":1}]"#,
+        r#"[{"op":1,"path":"/a","value":1}]"#,
+        r#"[{"path":"/a","value":1}]"#,
+        r#"[{"op":"move","path":"/a"}]"#,
+        r#"[{"op":"add","path":"/a","value":[[[[]]]]}]"#,
+    ];
+
     #[test]
     fn anything_else_is_left_to_the_general_reader() {
-        for bad in [
-            r#"{"op":"add"}"#,
-            r#"[1]"#,
-            r#"[{"op":"add","path":"/a"}]"#,
+        let text_only = [
             r#"[{"op":"add","path":"/a","value":1,"extra":0}]"#,
-            r#"[{"op":"frob","path":"/a"}]"#,
-            r#"[{"op":"add","path":"a","value":1}]"#,
             r#"[{"op":"add","op":"add","path":"/a","value":1}]"#,
-            r#"[{"op":"add","path":"/a","value":[[[[]]]]}]"#,
             r#"[{"op":"add","path":"/a","value":1}] x"#,
             r#"[{"op":"add","path":"/a","value":"\ud800"}]"#,
             r#"[{"op":"add","path":"/a","value":1e400}]"#,
-        ] {
+        ];
+        for bad in NOT_PLAIN.iter().chain(&text_only) {
             assert!(read_plain_patch(bad.as_bytes(), 3, &mut PointerCache::default()).is_none(), "{bad}");
         }
     }

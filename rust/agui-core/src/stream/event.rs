@@ -2,6 +2,7 @@
 //! dispatched on its `type` once per stage through [`EventType`].
 
 use super::{Stage, StreamError};
+use crate::patch::Text;
 use serde_json::Value;
 
 macro_rules! event_types {
@@ -108,31 +109,6 @@ pub fn parse_event_limited(payload: &[u8], max_depth: usize) -> Result<Value, St
 /// The `type` of an event as written (`""` when missing or not a string).
 pub fn type_str(event: &Value) -> &str {
     event.get("type").and_then(Value::as_str).unwrap_or("")
-}
-
-/// A string borrowed from the payload when it has no escapes.
-struct Text<'a>(std::borrow::Cow<'a, str>);
-
-impl<'de> serde::Deserialize<'de> for Text<'de> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> serde::de::Visitor<'de> for V {
-            type Value = Text<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Text<'de>, E> {
-                Ok(Text(std::borrow::Cow::Borrowed(s)))
-            }
-            fn visit_str<E>(self, s: &str) -> Result<Text<'de>, E> {
-                Ok(Text(std::borrow::Cow::Owned(s.to_string())))
-            }
-            fn visit_string<E>(self, s: String) -> Result<Text<'de>, E> {
-                Ok(Text(std::borrow::Cow::Owned(s)))
-            }
-        }
-        d.deserialize_str(V)
-    }
 }
 
 /// The hot events of a stream in their plain form: `TEXT_MESSAGE_CONTENT`,
