@@ -532,11 +532,6 @@ impl<'d> Replayer<'d> {
         self.patcher.run(&mut self.doc, &ops).map_err(no_doc_error)
     }
 
-    /// Parse and apply one patch given as JSON.
-    pub fn apply_json(&mut self, patch: &Value) -> Result<(), PatchError> {
-        self.apply_owned(parse_patch(patch)?)
-    }
-
     /// The document.
     pub fn doc(&self) -> &Value {
         self.doc.root
