@@ -108,7 +108,7 @@ REPLAYS = {"1000 patches": REPLAY, "10,000 deltas": DELTAS_10K}
 
 
 @pytest.mark.parametrize("name", list(REPLAYS))
-def test_replay_state_document(benchmark, name):
+def test_replay_state_document_agui_fast(benchmark, name):
     benchmark.group = f"replay {name} (70 KB state)"
     patches = REPLAYS[name]
 

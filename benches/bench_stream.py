@@ -212,7 +212,7 @@ def test_state_deltas_apply_patch_in_place_loop(benchmark, state_deltas):
     _slow(benchmark, run, 10)
 
 
-def test_state_deltas_state_document_apply_many(benchmark, state_deltas):
+def test_state_deltas_apply_many_agui_fast(benchmark, state_deltas):
     from agui_fast.patch import StateDocument
 
     benchmark.group = "stream_state_deltas_10k"

@@ -291,14 +291,14 @@ _ReplayParts = Tuple[bytes, bytes, bytes, List[Tuple[int, str]], Optional[AguiEr
 class ChunkExpander:
     """Incremental transformChunks: push(event) -> JSON array of the expanded events."""
 
-    def __init__(self) -> None: ...
+    def __init__(self, *, max_depth: int = 512) -> None: ...
     def push(self, event: Any, /) -> bytes: ...
     def take_warnings(self) -> List[Tuple[int, str]]: ...
 
 class EventVerifier:
     """Incremental verifyEvents: push(event) raises VerificationError on a violation."""
 
-    def __init__(self) -> None: ...
+    def __init__(self, *, max_depth: int = 512) -> None: ...
     def push(self, event: Any, /) -> None: ...
 
 class Replayer:
@@ -312,6 +312,7 @@ class Replayer:
         verify: bool = False,
         expand: bool = True,
         compat: bool = True,
+        max_depth: int = 512,
     ) -> None: ...
     def push(self, event: Any, /) -> Tuple[bool, bool, Optional[int], bool]:
         """(messages changed, state changed, index of the message touched, interrupts changed)."""
@@ -323,18 +324,31 @@ class Replayer:
     def pending_interrupts(self) -> bytes: ...
     def take_warnings(self) -> List[Tuple[int, str]]: ...
 
-def expand_chunks(events: Iterable[Any], /) -> Tuple[bytes, List[Tuple[int, str]], Optional[StreamError]]:
+def expand_chunks(
+    events: Iterable[Any], /, *, max_depth: int = 512
+) -> Tuple[bytes, List[Tuple[int, str]], Optional[StreamError]]:
     """The expanded events before the error (JSON array), warnings, the error or None."""
 
-def verify_events(events: Iterable[Any], /) -> None: ...
-def compact_events(events: Iterable[Any], /) -> Tuple[bytes, List[str]]: ...
+def verify_events(events: Iterable[Any], /, *, max_depth: int = 512) -> None: ...
+def compact_events(events: Iterable[Any], /, *, max_depth: int = 512) -> Tuple[bytes, List[str]]: ...
 def replay_log(
-    data: bytes, messages: Any = None, state: Any = None, *, format: str = "auto", verify: bool = False
+    data: bytes,
+    messages: Any = None,
+    state: Any = None,
+    *,
+    format: str = "auto",
+    verify: bool = False,
+    max_depth: int = 512,
 ) -> _ReplayParts:
     """Replay a log (SSE or protobuf, gzip or not) with the GIL released."""
 
 def replay_log_files(
-    paths: Iterable[Union[str, "os.PathLike[str]"]], *, format: str = "auto", verify: bool = False, threads: int = 0
+    paths: Iterable[Union[str, "os.PathLike[str]"]],
+    *,
+    format: str = "auto",
+    verify: bool = False,
+    threads: int = 0,
+    max_depth: int = 512,
 ) -> List[_ReplayParts]:
     """Read and replay log files on Rust threads (0: all cores), constant memory each, GIL released."""
 

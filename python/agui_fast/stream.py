@@ -23,8 +23,12 @@ Warnings (what the reference prints with ``console.warn``) are collected, never 
 through :mod:`warnings`: ``Replay.warnings`` and ``EventApplier.warnings`` hold
 ``(index, message)`` pairs, ``Change.warnings`` the messages of one event.
 
-Errors: an unreadable event raises :class:`~agui_fast.errors.InvalidJsonError` (with
-``frame_index``), a rule violation :class:`~agui_fast.errors.VerificationError`, and an
+Every entry point takes ``max_depth=`` (default ``DEFAULT_MAX_DEPTH``, 512:
+``agui_core::limits``): the deepest nesting an event's JSON may have, the event object
+included, and the limit of the values its state and activity patches build.
+
+Errors: an unreadable event (not JSON, not an object, nested deeper than ``max_depth``)
+raises :class:`~agui_fast.errors.InvalidJsonError` (with ``frame_index``), a rule violation :class:`~agui_fast.errors.VerificationError`, and an
 event the engine rejects as the reference throws (a chunk stream it cannot expand, an
 event the reducer cannot apply) :class:`~agui_fast.errors.StreamError`. Replays keep what
 was applied before the error: the exception's ``replay`` attribute.
@@ -39,6 +43,7 @@ from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
 import msgspec
 
 from . import _native
+from ._stream import DEFAULT_MAX_DEPTH
 from .core import Event, Message
 from .decoder import decode_as
 from .errors import AguiError, StreamError, VerificationError
@@ -57,6 +62,7 @@ __all__ = [
     "replay_logs",
     "StreamError",
     "VerificationError",
+    "DEFAULT_MAX_DEPTH",
 ]
 
 _plain = msgspec.json.Decoder().decode
@@ -113,6 +119,15 @@ class Change(msgspec.Struct, frozen=True, kw_only=True):
     warnings: Tuple[str, ...] = ()
 
 
+def _depth(max_depth: int) -> int:
+    """A ``max_depth=`` argument: an int >= 0 (the native side checks the upper cap)."""
+    if type(max_depth) is not int:
+        raise TypeError(f"max_depth must be an int, not {type(max_depth).__name__}")
+    if max_depth < 0:
+        raise ValueError("max_depth must be >= 0")
+    return max_depth
+
+
 def _replay(parts: Tuple[bytes, bytes, bytes, list, Any], raw: bool) -> Replay:
     """A whole-log replay's result from the native tuple (raises its error, if any)."""
     messages, state, interrupts, warnings, error = parts
@@ -128,10 +143,10 @@ def _replay(parts: Tuple[bytes, bytes, bytes, list, Any], raw: bool) -> Replay:
 # -- chunk expansion -------------------------------------------------------------------
 
 
-def expand_chunks(events: Iterable[Any], *, raw: bool = False) -> List[Any]:
+def expand_chunks(events: Iterable[Any], *, raw: bool = False, max_depth: int = DEFAULT_MAX_DEPTH) -> List[Any]:
     """Expand ``*_CHUNK`` events as the reference ``transformChunks`` does. Raises
     :class:`StreamError` where it throws; the error's ``events`` are those expanded before."""
-    data, _warnings, error = _native.expand_chunks(events)
+    data, _warnings, error = _native.expand_chunks(events, max_depth=_depth(max_depth))
     out = _events(data, raw)
     if error is not None:
         error.events = out
@@ -145,8 +160,8 @@ class ChunkExpander:
 
     __slots__ = ("_native", "_raw", "warnings")
 
-    def __init__(self, *, raw: bool = False) -> None:
-        self._native = _native.ChunkExpander()
+    def __init__(self, *, raw: bool = False, max_depth: int = DEFAULT_MAX_DEPTH) -> None:
+        self._native = _native.ChunkExpander(max_depth=_depth(max_depth))
         self._raw = raw
         self.warnings: List[Tuple[int, str]] = []
 
@@ -160,12 +175,13 @@ class ChunkExpander:
 # -- verification ----------------------------------------------------------------------
 
 
-def verify_events(events: Iterable[Any]) -> None:
+def verify_events(events: Iterable[Any], *, max_depth: int = DEFAULT_MAX_DEPTH) -> None:
     """Check a whole sequence against the reference ``verifyEvents`` (R01-R31). Raises
     :class:`VerificationError` at the first violation (``events``: those that passed)."""
+    max_depth = _depth(max_depth)
     events = events if isinstance(events, (list, tuple)) else list(events)
     try:
-        _native.verify_events(events)
+        _native.verify_events(events, max_depth=max_depth)
     except VerificationError as exc:
         exc.events = list(events[: exc.index])
         raise
@@ -177,8 +193,8 @@ class EventVerifier:
 
     __slots__ = ("_native",)
 
-    def __init__(self) -> None:
-        self._native = _native.EventVerifier()
+    def __init__(self, *, max_depth: int = DEFAULT_MAX_DEPTH) -> None:
+        self._native = _native.EventVerifier(max_depth=_depth(max_depth))
 
     def push(self, event: Any) -> None:
         self._native.push(event)
@@ -196,12 +212,13 @@ def replay(
     expand: bool = True,
     compat: bool = True,
     raw: bool = False,
+    max_depth: int = DEFAULT_MAX_DEPTH,
 ) -> Replay:
     """Apply ``events`` to ``messages`` and ``state`` (default: none and ``{}``) as the
     reference client does, and return the final :class:`Replay`. ``verify``: check the
     rules first; ``expand=False``: the reducer alone (``defaultApplyEvents``: a chunk event
     raises :class:`StreamError`); ``compat=False``: no 0.x compatibility boundary."""
-    ap = EventApplier(messages, state, verify=verify, expand=expand, compat=compat, raw=raw)
+    ap = EventApplier(messages, state, verify=verify, expand=expand, compat=compat, raw=raw, max_depth=max_depth)
     try:
         ap.apply_many(events)
     except AguiError as exc:
@@ -227,8 +244,11 @@ class EventApplier:
         expand: bool = True,
         compat: bool = True,
         raw: bool = False,
+        max_depth: int = DEFAULT_MAX_DEPTH,
     ) -> None:
-        self._native = _native.Replayer(messages, state, verify=verify, expand=expand, compat=compat)
+        self._native = _native.Replayer(
+            messages, state, verify=verify, expand=expand, compat=compat, max_depth=_depth(max_depth)
+        )
         self._raw = raw
         self.warnings: List[Tuple[int, str]] = []
 
@@ -279,10 +299,10 @@ class EventApplier:
 # -- compaction ------------------------------------------------------------------------
 
 
-def compact_events(events: Iterable[Any], *, raw: bool = False) -> List[Any]:
+def compact_events(events: Iterable[Any], *, raw: bool = False, max_depth: int = DEFAULT_MAX_DEPTH) -> List[Any]:
     """The reference ``compactEvents``: streamed messages and tool calls collapsed into
     one START / CONTENT / END each, consecutive state deltas merged."""
-    data, _warnings = _native.compact_events(events)
+    data, _warnings = _native.compact_events(events, max_depth=_depth(max_depth))
     return _events(data, raw)
 
 
@@ -291,16 +311,20 @@ def compact_events(events: Iterable[Any], *, raw: bool = False) -> List[Any]:
 _Source = Union[bytes, bytearray, memoryview, str, "os.PathLike[str]"]
 
 
-def replay_log(source: _Source, *, format: str = "auto", verify: bool = False, raw: bool = False) -> Replay:
+def replay_log(
+    source: _Source, *, format: str = "auto", verify: bool = False, raw: bool = False, max_depth: int = DEFAULT_MAX_DEPTH
+) -> Replay:
     """Replay a recorded log (``bytes``, or a path; SSE or length-prefixed protobuf, gzip or
     not; ``format="auto"`` detects it) inside Rust with the GIL released, through the one log
     reader (``agui_core::log``): decode, expand chunks, optionally verify, apply. Returns
     the final :class:`Replay`; an unreadable frame raises
     :class:`~agui_fast.errors.InvalidJsonError` (``frame_index``)."""
+    max_depth = _depth(max_depth)
     if isinstance(source, (bytes, bytearray, memoryview)):
-        return _replay(_native.replay_log(bytes(source), format=format, verify=verify), raw)
+        return _replay(_native.replay_log(bytes(source), format=format, verify=verify, max_depth=max_depth), raw)
     if isinstance(source, (str, os.PathLike)):
-        return _replay(_native.replay_log_files([source], format=format, verify=verify, threads=1)[0], raw)
+        parts = _native.replay_log_files([source], format=format, verify=verify, threads=1, max_depth=max_depth)
+        return _replay(parts[0], raw)
     raise TypeError(f"source must be bytes or a path, not {type(source).__name__}")
 
 
@@ -311,6 +335,7 @@ def replay_logs(
     verify: bool = False,
     threads: Optional[int] = None,
     raw: bool = False,
+    max_depth: int = DEFAULT_MAX_DEPTH,
 ) -> List[Replay]:
     """:func:`replay_log` of several log files on Rust threads (``threads``: at most that
     many at once; default the machine's cores). Results are in input order; the first log
@@ -318,8 +343,9 @@ def replay_logs(
     paths = list(paths)
     if threads is not None and threads < 1:
         raise ValueError(f"threads must be at least 1, not {threads}")
+    native = _native.replay_log_files(paths, format=format, verify=verify, threads=threads or 0, max_depth=_depth(max_depth))
     out = []
-    for path, parts in zip(paths, _native.replay_log_files(paths, format=format, verify=verify, threads=threads or 0)):
+    for path, parts in zip(paths, native):
         if parts[4] is not None:
             parts[4].path = path
         out.append(_replay(parts, raw))

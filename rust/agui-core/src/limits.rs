@@ -8,6 +8,10 @@
 /// Maximum nesting of arrays and objects (a scalar at the top is depth 0, `[]` is 1).
 pub const DEFAULT_MAX_DEPTH: usize = 512;
 
+/// Largest depth limit an API accepts: deeper values could exhaust a thread's stack when
+/// parsed, dropped or converted recursively.
+pub const MAX_DEPTH_CAP: usize = 10_000;
+
 /// True when the JSON text nests arrays and objects deeper than `max_depth` (brackets
 /// inside strings do not count). A cheap pre-check for readers whose parser has no
 /// limit of its own: text with at most `max_depth` opening brackets is not scanned.

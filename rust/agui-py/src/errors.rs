@@ -23,3 +23,13 @@ pub fn make_error(py: Python<'_>, name: &str, message: String, kwargs: Option<&B
         Err(e) => e,
     }
 }
+
+/// A `max_depth=` argument checked against `agui_core::limits::MAX_DEPTH_CAP` (the one
+/// check of every API that takes it).
+pub fn check_max_depth(max_depth: usize) -> PyResult<usize> {
+    let cap = agui_core::limits::MAX_DEPTH_CAP;
+    if max_depth > cap {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!("max_depth must be at most {cap}")));
+    }
+    Ok(max_depth)
+}

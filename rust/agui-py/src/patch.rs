@@ -19,22 +19,19 @@ use crate::gil::GilCell;
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::collections::HashSet;
-use std::hash::{BuildHasherDefault, Hasher};
 
 use agui_core::limits::DEFAULT_MAX_DEPTH;
+use agui_core::patch::cache::{FastBuild, Lookup, SlotCache};
 use agui_core::patch::engine::{self, At, Cursor, Document, Fail, Kind, MemberEq, Node, PatchOp, Patcher, Shape, Token};
-use agui_core::patch::{self as core, Dialect, ErrorKind, OpKind, Operation, Options, PatchError};
+use agui_core::patch::{self as core, Dialect, ErrorKind, OpKind, Operation, Options, PatchBuilder, PatchError, PatchInput};
 use pyo3::exceptions::{PyAttributeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
-use serde_json::{Map, Number, Value};
+use serde_json::Value;
 
-use crate::errors::make_error;
-
-/// Largest `max_depth` accepted: deeper documents could exhaust a thread's stack when
-/// dropped or converted.
-const MAX_DEPTH_CAP: usize = 10_000;
+use crate::errors::{check_max_depth, error_class, make_error};
+use crate::walk::{Opts, Walker};
 
 /// Patches converted per GIL release in `StateDocument.apply_many`.
 const APPLY_CHUNK: usize = 256;
@@ -82,10 +79,7 @@ fn raise(py: Python<'_>, f: Fail<PyErr>) -> PyErr {
 }
 
 fn options(max_depth: usize) -> PyResult<Options> {
-    if max_depth > MAX_DEPTH_CAP {
-        return Err(PyValueError::new_err(format!("max_depth must be at most {MAX_DEPTH_CAP}")));
-    }
-    Ok(Options { dialect: Dialect::Rfc6902, max_depth })
+    Ok(Options { dialect: Dialect::Rfc6902, max_depth: check_max_depth(max_depth)? })
 }
 
 /// A pointer token: a (cached) Python string, used directly as a dict key.
@@ -108,79 +102,16 @@ impl<'py> Token for Tok<'py> {
 // Reading a patch (list of dicts, or objects with op/path/value/from_ attributes)
 // ---------------------------------------------------------------------------------------
 
-/// FxHash-style hasher for pointer-sized keys and short tokens: the default SipHash is
-/// a visible share of a one-operation patch.
-#[derive(Default)]
-struct FastHasher(u64);
-
-impl Hasher for FastHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(c);
-            self.write_u64(u64::from_le_bytes(w));
-        }
-        let mut w = [0u8; 8];
-        let rest = chunks.remainder();
-        w[..rest.len()].copy_from_slice(rest);
-        self.write_u64(u64::from_le_bytes(w) ^ ((rest.len() as u64) << 59));
-    }
-    fn write_u8(&mut self, n: u8) {
-        self.write_u64(u64::from(n));
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    fn write_usize(&mut self, n: usize) {
-        self.0 = (self.0.rotate_left(5) ^ n as u64).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-type FastBuild = BuildHasherDefault<FastHasher>;
-
-/// A small direct-mapped cache keyed by short strings (pointer texts, tokens), so memory
-/// stays bounded. An entry is stored only when its key misses twice in a row in its
-/// slot, so one-off keys (ids) cost no allocation and evict nothing useful.
-struct SlotCache<V> {
-    slots: Vec<Option<(Box<str>, V)>>,
-    /// Hash of the last miss per slot.
-    seen: Vec<u64>,
-}
-
 type CacheCell<V> = GilCell<Option<SlotCache<V>>>;
 
-enum Lookup<T> {
-    Hit(T),
-    /// `Some(slot)`: the caller should store the value it builds there.
-    Miss(Option<usize>),
-}
-
-/// Look `key` up; `read` turns a hit into the caller's form and must not call Python (the
-/// cell is borrowed meanwhile, see `GilCell`).
+/// Look `key` up in a GIL-held cache; `read` turns a hit into the caller's form and must
+/// not call Python (the cell is borrowed meanwhile, see `GilCell`).
 fn cache_get<V, T>(cell: &CacheCell<V>, py: Python<'_>, n_slots: usize, key: &str, read: impl FnOnce(&V) -> T) -> Lookup<T> {
-    let mut h = FastHasher::default();
-    h.write(key.as_bytes());
-    let hash = h.finish();
-    let slot = (hash >> 7) as usize % n_slots;
-    cell.with(py, |cache| {
-        let cache = cache.get_or_insert_with(|| SlotCache { slots: (0..n_slots).map(|_| None).collect(), seen: vec![0; n_slots] });
-        if let Some((k, v)) = &cache.slots[slot] {
-            if **k == *key {
-                return Lookup::Hit(read(v));
-            }
-        }
-        let again = cache.seen[slot] == hash;
-        cache.seen[slot] = hash;
-        Lookup::Miss(again.then_some(slot))
-    })
+    cell.with(py, |cache| cache.get_or_insert_with(|| SlotCache::new(n_slots)).get(key, read))
 }
 
 fn cache_put<V>(cell: &CacheCell<V>, py: Python<'_>, slot: usize, key: &str, v: V) {
-    let old = cell.with(py, |cache| cache.as_mut().and_then(|c| c.slots[slot].replace((key.into(), v))));
+    let old = cell.with(py, |cache| cache.as_mut().and_then(|c| c.put(slot, key, v)));
     drop(old); // the replaced entry is dropped after the borrow ends
 }
 
@@ -246,14 +177,12 @@ impl<'py> std::ops::Deref for Toks<'py> {
     }
 }
 
-/// Whole pointers already split, reused across calls (one hash and compare per pointer
-/// instead of one per token): as Python key strings for `apply_patch`, as core pointers
-/// for `StateDocument`.
+/// Whole pointers already split into Python key strings, reused across calls (one hash
+/// and compare per pointer instead of one per token).
 const POINTER_SLOTS: usize = 512;
 const POINTER_CACHE_MAX_LEN: usize = 128;
 
 static POINTERS: CacheCell<Box<[Py<PyString>]>> = GilCell::new(None);
-static CORE_POINTERS: CacheCell<core::Pointer> = GilCell::new(None);
 
 fn cached_toks<'py>(py: Python<'py>, toks: &[Py<PyString>]) -> Toks<'py> {
     let b = |i: usize| Tok(toks[i].bind(py).clone());
@@ -289,23 +218,6 @@ fn py_tokens<'py>(py: Python<'py>, pointer: &str) -> Result<Toks<'py>, PatchErro
         cache_put(&POINTERS, py, slot, pointer, out.iter().map(|t| t.0.clone().unbind()).collect());
     }
     Ok(out)
-}
-
-/// A core pointer, parsed once per recurring path (the `StateDocument` conversion).
-fn core_pointer(py: Python<'_>, pointer: &str) -> Result<core::Pointer, PatchError> {
-    if pointer.len() > POINTER_CACHE_MAX_LEN {
-        return core::Pointer::parse(pointer);
-    }
-    match cache_get(&CORE_POINTERS, py, POINTER_SLOTS, pointer, core::Pointer::clone) {
-        Lookup::Hit(p) => Ok(p),
-        Lookup::Miss(store) => {
-            let p = core::Pointer::parse(pointer)?;
-            if let Some(slot) = store {
-                cache_put(&CORE_POINTERS, py, slot, pointer, p.clone());
-            }
-            Ok(p)
-        }
-    }
 }
 
 fn member<'py>(item: &Bound<'py, PyAny>, dict: Option<&Bound<'py, PyDict>>, name: &Bound<'py, PyString>) -> PyResult<Option<Bound<'py, PyAny>>> {
@@ -959,73 +871,32 @@ pub fn apply_patch<'py>(doc: Bound<'py, PyAny>, patch: &Bound<'py, PyAny>, in_pl
 // Python <-> serde_json (StateDocument)
 // ---------------------------------------------------------------------------------------
 
-fn utf8<'a>(s: &'a Bound<'_, PyString>) -> Result<Cow<'a, str>, PatchError> {
-    s.to_cow().map_err(|_| invalid("string is not valid UTF-8 (lone surrogate)"))
-}
-
-/// A Python value as a document value, for a value at nesting depth `depth`. The rules
-/// are the JSON text rules of `core::parse_json`: nesting up to `max_depth`, integers up
-/// to `core::MAX_INT_DIGITS` digits, finite floats, valid Unicode, string keys.
-fn py_to_value(v: &Bound<'_, PyAny>, depth: usize, max_depth: usize) -> R<Value> {
-    use pyo3::ffi::{Py_TPFLAGS_DICT_SUBCLASS, Py_TPFLAGS_LIST_SUBCLASS, Py_TPFLAGS_LONG_SUBCLASS, Py_TPFLAGS_TUPLE_SUBCLASS, Py_TPFLAGS_UNICODE_SUBCLASS};
-    // One type-flags read dispatches the common types (each `cast` is a call under abi3).
-    let flags = type_flags(v);
-    if flags & Py_TPFLAGS_LONG_SUBCLASS != 0 {
-        if v.is_instance_of::<PyBool>() {
-            return Ok(Value::Bool(v.is_truthy().map_err(py_fail)?));
-        }
-        // SAFETY: the flag says it is an int (or subclass).
-        let i = unsafe { v.cast_unchecked::<PyInt>() };
-        if let Ok(x) = i.extract::<i64>() {
-            return Ok(Value::Number(x.into()));
-        }
-        if let Ok(x) = i.extract::<u64>() {
-            return Ok(Value::Number(x.into()));
-        }
-        // Big integers keep their exact digits (serde_json has arbitrary_precision).
-        let too_big = || invalid(format!("integer is too large (limit {} digits)", core::MAX_INT_DIGITS));
-        let text = i.str().map_err(|_| too_big())?.to_string();
-        let n = serde_json::from_str::<Number>(&text).map_err(|_| too_big())?;
-        core::check_number(&n)?;
-        return Ok(Value::Number(n));
+/// A Python value as a document value: the one object walker (`walk.rs`, strict JSON:
+/// no pydantic fallback) into the core's `ValueBuilder`, which applies the rules of JSON
+/// text (`core::parse_json`): nesting up to `max_depth`, integers up to
+/// `core::MAX_INT_DIGITS` digits, finite floats. What the walker refuses (non-str keys,
+/// other types, lone surrogates) is a `JsonPatchError` too; other exceptions pass.
+fn py_to_value(v: &Bound<'_, PyAny>, max_depth: usize) -> R<Value> {
+    let py = v.py();
+    // One level more for the walker: the builder names the limit first.
+    let opts = Opts { pydantic: false, lossy_surrogates: false, max_depth: max_depth as u32 + 1 };
+    let mut w = Walker::new(py, core::ValueBuilder::new(max_depth), opts);
+    let walked = w.value(v.as_ptr());
+    let builder = std::mem::take(&mut w.sink);
+    if let Some(e) = builder.error() {
+        return Err(e.clone().into()); // the builder names a limit before the walker's guard
     }
-    if flags & Py_TPFLAGS_UNICODE_SUBCLASS != 0 {
-        // SAFETY: the flag says it is a str (or subclass).
-        return Ok(Value::String(utf8(unsafe { v.cast_unchecked::<PyString>() })?.into_owned()));
-    }
-    let is_dict = flags & Py_TPFLAGS_DICT_SUBCLASS != 0;
-    if is_dict || flags & (Py_TPFLAGS_LIST_SUBCLASS | Py_TPFLAGS_TUPLE_SUBCLASS) != 0 {
-        if depth >= max_depth {
-            return Err(too_deep(max_depth).into());
+    match walked {
+        Ok(()) => builder.finish().map_err(Into::into),
+        Err(e) if e.is_instance_of::<PyValueError>(py) => {
+            let msg = e.value(py).to_string();
+            let refused = error_class(py, "EncodeError").is_ok_and(|c| e.is_instance(py, c.as_any()));
+            // Python's own ValueError in a strict walk of plain data: an int beyond
+            // `sys.get_int_max_str_digits()`, which cannot be written as decimal text.
+            Err(invalid(if refused { msg } else { format!("integer is too large ({msg})") }).into())
         }
-        if is_dict {
-            // SAFETY: the flag says it is a dict (or subclass).
-            let d = unsafe { v.cast_unchecked::<PyDict>() };
-            let mut m = Map::with_capacity(d.len());
-            for (k, x) in d.iter() {
-                let Ok(k) = k.cast::<PyString>() else {
-                    return Err(invalid(format!("object keys must be strings, not {}", py_type_name(&k))).into());
-                };
-                m.insert(utf8(k)?.into_owned(), py_to_value(&x, depth + 1, max_depth)?);
-            }
-            return Ok(Value::Object(m));
-        }
-        let mut a = Vec::with_capacity(v.len().map_err(py_fail)?);
-        for x in v.try_iter().map_err(py_fail)? {
-            a.push(py_to_value(&x.map_err(py_fail)?, depth + 1, max_depth)?);
-        }
-        return Ok(Value::Array(a));
+        Err(e) => Err(py_fail(e)),
     }
-    if v.is_none() {
-        return Ok(Value::Null);
-    }
-    if let Ok(f) = v.cast::<PyFloat>() {
-        let x = f.value();
-        return Number::from_f64(x)
-            .map(Value::Number)
-            .ok_or_else(|| invalid(format!("{x} is not a JSON number")).into());
-    }
-    Err(invalid(format!("{} is not a JSON value", py_type_name(v))).into())
 }
 
 fn value_to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
@@ -1076,25 +947,23 @@ fn core_patch(patch: &Bound<'_, PyAny>, max_depth: usize) -> R<Vec<Operation>> {
 fn core_ops<'py>(items: impl Iterator<Item = Bound<'py, PyAny>>, n: usize, max_depth: usize) -> R<Vec<Operation>> {
     let mut ops = Vec::with_capacity(n);
     for (i, item) in items.enumerate() {
-        let item = &item;
-        let py = item.py();
-        let raw = read_raw(i, item)?;
+        let raw = read_raw(i, &item)?;
         let op = raw.op.to_cow().map_err(py_fail)?;
         let path = as_str(&raw.path, "path").map_err(|e| with_index(e, i, Some(&op), None))?;
         let Some(kind) = raw.kind else {
             return Err(with_index(invalid(format!("unknown op {op:?}")), i, Some(&op), Some(&path)).into());
         };
         let at = |e: PatchError| with_index(e, i, Some(&op), Some(&path));
-        let path_ptr = core_pointer(py, &path).map_err(at)?;
+        let path_ptr = core::Pointer::parse(&path).map_err(at)?;
         let from = match &raw.from {
-            Some(f) => Some(core_pointer(py, &as_str(f, "from").map_err(at)?).map_err(|mut e| {
+            Some(f) => Some(core::Pointer::parse(&as_str(f, "from").map_err(at)?).map_err(|mut e| {
                 e.reason = format!("from: {}", e.reason);
                 at(e)
             })?),
             None => None,
         };
         let value = match &raw.value {
-            Some(v) => Some(py_to_value(v, 0, max_depth).map_err(|f| match f {
+            Some(v) => Some(py_to_value(v, max_depth).map_err(|f| match f {
                 Fail::Patch(e) => Fail::Patch(at(e)),
                 other => other,
             })?),
@@ -1107,44 +976,49 @@ fn core_ops<'py>(items: impl Iterator<Item = Bound<'py, PyAny>>, n: usize, max_d
 
 /// A patch for the Rust-held document: operations read from Python objects, or JSON text
 /// (borrowed from an immutable `str`/`bytes`, parsed with the GIL released).
-enum Pending<'a> {
-    Ops(Vec<Operation>),
-    Json(&'a [u8]),
-}
-
-fn pending<'a>(patch: &'a Bound<'_, PyAny>, max_depth: usize) -> R<Pending<'a>> {
+fn pending<'a>(patch: &'a Bound<'_, PyAny>, max_depth: usize, reader: &mut PatchBuilder) -> R<PatchInput<'a>> {
     if let Ok(s) = patch.cast::<PyString>() {
         let text = s.to_str().map_err(|_| invalid("patch text is not valid UTF-8"))?;
-        return Ok(Pending::Json(text.as_bytes()));
+        return Ok(PatchInput::Json(text.as_bytes()));
+    }
+    if let Some(ops) = walk_patch(patch, max_depth, reader) {
+        return Ok(PatchInput::Ops(ops));
     }
     if let Ok(b) = patch.cast::<PyBytes>() {
-        return Ok(Pending::Json(b.as_bytes()));
+        return Ok(PatchInput::Json(b.as_bytes()));
     }
-    Ok(Pending::Ops(core_patch(patch, max_depth)?))
+    Ok(PatchInput::Ops(core_patch(patch, max_depth)?))
 }
 
-fn run_pending(r: &mut core::Replayer<'_>, p: Pending<'_>, max_depth: usize) -> Result<(), PatchError> {
-    match p {
-        Pending::Ops(ops) => r.apply_owned(ops),
-        Pending::Json(text) => {
-            // +2: the patch array and the operation object around each value.
-            let v = core::parse_json(text, max_depth, 2).map_err(|mut e| {
-                e.reason = format!("patch is {}", e.reason);
-                e
-            })?;
-            r.apply_json(&v)
-        }
+/// A list or tuple of operations read in one walk (`walk.rs`) into the core's
+/// `PatchBuilder`: no member lookups, recurring pointers from its cache, values built as
+/// they are walked. `None` when the patch is not plainly well formed (or not a list or
+/// tuple): `core_patch` then reads it the exact way and names the error.
+fn walk_patch(patch: &Bound<'_, PyAny>, max_depth: usize, reader: &mut PatchBuilder) -> Option<Vec<Operation>> {
+    if !(patch.is_exact_instance_of::<PyList>() || patch.is_exact_instance_of::<PyTuple>()) {
+        return None;
     }
+    reader.start(max_depth);
+    // Three levels more for the walker: the patch array, the operation, the value's own.
+    let opts = Opts { pydantic: false, lossy_surrogates: false, max_depth: max_depth as u32 + 3 };
+    let mut w = Walker::new(patch.py(), std::mem::take(reader), opts);
+    let walked = w.value(patch.as_ptr());
+    *reader = std::mem::take(&mut w.sink);
+    let ops = reader.finish();
+    walked.ok().and(ops)
 }
 
-/// A chunk of converted patches (a conversion error stands in for its patch).
-type Converted<'a> = Vec<Result<Pending<'a>, PatchError>>;
-
-/// Convert patches; `true` when a patch failed to convert and no more should be read.
-fn convert_chunk<'a>(chunk: &'a [Bound<'_, PyAny>], opts: &Options, skip_errors: bool) -> PyResult<(Converted<'a>, bool)> {
+/// Read a chunk of patches (a patch that cannot be read stands as its error); `true` when
+/// one failed and no more should be read.
+fn convert_chunk<'a>(
+    chunk: &'a [Bound<'_, PyAny>],
+    max_depth: usize,
+    skip_errors: bool,
+    reader: &mut PatchBuilder,
+) -> PyResult<(Vec<Result<PatchInput<'a>, PatchError>>, bool)> {
     let mut converted = Vec::with_capacity(chunk.len());
     for p in chunk {
-        match pending(p, opts.max_depth) {
+        match pending(p, max_depth, reader) {
             Ok(ops) => converted.push(Ok(ops)),
             Err(Fail::Patch(e)) => {
                 converted.push(Err(e));
@@ -1158,24 +1032,14 @@ fn convert_chunk<'a>(chunk: &'a [Bound<'_, PyAny>], opts: &Options, skip_errors:
     Ok((converted, false))
 }
 
-/// Apply converted patches numbered from `base`; the failing one (unless skipped).
-fn apply_chunk(r: &mut core::Replayer<'_>, converted: Converted<'_>, base: usize, applied: &mut usize, skip_errors: bool, opts: &Options) -> Option<(usize, PatchError)> {
-    for (n, p) in converted.into_iter().enumerate() {
-        match p.and_then(|p| run_pending(r, p, opts.max_depth)) {
-            Ok(()) => *applied += 1,
-            Err(e) if !skip_errors => return Some((base + n, e)),
-            Err(_) => {}
-        }
-    }
-    None
-}
-
 /// A JSON document held in Rust: replays many patches without converting back to Python,
 /// materializing the Python object only when asked.
 #[pyclass(module = "agui_fast._native", name = "StateDocument")]
 pub struct StateDocument {
     doc: Value,
     opts: Options,
+    /// Reads operation lists (and keeps their pointers) from patch to patch.
+    reader: PatchBuilder,
 }
 
 #[pymethods]
@@ -1186,16 +1050,16 @@ impl StateDocument {
         let opts = options(max_depth)?;
         let doc = match doc {
             None => core::empty_object(),
-            Some(d) => py_to_value(d, 0, max_depth).map_err(|f| raise(py, f))?,
+            Some(d) => py_to_value(d, max_depth).map_err(|f| raise(py, f))?,
         };
-        Ok(StateDocument { doc, opts })
+        Ok(StateDocument { doc, opts, reader: PatchBuilder::default() })
     }
 
     /// Apply one patch atomically (the GIL is released while applying).
     fn apply(&mut self, py: Python<'_>, patch: &Bound<'_, PyAny>) -> PyResult<()> {
-        let p = pending(patch, self.opts.max_depth).map_err(|f| raise(py, f))?;
+        let p = pending(patch, self.opts.max_depth, &mut self.reader).map_err(|f| raise(py, f))?;
         let (doc, opts) = (&mut self.doc, &self.opts);
-        py.detach(|| run_pending(&mut core::Replayer::new(doc, opts), p, opts.max_depth)).map_err(|e| to_py_err(py, &e))
+        py.detach(|| core::Replayer::new(doc, opts).apply_input(p)).map_err(|e| to_py_err(py, &e))
     }
 
     /// Apply patches in order, each atomically. Stops at the first failing one and raises
@@ -1205,15 +1069,16 @@ impl StateDocument {
     #[pyo3(signature = (patches, *, skip_errors = false))]
     fn apply_many(&mut self, py: Python<'_>, patches: &Bound<'_, PyAny>, skip_errors: bool) -> PyResult<usize> {
         let items = patch_items(patches).map_err(|f| raise(py, f))?;
-        let opts = self.opts;
-        let mut replayer = core::Replayer::new(&mut self.doc, &opts);
+        let StateDocument { doc, opts, reader } = self;
+        let opts = *opts;
+        let mut replayer = core::Replayer::new(doc, &opts);
         let mut applied = 0;
         // Converted and applied in chunks: a chunk's operations stay in cache and reuse the
         // same memory, and the GIL is released once per chunk. (Converting on this thread
         // while another applies was slower on a loaded 2-core machine.)
         for (c, chunk) in items.chunks(APPLY_CHUNK).enumerate() {
-            let (converted, stop) = convert_chunk(chunk, &opts, skip_errors)?;
-            let failure = py.detach(|| apply_chunk(&mut replayer, converted, c * APPLY_CHUNK, &mut applied, skip_errors, &opts));
+            let (converted, stop) = convert_chunk(chunk, opts.max_depth, skip_errors, reader)?;
+            let failure = py.detach(|| replayer.apply_many(converted, c * APPLY_CHUNK, &mut applied, skip_errors));
             if let Some((n, mut e)) = failure {
                 e.reason = format!("{} (in patch {n})", e.reason);
                 let err = to_py_err(py, &e);
@@ -1240,7 +1105,7 @@ impl StateDocument {
 
     /// Replace the whole document (e.g. on a STATE_SNAPSHOT).
     fn replace(&mut self, py: Python<'_>, doc: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.doc = py_to_value(doc, 0, self.opts.max_depth).map_err(|f| raise(py, f))?;
+        self.doc = py_to_value(doc, self.opts.max_depth).map_err(|f| raise(py, f))?;
         Ok(())
     }
 

@@ -3,13 +3,14 @@
 //! writer (`encode::dumps`: one conversion path). Results leave as JSON text that
 //! `agui_fast/stream.py` types with msgspec. Batch work runs with the GIL released.
 
-use agui_core::stream::{self as core, kept_surrogate, parse_event, ReplayOptions, Stage, StreamError, Warning};
+use agui_core::limits::{DEFAULT_MAX_DEPTH, MAX_DEPTH_CAP};
+use agui_core::stream::{self as core, kept_surrogate, parse_event_limited, ReplayOptions, Stage, StreamError, Warning};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use serde_json::Value;
 
-use crate::errors::{error_class, make_error};
+use crate::errors::{check_max_depth, error_class, make_error};
 use pyo3::sync::PyOnceLock;
 
 /// Below this many events releasing the GIL costs more than it saves.
@@ -28,7 +29,9 @@ fn set_surrogate_writer(py: Python<'_>, writer: Py<PyAny>) {
 }
 
 /// The JSON text of one event: borrowed from `bytes`/`str`, or written by the native
-/// writer (the surrogate writer when that refuses the object).
+/// writer (the surrogate writer when that refuses the object). The depth limit is the
+/// parse's (`max_depth=`): the writer's is only a guard against cycles, so an object
+/// nested too deep is the same `InvalidJsonError` as text nested too deep.
 fn with_json<R>(py: Python<'_>, event: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) -> R) -> PyResult<R> {
     if let Ok(b) = event.cast::<PyBytes>() {
         return Ok(f(b.as_bytes()));
@@ -36,7 +39,7 @@ fn with_json<R>(py: Python<'_>, event: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) 
     if let Ok(s) = event.cast::<PyString>() {
         return Ok(f(s.to_str()?.as_bytes()));
     }
-    let b = match crate::encode::dumps(py, event, true, agui_core::limits::DEFAULT_MAX_DEPTH as u32) {
+    let b = match crate::encode::dumps(py, event, true, MAX_DEPTH_CAP as u32 + 1) {
         Ok(b) => b,
         Err(e) => match SURROGATE_WRITER.get(py) {
             Some(w) if e.is_instance(py, error_class(py, "EncodeError")?.as_any()) => w.bind(py).call1((event,))?.cast_into::<PyBytes>()?,
@@ -47,8 +50,8 @@ fn with_json<R>(py: Python<'_>, event: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) 
 }
 
 /// One event as a JSON value (a decode error is reported at `index`).
-fn event_value(py: Python<'_>, event: &Bound<'_, PyAny>, index: usize) -> PyResult<Value> {
-    with_json(py, event, parse_event)?.map_err(|mut e| {
+fn event_value(py: Python<'_>, event: &Bound<'_, PyAny>, index: usize, max_depth: usize) -> PyResult<Value> {
+    with_json(py, event, |b| parse_event_limited(b, max_depth))?.map_err(|mut e| {
         e.index = index;
         stream_error(py, &e)
     })
@@ -124,8 +127,8 @@ fn items<'py>(events: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
 }
 
 /// The JSON values of a sequence of events (the first unreadable one raises).
-fn values(py: Python<'_>, events: &Bound<'_, PyAny>) -> PyResult<Vec<Value>> {
-    items(events)?.iter().enumerate().map(|(i, e)| event_value(py, e, i)).collect()
+fn values(py: Python<'_>, events: &Bound<'_, PyAny>, max_depth: usize) -> PyResult<Vec<Value>> {
+    items(events)?.iter().enumerate().map(|(i, e)| event_value(py, e, i, max_depth)).collect()
 }
 
 // ---------------------------------------------------------------------------------------
@@ -139,19 +142,22 @@ pub struct ChunkExpander {
     inner: core::ChunkExpander,
     index: usize,
     warnings: Vec<Warning>,
+    max_depth: usize,
 }
 
 #[pymethods]
 impl ChunkExpander {
     #[new]
-    fn new() -> Self {
-        ChunkExpander { inner: core::ChunkExpander::new(), index: 0, warnings: Vec::new() }
+    #[pyo3(signature = (*, max_depth = DEFAULT_MAX_DEPTH))]
+    fn new(max_depth: usize) -> PyResult<Self> {
+        let max_depth = check_max_depth(max_depth)?;
+        Ok(ChunkExpander { inner: core::ChunkExpander::new(), index: 0, warnings: Vec::new(), max_depth })
     }
 
     fn push<'py>(&mut self, py: Python<'py>, event: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
         let index = self.index;
         self.index += 1;
-        let v = event_value(py, event, index)?;
+        let v = event_value(py, event, index, self.max_depth)?;
         let out = self.inner.push(v);
         for w in self.inner.take_warnings() {
             self.warnings.push(Warning { index, message: w });
@@ -174,13 +180,14 @@ impl ChunkExpander {
 /// expand_chunks(events) -> (bytes, warnings, error | None): the expanded events before
 /// the error, as a JSON array.
 #[pyfunction]
-fn expand_chunks<'py>(py: Python<'py>, events: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyTuple>> {
-    let mut x = ChunkExpander::new();
+#[pyo3(signature = (events, /, *, max_depth = DEFAULT_MAX_DEPTH))]
+fn expand_chunks<'py>(py: Python<'py>, events: &Bound<'py, PyAny>, max_depth: usize) -> PyResult<Bound<'py, PyTuple>> {
+    let mut x = ChunkExpander::new(max_depth)?;
     let mut out = Vec::new();
     let mut error = None;
     for (i, e) in items(events)?.iter().enumerate() {
         x.index = i + 1;
-        let r = event_value(py, e, i).and_then(|v| {
+        let r = event_value(py, e, i, max_depth).and_then(|v| {
             let r = x.inner.push_into(v, &mut out);
             for w in x.inner.take_warnings() {
                 x.warnings.push(Warning { index: i, message: w });
@@ -207,19 +214,21 @@ fn expand_chunks<'py>(py: Python<'py>, events: &Bound<'py, PyAny>) -> PyResult<B
 pub struct EventVerifier {
     inner: core::EventVerifier,
     index: usize,
+    max_depth: usize,
 }
 
 #[pymethods]
 impl EventVerifier {
     #[new]
-    fn new() -> Self {
-        EventVerifier { inner: core::EventVerifier::new(), index: 0 }
+    #[pyo3(signature = (*, max_depth = DEFAULT_MAX_DEPTH))]
+    fn new(max_depth: usize) -> PyResult<Self> {
+        Ok(EventVerifier { inner: core::EventVerifier::new(), index: 0, max_depth: check_max_depth(max_depth)? })
     }
 
     fn push(&mut self, py: Python<'_>, event: &Bound<'_, PyAny>) -> PyResult<()> {
         let index = self.index;
         self.index += 1;
-        let v = event_value(py, event, index)?;
+        let v = event_value(py, event, index, self.max_depth)?;
         self.inner.push(&v).map_err(|mut e| {
             e.index = index;
             stream_error(py, &e)
@@ -229,8 +238,9 @@ impl EventVerifier {
 
 /// verify_events(events): raises `VerificationError` at the first violation.
 #[pyfunction]
-fn verify_events(py: Python<'_>, events: &Bound<'_, PyAny>) -> PyResult<()> {
-    let vs = values(py, events)?;
+#[pyo3(signature = (events, /, *, max_depth = DEFAULT_MAX_DEPTH))]
+fn verify_events(py: Python<'_>, events: &Bound<'_, PyAny>, max_depth: usize) -> PyResult<()> {
+    let vs = values(py, events, check_max_depth(max_depth)?)?;
     let r = if vs.len() >= DETACH_MIN { py.detach(|| core::verify_events(&vs)) } else { core::verify_events(&vs) };
     r.map_err(|e| stream_error(py, &e))
 }
@@ -241,9 +251,11 @@ fn verify_events(py: Python<'_>, events: &Bound<'_, PyAny>) -> PyResult<()> {
 
 /// compact_events(events) -> (bytes, warnings): the compacted events as a JSON array.
 #[pyfunction]
-fn compact_events<'py>(py: Python<'py>, events: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyTuple>> {
-    let vs = values(py, events)?;
-    let (out, warnings) = py.detach(|| core::compact_events(vs));
+#[pyo3(signature = (events, /, *, max_depth = DEFAULT_MAX_DEPTH))]
+fn compact_events<'py>(py: Python<'py>, events: &Bound<'py, PyAny>, max_depth: usize) -> PyResult<Bound<'py, PyTuple>> {
+    let max_depth = check_max_depth(max_depth)?;
+    let vs = values(py, events, max_depth)?;
+    let (out, warnings) = py.detach(|| core::compact_events_limited(vs, max_depth));
     (json_list(py, &out), PyList::new(py, warnings)?).into_pyobject(py)
 }
 
@@ -251,11 +263,12 @@ fn compact_events<'py>(py: Python<'py>, events: &Bound<'py, PyAny>) -> PyResult<
 // Replay
 // ---------------------------------------------------------------------------------------
 
-fn initial(py: Python<'_>, messages: Option<&Bound<'_, PyAny>>, state: Option<&Bound<'_, PyAny>>) -> PyResult<(Vec<Value>, Value)> {
+fn initial(py: Python<'_>, messages: Option<&Bound<'_, PyAny>>, state: Option<&Bound<'_, PyAny>>, max_depth: usize) -> PyResult<(Vec<Value>, Value)> {
+    let parse = |b: &[u8]| agui_core::stream::parse_json_limited(b, max_depth);
     let messages = match messages {
         None => Vec::new(),
         Some(m) => {
-            let v = with_json(py, m, agui_core::stream::parse_json)?
+            let v = with_json(py, m, parse)?
                 .map_err(|e| make_error(py, "InvalidJsonError", format!("messages: {e}"), None))?;
             match v {
                 Value::Array(a) => a,
@@ -265,7 +278,7 @@ fn initial(py: Python<'_>, messages: Option<&Bound<'_, PyAny>>, state: Option<&B
     };
     let state = match state {
         None => core::empty_state(),
-        Some(s) => with_json(py, s, agui_core::stream::parse_json)?
+        Some(s) => with_json(py, s, parse)?
             .map_err(|e| make_error(py, "InvalidJsonError", format!("state: {e}"), None))?,
     };
     Ok((messages, state))
@@ -293,7 +306,7 @@ fn change_tuple<'py>(py: Python<'py>, c: &core::Change) -> PyResult<Bound<'py, P
 #[pymethods]
 impl Replayer {
     #[new]
-    #[pyo3(signature = (messages=None, state=None, *, verify=false, expand=true, compat=true))]
+    #[pyo3(signature = (messages=None, state=None, *, verify=false, expand=true, compat=true, max_depth=DEFAULT_MAX_DEPTH))]
     fn new(
         py: Python<'_>,
         messages: Option<&Bound<'_, PyAny>>,
@@ -301,9 +314,11 @@ impl Replayer {
         verify: bool,
         expand: bool,
         compat: bool,
+        max_depth: usize,
     ) -> PyResult<Self> {
-        let (messages, state) = initial(py, messages, state)?;
-        let options = ReplayOptions { verify, expand, compat };
+        let max_depth = check_max_depth(max_depth)?;
+        let (messages, state) = initial(py, messages, state, max_depth)?;
+        let options = ReplayOptions { verify, expand, compat, max_depth };
         Ok(Replayer { inner: std::sync::Mutex::new(core::Replayer::new(messages, state, options)) })
     }
 
@@ -377,10 +392,11 @@ fn log_format(format: &str) -> PyResult<Option<agui_core::log::Format>> {
     }
 }
 
-/// replay_log(data, messages=None, state=None, *, format="auto", verify=False): replay a
-/// log (SSE or protobuf, gzip or not) given as bytes, with the GIL released.
+/// replay_log(data, messages=None, state=None, *, format="auto", verify=False,
+/// max_depth=512): replay a log (SSE or protobuf, gzip or not) given as bytes, with the
+/// GIL released.
 #[pyfunction]
-#[pyo3(signature = (data, messages=None, state=None, *, format="auto", verify=false))]
+#[pyo3(signature = (data, messages=None, state=None, *, format="auto", verify=false, max_depth=DEFAULT_MAX_DEPTH))]
 fn replay_log<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyBytes>,
@@ -388,29 +404,32 @@ fn replay_log<'py>(
     state: Option<&Bound<'py, PyAny>>,
     format: &str,
     verify: bool,
+    max_depth: usize,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let format = log_format(format)?;
-    let (messages, state) = initial(py, messages, state)?;
+    let max_depth = check_max_depth(max_depth)?;
+    let (messages, state) = initial(py, messages, state, max_depth)?;
     let log = data.as_bytes();
-    let options = ReplayOptions { verify, ..ReplayOptions::default() };
+    let options = ReplayOptions { verify, max_depth, ..ReplayOptions::default() };
     let r = py.detach(|| core::replay_log(log, format, messages, state, options));
     replay_tuple(py, &r)
 }
 
-/// replay_log_files(paths, *, format="auto", verify=False, threads=0): read and replay log
-/// files on Rust threads (0: the machine's parallelism) in constant memory each, GIL
-/// released; one tuple per path.
+/// replay_log_files(paths, *, format="auto", verify=False, threads=0, max_depth=512): read
+/// and replay log files on Rust threads (0: the machine's parallelism) in constant memory
+/// each, GIL released; one tuple per path.
 #[pyfunction]
-#[pyo3(signature = (paths, *, format="auto", verify=false, threads=0))]
+#[pyo3(signature = (paths, *, format="auto", verify=false, threads=0, max_depth=DEFAULT_MAX_DEPTH))]
 fn replay_log_files<'py>(
     py: Python<'py>,
     paths: Vec<std::path::PathBuf>,
     format: &str,
     verify: bool,
     threads: usize,
+    max_depth: usize,
 ) -> PyResult<Bound<'py, PyList>> {
     let format = log_format(format)?;
-    let options = ReplayOptions { verify, ..ReplayOptions::default() };
+    let options = ReplayOptions { verify, max_depth: check_max_depth(max_depth)?, ..ReplayOptions::default() };
     let replays = py.detach(|| core::replay_log_files(&paths, format, options, threads));
     PyList::new(py, replays.iter().map(|r| replay_tuple(py, r)).collect::<PyResult<Vec<_>>>()?)
 }

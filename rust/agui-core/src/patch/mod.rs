@@ -42,8 +42,15 @@
 //! `remove` of the whole document leaves `null`. Moving a value into its own child fails
 //! in both (fast-json-patch with a `TypeError`).
 
+mod build;
+pub mod cache;
 pub mod engine;
+mod plain;
 mod value;
+
+pub use build::{PatchBuilder, ValueBuilder};
+pub use plain::{read_plain_patch, PlainOps};
+pub(crate) use plain::Text;
 
 use serde_json::{Map, Value};
 use std::fmt;
@@ -365,56 +372,65 @@ impl Operation {
 /// Validate a patch given as JSON (an array of operation objects). Unknown members are
 /// ignored (RFC 6902 section 4).
 pub fn parse_patch(patch: &Value) -> Result<Vec<Operation>, PatchError> {
+    parse_patch_owned(patch.clone())
+}
+
+/// [`parse_patch`] of a patch the caller gives away: values are moved, not cloned.
+pub fn parse_patch_owned(patch: Value) -> Result<Vec<Operation>, PatchError> {
     let Value::Array(items) = patch else {
-        return Err(invalid(format!("a JSON Patch must be an array, not {}", type_name(patch))));
+        return Err(invalid(format!("a JSON Patch must be an array, not {}", type_name(&patch))));
     };
-    items
-        .iter()
-        .enumerate()
-        .map(|(i, item)| {
-            let Value::Object(m) = item else {
-                let mut e = invalid(format!("operation must be an object, not {}", type_name(item)));
-                e.index = Some(i);
-                return Err(e);
-            };
-            let op = match m.get("op") {
-                Some(Value::String(s)) => s.as_str(),
-                Some(_) => {
-                    let mut e = invalid("member 'op' must be a string");
-                    e.index = Some(i);
-                    return Err(e);
-                }
-                None => {
-                    let mut e = invalid("missing member 'op'");
-                    e.index = Some(i);
-                    return Err(e);
-                }
-            };
-            let path = match m.get("path") {
-                Some(Value::String(s)) => s.as_str(),
-                Some(_) => {
-                    let mut e = invalid("member 'path' must be a string");
-                    e.index = Some(i);
-                    e.op = Some(op.to_string());
-                    return Err(e);
-                }
-                None => {
-                    let mut e = invalid("missing member 'path'");
-                    e.index = Some(i);
-                    e.op = Some(op.to_string());
-                    return Err(e);
-                }
-            };
-            let from = match m.get("from") {
-                Some(Value::String(s)) => Some(s.as_str()),
-                Some(_) if OpKind::parse(op).is_some_and(OpKind::needs_from) => {
-                    return Err(invalid("member 'from' must be a string").at(i, op, path))
-                }
-                _ => None,
-            };
-            Operation::build(i, op, path, from, m.get("value").cloned())
-        })
-        .collect()
+    let mut ops = Vec::with_capacity(items.len());
+    for (i, mut item) in items.into_iter().enumerate() {
+        let value = item.get_mut("value").map(Value::take);
+        ops.push(read_operation(i, &item, value)?);
+    }
+    Ok(ops)
+}
+
+/// One operation object of a patch (its `value` member taken out beforehand).
+fn read_operation(i: usize, item: &Value, value: Option<Value>) -> Result<Operation, PatchError> {
+    let Value::Object(m) = item else {
+        let mut e = invalid(format!("operation must be an object, not {}", type_name(item)));
+        e.index = Some(i);
+        return Err(e);
+    };
+    let op = match m.get("op") {
+        Some(Value::String(s)) => s.as_str(),
+        Some(_) => {
+            let mut e = invalid("member 'op' must be a string");
+            e.index = Some(i);
+            return Err(e);
+        }
+        None => {
+            let mut e = invalid("missing member 'op'");
+            e.index = Some(i);
+            return Err(e);
+        }
+    };
+    let path = match m.get("path") {
+        Some(Value::String(s)) => s.as_str(),
+        Some(_) => {
+            let mut e = invalid("member 'path' must be a string");
+            e.index = Some(i);
+            e.op = Some(op.to_string());
+            return Err(e);
+        }
+        None => {
+            let mut e = invalid("missing member 'path'");
+            e.index = Some(i);
+            e.op = Some(op.to_string());
+            return Err(e);
+        }
+    };
+    let from = match m.get("from") {
+        Some(Value::String(s)) => Some(s.as_str()),
+        Some(_) if OpKind::parse(op).is_some_and(OpKind::needs_from) => {
+            return Err(invalid("member 'from' must be a string").at(i, op, path))
+        }
+        _ => None,
+    };
+    Operation::build(i, op, path, from, value)
 }
 
 
@@ -441,16 +457,68 @@ pub fn apply_patch_owned(doc: &mut Value, ops: Vec<Operation>, opts: &Options) -
     Replayer::new(doc, opts).apply_owned(ops)
 }
 
+/// One patch of a replayed log: operations already read (by a binding), or JSON text.
+pub enum PatchInput<'a> {
+    Ops(Vec<Operation>),
+    Json(&'a [u8]),
+}
+
 /// Applies many patches to one document in turn (replaying a log), each atomically,
 /// reusing its buffers between patches.
 pub struct Replayer<'d> {
     doc: value::ValueDoc<'d>,
     patcher: engine::Patcher<value::ValueDoc<'d>>,
+    max_depth: usize,
+    pointers: cache::PointerCache,
 }
 
 impl<'d> Replayer<'d> {
     pub fn new(doc: &'d mut Value, opts: &Options) -> Self {
-        Replayer { doc: value::ValueDoc { root: doc, values: Some(Vec::new()) }, patcher: engine::Patcher::new(*opts) }
+        Replayer {
+            doc: value::ValueDoc { root: doc, values: Some(Vec::new()) },
+            patcher: engine::Patcher::new(*opts),
+            max_depth: opts.max_depth,
+            pointers: cache::PointerCache::default(),
+        }
+    }
+
+    /// Apply one patch given as operations or as JSON text (nesting checked against the
+    /// depth limit, plus the two levels of the patch array and the operation object).
+    pub fn apply_input(&mut self, patch: PatchInput<'_>) -> Result<(), PatchError> {
+        match patch {
+            PatchInput::Ops(ops) => self.apply_owned(ops),
+            PatchInput::Json(text) => {
+                if let Some(ops) = read_plain_patch(text, self.max_depth, &mut self.pointers) {
+                    return self.apply_owned(ops);
+                }
+                let v = parse_json(text, self.max_depth, 2).map_err(|mut e| {
+                    e.reason = format!("patch is {}", e.reason);
+                    e
+                })?;
+                self.apply_owned(parse_patch_owned(v)?)
+            }
+        }
+    }
+
+    /// Apply patches in order, each atomically; `Err` items are patches that could not be
+    /// read. Counts the patches applied in `applied`. Stops at the first failing patch and
+    /// returns its position (from `base`) and error, or with `skip_errors` skips it (the
+    /// reference reducer's behaviour).
+    pub fn apply_many<'a>(
+        &mut self,
+        patches: impl IntoIterator<Item = Result<PatchInput<'a>, PatchError>>,
+        base: usize,
+        applied: &mut usize,
+        skip_errors: bool,
+    ) -> Option<(usize, PatchError)> {
+        for (n, p) in patches.into_iter().enumerate() {
+            match p.and_then(|p| self.apply_input(p)) {
+                Ok(()) => *applied += 1,
+                Err(e) if !skip_errors => return Some((base + n, e)),
+                Err(_) => {}
+            }
+        }
+        None
     }
 
     /// Apply one patch, moving the `add`/`replace` values out of `ops`.
@@ -464,11 +532,6 @@ impl<'d> Replayer<'d> {
         self.patcher.run(&mut self.doc, &ops).map_err(no_doc_error)
     }
 
-    /// Parse and apply one patch given as JSON.
-    pub fn apply_json(&mut self, patch: &Value) -> Result<(), PatchError> {
-        self.apply_owned(parse_patch(patch)?)
-    }
-
     /// The document.
     pub fn doc(&self) -> &Value {
         self.doc.root
@@ -478,6 +541,11 @@ impl<'d> Replayer<'d> {
 /// Parse and apply a patch given as JSON.
 pub fn apply_json_patch(doc: &mut Value, patch: &Value, opts: &Options) -> Result<(), PatchError> {
     apply_patch_owned(doc, parse_patch(patch)?, opts)
+}
+
+/// [`apply_json_patch`] of a patch the caller gives away (its values are moved).
+pub fn apply_json_patch_owned(doc: &mut Value, patch: Value, opts: &Options) -> Result<(), PatchError> {
+    apply_patch_owned(doc, parse_patch_owned(patch)?, opts)
 }
 
 /// Resolve a pointer (already split into tokens) to a value.

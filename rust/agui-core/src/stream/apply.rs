@@ -7,7 +7,7 @@
 
 use super::event::EventType;
 use super::js::{self, strict_eq};
-use super::{patch_json, Stage, StreamError};
+use super::{patch_json, patch_ops, Stage, StreamError};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 
@@ -186,6 +186,8 @@ pub struct EventApplier {
     state: Value,
     pending_interrupts: Vec<Value>,
     index: usize,
+    /// Depth limit of the values patches build (`limits::DEFAULT_MAX_DEPTH`).
+    max_depth: usize,
 }
 
 impl Default for EventApplier {
@@ -197,7 +199,19 @@ impl Default for EventApplier {
 impl EventApplier {
     /// Start from these messages and state (the agent's, before the first event).
     pub fn new(messages: Vec<Value>, state: Value) -> Self {
-        EventApplier { messages: Messages::new(messages), state, pending_interrupts: Vec::new(), index: 0 }
+        EventApplier {
+            messages: Messages::new(messages),
+            state,
+            pending_interrupts: Vec::new(),
+            index: 0,
+            max_depth: crate::limits::DEFAULT_MAX_DEPTH,
+        }
+    }
+
+    /// The depth limit of state and activity patches (the one the events were parsed with).
+    pub fn with_max_depth(mut self, max_depth: usize) -> Self {
+        self.max_depth = max_depth;
+        self
     }
     pub fn messages(&self) -> &[Value] {
         &self.messages.list
@@ -221,6 +235,36 @@ impl EventApplier {
         let index = self.index;
         self.index += 1;
         self.apply_inner(event).map_err(|e| e.at(index, event))
+    }
+
+    /// [`apply`](Self::apply) of an event the caller gives away: a `STATE_DELTA`'s
+    /// values move into the state instead of being copied (the hot path of a state
+    /// stream).
+    pub fn apply_owned(&mut self, mut event: Value) -> Result<Change, StreamError> {
+        if EventType::of(&event) != EventType::StateDelta {
+            return self.apply(&event);
+        }
+        self.index += 1;
+        Ok(self.state_delta(event.get_mut("delta").map(Value::take).unwrap_or(Value::Null)))
+    }
+
+    /// A `STATE_DELTA` in its plain form, its operations read without an event object
+    /// (`Replayer::push_json`): applied as [`apply`](Self::apply) applies the event.
+    pub fn apply_state_ops(&mut self, ops: Vec<crate::patch::Operation>) -> Change {
+        self.index += 1;
+        self.state_patch(Ok(ops))
+    }
+
+    fn state_delta(&mut self, delta: Value) -> Change {
+        self.state_patch(crate::patch::parse_patch_owned(delta))
+    }
+
+    /// A failing patch leaves the state as it was and warns, as the reference does.
+    fn state_patch(&mut self, ops: Result<Vec<crate::patch::Operation>, crate::patch::PatchError>) -> Change {
+        match ops.and_then(|ops| patch_ops(&mut self.state, ops, self.max_depth)) {
+            Ok(()) => Change { state: true, ..Change::default() },
+            Err(e) => Change::warn(format!("Failed to apply state patch: {e}")),
+        }
     }
 
     fn apply_inner(&mut self, event: &Value) -> Result<Change, StreamError> {
@@ -260,13 +304,7 @@ impl EventApplier {
                 // `state = undefined` is not a mutation the agent takes.
                 None => Change::default(),
             },
-            E::StateDelta => {
-                let delta = event.get("delta").unwrap_or(&Value::Null);
-                match patch_json(&mut self.state, delta) {
-                    Ok(()) => Change { state: true, ..Change::default() },
-                    Err(e) => Change::warn(format!("Failed to apply state patch: {e}")),
-                }
-            }
+            E::StateDelta => self.state_delta(event.get("delta").cloned().unwrap_or(Value::Null)),
             E::MessagesSnapshot => self.messages_snapshot(event)?,
             E::ActivitySnapshot => self.activity_snapshot(event),
             E::ActivityDelta => self.activity_delta(event),
@@ -707,7 +745,7 @@ impl EventApplier {
             None | Some(Value::Null) => &empty,
             Some(p) => p,
         };
-        match patch_json(&mut content, patch) {
+        match patch_json(&mut content, patch.clone(), self.max_depth) {
             Ok(()) => {
                 m.insert("content".into(), content);
                 set_or_remove(m, "activityType", event.get("activityType"));

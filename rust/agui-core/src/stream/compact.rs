@@ -132,7 +132,7 @@ fn flush(p: Pending, content_type: &str, id_field: &str, end: Option<Value>, out
     out.extend(p.other);
 }
 
-fn flush_state(window: Vec<Value>, out: &mut Vec<Value>, warnings: &mut Vec<String>) {
+fn flush_state(window: Vec<Value>, out: &mut Vec<Value>, warnings: &mut Vec<String>, max_depth: usize) {
     let Some(last) = window.iter().rposition(|e| EventType::of(e) == EventType::StateSnapshot) else {
         out.extend(window);
         return;
@@ -144,7 +144,7 @@ fn flush_state(window: Vec<Value>, out: &mut Vec<Value>, warnings: &mut Vec<Stri
             state = e.get("snapshot").cloned();
         } else {
             let res = match &mut state {
-                Some(s) => patch_json(s, e.get("delta").unwrap_or(&Value::Null)).map_err(|e| e.to_string()),
+                Some(s) => patch_json(s, e.get("delta").cloned().unwrap_or(Value::Null), max_depth).map_err(|e| e.to_string()),
                 None => Err("the state is undefined".to_string()),
             };
             if let Err(err) = res {
@@ -169,6 +169,11 @@ fn flush_state(window: Vec<Value>, out: &mut Vec<Value>, warnings: &mut Vec<Stri
 
 /// Compact a whole sequence; returns the events and the warnings the reference prints.
 pub fn compact_events(events: impl IntoIterator<Item = Value>) -> (Vec<Value>, Vec<String>) {
+    compact_events_limited(events, crate::limits::DEFAULT_MAX_DEPTH)
+}
+
+/// [`compact_events`] with the depth limit of the merged state patches.
+pub fn compact_events_limited(events: impl IntoIterator<Item = Value>, max_depth: usize) -> (Vec<Value>, Vec<String>) {
     use EventType as E;
     let mut out = Vec::new();
     let mut warnings = Vec::new();
@@ -198,7 +203,7 @@ pub fn compact_events(events: impl IntoIterator<Item = Value>) -> (Vec<Value>, V
                 flush(p, "TOOL_CALL_ARGS", "toolCallId", Some(event), &mut out);
             }
             E::RunStarted | E::RunFinished | E::RunError => {
-                flush_state(std::mem::take(&mut window), &mut out, &mut warnings);
+                flush_state(std::mem::take(&mut window), &mut out, &mut warnings, max_depth);
                 out.push(event);
             }
             E::StateSnapshot | E::StateDelta => window.push(event),
@@ -219,6 +224,6 @@ pub fn compact_events(events: impl IntoIterator<Item = Value>) -> (Vec<Value>, V
     for p in tools.drain() {
         flush(p, "TOOL_CALL_ARGS", "toolCallId", None, &mut out);
     }
-    flush_state(window, &mut out, &mut warnings);
+    flush_state(window, &mut out, &mut warnings, max_depth);
     (out, warnings)
 }

@@ -2,6 +2,7 @@
 //! dispatched on its `type` once per stage through [`EventType`].
 
 use super::{Stage, StreamError};
+use crate::patch::Text;
 use serde_json::Value;
 
 macro_rules! event_types {
@@ -84,11 +85,17 @@ impl EventType {
 /// must be a JSON object. Lone surrogate escapes are kept (see `js::append`): a
 /// producer may split a character across two deltas.
 ///
-/// Invalid UTF-8 is replaced by U+FFFD, as the reference's `TextDecoder` does.
+/// Invalid UTF-8 is replaced by U+FFFD, as the reference's `TextDecoder` does. Nesting:
+/// at most `limits::DEFAULT_MAX_DEPTH` levels, the event object included.
 pub fn parse_event(payload: &[u8]) -> Result<Value, StreamError> {
-    let v = match super::js::parse_json(payload) {
+    parse_event_limited(payload, crate::limits::DEFAULT_MAX_DEPTH)
+}
+
+/// [`parse_event`] nesting at most `max_depth` levels.
+pub fn parse_event_limited(payload: &[u8], max_depth: usize) -> Result<Value, StreamError> {
+    let v = match super::js::parse_json_limited(payload, max_depth) {
         Err(_) if std::str::from_utf8(payload).is_err() => {
-            super::js::parse_json(String::from_utf8_lossy(payload).as_bytes())
+            super::js::parse_json_limited(String::from_utf8_lossy(payload).as_bytes(), max_depth)
         }
         other => other,
     }
@@ -102,31 +109,6 @@ pub fn parse_event(payload: &[u8]) -> Result<Value, StreamError> {
 /// The `type` of an event as written (`""` when missing or not a string).
 pub fn type_str(event: &Value) -> &str {
     event.get("type").and_then(Value::as_str).unwrap_or("")
-}
-
-/// A string borrowed from the payload when it has no escapes.
-struct Text<'a>(std::borrow::Cow<'a, str>);
-
-impl<'de> serde::Deserialize<'de> for Text<'de> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> serde::de::Visitor<'de> for V {
-            type Value = Text<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Text<'de>, E> {
-                Ok(Text(std::borrow::Cow::Borrowed(s)))
-            }
-            fn visit_str<E>(self, s: &str) -> Result<Text<'de>, E> {
-                Ok(Text(std::borrow::Cow::Owned(s.to_string())))
-            }
-            fn visit_string<E>(self, s: String) -> Result<Text<'de>, E> {
-                Ok(Text(std::borrow::Cow::Owned(s)))
-            }
-        }
-        d.deserialize_str(V)
-    }
 }
 
 /// The hot events of a stream in their plain form: `TEXT_MESSAGE_CONTENT`,
@@ -192,5 +174,69 @@ impl<'a> Delta<'a> {
     /// Read a payload as a plain delta event, or `None` (then it takes the general path).
     pub fn parse(payload: &'a [u8]) -> Option<Delta<'a>> {
         serde_json::from_slice(payload).ok()
+    }
+}
+
+/// The operations of a `STATE_DELTA` event in its plain form: exactly `{type, delta}` with
+/// a plain patch (`patch::PlainOps`), nesting at most `max_depth` levels. `None`: read
+/// the event the general way (an event object).
+pub fn plain_state_delta(payload: &[u8], max_depth: usize, pointers: &mut crate::patch::cache::PointerCache) -> Option<Vec<crate::patch::Operation>> {
+    struct V<'c>(&'c mut crate::patch::cache::PointerCache);
+    impl<'de> serde::de::Visitor<'de> for V<'_> {
+        type Value = Vec<crate::patch::Operation>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a STATE_DELTA event")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            use serde::de::Error;
+            let (mut is_delta, mut ops) = (false, None);
+            while let Some(key) = map.next_key::<Text<'de>>()? {
+                match &*key.0 {
+                    "type" if !is_delta => is_delta = &*map.next_value::<Text<'de>>()?.0 == "STATE_DELTA",
+                    "delta" if ops.is_none() => ops = Some(map.next_value_seed(crate::patch::PlainOps(&mut *self.0))?),
+                    _ => return Err(A::Error::custom("not a plain STATE_DELTA")),
+                }
+                if !is_delta && ops.is_none() {
+                    return Err(A::Error::custom("not a STATE_DELTA"));
+                }
+            }
+            ops.filter(|_| is_delta).ok_or_else(|| A::Error::custom("not a plain STATE_DELTA"))
+        }
+    }
+    if crate::limits::exceeds_depth(payload, max_depth) {
+        return None;
+    }
+    let mut de = serde_json::Deserializer::from_slice(payload);
+    de.disable_recursion_limit();
+    let ops = serde::Deserializer::deserialize_map(&mut de, V(pointers)).ok()?;
+    de.end().ok()?;
+    Some(ops)
+}
+
+/// What the start of an event's JSON says it is, for the replayer's plain paths: the
+/// writers of this project, of msgspec and of the reference put `type` first. Text that
+/// does not start so is `Unknown` (every path is tried).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lead {
+    StateDelta,
+    Delta,
+    Other,
+    Unknown,
+}
+
+impl Lead {
+    pub fn of(payload: &[u8]) -> Lead {
+        let Some(rest) = payload.strip_prefix(b"{\"type\":\"") else { return Lead::Unknown };
+        let Some(end) = rest.iter().take(32).position(|&b| b == b'"') else { return Lead::Unknown };
+        match EventType::parse(std::str::from_utf8(&rest[..end]).unwrap_or("")) {
+            EventType::StateDelta => Lead::StateDelta,
+            EventType::TextMessageContent
+            | EventType::ReasoningMessageContent
+            | EventType::ToolCallArgs
+            | EventType::TextMessageChunk
+            | EventType::ToolCallChunk
+            | EventType::ReasoningMessageChunk => Lead::Delta,
+            _ => Lead::Other,
+        }
     }
 }

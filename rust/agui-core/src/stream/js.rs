@@ -198,14 +198,20 @@ fn hex4(b: &[u8]) -> Option<u16> {
     u16::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok()
 }
 
-/// Parse JSON text, keeping lone surrogate escapes (see above). Only text that serde
-/// rejects is rewritten, so the common path is one serde call.
+/// Parse JSON text, keeping lone surrogate escapes (see above), nesting at most
+/// `limits::DEFAULT_MAX_DEPTH` levels.
 pub fn parse_json(text: &[u8]) -> Result<Value, String> {
-    use crate::limits::{parse_value, ParseError, DEFAULT_MAX_DEPTH};
-    match parse_value(text, DEFAULT_MAX_DEPTH) {
+    parse_json_limited(text, crate::limits::DEFAULT_MAX_DEPTH)
+}
+
+/// [`parse_json`] nesting at most `max_depth` levels. Only text that serde rejects is
+/// rewritten, so the common path is one serde call.
+pub fn parse_json_limited(text: &[u8], max_depth: usize) -> Result<Value, String> {
+    use crate::limits::{parse_value, ParseError};
+    match parse_value(text, max_depth) {
         Ok(v) => Ok(v),
         Err(ParseError::Json(e)) if memchr::memmem::find(text, b"\\u").is_some() => match keep_lone_surrogates(text) {
-            Some(fixed) => parse_value(&fixed, DEFAULT_MAX_DEPTH).map_err(|e| e.to_string()),
+            Some(fixed) => parse_value(&fixed, max_depth).map_err(|e| e.to_string()),
             None => Err(e.to_string()),
         },
         Err(e) => Err(e.to_string()),

@@ -19,8 +19,9 @@
 //! (kind, id, delta), by the same checks and appends as the general path: measured on a
 //! generated 100k-event log, that halves the per-event cost (`examples/stream_replay.rs`).
 //!
-//! Limits: JSON text is parsed by serde_json, whose nesting limit (128) is below the
-//! project's `limits::DEFAULT_MAX_DEPTH`; deeper input is a decode error, never a crash.
+//! Limits: JSON text is parsed with the project's depth limit (`limits::parse_value`,
+//! default `limits::DEFAULT_MAX_DEPTH`, `ReplayOptions::max_depth` and the `*_limited`
+//! functions to change it); deeper input is a decode error, never a crash.
 
 pub mod apply;
 pub mod chunks;
@@ -32,14 +33,14 @@ pub mod verify;
 
 mod js;
 
-pub use js::{kept_surrogate, parse_json};
+pub use js::{kept_surrogate, parse_json, parse_json_limited};
 
 use std::fmt;
 
 pub use apply::{Change, EventApplier};
 pub use chunks::{expand_chunks, ChunkExpander};
-pub use compact::compact_events;
-pub use event::{parse_event, EventType};
+pub use compact::{compact_events, compact_events_limited};
+pub use event::{parse_event, parse_event_limited, EventType};
 pub use replay::{empty_state, replay, replay_log, replay_log_files, replay_sse, replay_sse_many, Replay, ReplayOptions, Replayer};
 pub use verify::{verify_events, EventVerifier};
 
@@ -131,8 +132,14 @@ pub struct Warning {
 /// The one door from the stream stages to the JSON Patch engine (`STATE_DELTA`,
 /// `ACTIVITY_DELTA`, compaction): the patch module's fast-json-patch dialect, because the
 /// reference client applies deltas with fast-json-patch (`applyPatch(doc, patch, true, false)`).
-pub(crate) fn patch_json(doc: &mut serde_json::Value, patch: &serde_json::Value) -> Result<(), crate::patch::PatchError> {
-    const OPTIONS: crate::patch::Options =
-        crate::patch::Options { dialect: crate::patch::Dialect::FastJsonPatch, max_depth: crate::limits::DEFAULT_MAX_DEPTH };
-    crate::patch::apply_json_patch(doc, patch, &OPTIONS)
+/// `max_depth`: the stage's depth limit (the one its events were parsed with).
+/// The patch is given away: its values move into the document.
+pub(crate) fn patch_json(doc: &mut serde_json::Value, patch: serde_json::Value, max_depth: usize) -> Result<(), crate::patch::PatchError> {
+    patch_ops(doc, crate::patch::parse_patch_owned(patch)?, max_depth)
+}
+
+/// [`patch_json`] of operations already read.
+pub(crate) fn patch_ops(doc: &mut serde_json::Value, ops: Vec<crate::patch::Operation>, max_depth: usize) -> Result<(), crate::patch::PatchError> {
+    let options = crate::patch::Options { dialect: crate::patch::Dialect::FastJsonPatch, max_depth };
+    crate::patch::apply_patch_owned(doc, ops, &options)
 }

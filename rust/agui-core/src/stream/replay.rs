@@ -4,7 +4,7 @@
 
 use super::apply::{Change, EventApplier};
 use super::chunks::ChunkExpander;
-use super::event::{parse_event, Delta, EventType};
+use super::event::{parse_event_limited, plain_state_delta, Delta, EventType, Lead};
 use super::legacy::CompatibilityBoundary;
 use super::verify::EventVerifier;
 use super::{StreamError, Warning};
@@ -21,11 +21,14 @@ pub struct ReplayOptions {
     pub expand: bool,
     /// Verify the sequence (R01-R31) before applying each event.
     pub verify: bool,
+    /// Deepest nesting of an event's JSON (the event object included) and of the values
+    /// its patches build (`limits::DEFAULT_MAX_DEPTH`).
+    pub max_depth: usize,
 }
 
 impl Default for ReplayOptions {
     fn default() -> Self {
-        ReplayOptions { compat: true, expand: true, verify: false }
+        ReplayOptions { compat: true, expand: true, verify: false, max_depth: crate::limits::DEFAULT_MAX_DEPTH }
     }
 }
 
@@ -51,6 +54,9 @@ pub struct Replayer {
     index: usize,
     warnings: Vec<Warning>,
     scratch: Vec<Value>,
+    max_depth: usize,
+    /// The pointers of plain `STATE_DELTA` patches, kept from event to event.
+    pointers: crate::patch::cache::PointerCache,
 }
 
 impl Replayer {
@@ -59,10 +65,12 @@ impl Replayer {
             boundary: options.compat.then(CompatibilityBoundary::default),
             expander: options.expand.then(ChunkExpander::new),
             verifier: options.verify.then(EventVerifier::new),
-            applier: EventApplier::new(messages, state),
+            applier: EventApplier::new(messages, state).with_max_depth(options.max_depth),
             index: 0,
             warnings: Vec::new(),
             scratch: Vec::new(),
+            max_depth: options.max_depth,
+            pointers: Default::default(),
         }
     }
 
@@ -105,7 +113,7 @@ impl Replayer {
                     break;
                 }
             }
-            match self.applier.apply(&e) {
+            match self.applier.apply_owned(e) {
                 Ok(c) => {
                     if let Some(w) = c.warning {
                         self.warnings.push(Warning { index, message: w });
@@ -130,12 +138,30 @@ impl Replayer {
 
     /// Push one event given as JSON text.
     pub fn push_json(&mut self, payload: &[u8]) -> Result<Change, StreamError> {
-        if let Some(d) = Delta::parse(payload) {
+        // A plain STATE_DELTA (most of a state stream) goes to the reducer without an event
+        // object: the boundary never changes it, and the expander would only close a
+        // pending chunk stream; with verification on it takes the general path.
+        let lead = Lead::of(payload);
+        if matches!(lead, Lead::StateDelta | Lead::Unknown)
+            && self.verifier.is_none()
+            && !self.expander.as_ref().is_some_and(ChunkExpander::has_pending)
+        {
+            if let Some(ops) = plain_state_delta(payload, self.max_depth, &mut self.pointers) {
+                let index = self.index;
+                self.index += 1;
+                let c = self.applier.apply_state_ops(ops);
+                if let Some(w) = &c.warning {
+                    self.warnings.push(Warning { index, message: w.clone() });
+                }
+                return Ok(Change { warning: None, ..c });
+            }
+        }
+        if let Some(d) = matches!(lead, Lead::Delta | Lead::Unknown).then(|| Delta::parse(payload)).flatten() {
             if let Some(r) = self.push_plain(d.kind, d.id.as_deref(), &d.delta) {
                 return r;
             }
         }
-        match parse_event(payload) {
+        match parse_event_limited(payload, self.max_depth) {
             Ok(v) => self.push(v),
             Err(mut e) => {
                 e.index = self.index;
@@ -302,6 +328,8 @@ pub fn replay_log_files(
     })
 }
 
+const WORKER_STACK: usize = 8 << 20;
+
 /// `f` over `items` on scoped threads (at most `threads`; 0: the machine's parallelism),
 /// results in input order.
 fn parallel_map<T: Sync, U: Send>(items: &[T], threads: usize, f: impl Fn(&T) -> U + Sync) -> Vec<U> {
@@ -313,12 +341,15 @@ fn parallel_map<T: Sync, U: Send>(items: &[T], threads: usize, f: impl Fn(&T) ->
     let mut slots: Vec<std::sync::Mutex<Option<U>>> = items.iter().map(|_| std::sync::Mutex::new(None)).collect();
     std::thread::scope(|scope| {
         for _ in 0..threads.min(items.len()) {
-            scope.spawn(|| loop {
+            let work = || loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let Some(item) = items.get(i) else { break };
                 let out = f(item);
                 *slots[i].lock().expect("no thread panics while holding a slot") = Some(out);
-            });
+            };
+            // The stack of a main thread: parsing and dropping values nested up to
+            // `limits::MAX_DEPTH_CAP` levels recurses that deep.
+            std::thread::Builder::new().stack_size(WORKER_STACK).spawn_scoped(scope, work).expect("a worker thread");
         }
     });
     slots.iter_mut().map(|s| s.get_mut().expect("slot").take().expect("every item done")).collect()
