@@ -21,6 +21,11 @@
 //! * `float`: the `double` at 16;
 //! * `int`: 30-bit digits from 24; the digit count and sign at 16, as a signed size
 //!   (3.10, 3.11) or as `lv_tag` = count << 3 | sign (0 positive, 1 zero, 2 negative) (3.12+);
+//! * `dict` (3.11–3.13, combined tables only: a split table, e.g. an instance `__dict__`,
+//!   goes through `PyDict_Next`): `ma_keys` at 32, `ma_values` at 40 (NULL when combined);
+//!   the keys object holds `dk_log2_index_bytes` at 9, `dk_kind` at 10 (0: any keys,
+//!   entries of hash, key, value; else str keys, entries of key, value), `dk_nentries` at
+//!   24, the index table at 32 and the entries after it;
 //! * `str` (PEP 393): `length` at 16, `state` at 32 (bits: interned 0–1, kind 2–4,
 //!   compact 5, ascii 6); `sizeof(PyASCIIObject)` is 48 (3.10, 3.11: a `wstr` pointer) or
 //!   40; compact ASCII data follows it; a compact non-ASCII str has `utf8_length` and the
@@ -45,6 +50,16 @@ const STATE_KIND_SHIFT: u32 = 2;
 const STATE_COMPACT: u32 = 1 << 5;
 const STATE_ASCII: u32 = 1 << 6;
 const DIGIT_BITS: u32 = 30;
+// dict (3.11-3.13): `PyDictObject` then `PyDictKeysObject` (dictobject.c's private header:
+// dk_refcnt, dk_log2_size, dk_log2_index_bytes, dk_kind, dk_version, dk_usable,
+// dk_nentries, then the index table and the entries).
+const DICT_KEYS: usize = 32;
+const DICT_VALUES: usize = 40;
+const DK_LOG2_INDEX_BYTES: usize = 9;
+const DK_KIND: usize = 10;
+const DK_NENTRIES: usize = 24;
+const DK_INDICES: usize = 32;
+const DK_KIND_GENERAL: u8 = 0;
 const DIGIT_MASK: u64 = (1 << DIGIT_BITS) - 1;
 
 /// How an int's digit count and sign are stored.
@@ -69,11 +84,48 @@ pub(crate) struct Layout {
     int: IntRepr,
     /// `__slots__` member descriptors read for their offset (`member_offset`).
     member: bool,
+    /// combined-table dicts iterated in place (`dict_direct`, `dict_next`).
+    dict: bool,
 }
 
 impl Layout {
     /// Every read through the API.
-    const API: Layout = Layout { str_head: 0, seq: false, float: false, int: IntRepr::Api, member: false };
+    const API: Layout = Layout { str_head: 0, seq: false, float: false, int: IntRepr::Api, member: false, dict: false };
+
+    /// Whether `d`'s entries can be read in place ([`Layout::dict_next`]): the reads hold
+    /// and its table is combined (a combined table never becomes split).
+    ///
+    /// # Safety
+    /// `d` must be a live `dict` (or subclass instance).
+    #[inline(always)]
+    pub(crate) unsafe fn dict_direct(self, d: *mut ffi::PyObject) -> bool {
+        self.dict && unsafe { (*((d as *const u8).add(DICT_VALUES) as *const *const u8)).is_null() }
+    }
+
+    /// The next entry `(key, value)` of a dict at or after entry `*pos`, advancing `*pos`
+    /// past it; None at the end. The table is read again at each call (walking a value may
+    /// run Python code that changes the dict), as `PyDict_Next` does. Borrowed.
+    ///
+    /// # Safety
+    /// `d` must be a live `dict` for which [`Layout::dict_direct`] held.
+    #[inline(always)]
+    pub(crate) unsafe fn dict_next(self, d: *mut ffi::PyObject, pos: &mut usize) -> Option<(*mut ffi::PyObject, *mut ffi::PyObject)> {
+        unsafe {
+            let keys = *((d as *const u8).add(DICT_KEYS) as *const *const u8);
+            let n = *(keys.add(DK_NENTRIES) as *const isize) as usize;
+            let entries = keys.add(DK_INDICES + (1usize << *keys.add(DK_LOG2_INDEX_BYTES)));
+            let (stride, key_at) = if *keys.add(DK_KIND) == DK_KIND_GENERAL { (24, 8) } else { (16, 0) };
+            while *pos < n {
+                let e = entries.add(*pos * stride + key_at);
+                *pos += 1;
+                let v = *(e.add(8) as *const *mut ffi::PyObject);
+                if !v.is_null() {
+                    return Some((*(e as *const *mut ffi::PyObject), v));
+                }
+            }
+            None
+        }
+    }
 
     /// The UTF-8 text of a `str`, read in place: compact ASCII data, or the cached UTF-8
     /// buffer of a compact non-ASCII str. None: ask the API (which also caches the UTF-8).
@@ -259,6 +311,7 @@ impl Layout {
             IntRepr::Api
         };
         lay.str_head = check_str(py, if old { 48 } else { 40 });
+        lay.dict = v.minor >= 11 && check_dict(py);
         // The checks above ran the API: leave no error behind.
         unsafe { ffi::PyErr_Clear() };
         lay
@@ -280,6 +333,40 @@ fn check_seq(py: Python<'_>) -> bool {
             && ts.iter().enumerate().all(|(i, p)| *p == ffi::PyTuple_GetItem(t, i as ffi::Py_ssize_t));
         list_ok && tuple_ok
     }
+}
+
+fn check_dict(py: Python<'_>) -> bool {
+    let probe = Layout { dict: true, ..Layout::API };
+    // str keys with a deleted entry; other keys (the general entry layout); index tables
+    // of 1 and 2 bytes per slot (the same shift gives 4 and 8).
+    let code = c"[{'a': 1, 'b': 2, 'c': 3}, {1: 'x', 'y': None, (2,): 3.5},
+        {f'k{i}': i for i in range(50)}, {f'k{i}': i for i in range(300)}, {i: i for i in range(300)}]";
+    let Ok(dicts) = py.eval(code, None, None) else { return false };
+    let Ok(dicts) = dicts.cast_into::<PyList>() else { return false };
+    let _ = dicts.get_item(0).and_then(|d| d.del_item("b"));
+    let split = py.eval(c"type('O', (), {})()", None, None).and_then(|o| {
+        o.setattr("a", 1)?;
+        o.getattr("__dict__")
+    });
+    let same = |d: &Bound<'_, PyAny>| unsafe {
+        let p = d.as_ptr();
+        if !probe.dict_direct(p) {
+            return false;
+        }
+        let (mut pos, mut upos) = (0 as ffi::Py_ssize_t, 0usize);
+        let (mut k, mut v) = (std::ptr::null_mut(), std::ptr::null_mut());
+        loop {
+            let api = ffi::PyDict_Next(p, &mut pos, &mut k, &mut v) != 0;
+            match probe.dict_next(p, &mut upos) {
+                Some((dk, dv)) if api && dk == k && dv == v && upos == pos as usize => {}
+                None if !api => return true,
+                _ => return false,
+            }
+        }
+    };
+    // A split table (an instance __dict__) must be declined, never read as combined.
+    let split_declined = split.as_ref().map(|d| !unsafe { probe.dict_direct(d.as_ptr()) }).unwrap_or(false);
+    dicts.iter().all(|d| same(&d)) && split_declined
 }
 
 fn check_float(py: Python<'_>) -> bool {
@@ -375,5 +462,6 @@ pub(crate) fn direct_reads(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::Py
     d.set_item("float", lay.float)?;
     d.set_item("int", lay.int != IntRepr::Api)?;
     d.set_item("member", lay.member)?;
+    d.set_item("dict", lay.dict)?;
     Ok(d)
 }

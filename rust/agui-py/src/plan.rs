@@ -95,8 +95,45 @@ pub(crate) struct Field {
     pub(crate) key: PreStr,
     pub(crate) omit_if_none: bool,
     pub(crate) getter: Getter,
-    /// Index of this field's check in the plan's `schema`.
-    pub(crate) check: Option<usize>,
+    /// This field's check in the plan's `schema` (None: any value).
+    pub(crate) check: Option<FieldCheck>,
+}
+
+/// A field's schema check, with the common valid cases decided without a call: `None`
+/// where the field is optional, an instance of exactly `exact` (a type address, 0: none).
+#[derive(Clone, Copy)]
+pub(crate) struct FieldCheck {
+    pub(crate) index: usize,
+    pub(crate) none_ok: bool,
+    pub(crate) exact: usize,
+}
+
+impl FieldCheck {
+    /// The check of field `index` (None when it accepts anything).
+    fn new(index: usize, check: &Check) -> Option<FieldCheck> {
+        let (none_ok, inner) = match check {
+            Check::Optional(inner) => (true, &**inner),
+            c => (false, c),
+        };
+        let exact = match inner {
+            Check::Any | Check::Never => return None,
+            Check::Str | Check::Pattern(_) => &raw mut ffi::PyUnicode_Type as usize,
+            Check::Dict => &raw mut ffi::PyDict_Type as usize,
+            Check::Bool => &raw mut ffi::PyBool_Type as usize,
+            Check::Structs(classes) if classes.len() == 1 => classes[0],
+            _ => 0,
+        };
+        Some(FieldCheck { index, none_ok, exact })
+    }
+
+    /// True when `v` passes without looking further.
+    ///
+    /// # Safety
+    /// `v` must be a live object.
+    #[inline(always)]
+    pub(crate) unsafe fn plainly_valid(self, v: *mut ffi::PyObject) -> bool {
+        unsafe { ffi::Py_TYPE(v) as usize == self.exact || (self.none_ok && v == ffi::Py_None()) }
+    }
 }
 
 pub(crate) enum PlanKind {
@@ -522,7 +559,10 @@ fn struct_plan<'py>(
                 _ => Getter::Const(tag.unbind()),
             };
         }
-        let check = schema.as_ref().and_then(|p| p.names.iter().position(|n| n.bind(py).to_str().ok() == Some(m.attr.as_str())));
+        let check = schema.as_ref().and_then(|p| {
+            let i = p.names.iter().position(|n| n.bind(py).to_str().ok() == Some(m.attr.as_str()))?;
+            FieldCheck::new(i, &p.checks[i])
+        });
         fields.push(Field { attr: attr.unbind(), key: PreStr::new(&m.wire), omit_if_none: m.omit, getter, check });
     }
     let has_dict = match lookup_class_attr(ty, intern!(py, "__dictoffset__"))? {
@@ -680,7 +720,9 @@ pub(crate) unsafe fn conforms(py: Python<'_>, lay: Layout, check: &Check, v: *mu
             }
             Check::Dict => if tp == &raw mut ffi::PyDict_Type || ffi::PyDict_Check(v) != 0 { Ok(()) } else { fail("an object (dict)".into()) },
             Check::Structs(classes) => {
-                let ok = classes.iter().any(|&c| tp as usize == c || ffi::PyType_IsSubtype(tp, c as *mut ffi::PyTypeObject) != 0);
+                // Exact classes first: a subtype check walks the MRO (a call each).
+                let ok = classes.contains(&(tp as usize))
+                    || classes.iter().any(|&c| ffi::PyType_IsSubtype(tp, c as *mut ffi::PyTypeObject) != 0);
                 if ok {
                     return Ok(());
                 }

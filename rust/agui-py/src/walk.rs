@@ -481,10 +481,22 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
         self.enter()?;
         self.sink.begin_object();
         let mark = self.sink.object_mark();
-        let mut pos: ffi::Py_ssize_t = 0;
-        let mut k: *mut ffi::PyObject = std::ptr::null_mut();
-        let mut v: *mut ffi::PyObject = std::ptr::null_mut();
-        while unsafe { ffi::PyDict_Next(ptr, &mut pos, &mut k, &mut v) } != 0 {
+        // SAFETY: a live dict (the caller holds it).
+        let direct = unsafe { self.lay.dict_direct(ptr) };
+        let (mut pos, mut upos): (ffi::Py_ssize_t, usize) = (0, 0);
+        loop {
+            let (k, v) = if direct {
+                match unsafe { self.lay.dict_next(ptr, &mut upos) } {
+                    Some(kv) => kv,
+                    None => break,
+                }
+            } else {
+                let (mut k, mut v) = (std::ptr::null_mut(), std::ptr::null_mut());
+                if unsafe { ffi::PyDict_Next(ptr, &mut pos, &mut k, &mut v) } == 0 {
+                    break;
+                }
+                (k, v)
+            };
             if unsafe { ffi::Py_TYPE(k) } != &raw mut ffi::PyUnicode_Type {
                 // Other keys may spell the same text as another key once written: start
                 // the object again, merging them (below).
@@ -493,7 +505,15 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
                 break;
             }
             self.string(k, true)?;
-            self.value(v).map_err(|e| self.at(e, |py| format!("[{}]", unsafe { Bound::from_borrowed_ptr(py, k) }.repr().map(|r| r.to_string()).unwrap_or_default())))?;
+            if is_leaf(v) {
+                // A leaf runs no Python code and holds no field to name.
+                self.value(v)?;
+            } else {
+                // Walking it may run Python code that drops the key from the dict: hold
+                // the key for the path of a schema violation found below.
+                let key = unsafe { Bound::from_borrowed_ptr(self.py, k) };
+                self.value(v).map_err(|e| self.at(e, |_| format!("[{}]", key.repr().map(|r| r.to_string()).unwrap_or_default())))?;
+            }
         }
         self.sink.end_object(true);
         self.depth -= 1;
@@ -605,10 +625,12 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
     /// A declared member of a Struct, held to its schema first (our own Structs).
     #[inline(always)]
     fn checked_field(&mut self, plan: &'a Plan, f: &'a Field, v: *mut ffi::PyObject) -> PyResult<()> {
-        if let (Some(i), Some(schema)) = (f.check, &plan.schema) {
+        if let (Some(c), Some(schema)) = (f.check, &plan.schema) {
             // SAFETY: `v` is borrowed from the instance, alive for the call.
-            if let Err(m) = unsafe { conforms(self.py, self.lay, &schema.checks[i], v) } {
-                return Err(self.mismatch(f, m));
+            if !unsafe { c.plainly_valid(v) } {
+                if let Err(m) = unsafe { conforms(self.py, self.lay, &schema.checks[c.index], v) } {
+                    return Err(self.mismatch(f, m));
+                }
             }
         }
         self.field(f, v).map_err(|e| self.at(e, |py| format!(".{}", f.attr.bind(py))))
@@ -766,6 +788,19 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
             self.entry(k, v)?;
         }
         Ok(false)
+    }
+}
+
+/// An exact str, int, float, bool or None: written without running Python code.
+#[inline(always)]
+fn is_leaf(v: *mut ffi::PyObject) -> bool {
+    unsafe {
+        let tp = ffi::Py_TYPE(v);
+        tp == &raw mut ffi::PyUnicode_Type
+            || v == ffi::Py_None()
+            || tp == &raw mut ffi::PyLong_Type
+            || tp == &raw mut ffi::PyFloat_Type
+            || tp == &raw mut ffi::PyBool_Type
     }
 }
 
