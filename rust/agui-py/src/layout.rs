@@ -1,6 +1,6 @@
-//! Direct reads of CPython objects' memory: the one place where this abi3 extension reads
-//! past the limited API, for the object walker's hot path (`walk.rs`) and the Struct
-//! field slots (`plan.rs`).
+//! Direct reads of CPython objects' memory past the limited API, for the object walker's
+//! hot path (`walk.rs`) and the Struct field slots (`plan.rs`). (The one other such read
+//! is msgspec's vectorcall slot on the Structs' metaclass, checked in `construct.rs`.)
 //!
 //! The limited API reaches a list item, a str's UTF-8, a float or an int only through a
 //! function call each (`PyList_GetItem`, `PyUnicode_AsUTF8AndSize`, ...), where orjson and
