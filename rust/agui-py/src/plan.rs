@@ -117,13 +117,23 @@ impl FieldCheck {
         };
         let exact = match inner {
             Check::Any | Check::Never => return None,
+            Check::Union(members) => members.iter().map(Self::exact_type).find(|&t| t != 0).unwrap_or(0),
+            c => Self::exact_type(c),
+        };
+        Some(FieldCheck { index, none_ok, exact })
+    }
+
+    /// A type whose every exact instance passes `check` (0: none).
+    fn exact_type(check: &Check) -> usize {
+        match check {
             Check::Str | Check::Pattern(_) => &raw mut ffi::PyUnicode_Type as usize,
+            // An int of any size is an integer; narrower bounds need the value.
+            Check::Int(i64::MIN, i64::MAX) => &raw mut ffi::PyLong_Type as usize,
             Check::Dict => &raw mut ffi::PyDict_Type as usize,
             Check::Bool => &raw mut ffi::PyBool_Type as usize,
             Check::Structs(classes) if classes.len() == 1 => classes[0],
             _ => 0,
-        };
-        Some(FieldCheck { index, none_ok, exact })
+        }
     }
 
     /// True when `v` passes without looking further.
@@ -702,7 +712,7 @@ pub(crate) unsafe fn conforms(py: Python<'_>, lay: Layout, check: &Check, v: *mu
                 let mut overflow: c_int = 0;
                 let x = if is_int { ffi::PyLong_AsLongLongAndOverflow(v, &mut overflow) } else { 0 };
                 ffi::PyErr_Clear();
-                if is_int && overflow == 0 && *lo <= x && x <= *hi {
+                if is_int && ((overflow == 0 && *lo <= x && x <= *hi) || (*lo, *hi) == (i64::MIN, i64::MAX)) {
                     Ok(())
                 } else if (*lo, *hi) == (i64::MIN, i64::MAX) {
                     fail("an integer".into())
