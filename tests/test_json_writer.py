@@ -1089,3 +1089,108 @@ def test_keys_spelled_alike_merge_like_the_reference():
         assert _native.proto_encode_event(fast.CustomEvent(name="n", value=value)) == _native.proto_encode_json(
             want[6:-2].encode()
         )
+
+
+# --- direct reads of object memory (rust/agui-py/src/layout.rs) ---------------------------
+
+
+def test_direct_reads_are_on_where_the_layout_is_known():
+    """On the CPython versions whose layouts layout.rs knows, every read passed its check
+    against the API at import (a failed check silently falls back to the slower API path:
+    this test makes such a regression visible)."""
+    import platform
+    import struct
+    import sys
+
+    from agui_fast import _native
+
+    reads = _native._testing.direct_reads()
+    known = (
+        platform.python_implementation() == "CPython"
+        and (3, 10) <= sys.version_info[:2] <= (3, 13)
+        and struct.calcsize("P") == 8
+        and sys.byteorder == "little"
+    )
+    dict_known = known and sys.version_info[:2] >= (3, 11)
+    assert reads == {"str": known, "seq": known, "float": known, "int": known, "member": known, "dict": dict_known}
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        0, 1, -1, 2**30 - 1, -(2**30 - 1), 2**30, -(2**30), 2**60 - 1, -(2**60 - 1), 2**60, -(2**60),
+        2**63 - 1, -(2**63), 2**64, -(2**100), True, False,
+        0.0, -0.0, 1.5, 1e300, 5e-324, float("inf"),
+    ],
+)
+def test_numbers_at_the_direct_read_boundaries(value):
+    from agui_fast import _native
+
+    assert _native.dumps(value) == pydantic_core.to_json(value, inf_nan_mode="null")
+    assert _native.dumps([value, (value,)]) == pydantic_core.to_json([value, [value]], inf_nan_mode="null")
+
+
+def test_strings_of_every_representation():
+    """Compact ASCII, Latin-1, BMP and astral str; UTF-8 not cached yet (made at run time);
+    str subclasses (not compact); the same through a tuple and a list, as keys and values."""
+    from agui_fast import _native
+
+    class S(str):
+        pass
+
+    n = 3  # built at run time: no UTF-8 cached on them yet
+    texts = ["", "plain", "caf\u00e9" * n, "\u2192 arrow" * n, "\U0001f600" * n, "a\"b\\c\n" * n, S("sub"), S("s\u00e9")]
+    for t in texts:
+        fresh = "".join(list(t))  # a new object, nothing cached
+        want = pydantic_core.to_json({str(t): t})
+        assert _native.dumps({fresh: fresh}) == want
+        assert _native.dumps((t,)) == pydantic_core.to_json([t])
+
+
+def test_list_changed_while_walked():
+    """Items are read in place with the size read again at each step: a list that a value's
+    own serializer shrinks is walked to its new end, never past it."""
+    from agui_fast import _native
+
+    data: List[Any] = []
+
+    class Shrinker(pydantic.BaseModel):
+        @pydantic.model_serializer
+        def ser(self) -> str:
+            del data[1:]
+            return "x"
+
+    data.extend([Shrinker(), 2, 3])
+    assert _native.dumps(data) == b'["x"]'
+
+
+def test_dicts_of_every_table_kind():
+    """Combined tables with str keys (a deleted entry too), other keys, large index tables,
+    and split tables (instance ``__dict__``): the same JSON as pydantic writes."""
+    from agui_fast import _native
+
+    class O:
+        pass
+
+    o = O()
+    o.a, o.b = 1, "two"
+    d = {"a": 1, "b": 2, "c": 3}
+    del d["b"]
+    big = {f"k{i}": i for i in range(5000)}
+    for value in [d, {1: "x", "y": None}, big, o.__dict__, {"nested": [o.__dict__, {}]}]:
+        assert _native.dumps(value) == pydantic_core.to_json(value)
+
+
+def test_dict_changed_while_walked():
+    from agui_fast import _native
+
+    data: Dict[str, Any] = {}
+
+    class Dropper(pydantic.BaseModel):
+        @pydantic.model_serializer
+        def ser(self) -> str:
+            data.clear()
+            return "x"
+
+    data.update(a=Dropper(), b=2, c=3)
+    assert _native.dumps(data) == b'{"a":"x"}'

@@ -31,7 +31,8 @@ use pyo3::types::{PyDict, PyString, PyTuple, PyType};
 use crate::gil::{GilBound, GilCell};
 
 /// What a keyword's value must be for the fast path (anything else goes to `lenient`).
-enum Check {
+/// The encoder reads the same checks as each field's schema (`plan::conforms`).
+pub(crate) enum Check {
     Any,
     /// exact `str`
     Str,
@@ -58,15 +59,15 @@ enum Check {
     Never,
 }
 
-struct Plan {
+pub(crate) struct Plan {
     /// The class itself: keeps the pointer key of the cache valid.
     _cls: Py<PyType>,
     /// Classes named by `Check::Structs` (their pointers are compared).
     _classes: Vec<Py<PyAny>>,
-    names: Vec<Py<PyString>>,
+    pub(crate) names: Vec<Py<PyString>>,
     required: Vec<bool>,
     n_required: usize,
-    checks: Vec<Check>,
+    pub(crate) checks: Vec<Check>,
     /// Per field: the default (None or a literal `str`) that, given explicitly, is recorded
     /// for `model_fields_set`; None for a required field.
     defaults: Vec<Option<Py<PyAny>>>,
@@ -184,9 +185,22 @@ fn plan_for(py: Python<'_>, meta: &Meta, cls: &Bound<'_, PyType>) -> PyResult<Rc
     Ok(PLANS.with(py, |p| p.get_or_insert_with(Plans::default).entry(key).or_insert_with(|| GilBound(plan.clone())).0.clone()))
 }
 
+/// The construction plan of `cls` when its metaclass is ours (the field checks that the
+/// encoder also holds each value to); None for any other class.
+pub(crate) fn schema_plan(py: Python<'_>, cls: &Bound<'_, PyType>) -> PyResult<Option<Rc<Plan>>> {
+    let Some(meta) = META.get(py) else { return Ok(None) };
+    let own = unsafe {
+        ffi::PyType_IsSubtype(ffi::Py_TYPE(cls.as_ptr()), meta.ty.as_ptr() as *mut ffi::PyTypeObject) != 0
+    };
+    if !own {
+        return Ok(None);
+    }
+    plan_for(py, meta, cls).map(Some)
+}
+
 /// `a == b` for two `str` objects (pointer first: keywords and field names are interned).
 #[inline]
-unsafe fn str_eq(a: *mut ffi::PyObject, b: *mut ffi::PyObject) -> bool {
+pub(crate) unsafe fn str_eq(a: *mut ffi::PyObject, b: *mut ffi::PyObject) -> bool {
     if a == b {
         return true;
     }

@@ -69,13 +69,13 @@ fn str_out<'py>(py: Python<'py>, b: &[u8]) -> Bound<'py, PyString> {
 #[pyfunction]
 #[pyo3(signature = (obj, /, *, pydantic_fallback = true, max_depth = DEPTH))]
 pub fn dumps<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>, pydantic_fallback: bool, max_depth: u32) -> PyResult<Bound<'py, PyBytes>> {
-    with_json(py, opts(pydantic_fallback, max_depth), |w| w.value(obj.as_ptr()), bytes_out)
+    with_json(py, opts(pydantic_fallback, max_depth), |w| w.walk(obj.as_ptr()), bytes_out)
 }
 
 fn frame(w: &mut JsonWalker<'_, '_>, obj: &Bound<'_, PyAny>) -> PyResult<()> {
     w.sink.out.extend_from_slice(b"data: ");
     w.sink.restart();
-    w.value(obj.as_ptr())?;
+    w.walk(obj.as_ptr())?;
     w.sink.out.extend_from_slice(b"\n\n");
     Ok(())
 }

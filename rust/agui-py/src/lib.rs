@@ -13,6 +13,7 @@ mod arrow;
 mod encode;
 mod errors;
 mod gil;
+mod layout;
 mod patch;
 mod pipeline;
 mod plan;
@@ -27,6 +28,8 @@ mod walk;
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_MAX_DEPTH", agui_core::limits::DEFAULT_MAX_DEPTH)?;
+    // The direct reads of object memory are checked against the API once, here.
+    layout::get(m.py());
     construct::register(m)?;
     arrow::register(m)?;
     encode::register(m)?;
@@ -36,6 +39,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     proto::register(m, &testing)?;
     sse::register(m, &testing)?;
     semantics::register(m)?;
+    testing.add_function(wrap_pyfunction!(layout::direct_reads, &testing)?)?;
     m.add_submodule(&testing)?;
     Ok(())
 }

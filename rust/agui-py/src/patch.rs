@@ -881,7 +881,7 @@ fn py_to_value(v: &Bound<'_, PyAny>, max_depth: usize) -> R<Value> {
     // One level more for the walker: the builder names the limit first.
     let opts = Opts { pydantic: false, lossy_surrogates: false, max_depth: max_depth as u32 + 1 };
     let mut w = Walker::new(py, core::ValueBuilder::new(max_depth), opts);
-    let walked = w.value(v.as_ptr());
+    let walked = w.walk(v.as_ptr());
     let builder = std::mem::take(&mut w.sink);
     if let Some(e) = builder.error() {
         return Err(e.clone().into()); // the builder names a limit before the walker's guard

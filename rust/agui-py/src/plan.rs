@@ -27,7 +27,11 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString, PyTuple, PyType};
 
+use std::os::raw::c_int;
+
+use crate::construct::Check;
 use crate::errors::make_error;
+use crate::layout::Layout;
 use crate::gil::{GilBound, GilCell};
 
 /// How a field value is read from an instance.
@@ -91,6 +95,55 @@ pub(crate) struct Field {
     pub(crate) key: PreStr,
     pub(crate) omit_if_none: bool,
     pub(crate) getter: Getter,
+    /// This field's check in the plan's `schema` (None: any value).
+    pub(crate) check: Option<FieldCheck>,
+}
+
+/// A field's schema check, with the common valid cases decided without a call: `None`
+/// where the field is optional, an instance of exactly `exact` (a type address, 0: none).
+#[derive(Clone, Copy)]
+pub(crate) struct FieldCheck {
+    pub(crate) index: usize,
+    pub(crate) none_ok: bool,
+    pub(crate) exact: usize,
+}
+
+impl FieldCheck {
+    /// The check of field `index` (None when it accepts anything).
+    fn new(index: usize, check: &Check) -> Option<FieldCheck> {
+        let (none_ok, inner) = match check {
+            Check::Optional(inner) => (true, &**inner),
+            c => (false, c),
+        };
+        let exact = match inner {
+            Check::Any | Check::Never => return None,
+            Check::Union(members) => members.iter().map(Self::exact_type).find(|&t| t != 0).unwrap_or(0),
+            c => Self::exact_type(c),
+        };
+        Some(FieldCheck { index, none_ok, exact })
+    }
+
+    /// A type whose every exact instance passes `check` (0: none).
+    fn exact_type(check: &Check) -> usize {
+        match check {
+            Check::Str | Check::Pattern(_) => &raw mut ffi::PyUnicode_Type as usize,
+            // An int of any size is an integer; narrower bounds need the value.
+            Check::Int(i64::MIN, i64::MAX) => &raw mut ffi::PyLong_Type as usize,
+            Check::Dict => &raw mut ffi::PyDict_Type as usize,
+            Check::Bool => &raw mut ffi::PyBool_Type as usize,
+            Check::Structs(classes) if classes.len() == 1 => classes[0],
+            _ => 0,
+        }
+    }
+
+    /// True when `v` passes without looking further.
+    ///
+    /// # Safety
+    /// `v` must be a live object.
+    #[inline(always)]
+    pub(crate) unsafe fn plainly_valid(self, v: *mut ffi::PyObject) -> bool {
+        unsafe { ffi::Py_TYPE(v) as usize == self.exact || (self.none_ok && v == ffi::Py_None()) }
+    }
 }
 
 pub(crate) enum PlanKind {
@@ -113,6 +166,9 @@ pub(crate) struct Plan {
     /// Address of `msgspec.UNSET` (Struct plans; 0 if msgspec is unavailable): a field
     /// holding it is left out, as msgspec does.
     pub(crate) unset: usize,
+    /// The field checks of our own Structs (their construction plan, `construct.rs`):
+    /// the encoder never writes a value that construction would refuse in kind.
+    pub(crate) schema: Option<Rc<crate::construct::Plan>>,
 }
 
 /// Enum members of one class with a scalar value, pre-encoded.
@@ -395,70 +451,19 @@ fn data_descriptor(py: Python<'_>, ty: &Bound<'_, PyType>, name: &Bound<'_, PySt
     Getter::GetAttr
 }
 
-/// The layout of CPython's `PyMemberDescrObject` (descrobject.h; the same in every version
-/// from 3.3 to 3.14): `PyDescr_COMMON` then the `PyMemberDef` pointer. Not part of the
-/// limited API: read only on the versions tested (see `slot_offset`).
-#[repr(C)]
-struct MemberDescr {
-    ob_base: ffi::PyObject,
-    d_type: *mut ffi::PyTypeObject,
-    d_name: *mut ffi::PyObject,
-    d_qualname: *mut ffi::PyObject,
-    d_member: *mut ffi::PyMemberDef,
-}
-
 static MEMBER_DESCR_TYPE: PyOnceLock<Option<Py<PyAny>>> = PyOnceLock::new();
 
 /// Offset of an object slot in instances of `ty` when `descr` is a plain `__slots__`
-/// member (`types.MemberDescriptorType`, `T_OBJECT_EX`) named `name`, defined on a base
-/// of `ty`, lying inside the instance; None otherwise (the caller then calls the
-/// descriptor). Reading the slot directly skips a C call and an incref/decref pair
-/// per field: msgspec reads its Struct fields the same way.
-///
-/// The descriptor's struct is read only on the CPython versions the layout was checked
-/// on (3.10 to 3.13, the versions tested), and in the order that keeps every read inside
-/// what is already confirmed: its type first, then its name and owner (the common
-/// descriptor header), and only then the member definition.
+/// member named `name` (see `layout::Layout::member_offset`, which reads the descriptor
+/// only on the CPython versions whose layout it knows); None otherwise (the caller then
+/// calls the descriptor). Reading the slot directly skips a C call and an incref/decref
+/// pair per field: msgspec reads its Struct fields the same way.
 fn slot_offset(py: Python<'_>, ty: &Bound<'_, PyType>, name: &Bound<'_, PyString>, descr: &Bound<'_, PyAny>) -> Option<usize> {
     let mdt = MEMBER_DESCR_TYPE
-        .get_or_init(py, || {
-            let v = py.version_info();
-            if !((3, 10)..(3, 14)).contains(&(v.major, v.minor)) {
-                return None;
-            }
-            py.import("types").and_then(|m| m.getattr("MemberDescriptorType")).map(|t| t.unbind()).ok()
-        })
+        .get_or_init(py, || py.import("types").and_then(|m| m.getattr("MemberDescriptorType")).map(|t| t.unbind()).ok())
         .as_ref()?;
-    if unsafe { ffi::Py_TYPE(descr.as_ptr()) } as *mut ffi::PyObject != mdt.as_ptr() {
-        return None;
-    }
     let basic: usize = ty.getattr(intern!(py, "__basicsize__")).ok()?.extract().ok()?;
-    let d = descr.as_ptr() as *const MemberDescr;
-    unsafe {
-        // The descriptor's own name and owner confirm the layout assumption.
-        let d_name = (*d).d_name;
-        if d_name.is_null() || ffi::PyUnicode_Check(d_name) == 0 {
-            return None;
-        }
-        if ffi::PyUnicode_Compare(d_name, name.as_ptr()) != 0 {
-            ffi::PyErr_Clear();
-            return None;
-        }
-        if (*d).d_type.is_null() || ffi::PyType_IsSubtype(ty.as_ptr() as *mut ffi::PyTypeObject, (*d).d_type) == 0 {
-            return None;
-        }
-        let def = (*d).d_member;
-        if def.is_null() || (*def).type_code != ffi::Py_T_OBJECT_EX || (*def).flags & ffi::Py_RELATIVE_OFFSET != 0 {
-            return None;
-        }
-        let off = (*def).offset;
-        let min = std::mem::size_of::<ffi::PyObject>() as isize;
-        let ptr = std::mem::size_of::<*mut ffi::PyObject>() as isize;
-        if off < min || off + ptr > basic as isize || off % ptr != 0 {
-            return None;
-        }
-        Some(off as usize)
-    }
+    crate::layout::get(py).member_offset(ty, name, descr, mdt.bind(py), basic)
 }
 
 /// `getattr(cls, name)` or None when missing (other errors propagate).
@@ -538,6 +543,7 @@ fn struct_plan<'py>(
             members.push(Member { attr: name.clone(), wire, omit: omit_defaults && default_none });
         }
     }
+    let schema = crate::construct::schema_plan(py, ty)?;
     let mut fields = Vec::with_capacity(members.len());
     let mut omit_keys = Vec::new();
     for m in members {
@@ -563,7 +569,11 @@ fn struct_plan<'py>(
                 _ => Getter::Const(tag.unbind()),
             };
         }
-        fields.push(Field { attr: attr.unbind(), key: PreStr::new(&m.wire), omit_if_none: m.omit, getter });
+        let check = schema.as_ref().and_then(|p| {
+            let i = p.names.iter().position(|n| n.bind(py).to_str().ok() == Some(m.attr.as_str()))?;
+            FieldCheck::new(i, &p.checks[i])
+        });
+        fields.push(Field { attr: attr.unbind(), key: PreStr::new(&m.wire), omit_if_none: m.omit, getter, check });
     }
     let has_dict = match lookup_class_attr(ty, intern!(py, "__dictoffset__"))? {
         Some(v) => v.extract::<isize>().unwrap_or(0) != 0,
@@ -575,7 +585,7 @@ fn struct_plan<'py>(
         })
         .as_ref()
         .map_or(0, |u| u.as_ptr() as usize);
-    Ok(Plan { kind: PlanKind::Struct { has_dict }, fields, omit_keys, computed: Vec::new(), unset })
+    Ok(Plan { kind: PlanKind::Struct { has_dict }, fields, omit_keys, computed: Vec::new(), unset, schema })
 }
 
 /// True when the value "has no value" for the omission rule: None or a non-finite float.
@@ -633,6 +643,7 @@ fn pydantic_plan<'py>(
             key: PreStr::new(&wire),
             omit_if_none: omit,
             getter: Getter::GetAttr,
+            check: None,
         });
     }
     let mut computed = Vec::new();
@@ -650,6 +661,7 @@ fn pydantic_plan<'py>(
                     key: PreStr::new(&wire),
                     omit_if_none: false,
                     getter: Getter::GetAttr,
+                    check: None,
                 });
             }
         }
@@ -660,10 +672,127 @@ fn pydantic_plan<'py>(
     };
     if is_root {
         let root = PyString::intern(py, "root").unbind();
-        let field = Field { attr: root, key: PreStr::new("root"), omit_if_none: false, getter: Getter::GetAttr };
-        return Ok(Plan { kind: PlanKind::PydanticRoot, fields: vec![field], omit_keys, computed, unset: 0 });
+        let field = Field { attr: root, key: PreStr::new("root"), omit_if_none: false, getter: Getter::GetAttr, check: None };
+        return Ok(Plan { kind: PlanKind::PydanticRoot, fields: vec![field], omit_keys, computed, unset: 0, schema: None });
     }
     let extra = data_descriptor(py, ty, intern!(py, "__pydantic_extra__"));
-    Ok(Plan { kind: PlanKind::Pydantic { extra }, fields, omit_keys, computed, unset: 0 })
+    Ok(Plan { kind: PlanKind::Pydantic { extra }, fields, omit_keys, computed, unset: 0, schema: None })
 }
 
+
+/// Does `v` fit its field's schema (the construction check of the field, read as a
+/// schema: the kind of value the wire format allows)? `Err` says what was expected and
+/// where below the field (`[3]` in a list). Patterns other than JSON Pointers are not
+/// re-run (a regex call per string would cost more than the whole encode).
+///
+/// # Safety
+/// `v` must be a live object, borrowed for the call; nothing here runs Python code.
+pub(crate) unsafe fn conforms(py: Python<'_>, lay: Layout, check: &Check, v: *mut ffi::PyObject) -> Result<(), Mismatch> {
+    let fail = |expected: String| Err(Mismatch { at: String::new(), expected, got: v });
+    unsafe {
+        let tp = ffi::Py_TYPE(v);
+        // Exact types by pointer first: the flag checks are calls under the limited API.
+        let is_str = || tp == &raw mut ffi::PyUnicode_Type || ffi::PyUnicode_Check(v) != 0;
+        match check {
+            Check::Any | Check::Never => Ok(()),
+            Check::Str | Check::Pattern(_) => if is_str() { Ok(()) } else { fail("a string".into()) },
+            Check::JsonPointer => {
+                let ok = is_str()
+                    && Bound::from_borrowed_ptr(py, v)
+                        .cast::<PyString>()
+                        .ok()
+                        .and_then(|s| s.to_str().ok().map(|s| agui_core::patch::parse_pointer(s).is_ok()))
+                        .unwrap_or(false);
+                ffi::PyErr_Clear();
+                if ok { Ok(()) } else { fail("a JSON Pointer string".into()) }
+            }
+            Check::Int(lo, hi) => {
+                let is_int = tp == &raw mut ffi::PyLong_Type
+                    || (ffi::PyLong_Check(v) != 0 && tp != &raw mut ffi::PyBool_Type);
+                let mut overflow: c_int = 0;
+                let x = if is_int { ffi::PyLong_AsLongLongAndOverflow(v, &mut overflow) } else { 0 };
+                ffi::PyErr_Clear();
+                if is_int && ((overflow == 0 && *lo <= x && x <= *hi) || (*lo, *hi) == (i64::MIN, i64::MAX)) {
+                    Ok(())
+                } else if (*lo, *hi) == (i64::MIN, i64::MAX) {
+                    fail("an integer".into())
+                } else {
+                    fail(format!("an integer in [{lo}, {hi}]"))
+                }
+            }
+            Check::Bool => if v == ffi::Py_True() || v == ffi::Py_False() { Ok(()) } else { fail("a boolean".into()) },
+            Check::Literal(values) => {
+                if is_str() && values.iter().any(|s| crate::construct::str_eq(v, s.as_ptr())) {
+                    return Ok(());
+                }
+                let names: Vec<String> = values.iter().map(|s| format!("{:?}", s.bind(py).to_string_lossy())).collect();
+                fail(format!("one of {}", names.join(", ")))
+            }
+            Check::Dict => if tp == &raw mut ffi::PyDict_Type || ffi::PyDict_Check(v) != 0 { Ok(()) } else { fail("an object (dict)".into()) },
+            Check::Structs(classes) => {
+                // Exact classes first: a subtype check walks the MRO (a call each).
+                let ok = classes.contains(&(tp as usize))
+                    || classes.iter().any(|&c| ffi::PyType_IsSubtype(tp, c as *mut ffi::PyTypeObject) != 0);
+                if ok {
+                    return Ok(());
+                }
+                let names: Vec<String> = classes
+                    .iter()
+                    .map(|&c| {
+                        let t = Bound::from_borrowed_ptr(py, c as *mut ffi::PyObject);
+                        t.cast_into::<PyType>().ok().and_then(|t| t.name().ok()).map(|n| n.to_string()).unwrap_or_default()
+                    })
+                    .collect();
+                fail(names.join(" or "))
+            }
+            Check::List(item, min) => {
+                let is_list = tp == &raw mut ffi::PyList_Type || ffi::PyList_Check(v) != 0;
+                if !is_list && ffi::PyTuple_Check(v) == 0 {
+                    return fail("an array (list)".into());
+                }
+                let n = if is_list { ffi::PyList_Size(v) } else { ffi::PyTuple_Size(v) };
+                if (n as usize) < *min {
+                    return fail(format!("an array of at least {min} items"));
+                }
+                for i in 0..n {
+                    let it = match (lay.seq(), is_list) {
+                        (true, true) => lay.list_item(v, i as usize).unwrap_or(std::ptr::null_mut()),
+                        (true, false) => lay.tuple_items(v)[i as usize],
+                        (false, true) => ffi::PyList_GetItem(v, i),
+                        (false, false) => ffi::PyTuple_GetItem(v, i),
+                    };
+                    if it.is_null() {
+                        ffi::PyErr_Clear();
+                        break;
+                    }
+                    if let Err(mut m) = conforms(py, lay, item, it) {
+                        m.at = format!("[{i}]{}", m.at);
+                        return Err(m);
+                    }
+                }
+                Ok(())
+            }
+            Check::Optional(inner) => if v == ffi::Py_None() { Ok(()) } else { conforms(py, lay, inner, v) },
+            Check::Union(checks) => {
+                let mut expected = Vec::new();
+                for c in checks {
+                    match conforms(py, lay, c, v) {
+                        Ok(()) => return Ok(()),
+                        // The member whose kind matched failed inside: that is the error.
+                        Err(m) if !m.at.is_empty() => return Err(m),
+                        Err(m) => expected.push(m.expected),
+                    }
+                }
+                fail(expected.join(" or "))
+            }
+        }
+    }
+}
+
+/// A value that does not fit its field's schema: where below the field, what was
+/// expected, and the value found there (borrowed from the field's value).
+pub(crate) struct Mismatch {
+    pub(crate) at: String,
+    pub(crate) expected: String,
+    pub(crate) got: *mut ffi::PyObject,
+}

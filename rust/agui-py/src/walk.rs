@@ -42,7 +42,8 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict, PyString, PyType};
 
 use crate::gil::{GilBound, GilCell};
-use crate::plan::{encode_error, is_absent, kind_of, type_name, Field, Getter, Kind, Plan, PlanKind};
+use crate::layout::Layout;
+use crate::plan::{conforms, encode_error, is_absent, kind_of, type_name, Field, Getter, Kind, Mismatch, Plan, PlanKind};
 
 /// How a walk treats what plain JSON data does not cover.
 #[derive(Clone, Copy)]
@@ -65,10 +66,15 @@ pub(crate) struct Walker<'py, 'a, S: Sink<'a>> {
     pub(crate) sink: S,
     depth: u32,
     opts: Opts,
+    /// The direct reads of object memory that hold on this interpreter (layout.rs).
+    lay: Layout,
     /// Strong references to the `str` objects whose UTF-8 a borrowing sink keeps.
     keep: Vec<*mut ffi::PyObject>,
     /// Plans and enum tables whose strings a borrowing sink keeps.
     kinds: Vec<Kind>,
+    /// A value that does not fit its field's schema, while the error unwinds: the path
+    /// from the value being walked down to it, and what was wrong (`Walker::walk` raises it).
+    violation: Option<(String, String)>,
     _a: PhantomData<&'a ()>,
 }
 
@@ -105,7 +111,53 @@ static TO_JSON_KWARGS: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
 
 impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
     pub(crate) fn new(py: Python<'py>, sink: S, opts: Opts) -> Self {
-        Walker { py, sink, depth: 0, opts, keep: Vec::new(), kinds: Vec::new(), _a: PhantomData }
+        let lay = crate::layout::get(py);
+        Walker { py, sink, depth: 0, opts, lay, keep: Vec::new(), kinds: Vec::new(), violation: None, _a: PhantomData }
+    }
+
+    /// Walk one whole value (`ptr`: a valid reference kept alive by the caller). A schema
+    /// violation found below it is raised here as an `EncodeError` naming the field's path
+    /// from this value (`TextMessageContentEvent.delta`, `MessagesSnapshotEvent.messages[3].content`).
+    pub(crate) fn walk(&mut self, ptr: *mut ffi::PyObject) -> PyResult<()> {
+        self.depth = 0;
+        self.value(ptr).map_err(|e| match self.violation.take() {
+            Some((path, msg)) => {
+                let ty = unsafe { Bound::from_borrowed_ptr(self.py, ffi::Py_TYPE(ptr) as *mut ffi::PyObject) };
+                let name = ty.cast::<PyType>().ok().and_then(|t| t.name().ok()).map(|n| n.to_string()).unwrap_or_default();
+                let field = format!("{name}{path}");
+                let err = encode_error(self.py, format!("{field}: {msg}"));
+                let _ = err.value(self.py).setattr("field", field);
+                err
+            }
+            None => e,
+        })
+    }
+
+    /// A value of a declared field that its schema refuses: the error unwinds to `walk`,
+    /// each container on the way adding its step to the path (`at`).
+    #[cold]
+    fn mismatch(&mut self, f: &Field, m: Mismatch) -> PyErr {
+        let v = m.got;
+        let got = if v == unsafe { ffi::Py_None() } {
+            "None".to_string()
+        } else {
+            let any = unsafe { Bound::from_borrowed_ptr(self.py, v) };
+            let repr = any.repr().map(|r| r.to_string()).unwrap_or_default();
+            let repr = if repr.chars().count() > 40 { format!("{}...", repr.chars().take(40).collect::<String>()) } else { repr };
+            format!("{} {repr}", any.get_type().name().map(|n| n.to_string()).unwrap_or_default())
+        };
+        let attr = f.attr.bind(self.py).to_string();
+        self.violation = Some((format!(".{attr}{}", m.at), format!("expected {}, got {got}", m.expected)));
+        pyo3::exceptions::PyValueError::new_err("schema violation")
+    }
+
+    /// Add a step (`.field`, `[3]`) to the path of a schema violation unwinding through here.
+    #[cold]
+    fn at(&mut self, e: PyErr, step: impl FnOnce(Python<'py>) -> String) -> PyErr {
+        if let Some((path, _)) = &mut self.violation {
+            path.insert_str(0, &step(self.py));
+        }
+        e
     }
 
     #[inline]
@@ -130,15 +182,21 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
     /// A str object (exact or subclass) as a value or a key.
     #[inline(always)]
     fn string(&mut self, ptr: *mut ffi::PyObject, key: bool) -> PyResult<()> {
-        let mut size: ffi::Py_ssize_t = 0;
-        let data = unsafe { ffi::PyUnicode_AsUTF8AndSize(ptr, &mut size) };
-        if data.is_null() {
-            return self.surrogates(ptr, key);
-        }
-        // SAFETY: the UTF-8 buffer is cached on the str object, alive for the call, and
-        // kept alive for 'a when the sink keeps it (below).
-        let s: &'a str =
-            unsafe { std::str::from_utf8_unchecked(std::slice::from_raw_parts(data as *const u8, size as usize)) };
+        // SAFETY: the UTF-8 buffer belongs to the str object (its data, or the UTF-8 cached
+        // on it), alive for the call, and kept alive for 'a when the sink keeps it (below).
+        let bytes: &'a [u8] = match unsafe { self.lay.str_utf8(ptr) } {
+            Some(b) => b,
+            None => {
+                let mut size: ffi::Py_ssize_t = 0;
+                let data = unsafe { ffi::PyUnicode_AsUTF8AndSize(ptr, &mut size) };
+                if data.is_null() {
+                    return self.surrogates(ptr, key);
+                }
+                unsafe { std::slice::from_raw_parts(data as *const u8, size as usize) }
+            }
+        };
+        // SAFETY: CPython's UTF-8 of a str is valid UTF-8 (surrogates are refused above).
+        let s: &'a str = unsafe { std::str::from_utf8_unchecked(bytes) };
         if S::BORROWS {
             unsafe { ffi::Py_INCREF(ptr) };
             self.keep.push(ptr);
@@ -218,9 +276,17 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
                 return Ok(());
             }
             if tp == &raw mut ffi::PyLong_Type {
+                if let Some(v) = self.lay.small_int(ptr) {
+                    self.sink.i64(v);
+                    return Ok(());
+                }
                 return self.int(ptr);
             }
             if tp == &raw mut ffi::PyFloat_Type {
+                if let Some(v) = self.lay.float(ptr) {
+                    self.sink.f64(v);
+                    return Ok(());
+                }
                 return self.float(ptr);
             }
             // Containers and objects: hold a strong reference while walking them, as
@@ -415,10 +481,22 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
         self.enter()?;
         self.sink.begin_object();
         let mark = self.sink.object_mark();
-        let mut pos: ffi::Py_ssize_t = 0;
-        let mut k: *mut ffi::PyObject = std::ptr::null_mut();
-        let mut v: *mut ffi::PyObject = std::ptr::null_mut();
-        while unsafe { ffi::PyDict_Next(ptr, &mut pos, &mut k, &mut v) } != 0 {
+        // SAFETY: a live dict (the caller holds it).
+        let direct = unsafe { self.lay.dict_direct(ptr) };
+        let (mut pos, mut upos): (ffi::Py_ssize_t, usize) = (0, 0);
+        loop {
+            let (k, v) = if direct {
+                match unsafe { self.lay.dict_next(ptr, &mut upos) } {
+                    Some(kv) => kv,
+                    None => break,
+                }
+            } else {
+                let (mut k, mut v) = (std::ptr::null_mut(), std::ptr::null_mut());
+                if unsafe { ffi::PyDict_Next(ptr, &mut pos, &mut k, &mut v) } == 0 {
+                    break;
+                }
+                (k, v)
+            };
             if unsafe { ffi::Py_TYPE(k) } != &raw mut ffi::PyUnicode_Type {
                 // Other keys may spell the same text as another key once written: start
                 // the object again, merging them (below).
@@ -427,7 +505,15 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
                 break;
             }
             self.string(k, true)?;
-            self.value(v)?;
+            if is_leaf(v) {
+                // A leaf runs no Python code and holds no field to name.
+                self.value(v)?;
+            } else {
+                // Walking it may run Python code that drops the key from the dict: hold
+                // the key for the path of a schema violation found below.
+                let key = unsafe { Bound::from_borrowed_ptr(self.py, k) };
+                self.value(v).map_err(|e| self.at(e, |_| format!("[{}]", key.repr().map(|r| r.to_string()).unwrap_or_default())))?;
+            }
         }
         self.sink.end_object(true);
         self.depth -= 1;
@@ -481,17 +567,30 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
         Ok(false)
     }
 
+    /// A list (or subclass instance): items read in place when the layout holds.
     fn list(&mut self, ptr: *mut ffi::PyObject) -> PyResult<()> {
         self.enter()?;
         self.sink.begin_array();
-        let mut i: ffi::Py_ssize_t = 0;
+        let mut i = 0;
         // The size is read again each time: walking an item may run Python code.
-        while i < unsafe { ffi::PyList_Size(ptr) } {
-            let item = unsafe { ffi::PyList_GetItem(ptr, i) };
-            if item.is_null() {
-                return Err(PyErr::fetch(self.py));
-            }
-            self.value(item)?;
+        loop {
+            let item = if self.lay.seq() {
+                // SAFETY: a live list (the caller holds it); `seq` confirmed the layout.
+                match unsafe { self.lay.list_item(ptr, i) } {
+                    Some(item) => item,
+                    None => break,
+                }
+            } else {
+                if i as ffi::Py_ssize_t >= unsafe { ffi::PyList_Size(ptr) } {
+                    break;
+                }
+                let item = unsafe { ffi::PyList_GetItem(ptr, i as ffi::Py_ssize_t) };
+                if item.is_null() {
+                    return Err(PyErr::fetch(self.py));
+                }
+                item
+            };
+            self.value(item).map_err(|e| self.at(e, |_| format!("[{i}]")))?;
             i += 1;
         }
         self.sink.end_array();
@@ -502,18 +601,39 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
     fn tuple(&mut self, ptr: *mut ffi::PyObject) -> PyResult<()> {
         self.enter()?;
         self.sink.begin_array();
-        let n = unsafe { ffi::PyTuple_Size(ptr) };
-        for i in 0..n {
-            // Tuples are immutable: the borrowed item lives as long as the tuple.
-            let item = unsafe { ffi::PyTuple_GetItem(ptr, i) };
-            if item.is_null() {
-                return Err(PyErr::fetch(self.py));
+        if self.lay.seq() {
+            // SAFETY: a live tuple (the caller holds it; immutable, so its items live as
+            // long as it does); `seq` confirmed the layout.
+            for (i, &item) in unsafe { self.lay.tuple_items(ptr) }.iter().enumerate() {
+                self.value(item).map_err(|e| self.at(e, |_| format!("[{i}]")))?;
             }
-            self.value(item)?;
+        } else {
+            let n = unsafe { ffi::PyTuple_Size(ptr) };
+            for i in 0..n {
+                let item = unsafe { ffi::PyTuple_GetItem(ptr, i) };
+                if item.is_null() {
+                    return Err(PyErr::fetch(self.py));
+                }
+                self.value(item).map_err(|e| self.at(e, |_| format!("[{i}]")))?;
+            }
         }
         self.sink.end_array();
         self.depth -= 1;
         Ok(())
+    }
+
+    /// A declared member of a Struct, held to its schema first (our own Structs).
+    #[inline(always)]
+    fn checked_field(&mut self, plan: &'a Plan, f: &'a Field, v: *mut ffi::PyObject) -> PyResult<()> {
+        if let (Some(c), Some(schema)) = (f.check, &plan.schema) {
+            // SAFETY: `v` is borrowed from the instance, alive for the call.
+            if !unsafe { c.plainly_valid(v) } {
+                if let Err(m) = unsafe { conforms(self.py, self.lay, &schema.checks[c.index], v) } {
+                    return Err(self.mismatch(f, m));
+                }
+            }
+        }
+        self.field(f, v).map_err(|e| self.at(e, |py| format!(".{}", f.attr.bind(py))))
     }
 
     /// A declared member, unless the omission rule leaves it out.
@@ -596,7 +716,7 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
                     // its own reference before anything can run Python code.
                     if let Some(v) = unsafe { f.getter.in_place(ptr) } {
                         if v as usize != plan.unset {
-                            self.field(f, v)?;
+                            self.checked_field(plan, f, v)?;
                         }
                         continue;
                     }
@@ -604,7 +724,7 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
                     if v.as_ptr() as usize == plan.unset {
                         continue;
                     }
-                    self.field(f, v.as_ptr())?;
+                    self.checked_field(plan, f, v.as_ptr())?;
                 }
                 if *has_dict {
                     let ex = unsafe {
@@ -619,6 +739,26 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
         Ok(())
     }
 
+    /// An extra attribute of one of our Structs may not repeat a declared field's name or
+    /// wire key (`ev.messageId = ...`, `ev.type = ...`): the object would carry the key twice.
+    #[inline]
+    fn clash(&mut self, k: *mut ffi::PyObject, plan: &Plan) -> PyResult<()> {
+        let key = unsafe { Bound::from_borrowed_ptr(self.py, k) };
+        let Some(text) = key.cast::<PyString>().ok().and_then(|s| s.to_str().ok()) else {
+            unsafe { ffi::PyErr_Clear() };
+            return Ok(());
+        };
+        let Some(f) = plan.fields.iter().find(|f| &*f.key.text == text || f.attr.bind(self.py).to_str().ok() == Some(text)) else {
+            return Ok(());
+        };
+        let attr = f.attr.bind(self.py).to_string();
+        self.violation = Some((
+            format!(".{text}"),
+            format!("an extra attribute named like the declared field `{attr}` (assign `{attr}` itself)"),
+        ));
+        Err(pyo3::exceptions::PyValueError::new_err("schema violation"))
+    }
+
     /// Extra members (after the declared ones) from a dict, in insertion order, with the
     /// omission rule for keys of omittable fields. True when there were none.
     fn extras(&mut self, extra: &Bound<'py, PyAny>, plan: &Plan) -> PyResult<bool> {
@@ -631,6 +771,9 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
         let mut k: *mut ffi::PyObject = std::ptr::null_mut();
         let mut v: *mut ffi::PyObject = std::ptr::null_mut();
         while unsafe { ffi::PyDict_Next(d.as_ptr(), &mut pos, &mut k, &mut v) } != 0 {
+            if plan.schema.is_some() {
+                self.clash(k, plan)?;
+            }
             if !plan.omit_keys.is_empty() && unsafe { is_absent(v) } {
                 let key = unsafe { Bound::from_borrowed_ptr(py, k) };
                 if let Ok(ks) = key.cast::<PyString>() {
@@ -645,6 +788,19 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
             self.entry(k, v)?;
         }
         Ok(false)
+    }
+}
+
+/// An exact str, int, float, bool or None: written without running Python code.
+#[inline(always)]
+fn is_leaf(v: *mut ffi::PyObject) -> bool {
+    unsafe {
+        let tp = ffi::Py_TYPE(v);
+        tp == &raw mut ffi::PyUnicode_Type
+            || v == ffi::Py_None()
+            || tp == &raw mut ffi::PyLong_Type
+            || tp == &raw mut ffi::PyFloat_Type
+            || tp == &raw mut ffi::PyBool_Type
     }
 }
 
@@ -681,7 +837,7 @@ pub(crate) fn with_tree<'py, T>(
     let mut w = Walker::new(py, TreeBuilder::new(), opts);
     (w.keep, w.kinds) = (keep, kinds);
     let out = {
-        let r = w.value(obj.as_ptr()).map_err(|e| user_error(py, e));
+        let r = w.walk(obj.as_ptr()).map_err(|e| user_error(py, e));
         let node = w.sink.finish().unwrap_or(Node::Null);
         // `node` borrows what `w` keeps: it is dropped at the end of this block, first.
         r.map(|()| f(&node))

@@ -1,0 +1,467 @@
+//! Direct reads of CPython objects' memory past the limited API, for the object walker's
+//! hot path (`walk.rs`) and the Struct field slots (`plan.rs`). (The one other such read
+//! is msgspec's vectorcall slot on the Structs' metaclass, checked in `construct.rs`.)
+//!
+//! The limited API reaches a list item, a str's UTF-8, a float or an int only through a
+//! function call each (`PyList_GetItem`, `PyUnicode_AsUTF8AndSize`, ...), where orjson and
+//! msgspec read the objects' memory. This module reads the same memory, and is sure of
+//! the layout before it does: [`Layout::detect`] runs once at module init and enables
+//! each kind of read only when
+//! * the interpreter is CPython 3.10–3.13 (the layouts below; 3.14 changed `str`), on a
+//!   64-bit little-endian target (the bit-field order of `str`'s state), and
+//! * the read agrees with the public API on real objects made for the check: the same
+//!   pointers (list and tuple items, a str's UTF-8 buffer), sizes and values.
+//!
+//! Otherwise that kind of value goes through the API, as before. Reading memory calls no
+//! symbol outside the stable ABI: the wheel stays abi3 (`abi3audit --strict`).
+//!
+//! Layouts read (CPython headers, 64-bit):
+//! * every object: `ob_refcnt`, `ob_type`; var-sized ones then `ob_size` at 16;
+//! * `list`: `ob_item` (a pointer to the items) at 24; `tuple`: the items inline at 24;
+//! * `float`: the `double` at 16;
+//! * `int`: 30-bit digits from 24; the digit count and sign at 16, as a signed size
+//!   (3.10, 3.11) or as `lv_tag` = count << 3 | sign (0 positive, 1 zero, 2 negative) (3.12+);
+//! * `dict` (3.11–3.13, combined tables only: a split table, e.g. an instance `__dict__`,
+//!   goes through `PyDict_Next`): `ma_keys` at 32, `ma_values` at 40 (NULL when combined);
+//!   the keys object holds `dk_log2_index_bytes` at 9, `dk_kind` at 10 (0: any keys,
+//!   entries of hash, key, value; else str keys, entries of key, value), `dk_nentries` at
+//!   24, the index table at 32 and the entries after it;
+//! * `str` (PEP 393): `length` at 16, `state` at 32 (bits: interned 0–1, kind 2–4,
+//!   compact 5, ascii 6); `sizeof(PyASCIIObject)` is 48 (3.10, 3.11: a `wstr` pointer) or
+//!   40; compact ASCII data follows it; a compact non-ASCII str has `utf8_length` and the
+//!   `utf8` pointer (NULL until the UTF-8 is first asked for) right after it;
+//! * `PyMemberDescrObject` (a `__slots__` member): the common descriptor header
+//!   (`d_type`, `d_name`, `d_qualname`), then the `PyMemberDef` pointer.
+
+use std::os::raw::c_int;
+
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyFloat, PyList, PyString, PyTuple, PyType};
+
+const OB_SIZE: usize = 16;
+const SEQ_ITEMS: usize = 24;
+const FLOAT_VALUE: usize = 16;
+const INT_DIGITS: usize = 24;
+const STR_LENGTH: usize = 16;
+const STR_STATE: usize = 32;
+const STATE_KIND_SHIFT: u32 = 2;
+const STATE_COMPACT: u32 = 1 << 5;
+const STATE_ASCII: u32 = 1 << 6;
+const DIGIT_BITS: u32 = 30;
+// dict (3.11-3.13): `PyDictObject` then `PyDictKeysObject` (dictobject.c's private header:
+// dk_refcnt, dk_log2_size, dk_log2_index_bytes, dk_kind, dk_version, dk_usable,
+// dk_nentries, then the index table and the entries).
+const DICT_KEYS: usize = 32;
+const DICT_VALUES: usize = 40;
+const DK_LOG2_INDEX_BYTES: usize = 9;
+const DK_KIND: usize = 10;
+const DK_NENTRIES: usize = 24;
+const DK_INDICES: usize = 32;
+const DK_KIND_GENERAL: u8 = 0;
+const DIGIT_MASK: u64 = (1 << DIGIT_BITS) - 1;
+
+/// How an int's digit count and sign are stored.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum IntRepr {
+    /// Through the API (`PyLong_AsLongLongAndOverflow`).
+    Api,
+    /// `ob_size`: the digit count, negative for negative numbers (3.10, 3.11).
+    SignedSize,
+    /// `lv_tag`: digit count << 3 | sign (3.12, 3.13).
+    Tagged,
+}
+
+/// Which direct reads hold on this interpreter (see the module documentation).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Layout {
+    /// `sizeof(PyASCIIObject)`; 0: strings through the API.
+    str_head: usize,
+    /// list and tuple items read in place.
+    seq: bool,
+    float: bool,
+    int: IntRepr,
+    /// `__slots__` member descriptors read for their offset (`member_offset`).
+    member: bool,
+    /// combined-table dicts iterated in place (`dict_direct`, `dict_next`).
+    dict: bool,
+}
+
+impl Layout {
+    /// Every read through the API.
+    const API: Layout = Layout { str_head: 0, seq: false, float: false, int: IntRepr::Api, member: false, dict: false };
+
+    /// Whether `d`'s entries can be read in place ([`Layout::dict_next`]): the reads hold
+    /// and its table is combined (a combined table never becomes split).
+    ///
+    /// # Safety
+    /// `d` must be a live `dict` (or subclass instance).
+    #[inline(always)]
+    pub(crate) unsafe fn dict_direct(self, d: *mut ffi::PyObject) -> bool {
+        self.dict && unsafe { (*((d as *const u8).add(DICT_VALUES) as *const *const u8)).is_null() }
+    }
+
+    /// The next entry `(key, value)` of a dict at or after entry `*pos`, advancing `*pos`
+    /// past it; None at the end. The table is read again at each call (walking a value may
+    /// run Python code that changes the dict), as `PyDict_Next` does. Borrowed.
+    ///
+    /// # Safety
+    /// `d` must be a live `dict` for which [`Layout::dict_direct`] held.
+    #[inline(always)]
+    pub(crate) unsafe fn dict_next(self, d: *mut ffi::PyObject, pos: &mut usize) -> Option<(*mut ffi::PyObject, *mut ffi::PyObject)> {
+        unsafe {
+            let keys = *((d as *const u8).add(DICT_KEYS) as *const *const u8);
+            let n = *(keys.add(DK_NENTRIES) as *const isize) as usize;
+            let entries = keys.add(DK_INDICES + (1usize << *keys.add(DK_LOG2_INDEX_BYTES)));
+            let (stride, key_at) = if *keys.add(DK_KIND) == DK_KIND_GENERAL { (24, 8) } else { (16, 0) };
+            while *pos < n {
+                let e = entries.add(*pos * stride + key_at);
+                *pos += 1;
+                let v = *(e.add(8) as *const *mut ffi::PyObject);
+                if !v.is_null() {
+                    return Some((*(e as *const *mut ffi::PyObject), v));
+                }
+            }
+            None
+        }
+    }
+
+    /// The UTF-8 text of a `str`, read in place: compact ASCII data, or the cached UTF-8
+    /// buffer of a compact non-ASCII str. None: ask the API (which also caches the UTF-8).
+    ///
+    /// # Safety
+    /// `s` must be a live `str` object (or subclass instance); the slice lives as long
+    /// as it does.
+    #[inline(always)]
+    pub(crate) unsafe fn str_utf8<'s>(self, s: *mut ffi::PyObject) -> Option<&'s [u8]> {
+        if self.str_head == 0 {
+            return None;
+        }
+        let base = s as *const u8;
+        unsafe {
+            let state = *(base.add(STR_STATE) as *const u32);
+            if state & STATE_COMPACT == 0 {
+                return None;
+            }
+            if state & STATE_ASCII != 0 {
+                let len = *(base.add(STR_LENGTH) as *const isize) as usize;
+                return Some(std::slice::from_raw_parts(base.add(self.str_head), len));
+            }
+            let utf8 = *(base.add(self.str_head + 8) as *const *const u8);
+            if utf8.is_null() {
+                return None;
+            }
+            let len = *(base.add(self.str_head) as *const isize) as usize;
+            Some(std::slice::from_raw_parts(utf8, len))
+        }
+    }
+
+    /// Item `i` of a list, or None past its end (the size is read at each call: walking
+    /// an item may run Python code that changes the list). Borrowed.
+    ///
+    /// # Safety
+    /// `list` must be a live exact `list`; `self.seq` must hold (see [`Layout::seq`]).
+    #[inline(always)]
+    pub(crate) unsafe fn list_item(self, list: *mut ffi::PyObject, i: usize) -> Option<*mut ffi::PyObject> {
+        let base = list as *const u8;
+        unsafe {
+            let n = *(base.add(OB_SIZE) as *const isize) as usize;
+            if i >= n {
+                return None;
+            }
+            let items = *(base.add(SEQ_ITEMS) as *const *const *mut ffi::PyObject);
+            Some(*items.add(i))
+        }
+    }
+
+    /// The items of a tuple (immutable: borrowed for as long as the tuple lives).
+    ///
+    /// # Safety
+    /// `tuple` must be a live exact `tuple`; `self.seq` must hold.
+    #[inline(always)]
+    pub(crate) unsafe fn tuple_items<'t>(self, tuple: *mut ffi::PyObject) -> &'t [*mut ffi::PyObject] {
+        let base = tuple as *const u8;
+        unsafe {
+            let n = *(base.add(OB_SIZE) as *const isize) as usize;
+            std::slice::from_raw_parts(base.add(SEQ_ITEMS) as *const *mut ffi::PyObject, n)
+        }
+    }
+
+    /// Whether list and tuple items are read in place.
+    #[inline(always)]
+    pub(crate) fn seq(self) -> bool {
+        self.seq
+    }
+
+    /// The value of an exact `float`, read in place when the layout holds.
+    ///
+    /// # Safety
+    /// `f` must be a live exact `float`.
+    #[inline(always)]
+    pub(crate) unsafe fn float(self, f: *mut ffi::PyObject) -> Option<f64> {
+        self.float.then(|| unsafe { *((f as *const u8).add(FLOAT_VALUE) as *const f64) })
+    }
+
+    /// The value of an exact `int` of at most two digits (|v| < 2**60), read in place;
+    /// None for larger ints or when the layout does not hold (ask the API).
+    ///
+    /// # Safety
+    /// `v` must be a live exact `int`.
+    #[inline(always)]
+    pub(crate) unsafe fn small_int(self, v: *mut ffi::PyObject) -> Option<i64> {
+        let base = v as *const u8;
+        let (n, negative) = unsafe {
+            match self.int {
+                IntRepr::Api => return None,
+                IntRepr::SignedSize => {
+                    let size = *(base.add(OB_SIZE) as *const isize);
+                    (size.unsigned_abs(), size < 0)
+                }
+                IntRepr::Tagged => {
+                    let tag = *(base.add(OB_SIZE) as *const usize);
+                    (tag >> 3, tag & 3 == 2)
+                }
+            }
+        };
+        let digit = |i: usize| unsafe { *(base.add(INT_DIGITS + 4 * i) as *const u32) } as u64;
+        let magnitude = match n {
+            0 => 0,
+            1 => digit(0),
+            2 => digit(0) | digit(1) << DIGIT_BITS,
+            _ => return None,
+        } as i64;
+        Some(if negative { -magnitude } else { magnitude })
+    }
+
+    /// The offset of a `__slots__` object member (`T_OBJECT_EX`) in instances of `ty`,
+    /// when `descr` is a member descriptor named `name` defined on a base of `ty` and the
+    /// slot lies inside the instance; None otherwise (the caller calls the descriptor).
+    /// `member_type` is `types.MemberDescriptorType`. The descriptor is read in the order
+    /// that keeps every read inside what is already confirmed: its type first, then its
+    /// name and owner, and only then its member definition.
+    pub(crate) fn member_offset(
+        self,
+        ty: &Bound<'_, PyType>,
+        name: &Bound<'_, PyString>,
+        descr: &Bound<'_, PyAny>,
+        member_type: &Bound<'_, PyAny>,
+        basicsize: usize,
+    ) -> Option<usize> {
+        #[repr(C)]
+        struct MemberDescr {
+            ob_base: ffi::PyObject,
+            d_type: *mut ffi::PyTypeObject,
+            d_name: *mut ffi::PyObject,
+            d_qualname: *mut ffi::PyObject,
+            d_member: *mut ffi::PyMemberDef,
+        }
+        if !self.member || !descr.get_type().is(member_type) {
+            return None;
+        }
+        let d = descr.as_ptr() as *const MemberDescr;
+        unsafe {
+            let d_name = (*d).d_name;
+            if d_name.is_null() || ffi::PyUnicode_Check(d_name) == 0 {
+                return None;
+            }
+            if ffi::PyUnicode_Compare(d_name, name.as_ptr()) != 0 {
+                ffi::PyErr_Clear();
+                return None;
+            }
+            if (*d).d_type.is_null() || ffi::PyType_IsSubtype(ty.as_ptr() as *mut ffi::PyTypeObject, (*d).d_type) == 0 {
+                return None;
+            }
+            let def = (*d).d_member;
+            if def.is_null() || (*def).type_code != ffi::Py_T_OBJECT_EX || (*def).flags & ffi::Py_RELATIVE_OFFSET != 0 {
+                return None;
+            }
+            let off = (*def).offset;
+            let min = std::mem::size_of::<ffi::PyObject>() as isize;
+            let ptr = std::mem::size_of::<*mut ffi::PyObject>() as isize;
+            if off < min || off + ptr > basicsize as isize || off % ptr != 0 {
+                return None;
+            }
+            Some(off as usize)
+        }
+    }
+
+    /// What holds on this interpreter: the version gate, then each read checked against
+    /// the API on objects made here. Never fails: a read that cannot be confirmed is off.
+    fn detect(py: Python<'_>) -> Layout {
+        let v = py.version_info();
+        let known = ((3, 10)..(3, 14)).contains(&(v.major, v.minor))
+            && cfg!(target_pointer_width = "64")
+            && cfg!(target_endian = "little");
+        if !known {
+            return Layout::API;
+        }
+        let old = v.minor <= 11;
+        let mut lay = Layout::API;
+        lay.member = true; // confirmed per descriptor (name, owner, kind, bounds)
+        lay.seq = check_seq(py);
+        lay.float = check_float(py);
+        lay.int = if check_int(py, if old { IntRepr::SignedSize } else { IntRepr::Tagged }) {
+            if old {
+                IntRepr::SignedSize
+            } else {
+                IntRepr::Tagged
+            }
+        } else {
+            IntRepr::Api
+        };
+        lay.str_head = check_str(py, if old { 48 } else { 40 });
+        lay.dict = v.minor >= 11 && check_dict(py);
+        // The checks above ran the API: leave no error behind.
+        unsafe { ffi::PyErr_Clear() };
+        lay
+    }
+}
+
+fn check_seq(py: Python<'_>) -> bool {
+    let probe = Layout { seq: true, ..Layout::API };
+    let items = [PyString::new(py, "a").into_any(), py.None().into_bound(py), PyFloat::new(py, 1.5).into_any()];
+    let (Ok(list), Ok(tuple)) = (PyList::new(py, &items), PyTuple::new(py, &items)) else { return false };
+    let _ = list.append(py.None()); // grown: ob_item reallocated, size != allocated
+    unsafe {
+        let (l, t) = (list.as_ptr(), tuple.as_ptr());
+        let n = ffi::PyList_Size(l) as usize;
+        let list_ok = (0..n).all(|i| probe.list_item(l, i) == Some(ffi::PyList_GetItem(l, i as ffi::Py_ssize_t)))
+            && probe.list_item(l, n).is_none();
+        let ts = probe.tuple_items(t);
+        let tuple_ok = ts.len() == ffi::PyTuple_Size(t) as usize
+            && ts.iter().enumerate().all(|(i, p)| *p == ffi::PyTuple_GetItem(t, i as ffi::Py_ssize_t));
+        list_ok && tuple_ok
+    }
+}
+
+fn check_dict(py: Python<'_>) -> bool {
+    let probe = Layout { dict: true, ..Layout::API };
+    // str keys with a deleted entry; other keys (the general entry layout); index tables
+    // of 1 and 2 bytes per slot (the same shift gives 4 and 8).
+    let code = c"[{'a': 1, 'b': 2, 'c': 3}, {1: 'x', 'y': None, (2,): 3.5},
+        {f'k{i}': i for i in range(50)}, {f'k{i}': i for i in range(300)}, {i: i for i in range(300)}]";
+    let Ok(dicts) = py.eval(code, None, None) else { return false };
+    let Ok(dicts) = dicts.cast_into::<PyList>() else { return false };
+    let _ = dicts.get_item(0).and_then(|d| d.del_item("b"));
+    let split = py.eval(c"type('O', (), {})()", None, None).and_then(|o| {
+        o.setattr("a", 1)?;
+        o.getattr("__dict__")
+    });
+    let same = |d: &Bound<'_, PyAny>| unsafe {
+        let p = d.as_ptr();
+        if !probe.dict_direct(p) {
+            return false;
+        }
+        let (mut pos, mut upos) = (0 as ffi::Py_ssize_t, 0usize);
+        let (mut k, mut v) = (std::ptr::null_mut(), std::ptr::null_mut());
+        loop {
+            let api = ffi::PyDict_Next(p, &mut pos, &mut k, &mut v) != 0;
+            match probe.dict_next(p, &mut upos) {
+                Some((dk, dv)) if api && dk == k && dv == v && upos == pos as usize => {}
+                None if !api => return true,
+                _ => return false,
+            }
+        }
+    };
+    // A split table (an instance __dict__) must be declined, never read as combined.
+    let split_declined = split.as_ref().map(|d| !unsafe { probe.dict_direct(d.as_ptr()) }).unwrap_or(false);
+    dicts.iter().all(|d| same(&d)) && split_declined
+}
+
+fn check_float(py: Python<'_>) -> bool {
+    let probe = Layout { float: true, ..Layout::API };
+    [0.0, -1.5, 1e300, f64::MIN_POSITIVE].iter().all(|&x| {
+        let f = PyFloat::new(py, x);
+        unsafe { probe.float(f.as_ptr()) == Some(ffi::PyFloat_AsDouble(f.as_ptr())) }
+    })
+}
+
+fn check_int(py: Python<'_>, repr: IntRepr) -> bool {
+    // sys.int_info: 30-bit digits in 32-bit words, what the reads assume.
+    let info = py.import("sys").and_then(|s| s.getattr("int_info"));
+    let digits_ok = info
+        .and_then(|i| Ok((i.getattr("bits_per_digit")?.extract::<u32>()?, i.getattr("sizeof_digit")?.extract::<u32>()?)))
+        .is_ok_and(|(bits, size)| bits == DIGIT_BITS && size == 4);
+    if !digits_ok {
+        return false;
+    }
+    let probe = Layout { int: repr, ..Layout::API };
+    let two_digits = 1i64 << 60;
+    let small = [0, 1, -1, 7, -42, (1 << 30) - 1, -(1 << 30), 1 << 30, two_digits - 1, -(two_digits - 1)];
+    let large = [two_digits, -two_digits, i64::MAX, i64::MIN];
+    let read = |x: i64| -> Option<(Option<i64>, i64)> {
+        let o = unsafe { Bound::from_owned_ptr_or_opt(py, ffi::PyLong_FromLongLong(x))? };
+        let mut overflow: c_int = 0;
+        let api = unsafe { ffi::PyLong_AsLongLongAndOverflow(o.as_ptr(), &mut overflow) };
+        (overflow == 0).then(|| (unsafe { probe.small_int(o.as_ptr()) }, api))
+    };
+    small.iter().all(|&x| read(x) == Some((Some(x), x))) && large.iter().all(|&x| read(x) == Some((None, x)))
+}
+
+/// `sizeof(PyASCIIObject)` when the str reads agree with the API, else 0.
+fn check_str(py: Python<'_>, head: usize) -> usize {
+    // `sys.getsizeof("")` is the header plus the terminating NUL of a compact ASCII str.
+    let size = py.import("sys").and_then(|s| s.getattr("getsizeof")?.call1(("",))?.extract::<usize>());
+    if size.ok() != Some(head + 1) {
+        return 0;
+    }
+    let probe = Layout { str_head: head, ..Layout::API };
+    // (text, kind, ascii): ASCII, Latin-1, BMP and astral compact strings.
+    let cases: [(&str, u32, bool); 5] =
+        [("", 1, true), ("plain ascii text", 1, true), ("café", 1, false), ("a → b", 2, false), ("😀 x", 4, false)];
+    for (text, kind, ascii) in cases {
+        let s = PyString::new(py, text);
+        let p = s.as_ptr();
+        let state = unsafe { *((p as *const u8).add(STR_STATE) as *const u32) };
+        if state & STATE_COMPACT == 0
+            || (state & STATE_ASCII != 0) != ascii
+            || (state >> STATE_KIND_SHIFT) & 7 != kind
+            || unsafe { *((p as *const u8).add(STR_LENGTH) as *const isize) } != text.chars().count() as isize
+        {
+            return 0;
+        }
+        // Before the API is asked, a non-ASCII str has no UTF-8 yet or the same buffer.
+        let before = unsafe { probe.str_utf8(p) }.map(|b| b.as_ptr());
+        let mut n: ffi::Py_ssize_t = 0;
+        let api = unsafe { ffi::PyUnicode_AsUTF8AndSize(p, &mut n) } as *const u8;
+        if api.is_null() || before.is_some_and(|b| b != api) {
+            return 0;
+        }
+        match unsafe { probe.str_utf8(p) } {
+            Some(b) if b.as_ptr() == api && b.len() == n as usize && b == text.as_bytes() => {}
+            _ => return 0,
+        }
+    }
+    // A str subclass instance is not compact (its data lives apart): never read in place.
+    let sub = py
+        .eval(c"type('S', (str,), {})('sub')", None, None)
+        .map(|o| unsafe { probe.str_utf8(o.as_ptr()) }.is_none());
+    if sub.ok() != Some(true) {
+        return 0;
+    }
+    head
+}
+
+static LAYOUT: PyOnceLock<Layout> = PyOnceLock::new();
+
+/// The reads that hold on this interpreter (detected once, at module init).
+#[inline]
+pub(crate) fn get(py: Python<'_>) -> Layout {
+    *LAYOUT.get_or_init(py, || Layout::detect(py))
+}
+
+/// Which direct reads are on, for tests: `{"str": bool, "seq": ..., "float": ..., "int": ...,
+/// "member": ...}`.
+#[pyfunction]
+pub(crate) fn direct_reads(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
+    let lay = get(py);
+    let d = pyo3::types::PyDict::new(py);
+    d.set_item("str", lay.str_head != 0)?;
+    d.set_item("seq", lay.seq)?;
+    d.set_item("float", lay.float)?;
+    d.set_item("int", lay.int != IntRepr::Api)?;
+    d.set_item("member", lay.member)?;
+    d.set_item("dict", lay.dict)?;
+    Ok(d)
+}
