@@ -6,24 +6,15 @@
 //! keeps one element per frame and never merges two.
 #![no_main]
 use agui_core::limits;
-use agui_core::sse::{Batch, Frame, SseError, SseParser, DEFAULT_MAX_BUFFER};
+use agui_core::sse::{Batch, Frame, OwnedFrame, SseError, SseParser, DEFAULT_MAX_BUFFER};
 use libfuzzer_sys::fuzz_target;
 
 #[path = "chunking.rs"]
 mod chunking;
 
 #[derive(Debug, PartialEq)]
-struct Owned {
-    index: u64,
-    offset: u64,
-    data: Vec<u8>,
-    event: Option<Vec<u8>>,
-    id: String,
-}
-
-#[derive(Debug, PartialEq)]
 struct Run {
-    frames: Vec<Owned>,
+    frames: Vec<OwnedFrame>,
     error: Option<SseError>,
     last_event_id: String,
     retry: Option<u64>,
@@ -34,13 +25,7 @@ fn run(chunks: &[&[u8]], max_buffer: usize) -> Run {
     let mut frames = Vec::new();
     let mut push = |f: Frame<'_>| {
         assert!(f.data.len() <= max_buffer, "a frame over the limit");
-        frames.push(Owned {
-            index: f.index,
-            offset: f.offset,
-            data: f.data.to_vec(),
-            event: f.event.map(<[u8]>::to_vec),
-            id: f.id.to_owned(),
-        })
+        frames.push(f.to_owned_frame());
     };
     let mut error = None;
     for c in chunks {
