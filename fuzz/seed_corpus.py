@@ -10,7 +10,9 @@ left out, so that libFuzzer's input length stays small and the runs fast):
 - proto_stream (one control byte): the protobuf streams and each event's frame;
 - proto_roundtrip: each event's JSON text (valid and invalid events) and each frame's
   message without its length prefix;
-- log_reader (one control byte): the SSE and protobuf streams, plain and gzipped.
+- log_reader (one control byte): the SSE and protobuf streams, plain and gzipped;
+- every target: the inputs kept in `regressions/<target>/` (a few found by the fuzzers
+  that once broke a property; each file's name says what it is).
 """
 
 from __future__ import annotations
@@ -99,9 +101,15 @@ def codec_seeds() -> None:
                 write("proto_roundtrip", frame[4:])
 
 
+def regression_seeds() -> None:
+    for path in sorted((HERE / "regressions").glob("*/*")):
+        write(path.parent.name, path.read_bytes())
+
+
 def main() -> None:
     patch_seeds()
     codec_seeds()
+    regression_seeds()
 
 
 if __name__ == "__main__":
