@@ -7,7 +7,9 @@
 #   3. `cargo test` of the core and arrow crates and `cargo clippy -D warnings` of the workspace;
 #      `mypy` over the package (it ships py.typed; config in pyproject.toml);
 #   4. the musllinux wheel (audited; no musl CPython here to run it) and the sdist, whose own
-#      `cargo test` must pass from the unpacked archive.
+#      `cargo test` must pass from the unpacked archive;
+#   5. a smoke run of every fuzz target (fuzz/smoke.sh: a few seconds each, nightly toolchain,
+#      cargo-fuzz installed from crates.io when missing), once the cargo job is done.
 # The Rust jobs and the venv set-up run beside the wheel build: fat LTO leaves a core idle.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -71,6 +73,13 @@ say "background: cargo test -p agui-core -p agui-arrow, then cargo clippy -D war
 (cargo test -p agui-core --locked && cargo test -p agui-arrow --locked && cargo clippy --workspace --all-targets --locked -- -D warnings) \
     >"$LOGS/cargo.log" 2>&1 &
 CARGO_PID=$!
+# The fuzz smoke run follows the cargo job (not beside it: two cargo builds on two cores
+# would slow the wheel build), on the core the wheel's fat LTO and the test runs leave idle.
+(
+    while kill -0 "$CARGO_PID" 2>/dev/null; do sleep 2; done
+    bash fuzz/smoke.sh "${AGUI_FUZZ_SECONDS:-5}"
+) >"$LOGS/fuzz.log" 2>&1 &
+FUZZ_PID=$!
 
 say "tools venv (maturin, ziglang, auditwheel, abi3audit) with $TOOLS_PY"
 "$TOOLS_PY" -m venv "$WORK/tools"
@@ -162,6 +171,8 @@ finish "$MYPY_PID" mypy
 tail -n 1 "$LOGS/mypy.log"
 finish "$CARGO_PID" cargo
 grep -E '^test result:' "$LOGS/cargo.log"
+finish "$FUZZ_PID" fuzz
+grep -E '^== ' "$LOGS/fuzz.log"
 finish "$MUSL_PID" musl-sdist
 grep -E '^test result:' "$LOGS/musl-sdist.log"
 MUSL=$(ls "$WHEELHOUSE"/agui_fast-*-cp310-abi3-*musllinux*_x86_64.whl)

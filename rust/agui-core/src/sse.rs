@@ -77,6 +77,28 @@ pub struct Frame<'a> {
     pub id: &'a str,
 }
 
+/// A [`Frame`] that owns its bytes (to keep frames past the callback: tests, fuzzing).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnedFrame {
+    pub index: u64,
+    pub offset: u64,
+    pub data: Vec<u8>,
+    pub event: Option<Vec<u8>>,
+    pub id: String,
+}
+
+impl Frame<'_> {
+    pub fn to_owned_frame(&self) -> OwnedFrame {
+        OwnedFrame {
+            index: self.index,
+            offset: self.offset,
+            data: self.data.to_vec(),
+            event: self.event.map(<[u8]>::to_vec),
+            id: self.id.to_owned(),
+        }
+    }
+}
+
 /// Where the current event's data lives: still inside the chunk being fed (no copy
 /// for the common single-line event), or copied into the parser.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -790,27 +812,10 @@ pub fn write_event(out: &mut Vec<u8>, payload: &[u8]) {
 mod tests {
     use super::*;
 
-    #[derive(Debug, Clone, PartialEq)]
-    struct Owned {
-        index: u64,
-        offset: u64,
-        data: Vec<u8>,
-        event: Option<Vec<u8>>,
-        id: String,
-    }
-
-    fn run(chunks: &[&[u8]], max: usize) -> (Vec<Owned>, Option<SseError>, SseParser) {
+    fn run(chunks: &[&[u8]], max: usize) -> (Vec<OwnedFrame>, Option<SseError>, SseParser) {
         let mut p = SseParser::new(max);
         let mut out = Vec::new();
-        let mut push = |f: Frame<'_>| {
-            out.push(Owned {
-                index: f.index,
-                offset: f.offset,
-                data: f.data.to_vec(),
-                event: f.event.map(|e| e.to_vec()),
-                id: f.id.to_string(),
-            })
-        };
+        let mut push = |f: Frame<'_>| out.push(f.to_owned_frame());
         for c in chunks {
             if let Err(e) = p.feed(c, &mut push) {
                 return (out, Some(e), p);

@@ -835,8 +835,10 @@ pub fn decode_message_as(msg: &[u8], warnings: &mut Vec<String>, out: &mut Vec<u
     decode_with_prost(msg, warnings, out, fmt)
 }
 
-/// The general path: envelope guard, prost, post-processing.
-fn decode_with_prost(msg: &[u8], warnings: &mut Vec<String>, out: &mut Vec<u8>, fmt: Format) -> Result<()> {
+/// The general path alone (envelope guard, prost, post-processing), without the fast
+/// path for flat events: [`decode_message_as`] must give the same result (the fuzz
+/// target `proto_roundtrip` checks it).
+pub fn decode_with_prost(msg: &[u8], warnings: &mut Vec<String>, out: &mut Vec<u8>, fmt: Format) -> Result<()> {
     guard(msg)?;
     let ev = pb::Event::decode(msg).map_err(|e| invalid(format!("Invalid event: {e}")))?;
     check_parts(&ev, msg)?;
