@@ -548,6 +548,7 @@ impl Cursor for ValueCursor<'_> {
 mod tests {
     use super::*;
     use crate::patch::{parse_patch, ErrorKind, PatchError};
+    use crate::test_rng::Rng;
     use serde_json::json;
 
     /// Apply with a given shift budget: `usize::MAX` is the plain `shift_remove` path (the
@@ -607,23 +608,6 @@ mod tests {
         let e = apply(&mut doc, &Value::Array(patch), 0, Dialect::Rfc6902).unwrap_err();
         assert_eq!(e.kind, ErrorKind::Pointer);
         assert_eq!(text(&doc), before);
-    }
-
-    /// A tiny deterministic generator (no dependency for the tests).
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n as u64) as usize
-        }
-        fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
-            xs[self.below(xs.len())]
-        }
     }
 
     fn random_path(rng: &mut Rng) -> String {
