@@ -22,3 +22,5 @@ pub mod proto;
 pub mod sink;
 pub mod sse;
 pub mod stream;
+#[cfg(test)]
+pub(crate) mod test_rng;

@@ -60,7 +60,6 @@ const DK_KIND: usize = 10;
 const DK_NENTRIES: usize = 24;
 const DK_INDICES: usize = 32;
 const DK_KIND_GENERAL: u8 = 0;
-const DIGIT_MASK: u64 = (1 << DIGIT_BITS) - 1;
 
 /// How an int's digit count and sign are stored.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

@@ -182,6 +182,8 @@ pub trait Document {
     fn check_depth(&self, v: &Self::Value, depth: usize, opts: &Options) -> R<(), Self::Error>;
     /// Called once after a rollback (e.g. to restore member order in one pass).
     fn finish_rollback(&mut self) {}
+    /// Called once after a patch applied (e.g. to restore member order in one pass).
+    fn finish_patch(&mut self) {}
 }
 
 // ---------------------------------------------------------------------------------------
@@ -600,6 +602,7 @@ impl<D: Document> Patcher<D> {
             }
         }
         self.log.clear();
+        doc.finish_patch();
         Ok(())
     }
 }

@@ -448,7 +448,7 @@ fn no_doc_error(f: engine::Fail<std::convert::Infallible>) -> PatchError {
 /// Apply a patch in place, atomically: on error `doc` is exactly as before. Values are
 /// cloned out of `ops` (see [`apply_patch_owned`] to move them).
 pub fn apply_patch(doc: &mut Value, ops: &[Operation], opts: &Options) -> Result<(), PatchError> {
-    let mut d = value::ValueDoc { root: doc, values: None };
+    let mut d = value::ValueDoc::new(doc, None);
     engine::apply_all(&mut d, ops, *opts).map_err(no_doc_error)
 }
 
@@ -475,7 +475,7 @@ pub struct Replayer<'d> {
 impl<'d> Replayer<'d> {
     pub fn new(doc: &'d mut Value, opts: &Options) -> Self {
         Replayer {
-            doc: value::ValueDoc { root: doc, values: Some(Vec::new()) },
+            doc: value::ValueDoc::new(doc, Some(Vec::new())),
             patcher: engine::Patcher::new(*opts),
             max_depth: opts.max_depth,
             pointers: cache::PointerCache::default(),
