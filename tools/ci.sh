@@ -77,7 +77,7 @@ CARGO_PID=$!
 # would slow the wheel build), on the core the wheel's fat LTO and the test runs leave idle.
 (
     while kill -0 "$CARGO_PID" 2>/dev/null; do sleep 2; done
-    bash fuzz/smoke.sh "${AGUI_FUZZ_SECONDS:-5}"
+    bash fuzz/smoke.sh "${AGUI_FUZZ_SECONDS:-3}"
 ) >"$LOGS/fuzz.log" 2>&1 &
 FUZZ_PID=$!
 
@@ -120,7 +120,7 @@ grep -q '"manylinux_2_17_x86_64"' "$LOGS/auditwheel-manylinux.txt" \
     set -e
     rustup target list --installed | grep -qx x86_64-unknown-linux-musl \
         || rustup target add x86_64-unknown-linux-musl
-    PATH="$T:$PATH" "$T/maturin" build --locked --release --zig --target x86_64-unknown-linux-musl \
+    PATH="$T:$PATH" "$T/maturin" build --locked --profile ci-audit --zig --target x86_64-unknown-linux-musl \
         --compatibility "$MUSLLINUX" --out "$WHEELHOUSE"
     PATH="$T:$PATH" "$T/maturin" sdist --out "$WORK/sdist"
     tar -xzf "$WORK"/sdist/agui_fast-*.tar.gz -C "$WORK/sdist"
