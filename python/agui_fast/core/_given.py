@@ -72,10 +72,20 @@ def at_default(value: Any, default: Any) -> bool:
     return value is default or (type(default) is str and value == default)
 
 
+def _by_value(obj: Any) -> Dict[str, Any]:
+    """The fields whose value shows they were given: required, or not at their default."""
+    out = {}
+    for name, default in defaults(type(obj)).items():
+        value = getattr(obj, name)
+        if default is REQUIRED or not at_default(value, default):
+            out[name] = value
+    return out
+
+
 def fields_set(obj: Any) -> Set[str]:
     """pydantic's ``model_fields_set``: the fields given (by value or as recorded), plus the
     extras, by attribute name."""
-    names = {name for name, default in defaults(type(obj)).items() if default is REQUIRED or not at_default(getattr(obj, name), default)}
+    names = set(_by_value(obj))
     d = obj.__dict__
     names.update(d)
     if type(d) is Extras:
@@ -87,13 +97,7 @@ def reduce(obj: Any) -> Tuple[Any, tuple]:
     """``obj.__reduce__()``: the class and the fields not at their default (the class is
     called with them, as msgspec's own pickling does, so that nothing is recorded but the
     saved record), the extras and the record."""
-    cls = type(obj)
-    values = {}
-    for name, default in defaults(cls).items():
-        value = getattr(obj, name)
-        if default is REQUIRED or not at_default(value, default):
-            values[name] = value
-    return restore, (cls, values, dict(obj.__dict__) or None, given(obj) or None)
+    return restore, (type(obj), _by_value(obj), dict(obj.__dict__) or None, given(obj) or None)
 
 
 def restore(cls: type, values: Dict[str, Any], extras: Optional[dict], names: Optional[Iterable[str]]) -> Any:
