@@ -99,6 +99,41 @@ def test_convert_skip_lists_bad_events(tmp_path):
     assert len(out.read_bytes().splitlines()) == 2 * len(EVENTS)
 
 
+@pytest.mark.parametrize("to", ["jsonl", "sse", "protobuf", "parquet"])
+def test_convert_failure_leaves_no_partial_output(tmp_path, to):
+    # A truncated log fails the default (--errors raise) conversion: the output keeps what
+    # it held before (no empty file, no Parquet file without its footer), no temp file is
+    # left beside it, and the message says how to convert the valid events.
+    bad = tmp_path / "cut.sse"
+    bad.write_bytes(SSE[: len(SSE) - 7])
+    out = tmp_path / f"o.{to}"
+    out.write_bytes(b"before")
+    r = run("convert", bad, "-o", out, "--to", to)
+    assert r.returncode == 1
+    lines = r.stderr.decode().splitlines()
+    assert len(lines) == 1 and "nothing written" in lines[0] and "--errors skip" in lines[0], r.stderr
+    assert out.read_bytes() == b"before"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cut.sse", f"o.{to}"]
+    out.unlink()
+    r = run("convert", bad, "-o", out, "--to", to, "--errors", "skip")
+    assert r.returncode == 1 and out.exists()
+    assert f"{len(EVENTS) - 1} events".encode() in r.stderr, r.stderr
+
+
+def test_convert_to_a_closed_pipe_ends_quietly(sse_log):
+    # `agui-fast convert LOG -o - | head -c 10`: the reader goes away, no error message.
+    big = sse_log.parent / "big.sse"
+    big.write_bytes(SSE * 200)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "agui_fast", "convert", str(big), "-o", "-", "--to", "jsonl"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    assert p.stdout.read(10)
+    p.stdout.close()
+    assert p.wait(timeout=60) != 0
+    assert p.stderr.read() == b""
+
+
 def test_inspect_counts(sse_log, capsys):
     assert main(["inspect", "--json", str(sse_log)]) == 0
     report = json.loads(capsys.readouterr().out)

@@ -192,6 +192,18 @@ def run_with_progress(total: int, call: Callable[[Any], Any]) -> Any:
 _SUFFIXES = {".sse": "sse", ".pb": "protobuf", ".bin": "protobuf", ".jsonl": "jsonl", ".parquet": "parquet"}
 
 
+def _partial_name(output: str) -> str:
+    head, tail = os.path.split(output)
+    return os.path.join(head, f".{tail}.{os.getpid()}.partial")
+
+
+def _remove(path: str) -> None:
+    try:
+        os.remove(path)
+    except OSError:
+        pass
+
+
 def convert(args: argparse.Namespace) -> int:
     """Logs -> one output (SSE, protobuf, JSON lines or Parquet), streaming in Rust."""
     paths = expand(args.logs)
@@ -210,15 +222,28 @@ def convert(args: argparse.Namespace) -> int:
     if args.output == "-":
         sys.stdout.flush()
     total = sum(_size(p) for p in paths)
-    rows, nbytes, skipped = run_with_progress(total, lambda progress: _native.convert_logs(
-        paths, [shown(p) for p in paths], args.output, to, args.format, args.errors == "skip", progress,
-    ))
+    # A file output is written beside its final name and renamed into place only when the
+    # conversion succeeds: a failed run leaves no half-written file (nor a Parquet file
+    # without its footer) and does not clobber what was there.
+    target = args.output if args.output == "-" else _partial_name(args.output)
+    try:
+        rows, nbytes, skipped = run_with_progress(total, lambda progress: _native.convert_logs(
+            paths, [shown(p) for p in paths], target, to, args.format, args.errors == "skip", progress,
+        ))
+    except BaseException as exc:
+        if target != args.output:
+            _remove(target)
+            if isinstance(exc, AguiError):
+                args.hint = f"nothing written to {args.output} (--errors skip converts the valid events)"
+        raise
     for problem in skipped:
         print(f"skipped: {problem}", file=sys.stderr)
     if rows == 0 and not skipped:
-        if args.output != "-":
-            os.remove(args.output)
+        if target != args.output:
+            _remove(target)
         raise UserError(f"no AG-UI events in {', '.join(shown(p) for p in paths)}")
+    if target != args.output:
+        os.replace(target, args.output)
     if args.output != "-":
         print(f"{', '.join(shown(p) for p in paths)} -> {args.output} ({to}): {rows} events", file=sys.stderr)
     return 1 if skipped else 0
@@ -412,7 +437,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         if isinstance(exc, BrokenPipeError):
             return 1
         msg = exc.message if isinstance(exc, DecodeError) else str(exc)
-        print(f"agui-fast {args.command}: error: {type(exc).__name__}: {msg}", file=sys.stderr)
+        hint = f"; {args.hint}" if getattr(args, "hint", None) else ""
+        print(f"agui-fast {args.command}: error: {type(exc).__name__}: {msg}{hint}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

@@ -125,6 +125,13 @@ impl Issue {
         Issue { source: None, index: None, offset: None, class: "OSError", message, field: None }
     }
 
+    /// A failed write: a reader that went away (`agui-fast convert -o - | head`) is told
+    /// apart from other I/O errors, so the CLI can end quietly as pipes expect.
+    fn write(e: &std::io::Error) -> Self {
+        let class = if e.kind() == std::io::ErrorKind::BrokenPipe { "BrokenPipeError" } else { "OSError" };
+        Issue { class, ..Issue::io(format!("cannot write the output: {e}")) }
+    }
+
     /// One line: `file: message (frame N at byte offset M, field F)`.
     pub fn describe(&self) -> String {
         let mut where_ = Vec::new();
@@ -946,8 +953,11 @@ pub fn write_parquet<W: Write + Send>(
                 builder.finish();
             }
         };
+        // Rows written, not events seen: with `collect`, bad events are in `issues` only.
+        let mut written = 0u64;
         let seen = each_row(src, opts, control, &mut info.issues, |ev, json, f| {
             builder.push(ev, json, f);
+            written += 1;
             if builder.full() {
                 flush(&mut builder, &mut writer);
             }
@@ -958,8 +968,8 @@ pub fn write_parquet<W: Write + Send>(
         if let Some(e) = write_error.take() {
             return Err(e);
         }
+        info.rows += written;
         if let Some(s) = seen {
-            info.rows += s.events;
             info.bytes_in += s.bytes;
         }
     }
@@ -983,7 +993,7 @@ pub fn convert<W: Write>(
     // own, or the first one fails the call. A write error always does.
     let mut encode_issues = Vec::new();
     let mut failure: Option<Issue> = None;
-    let io_issue = |e: std::io::Error| Issue::io(format!("cannot write the output: {e}"));
+    let io_issue = |e: std::io::Error| Issue::write(&e);
     for src in sources {
         let mut written = 0u64;
         let seen = each_row(src, opts, control, &mut info.issues, |ev, json, _| {

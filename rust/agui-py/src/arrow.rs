@@ -16,7 +16,7 @@ use agui_arrow::arrow_array::RecordBatch;
 use agui_arrow::arrow_schema::SchemaRef;
 use agui_arrow::{Control, Input, Issue, Options, Source};
 use agui_core::log::{Format, Limits, LogReader, Output};
-use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyStopIteration, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyBrokenPipeError, PyFileNotFoundError, PyOSError, PyStopIteration, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
 use pyo3::types::{PyBytes, PyDict, PyList};
@@ -88,6 +88,7 @@ fn issue_to_py(py: Python<'_>, issue: &Issue) -> PyErr {
     match issue.class {
         "FileNotFoundError" => PyFileNotFoundError::new_err(message),
         "OSError" => PyOSError::new_err(message),
+        "BrokenPipeError" => PyBrokenPipeError::new_err(message),
         class => {
             let kwargs = PyDict::new(py);
             // set_item on a fresh dict cannot fail short of MemoryError.
