@@ -13,6 +13,29 @@ use serde_json::{Map, Number, Value};
 use super::{invalid, too_deep, PatchError, MAX_INT_DIGITS};
 use crate::sink::Sink;
 
+// The rules of the values a document holds (those of JSON text, `super::parse_json`),
+// for every builder: this one and the binding's builder of Python values.
+
+/// A container opened at nesting `depth` (0: the value itself is one).
+pub fn container_rule(depth: usize, max_depth: usize) -> Result<(), PatchError> {
+    if depth >= max_depth { Err(too_deep(max_depth)) } else { Ok(()) }
+}
+
+fn too_large_int() -> PatchError {
+    invalid(format!("integer is too large (limit {MAX_INT_DIGITS} digits)"))
+}
+
+/// An integer given as exact decimal text: at most [`MAX_INT_DIGITS`] digits.
+pub fn int_rule(decimal: &str) -> Result<(), PatchError> {
+    let digits = decimal.strip_prefix('-').unwrap_or(decimal);
+    if digits.len() <= MAX_INT_DIGITS { Ok(()) } else { Err(too_large_int()) }
+}
+
+/// Any other number: a finite double.
+pub fn float_rule(v: f64) -> Result<(), PatchError> {
+    if v.is_finite() { Ok(()) } else { Err(invalid(format!("{v} is not a JSON number"))) }
+}
+
 enum Open {
     Array(Vec<Value>),
     Object(Map<String, Value>, String),
@@ -67,8 +90,8 @@ impl ValueBuilder {
     }
 
     fn begin(&mut self, open: Open) {
-        if self.open.len() >= self.max_depth {
-            self.fail(too_deep(self.max_depth));
+        if let Err(e) = container_rule(self.open.len(), self.max_depth) {
+            self.fail(e);
         }
         self.open.push(open);
     }
@@ -94,19 +117,18 @@ impl<'a> Sink<'a> for ValueBuilder {
         self.push(Value::Number(v.into()))
     }
     fn big_int(&mut self, decimal: &str) {
-        let digits = decimal.strip_prefix('-').unwrap_or(decimal);
-        match decimal.parse::<Number>() {
-            Ok(n) if digits.len() <= MAX_INT_DIGITS => self.push(Value::Number(n)),
-            _ => {
-                self.fail(invalid(format!("integer is too large (limit {MAX_INT_DIGITS} digits)")));
+        match int_rule(decimal).and_then(|()| decimal.parse::<Number>().map_err(|_| too_large_int())) {
+            Ok(n) => self.push(Value::Number(n)),
+            Err(e) => {
+                self.fail(e);
                 self.push(Value::Null)
             }
         }
     }
     fn f64(&mut self, v: f64) {
-        match Number::from_f64(v) {
-            Some(n) => self.push(Value::Number(n)),
-            None => {
+        match float_rule(v).map(|()| Number::from_f64(v)) {
+            Ok(Some(n)) => self.push(Value::Number(n)),
+            Ok(None) | Err(_) => {
                 self.fail(invalid(format!("{v} is not a JSON number")));
                 self.push(Value::Null)
             }
