@@ -1,4 +1,4 @@
-//! JSON Patch on Python objects (`apply_patch`) and a Rust-held document (`StateDocument`).
+//! JSON Patch on Python objects (`apply_patch`) and a document for long replays (`StateDocument`).
 //!
 //! The engine is the core crate's (`agui_core::patch::engine`); this module implements
 //! its `Document` trait for Python dicts and lists, reads operations from Python, and is
@@ -13,7 +13,9 @@
 //! - Values taken from the patch (`add`/`replace`) and sources of `copy` are deep-copied
 //!   (dicts and lists; tuples become lists) so the result never aliases the patch or
 //!   itself.
-//! - `StateDocument` holds a `serde_json::Value` patched by the same engine.
+//! - `StateDocument` holds Python values it owns, patched in place by the same engine
+//!   (owned mode: copy-on-write for what it handed out); values enter by the core's value
+//!   rules (`plain_copy`, else the object walker into `PyBuilder`).
 
 use crate::gil::GilCell;
 use std::borrow::Cow;
@@ -971,10 +973,11 @@ enum Open<'py> {
     Object(Bound<'py, PyDict>, Option<Bound<'py, PyString>>),
 }
 
-/// A [`Sink`] that builds new Python values by the rules of a document's values (those
-/// of JSON text: `core::container_rule`, `core::int_rule`, `core::float_rule`, shared
-/// with the core's `ValueBuilder`), for a value placed at nesting `base`. Walked from
-/// Python objects (`py_value`) or from a parsed JSON value (`json_to_py`).
+/// A `Sink` that builds new Python values by the rules of a document's values (those of
+/// JSON text: `core::container_rule`, `core::int_rule`, `core::float_rule`), for a value
+/// placed at nesting `base`. Walked from Python objects (`py_value`) or from a parsed
+/// JSON value (`json_to_py`). Sink methods cannot fail: the first broken rule is recorded
+/// and reported by `finish` (the walk goes on, bounded by the walker's own depth guard).
 struct PyBuilder<'py> {
     py: Python<'py>,
     open: Vec<Open<'py>>,
@@ -1334,6 +1337,7 @@ impl StateDocument {
     /// The document (or the value at `path`, an RFC 6901 pointer), shared: the document
     /// never writes into it again (later patches copy what they change).
     #[pyo3(signature = (path = ""))]
+    #[allow(clippy::wrong_self_convention)] // `&mut`: handing out ends the document's ownership
     fn to_python<'py>(&mut self, py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyAny>> {
         let with_path = |mut e: PatchError| {
             e.path = Some(path.to_string());

@@ -42,13 +42,13 @@
 //! `remove` of the whole document leaves `null`. Moving a value into its own child fails
 //! in both (fast-json-patch with a `TypeError`).
 
-mod build;
 pub mod cache;
 pub mod engine;
 mod plain;
+mod rules;
 mod value;
 
-pub use build::{container_rule, float_rule, int_rule, PatchBuilder, ValueBuilder};
+pub use rules::{container_rule, float_rule, int_rule};
 pub use plain::{read_plain_patch, PlainOps};
 pub(crate) use plain::Text;
 
@@ -542,15 +542,9 @@ pub fn check_number(n: &serde_json::Number) -> Result<(), PatchError> {
     let s = n.as_str();
     let digits = s.strip_prefix('-').unwrap_or(s);
     if digits.bytes().all(|b| b.is_ascii_digit()) {
-        if digits.len() > MAX_INT_DIGITS {
-            return Err(invalid(format!("integer with {} digits is too large (limit {MAX_INT_DIGITS})", digits.len())));
-        }
-        return Ok(());
+        return int_rule(s);
     }
-    match n.as_f64() {
-        Some(x) if x.is_finite() => Ok(()),
-        _ => Err(invalid(format!("number {s} is out of range for a double"))),
-    }
+    float_rule(n.as_f64().unwrap_or(f64::INFINITY)).map_err(|_| invalid(format!("number {s} is out of range for a double")))
 }
 
 fn check_numbers(v: &Value) -> Result<(), PatchError> {
