@@ -152,7 +152,7 @@ REPLAY_TEXT = [json.dumps(p).encode() for p in REPLAY]
 def test_replay_text_state_document(benchmark):
     def run():
         sd = StateDocument(STATE_70K)
-        sd.apply_many(REPLAY_TEXT)  # parsed and applied in Rust, GIL released
+        sd.apply_many(REPLAY_TEXT)  # parsed in Rust with the GIL released
         return sd.to_python()
 
     benchmark(run)

@@ -236,6 +236,7 @@ def run_state_document(rng, steps):
     gen = PatchGen(rng)
     model = gen.doc()
     sd = StateDocument(model)
+    handed = []  # what to_python returned: shared, so the document must never write into it
     for _ in range(steps):
         r = rng.random()
         if r < 0.35:
@@ -265,8 +266,15 @@ def run_state_document(rng, steps):
             sd.replace(model)
         else:
             path, value = rng.choice(list(all_paths(model)))
-            assert dump(sd.to_python(path)) == dump(value)
-        assert dump(sd.to_python()) == dump(model)
+            out = sd.to_python(path)
+            assert dump(out) == dump(value)
+            handed.append((out, dump(out)))
+        out = sd.to_python()
+        assert dump(out) == dump(model)
+        if rng.random() < 0.3:
+            handed.append((out, dump(out)))
+    for out, text in handed:
+        assert dump(out) == text
 
 
 def test_state_document_follows_the_model():

@@ -57,7 +57,7 @@ def apply_patch(doc: Any, patch: Iterable[Any], *, in_place: bool = False, max_d
     """Apply an RFC 6902 patch (atomic). Copy mode shares untouched subtrees with ``doc``."""
 
 class StateDocument:
-    """A JSON document held in Rust; patches are applied without converting to Python."""
+    """A JSON document of Python values it owns, patched in place; ``to_python`` shares it (copy-on-write)."""
 
     def __init__(self, doc: Optional[Any] = None, *, max_depth: int = 512) -> None: ...
     def apply(self, patch: Union[Iterable[Any], str, bytes]) -> None: ...

@@ -17,9 +17,11 @@ document (dicts, lists, str, int, float, bool, None):
 members are ignored) or of objects with ``op``/``path``/``value``/``from_`` attributes
 (the ``agui_fast.core`` operation Structs), e.g. a STATE_DELTA event's ``delta``.
 
-``StateDocument`` holds a document in Rust for replaying long logs of patches (given as
-operation lists or as JSON text, applied with the GIL released) and materializes the
-Python object on demand; see ``docs/patch.md``.
+``StateDocument`` holds a document for replaying long logs of patches (given as
+operation lists or as JSON text, parsed with the GIL released): Python values it owns,
+patched in place, every value checked by the JSON value rules on entry; ``to_python()``
+returns the document itself without copying, and later patches copy what they change
+(copy-on-write), so what it returned is never written again; see ``docs/patch.md``.
 
 Both apply the one engine of the Rust core (``agui_core::patch``) and bound nesting by
 ``max_depth=`` (default 512, ``agui_core::limits::DEFAULT_MAX_DEPTH``): values deeper

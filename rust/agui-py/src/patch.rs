@@ -1,4 +1,4 @@
-//! JSON Patch on Python objects (`apply_patch`) and a Rust-held document (`StateDocument`).
+//! JSON Patch on Python objects (`apply_patch`) and a document for long replays (`StateDocument`).
 //!
 //! The engine is the core crate's (`agui_core::patch::engine`); this module implements
 //! its `Document` trait for Python dicts and lists, reads operations from Python, and is
@@ -13,7 +13,9 @@
 //! - Values taken from the patch (`add`/`replace`) and sources of `copy` are deep-copied
 //!   (dicts and lists; tuples become lists) so the result never aliases the patch or
 //!   itself.
-//! - `StateDocument` holds a `serde_json::Value` patched by the same engine.
+//! - `StateDocument` holds Python values it owns, patched in place by the same engine
+//!   (owned mode: copy-on-write for what it handed out); values enter by the core's value
+//!   rules (`plain_copy`, else the object walker into `PyBuilder`).
 
 use crate::gil::GilCell;
 use std::borrow::Cow;
@@ -23,7 +25,7 @@ use std::collections::HashSet;
 use agui_core::limits::DEFAULT_MAX_DEPTH;
 use agui_core::patch::cache::{FastBuild, Lookup, SlotCache};
 use agui_core::patch::engine::{self, At, Cursor, Document, Fail, Kind, MemberEq, Node, PatchOp, Patcher, Shape, Token};
-use agui_core::patch::{self as core, Dialect, ErrorKind, OpKind, Operation, Options, PatchBuilder, PatchError, PatchInput};
+use agui_core::patch::{self as core, Dialect, ErrorKind, OpKind, Operation, Options, PatchError};
 use pyo3::exceptions::{PyAttributeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -32,9 +34,6 @@ use serde_json::Value;
 
 use crate::errors::{check_max_depth, error_class, make_error};
 use crate::walk::{Opts, Walker};
-
-/// Patches converted per GIL release in `StateDocument.apply_many`.
-const APPLY_CHUNK: usize = 256;
 
 fn class_name(kind: ErrorKind) -> &'static str {
     match kind {
@@ -314,7 +313,7 @@ fn read_op<'py>(index: usize, item: &Bound<'py, PyAny>) -> R<PyOp<'py>> {
         return Err(at(invalid("missing member 'value'")).into());
     }
     drop(path);
-    Ok(PyOp { kind, path: raw.path, path_toks, from_toks, value: raw.value })
+    Ok(PyOp { kind, path: raw.path, path_toks, from_toks, value: raw.value, json: None })
 }
 
 fn patch_items<'py>(patch: &Bound<'py, PyAny>) -> R<Vec<Bound<'py, PyAny>>> {
@@ -424,6 +423,54 @@ fn deep_copy<'py>(v: &Bound<'py, PyAny>, depth: usize, max_depth: usize) -> R<Bo
         }
         Container::Other => Ok(v.clone()), // scalars and foreign objects are shared
     }
+}
+
+/// The fast path of `py_value` for plain data (`dict` with `str` keys, `list`, `str`,
+/// `int` within 64 bits, `float`, `bool`, `None`, exact types): copied as `deep_copy`
+/// copies (immutable scalars shared), checking the document's value rules on the way.
+/// `None` as soon as anything else is met (a tuple, a subclass, a big int, a string the
+/// walker must judge): the walker then converts the whole value, by the same rules.
+fn plain_copy<'py>(v: &Bound<'py, PyAny>, depth: usize, max_depth: usize) -> R<Option<Bound<'py, PyAny>>> {
+    use pyo3::ffi;
+    let py = v.py();
+    let tp = unsafe { ffi::Py_TYPE(v.as_ptr()) };
+    if v.is_none() || tp == &raw mut ffi::PyBool_Type {
+        return Ok(Some(v.clone()));
+    }
+    if tp == &raw mut ffi::PyLong_Type {
+        return Ok(v.extract::<i64>().is_ok().then(|| v.clone()));
+    }
+    if tp == &raw mut ffi::PyFloat_Type {
+        let x = unsafe { v.cast_unchecked::<PyFloat>() }.value();
+        core::float_rule(x)?;
+        return Ok(Some(v.clone()));
+    }
+    if tp == &raw mut ffi::PyUnicode_Type {
+        let s = unsafe { v.cast_unchecked::<PyString>() };
+        return Ok(s.to_str().is_ok().then(|| v.clone()));
+    }
+    let is_dict = tp == &raw mut ffi::PyDict_Type;
+    if !is_dict && tp != &raw mut ffi::PyList_Type {
+        return Ok(None);
+    }
+    core::container_rule(depth, max_depth)?;
+    if is_dict {
+        let d = unsafe { v.cast_unchecked::<PyDict>() };
+        let out = PyDict::new(py);
+        for (k, x) in d.iter() {
+            let key_ok = k.is_exact_instance_of::<PyString>() && unsafe { k.cast_unchecked::<PyString>() }.to_str().is_ok();
+            let Some(x) = (if key_ok { plain_copy(&x, depth + 1, max_depth)? } else { None }) else { return Ok(None) };
+            out.set_item(k, x).map_err(py_fail)?;
+        }
+        return Ok(Some(out.into_any()));
+    }
+    let l = unsafe { v.cast_unchecked::<PyList>() };
+    let mut items = Vec::with_capacity(l.len());
+    for x in l.iter() {
+        let Some(x) = plain_copy(&x, depth + 1, max_depth)? else { return Ok(None) };
+        items.push(x);
+    }
+    Ok(Some(PyList::new(py, items).map_err(py_fail)?.into_any()))
 }
 
 /// Dicts, lists and tuples (the values `deep_copy` copies).
@@ -552,6 +599,9 @@ struct PyOp<'py> {
     path_toks: Toks<'py>,
     from_toks: Toks<'py>,
     value: Option<Bound<'py, PyAny>>,
+    /// The `add`/`replace` value of a patch read from JSON text (a `StateDocument`'s):
+    /// built into Python values only when the operation applies.
+    json: Option<Value>,
 }
 
 impl<'py> PatchOp for PyOp<'py> {
@@ -574,16 +624,31 @@ const FRESH_SCAN_MAX: usize = 32;
 
 type FastMap<V> = HashMap<usize, V, FastBuild>;
 
+/// How a `PyDoc` writes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// `apply_patch`: containers along each written path are copied once per patch, the
+    /// input is never touched, a failed patch is dropped.
+    Copy,
+    /// `apply_patch(in_place=True)`: everything is written in place, with undo.
+    InPlace,
+    /// A `StateDocument`: in place (with undo) in the containers it owns, copy-on-write
+    /// in the others (shared with what `to_python` handed out: never written again);
+    /// values enter by the document's value rules (`PyBuilder`).
+    Owned,
+}
+
 struct PyDoc<'py> {
     root: Bound<'py, PyAny>,
-    copy_mode: bool,
-    /// Containers created during this apply (copy mode): safe to mutate.
+    mode: Mode,
+    /// Containers that are ours to mutate: created during this apply (copy mode), or
+    /// owned by a `StateDocument` (from patch to patch).
     /// (A vector scanned linearly while small, a hash set beyond: most patches create a
     /// handful of containers.)
     fresh: HashSet<usize, FastBuild>,
     /// The fresh containers themselves: keeps them alive so their addresses cannot be
     /// reused while remembered, and is the small-size form of `fresh`.
-    keep: Vec<Bound<'py, PyAny>>,
+    keep: Vec<Py<PyAny>>,
     /// In place: the key order of each dict a member was removed from, taken at its first
     /// logged removal, so a rollback restores member order in one pass per dict (finding
     /// a key's position per removal, and re-inserting at a position, are O(n) each).
@@ -598,13 +663,13 @@ struct PyCursor<'a, 'py> {
 }
 
 impl<'py> PyDoc<'py> {
-    fn new(root: Bound<'py, PyAny>, copy_mode: bool) -> Self {
-        PyDoc { root, copy_mode, fresh: HashSet::default(), keep: Vec::new(), orders: FastMap::default() }
+    fn new(root: Bound<'py, PyAny>, mode: Mode) -> Self {
+        PyDoc { root, mode, fresh: HashSet::default(), keep: Vec::new(), orders: FastMap::default() }
     }
 
     fn mark_fresh(&mut self, v: &Bound<'py, PyAny>) {
-        if self.copy_mode && !matches!(container(v), Container::Other) {
-            self.keep.push(v.clone());
+        if self.mode != Mode::InPlace && !matches!(container(v), Container::Other) {
+            self.keep.push(v.clone().unbind());
             if self.keep.len() > FRESH_SCAN_MAX {
                 if self.fresh.is_empty() {
                     self.fresh.extend(self.keep.iter().map(|k| k.as_ptr() as usize));
@@ -626,7 +691,7 @@ impl<'py> PyDoc<'py> {
 
     /// In copy mode, the container itself if we created it, else a shallow copy of it.
     fn writable(&mut self, v: Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyAny>, bool)> {
-        if !self.copy_mode || self.is_fresh(&v) {
+        if self.mode == Mode::InPlace || self.is_fresh(&v) {
             return Ok((v, false));
         }
         let copy = match container(&v) {
@@ -668,11 +733,13 @@ impl<'py> Document for PyDoc<'py> {
     }
 
     fn open(&mut self, path: &[Tok<'py>], opts: &Options) -> R<PyCursor<'_, 'py>> {
-        if !self.copy_mode {
+        if self.mode == Mode::InPlace {
             let c = engine::resolve(self.root(), path, opts.dialect)?;
             return Ok(self.cursor_of(c)); // in place: everything is writable
         }
-        // Copy mode: copy the containers along the path into the new tree.
+        // Copy the containers along the path that are not ours into the new tree. (Owned
+        // mode: linking a copy, equal to what it replaces, needs no undo entry either; a
+        // rollback undoes the writes into the copies themselves.)
         let (mut cur, _) = self.writable(self.root.clone()).map_err(py_fail)?;
         self.root = cur.clone();
         for t in path {
@@ -710,10 +777,19 @@ impl<'py> Document for PyDoc<'py> {
     }
 
     fn needs_undo(&self) -> bool {
-        !self.copy_mode
+        self.mode != Mode::Copy
     }
 
     fn op_value(&mut self, _i: usize, op: &PyOp<'py>, depth: usize, opts: &Options) -> R<Bound<'py, PyAny>> {
+        if self.mode == Mode::Owned {
+            // Built new, so never shared; not remembered as owned (a later write into it
+            // copies it once) so that the owned set grows only with the paths written.
+            return match (&op.json, &op.value) {
+                (Some(j), _) => json_to_py(self.root.py(), j, depth, opts.max_depth),
+                (None, Some(v)) => py_value(v, depth, opts.max_depth),
+                (None, None) => Err(invalid("missing member 'value'").into()),
+            };
+        }
         let v = op.value.as_ref().ok_or_else(|| invalid("missing member 'value'"))?;
         let c = deep_copy(v, depth, opts.max_depth)?;
         self.mark_fresh(&c);
@@ -731,9 +807,17 @@ impl<'py> Document for PyDoc<'py> {
         Ok(c)
     }
 
-    fn check_depth(&self, _v: &Bound<'py, PyAny>, _depth: usize, _opts: &Options) -> R<()> {
-        // Python documents are never walked unboundedly here: every recursive walk
-        // (deep copy, equality, conversion) carries its own depth limit.
+    fn check_depth(&self, v: &Bound<'py, PyAny>, depth: usize, opts: &Options) -> R<()> {
+        if self.mode != Mode::Owned {
+            // `apply_patch` documents are never walked unboundedly here: every recursive
+            // walk (deep copy, equality, conversion) carries its own depth limit.
+            return Ok(());
+        }
+        // A `StateDocument` never nests deeper than its limit, whatever a `move` does.
+        let budget = opts.max_depth.checked_sub(depth).ok_or_else(|| too_deep(opts.max_depth))?;
+        if engine::deeper_than(&PyNode::new(v.clone()), budget)? {
+            return Err(too_deep(opts.max_depth).into());
+        }
         Ok(())
     }
 
@@ -836,58 +920,214 @@ impl<'a, 'py> Cursor for PyCursor<'a, 'py> {
     }
 }
 
+/// Read and apply a patch's operations one by one (no intermediate vectors): a malformed
+/// operation is reported when reached, after rolling back the ones before it. The undo
+/// log holds containers, not operations, so each is dropped once applied. Atomic: on
+/// error the document is as before (copy mode: the input was never touched).
+fn run_patch<'py>(
+    patcher: &mut Patcher<PyDoc<'py>>,
+    doc: &mut PyDoc<'py>,
+    patch: &Bound<'py, PyAny>,
+    read: impl Fn(usize, &Bound<'py, PyAny>) -> R<PyOp<'py>>,
+) -> R<()> {
+    let result = {
+        let mut step = |i: usize, item: &Bound<'py, PyAny>, last: bool| -> R<()> {
+            let op = read(i, item)?;
+            patcher.apply(doc, std::slice::from_ref(&op), 0, i, last)
+        };
+        if let Ok(list) = patch.cast::<PyList>() {
+            list.iter().enumerate().try_for_each(|(i, item)| step(i, &item, i + 1 == list.len()))
+        } else {
+            patch_items(patch).and_then(|items| {
+                let n = items.len();
+                items.iter().enumerate().try_for_each(|(i, item)| step(i, item, i + 1 == n))
+            })
+        }
+    };
+    match result {
+        Ok(()) => patcher.commit(doc),
+        Err(_) => patcher.rollback(doc, &[]),
+    }
+    result
+}
+
 /// Apply an RFC 6902 patch to a JSON-like Python document (dicts, lists, scalars).
 #[pyfunction]
 #[pyo3(signature = (doc, patch, *, in_place = false, max_depth = DEFAULT_MAX_DEPTH))]
 pub fn apply_patch<'py>(doc: Bound<'py, PyAny>, patch: &Bound<'py, PyAny>, in_place: bool, max_depth: usize) -> PyResult<Bound<'py, PyAny>> {
     let py = doc.py();
-    let mut doc = PyDoc::new(doc, !in_place);
+    let mut doc = PyDoc::new(doc, if in_place { Mode::InPlace } else { Mode::Copy });
     let mut patcher = Patcher::new(options(max_depth)?);
-    // Operations are read and applied one by one (no intermediate vectors): a malformed
-    // operation is reported when reached, after rolling back the ones before it. The
-    // undo log holds containers, not operations, so each is dropped once applied.
-    let mut step = |i: usize, item: &Bound<'py, PyAny>, last: bool| -> R<()> {
-        let op = read_op(i, item)?;
-        patcher.apply(&mut doc, std::slice::from_ref(&op), 0, i, last)
-    };
-    let result = if let Ok(list) = patch.cast::<PyList>() {
-        list.iter().enumerate().try_for_each(|(i, item)| step(i, &item, i + 1 == list.len()))
-    } else {
-        patch_items(patch).and_then(|items| {
-            let n = items.len();
-            items.iter().enumerate().try_for_each(|(i, item)| step(i, item, i + 1 == n))
-        })
-    };
-    match result {
+    match run_patch(&mut patcher, &mut doc, patch, read_op) {
         Ok(()) => Ok(doc.root),
-        Err(f) => {
-            patcher.rollback(&mut doc, &[]); // nothing logged in copy mode: the input was never touched
-            Err(raise(py, f))
-        }
+        Err(f) => Err(raise(py, f)),
     }
 }
 
 // ---------------------------------------------------------------------------------------
-// Python <-> serde_json (StateDocument)
+// StateDocument: a document of Python values, owned and copy-on-write
 // ---------------------------------------------------------------------------------------
 
-/// A Python value as a document value: the one object walker (`walk.rs`, strict JSON:
-/// no pydantic fallback) into the core's `ValueBuilder`, which applies the rules of JSON
-/// text (`core::parse_json`): nesting up to `max_depth`, integers up to
-/// `core::MAX_INT_DIGITS` digits, finite floats. What the walker refuses (non-str keys,
-/// other types, lone surrogates) is a `JsonPatchError` too; other exceptions pass.
-fn py_to_value(v: &Bound<'_, PyAny>, max_depth: usize) -> R<Value> {
+enum Open<'py> {
+    Array(Vec<Bound<'py, PyAny>>),
+    Object(Bound<'py, PyDict>, Option<Bound<'py, PyString>>),
+}
+
+/// A `Sink` that builds new Python values by the rules of a document's values (those of
+/// JSON text: `core::container_rule`, `core::int_rule`, `core::float_rule`), for a value
+/// placed at nesting `base`. Walked from Python objects (`py_value`) or from a parsed
+/// JSON value (`json_to_py`). Sink methods cannot fail: the first broken rule is recorded
+/// and reported by `finish` (the walk goes on, bounded by the walker's own depth guard).
+struct PyBuilder<'py> {
+    py: Python<'py>,
+    open: Vec<Open<'py>>,
+    root: Option<Bound<'py, PyAny>>,
+    base: usize,
+    max_depth: usize,
+    /// The first rule broken (or Python error); the walk goes on, bounded by its guard.
+    error: Option<Fail<PyErr>>,
+}
+
+impl<'py> PyBuilder<'py> {
+    fn new(py: Python<'py>, base: usize, max_depth: usize) -> Self {
+        PyBuilder { py, open: Vec::new(), root: None, base, max_depth, error: None }
+    }
+
+    fn finish(self) -> R<Bound<'py, PyAny>> {
+        match (self.error, self.root) {
+            (Some(e), _) => Err(e),
+            (None, Some(v)) if self.open.is_empty() => Ok(v),
+            _ => Err(invalid("incomplete value").into()),
+        }
+    }
+
+    fn fail(&mut self, f: Fail<PyErr>) {
+        self.error.get_or_insert(f);
+    }
+
+    fn push(&mut self, v: Bound<'py, PyAny>) {
+        match self.open.last_mut() {
+            None => self.root = Some(v),
+            Some(Open::Array(a)) => a.push(v),
+            Some(Open::Object(d, key)) => {
+                // Repeated keys merge as a Python dict does: first position, last value.
+                if let Some(k) = key.take() {
+                    if let Err(e) = d.set_item(k, v) {
+                        self.fail(py_fail(e));
+                    }
+                }
+            }
+        }
+    }
+
+    fn pushed(&mut self, v: PyResult<Bound<'py, PyAny>>) {
+        match v {
+            Ok(v) => self.push(v),
+            Err(e) => {
+                self.fail(py_fail(e));
+                self.push(self.py.None().into_bound(self.py));
+            }
+        }
+    }
+
+    fn begin(&mut self, open: Open<'py>) {
+        if let Err(e) = core::container_rule(self.base + self.open.len(), self.max_depth) {
+            self.fail(e.into());
+        }
+        self.open.push(open);
+    }
+}
+
+impl<'a, 'py> agui_core::sink::Sink<'a> for PyBuilder<'py> {
+    fn null(&mut self) {
+        self.push(self.py.None().into_bound(self.py))
+    }
+    fn bool(&mut self, v: bool) {
+        self.push(PyBool::new(self.py, v).to_owned().into_any())
+    }
+    fn i64(&mut self, v: i64) {
+        match v.into_pyobject(self.py) {
+            Ok(i) => self.push(i.into_any()),
+            Err(never) => match never {},
+        }
+    }
+    fn big_int(&mut self, decimal: &str) {
+        if let Err(e) = core::int_rule(decimal) {
+            self.fail(e.into());
+        }
+        let v = self.py.get_type::<PyInt>().call1((decimal,));
+        self.pushed(v)
+    }
+    fn f64(&mut self, v: f64) {
+        if let Err(e) = core::float_rule(v) {
+            self.fail(e.into());
+        }
+        self.push(PyFloat::new(self.py, v).into_any())
+    }
+    fn str(&mut self, s: &str) {
+        self.push(PyString::new(self.py, s).into_any())
+    }
+    fn begin_array(&mut self) {
+        self.begin(Open::Array(Vec::new()))
+    }
+    fn end_array(&mut self) {
+        if let Some(Open::Array(items)) = self.open.pop() {
+            let l = PyList::new(self.py, items).map(Bound::into_any);
+            self.pushed(l)
+        }
+    }
+    fn begin_object(&mut self) {
+        self.begin(Open::Object(PyDict::new(self.py), None))
+    }
+    fn key(&mut self, k: &str) {
+        let k = token(self.py, k); // state keys recur: their strings (and hashes) are reused
+        if let Some(Open::Object(_, key)) = self.open.last_mut() {
+            *key = Some(k);
+        }
+    }
+    fn end_object(&mut self, _distinct_keys: bool) {
+        if let Some(Open::Object(d, _)) = self.open.pop() {
+            self.push(d.into_any())
+        }
+    }
+    fn object_mark(&self) -> usize {
+        match self.open.last() {
+            Some(Open::Object(d, _)) => d.len(),
+            _ => 0,
+        }
+    }
+    fn rewind_object(&mut self, mark: usize) {
+        let Some(Open::Object(d, _)) = self.open.last() else { return };
+        let d = d.clone();
+        for k in d.keys().iter().skip(mark) {
+            if let Err(e) = d.del_item(k) {
+                self.fail(py_fail(e));
+            }
+        }
+    }
+}
+
+/// A Python value as a document value placed at nesting `base`: the one object walker
+/// (`walk.rs`, strict JSON: no pydantic fallback) into a `PyBuilder`. What the walker
+/// refuses (non-str keys, other types, lone surrogates) is a `JsonPatchError` too; other
+/// exceptions pass.
+fn py_value<'py>(v: &Bound<'py, PyAny>, base: usize, max_depth: usize) -> R<Bound<'py, PyAny>> {
     let py = v.py();
+    let budget = max_depth.checked_sub(base).ok_or_else(|| too_deep(max_depth))?;
+    if let Some(c) = plain_copy(v, base, max_depth)? {
+        return Ok(c);
+    }
     // One level more for the walker: the builder names the limit first.
-    let opts = Opts { pydantic: false, lossy_surrogates: false, max_depth: max_depth as u32 + 1 };
-    let mut w = Walker::new(py, core::ValueBuilder::new(max_depth), opts);
+    let opts = Opts { pydantic: false, lossy_surrogates: false, max_depth: budget as u32 + 1 };
+    let mut w = Walker::new(py, PyBuilder::new(py, base, max_depth), opts);
     let walked = w.walk(v.as_ptr());
-    let builder = std::mem::take(&mut w.sink);
-    if let Some(e) = builder.error() {
-        return Err(e.clone().into()); // the builder names a limit before the walker's guard
+    let builder = std::mem::replace(&mut w.sink, PyBuilder::new(py, base, max_depth));
+    drop(w);
+    if builder.error.is_some() {
+        return builder.finish(); // the builder names a limit before the walker's guard
     }
     match walked {
-        Ok(()) => builder.finish().map_err(Into::into),
+        Ok(()) => builder.finish(),
         Err(e) if e.is_instance_of::<PyValueError>(py) => {
             let msg = e.value(py).to_string();
             let refused = error_class(py, "EncodeError").is_ok_and(|c| e.is_instance(py, c.as_any()));
@@ -899,147 +1139,138 @@ fn py_to_value(v: &Bound<'_, PyAny>, max_depth: usize) -> R<Value> {
     }
 }
 
-fn value_to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
-    Ok(match v {
-        Value::Null => py.None().into_bound(py),
-        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
-        Value::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                i.into_pyobject(py)?.into_any()
-            } else if let Some(u) = n.as_u64() {
-                u.into_pyobject(py)?.into_any()
-            } else {
-                let text = n.as_str();
-                let int_like = text.trim_start_matches('-').bytes().all(|b| b.is_ascii_digit());
-                if int_like {
-                    py.get_type::<PyInt>().call1((text,))?
-                } else {
-                    // Finite: checked when the number entered the document.
-                    PyFloat::new(py, n.as_f64().unwrap_or(f64::NAN)).into_any()
-                }
-            }
-        }
-        Value::String(s) => PyString::new(py, s).into_any(),
-        Value::Array(a) => {
-            let items = a.iter().map(|x| value_to_py(py, x)).collect::<PyResult<Vec<_>>>()?;
-            PyList::new(py, items)?.into_any()
-        }
-        Value::Object(m) => {
-            let d = PyDict::new(py);
-            for (k, x) in m {
-                d.set_item(k, value_to_py(py, x)?)?;
-            }
-            d.into_any()
-        }
-    })
+/// A parsed JSON value (a patch read from text) as a document value placed at `base`.
+fn json_to_py<'py>(py: Python<'py>, v: &Value, base: usize, max_depth: usize) -> R<Bound<'py, PyAny>> {
+    if base > max_depth {
+        return Err(too_deep(max_depth).into());
+    }
+    let mut b = PyBuilder::new(py, base, max_depth);
+    agui_core::sink::json_value(v, &mut b);
+    b.finish()
 }
 
-fn core_patch(patch: &Bound<'_, PyAny>, max_depth: usize) -> R<Vec<Operation>> {
-    match patch.cast::<PyList>() {
-        Ok(list) => core_ops(list.iter(), list.len(), max_depth), // no intermediate vector
-        Err(_) => {
-            let items = patch_items(patch)?;
-            core_ops(items.iter().cloned(), items.len(), max_depth)
+/// An operation read from JSON text, as the engine reads Python operations.
+fn text_op<'py>(py: Python<'py>, i: usize, op: Operation, max_depth: usize) -> R<PyOp<'py>> {
+    let at = |e: PatchError| with_index(e, i, Some(op.kind.name()), Some(&op.path.text));
+    let path_toks = py_tokens(py, &op.path.text).map_err(at)?;
+    let from_toks = match &op.from {
+        Some(f) => py_tokens(py, &f.text).map_err(at)?,
+        None => Toks::Empty,
+    };
+    let (value, json) = match op.kind {
+        OpKind::Test => (Some(json_to_py(py, &op.value, 0, max_depth).map_err(|f| f.map_patch_err(at))?), None),
+        OpKind::Add | OpKind::Replace => (None, Some(op.value)),
+        _ => (None, None),
+    };
+    Ok(PyOp { kind: op.kind, path: PyString::new(py, &op.path.text), path_toks, from_toks, value, json })
+}
+
+trait MapPatch {
+    fn map_patch_err(self, f: impl FnOnce(PatchError) -> PatchError) -> Self;
+}
+
+impl MapPatch for Fail<PyErr> {
+    fn map_patch_err(self, f: impl FnOnce(PatchError) -> PatchError) -> Self {
+        match self {
+            Fail::Patch(e) => Fail::Patch(f(e)),
+            other => other,
         }
     }
 }
 
-fn core_ops<'py>(items: impl Iterator<Item = Bound<'py, PyAny>>, n: usize, max_depth: usize) -> R<Vec<Operation>> {
-    let mut ops = Vec::with_capacity(n);
-    for (i, item) in items.enumerate() {
-        let raw = read_raw(i, &item)?;
-        let op = raw.op.to_cow().map_err(py_fail)?;
-        let path = as_str(&raw.path, "path").map_err(|e| with_index(e, i, Some(&op), None))?;
-        let Some(kind) = raw.kind else {
-            return Err(with_index(invalid(format!("unknown op {op:?}")), i, Some(&op), Some(&path)).into());
-        };
-        let at = |e: PatchError| with_index(e, i, Some(&op), Some(&path));
-        let path_ptr = core::Pointer::parse(&path).map_err(at)?;
-        let from = match &raw.from {
-            Some(f) => Some(core::Pointer::parse(&as_str(f, "from").map_err(at)?).map_err(|mut e| {
-                e.reason = format!("from: {}", e.reason);
-                at(e)
-            })?),
-            None => None,
-        };
-        let value = match &raw.value {
-            Some(v) => Some(py_to_value(v, max_depth).map_err(|f| match f {
-                Fail::Patch(e) => Fail::Patch(at(e)),
-                other => other,
-            })?),
-            None => None,
-        };
-        ops.push(Operation::from_parts(i, kind, path_ptr, from, value)?);
-    }
-    Ok(ops)
-}
+/// Owned containers kept before the list is pruned again (see `StateDocument::prune`).
+const PRUNE_MIN: usize = 4096;
 
-/// A patch for the Rust-held document: operations read from Python objects, or JSON text
-/// (borrowed from an immutable `str`/`bytes`, parsed with the GIL released).
-fn pending<'a>(patch: &'a Bound<'_, PyAny>, max_depth: usize, reader: &mut PatchBuilder) -> R<PatchInput<'a>> {
-    if let Ok(s) = patch.cast::<PyString>() {
-        let text = s.to_str().map_err(|_| invalid("patch text is not valid UTF-8"))?;
-        return Ok(PatchInput::Json(text.as_bytes()));
-    }
-    if let Some(ops) = walk_patch(patch, max_depth, reader) {
-        return Ok(PatchInput::Ops(ops));
-    }
-    if let Ok(b) = patch.cast::<PyBytes>() {
-        return Ok(PatchInput::Json(b.as_bytes()));
-    }
-    Ok(PatchInput::Ops(core_patch(patch, max_depth)?))
-}
-
-/// A list or tuple of operations read in one walk (`walk.rs`) into the core's
-/// `PatchBuilder`: no member lookups, recurring pointers from its cache, values built as
-/// they are walked. `None` when the patch is not plainly well formed (or not a list or
-/// tuple): `core_patch` then reads it the exact way and names the error.
-fn walk_patch(patch: &Bound<'_, PyAny>, max_depth: usize, reader: &mut PatchBuilder) -> Option<Vec<Operation>> {
-    if !(patch.is_exact_instance_of::<PyList>() || patch.is_exact_instance_of::<PyTuple>()) {
-        return None;
-    }
-    reader.start(max_depth);
-    // Three levels more for the walker: the patch array, the operation, the value's own.
-    let opts = Opts { pydantic: false, lossy_surrogates: false, max_depth: max_depth as u32 + 3 };
-    let mut w = Walker::new(patch.py(), std::mem::take(reader), opts);
-    let walked = w.value(patch.as_ptr());
-    *reader = std::mem::take(&mut w.sink);
-    let ops = reader.finish();
-    walked.ok().and(ops)
-}
-
-/// Read a chunk of patches (a patch that cannot be read stands as its error); `true` when
-/// one failed and no more should be read.
-fn convert_chunk<'a>(
-    chunk: &'a [Bound<'_, PyAny>],
-    max_depth: usize,
-    skip_errors: bool,
-    reader: &mut PatchBuilder,
-) -> PyResult<(Vec<Result<PatchInput<'a>, PatchError>>, bool)> {
-    let mut converted = Vec::with_capacity(chunk.len());
-    for p in chunk {
-        match pending(p, max_depth, reader) {
-            Ok(ops) => converted.push(Ok(ops)),
-            Err(Fail::Patch(e)) => {
-                converted.push(Err(e));
-                if !skip_errors {
-                    return Ok((converted, true));
-                }
-            }
-            Err(Fail::Doc(e)) => return Err(e),
-        }
-    }
-    Ok((converted, false))
-}
-
-/// A JSON document held in Rust: replays many patches without converting back to Python,
-/// materializing the Python object only when asked.
+/// A JSON document for replaying many patches: Python values owned by the document and
+/// patched in place by the one engine (no conversion per patch, none at the end), with
+/// copy-on-write after `to_python` hands the document out.
 #[pyclass(module = "agui_fast._native", name = "StateDocument")]
 pub struct StateDocument {
-    doc: Value,
+    root: Py<PyAny>,
     opts: Options,
-    /// Reads operation lists (and keeps their pointers) from patch to patch.
-    reader: PatchBuilder,
+    /// The containers the document may write in place (`PyDoc::fresh`/`keep`): copies it
+    /// made of shared ones. Everything else is shared with a value handed out (or built
+    /// on entry and not yet written: copying it once on first write is cheap).
+    fresh: HashSet<usize, FastBuild>,
+    keep: Vec<Py<PyAny>>,
+    prune_at: usize,
+    /// Pointers of patches read from JSON text, from patch to patch.
+    pointers: agui_core::patch::cache::PointerCache,
+}
+
+impl StateDocument {
+    fn doc<'py>(&mut self, py: Python<'py>) -> PyDoc<'py> {
+        let mut d = PyDoc::new(self.root.bind(py).clone(), Mode::Owned);
+        d.fresh = std::mem::take(&mut self.fresh);
+        d.keep = std::mem::take(&mut self.keep);
+        d
+    }
+
+    fn put_back(&mut self, d: PyDoc<'_>) {
+        self.root = d.root.unbind();
+        self.fresh = d.fresh;
+        self.keep = d.keep;
+    }
+
+    /// Hand the document out: nothing is ours to write in place any more.
+    fn share(&mut self) {
+        self.fresh.clear();
+        self.keep.clear();
+    }
+
+    /// Forget owned containers no longer in the document (this list alone holds them:
+    /// removed, or left by a rolled-back patch), once the list has doubled since the
+    /// last time: linear overall, and the list stays bounded by the document.
+    fn prune(&mut self, py: Python<'_>) {
+        if self.keep.len() <= self.prune_at {
+            return;
+        }
+        self.keep.retain(|k| k.get_refcnt(py) > 1);
+        self.fresh.clear();
+        if self.keep.len() > FRESH_SCAN_MAX {
+            self.fresh.extend(self.keep.iter().map(|k| k.as_ptr() as usize));
+        }
+        self.prune_at = (2 * self.keep.len()).max(PRUNE_MIN);
+    }
+
+    /// Apply one patch (operations, or JSON text) atomically.
+    fn apply_one<'py>(&mut self, patcher: &mut Patcher<PyDoc<'py>>, patch: &Bound<'py, PyAny>) -> R<()> {
+        let py = patch.py();
+        let max_depth = self.opts.max_depth;
+        let text_ops = if let Ok(s) = patch.cast::<PyString>() {
+            let text = s.to_str().map_err(|_| invalid("patch text is not valid UTF-8"))?;
+            Some(self.read_text(py, text.as_bytes())?)
+        } else if let Ok(b) = patch.cast::<PyBytes>() {
+            Some(self.read_text(py, b.as_bytes())?)
+        } else {
+            None
+        };
+        let mut doc = self.doc(py);
+        let result = match text_ops {
+            Some(ops) => patcher.run(&mut doc, &ops),
+            // Operations given as Python objects: the reader of `apply_patch`; a `test`
+            // value follows the document's value rules, as one to add does.
+            None => run_patch(patcher, &mut doc, patch, |i, item| {
+                let mut op = read_op(i, item)?;
+                if op.kind == OpKind::Test {
+                    if let Some(v) = &op.value {
+                        let at = |e: PatchError| with_index(e, i, Some("test"), Some(&op.path_text()));
+                        op.value = Some(py_value(v, 0, max_depth).map_err(|f| f.map_patch_err(at))?);
+                    }
+                }
+                Ok(op)
+            }),
+        };
+        self.put_back(doc);
+        result
+    }
+
+    /// A patch given as JSON text, parsed with the GIL released.
+    fn read_text<'py>(&mut self, py: Python<'py>, text: &[u8]) -> R<Vec<PyOp<'py>>> {
+        let (max_depth, pointers) = (self.opts.max_depth, &mut self.pointers);
+        let ops = py.detach(|| core::read_patch_text(text, max_depth, pointers))?;
+        ops.into_iter().enumerate().map(|(i, op)| text_op(py, i, op, max_depth)).collect()
+    }
 }
 
 #[pymethods]
@@ -1048,18 +1279,26 @@ impl StateDocument {
     #[pyo3(signature = (doc = None, *, max_depth = DEFAULT_MAX_DEPTH))]
     fn new(py: Python<'_>, doc: Option<&Bound<'_, PyAny>>, max_depth: usize) -> PyResult<Self> {
         let opts = options(max_depth)?;
-        let doc = match doc {
-            None => core::empty_object(),
-            Some(d) => py_to_value(d, max_depth).map_err(|f| raise(py, f))?,
+        let root = match doc {
+            None => PyDict::new(py).into_any(),
+            Some(d) => py_value(d, 0, max_depth).map_err(|f| raise(py, f))?,
         };
-        Ok(StateDocument { doc, opts, reader: PatchBuilder::default() })
+        Ok(StateDocument {
+            root: root.unbind(),
+            opts,
+            fresh: HashSet::default(),
+            keep: Vec::new(),
+            prune_at: PRUNE_MIN,
+            pointers: Default::default(),
+        })
     }
 
-    /// Apply one patch atomically (the GIL is released while applying).
+    /// Apply one patch atomically.
     fn apply(&mut self, py: Python<'_>, patch: &Bound<'_, PyAny>) -> PyResult<()> {
-        let p = pending(patch, self.opts.max_depth, &mut self.reader).map_err(|f| raise(py, f))?;
-        let (doc, opts) = (&mut self.doc, &self.opts);
-        py.detach(|| core::Replayer::new(doc, opts).apply_input(p)).map_err(|e| to_py_err(py, &e))
+        let mut patcher = Patcher::new(self.opts);
+        let r = self.apply_one(&mut patcher, patch);
+        self.prune(py);
+        r.map_err(|f| raise(py, f))
     }
 
     /// Apply patches in order, each atomically. Stops at the first failing one and raises
@@ -1069,54 +1308,66 @@ impl StateDocument {
     #[pyo3(signature = (patches, *, skip_errors = false))]
     fn apply_many(&mut self, py: Python<'_>, patches: &Bound<'_, PyAny>, skip_errors: bool) -> PyResult<usize> {
         let items = patch_items(patches).map_err(|f| raise(py, f))?;
-        let StateDocument { doc, opts, reader } = self;
-        let opts = *opts;
-        let mut replayer = core::Replayer::new(doc, &opts);
+        let mut patcher = Patcher::new(self.opts);
         let mut applied = 0;
-        // Converted and applied in chunks: a chunk's operations stay in cache and reuse the
-        // same memory, and the GIL is released once per chunk. (Converting on this thread
-        // while another applies was slower on a loaded 2-core machine.)
-        for (c, chunk) in items.chunks(APPLY_CHUNK).enumerate() {
-            let (converted, stop) = convert_chunk(chunk, opts.max_depth, skip_errors, reader)?;
-            let failure = py.detach(|| replayer.apply_many(converted, c * APPLY_CHUNK, &mut applied, skip_errors));
-            if let Some((n, mut e)) = failure {
+        let mut failure = None;
+        for (n, p) in items.iter().enumerate() {
+            match self.apply_one(&mut patcher, p) {
+                Ok(()) => applied += 1,
+                Err(Fail::Patch(_)) if skip_errors => {}
+                Err(f) => {
+                    failure = Some((n, f));
+                    break;
+                }
+            }
+        }
+        self.prune(py);
+        match failure {
+            None => Ok(applied),
+            Some((n, Fail::Patch(mut e))) => {
                 e.reason = format!("{} (in patch {n})", e.reason);
                 let err = to_py_err(py, &e);
                 let _ = err.value(py).setattr("patch_index", n);
-                return Err(err);
+                Err(err)
             }
-            if stop {
-                break;
-            }
+            Some((_, Fail::Doc(e))) => Err(e), // raised by user code reading a patch
         }
-        Ok(applied)
     }
 
-    /// The document as a new Python object (or the value at `path`, an RFC 6901 pointer).
+    /// The document (or the value at `path`, an RFC 6901 pointer), shared: the document
+    /// never writes into it again (later patches copy what they change).
     #[pyo3(signature = (path = ""))]
-    fn to_python<'py>(&self, py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyAny>> {
-        let tokens = core::parse_pointer(path).map_err(|e| to_py_err(py, &e))?;
-        let v = core::resolve(&self.doc, &tokens).map_err(|mut e| {
+    #[allow(clippy::wrong_self_convention)] // `&mut`: handing out ends the document's ownership
+    fn to_python<'py>(&mut self, py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyAny>> {
+        let with_path = |mut e: PatchError| {
             e.path = Some(path.to_string());
             to_py_err(py, &e)
+        };
+        let toks = py_tokens(py, path).map_err(|e| to_py_err(py, &e))?;
+        let node = engine::resolve(PyNode::new(self.root.bind(py).clone()), &toks, Dialect::Rfc6902).map_err(|f| match f {
+            Fail::Patch(e) => with_path(e),
+            Fail::Doc(e) => e,
         })?;
-        value_to_py(py, v)
+        self.share();
+        Ok(node.v)
     }
 
     /// Replace the whole document (e.g. on a STATE_SNAPSHOT).
     fn replace(&mut self, py: Python<'_>, doc: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.doc = py_to_value(doc, self.opts.max_depth).map_err(|f| raise(py, f))?;
+        self.root = py_value(doc, 0, self.opts.max_depth).map_err(|f| raise(py, f))?.unbind();
+        self.share();
         Ok(())
     }
 
-    fn __repr__(&self) -> String {
-        let text = serde_json::to_string(&self.doc).unwrap_or_default();
-        if text.len() > 200 {
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let bytes = crate::encode::dumps(py, self.root.bind(py), false, agui_core::limits::MAX_DEPTH_CAP as u32 + 1)?;
+        let text = String::from_utf8_lossy(bytes.as_bytes());
+        Ok(if text.len() > 200 {
             let cut = (0..=200).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
             format!("StateDocument({}...)", &text[..cut])
         } else {
             format!("StateDocument({text})")
-        }
+        })
     }
 }
 

@@ -601,8 +601,14 @@ impl<D: Document> Patcher<D> {
                 return Err(e);
             }
         }
+        self.commit(doc);
+        Ok(())
+    }
+
+    /// End a patch whose operations all applied (by [`Patcher::apply`]): forget the undo
+    /// log, so the patcher is ready for the next patch.
+    pub fn commit(&mut self, doc: &mut D) {
         self.log.clear();
         doc.finish_patch();
-        Ok(())
     }
 }

@@ -42,13 +42,13 @@
 //! `remove` of the whole document leaves `null`. Moving a value into its own child fails
 //! in both (fast-json-patch with a `TypeError`).
 
-mod build;
 pub mod cache;
 pub mod engine;
 mod plain;
+mod rules;
 mod value;
 
-pub use build::{PatchBuilder, ValueBuilder};
+pub use rules::{container_rule, float_rule, int_rule};
 pub use plain::{read_plain_patch, PlainOps};
 pub(crate) use plain::Text;
 
@@ -457,68 +457,30 @@ pub fn apply_patch_owned(doc: &mut Value, ops: Vec<Operation>, opts: &Options) -
     Replayer::new(doc, opts).apply_owned(ops)
 }
 
-/// One patch of a replayed log: operations already read (by a binding), or JSON text.
-pub enum PatchInput<'a> {
-    Ops(Vec<Operation>),
-    Json(&'a [u8]),
+/// Read a patch given as JSON text: a plain patch straight into operations (pointers
+/// through `pointers`), anything else through a `Value` (nesting checked against
+/// `max_depth` plus the two levels of the patch array and the operation object), which
+/// names the error.
+pub fn read_patch_text(text: &[u8], max_depth: usize, pointers: &mut cache::PointerCache) -> Result<Vec<Operation>, PatchError> {
+    if let Some(ops) = read_plain_patch(text, max_depth, pointers) {
+        return Ok(ops);
+    }
+    let v = parse_json(text, max_depth, 2).map_err(|mut e| {
+        e.reason = format!("patch is {}", e.reason);
+        e
+    })?;
+    parse_patch_owned(v)
 }
 
-/// Applies many patches to one document in turn (replaying a log), each atomically,
-/// reusing its buffers between patches.
+/// Applies patches to one document in turn, each atomically, reusing its buffers.
 pub struct Replayer<'d> {
     doc: value::ValueDoc<'d>,
     patcher: engine::Patcher<value::ValueDoc<'d>>,
-    max_depth: usize,
-    pointers: cache::PointerCache,
 }
 
 impl<'d> Replayer<'d> {
     pub fn new(doc: &'d mut Value, opts: &Options) -> Self {
-        Replayer {
-            doc: value::ValueDoc::new(doc, Some(Vec::new())),
-            patcher: engine::Patcher::new(*opts),
-            max_depth: opts.max_depth,
-            pointers: cache::PointerCache::default(),
-        }
-    }
-
-    /// Apply one patch given as operations or as JSON text (nesting checked against the
-    /// depth limit, plus the two levels of the patch array and the operation object).
-    pub fn apply_input(&mut self, patch: PatchInput<'_>) -> Result<(), PatchError> {
-        match patch {
-            PatchInput::Ops(ops) => self.apply_owned(ops),
-            PatchInput::Json(text) => {
-                if let Some(ops) = read_plain_patch(text, self.max_depth, &mut self.pointers) {
-                    return self.apply_owned(ops);
-                }
-                let v = parse_json(text, self.max_depth, 2).map_err(|mut e| {
-                    e.reason = format!("patch is {}", e.reason);
-                    e
-                })?;
-                self.apply_owned(parse_patch_owned(v)?)
-            }
-        }
-    }
-
-    /// Apply patches in order, each atomically; `Err` items are patches that could not be
-    /// read. Counts the patches applied in `applied`. Stops at the first failing patch and
-    /// returns its position (from `base`) and error, or with `skip_errors` skips it (the
-    /// reference reducer's behaviour).
-    pub fn apply_many<'a>(
-        &mut self,
-        patches: impl IntoIterator<Item = Result<PatchInput<'a>, PatchError>>,
-        base: usize,
-        applied: &mut usize,
-        skip_errors: bool,
-    ) -> Option<(usize, PatchError)> {
-        for (n, p) in patches.into_iter().enumerate() {
-            match p.and_then(|p| self.apply_input(p)) {
-                Ok(()) => *applied += 1,
-                Err(e) if !skip_errors => return Some((base + n, e)),
-                Err(_) => {}
-            }
-        }
-        None
+        Replayer { doc: value::ValueDoc::new(doc, Some(Vec::new())), patcher: engine::Patcher::new(*opts) }
     }
 
     /// Apply one patch, moving the `add`/`replace` values out of `ops`.
@@ -580,15 +542,9 @@ pub fn check_number(n: &serde_json::Number) -> Result<(), PatchError> {
     let s = n.as_str();
     let digits = s.strip_prefix('-').unwrap_or(s);
     if digits.bytes().all(|b| b.is_ascii_digit()) {
-        if digits.len() > MAX_INT_DIGITS {
-            return Err(invalid(format!("integer with {} digits is too large (limit {MAX_INT_DIGITS})", digits.len())));
-        }
-        return Ok(());
+        return int_rule(s);
     }
-    match n.as_f64() {
-        Some(x) if x.is_finite() => Ok(()),
-        _ => Err(invalid(format!("number {s} is out of range for a double"))),
-    }
+    float_rule(n.as_f64().unwrap_or(f64::INFINITY)).map_err(|_| invalid(format!("number {s} is out of range for a double")))
 }
 
 fn check_numbers(v: &Value) -> Result<(), PatchError> {
