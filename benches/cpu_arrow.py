@@ -30,6 +30,7 @@ def main() -> None:
         "to_arrow sse, 2 threads": lambda: pa.table(to_arrow(sse, threads=2)),
         "decode_sse": lambda: decode_sse(sse),
         "to_arrow protobuf, 1 thread": lambda: pa.table(to_arrow(pb, threads=1)),
+        "to_arrow protobuf, 2 threads": lambda: pa.table(to_arrow(pb, threads=2)),
         "decode_protobuf": lambda: decode_protobuf(pb),
     }
     got: dict = {k: [] for k in cases}
@@ -38,10 +39,19 @@ def main() -> None:
             c0, w0 = time.process_time(), time.perf_counter()
             run()
             got[name].append((time.process_time() - c0, time.perf_counter() - w0))
+    stats = {}
     for name, times in got.items():
         cpu, wall = [c * 1e3 for c, _ in times], [w * 1e3 for _, w in times]
+        stats[name] = (min(cpu), statistics.median(cpu), min(wall), statistics.median(wall))
         print(f"{name:28s} CPU {min(cpu):6.1f} ms min {statistics.median(cpu):6.1f} ms median | "
               f"wall {min(wall):6.1f} / {statistics.median(wall):6.1f} ms")
+    # Peer time / our time (min, median), CPU and wall.
+    for ours, peer in [("to_arrow sse, 1 thread", "decode_sse"), ("to_arrow sse, 2 threads", "decode_sse"),
+                       ("to_arrow protobuf, 1 thread", "decode_protobuf"),
+                       ("to_arrow protobuf, 2 threads", "decode_protobuf")]:
+        o, p = stats[ours], stats[peer]
+        print(f"{ours:28s} vs {peer:16s} CPU {p[0] / o[0]:4.2f}x min {p[1] / o[1]:4.2f}x median | "
+              f"wall {p[2] / o[2]:4.2f}x / {p[3] / o[3]:4.2f}x")
 
 
 if __name__ == "__main__":

@@ -179,6 +179,50 @@ def test_depth_limit_at_the_boundary():
         to_arrow(log(20), max_depth=10)
 
 
+def test_depth_limit_at_the_cap_on_every_thread():
+    # An event as deep as any API allows is read, and a bad one explained, on whichever
+    # thread decodes it (the caller's, or a worker's smaller stack); the limit is checked.
+    cap = 10_000  # agui_core::limits::MAX_DEPTH_CAP
+    value = b"[" * (cap - 1) + b"]" * (cap - 1)
+    event = b'data: {"type":"CUSTOM","name":"n","value":' + value + b"}\n\n"
+    small = b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n'
+    log = (small * 20_000 + event) * 2 + event.replace(b"]}", b"}}", 1)
+    for threads in (1, 2):
+        with pytest.raises(InvalidJsonError) as e:
+            to_arrow(log, threads=threads, max_depth=cap)
+        assert e.value.frame_index == 40_002
+        t = pa.table(to_arrow(log[: -len(event)], threads=threads, max_depth=cap))
+        assert t.num_rows == 40_002
+    with pytest.raises(InvalidJsonError, match="nested too deeply"):
+        to_arrow(event.replace(b"[", b"[[", 1), max_depth=cap)
+    with pytest.raises(ValueError, match="max_depth"):
+        to_arrow(small, max_depth=cap + 1)
+
+
+# What the row reader accepts (rust/agui-arrow/src/fields.rs has the full table): a
+# string it reads must decode, a member it skips must be valid JSON.
+@pytest.mark.parametrize("member, value, ok", [
+    ("delta", r'"\ud800"', False),  # a lone surrogate in a string read: invalid
+    ("delta", r'"\ud83d\ude00"', True),
+    ("delta", '"a\x01b"', False),  # a control character
+    ("extra", r'"\u12G4"', False),  # a bad escape in a skipped member
+    ("extra", r'["\x"]', False),
+    ("extra", "01", False),
+    ("extra", "1e400", True),  # any JSON number
+    ("extra", r'"\ud800"', True),  # skipped, as serde_json's skip lets it through
+    ("messageId", r'"m\u0031"', True),
+])
+def test_json_is_validated_as_before(member, value, ok):
+    members = {"messageId": '"m"', "delta": '"d"', member: value}
+    text = '{"type":"TEXT_MESSAGE_CONTENT",' + ",".join(f'"{k}":{v}' for k, v in members.items()) + "}"
+    log = b"data: " + text.encode() + b"\n\n"
+    if ok:
+        assert pa.table(to_arrow(log)).num_rows == 1
+    else:
+        with pytest.raises(InvalidJsonError):
+            to_arrow(log)
+
+
 def test_duckdb_and_polars_read_it_without_pyarrow_conversion():
     duckdb = pytest.importorskip("duckdb")
     t = to_arrow(SSE * 3)

@@ -1,6 +1,7 @@
-//! Where the time of `to_arrow` goes, stage by stage, on an SSE log given as a path:
-//! `cargo run --release -p agui-arrow --example stages -- LOG` (milliseconds, best of 7;
-//! the stages are cumulative).
+//! Where the time of `to_arrow` goes, stage by stage, on an SSE or protobuf log given
+//! as a path: `cargo run --release -p agui-arrow --example stages -- LOG` (milliseconds,
+//! best of 7; the stages are cumulative). `+copy` is the floor of any design that keeps
+//! the `json` column: framing and copying each payload once.
 
 use std::time::Instant;
 
@@ -27,6 +28,15 @@ fn main() {
         n
     };
     println!("framing        {:?}", best(frame));
+    let copy = || {
+        let mut out = Vec::with_capacity(data.len());
+        LogReader::open(&data[..], None).unwrap().for_each(&Limits::default(), |ev| -> Result<(), LogError> {
+            out.extend_from_slice(ev.json);
+            Ok(())
+        }).unwrap();
+        out.len()
+    };
+    println!("+copy          {:?}", best(copy));
     let parse = || {
         let mut n = 0;
         LogReader::open(&data[..], None).unwrap().for_each(&Limits::default(), |ev| -> Result<(), LogError> {

@@ -7,6 +7,7 @@
 use std::borrow::Cow;
 
 use agui_core::proto::EVENT_TYPES;
+use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -377,25 +378,44 @@ fn short(text: &str) -> String {
     if end < text.len() { format!("{}...", &text[..end]) } else { text.to_string() }
 }
 
-/// The slow path after the fast one failed: which member is wrong.
+/// The slow path after the fast one failed: which member is wrong. Nothing recurses
+/// deeper than serde_json's default limit (128 levels), so an event nested as deep as
+/// any API allows (`MAX_DEPTH_CAP`) is explained on any thread's stack: its syntax is
+/// checked by serde_json's skip (a stack of its own), every string of an event up to
+/// 128 levels deep is decoded (one that does not, a lone surrogate, is invalid JSON),
+/// then the top-level members are looked at, each kept as text.
 fn explain(json: &str) -> RowError {
-    let value: serde_json::Value = match serde_json::from_str(json) {
-        Ok(v) => v,
-        Err(e) => return RowError { class: "InvalidJsonError", message: format!("invalid JSON: {e}"), field: None },
-    };
-    let Some(obj) = value.as_object() else {
+    use std::collections::BTreeMap;
+    let invalid_json = |e: serde_json::Error| RowError { class: "InvalidJsonError", message: format!("invalid JSON: {e}"), field: None };
+    if let Err(e) = serde_json::from_str::<IgnoredAny>(json) {
+        return invalid_json(e);
+    }
+    if !agui_core::limits::exceeds_depth(json.as_bytes(), 128) {
+        if let Err(e) = serde_json::from_str::<serde_json::Value>(json) {
+            return invalid_json(e);
+        }
+    }
+    if !json.trim_start().starts_with('{') {
         return RowError::invalid("$", format!("an event is a JSON object, not {}", short(json)));
+    }
+    // (A member name that does not decode, a lone surrogate, is invalid JSON.)
+    let obj: BTreeMap<String, &RawValue> = match serde_json::from_str(json) {
+        Ok(obj) => obj,
+        Err(e) => return invalid_json(e),
     };
     const STRINGS: [&str; 11] = [
         "type", "threadId", "runId", "parentRunId", "messageId", "toolCallId", "role", "name", "toolCallName",
         "stepName", "delta",
     ];
     for key in STRINGS {
-        match obj.get(key) {
-            Some(v) if !(v.is_string() || v.is_null() || key == "delta") => {
-                return RowError::invalid(&format!("$.{key}"), format!("`{key}` is not a string: {}", short(&v.to_string())));
+        let Some(v) = obj.get(key).map(|v| v.get()) else { continue };
+        if v.starts_with('"') {
+            // A string that does not decode (a lone surrogate) is invalid JSON.
+            if let Err(e) = serde_json::from_str::<String>(v) {
+                return invalid_json(e);
             }
-            _ => {}
+        } else if v != "null" && key != "delta" {
+            return RowError::invalid(&format!("$.{key}"), format!("`{key}` is not a string: {}", short(v)));
         }
     }
     if obj.contains_key("usage") {
@@ -436,6 +456,77 @@ mod tests {
         let f = parse_d(r#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","usage":[{"provider":"p","inputTokens":3,"outputTokens":4},{"inputTokens":5}]}"#).unwrap();
         let u = f.usage.unwrap();
         assert_eq!((u.input_tokens, u.output_tokens, u.total_tokens), (Some(8), Some(4), None));
+    }
+
+    /// The fast path accepts the JSON serde_json accepts, wherever the value sits: a
+    /// skipped member or `timestamp` (serde_json's skip: a lone surrogate escape passes),
+    /// a string read, a key or a string `delta` (decoded: a lone surrogate is invalid).
+    /// Any other parser put in its place must pass this as it is.
+    #[test]
+    fn validates_as_serde_json_does() {
+        let strings = [
+            r#""\ud800""#, r#""\udc00""#, r#""\ud800\u0041""#, r#""\ud83d\ude00""#, r#""\ud83d""#,
+            "\"a\u{1}b\"", "\"a\tb\"", "\"a\u{7f}b\"", r#""\x""#, r#""\u12""#, r#""\u12G4""#, r#""\/\b\f\n\r\t""#,
+            r#""abc"#, r#""a\""#, "\"\u{1F600}é\"", r#""\u0000""#, "\"\\\u{0}\"", r#""\uDBFF\uDFFF""#, r#""\uDFFF\uDBFF""#,
+        ];
+        let others = [
+            "01", "1.", ".5", "-", "1e", "1e400", "-0", "1E+2", "123456789012345678901234567890", "+1", "NaN",
+            "Infinity", "-1.5e-3", "0x10", "tru", "nul", "true", "null", "[1,]", "{\"a\":1,}", "[1 2]", "{\"a\" 1}",
+            "{1:2}", "[]", "{}", "[[[]]]", "[1,[2,{\"a\":[3]}]]", "\u{c}1", "1\u{a0}", "[1]]", "{\"a\":1}}", "",
+            "[\"\\ud800\"]", "{\"\\udc00\":1}", "{\"k\":\"\u{1}\"}", "[1e400]", "{\"a\":-}", "[\"\\x\"]",
+            "[\"a\u{1}\"]", "{\"a\":\"\\u12\"}",
+        ];
+        // (event text, the value, its position decodes a string there, the value must be
+        // a string or null to be read)
+        let mut cases = Vec::new();
+        for v in strings.iter().chain(&others) {
+            cases.push((format!(r#"{{"type":"CUSTOM","name":"n","value":{v}}}"#), *v, false, false));
+            cases.push((format!(r#"{{"type":"STATE_DELTA","delta":{v}}}"#), *v, true, false));
+            cases.push((format!(r#"{{"type":"RUN_STARTED","timestamp":{v}}}"#), *v, false, false));
+            cases.push((format!(r#"{{"type":"TEXT_MESSAGE_START","messageId":{v}}}"#), *v, true, true));
+            cases.push((format!(r#"{{"type":"CUSTOM","name":"n",{v}:1}}"#), *v, true, false));
+        }
+        for tail in ["", " ", "\n", "\r\n\t", " x", "}", "{}", ",", "\u{0}", "\u{c}"] {
+            cases.push((format!(r#"{{"type":"RUN_STARTED","runId":"r"}}{tail}"#), "", false, false));
+            cases.push((format!(r#"  {{"type":"RUN_STARTED","runId":"r"}}{tail}"#), "", false, false));
+        }
+        for (case, v, decodes, string) in &cases {
+            let decoded = serde_json::from_str::<serde_json::Value>(case).is_ok();
+            let skipped = serde_json::from_str::<IgnoredAny>(case).is_ok();
+            // `delta` decodes the member names of an object given as `delta`, too.
+            let decodes = *decodes && (v.starts_with('"') || (case.contains("delta") && v.starts_with('{')));
+            let valid = if decodes { decoded } else { skipped };
+            let readable = valid && (!string || v.starts_with('"') || *v == "null");
+            let got = parse_d(case);
+            let class = got.as_ref().err().map(|e| e.class);
+            if !valid {
+                assert_eq!(class, Some("InvalidJsonError"), "{case:?}");
+            } else if readable {
+                // Only the members' meaning can be wrong: a timestamp that is not an integer.
+                assert!(class.is_none() || case.contains("timestamp"), "{case:?}: {:?}", got.err());
+            } else {
+                // Explained: any string that does not decode makes it invalid JSON.
+                let want = if decoded { "EventValidationError" } else { "InvalidJsonError" };
+                assert_eq!(class, Some(want), "{case:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn explains_the_deepest_event_on_a_small_stack() {
+        let cap = agui_core::limits::MAX_DEPTH_CAP;
+        let broken = format!(r#"{{"type":"CUSTOM","name":5,"value":{}{}}}"#, "[".repeat(cap - 1), "]".repeat(cap - 1));
+        let wrong = std::thread::Builder::new()
+            .stack_size(256 << 10)
+            .spawn(move || {
+                let e = parse(&broken, cap).unwrap_err();
+                let bad = parse(&broken.replacen("]]", "}]", 1), cap).unwrap_err();
+                (e.field, bad.class)
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(wrong, (Some("$.name".to_string()), "InvalidJsonError"));
     }
 
     #[test]

@@ -22,7 +22,7 @@ use pyo3::pybacked::PyBackedBytes;
 use pyo3::types::{PyBytes, PyDict, PyList};
 use pyo3_arrow::PyTable;
 
-use crate::errors::make_error;
+use crate::errors::{check_max_depth, make_error};
 
 /// A source as given from Python.
 enum Arg {
@@ -145,7 +145,7 @@ fn logs_to_arrow<'py>(
     max_depth: usize,
     progress: Option<&LogProgress>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let opts = Options { max_depth, ..options(format, collect, max_buffer_size, max_frame_size)? };
+    let opts = Options { max_depth: check_max_depth(max_depth)?, ..options(format, collect, max_buffer_size, max_frame_size)? };
     let threads = match threads {
         Some(0) => return Err(PyValueError::new_err("threads must be at least 1")),
         Some(n) => n,
