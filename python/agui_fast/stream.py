@@ -323,7 +323,8 @@ def replay_log(
     if isinstance(source, (bytes, bytearray, memoryview)):
         return _replay(_native.replay_log(bytes(source), format=format, verify=verify, max_depth=max_depth), raw)
     if isinstance(source, (str, os.PathLike)):
-        parts = _native.replay_log_files([source], format=format, verify=verify, threads=1, max_depth=max_depth)
+        # threads=0: a big log reads on a second core ahead of the reducer
+        parts = _native.replay_log_files([source], format=format, verify=verify, threads=0, max_depth=max_depth)
         return _replay(parts[0], raw)
     raise TypeError(f"source must be bytes or a path, not {type(source).__name__}")
 

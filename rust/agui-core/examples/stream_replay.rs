@@ -4,7 +4,7 @@
 //! `cargo run --release -p agui-core --example stream_replay -- /tmp/stream_100k.sse`.
 
 use agui_core::sse::{SseParser, DEFAULT_MAX_BUFFER};
-use agui_core::stream::{parse_event, replay, replay_sse, replay_sse_many, ReplayOptions};
+use agui_core::stream::{parse_event, replay, replay_log, replay_log_pipelined, replay_sse, replay_sse_many, ReplayOptions};
 use serde_json::Value;
 use std::time::Instant;
 
@@ -46,6 +46,15 @@ fn main() {
         std::fs::write(std::env::args().nth(3).expect("--dump PATH"), out.to_string()).unwrap();
         return;
     }
+    if std::env::args().nth(2).as_deref() == Some("--profile-log") {
+        // replay_log on one thread, then pipelined (framing + parsing on a second thread).
+        report("replay_log", time(30, || replay_log(&log[..], None, Vec::new(), empty(), ReplayOptions::default()).messages.len()));
+        report(
+            "replay_log_pipelined",
+            time(30, || replay_log_pipelined(&log[..], None, Vec::new(), empty(), ReplayOptions::default()).messages.len()),
+        );
+        return;
+    }
     if std::env::args().nth(2).as_deref() == Some("--profile") {
         // Only the user's path, for a profiler.
         report("replay_sse", time(30, || replay_sse(&log, Vec::new(), empty(), ReplayOptions::default()).messages.len()));
@@ -69,6 +78,14 @@ fn main() {
         time(runs, || replay_sse(&log, Vec::new(), empty(), ReplayOptions::default()).messages.len()),
     );
     let verify = ReplayOptions { verify: true, ..ReplayOptions::default() };
+    report(
+        "replay_log, one thread",
+        time(runs, || replay_log(&log[..], None, Vec::new(), empty(), ReplayOptions::default()).messages.len()),
+    );
+    report(
+        "replay_log_pipelined (two threads)",
+        time(runs, || replay_log_pipelined(&log[..], None, Vec::new(), empty(), ReplayOptions::default()).messages.len()),
+    );
     report("replay_sse with verification", time(runs, || replay_sse(&log, Vec::new(), empty(), verify).messages.len()));
     // Two logs, one thread then two (per-event figures are per event of one log).
     let logs: Vec<&[u8]> = vec![&log, &log];
