@@ -28,6 +28,14 @@ fn time<T>(runs: usize, mut f: impl FnMut() -> T) -> (f64, f64) {
     (samples[0], samples[runs / 2])
 }
 
+/// CPU time of the process so far (user + system), from /proc/self/stat (0 elsewhere).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+    let ticks: f64 = fields.get(11..13).map_or(0.0, |f| f.iter().filter_map(|x| x.parse::<f64>().ok()).sum());
+    ticks / 100.0
+}
+
 fn main() {
     let path = std::env::args().nth(1).unwrap_or_else(|| "/tmp/stream_100k.sse".into());
     let log = std::fs::read(&path).expect("read the log (see the module doc)");
@@ -47,12 +55,28 @@ fn main() {
         return;
     }
     if std::env::args().nth(2).as_deref() == Some("--profile-log") {
-        // replay_log on one thread, then pipelined (framing + parsing on a second thread).
-        report("replay_log", time(30, || replay_log(&log[..], None, Vec::new(), empty(), ReplayOptions::default()).messages.len()));
-        report(
-            "replay_log_pipelined",
-            time(30, || replay_log_pipelined(&log[..], None, Vec::new(), empty(), ReplayOptions::default()).messages.len()),
-        );
+        // replay_log on one thread, then pipelined (framing + parsing on a second thread),
+        // interleaved, with the process CPU time per run (Linux: /proc/self/stat).
+        let (mut one, mut two) = (Vec::new(), Vec::new());
+        for _ in 0..20 {
+            for (pipelined, out) in [(false, &mut one), (true, &mut two)] {
+                let (c, t) = (cpu_seconds(), Instant::now());
+                let r = if pipelined {
+                    replay_log_pipelined(&log[..], None, Vec::new(), empty(), ReplayOptions::default())
+                } else {
+                    replay_log(&log[..], None, Vec::new(), empty(), ReplayOptions::default())
+                };
+                std::hint::black_box(r);
+                out.push((t.elapsed().as_secs_f64(), cpu_seconds() - c));
+            }
+        }
+        for (what, runs) in [("replay_log, one thread", &mut one), ("replay_log_pipelined", &mut two)] {
+            let (mut wall, mut cpu): (Vec<f64>, Vec<f64>) = runs.iter().copied().unzip();
+            wall.sort_by(f64::total_cmp);
+            let cpu_ms = cpu.iter().sum::<f64>() / cpu.len() as f64 * 1e3;
+            cpu.clear();
+            println!("{what:30} wall min {:6.1} ms median {:6.1} ms  CPU {cpu_ms:6.1} ms per run (mean)", wall[0] * 1e3, wall[wall.len() / 2] * 1e3);
+        }
         return;
     }
     if std::env::args().nth(2).as_deref() == Some("--profile") {
