@@ -54,6 +54,48 @@ fn main() {
         std::fs::write(std::env::args().nth(3).expect("--dump PATH"), out.to_string()).unwrap();
         return;
     }
+    if std::env::args().nth(2).as_deref() == Some("--pipelined") {
+        // Only the pipelined replay, for a profiler's per-thread view (`perf report --sort tid`).
+        report(
+            "replay_log_pipelined",
+            time(30, || replay_log_pipelined(&log[..], None, Vec::new(), empty(), ReplayOptions::default()).messages.len()),
+        );
+        return;
+    }
+    if std::env::args().nth(2).as_deref() == Some("--threshold") {
+        // One thread vs pipelined on the log's first bytes (cut after a frame), interleaved:
+        // where the second thread starts to pay (`stream::PIPELINE_MIN`).
+        // From the third frame: the run opens with a ~200 KB state snapshot, which would
+        // make every small prefix one event.
+        let body = {
+            let mut at = 0;
+            for _ in 0..2 {
+                at += log[at..].windows(2).position(|w| w == b"\n\n").map_or(0, |i| i + 2);
+            }
+            &log[at..]
+        };
+        for kb in [16usize, 32, 64, 128, 256, 512, 1024] {
+            let cut = body[..kb << 10].windows(2).rposition(|w| w == b"\n\n").map_or(0, |i| i + 2);
+            let part = &body[..cut];
+            let runs = (8192 / kb).clamp(15, 400);
+            let (mut one, mut two) = (Vec::new(), Vec::new());
+            for _ in 0..runs {
+                let t = Instant::now();
+                std::hint::black_box(replay_log(part, None, Vec::new(), empty(), ReplayOptions::default()));
+                one.push(t.elapsed().as_secs_f64());
+                let t = Instant::now();
+                std::hint::black_box(replay_log_pipelined(part, None, Vec::new(), empty(), ReplayOptions::default()));
+                two.push(t.elapsed().as_secs_f64());
+            }
+            one.sort_by(f64::total_cmp);
+            two.sort_by(f64::total_cmp);
+            println!(
+                "{kb:5} KB: one thread min {:8.3} ms median {:8.3} ms; pipelined min {:8.3} ms median {:8.3} ms; one/pipelined {:.2}x min {:.2}x median",
+                one[0] * 1e3, one[runs / 2] * 1e3, two[0] * 1e3, two[runs / 2] * 1e3, one[0] / two[0], one[runs / 2] / two[runs / 2]
+            );
+        }
+        return;
+    }
     if std::env::args().nth(2).as_deref() == Some("--profile-log") {
         // replay_log on one thread, then pipelined (framing + parsing on a second thread),
         // interleaved, with the process CPU time per run (Linux: /proc/self/stat).

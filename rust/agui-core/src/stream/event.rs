@@ -152,15 +152,7 @@ impl<'de> serde::Deserialize<'de> for Delta<'de> {
                 }
                 let [Some(ty), id, Some(delta)] = slots else { return Err(A::Error::custom("missing member")) };
                 let kind = EventType::parse(&ty.0);
-                let explicit = id.is_some();
-                let ok = match kind {
-                    EventType::TextMessageContent | EventType::ReasoningMessageContent => explicit && !tool_id,
-                    EventType::ToolCallArgs => explicit && tool_id,
-                    EventType::TextMessageChunk | EventType::ReasoningMessageChunk => !tool_id,
-                    EventType::ToolCallChunk => tool_id || !explicit,
-                    _ => false,
-                };
-                if !ok {
+                if !plain_members(kind, id.is_some(), tool_id) {
                     return Err(A::Error::custom("not a delta event"));
                 }
                 Ok(Delta { kind, id: id.map(|t| t.0), delta: delta.0 })
@@ -199,16 +191,19 @@ impl<'a> Delta<'a> {
         if rest != b"}" {
             return None;
         }
-        // The member rules of the serde visitor above.
-        let explicit = id.is_some();
-        let ok = match kind {
-            EventType::TextMessageContent | EventType::ReasoningMessageContent => explicit && !tool_id,
-            EventType::ToolCallArgs => explicit && tool_id,
-            EventType::TextMessageChunk | EventType::ReasoningMessageChunk => !tool_id,
-            EventType::ToolCallChunk => tool_id || !explicit,
-            _ => false,
-        };
-        ok.then(|| Delta { kind, id: id.map(std::borrow::Cow::Borrowed), delta: std::borrow::Cow::Borrowed(delta) })
+        plain_members(kind, id.is_some(), tool_id).then(|| Delta { kind, id: id.map(std::borrow::Cow::Borrowed), delta: std::borrow::Cow::Borrowed(delta) })
+    }
+}
+
+/// Whether a delta event of `kind` may have these members: an id (`explicit`), named
+/// `toolCallId` (`tool_id`) or `messageId`.
+fn plain_members(kind: EventType, explicit: bool, tool_id: bool) -> bool {
+    match kind {
+        EventType::TextMessageContent | EventType::ReasoningMessageContent => explicit && !tool_id,
+        EventType::ToolCallArgs => explicit && tool_id,
+        EventType::TextMessageChunk | EventType::ReasoningMessageChunk => !tool_id,
+        EventType::ToolCallChunk => tool_id || !explicit,
+        _ => false,
     }
 }
 
