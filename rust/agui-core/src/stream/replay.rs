@@ -10,7 +10,6 @@ use super::verify::EventVerifier;
 use super::{StreamError, Warning};
 use crate::sse::{SseParser, DEFAULT_MAX_BUFFER};
 use serde_json::{Map, Value};
-use std::sync::atomic::Ordering;
 
 /// Which stages run. The default is the reference client's inbound pipeline without
 /// verification: compatibility boundary, chunk expansion, reducer.
@@ -369,23 +368,15 @@ pub fn replay_log_pipelined<R: std::io::Read + Send>(
     let mut read = 0usize;
     // Emptied batches go back to the reading thread (their buffers keep their capacity).
     let (recycle, recycled) = std::sync::mpsc::channel::<Batch>();
-    // Batches sent and not yet taken by the reducer.
-    let waiting = std::sync::atomic::AtomicUsize::new(0);
-    let waiting = &waiting;
     let produce = move |send: &mut dyn FnMut(Batch) -> bool| {
         let mut reader_half = Reader::new(options);
         let mut batch = Batch::default();
         let mut size = FIRST_BATCH;
         let outcome = crate::log::LogReader::open(reader, format).map_err(Ahead::Log).and_then(|log| {
             log.for_each(&crate::log::Limits::default(), |ev| {
-                // Plain delta events (most of a token stream) are read here while the
-                // reducer has batches waiting, and left to it while it waits for this
-                // thread: the work balances itself between the two, whatever the log.
-                let later = Lead::of(ev.json) == Lead::Delta && waiting.load(Ordering::Relaxed) == 0;
-                batch.hold((!later).then(|| reader_half.read(ev.json)), ev.json);
+                batch.hold(reader_half.read(ev.json), ev.json);
                 if batch.items.len() >= size || batch.raw.len() >= MAX_BATCH_BYTES {
                     let next = recycled.try_recv().unwrap_or_default();
-                    waiting.fetch_add(1, Ordering::Relaxed);
                     if !send(std::mem::replace(&mut batch, next)) {
                         return Err(Ahead::Gone);
                     }
@@ -394,22 +385,27 @@ pub fn replay_log_pipelined<R: std::io::Read + Send>(
                 Ok(())
             })
         });
-        let end = match outcome {
-            Err(Ahead::Gone) => return,
-            Err(Ahead::Log(e)) => Some(e),
-            Ok(_) => None,
-        };
-        batch.end = end;
-        waiting.fetch_add(1, Ordering::Relaxed);
-        send(batch);
+        match outcome {
+            Err(Ahead::Gone) => {}
+            Err(Ahead::Log(e)) => {
+                batch.end = Some(e);
+                send(batch);
+            }
+            Ok(_) => {
+                send(batch);
+            }
+        }
     };
     let consume = |mut batch: Batch| -> Result<(), Stop> {
-        waiting.fetch_sub(1, Ordering::Relaxed);
         for held in batch.items.drain(..) {
             read += 1;
             let pushed = match held {
                 Held::StateOps(ops, raw) => r.push_read(Read::StateOps(ops), &batch.raw[raw]),
-                Held::Later(raw) => r.push_json(&batch.raw[raw]),
+                Held::Delta { kind, id, delta, raw } => {
+                    let id = id.map(|i| std::borrow::Cow::Borrowed(&batch.text[i]));
+                    let delta = std::borrow::Cow::Borrowed(&batch.text[delta]);
+                    r.push_read(Read::Delta(Delta { kind, id, delta }), &batch.raw[raw])
+                }
                 Held::Event(v) => r.push(v),
                 Held::Failed(e) => r.push_read(Read::Failed(*e), &[]),
             };
@@ -419,6 +415,7 @@ pub fn replay_log_pipelined<R: std::io::Read + Send>(
             return Err(Stop::Log(end));
         }
         batch.raw.clear();
+        batch.text.clear();
         let _ = recycle.send(batch); // the reading thread may be done: fine
         Ok(())
     };
@@ -477,39 +474,45 @@ impl Stop {
 #[derive(Default)]
 struct Batch {
     items: Vec<Held>,
-    /// The payloads the reducer reads (plain delta events) or may parse again (plain
-    /// state deltas, when a chunk stream is pending).
+    /// The payloads the reducer may parse again (plain deltas and state deltas).
     raw: Vec<u8>,
+    /// The ids and deltas of plain delta events.
+    text: String,
     /// Where the log stopped after these events (the last batch).
     end: Option<crate::log::LogError>,
 }
 
 type Span = std::ops::Range<usize>;
 
-/// A [`Read`] held in a [`Batch`], or an event's text left to the reducer's thread.
+/// A [`Read`] held in a [`Batch`].
 enum Held {
     StateOps(Vec<crate::patch::Operation>, Span),
-    /// Read on the reducer's thread (`Replayer::push_json`).
-    Later(Span),
+    Delta { kind: EventType, id: Option<Span>, delta: Span, raw: Span },
     Event(Value),
     Failed(Box<StreamError>),
 }
 
 impl Batch {
-    /// Keep an event: as read (`read`), or its text for the reducer to read (`None`).
-    fn hold(&mut self, read: Option<Read<'_>>, payload: &[u8]) {
+    fn hold(&mut self, read: Read<'_>, payload: &[u8]) {
         let mut raw = || {
             let start = self.raw.len();
             self.raw.extend_from_slice(payload);
             start..self.raw.len()
         };
         let held = match read {
-            Some(Read::StateOps(ops)) => Held::StateOps(ops, raw()),
-            // A delta event (from text that does not lead with its type: rare) is read
-            // again there: what was read borrows the frame.
-            None | Some(Read::Delta(_)) => Held::Later(raw()),
-            Some(Read::Event(v)) => Held::Event(v),
-            Some(Read::Failed(e)) => Held::Failed(Box::new(e)),
+            Read::StateOps(ops) => Held::StateOps(ops, raw()),
+            Read::Delta(d) => {
+                let raw = raw();
+                let mut text = |s: &str| {
+                    let start = self.text.len();
+                    self.text.push_str(s);
+                    start..self.text.len()
+                };
+                let id = d.id.as_deref().map(&mut text);
+                Held::Delta { kind: d.kind, id, delta: text(&d.delta), raw }
+            }
+            Read::Event(v) => Held::Event(v),
+            Read::Failed(e) => Held::Failed(Box::new(e)),
         };
         self.items.push(held);
     }
