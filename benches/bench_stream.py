@@ -11,9 +11,11 @@ table of conftest.py prints peer time / our time):
   patches (``atomic``: a deep copy per delta, as the reference's patches are atomic) and
   in place (``in_place``: what a user who accepts half-applied patches writes).
   Goal: >= 50x.
-* ``stream_replay_log_100k``: ``replay_log(sse_bytes)`` (bytes in, messages and state out)
-  vs the peer from the same bytes (line parser + pydantic + replay), and vs
-  ``decode_sse`` of that log alone (goal: >= 100x the peer, and faster than decoding).
+* ``stream_replay_log_100k``: ``replay_log(sse_bytes)`` (bytes in, messages and state out;
+  framing and parsing on a second Rust thread ahead of the reducer) vs the peer from the
+  same bytes (line parser + pydantic + replay), vs ``decode_sse`` of that log alone (goal:
+  >= 100x the peer, and faster than decoding), and vs itself on one thread.
+  ``benches/cpu_stream.py`` adds the CPU time.
 * ``stream_replay_apply_vectors``: the reducer alone on the 4 largest recorded runs.
 * ``stream_replay_logs_2x100k``: ``replay_logs`` over two 100k-event log files, 2 threads
   vs 1 (goal: >= 1.7x on 2 cores).
@@ -104,6 +106,16 @@ def test_replay_log_pure_python_in_place(benchmark, log):
 def test_replay_log_decode_sse_alone(benchmark, log):
     benchmark.group = "stream_replay_log_100k"
     _slow(benchmark, lambda: decode_sse(log), 10)
+
+
+def test_replay_log_one_thread(benchmark, log):
+    """``replay_log`` kept on one thread (the native ``pipeline_min`` knob): what the
+    pipelining (framing and parsing on a second thread) gains."""
+    from agui_fast import _native
+
+    benchmark.group = "stream_replay_log_100k"
+    r = _slow(benchmark, lambda: stream._replay(_native.replay_log(log, pipeline_min=1 << 62), False), 10)
+    assert r == stream.replay_log(log)
 
 
 # -- the reducer on the recorded large runs ---------------------------------------------

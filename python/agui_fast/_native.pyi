@@ -339,8 +339,9 @@ def replay_log(
     format: str = "auto",
     verify: bool = False,
     max_depth: int = 512,
+    pipeline_min: int = 1048576,
 ) -> _ReplayParts:
-    """Replay a log (SSE or protobuf, gzip or not) with the GIL released."""
+    """Replay a log (SSE or protobuf, gzip or not) with the GIL released; from ``pipeline_min`` bytes on two threads."""
 
 def replay_log_files(
     paths: Iterable[Union[str, "os.PathLike[str]"]],
@@ -349,6 +350,7 @@ def replay_log_files(
     verify: bool = False,
     threads: int = 0,
     max_depth: int = 512,
+    pipeline_min: int = 1048576,
 ) -> List[_ReplayParts]:
     """Read and replay log files on Rust threads (0: all cores), constant memory each, GIL released."""
 

@@ -316,14 +316,16 @@ def replay_log(
 ) -> Replay:
     """Replay a recorded log (``bytes``, or a path; SSE or length-prefixed protobuf, gzip or
     not; ``format="auto"`` detects it) inside Rust with the GIL released, through the one log
-    reader (``agui_core::log``): decode, expand chunks, optionally verify, apply. Returns
-    the final :class:`Replay`; an unreadable frame raises
-    :class:`~agui_fast.errors.InvalidJsonError` (``frame_index``)."""
+    reader (``agui_core::log``): decode, expand chunks, optionally verify, apply. A log of
+    1 MB or more is read and parsed on a second Rust thread ahead of the reducer when the
+    machine has two cores (the same result). Returns the final :class:`Replay`; an
+    unreadable frame raises :class:`~agui_fast.errors.InvalidJsonError` (``frame_index``)."""
     max_depth = _depth(max_depth)
     if isinstance(source, (bytes, bytearray, memoryview)):
         return _replay(_native.replay_log(bytes(source), format=format, verify=verify, max_depth=max_depth), raw)
     if isinstance(source, (str, os.PathLike)):
-        parts = _native.replay_log_files([source], format=format, verify=verify, threads=1, max_depth=max_depth)
+        # threads=0: a big log reads on a second core ahead of the reducer
+        parts = _native.replay_log_files([source], format=format, verify=verify, threads=0, max_depth=max_depth)
         return _replay(parts[0], raw)
     raise TypeError(f"source must be bytes or a path, not {type(source).__name__}")
 
@@ -338,7 +340,8 @@ def replay_logs(
     max_depth: int = DEFAULT_MAX_DEPTH,
 ) -> List[Replay]:
     """:func:`replay_log` of several log files on Rust threads (``threads``: at most that
-    many at once; default the machine's cores). Results are in input order; the first log
+    many at once; default the machine's cores; a log gets two only when the threads
+    outnumber the logs twice). Results are in input order; the first log
     (in input order) that fails raises, with ``path`` and ``replay`` on the exception."""
     paths = list(paths)
     if threads is not None and threads < 1:

@@ -10,7 +10,8 @@
 //!   MessagePack, the protobuf encoder's tree): one trait, one walk per input;
 //! - [`limits`]: the project's own limits (nesting depth), the same on every interpreter;
 //! - [`stream`]: the reference client's stream semantics (chunk expansion, verification, replay into messages and state, compaction, 0.x conversion);
-//! - [`log`]: reading recorded logs (SSE or protobuf, gzip or not) event by event.
+//! - [`log`]: reading recorded logs (SSE or protobuf, gzip or not) event by event;
+//! - [`pipeline`]: a producer thread ahead of the calling thread (whole-input calls on two cores).
 
 #![forbid(unsafe_code)]
 
@@ -18,6 +19,7 @@ pub mod json;
 pub mod limits;
 pub mod log;
 pub mod patch;
+pub mod pipeline;
 pub mod proto;
 pub mod sink;
 pub mod sse;

@@ -393,10 +393,13 @@ fn log_format(format: &str) -> PyResult<Option<agui_core::log::Format>> {
 }
 
 /// replay_log(data, messages=None, state=None, *, format="auto", verify=False,
-/// max_depth=512): replay a log (SSE or protobuf, gzip or not) given as bytes, with the
-/// GIL released.
+/// max_depth=512, pipeline_min=PIPELINE_MIN): replay a log (SSE or protobuf, gzip or not)
+/// given as bytes, with the GIL released; from `pipeline_min` bytes on two Rust threads
+/// when the machine has two cores (`agui_core::stream::replay_log_pipelined`, the same
+/// outcome).
 #[pyfunction]
-#[pyo3(signature = (data, messages=None, state=None, *, format="auto", verify=false, max_depth=DEFAULT_MAX_DEPTH))]
+#[pyo3(signature = (data, messages=None, state=None, *, format="auto", verify=false, max_depth=DEFAULT_MAX_DEPTH, pipeline_min=core::PIPELINE_MIN))]
+#[allow(clippy::too_many_arguments)]
 fn replay_log<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyBytes>,
@@ -405,21 +408,30 @@ fn replay_log<'py>(
     format: &str,
     verify: bool,
     max_depth: usize,
+    pipeline_min: u64,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let format = log_format(format)?;
     let max_depth = check_max_depth(max_depth)?;
     let (messages, state) = initial(py, messages, state, max_depth)?;
     let log = data.as_bytes();
     let options = ReplayOptions { verify, max_depth, ..ReplayOptions::default() };
-    let r = py.detach(|| core::replay_log(log, format, messages, state, options));
+    let r = py.detach(|| {
+        if core::pipelines(log.len() as u64, 0, pipeline_min) {
+            core::replay_log_pipelined(log, format, messages, state, options)
+        } else {
+            core::replay_log(log, format, messages, state, options)
+        }
+    });
     replay_tuple(py, &r)
 }
 
-/// replay_log_files(paths, *, format="auto", verify=False, threads=0, max_depth=512): read
-/// and replay log files on Rust threads (0: the machine's parallelism) in constant memory
-/// each, GIL released; one tuple per path.
+/// replay_log_files(paths, *, format="auto", verify=False, threads=0, max_depth=512,
+/// pipeline_min=PIPELINE_MIN): read and replay log files on Rust threads (0: the
+/// machine's parallelism) in constant memory each, GIL released; one tuple per path. A
+/// log of at least `pipeline_min` bytes is read on a thread of its own when the threads
+/// outnumber the logs twice.
 #[pyfunction]
-#[pyo3(signature = (paths, *, format="auto", verify=false, threads=0, max_depth=DEFAULT_MAX_DEPTH))]
+#[pyo3(signature = (paths, *, format="auto", verify=false, threads=0, max_depth=DEFAULT_MAX_DEPTH, pipeline_min=core::PIPELINE_MIN))]
 fn replay_log_files<'py>(
     py: Python<'py>,
     paths: Vec<std::path::PathBuf>,
@@ -427,10 +439,11 @@ fn replay_log_files<'py>(
     verify: bool,
     threads: usize,
     max_depth: usize,
+    pipeline_min: u64,
 ) -> PyResult<Bound<'py, PyList>> {
     let format = log_format(format)?;
     let options = ReplayOptions { verify, max_depth: check_max_depth(max_depth)?, ..ReplayOptions::default() };
-    let replays = py.detach(|| core::replay_log_files(&paths, format, options, threads));
+    let replays = py.detach(|| core::replay_log_files(&paths, format, options, threads, pipeline_min));
     PyList::new(py, replays.iter().map(|r| replay_tuple(py, r)).collect::<PyResult<Vec<_>>>()?)
 }
 

@@ -54,9 +54,7 @@ pub struct Replayer {
     index: usize,
     warnings: Vec<Warning>,
     scratch: Vec<Value>,
-    max_depth: usize,
-    /// The pointers of plain `STATE_DELTA` patches, kept from event to event.
-    pointers: crate::patch::cache::PointerCache,
+    reader: Reader,
 }
 
 impl Replayer {
@@ -69,8 +67,7 @@ impl Replayer {
             index: 0,
             warnings: Vec::new(),
             scratch: Vec::new(),
-            max_depth: options.max_depth,
-            pointers: Default::default(),
+            reader: Reader::new(options),
         }
     }
 
@@ -138,15 +135,17 @@ impl Replayer {
 
     /// Push one event given as JSON text.
     pub fn push_json(&mut self, payload: &[u8]) -> Result<Change, StreamError> {
-        // A plain STATE_DELTA (most of a state stream) goes to the reducer without an event
-        // object: the boundary never changes it, and the expander would only close a
-        // pending chunk stream; with verification on it takes the general path.
-        let lead = Lead::of(payload);
-        if matches!(lead, Lead::StateDelta | Lead::Unknown)
-            && self.verifier.is_none()
-            && !self.expander.as_ref().is_some_and(ChunkExpander::has_pending)
-        {
-            if let Some(ops) = plain_state_delta(payload, self.max_depth, &mut self.pointers) {
+        let read = self.reader.read(payload);
+        self.push_read(read, payload)
+    }
+
+    /// Push an event read by a [`Reader`] of the same options from `payload` (which the
+    /// general path parses again when the read form does not fit the current state).
+    fn push_read(&mut self, read: Read<'_>, payload: &[u8]) -> Result<Change, StreamError> {
+        match read {
+            // The boundary never changes a plain STATE_DELTA and the expander would only
+            // close a pending chunk stream; with verification on it takes the general path.
+            Read::StateOps(ops) if self.verifier.is_none() && !self.expander.as_ref().is_some_and(ChunkExpander::has_pending) => {
                 let index = self.index;
                 self.index += 1;
                 let c = self.applier.apply_state_ops(ops);
@@ -155,13 +154,20 @@ impl Replayer {
                 }
                 return Ok(Change { warning: None, ..c });
             }
-        }
-        if let Some(d) = matches!(lead, Lead::Delta | Lead::Unknown).then(|| Delta::parse(payload)).flatten() {
-            if let Some(r) = self.push_plain(d.kind, d.id.as_deref(), &d.delta) {
-                return r;
+            Read::Delta(d) => {
+                if let Some(r) = self.push_plain(d.kind, d.id.as_deref(), &d.delta) {
+                    return r;
+                }
             }
+            Read::Event(v) => return self.push(v),
+            Read::Failed(mut e) => {
+                e.index = self.index;
+                self.index += 1;
+                return Err(e);
+            }
+            Read::StateOps(_) => {}
         }
-        match parse_event_limited(payload, self.max_depth) {
+        match parse_event_limited(payload, self.reader.max_depth) {
             Ok(v) => self.push(v),
             Err(mut e) => {
                 e.index = self.index;
@@ -227,6 +233,52 @@ impl Replayer {
     }
 }
 
+/// An event's JSON text read into what the reducer takes: the reading half of
+/// [`Replayer::push_json`], which [`replay_log_pipelined`] runs on the framing thread.
+/// What it reads does not depend on the replay's state; the replayer falls back to the
+/// general path (parsing the text again) when the state needs it.
+struct Reader {
+    verify: bool,
+    max_depth: usize,
+    /// The pointers of plain `STATE_DELTA` patches, kept from event to event.
+    pointers: crate::patch::cache::PointerCache,
+}
+
+/// One event as a [`Reader`] read it.
+enum Read<'a> {
+    /// A plain `STATE_DELTA` (read only without verification).
+    StateOps(Vec<crate::patch::Operation>),
+    /// A plain hot delta event (see [`Replayer::push_plain`]).
+    Delta(Delta<'a>),
+    /// Any other event, as an object.
+    Event(Value),
+    /// Unreadable (not JSON, not an object, too deep).
+    Failed(StreamError),
+}
+
+impl Reader {
+    fn new(options: ReplayOptions) -> Self {
+        Reader { verify: options.verify, max_depth: options.max_depth, pointers: Default::default() }
+    }
+
+    fn read<'a>(&mut self, payload: &'a [u8]) -> Read<'a> {
+        // The writers put `type` first: the lead picks the one plain form worth trying.
+        let lead = Lead::of(payload);
+        if matches!(lead, Lead::StateDelta | Lead::Unknown) && !self.verify {
+            if let Some(ops) = plain_state_delta(payload, self.max_depth, &mut self.pointers) {
+                return Read::StateOps(ops);
+            }
+        }
+        if let Some(d) = matches!(lead, Lead::Delta | Lead::Unknown).then(|| Delta::parse(payload)).flatten() {
+            return Read::Delta(d);
+        }
+        match parse_event_limited(payload, self.max_depth) {
+            Ok(v) => Read::Event(v),
+            Err(e) => Read::Failed(e),
+        }
+    }
+}
+
 /// Replay decoded events from these messages and state.
 pub fn replay(events: impl IntoIterator<Item = Value>, messages: Vec<Value>, state: Value, options: ReplayOptions) -> Replay {
     let mut r = Replayer::new(messages, state, options);
@@ -279,8 +331,9 @@ pub fn replay_sse_many(logs: &[&[u8]], options: ReplayOptions, threads: usize) -
 
 /// Replay a recorded log of either format (SSE or length-prefixed protobuf, gzip or not;
 /// `format: None` detects it) read through the one log reader ([`crate::log`]) in
-/// constant memory. A log that cannot be read (unknown format, a bad or truncated frame,
-/// an I/O error) ends the replay with a `Decode` error at the event where it stopped.
+/// constant memory, on this thread. A log that cannot be read (unknown format, a bad or
+/// truncated frame, an I/O error) ends the replay with a `Decode` error at the event
+/// where it stopped.
 pub fn replay_log<R: std::io::Read + Send>(
     reader: R,
     format: Option<crate::log::Format>,
@@ -288,15 +341,6 @@ pub fn replay_log<R: std::io::Read + Send>(
     state: Value,
     options: ReplayOptions,
 ) -> Replay {
-    enum Stop {
-        Log(crate::log::LogError),
-        Stream(StreamError),
-    }
-    impl From<crate::log::LogError> for Stop {
-        fn from(e: crate::log::LogError) -> Self {
-            Stop::Log(e)
-        }
-    }
     let mut r = Replayer::new(messages, state, options);
     let mut read = 0usize;
     let outcome = crate::log::LogReader::open(reader, format).map_err(Stop::Log).and_then(|log| {
@@ -305,38 +349,224 @@ pub fn replay_log<R: std::io::Read + Send>(
             r.push_json(ev.json).map(|_| ()).map_err(Stop::Stream)
         })
     });
-    let error = match outcome {
-        Ok(_) => None,
-        Err(Stop::Stream(e)) => Some(e),
-        Err(Stop::Log(e)) => Some(StreamError { index: read, ..StreamError::new(super::Stage::Decode, e.to_string()) }),
+    r.finish(outcome.err().map(|e| e.at(read)))
+}
+
+/// [`replay_log`] on two threads: a scoped thread reads, frames and parses the log
+/// ([`Reader`]) in batches, ahead of the reducer on this thread (`crate::pipeline`).
+/// The outcome is [`replay_log`]'s: the same messages, state, warnings and error (at the
+/// same event), the events before an error applied. Worth it from about
+/// [`PIPELINE_MIN`] bytes of log, with a second core free.
+pub fn replay_log_pipelined<R: std::io::Read + Send>(
+    reader: R,
+    format: Option<crate::log::Format>,
+    messages: Vec<Value>,
+    state: Value,
+    options: ReplayOptions,
+) -> Replay {
+    let mut r = Replayer::new(messages, state, options);
+    let mut read = 0usize;
+    // Emptied batches go back to the reading thread (their buffers keep their capacity).
+    let (recycle, recycled) = std::sync::mpsc::channel::<Batch>();
+    let produce = move |send: &mut dyn FnMut(Batch) -> bool| {
+        let mut reader_half = Reader::new(options);
+        let mut batch = Batch::default();
+        let mut size = FIRST_BATCH;
+        let outcome = crate::log::LogReader::open(reader, format).map_err(Ahead::Log).and_then(|log| {
+            log.for_each(&crate::log::Limits::default(), |ev| {
+                batch.hold(reader_half.read(ev.json), ev.json);
+                if batch.items.len() >= size || batch.raw.len() >= MAX_BATCH_BYTES {
+                    let next = recycled.try_recv().unwrap_or_default();
+                    if !send(std::mem::replace(&mut batch, next)) {
+                        return Err(Ahead::Gone);
+                    }
+                    size = (size * 2).min(MAX_BATCH);
+                }
+                Ok(())
+            })
+        });
+        match outcome {
+            Err(Ahead::Gone) => {}
+            Err(Ahead::Log(e)) => {
+                batch.end = Some(e);
+                send(batch);
+            }
+            Ok(_) => {
+                send(batch);
+            }
+        }
     };
-    r.finish(error)
+    let consume = |mut batch: Batch| -> Result<(), Stop> {
+        for held in batch.items.drain(..) {
+            read += 1;
+            let pushed = match held {
+                Held::StateOps(ops, raw) => r.push_read(Read::StateOps(ops), &batch.raw[raw]),
+                Held::Delta { kind, id, delta, raw } => {
+                    let id = id.map(|i| std::borrow::Cow::Borrowed(&batch.text[i]));
+                    let delta = std::borrow::Cow::Borrowed(&batch.text[delta]);
+                    r.push_read(Read::Delta(Delta { kind, id, delta }), &batch.raw[raw])
+                }
+                Held::Event(v) => r.push(v),
+                Held::Failed(e) => r.push_read(Read::Failed(*e), &[]),
+            };
+            pushed.map_err(Stop::Stream)?;
+        }
+        if let Some(end) = batch.end.take() {
+            return Err(Stop::Log(end));
+        }
+        batch.raw.clear();
+        batch.text.clear();
+        let _ = recycle.send(batch); // the reading thread may be done: fine
+        Ok(())
+    };
+    let outcome = crate::pipeline::run(produce, consume);
+    r.finish(outcome.err().map(|e| e.at(read)))
+}
+
+/// Logs at least this long (bytes as stored) are replayed on two threads when a second
+/// core is free ([`replay_log_pipelined`]): below it the thread start, the first batch's
+/// wait and the hand-overs cost more than the overlap saves. The same as `decode_sse`'s
+/// threshold: on the loaded build machine the pipelined replay of a log's first 512 KB
+/// was 0.74-0.97x the one-thread one by min, of its first 1 MB 0.76-1.14x
+/// (`examples/stream_replay.rs --threshold`).
+pub const PIPELINE_MIN: u64 = 1 << 20;
+
+/// Events in the first batch of a pipelined replay (small: the reducer starts early),
+/// doubling per batch up to [`MAX_BATCH`] events or [`MAX_BATCH_BYTES`] of JSON text.
+const FIRST_BATCH: usize = 256;
+const MAX_BATCH: usize = 4096;
+const MAX_BATCH_BYTES: usize = 1 << 20;
+
+/// Why a log replay stopped.
+enum Stop {
+    Log(crate::log::LogError),
+    Stream(StreamError),
+}
+
+/// Why the reading thread of a pipelined replay stopped early.
+enum Ahead {
+    Log(crate::log::LogError),
+    /// The reducer stopped first (at its own error).
+    Gone,
+}
+
+impl From<crate::log::LogError> for Ahead {
+    fn from(e: crate::log::LogError) -> Self {
+        Ahead::Log(e)
+    }
+}
+
+impl From<crate::log::LogError> for Stop {
+    fn from(e: crate::log::LogError) -> Self {
+        Stop::Log(e)
+    }
+}
+
+impl Stop {
+    /// The replay's error, `read` events into the log.
+    fn at(self, read: usize) -> StreamError {
+        match self {
+            Stop::Stream(e) => e,
+            Stop::Log(e) => StreamError { index: read, ..StreamError::new(super::Stage::Decode, e.to_string()) },
+        }
+    }
+}
+
+/// Events read on the framing thread, on their way to the reducer: what a [`Read`]
+/// borrowed from the frame is kept in the batch's own buffers.
+#[derive(Default)]
+struct Batch {
+    items: Vec<Held>,
+    /// The payloads the reducer may parse again (plain deltas and state deltas).
+    raw: Vec<u8>,
+    /// The ids and deltas of plain delta events.
+    text: String,
+    /// Where the log stopped after these events (the last batch).
+    end: Option<crate::log::LogError>,
+}
+
+type Span = std::ops::Range<usize>;
+
+/// A [`Read`] held in a [`Batch`].
+enum Held {
+    StateOps(Vec<crate::patch::Operation>, Span),
+    Delta { kind: EventType, id: Option<Span>, delta: Span, raw: Span },
+    Event(Value),
+    Failed(Box<StreamError>),
+}
+
+impl Batch {
+    fn hold(&mut self, read: Read<'_>, payload: &[u8]) {
+        let mut raw = || {
+            let start = self.raw.len();
+            self.raw.extend_from_slice(payload);
+            start..self.raw.len()
+        };
+        let held = match read {
+            Read::StateOps(ops) => Held::StateOps(ops, raw()),
+            Read::Delta(d) => {
+                let raw = raw();
+                let mut text = |s: &str| {
+                    let start = self.text.len();
+                    self.text.push_str(s);
+                    start..self.text.len()
+                };
+                let id = d.id.as_deref().map(&mut text);
+                Held::Delta { kind: d.kind, id, delta: text(&d.delta), raw }
+            }
+            Read::Event(v) => Held::Event(v),
+            Read::Failed(e) => Held::Failed(Box::new(e)),
+        };
+        self.items.push(held);
+    }
 }
 
 /// [`replay_log`] of several log files (`format: None` detects each), each from no messages
 /// and an empty state, on scoped threads as [`replay_sse_many`]. Results are in input order.
+/// A log is pipelined ([`replay_log_pipelined`]) only when the threads outnumber the logs
+/// at least twice (never more threads than `threads`) and its file holds at least
+/// `pipeline_min` bytes ([`PIPELINE_MIN`] normally).
 pub fn replay_log_files(
     paths: &[std::path::PathBuf],
     format: Option<crate::log::Format>,
     options: ReplayOptions,
     threads: usize,
+    pipeline_min: u64,
 ) -> Vec<Replay> {
-    parallel_map(paths, threads, |path| match std::fs::File::open(path) {
-        Ok(f) => replay_log(std::io::BufReader::new(f), format, Vec::new(), empty_state(), options),
-        Err(e) => Replayer::new(Vec::new(), empty_state(), options)
-            .finish(Some(StreamError::new(super::Stage::Decode, format!("{}: {e}", path.display())))),
+    let threads = resolve_threads(threads);
+    let per_log = threads / paths.len().max(1);
+    parallel_map(paths, threads, |path| {
+        let opened = std::fs::File::open(path).and_then(|f| Ok((f.metadata()?.len(), f)));
+        match opened {
+            Ok((len, f)) if pipelines(len, per_log, pipeline_min) => {
+                replay_log_pipelined(std::io::BufReader::new(f), format, Vec::new(), empty_state(), options)
+            }
+            Ok((_, f)) => replay_log(std::io::BufReader::new(f), format, Vec::new(), empty_state(), options),
+            Err(e) => Replayer::new(Vec::new(), empty_state(), options)
+                .finish(Some(StreamError::new(super::Stage::Decode, format!("{}: {e}", path.display())))),
+        }
     })
 }
 
-const WORKER_STACK: usize = 8 << 20;
+/// Whether a log of `len` bytes replays on two threads ([`replay_log_pipelined`]) when
+/// it may use `threads` (0: the machine's parallelism): at least two, and `len` at least
+/// `pipeline_min` ([`PIPELINE_MIN`] normally).
+pub fn pipelines(len: u64, threads: usize, pipeline_min: u64) -> bool {
+    resolve_threads(threads) >= 2 && len >= pipeline_min
+}
+
+/// A thread count, 0 meaning the machine's parallelism.
+fn resolve_threads(threads: usize) -> usize {
+    match threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    }
+}
 
 /// `f` over `items` on scoped threads (at most `threads`; 0: the machine's parallelism),
 /// results in input order.
 fn parallel_map<T: Sync, U: Send>(items: &[T], threads: usize, f: impl Fn(&T) -> U + Sync) -> Vec<U> {
-    let threads = match threads {
-        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        n => n,
-    };
+    let threads = resolve_threads(threads);
     let next = std::sync::atomic::AtomicUsize::new(0);
     let mut slots: Vec<std::sync::Mutex<Option<U>>> = items.iter().map(|_| std::sync::Mutex::new(None)).collect();
     std::thread::scope(|scope| {
@@ -347,9 +577,7 @@ fn parallel_map<T: Sync, U: Send>(items: &[T], threads: usize, f: impl Fn(&T) ->
                 let out = f(item);
                 *slots[i].lock().expect("no thread panics while holding a slot") = Some(out);
             };
-            // The stack of a main thread: parsing and dropping values nested up to
-            // `limits::MAX_DEPTH_CAP` levels recurses that deep.
-            std::thread::Builder::new().stack_size(WORKER_STACK).spawn_scoped(scope, work).expect("a worker thread");
+            std::thread::Builder::new().stack_size(crate::pipeline::STACK).spawn_scoped(scope, work).expect("a worker thread");
         }
     });
     slots.iter_mut().map(|s| s.get_mut().expect("slot").take().expect("every item done")).collect()

@@ -1,0 +1,244 @@
+//! `replay_log_pipelined` (framing and parsing on a second thread) has exactly the outcome
+//! of `replay_log` (one thread): the same messages, state, interrupts, warnings, events
+//! consumed and error (stage, rule, index, type, ids, message), on every client vector
+//! and on generated logs in both formats with errors at the start, in the middle, at the
+//! end and around the batch boundaries.
+
+use agui_core::stream::{parse_json, replay_log, replay_log_pipelined, Replay, ReplayOptions};
+use serde_json::{json, Value};
+use std::io::Read;
+use std::path::PathBuf;
+
+fn load(name: &str) -> Vec<Value> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/vectors/client").join(name);
+    let mut text = String::new();
+    if name.ends_with(".gz") {
+        flate2::read::GzDecoder::new(std::fs::File::open(&path).unwrap()).read_to_string(&mut text).unwrap();
+    } else {
+        text = std::fs::read_to_string(&path).unwrap();
+    }
+    text.lines().filter(|l| !l.trim().is_empty()).map(|l| parse_json(l.as_bytes()).unwrap()).collect()
+}
+
+fn sse(events: &[Value]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for e in events {
+        agui_core::sse::write_event(&mut out, &serde_json::to_vec(e).unwrap());
+    }
+    out
+}
+
+/// The log in protobuf; `None` when an event has no protobuf form.
+fn protobuf(events: &[Value]) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    for e in events {
+        agui_core::proto::encode_json(&serde_json::to_vec(e).unwrap(), true, &mut out).ok()?;
+    }
+    Some(out)
+}
+
+/// Everything a replay returns, as text; the random UUIDs the 0.x boundary gives new
+/// messages (as the reference does) read as `<uuid>`.
+fn outcome(r: &Replay) -> String {
+    let text = format!("{:?}", (&r.messages, &r.state, &r.pending_interrupts, &r.warnings, &r.error, r.events));
+    let b = text.as_bytes();
+    let is_uuid = |w: &[u8]| {
+        w.iter().enumerate().all(|(i, c)| if [8, 13, 18, 23].contains(&i) { *c == b'-' } else { c.is_ascii_hexdigit() })
+    };
+    let (mut out, mut i) = (String::new(), 0);
+    while i < b.len() {
+        if b.len() - i >= 36 && is_uuid(&b[i..i + 36]) {
+            out.push_str("<uuid>");
+            i += 36;
+        } else {
+            out.push(b[i] as char);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Both paths on `log`; the outcome, for the caller's checks.
+fn same(log: &[u8], messages: Vec<Value>, state: Value, options: ReplayOptions, what: &str) -> Replay {
+    let one = replay_log(log, None, messages.clone(), state.clone(), options);
+    let two = replay_log_pipelined(log, None, messages, state, options);
+    assert_eq!(outcome(&one), outcome(&two), "{what}");
+    one
+}
+
+#[test]
+fn every_client_vector_replays_the_same_pipelined() {
+    let mut n = 0;
+    for (file, key) in [("chunks.jsonl", "input"), ("verify.jsonl", "input"), ("legacy.jsonl", "input"), ("apply.jsonl.gz", "events")] {
+        for case in load(file) {
+            let events = case[key].as_array().cloned().unwrap_or_default();
+            let (messages, state) = match case.get("initial") {
+                Some(i) => (i["messages"].as_array().cloned().unwrap_or_default(), i["state"].clone()),
+                None => (Vec::new(), json!({})),
+            };
+            for verify in [false, true] {
+                let options = ReplayOptions { verify, ..ReplayOptions::default() };
+                let what = format!("{file} {} verify={verify}", case["name"]);
+                same(&sse(&events), messages.clone(), state.clone(), options, &what);
+                if let Some(pb) = protobuf(&events) {
+                    same(&pb, messages.clone(), state.clone(), options, &format!("{what} (protobuf)"));
+                }
+                n += 1;
+            }
+        }
+    }
+    assert!(n > 1000, "{n} cases");
+}
+
+/// A run of `n` events: text streamed as explicit deltas and as chunks, tool calls with
+/// streamed arguments, reasoning, and state deltas (some failing their `test`).
+fn generated(n: usize) -> Vec<Value> {
+    let mut out = vec![
+        json!({"type": "RUN_STARTED", "threadId": "t", "runId": "r"}),
+        json!({"type": "STATE_SNAPSHOT", "snapshot": {"n": 0, "items": [], "k": {"a": 1}}}),
+    ];
+    let mut i = 0;
+    while out.len() < n {
+        let m = format!("m{i}");
+        match i % 4 {
+            0 => {
+                out.push(json!({"type": "TEXT_MESSAGE_START", "messageId": m, "role": "assistant"}));
+                for k in 0..40 {
+                    out.push(json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": m, "delta": format!("w{k} é\"\\\n")}));
+                }
+                out.push(json!({"type": "TEXT_MESSAGE_END", "messageId": m}));
+            }
+            1 => {
+                out.push(json!({"type": "TEXT_MESSAGE_CHUNK", "messageId": m, "delta": "a"}));
+                for k in 0..30 {
+                    out.push(json!({"type": "TEXT_MESSAGE_CHUNK", "delta": format!("{k} ")}));
+                }
+                out.push(json!({"type": "TOOL_CALL_CHUNK", "toolCallId": format!("c{i}"), "toolCallName": "f", "delta": "{"}));
+                for _ in 0..10 {
+                    out.push(json!({"type": "TOOL_CALL_CHUNK", "toolCallId": format!("c{i}"), "delta": "\"x\":1,"}));
+                }
+                out.push(json!({"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/items/-", "value": i}]}));
+            }
+            2 => {
+                let c = format!("c{i}");
+                out.push(json!({"type": "TOOL_CALL_START", "toolCallId": c, "toolCallName": "g"}));
+                for _ in 0..20 {
+                    out.push(json!({"type": "TOOL_CALL_ARGS", "toolCallId": c, "delta": "[1,"}));
+                }
+                out.push(json!({"type": "TOOL_CALL_END", "toolCallId": c}));
+                out.push(json!({"type": "TOOL_CALL_RESULT", "messageId": format!("r{i}"), "toolCallId": c, "content": "ok"}));
+            }
+            _ => {
+                out.push(json!({"type": "REASONING_MESSAGE_START", "messageId": m, "role": "reasoning"}));
+                for _ in 0..15 {
+                    out.push(json!({"type": "REASONING_MESSAGE_CONTENT", "messageId": m, "delta": "hm"}));
+                }
+                out.push(json!({"type": "REASONING_MESSAGE_END", "messageId": m}));
+                for k in 0..10 {
+                    out.push(json!({"type": "STATE_DELTA", "delta": [{"op": "replace", "path": "/n", "value": k}, {"op": "test", "path": "/k/a", "value": k % 3}]}));
+                }
+            }
+        }
+        i += 1;
+    }
+    out.truncate(n);
+    out.push(json!({"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}));
+    out
+}
+
+/// The kinds of error put into a generated log at event `at`.
+fn spoil(events: &[Value], at: usize, how: usize) -> (Vec<u8>, Option<Vec<u8>>) {
+    let (before, after) = events.split_at(at.min(events.len()));
+    let bad: &[u8] = match how {
+        0 => b"data: {not json\n\n",
+        1 => b"data: [1, 2]\n\n",
+        // A chunk stream the expander rejects (no id to open it).
+        2 => b"data: {\"type\":\"TOOL_CALL_CHUNK\",\"delta\":\"x\"}\n\n",
+        // A second RUN_STARTED while the run is active (R-rules, with verify) and an
+        // event after it.
+        _ => b"data: {\"type\":\"RUN_STARTED\",\"threadId\":\"t\",\"runId\":\"r\"}\n\n",
+    };
+    let mut log = sse(before);
+    log.extend_from_slice(bad);
+    log.extend(sse(after));
+    // Protobuf: a frame that does not decode, then the rest.
+    let pb = protobuf(before).and_then(|mut pb| {
+        pb.extend_from_slice(&[0, 0, 0, 2, 0xff, 0xff]);
+        pb.extend(protobuf(after)?);
+        Some(pb)
+    });
+    (log, pb)
+}
+
+#[test]
+fn generated_logs_with_errors_anywhere_replay_the_same_pipelined() {
+    let events = generated(12_000);
+    let clean = same(&sse(&events), Vec::new(), json!({}), ReplayOptions::default(), "clean");
+    assert!(clean.error.is_none(), "{:?}", clean.error);
+    assert!(!clean.warnings.is_empty() && clean.messages.len() > 100);
+    same(&protobuf(&events).unwrap(), Vec::new(), json!({}), ReplayOptions::default(), "clean protobuf");
+    // Batches hold 256, 512, 1024, ... events: errors at and around their boundaries.
+    let mut spots = vec![0, 1, 100, 5_000, events.len() - 1, events.len()];
+    for b in [256usize, 768, 1792, 3840, 7936] {
+        spots.extend([b - 1, b, b + 1]);
+    }
+    for at in spots {
+        for how in 0..4 {
+            let (log, pb) = spoil(&events, at, how);
+            for verify in [false, true] {
+                let options = ReplayOptions { verify, ..ReplayOptions::default() };
+                let r = same(&log, Vec::new(), json!({}), options, &format!("sse at {at} how {how} verify {verify}"));
+                if how < 2 && !verify {
+                    assert_eq!(r.error.as_ref().map(|e| e.index), Some(at), "sse at {at} how {how} verify {verify}");
+                }
+                let pb = pb.as_ref().unwrap();
+                let r = same(pb, Vec::new(), json!({}), options, &format!("protobuf at {at} verify {verify}"));
+                if !verify {
+                    assert_eq!(r.error.as_ref().map(|e| e.index), Some(at), "protobuf at {at}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn truncated_and_gzip_logs_replay_the_same_pipelined() {
+    use std::io::Write;
+    let events = generated(3_000);
+    for log in [sse(&events), protobuf(&events).unwrap()] {
+        for cut in [7, log.len() / 2, log.len() - 3] {
+            let r = same(&log[..cut], Vec::new(), json!({}), ReplayOptions::default(), &format!("cut at {cut}"));
+            assert!(r.events > 0 || cut < 100);
+        }
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&log).unwrap();
+        let gz = gz.finish().unwrap();
+        let whole = same(&gz, Vec::new(), json!({}), ReplayOptions::default(), "gzip");
+        assert!(whole.error.is_none());
+        let r = same(&gz[..gz.len() * 2 / 3], Vec::new(), json!({}), ReplayOptions::default(), "truncated gzip");
+        assert!(r.error.is_some());
+    }
+    // Not a log at all; an empty one.
+    assert!(same(b"\x89PNG\r\n", Vec::new(), json!({}), ReplayOptions::default(), "png").error.is_some());
+    assert_eq!(same(b"", Vec::new(), json!({}), ReplayOptions::default(), "empty").events, 0);
+}
+
+#[test]
+fn deep_events_fail_the_same_pipelined() {
+    // The one-thread replay parses on this thread: give it a main thread's stack, as the
+    // reading thread of the pipelined one has.
+    std::thread::Builder::new().stack_size(agui_core::pipeline::STACK).spawn(deep).unwrap().join().unwrap();
+}
+
+fn deep() {
+    let cap = agui_core::limits::MAX_DEPTH_CAP;
+    for depth in [cap - 1, cap, cap + 1, 100_000] {
+        let mut log = b"data: {\"type\":\"STATE_SNAPSHOT\",\"snapshot\":".to_vec();
+        log.extend(std::iter::repeat_n(b'[', depth));
+        log.extend(std::iter::repeat_n(b']', depth));
+        log.extend_from_slice(b"}\n\n");
+        let options = ReplayOptions { max_depth: cap, ..ReplayOptions::default() };
+        let r = same(&log, Vec::new(), json!({}), options, &format!("depth {depth}"));
+        assert_eq!(r.error.is_some(), depth + 1 > cap, "depth {depth}");
+    }
+}
