@@ -25,12 +25,30 @@ pub fn pipelined<T: Send, E>(
     mut consume: impl FnMut(T) -> Result<(), E>,
     mut wait: impl FnMut(Receiver<T>) -> (Result<T, RecvError>, Receiver<T>),
 ) -> Result<(), E> {
+    // The producer is taken by whichever side runs it: the new thread, or this one when no
+    // thread can be started (a process at its thread limit gets the result, not a panic).
+    let producer = std::sync::Mutex::new(Some(produce));
+    let take = || producer.lock().unwrap_or_else(|e| e.into_inner()).take();
     std::thread::scope(|s| {
         let (tx, mut rx) = std::sync::mpsc::sync_channel::<T>(QUEUE);
-        std::thread::Builder::new()
-            .stack_size(STACK)
-            .spawn_scoped(s, move || produce(&mut |item| tx.send(item).is_ok()))
-            .expect("a producer thread");
+        let spawned = std::thread::Builder::new().stack_size(STACK).spawn_scoped(s, move || {
+            if let Some(produce) = take() {
+                produce(&mut |item| tx.send(item).is_ok())
+            }
+        });
+        if spawned.is_err() {
+            let mut failed = None;
+            if let Some(produce) = take() {
+                produce(&mut |item| match consume(item) {
+                    Ok(()) => true,
+                    Err(e) => {
+                        failed = Some(e);
+                        false
+                    }
+                });
+            }
+            return failed.map_or(Ok(()), Err);
+        }
         loop {
             let (msg, back) = wait(rx);
             rx = back;
