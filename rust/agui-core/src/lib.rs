@@ -10,10 +10,13 @@
 //!   MessagePack, the protobuf encoder's tree): one trait, one walk per input;
 //! - [`limits`]: the project's own limits (nesting depth), the same on every interpreter;
 //! - [`stream`]: the reference client's stream semantics (chunk expansion, verification, replay into messages and state, compaction, 0.x conversion);
-//! - [`log`]: reading recorded logs (SSE or protobuf, gzip or not) event by event.
+//! - [`log`]: reading recorded logs (SSE or protobuf, gzip or not) event by event;
+//! - [`decoder`]: the stream decoders' work around their Python calls (framing into
+//!   batches and parts, the 0.x conversion of items, the `raw` modes, once-only warnings).
 
 #![forbid(unsafe_code)]
 
+pub mod decoder;
 pub mod json;
 pub mod limits;
 pub mod log;

@@ -28,6 +28,8 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString, PyTuple, PyType};
 
+use agui_core::patch::cache::FastBuild;
+
 use crate::gil::{GilBound, GilCell};
 
 /// What a keyword's value must be for the fast path (anything else goes to `lenient`).
@@ -77,23 +79,8 @@ pub(crate) struct Plan {
     tag_names: Option<Py<PyTuple>>,
 }
 
-/// Class pointers are already well spread: no SipHash on the construction path.
-#[derive(Default)]
-struct PtrHasher(u64);
-impl std::hash::Hasher for PtrHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0 << 8) ^ u64::from(*b);
-        }
-    }
-    fn write_usize(&mut self, n: usize) {
-        self.0 = (n as u64 >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-type Plans = HashMap<usize, GilBound<Rc<Plan>>, std::hash::BuildHasherDefault<PtrHasher>>;
+// Class pointers are already well spread: the core's cheap hasher, no SipHash.
+type Plans = HashMap<usize, GilBound<Rc<Plan>>, FastBuild>;
 static PLANS: GilCell<Option<Plans>> = GilCell::new(None);
 
 /// `plan_of(cls)`, `lenient(cls, kwargs)`, the metaclass, and msgspec's call slot.
@@ -563,60 +550,6 @@ unsafe extern "C" fn meta_vectorcall(
     finish(py, std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| vcall(py, cls, args, nargsf, kwnames))))
 }
 
-/// Read a pointer-sized word at `offset` in a Python object.
-///
-/// # Safety
-/// `obj` must be a live object at least `offset + 8` bytes long.
-unsafe fn word(obj: *mut ffi::PyObject, offset: usize) -> usize {
-    unsafe { *((obj as *const u8).add(offset) as *const usize) }
-}
-
-/// msgspec's `Struct_vectorcall`, read from a plain Struct class (`probe`) at the offset
-/// that `StructMeta`'s `tp_vectorcall_offset` names.
-///
-/// The limited API has no accessor for either (before 3.12 / 3.14), so the `PyTypeObject`
-/// layout that CPython 3.10–3.14 share on 64-bit platforms is checked first against what
-/// the limited API *can* read: the call, new, free and is_gc slots and the bases and MRO
-/// of `StructMeta`, and `type`'s own vectorcall offset. On any mismatch (another layout,
-/// a debug build): None, and construction stays on the `tp_call` path.
-fn struct_vectorcall(base: &Bound<'_, PyType>, probe: &Bound<'_, PyType>) -> Option<ffi::vectorcallfunc> {
-    const VECTORCALL_OFFSET: usize = 56;
-    const CALL: usize = 128;
-    const NEW: usize = 312;
-    const FREE: usize = 320;
-    const IS_GC: usize = 328;
-    const BASES: usize = 336;
-    const MRO: usize = 344;
-    const VECTORCALL: usize = 400;
-    if std::mem::size_of::<usize>() != 8 || !probe.get_type().is(base) {
-        return None;
-    }
-    let b = base.as_ptr();
-    let tp = b as *mut ffi::PyTypeObject;
-    let bases = base.getattr("__bases__").ok()?;
-    let mro = base.getattr("__mro__").ok()?;
-    // SAFETY: every object read is a type object, larger than VECTORCALL + 8 bytes (the
-    // layout being probed); the reads are compared before any value is trusted.
-    unsafe {
-        let slot = |s: c_int| ffi::PyType_GetSlot(tp, s) as usize;
-        let type_type = std::ptr::addr_of_mut!(ffi::PyType_Type) as *mut ffi::PyObject;
-        let ok = word(type_type, VECTORCALL_OFFSET) == VECTORCALL
-            && word(b, VECTORCALL_OFFSET) == VECTORCALL
-            && word(b, CALL) == slot(ffi::Py_tp_call)
-            && word(b, NEW) == slot(ffi::Py_tp_new)
-            && word(b, FREE) == slot(ffi::Py_tp_free)
-            && word(b, IS_GC) == slot(ffi::Py_tp_is_gc)
-            && word(b, BASES) == bases.as_ptr() as usize
-            && word(b, MRO) == mro.as_ptr() as usize;
-        ffi::PyErr_Clear();
-        if !ok {
-            return None;
-        }
-        let f = word(probe.as_ptr(), VECTORCALL);
-        (f != 0).then(|| std::mem::transmute::<usize, ffi::vectorcallfunc>(f))
-    }
-}
-
 /// Create the metaclass type from a spec; `vectorcall_at`: the offset of our per-class
 /// vectorcall slot, appended to `StructMeta`'s layout.
 fn new_meta<'py>(py: Python<'py>, base: &Bound<'py, PyType>, vectorcall_at: Option<usize>) -> PyResult<Bound<'py, PyType>> {
@@ -657,7 +590,7 @@ fn new_meta<'py>(py: Python<'py>, base: &Bound<'py, PyType>, vectorcall_at: Opti
 
 /// Create (once) the metaclass of the Structs: a subclass of `base` (msgspec's
 /// `StructMeta`) whose instances (the Struct classes) construct through this module.
-/// `probe` is a plain msgspec Struct class (see `struct_vectorcall`).
+/// `probe` is a plain msgspec Struct class (see `layout::struct_vectorcall`).
 #[pyfunction]
 fn struct_meta<'py>(
     py: Python<'py>,
@@ -674,7 +607,7 @@ fn struct_meta<'py>(
         }
         let base_call: ffi::ternaryfunc = unsafe { std::mem::transmute::<*mut c_void, ffi::ternaryfunc>(call) };
         let basic: usize = base.getattr("__basicsize__")?.extract()?;
-        let vc = struct_vectorcall(base, probe).filter(|_| basic % std::mem::size_of::<usize>() == 0);
+        let vc = crate::layout::struct_vectorcall(base, probe).filter(|_| basic % std::mem::size_of::<usize>() == 0);
         let (ty, vectorcall) = match vc.map(|f| (f, new_meta(py, base, Some(basic)))) {
             Some((f, Ok(ty))) => (ty, Some((f, basic))),
             // a layout this interpreter refuses: the tp_call path

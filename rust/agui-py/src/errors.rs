@@ -24,12 +24,7 @@ pub fn make_error(py: Python<'_>, name: &str, message: String, kwargs: Option<&B
     }
 }
 
-/// A `max_depth=` argument checked against `agui_core::limits::MAX_DEPTH_CAP` (the one
-/// check of every API that takes it).
+/// A `max_depth=` argument checked by `agui_core::limits::check_max_depth`.
 pub fn check_max_depth(max_depth: usize) -> PyResult<usize> {
-    let cap = agui_core::limits::MAX_DEPTH_CAP;
-    if max_depth > cap {
-        return Err(pyo3::exceptions::PyValueError::new_err(format!("max_depth must be at most {cap}")));
-    }
-    Ok(max_depth)
+    agui_core::limits::check_max_depth(max_depth).map_err(pyo3::exceptions::PyValueError::new_err)
 }
