@@ -402,18 +402,11 @@ pub struct ProtoParts<'a> {
 }
 
 impl<'a> ProtoParts<'a> {
+    /// `decoder`: taken out of `stream` (whose format and depth limit the parts take);
     /// `first`: [`ProtoStream::pipeline_start`]; `buf`: the output reserved for the chunk
     /// (the first part's array starts there).
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        decoder: &'a mut StreamDecoder,
-        fmt: Format,
-        max_depth: usize,
-        data: &'a [u8],
-        first: usize,
-        finish: bool,
-        buf: Vec<u8>,
-    ) -> (Self, Sender<Vec<u8>>) {
+    pub fn new(decoder: &'a mut StreamDecoder, stream: &ProtoStream, data: &'a [u8], first: usize, finish: bool, buf: Vec<u8>) -> (Self, Sender<Vec<u8>>) {
+        let (fmt, max_depth) = (stream.fmt, stream.max_depth);
         let (recycle, recycled) = channel::<Vec<u8>>();
         let _ = recycle.send(buf); // the receiver is alive: cannot fail
         let sizes = PartSizes::new(PROTO_PART, PROTO_MAX_PART);
@@ -614,7 +607,7 @@ mod tests {
         let first = split.pipeline_start(&data[7..]).expect("large enough to pipeline");
         assert!(first > 0);
         let mut dec = std::mem::take(&mut split.decoder);
-        let (mut parts, recycle) = ProtoParts::new(&mut dec, split.fmt, split.max_depth, &data[7..], first, true, Vec::new());
+        let (mut parts, recycle) = ProtoParts::new(&mut dec, &split, &data[7..], first, true, Vec::new());
         let (mut items, mut positions, mut n_parts) = (Vec::new(), Vec::new(), 0);
         loop {
             let (p, last) = parts.next_part();

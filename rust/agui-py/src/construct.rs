@@ -28,6 +28,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString, PyTuple, PyType};
 
+use agui_core::construct::{Fields, Keyword, Route};
 use agui_core::patch::cache::FastBuild;
 
 use crate::gil::{GilBound, GilCell};
@@ -67,8 +68,8 @@ pub(crate) struct Plan {
     /// Classes named by `Check::Structs` (their pointers are compared).
     _classes: Vec<Py<PyAny>>,
     pub(crate) names: Vec<Py<PyString>>,
-    required: Vec<bool>,
-    n_required: usize,
+    /// Which fields are required, which record a default given explicitly (routing).
+    fields: Fields,
     pub(crate) checks: Vec<Check>,
     /// Per field: the default (None or a literal `str`) that, given explicitly, is recorded
     /// for `model_fields_set`; None for a required field.
@@ -155,9 +156,9 @@ fn build_plan(py: Python<'_>, meta: &Meta, cls: &Bound<'_, PyType>) -> PyResult<
         checks.push(compile(&f.get_item(2)?, &mut classes)?);
         defaults.push((!req).then(|| f.get_item(3).map(|d| d.unbind())).transpose()?);
     }
-    let n_required = required.iter().filter(|r| **r).count();
+    let fields = Fields::new(required, defaults.iter().map(Option::is_some).collect());
     let tag_names = tag.as_ref().map(|(field, _, _)| PyTuple::new(py, [field.bind(py)]).map(|t| t.unbind())).transpose()?;
-    Ok(Rc::new(Plan { _cls: cls.clone().unbind(), _classes: classes, names, required, n_required, checks, defaults, tag, tag_names }))
+    Ok(Rc::new(Plan { _cls: cls.clone().unbind(), _classes: classes, names, fields, checks, defaults, tag, tag_names }))
 }
 
 fn plan_for(py: Python<'_>, meta: &Meta, cls: &Bound<'_, PyType>) -> PyResult<Rc<Plan>> {
@@ -288,15 +289,6 @@ unsafe fn passes(py: Python<'_>, check: &Check, v: *mut ffi::PyObject) -> bool {
     }
 }
 
-enum Route {
-    /// every keyword is a valid declared field: msgspec's constructor as called
-    Direct,
-    /// the same, plus the right tag keyword, which msgspec does not accept
-    WithoutTag,
-    /// everything else: the Python path
-    Lenient,
-}
-
 /// Is `v` the field's default `d` (None or a literal `str`)?
 #[inline]
 unsafe fn at_default(v: *mut ffi::PyObject, d: &Py<PyAny>) -> bool {
@@ -304,66 +296,43 @@ unsafe fn at_default(v: *mut ffi::PyObject, d: &Py<PyAny>) -> bool {
     v == d || unsafe { ffi::PyUnicode_CheckExact(d) != 0 && ffi::PyUnicode_CheckExact(v) != 0 && str_eq(v, d) }
 }
 
-/// Route the keywords `(name, value)` (borrowed, alive for the call); `given`: bit `i` set
-/// when field `i` was given its default (to record; a field past the 64th takes the
-/// lenient path then).
+/// Route the keywords `(name, value)` (borrowed, alive for the call) by the core's
+/// decision (`agui_core::construct`): here each keyword is matched to its field (pointers
+/// first: call-site keywords and the plan's names are interned) and its value checked.
 unsafe fn route(
     py: Python<'_>,
     plan: &Plan,
     pairs: impl Iterator<Item = (*mut ffi::PyObject, *mut ffi::PyObject)>,
     given: &mut u64,
 ) -> Route {
-    let mut required = 0usize;
-    let mut tag_seen = false;
-    for (k, v) in pairs {
-        // Pointers first (call-site keywords and the plan's names are interned).
-        let is_tag = |exact: bool| match &plan.tag {
-            Some((field, _, _)) => field.as_ptr() == k || (!exact && unsafe { str_eq(k, field.as_ptr()) }),
-            None => false,
-        };
+    let is_tag = |k: *mut ffi::PyObject, exact: bool| match &plan.tag {
+        Some((field, _, _)) => field.as_ptr() == k || (!exact && unsafe { str_eq(k, field.as_ptr()) }),
+        None => false,
+    };
+    let keywords = pairs.map(|(k, v)| {
         let found = plan.names.iter().position(|n| n.as_ptr() == k);
-        let found = if found.is_none() && !is_tag(true) {
+        let found = if found.is_none() && !is_tag(k, true) {
             plan.names.iter().position(|n| unsafe { str_eq(k, n.as_ptr()) })
         } else {
             found
         };
-        match found {
-            Some(i) => {
-                if !unsafe { passes(py, &plan.checks[i], v) } {
-                    return Route::Lenient;
-                }
-                if plan.required[i] {
-                    required += 1;
-                } else if let Some(d) = &plan.defaults[i] {
-                    if unsafe { at_default(v, d) } {
-                        if i >= 64 {
-                            return Route::Lenient;
-                        }
-                        *given |= 1u64 << i;
-                    }
-                }
-            }
-            None => match &plan.tag {
-                Some((_, tag, member)) if is_tag(false) => {
-                    // the class's own tag object (an EventType member) or an equal str
-                    let same = v == member.as_ptr()
-                        || (unsafe { ffi::PyUnicode_Check(v) } != 0 && unsafe { str_eq(v, tag.as_ptr()) });
-                    if !same {
-                        return Route::Lenient;
-                    }
-                    tag_seen = true;
-                }
-                _ => return Route::Lenient,
-            },
+        let kw = match found {
+            Some(i) => Keyword::Field(i),
+            None if is_tag(k, false) => Keyword::Tag,
+            None => Keyword::Unknown,
+        };
+        (kw, v)
+    });
+    let passes = |i: usize, v: &*mut ffi::PyObject| unsafe { passes(py, &plan.checks[i], *v) };
+    let at_default = |i: usize, v: &*mut ffi::PyObject| plan.defaults[i].as_ref().is_some_and(|d| unsafe { at_default(*v, d) });
+    // the class's own tag object (an EventType member) or an equal str
+    let tag_ok = |v: &*mut ffi::PyObject| match &plan.tag {
+        Some((_, tag, member)) => {
+            *v == member.as_ptr() || (unsafe { ffi::PyUnicode_Check(*v) } != 0 && unsafe { str_eq(*v, tag.as_ptr()) })
         }
-    }
-    if required != plan.n_required {
-        Route::Lenient
-    } else if tag_seen {
-        Route::WithoutTag
-    } else {
-        Route::Direct
-    }
+        None => false,
+    };
+    plan.fields.route(keywords, passes, at_default, tag_ok, given)
 }
 
 /// The items of a keyword dict (the call's own: nothing else changes it meanwhile).
@@ -397,7 +366,7 @@ fn recorded(py: Python<'_>, meta: &Meta, plan: &Plan, obj: PyResult<Py<PyAny>>, 
         (Some(t), 0) => t.clone_ref(py),
         _ => {
             let tag = plan.tag.as_ref().filter(|_| tag).map(|(field, _, _)| field.bind(py).clone());
-            let fields = (0..plan.names.len().min(64)).filter(|&i| given & (1u64 << i) != 0).map(|i| plan.names[i].bind(py).clone());
+            let fields = plan.fields.given(given).map(|i| plan.names[i].bind(py).clone());
             let names: Vec<Bound<'_, PyString>> = tag.into_iter().chain(fields).collect();
             PyTuple::new(py, names)?.unbind()
         }

@@ -207,8 +207,7 @@ impl ProtoState {
         let _gc = GcPause::new(py, true);
         // The producer thread borrows the stream's decoder; it is put back afterwards.
         let mut dec = std::mem::take(&mut self.stream.decoder);
-        let (fmt, max_depth) = (self.stream.fmt, self.stream.max_depth);
-        let (mut parts, recycle) = ProtoParts::new(&mut dec, fmt, max_depth, data, first, finish, buf);
+        let (mut parts, recycle) = ProtoParts::new(&mut dec, &self.stream, data, first, finish, buf);
         let mut res = Outcome::new(py);
         let mut failed = None;
         let r = crate::pipeline::pipelined(py, move || parts.next_part(), |part| {
