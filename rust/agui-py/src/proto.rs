@@ -12,36 +12,20 @@ use agui_core::limits::DEFAULT_MAX_DEPTH;
 use agui_core::proto::{self, Error, Format};
 use pyo3::exceptions::{PyMemoryError, PyUserWarning};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+use pyo3::types::{PyBytes, PyList, PyTuple};
 use std::ffi::CString;
 
-use crate::errors::make_error;
+use crate::errors::{error_at, make_error};
 use crate::stream::{self, decode_items, with_buffer, Backend, GcPause, Items, Modes, Outcome, StreamState};
 use crate::walk::{self, Opts};
 
 /// Turn a core error into the matching `agui_fast.errors` exception.
-fn to_py(py: Python<'_>, e: &Error, events: Option<Vec<Vec<u8>>>) -> PyErr {
+fn to_py(py: Python<'_>, e: &Error) -> PyErr {
     if let Error::OutOfMemory { .. } = e {
         return PyMemoryError::new_err(e.to_string());
     }
-    let kwargs = PyDict::new(py);
     let (index, offset) = e.position();
-    // set_item on a fresh dict/list cannot fail short of MemoryError; the error itself
-    // is what matters here, so those results are ignored.
-    if let Some(i) = index {
-        let _ = kwargs.set_item("frame_index", i);
-    }
-    if let Some(o) = offset {
-        let _ = kwargs.set_item("offset", o);
-    }
-    if let Some(events) = events {
-        let list = PyList::empty(py);
-        for ev in events {
-            let _ = list.append(PyBytes::new(py, &ev));
-        }
-        let _ = kwargs.set_item("events", list);
-    }
-    make_error(py, e.python_class(), e.to_string(), Some(&kwargs))
+    error_at(py, e.python_class(), e.to_string(), index.map(|i| i as u64), offset)
 }
 
 fn emit_warnings(py: Python<'_>, warnings: &[String]) -> PyResult<()> {
@@ -61,7 +45,7 @@ fn emit_warnings(py: Python<'_>, warnings: &[String]) -> PyResult<()> {
 #[pyo3(signature = (json, framed = true))]
 fn proto_encode_json<'py>(py: Python<'py>, json: &[u8], framed: bool) -> PyResult<Bound<'py, PyBytes>> {
     let mut out = Vec::with_capacity(json.len() + 8);
-    proto::encode_json(json, framed, &mut out).map_err(|e| to_py(py, &e, None))?;
+    proto::encode_json(json, framed, &mut out).map_err(|e| to_py(py, &e))?;
     Ok(PyBytes::new(py, &out))
 }
 
@@ -72,14 +56,14 @@ fn proto_encode_many_json<'py>(py: Python<'py>, items: &Bound<'py, PyAny>) -> Py
     for item in items.try_iter()? {
         let item = item?;
         let b: &[u8] = item.extract()?;
-        proto::encode_json(b, true, &mut out).map_err(|e| to_py(py, &e, None))?;
+        proto::encode_json(b, true, &mut out).map_err(|e| to_py(py, &e))?;
     }
     Ok(PyBytes::new(py, &out))
 }
 
 /// The bytes of an encoded event, written straight into the Python bytes object.
 fn event_bytes<'py>(py: Python<'py>, ev: &proto::pb::Event, framed: bool) -> PyResult<Bound<'py, PyBytes>> {
-    let n = proto::event_wire_len(ev, framed).map_err(|e| to_py(py, &e, None))?;
+    let n = proto::event_wire_len(ev, framed).map_err(|e| to_py(py, &e))?;
     PyBytes::new_with(py, n, |b| {
         proto::write_event(ev, framed, b);
         Ok(())
@@ -108,7 +92,7 @@ fn proto_encode_event<'py>(py: Python<'py>, event: &Bound<'py, PyAny>, framed: b
 }
 
 /// `proto_encode_event` through JSON text (`dumps`, then the JSON parser): the oracle the
-/// direct route is tested against.
+/// direct route is tested against (tests only).
 #[pyfunction]
 #[pyo3(signature = (event, framed = true))]
 fn proto_encode_event_via_json<'py>(py: Python<'py>, event: &Bound<'py, PyAny>, framed: bool) -> PyResult<Bound<'py, PyBytes>> {
@@ -136,7 +120,7 @@ fn proto_encode_events<'py>(py: Python<'py>, events: &Bound<'py, PyAny>, max_dep
 fn proto_decode_message<'py>(py: Python<'py>, msg: &[u8], msgpack: bool) -> PyResult<Bound<'py, PyBytes>> {
     let fmt = if msgpack { Format::MsgPack } else { Format::Json };
     let mut warnings = Vec::new();
-    let b = with_decoded_message(msg, fmt, &mut warnings, |out| PyBytes::new(py, out)).map_err(|e| to_py(py, &e, None))?;
+    let b = with_decoded_message(msg, fmt, &mut warnings, |out| PyBytes::new(py, out)).map_err(|e| to_py(py, &e))?;
     emit_warnings(py, &warnings)?;
     Ok(b)
 }
@@ -189,11 +173,11 @@ impl ProtoState {
         if let Some(e @ Error::OutOfMemory { .. }) = &part.fatal {
             // Not a decode error: raised as MemoryError, with what the call decoded.
             let taken = std::mem::replace(res, Outcome::new(py));
-            return Err(taken.attach(py, to_py(py, e, None)));
+            return Err(taken.attach(py, to_py(py, e)));
         }
         for e in part.got.errors.iter().chain(part.fatal.as_ref()) {
             let (index, _) = e.position();
-            res.fail(index.unwrap_or(0) as u64, to_py(py, e, None).into_value(py).into_bound(py).into_any());
+            res.fail(index.unwrap_or(0) as u64, to_py(py, e).into_value(py).into_bound(py).into_any());
         }
         Ok(())
     }
@@ -346,7 +330,7 @@ pub fn register(m: &Bound<'_, PyModule>, testing: &Bound<'_, PyModule>) -> PyRes
     m.add_function(wrap_pyfunction!(proto_encode_json, m)?)?;
     m.add_function(wrap_pyfunction!(proto_encode_many_json, m)?)?;
     m.add_function(wrap_pyfunction!(proto_encode_event, m)?)?;
-    m.add_function(wrap_pyfunction!(proto_encode_event_via_json, m)?)?;
+    testing.add_function(wrap_pyfunction!(proto_encode_event_via_json, testing)?)?;
     m.add_function(wrap_pyfunction!(proto_encode_events, m)?)?;
     m.add_function(wrap_pyfunction!(proto_decode_message, m)?)?;
     testing.add_function(wrap_pyfunction!(proto_schema, testing)?)?;

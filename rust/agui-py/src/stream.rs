@@ -27,7 +27,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyMemoryView, PyString, PyTuple};
 
 use agui_core::decoder::{located as located_message, too_deep, Legacy, Mode};
 
-use crate::errors::{error_class, make_error};
+use crate::errors::{error_at, error_class};
 
 /// Calls over at least this many items pause the cyclic GC: msgspec allocates many
 /// container objects (our Structs carry a `__dict__`) and every collection it triggers
@@ -256,10 +256,7 @@ pub(crate) fn located<'py>(err: &Bound<'py, PyAny>, label: &str, frame_index: u6
 
 /// An error of class `name` at a frame.
 pub(crate) fn frame_error<'py>(py: Python<'py>, name: &str, label: &str, frame_index: u64, offset: u64, message: &str) -> Bound<'py, PyAny> {
-    let kwargs = PyDict::new(py);
-    let _ = kwargs.set_item("frame_index", frame_index);
-    let _ = kwargs.set_item("offset", offset);
-    let err = make_error(py, name, located_message(label, frame_index, offset, message), Some(&kwargs));
+    let err = error_at(py, name, located_message(label, frame_index, offset, message), Some(frame_index), Some(offset));
     err.into_value(py).into_bound(py).into_any()
 }
 
