@@ -29,7 +29,6 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString, PyTuple, PyType};
 
 use agui_core::construct::{Fields, Keyword, Route};
-use agui_core::patch::cache::FastBuild;
 
 use crate::gil::{GilBound, GilCell};
 
@@ -80,8 +79,8 @@ pub(crate) struct Plan {
     tag_names: Option<Py<PyTuple>>,
 }
 
-// Class pointers are already well spread: the core's cheap hasher, no SipHash.
-type Plans = HashMap<usize, GilBound<Rc<Plan>>, FastBuild>;
+// Class pointers are already well spread: no SipHash (the walker's hasher for type addresses).
+type Plans = HashMap<usize, GilBound<Rc<Plan>>, std::hash::BuildHasherDefault<crate::plan::PtrHasher>>;
 static PLANS: GilCell<Option<Plans>> = GilCell::new(None);
 
 /// `plan_of(cls)`, `lenient(cls, kwargs)`, the metaclass, and msgspec's call slot.
