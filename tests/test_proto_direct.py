@@ -57,7 +57,7 @@ def _beyond_json_text(via_json):
 def assert_same(event):
     for framed in (True, False):
         direct = outcome(_native.proto_encode_event, event, framed)
-        via_json = outcome(_native.proto_encode_event_via_json, event, framed)
+        via_json = outcome(_native._testing.proto_encode_event_via_json, event, framed)
         if _beyond_json_text(via_json) or _non_finite(event):
             # checked by the dedicated tests below; here: the direct route writes a frame
             assert isinstance(direct, bytes) or direct[0] == "EncodeError", direct
@@ -69,7 +69,7 @@ def assert_same(event):
 def test_struct_vectors(case):
     event = decode_event(case["py_sse"][len("data: ") : -2])
     assert_same(event)
-    assert _native.proto_encode_events([event, event]) == _native.proto_encode_event_via_json(event) * 2
+    assert _native.proto_encode_events([event, event]) == _native._testing.proto_encode_event_via_json(event) * 2
 
 
 @by_name(TYPED)

@@ -145,9 +145,6 @@ def proto_encode_event(event: Any, framed: bool = True, *, max_depth: int = 512)
     tree (the values ``dumps`` accepts; unpaired surrogates -> U+FFFD, inf -> number_value
     inf, as @ag-ui/proto writes). Raises ``EncodeError`` only."""
 
-def proto_encode_event_via_json(event: Any, framed: bool = True) -> bytes:
-    """``proto_encode_event`` through the JSON text of ``dumps`` (the reference route)."""
-
 def proto_encode_events(events: Iterable[Any], *, max_depth: int = 512) -> bytes:
     """Event objects -> one framed stream (as ``proto_encode_event``)."""
 

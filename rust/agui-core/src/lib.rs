@@ -11,10 +11,15 @@
 //! - [`limits`]: the project's own limits (nesting depth), the same on every interpreter;
 //! - [`stream`]: the reference client's stream semantics (chunk expansion, verification, replay into messages and state, compaction, 0.x conversion);
 //! - [`log`]: reading recorded logs (SSE or protobuf, gzip or not) event by event;
+//! - [`construct`]: the routing decision of the Structs' validating construction;
+//! - [`decoder`]: the stream decoders' work around their Python calls (framing into
+//!   batches and parts, the 0.x conversion of items, the `raw` modes, once-only warnings);
 //! - [`pipeline`]: a producer thread ahead of the calling thread (whole-input calls on two cores).
 
 #![forbid(unsafe_code)]
 
+pub mod construct;
+pub mod decoder;
 pub mod json;
 pub mod limits;
 pub mod log;

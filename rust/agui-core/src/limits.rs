@@ -12,6 +12,15 @@ pub const DEFAULT_MAX_DEPTH: usize = 512;
 /// parsed, dropped or converted recursively.
 pub const MAX_DEPTH_CAP: usize = 10_000;
 
+/// A `max_depth=` argument checked against [`MAX_DEPTH_CAP`] (the one check of every API
+/// that takes one); the error is the message to raise.
+pub fn check_max_depth(max_depth: usize) -> Result<usize, String> {
+    if max_depth > MAX_DEPTH_CAP {
+        return Err(format!("max_depth must be at most {MAX_DEPTH_CAP}"));
+    }
+    Ok(max_depth)
+}
+
 /// True when the JSON text nests arrays and objects deeper than `max_depth` (brackets
 /// inside strings do not count). A cheap pre-check for readers whose parser has no
 /// limit of its own: text with at most `max_depth` opening brackets is not scanned.
@@ -81,6 +90,13 @@ impl std::fmt::Display for ParseError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn max_depth_argument() {
+        assert_eq!(check_max_depth(MAX_DEPTH_CAP), Ok(MAX_DEPTH_CAP));
+        assert_eq!(check_max_depth(0), Ok(0));
+        assert_eq!(check_max_depth(MAX_DEPTH_CAP + 1), Err(format!("max_depth must be at most {MAX_DEPTH_CAP}")));
+    }
 
     #[test]
     fn depth_at_the_boundary() {

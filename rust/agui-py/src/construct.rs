@@ -28,6 +28,8 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString, PyTuple, PyType};
 
+use agui_core::construct::{Fields, Keyword, Route};
+
 use crate::gil::{GilBound, GilCell};
 
 /// What a keyword's value must be for the fast path (anything else goes to `lenient`).
@@ -65,8 +67,8 @@ pub(crate) struct Plan {
     /// Classes named by `Check::Structs` (their pointers are compared).
     _classes: Vec<Py<PyAny>>,
     pub(crate) names: Vec<Py<PyString>>,
-    required: Vec<bool>,
-    n_required: usize,
+    /// Which fields are required, which record a default given explicitly (routing).
+    fields: Fields,
     pub(crate) checks: Vec<Check>,
     /// Per field: the default (None or a literal `str`) that, given explicitly, is recorded
     /// for `model_fields_set`; None for a required field.
@@ -77,23 +79,8 @@ pub(crate) struct Plan {
     tag_names: Option<Py<PyTuple>>,
 }
 
-/// Class pointers are already well spread: no SipHash on the construction path.
-#[derive(Default)]
-struct PtrHasher(u64);
-impl std::hash::Hasher for PtrHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0 << 8) ^ u64::from(*b);
-        }
-    }
-    fn write_usize(&mut self, n: usize) {
-        self.0 = (n as u64 >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-type Plans = HashMap<usize, GilBound<Rc<Plan>>, std::hash::BuildHasherDefault<PtrHasher>>;
+// Class pointers are already well spread: no SipHash (the walker's hasher for type addresses).
+type Plans = HashMap<usize, GilBound<Rc<Plan>>, std::hash::BuildHasherDefault<crate::plan::PtrHasher>>;
 static PLANS: GilCell<Option<Plans>> = GilCell::new(None);
 
 /// `plan_of(cls)`, `lenient(cls, kwargs)`, the metaclass, and msgspec's call slot.
@@ -168,9 +155,9 @@ fn build_plan(py: Python<'_>, meta: &Meta, cls: &Bound<'_, PyType>) -> PyResult<
         checks.push(compile(&f.get_item(2)?, &mut classes)?);
         defaults.push((!req).then(|| f.get_item(3).map(|d| d.unbind())).transpose()?);
     }
-    let n_required = required.iter().filter(|r| **r).count();
+    let fields = Fields::new(required, defaults.iter().map(Option::is_some).collect());
     let tag_names = tag.as_ref().map(|(field, _, _)| PyTuple::new(py, [field.bind(py)]).map(|t| t.unbind())).transpose()?;
-    Ok(Rc::new(Plan { _cls: cls.clone().unbind(), _classes: classes, names, required, n_required, checks, defaults, tag, tag_names }))
+    Ok(Rc::new(Plan { _cls: cls.clone().unbind(), _classes: classes, names, fields, checks, defaults, tag, tag_names }))
 }
 
 fn plan_for(py: Python<'_>, meta: &Meta, cls: &Bound<'_, PyType>) -> PyResult<Rc<Plan>> {
@@ -301,15 +288,6 @@ unsafe fn passes(py: Python<'_>, check: &Check, v: *mut ffi::PyObject) -> bool {
     }
 }
 
-enum Route {
-    /// every keyword is a valid declared field: msgspec's constructor as called
-    Direct,
-    /// the same, plus the right tag keyword, which msgspec does not accept
-    WithoutTag,
-    /// everything else: the Python path
-    Lenient,
-}
-
 /// Is `v` the field's default `d` (None or a literal `str`)?
 #[inline]
 unsafe fn at_default(v: *mut ffi::PyObject, d: &Py<PyAny>) -> bool {
@@ -317,66 +295,43 @@ unsafe fn at_default(v: *mut ffi::PyObject, d: &Py<PyAny>) -> bool {
     v == d || unsafe { ffi::PyUnicode_CheckExact(d) != 0 && ffi::PyUnicode_CheckExact(v) != 0 && str_eq(v, d) }
 }
 
-/// Route the keywords `(name, value)` (borrowed, alive for the call); `given`: bit `i` set
-/// when field `i` was given its default (to record; a field past the 64th takes the
-/// lenient path then).
+/// Route the keywords `(name, value)` (borrowed, alive for the call) by the core's
+/// decision (`agui_core::construct`): here each keyword is matched to its field (pointers
+/// first: call-site keywords and the plan's names are interned) and its value checked.
 unsafe fn route(
     py: Python<'_>,
     plan: &Plan,
     pairs: impl Iterator<Item = (*mut ffi::PyObject, *mut ffi::PyObject)>,
     given: &mut u64,
 ) -> Route {
-    let mut required = 0usize;
-    let mut tag_seen = false;
-    for (k, v) in pairs {
-        // Pointers first (call-site keywords and the plan's names are interned).
-        let is_tag = |exact: bool| match &plan.tag {
-            Some((field, _, _)) => field.as_ptr() == k || (!exact && unsafe { str_eq(k, field.as_ptr()) }),
-            None => false,
-        };
+    let is_tag = |k: *mut ffi::PyObject, exact: bool| match &plan.tag {
+        Some((field, _, _)) => field.as_ptr() == k || (!exact && unsafe { str_eq(k, field.as_ptr()) }),
+        None => false,
+    };
+    let keywords = pairs.map(|(k, v)| {
         let found = plan.names.iter().position(|n| n.as_ptr() == k);
-        let found = if found.is_none() && !is_tag(true) {
+        let found = if found.is_none() && !is_tag(k, true) {
             plan.names.iter().position(|n| unsafe { str_eq(k, n.as_ptr()) })
         } else {
             found
         };
-        match found {
-            Some(i) => {
-                if !unsafe { passes(py, &plan.checks[i], v) } {
-                    return Route::Lenient;
-                }
-                if plan.required[i] {
-                    required += 1;
-                } else if let Some(d) = &plan.defaults[i] {
-                    if unsafe { at_default(v, d) } {
-                        if i >= 64 {
-                            return Route::Lenient;
-                        }
-                        *given |= 1u64 << i;
-                    }
-                }
-            }
-            None => match &plan.tag {
-                Some((_, tag, member)) if is_tag(false) => {
-                    // the class's own tag object (an EventType member) or an equal str
-                    let same = v == member.as_ptr()
-                        || (unsafe { ffi::PyUnicode_Check(v) } != 0 && unsafe { str_eq(v, tag.as_ptr()) });
-                    if !same {
-                        return Route::Lenient;
-                    }
-                    tag_seen = true;
-                }
-                _ => return Route::Lenient,
-            },
+        let kw = match found {
+            Some(i) => Keyword::Field(i),
+            None if is_tag(k, false) => Keyword::Tag,
+            None => Keyword::Unknown,
+        };
+        (kw, v)
+    });
+    let passes = |i: usize, v: &*mut ffi::PyObject| unsafe { passes(py, &plan.checks[i], *v) };
+    let at_default = |i: usize, v: &*mut ffi::PyObject| plan.defaults[i].as_ref().is_some_and(|d| unsafe { at_default(*v, d) });
+    // the class's own tag object (an EventType member) or an equal str
+    let tag_ok = |v: &*mut ffi::PyObject| match &plan.tag {
+        Some((_, tag, member)) => {
+            *v == member.as_ptr() || (unsafe { ffi::PyUnicode_Check(*v) } != 0 && unsafe { str_eq(*v, tag.as_ptr()) })
         }
-    }
-    if required != plan.n_required {
-        Route::Lenient
-    } else if tag_seen {
-        Route::WithoutTag
-    } else {
-        Route::Direct
-    }
+        None => false,
+    };
+    plan.fields.route(keywords, passes, at_default, tag_ok, given)
 }
 
 /// The items of a keyword dict (the call's own: nothing else changes it meanwhile).
@@ -410,7 +365,7 @@ fn recorded(py: Python<'_>, meta: &Meta, plan: &Plan, obj: PyResult<Py<PyAny>>, 
         (Some(t), 0) => t.clone_ref(py),
         _ => {
             let tag = plan.tag.as_ref().filter(|_| tag).map(|(field, _, _)| field.bind(py).clone());
-            let fields = (0..plan.names.len().min(64)).filter(|&i| given & (1u64 << i) != 0).map(|i| plan.names[i].bind(py).clone());
+            let fields = plan.fields.given(given).map(|i| plan.names[i].bind(py).clone());
             let names: Vec<Bound<'_, PyString>> = tag.into_iter().chain(fields).collect();
             PyTuple::new(py, names)?.unbind()
         }
@@ -563,60 +518,6 @@ unsafe extern "C" fn meta_vectorcall(
     finish(py, std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| vcall(py, cls, args, nargsf, kwnames))))
 }
 
-/// Read a pointer-sized word at `offset` in a Python object.
-///
-/// # Safety
-/// `obj` must be a live object at least `offset + 8` bytes long.
-unsafe fn word(obj: *mut ffi::PyObject, offset: usize) -> usize {
-    unsafe { *((obj as *const u8).add(offset) as *const usize) }
-}
-
-/// msgspec's `Struct_vectorcall`, read from a plain Struct class (`probe`) at the offset
-/// that `StructMeta`'s `tp_vectorcall_offset` names.
-///
-/// The limited API has no accessor for either (before 3.12 / 3.14), so the `PyTypeObject`
-/// layout that CPython 3.10–3.14 share on 64-bit platforms is checked first against what
-/// the limited API *can* read: the call, new, free and is_gc slots and the bases and MRO
-/// of `StructMeta`, and `type`'s own vectorcall offset. On any mismatch (another layout,
-/// a debug build): None, and construction stays on the `tp_call` path.
-fn struct_vectorcall(base: &Bound<'_, PyType>, probe: &Bound<'_, PyType>) -> Option<ffi::vectorcallfunc> {
-    const VECTORCALL_OFFSET: usize = 56;
-    const CALL: usize = 128;
-    const NEW: usize = 312;
-    const FREE: usize = 320;
-    const IS_GC: usize = 328;
-    const BASES: usize = 336;
-    const MRO: usize = 344;
-    const VECTORCALL: usize = 400;
-    if std::mem::size_of::<usize>() != 8 || !probe.get_type().is(base) {
-        return None;
-    }
-    let b = base.as_ptr();
-    let tp = b as *mut ffi::PyTypeObject;
-    let bases = base.getattr("__bases__").ok()?;
-    let mro = base.getattr("__mro__").ok()?;
-    // SAFETY: every object read is a type object, larger than VECTORCALL + 8 bytes (the
-    // layout being probed); the reads are compared before any value is trusted.
-    unsafe {
-        let slot = |s: c_int| ffi::PyType_GetSlot(tp, s) as usize;
-        let type_type = std::ptr::addr_of_mut!(ffi::PyType_Type) as *mut ffi::PyObject;
-        let ok = word(type_type, VECTORCALL_OFFSET) == VECTORCALL
-            && word(b, VECTORCALL_OFFSET) == VECTORCALL
-            && word(b, CALL) == slot(ffi::Py_tp_call)
-            && word(b, NEW) == slot(ffi::Py_tp_new)
-            && word(b, FREE) == slot(ffi::Py_tp_free)
-            && word(b, IS_GC) == slot(ffi::Py_tp_is_gc)
-            && word(b, BASES) == bases.as_ptr() as usize
-            && word(b, MRO) == mro.as_ptr() as usize;
-        ffi::PyErr_Clear();
-        if !ok {
-            return None;
-        }
-        let f = word(probe.as_ptr(), VECTORCALL);
-        (f != 0).then(|| std::mem::transmute::<usize, ffi::vectorcallfunc>(f))
-    }
-}
-
 /// Create the metaclass type from a spec; `vectorcall_at`: the offset of our per-class
 /// vectorcall slot, appended to `StructMeta`'s layout.
 fn new_meta<'py>(py: Python<'py>, base: &Bound<'py, PyType>, vectorcall_at: Option<usize>) -> PyResult<Bound<'py, PyType>> {
@@ -657,7 +558,7 @@ fn new_meta<'py>(py: Python<'py>, base: &Bound<'py, PyType>, vectorcall_at: Opti
 
 /// Create (once) the metaclass of the Structs: a subclass of `base` (msgspec's
 /// `StructMeta`) whose instances (the Struct classes) construct through this module.
-/// `probe` is a plain msgspec Struct class (see `struct_vectorcall`).
+/// `probe` is a plain msgspec Struct class (see `layout::struct_vectorcall`).
 #[pyfunction]
 fn struct_meta<'py>(
     py: Python<'py>,
@@ -674,7 +575,7 @@ fn struct_meta<'py>(
         }
         let base_call: ffi::ternaryfunc = unsafe { std::mem::transmute::<*mut c_void, ffi::ternaryfunc>(call) };
         let basic: usize = base.getattr("__basicsize__")?.extract()?;
-        let vc = struct_vectorcall(base, probe).filter(|_| basic % std::mem::size_of::<usize>() == 0);
+        let vc = crate::layout::struct_vectorcall(base, probe).filter(|_| basic % std::mem::size_of::<usize>() == 0);
         let (ty, vectorcall) = match vc.map(|f| (f, new_meta(py, base, Some(basic)))) {
             Some((f, Ok(ty))) => (ty, Some((f, basic))),
             // a layout this interpreter refuses: the tp_call path

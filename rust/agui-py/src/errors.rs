@@ -24,12 +24,21 @@ pub fn make_error(py: Python<'_>, name: &str, message: String, kwargs: Option<&B
     }
 }
 
-/// A `max_depth=` argument checked against `agui_core::limits::MAX_DEPTH_CAP` (the one
-/// check of every API that takes it).
-pub fn check_max_depth(max_depth: usize) -> PyResult<usize> {
-    let cap = agui_core::limits::MAX_DEPTH_CAP;
-    if max_depth > cap {
-        return Err(pyo3::exceptions::PyValueError::new_err(format!("max_depth must be at most {cap}")));
+/// An error of class `name` at a place in a stream: `frame_index` and `offset` given as
+/// keywords when known (set_item on a fresh dict cannot fail short of MemoryError, and
+/// the error itself is what matters here).
+pub fn error_at(py: Python<'_>, name: &str, message: String, frame_index: Option<u64>, offset: Option<u64>) -> PyErr {
+    let kwargs = PyDict::new(py);
+    if let Some(i) = frame_index {
+        let _ = kwargs.set_item("frame_index", i);
     }
-    Ok(max_depth)
+    if let Some(o) = offset {
+        let _ = kwargs.set_item("offset", o);
+    }
+    make_error(py, name, message, Some(&kwargs))
+}
+
+/// A `max_depth=` argument checked by `agui_core::limits::check_max_depth`.
+pub fn check_max_depth(max_depth: usize) -> PyResult<usize> {
+    agui_core::limits::check_max_depth(max_depth).map_err(pyo3::exceptions::PyValueError::new_err)
 }

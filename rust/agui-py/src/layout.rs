@@ -464,3 +464,55 @@ pub(crate) fn direct_reads(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::Py
     d.set_item("dict", lay.dict)?;
     Ok(d)
 }
+
+/// msgspec's `Struct_vectorcall`, read from a plain Struct class (`probe`) at the offset
+/// that `StructMeta`'s `tp_vectorcall_offset` names (for the Structs' metaclass,
+/// `construct.rs`: the one direct read here that is not the walker's).
+///
+/// The limited API has no accessor for either (before 3.12 / 3.14), so the `PyTypeObject`
+/// layout that CPython 3.10–3.14 share on 64-bit platforms is checked first against what
+/// the limited API *can* read: the call, new, free and is_gc slots and the bases and MRO
+/// of `StructMeta`, and `type`'s own vectorcall offset. On any mismatch (another layout,
+/// a debug build): None, and construction stays on the `tp_call` path.
+pub(crate) fn struct_vectorcall(base: &Bound<'_, PyType>, probe: &Bound<'_, PyType>) -> Option<ffi::vectorcallfunc> {
+    /// A pointer-sized word at `offset` in `obj` (a live object at least `offset + 8`
+    /// bytes long).
+    unsafe fn word(obj: *mut ffi::PyObject, offset: usize) -> usize {
+        unsafe { *((obj as *const u8).add(offset) as *const usize) }
+    }
+    const VECTORCALL_OFFSET: usize = 56;
+    const CALL: usize = 128;
+    const NEW: usize = 312;
+    const FREE: usize = 320;
+    const IS_GC: usize = 328;
+    const BASES: usize = 336;
+    const MRO: usize = 344;
+    const VECTORCALL: usize = 400;
+    if std::mem::size_of::<usize>() != 8 || !probe.get_type().is(base) {
+        return None;
+    }
+    let b = base.as_ptr();
+    let tp = b as *mut ffi::PyTypeObject;
+    let bases = base.getattr("__bases__").ok()?;
+    let mro = base.getattr("__mro__").ok()?;
+    // SAFETY: every object read is a type object, larger than VECTORCALL + 8 bytes (the
+    // layout being probed); the reads are compared before any value is trusted.
+    unsafe {
+        let slot = |s: c_int| ffi::PyType_GetSlot(tp, s) as usize;
+        let type_type = std::ptr::addr_of_mut!(ffi::PyType_Type) as *mut ffi::PyObject;
+        let ok = word(type_type, VECTORCALL_OFFSET) == VECTORCALL
+            && word(b, VECTORCALL_OFFSET) == VECTORCALL
+            && word(b, CALL) == slot(ffi::Py_tp_call)
+            && word(b, NEW) == slot(ffi::Py_tp_new)
+            && word(b, FREE) == slot(ffi::Py_tp_free)
+            && word(b, IS_GC) == slot(ffi::Py_tp_is_gc)
+            && word(b, BASES) == bases.as_ptr() as usize
+            && word(b, MRO) == mro.as_ptr() as usize;
+        ffi::PyErr_Clear();
+        if !ok {
+            return None;
+        }
+        let f = word(probe.as_ptr(), VECTORCALL);
+        (f != 0).then(|| std::mem::transmute::<usize, ffi::vectorcallfunc>(f))
+    }
+}

@@ -7,40 +7,25 @@
 //! before the error). Frames from a later protocol version are skipped with a
 //! `UserWarning`, like the reference client.
 
+use agui_core::decoder::{with_decoded_message, Legacy, ProtoPart, ProtoParts, ProtoStream, DETACH_MIN};
 use agui_core::limits::DEFAULT_MAX_DEPTH;
-use agui_core::proto::{self, Collected, Error, EventArray, Format, StreamDecoder};
+use agui_core::proto::{self, Error, Format};
 use pyo3::exceptions::{PyMemoryError, PyUserWarning};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+use pyo3::types::{PyBytes, PyList, PyTuple};
 use std::ffi::CString;
 
-use crate::errors::make_error;
-use crate::stream::{self, decode_items, try_buffer, with_buffer, Backend, GcPause, Items, Legacy, Modes, Outcome, StreamState};
+use crate::errors::{error_at, make_error};
+use crate::stream::{self, decode_items, with_buffer, Backend, GcPause, Items, Modes, Outcome, StreamState};
 use crate::walk::{self, Opts};
 
 /// Turn a core error into the matching `agui_fast.errors` exception.
-fn to_py(py: Python<'_>, e: &Error, events: Option<Vec<Vec<u8>>>) -> PyErr {
+fn to_py(py: Python<'_>, e: &Error) -> PyErr {
     if let Error::OutOfMemory { .. } = e {
         return PyMemoryError::new_err(e.to_string());
     }
-    let kwargs = PyDict::new(py);
     let (index, offset) = e.position();
-    // set_item on a fresh dict/list cannot fail short of MemoryError; the error itself
-    // is what matters here, so those results are ignored.
-    if let Some(i) = index {
-        let _ = kwargs.set_item("frame_index", i);
-    }
-    if let Some(o) = offset {
-        let _ = kwargs.set_item("offset", o);
-    }
-    if let Some(events) = events {
-        let list = PyList::empty(py);
-        for ev in events {
-            let _ = list.append(PyBytes::new(py, &ev));
-        }
-        let _ = kwargs.set_item("events", list);
-    }
-    make_error(py, e.python_class(), e.to_string(), Some(&kwargs))
+    error_at(py, e.python_class(), e.to_string(), index.map(|i| i as u64), offset)
 }
 
 fn emit_warnings(py: Python<'_>, warnings: &[String]) -> PyResult<()> {
@@ -60,7 +45,7 @@ fn emit_warnings(py: Python<'_>, warnings: &[String]) -> PyResult<()> {
 #[pyo3(signature = (json, framed = true))]
 fn proto_encode_json<'py>(py: Python<'py>, json: &[u8], framed: bool) -> PyResult<Bound<'py, PyBytes>> {
     let mut out = Vec::with_capacity(json.len() + 8);
-    proto::encode_json(json, framed, &mut out).map_err(|e| to_py(py, &e, None))?;
+    proto::encode_json(json, framed, &mut out).map_err(|e| to_py(py, &e))?;
     Ok(PyBytes::new(py, &out))
 }
 
@@ -71,14 +56,14 @@ fn proto_encode_many_json<'py>(py: Python<'py>, items: &Bound<'py, PyAny>) -> Py
     for item in items.try_iter()? {
         let item = item?;
         let b: &[u8] = item.extract()?;
-        proto::encode_json(b, true, &mut out).map_err(|e| to_py(py, &e, None))?;
+        proto::encode_json(b, true, &mut out).map_err(|e| to_py(py, &e))?;
     }
     Ok(PyBytes::new(py, &out))
 }
 
 /// The bytes of an encoded event, written straight into the Python bytes object.
 fn event_bytes<'py>(py: Python<'py>, ev: &proto::pb::Event, framed: bool) -> PyResult<Bound<'py, PyBytes>> {
-    let n = proto::event_wire_len(ev, framed).map_err(|e| to_py(py, &e, None))?;
+    let n = proto::event_wire_len(ev, framed).map_err(|e| to_py(py, &e))?;
     PyBytes::new_with(py, n, |b| {
         proto::write_event(ev, framed, b);
         Ok(())
@@ -107,7 +92,7 @@ fn proto_encode_event<'py>(py: Python<'py>, event: &Bound<'py, PyAny>, framed: b
 }
 
 /// `proto_encode_event` through JSON text (`dumps`, then the JSON parser): the oracle the
-/// direct route is tested against.
+/// direct route is tested against (tests only).
 #[pyfunction]
 #[pyo3(signature = (event, framed = true))]
 fn proto_encode_event_via_json<'py>(py: Python<'py>, event: &Bound<'py, PyAny>, framed: bool) -> PyResult<Bound<'py, PyBytes>> {
@@ -129,130 +114,38 @@ fn proto_encode_events<'py>(py: Python<'py>, events: &Bound<'py, PyAny>, max_dep
     Ok(PyBytes::new(py, &out))
 }
 
-fn format(msgpack: bool) -> Format {
-    if msgpack {
-        Format::MsgPack
-    } else {
-        Format::Json
-    }
-}
-
 /// Decode one unframed `Event` message to JSON text (or MessagePack with `msgpack=True`).
 #[pyfunction]
 #[pyo3(signature = (msg, msgpack = false))]
 fn proto_decode_message<'py>(py: Python<'py>, msg: &[u8], msgpack: bool) -> PyResult<Bound<'py, PyBytes>> {
-    thread_local! {
-        // One output buffer per thread instead of a malloc/free per message.
-        static OUT: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-    }
+    let fmt = if msgpack { Format::MsgPack } else { Format::Json };
     let mut warnings = Vec::new();
-    let mut run = |out: &mut Vec<u8>| {
-        out.clear();
-        let r = proto::decode_message_as(msg, &mut warnings, out, format(msgpack)).map(|_| PyBytes::new(py, out));
-        if out.capacity() > 1 << 16 {
-            *out = Vec::new(); // a large event does not pin its buffer
-        }
-        r
-    };
-    let r = OUT.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut out) => run(&mut out),
-        Err(_) => run(&mut Vec::new()), // re-entered (cannot happen today): no sharing
-    });
-    let b = r.map_err(|e| to_py(py, &e, None))?;
+    let b = with_decoded_message(msg, fmt, &mut warnings, |out| PyBytes::new(py, out)).map_err(|e| to_py(py, &e))?;
     emit_warnings(py, &warnings)?;
     Ok(b)
 }
 
-/// Chunks this large (`run_pipelined`) are decoded on a Rust thread in parts cut at frame
-/// boundaries (the first about `PART` bytes, each next 1.5x more, up to `MAX_PART`), so
-/// the decoding of part i+1 overlaps msgspec on part i.
-const PIPELINE_MIN: usize = 4 * PART;
-const PART: usize = 1 << 16;
-const MAX_PART: usize = 1 << 19;
-
 const LABEL: &str = "protobuf frame";
 
-/// Below this size releasing the GIL costs more than it saves.
-const DETACH_MIN: usize = 64 * 1024;
-
-/// The events one call decoded, as the core hands them over.
-struct Part {
-    array: Vec<u8>,
-    spans: Vec<(usize, usize)>,
-    got: Collected,
-    warnings: Vec<String>,
-    /// Events nested deeper than `max_depth` (sorted): found here, off the GIL and on
-    /// the producer thread of `run_pipelined`, before msgspec sees them.
-    too_deep: Vec<usize>,
-    /// A framing error: the stream cannot go on.
-    fatal: Option<Error>,
-}
-
-/// Decode `chunk` (`None`: the end of the stream) into one array of `fmt`.
-fn decode_part(dec: &mut StreamDecoder, fmt: Format, max_depth: usize, chunk: Option<&[u8]>, finish: bool, buf: Vec<u8>) -> Part {
-    let mut arr = EventArray::with_buffer(fmt, buf, 0);
-    let mut got = Collected::default();
-    let mut warnings = Vec::new();
-    let mut r = match chunk {
-        Some(c) => dec.feed_collect(c, &mut warnings, &mut arr, &mut got),
-        None => Ok(()),
-    };
-    if r.is_ok() && finish {
-        r = dec.finish();
-    }
-    let (array, spans) = arr.finish_with_spans();
-    let too_deep = (0..spans.len())
-        .filter(|&k| {
-            let item = &array[spans[k].0..spans[k].1];
-            if item.len() <= max_depth {
-                return false; // every level takes a byte: most events need no scan
-            }
-            let depth = match fmt {
-                Format::MsgPack => proto::decode::msgpack_depth(item),
-                Format::Json => agui_core::sse::scan_value(item).depth as usize,
-            };
-            depth > max_depth
-        })
-        .collect();
-    Part { array, spans, got, warnings, too_deep, fatal: r.err() }
-}
-
-/// One protobuf stream's decoding state; the backend is passed per call (a decoder owns
-/// one, the one-shot `decode_protobuf` borrows its mode's). A frame whose message does
-/// not decode is an error of its call and the stream goes on; a length prefix over the
-/// limit or a stream cut inside a frame ends it. Frames from a later protocol version
-/// are skipped as the reference client does: one `UserWarning` per decoder and kind of
-/// warning, the frames counted.
+/// One protobuf stream's decoding state (`agui_core::decoder::ProtoStream`) and the
+/// converter its items would go through (off: the 1.0 wire format has no legacy shapes).
+/// The backend is passed per call (a decoder owns one, the one-shot `decode_protobuf`
+/// borrows its mode's).
 pub(crate) struct ProtoState {
-    inner: StreamDecoder,
+    stream: ProtoStream,
     legacy: Legacy,
-    fmt: Format,
-    max_depth: usize,
-    skipped: usize,
-    warned: std::collections::HashSet<String>,
 }
 
 impl ProtoState {
     fn new(msgpack: bool, max_frame_size: usize, max_depth: usize) -> Self {
-        ProtoState {
-            inner: StreamDecoder::new(max_frame_size),
-            legacy: Legacy::Off, // the 1.0 wire format has no legacy shapes
-            fmt: format(msgpack),
-            max_depth,
-            skipped: 0,
-            warned: Default::default(),
-        }
+        ProtoState { stream: ProtoStream::new(msgpack, max_frame_size, max_depth), legacy: Legacy::Off }
     }
 
     /// Warn once per decoder per kind of warning; a warning raised as an error (`-W
     /// error`) carries the call's events and errors, so none is lost to it.
-    fn warn<'py>(&mut self, py: Python<'py>, part: &Part, res: Outcome<'py>) -> PyResult<Outcome<'py>> {
-        let mut texts: Vec<String> = part.warnings.clone();
-        if part.got.skipped > 0 {
-            texts.push(format!("{} (counted in ProtoDecoder.skipped_frames)", proto::FUTURE_EVENT_WARNING));
-        }
-        for t in texts {
-            if self.warned.insert(t.clone()) {
+    fn warn<'py>(&mut self, py: Python<'py>, part: &ProtoPart, res: Outcome<'py>) -> PyResult<Outcome<'py>> {
+        for t in ProtoStream::part_warnings(part) {
+            if self.stream.first_warning(&t) {
                 if let Err(e) = emit_warnings(py, &[t]) {
                     return Err(res.attach(py, e));
                 }
@@ -262,8 +155,8 @@ impl ProtoState {
     }
 
     /// Turn a decoded part into events and errors (in `res`).
-    fn decode<'py>(&mut self, py: Python<'py>, be: &Backend, part: &Part, res: &mut Outcome<'py>) -> PyResult<()> {
-        self.skipped += part.got.skipped;
+    fn decode<'py>(&mut self, py: Python<'py>, be: &Backend, part: &ProtoPart, res: &mut Outcome<'py>) -> PyResult<()> {
+        self.stream.count(part);
         let positions = &part.got.positions;
         let pos = |k: usize| (positions[k].0 as u64, positions[k].1);
         let items = Items {
@@ -276,88 +169,32 @@ impl ProtoState {
             too_deep: &part.too_deep,
             deep_error: "ProtobufDecodeError",
         };
-        decode_items(py, be, &mut self.legacy, &items, LABEL, self.max_depth, res)?;
+        decode_items(py, be, &mut self.legacy, &items, LABEL, self.stream.max_depth, res)?;
         if let Some(e @ Error::OutOfMemory { .. }) = &part.fatal {
             // Not a decode error: raised as MemoryError, with what the call decoded.
             let taken = std::mem::replace(res, Outcome::new(py));
-            return Err(taken.attach(py, to_py(py, e, None)));
+            return Err(taken.attach(py, to_py(py, e)));
         }
         for e in part.got.errors.iter().chain(part.fatal.as_ref()) {
             let (index, _) = e.position();
-            res.fail(index.unwrap_or(0) as u64, to_py(py, e, None).into_value(py).into_bound(py).into_any());
+            res.fail(index.unwrap_or(0) as u64, to_py(py, e).into_value(py).into_bound(py).into_any());
         }
         Ok(())
     }
 
-}
-
-impl StreamState for ProtoState {
-    fn run<'py>(&mut self, py: Python<'py>, be: &Backend, chunk: Option<&[u8]>, finish: bool) -> PyResult<Bound<'py, PyList>> {
-        // The output is reserved first: a chunk too large for memory is a MemoryError
-        // before anything is decoded.
-        let cap = chunk.map_or(0, |c| c.len()).saturating_mul(2).saturating_add(8);
-        let buf = try_buffer(cap)?;
-        if let Some(data) = chunk.filter(|d| d.len() > PIPELINE_MIN) {
-            // Where the first whole frame starts; a chunk that is one part (a frame as
-            // large as the chunk) takes the one-call path.
-            let first = self.inner.first_boundary(data);
-            if proto::FrameSplitter::cut_point(data, first, PART) < data.len() {
-                return self.run_pipelined(py, be, data, finish, first, buf);
-            }
-        }
-        let (inner, fmt, max_depth) = (&mut self.inner, self.fmt, self.max_depth);
-        let part = if chunk.map_or(0, |c| c.len()) >= DETACH_MIN {
-            py.detach(|| decode_part(inner, fmt, max_depth, chunk, finish, buf))
-        } else {
-            decode_part(inner, fmt, max_depth, chunk, finish, buf)
-        };
-        let mut res = Outcome::new(py);
-        self.decode(py, be, &part, &mut res)?;
-        self.warn(py, &part, res)?.finish(py)
-    }
-}
-
-impl ProtoState {
     /// A large chunk (a `decode_protobuf` input, an `iter_protobuf` read): decoded in
-    /// parts cut at frame boundaries on a Rust thread (see `PIPELINE_MIN`), by this
-    /// stream's own decoder (frames may span chunks), ahead of the Struct building on this
-    /// one; the cyclic GC paused once for the whole call.
-    /// `first`: where the first whole frame of `data` starts; `buf`: the output reserved
-    /// for the chunk (the parts' arrays start there).
-    #[allow(clippy::too_many_arguments)]
-    fn run_pipelined<'py>(
-        &mut self,
-        py: Python<'py>,
-        be: &Backend,
-        data: &[u8],
-        finish: bool,
-        first: usize,
-        buf: Vec<u8>,
-    ) -> PyResult<Bound<'py, PyList>> {
+    /// parts cut at frame boundaries on a Rust thread (`agui_core::decoder::ProtoParts`),
+    /// by this stream's own decoder (frames may span chunks), ahead of the Struct building
+    /// on this one; the cyclic GC paused once for the whole call. `first`: where the first
+    /// whole frame of `data` starts; `buf`: the output reserved for the chunk.
+    fn run_pipelined<'py>(&mut self, py: Python<'py>, be: &Backend, data: &[u8], finish: bool, first: usize, buf: Vec<u8>) -> PyResult<Bound<'py, PyList>> {
         let _gc = GcPause::new(py, true);
         // The producer thread borrows the stream's decoder; it is put back afterwards.
-        let mut dec = std::mem::replace(&mut self.inner, StreamDecoder::new(0));
-        let dec_ref = &mut dec;
-        // Arrays already copied into Python bytes come back for reuse.
-        let (recycle, recycled) = std::sync::mpsc::channel::<Vec<u8>>();
-        let _ = recycle.send(buf);
-        let (fmt, max_depth) = (self.fmt, self.max_depth);
-        let (mut offset, mut budget) = (0usize, PART);
-        let produce = move || {
-            let end = proto::FrameSplitter::cut_point(data, offset.max(first), budget);
-            budget = budget.saturating_add(budget / 2).min(MAX_PART);
-            let chunk = &data[offset..end];
-            let mut buf = recycled.try_recv().unwrap_or_default();
-            // A failed reservation leaves the array to grow as it goes.
-            let _ = buf.try_reserve(chunk.len().saturating_mul(2).saturating_add(8));
-            let part = decode_part(dec_ref, fmt, max_depth, Some(chunk), finish && end == data.len(), buf);
-            offset = end;
-            let last = end == data.len() || part.fatal.is_some();
-            (part, last)
-        };
+        let mut dec = std::mem::take(&mut self.stream.decoder);
+        let (mut parts, recycle) = ProtoParts::new(&mut dec, &self.stream, data, first, finish, buf);
         let mut res = Outcome::new(py);
         let mut failed = None;
-        let r = crate::pipeline::pipelined(py, produce, |part| {
+        let r = crate::pipeline::pipelined(py, move || parts.next_part(), |part| {
             self.decode(py, be, &part, &mut res)?;
             let taken = std::mem::replace(&mut res, Outcome::new(py));
             match self.warn(py, &part, taken) {
@@ -367,9 +204,28 @@ impl ProtoState {
             let _ = recycle.send(part.array); // the thread may have finished: fine
             failed.take().map_or(Ok(()), Err)
         });
-        self.inner = dec;
+        self.stream.decoder = dec;
         r?;
         res.finish(py)
+    }
+}
+
+impl StreamState for ProtoState {
+    fn run<'py>(&mut self, py: Python<'py>, be: &Backend, chunk: Option<&[u8]>, finish: bool) -> PyResult<Bound<'py, PyList>> {
+        let buf = ProtoStream::output_buffer(chunk.map_or(0, |c| c.len()))
+            .map_err(|n| PyMemoryError::new_err(format!("cannot allocate {n} bytes")))?;
+        if let Some((data, first)) = chunk.and_then(|d| self.stream.pipeline_start(d).map(|f| (d, f))) {
+            return self.run_pipelined(py, be, data, finish, first, buf);
+        }
+        let stream = &mut self.stream;
+        let part = if chunk.map_or(0, |c| c.len()) >= DETACH_MIN {
+            py.detach(|| stream.decode(chunk, finish, buf))
+        } else {
+            stream.decode(chunk, finish, buf)
+        };
+        let mut res = Outcome::new(py);
+        self.decode(py, be, &part, &mut res)?;
+        self.warn(py, &part, res)?.finish(py)
     }
 }
 
@@ -411,19 +267,19 @@ impl ProtoDecoder {
     /// Bytes buffered for an unfinished frame.
     #[getter]
     fn pending(&self) -> usize {
-        self.state.inner.pending()
+        self.state.stream.decoder.pending()
     }
 
     /// Index of the next frame.
     #[getter]
     fn frame_index(&self) -> usize {
-        self.state.inner.frame_index()
+        self.state.stream.decoder.frame_index()
     }
 
     /// Frames skipped so far because their event type is from a later protocol version.
     #[getter]
     fn skipped_frames(&self) -> usize {
-        self.state.skipped
+        self.state.stream.skipped
     }
 }
 
@@ -458,7 +314,7 @@ impl ProtoCodec {
     ) -> PyResult<Bound<'py, PyList>> {
         let _ = legacy;
         let r = self.modes.resolve(py, raw, max_frame_size, max_depth, max_buffer_size)?;
-        let mut state = ProtoState::new(r.mode != 2, r.max_frame_size, r.max_depth);
+        let mut state = ProtoState::new(r.mode != agui_core::decoder::Mode::Bytes, r.max_frame_size, r.max_depth);
         with_buffer(data, |d| state.run(py, r.backend, Some(d), true))
     }
 }
@@ -474,7 +330,7 @@ pub fn register(m: &Bound<'_, PyModule>, testing: &Bound<'_, PyModule>) -> PyRes
     m.add_function(wrap_pyfunction!(proto_encode_json, m)?)?;
     m.add_function(wrap_pyfunction!(proto_encode_many_json, m)?)?;
     m.add_function(wrap_pyfunction!(proto_encode_event, m)?)?;
-    m.add_function(wrap_pyfunction!(proto_encode_event_via_json, m)?)?;
+    testing.add_function(wrap_pyfunction!(proto_encode_event_via_json, testing)?)?;
     m.add_function(wrap_pyfunction!(proto_encode_events, m)?)?;
     m.add_function(wrap_pyfunction!(proto_decode_message, m)?)?;
     testing.add_function(wrap_pyfunction!(proto_schema, testing)?)?;

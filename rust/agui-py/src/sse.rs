@@ -1,119 +1,61 @@
 //! Binding of `agui_core::sse`: the native `SseDecoder` (framing, then the decoding
 //! chain of `crate::stream` with the msgspec callables it was made with).
 
+use agui_core::decoder::{Legacy, Mode, SseStream, DETACH_MIN};
 use agui_core::limits::DEFAULT_MAX_DEPTH;
-use agui_core::sse::{self as core, Batch, SseParser as CoreParser};
+use agui_core::sse::{self as core, Batch};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
 
-use crate::stream::{self, decode_items, frame_error, with_buffer, Backend, GcPause, Items, Legacy, Modes, Outcome, StreamState};
-
-/// Below this size releasing the GIL costs more than it saves.
-const DETACH_MIN: usize = 64 * 1024;
-
-/// Chunks this large (a `decode_sse` input, an `iter_sse` read) are framed on a Rust
-/// thread, in parts growing from `PART` to `MAX_PART` (a small first part starts the
-/// overlap early; few parts mean few decode calls), while this thread decodes the parts
-/// already framed.
-const PIPELINE_MIN: usize = 1 << 20;
-const PART: usize = 128 << 10;
-const MAX_PART: usize = 512 << 10;
+use crate::stream::{self, decode_items, frame_error, with_buffer, Backend, GcPause, Items, Modes, Outcome, StreamState};
 
 const LABEL: &str = "SSE frame";
 
-/// One SSE stream's decoding state; the backend is passed per call (a decoder owns
-/// one, the one-shot `decode_sse` borrows its mode's).
-pub(crate) struct SseState {
-    parser: CoreParser,
-    legacy: Legacy,
-    max_depth: usize,
-}
-
-/// Frame `chunk` (and, with `finish`, the end of the stream) into a closed batch.
-fn frame(parser: &mut CoreParser, batch: &mut Batch, chunk: Option<&[u8]>, finish: bool) {
-    let mut r = match chunk {
-        Some(c) => parser.feed(c, |f| batch.push(&f)),
-        None => Ok(()),
+/// Decode a batch's frames into `res` (its buffer-limit error last).
+fn decode<'py>(py: Python<'py>, be: &Backend, legacy: &mut Legacy, max_depth: usize, batch: &Batch, res: &mut Outcome<'py>) -> PyResult<()> {
+    let first = batch.first_index;
+    let pos = |k: usize| (first + k as u64, batch.offsets[k]);
+    let items = Items {
+        array: &batch.buf,
+        spans: &batch.spans,
+        pos: &pos,
+        bulk: batch.balanced,
+        float_hook: batch.prefer_float_hook(),
+        candidates: &batch.candidates,
+        too_deep: &batch.too_deep,
+        deep_error: "InvalidJsonError",
     };
-    if r.is_ok() && finish {
-        r = parser.finish(|f| batch.push(&f));
+    decode_items(py, be, legacy, &items, LABEL, max_depth, res)?;
+    if let Some(e) = &batch.error {
+        res.fail(e.frame_index, frame_error(py, "BufferLimitError", LABEL, e.frame_index, e.offset, &e.message));
     }
-    if let Err(e) = r {
-        batch.error = Some(e);
-    }
-    batch.close();
+    Ok(())
 }
 
-fn new_batch(first_index: u64, candidates: bool, max_depth: usize) -> Batch {
-    Batch::new(first_index, true, candidates).with_max_depth(max_depth)
+/// A large chunk: framed part by part on a Rust thread ahead of the decoding on this one
+/// (`agui_core::decoder::SseParts`), the cyclic GC paused once for the whole call.
+fn run_pipelined<'py>(py: Python<'py>, s: &mut SseStream, be: &Backend, data: &[u8], finish: bool) -> PyResult<Bound<'py, PyList>> {
+    let _gc = GcPause::new(py, true);
+    let max_depth = s.max_depth;
+    let (mut parts, legacy) = s.parts(data, finish);
+    let mut res = Outcome::new(py);
+    crate::pipeline::pipelined(py, move || parts.next_part(), |batch| decode(py, be, legacy, max_depth, &batch, &mut res))?;
+    res.finish(py)
 }
 
-impl SseState {
-    /// `legacy`: convert 0.x frames (see `Legacy`); `mode`: 0 typed, 1 dict, 2 bytes.
-    fn new(max_frame_size: usize, max_depth: usize, legacy: bool, mode: usize) -> Self {
-        SseState { parser: CoreParser::new(max_frame_size), legacy: Legacy::new(legacy, mode), max_depth }
-    }
-
-    /// Decode a batch's frames into `res` (its buffer-limit error last).
-    fn decode<'py>(py: Python<'py>, be: &Backend, legacy: &mut Legacy, max_depth: usize, batch: &Batch, res: &mut Outcome<'py>) -> PyResult<()> {
-        let first = batch.first_index;
-        let pos = |k: usize| (first + k as u64, batch.offsets[k]);
-        let items = Items {
-            array: &batch.buf,
-            spans: &batch.spans,
-            pos: &pos,
-            bulk: batch.balanced,
-            float_hook: batch.prefer_float_hook(),
-            candidates: &batch.candidates,
-            too_deep: &batch.too_deep,
-            deep_error: "InvalidJsonError",
-        };
-        decode_items(py, be, legacy, &items, LABEL, max_depth, res)?;
-        if let Some(e) = &batch.error {
-            res.fail(e.frame_index, frame_error(py, "BufferLimitError", LABEL, e.frame_index, e.offset, &e.message));
-        }
-        Ok(())
-    }
-
-    /// A large chunk: framed part by part on a Rust thread ahead of the decoding on this
-    /// one (by this stream's own parser, so frames may span chunks), the cyclic GC paused
-    /// once for the whole call.
-    fn run_pipelined<'py>(&mut self, py: Python<'py>, be: &Backend, data: &[u8], finish: bool) -> PyResult<Bound<'py, PyList>> {
-        let _gc = GcPause::new(py, true);
-        let SseState { parser, legacy, max_depth } = self;
-        let (candidates, max_depth) = (legacy.wants_candidates(), *max_depth);
-        let (mut offset, mut budget) = (0usize, PART);
-        let produce = move || {
-            let end = offset.saturating_add(budget).min(data.len());
-            budget = budget.saturating_add(budget / 2).min(MAX_PART);
-            let mut batch = new_batch(parser.frame_count(), candidates, max_depth);
-            frame(parser, &mut batch, Some(&data[offset..end]), finish && end == data.len());
-            offset = end;
-            let last = end == data.len() || batch.error.is_some();
-            (batch, last)
-        };
-        let mut res = Outcome::new(py);
-        crate::pipeline::pipelined(py, produce, |batch| Self::decode(py, be, legacy, max_depth, &batch, &mut res))?;
-        res.finish(py)
-    }
-}
-
-impl StreamState for SseState {
+impl StreamState for SseStream {
     /// Frame and decode one chunk (`None`: the end of the stream), or a whole stream.
     fn run<'py>(&mut self, py: Python<'py>, be: &Backend, chunk: Option<&[u8]>, finish: bool) -> PyResult<Bound<'py, PyList>> {
-        match chunk {
-            Some(data) if data.len() >= PIPELINE_MIN => return self.run_pipelined(py, be, data, finish),
-            _ => {}
+        if let Some(data) = chunk.filter(|_| SseStream::pipelines(chunk)) {
+            return run_pipelined(py, self, be, data, finish);
         }
-        let mut batch = new_batch(self.parser.frame_count(), self.legacy.wants_candidates(), self.max_depth);
-        let parser = &mut self.parser;
-        if chunk.map_or(0, |c| c.len()) >= DETACH_MIN {
-            py.detach(|| frame(parser, &mut batch, chunk, finish));
+        let batch = if chunk.map_or(0, |c| c.len()) >= DETACH_MIN {
+            py.detach(|| self.frame(chunk, finish))
         } else {
-            frame(parser, &mut batch, chunk, finish);
-        }
+            self.frame(chunk, finish)
+        };
         let mut res = Outcome::new(py);
-        Self::decode(py, be, &mut self.legacy, self.max_depth, &batch, &mut res)?;
+        decode(py, be, &mut self.legacy, self.max_depth, &batch, &mut res)?;
         res.finish(py)
     }
 }
@@ -122,7 +64,7 @@ impl StreamState for SseState {
 /// `agui_core::sse`, then the fallback chain and error contract of `crate::stream`.
 #[pyclass(module = "agui_fast._native", name = "SseDecoder", subclass)]
 pub struct SseDecoder {
-    state: SseState,
+    state: SseStream,
     backend: Backend,
     closed: bool,
 }
@@ -130,12 +72,13 @@ pub struct SseDecoder {
 #[pymethods]
 impl SseDecoder {
     /// Positional only (keyword parsing costs more than a small decode): see
-    /// `crate::stream::Backend` and `SseState::new`.
+    /// `crate::stream::Backend` and `agui_core::decoder::SseStream::new`; `mode`: 0 typed,
+    /// 1 dict, 2 bytes.
     #[new]
     #[pyo3(signature = (backend, max_frame_size, max_depth, legacy, mode, /))]
     fn new(backend: &Bound<'_, PyTuple>, max_frame_size: usize, max_depth: usize, legacy: bool, mode: usize) -> PyResult<Self> {
         Ok(SseDecoder {
-            state: SseState::new(max_frame_size, max_depth, legacy, mode),
+            state: SseStream::new(max_frame_size, max_depth, legacy, Mode::from_index(mode).ok_or_else(|| pyo3::exceptions::PyValueError::new_err("mode must be 0, 1 or 2"))?),
             backend: Backend::new(backend)?,
             closed: false,
         })
@@ -192,7 +135,7 @@ impl SseCodec {
         Ok(SseCodec { modes: Modes::new(backends, options)? })
     }
 
-    /// Decode a whole recorded SSE stream (see `SseState::run_pipelined`).
+    /// Decode a whole recorded SSE stream (see `run_pipelined`).
     #[pyo3(signature = (data, /, *, raw = None, legacy = true, max_frame_size = core::DEFAULT_MAX_BUFFER as i64, max_depth = DEFAULT_MAX_DEPTH as i64, max_buffer_size = None))]
     #[allow(clippy::too_many_arguments)]
     fn decode_sse<'py>(
@@ -206,7 +149,7 @@ impl SseCodec {
         max_buffer_size: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
         let r = self.modes.resolve(py, raw, max_frame_size, max_depth, max_buffer_size)?;
-        let mut state = SseState::new(r.max_frame_size, r.max_depth, legacy, r.mode);
+        let mut state = SseStream::new(r.max_frame_size, r.max_depth, legacy, r.mode);
         with_buffer(data, |d| state.run(py, r.backend, Some(d), true))
     }
 }

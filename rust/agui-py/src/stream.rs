@@ -8,8 +8,8 @@
 //! single-item decoder, and what that refuses (3) through the exact path (`exact`, a
 //! Python function: extras, lenient readings, located errors).
 //!
-//! Legacy (0.x) items are converted to 1.0 by the core's `CompatibilityBoundary` (the
-//! converter replay uses), on their JSON text, in stream order: in dict mode the items
+//! Legacy (0.x) items are converted to 1.0 by the core's `agui_core::decoder::Legacy`
+//! (over the converter replay uses), on their JSON text, in stream order: in dict mode the items
 //! that may be legacy (`Items::candidates`) before any decoding, in typed mode the items
 //! the fast decoder refused (a 1.0 item is never converted there: the fast path pays
 //! nothing for the conversion).
@@ -20,14 +20,14 @@
 //! Nothing is queued for a later call, so `try: evs = dec.feed(c) except DecodeError as
 //! e: evs = e.events` loses nothing and nothing falls behind.
 
-use pyo3::exceptions::{PyException, PyMemoryError, PyValueError};
+use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyMemoryView, PyString, PyTuple};
 
-use agui_core::stream::legacy::CompatibilityBoundary;
+use agui_core::decoder::{located as located_message, too_deep, Legacy, Mode};
 
-use crate::errors::{error_class, make_error};
+use crate::errors::{error_at, error_class};
 
 /// Calls over at least this many items pause the cyclic GC: msgspec allocates many
 /// container objects (our Structs carry a `__dict__`) and every collection it triggers
@@ -74,13 +74,6 @@ pub(crate) fn close<'py, S: StreamState>(py: Python<'py>, state: &mut S, be: &Ba
     }
     *closed = true;
     state.run(py, be, None, true)
-}
-
-/// A buffer of `n` bytes, or `MemoryError` (never an abort on a huge chunk).
-pub(crate) fn try_buffer(n: usize) -> PyResult<Vec<u8>> {
-    let mut v = Vec::new();
-    v.try_reserve(n).map_err(|_| PyMemoryError::new_err(format!("cannot allocate {n} bytes")))?;
-    Ok(v)
 }
 
 /// The cyclic GC paused for a scope (C API, GIL held). Only the flag is flipped, so a
@@ -146,8 +139,7 @@ pub(crate) struct Modes {
 /// What the one-shot functions were asked for.
 pub(crate) struct Resolved<'a> {
     pub backend: &'a Backend,
-    /// 0: typed, 1: dict, 2: bytes.
-    pub mode: usize,
+    pub mode: Mode,
     pub max_frame_size: usize,
     pub max_depth: usize,
 }
@@ -167,20 +159,14 @@ impl Modes {
         max_depth: i64,
         max_buffer_size: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Resolved<'a>> {
-        let mode = match raw {
-            None => Some(0),
-            Some(r) => match r.cast::<PyString>() {
-                Ok(s) => match s.to_str()? {
-                    "dict" => Some(1),
-                    "bytes" => Some(2),
-                    _ => None,
-                },
-                Err(_) => None,
-            },
+        let mode = match raw.map(|r| r.cast::<PyString>()) {
+            None => Mode::from_raw(None),
+            Some(Ok(s)) => Mode::from_raw(Some(s.to_str()?)),
+            Some(Err(_)) => None,
         };
         match mode {
             Some(mode) if max_buffer_size.is_none() && max_frame_size >= 0 && max_depth >= 0 => Ok(Resolved {
-                backend: &self.backends[mode],
+                backend: &self.backends[mode.index()],
                 mode,
                 max_frame_size: max_frame_size as usize,
                 max_depth: max_depth as usize,
@@ -188,57 +174,11 @@ impl Modes {
             _ => {
                 let (raw, max_frame_size, max_depth): (Option<String>, usize, usize) =
                     self.options.bind(py).call1((raw, max_frame_size, max_depth, max_buffer_size))?.extract()?;
-                let mode = match raw.as_deref() {
-                    None => 0,
-                    Some("dict") => 1,
-                    _ => 2,
-                };
-                Ok(Resolved { backend: &self.backends[mode], mode, max_frame_size, max_depth })
+                // `options` returns a canonical spelling.
+                let mode = Mode::from_raw(raw.as_deref()).unwrap_or(Mode::Bytes);
+                Ok(Resolved { backend: &self.backends[mode.index()], mode, max_frame_size, max_depth })
             }
         }
-    }
-}
-
-/// The per-stream legacy (0.x) converter (it holds the current reasoning ids) and which
-/// items it sees.
-pub(crate) enum Legacy {
-    Off,
-    /// Dict mode: the candidates, before decoding (every legacy shape decodes as a dict).
-    Candidates(CompatibilityBoundary),
-    /// Typed mode: the items the fast decoder refuses (a legacy shape is no 1.0 event;
-    /// legacy nulls alone decode as absent fields).
-    Refused(CompatibilityBoundary),
-}
-
-impl Legacy {
-    /// `on`: convert at all; `mode`: as [`Resolved::mode`] (bytes mode hands out the
-    /// items' text as it is: nothing to convert).
-    pub(crate) fn new(on: bool, mode: usize) -> Self {
-        match (on, mode) {
-            (true, 0) => Legacy::Refused(CompatibilityBoundary::default()),
-            (true, 1) => Legacy::Candidates(CompatibilityBoundary::default()),
-            _ => Legacy::Off,
-        }
-    }
-
-    /// Whether the framing should flag the items that may be legacy.
-    pub(crate) fn wants_candidates(&self) -> bool {
-        matches!(self, Legacy::Candidates(_))
-    }
-
-    /// `item` (an event's JSON text) in its 1.0 shape, or `None` when the converter is off
-    /// or leaves it as it is. Text the core cannot parse (invalid JSON, lone surrogate
-    /// escapes) is left for the decoders to judge. The converter warns about every change
-    /// it makes (the reference's compat messages, not repeated here), so no warning means
-    /// nothing changed.
-    fn convert(&mut self, item: &[u8], max_depth: usize) -> Option<Vec<u8>> {
-        let (Legacy::Candidates(boundary) | Legacy::Refused(boundary)) = self else { return None };
-        let v = agui_core::limits::parse_value(item, max_depth).ok().filter(serde_json::Value::is_object)?;
-        let v = boundary.convert(v);
-        if boundary.take_warnings().is_empty() {
-            return None;
-        }
-        serde_json::to_vec(&v).ok()
     }
 }
 
@@ -311,48 +251,13 @@ pub(crate) fn located<'py>(err: &Bound<'py, PyAny>, label: &str, frame_index: u6
     kwargs.set_item("frame_index", frame_index)?;
     kwargs.set_item("offset", offset)?;
     kwargs.set_item("field", err.getattr("field").ok())?;
-    err.get_type().call((format!("{label} {frame_index} at byte {offset}: {message}"),), Some(&kwargs))
+    err.get_type().call((located_message(label, frame_index, offset, &message.to_string_lossy()),), Some(&kwargs))
 }
 
 /// An error of class `name` at a frame.
 pub(crate) fn frame_error<'py>(py: Python<'py>, name: &str, label: &str, frame_index: u64, offset: u64, message: &str) -> Bound<'py, PyAny> {
-    let kwargs = PyDict::new(py);
-    let _ = kwargs.set_item("frame_index", frame_index);
-    let _ = kwargs.set_item("offset", offset);
-    let err = make_error(py, name, format!("{label} {frame_index} at byte {offset}: {message}"), Some(&kwargs));
+    let err = error_at(py, name, located_message(label, frame_index, offset, message), Some(frame_index), Some(offset));
     err.into_value(py).into_bound(py).into_any()
-}
-
-/// An items array of one's own and its spans.
-type OwnedItems = (Vec<u8>, Vec<(usize, usize)>);
-
-/// The items with the legacy candidates converted (dict mode), the array rebuilt around
-/// them with the framing's own separators; `None` when none changes.
-fn convert_candidates(legacy: &mut Legacy, items: &Items<'_>, max_depth: usize) -> Option<OwnedItems> {
-    let mut changed: Vec<(usize, Vec<u8>)> = Vec::new();
-    for &c in items.candidates {
-        let (s, e) = items.spans[c];
-        changed.extend(legacy.convert(&items.array[s..e], max_depth).map(|t| (c, t)));
-    }
-    if changed.is_empty() {
-        return None;
-    }
-    let grown: usize = changed.iter().map(|(_, t)| t.len()).sum();
-    let mut array = Vec::with_capacity(items.array.len() + grown);
-    let mut spans = Vec::with_capacity(items.spans.len());
-    let (mut changed, mut copied) = (changed.into_iter().peekable(), 0);
-    for (k, &(s, e)) in items.spans.iter().enumerate() {
-        array.extend_from_slice(&items.array[copied..s]); // what precedes the item
-        let start = array.len();
-        match changed.next_if(|(c, _)| *c == k) {
-            Some((_, text)) => array.extend_from_slice(&text),
-            None => array.extend_from_slice(&items.array[s..e]),
-        }
-        spans.push((start, array.len()));
-        copied = e;
-    }
-    array.extend_from_slice(&items.array[copied..]);
-    Some((array, spans))
 }
 
 /// Decode `items` into `res.out` through the fallback chain; bad items become errors.
@@ -369,7 +274,7 @@ pub(crate) fn decode_items<'py>(
     if n == 0 {
         return Ok(());
     }
-    let converted = convert_candidates(legacy, items, max_depth);
+    let converted = legacy.convert_candidates(items.array, items.spans, items.candidates, max_depth);
     let items = &match &converted {
         Some((array, spans)) => Items { array, spans, ..*items },
         None => Items { ..*items },
@@ -416,8 +321,7 @@ pub(crate) fn decode_items<'py>(
     for k in 0..n {
         let (frame_index, offset) = (items.pos)(k);
         if deep.next_if(|&&d| d == k).is_some() {
-            let msg = format!("nested deeper than max_depth={max_depth}");
-            res.fail(frame_index, frame_error(py, items.deep_error, label, frame_index, offset, &msg));
+            res.fail(frame_index, frame_error(py, items.deep_error, label, frame_index, offset, &too_deep(max_depth)));
             continue;
         }
         let mut b = item(k);
@@ -435,13 +339,13 @@ pub(crate) fn decode_items<'py>(
                 Err(_) => {}
             }
         }
-        if let Legacy::Refused(_) = legacy {
+        if legacy.converts_refused() {
             let (s, e) = items.spans[k];
             if let Some(text) = legacy.convert(&items.array[s..e], max_depth) {
                 b = PyBytes::new(py, &text);
             }
         }
-        match exact.call1((&b, !matches!(legacy, Legacy::Off))) {
+        match exact.call1((&b, legacy.is_on())) {
             Ok(v) => res.out.append(v)?,
             Err(e) if e.is_instance(py, &decode_error) => {
                 res.fail(frame_index, located(e.value(py).as_any(), label, frame_index, offset)?);
