@@ -12,7 +12,9 @@ pub const QUEUE: usize = 2;
 
 /// Stack of the producer thread: the stack of a main thread, because parsing and
 /// dropping values nested up to `limits::MAX_DEPTH_CAP` levels recurses that deep.
-pub const STACK: usize = 8 << 20;
+/// Unoptimised builds (`cargo test`) use several times more stack per level: reserved
+/// address space, not memory, so they get 8 times as much.
+pub const STACK: usize = if cfg!(debug_assertions) { 64 << 20 } else { 8 << 20 };
 
 /// Run `produce` on a scoped thread and pass every item it sends to `consume`, in order.
 /// `produce` gets a `send` function that returns `false` once the consumer has stopped
