@@ -167,6 +167,18 @@ impl<'b> JsonSink<'b> {
         }
     }
 
+    /// A literal value (`t` with its leading comma): one copy, the comma included when due.
+    #[inline(always)]
+    fn token<const N: usize>(&mut self, t: &[u8; N]) {
+        // Two fixed-size copies (a select of lengths would be a memcpy call).
+        if self.comma {
+            self.out.extend_from_slice(t);
+        } else {
+            self.out.extend_from_slice(&t[1..]);
+        }
+        self.comma = true;
+    }
+
     /// Write one complete value (after a comma when one is due).
     #[inline(always)]
     fn value(&mut self, write: impl FnOnce(&mut Vec<u8>)) {
@@ -179,11 +191,15 @@ impl<'b> JsonSink<'b> {
 impl<'a> crate::sink::Sink<'a> for JsonSink<'_> {
     #[inline(always)]
     fn null(&mut self) {
-        self.value(write_null)
+        self.token(b",null")
     }
     #[inline(always)]
     fn bool(&mut self, v: bool) {
-        self.value(|o| write_bool(o, v))
+        if v {
+            self.token(b",true")
+        } else {
+            self.token(b",false")
+        }
     }
     #[inline(always)]
     fn i64(&mut self, v: i64) {
@@ -238,15 +254,16 @@ impl<'a> crate::sink::Sink<'a> for JsonSink<'_> {
     }
     #[inline(always)]
     fn key_pre(&mut self, k: &'a crate::sink::PreStr) {
-        self.sep();
-        if k.key_len <= 16 {
-            // One fixed-size copy (a vector store), the padding then cut off.
+        // The comma and the key in one copy: one fixed-size (vector) copy for short keys,
+        // the padding then cut off.
+        let (from, n) = if self.comma { (0, k.key_len + 1) } else { (1, k.key_len) };
+        if n <= 16 {
             let at = self.out.len();
-            let block: &[u8; 16] = k.key_padded[..16].try_into().unwrap();
+            let block: &[u8; 16] = k.key_padded[from..from + 16].try_into().unwrap();
             self.out.extend_from_slice(block);
-            self.out.truncate(at + k.key_len);
+            self.out.truncate(at + n);
         } else {
-            self.out.extend_from_slice(&k.key_padded[..k.key_len]);
+            self.out.extend_from_slice(&k.key_padded[from..from + n]);
         }
         self.comma = false;
     }

@@ -275,35 +275,45 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
     /// that need it.
     #[inline(always)]
     pub(crate) fn value(&mut self, ptr: *mut ffi::PyObject) -> PyResult<()> {
+        match self.leaf(ptr) {
+            Some(r) => r,
+            None => self.compound(ptr),
+        }
+    }
+
+    /// A leaf written (exact str, None, bool, int, float: no Python code runs), or None
+    /// when `ptr` is not one.
+    #[inline(always)]
+    fn leaf(&mut self, ptr: *mut ffi::PyObject) -> Option<PyResult<()>> {
         unsafe {
             let tp = ffi::Py_TYPE(ptr);
             if tp == &raw mut ffi::PyUnicode_Type {
-                return self.string(ptr, false);
+                return Some(self.string(ptr, false));
             }
             if ptr == ffi::Py_None() {
                 self.sink.null();
-                return Ok(());
+                return Some(Ok(()));
             }
             if tp == &raw mut ffi::PyBool_Type {
                 self.sink.bool(ptr == ffi::Py_True());
-                return Ok(());
+                return Some(Ok(()));
             }
             if tp == &raw mut ffi::PyLong_Type {
                 if let Some(v) = self.lay.small_int(ptr) {
                     self.sink.i64(v);
-                    return Ok(());
+                    return Some(Ok(()));
                 }
-                return self.int(ptr);
+                return Some(self.int(ptr));
             }
             if tp == &raw mut ffi::PyFloat_Type {
                 if let Some(v) = self.lay.float(ptr) {
                     self.sink.f64(v);
-                    return Ok(());
+                    return Some(Ok(()));
                 }
-                return self.float(ptr);
+                return Some(self.float(ptr));
             }
         }
-        self.compound(ptr)
+        None
     }
 
     /// A value that is not a leaf (see [`Walker::value`]): containers and objects.
@@ -314,7 +324,7 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
             // Hold a strong reference while walking it, as the caller may have a borrowed
             // one (from a dict or list) and walking it can run Python code. (Leaves never
             // run Python code.)
-            let _keep = Bound::from_borrowed_ptr(self.py, ptr);
+            let _keep = Held::new(self.lay, ptr);
             if tp == &raw mut ffi::PyDict_Type {
                 return self.dict(ptr);
             }
@@ -527,14 +537,19 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
                 break;
             }
             self.string(k, true)?;
-            if is_leaf(v) {
-                // A leaf runs no Python code and holds no field to name.
-                self.value(v)?;
+            // A leaf runs no Python code and holds no field to name.
+            if let Some(r) = self.leaf(v) {
+                r?;
             } else {
                 // Walking it may run Python code that drops the key from the dict: hold
                 // the key for the path of a schema violation found below.
-                let key = unsafe { Bound::from_borrowed_ptr(self.py, k) };
-                self.compound(v).map_err(|e| self.at(e, |_| format!("[{}]", key.repr().map(|r| r.to_string()).unwrap_or_default())))?;
+                let _key = unsafe { Held::new(self.lay, k) };
+                self.compound(v).map_err(|e| {
+                    self.at(e, |py| {
+                        let key = unsafe { Bound::from_borrowed_ptr(py, k) };
+                        format!("[{}]", key.repr().map(|r| r.to_string()).unwrap_or_default())
+                    })
+                })?;
             }
         }
         self.sink.end_object(true);
@@ -662,7 +677,7 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
                 let check = &schema.checks[c.index];
                 if let Some(items) = list_items(check, v) {
                     self.sink.key_pre(&f.key);
-                    let _keep = unsafe { Bound::from_borrowed_ptr(self.py, v) };
+                    let _keep = unsafe { Held::new(self.lay, v) };
                     return self.list(v, Some(items)).map_err(|e| self.at(e, |py| format!(".{}", f.attr.bind(py))));
                 }
                 if let Err(m) = unsafe { conforms(self.py, self.lay, check, v) } {
@@ -686,7 +701,8 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
     fn object(&mut self, ptr: *mut ffi::PyObject, plan: &'a Plan) -> PyResult<()> {
         self.enter()?;
         let py = self.py;
-        let obj = unsafe { Bound::from_borrowed_ptr(py, ptr) };
+        // The caller (`compound`) holds the object: borrowed, no count change.
+        let obj = unsafe { pyo3::Borrowed::from_ptr(py, ptr) };
         if let PlanKind::PydanticRoot = plan.kind {
             let root = obj.getattr(plan.fields[0].attr.bind(py))?;
             self.value(root.as_ptr())?;
@@ -825,6 +841,32 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
             self.entry(k, v)?;
         }
         Ok(false)
+    }
+}
+
+/// A strong reference held for a scope (a value being walked, which Python code run
+/// below could otherwise free), counted in place where the layout allows
+/// (`Layout::incref`: under the limited API each count change is otherwise a call).
+struct Held {
+    ptr: *mut ffi::PyObject,
+    lay: Layout,
+}
+
+impl Held {
+    /// # Safety
+    /// `ptr` must be a live object; the GIL must be held (a walk holds it throughout).
+    #[inline(always)]
+    unsafe fn new(lay: Layout, ptr: *mut ffi::PyObject) -> Held {
+        unsafe { lay.incref(ptr) };
+        Held { ptr, lay }
+    }
+}
+
+impl Drop for Held {
+    #[inline(always)]
+    fn drop(&mut self) {
+        // SAFETY: the reference taken in `new`, released under the walk's GIL.
+        unsafe { self.lay.decref(self.ptr) }
     }
 }
 
