@@ -870,19 +870,6 @@ impl Drop for Held {
     }
 }
 
-/// An exact str, int, float, bool or None: written without running Python code.
-#[inline(always)]
-fn is_leaf(v: *mut ffi::PyObject) -> bool {
-    unsafe {
-        let tp = ffi::Py_TYPE(v);
-        tp == &raw mut ffi::PyUnicode_Type
-            || v == ffi::Py_None()
-            || tp == &raw mut ffi::PyLong_Type
-            || tp == &raw mut ffi::PyFloat_Type
-            || tp == &raw mut ffi::PyBool_Type
-    }
-}
-
 /// The item check of a list check (`List`, or `Optional(List)`) that `v`, an exact list
 /// long enough for it, passes in kind: its items are then checked during the walk.
 #[inline(always)]
