@@ -20,8 +20,10 @@
 pub struct PreStr {
     pub text: Box<str>,
     pub json: Box<[u8]>,
-    /// `"text":` (a key's JSON), zero-padded to a multiple of 16 bytes so that JSON sinks
-    /// copy short keys with one fixed-size copy; the first `key_len` bytes are the key.
+    /// `,"text":` (a key's JSON after the comma that separates it from the previous
+    /// member), zero-padded (at least 16 bytes past the key) so that JSON sinks copy short keys
+    /// with one fixed-size copy: bytes `1..=key_len` are the key alone, `0..=key_len` the
+    /// key with its comma.
     pub key_padded: Box<[u8]>,
     pub key_len: usize,
 }
@@ -30,10 +32,12 @@ impl PreStr {
     pub fn new(text: &str) -> PreStr {
         let mut json = Vec::with_capacity(text.len() + 2);
         crate::json::write_str(&mut json, text);
-        let mut key = json.clone();
+        let mut key = vec![b','];
+        key.extend_from_slice(&json);
         key.push(b':');
-        let key_len = key.len();
-        key.resize(key_len.div_ceil(16) * 16, 0);
+        let key_len = key.len() - 1;
+        // (16 more bytes: a 16-byte block can be read from offset 1)
+        key.resize(key.len().div_ceil(16) * 16 + 16, 0);
         PreStr { text: text.into(), json: json.into_boxed_slice(), key_padded: key.into_boxed_slice(), key_len }
     }
 }
@@ -217,8 +221,12 @@ mod tests {
             s.begin_object();
             s.key_pre(&p);
             s.scalar(&Scalar::Str(p.clone()));
+            // a second member: the key after its comma
+            s.key_pre(&p);
+            s.null();
             s.end_object(true);
-            let want = format!("{{{}:{}}}", crate::json::str_to_json(k), crate::json::str_to_json(k));
+            let (kj, vj) = (crate::json::str_to_json(k), crate::json::str_to_json(k));
+            let want = format!("{{{kj}:{vj},{kj}:null}}");
             assert_eq!(String::from_utf8(out).unwrap(), want);
         }
     }

@@ -16,7 +16,10 @@
 //! symbol outside the stable ABI: the wheel stays abi3 (`abi3audit --strict`).
 //!
 //! Layouts read (CPython headers, 64-bit):
-//! * every object: `ob_refcnt`, `ob_type`; var-sized ones then `ob_size` at 16;
+//! * every object: `ob_refcnt`, `ob_type`; var-sized ones then `ob_size` at 16; the count
+//!   is a plain `Py_ssize_t` (3.10, 3.11), or (3.12, 3.13) its low 32 bits are the count and
+//!   all ones mark an immortal object, whose count never changes (`Py_INCREF` / `Py_DECREF`
+//!   of `object.h`, reproduced by [`Layout::incref`] / [`Layout::decref`]);
 //! * `list`: `ob_item` (a pointer to the items) at 24; `tuple`: the items inline at 24;
 //! * `float`: the `double` at 16;
 //! * `int`: 30-bit digits from 24; the digit count and sign at 16, as a signed size
@@ -72,6 +75,17 @@ enum IntRepr {
     Tagged,
 }
 
+/// How reference counts are changed.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum RefRepr {
+    /// Through the API (`Py_IncRef` / `Py_DecRef`, a call each under the limited API).
+    Api,
+    /// A plain `Py_ssize_t` (3.10, 3.11).
+    Plain,
+    /// Immortal objects (3.12, 3.13): the low 32 bits all ones.
+    Immortal,
+}
+
 /// Which direct reads hold on this interpreter (see the module documentation).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Layout {
@@ -85,11 +99,51 @@ pub(crate) struct Layout {
     member: bool,
     /// combined-table dicts iterated in place (`dict_direct`, `dict_next`).
     dict: bool,
+    /// reference counts changed in place (`incref`, `decref`).
+    refcnt: RefRepr,
 }
 
 impl Layout {
     /// Every read through the API.
-    const API: Layout = Layout { str_head: 0, seq: false, float: false, int: IntRepr::Api, member: false, dict: false };
+    const API: Layout =
+        Layout { str_head: 0, seq: false, float: false, int: IntRepr::Api, member: false, dict: false, refcnt: RefRepr::Api };
+
+    /// `Py_INCREF`, in place when the layout holds (the limited API's is a call).
+    ///
+    /// # Safety
+    /// `o` must be a live object; the GIL must be held.
+    #[inline(always)]
+    pub(crate) unsafe fn incref(self, o: *mut ffi::PyObject) {
+        unsafe {
+            match self.refcnt {
+                RefRepr::Api => ffi::Py_IncRef(o),
+                RefRepr::Plain => *(o as *mut isize) += 1,
+                RefRepr::Immortal => {
+                    let low = o as *mut u32;
+                    let c = (*low).wrapping_add(1);
+                    if c != 0 {
+                        *low = c;
+                    }
+                }
+            }
+        }
+    }
+
+    /// `Py_DECREF`: in place unless the count drops to zero (the API then deallocates).
+    ///
+    /// # Safety
+    /// `o` must be a live object holding a reference the caller owns; the GIL must be held.
+    #[inline(always)]
+    pub(crate) unsafe fn decref(self, o: *mut ffi::PyObject) {
+        unsafe {
+            let c = *(o as *const isize);
+            match self.refcnt {
+                RefRepr::Immortal if (c as i32) < 0 => {}
+                RefRepr::Plain | RefRepr::Immortal if c > 1 => *(o as *mut isize) = c - 1,
+                _ => ffi::Py_DecRef(o),
+            }
+        }
+    }
 
     /// Whether `d`'s entries can be read in place ([`Layout::dict_next`]): the reads hold
     /// and its table is combined (a combined table never becomes split).
@@ -311,6 +365,8 @@ impl Layout {
         };
         lay.str_head = check_str(py, if old { 48 } else { 40 });
         lay.dict = v.minor >= 11 && check_dict(py);
+        let refcnt = if old { RefRepr::Plain } else { RefRepr::Immortal };
+        lay.refcnt = if check_refcnt(py, refcnt) { refcnt } else { RefRepr::Api };
         // The checks above ran the API: leave no error behind.
         unsafe { ffi::PyErr_Clear() };
         lay
@@ -366,6 +422,36 @@ fn check_dict(py: Python<'_>) -> bool {
     // A split table (an instance __dict__) must be declined, never read as combined.
     let split_declined = split.as_ref().map(|d| !unsafe { probe.dict_direct(d.as_ptr()) }).unwrap_or(false);
     dicts.iter().all(|d| same(&d)) && split_declined
+}
+
+fn check_refcnt(py: Python<'_>, repr: RefRepr) -> bool {
+    // A debug build (`Py_REF_DEBUG`) also counts references in a global total.
+    let Ok(sys) = py.import("sys") else { return false };
+    if sys.hasattr("gettotalrefcount").unwrap_or(true) {
+        return false;
+    }
+    let probe = Layout { refcnt: repr, ..Layout::API };
+    let count = |o: &Bound<'_, PyAny>| sys.getattr("getrefcount").and_then(|f| f.call1((o,))?.extract::<isize>()).ok();
+    let o = PyList::empty(py).into_any();
+    let Some(c0) = count(&o) else { return false };
+    unsafe { probe.incref(o.as_ptr()) };
+    let c1 = count(&o);
+    unsafe { probe.decref(o.as_ptr()) };
+    let mortal_ok = c1 == Some(c0 + 1) && count(&o) == Some(c0);
+    // 3.12+: None is immortal, its count never changes. (On 3.10, 3.11 its count moves
+    // with any Python code run meanwhile: not a probe.)
+    let immortal_ok = repr != RefRepr::Immortal || {
+        let none = py.None().into_bound(py);
+        let n0 = count(&none);
+        unsafe {
+            probe.incref(none.as_ptr());
+            probe.decref(none.as_ptr());
+            probe.decref(none.as_ptr());
+            probe.incref(none.as_ptr());
+        }
+        n0.is_some() && count(&none) == n0
+    };
+    mortal_ok && immortal_ok
 }
 
 fn check_float(py: Python<'_>) -> bool {
@@ -462,6 +548,7 @@ pub(crate) fn direct_reads(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::Py
     d.set_item("int", lay.int != IntRepr::Api)?;
     d.set_item("member", lay.member)?;
     d.set_item("dict", lay.dict)?;
+    d.set_item("refcnt", lay.refcnt != RefRepr::Api)?;
     Ok(d)
 }
 

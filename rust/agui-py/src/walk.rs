@@ -41,6 +41,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict, PyString, PyType};
 
+use crate::construct::Check;
 use crate::gil::{GilBound, GilCell};
 use crate::layout::Layout;
 use crate::plan::{conforms, encode_error, is_absent, kind_of, type_name, Field, Getter, Kind, Mismatch, Plan, PlanKind};
@@ -137,6 +138,13 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
     /// each container on the way adding its step to the path (`at`).
     #[cold]
     fn mismatch(&mut self, f: &Field, m: Mismatch) -> PyErr {
+        let step = format!(".{}", f.attr.bind(self.py));
+        self.mismatch_at(step, m)
+    }
+
+    /// A value refused by its schema, `step` below the value being walked (`.field`, `[3]`).
+    #[cold]
+    fn mismatch_at(&mut self, step: String, m: Mismatch) -> PyErr {
         let v = m.got;
         let got = if v == unsafe { ffi::Py_None() } {
             "None".to_string()
@@ -146,8 +154,7 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
             let repr = if repr.chars().count() > 40 { format!("{}...", repr.chars().take(40).collect::<String>()) } else { repr };
             format!("{} {repr}", any.get_type().name().map(|n| n.to_string()).unwrap_or_default())
         };
-        let attr = f.attr.bind(self.py).to_string();
-        self.violation = Some((format!(".{attr}{}", m.at), format!("expected {}, got {got}", m.expected)));
+        self.violation = Some((format!("{step}{}", m.at), format!("expected {}, got {got}", m.expected)));
         pyo3::exceptions::PyValueError::new_err("schema violation")
     }
 
@@ -250,7 +257,7 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
         Ok(r.to_str()?.to_owned())
     }
 
-    #[inline(always)]
+    #[cold]
     fn float(&mut self, ptr: *mut ffi::PyObject) -> PyResult<()> {
         let v = unsafe { ffi::PyFloat_AsDouble(ptr) };
         if v == -1.0 && unsafe { !ffi::PyErr_Occurred().is_null() } {
@@ -261,43 +268,68 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
     }
 
     /// Any value. `ptr` must be a valid reference kept alive by the caller.
+    ///
+    /// The leaves (exact str, None, bool, int, float) are dispatched inline at each call
+    /// site; everything else goes through one out-of-line call (`compound`): a leaf then
+    /// costs no call, and the big frame of the compound walk is set up only for values
+    /// that need it.
+    #[inline(always)]
     pub(crate) fn value(&mut self, ptr: *mut ffi::PyObject) -> PyResult<()> {
+        match self.leaf(ptr) {
+            Some(r) => r,
+            None => self.compound(ptr),
+        }
+    }
+
+    /// A leaf written (exact str, None, bool, int, float: no Python code runs), or None
+    /// when `ptr` is not one.
+    #[inline(always)]
+    fn leaf(&mut self, ptr: *mut ffi::PyObject) -> Option<PyResult<()>> {
         unsafe {
             let tp = ffi::Py_TYPE(ptr);
             if tp == &raw mut ffi::PyUnicode_Type {
-                return self.string(ptr, false);
+                return Some(self.string(ptr, false));
             }
             if ptr == ffi::Py_None() {
                 self.sink.null();
-                return Ok(());
+                return Some(Ok(()));
             }
             if tp == &raw mut ffi::PyBool_Type {
                 self.sink.bool(ptr == ffi::Py_True());
-                return Ok(());
+                return Some(Ok(()));
             }
             if tp == &raw mut ffi::PyLong_Type {
                 if let Some(v) = self.lay.small_int(ptr) {
                     self.sink.i64(v);
-                    return Ok(());
+                    return Some(Ok(()));
                 }
-                return self.int(ptr);
+                return Some(self.int(ptr));
             }
             if tp == &raw mut ffi::PyFloat_Type {
                 if let Some(v) = self.lay.float(ptr) {
                     self.sink.f64(v);
-                    return Ok(());
+                    return Some(Ok(()));
                 }
-                return self.float(ptr);
+                return Some(self.float(ptr));
             }
-            // Containers and objects: hold a strong reference while walking them, as
-            // the caller may have a borrowed one (from a dict or list) and walking them
-            // can run Python code. (Leaves above never run Python code.)
-            let _keep = Bound::from_borrowed_ptr(self.py, ptr);
+        }
+        None
+    }
+
+    /// A value that is not a leaf (see [`Walker::value`]): containers and objects.
+    #[inline(never)]
+    fn compound(&mut self, ptr: *mut ffi::PyObject) -> PyResult<()> {
+        unsafe {
+            let tp = ffi::Py_TYPE(ptr);
+            // Hold a strong reference while walking it, as the caller may have a borrowed
+            // one (from a dict or list) and walking it can run Python code. (Leaves never
+            // run Python code.)
+            let _keep = Held::new(self.lay, ptr);
             if tp == &raw mut ffi::PyDict_Type {
                 return self.dict(ptr);
             }
             if tp == &raw mut ffi::PyList_Type {
-                return self.list(ptr);
+                return self.list(ptr, None);
             }
             if tp == &raw mut ffi::PyTuple_Type {
                 return self.tuple(ptr);
@@ -331,7 +363,7 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
             Kind::IntSub => self.int(ptr),
             Kind::FloatSub => self.float(ptr),
             Kind::DictSub => self.dict(ptr),
-            Kind::ListSub => self.list(ptr),
+            Kind::ListSub => self.list(ptr, None),
             Kind::TupleSub => self.tuple(ptr),
             Kind::Set if self.opts.pydantic => self.set(ptr),
             Kind::IsoTime(base) if self.opts.pydantic => self.iso_time(ptr, *base),
@@ -505,14 +537,19 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
                 break;
             }
             self.string(k, true)?;
-            if is_leaf(v) {
-                // A leaf runs no Python code and holds no field to name.
-                self.value(v)?;
+            // A leaf runs no Python code and holds no field to name.
+            if let Some(r) = self.leaf(v) {
+                r?;
             } else {
                 // Walking it may run Python code that drops the key from the dict: hold
                 // the key for the path of a schema violation found below.
-                let key = unsafe { Bound::from_borrowed_ptr(self.py, k) };
-                self.value(v).map_err(|e| self.at(e, |_| format!("[{}]", key.repr().map(|r| r.to_string()).unwrap_or_default())))?;
+                let _key = unsafe { Held::new(self.lay, k) };
+                self.compound(v).map_err(|e| {
+                    self.at(e, |py| {
+                        let key = unsafe { Bound::from_borrowed_ptr(py, k) };
+                        format!("[{}]", key.repr().map(|r| r.to_string()).unwrap_or_default())
+                    })
+                })?;
             }
         }
         self.sink.end_object(true);
@@ -568,7 +605,9 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
     }
 
     /// A list (or subclass instance): items read in place when the layout holds.
-    fn list(&mut self, ptr: *mut ffi::PyObject) -> PyResult<()> {
+    /// `items`: the schema check of each item (a Struct field's list), made as the walk
+    /// reaches the item instead of in a pass of its own.
+    fn list(&mut self, ptr: *mut ffi::PyObject, items: Option<&Check>) -> PyResult<()> {
         self.enter()?;
         self.sink.begin_array();
         let mut i = 0;
@@ -590,6 +629,12 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
                 }
                 item
             };
+            if let Some(c) = items {
+                // SAFETY: `item` is borrowed from the list, alive for the call.
+                if let Err(m) = unsafe { conforms(self.py, self.lay, c, item) } {
+                    return Err(self.mismatch_at(format!("[{i}]"), m));
+                }
+            }
             self.value(item).map_err(|e| self.at(e, |_| format!("[{i}]")))?;
             i += 1;
         }
@@ -622,13 +667,20 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
         Ok(())
     }
 
-    /// A declared member of a Struct, held to its schema first (our own Structs).
+    /// A declared member of a Struct, held to its schema first (our own Structs). An exact
+    /// list's items are checked by the walk of the list itself (one pass over them).
     #[inline(always)]
     fn checked_field(&mut self, plan: &'a Plan, f: &'a Field, v: *mut ffi::PyObject) -> PyResult<()> {
         if let (Some(c), Some(schema)) = (f.check, &plan.schema) {
             // SAFETY: `v` is borrowed from the instance, alive for the call.
             if !unsafe { c.plainly_valid(v) } {
-                if let Err(m) = unsafe { conforms(self.py, self.lay, &schema.checks[c.index], v) } {
+                let check = &schema.checks[c.index];
+                if let Some(items) = list_items(check, v) {
+                    self.sink.key_pre(&f.key);
+                    let _keep = unsafe { Held::new(self.lay, v) };
+                    return self.list(v, Some(items)).map_err(|e| self.at(e, |py| format!(".{}", f.attr.bind(py))));
+                }
+                if let Err(m) = unsafe { conforms(self.py, self.lay, check, v) } {
                     return Err(self.mismatch(f, m));
                 }
             }
@@ -649,7 +701,8 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
     fn object(&mut self, ptr: *mut ffi::PyObject, plan: &'a Plan) -> PyResult<()> {
         self.enter()?;
         let py = self.py;
-        let obj = unsafe { Bound::from_borrowed_ptr(py, ptr) };
+        // The caller (`compound`) holds the object: borrowed, no count change.
+        let obj = unsafe { pyo3::Borrowed::from_ptr(py, ptr) };
         if let PlanKind::PydanticRoot = plan.kind {
             let root = obj.getattr(plan.fields[0].attr.bind(py))?;
             self.value(root.as_ptr())?;
@@ -791,16 +844,45 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
     }
 }
 
-/// An exact str, int, float, bool or None: written without running Python code.
+/// A strong reference held for a scope (a value being walked, which Python code run
+/// below could otherwise free), counted in place where the layout allows
+/// (`Layout::incref`: under the limited API each count change is otherwise a call).
+struct Held {
+    ptr: *mut ffi::PyObject,
+    lay: Layout,
+}
+
+impl Held {
+    /// # Safety
+    /// `ptr` must be a live object; the GIL must be held (a walk holds it throughout).
+    #[inline(always)]
+    unsafe fn new(lay: Layout, ptr: *mut ffi::PyObject) -> Held {
+        unsafe { lay.incref(ptr) };
+        Held { ptr, lay }
+    }
+}
+
+impl Drop for Held {
+    #[inline(always)]
+    fn drop(&mut self) {
+        // SAFETY: the reference taken in `new`, released under the walk's GIL.
+        unsafe { self.lay.decref(self.ptr) }
+    }
+}
+
+/// The item check of a list check (`List`, or `Optional(List)`) that `v`, an exact list
+/// long enough for it, passes in kind: its items are then checked during the walk.
 #[inline(always)]
-fn is_leaf(v: *mut ffi::PyObject) -> bool {
-    unsafe {
-        let tp = ffi::Py_TYPE(v);
-        tp == &raw mut ffi::PyUnicode_Type
-            || v == ffi::Py_None()
-            || tp == &raw mut ffi::PyLong_Type
-            || tp == &raw mut ffi::PyFloat_Type
-            || tp == &raw mut ffi::PyBool_Type
+fn list_items(check: &Check, v: *mut ffi::PyObject) -> Option<&Check> {
+    let check = match check {
+        Check::Optional(inner) => inner,
+        c => c,
+    };
+    match check {
+        Check::List(item, min) if unsafe { ffi::Py_TYPE(v) } == &raw mut ffi::PyList_Type => {
+            (unsafe { ffi::PyList_Size(v) } as usize >= *min).then_some(&**item)
+        }
+        _ => None,
     }
 }
 
