@@ -20,6 +20,15 @@ fn best<F: FnMut() -> usize>(mut f: F) -> (f64, usize) {
     (best * 1e3, n)
 }
 
+/// The columns of one event as `to_arrow` reads them (protobuf: where the mapping wrote them).
+fn row_fields<'a>(ev: &agui_core::log::Event<'_>, s: &'a str) -> fields::Fields<'a> {
+    let depth = agui_core::limits::DEFAULT_MAX_DEPTH;
+    match ev.members {
+        Some(m) => fields::parse_members(s, m, depth).unwrap(),
+        None => fields::parse(s, depth).unwrap(),
+    }
+}
+
 fn main() {
     let path = std::env::args().nth(1).expect("LOG");
     let data = std::fs::read(&path).unwrap();
@@ -55,10 +64,7 @@ fn main() {
         let mut n = 0;
         LogReader::open(&data[..], None).unwrap().for_each(&Limits::default(), |ev| -> Result<(), LogError> {
             let s = std::str::from_utf8(ev.json).unwrap();
-            let f = match ev.members {
-                Some(m) => fields::parse_members(s, m, agui_core::limits::DEFAULT_MAX_DEPTH).unwrap(),
-                None => fields::parse(s, agui_core::limits::DEFAULT_MAX_DEPTH).unwrap(),
-            };
+            let f = row_fields(&ev, s);
             n += f.ty.len();
             Ok(())
         }).unwrap();
@@ -70,10 +76,7 @@ fn main() {
         let mut rows = 0;
         LogReader::open(&data[..], None).unwrap().for_each(&Limits::default(), |ev| -> Result<(), LogError> {
             let s = std::str::from_utf8(ev.json).unwrap();
-            let f = match ev.members {
-                Some(m) => fields::parse_members(s, m, agui_core::limits::DEFAULT_MAX_DEPTH).unwrap(),
-                None => fields::parse(s, agui_core::limits::DEFAULT_MAX_DEPTH).unwrap(),
-            };
+            let f = row_fields(&ev, s);
             b.push(&ev, s, &f);
             if b.len() >= 65536 {
                 rows += b.finish().num_rows();

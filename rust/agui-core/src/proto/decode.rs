@@ -1547,19 +1547,25 @@ mod tests {
         (r, w)
     }
 
-    #[test]
-    fn flat_fast_path_matches_prost_path() {
+    /// The codec vectors, 8 mutations of each, and `flats` random flat events.
+    fn vectors_mutated(seed: u64, flats: usize) -> Vec<Vec<u8>> {
         let vectors = vector_messages();
-        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut rng = Rng(seed);
         let mut msgs = vectors.clone();
         for m in &vectors {
             for _ in 0..8 {
                 msgs.push(mutate(m, &mut rng, &vectors));
             }
         }
-        for _ in 0..20_000 {
+        for _ in 0..flats {
             msgs.push(random_flat(&mut rng));
         }
+        msgs
+    }
+
+    #[test]
+    fn flat_fast_path_matches_prost_path() {
+        let msgs = vectors_mutated(0x9e37_79b9_7f4a_7c15, 20_000);
         let mut taken = 0;
         for msg in &msgs {
             for fmt in [Format::Json, Format::MsgPack] {
@@ -1608,17 +1614,7 @@ mod tests {
     /// with their values' exact text, on the flat and the prost paths alike.
     #[test]
     fn members_are_the_top_level_members_written() {
-        let vectors = vector_messages();
-        let mut rng = Rng(11);
-        let mut msgs = vectors.clone();
-        for m in &vectors {
-            for _ in 0..8 {
-                msgs.push(mutate(m, &mut rng, &vectors));
-            }
-        }
-        for _ in 0..2_000 {
-            msgs.push(random_flat(&mut rng));
-        }
+        let msgs = vectors_mutated(11, 2_000);
         let (mut reuse, mut members, mut checked) = (Reuse::default(), Members::default(), 0);
         for msg in &msgs {
             let mut out = b"prefix".to_vec();
