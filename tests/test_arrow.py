@@ -80,6 +80,45 @@ def test_protobuf_gives_the_same_rows():
     assert pb.column("offset").to_pylist()[0] == 0
 
 
+PB_COLUMNS = [n for n in pa.schema(schema()).names if n != "offset"]
+
+
+def _same_rows_as_sse(pb_log, **kw):
+    """The protobuf log's table, checked column by column against the SSE path over the
+    same JSON texts (all but `offset`, which is where each frame is in its own log)."""
+    pb = pa.table(to_arrow(pb_log, **kw))
+    texts = pb.column("json").to_pylist()
+    sse_log = b"".join(b"data: " + t.encode() + b"\n\n" for t in texts)
+    sse = pa.table(to_arrow(sse_log, **kw))
+    for name in PB_COLUMNS:  # (timestamps outside datetime's range: compared as Arrow)
+        assert pb.column(name).equals(sse.column(name)), name
+    return pb
+
+
+def test_protobuf_columns_are_those_of_the_sse_path_over_the_vectors():
+    # The protobuf row takes its columns from where the JSON mapping wrote them, not
+    # from the text: the same columns as reading the text, and the text the mapping writes.
+    frames = [bytes.fromhex(c["proto_frame_hex"]) for c in load_jsonl("codec/events.jsonl") if c.get("proto_frame_hex")]
+    assert len(frames) > 300
+    pb = _same_rows_as_sse(b"".join(frames))
+    assert pb.num_rows == len(frames)
+    assert pb.column("json").to_pylist() == [_native.proto_decode_message(f[4:]).decode() for f in frames]
+    assert pb.column("delta").null_count < pb.num_rows and pb.column("input_tokens").null_count < pb.num_rows
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_protobuf_columns_are_those_of_the_sse_path_on_the_bench_log(threads):
+    from agui_fast._bench import protobuf_log, run_events, sse_log
+
+    events = run_events(20_000, seed=3)
+    pb = _same_rows_as_sse(protobuf_log(events), threads=threads)
+    sse = pa.table(to_arrow(sse_log(events), threads=threads))
+    for name in PB_COLUMNS:
+        if name != "json":
+            assert pb.column(name).equals(sse.column(name)), name
+    assert pb.column("input_tokens").null_count < pb.num_rows
+
+
 def test_many_paths_in_parallel(tmp_path):
     paths = []
     for i in range(6):

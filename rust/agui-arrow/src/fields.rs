@@ -6,7 +6,7 @@
 
 use std::borrow::Cow;
 
-use agui_core::proto::EVENT_TYPES;
+use agui_core::proto::{Members, EVENT_TYPES};
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -133,25 +133,31 @@ impl<'de> Deserialize<'de> for Key {
                 f.write_str("a member name")
             }
             fn visit_str<E>(self, v: &str) -> Result<Key, E> {
-                Ok(match v {
-                    "type" => Key::Type,
-                    "timestamp" => Key::Timestamp,
-                    "threadId" => Key::ThreadId,
-                    "runId" => Key::RunId,
-                    "parentRunId" => Key::ParentRunId,
-                    "messageId" => Key::MessageId,
-                    "toolCallId" => Key::ToolCallId,
-                    "role" => Key::Role,
-                    "name" => Key::Name,
-                    "toolCallName" => Key::ToolCallName,
-                    "stepName" => Key::StepName,
-                    "delta" => Key::Delta,
-                    "usage" => Key::Usage,
-                    _ => Key::Other,
-                })
+                Ok(Key::of(v))
             }
         }
         d.deserialize_identifier(V)
+    }
+}
+
+impl Key {
+    fn of(name: &str) -> Key {
+        match name {
+            "type" => Key::Type,
+            "timestamp" => Key::Timestamp,
+            "threadId" => Key::ThreadId,
+            "runId" => Key::RunId,
+            "parentRunId" => Key::ParentRunId,
+            "messageId" => Key::MessageId,
+            "toolCallId" => Key::ToolCallId,
+            "role" => Key::Role,
+            "name" => Key::Name,
+            "toolCallName" => Key::ToolCallName,
+            "stepName" => Key::StepName,
+            "delta" => Key::Delta,
+            "usage" => Key::Usage,
+            _ => Key::Other,
+        }
     }
 }
 
@@ -160,13 +166,14 @@ const STRING_KEYS: usize = 9;
 
 /// The members read from one event. Filled in place by a map visitor (no struct of
 /// a dozen `Cow`s moved through serde's return values per event).
+/// (`timestamp` and `usage`: their JSON text.)
 #[derive(Default)]
 struct Raw<'a> {
     ty: Option<Cow<'a, str>>,
-    timestamp: Option<&'a RawValue>,
+    timestamp: Option<&'a str>,
     strings: [Option<Cow<'a, str>>; STRING_KEYS],
     delta: Option<Delta<'a>>,
-    usage: Option<&'a RawValue>,
+    usage: Option<&'a str>,
 }
 
 impl<'de: 'a, 'a> serde::de::DeserializeSeed<'de> for &mut Raw<'a> {
@@ -198,9 +205,9 @@ impl<'de: 'a, 'a> serde::de::Visitor<'de> for &mut Raw<'a> {
             }
             match key {
                 Key::Type => self.ty = map.next_value::<Option<Str<'a>>>()?.map(|s| s.0),
-                Key::Timestamp => self.timestamp = map.next_value()?,
+                Key::Timestamp => self.timestamp = map.next_value::<Option<&RawValue>>()?.map(RawValue::get),
                 Key::Delta => self.delta = map.next_value()?,
-                Key::Usage => self.usage = map.next_value()?,
+                Key::Usage => self.usage = map.next_value::<Option<&RawValue>>()?.map(RawValue::get),
                 Key::Other => {
                     map.next_value::<IgnoredAny>()?;
                 }
@@ -256,7 +263,7 @@ impl Usage {
 }
 
 /// The table's view of one event.
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 pub struct Fields<'a> {
     pub ty: Cow<'a, str>,
     /// Position of `ty` in `agui_core::proto::EVENT_TYPES` (the `type` dictionary key).
@@ -281,8 +288,18 @@ pub struct Fields<'a> {
 /// Read the columns of one event (`json`: its text, valid UTF-8), nested at most
 /// `max_depth` deep (`agui_core::limits`).
 pub fn parse<'a>(json: &'a str, max_depth: usize) -> Result<Fields<'a>, RowError> {
-    // Nesting deeper than `max_depth` takes more than `max_depth` bytes: most events
-    // are shorter and skip the scan.
+    check_depth(json, max_depth)?;
+    let mut raw = Raw::default();
+    let mut de = serde_json::Deserializer::from_str(json);
+    if serde::de::DeserializeSeed::deserialize(&mut raw, &mut de).and_then(|()| de.end()).is_err() {
+        return Err(explain(json));
+    }
+    finish(raw)
+}
+
+/// Nesting deeper than `max_depth` takes more than `max_depth` bytes: most events are
+/// shorter and skip the scan.
+fn check_depth(json: &str, max_depth: usize) -> Result<(), RowError> {
     if json.len() > max_depth && agui_core::limits::exceeds_depth(json.as_bytes(), max_depth) {
         return Err(RowError {
             class: "InvalidJsonError",
@@ -290,11 +307,59 @@ pub fn parse<'a>(json: &'a str, max_depth: usize) -> Result<Fields<'a>, RowError
             field: None,
         });
     }
-    let mut raw = Raw::default();
-    let mut de = serde_json::Deserializer::from_str(json);
-    if serde::de::DeserializeSeed::deserialize(&mut raw, &mut de).and_then(|()| de.end()).is_err() {
-        return Err(explain(json));
+    Ok(())
+}
+
+/// [`parse`] of the text the protobuf mapping wrote (`json`), its members taken where
+/// the mapping recorded them (`members`) instead of parsing the text again. The same
+/// result as `parse`: a member the fast reading does not take as it is (a non-string
+/// where a string is read, a member twice) goes to `parse`, which explains it.
+pub fn parse_members<'a>(json: &'a str, members: &Members, max_depth: usize) -> Result<Fields<'a>, RowError> {
+    check_depth(json, max_depth)?;
+    match read_members(json, members) {
+        Some(raw) => finish(raw),
+        None => parse(json, max_depth),
     }
+}
+
+/// A JSON string's value (`lit`: its text, quotes included): borrowed when it has no
+/// escapes; `None` when it is not a string.
+fn literal(lit: &str) -> Option<Cow<'_, str>> {
+    let inner = lit.strip_prefix('"')?.strip_suffix('"')?;
+    if memchr::memchr(b'\\', inner.as_bytes()).is_none() {
+        return Some(Cow::Borrowed(inner));
+    }
+    serde_json::from_str::<String>(lit).ok().map(Cow::Owned)
+}
+
+fn read_members<'a>(json: &'a str, members: &Members) -> Option<Raw<'a>> {
+    let mut raw = Raw::default();
+    let mut seen = 0u32;
+    for (name, range) in members.iter() {
+        let key = Key::of(name);
+        if matches!(key, Key::Other) {
+            continue;
+        }
+        let bit = 1u32 << key as u32;
+        if seen & bit != 0 {
+            return None;
+        }
+        seen |= bit;
+        let v = json.get(range)?;
+        match key {
+            Key::Type => raw.ty = Some(literal(v)?),
+            Key::Timestamp => raw.timestamp = Some(v),
+            Key::Usage => raw.usage = Some(v),
+            Key::Delta => raw.delta = Some(if v.starts_with('"') { Delta::Str(literal(v)?) } else { Delta::Other }),
+            Key::Other => {}
+            k => raw.strings[k as usize - Key::ThreadId as usize] = Some(literal(v)?),
+        }
+    }
+    Some(raw)
+}
+
+/// The columns from the members read.
+fn finish(raw: Raw<'_>) -> Result<Fields<'_>, RowError> {
     let (ty, ty_index) = match raw.ty {
         Some(t) => match EVENT_TYPES.iter().position(|k| *k == t.as_ref()) {
             Some(i) => (t, i as i32),
@@ -303,8 +368,8 @@ pub fn parse<'a>(json: &'a str, max_depth: usize) -> Result<Fields<'a>, RowError
         None => return Err(RowError::invalid("$.type", "the event has no `type`".into())),
     };
     let timestamp = match raw.timestamp {
-        Some(t) => Some(timestamp(t.get()).ok_or_else(|| {
-            RowError::invalid("$.timestamp", format!("`timestamp` is not an integer (milliseconds): {}", t.get()))
+        Some(t) => Some(timestamp(t).ok_or_else(|| {
+            RowError::invalid("$.timestamp", format!("`timestamp` is not an integer (milliseconds): {t}"))
         })?),
         None => None,
     };
@@ -349,8 +414,8 @@ fn timestamp(text: &str) -> Option<i64> {
     (f.is_finite() && f.fract() == 0.0 && f.abs() < 9.2e18).then_some(f as i64)
 }
 
-fn usage(raw: &RawValue) -> Result<Usage, RowError> {
-    let entries: Vec<UsageEntry> = serde_json::from_str(raw.get()).map_err(|e| {
+fn usage(raw: &str) -> Result<Usage, RowError> {
+    let entries: Vec<UsageEntry> = serde_json::from_str(raw).map_err(|e| {
         RowError::invalid("$.usage", format!("`usage` is not a list of token counts: {e}"))
     })?;
     let mut sum = Usage::default();
@@ -510,6 +575,46 @@ mod tests {
                 assert_eq!(class, Some(want), "{case:?}");
             }
         }
+    }
+
+    /// The columns read where the protobuf mapping wrote them are those of its text, for
+    /// every event of the codec vectors, also with escapes in the strings read.
+    #[test]
+    fn members_read_as_the_text() {
+        use agui_core::proto::{decode_message_members, parse_json, Members, Reuse};
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/vectors/codec/events.jsonl");
+        let mut jsons = Vec::new();
+        for line in std::fs::read_to_string(dir).unwrap().lines().filter(|l| !l.is_empty()) {
+            let case = parse_json(line.as_bytes()).unwrap();
+            if let Some(h) = case.get("proto_frame_hex").and_then(|h| h.as_str()) {
+                let b: Vec<u8> = (0..h.len()).step_by(2).map(|i| u8::from_str_radix(&h[i..i + 2], 16).unwrap()).collect();
+                jsons.push(b[4..].to_vec());
+            }
+        }
+        // Escapes in every string column (re-encoded from JSON with them).
+        let escaped = [
+            r#"{"type":"TEXT_MESSAGE_CHUNK","messageId":"m\"1\n","role":"assistant","delta":"a\u0001\\b","name":"\ud83d\ude00"}"#,
+            r#"{"type":"RUN_STARTED","threadId":"t\t","runId":"r\"","parentRunId":"p\\"}"#,
+            r#"{"type":"TOOL_CALL_START","toolCallId":"c\r","toolCallName":"n\"x"}"#,
+            r#"{"type":"STEP_STARTED","stepName":"s\u007f\""}"#,
+        ];
+        for e in escaped {
+            let mut m = Vec::new();
+            agui_core::proto::encode_json(e.as_bytes(), false, &mut m).unwrap();
+            jsons.push(m);
+        }
+        let (mut reuse, mut members, mut read) = (Reuse::default(), Members::default(), 0);
+        for msg in &jsons {
+            let mut out = Vec::new();
+            if decode_message_members(msg, &mut Vec::new(), &mut out, &mut reuse, &mut members).is_err() {
+                continue;
+            }
+            let text = std::str::from_utf8(&out).unwrap();
+            assert_eq!(parse_members(text, &members, 512), parse_d(text), "{text}");
+            read += parse_d(text).is_ok() as usize;
+        }
+        assert!(read > 300, "{read}");
+        assert!(jsons.len() - read < 10);
     }
 
     #[test]

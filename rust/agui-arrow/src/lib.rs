@@ -484,7 +484,13 @@ where
             &lossy
         }
     };
-    match fields::parse(json, opts.max_depth) {
+    // Protobuf: the columns come from where the JSON mapping wrote them, not from
+    // parsing its text again.
+    let fields = match ev.members {
+        Some(m) => fields::parse_members(json, m, opts.max_depth),
+        None => fields::parse(json, opts.max_depth),
+    };
+    match fields {
         Ok(f) => row(ev, json, &f),
         Err(e) => {
             let issue = Issue::from_row(name, ev, e);
@@ -565,7 +571,7 @@ fn decode_source_parallel(src: &Source<'_>, opts: &Options, control: &Control, w
                 let mut start = 0;
                 let mut r = Ok(());
                 for &(index, offset, end) in &part.events {
-                    let ev = Event { index, offset, json: &part.data[start..end] };
+                    let ev = Event { index, offset, json: &part.data[start..end], members: None };
                     start = end;
                     r = row_event(&ev, None, &src.name, opts, &mut out.issues, &mut |ev, json, f| builder.push(ev, json, f));
                     if r.is_err() {

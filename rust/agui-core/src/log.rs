@@ -33,7 +33,7 @@ use std::io::{self, Cursor, Read, Seek, SeekFrom};
 
 use flate2::read::MultiGzDecoder;
 
-use crate::proto::{self, Format as Out, StreamDecoder};
+use crate::proto::{self, StreamDecoder};
 use crate::sse::{SseError, SseParser};
 
 /// Bytes read from the log per step.
@@ -122,6 +122,9 @@ pub struct Event<'a> {
     pub offset: u64,
     /// The event as JSON text (SSE: the payload as written, maybe not valid JSON).
     pub json: &'a [u8],
+    /// Protobuf: where the JSON mapping wrote the event's top-level members in `json`
+    /// (readers of a few members need not parse the text again); `None` for SSE.
+    pub members: Option<&'a proto::Members>,
 }
 
 /// Why a log could not be read.
@@ -337,14 +340,14 @@ impl Framer {
         };
         let r = match (self, chunk) {
             (Framer::Sse(p), Some(c)) => {
-                p.feed(c, |f| on_event(Event { index: f.index, offset: f.offset, json: f.data })).map_err(LogError::Sse)
+                p.feed(c, |f| on_event(Event { index: f.index, offset: f.offset, json: f.data, members: None })).map_err(LogError::Sse)
             }
             (Framer::Sse(p), None) => {
-                p.finish(|f| on_event(Event { index: f.index, offset: f.offset, json: f.data })).map_err(LogError::Sse)
+                p.finish(|f| on_event(Event { index: f.index, offset: f.offset, json: f.data, members: None })).map_err(LogError::Sse)
             }
             (Framer::Protobuf(d, warnings), Some(c)) => d
-                .feed_positioned(c, Out::Json, warnings, |json, index, offset| {
-                    on_event(Event { index: index as u64, offset, json })
+                .feed_members(c, warnings, |json, members, index, offset| {
+                    on_event(Event { index: index as u64, offset, json, members: Some(members) })
                 })
                 .map_err(LogError::Proto),
             (Framer::Protobuf(d, _), None) => d.finish().map_err(LogError::Proto),

@@ -37,6 +37,10 @@ struct Open {
 struct W<'a> {
     out: &'a mut Vec<u8>,
     fmt: Format,
+    /// Where the event's object starts in `out`, and the record of its top-level
+    /// members when the caller asked for one ([`Members`]).
+    top: usize,
+    members: Option<&'a mut Members>,
     /// First failure while rendering a Value/Struct body. The tree decoder this replaces
     /// rendered bodies only after every structural check, so a structural error found
     /// later in the same event must still win: such failures wait until the end.
@@ -92,6 +96,7 @@ impl W<'_> {
     /// Start the next key of `o` (schema names: nothing to escape).
     #[inline]
     fn key(&mut self, o: &mut Open, k: &'static str) {
+        let key_at = self.out.len();
         match self.fmt {
             Format::Json => {
                 if o.n > 0 {
@@ -104,6 +109,11 @@ impl W<'_> {
             Format::MsgPack => super::msgpack::str(self.out, k),
         }
         o.n += 1;
+        if o.at == self.top {
+            if let Some(m) = self.members.as_deref_mut() {
+                m.spans.push((k, key_at - self.top, self.out.len() - self.top));
+            }
+        }
     }
 
     /// Start the next element of array `a`.
@@ -218,6 +228,53 @@ impl W<'_> {
         }
         self.end_arr(a);
     }
+}
+
+/// Where the JSON writer put the top-level members of the event it wrote: readers of a
+/// few members (the Arrow columns of `agui-arrow`) take their values from here instead
+/// of parsing the text again. Filled by [`decode_message_members`].
+#[derive(Debug, Default, Clone)]
+pub struct Members {
+    /// (name, where its key starts (with the `,` before it), where its value starts),
+    /// in writing order, relative to the event's first byte.
+    spans: Vec<(&'static str, usize, usize)>,
+    /// Length of the event's text.
+    len: usize,
+}
+
+impl Members {
+    /// Each top-level member's name and where its value (JSON text) is in the event's
+    /// text, in writing order.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, std::ops::Range<usize>)> + '_ {
+        // A value ends where the next key starts, the last one before the closing `}`.
+        let ends = self.spans.iter().skip(1).map(|s| s.1).chain(std::iter::once(self.len.saturating_sub(1)));
+        self.spans.iter().zip(ends).map(|(&(k, _, start), end)| (k, start..end))
+    }
+
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+}
+
+/// [`decode_message_reusing`] as JSON text, recording where the top-level members were
+/// written into `members` (valid when this returns `Ok`; relative to the event's start in
+/// `out`).
+pub fn decode_message_members(
+    msg: &[u8],
+    warnings: &mut Vec<String>,
+    out: &mut Vec<u8>,
+    reuse: &mut Reuse,
+    members: &mut Members,
+) -> Result<()> {
+    members.spans.clear();
+    let start = out.len();
+    let r = decode_reusing(msg, warnings, out, Format::Json, reuse, Some(&mut *members));
+    members.len = out.len() - start;
+    r
 }
 
 fn invalid(why: impl Into<String>) -> Error {
@@ -751,7 +808,7 @@ fn len_field<'a>(b: &mut &'a [u8]) -> Option<(u32, &'a [u8])> {
 }
 
 /// Write a flat event from its wire bytes; `false` (nothing written) when not plain.
-fn write_flat(msg: &[u8], out: &mut Vec<u8>, fmt: Format) -> bool {
+fn write_flat(msg: &[u8], out: &mut Vec<u8>, fmt: Format, members: Option<&mut Members>) -> bool {
     let mut b = msg;
     let Some((arm, mut body)) = len_field(&mut b) else { return false };
     if !b.is_empty() {
@@ -794,7 +851,8 @@ fn write_flat(msg: &[u8], out: &mut Vec<u8>, fmt: Format) -> bool {
     if slots[2..].iter().flatten().any(|p| std::str::from_utf8(p).is_err()) {
         return false;
     }
-    let mut w = W { out, fmt, deferred: None };
+    let top = out.len();
+    let mut w = W { out, fmt, top, members, deferred: None };
     let mut o = w.obj();
     w.put_str(&mut o, "type", arm_type);
     for &(f, k, optional) in fields {
@@ -829,7 +887,7 @@ pub fn decode_message_into(msg: &[u8], warnings: &mut Vec<String>, out: &mut Vec
 
 /// [`decode_message_into`] in the given output format.
 pub fn decode_message_as(msg: &[u8], warnings: &mut Vec<String>, out: &mut Vec<u8>, fmt: Format) -> Result<()> {
-    if write_flat(msg, out, fmt) {
+    if write_flat(msg, out, fmt, None) {
         return Ok(());
     }
     decode_with_prost(msg, warnings, out, fmt)
@@ -842,7 +900,7 @@ pub fn decode_with_prost(msg: &[u8], warnings: &mut Vec<String>, out: &mut Vec<u
     guard(msg)?;
     let ev = pb::Event::decode(msg).map_err(|e| invalid(format!("Invalid event: {e}")))?;
     check_parts(&ev, msg)?;
-    write_event(&ev, warnings, out, fmt)
+    write_event(&ev, warnings, out, fmt, None)
 }
 
 /// An envelope kept from one message to the next (streams). Decoding into it again
@@ -860,7 +918,18 @@ pub fn decode_message_reusing(
     fmt: Format,
     reuse: &mut Reuse,
 ) -> Result<()> {
-    if write_flat(msg, out, fmt) {
+    decode_reusing(msg, warnings, out, fmt, reuse, None)
+}
+
+fn decode_reusing(
+    msg: &[u8],
+    warnings: &mut Vec<String>,
+    out: &mut Vec<u8>,
+    fmt: Format,
+    reuse: &mut Reuse,
+    mut members: Option<&mut Members>,
+) -> Result<()> {
+    if write_flat(msg, out, fmt, members.as_deref_mut()) {
         return Ok(());
     }
     let arm = guard(msg)?;
@@ -871,7 +940,7 @@ pub fn decode_message_reusing(
     }
     ev.merge(msg).map_err(|e| invalid(format!("Invalid event: {e}")))?;
     check_parts(ev, msg)?;
-    write_event(ev, warnings, out, fmt)
+    write_event(ev, warnings, out, fmt, members)
 }
 
 fn clear_arm(a: &mut Arm) {
@@ -901,7 +970,7 @@ pub fn decode_message(msg: &[u8], warnings: &mut Vec<String>) -> Result<serde_js
 
 /// JSON text of an already decoded envelope.
 pub fn event_to_json_text(ev: pb::Event, warnings: &mut Vec<String>, out: &mut Vec<u8>) -> Result<()> {
-    write_event(&ev, warnings, out, Format::Json)
+    write_event(&ev, warnings, out, Format::Json, None)
 }
 
 /// Two arms inside a content part or a source are rejected like the reference does;
@@ -919,9 +988,15 @@ fn check_parts(ev: &pb::Event, msg: &[u8]) -> Result<()> {
 
 /// Write one decoded envelope as its JSON event (§5.2.4 – §5.2.8) in `fmt`, appended to
 /// `out`; on error `out` is left as it was.
-fn write_event(ev: &pb::Event, warnings: &mut Vec<String>, out: &mut Vec<u8>, fmt: Format) -> Result<()> {
+fn write_event(
+    ev: &pb::Event,
+    warnings: &mut Vec<String>,
+    out: &mut Vec<u8>,
+    fmt: Format,
+    members: Option<&mut Members>,
+) -> Result<()> {
     let start = out.len();
-    let mut w = W { out, fmt, deferred: None };
+    let mut w = W { out, fmt, top: start, members, deferred: None };
     let r = event_body(ev, warnings, &mut w);
     let r = match (r, w.deferred.take()) {
         (Ok(()), Some(e)) => Err(e),
@@ -1472,24 +1547,30 @@ mod tests {
         (r, w)
     }
 
-    #[test]
-    fn flat_fast_path_matches_prost_path() {
+    /// The codec vectors, 8 mutations of each, and `flats` random flat events.
+    fn vectors_mutated(seed: u64, flats: usize) -> Vec<Vec<u8>> {
         let vectors = vector_messages();
-        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut rng = Rng(seed);
         let mut msgs = vectors.clone();
         for m in &vectors {
             for _ in 0..8 {
                 msgs.push(mutate(m, &mut rng, &vectors));
             }
         }
-        for _ in 0..20_000 {
+        for _ in 0..flats {
             msgs.push(random_flat(&mut rng));
         }
+        msgs
+    }
+
+    #[test]
+    fn flat_fast_path_matches_prost_path() {
+        let msgs = vectors_mutated(0x9e37_79b9_7f4a_7c15, 20_000);
         let mut taken = 0;
         for msg in &msgs {
             for fmt in [Format::Json, Format::MsgPack] {
                 let mut out = b"prefix".to_vec();
-                if write_flat(msg, &mut out, fmt) {
+                if write_flat(msg, &mut out, fmt, None) {
                     taken += 1;
                     let (want, warnings) = general(msg, fmt);
                     assert_eq!(want.as_deref().ok(), Some(&out[6..]), "message {msg:02x?}");
@@ -1527,6 +1608,37 @@ mod tests {
                 assert_eq!(w, w2);
             }
         }
+    }
+
+    /// The recorded members are the top-level members of the text written, in order,
+    /// with their values' exact text, on the flat and the prost paths alike.
+    #[test]
+    fn members_are_the_top_level_members_written() {
+        let msgs = vectors_mutated(11, 2_000);
+        let (mut reuse, mut members, mut checked) = (Reuse::default(), Members::default(), 0);
+        for msg in &msgs {
+            let mut out = b"prefix".to_vec();
+            let got = decode_message_members(msg, &mut Vec::new(), &mut out, &mut reuse, &mut members);
+            let mut want = Vec::new();
+            let r = decode_message_into(msg, &mut Vec::new(), &mut want);
+            assert_eq!(got.is_ok(), r.is_ok());
+            if got.is_err() {
+                continue;
+            }
+            let text = &out[6..];
+            assert_eq!(text, &want[..]);
+            let obj: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(text).unwrap();
+            let mut seen: Vec<(&str, serde_json::Value)> =
+                members.iter().map(|(k, v)| (k, serde_json::from_slice(&text[v]).unwrap())).collect();
+            // The type leads (the writer's rule), then the members in any order, each once.
+            assert_eq!(seen.first().map(|m| m.0), Some("type"));
+            seen.sort_by(|a, b| a.0.cmp(b.0));
+            let mut all: Vec<(&str, serde_json::Value)> = obj.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+            all.sort_by(|a, b| a.0.cmp(b.0));
+            assert_eq!(seen, all, "{}", String::from_utf8_lossy(text));
+            checked += 1;
+        }
+        assert!(checked > 1_000, "{checked}");
     }
 }
 

@@ -21,7 +21,8 @@ pub mod pb {
 }
 
 pub use decode::{
-    decode_message, decode_message_as, decode_message_into, decode_message_reusing, event_to_json_text, Format, Reuse,
+    decode_message, decode_message_as, decode_message_into, decode_message_members, decode_message_reusing,
+    event_to_json_text, Format, Members, Reuse,
 };
 pub use encode::json_to_event;
 pub use error::{Error, Result};
@@ -296,6 +297,24 @@ impl StreamDecoder {
             text.clear();
             decode_message_as(msg, warnings, &mut text, fmt)?;
             sink(&text, frame_index, offset);
+            Ok(())
+        })
+    }
+
+    /// [`StreamDecoder::feed_positioned`] in JSON, each event with where its top-level
+    /// members were written ([`Members`]): what reads a few members of each event (the
+    /// log reader's consumers) takes them from there instead of parsing the text again.
+    pub fn feed_members<F: FnMut(&[u8], &Members, usize, u64)>(
+        &mut self,
+        chunk: &[u8],
+        warnings: &mut Warnings,
+        mut sink: F,
+    ) -> Result<()> {
+        let (mut text, mut reuse, mut members) = (Vec::new(), Reuse::default(), Members::default());
+        self.feed_frames(chunk, warnings, |msg, warnings, frame_index, offset| {
+            text.clear();
+            decode_message_members(msg, warnings, &mut text, &mut reuse, &mut members)?;
+            sink(&text, &members, frame_index, offset);
             Ok(())
         })
     }
