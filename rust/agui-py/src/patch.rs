@@ -253,13 +253,18 @@ struct RawOp<'py> {
     value: Option<Bound<'py, PyAny>>,
 }
 
-fn read_raw<'py>(index: usize, item: &Bound<'py, PyAny>) -> R<RawOp<'py>> {
+/// `known`: the op of an operation object whose class fixes it (our operation Structs,
+/// see `semantics::plain_op`), not read again.
+fn read_raw<'py>(index: usize, item: &Bound<'py, PyAny>, known: Option<OpKind>) -> R<RawOp<'py>> {
     let py = item.py();
     let dict = item.cast::<PyDict>().ok();
     if dict.is_none() && (item.is_instance_of::<PyList>() || item.is_instance_of::<PyString>() || item.is_instance_of::<PyTuple>()) {
         return Err(with_index(invalid(format!("operation must be an object, not {}", py_type_name(item))), index, None, None).into());
     }
-    let op = string_member(member(item, dict, intern!(py, "op")).map_err(py_fail)?, "op").map_err(|e| with_index(e, index, None, None))?;
+    let op = match known {
+        Some(k) => Some(PyString::intern(py, k.name())),
+        None => string_member(member(item, dict, intern!(py, "op")).map_err(py_fail)?, "op").map_err(|e| with_index(e, index, None, None))?,
+    };
     let Some(op) = op else {
         return Err(with_index(invalid("missing member 'op'"), index, None, None).into());
     };
@@ -288,8 +293,12 @@ fn read_raw<'py>(index: usize, item: &Bound<'py, PyAny>) -> R<RawOp<'py>> {
 }
 
 fn read_op<'py>(index: usize, item: &Bound<'py, PyAny>) -> R<PyOp<'py>> {
+    read_op_as(index, item, None)
+}
+
+fn read_op_as<'py>(index: usize, item: &Bound<'py, PyAny>, known: Option<OpKind>) -> R<PyOp<'py>> {
     let py = item.py();
-    let raw = read_raw(index, item)?;
+    let raw = read_raw(index, item, known)?;
     // The op name as text is only needed for error messages.
     let op_name = || raw.op.to_cow().map(|c| c.into_owned()).unwrap_or_default();
     let path = as_str(&raw.path, "path").map_err(|e| with_index(e, index, Some(&op_name()), None))?;
@@ -1437,15 +1446,22 @@ impl StateDocument {
     /// `max_depth` levels (the event's own limit: see `semantics::direct_delta`). False on
     /// any failure, the document unchanged: the caller then takes the general path,
     /// which decides the outcome (the reducer's warning, or an error) as it always did.
-    pub(crate) fn try_apply_objects<'py>(&mut self, ops: &Bound<'py, PyList>, max_depth: usize, accept: impl Fn(&Bound<'py, PyAny>) -> bool) -> bool {
+    /// `accept(op)`: None refuses it, `Some(kind)` takes it (`kind`: its op when its class
+    /// fixes it, else read from it).
+    pub(crate) fn try_apply_objects<'py>(
+        &mut self,
+        ops: &Bound<'py, PyList>,
+        max_depth: usize,
+        accept: impl Fn(&Bound<'py, PyAny>) -> Option<Option<OpKind>>,
+    ) -> bool {
         let py = ops.py();
         let mut patcher = Patcher::new(Options { max_depth, ..self.opts });
         let mut doc = self.doc(py);
         let r = run_patch(&mut patcher, &mut doc, ops.as_any(), |i, item| {
-            if !accept(item) {
+            let Some(known) = accept(item) else {
                 return Err(invalid("not taken directly").into());
-            }
-            let mut op = read_op(i, item)?;
+            };
+            let mut op = read_op_as(i, item, known)?;
             if let (OpKind::Test, Some(v)) = (op.kind, &op.value) {
                 op.value = Some(py_value(v, 0, max_depth)?);
             }

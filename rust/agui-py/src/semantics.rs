@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use crate::errors::{check_max_depth, error_class, make_error};
 use crate::patch::StateDocument;
+use agui_core::patch::OpKind;
 use pyo3::sync::PyOnceLock;
 
 /// Below this many events releasing the GIL costs more than it saves.
@@ -358,24 +359,34 @@ fn direct_delta<'py>(py: Python<'py>, event: &Bound<'py, PyAny>) -> PyResult<Opt
     Ok(delta.and_then(|d| d.cast_into_exact::<PyList>().ok()))
 }
 
-/// An instance with no extra attributes (which its JSON would carry).
+/// An instance of one of our Structs with no extra attributes (which its JSON would
+/// carry). Its `__dict__` read directly: `getattr` takes a slow lookup on these classes.
 fn no_extras(v: &Bound<'_, PyAny>) -> PyResult<bool> {
-    match v.getattr(intern!(v.py(), "__dict__")) {
+    // SAFETY: `v` is a live object and the GIL is held; the call returns a new
+    // reference or NULL with an exception set (an object without `__dict__`).
+    let d = unsafe { Bound::from_owned_ptr_or_err(v.py(), pyo3::ffi::PyObject_GenericGetDict(v.as_ptr(), std::ptr::null_mut())) };
+    match d {
         Ok(d) => Ok(d.cast_into::<PyDict>().is_ok_and(|d| d.is_empty())),
         Err(_) => Ok(true),
     }
 }
 
+/// Operation classes in the order `stream.py` registers them.
+const OP_KINDS: [OpKind; 6] = [OpKind::Add, OpKind::Remove, OpKind::Replace, OpKind::Move, OpKind::Copy, OpKind::Test];
+
 /// An operation whose JSON holds only the members the patch reads: a dict with exactly
-/// `op`, `path` and `value` / `from` as its op needs, or one of our operation Structs.
-fn plain_op(py: Python<'_>, op: &Bound<'_, PyAny>) -> bool {
+/// `op`, `path` and `value` / `from` as its op needs (`Some(None)`: its op is read from
+/// it), or one of our operation Structs with no extras (`Some(Some(kind))`: its class
+/// fixes its op). None: anything else.
+fn plain_op(py: Python<'_>, op: &Bound<'_, PyAny>) -> Option<Option<OpKind>> {
     if let Ok(d) = op.cast_exact::<PyDict>() {
-        let kind = d.get_item(intern!(py, "op")).ok().flatten().and_then(|o| o.cast_into_exact::<PyString>().ok()).and_then(|o| o.to_str().ok().and_then(agui_core::patch::OpKind::parse));
-        return kind.is_some_and(|k| d.len() == 2 + usize::from(k.needs_value()) + usize::from(k.needs_from()));
+        let kind = d.get_item(intern!(py, "op")).ok().flatten().and_then(|o| o.cast_into_exact::<PyString>().ok()).and_then(|o| o.to_str().ok().and_then(OpKind::parse));
+        return kind.is_some_and(|k| d.len() == 2 + usize::from(k.needs_value()) + usize::from(k.needs_from())).then_some(None);
     }
-    let Some((_, classes)) = STATE_DELTA_TYPES.get(py) else { return false };
+    let (_, classes) = STATE_DELTA_TYPES.get(py)?;
     let ty = op.get_type();
-    classes.iter().any(|c| ty.is(c.bind(py))) && no_extras(op).unwrap_or(false)
+    let kind = classes.iter().zip(OP_KINDS).find(|(c, _)| ty.is(c.bind(py))).map(|(_, k)| k)?;
+    no_extras(op).unwrap_or(false).then_some(Some(kind))
 }
 
 fn change_tuple<'py>(py: Python<'py>, c: &core::Change) -> PyResult<Bound<'py, PyTuple>> {
