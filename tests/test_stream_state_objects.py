@@ -234,3 +234,17 @@ def test_event_applier_state_is_a_copy_and_replay_state_is_never_written_again()
     events = [{"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/n", "value": i}]} for i in range(3)]
     r = stream.replay(events, state={"a": [1]})
     assert r.state == {"a": [1], "n": 2}
+
+
+@pytest.mark.parametrize("max_depth", [0, 1, 5, 512])
+def test_initial_state_depth_limit_as_json_text(max_depth):
+    def nested(n):
+        v = 0
+        for _ in range(n):
+            v = [v]
+        return v
+
+    assert stream.replay([], state=nested(max_depth), max_depth=max_depth).state == nested(max_depth)
+    for s in (nested(max_depth + 1), json.dumps(nested(max_depth + 1))):
+        with pytest.raises(InvalidJsonError):
+            stream.replay([], state=s, max_depth=max_depth)
