@@ -181,9 +181,10 @@ def test_replay_logs_one_thread(benchmark, two_logs):
 
 # -- the state path: 10k STATE_DELTA events ----------------------------------------------
 # `StateDocument.apply_many` was slower than a plain `apply_patch(in_place=True)` loop
-# (it converted the Python operation lists the slow way); replay's state path writes each
-# event with the native writer and parses it in Rust. Peers: that loop and apply_many on
-# the same deltas (both from agui_fast.patch), all from the same 70 KB state.
+# (it converted the Python operation lists the slow way); replay of event objects keeps
+# its state in the same kind of document and applies delta objects to it without JSON.
+# Peers: that loop and apply_many on the same deltas (both from agui_fast.patch), all
+# from the same 70 KB state.
 
 
 @pytest.fixture(scope="module")

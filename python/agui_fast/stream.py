@@ -44,7 +44,17 @@ import msgspec
 
 from . import _native
 from ._stream import DEFAULT_MAX_DEPTH
-from .core import Event, Message
+from .core import (
+    AddOperation,
+    CopyOperation,
+    Event,
+    Message,
+    MoveOperation,
+    RemoveOperation,
+    ReplaceOperation,
+    StateDeltaEvent,
+    TestOperation,
+)
 from .decoder import decode_as
 from .errors import AguiError, StreamError, VerificationError
 
@@ -78,6 +88,10 @@ def _surrogate_json(obj: Any) -> bytes:
 
 
 _native.set_surrogate_writer(_surrogate_json)
+# A STATE_DELTA given as one of these goes to the state without JSON text.
+_native.set_state_delta_types(
+    StateDeltaEvent, [AddOperation, RemoveOperation, ReplaceOperation, MoveOperation, CopyOperation, TestOperation]
+)
 
 
 def _load(data: bytes) -> Any:
@@ -222,9 +236,9 @@ def replay(
     try:
         ap.apply_many(events)
     except AguiError as exc:
-        exc.replay = ap.result()  # what was applied before the error
+        exc.replay = ap._result(shared=True)  # what was applied before the error
         raise
-    return ap.result()
+    return ap._result(shared=True)
 
 
 class EventApplier:
@@ -272,8 +286,16 @@ class EventApplier:
 
     def result(self) -> Replay:
         """Messages, state, pending interrupts and warnings so far, as a :class:`Replay`."""
+        return self._result(shared=False)
+
+    def _result(self, shared: bool) -> Replay:
+        # shared: the applier's own state (it never writes into it again), for a caller
+        # that drops the applier; else a copy.
         return Replay(
-            messages=self.messages, state=self.state, pending_interrupts=self.pending_interrupts, warnings=list(self.warnings)
+            messages=self.messages,
+            state=self._native.state(shared=shared),
+            pending_interrupts=self.pending_interrupts,
+            warnings=list(self.warnings),
         )
 
     @property
@@ -289,7 +311,7 @@ class EventApplier:
 
     @property
     def state(self) -> Any:
-        return _load(self._native.state())
+        return self._native.state()
 
     @property
     def pending_interrupts(self) -> List[Any]:

@@ -253,13 +253,18 @@ struct RawOp<'py> {
     value: Option<Bound<'py, PyAny>>,
 }
 
-fn read_raw<'py>(index: usize, item: &Bound<'py, PyAny>) -> R<RawOp<'py>> {
+/// `known`: the op of an operation object whose class fixes it (our operation Structs,
+/// see `semantics::plain_op`), not read again.
+fn read_raw<'py>(index: usize, item: &Bound<'py, PyAny>, known: Option<OpKind>) -> R<RawOp<'py>> {
     let py = item.py();
     let dict = item.cast::<PyDict>().ok();
     if dict.is_none() && (item.is_instance_of::<PyList>() || item.is_instance_of::<PyString>() || item.is_instance_of::<PyTuple>()) {
         return Err(with_index(invalid(format!("operation must be an object, not {}", py_type_name(item))), index, None, None).into());
     }
-    let op = string_member(member(item, dict, intern!(py, "op")).map_err(py_fail)?, "op").map_err(|e| with_index(e, index, None, None))?;
+    let op = match known {
+        Some(k) => Some(PyString::intern(py, k.name())),
+        None => string_member(member(item, dict, intern!(py, "op")).map_err(py_fail)?, "op").map_err(|e| with_index(e, index, None, None))?,
+    };
     let Some(op) = op else {
         return Err(with_index(invalid("missing member 'op'"), index, None, None).into());
     };
@@ -288,8 +293,12 @@ fn read_raw<'py>(index: usize, item: &Bound<'py, PyAny>) -> R<RawOp<'py>> {
 }
 
 fn read_op<'py>(index: usize, item: &Bound<'py, PyAny>) -> R<PyOp<'py>> {
+    read_op_as(index, item, None)
+}
+
+fn read_op_as<'py>(index: usize, item: &Bound<'py, PyAny>, known: Option<OpKind>) -> R<PyOp<'py>> {
     let py = item.py();
-    let raw = read_raw(index, item)?;
+    let raw = read_raw(index, item, known)?;
     // The op name as text is only needed for error messages.
     let op_name = || raw.op.to_cow().map(|c| c.into_owned()).unwrap_or_default();
     let path = as_str(&raw.path, "path").map_err(|e| with_index(e, index, Some(&op_name()), None))?;
@@ -653,6 +662,8 @@ struct PyDoc<'py> {
     /// logged removal, so a rollback restores member order in one pass per dict (finding
     /// a key's position per removal, and re-inserting at a position, are O(n) each).
     orders: FastMap<(Bound<'py, PyDict>, Bound<'py, PyList>)>,
+    /// Values read from a stream's JSON keep its lone surrogates (`StateDocument::stream`).
+    surrogates: bool,
 }
 
 /// A container opened for writing (its type flags read once).
@@ -664,7 +675,7 @@ struct PyCursor<'a, 'py> {
 
 impl<'py> PyDoc<'py> {
     fn new(root: Bound<'py, PyAny>, mode: Mode) -> Self {
-        PyDoc { root, mode, fresh: HashSet::default(), keep: Vec::new(), orders: FastMap::default() }
+        PyDoc { root, mode, fresh: HashSet::default(), keep: Vec::new(), orders: FastMap::default(), surrogates: false }
     }
 
     fn mark_fresh(&mut self, v: &Bound<'py, PyAny>) {
@@ -785,7 +796,7 @@ impl<'py> Document for PyDoc<'py> {
             // Built new, so never shared; not remembered as owned (a later write into it
             // copies it once) so that the owned set grows only with the paths written.
             return match (&op.json, &op.value) {
-                (Some(j), _) => json_to_py(self.root.py(), j, depth, opts.max_depth),
+                (Some(j), _) => json_to_py(self.root.py(), j, depth, opts.max_depth, self.surrogates),
                 (None, Some(v)) => py_value(v, depth, opts.max_depth),
                 (None, None) => Err(invalid("missing member 'value'").into()),
             };
@@ -986,11 +997,14 @@ struct PyBuilder<'py> {
     max_depth: usize,
     /// The first rule broken (or Python error); the walk goes on, bounded by its guard.
     error: Option<Fail<PyErr>>,
+    /// Strings holding the stream's kept lone surrogates (`agui_core::stream::kept_surrogate`)
+    /// become Python strings with those surrogates, as the stream's JSON text has them.
+    surrogates: bool,
 }
 
 impl<'py> PyBuilder<'py> {
     fn new(py: Python<'py>, base: usize, max_depth: usize) -> Self {
-        PyBuilder { py, open: Vec::new(), root: None, base, max_depth, error: None }
+        PyBuilder { py, open: Vec::new(), root: None, base, max_depth, error: None, surrogates: false }
     }
 
     fn finish(self) -> R<Bound<'py, PyAny>> {
@@ -1065,6 +1079,11 @@ impl<'a, 'py> agui_core::sink::Sink<'a> for PyBuilder<'py> {
         self.push(PyFloat::new(self.py, v).into_any())
     }
     fn str(&mut self, s: &str) {
+        // A kept surrogate is a code point U+10F800..U+10FFFF: UTF-8 F4 8F A0..BF xx.
+        if self.surrogates && s.as_bytes().windows(2).any(|w| w == [0xF4, 0x8F]) {
+            let v = with_surrogates(self.py, s);
+            return self.pushed(v);
+        }
         self.push(PyString::new(self.py, s).into_any())
     }
     fn begin_array(&mut self) {
@@ -1139,18 +1158,33 @@ fn py_value<'py>(v: &Bound<'py, PyAny>, base: usize, max_depth: usize) -> R<Boun
     }
 }
 
-/// A parsed JSON value (a patch read from text) as a document value placed at `base`.
-fn json_to_py<'py>(py: Python<'py>, v: &Value, base: usize, max_depth: usize) -> R<Bound<'py, PyAny>> {
+/// A Python string of `s` with its kept lone surrogates restored (UTF-8 with surrogates
+/// encoded as such, decoded with `surrogatepass`). Rare: only split characters.
+fn with_surrogates<'py>(py: Python<'py>, s: &str) -> PyResult<Bound<'py, PyAny>> {
+    let mut out = Vec::with_capacity(s.len());
+    for c in s.chars() {
+        match agui_core::stream::kept_surrogate(c) {
+            Some(u) => out.extend_from_slice(&[0xE0 | (u >> 12) as u8, 0x80 | ((u >> 6) & 0x3F) as u8, 0x80 | (u & 0x3F) as u8]),
+            None => out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
+        }
+    }
+    PyBytes::new(py, &out).call_method1(intern!(py, "decode"), ("utf-8", "surrogatepass"))
+}
+
+/// A parsed JSON value (a patch read from text) as a document value placed at `base`;
+/// `surrogates`: the value comes from a stream and may hold kept lone surrogates.
+fn json_to_py<'py>(py: Python<'py>, v: &Value, base: usize, max_depth: usize, surrogates: bool) -> R<Bound<'py, PyAny>> {
     if base > max_depth {
         return Err(too_deep(max_depth).into());
     }
     let mut b = PyBuilder::new(py, base, max_depth);
+    b.surrogates = surrogates;
     agui_core::sink::json_value(v, &mut b);
     b.finish()
 }
 
 /// An operation read from JSON text, as the engine reads Python operations.
-fn text_op<'py>(py: Python<'py>, i: usize, op: Operation, max_depth: usize) -> R<PyOp<'py>> {
+fn text_op<'py>(py: Python<'py>, i: usize, op: Operation, max_depth: usize, surrogates: bool) -> R<PyOp<'py>> {
     let at = |e: PatchError| with_index(e, i, Some(op.kind.name()), Some(&op.path.text));
     let path_toks = py_tokens(py, &op.path.text).map_err(at)?;
     let from_toks = match &op.from {
@@ -1158,7 +1192,7 @@ fn text_op<'py>(py: Python<'py>, i: usize, op: Operation, max_depth: usize) -> R
         None => Toks::Empty,
     };
     let (value, json) = match op.kind {
-        OpKind::Test => (Some(json_to_py(py, &op.value, 0, max_depth).map_err(|f| f.map_patch_err(at))?), None),
+        OpKind::Test => (Some(json_to_py(py, &op.value, 0, max_depth, surrogates).map_err(|f| f.map_patch_err(at))?), None),
         OpKind::Add | OpKind::Replace => (None, Some(op.value)),
         _ => (None, None),
     };
@@ -1196,6 +1230,9 @@ pub struct StateDocument {
     prune_at: usize,
     /// Pointers of patches read from JSON text, from patch to patch.
     pointers: agui_core::patch::cache::PointerCache,
+    /// The state of a stream replay (`StateDocument::stream`): values from the stream's
+    /// JSON keep its lone surrogates.
+    surrogates: bool,
 }
 
 impl StateDocument {
@@ -1203,6 +1240,7 @@ impl StateDocument {
         let mut d = PyDoc::new(self.root.bind(py).clone(), Mode::Owned);
         d.fresh = std::mem::take(&mut self.fresh);
         d.keep = std::mem::take(&mut self.keep);
+        d.surrogates = self.surrogates;
         d
     }
 
@@ -1269,7 +1307,7 @@ impl StateDocument {
     fn read_text<'py>(&mut self, py: Python<'py>, text: &[u8]) -> R<Vec<PyOp<'py>>> {
         let (max_depth, pointers) = (self.opts.max_depth, &mut self.pointers);
         let ops = py.detach(|| core::read_patch_text(text, max_depth, pointers))?;
-        ops.into_iter().enumerate().map(|(i, op)| text_op(py, i, op, max_depth)).collect()
+        ops.into_iter().enumerate().map(|(i, op)| text_op(py, i, op, max_depth, false)).collect()
     }
 }
 
@@ -1290,6 +1328,7 @@ impl StateDocument {
             keep: Vec::new(),
             prune_at: PRUNE_MIN,
             pointers: Default::default(),
+            surrogates: false,
         })
     }
 
@@ -1368,6 +1407,122 @@ impl StateDocument {
         } else {
             format!("StateDocument({text})")
         })
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The state of a stream replay of Python objects (`semantics::Replayer`)
+// ---------------------------------------------------------------------------------------
+
+impl StateDocument {
+    /// The state of a stream replay: `root` (built by `doc_value` or `stream_value`)
+    /// patched in the reference client's dialect (fast-json-patch), as the core's
+    /// `EventApplier` patches a JSON state.
+    pub(crate) fn stream(root: Bound<'_, PyAny>, max_depth: usize) -> Self {
+        StateDocument {
+            root: root.unbind(),
+            opts: Options { dialect: Dialect::FastJsonPatch, max_depth },
+            fresh: HashSet::default(),
+            keep: Vec::new(),
+            prune_at: PRUNE_MIN,
+            pointers: Default::default(),
+            surrogates: true,
+        }
+    }
+
+    /// The document, shared (`to_python`), or a deep copy of it (`shared=false`: the
+    /// caller may mutate it).
+    pub(crate) fn value<'py>(&mut self, py: Python<'py>, shared: bool) -> PyResult<Bound<'py, PyAny>> {
+        let root = self.root.bind(py).clone();
+        if shared {
+            self.share();
+            return Ok(root);
+        }
+        deep_copy(&root, 0, agui_core::limits::MAX_DEPTH_CAP).map_err(|f| raise(py, f))
+    }
+
+    /// Apply a `STATE_DELTA`'s operations given as Python objects, only if each passes
+    /// `accept` and everything follows the document's rules with values nested at most
+    /// `max_depth` levels (the event's own limit: see `semantics::direct_delta`). False on
+    /// any failure, the document unchanged: the caller then takes the general path,
+    /// which decides the outcome (the reducer's warning, or an error) as it always did.
+    /// `accept(op)`: None refuses it, `Some(kind)` takes it (`kind`: its op when its class
+    /// fixes it, else read from it).
+    pub(crate) fn try_apply_objects<'py>(
+        &mut self,
+        ops: &Bound<'py, PyList>,
+        max_depth: usize,
+        accept: impl Fn(&Bound<'py, PyAny>) -> Option<Option<OpKind>>,
+    ) -> bool {
+        let py = ops.py();
+        let mut patcher = Patcher::new(Options { max_depth, ..self.opts });
+        let mut doc = self.doc(py);
+        let r = run_patch(&mut patcher, &mut doc, ops.as_any(), |i, item| {
+            let Some(known) = accept(item) else {
+                return Err(invalid("not taken directly").into());
+            };
+            let mut op = read_op_as(i, item, known)?;
+            if let (OpKind::Test, Some(v)) = (op.kind, &op.value) {
+                op.value = Some(py_value(v, 0, max_depth)?);
+            }
+            Ok(op)
+        });
+        self.put_back(doc);
+        self.prune(py);
+        r.is_ok()
+    }
+}
+
+/// A Python value as a document value, or None when the document's rules refuse it (the
+/// caller then reads it as JSON, as every other value of a stream).
+pub(crate) fn doc_value<'py>(v: &Bound<'py, PyAny>, max_depth: usize) -> Option<Bound<'py, PyAny>> {
+    py_value(v, 0, max_depth).ok()
+}
+
+/// A JSON value read from a stream as a document value (its kept lone surrogates restored).
+pub(crate) fn stream_value<'py>(py: Python<'py>, v: &Value, max_depth: usize) -> PyResult<Bound<'py, PyAny>> {
+    json_to_py(py, v, 0, max_depth, true).map_err(|f| raise(py, f))
+}
+
+impl std::fmt::Debug for StateDocument {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StateDocument")
+    }
+}
+
+/// The reducer's state held as Python values: `STATE_SNAPSHOT` / `STATE_DELTA` events
+/// read from JSON (the general path) are applied here by the one engine.
+impl agui_core::stream::State for StateDocument {
+    fn set(&mut self, snapshot: &Value) -> Result<(), String> {
+        Python::attach(|py| {
+            let v = json_to_py(py, snapshot, 0, agui_core::limits::MAX_DEPTH_CAP, true).map_err(|f| fail_text(py, f))?;
+            self.root = v.unbind();
+            self.share();
+            Ok(())
+        })
+    }
+
+    fn patch(&mut self, ops: Vec<Operation>, max_depth: usize) -> Result<(), PatchError> {
+        Python::attach(|py| {
+            let fail = |f: Fail<PyErr>| match f {
+                Fail::Patch(e) => e,
+                Fail::Doc(e) => invalid(e.to_string()),
+            };
+            let ops = ops.into_iter().enumerate().map(|(i, op)| text_op(py, i, op, max_depth, true)).collect::<R<Vec<_>>>().map_err(fail)?;
+            let mut patcher = Patcher::new(Options { max_depth, ..self.opts });
+            let mut doc = self.doc(py);
+            let r = patcher.run(&mut doc, &ops);
+            self.put_back(doc);
+            self.prune(py);
+            r.map_err(fail)
+        })
+    }
+}
+
+fn fail_text(py: Python<'_>, f: Fail<PyErr>) -> String {
+    match f {
+        Fail::Patch(e) => e.to_string(),
+        Fail::Doc(e) => e.value(py).to_string(),
     }
 }
 

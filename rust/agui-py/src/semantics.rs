@@ -6,11 +6,14 @@
 use agui_core::limits::{DEFAULT_MAX_DEPTH, MAX_DEPTH_CAP};
 use agui_core::stream::{self as core, kept_surrogate, parse_event_limited, ReplayOptions, Stage, StreamError, Warning};
 use pyo3::exceptions::PyTypeError;
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use serde_json::Value;
 
 use crate::errors::{check_max_depth, error_class, make_error};
+use crate::patch::StateDocument;
+use agui_core::patch::OpKind;
 use pyo3::sync::PyOnceLock;
 
 /// Below this many events releasing the GIL costs more than it saves.
@@ -26,6 +29,16 @@ static SURROGATE_WRITER: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 #[pyfunction]
 fn set_surrogate_writer(py: Python<'_>, writer: Py<PyAny>) {
     let _ = SURROGATE_WRITER.set(py, writer);
+}
+
+/// `StateDeltaEvent` and the six operation classes (`stream.py` sets them once at import):
+/// a `STATE_DELTA` given as one of our Structs is applied to the state without JSON.
+static STATE_DELTA_TYPES: PyOnceLock<(Py<PyAny>, Vec<Py<PyAny>>)> = PyOnceLock::new();
+
+/// set_state_delta_types(event_class, operation_classes). Set once; later calls are ignored.
+#[pyfunction]
+fn set_state_delta_types(py: Python<'_>, event_class: Py<PyAny>, operation_classes: Vec<Py<PyAny>>) {
+    let _ = STATE_DELTA_TYPES.set(py, (event_class, operation_classes));
 }
 
 /// The JSON text of one event: borrowed from `bytes`/`str`, or written by the native
@@ -290,13 +303,90 @@ fn initial(py: Python<'_>, messages: Option<&Bound<'_, PyAny>>, state: Option<&B
 pub struct Replayer {
     // A Mutex only to make the class Sync (the id generator of the legacy boundary is
     // Send, not Sync); `&mut self` already serialises the calls, so it is never contended.
-    inner: std::sync::Mutex<core::Replayer>,
+    // The state is a document of Python values (`patch::StateDocument`): neither it nor
+    // the deltas given as objects are converted to JSON.
+    inner: std::sync::Mutex<core::Replayer<StateDocument>>,
+    max_depth: usize,
 }
 
 impl Replayer {
-    fn get(&mut self) -> &mut core::Replayer {
+    fn get(&mut self) -> &mut core::Replayer<StateDocument> {
         self.inner.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+
+    /// Apply one event: a `STATE_DELTA` object in its plain form straight to the state
+    /// (when the core's pipeline lets it past the other stages and the document takes it),
+    /// anything else (and a delta the document declines) as JSON text.
+    fn push_one(&mut self, py: Python<'_>, event: &Bound<'_, PyAny>) -> PyResult<Result<core::Change, StreamError>> {
+        let max_depth = self.max_depth;
+        let inner = self.get();
+        if let Some(ops) = direct_delta(py, event)? {
+            // The operations' values sit three levels deep in the event (event, `delta`,
+            // operation), so this bound keeps the event within the limit its JSON has.
+            if let Some(values_depth) = max_depth.checked_sub(3) {
+                if let Some(c) = inner.push_state_with(|doc| doc.try_apply_objects(&ops, values_depth, |op| plain_op(py, op))) {
+                    return Ok(Ok(c));
+                }
+            }
+        }
+        with_json(py, event, |b| inner.push_json(b))
+    }
+}
+
+/// The operations of a `STATE_DELTA` given as a plain dict `{"type": "STATE_DELTA",
+/// "delta": [...]}` or as our `StateDeltaEvent` with no other member set, whose JSON would
+/// hold nothing else: such an event is applied without JSON text. None: anything else.
+fn direct_delta<'py>(py: Python<'py>, event: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyList>>> {
+    let delta = if let Ok(d) = event.cast_exact::<PyDict>() {
+        let is_delta = d.len() == 2
+            && d.get_item(intern!(py, "type"))?.is_some_and(|t| t.cast_exact::<PyString>().is_ok_and(|t| t.to_str().is_ok_and(|t| t == "STATE_DELTA")));
+        if !is_delta {
+            return Ok(None);
+        }
+        d.get_item(intern!(py, "delta"))?
+    } else {
+        let Some((class, _)) = STATE_DELTA_TYPES.get(py) else { return Ok(None) };
+        if !event.get_type().is(class.bind(py)) || !no_extras(event)? {
+            return Ok(None);
+        }
+        for name in [intern!(py, "timestamp"), intern!(py, "raw_event"), intern!(py, "metadata"), intern!(py, "subagent_run_id")] {
+            if !event.getattr(name)?.is_none() {
+                return Ok(None);
+            }
+        }
+        Some(event.getattr(intern!(py, "delta"))?)
+    };
+    Ok(delta.and_then(|d| d.cast_into_exact::<PyList>().ok()))
+}
+
+/// An instance of one of our Structs with no extra attributes (which its JSON would
+/// carry). Its `__dict__` read directly: `getattr` takes a slow lookup on these classes.
+fn no_extras(v: &Bound<'_, PyAny>) -> PyResult<bool> {
+    // SAFETY: `v` is a live object and the GIL is held; the call returns a new
+    // reference or NULL with an exception set (an object without `__dict__`).
+    let d = unsafe { Bound::from_owned_ptr_or_err(v.py(), pyo3::ffi::PyObject_GenericGetDict(v.as_ptr(), std::ptr::null_mut())) };
+    match d {
+        Ok(d) => Ok(d.cast_into::<PyDict>().is_ok_and(|d| d.is_empty())),
+        Err(_) => Ok(true),
+    }
+}
+
+/// Operation classes in the order `stream.py` registers them.
+const OP_KINDS: [OpKind; 6] = [OpKind::Add, OpKind::Remove, OpKind::Replace, OpKind::Move, OpKind::Copy, OpKind::Test];
+
+/// An operation whose JSON holds only the members the patch reads: a dict with exactly
+/// `op`, `path` and `value` / `from` as its op needs (`Some(None)`: its op is read from
+/// it), or one of our operation Structs with no extras (`Some(Some(kind))`: its class
+/// fixes its op). None: anything else.
+fn plain_op(py: Python<'_>, op: &Bound<'_, PyAny>) -> Option<Option<OpKind>> {
+    if let Ok(d) = op.cast_exact::<PyDict>() {
+        let kind = d.get_item(intern!(py, "op")).ok().flatten().and_then(|o| o.cast_into_exact::<PyString>().ok()).and_then(|o| o.to_str().ok().and_then(OpKind::parse));
+        return kind.is_some_and(|k| d.len() == 2 + usize::from(k.needs_value()) + usize::from(k.needs_from())).then_some(None);
+    }
+    let (_, classes) = STATE_DELTA_TYPES.get(py)?;
+    let ty = op.get_type();
+    let kind = classes.iter().zip(OP_KINDS).find(|(c, _)| ty.is(c.bind(py))).map(|(_, k)| k)?;
+    no_extras(op).unwrap_or(false).then_some(Some(kind))
 }
 
 fn change_tuple<'py>(py: Python<'py>, c: &core::Change) -> PyResult<Bound<'py, PyTuple>> {
@@ -317,25 +407,34 @@ impl Replayer {
         max_depth: usize,
     ) -> PyResult<Self> {
         let max_depth = check_max_depth(max_depth)?;
-        let (messages, state) = initial(py, messages, state, max_depth)?;
+        // The state as a document of Python values: taken as it is when it follows the
+        // document's rules, else read as JSON (text given as such, values only the
+        // pydantic writer takes, lone surrogates) as before.
+        let direct = state.filter(|s| !s.is_instance_of::<PyString>() && !s.is_instance_of::<PyBytes>()).and_then(|s| crate::patch::doc_value(s, max_depth));
+        let (messages, root) = match (state, direct) {
+            (None, _) => (initial(py, messages, None, max_depth)?.0, PyDict::new(py).into_any()),
+            (Some(_), Some(root)) => (initial(py, messages, None, max_depth)?.0, root),
+            (Some(s), None) => {
+                let (messages, state) = initial(py, messages, Some(s), max_depth)?;
+                (messages, crate::patch::stream_value(py, &state, max_depth)?)
+            }
+        };
         let options = ReplayOptions { verify, expand, compat, max_depth };
-        Ok(Replayer { inner: std::sync::Mutex::new(core::Replayer::new(messages, state, options)) })
+        let state = StateDocument::stream(root, max_depth);
+        Ok(Replayer { inner: std::sync::Mutex::new(core::Replayer::new(messages, state, options)), max_depth })
     }
 
     /// Apply one event: `(messages_changed, state_changed, message_index, interrupts_changed)`.
     fn push<'py>(&mut self, py: Python<'py>, event: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyTuple>> {
-        let inner = self.get();
-        let r = with_json(py, event, |b| inner.push_json(b))?;
+        let r = self.push_one(py, event)?;
         r.map_err(|e| stream_error(py, &e)).and_then(|c| change_tuple(py, &c))
     }
 
     /// Apply every event of `events`; raises at the first error (events before it stay
     /// applied).
     fn push_many(&mut self, py: Python<'_>, events: &Bound<'_, PyAny>) -> PyResult<()> {
-        let inner = self.get();
         for e in events.try_iter()? {
-            let r = with_json(py, &e?, |b| inner.push_json(b))?;
-            r.map_err(|e| stream_error(py, &e))?;
+            self.push_one(py, &e?)?.map_err(|e| stream_error(py, &e))?;
         }
         Ok(())
     }
@@ -352,8 +451,11 @@ impl Replayer {
         self.get().applier().messages().len()
     }
 
-    fn state<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        json_bytes(py, self.get().applier().state())
+    /// The state: a copy, or (`shared=True`) the document itself, which it never writes
+    /// into again (later patches copy what they change).
+    #[pyo3(signature = (*, shared = false))]
+    fn state<'py>(&mut self, py: Python<'py>, shared: bool) -> PyResult<Bound<'py, PyAny>> {
+        self.get().state_mut().value(py, shared)
     }
 
     fn pending_interrupts<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyBytes> {
@@ -457,5 +559,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(replay_log, m)?)?;
     m.add_function(wrap_pyfunction!(replay_log_files, m)?)?;
     m.add_function(wrap_pyfunction!(set_surrogate_writer, m)?)?;
+    m.add_function(wrap_pyfunction!(set_state_delta_types, m)?)?;
     Ok(())
 }

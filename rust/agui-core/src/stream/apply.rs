@@ -179,11 +179,33 @@ fn type_error(msg: impl Into<String>) -> StreamError {
     StreamError::new(Stage::Apply, msg)
 }
 
+/// The agent's state as the reducer holds it: a JSON value, or a binding's own document
+/// (the Python binding keeps Python objects, so that neither the state nor the deltas
+/// given as objects are converted), patched by the same engine and rules.
+pub trait State: std::fmt::Debug {
+    /// `STATE_SNAPSHOT`: the state becomes (a copy of) `snapshot`. An error is the
+    /// reducer's (the event is not applied).
+    fn set(&mut self, snapshot: &Value) -> Result<(), String>;
+    /// `STATE_DELTA`: apply `ops` atomically in the fast-json-patch dialect, as the
+    /// reference does (on error the state is unchanged).
+    fn patch(&mut self, ops: Vec<crate::patch::Operation>, max_depth: usize) -> Result<(), crate::patch::PatchError>;
+}
+
+impl State for Value {
+    fn set(&mut self, snapshot: &Value) -> Result<(), String> {
+        *self = snapshot.clone();
+        Ok(())
+    }
+    fn patch(&mut self, ops: Vec<crate::patch::Operation>, max_depth: usize) -> Result<(), crate::patch::PatchError> {
+        patch_ops(self, ops, max_depth)
+    }
+}
+
 /// Incremental reducer over messages and state.
 #[derive(Debug)]
-pub struct EventApplier {
+pub struct EventApplier<S = Value> {
     messages: Messages,
-    state: Value,
+    state: S,
     pending_interrupts: Vec<Value>,
     index: usize,
     /// Depth limit of the values patches build (`limits::DEFAULT_MAX_DEPTH`).
@@ -196,9 +218,9 @@ impl Default for EventApplier {
     }
 }
 
-impl EventApplier {
+impl<S: State> EventApplier<S> {
     /// Start from these messages and state (the agent's, before the first event).
-    pub fn new(messages: Vec<Value>, state: Value) -> Self {
+    pub fn new(messages: Vec<Value>, state: S) -> Self {
         EventApplier {
             messages: Messages::new(messages),
             state,
@@ -216,8 +238,12 @@ impl EventApplier {
     pub fn messages(&self) -> &[Value] {
         &self.messages.list
     }
-    pub fn state(&self) -> &Value {
+    pub fn state(&self) -> &S {
         &self.state
+    }
+    /// The state, for a binding's own reads (the reducer alone changes what it holds).
+    pub fn state_mut(&mut self) -> &mut S {
+        &mut self.state
     }
     /// The interrupts of the last `RUN_FINISHED` with an interrupt outcome (cleared by any
     /// other `RUN_FINISHED`).
@@ -225,7 +251,7 @@ impl EventApplier {
         &self.pending_interrupts
     }
     /// `(messages, state, pending interrupts)`.
-    pub fn into_parts(self) -> (Vec<Value>, Value, Vec<Value>) {
+    pub fn into_parts(self) -> (Vec<Value>, S, Vec<Value>) {
         (self.messages.list, self.state, self.pending_interrupts)
     }
 
@@ -255,13 +281,25 @@ impl EventApplier {
         self.state_patch(Ok(ops))
     }
 
+    /// A `STATE_DELTA` the caller applies to the state itself (a binding with deltas in
+    /// its own form): `apply` returns true when it applied the delta, false when it left
+    /// the state unchanged and the event to [`apply`](Self::apply) (which then warns as
+    /// the reference does). `None`: not applied.
+    pub fn apply_state_with(&mut self, apply: impl FnOnce(&mut S) -> bool) -> Option<Change> {
+        if !apply(&mut self.state) {
+            return None;
+        }
+        self.index += 1;
+        Some(Change { state: true, ..Change::default() })
+    }
+
     fn state_delta(&mut self, delta: Value) -> Change {
         self.state_patch(crate::patch::parse_patch_owned(delta))
     }
 
     /// A failing patch leaves the state as it was and warns, as the reference does.
     fn state_patch(&mut self, ops: Result<Vec<crate::patch::Operation>, crate::patch::PatchError>) -> Change {
-        match ops.and_then(|ops| patch_ops(&mut self.state, ops, self.max_depth)) {
+        match ops.and_then(|ops| self.state.patch(ops, self.max_depth)) {
             Ok(()) => Change { state: true, ..Change::default() },
             Err(e) => Change::warn(format!("Failed to apply state patch: {e}")),
         }
@@ -298,7 +336,7 @@ impl EventApplier {
             E::ToolCallResult => self.tool_call_result(event),
             E::StateSnapshot => match event.get("snapshot") {
                 Some(s) => {
-                    self.state = s.clone();
+                    self.state.set(s).map_err(type_error)?;
                     Change { state: true, ..Change::default() }
                 }
                 // `state = undefined` is not a mutation the agent takes.

@@ -37,7 +37,7 @@ pub use js::{kept_surrogate, parse_json, parse_json_limited};
 
 use std::fmt;
 
-pub use apply::{Change, EventApplier};
+pub use apply::{Change, EventApplier, State};
 pub use chunks::{expand_chunks, ChunkExpander};
 pub use compact::{compact_events, compact_events_limited};
 pub use event::{parse_event, parse_event_limited, EventType};

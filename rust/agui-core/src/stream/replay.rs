@@ -2,7 +2,7 @@
 //! expansion, optional verification, the reducer. Push events one at a time
 //! ([`Replayer`]), or replay a whole sequence / SSE log in one call.
 
-use super::apply::{Change, EventApplier};
+use super::apply::{Change, EventApplier, State};
 use super::chunks::ChunkExpander;
 use super::event::{parse_event_limited, plain_state_delta, Delta, EventType, Lead};
 use super::legacy::CompatibilityBoundary;
@@ -35,9 +35,9 @@ impl Default for ReplayOptions {
 /// The outcome of a whole replay: final messages and state, what the reducer warned,
 /// and the error that stopped it (events before it are applied).
 #[derive(Debug)]
-pub struct Replay {
+pub struct Replay<S = Value> {
     pub messages: Vec<Value>,
-    pub state: Value,
+    pub state: S,
     pub pending_interrupts: Vec<Value>,
     pub warnings: Vec<Warning>,
     pub error: Option<StreamError>,
@@ -45,20 +45,21 @@ pub struct Replay {
     pub events: usize,
 }
 
-/// Incremental pipeline: expand, verify, apply.
-pub struct Replayer {
+/// Incremental pipeline: expand, verify, apply (the state: a JSON value, or a binding's
+/// own [`State`]).
+pub struct Replayer<S = Value> {
     boundary: Option<CompatibilityBoundary>,
     expander: Option<ChunkExpander>,
     verifier: Option<EventVerifier>,
-    applier: EventApplier,
+    applier: EventApplier<S>,
     index: usize,
     warnings: Vec<Warning>,
     scratch: Vec<Value>,
     reader: Reader,
 }
 
-impl Replayer {
-    pub fn new(messages: Vec<Value>, state: Value, options: ReplayOptions) -> Self {
+impl<S: State> Replayer<S> {
+    pub fn new(messages: Vec<Value>, state: S, options: ReplayOptions) -> Self {
         Replayer {
             boundary: options.compat.then(CompatibilityBoundary::default),
             expander: options.expand.then(ChunkExpander::new),
@@ -145,7 +146,7 @@ impl Replayer {
         match read {
             // The boundary never changes a plain STATE_DELTA and the expander would only
             // close a pending chunk stream; with verification on it takes the general path.
-            Read::StateOps(ops) if self.verifier.is_none() && !self.expander.as_ref().is_some_and(ChunkExpander::has_pending) => {
+            Read::StateOps(ops) if self.takes_state_delta_directly() => {
                 let index = self.index;
                 self.index += 1;
                 let c = self.applier.apply_state_ops(ops);
@@ -217,8 +218,32 @@ impl Replayer {
         }))
     }
 
-    pub fn applier(&self) -> &EventApplier {
+    /// Whether a `STATE_DELTA` may go straight to the state, past the other stages: the
+    /// boundary never changes one, the expander would only close a pending chunk stream,
+    /// the verifier needs the event. The one decision for plain deltas read from JSON text
+    /// and for a binding's deltas in its own form ([`push_state_with`](Self::push_state_with)).
+    pub fn takes_state_delta_directly(&self) -> bool {
+        self.verifier.is_none() && !self.expander.as_ref().is_some_and(ChunkExpander::has_pending)
+    }
+
+    /// A `STATE_DELTA` the caller applies to the state itself (see
+    /// [`EventApplier::apply_state_with`]); `None` (nothing applied, the event still to
+    /// push) when the stages need the event or `apply` declined it.
+    pub fn push_state_with(&mut self, apply: impl FnOnce(&mut S) -> bool) -> Option<Change> {
+        if !self.takes_state_delta_directly() {
+            return None;
+        }
+        let c = self.applier.apply_state_with(apply)?;
+        self.index += 1;
+        Some(c)
+    }
+
+    pub fn applier(&self) -> &EventApplier<S> {
         &self.applier
+    }
+
+    pub fn state_mut(&mut self) -> &mut S {
+        self.applier.state_mut()
     }
 
     /// Warnings so far, drained.
@@ -226,7 +251,7 @@ impl Replayer {
         std::mem::take(&mut self.warnings)
     }
 
-    pub fn finish(self, error: Option<StreamError>) -> Replay {
+    pub fn finish(self, error: Option<StreamError>) -> Replay<S> {
         let events = self.index;
         let (messages, state, pending_interrupts) = self.applier.into_parts();
         Replay { messages, state, pending_interrupts, warnings: self.warnings, error, events }
@@ -299,7 +324,7 @@ fn content_of(chunk: EventType) -> EventType {
     }
 }
 
-impl std::fmt::Debug for Replayer {
+impl<S: State> std::fmt::Debug for Replayer<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Replayer").field("index", &self.index).field("applier", &self.applier).finish_non_exhaustive()
     }

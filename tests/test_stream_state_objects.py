@@ -1,0 +1,250 @@
+"""The state path of ``replay`` / ``EventApplier`` fed with Python objects: the state is a
+document of Python values (``patch::StateDocument``) and ``STATE_DELTA`` objects in their
+plain form reach it without JSON text. Everything must be as on the bytes path
+(``replay_log``) and as events given as JSON text: state, messages, warnings word for word,
+errors, depth limits, lone surrogates, pydantic events."""
+
+from __future__ import annotations
+
+import datetime
+import gzip
+import json
+import random
+
+import pytest
+
+from agui_fast import _native, stream
+from agui_fast.core import AddOperation, Event, StateDeltaEvent
+from agui_fast.decoder import decode_as
+from agui_fast.errors import AguiError, InvalidJsonError
+
+from pathlib import Path
+
+VECTORS = Path(__file__).resolve().parent / "vectors" / "client"
+
+
+def _load(name):
+    with gzip.open(VECTORS / name, "rt", encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+APPLY = _load("apply.jsonl.gz")
+STATEFUL = [c for c in APPLY if any(e.get("type") in ("STATE_DELTA", "STATE_SNAPSHOT") for e in c["events"])]
+
+
+def _texts(events):
+    return [json.dumps(e).encode() for e in events]
+
+
+def _sse(texts):
+    return b"".join(b"data: " + t + b"\n\n" for t in texts)
+
+
+def _outcome(run):
+    """(messages, state, warnings, error index or None) of a replay, raising or not."""
+    try:
+        r = run()
+        error = None
+    except AguiError as exc:
+        r, error = exc.replay, (type(exc).__name__, getattr(exc, "index", None))
+    return r.messages, r.state, r.warnings, error
+
+
+def _replay_log(data, messages=None, state=None, max_depth=512):
+    """The bytes path (the core's reducer on a JSON state), from these messages and state."""
+    return stream._replay(_native.replay_log(data, messages, state, max_depth=max_depth), True)
+
+
+def _typed(events):
+    try:
+        return [decode_as(json.dumps(e), Event) for e in events]
+    except (AguiError, ValueError):
+        return None
+
+
+@pytest.mark.parametrize("case", STATEFUL, ids=[c["name"] for c in STATEFUL])
+def test_objects_text_and_bytes_paths_agree_on_every_vector(case):
+    initial = case["initial"]
+    texts = _texts(case["events"])
+    kw = dict(messages=initial["messages"], state=initial["state"], raw=True)
+    want = _outcome(lambda: _replay_log(_sse(texts), initial["messages"], initial["state"]))
+    assert _outcome(lambda: stream.replay(texts, **kw)) == want
+    # dicts (the vectors' lone surrogates included: json.loads keeps them)
+    assert _outcome(lambda: stream.replay([json.loads(t) for t in texts], **kw)) == want
+    typed = _typed(case["events"])
+    if typed is not None:
+        assert _outcome(lambda: stream.replay(typed, **kw)) == want
+
+
+def _ptr(key):
+    return "/" + key.replace("~", "~0").replace("/", "~1")
+
+
+def _generated(seed, n=400):
+    """Random deltas against a small state: many fail (missing paths, failing tests,
+    bad indices), as objects of every form."""
+    rnd = random.Random(seed)
+    keys = ["a", "b", "c", "list", "x~y", "s/t"]
+    ops = []
+    for _ in range(n):
+        k = rnd.choice(keys)
+        op = rnd.choice(["add", "replace", "remove", "test", "move", "copy", "add-list", "bad"])
+        path = _ptr(k)
+        if op == "add":
+            ops.append([{"op": "add", "path": path, "value": rnd.choice([1, "v", None, {"n": [1, 2]}, [True], 2.5])}])
+        elif op == "replace":
+            ops.append([{"op": "replace", "path": path, "value": rnd.randint(0, 3)}])
+        elif op == "remove":
+            ops.append([{"op": "remove", "path": path}])
+        elif op == "test":
+            ops.append([{"op": "test", "path": path, "value": rnd.randint(0, 3)}, {"op": "add", "path": "/t", "value": 1}])
+        elif op in ("move", "copy"):
+            ops.append([{"op": op, "from": path, "path": _ptr(rnd.choice(keys))}])
+        elif op == "add-list":
+            ops.append([{"op": "add", "path": "/list/" + rnd.choice(["-", "0", "1", "01", "9"]), "value": rnd.randint(0, 9)}])
+        else:
+            ops.append([{"op": "add", "path": "a/no-slash", "value": 1}])
+    return ops
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_failed_deltas_warn_identically_and_leave_the_state_unchanged(seed):
+    deltas = _generated(seed)
+    state = {"a": 1, "list": [0, 1], "b": {"n": 1}}
+    dicts = [{"type": "STATE_DELTA", "delta": d} for d in deltas]
+    structs = [StateDeltaEvent(delta=d) for d in deltas if all(o["path"].startswith("/") for o in d)]
+    plain = [e for e in dicts if all(o["path"].startswith("/") for o in e["delta"])]
+    want = _replay_log(_sse(_texts(dicts)), state=state)
+    got = stream.replay(dicts, state=state, raw=True)
+    assert (got.state, got.warnings) == (want.state, want.warnings)
+    assert any(w for w in want.warnings)  # failures happen
+    want = _replay_log(_sse(_texts(plain)), state=state)
+    got = stream.replay(structs, state=state, raw=True)
+    assert (got.state, got.warnings) == (want.state, want.warnings)
+    # event by event: the same Change and the same words; a failed delta changes nothing
+    a, b = stream.EventApplier(state=state), stream.EventApplier(state=state)
+    for e in dicts:
+        before = a.state
+        ca, cb = a.apply(e), b.apply(json.dumps(e))
+        assert ca == cb
+        assert a.state == b.state
+        if ca.warnings:
+            assert not ca.state and a.state == before
+    assert state == {"a": 1, "list": [0, 1], "b": {"n": 1}}  # the caller's state is never written
+
+
+def test_lone_surrogates_in_state_deltas_and_the_initial_state():
+    lone = "x\ud83d"
+    events = [
+        {"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/s", "value": lone}]},
+        {"type": "STATE_DELTA", "delta": [{"op": "test", "path": "/s", "value": lone}, {"op": "add", "path": "/ok", "value": 1}]},
+        StateDeltaEvent(delta=[AddOperation(path="/t", value={"k": lone})]),
+        {"type": "STATE_SNAPSHOT", "snapshot": {"snap": lone, "s": lone}},
+        {"type": "STATE_DELTA", "delta": [{"op": "copy", "from": "/snap", "path": "/c"}]},
+    ]
+    text = [json.dumps(e if isinstance(e, dict) else {"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/t", "value": {"k": lone}}]}).encode() for e in events]
+    want = _replay_log(_sse(text), state={"init": lone})
+    got = stream.replay(events, state={"init": lone}, raw=True)
+    assert got.state == want.state == {"snap": lone, "s": lone, "c": lone}
+    assert got.warnings == want.warnings == []
+    assert stream.replay(events[:3], state={"init": lone}).state == {"init": lone, "s": lone, "ok": 1, "t": {"k": lone}}
+
+
+def test_pydantic_events_and_values_only_json_takes():
+    ag_core = pytest.importorskip("ag_ui.core")
+    when = datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc)
+    events = [
+        ag_core.StateSnapshotEvent(snapshot={"a": 1}),
+        ag_core.StateDeltaEvent(delta=[{"op": "add", "path": "/when", "value": when}]),
+        {"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/d", "value": when}]},
+        StateDeltaEvent(delta=[AddOperation(path="/e", value=when)]),
+    ]
+    r = stream.replay(events, state={"start": when})
+    iso = "2026-01-02T03:04:05Z"
+    assert r.state == {"a": 1, "when": iso, "d": iso, "e": iso}
+    assert stream.replay(events[1:], state={"start": when}).state["start"] == iso
+
+
+def test_struct_deltas_with_other_members_take_the_json_path():
+    op = AddOperation(path="/a", value=1, extra={"n": 1})  # an extra member is written
+    ev = StateDeltaEvent(delta=[op], timestamp=5)
+    assert stream.replay([ev]).state == {"a": 1}
+    bad = StateDeltaEvent(delta=[AddOperation(path="/a", value=1)])
+    bad.delta = None  # bypassed construction: read as JSON, as before
+    want = stream.replay([json.dumps({"type": "STATE_DELTA", "delta": None})])
+    assert stream.replay([bad]).warnings == want.warnings == [(0, "Failed to apply state patch: a JSON Patch must be an array, not null")]
+
+
+@pytest.mark.parametrize("form", ["dict", "struct", "text"])
+def test_depth_limit_of_delta_events_at_the_boundary(form):
+    def nested(n):
+        v = 0
+        for _ in range(n):
+            v = [v]
+        return v
+
+    # the event nests 3 levels (event, delta, operation) above the value
+    for depth, ok in ((509, True), (510, False)):
+        delta = [{"op": "add", "path": "/v", "value": nested(depth)}]
+        ev = {"dict": {"type": "STATE_DELTA", "delta": delta}, "struct": StateDeltaEvent(delta=delta), "text": json.dumps({"type": "STATE_DELTA", "delta": delta})}[form]
+        if ok:
+            assert stream.replay([ev]).state["v"] == nested(depth)
+        else:
+            with pytest.raises(InvalidJsonError):
+                stream.replay([ev])
+    small = {"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/v", "value": nested(7)}]}
+    assert _outcome(lambda: stream.replay([small], max_depth=10)) == _outcome(lambda: stream.replay([json.dumps(small)], max_depth=10))
+    for md in range(0, 6):
+        tiny = {"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/v", "value": 1}]}
+        try:
+            want = ("ok", stream.replay([json.dumps(tiny)], max_depth=md).state)
+        except InvalidJsonError:
+            want = ("error", None)
+        try:
+            got = ("ok", stream.replay([tiny], max_depth=md).state)
+        except InvalidJsonError:
+            got = ("error", None)
+        assert got == want, md
+
+
+def test_verify_and_pending_chunks_route_deltas_through_the_stages():
+    delta = {"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/a", "value": 1}]}
+    # verification on: a delta before RUN_STARTED is a rule violation (R01), as JSON text
+    with pytest.raises(AguiError) as info:
+        stream.replay([delta], verify=True)
+    with pytest.raises(AguiError) as text_info:
+        stream.replay([json.dumps(delta)], verify=True)
+    assert str(info.value) == str(text_info.value)
+    # a pending chunk stream is closed by the delta, as for JSON text
+    chunk = {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m", "delta": "hi"}
+    a = stream.replay([chunk, delta], raw=True)
+    b = stream.replay([json.dumps(chunk), json.dumps(delta)], raw=True)
+    assert (a.messages, a.state) == (b.messages, b.state) and a.state == {"a": 1}
+
+
+def test_event_applier_state_is_a_copy_and_replay_state_is_never_written_again():
+    ap = stream.EventApplier(state={"a": {"b": 1}})
+    ap.apply({"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/a/c", "value": 2}]})
+    s = ap.state
+    s["a"]["c"] = 99
+    assert ap.state == {"a": {"b": 1, "c": 2}}
+    shared = ap.result().state
+    ap.apply({"type": "STATE_DELTA", "delta": [{"op": "replace", "path": "/a/c", "value": 3}]})
+    assert shared == {"a": {"b": 1, "c": 2}} and ap.state == {"a": {"b": 1, "c": 3}}
+    events = [{"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/n", "value": i}]} for i in range(3)]
+    r = stream.replay(events, state={"a": [1]})
+    assert r.state == {"a": [1], "n": 2}
+
+
+@pytest.mark.parametrize("max_depth", [0, 1, 5, 512])
+def test_initial_state_depth_limit_as_json_text(max_depth):
+    def nested(n):
+        v = 0
+        for _ in range(n):
+            v = [v]
+        return v
+
+    assert stream.replay([], state=nested(max_depth), max_depth=max_depth).state == nested(max_depth)
+    for s in (nested(max_depth + 1), json.dumps(nested(max_depth + 1))):
+        with pytest.raises(InvalidJsonError):
+            stream.replay([], state=s, max_depth=max_depth)
