@@ -1,6 +1,7 @@
 //! Direct reads of CPython objects' memory past the limited API, for the object walker's
-//! hot path (`walk.rs`) and the Struct field slots (`plan.rs`). (The one other such read
-//! is msgspec's vectorcall slot on the Structs' metaclass, checked in `construct.rs`.)
+//! hot path (`walk.rs`), the Struct field slots (`plan.rs`), and msgspec's vectorcall slot
+//! for the Structs' metaclass (`struct_vectorcall`, used by `construct.rs`): every read of
+//! CPython memory the limited API does not offer is in this one module.
 //!
 //! The limited API reaches a list item, a str's UTF-8, a float or an int only through a
 //! function call each (`PyList_GetItem`, `PyUnicode_AsUTF8AndSize`, ...), where orjson and
