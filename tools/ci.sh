@@ -131,7 +131,6 @@ start fuzz fuzz_job
 
 tools_venv() {
     "$TOOLS_PY" -m venv "$WORK/tools"
-    "$T/python" -m pip install --quiet --upgrade pip
     "$T/python" -m pip install --quiet "maturin>=1.9.4,<2" "ziglang>=0.13,<0.18"
 }
 T="$WORK/tools/bin"
@@ -193,7 +192,9 @@ suite() {
     "$vpy" -m pip install --quiet --no-deps --force-reinstall "$WHEEL"
     # The suite must import the installed wheel, never the checkout's python/ tree.
     "$vpy" -c 'import sys, agui_fast._native as n; assert n.__file__.startswith(sys.prefix), n.__file__'
-    AGUI_WHEELHOUSE="$WHEELHOUSE" "$vpy" -m pytest -q -p no:cacheprovider --basetemp="$WORK/tmp/py$v" || rc=$?
+    # --durations: the slowest tests, at the end of each suite's log.
+    AGUI_WHEELHOUSE="$WHEELHOUSE" "$vpy" -m pytest -q -p no:cacheprovider --basetemp="$WORK/tmp/py$v" --durations=30 \
+        || rc=$?
     if [ "$rc" -eq 5 ]; then
         echo "pytest collected no tests: that is a failure, not a pass"
         return 1
