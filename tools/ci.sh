@@ -24,7 +24,7 @@ WORK="${AGUI_CI_DIR:-$ROOT/target/ci}"
 LOGS="$WORK/logs"
 WHEELHOUSE="$WORK/wheelhouse"
 rm -rf "$WORK"
-mkdir -p "$LOGS" "$WHEELHOUSE"
+mkdir -p "$LOGS" "$WHEELHOUSE" "$WORK/tmp"  # tmp: the suites' --basetemp parents
 START=$SECONDS
 
 TIMINGS="$LOGS/timings.txt"
