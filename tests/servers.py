@@ -1,4 +1,6 @@
-"""Test helper: run an ASGI app with uvicorn on 127.0.0.1 (a free port) in a thread."""
+"""Test helper: run an ASGI app with uvicorn on 127.0.0.1 in a thread, on a socket bound to
+port 0 before the server starts: the kernel's free port, held from the start, so concurrent
+test runs never race for one."""
 
 import socket
 import threading
@@ -8,20 +10,16 @@ from contextlib import contextmanager
 import pytest
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextmanager
 def serve(app, timeout: float = 15.0):
     """Yield the base URL of ``app`` served by uvicorn; stopped (bounded) on exit."""
     uvicorn = pytest.importorskip("uvicorn")
-    config = uvicorn.Config(app, host="127.0.0.1", port=free_port(), log_level="warning",
-                            access_log=False, lifespan="off")
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
     server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + timeout
     while not server.started:
@@ -29,7 +27,8 @@ def serve(app, timeout: float = 15.0):
             raise RuntimeError("uvicorn did not start")
         time.sleep(0.02)
     try:
-        yield f"http://127.0.0.1:{config.port}"
+        yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         thread.join(timeout)
+        sock.close()

@@ -223,25 +223,27 @@ def test_glob_matching_nothing(tmp_path):
 
 def test_progress_bar_only_on_a_terminal(tmp_path):
     import os
-    import pty
 
     big = tmp_path / "big.sse"
     big.write_bytes(SSE * (9 * 2**20 // len(SSE) + 1))
     out = tmp_path / "big.jsonl"
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: stdout and stderr are the terminal
-        os.execv(sys.executable, [sys.executable, "-m", "agui_fast", "convert", str(big), "-o", str(out)])
-    seen = b""
-    while True:
-        try:
-            chunk = os.read(fd, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        seen += chunk
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0, seen
+    # The child's stdout and stderr are a terminal. Started by subprocess, not pty.fork: a
+    # bare fork of this process (threads from earlier tests) could deadlock the child.
+    terminal, child_end = os.openpty()
+    cmd = [sys.executable, "-m", "agui_fast", "convert", str(big), "-o", str(out)]
+    with subprocess.Popen(cmd, stdout=child_end, stderr=child_end) as proc:
+        os.close(child_end)
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(terminal, 4096)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            seen += chunk
+    os.close(terminal)
+    assert proc.returncode == 0, seen
     assert b"%" in seen and b"MB/s" in seen
     piped = run("convert", big, "-o", out)
     assert piped.returncode == 0 and b"MB/s" not in piped.stderr

@@ -138,20 +138,20 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "fastapi_server.py"
 RUN_BODY = {"threadId": "t1", "runId": "r1", "messages": [{"id": "u1", "role": "user", "content": "hi"}]}
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
-def example_server(tmp_path_factory):
+def example_server():
     pytest.importorskip("uvicorn")
-    port = _free_port()
-    env = dict(os.environ)
-    proc = subprocess.Popen([sys.executable, str(EXAMPLE), "--port", str(port)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}/"
-    try:
+    # The example takes --port only. The port stays reserved until the child listens on it:
+    # our socket is bound (not listening) with SO_REUSEADDR, which lets only a listener that
+    # also sets it (asyncio's create_server) bind beside it, and keeps the kernel from handing
+    # the port to any other process, so concurrent suites never race for it.
+    with socket.socket() as reserved:
+        reserved.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        reserved.bind(("127.0.0.1", 0))
+        port = reserved.getsockname()[1]
+        proc = subprocess.Popen([sys.executable, str(EXAMPLE), "--port", str(port)], env=dict(os.environ),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        url = f"http://127.0.0.1:{port}/"
         deadline = time.monotonic() + 30
         while True:
             try:
@@ -159,8 +159,10 @@ def example_server(tmp_path_factory):
                 break
             except httpx.TransportError:
                 if proc.poll() is not None or time.monotonic() > deadline:
+                    proc.kill()
                     raise RuntimeError(f"example server did not start: {proc.stderr.read().decode()[-2000:]}")
                 time.sleep(0.2)
+    try:
         yield url
     finally:
         proc.terminate()

@@ -26,6 +26,10 @@ from agui_fast.errors import (
 
 from conftest import by_name, case_input, load_jsonl, repo_file
 
+# This module keeps the protobuf API's original spelling raw=True (plain dicts) on purpose, as
+# its first callers wrote it; the DeprecationWarning it gives is asserted in test_decoder_api.
+pytestmark = pytest.mark.filterwarnings("ignore:raw=False/True is deprecated:DeprecationWarning")
+
 EVENTS = load_jsonl("codec/events.jsonl")
 STREAMS = load_jsonl("codec/proto_streams.jsonl")
 INVALID = load_jsonl("codec/invalid_events.jsonl")

@@ -354,6 +354,7 @@ def test_empty_data_is_invalid_json():
         decode_sse(b"data:\n\n", raw="dict")
 
 
+@pytest.mark.filterwarnings("ignore:max_buffer_size is deprecated:DeprecationWarning")  # the old name, on purpose
 def test_buffer_limit():
     big = b"data: " + b'"' + b"x" * 100 + b'"' + b"\n\n"
     with pytest.raises(BufferLimitError) as ei:
@@ -820,6 +821,7 @@ def test_big_decode_sse_error_keeps_every_event():
     assert e.events[30_999] == decode_sse(_big_stream(31_000))[-1]
 
 
+@pytest.mark.filterwarnings("ignore:max_buffer_size is deprecated:DeprecationWarning")  # the old name, on purpose
 def test_big_buffer_limit():
     stream = _big_stream(30_000) + b"data: " + b"y" * 5000 + b"\n\n" + _big_stream(10)
     with pytest.raises(BufferLimitError) as ei:
@@ -896,6 +898,7 @@ def test_big_decode_restores_the_gc():
     assert gc.isenabled()
 
 
+@pytest.mark.filterwarnings("ignore:max_buffer_size is deprecated:DeprecationWarning")  # the old name, on purpose
 def test_iter_sse_file_edges(tmp_path):
     """Paths are read in chunks: same events as feeding, a final frame without its blank
     line kept, the buffer limit and I/O errors raised."""

@@ -3,14 +3,17 @@
 #   1. build the abi3 wheel once, portable (manylinux2014 = glibc 2.17, linked by zig from PyPI's
 #      `ziglang`, no container), and prove it with auditwheel and abi3audit;
 #   2. run the Python suite against that BUILT WHEEL (not the source tree) in a fresh venv on
-#      every CPython 3.10-3.13 found (CI=true: all of them must be found);
+#      every CPython 3.10-3.13 found (CI=true: all of them must be found), two at a time;
 #   3. `cargo test` of the core and arrow crates and `cargo clippy -D warnings` of the workspace;
 #      `mypy` over the package (it ships py.typed; config in pyproject.toml);
 #   4. the musllinux wheel (audited; no musl CPython here to run it) and the sdist, whose own
 #      `cargo test` must pass from the unpacked archive;
 #   5. a smoke run of every fuzz target (fuzz/smoke.sh: a few seconds each, nightly toolchain,
 #      cargo-fuzz installed from crates.io when missing), once the cargo job is done.
-# The Rust jobs and the venv set-up run beside the wheel build: fat LTO leaves a core idle.
+# The critical path is the wheel build, then the suites. Everything else starts at once beside
+# it at a lower CPU priority (nice), so it fills what the wheel's single-threaded fat LTO and
+# the suites leave idle instead of slowing them. Each step's start, wall and CPU seconds go to
+# $LOGS/timings.txt, printed at the end: where the time goes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -21,16 +24,52 @@ WORK="${AGUI_CI_DIR:-$ROOT/target/ci}"
 LOGS="$WORK/logs"
 WHEELHOUSE="$WORK/wheelhouse"
 rm -rf "$WORK"
-mkdir -p "$LOGS" "$WHEELHOUSE"
+mkdir -p "$LOGS" "$WHEELHOUSE" "$WORK/tmp"  # tmp: the suites' --basetemp parents
 START=$SECONDS
+
+TIMINGS="$LOGS/timings.txt"
 
 say() { printf '\n=== [%3ds] %s\n' "$((SECONDS - START))" "$*"; }
 die() { echo "ci: $*" >&2; exit 1; }
 
+# CPU seconds (user + sys) of this shell's waited-for children so far, into CPU. `times` runs
+# in this shell (a command substitution would fork a process with no children).
+cpu_now() {
+    local f="$WORK/.times.$BASHPID"
+    times >"$f"
+    CPU=$(awk 'NR == 2 { split($1, u, "m"); split($2, s, "m"); print u[1] * 60 + u[2] + s[1] * 60 + s[2] }' "$f")
+}
+
+# Runs "$@" (a command or a function, under `set -e`) with its output in $LOGS/$1.log, and
+# appends its start, wall and CPU seconds (its processes and theirs) to $TIMINGS.
+timed() {
+    local name=$1 t0=$SECONDS c0 rc; shift
+    cpu_now
+    c0=$CPU
+    set +e  # so that the subshell's `set -e` holds inside functions too
+    (set -e; "$@") >"$LOGS/$name.log" 2>&1
+    rc=$?
+    set -e
+    cpu_now
+    printf '%-16s start %4d s   wall %4d s   cpu %5.0f s%s\n' "$name" "$((t0 - START))" "$((SECONDS - t0))" \
+        "$(awk -v a="$CPU" -v b="$c0" 'BEGIN { print a - b }')" "$([ "$rc" -eq 0 ] || echo "   FAILED ($rc)")" \
+        >>"$TIMINGS"
+    return "$rc"
+}
+
+# start NAME COMMAND...: `timed` in the background; its pid in PID[NAME].
+declare -A PID=()
+start() {
+    local name=$1
+    shift
+    (timed "$name" "$@") &
+    PID[$name]=$!
+}
+
 # Waits for a background job; on failure prints its log's tail and stops.
 finish() {
-    local pid=$1 name=$2
-    if ! wait "$pid"; then
+    local name=$1
+    if ! wait "${PID[$name]}"; then
         echo "--- $name failed; end of $LOGS/$name.log:" >&2
         tail -n 60 "$LOGS/$name.log" >&2
         die "$name failed"
@@ -54,7 +93,7 @@ find_python() {
     return 1
 }
 
-declare -A PY
+declare -A PY=()
 for v in "${PYTHONS[@]}"; do
     if p=$(find_python "$v"); then
         PY[$v]=$p
@@ -69,23 +108,35 @@ TESTED=$(printf '%s\n' "${!PY[@]}" | sort -V | tr '\n' ' ')
 NEWEST=$(printf '%s\n' "${!PY[@]}" | sort -V | tail -n 1)
 TOOLS_PY=${PY[$NEWEST]}
 
-say "background: cargo test -p agui-core -p agui-arrow, then cargo clippy -D warnings"
-(cargo test -p agui-core --locked && cargo test -p agui-arrow --locked && cargo clippy --workspace --all-targets --locked -- -D warnings) \
-    >"$LOGS/cargo.log" 2>&1 &
-CARGO_PID=$!
-# The fuzz smoke run follows the cargo job (not beside it: two cargo builds on two cores
-# would slow the wheel build), on the core the wheel's fat LTO and the test runs leave idle.
-(
-    while kill -0 "$CARGO_PID" 2>/dev/null; do sleep 2; done
-    bash fuzz/smoke.sh "${AGUI_FUZZ_SECONDS:-3}"
-) >"$LOGS/fuzz.log" 2>&1 &
-FUZZ_PID=$!
+# Builds run at a lower CPU priority than the wheel and the suites (the critical path); test
+# runs do not, as some Rust tests bound their wall time.
+NICE=(nice -n 10)
 
-say "tools venv (maturin, ziglang, auditwheel, abi3audit) with $TOOLS_PY"
-"$TOOLS_PY" -m venv "$WORK/tools"
+cargo_job() {
+    "${NICE[@]}" cargo test -p agui-core --locked --no-run
+    cargo test -p agui-core --locked
+    "${NICE[@]}" cargo test -p agui-arrow --locked --no-run
+    cargo test -p agui-arrow --locked
+    "${NICE[@]}" cargo clippy --workspace --all-targets --locked -- -D warnings
+}
+say "background: cargo test -p agui-core -p agui-arrow, then cargo clippy -D warnings, then the fuzz smoke run"
+start cargo cargo_job
+# The fuzz smoke run follows the cargo job (its runs are timed in wall seconds: not beside the
+# busiest part of the build).
+fuzz_job() {
+    while kill -0 "${PID[cargo]}" 2>/dev/null; do sleep 2; done
+    bash fuzz/smoke.sh "${AGUI_FUZZ_SECONDS:-3}"
+}
+start fuzz fuzz_job
+
+tools_venv() {
+    "$TOOLS_PY" -m venv "$WORK/tools"
+    "$T/python" -m pip install --quiet "maturin>=1.9.4,<2" "ziglang>=0.13,<0.18"
+}
 T="$WORK/tools/bin"
-"$T/python" -m pip install --quiet --upgrade pip
-"$T/python" -m pip install --quiet "maturin>=1.9.4,<2" "ziglang>=0.13,<0.18" "auditwheel>=6.1" "abi3audit>=0.0.20"
+say "tools venv (maturin, ziglang) with $TOOLS_PY"
+start tools-venv tools_venv
+finish tools-venv
 # The dev extras and runtime dependencies, from pyproject.toml, to install beside the wheel.
 "$T/python" - >"$WORK/requirements.txt" <<'EOF'
 import tomllib
@@ -93,52 +144,57 @@ project = tomllib.load(open("pyproject.toml", "rb"))["project"]
 print("\n".join(project["dependencies"] + project["optional-dependencies"]["dev"]))
 EOF
 
-say "background: manylinux wheel build, test venvs ($TESTED)"
 # maturin finds `python -m ziglang` through the tools venv on PATH.
-(PATH="$T:$PATH" "$T/maturin" build --locked --release --zig --compatibility "$MANYLINUX" \
-    --out "$WHEELHOUSE") >"$LOGS/wheel-manylinux.log" 2>&1 &
-WHEEL_PID=$!
-(
+wheel_job() {
+    PATH="$T:$PATH" "$T/maturin" build --locked --release --zig --compatibility "$MANYLINUX" --out "$WHEELHOUSE"
+}
+venvs_job() {
+    local v
     for v in "${!PY[@]}"; do
         "${PY[$v]}" -m venv "$WORK/py$v"
         "$WORK/py$v/bin/python" -m pip install --quiet --upgrade pip
-        "$WORK/py$v/bin/python" -m pip install --quiet -r "$WORK/requirements.txt"
+        # --no-compile: bytecode only for what the suite imports, when it imports it.
+        "$WORK/py$v/bin/python" -m pip install --quiet --no-compile -r "$WORK/requirements.txt"
     done
-) >"$LOGS/venvs.log" 2>&1 &
-VENVS_PID=$!
+    # auditwheel and abi3audit, needed once the wheel is built.
+    "$T/python" -m pip install --quiet "auditwheel>=6.1" "abi3audit>=0.0.20"
+}
+# The musllinux wheel and the sdist's own cargo test.
+musl_job() {
+    rustup target list --installed | grep -qx x86_64-unknown-linux-musl \
+        || rustup target add x86_64-unknown-linux-musl
+    PATH="$T:$PATH" "${NICE[@]}" "$T/maturin" build --locked --profile ci-audit --zig \
+        --target x86_64-unknown-linux-musl --compatibility "$MUSLLINUX" --out "$WHEELHOUSE"
+    PATH="$T:$PATH" "$T/maturin" sdist --out "$WORK/sdist"
+    tar -xzf "$WORK"/sdist/agui_fast-*.tar.gz -C "$WORK/sdist"
+    # The unpacked sdist shares the checkout's target dir: only the crate itself recompiles.
+    cd "$WORK"/sdist/agui_fast-*/
+    CARGO_TARGET_DIR="$ROOT/target" "${NICE[@]}" cargo test -p agui-core --locked --no-run
+    CARGO_TARGET_DIR="$ROOT/target" cargo test -p agui-core --locked
+}
+say "background: manylinux wheel build; test venvs ($TESTED); musllinux wheel and sdist"
+start wheel-manylinux wheel_job
+start venvs venvs_job
+start musl-sdist musl_job
 
-finish "$WHEEL_PID" wheel-manylinux
+finish wheel-manylinux
 WHEEL=$(ls "$WHEELHOUSE"/agui_fast-*-cp310-abi3-*manylinux*_x86_64.whl)
+finish venvs
 say "audit $(basename "$WHEEL") ($(du -k "$WHEEL" | cut -f1) KiB)"
 "$T/auditwheel" show "$WHEEL" | tee "$LOGS/auditwheel-manylinux.txt"
 grep -q '"manylinux_2_17_x86_64"' "$LOGS/auditwheel-manylinux.txt" \
     || die "auditwheel does not find the wheel manylinux_2_17 compliant"
 "$T/abi3audit" --strict --summary "$WHEEL"
 
-# The musllinux wheel and the sdist's own cargo test, beside the Python tests.
-(
-    set -e
-    rustup target list --installed | grep -qx x86_64-unknown-linux-musl \
-        || rustup target add x86_64-unknown-linux-musl
-    PATH="$T:$PATH" "$T/maturin" build --locked --profile ci-audit --zig --target x86_64-unknown-linux-musl \
-        --compatibility "$MUSLLINUX" --out "$WHEELHOUSE"
-    PATH="$T:$PATH" "$T/maturin" sdist --out "$WORK/sdist"
-    tar -xzf "$WORK"/sdist/agui_fast-*.tar.gz -C "$WORK/sdist"
-    # The unpacked sdist shares the checkout's target dir: only the crate itself recompiles.
-    cd "$WORK"/sdist/agui_fast-*/
-    CARGO_TARGET_DIR="$ROOT/target" cargo test -p agui-core --locked
-) >"$LOGS/musl-sdist.log" 2>&1 &
-MUSL_PID=$!
-
-# One interpreter's run of the suite against the built wheel. Called from an `if`, where
-# `set -e` does not apply: each step's failure is returned explicitly.
+# One interpreter's run of the suite against the built wheel, with its own temp dir.
 suite() {
     local v=$1 vpy="$WORK/py$1/bin/python" rc=0
-    "$vpy" -m pip install --quiet --no-deps --force-reinstall "$WHEEL" || return 1
+    "$vpy" -m pip install --quiet --no-deps --force-reinstall "$WHEEL"
     # The suite must import the installed wheel, never the checkout's python/ tree.
-    "$vpy" -c 'import sys, agui_fast._native as n; assert n.__file__.startswith(sys.prefix), n.__file__' \
-        || return 1
-    AGUI_WHEELHOUSE="$WHEELHOUSE" "$vpy" -m pytest -q -p no:cacheprovider || rc=$?
+    "$vpy" -c 'import sys, agui_fast._native as n; assert n.__file__.startswith(sys.prefix), n.__file__'
+    # --durations: the slowest tests, at the end of each suite's log.
+    AGUI_WHEELHOUSE="$WHEELHOUSE" "$vpy" -m pytest -q -p no:cacheprovider --basetemp="$WORK/tmp/py$v" --durations=30 \
+        || rc=$?
     if [ "$rc" -eq 5 ]; then
         echo "pytest collected no tests: that is a failure, not a pass"
         return 1
@@ -146,34 +202,46 @@ suite() {
     return "$rc"
 }
 
-finish "$VENVS_PID" venvs
 # mypy from the newest test venv (the dev extras hold it and the typed dependencies), on
 # the source tree, beside the suites: seconds of CPU.
 say "background: mypy over python/agui_fast"
-("$WORK/py$NEWEST/bin/python" -m mypy --cache-dir "$WORK/mypy-cache") >"$LOGS/mypy.log" 2>&1 &
-MYPY_PID=$!
-# One interpreter at a time: the suite's one-time set-ups (test servers, unpacked fixtures) are
-# not written for concurrent runs from one checkout, and the musllinux/sdist job above keeps
-# the second core busy meanwhile.
-# Every interpreter runs even after a failure, so one report shows them all.
+start mypy "${NICE[@]}" "$WORK/py$NEWEST/bin/python" -m mypy --cache-dir "$WORK/mypy-cache"
+
+# The suites, AGUI_CI_SUITES (2) at a time: one core each. Their one-time set-ups are safe to
+# share: tests/interop/node_env.py unpacks node_modules under a lock, test servers listen on
+# sockets bound to port 0, temp dirs are per run. Every interpreter runs even after a failure,
+# so one report shows them all.
+declare -A RUNNING=()  # pid -> CPython version
 FAILED=()
-for v in $TESTED; do
-    say "CPython $v: pytest against the built wheel (log: pytest-$v.log)"
-    if suite "$v" >"$LOGS/pytest-$v.log" 2>&1; then
-        tail -n 1 "$LOGS/pytest-$v.log"
+reap_suite() {
+    local pid rc=0 v
+    wait -n -p pid "${!RUNNING[@]}" || rc=$?
+    v=${RUNNING[$pid]}
+    unset "RUNNING[$pid]"
+    if [ "$rc" -eq 0 ]; then
+        say "CPython $v passed: $(tail -n 1 "$LOGS/pytest-$v.log")"
     else
+        say "CPython $v FAILED (log: $LOGS/pytest-$v.log)"
         sed -n '/= FAILURES =/,$p' "$LOGS/pytest-$v.log" | tail -n 80
+        [ -n "$(sed -n '/= FAILURES =/p' "$LOGS/pytest-$v.log")" ] || tail -n 30 "$LOGS/pytest-$v.log"
         FAILED+=("$v")
     fi
+}
+for v in $TESTED; do
+    [ "${#RUNNING[@]}" -lt "${AGUI_CI_SUITES:-2}" ] || reap_suite
+    say "CPython $v: pytest against the built wheel (log: pytest-$v.log)"
+    (timed "pytest-$v" suite "$v") &
+    RUNNING[$!]=$v
 done
+while [ "${#RUNNING[@]}" -gt 0 ]; do reap_suite; done
 
-finish "$MYPY_PID" mypy
+finish mypy
 tail -n 1 "$LOGS/mypy.log"
-finish "$CARGO_PID" cargo
+finish cargo
 grep -E '^test result:' "$LOGS/cargo.log"
-finish "$FUZZ_PID" fuzz
+finish fuzz
 grep -E '^== ' "$LOGS/fuzz.log"
-finish "$MUSL_PID" musl-sdist
+finish musl-sdist
 grep -E '^test result:' "$LOGS/musl-sdist.log"
 MUSL=$(ls "$WHEELHOUSE"/agui_fast-*-cp310-abi3-*musllinux*_x86_64.whl)
 say "audit $(basename "$MUSL") ($(du -k "$MUSL" | cut -f1) KiB)"
@@ -203,5 +271,7 @@ else
     echo "ci: musl not installed here: the musllinux wheel's symbols are not checked" >&2
 fi
 
+say "where the time went ($TIMINGS; cpu: user + sys of the step's processes)"
+sort -n -k3 "$TIMINGS"
 [ "${#FAILED[@]}" -eq 0 ] || die "the suite failed on CPython ${FAILED[*]} (logs: $LOGS/pytest-*.log)"
 say "all green: wheels in $WHEELHOUSE, CPython $TESTED tested against the built wheel"

@@ -1,7 +1,10 @@
 """The official TypeScript packages for the interop tests: ``node_modules`` next to this
 file, unpacked from ``../shared/reference/node/refnode.tgz`` (beside the repository) when
-missing, else installed with ``npm ci``; the tests skip, saying why, only when neither works."""
+missing, else installed with ``npm ci``; the tests skip, saying why, only when neither works.
+Concurrent test runs from one checkout (CI runs the suites two at a time) take a file lock
+around the check and the install, so none sees or removes a half-written tree."""
 
+import fcntl
 import shutil
 import subprocess
 import tarfile
@@ -37,6 +40,14 @@ def ensure_node_modules() -> str:
         return "node (Node.js 20) is not installed"
     if _complete():
         return ""
+    # Checked again under the lock: another run may have installed it meanwhile.
+    with open(HERE / ".node_modules.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return "" if _complete() else _install()
+
+
+def _install() -> str:
+    """Unpack the tarball, else ``npm ci``: '' when done, else why not (under the lock)."""
     problems = []
     if TARBALL.is_file():
         try:
