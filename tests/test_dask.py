@@ -41,7 +41,7 @@ def logs(tmp_path_factory):
 def client():
     with distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-        dashboard_address=None, silence_logs=40,
+        dashboard_address=":0", silence_logs=40,
     ) as cluster, distributed.Client(cluster) as c:
         yield c
 
