@@ -191,6 +191,9 @@ fn generated_logs_with_errors_anywhere_replay_the_same_pipelined() {
                 if how < 2 && !verify {
                     assert_eq!(r.error.as_ref().map(|e| e.index), Some(at), "sse at {at} how {how} verify {verify}");
                 }
+                if how > 0 {
+                    continue; // the protobuf log is spoiled one way only: checked once
+                }
                 let pb = pb.as_ref().unwrap();
                 let r = same(pb, Vec::new(), json!({}), options, &format!("protobuf at {at} verify {verify}"));
                 if !verify {

@@ -64,7 +64,8 @@ fn sources<'a>(args: &'a [Arg], names: Vec<Option<String>>) -> PyResult<Vec<Sour
         .collect())
 }
 
-fn format_arg(format: &str) -> PyResult<Option<Format>> {
+/// The `format=` argument of the log APIs (`to_arrow`, `replay_log`...): `None` detects.
+pub(crate) fn format_arg(format: &str) -> PyResult<Option<Format>> {
     match format {
         "auto" => Ok(None),
         f => Format::parse(f).map(Some).ok_or_else(|| {

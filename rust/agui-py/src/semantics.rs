@@ -483,17 +483,6 @@ fn replay_tuple<'py>(py: Python<'py>, r: &core::Replay) -> PyResult<Bound<'py, P
 }
 
 /// The log format argument: "auto" (detected), "sse" or "protobuf".
-fn log_format(format: &str) -> PyResult<Option<agui_core::log::Format>> {
-    match format {
-        "auto" => Ok(None),
-        "sse" => Ok(Some(agui_core::log::Format::Sse)),
-        "protobuf" => Ok(Some(agui_core::log::Format::Protobuf)),
-        other => Err(pyo3::exceptions::PyValueError::new_err(format!(
-            "format must be 'auto', 'sse' or 'protobuf', not {other:?}"
-        ))),
-    }
-}
-
 /// replay_log(data, messages=None, state=None, *, format="auto", verify=False,
 /// max_depth=512, pipeline_min=PIPELINE_MIN): replay a log (SSE or protobuf, gzip or not)
 /// given as bytes, with the GIL released; from `pipeline_min` bytes on two Rust threads
@@ -512,7 +501,7 @@ fn replay_log<'py>(
     max_depth: usize,
     pipeline_min: u64,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let format = log_format(format)?;
+    let format = crate::arrow::format_arg(format)?;
     let max_depth = check_max_depth(max_depth)?;
     let (messages, state) = initial(py, messages, state, max_depth)?;
     let log = data.as_bytes();
@@ -543,7 +532,7 @@ fn replay_log_files<'py>(
     max_depth: usize,
     pipeline_min: u64,
 ) -> PyResult<Bound<'py, PyList>> {
-    let format = log_format(format)?;
+    let format = crate::arrow::format_arg(format)?;
     let options = ReplayOptions { verify, max_depth: check_max_depth(max_depth)?, ..ReplayOptions::default() };
     let replays = py.detach(|| core::replay_log_files(&paths, format, options, threads, pipeline_min));
     PyList::new(py, replays.iter().map(|r| replay_tuple(py, r)).collect::<PyResult<Vec<_>>>()?)

@@ -602,7 +602,11 @@ fn parallel_map<T: Sync, U: Send>(items: &[T], threads: usize, f: impl Fn(&T) ->
                 let out = f(item);
                 *slots[i].lock().expect("no thread panics while holding a slot") = Some(out);
             };
-            std::thread::Builder::new().stack_size(crate::pipeline::STACK).spawn_scoped(scope, work).expect("a worker thread");
+            // No thread to be had (a process at its thread limit): this thread does the rest.
+            if std::thread::Builder::new().stack_size(crate::pipeline::STACK).spawn_scoped(scope, work).is_err() {
+                work();
+                break;
+            }
         }
     });
     slots.iter_mut().map(|s| s.get_mut().expect("slot").take().expect("every item done")).collect()
