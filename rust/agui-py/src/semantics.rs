@@ -482,7 +482,6 @@ fn replay_tuple<'py>(py: Python<'py>, r: &core::Replay) -> PyResult<Bound<'py, P
         .into_pyobject(py)
 }
 
-/// The log format argument: "auto" (detected), "sse" or "protobuf".
 /// replay_log(data, messages=None, state=None, *, format="auto", verify=False,
 /// max_depth=512, pipeline_min=PIPELINE_MIN): replay a log (SSE or protobuf, gzip or not)
 /// given as bytes, with the GIL released; from `pipeline_min` bytes on two Rust threads
@@ -506,13 +505,7 @@ fn replay_log<'py>(
     let (messages, state) = initial(py, messages, state, max_depth)?;
     let log = data.as_bytes();
     let options = ReplayOptions { verify, max_depth, ..ReplayOptions::default() };
-    let r = py.detach(|| {
-        if core::pipelines(log.len() as u64, 0, pipeline_min) {
-            core::replay_log_pipelined(log, format, messages, state, options)
-        } else {
-            core::replay_log(log, format, messages, state, options)
-        }
-    });
+    let r = py.detach(|| core::replay_log_sized(log, log.len() as u64, 0, pipeline_min, format, messages, state, options));
     replay_tuple(py, &r)
 }
 

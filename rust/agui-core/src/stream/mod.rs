@@ -42,7 +42,7 @@ pub use chunks::{expand_chunks, ChunkExpander};
 pub use compact::{compact_events, compact_events_limited};
 pub use event::{parse_event, parse_event_limited, EventType};
 pub use replay::{
-    empty_state, pipelines, replay, replay_log, replay_log_files, replay_log_pipelined, replay_sse, replay_sse_many, Replay, ReplayOptions,
+    empty_state, pipelines, replay, replay_log, replay_log_files, replay_log_pipelined, replay_log_sized, replay_sse, replay_sse_many, Replay, ReplayOptions,
     Replayer, PIPELINE_MIN,
 };
 pub use verify::{verify_events, EventVerifier};

@@ -563,14 +563,34 @@ pub fn replay_log_files(
     parallel_map(paths, threads, |path| {
         let opened = std::fs::File::open(path).and_then(|f| Ok((f.metadata()?.len(), f)));
         match opened {
-            Ok((len, f)) if pipelines(len, per_log, pipeline_min) => {
-                replay_log_pipelined(std::io::BufReader::new(f), format, Vec::new(), empty_state(), options)
+            Ok((len, f)) => {
+                let reader = std::io::BufReader::new(f);
+                replay_log_sized(reader, len, per_log, pipeline_min, format, Vec::new(), empty_state(), options)
             }
-            Ok((_, f)) => replay_log(std::io::BufReader::new(f), format, Vec::new(), empty_state(), options),
             Err(e) => Replayer::new(Vec::new(), empty_state(), options)
                 .finish(Some(StreamError::new(super::Stage::Decode, format!("{}: {e}", path.display())))),
         }
     })
+}
+
+/// A log of `len` bytes replayed by [`replay_log_pipelined`] when [`pipelines`] says so
+/// for `threads` and `pipeline_min`, else by [`replay_log`]: the one place that chooses.
+#[allow(clippy::too_many_arguments)]
+pub fn replay_log_sized<R: std::io::Read + Send>(
+    reader: R,
+    len: u64,
+    threads: usize,
+    pipeline_min: u64,
+    format: Option<crate::log::Format>,
+    messages: Vec<Value>,
+    state: Value,
+    options: ReplayOptions,
+) -> Replay {
+    if pipelines(len, threads, pipeline_min) {
+        replay_log_pipelined(reader, format, messages, state, options)
+    } else {
+        replay_log(reader, format, messages, state, options)
+    }
 }
 
 /// Whether a log of `len` bytes replays on two threads ([`replay_log_pipelined`]) when
