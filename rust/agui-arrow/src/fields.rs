@@ -289,6 +289,14 @@ pub struct Fields<'a> {
 /// `max_depth` deep (`agui_core::limits`).
 pub fn parse<'a>(json: &'a str, max_depth: usize) -> Result<Fields<'a>, RowError> {
     check_depth(json, max_depth)?;
+    match scan(json) {
+        Some(raw) => finish(raw),
+        None => parse_serde(json),
+    }
+}
+
+/// The serde pass, for every event [`scan`] does not read.
+fn parse_serde(json: &str) -> Result<Fields<'_>, RowError> {
     let mut raw = Raw::default();
     let mut de = serde_json::Deserializer::from_str(json);
     if serde::de::DeserializeSeed::deserialize(&mut raw, &mut de).and_then(|()| de.end()).is_err() {
@@ -334,28 +342,50 @@ fn literal(lit: &str) -> Option<Cow<'_, str>> {
 
 fn read_members<'a>(json: &'a str, members: &Members) -> Option<Raw<'a>> {
     let mut raw = Raw::default();
-    let mut seen = 0u32;
+    let mut seen = 0;
     for (name, range) in members.iter() {
-        let key = Key::of(name);
-        if matches!(key, Key::Other) {
-            continue;
-        }
-        let bit = 1u32 << key as u32;
-        if seen & bit != 0 {
-            return None;
-        }
-        seen |= bit;
-        let v = json.get(range)?;
-        match key {
-            Key::Type => raw.ty = Some(literal(v)?),
-            Key::Timestamp => raw.timestamp = Some(v),
-            Key::Usage => raw.usage = Some(v),
-            Key::Delta => raw.delta = Some(if v.starts_with('"') { Delta::Str(literal(v)?) } else { Delta::Other }),
-            Key::Other => {}
-            k => raw.strings[k as usize - Key::ThreadId as usize] = Some(literal(v)?),
-        }
+        raw.take(&mut seen, name, json.get(range)?, None)?;
     }
     Some(raw)
+}
+
+/// The members of an event in the compact form most events of a log have (the core's
+/// one scanner, shared with `replay_log`), read without the JSON parser; `None` for any
+/// other form, or a member the fast reading does not take as it is: the serde pass
+/// reads it, to the same row or error. Validation is serde_json's: the form holds no
+/// escape, no control character and no number but an integer, so it is valid JSON.
+fn scan(json: &str) -> Option<Raw<'_>> {
+    let mut raw = Raw::default();
+    let mut seen = 0;
+    agui_core::stream::event::scan_flat(json, |m| raw.take(&mut seen, m.name, m.text, m.string))?;
+    Some(raw)
+}
+
+impl<'a> Raw<'a> {
+    /// Take one top-level member: its name, its JSON text and, when known, its string
+    /// value without escapes. `None`: a member twice (`seen`: the bits of those taken),
+    /// or not of the kind read there (a non-string where a string is read).
+    fn take(&mut self, seen: &mut u32, name: &str, text: &'a str, string: Option<&'a str>) -> Option<()> {
+        let key = Key::of(name);
+        if matches!(key, Key::Other) {
+            return Some(());
+        }
+        let bit = 1u32 << key as u32;
+        if *seen & bit != 0 {
+            return None;
+        }
+        *seen |= bit;
+        let value = || string.map(Cow::Borrowed).or_else(|| literal(text));
+        match key {
+            Key::Type => self.ty = Some(value()?),
+            Key::Timestamp => self.timestamp = Some(text),
+            Key::Usage => self.usage = Some(text),
+            Key::Delta => self.delta = Some(if text.starts_with('"') { Delta::Str(value()?) } else { Delta::Other }),
+            Key::Other => {}
+            k => self.strings[k as usize - Key::ThreadId as usize] = Some(value()?),
+        }
+        Some(())
+    }
 }
 
 /// The columns from the members read.
@@ -655,5 +685,88 @@ mod tests {
         let e = parse_d(r#"[1]"#).unwrap_err();
         assert_eq!(e.field.as_deref(), Some("$"));
         assert_eq!(parse_d(r#"{"runId":"r"}"#).unwrap_err().field.as_deref(), Some("$.type"));
+    }
+
+    /// A small deterministic generator (xorshift): the tests need no crate for it.
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 % n as u64) as usize
+        }
+
+        fn pick<'t>(&mut self, items: &[&'t str]) -> &'t str {
+            items[self.below(items.len())]
+        }
+    }
+
+    /// The compact scan and the serde pass give the same row (every column read from
+    /// the JSON) or the same error, on random events: the table's members and others,
+    /// in any order, some twice; plain strings, escapes, unicode, lone surrogates,
+    /// control characters, integers, fractions, big and invalid numbers, literals,
+    /// nested values; whitespace and text after the object.
+    #[test]
+    fn the_scan_reads_what_serde_reads() {
+        let names = [
+            "type", "type", "type", "messageId", "toolCallId", "delta", "delta", "threadId", "runId", "parentRunId",
+            "role", "name", "toolCallName", "stepName", "timestamp", "usage", "parentMessageId", "x", "", "é",
+            "run\\u0049d", "type\\n",
+        ];
+        let types = [
+            "\"TEXT_MESSAGE_CONTENT\"", "\"TOOL_CALL_ARGS\"", "\"REASONING_MESSAGE_CONTENT\"", "\"RUN_STARTED\"",
+            "\"RUN_FINISHED\"", "\"STATE_DELTA\"", "\"TOOL_CALL_START\"", "\"NOPE\"", "\"\"", "\"TEXT_MESSAGE_\\u0043ONTENT\"",
+            "7", "null",
+        ];
+        let values = [
+            "\"ab\"", "\"\"", "\"é😀 x\"", "\"a\\\"b\"", "\"a\\u0041\"", "\"tab\\there\"", "\"bad\u{1}\"", "\"\\ud800\"",
+            "\"\\ud83d\\ude00\"", "\"\\udc00x\"", "\"a\u{7f}b\"", "\"1700000000000\"", "\"\\x\"", "0", "-0", "12", "-5",
+            "1700000000000", "123456789012345678901234567890", "01", "-", "1.5", "1e3", "1.7e12", "-1.5e-3", "1e400",
+            "true", "false", "null", "[]", "[1,{\"a\":\"\\ud800\"}]", "{\"x\":1}", "[{\"inputTokens\":3,\"outputTokens\":4}]",
+            "[{\"inputTokens\":\"3\"}]", "\"unterminated",
+        ];
+        let seps = [",", ",", ",", ",", ", ", " ,", ",\n"];
+        let colons = [":", ":", ":", ":", ": ", " :"];
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let (mut scanned, mut rows, total) = (0, 0, 40_000);
+        for _ in 0..total {
+            let mut members = Vec::new();
+            if rng.below(10) > 0 {
+                members.push(("type".to_string(), rng.pick(&types).to_string()));
+            }
+            for _ in 0..rng.below(5) {
+                let name = rng.pick(&names);
+                let value = if name == "type" { rng.pick(&types) } else { rng.pick(&values) };
+                members.push((name.to_string(), value.to_string()));
+            }
+            // Mostly in the writers' order, sometimes shuffled.
+            if rng.below(4) == 0 {
+                for i in (1..members.len()).rev() {
+                    members.swap(i, rng.below(i + 1));
+                }
+            }
+            // Mostly compact.
+            let compact = rng.below(3) > 0;
+            let mut json = String::from(if compact || rng.below(2) == 0 { "{" } else { " {" });
+            for (i, (k, v)) in members.iter().enumerate() {
+                if i > 0 {
+                    json.push_str(if compact { "," } else { rng.pick(&seps) });
+                }
+                json.push_str(&format!("\"{k}\"{}{v}", if compact { ":" } else { rng.pick(&colons) }));
+            }
+            json.push('}');
+            if !compact {
+                json.push_str(rng.pick(&["", " ", "\n", " x", "}", ","]));
+            }
+            let fast = parse_d(&json);
+            scanned += scan(&json).is_some() as usize;
+            rows += fast.is_ok() as usize;
+            assert_eq!(fast, parse_serde(&json), "{json}");
+        }
+        // Both paths and both outcomes are exercised.
+        assert!(scanned > total / 10 && scanned < total / 2, "{scanned} of {total} scanned");
+        assert!(rows > total / 20 && rows < total - total / 20, "{rows} of {total} rows");
     }
 }

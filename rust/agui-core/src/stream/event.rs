@@ -168,30 +168,31 @@ impl<'a> Delta<'a> {
         Self::scan(payload).or_else(|| serde_json::from_slice(payload).ok())
     }
 
-    /// The compact form every writer of a token stream emits, `{"type":"…","messageId"
-    /// (or "toolCallId"):"…","delta":"…"}` (the id optional for chunks), with strings
-    /// free of escapes and control characters, read without the JSON parser: a third of
-    /// a replay's time went to serde reading such events member by member. Anything else
-    /// (whitespace, escapes, another member or order) is `None` and left to the parser,
-    /// which reads the same events to the same values.
+    /// A delta event in the compact form ([`scan_flat`]), members in any order, read
+    /// without the JSON parser: a third of a replay's time went to serde reading such
+    /// events member by member. `None`: not a plain delta event, or not in that form
+    /// (left to the parser, which reads the same events to the same values).
     fn scan(payload: &'a [u8]) -> Option<Delta<'a>> {
-        let rest = payload.strip_prefix(b"{\"type\":\"")?;
-        let (ty, rest) = plain_str(rest)?;
-        let kind = EventType::parse(ty);
-        let (id, tool_id, rest) = if let Some(r) = rest.strip_prefix(b",\"messageId\":\"") {
-            let (id, r) = plain_str(r)?;
-            (Some(id), false, r)
-        } else if let Some(r) = rest.strip_prefix(b",\"toolCallId\":\"") {
-            let (id, r) = plain_str(r)?;
-            (Some(id), true, r)
-        } else {
-            (None, false, rest)
-        };
-        let (delta, rest) = plain_str(rest.strip_prefix(b",\"delta\":\"")?)?;
-        if rest != b"}" {
-            return None;
-        }
-        plain_members(kind, id.is_some(), tool_id).then(|| Delta { kind, id: id.map(std::borrow::Cow::Borrowed), delta: std::borrow::Cow::Borrowed(delta) })
+        let json = std::str::from_utf8(payload).ok()?;
+        let (mut ty, mut id, mut delta, mut tool_id) = (None, None, None, false);
+        scan_flat(json, |m| {
+            let slot = match m.name {
+                "type" => &mut ty,
+                "messageId" => &mut id,
+                "toolCallId" => {
+                    tool_id = true;
+                    &mut id
+                }
+                "delta" => &mut delta,
+                _ => return None,
+            };
+            // Each a string, once (the parser's `duplicate member`).
+            slot.replace(m.string?).is_none().then_some(())
+        })?;
+        let kind = EventType::parse(ty?);
+        let delta = delta?;
+        plain_members(kind, id.is_some(), tool_id)
+            .then(|| Delta { kind, id: id.map(std::borrow::Cow::Borrowed), delta: std::borrow::Cow::Borrowed(delta) })
     }
 }
 
@@ -207,15 +208,94 @@ fn plain_members(kind: EventType, explicit: bool, tool_id: bool) -> bool {
     }
 }
 
-/// A JSON string's content up to its closing quote, when it needs no unescaping (no
-/// backslash, no control character: those are the parser's) and is UTF-8; and the bytes
-/// after the quote.
-fn plain_str(s: &[u8]) -> Option<(&str, &[u8])> {
-    let end = s.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
-    if s[end] != b'"' {
+/// One member of an event in the compact form (see [`scan_flat`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Member<'a> {
+    pub name: &'a str,
+    /// The value's JSON text (a string with its quotes).
+    pub text: &'a str,
+    /// The value, when it is a string.
+    pub string: Option<&'a str>,
+}
+
+/// The compact form writers emit for most events of a log (token deltas, starts and
+/// ends): one JSON object, no whitespace, member names and string values that need no
+/// unescaping (no backslash, no control character), every other value an integer, as
+/// in `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"Hi"}` or
+/// `{"type":"RUN_STARTED","timestamp":1700000000000,"threadId":"t","runId":"r"}`.
+/// Read without the JSON parser: `member` gets the members in order, and may decline
+/// the event (`None`). `None` when the text is in any other form (whitespace, escapes,
+/// nested values, fractions, a text after the object ...) or was declined: the caller
+/// then uses the parser, which accepts everything this accepts, to the same values
+/// (duplicate names are the caller's to refuse).
+pub fn scan_flat<'a>(json: &'a str, mut member: impl FnMut(Member<'a>) -> Option<()>) -> Option<()> {
+    let b = json.as_bytes();
+    if b.first() != Some(&b'{') {
         return None;
     }
-    Some((std::str::from_utf8(&s[..end]).ok()?, &s[end + 1..]))
+    if b.get(1) == Some(&b'}') {
+        return (b.len() == 2).then_some(());
+    }
+    let mut i = 1;
+    loop {
+        // Every slice below starts and ends next to an ASCII byte: char boundaries.
+        if b.get(i) != Some(&b'"') {
+            return None;
+        }
+        let name_end = plain_end(b, i + 1)?;
+        if b.get(name_end + 1) != Some(&b':') {
+            return None;
+        }
+        let v = name_end + 2;
+        let (end, string) = match b.get(v)? {
+            b'"' => {
+                let e = plain_end(b, v + 1)?;
+                (e + 1, Some(&json[v + 1..e]))
+            }
+            b'-' | b'0'..=b'9' => (int_end(b, v)?, None),
+            _ => return None,
+        };
+        member(Member { name: &json[i + 1..name_end], text: &json[v..end], string })?;
+        match b.get(end)? {
+            b',' => i = end + 1,
+            b'}' if end + 1 == b.len() => return Some(()),
+            _ => return None,
+        }
+    }
+}
+
+/// Bytes a string without escapes may hold as they are: not `"`, a backslash, nor a control
+/// character (JSON wants those escaped).
+const PLAIN: [bool; 256] = {
+    let mut t = [true; 256];
+    let mut c = 0;
+    while c < 0x20 {
+        t[c] = false;
+        c += 1;
+    }
+    t[b'"' as usize] = false;
+    t[b'\\' as usize] = false;
+    t
+};
+
+/// The position of the quote closing a string whose content starts at `start`, when the
+/// content needs no unescaping.
+#[inline]
+fn plain_end(b: &[u8], start: usize) -> Option<usize> {
+    let n = b.get(start..)?.iter().position(|&c| !PLAIN[c as usize])?;
+    (b[start + n] == b'"').then_some(start + n)
+}
+
+/// The end of a JSON integer (`-?(0|[1-9][0-9]*)`) starting at `start`. What follows it
+/// (a fraction, an exponent) is the caller's to refuse.
+#[inline]
+fn int_end(b: &[u8], start: usize) -> Option<usize> {
+    let i = start + usize::from(b[start] == b'-');
+    match b.get(i)? {
+        b'0' => Some(i + 1),
+        b'1'..=b'9' => Some(i + 1 + b[i + 1..].iter().take_while(|c| c.is_ascii_digit()).count()),
+        _ => None,
+    }
 }
 
 /// The operations of a `STATE_DELTA` event in its plain form: exactly `{type, delta}` with
@@ -326,5 +406,69 @@ mod tests {
         assert!(scanned == 27 && scanned < total, "{scanned} of {total}");
         // Invalid UTF-8 in a delta: neither reads it (the general path replaces it).
         assert!(Delta::scan(b"{\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m\",\"delta\":\"a\xffb\"}").is_none());
+    }
+
+    /// The members `scan_flat` reads, or `None`.
+    fn flat(json: &str) -> Option<Vec<(String, String, Option<String>)>> {
+        let mut out = Vec::new();
+        scan_flat(json, |m| {
+            out.push((m.name.to_string(), m.text.to_string(), m.string.map(str::to_string)));
+            Some(())
+        })?;
+        Some(out)
+    }
+
+    /// What the scan accepts is JSON serde_json accepts, to the same members: checked on
+    /// compact events with every byte position replaced by each byte that matters to
+    /// JSON (quotes, escapes, control characters, separators, number syntax, whitespace,
+    /// non-ASCII) and with text cut at every position.
+    #[test]
+    fn the_flat_scan_accepts_only_what_serde_json_reads_the_same() {
+        let events = [
+            r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"Hé 😀"}"#,
+            r#"{"type":"RUN_STARTED","timestamp":1700000000000,"threadId":"t","runId":"r"}"#,
+            r#"{"type":"X","n":-0,"m":0,"big":123456789012345678901234567890,"":""}"#,
+            r#"{}"#,
+        ];
+        let bytes: [&str; 24] = [
+            "\"", "\\", "\u{1}", "\u{1f}", "\u{7f}", " ", "\n", "\t", "{", "}", "[", "]", ",", ":", "-", "+", "0", "1", ".", "e", "E", "é", "n", "x",
+        ];
+        let mut variants = Vec::new();
+        for e in events {
+            for i in 0..e.len() {
+                if !e.is_char_boundary(i) {
+                    continue;
+                }
+                variants.push(e[..i].to_string());
+                let next = (i + 1..=e.len()).find(|&j| e.is_char_boundary(j)).unwrap();
+                for b in bytes {
+                    variants.push(format!("{}{b}{}", &e[..i], &e[next..]));
+                    variants.push(format!("{}{b}{}", &e[..i], &e[i..]));
+                }
+            }
+            variants.push(e.to_string());
+        }
+        let mut accepted = 0;
+        for v in &variants {
+            let Some(members) = flat(v) else { continue };
+            accepted += 1;
+            let parsed: serde_json::Map<String, Value> =
+                serde_json::from_str(v).unwrap_or_else(|e| panic!("{v:?} was scanned but does not parse: {e}"));
+            let names: Vec<&str> = members.iter().map(|m| m.0.as_str()).collect();
+            let unique: std::collections::HashSet<&str> = names.iter().copied().collect();
+            if unique.len() == names.len() {
+                // (A name given twice keeps its last value in the map: the callers refuse those.)
+                assert_eq!(parsed.keys().map(String::as_str).collect::<Vec<_>>(), names, "{v:?}");
+            }
+            for (name, text, string) in &members {
+                let value: Value = serde_json::from_str(text).unwrap();
+                assert_eq!(string.as_ref().map(|s| Value::String(s.clone())), value.is_string().then(|| value.clone()), "{v:?}");
+                assert!(value.is_string() || value.is_number(), "{v:?}");
+                if unique.len() == names.len() {
+                    assert_eq!(parsed[name.as_str()], value, "{v:?}");
+                }
+            }
+        }
+        assert!(accepted > 1000 && accepted < variants.len() / 2, "{accepted} of {}", variants.len());
     }
 }
