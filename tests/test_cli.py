@@ -120,6 +120,22 @@ def test_convert_failure_leaves_no_partial_output(tmp_path, to):
     assert f"{len(EVENTS) - 1} events".encode() in r.stderr, r.stderr
 
 
+@pytest.mark.parametrize("command", ["inspect", "validate", "replay", "convert"])
+def test_a_truncated_log_reads_the_same_in_every_command(tmp_path, capsys, command):
+    # inspect/convert read it in Rust (agui_fast.arrow), validate/replay through the
+    # typed decoders (msgspec): one class, one wording, the same frame and offset.
+    bad = tmp_path / "cut.sse"
+    bad.write_bytes(SSE[: len(SSE) - 7])
+    frame, offset = len(EVENTS) - 1, SSE.rindex(b"data: ")
+    extra = ["-o", str(tmp_path / "o.jsonl")] if command == "convert" else []
+    assert main([command, str(bad), *extra]) == 1
+    out = capsys.readouterr()
+    (line,) = (out.out + out.err).splitlines()
+    assert "InvalidJsonError" in line and "Input data was truncated" in line, line
+    assert f"frame {frame}" in line and str(offset) in line, line
+    assert "EOF while parsing" not in line
+
+
 def test_convert_to_a_closed_pipe_ends_quietly(sse_log):
     # `agui-fast convert LOG -o - | head -c 10`: the reader goes away, no error message.
     big = sse_log.parent / "big.sse"

@@ -465,6 +465,19 @@ fn usage(raw: &str) -> Result<Usage, RowError> {
     Ok(sum)
 }
 
+/// The error of a text that is not JSON. One that ends early is worded as the typed
+/// decoders (msgspec) word it, so that every command says the same of a truncated log.
+fn invalid_json(e: serde_json::Error) -> RowError {
+    let message = match e.classify() {
+        serde_json::error::Category::Eof => TRUNCATED.to_string(),
+        _ => format!("invalid JSON: {e}"),
+    };
+    RowError { class: "InvalidJsonError", message, field: None }
+}
+
+/// msgspec's words for a JSON text that ends early.
+const TRUNCATED: &str = "Input data was truncated";
+
 fn short(text: &str) -> String {
     let mut end = text.len().min(40);
     while !text.is_char_boundary(end) {
@@ -481,7 +494,6 @@ fn short(text: &str) -> String {
 /// then the top-level members are looked at, each kept as text.
 fn explain(json: &str) -> RowError {
     use std::collections::BTreeMap;
-    let invalid_json = |e: serde_json::Error| RowError { class: "InvalidJsonError", message: format!("invalid JSON: {e}"), field: None };
     if let Err(e) = serde_json::from_str::<IgnoredAny>(json) {
         return invalid_json(e);
     }
@@ -668,6 +680,9 @@ mod tests {
     fn names_the_wrong_member() {
         let e = parse_d("{nope").unwrap_err();
         assert_eq!(e.class, "InvalidJsonError");
+        for cut in [r#"{"type":"RUN_STARTED","runId":"r""#, r#"{"type":"RUN_STARTED","runId":"#, "{", "", "  "] {
+            assert_eq!(parse_d(cut).unwrap_err().message, TRUNCATED, "{cut:?}");
+        }
         let e = parse_d(r#"{"type":"NOPE"}"#).unwrap_err();
         assert_eq!((e.class, e.field.as_deref()), ("EventValidationError", Some("$.type")));
         let e = parse_d(r#"{"type":"TEXT_MESSAGE_START","messageId":5}"#).unwrap_err();

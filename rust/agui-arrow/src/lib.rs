@@ -557,8 +557,9 @@ fn decode_source_parallel(src: &Source<'_>, opts: &Options, control: &Control, w
     let failed_at = AtomicUsize::new(usize::MAX);
     let mut reader_issues = Vec::new();
     let read = std::thread::scope(|s| {
+        let mut started = 0;
         for _ in 0..workers {
-            s.spawn(|| loop {
+            let worker = spawn(s, || loop {
                 let part = match rx.lock().unwrap_or_else(|p| p.into_inner()).recv() {
                     Ok(p) => p,
                     Err(_) => break,
@@ -594,6 +595,11 @@ fn decode_source_parallel(src: &Source<'_>, opts: &Options, control: &Control, w
                 };
                 results.lock().unwrap_or_else(|p| p.into_inner()).insert(part.seq, r);
             });
+            started += usize::from(worker.is_ok());
+        }
+        // No worker to be had (a process at its thread limit): read on this thread alone.
+        if started == 0 {
+            return None;
         }
         let mut part = Packed::default();
         let read = each_event(src, opts, control, &mut reader_issues, |ev, _| {
@@ -611,8 +617,9 @@ fn decode_source_parallel(src: &Source<'_>, opts: &Options, control: &Control, w
             let _ = tx.send(part);
         }
         drop(tx);
-        read
+        Some(read)
     });
+    let Some(read) = read else { return decode_source(src, opts, control) };
     let mut out = Decoded::default();
     for (_, r) in results.into_inner().unwrap_or_else(|p| p.into_inner()) {
         let d = r?;
@@ -862,17 +869,34 @@ pub fn decode_source(src: &Source<'_>, opts: &Options, control: &Control) -> Res
     Ok(Some(out))
 }
 
-/// Run `work` on `threads` scoped threads (on the calling thread for one).
+/// Run `work` on `threads` threads: the calling thread and `threads - 1` scoped ones
+/// (`work` takes its items from a shared counter until none are left, so any of them can
+/// do all of it). A thread that cannot be started (a process at its thread limit) is not
+/// an error: the others, the calling thread at least, do its share.
 fn run_on<F: Fn() + Sync>(threads: usize, work: F) {
     if threads <= 1 {
-        work();
-    } else {
-        std::thread::scope(|s| {
-            for _ in 0..threads {
-                s.spawn(&work);
-            }
-        });
+        return work();
     }
+    std::thread::scope(|s| {
+        for _ in 1..threads {
+            if spawn(s, &work).is_err() {
+                break;
+            }
+        }
+        work();
+    });
+}
+
+/// A scoped thread (`Err` at the process's thread limit, or in a test that asks for it).
+fn spawn<'s, 'e, F: FnOnce() + Send + 's>(
+    s: &'s std::thread::Scope<'s, 'e>,
+    f: F,
+) -> std::io::Result<std::thread::ScopedJoinHandle<'s, ()>> {
+    #[cfg(test)]
+    if tests::NO_THREADS.with(std::cell::Cell::get) {
+        return Err(std::io::Error::other("no thread (test)"));
+    }
+    std::thread::Builder::new().spawn_scoped(s, f)
 }
 
 /// One source's outcome, filled by whichever thread decoded it (`None` until then).
@@ -1122,6 +1146,11 @@ mod tests {
     use arrow_array::cast::AsArray;
     use arrow_array::Array;
 
+    thread_local! {
+        /// No thread can be started from this thread (`spawn`), as at a thread limit.
+        pub(super) static NO_THREADS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+
     fn log() -> Vec<u8> {
         let mut out = Vec::new();
         for e in [
@@ -1301,5 +1330,27 @@ mod tests {
         assert_eq!((r.first_timestamp, r.last_timestamp), (Some(1000), Some(3000)));
         let missing = Source { input: Input::Path("/nonexistent/x.sse".into()), name: Some("x".into()) };
         assert_eq!(inspect(&missing, &Options::default(), &Control::default()).unwrap_err().class, "FileNotFoundError");
+    }
+
+    /// Without threads to be had, every way of decoding runs on the calling thread and
+    /// gives the same table (no panic, no wait for a worker that never came).
+    #[test]
+    fn no_thread_to_be_had() {
+        let mut big = Vec::new();
+        for _ in 0..20_000 {
+            big.extend_from_slice(&log());
+        }
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut gz, &big).unwrap();
+        let gz = gz.finish().unwrap();
+        let cases = [vec![bytes(&big, "big")], vec![bytes(&gz, "gz")], (0..4).map(|i| bytes(&log(), &format!("s{i}"))).collect()];
+        for (srcs, rows) in cases.iter().zip([100_000, 100_000, 20]) {
+            let want = row_values(&decode_many(srcs, 1, &Options::default(), &Control::default()).unwrap());
+            assert_eq!(want.len(), rows);
+            NO_THREADS.with(|n| n.set(true));
+            let got = decode_many(srcs, 3, &Options::default(), &Control::default());
+            NO_THREADS.with(|n| n.set(false));
+            assert_eq!(row_values(&got.unwrap()), want);
+        }
     }
 }
