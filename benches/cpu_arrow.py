@@ -1,5 +1,5 @@
-"""CPU time of ``to_arrow`` vs the typed decoders on the 100k-event logs of
-``bench_arrow.py``, interleaved A/B in one process.
+"""CPU time of ``to_arrow`` vs the typed decoders and the pure-Python peers on the
+100k-event logs of ``bench_arrow.py``, interleaved A/B in one process.
 
 On a shared machine the wall times of ``bench_arrow.py`` measure the load as much as the
 code (and no thread count can scale without an idle core); the process CPU time (every
@@ -15,9 +15,11 @@ import time
 
 import pyarrow as pa
 
-from agui_fast._bench import protobuf_log, run_events, sse_log
+from agui_fast._bench import protobuf_log, pydantic_peer, run_events, sse_log
 from agui_fast.arrow import to_arrow
 from agui_fast.decoder import decode_protobuf, decode_sse
+
+from bench_proto import upb_dict_log
 
 ROUNDS = 9
 
@@ -32,10 +34,17 @@ def main() -> None:
         "to_arrow protobuf, 1 thread": lambda: pa.table(to_arrow(pb, threads=1)),
         "to_arrow protobuf, 2 threads": lambda: pa.table(to_arrow(pb, threads=2)),
         "decode_protobuf": lambda: decode_protobuf(pb),
+        # The pure-Python peers (about a second each): every third round.
+        "pure-Python peer (sse)": lambda: pure_python(sse),
+        "upb dict (protobuf)": lambda: upb_dict_log(pb),
     }
+    pure_python = pydantic_peer()
+    slow = {"pure-Python peer (sse)", "upb dict (protobuf)"}
     got: dict = {k: [] for k in cases}
-    for _ in range(ROUNDS):
+    for r in range(ROUNDS):
         for name, run in cases.items():
+            if name in slow and r % 3:
+                continue
             c0, w0 = time.process_time(), time.perf_counter()
             run()
             got[name].append((time.process_time() - c0, time.perf_counter() - w0))
@@ -48,9 +57,11 @@ def main() -> None:
     # Peer time / our time (min, median), CPU and wall.
     for ours, peer in [("to_arrow sse, 1 thread", "decode_sse"), ("to_arrow sse, 2 threads", "decode_sse"),
                        ("to_arrow protobuf, 1 thread", "decode_protobuf"),
-                       ("to_arrow protobuf, 2 threads", "decode_protobuf")]:
+                       ("to_arrow protobuf, 2 threads", "decode_protobuf"),
+                       ("to_arrow sse, 2 threads", "pure-Python peer (sse)"),
+                       ("to_arrow protobuf, 2 threads", "upb dict (protobuf)")]:
         o, p = stats[ours], stats[peer]
-        print(f"{ours:28s} vs {peer:16s} CPU {p[0] / o[0]:4.2f}x min {p[1] / o[1]:4.2f}x median | "
+        print(f"{ours:28s} vs {peer:22s} CPU {p[0] / o[0]:4.2f}x min {p[1] / o[1]:4.2f}x median | "
               f"wall {p[2] / o[2]:4.2f}x / {p[3] / o[3]:4.2f}x")
 
 

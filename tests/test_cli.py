@@ -124,9 +124,15 @@ def test_convert_failure_leaves_no_partial_output(tmp_path, to):
 def test_a_truncated_log_reads_the_same_in_every_command(tmp_path, capsys, command):
     # inspect/convert read it in Rust (agui_fast.arrow), validate/replay through the
     # typed decoders (msgspec): one class, one wording, the same frame and offset.
+    run_ = [
+        RunStartedEvent(thread_id="t", run_id="r"), TextMessageStartEvent(message_id="m", role="assistant"),
+        TextMessageContentEvent(message_id="m", delta="hi"), TextMessageEndEvent(message_id="m"),
+        RunFinishedEvent(thread_id="t", run_id="r"),
+    ]
+    sse = EventEncoder().encode_many(run_)
     bad = tmp_path / "cut.sse"
-    bad.write_bytes(SSE[: len(SSE) - 7])
-    frame, offset = len(EVENTS) - 1, SSE.rindex(b"data: ")
+    bad.write_bytes(sse[: len(sse) - 7])
+    frame, offset = len(run_) - 1, sse.rindex(b"data: ")
     extra = ["-o", str(tmp_path / "o.jsonl")] if command == "convert" else []
     assert main([command, str(bad), *extra]) == 1
     out = capsys.readouterr()
