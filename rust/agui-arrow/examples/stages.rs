@@ -23,10 +23,7 @@ fn best<F: FnMut() -> usize>(mut f: F) -> (f64, usize) {
 /// The columns of one event as `to_arrow` reads them (protobuf: where the mapping wrote them).
 fn row_fields<'a>(ev: &agui_core::log::Event<'_>, s: &'a str) -> fields::Fields<'a> {
     let depth = agui_core::limits::DEFAULT_MAX_DEPTH;
-    match ev.members {
-        Some(m) => fields::parse_members(s, m, depth).unwrap(),
-        None => fields::parse(s, depth).unwrap(),
-    }
+    fields::parse(s, ev.members, depth).unwrap()
 }
 
 fn main() {
@@ -51,7 +48,7 @@ fn main() {
         let mut n = 0;
         LogReader::open(&data[..], None).unwrap().for_each(&Limits::default(), |ev| -> Result<(), LogError> {
             let s = std::str::from_utf8(ev.json).unwrap();
-            let f = fields::parse(s, agui_core::limits::DEFAULT_MAX_DEPTH).unwrap();
+            let f = fields::parse(s, None, agui_core::limits::DEFAULT_MAX_DEPTH).unwrap();
             n += f.ty.len();
             Ok(())
         }).unwrap();

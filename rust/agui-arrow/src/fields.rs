@@ -267,9 +267,10 @@ impl Usage {
 }
 
 /// The table's view of one event.
-#[derive(Debug, PartialEq)]
+#[derive(Debug, Default, PartialEq)]
 pub struct Fields<'a> {
-    pub ty: Cow<'a, str>,
+    /// One of `agui_core::proto::EVENT_TYPES`.
+    pub ty: &'static str,
     /// Position of `ty` in `agui_core::proto::EVENT_TYPES` (the `type` dictionary key).
     pub ty_index: i32,
     /// Milliseconds since the epoch.
@@ -289,28 +290,42 @@ pub struct Fields<'a> {
     pub usage: Option<Usage>,
 }
 
-/// Read the columns of one event (`json`: its text, valid UTF-8), nested at most
-/// `max_depth` deep (`agui_core::limits`).
-// Inlined, as `scan` and `finish`: the row is built where the caller keeps it, not moved
-// through return values (a few hundred bytes each: memcpy was 8% of `to_arrow`).
-#[inline]
-pub fn parse<'a>(json: &'a str, max_depth: usize) -> Result<Fields<'a>, RowError> {
+/// Read the columns of one event (`json`: its text, valid UTF-8, nested at most
+/// `max_depth` deep: `agui_core::limits`) into `out`, a `Fields::default()`.
+/// `members`: where the protobuf mapping wrote the top-level members of `json`; they are
+/// then taken from there instead of parsing the text again.
+///
+/// The compact form most events have is read by the core's scanner, the others by a
+/// serde pass, both filling the same `Raw`, to the same row or error. The row is written
+/// in place, not returned: rows are a few hundred bytes, and moving them through return
+/// values was 8-16% of `to_arrow` (memcpy).
+#[inline(always)]
+pub fn read<'a>(json: &'a str, members: Option<&Members>, max_depth: usize, out: &mut Fields<'a>) -> Result<(), RowError> {
     check_depth(json, max_depth)?;
-    match scan(json) {
-        Some(raw) => finish(raw),
-        None => parse_serde(json),
+    let mut raw = Raw::default();
+    let fast = match members {
+        Some(m) => read_members(json, m, &mut raw),
+        None => scan(json, &mut raw),
+    };
+    if fast.is_none() {
+        raw = Raw::default();
+        parse_serde(json, &mut raw)?;
     }
+    finish(&mut raw, out)
 }
 
-/// The serde pass, for every event [`scan`] does not read.
+/// [`read`] into a new row.
+pub fn parse<'a>(json: &'a str, members: Option<&Members>, max_depth: usize) -> Result<Fields<'a>, RowError> {
+    let mut out = Fields::default();
+    read(json, members, max_depth, &mut out)?;
+    Ok(out)
+}
+
+/// The serde pass, for every event the fast readings do not take.
 #[inline(never)]
-fn parse_serde(json: &str) -> Result<Fields<'_>, RowError> {
-    let mut raw = Raw::default();
+fn parse_serde<'a>(json: &'a str, raw: &mut Raw<'a>) -> Result<(), RowError> {
     let mut de = serde_json::Deserializer::from_str(json);
-    if serde::de::DeserializeSeed::deserialize(&mut raw, &mut de).and_then(|()| de.end()).is_err() {
-        return Err(explain(json));
-    }
-    finish(raw)
+    serde::de::DeserializeSeed::deserialize(&mut *raw, &mut de).and_then(|()| de.end()).map_err(|_| explain(json))
 }
 
 /// Nesting deeper than `max_depth` takes more than `max_depth` bytes: most events are
@@ -326,18 +341,6 @@ fn check_depth(json: &str, max_depth: usize) -> Result<(), RowError> {
     Ok(())
 }
 
-/// [`parse`] of the text the protobuf mapping wrote (`json`), its members taken where
-/// the mapping recorded them (`members`) instead of parsing the text again. The same
-/// result as `parse`: a member the fast reading does not take as it is (a non-string
-/// where a string is read, a member twice) goes to `parse`, which explains it.
-pub fn parse_members<'a>(json: &'a str, members: &Members, max_depth: usize) -> Result<Fields<'a>, RowError> {
-    check_depth(json, max_depth)?;
-    match read_members(json, members) {
-        Some(raw) => finish(raw),
-        None => parse(json, max_depth),
-    }
-}
-
 /// A JSON string's value (`lit`: its text, quotes included): borrowed when it has no
 /// escapes; `None` when it is not a string.
 fn literal(lit: &str) -> Option<Cow<'_, str>> {
@@ -348,13 +351,15 @@ fn literal(lit: &str) -> Option<Cow<'_, str>> {
     serde_json::from_str::<String>(lit).ok().map(Cow::Owned)
 }
 
-fn read_members<'a>(json: &'a str, members: &Members) -> Option<Raw<'a>> {
-    let mut raw = Raw::default();
+/// The members where the protobuf mapping wrote them. `None`: a member the fast reading
+/// does not take as it is (a non-string where a string is read, a member twice): the
+/// serde pass explains it.
+fn read_members<'a>(json: &'a str, members: &Members, raw: &mut Raw<'a>) -> Option<()> {
     let mut seen = 0;
     for (name, range) in members.iter() {
         raw.take(&mut seen, name, json.get(range)?, None)?;
     }
-    Some(raw)
+    Some(())
 }
 
 /// The members of an event in the compact form most events of a log have (the core's
@@ -362,12 +367,10 @@ fn read_members<'a>(json: &'a str, members: &Members) -> Option<Raw<'a>> {
 /// other form, or a member the fast reading does not take as it is: the serde pass
 /// reads it, to the same row or error. Validation is serde_json's: the form holds no
 /// escape, no control character and no number but an integer, so it is valid JSON.
-#[inline]
-fn scan(json: &str) -> Option<Raw<'_>> {
-    let mut raw = Raw::default();
+#[inline(always)]
+fn scan<'a>(json: &'a str, raw: &mut Raw<'a>) -> Option<()> {
     let mut seen = 0;
-    agui_core::stream::event::scan_flat(json, |m| raw.take(&mut seen, m.name, m.text, m.string))?;
-    Some(raw)
+    agui_core::stream::event::scan_flat(json, |m| raw.take(&mut seen, m.name, m.text, m.string))
 }
 
 impl<'a> Raw<'a> {
@@ -397,12 +400,12 @@ impl<'a> Raw<'a> {
     }
 }
 
-/// The columns from the members read.
-#[inline]
-fn finish(raw: Raw<'_>) -> Result<Fields<'_>, RowError> {
-    let (ty, ty_index) = match raw.ty {
+/// The columns from the members read (taken out of `raw`, member by member).
+#[inline(always)]
+fn finish<'a>(raw: &mut Raw<'a>, out: &mut Fields<'a>) -> Result<(), RowError> {
+    let (ty, ty_index) = match &raw.ty {
         Some(t) => match EVENT_TYPES.iter().position(|k| *k == t.as_ref()) {
-            Some(i) => (t, i as i32),
+            Some(i) => (EVENT_TYPES[i], i as i32),
             None => return Err(RowError::invalid("$.type", format!("unknown event type {t:?}"))),
         },
         None => return Err(RowError::invalid("$.type", "the event has no `type`".into())),
@@ -413,9 +416,9 @@ fn finish(raw: Raw<'_>) -> Result<Fields<'_>, RowError> {
         })?),
         None => None,
     };
-    let delta = match raw.delta {
+    let delta = match raw.delta.take() {
         Some(Delta::Str(d)) => Some(d),
-        Some(Delta::Other) if matches!(ty.as_ref(), "STATE_DELTA" | "ACTIVITY_DELTA") => None,
+        Some(Delta::Other) if matches!(ty, "STATE_DELTA" | "ACTIVITY_DELTA") => None,
         Some(Delta::Other) => return Err(RowError::invalid("$.delta", "`delta` is not a string".into())),
         None => None,
     };
@@ -423,21 +426,20 @@ fn finish(raw: Raw<'_>) -> Result<Fields<'_>, RowError> {
         Some(u) => Some(usage(u)?),
         None => None,
     };
-    let [thread_id, run_id, parent_run_id, message_id, tool_call_id, role, name, tool_call_name, step_name] = raw.strings;
-    Ok(Fields {
-        ty,
-        ty_index,
-        timestamp,
-        thread_id,
-        run_id,
-        parent_run_id,
-        message_id,
-        tool_call_id,
-        role,
-        name: name.or(tool_call_name).or(step_name),
-        delta,
-        usage,
-    })
+    let [thread_id, run_id, parent_run_id, message_id, tool_call_id, role, name, tool_call_name, step_name] = &mut raw.strings;
+    out.ty = ty;
+    out.ty_index = ty_index;
+    out.timestamp = timestamp;
+    out.thread_id = thread_id.take();
+    out.run_id = run_id.take();
+    out.parent_run_id = parent_run_id.take();
+    out.message_id = message_id.take();
+    out.tool_call_id = tool_call_id.take();
+    out.role = role.take();
+    out.name = name.take().or_else(|| tool_call_name.take()).or_else(|| step_name.take());
+    out.delta = delta;
+    out.usage = usage;
+    Ok(())
 }
 
 /// Milliseconds from an integer, an integral float (`1.7e12`) or a numeric string, as
@@ -546,16 +548,24 @@ mod tests {
     use super::*;
 
     fn parse_d(json: &str) -> Result<Fields<'_>, RowError> {
-        parse(json, agui_core::limits::DEFAULT_MAX_DEPTH)
+        parse(json, None, agui_core::limits::DEFAULT_MAX_DEPTH)
+    }
+
+    /// The serde pass alone.
+    fn parse_serde_d(json: &str) -> Result<Fields<'_>, RowError> {
+        let (mut raw, mut out) = (Raw::default(), Fields::default());
+        parse_serde(json, &mut raw)?;
+        finish(&mut raw, &mut out)?;
+        Ok(out)
     }
 
     #[test]
     fn depth_limit() {
         let deep = |d: usize| format!(r#"{{"type":"CUSTOM","name":"n","value":{}{}}}"#, "[".repeat(d - 1), "]".repeat(d - 1));
-        assert!(parse(&deep(512), 512).is_ok());
-        let e = parse(&deep(513), 512).unwrap_err();
+        assert!(parse(&deep(512), None, 512).is_ok());
+        let e = parse(&deep(513), None, 512).unwrap_err();
         assert_eq!(e.class, "InvalidJsonError");
-        assert!(parse(&deep(513), 600).is_ok());
+        assert!(parse(&deep(513), None, 600).is_ok());
     }
 
     #[test]
@@ -662,7 +672,7 @@ mod tests {
                 continue;
             }
             let text = std::str::from_utf8(&out).unwrap();
-            assert_eq!(parse_members(text, &members, 512), parse_d(text), "{text}");
+            assert_eq!(parse(text, Some(&members), 512), parse_d(text), "{text}");
             read += parse_d(text).is_ok() as usize;
         }
         assert!(read > 300, "{read}");
@@ -676,8 +686,8 @@ mod tests {
         let wrong = std::thread::Builder::new()
             .stack_size(256 << 10)
             .spawn(move || {
-                let e = parse(&broken, cap).unwrap_err();
-                let bad = parse(&broken.replacen("]]", "}]", 1), cap).unwrap_err();
+                let e = parse(&broken, None, cap).unwrap_err();
+                let bad = parse(&broken.replacen("]]", "}]", 1), None, cap).unwrap_err();
                 (e.field, bad.class)
             })
             .unwrap()
@@ -706,7 +716,7 @@ mod tests {
         let e = parse_d(r#"{"type":"RUN_STARTED","runId":"a","runId":"b"}"#).unwrap_err();
         assert_eq!(e.class, "EventValidationError");
         let f = parse_d(r#"{"\u0074ype":"RUN_STARTED","run\u0049d":"a","x":{"runId":5}}"#).unwrap();
-        assert_eq!((f.ty.as_ref(), f.run_id.as_deref()), ("RUN_STARTED", Some("a")));
+        assert_eq!((f.ty, f.run_id.as_deref()), ("RUN_STARTED", Some("a")));
         let e = parse_d(r#"[1]"#).unwrap_err();
         assert_eq!(e.field.as_deref(), Some("$"));
         assert_eq!(parse_d(r#"{"runId":"r"}"#).unwrap_err().field.as_deref(), Some("$.type"));
@@ -786,9 +796,9 @@ mod tests {
                 json.push_str(rng.pick(&["", " ", "\n", " x", "}", ","]));
             }
             let fast = parse_d(&json);
-            scanned += scan(&json).is_some() as usize;
+            scanned += scan(&json, &mut Raw::default()).is_some() as usize;
             rows += fast.is_ok() as usize;
-            assert_eq!(fast, parse_serde(&json), "{json}");
+            assert_eq!(fast, parse_serde_d(&json), "{json}");
         }
         // Both paths and both outcomes are exercised.
         assert!(scanned > total / 10 && scanned < total / 2, "{scanned} of {total} scanned");

@@ -493,12 +493,9 @@ where
     };
     // Protobuf: the columns come from where the JSON mapping wrote them, not from
     // parsing its text again.
-    let fields = match ev.members {
-        Some(m) => fields::parse_members(json, m, opts.max_depth),
-        None => fields::parse(json, opts.max_depth),
-    };
-    match fields {
-        Ok(f) => row(ev, json, &f),
+    let mut f = Fields::default();
+    match fields::read(json, ev.members, opts.max_depth, &mut f) {
+        Ok(()) => row(ev, json, &f),
         Err(e) => {
             let issue = Issue::from_row(name, ev, e);
             if opts.collect {
