@@ -91,4 +91,12 @@ fn main() {
         };
         println!("decode_many {threads}t {:?}", best(all));
     }
+    // What a persistent worker would save per call: starting and joining a scoped thread.
+    let spawn = || {
+        std::thread::scope(|s| {
+            s.spawn(|| ());
+        });
+        1
+    };
+    println!("thread start+join {:.1} us", best(spawn).0 * 1e3);
 }
