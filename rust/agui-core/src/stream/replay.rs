@@ -465,9 +465,7 @@ pub fn replay_log_pipelined<R: std::io::Read + Send>(
                     let delta = std::borrow::Cow::Borrowed(&batch.text[delta]);
                     r.push_read(Read::Delta(Delta { kind, id, delta }), &[])
                 }
-                Held::Event(v) => r.push(v),
                 Held::Later(raw) => r.push_read(Read::Later, &batch.raw[raw]),
-                Held::Failed(e) => r.push_read(Read::Failed(*e), &[]),
             };
             pushed.map_err(Stop::Stream)?;
         }
@@ -552,9 +550,7 @@ type Span = std::ops::Range<usize>;
 enum Held {
     StateOps(Vec<crate::patch::Operation>, Span),
     Delta { kind: EventType, id: Option<Span>, delta: Span },
-    Event(Value),
     Later(Span),
-    Failed(Box<StreamError>),
 }
 
 impl Batch {
@@ -575,9 +571,9 @@ impl Batch {
                 let id = d.id.as_deref().map(&mut text);
                 Held::Delta { kind: d.kind, id, delta: text(&d.delta) }
             }
-            Read::Event(v) => Held::Event(v),
-            Read::Later => Held::Later(raw()),
-            Read::Failed(e) => Held::Failed(Box::new(e)),
+            // The reading thread defers what it would parse (an object, or a parse error,
+            // read anyway is read again there, to the same outcome).
+            Read::Event(_) | Read::Failed(_) | Read::Later => Held::Later(raw()),
         };
         self.items.push(held);
     }
