@@ -62,6 +62,14 @@ pub fn pipelined<T: Send, E>(
     })
 }
 
+/// Free `value` on a thread of its own, which nobody waits for: the last step of a large
+/// whole-input call (a replay's final messages and state: a few percent of its time) need
+/// not hold up the caller. When no thread can be started, the value is freed here.
+pub fn drop_aside<T: Send + 'static>(value: T) {
+    // A failed spawn drops the closure, and the value with it, on this thread.
+    let _ = std::thread::Builder::new().stack_size(STACK).spawn(move || drop(value));
+}
+
 /// [`pipelined`] waiting plainly (no interpreter lock to release).
 pub fn run<T: Send, E>(produce: impl FnOnce(&mut dyn FnMut(T) -> bool) + Send, consume: impl FnMut(T) -> Result<(), E>) -> Result<(), E> {
     pipelined(produce, consume, |rx| (rx.recv(), rx))

@@ -245,3 +245,72 @@ fn deep() {
         assert_eq!(r.error.is_some(), depth + 1 > cap, "depth {depth}");
     }
 }
+
+/// Plain deltas (read without an event object, their target kept from one to the next)
+/// against the same events as objects (the general path), around every event that moves,
+/// replaces or retypes messages between two deltas to the same id.
+#[test]
+fn plain_deltas_apply_as_event_objects_do() {
+    let text = |id: &str, d: &str| json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": id, "delta": d});
+    let args = |id: &str, d: &str| json!({"type": "TOOL_CALL_ARGS", "toolCallId": id, "delta": d});
+    let events = vec![
+        json!({"type": "RUN_STARTED", "threadId": "t", "runId": "r"}),
+        json!({"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"}),
+        text("m1", "a"),
+        text("m1", "b\"é"),
+        json!({"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "f", "parentMessageId": "m1"}),
+        json!({"type": "TOOL_CALL_START", "toolCallId": "c2", "toolCallName": "g", "parentMessageId": "m1"}),
+        args("c2", "["),
+        args("c1", "{"),
+        args("c1", "1"),
+        json!({"type": "TEXT_MESSAGE_START", "messageId": "m2", "role": "assistant"}),
+        text("m2", "x"),
+        // A result inserted before m2: m2 moves one place on.
+        json!({"type": "TOOL_CALL_RESULT", "messageId": "r1", "toolCallId": "c1", "content": "ok"}),
+        text("m2", "y"),
+        text("m1", "c"),
+        text("m2", "z"),
+        // Reasoning content to a text message's id, arguments to a message id.
+        json!({"type": "REASONING_MESSAGE_CONTENT", "messageId": "m2", "delta": "r"}),
+        args("m2", "no such call"),
+        // A snapshot that reorders, and one that drops a message.
+        json!({"type": "MESSAGES_SNAPSHOT", "messages": [
+            {"id": "m2", "role": "assistant", "content": "Z"},
+            {"id": "m1", "role": "assistant", "content": "A", "toolCalls": [
+                {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{"}}]}]}),
+        text("m2", "1"),
+        text("m1", "2"),
+        args("c1", "2"),
+        args("c2", "lost"),
+        // m1 becomes an activity: deltas to it now warn.
+        json!({"type": "ACTIVITY_SNAPSHOT", "messageId": "m1", "activityType": "a", "content": {}}),
+        text("m1", "3"),
+        text("m2", "4"),
+        json!({"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/x", "value": 1}]}),
+        text("m2", "5"),
+        args("c1", "3"),
+        json!({"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}),
+    ];
+    let options = ReplayOptions::default();
+    let objects = agui_core::stream::replay(events.clone(), Vec::new(), json!({}), options);
+    let log = sse(&events);
+    let text_path = same(&log, Vec::new(), json!({}), options, "plain deltas");
+    assert_eq!(outcome(&objects), outcome(&text_path));
+    assert!(objects.warnings.len() >= 3, "{:?}", objects.warnings);
+    let m2 = objects.messages.iter().find(|m| m["id"] == "m2").unwrap();
+    assert_eq!(m2["content"], "Z145");
+}
+
+/// A limit below one level refuses every event, plain deltas too, on both paths.
+#[test]
+fn a_zero_depth_limit_refuses_plain_deltas() {
+    let events = [
+        json!({"type": "TEXT_MESSAGE_CHUNK", "messageId": "m", "delta": "a"}),
+        json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "b"}),
+    ];
+    for from in 0..2 {
+        let options = ReplayOptions { max_depth: 0, ..ReplayOptions::default() };
+        let r = same(&sse(&events[from..]), Vec::new(), json!({}), options, "depth 0");
+        assert_eq!(r.error.map(|e| (e.stage, e.index)), Some((agui_core::stream::Stage::Decode, 0)));
+    }
+}

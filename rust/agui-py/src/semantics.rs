@@ -73,7 +73,11 @@ fn event_value(py: Python<'_>, event: &Bound<'_, PyAny>, index: usize, max_depth
 /// JSON text of a value, with kept lone surrogates (see `agui_core::stream::js`) written
 /// back as the `\udXXX` escapes they were read from.
 fn json_text(v: &Value) -> Vec<u8> {
-    let text = serde_json::to_vec(v).expect("a JSON value always serializes");
+    with_surrogates(serde_json::to_vec(v).expect("a JSON value always serializes"))
+}
+
+/// JSON text written by serde_json with its kept lone surrogates written back as escapes.
+fn with_surrogates(text: Vec<u8>) -> Vec<u8> {
     // A kept surrogate is a code point U+10F800..U+10FFFF: UTF-8 F4 8F A0..BF xx.
     if !text.windows(2).any(|w| w == [0xF4, 0x8F]) {
         return text;
@@ -94,16 +98,12 @@ fn json_bytes<'py>(py: Python<'py>, v: &Value) -> Bound<'py, PyBytes> {
 }
 
 fn json_list<'py>(py: Python<'py>, items: &[Value]) -> Bound<'py, PyBytes> {
-    let mut out = Vec::with_capacity(64 * items.len() + 2);
-    out.push(b'[');
-    for (i, v) in items.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(&json_text(v));
-    }
-    out.push(b']');
-    PyBytes::new(py, &out)
+    PyBytes::new(py, &json_array(items))
+}
+
+/// JSON text of a list of values (as [`json_text`] writes each).
+fn json_array(items: &[Value]) -> Vec<u8> {
+    with_surrogates(serde_json::to_vec(items).expect("JSON values always serialize"))
 }
 
 /// A `StreamError` as the project's exception: decode -> `InvalidJsonError` (with the
@@ -468,18 +468,49 @@ impl Replayer {
     }
 }
 
-/// A finished replay as `(messages, state, pending_interrupts, warnings, error)`: JSON
-/// texts, `(index, message)` pairs, and the exception that stopped it (or None).
-fn replay_tuple<'py>(py: Python<'py>, r: &core::Replay) -> PyResult<Bound<'py, PyTuple>> {
-    let error = r.error.as_ref().map(|e| stream_error(py, e).into_value(py));
-    (
-        json_list(py, &r.messages),
-        json_bytes(py, &r.state),
-        json_list(py, &r.pending_interrupts),
-        warnings_list(py, &r.warnings)?,
-        error,
-    )
-        .into_pyobject(py)
+/// Replays of at least this many events free their final values on a thread of their
+/// own (`pipeline::drop_aside`): about the pipeline's 1 MB of log.
+const DROP_ASIDE_MIN: usize = 10_000;
+
+/// A finished whole-log replay written out as JSON text (with the GIL released), its
+/// values freed.
+struct Written {
+    messages: Vec<u8>,
+    state: Vec<u8>,
+    interrupts: Vec<u8>,
+    warnings: Vec<Warning>,
+    error: Option<StreamError>,
+}
+
+impl Written {
+    fn of(r: core::Replay) -> Written {
+        let written = Written {
+            messages: json_array(&r.messages),
+            state: json_text(&r.state),
+            interrupts: json_array(&r.pending_interrupts),
+            warnings: r.warnings,
+            error: r.error,
+        };
+        let values = (r.messages, r.state, r.pending_interrupts);
+        if r.events >= DROP_ASIDE_MIN {
+            agui_core::pipeline::drop_aside(values);
+        }
+        written
+    }
+
+    /// `(messages, state, pending_interrupts, warnings, error)`: JSON texts,
+    /// `(index, message)` pairs, and the exception that stopped it (or None).
+    fn tuple<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let error = self.error.as_ref().map(|e| stream_error(py, e).into_value(py));
+        (
+            PyBytes::new(py, &self.messages),
+            PyBytes::new(py, &self.state),
+            PyBytes::new(py, &self.interrupts),
+            warnings_list(py, &self.warnings)?,
+            error,
+        )
+            .into_pyobject(py)
+    }
 }
 
 /// replay_log(data, messages=None, state=None, *, format="auto", verify=False,
@@ -505,8 +536,8 @@ fn replay_log<'py>(
     let (messages, state) = initial(py, messages, state, max_depth)?;
     let log = data.as_bytes();
     let options = ReplayOptions { verify, max_depth, ..ReplayOptions::default() };
-    let r = py.detach(|| core::replay_log_sized(log, log.len() as u64, 0, pipeline_min, format, messages, state, options));
-    replay_tuple(py, &r)
+    let w = py.detach(|| Written::of(core::replay_log_sized(log, log.len() as u64, 0, pipeline_min, format, messages, state, options)));
+    w.tuple(py)
 }
 
 /// replay_log_files(paths, *, format="auto", verify=False, threads=0, max_depth=512,
@@ -527,8 +558,8 @@ fn replay_log_files<'py>(
 ) -> PyResult<Bound<'py, PyList>> {
     let format = crate::arrow::format_arg(format)?;
     let options = ReplayOptions { verify, max_depth: check_max_depth(max_depth)?, ..ReplayOptions::default() };
-    let replays = py.detach(|| core::replay_log_files(&paths, format, options, threads, pipeline_min));
-    PyList::new(py, replays.iter().map(|r| replay_tuple(py, r)).collect::<PyResult<Vec<_>>>()?)
+    let replays = py.detach(|| core::replay_log_files(&paths, format, options, threads, pipeline_min).into_iter().map(Written::of).collect::<Vec<_>>());
+    PyList::new(py, replays.iter().map(|w| w.tuple(py)).collect::<PyResult<Vec<_>>>()?)
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

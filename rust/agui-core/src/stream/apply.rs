@@ -186,6 +186,11 @@ pub trait State: std::fmt::Debug {
     /// `STATE_SNAPSHOT`: the state becomes (a copy of) `snapshot`. An error is the
     /// reducer's (the event is not applied).
     fn set(&mut self, snapshot: &Value) -> Result<(), String>;
+    /// [`set`](Self::set) with a snapshot the caller gives away (a replay's events are
+    /// its own): a JSON state takes it without a copy.
+    fn set_owned(&mut self, snapshot: Value) -> Result<(), String> {
+        self.set(&snapshot)
+    }
     /// `STATE_DELTA`: apply `ops` atomically in the fast-json-patch dialect, as the
     /// reference does (on error the state is unchanged).
     fn patch(&mut self, ops: Vec<crate::patch::Operation>, max_depth: usize) -> Result<(), crate::patch::PatchError>;
@@ -194,6 +199,10 @@ pub trait State: std::fmt::Debug {
 impl State for Value {
     fn set(&mut self, snapshot: &Value) -> Result<(), String> {
         *self = snapshot.clone();
+        Ok(())
+    }
+    fn set_owned(&mut self, snapshot: Value) -> Result<(), String> {
+        *self = snapshot;
         Ok(())
     }
     fn patch(&mut self, ops: Vec<crate::patch::Operation>, max_depth: usize) -> Result<(), crate::patch::PatchError> {
@@ -210,6 +219,22 @@ pub struct EventApplier<S = Value> {
     index: usize,
     /// Depth limit of the values patches build (`limits::DEFAULT_MAX_DEPTH`).
     max_depth: usize,
+    /// Where the last plain delta went ([`apply_delta`](Self::apply_delta)): a token
+    /// stream sends hundreds in a row to one message, which then skip the id lookup and
+    /// the role check. Any other event clears it (only plain deltas leave the messages'
+    /// order, roles and tool calls as they were).
+    last: Option<Target>,
+}
+
+/// The target of a run of plain deltas: the id as the event wrote it, the kind's
+/// lookup (text and reasoning content by message id, arguments by tool call id), the
+/// message's position and, for arguments, the call's position in its `toolCalls`.
+#[derive(Debug)]
+struct Target {
+    id: String,
+    args: bool,
+    message: usize,
+    call: usize,
 }
 
 impl Default for EventApplier {
@@ -227,6 +252,7 @@ impl<S: State> EventApplier<S> {
             pending_interrupts: Vec::new(),
             index: 0,
             max_depth: crate::limits::DEFAULT_MAX_DEPTH,
+            last: None,
         }
     }
 
@@ -258,6 +284,7 @@ impl<S: State> EventApplier<S> {
     /// Apply one event. An error is what the reference throws (chunk events, structures
     /// it cannot walk); messages and state are then as before the event.
     pub fn apply(&mut self, event: &Value) -> Result<Change, StreamError> {
+        self.last = None;
         let index = self.index;
         self.index += 1;
         self.apply_inner(event).map_err(|e| e.at(index, event))
@@ -267,11 +294,21 @@ impl<S: State> EventApplier<S> {
     /// values move into the state instead of being copied (the hot path of a state
     /// stream).
     pub fn apply_owned(&mut self, mut event: Value) -> Result<Change, StreamError> {
-        if EventType::of(&event) != EventType::StateDelta {
-            return self.apply(&event);
+        match EventType::of(&event) {
+            EventType::StateDelta => {
+                self.index += 1;
+                Ok(self.state_delta(event.get_mut("delta").map(Value::take).unwrap_or(Value::Null)))
+            }
+            // A snapshot (a large state, a single event) moves in rather than being copied.
+            EventType::StateSnapshot if event.get("snapshot").is_some() => {
+                let index = self.index;
+                self.index += 1;
+                let snapshot = event.get_mut("snapshot").map(Value::take).unwrap_or(Value::Null);
+                self.state.set_owned(snapshot).map_err(|e| type_error(e).at(index, &event))?;
+                Ok(Change { state: true, ..Change::default() })
+            }
+            _ => self.apply(&event),
         }
-        self.index += 1;
-        Ok(self.state_delta(event.get_mut("delta").map(Value::take).unwrap_or(Value::Null)))
     }
 
     /// A `STATE_DELTA` in its plain form, its operations read without an event object
@@ -393,15 +430,37 @@ impl<S: State> EventApplier<S> {
     pub fn apply_delta(&mut self, kind: EventType, id: &str, delta: &str) -> Result<Change, StreamError> {
         let index = self.index;
         self.index += 1;
+        let args = kind == EventType::ToolCallArgs;
+        if let Some(t) = self.last.as_ref().filter(|t| t.args == args && t.id == id) {
+            let (message, call) = (t.message, t.call);
+            if let Some(s) = self.cached_target(message, call, args) {
+                js::append(s, delta);
+                return Ok(Change::messages(Some(message)));
+            }
+        }
+        self.last = None;
         let show = || id.to_string();
         let r = match kind {
             EventType::TextMessageContent | EventType::ReasoningMessageContent => {
                 let found = self.messages.find_str(id);
-                Ok(self.append_content(kind, found, show, Delta::Str(delta), None))
+                let c = self.append_content(kind, found, show, Delta::Str(delta), None);
+                if let (Some(message), None) = (c.message, &c.warning) {
+                    self.last = Some(Target { id: id.to_string(), args, message, call: 0 });
+                }
+                Ok(c)
             }
             EventType::ToolCallArgs => {
                 let found = self.messages.find_tool_str(id);
-                self.append_args(kind, found, |tc| tc.get("id").and_then(Value::as_str) == Some(id), show, Some(Delta::Str(delta)), None)
+                let is_it = |tc: &Value| tc.get("id").and_then(Value::as_str) == Some(id);
+                let c = self.append_args(kind, found, is_it, show, Some(Delta::Str(delta)), None);
+                if let (Ok(Change { message: Some(message), .. }), Some(Value::Array(calls))) =
+                    (&c, found.and_then(|i| self.messages.list[i].get("toolCalls")))
+                {
+                    if let Some(call) = calls.iter().position(is_it) {
+                        self.last = Some(Target { id: id.to_string(), args, message: *message, call });
+                    }
+                }
+                c
             }
             other => Err(type_error(format!("apply_delta does not take {}", other.name()))),
         };
@@ -410,6 +469,21 @@ impl<S: State> EventApplier<S> {
             e.event_type = kind.name().to_string();
             e
         })
+    }
+
+    /// The string a cached [`Target`] appends to (`content`, or the call's
+    /// `function.arguments`) when it is still one; `None`: take the general route.
+    fn cached_target(&mut self, message: usize, call: usize, args: bool) -> Option<&mut String> {
+        let m = self.messages.list.get_mut(message)?;
+        let s = if args {
+            m.get_mut("toolCalls")?.get_mut(call)?.get_mut("function")?.get_mut("arguments")?
+        } else {
+            m.get_mut("content")?
+        };
+        match s {
+            Value::String(s) => Some(s),
+            _ => None,
+        }
     }
 
     fn append_content(

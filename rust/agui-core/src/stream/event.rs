@@ -368,14 +368,11 @@ impl Lead {
     pub fn of(payload: &[u8]) -> Lead {
         let Some(rest) = payload.strip_prefix(b"{\"type\":\"") else { return Lead::Unknown };
         let Some(end) = rest.iter().take(32).position(|&b| b == b'"') else { return Lead::Unknown };
-        match EventType::parse(std::str::from_utf8(&rest[..end]).unwrap_or("")) {
-            EventType::StateDelta => Lead::StateDelta,
-            EventType::TextMessageContent
-            | EventType::ReasoningMessageContent
-            | EventType::ToolCallArgs
-            | EventType::TextMessageChunk
-            | EventType::ToolCallChunk
-            | EventType::ReasoningMessageChunk => Lead::Delta,
+        // The bytes as they are (no UTF-8 check, no 36-way match): once per event.
+        match &rest[..end] {
+            b"STATE_DELTA" => Lead::StateDelta,
+            b"TEXT_MESSAGE_CONTENT" | b"REASONING_MESSAGE_CONTENT" | b"TOOL_CALL_ARGS" | b"TEXT_MESSAGE_CHUNK" | b"TOOL_CALL_CHUNK"
+            | b"REASONING_MESSAGE_CHUNK" => Lead::Delta,
             _ => Lead::Other,
         }
     }

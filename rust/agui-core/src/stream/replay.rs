@@ -68,7 +68,7 @@ impl<S: State> Replayer<S> {
             index: 0,
             warnings: Vec::new(),
             scratch: Vec::new(),
-            reader: Reader::new(options),
+            reader: Reader::new(options, false),
         }
     }
 
@@ -141,7 +141,9 @@ impl<S: State> Replayer<S> {
     }
 
     /// Push an event read by a [`Reader`] of the same options from `payload` (which the
-    /// general path parses again when the read form does not fit the current state).
+    /// general path parses again when the read form does not fit the current state; a
+    /// plain delta's object is rebuilt from what was read, so a pipelined replay need
+    /// not keep its text).
     fn push_read(&mut self, read: Read<'_>, payload: &[u8]) -> Result<Change, StreamError> {
         match read {
             // The boundary never changes a plain STATE_DELTA and the expander would only
@@ -156,9 +158,10 @@ impl<S: State> Replayer<S> {
                 return Ok(Change { warning: None, ..c });
             }
             Read::Delta(d) => {
-                if let Some(r) = self.push_plain(d.kind, d.id.as_deref(), &d.delta) {
-                    return r;
-                }
+                return match self.push_plain(d.kind, d.id.as_deref(), &d.delta) {
+                    Some(r) => r,
+                    None => self.push(delta_event(&d)),
+                };
             }
             Read::Event(v) => return self.push(v),
             Read::Failed(mut e) => {
@@ -166,7 +169,7 @@ impl<S: State> Replayer<S> {
                 self.index += 1;
                 return Err(e);
             }
-            Read::StateOps(_) => {}
+            Read::StateOps(_) | Read::Later => {}
         }
         match parse_event_limited(payload, self.reader.max_depth) {
             Ok(v) => self.push(v),
@@ -264,6 +267,8 @@ impl<S: State> Replayer<S> {
 /// general path (parsing the text again) when the state needs it.
 struct Reader {
     verify: bool,
+    /// Leave the events read as objects to the replayer ([`Read::Later`]).
+    defer: bool,
     max_depth: usize,
     /// The pointers of plain `STATE_DELTA` patches, kept from event to event.
     pointers: crate::patch::cache::PointerCache,
@@ -277,16 +282,24 @@ enum Read<'a> {
     Delta(Delta<'a>),
     /// Any other event, as an object.
     Event(Value),
+    /// Any other event, not read: the replayer parses it (the pipelined replay's reading
+    /// thread has more to do than the reducer's, so the rare general events, a tenth of
+    /// its work on a token stream, are parsed on the reducer's side).
+    Later,
     /// Unreadable (not JSON, not an object, too deep).
     Failed(StreamError),
 }
 
 impl Reader {
-    fn new(options: ReplayOptions) -> Self {
-        Reader { verify: options.verify, max_depth: options.max_depth, pointers: Default::default() }
+    fn new(options: ReplayOptions, defer: bool) -> Self {
+        Reader { verify: options.verify, defer, max_depth: options.max_depth, pointers: Default::default() }
     }
 
     fn read<'a>(&mut self, payload: &'a [u8]) -> Read<'a> {
+        // A limit below one level refuses every event, the flat plain ones too.
+        if self.max_depth == 0 {
+            return self.general(payload);
+        }
         // The writers put `type` first: the lead picks the one plain form worth trying.
         let lead = Lead::of(payload);
         if matches!(lead, Lead::StateDelta | Lead::Unknown) && !self.verify {
@@ -296,6 +309,14 @@ impl Reader {
         }
         if let Some(d) = matches!(lead, Lead::Delta | Lead::Unknown).then(|| Delta::parse(payload)).flatten() {
             return Read::Delta(d);
+        }
+        self.general(payload)
+    }
+
+    /// An event that takes the general path: parsed, or left to the replayer.
+    fn general(&self, payload: &[u8]) -> Read<'static> {
+        if self.defer {
+            return Read::Later;
         }
         match parse_event_limited(payload, self.max_depth) {
             Ok(v) => Read::Event(v),
@@ -313,6 +334,19 @@ pub fn replay(events: impl IntoIterator<Item = Value>, messages: Vec<Value>, sta
         }
     }
     r.finish(None)
+}
+
+/// The event object of a plain delta, as parsing its text gives it (members in the
+/// writers' order: no stage reads the order).
+fn delta_event(d: &Delta<'_>) -> Value {
+    let mut m = Map::new();
+    m.insert("type".into(), Value::String(d.kind.name().into()));
+    if let Some(id) = &d.id {
+        let key = if matches!(d.kind, EventType::ToolCallArgs | EventType::ToolCallChunk) { "toolCallId" } else { "messageId" };
+        m.insert(key.into(), Value::String(id.to_string()));
+    }
+    m.insert("delta".into(), Value::String(d.delta.to_string()));
+    Value::Object(m)
 }
 
 /// The explicit event a chunk kind expands to.
@@ -394,7 +428,7 @@ pub fn replay_log_pipelined<R: std::io::Read + Send>(
     // Emptied batches go back to the reading thread (their buffers keep their capacity).
     let (recycle, recycled) = std::sync::mpsc::channel::<Batch>();
     let produce = move |send: &mut dyn FnMut(Batch) -> bool| {
-        let mut reader_half = Reader::new(options);
+        let mut reader_half = Reader::new(options, true);
         let mut batch = Batch::default();
         let mut size = FIRST_BATCH;
         let outcome = crate::log::LogReader::open(reader, format).map_err(Ahead::Log).and_then(|log| {
@@ -426,13 +460,12 @@ pub fn replay_log_pipelined<R: std::io::Read + Send>(
             read += 1;
             let pushed = match held {
                 Held::StateOps(ops, raw) => r.push_read(Read::StateOps(ops), &batch.raw[raw]),
-                Held::Delta { kind, id, delta, raw } => {
+                Held::Delta { kind, id, delta } => {
                     let id = id.map(|i| std::borrow::Cow::Borrowed(&batch.text[i]));
                     let delta = std::borrow::Cow::Borrowed(&batch.text[delta]);
-                    r.push_read(Read::Delta(Delta { kind, id, delta }), &batch.raw[raw])
+                    r.push_read(Read::Delta(Delta { kind, id, delta }), &[])
                 }
-                Held::Event(v) => r.push(v),
-                Held::Failed(e) => r.push_read(Read::Failed(*e), &[]),
+                Held::Later(raw) => r.push_read(Read::Later, &batch.raw[raw]),
             };
             pushed.map_err(Stop::Stream)?;
         }
@@ -502,7 +535,8 @@ impl Stop {
 #[derive(Default)]
 struct Batch {
     items: Vec<Held>,
-    /// The payloads the reducer may parse again (plain deltas and state deltas).
+    /// The payloads the reducer parses (general events), or may parse again (plain
+    /// state deltas).
     raw: Vec<u8>,
     /// The ids and deltas of plain delta events.
     text: String,
@@ -515,9 +549,8 @@ type Span = std::ops::Range<usize>;
 /// A [`Read`] held in a [`Batch`].
 enum Held {
     StateOps(Vec<crate::patch::Operation>, Span),
-    Delta { kind: EventType, id: Option<Span>, delta: Span, raw: Span },
-    Event(Value),
-    Failed(Box<StreamError>),
+    Delta { kind: EventType, id: Option<Span>, delta: Span },
+    Later(Span),
 }
 
 impl Batch {
@@ -530,17 +563,17 @@ impl Batch {
         let held = match read {
             Read::StateOps(ops) => Held::StateOps(ops, raw()),
             Read::Delta(d) => {
-                let raw = raw();
                 let mut text = |s: &str| {
                     let start = self.text.len();
                     self.text.push_str(s);
                     start..self.text.len()
                 };
                 let id = d.id.as_deref().map(&mut text);
-                Held::Delta { kind: d.kind, id, delta: text(&d.delta), raw }
+                Held::Delta { kind: d.kind, id, delta: text(&d.delta) }
             }
-            Read::Event(v) => Held::Event(v),
-            Read::Failed(e) => Held::Failed(Box::new(e)),
+            // The reading thread defers what it would parse (an object, or a parse error,
+            // read anyway is read again there, to the same outcome).
+            Read::Event(_) | Read::Failed(_) | Read::Later => Held::Later(raw()),
         };
         self.items.push(held);
     }
