@@ -42,14 +42,18 @@
 //! `remove` of the whole document leaves `null`. Moving a value into its own child fails
 //! in both (fast-json-patch with a `TypeError`).
 
+pub mod build;
 pub mod cache;
 pub mod engine;
 mod plain;
+pub mod owned;
 mod rules;
+mod tokens;
 mod value;
 
 pub use rules::{container_rule, float_rule, int_rule};
 pub use plain::{read_plain_patch, PlainOps};
+pub use tokens::{split_pointer, Tokens};
 pub(crate) use plain::Text;
 
 use serde_json::{Map, Value};
@@ -83,7 +87,8 @@ impl Default for Options {
     }
 }
 
-pub(crate) fn too_deep(max_depth: usize) -> PatchError {
+/// A value nested deeper than the limit (or a cycle, which never ends).
+pub fn too_deep(max_depth: usize) -> PatchError {
     invalid(format!("value nested deeper than {max_depth} levels (or cyclic)"))
 }
 
@@ -96,6 +101,17 @@ pub enum ErrorKind {
     Pointer,
     /// A `test` operation did not match (`JsonPatchTestFailed`).
     TestFailed,
+}
+
+impl ErrorKind {
+    /// The name of the exception class in `agui_fast.errors`.
+    pub fn class_name(self) -> &'static str {
+        match self {
+            ErrorKind::Invalid => "JsonPatchError",
+            ErrorKind::Pointer => "JsonPointerError",
+            ErrorKind::TestFailed => "JsonPatchTestFailed",
+        }
+    }
 }
 
 /// Why a patch failed and where. `index`/`op`/`path` are `None` when unknown (e.g. the
@@ -113,10 +129,14 @@ impl PatchError {
     pub fn new(kind: ErrorKind, reason: impl Into<String>) -> Self {
         PatchError { kind, index: None, op: None, path: None, reason: reason.into() }
     }
-    fn at(mut self, index: usize, op: &str, path: &str) -> Self {
+    fn at(self, index: usize, op: &str, path: &str) -> Self {
+        self.located(index, Some(op), Some(path))
+    }
+    /// The error of operation `index` (its `op` and `path` when they were read).
+    pub fn located(mut self, index: usize, op: Option<&str>, path: Option<&str>) -> Self {
         self.index = Some(index);
-        self.op = Some(op.to_string());
-        self.path = Some(path.to_string());
+        self.op = op.map(str::to_string);
+        self.path = path.map(str::to_string);
         self
     }
 }
@@ -139,7 +159,8 @@ pub(crate) fn ptr_err(reason: impl Into<String>) -> PatchError {
     PatchError::new(ErrorKind::Pointer, reason)
 }
 
-pub(crate) fn invalid(reason: impl Into<String>) -> PatchError {
+/// An [`ErrorKind::Invalid`] error.
+pub fn invalid(reason: impl Into<String>) -> PatchError {
     PatchError::new(ErrorKind::Invalid, reason)
 }
 
@@ -181,13 +202,7 @@ pub fn unescape(token: &str) -> Result<String, PatchError> {
 
 /// Split a pointer into unescaped reference tokens. `""` is the whole document.
 pub fn parse_pointer(pointer: &str) -> Result<Vec<String>, PatchError> {
-    if pointer.is_empty() {
-        return Ok(Vec::new());
-    }
-    let Some(rest) = pointer.strip_prefix('/') else {
-        return Err(ptr_err(format!("invalid JSON pointer {pointer:?}: must be empty or start with '/'")));
-    };
-    rest.split('/').map(unescape).collect()
+    split_pointer(pointer, str::to_string)
 }
 
 /// Build a pointer from unescaped tokens.
