@@ -4,7 +4,7 @@
 //! `agui_fast/stream.py` types with msgspec. Batch work runs with the GIL released.
 
 use agui_core::limits::{DEFAULT_MAX_DEPTH, MAX_DEPTH_CAP};
-use agui_core::stream::{self as core, kept_surrogate, parse_event_limited, ReplayOptions, Stage, StreamError, Warning};
+use agui_core::stream::{self as core, parse_event_limited, ReplayOptions, Stage, StreamError, Warning};
 use pyo3::exceptions::PyTypeError;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -70,40 +70,12 @@ fn event_value(py: Python<'_>, event: &Bound<'_, PyAny>, index: usize, max_depth
     })
 }
 
-/// JSON text of a value, with kept lone surrogates (see `agui_core::stream::js`) written
-/// back as the `\udXXX` escapes they were read from.
-fn json_text(v: &Value) -> Vec<u8> {
-    let text = serde_json::to_vec(v).expect("a JSON value always serializes");
-    // A kept surrogate is a code point U+10F800..U+10FFFF: UTF-8 F4 8F A0..BF xx.
-    if !text.windows(2).any(|w| w == [0xF4, 0x8F]) {
-        return text;
-    }
-    let s = String::from_utf8(text).expect("serde_json writes UTF-8");
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match kept_surrogate(c) {
-            Some(u) => out.push_str(&format!("\\u{u:04x}")),
-            None => out.push(c),
-        }
-    }
-    out.into_bytes()
-}
-
 fn json_bytes<'py>(py: Python<'py>, v: &Value) -> Bound<'py, PyBytes> {
-    PyBytes::new(py, &json_text(v))
+    PyBytes::new(py, &core::json_text(v))
 }
 
 fn json_list<'py>(py: Python<'py>, items: &[Value]) -> Bound<'py, PyBytes> {
-    let mut out = Vec::with_capacity(64 * items.len() + 2);
-    out.push(b'[');
-    for (i, v) in items.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(&json_text(v));
-    }
-    out.push(b']');
-    PyBytes::new(py, &out)
+    PyBytes::new(py, &core::json_list(items))
 }
 
 /// A `StreamError` as the project's exception: decode -> `InvalidJsonError` (with the
