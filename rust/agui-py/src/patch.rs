@@ -26,6 +26,7 @@ use agui_core::patch::cache::{FastBuild, Lookup, SlotCache};
 use agui_core::patch::engine::{self, At, Cursor, Document, Fail, Kind, MemberEq, Node, PatchOp, Patcher, Shape, Token};
 use agui_core::patch::build::{Builder, Factory};
 use agui_core::patch::owned::Owned;
+use agui_core::patch::read::OpSource;
 use agui_core::patch::{self as core, invalid, too_deep, Dialect, OpKind, Operation, Options, PatchError};
 use pyo3::exceptions::{PyAttributeError, PyValueError};
 use pyo3::intern;
@@ -162,99 +163,49 @@ fn member<'py>(item: &Bound<'py, PyAny>, dict: Option<&Bound<'py, PyDict>>, name
     }
 }
 
-fn string_member<'py>(v: Option<Bound<'py, PyAny>>, name: &str) -> Result<Option<Bound<'py, PyString>>, PatchError> {
-    match v {
-        None => Ok(None),
-        Some(v) => match v.cast_into::<PyString>() {
-            Ok(s) => Ok(Some(s)),
-            Err(e) => Err(invalid(format!("member '{name}' must be a string, not {}", py_type_name(e.into_inner().as_any())))),
-        },
-    }
-}
+/// An operation given as a Python dict, or an object with attributes (`from_` or `from`).
+struct PyOpSource<'a, 'py>(&'a Bound<'py, PyAny>, Option<&'a Bound<'py, PyDict>>);
 
-fn as_str<'a>(s: &'a Bound<'_, PyString>, name: &str) -> Result<std::borrow::Cow<'a, str>, PatchError> {
-    s.to_cow().map_err(|_| invalid(format!("member '{name}' is not valid UTF-8")))
-}
-
-/// The members of one operation, validated but not parsed into tokens.
-struct RawOp<'py> {
-    kind: Option<OpKind>,
-    op: Bound<'py, PyString>,
-    path: Bound<'py, PyString>,
-    from: Option<Bound<'py, PyString>>,
-    value: Option<Bound<'py, PyAny>>,
-}
-
-/// `known`: the op of an operation object whose class fixes it (our operation Structs,
-/// see `semantics::plain_op`), not read again.
-fn read_raw<'py>(index: usize, item: &Bound<'py, PyAny>, known: Option<OpKind>) -> R<RawOp<'py>> {
-    let py = item.py();
-    let dict = item.cast::<PyDict>().ok();
-    if dict.is_none() && (item.is_instance_of::<PyList>() || item.is_instance_of::<PyString>() || item.is_instance_of::<PyTuple>()) {
-        return Err(with_index(invalid(format!("operation must be an object, not {}", py_type_name(item))), index, None, None).into());
-    }
-    let op = match known {
-        Some(k) => Some(PyString::intern(py, k.name())),
-        None => string_member(member(item, dict, intern!(py, "op")).map_err(py_fail)?, "op").map_err(|e| with_index(e, index, None, None))?,
-    };
-    let Some(op) = op else {
-        return Err(with_index(invalid("missing member 'op'"), index, None, None).into());
-    };
-    let op_str = as_str(&op, "op").map_err(|e| with_index(e, index, None, None))?;
-    let kind = OpKind::parse(&op_str);
-    let path = string_member(member(item, dict, intern!(py, "path")).map_err(py_fail)?, "path").map_err(|e| with_index(e, index, Some(&op_str), None))?;
-    let Some(path) = path else {
-        return Err(with_index(invalid("missing member 'path'"), index, Some(&op_str), None).into());
-    };
-    // `from` only matters for move/copy; elsewhere it is an ignored extra member.
-    let from = if kind.is_some_and(OpKind::needs_from) {
-        let v = match dict {
-            Some(d) => d.get_item(intern!(py, "from")).map_err(py_fail)?,
-            None => match member(item, None, intern!(py, "from_")).map_err(py_fail)? {
+impl<'py> OpSource for PyOpSource<'_, 'py> {
+    type Str = Bound<'py, PyString>;
+    type Value = Bound<'py, PyAny>;
+    type Error = PyErr;
+    fn string(&mut self, name: &'static str) -> PyResult<Option<Result<Bound<'py, PyString>, String>>> {
+        let (py, item, dict) = (self.0.py(), self.0, self.1);
+        let v = match name {
+            "op" => member(item, dict, intern!(py, "op"))?,
+            "path" => member(item, dict, intern!(py, "path"))?,
+            _ if dict.is_some() => member(item, dict, intern!(py, "from"))?,
+            _ => match member(item, None, intern!(py, "from_"))? {
                 Some(v) => Some(v),
-                None => member(item, None, intern!(py, "from")).map_err(py_fail)?,
+                None => member(item, None, intern!(py, "from"))?,
             },
         };
-        string_member(v, "from").map_err(|e| with_index(e, index, Some(&op_str), path.to_str().ok()))?
-    } else {
-        None
-    };
-    let value = if kind.is_some_and(OpKind::needs_value) { member(item, dict, intern!(py, "value")).map_err(py_fail)? } else { None };
-    drop(op_str);
-    Ok(RawOp { kind, op, path, from, value })
+        Ok(v.map(|v| v.cast_into::<PyString>().map_err(|e| py_type_name(e.into_inner().as_any()))))
+    }
+    fn text<'s>(&self, s: &'s Bound<'py, PyString>) -> Option<Cow<'s, str>> {
+        s.to_cow().ok()
+    }
+    fn value(&mut self) -> PyResult<Option<Bound<'py, PyAny>>> {
+        member(self.0, self.1, intern!(self.0.py(), "value"))
+    }
 }
 
 fn read_op<'py>(index: usize, item: &Bound<'py, PyAny>) -> R<PyOp<'py>> {
     read_op_as(index, item, None)
 }
 
+/// `known`: the op of an operation object whose class fixes it (our operation Structs,
+/// see `semantics::plain_op`), not read again.
 fn read_op_as<'py>(index: usize, item: &Bound<'py, PyAny>, known: Option<OpKind>) -> R<PyOp<'py>> {
     let py = item.py();
-    let raw = read_raw(index, item, known)?;
-    // The op name as text is only needed for error messages.
-    let op_name = || raw.op.to_cow().map(|c| c.into_owned()).unwrap_or_default();
-    let path = as_str(&raw.path, "path").map_err(|e| with_index(e, index, Some(&op_name()), None))?;
-    let at = |e: PatchError| with_index(e, index, Some(&op_name()), Some(&path));
-    let Some(kind) = raw.kind else {
-        return Err(at(invalid(format!("unknown op {:?}", op_name()))).into());
-    };
-    let path_toks = py_tokens(py, &path).map_err(at)?;
-    let from_toks = match (&raw.from, kind.needs_from()) {
-        (Some(f), _) => {
-            let f = as_str(f, "from").map_err(at)?;
-            py_tokens(py, &f).map_err(|mut e| {
-                e.reason = format!("from: {}", e.reason);
-                at(e)
-            })?
-        }
-        (None, true) => return Err(at(invalid("missing member 'from'")).into()),
-        (None, false) => Toks::Empty,
-    };
-    if kind.needs_value() && raw.value.is_none() {
-        return Err(at(invalid("missing member 'value'")).into());
+    let dict = item.cast::<PyDict>().ok();
+    if dict.is_none() && (item.is_instance_of::<PyList>() || item.is_instance_of::<PyString>() || item.is_instance_of::<PyTuple>()) {
+        return Err(with_index(invalid(format!("operation must be an object, not {}", py_type_name(item))), index, None, None).into());
     }
-    drop(path);
-    Ok(PyOp { kind, path: raw.path, path_toks, from_toks, value: raw.value, json: None })
+    let op = core::read::read_op(index, &mut PyOpSource(item, dict), known, |p| py_tokens(py, p))?;
+    let from_toks = op.from.unwrap_or_default();
+    Ok(PyOp { kind: op.kind, path: op.path_str, path_toks: op.path, from_toks, value: op.value, json: None })
 }
 
 fn patch_items<'py>(patch: &Bound<'py, PyAny>) -> R<Vec<Bound<'py, PyAny>>> {

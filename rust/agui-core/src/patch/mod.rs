@@ -47,6 +47,7 @@ pub mod cache;
 pub mod engine;
 mod plain;
 pub mod owned;
+pub mod read;
 mod rules;
 mod tokens;
 mod value;
@@ -128,9 +129,6 @@ pub struct PatchError {
 impl PatchError {
     pub fn new(kind: ErrorKind, reason: impl Into<String>) -> Self {
         PatchError { kind, index: None, op: None, path: None, reason: reason.into() }
-    }
-    fn at(self, index: usize, op: &str, path: &str) -> Self {
-        self.located(index, Some(op), Some(path))
     }
     /// The error of operation `index` (its `op` and `path` when they were read).
     pub fn located(mut self, index: usize, op: Option<&str>, path: Option<&str>) -> Self {
@@ -354,24 +352,10 @@ pub struct Operation {
 }
 
 impl Operation {
-    /// Build an operation from its members; `index` is only used for error reporting.
-    pub fn build(index: usize, op: &str, path: &str, from: Option<&str>, value: Option<Value>) -> Result<Operation, PatchError> {
-        let kind = OpKind::parse(op).ok_or_else(|| invalid(format!("unknown op {op:?}")).at(index, op, path))?;
-        let path_ptr = Pointer::parse(path).map_err(|e| e.at(index, op, path))?;
-        let from = match from {
-            Some(f) if kind.needs_from() => Some(Pointer::parse(f).map_err(|mut e| {
-                e.reason = format!("from: {}", e.reason);
-                e.at(index, op, path)
-            })?),
-            _ => None,
-        };
-        Operation::from_parts(index, kind, path_ptr, from, value)
-    }
-
     /// Build an operation from parsed members (checks that `from`/`value` are there when
     /// the operation needs them).
     pub fn from_parts(index: usize, kind: OpKind, path: Pointer, from: Option<Pointer>, value: Option<Value>) -> Result<Operation, PatchError> {
-        let at = |e: PatchError| e.at(index, kind.name(), &path.text);
+        let at = |e: PatchError| e.located(index, Some(kind.name()), Some(&path.text));
         if kind.needs_from() && from.is_none() {
             return Err(at(invalid("missing member 'from'")));
         }
@@ -403,6 +387,24 @@ pub fn parse_patch_owned(patch: Value) -> Result<Vec<Operation>, PatchError> {
     Ok(ops)
 }
 
+/// An operation object of a patch, its `value` member taken out beforehand.
+struct JsonOp<'a>(&'a Map<String, Value>, Option<Value>);
+
+impl<'a> read::OpSource for JsonOp<'a> {
+    type Str = &'a str;
+    type Value = Value;
+    type Error = std::convert::Infallible;
+    fn string(&mut self, name: &'static str) -> Result<Option<Result<&'a str, String>>, Self::Error> {
+        Ok(self.0.get(name).map(|v| v.as_str().ok_or_else(|| type_name(v).to_string())))
+    }
+    fn text<'s>(&self, s: &'s &'a str) -> Option<std::borrow::Cow<'s, str>> {
+        Some(std::borrow::Cow::Borrowed(s))
+    }
+    fn value(&mut self) -> Result<Option<Value>, Self::Error> {
+        Ok(self.1.take())
+    }
+}
+
 /// One operation object of a patch (its `value` member taken out beforehand).
 fn read_operation(i: usize, item: &Value, value: Option<Value>) -> Result<Operation, PatchError> {
     let Value::Object(m) = item else {
@@ -410,44 +412,9 @@ fn read_operation(i: usize, item: &Value, value: Option<Value>) -> Result<Operat
         e.index = Some(i);
         return Err(e);
     };
-    let op = match m.get("op") {
-        Some(Value::String(s)) => s.as_str(),
-        Some(_) => {
-            let mut e = invalid("member 'op' must be a string");
-            e.index = Some(i);
-            return Err(e);
-        }
-        None => {
-            let mut e = invalid("missing member 'op'");
-            e.index = Some(i);
-            return Err(e);
-        }
-    };
-    let path = match m.get("path") {
-        Some(Value::String(s)) => s.as_str(),
-        Some(_) => {
-            let mut e = invalid("member 'path' must be a string");
-            e.index = Some(i);
-            e.op = Some(op.to_string());
-            return Err(e);
-        }
-        None => {
-            let mut e = invalid("missing member 'path'");
-            e.index = Some(i);
-            e.op = Some(op.to_string());
-            return Err(e);
-        }
-    };
-    let from = match m.get("from") {
-        Some(Value::String(s)) => Some(s.as_str()),
-        Some(_) if OpKind::parse(op).is_some_and(OpKind::needs_from) => {
-            return Err(invalid("member 'from' must be a string").at(i, op, path))
-        }
-        _ => None,
-    };
-    Operation::build(i, op, path, from, value)
+    let op = read::read_op(i, &mut JsonOp(m, value), None, Pointer::parse).map_err(no_doc_error)?;
+    Ok(Operation { kind: op.kind, path: op.path, from: op.from, value: op.value.unwrap_or(Value::Null) })
 }
-
 
 // ---------------------------------------------------------------------------------------
 // The `serde_json::Value` entry points
