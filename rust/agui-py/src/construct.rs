@@ -31,6 +31,7 @@ use pyo3::types::{PyDict, PyString, PyTuple, PyType};
 use agui_core::construct::{Fields, Keyword, Route};
 
 use crate::gil::{GilBound, GilCell};
+use crate::layout::Layout;
 
 /// What a keyword's value must be for the fast path (anything else goes to `lenient`);
 /// the encoder reads the same checks as each field's schema (`plan::conforms`). Literals
@@ -177,48 +178,54 @@ pub(crate) unsafe fn str_eq(a: *mut ffi::PyObject, b: *mut ffi::PyObject) -> boo
     }
 }
 
-/// The fast path's reading of a `Check`: exact builtin types (`str`, `int` within `i64`
-/// and not `bool`, `dict` with `str` keys, `list`), exact classes, patterns run.
-/// Values are borrowed and alive for the check (see `passes`).
-struct Exact<'py>(Python<'py>);
+/// How the one interpreter of a `Check` (`agui_core::construct::check`) reads Python
+/// values: exactly (`SCHEMA = false`, construction's fast path: exact `str`, `int` within
+/// `i64` and not `bool`, `dict` with `str` keys, `list`, exact classes, patterns run) or
+/// as a schema (`true`, the encoder's: subclasses too, tuples as arrays, ints of any
+/// size; patterns other than JSON Pointers are not re-run, a regex call per string would
+/// cost more than the whole encode). Values are borrowed and alive for the check; only a
+/// pattern runs Python code (a compiled pattern on an exact str: no user code). The
+/// schema reading takes list and tuple items in place (`Layout`).
+pub(crate) struct PyRead<'py, const SCHEMA: bool>(pub(crate) Python<'py>, pub(crate) Option<Layout>);
 
-impl agui_core::construct::Access for Exact<'_> {
+impl<const SCHEMA: bool> agui_core::construct::Access for PyRead<'_, SCHEMA> {
     type Value = *mut ffi::PyObject;
     type Lit = Py<PyString>;
     type Pattern = Py<PyAny>;
-    // SAFETY (every method): `v` is a live object borrowed for the check (`passes`).
+    // SAFETY (every method): `v` is a live object borrowed for the check. Exact types by
+    // pointer first: the flag checks are calls under the limited API.
     fn is_none(&self, v: Self::Value) -> bool {
         v == unsafe { ffi::Py_None() }
     }
     fn is_str(&self, v: Self::Value) -> bool {
-        unsafe { ffi::PyUnicode_CheckExact(v) != 0 }
+        unsafe { ffi::PyUnicode_CheckExact(v) != 0 || (SCHEMA && ffi::PyUnicode_Check(v) != 0) }
     }
     fn str_is(&self, v: Self::Value, lit: &Py<PyString>) -> bool {
         unsafe { str_eq(v, lit.as_ptr()) }
     }
     fn matches(&self, v: Self::Value, search: &Py<PyAny>) -> bool {
-        // An exact str and a compiled pattern: no user code runs (the call's argument
-        // tuple holds its own reference to `v`).
-        search.bind(self.0).call1((unsafe { Bound::from_borrowed_ptr(self.0, v) },)).is_ok_and(|m| !m.is_none())
+        // (The call's argument tuple holds its own reference to `v`.)
+        SCHEMA || search.bind(self.0).call1((unsafe { Bound::from_borrowed_ptr(self.0, v) },)).is_ok_and(|m| !m.is_none())
     }
     fn with_text<R>(&self, v: Self::Value, f: impl FnOnce(&str) -> R) -> Option<R> {
         let s = unsafe { Bound::from_borrowed_ptr(self.0, v) };
         let r = s.cast::<PyString>().ok().and_then(|s| s.to_str().ok().map(f));
+        unsafe { ffi::PyErr_Clear() };
         r
     }
     fn int(&self, v: Self::Value) -> Option<Option<i64>> {
         unsafe {
-            if ffi::PyLong_CheckExact(v) == 0 {
+            let tp = ffi::Py_TYPE(v);
+            let is_int = tp == &raw mut ffi::PyLong_Type || (SCHEMA && ffi::PyLong_Check(v) != 0 && tp != &raw mut ffi::PyBool_Type);
+            if !is_int {
                 return None;
             }
             let mut overflow: c_int = 0;
             let x = ffi::PyLong_AsLongLongAndOverflow(v, &mut overflow);
-            if overflow != 0 || (x == -1 && !ffi::PyErr_Occurred().is_null()) {
-                // Beyond i64: the lenient path decides.
-                ffi::PyErr_Clear();
-                return None;
-            }
-            Some(Some(x))
+            let fits = overflow == 0 && !(x == -1 && !ffi::PyErr_Occurred().is_null());
+            ffi::PyErr_Clear();
+            // Beyond i64: the exact reading leaves it to the lenient path.
+            if fits { Some(Some(x)) } else if SCHEMA { Some(None) } else { None }
         }
     }
     fn is_bool(&self, v: Self::Value) -> bool {
@@ -226,6 +233,9 @@ impl agui_core::construct::Access for Exact<'_> {
     }
     fn is_dict(&self, v: Self::Value) -> bool {
         unsafe {
+            if SCHEMA {
+                return ffi::Py_TYPE(v) == &raw mut ffi::PyDict_Type || ffi::PyDict_Check(v) != 0;
+            }
             if ffi::PyDict_CheckExact(v) == 0 {
                 return false;
             }
@@ -239,25 +249,42 @@ impl agui_core::construct::Access for Exact<'_> {
         }
     }
     fn is_instance(&self, v: Self::Value, classes: &[usize]) -> bool {
-        classes.contains(&(unsafe { ffi::Py_TYPE(v) } as usize))
+        // Exact classes first: a subtype check walks the MRO (a call each).
+        let tp = unsafe { ffi::Py_TYPE(v) };
+        classes.contains(&(tp as usize))
+            || (SCHEMA && classes.iter().any(|&c| unsafe { ffi::PyType_IsSubtype(tp, c as *mut ffi::PyTypeObject) } != 0))
     }
     fn seq_len(&self, v: Self::Value) -> Option<usize> {
-        unsafe { (ffi::PyList_CheckExact(v) != 0).then(|| ffi::PyList_Size(v) as usize) }
+        unsafe {
+            if ffi::PyList_CheckExact(v) != 0 || (SCHEMA && ffi::PyList_Check(v) != 0) {
+                Some(ffi::PyList_Size(v) as usize)
+            } else if SCHEMA && ffi::PyTuple_Check(v) != 0 {
+                Some(ffi::PyTuple_Size(v) as usize)
+            } else {
+                None
+            }
+        }
     }
     fn item(&self, v: Self::Value, i: usize) -> Option<Self::Value> {
-        // Borrowed from the list: nothing the check runs can change the list.
-        let it = unsafe { ffi::PyList_GetItem(v, i as ffi::Py_ssize_t) };
-        if it.is_null() {
-            unsafe { ffi::PyErr_Clear() };
+        // Borrowed from the array: nothing the check runs can change it.
+        unsafe {
+            let is_list = ffi::PyList_Check(v) != 0;
+            let it = match (self.1.filter(|l| l.seq()), is_list) {
+                (Some(lay), true) => lay.list_item(v, i),
+                (Some(lay), false) => lay.tuple_items(v).get(i).copied(),
+                (None, true) => Some(ffi::PyList_GetItem(v, i as ffi::Py_ssize_t)),
+                (None, false) => Some(ffi::PyTuple_GetItem(v, i as ffi::Py_ssize_t)),
+            };
+            ffi::PyErr_Clear();
+            it.filter(|p| !p.is_null())
         }
-        (!it.is_null()).then_some(it)
     }
 }
 
 /// Does `v` (borrowed, alive for the call) pass `check` as it is?
 #[inline]
 unsafe fn passes(py: Python<'_>, check: &Check, v: *mut ffi::PyObject) -> bool {
-    agui_core::construct::check(&Exact(py), check, v).is_ok()
+    agui_core::construct::check(&PyRead::<false>(py, None), check, v).is_ok()
 }
 
 /// Is `v` the field's default `d` (None or a literal `str`)?

@@ -27,8 +27,6 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString, PyTuple, PyType};
 
-use std::os::raw::c_int;
-
 use crate::construct::Check;
 use crate::errors::make_error;
 use crate::layout::Layout;
@@ -680,95 +678,14 @@ fn pydantic_plan<'py>(
 }
 
 
-/// The encoder's reading of a `Check` as a schema (the kind of value the wire format
-/// allows): subclasses of the builtin types and of the classes, tuples as arrays; patterns
-/// other than JSON Pointers are not re-run (a regex call per string would cost more than
-/// the whole encode). Nothing here runs Python code; values are borrowed and alive.
-struct Schema<'py>(Python<'py>, Layout);
-
-impl agui_core::construct::Access for Schema<'_> {
-    type Value = *mut ffi::PyObject;
-    type Lit = Py<PyString>;
-    type Pattern = Py<PyAny>;
-    // SAFETY (every method): `v` is a live object borrowed for the check (`conforms`).
-    // Exact types by pointer first: the flag checks are calls under the limited API.
-    fn is_none(&self, v: Self::Value) -> bool {
-        v == unsafe { ffi::Py_None() }
-    }
-    fn is_str(&self, v: Self::Value) -> bool {
-        unsafe { ffi::Py_TYPE(v) == &raw mut ffi::PyUnicode_Type || ffi::PyUnicode_Check(v) != 0 }
-    }
-    fn str_is(&self, v: Self::Value, lit: &Py<PyString>) -> bool {
-        unsafe { crate::construct::str_eq(v, lit.as_ptr()) }
-    }
-    fn matches(&self, _v: Self::Value, _pattern: &Py<PyAny>) -> bool {
-        true
-    }
-    fn with_text<R>(&self, v: Self::Value, f: impl FnOnce(&str) -> R) -> Option<R> {
-        let s = unsafe { Bound::from_borrowed_ptr(self.0, v) };
-        let r = s.cast::<PyString>().ok().and_then(|s| s.to_str().ok().map(f));
-        unsafe { ffi::PyErr_Clear() };
-        r
-    }
-    fn int(&self, v: Self::Value) -> Option<Option<i64>> {
-        unsafe {
-            let tp = ffi::Py_TYPE(v);
-            let is_int = tp == &raw mut ffi::PyLong_Type || (ffi::PyLong_Check(v) != 0 && tp != &raw mut ffi::PyBool_Type);
-            if !is_int {
-                return None;
-            }
-            let mut overflow: c_int = 0;
-            let x = ffi::PyLong_AsLongLongAndOverflow(v, &mut overflow);
-            ffi::PyErr_Clear();
-            Some((overflow == 0).then_some(x))
-        }
-    }
-    fn is_bool(&self, v: Self::Value) -> bool {
-        unsafe { v == ffi::Py_True() || v == ffi::Py_False() }
-    }
-    fn is_dict(&self, v: Self::Value) -> bool {
-        unsafe { ffi::Py_TYPE(v) == &raw mut ffi::PyDict_Type || ffi::PyDict_Check(v) != 0 }
-    }
-    fn is_instance(&self, v: Self::Value, classes: &[usize]) -> bool {
-        // Exact classes first: a subtype check walks the MRO (a call each).
-        let tp = unsafe { ffi::Py_TYPE(v) };
-        classes.contains(&(tp as usize))
-            || classes.iter().any(|&c| unsafe { ffi::PyType_IsSubtype(tp, c as *mut ffi::PyTypeObject) } != 0)
-    }
-    fn seq_len(&self, v: Self::Value) -> Option<usize> {
-        unsafe {
-            if ffi::Py_TYPE(v) == &raw mut ffi::PyList_Type || ffi::PyList_Check(v) != 0 {
-                Some(ffi::PyList_Size(v) as usize)
-            } else if ffi::PyTuple_Check(v) != 0 {
-                Some(ffi::PyTuple_Size(v) as usize)
-            } else {
-                None
-            }
-        }
-    }
-    fn item(&self, v: Self::Value, i: usize) -> Option<Self::Value> {
-        unsafe {
-            let is_list = ffi::PyList_Check(v) != 0;
-            let it = match (self.1.seq(), is_list) {
-                (true, true) => self.1.list_item(v, i),
-                (true, false) => self.1.tuple_items(v).get(i).copied(),
-                (false, true) => Some(ffi::PyList_GetItem(v, i as ffi::Py_ssize_t)),
-                (false, false) => Some(ffi::PyTuple_GetItem(v, i as ffi::Py_ssize_t)),
-            };
-            ffi::PyErr_Clear();
-            it.filter(|p| !p.is_null())
-        }
-    }
-}
-
 /// Does `v` fit its field's schema (the construction check of the field, read as a
-/// schema, `Schema`)? `Err` says what was expected and where below the field (`[3]` in a
+/// schema: `construct::PyRead`)? `Err` says what was expected and where below the field (`[3]` in a
 /// list).
 ///
 /// # Safety
 /// `v` must be a live object, borrowed for the call; nothing here runs Python code.
 pub(crate) unsafe fn conforms(py: Python<'_>, lay: Layout, check: &Check, v: *mut ffi::PyObject) -> Result<(), Mismatch> {
-    agui_core::construct::check(&Schema(py, lay), check, v).map_err(|m| {
+    agui_core::construct::check(&crate::construct::PyRead::<true>(py, Some(lay)), check, v).map_err(|m| {
         let lit = |s: &Py<PyString>| s.bind(py).to_string_lossy().into_owned();
         let class = |c: usize| {
             let t = unsafe { Bound::from_borrowed_ptr(py, c as *mut ffi::PyObject) };
