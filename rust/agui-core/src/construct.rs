@@ -131,15 +131,47 @@ pub fn describe<L, P>(c: &Check<L, P>, lit: &impl Fn(&L) -> String, class: &impl
     }
 }
 
-/// Does `v` pass `check`, read through `a`? The first failure, with where and why.
-/// A union fails with the error inside the member whose kind matched (one that failed
-/// below the value), else with all its members' kinds.
-pub fn check<'c, A: Access>(
-    a: &A,
-    c: &'c Check<A::Lit, A::Pattern>,
-    v: A::Value,
-) -> Result<(), Mismatch<'c, A::Value, A::Lit, A::Pattern>> {
-    let fail = |expected| Err(Mismatch { at: Vec::new(), expected, got: v });
+/// What a failed check reports: nothing (`()`: a yes or no, construction's fast path,
+/// which pays for no diagnostics) or a [`Mismatch`] (the encoder's errors).
+pub trait Report<'c, V, L, P> {
+    fn new(expected: Expected<'c, L, P>, got: V) -> Self;
+    /// The failure one step into an array, at item `i`.
+    fn within(self, i: usize) -> Self;
+    /// Did the value fail below itself (in an item), its kind having matched?
+    fn inside(&self) -> bool;
+}
+
+impl<'c, V, L, P> Report<'c, V, L, P> for () {
+    #[inline(always)]
+    fn new(_: Expected<'c, L, P>, _: V) -> Self {}
+    #[inline(always)]
+    fn within(self, _: usize) -> Self {}
+    #[inline(always)]
+    fn inside(&self) -> bool {
+        false
+    }
+}
+
+impl<'c, V, L, P> Report<'c, V, L, P> for Mismatch<'c, V, L, P> {
+    fn new(expected: Expected<'c, L, P>, got: V) -> Self {
+        Mismatch { at: Vec::new(), expected, got }
+    }
+    fn within(mut self, i: usize) -> Self {
+        self.at.insert(0, i);
+        self
+    }
+    fn inside(&self) -> bool {
+        !self.at.is_empty()
+    }
+}
+
+/// Does `v` pass `check`, read through `a`? Else the first failure, as `E` reports it.
+/// A union whose member's kind matched but failed inside fails with that member's
+/// report; else it fails with all its members' kinds. (A yes-or-no report cannot tell
+/// and tries every member: the answer is the same, a union never lists two members that
+/// match one value in kind.)
+#[inline]
+pub fn check<'c, A: Access, E: Report<'c, A::Value, A::Lit, A::Pattern>>(a: &A, c: &'c Check<A::Lit, A::Pattern>, v: A::Value) -> Result<(), E> {
     let ok = match c {
         Check::Any | Check::Never => true,
         Check::Str => a.is_str(v),
@@ -155,25 +187,22 @@ pub fn check<'c, A: Access>(
         Check::Dict => a.is_dict(v),
         Check::Structs(classes) => a.is_instance(v, classes),
         Check::List(item, min) => {
-            let Some(n) = a.seq_len(v) else { return fail(Expected::Kind(c)) };
+            let Some(n) = a.seq_len(v) else { return Err(E::new(Expected::Kind(c), v)) };
             if n < *min {
-                return fail(Expected::MinItems(*min));
+                return Err(E::new(Expected::MinItems(*min), v));
             }
             for i in 0..n {
-                let Some(it) = a.item(v, i) else { return fail(Expected::Changed) };
-                if let Err(mut m) = check(a, item, it) {
-                    m.at.insert(0, i);
-                    return Err(m);
-                }
+                let Some(it) = a.item(v, i) else { return Err(E::new(Expected::Changed, v)) };
+                check::<A, E>(a, item, it).map_err(|e| e.within(i))?;
             }
             true
         }
         Check::Optional(inner) => return if a.is_none(v) { Ok(()) } else { check(a, inner, v) },
         Check::Union(checks) => {
             for member in checks {
-                match check(a, member, v) {
+                match check::<A, E>(a, member, v) {
                     Ok(()) => return Ok(()),
-                    Err(m) if !m.at.is_empty() => return Err(m),
+                    Err(e) if e.inside() => return Err(e),
                     Err(_) => {}
                 }
             }
@@ -183,7 +212,7 @@ pub fn check<'c, A: Access>(
     if ok {
         Ok(())
     } else {
-        fail(Expected::Kind(c))
+        Err(E::new(Expected::Kind(c), v))
     }
 }
 
@@ -401,7 +430,9 @@ mod tests {
     }
 
     fn passes(exact: bool, c: &C, v: &V) -> bool {
-        check(&toy(exact), c, v).is_ok()
+        let yes_no = check::<_, ()>(&toy(exact), c, v).is_ok();
+        assert_eq!(yes_no, check::<_, Mismatch<_, _, _>>(&toy(exact), c, v).is_ok(), "both reports agree: {c:?} {v:?}");
+        yes_no
     }
 
     /// What each check takes, exactly and as a schema.
@@ -446,7 +477,7 @@ mod tests {
     }
 
     fn report(c: &C, v: &V) -> (String, String) {
-        let m = check(&toy(false), c, v).expect_err("a mismatch");
+        let m: Mismatch<_, _, _> = check(&toy(false), c, v).expect_err("a mismatch");
         (m.path(), m.expected(&|l: &&str| l.to_string(), &|c| format!("C{c}")))
     }
 

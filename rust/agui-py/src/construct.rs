@@ -268,15 +268,23 @@ impl<const SCHEMA: bool> agui_core::construct::Access for PyRead<'_, SCHEMA> {
     fn item(&self, v: Self::Value, i: usize) -> Option<Self::Value> {
         // Borrowed from the array: nothing the check runs can change it.
         unsafe {
-            let is_list = ffi::PyList_Check(v) != 0;
-            let it = match (self.1.filter(|l| l.seq()), is_list) {
-                (Some(lay), true) => lay.list_item(v, i),
-                (Some(lay), false) => lay.tuple_items(v).get(i).copied(),
-                (None, true) => Some(ffi::PyList_GetItem(v, i as ffi::Py_ssize_t)),
-                (None, false) => Some(ffi::PyTuple_GetItem(v, i as ffi::Py_ssize_t)),
+            let lay = self.1.filter(|l| l.seq());
+            let it = if ffi::Py_TYPE(v) == &raw mut ffi::PyList_Type || (SCHEMA && ffi::PyList_Check(v) != 0) {
+                match lay {
+                    Some(lay) => lay.list_item(v, i),
+                    None => Some(ffi::PyList_GetItem(v, i as ffi::Py_ssize_t)),
+                }
+            } else {
+                match lay {
+                    Some(lay) => lay.tuple_items(v).get(i).copied(),
+                    None => Some(ffi::PyTuple_GetItem(v, i as ffi::Py_ssize_t)),
+                }
             };
-            ffi::PyErr_Clear();
-            it.filter(|p| !p.is_null())
+            let it = it.filter(|p| !p.is_null());
+            if it.is_none() {
+                ffi::PyErr_Clear();
+            }
+            it
         }
     }
 }
@@ -284,7 +292,7 @@ impl<const SCHEMA: bool> agui_core::construct::Access for PyRead<'_, SCHEMA> {
 /// Does `v` (borrowed, alive for the call) pass `check` as it is?
 #[inline]
 unsafe fn passes(py: Python<'_>, check: &Check, v: *mut ffi::PyObject) -> bool {
-    agui_core::construct::check(&PyRead::<false>(py, None), check, v).is_ok()
+    agui_core::construct::check::<_, ()>(&PyRead::<false>(py, None), check, v).is_ok()
 }
 
 /// Is `v` the field's default `d` (None or a literal `str`)?

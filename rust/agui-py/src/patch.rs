@@ -45,10 +45,6 @@ pub fn to_py_err(py: Python<'_>, e: &PatchError) -> PyErr {
     make_error(py, e.kind.class_name(), e.to_string(), Some(&kwargs))
 }
 
-fn with_index(e: PatchError, index: usize, op: Option<&str>, path: Option<&str>) -> PatchError {
-    e.located(index, op, path)
-}
-
 /// A patch error, or a Python exception raised by user code (e.g. an `__eq__`), passed
 /// through unchanged.
 type R<T> = Result<T, Fail<PyErr>>;
@@ -201,7 +197,7 @@ fn read_op_as<'py>(index: usize, item: &Bound<'py, PyAny>, known: Option<OpKind>
     let py = item.py();
     let dict = item.cast::<PyDict>().ok();
     if dict.is_none() && (item.is_instance_of::<PyList>() || item.is_instance_of::<PyString>() || item.is_instance_of::<PyTuple>()) {
-        return Err(with_index(invalid(format!("operation must be an object, not {}", py_type_name(item))), index, None, None).into());
+        return Err(invalid(format!("operation must be an object, not {}", py_type_name(item))).located(index, None, None).into());
     }
     let op = core::read::read_op(index, &mut PyOpSource(item, dict), known, |p| py_tokens(py, p))?;
     let from_toks = op.from.unwrap_or_default();
@@ -956,7 +952,7 @@ fn json_to_py<'py>(py: Python<'py>, v: &Value, base: usize, max_depth: usize, su
 
 /// An operation read from JSON text, as the engine reads Python operations.
 fn text_op<'py>(py: Python<'py>, i: usize, op: Operation, max_depth: usize, surrogates: bool) -> R<PyOp<'py>> {
-    let at = |e: PatchError| with_index(e, i, Some(op.kind.name()), Some(&op.path.text));
+    let at = |e: PatchError| e.located(i, Some(op.kind.name()), Some(&op.path.text));
     let path_toks = py_tokens(py, &op.path.text).map_err(at)?;
     let from_toks = match &op.from {
         Some(f) => py_tokens(py, &f.text).map_err(at)?,
@@ -1032,7 +1028,7 @@ impl StateDocument {
                 let mut op = read_op(i, item)?;
                 if op.kind == OpKind::Test {
                     if let Some(v) = &op.value {
-                        let at = |e: PatchError| with_index(e, i, Some("test"), Some(&op.path_text()));
+                        let at = |e: PatchError| e.located(i, Some("test"), Some(&op.path_text()));
                         op.value = Some(py_value(v, 0, max_depth).map_err(|f| f.map_patch(at))?);
                     }
                 }

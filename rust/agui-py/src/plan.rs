@@ -685,7 +685,7 @@ fn pydantic_plan<'py>(
 /// # Safety
 /// `v` must be a live object, borrowed for the call; nothing here runs Python code.
 pub(crate) unsafe fn conforms(py: Python<'_>, lay: Layout, check: &Check, v: *mut ffi::PyObject) -> Result<(), Mismatch> {
-    agui_core::construct::check(&crate::construct::PyRead::<true>(py, Some(lay)), check, v).map_err(|m| {
+    agui_core::construct::check(&crate::construct::PyRead::<true>(py, Some(lay)), check, v).map_err(|m: agui_core::construct::Mismatch<_, _, _>| {
         let lit = |s: &Py<PyString>| s.bind(py).to_string_lossy().into_owned();
         let class = |c: usize| {
             let t = unsafe { Bound::from_borrowed_ptr(py, c as *mut ffi::PyObject) };

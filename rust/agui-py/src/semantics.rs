@@ -82,20 +82,18 @@ fn json_list<'py>(py: Python<'py>, items: &[Value]) -> Bound<'py, PyBytes> {
 /// frame index), verify -> `VerificationError`, other stages -> `StreamError`.
 fn stream_error(py: Python<'_>, e: &StreamError) -> PyErr {
     let kwargs = PyDict::new(py);
-    let build = || -> PyResult<&'static str> {
+    let build = || -> PyResult<()> {
         if e.stage == Stage::Decode {
-            kwargs.set_item("frame_index", e.index)?;
-            return Ok("InvalidJsonError");
+            return kwargs.set_item("frame_index", e.index);
         }
         kwargs.set_item("stage", e.stage.name())?;
         kwargs.set_item("rule", e.rule)?;
         kwargs.set_item("index", e.index)?;
         kwargs.set_item("event_type", (!e.event_type.is_empty()).then_some(e.event_type.as_str()))?;
-        kwargs.set_item("ids", PyTuple::new(py, &e.ids)?)?;
-        Ok(if e.stage == Stage::Verify { "VerificationError" } else { "StreamError" })
+        kwargs.set_item("ids", PyTuple::new(py, &e.ids)?)
     };
     match build() {
-        Ok(name) => make_error(py, name, e.to_string(), Some(&kwargs)),
+        Ok(()) => make_error(py, e.stage.class_name(), e.to_string(), Some(&kwargs)),
         Err(err) => err,
     }
 }

@@ -72,6 +72,15 @@ impl Stage {
             Stage::Legacy => "legacy",
         }
     }
+
+    /// The exception class in `agui_fast.errors` of an error of this stage.
+    pub fn class_name(self) -> &'static str {
+        match self {
+            Stage::Decode => "InvalidJsonError",
+            Stage::Verify => "VerificationError",
+            _ => "StreamError",
+        }
+    }
 }
 
 /// The one error type of the stream stages. `index` is the position of the offending
@@ -145,4 +154,18 @@ pub(crate) fn patch_json(doc: &mut serde_json::Value, patch: serde_json::Value, 
 pub(crate) fn patch_ops(doc: &mut serde_json::Value, ops: Vec<crate::patch::Operation>, max_depth: usize) -> Result<(), crate::patch::PatchError> {
     let options = crate::patch::Options { dialect: crate::patch::Dialect::FastJsonPatch, max_depth };
     crate::patch::apply_patch_owned(doc, ops, &options)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Stage;
+
+    #[test]
+    fn each_stage_raises_its_class() {
+        assert_eq!(Stage::Decode.class_name(), "InvalidJsonError");
+        assert_eq!(Stage::Verify.class_name(), "VerificationError");
+        for s in [Stage::Chunks, Stage::Apply, Stage::Legacy] {
+            assert_eq!(s.class_name(), "StreamError");
+        }
+    }
 }
