@@ -170,7 +170,6 @@ impl<'c, V, L, P> Report<'c, V, L, P> for Mismatch<'c, V, L, P> {
 /// report; else it fails with all its members' kinds. (A yes-or-no report cannot tell
 /// and tries every member: the answer is the same, a union never lists two members that
 /// match one value in kind.)
-#[inline]
 pub fn check<'c, A: Access, E: Report<'c, A::Value, A::Lit, A::Pattern>>(a: &A, c: &'c Check<A::Lit, A::Pattern>, v: A::Value) -> Result<(), E> {
     let ok = match c {
         Check::Any | Check::Never => true,

@@ -222,7 +222,7 @@ impl<const SCHEMA: bool> agui_core::construct::Access for PyRead<'_, SCHEMA> {
             }
             let mut overflow: c_int = 0;
             let x = ffi::PyLong_AsLongLongAndOverflow(v, &mut overflow);
-            let fits = overflow == 0 && !(x == -1 && !ffi::PyErr_Occurred().is_null());
+            let fits = overflow == 0 && (x != -1 || ffi::PyErr_Occurred().is_null());
             ffi::PyErr_Clear();
             // Beyond i64: the exact reading leaves it to the lenient path.
             if fits { Some(Some(x)) } else if SCHEMA { Some(None) } else { None }

@@ -135,8 +135,7 @@ static POINTERS: CacheCell<Box<[Py<PyString>]>> = GilCell::new(None);
 fn py_tokens<'py>(py: Python<'py>, pointer: &str) -> Result<Toks<'py>, PatchError> {
     let mut store = None;
     if !pointer.is_empty() && pointer.len() <= POINTER_CACHE_MAX_LEN {
-        let cached = |toks: &Box<[Py<PyString>]>| toks.iter().map(|t| Tok(t.bind(py).clone())).collect();
-        match cache_get(&POINTERS, py, POINTER_SLOTS, pointer, cached) {
+        match cache_get(&POINTERS, py, POINTER_SLOTS, pointer, |toks| Toks::from_fn(toks.len(), |i| Tok(toks[i].bind(py).clone()))) {
             Lookup::Hit(toks) => return Ok(toks),
             Lookup::Miss(slot) => store = slot,
         }

@@ -34,6 +34,9 @@ pub struct OpMembers<S, P, V> {
     pub value: Option<V>,
 }
 
+/// What [`read_op`] gives: the members, or the first error.
+pub type Read<S, P> = Result<OpMembers<<S as OpSource>::Str, P, <S as OpSource>::Value>, Fail<<S as OpSource>::Error>>;
+
 /// Read operation `index` from `src`: `known` is its op when the caller knows it (an
 /// operation class that fixes it); `pointer` parses a pointer text. Members that the op
 /// does not use are not read. Errors name the operation's index, op and path as far as
@@ -43,7 +46,7 @@ pub fn read_op<S: OpSource, P>(
     src: &mut S,
     known: Option<OpKind>,
     mut pointer: impl FnMut(&str) -> Result<P, PatchError>,
-) -> Result<OpMembers<S::Str, P, S::Value>, Fail<S::Error>> {
+) -> Read<S, P> {
     let not_string = |name: &str, t: String| invalid(format!("member '{name}' must be a string, not {t}"));
     let not_utf8 = |name: &str| invalid(format!("member '{name}' is not valid UTF-8"));
     let op_str;
@@ -70,7 +73,7 @@ pub fn read_op<S: OpSource, P>(
                 let path = src.text(&path_str);
                 return Err(not_string("from", t).located(index, Some(&op), path.as_deref()).into());
             }
-            from => from.map(Result::ok).flatten(),
+            from => from.and_then(Result::ok),
         },
         false => None,
     };

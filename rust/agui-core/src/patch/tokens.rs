@@ -33,6 +33,17 @@ pub enum Tokens<T> {
 }
 
 impl<T> Tokens<T> {
+    /// `n` tokens made by `f(0..n)`, placed directly (a cached pointer's tokens).
+    pub fn from_fn(n: usize, mut f: impl FnMut(usize) -> T) -> Self {
+        match n {
+            0 => Tokens::Empty,
+            1 => Tokens::One([f(0)]),
+            2 => Tokens::Two([f(0), f(1)]),
+            3 => Tokens::Three([f(0), f(1), f(2)]),
+            _ => Tokens::Heap((0..n).map(f).collect()),
+        }
+    }
+
     pub fn push(&mut self, t: T) {
         *self = match std::mem::take(self) {
             Tokens::Empty => Tokens::One([t]),
@@ -90,6 +101,7 @@ mod tests {
             let t: Tokens<usize> = (0..n).collect();
             assert_eq!(&*t, (0..n).collect::<Vec<_>>().as_slice());
             assert_eq!(matches!(t, Tokens::Heap(_)), n > 3);
+            assert_eq!(&*Tokens::from_fn(n, |i| i), &*t);
         }
     }
 
