@@ -23,6 +23,11 @@
 //!   pointer resolution, JSON equality, depth limit, undo log and rollback, dialects);
 //! - `value`: the document implementation for `serde_json::Value`; the `agui-py` binding
 //!   implements the same trait for Python dicts and lists;
+//! - [`read`]: the one reader of an operation's members (JSON objects here, Python dicts
+//!   and objects in the binding); `tokens`: the one pointer tokenizer ([`split_pointer`]);
+//! - [`build`]: a value builder applying the rules of JSON text (`rules`), over the
+//!   binding's factory of Python values; [`owned`]: the containers a copy-on-write
+//!   document may write in place;
 //! - this module: errors, pointers, operations, the `Value` entry points.
 //!
 //! Semantics decisions (documented in `docs/patch.md`):
