@@ -1,12 +1,219 @@
-//! The decision of the Structs' validating construction (the binding's `construct.rs` is
-//! the metaclass call slot around it): given a call's keywords, matched to the class's
-//! fields by the binding, whether msgspec's own constructor takes them as they are, takes
-//! them without the tag keyword, or the lenient (Python) path must convert them. Only
-//! the common valid case is recognised here; the lenient path decides every error.
+//! The Structs' field checks and the decision of their validating construction (the
+//! binding's `construct.rs` is the metaclass call slot around it).
+//!
+//! * [`Check`]: what a field's value must be, compiled once per class from the Python
+//!   spec; [`check`] is its one interpreter, generic over how values are read
+//!   ([`Access`]). The binding reads it two ways: construction's fast path (exact types,
+//!   patterns run) and the encoder's schema (subclasses and tuples accepted, patterns
+//!   not re-run), so both agree on the tree by construction.
+//! * [`Fields::route`]: given a call's keywords, matched to the class's fields by the
+//!   binding, whether msgspec's own constructor takes them as they are, takes them
+//!   without the tag keyword, or the lenient (Python) path must convert them. Only the
+//!   common valid case is recognised here; the lenient path decides every error.
 //!
 //! A field given its default value explicitly is recorded (pydantic's
 //! `model_fields_set` counts it) in a 64-bit set; a field past the 64th given its default
 //! takes the lenient path, which records any field.
+
+/// What a field's value must be. `L`: a literal string as the binding keeps it (for
+/// pointer comparison); `P`: a compiled pattern; classes are type addresses.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Check<L, P> {
+    Any,
+    /// a string
+    Str,
+    /// an integer (not a bool) within bounds; `(i64::MIN, i64::MAX)`: any integer
+    Int(i64, i64),
+    /// `True` / `False`
+    Bool,
+    /// a string equal to one of these
+    Literal(Vec<L>),
+    /// an object with string keys (values unchecked: `Dict[str, Any]`)
+    Dict,
+    /// an instance of one of these classes
+    Structs(Vec<usize>),
+    /// an array of at least `min` items, each passing the check
+    List(Box<Check<L, P>>, usize),
+    /// a string the pattern matches
+    Pattern(P),
+    /// a string that is an RFC 6901 JSON Pointer (the patch engine's own parser)
+    JsonPointer,
+    Optional(Box<Check<L, P>>),
+    Union(Vec<Check<L, P>>),
+    /// never on the fast path (a type the plan builder does not model); no constraint as
+    /// a schema
+    Never,
+}
+
+/// How [`check`] reads values: each method answers for one kind, by the access's own
+/// rule of what counts (exact types, or subclasses too). No method may change a value.
+pub trait Access {
+    type Value: Copy;
+    type Lit;
+    type Pattern;
+    /// Is this value the "no value" (None)?
+    fn is_none(&self, v: Self::Value) -> bool;
+    /// A string value (of the kind the access accepts)?
+    fn is_str(&self, v: Self::Value) -> bool;
+    /// For a string (`is_str`): equal to this literal?
+    fn str_is(&self, v: Self::Value, lit: &Self::Lit) -> bool;
+    /// For a string (`is_str`): does the pattern match? An access may trust it (the
+    /// encoder does: a regex call per string would cost more than the encode).
+    fn matches(&self, v: Self::Value, pattern: &Self::Pattern) -> bool;
+    /// For a string (`is_str`): its text passed to `f` (None when it has no UTF-8 text).
+    fn with_text<R>(&self, v: Self::Value, f: impl FnOnce(&str) -> R) -> Option<R>;
+    /// An integer: None when not one, `Some(None)` when beyond `i64` (an access that
+    /// takes only `i64` answers None there).
+    fn int(&self, v: Self::Value) -> Option<Option<i64>>;
+    fn is_bool(&self, v: Self::Value) -> bool;
+    fn is_dict(&self, v: Self::Value) -> bool;
+    fn is_instance(&self, v: Self::Value, classes: &[usize]) -> bool;
+    /// The length of an array (None: not one).
+    fn seq_len(&self, v: Self::Value) -> Option<usize>;
+    /// Item `i` of an array of at least `i + 1` items (None: it is no longer there).
+    fn item(&self, v: Self::Value, i: usize) -> Option<Self::Value>;
+}
+
+/// Why a value fails its check: what was expected, rendered only when reported.
+#[derive(Clone, Copy, Debug)]
+pub enum Expected<'c, L, P> {
+    /// A value of the check's kind.
+    Kind(&'c Check<L, P>),
+    /// An array of at least this many items.
+    MinItems(usize),
+    /// An array that changed while it was checked.
+    Changed,
+}
+
+/// A value that fails its check: where below the checked value (`[3]` steps, outermost
+/// first), what was expected, and the value found there.
+#[derive(Debug)]
+pub struct Mismatch<'c, V, L, P> {
+    pub at: Vec<usize>,
+    pub expected: Expected<'c, L, P>,
+    pub got: V,
+}
+
+impl<'c, V, L, P> Mismatch<'c, V, L, P> {
+    /// The path below the checked value: `[3][0]`.
+    pub fn path(&self) -> String {
+        self.at.iter().map(|i| format!("[{i}]")).collect()
+    }
+
+    /// What was expected, in words; `lit` spells a literal, `class` names a class.
+    pub fn expected(&self, lit: &impl Fn(&L) -> String, class: &impl Fn(usize) -> String) -> String {
+        match self.expected {
+            Expected::Kind(c) => describe(c, lit, class),
+            Expected::MinItems(min) => format!("an array of at least {min} items"),
+            Expected::Changed => "an array that does not change while it is encoded".into(),
+        }
+    }
+}
+
+/// A check's kind in words ("a string", "an integer in [0, 9]", "A or B").
+pub fn describe<L, P>(c: &Check<L, P>, lit: &impl Fn(&L) -> String, class: &impl Fn(usize) -> String) -> String {
+    match c {
+        Check::Any | Check::Never => "any value".into(),
+        Check::Str | Check::Pattern(_) => "a string".into(),
+        Check::JsonPointer => "a JSON Pointer string".into(),
+        Check::Int(i64::MIN, i64::MAX) => "an integer".into(),
+        Check::Int(lo, hi) => format!("an integer in [{lo}, {hi}]"),
+        Check::Bool => "a boolean".into(),
+        Check::Literal(values) => {
+            let names: Vec<String> = values.iter().map(|v| format!("{:?}", lit(v))).collect();
+            format!("one of {}", names.join(", "))
+        }
+        Check::Dict => "an object (dict)".into(),
+        Check::Structs(classes) => classes.iter().map(|&c| class(c)).collect::<Vec<_>>().join(" or "),
+        Check::List(..) => "an array (list)".into(),
+        Check::Optional(inner) => describe(inner, lit, class),
+        Check::Union(checks) => checks.iter().map(|c| describe(c, lit, class)).collect::<Vec<_>>().join(" or "),
+    }
+}
+
+/// What a failed check reports: nothing (`()`: a yes or no, construction's fast path,
+/// which pays for no diagnostics) or a [`Mismatch`] (the encoder's errors).
+pub trait Report<'c, V, L, P> {
+    fn new(expected: Expected<'c, L, P>, got: V) -> Self;
+    /// The failure one step into an array, at item `i`.
+    fn within(self, i: usize) -> Self;
+    /// Did the value fail below itself (in an item), its kind having matched?
+    fn inside(&self) -> bool;
+}
+
+impl<'c, V, L, P> Report<'c, V, L, P> for () {
+    #[inline(always)]
+    fn new(_: Expected<'c, L, P>, _: V) -> Self {}
+    #[inline(always)]
+    fn within(self, _: usize) -> Self {}
+    #[inline(always)]
+    fn inside(&self) -> bool {
+        false
+    }
+}
+
+impl<'c, V, L, P> Report<'c, V, L, P> for Mismatch<'c, V, L, P> {
+    fn new(expected: Expected<'c, L, P>, got: V) -> Self {
+        Mismatch { at: Vec::new(), expected, got }
+    }
+    fn within(mut self, i: usize) -> Self {
+        self.at.insert(0, i);
+        self
+    }
+    fn inside(&self) -> bool {
+        !self.at.is_empty()
+    }
+}
+
+/// Does `v` pass `check`, read through `a`? Else the first failure, as `E` reports it.
+/// A union whose member's kind matched but failed inside fails with that member's
+/// report; else it fails with all its members' kinds. (A yes-or-no report cannot tell
+/// and tries every member: the answer is the same, a union never lists two members that
+/// match one value in kind.)
+pub fn check<'c, A: Access, E: Report<'c, A::Value, A::Lit, A::Pattern>>(a: &A, c: &'c Check<A::Lit, A::Pattern>, v: A::Value) -> Result<(), E> {
+    let ok = match c {
+        Check::Any | Check::Never => true,
+        Check::Str => a.is_str(v),
+        Check::Pattern(p) => a.is_str(v) && a.matches(v, p),
+        Check::JsonPointer => a.is_str(v) && a.with_text(v, |s| crate::patch::parse_pointer(s).is_ok()).unwrap_or(false),
+        Check::Int(lo, hi) => match a.int(v) {
+            Some(Some(x)) => *lo <= x && x <= *hi,
+            Some(None) => (*lo, *hi) == (i64::MIN, i64::MAX),
+            None => false,
+        },
+        Check::Bool => a.is_bool(v),
+        Check::Literal(values) => a.is_str(v) && values.iter().any(|l| a.str_is(v, l)),
+        Check::Dict => a.is_dict(v),
+        Check::Structs(classes) => a.is_instance(v, classes),
+        Check::List(item, min) => {
+            let Some(n) = a.seq_len(v) else { return Err(E::new(Expected::Kind(c), v)) };
+            if n < *min {
+                return Err(E::new(Expected::MinItems(*min), v));
+            }
+            for i in 0..n {
+                let Some(it) = a.item(v, i) else { return Err(E::new(Expected::Changed, v)) };
+                check::<A, E>(a, item, it).map_err(|e| e.within(i))?;
+            }
+            true
+        }
+        Check::Optional(inner) => return if a.is_none(v) { Ok(()) } else { check(a, inner, v) },
+        Check::Union(checks) => {
+            for member in checks {
+                match check::<A, E>(a, member, v) {
+                    Ok(()) => return Ok(()),
+                    Err(e) if e.inside() => return Err(e),
+                    Err(_) => {}
+                }
+            }
+            false
+        }
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(E::new(Expected::Kind(c), v))
+    }
+}
 
 /// Where a call goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -135,6 +342,163 @@ mod tests {
         assert_eq!(route(&f, &[(Field(0), 1), (Unknown, 1)]).0, Route::Lenient, "an extra");
         assert_eq!(route(&Fields::new(vec![], vec![]), &[]), (Route::Direct, 0));
         assert_eq!(f.given(0b110).collect::<Vec<_>>(), [1, 2]);
+    }
+
+    /// A toy value model, read both ways the binding reads Python values: exact (the
+    /// fast path) and as a schema (subclasses, tuples, big ints; patterns trusted).
+    #[derive(Clone, Debug, PartialEq)]
+    enum V {
+        None,
+        Bool,
+        Int(Option<i64>),
+        Str(&'static str),
+        /// a `str` subclass
+        SubStr(&'static str),
+        Dict,
+        Obj(usize),
+        List(Vec<V>),
+        Tuple(Vec<V>),
+    }
+
+    struct Toy<'t> {
+        exact: bool,
+        _values: std::marker::PhantomData<&'t V>,
+    }
+
+    fn toy<'t>(exact: bool) -> Toy<'t> {
+        Toy { exact, _values: std::marker::PhantomData }
+    }
+
+    impl<'t> Access for Toy<'t> {
+        type Value = &'t V;
+        type Lit = &'static str;
+        type Pattern = fn(&str) -> bool;
+        fn is_none(&self, v: &V) -> bool {
+            matches!(v, V::None)
+        }
+        fn is_str(&self, v: &V) -> bool {
+            matches!(v, V::Str(_)) || (!self.exact && matches!(v, V::SubStr(_)))
+        }
+        fn str_is(&self, v: &V, lit: &&'static str) -> bool {
+            self.with_text(v, |s| s == *lit).unwrap_or(false)
+        }
+        fn matches(&self, v: &V, p: &fn(&str) -> bool) -> bool {
+            !self.exact || self.with_text(v, p).unwrap_or(false)
+        }
+        fn with_text<R>(&self, v: &V, f: impl FnOnce(&str) -> R) -> Option<R> {
+            match v {
+                V::Str(s) | V::SubStr(s) => Some(f(s)),
+                _ => None,
+            }
+        }
+        fn int(&self, v: &V) -> Option<Option<i64>> {
+            match v {
+                V::Int(None) if self.exact => None,
+                V::Int(x) => Some(*x),
+                _ => None,
+            }
+        }
+        fn is_bool(&self, v: &V) -> bool {
+            matches!(v, V::Bool)
+        }
+        fn is_dict(&self, v: &V) -> bool {
+            matches!(v, V::Dict)
+        }
+        fn is_instance(&self, v: &V, classes: &[usize]) -> bool {
+            matches!(v, V::Obj(c) if classes.contains(c))
+        }
+        fn seq_len(&self, v: &V) -> Option<usize> {
+            match v {
+                V::List(items) => Some(items.len()),
+                V::Tuple(items) if !self.exact => Some(items.len()),
+                _ => None,
+            }
+        }
+        fn item(&self, v: &'t V, i: usize) -> Option<&'t V> {
+            match v {
+                V::List(items) | V::Tuple(items) => items.get(i),
+                _ => None,
+            }
+        }
+    }
+
+    type C = Check<&'static str, fn(&str) -> bool>;
+
+    fn is_upper(s: &str) -> bool {
+        s.chars().all(|c| c.is_ascii_uppercase())
+    }
+
+    fn passes(exact: bool, c: &C, v: &V) -> bool {
+        let yes_no = check::<_, ()>(&toy(exact), c, v).is_ok();
+        assert_eq!(yes_no, check::<_, Mismatch<_, _, _>>(&toy(exact), c, v).is_ok(), "both reports agree: {c:?} {v:?}");
+        yes_no
+    }
+
+    /// What each check takes, exactly and as a schema.
+    #[test]
+    fn checks_read_exactly_and_as_a_schema() {
+        let cases: Vec<(C, V, bool, bool)> = vec![
+            (Check::Str, V::Str("a"), true, true),
+            (Check::Str, V::SubStr("a"), false, true),
+            (Check::Str, V::Int(Some(1)), false, false),
+            (Check::Int(0, 9), V::Int(Some(9)), true, true),
+            (Check::Int(0, 9), V::Int(Some(10)), false, false),
+            (Check::Int(0, 9), V::Int(None), false, false),
+            (Check::Int(i64::MIN, i64::MAX), V::Int(None), false, true),
+            (Check::Int(i64::MIN, i64::MAX), V::Bool, false, false),
+            (Check::Bool, V::Bool, true, true),
+            (Check::Literal(vec!["x", "y"]), V::Str("y"), true, true),
+            (Check::Literal(vec!["x", "y"]), V::SubStr("y"), false, true),
+            (Check::Literal(vec!["x", "y"]), V::Str("z"), false, false),
+            (Check::Dict, V::Dict, true, true),
+            (Check::Structs(vec![1, 2]), V::Obj(2), true, true),
+            (Check::Structs(vec![1, 2]), V::Obj(3), false, false),
+            (Check::Pattern(is_upper), V::Str("AB"), true, true),
+            (Check::Pattern(is_upper), V::Str("ab"), false, true),
+            (Check::JsonPointer, V::Str("/a/~1b"), true, true),
+            (Check::JsonPointer, V::Str("a"), false, false),
+            (Check::JsonPointer, V::Str("/~2"), false, false),
+            (Check::Optional(Box::new(Check::Str)), V::None, true, true),
+            (Check::Str, V::None, false, false),
+            (Check::Union(vec![Check::Bool, Check::Str]), V::Str("a"), true, true),
+            (Check::Union(vec![Check::Bool, Check::Str]), V::Dict, false, false),
+            (Check::List(Box::new(Check::Str), 1), V::List(vec![V::Str("a")]), true, true),
+            (Check::List(Box::new(Check::Str), 1), V::Tuple(vec![V::Str("a")]), false, true),
+            (Check::List(Box::new(Check::Str), 1), V::List(vec![]), false, false),
+            (Check::List(Box::new(Check::Str), 0), V::List(vec![V::Bool]), false, false),
+            (Check::Any, V::Dict, true, true),
+            (Check::Never, V::Dict, true, true),
+        ];
+        for (c, v, exact, schema) in &cases {
+            assert_eq!(passes(true, c, v), *exact, "exact: {c:?} {v:?}");
+            assert_eq!(passes(false, c, v), *schema, "schema: {c:?} {v:?}");
+        }
+    }
+
+    fn report(c: &C, v: &V) -> (String, String) {
+        let m: Mismatch<_, _, _> = check(&toy(false), c, v).expect_err("a mismatch");
+        (m.path(), m.expected(&|l: &&str| l.to_string(), &|c| format!("C{c}")))
+    }
+
+    /// Where and what a mismatch reports: the path into arrays, the member of a union
+    /// that failed inside, else every member's kind.
+    #[test]
+    fn mismatches_say_where_and_what() {
+        let items: C = Check::List(Box::new(Check::Structs(vec![7])), 0);
+        let v = V::List(vec![V::Obj(7), V::List(vec![]), V::Obj(7)]);
+        assert_eq!(report(&items, &v), ("[1]".into(), "C7".into()));
+        let nested: C = Check::List(Box::new(Check::List(Box::new(Check::Int(0, 3)), 0)), 0);
+        let v = V::List(vec![V::List(vec![]), V::List(vec![V::Int(Some(1)), V::Int(Some(5))])]);
+        assert_eq!(report(&nested, &v), ("[1][1]".into(), "an integer in [0, 3]".into()));
+        let union: C = Check::Union(vec![Check::Literal(vec!["a", "b"]), items.clone()]);
+        assert_eq!(report(&union, &V::Dict), ("".into(), "one of \"a\", \"b\" or an array (list)".into()));
+        let v = V::List(vec![V::Bool]);
+        assert_eq!(report(&union, &v), ("[0]".into(), "C7".into()), "the member whose kind matched");
+        let min: C = Check::List(Box::new(Check::Any), 2);
+        assert_eq!(report(&min, &V::List(vec![V::Bool])).1, "an array of at least 2 items");
+        let opt: C = Check::Optional(Box::new(Check::Int(i64::MIN, i64::MAX)));
+        assert_eq!(report(&opt, &V::Str("1")).1, "an integer");
+        assert_eq!(report(&Check::JsonPointer, &V::Str("x")).1, "a JSON Pointer string");
     }
 
     #[test]

@@ -483,3 +483,47 @@ mod tests {
         assert_eq!(v, b"-9223372036854775808,18446744073709551615,true,null");
     }
 }
+
+/// How pydantic spells a datetime, date or time given Python's `isoformat()` text.
+#[derive(Debug, PartialEq, Eq)]
+pub enum IsoTime {
+    /// The `isoformat()` text as it is.
+    AsIs,
+    /// The text with its zero offset (`+00:00`) written `Z`.
+    Zulu(String),
+    /// An offset with seconds (rare): pydantic spells it its own way (ask it).
+    Other,
+}
+
+/// The pydantic spelling of `iso` (`isoformat()` of a datetime, time or date), whose text
+/// before any fraction and offset is `base` bytes long (19, 8, 10).
+pub fn iso_time(iso: &str, base: usize) -> IsoTime {
+    let b = iso.as_bytes();
+    let mut end = base.min(b.len());
+    if b.get(end) == Some(&b'.') {
+        end += 7; // microseconds: `.ffffff`
+    }
+    match b.len().checked_sub(end) {
+        Some(0) => IsoTime::AsIs,
+        Some(6) if &b[end..] == b"+00:00" => IsoTime::Zulu(format!("{}Z", &iso[..end])),
+        Some(6) => IsoTime::AsIs,
+        _ => IsoTime::Other,
+    }
+}
+
+#[cfg(test)]
+mod iso_time_tests {
+    use super::{iso_time, IsoTime};
+
+    #[test]
+    fn pydantic_spellings() {
+        assert_eq!(iso_time("2024-01-02T03:04:05", 19), IsoTime::AsIs);
+        assert_eq!(iso_time("2024-01-02T03:04:05.000001+00:00", 19), IsoTime::Zulu("2024-01-02T03:04:05.000001Z".into()));
+        assert_eq!(iso_time("2024-01-02T03:04:05+00:00", 19), IsoTime::Zulu("2024-01-02T03:04:05Z".into()));
+        assert_eq!(iso_time("2024-01-02T03:04:05-05:30", 19), IsoTime::AsIs);
+        assert_eq!(iso_time("2024-01-02T03:04:05+05:30:15", 19), IsoTime::Other);
+        assert_eq!(iso_time("03:04:05.123456", 8), IsoTime::AsIs);
+        assert_eq!(iso_time("03:04:05+00:00", 8), IsoTime::Zulu("03:04:05Z".into()));
+        assert_eq!(iso_time("2024-01-02", 10), IsoTime::AsIs);
+    }
+}

@@ -70,6 +70,15 @@ impl Format {
             _ => None,
         }
     }
+
+    /// The `format=` argument of the log APIs: `"auto"` (None: detect) or a format; the
+    /// error says what is accepted.
+    pub fn parse_arg(arg: &str) -> Result<Option<Format>, String> {
+        match arg {
+            "auto" => Ok(None),
+            f => Format::parse(f).map(Some).ok_or_else(|| format!("format must be 'auto', 'sse' or 'protobuf', not {f:?}")),
+        }
+    }
 }
 
 /// True when `head` starts with the gzip magic bytes.
@@ -634,6 +643,9 @@ mod tests {
         assert!(is_gzip(&gzip(b"x")));
         assert_eq!(Format::parse("proto"), Some(Format::Protobuf));
         assert_eq!(Format::parse("json"), None);
+        assert_eq!(Format::parse_arg("auto"), Ok(None));
+        assert_eq!(Format::parse_arg("sse"), Ok(Some(Format::Sse)));
+        assert_eq!(Format::parse_arg("json").unwrap_err(), "format must be 'auto', 'sse' or 'protobuf', not \"json\"");
     }
 
     #[test]

@@ -66,12 +66,7 @@ fn sources<'a>(args: &'a [Arg], names: Vec<Option<String>>) -> PyResult<Vec<Sour
 
 /// The `format=` argument of the log APIs (`to_arrow`, `replay_log`...): `None` detects.
 pub(crate) fn format_arg(format: &str) -> PyResult<Option<Format>> {
-    match format {
-        "auto" => Ok(None),
-        f => Format::parse(f).map(Some).ok_or_else(|| {
-            PyValueError::new_err(format!("format must be 'auto', 'sse' or 'protobuf', not {f:?}"))
-        }),
-    }
+    Format::parse_arg(format).map_err(PyValueError::new_err)
 }
 
 fn options(format: &str, collect: bool, max_buffer_size: usize, max_frame_size: usize) -> PyResult<Options> {

@@ -31,35 +31,12 @@ use pyo3::types::{PyDict, PyString, PyTuple, PyType};
 use agui_core::construct::{Fields, Keyword, Route};
 
 use crate::gil::{GilBound, GilCell};
+use crate::layout::Layout;
 
-/// What a keyword's value must be for the fast path (anything else goes to `lenient`).
-/// The encoder reads the same checks as each field's schema (`plan::conforms`).
-pub(crate) enum Check {
-    Any,
-    /// exact `str`
-    Str,
-    /// exact `int` (not `bool`) within bounds
-    Int(i64, i64),
-    /// `True` / `False`
-    Bool,
-    /// exact `str` equal to one of these
-    Literal(Vec<Py<PyString>>),
-    /// exact `dict` with exact `str` keys (values unchecked: `Dict[str, Any]`)
-    Dict,
-    /// an instance of exactly one of these classes (kept alive by the plan's `classes`)
-    Structs(Vec<usize>),
-    /// exact `list` of at least `min` items, each passing the check
-    List(Box<Check>, usize),
-    /// exact `str` for which this bound `re.Pattern.search` finds a match
-    Pattern(Py<PyAny>),
-    /// exact `str` that is an RFC 6901 JSON Pointer (the schema's pointer pattern, checked
-    /// by the patch engine's own parser instead of a Python regex call)
-    JsonPointer,
-    Optional(Box<Check>),
-    Union(Vec<Check>),
-    /// never on the fast path (a type the plan builder does not model)
-    Never,
-}
+/// What a keyword's value must be for the fast path (anything else goes to `lenient`);
+/// the encoder reads the same checks as each field's schema (`plan::conforms`). Literals
+/// are interned strings (compared by pointer first), patterns bound `re.Pattern.search`.
+pub(crate) type Check = agui_core::construct::Check<Py<PyString>, Py<PyAny>>;
 
 pub(crate) struct Plan {
     /// The class itself: keeps the pointer key of the cache valid.
@@ -201,91 +178,121 @@ pub(crate) unsafe fn str_eq(a: *mut ffi::PyObject, b: *mut ffi::PyObject) -> boo
     }
 }
 
-/// Does `v` (borrowed, alive for the call) pass `check` as it is?
-unsafe fn passes(py: Python<'_>, check: &Check, v: *mut ffi::PyObject) -> bool {
-    unsafe {
-        match check {
-            Check::Any => true,
-            Check::Str => ffi::PyUnicode_CheckExact(v) != 0,
-            Check::Int(lo, hi) => {
-                if ffi::PyLong_CheckExact(v) == 0 {
-                    return false;
-                }
-                let mut overflow: c_int = 0;
-                let x = ffi::PyLong_AsLongLongAndOverflow(v, &mut overflow);
-                if overflow != 0 || (x == -1 && !ffi::PyErr_Occurred().is_null()) {
-                    ffi::PyErr_Clear();
-                    return false;
-                }
-                *lo <= x && x <= *hi
+/// How the one interpreter of a `Check` (`agui_core::construct::check`) reads Python
+/// values: exactly (`SCHEMA = false`, construction's fast path: exact `str`, `int` within
+/// `i64` and not `bool`, `dict` with `str` keys, `list`, exact classes, patterns run) or
+/// as a schema (`true`, the encoder's: subclasses too, tuples as arrays, ints of any
+/// size; patterns other than JSON Pointers are not re-run, a regex call per string would
+/// cost more than the whole encode). Values are borrowed and alive for the check; only a
+/// pattern runs Python code (a compiled pattern on an exact str: no user code). The
+/// schema reading takes list and tuple items in place (`Layout`).
+pub(crate) struct PyRead<'py, const SCHEMA: bool>(pub(crate) Python<'py>, pub(crate) Option<Layout>);
+
+impl<const SCHEMA: bool> agui_core::construct::Access for PyRead<'_, SCHEMA> {
+    type Value = *mut ffi::PyObject;
+    type Lit = Py<PyString>;
+    type Pattern = Py<PyAny>;
+    // SAFETY (every method): `v` is a live object borrowed for the check. Exact types by
+    // pointer first: the flag checks are calls under the limited API.
+    fn is_none(&self, v: Self::Value) -> bool {
+        v == unsafe { ffi::Py_None() }
+    }
+    fn is_str(&self, v: Self::Value) -> bool {
+        unsafe { ffi::PyUnicode_CheckExact(v) != 0 || (SCHEMA && ffi::PyUnicode_Check(v) != 0) }
+    }
+    fn str_is(&self, v: Self::Value, lit: &Py<PyString>) -> bool {
+        unsafe { str_eq(v, lit.as_ptr()) }
+    }
+    fn matches(&self, v: Self::Value, search: &Py<PyAny>) -> bool {
+        // (The call's argument tuple holds its own reference to `v`.)
+        SCHEMA || search.bind(self.0).call1((unsafe { Bound::from_borrowed_ptr(self.0, v) },)).is_ok_and(|m| !m.is_none())
+    }
+    fn with_text<R>(&self, v: Self::Value, f: impl FnOnce(&str) -> R) -> Option<R> {
+        let s = unsafe { Bound::from_borrowed_ptr(self.0, v) };
+        let r = s.cast::<PyString>().ok().and_then(|s| s.to_str().ok().map(f));
+        unsafe { ffi::PyErr_Clear() };
+        r
+    }
+    fn int(&self, v: Self::Value) -> Option<Option<i64>> {
+        unsafe {
+            let tp = ffi::Py_TYPE(v);
+            let is_int = tp == &raw mut ffi::PyLong_Type || (SCHEMA && ffi::PyLong_Check(v) != 0 && tp != &raw mut ffi::PyBool_Type);
+            if !is_int {
+                return None;
             }
-            Check::Bool => v == ffi::Py_True() || v == ffi::Py_False(),
-            Check::Literal(values) => {
-                ffi::PyUnicode_CheckExact(v) != 0 && values.iter().any(|s| str_eq(v, s.as_ptr()))
-            }
-            Check::Dict => {
-                if ffi::PyDict_CheckExact(v) == 0 {
-                    return false;
-                }
-                let (mut pos, mut k, mut val): (ffi::Py_ssize_t, *mut ffi::PyObject, *mut ffi::PyObject) =
-                    (0, std::ptr::null_mut(), std::ptr::null_mut());
-                while ffi::PyDict_Next(v, &mut pos, &mut k, &mut val) != 0 {
-                    if ffi::PyUnicode_CheckExact(k) == 0 {
-                        return false;
-                    }
-                }
-                true
-            }
-            Check::Structs(ptrs) => {
-                let t = ffi::Py_TYPE(v) as usize;
-                ptrs.contains(&t)
-            }
-            Check::List(item, min) => {
-                if ffi::PyList_CheckExact(v) == 0 {
-                    return false;
-                }
-                let n = ffi::PyList_Size(v);
-                if (n as usize) < *min {
-                    return false;
-                }
-                for i in 0..n {
-                    let it = ffi::PyList_GetItem(v, i);
-                    if it.is_null() {
-                        ffi::PyErr_Clear();
-                        return false;
-                    }
-                    // A strong reference while checking: a pattern check calls Python.
-                    ffi::Py_IncRef(it);
-                    let ok = passes(py, item, it);
-                    ffi::Py_DecRef(it);
-                    if !ok {
-                        return false;
-                    }
-                }
-                true
-            }
-            Check::Pattern(search) => {
-                if ffi::PyUnicode_CheckExact(v) == 0 {
-                    return false;
-                }
-                match search.bind(py).call1((Bound::from_borrowed_ptr(py, v),)) {
-                    Ok(m) => !m.is_none(),
-                    Err(_) => false,
-                }
-            }
-            Check::JsonPointer => {
-                ffi::PyUnicode_CheckExact(v) != 0
-                    && Bound::from_borrowed_ptr(py, v)
-                        .cast::<PyString>()
-                        .ok()
-                        .and_then(|s| s.to_str().ok().map(|s| agui_core::patch::parse_pointer(s).is_ok()))
-                        .unwrap_or(false)
-            }
-            Check::Optional(inner) => v == ffi::Py_None() || passes(py, inner, v),
-            Check::Union(checks) => checks.iter().any(|c| passes(py, c, v)),
-            Check::Never => false,
+            let mut overflow: c_int = 0;
+            let x = ffi::PyLong_AsLongLongAndOverflow(v, &mut overflow);
+            let fits = overflow == 0 && (x != -1 || ffi::PyErr_Occurred().is_null());
+            ffi::PyErr_Clear();
+            // Beyond i64: the exact reading leaves it to the lenient path.
+            if fits { Some(Some(x)) } else if SCHEMA { Some(None) } else { None }
         }
     }
+    fn is_bool(&self, v: Self::Value) -> bool {
+        unsafe { v == ffi::Py_True() || v == ffi::Py_False() }
+    }
+    fn is_dict(&self, v: Self::Value) -> bool {
+        unsafe {
+            if SCHEMA {
+                return ffi::Py_TYPE(v) == &raw mut ffi::PyDict_Type || ffi::PyDict_Check(v) != 0;
+            }
+            if ffi::PyDict_CheckExact(v) == 0 {
+                return false;
+            }
+            let (mut pos, mut k, mut val) = (0, std::ptr::null_mut(), std::ptr::null_mut());
+            while ffi::PyDict_Next(v, &mut pos, &mut k, &mut val) != 0 {
+                if ffi::PyUnicode_CheckExact(k) == 0 {
+                    return false;
+                }
+            }
+            true
+        }
+    }
+    fn is_instance(&self, v: Self::Value, classes: &[usize]) -> bool {
+        // Exact classes first: a subtype check walks the MRO (a call each).
+        let tp = unsafe { ffi::Py_TYPE(v) };
+        classes.contains(&(tp as usize))
+            || (SCHEMA && classes.iter().any(|&c| unsafe { ffi::PyType_IsSubtype(tp, c as *mut ffi::PyTypeObject) } != 0))
+    }
+    fn seq_len(&self, v: Self::Value) -> Option<usize> {
+        unsafe {
+            if ffi::PyList_CheckExact(v) != 0 || (SCHEMA && ffi::PyList_Check(v) != 0) {
+                Some(ffi::PyList_Size(v) as usize)
+            } else if SCHEMA && ffi::PyTuple_Check(v) != 0 {
+                Some(ffi::PyTuple_Size(v) as usize)
+            } else {
+                None
+            }
+        }
+    }
+    fn item(&self, v: Self::Value, i: usize) -> Option<Self::Value> {
+        // Borrowed from the array: nothing the check runs can change it.
+        unsafe {
+            let lay = self.1.filter(|l| l.seq());
+            let it = if ffi::Py_TYPE(v) == &raw mut ffi::PyList_Type || (SCHEMA && ffi::PyList_Check(v) != 0) {
+                match lay {
+                    Some(lay) => lay.list_item(v, i),
+                    None => Some(ffi::PyList_GetItem(v, i as ffi::Py_ssize_t)),
+                }
+            } else {
+                match lay {
+                    Some(lay) => lay.tuple_items(v).get(i).copied(),
+                    None => Some(ffi::PyTuple_GetItem(v, i as ffi::Py_ssize_t)),
+                }
+            };
+            let it = it.filter(|p| !p.is_null());
+            if it.is_none() {
+                ffi::PyErr_Clear();
+            }
+            it
+        }
+    }
+}
+
+/// Does `v` (borrowed, alive for the call) pass `check` as it is?
+#[inline]
+unsafe fn passes(py: Python<'_>, check: &Check, v: *mut ffi::PyObject) -> bool {
+    agui_core::construct::check::<_, ()>(&PyRead::<false>(py, None), check, v).is_ok()
 }
 
 /// Is `v` the field's default `d` (None or a literal `str`)?

@@ -15,17 +15,19 @@
 //!   itself.
 //! - `StateDocument` holds Python values it owns, patched in place by the same engine
 //!   (owned mode: copy-on-write for what it handed out); values enter by the core's value
-//!   rules (`plain_copy`, else the object walker into `PyBuilder`).
+//!   rules (`plain_copy`, else the object walker into the core's `Builder` of Python values).
 
 use crate::gil::GilCell;
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::collections::HashSet;
 
 use agui_core::limits::DEFAULT_MAX_DEPTH;
 use agui_core::patch::cache::{FastBuild, Lookup, SlotCache};
 use agui_core::patch::engine::{self, At, Cursor, Document, Fail, Kind, MemberEq, Node, PatchOp, Patcher, Shape, Token};
-use agui_core::patch::{self as core, Dialect, ErrorKind, OpKind, Operation, Options, PatchError};
+use agui_core::patch::build::{Builder, Factory};
+use agui_core::patch::owned::Owned;
+use agui_core::patch::read::OpSource;
+use agui_core::patch::{self as core, invalid, too_deep, Dialect, OpKind, Operation, Options, PatchError};
 use pyo3::exceptions::{PyAttributeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -35,31 +37,12 @@ use serde_json::Value;
 use crate::errors::{check_max_depth, error_class, make_error};
 use crate::walk::{Opts, Walker};
 
-fn class_name(kind: ErrorKind) -> &'static str {
-    match kind {
-        ErrorKind::Invalid => "JsonPatchError",
-        ErrorKind::Pointer => "JsonPointerError",
-        ErrorKind::TestFailed => "JsonPatchTestFailed",
-    }
-}
-
 pub fn to_py_err(py: Python<'_>, e: &PatchError) -> PyErr {
     let kwargs = PyDict::new(py);
     let _ = kwargs.set_item("index", e.index);
     let _ = kwargs.set_item("op", e.op.as_deref());
     let _ = kwargs.set_item("path", e.path.as_deref());
-    make_error(py, class_name(e.kind), e.to_string(), Some(&kwargs))
-}
-
-fn invalid(reason: impl Into<String>) -> PatchError {
-    PatchError::new(ErrorKind::Invalid, reason)
-}
-
-fn with_index(mut e: PatchError, index: usize, op: Option<&str>, path: Option<&str>) -> PatchError {
-    e.index = Some(index);
-    e.op = op.map(str::to_string);
-    e.path = path.map(str::to_string);
-    e
+    make_error(py, e.kind.class_name(), e.to_string(), Some(&kwargs))
 }
 
 /// A patch error, or a Python exception raised by user code (e.g. an `__eq__`), passed
@@ -138,43 +121,8 @@ fn token<'py>(py: Python<'py>, s: &str) -> Bound<'py, PyString> {
     v
 }
 
-/// The tokens of a pointer. Most pointers have at most three tokens: those are kept
-/// inline (a heap vector per operation was a visible cost of one-operation patches).
-enum Toks<'py> {
-    Empty,
-    One([Tok<'py>; 1]),
-    Two([Tok<'py>; 2]),
-    Three([Tok<'py>; 3]),
-    Heap(Vec<Tok<'py>>),
-}
-
-impl<'py> Toks<'py> {
-    fn push(&mut self, t: Tok<'py>) {
-        *self = match std::mem::replace(self, Toks::Empty) {
-            Toks::Empty => Toks::One([t]),
-            Toks::One([a]) => Toks::Two([a, t]),
-            Toks::Two([a, b]) => Toks::Three([a, b, t]),
-            Toks::Three([a, b, c]) => Toks::Heap(vec![a, b, c, t]),
-            Toks::Heap(mut v) => {
-                v.push(t);
-                Toks::Heap(v)
-            }
-        };
-    }
-}
-
-impl<'py> std::ops::Deref for Toks<'py> {
-    type Target = [Tok<'py>];
-    fn deref(&self) -> &Self::Target {
-        match self {
-            Toks::Empty => &[],
-            Toks::One(a) => a,
-            Toks::Two(a) => a,
-            Toks::Three(a) => a,
-            Toks::Heap(v) => v,
-        }
-    }
-}
+/// The tokens of a pointer (up to three inline).
+type Toks<'py> = core::Tokens<Tok<'py>>;
 
 /// Whole pointers already split into Python key strings, reused across calls (one hash
 /// and compare per pointer instead of one per token).
@@ -183,36 +131,16 @@ const POINTER_CACHE_MAX_LEN: usize = 128;
 
 static POINTERS: CacheCell<Box<[Py<PyString>]>> = GilCell::new(None);
 
-fn cached_toks<'py>(py: Python<'py>, toks: &[Py<PyString>]) -> Toks<'py> {
-    let b = |i: usize| Tok(toks[i].bind(py).clone());
-    match toks.len() {
-        0 => Toks::Empty,
-        1 => Toks::One([b(0)]),
-        2 => Toks::Two([b(0), b(1)]),
-        3 => Toks::Three([b(0), b(1), b(2)]),
-        _ => Toks::Heap(toks.iter().map(|t| Tok(t.bind(py).clone())).collect()),
-    }
-}
-
-/// Split an RFC 6901 pointer into (unescaped) key strings.
+/// Split an RFC 6901 pointer (the core's tokenizer) into cached key strings.
 fn py_tokens<'py>(py: Python<'py>, pointer: &str) -> Result<Toks<'py>, PatchError> {
-    if pointer.is_empty() {
-        return Ok(Toks::Empty);
-    }
     let mut store = None;
-    if pointer.len() <= POINTER_CACHE_MAX_LEN {
-        match cache_get(&POINTERS, py, POINTER_SLOTS, pointer, |toks| cached_toks(py, toks)) {
+    if !pointer.is_empty() && pointer.len() <= POINTER_CACHE_MAX_LEN {
+        match cache_get(&POINTERS, py, POINTER_SLOTS, pointer, |toks| Toks::from_fn(toks.len(), |i| Tok(toks[i].bind(py).clone()))) {
             Lookup::Hit(toks) => return Ok(toks),
             Lookup::Miss(slot) => store = slot,
         }
     }
-    let Some(rest) = pointer.strip_prefix('/') else {
-        return core::parse_pointer(pointer).map(|_| Toks::Empty); // yields the precise error
-    };
-    let mut out = Toks::Empty;
-    for raw in rest.split('/') {
-        out.push(Tok(if raw.contains('~') { token(py, &core::unescape(raw)?) } else { token(py, raw) }));
-    }
+    let out: Toks<'py> = core::split_pointer(pointer, |t| Tok(token(py, t)))?;
     if let Some(slot) = store {
         cache_put(&POINTERS, py, slot, pointer, out.iter().map(|t| t.0.clone().unbind()).collect());
     }
@@ -230,99 +158,49 @@ fn member<'py>(item: &Bound<'py, PyAny>, dict: Option<&Bound<'py, PyDict>>, name
     }
 }
 
-fn string_member<'py>(v: Option<Bound<'py, PyAny>>, name: &str) -> Result<Option<Bound<'py, PyString>>, PatchError> {
-    match v {
-        None => Ok(None),
-        Some(v) => match v.cast_into::<PyString>() {
-            Ok(s) => Ok(Some(s)),
-            Err(e) => Err(invalid(format!("member '{name}' must be a string, not {}", py_type_name(e.into_inner().as_any())))),
-        },
-    }
-}
+/// An operation given as a Python dict, or an object with attributes (`from_` or `from`).
+struct PyOpSource<'a, 'py>(&'a Bound<'py, PyAny>, Option<&'a Bound<'py, PyDict>>);
 
-fn as_str<'a>(s: &'a Bound<'_, PyString>, name: &str) -> Result<std::borrow::Cow<'a, str>, PatchError> {
-    s.to_cow().map_err(|_| invalid(format!("member '{name}' is not valid UTF-8")))
-}
-
-/// The members of one operation, validated but not parsed into tokens.
-struct RawOp<'py> {
-    kind: Option<OpKind>,
-    op: Bound<'py, PyString>,
-    path: Bound<'py, PyString>,
-    from: Option<Bound<'py, PyString>>,
-    value: Option<Bound<'py, PyAny>>,
-}
-
-/// `known`: the op of an operation object whose class fixes it (our operation Structs,
-/// see `semantics::plain_op`), not read again.
-fn read_raw<'py>(index: usize, item: &Bound<'py, PyAny>, known: Option<OpKind>) -> R<RawOp<'py>> {
-    let py = item.py();
-    let dict = item.cast::<PyDict>().ok();
-    if dict.is_none() && (item.is_instance_of::<PyList>() || item.is_instance_of::<PyString>() || item.is_instance_of::<PyTuple>()) {
-        return Err(with_index(invalid(format!("operation must be an object, not {}", py_type_name(item))), index, None, None).into());
-    }
-    let op = match known {
-        Some(k) => Some(PyString::intern(py, k.name())),
-        None => string_member(member(item, dict, intern!(py, "op")).map_err(py_fail)?, "op").map_err(|e| with_index(e, index, None, None))?,
-    };
-    let Some(op) = op else {
-        return Err(with_index(invalid("missing member 'op'"), index, None, None).into());
-    };
-    let op_str = as_str(&op, "op").map_err(|e| with_index(e, index, None, None))?;
-    let kind = OpKind::parse(&op_str);
-    let path = string_member(member(item, dict, intern!(py, "path")).map_err(py_fail)?, "path").map_err(|e| with_index(e, index, Some(&op_str), None))?;
-    let Some(path) = path else {
-        return Err(with_index(invalid("missing member 'path'"), index, Some(&op_str), None).into());
-    };
-    // `from` only matters for move/copy; elsewhere it is an ignored extra member.
-    let from = if kind.is_some_and(OpKind::needs_from) {
-        let v = match dict {
-            Some(d) => d.get_item(intern!(py, "from")).map_err(py_fail)?,
-            None => match member(item, None, intern!(py, "from_")).map_err(py_fail)? {
+impl<'py> OpSource for PyOpSource<'_, 'py> {
+    type Str = Bound<'py, PyString>;
+    type Value = Bound<'py, PyAny>;
+    type Error = PyErr;
+    fn string(&mut self, name: &'static str) -> PyResult<Option<Result<Bound<'py, PyString>, String>>> {
+        let (py, item, dict) = (self.0.py(), self.0, self.1);
+        let v = match name {
+            "op" => member(item, dict, intern!(py, "op"))?,
+            "path" => member(item, dict, intern!(py, "path"))?,
+            _ if dict.is_some() => member(item, dict, intern!(py, "from"))?,
+            _ => match member(item, None, intern!(py, "from_"))? {
                 Some(v) => Some(v),
-                None => member(item, None, intern!(py, "from")).map_err(py_fail)?,
+                None => member(item, None, intern!(py, "from"))?,
             },
         };
-        string_member(v, "from").map_err(|e| with_index(e, index, Some(&op_str), path.to_str().ok()))?
-    } else {
-        None
-    };
-    let value = if kind.is_some_and(OpKind::needs_value) { member(item, dict, intern!(py, "value")).map_err(py_fail)? } else { None };
-    drop(op_str);
-    Ok(RawOp { kind, op, path, from, value })
+        Ok(v.map(|v| v.cast_into::<PyString>().map_err(|e| py_type_name(e.into_inner().as_any()))))
+    }
+    fn text<'s>(&self, s: &'s Bound<'py, PyString>) -> Option<Cow<'s, str>> {
+        s.to_cow().ok()
+    }
+    fn value(&mut self) -> PyResult<Option<Bound<'py, PyAny>>> {
+        member(self.0, self.1, intern!(self.0.py(), "value"))
+    }
 }
 
 fn read_op<'py>(index: usize, item: &Bound<'py, PyAny>) -> R<PyOp<'py>> {
     read_op_as(index, item, None)
 }
 
+/// `known`: the op of an operation object whose class fixes it (our operation Structs,
+/// see `semantics::plain_op`), not read again.
 fn read_op_as<'py>(index: usize, item: &Bound<'py, PyAny>, known: Option<OpKind>) -> R<PyOp<'py>> {
     let py = item.py();
-    let raw = read_raw(index, item, known)?;
-    // The op name as text is only needed for error messages.
-    let op_name = || raw.op.to_cow().map(|c| c.into_owned()).unwrap_or_default();
-    let path = as_str(&raw.path, "path").map_err(|e| with_index(e, index, Some(&op_name()), None))?;
-    let at = |e: PatchError| with_index(e, index, Some(&op_name()), Some(&path));
-    let Some(kind) = raw.kind else {
-        return Err(at(invalid(format!("unknown op {:?}", op_name()))).into());
-    };
-    let path_toks = py_tokens(py, &path).map_err(at)?;
-    let from_toks = match (&raw.from, kind.needs_from()) {
-        (Some(f), _) => {
-            let f = as_str(f, "from").map_err(at)?;
-            py_tokens(py, &f).map_err(|mut e| {
-                e.reason = format!("from: {}", e.reason);
-                at(e)
-            })?
-        }
-        (None, true) => return Err(at(invalid("missing member 'from'")).into()),
-        (None, false) => Toks::Empty,
-    };
-    if kind.needs_value() && raw.value.is_none() {
-        return Err(at(invalid("missing member 'value'")).into());
+    let dict = item.cast::<PyDict>().ok();
+    if dict.is_none() && (item.is_instance_of::<PyList>() || item.is_instance_of::<PyString>() || item.is_instance_of::<PyTuple>()) {
+        return Err(invalid(format!("operation must be an object, not {}", py_type_name(item))).located(index, None, None).into());
     }
-    drop(path);
-    Ok(PyOp { kind, path: raw.path, path_toks, from_toks, value: raw.value, json: None })
+    let op = core::read::read_op(index, &mut PyOpSource(item, dict), known, |p| py_tokens(py, p))?;
+    let from_toks = op.from.unwrap_or_default();
+    Ok(PyOp { kind: op.kind, path: op.path_str, path_toks: op.path, from_toks, value: op.value, json: None })
 }
 
 fn patch_items<'py>(patch: &Bound<'py, PyAny>) -> R<Vec<Bound<'py, PyAny>>> {
@@ -393,11 +271,6 @@ fn py_type_name(v: &Bound<'_, PyAny>) -> String {
     } else {
         v.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "object".into())
     }
-}
-
-
-fn too_deep(max_depth: usize) -> PatchError {
-    invalid(format!("value nested deeper than {max_depth} levels (or cyclic)"))
 }
 
 /// Deep-copy dicts and lists (tuples become lists) for a value placed at nesting depth
@@ -629,8 +502,6 @@ impl<'py> PatchOp for PyOp<'py> {
     }
 }
 
-const FRESH_SCAN_MAX: usize = 32;
-
 type FastMap<V> = HashMap<usize, V, FastBuild>;
 
 /// How a `PyDoc` writes.
@@ -652,12 +523,7 @@ struct PyDoc<'py> {
     mode: Mode,
     /// Containers that are ours to mutate: created during this apply (copy mode), or
     /// owned by a `StateDocument` (from patch to patch).
-    /// (A vector scanned linearly while small, a hash set beyond: most patches create a
-    /// handful of containers.)
-    fresh: HashSet<usize, FastBuild>,
-    /// The fresh containers themselves: keeps them alive so their addresses cannot be
-    /// reused while remembered, and is the small-size form of `fresh`.
-    keep: Vec<Py<PyAny>>,
+    owned: Owned<Py<PyAny>>,
     /// In place: the key order of each dict a member was removed from, taken at its first
     /// logged removal, so a rollback restores member order in one pass per dict (finding
     /// a key's position per removal, and re-inserting at a position, are O(n) each).
@@ -675,29 +541,17 @@ struct PyCursor<'a, 'py> {
 
 impl<'py> PyDoc<'py> {
     fn new(root: Bound<'py, PyAny>, mode: Mode) -> Self {
-        PyDoc { root, mode, fresh: HashSet::default(), keep: Vec::new(), orders: FastMap::default(), surrogates: false }
+        PyDoc { root, mode, owned: Owned::default(), orders: FastMap::default(), surrogates: false }
     }
 
     fn mark_fresh(&mut self, v: &Bound<'py, PyAny>) {
         if self.mode != Mode::InPlace && !matches!(container(v), Container::Other) {
-            self.keep.push(v.clone().unbind());
-            if self.keep.len() > FRESH_SCAN_MAX {
-                if self.fresh.is_empty() {
-                    self.fresh.extend(self.keep.iter().map(|k| k.as_ptr() as usize));
-                } else {
-                    self.fresh.insert(v.as_ptr() as usize);
-                }
-            }
+            self.owned.insert(v.as_ptr() as usize, v.clone().unbind());
         }
     }
 
     fn is_fresh(&self, v: &Bound<'py, PyAny>) -> bool {
-        let p = v.as_ptr();
-        if self.keep.len() > FRESH_SCAN_MAX {
-            self.fresh.contains(&(p as usize))
-        } else {
-            self.keep.iter().any(|k| k.as_ptr() == p)
-        }
+        self.owned.contains(v.as_ptr() as usize)
     }
 
     /// In copy mode, the container itself if we created it, else a shallow copy of it.
@@ -979,150 +833,69 @@ pub fn apply_patch<'py>(doc: Bound<'py, PyAny>, patch: &Bound<'py, PyAny>, in_pl
 // StateDocument: a document of Python values, owned and copy-on-write
 // ---------------------------------------------------------------------------------------
 
-enum Open<'py> {
-    Array(Vec<Bound<'py, PyAny>>),
-    Object(Bound<'py, PyDict>, Option<Bound<'py, PyString>>),
-}
-
-/// A `Sink` that builds new Python values by the rules of a document's values (those of
-/// JSON text: `core::container_rule`, `core::int_rule`, `core::float_rule`), for a value
-/// placed at nesting `base`. Walked from Python objects (`py_value`) or from a parsed
-/// JSON value (`json_to_py`). Sink methods cannot fail: the first broken rule is recorded
-/// and reported by `finish` (the walk goes on, bounded by the walker's own depth guard).
-struct PyBuilder<'py> {
+/// Python values for a document (`core::build::Builder` applies the rules of its values).
+struct PyValues<'py> {
     py: Python<'py>,
-    open: Vec<Open<'py>>,
-    root: Option<Bound<'py, PyAny>>,
-    base: usize,
-    max_depth: usize,
-    /// The first rule broken (or Python error); the walk goes on, bounded by its guard.
-    error: Option<Fail<PyErr>>,
     /// Strings holding the stream's kept lone surrogates (`agui_core::stream::kept_surrogate`)
     /// become Python strings with those surrogates, as the stream's JSON text has them.
     surrogates: bool,
 }
 
-impl<'py> PyBuilder<'py> {
-    fn new(py: Python<'py>, base: usize, max_depth: usize) -> Self {
-        PyBuilder { py, open: Vec::new(), root: None, base, max_depth, error: None, surrogates: false }
-    }
+type PyBuilder<'py> = Builder<PyValues<'py>>;
 
-    fn finish(self) -> R<Bound<'py, PyAny>> {
-        match (self.error, self.root) {
-            (Some(e), _) => Err(e),
-            (None, Some(v)) if self.open.is_empty() => Ok(v),
-            _ => Err(invalid("incomplete value").into()),
-        }
-    }
-
-    fn fail(&mut self, f: Fail<PyErr>) {
-        self.error.get_or_insert(f);
-    }
-
-    fn push(&mut self, v: Bound<'py, PyAny>) {
-        match self.open.last_mut() {
-            None => self.root = Some(v),
-            Some(Open::Array(a)) => a.push(v),
-            Some(Open::Object(d, key)) => {
-                // Repeated keys merge as a Python dict does: first position, last value.
-                if let Some(k) = key.take() {
-                    if let Err(e) = d.set_item(k, v) {
-                        self.fail(py_fail(e));
-                    }
-                }
-            }
-        }
-    }
-
-    fn pushed(&mut self, v: PyResult<Bound<'py, PyAny>>) {
-        match v {
-            Ok(v) => self.push(v),
-            Err(e) => {
-                self.fail(py_fail(e));
-                self.push(self.py.None().into_bound(self.py));
-            }
-        }
-    }
-
-    fn begin(&mut self, open: Open<'py>) {
-        if let Err(e) = core::container_rule(self.base + self.open.len(), self.max_depth) {
-            self.fail(e.into());
-        }
-        self.open.push(open);
-    }
+fn py_builder(py: Python<'_>, base: usize, max_depth: usize, surrogates: bool) -> PyBuilder<'_> {
+    Builder::new(PyValues { py, surrogates }, base, max_depth)
 }
 
-impl<'a, 'py> agui_core::sink::Sink<'a> for PyBuilder<'py> {
-    fn null(&mut self) {
-        self.push(self.py.None().into_bound(self.py))
+impl<'py> Factory for PyValues<'py> {
+    type Value = Bound<'py, PyAny>;
+    type Object = Bound<'py, PyDict>;
+    type Key = Bound<'py, PyString>;
+    type Error = PyErr;
+    fn null(&mut self) -> Bound<'py, PyAny> {
+        self.py.None().into_bound(self.py)
     }
-    fn bool(&mut self, v: bool) {
-        self.push(PyBool::new(self.py, v).to_owned().into_any())
+    fn bool(&mut self, v: bool) -> Bound<'py, PyAny> {
+        PyBool::new(self.py, v).to_owned().into_any()
     }
-    fn i64(&mut self, v: i64) {
+    fn int(&mut self, v: i64) -> Bound<'py, PyAny> {
         match v.into_pyobject(self.py) {
-            Ok(i) => self.push(i.into_any()),
+            Ok(i) => i.into_any(),
             Err(never) => match never {},
         }
     }
-    fn big_int(&mut self, decimal: &str) {
-        if let Err(e) = core::int_rule(decimal) {
-            self.fail(e.into());
+    fn big_int(&mut self, decimal: &str) -> PyResult<Bound<'py, PyAny>> {
+        self.py.get_type::<PyInt>().call1((decimal,))
+    }
+    fn float(&mut self, v: f64) -> Bound<'py, PyAny> {
+        PyFloat::new(self.py, v).into_any()
+    }
+    fn str(&mut self, s: &str) -> PyResult<Bound<'py, PyAny>> {
+        if self.surrogates && agui_core::stream::has_kept_surrogate(s.as_bytes()) {
+            return with_surrogates(self.py, s);
         }
-        let v = self.py.get_type::<PyInt>().call1((decimal,));
-        self.pushed(v)
+        Ok(PyString::new(self.py, s).into_any())
     }
-    fn f64(&mut self, v: f64) {
-        if let Err(e) = core::float_rule(v) {
-            self.fail(e.into());
-        }
-        self.push(PyFloat::new(self.py, v).into_any())
+    fn key(&mut self, k: &str) -> Bound<'py, PyString> {
+        token(self.py, k) // state keys recur: their strings (and hashes) are reused
     }
-    fn str(&mut self, s: &str) {
-        // A kept surrogate is a code point U+10F800..U+10FFFF: UTF-8 F4 8F A0..BF xx.
-        if self.surrogates && s.as_bytes().windows(2).any(|w| w == [0xF4, 0x8F]) {
-            let v = with_surrogates(self.py, s);
-            return self.pushed(v);
-        }
-        self.push(PyString::new(self.py, s).into_any())
+    fn array(&mut self, items: Vec<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
+        PyList::new(self.py, items).map(Bound::into_any)
     }
-    fn begin_array(&mut self) {
-        self.begin(Open::Array(Vec::new()))
+    fn object(&mut self) -> Bound<'py, PyDict> {
+        PyDict::new(self.py)
     }
-    fn end_array(&mut self) {
-        if let Some(Open::Array(items)) = self.open.pop() {
-            let l = PyList::new(self.py, items).map(Bound::into_any);
-            self.pushed(l)
-        }
+    fn set(&mut self, o: &mut Bound<'py, PyDict>, k: Bound<'py, PyString>, v: Bound<'py, PyAny>) -> PyResult<()> {
+        o.set_item(k, v)
     }
-    fn begin_object(&mut self) {
-        self.begin(Open::Object(PyDict::new(self.py), None))
+    fn object_len(&self, o: &Bound<'py, PyDict>) -> usize {
+        o.len()
     }
-    fn key(&mut self, k: &str) {
-        let k = token(self.py, k); // state keys recur: their strings (and hashes) are reused
-        if let Some(Open::Object(_, key)) = self.open.last_mut() {
-            *key = Some(k);
-        }
+    fn truncate(&mut self, o: &mut Bound<'py, PyDict>, len: usize) -> PyResult<()> {
+        o.keys().iter().skip(len).try_for_each(|k| o.del_item(k))
     }
-    fn end_object(&mut self, _distinct_keys: bool) {
-        if let Some(Open::Object(d, _)) = self.open.pop() {
-            self.push(d.into_any())
-        }
-    }
-    fn object_mark(&self) -> usize {
-        match self.open.last() {
-            Some(Open::Object(d, _)) => d.len(),
-            _ => 0,
-        }
-    }
-    fn rewind_object(&mut self, mark: usize) {
-        let Some(Open::Object(d, _)) = self.open.last() else { return };
-        let d = d.clone();
-        for k in d.keys().iter().skip(mark) {
-            if let Err(e) = d.del_item(k) {
-                self.fail(py_fail(e));
-            }
-        }
+    fn object_value(&mut self, o: Bound<'py, PyDict>) -> Bound<'py, PyAny> {
+        o.into_any()
     }
 }
 
@@ -1138,11 +911,11 @@ fn py_value<'py>(v: &Bound<'py, PyAny>, base: usize, max_depth: usize) -> R<Boun
     }
     // One level more for the walker: the builder names the limit first.
     let opts = Opts { pydantic: false, lossy_surrogates: false, max_depth: budget as u32 + 1 };
-    let mut w = Walker::new(py, PyBuilder::new(py, base, max_depth), opts);
+    let mut w = Walker::new(py, py_builder(py, base, max_depth, false), opts);
     let walked = w.walk(v.as_ptr());
-    let builder = std::mem::replace(&mut w.sink, PyBuilder::new(py, base, max_depth));
+    let builder = std::mem::replace(&mut w.sink, py_builder(py, base, max_depth, false));
     drop(w);
-    if builder.error.is_some() {
+    if builder.failed() {
         return builder.finish(); // the builder names a limit before the walker's guard
     }
     match walked {
@@ -1158,17 +931,11 @@ fn py_value<'py>(v: &Bound<'py, PyAny>, base: usize, max_depth: usize) -> R<Boun
     }
 }
 
-/// A Python string of `s` with its kept lone surrogates restored (UTF-8 with surrogates
-/// encoded as such, decoded with `surrogatepass`). Rare: only split characters.
+/// A Python string of `s` with its kept lone surrogates restored. Rare: only split
+/// characters.
 fn with_surrogates<'py>(py: Python<'py>, s: &str) -> PyResult<Bound<'py, PyAny>> {
-    let mut out = Vec::with_capacity(s.len());
-    for c in s.chars() {
-        match agui_core::stream::kept_surrogate(c) {
-            Some(u) => out.extend_from_slice(&[0xE0 | (u >> 12) as u8, 0x80 | ((u >> 6) & 0x3F) as u8, 0x80 | (u & 0x3F) as u8]),
-            None => out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
-        }
-    }
-    PyBytes::new(py, &out).call_method1(intern!(py, "decode"), ("utf-8", "surrogatepass"))
+    let wtf8 = agui_core::stream::wtf8_with_surrogates(s);
+    PyBytes::new(py, &wtf8).call_method1(intern!(py, "decode"), ("utf-8", "surrogatepass"))
 }
 
 /// A parsed JSON value (a patch read from text) as a document value placed at `base`;
@@ -1177,43 +944,26 @@ fn json_to_py<'py>(py: Python<'py>, v: &Value, base: usize, max_depth: usize, su
     if base > max_depth {
         return Err(too_deep(max_depth).into());
     }
-    let mut b = PyBuilder::new(py, base, max_depth);
-    b.surrogates = surrogates;
+    let mut b = py_builder(py, base, max_depth, surrogates);
     agui_core::sink::json_value(v, &mut b);
     b.finish()
 }
 
 /// An operation read from JSON text, as the engine reads Python operations.
 fn text_op<'py>(py: Python<'py>, i: usize, op: Operation, max_depth: usize, surrogates: bool) -> R<PyOp<'py>> {
-    let at = |e: PatchError| with_index(e, i, Some(op.kind.name()), Some(&op.path.text));
+    let at = |e: PatchError| e.located(i, Some(op.kind.name()), Some(&op.path.text));
     let path_toks = py_tokens(py, &op.path.text).map_err(at)?;
     let from_toks = match &op.from {
         Some(f) => py_tokens(py, &f.text).map_err(at)?,
         None => Toks::Empty,
     };
     let (value, json) = match op.kind {
-        OpKind::Test => (Some(json_to_py(py, &op.value, 0, max_depth, surrogates).map_err(|f| f.map_patch_err(at))?), None),
+        OpKind::Test => (Some(json_to_py(py, &op.value, 0, max_depth, surrogates).map_err(|f| f.map_patch(at))?), None),
         OpKind::Add | OpKind::Replace => (None, Some(op.value)),
         _ => (None, None),
     };
     Ok(PyOp { kind: op.kind, path: PyString::new(py, &op.path.text), path_toks, from_toks, value, json })
 }
-
-trait MapPatch {
-    fn map_patch_err(self, f: impl FnOnce(PatchError) -> PatchError) -> Self;
-}
-
-impl MapPatch for Fail<PyErr> {
-    fn map_patch_err(self, f: impl FnOnce(PatchError) -> PatchError) -> Self {
-        match self {
-            Fail::Patch(e) => Fail::Patch(f(e)),
-            other => other,
-        }
-    }
-}
-
-/// Owned containers kept before the list is pruned again (see `StateDocument::prune`).
-const PRUNE_MIN: usize = 4096;
 
 /// A JSON document for replaying many patches: Python values owned by the document and
 /// patched in place by the one engine (no conversion per patch, none at the end), with
@@ -1222,12 +972,10 @@ const PRUNE_MIN: usize = 4096;
 pub struct StateDocument {
     root: Py<PyAny>,
     opts: Options,
-    /// The containers the document may write in place (`PyDoc::fresh`/`keep`): copies it
-    /// made of shared ones. Everything else is shared with a value handed out (or built
-    /// on entry and not yet written: copying it once on first write is cheap).
-    fresh: HashSet<usize, FastBuild>,
-    keep: Vec<Py<PyAny>>,
-    prune_at: usize,
+    /// The containers the document may write in place (`PyDoc::owned`): copies it made
+    /// of shared ones. Everything else is shared with a value handed out (or built on
+    /// entry and not yet written: copying it once on first write is cheap).
+    owned: Owned<Py<PyAny>>,
     /// Pointers of patches read from JSON text, from patch to patch.
     pointers: agui_core::patch::cache::PointerCache,
     /// The state of a stream replay (`StateDocument::stream`): values from the stream's
@@ -1238,37 +986,24 @@ pub struct StateDocument {
 impl StateDocument {
     fn doc<'py>(&mut self, py: Python<'py>) -> PyDoc<'py> {
         let mut d = PyDoc::new(self.root.bind(py).clone(), Mode::Owned);
-        d.fresh = std::mem::take(&mut self.fresh);
-        d.keep = std::mem::take(&mut self.keep);
+        d.owned = std::mem::take(&mut self.owned);
         d.surrogates = self.surrogates;
         d
     }
 
     fn put_back(&mut self, d: PyDoc<'_>) {
         self.root = d.root.unbind();
-        self.fresh = d.fresh;
-        self.keep = d.keep;
+        self.owned = d.owned;
     }
 
     /// Hand the document out: nothing is ours to write in place any more.
     fn share(&mut self) {
-        self.fresh.clear();
-        self.keep.clear();
+        self.owned.clear();
     }
 
-    /// Forget owned containers no longer in the document (this list alone holds them:
-    /// removed, or left by a rolled-back patch), once the list has doubled since the
-    /// last time: linear overall, and the list stays bounded by the document.
+    /// Forget owned containers no longer in the document (the set alone holds them).
     fn prune(&mut self, py: Python<'_>) {
-        if self.keep.len() <= self.prune_at {
-            return;
-        }
-        self.keep.retain(|k| k.get_refcnt(py) > 1);
-        self.fresh.clear();
-        if self.keep.len() > FRESH_SCAN_MAX {
-            self.fresh.extend(self.keep.iter().map(|k| k.as_ptr() as usize));
-        }
-        self.prune_at = (2 * self.keep.len()).max(PRUNE_MIN);
+        self.owned.prune(|k| k.get_refcnt(py) > 1);
     }
 
     /// Apply one patch (operations, or JSON text) atomically.
@@ -1292,8 +1027,8 @@ impl StateDocument {
                 let mut op = read_op(i, item)?;
                 if op.kind == OpKind::Test {
                     if let Some(v) = &op.value {
-                        let at = |e: PatchError| with_index(e, i, Some("test"), Some(&op.path_text()));
-                        op.value = Some(py_value(v, 0, max_depth).map_err(|f| f.map_patch_err(at))?);
+                        let at = |e: PatchError| e.located(i, Some("test"), Some(&op.path_text()));
+                        op.value = Some(py_value(v, 0, max_depth).map_err(|f| f.map_patch(at))?);
                     }
                 }
                 Ok(op)
@@ -1324,9 +1059,7 @@ impl StateDocument {
         Ok(StateDocument {
             root: root.unbind(),
             opts,
-            fresh: HashSet::default(),
-            keep: Vec::new(),
-            prune_at: PRUNE_MIN,
+            owned: Owned::default(),
             pointers: Default::default(),
             surrogates: false,
         })
@@ -1422,9 +1155,7 @@ impl StateDocument {
         StateDocument {
             root: root.unbind(),
             opts: Options { dialect: Dialect::FastJsonPatch, max_depth },
-            fresh: HashSet::default(),
-            keep: Vec::new(),
-            prune_at: PRUNE_MIN,
+            owned: Owned::default(),
             pointers: Default::default(),
             surrogates: true,
         }

@@ -27,8 +27,6 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString, PyTuple, PyType};
 
-use std::os::raw::c_int;
-
 use crate::construct::Check;
 use crate::errors::make_error;
 use crate::layout::Layout;
@@ -681,112 +679,20 @@ fn pydantic_plan<'py>(
 
 
 /// Does `v` fit its field's schema (the construction check of the field, read as a
-/// schema: the kind of value the wire format allows)? `Err` says what was expected and
-/// where below the field (`[3]` in a list). Patterns other than JSON Pointers are not
-/// re-run (a regex call per string would cost more than the whole encode).
+/// schema: `construct::PyRead`)? `Err` says what was expected and where below the field (`[3]` in a
+/// list).
 ///
 /// # Safety
 /// `v` must be a live object, borrowed for the call; nothing here runs Python code.
 pub(crate) unsafe fn conforms(py: Python<'_>, lay: Layout, check: &Check, v: *mut ffi::PyObject) -> Result<(), Mismatch> {
-    let fail = |expected: String| Err(Mismatch { at: String::new(), expected, got: v });
-    unsafe {
-        let tp = ffi::Py_TYPE(v);
-        // Exact types by pointer first: the flag checks are calls under the limited API.
-        let is_str = || tp == &raw mut ffi::PyUnicode_Type || ffi::PyUnicode_Check(v) != 0;
-        match check {
-            Check::Any | Check::Never => Ok(()),
-            Check::Str | Check::Pattern(_) => if is_str() { Ok(()) } else { fail("a string".into()) },
-            Check::JsonPointer => {
-                let ok = is_str()
-                    && Bound::from_borrowed_ptr(py, v)
-                        .cast::<PyString>()
-                        .ok()
-                        .and_then(|s| s.to_str().ok().map(|s| agui_core::patch::parse_pointer(s).is_ok()))
-                        .unwrap_or(false);
-                ffi::PyErr_Clear();
-                if ok { Ok(()) } else { fail("a JSON Pointer string".into()) }
-            }
-            Check::Int(lo, hi) => {
-                let is_int = tp == &raw mut ffi::PyLong_Type
-                    || (ffi::PyLong_Check(v) != 0 && tp != &raw mut ffi::PyBool_Type);
-                let mut overflow: c_int = 0;
-                let x = if is_int { ffi::PyLong_AsLongLongAndOverflow(v, &mut overflow) } else { 0 };
-                ffi::PyErr_Clear();
-                if is_int && ((overflow == 0 && *lo <= x && x <= *hi) || (*lo, *hi) == (i64::MIN, i64::MAX)) {
-                    Ok(())
-                } else if (*lo, *hi) == (i64::MIN, i64::MAX) {
-                    fail("an integer".into())
-                } else {
-                    fail(format!("an integer in [{lo}, {hi}]"))
-                }
-            }
-            Check::Bool => if v == ffi::Py_True() || v == ffi::Py_False() { Ok(()) } else { fail("a boolean".into()) },
-            Check::Literal(values) => {
-                if is_str() && values.iter().any(|s| crate::construct::str_eq(v, s.as_ptr())) {
-                    return Ok(());
-                }
-                let names: Vec<String> = values.iter().map(|s| format!("{:?}", s.bind(py).to_string_lossy())).collect();
-                fail(format!("one of {}", names.join(", ")))
-            }
-            Check::Dict => if tp == &raw mut ffi::PyDict_Type || ffi::PyDict_Check(v) != 0 { Ok(()) } else { fail("an object (dict)".into()) },
-            Check::Structs(classes) => {
-                // Exact classes first: a subtype check walks the MRO (a call each).
-                let ok = classes.contains(&(tp as usize))
-                    || classes.iter().any(|&c| ffi::PyType_IsSubtype(tp, c as *mut ffi::PyTypeObject) != 0);
-                if ok {
-                    return Ok(());
-                }
-                let names: Vec<String> = classes
-                    .iter()
-                    .map(|&c| {
-                        let t = Bound::from_borrowed_ptr(py, c as *mut ffi::PyObject);
-                        t.cast_into::<PyType>().ok().and_then(|t| t.name().ok()).map(|n| n.to_string()).unwrap_or_default()
-                    })
-                    .collect();
-                fail(names.join(" or "))
-            }
-            Check::List(item, min) => {
-                let is_list = tp == &raw mut ffi::PyList_Type || ffi::PyList_Check(v) != 0;
-                if !is_list && ffi::PyTuple_Check(v) == 0 {
-                    return fail("an array (list)".into());
-                }
-                let n = if is_list { ffi::PyList_Size(v) } else { ffi::PyTuple_Size(v) };
-                if (n as usize) < *min {
-                    return fail(format!("an array of at least {min} items"));
-                }
-                for i in 0..n {
-                    let it = match (lay.seq(), is_list) {
-                        (true, true) => lay.list_item(v, i as usize).unwrap_or(std::ptr::null_mut()),
-                        (true, false) => lay.tuple_items(v)[i as usize],
-                        (false, true) => ffi::PyList_GetItem(v, i),
-                        (false, false) => ffi::PyTuple_GetItem(v, i),
-                    };
-                    if it.is_null() {
-                        ffi::PyErr_Clear();
-                        break;
-                    }
-                    if let Err(mut m) = conforms(py, lay, item, it) {
-                        m.at = format!("[{i}]{}", m.at);
-                        return Err(m);
-                    }
-                }
-                Ok(())
-            }
-            Check::Optional(inner) => if v == ffi::Py_None() { Ok(()) } else { conforms(py, lay, inner, v) },
-            Check::Union(checks) => {
-                let mut expected = Vec::new();
-                for c in checks {
-                    match conforms(py, lay, c, v) {
-                        Ok(()) => return Ok(()),
-                        // The member whose kind matched failed inside: that is the error.
-                        Err(m) if !m.at.is_empty() => return Err(m),
-                        Err(m) => expected.push(m.expected),
-                    }
-                }
-                fail(expected.join(" or "))
-            }
-        }
-    }
+    agui_core::construct::check(&crate::construct::PyRead::<true>(py, Some(lay)), check, v).map_err(|m: agui_core::construct::Mismatch<_, _, _>| {
+        let lit = |s: &Py<PyString>| s.bind(py).to_string_lossy().into_owned();
+        let class = |c: usize| {
+            let t = unsafe { Bound::from_borrowed_ptr(py, c as *mut ffi::PyObject) };
+            t.cast_into::<PyType>().ok().and_then(|t| t.name().ok()).map(|n| n.to_string()).unwrap_or_default()
+        };
+        Mismatch { at: m.path(), expected: m.expected(&lit, &class), got: m.got }
+    })
 }
 
 /// A value that does not fit its field's schema: where below the field, what was

@@ -4,7 +4,7 @@
 //! `agui_fast/stream.py` types with msgspec. Batch work runs with the GIL released.
 
 use agui_core::limits::{DEFAULT_MAX_DEPTH, MAX_DEPTH_CAP};
-use agui_core::stream::{self as core, kept_surrogate, parse_event_limited, ReplayOptions, Stage, StreamError, Warning};
+use agui_core::stream::{self as core, parse_event_limited, ReplayOptions, Stage, StreamError, Warning};
 use pyo3::exceptions::PyTypeError;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -70,60 +70,30 @@ fn event_value(py: Python<'_>, event: &Bound<'_, PyAny>, index: usize, max_depth
     })
 }
 
-/// JSON text of a value, with kept lone surrogates (see `agui_core::stream::js`) written
-/// back as the `\udXXX` escapes they were read from.
-fn json_text(v: &Value) -> Vec<u8> {
-    with_surrogates(serde_json::to_vec(v).expect("a JSON value always serializes"))
-}
-
-/// JSON text written by serde_json with its kept lone surrogates written back as escapes.
-fn with_surrogates(text: Vec<u8>) -> Vec<u8> {
-    // A kept surrogate is a code point U+10F800..U+10FFFF: UTF-8 F4 8F A0..BF xx.
-    if !text.windows(2).any(|w| w == [0xF4, 0x8F]) {
-        return text;
-    }
-    let s = String::from_utf8(text).expect("serde_json writes UTF-8");
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match kept_surrogate(c) {
-            Some(u) => out.push_str(&format!("\\u{u:04x}")),
-            None => out.push(c),
-        }
-    }
-    out.into_bytes()
-}
-
 fn json_bytes<'py>(py: Python<'py>, v: &Value) -> Bound<'py, PyBytes> {
-    PyBytes::new(py, &json_text(v))
+    PyBytes::new(py, &core::json_text(v))
 }
 
 fn json_list<'py>(py: Python<'py>, items: &[Value]) -> Bound<'py, PyBytes> {
-    PyBytes::new(py, &json_array(items))
-}
-
-/// JSON text of a list of values (as [`json_text`] writes each).
-fn json_array(items: &[Value]) -> Vec<u8> {
-    with_surrogates(serde_json::to_vec(items).expect("JSON values always serialize"))
+    PyBytes::new(py, &core::json_list(items))
 }
 
 /// A `StreamError` as the project's exception: decode -> `InvalidJsonError` (with the
 /// frame index), verify -> `VerificationError`, other stages -> `StreamError`.
 fn stream_error(py: Python<'_>, e: &StreamError) -> PyErr {
     let kwargs = PyDict::new(py);
-    let build = || -> PyResult<&'static str> {
+    let build = || -> PyResult<()> {
         if e.stage == Stage::Decode {
-            kwargs.set_item("frame_index", e.index)?;
-            return Ok("InvalidJsonError");
+            return kwargs.set_item("frame_index", e.index);
         }
         kwargs.set_item("stage", e.stage.name())?;
         kwargs.set_item("rule", e.rule)?;
         kwargs.set_item("index", e.index)?;
         kwargs.set_item("event_type", (!e.event_type.is_empty()).then_some(e.event_type.as_str()))?;
-        kwargs.set_item("ids", PyTuple::new(py, &e.ids)?)?;
-        Ok(if e.stage == Stage::Verify { "VerificationError" } else { "StreamError" })
+        kwargs.set_item("ids", PyTuple::new(py, &e.ids)?)
     };
     match build() {
-        Ok(name) => make_error(py, name, e.to_string(), Some(&kwargs)),
+        Ok(()) => make_error(py, e.stage.class_name(), e.to_string(), Some(&kwargs)),
         Err(err) => err,
     }
 }
@@ -485,9 +455,9 @@ struct Written {
 impl Written {
     fn of(r: core::Replay) -> Written {
         let written = Written {
-            messages: json_array(&r.messages),
-            state: json_text(&r.state),
-            interrupts: json_array(&r.pending_interrupts),
+            messages: core::json_list(&r.messages),
+            state: core::json_text(&r.state),
+            interrupts: core::json_list(&r.pending_interrupts),
             warnings: r.warnings,
             error: r.error,
         };

@@ -427,21 +427,13 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
     fn iso_time(&mut self, ptr: *mut ffi::PyObject, base: usize) -> PyResult<()> {
         let obj = unsafe { Bound::from_borrowed_ptr(self.py, ptr) };
         let iso = obj.call_method0(intern!(self.py, "isoformat"))?;
-        let text = iso.cast::<PyString>()?.to_str()?;
-        let b = text.as_bytes();
-        let mut end = base.min(b.len());
-        if b.get(end) == Some(&b'.') {
-            end += 7;
-        }
-        match b.len().checked_sub(end) {
-            Some(0) => self.string(iso.as_ptr(), false),
-            Some(6) if &b[end..] == b"+00:00" => {
-                let z = format!("{}Z", &text[..end]);
+        match agui_core::json::iso_time(iso.cast::<PyString>()?.to_str()?, base) {
+            agui_core::json::IsoTime::AsIs => self.string(iso.as_ptr(), false),
+            agui_core::json::IsoTime::Zulu(z) => {
                 self.sink.str(&z);
                 Ok(())
             }
-            Some(6) => self.string(iso.as_ptr(), false),
-            _ => self.foreign(ptr),
+            agui_core::json::IsoTime::Other => self.foreign(ptr),
         }
     }
 

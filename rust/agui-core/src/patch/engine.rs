@@ -31,7 +31,8 @@ impl<E> From<PatchError> for Fail<E> {
 }
 
 impl<E> Fail<E> {
-    fn map_patch(self, f: impl FnOnce(PatchError) -> PatchError) -> Self {
+    /// The patch error changed by `f` (a document's own error passes unchanged).
+    pub fn map_patch(self, f: impl FnOnce(PatchError) -> PatchError) -> Self {
         match self {
             Fail::Patch(e) => Fail::Patch(f(e)),
             other => other,

@@ -23,6 +23,11 @@
 //!   pointer resolution, JSON equality, depth limit, undo log and rollback, dialects);
 //! - `value`: the document implementation for `serde_json::Value`; the `agui-py` binding
 //!   implements the same trait for Python dicts and lists;
+//! - [`read`]: the one reader of an operation's members (JSON objects here, Python dicts
+//!   and objects in the binding); `tokens`: the one pointer tokenizer ([`split_pointer`]);
+//! - [`build`]: a value builder applying the rules of JSON text (`rules`), over the
+//!   binding's factory of Python values; [`owned`]: the containers a copy-on-write
+//!   document may write in place;
 //! - this module: errors, pointers, operations, the `Value` entry points.
 //!
 //! Semantics decisions (documented in `docs/patch.md`):
@@ -42,14 +47,19 @@
 //! `remove` of the whole document leaves `null`. Moving a value into its own child fails
 //! in both (fast-json-patch with a `TypeError`).
 
+pub mod build;
 pub mod cache;
 pub mod engine;
 mod plain;
+pub mod owned;
+pub mod read;
 mod rules;
+mod tokens;
 mod value;
 
 pub use rules::{container_rule, float_rule, int_rule};
 pub use plain::{read_plain_patch, PlainOps};
+pub use tokens::{split_pointer, Tokens};
 pub(crate) use plain::Text;
 
 use serde_json::{Map, Value};
@@ -83,7 +93,8 @@ impl Default for Options {
     }
 }
 
-pub(crate) fn too_deep(max_depth: usize) -> PatchError {
+/// A value nested deeper than the limit (or a cycle, which never ends).
+pub fn too_deep(max_depth: usize) -> PatchError {
     invalid(format!("value nested deeper than {max_depth} levels (or cyclic)"))
 }
 
@@ -96,6 +107,17 @@ pub enum ErrorKind {
     Pointer,
     /// A `test` operation did not match (`JsonPatchTestFailed`).
     TestFailed,
+}
+
+impl ErrorKind {
+    /// The name of the exception class in `agui_fast.errors`.
+    pub fn class_name(self) -> &'static str {
+        match self {
+            ErrorKind::Invalid => "JsonPatchError",
+            ErrorKind::Pointer => "JsonPointerError",
+            ErrorKind::TestFailed => "JsonPatchTestFailed",
+        }
+    }
 }
 
 /// Why a patch failed and where. `index`/`op`/`path` are `None` when unknown (e.g. the
@@ -113,10 +135,11 @@ impl PatchError {
     pub fn new(kind: ErrorKind, reason: impl Into<String>) -> Self {
         PatchError { kind, index: None, op: None, path: None, reason: reason.into() }
     }
-    fn at(mut self, index: usize, op: &str, path: &str) -> Self {
+    /// The error of operation `index` (its `op` and `path` when they were read).
+    pub fn located(mut self, index: usize, op: Option<&str>, path: Option<&str>) -> Self {
         self.index = Some(index);
-        self.op = Some(op.to_string());
-        self.path = Some(path.to_string());
+        self.op = op.map(str::to_string);
+        self.path = path.map(str::to_string);
         self
     }
 }
@@ -139,7 +162,8 @@ pub(crate) fn ptr_err(reason: impl Into<String>) -> PatchError {
     PatchError::new(ErrorKind::Pointer, reason)
 }
 
-pub(crate) fn invalid(reason: impl Into<String>) -> PatchError {
+/// An [`ErrorKind::Invalid`] error.
+pub fn invalid(reason: impl Into<String>) -> PatchError {
     PatchError::new(ErrorKind::Invalid, reason)
 }
 
@@ -181,13 +205,7 @@ pub fn unescape(token: &str) -> Result<String, PatchError> {
 
 /// Split a pointer into unescaped reference tokens. `""` is the whole document.
 pub fn parse_pointer(pointer: &str) -> Result<Vec<String>, PatchError> {
-    if pointer.is_empty() {
-        return Ok(Vec::new());
-    }
-    let Some(rest) = pointer.strip_prefix('/') else {
-        return Err(ptr_err(format!("invalid JSON pointer {pointer:?}: must be empty or start with '/'")));
-    };
-    rest.split('/').map(unescape).collect()
+    split_pointer(pointer, str::to_string)
 }
 
 /// Build a pointer from unescaped tokens.
@@ -339,24 +357,10 @@ pub struct Operation {
 }
 
 impl Operation {
-    /// Build an operation from its members; `index` is only used for error reporting.
-    pub fn build(index: usize, op: &str, path: &str, from: Option<&str>, value: Option<Value>) -> Result<Operation, PatchError> {
-        let kind = OpKind::parse(op).ok_or_else(|| invalid(format!("unknown op {op:?}")).at(index, op, path))?;
-        let path_ptr = Pointer::parse(path).map_err(|e| e.at(index, op, path))?;
-        let from = match from {
-            Some(f) if kind.needs_from() => Some(Pointer::parse(f).map_err(|mut e| {
-                e.reason = format!("from: {}", e.reason);
-                e.at(index, op, path)
-            })?),
-            _ => None,
-        };
-        Operation::from_parts(index, kind, path_ptr, from, value)
-    }
-
     /// Build an operation from parsed members (checks that `from`/`value` are there when
     /// the operation needs them).
     pub fn from_parts(index: usize, kind: OpKind, path: Pointer, from: Option<Pointer>, value: Option<Value>) -> Result<Operation, PatchError> {
-        let at = |e: PatchError| e.at(index, kind.name(), &path.text);
+        let at = |e: PatchError| e.located(index, Some(kind.name()), Some(&path.text));
         if kind.needs_from() && from.is_none() {
             return Err(at(invalid("missing member 'from'")));
         }
@@ -388,6 +392,24 @@ pub fn parse_patch_owned(patch: Value) -> Result<Vec<Operation>, PatchError> {
     Ok(ops)
 }
 
+/// An operation object of a patch, its `value` member taken out beforehand.
+struct JsonOp<'a>(&'a Map<String, Value>, Option<Value>);
+
+impl<'a> read::OpSource for JsonOp<'a> {
+    type Str = &'a str;
+    type Value = Value;
+    type Error = std::convert::Infallible;
+    fn string(&mut self, name: &'static str) -> Result<Option<Result<&'a str, String>>, Self::Error> {
+        Ok(self.0.get(name).map(|v| v.as_str().ok_or_else(|| type_name(v).to_string())))
+    }
+    fn text<'s>(&self, s: &'s &'a str) -> Option<std::borrow::Cow<'s, str>> {
+        Some(std::borrow::Cow::Borrowed(s))
+    }
+    fn value(&mut self) -> Result<Option<Value>, Self::Error> {
+        Ok(self.1.take())
+    }
+}
+
 /// One operation object of a patch (its `value` member taken out beforehand).
 fn read_operation(i: usize, item: &Value, value: Option<Value>) -> Result<Operation, PatchError> {
     let Value::Object(m) = item else {
@@ -395,44 +417,9 @@ fn read_operation(i: usize, item: &Value, value: Option<Value>) -> Result<Operat
         e.index = Some(i);
         return Err(e);
     };
-    let op = match m.get("op") {
-        Some(Value::String(s)) => s.as_str(),
-        Some(_) => {
-            let mut e = invalid("member 'op' must be a string");
-            e.index = Some(i);
-            return Err(e);
-        }
-        None => {
-            let mut e = invalid("missing member 'op'");
-            e.index = Some(i);
-            return Err(e);
-        }
-    };
-    let path = match m.get("path") {
-        Some(Value::String(s)) => s.as_str(),
-        Some(_) => {
-            let mut e = invalid("member 'path' must be a string");
-            e.index = Some(i);
-            e.op = Some(op.to_string());
-            return Err(e);
-        }
-        None => {
-            let mut e = invalid("missing member 'path'");
-            e.index = Some(i);
-            e.op = Some(op.to_string());
-            return Err(e);
-        }
-    };
-    let from = match m.get("from") {
-        Some(Value::String(s)) => Some(s.as_str()),
-        Some(_) if OpKind::parse(op).is_some_and(OpKind::needs_from) => {
-            return Err(invalid("member 'from' must be a string").at(i, op, path))
-        }
-        _ => None,
-    };
-    Operation::build(i, op, path, from, value)
+    let op = read::read_op(i, &mut JsonOp(m, value), None, Pointer::parse).map_err(no_doc_error)?;
+    Ok(Operation { kind: op.kind, path: op.path, from: op.from, value: op.value.unwrap_or(Value::Null) })
 }
-
 
 // ---------------------------------------------------------------------------------------
 // The `serde_json::Value` entry points

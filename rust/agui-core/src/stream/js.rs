@@ -254,6 +254,52 @@ fn keep_lone_surrogates(text: &[u8]) -> Option<Vec<u8>> {
     changed.then_some(out)
 }
 
+/// Does this UTF-8 text hold a kept surrogate? (U+10F800..U+10FFFF: `F4 8F A0..BF xx`.)
+pub fn has_kept_surrogate(utf8: &[u8]) -> bool {
+    utf8.windows(2).any(|w| w == [0xF4, 0x8F])
+}
+
+/// JSON text of a value, with kept lone surrogates written back as the `\udXXX` escapes
+/// they were read from.
+pub fn json_text(v: &Value) -> Vec<u8> {
+    surrogates_escaped(serde_json::to_vec(v).expect("a JSON value always serializes"))
+}
+
+/// JSON text of an array of values (as [`json_text`] writes each), in one serde pass.
+pub fn json_list(items: &[Value]) -> Vec<u8> {
+    surrogates_escaped(serde_json::to_vec(items).expect("JSON values always serialize"))
+}
+
+/// serde_json's text with its kept surrogates written back as escapes (a copy only when
+/// there is one).
+fn surrogates_escaped(text: Vec<u8>) -> Vec<u8> {
+    if !has_kept_surrogate(&text) {
+        return text;
+    }
+    let s = String::from_utf8(text).expect("serde_json writes UTF-8");
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match kept_surrogate(c) {
+            Some(u) => out.push_str(&format!("\\u{u:04x}")),
+            None => out.push(c),
+        }
+    }
+    out.into_bytes()
+}
+
+/// `s` as generalized UTF-8 (WTF-8) with its kept surrogates restored as lone surrogates
+/// (three bytes each, as Python's `surrogatepass` codec reads them).
+pub fn wtf8_with_surrogates(s: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(s.len());
+    for c in s.chars() {
+        match kept_surrogate(c) {
+            Some(u) => out.extend_from_slice(&[0xE0 | (u >> 12) as u8, 0x80 | ((u >> 6) & 0x3F) as u8, 0x80 | (u & 0x3F) as u8]),
+            None => out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -317,5 +363,18 @@ mod tests {
         let mut s = parts[1].to_string();
         append(&mut s, parts[0]);
         assert_eq!(s.chars().count(), 2);
+    }
+
+    #[test]
+    fn kept_surrogates_leave_as_they_came() {
+        let v = parse_json(br#"["a\ud83d", {"k": "\ude00b"}, 1]"#).unwrap();
+        assert!(has_kept_surrogate(serde_json::to_string(&v).unwrap().as_bytes()));
+        assert_eq!(json_text(&v), br#"["a\ud83d",{"k":"\ude00b"},1]"#);
+        assert_eq!(json_list(&[v.clone(), serde_json::json!("x")]), br#"[["a\ud83d",{"k":"\ude00b"},1],"x"]"#);
+        assert_eq!(json_list(&[]), b"[]");
+        assert_eq!(json_text(&serde_json::json!({"a": "é😀"})), "{\"a\":\"é😀\"}".as_bytes());
+        let Value::String(s) = &v[0] else { panic!() };
+        assert_eq!(wtf8_with_surrogates(s), b"a\xed\xa0\xbd");
+        assert_eq!(wtf8_with_surrogates("é😀"), "é😀".as_bytes());
     }
 }

@@ -33,7 +33,7 @@ pub mod verify;
 
 mod js;
 
-pub use js::{kept_surrogate, parse_json, parse_json_limited};
+pub use js::{has_kept_surrogate, json_list, json_text, kept_surrogate, parse_json, parse_json_limited, wtf8_with_surrogates};
 
 use std::fmt;
 
@@ -70,6 +70,15 @@ impl Stage {
             Stage::Verify => "verify",
             Stage::Apply => "apply",
             Stage::Legacy => "legacy",
+        }
+    }
+
+    /// The exception class in `agui_fast.errors` of an error of this stage.
+    pub fn class_name(self) -> &'static str {
+        match self {
+            Stage::Decode => "InvalidJsonError",
+            Stage::Verify => "VerificationError",
+            _ => "StreamError",
         }
     }
 }
@@ -145,4 +154,18 @@ pub(crate) fn patch_json(doc: &mut serde_json::Value, patch: serde_json::Value, 
 pub(crate) fn patch_ops(doc: &mut serde_json::Value, ops: Vec<crate::patch::Operation>, max_depth: usize) -> Result<(), crate::patch::PatchError> {
     let options = crate::patch::Options { dialect: crate::patch::Dialect::FastJsonPatch, max_depth };
     crate::patch::apply_patch_owned(doc, ops, &options)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Stage;
+
+    #[test]
+    fn each_stage_raises_its_class() {
+        assert_eq!(Stage::Decode.class_name(), "InvalidJsonError");
+        assert_eq!(Stage::Verify.class_name(), "VerificationError");
+        for s in [Stage::Chunks, Stage::Apply, Stage::Legacy] {
+            assert_eq!(s.class_name(), "StreamError");
+        }
+    }
 }
