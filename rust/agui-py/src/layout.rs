@@ -35,7 +35,11 @@
 //!   40; compact ASCII data follows it; a compact non-ASCII str has `utf8_length` and the
 //!   `utf8` pointer (NULL until the UTF-8 is first asked for) right after it;
 //! * `PyMemberDescrObject` (a `__slots__` member): the common descriptor header
-//!   (`d_type`, `d_name`, `d_qualname`), then the `PyMemberDef` pointer.
+//!   (`d_type`, `d_name`, `d_qualname`), then the `PyMemberDef` pointer;
+//! * `PyTypeObject`: `tp_version_tag` (an `unsigned int`) at 384, after `tp_del`: the
+//!   interpreter gives a class a new tag whenever it (or a base) changes (`PyType_Modified`:
+//!   0 until an attribute lookup assigns the next one), so an unchanged tag says a plan
+//!   built from the class still describes it.
 
 use std::os::raw::c_int;
 
@@ -64,6 +68,7 @@ const DK_KIND: usize = 10;
 const DK_NENTRIES: usize = 24;
 const DK_INDICES: usize = 32;
 const DK_KIND_GENERAL: u8 = 0;
+const TP_VERSION_TAG: usize = 384;
 
 /// How an int's digit count and sign are stored.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -102,12 +107,25 @@ pub(crate) struct Layout {
     dict: bool,
     /// reference counts changed in place (`incref`, `decref`).
     refcnt: RefRepr,
+    /// a class's version tag read (`type_version`).
+    version: bool,
 }
 
 impl Layout {
     /// Every read through the API.
     const API: Layout =
-        Layout { str_head: 0, seq: false, float: false, int: IntRepr::Api, member: false, dict: false, refcnt: RefRepr::Api };
+        Layout { str_head: 0, seq: false, float: false, int: IntRepr::Api, member: false, dict: false, refcnt: RefRepr::Api, version: false };
+
+    /// The version tag of a class (`tp_version_tag`): the same nonzero tag means the class
+    /// has not changed since it was read; 0 means changed and not looked up since (or out
+    /// of tags). None when the read is off.
+    ///
+    /// # Safety
+    /// `ty` must be a live type object.
+    #[inline(always)]
+    pub(crate) unsafe fn type_version(self, ty: *mut ffi::PyTypeObject) -> Option<u32> {
+        self.version.then(|| unsafe { *((ty as *const u8).add(TP_VERSION_TAG) as *const u32) })
+    }
 
     /// `Py_INCREF`, in place when the layout holds (the limited API's is a call).
     ///
@@ -368,6 +386,7 @@ impl Layout {
         lay.dict = v.minor >= 11 && check_dict(py);
         let refcnt = if old { RefRepr::Plain } else { RefRepr::Immortal };
         lay.refcnt = if check_refcnt(py, refcnt) { refcnt } else { RefRepr::Api };
+        lay.version = check_version(py);
         // The checks above ran the API: leave no error behind.
         unsafe { ffi::PyErr_Clear() };
         lay
@@ -455,6 +474,31 @@ fn check_refcnt(py: Python<'_>, repr: RefRepr) -> bool {
     mortal_ok && immortal_ok
 }
 
+/// The tag read behaves as a version tag on a class made here: nonzero once an attribute
+/// was looked up, 0 after the class is changed, then a new nonzero tag; a subclass's
+/// changes with its base's.
+fn check_version(py: Python<'_>) -> bool {
+    let probe = Layout { version: true, ..Layout::API };
+    let Ok(classes) = py.eval(c"(lambda b: (b, type('D', (b,), {})))(type('B', (), {'a': 1}))", None, None) else { return false };
+    let (Ok(base), Ok(sub)) = (classes.get_item(0), classes.get_item(1)) else { return false };
+    let tag = |c: &Bound<'_, PyAny>| unsafe { probe.type_version(c.as_ptr() as *mut ffi::PyTypeObject) };
+    let look = |c: &Bound<'_, PyAny>| c.getattr("a").is_ok();
+    let ok = (|| {
+        if !(look(&base) && look(&sub)) {
+            return None;
+        }
+        let (b1, s1) = (tag(&base)?, tag(&sub)?);
+        base.setattr("z", 2).ok()?;
+        let (b0, s0) = (tag(&base)?, tag(&sub)?);
+        if !(look(&base) && look(&sub)) {
+            return None;
+        }
+        let (b2, s2) = (tag(&base)?, tag(&sub)?);
+        Some(b1 != 0 && s1 != 0 && b1 != s1 && b0 == 0 && s0 == 0 && b2 != 0 && s2 != 0 && b2 != b1 && s2 != s1)
+    })();
+    ok == Some(true)
+}
+
 fn check_float(py: Python<'_>) -> bool {
     let probe = Layout { float: true, ..Layout::API };
     [0.0, -1.5, 1e300, f64::MIN_POSITIVE].iter().all(|&x| {
@@ -538,7 +582,7 @@ pub(crate) fn get(py: Python<'_>) -> Layout {
 }
 
 /// Which direct reads are on, for tests: `{"str": bool, "seq": ..., "float": ..., "int": ...,
-/// "member": ...}`.
+/// "member": ..., "version": ...}`.
 #[pyfunction]
 pub(crate) fn direct_reads(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
     let lay = get(py);
@@ -550,6 +594,7 @@ pub(crate) fn direct_reads(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::Py
     d.set_item("member", lay.member)?;
     d.set_item("dict", lay.dict)?;
     d.set_item("refcnt", lay.refcnt != RefRepr::Api)?;
+    d.set_item("version", lay.version)?;
     Ok(d)
 }
 

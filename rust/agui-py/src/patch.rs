@@ -247,24 +247,40 @@ fn as_str<'a>(s: &'a Bound<'_, PyString>, name: &str) -> Result<std::borrow::Cow
 /// The members of one operation, validated but not parsed into tokens.
 struct RawOp<'py> {
     kind: Option<OpKind>,
-    op: Bound<'py, PyString>,
+    /// The op as given (None: `kind`'s name, an operation whose class fixes it).
+    op: Option<Bound<'py, PyString>>,
     path: Bound<'py, PyString>,
     from: Option<Bound<'py, PyString>>,
     value: Option<Bound<'py, PyAny>>,
 }
 
-/// `known`: the op of an operation object whose class fixes it (our operation Structs,
-/// see `semantics::plain_op`), not read again.
-fn read_raw<'py>(index: usize, item: &Bound<'py, PyAny>, known: Option<OpKind>) -> R<RawOp<'py>> {
+/// An operation given to [`StateDocument::try_apply_objects`]: an object to read (a dict),
+/// or the members of an operation already read from it (`path`, `from`, `value`: None when
+/// absent; our operation Structs, whose class fixes `kind`, read through their class's plan
+/// by `semantics::plain_op`).
+pub(crate) enum GivenOp<'py> {
+    Read,
+    Members { kind: OpKind, path: Option<Bound<'py, PyAny>>, from: Option<Bound<'py, PyAny>>, value: Option<Bound<'py, PyAny>> },
+}
+
+/// An operation of `kind` from members already read (see [`GivenOp::Members`]).
+fn members_op<'py>(index: usize, kind: OpKind, path: Option<Bound<'py, PyAny>>, from: Option<Bound<'py, PyAny>>, value: Option<Bound<'py, PyAny>>) -> R<PyOp<'py>> {
+    let at = |e| with_index(e, index, Some(kind.name()), None);
+    let Some(path) = string_member(path, "path").map_err(at)? else {
+        return Err(at(invalid("missing member 'path'")).into());
+    };
+    let from = if kind.needs_from() { string_member(from, "from").map_err(at)? } else { None };
+    let value = if kind.needs_value() { value } else { None };
+    parse_raw(index, RawOp { kind: Some(kind), op: None, path, from, value })
+}
+
+fn read_raw<'py>(index: usize, item: &Bound<'py, PyAny>) -> R<RawOp<'py>> {
     let py = item.py();
     let dict = item.cast::<PyDict>().ok();
     if dict.is_none() && (item.is_instance_of::<PyList>() || item.is_instance_of::<PyString>() || item.is_instance_of::<PyTuple>()) {
         return Err(with_index(invalid(format!("operation must be an object, not {}", py_type_name(item))), index, None, None).into());
     }
-    let op = match known {
-        Some(k) => Some(PyString::intern(py, k.name())),
-        None => string_member(member(item, dict, intern!(py, "op")).map_err(py_fail)?, "op").map_err(|e| with_index(e, index, None, None))?,
-    };
+    let op = string_member(member(item, dict, intern!(py, "op")).map_err(py_fail)?, "op").map_err(|e| with_index(e, index, None, None))?;
     let Some(op) = op else {
         return Err(with_index(invalid("missing member 'op'"), index, None, None).into());
     };
@@ -289,18 +305,21 @@ fn read_raw<'py>(index: usize, item: &Bound<'py, PyAny>, known: Option<OpKind>) 
     };
     let value = if kind.is_some_and(OpKind::needs_value) { member(item, dict, intern!(py, "value")).map_err(py_fail)? } else { None };
     drop(op_str);
-    Ok(RawOp { kind, op, path, from, value })
+    Ok(RawOp { kind, op: Some(op), path, from, value })
 }
 
 fn read_op<'py>(index: usize, item: &Bound<'py, PyAny>) -> R<PyOp<'py>> {
-    read_op_as(index, item, None)
+    parse_raw(index, read_raw(index, item)?)
 }
 
-fn read_op_as<'py>(index: usize, item: &Bound<'py, PyAny>, known: Option<OpKind>) -> R<PyOp<'py>> {
-    let py = item.py();
-    let raw = read_raw(index, item, known)?;
+/// An operation's members parsed: its pointers into tokens, what its op needs present.
+fn parse_raw<'py>(index: usize, raw: RawOp<'py>) -> R<PyOp<'py>> {
+    let py = raw.path.py();
     // The op name as text is only needed for error messages.
-    let op_name = || raw.op.to_cow().map(|c| c.into_owned()).unwrap_or_default();
+    let op_name = || match (&raw.op, raw.kind) {
+        (Some(op), _) => op.to_cow().map(|c| c.into_owned()).unwrap_or_default(),
+        (None, kind) => kind.map_or("", OpKind::name).to_owned(),
+    };
     let path = as_str(&raw.path, "path").map_err(|e| with_index(e, index, Some(&op_name()), None))?;
     let at = |e: PatchError| with_index(e, index, Some(&op_name()), Some(&path));
     let Some(kind) = raw.kind else {
@@ -1446,22 +1465,22 @@ impl StateDocument {
     /// `max_depth` levels (the event's own limit: see `semantics::direct_delta`). False on
     /// any failure, the document unchanged: the caller then takes the general path,
     /// which decides the outcome (the reducer's warning, or an error) as it always did.
-    /// `accept(op)`: None refuses it, `Some(kind)` takes it (`kind`: its op when its class
-    /// fixes it, else read from it).
+    /// `accept(op)`: None refuses it, else how to read it ([`GivenOp`]).
     pub(crate) fn try_apply_objects<'py>(
         &mut self,
         ops: &Bound<'py, PyList>,
         max_depth: usize,
-        accept: impl Fn(&Bound<'py, PyAny>) -> Option<Option<OpKind>>,
+        accept: impl Fn(&Bound<'py, PyAny>) -> Option<GivenOp<'py>>,
     ) -> bool {
         let py = ops.py();
         let mut patcher = Patcher::new(Options { max_depth, ..self.opts });
         let mut doc = self.doc(py);
         let r = run_patch(&mut patcher, &mut doc, ops.as_any(), |i, item| {
-            let Some(known) = accept(item) else {
-                return Err(invalid("not taken directly").into());
+            let mut op = match accept(item) {
+                None => return Err(invalid("not taken directly").into()),
+                Some(GivenOp::Read) => read_op(i, item)?,
+                Some(GivenOp::Members { kind, path, from, value }) => members_op(i, kind, path, from, value)?,
             };
-            let mut op = read_op_as(i, item, known)?;
             if let (OpKind::Test, Some(v)) = (op.kind, &op.value) {
                 op.value = Some(py_value(v, 0, max_depth)?);
             }
