@@ -290,6 +290,11 @@ def test_plain_struct_deltas_are_applied_without_json():
     ev = StateDeltaEvent(delta=[AddOperation(path="/a", value=1)])
     ev.delta = [{"op": "add", "path": "/v", "value": value}, AddOperation(path="/w", value=2)]
     assert stream.replay([ev]).state["v"] is value
+    # such a delta that fails warns as the same delta in a dict event
+    ev.delta = [{"op": "remove", "path": "/missing"}]
+    want = stream.replay([{"type": "STATE_DELTA", "delta": [{"op": "remove", "path": "/missing"}]}])
+    got = stream.replay([ev])
+    assert (got.state, got.warnings) == (want.state, want.warnings) and got.warnings
 
 
 @pytest.mark.parametrize(
