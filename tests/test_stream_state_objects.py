@@ -393,3 +393,22 @@ def test_struct_fields_assigned_wrong_kinds_take_the_json_path():
         want = stream.replay([stream._surrogate_json(ev)])
         got = stream.replay([ev])
         assert (got.state, got.warnings) == (want.state, want.warnings) and got.warnings
+
+
+def test_decoded_struct_deltas_with_and_without_an_instance_dict():
+    """A decoded Struct has no instance dict until one is asked for: the extras check reads
+    "none yet" without making one, an empty one made since, and one with members."""
+    value = _fresh()
+    text = json.dumps({"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/v", "value": "x"}]})
+    for where in (None, "event", "operation"):
+        for made in ("none", "empty", "member"):
+            ev = decode_as(text, Event)
+            ev.delta[0].value = value
+            obj = {"event": ev, "operation": ev.delta[0]}.get(where)
+            if obj is not None and made != "none":
+                d = obj.__dict__  # made now
+                if made == "member":
+                    d["note"] = 1
+            direct = where is None or made != "member"
+            state = stream.replay([ev]).state
+            assert state == {"v": value} and (state["v"] is value) == direct, (where, made)
