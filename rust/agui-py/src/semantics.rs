@@ -417,7 +417,8 @@ fn no_extras(v: &Bound<'_, PyAny>) -> PyResult<bool> {
     // SAFETY: `v` is a live object and the GIL is held; the dict is borrowed from it.
     match unsafe { crate::layout::get(v.py()).instance_dict(v.as_ptr()) } {
         Some(d) if d.is_null() => return Ok(true),
-        Some(d) if unsafe { pyo3::ffi::Py_TYPE(d) } == &raw mut pyo3::ffi::PyDict_Type => return Ok(unsafe { pyo3::ffi::PyDict_Size(d) } == 0),
+        // (a dict subclass too: construction's `_given.Extras`, whose items are the extras)
+        Some(d) if unsafe { pyo3::ffi::PyDict_Check(d) } != 0 => return Ok(unsafe { pyo3::ffi::PyDict_Size(d) } == 0),
         _ => {}
     }
     // SAFETY: `v` is a live object and the GIL is held; the call returns a new
