@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import copy
 import json
-import statistics
 import sys
-import time
 from pathlib import Path
 from typing import List
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _interleave import interleaved, ratio_line  # noqa: E402
 from _patch_data import make_state  # noqa: E402
 
 from agui_fast import stream  # noqa: E402
@@ -45,6 +44,9 @@ def main(rounds: int) -> None:
     decoded = decode_as(text, List[Event])
     fresh: list = []
 
+    def decode_afresh():  # untimed, before each round
+        fresh[:] = decode_as(text, List[Event])
+
     def loop():
         doc = copy.deepcopy(state)
         for d in deltas:
@@ -64,24 +66,11 @@ def main(rounds: int) -> None:
         "replay dicts": lambda: stream.replay(dicts, state=state),
         "apply_many": apply_many,
     }
-    got: dict = {k: [] for k in cases}
-    for _ in range(rounds):
-        fresh[:] = decode_as(text, List[Event])
-        for name, run in cases.items():
-            c0, w0 = time.process_time(), time.perf_counter()
-            run()
-            got[name].append((time.perf_counter() - w0, time.process_time() - c0))
-    stat = {}
-    for name, times in got.items():
-        wall, cpu = [w * 1e3 for w, _ in times], [c * 1e3 for _, c in times]
-        stat[name] = (min(wall), statistics.median(wall), min(cpu), statistics.median(cpu))
-        print(f"{name:22s} wall {stat[name][0]:6.2f} ms min {stat[name][1]:6.2f} ms median | "
-              f"CPU {stat[name][2]:6.2f} / {stat[name][3]:6.2f} ms")
-    peer = stat["apply_patch loop"]
-    for name, s in stat.items():
+    stats = interleaved(cases, rounds, before_round=decode_afresh)
+    peer = stats["apply_patch loop"]
+    for name, s in stats.items():
         if name != "apply_patch loop":
-            print(f"loop / {name}: wall {peer[0] / s[0]:.2f}x min {peer[1] / s[1]:.2f}x median | "
-                  f"CPU {peer[2] / s[2]:.2f}x min {peer[3] / s[3]:.2f}x median")
+            print(ratio_line(f"loop / {name}", peer, s))
 
 
 if __name__ == "__main__":
