@@ -424,7 +424,7 @@ impl Layout {
         let refcnt = if old { RefRepr::Plain } else { RefRepr::Immortal };
         lay.refcnt = if check_refcnt(py, refcnt) { refcnt } else { RefRepr::Api };
         lay.version = check_version(py);
-        lay.managed_dict = if v.minor >= 11 && check_managed_dict(py, v.minor as u8) { v.minor as u8 } else { 0 };
+        lay.managed_dict = if v.minor >= 11 && check_managed_dict(py, v.minor) { v.minor } else { 0 };
         // The checks above ran the API: leave no error behind.
         unsafe { ffi::PyErr_Clear() };
         lay
