@@ -1116,7 +1116,7 @@ def test_direct_reads_are_on_where_the_layout_is_known():
     refcnt_known = known and not hasattr(sys, "gettotalrefcount")
     assert reads == {
         "str": known, "seq": known, "float": known, "int": known, "member": known, "dict": dict_known,
-        "refcnt": refcnt_known,
+        "refcnt": refcnt_known, "version": known, "managed_dict": dict_known,
     }
 
 

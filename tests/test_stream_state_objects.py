@@ -10,6 +10,7 @@ import datetime
 import gzip
 import json
 import random
+from typing import Optional
 
 import pytest
 
@@ -248,3 +249,166 @@ def test_initial_state_depth_limit_as_json_text(max_depth):
     for s in (nested(max_depth + 1), json.dumps(nested(max_depth + 1))):
         with pytest.raises(InvalidJsonError):
             stream.replay([], state=s, max_depth=max_depth)
+
+
+# -- which Structs take the direct path (read through the JSON writer's per-class plan) --
+# A value applied without JSON stays the very object given (the document keeps immutable
+# values as they are); through JSON text it is a new string. That tells the paths apart.
+
+
+def _fresh(text="probe"):
+    return "".join([text, "-", "value"])  # a new str object, never interned
+
+
+def _direct(ev, **kw):
+    """(state, taken directly): replay `ev`, whose one operation adds the fresh string at
+    /v, and compare with the same event as JSON text."""
+    value = _fresh()
+    ev = ev(value)
+    got = stream.replay([ev], raw=True, **kw)
+    want = stream.replay([_native.dumps(ev)], raw=True, **kw)
+    assert (got.state, got.warnings) == (want.state, want.warnings)
+    return got.state, got.state.get("v") is value
+
+
+def test_plain_struct_deltas_are_applied_without_json():
+    assert _direct(lambda v: StateDeltaEvent(delta=[AddOperation(path="/v", value=v)])) == ({"v": "probe-value"}, True)
+    # operations of every class
+    from agui_fast.core import CopyOperation, MoveOperation, RemoveOperation, ReplaceOperation, TestOperation
+
+    def every(v):
+        return StateDeltaEvent(delta=[
+            AddOperation(path="/a", value=[1]), ReplaceOperation(path="/a", value={"k": 2}), TestOperation(path="/a/k", value=2),
+            CopyOperation(from_="/a", path="/b"), MoveOperation(from_="/b", path="/c"), RemoveOperation(path="/a"),
+            AddOperation(path="/v", value=v),
+        ])
+
+    assert _direct(every) == ({"c": {"k": 2}, "v": "probe-value"}, True)
+    # plain dicts assigned in place of the Structs (the writer refuses them, construction
+    # converts them) are applied as they are, as in a dict event
+    value = _fresh()
+    ev = StateDeltaEvent(delta=[AddOperation(path="/a", value=1)])
+    ev.delta = [{"op": "add", "path": "/v", "value": value}, AddOperation(path="/w", value=2)]
+    assert stream.replay([ev]).state["v"] is value
+    # such a delta that fails warns as the same delta in a dict event
+    ev.delta = [{"op": "remove", "path": "/missing"}]
+    want = stream.replay([{"type": "STATE_DELTA", "delta": [{"op": "remove", "path": "/missing"}]}])
+    got = stream.replay([ev])
+    assert (got.state, got.warnings) == (want.state, want.warnings) and got.warnings
+
+
+@pytest.mark.parametrize(
+    "member",
+    [{"timestamp": 5}, {"raw_event": {"x": 1}}, {"raw_event": 0}, {"metadata": {"m": 1}}, {"metadata": {}}, {"subagent_run_id": "sub"}],
+)
+def test_struct_deltas_with_a_member_set_take_the_json_path(member):
+    state, direct = _direct(lambda v: StateDeltaEvent(delta=[AddOperation(path="/v", value=v)], **member))
+    assert state == {"v": "probe-value"} and not direct
+
+
+def test_struct_deltas_and_operations_with_extras_take_the_json_path():
+    def event_extra(v):
+        ev = StateDeltaEvent(delta=[AddOperation(path="/v", value=v)])
+        ev.__dict__["note"] = "x"  # an extra member, written to JSON
+        return ev
+
+    def op_extra(v):
+        return StateDeltaEvent(delta=[AddOperation(path="/v", value=v, note="x")])
+
+    for make in (event_extra, op_extra):
+        assert _direct(make) == ({"v": "probe-value"}, False)
+
+
+def test_struct_subclasses_take_the_json_path():
+    class Traced(StateDeltaEvent, kw_only=True):
+        trace: Optional[str] = None
+
+    class FromProperty(StateDeltaEvent, kw_only=True):
+        @property
+        def delta(self):  # never read from the slot: its JSON is the property's
+            return [AddOperation(path="/p", value=1)]
+
+    class TracedOp(AddOperation, kw_only=True):
+        trace: Optional[str] = None
+
+    assert _direct(lambda v: Traced(delta=[AddOperation(path="/v", value=v)], trace="t")) == ({"v": "probe-value"}, False)
+    assert _direct(lambda v: Traced(delta=[AddOperation(path="/v", value=v)])) == ({"v": "probe-value"}, False)
+
+    def traced_op(v):
+        ev = StateDeltaEvent(delta=[AddOperation(path="/a", value=1)])
+        ev.delta = [TracedOp(path="/v", value=v, trace="t")]  # construction takes the declared classes
+        return ev
+
+    assert _direct(traced_op) == ({"v": "probe-value"}, False)
+    assert _direct(lambda v: FromProperty(delta=[AddOperation(path="/v", value=v)])) == ({"p": 1}, False)
+
+
+def test_a_struct_class_changed_after_its_plan_was_built_is_read_as_it_is_now():
+    from agui_fast.core import ReplaceOperation
+
+    value = _fresh()
+    ev = StateDeltaEvent(delta=[AddOperation(path="/v", value=value)])
+    assert stream.replay([ev]).state["v"] is value  # plans built, the direct path taken
+    slot = StateDeltaEvent.__dict__["delta"]
+    try:
+        # a field replaced by a property on the class itself: read through it, as getattr does
+        StateDeltaEvent.delta = property(lambda self: [AddOperation(path="/p", value=2)])
+        assert ev.delta == [AddOperation(path="/p", value=2)]
+        assert stream.replay([ev]).state == {"p": 2}
+        ap = stream.EventApplier()
+        ap.apply(ev)
+        assert ap.state == {"p": 2}
+    finally:
+        StateDeltaEvent.delta = slot
+    assert stream.replay([ev]).state["v"] is value  # back to the slot, directly
+    # an operation class changed the same way, then restored
+    op_slot = AddOperation.__dict__["value"]
+    try:
+        AddOperation.value = property(lambda self: "from the property")
+        assert stream.replay([ev]).state == {"v": "from the property"}
+    finally:
+        AddOperation.value = op_slot
+    assert stream.replay([ev]).state["v"] is value
+    # a base class changed: its subclasses' plans are rebuilt too
+    base = StateDeltaEvent.__mro__[1]
+    base_slot = base.__dict__["timestamp"]
+    try:
+        base.timestamp = property(lambda self: 7)
+        assert stream.replay([ev]).state == {"v": value} and stream.replay([ev]).state["v"] is not value
+        assert _native.dumps(ev).startswith(b'{"type":"STATE_DELTA","timestamp":7,')
+    finally:
+        base.timestamp = base_slot
+    assert stream.replay([ev]).state["v"] is value
+    ops = [ReplaceOperation(path="/v", value=value)]
+    assert stream.replay([StateDeltaEvent(delta=ops)], state={"v": 0}).state["v"] is value
+
+
+def test_struct_fields_assigned_wrong_kinds_take_the_json_path():
+    ev = StateDeltaEvent(delta=[AddOperation(path="/v", value=1)])
+    # assignment is not validated: replayed as its JSON (the native writer refuses it, the
+    # fallback writer writes it as it is) and the patch fails with the same warning
+    for path in (5, None, "no-slash"):
+        ev = StateDeltaEvent(delta=[AddOperation(path="/v", value=1)])
+        ev.delta[0].path = path
+        want = stream.replay([stream._surrogate_json(ev)])
+        got = stream.replay([ev])
+        assert (got.state, got.warnings) == (want.state, want.warnings) and got.warnings
+
+
+def test_decoded_struct_deltas_with_and_without_an_instance_dict():
+    """A decoded Struct has no instance dict until one is asked for: the extras check reads
+    "none yet" without making one, an empty one made since, and one with members."""
+    value = _fresh()
+    text = json.dumps({"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/v", "value": "x"}]})
+    for where in (None, "event", "operation"):
+        for made in ("none", "empty", "member"):
+            ev = decode_as(text, Event)
+            ev.delta[0].value = value
+            obj = {"event": ev, "operation": ev.delta[0]}.get(where)
+            if obj is not None and made != "none":
+                d = obj.__dict__  # made now
+                if made == "member":
+                    d["note"] = 1
+            direct = where is None or made != "member"
+            state = stream.replay([ev]).state
+            assert state == {"v": value} and (state["v"] is value) == direct, (where, made)

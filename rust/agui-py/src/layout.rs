@@ -35,14 +35,24 @@
 //!   40; compact ASCII data follows it; a compact non-ASCII str has `utf8_length` and the
 //!   `utf8` pointer (NULL until the UTF-8 is first asked for) right after it;
 //! * `PyMemberDescrObject` (a `__slots__` member): the common descriptor header
-//!   (`d_type`, `d_name`, `d_qualname`), then the `PyMemberDef` pointer.
+//!   (`d_type`, `d_name`, `d_qualname`), then the `PyMemberDef` pointer;
+//! * the instance dict of a class with a managed dict (`Py_TPFLAGS_MANAGED_DICT`, 3.11+, what
+//!   msgspec's `dict=True` Structs have): a pointer three words before the object, NULL
+//!   until the dict is made (3.11: the word before it points to the attributes' values
+//!   when they are kept apart from a dict; 3.12: the word itself does, tagged in its low
+//!   bit; 3.13: a class with inline values has them after the object, `Py_TPFLAGS_INLINE_VALUES`):
+//!   read only when there are no such values, so that a NULL means "no attributes";
+//! * `PyTypeObject`: `tp_version_tag` (an `unsigned int`) at 384, after `tp_del`: the
+//!   interpreter gives a class a new tag whenever it (or a base) changes (`PyType_Modified`:
+//!   0 until an attribute lookup assigns the next one), so an unchanged tag says a plan
+//!   built from the class still describes it.
 
 use std::os::raw::c_int;
 
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyFloat, PyList, PyString, PyTuple, PyType};
+use pyo3::types::{IntoPyDict, PyFloat, PyList, PyString, PyTuple, PyType};
 
 const OB_SIZE: usize = 16;
 const SEQ_ITEMS: usize = 24;
@@ -64,6 +74,9 @@ const DK_KIND: usize = 10;
 const DK_NENTRIES: usize = 24;
 const DK_INDICES: usize = 32;
 const DK_KIND_GENERAL: u8 = 0;
+const TP_VERSION_TAG: usize = 384;
+const TPFLAGS_INLINE_VALUES: std::os::raw::c_ulong = 1 << 2;
+const TPFLAGS_MANAGED_DICT: std::os::raw::c_ulong = 1 << 4;
 
 /// How an int's digit count and sign are stored.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -102,12 +115,54 @@ pub(crate) struct Layout {
     dict: bool,
     /// reference counts changed in place (`incref`, `decref`).
     refcnt: RefRepr,
+    /// a class's version tag read (`type_version`).
+    version: bool,
+    /// managed instance dicts read (`instance_dict`): the minor version (11, 12, 13), 0: off.
+    managed_dict: u8,
 }
 
 impl Layout {
     /// Every read through the API.
     const API: Layout =
-        Layout { str_head: 0, seq: false, float: false, int: IntRepr::Api, member: false, dict: false, refcnt: RefRepr::Api };
+        Layout { str_head: 0, seq: false, float: false, int: IntRepr::Api, member: false, dict: false, refcnt: RefRepr::Api, version: false, managed_dict: 0 };
+
+    /// The instance dict of `obj` when it can be told without making one: `Some(null)`
+    /// (none yet: no attributes beyond its slots), `Some(dict)` (borrowed), or None (ask
+    /// the API, `PyObject_GenericGetDict`, which makes an empty dict if there is none).
+    ///
+    /// # Safety
+    /// `obj` must be a live object; the GIL must be held.
+    #[inline(always)]
+    pub(crate) unsafe fn instance_dict(self, obj: *mut ffi::PyObject) -> Option<*mut ffi::PyObject> {
+        if self.managed_dict == 0 {
+            return None;
+        }
+        unsafe {
+            let flags = ffi::PyType_GetFlags(ffi::Py_TYPE(obj));
+            if flags & TPFLAGS_MANAGED_DICT == 0 || (self.managed_dict >= 13 && flags & TPFLAGS_INLINE_VALUES != 0) {
+                return None;
+            }
+            let words = obj as *const usize;
+            let dict = *words.sub(3);
+            let values_apart = match self.managed_dict {
+                11 => *words.sub(4) != 0,
+                12 => dict & 1 != 0,
+                _ => false,
+            };
+            (!values_apart).then_some(dict as *mut ffi::PyObject)
+        }
+    }
+
+    /// The version tag of a class (`tp_version_tag`): the same nonzero tag means the class
+    /// has not changed since it was read; 0 means changed and not looked up since (or out
+    /// of tags). None when the read is off.
+    ///
+    /// # Safety
+    /// `ty` must be a live type object.
+    #[inline(always)]
+    pub(crate) unsafe fn type_version(self, ty: *mut ffi::PyTypeObject) -> Option<u32> {
+        self.version.then(|| unsafe { *((ty as *const u8).add(TP_VERSION_TAG) as *const u32) })
+    }
 
     /// `Py_INCREF`, in place when the layout holds (the limited API's is a call).
     ///
@@ -368,6 +423,8 @@ impl Layout {
         lay.dict = v.minor >= 11 && check_dict(py);
         let refcnt = if old { RefRepr::Plain } else { RefRepr::Immortal };
         lay.refcnt = if check_refcnt(py, refcnt) { refcnt } else { RefRepr::Api };
+        lay.version = check_version(py);
+        lay.managed_dict = if v.minor >= 11 && check_managed_dict(py, v.minor) { v.minor } else { 0 };
         // The checks above ran the API: leave no error behind.
         unsafe { ffi::PyErr_Clear() };
         lay
@@ -455,6 +512,65 @@ fn check_refcnt(py: Python<'_>, repr: RefRepr) -> bool {
     mortal_ok && immortal_ok
 }
 
+/// The tag read behaves as a version tag on a class made here: nonzero once an attribute
+/// was looked up, 0 after the class is changed, then a new nonzero tag; a subclass's
+/// changes with its base's.
+fn check_version(py: Python<'_>) -> bool {
+    let probe = Layout { version: true, ..Layout::API };
+    let Ok(classes) = py.eval(c"(lambda b: (b, type('D', (b,), {})))(type('B', (), {'a': 1}))", None, None) else { return false };
+    let (Ok(base), Ok(sub)) = (classes.get_item(0), classes.get_item(1)) else { return false };
+    let tag = |c: &Bound<'_, PyAny>| unsafe { probe.type_version(c.as_ptr() as *mut ffi::PyTypeObject) };
+    let look = |c: &Bound<'_, PyAny>| c.getattr("a").is_ok();
+    let ok = (|| {
+        if !(look(&base) && look(&sub)) {
+            return None;
+        }
+        let (b1, s1) = (tag(&base)?, tag(&sub)?);
+        base.setattr("z", 2).ok()?;
+        let (b0, s0) = (tag(&base)?, tag(&sub)?);
+        if !(look(&base) && look(&sub)) {
+            return None;
+        }
+        let (b2, s2) = (tag(&base)?, tag(&sub)?);
+        Some(b1 != 0 && s1 != 0 && b1 != s1 && b0 == 0 && s0 == 0 && b2 != 0 && s2 != 0 && b2 != b1 && s2 != s1)
+    })();
+    ok == Some(true)
+}
+
+/// The instance-dict read agrees with `__dict__` on a msgspec `dict=True` Struct (no dict
+/// yet, then the very dict made) and declines a plain object whose attributes are values
+/// kept apart from a dict (never claims "no attributes" where there are some).
+fn check_managed_dict(py: Python<'_>, minor: u8) -> bool {
+    let probe = Layout { managed_dict: minor, ..Layout::API };
+    let read = |o: &Bound<'_, PyAny>| unsafe { probe.instance_dict(o.as_ptr()) };
+    let ok = (|| -> PyResult<bool> {
+        let ms = py.import("msgspec")?;
+        let kwargs = pyo3::types::PyDict::new(py);
+        kwargs.set_item("dict", true)?;
+        let fields = PyList::new(py, [("a", py.get_type::<pyo3::types::PyInt>())])?;
+        let cls = ms.getattr("defstruct")?.call(("P", fields), Some(&kwargs))?;
+        let fresh = ms.getattr("convert")?.call1(([("a", 1)].into_py_dict(py)?, &cls))?;
+        let made = cls.call((), Some(&[("a", 2)].into_py_dict(py)?))?;
+        let mut ok = true;
+        for obj in [fresh, made] {
+            ok &= read(&obj) == Some(std::ptr::null_mut());
+            let d = obj.getattr("__dict__")?;
+            ok &= read(&obj) == Some(d.as_ptr());
+            obj.setattr("extra", 3)?;
+            ok &= read(&obj) == Some(d.as_ptr()) && d.len()? == 1;
+        }
+        let plain = py.eval(c"type('O', (), {})()", None, None)?;
+        plain.setattr("a", 1)?;
+        ok &= match read(&plain) {
+            None => true,
+            Some(p) => p == plain.getattr("__dict__")?.as_ptr(),
+        };
+        Ok(ok)
+    })();
+    unsafe { ffi::PyErr_Clear() };
+    ok.unwrap_or(false)
+}
+
 fn check_float(py: Python<'_>) -> bool {
     let probe = Layout { float: true, ..Layout::API };
     [0.0, -1.5, 1e300, f64::MIN_POSITIVE].iter().all(|&x| {
@@ -538,7 +654,7 @@ pub(crate) fn get(py: Python<'_>) -> Layout {
 }
 
 /// Which direct reads are on, for tests: `{"str": bool, "seq": ..., "float": ..., "int": ...,
-/// "member": ...}`.
+/// "member": ..., "version": ..., "managed_dict": ...}`.
 #[pyfunction]
 pub(crate) fn direct_reads(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
     let lay = get(py);
@@ -550,6 +666,8 @@ pub(crate) fn direct_reads(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::Py
     d.set_item("member", lay.member)?;
     d.set_item("dict", lay.dict)?;
     d.set_item("refcnt", lay.refcnt != RefRepr::Api)?;
+    d.set_item("version", lay.version)?;
+    d.set_item("managed_dict", lay.managed_dict != 0)?;
     Ok(d)
 }
 

@@ -203,6 +203,45 @@ fn read_op_as<'py>(index: usize, item: &Bound<'py, PyAny>, known: Option<OpKind>
     Ok(PyOp { kind: op.kind, path: op.path_str, path_toks: op.path, from_toks, value: op.value, json: None })
 }
 
+/// An operation given to [`StateDocument::try_apply_objects`]: an object to read (a dict),
+/// or the members of an operation already read from it (`path`, `from`, `value`: None when
+/// absent; our operation Structs, whose class fixes `kind`, read through their class's plan
+/// by `semantics::plain_op`).
+pub(crate) enum GivenOp<'py> {
+    Read,
+    Members { kind: OpKind, path: Option<Bound<'py, PyAny>>, from: Option<Bound<'py, PyAny>>, value: Option<Bound<'py, PyAny>> },
+}
+
+/// The members of an operation already read (see [`GivenOp::Members`]).
+struct GivenSource<'py> {
+    path: Option<Bound<'py, PyAny>>,
+    from: Option<Bound<'py, PyAny>>,
+    value: Option<Bound<'py, PyAny>>,
+}
+
+impl<'py> OpSource for GivenSource<'py> {
+    type Str = Bound<'py, PyString>;
+    type Value = Bound<'py, PyAny>;
+    type Error = PyErr;
+    fn string(&mut self, name: &'static str) -> PyResult<Option<Result<Bound<'py, PyString>, String>>> {
+        let v = if name == "path" { self.path.take() } else { self.from.take() };
+        Ok(v.map(|v| v.cast_into::<PyString>().map_err(|e| py_type_name(e.into_inner().as_any()))))
+    }
+    fn text<'s>(&self, s: &'s Bound<'py, PyString>) -> Option<Cow<'s, str>> {
+        s.to_cow().ok()
+    }
+    fn value(&mut self) -> PyResult<Option<Bound<'py, PyAny>>> {
+        Ok(self.value.take())
+    }
+}
+
+/// An operation of `kind` from members already read (see [`GivenOp::Members`]).
+fn members_op<'py>(py: Python<'py>, index: usize, kind: OpKind, path: Option<Bound<'py, PyAny>>, from: Option<Bound<'py, PyAny>>, value: Option<Bound<'py, PyAny>>) -> R<PyOp<'py>> {
+    let op = core::read::read_op(index, &mut GivenSource { path, from, value }, Some(kind), |p| py_tokens(py, p))?;
+    let from_toks = op.from.unwrap_or_default();
+    Ok(PyOp { kind: op.kind, path: op.path_str, path_toks: op.path, from_toks, value: op.value, json: None })
+}
+
 fn patch_items<'py>(patch: &Bound<'py, PyAny>) -> R<Vec<Bound<'py, PyAny>>> {
     if let Ok(l) = patch.cast::<PyList>() {
         return Ok(l.iter().collect());
@@ -1177,22 +1216,22 @@ impl StateDocument {
     /// `max_depth` levels (the event's own limit: see `semantics::direct_delta`). False on
     /// any failure, the document unchanged: the caller then takes the general path,
     /// which decides the outcome (the reducer's warning, or an error) as it always did.
-    /// `accept(op)`: None refuses it, `Some(kind)` takes it (`kind`: its op when its class
-    /// fixes it, else read from it).
+    /// `accept(op)`: None refuses it, else how to read it ([`GivenOp`]).
     pub(crate) fn try_apply_objects<'py>(
         &mut self,
         ops: &Bound<'py, PyList>,
         max_depth: usize,
-        accept: impl Fn(&Bound<'py, PyAny>) -> Option<Option<OpKind>>,
+        accept: impl Fn(&Bound<'py, PyAny>) -> Option<GivenOp<'py>>,
     ) -> bool {
         let py = ops.py();
         let mut patcher = Patcher::new(Options { max_depth, ..self.opts });
         let mut doc = self.doc(py);
         let r = run_patch(&mut patcher, &mut doc, ops.as_any(), |i, item| {
-            let Some(known) = accept(item) else {
-                return Err(invalid("not taken directly").into());
+            let mut op = match accept(item) {
+                None => return Err(invalid("not taken directly").into()),
+                Some(GivenOp::Read) => read_op(i, item)?,
+                Some(GivenOp::Members { kind, path, from, value }) => members_op(py, i, kind, path, from, value)?,
             };
-            let mut op = read_op_as(i, item, known)?;
             if let (OpKind::Test, Some(v)) = (op.kind, &op.value) {
                 op.value = Some(py_value(v, 0, max_depth)?);
             }

@@ -201,6 +201,8 @@ pub(crate) enum Kind {
 struct CacheEntry {
     _ty: Py<PyType>,
     kind: Kind,
+    /// The class's version tag when the plan was built (`Layout::type_version`; 0: none).
+    version: u32,
 }
 
 /// Hasher for type-object addresses (already unique; just mix the bits).
@@ -248,6 +250,8 @@ fn kind_of_slow(py: Python<'_>, tp: *mut ffi::PyTypeObject) -> PyResult<Kind> {
     let ty: Bound<'_, PyType> =
         unsafe { Bound::from_borrowed_ptr(py, tp as *mut ffi::PyObject).cast_into_unchecked() };
     let kind = classify(py, &ty)?;
+    // Read after `classify`, whose lookups on the class gave it a tag if it had none.
+    let version = unsafe { crate::layout::get(py).type_version(tp) }.unwrap_or(0);
     let ty = ty.unbind();
     let (kind, unused) = CACHE.with(py, |c| {
         let m = c.get_or_insert_with(TypeMap::default);
@@ -256,12 +260,36 @@ fn kind_of_slow(py: Python<'_>, tp: *mut ffi::PyTypeObject) -> PyResult<Kind> {
             // got there first: keep its entry.
             (e.0.kind.clone(), Some(ty))
         } else {
-            m.insert(key, GilBound(CacheEntry { _ty: ty, kind: kind.clone() }));
+            m.insert(key, GilBound(CacheEntry { _ty: ty, kind: kind.clone(), version }));
             (kind, None)
         }
     });
     drop(unused); // decref outside of the cell
     Ok(kind)
+}
+
+/// The plan of a class that describes it now, for reading instances' fields in place
+/// (`Getter::in_place`) without asking the class: the cached plan while the class's version
+/// tag is the one it was built under, else rebuilt (a class changed since, e.g. a field
+/// replaced by a property, is planned anew). None when the class's changes cannot be told
+/// (the tag read is off, or the interpreter gave the class no tag): the caller then reads
+/// through the class.
+pub(crate) fn current_kind(py: Python<'_>, tp: *mut ffi::PyTypeObject) -> PyResult<Option<Kind>> {
+    let Some(now) = (unsafe { crate::layout::get(py).type_version(tp) }) else { return Ok(None) };
+    let key = tp as usize;
+    let hit = CACHE.with(py, |c| c.as_ref().and_then(|m| m.get(&key)).map(|e| (e.0.kind.clone(), e.0.version)));
+    match hit {
+        Some((kind, built)) if built == now => return Ok((now != 0).then_some(kind)),
+        Some(_) => {
+            let old = CACHE.with(py, |c| c.as_mut().and_then(|m| m.remove(&key)));
+            drop(old); // decref outside of the cell
+        }
+        None => {}
+    }
+    let kind = kind_of_slow(py, tp)?;
+    let built = CACHE.with(py, |c| c.as_ref().and_then(|m| m.get(&key)).map(|e| e.0.version));
+    let now = unsafe { crate::layout::get(py).type_version(tp) };
+    Ok((built.is_some_and(|b| b != 0 && Some(b) == now)).then_some(kind))
 }
 
 /// Drop every cached plan (decrefs happen outside of the cell).

@@ -12,8 +12,10 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use serde_json::Value;
 
 use crate::errors::{check_max_depth, error_class, make_error};
-use crate::patch::StateDocument;
+use crate::patch::{GivenOp, StateDocument};
+use crate::plan::{Getter, Kind, PlanKind};
 use agui_core::patch::OpKind;
+use agui_core::sink::Scalar;
 use pyo3::sync::PyOnceLock;
 
 /// Below this many events releasing the GIL costs more than it saves.
@@ -304,8 +306,9 @@ impl Replayer {
 }
 
 /// The operations of a `STATE_DELTA` given as a plain dict `{"type": "STATE_DELTA",
-/// "delta": [...]}` or as our `StateDeltaEvent` with no other member set, whose JSON would
-/// hold nothing else: such an event is applied without JSON text. None: anything else.
+/// "delta": [...]}` or as our `StateDeltaEvent` whose JSON would hold nothing else (every
+/// other member left out, no extras): such an event is applied without JSON text. None:
+/// anything else.
 fn direct_delta<'py>(py: Python<'py>, event: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyList>>> {
     let delta = if let Ok(d) = event.cast_exact::<PyDict>() {
         let is_delta = d.len() == 2
@@ -316,22 +319,78 @@ fn direct_delta<'py>(py: Python<'py>, event: &Bound<'py, PyAny>) -> PyResult<Opt
         d.get_item(intern!(py, "delta"))?
     } else {
         let Some((class, _)) = STATE_DELTA_TYPES.get(py) else { return Ok(None) };
-        if !event.get_type().is(class.bind(py)) || !no_extras(event)? {
+        if !event.get_type().is(class.bind(py)) {
             return Ok(None);
         }
-        for name in [intern!(py, "timestamp"), intern!(py, "raw_event"), intern!(py, "metadata"), intern!(py, "subagent_run_id")] {
-            if !event.getattr(name)?.is_none() {
-                return Ok(None);
-            }
+        let mut delta = None;
+        let tag = plain_struct(event, |tag| (tag == "STATE_DELTA").then_some(()), |key, v| match key {
+            "delta" => delta.replace(v).is_none(),
+            _ => false,
+        });
+        if tag.is_none() {
+            return Ok(None);
         }
-        Some(event.getattr(intern!(py, "delta"))?)
+        delta
     };
     Ok(delta.and_then(|d| d.cast_into_exact::<PyList>().ok()))
 }
 
+/// Read one of our Structs as its JSON would carry it, through its class's plan (the JSON
+/// writer's, `plan::current_kind`: fields read in place from their slots): `tag(text)`
+/// judges its tag, `member(wire_key, value)` each member the JSON would hold besides the
+/// tag (false refuses it). None (the caller takes the JSON path) when a member or the tag
+/// is refused, the instance has extras, a field cannot be read, or the plan cannot be
+/// trusted to describe the class as it is now.
+fn plain_struct<'py, T>(
+    obj: &Bound<'py, PyAny>,
+    tag: impl Fn(&str) -> Option<T>,
+    mut member: impl FnMut(&str, Bound<'py, PyAny>) -> bool,
+) -> Option<T> {
+    let py = obj.py();
+    let tp = obj.get_type_ptr();
+    let Ok(Some(Kind::Plan(plan))) = crate::plan::current_kind(py, tp) else { return None };
+    let PlanKind::Struct { has_dict } = plan.kind else { return None };
+    let mut found = None;
+    for f in &plan.fields {
+        let v = match &f.getter {
+            Getter::ConstScalar(Scalar::Str(t)) if found.is_none() => {
+                found = Some(tag(&t.text)?);
+                continue;
+            }
+            Getter::ConstScalar(_) | Getter::Const(_) => return None,
+            // SAFETY: `obj` is an instance of the class the plan was built for (its type's
+            // current plan), alive for the call; the slot's object is borrowed from it.
+            g => match unsafe { g.in_place(obj.as_ptr()) } {
+                Some(p) => unsafe { Bound::from_borrowed_ptr(py, p) },
+                None => g.read(obj, &f.attr).ok()?,
+            },
+        };
+        // Left out of the JSON, as the writer leaves it out.
+        if v.as_ptr() as usize == plan.unset || (f.omit_if_none && v.is_none()) {
+            continue;
+        }
+        if !member(&f.key.text, v) {
+            return None;
+        }
+    }
+    if has_dict && !no_extras(obj).unwrap_or(false) {
+        return None;
+    }
+    found
+}
+
 /// An instance of one of our Structs with no extra attributes (which its JSON would
-/// carry). Its `__dict__` read directly: `getattr` takes a slow lookup on these classes.
+/// carry). Its `__dict__` read directly (`getattr` takes a slow lookup on these classes),
+/// without making one where none was made yet (`Layout::instance_dict`: a decoded Struct
+/// has none, and making an empty one per event and operation cost a fifth of a replay).
 fn no_extras(v: &Bound<'_, PyAny>) -> PyResult<bool> {
+    // SAFETY: `v` is a live object and the GIL is held; the dict is borrowed from it.
+    match unsafe { crate::layout::get(v.py()).instance_dict(v.as_ptr()) } {
+        Some(d) if d.is_null() => return Ok(true),
+        // (a dict subclass too: construction's `_given.Extras`, whose items are the extras)
+        Some(d) if unsafe { pyo3::ffi::PyDict_Check(d) } != 0 => return Ok(unsafe { pyo3::ffi::PyDict_Size(d) } == 0),
+        _ => {}
+    }
     // SAFETY: `v` is a live object and the GIL is held; the call returns a new
     // reference or NULL with an exception set (an object without `__dict__`).
     let d = unsafe { Bound::from_owned_ptr_or_err(v.py(), pyo3::ffi::PyObject_GenericGetDict(v.as_ptr(), std::ptr::null_mut())) };
@@ -341,22 +400,31 @@ fn no_extras(v: &Bound<'_, PyAny>) -> PyResult<bool> {
     }
 }
 
-/// Operation classes in the order `stream.py` registers them.
-const OP_KINDS: [OpKind; 6] = [OpKind::Add, OpKind::Remove, OpKind::Replace, OpKind::Move, OpKind::Copy, OpKind::Test];
-
 /// An operation whose JSON holds only the members the patch reads: a dict with exactly
-/// `op`, `path` and `value` / `from` as its op needs (`Some(None)`: its op is read from
-/// it), or one of our operation Structs with no extras (`Some(Some(kind))`: its class
-/// fixes its op). None: anything else.
-fn plain_op(py: Python<'_>, op: &Bound<'_, PyAny>) -> Option<Option<OpKind>> {
+/// `op`, `path` and `value` / `from` as its op needs (read by the patch engine), or one of
+/// our operation Structs read by [`plain_struct`] (its op from its class's tag). None:
+/// anything else.
+fn plain_op<'py>(py: Python<'py>, op: &Bound<'py, PyAny>) -> Option<GivenOp<'py>> {
     if let Ok(d) = op.cast_exact::<PyDict>() {
         let kind = d.get_item(intern!(py, "op")).ok().flatten().and_then(|o| o.cast_into_exact::<PyString>().ok()).and_then(|o| o.to_str().ok().and_then(OpKind::parse));
-        return kind.is_some_and(|k| d.len() == 2 + usize::from(k.needs_value()) + usize::from(k.needs_from())).then_some(None);
+        return kind.is_some_and(|k| d.len() == 2 + usize::from(k.needs_value()) + usize::from(k.needs_from())).then_some(GivenOp::Read);
     }
     let (_, classes) = STATE_DELTA_TYPES.get(py)?;
     let ty = op.get_type();
-    let kind = classes.iter().zip(OP_KINDS).find(|(c, _)| ty.is(c.bind(py))).map(|(_, k)| k)?;
-    no_extras(op).unwrap_or(false).then_some(Some(kind))
+    if !classes.iter().any(|c| ty.is(c.bind(py))) {
+        return None;
+    }
+    let (mut path, mut from, mut value) = (None, None, None);
+    let kind = plain_struct(op, OpKind::parse, |key, v| {
+        let slot = match key {
+            "path" => &mut path,
+            "from" => &mut from,
+            "value" => &mut value,
+            _ => return false,
+        };
+        slot.replace(v).is_none()
+    })?;
+    Some(GivenOp::Members { kind, path, from, value })
 }
 
 fn change_tuple<'py>(py: Python<'py>, c: &core::Change) -> PyResult<Bound<'py, PyTuple>> {

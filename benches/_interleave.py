@@ -1,0 +1,38 @@
+"""Cases timed interleaved in one process (round by round, each case once per round, so a
+load swing lands on every case alike), wall and CPU time (`time.process_time`: every
+thread's, what a loaded or one-core machine pays)."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Callable, Dict, Tuple
+
+# (wall min, wall median, CPU min, CPU median), in ms
+Stats = Tuple[float, float, float, float]
+
+
+def interleaved(cases: Dict[str, Callable[[], object]], rounds: int, before_round: Callable[[], None] = lambda: None) -> Dict[str, Stats]:
+    """Run every case once per round (`before_round` first, untimed); print and return
+    each case's stats."""
+    got: Dict[str, list] = {k: [] for k in cases}
+    for _ in range(rounds):
+        before_round()
+        for name, run in cases.items():
+            c0, w0 = time.process_time(), time.perf_counter()
+            run()
+            got[name].append((time.perf_counter() - w0, time.process_time() - c0))
+    stats: Dict[str, Stats] = {}
+    width = max(map(len, cases))
+    for name, times in got.items():
+        wall, cpu = [w * 1e3 for w, _ in times], [c * 1e3 for _, c in times]
+        stats[name] = (min(wall), statistics.median(wall), min(cpu), statistics.median(cpu))
+        print(f"{name:{width}s} wall {stats[name][0]:7.2f} ms min {stats[name][1]:7.2f} ms median | "
+              f"CPU {stats[name][2]:7.2f} / {stats[name][3]:7.2f} ms")
+    return stats
+
+
+def ratio_line(label: str, peer: Stats, ours: Stats) -> str:
+    """`peer / ours` (> 1: ours is faster), by min and median, wall and CPU."""
+    return (f"{label}: wall {peer[0] / ours[0]:.2f}x min {peer[1] / ours[1]:.2f}x median | "
+            f"CPU {peer[2] / ours[2]:.2f}x min {peer[3] / ours[3]:.2f}x median")
