@@ -103,29 +103,54 @@ pub fn encoded_key(key: &str) -> Vec<u8> {
     v
 }
 
+/// How a finite double's text lands in the output. The text is always zmij's shortest
+/// round-trip form, which is pydantic's spelling (`1.0`, `1e+16`, `1e-7`, tested below);
+/// an implementation only chooses where zmij writes it. [`CopiedF64`] is the core's (safe:
+/// zmij's own buffer, then copied); the binding has zmij write straight into the output's
+/// spare capacity, as orjson does, which needs `unsafe`: copying the digits back out of
+/// zmij's buffer right after zmij's narrower stores wrote them stalls the load, and the
+/// length-dependent copy mispredicts, together about as long as the formatting itself.
+pub trait F64Text {
+    /// Append the text of `x`, which is finite.
+    fn finite(out: &mut Vec<u8>, x: f64);
+}
+
+/// zmij into its own buffer, then copied ([`F64Text`]).
+pub struct CopiedF64;
+
+impl F64Text for CopiedF64 {
+    #[inline(always)]
+    fn finite(out: &mut Vec<u8>, x: f64) {
+        let mut b = zmij::Buffer::new();
+        put_small(out, b.format_finite(x).as_bytes());
+    }
+}
+
 /// Append a float as pydantic writes it; NaN and ±infinity become `null`.
 #[inline]
 pub fn write_f64(buf: &mut Vec<u8>, x: f64) {
+    write_f64_with::<CopiedF64>(buf, x)
+}
+
+#[inline(always)]
+fn write_f64_with<F: F64Text>(buf: &mut Vec<u8>, x: f64) {
     if x.is_finite() {
-        let mut b = zmij::Buffer::new();
-        put_small(buf, b.format_finite(x).as_bytes());
+        F::finite(buf, x)
     } else {
         buf.extend_from_slice(b"null");
     }
 }
 
-/// Append a signed 64-bit integer.
+/// Append a signed 64-bit integer (written in place: no digit buffer to copy from).
 #[inline]
 pub fn write_i64(buf: &mut Vec<u8>, x: i64) {
-    let mut b = itoa::Buffer::new();
-    put_small(buf, b.format(x).as_bytes());
+    itoap::write_to_vec(buf, x)
 }
 
 /// Append an unsigned 64-bit integer.
 #[inline]
 pub fn write_u64(buf: &mut Vec<u8>, x: u64) {
-    let mut b = itoa::Buffer::new();
-    put_small(buf, b.format(x).as_bytes());
+    itoap::write_to_vec(buf, x)
 }
 
 /// Append `true` / `false`.
@@ -142,16 +167,25 @@ pub fn write_null(buf: &mut Vec<u8>) {
 
 /// The JSON text sink (see [`crate::sink`]): pydantic's spelling of every value, commas
 /// placed from the document structure. Writes into a caller's buffer, so a value can be
-/// written in the middle of other text (the decoder writes members, then a value).
-pub struct JsonSink<'b> {
+/// written in the middle of other text (the decoder writes members, then a value). `F`:
+/// where finite doubles' text is written ([`F64Text`]).
+pub struct JsonSink<'b, F: F64Text = CopiedF64> {
     pub out: &'b mut Vec<u8>,
     /// A value was written at this level: the next one needs a comma.
     comma: bool,
+    _f64: std::marker::PhantomData<F>,
 }
 
 impl<'b> JsonSink<'b> {
     pub fn new(out: &'b mut Vec<u8>) -> Self {
-        JsonSink { out, comma: false }
+        Self::with_f64(out)
+    }
+}
+
+impl<'b, F: F64Text> JsonSink<'b, F> {
+    /// A sink whose finite doubles are written by `F`.
+    pub fn with_f64(out: &'b mut Vec<u8>) -> Self {
+        JsonSink { out, comma: false, _f64: std::marker::PhantomData }
     }
 
     /// The next value starts a new document (after text the caller wrote itself).
@@ -188,7 +222,7 @@ impl<'b> JsonSink<'b> {
     }
 }
 
-impl<'a> crate::sink::Sink<'a> for JsonSink<'_> {
+impl<'a, F: F64Text> crate::sink::Sink<'a> for JsonSink<'_, F> {
     #[inline(always)]
     fn null(&mut self) {
         self.token(b",null")
@@ -211,11 +245,20 @@ impl<'a> crate::sink::Sink<'a> for JsonSink<'_> {
     }
     #[inline(always)]
     fn f64(&mut self, v: f64) {
-        self.value(|o| write_f64(o, v))
+        self.value(|o| write_f64_with::<F>(o, v))
     }
     #[inline(always)]
     fn str(&mut self, s: &str) {
         self.value(|o| write_str(o, s))
+    }
+    // Inline at the walker's call sites (the defaults' extra call was ~9% of a nested state).
+    #[inline(always)]
+    fn str_ref(&mut self, s: &'a str) {
+        self.str(s)
+    }
+    #[inline(always)]
+    fn key_ref(&mut self, k: &'a str) {
+        self.key(k)
     }
     #[inline(always)]
     fn begin_array(&mut self) {
@@ -467,6 +510,25 @@ mod tests {
         let b = b"a\xed\xa0\x80b\xed\xa0\xbd\xed\xb8\x80\xed\xb0\x80";
         assert_eq!(wtf8_to_utf8_lossy(b), "a\u{FFFD}b\u{1F600}\u{FFFD}");
         assert_eq!(wtf8_to_utf8_lossy("é😀".as_bytes()), "é😀");
+    }
+
+    #[test]
+    fn ints_at_every_digit_count() {
+        let mut want = String::new();
+        let mut v = Vec::new();
+        for d in 0..19u32 {
+            let p = 10i64.pow(d);
+            for x in [p - 1, p, p + 1, -(p - 1), -p, -(p + 1)] {
+                write_i64(&mut v, x);
+                v.push(b',');
+                want.push_str(&format!("{x},"));
+            }
+        }
+        for x in [i64::MAX, i64::MIN] {
+            write_i64(&mut v, x);
+            want.push_str(&x.to_string());
+        }
+        assert_eq!(String::from_utf8(v).unwrap(), want);
     }
 
     #[test]
