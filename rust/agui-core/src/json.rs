@@ -15,6 +15,8 @@
 //! The expected strings in the tests below were produced by `pydantic_core.to_json`
 //! (pydantic-core 2.46.4).
 
+use std::borrow::BorrowMut;
+
 /// Escape class of each byte: 0 = written raw; `b'u'` = `\u00XX`; otherwise the
 /// character after the backslash. (The reference spelling the tests hold sonic-rs to.)
 #[cfg(test)]
@@ -166,26 +168,37 @@ pub fn write_null(buf: &mut Vec<u8>) {
 }
 
 /// The JSON text sink (see [`crate::sink`]): pydantic's spelling of every value, commas
-/// placed from the document structure. Writes into a caller's buffer, so a value can be
-/// written in the middle of other text (the decoder writes members, then a value). `F`:
-/// where finite doubles' text is written ([`F64Text`]).
-pub struct JsonSink<'b, F: F64Text = CopiedF64> {
-    pub out: &'b mut Vec<u8>,
+/// placed from the document structure. Writes into a caller's buffer (`O`: `&mut Vec<u8>`),
+/// so a value can be written in the middle of other text (the decoder writes members, then
+/// a value), or into a buffer it owns (`O`: `Vec<u8>`, [`JsonSink::owning`]): the buffer's
+/// length then lives in the sink itself, which the compiler can keep in a register across
+/// the bytes written, where a borrowed one is loaded and stored again around each write.
+/// `F`: where finite doubles' text is written ([`F64Text`]).
+pub struct JsonSink<O: BorrowMut<Vec<u8>> = Vec<u8>, F: F64Text = CopiedF64> {
+    pub out: O,
     /// A value was written at this level: the next one needs a comma.
     comma: bool,
     _f64: std::marker::PhantomData<F>,
 }
 
-impl<'b> JsonSink<'b> {
+impl<'b> JsonSink<&'b mut Vec<u8>> {
     pub fn new(out: &'b mut Vec<u8>) -> Self {
-        Self::with_f64(out)
+        JsonSink { out, comma: false, _f64: std::marker::PhantomData }
     }
 }
 
-impl<'b, F: F64Text> JsonSink<'b, F> {
-    /// A sink whose finite doubles are written by `F`.
-    pub fn with_f64(out: &'b mut Vec<u8>) -> Self {
+impl<F: F64Text> JsonSink<Vec<u8>, F> {
+    /// A sink that owns its buffer (`out`, taken back when done) and writes finite
+    /// doubles with `F`.
+    pub fn owning(out: Vec<u8>) -> Self {
         JsonSink { out, comma: false, _f64: std::marker::PhantomData }
+    }
+}
+
+impl<O: BorrowMut<Vec<u8>>, F: F64Text> JsonSink<O, F> {
+    #[inline(always)]
+    fn buf(&mut self) -> &mut Vec<u8> {
+        self.out.borrow_mut()
     }
 
     /// The next value starts a new document (after text the caller wrote itself).
@@ -197,7 +210,7 @@ impl<'b, F: F64Text> JsonSink<'b, F> {
     #[inline(always)]
     fn sep(&mut self) {
         if self.comma {
-            self.out.push(b',');
+            self.buf().push(b',');
         }
     }
 
@@ -206,9 +219,9 @@ impl<'b, F: F64Text> JsonSink<'b, F> {
     fn token<const N: usize>(&mut self, t: &[u8; N]) {
         // Two fixed-size copies (a select of lengths would be a memcpy call).
         if self.comma {
-            self.out.extend_from_slice(t);
+            self.buf().extend_from_slice(t);
         } else {
-            self.out.extend_from_slice(&t[1..]);
+            self.buf().extend_from_slice(&t[1..]);
         }
         self.comma = true;
     }
@@ -217,12 +230,12 @@ impl<'b, F: F64Text> JsonSink<'b, F> {
     #[inline(always)]
     fn value(&mut self, write: impl FnOnce(&mut Vec<u8>)) {
         self.sep();
-        write(self.out);
+        write(self.out.borrow_mut());
         self.comma = true;
     }
 }
 
-impl<'a, F: F64Text> crate::sink::Sink<'a> for JsonSink<'_, F> {
+impl<'a, O: BorrowMut<Vec<u8>>, F: F64Text> crate::sink::Sink<'a> for JsonSink<O, F> {
     #[inline(always)]
     fn null(&mut self) {
         self.token(b",null")
@@ -263,36 +276,36 @@ impl<'a, F: F64Text> crate::sink::Sink<'a> for JsonSink<'_, F> {
     #[inline(always)]
     fn begin_array(&mut self) {
         self.sep();
-        self.out.push(b'[');
+        self.buf().push(b'[');
         self.comma = false;
     }
     #[inline(always)]
     fn end_array(&mut self) {
-        self.out.push(b']');
+        self.buf().push(b']');
         self.comma = true;
     }
     #[inline(always)]
     fn begin_object(&mut self) {
         self.sep();
-        self.out.push(b'{');
+        self.buf().push(b'{');
         self.comma = false;
     }
     #[inline(always)]
     fn key(&mut self, k: &str) {
         self.sep();
-        write_key(self.out, k);
+        write_key(self.out.borrow_mut(), k);
         self.comma = false;
     }
     fn object_mark(&self) -> usize {
-        self.out.len()
+        self.out.borrow().len()
     }
     fn rewind_object(&mut self, mark: usize) {
-        self.out.truncate(mark);
+        self.buf().truncate(mark);
         self.comma = false;
     }
     #[inline(always)]
     fn end_object(&mut self, _distinct_keys: bool) {
-        self.out.push(b'}');
+        self.buf().push(b'}');
         self.comma = true;
     }
     #[inline(always)]
@@ -301,12 +314,12 @@ impl<'a, F: F64Text> crate::sink::Sink<'a> for JsonSink<'_, F> {
         // the padding then cut off.
         let (from, n) = if self.comma { (0, k.key_len + 1) } else { (1, k.key_len) };
         if n <= 16 {
-            let at = self.out.len();
+            let at = self.out.borrow().len();
             let block: &[u8; 16] = k.key_padded[from..from + 16].try_into().unwrap();
-            self.out.extend_from_slice(block);
-            self.out.truncate(at + n);
+            self.buf().extend_from_slice(block);
+            self.buf().truncate(at + n);
         } else {
-            self.out.extend_from_slice(&k.key_padded[from..from + n]);
+            self.buf().extend_from_slice(&k.key_padded[from..from + n]);
         }
         self.comma = false;
     }

@@ -23,7 +23,7 @@ const KEEP_CAPACITY: usize = 1 << 20;
 /// re-entrant call simply starts with a fresh one).
 static BUF: GilCell<Vec<u8>> = GilCell::new(Vec::new());
 
-type JsonWalker<'py, 'b> = Walker<'py, 'b, JsonSink<'b, InPlaceF64>>;
+type JsonWalker<'py, 'b> = Walker<'py, 'b, JsonSink<Vec<u8>, InPlaceF64>>;
 
 /// Finite doubles formatted by zmij straight into the output's spare capacity (what orjson
 /// does), instead of into zmij's buffer and then copied (`agui_core::json::CopiedF64`):
@@ -63,10 +63,11 @@ fn with_json<'py, R>(
 ) -> PyResult<R> {
     let mut buf = BUF.with(py, std::mem::take);
     buf.clear();
-    let res = {
-        let mut w = Walker::new(py, JsonSink::with_f64(&mut buf), opts);
-        f(&mut w).map_err(|e| crate::walk::user_error(py, e))
-    };
+    // The sink owns the buffer during the walk (see `JsonSink`), and gives it back.
+    let mut w = Walker::new(py, JsonSink::owning(buf), opts);
+    let res = f(&mut w).map_err(|e| crate::walk::user_error(py, e));
+    let mut buf = std::mem::take(&mut w.sink.out);
+    drop(w);
     let out = res.map(|()| finish(py, &buf));
     if buf.capacity() <= KEEP_CAPACITY {
         buf.clear();
