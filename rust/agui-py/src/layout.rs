@@ -232,6 +232,26 @@ impl Layout {
         }
     }
 
+    /// The items of a list as they are now ([`Layout::list_item`] reads the same at each
+    /// call). Valid only while no Python code runs (which may resize or change the list):
+    /// take them again after.
+    ///
+    /// # Safety
+    /// `list` must be a live exact `list`; `self.seq` must hold; the slice must not be used
+    /// after Python code ran.
+    #[inline(always)]
+    pub(crate) unsafe fn list_items_now<'t>(self, list: *mut ffi::PyObject) -> &'t [*mut ffi::PyObject] {
+        let base = list as *const u8;
+        unsafe {
+            let n = *(base.add(OB_SIZE) as *const isize) as usize;
+            if n == 0 {
+                return &[];
+            }
+            let items = *(base.add(SEQ_ITEMS) as *const *const *mut ffi::PyObject);
+            std::slice::from_raw_parts(items, n)
+        }
+    }
+
     /// The items of a tuple (immutable: borrowed for as long as the tuple lives).
     ///
     /// # Safety

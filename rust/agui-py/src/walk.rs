@@ -613,12 +613,14 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
         self.enter()?;
         self.sink.begin_array();
         let mut i = 0;
-        // The size is read again each time: walking an item may run Python code.
+        let seq = self.lay.seq();
+        // The items as they are now, read again after anything that may run Python code.
+        // SAFETY: a live list (the caller holds it); `seq` confirmed the layout.
+        let mut now = if seq { unsafe { self.lay.list_items_now(ptr) } } else { &[] };
         loop {
-            let item = if self.lay.seq() {
-                // SAFETY: a live list (the caller holds it); `seq` confirmed the layout.
-                match unsafe { self.lay.list_item(ptr, i) } {
-                    Some(item) => item,
+            let item = if seq {
+                match now.get(i) {
+                    Some(&item) => item,
                     None => break,
                 }
             } else {
@@ -639,7 +641,12 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
             }
             // A leaf's error (an API read failing) has no field path to add.
             if !self.leaf(item)? {
+                // (The item check above calls no Python code that could change the list
+                // before `item` is walked: the item is still borrowed from it here.)
                 self.compound(item).map_err(|e| self.at(e, |_| format!("[{i}]")))?;
+                if seq {
+                    now = unsafe { self.lay.list_items_now(ptr) };
+                }
             }
             i += 1;
         }
