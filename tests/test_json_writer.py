@@ -210,6 +210,39 @@ def test_float_bit_patterns_match_pydantic(bits):
         assert _native.dumps(x) == b"null"
 
 
+def test_many_floats_in_one_buffer_match_pydantic():
+    """Floats are formatted in place at the end of the output (zmij writing into the spare
+    capacity): many of them in one document, at every offset and across the buffer's
+    growth, each kind of text (fixed, exponent, subnormal, signed zero, integral)."""
+    import random
+    import struct
+
+    rng = random.Random(19)
+    xs = FLOAT_EDGES + [-x for x in FLOAT_EDGES]
+    xs += [rng.random() * 1000 for _ in range(3000)]  # the state snapshot's kind
+    xs += [rng.random() * 10.0 ** rng.randint(-330, 308) for _ in range(3000)]
+    xs += [float(rng.randint(-(2**63), 2**63)) for _ in range(1000)]  # big ints as floats
+    xs += [float(rng.randint(-(10**6), 10**6)) for _ in range(1000)]
+    xs += [rng.randint(1, 2**52) * 5e-324 for _ in range(500)]  # subnormals
+    bits = (struct.unpack("<d", struct.pack("<Q", rng.getrandbits(64)))[0] for _ in range(5000))
+    xs += [x for x in bits if math.isfinite(x)]
+    for start in range(4):  # every alignment of the text in the buffer
+        doc = ["x" * start, *xs, {"k": xs[:50]}]
+        assert _native.dumps(doc) == pydantic_core.to_json(doc)
+    assert _native.encode_sse_bytes(xs) == b"data: " + pydantic_core.to_json(xs) + b"\n\n"
+
+
+def test_many_ints_in_one_buffer_match_pydantic():
+    """Integers are written in place too: every digit count and sign, around each power
+    of ten, the in-place small-int reads (< 2**60) and the API's (up to i64), and beyond."""
+    ns = [0]
+    for d in range(0, 20):
+        for p in (10**d - 1, 10**d, 10**d + 1):
+            ns += [p, -p]
+    ns += [2**60 - 1, 2**60, -(2**60), 2**63 - 1, -(2**63), 2**63, 2**64, -(2**64) - 1]
+    assert _native.dumps(ns) == pydantic_core.to_json(ns) == json.dumps(ns, separators=(",", ":")).encode()
+
+
 @pytest.mark.parametrize("x", [math.nan, math.inf, -math.inf, -math.nan])
 def test_non_finite_floats_are_null(x):
     assert _native.dumps(x) == b"null"

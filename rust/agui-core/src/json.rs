@@ -15,6 +15,8 @@
 //! The expected strings in the tests below were produced by `pydantic_core.to_json`
 //! (pydantic-core 2.46.4).
 
+use std::borrow::BorrowMut;
+
 /// Escape class of each byte: 0 = written raw; `b'u'` = `\u00XX`; otherwise the
 /// character after the backslash. (The reference spelling the tests hold sonic-rs to.)
 #[cfg(test)]
@@ -103,29 +105,54 @@ pub fn encoded_key(key: &str) -> Vec<u8> {
     v
 }
 
+/// How a finite double's text lands in the output. The text is always zmij's shortest
+/// round-trip form, which is pydantic's spelling (`1.0`, `1e+16`, `1e-7`, tested below);
+/// an implementation only chooses where zmij writes it. [`CopiedF64`] is the core's (safe:
+/// zmij's own buffer, then copied); the binding has zmij write straight into the output's
+/// spare capacity, as orjson does, which needs `unsafe`: copying the digits back out of
+/// zmij's buffer right after zmij's narrower stores wrote them stalls the load, and the
+/// length-dependent copy mispredicts, together about as long as the formatting itself.
+pub trait F64Text {
+    /// Append the text of `x`, which is finite.
+    fn finite(out: &mut Vec<u8>, x: f64);
+}
+
+/// zmij into its own buffer, then copied ([`F64Text`]).
+pub struct CopiedF64;
+
+impl F64Text for CopiedF64 {
+    #[inline(always)]
+    fn finite(out: &mut Vec<u8>, x: f64) {
+        let mut b = zmij::Buffer::new();
+        put_small(out, b.format_finite(x).as_bytes());
+    }
+}
+
 /// Append a float as pydantic writes it; NaN and ±infinity become `null`.
 #[inline]
 pub fn write_f64(buf: &mut Vec<u8>, x: f64) {
+    write_f64_with::<CopiedF64>(buf, x)
+}
+
+#[inline(always)]
+fn write_f64_with<F: F64Text>(buf: &mut Vec<u8>, x: f64) {
     if x.is_finite() {
-        let mut b = zmij::Buffer::new();
-        put_small(buf, b.format_finite(x).as_bytes());
+        F::finite(buf, x)
     } else {
         buf.extend_from_slice(b"null");
     }
 }
 
-/// Append a signed 64-bit integer.
+/// Append a signed 64-bit integer (written in place: no digit buffer to copy from).
 #[inline]
 pub fn write_i64(buf: &mut Vec<u8>, x: i64) {
-    let mut b = itoa::Buffer::new();
-    put_small(buf, b.format(x).as_bytes());
+    itoap::write_to_vec(buf, x)
 }
 
 /// Append an unsigned 64-bit integer.
 #[inline]
 pub fn write_u64(buf: &mut Vec<u8>, x: u64) {
-    let mut b = itoa::Buffer::new();
-    put_small(buf, b.format(x).as_bytes());
+    itoap::write_to_vec(buf, x)
 }
 
 /// Append `true` / `false`.
@@ -141,17 +168,37 @@ pub fn write_null(buf: &mut Vec<u8>) {
 }
 
 /// The JSON text sink (see [`crate::sink`]): pydantic's spelling of every value, commas
-/// placed from the document structure. Writes into a caller's buffer, so a value can be
-/// written in the middle of other text (the decoder writes members, then a value).
-pub struct JsonSink<'b> {
-    pub out: &'b mut Vec<u8>,
+/// placed from the document structure. Writes into a caller's buffer (`O`: `&mut Vec<u8>`),
+/// so a value can be written in the middle of other text (the decoder writes members, then
+/// a value), or into a buffer it owns (`O`: `Vec<u8>`, [`JsonSink::owning`]): the buffer's
+/// length then lives in the sink itself, which the compiler can keep in a register across
+/// the bytes written, where a borrowed one is loaded and stored again around each write.
+/// `F`: where finite doubles' text is written ([`F64Text`]).
+pub struct JsonSink<O: BorrowMut<Vec<u8>> = Vec<u8>, F: F64Text = CopiedF64> {
+    pub out: O,
     /// A value was written at this level: the next one needs a comma.
     comma: bool,
+    _f64: std::marker::PhantomData<F>,
 }
 
-impl<'b> JsonSink<'b> {
+impl<'b> JsonSink<&'b mut Vec<u8>> {
     pub fn new(out: &'b mut Vec<u8>) -> Self {
-        JsonSink { out, comma: false }
+        JsonSink { out, comma: false, _f64: std::marker::PhantomData }
+    }
+}
+
+impl<F: F64Text> JsonSink<Vec<u8>, F> {
+    /// A sink that owns its buffer (`out`, taken back when done) and writes finite
+    /// doubles with `F`.
+    pub fn owning(out: Vec<u8>) -> Self {
+        JsonSink { out, comma: false, _f64: std::marker::PhantomData }
+    }
+}
+
+impl<O: BorrowMut<Vec<u8>>, F: F64Text> JsonSink<O, F> {
+    #[inline(always)]
+    fn buf(&mut self) -> &mut Vec<u8> {
+        self.out.borrow_mut()
     }
 
     /// The next value starts a new document (after text the caller wrote itself).
@@ -163,7 +210,7 @@ impl<'b> JsonSink<'b> {
     #[inline(always)]
     fn sep(&mut self) {
         if self.comma {
-            self.out.push(b',');
+            self.buf().push(b',');
         }
     }
 
@@ -172,9 +219,9 @@ impl<'b> JsonSink<'b> {
     fn token<const N: usize>(&mut self, t: &[u8; N]) {
         // Two fixed-size copies (a select of lengths would be a memcpy call).
         if self.comma {
-            self.out.extend_from_slice(t);
+            self.buf().extend_from_slice(t);
         } else {
-            self.out.extend_from_slice(&t[1..]);
+            self.buf().extend_from_slice(&t[1..]);
         }
         self.comma = true;
     }
@@ -183,12 +230,12 @@ impl<'b> JsonSink<'b> {
     #[inline(always)]
     fn value(&mut self, write: impl FnOnce(&mut Vec<u8>)) {
         self.sep();
-        write(self.out);
+        write(self.out.borrow_mut());
         self.comma = true;
     }
 }
 
-impl<'a> crate::sink::Sink<'a> for JsonSink<'_> {
+impl<'a, O: BorrowMut<Vec<u8>>, F: F64Text> crate::sink::Sink<'a> for JsonSink<O, F> {
     #[inline(always)]
     fn null(&mut self) {
         self.token(b",null")
@@ -211,45 +258,54 @@ impl<'a> crate::sink::Sink<'a> for JsonSink<'_> {
     }
     #[inline(always)]
     fn f64(&mut self, v: f64) {
-        self.value(|o| write_f64(o, v))
+        self.value(|o| write_f64_with::<F>(o, v))
     }
     #[inline(always)]
     fn str(&mut self, s: &str) {
         self.value(|o| write_str(o, s))
     }
+    // Inline at the walker's call sites (the defaults' extra call was ~9% of a nested state).
+    #[inline(always)]
+    fn str_ref(&mut self, s: &'a str) {
+        self.str(s)
+    }
+    #[inline(always)]
+    fn key_ref(&mut self, k: &'a str) {
+        self.key(k)
+    }
     #[inline(always)]
     fn begin_array(&mut self) {
         self.sep();
-        self.out.push(b'[');
+        self.buf().push(b'[');
         self.comma = false;
     }
     #[inline(always)]
     fn end_array(&mut self) {
-        self.out.push(b']');
+        self.buf().push(b']');
         self.comma = true;
     }
     #[inline(always)]
     fn begin_object(&mut self) {
         self.sep();
-        self.out.push(b'{');
+        self.buf().push(b'{');
         self.comma = false;
     }
     #[inline(always)]
     fn key(&mut self, k: &str) {
         self.sep();
-        write_key(self.out, k);
+        write_key(self.out.borrow_mut(), k);
         self.comma = false;
     }
     fn object_mark(&self) -> usize {
-        self.out.len()
+        self.out.borrow().len()
     }
     fn rewind_object(&mut self, mark: usize) {
-        self.out.truncate(mark);
+        self.buf().truncate(mark);
         self.comma = false;
     }
     #[inline(always)]
     fn end_object(&mut self, _distinct_keys: bool) {
-        self.out.push(b'}');
+        self.buf().push(b'}');
         self.comma = true;
     }
     #[inline(always)]
@@ -258,12 +314,12 @@ impl<'a> crate::sink::Sink<'a> for JsonSink<'_> {
         // the padding then cut off.
         let (from, n) = if self.comma { (0, k.key_len + 1) } else { (1, k.key_len) };
         if n <= 16 {
-            let at = self.out.len();
+            let at = self.out.borrow().len();
             let block: &[u8; 16] = k.key_padded[from..from + 16].try_into().unwrap();
-            self.out.extend_from_slice(block);
-            self.out.truncate(at + n);
+            self.buf().extend_from_slice(block);
+            self.buf().truncate(at + n);
         } else {
-            self.out.extend_from_slice(&k.key_padded[from..from + n]);
+            self.buf().extend_from_slice(&k.key_padded[from..from + n]);
         }
         self.comma = false;
     }
@@ -467,6 +523,25 @@ mod tests {
         let b = b"a\xed\xa0\x80b\xed\xa0\xbd\xed\xb8\x80\xed\xb0\x80";
         assert_eq!(wtf8_to_utf8_lossy(b), "a\u{FFFD}b\u{1F600}\u{FFFD}");
         assert_eq!(wtf8_to_utf8_lossy("é😀".as_bytes()), "é😀");
+    }
+
+    #[test]
+    fn ints_at_every_digit_count() {
+        let mut want = String::new();
+        let mut v = Vec::new();
+        for d in 0..19u32 {
+            let p = 10i64.pow(d);
+            for x in [p - 1, p, p + 1, -(p - 1), -p, -(p + 1)] {
+                write_i64(&mut v, x);
+                v.push(b',');
+                want.push_str(&format!("{x},"));
+            }
+        }
+        for x in [i64::MAX, i64::MIN] {
+            write_i64(&mut v, x);
+            want.push_str(&x.to_string());
+        }
+        assert_eq!(String::from_utf8(v).unwrap(), want);
     }
 
     #[test]

@@ -219,20 +219,23 @@ impl Layout {
     /// `d` must be a live `dict` for which [`Layout::dict_direct`] held.
     #[inline(always)]
     pub(crate) unsafe fn dict_next(self, d: *mut ffi::PyObject, pos: &mut usize) -> Option<(*mut ffi::PyObject, *mut ffi::PyObject)> {
+        unsafe { self.dict_entries(d).next(pos) }
+    }
+
+    /// The entry table of a dict as it is now, for [`DictEntries::next`]: what
+    /// [`Layout::dict_next`] reads at each call, read once (additive: for a loop that
+    /// takes it again only after Python code may have run).
+    ///
+    /// # Safety
+    /// `d` must be a live `dict` for which [`Layout::dict_direct`] held.
+    #[inline(always)]
+    pub(crate) unsafe fn dict_entries(self, d: *mut ffi::PyObject) -> DictEntries {
         unsafe {
             let keys = *((d as *const u8).add(DICT_KEYS) as *const *const u8);
             let n = *(keys.add(DK_NENTRIES) as *const isize) as usize;
             let entries = keys.add(DK_INDICES + (1usize << *keys.add(DK_LOG2_INDEX_BYTES)));
             let (stride, key_at) = if *keys.add(DK_KIND) == DK_KIND_GENERAL { (24, 8) } else { (16, 0) };
-            while *pos < n {
-                let e = entries.add(*pos * stride + key_at);
-                *pos += 1;
-                let v = *(e.add(8) as *const *mut ffi::PyObject);
-                if !v.is_null() {
-                    return Some((*(e as *const *mut ffi::PyObject), v));
-                }
-            }
-            None
+            DictEntries { first_key: entries.add(key_at), n, stride }
         }
     }
 
@@ -281,6 +284,26 @@ impl Layout {
             }
             let items = *(base.add(SEQ_ITEMS) as *const *const *mut ffi::PyObject);
             Some(*items.add(i))
+        }
+    }
+
+    /// The items of a list as they are now ([`Layout::list_item`] reads the same at each
+    /// call). Valid only while no Python code runs (which may resize or change the list):
+    /// take them again after.
+    ///
+    /// # Safety
+    /// `list` must be a live exact `list`; `self.seq` must hold; the slice must not be used
+    /// after Python code ran.
+    #[inline(always)]
+    pub(crate) unsafe fn list_items_now<'t>(self, list: *mut ffi::PyObject) -> &'t [*mut ffi::PyObject] {
+        let base = list as *const u8;
+        unsafe {
+            let n = *(base.add(OB_SIZE) as *const isize) as usize;
+            if n == 0 {
+                return &[];
+            }
+            let items = *(base.add(SEQ_ITEMS) as *const *const *mut ffi::PyObject);
+            std::slice::from_raw_parts(items, n)
         }
     }
 
@@ -428,6 +451,38 @@ impl Layout {
         // The checks above ran the API: leave no error behind.
         unsafe { ffi::PyErr_Clear() };
         lay
+    }
+}
+
+/// A dict's entry table read at one moment ([`Layout::dict_entries`]). Valid only while no
+/// Python code runs (which may resize the table or change the dict): take it again after.
+#[derive(Clone, Copy)]
+pub(crate) struct DictEntries {
+    /// The key of entry 0; its value follows it.
+    first_key: *const u8,
+    n: usize,
+    stride: usize,
+}
+
+impl DictEntries {
+    /// The next entry `(key, value)` at or after entry `*pos`, advancing `*pos` past it;
+    /// None at the end. Borrowed.
+    ///
+    /// # Safety
+    /// The dict it was read from is live and no Python code ran since it was read.
+    #[inline(always)]
+    pub(crate) unsafe fn next(self, pos: &mut usize) -> Option<(*mut ffi::PyObject, *mut ffi::PyObject)> {
+        unsafe {
+            while *pos < self.n {
+                let e = self.first_key.add(*pos * self.stride);
+                *pos += 1;
+                let v = *(e.add(8) as *const *mut ffi::PyObject);
+                if !v.is_null() {
+                    return Some((*(e as *const *mut ffi::PyObject), v));
+                }
+            }
+            None
+        }
     }
 }
 

@@ -275,45 +275,40 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
     /// that need it.
     #[inline(always)]
     pub(crate) fn value(&mut self, ptr: *mut ffi::PyObject) -> PyResult<()> {
-        match self.leaf(ptr) {
-            Some(r) => r,
-            None => self.compound(ptr),
+        if self.leaf(ptr)? {
+            return Ok(());
         }
+        self.compound(ptr)
     }
 
-    /// A leaf written (exact str, None, bool, int, float: no Python code runs), or None
-    /// when `ptr` is not one.
+    /// Writes `ptr` when it is a leaf (exact str, None, bool, int, float: no Python code
+    /// runs) and says whether it was. (A `bool`, not an `Option<PyResult<()>>`: the hot
+    /// loops then test one flag instead of moving a whole result around per item.)
     #[inline(always)]
-    fn leaf(&mut self, ptr: *mut ffi::PyObject) -> Option<PyResult<()>> {
+    fn leaf(&mut self, ptr: *mut ffi::PyObject) -> PyResult<bool> {
         unsafe {
             let tp = ffi::Py_TYPE(ptr);
             if tp == &raw mut ffi::PyUnicode_Type {
-                return Some(self.string(ptr, false));
-            }
-            if ptr == ffi::Py_None() {
+                self.string(ptr, false)?;
+            } else if ptr == ffi::Py_None() {
                 self.sink.null();
-                return Some(Ok(()));
-            }
-            if tp == &raw mut ffi::PyBool_Type {
+            } else if tp == &raw mut ffi::PyBool_Type {
                 self.sink.bool(ptr == ffi::Py_True());
-                return Some(Ok(()));
-            }
-            if tp == &raw mut ffi::PyLong_Type {
-                if let Some(v) = self.lay.small_int(ptr) {
-                    self.sink.i64(v);
-                    return Some(Ok(()));
+            } else if tp == &raw mut ffi::PyLong_Type {
+                match self.lay.small_int(ptr) {
+                    Some(v) => self.sink.i64(v),
+                    None => self.int(ptr)?,
                 }
-                return Some(self.int(ptr));
-            }
-            if tp == &raw mut ffi::PyFloat_Type {
-                if let Some(v) = self.lay.float(ptr) {
-                    self.sink.f64(v);
-                    return Some(Ok(()));
+            } else if tp == &raw mut ffi::PyFloat_Type {
+                match self.lay.float(ptr) {
+                    Some(v) => self.sink.f64(v),
+                    None => self.float(ptr)?,
                 }
-                return Some(self.float(ptr));
+            } else {
+                return Ok(false);
             }
         }
-        None
+        Ok(true)
     }
 
     /// A value that is not a leaf (see [`Walker::value`]): containers and objects.
@@ -501,16 +496,21 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
         encode_error(self.py, format!("string contains an unpaired surrogate (surrogates not allowed): {err}"))
     }
 
+    // Inline in `compound`: a nested container then costs one call, not two.
+    #[inline(always)]
     fn dict(&mut self, ptr: *mut ffi::PyObject) -> PyResult<()> {
         self.enter()?;
         self.sink.begin_object();
         let mark = self.sink.object_mark();
         // SAFETY: a live dict (the caller holds it).
         let direct = unsafe { self.lay.dict_direct(ptr) };
+        // The table as read now; read again after each value that may run Python code.
+        let mut table = direct.then(|| unsafe { self.lay.dict_entries(ptr) });
         let (mut pos, mut upos): (ffi::Py_ssize_t, usize) = (0, 0);
         loop {
-            let (k, v) = if direct {
-                match unsafe { self.lay.dict_next(ptr, &mut upos) } {
+            let (k, v) = if let Some(t) = table {
+                // SAFETY: read from this live dict since the last Python code ran.
+                match unsafe { t.next(&mut upos) } {
                     Some(kv) => kv,
                     None => break,
                 }
@@ -530,9 +530,7 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
             }
             self.string(k, true)?;
             // A leaf runs no Python code and holds no field to name.
-            if let Some(r) = self.leaf(v) {
-                r?;
-            } else {
+            if !self.leaf(v)? {
                 // Walking it may run Python code that drops the key from the dict: hold
                 // the key for the path of a schema violation found below.
                 let _key = unsafe { Held::new(self.lay, k) };
@@ -542,6 +540,9 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
                         format!("[{}]", key.repr().map(|r| r.to_string()).unwrap_or_default())
                     })
                 })?;
+                if direct {
+                    table = Some(unsafe { self.lay.dict_entries(ptr) });
+                }
             }
         }
         self.sink.end_object(true);
@@ -599,16 +600,19 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
     /// A list (or subclass instance): items read in place when the layout holds.
     /// `items`: the schema check of each item (a Struct field's list), made as the walk
     /// reaches the item instead of in a pass of its own.
+    #[inline(always)]
     fn list(&mut self, ptr: *mut ffi::PyObject, items: Option<&Check>) -> PyResult<()> {
         self.enter()?;
         self.sink.begin_array();
         let mut i = 0;
-        // The size is read again each time: walking an item may run Python code.
+        let seq = self.lay.seq();
+        // The items as they are now, read again after anything that may run Python code.
+        // SAFETY: a live list (the caller holds it); `seq` confirmed the layout.
+        let mut now = if seq { unsafe { self.lay.list_items_now(ptr) } } else { &[] };
         loop {
-            let item = if self.lay.seq() {
-                // SAFETY: a live list (the caller holds it); `seq` confirmed the layout.
-                match unsafe { self.lay.list_item(ptr, i) } {
-                    Some(item) => item,
+            let item = if seq {
+                match now.get(i) {
+                    Some(&item) => item,
                     None => break,
                 }
             } else {
@@ -627,7 +631,15 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
                     return Err(self.mismatch_at(format!("[{i}]"), m));
                 }
             }
-            self.value(item).map_err(|e| self.at(e, |_| format!("[{i}]")))?;
+            // A leaf's error (an API read failing) has no field path to add.
+            if !self.leaf(item)? {
+                // (The item check above calls no Python code that could change the list
+                // before `item` is walked: the item is still borrowed from it here.)
+                self.compound(item).map_err(|e| self.at(e, |_| format!("[{i}]")))?;
+                if seq {
+                    now = unsafe { self.lay.list_items_now(ptr) };
+                }
+            }
             i += 1;
         }
         self.sink.end_array();
