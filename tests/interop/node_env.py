@@ -5,6 +5,7 @@ Concurrent test runs from one checkout (CI runs the suites two at a time) take a
 around the check and the install, so none sees or removes a half-written tree."""
 
 import fcntl
+import functools
 import shutil
 import subprocess
 import tarfile
@@ -40,6 +41,13 @@ def ensure_node_modules() -> str:
         return "node (Node.js 20) is not installed"
     if _complete():
         return ""
+    return _install_once()
+
+
+@functools.cache
+def _install_once() -> str:
+    """One try per test run: a failed ``npm ci`` (no registry) takes ~14 s, and each test
+    module that needs the packages asks."""
     # Checked again under the lock: another run may have installed it meanwhile.
     with open(HERE / ".node_modules.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
