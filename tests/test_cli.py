@@ -142,6 +142,24 @@ def test_a_truncated_log_reads_the_same_in_every_command(tmp_path, capsys, comma
     assert "EOF while parsing" not in line
 
 
+def test_validate_names_the_location_once(tmp_path, capsys):
+    bad = tmp_path / "cut.sse"
+    bad.write_bytes(SSE[:-7])
+    assert main(["validate", str(bad)]) == 1
+    line = capsys.readouterr().out.strip()
+    assert line.count("frame ") == 1 and line.count(str(SSE.rindex(b"data: "))) == 1, line
+
+
+@pytest.mark.parametrize("content, said", [(b"", "empty file"), (b"just some text, not a log\n" * 20, "no AG-UI events")])
+def test_replay_of_a_log_without_events_is_an_error(tmp_path, capsys, content, said):
+    # Not an empty conversation on stdout with exit status 0: nothing was replayed.
+    log = tmp_path / "nothing.sse"
+    log.write_bytes(content)
+    assert main(["replay", str(log)]) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and said in out.err and "Traceback" not in out.err
+
+
 def test_convert_to_a_closed_pipe_ends_quietly(sse_log):
     # `agui-fast convert LOG -o - | head -c 10`: the reader goes away, no error message.
     big = sse_log.parent / "big.sse"
@@ -181,7 +199,7 @@ def test_validate_exit_status(sse_log, tmp_path, capsys):
     bad.write_bytes(SSE + b'data: {"type":"TEXT_MESSAGE_START"}\n\n')
     assert main(["validate", "--schema-only", str(sse_log), str(bad)]) == 1
     out = capsys.readouterr().out
-    assert f"{bad}: INVALID" in out and "frame 200" in out and f"byte offset {len(SSE)}" in out
+    assert f"{bad}: INVALID" in out and "frame 200" in out and f"byte {len(SSE)}" in out
 
 
 def test_replay_messages_and_state(tmp_path, capsys):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import itertools
 import json
 import os
 import sys
@@ -320,9 +321,11 @@ def validate(args: argparse.Namespace) -> int:
                     events.append(event)
         except DecodeError as exc:  # what iter_log raises
             failed += 1
-            print(f"{name}: INVALID after {count} valid events: {type(exc).__name__}: "
-                  f"{exc.message.split(': ', 1)[-1] if exc.message.startswith(name) else exc.message}"
-                  + (f" (frame {exc.frame_index}, byte offset {exc.offset})" if exc.frame_index is not None else ""))
+            message = exc.message.split(": ", 1)[-1] if exc.message.startswith(name) else exc.message
+            # The location once: the typed decoders' messages already start with it.
+            located = exc.frame_index is None or f"frame {exc.frame_index}" in message
+            print(f"{name}: INVALID after {count} valid events: {type(exc).__name__}: {message}"
+                  + ("" if located else f" (frame {exc.frame_index}, byte offset {exc.offset})"))
             continue
         if count == 0:
             failed += 1
@@ -341,8 +344,13 @@ def replay(args: argparse.Namespace) -> int:
     """Replay a log as the reference client does (``agui_fast.stream``: chunk expansion and
     the reducer): the final messages and state as JSON on stdout. A STATE_DELTA that does not
     apply is skipped atomically, as the reference client does, with a warning on stderr."""
-    paths = expand([args.log])
-    result = stream.replay(iter_log(paths[0], args.format), raw=True)
+    path = expand([args.log])[0]
+    events = iter_log(path, args.format)
+    first = next(events, None)
+    if first is None:  # an empty or non-AG-UI file is a mistake, not an empty conversation
+        what = "empty file" if path != STDIN and _size(path) == 0 else "no AG-UI events"
+        raise UserError(f"{shown(path)}: {what}")
+    result = stream.replay(itertools.chain((first,), events), raw=True)
     for index, message in result.warnings:
         print(f"warning: event {index}: {message}", file=sys.stderr)
     json.dump({"messages": result.messages, "state": result.state}, sys.stdout, ensure_ascii=False, indent=2)
