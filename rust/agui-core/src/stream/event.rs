@@ -193,7 +193,7 @@ impl<'a> Delta<'a> {
         })?;
         let kind = EventType::parse(&ty?);
         let delta = delta?;
-        plain_members(kind, id.is_some(), tool_id).then(|| Delta { kind, id, delta })
+        plain_members(kind, id.is_some(), tool_id).then_some(Delta { kind, id, delta })
     }
 }
 
