@@ -357,7 +357,8 @@ fn literal(lit: &str) -> Option<Cow<'_, str>> {
 fn read_members<'a>(json: &'a str, members: &Members, raw: &mut Raw<'a>) -> Option<()> {
     let mut seen = 0;
     for (name, range) in members.iter() {
-        raw.take(&mut seen, name, json.get(range)?, None)?;
+        let text = json.get(range)?;
+        raw.take(&mut seen, name, text, || literal(text))?;
     }
     Some(())
 }
@@ -366,18 +367,19 @@ fn read_members<'a>(json: &'a str, members: &Members, raw: &mut Raw<'a>) -> Opti
 /// one scanner, shared with `replay_log`), read without the JSON parser; `None` for any
 /// other form, or a member the fast reading does not take as it is: the serde pass
 /// reads it, to the same row or error. Validation is serde_json's: the form holds no
-/// escape, no control character and no number but an integer, so it is valid JSON.
+/// control character, no invalid escape and no number but an integer, so it is valid JSON.
 #[inline(always)]
 fn scan<'a>(json: &'a str, raw: &mut Raw<'a>) -> Option<()> {
     let mut seen = 0;
-    agui_core::stream::event::scan_flat(json, |m| raw.take(&mut seen, m.name, m.text, m.string))
+    agui_core::stream::event::scan_flat(json, |m| raw.take(&mut seen, m.name, m.text, || m.string()))
 }
 
 impl<'a> Raw<'a> {
-    /// Take one top-level member: its name, its JSON text and, when known, its string
-    /// value without escapes. `None`: a member twice (`seen`: the bits of those taken),
-    /// or not of the kind read there (a non-string where a string is read).
-    fn take(&mut self, seen: &mut u32, name: &str, text: &'a str, string: Option<&'a str>) -> Option<()> {
+    /// Take one top-level member: its name, its JSON text and its string value (`None`
+    /// when it is not a string; asked only for the members read). `None`: a member twice
+    /// (`seen`: the bits of those taken), or not of the kind read there (a non-string
+    /// where a string is read).
+    fn take(&mut self, seen: &mut u32, name: &str, text: &'a str, value: impl FnOnce() -> Option<Cow<'a, str>>) -> Option<()> {
         let key = Key::of(name);
         if matches!(key, Key::Other) {
             return Some(());
@@ -387,7 +389,6 @@ impl<'a> Raw<'a> {
             return None;
         }
         *seen |= bit;
-        let value = || string.map(Cow::Borrowed).or_else(|| literal(text));
         match key {
             Key::Type => self.ty = Some(value()?),
             Key::Timestamp => self.timestamp = Some(text),
@@ -761,6 +762,10 @@ mod tests {
             "1700000000000", "123456789012345678901234567890", "01", "-", "1.5", "1e3", "1.7e12", "-1.5e-3", "1e400",
             "true", "false", "null", "[]", "[1,{\"a\":\"\\ud800\"}]", "{\"x\":1}", "[{\"inputTokens\":3,\"outputTokens\":4}]",
             "[{\"inputTokens\":\"3\"}]", "\"unterminated",
+            // Escapes of every kind (the scan unescapes them as serde does), surrogate
+            // pairs, lone and broken surrogates, bad escapes.
+            "\"\\\\\\/\\b\\f\\n\\r\\t\\\"\"", "\"x\\uD83D\\uDE00y\"", "\"\\uDBFF\\uDFFF\"", "\"\\ud83d\\u0041\"",
+            "\"\\ud83dx\"", "\"\\u00e9\\u0000\\u001F\"", "\"\\u12\"", "\"\\u12G4\"", "\"a\\\"", "\"{\\\"a\\\":[1,\\\"\\\\n\\\"]}\"",
         ];
         let seps = [",", ",", ",", ",", ", ", " ,", ",\n"];
         let colons = [":", ":", ":", ":", ": ", " :"];

@@ -168,12 +168,14 @@ impl<'a> Delta<'a> {
         Self::scan(payload).or_else(|| serde_json::from_slice(payload).ok())
     }
 
-    /// A delta event in the compact form ([`scan_flat`]), members in any order, read
+    /// A delta event in the compact form ([`scan_flat`], escapes included), members in any order, read
     /// without the JSON parser: a third of a replay's time went to serde reading such
     /// events member by member. `None`: not a plain delta event, or not in that form
     /// (left to the parser, which reads the same events to the same values).
     fn scan(payload: &'a [u8]) -> Option<Delta<'a>> {
-        let json = std::str::from_utf8(payload).ok()?;
+        // One check of the whole payload (SIMD: std's was ~9% of a replay); the scan then
+        // slices the `str`.
+        let json = simdutf8::basic::from_utf8(payload).ok()?;
         let (mut ty, mut id, mut delta, mut tool_id) = (None, None, None, false);
         scan_flat(json, |m| {
             let slot = match m.name {
@@ -187,12 +189,11 @@ impl<'a> Delta<'a> {
                 _ => return None,
             };
             // Each a string, once (the parser's `duplicate member`).
-            slot.replace(m.string?).is_none().then_some(())
+            slot.replace(m.string()?).is_none().then_some(())
         })?;
-        let kind = EventType::parse(ty?);
+        let kind = EventType::parse(&ty?);
         let delta = delta?;
-        plain_members(kind, id.is_some(), tool_id)
-            .then(|| Delta { kind, id: id.map(std::borrow::Cow::Borrowed), delta: std::borrow::Cow::Borrowed(delta) })
+        plain_members(kind, id.is_some(), tool_id).then_some(Delta { kind, id, delta })
     }
 }
 
@@ -214,19 +215,31 @@ pub struct Member<'a> {
     pub name: &'a str,
     /// The value's JSON text (a string with its quotes).
     pub text: &'a str,
-    /// The value, when it is a string.
-    pub string: Option<&'a str>,
+    /// When the value is a string: its content as written, between the quotes.
+    pub raw: Option<&'a str>,
+    /// Whether `raw` holds escapes (checked valid by the scan).
+    pub escaped: bool,
+}
+
+impl<'a> Member<'a> {
+    /// The value, when it is a string: borrowed when it has no escape, unescaped (only
+    /// when asked: most members a caller skips) otherwise.
+    #[inline]
+    pub fn string(&self) -> Option<std::borrow::Cow<'a, str>> {
+        let raw = self.raw?;
+        Some(if self.escaped { std::borrow::Cow::Owned(unescape(raw)) } else { std::borrow::Cow::Borrowed(raw) })
+    }
 }
 
 /// The compact form writers emit for most events of a log (token deltas, starts and
-/// ends): one JSON object, no whitespace, member names and string values that need no
-/// unescaping (no backslash, no control character), every other value an integer, as
-/// in `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"Hi"}` or
-/// `{"type":"RUN_STARTED","timestamp":1700000000000,"threadId":"t","runId":"r"}`.
+/// ends): one JSON object, no whitespace, plain member names (no escape), string values
+/// with or without escapes (no control character, no lone surrogate escape), every
+/// other value an integer, as in `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"Hi"}`
+/// or `{"type":"RUN_STARTED","timestamp":1700000000000,"threadId":"t","runId":"r"}`.
 /// Read without the JSON parser: `member` gets the members in order, and may decline
-/// the event (`None`). `None` when the text is in any other form (whitespace, escapes,
-/// nested values, fractions, a text after the object ...) or was declined: the caller
-/// then uses the parser, which accepts everything this accepts, to the same values
+/// the event (`None`). `None` when the text is in any other form (whitespace, nested
+/// values, fractions, a text after the object ...) or was declined: the caller then
+/// uses the parser, which accepts everything this accepts, to the same values
 /// (duplicate names are the caller's to refuse).
 pub fn scan_flat<'a>(json: &'a str, mut member: impl FnMut(Member<'a>) -> Option<()>) -> Option<()> {
     let b = json.as_bytes();
@@ -247,21 +260,91 @@ pub fn scan_flat<'a>(json: &'a str, mut member: impl FnMut(Member<'a>) -> Option
             return None;
         }
         let v = name_end + 2;
-        let (end, string) = match b.get(v)? {
+        let (end, raw, escaped) = match b.get(v)? {
             b'"' => {
-                let e = plain_end(b, v + 1)?;
-                (e + 1, Some(&json[v + 1..e]))
+                let (e, escaped) = string_end(b, v + 1)?;
+                (e + 1, Some(&json[v + 1..e]), escaped)
             }
-            b'-' | b'0'..=b'9' => (int_end(b, v)?, None),
+            b'-' | b'0'..=b'9' => (int_end(b, v)?, None, false),
             _ => return None,
         };
-        member(Member { name: &json[i + 1..name_end], text: &json[v..end], string })?;
+        member(Member { name: &json[i + 1..name_end], text: &json[v..end], raw, escaped })?;
         match b.get(end)? {
             b',' => i = end + 1,
             b'}' if end + 1 == b.len() => return Some(()),
             _ => return None,
         }
     }
+}
+
+/// The position of the quote closing a string whose content starts at `start`, and
+/// whether the content holds escapes; `None` for a control character, an unknown
+/// escape, or a `\u` escape of a surrogate that is not a high one followed by a low
+/// one (serde_json refuses lone surrogates when it reads a string: left to the parser).
+#[inline]
+fn string_end(b: &[u8], start: usize) -> Option<(usize, bool)> {
+    let mut i = stop(b, start)?;
+    let mut escaped = false;
+    loop {
+        match b[i] {
+            b'"' => return Some((i, escaped)),
+            b'\\' => {
+                escaped = true;
+                i += match b.get(i + 1)? {
+                    b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => 2,
+                    b'u' => match hex4(b, i + 2)? {
+                        0xD800..=0xDBFF if b.get(i + 6..i + 8) == Some(b"\\u") && matches!(hex4(b, i + 8)?, 0xDC00..=0xDFFF) => 12,
+                        0xD800..=0xDFFF => return None,
+                        _ => 6,
+                    },
+                    _ => return None,
+                };
+                i = stop(b, i)?;
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// The four hex digits at `at` (a `\u` escape's), or `None`.
+#[inline]
+fn hex4(b: &[u8], at: usize) -> Option<u32> {
+    b.get(at..at + 4)?.iter().try_fold(0u32, |n, &c| Some(n << 4 | (c as char).to_digit(16)?))
+}
+
+/// The value of a string's content checked by [`string_end`] (serde_json's rules: the
+/// two-character escapes, `\uXXXX`, surrogate pairs as one character).
+fn unescape(raw: &str) -> String {
+    let b = raw.as_bytes();
+    let mut out = String::with_capacity(raw.len());
+    let mut i = 0;
+    while let Some(n) = memchr::memchr(b'\\', &b[i..]) {
+        // Slices start and end next to ASCII bytes: char boundaries.
+        out.push_str(&raw[i..i + n]);
+        i += n;
+        let (c, len) = match b[i + 1] {
+            b'b' => ('\u{8}', 2),
+            b'f' => ('\u{c}', 2),
+            b'n' => ('\n', 2),
+            b'r' => ('\r', 2),
+            b't' => ('\t', 2),
+            b'u' => {
+                let hi = hex4(b, i + 2).expect("checked by the scan");
+                match hi {
+                    0xD800..=0xDBFF => {
+                        let lo = hex4(b, i + 8).expect("checked by the scan");
+                        (char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)).expect("a pair"), 12)
+                    }
+                    _ => (char::from_u32(hi).expect("not a surrogate"), 6),
+                }
+            }
+            c => (c as char, 2),
+        };
+        out.push(c);
+        i += len;
+    }
+    out.push_str(&raw[i..]);
+    out
 }
 
 /// Bytes a string without escapes may hold as they are: not `"`, a backslash, nor a control
@@ -279,10 +362,17 @@ const PLAIN: [bool; 256] = {
 };
 
 /// The position of the quote closing a string whose content starts at `start`, when the
-/// content needs no unescaping. Eight bytes at a time (most names and values are longer
-/// than a few bytes), then byte by byte.
+/// content needs no unescaping.
 #[inline]
 fn plain_end(b: &[u8], start: usize) -> Option<usize> {
+    stop(b, start).filter(|&i| b[i] == b'"')
+}
+
+/// The position of the first byte from `start` a string cannot hold as it is (a quote,
+/// a backslash, a control character). Eight bytes at a time (most names and values are
+/// longer than a few bytes), then byte by byte.
+#[inline]
+fn stop(b: &[u8], start: usize) -> Option<usize> {
     const ONES: u64 = u64::from_le_bytes([1; 8]);
     const HIGH: u64 = ONES << 7;
     // The high bit of each zero byte of `x` (and maybe of bytes above the first: the
@@ -296,13 +386,11 @@ fn plain_end(b: &[u8], start: usize) -> Option<usize> {
             // Bytes below 0x20: control characters.
             | (w.wrapping_sub(ONES * 0x20) & !w & HIGH);
         if stop != 0 {
-            i += stop.trailing_zeros() as usize / 8;
-            return (b[i] == b'"').then_some(i);
+            return Some(i + stop.trailing_zeros() as usize / 8);
         }
         i += 8;
     }
-    let n = b.get(i..)?.iter().position(|&c| !PLAIN[c as usize])?;
-    (b[i + n] == b'"').then_some(i + n)
+    b.get(i..)?.iter().position(|&c| !PLAIN[c as usize]).map(|n| i + n)
 }
 
 /// The end of a JSON integer (`-?(0|[1-9][0-9]*)`) starting at `start`. What follows it
@@ -392,7 +480,12 @@ mod tests {
     fn the_scan_agrees_with_the_parser() {
         let kinds = ["TEXT_MESSAGE_CONTENT", "REASONING_MESSAGE_CONTENT", "TOOL_CALL_ARGS", "TEXT_MESSAGE_CHUNK", "TOOL_CALL_CHUNK", "REASONING_MESSAGE_CHUNK", "RUN_STARTED"];
         let ids = [None, Some(("messageId", "m1")), Some(("toolCallId", "c-é"))];
-        let deltas = ["ab", "", "é😀 x", "a\\\"b", "a\\u0041", "tab\there", "bad\u{1}", "\\ud83d"];
+        // Escapes of every kind, surrogate pairs and lone surrogates (left to the parser).
+        let deltas = [
+            "ab", "", "é😀 x", "a\\\"b", "a\\u0041", "tab\there", "bad\u{1}", "\\ud83d", "\\\\\\/\\b\\f\\n\\r\\t",
+            "\\ud83d\\ude00", "x\\uD83D\\uDE00y", "\\uDBFF\\uDFFF", "\\udc00", "\\ud83d\\u0041", "\\ud83dx", "\\u00e9\\u0000\\u001F",
+            "\\x", "\\u12", "\\u12G4", "a\\", "{\\\"a\\\":[1,\\\"\\\\n\\\"]}",
+        ];
         let (mut scanned, mut total) = (0, 0);
         for kind in kinds {
             for id in ids {
@@ -419,7 +512,7 @@ mod tests {
                 }
             }
         }
-        assert!(scanned == 27 && scanned < total, "{scanned} of {total}");
+        assert!(scanned == 99 && scanned < total, "{scanned} of {total}");
         // Invalid UTF-8 in a delta: neither reads it (the general path replaces it).
         assert!(Delta::scan(b"{\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m\",\"delta\":\"a\xffb\"}").is_none());
     }
@@ -428,7 +521,7 @@ mod tests {
     fn flat(json: &str) -> Option<Vec<(String, String, Option<String>)>> {
         let mut out = Vec::new();
         scan_flat(json, |m| {
-            out.push((m.name.to_string(), m.text.to_string(), m.string.map(str::to_string)));
+            out.push((m.name.to_string(), m.text.to_string(), m.string().map(|s| s.into_owned())));
             Some(())
         })?;
         Some(out)
@@ -445,9 +538,11 @@ mod tests {
             r#"{"type":"RUN_STARTED","timestamp":1700000000000,"threadId":"t","runId":"r"}"#,
             r#"{"type":"X","n":-0,"m":0,"big":123456789012345678901234567890,"":""}"#,
             r#"{}"#,
+            r#"{"type":"TOOL_CALL_ARGS","delta":"{\"a\":\"\n\t\u00e9\ud83d\ude00\\\/\b\f\r\"}"}"#,
         ];
-        let bytes: [&str; 24] = [
+        let bytes: [&str; 30] = [
             "\"", "\\", "\u{1}", "\u{1f}", "\u{7f}", " ", "\n", "\t", "{", "}", "[", "]", ",", ":", "-", "+", "0", "1", ".", "e", "E", "é", "n", "x",
+            "u", "d", "D", "8", "c", "/",
         ];
         let mut variants = Vec::new();
         for e in events {
