@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+from agui_fast import stream
+from agui_fast.arrow import to_arrow
 from agui_fast.cli import main
 from agui_fast.core import (
     MessagesSnapshotEvent, StateDeltaEvent, StateSnapshotEvent, TextMessageContentEvent, TextMessageEndEvent,
@@ -15,6 +17,7 @@ from agui_fast.core import (
 )
 from agui_fast.decoder import decode_event, decode_protobuf, decode_sse
 from agui_fast.encoder import AGUI_MEDIA_TYPE, EventEncoder
+from agui_fast.errors import InvalidJsonError
 
 from conftest import load_jsonl
 
@@ -158,6 +161,13 @@ def test_replay_of_a_log_without_events_is_an_error(tmp_path, capsys, content, s
     assert main(["replay", str(log)]) == 2
     out = capsys.readouterr()
     assert out.out == "" and said in out.err and "Traceback" not in out.err
+
+
+def test_a_truncated_log_reads_the_same_through_every_api():
+    sse = EventEncoder().encode_many([RunStartedEvent(thread_id="t", run_id="r"), RunFinishedEvent(thread_id="t", run_id="r")])
+    for read in (stream.replay_log, to_arrow, decode_sse):
+        with pytest.raises(InvalidJsonError, match="Input data was truncated"):
+            read(sse[:-7])
 
 
 def test_convert_to_a_closed_pipe_ends_quietly(sse_log):

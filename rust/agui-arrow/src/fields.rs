@@ -8,6 +8,7 @@
 //! event parsed again as a `serde_json::Value` to say which member is wrong (`field`,
 //! a JSON path).
 
+use agui_core::limits::TRUNCATED;
 use std::borrow::Cow;
 
 use agui_core::proto::{Members, EVENT_TYPES};
@@ -488,8 +489,6 @@ fn invalid_json(e: serde_json::Error) -> RowError {
     RowError { class: "InvalidJsonError", message, field: None }
 }
 
-/// msgspec's words for a JSON text that ends early.
-const TRUNCATED: &str = "Input data was truncated";
 
 fn short(text: &str) -> String {
     let mut end = text.len().min(40);

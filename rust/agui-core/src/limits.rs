@@ -78,10 +78,15 @@ pub enum ParseError {
     Json(serde_json::Error),
 }
 
+/// What every reader says of a JSON text that ends early: msgspec's words, so that the
+/// typed decoders, `replay_log` and `to_arrow` word a truncated log the same.
+pub const TRUNCATED: &str = "Input data was truncated";
+
 impl std::fmt::Display for ParseError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ParseError::TooDeep(n) => write!(f, "nested deeper than {n} levels"),
+            ParseError::Json(e) if e.is_eof() => f.write_str(TRUNCATED),
             ParseError::Json(e) => e.fmt(f),
         }
     }
