@@ -187,18 +187,20 @@ impl<'py> OpSource for PyOpSource<'_, 'py> {
 }
 
 fn read_op<'py>(index: usize, item: &Bound<'py, PyAny>) -> R<PyOp<'py>> {
-    read_op_as(index, item, None)
-}
-
-/// `known`: the op of an operation object whose class fixes it (our operation Structs,
-/// see `semantics::plain_op`), not read again.
-fn read_op_as<'py>(index: usize, item: &Bound<'py, PyAny>, known: Option<OpKind>) -> R<PyOp<'py>> {
-    let py = item.py();
     let dict = item.cast::<PyDict>().ok();
     if dict.is_none() && (item.is_instance_of::<PyList>() || item.is_instance_of::<PyString>() || item.is_instance_of::<PyTuple>()) {
         return Err(invalid(format!("operation must be an object, not {}", py_type_name(item))).located(index, None, None).into());
     }
-    let op = core::read::read_op(index, &mut PyOpSource(item, dict), known, |p| py_tokens(py, p))?;
+    py_op(item.py(), index, &mut PyOpSource(item, dict), None)
+}
+
+/// Operation `index` read from `src` by the core's one reader (`known`: its op, when its
+/// class fixes it), its pointers split into cached key strings.
+fn py_op<'py, S>(py: Python<'py>, index: usize, src: &mut S, known: Option<OpKind>) -> R<PyOp<'py>>
+where
+    S: OpSource<Str = Bound<'py, PyString>, Value = Bound<'py, PyAny>, Error = PyErr>,
+{
+    let op = core::read::read_op(index, src, known, |p| py_tokens(py, p))?;
     let from_toks = op.from.unwrap_or_default();
     Ok(PyOp { kind: op.kind, path: op.path_str, path_toks: op.path, from_toks, value: op.value, json: None })
 }
@@ -224,7 +226,12 @@ impl<'py> OpSource for GivenSource<'py> {
     type Value = Bound<'py, PyAny>;
     type Error = PyErr;
     fn string(&mut self, name: &'static str) -> PyResult<Option<Result<Bound<'py, PyString>, String>>> {
-        let v = if name == "path" { self.path.take() } else { self.from.take() };
+        // (`op` is never asked: the reader is given the kind)
+        let v = match name {
+            "path" => self.path.take(),
+            "from" => self.from.take(),
+            _ => None,
+        };
         Ok(v.map(|v| v.cast_into::<PyString>().map_err(|e| py_type_name(e.into_inner().as_any()))))
     }
     fn text<'s>(&self, s: &'s Bound<'py, PyString>) -> Option<Cow<'s, str>> {
@@ -237,9 +244,7 @@ impl<'py> OpSource for GivenSource<'py> {
 
 /// An operation of `kind` from members already read (see [`GivenOp::Members`]).
 fn members_op<'py>(py: Python<'py>, index: usize, kind: OpKind, path: Option<Bound<'py, PyAny>>, from: Option<Bound<'py, PyAny>>, value: Option<Bound<'py, PyAny>>) -> R<PyOp<'py>> {
-    let op = core::read::read_op(index, &mut GivenSource { path, from, value }, Some(kind), |p| py_tokens(py, p))?;
-    let from_toks = op.from.unwrap_or_default();
-    Ok(PyOp { kind: op.kind, path: op.path_str, path_toks: op.path, from_toks, value: op.value, json: None })
+    py_op(py, index, &mut GivenSource { path, from, value }, Some(kind))
 }
 
 fn patch_items<'py>(patch: &Bound<'py, PyAny>) -> R<Vec<Bound<'py, PyAny>>> {
