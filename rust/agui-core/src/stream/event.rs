@@ -222,12 +222,17 @@ pub struct Member<'a> {
 }
 
 impl<'a> Member<'a> {
-    /// The value, when it is a string: borrowed when it has no escape, unescaped (only
-    /// when asked: most members a caller skips) otherwise.
+    /// The value, when it is a string: borrowed when it has no escape, otherwise read by
+    /// serde_json from its text (only when asked: most members a caller skips; the scan
+    /// took only escapes serde_json reads).
     #[inline]
     pub fn string(&self) -> Option<std::borrow::Cow<'a, str>> {
         let raw = self.raw?;
-        Some(if self.escaped { std::borrow::Cow::Owned(unescape(raw)) } else { std::borrow::Cow::Borrowed(raw) })
+        if self.escaped {
+            serde_json::from_str::<String>(self.text).ok().map(std::borrow::Cow::Owned)
+        } else {
+            Some(std::borrow::Cow::Borrowed(raw))
+        }
     }
 }
 
@@ -310,41 +315,6 @@ fn string_end(b: &[u8], start: usize) -> Option<(usize, bool)> {
 #[inline]
 fn hex4(b: &[u8], at: usize) -> Option<u32> {
     b.get(at..at + 4)?.iter().try_fold(0u32, |n, &c| Some(n << 4 | (c as char).to_digit(16)?))
-}
-
-/// The value of a string's content checked by [`string_end`] (serde_json's rules: the
-/// two-character escapes, `\uXXXX`, surrogate pairs as one character).
-fn unescape(raw: &str) -> String {
-    let b = raw.as_bytes();
-    let mut out = String::with_capacity(raw.len());
-    let mut i = 0;
-    while let Some(n) = memchr::memchr(b'\\', &b[i..]) {
-        // Slices start and end next to ASCII bytes: char boundaries.
-        out.push_str(&raw[i..i + n]);
-        i += n;
-        let (c, len) = match b[i + 1] {
-            b'b' => ('\u{8}', 2),
-            b'f' => ('\u{c}', 2),
-            b'n' => ('\n', 2),
-            b'r' => ('\r', 2),
-            b't' => ('\t', 2),
-            b'u' => {
-                let hi = hex4(b, i + 2).expect("checked by the scan");
-                match hi {
-                    0xD800..=0xDBFF => {
-                        let lo = hex4(b, i + 8).expect("checked by the scan");
-                        (char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)).expect("a pair"), 12)
-                    }
-                    _ => (char::from_u32(hi).expect("not a surrogate"), 6),
-                }
-            }
-            c => (c as char, 2),
-        };
-        out.push(c);
-        i += len;
-    }
-    out.push_str(&raw[i..]);
-    out
 }
 
 /// Bytes a string without escapes may hold as they are: not `"`, a backslash, nor a control
