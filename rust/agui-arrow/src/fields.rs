@@ -722,21 +722,7 @@ mod tests {
         assert_eq!(parse_d(r#"{"runId":"r"}"#).unwrap_err().field.as_deref(), Some("$.type"));
     }
 
-    /// A small deterministic generator (xorshift): the tests need no crate for it.
-    struct Rng(u64);
-
-    impl Rng {
-        fn below(&mut self, n: usize) -> usize {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            (self.0 % n as u64) as usize
-        }
-
-        fn pick<'t>(&mut self, items: &[&'t str]) -> &'t str {
-            items[self.below(items.len())]
-        }
-    }
+    use agui_core::test_rng::Rng;
 
     /// The compact scan and the serde pass give the same row (every column read from
     /// the JSON) or the same error, on random events: the table's members and others,

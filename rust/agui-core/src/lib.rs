@@ -29,5 +29,7 @@ pub mod proto;
 pub mod sink;
 pub mod sse;
 pub mod stream;
-#[cfg(test)]
-pub(crate) mod test_rng;
+// The tests' random generator, one for this crate's tests, its integration tests and the
+// arrow crate's: hidden, not an API.
+#[doc(hidden)]
+pub mod test_rng;

@@ -20,19 +20,7 @@ fn load(name: &str) -> Vec<Value> {
     text.lines().map(|l| agui_core::stream::parse_json(l.as_bytes()).unwrap()).collect()
 }
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
+use agui_core::test_rng::Rng;
 
 fn odd_value(rng: &mut Rng) -> Value {
     match rng.below(8) {

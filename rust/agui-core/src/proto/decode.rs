@@ -1451,7 +1451,7 @@ mod tests {
             1 if !b.is_empty() => b.truncate(rng.below(b.len())),
             2 if !b.is_empty() => {
                 let i = rng.below(b.len());
-                b[i] = rng.next() as u8;
+                b[i] = rng.next_u64() as u8;
             }
             _ => {
                 let o = &pool[rng.below(pool.len())];
@@ -1495,7 +1495,7 @@ mod tests {
                 0 => MAX_SAFE as u64,
                 1 => (MAX_SAFE + 1) as u64,
                 2 => (-MAX_SAFE) as u64,
-                _ => rng.next() % 2_000_000_000_000,
+                _ => rng.next_u64() % 2_000_000_000_000,
             };
             varint(&mut base, ts);
         }
