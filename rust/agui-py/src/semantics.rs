@@ -373,31 +373,10 @@ fn plain_struct<'py, T>(
             return None;
         }
     }
-    if has_dict && !no_extras(obj).unwrap_or(false) {
+    if has_dict && !crate::layout::get(py).no_extras(obj) {
         return None;
     }
     found
-}
-
-/// An instance of one of our Structs with no extra attributes (which its JSON would
-/// carry). Its `__dict__` read directly (`getattr` takes a slow lookup on these classes),
-/// without making one where none was made yet (`Layout::instance_dict`: a decoded Struct
-/// has none, and making an empty one per event and operation cost a fifth of a replay).
-fn no_extras(v: &Bound<'_, PyAny>) -> PyResult<bool> {
-    // SAFETY: `v` is a live object and the GIL is held; the dict is borrowed from it.
-    match unsafe { crate::layout::get(v.py()).instance_dict(v.as_ptr()) } {
-        Some(d) if d.is_null() => return Ok(true),
-        // (a dict subclass too: construction's `_given.Extras`, whose items are the extras)
-        Some(d) if unsafe { pyo3::ffi::PyDict_Check(d) } != 0 => return Ok(unsafe { pyo3::ffi::PyDict_Size(d) } == 0),
-        _ => {}
-    }
-    // SAFETY: `v` is a live object and the GIL is held; the call returns a new
-    // reference or NULL with an exception set (an object without `__dict__`).
-    let d = unsafe { Bound::from_owned_ptr_or_err(v.py(), pyo3::ffi::PyObject_GenericGetDict(v.as_ptr(), std::ptr::null_mut())) };
-    match d {
-        Ok(d) => Ok(d.cast_into::<PyDict>().is_ok_and(|d| d.is_empty())),
-        Err(_) => Ok(true),
-    }
 }
 
 /// An operation whose JSON holds only the members the patch reads: a dict with exactly
