@@ -66,10 +66,7 @@ fn with_json<R>(py: Python<'_>, event: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) 
 
 /// One event as a JSON value (a decode error is reported at `index`).
 fn event_value(py: Python<'_>, event: &Bound<'_, PyAny>, index: usize, max_depth: usize) -> PyResult<Value> {
-    with_json(py, event, |b| parse_event_limited(b, max_depth))?.map_err(|mut e| {
-        e.index = index;
-        stream_error(py, &e)
-    })
+    with_json(py, event, |b| parse_event_limited(b, max_depth))?.map_err(|e| error_at(py, e, index))
 }
 
 fn json_bytes<'py>(py: Python<'py>, v: &Value) -> Bound<'py, PyBytes> {
@@ -98,6 +95,11 @@ fn stream_error(py: Python<'_>, e: &StreamError) -> PyErr {
         Ok(()) => make_error(py, e.stage.class_name(), e.to_string(), Some(&kwargs)),
         Err(err) => err,
     }
+}
+
+/// [`stream_error`] of an error at event `index`.
+fn error_at(py: Python<'_>, e: StreamError, index: usize) -> PyErr {
+    stream_error(py, &StreamError { index, ..e })
 }
 
 fn warnings_list<'py>(py: Python<'py>, ws: &[Warning]) -> PyResult<Bound<'py, PyList>> {
@@ -130,6 +132,18 @@ pub struct ChunkExpander {
     max_depth: usize,
 }
 
+impl ChunkExpander {
+    /// Expand the next event into `out`, keeping its warnings.
+    fn expand(&mut self, py: Python<'_>, event: &Bound<'_, PyAny>, out: &mut Vec<Value>) -> PyResult<()> {
+        let index = self.index;
+        self.index += 1;
+        let v = event_value(py, event, index, self.max_depth)?;
+        let r = self.inner.push_into(v, out);
+        self.warnings.extend(self.inner.take_warnings().into_iter().map(|message| Warning { index, message }));
+        r.map_err(|e| error_at(py, e, index))
+    }
+}
+
 #[pymethods]
 impl ChunkExpander {
     #[new]
@@ -140,20 +154,9 @@ impl ChunkExpander {
     }
 
     fn push<'py>(&mut self, py: Python<'py>, event: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
-        let index = self.index;
-        self.index += 1;
-        let v = event_value(py, event, index, self.max_depth)?;
-        let out = self.inner.push(v);
-        for w in self.inner.take_warnings() {
-            self.warnings.push(Warning { index, message: w });
-        }
-        match out {
-            Ok(out) => Ok(json_list(py, &out)),
-            Err(mut e) => {
-                e.index = index;
-                Err(stream_error(py, &e))
-            }
-        }
+        let mut out = Vec::with_capacity(2);
+        self.expand(py, event, &mut out)?;
+        Ok(json_list(py, &out))
     }
 
     /// Warnings so far as `(index, message)`, drained.
@@ -170,19 +173,8 @@ fn expand_chunks<'py>(py: Python<'py>, events: &Bound<'py, PyAny>, max_depth: us
     let mut x = ChunkExpander::new(max_depth)?;
     let mut out = Vec::new();
     let mut error = None;
-    for (i, e) in items(events)?.iter().enumerate() {
-        x.index = i + 1;
-        let r = event_value(py, e, i, max_depth).and_then(|v| {
-            let r = x.inner.push_into(v, &mut out);
-            for w in x.inner.take_warnings() {
-                x.warnings.push(Warning { index: i, message: w });
-            }
-            r.map_err(|mut err| {
-                err.index = i;
-                stream_error(py, &err)
-            })
-        });
-        if let Err(err) = r {
+    for e in items(events)?.iter() {
+        if let Err(err) = x.expand(py, e, &mut out) {
             error = Some(err.into_value(py));
             break;
         }
@@ -214,10 +206,7 @@ impl EventVerifier {
         let index = self.index;
         self.index += 1;
         let v = event_value(py, event, index, self.max_depth)?;
-        self.inner.push(&v).map_err(|mut e| {
-            e.index = index;
-            stream_error(py, &e)
-        })
+        self.inner.push(&v).map_err(|e| error_at(py, e, index))
     }
 }
 
