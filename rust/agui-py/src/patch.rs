@@ -814,12 +814,15 @@ fn run_patch<'py>(
     patch: &Bound<'py, PyAny>,
     read: impl Fn(usize, &Bound<'py, PyAny>) -> R<PyOp<'py>>,
 ) -> R<()> {
-    let result = patch_items(patch).and_then(|items| {
-        items.iter().enumerate().try_for_each(|(i, item)| {
-            let op = read(i, item)?;
-            patcher.apply(doc, std::slice::from_ref(&op), 0, i, i + 1 == items.len())
-        })
-    });
+    let mut step = |i: usize, item: &Bound<'py, PyAny>, last: bool| -> R<()> {
+        let op = read(i, item)?;
+        patcher.apply(doc, std::slice::from_ref(&op), 0, i, last)
+    };
+    // A list is read in place: a vector of its items was a measurable part of a small patch.
+    let result = match patch.cast::<PyList>() {
+        Ok(list) => list.iter().enumerate().try_for_each(|(i, item)| step(i, &item, i + 1 == list.len())),
+        Err(_) => patch_items(patch).and_then(|items| items.iter().enumerate().try_for_each(|(i, item)| step(i, item, i + 1 == items.len()))),
+    };
     match result {
         Ok(()) => patcher.commit(doc),
         Err(_) => patcher.rollback(doc, &[]),
