@@ -153,6 +153,29 @@ impl Layout {
         }
     }
 
+    /// Whether `v` has no instance attributes beyond its slots (an empty or absent
+    /// `__dict__`; an object without one has none either). Read directly when it can be
+    /// ([`instance_dict`](Self::instance_dict)), without making a dict where none was made
+    /// yet (a decoded Struct has none; making an empty one per event and operation cost a
+    /// fifth of a replay); a dict subclass counts its items (construction's
+    /// `_given.Extras`, whose items are the extras).
+    pub(crate) fn no_extras(self, v: &Bound<'_, PyAny>) -> bool {
+        // SAFETY: `v` is a live object and the GIL is held (the token); the dict is
+        // borrowed from it and only read.
+        match unsafe { self.instance_dict(v.as_ptr()) } {
+            Some(d) if d.is_null() => return true,
+            Some(d) if unsafe { ffi::PyDict_Check(d) } != 0 => return unsafe { ffi::PyDict_Size(d) } == 0,
+            _ => {}
+        }
+        // SAFETY: as above; the call returns a new reference or NULL with an exception
+        // set (an object without `__dict__`).
+        let d = unsafe { Bound::from_owned_ptr_or_err(v.py(), ffi::PyObject_GenericGetDict(v.as_ptr(), std::ptr::null_mut())) };
+        match d {
+            Ok(d) => d.cast_into::<pyo3::types::PyDict>().is_ok_and(|d| d.is_empty()),
+            Err(_) => true,
+        }
+    }
+
     /// The version tag of a class (`tp_version_tag`): the same nonzero tag means the class
     /// has not changed since it was read; 0 means changed and not looked up since (or out
     /// of tags). None when the read is off.

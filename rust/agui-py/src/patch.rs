@@ -147,34 +147,51 @@ fn py_tokens<'py>(py: Python<'py>, pointer: &str) -> Result<Toks<'py>, PatchErro
     Ok(out)
 }
 
-fn member<'py>(item: &Bound<'py, PyAny>, dict: Option<&Bound<'py, PyDict>>, name: &Bound<'py, PyString>) -> PyResult<Option<Bound<'py, PyAny>>> {
-    if let Some(d) = dict {
-        return d.get_item(name);
-    }
-    match item.getattr(name) {
+fn attr<'py>(o: &Bound<'py, PyAny>, name: &Bound<'py, PyString>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    match o.getattr(name) {
         Ok(v) => Ok(Some(v)),
-        Err(e) if e.is_instance_of::<PyAttributeError>(item.py()) => Ok(None),
+        Err(e) if e.is_instance_of::<PyAttributeError>(o.py()) => Ok(None),
         Err(e) => Err(e),
     }
 }
 
-/// An operation given as a Python dict, or an object with attributes (`from_` or `from`).
-struct PyOpSource<'a, 'py>(&'a Bound<'py, PyAny>, Option<&'a Bound<'py, PyDict>>);
+/// Where an operation's members come from: a Python dict, an object with attributes
+/// (`from_` or `from`), or the members of one already read (`Given`: None when absent;
+/// our operation Structs, whose class fixes the op, read through their class's plan by
+/// `semantics::plain_op`).
+enum PyOpSource<'a, 'py> {
+    Dict(&'a Bound<'py, PyDict>),
+    Object(&'a Bound<'py, PyAny>),
+    Given { path: Option<Bound<'py, PyAny>>, from: Option<Bound<'py, PyAny>>, value: Option<Bound<'py, PyAny>> },
+}
 
 impl<'py> OpSource for PyOpSource<'_, 'py> {
     type Str = Bound<'py, PyString>;
     type Value = Bound<'py, PyAny>;
     type Error = PyErr;
     fn string(&mut self, name: &'static str) -> PyResult<Option<Result<Bound<'py, PyString>, String>>> {
-        let (py, item, dict) = (self.0.py(), self.0, self.1);
-        let v = match name {
-            "op" => member(item, dict, intern!(py, "op"))?,
-            "path" => member(item, dict, intern!(py, "path"))?,
-            _ if dict.is_some() => member(item, dict, intern!(py, "from"))?,
-            _ => match member(item, None, intern!(py, "from_"))? {
-                Some(v) => Some(v),
-                None => member(item, None, intern!(py, "from"))?,
-            },
+        let v = match self {
+            PyOpSource::Dict(d) => {
+                let py = d.py();
+                d.get_item(match name {
+                    "op" => intern!(py, "op"),
+                    "path" => intern!(py, "path"),
+                    _ => intern!(py, "from"),
+                })?
+            }
+            PyOpSource::Object(o) => {
+                let py = o.py();
+                match name {
+                    "op" => attr(o, intern!(py, "op"))?,
+                    "path" => attr(o, intern!(py, "path"))?,
+                    _ => match attr(o, intern!(py, "from_"))? {
+                        Some(v) => Some(v),
+                        None => attr(o, intern!(py, "from"))?,
+                    },
+                }
+            }
+            // (`op` is never asked: the reader is given the kind)
+            PyOpSource::Given { path, from, .. } => if name == "path" { path.take() } else { from.take() },
         };
         Ok(v.map(|v| v.cast_into::<PyString>().map_err(|e| py_type_name(e.into_inner().as_any()))))
     }
@@ -182,16 +199,23 @@ impl<'py> OpSource for PyOpSource<'_, 'py> {
         s.to_cow().ok()
     }
     fn value(&mut self) -> PyResult<Option<Bound<'py, PyAny>>> {
-        member(self.0, self.1, intern!(self.0.py(), "value"))
+        match self {
+            PyOpSource::Dict(d) => d.get_item(intern!(d.py(), "value")),
+            PyOpSource::Object(o) => attr(o, intern!(o.py(), "value")),
+            PyOpSource::Given { value, .. } => Ok(value.take()),
+        }
     }
 }
 
 fn read_op<'py>(index: usize, item: &Bound<'py, PyAny>) -> R<PyOp<'py>> {
-    let dict = item.cast::<PyDict>().ok();
-    if dict.is_none() && (item.is_instance_of::<PyList>() || item.is_instance_of::<PyString>() || item.is_instance_of::<PyTuple>()) {
-        return Err(invalid(format!("operation must be an object, not {}", py_type_name(item))).located(index, None, None).into());
-    }
-    py_op(item.py(), index, &mut PyOpSource(item, dict), None)
+    let mut src = match item.cast::<PyDict>() {
+        Ok(d) => PyOpSource::Dict(d),
+        Err(_) if item.is_instance_of::<PyList>() || item.is_instance_of::<PyString>() || item.is_instance_of::<PyTuple>() => {
+            return Err(invalid(format!("operation must be an object, not {}", py_type_name(item))).located(index, None, None).into());
+        }
+        Err(_) => PyOpSource::Object(item),
+    };
+    py_op(item.py(), index, &mut src, None)
 }
 
 /// Operation `index` read from `src` by the core's one reader (`known`: its op, when its
@@ -206,45 +230,10 @@ where
 }
 
 /// An operation given to [`StateDocument::try_apply_objects`]: an object to read (a dict),
-/// or the members of an operation already read from it (`path`, `from`, `value`: None when
-/// absent; our operation Structs, whose class fixes `kind`, read through their class's plan
-/// by `semantics::plain_op`).
+/// or the members of one already read, its op fixed by its class (`PyOpSource::Given`).
 pub(crate) enum GivenOp<'py> {
     Read,
     Members { kind: OpKind, path: Option<Bound<'py, PyAny>>, from: Option<Bound<'py, PyAny>>, value: Option<Bound<'py, PyAny>> },
-}
-
-/// The members of an operation already read (see [`GivenOp::Members`]).
-struct GivenSource<'py> {
-    path: Option<Bound<'py, PyAny>>,
-    from: Option<Bound<'py, PyAny>>,
-    value: Option<Bound<'py, PyAny>>,
-}
-
-impl<'py> OpSource for GivenSource<'py> {
-    type Str = Bound<'py, PyString>;
-    type Value = Bound<'py, PyAny>;
-    type Error = PyErr;
-    fn string(&mut self, name: &'static str) -> PyResult<Option<Result<Bound<'py, PyString>, String>>> {
-        // (`op` is never asked: the reader is given the kind)
-        let v = match name {
-            "path" => self.path.take(),
-            "from" => self.from.take(),
-            _ => None,
-        };
-        Ok(v.map(|v| v.cast_into::<PyString>().map_err(|e| py_type_name(e.into_inner().as_any()))))
-    }
-    fn text<'s>(&self, s: &'s Bound<'py, PyString>) -> Option<Cow<'s, str>> {
-        s.to_cow().ok()
-    }
-    fn value(&mut self) -> PyResult<Option<Bound<'py, PyAny>>> {
-        Ok(self.value.take())
-    }
-}
-
-/// An operation of `kind` from members already read (see [`GivenOp::Members`]).
-fn members_op<'py>(py: Python<'py>, index: usize, kind: OpKind, path: Option<Bound<'py, PyAny>>, from: Option<Bound<'py, PyAny>>, value: Option<Bound<'py, PyAny>>) -> R<PyOp<'py>> {
-    py_op(py, index, &mut GivenSource { path, from, value }, Some(kind))
 }
 
 fn patch_items<'py>(patch: &Bound<'py, PyAny>) -> R<Vec<Bound<'py, PyAny>>> {
@@ -299,21 +288,26 @@ fn container_of<'a, 'py>(v: &'a Bound<'py, PyAny>, flags: std::os::raw::c_ulong)
     }
 }
 
+/// The JSON kind of a Python value (a tuple is an array; `Other`: not JSON).
+fn py_kind(v: &Bound<'_, PyAny>, flags: std::os::raw::c_ulong) -> Kind {
+    match container_of(v, flags) {
+        Container::Dict(_) => Kind::Object,
+        Container::List(_) => Kind::Array,
+        Container::Other if v.is_none() => Kind::Null,
+        Container::Other if v.is_instance_of::<PyBool>() => Kind::Bool,
+        Container::Other if v.is_instance_of::<PyInt>() || v.is_instance_of::<PyFloat>() => Kind::Number,
+        Container::Other if v.is_instance_of::<PyString>() => Kind::String,
+        Container::Other if flags & pyo3::ffi::Py_TPFLAGS_TUPLE_SUBCLASS != 0 => Kind::Array,
+        Container::Other => Kind::Other,
+    }
+}
+
+/// A value's JSON type name for messages; its class name for a tuple or a foreign object.
 fn py_type_name(v: &Bound<'_, PyAny>) -> String {
-    if v.is_none() {
-        "null".into()
-    } else if v.is_instance_of::<PyBool>() {
-        "boolean".into()
-    } else if v.is_instance_of::<PyInt>() || v.is_instance_of::<PyFloat>() {
-        "number".into()
-    } else if v.is_instance_of::<PyString>() {
-        "string".into()
-    } else if v.is_instance_of::<PyList>() {
-        "array".into()
-    } else if v.is_instance_of::<PyDict>() {
-        "object".into()
-    } else {
-        v.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "object".into())
+    let flags = type_flags(v);
+    match py_kind(v, flags).name() {
+        Some(n) if flags & pyo3::ffi::Py_TPFLAGS_TUPLE_SUBCLASS == 0 => n.into(),
+        _ => v.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "object".into()),
     }
 }
 
@@ -436,26 +430,7 @@ impl<'py> Node for PyNode<'py> {
     type Error = PyErr;
 
     fn kind(&self) -> Kind {
-        let v = &self.v;
-        match self.container() {
-            Container::Dict(_) => Kind::Object,
-            Container::List(_) => Kind::Array,
-            Container::Other => {
-                if v.is_none() {
-                    Kind::Null
-                } else if v.is_instance_of::<PyBool>() {
-                    Kind::Bool
-                } else if v.is_instance_of::<PyInt>() || v.is_instance_of::<PyFloat>() {
-                    Kind::Number
-                } else if v.is_instance_of::<PyString>() {
-                    Kind::String
-                } else if v.is_instance_of::<PyTuple>() {
-                    Kind::Array
-                } else {
-                    Kind::Other
-                }
-            }
-        }
+        py_kind(&self.v, self.flags)
     }
     fn type_name(&self) -> Cow<'static, str> {
         Cow::Owned(py_type_name(&self.v))
@@ -839,19 +814,14 @@ fn run_patch<'py>(
     patch: &Bound<'py, PyAny>,
     read: impl Fn(usize, &Bound<'py, PyAny>) -> R<PyOp<'py>>,
 ) -> R<()> {
-    let result = {
-        let mut step = |i: usize, item: &Bound<'py, PyAny>, last: bool| -> R<()> {
-            let op = read(i, item)?;
-            patcher.apply(doc, std::slice::from_ref(&op), 0, i, last)
-        };
-        if let Ok(list) = patch.cast::<PyList>() {
-            list.iter().enumerate().try_for_each(|(i, item)| step(i, &item, i + 1 == list.len()))
-        } else {
-            patch_items(patch).and_then(|items| {
-                let n = items.len();
-                items.iter().enumerate().try_for_each(|(i, item)| step(i, item, i + 1 == n))
-            })
-        }
+    let mut step = |i: usize, item: &Bound<'py, PyAny>, last: bool| -> R<()> {
+        let op = read(i, item)?;
+        patcher.apply(doc, std::slice::from_ref(&op), 0, i, last)
+    };
+    // A list is read in place: a vector of its items was a measurable part of a small patch.
+    let result = match patch.cast::<PyList>() {
+        Ok(list) => list.iter().enumerate().try_for_each(|(i, item)| step(i, &item, i + 1 == list.len())),
+        Err(_) => patch_items(patch).and_then(|items| items.iter().enumerate().try_for_each(|(i, item)| step(i, item, i + 1 == items.len()))),
     };
     match result {
         Ok(()) => patcher.commit(doc),
@@ -1028,16 +998,19 @@ pub struct StateDocument {
 }
 
 impl StateDocument {
-    fn doc<'py>(&mut self, py: Python<'py>) -> PyDoc<'py> {
+    fn with_root(root: Bound<'_, PyAny>, opts: Options, surrogates: bool) -> Self {
+        StateDocument { root: root.unbind(), opts, owned: Owned::default(), pointers: Default::default(), surrogates }
+    }
+
+    /// Run `f` on the document as the engine patches it (owned mode), keeping what it owns.
+    fn patched<'py>(&mut self, py: Python<'py>, f: impl FnOnce(&mut PyDoc<'py>) -> R<()>) -> R<()> {
         let mut d = PyDoc::new(self.root.bind(py).clone(), Mode::Owned);
         d.owned = std::mem::take(&mut self.owned);
         d.surrogates = self.surrogates;
-        d
-    }
-
-    fn put_back(&mut self, d: PyDoc<'_>) {
+        let r = f(&mut d);
         self.root = d.root.unbind();
         self.owned = d.owned;
+        r
     }
 
     /// Hand the document out: nothing is ours to write in place any more.
@@ -1050,44 +1023,33 @@ impl StateDocument {
         self.owned.prune(|k| k.get_refcnt(py) > 1);
     }
 
-    /// Apply one patch (operations, or JSON text) atomically.
+    /// Apply one patch (operations, or JSON text parsed with the GIL released) atomically.
     fn apply_one<'py>(&mut self, patcher: &mut Patcher<PyDoc<'py>>, patch: &Bound<'py, PyAny>) -> R<()> {
         let py = patch.py();
         let max_depth = self.opts.max_depth;
-        let text_ops = if let Ok(s) = patch.cast::<PyString>() {
-            let text = s.to_str().map_err(|_| invalid("patch text is not valid UTF-8"))?;
-            Some(self.read_text(py, text.as_bytes())?)
-        } else if let Ok(b) = patch.cast::<PyBytes>() {
-            Some(self.read_text(py, b.as_bytes())?)
-        } else {
-            None
+        let text = match patch.cast::<PyString>() {
+            Ok(s) => Some(s.to_str().map_err(|_| invalid("patch text is not valid UTF-8"))?.as_bytes()),
+            Err(_) => patch.cast::<PyBytes>().ok().map(|b| b.as_bytes()),
         };
-        let mut doc = self.doc(py);
-        let result = match text_ops {
-            Some(ops) => patcher.run(&mut doc, &ops),
-            // Operations given as Python objects: the reader of `apply_patch`; a `test`
-            // value follows the document's value rules, as one to add does.
-            None => run_patch(patcher, &mut doc, patch, |i, item| {
-                let mut op = read_op(i, item)?;
-                if op.kind == OpKind::Test {
-                    if let Some(v) = &op.value {
-                        let at = |e: PatchError| e.located(i, Some("test"), Some(&op.path_text()));
-                        op.value = Some(py_value(v, 0, max_depth).map_err(|f| f.map_patch(at))?);
-                    }
-                }
-                Ok(op)
-            }),
+        let Some(text) = text else {
+            return self.patched(py, |doc| run_patch(patcher, doc, patch, |i, item| state_op(i, read_op(i, item)?, max_depth)));
         };
-        self.put_back(doc);
-        result
-    }
-
-    /// A patch given as JSON text, parsed with the GIL released.
-    fn read_text<'py>(&mut self, py: Python<'py>, text: &[u8]) -> R<Vec<PyOp<'py>>> {
-        let (max_depth, pointers) = (self.opts.max_depth, &mut self.pointers);
+        let pointers = &mut self.pointers;
         let ops = py.detach(|| core::read_patch_text(text, max_depth, pointers))?;
-        ops.into_iter().enumerate().map(|(i, op)| text_op(py, i, op, max_depth, false)).collect()
+        let ops = ops.into_iter().enumerate().map(|(i, op)| text_op(py, i, op, max_depth, false)).collect::<R<Vec<_>>>()?;
+        self.patched(py, |doc| patcher.run(doc, &ops))
     }
+}
+
+/// An operation of a `StateDocument` patch: a `test` value follows the document's value
+/// rules, as one to add does.
+fn state_op<'py>(i: usize, mut op: PyOp<'py>, max_depth: usize) -> R<PyOp<'py>> {
+    if let (OpKind::Test, Some(v)) = (op.kind, &op.value) {
+        let at = |e: PatchError| e.located(i, Some("test"), Some(&op.path_text()));
+        let v = py_value(v, 0, max_depth).map_err(|f| f.map_patch(at))?;
+        op.value = Some(v);
+    }
+    Ok(op)
 }
 
 #[pymethods]
@@ -1100,13 +1062,7 @@ impl StateDocument {
             None => PyDict::new(py).into_any(),
             Some(d) => py_value(d, 0, max_depth).map_err(|f| raise(py, f))?,
         };
-        Ok(StateDocument {
-            root: root.unbind(),
-            opts,
-            owned: Owned::default(),
-            pointers: Default::default(),
-            surrogates: false,
-        })
+        Ok(StateDocument::with_root(root, opts, false))
     }
 
     /// Apply one patch atomically.
@@ -1155,14 +1111,9 @@ impl StateDocument {
     #[pyo3(signature = (path = ""))]
     #[allow(clippy::wrong_self_convention)] // `&mut`: handing out ends the document's ownership
     fn to_python<'py>(&mut self, py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyAny>> {
-        let with_path = |mut e: PatchError| {
-            e.path = Some(path.to_string());
-            to_py_err(py, &e)
-        };
         let toks = py_tokens(py, path).map_err(|e| to_py_err(py, &e))?;
-        let node = engine::resolve(PyNode::new(self.root.bind(py).clone()), &toks, Dialect::Rfc6902).map_err(|f| match f {
-            Fail::Patch(e) => with_path(e),
-            Fail::Doc(e) => e,
+        let node = engine::resolve(PyNode::new(self.root.bind(py).clone()), &toks, Dialect::Rfc6902).map_err(|f| {
+            raise(py, f.map_patch(|e| PatchError { path: Some(path.to_string()), ..e }))
         })?;
         self.share();
         Ok(node.v)
@@ -1196,13 +1147,7 @@ impl StateDocument {
     /// patched in the reference client's dialect (fast-json-patch), as the core's
     /// `EventApplier` patches a JSON state.
     pub(crate) fn stream(root: Bound<'_, PyAny>, max_depth: usize) -> Self {
-        StateDocument {
-            root: root.unbind(),
-            opts: Options { dialect: Dialect::FastJsonPatch, max_depth },
-            owned: Owned::default(),
-            pointers: Default::default(),
-            surrogates: true,
-        }
+        StateDocument::with_root(root, Options { dialect: Dialect::FastJsonPatch, max_depth }, true)
     }
 
     /// The document, shared (`to_python`), or a deep copy of it (`shared=false`: the
@@ -1230,19 +1175,16 @@ impl StateDocument {
     ) -> bool {
         let py = ops.py();
         let mut patcher = Patcher::new(Options { max_depth, ..self.opts });
-        let mut doc = self.doc(py);
-        let r = run_patch(&mut patcher, &mut doc, ops.as_any(), |i, item| {
-            let mut op = match accept(item) {
-                None => return Err(invalid("not taken directly").into()),
-                Some(GivenOp::Read) => read_op(i, item)?,
-                Some(GivenOp::Members { kind, path, from, value }) => members_op(py, i, kind, path, from, value)?,
-            };
-            if let (OpKind::Test, Some(v)) = (op.kind, &op.value) {
-                op.value = Some(py_value(v, 0, max_depth)?);
-            }
-            Ok(op)
+        let r = self.patched(py, |doc| {
+            run_patch(&mut patcher, doc, ops.as_any(), |i, item| {
+                let op = match accept(item) {
+                    None => return Err(invalid("not taken directly").into()),
+                    Some(GivenOp::Read) => read_op(i, item)?,
+                    Some(GivenOp::Members { kind, path, from, value }) => py_op(py, i, &mut PyOpSource::Given { path, from, value }, Some(kind))?,
+                };
+                state_op(i, op, max_depth)
+            })
         });
-        self.put_back(doc);
         self.prune(py);
         r.is_ok()
     }
@@ -1279,17 +1221,14 @@ impl agui_core::stream::State for StateDocument {
 
     fn patch(&mut self, ops: Vec<Operation>, max_depth: usize) -> Result<(), PatchError> {
         Python::attach(|py| {
-            let fail = |f: Fail<PyErr>| match f {
+            let ops = ops.into_iter().enumerate().map(|(i, op)| text_op(py, i, op, max_depth, true)).collect::<R<Vec<_>>>();
+            let mut patcher = Patcher::new(Options { max_depth, ..self.opts });
+            let r = ops.and_then(|ops| self.patched(py, |doc| patcher.run(doc, &ops)));
+            self.prune(py);
+            r.map_err(|f| match f {
                 Fail::Patch(e) => e,
                 Fail::Doc(e) => invalid(e.to_string()),
-            };
-            let ops = ops.into_iter().enumerate().map(|(i, op)| text_op(py, i, op, max_depth, true)).collect::<R<Vec<_>>>().map_err(fail)?;
-            let mut patcher = Patcher::new(Options { max_depth, ..self.opts });
-            let mut doc = self.doc(py);
-            let r = patcher.run(&mut doc, &ops);
-            self.put_back(doc);
-            self.prune(py);
-            r.map_err(fail)
+            })
         })
     }
 }

@@ -66,10 +66,7 @@ fn with_json<R>(py: Python<'_>, event: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) 
 
 /// One event as a JSON value (a decode error is reported at `index`).
 fn event_value(py: Python<'_>, event: &Bound<'_, PyAny>, index: usize, max_depth: usize) -> PyResult<Value> {
-    with_json(py, event, |b| parse_event_limited(b, max_depth))?.map_err(|mut e| {
-        e.index = index;
-        stream_error(py, &e)
-    })
+    with_json(py, event, |b| parse_event_limited(b, max_depth))?.map_err(|e| error_at(py, e, index))
 }
 
 fn json_bytes<'py>(py: Python<'py>, v: &Value) -> Bound<'py, PyBytes> {
@@ -98,6 +95,11 @@ fn stream_error(py: Python<'_>, e: &StreamError) -> PyErr {
         Ok(()) => make_error(py, e.stage.class_name(), e.to_string(), Some(&kwargs)),
         Err(err) => err,
     }
+}
+
+/// [`stream_error`] of an error at event `index`.
+fn error_at(py: Python<'_>, e: StreamError, index: usize) -> PyErr {
+    stream_error(py, &StreamError { index, ..e })
 }
 
 fn warnings_list<'py>(py: Python<'py>, ws: &[Warning]) -> PyResult<Bound<'py, PyList>> {
@@ -130,6 +132,18 @@ pub struct ChunkExpander {
     max_depth: usize,
 }
 
+impl ChunkExpander {
+    /// Expand the next event into `out`, keeping its warnings.
+    fn expand(&mut self, py: Python<'_>, event: &Bound<'_, PyAny>, out: &mut Vec<Value>) -> PyResult<()> {
+        let index = self.index;
+        self.index += 1;
+        let v = event_value(py, event, index, self.max_depth)?;
+        let r = self.inner.push_into(v, out);
+        self.warnings.extend(self.inner.take_warnings().into_iter().map(|message| Warning { index, message }));
+        r.map_err(|e| error_at(py, e, index))
+    }
+}
+
 #[pymethods]
 impl ChunkExpander {
     #[new]
@@ -140,20 +154,9 @@ impl ChunkExpander {
     }
 
     fn push<'py>(&mut self, py: Python<'py>, event: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
-        let index = self.index;
-        self.index += 1;
-        let v = event_value(py, event, index, self.max_depth)?;
-        let out = self.inner.push(v);
-        for w in self.inner.take_warnings() {
-            self.warnings.push(Warning { index, message: w });
-        }
-        match out {
-            Ok(out) => Ok(json_list(py, &out)),
-            Err(mut e) => {
-                e.index = index;
-                Err(stream_error(py, &e))
-            }
-        }
+        let mut out = Vec::with_capacity(2);
+        self.expand(py, event, &mut out)?;
+        Ok(json_list(py, &out))
     }
 
     /// Warnings so far as `(index, message)`, drained.
@@ -170,19 +173,8 @@ fn expand_chunks<'py>(py: Python<'py>, events: &Bound<'py, PyAny>, max_depth: us
     let mut x = ChunkExpander::new(max_depth)?;
     let mut out = Vec::new();
     let mut error = None;
-    for (i, e) in items(events)?.iter().enumerate() {
-        x.index = i + 1;
-        let r = event_value(py, e, i, max_depth).and_then(|v| {
-            let r = x.inner.push_into(v, &mut out);
-            for w in x.inner.take_warnings() {
-                x.warnings.push(Warning { index: i, message: w });
-            }
-            r.map_err(|mut err| {
-                err.index = i;
-                stream_error(py, &err)
-            })
-        });
-        if let Err(err) = r {
+    for e in items(events)?.iter() {
+        if let Err(err) = x.expand(py, e, &mut out) {
             error = Some(err.into_value(py));
             break;
         }
@@ -214,10 +206,7 @@ impl EventVerifier {
         let index = self.index;
         self.index += 1;
         let v = event_value(py, event, index, self.max_depth)?;
-        self.inner.push(&v).map_err(|mut e| {
-            e.index = index;
-            stream_error(py, &e)
-        })
+        self.inner.push(&v).map_err(|e| error_at(py, e, index))
     }
 }
 
@@ -373,31 +362,10 @@ fn plain_struct<'py, T>(
             return None;
         }
     }
-    if has_dict && !no_extras(obj).unwrap_or(false) {
+    if has_dict && !crate::layout::get(py).no_extras(obj) {
         return None;
     }
     found
-}
-
-/// An instance of one of our Structs with no extra attributes (which its JSON would
-/// carry). Its `__dict__` read directly (`getattr` takes a slow lookup on these classes),
-/// without making one where none was made yet (`Layout::instance_dict`: a decoded Struct
-/// has none, and making an empty one per event and operation cost a fifth of a replay).
-fn no_extras(v: &Bound<'_, PyAny>) -> PyResult<bool> {
-    // SAFETY: `v` is a live object and the GIL is held; the dict is borrowed from it.
-    match unsafe { crate::layout::get(v.py()).instance_dict(v.as_ptr()) } {
-        Some(d) if d.is_null() => return Ok(true),
-        // (a dict subclass too: construction's `_given.Extras`, whose items are the extras)
-        Some(d) if unsafe { pyo3::ffi::PyDict_Check(d) } != 0 => return Ok(unsafe { pyo3::ffi::PyDict_Size(d) } == 0),
-        _ => {}
-    }
-    // SAFETY: `v` is a live object and the GIL is held; the call returns a new
-    // reference or NULL with an exception set (an object without `__dict__`).
-    let d = unsafe { Bound::from_owned_ptr_or_err(v.py(), pyo3::ffi::PyObject_GenericGetDict(v.as_ptr(), std::ptr::null_mut())) };
-    match d {
-        Ok(d) => Ok(d.cast_into::<PyDict>().is_ok_and(|d| d.is_empty())),
-        Err(_) => Ok(true),
-    }
 }
 
 /// An operation whose JSON holds only the members the patch reads: a dict with exactly

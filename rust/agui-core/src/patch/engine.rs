@@ -72,6 +72,21 @@ pub enum Kind {
     Other,
 }
 
+impl Kind {
+    /// The JSON type's name for error messages (`None` for `Other`).
+    pub fn name(self) -> Option<&'static str> {
+        Some(match self {
+            Kind::Null => "null",
+            Kind::Bool => "boolean",
+            Kind::Number => "number",
+            Kind::String => "string",
+            Kind::Array => "array",
+            Kind::Object => "object",
+            Kind::Other => return None,
+        })
+    }
+}
+
 /// The comparison [`Node::members_in`] applies to each pair of member values.
 pub type MemberEq<'f, N> = dyn FnMut(&N, &N) -> R<bool, <N as Node>::Error> + 'f;
 

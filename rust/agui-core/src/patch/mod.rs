@@ -263,14 +263,7 @@ pub fn insert_index(token: &str, len: usize, dialect: Dialect) -> Result<usize, 
 
 /// Name of a JSON type, for error messages.
 pub fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
+    engine::Node::kind(&v).name().unwrap_or("object")
 }
 
 /// Why stepping into a scalar fails (shared wording with the Python applier).

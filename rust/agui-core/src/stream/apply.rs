@@ -9,6 +9,7 @@ use super::event::EventType;
 use super::js::{self, strict_eq};
 use super::{patch_json, patch_ops, Stage, StreamError};
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// What one event changed. `messages` / `state`: the reference emitted a mutation
@@ -304,8 +305,7 @@ impl<S: State> EventApplier<S> {
                 let index = self.index;
                 self.index += 1;
                 let snapshot = event.get_mut("snapshot").map(Value::take).unwrap_or(Value::Null);
-                self.state.set_owned(snapshot).map_err(|e| type_error(e).at(index, &event))?;
-                Ok(Change { state: true, ..Change::default() })
+                self.snapshot(Cow::Owned(snapshot)).map_err(|e| e.at(index, &event))
             }
             _ => self.apply(&event),
         }
@@ -332,6 +332,16 @@ impl<S: State> EventApplier<S> {
 
     fn state_delta(&mut self, delta: Value) -> Change {
         self.state_patch(crate::patch::parse_patch_owned(delta))
+    }
+
+    /// `STATE_SNAPSHOT`: the state becomes `snapshot` (moved in when the caller gives it away).
+    fn snapshot(&mut self, snapshot: Cow<'_, Value>) -> Result<Change, StreamError> {
+        match snapshot {
+            Cow::Borrowed(s) => self.state.set(s),
+            Cow::Owned(s) => self.state.set_owned(s),
+        }
+        .map_err(type_error)?;
+        Ok(Change { state: true, ..Change::default() })
     }
 
     /// A failing patch leaves the state as it was and warns, as the reference does.
@@ -372,10 +382,7 @@ impl<S: State> EventApplier<S> {
             }
             E::ToolCallResult => self.tool_call_result(event),
             E::StateSnapshot => match event.get("snapshot") {
-                Some(s) => {
-                    self.state.set(s).map_err(type_error)?;
-                    Change { state: true, ..Change::default() }
-                }
+                Some(s) => self.snapshot(Cow::Borrowed(s))?,
                 // `state = undefined` is not a mutation the agent takes.
                 None => Change::default(),
             },
