@@ -10,7 +10,8 @@ left out, so that libFuzzer's input length stays small and the runs fast):
 - proto_stream (one control byte): the protobuf streams and each event's frame;
 - proto_roundtrip: each event's JSON text (valid and invalid events) and each frame's
   message without its length prefix;
-- log_reader (one control byte): the SSE and protobuf streams, plain and gzipped;
+- log_reader (one control byte): the SSE and protobuf streams, plain and gzipped, and
+  the events as JSON Lines;
 - every target: the inputs kept in `regressions/<target>/` (a few found by the fuzzers
   that once broke a property; each file's name says what it is).
 """
@@ -88,6 +89,9 @@ def codec_seeds() -> None:
         stream = base64.b64decode(case["stream_b64"])
         proto_seed(stream)
         write("log_reader", b"\x3f" + gzip.compress(stream, mtime=0))
+    jsonl = [json.dumps(case["event"]).encode() for case in lines("events.jsonl") if "event" in case][:50]
+    write("log_reader", b"\x05" + b"\n".join(jsonl) + b"\n")
+    write("log_reader", b"\x01\xef\xbb\xbf" + b"\r\n \n".join(jsonl[:5]))
     for name in ("events.jsonl", "invalid_events.jsonl"):
         for case in lines(name):
             text = case.get("event_json") or json.dumps(case["event"], ensure_ascii=False)

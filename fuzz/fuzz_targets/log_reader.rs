@@ -3,8 +3,8 @@
 //! kinds, never an I/O error on an in-memory log; the events and the error do not depend
 //! on the read size (the control byte's, against the default 256 KiB); gzip is transparent
 //! (the gzipped log gives the same events, error and warnings); the events are exactly
-//! those of the framer used directly (`SseParser` / `StreamDecoder`); `Read` hands out the
-//! decompressed log.
+//! those of the framer used directly (`SseParser` / `StreamDecoder`; JSON Lines against an
+//! independent line splitter); `Read` hands out the decompressed log.
 #![no_main]
 use std::io::{Read, Write};
 
@@ -68,6 +68,24 @@ fuzz_target!(|data: &[u8]| {
             let r = r.and_then(|_| p.finish(|f| direct.push((f.index, f.offset, f.data.to_vec()))));
             assert_eq!(events, direct);
             assert_eq!(result.err(), r.err().map(LogError::Sse));
+        }
+        Some(Format::Jsonl) => {
+            // An independent reading: lines end at CR, LF or CRLF; a leading BOM is
+            // skipped; lines of only spaces and tabs are not events. No limit is reached
+            // by a fuzz input (10 MiB).
+            let start = if log.starts_with(b"\xef\xbb\xbf") { 3 } else { 0 };
+            let mut direct = Vec::new();
+            let mut i = start;
+            while i < log.len() {
+                let end = log[i..].iter().position(|&b| b == b'\n' || b == b'\r').map_or(log.len(), |k| i + k);
+                let line = &log[i..end];
+                if !line.iter().all(|&b| b == b' ' || b == b'\t') {
+                    direct.push((direct.len() as u64, i as u64, line.to_vec()));
+                }
+                i = if log[end..].starts_with(b"\r\n") { end + 2 } else { end + 1 };
+            }
+            assert_eq!(events, direct);
+            assert!(result.is_ok());
         }
         Some(Format::Protobuf) => {
             let (jsons, warnings, err) = decode_stream_json(log, default.max_frame_size);

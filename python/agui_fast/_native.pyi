@@ -86,7 +86,8 @@ class SseDecoder:
     """WHATWG event-stream framing (CR/LF/CRLF, BOM, comments, event/id/retry, multi-line
     data, a final event without its blank line), then decoding with ``backend``.
     ``legacy``: convert 0.x frames (agui_core::stream::legacy, one converter per
-    stream); ``mode``: ``backend``'s raw mode, 0 typed, 1 dict, 2 bytes."""
+    stream); ``mode``: ``backend``'s raw mode, 0 typed, 1 dict, 2 bytes; ``lines``: JSON
+    Lines (every non-blank line is a frame) instead of an event stream."""
 
     def __new__(
         cls,
@@ -95,6 +96,7 @@ class SseDecoder:
         max_depth: int,
         legacy: bool,
         mode: int,
+        lines: bool = False,
         /,
     ) -> "SseDecoder": ...
     def feed(self, chunk: _BytesLike, /) -> List[Any]: ...
@@ -125,6 +127,17 @@ class SseCodec:
         max_buffer_size: Optional[int] = None,
     ) -> List[Any]:
         """A whole recorded stream (framed on a Rust thread from 2 MiB on)."""
+    def decode_jsonl(
+        self,
+        data: _BytesLike,
+        /,
+        *,
+        raw: Optional[Literal["dict", "bytes"]] = None,
+        legacy: bool = True,
+        max_frame_size: int = ...,
+        max_depth: int = ...,
+    ) -> List[Any]:
+        """A whole JSON Lines log (``decode_sse`` with the parser's line mode)."""
 # --- end sse ---
 # --- proto ---
 # Protobuf codec (rust/agui-py/src/proto.rs, docs/protobuf.md). Events cross as JSON text

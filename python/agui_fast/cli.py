@@ -394,7 +394,7 @@ def bench(args: argparse.Namespace) -> int:
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="agui-fast", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command")
-    fmt: Dict[str, Any] = dict(choices=("auto", "sse", "protobuf"), default="auto", help="input format (default: detected)")
+    fmt: Dict[str, Any] = dict(choices=("auto", "sse", "protobuf", "jsonl"), default="auto", help="input format (default: detected)")
 
     p = sub.add_parser("demo", help="encode, decode and time a small run")
     p.set_defaults(func=demo)

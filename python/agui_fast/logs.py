@@ -1,9 +1,10 @@
 """Recorded AG-UI logs: format detection and typed iteration.
 
-A log is an SSE stream or a length-prefixed protobuf stream, optionally gzip-compressed.
+A log is an SSE stream, a length-prefixed protobuf stream or JSON Lines (one event per
+line), optionally gzip-compressed.
 Format and compression are decided by the core crate's log reader (``agui_core::log``,
 through ``_native.LogChunks``); the events are then built by the typed decoders
-(``iter_sse`` / ``iter_protobuf``), so they are validated exactly as there. For columns
+(``iter_sse`` / ``iter_protobuf`` / ``iter_jsonl``), so they are validated exactly as there. For columns
 instead of objects see :mod:`agui_fast.arrow`.
 """
 
@@ -15,6 +16,7 @@ from typing import Any, Iterator, Optional, Union
 from . import _native
 from ._stream import Raw
 from .errors import DecodeError
+from .jsonl import iter_jsonl
 from .proto import iter_protobuf
 from .sse import iter_sse
 
@@ -22,7 +24,7 @@ __all__ = ["LogSource", "detect_format", "iter_log"]
 
 LogSource = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview]
 
-_FORMATS = ("auto", "sse", "protobuf", "proto")
+_FORMATS = ("auto", "sse", "protobuf", "proto", "jsonl", "ndjson")
 
 
 def _arg(source: Any) -> Union[str, bytes]:
@@ -38,16 +40,17 @@ def _name(source: Any) -> str:
 
 
 def detect_format(source: LogSource) -> Optional[str]:
-    """``"sse"``, ``"protobuf"``, or ``None`` for an empty log, from the first bytes of a
-    path or bytes (gzip-compressed logs are looked into). Raises ``DecodeError`` for
-    data of neither format."""
+    """``"sse"``, ``"protobuf"``, ``"jsonl"``, or ``None`` for an empty log, from the first
+    bytes of a path or bytes (gzip-compressed logs are looked into). Raises
+    ``DecodeError`` for data of no format."""
     return _native.LogChunks(_arg(source)).format
 
 
 def iter_log(source: LogSource, format: str = "auto", *, raw: Raw = None) -> Iterator[Any]:
-    """Yield the typed events of a log (a path or bytes; SSE or protobuf, gzip or not),
-    in constant memory. ``format``: ``"auto"`` (detected), ``"sse"`` or ``"protobuf"``.
-    Errors are those of ``iter_sse`` / ``iter_protobuf`` (the events before the bad frame
+    """Yield the typed events of a log (a path or bytes; SSE, protobuf or JSON Lines, gzip
+    or not), in constant memory. ``format``: ``"auto"`` (detected), ``"sse"``,
+    ``"protobuf"`` or ``"jsonl"``. Errors are those of ``iter_sse`` / ``iter_protobuf`` /
+    ``iter_jsonl`` (the events before the bad frame
     are yielded first) with the log's name in front of the message."""
     if format not in _FORMATS:
         raise ValueError(f"format must be one of {', '.join(_FORMATS)}, not {format!r}")
@@ -61,7 +64,7 @@ def iter_log(source: LogSource, format: str = "auto", *, raw: Raw = None) -> Ite
     # already taken) is fed from the reader.
     by_path = isinstance(arg, str) and not chunks.gzip and os.path.isfile(arg) and not arg.startswith(("/dev/", "/proc/"))
     feed: Any = arg if by_path else chunks
-    events = iter_sse(feed, raw=raw) if fmt == "sse" else iter_protobuf(feed, raw=raw)
+    events = {"sse": iter_sse, "protobuf": iter_protobuf, "jsonl": iter_jsonl}[fmt](feed, raw=raw)
     try:
         yield from events
     except DecodeError as exc:

@@ -64,10 +64,11 @@ _MODES = {None: 0, "dict": 1, "bytes": 2}  # the native decoders' numbering
 
 
 def _native_decoder(
-    cls: Any, raw: Any, legacy: bool, max_frame_size: int, max_depth: int, max_buffer_size: Optional[int]
+    cls: Any, raw: Any, legacy: bool, max_frame_size: int, max_depth: int, max_buffer_size: Optional[int],
+    lines: bool = False,
 ) -> Any:
     mode, max_frame_size, max_depth = options(raw, max_frame_size, max_depth, max_buffer_size, 3)
-    return _native.SseDecoder.__new__(cls, _BACKENDS[mode], max_frame_size, max_depth, bool(legacy), _MODES[mode])
+    return _native.SseDecoder.__new__(cls, _BACKENDS[mode], max_frame_size, max_depth, bool(legacy), _MODES[mode], lines)
 
 
 class SseDecoder(_native.SseDecoder):
@@ -94,7 +95,8 @@ class SseDecoder(_native.SseDecoder):
         return _native_decoder(cls, raw, legacy, max_frame_size, max_depth, max_buffer_size)
 
 
-decode_sse = _native.SseCodec((_BACKENDS[None], _BACKENDS["dict"], _BACKENDS["bytes"]), options).decode_sse
+_CODEC = _native.SseCodec((_BACKENDS[None], _BACKENDS["dict"], _BACKENDS["bytes"]), options)
+decode_sse = _CODEC.decode_sse
 """``decode_sse(data, *, raw=None, legacy=True, max_frame_size=..., max_depth=...)``:
 decode a whole recorded SSE stream (native: framing with the GIL released, from 2 MiB on
 on a Rust thread, part by part, ahead of the decoding)."""

@@ -336,7 +336,7 @@ _Source = Union[bytes, bytearray, memoryview, str, "os.PathLike[str]"]
 def replay_log(
     source: _Source, *, format: str = "auto", verify: bool = False, raw: bool = False, max_depth: int = DEFAULT_MAX_DEPTH
 ) -> Replay:
-    """Replay a recorded log (``bytes``, or a path; SSE or length-prefixed protobuf, gzip or
+    """Replay a recorded log (``bytes``, or a path; SSE, length-prefixed protobuf or JSON Lines, gzip or
     not; ``format="auto"`` detects it) inside Rust with the GIL released, through the one log
     reader (``agui_core::log``): decode, expand chunks, optionally verify, apply. A log of
     1 MB or more is read and parsed on a second Rust thread ahead of the reducer when the

@@ -214,6 +214,12 @@ impl SseStream {
         SseStream { parser: SseParser::new(max_frame_size), legacy: Legacy::new(legacy, mode), max_depth }
     }
 
+    /// The same stream read as JSON Lines ([`SseParser::lines`]).
+    pub fn lines(mut self) -> Self {
+        self.parser = SseParser::new(self.parser.max_buffer()).lines();
+        self
+    }
+
     /// Whether `chunk` is framed in parts on a producer thread ([`SseStream::parts`]).
     pub fn pipelines(chunk: Option<&[u8]>) -> bool {
         chunk.is_some_and(|c| c.len() >= SSE_PIPELINE_MIN)

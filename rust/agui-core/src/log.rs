@@ -2,13 +2,14 @@
 //! CLI's `convert` / `inspect`, Python's `iter_log`, the stream-semantics engine's
 //! replay).
 //!
-//! A log is an SSE stream (`text/event-stream`) or a length-prefixed protobuf stream,
-//! optionally gzip-compressed (one or more gzip members). [`LogReader::open`] looks at
+//! A log is an SSE stream (`text/event-stream`), a length-prefixed protobuf stream or
+//! JSON Lines (one JSON event per line, as `convert --to jsonl` writes), optionally
+//! gzip-compressed (one or more gzip members). [`LogReader::open`] looks at
 //! the first bytes: the gzip magic decides decompression, then [`detect_format`] the
 //! format. [`LogReader::for_each`] hands out every event's JSON text with its frame
 //! index and the byte offset of its frame, reading fixed-size chunks (constant memory
-//! whatever the log's size). Framing is the existing one: [`crate::sse::SseParser`] and
-//! [`crate::proto::StreamDecoder`] (whose protobuf -> JSON mapping is the reference's).
+//! whatever the log's size). Framing is the existing one: [`crate::sse::SseParser`] (its
+//! JSON Lines mode for JSON Lines) and [`crate::proto::StreamDecoder`] (whose protobuf -> JSON mapping is the reference's).
 //! A plain (not compressed) log can also be cut at frame boundaries by [`split`] into
 //! parts that frame on their own ([`for_each_in_part`]), for decoding on several threads.
 //!
@@ -45,13 +46,15 @@ const HEAD: usize = 4096;
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
 
-/// The two AG-UI log formats.
+/// The AG-UI log formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     /// `text/event-stream`, one JSON event per `data` frame.
     Sse,
     /// `application/vnd.ag-ui.event+proto`: 4-byte big-endian length, then one `Event`.
     Protobuf,
+    /// JSON Lines: one JSON event per line (blank lines skipped); a frame is a line.
+    Jsonl,
 }
 
 impl Format {
@@ -59,14 +62,17 @@ impl Format {
         match self {
             Format::Sse => "sse",
             Format::Protobuf => "protobuf",
+            Format::Jsonl => "jsonl",
         }
     }
 
-    /// `"sse"`, `"protobuf"` (or `"proto"`); `None` for anything else.
+    /// `"sse"`, `"protobuf"` (or `"proto"`), `"jsonl"` (or `"ndjson"`); `None` for
+    /// anything else.
     pub fn parse(name: &str) -> Option<Format> {
         match name {
             "sse" => Some(Format::Sse),
             "protobuf" | "proto" => Some(Format::Protobuf),
+            "jsonl" | "ndjson" => Some(Format::Jsonl),
             _ => None,
         }
     }
@@ -76,7 +82,7 @@ impl Format {
     pub fn parse_arg(arg: &str) -> Result<Option<Format>, String> {
         match arg {
             "auto" => Ok(None),
-            f => Format::parse(f).map(Some).ok_or_else(|| format!("format must be 'auto', 'sse' or 'protobuf', not {f:?}")),
+            f => Format::parse(f).map(Some).ok_or_else(|| format!("format must be 'auto', 'sse', 'protobuf' or 'jsonl', not {f:?}")),
         }
     }
 }
@@ -87,15 +93,23 @@ pub fn is_gzip(head: &[u8]) -> bool {
 }
 
 /// The format of a (decompressed) log from its first bytes; `None` when it is empty or
-/// neither format. A protobuf log starts with a frame length below the 10 MiB frame
-/// limit, so its first byte is 0; an SSE log starts with a field name, a comment (`:`)
-/// or a blank line (after an optional byte-order mark).
+/// no format. A protobuf log starts with a frame length below the 10 MiB frame limit, so
+/// its first byte is 0; an SSE log starts with a field name, a comment (`:`) or a blank
+/// line (after an optional byte-order mark); a JSON Lines log with an object (`{`, after
+/// spaces or tabs).
 pub fn detect_format(head: &[u8]) -> Option<Format> {
     let head = head.strip_prefix(&BOM[..]).unwrap_or(head);
+    if head.starts_with(b"PAR1") {
+        return None; // a Parquet file would pass for SSE (a field name)
+    }
     match *head.first()? {
         0 => Some(Format::Protobuf),
         b':' | b'\r' | b'\n' => Some(Format::Sse),
         b if b.is_ascii_alphabetic() => Some(Format::Sse),
+        b' ' | b'\t' | b'{' => match head.iter().find(|&&b| b != b' ' && b != b'\t') {
+            Some(b'{') => Some(Format::Jsonl),
+            _ => None,
+        },
         _ => None,
     }
 }
@@ -198,9 +212,13 @@ impl fmt::Display for LogError {
             LogError::Gzip(m) => write!(f, "corrupt or truncated gzip data: {m}"),
             LogError::UnknownFormat { head } => {
                 let shown: Vec<String> = head.iter().take(8).map(|b| format!("{b:02x}")).collect();
+                if head.starts_with(b"PAR1") {
+                    // What `convert --to parquet` writes: columns, not a stream of events.
+                    return write!(f, "a Parquet file, not an AG-UI log (read it with pyarrow, Polars or DuckDB)");
+                }
                 write!(
                     f,
-                    "not an AG-UI log (neither SSE nor length-prefixed protobuf): it starts with bytes {}",
+                    "not an AG-UI log (neither SSE, length-prefixed protobuf nor JSON Lines): it starts with bytes {}",
                     shown.join(" ")
                 )
             }
@@ -327,6 +345,8 @@ impl Framer {
         match format {
             Format::Sse if offset == 0 => Framer::Sse(SseParser::new(limits.max_buffer)),
             Format::Sse => Framer::Sse(SseParser::at(limits.max_buffer, offset)),
+            Format::Jsonl if offset == 0 => Framer::Sse(SseParser::new(limits.max_buffer).lines()),
+            Format::Jsonl => Framer::Sse(SseParser::at(limits.max_buffer, offset).lines()),
             Format::Protobuf => Framer::Protobuf(StreamDecoder::at(limits.max_frame_size, offset, 0), Vec::new()),
         }
     }
@@ -389,8 +409,8 @@ const SPLIT_WINDOW: usize = 64 * 1024;
 
 /// Cut a plain log of `len` bytes into at most `parts` parts at frame boundaries (fewer
 /// when it has fewer boundaries), reading only near the cut points: for SSE the first
-/// blank line (`\n\n` or `\n\r\n`) after each even cut; for protobuf the length
-/// prefixes, hopping from frame to frame. A log that does not frame (a truncated or
+/// blank line (`\n\n` or `\n\r\n`) after each even cut (for JSON Lines the first line
+/// end); for protobuf the length prefixes, hopping from frame to frame. A log that does not frame (a truncated or
 /// oversized protobuf frame, an SSE log with CR-only line ends) is cut before that point
 /// or not at all: the part holding it reports the error as the whole log would.
 pub fn split<R: Read + Seek>(reader: &mut R, len: u64, format: Format, parts: usize, limits: &Limits) -> io::Result<Vec<Part>> {
@@ -399,11 +419,11 @@ pub fn split<R: Read + Seek>(reader: &mut R, len: u64, format: Format, parts: us
     // The even cut k of `parts`.
     let even = |k: u64| (u128::from(len) * u128::from(k) / u128::from(parts)) as u64;
     match format {
-        Format::Sse => {
+        Format::Sse | Format::Jsonl => {
             let mut window = vec![0u8; SPLIT_WINDOW];
             for k in 1..parts {
                 let target = even(k).max(*cuts.last().unwrap_or(&0));
-                if let Some(cut) = next_sse_boundary(reader, target, &mut window)? {
+                if let Some(cut) = next_boundary(reader, target, &mut window, format == Format::Jsonl)? {
                     if cut < len && cut > *cuts.last().unwrap_or(&0) {
                         cuts.push(cut);
                     }
@@ -440,8 +460,9 @@ pub fn split<R: Read + Seek>(reader: &mut R, len: u64, format: Format, parts: us
     Ok(cuts.windows(2).map(|w| Part { start: w[0], end: w[1] }).collect())
 }
 
-/// The first SSE event boundary (the position after a blank line) found from `from`.
-fn next_sse_boundary<R: Read + Seek>(reader: &mut R, from: u64, window: &mut [u8]) -> io::Result<Option<u64>> {
+/// The first SSE event boundary (the position after a blank line) found from `from`;
+/// with `lines` (JSON Lines) the first line boundary.
+fn next_boundary<R: Read + Seek>(reader: &mut R, from: u64, window: &mut [u8], lines: bool) -> io::Result<Option<u64>> {
     reader.seek(SeekFrom::Start(from))?;
     // The last two bytes of the previous window, for a pattern that straddles two.
     let mut carry: Vec<u8> = Vec::with_capacity(window.len() + 2);
@@ -460,6 +481,7 @@ fn next_sse_boundary<R: Read + Seek>(reader: &mut R, from: u64, window: &mut [u8
             // `\n` ends a line whatever came before it; an empty line after it (LF or
             // CRLF) dispatches the event: a boundary right after.
             let end = match &data[j + 1..] {
+                _ if lines => Some(j + 1),
                 [b'\n', ..] => Some(j + 2),
                 [b'\r', b'\n', ..] => Some(j + 3),
                 [] | [b'\r'] => None, // undecided until the next window
@@ -536,15 +558,13 @@ pub enum Output {
 }
 
 impl Output {
-    /// `"sse"`, `"protobuf"` (or `"proto"`), `"jsonl"`.
+    /// The names of [`Format::parse`].
     pub fn parse(name: &str) -> Option<Output> {
-        match name {
-            "jsonl" => Some(Output::Jsonl),
-            other => Format::parse(other).map(|f| match f {
-                Format::Sse => Output::Sse,
-                Format::Protobuf => Output::Protobuf,
-            }),
-        }
+        Format::parse(name).map(|f| match f {
+            Format::Sse => Output::Sse,
+            Format::Protobuf => Output::Protobuf,
+            Format::Jsonl => Output::Jsonl,
+        })
     }
 }
 
@@ -639,13 +659,73 @@ mod tests {
         assert_eq!(detect_format(b"\x00\x00\x00\x02\x08\x01"), Some(Format::Protobuf));
         assert_eq!(detect_format(b""), None);
         assert_eq!(detect_format(b"\x89PNG"), None);
-        assert_eq!(detect_format(b"{\"type\":1}"), None);
+        assert_eq!(detect_format(b"{\"type\":1}"), Some(Format::Jsonl));
+        assert_eq!(detect_format(b"\xef\xbb\xbf \t{}"), Some(Format::Jsonl));
+        assert_eq!(detect_format(b"  [1]"), None);
+        assert_eq!(detect_format(b"PAR1\x15\x04"), None);
+        let parquet = LogError::UnknownFormat { head: b"PAR1\x15\x04".to_vec() };
+        assert!(parquet.to_string().starts_with("a Parquet file"), "{parquet}");
+        assert_eq!(Format::parse("ndjson"), Some(Format::Jsonl));
+        assert_eq!(Format::Jsonl.as_str(), "jsonl");
         assert!(is_gzip(&gzip(b"x")));
         assert_eq!(Format::parse("proto"), Some(Format::Protobuf));
         assert_eq!(Format::parse("json"), None);
         assert_eq!(Format::parse_arg("auto"), Ok(None));
         assert_eq!(Format::parse_arg("sse"), Ok(Some(Format::Sse)));
-        assert_eq!(Format::parse_arg("json").unwrap_err(), "format must be 'auto', 'sse' or 'protobuf', not \"json\"");
+        assert_eq!(Format::parse_arg("json").unwrap_err(), "format must be 'auto', 'sse', 'protobuf' or 'jsonl', not \"json\"");
+    }
+
+    fn jsonl_log() -> Vec<u8> {
+        let mut log = b"\xef\xbb\xbf".to_vec();
+        log.extend_from_slice(E1);
+        log.extend_from_slice(b"\r\n\n  \t\n");
+        log.extend_from_slice(E2);
+        log // no line end at the end
+    }
+
+    #[test]
+    fn jsonl_events_with_positions_in_any_chunking() {
+        let log = jsonl_log();
+        let (whole, summary) = collect(&log, None, 1 << 16).unwrap();
+        assert_eq!(whole, vec![(0, 3, E1.to_vec()), (1, (3 + E1.len() + 7) as u64, E2.to_vec())]);
+        assert_eq!(summary.events, 2);
+        for chunk in 1..=log.len() {
+            assert_eq!(collect(&log, None, chunk).unwrap().0, whole, "chunk {chunk}");
+            assert_eq!(collect(&gzip(&log), Some(Format::Jsonl), chunk).unwrap().0, whole, "gzip, chunk {chunk}");
+        }
+        // An SSE log read as JSON Lines: each line is a frame (no fields).
+        let (as_lines, _) = collect(b"data: 1\n\n", Some(Format::Jsonl), 4).unwrap();
+        assert_eq!(as_lines, vec![(0, 0, b"data: 1".to_vec())]);
+        // One line over the limit: its index and offset, the events before it handed out.
+        let limits = Limits { max_buffer: E1.len(), chunk_size: 7, ..Limits::default() };
+        let mut seen = 0;
+        let long = [E1, b"\n", E1, b"x\n"].concat();
+        let err = LogReader::open(&long[..], None).unwrap().for_each(&limits, |_| -> Result<(), LogError> {
+            seen += 1;
+            Ok(())
+        });
+        let err = err.unwrap_err();
+        assert_eq!((seen, err.position()), (1, (Some(1), Some(E1.len() as u64 + 1))));
+        assert!(err.to_string().starts_with("JSON Lines line exceeded maximum limit"), "{err}");
+    }
+
+    #[test]
+    fn jsonl_parts_read_like_the_whole_log() {
+        let mut log = Vec::new();
+        for i in 0..300 {
+            log.extend_from_slice(format!(r#"{{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"{i}"}}"#).as_bytes());
+            log.extend_from_slice(if i % 3 == 0 { b"\r\n" } else { b"\n" });
+            if i % 11 == 0 {
+                log.extend_from_slice(b"\n \n");
+            }
+        }
+        let whole = collect(&log, None, 1 << 16).unwrap().0;
+        assert_eq!(whole.len(), 300);
+        for n in [1, 2, 3, 7, 50, 10_000] {
+            let (parts, got) = by_parts(&log, Format::Jsonl, n, &Limits::default());
+            assert_eq!(got.unwrap(), whole, "{n} parts");
+            assert_eq!(parts.len() > 1, n > 1, "{n} parts");
+        }
     }
 
     #[test]
@@ -696,12 +776,11 @@ mod tests {
             for e in [E1, E2, &multi[..]] {
                 write_event(&mut out, to, e).unwrap();
             }
-            let back: Vec<serde_json::Value> = if to == Output::Jsonl {
+            if to == Output::Jsonl {
                 assert_eq!(out.iter().filter(|&&b| b == b'\n').count(), 3);
-                out.split(|&b| b == b'\n').filter(|l| !l.is_empty()).map(|l| serde_json::from_slice(l).unwrap()).collect()
-            } else {
-                collect(&out, None, 5).unwrap().0.iter().map(|e| serde_json::from_slice(&e.2).unwrap()).collect()
-            };
+            }
+            let back: Vec<serde_json::Value> =
+                collect(&out, None, 5).unwrap().0.iter().map(|e| serde_json::from_slice(&e.2).unwrap()).collect();
             assert_eq!(back.len(), 3, "{to:?}");
             assert_eq!(back[2]["name"], "a\nb", "{to:?}");
             assert_eq!(back[1]["delta"], "hi", "{to:?}");

@@ -136,6 +136,8 @@ pub struct SseParser {
     frames: u64,
     failed: Option<SseError>,
     finished: bool,
+    /// JSON Lines instead of an event stream: every non-blank line is one frame.
+    lines: bool,
 }
 
 impl Default for SseParser {
@@ -164,7 +166,23 @@ impl SseParser {
             frames: 0,
             failed: None,
             finished: false,
+            lines: false,
         }
+    }
+
+    /// The same parser for JSON Lines (a recorded log of one JSON event per line): each
+    /// line that is not blank is a frame whose data is the line; there are no fields,
+    /// comments or blank-line dispatch. Line ends, the byte-order mark, offsets, frame
+    /// indices and the buffer limit (one line) are those of the event stream, so every
+    /// consumer of frames reads both.
+    pub fn lines(mut self) -> Self {
+        self.lines = true;
+        self
+    }
+
+    /// Whether this parser reads JSON Lines ([`SseParser::lines`]).
+    pub fn is_lines(&self) -> bool {
+        self.lines
     }
 
     /// A parser for a part of a stream that starts at byte `offset`, at an event
@@ -220,10 +238,11 @@ impl SseParser {
         let offset = if self.data_state == Data::None { line_offset } else { self.frame_start };
         let err = SseError {
             kind: SseErrorKind::BufferLimit,
-            message: format!(
-                "SSE buffer size exceeded maximum limit of {} bytes",
-                self.max_buffer
-            ),
+            message: if self.lines {
+                format!("JSON Lines line exceeded maximum limit of {} bytes", self.max_buffer)
+            } else {
+                format!("SSE buffer size exceeded maximum limit of {} bytes", self.max_buffer)
+            },
             frame_index: self.frames,
             offset,
         };
@@ -359,6 +378,14 @@ impl SseParser {
 
     fn process_line_in_chunk<F: FnMut(Frame<'_>)>(&mut self, chunk: &[u8], s: usize, e: usize, sink: &mut F) {
         let line = &chunk[s..e];
+        if self.lines {
+            if !is_blank(line) {
+                self.frame_start = self.line_start;
+                self.data_state = Data::Slice(s, e);
+                self.dispatch(chunk, sink);
+            }
+            return;
+        }
         if line.is_empty() {
             self.dispatch(chunk, sink);
             return;
@@ -399,6 +426,16 @@ impl SseParser {
     }
 
     fn process_owned_line<F: FnMut(Frame<'_>)>(&mut self, line: &[u8], start: u64, sink: &mut F) {
+        if self.lines {
+            if !is_blank(line) {
+                self.frame_start = start;
+                self.data.clear();
+                self.data.extend_from_slice(line);
+                self.data_state = Data::Owned;
+                self.dispatch(&[], sink);
+            }
+            return;
+        }
         if line.is_empty() {
             self.dispatch(&[], sink);
             return;
@@ -469,6 +506,12 @@ impl SseParser {
         self.data_state = Data::None;
         self.event_type = None;
     }
+}
+
+/// A JSON Lines line holding only JSON whitespace (skipped, as JSON Lines readers do).
+#[inline]
+fn is_blank(line: &[u8]) -> bool {
+    line.iter().all(|b| matches!(b, b' ' | b'\t'))
 }
 
 /// Split a non-empty line into (field name, start of value). `None` for comments.

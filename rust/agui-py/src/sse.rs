@@ -9,10 +9,15 @@ use pyo3::types::{PyBytes, PyList, PyTuple};
 
 use crate::stream::{self, decode_items, frame_error, with_buffer, Backend, GcPause, Items, Modes, Outcome, StreamState};
 
-const LABEL: &str = "SSE frame";
+/// What an error calls a frame: an SSE event, or a JSON Lines line (its index counts
+/// events: blank lines are skipped).
+fn label(lines: bool) -> &'static str {
+    if lines { "JSONL event" } else { "SSE frame" }
+}
 
 /// Decode a batch's frames into `res` (its buffer-limit error last).
-fn decode<'py>(py: Python<'py>, be: &Backend, legacy: &mut Legacy, max_depth: usize, batch: &Batch, res: &mut Outcome<'py>) -> PyResult<()> {
+#[allow(clippy::too_many_arguments)]
+fn decode<'py>(py: Python<'py>, be: &Backend, legacy: &mut Legacy, max_depth: usize, batch: &Batch, res: &mut Outcome<'py>, label: &str) -> PyResult<()> {
     let first = batch.first_index;
     let pos = |k: usize| (first + k as u64, batch.offsets[k]);
     let items = Items {
@@ -25,9 +30,9 @@ fn decode<'py>(py: Python<'py>, be: &Backend, legacy: &mut Legacy, max_depth: us
         too_deep: &batch.too_deep,
         deep_error: "InvalidJsonError",
     };
-    decode_items(py, be, legacy, &items, LABEL, max_depth, res)?;
+    decode_items(py, be, legacy, &items, label, max_depth, res)?;
     if let Some(e) = &batch.error {
-        res.fail(e.frame_index, frame_error(py, "BufferLimitError", LABEL, e.frame_index, e.offset, &e.message));
+        res.fail(e.frame_index, frame_error(py, "BufferLimitError", label, e.frame_index, e.offset, &e.message));
     }
     Ok(())
 }
@@ -36,10 +41,10 @@ fn decode<'py>(py: Python<'py>, be: &Backend, legacy: &mut Legacy, max_depth: us
 /// (`agui_core::decoder::SseParts`), the cyclic GC paused once for the whole call.
 fn run_pipelined<'py>(py: Python<'py>, s: &mut SseStream, be: &Backend, data: &[u8], finish: bool) -> PyResult<Bound<'py, PyList>> {
     let _gc = GcPause::new(py, true);
-    let max_depth = s.max_depth;
+    let (max_depth, label) = (s.max_depth, label(s.parser.is_lines()));
     let (mut parts, legacy) = s.parts(data, finish);
     let mut res = Outcome::new(py);
-    crate::pipeline::pipelined(py, move || parts.next_part(), |batch| decode(py, be, legacy, max_depth, &batch, &mut res))?;
+    crate::pipeline::pipelined(py, move || parts.next_part(), |batch| decode(py, be, legacy, max_depth, &batch, &mut res, label))?;
     res.finish(py)
 }
 
@@ -55,7 +60,7 @@ impl StreamState for SseStream {
             self.frame(chunk, finish)
         };
         let mut res = Outcome::new(py);
-        decode(py, be, &mut self.legacy, self.max_depth, &batch, &mut res)?;
+        decode(py, be, &mut self.legacy, self.max_depth, &batch, &mut res, label(self.parser.is_lines()))?;
         res.finish(py)
     }
 }
@@ -73,12 +78,13 @@ pub struct SseDecoder {
 impl SseDecoder {
     /// Positional only (keyword parsing costs more than a small decode): see
     /// `crate::stream::Backend` and `agui_core::decoder::SseStream::new`; `mode`: 0 typed,
-    /// 1 dict, 2 bytes.
+    /// 1 dict, 2 bytes; `lines`: JSON Lines instead of an event stream.
     #[new]
-    #[pyo3(signature = (backend, max_frame_size, max_depth, legacy, mode, /))]
-    fn new(backend: &Bound<'_, PyTuple>, max_frame_size: usize, max_depth: usize, legacy: bool, mode: usize) -> PyResult<Self> {
+    #[pyo3(signature = (backend, max_frame_size, max_depth, legacy, mode, lines = false, /))]
+    fn new(backend: &Bound<'_, PyTuple>, max_frame_size: usize, max_depth: usize, legacy: bool, mode: usize, lines: bool) -> PyResult<Self> {
+        let state = SseStream::new(max_frame_size, max_depth, legacy, Mode::from_index(mode).ok_or_else(|| pyo3::exceptions::PyValueError::new_err("mode must be 0, 1 or 2"))?);
         Ok(SseDecoder {
-            state: SseStream::new(max_frame_size, max_depth, legacy, Mode::from_index(mode).ok_or_else(|| pyo3::exceptions::PyValueError::new_err("mode must be 0, 1 or 2"))?),
+            state: if lines { state.lines() } else { state },
             backend: Backend::new(backend)?,
             closed: false,
         })
@@ -150,6 +156,22 @@ impl SseCodec {
     ) -> PyResult<Bound<'py, PyList>> {
         let r = self.modes.resolve(py, raw, max_frame_size, max_depth, max_buffer_size)?;
         let mut state = SseStream::new(r.max_frame_size, r.max_depth, legacy, r.mode);
+        with_buffer(data, |d| state.run(py, r.backend, Some(d), true))
+    }
+
+    /// Decode a whole JSON Lines log: `decode_sse` with the parser's line mode.
+    #[pyo3(signature = (data, /, *, raw = None, legacy = true, max_frame_size = core::DEFAULT_MAX_BUFFER as i64, max_depth = DEFAULT_MAX_DEPTH as i64))]
+    fn decode_jsonl<'py>(
+        &self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+        raw: Option<&Bound<'py, PyAny>>,
+        legacy: bool,
+        max_frame_size: i64,
+        max_depth: i64,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let r = self.modes.resolve(py, raw, max_frame_size, max_depth, None)?;
+        let mut state = SseStream::new(r.max_frame_size, r.max_depth, legacy, r.mode).lines();
         with_buffer(data, |d| state.run(py, r.backend, Some(d), true))
     }
 }

@@ -388,7 +388,7 @@ pub fn replay_sse_many(logs: &[&[u8]], options: ReplayOptions, threads: usize) -
     parallel_map(logs, threads, |log| replay_sse(log, Vec::new(), empty_state(), options))
 }
 
-/// Replay a recorded log of either format (SSE or length-prefixed protobuf, gzip or not;
+/// Replay a recorded log of any format (SSE, length-prefixed protobuf or JSON Lines, gzip or not;
 /// `format: None` detects it) read through the one log reader ([`crate::log`]) in
 /// constant memory, on this thread. A log that cannot be read (unknown format, a bad or
 /// truncated frame, an I/O error) ends the replay with a `Decode` error at the event
