@@ -105,6 +105,7 @@ class _Model(
     forbid_unknown_fields=True,
     dict=True,
     repr_omit_defaults=True,
+    rename="camel",  # the generated fields name their wire keys; a user's subclass's fields get camelCase ones, as with to_camel
 ):
     """Base of every AG-UI Struct (the msgspec counterpart of ``GeneratedBaseModel``)."""
 
@@ -123,11 +124,29 @@ class _Model(
 
     model_dump = _pydantic.with_include_exclude(model_dump)
 
-    def model_dump_json(self, *, by_alias: bool = False, **_: Any) -> str:
+    def model_dump_json(self, *, by_alias: bool = False, indent: Optional[int] = None, **_: Any) -> str:
         """JSON text exactly as the reference's ``model_dump_json`` writes it."""
-        if by_alias:
-            return _native.dumps(self).decode()
-        return _native.dumps(to_builtins(self, by_alias=False)).decode()
+        data = _native.dumps(self if by_alias else to_builtins(self, by_alias=False))
+        if indent:  # msgspec's layout is pydantic's (", " and ": " with newlines)
+            data = msgspec.json.format(data, indent=indent)
+        return data.decode()
+
+    @classmethod
+    def model_construct(cls, _fields_set: Optional[Any] = None, **values: Any) -> Any:
+        """pydantic's unvalidated constructor; here the values are validated all the same
+        (a Struct is never left holding a value of the wrong type)."""
+        return cls(**values)
+
+    def __iter__(self) -> Any:
+        """``(name, value)`` pairs, the tag first, as iterating a pydantic model gives them
+        (``dict(event)``)."""
+        cls = type(self)
+        tag = cls.__struct_config__.tag_field
+        if tag is not None:
+            yield tag, getattr(self, tag)
+        for name in cls.__struct_fields__:
+            yield name, getattr(self, name)
+        yield from self.__dict__.items()
 
     # Their validation errors are agui_fast.errors.ValidationError (pydantic's too, when
     # pydantic is installed), as for construction.

@@ -21,7 +21,7 @@ from typing import Any, Callable, Dict, Literal, Tuple, Type, TypeVar, Union, ca
 
 import msgspec
 
-from ..errors import EventValidationError, ValidationError
+from ..errors import EventValidationError, InvalidJsonError, ValidationError
 from . import _given
 from ._convert import convert_value
 
@@ -175,6 +175,9 @@ def raising_validation_error(fn: _F) -> _F:
             return fn(cls, *args, **kwargs)
         except EventValidationError as exc:
             raise validation_error(exc, cls.__name__, args[0] if args else None) from None
+        except InvalidJsonError as exc:  # pydantic reports bad JSON as a ValidationError too
+            title = cls.__name__
+            raise ValidationError.build(title, f"invalid {title}: {exc}", input=args[0] if args else None) from None
 
     wrapper.__name__ = fn.__name__
     wrapper.__qualname__ = fn.__qualname__

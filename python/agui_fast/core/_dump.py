@@ -4,11 +4,31 @@
 from __future__ import annotations
 
 import enum
-from typing import Any, Dict
+from typing import Any, Dict, Tuple
 
 import msgspec
 
-__all__ = ["to_builtins"]
+__all__ = ["to_builtins", "fields_of"]
+
+_FIELDS: Dict[type, Tuple[Tuple[str, str, bool], ...]] = {}
+
+
+def fields_of(cls: type) -> Tuple[Tuple[str, str, bool], ...]:
+    """``(attribute, wire key, omit if None)`` of every field of a Struct class, in the
+    order they are written: its ``__agui_fields__``, then the fields a user's subclass
+    added (camelCase wire names, left out when None by default), as the encoder's plan
+    writes them (plan.rs ``struct_plan``)."""
+    out = _FIELDS.get(cls)
+    if out is None:
+        base = tuple(getattr(cls, "__agui_fields__", ()))
+        known = {attr for attr, _, _ in base}
+        added = tuple(
+            (f.name, f.encode_name, not f.required and f.default is None)
+            for f in msgspec.structs.fields(cls)  # type: ignore[arg-type]
+            if f.name not in known
+        )
+        out = _FIELDS[cls] = base + added
+    return out
 
 
 def to_builtins(obj: Any, *, by_alias: bool = True) -> Any:
@@ -19,7 +39,7 @@ def to_builtins(obj: Any, *, by_alias: bool = True) -> Any:
     """
     if isinstance(obj, msgspec.Struct):
         out: Dict[str, Any] = {}
-        for attr, wire, omit in type(obj).__agui_fields__:  # type: ignore[attr-defined]
+        for attr, wire, omit in fields_of(type(obj)):
             value = getattr(obj, attr)
             if value is None and omit:
                 continue

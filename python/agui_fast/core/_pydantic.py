@@ -26,6 +26,9 @@ from typing import TYPE_CHECKING, Any, Dict, Literal, Optional, Type, cast
 
 import msgspec
 
+from . import _given
+from ._dump import fields_of
+
 try:
     import pydantic
     from pydantic_core import PydanticCustomError, PydanticUndefined
@@ -68,7 +71,10 @@ def get_pydantic_core_schema(cls: Type[_Model], source: Any, handler: Any) -> An
         )
     shape = cs.typed_dict_schema(fields, extra_behavior="allow", config=cs.CoreConfig(title=cls.__name__))
 
-    def validate(value: Any) -> Any:
+    # A wrap validator whose inner schema (never run) is `shape`: the same validation as a
+    # plain one, but pydantic can read the tag literal from it, so the class may be a member
+    # of a user's own `Annotated[Union[...], Field(discriminator="type")]`.
+    def validate(value: Any, _inner: Any) -> Any:
         if isinstance(value, cls):
             return value
         if isinstance(value, dict):
@@ -85,9 +91,9 @@ def get_pydantic_core_schema(cls: Type[_Model], source: Any, handler: Any) -> An
             return cast("_Model", value).model_dump()  # every Struct here is a _Model
         return value
 
-    return cs.no_info_plain_validator_function(
+    return cs.no_info_wrap_validator_function(
         validate,
-        json_schema_input_schema=shape,
+        shape,
         serialization=cs.plain_serializer_function_ser_schema(serialize, info_arg=True, return_schema=shape),
         ref=f"{cls.__module__}.{cls.__qualname__}:{id(cls)}",
     )
@@ -165,7 +171,7 @@ class ModelFields(_PerClass):
         by_name = {f.name: f for f in msgspec.structs.fields(cls)}
         config = cls.__struct_config__
         out: Dict[str, Any] = {}
-        for attr, wire, _ in cls.__agui_fields__ or tuple((f, f, False) for f in by_name):
+        for attr, wire, _ in fields_of(cls):
             if attr == config.tag_field:
                 member = getattr(cls, attr)
                 out[attr] = _field_info(Literal[member], wire, member, None)
@@ -222,14 +228,26 @@ def _adapter(cls: type) -> Any:
 
 
 def with_include_exclude(dump):
-    """Add pydantic's ``include``, ``exclude`` and ``exclude_none`` to ``model_dump``."""
+    """Add pydantic's ``include``, ``exclude``, ``exclude_none``, ``exclude_unset`` and
+    ``exclude_defaults`` to ``model_dump``."""
 
     @functools.wraps(dump)
-    def model_dump(self, *, include: Any = None, exclude: Any = None, by_alias: Optional[bool] = False, exclude_none: bool = False, **kwargs: Any):
+    def model_dump(
+        self,
+        *,
+        include: Any = None,
+        exclude: Any = None,
+        by_alias: Optional[bool] = False,
+        exclude_none: bool = False,
+        exclude_unset: bool = False,
+        exclude_defaults: bool = False,
+        **kwargs: Any,
+    ):
         data = dump(self, by_alias=bool(by_alias), **kwargs)
-        if include is None and exclude is None and not exclude_none:
+        if include is None and exclude is None and not (exclude_none or exclude_unset or exclude_defaults):
             return data
-        return _filter(self, data, _spec(include), _spec(exclude), bool(by_alias), exclude_none)
+        drop = _Drop(exclude_none, exclude_unset, exclude_defaults)
+        return _filter(self, data, _spec(include), _spec(exclude), bool(by_alias), drop)
 
     return model_dump
 
@@ -250,21 +268,46 @@ def _child(spec: Any, key: Any) -> Any:
     return _spec(sub) if sub is not None else None
 
 
-def _filter(obj: Any, data: Any, include: Any, exclude: Any, by_alias: bool, exclude_none: bool) -> Any:
+class _Drop(typing.NamedTuple):
+    """pydantic's ``exclude_none`` / ``exclude_unset`` / ``exclude_defaults`` (applied at every depth)."""
+
+    none: bool
+    unset: bool
+    defaults: bool
+
+
+def _dropped(obj: Any, name: str, drop: _Drop) -> bool:
+    """Does ``exclude_unset`` / ``exclude_defaults`` leave out the declared field ``name``?
+    The tag is set only when it was passed, and always at its default; extras are neither."""
+    cls = type(obj)
+    tag = name == cls.__struct_config__.tag_field
+    if not tag and name not in cls.__struct_fields__:
+        return False
+    if drop.unset and name not in _given.fields_set(obj):
+        return True
+    if drop.defaults:
+        default = _given.defaults(cls).get(name, _given.REQUIRED)
+        return tag or (default is not _given.REQUIRED and _given.at_default(getattr(obj, name), default))
+    return False
+
+
+def _filter(obj: Any, data: Any, include: Any, exclude: Any, by_alias: bool, drop: _Drop) -> Any:
     if exclude is True:
         return data
     if isinstance(obj, msgspec.Struct) and isinstance(data, dict):
-        rev: Dict[str, str] = {wire if by_alias else attr: attr for attr, wire, _ in cast("Type[_Model]", type(obj)).__agui_fields__}
+        rev: Dict[str, str] = {wire if by_alias else attr: attr for attr, wire, _ in fields_of(type(obj))}
         out = {}
         for key, value in data.items():
             name = rev[key] if key in rev else key
             if include not in (None, True) and name not in include and "__all__" not in include:
                 continue
             sub_exc = _child(exclude, name)
-            if sub_exc is True or (exclude_none and value is None):
+            if sub_exc is True or (drop.none and value is None):
+                continue
+            if (drop.unset or drop.defaults) and _dropped(obj, name, drop):
                 continue
             child = getattr(obj, name) if name in type(obj).__struct_fields__ else obj.__dict__.get(name)
-            out[key] = _filter(child, value, _child(include, name), sub_exc, by_alias, exclude_none)
+            out[key] = _filter(child, value, _child(include, name), sub_exc, by_alias, drop)
         return out
     if isinstance(data, dict):
         items = [(k, v, obj.get(k) if isinstance(obj, dict) else None) for k, v in data.items()]
@@ -279,6 +322,6 @@ def _filter(obj: Any, data: Any, include: Any, exclude: Any, by_alias: bool, exc
         sub_exc = _child(exclude, key)
         if sub_exc is True:
             continue
-        out_items.append((key, _filter(child, value, _child(include, key), sub_exc, by_alias, exclude_none)))
+        out_items.append((key, _filter(child, value, _child(include, key), sub_exc, by_alias, drop)))
     return dict(out_items) if isinstance(data, dict) else [v for _, v in out_items]
 

@@ -1,0 +1,178 @@
+"""Parity with ``ag-ui-protocol`` 1.0 as other code uses it: the reference SDK's own test
+suite and public projects built on ``ag_ui.core`` (README, "Compatibility notes"). Each test
+is one usage pattern, checked against the reference's result: same values, same bytes, same
+exception classes."""
+
+import json
+import pickle
+from typing import Annotated, List, Optional, Union
+
+import ag_ui.core as ref
+import ag_ui.encoder as ref_encoder
+import pydantic
+import pytest
+from pydantic import BaseModel, Field, TypeAdapter
+
+import agui_fast.core as core
+import agui_fast.encoder as encoder
+from agui_fast.errors import ValidationError
+
+BOTH = pytest.mark.parametrize("M, E", [(ref, ref_encoder), (core, encoder)], ids=["ref", "ours"])
+
+
+def same(fn):
+    """``fn(core_module, encoder_module)`` gives the same result for the reference and us."""
+    ours, theirs = fn(core, encoder), fn(ref, ref_encoder)
+    assert ours == theirs
+    return ours
+
+
+# -- pydantic discriminated unions built by users from the event classes --------------------
+
+
+def test_a_users_discriminated_union_of_events():
+    def run(M, E):
+        Ev = Annotated[Union[M.TextMessageStartEvent, M.TextMessageContentEvent, M.RunErrorEvent], Field(discriminator="type")]
+        ta = TypeAdapter(Ev)
+        ev = ta.validate_python({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "d"})
+        from_json = ta.validate_json(b'{"type":"RUN_ERROR","message":"boom"}')
+        again = ta.validate_python(ev)  # an instance picks its member by its tag attribute
+        return type(ev).__name__, ev.delta, type(from_json).__name__, type(again).__name__, ta.dump_json(ev, by_alias=True)
+
+    assert same(run)[0] == "TextMessageContentEvent"
+
+
+def test_a_users_discriminated_union_rejects_an_unknown_tag_with_a_validation_error():
+    for M in (ref, core):
+        Ev = Annotated[Union[M.TextMessageStartEvent, M.RunErrorEvent], Field(discriminator="type")]
+        with pytest.raises(pydantic.ValidationError):
+            TypeAdapter(Ev).validate_python({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "d"})
+        with pytest.raises(pydantic.ValidationError):  # the member's own validation still runs
+            TypeAdapter(Ev).validate_python({"type": "RUN_ERROR"})
+
+
+def test_a_users_discriminated_union_of_messages_by_role_inside_a_model():
+    def run(M, E):
+        Msg = Annotated[Union[M.UserMessage, M.AssistantMessage, M.ToolMessage], Field(discriminator="role")]
+
+        class Chat(BaseModel):
+            messages: List[Msg]
+
+        chat = Chat.model_validate({"messages": [{"id": "1", "role": "user", "content": "hi"}, {"id": "2", "role": "tool", "content": "r", "toolCallId": "t"}]})
+        return [type(m).__name__ for m in chat.messages], chat.model_dump_json(by_alias=True, exclude_none=True)
+
+    assert same(run)[0] == ["UserMessage", "ToolMessage"]
+
+
+def test_the_json_schema_of_a_users_discriminated_union():
+    Ev = Annotated[Union[core.TextMessageStartEvent, core.RunErrorEvent], Field(discriminator="type")]
+    schema = TypeAdapter(Ev).json_schema()
+    assert schema["discriminator"]["propertyName"] == "type"
+    assert {"type": "string", "const": "RUN_ERROR"}.items() <= schema["$defs"]["RunErrorEvent"]["properties"]["type"].items()
+
+
+# -- subclasses with fields of their own (RunAgentInputExt, RunFinishedEventExt, ...) -------
+
+
+def test_a_subclass_adds_fields_with_camel_case_wire_names():
+    def run(M, E):
+        class RunFinishedEventExt(M.RunFinishedEvent):
+            interrupt_info: Optional[dict] = None
+            extra_note: Optional[str] = None
+
+        ev = RunFinishedEventExt(thread_id="t", run_id="r", interrupt_info={"a": 1})
+        return (
+            E.EventEncoder().encode(ev),
+            ev.model_dump(),
+            ev.model_dump(by_alias=True),
+            ev.model_dump_json(by_alias=True),
+            sorted(RunFinishedEventExt.model_fields),
+            RunFinishedEventExt.model_fields["interrupt_info"].alias,
+        )
+
+    out = same(run)
+    assert '"interruptInfo":{"a":1}' in out[0] and "extraNote" not in out[0]
+
+
+def test_a_subclassed_run_input_reads_its_own_fields_from_camel_case_json():
+    def run(M, E):
+        class RunAgentInputExt(M.RunAgentInput):
+            user_id: Optional[str] = None
+
+        body = {"threadId": "t", "runId": "r", "state": None, "messages": [], "tools": [], "context": [], "forwardedProps": None, "userId": "u"}
+        a = RunAgentInputExt.model_validate(body)
+        b = RunAgentInputExt.model_validate_json(json.dumps(body))
+        c = RunAgentInputExt(thread_id="t", run_id="r", state=None, messages=[], tools=[], context=[], forwarded_props=None, user_id="v")
+        return type(a).__name__, a.user_id, b.user_id, c.user_id, c.model_dump(by_alias=True)["userId"]
+
+    assert same(run)[1:4] == ("u", "u", "v")
+
+
+# -- pydantic methods and arguments ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("indent", [2, 4])
+def test_model_dump_json_indent(indent):
+    def run(M, E):
+        ev = M.StateSnapshotEvent(snapshot={"a": [1, 2.5, {}], "b": {}, "é": []})
+        return ev.model_dump_json(by_alias=True, indent=indent), ev.model_dump_json(indent=indent)
+
+    assert "\n" in same(run)[0]
+
+
+def test_model_dump_exclude_unset_and_exclude_defaults():
+    def run(M, E):
+        a = M.TextMessageStartEvent(message_id="m")
+        b = M.TextMessageStartEvent(type=M.EventType.TEXT_MESSAGE_START, message_id="m", role="assistant")
+        c = M.MessagesSnapshotEvent(messages=[M.UserMessage(id="u", content="c")])
+        return [
+            a.model_dump(exclude_unset=True),
+            a.model_dump(exclude_defaults=True, by_alias=True),
+            b.model_dump(exclude_unset=True, by_alias=True),
+            b.model_dump(exclude_defaults=True),
+            c.model_dump(exclude_unset=True, by_alias=True),
+        ]
+
+    assert same(run)[0] == {"message_id": "m"}
+
+
+def test_model_construct_builds_the_model():
+    def run(M, E):
+        return E.EventEncoder().encode(M.RunStartedEvent.model_construct(thread_id="t", run_id="r"))
+
+    same(run)
+
+
+def test_dict_of_a_model_gives_every_field_the_tag_first():
+    def run(M, E):
+        ev = M.RunErrorEvent(message="x", code="c")
+        return dict(ev), [k for k, _ in ev]
+
+    out = same(run)
+    assert out[1][0] == "type" and out[0]["code"] == "c"
+
+
+def test_model_validate_json_of_bad_json_is_a_validation_error():
+    for M in (ref, core):
+        with pytest.raises(pydantic.ValidationError):
+            M.RunAgentInput.model_validate_json(b"{not json")
+    with pytest.raises(ValidationError) as info:
+        core.RunAgentInput.model_validate_json("[1, 2")
+    assert isinstance(info.value, ValueError)
+
+
+def test_the_encoders_private_encode_sse():
+    def run(M, E):
+        return E.EventEncoder()._encode_sse(M.TextMessageContentEvent(message_id="m", delta="d"))
+
+    assert same(run).startswith("data: ")
+
+
+class _Ext(core.CustomEvent):
+    note_text: Optional[str] = None
+
+
+def test_subclass_instances_pickle_and_copy_with_their_own_fields():
+    ev = _Ext(name="n", value=1, note_text="x")
+    assert pickle.loads(pickle.dumps(ev)) == ev
+    assert ev.model_copy(update={"note_text": "y"}).model_dump(by_alias=True)["noteText"] == "y"
