@@ -176,3 +176,46 @@ def test_subclass_instances_pickle_and_copy_with_their_own_fields():
     ev = _Ext(name="n", value=1, note_text="x")
     assert pickle.loads(pickle.dumps(ev)) == ev
     assert ev.model_copy(update={"note_text": "y"}).model_dump(by_alias=True)["noteText"] == "y"
+
+
+# -- BaseEvent built directly (the reference's own encoder tests) ----------------------------
+
+
+def test_a_base_event_built_directly_encodes_like_the_reference():
+    def run(M, E):
+        a = M.BaseEvent(type=M.EventType.RAW, timestamp=1648214400000)
+        b = M.BaseEvent(type="CUSTOM", raw_event={"a": 1}, metadata={"m": 1}, extra_member=[1])
+        c = M.BaseEvent.model_validate({"type": "RAW", "timestamp": 1})
+        return [
+            (E.EventEncoder().encode(x), x.model_dump_json(by_alias=True), x.model_dump_json(), x.model_dump(), repr(x.type))
+            for x in (a, b, c)
+        ] + [sorted(a.model_fields_set)]
+
+    out = same(run)
+    assert out[0][0] == 'data: {"type":"RAW","timestamp":1648214400000}\n\n'
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"timestamp": 5}, {"type": "NOPE"}, {"type": 3}, {"type": None, "timestamp": 5}])
+def test_a_base_event_needs_a_valid_type(kwargs):
+    for M in (ref, core):
+        with pytest.raises(pydantic.ValidationError) as info:
+            M.BaseEvent(**kwargs)
+        assert info.value.errors()[0]["loc"] == ("type",)
+        with pytest.raises(pydantic.ValidationError):
+            M.BaseEvent.model_validate(kwargs)
+
+
+def test_an_event_still_refuses_an_extra_named_like_its_tag():
+    ev = core.RunErrorEvent(message="x")
+    ev.__dict__["type"] = "RUN_ERROR"
+    with pytest.raises(ValueError, match="declared field `type`"):
+        encoder.EventEncoder().encode(ev)
+
+
+def test_model_dump_keeps_the_event_type_member_in_python_mode():
+    def run(M, E):
+        ev = M.RunErrorEvent(message="x")
+        d, j = ev.model_dump(), ev.model_dump(mode="json", by_alias=True)
+        return type(d["type"]).__name__, d, type(j["type"]).__name__, j
+
+    assert same(run)[0] == "EventType"

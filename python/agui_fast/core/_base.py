@@ -119,8 +119,9 @@ class _Model(
         return self.__dict__
 
     def model_dump(self, *, by_alias: bool = False, mode: str = "python", **_: Any) -> Dict[str, Any]:
-        """The model as plain Python data, omitting optional fields that are None."""
-        return to_builtins(self, by_alias=by_alias)
+        """The model as plain Python data, omitting optional fields that are None; the
+        ``type`` an ``EventType`` member unless ``mode="json"``, as pydantic gives it."""
+        return to_builtins(self, by_alias=by_alias, enums=mode != "json")
 
     model_dump = _pydantic.with_include_exclude(model_dump)
 
@@ -156,6 +157,8 @@ class _Model(
         """Validate a dict (or an instance) into this class."""
         if isinstance(obj, cls):
             return obj
+        if isinstance(obj, dict):
+            return _construct.with_type(cls, obj, lambda rest: convert_value(rest, cls, path=cls.__name__))
         return convert_value(obj, cls, path=cls.__name__)
 
     @classmethod
@@ -163,7 +166,7 @@ class _Model(
     def model_validate_json(cls, data: Union[bytes, bytearray, memoryview, str]) -> Any:
         # Parsed, then converted (not msgspec's typed decoder, which cannot tell which
         # members were present): model_fields_set counts those given at their default.
-        return convert_value(parse_json(data), cls, path=cls.__name__)
+        return cls.model_validate(parse_json(data))
 
     # -- pydantic and FastAPI interop (see _pydantic) ------------------------------------
 
@@ -202,7 +205,13 @@ Timestamp = Annotated[int, Meta(ge=-9007199254740991, le=9007199254740991)]
 
 
 class BaseEvent(_Model):
-    """The fields every event carries, whatever its type."""
+    """The fields every event carries, whatever its type.
+
+    Built directly (``BaseEvent(type=EventType.RAW, ...)``, as the reference's own tests
+    do), its ``type`` is required and kept as an ``EventType`` member among the extras
+    (``_construct.with_type``); the events' ``type`` is their msgspec tag."""
+
+    __agui_type_enum__: ClassVar[type] = EventType
 
     timestamp: Optional[Timestamp] = None
     raw_event: Any = field(default=None, name="rawEvent")

@@ -25,7 +25,7 @@ from ..errors import EventValidationError, InvalidJsonError, ValidationError
 from . import _given
 from ._convert import convert_value
 
-__all__ = ["plan_of", "lenient", "validation_error", "raising_validation_error"]
+__all__ = ["plan_of", "lenient", "with_type", "validation_error", "raising_validation_error"]
 
 # The reference schema's pattern for JSON Pointers (patch operation paths): exactly the
 # pointers agui_core::patch::parse_pointer accepts (tests/test_construct.py checks it).
@@ -44,10 +44,47 @@ def plan_of(cls: Type[msgspec.Struct]) -> Tuple[Any, Tuple[Tuple[str, bool, tupl
     config = cls.__struct_config__  # a new object per access: read once
     tag = (config.tag_field, config.tag) if config.tag_field is not None else None
     defaults = _given.defaults(cls)
+    # A class with a required `type` that is no field (BaseEvent): every call goes to
+    # `lenient`, which checks it (each field "required" and never taken natively: routing only).
+    if _type_enum(cls) is not None:
+        return tag, tuple((f.name, True, _NEVER, None) for f in msgspec.structs.fields(cls))
     fields = tuple(
         (f.name, f.required, _check(f.type), None if f.required else defaults[f.name]) for f in msgspec.structs.fields(cls)
     )
     return tag, fields
+
+
+def _type_enum(cls: Any) -> Any:
+    """The enum of the required, untagged ``type`` of ``BaseEvent`` and its untagged
+    subclasses (the reference's ``type: EventType``), or None."""
+    if cls.__struct_config__.tag_field is not None:
+        return None
+    return getattr(cls, "__agui_type_enum__", None)
+
+
+def with_type(cls: Any, kwargs: Dict[str, Any], build: Callable[[Dict[str, Any]], Any]) -> Any:
+    """``build(kwargs)``, and for a class with an untagged ``type`` (``_type_enum``) that
+    member checked and kept, as the enum member, in the instance's extras (where the
+    encoders and ``model_dump`` read it, first)."""
+    enum_type = _type_enum(cls)
+    if enum_type is None:
+        return build(kwargs)
+    title = cls.__name__
+    if "type" not in kwargs:
+        detail = "Object missing required field `type`"
+        raise ValidationError.build(title, f"invalid {title}: {detail} - at `{title}.type`", field=f"{title}.type", loc=("type",), detail=detail)
+    rest = dict(kwargs)
+    given = rest.pop("type")
+    try:
+        member = enum_type(given)
+    except (ValueError, TypeError):
+        detail = f"Invalid enum value {given!r}"
+        raise ValidationError.build(
+            title, f"invalid {title}: {detail} - at `{title}.type`", field=f"{title}.type", loc=("type",), input=given, detail=detail
+        ) from None
+    obj = build(rest)
+    obj.__dict__["type"] = member
+    return obj
 
 
 def _check(tp: Any) -> tuple:
@@ -120,7 +157,7 @@ def lenient(cls: Type[msgspec.Struct], kwargs: Dict[str, Any]) -> Any:
                 input=given,
             )
     try:
-        return convert_value(kwargs, cls, path=cls.__name__)
+        return with_type(cls, kwargs, lambda rest: convert_value(rest, cls, path=cls.__name__))
     except EventValidationError as exc:
         raise validation_error(exc, cls.__name__, kwargs) from None
 

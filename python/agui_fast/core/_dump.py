@@ -31,11 +31,12 @@ def fields_of(cls: type) -> Tuple[Tuple[str, str, bool], ...]:
     return out
 
 
-def to_builtins(obj: Any, *, by_alias: bool = True) -> Any:
+def to_builtins(obj: Any, *, by_alias: bool = True, enums: bool = False) -> Any:
     """Plain Python data (dicts in the reference's key order) for a Struct tree.
 
     Optional fields that are None are left out, extras follow the declared fields — the
-    same rules as the reference's ``model_dump(by_alias=...)``.
+    same rules as the reference's ``model_dump(by_alias=...)``. ``enums``: Enum members
+    (the events' ``type``) are kept, as pydantic's python mode keeps them.
     """
     if isinstance(obj, msgspec.Struct):
         out: Dict[str, Any] = {}
@@ -43,14 +44,14 @@ def to_builtins(obj: Any, *, by_alias: bool = True) -> Any:
             value = getattr(obj, attr)
             if value is None and omit:
                 continue
-            out[wire if by_alias or attr == "from_" else attr] = to_builtins(value, by_alias=by_alias)
+            out[wire if by_alias or attr == "from_" else attr] = to_builtins(value, by_alias=by_alias, enums=enums)
         for key, value in obj.__dict__.items():
-            out[key] = to_builtins(value, by_alias=by_alias)
+            out[key] = to_builtins(value, by_alias=by_alias, enums=enums)
         return out
     if isinstance(obj, enum.Enum):
-        return obj.value
+        return obj if enums else obj.value
     if isinstance(obj, dict):
-        return {k: to_builtins(v, by_alias=by_alias) for k, v in obj.items()}
+        return {k: to_builtins(v, by_alias=by_alias, enums=enums) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [to_builtins(v, by_alias=by_alias) for v in obj]
+        return [to_builtins(v, by_alias=by_alias, enums=enums) for v in obj]
     return obj
