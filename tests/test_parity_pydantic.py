@@ -219,3 +219,76 @@ def test_model_dump_keeps_the_event_type_member_in_python_mode():
         return type(d["type"]).__name__, d, type(j["type"]).__name__, j
 
     assert same(run)[0] == "EventType"
+
+
+# -- more of pydantic's model API (v2 options, v1 names) ------------------------------------
+
+
+def test_model_dump_json_applies_model_dumps_filters():
+    def run(M, E):
+        ev = M.RunErrorEvent(message="x", code="c")
+        start = M.TextMessageStartEvent(message_id="m")
+        return [
+            ev.model_dump_json(include={"message"}),
+            ev.model_dump_json(exclude={"code"}, by_alias=True),
+            ev.model_dump_json(exclude={"code"}, by_alias=True, indent=2),
+            start.model_dump_json(exclude_unset=True),
+            start.model_dump_json(exclude_defaults=True, by_alias=True),
+            ev.model_dump_json(exclude_none=True, by_alias=True),
+        ]
+
+    assert same(run)[0] == '{"message":"x"}'
+
+
+def test_model_dump_json_mode_gives_json_values():
+    import datetime
+    import uuid
+
+    def run(M, E):
+        ev = M.StateSnapshotEvent(snapshot={"t": datetime.date(2024, 1, 2), "u": uuid.UUID(int=1), "s": [1.5, None]})
+        return ev.model_dump(mode="json"), ev.model_dump(mode="json", by_alias=True, exclude={"snapshot": {"s"}})
+
+    assert same(run)[0]["snapshot"]["t"] == "2024-01-02"
+
+
+def test_pydantic_validation_options_are_accepted():
+    def run(M, E):
+        a = M.RunStartedEvent.model_validate({"threadId": "t", "runId": "r"}, context={"k": 1}, by_alias=True)
+        b = M.RunErrorEvent.model_validate_json('{"message": "x"}', strict=False, context=None)
+        return a.thread_id, b.message
+
+    assert same(run) == ("t", "x")
+
+
+def test_the_pydantic_v1_method_names_warn_and_work():
+    def run(M, E):
+        ev = M.RunErrorEvent(message="x")
+        with pytest.warns(DeprecationWarning):
+            d = ev.dict(by_alias=True)
+        with pytest.warns(DeprecationWarning):
+            j = ev.json(by_alias=True)
+        with pytest.warns(DeprecationWarning):
+            c = ev.copy(update={"message": "y"}).message
+        with pytest.warns(DeprecationWarning):
+            o = M.RunErrorEvent.parse_obj({"message": "z"}).message
+        with pytest.warns(DeprecationWarning):
+            r = M.RunErrorEvent.parse_raw('{"message": "w"}').message
+        with pytest.warns(DeprecationWarning):
+            f = sorted(M.RunErrorEvent.__fields__)
+        return d, j, c, o, r, f
+
+    assert same(run)[2:5] == ("y", "z", "w")
+
+
+def test_class_level_pydantic_attributes():
+    def run(M, E):
+        cfg = M.RunAgentInput.model_config
+        return (
+            cfg.get("extra"),
+            cfg.get("populate_by_name"),
+            cfg["alias_generator"]("forwarded_props"),
+            M.RunAgentInput.model_computed_fields,
+            M.RunAgentInput.model_rebuild(),
+        )
+
+    assert same(run)[:2] == ("allow", True)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import typing
+import warnings
 from typing import TYPE_CHECKING, Any, Dict, Literal, Optional, Type, cast
 
 import msgspec
@@ -126,6 +127,28 @@ def _field_of(meta: msgspec.Meta) -> Any:
 
 # -- class-level attributes ---------------------------------------------------------------
 
+#: ``model_config`` as the reference's ``GeneratedBaseModel`` declares it (a plain dict, as
+#: pydantic's ``ConfigDict`` is), for code that reads it.
+MODEL_CONFIG: Dict[str, Any] = {"extra": "allow", "populate_by_name": True}
+if _WITH_PYDANTIC:
+    from pydantic.alias_generators import to_camel
+
+    MODEL_CONFIG["alias_generator"] = to_camel
+
+
+def deprecated(old: str, new: str) -> None:
+    """The warning pydantic 2 gives for a v1 method name (a ``DeprecationWarning``)."""
+    category: Any = pydantic.warnings.PydanticDeprecatedSince20 if _WITH_PYDANTIC else DeprecationWarning
+    warnings.warn(f"`{old}` is deprecated; use `{new}` instead.", category, stacklevel=3)
+
+
+_FILTERS = ("include", "exclude", "exclude_none", "exclude_unset", "exclude_defaults")
+
+
+def filters(kwargs: Dict[str, Any]) -> bool:
+    """Does a ``model_dump_json`` call ask for any of ``model_dump``'s filters?"""
+    return any(kwargs.get(k) for k in _FILTERS)
+
 
 class _PerClass:
     """A class attribute computed once per class (read on the class or an instance)."""
@@ -181,6 +204,14 @@ class ModelFields(_PerClass):
             default = _REQUIRED if f.required or factory is not None else f.default
             out[attr] = _field_info(f.type, wire, default, factory)
         return out
+
+
+class V1Fields(ModelFields):
+    """``__fields__``: pydantic v1's name of ``model_fields``, deprecated as pydantic 2 has it."""
+
+    def __get__(self, obj: Any, owner: type) -> Any:
+        deprecated("__fields__", "model_fields")
+        return super().__get__(obj, owner)
 
 
 def _field_info(annotation: Any, alias: Optional[str], default: Any, factory: Any) -> Any:
