@@ -292,3 +292,71 @@ def test_class_level_pydantic_attributes():
         )
 
     assert same(run)[:2] == ("allow", True)
+
+
+# -- pydantic validators on a user's subclass (RunAgentInput subclasses in the wild) ---------
+
+BODY = {"threadId": "t", "runId": "r", "state": None, "messages": [], "tools": [], "context": [], "forwardedProps": None}
+
+
+def _checked_input(M):
+    class Req(M.RunAgentInput):
+        @pydantic.model_validator(mode="before")
+        @classmethod
+        def _defaults(cls, data):
+            return {**data, "state": data.get("state") or {"filled": True}}
+
+        @pydantic.field_validator("thread_id", mode="before")
+        @classmethod
+        def _strip(cls, v):
+            return v.strip()
+
+        @pydantic.field_validator("run_id")
+        @classmethod
+        def _upper(cls, v, info):
+            assert v, "empty run id"
+            return v.upper() + ("-" + info.data["thread_id"] if "thread_id" in info.data else "")
+
+        @pydantic.model_validator(mode="after")
+        def _rules(self):
+            if not self.messages:
+                raise ValueError("messages must not be empty")
+            return self
+
+    return Req
+
+
+def test_a_subclass_runs_its_pydantic_validators_in_pydantics_order():
+    def run(M, E):
+        Req = _checked_input(M)
+        body = {**BODY, "threadId": " t ", "messages": [{"id": "u", "role": "user", "content": "hi"}]}
+        a = Req.model_validate(body)
+        b = Req.model_validate_json(json.dumps(body))
+        c = TypeAdapter(Req).validate_python(body)
+        d = Req(thread_id=" x ", run_id="r", messages=[M.UserMessage(id="u", content="c")], tools=[], context=[], state=None, forwarded_props=None)
+        return [(x.thread_id, x.run_id, x.state) for x in (a, b, c, d)]
+
+    assert same(run)[0] == ("t", "R-t", {"filled": True})
+
+
+@pytest.mark.parametrize("body, loc", [(BODY, ()), ({**BODY, "runId": ""}, ("runId",))])
+def test_a_validator_that_raises_gives_a_validation_error(body, loc):
+    for M in (ref, core):
+        Req = _checked_input(M)
+        with pytest.raises(pydantic.ValidationError) as info:
+            Req.model_validate(body)
+        assert info.value.errors()[0]["loc"] == loc
+        assert "empty" in str(info.value)
+
+
+def test_an_unsupported_validator_mode_is_refused_not_ignored():
+    class Req(core.RunAgentInput):
+        @pydantic.model_validator(mode="wrap")
+        @classmethod
+        def _wrap(cls, data, handler):
+            return handler(data)
+
+    with pytest.raises(TypeError, match="not supported"):
+        Req.model_validate(BODY)
+    with pytest.raises(TypeError, match="not supported"):
+        Req(thread_id="t", run_id="r", messages=[], tools=[], context=[], state=None, forwarded_props=None)

@@ -22,8 +22,9 @@ from typing import Any, Callable, Dict, Literal, Tuple, Type, TypeVar, Union, ca
 import msgspec
 
 from ..errors import EventValidationError, InvalidJsonError, ValidationError
-from . import _given
+from . import _given, _pydantic
 from ._convert import convert_value
+from ._dump import fields_of
 
 __all__ = ["plan_of", "lenient", "with_type", "validation_error", "raising_validation_error"]
 
@@ -44,9 +45,10 @@ def plan_of(cls: Type[msgspec.Struct]) -> Tuple[Any, Tuple[Tuple[str, bool, tupl
     config = cls.__struct_config__  # a new object per access: read once
     tag = (config.tag_field, config.tag) if config.tag_field is not None else None
     defaults = _given.defaults(cls)
-    # A class with a required `type` that is no field (BaseEvent): every call goes to
-    # `lenient`, which checks it (each field "required" and never taken natively: routing only).
-    if _type_enum(cls) is not None:
+    # A class with a required `type` that is no field (BaseEvent), or with pydantic
+    # validators (a user's subclass): every call goes to `lenient`, which runs them (each
+    # field "required" and never taken natively: routing only).
+    if _type_enum(cls) is not None or _pydantic.validators(cls) is not None:
         return tag, tuple((f.name, True, _NEVER, None) for f in msgspec.structs.fields(cls))
     fields = tuple(
         (f.name, f.required, _check(f.type), None if f.required else defaults[f.name]) for f in msgspec.structs.fields(cls)
@@ -63,28 +65,75 @@ def _type_enum(cls: Any) -> Any:
 
 
 def with_type(cls: Any, kwargs: Dict[str, Any], build: Callable[[Dict[str, Any]], Any]) -> Any:
-    """``build(kwargs)``, and for a class with an untagged ``type`` (``_type_enum``) that
-    member checked and kept, as the enum member, in the instance's extras (where the
-    encoders and ``model_dump`` read it, first)."""
+    """``build(kwargs)``, with what the class adds around it: a user subclass's pydantic
+    validators (``_pydantic.validators``: before-model, before-field, the build,
+    after-field, after-model, as pydantic orders them), and the required, untagged ``type``
+    of ``BaseEvent`` (``_type_enum``) checked and kept, as the enum member, in the
+    instance's extras (where the encoders and ``model_dump`` read it, first)."""
     enum_type = _type_enum(cls)
-    if enum_type is None:
+    checks = _pydantic.validators(cls)
+    if enum_type is None and checks is None:
         return build(kwargs)
     title = cls.__name__
-    if "type" not in kwargs:
+    rest = dict(kwargs)
+    if checks is not None:
+        for fn in checks.model_before:
+            rest = _run(title, (), fn, rest)
+        wires = {attr: wire for attr, wire, _ in fields_of(cls)}
+        for names, fn in checks.fields_before:
+            for name in names:
+                key = name if name in rest else wires.get(name, name)
+                if key in rest:
+                    rest[key] = _run(title, (key,), _pydantic.call_field_validator, fn, rest[key], name, rest)
+    if enum_type is not None:
+        rest = _typed(title, enum_type, rest)
+        member = rest.pop("type")
+    obj = build(rest)
+    if enum_type is not None:
+        obj.__dict__["type"] = member
+    if checks is not None:
+        wires = {attr: wire for attr, wire, _ in fields_of(cls)}
+        for names, fn in checks.fields_after:
+            for name in names:
+                data = {f: getattr(obj, f) for f in cls.__struct_fields__}
+                value = _run(title, (wires.get(name, name),), _pydantic.call_field_validator, fn, getattr(obj, name), name, data)
+                msgspec.Struct.__setattr__(obj, name, value)
+        for fn in checks.model_after:
+            result = _run(title, (), fn, obj)
+            obj = obj if result is None else result
+    return obj
+
+
+def _typed(title: str, enum_type: Any, rest: Dict[str, Any]) -> Dict[str, Any]:
+    """``rest`` with its ``type`` as the enum member, or the reference's ValidationError."""
+    if "type" not in rest:
         detail = "Object missing required field `type`"
         raise ValidationError.build(title, f"invalid {title}: {detail} - at `{title}.type`", field=f"{title}.type", loc=("type",), detail=detail)
-    rest = dict(kwargs)
-    given = rest.pop("type")
+    given = rest["type"]
     try:
-        member = enum_type(given)
+        rest["type"] = enum_type(given)
     except (ValueError, TypeError):
         detail = f"Invalid enum value {given!r}"
         raise ValidationError.build(
             title, f"invalid {title}: {detail} - at `{title}.type`", field=f"{title}.type", loc=("type",), input=given, detail=detail
         ) from None
-    obj = build(rest)
-    obj.__dict__["type"] = member
-    return obj
+    return rest
+
+
+def _run(title: str, loc: tuple, fn: Callable[..., Any], *args: Any) -> Any:
+    """A user's validator; its ``ValueError`` / ``AssertionError`` becomes a
+    ValidationError, as pydantic reports it ("Value error, ...")."""
+    try:
+        return fn(*args)
+    except ValidationError:
+        raise
+    except (ValueError, AssertionError) as exc:
+        kind = "Assertion failed" if isinstance(exc, AssertionError) else "Value error"
+        detail = f"{kind}, {exc}"
+        where = f" - at `{title}.{loc[0]}`" if loc else ""
+        raise ValidationError.build(
+            title, f"invalid {title}: {detail}{where}", field=f"{title}.{loc[0]}" if loc else title, loc=loc, detail=detail
+        ) from None
 
 
 def _check(tp: Any) -> tuple:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import typing
 import warnings
 from typing import TYPE_CHECKING, Any, Dict, Literal, Optional, Type, cast
@@ -32,6 +33,7 @@ from ._dump import fields_of
 
 try:
     import pydantic
+    from pydantic._internal._decorators import PydanticDescriptorProxy  # pydantic's own marker of a decorated member
     from pydantic_core import PydanticCustomError, PydanticUndefined
     from pydantic_core import core_schema as cs
 except ImportError:  # pragma: no cover - exercised by the no-pydantic test
@@ -44,6 +46,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "get_pydantic_core_schema",
+    "validators",
+    "call_field_validator",
     "ModelFields",
     "DataclassFields",
     "model_json_schema",
@@ -123,6 +127,78 @@ def _pydantic_annotation(tp: Any) -> Any:
 def _field_of(meta: msgspec.Meta) -> Any:
     kwargs = {k: getattr(meta, k) for k in ("ge", "le", "gt", "lt", "min_length", "max_length", "pattern")}
     return pydantic.Field(**{k: v for k, v in kwargs.items() if v is not None})
+
+
+# -- pydantic validators declared on a user's subclass -------------------------------------
+
+
+class Validators(typing.NamedTuple):
+    """A class's ``@model_validator`` / ``@field_validator`` functions, bound, by mode."""
+
+    model_before: tuple  # (function(data) -> data)
+    fields_before: tuple  # ((field names, function(value, info) -> value))
+    fields_after: tuple
+    model_after: tuple  # (function(instance) -> instance)
+
+
+_VALIDATORS: Dict[type, Optional[Validators]] = {}
+
+
+def validators(cls: type) -> Optional[Validators]:
+    """The pydantic validators on ``cls`` and its bases (None when there are none), which
+    construction and ``model_validate`` run as pydantic would: before-model, before-field,
+    the build, after-field, after-model. Modes without a counterpart here (``wrap``,
+    ``plain``) and v1 ``@validator`` are refused, not ignored."""
+    if cls in _VALIDATORS:
+        return _VALIDATORS[cls]
+    found: Dict[str, Any] = {}
+    if _WITH_PYDANTIC:
+        for klass in reversed(cls.__mro__):
+            for name, member in vars(klass).items():
+                if isinstance(member, PydanticDescriptorProxy):
+                    found[name] = member
+    out = None
+    if found:
+        groups: Dict[str, list] = {"mb": [], "fb": [], "fa": [], "ma": []}
+        for name, proxy in found.items():
+            info, fn = proxy.decorator_info, _bound(cls, proxy.wrapped)
+            kind = type(info).__name__
+            if kind == "ModelValidatorDecoratorInfo" and info.mode in ("before", "after"):
+                groups["mb" if info.mode == "before" else "ma"].append(fn)
+            elif kind == "FieldValidatorDecoratorInfo" and info.mode in ("before", "after"):
+                groups["fb" if info.mode == "before" else "fa"].append((tuple(info.fields), fn))
+            elif kind in ("FieldSerializerDecoratorInfo", "ModelSerializerDecoratorInfo", "ComputedFieldInfo"):
+                raise TypeError(f"{cls.__name__}.{name}: pydantic serializers are not supported on agui_fast Structs")
+            else:
+                mode = getattr(info, "mode", "?")
+                raise TypeError(f"{cls.__name__}.{name}: pydantic {kind} (mode {mode!r}) is not supported on agui_fast Structs")
+        out = Validators(tuple(groups["mb"]), tuple(groups["fb"]), tuple(groups["fa"]), tuple(groups["ma"]))
+    _VALIDATORS[cls] = out
+    return out
+
+
+def _bound(cls: type, fn: Any) -> Any:
+    if isinstance(fn, classmethod):
+        return fn.__get__(None, cls)
+    if isinstance(fn, staticmethod):
+        return fn.__func__
+    return fn
+
+
+class _Info(typing.NamedTuple):
+    """What a validator taking ``info`` reads (pydantic's ``ValidationInfo``)."""
+
+    data: Dict[str, Any]
+    field_name: Optional[str]
+    context: Any = None
+    config: Any = None
+    mode: str = "python"
+
+
+def call_field_validator(fn: Any, value: Any, field: str, data: Dict[str, Any]) -> Any:
+    """One field validator: ``fn(value)`` or ``fn(value, info)``, as it declares."""
+    params = [p for p in inspect.signature(fn).parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return fn(value, _Info(data, field)) if len(params) >= 2 else fn(value)
 
 
 # -- class-level attributes ---------------------------------------------------------------
