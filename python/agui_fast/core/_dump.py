@@ -24,7 +24,7 @@ def fields_of(cls: type) -> Tuple[Tuple[str, str, bool], ...]:
         known = {attr for attr, _, _ in base}
         added = tuple(
             (f.name, f.encode_name, not f.required and f.default is None)
-            for f in msgspec.structs.fields(cls)  # type: ignore[arg-type]
+            for f in msgspec.structs.fields(cls)
             if f.name not in known
         )
         out = _FIELDS[cls] = base + added
