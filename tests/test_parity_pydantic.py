@@ -360,3 +360,14 @@ def test_an_unsupported_validator_mode_is_refused_not_ignored():
         Req.model_validate(BODY)
     with pytest.raises(TypeError, match="not supported"):
         Req(thread_id="t", run_id="r", messages=[], tools=[], context=[], state=None, forwarded_props=None)
+
+
+def test_a_validation_errors_loc_names_the_key_as_the_caller_spelled_it():
+    for M in (ref, core):
+        for kwargs, loc in (({"thread_id": 1, "run_id": "r"}, ("thread_id",)), ({"threadId": 1, "runId": "r"}, ("threadId",))):
+            with pytest.raises(pydantic.ValidationError) as info:
+                M.RunStartedEvent.model_validate(kwargs)
+            assert info.value.errors()[0]["loc"] == loc and info.value.errors()[0]["input"] == 1
+        with pytest.raises(pydantic.ValidationError) as info:
+            M.RunStartedEvent(thread_id=1, run_id="r")
+        assert info.value.errors()[0]["loc"] == ("thread_id",)

@@ -224,25 +224,26 @@ def validation_error(exc: EventValidationError, title: str, value: Any = None) -
         field = title + rest
     loc = tuple(m.group(1) if m.group(1) is not None else int(m.group(2)) for m in _STEP.finditer(rest))
     detail = _AT.sub("", exc.message.removeprefix("invalid event: "))
-    return ValidationError.build(
-        title, f"invalid {title}: {detail} - at `{field}`", field=field, loc=loc, input=_at(value, loc), detail=detail
-    )
+    loc, given = _at(value, loc)
+    return ValidationError.build(title, f"invalid {title}: {detail} - at `{field}`", field=field, loc=loc, input=given, detail=detail)
 
 
 _AT = re.compile(r" - at `[^`]*`$")
 
 
-def _at(value: Any, loc: tuple) -> Any:
-    """The input at ``loc`` (pydantic reports it), or None when it is not there. A
-    top-level keyword may be the attribute name of the wire name in ``loc``."""
+def _at(value: Any, loc: tuple) -> Tuple[tuple, Any]:
+    """``loc`` with each key as the input spelled it, and the input there (pydantic reports
+    both: a member given by its attribute name, ``thread_id=1``, is located by that name),
+    or None when it is not there."""
+    out = list(loc)
     for i, step in enumerate(loc):
-        if i == 0 and isinstance(value, dict) and step not in value:
-            step = _snake(step)
+        if isinstance(value, dict) and isinstance(step, str) and step not in value and _snake(step) in value:
+            step = out[i] = _snake(step)
         try:
             value = value[step]
         except (KeyError, IndexError, TypeError):
-            return None
-    return value
+            return tuple(out), None
+    return tuple(out), value
 
 
 def _snake(name: str) -> str:
