@@ -371,3 +371,10 @@ def test_a_validation_errors_loc_names_the_key_as_the_caller_spelled_it():
         with pytest.raises(pydantic.ValidationError) as info:
             M.RunStartedEvent(thread_id=1, run_id="r")
         assert info.value.errors()[0]["loc"] == ("thread_id",)
+
+
+def test_model_dump_json_mode_keeps_a_lone_surrogate_as_pydantic_does():
+    def run(M, E):
+        return M.TextMessageContentEvent(message_id="m", delta="a\ud83db").model_dump(mode="json", by_alias=True)
+
+    assert same(run)["delta"] == "a\ud83db"

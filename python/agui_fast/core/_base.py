@@ -34,6 +34,7 @@ import msgspec
 from msgspec import Meta, field
 
 from .. import _native
+from ..errors import EncodeError
 from . import _construct, _given, _pydantic
 from ._convert import convert_value, parse_json
 from ._dump import fields_of, to_builtins
@@ -123,7 +124,14 @@ class _Model(
         ``type`` an ``EventType`` member unless ``mode="json"``, where every value is what
         its JSON reads back as (datetimes as ISO text ...), as pydantic gives it."""
         if mode == "json":
-            return msgspec.json.decode(_native.dumps(self if by_alias else to_builtins(self, by_alias=False)))
+            try:
+                return msgspec.json.decode(_native.dumps(self if by_alias else to_builtins(self, by_alias=False)))
+            except EncodeError:
+                # What the writer refuses — a str with a lone surrogate (the decoders keep
+                # them; pydantic's json mode keeps the str too), a member assigned a value
+                # of the wrong kind — is given as it is: agui_fast.stream reads such events
+                # through this (its JSON path).
+                return to_builtins(self, by_alias=by_alias)
         return to_builtins(self, by_alias=by_alias, enums=True)
 
     model_dump = _pydantic.with_include_exclude(model_dump)
