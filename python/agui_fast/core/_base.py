@@ -34,9 +34,10 @@ import msgspec
 from msgspec import Meta, field
 
 from .. import _native
+from ..errors import EncodeError
 from . import _construct, _given, _pydantic
 from ._convert import convert_value, parse_json
-from ._dump import to_builtins
+from ._dump import fields_of, to_builtins
 
 __all__ = ["EventType", "BaseEvent", "_Model", "_AguiMeta"]
 
@@ -105,6 +106,7 @@ class _Model(
     forbid_unknown_fields=True,
     dict=True,
     repr_omit_defaults=True,
+    rename="camel",  # the generated fields name their wire keys; a user's subclass's fields get camelCase ones, as with to_camel
 ):
     """Base of every AG-UI Struct (the msgspec counterpart of ``GeneratedBaseModel``)."""
 
@@ -118,39 +120,106 @@ class _Model(
         return self.__dict__
 
     def model_dump(self, *, by_alias: bool = False, mode: str = "python", **_: Any) -> Dict[str, Any]:
-        """The model as plain Python data, omitting optional fields that are None."""
-        return to_builtins(self, by_alias=by_alias)
+        """The model as plain Python data, omitting optional fields that are None; the
+        ``type`` an ``EventType`` member unless ``mode="json"``, where every value is what
+        its JSON reads back as (datetimes as ISO text ...), as pydantic gives it."""
+        if mode == "json":
+            try:
+                return msgspec.json.decode(_native.dumps(self if by_alias else to_builtins(self, by_alias=False)))
+            except EncodeError:
+                # What the writer refuses — a str with a lone surrogate (the decoders keep
+                # them; pydantic's json mode keeps the str too), a member assigned a value
+                # of the wrong kind — is given as it is: agui_fast.stream reads such events
+                # through this (its JSON path).
+                return to_builtins(self, by_alias=by_alias)
+        return to_builtins(self, by_alias=by_alias, enums=True)
 
     model_dump = _pydantic.with_include_exclude(model_dump)
 
-    def model_dump_json(self, *, by_alias: bool = False, **_: Any) -> str:
-        """JSON text exactly as the reference's ``model_dump_json`` writes it."""
-        if by_alias:
-            return _native.dumps(self).decode()
-        return _native.dumps(to_builtins(self, by_alias=False)).decode()
+    def model_dump_json(self, *, by_alias: bool = False, indent: Optional[int] = None, **kwargs: Any) -> str:
+        """JSON text exactly as the reference's ``model_dump_json`` writes it (``include``,
+        ``exclude``, ``exclude_unset``, ``exclude_defaults`` too)."""
+        if _pydantic.filters(kwargs):
+            data = _native.dumps(self.model_dump(by_alias=by_alias, **kwargs))
+        else:
+            data = _native.dumps(self if by_alias else to_builtins(self, by_alias=False))
+        if indent:  # msgspec's layout is pydantic's (", " and ": " with newlines)
+            data = msgspec.json.format(data, indent=indent)
+        return data.decode()
+
+    @classmethod
+    def model_construct(cls, _fields_set: Optional[Any] = None, **values: Any) -> Any:
+        """pydantic's unvalidated constructor; here the values are validated all the same
+        (a Struct is never left holding a value of the wrong type)."""
+        return cls(**values)
+
+    def __iter__(self) -> Any:
+        """``(name, value)`` pairs in declared order, the tag first, then the extras, as
+        iterating a pydantic model gives them (``dict(event)``)."""
+        seen = set()
+        for attr, _, _ in fields_of(type(self)):
+            seen.add(attr)
+            yield attr, getattr(self, attr)
+        for item in self.__dict__.items():
+            if item[0] not in seen:
+                yield item
 
     # Their validation errors are agui_fast.errors.ValidationError (pydantic's too, when
-    # pydantic is installed), as for construction.
+    # pydantic is installed), as for construction. pydantic's options are accepted; the
+    # validation is the same whatever they say (lax, by name and by alias; see README).
     @classmethod
     @_construct.raising_validation_error
-    def model_validate(cls, obj: Any) -> Any:
+    def model_validate(cls, obj: Any, **_options: Any) -> Any:
         """Validate a dict (or an instance) into this class."""
         if isinstance(obj, cls):
             return obj
+        if isinstance(obj, dict):
+            return _construct.with_type(cls, obj, lambda rest: convert_value(rest, cls, path=cls.__name__))
         return convert_value(obj, cls, path=cls.__name__)
 
     @classmethod
     @_construct.raising_validation_error
-    def model_validate_json(cls, data: Union[bytes, bytearray, memoryview, str]) -> Any:
+    def model_validate_json(cls, data: Union[bytes, bytearray, memoryview, str], **_options: Any) -> Any:
         # Parsed, then converted (not msgspec's typed decoder, which cannot tell which
         # members were present): model_fields_set counts those given at their default.
-        return convert_value(parse_json(data), cls, path=cls.__name__)
+        return cls.model_validate(parse_json(data))
+
+    @classmethod
+    def model_rebuild(cls, **_: Any) -> None:
+        """Nothing to rebuild (pydantic returns None when the model is complete)."""
+        return None
+
+    # The pydantic v1 names, still served (deprecated) by pydantic 2's BaseModel.
+    def dict(self, **kwargs: Any) -> Dict[str, Any]:
+        _pydantic.deprecated("dict", "model_dump")
+        return self.model_dump(**kwargs)
+
+    def json(self, **kwargs: Any) -> str:
+        _pydantic.deprecated("json", "model_dump_json")
+        return self.model_dump_json(**kwargs)
+
+    def copy(self, *, update: Optional[Dict[str, Any]] = None, deep: bool = False, **_: Any) -> Any:
+        _pydantic.deprecated("copy", "model_copy")
+        return self.model_copy(update=update, deep=deep)
+
+    @classmethod
+    def parse_obj(cls, obj: Any) -> Any:
+        _pydantic.deprecated("parse_obj", "model_validate")
+        return cls.model_validate(obj)
+
+    @classmethod
+    def parse_raw(cls, data: Union[bytes, str], **_: Any) -> Any:
+        _pydantic.deprecated("parse_raw", "model_validate_json")
+        return cls.model_validate_json(data)
 
     # -- pydantic and FastAPI interop (see _pydantic) ------------------------------------
 
     __get_pydantic_core_schema__ = classmethod(_pydantic.get_pydantic_core_schema)
     __dataclass_fields__ = _pydantic.DataclassFields()  # FastAPI: a request body
     model_fields = _pydantic.ModelFields()
+    __fields__ = _pydantic.V1Fields()  # pydantic v1's name
+    model_computed_fields: ClassVar[Dict[str, Any]] = {}
+    model_config: ClassVar[Dict[str, Any]] = _pydantic.MODEL_CONFIG
     model_fields_set = property(_given.fields_set)
     model_json_schema = classmethod(_pydantic.model_json_schema)
 
@@ -183,7 +252,13 @@ Timestamp = Annotated[int, Meta(ge=-9007199254740991, le=9007199254740991)]
 
 
 class BaseEvent(_Model):
-    """The fields every event carries, whatever its type."""
+    """The fields every event carries, whatever its type.
+
+    Built directly (``BaseEvent(type=EventType.RAW, ...)``, as the reference's own tests
+    do), its ``type`` is required and kept as an ``EventType`` member among the extras
+    (``_construct.with_type``); the events' ``type`` is their msgspec tag."""
+
+    __agui_type_enum__: ClassVar[type] = EventType
 
     timestamp: Optional[Timestamp] = None
     raw_event: Any = field(default=None, name="rawEvent")

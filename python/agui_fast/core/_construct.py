@@ -21,11 +21,12 @@ from typing import Any, Callable, Dict, Literal, Tuple, Type, TypeVar, Union, ca
 
 import msgspec
 
-from ..errors import EventValidationError, ValidationError
-from . import _given
+from ..errors import EventValidationError, InvalidJsonError, ValidationError
+from . import _given, _pydantic
 from ._convert import convert_value
+from ._dump import fields_of
 
-__all__ = ["plan_of", "lenient", "validation_error", "raising_validation_error"]
+__all__ = ["plan_of", "lenient", "with_type", "validation_error", "raising_validation_error"]
 
 # The reference schema's pattern for JSON Pointers (patch operation paths): exactly the
 # pointers agui_core::patch::parse_pointer accepts (tests/test_construct.py checks it).
@@ -44,10 +45,95 @@ def plan_of(cls: Type[msgspec.Struct]) -> Tuple[Any, Tuple[Tuple[str, bool, tupl
     config = cls.__struct_config__  # a new object per access: read once
     tag = (config.tag_field, config.tag) if config.tag_field is not None else None
     defaults = _given.defaults(cls)
+    # A class with a required `type` that is no field (BaseEvent), or with pydantic
+    # validators (a user's subclass): every call goes to `lenient`, which runs them (each
+    # field "required" and never taken natively: routing only).
+    if _type_enum(cls) is not None or _pydantic.validators(cls) is not None:
+        return tag, tuple((f.name, True, _NEVER, None) for f in msgspec.structs.fields(cls))
     fields = tuple(
         (f.name, f.required, _check(f.type), None if f.required else defaults[f.name]) for f in msgspec.structs.fields(cls)
     )
     return tag, fields
+
+
+def _type_enum(cls: Any) -> Any:
+    """The enum of the required, untagged ``type`` of ``BaseEvent`` and its untagged
+    subclasses (the reference's ``type: EventType``), or None."""
+    if cls.__struct_config__.tag_field is not None:
+        return None
+    return getattr(cls, "__agui_type_enum__", None)
+
+
+def with_type(cls: Any, kwargs: Dict[str, Any], build: Callable[[Dict[str, Any]], Any]) -> Any:
+    """``build(kwargs)``, with what the class adds around it: a user subclass's pydantic
+    validators (``_pydantic.validators``: before-model, before-field, the build,
+    after-field, after-model, as pydantic orders them), and the required, untagged ``type``
+    of ``BaseEvent`` (``_type_enum``) checked and kept, as the enum member, in the
+    instance's extras (where the encoders and ``model_dump`` read it, first)."""
+    enum_type = _type_enum(cls)
+    checks = _pydantic.validators(cls)
+    if enum_type is None and checks is None:
+        return build(kwargs)
+    title = cls.__name__
+    rest = dict(kwargs)
+    if checks is not None:
+        for fn in checks.model_before:
+            rest = _run(title, (), fn, rest)
+        wires = {attr: wire for attr, wire, _ in fields_of(cls)}
+        for names, fn in checks.fields_before:
+            for name in names:
+                key = name if name in rest else wires.get(name, name)
+                if key in rest:
+                    rest[key] = _run(title, (key,), _pydantic.call_field_validator, fn, rest[key], name, rest)
+    if enum_type is not None:
+        rest = _typed(title, enum_type, rest)
+        member = rest.pop("type")
+    obj = build(rest)
+    if enum_type is not None:
+        obj.__dict__["type"] = member
+    if checks is not None:
+        wires = {attr: wire for attr, wire, _ in fields_of(cls)}
+        for names, fn in checks.fields_after:
+            for name in names:
+                data = {f: getattr(obj, f) for f in cls.__struct_fields__}
+                value = _run(title, (wires.get(name, name),), _pydantic.call_field_validator, fn, getattr(obj, name), name, data)
+                msgspec.Struct.__setattr__(obj, name, value)
+        for fn in checks.model_after:
+            result = _run(title, (), fn, obj)
+            obj = obj if result is None else result
+    return obj
+
+
+def _typed(title: str, enum_type: Any, rest: Dict[str, Any]) -> Dict[str, Any]:
+    """``rest`` with its ``type`` as the enum member, or the reference's ValidationError."""
+    if "type" not in rest:
+        detail = "Object missing required field `type`"
+        raise ValidationError.build(title, f"invalid {title}: {detail} - at `{title}.type`", field=f"{title}.type", loc=("type",), detail=detail)
+    given = rest["type"]
+    try:
+        rest["type"] = enum_type(given)
+    except (ValueError, TypeError):
+        detail = f"Invalid enum value {given!r}"
+        raise ValidationError.build(
+            title, f"invalid {title}: {detail} - at `{title}.type`", field=f"{title}.type", loc=("type",), input=given, detail=detail
+        ) from None
+    return rest
+
+
+def _run(title: str, loc: tuple, fn: Callable[..., Any], *args: Any) -> Any:
+    """A user's validator; its ``ValueError`` / ``AssertionError`` becomes a
+    ValidationError, as pydantic reports it ("Value error, ...")."""
+    try:
+        return fn(*args)
+    except ValidationError:
+        raise
+    except (ValueError, AssertionError) as exc:
+        kind = "Assertion failed" if isinstance(exc, AssertionError) else "Value error"
+        detail = f"{kind}, {exc}"
+        where = f" - at `{title}.{loc[0]}`" if loc else ""
+        raise ValidationError.build(
+            title, f"invalid {title}: {detail}{where}", field=f"{title}.{loc[0]}" if loc else title, loc=loc, detail=detail
+        ) from None
 
 
 def _check(tp: Any) -> tuple:
@@ -120,7 +206,7 @@ def lenient(cls: Type[msgspec.Struct], kwargs: Dict[str, Any]) -> Any:
                 input=given,
             )
     try:
-        return convert_value(kwargs, cls, path=cls.__name__)
+        return with_type(cls, kwargs, lambda rest: convert_value(rest, cls, path=cls.__name__))
     except EventValidationError as exc:
         raise validation_error(exc, cls.__name__, kwargs) from None
 
@@ -138,25 +224,26 @@ def validation_error(exc: EventValidationError, title: str, value: Any = None) -
         field = title + rest
     loc = tuple(m.group(1) if m.group(1) is not None else int(m.group(2)) for m in _STEP.finditer(rest))
     detail = _AT.sub("", exc.message.removeprefix("invalid event: "))
-    return ValidationError.build(
-        title, f"invalid {title}: {detail} - at `{field}`", field=field, loc=loc, input=_at(value, loc), detail=detail
-    )
+    loc, given = _at(value, loc)
+    return ValidationError.build(title, f"invalid {title}: {detail} - at `{field}`", field=field, loc=loc, input=given, detail=detail)
 
 
 _AT = re.compile(r" - at `[^`]*`$")
 
 
-def _at(value: Any, loc: tuple) -> Any:
-    """The input at ``loc`` (pydantic reports it), or None when it is not there. A
-    top-level keyword may be the attribute name of the wire name in ``loc``."""
+def _at(value: Any, loc: tuple) -> Tuple[tuple, Any]:
+    """``loc`` with each key as the input spelled it, and the input there (pydantic reports
+    both: a member given by its attribute name, ``thread_id=1``, is located by that name),
+    or None when it is not there."""
+    out = list(loc)
     for i, step in enumerate(loc):
-        if i == 0 and isinstance(value, dict) and step not in value:
-            step = _snake(step)
+        if isinstance(value, dict) and isinstance(step, str) and step not in value and _snake(step) in value:
+            step = out[i] = _snake(step)
         try:
             value = value[step]
         except (KeyError, IndexError, TypeError):
-            return None
-    return value
+            return tuple(out), None
+    return tuple(out), value
 
 
 def _snake(name: str) -> str:
@@ -175,6 +262,9 @@ def raising_validation_error(fn: _F) -> _F:
             return fn(cls, *args, **kwargs)
         except EventValidationError as exc:
             raise validation_error(exc, cls.__name__, args[0] if args else None) from None
+        except InvalidJsonError as exc:  # pydantic reports bad JSON as a ValidationError too
+            title = cls.__name__
+            raise ValidationError.build(title, f"invalid {title}: {exc}", input=args[0] if args else None) from None
 
     wrapper.__name__ = fn.__name__
     wrapper.__qualname__ = fn.__qualname__

@@ -21,13 +21,19 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import typing
+import warnings
 from typing import TYPE_CHECKING, Any, Dict, Literal, Optional, Type, cast
 
 import msgspec
 
+from . import _given
+from ._dump import fields_of
+
 try:
     import pydantic
+    from pydantic._internal._decorators import PydanticDescriptorProxy  # pydantic's own marker of a decorated member
     from pydantic_core import PydanticCustomError, PydanticUndefined
     from pydantic_core import core_schema as cs
 except ImportError:  # pragma: no cover - exercised by the no-pydantic test
@@ -40,6 +46,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "get_pydantic_core_schema",
+    "validators",
+    "call_field_validator",
     "ModelFields",
     "DataclassFields",
     "model_json_schema",
@@ -68,7 +76,10 @@ def get_pydantic_core_schema(cls: Type[_Model], source: Any, handler: Any) -> An
         )
     shape = cs.typed_dict_schema(fields, extra_behavior="allow", config=cs.CoreConfig(title=cls.__name__))
 
-    def validate(value: Any) -> Any:
+    # A wrap validator whose inner schema (never run) is `shape`: the same validation as a
+    # plain one, but pydantic can read the tag literal from it, so the class may be a member
+    # of a user's own `Annotated[Union[...], Field(discriminator="type")]`.
+    def validate(value: Any, _inner: Any) -> Any:
         if isinstance(value, cls):
             return value
         if isinstance(value, dict):
@@ -85,9 +96,9 @@ def get_pydantic_core_schema(cls: Type[_Model], source: Any, handler: Any) -> An
             return cast("_Model", value).model_dump()  # every Struct here is a _Model
         return value
 
-    return cs.no_info_plain_validator_function(
+    return cs.no_info_wrap_validator_function(
         validate,
-        json_schema_input_schema=shape,
+        shape,
         serialization=cs.plain_serializer_function_ser_schema(serialize, info_arg=True, return_schema=shape),
         ref=f"{cls.__module__}.{cls.__qualname__}:{id(cls)}",
     )
@@ -118,7 +129,101 @@ def _field_of(meta: msgspec.Meta) -> Any:
     return pydantic.Field(**{k: v for k, v in kwargs.items() if v is not None})
 
 
+# -- pydantic validators declared on a user's subclass -------------------------------------
+
+
+class Validators(typing.NamedTuple):
+    """A class's ``@model_validator`` / ``@field_validator`` functions, bound, by mode."""
+
+    model_before: tuple  # (function(data) -> data)
+    fields_before: tuple  # ((field names, function(value, info) -> value))
+    fields_after: tuple
+    model_after: tuple  # (function(instance) -> instance)
+
+
+_VALIDATORS: Dict[type, Optional[Validators]] = {}
+
+
+def validators(cls: type) -> Optional[Validators]:
+    """The pydantic validators on ``cls`` and its bases (None when there are none), which
+    construction and ``model_validate`` run as pydantic would: before-model, before-field,
+    the build, after-field, after-model. Modes without a counterpart here (``wrap``,
+    ``plain``) and v1 ``@validator`` are refused, not ignored."""
+    if cls in _VALIDATORS:
+        return _VALIDATORS[cls]
+    found: Dict[str, Any] = {}
+    if _WITH_PYDANTIC:
+        for klass in reversed(cls.__mro__):
+            for name, member in vars(klass).items():
+                if isinstance(member, PydanticDescriptorProxy):
+                    found[name] = member
+    out = None
+    if found:
+        groups: Dict[str, list] = {"mb": [], "fb": [], "fa": [], "ma": []}
+        for name, proxy in found.items():
+            info, fn = proxy.decorator_info, _bound(cls, proxy.wrapped)
+            kind = type(info).__name__
+            if kind == "ModelValidatorDecoratorInfo" and info.mode in ("before", "after"):
+                groups["mb" if info.mode == "before" else "ma"].append(fn)
+            elif kind == "FieldValidatorDecoratorInfo" and info.mode in ("before", "after"):
+                groups["fb" if info.mode == "before" else "fa"].append((tuple(info.fields), fn))
+            elif kind in ("FieldSerializerDecoratorInfo", "ModelSerializerDecoratorInfo", "ComputedFieldInfo"):
+                raise TypeError(f"{cls.__name__}.{name}: pydantic serializers are not supported on agui_fast Structs")
+            else:
+                mode = getattr(info, "mode", "?")
+                raise TypeError(f"{cls.__name__}.{name}: pydantic {kind} (mode {mode!r}) is not supported on agui_fast Structs")
+        out = Validators(tuple(groups["mb"]), tuple(groups["fb"]), tuple(groups["fa"]), tuple(groups["ma"]))
+    _VALIDATORS[cls] = out
+    return out
+
+
+def _bound(cls: type, fn: Any) -> Any:
+    if isinstance(fn, classmethod):
+        return fn.__get__(None, cls)
+    if isinstance(fn, staticmethod):
+        return fn.__func__
+    return fn
+
+
+class _Info(typing.NamedTuple):
+    """What a validator taking ``info`` reads (pydantic's ``ValidationInfo``)."""
+
+    data: Dict[str, Any]
+    field_name: Optional[str]
+    context: Any = None
+    config: Any = None
+    mode: str = "python"
+
+
+def call_field_validator(fn: Any, value: Any, field: str, data: Dict[str, Any]) -> Any:
+    """One field validator: ``fn(value)`` or ``fn(value, info)``, as it declares."""
+    params = [p for p in inspect.signature(fn).parameters.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return fn(value, _Info(data, field)) if len(params) >= 2 else fn(value)
+
+
 # -- class-level attributes ---------------------------------------------------------------
+
+#: ``model_config`` as the reference's ``GeneratedBaseModel`` declares it (a plain dict, as
+#: pydantic's ``ConfigDict`` is), for code that reads it.
+MODEL_CONFIG: Dict[str, Any] = {"extra": "allow", "populate_by_name": True}
+if _WITH_PYDANTIC:
+    from pydantic.alias_generators import to_camel
+
+    MODEL_CONFIG["alias_generator"] = to_camel
+
+
+def deprecated(old: str, new: str) -> None:
+    """The warning pydantic 2 gives for a v1 method name (a ``DeprecationWarning``)."""
+    category: Any = pydantic.warnings.PydanticDeprecatedSince20 if _WITH_PYDANTIC else DeprecationWarning
+    warnings.warn(f"`{old}` is deprecated; use `{new}` instead.", category, stacklevel=3)
+
+
+_FILTERS = ("include", "exclude", "exclude_none", "exclude_unset", "exclude_defaults")
+
+
+def filters(kwargs: Dict[str, Any]) -> bool:
+    """Does a ``model_dump_json`` call ask for any of ``model_dump``'s filters?"""
+    return any(kwargs.get(k) for k in _FILTERS)
 
 
 class _PerClass:
@@ -165,7 +270,7 @@ class ModelFields(_PerClass):
         by_name = {f.name: f for f in msgspec.structs.fields(cls)}
         config = cls.__struct_config__
         out: Dict[str, Any] = {}
-        for attr, wire, _ in cls.__agui_fields__ or tuple((f, f, False) for f in by_name):
+        for attr, wire, _ in fields_of(cls):
             if attr == config.tag_field:
                 member = getattr(cls, attr)
                 out[attr] = _field_info(Literal[member], wire, member, None)
@@ -175,6 +280,14 @@ class ModelFields(_PerClass):
             default = _REQUIRED if f.required or factory is not None else f.default
             out[attr] = _field_info(f.type, wire, default, factory)
         return out
+
+
+class V1Fields(ModelFields):
+    """``__fields__``: pydantic v1's name of ``model_fields``, deprecated as pydantic 2 has it."""
+
+    def __get__(self, obj: Any, owner: type) -> Any:
+        deprecated("__fields__", "model_fields")
+        return super().__get__(obj, owner)
 
 
 def _field_info(annotation: Any, alias: Optional[str], default: Any, factory: Any) -> Any:
@@ -222,14 +335,26 @@ def _adapter(cls: type) -> Any:
 
 
 def with_include_exclude(dump):
-    """Add pydantic's ``include``, ``exclude`` and ``exclude_none`` to ``model_dump``."""
+    """Add pydantic's ``include``, ``exclude``, ``exclude_none``, ``exclude_unset`` and
+    ``exclude_defaults`` to ``model_dump``."""
 
     @functools.wraps(dump)
-    def model_dump(self, *, include: Any = None, exclude: Any = None, by_alias: Optional[bool] = False, exclude_none: bool = False, **kwargs: Any):
+    def model_dump(
+        self,
+        *,
+        include: Any = None,
+        exclude: Any = None,
+        by_alias: Optional[bool] = False,
+        exclude_none: bool = False,
+        exclude_unset: bool = False,
+        exclude_defaults: bool = False,
+        **kwargs: Any,
+    ):
         data = dump(self, by_alias=bool(by_alias), **kwargs)
-        if include is None and exclude is None and not exclude_none:
+        if include is None and exclude is None and not (exclude_none or exclude_unset or exclude_defaults):
             return data
-        return _filter(self, data, _spec(include), _spec(exclude), bool(by_alias), exclude_none)
+        drop = _Drop(exclude_none, exclude_unset, exclude_defaults)
+        return _filter(self, data, _spec(include), _spec(exclude), bool(by_alias), drop)
 
     return model_dump
 
@@ -250,21 +375,46 @@ def _child(spec: Any, key: Any) -> Any:
     return _spec(sub) if sub is not None else None
 
 
-def _filter(obj: Any, data: Any, include: Any, exclude: Any, by_alias: bool, exclude_none: bool) -> Any:
+class _Drop(typing.NamedTuple):
+    """pydantic's ``exclude_none`` / ``exclude_unset`` / ``exclude_defaults`` (applied at every depth)."""
+
+    none: bool
+    unset: bool
+    defaults: bool
+
+
+def _dropped(obj: Any, name: str, drop: _Drop) -> bool:
+    """Does ``exclude_unset`` / ``exclude_defaults`` leave out the declared field ``name``?
+    The tag is set only when it was passed, and always at its default; extras are neither."""
+    cls = type(obj)
+    tag = name == cls.__struct_config__.tag_field
+    if not tag and name not in cls.__struct_fields__:
+        return False
+    if drop.unset and name not in _given.fields_set(obj):
+        return True
+    if drop.defaults:
+        default = _given.defaults(cls).get(name, _given.REQUIRED)
+        return tag or (default is not _given.REQUIRED and _given.at_default(getattr(obj, name), default))
+    return False
+
+
+def _filter(obj: Any, data: Any, include: Any, exclude: Any, by_alias: bool, drop: _Drop) -> Any:
     if exclude is True:
         return data
     if isinstance(obj, msgspec.Struct) and isinstance(data, dict):
-        rev: Dict[str, str] = {wire if by_alias else attr: attr for attr, wire, _ in cast("Type[_Model]", type(obj)).__agui_fields__}
+        rev: Dict[str, str] = {wire if by_alias else attr: attr for attr, wire, _ in fields_of(type(obj))}
         out = {}
         for key, value in data.items():
             name = rev[key] if key in rev else key
             if include not in (None, True) and name not in include and "__all__" not in include:
                 continue
             sub_exc = _child(exclude, name)
-            if sub_exc is True or (exclude_none and value is None):
+            if sub_exc is True or (drop.none and value is None):
+                continue
+            if (drop.unset or drop.defaults) and _dropped(obj, name, drop):
                 continue
             child = getattr(obj, name) if name in type(obj).__struct_fields__ else obj.__dict__.get(name)
-            out[key] = _filter(child, value, _child(include, name), sub_exc, by_alias, exclude_none)
+            out[key] = _filter(child, value, _child(include, name), sub_exc, by_alias, drop)
         return out
     if isinstance(data, dict):
         items = [(k, v, obj.get(k) if isinstance(obj, dict) else None) for k, v in data.items()]
@@ -279,6 +429,6 @@ def _filter(obj: Any, data: Any, include: Any, exclude: Any, by_alias: bool, exc
         sub_exc = _child(exclude, key)
         if sub_exc is True:
             continue
-        out_items.append((key, _filter(child, value, _child(include, key), sub_exc, by_alias, exclude_none)))
+        out_items.append((key, _filter(child, value, _child(include, key), sub_exc, by_alias, drop)))
     return dict(out_items) if isinstance(data, dict) else [v for _, v in out_items]
 

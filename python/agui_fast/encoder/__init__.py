@@ -65,6 +65,7 @@ class EventEncoder:
     # is a direct call into Rust with no Python frame in between.
     encode = staticmethod(_native.encode_sse_event)
     encode_sse = staticmethod(_native.encode_sse_event)
+    _encode_sse = staticmethod(_native.encode_sse_event)  # the reference's private name, which its own tests and some callers use
     encode_protobuf = staticmethod(_native.proto_encode_event)
 
     def __init__(self, accept: Optional[str] = None) -> None:

@@ -798,17 +798,23 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
 
     /// An extra attribute of one of our Structs may not repeat a declared field's name or
     /// wire key (`ev.messageId = ...`, `ev.type = ...`): the object would carry the key twice.
+    /// True when the entry *is* the declared field: one read through getattr, with no
+    /// descriptor on the class, lives in this dict (`BaseEvent(type=...)`'s `type`) and was
+    /// written already.
     #[inline]
-    fn clash(&mut self, k: *mut ffi::PyObject, plan: &Plan) -> PyResult<()> {
+    fn clash(&mut self, k: *mut ffi::PyObject, plan: &Plan) -> PyResult<bool> {
         let key = unsafe { Bound::from_borrowed_ptr(self.py, k) };
         let Some(text) = key.cast::<PyString>().ok().and_then(|s| s.to_str().ok()) else {
             unsafe { ffi::PyErr_Clear() };
-            return Ok(());
+            return Ok(false);
         };
         let Some(f) = plan.fields.iter().find(|f| &*f.key.text == text || f.attr.bind(self.py).to_str().ok() == Some(text)) else {
-            return Ok(());
+            return Ok(false);
         };
         let attr = f.attr.bind(self.py).to_string();
+        if matches!(f.getter, Getter::GetAttr) && attr == text {
+            return Ok(true);
+        }
         self.violation = Some((
             format!(".{text}"),
             format!("an extra attribute named like the declared field `{attr}` (assign `{attr}` itself)"),
@@ -828,8 +834,8 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
         let mut k: *mut ffi::PyObject = std::ptr::null_mut();
         let mut v: *mut ffi::PyObject = std::ptr::null_mut();
         while unsafe { ffi::PyDict_Next(d.as_ptr(), &mut pos, &mut k, &mut v) } != 0 {
-            if plan.schema.is_some() {
-                self.clash(k, plan)?;
+            if plan.schema.is_some() && self.clash(k, plan)? {
+                continue;
             }
             if !plan.omit_keys.is_empty() && unsafe { is_absent(v) } {
                 let key = unsafe { Bound::from_borrowed_ptr(py, k) };
