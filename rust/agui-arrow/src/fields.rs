@@ -166,22 +166,40 @@ impl Key {
     }
 }
 
-/// String members in [`Raw::strings`], by `Key` order from `ThreadId` to `StepName`.
+/// String members in [`Fields`]' `strings`, by `Key` order from `ThreadId` to `StepName`.
 const STRING_KEYS: usize = 9;
 
-/// The members read from one event. Filled in place by a map visitor (no struct of
-/// a dozen `Cow`s moved through serde's return values per event).
-/// (`timestamp` and `usage`: their JSON text.)
-#[derive(Default)]
-struct Raw<'a> {
+/// The members read from one event that need a look before they become columns
+/// (`timestamp` and `usage`: their JSON text). The string members are written straight
+/// into the row (`strings`: the row's own), not moved there afterwards.
+struct Raw<'a, 'r> {
     ty: Option<Cow<'a, str>>,
     timestamp: Option<&'a str>,
-    strings: [Option<Cow<'a, str>>; STRING_KEYS],
-    delta: Option<Delta<'a>>,
+    strings: &'r mut [Option<Cow<'a, str>>; STRING_KEYS],
+    /// A string `delta`, written into the row as well.
+    delta: &'r mut Option<Cow<'a, str>>,
+    /// `delta` is there but not a string (a JSON Patch).
+    delta_other: bool,
     usage: Option<&'a str>,
 }
 
-impl<'de: 'a, 'a> serde::de::DeserializeSeed<'de> for &mut Raw<'a> {
+impl<'a, 'r> Raw<'a, 'r> {
+    fn new(strings: &'r mut [Option<Cow<'a, str>>; STRING_KEYS], delta: &'r mut Option<Cow<'a, str>>) -> Self {
+        Raw { ty: None, timestamp: None, strings, delta, delta_other: false, usage: None }
+    }
+
+    /// Forget what a fast reading took (before the serde pass reads the event again).
+    fn reset(&mut self) {
+        self.ty = None;
+        self.timestamp = None;
+        *self.strings = Default::default();
+        *self.delta = None;
+        self.delta_other = false;
+        self.usage = None;
+    }
+}
+
+impl<'de: 'a, 'a> serde::de::DeserializeSeed<'de> for &mut Raw<'a, '_> {
     type Value = ();
 
     fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
@@ -189,7 +207,7 @@ impl<'de: 'a, 'a> serde::de::DeserializeSeed<'de> for &mut Raw<'a> {
     }
 }
 
-impl<'de: 'a, 'a> serde::de::Visitor<'de> for &mut Raw<'a> {
+impl<'de: 'a, 'a> serde::de::Visitor<'de> for &mut Raw<'a, '_> {
     type Value = ();
 
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -211,7 +229,11 @@ impl<'de: 'a, 'a> serde::de::Visitor<'de> for &mut Raw<'a> {
             match key {
                 Key::Type => self.ty = map.next_value::<Option<Str<'a>>>()?.map(|s| s.0),
                 Key::Timestamp => self.timestamp = map.next_value::<Option<&RawValue>>()?.map(RawValue::get),
-                Key::Delta => self.delta = map.next_value()?,
+                Key::Delta => match map.next_value::<Option<Delta<'a>>>()? {
+                    Some(Delta::Str(d)) => *self.delta = Some(d),
+                    Some(Delta::Other) => self.delta_other = true,
+                    None => {}
+                },
                 Key::Usage => self.usage = map.next_value::<Option<&RawValue>>()?.map(RawValue::get),
                 Key::Other => {
                     map.next_value::<IgnoredAny>()?;
@@ -276,19 +298,60 @@ pub struct Fields<'a> {
     pub ty_index: i32,
     /// Milliseconds since the epoch.
     pub timestamp: Option<i64>,
-    pub thread_id: Option<Cow<'a, str>>,
-    pub run_id: Option<Cow<'a, str>>,
-    pub parent_run_id: Option<Cow<'a, str>>,
-    pub message_id: Option<Cow<'a, str>>,
-    pub tool_call_id: Option<Cow<'a, str>>,
-    pub role: Option<Cow<'a, str>>,
-    /// `name`, else `toolCallName`, else `stepName`.
-    pub name: Option<Cow<'a, str>>,
+    /// `threadId`, `runId`, `parentRunId`, `messageId`, `toolCallId`, `role`, `name`,
+    /// `toolCallName`, `stepName`, as read (written there by the reading itself).
+    strings: [Option<Cow<'a, str>>; STRING_KEYS],
     /// A string `delta` (text and tool-call argument deltas); `None` for the JSON
     /// Patch `delta` of STATE_DELTA / ACTIVITY_DELTA.
     pub delta: Option<Cow<'a, str>>,
     /// Present when the event has a `usage` list.
     pub usage: Option<Usage>,
+}
+
+impl Fields<'_> {
+    fn string(&self, key: Key) -> Option<&str> {
+        self.strings[key as usize - Key::ThreadId as usize].as_deref()
+    }
+    pub fn thread_id(&self) -> Option<&str> {
+        self.string(Key::ThreadId)
+    }
+    pub fn run_id(&self) -> Option<&str> {
+        self.string(Key::RunId)
+    }
+    pub fn parent_run_id(&self) -> Option<&str> {
+        self.string(Key::ParentRunId)
+    }
+    pub fn message_id(&self) -> Option<&str> {
+        self.string(Key::MessageId)
+    }
+    pub fn tool_call_id(&self) -> Option<&str> {
+        self.string(Key::ToolCallId)
+    }
+    pub fn role(&self) -> Option<&str> {
+        self.string(Key::Role)
+    }
+    /// `name`, else `toolCallName`, else `stepName`.
+    pub fn name(&self) -> Option<&str> {
+        self.string(Key::Name).or_else(|| self.string(Key::ToolCallName)).or_else(|| self.string(Key::StepName))
+    }
+    pub fn delta(&self) -> Option<&str> {
+        self.delta.as_deref()
+    }
+    /// The table's string columns in schema order: `thread_id`, `run_id`,
+    /// `parent_run_id`, `message_id`, `tool_call_id`, `role`, `name`, `delta`.
+    #[inline]
+    pub fn string_columns(&self) -> [Option<&str>; 8] {
+        [
+            self.thread_id(),
+            self.run_id(),
+            self.parent_run_id(),
+            self.message_id(),
+            self.tool_call_id(),
+            self.role(),
+            self.name(),
+            self.delta(),
+        ]
+    }
 }
 
 /// Read the columns of one event (`json`: its text, valid UTF-8, nested at most
@@ -303,16 +366,17 @@ pub struct Fields<'a> {
 #[inline(always)]
 pub fn read<'a>(json: &'a str, members: Option<&Members>, max_depth: usize, out: &mut Fields<'a>) -> Result<(), RowError> {
     check_depth(json, max_depth)?;
-    let mut raw = Raw::default();
+    let mut raw = Raw::new(&mut out.strings, &mut out.delta);
     let fast = match members {
         Some(m) => read_members(json, m, &mut raw),
         None => scan(json, &mut raw),
     };
     if fast.is_none() {
-        raw = Raw::default();
+        raw.reset();
         parse_serde(json, &mut raw)?;
     }
-    finish(&mut raw, out)
+    let Raw { ty, timestamp, delta_other, usage, .. } = raw;
+    finish(ty, timestamp, delta_other, usage, out)
 }
 
 /// [`read`] into a new row.
@@ -324,7 +388,7 @@ pub fn parse<'a>(json: &'a str, members: Option<&Members>, max_depth: usize) -> 
 
 /// The serde pass, for every event the fast readings do not take.
 #[inline(never)]
-fn parse_serde<'a>(json: &'a str, raw: &mut Raw<'a>) -> Result<(), RowError> {
+fn parse_serde<'a>(json: &'a str, raw: &mut Raw<'a, '_>) -> Result<(), RowError> {
     let mut de = serde_json::Deserializer::from_str(json);
     serde::de::DeserializeSeed::deserialize(&mut *raw, &mut de).and_then(|()| de.end()).map_err(|_| explain(json))
 }
@@ -355,7 +419,7 @@ fn literal(lit: &str) -> Option<Cow<'_, str>> {
 /// The members where the protobuf mapping wrote them. `None`: a member the fast reading
 /// does not take as it is (a non-string where a string is read, a member twice): the
 /// serde pass explains it.
-fn read_members<'a>(json: &'a str, members: &Members, raw: &mut Raw<'a>) -> Option<()> {
+fn read_members<'a>(json: &'a str, members: &Members, raw: &mut Raw<'a, '_>) -> Option<()> {
     let mut seen = 0;
     for (name, range) in members.iter() {
         let text = json.get(range)?;
@@ -370,16 +434,17 @@ fn read_members<'a>(json: &'a str, members: &Members, raw: &mut Raw<'a>) -> Opti
 /// reads it, to the same row or error. Validation is serde_json's: the form holds no
 /// control character, no invalid escape and no number but an integer, so it is valid JSON.
 #[inline(always)]
-fn scan<'a>(json: &'a str, raw: &mut Raw<'a>) -> Option<()> {
+fn scan<'a>(json: &'a str, raw: &mut Raw<'a, '_>) -> Option<()> {
     let mut seen = 0;
     agui_core::stream::event::scan_flat(json, |m| raw.take(&mut seen, m.name, m.text, || m.string()))
 }
 
-impl<'a> Raw<'a> {
+impl<'a> Raw<'a, '_> {
     /// Take one top-level member: its name, its JSON text and its string value (`None`
     /// when it is not a string; asked only for the members read). `None`: a member twice
     /// (`seen`: the bits of those taken), or not of the kind read there (a non-string
     /// where a string is read).
+    #[inline(always)]
     fn take(&mut self, seen: &mut u32, name: &str, text: &'a str, value: impl FnOnce() -> Option<Cow<'a, str>>) -> Option<()> {
         let key = Key::of(name);
         if matches!(key, Key::Other) {
@@ -394,7 +459,8 @@ impl<'a> Raw<'a> {
             Key::Type => self.ty = Some(value()?),
             Key::Timestamp => self.timestamp = Some(text),
             Key::Usage => self.usage = Some(text),
-            Key::Delta => self.delta = Some(if text.starts_with('"') { Delta::Str(value()?) } else { Delta::Other }),
+            Key::Delta if text.starts_with('"') => *self.delta = Some(value()?),
+            Key::Delta => self.delta_other = true,
             Key::Other => {}
             k => self.strings[k as usize - Key::ThreadId as usize] = Some(value()?),
         }
@@ -402,46 +468,60 @@ impl<'a> Raw<'a> {
     }
 }
 
-/// The columns from the members read (taken out of `raw`, member by member).
+/// The columns from the members read that need a look (the string members are
+/// already in the row).
 #[inline(always)]
-fn finish<'a>(raw: &mut Raw<'a>, out: &mut Fields<'a>) -> Result<(), RowError> {
-    let (ty, ty_index) = match &raw.ty {
-        Some(t) => match EVENT_TYPES.iter().position(|k| *k == t.as_ref()) {
+fn finish<'a>(
+    ty: Option<Cow<'a, str>>,
+    timestamp: Option<&'a str>,
+    delta_other: bool,
+    usage: Option<&'a str>,
+    out: &mut Fields<'a>,
+) -> Result<(), RowError> {
+    let (ty, ty_index) = match &ty {
+        Some(t) => match type_key(t) {
             Some(i) => (EVENT_TYPES[i], i as i32),
             None => return Err(RowError::invalid("$.type", format!("unknown event type {t:?}"))),
         },
         None => return Err(RowError::invalid("$.type", "the event has no `type`".into())),
     };
-    let timestamp = match raw.timestamp {
-        Some(t) => Some(timestamp(t).ok_or_else(|| {
+    out.timestamp = match timestamp {
+        Some(t) => Some(self::timestamp(t).ok_or_else(|| {
             RowError::invalid("$.timestamp", format!("`timestamp` is not an integer (milliseconds): {t}"))
         })?),
         None => None,
     };
-    let delta = match raw.delta.take() {
-        Some(Delta::Str(d)) => Some(d),
-        Some(Delta::Other) if matches!(ty, "STATE_DELTA" | "ACTIVITY_DELTA") => None,
-        Some(Delta::Other) => return Err(RowError::invalid("$.delta", "`delta` is not a string".into())),
+    // A JSON Patch `delta` is not a column; anywhere else `delta` is text.
+    if delta_other && !matches!(ty, "STATE_DELTA" | "ACTIVITY_DELTA") {
+        return Err(RowError::invalid("$.delta", "`delta` is not a string".into()));
+    }
+    out.usage = match usage {
+        Some(u) => Some(self::usage(u)?),
         None => None,
     };
-    let usage = match raw.usage {
-        Some(u) => Some(usage(u)?),
-        None => None,
-    };
-    let [thread_id, run_id, parent_run_id, message_id, tool_call_id, role, name, tool_call_name, step_name] = &mut raw.strings;
     out.ty = ty;
     out.ty_index = ty_index;
-    out.timestamp = timestamp;
-    out.thread_id = thread_id.take();
-    out.run_id = run_id.take();
-    out.parent_run_id = parent_run_id.take();
-    out.message_id = message_id.take();
-    out.tool_call_id = tool_call_id.take();
-    out.role = role.take();
-    out.name = name.take().or_else(|| tool_call_name.take()).or_else(|| step_name.take());
-    out.delta = delta;
-    out.usage = usage;
     Ok(())
+}
+
+/// The position of an event type name in `EVENT_TYPES` (the `type` dictionary key):
+/// the core's one name `match` (`EventType::parse`), then a table from its variants,
+/// instead of comparing the name with each of the 31 in turn.
+#[inline]
+fn type_key(name: &str) -> Option<usize> {
+    use agui_core::stream::event::EventType;
+    static KEYS: std::sync::OnceLock<[u8; 64]> = std::sync::OnceLock::new();
+    let keys = KEYS.get_or_init(|| {
+        let mut keys = [u8::MAX; 64];
+        for (i, name) in EVENT_TYPES.iter().enumerate() {
+            keys[EventType::parse(name) as usize] = i as u8;
+        }
+        keys
+    });
+    match keys[EventType::parse(name) as usize] {
+        u8::MAX => None,
+        i => Some(usize::from(i)),
+    }
 }
 
 /// Milliseconds from an integer, an integral float (`1.7e12`) or a numeric string, as
@@ -553,10 +633,25 @@ mod tests {
 
     /// The serde pass alone.
     fn parse_serde_d(json: &str) -> Result<Fields<'_>, RowError> {
-        let (mut raw, mut out) = (Raw::default(), Fields::default());
+        let mut out = Fields::default();
+        let mut raw = Raw::new(&mut out.strings, &mut out.delta);
         parse_serde(json, &mut raw)?;
-        finish(&mut raw, &mut out)?;
+        let Raw { ty, timestamp, delta_other, usage, .. } = raw;
+        finish(ty, timestamp, delta_other, usage, &mut out)?;
         Ok(out)
+    }
+
+    /// Every 1.0 type name is its position in `EVENT_TYPES`; the 0.x `THINKING_*` names
+    /// and any other text are unknown, as in the linear search this replaced.
+    #[test]
+    fn type_keys() {
+        for (i, name) in EVENT_TYPES.iter().enumerate() {
+            assert_eq!(type_key(name), Some(i), "{name}");
+        }
+        for name in ["THINKING_START", "THINKING_TEXT_MESSAGE_CONTENT", "", "text_message_start", "RUN_STARTED ", "NOPE"] {
+            assert_eq!(type_key(name), None, "{name}");
+        }
+        assert!((agui_core::stream::event::EventType::Unknown as usize) < 64);
     }
 
     #[test]
@@ -572,11 +667,11 @@ mod tests {
     fn reads_the_columns() {
         let f = parse_d(r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m\"1","delta":"a\nb","timestamp":"1700000000000","extra":[1,{"x":2}]}"#).unwrap();
         assert_eq!(f.ty, "TEXT_MESSAGE_CONTENT");
-        assert_eq!(f.message_id.as_deref(), Some("m\"1"));
-        assert_eq!(f.delta.as_deref(), Some("a\nb"));
+        assert_eq!(f.message_id(), Some("m\"1"));
+        assert_eq!(f.delta(), Some("a\nb"));
         assert_eq!(f.timestamp, Some(1_700_000_000_000));
         let f = parse_d(r#"{"type":"TOOL_CALL_START","toolCallId":"c","toolCallName":"search","timestamp":1.7e12}"#).unwrap();
-        assert_eq!(f.name.as_deref(), Some("search"));
+        assert_eq!(f.name(), Some("search"));
         assert_eq!(f.timestamp, Some(1_700_000_000_000));
         let f = parse_d(r#"{"type":"STATE_DELTA","delta":[{"op":"add","path":"/a","value":1}]}"#).unwrap();
         assert!(f.delta.is_none());
@@ -716,7 +811,7 @@ mod tests {
         let e = parse_d(r#"{"type":"RUN_STARTED","runId":"a","runId":"b"}"#).unwrap_err();
         assert_eq!(e.class, "EventValidationError");
         let f = parse_d(r#"{"\u0074ype":"RUN_STARTED","run\u0049d":"a","x":{"runId":5}}"#).unwrap();
-        assert_eq!((f.ty, f.run_id.as_deref()), ("RUN_STARTED", Some("a")));
+        assert_eq!((f.ty, f.run_id()), ("RUN_STARTED", Some("a")));
         let e = parse_d(r#"[1]"#).unwrap_err();
         assert_eq!(e.field.as_deref(), Some("$"));
         assert_eq!(parse_d(r#"{"runId":"r"}"#).unwrap_err().field.as_deref(), Some("$.type"));
@@ -786,7 +881,7 @@ mod tests {
                 json.push_str(rng.pick(&["", " ", "\n", " x", "}", ","]));
             }
             let fast = parse_d(&json);
-            scanned += scan(&json, &mut Raw::default()).is_some() as usize;
+            scanned += scan(&json, &mut Raw::new(&mut Default::default(), &mut None)).is_some() as usize;
             rows += fast.is_ok() as usize;
             assert_eq!(fast, parse_serde_d(&json), "{json}");
         }
