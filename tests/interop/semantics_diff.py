@@ -1,0 +1,226 @@
+"""Our stream stages against the official client's outcome on one case (what
+semantics_run.js recorded): the list of divergences, empty when we agree.
+
+Each stage is compared on the reference's own input for it, so a divergence points at one
+stage: ``expand_chunks`` / ``ChunkExpander`` on the events, ``verify_events`` on the events
+as given, the reducer alone (``EventApplier`` with ``expand=False, compat=False``) on the
+reference's expanded events, ``compact_events`` on the events, the compatibility boundary
+(the decoders' 0.x conversion, ``decode_sse(raw="dict")``) on the events, and the whole pipeline
+(``replay(verify=True)``) on the events.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Dict, List
+
+from agui_fast import stream
+from agui_fast.decoder import decode_sse
+from agui_fast.errors import StreamError, VerificationError
+
+# What the reference's schema stage (enforceEvents, zod) throws, and its warning when it
+# strips members its schema does not describe: we neither re-validate nor strip events in
+# the stream stages (docs/stream.md, "Deliberate differences"), so such cases are not
+# compared through the whole pipeline (each stage still is).
+SCHEMA_ERROR = "ZodError"
+STRIPPED = "[ag-ui][enforce] Removed unrecognised material"
+
+
+def _text(events: List[Any]) -> List[bytes]:
+    return [json.dumps(e, ensure_ascii=False).encode() for e in events]
+
+
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def _renamed(value: Any) -> Any:
+    """``value`` with the ids the compatibility boundary generates (random UUIDs, ours and
+    the reference's) numbered by first appearance, so two runs compare equal up to a
+    consistent renaming."""
+    names: Dict[str, str] = {}
+
+    def walk(v: Any) -> Any:
+        if isinstance(v, str):
+            return UUID.sub(lambda m: names.setdefault(m.group(), f"<generated-{len(names) + 1}>"), v)
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        if isinstance(v, dict):
+            return {k: walk(x) for k, x in v.items()}
+        return v
+
+    return walk(value)
+
+
+def _cyclic(value: Any) -> bool:
+    """The reference built a value JSON cannot hold (semantics_run.js marks it): a state
+    fast-json-patch put inside itself (docs/stream.md, "Deliberate differences")."""
+    return "__unserializable__" in json.dumps(value)
+
+
+def _state(case: Dict[str, Any]) -> bytes:
+    """The initial state as JSON text (a ``str`` would be taken as JSON text; None is no
+    state, ``{}``, as the reference's ``initialState ?? {}``)."""
+    return json.dumps(case["state"] if case["state"] is not None else {}).encode()
+
+
+def _warn_key(warnings) -> List[Any]:
+    """Warnings by event index and their words up to the first colon (after it the
+    reference quotes values or fast-json-patch's wording)."""
+    return [(i, str(m).split(":")[0].split("'")[0].strip()) for i, m in warnings]
+
+
+def chunks(case: Dict[str, Any], ref: Dict[str, Any]) -> List[str]:
+    out: List[str] = []
+    want = ref["output"]
+    err = ref["error"]
+    try:
+        got = stream.expand_chunks(_text(case["events"]), raw=True)
+    except StreamError as exc:
+        if err is None:
+            return [f"chunks: we raise at {exc.index} ({exc}), the reference passes"]
+        if exc.index != err["index"]:
+            out.append(f"chunks: we raise at {exc.index} ({exc}), the reference at {err['index']} ({err['message']})")
+        got = exc.events
+    else:
+        if err is not None:
+            return [f"chunks: the reference raises at {err['index']} ({err['message']}), we pass"]
+    if got != want:
+        out.append(f"chunks: output differs\n  ours {got}\n  ref  {want}")
+    x = stream.ChunkExpander(raw=True)
+    inc: List[Any] = []
+    try:
+        for e in _text(case["events"]):
+            inc.extend(x.push(e))
+    except StreamError:
+        pass
+    if inc != want:
+        out.append("chunks: ChunkExpander's output differs from the reference's")
+    if _warn_key(x.warnings) != _warn_key(ref["warnings"]):
+        out.append(f"chunks: warnings differ\n  ours {x.warnings}\n  ref  {ref['warnings']}")
+    return out
+
+
+def verify(case: Dict[str, Any], ref: Dict[str, Any]) -> List[str]:
+    err = ref["error"]
+    try:
+        stream.verify_events(_text(case["events"]))
+    except VerificationError as exc:
+        if err is None:
+            return [f"verify: we raise at {exc.index} ({exc}), the reference passes"]
+        if exc.index != ref["passed"] or err["message"] not in str(exc):
+            return [f"verify: we raise at {exc.index} ({exc}), the reference at {ref['passed']} ({err['message']})"]
+        return []
+    if err is not None:
+        return [f"verify: the reference raises at {ref['passed']} ({err['message']}), we pass"]
+    return []
+
+
+def _aliased(events: List[Any], messages: List[Any]) -> bool:
+    """A ``MESSAGES_SNAPSHOT`` may have made two local messages one object in the
+    reference (docs/stream.md, "Deliberate differences"): their ids repeat."""
+    ids = [m.get("id") for m in messages if isinstance(m, dict)]
+    return len(ids) != len(set(ids)) and any(e.get("type") == "MESSAGES_SNAPSHOT" for e in events)
+
+
+def apply(case: Dict[str, Any], chunks_ref: Dict[str, Any], ref: Dict[str, Any]) -> List[str]:
+    out: List[str] = []
+    if _cyclic(ref["state"]):
+        return []
+    events = chunks_ref["output"]
+    # the initial state as JSON text: a ``str`` state would be read as JSON text
+    ap = stream.EventApplier(case["messages"], _state(case), expand=False, compat=False, raw=True)
+    flags = []
+    error = None
+    # A patch on a primitive state: fast-json-patch's outcome is the same state, but it may
+    # call it a change and not warn (docs/stream.md, "Deliberate differences").
+    masked = set()
+    for i, e in enumerate(_text(events)):
+        if events[i].get("type") == "STATE_DELTA" and not isinstance(ap.state, (dict, list)):
+            masked.add(i)
+        try:
+            ch = ap.apply(e)
+        except StreamError as exc:
+            error = (i, str(exc))
+            flags.append("-")
+            break
+        flags.append("b" if ch.messages and ch.state else "m" if ch.messages else "s" if ch.state else "-")
+    want_err = ref["error"]
+    if (error is None) != (want_err is None) or (error and error[0] != want_err["index"]):
+        out.append(f"apply: error ours {error}, ref {want_err}")
+    ours_flags = "".join("?" if i in masked else f for i, f in enumerate(flags))
+    ref_flags = "".join("?" if i in masked else f for i, f in enumerate(ref["flags"]))
+    if _aliased(events, ref["messages"]):
+        ours_flags, ref_flags = ours_flags.replace("b", "s").replace("m", "-"), ref_flags.replace("b", "s").replace("m", "-")
+    elif ap.messages != ref["messages"]:
+        out.append(f"apply: messages differ\n  ours {ap.messages}\n  ref  {ref['messages']}")
+    if ours_flags != ref_flags:
+        out.append(f"apply: mutation flags ours {ours_flags} ref {ref_flags}")
+    if ap.state != ref["state"]:
+        out.append(f"apply: state differs\n  ours {ap.state}\n  ref  {ref['state']}")
+    if ap.pending_interrupts != ref["pendingInterrupts"]:
+        out.append(f"apply: pending interrupts ours {ap.pending_interrupts} ref {ref['pendingInterrupts']}")
+    ours_w = [w for w in _warn_key(ap.warnings) if w[0] not in masked]
+    ref_w = [w for w in _warn_key(ref["warnings"]) if w[0] not in masked]
+    if ours_w != ref_w:
+        out.append(f"apply: warnings differ\n  ours {ap.warnings}\n  ref  {ref['warnings']}")
+    return out
+
+
+def compact(case: Dict[str, Any], ref: Dict[str, Any]) -> List[str]:
+    if ref["error"] is not None:
+        return [f"compact: the reference throws ({ref['error']['message']})"]
+    if _cyclic(ref["out"]):
+        return []
+    got = stream.compact_events(_text(case["events"]), raw=True)
+    if got != ref["out"]:
+        return [f"compact: output differs\n  ours {got}\n  ref  {ref['out']}"]
+    return []
+
+
+def boundary(case: Dict[str, Any], ref: Dict[str, Any]) -> List[str]:
+    """The compatibility boundary (0.x events, legacy nulls) as the decoders run it: an SSE
+    stream of the events read as dicts, ids the reference generates renamed."""
+    if ref is None:
+        return []
+    if ref["error"] is not None:
+        return [f"boundary: the reference throws ({ref['error']['message']})"]
+    sse = b"".join(b"data: " + json.dumps(e, ensure_ascii=False).encode() + b"\n\n" for e in case["events"])
+    got = decode_sse(sse, raw="dict")
+    if _renamed(got) != _renamed(ref["output"]):
+        return [f"boundary: output differs\n  ours {got}\n  ref  {ref['output']}"]
+    return []
+
+
+def pipeline(case: Dict[str, Any], ref: Dict[str, Any]) -> List[str]:
+    """The whole client (``runAgent``) against ``replay(verify=True)``: the same final
+    messages and state when the reference succeeds, an error when it fails (what it applied
+    before failing depends on the timing of its asynchronous reducer: not compared)."""
+    if ref is None:
+        return []
+    err = ref["error"]
+    if (err is not None and err["name"] == SCHEMA_ERROR) or any(m.startswith(STRIPPED) for _, m in ref["warnings"]):
+        return []
+    if _cyclic(ref["state"]):
+        return []
+    try:
+        r = stream.replay(_text(case["events"]), messages=case["messages"], state=_state(case), verify=True, raw=True)
+    except (StreamError, VerificationError) as exc:
+        if err is None:
+            return [f"pipeline: we raise ({exc}), the reference passes"]
+        return []
+    if err is not None:
+        return [f"pipeline: the reference raises ({err['message']}), we pass"]
+    out = []
+    if _aliased(case["events"], ref["messages"]):
+        pass
+    elif _renamed(r.messages) != _renamed(ref["messages"]):
+        out.append(f"pipeline: messages differ\n  ours {r.messages}\n  ref  {ref['messages']}")
+    if r.state != ref["state"]:
+        out.append(f"pipeline: state differs\n  ours {r.state}\n  ref  {ref['state']}")
+    return out
+
+
+def compare(case: Dict[str, Any], ref: Dict[str, Any]) -> List[str]:
+    return (chunks(case, ref["chunks"]) + verify(case, ref["verify"]) + apply(case, ref["chunks"], ref["apply"])
+            + compact(case, ref["compact"]) + boundary(case, ref.get("boundary")) + pipeline(case, ref["pipeline"]))
