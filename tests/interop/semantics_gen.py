@@ -22,6 +22,7 @@ ROLES = ["assistant", "user", "system", "developer", "tool"]
 class SequenceGen:
     def __init__(self, seed: int) -> None:
         self.r = random.Random(seed)
+        self.clean = False
 
     # -- small helpers -----------------------------------------------------------------
 
@@ -300,11 +301,13 @@ class SequenceGen:
             out.append({"type": "SUBAGENT_STARTED", "subagentRunId": lane, "name": "helper"})
 
         def t(ev):
-            return self.meta(self.tag(ev, lane if self.p(0.9) else self.sub()))
+            return self.meta(self.tag(ev, lane if self.clean or self.p(0.9) else self.sub()))
 
         while len(out) < n:
             kind = self.pick(["text", "text", "chunks", "chunks", "tool", "tool_chunks", "reasoning", "reasoning_chunks",
                               "state", "state", "activity", "step", "snapshot", "misc", "random", "legacy", "result"])
+            if self.clean and kind == "random":
+                kind = "text"
             m, c = self.mid(), self.cid()
             if kind == "text":
                 start = {"type": "TEXT_MESSAGE_START", "messageId": m, "role": self.pick(["assistant", "assistant", "user"])}
@@ -391,6 +394,9 @@ class SequenceGen:
         return out
 
     def case(self) -> Dict[str, Any]:
+        # A quarter of the cases are meant to pass the whole pipeline: no random events,
+        # one tag per run, no mutations (their chunk streams and ids still collide).
+        self.clean = self.p(0.25)
         events: List[Dict[str, Any]] = []
         runs = self.pick([1, 1, 1, 2, 3])
         size = self.pick([2, 4, 8, 8, 16, 30])
@@ -401,7 +407,7 @@ class SequenceGen:
             events.append(self.run_started(run))
             events.extend(self.body(run, self.r.randint(0, size)))
             events.append(self.run_error() if self.p(0.1) else self.run_finished(run))
-        for _ in range(self.pick([0, 0, 1, 1, 2, 3])):
+        for _ in range(0 if self.clean else self.pick([0, 0, 1, 1, 2, 3])):
             self.mutate(events)
         return {"events": events, "messages": self.messages(), "state": self.state()}
 

@@ -57,3 +57,4 @@ def test_stream_stages_agree_with_the_official_client(tmp_path):
     assert sum(r["verify"]["error"] is not None for r in refs) > N // 5
     assert sum(r["verify"]["error"] is None for r in refs) > N // 10
     assert sum(bool(r["apply"]["warnings"]) for r in refs) > N // 10
+    assert sum(r["pipeline"]["error"] is None for r in refs) > N // 4  # whole runs replayed and compared
