@@ -15,9 +15,9 @@ import json
 import re
 from typing import Any, Dict, List
 
-from agui_fast import stream
+from agui_fast import _native, stream
 from agui_fast.decoder import decode_sse
-from agui_fast.errors import StreamError, VerificationError
+from agui_fast.errors import AguiError, StreamError, VerificationError
 
 # What the reference's schema stage (enforceEvents, zod) throws, and its warning when it
 # strips members its schema does not describe: we neither re-validate nor strip events in
@@ -266,10 +266,23 @@ def boundary(case: Dict[str, Any], ref: Dict[str, Any]) -> List[str]:
     return []
 
 
+def _replays(case: Dict[str, Any]):
+    """The whole pipeline by each of our routes: ``replay`` of the events, and the log route
+    (``replay_log``'s native call on the SSE text, with the initial messages and state) on
+    one thread and pipelined on two (the private ``pipeline_min`` knob)."""
+    yield "replay", lambda: stream.replay(_text(case["events"]), messages=case["messages"], state=_state(case),
+                                          verify=True, raw=True)
+    sse = b"".join(b"data: " + json.dumps(e, ensure_ascii=False).encode() + b"\n\n" for e in case["events"])
+    for name, pipeline_min in (("replay_log", 1 << 40), ("replay_log pipelined", 0)):
+        yield name, lambda m=pipeline_min: stream._replay(
+            _native.replay_log(sse, case["messages"], _state(case), verify=True, pipeline_min=m), True)
+
+
 def pipeline(case: Dict[str, Any], ref: Dict[str, Any]) -> List[str]:
-    """The whole client (``runAgent``) against ``replay(verify=True)``: the same final
-    messages and state when the reference succeeds, an error when it fails (what it applied
-    before failing depends on the timing of its asynchronous reducer: not compared)."""
+    """The whole client (``runAgent``) against ``replay(verify=True)`` and the log route:
+    the same final messages and state when the reference succeeds, an error when it fails
+    (what it applied before failing depends on the timing of its asynchronous reducer: not
+    compared)."""
     if ref is None:
         return []
     err = ref["error"]
@@ -277,23 +290,21 @@ def pipeline(case: Dict[str, Any], ref: Dict[str, Any]) -> List[str]:
         return []
     if _cyclic(ref["state"]):
         return []
-    try:
-        r = stream.replay(_text(case["events"]), messages=case["messages"], state=_state(case), verify=True, raw=True)
-    except (StreamError, VerificationError) as exc:
-        if err is None:
-            return [f"pipeline: we raise ({exc}), the reference passes"]
-        return []
-    if err is not None:
-        return [f"pipeline: the reference raises ({err['message']}), we pass"]
-    out = []
-    if _aliased(case["events"], ref["messages"]):
-        pass
-    elif _renamed(r.messages) != _renamed(ref["messages"]):
-        out.append(f"pipeline: messages differ\n  ours {r.messages}\n  ref  {ref['messages']}")
-    if _state_apart(case):
-        return out
-    if r.state != ref["state"]:
-        out.append(f"pipeline: state differs\n  ours {r.state}\n  ref  {ref['state']}")
+    out: List[str] = []
+    for name, run in _replays(case):
+        try:
+            r = run()
+        except AguiError as exc:
+            if err is None:
+                out.append(f"pipeline ({name}): we raise ({exc}), the reference passes")
+            continue
+        if err is not None:
+            out.append(f"pipeline ({name}): the reference raises ({err['message']}), we pass")
+            continue
+        if not _aliased(case["events"], ref["messages"]) and _renamed(r.messages) != _renamed(ref["messages"]):
+            out.append(f"pipeline ({name}): messages differ\n  ours {r.messages}\n  ref  {ref['messages']}")
+        if not _state_apart(case) and r.state != ref["state"]:
+            out.append(f"pipeline ({name}): state differs\n  ours {r.state}\n  ref  {ref['state']}")
     return out
 
 
