@@ -28,4 +28,4 @@ def test_agrees_with_the_reference_outcome(case):
 
 def test_the_cases_reach_each_fixed_divergence():
     names = {c["name"].split("/")[0] for c in CASES}
-    assert {"verify", "patch", "compact", "activity", "pipeline", "random"} <= names
+    assert {"verify", "patch", "compact", "activity", "pipeline", "boundary", "random"} <= names

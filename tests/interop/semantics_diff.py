@@ -28,7 +28,7 @@ STRIPPED = "[ag-ui][enforce] Removed unrecognised material"
 
 
 def _text(events: List[Any]) -> List[bytes]:
-    return [json.dumps(e, ensure_ascii=False).encode() for e in events]
+    return [json.dumps(e).encode() for e in events]
 
 
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -259,7 +259,7 @@ def boundary(case: Dict[str, Any], ref: Dict[str, Any]) -> List[str]:
         return []
     if ref["error"] is not None:
         return [f"boundary: the reference throws ({ref['error']['message']})"]
-    sse = b"".join(b"data: " + json.dumps(e, ensure_ascii=False).encode() + b"\n\n" for e in case["events"])
+    sse = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in case["events"])
     got = decode_sse(sse, raw="dict")
     if _renamed(got) != _renamed(ref["output"]):
         return [f"boundary: output differs\n  ours {got}\n  ref  {ref['output']}"]
@@ -272,7 +272,7 @@ def _replays(case: Dict[str, Any]):
     one thread and pipelined on two (the private ``pipeline_min`` knob)."""
     yield "replay", lambda: stream.replay(_text(case["events"]), messages=case["messages"], state=_state(case),
                                           verify=True, raw=True)
-    sse = b"".join(b"data: " + json.dumps(e, ensure_ascii=False).encode() + b"\n\n" for e in case["events"])
+    sse = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in case["events"])
     for name, pipeline_min in (("replay_log", 1 << 40), ("replay_log pipelined", 0)):
         yield name, lambda m=pipeline_min: stream._replay(
             _native.replay_log(sse, case["messages"], _state(case), verify=True, pipeline_min=m), True)

@@ -15,7 +15,9 @@ import copy
 import random
 from typing import Any, Dict, List, Optional
 
-TEXTS = ["hi", "", " ", "café ", "日本語", "emoji😀", "quote\" ", "back\\slash", "new\nline", "{\"a\":", "1}", "x" * 40]
+# "\ud83d" / "\ude00": an emoji split across two deltas (lone surrogates, joined as in JS)
+TEXTS = ["hi", "", " ", "café ", "日本語", "emoji😀", "quote\" ", "back\\slash", "new\nline", "{\"a\":", "1}", "x" * 40,
+         "\ud83d", "\ude00"]
 ROLES = ["assistant", "user", "system", "developer", "tool"]
 
 

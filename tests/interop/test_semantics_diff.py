@@ -30,7 +30,7 @@ SEED = int(os.environ.get("AGUI_SEMDIFF_SEED", "20"))
 
 def reference(batch, tmp_path):
     src = tmp_path / "cases.jsonl"
-    src.write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in batch), encoding="utf-8")
+    src.write_text("".join(json.dumps(c) + "\n" for c in batch), encoding="utf-8")
     with open(src, "rb") as stdin:
         proc = subprocess.run(["node", str(HERE / "semantics_run.js")], cwd=HERE, stdin=stdin, capture_output=True,
                               timeout=300)
@@ -50,7 +50,7 @@ def test_stream_stages_agree_with_the_official_client(tmp_path):
     for i, (case, ref) in enumerate(zip(batch, refs)):
         found = compare(case, ref)
         if found:
-            failures.append(f"case {i}: {json.dumps(case, ensure_ascii=False)}\n" + "\n".join(found))
+            failures.append(f"case {i}: {json.dumps(case)}\n" + "\n".join(found))
     assert not failures, f"{len(failures)} of {len(batch)} cases diverge:\n\n" + "\n\n".join(failures[:5])
     # the sequences reach the edges: errors in every stage and in the reducer's warnings
     assert sum(r["chunks"]["error"] is not None for r in refs) > N // 50

@@ -3,6 +3,7 @@
 //! values are what `@ag-ui/client` 1.0.0 / fast-json-patch 3.1.1 produced
 //! (tests/vectors/semantics/divergences.jsonl).
 
+use agui_core::decoder::{Legacy, Mode};
 use agui_core::patch::{apply_json_patch, Dialect, Options};
 use agui_core::stream::{replay, verify_events, ReplayOptions};
 use serde_json::{json, Value};
@@ -99,4 +100,17 @@ fn a_reasoning_message_end_without_start_is_worded_as_the_reference_words_it() {
         ),
         "{e}"
     );
+}
+
+#[test]
+fn the_decoders_convert_a_0x_event_holding_half_an_emoji() {
+    let mut legacy = Legacy::new(true, Mode::Dict);
+    let start = legacy.convert(br#"{"type":"THINKING_TEXT_MESSAGE_START"}"#, 512).expect("converted");
+    let start: Value = serde_json::from_slice(&start).unwrap();
+    let content = legacy.convert(br#"{"type":"THINKING_TEXT_MESSAGE_CONTENT","delta":"\ud83d"}"#, 512).expect("converted");
+    let text = String::from_utf8(content).unwrap();
+    // the same reasoning message, the lone surrogate written back as it came
+    assert!(text.contains(r#""type":"REASONING_MESSAGE_CONTENT""#), "{text}");
+    assert!(text.contains(&format!(r#""messageId":"{}""#, start["messageId"].as_str().unwrap())), "{text}");
+    assert!(text.contains(r#""delta":"\ud83d""#), "{text}");
 }
