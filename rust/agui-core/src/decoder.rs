@@ -130,18 +130,20 @@ impl Legacy {
     }
 
     /// `item` (an event's JSON text) in its 1.0 shape, or `None` when the converter is off
-    /// or leaves it as it is. Text the core cannot parse (invalid JSON, lone surrogate
-    /// escapes) is left for the decoders to judge. The converter warns about every change
-    /// it makes (the reference's compat messages, not repeated here), so no warning means
-    /// nothing changed.
+    /// or leaves it as it is. Text the core cannot parse (invalid JSON) is left for the
+    /// decoders to judge; lone surrogate escapes (half an emoji in a delta) are read and
+    /// written back as the stream stages keep them (`stream::parse_json_limited`,
+    /// `stream::json_text`), so such an event is converted too. The converter warns about
+    /// every change it makes (the reference's compat messages, not repeated here), so no
+    /// warning means nothing changed.
     pub fn convert(&mut self, item: &[u8], max_depth: usize) -> Option<Vec<u8>> {
         let (Legacy::Candidates(boundary) | Legacy::Refused(boundary)) = self else { return None };
-        let v = crate::limits::parse_value(item, max_depth).ok().filter(serde_json::Value::is_object)?;
+        let v = crate::stream::parse_json_limited(item, max_depth).ok().filter(serde_json::Value::is_object)?;
         let v = boundary.convert(v);
         if boundary.take_warnings().is_empty() {
             return None;
         }
-        serde_json::to_vec(&v).ok()
+        Some(crate::stream::json_text(&v))
     }
 
     /// The items (`spans` in `array`) with the `candidates` converted (dict mode), the

@@ -12,7 +12,7 @@
 use std::borrow::Cow;
 
 use super::{
-    existing_index, insert_index, invalid, missing_member_reason, ptr_err, scalar_step_reason, too_deep, Dialect,
+    existing_index, insert_index, invalid, parse_index, missing_member_reason, ptr_err, scalar_step_reason, too_deep, Dialect,
     ErrorKind, OpKind, Options, PatchError,
 };
 
@@ -334,6 +334,34 @@ fn from_err<E>(f: Fail<E>) -> Fail<E> {
     })
 }
 
+/// fast-json-patch checks that a location exists by a JavaScript property lookup, before
+/// it reads a token as an array index: on an array, `01` (or an empty token) is missing
+/// there, though read as index 1 (0) where nothing is checked (`test`'s path, `add`'s last
+/// token, `move`'s and `copy`'s path). So the locations it checks take only canonical
+/// indices: `replace`, `remove` and `_get`'s path, `add`'s parent, `move`'s and `copy`'s
+/// `from` (found by the differential test against the reference client).
+fn strict_locations<D: Document>(doc: &D, kind: OpKind, path: &[D::Token], from: &[D::Token]) -> R<(), D::Error> {
+    let (checked, is_from) = match kind {
+        OpKind::Replace | OpKind::Remove | OpKind::Get => (path, false),
+        OpKind::Add => (path.split_last().map_or(&path[..0], |(_, parent)| parent), false),
+        OpKind::Move | OpKind::Copy => (from, true),
+        OpKind::Test => (&path[..0], false),
+    };
+    let loose = |t: &D::Token| {
+        let t = t.text();
+        t.is_empty() || (t.len() > 1 && t.starts_with('0') && t.bytes().all(|b| b.is_ascii_digit()))
+    };
+    if !checked.iter().any(loose) {
+        return Ok(());
+    }
+    let found = resolve(doc.root(), checked, Dialect::Rfc6902).map(drop);
+    if is_from {
+        found.map_err(from_err)
+    } else {
+        found
+    }
+}
+
 impl<D: Document> Patcher<D> {
     pub fn new(opts: Options) -> Self {
         Patcher { log: Vec::new(), on: false, opts }
@@ -374,13 +402,16 @@ impl<D: Document> Patcher<D> {
         let opts = self.opts;
         let (path, from) = (op.path(), op.from());
         let at = At { op: i, from: false };
-        if opts.dialect == Dialect::FastJsonPatch && (banned(path) || banned(from)) {
-            return Err(invalid("modifying `__proto__` or `constructor/prototype` is banned (fast-json-patch)").into());
+        if opts.dialect == Dialect::FastJsonPatch {
+            if banned(path) || banned(from) {
+                return Err(invalid("modifying `__proto__` or `constructor/prototype` is banned (fast-json-patch)").into());
+            }
+            strict_locations(doc, op.kind(), path, from)?;
         }
         match op.kind() {
             OpKind::Add => {
                 let v = doc.op_value(i, op, path.len(), &opts)?;
-                self.add(doc, path, at, &mut Some(v))
+                self.add(doc, path, at, &mut Some(v), false)
             }
             OpKind::Replace => {
                 let v = doc.op_value(i, op, path.len(), &opts)?;
@@ -410,7 +441,7 @@ impl<D: Document> Patcher<D> {
                     return Err(e);
                 }
                 let mut slot = Some(v);
-                let res = self.add(doc, path, at, &mut slot);
+                let res = self.add(doc, path, at, &mut slot, opts.dialect == Dialect::FastJsonPatch);
                 if let Some(v) = slot {
                     self.keep_removed(v); // the add failed before taking the value
                 }
@@ -418,7 +449,7 @@ impl<D: Document> Patcher<D> {
             }
             OpKind::Copy => {
                 let v = doc.copy_of(from, path.len(), &opts).map_err(from_err)?;
-                self.add(doc, path, at, &mut Some(v))
+                self.add(doc, path, at, &mut Some(v), opts.dialect == Dialect::FastJsonPatch)
             }
             OpKind::Test => {
                 let expected = D::op_node(op).ok_or_else(|| invalid("missing member 'value'"))?;
@@ -438,7 +469,9 @@ impl<D: Document> Patcher<D> {
 
     /// `slot` is emptied only once the add cannot fail any more, so a failing `move`
     /// still holds the moved value and can give it back.
-    fn add(&mut self, doc: &mut D, path: &[D::Token], at: At, slot: &mut Option<D::Value>) -> R<(), D::Error> {
+    /// `past_end`: an array index past the end appends, as fast-json-patch's `move` and
+    /// `copy` do (they add without validation, and `splice` clamps the index).
+    fn add(&mut self, doc: &mut D, path: &[D::Token], at: At, slot: &mut Option<D::Value>, past_end: bool) -> R<(), D::Error> {
         let Some((last, parent)) = path.split_last() else {
             if let Some(v) = slot.take() {
                 self.set_root(doc, v);
@@ -459,7 +492,10 @@ impl<D: Document> Patcher<D> {
                 }
             }
             Shape::Array(len) => {
-                let i = insert_index(&last.text(), len, dialect)?;
+                let i = match insert_index(&last.text(), len, dialect) {
+                    Err(_) if past_end && parse_index(&last.text(), dialect).is_ok() => len,
+                    i => i?,
+                };
                 let Some(v) = slot.take() else { return Ok(()) };
                 c.arr_insert(i, v)?;
                 Undo::ArrAdded(c.anchor(at, last), i)

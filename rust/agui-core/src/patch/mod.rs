@@ -733,8 +733,12 @@ mod tests {
     #[test]
     fn fast_json_patch_dialect_details() {
         let mut doc = json!({"l": [1, 2, 3], "n": 9007199254740993u64});
-        apply_json_patch(&mut doc, &json!([{"op": "replace", "path": "/l/01", "value": 9}]), &fjp()).unwrap();
-        assert_eq!(doc["l"], json!([1, 9, 3]));
+        // `01` is index 1 where fast-json-patch does not check that the location exists
+        // (add's last token); replace checks it first, by a property lookup, and fails
+        apply_json_patch(&mut doc, &json!([{"op": "add", "path": "/l/01", "value": 9}]), &fjp()).unwrap();
+        assert_eq!(doc["l"], json!([1, 9, 2, 3]));
+        assert!(apply_json_patch(&mut doc, &json!([{"op": "replace", "path": "/l/01", "value": 9}]), &fjp()).is_err());
+        apply_json_patch(&mut doc, &json!([{"op": "remove", "path": "/l/1"}]), &fjp()).unwrap();
         // numbers compare as doubles: 2**53 + 1 equals 2.0**53 in JavaScript
         apply_json_patch(&mut doc, &json!([{"op": "test", "path": "/n", "value": 9007199254740992.0}]), &fjp()).unwrap();
         assert!(apply_json_patch(&mut doc, &json!([{"op": "test", "path": "/n", "value": 9007199254740992.0}]), &Options::default()).is_err());

@@ -11,6 +11,19 @@ use super::{StreamError, Warning};
 use crate::sse::{SseParser, DEFAULT_MAX_BUFFER};
 use serde_json::{Map, Value};
 
+/// A 1.0 protocol type (not `Unknown`, not a 0.x `THINKING_*` one the boundary left).
+fn is_protocol(t: EventType) -> bool {
+    !matches!(
+        t,
+        EventType::Unknown
+            | EventType::ThinkingStart
+            | EventType::ThinkingEnd
+            | EventType::ThinkingTextMessageStart
+            | EventType::ThinkingTextMessageContent
+            | EventType::ThinkingTextMessageEnd
+    )
+}
+
 /// Which stages run. The default is the reference client's inbound pipeline without
 /// verification: compatibility boundary, chunk expansion, reducer.
 #[derive(Debug, Clone, Copy)]
@@ -86,6 +99,18 @@ impl<S: State> Replayer<S> {
                 let e = b.convert(event);
                 for w in b.take_warnings() {
                     self.warnings.push(Warning { index, message: w });
+                }
+                // The reference's next stage (enforceEvents) drops a type the protocol
+                // does not describe, so it never reaches verification (no R01/R03 on it).
+                if !is_protocol(EventType::of(&e)) {
+                    let name = match e.get("type") {
+                        Some(Value::String(t)) => t.clone(),
+                        Some(v) => v.to_string(),
+                        None => "undefined".to_string(),
+                    };
+                    let message = format!("[ag-ui][enforce] Dropping unrecognised event '{name}': no middleware translated it and the protocol does not describe it.");
+                    self.warnings.push(Warning { index, message });
+                    return Ok(Change::default());
                 }
                 e
             }

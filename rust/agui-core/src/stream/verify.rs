@@ -105,21 +105,25 @@ struct Continuation {
     entity: &'static str,
     owner: &'static str,
     start: &'static str,
+    /// The END's hint is the CONTENT's ("Start a … first."), as the reference words a
+    /// reasoning message's, not "A '…' event must be sent first."
+    end_as_content: bool,
 }
 
 const TEXT: Continuation =
-    Continuation { open_rule: "R12", tag_rule: "R13", entity: "text message", owner: "message", start: "TEXT_MESSAGE_START" };
+    Continuation { open_rule: "R12", tag_rule: "R13", entity: "text message", owner: "message", start: "TEXT_MESSAGE_START", end_as_content: false };
 const TOOL: Continuation =
-    Continuation { open_rule: "R17", tag_rule: "R17", entity: "tool call", owner: "tool call", start: "TOOL_CALL_START" };
+    Continuation { open_rule: "R17", tag_rule: "R17", entity: "tool call", owner: "tool call", start: "TOOL_CALL_START", end_as_content: false };
 const REASONING: Continuation = Continuation {
     open_rule: "R23",
     tag_rule: "R23",
     entity: "reasoning message",
     owner: "reasoning message",
     start: "REASONING_MESSAGE_START",
+    end_as_content: true,
 };
 const REASONING_SPAN: Continuation =
-    Continuation { open_rule: "R23", tag_rule: "R23", entity: "reasoning span", owner: "reasoning message", start: "REASONING_START" };
+    Continuation { open_rule: "R23", tag_rule: "R23", entity: "reasoning span", owner: "reasoning message", start: "REASONING_START", end_as_content: false };
 
 impl Continuation {
     fn check(
@@ -132,7 +136,7 @@ impl Continuation {
         (id, show): (&str, &dyn Fn() -> String),
     ) -> Result<(), StreamError> {
         if !open.has(id) {
-            let hint = if content {
+            let hint = if content || self.end_as_content {
                 format!("Start a {} with '{}' first.", self.entity, self.start)
             } else {
                 format!("A '{}' event must be sent first.", self.start)
