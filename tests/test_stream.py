@@ -320,8 +320,8 @@ def test_wrong_argument_types_are_type_errors(call):
 
 
 def test_bad_format_and_threads():
-    with pytest.raises(ValueError):
-        stream.replay_log(b"", format="jsonl")
+    with pytest.raises(ValueError, match="'sse', 'protobuf' or 'jsonl'"):
+        stream.replay_log(b"", format="xml")
     with pytest.raises(ValueError):
         stream.replay_logs([], threads=0)
     assert stream.replay_logs([]) == []
