@@ -38,8 +38,8 @@ def to_arrow(
     max_frame_size: int = _native.PROTO_DEFAULT_MAX_FRAME_SIZE,
     max_depth: int = _native.DEFAULT_MAX_DEPTH,
 ) -> Any:
-    """Decode logs (a path, bytes, or a list of them; SSE or protobuf, gzip or not) into
-    one Arrow table, one row per event, in source order.
+    """Decode logs (a path, bytes, or a list of them; SSE, protobuf or JSON Lines, gzip or
+    not) into one Arrow table, one row per event, in source order.
 
     ``threads``: Rust threads (default: the number of cores): one source per thread, or,
     with fewer sources than threads, each source's events parsed on all of them.
