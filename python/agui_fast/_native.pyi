@@ -112,9 +112,12 @@ class SseDecoder:
 
 class SseCodec:
     """The one-shot ``decode_sse`` over the ``(typed, dict, bytes)`` backends;
-    ``options`` is ``agui_fast._stream.options`` (old spellings, bad values)."""
+    ``options`` is ``agui_fast._stream.options`` (old spellings, bad values); with ``lines``
+    it decodes JSON Lines (``agui_fast.jsonl.decode_jsonl``)."""
 
-    def __init__(self, backends: Tuple[_Backend, _Backend, _Backend], options: Callable[..., Any], /) -> None: ...
+    def __init__(
+        self, backends: Tuple[_Backend, _Backend, _Backend], options: Callable[..., Any], lines: bool = False, /
+    ) -> None: ...
     def decode_sse(
         self,
         data: _BytesLike,
@@ -127,17 +130,6 @@ class SseCodec:
         max_buffer_size: Optional[int] = None,
     ) -> List[Any]:
         """A whole recorded stream (framed on a Rust thread from 2 MiB on)."""
-    def decode_jsonl(
-        self,
-        data: _BytesLike,
-        /,
-        *,
-        raw: Optional[Literal["dict", "bytes"]] = None,
-        legacy: bool = True,
-        max_frame_size: int = ...,
-        max_depth: int = ...,
-    ) -> List[Any]:
-        """A whole JSON Lines log (``decode_sse`` with the parser's line mode)."""
 # --- end sse ---
 # --- proto ---
 # Protobuf codec (rust/agui-py/src/proto.rs, docs/protobuf.md). Events cross as JSON text

@@ -12,8 +12,10 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from . import _native
-from ._stream import DEFAULT_CHUNK_SIZE, DEFAULT_MAX_DEPTH, Raw, Source, check_chunk_size, iter_events, read_chunks
-from .sse import _CODEC, DEFAULT_MAX_FRAME_SIZE, _native_decoder
+from ._stream import (
+    DEFAULT_CHUNK_SIZE, DEFAULT_MAX_DEPTH, Raw, Source, check_chunk_size, iter_events, options, read_chunks,
+)
+from .sse import _BACKENDS, DEFAULT_MAX_FRAME_SIZE, _native_decoder
 
 __all__ = ["JsonlDecoder", "decode_jsonl", "iter_jsonl"]
 
@@ -35,7 +37,7 @@ class JsonlDecoder(_native.SseDecoder):
         return _native_decoder(cls, raw, legacy, max_frame_size, max_depth, None, True)
 
 
-decode_jsonl = _CODEC.decode_jsonl
+decode_jsonl = _native.SseCodec((_BACKENDS[None], _BACKENDS["dict"], _BACKENDS["bytes"]), options, True).decode_sse
 """``decode_jsonl(data, *, raw=None, legacy=True, max_frame_size=..., max_depth=...)``:
 decode a whole JSON Lines log (as :func:`~agui_fast.sse.decode_sse` does an SSE log)."""
 

@@ -95,8 +95,7 @@ class SseDecoder(_native.SseDecoder):
         return _native_decoder(cls, raw, legacy, max_frame_size, max_depth, max_buffer_size)
 
 
-_CODEC = _native.SseCodec((_BACKENDS[None], _BACKENDS["dict"], _BACKENDS["bytes"]), options)
-decode_sse = _CODEC.decode_sse
+decode_sse = _native.SseCodec((_BACKENDS[None], _BACKENDS["dict"], _BACKENDS["bytes"]), options).decode_sse
 """``decode_sse(data, *, raw=None, legacy=True, max_frame_size=..., max_depth=...)``:
 decode a whole recorded SSE stream (native: framing with the GIL released, from 2 MiB on
 on a Rust thread, part by part, ahead of the decoding)."""

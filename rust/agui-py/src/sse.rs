@@ -131,14 +131,18 @@ impl SseDecoder {
 #[pyclass(module = "agui_fast._native", name = "SseCodec", frozen)]
 pub struct SseCodec {
     modes: Modes,
+    /// JSON Lines: `decode_sse` frames with the parser's line mode (`decode_jsonl`).
+    lines: bool,
 }
 
 #[pymethods]
 impl SseCodec {
-    /// `backends`: `(typed, dict, bytes)`; `options`: `agui_fast._stream.options`.
+    /// `backends`: `(typed, dict, bytes)`; `options`: `agui_fast._stream.options`;
+    /// `lines`: JSON Lines instead of an event stream.
     #[new]
-    fn new(backends: &Bound<'_, PyTuple>, options: Bound<'_, PyAny>) -> PyResult<Self> {
-        Ok(SseCodec { modes: Modes::new(backends, options)? })
+    #[pyo3(signature = (backends, options, lines = false, /))]
+    fn new(backends: &Bound<'_, PyTuple>, options: Bound<'_, PyAny>, lines: bool) -> PyResult<Self> {
+        Ok(SseCodec { modes: Modes::new(backends, options)?, lines })
     }
 
     /// Decode a whole recorded SSE stream (see `run_pipelined`).
@@ -155,25 +159,11 @@ impl SseCodec {
         max_buffer_size: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
         let r = self.modes.resolve(py, raw, max_frame_size, max_depth, max_buffer_size)?;
-        let mut state = SseStream::new(r.max_frame_size, r.max_depth, legacy, r.mode);
+        let state = SseStream::new(r.max_frame_size, r.max_depth, legacy, r.mode);
+        let mut state = if self.lines { state.lines() } else { state };
         with_buffer(data, |d| state.run(py, r.backend, Some(d), true))
     }
 
-    /// Decode a whole JSON Lines log: `decode_sse` with the parser's line mode.
-    #[pyo3(signature = (data, /, *, raw = None, legacy = true, max_frame_size = core::DEFAULT_MAX_BUFFER as i64, max_depth = DEFAULT_MAX_DEPTH as i64))]
-    fn decode_jsonl<'py>(
-        &self,
-        py: Python<'py>,
-        data: &Bound<'py, PyAny>,
-        raw: Option<&Bound<'py, PyAny>>,
-        legacy: bool,
-        max_frame_size: i64,
-        max_depth: i64,
-    ) -> PyResult<Bound<'py, PyList>> {
-        let r = self.modes.resolve(py, raw, max_frame_size, max_depth, None)?;
-        let mut state = SseStream::new(r.max_frame_size, r.max_depth, legacy, r.mode).lines();
-        with_buffer(data, |d| state.run(py, r.backend, Some(d), true))
-    }
 }
 
 /// One SSE event for `payload`: `data: <line>\n` per line, then `\n` (tests only).
