@@ -281,6 +281,49 @@ def test_control_characters_each():
         assert _native.dumps(ch) == pydantic_core.to_json(ch), hex(i)
 
 
+# Every kind of character the escaper treats differently: the escapes, other control
+# characters, DEL and `/` (raw), 2-, 3- and 4-byte UTF-8 (U+2028 raw, as pydantic writes it).
+_ESCAPE_ALPHABET = '"\\/\n\r\t\b\f\x00\x01\x1b\x1f\x7f\x80éa Z~\u2028\u2029\uffff\U0001f600'
+
+
+def _random_strings():
+    import random
+
+    rng = random.Random(20)
+    for length in range(0, 141):  # across 16/32/64-byte blocks and 128-byte chunks
+        for _ in range(8):
+            plain = rng.random() < 0.5
+            yield "".join(
+                "x" if plain and rng.random() < 0.9 else rng.choice(_ESCAPE_ALPHABET) for _ in range(length)
+            )
+
+
+def test_strings_at_every_length_match_the_reference():
+    """The SIMD escaper (its kernel picked at run time) against the byte-by-byte rules
+    (`json.dumps` without ASCII escapes spells them as pydantic does) and pydantic itself:
+    alone, in one list (strings back to back in the buffer, many ending near page
+    boundaries of the heap), and as dict keys."""
+    strings = list(_random_strings())
+    for s in strings:
+        want = json.dumps(s, ensure_ascii=False).encode()
+        assert _native.dumps(s) == want == pydantic_core.to_json(s), repr(s)
+    compact = {"ensure_ascii": False, "separators": (",", ":")}
+    assert _native.dumps(strings) == json.dumps(strings, **compact).encode()
+    keyed = {s: i for i, s in enumerate(strings)}
+    assert _native.dumps(keyed) == json.dumps(keyed, **compact).encode()
+
+
+def test_lone_surrogates_at_every_position_are_refused():
+    for length in (0, 1, 15, 16, 31, 32, 33, 64, 127, 128, 129):
+        for pos in range(0, length + 1, max(1, length // 7)):
+            for sur in ("\ud800", "\udfff"):
+                s = "a" * pos + sur + "b" * (length - pos)
+                with pytest.raises(EncodeError, match="surrogate"):
+                    _native.dumps(s)
+                with pytest.raises(EncodeError, match="surrogate"):
+                    _native.dumps({s: 1})
+
+
 JSON_LEAVES = (
     st.none()
     | st.booleans()
