@@ -586,6 +586,35 @@ def test_struct_subclass_and_slotted_class_and_property_override():
     assert _native.dumps(Prop()) == b'{"B":"from-property","A":1}'
 
 
+def test_a_struct_class_changed_after_its_plan_was_built_is_encoded_as_it_is_now():
+    """The walker's cached plan is trusted only under the class's version tag: a field
+    replaced by a property after the plan was built is read through the property (as
+    getattr reads it), by every encoder, without anything else rebuilding the plan."""
+    from agui_fast.encoder import EventEncoder as FastEncoder
+
+    class Delta(fast.StateDeltaEvent):  # a class of its own: no other test's plan is touched
+        pass
+
+    enc = FastEncoder()
+    ev = Delta(delta=[fast.AddOperation(path="/v", value=1)])
+    before = enc.encode(ev)
+    assert '"path":"/v"' in before and _native.dumps(ev) == before[6:-2].encode()
+    slot = Delta.__dict__.get("delta")
+    Delta.delta = property(lambda self: [fast.AddOperation(path="/p", value=2)])
+    try:
+        assert '"path":"/p"' in enc.encode(ev)
+        assert b'"path":"/p"' in _native.dumps(ev)
+        assert '"path":"/p"' in _native.encode_sse(ev)
+        # the base class's own plan is untouched
+        assert '"path":"/v"' in enc.encode(fast.StateDeltaEvent(delta=[fast.AddOperation(path="/v", value=1)]))
+    finally:
+        if slot is None:
+            del Delta.delta
+        else:
+            Delta.delta = slot
+    assert enc.encode(ev) == before  # back to the slot
+
+
 def test_struct_field_values_survive_mutation_during_encoding():
     class Box(msgspec.Struct):
         __agui_fields__: ClassVar[Any] = (("a", "a", False), ("b", "b", False))

@@ -334,7 +334,7 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
     }
 
     fn other(&mut self, ptr: *mut ffi::PyObject, tp: *mut ffi::PyTypeObject) -> PyResult<()> {
-        let kind = kind_of(self.py, tp)?;
+        let kind = kind_of(self.py, self.lay, tp)?;
         match &kind {
             Kind::Plan(plan) => {
                 self.hold(&kind);
@@ -451,7 +451,7 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
     /// wrote is taken.
     #[cold]
     fn key_text(&mut self, key: &Bound<'py, PyAny>) -> PyResult<String> {
-        match kind_of(self.py, unsafe { ffi::Py_TYPE(key.as_ptr()) })? {
+        match kind_of(self.py, self.lay, unsafe { ffi::Py_TYPE(key.as_ptr()) })? {
             Kind::StrSub => return self.owned_text(key.cast::<PyString>()?),
             Kind::Enum(_) => {
                 let value = self.enum_value(key.as_ptr())?;
