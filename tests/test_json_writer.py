@@ -615,6 +615,32 @@ def test_a_struct_class_changed_after_its_plan_was_built_is_encoded_as_it_is_now
     assert enc.encode(ev) == before  # back to the slot
 
 
+def test_encoding_a_struct_makes_no_instance_dict():
+    """A Struct with an instance `__dict__` (for extras) has none until an extra is set:
+    the walker reads it without making an empty one per Struct written."""
+    import gc
+
+    from agui_fast.decoder import decode_event
+
+    if not _native._testing.direct_reads()["managed_dict"]:
+        pytest.skip("instance dicts are read through the API on this interpreter")
+
+    def has_dict(o):
+        return any(type(r) is dict for r in gc.get_referents(o))
+
+    for ev in (
+        decode_event(b'{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"hi"}'),
+        fast.TextMessageContentEvent(message_id="m", delta="hi"),
+    ):
+        assert not has_dict(ev)
+        want = b'{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"hi"}'
+        assert _native.dumps(ev) == want
+        assert _native.encode_sse_event(ev) == "data: " + want.decode() + "\n\n"
+        assert not has_dict(ev)
+        ev.trace = "t"  # an extra: written after the declared fields
+        assert _native.dumps(ev) == want[:-1] + b',"trace":"t"}'
+
+
 def test_struct_field_values_survive_mutation_during_encoding():
     class Box(msgspec.Struct):
         __agui_fields__: ClassVar[Any] = (("a", "a", False), ("b", "b", False))

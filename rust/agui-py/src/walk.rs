@@ -784,10 +784,18 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
                     self.checked_field(plan, f, v.as_ptr())?;
                 }
                 if *has_dict {
-                    let ex = unsafe {
-                        Bound::from_owned_ptr_or_err(py, ffi::PyObject_GenericGetDict(ptr, std::ptr::null_mut()))?
+                    // The instance dict read without making one where none was made yet (a
+                    // decoded or constructed Struct has none until an extra is set).
+                    let ex = match unsafe { self.lay.instance_dict(ptr) } {
+                        Some(d) if d.is_null() => None,
+                        Some(d) => Some(unsafe { Bound::from_borrowed_ptr(py, d) }),
+                        None => Some(unsafe {
+                            Bound::from_owned_ptr_or_err(py, ffi::PyObject_GenericGetDict(ptr, std::ptr::null_mut()))?
+                        }),
                     };
-                    distinct &= self.extras(&ex, plan)?;
+                    if let Some(ex) = ex {
+                        distinct &= self.extras(&ex, plan)?;
+                    }
                 }
             }
         }
