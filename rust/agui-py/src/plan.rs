@@ -20,6 +20,7 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
+use agui_core::patch::cache::FastBuild;
 use agui_core::sink::{PreStr, Scalar};
 use pyo3::ffi;
 use pyo3::intern;
@@ -172,7 +173,7 @@ pub(crate) struct Plan {
 /// Enum members of one class with a scalar value, pre-encoded.
 pub(crate) struct EnumInfo {
     /// member object address -> its value
-    pub(crate) members: HashMap<usize, Scalar, std::hash::BuildHasherDefault<PtrHasher>>,
+    pub(crate) members: HashMap<usize, Scalar, FastBuild>,
 }
 
 #[derive(Clone)]
@@ -205,27 +206,8 @@ struct CacheEntry {
     version: u32,
 }
 
-/// Hasher for type-object addresses (already unique; just mix the bits).
-#[derive(Default)]
-pub(crate) struct PtrHasher(u64);
-
-impl std::hash::Hasher for PtrHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 << 8 | b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-    fn write_usize(&mut self, n: usize) {
-        self.0 = ((n as u64) >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
-
 // Entries hold `Rc` plans: `GilBound` (see crate::gil) lets them live in a `GilCell`.
-type TypeMap = HashMap<usize, GilBound<CacheEntry>, std::hash::BuildHasherDefault<PtrHasher>>;
+type TypeMap = HashMap<usize, GilBound<CacheEntry>, FastBuild>;
 
 /// Per-class plans (keeps the type objects alive).
 static CACHE: GilCell<Option<TypeMap>> = GilCell::new(None);
