@@ -103,8 +103,16 @@ pub fn write_str(buf: &mut Vec<u8>, s: &str) {
         // Writing into a Vec cannot fail (it only reserves).
         let _ = sonic_rs::format::CompactFormatter.write_string_fast(buf, s, true);
     } else {
-        json_escape_simd::escape_into(s, buf)
+        write_long_str(buf, s)
     }
+}
+
+/// The long-string path of [`write_str`], kept out of line and marked cold so that the
+/// walker's hot loops, where it is inlined, hold nothing across a call they rarely make.
+#[cold]
+#[inline(never)]
+fn write_long_str(buf: &mut Vec<u8>, s: &str) {
+    json_escape_simd::escape_into(s, buf)
 }
 
 /// Append `"key":` (the escaped key followed by the colon).
