@@ -281,6 +281,49 @@ def test_control_characters_each():
         assert _native.dumps(ch) == pydantic_core.to_json(ch), hex(i)
 
 
+# Every kind of character the escaper treats differently: the escapes, other control
+# characters, DEL and `/` (raw), 2-, 3- and 4-byte UTF-8 (U+2028 raw, as pydantic writes it).
+_ESCAPE_ALPHABET = '"\\/\n\r\t\b\f\x00\x01\x1b\x1f\x7f\x80éa Z~\u2028\u2029\uffff\U0001f600'
+
+
+def _random_strings():
+    import random
+
+    rng = random.Random(20)
+    for length in range(0, 141):  # across 16/32/64-byte blocks and 128-byte chunks
+        for _ in range(8):
+            plain = rng.random() < 0.5
+            yield "".join(
+                "x" if plain and rng.random() < 0.9 else rng.choice(_ESCAPE_ALPHABET) for _ in range(length)
+            )
+
+
+def test_strings_at_every_length_match_the_reference():
+    """The SIMD escaper (its kernel picked at run time) against the byte-by-byte rules
+    (`json.dumps` without ASCII escapes spells them as pydantic does) and pydantic itself:
+    alone, in one list (strings back to back in the buffer, many ending near page
+    boundaries of the heap), and as dict keys."""
+    strings = list(_random_strings())
+    for s in strings:
+        want = json.dumps(s, ensure_ascii=False).encode()
+        assert _native.dumps(s) == want == pydantic_core.to_json(s), repr(s)
+    compact = {"ensure_ascii": False, "separators": (",", ":")}
+    assert _native.dumps(strings) == json.dumps(strings, **compact).encode()
+    keyed = {s: i for i, s in enumerate(strings)}
+    assert _native.dumps(keyed) == json.dumps(keyed, **compact).encode()
+
+
+def test_lone_surrogates_at_every_position_are_refused():
+    for length in (0, 1, 15, 16, 31, 32, 33, 64, 127, 128, 129):
+        for pos in range(0, length + 1, max(1, length // 7)):
+            for sur in ("\ud800", "\udfff"):
+                s = "a" * pos + sur + "b" * (length - pos)
+                with pytest.raises(EncodeError, match="surrogate"):
+                    _native.dumps(s)
+                with pytest.raises(EncodeError, match="surrogate"):
+                    _native.dumps({s: 1})
+
+
 JSON_LEAVES = (
     st.none()
     | st.booleans()
@@ -541,6 +584,61 @@ def test_struct_subclass_and_slotted_class_and_property_override():
             return "from-property"
 
     assert _native.dumps(Prop()) == b'{"B":"from-property","A":1}'
+
+
+def test_a_struct_class_changed_after_its_plan_was_built_is_encoded_as_it_is_now():
+    """The walker's cached plan is trusted only under the class's version tag: a field
+    replaced by a property after the plan was built is read through the property (as
+    getattr reads it), by every encoder, without anything else rebuilding the plan."""
+    from agui_fast.encoder import EventEncoder as FastEncoder
+
+    class Delta(fast.StateDeltaEvent):  # a class of its own: no other test's plan is touched
+        pass
+
+    enc = FastEncoder()
+    ev = Delta(delta=[fast.AddOperation(path="/v", value=1)])
+    before = enc.encode(ev)
+    assert '"path":"/v"' in before and _native.dumps(ev) == before[6:-2].encode()
+    slot = Delta.__dict__.get("delta")
+    Delta.delta = property(lambda self: [fast.AddOperation(path="/p", value=2)])
+    try:
+        assert '"path":"/p"' in enc.encode(ev)
+        assert b'"path":"/p"' in _native.dumps(ev)
+        assert '"path":"/p"' in _native.encode_sse(ev)
+        # the base class's own plan is untouched
+        assert '"path":"/v"' in enc.encode(fast.StateDeltaEvent(delta=[fast.AddOperation(path="/v", value=1)]))
+    finally:
+        if slot is None:
+            del Delta.delta
+        else:
+            Delta.delta = slot
+    assert enc.encode(ev) == before  # back to the slot
+
+
+def test_encoding_a_struct_makes_no_instance_dict():
+    """A Struct with an instance `__dict__` (for extras) has none until an extra is set:
+    the walker reads it without making an empty one per Struct written."""
+    import gc
+
+    from agui_fast.decoder import decode_event
+
+    if not _native._testing.direct_reads()["managed_dict"]:
+        pytest.skip("instance dicts are read through the API on this interpreter")
+
+    def has_dict(o):
+        return any(type(r) is dict for r in gc.get_referents(o))
+
+    for ev in (
+        decode_event(b'{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"hi"}'),
+        fast.TextMessageContentEvent(message_id="m", delta="hi"),
+    ):
+        assert not has_dict(ev)
+        want = b'{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"hi"}'
+        assert _native.dumps(ev) == want
+        assert _native.encode_sse_event(ev) == "data: " + want.decode() + "\n\n"
+        assert not has_dict(ev)
+        ev.trace = "t"  # an extra: written after the declared fields
+        assert _native.dumps(ev) == want[:-1] + b',"trace":"t"}'
 
 
 def test_struct_field_values_survive_mutation_during_encoding():

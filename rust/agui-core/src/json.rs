@@ -18,7 +18,7 @@
 use std::borrow::BorrowMut;
 
 /// Escape class of each byte: 0 = written raw; `b'u'` = `\u00XX`; otherwise the
-/// character after the backslash. (The reference spelling the tests hold sonic-rs to.)
+/// character after the backslash. (The reference spelling the tests hold the SIMD escaper to.)
 #[cfg(test)]
 static ESCAPE: [u8; 256] = {
     let mut t = [0u8; 256];
@@ -79,16 +79,40 @@ fn put_small(buf: &mut Vec<u8>, b: &[u8]) {
     }
 }
 
-/// Append `s` as a JSON string (with quotes): sonic-rs's SIMD escaper (SSE2 on any
-/// x86-64, NEON on aarch64), which spells every escape as pydantic does (the tests
-/// below hold it to the byte-by-byte reference). It copies 32-byte blocks first and
-/// checks them after, so runs between escapes cost no copy call; about twice as fast
-/// as the 8-byte SWAR scan it replaced, on short keys as on long prose.
+/// Strings of at least this many bytes are escaped by the kernel chosen at run time.
+pub const LONG_STR: usize = 128;
+
+/// Append `s` as a JSON string (with quotes), every escape spelled as pydantic does (the
+/// tests below hold both escapers to the byte-by-byte reference, at every length across
+/// the threshold and the kernels' blocks). Both SIMD escapers copy whole blocks first and
+/// check them after, so runs between escapes cost no copy call.
+///
+/// * Shorter than [`LONG_STR`] (keys, most values): sonic-rs's escaper, inlined here (SSE2
+///   on any x86-64, NEON on aarch64: chosen at compile time, and a baseline x86-64 build,
+///   the abi3 wheel, has SSE2 only).
+/// * Longer (prose): `json-escape-simd`, which picks its kernel at run time (AVX2 where
+///   the CPU has it) and processes 128-byte chunks. Being chosen at run time, that kernel
+///   is a call (two, through the crate's entry) that the compiler cannot inline: on short
+///   strings the calls cost more than the wider registers save (measured: a 7-byte key
+///   5.3 -> 6.1 ns, a 60-byte value 11.9 -> 12.8 ns; the 300-message snapshot, whose
+///   contents are 250-byte prose, 7% faster), hence the threshold at the chunk size.
 #[inline]
 pub fn write_str(buf: &mut Vec<u8>, s: &str) {
-    use sonic_rs::format::Formatter;
-    // Writing into a Vec cannot fail (it only reserves).
-    let _ = sonic_rs::format::CompactFormatter.write_string_fast(buf, s, true);
+    if s.len() < LONG_STR {
+        use sonic_rs::format::Formatter;
+        // Writing into a Vec cannot fail (it only reserves).
+        let _ = sonic_rs::format::CompactFormatter.write_string_fast(buf, s, true);
+    } else {
+        write_long_str(buf, s)
+    }
+}
+
+/// The long-string path of [`write_str`], kept out of line and marked cold so that the
+/// walker's hot loops, where it is inlined, hold nothing across a call they rarely make.
+#[cold]
+#[inline(never)]
+fn write_long_str(buf: &mut Vec<u8>, s: &str) {
+    json_escape_simd::escape_into(s, buf)
 }
 
 /// Append `"key":` (the escaped key followed by the colon).
@@ -514,6 +538,43 @@ mod tests {
                 b.push(b'"');
                 assert_eq!(a, b);
             }
+        }
+    }
+
+    /// `write_str` against the byte-by-byte reference, with its quotes.
+    fn assert_escapes_like_reference(s: &str) {
+        let (mut fast, mut want) = (b"x".to_vec(), b"x\"".to_vec());
+        write_str(&mut fast, s);
+        write_str_body_simple(&mut want, s);
+        want.push(b'"');
+        assert_eq!(fast, want, "{s:?}");
+    }
+
+    #[test]
+    fn escaping_at_every_length_and_position() {
+        // Every length across the kernels' blocks (16, 32 bytes; AVX2's 128-byte chunks,
+        // `LONG_STR`), each kind of character at each position of a plain run: the
+        // block loops, the tail and the escape loop's exits all meet each case.
+        let specials = ["\"", "\\", "\n", "\u{0}", "\u{1f}", "\u{7f}", "é", "\u{2028}", "😀", "/"];
+        for len in (0..=140).chain(250..=260) {
+            assert_escapes_like_reference(&"a".repeat(len));
+            for sp in specials {
+                for pos in 0..=len {
+                    let mut t = "a".repeat(len);
+                    t.insert_str(pos, sp);
+                    assert_escapes_like_reference(&t);
+                }
+                // a run of escapes that crosses block boundaries
+                assert_escapes_like_reference(&sp.repeat(len));
+            }
+        }
+        // strings ending at a page boundary (the tail's read-ahead must not cross it)
+        let page = 4096;
+        let big: String = (0..4 * page).map(|i| if i % 37 == 0 { '"' } else { 'k' }).collect();
+        let start = big.as_ptr() as usize;
+        let boundary = (start / page + 2) * page - start;
+        for len in 0..70 {
+            assert_escapes_like_reference(&big[boundary - len..boundary]);
         }
     }
 

@@ -57,7 +57,7 @@ pub(crate) struct Plan {
 }
 
 // Class pointers are already well spread: no SipHash (the walker's hasher for type addresses).
-type Plans = HashMap<usize, GilBound<Rc<Plan>>, std::hash::BuildHasherDefault<crate::plan::PtrHasher>>;
+type Plans = HashMap<usize, GilBound<Rc<Plan>>, agui_core::patch::cache::FastBuild>;
 static PLANS: GilCell<Option<Plans>> = GilCell::new(None);
 
 /// `plan_of(cls)`, `lenient(cls, kwargs)`, the metaclass, and msgspec's call slot.

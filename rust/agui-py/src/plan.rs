@@ -20,6 +20,7 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
+use agui_core::patch::cache::FastBuild;
 use agui_core::sink::{PreStr, Scalar};
 use pyo3::ffi;
 use pyo3::intern;
@@ -172,7 +173,7 @@ pub(crate) struct Plan {
 /// Enum members of one class with a scalar value, pre-encoded.
 pub(crate) struct EnumInfo {
     /// member object address -> its value
-    pub(crate) members: HashMap<usize, Scalar, std::hash::BuildHasherDefault<PtrHasher>>,
+    pub(crate) members: HashMap<usize, Scalar, FastBuild>,
 }
 
 #[derive(Clone)]
@@ -205,27 +206,8 @@ struct CacheEntry {
     version: u32,
 }
 
-/// Hasher for type-object addresses (already unique; just mix the bits).
-#[derive(Default)]
-pub(crate) struct PtrHasher(u64);
-
-impl std::hash::Hasher for PtrHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 << 8 | b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-    fn write_usize(&mut self, n: usize) {
-        self.0 = ((n as u64) >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
-
 // Entries hold `Rc` plans: `GilBound` (see crate::gil) lets them live in a `GilCell`.
-type TypeMap = HashMap<usize, GilBound<CacheEntry>, std::hash::BuildHasherDefault<PtrHasher>>;
+type TypeMap = HashMap<usize, GilBound<CacheEntry>, FastBuild>;
 
 /// Per-class plans (keeps the type objects alive).
 static CACHE: GilCell<Option<TypeMap>> = GilCell::new(None);
@@ -233,35 +215,43 @@ static ENUM_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static UNSET: PyOnceLock<Option<Py<PyAny>>> = PyOnceLock::new();
 static STDLIB_TYPES: PyOnceLock<[(Py<PyAny>, usize); 5]> = PyOnceLock::new();
 
+/// The cached kind of a class, valid while the class's version tag is the one it was built
+/// under (a class changed since, e.g. a field replaced by a property, is planned anew, as
+/// the interpreter gives it a new tag). Where the tag is not read (`Layout::type_version`
+/// off) or the class has none (0: the interpreter ran out of tags for it), the cached
+/// kind is kept: its changes cannot be told there.
 #[inline(always)]
-pub(crate) fn kind_of(py: Python<'_>, tp: *mut ffi::PyTypeObject) -> PyResult<Kind> {
+pub(crate) fn kind_of(py: Python<'_>, lay: Layout, tp: *mut ffi::PyTypeObject) -> PyResult<Kind> {
     let key = tp as usize;
-    let hit = CACHE.with(py, |c| c.as_ref().and_then(|m| m.get(&key)).map(|e| e.0.kind.clone()));
+    let now = unsafe { lay.type_version(tp) };
+    let hit = CACHE.with(py, |c| {
+        let e = c.as_ref().and_then(|m| m.get(&key))?;
+        now.is_none_or(|v| v == e.0.version).then(|| e.0.kind.clone())
+    });
     match hit {
         Some(k) => Ok(k),
-        None => kind_of_slow(py, tp),
+        None => kind_of_slow(py, lay, tp),
     }
 }
 
 #[cold]
-fn kind_of_slow(py: Python<'_>, tp: *mut ffi::PyTypeObject) -> PyResult<Kind> {
+fn kind_of_slow(py: Python<'_>, lay: Layout, tp: *mut ffi::PyTypeObject) -> PyResult<Kind> {
     let key = tp as usize;
     // Build outside of the cell (this calls Python code).
     let ty: Bound<'_, PyType> =
         unsafe { Bound::from_borrowed_ptr(py, tp as *mut ffi::PyObject).cast_into_unchecked() };
     let kind = classify(py, &ty)?;
     // Read after `classify`, whose lookups on the class gave it a tag if it had none.
-    let version = unsafe { crate::layout::get(py).type_version(tp) }.unwrap_or(0);
-    let ty = ty.unbind();
+    let version = unsafe { lay.type_version(tp) }.unwrap_or(0);
+    let entry = GilBound(CacheEntry { _ty: ty.unbind(), kind: kind.clone(), version });
     let (kind, unused) = CACHE.with(py, |c| {
         let m = c.get_or_insert_with(TypeMap::default);
-        if let Some(e) = m.get(&key) {
-            // Another call (re-entrant or another thread while the GIL was released)
-            // got there first: keep its entry.
-            (e.0.kind.clone(), Some(ty))
-        } else {
-            m.insert(key, GilBound(CacheEntry { _ty: ty, kind: kind.clone(), version }));
-            (kind, None)
+        match m.get(&key) {
+            // Another call (re-entrant, or another thread while the GIL was released)
+            // built it under the same tag first: keep its entry.
+            Some(e) if e.0.version == version => (e.0.kind.clone(), Some(entry)),
+            // (a stale entry is replaced)
+            _ => (kind, m.insert(key, entry)),
         }
     });
     drop(unused); // decref outside of the cell
@@ -269,26 +259,17 @@ fn kind_of_slow(py: Python<'_>, tp: *mut ffi::PyTypeObject) -> PyResult<Kind> {
 }
 
 /// The plan of a class that describes it now, for reading instances' fields in place
-/// (`Getter::in_place`) without asking the class: the cached plan while the class's version
-/// tag is the one it was built under, else rebuilt (a class changed since, e.g. a field
-/// replaced by a property, is planned anew). None when the class's changes cannot be told
-/// (the tag read is off, or the interpreter gave the class no tag): the caller then reads
-/// through the class.
+/// (`Getter::in_place`) without asking the class ([`kind_of`]). None when the class's
+/// changes cannot be told (the tag read is off, or the interpreter gave the class no
+/// tag): the caller then reads through the class.
 pub(crate) fn current_kind(py: Python<'_>, tp: *mut ffi::PyTypeObject) -> PyResult<Option<Kind>> {
-    let Some(now) = (unsafe { crate::layout::get(py).type_version(tp) }) else { return Ok(None) };
-    let key = tp as usize;
-    let hit = CACHE.with(py, |c| c.as_ref().and_then(|m| m.get(&key)).map(|e| (e.0.kind.clone(), e.0.version)));
-    match hit {
-        Some((kind, built)) if built == now => return Ok((now != 0).then_some(kind)),
-        Some(_) => {
-            let old = CACHE.with(py, |c| c.as_mut().and_then(|m| m.remove(&key)));
-            drop(old); // decref outside of the cell
-        }
-        None => {}
+    let lay = crate::layout::get(py);
+    if unsafe { lay.type_version(tp) }.is_none() {
+        return Ok(None);
     }
-    let kind = kind_of_slow(py, tp)?;
-    let built = CACHE.with(py, |c| c.as_ref().and_then(|m| m.get(&key)).map(|e| e.0.version));
-    let now = unsafe { crate::layout::get(py).type_version(tp) };
+    let kind = kind_of(py, lay, tp)?;
+    let built = CACHE.with(py, |c| c.as_ref().and_then(|m| m.get(&(tp as usize))).map(|e| e.0.version));
+    let now = unsafe { lay.type_version(tp) };
     Ok((built.is_some_and(|b| b != 0 && Some(b) == now)).then_some(kind))
 }
 

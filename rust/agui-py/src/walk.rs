@@ -334,7 +334,7 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
     }
 
     fn other(&mut self, ptr: *mut ffi::PyObject, tp: *mut ffi::PyTypeObject) -> PyResult<()> {
-        let kind = kind_of(self.py, tp)?;
+        let kind = kind_of(self.py, self.lay, tp)?;
         match &kind {
             Kind::Plan(plan) => {
                 self.hold(&kind);
@@ -451,7 +451,7 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
     /// wrote is taken.
     #[cold]
     fn key_text(&mut self, key: &Bound<'py, PyAny>) -> PyResult<String> {
-        match kind_of(self.py, unsafe { ffi::Py_TYPE(key.as_ptr()) })? {
+        match kind_of(self.py, self.lay, unsafe { ffi::Py_TYPE(key.as_ptr()) })? {
             Kind::StrSub => return self.owned_text(key.cast::<PyString>()?),
             Kind::Enum(_) => {
                 let value = self.enum_value(key.as_ptr())?;
@@ -784,10 +784,18 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
                     self.checked_field(plan, f, v.as_ptr())?;
                 }
                 if *has_dict {
-                    let ex = unsafe {
-                        Bound::from_owned_ptr_or_err(py, ffi::PyObject_GenericGetDict(ptr, std::ptr::null_mut()))?
+                    // The instance dict read without making one where none was made yet (a
+                    // decoded or constructed Struct has none until an extra is set).
+                    let ex = match unsafe { self.lay.instance_dict(ptr) } {
+                        Some(d) if d.is_null() => None,
+                        Some(d) => Some(unsafe { Bound::from_borrowed_ptr(py, d) }),
+                        None => Some(unsafe {
+                            Bound::from_owned_ptr_or_err(py, ffi::PyObject_GenericGetDict(ptr, std::ptr::null_mut()))?
+                        }),
                     };
-                    distinct &= self.extras(&ex, plan)?;
+                    if let Some(ex) = ex {
+                        distinct &= self.extras(&ex, plan)?;
+                    }
                 }
             }
         }

@@ -7,14 +7,17 @@
 
 use std::hash::{BuildHasherDefault, Hasher};
 
-/// FxHash-style hasher for pointer-sized keys and short strings: SipHash was a visible
-/// share of a one-operation patch.
+/// FxHash-style hasher for pointer-sized keys (object addresses: the binding's class and
+/// object caches) and short strings: SipHash was a visible share of a one-operation patch.
 #[derive(Default)]
 pub struct FastHasher(u64);
 
 impl Hasher for FastHasher {
     fn finish(&self) -> u64 {
-        self.0
+        // A product's low bits depend only on the factors' low bits, and an address's low
+        // 4 bits are always 0: rotated, the well-mixed high bits pick hash-table buckets
+        // (rustc-hash's finish does the same).
+        self.0.rotate_left(26)
     }
     fn write(&mut self, bytes: &[u8]) {
         let mut chunks = bytes.chunks_exact(8);
@@ -114,12 +117,27 @@ impl PointerCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashSet;
 
     fn hit(c: &mut SlotCache<u32>, k: &str) -> Option<u32> {
         match c.get(k, |v| *v) {
             Lookup::Hit(v) => Some(v),
             Lookup::Miss(_) => None,
         }
+    }
+
+    #[test]
+    fn addresses_spread_over_small_tables() {
+        // Objects 16 bytes apart (the low 4 bits of an address are 0): the bits a table of
+        // 64 buckets indexes by must still differ, not only their top two.
+        let buckets: HashSet<u64> = (0..64u64)
+            .map(|i| {
+                let mut h = FastHasher::default();
+                h.write_usize((0x7f3a_1c00_0000 + 16 * i) as usize);
+                h.finish() & 63
+            })
+            .collect();
+        assert!(buckets.len() >= 32, "{} buckets of 64", buckets.len());
     }
 
     #[test]

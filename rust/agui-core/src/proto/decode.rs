@@ -145,7 +145,7 @@ impl W<'_> {
     #[inline]
     fn int(&mut self, i: i64) {
         match self.fmt {
-            Format::Json => self.out.extend_from_slice(itoa::Buffer::new().format(i).as_bytes()),
+            Format::Json => crate::json::write_i64(self.out, i),
             Format::MsgPack => super::msgpack::int(self.out, i),
         }
     }
@@ -654,7 +654,7 @@ fn write_patch(w: &mut W, ops: &[pb::JsonPatchOperation]) -> Result<()> {
         // An enum number without a name is kept as its decimal string.
         match NAMES.get(op.op as usize) {
             Some(n) if op.op >= 0 => w.put_str(&mut o, "op", n),
-            _ => w.put_str(&mut o, "op", itoa::Buffer::new().format(op.op)),
+            _ => w.put_str(&mut o, "op", &op.op.to_string()),
         }
         w.put_str(&mut o, "path", &op.path);
         w.put_opt(&mut o, "from", &op.from);

@@ -76,7 +76,7 @@ fn display_inner(out: &mut String, v: &Value, top: bool) {
 /// [1e-6, 1e21), `-0` written as `0`.
 fn push_number(out: &mut String, n: &serde_json::Number) {
     if let Some(i) = n.as_i64() {
-        out.push_str(itoa::Buffer::new().format(i));
+        itoap::write_to_string(out, i);
         return;
     }
     let Some(f) = n.as_f64() else {
