@@ -114,12 +114,35 @@ TOOLS_PY=${PY[$NEWEST]}
 NICE=(nice -n 10)
 
 
+T="$WORK/tools/bin"
+# uv (pinned by hash in .ci/uv.txt) makes the venvs and installs into them: ~2 CPU-s a test
+# venv against pip's ~13. Where it cannot be installed, pip does the same (slower).
+pip_install() {  # pip_install PYTHON ARGS...: into PYTHON's environment, no bytecode compiled
+    local py=$1
+    shift
+    if [ -x "$T/uv" ]; then
+        "$T/uv" pip install --quiet --python "$py" "$@"
+    else
+        "$py" -m pip install --quiet --no-compile "$@"
+    fi
+}
+new_venv() {  # new_venv PYTHON DIR
+    if [ -x "$T/uv" ]; then
+        "$T/uv" venv --quiet --python "$1" "$2"
+    else
+        "$1" -m venv "$2"
+        "$2/bin/python" -m pip install --quiet --upgrade pip
+    fi
+}
+export UV_PYTHON_DOWNLOADS=never  # only the interpreters found here
+
 tools_venv() {
     "$TOOLS_PY" -m venv "$WORK/tools"
-    "$T/python" -m pip install --quiet "maturin>=1.9.4,<2" "ziglang>=0.13,<0.18"
+    "$T/python" -m pip install --quiet --no-deps --only-binary :all: --require-hashes -r .ci/uv.txt \
+        || echo "== uv did not install: pip makes the venvs"
+    pip_install "$T/python" "maturin>=1.9.4,<2" "ziglang>=0.13,<0.18"
 }
-T="$WORK/tools/bin"
-say "tools venv (maturin, ziglang) with $TOOLS_PY"
+say "tools venv (uv, maturin, ziglang) with $TOOLS_PY"
 start tools-venv tools_venv
 finish tools-venv
 
@@ -192,13 +215,12 @@ wheel_job() {
 venvs_job() {
     local v
     for v in "${!PY[@]}"; do
-        "${PY[$v]}" -m venv "$WORK/py$v"
-        "$WORK/py$v/bin/python" -m pip install --quiet --upgrade pip
-        # --no-compile: bytecode only for what the suite imports, when it imports it.
-        "$WORK/py$v/bin/python" -m pip install --quiet --no-compile -r "$WORK/requirements.txt"
+        new_venv "${PY[$v]}" "$WORK/py$v"
+        # No bytecode compiled: only for what the suite imports, when it imports it.
+        pip_install "$WORK/py$v/bin/python" -r "$WORK/requirements.txt"
     done
     # auditwheel and abi3audit, needed once the wheel is built.
-    "$T/python" -m pip install --quiet "auditwheel>=6.1" "abi3audit>=0.0.20"
+    pip_install "$T/python" "auditwheel>=6.1" "abi3audit>=0.0.20"
 }
 # The musllinux wheel, built from the sdist.
 musl_job() {
@@ -225,7 +247,7 @@ grep -q '"manylinux_2_17_x86_64"' "$LOGS/auditwheel-manylinux.txt" \
 # One interpreter's run of the suite against the built wheel, with its own temp dir.
 suite() {
     local v=$1 vpy="$WORK/py$1/bin/python" rc=0
-    "$vpy" -m pip install --quiet --no-deps --force-reinstall "$WHEEL"
+    pip_install "$vpy" --no-deps --force-reinstall "$WHEEL"
     # The suite must import the installed wheel, never the checkout's python/ tree.
     "$vpy" -c 'import sys, agui_fast._native as n; assert n.__file__.startswith(sys.prefix), n.__file__'
     # --durations: the slowest tests, at the end of each suite's log.
