@@ -2,15 +2,19 @@
 # The project's whole check, as CI runs it (.ci/run) and as the README's quick start gives it:
 #   1. build the abi3 wheel once, portable (manylinux2014 = glibc 2.17, linked by zig from PyPI's
 #      `ziglang`, no container), and prove it with auditwheel and abi3audit;
-#   2. run the Python suite against that BUILT WHEEL (not the source tree) in a fresh venv on
-#      every CPython 3.10-3.13 found (CI=true: all of them must be found), two at a time;
+#   2. run the Python suite against that BUILT WHEEL (not the source tree) in a fresh venv (made
+#      by uv, pinned in .ci/uv.txt; pip without it) on every CPython 3.10-3.13 found (CI=true:
+#      all of them must be found), two at a time, one a core (`pytest -n 2` on one suite at a
+#      time instead: each worker imports and collects the suite, 122 -> 142 CPU-s a suite, for
+#      the same two cores);
 #   3. the sdist, checked complete (every tracked file of the trees it ships, unchanged), and from
 #      it, unpacked: `cargo test` of the core and arrow crates, `cargo clippy -D warnings` of the
 #      workspace and the musllinux wheel (audited; no musl CPython here to run it), whose files
 #      must be the manylinux wheel's; `mypy` over the package (it ships py.typed; config in
 #      pyproject.toml);
 #   4. a smoke run of every fuzz target (fuzz/smoke.sh: a few seconds each, nightly toolchain,
-#      cargo-fuzz prebuilt from PyPI, pinned in .ci/cargo-fuzz.txt), once the cargo job is done.
+#      cargo-fuzz prebuilt from PyPI, pinned in .ci/cargo-fuzz.txt): built beside the other
+#      builds, run two at a time once the cargo job is done.
 # The critical path is the wheel build, then the suites. Everything else starts at once beside
 # it at a lower CPU priority (nice), so it fills what the wheel's single-threaded fat LTO and
 # the suites leave idle instead of slowing them. Each step's start, wall and CPU seconds go to
@@ -181,7 +185,7 @@ cargo_job() {
     cargo test -p agui-core -p agui-arrow --locked
     "${NICE[@]}" cargo clippy --workspace --all-targets --locked -- -D warnings
 }
-say "background: cargo test -p agui-core -p agui-arrow, then cargo clippy -D warnings (in the sdist), then the fuzz smoke run"
+say "background: cargo test -p agui-core -p agui-arrow, then cargo clippy -D warnings (in the sdist); the fuzz targets' build, their smoke runs after the cargo job"
 start cargo cargo_job
 # cargo-fuzz prebuilt from PyPI (.ci/cargo-fuzz.txt, pinned by hash), else compiled from crates.io
 # (the same version). The targets build at once beside the other builds; their runs follow the
