@@ -489,7 +489,10 @@ struct Written {
 }
 
 impl Written {
-    fn of(r: core::Replay) -> Written {
+    /// `aside`: free the values on a thread of their own when the replay was large (a
+    /// single log's call); else here (the worker of `replay_log_files`, whose thread
+    /// budget is the caller's `threads`).
+    fn of(r: core::Replay, aside: bool) -> Written {
         let written = Written {
             messages: core::json_list(&r.messages),
             state: core::json_text(&r.state),
@@ -497,9 +500,8 @@ impl Written {
             warnings: r.warnings,
             error: r.error,
         };
-        let values = (r.messages, r.state, r.pending_interrupts);
-        if r.events >= DROP_ASIDE_MIN {
-            agui_core::pipeline::drop_aside(values);
+        if aside && r.events >= DROP_ASIDE_MIN {
+            agui_core::pipeline::drop_aside((r.messages, r.state, r.pending_interrupts));
         }
         written
     }
@@ -542,7 +544,7 @@ fn replay_log<'py>(
     let (messages, state) = initial(py, messages, state, max_depth)?;
     let log = data.as_bytes();
     let options = ReplayOptions { verify, max_depth, ..ReplayOptions::default() };
-    let w = py.detach(|| Written::of(core::replay_log_sized(log, log.len() as u64, 0, pipeline_min, format, messages, state, options)));
+    let w = py.detach(|| Written::of(core::replay_log_sized(log, log.len() as u64, 0, pipeline_min, format, messages, state, options), true));
     w.tuple(py)
 }
 
@@ -564,7 +566,7 @@ fn replay_log_files<'py>(
 ) -> PyResult<Bound<'py, PyList>> {
     let format = crate::arrow::format_arg(format)?;
     let options = ReplayOptions { verify, max_depth: check_max_depth(max_depth)?, ..ReplayOptions::default() };
-    let replays = py.detach(|| core::replay_log_files(&paths, format, options, threads, pipeline_min).into_iter().map(Written::of).collect::<Vec<_>>());
+    let replays = py.detach(|| core::replay_log_files(&paths, format, options, threads, pipeline_min, |r| Written::of(r, false)));
     PyList::new(py, replays.iter().map(|w| w.tuple(py)).collect::<PyResult<Vec<_>>>()?)
 }
 

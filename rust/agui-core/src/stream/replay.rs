@@ -608,27 +608,40 @@ impl Batch {
 /// and an empty state, on scoped threads as [`replay_sse_many`]. Results are in input order.
 /// A log is pipelined ([`replay_log_pipelined`]) only when the threads outnumber the logs
 /// at least twice (never more threads than `threads`) and its file holds at least
-/// `pipeline_min` bytes ([`PIPELINE_MIN`] normally).
-pub fn replay_log_files(
+/// `pipeline_min` bytes ([`PIPELINE_MIN`] normally). `finish` turns each log's replay into
+/// the result on the thread that replayed it (writing out the final values and freeing them
+/// is part of a log's work, not a serial tail after all of them).
+pub fn replay_log_files<U: Send>(
     paths: &[std::path::PathBuf],
     format: Option<crate::log::Format>,
     options: ReplayOptions,
     threads: usize,
     pipeline_min: u64,
-) -> Vec<Replay> {
+    finish: impl Fn(Replay) -> U + Sync,
+) -> Vec<U> {
     let threads = resolve_threads(threads);
-    let per_log = threads / paths.len().max(1);
-    parallel_map(paths, threads, |path| {
-        let opened = std::fs::File::open(path).and_then(|f| Ok((f.metadata()?.len(), f)));
-        match opened {
-            Ok((len, f)) => {
-                let reader = std::io::BufReader::new(f);
-                replay_log_sized(reader, len, per_log, pipeline_min, format, Vec::new(), empty_state(), options)
-            }
-            Err(e) => Replayer::new(Vec::new(), empty_state(), options)
-                .finish(Some(StreamError::new(super::Stage::Decode, format!("{}: {e}", path.display())))),
+    let per_log = threads_per_log(threads, paths.len());
+    parallel_map(paths, threads, |path| finish(replay_log_file(path, format, options, per_log, pipeline_min)))
+}
+
+/// The threads each of `logs` logs may use out of `threads` (resolved, ≥ 1): at least 1,
+/// never 0, which would mean the machine's parallelism (with fewer threads than logs, a
+/// log was pipelined on two threads while `threads=1` had asked for one).
+fn threads_per_log(threads: usize, logs: usize) -> usize {
+    (threads / logs.max(1)).max(1)
+}
+
+/// One log file of [`replay_log_files`], given `threads` of its own.
+fn replay_log_file(path: &std::path::Path, format: Option<crate::log::Format>, options: ReplayOptions, threads: usize, pipeline_min: u64) -> Replay {
+    let opened = std::fs::File::open(path).and_then(|f| Ok((f.metadata()?.len(), f)));
+    match opened {
+        Ok((len, f)) => {
+            let reader = std::io::BufReader::new(f);
+            replay_log_sized(reader, len, threads, pipeline_min, format, Vec::new(), empty_state(), options)
         }
-    })
+        Err(e) => Replayer::new(Vec::new(), empty_state(), options)
+            .finish(Some(StreamError::new(super::Stage::Decode, format!("{}: {e}", path.display())))),
+    }
 }
 
 /// A log of `len` bytes replayed by [`replay_log_pipelined`] when [`pipelines`] says so
@@ -693,4 +706,20 @@ fn parallel_map<T: Sync, U: Send>(items: &[T], threads: usize, f: impl Fn(&T) ->
 /// An empty object: the default state.
 pub fn empty_state() -> Value {
     Value::Object(Map::new())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_log_gets_its_share_of_the_threads_never_the_machine() {
+        // threads=1 over two logs: one thread each, in turn, so no log is pipelined.
+        assert_eq!(threads_per_log(1, 2), 1);
+        assert!(!pipelines(u64::MAX, threads_per_log(1, 2), 0));
+        assert_eq!(threads_per_log(2, 2), 1);
+        assert_eq!(threads_per_log(4, 2), 2);
+        assert!(pipelines(u64::MAX, threads_per_log(4, 2), 0));
+        assert_eq!(threads_per_log(3, 0), 3);
+    }
 }
