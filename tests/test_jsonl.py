@@ -132,3 +132,16 @@ def test_cli_says_what_a_parquet_file_is(tmp_path, capsys):
         out = capsys.readouterr()
         (line,) = (out.out + out.err).splitlines()
         assert "a Parquet file" in line and "Traceback" not in line, line
+
+
+def test_validate_names_the_location_and_the_log_once(tmp_path):
+    # JSON Lines errors say "JSONL event N at byte M"; a log read from stdin is "-", not
+    # "/dev/stdin" inside the message as well.
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "agui_fast", "validate", "-"], input=RUN_JSONL[:-9], capture_output=True)
+    (line,) = out.stdout.decode().splitlines()
+    assert out.returncode == 1, out
+    assert line.startswith("-: INVALID") and "/dev/stdin" not in line, line
+    assert line.count(str(offsets(RUN_JSONL)[-1])) == 1 and "JSONL event" in line, line

@@ -321,9 +321,13 @@ def validate(args: argparse.Namespace) -> int:
                     events.append(event)
         except DecodeError as exc:  # what iter_log raises
             failed += 1
-            message = exc.message.split(": ", 1)[-1] if exc.message.startswith(name) else exc.message
-            # The location once: the typed decoders' messages already start with it.
-            located = exc.frame_index is None or f"frame {exc.frame_index}" in message
+            # iter_log names the log by its path (/dev/stdin for `-`): shown once, as `name`.
+            message = exc.message.split(": ", 1)[-1] if exc.message.startswith(f"{path}: ") else exc.message
+            # The location once: the typed decoders' messages already start with it
+            # ("SSE frame 3 at byte 197", "JSONL event 1 at byte 50").
+            located = exc.frame_index is None or any(
+                spelled in message for spelled in (f"frame {exc.frame_index}", f"{exc.frame_index} at byte {exc.offset}")
+            )
             print(f"{name}: INVALID after {count} valid events: {type(exc).__name__}: {message}"
                   + ("" if located else f" (frame {exc.frame_index}, byte offset {exc.offset})"))
             continue
