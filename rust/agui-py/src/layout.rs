@@ -153,26 +153,38 @@ impl Layout {
         }
     }
 
-    /// Whether `v` has no instance attributes beyond its slots (an empty or absent
-    /// `__dict__`; an object without one has none either). Read directly when it can be
-    /// ([`instance_dict`](Self::instance_dict)), without making a dict where none was made
-    /// yet (a decoded Struct has none; making an empty one per event and operation cost a
-    /// fifth of a replay); a dict subclass counts its items (construction's
-    /// `_given.Extras`, whose items are the extras).
-    pub(crate) fn no_extras(self, v: &Bound<'_, PyAny>) -> bool {
+    /// A Struct's instance dict (its extras), None when it has none: read directly when it
+    /// can be ([`instance_dict`](Self::instance_dict)), without making a dict where none was
+    /// made yet (a decoded or constructed Struct has none until an extra is set; making an
+    /// empty one per event and operation cost a fifth of a replay); else through
+    /// `PyObject_GenericGetDict`, which makes one (an error for an object without `__dict__`).
+    pub(crate) fn extras_dict<'py>(self, v: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
         // SAFETY: `v` is a live object and the GIL is held (the token); the dict is
-        // borrowed from it and only read.
+        // borrowed from it (a new reference is taken) and only read.
+        match unsafe { self.instance_dict(v.as_ptr()) } {
+            Some(d) if d.is_null() => Ok(None),
+            Some(d) => Ok(Some(unsafe { Bound::from_borrowed_ptr(v.py(), d) })),
+            // SAFETY: as above; the call returns a new reference or NULL with an exception set.
+            None => unsafe { Bound::from_owned_ptr_or_err(v.py(), ffi::PyObject_GenericGetDict(v.as_ptr(), std::ptr::null_mut())) }.map(Some),
+        }
+    }
+
+    /// Whether `v` has no instance attributes beyond its slots: an empty or absent
+    /// `__dict__` ([`extras_dict`](Self::extras_dict)); an object without one has none
+    /// either; a dict subclass counts its items (construction's `_given.Extras`, whose
+    /// items are the extras).
+    pub(crate) fn no_extras(self, v: &Bound<'_, PyAny>) -> bool {
+        // The common case read in place, with no reference taken (a replay asks per event
+        // and per operation).
+        // SAFETY: `v` is a live object and the GIL is held; the dict is borrowed, only read.
         match unsafe { self.instance_dict(v.as_ptr()) } {
             Some(d) if d.is_null() => return true,
             Some(d) if unsafe { ffi::PyDict_Check(d) } != 0 => return unsafe { ffi::PyDict_Size(d) } == 0,
             _ => {}
         }
-        // SAFETY: as above; the call returns a new reference or NULL with an exception
-        // set (an object without `__dict__`).
-        let d = unsafe { Bound::from_owned_ptr_or_err(v.py(), ffi::PyObject_GenericGetDict(v.as_ptr(), std::ptr::null_mut())) };
-        match d {
-            Ok(d) => d.cast_into::<pyo3::types::PyDict>().is_ok_and(|d| d.is_empty()),
-            Err(_) => true,
+        match self.extras_dict(v) {
+            Ok(Some(d)) => d.cast_into::<pyo3::types::PyDict>().is_ok_and(|d| d.is_empty()),
+            Ok(None) | Err(_) => true,
         }
     }
 

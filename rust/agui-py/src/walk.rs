@@ -784,16 +784,7 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
                     self.checked_field(plan, f, v.as_ptr())?;
                 }
                 if *has_dict {
-                    // The instance dict read without making one where none was made yet (a
-                    // decoded or constructed Struct has none until an extra is set).
-                    let ex = match unsafe { self.lay.instance_dict(ptr) } {
-                        Some(d) if d.is_null() => None,
-                        Some(d) => Some(unsafe { Bound::from_borrowed_ptr(py, d) }),
-                        None => Some(unsafe {
-                            Bound::from_owned_ptr_or_err(py, ffi::PyObject_GenericGetDict(ptr, std::ptr::null_mut()))?
-                        }),
-                    };
-                    if let Some(ex) = ex {
+                    if let Some(ex) = self.lay.extras_dict(&obj)? {
                         distinct &= self.extras(&ex, plan)?;
                     }
                 }
