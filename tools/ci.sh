@@ -6,12 +6,14 @@
 #      by uv, pinned in .ci/uv.txt; pip without it) on every CPython 3.10-3.13 found (CI=true:
 #      all of them must be found), two at a time, one a core (`pytest -n 2` on one suite at a
 #      time instead: each worker imports and collects the suite, 122 -> 142 CPU-s a suite, for
-#      the same two cores);
+#      the same two cores). The newest runs the full suite, first; the others, testing the
+#      same abi3 binary, a light one (AGUI_TEST_LIGHT, tests/conftest.py): every test but the
+#      time-complexity ones, the property tests with a quarter of their examples;
 #   3. the sdist, checked complete (every tracked file of the trees it ships, unchanged), and from
-#      it, unpacked: `cargo test` of the core and arrow crates, `cargo clippy -D warnings` of the
-#      workspace and the musllinux wheel (audited; no musl CPython here to run it), whose files
-#      must be the manylinux wheel's; `mypy` over the package (it ships py.typed; config in
-#      pyproject.toml);
+#      it, unpacked: `cargo test` of the core and arrow crates and the musllinux wheel (audited;
+#      no musl CPython here to run it), whose files must be the manylinux wheel's, both builds
+#      linted by clippy (-D warnings) as they compile the workspace's crates; `mypy` over the
+#      package (it ships py.typed; config in pyproject.toml);
 #   4. a smoke run of every fuzz target (fuzz/smoke.sh: a few seconds each, nightly toolchain,
 #      cargo-fuzz prebuilt from PyPI, pinned in .ci/cargo-fuzz.txt): built beside the other
 #      builds, run two at a time once the cargo job is done.
@@ -174,18 +176,44 @@ SDIST=$(echo "$WORK"/sdist/agui_fast-*/)
 # sharing one would rebuild them back and forth.
 SDIST_TARGET="$ROOT/target/sdist"
 
-# One `cargo test` of both crates (their dependencies' features unify once, not per crate).
+# clippy, as `cargo clippy -- -D warnings` runs it (clippy-driver as the compiler of the
+# workspace's own crates: RUSTC_WORKSPACE_WRAPPER, its arguments in CLIPPY_ARGS), but inside
+# builds CI makes anyway: the tests' build lints agui-core and agui-arrow (library, unit tests,
+# integration tests, examples: all their targets), the musllinux build lints the binding
+# (agui-py: a library without tests or test-only code). `cargo clippy` would check every
+# dependency once more in check mode (90-108 CPU-s) only to lint our three crates; a
+# dependency's lints are capped by cargo, so the dependencies compile once per build.
+CLIPPY_DRIVER=$(rustup which clippy-driver 2>/dev/null || command -v clippy-driver) \
+    || die "clippy-driver not found (rustup component add clippy)"
+with_clippy() {
+    export RUSTC_WORKSPACE_WRAPPER="$CLIPPY_DRIVER" CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+}
+# Proof that the set-up above fails a build on a clippy warning: a one-line crate holding one.
+clippy_probe() {
+    local dir="$WORK/clippy-probe"
+    mkdir -p "$dir/src"
+    printf '[package]\nname = "probe"\nversion = "0.0.0"\nedition = "2021"\n[workspace]\n' >"$dir/Cargo.toml"
+    echo 'fn main() { let x = 1u8.clone(); println!("{x}"); }' >"$dir/src/main.rs"
+    if (with_clippy; cd "$dir"; cargo build --quiet --target-dir "$dir/target") 2>"$dir/out.txt"; then
+        die "clippy-driver as RUSTC_WORKSPACE_WRAPPER did not fail a build on a clippy warning"
+    fi
+    grep -q 'clippy::clone.on.copy' "$dir/out.txt" || { cat "$dir/out.txt"; die "the probe failed, but not on clippy's warning"; }
+}
+
+# One `cargo test` of both crates (their dependencies' features unify once, not per crate),
+# linted by clippy as it compiles.
 cargo_job() {
+    clippy_probe
     cd "$SDIST"
     export CARGO_TARGET_DIR="$SDIST_TARGET"
     # Line tables are what a failing test's backtrace needs; full debug info costs compile
     # and link time (the test binaries are not debugged here).
     export CARGO_PROFILE_DEV_DEBUG=line-tables-only
+    with_clippy
     "${NICE[@]}" cargo test -p agui-core -p agui-arrow --locked --no-run
     cargo test -p agui-core -p agui-arrow --locked
-    "${NICE[@]}" cargo clippy --workspace --all-targets --locked -- -D warnings
 }
-say "background: cargo test -p agui-core -p agui-arrow, then cargo clippy -D warnings (in the sdist); the fuzz targets' build, their smoke runs after the cargo job"
+say "background: cargo test -p agui-core -p agui-arrow, linted by clippy -D warnings (in the sdist); the fuzz targets' build, their smoke runs after the cargo job"
 start cargo cargo_job
 # cargo-fuzz prebuilt from PyPI (.ci/cargo-fuzz.txt, pinned by hash), else compiled from crates.io
 # (the same version). The targets build at once beside the other builds; their runs follow the
@@ -228,11 +256,13 @@ venvs_job() {
     # auditwheel and abi3audit, needed once the wheel is built.
     pip_install "$T/python" "auditwheel>=6.1" "abi3audit>=0.0.20"
 }
-# The musllinux wheel, built from the sdist.
+# The musllinux wheel, built from the sdist; clippy lints the binding as it compiles it (the
+# same code as on the host: no cfg in it depends on the target).
 musl_job() {
     rustup target list --installed | grep -qx x86_64-unknown-linux-musl \
         || rustup target add x86_64-unknown-linux-musl
     cd "$SDIST"
+    with_clippy
     CARGO_TARGET_DIR="$SDIST_TARGET" PATH="$T:$PATH" "${NICE[@]}" "$T/maturin" build --locked --profile ci-audit --zig \
         --target x86_64-unknown-linux-musl --compatibility "$MUSLLINUX" --out "$WHEELHOUSE"
 }
@@ -257,7 +287,7 @@ suite() {
     # The suite must import the installed wheel, never the checkout's python/ tree.
     "$vpy" -c 'import sys, agui_fast._native as n; assert n.__file__.startswith(sys.prefix), n.__file__'
     # --durations: the slowest tests, at the end of each suite's log.
-    AGUI_WHEELHOUSE="$WHEELHOUSE" "$vpy" -m pytest -q -p no:cacheprovider --basetemp="$WORK/tmp/py$v" --durations=30 \
+    AGUI_TEST_LIGHT=$([ "$v" = "$NEWEST" ] && echo 0 || echo 1) AGUI_WHEELHOUSE="$WHEELHOUSE" "$vpy" -m pytest -q -p no:cacheprovider --basetemp="$WORK/tmp/py$v" --durations=30 \
         || rc=$?
     if [ "$rc" -eq 5 ]; then
         echo "pytest collected no tests: that is a failure, not a pass"
@@ -291,7 +321,8 @@ reap_suite() {
         FAILED+=("$v")
     fi
 }
-for v in $TESTED; do
+# The newest (the full suite, the longest) first.
+for v in $NEWEST $(printf '%s\n' $TESTED | grep -vx "$NEWEST"); do
     [ "${#RUNNING[@]}" -lt "${AGUI_CI_SUITES:-2}" ] || reap_suite
     say "CPython $v: pytest against the built wheel (log: pytest-$v.log)"
     (timed "pytest-$v" suite "$v") &
