@@ -17,6 +17,7 @@ import agui_fast.core as ours
 from agui_fast import _native
 from agui_fast.encoder import EventEncoder
 from agui_fast.errors import AguiError, EventValidationError, ValidationError
+from conftest import examples
 
 ET = ours.EventType
 RET = ref.EventType
@@ -346,7 +347,7 @@ def test_every_generated_field_has_a_native_check():
 
 
 @given(st.text(alphabet="/~01a\n\u00e9", max_size=12))
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 def test_native_json_pointer_check_is_the_schema_pattern(path):
     import re
 

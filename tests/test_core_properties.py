@@ -8,12 +8,13 @@ from agui_fast.decoder import decode_event
 from agui_fast.encoder import EventEncoder
 from agui_fast.interop import from_ag_ui, to_ag_ui
 
+from conftest import examples
 from strategies import events
 
 ENC = EventEncoder()
 REF = RefEncoder()
 
-SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @SETTINGS

@@ -35,6 +35,7 @@ from agui_fast.errors import EncodeError
 from agui_fast.proto import encode_event_message, encode_protobuf_frame, encode_protobuf_many
 
 from strategies import text
+from conftest import examples
 
 MAX_DEPTH = _native.DEFAULT_MAX_DEPTH
 SSE = EventEncoder()
@@ -285,7 +286,7 @@ def has_surrogate(v) -> bool:
     return False
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(values, st.integers(0, 4))
 def test_adversarial_values_encode_or_raise_our_errors(v, how):
     check_value(v, how)

@@ -23,6 +23,7 @@ from ag_ui.encoder import EventEncoder
 from agui_fast import _native
 from agui_fast import core as fast
 from agui_fast.errors import AguiError, EncodeError
+from conftest import examples
 
 VECTORS = Path(__file__).parent / "vectors" / "codec"
 EVENT_ADAPTER = pydantic.TypeAdapter(core.Event)
@@ -195,14 +196,14 @@ def test_float_edges(x):
 # The plain-value properties draw their values in lists, each value checked on its own: as
 # many values as one example each would be, for a tenth of the CPU (hypothesis's cost is per
 # example, not per value drawn).
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=30, max_size=30))
 def test_floats_match_pydantic(xs):
     for x in xs:
         assert _native.dumps(x) == pydantic_core.to_json(x), x
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(st.integers(min_value=0, max_value=2**64 - 1), min_size=20, max_size=20))
 def test_float_bit_patterns_match_pydantic(patterns):
     import struct
@@ -255,7 +256,7 @@ def test_non_finite_floats_are_null(x):
     assert _native.dumps([x, {"k": x}]) == b'[null,{"k":null}]'
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(st.integers(min_value=-(2**300), max_value=2**300))
 @example(2**63 - 1)
 @example(2**63)
@@ -272,7 +273,7 @@ def test_huge_int():
     assert _native.dumps(n) == str(n).encode()
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.lists(st.text(), min_size=15, max_size=15))
 @example(["".join(chr(i) for i in range(0x80)), '\u2028\u2029/\\"\x7f\U0001f600'])
 def test_strings_match_pydantic(strings):
@@ -344,13 +345,13 @@ JSON_VALUES = st.recursive(
 )
 
 
-@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(1000), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(JSON_VALUES)
 def test_json_values_match_pydantic(x):
     assert _native.dumps(x) == pydantic_core.to_json(x)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.tuples(st.text(max_size=8), st.integers()), max_size=20))
 def test_dict_key_order_preserved(items):
     d = dict(items)
@@ -955,7 +956,7 @@ EXTRA_KEYS = st.sampled_from(
 ) | st.text(max_size=6)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     raw=ANY_VALUES,
     metadata=st.none() | st.dictionaries(st.text(max_size=6), ANY_VALUES, max_size=4),
@@ -982,7 +983,7 @@ def test_random_reference_events(raw, metadata, extras, timestamp, snake):
     assert _native.encode_sse(ev) == expected
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(value=ANY_VALUES, state=ANY_VALUES)
 def test_random_custom_and_state_events(value, state):
     for ev in (
@@ -1161,7 +1162,7 @@ def _reference_types():
     )
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_reference_types())
 def test_any_fields_write_what_the_reference_writes(value):
     ref = core

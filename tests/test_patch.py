@@ -22,6 +22,7 @@ from agui_fast.patch import (
     StateDocument,
     apply_patch,
 )
+from conftest import examples
 
 VECTORS = pathlib.Path(__file__).parent / "vectors" / "client" / "json-patch"
 
@@ -683,7 +684,7 @@ def _concrete(doc, path):
     return path
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(json_docs, st.data())
 def test_property_patch_then_inverse_restores(doc, data):
     original = canon(doc)
@@ -709,7 +710,7 @@ def test_property_patch_then_inverse_restores(doc, data):
     assert canon(sd.to_python()) == original
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(json_docs, st.data())
 def test_property_matches_jsonpatch(doc, data):
     jsonpatch = pytest.importorskip("jsonpatch")
@@ -737,7 +738,7 @@ FAILING_OPS = [
 ]
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(json_docs, st.data(), st.sampled_from(FAILING_OPS), st.booleans())
 def test_property_failing_patch_leaves_document_unchanged(doc, data, bad, in_place):
     doc.pop("a", None)

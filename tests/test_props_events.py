@@ -29,6 +29,7 @@ from agui_fast.interop import to_ag_ui
 from agui_fast.proto import encode_protobuf_frame, encode_protobuf_many
 
 from strategies import EventGen, error_key, natural_loop, normalise
+from conftest import examples
 
 N = 10_000
 SEEDS = [int(os.environ.get("AGUI_PROPS_SEED", "14"))]
@@ -270,7 +271,7 @@ def test_a_later_versions_frames_are_skipped_whatever_the_chunking():
 # -- the same, hypothesis-driven (a failure shrinks to a few frames and cuts) ----------------------
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.randoms(use_true_random=False), st.integers(1, 30), st.integers(0, 6), st.sampled_from([b"\n", b"\r\n", b"\r"]))
 def test_error_recovery_of_random_good_and_bad_mixes(rng, n_good, n_bad, eol):
     stream, good, bad = sse_stream(rng, EventGen(rng.randrange(1 << 30)).events(n_good), n_bad, eol)

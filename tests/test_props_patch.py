@@ -24,6 +24,7 @@ from agui_fast.errors import JsonPatchError
 from agui_fast.patch import StateDocument, apply_patch
 
 from strategies import all_paths, esc, random_json
+from conftest import examples
 
 N_PATCHES = 3_000
 # keys that need escaping, collide often, and look like indices; no "-" (jsonpatch reads an
@@ -223,7 +224,7 @@ def test_random_patches_are_atomic_and_match_jsonpatch():
     assert set(kinds) == {"JsonPatchError", "JsonPatchTestFailed", "JsonPointerError"}, kinds
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.randoms(use_true_random=False))
 def test_random_patches_shrinking(rng):
     run_batch(rng, 3)
@@ -282,7 +283,7 @@ def test_state_document_follows_the_model():
         run_state_document(random.Random(seed), 100)
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.randoms(use_true_random=False))
 def test_state_document_follows_the_model_shrinking(rng):
     run_state_document(rng, 12)

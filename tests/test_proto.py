@@ -24,7 +24,7 @@ from agui_fast.errors import (
     TruncatedStreamError,
 )
 
-from conftest import by_name, case_input, load_jsonl, repo_file
+from conftest import by_name, case_input, examples, load_jsonl, repo_file
 
 # This module keeps the protobuf API's original spelling raw=True (plain dicts) on purpose, as
 # its first callers wrote it; the DeprecationWarning it gives is asserted in test_decoder_api.
@@ -336,7 +336,7 @@ def test_error_events_are_typed():
     assert info.value.events == [core.TextMessageContentEvent(message_id="m1", delta="Hi")]
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=200))
 def test_random_bytes_never_crash(data):
     for raw in (True, "bytes"):
@@ -350,7 +350,7 @@ def test_random_bytes_never_crash(data):
         pass
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(st.sampled_from([c for c in EVENTS if len(c["proto_frame_hex"]) < 400]), st.data())
 def test_mutated_frames_never_crash(case, data):
     msg = bytearray(frame_of(case)[4:])
@@ -438,7 +438,7 @@ else:  # pragma: no cover
 
 
 @pytest.mark.skipif(core is None, reason="agui_fast.core is not available yet")
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=examples(300), suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(event_strategy)
 def test_protobuf_round_trip_equals_sse_round_trip(event):
     from agui_fast.encoder import to_builtins

@@ -22,7 +22,7 @@ from agui_fast.errors import EncodeError
 from agui_fast.decoder import decode_event
 from agui_fast.encoder import to_builtins
 
-from conftest import by_name, case_input, load_jsonl
+from conftest import by_name, case_input, examples, load_jsonl
 from strategies import events, json_values
 
 EVENTS = load_jsonl("codec/events.jsonl")
@@ -90,14 +90,14 @@ def test_dict_vectors(case):
     assert_same(event)
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), suppress_health_check=[HealthCheck.too_slow])
 @given(events)
 def test_random_structs(event):
     assert_same(event)
     assert_same(to_builtins(event))
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(["RAW", "CUSTOM", "STATE_SNAPSHOT", "TOOL_CALL_RESULT", "NOPE"]), json_values, json_values)
 def test_random_dicts(ty, a, b):
     assert_same({"type": ty, "event": a, "value": a, "snapshot": b, "content": b, "rawEvent": b, "metadata": a})

@@ -21,6 +21,7 @@ from agui_fast.errors import (
     InvalidJsonError,
 )
 from agui_fast.sse import SseDecoder, aiter_sse, decode_sse, iter_sse
+from conftest import examples
 
 VECTORS = Path(__file__).parent / "vectors" / "codec"
 
@@ -558,7 +559,7 @@ def _outcome(chunks, **kw):
     return got, [(type(e), e.frame_index, e.offset) for e in errors]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.sampled_from(_PIECES), max_size=40), st.lists(st.integers(0, 200), max_size=8))
 def test_chunking_invariance(pieces, cuts):
     stream = b"".join(pieces)

@@ -9,6 +9,7 @@ from agui_fast import _native
 from agui_fast.sse import SseDecoder, decode_sse
 
 from strategies import events
+from conftest import examples
 
 
 def _same(a, b) -> bool:
@@ -16,7 +17,7 @@ def _same(a, b) -> bool:
     return msgspec.to_builtins(a) == msgspec.to_builtins(b)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.lists(events, min_size=1, max_size=8), st.lists(st.integers(0, 10_000), max_size=6), st.booleans())
 def test_encode_decode_round_trip(evs, cuts, crlf):
     stream = _native.encode_sse_many(evs)

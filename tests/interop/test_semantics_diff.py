@@ -5,8 +5,8 @@ near-valid ones) through ``transformChunks``, ``verifyEvents``, ``defaultApplyEv
 (semantics_diff.py): the same events out, the error on the same event, the same final
 messages, state, pending interrupts, mutations per event and warnings.
 
-``AGUI_SEMDIFF_CASES`` / ``AGUI_SEMDIFF_SEED`` change the number of cases (default 2,000)
-and the seed. Divergences found by it are fixed in the core and kept as Node-free
+``AGUI_SEMDIFF_CASES`` / ``AGUI_SEMDIFF_SEED`` change the number of cases (default 2,000; a
+quarter in a light run, ``AGUI_TEST_LIGHT``) and the seed. Divergences found by it are fixed in the core and kept as Node-free
 regression vectors in ``tests/vectors/semantics`` (test_stream_semdiff_vectors.py).
 """
 
@@ -19,12 +19,13 @@ from pathlib import Path
 
 import pytest
 
+from conftest import examples
 from node_env import ensure_node_modules
 from semantics_diff import compare
 from semantics_gen import cases
 
 HERE = Path(__file__).resolve().parent
-N = int(os.environ.get("AGUI_SEMDIFF_CASES", "2000"))
+N = int(os.environ.get("AGUI_SEMDIFF_CASES", str(examples(2000))))
 SEED = int(os.environ.get("AGUI_SEMDIFF_SEED", "20"))
 
 
