@@ -8,6 +8,7 @@ import pytest
 
 from agui_fast import _native
 from agui_fast.arrow import schema, to_arrow
+from agui_fast.cli import main
 from agui_fast.core import (
     RunFinishedEvent, RunStartedEvent, StateDeltaEvent, TextMessageContentEvent, TextMessageStartEvent,
     ToolCallArgsEvent, ToolCallStartEvent,
@@ -47,6 +48,33 @@ def test_schema_is_the_documented_one():
     assert s.field("type").type == pa.dictionary(pa.int32(), pa.string())
     assert s.field("timestamp").type == pa.timestamp("ms", tz="UTC")
     assert s.field("index").type == pa.uint64()
+    assert s.field("json").type == pa.string_view()
+
+
+def test_json_views_point_into_the_bytes_given():
+    """The ``json`` column is views into the log's own bytes (no copy of the texts), and
+    the table keeps those bytes alive; texts not in the log as they are (a payload joined
+    from several ``data:`` lines) are copied."""
+    log = SSE * 300 + b'data: {"type":"CUSTOM",\ndata: "name":"joined","value":1}\n\n'
+    base = pa.py_buffer(log).address
+    t = pa.table(to_arrow(log, threads=2))
+    want = [e.strip() for e in t.column("json").to_pylist()]
+    inside = copied = 0
+    for chunk in t.column("json").chunks:
+        for b in chunk.buffers()[2:]:
+            if b.size == 0:
+                continue
+            if base <= b.address < base + len(log):
+                inside += 1
+            else:
+                copied += 1
+    assert inside >= 1 and copied == 1
+    del log
+    import gc
+
+    gc.collect()
+    assert [e.strip() for e in t.column("json").to_pylist()] == want
+    assert want[-1] == '{"type":"CUSTOM",\n"name":"joined","value":1}'
 
 
 def test_columns_of_a_run():
@@ -268,6 +296,28 @@ def test_duckdb_and_polars_read_it_without_pyarrow_conversion():
     got = duckdb.sql("select type, count(*) as n from t group by type order by type").fetchall()
     assert dict(got)["TEXT_MESSAGE_CONTENT"] == 6
     assert _native.log_schema() is not None
+    # The `json` column (string_view) read by each of them as pyarrow reads it.
+    want = pa.table(to_arrow(SSE * 3)).column("json").to_pylist()
+    assert [r[0] for r in duckdb.sql("select json from t").fetchall()] == want
+    assert pa.table(to_arrow(SSE * 3)).to_pandas()["json"].tolist() == want
+    try:
+        import polars
+    except ImportError:  # not a dependency of the project
+        return
+    assert polars.DataFrame(to_arrow(SSE * 3))["json"].to_list() == want
+
+
+def test_parquet_of_the_cli_is_read_by_duckdb(tmp_path):
+    duckdb = pytest.importorskip("duckdb")
+    log = tmp_path / "run.sse"
+    log.write_bytes(SSE * 5)
+    out = tmp_path / "run.parquet"
+    assert main(["convert", str(log), "-o", str(out)]) == 0
+    want = pa.table(to_arrow(str(log)))
+    got = duckdb.sql(f"select type, json, input_tokens from '{out}' order by index").fetchall()
+    assert [(r[0], r[1], r[2]) for r in got] == list(zip(
+        want.column("type").to_pylist(), want.column("json").to_pylist(), want.column("input_tokens").to_pylist(),
+    ))
 
 
 def test_one_big_gzip_log_on_two_threads_is_the_same_table(tmp_path):

@@ -24,10 +24,12 @@ __all__ = ["read_logs", "to_pandas"]
 def to_pandas(table: Any) -> pd.DataFrame:
     """An events table (anything with ``__arrow_c_stream__``) as pandas with Arrow-backed
     columns (``pd.ArrowDtype``): the table's types, nulls kept. ``source`` and ``type``
-    are plain strings there (a dictionary per partition would not line up across them)."""
+    are plain strings there (a dictionary per partition would not line up across them),
+    and ``json`` too (pyarrow has no ``take`` for ``string_view``, which pandas needs)."""
     t = pa.table(table)
     columns = [
-        c.cast(pa.string()) if pa.types.is_dictionary(c.type) else c for c in t.columns
+        c.cast(pa.string()) if pa.types.is_dictionary(c.type) or pa.types.is_string_view(c.type) else c
+        for c in t.columns
     ]
     return pa.table(columns, names=t.column_names).to_pandas(types_mapper=pd.ArrowDtype)
 

@@ -9,6 +9,7 @@
 #![forbid(unsafe_code)]
 
 pub mod fields;
+pub mod views;
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs::File;
@@ -27,12 +28,16 @@ use arrow_array::{ArrayRef, DictionaryArray, Int32Array, RecordBatch, StringArra
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 
 pub use fields::{Fields, RowError, Usage};
+pub use views::{checked_views, Utf8Block, Utf8Views, ViewsFn};
 // The Arrow crates of this crate's types, for the binding.
-pub use {arrow_array, arrow_schema};
+pub use {arrow_array, arrow_buffer, arrow_schema};
+use arrow_buffer::Buffer;
+use views::JsonViews;
 
 /// Rows per record batch (and per Parquet row group).
 pub const BATCH_ROWS: usize = 65_536;
-/// A batch is also closed when its JSON text reaches this size (`Utf8` offsets are i32).
+/// A batch is also closed when its JSON text reaches this size (the views' offsets into
+/// the texts copied are u32).
 const BATCH_JSON_BYTES: usize = 256 << 20;
 
 /// The token-usage columns, in order (sums over the event's `usage` entries).
@@ -67,7 +72,7 @@ pub fn schema() -> SchemaRef {
             for name in USAGE_COLUMNS {
                 fields.push(Field::new(name, DataType::Int64, true));
             }
-            fields.push(Field::new("json", DataType::Utf8, false));
+            fields.push(Field::new("json", DataType::Utf8View, false));
             Arc::new(Schema::new(fields))
         })
         .clone()
@@ -161,6 +166,19 @@ impl Issue {
 pub enum Input<'a> {
     Path(PathBuf),
     Bytes(&'a [u8]),
+    /// Bytes the `json` column may point into (no copy): kept alive by the table.
+    Buffer(Buffer),
+}
+
+impl Input<'_> {
+    /// The log's bytes when they are in memory.
+    fn bytes(&self) -> Option<&[u8]> {
+        match self {
+            Input::Bytes(b) => Some(b),
+            Input::Buffer(b) => Some(b.as_slice()),
+            Input::Path(_) => None,
+        }
+    }
 }
 
 /// A log and the name written in the `source` column (`None`: null).
@@ -179,6 +197,8 @@ pub struct Options {
     pub max_depth: usize,
     /// Bad events and unreadable logs go to the errors table instead of failing.
     pub collect: bool,
+    /// Makes the `json` column from its views ([`checked_views`] by default).
+    pub views: ViewsFn,
 }
 
 impl Default for Options {
@@ -188,6 +208,7 @@ impl Default for Options {
             limits: Limits::default(),
             max_depth: agui_core::limits::DEFAULT_MAX_DEPTH,
             collect: false,
+            views: checked_views,
         }
     }
 }
@@ -204,7 +225,8 @@ pub struct BatchBuilder {
     timestamp: TimestampMillisecondBuilder,
     strings: [StringBuilder; 8],
     usage: [Int64Builder; 6],
-    json: StringBuilder,
+    json: JsonViews,
+    views: ViewsFn,
 }
 
 impl BatchBuilder {
@@ -212,11 +234,11 @@ impl BatchBuilder {
         // Sized for a typical part of a log (a few thousand events), so that most
         // batches never regrow their buffers.
         const ROWS: usize = 8192;
-        Self::with_capacity(source, ROWS, ROWS * 128)
+        Self::with_capacity(source, ROWS)
     }
 
     /// A builder sized for `rows` rows of `json_bytes` JSON text in all.
-    pub fn with_capacity(source: Option<String>, rows: usize, json_bytes: usize) -> Self {
+    pub fn with_capacity(source: Option<String>, rows: usize) -> Self {
         BatchBuilder {
             source,
             rows: 0,
@@ -227,8 +249,20 @@ impl BatchBuilder {
             timestamp: TimestampMillisecondBuilder::with_capacity(rows).with_timezone("UTC"),
             strings: std::array::from_fn(|_| StringBuilder::with_capacity(rows, rows * 8)),
             usage: std::array::from_fn(|_| Int64Builder::with_capacity(rows)),
-            json: StringBuilder::with_capacity(rows, json_bytes),
+            json: JsonViews::with_capacity(rows),
+            views: checked_views,
         }
+    }
+
+    /// The `json` column made by `views` (see [`Options::views`]).
+    pub fn views_with(mut self, views: ViewsFn) -> Self {
+        self.views = views;
+        self
+    }
+
+    /// The block the next events' texts are slices of (`None`: they are copied).
+    pub fn set_part(&mut self, part: Option<Utf8Block>) {
+        self.json.set_part(part);
     }
 
     pub fn len(&self) -> usize {
@@ -269,7 +303,7 @@ impl BatchBuilder {
                 }
             }
         }
-        self.json.append_value(json);
+        self.json.push(json);
         self.rows += 1;
         self.json_bytes += json.len();
     }
@@ -277,9 +311,14 @@ impl BatchBuilder {
     /// The rows so far as one batch; the builder starts over.
     pub fn finish(&mut self) -> RecordBatch {
         let n = self.rows;
+        // Every key 0 (the one name) or null, as slices of columns made once.
         let keys = match self.source {
+            Some(_) if n <= BATCH_ROWS => {
+                static ZEROS: OnceLock<Int32Array> = OnceLock::new();
+                ZEROS.get_or_init(|| Int32Array::from(vec![0; BATCH_ROWS])).slice(0, n)
+            }
             Some(_) => Int32Array::from(vec![0; n]),
-            None => Int32Array::new_null(n),
+            None => all_null(&DataType::Int32, n).as_primitive::<Int32Type>().clone(),
         };
         let values = StringArray::from_iter_values(self.source.iter());
         let source: DictionaryArray<Int32Type> =
@@ -293,7 +332,7 @@ impl BatchBuilder {
         ];
         columns.extend(self.strings.iter_mut().map(|b| nullable(b, n, &DataType::Utf8)));
         columns.extend(self.usage.iter_mut().map(|b| nullable(b, n, &DataType::Int64)));
-        columns.push(Arc::new(self.json.finish()));
+        columns.push(Arc::new(self.json.finish(self.views)));
         self.rows = 0;
         self.json_bytes = 0;
         RecordBatch::try_new(schema(), columns).expect("the columns follow schema()")
@@ -327,13 +366,33 @@ fn pad<B: Nulls>(b: &mut B, row: usize) {
 }
 
 /// A nullable column of `n` rows. One no row has a value in (most columns of most
-/// batches) is made all null at once (zeroed memory) instead of `n` nulls written.
+/// batches) is all null at once, not `n` nulls written.
 fn nullable<B: Nulls>(b: &mut B, n: usize, ty: &DataType) -> ArrayRef {
     if b.is_empty() {
-        return arrow_array::new_null_array(ty, n);
+        return all_null(ty, n);
     }
     pad(b, n);
     b.finish()
+}
+
+/// An all-null column of `n` rows: the first rows of one of [`BATCH_ROWS`] rows made
+/// once per type (a slice: no copy). Most columns of most batches are all null: zeroed
+/// buffers made for each batch were ~4% of `to_arrow`, as memset and fresh pages.
+fn all_null(ty: &DataType, n: usize) -> ArrayRef {
+    static MADE: Mutex<Vec<ArrayRef>> = Mutex::new(Vec::new());
+    if n > BATCH_ROWS {
+        return arrow_array::new_null_array(ty, n);
+    }
+    let mut made = MADE.lock().unwrap_or_else(|p| p.into_inner());
+    let column = match made.iter().find(|c| c.data_type() == ty) {
+        Some(c) => c.clone(),
+        None => {
+            let c = arrow_array::new_null_array(ty, BATCH_ROWS);
+            made.push(c.clone());
+            c
+        }
+    };
+    column.slice(0, n)
 }
 
 /// The `type` column: keys into the 31 event type names.
@@ -425,7 +484,7 @@ where
                 return Ok(Some(SourceInfo::default()));
             }
         },
-        Input::Bytes(b) => LogReader::open(Counted { inner: *b, control }, opts.format),
+        _ => LogReader::open(Counted { inner: src.input.bytes().unwrap_or_default(), control }, opts.format),
     };
     let reader = match reader {
         Ok(r) => r,
@@ -562,7 +621,7 @@ fn decode_source_parallel(src: &Source<'_>, opts: &Options, control: &Control, w
                     continue;
                 }
                 let mut out = Decoded::default();
-                let mut builder = BatchBuilder::new(src.name.clone());
+                let mut builder = BatchBuilder::new(src.name.clone()).views_with(opts.views);
                 let mut start = 0;
                 let mut r = Ok(());
                 for &(index, offset, end) in &part.events {
@@ -638,7 +697,10 @@ const PART_MAX: u64 = 4 << 20;
 /// opened or read).
 fn plain_source(src: &Source<'_>, opts: &Options) -> Option<(Format, u64)> {
     let (reader, len) = match &src.input {
-        Input::Bytes(b) => (LogReader::open(*b, opts.format).ok()?, b.len() as u64),
+        Input::Bytes(_) | Input::Buffer(_) => {
+            let b = src.input.bytes().unwrap_or_default();
+            (LogReader::open(b, opts.format).ok()?, b.len() as u64)
+        }
         Input::Path(p) => {
             // A regular file only (looked at before opening it): a pipe or a device has
             // no size to cut by, and its bytes, once read, are gone; it is read as a stream.
@@ -680,21 +742,21 @@ struct PartOut {
 /// Decode one part (read from the file for a path: a worker holds one part at a time).
 fn decode_part(src: &Source<'_>, format: Format, part: Part, opts: &Options, control: &Control) -> PartOut {
     let mut out = PartOut::default();
-    let owned;
-    let data: &[u8] = match &src.input {
-        Input::Bytes(b) => &b[part.start as usize..part.end as usize],
+    let (start, len) = (part.start as usize, (part.end - part.start) as usize);
+    // The part as one buffer the `json` column points into: the caller's (no copy), the
+    // bytes read from the file, or a copy of a borrowed slice.
+    let buffer = match &src.input {
+        Input::Buffer(b) => b.slice_with_length(start, len),
+        Input::Bytes(b) => Buffer::from(&b[start..start + len]),
         Input::Path(p) => {
             let read = File::open(p).and_then(|mut f| {
                 f.seek(SeekFrom::Start(part.start))?;
-                let mut buf = vec![0u8; (part.end - part.start) as usize];
+                let mut buf = vec![0u8; len];
                 f.read_exact(&mut buf)?;
                 Ok(buf)
             });
             match read {
-                Ok(buf) => {
-                    owned = buf;
-                    &owned
-                }
+                Ok(buf) => Buffer::from_vec(buf),
                 Err(e) => {
                     let mut issue = Issue::io(format!("cannot read {}: {e}", p.display()));
                     issue.source = src.name.clone();
@@ -704,12 +766,14 @@ fn decode_part(src: &Source<'_>, format: Format, part: Part, opts: &Options, con
             }
         }
     };
+    let data = buffer.as_slice();
     // Sized for the part (about one batch), so that the buffers never regrow.
     let rows = (data.len() / 48).clamp(1024, BATCH_ROWS);
-    let mut builder = BatchBuilder::with_capacity(src.name.clone(), rows, data.len().min(BATCH_JSON_BYTES));
+    let mut builder = BatchBuilder::with_capacity(src.name.clone(), rows).views_with(opts.views);
     // One UTF-8 check for the whole part instead of one per event (SIMD: std's was ~5%
     // of `to_arrow`).
     let text = simdutf8::basic::from_utf8(data).ok();
+    builder.set_part(text.and_then(|t| Utf8Block::new(buffer.clone(), t)));
     let (batches, issues) = (&mut out.decoded.batches, &mut out.decoded.issues);
     let r = agui_core::log::for_each_in_part(data, format, part, &opts.limits, |ev| {
         let r = row_event(&ev, text, &src.name, opts, issues, &mut |ev, json, f| {
@@ -765,8 +829,11 @@ fn decode_source_parts(
     let wanted = if workers > 1 { (workers as u64 * 4).max(len.div_ceil(PART_MAX)) } else { len.div_ceil(PART_MAX) };
     let wanted = wanted.min(len.div_ceil(PART_MIN)).max(1) as usize;
     let split = match &src.input {
-        Input::Bytes(b) => agui_core::log::split(&mut std::io::Cursor::new(*b), len, format, wanted, &opts.limits),
         Input::Path(p) => File::open(p).and_then(|mut f| agui_core::log::split(&mut f, len, format, wanted, &opts.limits)),
+        _ => {
+            let b = src.input.bytes().unwrap_or_default();
+            agui_core::log::split(&mut std::io::Cursor::new(b), len, format, wanted, &opts.limits)
+        }
     };
     let parts = split.map_err(|e| {
         let mut issue = Issue::io(format!("cannot read the log: {e}"));
@@ -848,7 +915,7 @@ pub struct Decoded {
 /// Decode one source into record batches.
 pub fn decode_source(src: &Source<'_>, opts: &Options, control: &Control) -> Result<Option<Decoded>, Issue> {
     let mut out = Decoded::default();
-    let mut builder = BatchBuilder::new(src.name.clone());
+    let mut builder = BatchBuilder::new(src.name.clone()).views_with(opts.views);
     let info = each_row(src, opts, control, &mut out.issues, |ev, json, f| {
         builder.push(ev, json, f);
         if builder.full() {
@@ -968,7 +1035,7 @@ pub fn write_parquet<W: Write + Send>(
     let mut info = WriteInfo::default();
     let mut write_error = None;
     for src in sources {
-        let mut builder = BatchBuilder::new(src.name.clone());
+        let mut builder = BatchBuilder::new(src.name.clone()).views_with(opts.views);
         let mut flush = |builder: &mut BatchBuilder, writer: &mut ArrowWriter<W>| {
             if write_error.is_none() {
                 if let Err(e) = writer.write(&builder.finish()) {
@@ -1177,7 +1244,7 @@ mod tests {
         let input = b.column_by_name("input_tokens").unwrap().as_primitive::<arrow_array::types::Int64Type>();
         assert_eq!(input.value(4), 2);
         assert!(input.is_null(3));
-        let json = b.column_by_name("json").unwrap().as_string::<i32>();
+        let json = b.column_by_name("json").unwrap().as_string_view();
         assert!(json.value(0).starts_with(r#"{"type":"RUN_STARTED""#));
     }
 
@@ -1213,7 +1280,7 @@ mod tests {
                 .flat_map(|b| {
                     let idx = b.column(1).as_primitive::<arrow_array::types::UInt64Type>().clone();
                     let off = b.column(2).as_primitive::<arrow_array::types::UInt64Type>().clone();
-                    let json = b.column_by_name("json").unwrap().as_string::<i32>().clone();
+                    let json = b.column_by_name("json").unwrap().as_string_view().clone();
                     (0..b.num_rows()).map(move |i| (idx.value(i), off.value(i), json.value(i).to_string()))
                 })
                 .collect()
@@ -1246,7 +1313,7 @@ mod tests {
                 let off = b.column(2).as_primitive::<UInt64Type>().clone();
                 let ty = b.column(3).as_dictionary::<Int32Type>().keys().clone();
                 let delta = b.column_by_name("delta").unwrap().as_string::<i32>().clone();
-                let json = b.column_by_name("json").unwrap().as_string::<i32>().clone();
+                let json = b.column_by_name("json").unwrap().as_string_view().clone();
                 (0..b.num_rows()).map(move |i| {
                     let d = (!delta.is_null(i)).then(|| delta.value(i).to_string());
                     (idx.value(i), off.value(i), ty.value(i), d, json.value(i).to_string())
@@ -1277,9 +1344,22 @@ mod tests {
         assert_eq!(want.len(), 29_970);
         assert_eq!(want[8].3.as_deref(), Some("\u{fffd}"));
         assert!(want[7].4.contains('\n'));
+        // A shared buffer (the binding's `bytes`): the json column points into it (parts
+        // with invalid UTF-8 are copied: none here), through arrow's checked constructor
+        // (`Options::default()`), which holds `Utf8Views` to its guarantee.
+        let clean: Vec<u8> = log.iter().map(|&c| if c == 0xff { b'?' } else { c }).collect();
+        let want_clean = row_values(&decode_source(&bytes(&clean, "x"), &Options::default(), &Control::default()).unwrap().unwrap());
+        let shared = [Source { input: Input::Buffer(Buffer::from(clean.as_slice())), name: Some("x".into()) }];
         for threads in [1, 2, 5] {
             let d = decode_many(&src, threads, &Options::default(), &Control::default()).unwrap();
             assert_eq!(row_values(&d), want, "{threads} threads");
+            let d = decode_many(&shared, threads, &Options::default(), &Control::default()).unwrap();
+            assert_eq!(row_values(&d), want_clean, "{threads} threads, shared");
+            let Input::Buffer(b) = &shared[0].input else { unreachable!() };
+            let inside = |a: &arrow_array::StringViewArray| {
+                a.data_buffers().iter().any(|d| d.as_ptr() >= b.as_ptr() && d.as_ptr() < b.as_ptr().wrapping_add(b.len()))
+            };
+            assert!(d.batches.iter().all(|x| inside(x.column_by_name("json").unwrap().as_string_view())));
         }
     }
 

@@ -12,9 +12,10 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::sync::Arc;
 
-use agui_arrow::arrow_array::RecordBatch;
+use agui_arrow::arrow_array::{RecordBatch, StringViewArray};
+use agui_arrow::arrow_buffer::Buffer;
 use agui_arrow::arrow_schema::SchemaRef;
-use agui_arrow::{Control, Input, Issue, Options, Source};
+use agui_arrow::{Control, Input, Issue, Options, Source, Utf8Views};
 use agui_core::log::{Format, Limits, LogReader, Output};
 use pyo3::exceptions::{PyBrokenPipeError, PyFileNotFoundError, PyOSError, PyStopIteration, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -47,21 +48,46 @@ impl<'py> FromPyObject<'_, 'py> for Arg {
     }
 }
 
-fn sources<'a>(args: &'a [Arg], names: Vec<Option<String>>) -> PyResult<Vec<Source<'a>>> {
+fn sources(args: Vec<Arg>, names: Vec<Option<String>>) -> PyResult<Vec<Source<'static>>> {
     if names.len() != args.len() {
         return Err(PyValueError::new_err("one name per source"));
     }
     Ok(args
-        .iter()
+        .into_iter()
         .zip(names)
         .map(|(a, name)| Source {
             input: match a {
                 Arg::Path(p) => Input::Path(p.into()),
-                Arg::Bytes(b) => Input::Bytes(b),
+                Arg::Bytes(b) => Input::Buffer(bytes_buffer(b)),
             },
             name,
         })
         .collect())
+}
+
+/// The bytes of a Python `bytes` object as an Arrow buffer, without a copy: the `json`
+/// column's views point into it, and the buffer keeps the object alive.
+fn bytes_buffer(bytes: PyBackedBytes) -> Buffer {
+    let data: &[u8] = &bytes;
+    let (ptr, len) = (std::ptr::NonNull::from(data).cast::<u8>(), data.len());
+    // SAFETY: `ptr..ptr + len` is the data of `bytes` (a `bytes` object's, which Python
+    // never changes nor moves, or for a `bytearray` PyO3's own copy, behind an `Arc`):
+    // valid and unchanged for as long as `bytes` lives, and moving `bytes` into the
+    // owner does not move the data. The buffer owns `bytes` and drops it when the last
+    // buffer slice over it is dropped, on any thread: PyO3 defers the reference count's
+    // decrement to the next time the GIL is held. (`AssertUnwindSafe`: the owner is
+    // only ever dropped, never read.)
+    unsafe { Buffer::from_custom_allocation(ptr, len, Arc::new(std::panic::AssertUnwindSafe(bytes))) }
+}
+
+/// The `json` column without arrow's check of every string's UTF-8 again (~10 ns an
+/// event, a pass over the log's bytes after the SIMD check of each part).
+fn utf8_views(views: Utf8Views) -> StringViewArray {
+    let (views, buffers) = views.into_parts();
+    // SAFETY: `try_new` accepts them: `Utf8Views`' guarantee (every view is a `&str`
+    // copied into block 0 or lying inside a buffer checked to be UTF-8; its Rust tests
+    // build every column through arrow's checked constructor).
+    unsafe { StringViewArray::new_unchecked(views.into(), buffers, None) }
 }
 
 /// The `format=` argument of the log APIs (`to_arrow`, `replay_log`...): `None` detects.
@@ -74,6 +100,7 @@ fn options(format: &str, collect: bool, max_buffer_size: usize, max_frame_size: 
         format: format_arg(format)?,
         limits: Limits { max_buffer: max_buffer_size, max_frame_size, ..Limits::default() },
         collect,
+        views: utf8_views,
         ..Options::default()
     })
 }
@@ -147,7 +174,7 @@ fn logs_to_arrow<'py>(
         Some(n) => n,
         None => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
     };
-    let srcs = self::sources(&sources, names)?;
+    let srcs = self::sources(sources, names)?;
     let control = control(progress);
     let decoded = py.detach(|| agui_arrow::decode_many(&srcs, threads, &opts, &control));
     let decoded = decoded.map_err(|issue| issue_to_py(py, &issue))?;
@@ -205,7 +232,7 @@ fn convert_logs<'py>(
             PyValueError::new_err(format!("to must be 'sse', 'protobuf', 'jsonl' or 'parquet', not {to:?}"))
         })?)
     };
-    let srcs = self::sources(&sources, names)?;
+    let srcs = self::sources(sources, names)?;
     let control = control(progress);
     let mut out = open_output(output)?;
     let result = py.detach(|| match target {
@@ -228,8 +255,7 @@ fn inspect_log<'py>(
     progress: Option<&LogProgress>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let opts = options(format, collect, agui_core::sse::DEFAULT_MAX_BUFFER, agui_core::proto::DEFAULT_MAX_FRAME_SIZE)?;
-    let args = [source];
-    let srcs = self::sources(&args, vec![name])?;
+    let srcs = self::sources(vec![source], vec![name])?;
     let control = control(progress);
     let report = py.detach(|| agui_arrow::inspect(&srcs[0], &opts, &control));
     let r = report.map_err(|issue| issue_to_py(py, &issue))?;
