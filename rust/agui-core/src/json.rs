@@ -82,22 +82,135 @@ fn put_small(buf: &mut Vec<u8>, b: &[u8]) {
 /// Strings of at least this many bytes are escaped by the kernel chosen at run time.
 pub const LONG_STR: usize = 128;
 
+/// Strings of at most this many bytes that need no escaping are copied a word at a time
+/// by [`put_plain_short`] (keys, ids, short values).
+pub const SHORT_STR: usize = 48;
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+/// The high bit of each byte of `w` that a JSON string must escape (`"`, `\`, a control
+/// character); zero when none does. Exact as to whether any byte does (a borrow can only
+/// mark bytes above one that is marked already); bytes of 0x80 and up (UTF-8 past ASCII)
+/// never count.
+#[inline(always)]
+fn escape_mask(w: u64) -> u64 {
+    let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
+    (w.wrapping_sub(ONES * 0x20) & !w & HIGH) | zero(w ^ (ONES * b'"' as u64)) | zero(w ^ (ONES * b'\\' as u64))
+}
+
+/// Append `"s"` when `s` is 1 to [`SHORT_STR`] bytes long and needs no escaping (true),
+/// else write nothing (false); with a comma before it (`comma`) and a colon after it
+/// (`colon`, a key), in the same copy. The string is read as 8-byte words (the last one
+/// overlapping the one before; 4-byte words below 8 bytes) and tested a word at a time:
+/// no SIMD block to set up and no call (the keys and values of agent state are short,
+/// and the escaper's call, set-up and tail were most of their cost). It is written into a
+/// fixed-size block appended at once and then cut to length: each `Vec` write updates the
+/// length in memory, and a chain of them (one per word) cost more than the test.
+#[inline(always)]
+fn put_plain_short(buf: &mut Vec<u8>, s: &[u8], comma: bool, colon: bool) -> bool {
+    let n = s.len();
+    // Padding for the bytes of a word a short string does not fill: never escaped.
+    const PAD4: u64 = 0x4141_4141_0000_0000;
+    const PAD3: u64 = 0x4141_4141_4100_0000;
+    const WORDS: usize = SHORT_STR / 8;
+    let word = |i: usize| u64::from_le_bytes(s[i..i + 8].try_into().unwrap());
+    // Tested words kept for the copy below: of 4 to 7 bytes both (`u32`s), of 8 to 16 the last.
+    let (first, last) = match n {
+        17..=SHORT_STR => {
+            // Always all the words a longest string has, at offsets clamped to the last
+            // word's: no branch on the length (a loop to it mispredicted its exit).
+            let mut mask = 0;
+            for i in 0..WORDS {
+                mask |= escape_mask(word((8 * i).min(n - 8)));
+            }
+            if mask != 0 {
+                return false;
+            }
+            (0, 0)
+        }
+        8..=16 => {
+            let (a, b) = (word(0), word(n - 8));
+            if escape_mask(a) | escape_mask(b) != 0 {
+                return false;
+            }
+            (0, b)
+        }
+        4..=7 => {
+            let (a, b) = (u32::from_le_bytes(s[..4].try_into().unwrap()), u32::from_le_bytes(s[n - 4..].try_into().unwrap()));
+            if escape_mask(a as u64 | PAD4) | escape_mask(b as u64 | PAD4) != 0 {
+                return false;
+            }
+            (a, b as u64)
+        }
+        1..=3 => {
+            if escape_mask(s[0] as u64 | (s[n / 2] as u64) << 8 | (s[n - 1] as u64) << 16 | PAD3) != 0 {
+                return false;
+            }
+            (0, 0)
+        }
+        _ => return false,
+    };
+    let at = buf.len();
+    buf.extend_from_slice(&[0u8; SHORT_STR + 8]);
+    let block: &mut [u8; SHORT_STR + 8] = (&mut buf[at..at + SHORT_STR + 8]).try_into().unwrap();
+    block[0] = b',';
+    // The string's opening quote, after the comma when there is one.
+    let out: &mut [u8; SHORT_STR + 7] = (&mut block[comma as usize..comma as usize + SHORT_STR + 7]).try_into().unwrap();
+    out[0] = b'"';
+    match n {
+        17.. => {
+            for i in 0..WORDS {
+                let at = (8 * i).min(n - 8);
+                out[1 + at..9 + at].copy_from_slice(&word(at).to_le_bytes());
+            }
+        }
+        8.. => {
+            out[1..9].copy_from_slice(&word(0).to_le_bytes());
+            out[n - 7..n + 1].copy_from_slice(&last.to_le_bytes());
+        }
+        4..=7 => {
+            out[1..5].copy_from_slice(&first.to_le_bytes());
+            out[n - 3..n + 1].copy_from_slice(&(last as u32).to_le_bytes());
+        }
+        _ => {
+            out[1] = s[0];
+            out[1 + n / 2] = s[n / 2];
+            out[n] = s[n - 1];
+        }
+    }
+    out[n + 1] = b'"';
+    out[n + 2] = b':';
+    buf.truncate(at + comma as usize + n + 2 + colon as usize);
+    true
+}
+
 /// Append `s` as a JSON string (with quotes), every escape spelled as pydantic does (the
-/// tests below hold both escapers to the byte-by-byte reference, at every length across
-/// the threshold and the kernels' blocks). Both SIMD escapers copy whole blocks first and
-/// check them after, so runs between escapes cost no copy call.
+/// tests below hold every path to the byte-by-byte reference, at every length across the
+/// thresholds and the kernels' blocks).
 ///
-/// * Shorter than [`LONG_STR`] (keys, most values): sonic-rs's escaper, inlined here (SSE2
-///   on any x86-64, NEON on aarch64: chosen at compile time, and a baseline x86-64 build,
-///   the abi3 wheel, has SSE2 only).
-/// * Longer (prose): `json-escape-simd`, which picks its kernel at run time (AVX2 where
-///   the CPU has it) and processes 128-byte chunks. Being chosen at run time, that kernel
-///   is a call (two, through the crate's entry) that the compiler cannot inline: on short
-///   strings the calls cost more than the wider registers save (measured: a 7-byte key
-///   5.3 -> 6.1 ns, a 60-byte value 11.9 -> 12.8 ns; the 300-message snapshot, whose
-///   contents are 250-byte prose, 7% faster), hence the threshold at the chunk size.
-#[inline]
+/// * Up to [`SHORT_STR`] bytes with nothing to escape (most keys, many values):
+///   [`put_plain_short`], inline at the call site.
+/// * Otherwise one out-of-line call ([`write_str_escaped`]), to a SIMD escaper that copies
+///   whole blocks first and checks them after, so runs between escapes cost no copy call.
+#[inline(always)]
 pub fn write_str(buf: &mut Vec<u8>, s: &str) {
+    if !put_plain_short(buf, s.as_bytes(), false, false) {
+        write_str_escaped(buf, s)
+    }
+}
+
+/// The escaping path of [`write_str`]:
+/// * shorter than [`LONG_STR`]: sonic-rs's escaper (SSE2 on any x86-64, NEON on aarch64:
+///   chosen at compile time, and a baseline x86-64 build, the abi3 wheel, has SSE2 only);
+/// * longer (prose): `json-escape-simd`, which picks its kernel at run time (AVX2 where
+///   the CPU has it) and processes 128-byte chunks. Being chosen at run time, that kernel
+///   is a call (two, through the crate's entry) that cost more than the wider registers
+///   save on short strings (measured: a 7-byte key 5.3 -> 6.1 ns, a 60-byte value 11.9 ->
+///   12.8 ns; the 300-message snapshot, whose contents are 250-byte prose, 7% faster),
+///   hence the threshold at the chunk size.
+#[inline(never)]
+fn write_str_escaped(buf: &mut Vec<u8>, s: &str) {
     if s.len() < LONG_STR {
         use sonic_rs::format::Formatter;
         // Writing into a Vec cannot fail (it only reserves).
@@ -107,8 +220,7 @@ pub fn write_str(buf: &mut Vec<u8>, s: &str) {
     }
 }
 
-/// The long-string path of [`write_str`], kept out of line and marked cold so that the
-/// walker's hot loops, where it is inlined, hold nothing across a call they rarely make.
+/// The long-string path of [`write_str_escaped`], kept out of line and marked cold.
 #[cold]
 #[inline(never)]
 fn write_long_str(buf: &mut Vec<u8>, s: &str) {
@@ -116,7 +228,7 @@ fn write_long_str(buf: &mut Vec<u8>, s: &str) {
 }
 
 /// Append `"key":` (the escaped key followed by the colon).
-#[inline]
+#[inline(always)]
 pub fn write_key(buf: &mut Vec<u8>, key: &str) {
     write_str(buf, key);
     buf.push(b':');
@@ -286,7 +398,14 @@ impl<'a, O: BorrowMut<Vec<u8>>, F: F64Text> crate::sink::Sink<'a> for JsonSink<O
     }
     #[inline(always)]
     fn str(&mut self, s: &str) {
-        self.value(|o| write_str(o, s))
+        // Comma, string and quotes in one copy when it is short and plain. (Not through
+        // `value`'s closure: the compiler kept that out of line, a call per string.)
+        let comma = self.comma;
+        if !put_plain_short(self.buf(), s.as_bytes(), comma, false) {
+            self.sep();
+            write_str_escaped(self.out.borrow_mut(), s);
+        }
+        self.comma = true;
     }
     // Inline at the walker's call sites (the defaults' extra call was ~9% of a nested state).
     #[inline(always)]
@@ -316,8 +435,13 @@ impl<'a, O: BorrowMut<Vec<u8>>, F: F64Text> crate::sink::Sink<'a> for JsonSink<O
     }
     #[inline(always)]
     fn key(&mut self, k: &str) {
-        self.sep();
-        write_key(self.out.borrow_mut(), k);
+        // Comma, key, quotes and colon in one copy when it is short and plain.
+        let comma = self.comma;
+        if !put_plain_short(self.buf(), k.as_bytes(), comma, true) {
+            self.sep();
+            write_str_escaped(self.out.borrow_mut(), k);
+            self.buf().push(b':');
+        }
         self.comma = false;
     }
     fn object_mark(&self) -> usize {
@@ -541,13 +665,31 @@ mod tests {
         }
     }
 
-    /// `write_str` against the byte-by-byte reference, with its quotes.
+    /// `write_str` against the byte-by-byte reference, with its quotes; and the same
+    /// through the JSON sink as a key and as a value, after a comma and not.
     fn assert_escapes_like_reference(s: &str) {
         let (mut fast, mut want) = (b"x".to_vec(), b"x\"".to_vec());
         write_str(&mut fast, s);
         write_str_body_simple(&mut want, s);
         want.push(b'"');
         assert_eq!(fast, want, "{s:?}");
+        let mut key = Vec::new();
+        let mut sink = JsonSink::new(&mut key);
+        use crate::sink::Sink;
+        sink.begin_object();
+        sink.key("k");
+        sink.null();
+        sink.key(s);
+        sink.str(s);
+        sink.key("a");
+        sink.begin_array();
+        sink.str(s);
+        sink.str(s);
+        sink.end_array();
+        sink.end_object(true);
+        let body = &want[1..];
+        let want_key = [b"{\"k\":null,".as_slice(), body, b":", body, b",\"a\":[", body, b",", body, b"]}"].concat();
+        assert_eq!(key, want_key, "{s:?}");
     }
 
     #[test]
@@ -555,7 +697,10 @@ mod tests {
         // Every length across the kernels' blocks (16, 32 bytes; AVX2's 128-byte chunks,
         // `LONG_STR`), each kind of character at each position of a plain run: the
         // block loops, the tail and the escape loop's exits all meet each case.
-        let specials = ["\"", "\\", "\n", "\u{0}", "\u{1f}", "\u{7f}", "é", "\u{2028}", "😀", "/"];
+        // (and the neighbours of each escaped byte value: the word test's boundaries)
+        let specials = [
+            "\"", "\\", "\n", "\u{0}", "\u{1f}", "\u{7f}", "é", "\u{2028}", "😀", "/", " ", "!", "#", "[", "]", "\u{80}", "\u{ff}",
+        ];
         for len in (0..=140).chain(250..=260) {
             assert_escapes_like_reference(&"a".repeat(len));
             for sp in specials {
