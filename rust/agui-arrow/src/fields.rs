@@ -363,13 +363,22 @@ impl Fields<'_> {
 /// serde pass, both filling the same `Raw`, to the same row or error. The row is written
 /// in place, not returned: rows are a few hundred bytes, and moving them through return
 /// values was 8-16% of `to_arrow` (memcpy).
+///
+/// `shape`: what the events read before this one (of the same source, in order) leave
+/// for it: see [`Shape`].
 #[inline(always)]
-pub fn read<'a>(json: &'a str, members: Option<&Members>, max_depth: usize, out: &mut Fields<'a>) -> Result<(), RowError> {
+pub fn read<'a>(
+    json: &'a str,
+    members: Option<&Members>,
+    max_depth: usize,
+    out: &mut Fields<'a>,
+    shape: &mut Shape,
+) -> Result<(), RowError> {
     check_depth(json, max_depth)?;
     let mut raw = Raw::new(&mut out.strings, &mut out.delta);
     let fast = match members {
         Some(m) => read_members(json, m, &mut raw),
-        None => scan(json, &mut raw),
+        None => scan(json, &mut raw, shape),
     };
     if fast.is_none() {
         raw.reset();
@@ -382,7 +391,7 @@ pub fn read<'a>(json: &'a str, members: Option<&Members>, max_depth: usize, out:
 /// [`read`] into a new row.
 pub fn parse<'a>(json: &'a str, members: Option<&Members>, max_depth: usize) -> Result<Fields<'a>, RowError> {
     let mut out = Fields::default();
-    read(json, members, max_depth, &mut out)?;
+    read(json, members, max_depth, &mut out, &mut Shape::default())?;
     Ok(out)
 }
 
@@ -434,9 +443,52 @@ fn read_members<'a>(json: &'a str, members: &Members, raw: &mut Raw<'a, '_>) -> 
 /// reads it, to the same row or error. Validation is serde_json's: the form holds no
 /// control character, no invalid escape and no number but an integer, so it is valid JSON.
 #[inline(always)]
-fn scan<'a>(json: &'a str, raw: &mut Raw<'a, '_>) -> Option<()> {
+fn scan<'a>(json: &'a str, raw: &mut Raw<'a, '_>, shape: &mut Shape) -> Option<()> {
+    use agui_core::stream::event::{scan_flat, scan_members};
+    let b = json.as_bytes();
+    let known = shape.prefix.len();
+    if known > 0 && b.starts_with(&shape.prefix) {
+        // The same leading `{"type":"NAME",` as an event already scanned: read as the
+        // scan would have read it (a plain string taken as `type`), then the rest.
+        // (`9` and `known - 2` are next to ASCII quotes: char boundaries.)
+        raw.ty = Some(Cow::Borrowed(&json[TYPE_FIRST.len()..known - 2]));
+        let mut seen = 1u32 << Key::Type as u32;
+        return scan_members(json, known, |m| raw.take(&mut seen, m.name, m.text, || m.string()));
+    }
     let mut seen = 0;
-    agui_core::stream::event::scan_flat(json, |m| raw.take(&mut seen, m.name, m.text, || m.string()))
+    scan_flat(json, |m| raw.take(&mut seen, m.name, m.text, || m.string()))?;
+    shape.learn(json, raw.ty.as_deref());
+    Some(())
+}
+
+/// How a compact event that leads with its type begins.
+const TYPE_FIRST: &str = "{\"type\":\"";
+
+/// The leading `{"type":"NAME",` of the last event the scan read whole (a plain type
+/// string first, a member after it). Most events of a log follow one of their own type
+/// (runs of text or argument deltas), so most start with the same bytes: one compare
+/// of them replaces the scan of the type member (its name, its value, the member
+/// dispatch). Only what the scan accepted is kept, byte for byte, so an event starting
+/// with it would be scanned to the same `type` and go on from the same place.
+#[derive(Debug, Default)]
+pub struct Shape {
+    prefix: Vec<u8>,
+}
+
+impl Shape {
+    /// After a whole scan of `json` that read `ty` as its type.
+    #[inline]
+    fn learn(&mut self, json: &str, ty: Option<&str>) {
+        let Some(ty) = ty else { return };
+        let end = TYPE_FIRST.len() + ty.len();
+        // `ty` is the first member's value as written (no escape) when it lies right
+        // after `{"type":"` in the text; a `,` follows its quote when more members do.
+        let first = json.starts_with(TYPE_FIRST) && std::ptr::eq(ty.as_ptr(), json[TYPE_FIRST.len()..].as_ptr());
+        if first && json.as_bytes().get(end..end + 2) == Some(b"\",") {
+            self.prefix.clear();
+            self.prefix.extend_from_slice(&json.as_bytes()[..end + 2]);
+        }
+    }
 }
 
 impl<'a> Raw<'a, '_> {
@@ -850,7 +902,8 @@ mod tests {
         let seps = [",", ",", ",", ",", ", ", " ,", ",\n"];
         let colons = [":", ":", ":", ":", ": ", " :"];
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-        let (mut scanned, mut rows, total) = (0, 0, 40_000);
+        let (mut scanned, mut rows, mut resumed, total) = (0, 0, 0, 40_000);
+        let mut shape = Shape::default();
         for _ in 0..total {
             let mut members = Vec::new();
             if rng.below(10) > 0 {
@@ -881,12 +934,22 @@ mod tests {
                 json.push_str(rng.pick(&["", " ", "\n", " x", "}", ","]));
             }
             let fast = parse_d(&json);
-            scanned += scan(&json, &mut Raw::new(&mut Default::default(), &mut None)).is_some() as usize;
+            scanned += scan(&json, &mut Raw::new(&mut Default::default(), &mut None), &mut Shape::default()).is_some() as usize;
             rows += fast.is_ok() as usize;
-            assert_eq!(fast, parse_serde_d(&json), "{json}");
+            let serde = parse_serde_d(&json);
+            assert_eq!(fast, serde, "{json}");
+            // Read after the events before it (whatever type they left in `shape`), and
+            // again right after itself (its own leading type member, when the scan took it).
+            for _ in 0..2 {
+                resumed += (!shape.prefix.is_empty() && json.as_bytes().starts_with(&shape.prefix)) as usize;
+                let mut out = Fields::default();
+                let got = read(&json, None, agui_core::limits::DEFAULT_MAX_DEPTH, &mut out, &mut shape).map(|()| out);
+                assert_eq!(got, serde, "{json} after {:?}", String::from_utf8_lossy(&shape.prefix));
+            }
         }
-        // Both paths and both outcomes are exercised.
+        // Both paths and both outcomes are exercised, and reading on from a known type.
         assert!(scanned > total / 10 && scanned < total / 2, "{scanned} of {total} scanned");
+        assert!(resumed > total / 10, "{resumed} resumed");
         assert!(rows > total / 20 && rows < total - total / 20, "{rows} of {total} rows");
     }
 }

@@ -503,12 +503,14 @@ where
 /// (`collect`) or stops the source.
 /// `part`: the text of the part the event was framed from when it is valid UTF-8 (then
 /// an event read straight from it needs no check of its own).
+/// `shape`: the source's [`fields::Shape`], for its events in order.
 fn row_event<F>(
     ev: &Event<'_>,
     part: Option<&str>,
     name: &Option<String>,
     opts: &Options,
     issues: &mut Vec<Issue>,
+    shape: &mut fields::Shape,
     row: &mut F,
 ) -> Result<(), Stop>
 where
@@ -526,7 +528,7 @@ where
     // Protobuf: the columns come from where the JSON mapping wrote them, not from
     // parsing its text again.
     let mut f = Fields::default();
-    match fields::read(json, ev.members, opts.max_depth, &mut f) {
+    match fields::read(json, ev.members, opts.max_depth, &mut f, shape) {
         Ok(()) => row(ev, json, &f),
         Err(e) => {
             let issue = Issue::from_row(name, ev, e);
@@ -561,7 +563,8 @@ fn each_row<F>(
 where
     F: FnMut(&Event<'_>, &str, &Fields<'_>),
 {
-    each_event(src, opts, control, issues, |ev, issues| row_event(ev, None, &src.name, opts, issues, &mut row))
+    let mut shape = fields::Shape::default();
+    each_event(src, opts, control, issues, |ev, issues| row_event(ev, None, &src.name, opts, issues, &mut shape, &mut row))
 }
 
 /// Events of one source packed for a worker: their JSON texts back to back.
@@ -605,12 +608,15 @@ fn decode_source_parallel(src: &Source<'_>, opts: &Options, control: &Control, w
                 }
                 let mut out = Decoded::default();
                 let mut builder = BatchBuilder::new(src.name.clone()).views_with(opts.views);
+                let mut shape = fields::Shape::default();
                 let mut start = 0;
                 let mut r = Ok(());
                 for &(index, offset, end) in &part.events {
                     let ev = Event { index, offset, json: &part.data[start..end], members: None };
                     start = end;
-                    r = row_event(&ev, None, &src.name, opts, &mut out.issues, &mut |ev, json, f| builder.push(ev, json, f));
+                    r = row_event(&ev, None, &src.name, opts, &mut out.issues, &mut shape, &mut |ev, json, f| {
+                        builder.push(ev, json, f)
+                    });
                     if r.is_err() {
                         break;
                     }
@@ -758,8 +764,9 @@ fn decode_part(src: &Source<'_>, format: Format, part: Part, opts: &Options, con
     let text = simdutf8::basic::from_utf8(data).ok();
     builder.set_part(text.and_then(|t| Utf8Block::new(buffer.clone(), t)));
     let (batches, issues) = (&mut out.decoded.batches, &mut out.decoded.issues);
+    let mut shape = fields::Shape::default();
     let r = agui_core::log::for_each_in_part(data, format, part, &opts.limits, |ev| {
-        let r = row_event(&ev, text, &src.name, opts, issues, &mut |ev, json, f| {
+        let r = row_event(&ev, text, &src.name, opts, issues, &mut shape, &mut |ev, json, f| {
             builder.push(ev, json, f);
             if builder.full() {
                 batches.push(builder.finish());

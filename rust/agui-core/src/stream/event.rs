@@ -255,7 +255,7 @@ impl<'a> Member<'a> {
 /// values, fractions, a text after the object ...) or was declined: the caller then
 /// uses the parser, which accepts everything this accepts, to the same values
 /// (duplicate names are the caller's to refuse).
-pub fn scan_flat<'a>(json: &'a str, mut member: impl FnMut(Member<'a>) -> Option<()>) -> Option<()> {
+pub fn scan_flat<'a>(json: &'a str, member: impl FnMut(Member<'a>) -> Option<()>) -> Option<()> {
     let b = json.as_bytes();
     if b.first() != Some(&b'{') {
         return None;
@@ -263,7 +263,17 @@ pub fn scan_flat<'a>(json: &'a str, mut member: impl FnMut(Member<'a>) -> Option
     if b.get(1) == Some(&b'}') {
         return (b.len() == 2).then_some(());
     }
-    let mut i = 1;
+    scan_members(json, 1, member)
+}
+
+/// [`scan_flat`] from byte `start` on, where a member of the compact form begins (its
+/// name's quote: after the `{` or after a `,`). A caller that knows the bytes before
+/// `start` to be a leading part of that form which it has already read (e.g. the same
+/// `{"type":"NAME",` as an earlier event's) reads the rest of the event here, as
+/// `scan_flat` would have.
+pub fn scan_members<'a>(json: &'a str, start: usize, mut member: impl FnMut(Member<'a>) -> Option<()>) -> Option<()> {
+    let b = json.as_bytes();
+    let mut i = start;
     loop {
         // Every slice below starts and ends next to an ASCII byte: char boundaries.
         if b.get(i) != Some(&b'"') {
