@@ -441,7 +441,8 @@ fn read_members<'a>(json: &'a str, members: &Members, raw: &mut Raw<'a, '_>) -> 
 /// one scanner, shared with `replay_log`), read without the JSON parser; `None` for any
 /// other form, or a member the fast reading does not take as it is: the serde pass
 /// reads it, to the same row or error. Validation is serde_json's: the form holds no
-/// control character, no invalid escape and no number but an integer, so it is valid JSON.
+/// control character, no invalid escape and no number but an integer, so it is valid JSON,
+/// and its nested values are checked by serde_json's own skip, as the serde pass skips them.
 #[inline(always)]
 fn scan<'a>(json: &'a str, raw: &mut Raw<'a, '_>, shape: &mut Shape) -> Option<()> {
     use agui_core::stream::event::{scan_flat, scan_members};
@@ -512,6 +513,9 @@ impl<'a> Raw<'a, '_> {
             Key::Timestamp => self.timestamp = Some(text),
             Key::Usage => self.usage = Some(text),
             Key::Delta if text.starts_with('"') => *self.delta = Some(value()?),
+            // The serde pass decodes the member names of an object given as `delta`
+            // (the scan only skips them): left to it, for the same errors.
+            Key::Delta if text.starts_with('{') => return None,
             Key::Delta => self.delta_other = true,
             Key::Other => {}
             k => self.strings[k as usize - Key::ThreadId as usize] = Some(value()?),

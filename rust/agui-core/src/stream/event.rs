@@ -291,10 +291,13 @@ impl<'a> Member<'a> {
 /// ends): one JSON object, no whitespace, plain member names (no escape), string values
 /// with or without escapes (no control character, no lone surrogate escape), every
 /// other value an integer, as in `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"Hi"}`
-/// or `{"type":"RUN_STARTED","timestamp":1700000000000,"threadId":"t","runId":"r"}`.
+/// or `{"type":"RUN_STARTED","timestamp":1700000000000,"threadId":"t","runId":"r"}`,
+/// or an array or object (a snapshot, a patch, `usage`), which is not read but skipped
+/// as serde_json skips a value it ignores (`IgnoredAny`: its text checked as JSON, its
+/// strings not decoded) and handed out as its text (`raw` is `None`).
 /// Read without the JSON parser: `member` gets the members in order, and may decline
-/// the event (`None`). `None` when the text is in any other form (whitespace, nested
-/// values, fractions, a text after the object ...) or was declined: the caller then
+/// the event (`None`). `None` when the text is in any other form (whitespace between
+/// members, fractions, a text after the object ...) or was declined: the caller then
 /// uses the parser, which accepts everything this accepts, to the same values
 /// (duplicate names are the caller's to refuse).
 pub fn scan_flat<'a>(json: &'a str, member: impl FnMut(Member<'a>) -> Option<()>) -> Option<()> {
@@ -332,6 +335,7 @@ pub fn scan_members<'a>(json: &'a str, start: usize, mut member: impl FnMut(Memb
                 (e + 1, Some(&json[v + 1..e]), escaped)
             }
             b'-' | b'0'..=b'9' => (int_end(b, v)?, None, false),
+            b'[' | b'{' => (nested_end(json, v)?, None, false),
             _ => return None,
         };
         member(Member { name: &json[i + 1..name_end], text: &json[v..end], raw, escaped })?;
@@ -370,6 +374,19 @@ fn string_end(b: &[u8], start: usize) -> Option<(usize, bool)> {
             _ => return None,
         }
     }
+}
+
+/// The end of the array or object starting at `start`, skipped by serde_json as a
+/// value it ignores (so checked as it would check it there, nesting at most its 128
+/// levels), or `None` when that fails. Out of line: most events have no nested value,
+/// the few that have one (snapshots, patches, `usage`) were read by the caller's parser
+/// whole before, ~2,000 instructions an event (callgrind).
+#[inline(never)]
+fn nested_end(json: &str, start: usize) -> Option<usize> {
+    use serde::de::IgnoredAny;
+    let mut values = serde_json::Deserializer::from_str(json.get(start..)?).into_iter::<IgnoredAny>();
+    values.next()?.ok()?;
+    Some(start + values.byte_offset())
 }
 
 /// The four hex digits at `at` (a `\u` escape's), or `None`.
