@@ -174,6 +174,8 @@ const STRING_KEYS: usize = 9;
 /// into the row (`strings`: the row's own), not moved there afterwards.
 struct Raw<'a, 'r> {
     ty: Option<Cow<'a, str>>,
+    /// The position of `ty` in `EVENT_TYPES` when already known ([`Shape`]).
+    ty_key: Option<usize>,
     timestamp: Option<&'a str>,
     strings: &'r mut [Option<Cow<'a, str>>; STRING_KEYS],
     /// A string `delta`, written into the row as well.
@@ -185,12 +187,13 @@ struct Raw<'a, 'r> {
 
 impl<'a, 'r> Raw<'a, 'r> {
     fn new(strings: &'r mut [Option<Cow<'a, str>>; STRING_KEYS], delta: &'r mut Option<Cow<'a, str>>) -> Self {
-        Raw { ty: None, timestamp: None, strings, delta, delta_other: false, usage: None }
+        Raw { ty: None, ty_key: None, timestamp: None, strings, delta, delta_other: false, usage: None }
     }
 
     /// Forget what a fast reading took (before the serde pass reads the event again).
     fn reset(&mut self) {
         self.ty = None;
+        self.ty_key = None;
         self.timestamp = None;
         *self.strings = Default::default();
         *self.delta = None;
@@ -384,8 +387,8 @@ pub fn read<'a>(
         raw.reset();
         parse_serde(json, &mut raw)?;
     }
-    let Raw { ty, timestamp, delta_other, usage, .. } = raw;
-    finish(ty, timestamp, delta_other, usage, out)
+    let Raw { ty, ty_key, timestamp, delta_other, usage, .. } = raw;
+    finish(ty, ty_key, timestamp, delta_other, usage, out)
 }
 
 /// [`read`] into a new row.
@@ -453,6 +456,7 @@ fn scan<'a>(json: &'a str, raw: &mut Raw<'a, '_>, shape: &mut Shape) -> Option<(
         // scan would have read it (a plain string taken as `type`), then the rest.
         // (`9` and `known - 2` are next to ASCII quotes: char boundaries.)
         raw.ty = Some(Cow::Borrowed(&json[TYPE_FIRST.len()..known - 2]));
+        raw.ty_key = shape.ty_key;
         let mut seen = 1u32 << Key::Type as u32;
         return scan_members(json, known, |m| raw.take(&mut seen, m.name, m.text, || m.string()));
     }
@@ -474,6 +478,8 @@ const TYPE_FIRST: &str = "{\"type\":\"";
 #[derive(Debug, Default)]
 pub struct Shape {
     prefix: Vec<u8>,
+    /// The position of its type in `EVENT_TYPES` (`None`: not a 1.0 type).
+    ty_key: Option<usize>,
 }
 
 impl Shape {
@@ -488,6 +494,7 @@ impl Shape {
         if first && json.as_bytes().get(end..end + 2) == Some(b"\",") {
             self.prefix.clear();
             self.prefix.extend_from_slice(&json.as_bytes()[..end + 2]);
+            self.ty_key = type_key(ty);
         }
     }
 }
@@ -529,13 +536,14 @@ impl<'a> Raw<'a, '_> {
 #[inline(always)]
 fn finish<'a>(
     ty: Option<Cow<'a, str>>,
+    ty_key: Option<usize>,
     timestamp: Option<&'a str>,
     delta_other: bool,
     usage: Option<&'a str>,
     out: &mut Fields<'a>,
 ) -> Result<(), RowError> {
     let (ty, ty_index) = match &ty {
-        Some(t) => match type_key(t) {
+        Some(t) => match ty_key.or_else(|| type_key(t)) {
             Some(i) => (EVENT_TYPES[i], i as i32),
             None => return Err(RowError::invalid("$.type", format!("unknown event type {t:?}"))),
         },
@@ -692,8 +700,8 @@ mod tests {
         let mut out = Fields::default();
         let mut raw = Raw::new(&mut out.strings, &mut out.delta);
         parse_serde(json, &mut raw)?;
-        let Raw { ty, timestamp, delta_other, usage, .. } = raw;
-        finish(ty, timestamp, delta_other, usage, &mut out)?;
+        let Raw { ty, ty_key, timestamp, delta_other, usage, .. } = raw;
+        finish(ty, ty_key, timestamp, delta_other, usage, &mut out)?;
         Ok(out)
     }
 
