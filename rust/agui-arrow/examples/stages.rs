@@ -3,6 +3,10 @@
 //! best of 7; the stages are cumulative). `+copy` is the floor of any design that keeps
 //! the `json` column: framing and copying each payload once. `+members` (protobuf): the
 //! columns read where the JSON mapping wrote them, instead of `+parse`'s second parse.
+//!
+//! `AGUI_STAGES_ONCE=N`: only `decode_many` on one thread, N times, over the log as a
+//! shared buffer (as the binding hands it `bytes`): for an instruction count that the
+//! load of a shared machine does not move (`valgrind --tool=callgrind`).
 
 use std::time::Instant;
 
@@ -48,6 +52,17 @@ fn row_fields<'a>(ev: &agui_core::log::Event<'_>, s: &'a str) -> fields::Fields<
 fn main() {
     let path = std::env::args().nth(1).expect("LOG");
     let data = std::fs::read(&path).unwrap();
+    if let Some(n) = std::env::var("AGUI_STAGES_ONCE").ok().and_then(|n| n.parse::<usize>().ok()) {
+        let buffer = agui_arrow::arrow_buffer::Buffer::from(data.as_slice());
+        let mut rows = 0;
+        for _ in 0..n {
+            let src = [Source { input: Input::Buffer(buffer.clone()), name: None }];
+            let d = agui_arrow::decode_many(&src, 1, &Options::default(), &Control::default()).unwrap();
+            rows += d.batches.iter().map(|b| b.num_rows()).sum::<usize>();
+        }
+        println!("{rows} rows");
+        return;
+    }
     let frame = || {
         let mut n = 0;
         LogReader::open(&data[..], None).unwrap().for_each(&Limits::default(), |_| -> Result<(), LogError> { n += 1; Ok(()) }).unwrap();

@@ -174,6 +174,8 @@ const STRING_KEYS: usize = 9;
 /// into the row (`strings`: the row's own), not moved there afterwards.
 struct Raw<'a, 'r> {
     ty: Option<Cow<'a, str>>,
+    /// The position of `ty` in `EVENT_TYPES` when already known ([`Shape`]).
+    ty_key: Option<usize>,
     timestamp: Option<&'a str>,
     strings: &'r mut [Option<Cow<'a, str>>; STRING_KEYS],
     /// A string `delta`, written into the row as well.
@@ -185,12 +187,13 @@ struct Raw<'a, 'r> {
 
 impl<'a, 'r> Raw<'a, 'r> {
     fn new(strings: &'r mut [Option<Cow<'a, str>>; STRING_KEYS], delta: &'r mut Option<Cow<'a, str>>) -> Self {
-        Raw { ty: None, timestamp: None, strings, delta, delta_other: false, usage: None }
+        Raw { ty: None, ty_key: None, timestamp: None, strings, delta, delta_other: false, usage: None }
     }
 
     /// Forget what a fast reading took (before the serde pass reads the event again).
     fn reset(&mut self) {
         self.ty = None;
+        self.ty_key = None;
         self.timestamp = None;
         *self.strings = Default::default();
         *self.delta = None;
@@ -363,26 +366,35 @@ impl Fields<'_> {
 /// serde pass, both filling the same `Raw`, to the same row or error. The row is written
 /// in place, not returned: rows are a few hundred bytes, and moving them through return
 /// values was 8-16% of `to_arrow` (memcpy).
+///
+/// `shape`: what the events read before this one (of the same source, in order) leave
+/// for it: see [`Shape`].
 #[inline(always)]
-pub fn read<'a>(json: &'a str, members: Option<&Members>, max_depth: usize, out: &mut Fields<'a>) -> Result<(), RowError> {
+pub fn read<'a>(
+    json: &'a str,
+    members: Option<&Members>,
+    max_depth: usize,
+    out: &mut Fields<'a>,
+    shape: &mut Shape,
+) -> Result<(), RowError> {
     check_depth(json, max_depth)?;
     let mut raw = Raw::new(&mut out.strings, &mut out.delta);
     let fast = match members {
         Some(m) => read_members(json, m, &mut raw),
-        None => scan(json, &mut raw),
+        None => scan(json, &mut raw, shape),
     };
     if fast.is_none() {
         raw.reset();
         parse_serde(json, &mut raw)?;
     }
-    let Raw { ty, timestamp, delta_other, usage, .. } = raw;
-    finish(ty, timestamp, delta_other, usage, out)
+    let Raw { ty, ty_key, timestamp, delta_other, usage, .. } = raw;
+    finish(ty, ty_key, timestamp, delta_other, usage, out)
 }
 
 /// [`read`] into a new row.
 pub fn parse<'a>(json: &'a str, members: Option<&Members>, max_depth: usize) -> Result<Fields<'a>, RowError> {
     let mut out = Fields::default();
-    read(json, members, max_depth, &mut out)?;
+    read(json, members, max_depth, &mut out, &mut Shape::default())?;
     Ok(out)
 }
 
@@ -432,11 +444,59 @@ fn read_members<'a>(json: &'a str, members: &Members, raw: &mut Raw<'a, '_>) -> 
 /// one scanner, shared with `replay_log`), read without the JSON parser; `None` for any
 /// other form, or a member the fast reading does not take as it is: the serde pass
 /// reads it, to the same row or error. Validation is serde_json's: the form holds no
-/// control character, no invalid escape and no number but an integer, so it is valid JSON.
+/// control character, no invalid escape and no number but an integer, so it is valid JSON,
+/// and its nested values are checked by serde_json's own skip, as the serde pass skips them.
 #[inline(always)]
-fn scan<'a>(json: &'a str, raw: &mut Raw<'a, '_>) -> Option<()> {
+fn scan<'a>(json: &'a str, raw: &mut Raw<'a, '_>, shape: &mut Shape) -> Option<()> {
+    use agui_core::stream::event::{scan_flat, scan_members};
+    let b = json.as_bytes();
+    let known = shape.prefix.len();
+    if known > 0 && b.starts_with(&shape.prefix) {
+        // The same leading `{"type":"NAME",` as an event already scanned: read as the
+        // scan would have read it (a plain string taken as `type`), then the rest.
+        // (`9` and `known - 2` are next to ASCII quotes: char boundaries.)
+        raw.ty = Some(Cow::Borrowed(&json[TYPE_FIRST.len()..known - 2]));
+        raw.ty_key = shape.ty_key;
+        let mut seen = 1u32 << Key::Type as u32;
+        return scan_members(json, known, |m| raw.take(&mut seen, m.name, m.text, || m.string()));
+    }
     let mut seen = 0;
-    agui_core::stream::event::scan_flat(json, |m| raw.take(&mut seen, m.name, m.text, || m.string()))
+    scan_flat(json, |m| raw.take(&mut seen, m.name, m.text, || m.string()))?;
+    shape.learn(json, raw.ty.as_deref());
+    Some(())
+}
+
+/// How a compact event that leads with its type begins.
+const TYPE_FIRST: &str = "{\"type\":\"";
+
+/// The leading `{"type":"NAME",` of the last event the scan read whole (a plain type
+/// string first, a member after it). Most events of a log follow one of their own type
+/// (runs of text or argument deltas), so most start with the same bytes: one compare
+/// of them replaces the scan of the type member (its name, its value, the member
+/// dispatch). Only what the scan accepted is kept, byte for byte, so an event starting
+/// with it would be scanned to the same `type` and go on from the same place.
+#[derive(Debug, Default)]
+pub struct Shape {
+    prefix: Vec<u8>,
+    /// The position of its type in `EVENT_TYPES` (`None`: not a 1.0 type).
+    ty_key: Option<usize>,
+}
+
+impl Shape {
+    /// After a whole scan of `json` that read `ty` as its type.
+    #[inline]
+    fn learn(&mut self, json: &str, ty: Option<&str>) {
+        let Some(ty) = ty else { return };
+        let end = TYPE_FIRST.len() + ty.len();
+        // `ty` is the first member's value as written (no escape) when it lies right
+        // after `{"type":"` in the text; a `,` follows its quote when more members do.
+        let first = json.starts_with(TYPE_FIRST) && std::ptr::eq(ty.as_ptr(), json[TYPE_FIRST.len()..].as_ptr());
+        if first && json.as_bytes().get(end..end + 2) == Some(b"\",") {
+            self.prefix.clear();
+            self.prefix.extend_from_slice(&json.as_bytes()[..end + 2]);
+            self.ty_key = type_key(ty);
+        }
+    }
 }
 
 impl<'a> Raw<'a, '_> {
@@ -460,6 +520,9 @@ impl<'a> Raw<'a, '_> {
             Key::Timestamp => self.timestamp = Some(text),
             Key::Usage => self.usage = Some(text),
             Key::Delta if text.starts_with('"') => *self.delta = Some(value()?),
+            // The serde pass decodes the member names of an object given as `delta`
+            // (the scan only skips them): left to it, for the same errors.
+            Key::Delta if text.starts_with('{') => return None,
             Key::Delta => self.delta_other = true,
             Key::Other => {}
             k => self.strings[k as usize - Key::ThreadId as usize] = Some(value()?),
@@ -473,13 +536,14 @@ impl<'a> Raw<'a, '_> {
 #[inline(always)]
 fn finish<'a>(
     ty: Option<Cow<'a, str>>,
+    ty_key: Option<usize>,
     timestamp: Option<&'a str>,
     delta_other: bool,
     usage: Option<&'a str>,
     out: &mut Fields<'a>,
 ) -> Result<(), RowError> {
     let (ty, ty_index) = match &ty {
-        Some(t) => match type_key(t) {
+        Some(t) => match ty_key.or_else(|| type_key(t)) {
             Some(i) => (EVENT_TYPES[i], i as i32),
             None => return Err(RowError::invalid("$.type", format!("unknown event type {t:?}"))),
         },
@@ -636,8 +700,8 @@ mod tests {
         let mut out = Fields::default();
         let mut raw = Raw::new(&mut out.strings, &mut out.delta);
         parse_serde(json, &mut raw)?;
-        let Raw { ty, timestamp, delta_other, usage, .. } = raw;
-        finish(ty, timestamp, delta_other, usage, &mut out)?;
+        let Raw { ty, ty_key, timestamp, delta_other, usage, .. } = raw;
+        finish(ty, ty_key, timestamp, delta_other, usage, &mut out)?;
         Ok(out)
     }
 
@@ -850,7 +914,8 @@ mod tests {
         let seps = [",", ",", ",", ",", ", ", " ,", ",\n"];
         let colons = [":", ":", ":", ":", ": ", " :"];
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-        let (mut scanned, mut rows, total) = (0, 0, 40_000);
+        let (mut scanned, mut rows, mut resumed, total) = (0, 0, 0, 40_000);
+        let mut shape = Shape::default();
         for _ in 0..total {
             let mut members = Vec::new();
             if rng.below(10) > 0 {
@@ -881,12 +946,22 @@ mod tests {
                 json.push_str(rng.pick(&["", " ", "\n", " x", "}", ","]));
             }
             let fast = parse_d(&json);
-            scanned += scan(&json, &mut Raw::new(&mut Default::default(), &mut None)).is_some() as usize;
+            scanned += scan(&json, &mut Raw::new(&mut Default::default(), &mut None), &mut Shape::default()).is_some() as usize;
             rows += fast.is_ok() as usize;
-            assert_eq!(fast, parse_serde_d(&json), "{json}");
+            let serde = parse_serde_d(&json);
+            assert_eq!(fast, serde, "{json}");
+            // Read after the events before it (whatever type they left in `shape`), and
+            // again right after itself (its own leading type member, when the scan took it).
+            for _ in 0..2 {
+                resumed += (!shape.prefix.is_empty() && json.as_bytes().starts_with(&shape.prefix)) as usize;
+                let mut out = Fields::default();
+                let got = read(&json, None, agui_core::limits::DEFAULT_MAX_DEPTH, &mut out, &mut shape).map(|()| out);
+                assert_eq!(got, serde, "{json} after {:?}", String::from_utf8_lossy(&shape.prefix));
+            }
         }
-        // Both paths and both outcomes are exercised.
+        // Both paths and both outcomes are exercised, and reading on from a known type.
         assert!(scanned > total / 10 && scanned < total / 2, "{scanned} of {total} scanned");
+        assert!(resumed > total / 10, "{resumed} resumed");
         assert!(rows > total / 20 && rows < total - total / 20, "{rows} of {total} rows");
     }
 }

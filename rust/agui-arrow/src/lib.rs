@@ -8,6 +8,7 @@
 
 #![forbid(unsafe_code)]
 
+mod columns;
 pub mod fields;
 pub mod views;
 
@@ -19,11 +20,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use agui_core::log::{write_event, Event, Format, Limits, LogError, LogReader, Output, Part};
-use arrow_array::builder::{
-    ArrayBuilder, Int32Builder, Int64Builder, PrimitiveBuilder, StringBuilder, TimestampMillisecondBuilder, UInt64Builder,
-};
 use arrow_array::cast::AsArray;
-use arrow_array::types::{ArrowPrimitiveType, Int32Type, UInt64Type};
+use arrow_array::types::{Int32Type, Int64Type, TimestampMillisecondType, UInt64Type};
 use arrow_array::{ArrayRef, DictionaryArray, Int32Array, RecordBatch, StringArray, UInt64Array};
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 
@@ -32,6 +30,8 @@ pub use views::{checked_views, Utf8Block, Utf8Views, ViewsFn};
 // The Arrow crates of this crate's types, for the binding.
 pub use {arrow_array, arrow_buffer, arrow_schema};
 use arrow_buffer::Buffer;
+use arrow_array::builder::{ArrayBuilder, StringBuilder};
+use columns::OptColumn;
 use views::JsonViews;
 
 /// Rows per record batch (and per Parquet row group).
@@ -217,14 +217,16 @@ impl Default for Options {
 pub struct BatchBuilder {
     source: Option<String>,
     rows: usize,
+    /// Rows the vectors are sized for (a batch's first value in a column reserves them).
+    capacity: usize,
     json_bytes: usize,
-    index: UInt64Builder,
-    offset: UInt64Builder,
+    index: Vec<u64>,
+    offset: Vec<u64>,
     /// Keys into `EVENT_TYPES`, the dictionary of every batch (no hashing per row).
-    ty: Int32Builder,
-    timestamp: TimestampMillisecondBuilder,
+    ty: Vec<i32>,
+    timestamp: OptColumn<TimestampMillisecondType>,
     strings: [StringBuilder; 8],
-    usage: [Int64Builder; 6],
+    usage: [OptColumn<Int64Type>; 6],
     json: JsonViews,
     views: ViewsFn,
 }
@@ -237,18 +239,19 @@ impl BatchBuilder {
         Self::with_capacity(source, ROWS)
     }
 
-    /// A builder sized for `rows` rows of `json_bytes` JSON text in all.
+    /// A builder sized for `rows` rows.
     pub fn with_capacity(source: Option<String>, rows: usize) -> Self {
         BatchBuilder {
             source,
             rows: 0,
+            capacity: rows,
             json_bytes: 0,
-            index: UInt64Builder::with_capacity(rows),
-            offset: UInt64Builder::with_capacity(rows),
-            ty: Int32Builder::with_capacity(rows),
-            timestamp: TimestampMillisecondBuilder::with_capacity(rows).with_timezone("UTC"),
+            index: Vec::with_capacity(rows),
+            offset: Vec::with_capacity(rows),
+            ty: Vec::with_capacity(rows),
+            timestamp: OptColumn::default(),
             strings: std::array::from_fn(|_| StringBuilder::with_capacity(rows, rows * 8)),
-            usage: std::array::from_fn(|_| Int64Builder::with_capacity(rows)),
+            usage: Default::default(),
             json: JsonViews::with_capacity(rows),
             views: checked_views,
         }
@@ -279,27 +282,29 @@ impl BatchBuilder {
 
     /// Append one event's row. The nullable columns only take the values present: most
     /// events carry few of the table's members, and the rows without one are filled in
-    /// bulk when the column's next value comes (or when the batch is finished).
+    /// when the column's next value comes (or when the batch is finished).
+    #[inline]
     pub fn push(&mut self, ev: &Event<'_>, json: &str, f: &Fields<'_>) {
-        let row = self.rows;
-        self.index.append_value(ev.index);
-        self.offset.append_value(ev.offset);
-        self.ty.append_value(f.ty_index);
+        let (row, cap) = (self.rows, self.capacity);
+        self.index.push(ev.index);
+        self.offset.push(ev.offset);
+        self.ty.push(f.ty_index);
         if let Some(t) = f.timestamp {
-            pad(&mut self.timestamp, row);
-            self.timestamp.append_value(t);
+            self.timestamp.set(row, t, cap);
         }
         for (b, v) in self.strings.iter_mut().zip(f.string_columns()) {
             if let Some(v) = v {
-                pad(b, row);
+                // Nulls up to this row: the rows that had no value for this column.
+                if b.len() < row {
+                    b.append_nulls(row - b.len());
+                }
                 b.append_value(v);
             }
         }
         if let Some(u) = &f.usage {
-            for (b, v) in self.usage.iter_mut().zip(u.counts()) {
+            for (c, v) in self.usage.iter_mut().zip(u.counts()) {
                 if let Some(v) = v {
-                    pad(b, row);
-                    b.append_value(v);
+                    c.set(row, v, cap);
                 }
             }
         }
@@ -310,7 +315,7 @@ impl BatchBuilder {
 
     /// The rows so far as one batch; the builder starts over.
     pub fn finish(&mut self) -> RecordBatch {
-        let n = self.rows;
+        let (n, cap) = (self.rows, self.capacity);
         // Every key 0 (the one name) or null, as slices of columns made once.
         let keys = match self.source {
             Some(_) if n <= BATCH_ROWS => {
@@ -323,56 +328,34 @@ impl BatchBuilder {
         let values = StringArray::from_iter_values(self.source.iter());
         let source: DictionaryArray<Int32Type> =
             DictionaryArray::try_new(keys, Arc::new(values)).expect("every key is 0 and there is one value");
+        let ts_type = schema().field(4).data_type().clone();
+        let timestamp: ArrayRef = match self.timestamp.finish(n) {
+            Some(t) => Arc::new(t.with_data_type(ts_type)),
+            None => all_null(&ts_type, n),
+        };
         let mut columns: Vec<ArrayRef> = vec![
             Arc::new(source),
-            Arc::new(self.index.finish()),
-            Arc::new(self.offset.finish()),
-            Arc::new(type_column(self.ty.finish())),
-            nullable(&mut self.timestamp, n, schema().field(4).data_type()),
+            Arc::new(columns::primitive::<UInt64Type>(&mut self.index, cap)),
+            Arc::new(columns::primitive::<UInt64Type>(&mut self.offset, cap)),
+            Arc::new(type_column(columns::primitive::<Int32Type>(&mut self.ty, cap))),
+            timestamp,
         ];
-        columns.extend(self.strings.iter_mut().map(|b| nullable(b, n, &DataType::Utf8)));
-        columns.extend(self.usage.iter_mut().map(|b| nullable(b, n, &DataType::Int64)));
+        columns.extend(self.strings.iter_mut().map(|b| -> ArrayRef {
+            if b.is_empty() {
+                return all_null(&DataType::Utf8, n);
+            }
+            b.append_nulls(n - b.len());
+            Arc::new(b.finish())
+        }));
+        columns.extend(self.usage.iter_mut().map(|c| match c.finish(n) {
+            Some(a) => Arc::new(a) as ArrayRef,
+            None => all_null(&DataType::Int64, n),
+        }));
         columns.push(Arc::new(self.json.finish(self.views)));
         self.rows = 0;
         self.json_bytes = 0;
         RecordBatch::try_new(schema(), columns).expect("the columns follow schema()")
     }
-}
-
-/// A builder whose nulls can be appended in bulk.
-trait Nulls: ArrayBuilder {
-    fn append_nulls(&mut self, n: usize);
-}
-
-impl Nulls for StringBuilder {
-    fn append_nulls(&mut self, n: usize) {
-        StringBuilder::append_nulls(self, n)
-    }
-}
-
-impl<T: ArrowPrimitiveType> Nulls for PrimitiveBuilder<T> {
-    fn append_nulls(&mut self, n: usize) {
-        PrimitiveBuilder::append_nulls(self, n)
-    }
-}
-
-/// Nulls up to `row` (the rows that had no value for this column).
-#[inline]
-fn pad<B: Nulls>(b: &mut B, row: usize) {
-    let len = b.len();
-    if len < row {
-        b.append_nulls(row - len);
-    }
-}
-
-/// A nullable column of `n` rows. One no row has a value in (most columns of most
-/// batches) is all null at once, not `n` nulls written.
-fn nullable<B: Nulls>(b: &mut B, n: usize, ty: &DataType) -> ArrayRef {
-    if b.is_empty() {
-        return all_null(ty, n);
-    }
-    pad(b, n);
-    b.finish()
 }
 
 /// An all-null column of `n` rows: the first rows of one of [`BATCH_ROWS`] rows made
@@ -520,12 +503,14 @@ where
 /// (`collect`) or stops the source.
 /// `part`: the text of the part the event was framed from when it is valid UTF-8 (then
 /// an event read straight from it needs no check of its own).
+/// `shape`: the source's [`fields::Shape`], for its events in order.
 fn row_event<F>(
     ev: &Event<'_>,
     part: Option<&str>,
     name: &Option<String>,
     opts: &Options,
     issues: &mut Vec<Issue>,
+    shape: &mut fields::Shape,
     row: &mut F,
 ) -> Result<(), Stop>
 where
@@ -543,7 +528,7 @@ where
     // Protobuf: the columns come from where the JSON mapping wrote them, not from
     // parsing its text again.
     let mut f = Fields::default();
-    match fields::read(json, ev.members, opts.max_depth, &mut f) {
+    match fields::read(json, ev.members, opts.max_depth, &mut f, shape) {
         Ok(()) => row(ev, json, &f),
         Err(e) => {
             let issue = Issue::from_row(name, ev, e);
@@ -578,7 +563,8 @@ fn each_row<F>(
 where
     F: FnMut(&Event<'_>, &str, &Fields<'_>),
 {
-    each_event(src, opts, control, issues, |ev, issues| row_event(ev, None, &src.name, opts, issues, &mut row))
+    let mut shape = fields::Shape::default();
+    each_event(src, opts, control, issues, |ev, issues| row_event(ev, None, &src.name, opts, issues, &mut shape, &mut row))
 }
 
 /// Events of one source packed for a worker: their JSON texts back to back.
@@ -622,12 +608,15 @@ fn decode_source_parallel(src: &Source<'_>, opts: &Options, control: &Control, w
                 }
                 let mut out = Decoded::default();
                 let mut builder = BatchBuilder::new(src.name.clone()).views_with(opts.views);
+                let mut shape = fields::Shape::default();
                 let mut start = 0;
                 let mut r = Ok(());
                 for &(index, offset, end) in &part.events {
                     let ev = Event { index, offset, json: &part.data[start..end], members: None };
                     start = end;
-                    r = row_event(&ev, None, &src.name, opts, &mut out.issues, &mut |ev, json, f| builder.push(ev, json, f));
+                    r = row_event(&ev, None, &src.name, opts, &mut out.issues, &mut shape, &mut |ev, json, f| {
+                        builder.push(ev, json, f)
+                    });
                     if r.is_err() {
                         break;
                     }
@@ -775,8 +764,9 @@ fn decode_part(src: &Source<'_>, format: Format, part: Part, opts: &Options, con
     let text = simdutf8::basic::from_utf8(data).ok();
     builder.set_part(text.and_then(|t| Utf8Block::new(buffer.clone(), t)));
     let (batches, issues) = (&mut out.decoded.batches, &mut out.decoded.issues);
+    let mut shape = fields::Shape::default();
     let r = agui_core::log::for_each_in_part(data, format, part, &opts.limits, |ev| {
-        let r = row_event(&ev, text, &src.name, opts, issues, &mut |ev, json, f| {
+        let r = row_event(&ev, text, &src.name, opts, issues, &mut shape, &mut |ev, json, f| {
             builder.push(ev, json, f);
             if builder.full() {
                 batches.push(builder.finish());

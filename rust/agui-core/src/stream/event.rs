@@ -239,9 +239,51 @@ impl<'a> Member<'a> {
         }
     }
 
+    /// The escapes decoded (serde_json's reading of them; `None` where it would fail).
+    /// Not through serde_json itself: its `from_str::<String>` cost ~850 instructions
+    /// for a short string (callgrind), a few per cent of `to_arrow` on logs of tool-call
+    /// argument deltas, which are JSON text in a string.
     #[inline(never)]
     fn unescaped(&self) -> Option<std::borrow::Cow<'a, str>> {
-        serde_json::from_str::<String>(self.text).ok().map(std::borrow::Cow::Owned)
+        let raw = self.raw?;
+        let b = raw.as_bytes();
+        let mut out = String::with_capacity(raw.len());
+        let mut i = 0;
+        while let Some(n) = memchr::memchr(b'\\', &b[i..]) {
+            let at = i + n;
+            // Before the backslash: ASCII next to it, a char boundary.
+            out.push_str(&raw[i..at]);
+            let (c, len) = match b.get(at + 1)? {
+                b'"' => ('"', 2),
+                b'\\' => ('\\', 2),
+                b'/' => ('/', 2),
+                b'b' => ('\u{8}', 2),
+                b'f' => ('\u{c}', 2),
+                b'n' => ('\n', 2),
+                b'r' => ('\r', 2),
+                b't' => ('\t', 2),
+                b'u' => match hex4(b, at + 2)? {
+                    hi @ 0xD800..=0xDBFF => {
+                        // A high surrogate counts only with a low one escaped right after it.
+                        if b.get(at + 6..at + 8) != Some(b"\\u") {
+                            return None;
+                        }
+                        let lo = hex4(b, at + 8)?;
+                        if !(0xDC00..=0xDFFF).contains(&lo) {
+                            return None;
+                        }
+                        (char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00))?, 12)
+                    }
+                    // A lone low surrogate is no char: `None`.
+                    cp => (char::from_u32(cp)?, 6),
+                },
+                _ => return None,
+            };
+            out.push(c);
+            i = at + len;
+        }
+        out.push_str(&raw[i..]);
+        Some(std::borrow::Cow::Owned(out))
     }
 }
 
@@ -249,13 +291,16 @@ impl<'a> Member<'a> {
 /// ends): one JSON object, no whitespace, plain member names (no escape), string values
 /// with or without escapes (no control character, no lone surrogate escape), every
 /// other value an integer, as in `{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"Hi"}`
-/// or `{"type":"RUN_STARTED","timestamp":1700000000000,"threadId":"t","runId":"r"}`.
+/// or `{"type":"RUN_STARTED","timestamp":1700000000000,"threadId":"t","runId":"r"}`,
+/// or an array or object (a snapshot, a patch, `usage`), which is not read but skipped
+/// as serde_json skips a value it ignores (`IgnoredAny`: its text checked as JSON, its
+/// strings not decoded) and handed out as its text (`raw` is `None`).
 /// Read without the JSON parser: `member` gets the members in order, and may decline
-/// the event (`None`). `None` when the text is in any other form (whitespace, nested
-/// values, fractions, a text after the object ...) or was declined: the caller then
+/// the event (`None`). `None` when the text is in any other form (whitespace between
+/// members, fractions, a text after the object ...) or was declined: the caller then
 /// uses the parser, which accepts everything this accepts, to the same values
 /// (duplicate names are the caller's to refuse).
-pub fn scan_flat<'a>(json: &'a str, mut member: impl FnMut(Member<'a>) -> Option<()>) -> Option<()> {
+pub fn scan_flat<'a>(json: &'a str, member: impl FnMut(Member<'a>) -> Option<()>) -> Option<()> {
     let b = json.as_bytes();
     if b.first() != Some(&b'{') {
         return None;
@@ -263,7 +308,17 @@ pub fn scan_flat<'a>(json: &'a str, mut member: impl FnMut(Member<'a>) -> Option
     if b.get(1) == Some(&b'}') {
         return (b.len() == 2).then_some(());
     }
-    let mut i = 1;
+    scan_members(json, 1, member)
+}
+
+/// [`scan_flat`] from byte `start` on, where a member of the compact form begins (its
+/// name's quote: after the `{` or after a `,`). A caller that knows the bytes before
+/// `start` to be a leading part of that form which it has already read (e.g. the same
+/// `{"type":"NAME",` as an earlier event's) reads the rest of the event here, as
+/// `scan_flat` would have.
+pub fn scan_members<'a>(json: &'a str, start: usize, mut member: impl FnMut(Member<'a>) -> Option<()>) -> Option<()> {
+    let b = json.as_bytes();
+    let mut i = start;
     loop {
         // Every slice below starts and ends next to an ASCII byte: char boundaries.
         if b.get(i) != Some(&b'"') {
@@ -280,6 +335,7 @@ pub fn scan_flat<'a>(json: &'a str, mut member: impl FnMut(Member<'a>) -> Option
                 (e + 1, Some(&json[v + 1..e]), escaped)
             }
             b'-' | b'0'..=b'9' => (int_end(b, v)?, None, false),
+            b'[' | b'{' => (nested_end(json, v)?, None, false),
             _ => return None,
         };
         member(Member { name: &json[i + 1..name_end], text: &json[v..end], raw, escaped })?;
@@ -318,6 +374,19 @@ fn string_end(b: &[u8], start: usize) -> Option<(usize, bool)> {
             _ => return None,
         }
     }
+}
+
+/// The end of the array or object starting at `start`, skipped by serde_json as a
+/// value it ignores (so checked as it would check it there, nesting at most its 128
+/// levels), or `None` when that fails. Out of line: most events have no nested value,
+/// the few that have one (snapshots, patches, `usage`) were read by the caller's parser
+/// whole before, ~2,000 instructions an event (callgrind).
+#[inline(never)]
+fn nested_end(json: &str, start: usize) -> Option<usize> {
+    use serde::de::IgnoredAny;
+    let mut values = serde_json::Deserializer::from_str(json.get(start..)?).into_iter::<IgnoredAny>();
+    values.next()?.ok()?;
+    Some(start + values.byte_offset())
 }
 
 /// The four hex digits at `at` (a `\u` escape's), or `None`.
@@ -448,6 +517,24 @@ impl Lead {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Escapes decode as serde_json decodes them, and what it refuses is `None`.
+    #[test]
+    fn unescapes_as_serde_json() {
+        let cases = [
+            r#""a\"b""#, r#""\\\/\b\f\n\r\t""#, r#""x\u0041é\u00e9""#, r#""\ud83d\ude00""#, r#""\uDBFF\uDFFF z""#,
+            r#""\u0000\u001f""#, r#""\ud800""#, r#""\udc00""#, r#""\ud83d\u0041""#, r#""\ud83dx""#, r#""\ud83d\n""#,
+            r#""\x""#, r#""\u12G4""#, r#""end\\""#, r#""😀\"""#,
+        ];
+        for text in cases {
+            let raw = &text[1..text.len() - 1];
+            let m = Member { name: "n", text, raw: Some(raw), escaped: true };
+            assert_eq!(m.unescaped().map(|c| c.into_owned()), serde_json::from_str::<String>(text).ok(), "{text}");
+        }
+        // A backslash at the very end (no scan hands it out) is no escape either.
+        let m = Member { name: "n", text: "\"a\\\"", raw: Some("a\\"), escaped: true };
+        assert_eq!(m.unescaped(), None);
+    }
 
     fn serde(p: &[u8]) -> Option<(EventType, Option<String>, String)> {
         let d: Delta<'_> = serde_json::from_slice(p).ok()?;
