@@ -379,9 +379,10 @@ fn string_end(b: &[u8], start: usize) -> Option<(usize, bool)> {
 /// The end of the array or object starting at `start`, skipped by serde_json as a
 /// value it ignores (so checked as it would check it there; that skip is a loop over
 /// its own stack, with no depth limit: callers bound nesting before they scan, as
-/// `agui_arrow::fields` does with `limits::exceeds_depth`), or `None` when that fails. Out of line: most events have no nested value,
-/// the few that have one (snapshots, patches, `usage`) were read by the caller's parser
-/// whole before, ~2,000 instructions an event (callgrind).
+/// `agui_arrow::fields` does with `limits::exceeds_depth`), or `None` when that fails.
+/// Out of line: most events have no nested value, the few that have one (snapshots,
+/// patches, `usage`) were read by the caller's parser whole before, ~2,000
+/// instructions an event (callgrind).
 #[inline(never)]
 fn nested_end(json: &str, start: usize) -> Option<usize> {
     use serde::de::IgnoredAny;
