@@ -79,6 +79,14 @@ fn put_small(buf: &mut Vec<u8>, b: &[u8]) {
     }
 }
 
+/// The four hex digits at the start of `b` (a `\u` escape's), or `None`; strictly hex
+/// digits (`from_str_radix` would also take a sign). The one reader of them: the event
+/// scanner, the lone-surrogate rewrites of the protobuf mapping and of `stream::js`.
+#[inline]
+pub(crate) fn hex4(b: &[u8]) -> Option<u16> {
+    b.get(..4)?.iter().try_fold(0u16, |n, &c| Some(n << 4 | (c as char).to_digit(16)? as u16))
+}
+
 /// Strings of at least this many bytes are escaped by the kernel chosen at run time.
 pub const LONG_STR: usize = 128;
 

@@ -115,13 +115,6 @@ pub fn parse_json(text: &[u8]) -> Result<J> {
     }
 }
 
-fn hex4(b: &[u8]) -> Option<u16> {
-    if b.len() < 4 {
-        return None;
-    }
-    u16::from_str_radix(std::str::from_utf8(&b[..4]).ok()?, 16).ok()
-}
-
 /// Rewrite `\uD8xx` escapes that are not part of a valid pair as `\uFFFD`.
 fn replace_lone_surrogates(text: &[u8]) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(text.len());
@@ -139,7 +132,7 @@ fn replace_lone_surrogates(text: &[u8]) -> Option<Vec<u8>> {
             i += 2;
             continue;
         }
-        let Some(u) = hex4(&text[i + 2..]) else {
+        let Some(u) = crate::json::hex4(&text[i + 2..]) else {
             out.extend_from_slice(&text[i..i + 2]);
             i += 2;
             continue;
@@ -148,7 +141,7 @@ fn replace_lone_surrogates(text: &[u8]) -> Option<Vec<u8>> {
         let is_low = (0xDC00..0xE000).contains(&u);
         if is_high {
             let next_low = text.get(i + 6..i + 8) == Some(b"\\u")
-                && hex4(&text[i + 8..]).is_some_and(|l| (0xDC00..0xE000).contains(&l));
+                && crate::json::hex4(&text[i + 8..]).is_some_and(|l| (0xDC00..0xE000).contains(&l));
             if next_low {
                 out.extend_from_slice(&text[i..i + 12]);
                 i += 12;

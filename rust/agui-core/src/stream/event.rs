@@ -394,7 +394,7 @@ fn nested_end(json: &str, start: usize) -> Option<usize> {
 /// The four hex digits at `at` (a `\u` escape's), or `None`.
 #[inline]
 fn hex4(b: &[u8], at: usize) -> Option<u32> {
-    b.get(at..at + 4)?.iter().try_fold(0u32, |n, &c| Some(n << 4 | (c as char).to_digit(16)?))
+    crate::json::hex4(b.get(at..)?).map(u32::from)
 }
 
 /// Bytes a string without escapes may hold as they are: not `"`, a backslash, nor a control

@@ -193,11 +193,6 @@ pub fn append(s: &mut String, add: &str) {
     s.push_str(add);
 }
 
-fn hex4(b: &[u8]) -> Option<u16> {
-    let h = b.get(..4)?;
-    u16::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok()
-}
-
 /// Parse JSON text, keeping lone surrogate escapes (see above), nesting at most
 /// `limits::DEFAULT_MAX_DEPTH` levels.
 pub fn parse_json(text: &[u8]) -> Result<Value, String> {
@@ -228,14 +223,14 @@ fn keep_lone_surrogates(text: &[u8]) -> Option<Vec<u8>> {
             i += 1;
             continue;
         }
-        let Some(u) = (text[i + 1] == b'u').then(|| hex4(&text[i + 2..])).flatten() else {
+        let Some(u) = (text[i + 1] == b'u').then(|| crate::json::hex4(&text[i + 2..])).flatten() else {
             out.extend_from_slice(&text[i..(i + 2).min(text.len())]);
             i += 2;
             continue;
         };
         if (0xD800..0xDC00).contains(&u)
             && text.get(i + 6..i + 8) == Some(b"\\u")
-            && hex4(&text[i + 8..]).is_some_and(|l| (0xDC00..0xE000).contains(&l))
+            && crate::json::hex4(&text[i + 8..]).is_some_and(|l| (0xDC00..0xE000).contains(&l))
         {
             out.extend_from_slice(&text[i..i + 12]);
             i += 12;
