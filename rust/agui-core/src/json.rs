@@ -81,10 +81,49 @@ fn put_small(buf: &mut Vec<u8>, b: &[u8]) {
 
 /// The four hex digits at the start of `b` (a `\u` escape's), or `None`; strictly hex
 /// digits (`from_str_radix` would also take a sign). The one reader of them: the event
-/// scanner, the lone-surrogate rewrites of the protobuf mapping and of `stream::js`.
+/// scanner and [`rewrite_lone_surrogates`].
 #[inline]
 pub(crate) fn hex4(b: &[u8]) -> Option<u16> {
     b.get(..4)?.iter().try_fold(0u16, |n, &c| Some(n << 4 | (c as char).to_digit(16)? as u16))
+}
+
+/// JSON text with each `\uXXXX` escape of a lone UTF-16 surrogate (one not in a valid
+/// high-low pair) rewritten by `write(surrogate, out)`; `None` when there is none. JSON
+/// from JavaScript may hold them; serde_json refuses them. The one reader of them: the
+/// protobuf mapping writes U+FFFD, `stream::js` a kept form it can restore.
+pub(crate) fn rewrite_lone_surrogates(text: &[u8], mut write: impl FnMut(u16, &mut Vec<u8>)) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(text.len() + 16);
+    let (mut i, mut changed) = (0, false);
+    while i < text.len() {
+        if text[i] != b'\\' || i + 1 >= text.len() {
+            out.push(text[i]);
+            i += 1;
+            continue;
+        }
+        // Any other escape (`\\` included) is copied whole, so its second byte is never
+        // read as the start of one.
+        let Some(u) = (text[i + 1] == b'u').then(|| hex4(&text[i + 2..])).flatten() else {
+            out.extend_from_slice(&text[i..i + 2]);
+            i += 2;
+            continue;
+        };
+        if (0xD800..0xDC00).contains(&u)
+            && text.get(i + 6..i + 8) == Some(b"\\u")
+            && hex4(&text[i + 8..]).is_some_and(|l| (0xDC00..0xE000).contains(&l))
+        {
+            out.extend_from_slice(&text[i..i + 12]);
+            i += 12;
+        } else {
+            if (0xD800..0xE000).contains(&u) {
+                write(u, &mut out);
+                changed = true;
+            } else {
+                out.extend_from_slice(&text[i..i + 6]);
+            }
+            i += 6;
+        }
+    }
+    changed.then_some(out)
 }
 
 /// Strings of at least this many bytes are escaped by the kernel chosen at run time.
@@ -745,6 +784,23 @@ mod tests {
         for len in 0..70 {
             assert_escapes_like_reference(&big[boundary - len..boundary]);
         }
+    }
+
+    #[test]
+    fn lone_surrogate_escapes_and_nothing_else_are_rewritten() {
+        let mark = |t: &str| rewrite_lone_surrogates(t.as_bytes(), |u, out| out.extend_from_slice(format!("<{u:x}>").as_bytes())).map(|v| String::from_utf8(v).unwrap());
+        assert_eq!(mark(r#""\ud800""#).as_deref(), Some(r#""<d800>""#));
+        assert_eq!(mark(r#""\uDC00x""#).as_deref(), Some(r#""<dc00>x""#));
+        // High then low is a pair; high then a non-low escape is lone; low then high: both lone.
+        assert_eq!(mark(r#""\ud83d\ude00""#), None);
+        assert_eq!(mark(r#""\ud83d\u0041""#).as_deref(), Some(r#""<d83d>\u0041""#));
+        assert_eq!(mark(r#""\udc00\ud800""#).as_deref(), Some(r#""<dc00><d800>""#));
+        // An escaped backslash is not the start of an escape; bad or cut escapes stay.
+        assert_eq!(mark(r#""\\ud800""#), None);
+        assert_eq!(mark(r#""\\\ud800""#).as_deref(), Some(r#""\\<d800>""#));
+        assert_eq!(mark(r#""\ud8zz" "\ud8"#), None);
+        assert_eq!(mark("\\"), None);
+        assert_eq!(mark(r#""\u00e9\n""#), None);
     }
 
     #[test]

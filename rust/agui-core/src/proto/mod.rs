@@ -115,48 +115,9 @@ pub fn parse_json(text: &[u8]) -> Result<J> {
     }
 }
 
-/// Rewrite `\uD8xx` escapes that are not part of a valid pair as `\uFFFD`.
+/// Lone surrogate escapes rewritten as `\uFFFD` (`None`: there is none).
 fn replace_lone_surrogates(text: &[u8]) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(text.len());
-    let mut i = 0;
-    let mut changed = false;
-    while i < text.len() {
-        let c = text[i];
-        if c != b'\\' || i + 1 >= text.len() {
-            out.push(c);
-            i += 1;
-            continue;
-        }
-        if text[i + 1] != b'u' {
-            out.extend_from_slice(&text[i..i + 2]);
-            i += 2;
-            continue;
-        }
-        let Some(u) = crate::json::hex4(&text[i + 2..]) else {
-            out.extend_from_slice(&text[i..i + 2]);
-            i += 2;
-            continue;
-        };
-        let is_high = (0xD800..0xDC00).contains(&u);
-        let is_low = (0xDC00..0xE000).contains(&u);
-        if is_high {
-            let next_low = text.get(i + 6..i + 8) == Some(b"\\u")
-                && crate::json::hex4(&text[i + 8..]).is_some_and(|l| (0xDC00..0xE000).contains(&l));
-            if next_low {
-                out.extend_from_slice(&text[i..i + 12]);
-                i += 12;
-                continue;
-            }
-        }
-        if is_high || is_low {
-            out.extend_from_slice(b"\\ufffd");
-            changed = true;
-        } else {
-            out.extend_from_slice(&text[i..i + 6]);
-        }
-        i += 6;
-    }
-    changed.then_some(out)
+    crate::json::rewrite_lone_surrogates(text, |_, out| out.extend_from_slice(b"\\ufffd"))
 }
 
 // ---------------------------------------------------------------------------------

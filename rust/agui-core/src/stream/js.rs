@@ -214,39 +214,12 @@ pub fn parse_json_limited(text: &[u8], max_depth: usize) -> Result<Value, String
 }
 
 fn keep_lone_surrogates(text: &[u8]) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(text.len() + 16);
-    let mut i = 0;
-    let mut changed = false;
-    while i < text.len() {
-        if text[i] != b'\\' || i + 1 >= text.len() {
-            out.push(text[i]);
-            i += 1;
-            continue;
-        }
-        let Some(u) = (text[i + 1] == b'u').then(|| crate::json::hex4(&text[i + 2..])).flatten() else {
-            out.extend_from_slice(&text[i..(i + 2).min(text.len())]);
-            i += 2;
-            continue;
-        };
-        if (0xD800..0xDC00).contains(&u)
-            && text.get(i + 6..i + 8) == Some(b"\\u")
-            && crate::json::hex4(&text[i + 8..]).is_some_and(|l| (0xDC00..0xE000).contains(&l))
-        {
-            out.extend_from_slice(&text[i..i + 12]);
-            i += 12;
-            continue;
-        }
-        if (0xD800..0xE000).contains(&u) {
-            let v = KEPT_BASE - 0x10000 + u32::from(u - 0xD800);
-            let (hi, lo) = (0xD800 + (v >> 10), 0xDC00 + (v & 0x3FF));
-            out.extend_from_slice(format!("\\u{hi:04x}\\u{lo:04x}").as_bytes());
-            changed = true;
-        } else {
-            out.extend_from_slice(&text[i..i + 6]);
-        }
-        i += 6;
-    }
-    changed.then_some(out)
+    crate::json::rewrite_lone_surrogates(text, |u, out| {
+        // The kept code point, as the escaped pair serde reads it into.
+        let v = KEPT_BASE - 0x10000 + u32::from(u - 0xD800);
+        let (hi, lo) = (0xD800 + (v >> 10), 0xDC00 + (v & 0x3FF));
+        out.extend_from_slice(format!("\\u{hi:04x}\\u{lo:04x}").as_bytes());
+    })
 }
 
 /// Does this UTF-8 text hold a kept surrogate? (U+10F800..U+10FFFF: `F4 8F A0..BF xx`.)
