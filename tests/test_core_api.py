@@ -144,7 +144,7 @@ def test_deep_nesting_is_a_clear_error_not_a_recursion_error():
         decode_event("[" * 100000)
 
 
-@pytest.mark.parametrize("name", ["events", "types", "capabilities", "token_usage"])
+@pytest.mark.parametrize("name", ["events", "types", "capabilities", "token_usage", "version", "deprecated"])
 def test_reference_module_paths(name):
     # `from ag_ui.core.<name> import X` keeps working after the one-import swap
     import importlib
