@@ -47,6 +47,9 @@ def model_classes() -> list[type[BaseModel]]:
     def visit(cls: type[BaseModel]) -> None:
         if cls in seen or cls.__name__ in ("GeneratedBaseModel", "Attributable"):
             return
+        for base in cls.__bases__:  # a Struct's parent must be defined before it
+            if issubclass(base, BaseModel) and base is not BaseModel:
+                visit(base)
         for f in cls.model_fields.values():
             visit_type(f.annotation)
         seen[cls] = None
@@ -209,7 +212,9 @@ def generate() -> str:
 def render_class(cls: type[BaseModel]) -> str:
     tag = tag_of(cls)
     is_event = issubclass(cls, ref_models.BaseEvent) and cls is not ref_models.BaseEvent
-    bases = "BaseEvent" if is_event else "_Model"
+    is_message = issubclass(cls, ref_models.BaseMessage) and cls is not ref_models.BaseMessage
+    bases = "BaseEvent" if is_event else "BaseMessage" if is_message else "_Model"
+    inherited = base_message_fields(cls) if is_message else ()
     kw = ", kw_only=True"  # msgspec applies kw_only per class, not by inheritance
     if tag:
         kw += f", tag_field={tag[0]!r}, tag={tag[1]!r}"
@@ -221,6 +226,11 @@ def render_class(cls: type[BaseModel]) -> str:
     for name, f in cls.model_fields.items():
         wire = f.serialization_alias or f.alias or name
         omit = (not f.is_required()) and f.default is None
+        if cls is ref_models.BaseMessage and name == "role":
+            # `role` is each message's msgspec tag, which a parent cannot declare as a field:
+            # so isinstance(msg, BaseMessage) holds as in the reference, and a BaseMessage
+            # built directly keeps `role` as an extra member.
+            continue
         plan.append((name, wire, omit))
         if tag and name == tag[0]:
             if is_event:
@@ -230,6 +240,8 @@ def render_class(cls: type[BaseModel]) -> str:
             continue
         if is_event and name in BASE_EVENT_FIELDS:
             continue  # inherited from BaseEvent
+        if name in inherited:
+            continue  # inherited from BaseMessage
         ann = py_type(f.annotation, f.metadata)
         d = default_text(f)
         name_kw = f", name={wire!r}" if wire != name else ""
@@ -244,6 +256,23 @@ def render_class(cls: type[BaseModel]) -> str:
 
 
 BASE_EVENT_FIELDS = ("type", "timestamp", "raw_event", "metadata")
+
+
+def base_message_fields(cls: type[BaseModel]) -> tuple[str, ...]:
+    """The fields a message inherits from BaseMessage (all but its tag, ``role``); each must
+    be declared exactly as the parent declares it, or inheriting it would change the class."""
+    parent = ref_models.BaseMessage.model_fields
+    names = tuple(n for n in parent if n != "role")
+    for n in names:
+        mine, theirs = cls.model_fields[n], parent[n]
+        if (mine.annotation, mine.default, mine.alias, list(mine.metadata)) != (
+            theirs.annotation, theirs.default, theirs.alias, list(theirs.metadata)
+        ):
+            raise SystemExit(f"{cls.__name__}.{n} differs from BaseMessage.{n}")
+    # Inherited fields come first in a Struct: the reference's order must agree.
+    if [n for n in cls.model_fields if n != "role"][: len(names)] != list(names):
+        raise SystemExit(f"{cls.__name__}: BaseMessage's fields are not its first fields")
+    return names
 
 
 def render_unions() -> str:

@@ -52,7 +52,6 @@ TextMessageRole = Literal["developer", "system", "assistant", "user"]
 # Historic names of the reference, kept importable (ag_ui.core keeps them too).
 GeneratedBaseModel = _Model
 ConfiguredBaseModel = _Model
-BaseMessage = _Model  # type: ignore[misc, assignment] # the reference's abstract message base; every message derives from _Model
 InputContent = ContentPart
 InputContentPart = ContentPart
 TextInputContent = TextPart

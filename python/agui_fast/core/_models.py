@@ -237,26 +237,26 @@ class StateDeltaEvent(BaseEvent, kw_only=True, tag_field='type', tag='STATE_DELT
     __agui_fields__: ClassVar[tuple] = (('type', 'type', False), ('timestamp', 'timestamp', True), ('raw_event', 'rawEvent', True), ('metadata', 'metadata', True), ('subagent_run_id', 'subagentRunId', True), ('delta', 'delta', False))
 
 
-class DeveloperMessage(_Model, kw_only=True, tag_field='role', tag='developer'):
-    """Instructions from the application developer."""
+class BaseMessage(_Model, kw_only=True):
+    """The fields shared by the developer, system, assistant and user messages. Deliberately excludes content, because a user message's content may be an array while the others are strings, and composition here intersects rather than overrides: a base that constrained content to a string would make an array content invalid. The tool, activity and reasoning messages do not compose this, because they carry no name."""
     subagent_run_id: Optional[str] = field(default=None, name='subagentRunId')
     id: str
-    role = 'developer'
     name: Optional[str] = None
     encrypted_value: Optional[str] = field(default=None, name='encryptedValue')
     metadata: Optional[Dict[str, Any]] = None
+    __agui_fields__: ClassVar[tuple] = (('subagent_run_id', 'subagentRunId', True), ('id', 'id', False), ('name', 'name', True), ('encrypted_value', 'encryptedValue', True), ('metadata', 'metadata', True))
+
+
+class DeveloperMessage(BaseMessage, kw_only=True, tag_field='role', tag='developer'):
+    """Instructions from the application developer."""
+    role = 'developer'
     content: str
     __agui_fields__: ClassVar[tuple] = (('subagent_run_id', 'subagentRunId', True), ('id', 'id', False), ('role', 'role', False), ('name', 'name', True), ('encrypted_value', 'encryptedValue', True), ('metadata', 'metadata', True), ('content', 'content', False))
 
 
-class SystemMessage(_Model, kw_only=True, tag_field='role', tag='system'):
+class SystemMessage(BaseMessage, kw_only=True, tag_field='role', tag='system'):
     """Instructions from the system."""
-    subagent_run_id: Optional[str] = field(default=None, name='subagentRunId')
-    id: str
     role = 'system'
-    name: Optional[str] = None
-    encrypted_value: Optional[str] = field(default=None, name='encryptedValue')
-    metadata: Optional[Dict[str, Any]] = None
     content: str
     __agui_fields__: ClassVar[tuple] = (('subagent_run_id', 'subagentRunId', True), ('id', 'id', False), ('role', 'role', False), ('name', 'name', True), ('encrypted_value', 'encryptedValue', True), ('metadata', 'metadata', True), ('content', 'content', False))
 
@@ -278,27 +278,17 @@ class ToolCall(_Model, kw_only=True):
     __agui_fields__: ClassVar[tuple] = (('id', 'id', False), ('type', 'type', False), ('function', 'function', False), ('encrypted_value', 'encryptedValue', True), ('metadata', 'metadata', True))
 
 
-class AssistantMessage(_Model, kw_only=True, tag_field='role', tag='assistant'):
+class AssistantMessage(BaseMessage, kw_only=True, tag_field='role', tag='assistant'):
     """A message from the agent. Content is optional because a turn may consist only of tool calls."""
-    subagent_run_id: Optional[str] = field(default=None, name='subagentRunId')
-    id: str
     role = 'assistant'
-    name: Optional[str] = None
-    encrypted_value: Optional[str] = field(default=None, name='encryptedValue')
-    metadata: Optional[Dict[str, Any]] = None
     content: Optional[str] = None
     tool_calls: Optional[List[ToolCall]] = field(default=None, name='toolCalls')
     __agui_fields__: ClassVar[tuple] = (('subagent_run_id', 'subagentRunId', True), ('id', 'id', False), ('role', 'role', False), ('name', 'name', True), ('encrypted_value', 'encryptedValue', True), ('metadata', 'metadata', True), ('content', 'content', True), ('tool_calls', 'toolCalls', True))
 
 
-class UserMessage(_Model, kw_only=True, tag_field='role', tag='user'):
+class UserMessage(BaseMessage, kw_only=True, tag_field='role', tag='user'):
     """A message from the person using the application."""
-    subagent_run_id: Optional[str] = field(default=None, name='subagentRunId')
-    id: str
     role = 'user'
-    name: Optional[str] = None
-    encrypted_value: Optional[str] = field(default=None, name='encryptedValue')
-    metadata: Optional[Dict[str, Any]] = None
     content: Union[str, List[Union[TextPart, ImagePart, AudioPart, VideoPart, DocumentPart]]]
     __agui_fields__: ClassVar[tuple] = (('subagent_run_id', 'subagentRunId', True), ('id', 'id', False), ('role', 'role', False), ('name', 'name', True), ('encrypted_value', 'encryptedValue', True), ('metadata', 'metadata', True), ('content', 'content', False))
 
@@ -619,17 +609,6 @@ class SubagentErrorEvent(BaseEvent, kw_only=True, tag_field='type', tag='SUBAGEN
     message: str
     code: Optional[str] = None
     __agui_fields__: ClassVar[tuple] = (('type', 'type', False), ('timestamp', 'timestamp', True), ('raw_event', 'rawEvent', True), ('metadata', 'metadata', True), ('subagent_run_id', 'subagentRunId', False), ('message', 'message', False), ('code', 'code', True))
-
-
-class BaseMessage(_Model, kw_only=True):
-    """The fields shared by the developer, system, assistant and user messages. Deliberately excludes content, because a user message's content may be an array while the others are strings, and composition here intersects rather than overrides: a base that constrained content to a string would make an array content invalid. The tool, activity and reasoning messages do not compose this, because they carry no name."""
-    subagent_run_id: Optional[str] = field(default=None, name='subagentRunId')
-    id: str
-    role: str
-    name: Optional[str] = None
-    encrypted_value: Optional[str] = field(default=None, name='encryptedValue')
-    metadata: Optional[Dict[str, Any]] = None
-    __agui_fields__: ClassVar[tuple] = (('subagent_run_id', 'subagentRunId', True), ('id', 'id', False), ('role', 'role', False), ('name', 'name', True), ('encrypted_value', 'encryptedValue', True), ('metadata', 'metadata', True))
 
 
 class BinaryInputContent(_Model, kw_only=True):
