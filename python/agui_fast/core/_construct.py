@@ -234,7 +234,8 @@ _AT = re.compile(r" - at `[^`]*`$")
 def _at(value: Any, loc: tuple) -> Tuple[tuple, Any]:
     """``loc`` with each key as the input spelled it, and the input there (pydantic reports
     both: a member given by its attribute name, ``thread_id=1``, is located by that name),
-    or None when it is not there."""
+    or None when it is not there. A member missing from an object is reported with that
+    object as the input, as pydantic's ``missing`` error does (FastAPI's 422 shows it)."""
     out = list(loc)
     for i, step in enumerate(loc):
         if isinstance(value, dict) and isinstance(step, str) and step not in value and _snake(step) in value:
@@ -242,6 +243,8 @@ def _at(value: Any, loc: tuple) -> Tuple[tuple, Any]:
         try:
             value = value[step]
         except (KeyError, IndexError, TypeError):
+            if i == len(loc) - 1 and isinstance(value, dict) and isinstance(step, str):
+                return tuple(out), value
             return tuple(out), None
     return tuple(out), value
 
