@@ -378,3 +378,50 @@ def test_model_dump_json_mode_keeps_a_lone_surrogate_as_pydantic_does():
         return M.TextMessageContentEvent(message_id="m", delta="a\ud83db").model_dump(mode="json", by_alias=True)
 
     assert same(run)["delta"] == "a\ud83db"
+
+
+# -- found by running the reference's sdks/python/tests (README, "Compatibility notes") -----
+
+
+def test_base_message_is_the_parent_of_the_four_messages_that_compose_it_and_of_nothing_else():
+    def run(M, E):
+        samples = [
+            M.DeveloperMessage(id="d", content="c"), M.SystemMessage(id="s", content="c"),
+            M.AssistantMessage(id="a"), M.UserMessage(id="u", content="c"),
+            M.ToolMessage(id="t", content="c", tool_call_id="tc"),
+            M.ActivityMessage(id="x", activity_type="a", content={}),
+            M.ReasoningMessage(id="r", content="c"),
+            M.TextMessageStartEvent(message_id="m"), M.Tool(name="n", description="d", parameters={}),
+        ]
+        return [(type(m).__name__, isinstance(m, M.BaseMessage)) for m in samples]
+
+    got = same(run)
+    assert [name for name, is_base in got if is_base] == ["DeveloperMessage", "SystemMessage", "AssistantMessage", "UserMessage"]
+
+
+def test_a_missing_fields_error_carries_the_object_it_is_missing_from_as_input():
+    def run(M, E):
+        out = []
+        for build in (
+            lambda: M.TextMessageContentEvent(message_id="m"),
+            lambda: M.ToolMessage.model_validate({"id": "1", "content": "c"}),
+            lambda: M.RunAgentInput.model_validate({"threadId": "t", "runId": "r", "messages": [{"role": "user", "content": "x"}]}),
+        ):
+            with pytest.raises(pydantic.ValidationError) as info:
+                build()
+            first = info.value.errors()[0]
+            out.append((first["type"], first["loc"][-1], first["input"]))
+        return out
+
+    assert same(run)[0] == ("missing", "delta", {"message_id": "m"})
+
+
+@pytest.mark.parametrize("name", ["version", "deprecated"])
+def test_the_reference_modules_for_the_protocol_version_and_the_0x_shapes_import(name):
+    import importlib
+
+    def run(M, E):
+        mod = importlib.import_module(f"{M.__name__}.{name}")
+        return {n: getattr(mod, n) is getattr(M, n) for n in mod.__all__}
+
+    assert same(run) and all(same(run).values())
