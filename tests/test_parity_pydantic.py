@@ -425,3 +425,20 @@ def test_the_reference_modules_for_the_protocol_version_and_the_0x_shapes_import
         return {n: getattr(mod, n) is getattr(M, n) for n in mod.__all__}
 
     assert same(run) and all(same(run).values())
+
+
+@pytest.mark.parametrize("cls, body", [
+    ("RunAgentInput", {"threadId": "t", "runId": "r", "messages": [{"role": "user"}]}),
+    ("RunAgentInput", {"threadId": "t", "runId": "r", "messages": [{"role": "assistant", "id": "a", "toolCalls": [{"id": "c", "function": {"name": "f"}}]}]}),
+    ("RunFinishedEvent", {"threadId": "t", "runId": "r", "outcome": {"type": "interrupt", "interrupts": []}}),
+    ("StateDeltaEvent", {"delta": [{"op": "add", "path": "/a"}]}),
+    ("ImagePart", {"source": {"type": "url"}}),
+    ("RunStartedEvent", {"threadId": "t", "runId": "r", "input": {"threadId": "t", "runId": "r", "messages": [{"role": "tool", "id": "x", "content": "c"}]}}),
+])
+def test_a_validation_errors_loc_names_the_member_of_a_discriminated_union_it_passes_through(cls, body):
+    def run(M, E):
+        with pytest.raises(pydantic.ValidationError) as info:
+            getattr(M, cls).model_validate(body)
+        return info.value.errors()[0]["loc"]
+
+    assert len(same(run)) > 2

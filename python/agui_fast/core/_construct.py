@@ -23,7 +23,7 @@ import msgspec
 
 from ..errors import EventValidationError, InvalidJsonError, ValidationError
 from . import _given, _pydantic
-from ._convert import convert_value
+from ._convert import _plan, _resolve, convert_value
 from ._dump import fields_of
 
 __all__ = ["plan_of", "lenient", "with_type", "validation_error", "raising_validation_error"]
@@ -208,14 +208,15 @@ def lenient(cls: Type[msgspec.Struct], kwargs: Dict[str, Any]) -> Any:
     try:
         return with_type(cls, kwargs, lambda rest: convert_value(rest, cls, path=cls.__name__))
     except EventValidationError as exc:
-        raise validation_error(exc, cls.__name__, kwargs) from None
+        raise validation_error(exc, cls.__name__, kwargs, cls) from None
 
 
 _STEP = re.compile(r"\.([^.\[]+)|\[(\d+)\]")
 
 
-def validation_error(exc: EventValidationError, title: str, value: Any = None) -> ValidationError:
-    """The same error as a :class:`ValidationError` (a pydantic one when pydantic is there)."""
+def validation_error(exc: EventValidationError, title: str, value: Any = None, cls: Any = None) -> ValidationError:
+    """The same error as a :class:`ValidationError` (a pydantic one when pydantic is there).
+    ``cls``: the class validated, to spell ``loc`` through discriminated unions as pydantic does."""
     if isinstance(exc, ValidationError):
         return exc
     field = exc.field or title
@@ -225,6 +226,8 @@ def validation_error(exc: EventValidationError, title: str, value: Any = None) -
     loc = tuple(m.group(1) if m.group(1) is not None else int(m.group(2)) for m in _STEP.finditer(rest))
     detail = _AT.sub("", exc.message.removeprefix("invalid event: "))
     loc, given = _at(value, loc)
+    if cls is not None:
+        loc = _tag_steps(cls, value, loc)
     return ValidationError.build(title, f"invalid {title}: {detail} - at `{field}`", field=field, loc=loc, input=given, detail=detail)
 
 
@@ -249,6 +252,33 @@ def _at(value: Any, loc: tuple) -> Tuple[tuple, Any]:
     return tuple(out), value
 
 
+def _tag_steps(cls: Any, value: Any, loc: tuple) -> tuple:
+    """``loc`` with the member's tag after each discriminated union it passes through, as
+    pydantic spells it (``("messages", 0, "user", "id")``); msgspec's path has no such step.
+    Walks the input beside the schema; where either runs out, the rest is kept as it is."""
+    out = []
+    pos = None
+    for i, step in enumerate(loc):
+        out.append(step)
+        if isinstance(step, str):
+            if not (isinstance(cls, type) and issubclass(cls, msgspec.Struct)) or not isinstance(value, dict):
+                return tuple(out) + loc[i + 1:]
+            pos = next((p for name, wire, p, _ in _plan(cls)[2] if step in (name, wire)), None)
+            value = value.get(step)
+        elif pos is not None and pos.item is not None and isinstance(value, list) and step < len(value):
+            pos, value = pos.item, value[step]
+        else:
+            return tuple(out) + loc[i + 1:]
+        if pos is None:
+            return tuple(out) + loc[i + 1:]
+        if isinstance(value, list):
+            continue  # the next step is an index into it
+        cls = _resolve(pos, value)
+        if cls is not None and len(pos.by_tag) > 1 and i < len(loc) - 1:
+            out.append(cls.__struct_config__.tag)
+    return tuple(out)
+
+
 def _snake(name: str) -> str:
     return re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), name)
 
@@ -264,7 +294,7 @@ def raising_validation_error(fn: _F) -> _F:
         try:
             return fn(cls, *args, **kwargs)
         except EventValidationError as exc:
-            raise validation_error(exc, cls.__name__, args[0] if args else None) from None
+            raise validation_error(exc, cls.__name__, args[0] if args else None, cls) from None
         except InvalidJsonError as exc:  # pydantic reports bad JSON as a ValidationError too
             title = cls.__name__
             raise ValidationError.build(title, f"invalid {title}: {exc}", input=args[0] if args else None) from None
