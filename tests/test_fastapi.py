@@ -80,7 +80,8 @@ def test_run_agent_input_is_a_request_body():
     "body,loc",
     [
         ({k: v for k, v in BODY.items() if k != "runId"}, ["body", "runId"]),
-        ({**BODY, "messages": [{"id": "u1", "role": "robot", "content": "x"}]}, ["body", "messages", 0, "role"]),
+        # an unknown tag is pydantic's union_tag_invalid, located at the union as the reference does
+        ({**BODY, "messages": [{"id": "u1", "role": "robot", "content": "x"}]}, ["body", "messages", 0]),
         ({**BODY, "threadId": 5}, ["body", "threadId"]),
     ],
 )

@@ -442,3 +442,19 @@ def test_a_validation_errors_loc_names_the_member_of_a_discriminated_union_it_pa
         return info.value.errors()[0]["loc"]
 
     assert len(same(run)) > 2
+
+
+@pytest.mark.parametrize("cls, body", [
+    ("RunAgentInput", {"threadId": "t", "runId": "r", "messages": [{"role": "nobody", "id": "u"}]}),
+    ("RunAgentInput", {"threadId": "t", "runId": "r", "messages": [{"id": "u", "content": "c"}]}),
+    ("RunFinishedEvent", {"threadId": "t", "runId": "r", "outcome": {"type": 3}}),
+    ("StateDeltaEvent", {"delta": [{"op": "nope", "path": "/a"}]}),
+    ("ImagePart", {"source": {"value": "v"}}),
+])
+def test_an_unknown_or_absent_tag_is_pydantics_union_tag_error_at_the_union(cls, body):
+    def run(M, E):
+        with pytest.raises(pydantic.ValidationError) as info:
+            getattr(M, cls).model_validate(body)
+        return info.value.errors(include_url=False)[0]
+
+    assert same(run)["type"] in ("union_tag_invalid", "union_tag_not_found")

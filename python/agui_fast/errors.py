@@ -8,7 +8,7 @@ source of truth for the hierarchy.
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 __all__ = [
     "AguiError",
@@ -306,17 +306,23 @@ class ValidationError(*_VALIDATION_BASES):  # type: ignore[misc]
 
     @classmethod
     def build(
-        cls, title: str, message: str, *, field: Optional[str] = None, loc: tuple = (), input: Any = None, detail: Optional[str] = None
+        cls, title: str, message: str, *, field: Optional[str] = None, loc: tuple = (), input: Any = None, detail: Optional[str] = None,
+        kind: Optional[str] = None, ctx: Optional[Dict[str, Any]] = None,
     ) -> "ValidationError":
         """``message``: the whole text; ``detail``: the same without the location (pydantic's
-        ``msg``, which it prints under the ``loc``)."""
+        ``msg``, which it prints under the ``loc``); ``kind``, ``ctx``: one of pydantic's own
+        error types and its context, where ours is one of them."""
         if not _WITH_PYDANTIC:
             exc = cls(message, field=field)
         else:
             text = detail or message
             # A missing field is pydantic's own "missing" error (what FastAPI clients expect).
-            kind = "missing" if text.startswith("Object missing required field") else _PydanticCustomError("agui_validation", "{detail}", {"detail": text})
-            exc = cls.from_exception_data(title, [{"type": kind, "loc": loc, "input": input}])
+            error: Dict[str, Any] = {"type": kind, "loc": loc, "input": input}
+            if kind is None:
+                error["type"] = "missing" if text.startswith("Object missing required field") else _PydanticCustomError("agui_validation", "{detail}", {"detail": text})
+            elif ctx is not None:
+                error["ctx"] = ctx
+            exc = cls.from_exception_data(title, [error])
             DecodeError.__init__(exc, message, field=field)
         exc.loc = loc
         return exc

@@ -227,7 +227,10 @@ def validation_error(exc: EventValidationError, title: str, value: Any = None, c
     detail = _AT.sub("", exc.message.removeprefix("invalid event: "))
     loc, given = _at(value, loc)
     if cls is not None:
-        loc = _tag_steps(cls, value, loc)
+        loc, tag_error = _tag_steps(cls, value, loc)
+        if tag_error is not None:
+            kind, ctx, given = tag_error
+            return ValidationError.build(title, f"invalid {title}: {detail} - at `{field}`", field=field, loc=loc, input=given, kind=kind, ctx=ctx)
     return ValidationError.build(title, f"invalid {title}: {detail} - at `{field}`", field=field, loc=loc, input=given, detail=detail)
 
 
@@ -252,31 +255,42 @@ def _at(value: Any, loc: tuple) -> Tuple[tuple, Any]:
     return tuple(out), value
 
 
-def _tag_steps(cls: Any, value: Any, loc: tuple) -> tuple:
+def _tag_steps(cls: Any, value: Any, loc: tuple) -> Tuple[tuple, Any]:
     """``loc`` with the member's tag after each discriminated union it passes through, as
     pydantic spells it (``("messages", 0, "user", "id")``); msgspec's path has no such step.
-    Walks the input beside the schema; where either runs out, the rest is kept as it is."""
+    Walks the input beside the schema; where either runs out, the rest is kept as it is.
+    Second: ``(kind, ctx, input)`` when the error is a union member's tag that is unknown or
+    absent, which pydantic reports at the union (``union_tag_invalid``/``_not_found``)."""
     out = []
     pos = None
     for i, step in enumerate(loc):
         out.append(step)
         if isinstance(step, str):
             if not (isinstance(cls, type) and issubclass(cls, msgspec.Struct)) or not isinstance(value, dict):
-                return tuple(out) + loc[i + 1:]
+                return tuple(out) + loc[i + 1:], None
             pos = next((p for name, wire, p, _ in _plan(cls)[2] if step in (name, wire)), None)
             value = value.get(step)
         elif pos is not None and pos.item is not None and isinstance(value, list) and step < len(value):
             pos, value = pos.item, value[step]
         else:
-            return tuple(out) + loc[i + 1:]
+            return tuple(out) + loc[i + 1:], None
         if pos is None:
-            return tuple(out) + loc[i + 1:]
+            return tuple(out) + loc[i + 1:], None
         if isinstance(value, list):
             continue  # the next step is an index into it
         cls = _resolve(pos, value)
-        if cls is not None and len(pos.by_tag) > 1 and i < len(loc) - 1:
+        if len(pos.by_tag) < 2 or not isinstance(value, dict) or i == len(loc) - 1:
+            continue
+        if cls is not None:
             out.append(cls.__struct_config__.tag)
-    return tuple(out)
+        elif loc[i + 1:] == (pos.tag_field,):
+            disc = {"discriminator": repr(pos.tag_field)}
+            if pos.tag_field not in value:
+                return tuple(out), ("union_tag_not_found", disc, value)
+            # by_tag holds the members in reverse order of the Union (see _convert._position)
+            expected = ", ".join(repr(t) for t in reversed(list(pos.by_tag)))
+            return tuple(out), ("union_tag_invalid", {**disc, "tag": str(value[pos.tag_field]), "expected_tags": expected}, value)
+    return tuple(out), None
 
 
 def _snake(name: str) -> str:
