@@ -146,69 +146,100 @@ fn escape_mask(w: u64) -> u64 {
     (w.wrapping_sub(ONES * 0x20) & !w & HIGH) | zero(w ^ (ONES * b'"' as u64)) | zero(w ^ (ONES * b'\\' as u64))
 }
 
+/// Whether any of 16 bytes must be escaped in a JSON string (`"`, `\\`, a control
+/// character). Branch-free over the bytes, which the compiler makes SSE2 compares and one
+/// mask (baseline x86-64; NEON on aarch64).
+#[inline(always)]
+fn escapes16(b: &[u8; 16]) -> bool {
+    b.iter().fold(false, |e, &c| e | (c < 0x20) | (c == b'"') | (c == b'\\'))
+}
+
 /// Append `"s"` when `s` is 1 to [`SHORT_STR`] bytes long and needs no escaping (true),
 /// else write nothing (false); with a comma before it (`comma`) and a colon after it
-/// (`colon`, a key), in the same copy. The string is read as 8-byte words (the last one
-/// overlapping the one before; 4-byte words below 8 bytes) and tested a word at a time:
-/// no SIMD block to set up and no call (the keys and values of agent state are short,
-/// and the escaper's call, set-up and tail were most of their cost). It is written into a
-/// fixed-size block appended at once and then cut to length: each `Vec` write updates the
-/// length in memory, and a chain of them (one per word) cost more than the test.
+/// (`colon`, a key), in the same copy. The string is read as overlapping words or 16-byte
+/// blocks and tested at once: no call and no loop (the keys and values of agent state are
+/// short, and the escaper's call, set-up and tail were most of their cost). It is written
+/// into a fixed-size block appended at once and then cut to length: each `Vec` write
+/// updates the length in memory, and a chain of them (one per word) cost more than the test.
 ///
 /// The block is appended before the string is read and tested (and taken back when it
 /// needs escaping): a growth of the buffer is a call, and the words, the length and the
 /// comma read before it were kept across it on the stack, five stores and loads per key
-/// in the walker's loops (callgrind, stop 22).
+/// in the walker's loops (callgrind, stop 22). Strings of up to 16 bytes (most keys)
+/// append a 24-byte block, longer ones a 56-byte one: the zeroing is stores per string.
 #[inline(always)]
 fn put_plain_short(buf: &mut Vec<u8>, s: &[u8], comma: bool, colon: bool) -> bool {
     let n = s.len();
     if n == 0 || n > SHORT_STR {
         return false;
     }
+    if n <= 16 {
+        return put_plain_16(buf, s, comma, colon);
+    }
     let at = buf.len();
     buf.extend_from_slice(&[0u8; SHORT_STR + 8]);
-    // Padding for the bytes of a word a short string does not fill: never escaped.
-    const PAD4: u64 = 0x4141_4141_0000_0000;
-    const PAD3: u64 = 0x4141_4141_4100_0000;
     const BLOCKS: usize = SHORT_STR / 16;
     let chunk = |i: usize| -> &[u8; 16] { s[i..i + 16].try_into().unwrap() };
+    // Always all the 16-byte blocks a longest string has, at offsets clamped to the last
+    // block's: no branch on the length (a loop to it mispredicted its exit).
+    let mut escape = false;
+    for i in 0..BLOCKS {
+        escape |= escapes16(chunk((16 * i).min(n - 16)));
+    }
+    if escape {
+        buf.truncate(at);
+        return false;
+    }
+    let block: &mut [u8; SHORT_STR + 8] = (&mut buf[at..at + SHORT_STR + 8]).try_into().unwrap();
+    block[0] = b',';
+    // The string's opening quote, after the comma when there is one.
+    let out: &mut [u8; SHORT_STR + 7] = (&mut block[comma as usize..comma as usize + SHORT_STR + 7]).try_into().unwrap();
+    out[0] = b'"';
+    for i in 0..BLOCKS {
+        let at = (16 * i).min(n - 16);
+        out[1 + at..17 + at].copy_from_slice(chunk(at));
+    }
+    out[n + 1] = b'"';
+    out[n + 2] = b':';
+    buf.truncate(at + comma as usize + n + 2 + colon as usize);
+    true
+}
+
+/// [`put_plain_short`] of 1 to 16 bytes, tested by the word test [`escape_mask`]: 8 to 16
+/// bytes as their first and last words, 4 to 7 as one word of their first and last four
+/// bytes (two 4-byte words were ~30 of a 7-byte key's ~100 instructions, callgrind,
+/// stop 23), 1 to 3 as one word of the first, middle and last byte, padded with bytes
+/// that need no escaping.
+#[inline(always)]
+fn put_plain_16(buf: &mut Vec<u8>, s: &[u8], comma: bool, colon: bool) -> bool {
+    let n = s.len();
+    let at = buf.len();
+    // comma, quotes, colon and the 16 bytes: 20
+    buf.extend_from_slice(&[0u8; 24]);
+    const PAD3: u64 = 0x4141_4141_4100_0000;
     let word = |i: usize| u64::from_le_bytes(s[i..i + 8].try_into().unwrap());
-    // Tested words kept for the copy below: of 4 to 7 bytes both (`u32`s), of 8 to 16 the last.
+    let quad = |i: usize| u32::from_le_bytes(s[i..i + 4].try_into().unwrap());
+    // The tested words, kept for the copy below.
     let (first, last) = match n {
-        17..=SHORT_STR => {
-            // Always all the 16-byte blocks a longest string has, at offsets clamped to
-            // the last block's: no branch on the length (a loop to it mispredicted its
-            // exit). Tested byte by byte without a branch, which the compiler turns into
-            // SSE2 compares and one mask (baseline x86-64; NEON on aarch64): about half
-            // the instructions of the word test on these lengths.
-            let mut escape = false;
-            for i in 0..BLOCKS {
-                escape |= chunk((16 * i).min(n - 16)).iter().fold(false, |e, &c| e | (c < 0x20) | (c == b'"') | (c == b'\\'));
-            }
-            if escape {
-                buf.truncate(at);
-                return false;
-            }
-            (0, 0)
-        }
-        8..=16 => {
+        8.. => {
+            // (Two word tests: the two words as one 16-byte block for `escapes16` were
+            // tested byte by byte with a branch each, +127 instructions per small event.)
             let (a, b) = (word(0), word(n - 8));
             if escape_mask(a) | escape_mask(b) != 0 {
                 buf.truncate(at);
                 return false;
             }
-            (0, b)
+            (a, b)
         }
         4..=7 => {
-            let (a, b) = (u32::from_le_bytes(s[..4].try_into().unwrap()), u32::from_le_bytes(s[n - 4..].try_into().unwrap()));
-            if escape_mask(a as u64 | PAD4) | escape_mask(b as u64 | PAD4) != 0 {
+            let (a, b) = (quad(0), quad(n - 4));
+            if escape_mask(a as u64 | (b as u64) << 32) != 0 {
                 buf.truncate(at);
                 return false;
             }
-            (a, b as u64)
+            (a as u64, b as u64)
         }
         _ => {
-            // 1 to 3 bytes
             if escape_mask(s[0] as u64 | (s[n / 2] as u64) << 8 | (s[n - 1] as u64) << 16 | PAD3) != 0 {
                 buf.truncate(at);
                 return false;
@@ -216,24 +247,17 @@ fn put_plain_short(buf: &mut Vec<u8>, s: &[u8], comma: bool, colon: bool) -> boo
             (0, 0)
         }
     };
-    let block: &mut [u8; SHORT_STR + 8] = (&mut buf[at..at + SHORT_STR + 8]).try_into().unwrap();
+    let block: &mut [u8; 24] = (&mut buf[at..at + 24]).try_into().unwrap();
     block[0] = b',';
-    // The string's opening quote, after the comma when there is one.
-    let out: &mut [u8; SHORT_STR + 7] = (&mut block[comma as usize..comma as usize + SHORT_STR + 7]).try_into().unwrap();
+    let out: &mut [u8; 23] = (&mut block[comma as usize..comma as usize + 23]).try_into().unwrap();
     out[0] = b'"';
     match n {
-        17.. => {
-            for i in 0..BLOCKS {
-                let at = (16 * i).min(n - 16);
-                out[1 + at..17 + at].copy_from_slice(chunk(at));
-            }
-        }
         8.. => {
-            out[1..9].copy_from_slice(&word(0).to_le_bytes());
+            out[1..9].copy_from_slice(&first.to_le_bytes());
             out[n - 7..n + 1].copy_from_slice(&last.to_le_bytes());
         }
         4..=7 => {
-            out[1..5].copy_from_slice(&first.to_le_bytes());
+            out[1..5].copy_from_slice(&(first as u32).to_le_bytes());
             out[n - 3..n + 1].copy_from_slice(&(last as u32).to_le_bytes());
         }
         _ => {
