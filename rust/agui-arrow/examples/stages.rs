@@ -7,6 +7,8 @@
 //! `AGUI_STAGES_ONCE=N`: only `decode_many` on one thread, N times, over the log as a
 //! shared buffer (as the binding hands it `bytes`): for an instruction count that the
 //! load of a shared machine does not move (`valgrind --tool=callgrind`).
+//! `AGUI_STAGES_THREADS=T` there: on T threads (the log cut into parts as `to_arrow` cuts
+//! it; callgrind counts every thread's instructions).
 
 use std::time::Instant;
 
@@ -54,10 +56,11 @@ fn main() {
     let data = std::fs::read(&path).unwrap();
     if let Some(n) = std::env::var("AGUI_STAGES_ONCE").ok().and_then(|n| n.parse::<usize>().ok()) {
         let buffer = agui_arrow::arrow_buffer::Buffer::from(data.as_slice());
+        let threads = std::env::var("AGUI_STAGES_THREADS").ok().and_then(|n| n.parse().ok()).unwrap_or(1);
         let mut rows = 0;
         for _ in 0..n {
             let src = [Source { input: Input::Buffer(buffer.clone()), name: None }];
-            let d = agui_arrow::decode_many(&src, 1, &Options::default(), &Control::default()).unwrap();
+            let d = agui_arrow::decode_many(&src, threads, &Options::default(), &Control::default()).unwrap();
             rows += d.batches.iter().map(|b| b.num_rows()).sum::<usize>();
         }
         println!("{rows} rows");

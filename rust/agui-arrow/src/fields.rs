@@ -559,10 +559,11 @@ fn finish<'a>(
     if delta_other && !matches!(ty, "STATE_DELTA" | "ACTIVITY_DELTA") {
         return Err(RowError::invalid("$.delta", "`delta` is not a string".into()));
     }
-    out.usage = match usage {
-        Some(u) => Some(self::usage(u)?),
-        None => None,
-    };
+    // `out` comes in without usage (most events): written only when there is one, not
+    // as a `None` again (the 100-byte option was ~15 instructions an event, callgrind).
+    if let Some(u) = usage {
+        out.usage = Some(self::usage(u)?);
+    }
     out.ty = ty;
     out.ty_index = ty_index;
     Ok(())
