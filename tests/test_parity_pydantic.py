@@ -424,7 +424,8 @@ def test_the_reference_modules_for_the_protocol_version_and_the_0x_shapes_import
         mod = importlib.import_module(f"{M.__name__}.{name}")
         return {n: getattr(mod, n) is getattr(M, n) for n in mod.__all__}
 
-    assert same(run) and all(same(run).values())
+    names = same(run)
+    assert names and all(names.values())
 
 
 @pytest.mark.parametrize("cls, body", [

@@ -908,6 +908,15 @@ mod tests {
     /// read as the whole log.
     #[test]
     fn cuts_are_found_across_windows() {
+        // The first frame boundary at or after `from`, found byte by byte: the end of a
+        // blank line (`\n\n` or `\n\r\n`).
+        fn boundary_after(log: &[u8], from: usize) -> Option<usize> {
+            (from..log.len()).find_map(|j| match (log[j], log.get(j + 1..)) {
+                (b'\n', Some([b'\n', ..])) => Some(j + 2),
+                (b'\n', Some([b'\r', b'\n', ..])) => Some(j + 3),
+                _ => None,
+            })
+        }
         let limits = Limits::default();
         for end in ["\n\n", "\r\n\r\n", "\n\r\n"] {
             let mut log = Vec::new();
@@ -924,12 +933,7 @@ mod tests {
                 let mut want = vec![0usize];
                 for k in 1..n {
                     let from = (len * k / n).max(*want.last().unwrap());
-                    let cut = (from..len).find_map(|j| match (log[j], log.get(j + 1..)) {
-                        (b'\n', Some([b'\n', ..])) => Some(j + 2),
-                        (b'\n', Some([b'\r', b'\n', ..])) => Some(j + 3),
-                        _ => None,
-                    });
-                    if let Some(cut) = cut.filter(|&c| c < len && c > *want.last().unwrap()) {
+                    if let Some(cut) = boundary_after(&log, from).filter(|&c| c < len && c > *want.last().unwrap()) {
                         want.push(cut);
                     }
                 }
@@ -941,11 +945,7 @@ mod tests {
             let short = &log[..log.len().min(12_000)];
             let mut window = vec![0u8; SPLIT_WINDOW];
             for from in 0..short.len() {
-                let want = (from..short.len()).find_map(|j| match (short[j], short.get(j + 1..)) {
-                    (b'\n', Some([b'\n', ..])) => Some(j as u64 + 2),
-                    (b'\n', Some([b'\r', b'\n', ..])) => Some(j as u64 + 3),
-                    _ => None,
-                });
+                let want = boundary_after(short, from).map(|c| c as u64);
                 let got = next_boundary(&mut Cursor::new(short), from as u64, &mut window, false).unwrap();
                 assert_eq!(got, want, "from {from}, {end:?}");
             }
