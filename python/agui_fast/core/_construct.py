@@ -226,12 +226,12 @@ def validation_error(exc: EventValidationError, title: str, value: Any = None, c
     loc = tuple(m.group(1) if m.group(1) is not None else int(m.group(2)) for m in _STEP.finditer(rest))
     detail = _AT.sub("", exc.message.removeprefix("invalid event: "))
     loc, given = _at(value, loc)
+    kind = ctx = None
     if cls is not None:
         loc, tag_error = _tag_steps(cls, value, loc)
         if tag_error is not None:
             kind, ctx, given = tag_error
-            return ValidationError.build(title, f"invalid {title}: {detail} - at `{field}`", field=field, loc=loc, input=given, kind=kind, ctx=ctx)
-    return ValidationError.build(title, f"invalid {title}: {detail} - at `{field}`", field=field, loc=loc, input=given, detail=detail)
+    return ValidationError.build(title, f"invalid {title}: {detail} - at `{field}`", field=field, loc=loc, input=given, detail=detail, kind=kind, ctx=ctx)
 
 
 _AT = re.compile(r" - at `[^`]*`$")
