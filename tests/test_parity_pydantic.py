@@ -431,6 +431,8 @@ def test_the_reference_modules_for_the_protocol_version_and_the_0x_shapes_import
 @pytest.mark.parametrize("cls, body", [
     ("RunAgentInput", {"threadId": "t", "runId": "r", "messages": [{"role": "user"}]}),
     ("RunAgentInput", {"threadId": "t", "runId": "r", "messages": [{"role": "assistant", "id": "a", "toolCalls": [{"id": "c", "function": {"name": "f"}}]}]}),
+    # attribute names as keys: the loc keeps the input's spelling and still names the member
+    ("RunAgentInput", {"thread_id": "t", "run_id": "r", "messages": [{"role": "assistant", "id": "a", "tool_calls": [{"id": "c", "function": {"name": "f"}}]}]}),
     ("RunFinishedEvent", {"threadId": "t", "runId": "r", "outcome": {"type": "interrupt", "interrupts": []}}),
     ("StateDeltaEvent", {"delta": [{"op": "add", "path": "/a"}]}),
     ("ImagePart", {"source": {"type": "url"}}),

@@ -225,59 +225,49 @@ def validation_error(exc: EventValidationError, title: str, value: Any = None, c
         field = title + rest
     loc = tuple(m.group(1) if m.group(1) is not None else int(m.group(2)) for m in _STEP.finditer(rest))
     detail = _AT.sub("", exc.message.removeprefix("invalid event: "))
-    loc, given = _at(value, loc)
+    loc, given, tag_error = _locate(cls, value, loc)
     kind = ctx = None
-    if cls is not None:
-        loc, tag_error = _tag_steps(cls, value, loc)
-        if tag_error is not None:
-            kind, ctx, given = tag_error
+    if tag_error is not None:
+        kind, ctx = tag_error
     return ValidationError.build(title, f"invalid {title}: {detail} - at `{field}`", field=field, loc=loc, input=given, detail=detail, kind=kind, ctx=ctx)
 
 
 _AT = re.compile(r" - at `[^`]*`$")
 
 
-def _at(value: Any, loc: tuple) -> Tuple[tuple, Any]:
-    """``loc`` with each key as the input spelled it, and the input there (pydantic reports
-    both: a member given by its attribute name, ``thread_id=1``, is located by that name),
-    or None when it is not there. A member missing from an object is reported with that
-    object as the input, as pydantic's ``missing`` error does (FastAPI's 422 shows it)."""
-    out = list(loc)
-    for i, step in enumerate(loc):
-        if isinstance(value, dict) and isinstance(step, str) and step not in value and _snake(step) in value:
-            step = out[i] = _snake(step)
-        try:
-            value = value[step]
-        except (KeyError, IndexError, TypeError):
-            if i == len(loc) - 1 and isinstance(value, dict) and isinstance(step, str):
-                return tuple(out), value
-            return tuple(out), None
-    return tuple(out), value
+def _locate(cls: Any, value: Any, loc: tuple) -> Tuple[tuple, Any, Any]:
+    """One walk of the input along msgspec's ``loc``, with the schema beside it while ``cls``
+    lasts, giving what pydantic reports:
 
-
-def _tag_steps(cls: Any, value: Any, loc: tuple) -> Tuple[tuple, Any]:
-    """``loc`` with the member's tag after each discriminated union it passes through, as
-    pydantic spells it (``("messages", 0, "user", "id")``); msgspec's path has no such step.
-    Walks the input beside the schema; where either runs out, the rest is kept as it is.
-    Second: ``(kind, ctx, input)`` when the error is a union member's tag that is unknown or
-    absent, which pydantic reports at the union (``union_tag_invalid``/``_not_found``)."""
+    * ``loc`` with each key as the input spelled it (a member given by its attribute name,
+      ``thread_id=1``, is located by that name) and the member's tag after each
+      discriminated union it passes through (``("messages", 0, "user", "id")``; msgspec's
+      path has no such step);
+    * the input there, or None when it is not there; a member missing from an object is
+      reported with that object as the input, as pydantic's ``missing`` error does (FastAPI's
+      422 shows it);
+    * ``(kind, ctx)`` when the error is a union member's tag that is unknown or absent, which
+      pydantic reports at the union (``union_tag_invalid``/``_not_found``), else None."""
     out = []
     pos = None
     for i, step in enumerate(loc):
+        if isinstance(value, dict) and isinstance(step, str) and step not in value and _snake(step) in value:
+            step = _snake(step)
         out.append(step)
+        # The schema's position of this step: a field of a Struct, or the item of a list field.
         if isinstance(step, str):
-            if not (isinstance(cls, type) and issubclass(cls, msgspec.Struct)) or not isinstance(value, dict):
-                return tuple(out) + loc[i + 1:], None
-            pos = next((p for name, wire, p, _ in _plan(cls)[2] if step in (name, wire)), None)
-            value = value.get(step)
-        elif pos is not None and pos.item is not None and isinstance(value, list) and step < len(value):
-            pos, value = pos.item, value[step]
+            struct = isinstance(cls, type) and issubclass(cls, msgspec.Struct)
+            pos = next((p for name, wire, p, _ in _plan(cls)[2] if step in (name, wire)), None) if struct else None
         else:
-            return tuple(out) + loc[i + 1:], None
-        if pos is None:
-            return tuple(out) + loc[i + 1:], None
-        if isinstance(value, list):
-            continue  # the next step is an index into it
+            pos = pos.item if pos is not None and isinstance(value, list) else None
+        try:
+            value = value[step]
+        except (KeyError, IndexError, TypeError):
+            missing = i == len(loc) - 1 and isinstance(value, dict) and isinstance(step, str)
+            return tuple(out) + loc[i + 1:], (value if missing else None), None
+        if pos is None or isinstance(value, list):
+            cls = None  # past the schema, or a list whose next step is an index into it
+            continue
         cls = _resolve(pos, value)
         if len(pos.by_tag) < 2 or not isinstance(value, dict) or i == len(loc) - 1:
             continue
@@ -286,11 +276,11 @@ def _tag_steps(cls: Any, value: Any, loc: tuple) -> Tuple[tuple, Any]:
         elif loc[i + 1:] == (pos.tag_field,):
             disc = {"discriminator": repr(pos.tag_field)}
             if pos.tag_field not in value:
-                return tuple(out), ("union_tag_not_found", disc, value)
+                return tuple(out), value, ("union_tag_not_found", disc)
             # by_tag holds the members in reverse order of the Union (see _convert._position)
             expected = ", ".join(repr(t) for t in reversed(list(pos.by_tag)))
-            return tuple(out), ("union_tag_invalid", {**disc, "tag": str(value[pos.tag_field]), "expected_tags": expected}, value)
-    return tuple(out), None
+            return tuple(out), value, ("union_tag_invalid", {**disc, "tag": str(value[pos.tag_field]), "expected_tags": expected})
+    return tuple(out), value, None
 
 
 def _snake(name: str) -> str:
