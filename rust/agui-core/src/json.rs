@@ -737,6 +737,8 @@ mod tests {
             write_str_body_simple(&mut want, &s);
             want.push(b'"');
             assert_eq!(q, want, "{s:?}");
+            // serde_json's escapes too (the protobuf mapping's JSON text used to be written by it)
+            assert_eq!(q[1..], serde_json::to_vec(&s).unwrap(), "{s:?}");
         }
         // every byte value at every offset of a string spanning three 32-byte blocks
         for byte in 0u8..0x80 {
