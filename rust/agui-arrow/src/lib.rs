@@ -2,14 +2,16 @@
 //!
 //! Every log is read by the core crate's one reader ([`agui_core::log`]); each event
 //! becomes one row of [`schema`] (its columns read by [`fields::parse`]), or, with
-//! `collect`, one row of [`errors_schema`]. Several sources decode in parallel on
-//! scoped threads ([`decode_many`]); [`write_parquet`] streams batches into a Parquet
+//! `collect`, one row of [`errors_schema`]. Several sources, or the parts of one, decode
+//! in parallel on the calling thread and worker threads kept between calls (`pool.rs`;
+//! [`decode_many`]); [`write_parquet`] streams batches into a Parquet
 //! file (constant memory); [`inspect`] aggregates the same rows into a [`Report`].
 
 #![forbid(unsafe_code)]
 
 mod columns;
 pub mod fields;
+mod pool;
 pub mod views;
 
 use std::collections::{BTreeMap, HashSet};
@@ -935,13 +937,23 @@ pub fn decode_source(src: &Source<'_>, opts: &Options, control: &Control) -> Res
     Ok(Some(out))
 }
 
-/// Run `work` on `threads` threads: the calling thread and `threads - 1` scoped ones
-/// (`work` takes its items from a shared counter until none are left, so any of them can
-/// do all of it). A thread that cannot be started (a process at its thread limit) is not
-/// an error: the others, the calling thread at least, do its share.
+/// Run `work` on `threads` threads: the calling thread and `threads - 1` workers of the
+/// kept pool ([`pool`]), or scoped ones when there is no pool to be had (`work` takes its
+/// items from a shared counter until none are left, so any of them can do all of it: a
+/// worker that comes late, busy with another call, finds nothing left). A thread that
+/// cannot be started (a process at its thread limit) is not an error: the others, the
+/// calling thread at least, do its share.
 fn run_on<F: Fn() + Sync>(threads: usize, work: F) {
     if threads <= 1 {
         return work();
+    }
+    if let Some(pool) = pool::get(threads - 1) {
+        return pool.in_place_scope(|s| {
+            for _ in 1..threads {
+                s.spawn(|_| work());
+            }
+            work();
+        });
     }
     std::thread::scope(|s| {
         for _ in 1..threads {
