@@ -227,7 +227,7 @@ assert workers() == 0
 pa.table(to_arrow(log, threads=1))
 assert workers() == 0, "threads=1 touches no pool"
 want = pa.table(to_arrow(log, threads=2))
-assert workers() == 1, workers()
+assert workers() == 2, workers()
 pid = os.fork()
 if pid == 0:
     code = 1
@@ -235,7 +235,7 @@ if pid == 0:
         assert workers() == 0
         got = pa.table(to_arrow(log, threads=2))
         assert got.equals(want)
-        assert workers() == 1
+        assert workers() == 2
         events, errors = to_arrow(log + b"data: {nope}\n\n" + log, threads=2, errors="collect")
         assert pa.table(errors).num_rows == 1 and pa.table(events).num_rows == 2 * want.num_rows
         code = 0
@@ -252,7 +252,7 @@ while True:
     time.sleep(0.05)
 assert os.waitstatus_to_exitcode(status) == 0, status
 assert pa.table(to_arrow(log, threads=2)).equals(want)
-assert workers() == 1
+assert workers() == 2
 print("ok")
 """
 

@@ -2,8 +2,8 @@
 //! workers that are already there instead of starting threads, so it pays no thread
 //! start and its workers' caches and allocator heaps are warm (docs/logs.md, stop 24).
 //!
-//! One pool per process, as large as the most threads a call has asked for, less the
-//! calling thread (which always works too). A child made by `fork()` has the pool's
+//! One pool per process, as large as the most threads a call has asked for (the calling
+//! thread waits for them: `run_on` says why). A child made by `fork()` has the pool's
 //! memory but none of its threads: the pool is tied to the process id and built anew
 //! in the child, the parent's copy leaked there (dropping it would wake threads that do
 //! not exist, behind locks that may have been held at the fork).
