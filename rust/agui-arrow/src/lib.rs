@@ -820,6 +820,25 @@ fn shift_index(batch: RecordBatch, by: u64) -> RecordBatch {
     RecordBatch::try_new(schema, columns).expect("the same schema")
 }
 
+/// Where to cut a plain source of `len` bytes for `workers` threads (the parts start at
+/// the first frame boundary from each). Parts of at most [`PART_MAX`] (one batch each),
+/// and on several threads at least `4 × workers` of them, so that a thread that falls
+/// behind is caught up by the others a small part at a time; and when the log is small
+/// enough for it, the same smallest parts with half as many batches: `workers` parts of
+/// 3/4 of the log first, then `workers` of 1/4 (each batch costs the hand-off to pyarrow
+/// ~25 µs on the calling thread after the workers are done).
+fn cut_targets(len: u64, workers: usize) -> Vec<u64> {
+    let w = workers as u64;
+    if w > 1 && len.div_ceil(4 * w) >= PART_MIN && (3 * len).div_ceil(4 * w) <= PART_MAX {
+        let big = 3 * len / (4 * w);
+        let small = (len - big * w) / w;
+        return (1..2 * w).map(|k| if k <= w { big * k } else { big * w + small * (k - w) }).collect();
+    }
+    let parts = if w > 1 { (w * 4).max(len.div_ceil(PART_MAX)) } else { len.div_ceil(PART_MAX) };
+    let parts = parts.min(len.div_ceil(PART_MIN)).max(1);
+    (1..parts).map(|k| (u128::from(len) * u128::from(k) / u128::from(parts)) as u64).collect()
+}
+
 /// Decode a plain source cut at frame boundaries into parts, on `workers` threads: each
 /// part is framed and parsed on its own (no thread reads the whole log), then the parts
 /// are put back in order and their frame indices made those of the whole log, so rows,
@@ -835,13 +854,12 @@ fn decode_source_parts(
 ) -> Result<Option<Decoded>, Issue> {
     use std::sync::atomic::AtomicUsize;
 
-    let wanted = if workers > 1 { (workers as u64 * 4).max(len.div_ceil(PART_MAX)) } else { len.div_ceil(PART_MAX) };
-    let wanted = wanted.min(len.div_ceil(PART_MIN)).max(1) as usize;
+    let targets = cut_targets(len, workers);
     let split = match &src.input {
-        Input::Path(p) => File::open(p).and_then(|mut f| agui_core::log::split(&mut f, len, format, wanted, &opts.limits)),
+        Input::Path(p) => File::open(p).and_then(|mut f| agui_core::log::split_at(&mut f, len, format, &targets, &opts.limits)),
         _ => {
             let b = src.input.bytes().unwrap_or_default();
-            agui_core::log::split(&mut std::io::Cursor::new(b), len, format, wanted, &opts.limits)
+            agui_core::log::split_at(&mut std::io::Cursor::new(b), len, format, &targets, &opts.limits)
         }
     };
     let parts = split.map_err(|e| {
@@ -1305,6 +1323,28 @@ mod tests {
             })
             .collect();
         assert_eq!(names, vec!["s0", "s1", "s2", "s3", "s4"]);
+    }
+
+    #[test]
+    fn cut_targets_sizes() {
+        let sizes = |len: u64, w: usize| {
+            let t = cut_targets(len, w);
+            let mut cuts = vec![0];
+            cuts.extend(t);
+            cuts.push(len);
+            cuts.windows(2).map(|c| c[1] - c[0]).collect::<Vec<u64>>()
+        };
+        let mib = 1 << 20;
+        // Two threads, 8 MiB: 3/8, 3/8, 1/8, 1/8 (the smallest parts of 4 x 2 even ones).
+        assert_eq!(sizes(8 * mib, 2), [3 * mib, 3 * mib, mib, mib]);
+        // Too big for it (parts over PART_MAX) or too small (parts under PART_MIN): even.
+        assert_eq!(sizes(64 * mib, 2), [4 * mib; 16]);
+        assert_eq!(sizes(mib, 2), [256 << 10; 4]);
+        assert_eq!(sizes(8 * mib, 1), [4 * mib; 2]);
+        assert_eq!(sizes(100, 4), [100]);
+        let s = sizes(9 * mib + 7, 3);
+        assert_eq!((s.len(), s.iter().sum::<u64>()), (6, 9 * mib + 7));
+        assert!(s[..3].iter().all(|&b| b <= PART_MAX) && s[3..].iter().all(|&b| b >= PART_MIN));
     }
 
     /// A part's frame indices are made the log's in the batch's own buffer; one shared
