@@ -2,6 +2,9 @@
 PyCapsule interface."""
 
 import gzip
+import os
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -181,6 +184,85 @@ def test_decodes_while_another_python_thread_runs(tmp_path):
         th.join()
     assert pa.table(t).num_rows == 2 * 20000 * len(RUN)
     assert during > 100
+
+
+def test_concurrent_calls_share_the_kept_workers():
+    # Python threads calling to_arrow at once share one pool of Rust workers (or, when
+    # one is taking it at that moment, start their own): every table is the one of a
+    # single thread, and no call waits forever on a worker busy with another.
+    big = SSE * 20000
+    want = pa.table(to_arrow(big, threads=1))
+    got = [None] * 4
+
+    def call(i):
+        got[i] = pa.table(to_arrow(big, threads=2 + i % 2))
+
+    ths = [threading.Thread(target=call, args=(i,)) for i in range(4)]
+    for th in ths:
+        th.start()
+    for th in ths:
+        th.join(timeout=120)
+    assert not any(th.is_alive() for th in ths)
+    assert all(t.equals(want) for t in got)
+
+
+# A fresh interpreter (forking pytest's own process, with the threads of earlier tests,
+# could deadlock the child for reasons of its own): a call on two threads leaves the kept
+# workers alive; a forked child has none of them, builds its own and decodes the same
+# table; the parent's workers are still there for its next call.
+FORK_CHILD = r"""
+import os, sys, time
+import pyarrow as pa
+from agui_fast.arrow import to_arrow
+
+def workers():
+    names = []
+    for t in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{t}/comm") as f:
+            names.append(f.read().strip())
+    return sum(n.startswith("agui-arrow-") for n in names)
+
+log = open(sys.argv[1], "rb").read()
+assert workers() == 0
+pa.table(to_arrow(log, threads=1))
+assert workers() == 0, "threads=1 touches no pool"
+want = pa.table(to_arrow(log, threads=2))
+assert workers() == 2, workers()
+pid = os.fork()
+if pid == 0:
+    code = 1
+    try:
+        assert workers() == 0
+        got = pa.table(to_arrow(log, threads=2))
+        assert got.equals(want)
+        assert workers() == 2
+        events, errors = to_arrow(log + b"data: {nope}\n\n" + log, threads=2, errors="collect")
+        assert pa.table(errors).num_rows == 1 and pa.table(events).num_rows == 2 * want.num_rows
+        code = 0
+    finally:
+        os._exit(code)
+deadline = time.monotonic() + 60
+while True:
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+        break
+    if time.monotonic() > deadline:
+        os.kill(pid, 9)
+        sys.exit("the child hung")
+    time.sleep(0.05)
+assert os.waitstatus_to_exitcode(status) == 0, status
+assert pa.table(to_arrow(log, threads=2)).equals(want)
+assert workers() == 2
+print("ok")
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task") or not hasattr(os, "fork"), reason="Linux /proc, fork")
+def test_kept_workers_after_fork(tmp_path):
+    path = tmp_path / "log.sse"
+    path.write_bytes(SSE * 20000)
+    r = subprocess.run([sys.executable, "-c", FORK_CHILD, str(path)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
 
 
 def test_bad_frame_raises_with_position(tmp_path):

@@ -42,7 +42,9 @@ def to_arrow(
     not) into one Arrow table, one row per event, in source order.
 
     ``threads``: Rust threads (default: the number of cores): one source per thread, or,
-    with fewer sources than threads, each source's events parsed on all of them.
+    with fewer sources than threads, each source's events parsed on all of them. With more
+    than one, the threads are kept between calls (one pool per process, built anew in a
+    forked child) and the calling thread waits for them with the GIL released.
     ``errors="raise"``: the first bad frame raises its ``agui_fast.errors`` class with the
     source, frame index and byte offset in the message (``frame_index``, ``offset``,
     ``field`` attributes). ``errors="collect"``: returns ``(events, errors)``, the bad

@@ -2,14 +2,16 @@
 //!
 //! Every log is read by the core crate's one reader ([`agui_core::log`]); each event
 //! becomes one row of [`schema`] (its columns read by [`fields::parse`]), or, with
-//! `collect`, one row of [`errors_schema`]. Several sources decode in parallel on
-//! scoped threads ([`decode_many`]); [`write_parquet`] streams batches into a Parquet
+//! `collect`, one row of [`errors_schema`]. Several sources, or the parts of one, decode
+//! in parallel on the calling thread and worker threads kept between calls (`pool.rs`;
+//! [`decode_many`]); [`write_parquet`] streams batches into a Parquet
 //! file (constant memory); [`inspect`] aggregates the same rows into a [`Report`].
 
 #![forbid(unsafe_code)]
 
 mod columns;
 pub mod fields;
+mod pool;
 pub mod views;
 
 use std::collections::{BTreeMap, HashSet};
@@ -804,15 +806,37 @@ fn decode_part(src: &Source<'_>, format: Format, part: Part, opts: &Options, con
     out
 }
 
-/// `batch` with `by` added to its frame indices.
+/// `batch` with `by` added to its frame indices: in place, as the batch is the only owner
+/// of its index column (a copy was 8 fresh bytes a row, written on the calling thread
+/// after every worker is done: the serial end of a call).
 fn shift_index(batch: RecordBatch, by: u64) -> RecordBatch {
     if by == 0 {
         return batch;
     }
-    let index: UInt64Array = batch.column(1).as_primitive::<UInt64Type>().unary(|i| i + by);
-    let mut columns = batch.columns().to_vec();
-    columns[1] = Arc::new(index);
-    RecordBatch::try_new(batch.schema(), columns).expect("the same schema")
+    let (schema, mut columns, _) = batch.into_parts();
+    let index = UInt64Array::from(columns.remove(1).to_data());
+    let index = index.unary_mut(|i| i + by).unwrap_or_else(|shared| shared.unary(|i| i + by));
+    columns.insert(1, Arc::new(index));
+    RecordBatch::try_new(schema, columns).expect("the same schema")
+}
+
+/// Where to cut a plain source of `len` bytes for `workers` threads (the parts start at
+/// the first frame boundary from each). Parts of at most [`PART_MAX`] (one batch each),
+/// and on several threads at least `4 × workers` of them, so that a thread that falls
+/// behind is caught up by the others a small part at a time; and when the log is small
+/// enough for it, the same smallest parts with half as many batches: `workers` parts of
+/// 3/4 of the log first, then `workers` of 1/4 (each batch costs the hand-off to pyarrow
+/// ~25 µs on the calling thread after the workers are done).
+fn cut_targets(len: u64, workers: usize) -> Vec<u64> {
+    let w = workers as u64;
+    if w > 1 && len.div_ceil(4 * w) >= PART_MIN && (3 * len).div_ceil(4 * w) <= PART_MAX {
+        let big = 3 * len / (4 * w);
+        let small = (len - big * w) / w;
+        return (1..2 * w).map(|k| if k <= w { big * k } else { big * w + small * (k - w) }).collect();
+    }
+    let parts = if w > 1 { (w * 4).max(len.div_ceil(PART_MAX)) } else { len.div_ceil(PART_MAX) };
+    let parts = parts.min(len.div_ceil(PART_MIN)).max(1);
+    (1..parts).map(|k| (u128::from(len) * u128::from(k) / u128::from(parts)) as u64).collect()
 }
 
 /// Decode a plain source cut at frame boundaries into parts, on `workers` threads: each
@@ -830,13 +854,12 @@ fn decode_source_parts(
 ) -> Result<Option<Decoded>, Issue> {
     use std::sync::atomic::AtomicUsize;
 
-    let wanted = if workers > 1 { (workers as u64 * 4).max(len.div_ceil(PART_MAX)) } else { len.div_ceil(PART_MAX) };
-    let wanted = wanted.min(len.div_ceil(PART_MIN)).max(1) as usize;
+    let targets = cut_targets(len, workers);
     let split = match &src.input {
-        Input::Path(p) => File::open(p).and_then(|mut f| agui_core::log::split(&mut f, len, format, wanted, &opts.limits)),
+        Input::Path(p) => File::open(p).and_then(|mut f| agui_core::log::split_at(&mut f, len, format, &targets, &opts.limits)),
         _ => {
             let b = src.input.bytes().unwrap_or_default();
-            agui_core::log::split(&mut std::io::Cursor::new(b), len, format, wanted, &opts.limits)
+            agui_core::log::split_at(&mut std::io::Cursor::new(b), len, format, &targets, &opts.limits)
         }
     };
     let parts = split.map_err(|e| {
@@ -935,13 +958,26 @@ pub fn decode_source(src: &Source<'_>, opts: &Options, control: &Control) -> Res
     Ok(Some(out))
 }
 
-/// Run `work` on `threads` threads: the calling thread and `threads - 1` scoped ones
-/// (`work` takes its items from a shared counter until none are left, so any of them can
-/// do all of it). A thread that cannot be started (a process at its thread limit) is not
-/// an error: the others, the calling thread at least, do its share.
+/// Run `work` on `threads` threads (`work` takes its items from a shared counter until
+/// none are left, so any of them can do all of it): `threads` workers of the kept pool
+/// ([`pool`]) while the calling thread waits, or, when there is no pool to be had, the
+/// calling thread and `threads - 1` scoped ones. The calling thread takes no share on the
+/// pool: its allocator heap is the cold one (what it allocates is freed with the table and
+/// purged before its next call, so the kernel zeroed fresh pages for it every call, ~3% of
+/// a call's CPU in `perf`, none on a worker, whose heap gets the pages freed to it back at
+/// its next call). Stop 24: two threads cost 8-13% more CPU than one with the caller
+/// working, ~3% with it waiting. A thread that cannot be started (a process at its thread
+/// limit) is not an error: the others, the calling thread at least, do its share.
 fn run_on<F: Fn() + Sync>(threads: usize, work: F) {
     if threads <= 1 {
         return work();
+    }
+    if let Some(pool) = pool::get(threads) {
+        return pool.in_place_scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|_| work());
+            }
+        });
     }
     std::thread::scope(|s| {
         for _ in 1..threads {
@@ -1287,6 +1323,51 @@ mod tests {
             })
             .collect();
         assert_eq!(names, vec!["s0", "s1", "s2", "s3", "s4"]);
+    }
+
+    #[test]
+    fn cut_targets_sizes() {
+        let sizes = |len: u64, w: usize| {
+            let t = cut_targets(len, w);
+            let mut cuts = vec![0];
+            cuts.extend(t);
+            cuts.push(len);
+            cuts.windows(2).map(|c| c[1] - c[0]).collect::<Vec<u64>>()
+        };
+        let mib = 1 << 20;
+        // Two threads, 8 MiB: 3/8, 3/8, 1/8, 1/8 (the smallest parts of 4 x 2 even ones).
+        assert_eq!(sizes(8 * mib, 2), [3 * mib, 3 * mib, mib, mib]);
+        // Too big for it (parts over PART_MAX) or too small (parts under PART_MIN): even.
+        assert_eq!(sizes(64 * mib, 2), [4 * mib; 16]);
+        assert_eq!(sizes(mib, 2), [256 << 10; 4]);
+        assert_eq!(sizes(8 * mib, 1), [4 * mib; 2]);
+        assert_eq!(sizes(100, 4), [100]);
+        let s = sizes(9 * mib + 7, 3);
+        assert_eq!((s.len(), s.iter().sum::<u64>()), (6, 9 * mib + 7));
+        assert!(s[..3].iter().all(|&b| b <= PART_MAX) && s[3..].iter().all(|&b| b >= PART_MIN));
+    }
+
+    /// A part's frame indices are made the log's in the batch's own buffer; one shared
+    /// elsewhere is copied, not changed under its other owner.
+    #[test]
+    fn shift_index_in_place() {
+        let d = decode_source(&bytes(&log(), "s"), &Options::default(), &Control::default()).unwrap().unwrap();
+        let batch = d.batches[0].clone();
+        let index = |b: &RecordBatch| b.column(1).as_primitive::<UInt64Type>().clone();
+        let before = index(&batch);
+        let want: Vec<u64> = before.values().iter().map(|i| i + 7).collect();
+        // `before` shares the buffer: copied.
+        let shifted = shift_index(batch, 7);
+        assert_eq!(index(&shifted).values().to_vec(), want);
+        assert_eq!(before.values().iter().map(|i| i + 7).collect::<Vec<_>>(), want);
+        let ptr = before.values().as_ptr();
+        drop(before);
+        // The only owner: the same buffer.
+        let ptr2 = index(&shifted).values().as_ptr();
+        let again = shift_index(shifted, 1);
+        assert_eq!(index(&again).values().as_ptr(), ptr2);
+        assert_ne!(ptr, ptr2);
+        assert_eq!(index(&again).values().to_vec(), want.iter().map(|i| i + 1).collect::<Vec<_>>());
     }
 
     #[test]

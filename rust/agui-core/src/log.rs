@@ -416,15 +416,23 @@ const SPLIT_FIRST: usize = 1024;
 /// oversized protobuf frame, an SSE log with CR-only line ends) is cut before that point
 /// or not at all: the part holding it reports the error as the whole log would.
 pub fn split<R: Read + Seek>(reader: &mut R, len: u64, format: Format, parts: usize, limits: &Limits) -> io::Result<Vec<Part>> {
-    let mut cuts = vec![0u64];
     let parts = parts.max(1) as u64;
     // The even cut k of `parts`.
-    let even = |k: u64| (u128::from(len) * u128::from(k) / u128::from(parts)) as u64;
+    let even: Vec<u64> = (1..parts).map(|k| (u128::from(len) * u128::from(k) / u128::from(parts)) as u64).collect();
+    split_at(reader, len, format, &even, limits)
+}
+
+/// [`split`] with the cuts sought after the given positions (ascending) instead of even
+/// ones: parts of chosen sizes.
+pub fn split_at<R: Read + Seek>(reader: &mut R, len: u64, format: Format, targets: &[u64], limits: &Limits) -> io::Result<Vec<Part>> {
+    let mut cuts = vec![0u64];
+    let parts = targets.len() as u64 + 1;
+    let target = |k: u64| targets[k as usize - 1];
     match format {
         Format::Sse | Format::Jsonl => {
             let mut window = vec![0u8; SPLIT_WINDOW];
             for k in 1..parts {
-                let target = even(k).max(*cuts.last().unwrap_or(&0));
+                let target = target(k).max(*cuts.last().unwrap_or(&0));
                 if let Some(cut) = next_boundary(reader, target, &mut window, format == Format::Jsonl)? {
                     if cut < len && cut > *cuts.last().unwrap_or(&0) {
                         cuts.push(cut);
@@ -438,7 +446,7 @@ pub fn split<R: Read + Seek>(reader: &mut R, len: u64, format: Format, parts: us
             let (mut pos, mut k) = (0u64, 1u64);
             let mut prefix = [0u8; 4];
             while k < parts && pos < len {
-                if pos >= even(k) {
+                if pos >= target(k) {
                     if pos > *cuts.last().unwrap_or(&0) {
                         cuts.push(pos);
                     }
@@ -899,6 +907,41 @@ mod tests {
             let (parts, got) = by_parts(&pb, Format::Protobuf, n, &limits);
             assert_eq!(got.unwrap(), whole, "{n} parts");
             assert_eq!(parts.len(), n.min(200));
+        }
+    }
+
+    /// Cuts sought after chosen positions: each at the first boundary from its target,
+    /// parts of unequal sizes that read like the whole log.
+    #[test]
+    fn parts_of_chosen_sizes() {
+        let limits = Limits::default();
+        let mut sse = Vec::new();
+        for i in 0..300 {
+            crate::sse::write_event(&mut sse, format!(r#"{{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"{i}"}}"#).as_bytes());
+        }
+        let pb: Vec<u8> = proto_log().repeat(150);
+        for (log, format) in [(&sse, Format::Sse), (&pb, Format::Protobuf)] {
+            let len = log.len() as u64;
+            let whole = collect(log, Some(format), 1 << 16).unwrap().0;
+            let targets = [len * 3 / 8, len * 3 / 4, len * 7 / 8];
+            let parts = split_at(&mut Cursor::new(&log[..]), len, format, &targets, &limits).unwrap();
+            assert_eq!(parts.len(), 4);
+            for (p, t) in parts[1..].iter().zip(targets) {
+                // At or after its target, by less than one frame.
+                assert!(p.start >= t && p.start - t < 200, "{p:?} {t}");
+            }
+            let (mut got, mut base) = (Vec::new(), 0);
+            for p in &parts {
+                let data = &log[p.start as usize..p.end as usize];
+                base += for_each_in_part(data, format, *p, &limits, |ev| -> Result<(), LogError> {
+                    got.push((ev.index + base, ev.offset, ev.json.to_vec()));
+                    Ok(())
+                })
+                .unwrap()
+                .frames;
+            }
+            assert_eq!(got, whole);
+            assert_eq!(parts.last().unwrap().end, len);
         }
     }
 
