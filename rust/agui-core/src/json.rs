@@ -50,32 +50,33 @@ fn write_str_body_simple(buf: &mut Vec<u8>, s: &str) {
     }
 }
 
-/// Copy a number's text (at most 32 bytes) to the start of `out` with fixed-size copies
-/// (its first and last `W` bytes, overlapping): a variable-length copy is a memcpy call,
-/// which costs more than these few bytes. Returns the length.
+/// Append `n` bytes given as their first and last `W` bytes (overlapping when `n < 2W`)
+/// with fixed-size copies only.
 #[inline(always)]
-fn copy_short(out: &mut [u8; 32], b: &[u8]) -> usize {
+fn put_overlapping<const W: usize>(buf: &mut Vec<u8>, first: &[u8; W], last: &[u8; W], n: usize) {
+    let at = buf.len();
+    buf.extend_from_slice(first);
+    buf.extend_from_slice(last);
+    buf.truncate(at + n);
+    buf[at + n - W..at + n].copy_from_slice(last);
+}
+
+/// Append a short byte string (numbers, short strings) with fixed-size copies: a
+/// variable-length copy is a memcpy call, which costs more than these few bytes.
+#[inline(always)]
+fn put_small(buf: &mut Vec<u8>, b: &[u8]) {
     let n = b.len();
     match n {
-        16..=32 => {
-            out[..16].copy_from_slice(&b[..16]);
-            out[n - 16..n].copy_from_slice(&b[n - 16..]);
-        }
-        8..=15 => {
-            out[..8].copy_from_slice(&b[..8]);
-            out[n - 8..n].copy_from_slice(&b[n - 8..]);
-        }
-        4..=7 => {
-            out[..4].copy_from_slice(&b[..4]);
-            out[n - 4..n].copy_from_slice(&b[n - 4..]);
-        }
-        _ => {
-            for (o, &c) in out.iter_mut().zip(b) {
-                *o = c;
+        16..=32 => put_overlapping::<16>(buf, b[..16].try_into().unwrap(), b[n - 16..].try_into().unwrap(), n),
+        8..=15 => put_overlapping::<8>(buf, b[..8].try_into().unwrap(), b[n - 8..].try_into().unwrap(), n),
+        4..=7 => put_overlapping::<4>(buf, b[..4].try_into().unwrap(), b[n - 4..].try_into().unwrap(), n),
+        0..=3 => {
+            for &c in b {
+                buf.push(c);
             }
         }
+        _ => buf.extend_from_slice(b),
     }
-    n
 }
 
 /// The four hex digits at the start of `b` (a `\u` escape's), or `None`; strictly hex
@@ -129,7 +130,7 @@ pub(crate) fn rewrite_lone_surrogates(text: &[u8], mut write: impl FnMut(u16, &m
 pub const LONG_STR: usize = 128;
 
 /// Strings of at most this many bytes that need no escaping are copied a word at a time
-/// by the JSON sink ([`plain_16`], [`plain_48`]) (keys, ids, short values).
+/// by [`put_plain_short`] (keys, ids, short values).
 pub const SHORT_STR: usize = 48;
 
 const ONES: u64 = 0x0101_0101_0101_0101;
@@ -153,16 +154,30 @@ fn escapes16(b: &[u8; 16]) -> bool {
     b.iter().fold(false, |e, &c| e | (c < 0x20) | (c == b'"') | (c == b'\\'))
 }
 
-/// Write `"s"` at the start of `out` when `s` is 17 to [`SHORT_STR`] bytes long and needs
-/// no escaping, with a comma before it (`comma`) and a colon after it (`colon`, a key), and
-/// return the length written; `None` (nothing meant) when it needs escaping. The string is
-/// read as 16-byte blocks and tested at once: no call and no loop (the keys and values of
-/// agent state are short, and the escaper's call, set-up and tail were most of their cost).
-/// `out` is room past the sink's cursor ([`JsonSink`]): the block is stored whole and only
-/// the cursor says how much of it counts, so no length is cut back after the stores.
+/// Append `"s"` when `s` is 1 to [`SHORT_STR`] bytes long and needs no escaping (true),
+/// else write nothing (false); with a comma before it (`comma`) and a colon after it
+/// (`colon`, a key), in the same copy. The string is read as overlapping words or 16-byte
+/// blocks and tested at once: no call and no loop (the keys and values of agent state are
+/// short, and the escaper's call, set-up and tail were most of their cost). It is written
+/// into a fixed-size block appended at once and then cut to length: each `Vec` write
+/// updates the length in memory, and a chain of them (one per word) cost more than the test.
+///
+/// The block is appended before the string is read and tested (and taken back when it
+/// needs escaping): a growth of the buffer is a call, and the words, the length and the
+/// comma read before it were kept across it on the stack, five stores and loads per key
+/// in the walker's loops (callgrind, stop 22). Strings of up to 16 bytes (most keys)
+/// append a 24-byte block, longer ones a 56-byte one: the zeroing is stores per string.
 #[inline(always)]
-fn plain_48(out: &mut [u8; SHORT_STR + 8], s: &[u8], comma: bool, colon: bool) -> Option<usize> {
+fn put_plain_short(buf: &mut Vec<u8>, s: &[u8], comma: bool, colon: bool) -> bool {
     let n = s.len();
+    if n == 0 || n > SHORT_STR {
+        return false;
+    }
+    if n <= 16 {
+        return put_plain_16(buf, s, comma, colon);
+    }
+    let at = buf.len();
+    buf.extend_from_slice(&[0u8; SHORT_STR + 8]);
     const BLOCKS: usize = SHORT_STR / 16;
     let chunk = |i: usize| -> &[u8; 16] { s[i..i + 16].try_into().unwrap() };
     // Always all the 16-byte blocks a longest string has, at offsets clamped to the last
@@ -172,29 +187,35 @@ fn plain_48(out: &mut [u8; SHORT_STR + 8], s: &[u8], comma: bool, colon: bool) -
         escape |= escapes16(chunk((16 * i).min(n - 16)));
     }
     if escape {
-        return None;
+        buf.truncate(at);
+        return false;
     }
-    out[0] = b',';
+    let block: &mut [u8; SHORT_STR + 8] = (&mut buf[at..at + SHORT_STR + 8]).try_into().unwrap();
+    block[0] = b',';
     // The string's opening quote, after the comma when there is one.
-    let o: &mut [u8; SHORT_STR + 7] = (&mut out[comma as usize..comma as usize + SHORT_STR + 7]).try_into().unwrap();
-    o[0] = b'"';
+    let out: &mut [u8; SHORT_STR + 7] = (&mut block[comma as usize..comma as usize + SHORT_STR + 7]).try_into().unwrap();
+    out[0] = b'"';
     for i in 0..BLOCKS {
         let at = (16 * i).min(n - 16);
-        o[1 + at..17 + at].copy_from_slice(chunk(at));
+        out[1 + at..17 + at].copy_from_slice(chunk(at));
     }
-    o[n + 1] = b'"';
-    o[n + 2] = b':';
-    Some(comma as usize + n + 2 + colon as usize)
+    out[n + 1] = b'"';
+    out[n + 2] = b':';
+    buf.truncate(at + comma as usize + n + 2 + colon as usize);
+    true
 }
 
-/// [`plain_48`] of 1 to 16 bytes, tested by the word test [`escape_mask`]: 8 to 16 bytes
-/// as their first and last words, 4 to 7 as one word of their first and last four bytes
-/// (two 4-byte words were ~30 of a 7-byte key's ~100 instructions, callgrind, stop 23), 1
-/// to 3 as one word of the first, middle and last byte, padded with bytes that need no
-/// escaping. Comma, quotes, colon and the 16 bytes: 20 of the 24.
+/// [`put_plain_short`] of 1 to 16 bytes, tested by the word test [`escape_mask`]: 8 to 16
+/// bytes as their first and last words, 4 to 7 as one word of their first and last four
+/// bytes (two 4-byte words were ~30 of a 7-byte key's ~100 instructions, callgrind,
+/// stop 23), 1 to 3 as one word of the first, middle and last byte, padded with bytes
+/// that need no escaping.
 #[inline(always)]
-fn plain_16(out: &mut [u8; 24], s: &[u8], comma: bool, colon: bool) -> Option<usize> {
+fn put_plain_16(buf: &mut Vec<u8>, s: &[u8], comma: bool, colon: bool) -> bool {
     let n = s.len();
+    let at = buf.len();
+    // comma, quotes, colon and the 16 bytes: 20
+    buf.extend_from_slice(&[0u8; 24]);
     const PAD3: u64 = 0x4141_4141_4100_0000;
     let word = |i: usize| u64::from_le_bytes(s[i..i + 8].try_into().unwrap());
     let quad = |i: usize| u32::from_le_bytes(s[i..i + 4].try_into().unwrap());
@@ -205,62 +226,68 @@ fn plain_16(out: &mut [u8; 24], s: &[u8], comma: bool, colon: bool) -> Option<us
             // tested byte by byte with a branch each, +127 instructions per small event.)
             let (a, b) = (word(0), word(n - 8));
             if escape_mask(a) | escape_mask(b) != 0 {
-                return None;
+                buf.truncate(at);
+                return false;
             }
             (a, b)
         }
         4..=7 => {
             let (a, b) = (quad(0), quad(n - 4));
             if escape_mask(a as u64 | (b as u64) << 32) != 0 {
-                return None;
+                buf.truncate(at);
+                return false;
             }
             (a as u64, b as u64)
         }
         _ => {
             if escape_mask(s[0] as u64 | (s[n / 2] as u64) << 8 | (s[n - 1] as u64) << 16 | PAD3) != 0 {
-                return None;
+                buf.truncate(at);
+                return false;
             }
             (0, 0)
         }
     };
-    out[0] = b',';
-    let o: &mut [u8; 23] = (&mut out[comma as usize..comma as usize + 23]).try_into().unwrap();
-    o[0] = b'"';
+    let block: &mut [u8; 24] = (&mut buf[at..at + 24]).try_into().unwrap();
+    block[0] = b',';
+    let out: &mut [u8; 23] = (&mut block[comma as usize..comma as usize + 23]).try_into().unwrap();
+    out[0] = b'"';
     match n {
         8.. => {
-            o[1..9].copy_from_slice(&first.to_le_bytes());
-            o[n - 7..n + 1].copy_from_slice(&last.to_le_bytes());
+            out[1..9].copy_from_slice(&first.to_le_bytes());
+            out[n - 7..n + 1].copy_from_slice(&last.to_le_bytes());
         }
         4..=7 => {
-            o[1..5].copy_from_slice(&(first as u32).to_le_bytes());
-            o[n - 3..n + 1].copy_from_slice(&(last as u32).to_le_bytes());
+            out[1..5].copy_from_slice(&(first as u32).to_le_bytes());
+            out[n - 3..n + 1].copy_from_slice(&(last as u32).to_le_bytes());
         }
         _ => {
-            o[1] = s[0];
-            o[1 + n / 2] = s[n / 2];
-            o[n] = s[n - 1];
+            out[1] = s[0];
+            out[1 + n / 2] = s[n / 2];
+            out[n] = s[n - 1];
         }
     }
-    o[n + 1] = b'"';
-    o[n + 2] = b':';
-    Some(comma as usize + n + 2 + colon as usize)
+    out[n + 1] = b'"';
+    out[n + 2] = b':';
+    buf.truncate(at + comma as usize + n + 2 + colon as usize);
+    true
 }
 
 /// Append `s` as a JSON string (with quotes), every escape spelled as pydantic does (the
 /// tests below hold every path to the byte-by-byte reference, at every length across the
-/// thresholds and the kernels' blocks): what the JSON sink writes for a string value.
+/// thresholds and the kernels' blocks).
 ///
 /// * Up to [`SHORT_STR`] bytes with nothing to escape (most keys, many values):
-///   [`plain_16`] / [`plain_48`], inline at the call site.
-/// * Otherwise one out-of-line call ([`JsonSink`]'s `escaped`), to a SIMD escaper that
-///   copies whole blocks first and checks them after, so runs between escapes cost no
-///   copy call.
+///   [`put_plain_short`], inline at the call site.
+/// * Otherwise one out-of-line call ([`write_str_escaped`]), to a SIMD escaper that copies
+///   whole blocks first and checks them after, so runs between escapes cost no copy call.
+#[inline(always)]
 pub fn write_str(buf: &mut Vec<u8>, s: &str) {
-    use crate::sink::Sink;
-    JsonSink::new(buf).str(s)
+    if !put_plain_short(buf, s.as_bytes(), false, false) {
+        write_str_escaped(buf, s)
+    }
 }
 
-/// The escaping path of the JSON sink's strings:
+/// The escaping path of [`write_str`]:
 /// * shorter than [`LONG_STR`]: sonic-rs's escaper (SSE2 on any x86-64, NEON on aarch64:
 ///   chosen at compile time, and a baseline x86-64 build, the abi3 wheel, has SSE2 only);
 /// * longer (prose): `json-escape-simd`, which picks its kernel at run time (AVX2 where
@@ -269,8 +296,8 @@ pub fn write_str(buf: &mut Vec<u8>, s: &str) {
 ///   save on short strings (measured: a 7-byte key 5.3 -> 6.1 ns, a 60-byte value 11.9 ->
 ///   12.8 ns; the 300-message snapshot, whose contents are 250-byte prose, 7% faster),
 ///   hence the threshold at the chunk size.
-#[inline(always)]
-pub fn write_str_escaped(buf: &mut Vec<u8>, s: &str) {
+#[inline(never)]
+fn write_str_escaped(buf: &mut Vec<u8>, s: &str) {
     if s.len() < LONG_STR {
         use sonic_rs::format::Formatter;
         // Writing into a Vec cannot fail (it only reserves).
@@ -288,9 +315,10 @@ fn write_long_str(buf: &mut Vec<u8>, s: &str) {
 }
 
 /// Append `"key":` (the escaped key followed by the colon).
+#[inline(always)]
 pub fn write_key(buf: &mut Vec<u8>, key: &str) {
-    use crate::sink::Sink;
-    JsonSink::new(buf).key(key)
+    write_str(buf, key);
+    buf.push(b':');
 }
 
 /// Pre-encode `"key":` once (used for field plans).
@@ -300,56 +328,42 @@ pub fn encoded_key(key: &str) -> Vec<u8> {
     v
 }
 
-/// How numbers' text lands in the output, at the JSON sink's cursor (`out`: room for the
-/// text; the length written is returned). A double's text is always zmij's shortest
+/// How a finite double's text lands in the output. The text is always zmij's shortest
 /// round-trip form, which is pydantic's spelling (`1.0`, `1e+16`, `1e-7`, tested below);
-/// an integer's its exact decimal. An implementation only chooses where the digits are
-/// formatted. [`CopiedNum`] is the core's (safe: zmij's and itoa's own buffers, then
-/// copied); the binding has zmij and itoap write straight into the output, as orjson does,
-/// which needs `unsafe`: copying the digits back out of a buffer right after narrower
-/// stores wrote them stalls the load, and the length-dependent copy mispredicts, together
-/// about as long as the formatting itself (floats, stop 19).
-pub trait NumText {
-    /// Write the text of `x`, which is finite (at most 24 bytes).
-    fn finite(out: &mut [u8; 32], x: f64) -> usize;
-    /// Write the decimal of `x` (at most 20 bytes).
-    fn int(out: &mut [u8; 32], x: i64) -> usize;
-    /// Write `s` escaped, with its quotes ([`write_str_escaped`]), at `pos` of `buf`, the
-    /// end of the sink's text; return the new end, with room past it. The escapers append
-    /// to a `Vec`, so the buffer is cut to the text first; safe code then zero-fills
-    /// [`REFILL`] bytes of room again (an implementation with `unsafe` may give the
-    /// buffer back its former length when the escaper did not move it).
-    #[inline(always)]
-    fn escaped(buf: &mut Vec<u8>, pos: usize, s: &str) -> usize {
-        buf.truncate(pos);
-        write_str_escaped(buf, s);
-        let end = buf.len();
-        buf.extend_from_slice(&[0u8; REFILL]);
-        end
-    }
+/// an implementation only chooses where zmij writes it. [`CopiedF64`] is the core's (safe:
+/// zmij's own buffer, then copied); the binding has zmij write straight into the output's
+/// spare capacity, as orjson does, which needs `unsafe`: copying the digits back out of
+/// zmij's buffer right after zmij's narrower stores wrote them stalls the load, and the
+/// length-dependent copy mispredicts, together about as long as the formatting itself.
+pub trait F64Text {
+    /// Append the text of `x`, which is finite.
+    fn finite(out: &mut Vec<u8>, x: f64);
 }
 
-/// zmij and itoa into their own buffers, then copied ([`NumText`]).
-pub struct CopiedNum;
+/// zmij into its own buffer, then copied ([`F64Text`]).
+pub struct CopiedF64;
 
-impl NumText for CopiedNum {
+impl F64Text for CopiedF64 {
     #[inline(always)]
-    fn finite(out: &mut [u8; 32], x: f64) -> usize {
+    fn finite(out: &mut Vec<u8>, x: f64) {
         let mut b = zmij::Buffer::new();
-        copy_short(out, b.format_finite(x).as_bytes())
-    }
-    #[inline(always)]
-    fn int(out: &mut [u8; 32], x: i64) -> usize {
-        let mut b = itoa::Buffer::new();
-        copy_short(out, b.format(x).as_bytes())
+        put_small(out, b.format_finite(x).as_bytes());
     }
 }
 
 /// Append a float as pydantic writes it; NaN and ±infinity become `null`.
 #[inline]
 pub fn write_f64(buf: &mut Vec<u8>, x: f64) {
-    use crate::sink::Sink;
-    JsonSink::new(buf).f64(x)
+    write_f64_with::<CopiedF64>(buf, x)
+}
+
+#[inline(always)]
+fn write_f64_with<F: F64Text>(buf: &mut Vec<u8>, x: f64) {
+    if x.is_finite() {
+        F::finite(buf, x)
+    } else {
+        buf.extend_from_slice(b"null");
+    }
 }
 
 /// Append a signed 64-bit integer (written in place: no digit buffer to copy from).
@@ -377,85 +391,37 @@ pub fn write_null(buf: &mut Vec<u8>) {
 }
 
 /// The JSON text sink (see [`crate::sink`]): pydantic's spelling of every value, commas
-/// placed from the document structure. Writes after the text of a caller's buffer (`O`:
-/// `&mut Vec<u8>`, [`JsonSink::new`]), so a value can be written in the middle of other
-/// text (the decoder writes members, then a value), or into a buffer it owns (`O`:
-/// `Vec<u8>`, [`JsonSink::owning`]). `F`: where numbers' digits are formatted ([`NumText`]).
-///
-/// The text is `out[..pos]`; the bytes past `pos` are room (zeros, or bytes written before
-/// and not counted), which each write overwrites with a fixed-size block and then moves
-/// the cursor past what counts. So a write reserves once, stores its block, and stores
-/// the cursor last: the `Vec`'s length, appended to and then cut back after the stores
-/// (`truncate`), had to be reloaded after every block, as a byte store may alias it
-/// (callgrind, stop 23), and the room needed no zeroing per string. A buffer given back
-/// by [`JsonSink::take_buffer`] and owned again keeps its room: nothing is zero-filled
-/// twice. When the sink is dropped, its buffer is cut to the text.
-///
-/// Escaped strings are written by escapers that append to a `Vec`: the buffer is cut to
-/// the text first and the room past it is lost, so [`REFILL`] bytes are zero-filled again
-/// after it. (Escaping into a side buffer and copying the text over instead kept
-/// the room but cost a copy per string: the 300-message snapshot, whose contents are
-/// 250-byte prose, ~10% slower in one process.)
-pub struct JsonSink<O: BorrowMut<Vec<u8>> = Vec<u8>, F: NumText = CopiedNum> {
-    out: O,
-    /// The end of the text: where the next write goes.
-    pos: usize,
-    /// How much room the next growth zero-fills past what is needed: doubled at each
-    /// growth (geometric for a long text), [`REFILL`] again after an escaped string.
-    ahead: usize,
+/// placed from the document structure. Writes into a caller's buffer (`O`: `&mut Vec<u8>`),
+/// so a value can be written in the middle of other text (the decoder writes members, then
+/// a value), or into a buffer it owns (`O`: `Vec<u8>`, [`JsonSink::owning`]): the buffer's
+/// length then lives in the sink itself, which the compiler can keep in a register across
+/// the bytes written, where a borrowed one is loaded and stored again around each write.
+/// `F`: where finite doubles' text is written ([`F64Text`]).
+pub struct JsonSink<O: BorrowMut<Vec<u8>> = Vec<u8>, F: F64Text = CopiedF64> {
+    pub out: O,
     /// A value was written at this level: the next one needs a comma.
     comma: bool,
-    _num: std::marker::PhantomData<F>,
+    _f64: std::marker::PhantomData<F>,
 }
 
 impl<'b> JsonSink<&'b mut Vec<u8>> {
-    /// A sink appending to `out`, which holds exactly the text when the sink is dropped.
     pub fn new(out: &'b mut Vec<u8>) -> Self {
-        let pos = out.len();
-        JsonSink { out, pos, ahead: MIN_AHEAD, comma: false, _num: std::marker::PhantomData }
+        JsonSink { out, comma: false, _f64: std::marker::PhantomData }
     }
 }
 
-impl<F: NumText> JsonSink<Vec<u8>, F> {
-    /// A sink that writes from the start of `buf` (its bytes are room) and formats numbers
-    /// with `F`.
-    pub fn owning(buf: Vec<u8>) -> Self {
-        JsonSink { out: buf, pos: 0, ahead: MIN_AHEAD, comma: false, _num: std::marker::PhantomData }
-    }
-
-    /// The buffer with its room (the text was [`JsonSink::written`]), to own again for
-    /// the next text; the sink is left empty.
-    pub fn take_buffer(&mut self) -> Vec<u8> {
-        self.pos = 0;
-        std::mem::take(&mut self.out)
+impl<F: F64Text> JsonSink<Vec<u8>, F> {
+    /// A sink that owns its buffer (`out`, taken back when done) and writes finite
+    /// doubles with `F`.
+    pub fn owning(out: Vec<u8>) -> Self {
+        JsonSink { out, comma: false, _f64: std::marker::PhantomData }
     }
 }
 
-impl<O: BorrowMut<Vec<u8>>, F: NumText> Drop for JsonSink<O, F> {
-    fn drop(&mut self) {
-        let pos = self.pos;
-        self.out.borrow_mut().truncate(pos);
-    }
-}
-
-/// The first step of room a sink zero-fills (a short value in a caller's buffer fills
-/// little).
-const MIN_AHEAD: usize = 128;
-
-/// The room zero-filled after an escaped string (past the longest fixed-size block).
-pub const REFILL: usize = 512;
-
-impl<O: BorrowMut<Vec<u8>>, F: NumText> JsonSink<O, F> {
-    /// The text written.
-    #[inline]
-    pub fn written(&self) -> &[u8] {
-        &self.out.borrow()[..self.pos]
-    }
-
-    /// Append `text` as it is (framing around a document).
-    #[inline]
-    pub fn append(&mut self, text: &[u8]) {
-        self.put(text)
+impl<O: BorrowMut<Vec<u8>>, F: F64Text> JsonSink<O, F> {
+    #[inline(always)]
+    fn buf(&mut self) -> &mut Vec<u8> {
+        self.out.borrow_mut()
     }
 
     /// The next value starts a new document (after text the caller wrote itself).
@@ -464,137 +430,35 @@ impl<O: BorrowMut<Vec<u8>>, F: NumText> JsonSink<O, F> {
         self.comma = false;
     }
 
-    /// Room for `need` bytes of text (the buffer at least `need` long): zero-filled, as
-    /// safe code writes only initialized bytes, `ahead` bytes past it.
-    #[cold]
-    #[inline(never)]
-    fn grow(&mut self, need: usize) {
-        self.out.borrow_mut().resize(need + self.ahead, 0);
-        self.ahead = (self.ahead * 2).min(1 << 20);
-    }
-
-    /// `N` bytes of room at the cursor (the cursor does not move).
-    #[inline(always)]
-    fn room<const N: usize>(&mut self) -> &mut [u8; N] {
-        let at = self.pos;
-        if self.out.borrow().len() < at + N {
-            self.grow(at + N);
-        }
-        (&mut self.out.borrow_mut()[at..at + N]).try_into().unwrap()
-    }
-
-    /// Append bytes of any length.
-    #[inline(always)]
-    fn put(&mut self, b: &[u8]) {
-        let (at, end) = (self.pos, self.pos + b.len());
-        if self.out.borrow().len() < end {
-            self.grow(end);
-        }
-        self.out.borrow_mut()[at..end].copy_from_slice(b);
-        self.pos = end;
-    }
-
-    #[inline(always)]
-    fn put_byte(&mut self, c: u8) {
-        let at = self.pos;
-        self.room::<1>()[0] = c;
-        self.pos = at + 1;
-    }
-
     #[inline(always)]
     fn sep(&mut self) {
         if self.comma {
-            self.put_byte(b',');
+            self.buf().push(b',');
         }
     }
 
     /// A literal value (`t` with its leading comma): one copy, the comma included when due.
     #[inline(always)]
     fn token<const N: usize>(&mut self, t: &[u8; N]) {
-        let (at, comma) = (self.pos, self.comma);
-        let b = self.room::<N>();
         // Two fixed-size copies (a select of lengths would be a memcpy call).
-        if comma {
-            b.copy_from_slice(t);
+        if self.comma {
+            self.buf().extend_from_slice(t);
         } else {
-            b[..N - 1].copy_from_slice(&t[1..]);
+            self.buf().extend_from_slice(&t[1..]);
         }
-        self.pos = at + N - 1 + comma as usize;
         self.comma = true;
     }
 
-    /// One complete value given as its text (after a comma when one is due).
+    /// Write one complete value (after a comma when one is due).
     #[inline(always)]
-    fn value_text(&mut self, text: &[u8]) {
+    fn value(&mut self, write: impl FnOnce(&mut Vec<u8>)) {
         self.sep();
-        self.put(text);
+        write(self.out.borrow_mut());
         self.comma = true;
-    }
-
-    /// A number: `digits` writes its text at the start of the room it is given.
-    #[inline(always)]
-    fn number(&mut self, digits: impl FnOnce(&mut [u8; 32]) -> usize) {
-        let (at, comma) = (self.pos, self.comma);
-        let b = self.room::<33>();
-        b[0] = b',';
-        let n = digits((&mut b[comma as usize..comma as usize + 32]).try_into().unwrap());
-        self.pos = at + comma as usize + n;
-        self.comma = true;
-    }
-
-    /// `[` or `{`, after a comma when one is due.
-    #[inline(always)]
-    fn open(&mut self, c: u8) {
-        let (at, comma) = (self.pos, self.comma);
-        let b = self.room::<2>();
-        b[0] = b',';
-        b[comma as usize] = c;
-        self.pos = at + comma as usize + 1;
-        self.comma = false;
-    }
-
-    /// `s` (a key: `colon`) as a short plain string ([`plain_16`], [`plain_48`]), the
-    /// comma before it when due; false, with nothing written, when it is not one. The
-    /// room is taken before the string is read: a growth of the buffer is a call, and
-    /// what was read before it was kept across it on the stack (stop 22).
-    #[inline(always)]
-    fn plain_short(&mut self, s: &[u8], colon: bool) -> bool {
-        let n = s.len();
-        if n == 0 || n > SHORT_STR {
-            return false;
-        }
-        let (at, comma) = (self.pos, self.comma);
-        let k = if n <= 16 {
-            plain_16(self.room::<24>(), s, comma, colon)
-        } else {
-            plain_48(self.room::<{ SHORT_STR + 8 }>(), s, comma, colon)
-        };
-        match k {
-            Some(k) => {
-                self.pos = at + k;
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// A string that is not short and plain, escaped (its comma before it when due, and
-    /// a key's colon after it), out of line.
-    #[inline(never)]
-    fn escaped(&mut self, s: &str, colon: bool) {
-        self.sep();
-        let pos = self.pos;
-        // (Room again at once: the growth call with its `resize` cost ~80 instructions
-        // besides the fill, per escaped string: +4% on the state.)
-        self.pos = F::escaped(self.out.borrow_mut(), pos, s);
-        self.ahead = REFILL;
-        if colon {
-            self.put_byte(b':');
-        }
     }
 }
 
-impl<'a, O: BorrowMut<Vec<u8>>, F: NumText> crate::sink::Sink<'a> for JsonSink<O, F> {
+impl<'a, O: BorrowMut<Vec<u8>>, F: F64Text> crate::sink::Sink<'a> for JsonSink<O, F> {
     #[inline(always)]
     fn null(&mut self) {
         self.token(b",null")
@@ -609,25 +473,24 @@ impl<'a, O: BorrowMut<Vec<u8>>, F: NumText> crate::sink::Sink<'a> for JsonSink<O
     }
     #[inline(always)]
     fn i64(&mut self, v: i64) {
-        self.number(|b| F::int(b, v))
+        self.value(|o| write_i64(o, v))
     }
     #[inline(always)]
     fn big_int(&mut self, decimal: &str) {
-        self.value_text(decimal.as_bytes())
+        self.value(|o| o.extend_from_slice(decimal.as_bytes()))
     }
     #[inline(always)]
     fn f64(&mut self, v: f64) {
-        if v.is_finite() {
-            self.number(|b| F::finite(b, v))
-        } else {
-            self.null()
-        }
+        self.value(|o| write_f64_with::<F>(o, v))
     }
     #[inline(always)]
     fn str(&mut self, s: &str) {
-        // Comma, string and quotes in one block when it is short and plain.
-        if !self.plain_short(s.as_bytes(), false) {
-            self.escaped(s, false);
+        // Comma, string and quotes in one copy when it is short and plain. (Not through
+        // `value`'s closure: the compiler kept that out of line, a call per string.)
+        let comma = self.comma;
+        if !put_plain_short(self.buf(), s.as_bytes(), comma, false) {
+            self.sep();
+            write_str_escaped(self.out.borrow_mut(), s);
         }
         self.comma = true;
     }
@@ -642,56 +505,63 @@ impl<'a, O: BorrowMut<Vec<u8>>, F: NumText> crate::sink::Sink<'a> for JsonSink<O
     }
     #[inline(always)]
     fn begin_array(&mut self) {
-        self.open(b'[')
+        self.sep();
+        self.buf().push(b'[');
+        self.comma = false;
     }
     #[inline(always)]
     fn end_array(&mut self) {
-        self.put_byte(b']');
+        self.buf().push(b']');
         self.comma = true;
     }
     #[inline(always)]
     fn begin_object(&mut self) {
-        self.open(b'{')
+        self.sep();
+        self.buf().push(b'{');
+        self.comma = false;
     }
     #[inline(always)]
     fn key(&mut self, k: &str) {
-        // Comma, key, quotes and colon in one block when it is short and plain.
-        if !self.plain_short(k.as_bytes(), true) {
-            self.escaped(k, true);
+        // Comma, key, quotes and colon in one copy when it is short and plain.
+        let comma = self.comma;
+        if !put_plain_short(self.buf(), k.as_bytes(), comma, true) {
+            self.sep();
+            write_str_escaped(self.out.borrow_mut(), k);
+            self.buf().push(b':');
         }
         self.comma = false;
     }
     fn object_mark(&self) -> usize {
-        self.pos
+        self.out.borrow().len()
     }
     fn rewind_object(&mut self, mark: usize) {
-        self.pos = mark;
+        self.buf().truncate(mark);
         self.comma = false;
     }
     #[inline(always)]
     fn end_object(&mut self, _distinct_keys: bool) {
-        self.put_byte(b'}');
+        self.buf().push(b'}');
         self.comma = true;
     }
     #[inline(always)]
     fn key_pre(&mut self, k: &'a crate::sink::PreStr) {
         // The comma and the key in one copy: one fixed-size (vector) copy for short keys,
-        // the padding past them not counted.
+        // the padding then cut off.
         let (from, n) = if self.comma { (0, k.key_len + 1) } else { (1, k.key_len) };
         if n <= 16 {
-            let at = self.pos;
+            let at = self.out.borrow().len();
             let block: &[u8; 16] = k.key_padded[from..from + 16].try_into().unwrap();
-            self.room::<16>().copy_from_slice(block);
-            self.pos = at + n;
+            self.buf().extend_from_slice(block);
+            self.buf().truncate(at + n);
         } else {
-            self.put(&k.key_padded[from..from + n]);
+            self.buf().extend_from_slice(&k.key_padded[from..from + n]);
         }
         self.comma = false;
     }
     #[inline(always)]
     fn scalar(&mut self, v: &'a crate::sink::Scalar) {
         match v {
-            crate::sink::Scalar::Str(s) => self.value_text(&s.json),
+            crate::sink::Scalar::Str(s) => self.value(|o| o.extend_from_slice(&s.json)),
             crate::sink::Scalar::Null => self.null(),
             crate::sink::Scalar::Bool(b) => self.bool(*b),
             crate::sink::Scalar::Int(i) => self.i64(*i),
@@ -701,7 +571,7 @@ impl<'a, O: BorrowMut<Vec<u8>>, F: NumText> crate::sink::Sink<'a> for JsonSink<O
     }
     #[inline(always)]
     fn raw_json(&mut self, text: &[u8]) -> Result<(), String> {
-        self.value_text(text);
+        self.value(|o| o.extend_from_slice(text));
         Ok(())
     }
 }
@@ -904,7 +774,6 @@ mod tests {
         sink.str(s);
         sink.end_array();
         sink.end_object(true);
-        drop(sink);
         let body = &want[1..];
         let want_key = [b"{\"k\":null,".as_slice(), body, b":", body, b",\"a\":[", body, b",", body, b"]}"].concat();
         assert_eq!(key, want_key, "{s:?}");

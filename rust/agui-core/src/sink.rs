@@ -202,7 +202,6 @@ mod tests {
         js.raw_json(b"{\"x\":[1,2]}").unwrap();
         js.i64(3);
         js.end_array();
-        drop(js);
         assert_eq!(spliced, b"[{\"x\":[1,2]},3]");
         let mut tb = TreeBuilder::new();
         tb.begin_array();
@@ -226,7 +225,6 @@ mod tests {
             s.key_pre(&p);
             s.null();
             s.end_object(true);
-            drop(s);
             let (kj, vj) = (crate::json::str_to_json(k), crate::json::str_to_json(k));
             let want = format!("{{{kj}:{vj},{kj}:null}}");
             assert_eq!(String::from_utf8(out).unwrap(), want);
@@ -241,7 +239,6 @@ mod tests {
         s.f64(f64::INFINITY);
         s.f64(f64::NAN);
         s.end_array();
-        drop(s);
         assert_eq!(json, b"[null,null]");
         // The protobuf tree keeps infinity: @ag-ui/proto writes number_value inf.
         let mut tb = TreeBuilder::new();

@@ -6,9 +6,7 @@ use serde_json::json;
 
 fn value_json(body: &[u8]) -> Option<serde_json::Value> {
     let mut out = Vec::new();
-    // (The sink cuts `out` to its text when dropped, at the end of the statement.)
-    let some = wkt::value_body(body, &mut agui_core::json::JsonSink::new(&mut out), 0).unwrap();
-    some.then(|| serde_json::from_slice(&out).unwrap())
+    wkt::value_body(body, &mut agui_core::json::JsonSink::new(&mut out), 0).unwrap().then(|| serde_json::from_slice(&out).unwrap())
 }
 
 fn entry(key: &[u8], value_body: &[u8]) -> Vec<u8> {

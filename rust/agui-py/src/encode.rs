@@ -9,7 +9,7 @@
 //! spells it. `pydantic_fallback=False` is a strict mode: values outside plain JSON data
 //! and non-str dict keys are an `EncodeError` instead of pydantic's JSON-mode rules.
 
-use agui_core::json::{JsonSink, NumText};
+use agui_core::json::{F64Text, JsonSink};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
@@ -23,58 +23,35 @@ const KEEP_CAPACITY: usize = 1 << 20;
 /// re-entrant call simply starts with a fresh one).
 static BUF: GilCell<Vec<u8>> = GilCell::new(Vec::new());
 
-type JsonWalker<'py, 'b> = Walker<'py, 'b, JsonSink<Vec<u8>, InPlaceNum>>;
+type JsonWalker<'py, 'b> = Walker<'py, 'b, JsonSink<Vec<u8>, InPlaceF64>>;
 
-/// Numbers formatted straight into the output's room at the sink's cursor: finite doubles
-/// by zmij, integers by itoap (what orjson does), instead of into their own buffers and
-/// then copied (`agui_core::json::CopiedNum`): the same text, a third less time per float
-/// (`docs/encoder.md`).
-pub(crate) struct InPlaceNum;
+/// Finite doubles formatted by zmij straight into the output's spare capacity (what orjson
+/// does), instead of into zmij's buffer and then copied (`agui_core::json::CopiedF64`):
+/// the same text, a third less time per float (`docs/encoder.md`).
+pub(crate) struct InPlaceF64;
 
 // `zmij::Buffer` is its digit bytes (`[MaybeUninit<u8>; N]`, no other field): any bytes
 // of the right size and alignment are a valid one.
 const _: () = assert!(std::mem::size_of::<zmij::Buffer>() <= 32 && std::mem::align_of::<zmij::Buffer>() == 1);
 
-impl NumText for InPlaceNum {
+impl F64Text for InPlaceF64 {
     #[inline(always)]
-    fn finite(out: &mut [u8; 32], x: f64) -> usize {
-        let at = out.as_mut_ptr();
-        // SAFETY: `out` is 32 bytes, initialized and borrowed exclusively for the call,
-        // viewed as a zmij buffer (only `MaybeUninit<u8>` inside, alignment 1, at most 32
-        // bytes: asserted above). zmij writes its text's bytes (initialized digits; it never
-        // writes uninitialized ones) from the buffer's start and leaves the rest as it was,
-        // so `out` stays initialized; the length counts only what it wrote, and only when
-        // the text it returns does start there.
-        let text = unsafe { (*at.cast::<zmij::Buffer>()).format_finite(x) };
-        if text.as_ptr() == at.cast_const() {
-            return text.len();
+    fn finite(out: &mut Vec<u8>, x: f64) {
+        out.reserve(32);
+        let at = out.len();
+        // SAFETY: at least 32 bytes of spare capacity, viewed as a zmij buffer (only
+        // `MaybeUninit<u8>` inside, alignment 1, at most 32 bytes: asserted above). zmij
+        // writes its text from the buffer's start; the length is set only to what it
+        // wrote, and only when the text it returns does start there.
+        unsafe {
+            let spare = out.as_mut_ptr().add(at);
+            let text = (*spare.cast::<zmij::Buffer>()).format_finite(x);
+            if text.as_ptr() == spare.cast_const() {
+                out.set_len(at + text.len());
+                return;
+            }
         }
-        agui_core::json::CopiedNum::finite(out, x)
-    }
-    #[inline(always)]
-    fn int(out: &mut [u8; 32], x: i64) -> usize {
-        // SAFETY: `out` is 32 writable bytes (an i64's decimal is at most 20), alignment 1;
-        // itoap writes the digits and returns how many.
-        unsafe { itoap::write_to_ptr(out.as_mut_ptr(), x) }
-    }
-    #[inline(always)]
-    fn escaped(buf: &mut Vec<u8>, pos: usize, s: &str) -> usize {
-        let (high, cap, at) = (buf.len(), buf.capacity(), buf.as_ptr());
-        buf.truncate(pos);
-        agui_core::json::write_str_escaped(buf, s);
-        let end = buf.len();
-        if end + agui_core::json::REFILL <= high && buf.capacity() == cap && buf.as_ptr() == at {
-            // SAFETY: the same allocation as before the cut (not reallocated): its bytes
-            // up to `high` were initialized then, and the escapers store only initialized
-            // bytes past the text (copies of the string's blocks, escape sequences), so
-            // all of them still are (and no byte of the room is read before the sink
-            // writes it). (Zero-filling the room again cost a `memset` of 512
-            // bytes per escaped string: the state's ~320 wrote more than its own text.)
-            unsafe { buf.set_len(high) };
-        } else {
-            buf.extend_from_slice(&[0u8; agui_core::json::REFILL]);
-        }
-        end
+        agui_core::json::CopiedF64::finite(out, x)
     }
 }
 
@@ -84,15 +61,16 @@ fn with_json<'py, R>(
     f: impl for<'b> FnOnce(&mut JsonWalker<'py, 'b>) -> PyResult<()>,
     finish: impl FnOnce(Python<'py>, &[u8]) -> R,
 ) -> PyResult<R> {
-    // The sink owns the buffer during the walk (see `JsonSink`), and gives it back with
-    // its room (zero-filled once, not per call).
-    let buf = BUF.with(py, std::mem::take);
+    let mut buf = BUF.with(py, std::mem::take);
+    buf.clear();
+    // The sink owns the buffer during the walk (see `JsonSink`), and gives it back.
     let mut w = Walker::new(py, JsonSink::owning(buf), opts);
     let res = f(&mut w).map_err(|e| crate::walk::user_error(py, e));
-    let out = res.map(|()| finish(py, w.sink.written()));
-    let buf = w.sink.take_buffer();
+    let mut buf = std::mem::take(&mut w.sink.out);
     drop(w);
+    let out = res.map(|()| finish(py, &buf));
     if buf.capacity() <= KEEP_CAPACITY {
+        buf.clear();
         BUF.with(py, |b| {
             if b.capacity() < buf.capacity() {
                 *b = buf;
@@ -125,13 +103,11 @@ pub fn dumps<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>, pydantic_fallback: b
     with_json(py, opts(pydantic_fallback, max_depth), |w| w.walk(obj.as_ptr()), bytes_out)
 }
 
-// Inline: out of line, its own call was ~48 instructions of a small event (stop 24).
-#[inline(always)]
 fn frame(w: &mut JsonWalker<'_, '_>, obj: &Bound<'_, PyAny>) -> PyResult<()> {
-    w.sink.append(b"data: ");
+    w.sink.out.extend_from_slice(b"data: ");
     w.sink.restart();
     w.walk(obj.as_ptr())?;
-    w.sink.append(b"\n\n");
+    w.sink.out.extend_from_slice(b"\n\n");
     Ok(())
 }
 

@@ -684,9 +684,7 @@ impl Value {
     /// JSON text of the Value; `None` when it has no kind.
     pub fn to_json_text(&self) -> Result<Option<Vec<u8>>, DecodeError> {
         let mut out = Vec::with_capacity(self.0.len() + 8);
-        // (The sink cuts `out` to its text when dropped.)
-        let some = value_body(&self.0, &mut JsonSink::new(&mut out), 0)?;
-        Ok(some.then_some(out))
+        Ok(value_body(&self.0, &mut JsonSink::new(&mut out), 0)?.then_some(out))
     }
 }
 
