@@ -7,8 +7,10 @@
 #      all of them must be found), two at a time, one a core (`pytest -n 2` on one suite at a
 #      time instead: each worker imports and collects the suite, 122 -> 142 CPU-s a suite, for
 #      the same two cores). The newest runs the full suite, first; the others, testing the
-#      same abi3 binary, a light one (AGUI_TEST_LIGHT, tests/conftest.py): every test but the
-#      time-complexity ones, the property tests with a quarter of their examples;
+#      same abi3 binary, a light one (AGUI_TEST_LIGHT, tests/conftest.py): every test function
+#      but the time-complexity ones, the property tests with a quarter of their examples, and
+#      of each function's parametrized cases (vectors x formats: the bulk of the suite) a
+#      share (AGUI_TEST_SHARD): the light runs together run each case once;
 #   3. the sdist, checked complete (every tracked file of the trees it ships, unchanged), and from
 #      it, unpacked: `cargo test` of the core and arrow crates and the musllinux wheel (audited;
 #      no musl CPython here to run it), whose files must be the manylinux wheel's, both builds
@@ -280,6 +282,16 @@ grep -q '"manylinux_2_17_x86_64"' "$LOGS/auditwheel-manylinux.txt" \
     || die "auditwheel does not find the wheel manylinux_2_17 compliant"
 "$T/abi3audit" --strict --summary "$WHEEL"
 
+# The light runs' shares of the parametrized cases (tests/conftest.py): the k-th of m light
+# interpreters runs share k/m, so that together they run every case once.
+declare -A SHARD=()
+k=0
+LIGHTS=$(printf '%s\n' $TESTED | grep -vx "$NEWEST" || true)
+for v in $LIGHTS; do
+    SHARD[$v]="$k/$(echo "$LIGHTS" | wc -w)"
+    k=$((k + 1))
+done
+
 # One interpreter's run of the suite against the built wheel, with its own temp dir.
 suite() {
     local v=$1 vpy="$WORK/py$1/bin/python" rc=0
@@ -287,7 +299,8 @@ suite() {
     # The suite must import the installed wheel, never the checkout's python/ tree.
     "$vpy" -c 'import sys, agui_fast._native as n; assert n.__file__.startswith(sys.prefix), n.__file__'
     # --durations: the slowest tests, at the end of each suite's log.
-    AGUI_TEST_LIGHT=$([ "$v" = "$NEWEST" ] && echo 0 || echo 1) AGUI_WHEELHOUSE="$WHEELHOUSE" "$vpy" -m pytest -q -p no:cacheprovider --basetemp="$WORK/tmp/py$v" --durations=30 \
+    AGUI_TEST_LIGHT=$([ "$v" = "$NEWEST" ] && echo 0 || echo 1) AGUI_TEST_SHARD=${SHARD[$v]:-} \
+        AGUI_WHEELHOUSE="$WHEELHOUSE" "$vpy" -m pytest -q -p no:cacheprovider --basetemp="$WORK/tmp/py$v" --durations=30 \
         || rc=$?
     if [ "$rc" -eq 5 ]; then
         echo "pytest collected no tests: that is a failure, not a pass"
