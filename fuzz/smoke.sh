@@ -25,6 +25,10 @@ python3 seed_corpus.py
 # Set in the environment, so that `cargo fuzz run` below finds this same build; the long
 # runs (README.md) keep level 3.
 export CARGO_PROFILE_RELEASE_OPT_LEVEL="${CARGO_PROFILE_RELEASE_OPT_LEVEL:-1}"
+# libfuzzer-sys compiles libFuzzer's 26 C++ files with full debug info (cc's -gdwarf-4, as the
+# profile has line tables); a crash report symbolizes the target's frames, not libFuzzer's.
+# Without it: 23.5 -> 18.4 CPU-s (g++ 12, -O1).
+export CXXFLAGS_x86_64_unknown_linux_gnu="${CXXFLAGS_x86_64_unknown_linux_gnu:--g0}"
 cargo +nightly fuzz build -O -a -s "$san"
 [ "${FUZZ_BUILD_ONLY:-0}" = 1 ] && exit 0
 smoke() {  # smoke TARGET: its run, summed up in one line; on failure its log's tail

@@ -10,9 +10,39 @@ ROOT = Path(__file__).resolve().parent.parent
 # AGUI_TEST_LIGHT=1: the suite for a second interpreter testing the same abi3 binary (CI runs
 # the full suite on the newest CPython and a light one on the others): the property tests run
 # with a quarter of their examples, and the time-complexity tests (marked `complexity`: a
-# property of the algorithms, the same binary and sources on every interpreter) are skipped;
-# every other test runs as in the full suite.
+# property of the algorithms, the same binary and sources on every interpreter) are skipped.
+# With AGUI_TEST_SHARD=i/n as well (CI: one share per light interpreter), a light run keeps
+# share i of n of each test function's parametrized cases (`shard`): the n light runs together
+# run every case once (the full run, all of them), and every test function still runs on every
+# interpreter (layout.rs reads per-version CPython structs: each version must take the native
+# paths; it need not take them once per vector). Every other test runs as in the full suite.
 LIGHT = os.environ.get("AGUI_TEST_LIGHT", "") not in ("", "0")
+
+
+def shard_spec(text):
+    """``(i, n)`` from AGUI_TEST_SHARD's ``i/n`` (0 <= i < n); ``(0, 1)`` (everything) if empty."""
+    if not text:
+        return 0, 1
+    i, _, n = text.partition("/")
+    i, n = int(i), int(n)
+    if not 0 <= i < n:
+        raise ValueError(f"AGUI_TEST_SHARD={text!r}: want i/n with 0 <= i < n")
+    return i, n
+
+
+def shard(nodeids, i, n):
+    """The node ids of share ``i`` of ``n``: of each test function's cases (``path::name[id]``,
+    grouped by what precedes the ``[``), sorted by id (not by collection order, which could
+    depend on hashing), every n-th from the i-th. A function with fewer than n cases keeps all
+    of them, so each share has every function; the n shares of the others are disjoint and
+    cover them."""
+    groups = {}
+    for nodeid in nodeids:
+        groups.setdefault(nodeid.split("[", 1)[0], []).append(nodeid)
+    kept = set()
+    for cases in groups.values():
+        kept.update(cases if len(cases) < n else sorted(cases)[i::n])
+    return kept
 
 
 def examples(n):
@@ -54,6 +84,12 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
+    i, n = shard_spec(os.environ.get("AGUI_TEST_SHARD", "") if LIGHT else "")
+    if n > 1:
+        # Deselected, not skipped: a skipped case still costs its set-up and report.
+        kept = shard([item.nodeid for item in items], i, n)
+        config.hook.pytest_deselected(items=[item for item in items if item.nodeid not in kept])
+        items[:] = [item for item in items if item.nodeid in kept]
     if LIGHT:
         light = pytest.mark.skip(reason="time-complexity test: run by the full suite (AGUI_TEST_LIGHT)")
         for item in items:

@@ -7,8 +7,10 @@
 #      all of them must be found), two at a time, one a core (`pytest -n 2` on one suite at a
 #      time instead: each worker imports and collects the suite, 122 -> 142 CPU-s a suite, for
 #      the same two cores). The newest runs the full suite, first; the others, testing the
-#      same abi3 binary, a light one (AGUI_TEST_LIGHT, tests/conftest.py): every test but the
-#      time-complexity ones, the property tests with a quarter of their examples;
+#      same abi3 binary, a light one (AGUI_TEST_LIGHT, tests/conftest.py): every test function
+#      but the time-complexity ones, the property tests with a quarter of their examples, and
+#      of each function's parametrized cases (vectors x formats: the bulk of the suite) a
+#      share (AGUI_TEST_SHARD): the light runs together run each case once;
 #   3. the sdist, checked complete (every tracked file of the trees it ships, unchanged), and from
 #      it, unpacked: `cargo test` of the core and arrow crates and the musllinux wheel (audited;
 #      no musl CPython here to run it), whose files must be the manylinux wheel's, both builds
@@ -201,7 +203,16 @@ clippy_probe() {
 }
 
 # One `cargo test` of both crates (their dependencies' features unify once, not per crate),
-# linted by clippy as it compiles.
+# linted by clippy as it compiles. Measured at stop 24 (CPU-s, a busy machine): the build is
+# ~190, nearly all of it the dependencies (arrow and parquet the most); our two crates ~26 of
+# it, the eight integration-test binaries ~5 together (merging them into one would save less
+# than that); the run ~95. Optimising agui-core (and serde_json, miniz_oxide) at level 1
+# halves the run (96 -> 51) but costs ~60 more to build: not done. The two dependencies the
+# tests spend their time in, serde_json (the vectors) and miniz_oxide (the gzipped ones), at
+# level 1: the run 96 -> 64, their build +5 (9.5 -> 14.4). Debug assertions and overflow
+# checks stay on: they are the profile's, not the optimisation level's.
+CARGO_TEST_OPT=(--config 'profile.dev.package.serde_json.opt-level=1'
+                --config 'profile.dev.package.miniz_oxide.opt-level=1')
 cargo_job() {
     clippy_probe
     cd "$SDIST"
@@ -210,8 +221,8 @@ cargo_job() {
     # and link time (the test binaries are not debugged here).
     export CARGO_PROFILE_DEV_DEBUG=line-tables-only
     with_clippy
-    "${NICE[@]}" cargo test -p agui-core -p agui-arrow --locked --no-run
-    cargo test -p agui-core -p agui-arrow --locked
+    "${NICE[@]}" cargo test -p agui-core -p agui-arrow --locked "${CARGO_TEST_OPT[@]}" --no-run
+    cargo test -p agui-core -p agui-arrow --locked "${CARGO_TEST_OPT[@]}"
 }
 say "background: cargo test -p agui-core -p agui-arrow, linted by clippy -D warnings (in the sdist); the fuzz targets' build, their smoke runs after the cargo job"
 start cargo cargo_job
@@ -280,6 +291,16 @@ grep -q '"manylinux_2_17_x86_64"' "$LOGS/auditwheel-manylinux.txt" \
     || die "auditwheel does not find the wheel manylinux_2_17 compliant"
 "$T/abi3audit" --strict --summary "$WHEEL"
 
+# The light runs' shares of the parametrized cases (tests/conftest.py): the k-th of m light
+# interpreters runs share k/m, so that together they run every case once.
+declare -A SHARD=()
+k=0
+LIGHTS=$(printf '%s\n' $TESTED | grep -vx "$NEWEST" || true)
+for v in $LIGHTS; do
+    SHARD[$v]="$k/$(echo "$LIGHTS" | wc -w)"
+    k=$((k + 1))
+done
+
 # One interpreter's run of the suite against the built wheel, with its own temp dir.
 suite() {
     local v=$1 vpy="$WORK/py$1/bin/python" rc=0
@@ -287,7 +308,8 @@ suite() {
     # The suite must import the installed wheel, never the checkout's python/ tree.
     "$vpy" -c 'import sys, agui_fast._native as n; assert n.__file__.startswith(sys.prefix), n.__file__'
     # --durations: the slowest tests, at the end of each suite's log.
-    AGUI_TEST_LIGHT=$([ "$v" = "$NEWEST" ] && echo 0 || echo 1) AGUI_WHEELHOUSE="$WHEELHOUSE" "$vpy" -m pytest -q -p no:cacheprovider --basetemp="$WORK/tmp/py$v" --durations=30 \
+    AGUI_TEST_LIGHT=$([ "$v" = "$NEWEST" ] && echo 0 || echo 1) AGUI_TEST_SHARD=${SHARD[$v]:-} \
+        AGUI_WHEELHOUSE="$WHEELHOUSE" "$vpy" -m pytest -q -p no:cacheprovider --basetemp="$WORK/tmp/py$v" --durations=30 \
         || rc=$?
     if [ "$rc" -eq 5 ]; then
         echo "pytest collected no tests: that is a failure, not a pass"
