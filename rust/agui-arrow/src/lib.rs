@@ -835,8 +835,7 @@ fn cut_targets(len: u64, workers: usize) -> Vec<u64> {
         return (1..2 * w).map(|k| if k <= w { big * k } else { big * w + small * (k - w) }).collect();
     }
     let parts = if w > 1 { (w * 4).max(len.div_ceil(PART_MAX)) } else { len.div_ceil(PART_MAX) };
-    let parts = parts.min(len.div_ceil(PART_MIN)).max(1);
-    (1..parts).map(|k| (u128::from(len) * u128::from(k) / u128::from(parts)) as u64).collect()
+    agui_core::log::even_cuts(len, parts.min(len.div_ceil(PART_MIN)))
 }
 
 /// Decode a plain source cut at frame boundaries into parts, on `workers` threads: each

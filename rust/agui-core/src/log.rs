@@ -416,10 +416,14 @@ const SPLIT_FIRST: usize = 1024;
 /// oversized protobuf frame, an SSE log with CR-only line ends) is cut before that point
 /// or not at all: the part holding it reports the error as the whole log would.
 pub fn split<R: Read + Seek>(reader: &mut R, len: u64, format: Format, parts: usize, limits: &Limits) -> io::Result<Vec<Part>> {
-    let parts = parts.max(1) as u64;
-    // The even cut k of `parts`.
-    let even: Vec<u64> = (1..parts).map(|k| (u128::from(len) * u128::from(k) / u128::from(parts)) as u64).collect();
-    split_at(reader, len, format, &even, limits)
+    split_at(reader, len, format, &even_cuts(len, parts as u64), limits)
+}
+
+/// The `parts - 1` even cut points of `len` bytes (none for one part or fewer): where
+/// [`split`] seeks its cuts.
+pub fn even_cuts(len: u64, parts: u64) -> Vec<u64> {
+    let parts = parts.max(1);
+    (1..parts).map(|k| (u128::from(len) * u128::from(k) / u128::from(parts)) as u64).collect()
 }
 
 /// [`split`] with the cuts sought after the given positions (ascending) instead of even
