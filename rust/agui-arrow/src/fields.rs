@@ -111,7 +111,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Delta<'a> {
 }
 
 /// The members the table reads.
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy)]
 enum Key {
     Type,
     Timestamp,
@@ -377,6 +377,11 @@ pub fn read<'a>(
     out: &mut Fields<'a>,
     shape: &mut Shape,
 ) -> Result<(), RowError> {
+    // An event in the form of the last one learned: a flat object (depth 1, within any
+    // limit of at least 1) read straight into the row, to what the scan would read.
+    if members.is_none() && max_depth >= 1 && shape.template.read(json, out).is_some() {
+        return Ok(());
+    }
     check_depth(json, max_depth)?;
     let mut raw = Raw::new(&mut out.strings, &mut out.delta);
     let fast = match members {
@@ -451,6 +456,8 @@ fn scan<'a>(json: &'a str, raw: &mut Raw<'a, '_>, shape: &mut Shape) -> Option<(
     use agui_core::stream::event::{scan_flat, scan_members};
     let b = json.as_bytes();
     let known = shape.prefix.len();
+    let noted = &mut shape.noted;
+    noted.clear();
     if known > 0 && b.starts_with(&shape.prefix) {
         // The same leading `{"type":"NAME",` as an event already scanned: read as the
         // scan would have read it (a plain string taken as `type`), then the rest.
@@ -458,12 +465,147 @@ fn scan<'a>(json: &'a str, raw: &mut Raw<'a, '_>, shape: &mut Shape) -> Option<(
         raw.ty = Some(Cow::Borrowed(&json[TYPE_FIRST.len()..known - 2]));
         raw.ty_key = shape.ty_key;
         let mut seen = 1u32 << Key::Type as u32;
-        return scan_members(json, known, |m| raw.take(&mut seen, m.name, m.text, || m.string()));
+        scan_members(json, known, |m| {
+            noted.push(Noted::of(json, &m));
+            raw.take(&mut seen, m.name, m.text, || m.string())
+        })?;
+        shape.template.learn(json, &shape.noted, raw.ty_key);
+        return Some(());
     }
     let mut seen = 0;
-    scan_flat(json, |m| raw.take(&mut seen, m.name, m.text, || m.string()))?;
+    scan_flat(json, |m| {
+        noted.push(Noted::of(json, &m));
+        raw.take(&mut seen, m.name, m.text, || m.string())
+    })?;
     shape.learn(json, raw.ty.as_deref());
+    let ty_key = raw.ty.as_deref().and_then(type_key);
+    shape.template.learn(json, &shape.noted, ty_key);
     Some(())
+}
+
+/// One member as the scan read it, for [`Template::learn`]: its key, where its value's
+/// text lies in the event, and whether that is a string without escapes.
+#[derive(Debug, Clone, Copy)]
+struct Noted {
+    key: Key,
+    start: usize,
+    end: usize,
+    plain: bool,
+}
+
+impl Noted {
+    #[inline(always)]
+    fn of(json: &str, m: &agui_core::stream::event::Member<'_>) -> Noted {
+        let start = m.text.as_ptr() as usize - json.as_ptr() as usize;
+        let plain = m.raw.is_some() && !m.escaped;
+        Noted { key: Key::of(m.name), start, end: start + m.text.len(), plain }
+    }
+}
+
+/// Where a value of a [`Template`] goes.
+#[derive(Debug, Clone, Copy)]
+enum Slot {
+    /// `Fields::strings[i]`.
+    String(usize),
+    Delta,
+    /// A member the table does not read.
+    Skip,
+}
+
+/// The whole form of the last event scanned whose members are all plain strings (no
+/// escape, no control character) of the table's string columns, `delta` or members it
+/// does not read: its bytes outside the values (the type's value included, as a literal)
+/// and the column each value goes to. Most events of a log come in runs of one form
+/// (text and argument deltas), so most are read as a few compares of literal runs and a
+/// search for each value's closing quote, with no member dispatch.
+///
+/// Exactly what the scan reads: an event that matches has the learned event's bytes
+/// everywhere but inside its string values, and each value ends at the first quote after
+/// its start with no backslash or control character before it (the core's `plain_end`,
+/// the scan's own search). So the scan would find the same members, names and order, each
+/// a plain string, and the same type: the same row. Anything else (an escape, a control
+/// byte, another member, whitespace, a number) falls back to the scan, untouched.
+#[derive(Debug, Default)]
+struct Template {
+    /// The literal runs back to back; empty: nothing learned.
+    lits: Vec<u8>,
+    /// Per value in order: where the literal run before it ends in `lits`, its column.
+    slots: Vec<(usize, Slot)>,
+    ty_key: usize,
+}
+
+impl Template {
+    /// After a whole scan of `json` (its members `noted`, its type's key `ty_key`):
+    /// learn its form when it has one a template reads; otherwise keep the last.
+    #[cold]
+    fn learn(&mut self, json: &str, noted: &[Noted], ty_key: Option<usize>) {
+        let Some(ty_key) = ty_key else { return };
+        let readable = noted.iter().all(|n| n.plain && !matches!(n.key, Key::Timestamp | Key::Usage));
+        if !readable {
+            return;
+        }
+        let b = json.as_bytes();
+        self.lits.clear();
+        self.slots.clear();
+        let mut cursor = 0;
+        for n in noted {
+            let slot = match n.key {
+                // The type's value stays in the literal: a matching event has this type.
+                Key::Type => continue,
+                Key::Delta => Slot::Delta,
+                Key::Other => Slot::Skip,
+                k => Slot::String(k as usize - Key::ThreadId as usize),
+            };
+            // Up to and with the value's opening quote; on from its closing quote.
+            self.lits.extend_from_slice(&b[cursor..n.start + 1]);
+            self.slots.push((self.lits.len(), slot));
+            cursor = n.end - 1;
+        }
+        self.lits.extend_from_slice(&b[cursor..]);
+        self.ty_key = ty_key;
+    }
+
+    /// `json` read into `out` (a `Fields::default()`) when it has the learned form;
+    /// `None` (and `out` as it came) when not.
+    #[inline(always)]
+    fn read<'a>(&self, json: &'a str, out: &mut Fields<'a>) -> Option<()> {
+        if self.lits.is_empty() {
+            return None;
+        }
+        let r = self.fill(json, out);
+        if r.is_none() {
+            out.strings = Default::default();
+            out.delta = None;
+            return None;
+        }
+        out.ty = EVENT_TYPES[self.ty_key];
+        out.ty_index = self.ty_key as i32;
+        Some(())
+    }
+
+    #[inline(always)]
+    fn fill<'a>(&self, json: &'a str, out: &mut Fields<'a>) -> Option<()> {
+        use agui_core::stream::event::plain_end;
+        let b = json.as_bytes();
+        let (mut at, mut lit) = (0, 0);
+        for &(lit_end, slot) in &self.slots {
+            let run = &self.lits[lit..lit_end];
+            if b.get(at..at + run.len())? != run {
+                return None;
+            }
+            at += run.len();
+            let end = plain_end(b, at)?;
+            // Both ends next to ASCII quotes: char boundaries.
+            let value = json.get(at..end)?;
+            match slot {
+                Slot::String(i) => out.strings[i] = Some(Cow::Borrowed(value)),
+                Slot::Delta => out.delta = Some(Cow::Borrowed(value)),
+                Slot::Skip => {}
+            }
+            (at, lit) = (end, lit_end);
+        }
+        (b.get(at..)? == &self.lits[lit..]).then_some(())
+    }
 }
 
 /// How a compact event that leads with its type begins.
@@ -480,6 +622,10 @@ pub struct Shape {
     prefix: Vec<u8>,
     /// The position of its type in `EVENT_TYPES` (`None`: not a 1.0 type).
     ty_key: Option<usize>,
+    /// The whole form of the last event that has one (read before the prefix).
+    template: Template,
+    /// The members of the event being scanned, for `template` to learn from.
+    noted: Vec<Noted>,
 }
 
 impl Shape {
