@@ -569,6 +569,10 @@ impl Template {
     /// `None` (and `out` as it came) when not.
     #[inline(always)]
     fn read<'a>(&self, json: &'a str, out: &mut Fields<'a>) -> Option<()> {
+        #[cfg(test)]
+        if tests::NO_TEMPLATES.get() {
+            return None;
+        }
         if self.lits.is_empty() {
             return None;
         }
@@ -578,6 +582,8 @@ impl Template {
             out.delta = None;
             return None;
         }
+        #[cfg(test)]
+        tests::TEMPLATE_HITS.set(tests::TEMPLATE_HITS.get() + 1);
         out.ty = EVENT_TYPES[self.ty_key];
         out.ty_index = self.ty_key as i32;
         Some(())
@@ -835,8 +841,15 @@ fn explain(json: &str) -> RowError {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    thread_local! {
+        /// The differential tests' switch: no event of this thread read by a template.
+        pub(crate) static NO_TEMPLATES: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+        /// Events of this thread read by a template (so that those tests can fail).
+        pub(crate) static TEMPLATE_HITS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    }
 
     fn parse_d(json: &str) -> Result<Fields<'_>, RowError> {
         parse(json, None, agui_core::limits::DEFAULT_MAX_DEPTH)
