@@ -379,7 +379,7 @@ pub fn read<'a>(
 ) -> Result<(), RowError> {
     // An event in the form of the last one learned: a flat object (depth 1, within any
     // limit of at least 1) read straight into the row, to what the scan would read.
-    if members.is_none() && max_depth >= 1 && shape.template.read(json, out).is_some() {
+    if members.is_none() && max_depth >= 1 && shape.read_template(json, out).is_some() {
         return Ok(());
     }
     check_depth(json, max_depth)?;
@@ -469,7 +469,7 @@ fn scan<'a>(json: &'a str, raw: &mut Raw<'a, '_>, shape: &mut Shape) -> Option<(
             noted.push(Noted::of(json, &m));
             raw.take(&mut seen, m.name, m.text, || m.string())
         })?;
-        shape.template.learn(json, &shape.noted, raw.ty_key);
+        shape.learn_template(json, raw.ty_key);
         return Some(());
     }
     let mut seen = 0;
@@ -479,7 +479,7 @@ fn scan<'a>(json: &'a str, raw: &mut Raw<'a, '_>, shape: &mut Shape) -> Option<(
     })?;
     shape.learn(json, raw.ty.as_deref());
     let ty_key = raw.ty.as_deref().and_then(type_key);
-    shape.template.learn(json, &shape.noted, ty_key);
+    shape.learn_template(json, ty_key);
     Some(())
 }
 
@@ -532,18 +532,19 @@ struct Template {
     /// Per value in order: where the literal run before it ends in `lits`, its column.
     slots: Vec<(usize, Slot)>,
     ty_key: usize,
+    /// `lits[HEAD..HEAD + 8]` when the first value comes after them.
+    head: Option<[u8; 8]>,
 }
 
 impl Template {
-    /// After a whole scan of `json` (its members `noted`, its type's key `ty_key`):
-    /// learn its form when it has one a template reads; otherwise keep the last.
-    #[cold]
-    fn learn(&mut self, json: &str, noted: &[Noted], ty_key: Option<usize>) {
-        let Some(ty_key) = ty_key else { return };
-        let readable = noted.iter().all(|n| n.plain && !matches!(n.key, Key::Timestamp | Key::Usage));
-        if !readable {
-            return;
-        }
+    /// Whether an event scanned whole (its members `noted`, its type's key `ty_key`)
+    /// has a form a template reads.
+    fn readable(noted: &[Noted], ty_key: Option<usize>) -> bool {
+        ty_key.is_some() && noted.iter().all(|n| n.plain && !matches!(n.key, Key::Timestamp | Key::Usage))
+    }
+
+    /// The form of `json`, a [`Template::readable`] event.
+    fn learn(&mut self, json: &str, noted: &[Noted], ty_key: usize) {
         let b = json.as_bytes();
         self.lits.clear();
         self.slots.clear();
@@ -563,6 +564,8 @@ impl Template {
         }
         self.lits.extend_from_slice(&b[cursor..]);
         self.ty_key = ty_key;
+        let first = self.slots.first().map_or(self.lits.len(), |s| s.0);
+        self.head = self.lits.get(HEAD..HEAD + 8).filter(|_| first >= HEAD + 8).map(|h| h.try_into().expect("8 bytes"));
     }
 
     /// `json` read into `out` (a `Fields::default()`) when it has the learned form;
@@ -573,13 +576,18 @@ impl Template {
         if tests::NO_TEMPLATES.get() {
             return None;
         }
-        if self.lits.is_empty() {
-            return None;
+        // Eight bytes of the first literal run (of the type's name, mostly) compared first:
+        // the forms of other types are told apart without a call.
+        if let Some(head) = &self.head {
+            if json.as_bytes().get(HEAD..HEAD + 8) != Some(head) {
+                return None;
+            }
         }
-        let r = self.fill(json, out);
-        if r.is_none() {
-            out.strings = Default::default();
-            out.delta = None;
+        if let Err(wrote) = self.fill(json, out) {
+            if wrote {
+                out.strings = Default::default();
+                out.delta = None;
+            }
             return None;
         }
         #[cfg(test)]
@@ -589,30 +597,39 @@ impl Template {
         Some(())
     }
 
+    /// `Err(wrote)`: not the form; `wrote`, a value was written into `out` before that.
     #[inline(always)]
-    fn fill<'a>(&self, json: &'a str, out: &mut Fields<'a>) -> Option<()> {
+    fn fill<'a>(&self, json: &'a str, out: &mut Fields<'a>) -> Result<(), bool> {
         use agui_core::stream::event::plain_end;
         let b = json.as_bytes();
-        let (mut at, mut lit) = (0, 0);
+        let (mut at, mut lit, mut wrote) = (0, 0, false);
         for &(lit_end, slot) in &self.slots {
             let run = &self.lits[lit..lit_end];
-            if b.get(at..at + run.len())? != run {
-                return None;
+            if b.get(at..at + run.len()) != Some(run) {
+                return Err(wrote);
             }
             at += run.len();
-            let end = plain_end(b, at)?;
+            let end = plain_end(b, at).ok_or(wrote)?;
             // Both ends next to ASCII quotes: char boundaries.
-            let value = json.get(at..end)?;
+            let value = json.get(at..end).ok_or(wrote)?;
             match slot {
                 Slot::String(i) => out.strings[i] = Some(Cow::Borrowed(value)),
                 Slot::Delta => out.delta = Some(Cow::Borrowed(value)),
                 Slot::Skip => {}
             }
+            wrote |= !matches!(slot, Slot::Skip);
             (at, lit) = (end, lit_end);
         }
-        (b.get(at..)? == &self.lits[lit..]).then_some(())
+        if b.get(at..) == Some(&self.lits[lit..]) { Ok(()) } else { Err(wrote) }
     }
 }
+
+/// Where [`Template::head`] lies: after `{"type":"`.
+const HEAD: usize = TYPE_FIRST.len();
+
+/// Forms kept: a log's events are of a few forms, most in runs of one, the others
+/// between them (starts and ends around a run of deltas).
+const TEMPLATES: usize = 8;
 
 /// How a compact event that leads with its type begins.
 const TYPE_FIRST: &str = "{\"type\":\"";
@@ -628,13 +645,37 @@ pub struct Shape {
     prefix: Vec<u8>,
     /// The position of its type in `EVENT_TYPES` (`None`: not a 1.0 type).
     ty_key: Option<usize>,
-    /// The whole form of the last event that has one (read before the prefix).
-    template: Template,
+    /// The whole forms of the last events that have one, the last read first (tried
+    /// before the prefix).
+    templates: Vec<Template>,
     /// The members of the event being scanned, for `template` to learn from.
     noted: Vec<Noted>,
 }
 
 impl Shape {
+    /// `json` read into `out` by the first template whose form it has; that one is then
+    /// tried first (most events are of the last one's form).
+    #[inline(always)]
+    fn read_template<'a>(&mut self, json: &'a str, out: &mut Fields<'a>) -> Option<()> {
+        let first = self.templates.first()?;
+        if first.read(json, out).is_some() {
+            return Some(());
+        }
+        let i = 1 + self.templates[1..].iter().position(|t| t.read(json, out).is_some())?;
+        self.templates[..=i].rotate_right(1);
+        Some(())
+    }
+
+    /// After a whole scan of `json` (its members in `noted`): its form kept first, when a
+    /// template reads it (none kept does, or it would have been read by that one).
+    #[cold]
+    fn learn_template(&mut self, json: &str, ty_key: Option<usize>) {
+        let Some(ty_key) = ty_key.filter(|_| Template::readable(&self.noted, ty_key)) else { return };
+        let mut t = if self.templates.len() == TEMPLATES { self.templates.pop().unwrap_or_default() } else { Template::default() };
+        t.learn(json, &self.noted, ty_key);
+        self.templates.insert(0, t);
+    }
+
     /// After a whole scan of `json` that read `ty` as its type.
     #[inline]
     fn learn(&mut self, json: &str, ty: Option<&str>) {
