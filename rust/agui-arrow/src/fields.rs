@@ -529,8 +529,11 @@ enum Slot {
 struct Template {
     /// The literal runs back to back; empty: nothing learned.
     lits: Vec<u8>,
-    /// Per value in order: where the literal run before it ends in `lits`, its column.
+    /// Per value in order: where the literal run before it ends in `lits`, its member.
     slots: Vec<(usize, Slot)>,
+    /// Per value: its column in [`Fields::string_columns`]' order, or [`NO_COLUMN`]
+    /// (a member not read, or a name after one `Fields::name` prefers).
+    columns: Vec<u8>,
     ty_key: usize,
     /// `lits[HEAD..HEAD + 8]` when the first value comes after them.
     head: Option<[u8; 8]>,
@@ -564,65 +567,62 @@ impl Template {
         }
         self.lits.extend_from_slice(&b[cursor..]);
         self.ty_key = ty_key;
+        // The `name` column: `name`, else `toolCallName`, else `stepName` (`Fields::name`).
+        let name = [Key::Name, Key::ToolCallName, Key::StepName]
+            .into_iter()
+            .find(|k| noted.iter().any(|n| n.key as usize == *k as usize));
+        self.columns.clear();
+        self.columns.extend(noted.iter().filter(|n| !matches!(n.key, Key::Type)).map(|n| match n.key {
+            Key::ThreadId => 0,
+            Key::RunId => 1,
+            Key::ParentRunId => 2,
+            Key::MessageId => 3,
+            Key::ToolCallId => 4,
+            Key::Role => 5,
+            k @ (Key::Name | Key::ToolCallName | Key::StepName) if Some(k as usize) == name.map(|n| n as usize) => 6,
+            Key::Delta => 7,
+            _ => NO_COLUMN,
+        }));
         let first = self.slots.first().map_or(self.lits.len(), |s| s.0);
         self.head = self.lits.get(HEAD..HEAD + 8).filter(|_| first >= HEAD + 8).map(|h| h.try_into().expect("8 bytes"));
     }
 
-    /// `json` read into `out` (a `Fields::default()`) when it has the learned form;
-    /// `None` (and `out` as it came) when not.
+    /// Whether `json` has the learned form; then `spans` holds where each value lies
+    /// (one a slot).
     #[inline(always)]
-    fn read<'a>(&self, json: &'a str, out: &mut Fields<'a>) -> Option<()> {
+    fn matches(&self, json: &str, spans: &mut Vec<(usize, usize)>) -> bool {
+        use agui_core::stream::event::plain_end;
         #[cfg(test)]
         if tests::NO_TEMPLATES.get() {
-            return None;
+            return false;
         }
+        let b = json.as_bytes();
         // Eight bytes of the first literal run (of the type's name, mostly) compared first:
         // the forms of other types are told apart without a call.
         if let Some(head) = &self.head {
-            if json.as_bytes().get(HEAD..HEAD + 8) != Some(head) {
-                return None;
+            if b.get(HEAD..HEAD + 8) != Some(head) {
+                return false;
             }
         }
-        if let Err(wrote) = self.fill(json, out) {
-            if wrote {
-                out.strings = Default::default();
-                out.delta = None;
-            }
-            return None;
-        }
-        #[cfg(test)]
-        tests::TEMPLATE_HITS.set(tests::TEMPLATE_HITS.get() + 1);
-        out.ty = EVENT_TYPES[self.ty_key];
-        out.ty_index = self.ty_key as i32;
-        Some(())
-    }
-
-    /// `Err(wrote)`: not the form; `wrote`, a value was written into `out` before that.
-    #[inline(always)]
-    fn fill<'a>(&self, json: &'a str, out: &mut Fields<'a>) -> Result<(), bool> {
-        use agui_core::stream::event::plain_end;
-        let b = json.as_bytes();
-        let (mut at, mut lit, mut wrote) = (0, 0, false);
-        for &(lit_end, slot) in &self.slots {
+        spans.clear();
+        let (mut at, mut lit) = (0, 0);
+        for &(lit_end, _) in &self.slots {
             let run = &self.lits[lit..lit_end];
             if b.get(at..at + run.len()) != Some(run) {
-                return Err(wrote);
+                return false;
             }
             at += run.len();
-            let end = plain_end(b, at).ok_or(wrote)?;
-            // Both ends next to ASCII quotes: char boundaries.
-            let value = json.get(at..end).ok_or(wrote)?;
-            match slot {
-                Slot::String(i) => out.strings[i] = Some(Cow::Borrowed(value)),
-                Slot::Delta => out.delta = Some(Cow::Borrowed(value)),
-                Slot::Skip => {}
-            }
-            wrote |= !matches!(slot, Slot::Skip);
+            let Some(end) = plain_end(b, at) else { return false };
+            // (Both ends next to ASCII quotes: char boundaries.)
+            spans.push((at, end));
             (at, lit) = (end, lit_end);
         }
-        if b.get(at..) == Some(&self.lits[lit..]) { Ok(()) } else { Err(wrote) }
+        b.get(at..) == Some(&self.lits[lit..])
     }
 }
+
+/// A value of a [`Template`] that goes to no column.
+const NO_COLUMN: u8 = u8::MAX;
 
 /// Where [`Template::head`] lies: after `{"type":"`.
 const HEAD: usize = TYPE_FIRST.len();
@@ -650,6 +650,8 @@ pub struct Shape {
     templates: Vec<Template>,
     /// The members of the event being scanned, for `template` to learn from.
     noted: Vec<Noted>,
+    /// Where the values of the event the first template matched lie.
+    spans: Vec<(usize, usize)>,
 }
 
 impl Shape {
@@ -657,13 +659,48 @@ impl Shape {
     /// tried first (most events are of the last one's form).
     #[inline(always)]
     fn read_template<'a>(&mut self, json: &'a str, out: &mut Fields<'a>) -> Option<()> {
-        let first = self.templates.first()?;
-        if first.read(json, out).is_some() {
-            return Some(());
+        if !self.match_form(json) {
+            return None;
         }
-        let i = 1 + self.templates[1..].iter().position(|t| t.read(json, out).is_some())?;
-        self.templates[..=i].rotate_right(1);
+        let t = &self.templates[0];
+        for (&(_, slot), &(start, end)) in t.slots.iter().zip(&self.spans) {
+            match slot {
+                Slot::String(i) => out.strings[i] = Some(Cow::Borrowed(&json[start..end])),
+                Slot::Delta => out.delta = Some(Cow::Borrowed(&json[start..end])),
+                Slot::Skip => {}
+            }
+        }
+        out.ty = EVENT_TYPES[t.ty_key];
+        out.ty_index = t.ty_key as i32;
         Some(())
+    }
+
+    /// When `json` has the form of a template kept: its `type` dictionary key and its
+    /// values with their columns (in [`Fields::string_columns`]' order), to be written
+    /// straight into a row's columns. It is the row [`read`] would give `json` (with no
+    /// protobuf members and a depth limit of at least 1): the same template.
+    #[inline(always)]
+    pub fn read_form<'s, 'a: 's>(&'s mut self, json: &'a str) -> Option<(i32, impl Iterator<Item = (usize, &'a str)> + 's)> {
+        if !self.match_form(json) {
+            return None;
+        }
+        let t = &self.templates[0];
+        let values = t.columns.iter().zip(&self.spans).filter(|(&c, _)| c != NO_COLUMN).map(move |(&c, &(start, end))| (usize::from(c), &json[start..end]));
+        Some((t.ty_key as i32, values))
+    }
+
+    /// Whether `json` has the form of a template kept: that one is then first (most
+    /// events are of the last one's form), its values' places in `spans`.
+    #[inline(always)]
+    fn match_form(&mut self, json: &str) -> bool {
+        let Some(first) = self.templates.first() else { return false };
+        if !first.matches(json, &mut self.spans) {
+            let Some(i) = self.templates[1..].iter().position(|t| t.matches(json, &mut self.spans)) else { return false };
+            self.templates[..=i + 1].rotate_right(1);
+        }
+        #[cfg(test)]
+        tests::TEMPLATE_HITS.set(tests::TEMPLATE_HITS.get() + 1);
+        true
     }
 
     /// After a whole scan of `json` (its members in `noted`): its form kept first, when a

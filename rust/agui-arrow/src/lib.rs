@@ -296,11 +296,7 @@ impl BatchBuilder {
         }
         for (b, v) in self.strings.iter_mut().zip(f.string_columns()) {
             if let Some(v) = v {
-                // Nulls up to this row: the rows that had no value for this column.
-                if b.len() < row {
-                    b.append_nulls(row - b.len());
-                }
-                b.append_value(v);
+                append_string(b, row, v);
             }
         }
         if let Some(u) = &f.usage {
@@ -313,6 +309,25 @@ impl BatchBuilder {
         self.json.push(json);
         self.rows += 1;
         self.json_bytes += json.len();
+    }
+
+    /// Append the row of an event of a form `shape` has learned (`fields::Shape::
+    /// read_form`), column by column, with no [`Fields`] in between: the row `push`
+    /// would append from [`fields::read`]. `false` (nothing appended) when it has none.
+    #[inline]
+    pub fn push_form(&mut self, ev: &Event<'_>, json: &str, shape: &mut fields::Shape) -> bool {
+        let Some((ty, values)) = shape.read_form(json) else { return false };
+        let row = self.rows;
+        self.index.push(ev.index);
+        self.offset.push(ev.offset);
+        self.ty.push(ty);
+        for (c, v) in values {
+            append_string(&mut self.strings[c], row, v);
+        }
+        self.json.push(json);
+        self.rows += 1;
+        self.json_bytes += json.len();
+        true
     }
 
     /// The rows so far as one batch; the builder starts over.
@@ -347,6 +362,16 @@ impl BatchBuilder {
         self.json_bytes = 0;
         RecordBatch::try_new(schema(), columns).expect("the columns follow schema()")
     }
+}
+
+/// `v` as row `row` of a string column, after nulls for the rows before it that had no
+/// value in it.
+#[inline(always)]
+fn append_string(b: &mut StringBuilder, row: usize, v: &str) {
+    if b.len() < row {
+        b.append_nulls(row - b.len());
+    }
+    b.append_value(v);
 }
 
 /// An all-null column of `n` rows: the first rows of one of [`BATCH_ROWS`] rows made
@@ -782,12 +807,25 @@ fn decode_part(src: &Source<'_>, format: Format, part: Part, opts: &Options, con
     let (batches, issues) = (&mut out.decoded.batches, &mut out.decoded.issues);
     let mut shape = fields::Shape::default();
     let r = agui_core::log::for_each_in_part(data, format, part, &opts.limits, |ev| {
-        let r = row_event(&ev, text, &src.name, opts, issues, &mut shape, &mut |ev, json, f| {
-            builder.push(ev, json, f);
+        // An event of a form already read, a slice of the checked part (most of a log):
+        // its row straight into the columns. Otherwise (and to the same row) `row_event`.
+        let form = match within(ev.json, text) {
+            Some(json) if ev.members.is_none() && opts.max_depth >= 1 => builder.push_form(&ev, json, &mut shape),
+            _ => false,
+        };
+        let r = if form {
             if builder.full() {
                 batches.push(builder.finish());
             }
-        });
+            Ok(())
+        } else {
+            row_event(&ev, text, &src.name, opts, issues, &mut shape, &mut |ev, json, f| {
+                builder.push(ev, json, f);
+                if builder.full() {
+                    batches.push(builder.finish());
+                }
+            })
+        };
         match r {
             Ok(()) if ev.index % 4096 == 0 && control.cancel.load(Ordering::Relaxed) => Err(PartStop::Other(None)),
             Ok(()) => Ok(()),
@@ -1475,7 +1513,9 @@ mod tests {
     /// twice, reordered or spaced, unknown types, truncated or trailing text, and SSE
     /// framing of every kind (CR, LF, CRLF, comments, `event:`/`id:` fields, multi-line
     /// data, a frame cut at the end).
-    fn shaped_log(seed: u64, events: usize) -> Vec<u8> {
+    /// `bad_utf8`: some events with an invalid byte (then the parts holding them are read
+    /// event by event, not as checked text).
+    fn shaped_log(seed: u64, events: usize, bad_utf8: bool) -> Vec<u8> {
         use agui_core::test_rng::Rng;
         let mut rng = Rng(seed | 1);
         const VALUES: [&str; 22] = [
@@ -1483,7 +1523,10 @@ mod tests {
             "\"\\ud83d\\ude00\"", "\"\\ud800\"", "\"\\x\"", "\"tab\there\"", "\"nl\nx\"", "\"ctl\u{1}\"", "\"del\u{7f}\"",
             "5", "-1", "1.5", "null", "true", "{\"a\":[1,\"x\"]}", "[1,2]", "\"{\\\"q\\\": 1}\"",
         ];
-        const FORMS: [&[&str]; 7] = [
+        const FORMS: [&[&str]; 9] = [
+            // The `name` column takes `name`, else `toolCallName`, else `stepName`.
+            &["STEP_FINISHED", "stepName", "toolCallName", "name"],
+            &["STEP_FINISHED", "stepName", "toolCallName"],
             &["TEXT_MESSAGE_CONTENT", "messageId", "delta"],
             &["TOOL_CALL_ARGS", "toolCallId", "delta"],
             &["TEXT_MESSAGE_START", "messageId", "role"],
@@ -1527,7 +1570,7 @@ mod tests {
                     0 => json.truncate(rng.below(json.len())),
                     1 => json.extend_from_slice(b" x"),
                     2 => json.push(b' '),
-                    3 => json.insert(json.len() - 2, 0xff),
+                    3 if bad_utf8 => json.insert(json.len() - 2, 0xff),
                     _ => {}
                 }
                 let nl: &[u8] = rng.pick(&[&b"\n"[..], b"\n", b"\n", b"\r\n", b"\r"]);
@@ -1568,7 +1611,7 @@ mod tests {
         };
         let mut hits = 0;
         for seed in 1..=12u64 {
-            let log = shaped_log(seed * 0x9e37_79b9, 3000);
+            let log = shaped_log(seed * 0x9e37_79b9, 3000, seed % 3 == 0);
             let srcs = [bytes(&log, "x"), Source { input: Input::Buffer(Buffer::from(log.as_slice())), name: None }];
             for src in &srcs {
                 for collect in [true, false] {
