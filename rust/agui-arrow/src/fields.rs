@@ -535,8 +535,8 @@ struct Template {
     /// (a member not read, or a name after one `Fields::name` prefers).
     columns: Vec<u8>,
     ty_key: usize,
-    /// `lits[HEAD..HEAD + 8]` when the first value comes after them.
-    head: Option<[u8; 8]>,
+    /// `lits[HEAD..HEAD + 16]` when the first value comes after them.
+    head: Option<[u8; 16]>,
 }
 
 impl Template {
@@ -584,7 +584,7 @@ impl Template {
             _ => NO_COLUMN,
         }));
         let first = self.slots.first().map_or(self.lits.len(), |s| s.0);
-        self.head = self.lits.get(HEAD..HEAD + 8).filter(|_| first >= HEAD + 8).map(|h| h.try_into().expect("8 bytes"));
+        self.head = self.lits.get(HEAD..HEAD + 16).filter(|_| first >= HEAD + 16).map(|h| h.try_into().expect("16 bytes"));
     }
 
     /// Whether `json` has the learned form; then `spans` holds where each value lies
@@ -597,10 +597,11 @@ impl Template {
             return false;
         }
         let b = json.as_bytes();
-        // Eight bytes of the first literal run (of the type's name, mostly) compared first:
-        // the forms of other types are told apart without a call.
+        // Sixteen bytes of the first literal run (of the type's name, mostly: `TEXT_MESSAGE_`
+        // and `TOOL_CALL_` start several) compared first: the forms of other types are told
+        // apart without a call.
         if let Some(head) = &self.head {
-            if b.get(HEAD..HEAD + 8) != Some(head) {
+            if b.get(HEAD..HEAD + 16) != Some(head) {
                 return false;
             }
         }
@@ -652,6 +653,9 @@ pub struct Shape {
     noted: Vec<Noted>,
     /// Where the values of the event the first template matched lie.
     spans: Vec<(usize, usize)>,
+    /// The text (address, length) that the templates last failed to match: a caller that
+    /// tried them (`read_form`) and then reads the event whole does not try them again.
+    missed: (usize, usize),
 }
 
 impl Shape {
@@ -695,7 +699,14 @@ impl Shape {
     fn match_form(&mut self, json: &str) -> bool {
         let Some(first) = self.templates.first() else { return false };
         if !first.matches(json, &mut self.spans) {
-            let Some(i) = self.templates[1..].iter().position(|t| t.matches(json, &mut self.spans)) else { return false };
+            let this = (json.as_ptr() as usize, json.len());
+            if self.missed == this {
+                return false;
+            }
+            let Some(i) = self.templates[1..].iter().position(|t| t.matches(json, &mut self.spans)) else {
+                self.missed = this;
+                return false;
+            };
             self.templates[..=i + 1].rotate_right(1);
         }
         #[cfg(test)]
