@@ -535,7 +535,8 @@ struct Template {
     /// (a member not read, or a name after one `Fields::name` prefers).
     columns: Vec<u8>,
     ty_key: usize,
-    /// `lits[HEAD..HEAD + 16]` when the first value comes after them.
+    /// `lits[HEAD..HEAD + 16]` (the first value comes after them: no form is learned
+    /// otherwise); `None`: nothing learned.
     head: Option<[u8; 16]>,
 }
 
@@ -600,10 +601,10 @@ impl Template {
         // Sixteen bytes of the first literal run (of the type's name, mostly: `TEXT_MESSAGE_`
         // and `TOOL_CALL_` start several) compared first: the forms of other types are told
         // apart without a call.
-        if let Some(head) = &self.head {
-            if b.get(HEAD..HEAD + 16) != Some(head) {
-                return false;
-            }
+        // (No head: nothing learned.)
+        let Some(head) = &self.head else { return false };
+        if b.get(HEAD..HEAD + 16) != Some(head) {
+            return false;
         }
         spans.clear();
         let (mut at, mut lit) = (0, 0);
@@ -628,9 +629,18 @@ const NO_COLUMN: u8 = u8::MAX;
 /// Where [`Template::head`] lies: after `{"type":"`.
 const HEAD: usize = TYPE_FIRST.len();
 
-/// Forms kept: a log's events are of a few forms, most in runs of one, the others
-/// between them (starts and ends around a run of deltas).
-const TEMPLATES: usize = 8;
+/// Places for forms: a log's events are of a few forms, most in runs of one, the
+/// others between them (starts and ends around a run of deltas). A form takes the place
+/// of its head's bucket (one in it before is forgotten): no walk over the forms kept.
+const TEMPLATES: usize = 32;
+
+/// The place of a form by its head (`Template::head`).
+#[inline(always)]
+fn bucket(head: &[u8]) -> usize {
+    let word = |i: usize| u64::from_le_bytes(head[i..i + 8].try_into().expect("8 bytes"));
+    let h = (word(0) ^ word(8).rotate_left(29)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    (h >> 59) as usize % TEMPLATES
+}
 
 /// How a compact event that leads with its type begins.
 const TYPE_FIRST: &str = "{\"type\":\"";
@@ -646,12 +656,14 @@ pub struct Shape {
     prefix: Vec<u8>,
     /// The position of its type in `EVENT_TYPES` (`None`: not a 1.0 type).
     ty_key: Option<usize>,
-    /// The whole forms of the last events that have one, the last read first (tried
-    /// before the prefix).
+    /// The whole forms of the last events that have one (tried before the prefix), each
+    /// in the place of its head's [`bucket`] (empty or [`TEMPLATES`] of them).
     templates: Vec<Template>,
+    /// The place of the last one matched or learned, tried first.
+    current: usize,
     /// The members of the event being scanned, for `template` to learn from.
     noted: Vec<Noted>,
-    /// Where the values of the event the first template matched lie.
+    /// Where the values of the event the current template matched lie.
     spans: Vec<(usize, usize)>,
     /// The text (address, length) that the templates last failed to match: a caller that
     /// tried them (`read_form`) and then reads the event whole does not try them again.
@@ -659,14 +671,14 @@ pub struct Shape {
 }
 
 impl Shape {
-    /// `json` read into `out` by the first template whose form it has; that one is then
+    /// `json` read into `out` by the template whose form it has; that one is then
     /// tried first (most events are of the last one's form).
     #[inline(always)]
     fn read_template<'a>(&mut self, json: &'a str, out: &mut Fields<'a>) -> Option<()> {
         if !self.match_form(json) {
             return None;
         }
-        let t = &self.templates[0];
+        let t = &self.templates[self.current];
         for (&(_, slot), &(start, end)) in t.slots.iter().zip(&self.spans) {
             match slot {
                 Slot::String(i) => out.strings[i] = Some(Cow::Borrowed(&json[start..end])),
@@ -688,26 +700,29 @@ impl Shape {
         if !self.match_form(json) {
             return None;
         }
-        let t = &self.templates[0];
+        let t = &self.templates[self.current];
         let values = t.columns.iter().zip(&self.spans).filter(|(&c, _)| c != NO_COLUMN).map(move |(&c, &(start, end))| (usize::from(c), &json[start..end]));
         Some((t.ty_key as i32, values))
     }
 
-    /// Whether `json` has the form of a template kept: that one is then first (most
+    /// Whether `json` has the form of a template kept: that one is then `current` (most
     /// events are of the last one's form), its values' places in `spans`.
     #[inline(always)]
     fn match_form(&mut self, json: &str) -> bool {
-        let Some(first) = self.templates.first() else { return false };
+        let Some(first) = self.templates.get(self.current) else { return false };
         if !first.matches(json, &mut self.spans) {
             let this = (json.as_ptr() as usize, json.len());
             if self.missed == this {
                 return false;
             }
-            let Some(i) = self.templates[1..].iter().position(|t| t.matches(json, &mut self.spans)) else {
-                self.missed = this;
-                return false;
-            };
-            self.templates[..=i + 1].rotate_right(1);
+            let at = json.as_bytes().get(HEAD..HEAD + 16).map(bucket);
+            match at {
+                Some(at) if at != self.current && self.templates[at].matches(json, &mut self.spans) => self.current = at,
+                _ => {
+                    self.missed = this;
+                    return false;
+                }
+            }
         }
         #[cfg(test)]
         tests::TEMPLATE_HITS.set(tests::TEMPLATE_HITS.get() + 1);
@@ -719,9 +734,14 @@ impl Shape {
     #[cold]
     fn learn_template(&mut self, json: &str, ty_key: Option<usize>) {
         let Some(ty_key) = ty_key.filter(|_| Template::readable(&self.noted, ty_key)) else { return };
-        let mut t = if self.templates.len() == TEMPLATES { self.templates.pop().unwrap_or_default() } else { Template::default() };
-        t.learn(json, &self.noted, ty_key);
-        self.templates.insert(0, t);
+        // The head: the first value after it, or no template.
+        let first = self.noted.iter().find(|n| !matches!(n.key, Key::Type)).map_or(json.len(), |n| n.start + 1);
+        let Some(at) = json.as_bytes().get(HEAD..HEAD + 16).filter(|_| first >= HEAD + 16).map(bucket) else { return };
+        if self.templates.is_empty() {
+            self.templates.resize_with(TEMPLATES, Template::default);
+        }
+        self.templates[at].learn(json, &self.noted, ty_key);
+        self.current = at;
     }
 
     /// After a whole scan of `json` that read `ty` as its type.
