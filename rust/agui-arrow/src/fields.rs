@@ -377,8 +377,8 @@ pub fn read<'a>(
     out: &mut Fields<'a>,
     shape: &mut Shape,
 ) -> Result<(), RowError> {
-    // An event in the form of the last one learned: a flat object (depth 1, within any
-    // limit of at least 1) read straight into the row, to what the scan would read.
+    // An event of a form learned: a flat object (depth 1, within any limit of at least
+    // 1) read straight into the row, to what the scan would read.
     if members.is_none() && max_depth >= 1 && shape.read_template(json, out).is_some() {
         return Ok(());
     }
@@ -512,7 +512,7 @@ enum Slot {
     Skip,
 }
 
-/// The whole form of the last event scanned whose members are all plain strings (no
+/// The whole form of an event scanned whose members are all plain strings (no
 /// escape, no control character) of the table's string columns, `delta` or members it
 /// does not read: its bytes outside the values (the type's value included, as a literal)
 /// and the column each value goes to. Most events of a log come in runs of one form
@@ -527,7 +527,7 @@ enum Slot {
 /// byte, another member, whitespace, a number) falls back to the scan, untouched.
 #[derive(Debug, Default)]
 struct Template {
-    /// The literal runs back to back; empty: nothing learned.
+    /// The literal runs back to back.
     lits: Vec<u8>,
     /// Per value in order: where the literal run before it ends in `lits`, its member.
     slots: Vec<(usize, Slot)>,
