@@ -762,7 +762,7 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
                 }
             }
             PlanKind::PydanticRoot => unreachable!(),
-            PlanKind::Struct { has_dict } => {
+            PlanKind::Struct { has_dict, managed } => {
                 for f in &plan.fields {
                     if let Getter::ConstScalar(s) = &f.getter {
                         self.sink.key_pre(&f.key);
@@ -784,7 +784,7 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
                     self.checked_field(plan, f, v.as_ptr())?;
                 }
                 if *has_dict {
-                    if let Some(ex) = self.lay.extras_dict(&obj)? {
+                    if let Some(ex) = self.lay.class_extras(&obj, *managed)? {
                         distinct &= self.extras(&ex, plan)?;
                     }
                 }
