@@ -150,6 +150,29 @@ def test_protobuf_columns_are_those_of_the_sse_path_on_the_bench_log(threads):
     assert pb.column("input_tokens").null_count < pb.num_rows
 
 
+def test_protobuf_rows_of_escaped_unicode_and_empty_strings():
+    # The protobuf row borrows a string member the mapping wrote without an escape and
+    # decodes the others: both must give the SSE path's columns, in every string column.
+    odd = ['say "hi"\n\t\\', "h\u00e9llo \u4e2d \U0001f600 \u2028", "\x01\x1f\x7f", ""]
+    events = []
+    for i, s in enumerate(odd):
+        t = s or "t"  # (a delta may not be empty)
+        events += [
+            RunStartedEvent(thread_id=s, run_id=s + "r", parent_run_id=s),
+            TextMessageStartEvent(message_id=s, role="assistant", name=s),
+            TextMessageContentEvent(message_id=s, delta=t),
+            ToolCallStartEvent(tool_call_id=s, tool_call_name=s, parent_message_id=s),
+            ToolCallArgsEvent(tool_call_id=s, delta=t, timestamp=i),
+        ]
+    pb = _same_rows_as_sse(EventEncoder(accept=AGUI_MEDIA_TYPE).encode_many(events))
+    sse = pa.table(to_arrow(EventEncoder().encode_many(events)))
+    for name in PB_COLUMNS:
+        if name != "json":
+            assert pb.column(name).equals(sse.column(name)), name
+    assert set(pb.column("message_id").to_pylist()) >= set(odd)
+    assert set(pb.column("delta").to_pylist()) >= set(odd) - {""}
+
+
 def test_many_paths_in_parallel(tmp_path):
     paths = []
     for i in range(6):

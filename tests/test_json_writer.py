@@ -647,6 +647,56 @@ def test_encoding_a_struct_makes_no_instance_dict():
         assert _native.dumps(ev) == want[:-1] + b',"trace":"t"}'
 
 
+
+def test_instances_of_one_class_keep_their_own_extras():
+    """Whether a class's instance dicts are read in place is decided once per class (its
+    plan); whether an instance has one, per instance: instances with and without extras,
+    of a Struct and of a subclass with a field of its own, written alternately."""
+
+    class Sub(fast.TextMessageContentEvent, kw_only=True):  # a class of its own: a fresh plan
+        note: str = "n"
+
+    base = b'{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"hi"'
+    plain, extra = Sub(message_id="m", delta="hi"), Sub(message_id="m", delta="hi", note="x")
+    extra.trace = "t"
+    for _ in range(3):
+        assert _native.dumps(plain) == base + b',"note":"n"}'
+        assert _native.dumps(extra) == base + b',"note":"x","trace":"t"}'
+        assert _native.encode_sse_event(extra) == "data: " + (base + b',"note":"x","trace":"t"}').decode() + "\n\n"
+    plain.later = [1]  # an instance dict made after the plan was: read too
+    assert _native.dumps(plain) == base + b',"note":"n","later":[1]}'
+    del plain.later  # an empty dict now: no extras
+    assert _native.dumps(plain) == base + b',"note":"n"}'
+
+
+
+def test_a_class_changed_during_a_walk_is_planned_anew_for_its_next_object():
+    """A walk keeps the plans of the classes it met (no shared-cache lookup per nested
+    object) only under the class's version tag: a class changed mid-walk (a field replaced
+    by a property) is planned anew for its next instance."""
+    if not _native._testing.direct_reads()["version"]:
+        pytest.skip("class version tags are not read on this interpreter: changes are not seen")
+
+    class K:
+        __slots__ = ("x",)
+        __agui_fields__ = (("x", "x", False),)
+
+        def __init__(self, x):
+            self.x = x
+
+    class Changer:
+        __slots__ = ()
+        __agui_fields__ = (("y", "y", False),)
+
+        @property
+        def y(self):
+            K.x = property(lambda self: "changed")
+            return 1
+
+    assert _native.dumps([K("a"), K("b")]) == b'[{"x":"a"},{"x":"b"}]'
+    assert _native.dumps([K("a"), Changer(), K("b")]) == b'[{"x":"a"},{"y":1},{"x":"changed"}]'
+
+
 def test_struct_field_values_survive_mutation_during_encoding():
     class Box(msgspec.Struct):
         __agui_fields__: ClassVar[Any] = (("a", "a", False), ("b", "b", False))

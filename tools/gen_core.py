@@ -214,7 +214,8 @@ def render_class(cls: type[BaseModel]) -> str:
     is_event = issubclass(cls, ref_models.BaseEvent) and cls is not ref_models.BaseEvent
     is_message = issubclass(cls, ref_models.BaseMessage) and cls is not ref_models.BaseMessage
     bases = "BaseEvent" if is_event else "BaseMessage" if is_message else "_Model"
-    inherited = base_message_fields(cls) if is_message else ()
+    parent = ref_models.BaseEvent if is_event else ref_models.BaseMessage if is_message else None
+    inherited = inherited_fields(cls, parent, tag) if parent else ()
     kw = ", kw_only=True"  # msgspec applies kw_only per class, not by inheritance
     if tag:
         kw += f", tag_field={tag[0]!r}, tag={tag[1]!r}"
@@ -238,10 +239,8 @@ def render_class(cls: type[BaseModel]) -> str:
             else:
                 lines.append(f"    {name} = {tag[1]!r}")
             continue
-        if is_event and name in BASE_EVENT_FIELDS:
-            continue  # inherited from BaseEvent
         if name in inherited:
-            continue  # inherited from BaseMessage
+            continue  # inherited from the parent Struct
         ann = py_type(f.annotation, f.metadata)
         d = default_text(f)
         name_kw = f", name={wire!r}" if wire != name else ""
@@ -255,23 +254,26 @@ def render_class(cls: type[BaseModel]) -> str:
     return "\n".join(lines) + "\n\n"
 
 
-BASE_EVENT_FIELDS = ("type", "timestamp", "raw_event", "metadata")
-
-
-def base_message_fields(cls: type[BaseModel]) -> tuple[str, ...]:
-    """The fields a message inherits from BaseMessage (all but its tag, ``role``); each must
-    be declared exactly as the parent declares it, or inheriting it would change the class."""
-    parent = ref_models.BaseMessage.model_fields
-    names = tuple(n for n in parent if n != "role")
+def inherited_fields(
+    cls: type[BaseModel], parent: type[BaseModel], tag: tuple[str, str] | None
+) -> tuple[str, ...]:
+    """The fields ``cls`` inherits from the Struct standing for ``parent`` (BaseEvent,
+    BaseMessage): all of ``parent``'s but ``cls``'s tag (``type``, ``role``: each class
+    declares its own). Each must be declared exactly as the parent declares it, or
+    inheriting it would change the class."""
+    if tag is None:  # the parent's Struct does not declare the tag: each child must
+        raise SystemExit(f"{cls.__name__}: a {parent.__name__} that is no tagged union member")
+    parent_fields = parent.model_fields
+    names = tuple(n for n in parent_fields if n != tag[0])
     for n in names:
-        mine, theirs = cls.model_fields[n], parent[n]
+        mine, theirs = cls.model_fields[n], parent_fields[n]
         if (mine.annotation, mine.default, mine.alias, list(mine.metadata)) != (
             theirs.annotation, theirs.default, theirs.alias, list(theirs.metadata)
         ):
-            raise SystemExit(f"{cls.__name__}.{n} differs from BaseMessage.{n}")
+            raise SystemExit(f"{cls.__name__}.{n} differs from {parent.__name__}.{n}")
     # Inherited fields come first in a Struct: the reference's order must agree.
-    if [n for n in cls.model_fields if n != "role"][: len(names)] != list(names):
-        raise SystemExit(f"{cls.__name__}: BaseMessage's fields are not its first fields")
+    if [n for n in cls.model_fields if n != tag[0]][: len(names)] != list(names):
+        raise SystemExit(f"{cls.__name__}: {parent.__name__}'s fields are not its first fields")
     return names
 
 

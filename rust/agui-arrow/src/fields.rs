@@ -438,9 +438,14 @@ fn literal(lit: &str) -> Option<Cow<'_, str>> {
 /// serde pass explains it.
 fn read_members<'a>(json: &'a str, members: &Members, raw: &mut Raw<'a, '_>) -> Option<()> {
     let mut seen = 0;
-    for (name, range) in members.iter() {
+    for (name, range, plain) in members.iter() {
         let text = json.get(range)?;
-        raw.take(&mut seen, name, text, || literal(text))?;
+        // A plain string (written without an escape: the writer knows) is borrowed as it
+        // is, with no search for `\` (a `memchr` per member was ~6% of the protobuf path).
+        raw.take(&mut seen, name, text, || match plain {
+            true => text.strip_prefix('"')?.strip_suffix('"').map(Cow::Borrowed),
+            false => literal(text),
+        })?;
     }
     Some(())
 }
@@ -1087,6 +1092,10 @@ pub(crate) mod tests {
             r#"{"type":"RUN_STARTED","threadId":"t\t","runId":"r\"","parentRunId":"p\\"}"#,
             r#"{"type":"TOOL_CALL_START","toolCallId":"c\r","toolCallName":"n\"x"}"#,
             r#"{"type":"STEP_STARTED","stepName":"s\u007f\""}"#,
+            // Unicode written as it is, and empty strings: plain.
+            r#"{"type":"RUN_STARTED","threadId":"","runId":"é中","parentRunId":""}"#,
+            r#"{"type":"TEXT_MESSAGE_START","messageId":"","role":"assistant","name":"ü\u2028"}"#,
+            r#"{"type":"TOOL_CALL_ARGS","toolCallId":"😀","delta":"\\"}"#,
         ];
         for e in escaped {
             let mut m = Vec::new();

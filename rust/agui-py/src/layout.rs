@@ -126,22 +126,30 @@ impl Layout {
     const API: Layout =
         Layout { str_head: 0, seq: false, float: false, int: IntRepr::Api, member: false, dict: false, refcnt: RefRepr::Api, version: false, managed_dict: 0 };
 
-    /// The instance dict of `obj` when it can be told without making one: `Some(null)`
-    /// (none yet: no attributes beyond its slots), `Some(dict)` (borrowed), or None (ask
-    /// the API, `PyObject_GenericGetDict`, which makes an empty dict if there is none).
+    /// Whether instances of `ty` keep their dict where [`managed_dict`](Self::managed_dict)
+    /// reads it: a class with a managed dict and (3.13) no inline values. The flags are
+    /// fixed when the class is made, so a plan asks once per class (asking per object was
+    /// a call through the API, ~65 instructions per Struct written).
     ///
     /// # Safety
-    /// `obj` must be a live object; the GIL must be held.
-    #[inline(always)]
-    pub(crate) unsafe fn instance_dict(self, obj: *mut ffi::PyObject) -> Option<*mut ffi::PyObject> {
+    /// `ty` must be a live type object; the GIL must be held.
+    pub(crate) unsafe fn managed_class(self, ty: *mut ffi::PyTypeObject) -> bool {
         if self.managed_dict == 0 {
-            return None;
+            return false;
         }
+        let flags = unsafe { ffi::PyType_GetFlags(ty) };
+        flags & TPFLAGS_MANAGED_DICT != 0 && !(self.managed_dict >= 13 && flags & TPFLAGS_INLINE_VALUES != 0)
+    }
+
+    /// The instance dict of `obj`, whose class is a [`managed_class`](Self::managed_class):
+    /// `Some(null)` (none yet: no attributes beyond its slots), `Some(dict)` (borrowed), or
+    /// None (its attributes are values kept apart from a dict: ask the API).
+    ///
+    /// # Safety
+    /// `obj` must be a live object whose class is a `managed_class`; the GIL must be held.
+    #[inline(always)]
+    pub(crate) unsafe fn managed_dict(self, obj: *mut ffi::PyObject) -> Option<*mut ffi::PyObject> {
         unsafe {
-            let flags = ffi::PyType_GetFlags(ffi::Py_TYPE(obj));
-            if flags & TPFLAGS_MANAGED_DICT == 0 || (self.managed_dict >= 13 && flags & TPFLAGS_INLINE_VALUES != 0) {
-                return None;
-            }
             let words = obj as *const usize;
             let dict = *words.sub(3);
             let values_apart = match self.managed_dict {
@@ -153,20 +161,48 @@ impl Layout {
         }
     }
 
+    /// The instance dict of `obj` when it can be told without making one: `Some(null)`
+    /// (none yet: no attributes beyond its slots), `Some(dict)` (borrowed), or None (ask
+    /// the API, `PyObject_GenericGetDict`, which makes an empty dict if there is none).
+    ///
+    /// # Safety
+    /// `obj` must be a live object; the GIL must be held.
+    #[inline(always)]
+    pub(crate) unsafe fn instance_dict(self, obj: *mut ffi::PyObject) -> Option<*mut ffi::PyObject> {
+        unsafe {
+            if !self.managed_class(ffi::Py_TYPE(obj)) {
+                return None;
+            }
+            self.managed_dict(obj)
+        }
+    }
+
     /// A Struct's instance dict (its extras), None when it has none: read directly when it
     /// can be ([`instance_dict`](Self::instance_dict)), without making a dict where none was
     /// made yet (a decoded or constructed Struct has none until an extra is set; making an
     /// empty one per event and operation cost a fifth of a replay); else through
     /// `PyObject_GenericGetDict`, which makes one (an error for an object without `__dict__`).
     pub(crate) fn extras_dict<'py>(self, v: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        // SAFETY: `v` is a live object and the GIL is held (the token); the dict is
-        // borrowed from it (a new reference is taken) and only read.
-        match unsafe { self.instance_dict(v.as_ptr()) } {
-            Some(d) if d.is_null() => Ok(None),
-            Some(d) => Ok(Some(unsafe { Bound::from_borrowed_ptr(v.py(), d) })),
-            // SAFETY: as above; the call returns a new reference or NULL with an exception set.
-            None => unsafe { Bound::from_owned_ptr_or_err(v.py(), ffi::PyObject_GenericGetDict(v.as_ptr(), std::ptr::null_mut())) }.map(Some),
+        // SAFETY: `v` is a live object and the GIL is held (the token).
+        let managed = unsafe { self.managed_class(ffi::Py_TYPE(v.as_ptr())) };
+        self.class_extras(v, managed)
+    }
+
+    /// [`extras_dict`](Self::extras_dict) of an instance of a class whose
+    /// [`managed_class`](Self::managed_class) is `managed` (known from its plan): the common
+    /// case (no dict yet) inline, with no call.
+    #[inline(always)]
+    pub(crate) fn class_extras<'py>(self, v: &Bound<'py, PyAny>, managed: bool) -> PyResult<Option<Bound<'py, PyAny>>> {
+        if managed {
+            // SAFETY: `v` is a live object of a managed class and the GIL is held (the
+            // token); the dict is borrowed from it (a new reference is taken), only read.
+            match unsafe { self.managed_dict(v.as_ptr()) } {
+                Some(d) if d.is_null() => return Ok(None),
+                Some(d) => return Ok(Some(unsafe { Bound::from_borrowed_ptr(v.py(), d) })),
+                None => {}
+            }
         }
+        generic_dict(v).map(Some)
     }
 
     /// Whether `v` has no instance attributes beyond its slots: an empty or absent
@@ -625,6 +661,16 @@ fn check_version(py: Python<'_>) -> bool {
         Some(b1 != 0 && s1 != 0 && b1 != s1 && b0 == 0 && s0 == 0 && b2 != 0 && s2 != 0 && b2 != b1 && s2 != s1)
     })();
     ok == Some(true)
+}
+
+/// `PyObject_GenericGetDict` (makes an empty dict where there is none): out of line, as
+/// the walk's Structs rarely need it.
+#[cold]
+#[inline(never)]
+fn generic_dict<'py>(v: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    // SAFETY: `v` is a live object and the GIL is held (the token); the call returns a new
+    // reference or NULL with an exception set.
+    unsafe { Bound::from_owned_ptr_or_err(v.py(), ffi::PyObject_GenericGetDict(v.as_ptr(), std::ptr::null_mut())) }
 }
 
 /// The instance-dict read agrees with `__dict__` on a msgspec `dict=True` Struct (no dict

@@ -146,8 +146,9 @@ impl FieldCheck {
 }
 
 pub(crate) enum PlanKind {
-    /// msgspec Struct / `__agui_fields__` object; `has_dict`: instance `__dict__` (extras).
-    Struct { has_dict: bool },
+    /// msgspec Struct / `__agui_fields__` object; `has_dict`: instance `__dict__` (extras);
+    /// `managed`: that dict is read in place (`Layout::managed_class`, decided per class).
+    Struct { has_dict: bool, managed: bool },
     /// pydantic model; `extra`: how to read `__pydantic_extra__`.
     Pydantic { extra: Getter },
     /// pydantic `RootModel`: written as its `root` value.
@@ -586,13 +587,15 @@ fn struct_plan<'py>(
         Some(v) => v.extract::<isize>().unwrap_or(0) != 0,
         None => false,
     };
+    // SAFETY: a live type object, under the GIL (the token).
+    let managed = has_dict && unsafe { crate::layout::get(py).managed_class(ty.as_type_ptr()) };
     let unset = UNSET
         .get_or_init(py, || {
             py.import("msgspec").and_then(|m| m.getattr("UNSET")).map(|u| u.unbind()).ok()
         })
         .as_ref()
         .map_or(0, |u| u.as_ptr() as usize);
-    Ok(Plan { kind: PlanKind::Struct { has_dict }, fields, omit_keys, computed: Vec::new(), unset, schema })
+    Ok(Plan { kind: PlanKind::Struct { has_dict, managed }, fields, omit_keys, computed: Vec::new(), unset, schema })
 }
 
 /// True when the value "has no value" for the omission rule: None or a non-finite float.

@@ -338,7 +338,7 @@ fn plain_struct<'py, T>(
     let py = obj.py();
     let tp = obj.get_type_ptr();
     let Ok(Some(Kind::Plan(plan))) = crate::plan::current_kind(py, tp) else { return None };
-    let PlanKind::Struct { has_dict } = plan.kind else { return None };
+    let PlanKind::Struct { has_dict, .. } = plan.kind else { return None };
     let mut found = None;
     for f in &plan.fields {
         let v = match &f.getter {

@@ -29,6 +29,7 @@
 //! `EncodeError`, recursive structures included.
 
 use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
 use std::os::raw::c_int;
 use std::rc::Rc;
 
@@ -76,8 +77,18 @@ pub(crate) struct Walker<'py, 'a, S: Sink<'a>> {
     /// A value that does not fit its field's schema, while the error unwinds: the path
     /// from the value being walked down to it, and what was wrong (`Walker::walk` raises it).
     violation: Option<(String, String)>,
+    /// The plans of the nested objects' classes met in this walk, with the class's version
+    /// tag they were found under (`kind_of`'s rule), looked up before the shared cache (a
+    /// message snapshot's ~500 Structs are of five classes): entries are only added, so
+    /// a plan found here lives until the walker is dropped.
+    /// (Dropped by hand, in `Drop`: the field's own drop was an out-of-line call per walk,
+    /// 22 instructions of a small event's ~1,330, for a memo that is mostly empty.)
+    memo: ManuallyDrop<Vec<(usize, u32, Rc<Plan>)>>,
     _a: PhantomData<&'a ()>,
 }
+
+/// The most classes [`Walker::memo`] keeps (a scan per object, so few).
+const MEMO_CLASSES: usize = 8;
 
 impl<'a, S: Sink<'a>> Walker<'_, 'a, S> {
     /// Release what the walk kept alive; the emptied vectors, for reuse.
@@ -94,6 +105,10 @@ impl<'a, S: Sink<'a>> Drop for Walker<'_, 'a, S> {
     fn drop(&mut self) {
         for p in self.keep.drain(..) {
             unsafe { ffi::Py_DECREF(p) };
+        }
+        if self.memo.capacity() != 0 {
+            // SAFETY: dropped here only, once, and the walker is not used after `drop`.
+            unsafe { ManuallyDrop::drop(&mut self.memo) }
         }
     }
 }
@@ -113,7 +128,7 @@ static TO_JSON_KWARGS: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
 impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
     pub(crate) fn new(py: Python<'py>, sink: S, opts: Opts) -> Self {
         let lay = crate::layout::get(py);
-        Walker { py, sink, depth: 0, opts, lay, keep: Vec::new(), kinds: Vec::new(), violation: None, _a: PhantomData }
+        Walker { py, sink, depth: 0, opts, lay, keep: Vec::new(), kinds: Vec::new(), violation: None, memo: ManuallyDrop::new(Vec::new()), _a: PhantomData }
     }
 
     /// Walk one whole value (`ptr`: a valid reference kept alive by the caller). A schema
@@ -329,8 +344,28 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
             if tp == &raw mut ffi::PyTuple_Type {
                 return self.tuple(ptr);
             }
+            if let Some(plan) = self.memo_plan(tp) {
+                return self.object(ptr, plan);
+            }
             self.other(ptr, tp)
         }
+    }
+
+    /// The plan of `tp` from [`Walker::memo`], if it was found there under the class's
+    /// current version tag (none where the tag is not read: the shared cache decides).
+    /// A sink that borrows from plans goes through `other`, which holds them.
+    #[inline(always)]
+    fn memo_plan(&self, tp: *mut ffi::PyTypeObject) -> Option<&'a Plan> {
+        if S::BORROWS || self.memo.is_empty() {
+            return None;
+        }
+        let now = unsafe { self.lay.type_version(tp) }?;
+        let (_, _, plan) = self.memo.iter().find(|(t, v, _)| *t == tp as usize && *v == now)?;
+        // SAFETY: the memo's entries are never removed during the walk (the walker owns
+        // them until it is dropped), and an `Rc`'s value does not move with the vector. A
+        // class freed during the walk and another made at its address has another tag
+        // (the interpreter's tags are never reused), so no entry matches it.
+        Some(unsafe { extend(Rc::as_ref(plan)) })
     }
 
     fn other(&mut self, ptr: *mut ffi::PyObject, tp: *mut ffi::PyTypeObject) -> PyResult<()> {
@@ -338,6 +373,14 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
         match &kind {
             Kind::Plan(plan) => {
                 self.hold(&kind);
+                // Nested objects only: a small event's one object costs no allocation.
+                if !S::BORROWS && self.depth > 0 && self.memo.len() < MEMO_CLASSES {
+                    if let Some(v) = unsafe { self.lay.type_version(tp) }.filter(|&v| v != 0) {
+                        let n = self.memo.len();
+                        self.memo.reserve_exact(MEMO_CLASSES - n);
+                        self.memo.push((tp as usize, v, plan.clone()));
+                    }
+                }
                 // SAFETY: the plan lives in the cache and, for a borrowing sink, in `kinds`.
                 let plan: &'a Plan = unsafe { extend(Rc::as_ref(plan)) };
                 self.object(ptr, plan)
@@ -762,7 +805,7 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
                 }
             }
             PlanKind::PydanticRoot => unreachable!(),
-            PlanKind::Struct { has_dict } => {
+            PlanKind::Struct { has_dict, managed } => {
                 for f in &plan.fields {
                     if let Getter::ConstScalar(s) = &f.getter {
                         self.sink.key_pre(&f.key);
@@ -784,7 +827,7 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
                     self.checked_field(plan, f, v.as_ptr())?;
                 }
                 if *has_dict {
-                    if let Some(ex) = self.lay.extras_dict(&obj)? {
+                    if let Some(ex) = self.lay.class_extras(&obj, *managed)? {
                         distinct &= self.extras(&ex, plan)?;
                     }
                 }

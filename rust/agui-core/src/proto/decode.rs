@@ -96,6 +96,13 @@ impl W<'_> {
     /// Start the next key of `o` (schema names: nothing to escape).
     #[inline]
     fn key(&mut self, o: &mut Open, k: &'static str) {
+        self.key_of(o, k, 0)
+    }
+
+    /// [`W::key`] of a member whose value will be written as a JSON string `plain_len`
+    /// bytes long if it has no escape (0: any other value), for [`Members`].
+    #[inline]
+    fn key_of(&mut self, o: &mut Open, k: &'static str, plain_len: usize) {
         let key_at = self.out.len();
         match self.fmt {
             Format::Json => {
@@ -110,7 +117,7 @@ impl W<'_> {
         o.n += 1;
         if o.at == self.top {
             if let Some(m) = self.members.as_deref_mut() {
-                m.spans.push((k, key_at - self.top, self.out.len() - self.top));
+                m.spans.push((k, key_at - self.top, self.out.len() - self.top, plain_len));
             }
         }
     }
@@ -173,7 +180,7 @@ impl W<'_> {
 
     #[inline]
     fn put_str(&mut self, o: &mut Open, k: &'static str, v: &str) {
-        self.key(o, k);
+        self.key_of(o, k, v.len() + 2);
         self.str(v);
     }
 
@@ -226,20 +233,26 @@ impl W<'_> {
 /// of parsing the text again. Filled by [`decode_message_members`].
 #[derive(Debug, Default, Clone)]
 pub struct Members {
-    /// (name, where its key starts (with the `,` before it), where its value starts),
-    /// in writing order, relative to the event's first byte.
-    spans: Vec<(&'static str, usize, usize)>,
+    /// (name, where its key starts (with the `,` before it), where its value starts, the
+    /// length its text has when it is a string written without an escape, or 0), in
+    /// writing order, relative to the event's first byte.
+    spans: Vec<(&'static str, usize, usize, usize)>,
     /// Length of the event's text.
     len: usize,
 }
 
 impl Members {
-    /// Each top-level member's name and where its value (JSON text) is in the event's
-    /// text, in writing order.
-    pub fn iter(&self) -> impl Iterator<Item = (&'static str, std::ops::Range<usize>)> + '_ {
+    /// Each top-level member's name, where its value (JSON text) is in the event's text,
+    /// and whether that value is a plain string: a JSON string the writer wrote without
+    /// an escape, so the text between its quotes is its value and a reader need not
+    /// search it for `\` (`false` says nothing: any other value, or a string with an
+    /// escape). In writing order.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, std::ops::Range<usize>, bool)> + '_ {
         // A value ends where the next key starts, the last one before the closing `}`.
         let ends = self.spans.iter().skip(1).map(|s| s.1).chain(std::iter::once(self.len.saturating_sub(1)));
-        self.spans.iter().zip(ends).map(|(&(k, _, start), end)| (k, start..end))
+        // Every escape is longer than the byte it stands for: a string whose text is its
+        // own length plus the quotes has none.
+        self.spans.iter().zip(ends).map(|(&(k, _, start, plain_len), end)| (k, start..end, end - start == plain_len))
     }
 
     pub fn len(&self) -> usize {
@@ -1610,6 +1623,7 @@ mod tests {
     fn members_are_the_top_level_members_written() {
         let msgs = vectors_mutated(11, 2_000);
         let (mut reuse, mut members, mut checked) = (Reuse::default(), Members::default(), 0);
+        let (mut plains, mut escaped) = (0, 0);
         for msg in &msgs {
             let mut out = b"prefix".to_vec();
             let got = decode_message_members(msg, &mut Vec::new(), &mut out, &mut reuse, &mut members);
@@ -1623,7 +1637,21 @@ mod tests {
             assert_eq!(text, &want[..]);
             let obj: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(text).unwrap();
             let mut seen: Vec<(&str, serde_json::Value)> =
-                members.iter().map(|(k, v)| (k, serde_json::from_slice(&text[v]).unwrap())).collect();
+                members.iter().map(|(k, v, _)| (k, serde_json::from_slice(&text[v]).unwrap())).collect();
+            // A plain member is a string whose text between the quotes is its value; a
+            // string member of the flat or `put_str` kind without escapes is plain.
+            for (k, v, plain) in members.iter() {
+                let value = serde_json::from_slice::<serde_json::Value>(&text[v.clone()]).unwrap();
+                if plain {
+                    let inner = std::str::from_utf8(&text[v.start + 1..v.end - 1]).unwrap();
+                    assert_eq!(Some(inner), value.as_str(), "{k}");
+                    plains += 1;
+                } else if let Some(s) = value.as_str() {
+                    escaped += text[v.clone()].contains(&b'\\') as usize;
+                    // Only an escape, or a string written as a Value, is not plain.
+                    assert!(text[v].contains(&b'\\') || !matches!(k, "type" | "messageId" | "delta" | "toolCallId"), "{k}: {s:?}");
+                }
+            }
             // The type leads (the writer's rule), then the members in any order, each once.
             assert_eq!(seen.first().map(|m| m.0), Some("type"));
             seen.sort_by(|a, b| a.0.cmp(b.0));
@@ -1633,6 +1661,7 @@ mod tests {
             checked += 1;
         }
         assert!(checked > 1_000, "{checked}");
+        assert!(plains > 1_000 && escaped > 10, "{plains} plain, {escaped} escaped");
     }
 }
 

@@ -504,16 +504,8 @@ fn merge_value_len(cur: &mut Option<J>, tag: u32, payload: &[u8], depth: usize) 
 }
 
 /// Decode a whole Value body.
-pub fn decode_value(mut b: &[u8], depth: usize) -> Result<Option<J>, DecodeError> {
-    if depth > MAX_DEPTH {
-        return Err(err("Value nesting too deep"));
-    }
-    let mut cur = None;
-    while !b.is_empty() {
-        let (tag, wt) = key(&mut b)?;
-        merge_value_field(&mut cur, tag, wt, &mut b, depth)?;
-    }
-    Ok(cur)
+pub fn decode_value(b: &[u8], depth: usize) -> Result<Option<J>, DecodeError> {
+    merge_value_body(None, b, depth)
 }
 
 fn merge_list(a: &mut Vec<J>, mut b: &[u8], depth: usize) -> Result<(), DecodeError> {
