@@ -111,7 +111,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Delta<'a> {
 }
 
 /// The members the table reads.
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy)]
 enum Key {
     Type,
     Timestamp,
@@ -377,6 +377,11 @@ pub fn read<'a>(
     out: &mut Fields<'a>,
     shape: &mut Shape,
 ) -> Result<(), RowError> {
+    // An event of a form learned: a flat object (depth 1, within any limit of at least
+    // 1) read straight into the row, to what the scan would read.
+    if members.is_none() && max_depth >= 1 && shape.read_template(json, out).is_some() {
+        return Ok(());
+    }
     check_depth(json, max_depth)?;
     let mut raw = Raw::new(&mut out.strings, &mut out.delta);
     let fast = match members {
@@ -456,6 +461,8 @@ fn scan<'a>(json: &'a str, raw: &mut Raw<'a, '_>, shape: &mut Shape) -> Option<(
     use agui_core::stream::event::{scan_flat, scan_members};
     let b = json.as_bytes();
     let known = shape.prefix.len();
+    let noted = &mut shape.noted;
+    noted.clear();
     if known > 0 && b.starts_with(&shape.prefix) {
         // The same leading `{"type":"NAME",` as an event already scanned: read as the
         // scan would have read it (a plain string taken as `type`), then the rest.
@@ -463,12 +470,181 @@ fn scan<'a>(json: &'a str, raw: &mut Raw<'a, '_>, shape: &mut Shape) -> Option<(
         raw.ty = Some(Cow::Borrowed(&json[TYPE_FIRST.len()..known - 2]));
         raw.ty_key = shape.ty_key;
         let mut seen = 1u32 << Key::Type as u32;
-        return scan_members(json, known, |m| raw.take(&mut seen, m.name, m.text, || m.string()));
+        scan_members(json, known, |m| {
+            noted.push(Noted::of(json, &m));
+            raw.take(&mut seen, m.name, m.text, || m.string())
+        })?;
+        shape.learn_template(json, raw.ty_key);
+        return Some(());
     }
     let mut seen = 0;
-    scan_flat(json, |m| raw.take(&mut seen, m.name, m.text, || m.string()))?;
+    scan_flat(json, |m| {
+        noted.push(Noted::of(json, &m));
+        raw.take(&mut seen, m.name, m.text, || m.string())
+    })?;
     shape.learn(json, raw.ty.as_deref());
+    let ty_key = raw.ty.as_deref().and_then(type_key);
+    shape.learn_template(json, ty_key);
     Some(())
+}
+
+/// One member as the scan read it, for [`Template::learn`]: its key, where its value's
+/// text lies in the event, and whether that is a string without escapes.
+#[derive(Debug, Clone, Copy)]
+struct Noted {
+    key: Key,
+    start: usize,
+    end: usize,
+    plain: bool,
+}
+
+impl Noted {
+    #[inline(always)]
+    fn of(json: &str, m: &agui_core::stream::event::Member<'_>) -> Noted {
+        let start = m.text.as_ptr() as usize - json.as_ptr() as usize;
+        let plain = m.raw.is_some() && !m.escaped;
+        Noted { key: Key::of(m.name), start, end: start + m.text.len(), plain }
+    }
+}
+
+/// Where a value of a [`Template`] goes.
+#[derive(Debug, Clone, Copy)]
+enum Slot {
+    /// `Fields::strings[i]`.
+    String(usize),
+    Delta,
+    /// A member the table does not read.
+    Skip,
+}
+
+/// The whole form of an event scanned whose members are all plain strings (no
+/// escape, no control character) of the table's string columns, `delta` or members it
+/// does not read: its bytes outside the values (the type's value included, as a literal)
+/// and the column each value goes to. Most events of a log come in runs of one form
+/// (text and argument deltas), so most are read as a few compares of literal runs and a
+/// search for each value's closing quote, with no member dispatch.
+///
+/// Exactly what the scan reads: an event that matches has the learned event's bytes
+/// everywhere but inside its string values, and each value ends at the first quote after
+/// its start with no backslash or control character before it (the core's `plain_end`,
+/// the scan's own search). So the scan would find the same members, names and order, each
+/// a plain string, and the same type: the same row. Anything else (an escape, a control
+/// byte, another member, whitespace, a number) falls back to the scan, untouched.
+#[derive(Debug, Default)]
+struct Template {
+    /// The literal runs back to back.
+    lits: Vec<u8>,
+    /// Per value in order: where the literal run before it ends in `lits`, its member.
+    slots: Vec<(usize, Slot)>,
+    /// Per value: its column in [`Fields::string_columns`]' order, or [`NO_COLUMN`]
+    /// (a member not read, or a name after one `Fields::name` prefers).
+    columns: Vec<u8>,
+    ty_key: usize,
+    /// `lits[HEAD..HEAD + 16]` (the first value comes after them: no form is learned
+    /// otherwise); `None`: nothing learned.
+    head: Option<[u8; 16]>,
+}
+
+impl Template {
+    /// Whether an event scanned whole (its members `noted`, its type's key `ty_key`)
+    /// has a form a template reads.
+    fn readable(noted: &[Noted], ty_key: Option<usize>) -> bool {
+        ty_key.is_some() && noted.iter().all(|n| n.plain && !matches!(n.key, Key::Timestamp | Key::Usage))
+    }
+
+    /// The form of `json`, a [`Template::readable`] event.
+    fn learn(&mut self, json: &str, noted: &[Noted], ty_key: usize) {
+        let b = json.as_bytes();
+        self.lits.clear();
+        self.slots.clear();
+        let mut cursor = 0;
+        for n in noted {
+            let slot = match n.key {
+                // The type's value stays in the literal: a matching event has this type.
+                Key::Type => continue,
+                Key::Delta => Slot::Delta,
+                Key::Other => Slot::Skip,
+                k => Slot::String(k as usize - Key::ThreadId as usize),
+            };
+            // Up to and with the value's opening quote; on from its closing quote.
+            self.lits.extend_from_slice(&b[cursor..n.start + 1]);
+            self.slots.push((self.lits.len(), slot));
+            cursor = n.end - 1;
+        }
+        self.lits.extend_from_slice(&b[cursor..]);
+        self.ty_key = ty_key;
+        // The `name` column: `name`, else `toolCallName`, else `stepName` (`Fields::name`).
+        let name = [Key::Name, Key::ToolCallName, Key::StepName]
+            .into_iter()
+            .find(|k| noted.iter().any(|n| n.key as usize == *k as usize));
+        self.columns.clear();
+        self.columns.extend(noted.iter().filter(|n| !matches!(n.key, Key::Type)).map(|n| match n.key {
+            Key::ThreadId => 0,
+            Key::RunId => 1,
+            Key::ParentRunId => 2,
+            Key::MessageId => 3,
+            Key::ToolCallId => 4,
+            Key::Role => 5,
+            k @ (Key::Name | Key::ToolCallName | Key::StepName) if Some(k as usize) == name.map(|n| n as usize) => 6,
+            Key::Delta => 7,
+            _ => NO_COLUMN,
+        }));
+        let first = self.slots.first().map_or(self.lits.len(), |s| s.0);
+        self.head = self.lits.get(HEAD..HEAD + 16).filter(|_| first >= HEAD + 16).map(|h| h.try_into().expect("16 bytes"));
+    }
+
+    /// Whether `json` has the learned form; then `spans` holds where each value lies
+    /// (one a slot).
+    #[inline(always)]
+    fn matches(&self, json: &str, spans: &mut Vec<(usize, usize)>) -> bool {
+        use agui_core::stream::event::plain_end;
+        #[cfg(test)]
+        if tests::NO_TEMPLATES.get() {
+            return false;
+        }
+        let b = json.as_bytes();
+        // Sixteen bytes of the first literal run (of the type's name, mostly: `TEXT_MESSAGE_`
+        // and `TOOL_CALL_` start several) compared first: the forms of other types are told
+        // apart without a call.
+        // (No head: nothing learned.)
+        let Some(head) = &self.head else { return false };
+        if b.get(HEAD..HEAD + 16) != Some(head) {
+            return false;
+        }
+        spans.clear();
+        let (mut at, mut lit) = (0, 0);
+        for &(lit_end, _) in &self.slots {
+            let run = &self.lits[lit..lit_end];
+            if b.get(at..at + run.len()) != Some(run) {
+                return false;
+            }
+            at += run.len();
+            let Some(end) = plain_end(b, at) else { return false };
+            // (Both ends next to ASCII quotes: char boundaries.)
+            spans.push((at, end));
+            (at, lit) = (end, lit_end);
+        }
+        b.get(at..) == Some(&self.lits[lit..])
+    }
+}
+
+/// A value of a [`Template`] that goes to no column.
+const NO_COLUMN: u8 = u8::MAX;
+
+/// Where [`Template::head`] lies: after `{"type":"`.
+const HEAD: usize = TYPE_FIRST.len();
+
+/// Places for forms: a log's events are of a few forms, most in runs of one, the
+/// others between them (starts and ends around a run of deltas). A form takes the place
+/// of its head's bucket (one in it before is forgotten): no walk over the forms kept.
+const TEMPLATES: usize = 32;
+
+/// The place of a form by its head (`Template::head`).
+#[inline(always)]
+fn bucket(head: &[u8]) -> usize {
+    let word = |i: usize| u64::from_le_bytes(head[i..i + 8].try_into().expect("8 bytes"));
+    let h = (word(0) ^ word(8).rotate_left(29)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    (h >> 59) as usize % TEMPLATES
 }
 
 /// How a compact event that leads with its type begins.
@@ -485,9 +661,94 @@ pub struct Shape {
     prefix: Vec<u8>,
     /// The position of its type in `EVENT_TYPES` (`None`: not a 1.0 type).
     ty_key: Option<usize>,
+    /// The whole forms of the last events that have one (tried before the prefix), each
+    /// in the place of its head's [`bucket`] (empty or [`TEMPLATES`] of them).
+    templates: Vec<Template>,
+    /// The place of the last one matched or learned, tried first.
+    current: usize,
+    /// The members of the event being scanned, for `template` to learn from.
+    noted: Vec<Noted>,
+    /// Where the values of the event the current template matched lie.
+    spans: Vec<(usize, usize)>,
+    /// The text (address, length) that the templates last failed to match: a caller that
+    /// tried them (`read_form`) and then reads the event whole does not try them again.
+    missed: (usize, usize),
 }
 
 impl Shape {
+    /// `json` read into `out` by the template whose form it has; that one is then
+    /// tried first (most events are of the last one's form).
+    #[inline(always)]
+    fn read_template<'a>(&mut self, json: &'a str, out: &mut Fields<'a>) -> Option<()> {
+        if !self.match_form(json) {
+            return None;
+        }
+        let t = &self.templates[self.current];
+        for (&(_, slot), &(start, end)) in t.slots.iter().zip(&self.spans) {
+            match slot {
+                Slot::String(i) => out.strings[i] = Some(Cow::Borrowed(&json[start..end])),
+                Slot::Delta => out.delta = Some(Cow::Borrowed(&json[start..end])),
+                Slot::Skip => {}
+            }
+        }
+        out.ty = EVENT_TYPES[t.ty_key];
+        out.ty_index = t.ty_key as i32;
+        Some(())
+    }
+
+    /// When `json` has the form of a template kept: its `type` dictionary key and its
+    /// values with their columns (in [`Fields::string_columns`]' order), to be written
+    /// straight into a row's columns. It is the row [`read`] would give `json` (with no
+    /// protobuf members and a depth limit of at least 1): the same template.
+    #[inline(always)]
+    pub fn read_form<'s, 'a: 's>(&'s mut self, json: &'a str) -> Option<(i32, impl Iterator<Item = (usize, &'a str)> + 's)> {
+        if !self.match_form(json) {
+            return None;
+        }
+        let t = &self.templates[self.current];
+        let values = t.columns.iter().zip(&self.spans).filter(|(&c, _)| c != NO_COLUMN).map(move |(&c, &(start, end))| (usize::from(c), &json[start..end]));
+        Some((t.ty_key as i32, values))
+    }
+
+    /// Whether `json` has the form of a template kept: that one is then `current` (most
+    /// events are of the last one's form), its values' places in `spans`.
+    #[inline(always)]
+    fn match_form(&mut self, json: &str) -> bool {
+        let Some(first) = self.templates.get(self.current) else { return false };
+        if !first.matches(json, &mut self.spans) {
+            let this = (json.as_ptr() as usize, json.len());
+            if self.missed == this {
+                return false;
+            }
+            let at = json.as_bytes().get(HEAD..HEAD + 16).map(bucket);
+            match at {
+                Some(at) if at != self.current && self.templates[at].matches(json, &mut self.spans) => self.current = at,
+                _ => {
+                    self.missed = this;
+                    return false;
+                }
+            }
+        }
+        #[cfg(test)]
+        tests::TEMPLATE_HITS.set(tests::TEMPLATE_HITS.get() + 1);
+        true
+    }
+
+    /// After a whole scan of `json` (its members in `noted`): its form kept first, when a
+    /// template reads it (none kept does, or it would have been read by that one).
+    #[cold]
+    fn learn_template(&mut self, json: &str, ty_key: Option<usize>) {
+        let Some(ty_key) = ty_key.filter(|_| Template::readable(&self.noted, ty_key)) else { return };
+        // The head: the first value after it, or no template.
+        let first = self.noted.iter().find(|n| !matches!(n.key, Key::Type)).map_or(json.len(), |n| n.start + 1);
+        let Some(at) = json.as_bytes().get(HEAD..HEAD + 16).filter(|_| first >= HEAD + 16).map(bucket) else { return };
+        if self.templates.is_empty() {
+            self.templates.resize_with(TEMPLATES, Template::default);
+        }
+        self.templates[at].learn(json, &self.noted, ty_key);
+        self.current = at;
+    }
+
     /// After a whole scan of `json` that read `ty` as its type.
     #[inline]
     fn learn(&mut self, json: &str, ty: Option<&str>) {
@@ -694,8 +955,15 @@ fn explain(json: &str) -> RowError {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    thread_local! {
+        /// The differential tests' switch: no event of this thread read by a template.
+        pub(crate) static NO_TEMPLATES: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+        /// Events of this thread read by a template (so that those tests can fail).
+        pub(crate) static TEMPLATE_HITS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    }
 
     fn parse_d(json: &str) -> Result<Fields<'_>, RowError> {
         parse(json, None, agui_core::limits::DEFAULT_MAX_DEPTH)

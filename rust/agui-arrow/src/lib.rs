@@ -296,11 +296,7 @@ impl BatchBuilder {
         }
         for (b, v) in self.strings.iter_mut().zip(f.string_columns()) {
             if let Some(v) = v {
-                // Nulls up to this row: the rows that had no value for this column.
-                if b.len() < row {
-                    b.append_nulls(row - b.len());
-                }
-                b.append_value(v);
+                append_string(b, row, v);
             }
         }
         if let Some(u) = &f.usage {
@@ -313,6 +309,25 @@ impl BatchBuilder {
         self.json.push(json);
         self.rows += 1;
         self.json_bytes += json.len();
+    }
+
+    /// Append the row of an event of a form `shape` has learned (`fields::Shape::
+    /// read_form`), column by column, with no [`Fields`] in between: the row `push`
+    /// would append from [`fields::read`]. `false` (nothing appended) when it has none.
+    #[inline]
+    pub fn push_form(&mut self, ev: &Event<'_>, json: &str, shape: &mut fields::Shape) -> bool {
+        let Some((ty, values)) = shape.read_form(json) else { return false };
+        let row = self.rows;
+        self.index.push(ev.index);
+        self.offset.push(ev.offset);
+        self.ty.push(ty);
+        for (c, v) in values {
+            append_string(&mut self.strings[c], row, v);
+        }
+        self.json.push(json);
+        self.rows += 1;
+        self.json_bytes += json.len();
+        true
     }
 
     /// The rows so far as one batch; the builder starts over.
@@ -347,6 +362,16 @@ impl BatchBuilder {
         self.json_bytes = 0;
         RecordBatch::try_new(schema(), columns).expect("the columns follow schema()")
     }
+}
+
+/// `v` as row `row` of a string column, after nulls for the rows before it that had no
+/// value in it.
+#[inline(always)]
+fn append_string(b: &mut StringBuilder, row: usize, v: &str) {
+    if b.len() < row {
+        b.append_nulls(row - b.len());
+    }
+    b.append_value(v);
 }
 
 /// An all-null column of `n` rows: the first rows of one of [`BATCH_ROWS`] rows made
@@ -782,12 +807,25 @@ fn decode_part(src: &Source<'_>, format: Format, part: Part, opts: &Options, con
     let (batches, issues) = (&mut out.decoded.batches, &mut out.decoded.issues);
     let mut shape = fields::Shape::default();
     let r = agui_core::log::for_each_in_part(data, format, part, &opts.limits, |ev| {
-        let r = row_event(&ev, text, &src.name, opts, issues, &mut shape, &mut |ev, json, f| {
-            builder.push(ev, json, f);
+        // An event of a form already read, a slice of the checked part (most of a log):
+        // its row straight into the columns. Otherwise (and to the same row) `row_event`.
+        let form = match within(ev.json, text) {
+            Some(json) if ev.members.is_none() && opts.max_depth >= 1 => builder.push_form(&ev, json, &mut shape),
+            _ => false,
+        };
+        let r = if form {
             if builder.full() {
                 batches.push(builder.finish());
             }
-        });
+            Ok(())
+        } else {
+            row_event(&ev, text, &src.name, opts, issues, &mut shape, &mut |ev, json, f| {
+                builder.push(ev, json, f);
+                if builder.full() {
+                    batches.push(builder.finish());
+                }
+            })
+        };
         match r {
             Ok(()) if ev.index % 4096 == 0 && control.cancel.load(Ordering::Relaxed) => Err(PartStop::Other(None)),
             Ok(()) => Ok(()),
@@ -1467,6 +1505,128 @@ mod tests {
             };
             assert!(d.batches.iter().all(|x| inside(x.column_by_name("json").unwrap().as_string_view())));
         }
+    }
+
+    /// Random logs of events in runs of one form (what templates learn) with every kind of
+    /// deviation mixed in: other values (escapes, unicode, control bytes, raw or escaped,
+    /// invalid UTF-8, numbers, null, nested values, empty strings), members added, given
+    /// twice, reordered or spaced, unknown types, truncated or trailing text, and SSE
+    /// framing of every kind (CR, LF, CRLF, comments, `event:`/`id:` fields, multi-line
+    /// data, a frame cut at the end).
+    /// `bad_utf8`: some events with an invalid byte (then the parts holding them are read
+    /// event by event, not as checked text).
+    fn shaped_log(seed: u64, events: usize, bad_utf8: bool) -> Vec<u8> {
+        use agui_core::test_rng::Rng;
+        let mut rng = Rng(seed | 1);
+        const VALUES: [&str; 22] = [
+            "\"m1\"", "\"hello \"", "\"\"", "\"h\u{e9}llo \u{2713}\u{1f600}\"", "\"a\\\"b\"", "\"a\\\\\"", "\"\\u00e9\"",
+            "\"\\ud83d\\ude00\"", "\"\\ud800\"", "\"\\x\"", "\"tab\there\"", "\"nl\nx\"", "\"ctl\u{1}\"", "\"del\u{7f}\"",
+            "5", "-1", "1.5", "null", "true", "{\"a\":[1,\"x\"]}", "[1,2]", "\"{\\\"q\\\": 1}\"",
+        ];
+        const FORMS: [&[&str]; 9] = [
+            // The `name` column takes `name`, else `toolCallName`, else `stepName`.
+            &["STEP_FINISHED", "stepName", "toolCallName", "name"],
+            &["STEP_FINISHED", "stepName", "toolCallName"],
+            &["TEXT_MESSAGE_CONTENT", "messageId", "delta"],
+            &["TOOL_CALL_ARGS", "toolCallId", "delta"],
+            &["TEXT_MESSAGE_START", "messageId", "role"],
+            &["TOOL_CALL_START", "toolCallId", "toolCallName", "parentMessageId"],
+            &["RUN_STARTED", "threadId", "runId"],
+            &["STEP_STARTED", "stepName"],
+            &["NOPE", "messageId", "delta"],
+        ];
+        let mut log = Vec::new();
+        let mut n = 0;
+        while n < events {
+            let form = FORMS[rng.below(FORMS.len())];
+            // Mostly plain values, so that templates are learned and read.
+            let plain = |rng: &mut Rng| -> String {
+                if rng.below(4) == 0 { rng.pick(&VALUES).to_string() } else { format!("\"v{}\"", rng.below(1000)) }
+            };
+            for _ in 0..1 + rng.below(40) {
+                let mut members: Vec<(String, String)> =
+                    form[1..].iter().map(|k| (format!("\"{k}\""), plain(&mut rng))).collect();
+                match rng.below(24) {
+                    0 => members.push(("\"x\"".into(), plain(&mut rng))),
+                    1 if !members.is_empty() => {
+                        let m = members[0].clone();
+                        members.push(m)
+                    }
+                    2 if members.len() > 1 => members.swap(0, 1),
+                    3 => members.push(("\"timestamp\"".into(), rng.pick(&["1700000000000", "\"12\"", "1.5e3", "\"x\""]).into())),
+                    4 => members.push(("\"usage\"".into(), rng.pick(&["[{\"inputTokens\":2}]", "[]", "3"]).into())),
+                    5 => members.push(("\"delta\"".into(), "[{\"op\":\"add\"}]".into())),
+                    _ => {}
+                }
+                let ty = format!("\"{}\"", if rng.below(30) == 0 { "TEXT_MESSAGE_\\u0043ONTENT" } else { form[0] });
+                let mut json = format!("{{\"type\":{ty}");
+                for (k, v) in &members {
+                    let sep = if rng.below(40) == 0 { ": " } else { ":" };
+                    json.push_str(&format!(",{k}{sep}{v}"));
+                }
+                json.push('}');
+                let mut json = json.into_bytes();
+                match rng.below(40) {
+                    0 => json.truncate(rng.below(json.len())),
+                    1 => json.extend_from_slice(b" x"),
+                    2 => json.push(b' '),
+                    3 if bad_utf8 => json.insert(json.len() - 2, 0xff),
+                    _ => {}
+                }
+                let nl: &[u8] = rng.pick(&[&b"\n"[..], b"\n", b"\n", b"\r\n", b"\r"]);
+                match rng.below(30) {
+                    0 => log.extend_from_slice(&[b": keep-alive", nl].concat()),
+                    1 => log.extend_from_slice(&[b"event: message", nl, b"id: 7", nl].concat()),
+                    _ => {}
+                }
+                if rng.below(30) == 0 && json.len() > 4 {
+                    let cut = 1 + rng.below(json.len() - 2);
+                    log.extend_from_slice(&[b"data: ", &json[..cut], nl, b"data:", &json[cut..], nl, nl].concat());
+                } else {
+                    let space: &[u8] = if rng.below(20) == 0 { b"data:" } else { b"data: " };
+                    log.extend_from_slice(&[space, &json, nl, nl].concat());
+                }
+                n += 1;
+            }
+        }
+        if rng.below(2) == 0 {
+            log.extend_from_slice(b"data: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m\",\"de");
+        }
+        log
+    }
+
+    /// Every table and error with templates (`fields::Template`) is the one without:
+    /// rows, frame indices, byte offsets, error classes and messages, on both readers
+    /// (the parts' and the sequential one), collected and raised.
+    #[test]
+    fn templates_read_what_the_scan_reads() {
+        use fields::tests::{NO_TEMPLATES, TEMPLATE_HITS};
+        let run = |src: &Source<'_>, opts: &Options, templates: bool| {
+            NO_TEMPLATES.set(!templates);
+            let many = decode_many(std::slice::from_ref(src), 1, opts, &Control::default())
+                .map(|d| (d.batches, d.issues));
+            let seq = decode_source(src, opts, &Control::default()).map(|d| d.map(|d| (d.batches, d.issues)));
+            NO_TEMPLATES.set(false);
+            (many, seq)
+        };
+        let mut hits = 0;
+        for seed in 1..=12u64 {
+            let log = shaped_log(seed * 0x9e37_79b9, 3000, seed % 3 == 0);
+            let srcs = [bytes(&log, "x"), Source { input: Input::Buffer(Buffer::from(log.as_slice())), name: None }];
+            for src in &srcs {
+                for collect in [true, false] {
+                    let opts = Options { collect, ..Options::default() };
+                    let before = TEMPLATE_HITS.get();
+                    let (many, seq) = run(src, &opts, true);
+                    hits += TEMPLATE_HITS.get() - before;
+                    let (want_many, want_seq) = run(src, &opts, false);
+                    assert_eq!(many, want_many, "seed {seed}, collect {collect}");
+                    assert_eq!(seq, want_seq, "seed {seed}, collect {collect}, sequential");
+                }
+            }
+        }
+        // The templates read most events of these logs (runs of one form).
+        assert!(hits > 12 * 3000, "{hits} events read by templates");
     }
 
     #[test]

@@ -100,7 +100,9 @@ impl JsonViews {
         self.part = part.map(|b| (b, None));
     }
 
-    #[inline]
+    // Always inlined: with two row writers (`push`, `push_form`) the compiler made it a
+    // call, ~15 instructions an event more (callgrind, stop 25: 309.18M -> 306.27M).
+    #[inline(always)]
     pub(crate) fn push(&mut self, text: &str) {
         let s = text.as_bytes();
         if s.len() <= INLINE {

@@ -412,9 +412,11 @@ const PLAIN: [bool; 256] = {
 };
 
 /// The position of the quote closing a string whose content starts at `start`, when the
-/// content needs no unescaping.
+/// content needs no unescaping (`None`: an escape or a control character comes first, or
+/// no quote). Public for readers that match a learned event form byte for byte
+/// (`agui_arrow::fields`' templates) and must find a value's end as the scan does.
 #[inline]
-fn plain_end(b: &[u8], start: usize) -> Option<usize> {
+pub fn plain_end(b: &[u8], start: usize) -> Option<usize> {
     stop(b, start).filter(|&i| b[i] == b'"')
 }
 
