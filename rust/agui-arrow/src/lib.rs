@@ -1690,7 +1690,8 @@ mod tests {
                                 .iter()
                                 .map(|p| part_out(decode_part(&src, Format::Sse, *p, &opts, &Control::default())))
                                 .collect();
-                            (NO_TEMPLATES.set(false), NO_FRAME_SKIP.set(false));
+                            NO_TEMPLATES.set(false);
+                            NO_FRAME_SKIP.set(false);
                             outs
                         };
                         let before = FRAME_SKIPS.get();

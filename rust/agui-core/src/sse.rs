@@ -959,7 +959,7 @@ mod tests {
             n
         };
         for seed in 1..=60u64 {
-            let mut rng = Rng(seed * 0x9e37_79b9 | 1);
+            let mut rng = Rng((seed * 0x9e37_79b9) | 1);
             let mut s: Vec<u8> = Vec::new();
             if rng.below(4) == 0 {
                 s.extend_from_slice(&BOM);
