@@ -543,6 +543,8 @@ struct Template {
     /// `lits[HEAD..HEAD + 16]` (the first value comes after them: no form is learned
     /// otherwise); `None`: nothing learned.
     head: Option<[u8; 16]>,
+    /// No line break in `lits`: a match is one SSE `data` line ([`Shape::form_end`]).
+    one_line: bool,
 }
 
 impl Template {
@@ -572,6 +574,7 @@ impl Template {
             cursor = n.end - 1;
         }
         self.lits.extend_from_slice(&b[cursor..]);
+        self.one_line = memchr::memchr2(b'\n', b'\r', &self.lits).is_none();
         self.ty_key = ty_key;
         // The `name` column: `name`, else `toolCallName`, else `stepName` (`Fields::name`).
         let name = [Key::Name, Key::ToolCallName, Key::StepName]
@@ -597,34 +600,47 @@ impl Template {
     /// (one a slot).
     #[inline(always)]
     fn matches(&self, json: &str, spans: &mut Vec<(usize, usize)>) -> bool {
+        self.match_at(json, spans, true).is_some()
+    }
+
+    /// Where the learned form ends when `json` starts with it (`whole`: and ends there);
+    /// then `spans` holds where each value lies (one a slot).
+    #[inline(always)]
+    fn match_at(&self, json: &str, spans: &mut Vec<(usize, usize)>, whole: bool) -> Option<usize> {
         use agui_core::stream::event::plain_end;
         #[cfg(test)]
         if tests::NO_TEMPLATES.get() {
-            return false;
+            return None;
         }
         let b = json.as_bytes();
         // Sixteen bytes of the first literal run (of the type's name, mostly: `TEXT_MESSAGE_`
         // and `TOOL_CALL_` start several) compared first: the forms of other types are told
         // apart without a call.
         // (No head: nothing learned.)
-        let Some(head) = &self.head else { return false };
+        let head = self.head.as_ref()?;
         if b.get(HEAD..HEAD + 16) != Some(head) {
-            return false;
+            return None;
         }
         spans.clear();
         let (mut at, mut lit) = (0, 0);
         for &(lit_end, _) in &self.slots {
             let run = &self.lits[lit..lit_end];
             if b.get(at..at + run.len()) != Some(run) {
-                return false;
+                return None;
             }
             at += run.len();
-            let Some(end) = plain_end(b, at) else { return false };
+            let end = plain_end(b, at)?;
             // (Both ends next to ASCII quotes: char boundaries.)
             spans.push((at, end));
             (at, lit) = (end, lit_end);
         }
-        b.get(at..) == Some(&self.lits[lit..])
+        let last = &self.lits[lit..];
+        let end = at + last.len();
+        match b.get(at..) {
+            Some(rest) if whole => (rest == last).then_some(end),
+            Some(rest) => rest.starts_with(last).then_some(end),
+            None => None,
+        }
     }
 }
 
@@ -673,6 +689,9 @@ pub struct Shape {
     /// The text (address, length) that the templates last failed to match: a caller that
     /// tried them (`read_form`) and then reads the event whole does not try them again.
     missed: (usize, usize),
+    /// The text (address, length) that [`Shape::form_end`] last found the form `current`
+    /// at (`spans` its values): the framer hands that text to `read_form` next.
+    found: (usize, usize),
 }
 
 impl Shape {
@@ -715,8 +734,13 @@ impl Shape {
     #[inline(always)]
     fn match_form(&mut self, json: &str) -> bool {
         let Some(first) = self.templates.get(self.current) else { return false };
-        if !first.matches(json, &mut self.spans) {
-            let this = (json.as_ptr() as usize, json.len());
+        let this = (json.as_ptr() as usize, json.len());
+        if self.found == this {
+            // Matched by `form_end` just before: `current` and `spans` are this text's.
+            self.found = (0, 0);
+            #[cfg(test)]
+            tests::FRAME_SKIPS.set(tests::FRAME_SKIPS.get() + 1);
+        } else if !first.matches(json, &mut self.spans) {
             if self.missed == this {
                 return false;
             }
@@ -732,6 +756,36 @@ impl Shape {
         #[cfg(test)]
         tests::TEMPLATE_HITS.set(tests::TEMPLATE_HITS.get() + 1);
         true
+    }
+
+    /// Where an event of a form kept ends when `text` (the rest of an SSE part after a
+    /// frame's `data: `) starts with one whose literal runs hold no line break: that
+    /// event is one line, as its values are plain strings (no control byte). The framer
+    /// ([`agui_core::sse::SseParser::feed_ahead`]) then hands that event (the same
+    /// address and length) to [`Shape::read_form`], which takes this match.
+    #[inline(always)]
+    pub fn form_end(&mut self, text: &str) -> Option<usize> {
+        #[cfg(test)]
+        if tests::NO_FRAME_SKIP.get() {
+            return None;
+        }
+        let t = self.templates.get(self.current)?;
+        let end = match t.match_at(text, &mut self.spans, false) {
+            Some(end) if t.one_line => end,
+            _ => {
+                let at = text.as_bytes().get(HEAD..HEAD + 16).map(bucket)?;
+                let t = &self.templates[at];
+                match t.match_at(text, &mut self.spans, false) {
+                    Some(end) if t.one_line && at != self.current => {
+                        self.current = at;
+                        end
+                    }
+                    _ => return None,
+                }
+            }
+        };
+        self.found = (text.as_ptr() as usize, end);
+        Some(end)
     }
 
     /// After a whole scan of `json` (its members in `noted`): its form kept first, when a
@@ -963,6 +1017,11 @@ pub(crate) mod tests {
         pub(crate) static NO_TEMPLATES: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
         /// Events of this thread read by a template (so that those tests can fail).
         pub(crate) static TEMPLATE_HITS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+        /// The differential tests' other switch: no SSE frame read ahead of the framer's
+        /// line search (`Shape::form_end`).
+        pub(crate) static NO_FRAME_SKIP: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+        /// Frames read ahead of the line search (so that those tests can fail).
+        pub(crate) static FRAME_SKIPS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     }
 
     fn parse_d(json: &str) -> Result<Fields<'_>, RowError> {

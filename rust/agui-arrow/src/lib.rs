@@ -805,8 +805,16 @@ fn decode_part(src: &Source<'_>, format: Format, part: Part, opts: &Options, con
     let text = simdutf8::basic::from_utf8(data).ok();
     builder.set_part(text.and_then(|t| Utf8Block::new(buffer.clone(), t)));
     let (batches, issues) = (&mut out.decoded.batches, &mut out.decoded.issues);
-    let mut shape = fields::Shape::default();
-    let r = agui_core::log::for_each_in_part(data, format, part, &opts.limits, |ev| {
+    // Shared by the framer's reader ahead and the rows.
+    let shape = std::cell::RefCell::new(fields::Shape::default());
+    // An SSE frame `data: <event>\n\n` whose event has a form already read is framed with
+    // no line search: the form's end is the event's (`Shape::form_end`).
+    let ahead = |rest: &[u8]| match within(rest, text) {
+        Some(rest) if opts.max_depth >= 1 => shape.borrow_mut().form_end(rest),
+        _ => None,
+    };
+    let r = agui_core::log::for_each_in_part_ahead(data, format, part, &opts.limits, ahead, |ev| {
+        let mut shape = shape.borrow_mut();
         // An event of a form already read, a slice of the checked part (most of a log):
         // its row straight into the columns. Otherwise (and to the same row) `row_event`.
         let form = match within(ev.json, text) {
@@ -1536,6 +1544,9 @@ mod tests {
             &["NOPE", "messageId", "delta"],
         ];
         let mut log = Vec::new();
+        if rng.below(4) == 0 {
+            log.extend_from_slice(b"\xef\xbb\xbf");
+        }
         let mut n = 0;
         while n < events {
             let form = FORMS[rng.below(FORMS.len())];
@@ -1577,9 +1588,15 @@ mod tests {
                 match rng.below(30) {
                     0 => log.extend_from_slice(&[b": keep-alive", nl].concat()),
                     1 => log.extend_from_slice(&[b"event: message", nl, b"id: 7", nl].concat()),
+                    2 => log.extend_from_slice(&[b"retry: 50", nl].concat()),
+                    3 => log.extend_from_slice(nl),
                     _ => {}
                 }
-                if rng.below(30) == 0 && json.len() > 4 {
+                if rng.below(30) == 0 {
+                    // A whole event and an empty `data` line after it: the payload ends
+                    // with a line feed (JSON whitespace), not where the event does.
+                    log.extend_from_slice(&[&b"data: "[..], &json, nl, b"data:", nl, nl].concat());
+                } else if rng.below(30) == 0 && json.len() > 4 {
                     let cut = 1 + rng.below(json.len() - 2);
                     log.extend_from_slice(&[b"data: ", &json[..cut], nl, b"data:", &json[cut..], nl, nl].concat());
                 } else {
@@ -1627,6 +1644,69 @@ mod tests {
         }
         // The templates read most events of these logs (runs of one form).
         assert!(hits > 12 * 3000, "{hits} events read by templates");
+    }
+
+    /// What `decode_part` gave, comparable.
+    fn part_out(out: PartOut) -> (Vec<RecordBatch>, Vec<Issue>, u64, String) {
+        let stop = match out.stop {
+            None => String::new(),
+            Some(PartStop::Log(e)) => format!("log {e:?}"),
+            Some(PartStop::Row(issue)) => format!("row {issue:?}"),
+            Some(PartStop::Other(issue)) => format!("other {issue:?}"),
+        };
+        (out.decoded.batches, out.decoded.issues, out.frames, stop)
+    }
+
+    /// SSE frames read ahead of the framer's line search (`Shape::form_end`) give the
+    /// tables, errors and frame counts of the line search and of no templates at all, in
+    /// parts cut at many places (frames at a part's start and end, a part that ends
+    /// inside a frame), on every framing `shaped_log` writes.
+    #[test]
+    fn frames_read_ahead_read_what_the_line_search_reads() {
+        use fields::tests::{FRAME_SKIPS, NO_FRAME_SKIP, NO_TEMPLATES};
+        use agui_core::test_rng::Rng;
+        let mut skips = 0;
+        for seed in 1..=12u64 {
+            let log = shaped_log(seed * 0x51_7cc1_b727, 1500, seed % 3 == 0);
+            let mut rng = Rng(seed | 1);
+            let len = log.len() as u64;
+            let mut cuts: Vec<Vec<Part>> = Vec::new();
+            for parts in [1usize, 2, 7, 40] {
+                let targets: Vec<u64> = (1..parts).map(|k| k as u64 * len / parts as u64 + rng.below(64) as u64).collect();
+                let mut r = std::io::Cursor::new(&log);
+                cuts.push(agui_core::log::split_at(&mut r, len, Format::Sse, &targets, &Limits::default()).unwrap());
+            }
+            // A part that ends anywhere (as a log cut short).
+            cuts.push(vec![Part { start: 0, end: 1 + rng.below(log.len() - 1) as u64 }]);
+            let src = bytes(&log, "x");
+            for parts in &cuts {
+                for collect in [true, false] {
+                    for max_buffer in [Limits::default().max_buffer, 90] {
+                        let opts = Options { collect, limits: Limits { max_buffer, ..Limits::default() }, ..Options::default() };
+                        let run = |templates: bool, skip: bool| {
+                            NO_TEMPLATES.set(!templates);
+                            NO_FRAME_SKIP.set(!skip);
+                            let outs: Vec<_> = parts
+                                .iter()
+                                .map(|p| part_out(decode_part(&src, Format::Sse, *p, &opts, &Control::default())))
+                                .collect();
+                            NO_TEMPLATES.set(false);
+                            NO_FRAME_SKIP.set(false);
+                            outs
+                        };
+                        let before = FRAME_SKIPS.get();
+                        let got = run(true, true);
+                        skips += FRAME_SKIPS.get() - before;
+                        let what = format!("seed {seed}, {} parts, collect {collect}, max {max_buffer}", parts.len());
+                        assert_eq!(got, run(true, false), "{what}: vs the line search");
+                        assert_eq!(got, run(false, false), "{what}: vs no templates");
+                    }
+                }
+            }
+        }
+        // Many events of these logs are one `data: ` line and a blank line of a known form
+        // (a third of those read whole, collected: the others stop at an error).
+        assert!(skips > 12 * 1500 / 2, "{skips} frames read ahead");
     }
 
     #[test]

@@ -358,6 +358,16 @@ impl Framer {
         E: From<LogError>,
         F: FnMut(Event<'_>) -> Result<(), E>,
     {
+        self.feed_ahead(chunk, events, &mut |_| None, sink)
+    }
+
+    /// [`Framer::feed`] with the SSE framer's reader ahead ([`SseParser::feed_ahead`]).
+    fn feed_ahead<E, A, F>(&mut self, chunk: Option<&[u8]>, events: &mut u64, ahead: &mut A, sink: &mut F) -> Result<(), E>
+    where
+        E: From<LogError>,
+        A: FnMut(&[u8]) -> Option<usize>,
+        F: FnMut(Event<'_>) -> Result<(), E>,
+    {
         let mut failed: Option<E> = None;
         let mut on_event = |ev: Event<'_>| {
             if failed.is_none() {
@@ -369,7 +379,7 @@ impl Framer {
         };
         let r = match (self, chunk) {
             (Framer::Sse(p), Some(c)) => {
-                p.feed(c, |f| on_event(Event { index: f.index, offset: f.offset, json: f.data, members: None })).map_err(LogError::Sse)
+                p.feed_ahead(c, ahead, |f| on_event(Event { index: f.index, offset: f.offset, json: f.data, members: None })).map_err(LogError::Sse)
             }
             (Framer::Sse(p), None) => {
                 p.finish(|f| on_event(Event { index: f.index, offset: f.offset, json: f.data, members: None })).map_err(LogError::Sse)
@@ -535,14 +545,26 @@ fn read_full<R: Read + ?Sized>(reader: &mut R, buf: &mut [u8]) -> io::Result<usi
 /// [`split`]), as [`LogReader::for_each`] does for a whole log: offsets are those of the
 /// whole log; frame indices count from the part's first frame (add the
 /// [`Summary::frames`] of the parts before it).
-pub fn for_each_in_part<E, F>(data: &[u8], format: Format, part: Part, limits: &Limits, mut sink: F) -> Result<Summary, E>
+pub fn for_each_in_part<E, F>(data: &[u8], format: Format, part: Part, limits: &Limits, sink: F) -> Result<Summary, E>
 where
     E: From<LogError>,
     F: FnMut(Event<'_>) -> Result<(), E>,
 {
+    for_each_in_part_ahead(data, format, part, limits, |_| None, sink)
+}
+
+/// [`for_each_in_part`] with a reader ahead of the SSE framer's line search
+/// ([`SseParser::feed_ahead`]: `ahead` may say where the payload after a frame's
+/// `data: ` ends; the events are the same). Not called for the other formats.
+pub fn for_each_in_part_ahead<E, A, F>(data: &[u8], format: Format, part: Part, limits: &Limits, mut ahead: A, mut sink: F) -> Result<Summary, E>
+where
+    E: From<LogError>,
+    A: FnMut(&[u8]) -> Option<usize>,
+    F: FnMut(Event<'_>) -> Result<(), E>,
+{
     let mut framer = Framer::new(format, limits, part.start);
     let mut events = 0u64;
-    framer.feed(Some(data), &mut events, &mut sink)?;
+    framer.feed_ahead(Some(data), &mut events, &mut ahead, &mut sink)?;
     framer.feed(None, &mut events, &mut sink)?;
     Ok(framer.summary(events, data.len() as u64))
 }

@@ -253,7 +253,22 @@ impl SseParser {
     /// Feed one chunk; `sink` receives every frame completed by it, in order. On a
     /// buffer-limit error the frames before it have already been handed out and the
     /// parser stays failed (every later call returns the same error).
-    pub fn feed<F: FnMut(Frame<'_>)>(&mut self, chunk: &[u8], mut sink: F) -> Result<(), SseError> {
+    pub fn feed<F: FnMut(Frame<'_>)>(&mut self, chunk: &[u8], sink: F) -> Result<(), SseError> {
+        self.feed_ahead(chunk, |_| None, sink)
+    }
+
+    /// [`SseParser::feed`] with a reader ahead of the line search: at a line that starts a
+    /// frame with `data: `, `ahead` gets the bytes after `data: ` to the chunk's end and
+    /// may say where a payload it recognises ends (`Some(n)`: `n` bytes, none of them a
+    /// line break). When `\n\n` follows those `n` bytes the frame is exactly that one
+    /// `data` line and a blank line, and it is dispatched from there with no line search:
+    /// the same frame, offsets, index and state (`id`/`event` fields before it included)
+    /// as the search would give. Anything else (`None`, CR, more lines) is framed as ever.
+    pub fn feed_ahead<A, F>(&mut self, chunk: &[u8], mut ahead: A, mut sink: F) -> Result<(), SseError>
+    where
+        A: FnMut(&[u8]) -> Option<usize>,
+        F: FnMut(Frame<'_>),
+    {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
@@ -298,6 +313,25 @@ impl SseParser {
         }
 
         while i < chunk.len() {
+            // A frame that is one `data: ` line and a blank line, its payload's end
+            // known to `ahead`: dispatched as the two lines below would dispatch it.
+            if self.data_state == Data::None && self.line.is_empty() && !self.lines {
+                if let Some(rest) = chunk[i..].strip_prefix(b"data: ") {
+                    if let Some(n) = ahead(rest) {
+                        let end = i + 6 + n;
+                        // (Over the limit: the line search reports it.)
+                        if chunk.get(end..end + 2) == Some(b"\n\n") && end - i <= self.max_buffer {
+                            debug_assert!(memchr2(b'\n', b'\r', &chunk[i..end]).is_none(), "a line break in a payload `ahead` read");
+                            self.frame_start = base + i as u64;
+                            self.data_state = Data::Slice(i + 6, end);
+                            self.dispatch(chunk, &mut sink);
+                            i = end + 2;
+                            self.line_start = base + i as u64;
+                            continue;
+                        }
+                    }
+                }
+            }
             // Every other line of a stream is the blank one ending an event: looked at
             // before memchr, whose set-up costs more than the one byte.
             let rel = if matches!(chunk[i], b'\n' | b'\r') { Some(0) } else { memchr2(b'\n', b'\r', &chunk[i..]) };
@@ -873,6 +907,97 @@ mod tests {
 
     fn datas(chunks: &[&[u8]]) -> Vec<Vec<u8>> {
         run(chunks, DEFAULT_MAX_BUFFER).0.into_iter().map(|f| f.data).collect()
+    }
+
+    /// Everything a parser tells about its stream after `chunks` (fed with `ahead` or
+    /// without): frames, the error, and the state a reader goes on from.
+    #[allow(clippy::type_complexity)]
+    fn state_after(
+        chunks: &[&[u8]],
+        max: usize,
+        offset: u64,
+        ahead: Option<&dyn Fn(&[u8]) -> Option<usize>>,
+    ) -> (Vec<OwnedFrame>, Option<SseError>, String, Option<u64>, u64, u64, usize) {
+        let mut p = if offset == 0 { SseParser::new(max) } else { SseParser::at(max, offset) };
+        let mut out = Vec::new();
+        let mut err = None;
+        for c in chunks {
+            let push = |f: Frame<'_>| out.push(f.to_owned_frame());
+            let r = match ahead {
+                Some(a) => p.feed_ahead(c, a, push),
+                None => p.feed(c, push),
+            };
+            if let Err(e) = r {
+                err = Some(e);
+                break;
+            }
+        }
+        // (After an error the parser keeps only the error.)
+        let (pos, buffered) = (p.position(), if err.is_none() { p.buffered() } else { 0 });
+        if err.is_none() {
+            err = p.finish(|f| out.push(f.to_owned_frame())).err();
+        }
+        (out, err, p.last_event_id().to_string(), p.retry(), p.frame_count(), pos, buffered)
+    }
+
+    /// A frame read ahead of the line search (`feed_ahead`) leaves what the search
+    /// leaves: frames, offsets, indices, event types, ids, retry, position, errors, on
+    /// every framing (LF, CR, CRLF, fields, comments, multi-line data, BOM, blank lines,
+    /// a cut last frame, the buffer limit) cut anywhere. `ahead` here knows every
+    /// payload's end (its line's), the most a reader ahead may claim.
+    #[test]
+    fn frames_read_ahead_are_those_of_the_line_search() {
+        use crate::test_rng::Rng;
+        let line_end = |rest: &[u8]| Some(memchr2(b'\n', b'\r', rest).unwrap_or(rest.len()));
+        let mut taken = 0;
+        let counting = std::cell::Cell::new(0usize);
+        let count = |rest: &[u8]| {
+            let n = line_end(rest);
+            if rest.get(n.unwrap_or(0)..n.unwrap_or(0) + 2) == Some(b"\n\n") {
+                counting.set(counting.get() + 1);
+            }
+            n
+        };
+        for seed in 1..=60u64 {
+            let mut rng = Rng((seed * 0x9e37_79b9) | 1);
+            let mut s: Vec<u8> = Vec::new();
+            if rng.below(4) == 0 {
+                s.extend_from_slice(&BOM);
+            }
+            for _ in 0..rng.below(12) + 1 {
+                let nl: &[u8] = rng.pick(&[&b"\n"[..], b"\n", b"\n", b"\r\n", b"\r"]);
+                let extra: &[&[u8]] = &[b": c", b"event: e", b"id: 5", b"id: x\0", b"retry: 30", b"retry: x", b"", b"data", b"x"];
+                for _ in 0..rng.below(3) {
+                    if rng.below(2) == 0 {
+                        s.extend_from_slice(&[rng.pick(extra), nl].concat());
+                    }
+                }
+                for _ in 0..1 + usize::from(rng.below(6) == 0) {
+                    let sep: &[u8] = rng.pick(&[&b"data: "[..], b"data: ", b"data:", b"data:  "]);
+                    let v: &[u8] = rng.pick(&[&b"{\"a\":1}"[..], b"x", b"", b"{\"type\":\"T\",\"d\":\"yy\"}"]);
+                    s.extend_from_slice(&[sep, v, nl].concat());
+                }
+                s.extend_from_slice(nl);
+            }
+            if rng.below(2) == 0 {
+                s.extend_from_slice(b"data: {\"cut");
+            }
+            let offset = if rng.below(3) == 0 { 7 } else { 0 };
+            for max in [DEFAULT_MAX_BUFFER, 4 + rng.below(20)] {
+                let want = state_after(&[&s], max, offset, None);
+                assert_eq!(state_after(&[&s], max, offset, Some(&count)), want, "seed {seed}, whole");
+                taken += counting.replace(0);
+                for k in 0..=s.len() {
+                    let (a, b) = s.split_at(k);
+                    let want = state_after(&[a, b], max, offset, None);
+                    assert_eq!(state_after(&[a, b], max, offset, Some(&line_end)), want, "seed {seed}, split at {k}");
+                }
+                let bytes: Vec<&[u8]> = s.chunks(1).collect();
+                assert_eq!(state_after(&bytes, max, offset, Some(&line_end)), state_after(&bytes, max, offset, None));
+            }
+        }
+        // Most frames of these streams are one `data: ` line and a blank line.
+        assert!(taken > 100, "{taken} frames read ahead");
     }
 
     fn every_split(stream: &[u8]) -> Vec<Vec<u8>> {
