@@ -247,6 +247,12 @@ impl SseParser {
             offset,
         };
         self.failed = Some(err.clone());
+        // A failed parser keeps only its error (every later call returns it): what it
+        // buffered is never read again, and data still pointing into the chunk being fed
+        // must not outlive that chunk (`buffered` read it as a slice of a gone chunk).
+        self.data_state = Data::None;
+        self.data.clear();
+        self.line.clear();
         err
     }
 
@@ -933,7 +939,7 @@ mod tests {
             }
         }
         // (After an error the parser keeps only the error.)
-        let (pos, buffered) = (p.position(), if err.is_none() { p.buffered() } else { 0 });
+        let (pos, buffered) = (p.position(), p.buffered());
         if err.is_none() {
             err = p.finish(|f| out.push(f.to_owned_frame())).err();
         }
@@ -1158,6 +1164,12 @@ mod tests {
         assert!(p.feed(b"data: 123456", |_| ()).is_err());
         assert!(p.feed(b"\n\n", |_| ()).is_err());
         assert!(p.finish(|_| ()).is_err());
+        // ... holding nothing: a line of data still in the failed chunk (`data: 1` then a
+        // line over the limit) is dropped with it, not read later as a slice of a gone chunk.
+        let mut p = SseParser::new(8);
+        let e = p.feed(b"data: 1\ndata: 123456789\n", |_| ()).unwrap_err();
+        assert_eq!((e.kind, p.buffered()), (SseErrorKind::BufferLimit, 0));
+        assert!(p.feed(b"\n", |_| ()).is_err());
         // Frames before the error in the same chunk are delivered.
         let (f, e, _) = run(&[b"data: 1\n\ndata: 2\n\ndata: 123456789\n\n"], 8);
         assert_eq!(f.len(), 2);
