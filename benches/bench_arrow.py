@@ -43,13 +43,13 @@ def _table(data, threads=None):
 
 def test_sse__agui_fast_to_arrow(benchmark):
     benchmark.group = "arrow_sse_100k"
-    t = benchmark.pedantic(_table, (SSE,), rounds=7, iterations=1, warmup_rounds=1)
+    t = benchmark.pedantic(_table, (SSE,), rounds=21, iterations=1, warmup_rounds=2)
     assert t.num_rows == N
 
 
 def test_sse__decode_sse(benchmark):
     benchmark.group = "arrow_sse_100k"
-    out = benchmark.pedantic(decode_sse, (SSE,), rounds=7, iterations=1, warmup_rounds=1)
+    out = benchmark.pedantic(decode_sse, (SSE,), rounds=21, iterations=1, warmup_rounds=2)
     assert len(out) == N
 
 
@@ -61,13 +61,13 @@ def test_sse__pure_python_pydantic(benchmark):
 
 def test_protobuf__agui_fast_to_arrow(benchmark):
     benchmark.group = "arrow_protobuf_100k"
-    t = benchmark.pedantic(_table, (PB,), rounds=7, iterations=1, warmup_rounds=1)
+    t = benchmark.pedantic(_table, (PB,), rounds=21, iterations=1, warmup_rounds=2)
     assert t.num_rows == N
 
 
 def test_protobuf__decode_protobuf(benchmark):
     benchmark.group = "arrow_protobuf_100k"
-    out = benchmark.pedantic(decode_protobuf, (PB,), rounds=7, iterations=1, warmup_rounds=1)
+    out = benchmark.pedantic(decode_protobuf, (PB,), rounds=21, iterations=1, warmup_rounds=2)
     assert len(out) == N
 
 
