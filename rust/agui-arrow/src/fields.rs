@@ -335,7 +335,7 @@ impl Fields<'_> {
     }
     /// `name`, else `toolCallName`, else `stepName`.
     pub fn name(&self) -> Option<&str> {
-        self.string(Key::Name).or_else(|| self.string(Key::ToolCallName)).or_else(|| self.string(Key::StepName))
+        NAME_KEYS.into_iter().find_map(|k| self.string(k))
     }
     pub fn delta(&self) -> Option<&str> {
         self.delta.as_deref()
@@ -577,9 +577,7 @@ impl Template {
         self.one_line = memchr::memchr2(b'\n', b'\r', &self.lits).is_none();
         self.ty_key = ty_key;
         // The `name` column: `name`, else `toolCallName`, else `stepName` (`Fields::name`).
-        let name = [Key::Name, Key::ToolCallName, Key::StepName]
-            .into_iter()
-            .find(|k| noted.iter().any(|n| n.key as usize == *k as usize));
+        let name = NAME_KEYS.into_iter().find(|k| noted.iter().any(|n| n.key as usize == *k as usize));
         self.columns.clear();
         self.columns.extend(noted.iter().filter(|n| !matches!(n.key, Key::Type)).map(|n| match n.key {
             Key::ThreadId => 0,
@@ -646,6 +644,10 @@ impl Template {
 
 /// A value of a [`Template`] that goes to no column.
 const NO_COLUMN: u8 = u8::MAX;
+
+/// The members the `name` column reads, the first present taken: [`Fields::name`] and
+/// a template's column of a name ([`Template::learn`]) follow this one order.
+const NAME_KEYS: [Key; 3] = [Key::Name, Key::ToolCallName, Key::StepName];
 
 /// Where [`Template::head`] lies: after `{"type":"`.
 const HEAD: usize = TYPE_FIRST.len();
