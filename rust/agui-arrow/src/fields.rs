@@ -489,21 +489,39 @@ fn scan<'a>(json: &'a str, raw: &mut Raw<'a, '_>, shape: &mut Shape) -> Option<(
 }
 
 /// One member as the scan read it, for [`Template::learn`]: its key, where its value's
-/// text lies in the event, and whether that is a string without escapes.
+/// text lies in the event, and what kind of value that is.
 #[derive(Debug, Clone, Copy)]
 struct Noted {
     key: Key,
     start: usize,
     end: usize,
-    plain: bool,
+    value: Value,
+}
+
+/// The kind of a member's value, as far as templates care.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Value {
+    /// A string without escapes.
+    Plain,
+    /// A string with escapes (valid ones: the scan took it).
+    Escaped,
+    /// An integer.
+    Int,
+    /// An array or an object.
+    Nested,
 }
 
 impl Noted {
     #[inline(always)]
     fn of(json: &str, m: &agui_core::stream::event::Member<'_>) -> Noted {
         let start = m.text.as_ptr() as usize - json.as_ptr() as usize;
-        let plain = m.raw.is_some() && !m.escaped;
-        Noted { key: Key::of(m.name), start, end: start + m.text.len(), plain }
+        let value = match (m.raw.is_some(), m.escaped, m.text.as_bytes()[0]) {
+            (true, false, _) => Value::Plain,
+            (true, true, _) => Value::Escaped,
+            (false, _, b'[' | b'{') => Value::Nested,
+            (false, _, _) => Value::Int,
+        };
+        Noted { key: Key::of(m.name), start, end: start + m.text.len(), value }
     }
 }
 
@@ -513,23 +531,55 @@ enum Slot {
     /// `Fields::strings[i]`.
     String(usize),
     Delta,
-    /// A member the table does not read.
+    /// An integer `timestamp`.
+    Timestamp,
+    /// A string member the table does not read.
     Skip,
 }
 
-/// The whole form of an event scanned whose members are all plain strings (no
-/// escape, no control character) of the table's string columns, `delta` or members it
-/// does not read: its bytes outside the values (the type's value included, as a literal)
-/// and the column each value goes to. Most events of a log come in runs of one form
-/// (text and argument deltas), so most are read as a few compares of literal runs and a
-/// search for each value's closing quote, with no member dispatch.
+/// Where the values of the event a template last matched lie, and what they read.
+#[derive(Debug, Default)]
+struct Values {
+    /// Per value (a slot): where its text lies in the event, or (bit `k` of `escaped`
+    /// set) in `unescaped`.
+    spans: Vec<(usize, usize)>,
+    /// The values (by slot) with escapes that a column reads.
+    escaped: u64,
+    /// Those values decoded, back to back, as the scan decodes them
+    /// (`agui_core::stream::event::unescape_into`, `Member::string`'s).
+    unescaped: String,
+    /// The `timestamp` slot's milliseconds ([`timestamp`], as `finish` reads them).
+    timestamp: Option<i64>,
+}
+
+impl Values {
+    /// The text of the `k`-th value (`json`: the event matched).
+    #[inline(always)]
+    fn text<'s>(&'s self, json: &'s str, k: usize) -> &'s str {
+        let (start, end) = self.spans[k];
+        if self.escaped >> k & 1 != 0 { &self.unescaped[start..end] } else { &json[start..end] }
+    }
+}
+
+/// The whole form of an event scanned whose members are all strings (no control
+/// character; escapes the scan takes) of the table's string columns, `delta` or members
+/// it does not read, and an integer `timestamp`: its bytes outside the values (the
+/// type's value included, as a literal) and the column each value goes to. Most events
+/// of a log come in runs of one form (text and argument deltas), so most are read as a
+/// few compares of literal runs and a search for each value's end, with no member
+/// dispatch.
 ///
 /// Exactly what the scan reads: an event that matches has the learned event's bytes
-/// everywhere but inside its string values, and each value ends at the first quote after
-/// its start with no backslash or control character before it (the core's `plain_end`,
-/// the scan's own search). So the scan would find the same members, names and order, each
-/// a plain string, and the same type: the same row. Anything else (an escape, a control
-/// byte, another member, whitespace, a number) falls back to the scan, untouched.
+/// everywhere but inside its values; each string value ends where the scan's own search
+/// ends it (the core's `string_end`: the first quote not escaped, with valid escapes
+/// only and no control byte before it), and is decoded by the scan's own decoder
+/// (`unescape_into`) when a column reads it; the `timestamp` is an integer as the scan
+/// reads one (the core's `int_end`) followed by the learned literal (`,` or `}`: no
+/// fraction, no exponent), and its milliseconds are read by `finish`'s [`timestamp`],
+/// the event taken only when that reads it. So the scan would find the same members,
+/// names and order, the same values and the same type: the same row. Anything else (a
+/// control byte, an invalid escape or lone surrogate, another member, whitespace, a
+/// value of another kind, a timestamp out of range) falls back to the scan, untouched.
 #[derive(Debug, Default)]
 struct Template {
     /// The literal runs back to back.
@@ -551,7 +601,15 @@ impl Template {
     /// Whether an event scanned whole (its members `noted`, its type's key `ty_key`)
     /// has a form a template reads.
     fn readable(noted: &[Noted], ty_key: Option<usize>) -> bool {
-        ty_key.is_some() && noted.iter().all(|n| n.plain && !matches!(n.key, Key::Timestamp | Key::Usage))
+        // (At most 64 values: `Values::escaped`'s bits.)
+        ty_key.is_some()
+            && noted.len() <= 64
+            && noted.iter().all(|n| match n.key {
+                Key::Type => n.value == Value::Plain,
+                Key::Timestamp => n.value == Value::Int,
+                Key::Usage => false,
+                _ => matches!(n.value, Value::Plain | Value::Escaped),
+            })
     }
 
     /// The form of `json`, a [`Template::readable`] event.
@@ -564,14 +622,17 @@ impl Template {
             let slot = match n.key {
                 // The type's value stays in the literal: a matching event has this type.
                 Key::Type => continue,
+                Key::Timestamp => Slot::Timestamp,
                 Key::Delta => Slot::Delta,
                 Key::Other => Slot::Skip,
                 k => Slot::String(k as usize - Key::ThreadId as usize),
             };
-            // Up to and with the value's opening quote; on from its closing quote.
-            self.lits.extend_from_slice(&b[cursor..n.start + 1]);
+            // A string: up to and with its opening quote, on from its closing quote; an
+            // integer: up to it, on after it.
+            let quote = usize::from(n.value != Value::Int);
+            self.lits.extend_from_slice(&b[cursor..n.start + quote]);
             self.slots.push((self.lits.len(), slot));
-            cursor = n.end - 1;
+            cursor = n.end - quote;
         }
         self.lits.extend_from_slice(&b[cursor..]);
         self.one_line = memchr::memchr2(b'\n', b'\r', &self.lits).is_none();
@@ -594,18 +655,17 @@ impl Template {
         self.head = self.lits.get(HEAD..HEAD + 16).filter(|_| first >= HEAD + 16).map(|h| h.try_into().expect("16 bytes"));
     }
 
-    /// Whether `json` has the learned form; then `spans` holds where each value lies
-    /// (one a slot).
+    /// Whether `json` has the learned form; then `values` holds its values.
     #[inline(always)]
-    fn matches(&self, json: &str, spans: &mut Vec<(usize, usize)>) -> bool {
-        self.match_at(json, spans, true).is_some()
+    fn matches(&self, json: &str, values: &mut Values) -> bool {
+        self.match_at(json, values, true).is_some()
     }
 
     /// Where the learned form ends when `json` starts with it (`whole`: and ends there);
-    /// then `spans` holds where each value lies (one a slot).
+    /// then `values` holds its values.
     #[inline(always)]
-    fn match_at(&self, json: &str, spans: &mut Vec<(usize, usize)>, whole: bool) -> Option<usize> {
-        use agui_core::stream::event::plain_end;
+    fn match_at(&self, json: &str, values: &mut Values, whole: bool) -> Option<usize> {
+        use agui_core::stream::event::{int_end, plain_end, string_end, unescape_into};
         #[cfg(test)]
         if tests::NO_TEMPLATES.get() {
             return None;
@@ -619,17 +679,44 @@ impl Template {
         if b.get(HEAD..HEAD + 16) != Some(head) {
             return None;
         }
-        spans.clear();
+        values.spans.clear();
+        values.escaped = 0;
+        values.timestamp = None;
         let (mut at, mut lit) = (0, 0);
-        for &(lit_end, _) in &self.slots {
+        for (k, &(lit_end, slot)) in self.slots.iter().enumerate() {
             let run = &self.lits[lit..lit_end];
             if b.get(at..at + run.len()) != Some(run) {
                 return None;
             }
             at += run.len();
-            let end = plain_end(b, at)?;
-            // (Both ends next to ASCII quotes: char boundaries.)
-            spans.push((at, end));
+            // (Every end below is next to an ASCII byte: a char boundary.)
+            let end = match slot {
+                Slot::Timestamp => {
+                    let end = match b.get(at)? {
+                        b'-' | b'0'..=b'9' => int_end(b, at)?,
+                        _ => return None,
+                    };
+                    values.timestamp = Some(timestamp(&json[at..end])?);
+                    end
+                }
+                // Most values have no escape: the quote first (the scan's search for it,
+                // inlined), the escaped search only from a backslash (out of line).
+                _ => match plain_end(b, at).map(|end| (end, false)).or_else(|| string_end(b, at))? {
+                    (end, true) if !matches!(slot, Slot::Skip) => {
+                        if values.escaped == 0 {
+                            values.unescaped.clear();
+                        }
+                        let from = values.unescaped.len();
+                        unescape_into(&json[at..end], &mut values.unescaped)?;
+                        values.escaped |= 1 << k;
+                        values.spans.push((from, values.unescaped.len()));
+                        (at, lit) = (end, lit_end);
+                        continue;
+                    }
+                    (end, _) => end,
+                },
+            };
+            values.spans.push((at, end));
             (at, lit) = (end, lit_end);
         }
         let last = &self.lits[lit..];
@@ -686,13 +773,13 @@ pub struct Shape {
     current: usize,
     /// The members of the event being scanned, for `template` to learn from.
     noted: Vec<Noted>,
-    /// Where the values of the event the current template matched lie.
-    spans: Vec<(usize, usize)>,
+    /// The values of the event the current template matched.
+    values: Values,
     /// The text (address, length) that the templates last failed to match: a caller that
     /// tried them (`read_form`) and then reads the event whole does not try them again.
     missed: (usize, usize),
     /// The text (address, length) that [`Shape::form_end`] last found the form `current`
-    /// at (`spans` its values): the framer hands that text to `read_form` next.
+    /// at (`values` its values): the framer hands that text to `read_form` next.
     found: (usize, usize),
 }
 
@@ -704,51 +791,58 @@ impl Shape {
         if !self.match_form(json) {
             return None;
         }
-        let t = &self.templates[self.current];
-        for (&(_, slot), &(start, end)) in t.slots.iter().zip(&self.spans) {
+        let (t, v) = (&self.templates[self.current], &self.values);
+        let text = |k: usize| match v.escaped >> k & 1 {
+            0 => Cow::Borrowed(&json[v.spans[k].0..v.spans[k].1]),
+            _ => Cow::Owned(v.text(json, k).to_owned()),
+        };
+        for (k, &(_, slot)) in t.slots.iter().enumerate() {
             match slot {
-                Slot::String(i) => out.strings[i] = Some(Cow::Borrowed(&json[start..end])),
-                Slot::Delta => out.delta = Some(Cow::Borrowed(&json[start..end])),
-                Slot::Skip => {}
+                Slot::String(i) => out.strings[i] = Some(text(k)),
+                Slot::Delta => out.delta = Some(text(k)),
+                Slot::Timestamp | Slot::Skip => {}
             }
         }
+        out.timestamp = v.timestamp;
         out.ty = EVENT_TYPES[t.ty_key];
         out.ty_index = t.ty_key as i32;
         Some(())
     }
 
-    /// When `json` has the form of a template kept: its `type` dictionary key and its
-    /// values with their columns (in [`Fields::string_columns`]' order), to be written
-    /// straight into a row's columns. It is the row [`read`] would give `json` (with no
-    /// protobuf members and a depth limit of at least 1): the same template.
+    /// When `json` has the form of a template kept: its `type` dictionary key, its
+    /// `timestamp` and its string values with their columns (in [`Fields::
+    /// string_columns`]' order), to be written straight into a row's columns. It is the
+    /// row [`read`] would give `json` (with no protobuf members and a depth limit of at
+    /// least 1): the same template.
+    #[allow(clippy::type_complexity)]
     #[inline(always)]
-    pub fn read_form<'s, 'a: 's>(&'s mut self, json: &'a str) -> Option<(i32, impl Iterator<Item = (usize, &'a str)> + 's)> {
+    pub fn read_form<'s, 'a: 's>(&'s mut self, json: &'a str) -> Option<(i32, Option<i64>, impl Iterator<Item = (usize, &'s str)> + 's)> {
         if !self.match_form(json) {
             return None;
         }
-        let t = &self.templates[self.current];
-        let values = t.columns.iter().zip(&self.spans).filter(|(&c, _)| c != NO_COLUMN).map(move |(&c, &(start, end))| (usize::from(c), &json[start..end]));
-        Some((t.ty_key as i32, values))
+        let (t, v) = (&self.templates[self.current], &self.values);
+        let values = t.columns.iter().enumerate().filter(|(_, &c)| c != NO_COLUMN).map(move |(k, &c)| (usize::from(c), v.text(json, k)));
+        Some((t.ty_key as i32, v.timestamp, values))
     }
 
     /// Whether `json` has the form of a template kept: that one is then `current` (most
-    /// events are of the last one's form), its values' places in `spans`.
+    /// events are of the last one's form), its values in `values`.
     #[inline(always)]
     fn match_form(&mut self, json: &str) -> bool {
         let Some(first) = self.templates.get(self.current) else { return false };
         let this = (json.as_ptr() as usize, json.len());
         if self.found == this {
-            // Matched by `form_end` just before: `current` and `spans` are this text's.
+            // Matched by `form_end` just before: `current` and `values` are this text's.
             self.found = (0, 0);
             #[cfg(test)]
             tests::FRAME_SKIPS.set(tests::FRAME_SKIPS.get() + 1);
-        } else if !first.matches(json, &mut self.spans) {
+        } else if !first.matches(json, &mut self.values) {
             if self.missed == this {
                 return false;
             }
             let at = json.as_bytes().get(HEAD..HEAD + 16).map(bucket);
             match at {
-                Some(at) if at != self.current && self.templates[at].matches(json, &mut self.spans) => self.current = at,
+                Some(at) if at != self.current && self.templates[at].matches(json, &mut self.values) => self.current = at,
                 _ => {
                     self.missed = this;
                     return false;
@@ -762,7 +856,8 @@ impl Shape {
 
     /// Where an event of a form kept ends when `text` (the rest of an SSE part after a
     /// frame's `data: `) starts with one whose literal runs hold no line break: that
-    /// event is one line, as its values are plain strings (no control byte). The framer
+    /// event is one line, as its values hold no control byte (strings as the scan
+    /// reads them, escapes written as escapes; integers). The framer
     /// ([`agui_core::sse::SseParser::feed_ahead`]) then hands that event (the same
     /// address and length) to [`Shape::read_form`], which takes this match.
     #[inline(always)]
@@ -772,12 +867,12 @@ impl Shape {
             return None;
         }
         let t = self.templates.get(self.current)?;
-        let end = match t.match_at(text, &mut self.spans, false) {
+        let end = match t.match_at(text, &mut self.values, false) {
             Some(end) if t.one_line => end,
             _ => {
                 let at = text.as_bytes().get(HEAD..HEAD + 16).map(bucket)?;
                 let t = &self.templates[at];
-                match t.match_at(text, &mut self.spans, false) {
+                match t.match_at(text, &mut self.values, false) {
                     Some(end) if t.one_line && at != self.current => {
                         self.current = at;
                         end

@@ -316,11 +316,14 @@ impl BatchBuilder {
     /// would append from [`fields::read`]. `false` (nothing appended) when it has none.
     #[inline]
     pub fn push_form(&mut self, ev: &Event<'_>, json: &str, shape: &mut fields::Shape) -> bool {
-        let Some((ty, values)) = shape.read_form(json) else { return false };
-        let row = self.rows;
+        let Some((ty, timestamp, values)) = shape.read_form(json) else { return false };
+        let (row, cap) = (self.rows, self.capacity);
         self.index.push(ev.index);
         self.offset.push(ev.offset);
         self.ty.push(ty);
+        if let Some(t) = timestamp {
+            self.timestamp.set(row, t, cap);
+        }
         for (c, v) in values {
             append_string(&mut self.strings[c], row, v);
         }
