@@ -1534,7 +1534,26 @@ mod tests {
             "\"\\ud83d\\ude00\"", "\"\\ud800\"", "\"\\x\"", "\"tab\there\"", "\"nl\nx\"", "\"ctl\u{1}\"", "\"del\u{7f}\"",
             "5", "-1", "1.5", "null", "true", "{\"a\":[1,\"x\"]}", "[1,2]", "\"{\\\"q\\\": 1}\"",
         ];
-        const FORMS: [&[&str]; 9] = [
+        // Strings with escapes (templates read them: `fields::Template`): every escape,
+        // `\u` pairs in both cases, lone and broken surrogates, bad escapes, an escaped
+        // quote or backslash at the value's end, an escaped quote where the string ends
+        // (`"a\"` then the next member: not JSON), raw control bytes after an escape.
+        const ESCAPED: [&str; 24] = [
+            "\"\\\"\"", "\"a\\\"\"", "\"a\\\\\"", "\"\\\\\\\"\"", "\"\\\\\\\\\"", "\"\\/\\b\\f\\n\\r\\t\"",
+            "\"x\\uD83D\\uDE00y\"", "\"\\uDBFF\\uDFFF\"", "\"\\ud83d\\u0041\"", "\"\\ud83dx\"", "\"\\udc00\"",
+            "\"\\uDFFF\\uDBFF\"", "\"\\ud83d\"", "\"\\u00e9\\u0000\\u001F\"", "\"\\u12\"", "\"\\u12G4\"", "\"\\x\"",
+            "\"\\\"", "\"a\\\"", "\"\\n\n\"", "\"\\t\u{1}\"", "\"\\u2028\u{2028}\"",
+            "\"\\\"}\"", "\"{\\\"a\\\":[1,\\\"\\\\n\\\"]}\"",
+        ];
+        // Timestamps: integers (the slot reads them) and everything near them: zero,
+        // signs, leading zeros, fractions and exponents, the ends of i64 and past them,
+        // strings, null, broken numbers.
+        const TIMESTAMPS: [&str; 26] = [
+            "0", "-0", "-5", "00", "01", "-01", "1e3", "1E3", "1.0", "1.", "1.5e3", "1.5", "-1.0e0", "+1", ".5", "-",
+            "9223372036854775807", "9223372036854775808", "-9223372036854775808", "-9223372036854775809",
+            "123456789012345678901234567890", "\"12\"", "\"x\"", "null", "1e400", "[1]",
+        ];
+        const FORMS: [&[&str]; 11] = [
             // The `name` column takes `name`, else `toolCallName`, else `stepName`.
             &["STEP_FINISHED", "stepName", "toolCallName", "name"],
             &["STEP_FINISHED", "stepName", "toolCallName"],
@@ -1545,6 +1564,9 @@ mod tests {
             &["RUN_STARTED", "threadId", "runId"],
             &["STEP_STARTED", "stepName"],
             &["NOPE", "messageId", "delta"],
+            // An integer timestamp first, or last (then `}` follows it).
+            &["RUN_STARTED", "timestamp", "threadId", "runId"],
+            &["RUN_FINISHED", "threadId", "runId", "timestamp"],
         ];
         let mut log = Vec::new();
         if rng.below(4) == 0 {
@@ -1553,21 +1575,34 @@ mod tests {
         let mut n = 0;
         while n < events {
             let form = FORMS[rng.below(FORMS.len())];
-            // Mostly plain values, so that templates are learned and read.
-            let plain = |rng: &mut Rng| -> String {
-                if rng.below(4) == 0 { rng.pick(&VALUES).to_string() } else { format!("\"v{}\"", rng.below(1000)) }
+            // Mostly values a template reads (plain strings, JSON in a string as tool
+            // calls' argument deltas, integer timestamps), so that templates are learned
+            // and read.
+            let value = |rng: &mut Rng, key: &str| -> String {
+                if key == "timestamp" {
+                    return match rng.below(4) {
+                        0 => rng.pick(&TIMESTAMPS).to_string(),
+                        _ => format!("{}", 1_700_000_000_000u64 + rng.below(100_000) as u64),
+                    };
+                }
+                match rng.below(8) {
+                    0 => rng.pick(&VALUES).to_string(),
+                    1 => rng.pick(&ESCAPED).to_string(),
+                    2 => format!("\"{{\\\"q{}\\\": \"", rng.below(1000)),
+                    _ => format!("\"v{}\"", rng.below(1000)),
+                }
             };
             for _ in 0..1 + rng.below(40) {
                 let mut members: Vec<(String, String)> =
-                    form[1..].iter().map(|k| (format!("\"{k}\""), plain(&mut rng))).collect();
+                    form[1..].iter().map(|k| (format!("\"{k}\""), value(&mut rng, k))).collect();
                 match rng.below(24) {
-                    0 => members.push(("\"x\"".into(), plain(&mut rng))),
+                    0 => members.push(("\"x\"".into(), value(&mut rng, "x"))),
                     1 if !members.is_empty() => {
                         let m = members[0].clone();
                         members.push(m)
                     }
                     2 if members.len() > 1 => members.swap(0, 1),
-                    3 => members.push(("\"timestamp\"".into(), rng.pick(&["1700000000000", "\"12\"", "1.5e3", "\"x\""]).into())),
+                    3 => members.push(("\"timestamp\"".into(), value(&mut rng, "timestamp"))),
                     4 => members.push(("\"usage\"".into(), rng.pick(&["[{\"inputTokens\":2}]", "[]", "3"]).into())),
                     5 => members.push(("\"delta\"".into(), "[{\"op\":\"add\"}]".into())),
                     _ => {}
