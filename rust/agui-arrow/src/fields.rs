@@ -378,7 +378,9 @@ pub fn read<'a>(
     shape: &mut Shape,
 ) -> Result<(), RowError> {
     // An event of a form learned: a flat object (depth 1, within any limit of at least
-    // 1) read straight into the row, to what the scan would read.
+    // 1), or one with nested values within `max_depth`, read straight into the row, to
+    // what the scan would read.
+    shape.max_depth = max_depth;
     if members.is_none() && max_depth >= 1 && shape.read_template(json, out).is_some() {
         return Ok(());
     }
@@ -535,6 +537,10 @@ enum Slot {
     Timestamp,
     /// A string member the table does not read.
     Skip,
+    /// An array or object the table does not read: a member it does not read, or the
+    /// JSON Patch `delta` of a type that has one (an array).
+    Nested,
+    Patch,
 }
 
 /// Where the values of the event a template last matched lie, and what they read.
@@ -593,22 +599,31 @@ struct Template {
     /// `lits[HEAD..HEAD + 16]` (the first value comes after them: no form is learned
     /// otherwise); `None`: nothing learned.
     head: Option<[u8; 16]>,
-    /// No line break in `lits`: a match is one SSE `data` line ([`Shape::form_end`]).
+    /// No line break in `lits` and no nested value: a match is one SSE `data` line
+    /// ([`Shape::form_end`]).
     one_line: bool,
+    /// A nested value among the values: an event matched is checked against the depth
+    /// limit (`check_depth`, as `read` checks it before the scan).
+    nested: bool,
 }
 
 impl Template {
     /// Whether an event scanned whole (its members `noted`, its type's key `ty_key`)
     /// has a form a template reads.
-    fn readable(noted: &[Noted], ty_key: Option<usize>) -> bool {
+    fn readable(json: &str, noted: &[Noted], ty_key: Option<usize>) -> bool {
+        let Some(ty_key) = ty_key else { return false };
+        // A `delta` that is not a string is a row only for these (`finish`).
+        let patch = matches!(EVENT_TYPES[ty_key], "STATE_DELTA" | "ACTIVITY_DELTA");
         // (At most 64 values: `Values::escaped`'s bits.)
-        ty_key.is_some()
-            && noted.len() <= 64
-            && noted.iter().all(|n| match n.key {
-                Key::Type => n.value == Value::Plain,
-                Key::Timestamp => n.value == Value::Int,
-                Key::Usage => false,
-                _ => matches!(n.value, Value::Plain | Value::Escaped),
+        noted.len() <= 64
+            && noted.iter().all(|n| match (n.key, n.value) {
+                (Key::Type, v) => v == Value::Plain,
+                (Key::Timestamp, v) => v == Value::Int,
+                (Key::Usage, _) => false,
+                // (An object as `delta` is left to the serde pass: the scan declines it.)
+                (Key::Delta, Value::Nested) => patch && json.as_bytes()[n.start] == b'[',
+                (Key::Other, Value::Nested) => true,
+                (_, v) => matches!(v, Value::Plain | Value::Escaped),
             })
     }
 
@@ -619,23 +634,28 @@ impl Template {
         self.slots.clear();
         let mut cursor = 0;
         for n in noted {
+            let nested = n.value == Value::Nested;
             let slot = match n.key {
                 // The type's value stays in the literal: a matching event has this type.
                 Key::Type => continue,
                 Key::Timestamp => Slot::Timestamp,
+                Key::Delta if nested => Slot::Patch,
                 Key::Delta => Slot::Delta,
+                Key::Other if nested => Slot::Nested,
                 Key::Other => Slot::Skip,
                 k => Slot::String(k as usize - Key::ThreadId as usize),
             };
             // A string: up to and with its opening quote, on from its closing quote; an
-            // integer: up to it, on after it.
-            let quote = usize::from(n.value != Value::Int);
+            // integer or a nested value: up to it, on after it.
+            let quote = usize::from(matches!(n.value, Value::Plain | Value::Escaped));
             self.lits.extend_from_slice(&b[cursor..n.start + quote]);
             self.slots.push((self.lits.len(), slot));
             cursor = n.end - quote;
         }
         self.lits.extend_from_slice(&b[cursor..]);
-        self.one_line = memchr::memchr2(b'\n', b'\r', &self.lits).is_none();
+        self.nested = self.slots.iter().any(|s| matches!(s.1, Slot::Nested | Slot::Patch));
+        // (A nested value may hold line breaks, as whitespace: not read ahead.)
+        self.one_line = !self.nested && memchr::memchr2(b'\n', b'\r', &self.lits).is_none();
         self.ty_key = ty_key;
         // The `name` column: `name`, else `toolCallName`, else `stepName` (`Fields::name`).
         let name = NAME_KEYS.into_iter().find(|k| noted.iter().any(|n| n.key as usize == *k as usize));
@@ -648,24 +668,25 @@ impl Template {
             Key::ToolCallId => 4,
             Key::Role => 5,
             k @ (Key::Name | Key::ToolCallName | Key::StepName) if Some(k as usize) == name.map(|n| n as usize) => 6,
-            Key::Delta => 7,
+            Key::Delta if n.value != Value::Nested => 7,
             _ => NO_COLUMN,
         }));
         let first = self.slots.first().map_or(self.lits.len(), |s| s.0);
         self.head = self.lits.get(HEAD..HEAD + 16).filter(|_| first >= HEAD + 16).map(|h| h.try_into().expect("16 bytes"));
     }
 
-    /// Whether `json` has the learned form; then `values` holds its values.
+    /// Whether `json` has the learned form, nested no deeper than `max_depth`; then
+    /// `values` holds its values.
     #[inline(always)]
-    fn matches(&self, json: &str, values: &mut Values) -> bool {
-        self.match_at(json, values, true).is_some()
+    fn matches(&self, json: &str, values: &mut Values, max_depth: usize) -> bool {
+        self.match_at(json, values, true).is_some() && !(self.nested && check_depth(json, max_depth).is_err())
     }
 
     /// Where the learned form ends when `json` starts with it (`whole`: and ends there);
     /// then `values` holds its values.
     #[inline(always)]
     fn match_at(&self, json: &str, values: &mut Values, whole: bool) -> Option<usize> {
-        use agui_core::stream::event::{int_end, plain_end, string_end, unescape_into};
+        use agui_core::stream::event::plain_end;
         #[cfg(test)]
         if tests::NO_TEMPLATES.get() {
             return None;
@@ -689,34 +710,16 @@ impl Template {
                 return None;
             }
             at += run.len();
-            // (Every end below is next to an ASCII byte: a char boundary.)
-            let end = match slot {
-                Slot::Timestamp => {
-                    let end = match b.get(at)? {
-                        b'-' | b'0'..=b'9' => int_end(b, at)?,
-                        _ => return None,
-                    };
-                    values.timestamp = Some(timestamp(&json[at..end])?);
+            // Most values are strings with no escape: the scan's search for the quote,
+            // inlined; any other value out of line.
+            // (Every end is next to an ASCII byte: a char boundary.)
+            let end = match (slot, plain_end(b, at)) {
+                (Slot::String(_) | Slot::Delta | Slot::Skip, Some(end)) => {
+                    values.spans.push((at, end));
                     end
                 }
-                // Most values have no escape: the quote first (the scan's search for it,
-                // inlined), the escaped search only from a backslash (out of line).
-                _ => match plain_end(b, at).map(|end| (end, false)).or_else(|| string_end(b, at))? {
-                    (end, true) if !matches!(slot, Slot::Skip) => {
-                        if values.escaped == 0 {
-                            values.unescaped.clear();
-                        }
-                        let from = values.unescaped.len();
-                        unescape_into(&json[at..end], &mut values.unescaped)?;
-                        values.escaped |= 1 << k;
-                        values.spans.push((from, values.unescaped.len()));
-                        (at, lit) = (end, lit_end);
-                        continue;
-                    }
-                    (end, _) => end,
-                },
+                _ => Self::other_value(json, at, k, slot, values)?,
             };
-            values.spans.push((at, end));
             (at, lit) = (end, lit_end);
         }
         let last = &self.lits[lit..];
@@ -726,6 +729,46 @@ impl Template {
             Some(rest) => rest.starts_with(last).then_some(end),
             None => None,
         }
+    }
+
+    /// The end of value `k` (of `slot`) starting at `at` in `json`, one not a string
+    /// without escapes, read into `values`; `None` where the scan would not read it so.
+    #[inline(never)]
+    fn other_value(json: &str, at: usize, k: usize, slot: Slot, values: &mut Values) -> Option<usize> {
+        use agui_core::stream::event::{int_end, nested_end, string_end, unescape_into};
+        let b = json.as_bytes();
+        let end = match slot {
+            Slot::Timestamp => {
+                let end = match b.get(at)? {
+                    b'-' | b'0'..=b'9' => int_end(b, at)?,
+                    _ => return None,
+                };
+                values.timestamp = Some(timestamp(&json[at..end])?);
+                end
+            }
+            // Skipped as the scan skips it (serde_json's skip); a patch is an array.
+            Slot::Nested | Slot::Patch => match b.get(at)? {
+                b'[' => nested_end(json, at)?,
+                b'{' if matches!(slot, Slot::Nested) => nested_end(json, at)?,
+                _ => return None,
+            },
+            // A string with escapes (the scan's search), decoded when a column reads it.
+            Slot::String(_) | Slot::Delta | Slot::Skip => match string_end(b, at)? {
+                (end, true) if !matches!(slot, Slot::Skip) => {
+                    if values.escaped == 0 {
+                        values.unescaped.clear();
+                    }
+                    let from = values.unescaped.len();
+                    unescape_into(&json[at..end], &mut values.unescaped)?;
+                    values.escaped |= 1 << k;
+                    values.spans.push((from, values.unescaped.len()));
+                    return Some(end);
+                }
+                (end, _) => end,
+            },
+        };
+        values.spans.push((at, end));
+        Some(end)
     }
 }
 
@@ -773,6 +816,9 @@ pub struct Shape {
     current: usize,
     /// The members of the event being scanned, for `template` to learn from.
     noted: Vec<Noted>,
+    /// The depth limit of the events read (`read`'s `max_depth`; the same for every
+    /// event of a source), for templates with nested values.
+    max_depth: usize,
     /// The values of the event the current template matched.
     values: Values,
     /// The text (address, length) that the templates last failed to match: a caller that
@@ -800,7 +846,7 @@ impl Shape {
             match slot {
                 Slot::String(i) => out.strings[i] = Some(text(k)),
                 Slot::Delta => out.delta = Some(text(k)),
-                Slot::Timestamp | Slot::Skip => {}
+                Slot::Timestamp | Slot::Skip | Slot::Nested | Slot::Patch => {}
             }
         }
         out.timestamp = v.timestamp;
@@ -836,13 +882,13 @@ impl Shape {
             self.found = (0, 0);
             #[cfg(test)]
             tests::FRAME_SKIPS.set(tests::FRAME_SKIPS.get() + 1);
-        } else if !first.matches(json, &mut self.values) {
+        } else if !first.matches(json, &mut self.values, self.max_depth) {
             if self.missed == this {
                 return false;
             }
             let at = json.as_bytes().get(HEAD..HEAD + 16).map(bucket);
             match at {
-                Some(at) if at != self.current && self.templates[at].matches(json, &mut self.values) => self.current = at,
+                Some(at) if at != self.current && self.templates[at].matches(json, &mut self.values, self.max_depth) => self.current = at,
                 _ => {
                     self.missed = this;
                     return false;
@@ -867,17 +913,17 @@ impl Shape {
             return None;
         }
         let t = self.templates.get(self.current)?;
-        let end = match t.match_at(text, &mut self.values, false) {
-            Some(end) if t.one_line => end,
+        let end = match t.one_line.then(|| t.match_at(text, &mut self.values, false)).flatten() {
+            Some(end) => end,
             _ => {
                 let at = text.as_bytes().get(HEAD..HEAD + 16).map(bucket)?;
                 let t = &self.templates[at];
-                match t.match_at(text, &mut self.values, false) {
-                    Some(end) if t.one_line && at != self.current => {
+                match (t.one_line && at != self.current).then(|| t.match_at(text, &mut self.values, false)).flatten() {
+                    Some(end) => {
                         self.current = at;
                         end
                     }
-                    _ => return None,
+                    None => return None,
                 }
             }
         };
@@ -889,9 +935,11 @@ impl Shape {
     /// template reads it (none kept does, or it would have been read by that one).
     #[cold]
     fn learn_template(&mut self, json: &str, ty_key: Option<usize>) {
-        let Some(ty_key) = ty_key.filter(|_| Template::readable(&self.noted, ty_key)) else { return };
-        // The head: the first value after it, or no template.
-        let first = self.noted.iter().find(|n| !matches!(n.key, Key::Type)).map_or(json.len(), |n| n.start + 1);
+        let Some(ty_key) = ty_key.filter(|_| Template::readable(json, &self.noted, ty_key)) else { return };
+        // The head: the first value after it (a string's after its quote), or no template.
+        let first = self.noted.iter().find(|n| !matches!(n.key, Key::Type)).map_or(json.len(), |n| {
+            n.start + usize::from(matches!(n.value, Value::Plain | Value::Escaped))
+        });
         let Some(at) = json.as_bytes().get(HEAD..HEAD + 16).filter(|_| first >= HEAD + 16).map(bucket) else { return };
         if self.templates.is_empty() {
             self.templates.resize_with(TEMPLATES, Template::default);

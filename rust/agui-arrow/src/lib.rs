@@ -1553,7 +1553,16 @@ mod tests {
             "9223372036854775807", "9223372036854775808", "-9223372036854775808", "-9223372036854775809",
             "123456789012345678901234567890", "\"12\"", "\"x\"", "null", "1e400", "[1]",
         ];
-        const FORMS: [&[&str]; 11] = [
+        // Nested values (templates skip them as the scan does): patches and snapshots,
+        // empty ones, line breaks and spaces inside, escapes the skip passes (a lone
+        // surrogate) or not, deep ones (past a small depth limit), invalid JSON, an object
+        // where a patch is an array, and not nested at all.
+        const NESTED: [&str; 18] = [
+            "[{\"op\":\"replace\",\"path\":\"/status\",\"value\":\"done\"}]", "{\"run\":1,\"steps\":[],\"status\":\"x\"}",
+            "[]", "{}", "[1,\n2]", "[1, {\"a\" : \"\\ud800\"}]", "{\"a\":\"\\u12\"}", "[[[[1]]]]", "{\"a\":{\"b\":{\"c\":[]}}}",
+            "[1,]", "[1e400]", "{\"a\":1", "[\"x\u{1}\"]", "\"s\"", "5", "null", "{\"\\ud800\":1}", "{\"op\":1}",
+        ];
+        const FORMS: [&[&str]; 14] = [
             // The `name` column takes `name`, else `toolCallName`, else `stepName`.
             &["STEP_FINISHED", "stepName", "toolCallName", "name"],
             &["STEP_FINISHED", "stepName", "toolCallName"],
@@ -1567,6 +1576,10 @@ mod tests {
             // An integer timestamp first, or last (then `}` follows it).
             &["RUN_STARTED", "timestamp", "threadId", "runId"],
             &["RUN_FINISHED", "threadId", "runId", "timestamp"],
+            // Nested values: a patch (`delta` of STATE_DELTA), a member not read.
+            &["STATE_DELTA", "delta"],
+            &["STATE_SNAPSHOT", "snapshot"],
+            &["TOOL_CALL_START", "toolCallId", "args", "toolCallName"],
         ];
         let mut log = Vec::new();
         if rng.below(4) == 0 {
@@ -1578,7 +1591,14 @@ mod tests {
             // Mostly values a template reads (plain strings, JSON in a string as tool
             // calls' argument deltas, integer timestamps), so that templates are learned
             // and read.
+            let nested = matches!(form[0], "STATE_DELTA" | "STATE_SNAPSHOT" | "TOOL_CALL_START");
             let value = |rng: &mut Rng, key: &str| -> String {
+                if nested && matches!(key, "delta" | "snapshot" | "args") {
+                    return match rng.below(3) {
+                        0 => rng.pick(&NESTED).to_string(),
+                        _ => format!("[{{\"op\":\"add\",\"path\":\"/a\",\"value\":{}}}]", rng.below(1000)),
+                    };
+                }
                 if key == "timestamp" {
                     return match rng.below(4) {
                         0 => rng.pick(&TIMESTAMPS).to_string(),
@@ -1669,14 +1689,14 @@ mod tests {
             let log = shaped_log(seed * 0x9e37_79b9, 3000, seed % 3 == 0);
             let srcs = [bytes(&log, "x"), Source { input: Input::Buffer(Buffer::from(log.as_slice())), name: None }];
             for src in &srcs {
-                for collect in [true, false] {
-                    let opts = Options { collect, ..Options::default() };
+                for (collect, max_depth) in [(true, Options::default().max_depth), (false, Options::default().max_depth), (true, 3)] {
+                    let opts = Options { collect, max_depth, ..Options::default() };
                     let before = TEMPLATE_HITS.get();
                     let (many, seq) = run(src, &opts, true);
                     hits += TEMPLATE_HITS.get() - before;
                     let (want_many, want_seq) = run(src, &opts, false);
-                    assert_eq!(many, want_many, "seed {seed}, collect {collect}");
-                    assert_eq!(seq, want_seq, "seed {seed}, collect {collect}, sequential");
+                    assert_eq!(many, want_many, "seed {seed}, collect {collect}, depth {max_depth}");
+                    assert_eq!(seq, want_seq, "seed {seed}, collect {collect}, depth {max_depth}, sequential");
                 }
             }
         }

@@ -395,9 +395,10 @@ pub fn string_end(b: &[u8], start: usize) -> Option<(usize, bool)> {
 /// `agui_arrow::fields` does with `limits::exceeds_depth`), or `None` when that fails.
 /// Out of line: most events have no nested value, the few that have one (snapshots,
 /// patches, `usage`) were read by the caller's parser whole before, ~2,000
-/// instructions an event (callgrind).
+/// instructions an event (callgrind). Public for readers that match a learned event
+/// form (`agui_arrow::fields`' templates) and must skip a nested value as the scan does.
 #[inline(never)]
-fn nested_end(json: &str, start: usize) -> Option<usize> {
+pub fn nested_end(json: &str, start: usize) -> Option<usize> {
     use serde::de::IgnoredAny;
     let mut values = serde_json::Deserializer::from_str(json.get(start..)?).into_iter::<IgnoredAny>();
     values.next()?.ok()?;
