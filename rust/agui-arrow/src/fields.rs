@@ -378,7 +378,9 @@ pub fn read<'a>(
     shape: &mut Shape,
 ) -> Result<(), RowError> {
     // An event of a form learned: a flat object (depth 1, within any limit of at least
-    // 1) read straight into the row, to what the scan would read.
+    // 1), or one with nested values within `max_depth`, read straight into the row, to
+    // what the scan would read.
+    shape.max_depth = max_depth;
     if members.is_none() && max_depth >= 1 && shape.read_template(json, out).is_some() {
         return Ok(());
     }
@@ -489,21 +491,39 @@ fn scan<'a>(json: &'a str, raw: &mut Raw<'a, '_>, shape: &mut Shape) -> Option<(
 }
 
 /// One member as the scan read it, for [`Template::learn`]: its key, where its value's
-/// text lies in the event, and whether that is a string without escapes.
+/// text lies in the event, and what kind of value that is.
 #[derive(Debug, Clone, Copy)]
 struct Noted {
     key: Key,
     start: usize,
     end: usize,
-    plain: bool,
+    value: Value,
+}
+
+/// The kind of a member's value, as far as templates care.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Value {
+    /// A string without escapes.
+    Plain,
+    /// A string with escapes (valid ones: the scan took it).
+    Escaped,
+    /// An integer.
+    Int,
+    /// An array or an object.
+    Nested,
 }
 
 impl Noted {
     #[inline(always)]
     fn of(json: &str, m: &agui_core::stream::event::Member<'_>) -> Noted {
         let start = m.text.as_ptr() as usize - json.as_ptr() as usize;
-        let plain = m.raw.is_some() && !m.escaped;
-        Noted { key: Key::of(m.name), start, end: start + m.text.len(), plain }
+        let value = match (m.raw.is_some(), m.escaped, m.text.as_bytes()[0]) {
+            (true, false, _) => Value::Plain,
+            (true, true, _) => Value::Escaped,
+            (false, _, b'[' | b'{') => Value::Nested,
+            (false, _, _) => Value::Int,
+        };
+        Noted { key: Key::of(m.name), start, end: start + m.text.len(), value }
     }
 }
 
@@ -513,23 +533,59 @@ enum Slot {
     /// `Fields::strings[i]`.
     String(usize),
     Delta,
-    /// A member the table does not read.
+    /// An integer `timestamp`.
+    Timestamp,
+    /// A string member the table does not read.
     Skip,
+    /// An array or object the table does not read: a member it does not read, or the
+    /// JSON Patch `delta` of a type that has one (an array).
+    Nested,
+    Patch,
 }
 
-/// The whole form of an event scanned whose members are all plain strings (no
-/// escape, no control character) of the table's string columns, `delta` or members it
-/// does not read: its bytes outside the values (the type's value included, as a literal)
-/// and the column each value goes to. Most events of a log come in runs of one form
-/// (text and argument deltas), so most are read as a few compares of literal runs and a
-/// search for each value's closing quote, with no member dispatch.
+/// Where the values of the event a template last matched lie, and what they read.
+#[derive(Debug, Default)]
+struct Values {
+    /// Per value (a slot): where its text lies in the event, or (bit `k` of `escaped`
+    /// set) in `unescaped`.
+    spans: Vec<(usize, usize)>,
+    /// The values (by slot) with escapes that a column reads.
+    escaped: u64,
+    /// Those values decoded, back to back, as the scan decodes them
+    /// (`agui_core::stream::event::unescape_into`, `Member::string`'s).
+    unescaped: String,
+    /// The `timestamp` slot's milliseconds ([`timestamp`], as `finish` reads them).
+    timestamp: Option<i64>,
+}
+
+impl Values {
+    /// The text of the `k`-th value (`json`: the event matched).
+    #[inline(always)]
+    fn text<'s>(&'s self, json: &'s str, k: usize) -> &'s str {
+        let (start, end) = self.spans[k];
+        if self.escaped >> k & 1 != 0 { &self.unescaped[start..end] } else { &json[start..end] }
+    }
+}
+
+/// The whole form of an event scanned whose members are all strings (no control
+/// character; escapes the scan takes) of the table's string columns, `delta` or members
+/// it does not read, and an integer `timestamp`: its bytes outside the values (the
+/// type's value included, as a literal) and the column each value goes to. Most events
+/// of a log come in runs of one form (text and argument deltas), so most are read as a
+/// few compares of literal runs and a search for each value's end, with no member
+/// dispatch.
 ///
 /// Exactly what the scan reads: an event that matches has the learned event's bytes
-/// everywhere but inside its string values, and each value ends at the first quote after
-/// its start with no backslash or control character before it (the core's `plain_end`,
-/// the scan's own search). So the scan would find the same members, names and order, each
-/// a plain string, and the same type: the same row. Anything else (an escape, a control
-/// byte, another member, whitespace, a number) falls back to the scan, untouched.
+/// everywhere but inside its values; each string value ends where the scan's own search
+/// ends it (the core's `string_end`: the first quote not escaped, with valid escapes
+/// only and no control byte before it), and is decoded by the scan's own decoder
+/// (`unescape_into`) when a column reads it; the `timestamp` is an integer as the scan
+/// reads one (the core's `int_end`) followed by the learned literal (`,` or `}`: no
+/// fraction, no exponent), and its milliseconds are read by `finish`'s [`timestamp`],
+/// the event taken only when that reads it. So the scan would find the same members,
+/// names and order, the same values and the same type: the same row. Anything else (a
+/// control byte, an invalid escape or lone surrogate, another member, whitespace, a
+/// value of another kind, a timestamp out of range) falls back to the scan, untouched.
 #[derive(Debug, Default)]
 struct Template {
     /// The literal runs back to back.
@@ -543,15 +599,32 @@ struct Template {
     /// `lits[HEAD..HEAD + 16]` (the first value comes after them: no form is learned
     /// otherwise); `None`: nothing learned.
     head: Option<[u8; 16]>,
-    /// No line break in `lits`: a match is one SSE `data` line ([`Shape::form_end`]).
+    /// No line break in `lits` and no nested value: a match is one SSE `data` line
+    /// ([`Shape::form_end`]).
     one_line: bool,
+    /// A nested value among the values: an event matched is checked against the depth
+    /// limit (`check_depth`, as `read` checks it before the scan).
+    nested: bool,
 }
 
 impl Template {
     /// Whether an event scanned whole (its members `noted`, its type's key `ty_key`)
     /// has a form a template reads.
-    fn readable(noted: &[Noted], ty_key: Option<usize>) -> bool {
-        ty_key.is_some() && noted.iter().all(|n| n.plain && !matches!(n.key, Key::Timestamp | Key::Usage))
+    fn readable(json: &str, noted: &[Noted], ty_key: Option<usize>) -> bool {
+        let Some(ty_key) = ty_key else { return false };
+        // A `delta` that is not a string is a row only for these (`finish`).
+        let patch = matches!(EVENT_TYPES[ty_key], "STATE_DELTA" | "ACTIVITY_DELTA");
+        // (At most 64 values: `Values::escaped`'s bits.)
+        noted.len() <= 64
+            && noted.iter().all(|n| match (n.key, n.value) {
+                (Key::Type, v) => v == Value::Plain,
+                (Key::Timestamp, v) => v == Value::Int,
+                (Key::Usage, _) => false,
+                // (An object as `delta` is left to the serde pass: the scan declines it.)
+                (Key::Delta, Value::Nested) => patch && json.as_bytes()[n.start] == b'[',
+                (Key::Other, Value::Nested) => true,
+                (_, v) => matches!(v, Value::Plain | Value::Escaped),
+            })
     }
 
     /// The form of `json`, a [`Template::readable`] event.
@@ -561,20 +634,28 @@ impl Template {
         self.slots.clear();
         let mut cursor = 0;
         for n in noted {
+            let nested = n.value == Value::Nested;
             let slot = match n.key {
                 // The type's value stays in the literal: a matching event has this type.
                 Key::Type => continue,
+                Key::Timestamp => Slot::Timestamp,
+                Key::Delta if nested => Slot::Patch,
                 Key::Delta => Slot::Delta,
+                Key::Other if nested => Slot::Nested,
                 Key::Other => Slot::Skip,
                 k => Slot::String(k as usize - Key::ThreadId as usize),
             };
-            // Up to and with the value's opening quote; on from its closing quote.
-            self.lits.extend_from_slice(&b[cursor..n.start + 1]);
+            // A string: up to and with its opening quote, on from its closing quote; an
+            // integer or a nested value: up to it, on after it.
+            let quote = usize::from(matches!(n.value, Value::Plain | Value::Escaped));
+            self.lits.extend_from_slice(&b[cursor..n.start + quote]);
             self.slots.push((self.lits.len(), slot));
-            cursor = n.end - 1;
+            cursor = n.end - quote;
         }
         self.lits.extend_from_slice(&b[cursor..]);
-        self.one_line = memchr::memchr2(b'\n', b'\r', &self.lits).is_none();
+        self.nested = self.slots.iter().any(|s| matches!(s.1, Slot::Nested | Slot::Patch));
+        // (A nested value may hold line breaks, as whitespace: not read ahead.)
+        self.one_line = !self.nested && memchr::memchr2(b'\n', b'\r', &self.lits).is_none();
         self.ty_key = ty_key;
         // The `name` column: `name`, else `toolCallName`, else `stepName` (`Fields::name`).
         let name = NAME_KEYS.into_iter().find(|k| noted.iter().any(|n| n.key as usize == *k as usize));
@@ -587,24 +668,24 @@ impl Template {
             Key::ToolCallId => 4,
             Key::Role => 5,
             k @ (Key::Name | Key::ToolCallName | Key::StepName) if Some(k as usize) == name.map(|n| n as usize) => 6,
-            Key::Delta => 7,
+            Key::Delta if n.value != Value::Nested => 7,
             _ => NO_COLUMN,
         }));
         let first = self.slots.first().map_or(self.lits.len(), |s| s.0);
         self.head = self.lits.get(HEAD..HEAD + 16).filter(|_| first >= HEAD + 16).map(|h| h.try_into().expect("16 bytes"));
     }
 
-    /// Whether `json` has the learned form; then `spans` holds where each value lies
-    /// (one a slot).
+    /// Whether `json` has the learned form, nested no deeper than `max_depth`; then
+    /// `values` holds its values.
     #[inline(always)]
-    fn matches(&self, json: &str, spans: &mut Vec<(usize, usize)>) -> bool {
-        self.match_at(json, spans, true).is_some()
+    fn matches(&self, json: &str, values: &mut Values, max_depth: usize) -> bool {
+        self.match_at(json, values, true).is_some() && !(self.nested && check_depth(json, max_depth).is_err())
     }
 
     /// Where the learned form ends when `json` starts with it (`whole`: and ends there);
-    /// then `spans` holds where each value lies (one a slot).
+    /// then `values` holds its values.
     #[inline(always)]
-    fn match_at(&self, json: &str, spans: &mut Vec<(usize, usize)>, whole: bool) -> Option<usize> {
+    fn match_at(&self, json: &str, values: &mut Values, whole: bool) -> Option<usize> {
         use agui_core::stream::event::plain_end;
         #[cfg(test)]
         if tests::NO_TEMPLATES.get() {
@@ -619,17 +700,26 @@ impl Template {
         if b.get(HEAD..HEAD + 16) != Some(head) {
             return None;
         }
-        spans.clear();
+        values.spans.clear();
+        values.escaped = 0;
+        values.timestamp = None;
         let (mut at, mut lit) = (0, 0);
-        for &(lit_end, _) in &self.slots {
+        for (k, &(lit_end, slot)) in self.slots.iter().enumerate() {
             let run = &self.lits[lit..lit_end];
             if b.get(at..at + run.len()) != Some(run) {
                 return None;
             }
             at += run.len();
-            let end = plain_end(b, at)?;
-            // (Both ends next to ASCII quotes: char boundaries.)
-            spans.push((at, end));
+            // Most values are strings with no escape: the scan's search for the quote,
+            // inlined; any other value out of line.
+            // (Every end is next to an ASCII byte: a char boundary.)
+            let end = match (slot, plain_end(b, at)) {
+                (Slot::String(_) | Slot::Delta | Slot::Skip, Some(end)) => {
+                    values.spans.push((at, end));
+                    end
+                }
+                _ => Self::other_value(json, at, k, slot, values)?,
+            };
             (at, lit) = (end, lit_end);
         }
         let last = &self.lits[lit..];
@@ -639,6 +729,46 @@ impl Template {
             Some(rest) => rest.starts_with(last).then_some(end),
             None => None,
         }
+    }
+
+    /// The end of value `k` (of `slot`) starting at `at` in `json`, one not a string
+    /// without escapes, read into `values`; `None` where the scan would not read it so.
+    #[inline(never)]
+    fn other_value(json: &str, at: usize, k: usize, slot: Slot, values: &mut Values) -> Option<usize> {
+        use agui_core::stream::event::{int_end, nested_end, string_end, unescape_into};
+        let b = json.as_bytes();
+        let end = match slot {
+            Slot::Timestamp => {
+                let end = match b.get(at)? {
+                    b'-' | b'0'..=b'9' => int_end(b, at)?,
+                    _ => return None,
+                };
+                values.timestamp = Some(timestamp(&json[at..end])?);
+                end
+            }
+            // Skipped as the scan skips it (serde_json's skip); a patch is an array.
+            Slot::Nested | Slot::Patch => match b.get(at)? {
+                b'[' => nested_end(json, at)?,
+                b'{' if matches!(slot, Slot::Nested) => nested_end(json, at)?,
+                _ => return None,
+            },
+            // A string with escapes (the scan's search), decoded when a column reads it.
+            Slot::String(_) | Slot::Delta | Slot::Skip => match string_end(b, at)? {
+                (end, true) if !matches!(slot, Slot::Skip) => {
+                    if values.escaped == 0 {
+                        values.unescaped.clear();
+                    }
+                    let from = values.unescaped.len();
+                    unescape_into(&json[at..end], &mut values.unescaped)?;
+                    values.escaped |= 1 << k;
+                    values.spans.push((from, values.unescaped.len()));
+                    return Some(end);
+                }
+                (end, _) => end,
+            },
+        };
+        values.spans.push((at, end));
+        Some(end)
     }
 }
 
@@ -686,13 +816,16 @@ pub struct Shape {
     current: usize,
     /// The members of the event being scanned, for `template` to learn from.
     noted: Vec<Noted>,
-    /// Where the values of the event the current template matched lie.
-    spans: Vec<(usize, usize)>,
+    /// The depth limit of the events read (`read`'s `max_depth`; the same for every
+    /// event of a source), for templates with nested values.
+    max_depth: usize,
+    /// The values of the event the current template matched.
+    values: Values,
     /// The text (address, length) that the templates last failed to match: a caller that
     /// tried them (`read_form`) and then reads the event whole does not try them again.
     missed: (usize, usize),
     /// The text (address, length) that [`Shape::form_end`] last found the form `current`
-    /// at (`spans` its values): the framer hands that text to `read_form` next.
+    /// at (`values` its values): the framer hands that text to `read_form` next.
     found: (usize, usize),
 }
 
@@ -704,51 +837,58 @@ impl Shape {
         if !self.match_form(json) {
             return None;
         }
-        let t = &self.templates[self.current];
-        for (&(_, slot), &(start, end)) in t.slots.iter().zip(&self.spans) {
+        let (t, v) = (&self.templates[self.current], &self.values);
+        let text = |k: usize| match v.escaped >> k & 1 {
+            0 => Cow::Borrowed(&json[v.spans[k].0..v.spans[k].1]),
+            _ => Cow::Owned(v.text(json, k).to_owned()),
+        };
+        for (k, &(_, slot)) in t.slots.iter().enumerate() {
             match slot {
-                Slot::String(i) => out.strings[i] = Some(Cow::Borrowed(&json[start..end])),
-                Slot::Delta => out.delta = Some(Cow::Borrowed(&json[start..end])),
-                Slot::Skip => {}
+                Slot::String(i) => out.strings[i] = Some(text(k)),
+                Slot::Delta => out.delta = Some(text(k)),
+                Slot::Timestamp | Slot::Skip | Slot::Nested | Slot::Patch => {}
             }
         }
+        out.timestamp = v.timestamp;
         out.ty = EVENT_TYPES[t.ty_key];
         out.ty_index = t.ty_key as i32;
         Some(())
     }
 
-    /// When `json` has the form of a template kept: its `type` dictionary key and its
-    /// values with their columns (in [`Fields::string_columns`]' order), to be written
-    /// straight into a row's columns. It is the row [`read`] would give `json` (with no
-    /// protobuf members and a depth limit of at least 1): the same template.
+    /// When `json` has the form of a template kept: its `type` dictionary key, its
+    /// `timestamp` and its string values with their columns (in [`Fields::
+    /// string_columns`]' order), to be written straight into a row's columns. It is the
+    /// row [`read`] would give `json` (with no protobuf members and a depth limit of at
+    /// least 1): the same template.
+    #[allow(clippy::type_complexity)]
     #[inline(always)]
-    pub fn read_form<'s, 'a: 's>(&'s mut self, json: &'a str) -> Option<(i32, impl Iterator<Item = (usize, &'a str)> + 's)> {
+    pub fn read_form<'s, 'a: 's>(&'s mut self, json: &'a str) -> Option<(i32, Option<i64>, impl Iterator<Item = (usize, &'s str)> + 's)> {
         if !self.match_form(json) {
             return None;
         }
-        let t = &self.templates[self.current];
-        let values = t.columns.iter().zip(&self.spans).filter(|(&c, _)| c != NO_COLUMN).map(move |(&c, &(start, end))| (usize::from(c), &json[start..end]));
-        Some((t.ty_key as i32, values))
+        let (t, v) = (&self.templates[self.current], &self.values);
+        let values = t.columns.iter().enumerate().filter(|(_, &c)| c != NO_COLUMN).map(move |(k, &c)| (usize::from(c), v.text(json, k)));
+        Some((t.ty_key as i32, v.timestamp, values))
     }
 
     /// Whether `json` has the form of a template kept: that one is then `current` (most
-    /// events are of the last one's form), its values' places in `spans`.
+    /// events are of the last one's form), its values in `values`.
     #[inline(always)]
     fn match_form(&mut self, json: &str) -> bool {
         let Some(first) = self.templates.get(self.current) else { return false };
         let this = (json.as_ptr() as usize, json.len());
         if self.found == this {
-            // Matched by `form_end` just before: `current` and `spans` are this text's.
+            // Matched by `form_end` just before: `current` and `values` are this text's.
             self.found = (0, 0);
             #[cfg(test)]
             tests::FRAME_SKIPS.set(tests::FRAME_SKIPS.get() + 1);
-        } else if !first.matches(json, &mut self.spans) {
+        } else if !first.matches(json, &mut self.values, self.max_depth) {
             if self.missed == this {
                 return false;
             }
             let at = json.as_bytes().get(HEAD..HEAD + 16).map(bucket);
             match at {
-                Some(at) if at != self.current && self.templates[at].matches(json, &mut self.spans) => self.current = at,
+                Some(at) if at != self.current && self.templates[at].matches(json, &mut self.values, self.max_depth) => self.current = at,
                 _ => {
                     self.missed = this;
                     return false;
@@ -762,7 +902,8 @@ impl Shape {
 
     /// Where an event of a form kept ends when `text` (the rest of an SSE part after a
     /// frame's `data: `) starts with one whose literal runs hold no line break: that
-    /// event is one line, as its values are plain strings (no control byte). The framer
+    /// event is one line, as its values hold no control byte (strings as the scan
+    /// reads them, escapes written as escapes; integers). The framer
     /// ([`agui_core::sse::SseParser::feed_ahead`]) then hands that event (the same
     /// address and length) to [`Shape::read_form`], which takes this match.
     #[inline(always)]
@@ -772,17 +913,17 @@ impl Shape {
             return None;
         }
         let t = self.templates.get(self.current)?;
-        let end = match t.match_at(text, &mut self.spans, false) {
-            Some(end) if t.one_line => end,
+        let end = match t.one_line.then(|| t.match_at(text, &mut self.values, false)).flatten() {
+            Some(end) => end,
             _ => {
                 let at = text.as_bytes().get(HEAD..HEAD + 16).map(bucket)?;
                 let t = &self.templates[at];
-                match t.match_at(text, &mut self.spans, false) {
-                    Some(end) if t.one_line && at != self.current => {
+                match (t.one_line && at != self.current).then(|| t.match_at(text, &mut self.values, false)).flatten() {
+                    Some(end) => {
                         self.current = at;
                         end
                     }
-                    _ => return None,
+                    None => return None,
                 }
             }
         };
@@ -794,9 +935,11 @@ impl Shape {
     /// template reads it (none kept does, or it would have been read by that one).
     #[cold]
     fn learn_template(&mut self, json: &str, ty_key: Option<usize>) {
-        let Some(ty_key) = ty_key.filter(|_| Template::readable(&self.noted, ty_key)) else { return };
-        // The head: the first value after it, or no template.
-        let first = self.noted.iter().find(|n| !matches!(n.key, Key::Type)).map_or(json.len(), |n| n.start + 1);
+        let Some(ty_key) = ty_key.filter(|_| Template::readable(json, &self.noted, ty_key)) else { return };
+        // The head: the first value after it (a string's after its quote), or no template.
+        let first = self.noted.iter().find(|n| !matches!(n.key, Key::Type)).map_or(json.len(), |n| {
+            n.start + usize::from(matches!(n.value, Value::Plain | Value::Escaped))
+        });
         let Some(at) = json.as_bytes().get(HEAD..HEAD + 16).filter(|_| first >= HEAD + 16).map(bucket) else { return };
         if self.templates.is_empty() {
             self.templates.resize_with(TEMPLATES, Template::default);

@@ -316,11 +316,14 @@ impl BatchBuilder {
     /// would append from [`fields::read`]. `false` (nothing appended) when it has none.
     #[inline]
     pub fn push_form(&mut self, ev: &Event<'_>, json: &str, shape: &mut fields::Shape) -> bool {
-        let Some((ty, values)) = shape.read_form(json) else { return false };
-        let row = self.rows;
+        let Some((ty, timestamp, values)) = shape.read_form(json) else { return false };
+        let (row, cap) = (self.rows, self.capacity);
         self.index.push(ev.index);
         self.offset.push(ev.offset);
         self.ty.push(ty);
+        if let Some(t) = timestamp {
+            self.timestamp.set(row, t, cap);
+        }
         for (c, v) in values {
             append_string(&mut self.strings[c], row, v);
         }
@@ -1531,7 +1534,35 @@ mod tests {
             "\"\\ud83d\\ude00\"", "\"\\ud800\"", "\"\\x\"", "\"tab\there\"", "\"nl\nx\"", "\"ctl\u{1}\"", "\"del\u{7f}\"",
             "5", "-1", "1.5", "null", "true", "{\"a\":[1,\"x\"]}", "[1,2]", "\"{\\\"q\\\": 1}\"",
         ];
-        const FORMS: [&[&str]; 9] = [
+        // Strings with escapes (templates read them: `fields::Template`): every escape,
+        // `\u` pairs in both cases, lone and broken surrogates, bad escapes, an escaped
+        // quote or backslash at the value's end, an escaped quote where the string ends
+        // (`"a\"` then the next member: not JSON), raw control bytes after an escape.
+        const ESCAPED: [&str; 24] = [
+            "\"\\\"\"", "\"a\\\"\"", "\"a\\\\\"", "\"\\\\\\\"\"", "\"\\\\\\\\\"", "\"\\/\\b\\f\\n\\r\\t\"",
+            "\"x\\uD83D\\uDE00y\"", "\"\\uDBFF\\uDFFF\"", "\"\\ud83d\\u0041\"", "\"\\ud83dx\"", "\"\\udc00\"",
+            "\"\\uDFFF\\uDBFF\"", "\"\\ud83d\"", "\"\\u00e9\\u0000\\u001F\"", "\"\\u12\"", "\"\\u12G4\"", "\"\\x\"",
+            "\"\\\"", "\"a\\\"", "\"\\n\n\"", "\"\\t\u{1}\"", "\"\\u2028\u{2028}\"",
+            "\"\\\"}\"", "\"{\\\"a\\\":[1,\\\"\\\\n\\\"]}\"",
+        ];
+        // Timestamps: integers (the slot reads them) and everything near them: zero,
+        // signs, leading zeros, fractions and exponents, the ends of i64 and past them,
+        // strings, null, broken numbers.
+        const TIMESTAMPS: [&str; 26] = [
+            "0", "-0", "-5", "00", "01", "-01", "1e3", "1E3", "1.0", "1.", "1.5e3", "1.5", "-1.0e0", "+1", ".5", "-",
+            "9223372036854775807", "9223372036854775808", "-9223372036854775808", "-9223372036854775809",
+            "123456789012345678901234567890", "\"12\"", "\"x\"", "null", "1e400", "[1]",
+        ];
+        // Nested values (templates skip them as the scan does): patches and snapshots,
+        // empty ones, line breaks and spaces inside, escapes the skip passes (a lone
+        // surrogate) or not, deep ones (past a small depth limit), invalid JSON, an object
+        // where a patch is an array, and not nested at all.
+        const NESTED: [&str; 18] = [
+            "[{\"op\":\"replace\",\"path\":\"/status\",\"value\":\"done\"}]", "{\"run\":1,\"steps\":[],\"status\":\"x\"}",
+            "[]", "{}", "[1,\n2]", "[1, {\"a\" : \"\\ud800\"}]", "{\"a\":\"\\u12\"}", "[[[[1]]]]", "{\"a\":{\"b\":{\"c\":[]}}}",
+            "[1,]", "[1e400]", "{\"a\":1", "[\"x\u{1}\"]", "\"s\"", "5", "null", "{\"\\ud800\":1}", "{\"op\":1}",
+        ];
+        const FORMS: [&[&str]; 14] = [
             // The `name` column takes `name`, else `toolCallName`, else `stepName`.
             &["STEP_FINISHED", "stepName", "toolCallName", "name"],
             &["STEP_FINISHED", "stepName", "toolCallName"],
@@ -1542,6 +1573,13 @@ mod tests {
             &["RUN_STARTED", "threadId", "runId"],
             &["STEP_STARTED", "stepName"],
             &["NOPE", "messageId", "delta"],
+            // An integer timestamp first, or last (then `}` follows it).
+            &["RUN_STARTED", "timestamp", "threadId", "runId"],
+            &["RUN_FINISHED", "threadId", "runId", "timestamp"],
+            // Nested values: a patch (`delta` of STATE_DELTA), a member not read.
+            &["STATE_DELTA", "delta"],
+            &["STATE_SNAPSHOT", "snapshot"],
+            &["TOOL_CALL_START", "toolCallId", "args", "toolCallName"],
         ];
         let mut log = Vec::new();
         if rng.below(4) == 0 {
@@ -1550,21 +1588,41 @@ mod tests {
         let mut n = 0;
         while n < events {
             let form = FORMS[rng.below(FORMS.len())];
-            // Mostly plain values, so that templates are learned and read.
-            let plain = |rng: &mut Rng| -> String {
-                if rng.below(4) == 0 { rng.pick(&VALUES).to_string() } else { format!("\"v{}\"", rng.below(1000)) }
+            // Mostly values a template reads (plain strings, JSON in a string as tool
+            // calls' argument deltas, integer timestamps), so that templates are learned
+            // and read.
+            let nested = matches!(form[0], "STATE_DELTA" | "STATE_SNAPSHOT" | "TOOL_CALL_START");
+            let value = |rng: &mut Rng, key: &str| -> String {
+                if nested && matches!(key, "delta" | "snapshot" | "args") {
+                    return match rng.below(3) {
+                        0 => rng.pick(&NESTED).to_string(),
+                        _ => format!("[{{\"op\":\"add\",\"path\":\"/a\",\"value\":{}}}]", rng.below(1000)),
+                    };
+                }
+                if key == "timestamp" {
+                    return match rng.below(4) {
+                        0 => rng.pick(&TIMESTAMPS).to_string(),
+                        _ => format!("{}", 1_700_000_000_000u64 + rng.below(100_000) as u64),
+                    };
+                }
+                match rng.below(8) {
+                    0 => rng.pick(&VALUES).to_string(),
+                    1 => rng.pick(&ESCAPED).to_string(),
+                    2 => format!("\"{{\\\"q{}\\\": \"", rng.below(1000)),
+                    _ => format!("\"v{}\"", rng.below(1000)),
+                }
             };
             for _ in 0..1 + rng.below(40) {
                 let mut members: Vec<(String, String)> =
-                    form[1..].iter().map(|k| (format!("\"{k}\""), plain(&mut rng))).collect();
+                    form[1..].iter().map(|k| (format!("\"{k}\""), value(&mut rng, k))).collect();
                 match rng.below(24) {
-                    0 => members.push(("\"x\"".into(), plain(&mut rng))),
+                    0 => members.push(("\"x\"".into(), value(&mut rng, "x"))),
                     1 if !members.is_empty() => {
                         let m = members[0].clone();
                         members.push(m)
                     }
                     2 if members.len() > 1 => members.swap(0, 1),
-                    3 => members.push(("\"timestamp\"".into(), rng.pick(&["1700000000000", "\"12\"", "1.5e3", "\"x\""]).into())),
+                    3 => members.push(("\"timestamp\"".into(), value(&mut rng, "timestamp"))),
                     4 => members.push(("\"usage\"".into(), rng.pick(&["[{\"inputTokens\":2}]", "[]", "3"]).into())),
                     5 => members.push(("\"delta\"".into(), "[{\"op\":\"add\"}]".into())),
                     _ => {}
@@ -1631,14 +1689,14 @@ mod tests {
             let log = shaped_log(seed * 0x9e37_79b9, 3000, seed % 3 == 0);
             let srcs = [bytes(&log, "x"), Source { input: Input::Buffer(Buffer::from(log.as_slice())), name: None }];
             for src in &srcs {
-                for collect in [true, false] {
-                    let opts = Options { collect, ..Options::default() };
+                for (collect, max_depth) in [(true, Options::default().max_depth), (false, Options::default().max_depth), (true, 3)] {
+                    let opts = Options { collect, max_depth, ..Options::default() };
                     let before = TEMPLATE_HITS.get();
                     let (many, seq) = run(src, &opts, true);
                     hits += TEMPLATE_HITS.get() - before;
                     let (want_many, want_seq) = run(src, &opts, false);
-                    assert_eq!(many, want_many, "seed {seed}, collect {collect}");
-                    assert_eq!(seq, want_seq, "seed {seed}, collect {collect}, sequential");
+                    assert_eq!(many, want_many, "seed {seed}, collect {collect}, depth {max_depth}");
+                    assert_eq!(seq, want_seq, "seed {seed}, collect {collect}, depth {max_depth}, sequential");
                 }
             }
         }

@@ -246,45 +246,56 @@ impl<'a> Member<'a> {
     #[inline(never)]
     fn unescaped(&self) -> Option<std::borrow::Cow<'a, str>> {
         let raw = self.raw?;
-        let b = raw.as_bytes();
         let mut out = String::with_capacity(raw.len());
-        let mut i = 0;
-        while let Some(n) = memchr::memchr(b'\\', &b[i..]) {
-            let at = i + n;
-            // Before the backslash: ASCII next to it, a char boundary.
-            out.push_str(&raw[i..at]);
-            let (c, len) = match b.get(at + 1)? {
-                b'"' => ('"', 2),
-                b'\\' => ('\\', 2),
-                b'/' => ('/', 2),
-                b'b' => ('\u{8}', 2),
-                b'f' => ('\u{c}', 2),
-                b'n' => ('\n', 2),
-                b'r' => ('\r', 2),
-                b't' => ('\t', 2),
-                b'u' => match hex4(b, at + 2)? {
-                    hi @ 0xD800..=0xDBFF => {
-                        // A high surrogate counts only with a low one escaped right after it.
-                        if b.get(at + 6..at + 8) != Some(b"\\u") {
-                            return None;
-                        }
-                        let lo = hex4(b, at + 8)?;
-                        if !(0xDC00..=0xDFFF).contains(&lo) {
-                            return None;
-                        }
-                        (char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00))?, 12)
-                    }
-                    // A lone low surrogate is no char: `None`.
-                    cp => (char::from_u32(cp)?, 6),
-                },
-                _ => return None,
-            };
-            out.push(c);
-            i = at + len;
-        }
-        out.push_str(&raw[i..]);
+        unescape_into(raw, &mut out)?;
         Some(std::borrow::Cow::Owned(out))
     }
+}
+
+/// The content of a string as written between its quotes (`raw`), its escapes decoded
+/// as [`Member::string`] decodes them, appended to `out`; `None` (with `out` partly
+/// written) where serde_json would not read it. Public for readers that find a value's
+/// end as the scan does ([`string_end`]) and want its text in a buffer of their own
+/// (`agui_arrow::fields`' templates: no allocation a value).
+#[inline(never)]
+pub fn unescape_into(raw: &str, out: &mut String) -> Option<()> {
+    let b = raw.as_bytes();
+    let mut i = 0;
+    while let Some(n) = memchr::memchr(b'\\', &b[i..]) {
+        let at = i + n;
+        // Before the backslash: ASCII next to it, a char boundary.
+        out.push_str(&raw[i..at]);
+        let (c, len) = match b.get(at + 1)? {
+            b'"' => ('"', 2),
+            b'\\' => ('\\', 2),
+            b'/' => ('/', 2),
+            b'b' => ('\u{8}', 2),
+            b'f' => ('\u{c}', 2),
+            b'n' => ('\n', 2),
+            b'r' => ('\r', 2),
+            b't' => ('\t', 2),
+            b'u' => match hex4(b, at + 2)? {
+                hi @ 0xD800..=0xDBFF => {
+                    // A high surrogate counts only with a low one escaped right after it.
+                    if b.get(at + 6..at + 8) != Some(b"\\u") {
+                        return None;
+                    }
+                    let lo = hex4(b, at + 8)?;
+                    if !(0xDC00..=0xDFFF).contains(&lo) {
+                        return None;
+                    }
+                    (char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00))?, 12)
+                }
+                // A lone low surrogate is no char: `None`.
+                cp => (char::from_u32(cp)?, 6),
+            },
+            _ => return None,
+        };
+        out.push(c);
+        i = at + len;
+    }
+    out.push_str(&raw[i..]);
+    Some(())
 }
 
 /// The compact form writers emit for most events of a log (token deltas, starts and
@@ -351,8 +362,10 @@ pub fn scan_members<'a>(json: &'a str, start: usize, mut member: impl FnMut(Memb
 /// whether the content holds escapes; `None` for a control character, an unknown
 /// escape, or a `\u` escape of a surrogate that is not a high one followed by a low
 /// one (serde_json refuses lone surrogates when it reads a string: left to the parser).
+/// Public for readers that match a learned event form byte for byte (`agui_arrow::
+/// fields`' templates) and must find a value's end as the scan does.
 #[inline]
-fn string_end(b: &[u8], start: usize) -> Option<(usize, bool)> {
+pub fn string_end(b: &[u8], start: usize) -> Option<(usize, bool)> {
     let mut i = stop(b, start)?;
     let mut escaped = false;
     loop {
@@ -382,9 +395,10 @@ fn string_end(b: &[u8], start: usize) -> Option<(usize, bool)> {
 /// `agui_arrow::fields` does with `limits::exceeds_depth`), or `None` when that fails.
 /// Out of line: most events have no nested value, the few that have one (snapshots,
 /// patches, `usage`) were read by the caller's parser whole before, ~2,000
-/// instructions an event (callgrind).
+/// instructions an event (callgrind). Public for readers that match a learned event
+/// form (`agui_arrow::fields`' templates) and must skip a nested value as the scan does.
 #[inline(never)]
-fn nested_end(json: &str, start: usize) -> Option<usize> {
+pub fn nested_end(json: &str, start: usize) -> Option<usize> {
     use serde::de::IgnoredAny;
     let mut values = serde_json::Deserializer::from_str(json.get(start..)?).into_iter::<IgnoredAny>();
     values.next()?.ok()?;
@@ -446,9 +460,10 @@ fn stop(b: &[u8], start: usize) -> Option<usize> {
 }
 
 /// The end of a JSON integer (`-?(0|[1-9][0-9]*)`) starting at `start`. What follows it
-/// (a fraction, an exponent) is the caller's to refuse.
+/// (a fraction, an exponent) is the caller's to refuse. Public for the same readers as
+/// [`plain_end`].
 #[inline]
-fn int_end(b: &[u8], start: usize) -> Option<usize> {
+pub fn int_end(b: &[u8], start: usize) -> Option<usize> {
     let i = start + usize::from(b[start] == b'-');
     match b.get(i)? {
         b'0' => Some(i + 1),
