@@ -28,13 +28,12 @@ use arrow_array::{ArrayRef, DictionaryArray, Int32Array, RecordBatch, StringArra
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 
 pub use fields::{Fields, RowError, Usage};
-pub use views::{checked_views, Utf8Block, Utf8Views, ViewsFn};
+pub use views::{checked_views, DictKeys, Trusted, Utf8Block, Utf8Strings, Utf8Views, ViewsFn};
 // The Arrow crates of this crate's types, for the binding.
 pub use {arrow_array, arrow_buffer, arrow_schema};
 use arrow_buffer::Buffer;
-use arrow_array::builder::{ArrayBuilder, StringBuilder};
 use columns::OptColumn;
-use views::JsonViews;
+use views::{JsonViews, StrColumn};
 
 /// Rows per record batch (and per Parquet row group).
 pub const BATCH_ROWS: usize = 65_536;
@@ -199,7 +198,8 @@ pub struct Options {
     pub max_depth: usize,
     /// Bad events and unreadable logs go to the errors table instead of failing.
     pub collect: bool,
-    /// Makes the `json` column from its views ([`checked_views`] by default).
+    /// Makes the columns whose checks are known to pass, the `json` column's views among
+    /// them ([`checked_views`] by default).
     pub views: ViewsFn,
 }
 
@@ -227,7 +227,7 @@ pub struct BatchBuilder {
     /// Keys into `EVENT_TYPES`, the dictionary of every batch (no hashing per row).
     ty: Vec<i32>,
     timestamp: OptColumn<TimestampMillisecondType>,
-    strings: [StringBuilder; 8],
+    strings: [StrColumn; 8],
     usage: [OptColumn<Int64Type>; 6],
     json: JsonViews,
     views: ViewsFn,
@@ -252,14 +252,14 @@ impl BatchBuilder {
             offset: Vec::with_capacity(rows),
             ty: Vec::with_capacity(rows),
             timestamp: OptColumn::default(),
-            strings: std::array::from_fn(|_| StringBuilder::with_capacity(rows, rows * 8)),
+            strings: Default::default(),
             usage: Default::default(),
             json: JsonViews::with_capacity(rows),
             views: checked_views,
         }
     }
 
-    /// The `json` column made by `views` (see [`Options::views`]).
+    /// The `json`, string and `type` columns made by `views` (see [`Options::views`]).
     pub fn views_with(mut self, views: ViewsFn) -> Self {
         self.views = views;
         self
@@ -294,9 +294,9 @@ impl BatchBuilder {
         if let Some(t) = f.timestamp {
             self.timestamp.set(row, t, cap);
         }
-        for (b, v) in self.strings.iter_mut().zip(f.string_columns()) {
+        for (c, v) in self.strings.iter_mut().zip(f.string_columns()) {
             if let Some(v) = v {
-                append_string(b, row, v);
+                c.set(row, v, cap);
             }
         }
         if let Some(u) = &f.usage {
@@ -317,12 +317,12 @@ impl BatchBuilder {
     #[inline]
     pub fn push_form(&mut self, ev: &Event<'_>, json: &str, shape: &mut fields::Shape) -> bool {
         let Some((ty, values)) = shape.read_form(json) else { return false };
-        let row = self.rows;
+        let (row, cap) = (self.rows, self.capacity);
         self.index.push(ev.index);
         self.offset.push(ev.offset);
         self.ty.push(ty);
         for (c, v) in values {
-            append_string(&mut self.strings[c], row, v);
+            self.strings[c].set(row, v, cap);
         }
         self.json.push(json);
         self.rows += 1;
@@ -343,35 +343,22 @@ impl BatchBuilder {
             Arc::new(source),
             Arc::new(columns::primitive::<UInt64Type>(&mut self.index, cap)),
             Arc::new(columns::primitive::<UInt64Type>(&mut self.offset, cap)),
-            Arc::new(type_column(columns::primitive::<Int32Type>(&mut self.ty, cap))),
+            type_column(std::mem::replace(&mut self.ty, Vec::with_capacity(cap)), self.views),
             timestamp,
         ];
-        columns.extend(self.strings.iter_mut().map(|b| -> ArrayRef {
-            if b.is_empty() {
-                return all_null(&DataType::Utf8, n);
-            }
-            b.append_nulls(n - b.len());
-            Arc::new(b.finish())
+        columns.extend(self.strings.iter_mut().map(|c| match c.finish(n) {
+            Some(s) => (self.views)(Trusted::Strings(s)),
+            None => all_null(&DataType::Utf8, n),
         }));
         columns.extend(self.usage.iter_mut().map(|c| match c.finish(n) {
             Some(a) => Arc::new(a) as ArrayRef,
             None => all_null(&DataType::Int64, n),
         }));
-        columns.push(Arc::new(self.json.finish(self.views)));
+        columns.push(self.json.finish(self.views));
         self.rows = 0;
         self.json_bytes = 0;
         RecordBatch::try_new(schema(), columns).expect("the columns follow schema()")
     }
-}
-
-/// `v` as row `row` of a string column, after nulls for the rows before it that had no
-/// value in it.
-#[inline(always)]
-fn append_string(b: &mut StringBuilder, row: usize, v: &str) {
-    if b.len() < row {
-        b.append_nulls(row - b.len());
-    }
-    b.append_value(v);
 }
 
 /// An all-null column of `n` rows: the first rows of one of [`BATCH_ROWS`] rows made
@@ -419,11 +406,12 @@ fn source_column(name: Option<&str>, n: usize) -> DictionaryArray<Int32Type> {
     }
 }
 
-/// The `type` column: keys into the 31 event type names.
-fn type_column(keys: Int32Array) -> DictionaryArray<Int32Type> {
+/// The `type` column: keys into the 31 event type names (checked by `DictKeys`, ~1
+/// instruction a key, and not again by `make`: arrow's `try_new` was ~15 a key).
+fn type_column(keys: Vec<i32>, make: ViewsFn) -> ArrayRef {
     static VALUES: OnceLock<ArrayRef> = OnceLock::new();
     let values = VALUES.get_or_init(|| Arc::new(StringArray::from_iter_values(agui_core::proto::EVENT_TYPES)));
-    DictionaryArray::try_new(keys, values.clone()).expect("every key is a position in EVENT_TYPES")
+    make(Trusted::Keys(DictKeys::new(keys, values.clone()).expect("every key is a position in EVENT_TYPES")))
 }
 
 /// The errors table.

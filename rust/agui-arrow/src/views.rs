@@ -3,9 +3,18 @@
 //! of each event's text. Texts that are not a slice of such a buffer (a payload joined
 //! from several `data:` lines, invalid UTF-8 repaired, a log read as a stream) are copied
 //! into the batch's own block.
+//!
+//! Also the other columns whose arrow checks are known to pass by the way they are
+//! made ([`Trusted`]): the string columns ([`Utf8Strings`]) and the `type` keys
+//! ([`DictKeys`]). All of them are made into arrays by one hook, [`ViewsFn`]: arrow's
+//! checked constructors here and in every Rust test, unchecked ones in the binding.
 
-use arrow_array::StringViewArray;
-use arrow_buffer::Buffer;
+use std::sync::Arc;
+
+use arrow_array::types::Int32Type;
+use arrow_array::{ArrayRef, DictionaryArray, Int32Array, StringArray, StringViewArray};
+use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
+
 
 /// A buffer of valid UTF-8. It is made from a `&str` over exactly its bytes (the type's
 /// proof that they are UTF-8; a `Buffer` is immutable), so a view into it needs no UTF-8
@@ -46,16 +55,168 @@ impl Utf8Views {
     }
 }
 
-/// Makes the `Utf8View` array of a `json` column. [`checked_views`] is arrow's own
-/// constructor, which checks every string's UTF-8 again (~10 ns an event, a pass over
-/// the log's bytes after the SIMD check of each part); the Python binding gives one that
-/// relies on [`Utf8Views`]' guarantee.
-pub type ViewsFn = fn(Utf8Views) -> StringViewArray;
+/// The parts of a nullable `Utf8` column, made by [`StrColumn`].
+///
+/// Guarantee (unsafe code relies on it: the binding's `ViewsFn`): `StringArray::
+/// try_new(OffsetBuffer::new(offsets), values, nulls)` accepts them. `values` is
+/// a `String` that only ever grew by whole `&str`s; `offsets` starts at 0 and each next
+/// one is `values`' length after a push or the one before repeated (a null row), so they
+/// are non-decreasing char boundaries; [`Utf8Strings::new`], private to this module,
+/// checks that the last one is `values`' length and that `nulls` has a bit per row.
+pub struct Utf8Strings {
+    offsets: Vec<i32>,
+    values: String,
+    nulls: Option<NullBuffer>,
+}
 
-/// The views as arrow checks them.
-pub fn checked_views(views: Utf8Views) -> StringViewArray {
-    let (views, buffers) = views.into_parts();
-    StringViewArray::try_new(views.into(), buffers, None).expect("Utf8Views' guarantee")
+impl Utf8Strings {
+    fn new(offsets: Vec<i32>, values: String, nulls: Option<NullBuffer>) -> Self {
+        assert!(offsets.first() == Some(&0) && offsets.last().map(|&o| o as usize) == Some(values.len()));
+        assert!(nulls.as_ref().is_none_or(|n| n.len() + 1 == offsets.len()));
+        Utf8Strings { offsets, values, nulls }
+    }
+
+    pub fn into_parts(self) -> (ScalarBuffer<i32>, Buffer, Option<NullBuffer>) {
+        (self.offsets.into(), Buffer::from_vec(self.values.into_bytes()), self.nulls)
+    }
+}
+
+/// The keys of a dictionary column (no nulls) and its values.
+///
+/// Guarantee (the binding's `ViewsFn` relies on it): `DictionaryArray::try_new(
+/// Int32Array::new(keys, None), values)` accepts them: [`DictKeys::new`] checked every
+/// key against `values`' length (one pass with no branch a key, against arrow's ~15
+/// instructions a key in `try_new`).
+pub struct DictKeys {
+    keys: Vec<i32>,
+    values: ArrayRef,
+}
+
+impl DictKeys {
+    /// `None` when a key is negative or past the values.
+    pub fn new(keys: Vec<i32>, values: ArrayRef) -> Option<Self> {
+        // A fold with no early exit: vectorised.
+        let top = keys.iter().fold(0u32, |top, &k| top.max(k as u32));
+        (keys.is_empty() || (top as usize) < values.len()).then_some(DictKeys { keys, values })
+    }
+
+    pub fn into_parts(self) -> (ScalarBuffer<i32>, ArrayRef) {
+        (self.keys.into(), self.values)
+    }
+}
+
+/// A column made here whose arrow checks are known to pass (each type says why).
+pub enum Trusted {
+    /// The `json` column (`Utf8View`).
+    Views(Utf8Views),
+    /// A string column (`Utf8`).
+    Strings(Utf8Strings),
+    /// The `type` column (`Dictionary(Int32, Utf8)`).
+    Keys(DictKeys),
+}
+
+/// Makes the arrays of the [`Trusted`] columns. [`checked_views`] is arrow's own
+/// constructors, which check them again (the `json` column's UTF-8, ~10 ns an event, a
+/// pass over the log's bytes after the SIMD check of each part; every offset and the
+/// UTF-8 of the string columns; every dictionary key); the Python binding gives one
+/// that relies on each type's guarantee.
+pub type ViewsFn = fn(Trusted) -> ArrayRef;
+
+/// The columns as arrow checks them.
+pub fn checked_views(column: Trusted) -> ArrayRef {
+    match column {
+        Trusted::Views(views) => {
+            let (views, buffers) = views.into_parts();
+            Arc::new(StringViewArray::try_new(views.into(), buffers, None).expect("Utf8Views' guarantee"))
+        }
+        Trusted::Strings(strings) => {
+            let (offsets, values, nulls) = strings.into_parts();
+            Arc::new(StringArray::try_new(OffsetBuffer::new(offsets), values, nulls).expect("Utf8Strings' guarantee"))
+        }
+        Trusted::Keys(keys) => {
+            let (keys, values) = keys.into_parts();
+            Arc::new(DictionaryArray::<Int32Type>::try_new(Int32Array::new(keys, None), values).expect("DictKeys' guarantee"))
+        }
+    }
+}
+
+/// A nullable `Utf8` column of a batch being built. `offsets` is empty until the
+/// batch's first value, then holds one offset more than the rows it covers. A row with
+/// no value is an empty string (its offset repeated) filled in, with its validity bit
+/// cleared, when the next value comes or at the end: a value costs no bit. Arrow's
+/// `StringBuilder` was ~62 instructions an append, and a call for the nulls before each
+/// value.
+#[derive(Default)]
+pub(crate) struct StrColumn {
+    offsets: Vec<i32>,
+    values: String,
+    /// Validity bits (Arrow's layout), all set up to the rows they cover, made at the
+    /// first null row (none: every row has a value).
+    valid: Vec<u8>,
+}
+
+impl StrColumn {
+    #[inline(always)]
+    pub(crate) fn set(&mut self, row: usize, value: &str, capacity: usize) {
+        if self.offsets.len() <= row {
+            self.fill(row, capacity);
+        }
+        self.values.push_str(value);
+        // (A batch is closed once its events' texts reach `BATCH_JSON_BYTES`, and a
+        // value is never longer than its event's text.)
+        self.offsets.push(i32::try_from(self.values.len()).expect("a batch's strings stay below 2 GiB"));
+    }
+
+    /// Null rows up to `row` (not included); the batch's first value reserves the column.
+    #[cold]
+    #[inline(never)]
+    fn fill(&mut self, row: usize, capacity: usize) {
+        if self.offsets.is_empty() {
+            self.offsets.reserve(capacity.max(row) + 1);
+            self.offsets.push(0);
+            // (Most values are short ids and deltas.)
+            self.values.reserve(capacity * 8);
+        }
+        let (covered, end) = (self.offsets.len() - 1, self.values.len() as i32);
+        if covered < row {
+            self.offsets.extend(std::iter::repeat_n(end, row - covered));
+            let bytes = row.div_ceil(8);
+            if self.valid.len() < bytes {
+                self.valid.resize(bytes.max(capacity.div_ceil(8)), 0xff);
+            }
+            clear_bits(&mut self.valid, covered, row);
+        }
+    }
+
+    /// The column of `rows` rows (`None`: no row has a value); it starts over.
+    pub(crate) fn finish(&mut self, rows: usize) -> Option<Utf8Strings> {
+        if self.offsets.is_empty() {
+            return None;
+        }
+        self.fill(rows, 0);
+        let nulls = (!self.valid.is_empty()).then(|| {
+            let mut bits = std::mem::take(&mut self.valid);
+            bits.resize(rows.div_ceil(8), 0xff);
+            NullBuffer::new(BooleanBuffer::new(Buffer::from_vec(bits), 0, rows))
+        });
+        Some(Utf8Strings::new(std::mem::take(&mut self.offsets), std::mem::take(&mut self.values), nulls))
+    }
+}
+
+/// Clears bits `start..end` (Arrow's layout) of `bits`, which holds them.
+fn clear_bits(bits: &mut [u8], start: usize, end: usize) {
+    // The masks of the bits from `start` on in its byte, and before `end` in its byte.
+    let (first, last) = (start / 8, end / 8);
+    let (from, to) = (0xffu8 << (start % 8), !(0xffu8 << (end % 8)));
+    if first == last {
+        bits[first] &= !(from & to);
+        return;
+    }
+    bits[first] &= !from;
+    bits[first + 1..last].fill(0);
+    if end % 8 != 0 {
+        bits[last] &= !to;
+    }
 }
 
 /// Strings up to this long are held in the view itself.
@@ -129,20 +290,21 @@ impl JsonViews {
     }
 
     /// The column so far; it starts over (the part stays the same).
-    pub(crate) fn finish(&mut self, make: ViewsFn) -> StringViewArray {
+    pub(crate) fn finish(&mut self, make: ViewsFn) -> ArrayRef {
         let mut blocks = Vec::with_capacity(1 + self.blocks.len());
         blocks.push(Utf8Block::from_string(std::mem::take(&mut self.copied)));
         blocks.append(&mut self.blocks);
         if let Some((_, number)) = &mut self.part {
             *number = None;
         }
-        make(Utf8Views { views: std::mem::take(&mut self.views), blocks })
+        make(Trusted::Views(Utf8Views { views: std::mem::take(&mut self.views), blocks }))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use arrow_array::cast::AsArray;
 
     #[test]
     fn views_and_copies_read_back() {
@@ -159,6 +321,7 @@ mod tests {
         }
         j.push("{\"copied\":\"after\",\"x\":1}");
         let a = j.finish(checked_views);
+        let a = a.as_string_view();
         let want = ["copied before the part, long enough", inside[0], inside[1], inside[2], "{\"copied\":\"after\",\"x\":1}"];
         assert_eq!(a.iter().map(Option::unwrap).collect::<Vec<_>>(), want);
         // One copy block and the part; the part's long texts are not copied.
@@ -167,6 +330,7 @@ mod tests {
         // The next batch points into the part again.
         j.push(inside[1]);
         let b = j.finish(checked_views);
+        let b = b.as_string_view();
         assert_eq!(b.value(0), inside[1]);
         assert_eq!((b.data_buffers().len(), b.data_buffers()[0].len()), (2, 0));
     }
