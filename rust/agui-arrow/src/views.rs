@@ -214,8 +214,9 @@ fn clear_bits(bits: &mut [u8], start: usize, end: usize) {
     }
     bits[first] &= !from;
     bits[first + 1..last].fill(0);
-    if end % 8 != 0 {
-        bits[last] &= !to;
+    // (No bit of it when `end` starts a byte: `to` is 0, and the byte may be past `bits`.)
+    if let Some(b) = bits.get_mut(last) {
+        *b &= !to;
     }
 }
 
@@ -333,5 +334,76 @@ mod tests {
         let b = b.as_string_view();
         assert_eq!(b.value(0), inside[1]);
         assert_eq!((b.data_buffers().len(), b.data_buffers()[0].len()), (2, 0));
+    }
+}
+
+#[cfg(test)]
+mod string_tests {
+    use super::*;
+    use agui_core::test_rng::Rng;
+    use arrow_array::cast::AsArray;
+    use arrow_array::Array;
+
+    /// The column of `want` (row by row) through `StrColumn`, made by arrow's checked
+    /// constructor, twice (the column starts over after `finish`).
+    fn check(want: &[Option<&str>], capacity: usize) {
+        let mut c = StrColumn::default();
+        for round in 0..2 {
+            for (row, v) in want.iter().enumerate() {
+                if let Some(v) = v {
+                    c.set(row, v, capacity);
+                }
+            }
+            let Some(strings) = c.finish(want.len()) else {
+                assert!(want.iter().all(Option::is_none), "round {round}: {want:?}");
+                continue;
+            };
+            let a = checked_views(Trusted::Strings(strings));
+            let a = a.as_string::<i32>();
+            assert_eq!(a.iter().collect::<Vec<_>>(), want, "round {round}");
+            assert_eq!(a.null_count(), want.iter().filter(|v| v.is_none()).count(), "round {round}: {want:?}");
+            assert_eq!(a, &StringArray::from(want.to_vec()));
+        }
+    }
+
+    /// Null runs and offsets: a first value late in the batch, values at its first and
+    /// last rows, nulls only, runs across and within bytes of validity bits, long gaps
+    /// past the capacity, empty strings (not null), multi-byte UTF-8.
+    #[test]
+    fn string_columns_read_back() {
+        check(&[], 4);
+        check(&[None; 9], 4);
+        check(&[Some("")], 4);
+        check(&[None, None, Some("é")], 1);
+        check(&[Some("a"), None, None, None, None, None, None, None, None, Some("b")], 2);
+        let values = ["", "msg-1", "état ", "ü", "😀 tool", "a much longer delta than the others, over sixteen bytes", "\u{0}"];
+        let mut rng = Rng(26);
+        for rows in [1usize, 7, 8, 9, 16, 17, 63, 64, 65, 200, 3000] {
+            for density in [0, 1, 3, 8, 10] {
+                let want: Vec<Option<&str>> = (0..rows)
+                    .map(|r| {
+                        let v = (rng.below(10) < density).then(|| values[rng.below(values.len())]);
+                        // The first and last rows of some batches.
+                        if (r == 0 || r + 1 == rows) && density == 3 { Some(values[r % values.len()]) } else { v }
+                    })
+                    .collect();
+                check(&want, 4);
+                check(&want, rows);
+            }
+        }
+    }
+
+    /// `clear_bits` against a bit at a time.
+    #[test]
+    fn clear_bits_clears_the_run_only() {
+        for start in 0..40 {
+            for end in start..48 {
+                let mut bits = vec![0xffu8; 6];
+                clear_bits(&mut bits, start, end);
+                for i in 0..48 {
+                    assert_eq!(bits[i / 8] >> (i % 8) & 1 == 0, (start..end).contains(&i), "{start}..{end} bit {i}");
+                }
+            }
+        }
     }
 }
