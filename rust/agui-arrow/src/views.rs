@@ -250,6 +250,12 @@ fn view(s: &[u8], block: u32, offset: u32) -> u128 {
         v[4..4 + s.len()].copy_from_slice(s);
         return u128::from_le_bytes(v);
     }
+    long_view(s, block, offset)
+}
+
+/// The view of `s`, longer than [`INLINE`] and shorter than 4 GiB, at `offset` of `block`.
+#[inline(always)]
+fn long_view(s: &[u8], block: u32, offset: u32) -> u128 {
     let prefix = u32::from_le_bytes([s[0], s[1], s[2], s[3]]);
     (s.len() as u128) | (prefix as u128) << 32 | (block as u128) << 64 | (offset as u128) << 96
 }
@@ -273,8 +279,10 @@ impl JsonViews {
     }
 
     /// The block the next texts are slices of (`None`: copy them).
+    /// (A part of 4 GiB or more is copied: the views' offsets and lengths are u32, and
+    /// within a shorter part they need no check of their own.)
     pub(crate) fn set_part(&mut self, part: Option<Utf8Block>) {
-        self.part = part.map(|b| (b, None));
+        self.part = part.filter(|b| b.0.len() <= u32::MAX as usize).map(|b| (b, None));
     }
 
     // Always inlined: with two row writers (`push`, `push_form`) the compiler made it a
@@ -288,14 +296,14 @@ impl JsonViews {
         }
         if let Some((block, number)) = &mut self.part {
             let offset = (s.as_ptr() as usize).wrapping_sub(block.0.as_ptr() as usize);
-            // In the block (offsets are u32: a part past 4 GiB is copied from there on).
-            if offset <= block.0.len() && s.len() <= block.0.len() - offset && offset <= u32::MAX as usize {
+            // In the block (shorter than 4 GiB: `set_part`).
+            if offset <= block.0.len() && s.len() <= block.0.len() - offset {
                 let blocks = &mut self.blocks;
                 let n = *number.get_or_insert_with(|| {
                     blocks.push(block.clone());
                     blocks.len() as u32
                 });
-                self.views.push(view(s, n, offset as u32));
+                self.views.push(long_view(s, n, offset as u32));
                 return;
             }
         }
