@@ -95,9 +95,11 @@ pub struct DictKeys {
 impl DictKeys {
     /// `None` when a key is negative or past the values.
     pub fn new(keys: Vec<i32>, values: ArrayRef) -> Option<Self> {
-        // A fold with no early exit: vectorised.
-        let top = keys.iter().fold(0u32, |top, &k| top.max(k as u32));
-        (keys.is_empty() || (top as usize) < values.len()).then_some(DictKeys { keys, values })
+        // A fold with no early exit: vectorised (a compare and an `or` a key; an
+        // unsigned max has no SSE2 instruction, and was ~3 instructions a key).
+        let n = u32::try_from(values.len()).unwrap_or(u32::MAX);
+        let bad = keys.iter().fold(false, |bad, &k| bad | (k as u32 >= n));
+        (!bad).then_some(DictKeys { keys, values })
     }
 
     pub fn into_parts(self) -> (ScalarBuffer<i32>, ArrayRef) {
@@ -414,6 +416,22 @@ mod string_tests {
                 check(&want, rows);
             }
         }
+    }
+
+    /// Keys are checked against the values: negative or past them, none is made.
+    #[test]
+    fn dict_keys_are_checked() {
+        let values: ArrayRef = Arc::new(StringArray::from(vec!["a", "b", "c"]));
+        for (keys, ok) in [(vec![], true), (vec![0, 2, 1, 2], true), (vec![0, 3], false), (vec![-1], false), (vec![i32::MIN, 0], false)] {
+            let made = DictKeys::new(keys.clone(), values.clone());
+            assert_eq!(made.is_some(), ok, "{keys:?}");
+            if let Some(k) = made {
+                let a = checked_views(Trusted::Keys(k));
+                assert_eq!(a.as_dictionary::<Int32Type>().keys().values().to_vec(), keys);
+            }
+        }
+        // Any key passes the check of an empty dictionary only when there is none.
+        assert!(DictKeys::new(vec![0], Arc::new(StringArray::from(Vec::<&str>::new()))).is_none());
     }
 
     /// `clear_bits` against a bit at a time.
