@@ -270,9 +270,14 @@ pub(crate) struct JsonViews {
     blocks: Vec<Utf8Block>,
     /// Texts copied (not in the part's block).
     copied: String,
-    /// The block of the part being read, and its block number in this batch once a view
-    /// points into it.
-    part: Option<(Utf8Block, Option<u32>)>,
+    /// The block of the part being read ...
+    part: Option<Utf8Block>,
+    /// ... its address and length (0 when there is none), read by every view as plain
+    /// numbers ...
+    part_at: usize,
+    part_len: usize,
+    /// ... and its block number in this batch once a view points into it (0: none yet).
+    part_number: u32,
 }
 
 impl JsonViews {
@@ -284,7 +289,18 @@ impl JsonViews {
     /// (A part of 4 GiB or more is copied: the views' offsets and lengths are u32, and
     /// within a shorter part they need no check of their own.)
     pub(crate) fn set_part(&mut self, part: Option<Utf8Block>) {
-        self.part = part.filter(|b| b.0.len() <= u32::MAX as usize).map(|b| (b, None));
+        self.part = part.filter(|b| b.0.len() <= u32::MAX as usize);
+        (self.part_at, self.part_len) = self.part.as_ref().map_or((0, 0), |b| (b.0.as_ptr() as usize, b.0.len()));
+        self.part_number = 0;
+    }
+
+    /// The part's block number in this batch, its first view being made.
+    #[cold]
+    fn add_part(&mut self) -> u32 {
+        let block = self.part.clone().expect("a view into the part has a part");
+        self.blocks.push(block);
+        self.part_number = self.blocks.len() as u32;
+        self.part_number
     }
 
     // Always inlined: with two row writers (`push`, `push_form`) the compiler made it a
@@ -296,18 +312,13 @@ impl JsonViews {
             self.views.push(view(s, 0, 0));
             return;
         }
-        if let Some((block, number)) = &mut self.part {
-            let offset = (s.as_ptr() as usize).wrapping_sub(block.0.as_ptr() as usize);
-            // In the block (shorter than 4 GiB: `set_part`).
-            if offset <= block.0.len() && s.len() <= block.0.len() - offset {
-                let blocks = &mut self.blocks;
-                let n = *number.get_or_insert_with(|| {
-                    blocks.push(block.clone());
-                    blocks.len() as u32
-                });
-                self.views.push(long_view(s, n, offset as u32));
-                return;
-            }
+        let offset = (s.as_ptr() as usize).wrapping_sub(self.part_at);
+        // In the part's block (shorter than 4 GiB: `set_part`; with no part, `part_len`
+        // is 0 and no text this long is in it).
+        if offset <= self.part_len && s.len() <= self.part_len - offset {
+            let n = if self.part_number == 0 { self.add_part() } else { self.part_number };
+            self.views.push(long_view(s, n, offset as u32));
+            return;
         }
         // (A batch is closed once its texts reach `BATCH_JSON_BYTES`, far below 4 GiB.)
         let offset = u32::try_from(self.copied.len()).expect("a batch's copied texts stay below 4 GiB");
@@ -320,9 +331,7 @@ impl JsonViews {
         let mut blocks = Vec::with_capacity(1 + self.blocks.len());
         blocks.push(Utf8Block::from_string(std::mem::take(&mut self.copied)));
         blocks.append(&mut self.blocks);
-        if let Some((_, number)) = &mut self.part {
-            *number = None;
-        }
+        self.part_number = 0;
         make(Trusted::Views(Utf8Views { views: std::mem::take(&mut self.views), blocks }))
     }
 }
