@@ -15,7 +15,6 @@ use arrow_array::types::Int32Type;
 use arrow_array::{ArrayRef, DictionaryArray, Int32Array, StringArray, StringViewArray};
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 
-
 /// A buffer of valid UTF-8. It is made from a `&str` over exactly its bytes (the type's
 /// proof that they are UTF-8; a `Buffer` is immutable), so a view into it needs no UTF-8
 /// check of its own beyond starting and ending on char boundaries.
