@@ -9,6 +9,10 @@
 //! load of a shared machine does not move (`valgrind --tool=callgrind`).
 //! `AGUI_STAGES_THREADS=T` there: on T threads (the log cut into parts as `to_arrow` cuts
 //! it; callgrind counts every thread's instructions).
+//! There the columns agui-arrow vouches for are made as the binding makes them
+//! (`Options::views`: arrow's unchecked constructors), since stop 26; with
+//! `AGUI_STAGES_CHECKED=1` by arrow's checked ones (what every Rust test runs; before
+//! stop 26 the counts included ~34M of the `json` column's check this way).
 
 use std::time::Instant;
 
@@ -51,16 +55,46 @@ fn row_fields<'a>(ev: &agui_core::log::Event<'_>, s: &'a str) -> fields::Fields<
     fields::parse(s, ev.members, depth).unwrap()
 }
 
+/// The binding's `Options::views` (`rust/agui-py/src/arrow.rs`, where the safety
+/// argument is), for counts of what `to_arrow` runs.
+fn trusted(column: agui_arrow::Trusted) -> agui_arrow::arrow_array::ArrayRef {
+    use agui_arrow::arrow_array::{types::Int32Type, DictionaryArray, Int32Array, StringArray, StringViewArray};
+    use agui_arrow::Trusted;
+    use std::sync::Arc;
+    match column {
+        Trusted::Views(v) => {
+            let (views, buffers) = v.into_parts();
+            // SAFETY: `Utf8Views`' guarantee.
+            Arc::new(unsafe { StringViewArray::new_unchecked(views.into(), buffers, None) })
+        }
+        Trusted::Strings(s) => {
+            let (offsets, values, nulls) = s.into_parts();
+            // SAFETY: `Utf8Strings`' guarantee.
+            let offsets = unsafe { agui_arrow::arrow_buffer::OffsetBuffer::new_unchecked(offsets) };
+            Arc::new(unsafe { StringArray::new_unchecked(offsets, values, nulls) })
+        }
+        Trusted::Keys(k) => {
+            let (keys, values) = k.into_parts();
+            // SAFETY: `DictKeys`' guarantee.
+            Arc::new(unsafe { DictionaryArray::<Int32Type>::new_unchecked(Int32Array::new(keys, None), values) })
+        }
+    }
+}
+
 fn main() {
     let path = std::env::args().nth(1).expect("LOG");
     let data = std::fs::read(&path).unwrap();
     if let Some(n) = std::env::var("AGUI_STAGES_ONCE").ok().and_then(|n| n.parse::<usize>().ok()) {
         let buffer = agui_arrow::arrow_buffer::Buffer::from(data.as_slice());
         let threads = std::env::var("AGUI_STAGES_THREADS").ok().and_then(|n| n.parse().ok()).unwrap_or(1);
+        let mut opts = Options::default();
+        if std::env::var_os("AGUI_STAGES_CHECKED").is_none() {
+            opts.views = trusted;
+        }
         let mut rows = 0;
         for _ in 0..n {
             let src = [Source { input: Input::Buffer(buffer.clone()), name: None }];
-            let d = agui_arrow::decode_many(&src, threads, &Options::default(), &Control::default()).unwrap();
+            let d = agui_arrow::decode_many(&src, threads, &opts, &Control::default()).unwrap();
             rows += d.batches.iter().map(|b| b.num_rows()).sum::<usize>();
         }
         println!("{rows} rows");

@@ -19,11 +19,13 @@ use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, ScalarBuffer};
 struct Validity(Vec<u8>);
 
 impl Validity {
+    /// (Grown to the bits of `capacity` rows at once: a byte at a time was a `memset`
+    /// call every 8 rows of a dense column.)
     #[inline]
-    fn set(&mut self, row: usize) {
+    fn set(&mut self, row: usize, capacity: usize) {
         let byte = row / 8;
         if byte >= self.0.len() {
-            self.0.resize(byte + 1, 0);
+            self.0.resize((byte + 1).max(capacity.div_ceil(8)), 0);
         }
         self.0[byte] |= 1 << (row % 8);
     }
@@ -58,7 +60,7 @@ impl<T: ArrowPrimitiveType> OptColumn<T> {
             self.values.resize(row, T::Native::default());
         }
         self.values.push(value);
-        self.valid.set(row);
+        self.valid.set(row, capacity);
     }
 
     /// The column of `rows` rows (`None`: no row has a value); it starts over.

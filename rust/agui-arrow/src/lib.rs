@@ -28,13 +28,12 @@ use arrow_array::{ArrayRef, DictionaryArray, Int32Array, RecordBatch, StringArra
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 
 pub use fields::{Fields, RowError, Usage};
-pub use views::{checked_views, Utf8Block, Utf8Views, ViewsFn};
+pub use views::{checked_views, DictKeys, Trusted, Utf8Block, Utf8Strings, Utf8Views, ViewsFn};
 // The Arrow crates of this crate's types, for the binding.
 pub use {arrow_array, arrow_buffer, arrow_schema};
 use arrow_buffer::Buffer;
-use arrow_array::builder::{ArrayBuilder, StringBuilder};
 use columns::OptColumn;
-use views::JsonViews;
+use views::{JsonViews, StrColumn};
 
 /// Rows per record batch (and per Parquet row group).
 pub const BATCH_ROWS: usize = 65_536;
@@ -199,7 +198,8 @@ pub struct Options {
     pub max_depth: usize,
     /// Bad events and unreadable logs go to the errors table instead of failing.
     pub collect: bool,
-    /// Makes the `json` column from its views ([`checked_views`] by default).
+    /// Makes the columns whose checks are known to pass, the `json` column's views among
+    /// them ([`checked_views`] by default).
     pub views: ViewsFn,
 }
 
@@ -227,7 +227,7 @@ pub struct BatchBuilder {
     /// Keys into `EVENT_TYPES`, the dictionary of every batch (no hashing per row).
     ty: Vec<i32>,
     timestamp: OptColumn<TimestampMillisecondType>,
-    strings: [StringBuilder; 8],
+    strings: [StrColumn; 8],
     usage: [OptColumn<Int64Type>; 6],
     json: JsonViews,
     views: ViewsFn,
@@ -252,14 +252,14 @@ impl BatchBuilder {
             offset: Vec::with_capacity(rows),
             ty: Vec::with_capacity(rows),
             timestamp: OptColumn::default(),
-            strings: std::array::from_fn(|_| StringBuilder::with_capacity(rows, rows * 8)),
+            strings: Default::default(),
             usage: Default::default(),
             json: JsonViews::with_capacity(rows),
             views: checked_views,
         }
     }
 
-    /// The `json` column made by `views` (see [`Options::views`]).
+    /// The `json`, string and `type` columns made by `views` (see [`Options::views`]).
     pub fn views_with(mut self, views: ViewsFn) -> Self {
         self.views = views;
         self
@@ -294,9 +294,9 @@ impl BatchBuilder {
         if let Some(t) = f.timestamp {
             self.timestamp.set(row, t, cap);
         }
-        for (b, v) in self.strings.iter_mut().zip(f.string_columns()) {
+        for (c, v) in self.strings.iter_mut().zip(f.string_columns()) {
             if let Some(v) = v {
-                append_string(b, row, v);
+                c.set(row, v, cap);
             }
         }
         if let Some(u) = &f.usage {
@@ -325,7 +325,7 @@ impl BatchBuilder {
             self.timestamp.set(row, t, cap);
         }
         for (c, v) in values {
-            append_string(&mut self.strings[c], row, v);
+            self.strings[c].set(row, v, cap);
         }
         self.json.push(json);
         self.rows += 1;
@@ -336,7 +336,7 @@ impl BatchBuilder {
     /// The rows so far as one batch; the builder starts over.
     pub fn finish(&mut self) -> RecordBatch {
         let (n, cap) = (self.rows, self.capacity);
-        let source = source_column(self.source.as_deref(), n);
+        let source = source_column(self.source.as_deref(), n, self.views);
         let ts_type = schema().field(4).data_type().clone();
         let timestamp: ArrayRef = match self.timestamp.finish(n) {
             Some(t) => Arc::new(t.with_data_type(ts_type)),
@@ -346,35 +346,22 @@ impl BatchBuilder {
             Arc::new(source),
             Arc::new(columns::primitive::<UInt64Type>(&mut self.index, cap)),
             Arc::new(columns::primitive::<UInt64Type>(&mut self.offset, cap)),
-            Arc::new(type_column(columns::primitive::<Int32Type>(&mut self.ty, cap))),
+            type_column(std::mem::replace(&mut self.ty, Vec::with_capacity(cap)), self.views),
             timestamp,
         ];
-        columns.extend(self.strings.iter_mut().map(|b| -> ArrayRef {
-            if b.is_empty() {
-                return all_null(&DataType::Utf8, n);
-            }
-            b.append_nulls(n - b.len());
-            Arc::new(b.finish())
+        columns.extend(self.strings.iter_mut().map(|c| match c.finish(n) {
+            Some(s) => (self.views)(Trusted::Strings(s)),
+            None => all_null(&DataType::Utf8, n),
         }));
         columns.extend(self.usage.iter_mut().map(|c| match c.finish(n) {
             Some(a) => Arc::new(a) as ArrayRef,
             None => all_null(&DataType::Int64, n),
         }));
-        columns.push(Arc::new(self.json.finish(self.views)));
+        columns.push(self.json.finish(self.views));
         self.rows = 0;
         self.json_bytes = 0;
         RecordBatch::try_new(schema(), columns).expect("the columns follow schema()")
     }
-}
-
-/// `v` as row `row` of a string column, after nulls for the rows before it that had no
-/// value in it.
-#[inline(always)]
-fn append_string(b: &mut StringBuilder, row: usize, v: &str) {
-    if b.len() < row {
-        b.append_nulls(row - b.len());
-    }
-    b.append_value(v);
 }
 
 /// An all-null column of `n` rows: the first rows of one of [`BATCH_ROWS`] rows made
@@ -401,8 +388,10 @@ fn all_null(ty: &DataType, n: usize) -> ArrayRef {
 /// Arrow's `try_new` checks every key against the dictionary (~20 instructions a row
 /// for null keys, 1% of `to_arrow`); instead both columns are made and checked once and
 /// sliced, and a name is put in by `with_values`, which keeps the checked keys (it only
-/// asserts that the new dictionary is no shorter than the old one).
-fn source_column(name: Option<&str>, n: usize) -> DictionaryArray<Int32Type> {
+/// asserts that the new dictionary is no shorter than the old one). Made once a process,
+/// yet it showed in the counts of two calls: the keys 0 are checked by `DictKeys`, the
+/// null keys not at all (an all-null column; `try_new` was 1.3M instructions for them).
+fn source_column(name: Option<&str>, n: usize, make: ViewsFn) -> DictionaryArray<Int32Type> {
     static NAMED: OnceLock<DictionaryArray<Int32Type>> = OnceLock::new();
     static NAMELESS: OnceLock<DictionaryArray<Int32Type>> = OnceLock::new();
     let values = |name: Option<&str>| -> ArrayRef { Arc::new(StringArray::from_iter_values(name)) };
@@ -417,16 +406,23 @@ fn source_column(name: Option<&str>, n: usize) -> DictionaryArray<Int32Type> {
         return checked(n, name);
     }
     match name {
-        Some(name) => NAMED.get_or_init(|| checked(BATCH_ROWS, Some(""))).slice(0, n).with_values(values(Some(name))),
-        None => NAMELESS.get_or_init(|| checked(BATCH_ROWS, None)).slice(0, n),
+        Some(name) => NAMED
+            .get_or_init(|| {
+                let keys = DictKeys::new(vec![0; BATCH_ROWS], values(Some(""))).expect("every key is 0 and there is one value");
+                make(Trusted::Keys(keys)).as_dictionary::<Int32Type>().clone()
+            })
+            .slice(0, n)
+            .with_values(values(Some(name))),
+        None => NAMELESS.get_or_init(|| arrow_array::new_null_array(&dict(), BATCH_ROWS).as_dictionary::<Int32Type>().clone()).slice(0, n),
     }
 }
 
-/// The `type` column: keys into the 31 event type names.
-fn type_column(keys: Int32Array) -> DictionaryArray<Int32Type> {
+/// The `type` column: keys into the 31 event type names (checked by `DictKeys`, ~1
+/// instruction a key, and not again by `make`: arrow's `try_new` was ~15 a key).
+fn type_column(keys: Vec<i32>, make: ViewsFn) -> ArrayRef {
     static VALUES: OnceLock<ArrayRef> = OnceLock::new();
     let values = VALUES.get_or_init(|| Arc::new(StringArray::from_iter_values(agui_core::proto::EVENT_TYPES)));
-    DictionaryArray::try_new(keys, values.clone()).expect("every key is a position in EVENT_TYPES")
+    make(Trusted::Keys(DictKeys::new(keys, values.clone()).expect("every key is a position in EVENT_TYPES")))
 }
 
 /// The errors table.
@@ -1342,7 +1338,7 @@ mod tests {
     fn source_column_is_the_checked_one() {
         for n in [0, 1, 7, BATCH_ROWS - 1, BATCH_ROWS, BATCH_ROWS + 3] {
             for name in [Some("a"), None, Some("bé"), Some("")] {
-                let got = source_column(name, n);
+                let got = source_column(name, n, checked_views);
                 let keys = match name {
                     Some(_) => Int32Array::from(vec![0; n]),
                     None => Int32Array::from(vec![None; n]),

@@ -3,9 +3,17 @@
 //! of each event's text. Texts that are not a slice of such a buffer (a payload joined
 //! from several `data:` lines, invalid UTF-8 repaired, a log read as a stream) are copied
 //! into the batch's own block.
+//!
+//! Also the other columns whose arrow checks are known to pass by the way they are
+//! made ([`Trusted`]): the string columns ([`Utf8Strings`]) and the `type` keys
+//! ([`DictKeys`]). All of them are made into arrays by one hook, [`ViewsFn`]: arrow's
+//! checked constructors here and in every Rust test, unchecked ones in the binding.
 
-use arrow_array::StringViewArray;
-use arrow_buffer::Buffer;
+use std::sync::Arc;
+
+use arrow_array::types::Int32Type;
+use arrow_array::{ArrayRef, DictionaryArray, Int32Array, StringArray, StringViewArray};
+use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 
 /// A buffer of valid UTF-8. It is made from a `&str` over exactly its bytes (the type's
 /// proof that they are UTF-8; a `Buffer` is immutable), so a view into it needs no UTF-8
@@ -46,16 +54,186 @@ impl Utf8Views {
     }
 }
 
-/// Makes the `Utf8View` array of a `json` column. [`checked_views`] is arrow's own
-/// constructor, which checks every string's UTF-8 again (~10 ns an event, a pass over
-/// the log's bytes after the SIMD check of each part); the Python binding gives one that
-/// relies on [`Utf8Views`]' guarantee.
-pub type ViewsFn = fn(Utf8Views) -> StringViewArray;
+/// The parts of a nullable `Utf8` column, made by [`StrColumn`].
+///
+/// Guarantee (unsafe code relies on it: the binding's `ViewsFn`): `StringArray::
+/// try_new(OffsetBuffer::new(offsets), values, nulls)` accepts them. `values` is
+/// a `String` that only ever grew by whole `&str`s; `offsets` starts at 0 and each next
+/// one is `values`' length after a push or the one before repeated (a null row), so they
+/// are non-decreasing char boundaries; [`Utf8Strings::new`], private to this module,
+/// checks that the last one is `values`' length and that `nulls` has a bit per row.
+pub struct Utf8Strings {
+    offsets: Vec<i32>,
+    values: String,
+    nulls: Option<NullBuffer>,
+}
 
-/// The views as arrow checks them.
-pub fn checked_views(views: Utf8Views) -> StringViewArray {
-    let (views, buffers) = views.into_parts();
-    StringViewArray::try_new(views.into(), buffers, None).expect("Utf8Views' guarantee")
+impl Utf8Strings {
+    fn new(offsets: Vec<i32>, values: String, nulls: Option<NullBuffer>) -> Self {
+        assert!(offsets.first() == Some(&0) && offsets.last().map(|&o| o as usize) == Some(values.len()));
+        assert!(nulls.as_ref().is_none_or(|n| n.len() + 1 == offsets.len()));
+        Utf8Strings { offsets, values, nulls }
+    }
+
+    pub fn into_parts(self) -> (ScalarBuffer<i32>, Buffer, Option<NullBuffer>) {
+        (self.offsets.into(), Buffer::from_vec(self.values.into_bytes()), self.nulls)
+    }
+}
+
+/// The keys of a dictionary column (no nulls) and its values.
+///
+/// Guarantee (the binding's `ViewsFn` relies on it): `DictionaryArray::try_new(
+/// Int32Array::new(keys, None), values)` accepts them: [`DictKeys::new`] checked every
+/// key against `values`' length (one pass with no branch a key, against arrow's ~15
+/// instructions a key in `try_new`).
+pub struct DictKeys {
+    keys: Vec<i32>,
+    values: ArrayRef,
+}
+
+impl DictKeys {
+    /// `None` when a key is negative or past the values.
+    pub fn new(keys: Vec<i32>, values: ArrayRef) -> Option<Self> {
+        // A fold with no early exit: vectorised (a compare and an `or` a key; an
+        // unsigned max has no SSE2 instruction, and was ~3 instructions a key).
+        let n = u32::try_from(values.len()).unwrap_or(u32::MAX);
+        let bad = keys.iter().fold(false, |bad, &k| bad | (k as u32 >= n));
+        (!bad).then_some(DictKeys { keys, values })
+    }
+
+    pub fn into_parts(self) -> (ScalarBuffer<i32>, ArrayRef) {
+        (self.keys.into(), self.values)
+    }
+}
+
+/// A column made here whose arrow checks are known to pass (each type says why).
+pub enum Trusted {
+    /// The `json` column (`Utf8View`).
+    Views(Utf8Views),
+    /// A string column (`Utf8`).
+    Strings(Utf8Strings),
+    /// The `type` column (`Dictionary(Int32, Utf8)`).
+    Keys(DictKeys),
+}
+
+/// Makes the arrays of the [`Trusted`] columns. [`checked_views`] is arrow's own
+/// constructors, which check them again (the `json` column's UTF-8, ~10 ns an event, a
+/// pass over the log's bytes after the SIMD check of each part; every offset and the
+/// UTF-8 of the string columns; every dictionary key); the Python binding gives one
+/// that relies on each type's guarantee.
+pub type ViewsFn = fn(Trusted) -> ArrayRef;
+
+/// The columns as arrow checks them.
+pub fn checked_views(column: Trusted) -> ArrayRef {
+    match column {
+        Trusted::Views(views) => {
+            let (views, buffers) = views.into_parts();
+            Arc::new(StringViewArray::try_new(views.into(), buffers, None).expect("Utf8Views' guarantee"))
+        }
+        Trusted::Strings(strings) => {
+            let (offsets, values, nulls) = strings.into_parts();
+            Arc::new(StringArray::try_new(OffsetBuffer::new(offsets), values, nulls).expect("Utf8Strings' guarantee"))
+        }
+        Trusted::Keys(keys) => {
+            let (keys, values) = keys.into_parts();
+            Arc::new(DictionaryArray::<Int32Type>::try_new(Int32Array::new(keys, None), values).expect("DictKeys' guarantee"))
+        }
+    }
+}
+
+/// A nullable `Utf8` column of a batch being built. `offsets` is empty until the
+/// batch's first value, then holds one offset more than the rows it covers. A row with
+/// no value is an empty string (its offset repeated) filled in, with its validity bit
+/// cleared, when the next value comes or at the end: a value costs no bit. Arrow's
+/// `StringBuilder` was ~62 instructions an append, and a call for the nulls before each
+/// value.
+#[derive(Default)]
+pub(crate) struct StrColumn {
+    offsets: Vec<i32>,
+    values: String,
+    /// Validity bits (Arrow's layout), all set up to the rows they cover, made at the
+    /// first null row (none: every row has a value).
+    valid: Vec<u8>,
+}
+
+impl StrColumn {
+    #[inline(always)]
+    pub(crate) fn set(&mut self, row: usize, value: &str, capacity: usize) {
+        if self.offsets.len() <= row {
+            self.fill(row, capacity);
+        }
+        push_short(&mut self.values, value);
+        // (A batch is closed once its events' texts reach `BATCH_JSON_BYTES`, and a
+        // value is never longer than its event's text.)
+        self.offsets.push(i32::try_from(self.values.len()).expect("a batch's strings stay below 2 GiB"));
+    }
+
+    /// Null rows up to `row` (not included); the batch's first value reserves the column.
+    #[cold]
+    #[inline(never)]
+    fn fill(&mut self, row: usize, capacity: usize) {
+        if self.offsets.is_empty() {
+            self.offsets.reserve(capacity.max(row) + 1);
+            self.offsets.push(0);
+            // (Most values are short ids and deltas.)
+            self.values.reserve(capacity * 8);
+        }
+        let (covered, end) = (self.offsets.len() - 1, self.values.len() as i32);
+        if covered < row {
+            self.offsets.extend(std::iter::repeat_n(end, row - covered));
+            let bytes = row.div_ceil(8);
+            if self.valid.len() < bytes {
+                self.valid.resize(bytes.max(capacity.div_ceil(8)), 0xff);
+            }
+            clear_bits(&mut self.valid, covered, row);
+        }
+    }
+
+    /// The column of `rows` rows (`None`: no row has a value); it starts over.
+    pub(crate) fn finish(&mut self, rows: usize) -> Option<Utf8Strings> {
+        if self.offsets.is_empty() {
+            return None;
+        }
+        self.fill(rows, 0);
+        let nulls = (!self.valid.is_empty()).then(|| {
+            let mut bits = std::mem::take(&mut self.valid);
+            bits.resize(rows.div_ceil(8), 0xff);
+            NullBuffer::new(BooleanBuffer::new(Buffer::from_vec(bits), 0, rows))
+        });
+        Some(Utf8Strings::new(std::mem::take(&mut self.offsets), std::mem::take(&mut self.values), nulls))
+    }
+}
+
+/// `values.push_str(value)`, with the copy of a short value inlined for its length
+/// (a call of `memcpy` for a few bytes was ~20 instructions).
+#[inline(always)]
+fn push_short(values: &mut String, value: &str) {
+    macro_rules! by_length {
+        ($($n:literal)*) => {
+            match value.len() {
+                $($n => values.push_str(&value[..$n]),)*
+                _ => values.push_str(value),
+            }
+        };
+    }
+    by_length!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16)
+}
+
+/// Clears bits `start..end` (Arrow's layout) of `bits`, which holds them.
+fn clear_bits(bits: &mut [u8], start: usize, end: usize) {
+    // The masks of the bits from `start` on in its byte, and before `end` in its byte.
+    let (first, last) = (start / 8, end / 8);
+    let (from, to) = (0xffu8 << (start % 8), !(0xffu8 << (end % 8)));
+    if first == last {
+        bits[first] &= !(from & to);
+        return;
+    }
+    bits[first] &= !from;
+    bits[first + 1..last].fill(0);
+    // (No bit of it when `end` starts a byte: `to` is 0, and the byte may be past `bits`.)
+    if let Some(b) = bits.get_mut(last) {
+        *b &= !to;
+    }
 }
 
 /// Strings up to this long are held in the view itself.
@@ -73,6 +251,12 @@ fn view(s: &[u8], block: u32, offset: u32) -> u128 {
         v[4..4 + s.len()].copy_from_slice(s);
         return u128::from_le_bytes(v);
     }
+    long_view(s, block, offset)
+}
+
+/// The view of `s`, longer than [`INLINE`] and shorter than 4 GiB, at `offset` of `block`.
+#[inline(always)]
+fn long_view(s: &[u8], block: u32, offset: u32) -> u128 {
     let prefix = u32::from_le_bytes([s[0], s[1], s[2], s[3]]);
     (s.len() as u128) | (prefix as u128) << 32 | (block as u128) << 64 | (offset as u128) << 96
 }
@@ -85,9 +269,14 @@ pub(crate) struct JsonViews {
     blocks: Vec<Utf8Block>,
     /// Texts copied (not in the part's block).
     copied: String,
-    /// The block of the part being read, and its block number in this batch once a view
-    /// points into it.
-    part: Option<(Utf8Block, Option<u32>)>,
+    /// The block of the part being read ...
+    part: Option<Utf8Block>,
+    /// ... its address and length (0 when there is none), read by every view as plain
+    /// numbers ...
+    part_at: usize,
+    part_len: usize,
+    /// ... and its block number in this batch once a view points into it (0: none yet).
+    part_number: u32,
 }
 
 impl JsonViews {
@@ -96,8 +285,21 @@ impl JsonViews {
     }
 
     /// The block the next texts are slices of (`None`: copy them).
+    /// (A part of 4 GiB or more is copied: the views' offsets and lengths are u32, and
+    /// within a shorter part they need no check of their own.)
     pub(crate) fn set_part(&mut self, part: Option<Utf8Block>) {
-        self.part = part.map(|b| (b, None));
+        self.part = part.filter(|b| b.0.len() <= u32::MAX as usize);
+        (self.part_at, self.part_len) = self.part.as_ref().map_or((0, 0), |b| (b.0.as_ptr() as usize, b.0.len()));
+        self.part_number = 0;
+    }
+
+    /// The part's block number in this batch, its first view being made.
+    #[cold]
+    fn add_part(&mut self) -> u32 {
+        let block = self.part.clone().expect("a view into the part has a part");
+        self.blocks.push(block);
+        self.part_number = self.blocks.len() as u32;
+        self.part_number
     }
 
     // Always inlined: with two row writers (`push`, `push_form`) the compiler made it a
@@ -109,18 +311,13 @@ impl JsonViews {
             self.views.push(view(s, 0, 0));
             return;
         }
-        if let Some((block, number)) = &mut self.part {
-            let offset = (s.as_ptr() as usize).wrapping_sub(block.0.as_ptr() as usize);
-            // In the block (offsets are u32: a part past 4 GiB is copied from there on).
-            if offset <= block.0.len() && s.len() <= block.0.len() - offset && offset <= u32::MAX as usize {
-                let blocks = &mut self.blocks;
-                let n = *number.get_or_insert_with(|| {
-                    blocks.push(block.clone());
-                    blocks.len() as u32
-                });
-                self.views.push(view(s, n, offset as u32));
-                return;
-            }
+        let offset = (s.as_ptr() as usize).wrapping_sub(self.part_at);
+        // In the part's block (shorter than 4 GiB: `set_part`; with no part, `part_len`
+        // is 0 and no text this long is in it).
+        if offset <= self.part_len && s.len() <= self.part_len - offset {
+            let n = if self.part_number == 0 { self.add_part() } else { self.part_number };
+            self.views.push(long_view(s, n, offset as u32));
+            return;
         }
         // (A batch is closed once its texts reach `BATCH_JSON_BYTES`, far below 4 GiB.)
         let offset = u32::try_from(self.copied.len()).expect("a batch's copied texts stay below 4 GiB");
@@ -129,20 +326,19 @@ impl JsonViews {
     }
 
     /// The column so far; it starts over (the part stays the same).
-    pub(crate) fn finish(&mut self, make: ViewsFn) -> StringViewArray {
+    pub(crate) fn finish(&mut self, make: ViewsFn) -> ArrayRef {
         let mut blocks = Vec::with_capacity(1 + self.blocks.len());
         blocks.push(Utf8Block::from_string(std::mem::take(&mut self.copied)));
         blocks.append(&mut self.blocks);
-        if let Some((_, number)) = &mut self.part {
-            *number = None;
-        }
-        make(Utf8Views { views: std::mem::take(&mut self.views), blocks })
+        self.part_number = 0;
+        make(Trusted::Views(Utf8Views { views: std::mem::take(&mut self.views), blocks }))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use arrow_array::cast::AsArray;
 
     #[test]
     fn views_and_copies_read_back() {
@@ -159,6 +355,7 @@ mod tests {
         }
         j.push("{\"copied\":\"after\",\"x\":1}");
         let a = j.finish(checked_views);
+        let a = a.as_string_view();
         let want = ["copied before the part, long enough", inside[0], inside[1], inside[2], "{\"copied\":\"after\",\"x\":1}"];
         assert_eq!(a.iter().map(Option::unwrap).collect::<Vec<_>>(), want);
         // One copy block and the part; the part's long texts are not copied.
@@ -167,7 +364,95 @@ mod tests {
         // The next batch points into the part again.
         j.push(inside[1]);
         let b = j.finish(checked_views);
+        let b = b.as_string_view();
         assert_eq!(b.value(0), inside[1]);
         assert_eq!((b.data_buffers().len(), b.data_buffers()[0].len()), (2, 0));
+    }
+}
+
+#[cfg(test)]
+mod string_tests {
+    use super::*;
+    use agui_core::test_rng::Rng;
+    use arrow_array::cast::AsArray;
+    use arrow_array::Array;
+
+    /// The column of `want` (row by row) through `StrColumn`, made by arrow's checked
+    /// constructor, twice (the column starts over after `finish`).
+    fn check(want: &[Option<&str>], capacity: usize) {
+        let mut c = StrColumn::default();
+        for round in 0..2 {
+            for (row, v) in want.iter().enumerate() {
+                if let Some(v) = v {
+                    c.set(row, v, capacity);
+                }
+            }
+            let Some(strings) = c.finish(want.len()) else {
+                assert!(want.iter().all(Option::is_none), "round {round}: {want:?}");
+                continue;
+            };
+            let a = checked_views(Trusted::Strings(strings));
+            let a = a.as_string::<i32>();
+            assert_eq!(a.iter().collect::<Vec<_>>(), want, "round {round}");
+            assert_eq!(a.null_count(), want.iter().filter(|v| v.is_none()).count(), "round {round}: {want:?}");
+            assert_eq!(a, &StringArray::from(want.to_vec()));
+        }
+    }
+
+    /// Null runs and offsets: a first value late in the batch, values at its first and
+    /// last rows, nulls only, runs across and within bytes of validity bits, long gaps
+    /// past the capacity, empty strings (not null), multi-byte UTF-8.
+    #[test]
+    fn string_columns_read_back() {
+        check(&[], 4);
+        check(&[None; 9], 4);
+        check(&[Some("")], 4);
+        check(&[None, None, Some("é")], 1);
+        check(&[Some("a"), None, None, None, None, None, None, None, None, Some("b")], 2);
+        let values = ["", "msg-1", "état ", "ü", "😀 tool", "a much longer delta than the others, over sixteen bytes", "\u{0}"];
+        let mut rng = Rng(26);
+        for rows in [1usize, 7, 8, 9, 16, 17, 63, 64, 65, 200, 3000] {
+            for density in [0, 1, 3, 8, 10] {
+                let want: Vec<Option<&str>> = (0..rows)
+                    .map(|r| {
+                        let v = (rng.below(10) < density).then(|| values[rng.below(values.len())]);
+                        // The first and last rows of some batches.
+                        if (r == 0 || r + 1 == rows) && density == 3 { Some(values[r % values.len()]) } else { v }
+                    })
+                    .collect();
+                check(&want, 4);
+                check(&want, rows);
+            }
+        }
+    }
+
+    /// Keys are checked against the values: negative or past them, none is made.
+    #[test]
+    fn dict_keys_are_checked() {
+        let values: ArrayRef = Arc::new(StringArray::from(vec!["a", "b", "c"]));
+        for (keys, ok) in [(vec![], true), (vec![0, 2, 1, 2], true), (vec![0, 3], false), (vec![-1], false), (vec![i32::MIN, 0], false)] {
+            let made = DictKeys::new(keys.clone(), values.clone());
+            assert_eq!(made.is_some(), ok, "{keys:?}");
+            if let Some(k) = made {
+                let a = checked_views(Trusted::Keys(k));
+                assert_eq!(a.as_dictionary::<Int32Type>().keys().values().to_vec(), keys);
+            }
+        }
+        // Any key passes the check of an empty dictionary only when there is none.
+        assert!(DictKeys::new(vec![0], Arc::new(StringArray::from(Vec::<&str>::new()))).is_none());
+    }
+
+    /// `clear_bits` against a bit at a time.
+    #[test]
+    fn clear_bits_clears_the_run_only() {
+        for start in 0..40 {
+            for end in start..48 {
+                let mut bits = vec![0xffu8; 6];
+                clear_bits(&mut bits, start, end);
+                for i in 0..48 {
+                    assert_eq!(bits[i / 8] >> (i % 8) & 1 == 0, (start..end).contains(&i), "{start}..{end} bit {i}");
+                }
+            }
+        }
     }
 }

@@ -12,10 +12,11 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::sync::Arc;
 
-use agui_arrow::arrow_array::{RecordBatch, StringViewArray};
-use agui_arrow::arrow_buffer::Buffer;
+use agui_arrow::arrow_array::types::Int32Type;
+use agui_arrow::arrow_array::{ArrayRef, DictionaryArray, Int32Array, RecordBatch, StringArray, StringViewArray};
+use agui_arrow::arrow_buffer::{Buffer, OffsetBuffer};
 use agui_arrow::arrow_schema::SchemaRef;
-use agui_arrow::{Control, Input, Issue, Options, Source, Utf8Views};
+use agui_arrow::{Control, Input, Issue, Options, Source, Trusted};
 use agui_core::log::{Format, Limits, LogReader, Output};
 use pyo3::exceptions::{PyBrokenPipeError, PyFileNotFoundError, PyOSError, PyStopIteration, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -80,14 +81,35 @@ fn bytes_buffer(bytes: PyBackedBytes) -> Buffer {
     unsafe { Buffer::from_custom_allocation(ptr, len, Arc::new(std::panic::AssertUnwindSafe(bytes))) }
 }
 
-/// The `json` column without arrow's check of every string's UTF-8 again (~10 ns an
-/// event, a pass over the log's bytes after the SIMD check of each part).
-fn utf8_views(views: Utf8Views) -> StringViewArray {
-    let (views, buffers) = views.into_parts();
-    // SAFETY: `try_new` accepts them: `Utf8Views`' guarantee (every view is a `&str`
-    // copied into block 0 or lying inside a buffer checked to be UTF-8; its Rust tests
-    // build every column through arrow's checked constructor).
-    unsafe { StringViewArray::new_unchecked(views.into(), buffers, None) }
+/// The columns agui-arrow vouches for without arrow's checks of them again: the `json`
+/// column's UTF-8 (~10 ns an event, a pass over the log's bytes after the SIMD check of
+/// each part), the string columns' offsets and UTF-8 and the `type` keys (together
+/// ~90 instructions an event in `to_arrow`, callgrind, stop 26). Each type's guarantee
+/// is stated on it; every Rust test builds its columns through arrow's checked
+/// constructors (`agui_arrow::checked_views`), which check it.
+fn utf8_views(column: Trusted) -> ArrayRef {
+    match column {
+        Trusted::Views(views) => {
+            let (views, buffers) = views.into_parts();
+            // SAFETY: `try_new` accepts them: `Utf8Views`' guarantee (every view is a
+            // `&str` copied into block 0 or lying inside a buffer checked to be UTF-8).
+            Arc::new(unsafe { StringViewArray::new_unchecked(views.into(), buffers, None) })
+        }
+        Trusted::Strings(strings) => {
+            let (offsets, values, nulls) = strings.into_parts();
+            // SAFETY: `StringArray::try_new(OffsetBuffer::new(offsets), values, nulls)`
+            // accepts them: `Utf8Strings`' guarantee (the values one `String` grown by
+            // whole `&str`s, the offsets from 0 the lengths after each push, or the one
+            // before repeated, ending at the values' length; a null bit per row).
+            Arc::new(unsafe { StringArray::new_unchecked(OffsetBuffer::new_unchecked(offsets), values, nulls) })
+        }
+        Trusted::Keys(keys) => {
+            let (keys, values) = keys.into_parts();
+            // SAFETY: `DictionaryArray::try_new` accepts them: `DictKeys`' guarantee
+            // (every key checked to be a position in `values` when it was made).
+            Arc::new(unsafe { DictionaryArray::<Int32Type>::new_unchecked(Int32Array::new(keys, None), values) })
+        }
+    }
 }
 
 /// The `format=` argument of the log APIs (`to_arrow`, `replay_log`...): `None` detects.
