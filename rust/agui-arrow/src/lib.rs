@@ -806,32 +806,37 @@ fn decode_part(src: &Source<'_>, format: Format, part: Part, opts: &Options, con
     let (batches, issues) = (&mut out.decoded.batches, &mut out.decoded.issues);
     // Shared by the framer's reader ahead and the rows.
     let shape = std::cell::RefCell::new(fields::Shape::default());
+    // The event the reader ahead last found a form at, as a slice of the checked part:
+    // the frame it hands on next is that event (the same address and length), so its
+    // row needs no `within` of its own.
+    let found: std::cell::Cell<&str> = std::cell::Cell::new("");
     // An SSE frame `data: <event>\n\n` whose event has a form already read is framed with
     // no line search: the form's end is the event's (`Shape::form_end`).
     let ahead = |rest: &[u8]| match within(rest, text) {
-        Some(rest) if opts.max_depth >= 1 => shape.borrow_mut().form_end(rest),
+        Some(rest) if opts.max_depth >= 1 => {
+            let n = shape.borrow_mut().form_end(rest)?;
+            found.set(rest.get(..n)?);
+            Some(n)
+        }
         _ => None,
     };
     let r = agui_core::log::for_each_in_part_ahead(data, format, part, &opts.limits, ahead, |ev| {
-        let mut shape = shape.borrow_mut();
-        // An event of a form already read, a slice of the checked part (most of a log):
-        // its row straight into the columns. Otherwise (and to the same row) `row_event`.
-        let form = match within(ev.json, text) {
-            Some(json) if ev.members.is_none() && opts.max_depth >= 1 => builder.push_form(&ev, json, &mut shape),
-            _ => false,
+        // An event the reader ahead found of a form (most of a log): its row straight into
+        // the columns. This is inlined into the framer's loop; every other event goes to
+        // `other_row`, out of line.
+        let json = match found.get() {
+            json if std::ptr::eq(json.as_bytes(), ev.json) => Some(json),
+            // (A frame the line search framed: CRLF, fields, several lines.)
+            _ => within(ev.json, text).filter(|_| ev.members.is_none() && opts.max_depth >= 1),
         };
-        let r = if form {
-            if builder.full() {
-                batches.push(builder.finish());
-            }
-            Ok(())
-        } else {
-            row_event(&ev, text, &src.name, opts, issues, &mut shape, &mut |ev, json, f| {
-                builder.push(ev, json, f);
+        let r = match json {
+            Some(json) if builder.push_form(&ev, json, &mut shape.borrow_mut()) => {
                 if builder.full() {
                     batches.push(builder.finish());
                 }
-            })
+                Ok(())
+            }
+            _ => other_row(&ev, text, src, opts, &mut builder, batches, issues, &mut shape.borrow_mut()),
         };
         match r {
             Ok(()) if ev.index % 4096 == 0 && control.cancel.load(Ordering::Relaxed) => Err(PartStop::Other(None)),
@@ -849,6 +854,28 @@ fn decode_part(src: &Source<'_>, format: Format, part: Part, opts: &Options, con
         Err(stop) => out.stop = Some(stop),
     }
     out
+}
+
+/// The row of an event of a part that no form kept reads ([`decode_part`]): read whole
+/// by `row_event`, out of line (the rows of forms are inlined into the framer's loop).
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn other_row(
+    ev: &Event<'_>,
+    text: Option<&str>,
+    src: &Source<'_>,
+    opts: &Options,
+    builder: &mut BatchBuilder,
+    batches: &mut Vec<RecordBatch>,
+    issues: &mut Vec<Issue>,
+    shape: &mut fields::Shape,
+) -> Result<(), Stop> {
+    row_event(ev, text, &src.name, opts, issues, shape, &mut |ev, json, f| {
+        builder.push(ev, json, f);
+        if builder.full() {
+            batches.push(builder.finish());
+        }
+    })
 }
 
 /// `batch` with `by` added to its frame indices: in place, as the batch is the only owner

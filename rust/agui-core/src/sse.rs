@@ -329,8 +329,7 @@ impl SseParser {
                         if chunk.get(end..end + 2) == Some(b"\n\n") && end - i <= self.max_buffer {
                             debug_assert!(memchr2(b'\n', b'\r', &chunk[i..end]).is_none(), "a line break in a payload `ahead` read");
                             self.frame_start = base + i as u64;
-                            self.data_state = Data::Slice(i + 6, end);
-                            self.dispatch(chunk, &mut sink);
+                            self.emit(&chunk[i + 6..end], &mut sink);
                             i = end + 2;
                             self.line_start = base + i as u64;
                             continue;
@@ -526,18 +525,34 @@ impl SseParser {
     }
 
     fn dispatch<F: FnMut(Frame<'_>)>(&mut self, chunk: &[u8], sink: &mut F) {
+        match self.data_state {
+            Data::None => {
+                if self.id_dirty {
+                    self.last_event_id.clone_from(&self.id_buf);
+                    self.id_dirty = false;
+                }
+                self.event_type = None;
+            }
+            Data::Slice(s, e) => self.emit(&chunk[s..e], sink),
+            Data::Owned => {
+                // (Taken for the call and put back: its capacity is kept.)
+                let data = std::mem::take(&mut self.data);
+                self.emit(&data, sink);
+                self.data = data;
+            }
+        }
+    }
+
+    /// Dispatch an event whose data is `data` (of the chunk or the parser's buffer):
+    /// [`SseParser::dispatch`]'s one way of handing a frame out. Inlined into the frame
+    /// read ahead, which needs no match on the data's place (a call of ~60 instructions
+    /// an event there, most of a log's frames).
+    #[inline(always)]
+    fn emit<F: FnMut(Frame<'_>)>(&mut self, data: &[u8], sink: &mut F) {
         if self.id_dirty {
             self.last_event_id.clone_from(&self.id_buf);
             self.id_dirty = false;
         }
-        let data: &[u8] = match self.data_state {
-            Data::None => {
-                self.event_type = None;
-                return;
-            }
-            Data::Slice(s, e) => &chunk[s..e],
-            Data::Owned => &self.data,
-        };
         sink(Frame {
             index: self.frames,
             offset: self.frame_start,
