@@ -803,50 +803,21 @@ fn decode_part(src: &Source<'_>, format: Format, part: Part, opts: &Options, con
     // of `to_arrow`).
     let text = simdutf8::basic::from_utf8(data).ok();
     builder.set_part(text.and_then(|t| Utf8Block::new(buffer.clone(), t)));
-    let (batches, issues) = (&mut out.decoded.batches, &mut out.decoded.issues);
-    // Shared by the framer's reader ahead and the rows.
-    let shape = std::cell::RefCell::new(fields::Shape::default());
-    // The event the reader ahead last found a form at, as a slice of the checked part:
-    // the frame it hands on next is that event (the same address and length), so its
-    // row needs no `within` of its own.
-    let found: std::cell::Cell<&str> = std::cell::Cell::new("");
-    // An SSE frame `data: <event>\n\n` whose event has a form already read is framed with
-    // no line search: the form's end is the event's (`Shape::form_end`).
-    let ahead = |rest: &[u8]| match within(rest, text) {
-        Some(rest) if opts.max_depth >= 1 => {
-            let n = shape.borrow_mut().form_end(rest)?;
-            found.set(rest.get(..n)?);
-            Some(n)
-        }
-        _ => None,
+    let mut rows = PartRows {
+        shape: fields::Shape::default(),
+        builder,
+        batches: &mut out.decoded.batches,
+        issues: &mut out.decoded.issues,
+        found: "",
+        text,
+        src,
+        opts,
+        control,
     };
-    let r = agui_core::log::for_each_in_part_ahead(data, format, part, &opts.limits, ahead, |ev| {
-        // An event the reader ahead found of a form (most of a log): its row straight into
-        // the columns. This is inlined into the framer's loop; every other event goes to
-        // `other_row`, out of line.
-        let json = match found.get() {
-            json if std::ptr::eq(json.as_bytes(), ev.json) => Some(json),
-            // (A frame the line search framed: CRLF, fields, several lines.)
-            _ => within(ev.json, text).filter(|_| ev.members.is_none() && opts.max_depth >= 1),
-        };
-        let r = match json {
-            Some(json) if builder.push_form(&ev, json, &mut shape.borrow_mut()) => {
-                if builder.full() {
-                    batches.push(builder.finish());
-                }
-                Ok(())
-            }
-            _ => other_row(&ev, text, src, opts, &mut builder, batches, issues, &mut shape.borrow_mut()),
-        };
-        match r {
-            Ok(()) if ev.index % 4096 == 0 && control.cancel.load(Ordering::Relaxed) => Err(PartStop::Other(None)),
-            Ok(()) => Ok(()),
-            Err(Stop::Issue(issue)) => Err(PartStop::Row(issue)),
-            Err(Stop::Cancelled) => Err(PartStop::Other(None)),
-        }
-    });
+    let r = agui_core::log::for_each_in_part_ahead(data, format, part, &opts.limits, &mut rows);
+    let PartRows { mut builder, batches, .. } = rows;
     if !builder.is_empty() {
-        out.decoded.batches.push(builder.finish());
+        batches.push(builder.finish());
     }
     control.bytes.fetch_add(data.len() as u64, Ordering::Relaxed);
     match r {
@@ -854,6 +825,76 @@ fn decode_part(src: &Source<'_>, format: Format, part: Part, opts: &Options, con
         Err(stop) => out.stop = Some(stop),
     }
     out
+}
+
+/// What [`decode_part`] writes a part's rows with: the framer's reader ahead and the
+/// rows of its events.
+struct PartRows<'o, 's> {
+    shape: fields::Shape,
+    builder: BatchBuilder,
+    batches: &'o mut Vec<RecordBatch>,
+    issues: &'o mut Vec<Issue>,
+    /// The event the reader ahead last found a form at, as a slice of the checked part:
+    /// the frame it hands on next (`taken`) is that event (the same address and length),
+    /// so its row needs no `within` of its own.
+    found: &'o str,
+    /// The part's text when it is valid UTF-8.
+    text: Option<&'o str>,
+    src: &'o Source<'s>,
+    opts: &'o Options,
+    control: &'o Control,
+}
+
+impl<'o> PartRows<'o, '_> {
+    /// The row of one event of a part: `json`, its text as a slice of the checked part
+    /// (`None`: it is not one, or has protobuf members), read by a form kept when one
+    /// reads it, else by `other_row` (out of line).
+    #[inline(always)]
+    fn row(&mut self, ev: &Event<'_>, json: Option<&str>) -> Result<(), PartStop> {
+        let r = match json {
+            Some(json) if self.builder.push_form(ev, json, &mut self.shape) => {
+                if self.builder.full() {
+                    self.batches.push(self.builder.finish());
+                }
+                Ok(())
+            }
+            _ => other_row(ev, self.text, self.src, self.opts, &mut self.builder, self.batches, self.issues, &mut self.shape),
+        };
+        match r {
+            // (Every 4096th event; `is_multiple_of` is newer than the MSRV.)
+            Ok(()) if ev.index & 4095 == 0 && self.control.cancel.load(Ordering::Relaxed) => Err(PartStop::Other(None)),
+            Ok(()) => Ok(()),
+            Err(Stop::Issue(issue)) => Err(PartStop::Row(issue)),
+            Err(Stop::Cancelled) => Err(PartStop::Other(None)),
+        }
+    }
+}
+
+impl agui_core::log::ReadAhead<PartStop> for PartRows<'_, '_> {
+    /// An SSE frame `data: <event>\n\n` whose event has a form already read is framed
+    /// with no line search: the form's end is the event's (`Shape::form_end`).
+    #[inline(always)]
+    fn end(&mut self, rest: &[u8]) -> Option<usize> {
+        let rest = within(rest, self.text).filter(|_| self.opts.max_depth >= 1)?;
+        let n = self.shape.form_end(rest)?;
+        self.found = rest.get(..n)?;
+        Some(n)
+    }
+
+    /// The frames read ahead (most of a log), inlined into the framer's loop.
+    #[inline(always)]
+    fn taken(&mut self, ev: Event<'_>) -> Result<(), PartStop> {
+        let json = std::ptr::eq(self.found.as_bytes(), ev.json).then_some(self.found);
+        debug_assert!(json.is_some(), "a frame read ahead is the event its form was found at");
+        self.row(&ev, json)
+    }
+
+    /// Every other frame (CRLF, fields, several lines, no form found ahead; protobuf).
+    #[inline(never)]
+    fn event(&mut self, ev: Event<'_>) -> Result<(), PartStop> {
+        let json = within(ev.json, self.text).filter(|_| ev.members.is_none() && self.opts.max_depth >= 1);
+        self.row(&ev, json)
+    }
 }
 
 /// The row of an event of a part that no form kept reads ([`decode_part`]): read whole

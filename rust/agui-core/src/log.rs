@@ -35,7 +35,7 @@ use std::io::{self, Cursor, Read, Seek, SeekFrom};
 use flate2::read::MultiGzDecoder;
 
 use crate::proto::{self, StreamDecoder};
-use crate::sse::{SseError, SseParser};
+use crate::sse::{Frame, SseError, SseParser};
 
 /// Bytes read from the log per step.
 pub const DEFAULT_CHUNK_SIZE: usize = 256 * 1024;
@@ -358,44 +358,28 @@ impl Framer {
         E: From<LogError>,
         F: FnMut(Event<'_>) -> Result<(), E>,
     {
-        self.feed_ahead(chunk, events, &mut |_| None, sink)
+        self.feed_ahead(chunk, events, &mut LineSearch(sink))
     }
 
-    /// [`Framer::feed`] with the SSE framer's reader ahead ([`SseParser::feed_ahead`]).
-    fn feed_ahead<E, A, F>(&mut self, chunk: Option<&[u8]>, events: &mut u64, ahead: &mut A, sink: &mut F) -> Result<(), E>
+    /// [`Framer::feed`] with the SSE framer's reader ahead ([`SseParser::feed_ahead`]):
+    /// `rows` gets the events ([`ReadAhead`]).
+    fn feed_ahead<E, R>(&mut self, chunk: Option<&[u8]>, events: &mut u64, rows: &mut R) -> Result<(), E>
     where
         E: From<LogError>,
-        A: FnMut(&[u8]) -> Option<usize>,
-        F: FnMut(Event<'_>) -> Result<(), E>,
+        R: ReadAhead<E>,
     {
-        let mut failed: Option<E> = None;
-        // (A function, to be inlined: as a closure called from three places it was a call
-        // per event.)
-        #[inline(always)]
-        fn deliver<E, F: FnMut(Event<'_>) -> Result<(), E>>(failed: &mut Option<E>, events: &mut u64, sink: &mut F, ev: Event<'_>) {
-            if failed.is_none() {
-                match sink(ev) {
-                    Ok(()) => *events += 1,
-                    Err(e) => *failed = Some(e),
-                }
-            }
-        }
-        let mut on_event = |ev: Event<'_>| deliver(&mut failed, events, sink, ev);
+        let mut d = Deliver { rows, failed: None, events };
         let r = match (self, chunk) {
-            (Framer::Sse(p), Some(c)) => {
-                p.feed_ahead(c, ahead, |f| on_event(Event { index: f.index, offset: f.offset, json: f.data, members: None })).map_err(LogError::Sse)
-            }
-            (Framer::Sse(p), None) => {
-                p.finish(|f| on_event(Event { index: f.index, offset: f.offset, json: f.data, members: None })).map_err(LogError::Sse)
-            }
-            (Framer::Protobuf(d, warnings), Some(c)) => d
+            (Framer::Sse(p), Some(c)) => p.feed_ahead(c, &mut d).map_err(LogError::Sse),
+            (Framer::Sse(p), None) => p.finish(|f| crate::sse::Ahead::frame(&mut d, f)).map_err(LogError::Sse),
+            (Framer::Protobuf(dec, warnings), Some(c)) => dec
                 .feed_members(c, warnings, |json, members, index, offset| {
-                    on_event(Event { index: index as u64, offset, json, members: Some(members) })
+                    d.deliver(false, Event { index: index as u64, offset, json, members: Some(members) })
                 })
                 .map_err(LogError::Proto),
-            (Framer::Protobuf(d, _), None) => d.finish().map_err(LogError::Proto),
+            (Framer::Protobuf(dec, _), None) => dec.finish().map_err(LogError::Proto),
         };
-        if let Some(e) = failed {
+        if let Some(e) = d.failed {
             return Err(e);
         }
         Ok(r?)
@@ -407,6 +391,81 @@ impl Framer {
             Framer::Protobuf(d, w) => (d.frame_index() as u64, w),
         };
         Summary { events, frames, bytes, warnings }
+    }
+}
+
+/// Where the events of a part go when the SSE framer has a reader ahead of its line
+/// search ([`for_each_in_part_ahead`]; the other formats call only `event`). Methods, not
+/// closures, so that they are inlined into the framer's loop (the frames read ahead are
+/// most of a log; as closures they were calls).
+pub trait ReadAhead<E> {
+    /// Where the payload after a frame's `data: ` ends when this reader recognises it
+    /// ([`crate::sse::Ahead::end`]).
+    fn end(&mut self, rest: &[u8]) -> Option<usize>;
+    /// An event whose end [`ReadAhead::end`] found (the framer took it).
+    fn taken(&mut self, ev: Event<'_>) -> Result<(), E>;
+    /// Every other event.
+    fn event(&mut self, ev: Event<'_>) -> Result<(), E>;
+}
+
+/// No reader ahead: every event to the closure.
+struct LineSearch<F>(F);
+
+impl<E, F: FnMut(Event<'_>) -> Result<(), E>> ReadAhead<E> for LineSearch<F> {
+    #[inline(always)]
+    fn end(&mut self, _: &[u8]) -> Option<usize> {
+        None
+    }
+    #[inline(always)]
+    fn taken(&mut self, ev: Event<'_>) -> Result<(), E> {
+        (self.0)(ev)
+    }
+    #[inline(always)]
+    fn event(&mut self, ev: Event<'_>) -> Result<(), E> {
+        (self.0)(ev)
+    }
+}
+
+/// The framer's side of a [`ReadAhead`]: events counted, the first error kept and the
+/// events after it dropped.
+struct Deliver<'r, R, E> {
+    rows: &'r mut R,
+    failed: Option<E>,
+    events: &'r mut u64,
+}
+
+impl<E, R: ReadAhead<E>> Deliver<'_, R, E> {
+    #[inline(always)]
+    fn deliver(&mut self, taken: bool, ev: Event<'_>) {
+        if self.failed.is_none() {
+            let r = if taken { self.rows.taken(ev) } else { self.rows.event(ev) };
+            match r {
+                Ok(()) => *self.events += 1,
+                Err(e) => self.stop(e),
+            }
+        }
+    }
+
+    // (Out of line: the error's drop glue kept the callers from being inlined.)
+    #[cold]
+    #[inline(never)]
+    fn stop(&mut self, e: E) {
+        self.failed = Some(e);
+    }
+}
+
+impl<E, R: ReadAhead<E>> crate::sse::Ahead for Deliver<'_, R, E> {
+    #[inline(always)]
+    fn end(&mut self, rest: &[u8]) -> Option<usize> {
+        self.rows.end(rest)
+    }
+    #[inline(always)]
+    fn taken(&mut self, f: Frame<'_>) {
+        self.deliver(true, Event { index: f.index, offset: f.offset, json: f.data, members: None })
+    }
+    #[inline(always)]
+    fn frame(&mut self, f: Frame<'_>) {
+        self.deliver(false, Event { index: f.index, offset: f.offset, json: f.data, members: None })
     }
 }
 
@@ -554,22 +613,23 @@ where
     E: From<LogError>,
     F: FnMut(Event<'_>) -> Result<(), E>,
 {
-    for_each_in_part_ahead(data, format, part, limits, |_| None, sink)
+    for_each_in_part_ahead(data, format, part, limits, &mut LineSearch(sink))
 }
 
 /// [`for_each_in_part`] with a reader ahead of the SSE framer's line search
-/// ([`SseParser::feed_ahead`]: `ahead` may say where the payload after a frame's
-/// `data: ` ends; the events are the same). Not called for the other formats.
-pub fn for_each_in_part_ahead<E, A, F>(data: &[u8], format: Format, part: Part, limits: &Limits, mut ahead: A, mut sink: F) -> Result<Summary, E>
+/// ([`SseParser::feed_ahead`]: [`ReadAhead::end`] may say where the payload after a
+/// frame's `data: ` ends; the events are the same, those it read handed to
+/// [`ReadAhead::taken`], the others to [`ReadAhead::event`], in order). `end` is not
+/// called for the other formats.
+pub fn for_each_in_part_ahead<E, R>(data: &[u8], format: Format, part: Part, limits: &Limits, rows: &mut R) -> Result<Summary, E>
 where
     E: From<LogError>,
-    A: FnMut(&[u8]) -> Option<usize>,
-    F: FnMut(Event<'_>) -> Result<(), E>,
+    R: ReadAhead<E>,
 {
     let mut framer = Framer::new(format, limits, part.start);
     let mut events = 0u64;
-    framer.feed_ahead(Some(data), &mut events, &mut ahead, &mut sink)?;
-    framer.feed(None, &mut events, &mut sink)?;
+    framer.feed_ahead(Some(data), &mut events, rows)?;
+    framer.feed_ahead(None, &mut events, rows)?;
     Ok(framer.summary(events, data.len() as u64))
 }
 

@@ -110,6 +110,38 @@ enum Data {
     Owned,
 }
 
+/// A reader ahead of [`SseParser::feed_ahead`]'s line search, and where the frames go.
+/// Its methods are called from the framer's loop (a trait, not closures, so that they
+/// can be inlined there: the frames read ahead are most of a log).
+pub trait Ahead {
+    /// At a line that starts a frame with `data: `: `rest` is the bytes after `data: ` to
+    /// the chunk's end; `Some(n)` when a payload this reader recognises ends after `n`
+    /// bytes, none of them a line break.
+    fn end(&mut self, rest: &[u8]) -> Option<usize>;
+    /// A frame that [`Ahead::end`] found the end of (and that the framer took).
+    fn taken(&mut self, frame: Frame<'_>);
+    /// Every other frame.
+    fn frame(&mut self, frame: Frame<'_>);
+}
+
+/// No reader ahead: [`SseParser::feed`]'s frames, all of them to the closure.
+struct LineSearch<F>(F);
+
+impl<F: FnMut(Frame<'_>)> Ahead for LineSearch<F> {
+    #[inline(always)]
+    fn end(&mut self, _: &[u8]) -> Option<usize> {
+        None
+    }
+    #[inline(always)]
+    fn taken(&mut self, frame: Frame<'_>) {
+        (self.0)(frame)
+    }
+    #[inline(always)]
+    fn frame(&mut self, frame: Frame<'_>) {
+        (self.0)(frame)
+    }
+}
+
 /// Incremental event-stream parser. Feed chunks of any size; frames are handed to
 /// a callback as soon as their blank line arrives.
 pub struct SseParser {
@@ -260,7 +292,7 @@ impl SseParser {
     /// buffer-limit error the frames before it have already been handed out and the
     /// parser stays failed (every later call returns the same error).
     pub fn feed<F: FnMut(Frame<'_>)>(&mut self, chunk: &[u8], sink: F) -> Result<(), SseError> {
-        self.feed_ahead(chunk, |_| None, sink)
+        self.feed_ahead(chunk, &mut LineSearch(sink))
     }
 
     /// [`SseParser::feed`] with a reader ahead of the line search: at a line that starts a
@@ -270,11 +302,9 @@ impl SseParser {
     /// `data` line and a blank line, and it is dispatched from there with no line search:
     /// the same frame, offsets, index and state (`id`/`event` fields before it included)
     /// as the search would give. Anything else (`None`, CR, more lines) is framed as ever.
-    pub fn feed_ahead<A, F>(&mut self, chunk: &[u8], mut ahead: A, mut sink: F) -> Result<(), SseError>
-    where
-        A: FnMut(&[u8]) -> Option<usize>,
-        F: FnMut(Frame<'_>),
-    {
+    /// Such a frame goes to [`Ahead::taken`], every other to [`Ahead::frame`] (in stream
+    /// order, one or the other).
+    pub fn feed_ahead<R: Ahead>(&mut self, chunk: &[u8], r: &mut R) -> Result<(), SseError> {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
@@ -323,13 +353,16 @@ impl SseParser {
             // known to `ahead`: dispatched as the two lines below would dispatch it.
             if self.data_state == Data::None && self.line.is_empty() && !self.lines {
                 if let Some(rest) = chunk[i..].strip_prefix(b"data: ") {
-                    if let Some(n) = ahead(rest) {
+                    if let Some(n) = r.end(rest) {
                         let end = i + 6 + n;
                         // (Over the limit: the line search reports it.)
                         if chunk.get(end..end + 2) == Some(b"\n\n") && end - i <= self.max_buffer {
                             debug_assert!(memchr2(b'\n', b'\r', &chunk[i..end]).is_none(), "a line break in a payload `ahead` read");
                             self.frame_start = base + i as u64;
-                            self.emit(&chunk[i + 6..end], &mut sink);
+                            // (`emit`, with the frame handed to `taken` by a method
+                            // call: a closure here was not inlined.)
+                            r.taken(self.frame(&chunk[i + 6..end]));
+                            self.dispatched();
                             i = end + 2;
                             self.line_start = base + i as u64;
                             continue;
@@ -355,7 +388,7 @@ impl SseParser {
                 if self.data_len(chunk) + (j - i) > self.max_buffer {
                     return Err(self.limit_error(start));
                 }
-                self.process_line_in_chunk(chunk, i, j, &mut sink);
+                self.process_line_in_chunk(chunk, i, j, &mut |f| r.frame(f));
             } else {
                 self.line.extend_from_slice(&chunk[i..j]);
                 if self.data_len(chunk) + self.line.len() > self.max_buffer {
@@ -364,7 +397,7 @@ impl SseParser {
                 }
                 let line = std::mem::take(&mut self.line);
                 let start = self.line_start;
-                self.process_owned_line(&line, start, &mut sink);
+                self.process_owned_line(&line, start, &mut |f| r.frame(f));
                 self.line = line;
                 self.line.clear();
             }
@@ -544,22 +577,34 @@ impl SseParser {
     }
 
     /// Dispatch an event whose data is `data` (of the chunk or the parser's buffer):
-    /// [`SseParser::dispatch`]'s one way of handing a frame out. Inlined into the frame
-    /// read ahead, which needs no match on the data's place (a call of ~60 instructions
-    /// an event there, most of a log's frames).
+    /// [`SseParser::dispatch`]'s one way of handing a frame out (and, in its two steps,
+    /// the frame read ahead's, inlined into the loop: a call of ~60 instructions an
+    /// event there, most of a log's frames).
     #[inline(always)]
     fn emit<F: FnMut(Frame<'_>)>(&mut self, data: &[u8], sink: &mut F) {
+        sink(self.frame(data));
+        self.dispatched();
+    }
+
+    /// The frame of the event being dispatched, its data `data`.
+    #[inline(always)]
+    fn frame<'a>(&'a mut self, data: &'a [u8]) -> Frame<'a> {
         if self.id_dirty {
             self.last_event_id.clone_from(&self.id_buf);
             self.id_dirty = false;
         }
-        sink(Frame {
+        Frame {
             index: self.frames,
             offset: self.frame_start,
             data,
             event: self.event_type.as_deref(),
             id: &self.last_event_id,
-        });
+        }
+    }
+
+    /// After a frame is handed out: the next event starts.
+    #[inline(always)]
+    fn dispatched(&mut self) {
         self.frames += 1;
         self.data_state = Data::None;
         self.event_type = None;
@@ -940,13 +985,30 @@ mod tests {
         ahead: Option<&dyn Fn(&[u8]) -> Option<usize>>,
     ) -> (Vec<OwnedFrame>, Option<SseError>, String, Option<u64>, u64, u64, usize) {
         let mut p = if offset == 0 { SseParser::new(max) } else { SseParser::at(max, offset) };
+        struct Reader<'a>(&'a dyn Fn(&[u8]) -> Option<usize>, Vec<OwnedFrame>);
+        impl Ahead for Reader<'_> {
+            fn end(&mut self, rest: &[u8]) -> Option<usize> {
+                (self.0)(rest)
+            }
+            // (The frames read ahead and the others, in one list: the order counts.)
+            fn taken(&mut self, frame: Frame<'_>) {
+                self.1.push(frame.to_owned_frame());
+            }
+            fn frame(&mut self, frame: Frame<'_>) {
+                self.1.push(frame.to_owned_frame());
+            }
+        }
         let mut out = Vec::new();
         let mut err = None;
         for c in chunks {
-            let push = |f: Frame<'_>| out.push(f.to_owned_frame());
             let r = match ahead {
-                Some(a) => p.feed_ahead(c, a, push),
-                None => p.feed(c, push),
+                Some(a) => {
+                    let mut reader = Reader(a, std::mem::take(&mut out));
+                    let r = p.feed_ahead(c, &mut reader);
+                    out = reader.1;
+                    r
+                }
+                None => p.feed(c, |f: Frame<'_>| out.push(f.to_owned_frame())),
             };
             if let Err(e) = r {
                 err = Some(e);
