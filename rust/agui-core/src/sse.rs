@@ -975,6 +975,11 @@ mod tests {
         run(chunks, DEFAULT_MAX_BUFFER).0.into_iter().map(|f| f.data).collect()
     }
 
+    thread_local! {
+        /// Frames handed to [`Ahead::taken`] (`state_after`'s reader).
+        static TAKEN: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
     /// Everything a parser tells about its stream after `chunks` (fed with `ahead` or
     /// without): frames, the error, and the state a reader goes on from.
     #[allow(clippy::type_complexity)]
@@ -992,6 +997,9 @@ mod tests {
             }
             // (The frames read ahead and the others, in one list: the order counts.)
             fn taken(&mut self, frame: Frame<'_>) {
+                // A frame read ahead is one `data: ` line: its payload holds no line break.
+                assert!(memchr2(b'\n', b'\r', frame.data).is_none(), "a line break in a frame read ahead");
+                TAKEN.set(TAKEN.get() + 1);
                 self.1.push(frame.to_owned_frame());
             }
             fn frame(&mut self, frame: Frame<'_>) {
@@ -1068,8 +1076,13 @@ mod tests {
             let offset = if rng.below(3) == 0 { 7 } else { 0 };
             for max in [DEFAULT_MAX_BUFFER, 4 + rng.below(20)] {
                 let want = state_after(&[&s], max, offset, None);
+                TAKEN.set(0);
                 assert_eq!(state_after(&[&s], max, offset, Some(&count)), want, "seed {seed}, whole");
-                taken += counting.replace(0);
+                // Every frame read ahead went to `taken`: those the reader claimed with a
+                // blank line after them (but one over the buffer limit, which fails).
+                let (claimed, took) = (counting.replace(0), TAKEN.replace(0));
+                assert!(took <= claimed && took + 1 >= claimed, "seed {seed}: {took} taken of {claimed} claimed");
+                taken += took;
                 for k in 0..=s.len() {
                     let (a, b) = s.split_at(k);
                     let want = state_after(&[a, b], max, offset, None);
