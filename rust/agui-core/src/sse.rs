@@ -349,25 +349,28 @@ impl SseParser {
         }
 
         while i < chunk.len() {
-            // A frame that is one `data: ` line and a blank line, its payload's end
-            // known to `ahead`: dispatched as the two lines below would dispatch it.
+            // Frames that are one `data: ` line and a blank line, their payloads' ends
+            // known to the reader ahead: dispatched as the two lines below would
+            // dispatch each (one after another: most frames of a log are these).
             if self.data_state == Data::None && self.line.is_empty() && !self.lines {
-                if let Some(rest) = chunk[i..].strip_prefix(b"data: ") {
-                    if let Some(n) = r.end(rest) {
-                        let end = i + 6 + n;
-                        // (Over the limit: the line search reports it.)
-                        if chunk.get(end..end + 2) == Some(b"\n\n") && end - i <= self.max_buffer {
-                            debug_assert!(memchr2(b'\n', b'\r', &chunk[i..end]).is_none(), "a line break in a payload `ahead` read");
-                            self.frame_start = base + i as u64;
-                            // (`emit`, with the frame handed to `taken` by a method
-                            // call: a closure here was not inlined.)
-                            r.taken(self.frame(&chunk[i + 6..end]));
-                            self.dispatched();
-                            i = end + 2;
-                            self.line_start = base + i as u64;
-                            continue;
-                        }
+                while let Some(rest) = chunk[i..].strip_prefix(b"data: ") {
+                    let Some(n) = r.end(rest) else { break };
+                    let end = i + 6 + n;
+                    // (Over the limit: the line search reports it.)
+                    if chunk.get(end..end + 2) != Some(b"\n\n") || end - i > self.max_buffer {
+                        break;
                     }
+                    debug_assert!(memchr2(b'\n', b'\r', &chunk[i..end]).is_none(), "a line break in a payload `ahead` read");
+                    self.frame_start = base + i as u64;
+                    // (`emit`, with the frame handed to `taken` by a method call: a
+                    // closure here was not inlined.)
+                    r.taken(self.frame(&chunk[i + 6..end]));
+                    self.dispatched();
+                    i = end + 2;
+                }
+                self.line_start = base + i as u64;
+                if i == chunk.len() {
+                    break;
                 }
             }
             // Every other line of a stream is the blank one ending an event: looked at
