@@ -87,7 +87,7 @@ fn bytes_buffer(bytes: PyBackedBytes) -> Buffer {
 /// ~90 instructions an event in `to_arrow`, callgrind, stop 26). Each type's guarantee
 /// is stated on it; every Rust test builds its columns through arrow's checked
 /// constructors (`agui_arrow::checked_views`), which check it.
-fn utf8_views(column: Trusted) -> ArrayRef {
+fn trusted_columns(column: Trusted) -> ArrayRef {
     match column {
         Trusted::Views(views) => {
             let (views, buffers) = views.into_parts();
@@ -122,7 +122,7 @@ fn options(format: &str, collect: bool, max_buffer_size: usize, max_frame_size: 
         format: format_arg(format)?,
         limits: Limits { max_buffer: max_buffer_size, max_frame_size, ..Limits::default() },
         collect,
-        views: utf8_views,
+        views: trusted_columns,
         ..Options::default()
     })
 }
