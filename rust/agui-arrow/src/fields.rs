@@ -513,6 +513,14 @@ enum Value {
     Nested,
 }
 
+impl Value {
+    /// A string: its text starts one byte after the member's value (its opening quote)
+    /// and ends one byte before the value's end.
+    fn quoted(self) -> bool {
+        matches!(self, Value::Plain | Value::Escaped)
+    }
+}
+
 impl Noted {
     #[inline(always)]
     fn of(json: &str, m: &agui_core::stream::event::Member<'_>) -> Noted {
@@ -623,7 +631,7 @@ impl Template {
                 // (An object as `delta` is left to the serde pass: the scan declines it.)
                 (Key::Delta, Value::Nested) => patch && json.as_bytes()[n.start] == b'[',
                 (Key::Other, Value::Nested) => true,
-                (_, v) => matches!(v, Value::Plain | Value::Escaped),
+                (_, v) => v.quoted(),
             })
     }
 
@@ -647,7 +655,7 @@ impl Template {
             };
             // A string: up to and with its opening quote, on from its closing quote; an
             // integer or a nested value: up to it, on after it.
-            let quote = usize::from(matches!(n.value, Value::Plain | Value::Escaped));
+            let quote = usize::from(n.value.quoted());
             self.lits.extend_from_slice(&b[cursor..n.start + quote]);
             self.slots.push((self.lits.len(), slot));
             cursor = n.end - quote;
@@ -938,7 +946,7 @@ impl Shape {
         let Some(ty_key) = ty_key.filter(|_| Template::readable(json, &self.noted, ty_key)) else { return };
         // The head: the first value after it (a string's after its quote), or no template.
         let first = self.noted.iter().find(|n| !matches!(n.key, Key::Type)).map_or(json.len(), |n| {
-            n.start + usize::from(matches!(n.value, Value::Plain | Value::Escaped))
+            n.start + usize::from(n.value.quoted())
         });
         let Some(at) = json.as_bytes().get(HEAD..HEAD + 16).filter(|_| first >= HEAD + 16).map(bucket) else { return };
         if self.templates.is_empty() {
