@@ -10,7 +10,7 @@
 //! `AGUI_STAGES_THREADS=T` there: on T threads (the log cut into parts as `to_arrow` cuts
 //! it; callgrind counts every thread's instructions).
 //! There the columns agui-arrow vouches for are made as the binding makes them
-//! (`Options::views`: arrow's unchecked constructors), since stop 26; with
+//! (`Options::columns`: arrow's unchecked constructors), since stop 26; with
 //! `AGUI_STAGES_CHECKED=1` by arrow's checked ones (what every Rust test runs; before
 //! stop 26 the counts included ~34M of the `json` column's check this way).
 
@@ -55,7 +55,7 @@ fn row_fields<'a>(ev: &agui_core::log::Event<'_>, s: &'a str) -> fields::Fields<
     fields::parse(s, ev.members, depth).unwrap()
 }
 
-/// The binding's `Options::views` (`rust/agui-py/src/arrow.rs`, where the safety
+/// The binding's `Options::columns` (`rust/agui-py/src/arrow.rs`, where the safety
 /// argument is), for counts of what `to_arrow` runs.
 fn trusted(column: agui_arrow::Trusted) -> agui_arrow::arrow_array::ArrayRef {
     use agui_arrow::arrow_array::{types::Int32Type, DictionaryArray, Int32Array, StringArray, StringViewArray};
@@ -89,7 +89,7 @@ fn main() {
         let threads = std::env::var("AGUI_STAGES_THREADS").ok().and_then(|n| n.parse().ok()).unwrap_or(1);
         let mut opts = Options::default();
         if std::env::var_os("AGUI_STAGES_CHECKED").is_none() {
-            opts.views = trusted;
+            opts.columns = trusted;
         }
         let mut rows = 0;
         for _ in 0..n {

@@ -28,7 +28,7 @@ use arrow_array::{ArrayRef, DictionaryArray, Int32Array, RecordBatch, StringArra
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 
 pub use fields::{Fields, RowError, Usage};
-pub use views::{checked_views, DictKeys, Trusted, Utf8Block, Utf8Strings, Utf8Views, ViewsFn};
+pub use views::{checked_columns, ColumnsFn, DictKeys, Trusted, Utf8Block, Utf8Strings, Utf8Views};
 // The Arrow crates of this crate's types, for the binding.
 pub use {arrow_array, arrow_buffer, arrow_schema};
 use arrow_buffer::Buffer;
@@ -199,8 +199,8 @@ pub struct Options {
     /// Bad events and unreadable logs go to the errors table instead of failing.
     pub collect: bool,
     /// Makes the columns whose checks are known to pass, the `json` column's views among
-    /// them ([`checked_views`] by default).
-    pub views: ViewsFn,
+    /// them ([`checked_columns`] by default).
+    pub columns: ColumnsFn,
 }
 
 impl Default for Options {
@@ -210,7 +210,7 @@ impl Default for Options {
             limits: Limits::default(),
             max_depth: agui_core::limits::DEFAULT_MAX_DEPTH,
             collect: false,
-            views: checked_views,
+            columns: checked_columns,
         }
     }
 }
@@ -230,7 +230,7 @@ pub struct BatchBuilder {
     strings: [StrColumn; 8],
     usage: [OptColumn<Int64Type>; 6],
     json: JsonViews,
-    views: ViewsFn,
+    columns: ColumnsFn,
 }
 
 impl BatchBuilder {
@@ -255,13 +255,13 @@ impl BatchBuilder {
             strings: Default::default(),
             usage: Default::default(),
             json: JsonViews::with_capacity(rows),
-            views: checked_views,
+            columns: checked_columns,
         }
     }
 
-    /// The `json`, string and `type` columns made by `views` (see [`Options::views`]).
-    pub fn views_with(mut self, views: ViewsFn) -> Self {
-        self.views = views;
+    /// The `json`, string and `type` columns made by `columns` (see [`Options::columns`]).
+    pub fn columns_with(mut self, columns: ColumnsFn) -> Self {
+        self.columns = columns;
         self
     }
 
@@ -336,7 +336,7 @@ impl BatchBuilder {
     /// The rows so far as one batch; the builder starts over.
     pub fn finish(&mut self) -> RecordBatch {
         let (n, cap) = (self.rows, self.capacity);
-        let source = source_column(self.source.as_deref(), n, self.views);
+        let source = source_column(self.source.as_deref(), n, self.columns);
         let ts_type = schema().field(4).data_type().clone();
         let timestamp: ArrayRef = match self.timestamp.finish(n) {
             Some(t) => Arc::new(t.with_data_type(ts_type)),
@@ -346,18 +346,18 @@ impl BatchBuilder {
             Arc::new(source),
             Arc::new(columns::primitive::<UInt64Type>(&mut self.index, cap)),
             Arc::new(columns::primitive::<UInt64Type>(&mut self.offset, cap)),
-            type_column(std::mem::replace(&mut self.ty, Vec::with_capacity(cap)), self.views),
+            type_column(std::mem::replace(&mut self.ty, Vec::with_capacity(cap)), self.columns),
             timestamp,
         ];
         columns.extend(self.strings.iter_mut().map(|c| match c.finish(n) {
-            Some(s) => (self.views)(Trusted::Strings(s)),
+            Some(s) => (self.columns)(Trusted::Strings(s)),
             None => all_null(&DataType::Utf8, n),
         }));
         columns.extend(self.usage.iter_mut().map(|c| match c.finish(n) {
             Some(a) => Arc::new(a) as ArrayRef,
             None => all_null(&DataType::Int64, n),
         }));
-        columns.push(self.json.finish(self.views));
+        columns.push(self.json.finish(self.columns));
         self.rows = 0;
         self.json_bytes = 0;
         RecordBatch::try_new(schema(), columns).expect("the columns follow schema()")
@@ -391,7 +391,7 @@ fn all_null(ty: &DataType, n: usize) -> ArrayRef {
 /// asserts that the new dictionary is no shorter than the old one). Made once a process,
 /// yet it showed in the counts of two calls: the keys 0 are checked by `DictKeys`, the
 /// null keys not at all (an all-null column; `try_new` was 1.3M instructions for them).
-fn source_column(name: Option<&str>, n: usize, make: ViewsFn) -> DictionaryArray<Int32Type> {
+fn source_column(name: Option<&str>, n: usize, make: ColumnsFn) -> DictionaryArray<Int32Type> {
     static NAMED: OnceLock<DictionaryArray<Int32Type>> = OnceLock::new();
     static NAMELESS: OnceLock<DictionaryArray<Int32Type>> = OnceLock::new();
     let values = |name: Option<&str>| -> ArrayRef { Arc::new(StringArray::from_iter_values(name)) };
@@ -419,7 +419,7 @@ fn source_column(name: Option<&str>, n: usize, make: ViewsFn) -> DictionaryArray
 
 /// The `type` column: keys into the 31 event type names (checked by `DictKeys`, ~1
 /// instruction a key, and not again by `make`: arrow's `try_new` was ~15 a key).
-fn type_column(keys: Vec<i32>, make: ViewsFn) -> ArrayRef {
+fn type_column(keys: Vec<i32>, make: ColumnsFn) -> ArrayRef {
     static VALUES: OnceLock<ArrayRef> = OnceLock::new();
     let values = VALUES.get_or_init(|| Arc::new(StringArray::from_iter_values(agui_core::proto::EVENT_TYPES)));
     make(Trusted::Keys(DictKeys::new(keys, values.clone()).expect("every key is a position in EVENT_TYPES")))
@@ -647,7 +647,7 @@ fn decode_source_parallel(src: &Source<'_>, opts: &Options, control: &Control, w
                     continue;
                 }
                 let mut out = Decoded::default();
-                let mut builder = BatchBuilder::new(src.name.clone()).views_with(opts.views);
+                let mut builder = BatchBuilder::new(src.name.clone()).columns_with(opts.columns);
                 let mut shape = fields::Shape::default();
                 let mut start = 0;
                 let mut r = Ok(());
@@ -798,7 +798,7 @@ fn decode_part(src: &Source<'_>, format: Format, part: Part, opts: &Options, con
     let data = buffer.as_slice();
     // Sized for the part (about one batch), so that the buffers never regrow.
     let rows = (data.len() / 48).clamp(1024, BATCH_ROWS);
-    let mut builder = BatchBuilder::with_capacity(src.name.clone(), rows).views_with(opts.views);
+    let mut builder = BatchBuilder::with_capacity(src.name.clone(), rows).columns_with(opts.columns);
     // One UTF-8 check for the whole part instead of one per event (SIMD: std's was ~5%
     // of `to_arrow`).
     let text = simdutf8::basic::from_utf8(data).ok();
@@ -1057,7 +1057,7 @@ pub struct Decoded {
 /// Decode one source into record batches.
 pub fn decode_source(src: &Source<'_>, opts: &Options, control: &Control) -> Result<Option<Decoded>, Issue> {
     let mut out = Decoded::default();
-    let mut builder = BatchBuilder::new(src.name.clone()).views_with(opts.views);
+    let mut builder = BatchBuilder::new(src.name.clone()).columns_with(opts.columns);
     let info = each_row(src, opts, control, &mut out.issues, |ev, json, f| {
         builder.push(ev, json, f);
         if builder.full() {
@@ -1190,7 +1190,7 @@ pub fn write_parquet<W: Write + Send>(
     let mut info = WriteInfo::default();
     let mut write_error = None;
     for src in sources {
-        let mut builder = BatchBuilder::new(src.name.clone()).views_with(opts.views);
+        let mut builder = BatchBuilder::new(src.name.clone()).columns_with(opts.columns);
         let mut flush = |builder: &mut BatchBuilder, writer: &mut ArrowWriter<W>| {
             if write_error.is_none() {
                 if let Err(e) = writer.write(&builder.finish()) {
@@ -1409,7 +1409,7 @@ mod tests {
     fn source_column_is_the_checked_one() {
         for n in [0, 1, 7, BATCH_ROWS - 1, BATCH_ROWS, BATCH_ROWS + 3] {
             for name in [Some("a"), None, Some("bé"), Some("")] {
-                let got = source_column(name, n, checked_views);
+                let got = source_column(name, n, checked_columns);
                 let keys = match name {
                     Some(_) => Int32Array::from(vec![0; n]),
                     None => Int32Array::from(vec![None; n]),

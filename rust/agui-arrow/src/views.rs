@@ -6,7 +6,7 @@
 //!
 //! Also the other columns whose arrow checks are known to pass by the way they are
 //! made ([`Trusted`]): the string columns ([`Utf8Strings`]) and the `type` keys
-//! ([`DictKeys`]). All of them are made into arrays by one hook, [`ViewsFn`]: arrow's
+//! ([`DictKeys`]). All of them are made into arrays by one hook, [`ColumnsFn`]: arrow's
 //! checked constructors here and in every Rust test, unchecked ones in the binding.
 
 use std::sync::Arc;
@@ -38,11 +38,11 @@ impl Utf8Block {
 
 /// The views of a `json` column and the buffers they point into.
 ///
-/// Guarantee (unsafe code relies on it: the binding's `ViewsFn`): `StringViewArray::
+/// Guarantee (unsafe code relies on it: the binding's `ColumnsFn`): `StringViewArray::
 /// try_new(views, buffers, None)` accepts them. Each view is made here, from a `&str`
 /// that is either copied into block 0 or lies inside a [`Utf8Block`]: a `&str` inside a
 /// UTF-8 buffer starts and ends on its char boundaries, so the view's bytes are that
-/// `&str`. Every Rust test builds its columns through [`checked_views`], which checks it.
+/// `&str`. Every Rust test builds its columns through [`checked_columns`], which checks it.
 pub struct Utf8Views {
     views: Vec<u128>,
     blocks: Vec<Utf8Block>,
@@ -56,7 +56,7 @@ impl Utf8Views {
 
 /// The parts of a nullable `Utf8` column, made by [`StrColumn`].
 ///
-/// Guarantee (unsafe code relies on it: the binding's `ViewsFn`): `StringArray::
+/// Guarantee (unsafe code relies on it: the binding's `ColumnsFn`): `StringArray::
 /// try_new(OffsetBuffer::new(offsets), values, nulls)` accepts them. `values` is
 /// a `String` that only ever grew by whole `&str`s; `offsets` starts at 0 and each next
 /// one is `values`' length after a push or the one before repeated (a null row), so they
@@ -82,7 +82,7 @@ impl Utf8Strings {
 
 /// The keys of a dictionary column (no nulls) and its values.
 ///
-/// Guarantee (the binding's `ViewsFn` relies on it): `DictionaryArray::try_new(
+/// Guarantee (the binding's `ColumnsFn` relies on it): `DictionaryArray::try_new(
 /// Int32Array::new(keys, None), values)` accepts them: [`DictKeys::new`] checked every
 /// key against `values`' length (one pass with no branch a key, against arrow's ~15
 /// instructions a key in `try_new`).
@@ -116,15 +116,15 @@ pub enum Trusted {
     Keys(DictKeys),
 }
 
-/// Makes the arrays of the [`Trusted`] columns. [`checked_views`] is arrow's own
+/// Makes the arrays of the [`Trusted`] columns. [`checked_columns`] is arrow's own
 /// constructors, which check them again (the `json` column's UTF-8, ~10 ns an event, a
 /// pass over the log's bytes after the SIMD check of each part; every offset and the
 /// UTF-8 of the string columns; every dictionary key); the Python binding gives one
 /// that relies on each type's guarantee.
-pub type ViewsFn = fn(Trusted) -> ArrayRef;
+pub type ColumnsFn = fn(Trusted) -> ArrayRef;
 
 /// The columns as arrow checks them.
-pub fn checked_views(column: Trusted) -> ArrayRef {
+pub fn checked_columns(column: Trusted) -> ArrayRef {
     match column {
         Trusted::Views(views) => {
             let (views, buffers) = views.into_parts();
@@ -326,7 +326,7 @@ impl JsonViews {
     }
 
     /// The column so far; it starts over (the part stays the same).
-    pub(crate) fn finish(&mut self, make: ViewsFn) -> ArrayRef {
+    pub(crate) fn finish(&mut self, make: ColumnsFn) -> ArrayRef {
         let mut blocks = Vec::with_capacity(1 + self.blocks.len());
         blocks.push(Utf8Block::from_string(std::mem::take(&mut self.copied)));
         blocks.append(&mut self.blocks);
@@ -354,7 +354,7 @@ mod tests {
             j.push(s);
         }
         j.push("{\"copied\":\"after\",\"x\":1}");
-        let a = j.finish(checked_views);
+        let a = j.finish(checked_columns);
         let a = a.as_string_view();
         let want = ["copied before the part, long enough", inside[0], inside[1], inside[2], "{\"copied\":\"after\",\"x\":1}"];
         assert_eq!(a.iter().map(Option::unwrap).collect::<Vec<_>>(), want);
@@ -363,7 +363,7 @@ mod tests {
         assert_eq!(a.data_buffers()[0].len(), want[0].len() + want[4].len());
         // The next batch points into the part again.
         j.push(inside[1]);
-        let b = j.finish(checked_views);
+        let b = j.finish(checked_columns);
         let b = b.as_string_view();
         assert_eq!(b.value(0), inside[1]);
         assert_eq!((b.data_buffers().len(), b.data_buffers()[0].len()), (2, 0));
@@ -391,7 +391,7 @@ mod string_tests {
                 assert!(want.iter().all(Option::is_none), "round {round}: {want:?}");
                 continue;
             };
-            let a = checked_views(Trusted::Strings(strings));
+            let a = checked_columns(Trusted::Strings(strings));
             let a = a.as_string::<i32>();
             assert_eq!(a.iter().collect::<Vec<_>>(), want, "round {round}");
             assert_eq!(a.null_count(), want.iter().filter(|v| v.is_none()).count(), "round {round}: {want:?}");
@@ -434,7 +434,7 @@ mod string_tests {
             let made = DictKeys::new(keys.clone(), values.clone());
             assert_eq!(made.is_some(), ok, "{keys:?}");
             if let Some(k) = made {
-                let a = checked_views(Trusted::Keys(k));
+                let a = checked_columns(Trusted::Keys(k));
                 assert_eq!(a.as_dictionary::<Int32Type>().keys().values().to_vec(), keys);
             }
         }

@@ -86,7 +86,7 @@ fn bytes_buffer(bytes: PyBackedBytes) -> Buffer {
 /// each part), the string columns' offsets and UTF-8 and the `type` keys (together
 /// ~90 instructions an event in `to_arrow`, callgrind, stop 26). Each type's guarantee
 /// is stated on it; every Rust test builds its columns through arrow's checked
-/// constructors (`agui_arrow::checked_views`), which check it.
+/// constructors (`agui_arrow::checked_columns`), which check it.
 fn trusted_columns(column: Trusted) -> ArrayRef {
     match column {
         Trusted::Views(views) => {
@@ -122,7 +122,7 @@ fn options(format: &str, collect: bool, max_buffer_size: usize, max_frame_size: 
         format: format_arg(format)?,
         limits: Limits { max_buffer: max_buffer_size, max_frame_size, ..Limits::default() },
         collect,
-        views: trusted_columns,
+        columns: trusted_columns,
         ..Options::default()
     })
 }
