@@ -743,7 +743,7 @@ impl Template {
     /// without escapes, read into `values`; `None` where the scan would not read it so.
     #[inline(never)]
     fn other_value(json: &str, at: usize, k: usize, slot: Slot, values: &mut Values) -> Option<usize> {
-        use agui_core::stream::event::{int_end, nested_end, string_end, unescape_into};
+        use agui_core::stream::event::{int_end, nested_end, string_end, unescape_end};
         let b = json.as_bytes();
         let end = match slot {
             Slot::Timestamp => {
@@ -760,20 +760,21 @@ impl Template {
                 b'{' if matches!(slot, Slot::Nested) => nested_end(json, at)?,
                 _ => return None,
             },
-            // A string with escapes (the scan's search), decoded when a column reads it.
-            Slot::String(_) | Slot::Delta | Slot::Skip => match string_end(b, at)? {
-                (end, true) if !matches!(slot, Slot::Skip) => {
-                    if values.escaped == 0 {
-                        values.unescaped.clear();
-                    }
-                    let from = values.unescaped.len();
-                    unescape_into(&json[at..end], &mut values.unescaped)?;
-                    values.escaped |= 1 << k;
-                    values.spans.push((from, values.unescaped.len()));
-                    return Some(end);
+            // A string with escapes (the plain search stopped at one, or at a byte that
+            // ends it for both): ended by the scan's search (`string_end`), decoded as it
+            // goes when a column reads it (`unescape_end`: the same end, refusals and text
+            // as `string_end` then `unescape_into`).
+            Slot::Skip => string_end(b, at)?.0,
+            Slot::String(_) | Slot::Delta => {
+                if values.escaped == 0 {
+                    values.unescaped.clear();
                 }
-                (end, _) => end,
-            },
+                let from = values.unescaped.len();
+                let end = unescape_end(json, at, &mut values.unescaped)?;
+                values.escaped |= 1 << k;
+                values.spans.push((from, values.unescaped.len()));
+                return Some(end);
+            }
         };
         values.spans.push((at, end));
         Some(end)
