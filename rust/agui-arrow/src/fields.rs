@@ -1395,7 +1395,7 @@ pub(crate) mod tests {
             "1", "40", "0", "-3", "9223372036854775807", "9223372036854775808", "-9223372036854775808", "1.5", "1e3", "null",
             "\"p\"", "\"3\"", "[1]", "{\"a\":1}", "true", "01",
         ];
-        let mut rng = agui_core::test_rng::Rng(0x05a6_e5);
+        let mut rng = agui_core::test_rng::Rng(0x0005_a6e5);
         let mut ok = 0;
         for _ in 0..20_000 {
             let mut raw = String::from("[");
