@@ -535,16 +535,17 @@ impl Noted {
     }
 }
 
-/// Where a value of a [`Template`] goes.
+/// Where a value of a [`Template`] goes. (The string slots first: the match tells them
+/// from the others with one compare.)
 #[derive(Debug, Clone, Copy)]
 enum Slot {
     /// `Fields::strings[i]`.
     String(usize),
     Delta,
-    /// An integer `timestamp`.
-    Timestamp,
     /// A string member the table does not read.
     Skip,
+    /// An integer `timestamp`.
+    Timestamp,
     /// An array or object the table does not read: a member it does not read, or the
     /// JSON Patch `delta` of a type that has one (an array).
     Nested,
