@@ -535,16 +535,17 @@ impl Noted {
     }
 }
 
-/// Where a value of a [`Template`] goes.
+/// Where a value of a [`Template`] goes. (The string slots first: the match tells them
+/// from the others with one compare.)
 #[derive(Debug, Clone, Copy)]
 enum Slot {
     /// `Fields::strings[i]`.
     String(usize),
     Delta,
-    /// An integer `timestamp`.
-    Timestamp,
     /// A string member the table does not read.
     Skip,
+    /// An integer `timestamp`.
+    Timestamp,
     /// An array or object the table does not read: a member it does not read, or the
     /// JSON Patch `delta` of a type that has one (an array).
     Nested,
@@ -552,11 +553,12 @@ enum Slot {
 }
 
 /// Where the values of the event a template last matched lie, and what they read.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Values {
     /// Per value (a slot): where its text lies in the event, or (bit `k` of `escaped`
-    /// set) in `unescaped`.
-    spans: Vec<(usize, usize)>,
+    /// set) in `unescaped`. In place, written by the value's position (no `Vec` to
+    /// clear and push, with its capacity check, a value).
+    spans: [(usize, usize); 64],
     /// The values (by slot) with escapes that a column reads.
     escaped: u64,
     /// Those values decoded, back to back, as the scan decodes them
@@ -564,6 +566,12 @@ struct Values {
     unescaped: String,
     /// The `timestamp` slot's milliseconds ([`timestamp`], as `finish` reads them).
     timestamp: Option<i64>,
+}
+
+impl Default for Values {
+    fn default() -> Self {
+        Values { spans: [(0, 0); 64], escaped: 0, unescaped: String::new(), timestamp: None }
+    }
 }
 
 impl Values {
@@ -598,8 +606,10 @@ impl Values {
 struct Template {
     /// The literal runs back to back.
     lits: Vec<u8>,
-    /// Per value in order: where the literal run before it ends in `lits`, its member.
-    slots: Vec<(usize, Slot)>,
+    /// Per value in order: the literal run before it, its member.
+    slots: Vec<(Run, Slot)>,
+    /// The literal run after the last value.
+    last: Run,
     /// Per value: its column in [`Fields::string_columns`]' order, or [`NO_COLUMN`]
     /// (a member not read, or a name after one `Fields::name` prefers).
     columns: Vec<u8>,
@@ -640,7 +650,7 @@ impl Template {
         let b = json.as_bytes();
         self.lits.clear();
         self.slots.clear();
-        let mut cursor = 0;
+        let (mut cursor, mut from) = (0, 0);
         for n in noted {
             let nested = n.value == Value::Nested;
             let slot = match n.key {
@@ -657,10 +667,11 @@ impl Template {
             // integer or a nested value: up to it, on after it.
             let quote = usize::from(n.value.quoted());
             self.lits.extend_from_slice(&b[cursor..n.start + quote]);
-            self.slots.push((self.lits.len(), slot));
-            cursor = n.end - quote;
+            self.slots.push((Run::new(&self.lits, from), slot));
+            (cursor, from) = (n.end - quote, self.lits.len());
         }
         self.lits.extend_from_slice(&b[cursor..]);
+        self.last = Run::new(&self.lits, from);
         self.nested = self.slots.iter().any(|s| matches!(s.1, Slot::Nested | Slot::Patch));
         // (A nested value may hold line breaks, as whitespace: not read ahead.)
         self.one_line = !self.nested && memchr::memchr2(b'\n', b'\r', &self.lits).is_none();
@@ -679,7 +690,7 @@ impl Template {
             Key::Delta if n.value != Value::Nested => 7,
             _ => NO_COLUMN,
         }));
-        let first = self.slots.first().map_or(self.lits.len(), |s| s.0);
+        let first = self.slots.first().map_or(self.lits.len(), |s| s.0.len);
         self.head = self.lits.get(HEAD..HEAD + 16).filter(|_| first >= HEAD + 16).map(|h| h.try_into().expect("16 bytes"));
     }
 
@@ -700,43 +711,32 @@ impl Template {
             return None;
         }
         let b = json.as_bytes();
-        // Sixteen bytes of the first literal run (of the type's name, mostly: `TEXT_MESSAGE_`
-        // and `TOOL_CALL_` start several) compared first: the forms of other types are told
-        // apart without a call.
-        // (No head: nothing learned.)
-        let head = self.head.as_ref()?;
-        if b.get(HEAD..HEAD + 16) != Some(head) {
-            return None;
-        }
-        values.spans.clear();
+        // (No head: nothing learned. The head lies in the first run, compared in place:
+        // the forms of other types are told apart without a call.)
+        self.head.as_ref()?;
         values.escaped = 0;
         values.timestamp = None;
-        let (mut at, mut lit) = (0, 0);
-        for (k, &(lit_end, slot)) in self.slots.iter().enumerate() {
-            let run = &self.lits[lit..lit_end];
-            if b.get(at..at + run.len()) != Some(run) {
+        let mut at = 0;
+        for (k, &(ref run, slot)) in self.slots.iter().enumerate() {
+            if !run.is_at(&self.lits, b, at) {
                 return None;
             }
-            at += run.len();
+            at += run.len;
             // Most values are strings with no escape: the scan's search for the quote,
             // inlined; any other value out of line.
             // (Every end is next to an ASCII byte: a char boundary.)
             let end = match (slot, plain_end(b, at)) {
                 (Slot::String(_) | Slot::Delta | Slot::Skip, Some(end)) => {
-                    values.spans.push((at, end));
+                    values.spans[k] = (at, end);
                     end
                 }
                 _ => Self::other_value(json, at, k, slot, values)?,
             };
-            (at, lit) = (end, lit_end);
+            at = end;
         }
-        let last = &self.lits[lit..];
-        let end = at + last.len();
-        match b.get(at..) {
-            Some(rest) if whole => (rest == last).then_some(end),
-            Some(rest) => rest.starts_with(last).then_some(end),
-            None => None,
-        }
+        let last = &self.last;
+        let fits = if whole { b.len().checked_sub(at) == Some(last.len) } else { true };
+        (fits && last.is_at(&self.lits, b, at)).then_some(at + last.len)
     }
 
     /// The end of value `k` (of `slot`) starting at `at` in `json`, one not a string
@@ -772,12 +772,68 @@ impl Template {
                 let from = values.unescaped.len();
                 let end = unescape_end(json, at, &mut values.unescaped)?;
                 values.escaped |= 1 << k;
-                values.spans.push((from, values.unescaped.len()));
+                values.spans[k] = (from, values.unescaped.len());
                 return Some(end);
             }
         };
-        values.spans.push((at, end));
+        values.spans[k] = (at, end);
         Some(end)
+    }
+}
+
+/// A literal run of a [`Template`], compiled when the form is learned: where it lies in
+/// `lits` and, up to 48 bytes long (the runs between values, `","delta":"`, `"}`, and
+/// most first ones, `{"type":"TEXT_MESSAGE_CONTENT","messageId":"`), its bytes as
+/// 16-byte words with masks, compared in place with a window of the event (no bounds
+/// check a word, no branch a word) instead of a `memcmp` call (~40 instructions with
+/// the call's setup).
+#[derive(Debug, Clone, Copy, Default)]
+struct Run {
+    /// `lits[from..from + len]`.
+    from: usize,
+    len: usize,
+    /// The run's bytes, zeros after its end, and the masks that keep only them.
+    words: [u128; Run::WORDS],
+    masks: [u128; Run::WORDS],
+}
+
+impl Run {
+    const WORDS: usize = 3;
+
+    /// The run `lits[from..]`.
+    fn new(lits: &[u8], from: usize) -> Run {
+        let run = &lits[from..];
+        let len = run.len();
+        let mut r = Run { from, len, ..Run::default() };
+        if len <= 16 * Run::WORDS {
+            let (mut bytes, mut mask) = ([0u8; 16 * Run::WORDS], [0u8; 16 * Run::WORDS]);
+            bytes[..len].copy_from_slice(run);
+            mask[..len].fill(0xff);
+            let word = |b: &[u8], k: usize| u128::from_le_bytes(b[16 * k..16 * k + 16].try_into().expect("16 bytes"));
+            for k in 0..Run::WORDS {
+                (r.words[k], r.masks[k]) = (word(&bytes, k), word(&mask, k));
+            }
+        }
+        r
+    }
+
+    /// Whether `b` holds the run (of `lits`) at `at`.
+    #[inline(always)]
+    fn is_at(&self, lits: &[u8], b: &[u8], at: usize) -> bool {
+        let word = |w: &[u8], k: usize| {
+            (u128::from_le_bytes(w[16 * k..16 * k + 16].try_into().expect("16 bytes")) ^ self.words[k]) & self.masks[k]
+        };
+        // (Near the text's end, with no whole window: compared as a slice.)
+        if self.len <= 16 {
+            if let Some(w) = b.get(at..at + 16) {
+                return word(w, 0) == 0;
+            }
+        } else if self.len <= 16 * Run::WORDS {
+            if let Some(w) = b.get(at..at + 16 * Run::WORDS) {
+                return word(w, 0) | word(w, 1) | word(w, 2) == 0;
+            }
+        }
+        b.get(at..at + self.len) == lits.get(self.from..self.from + self.len)
     }
 }
 
@@ -1290,6 +1346,38 @@ pub(crate) mod tests {
         let Raw { ty, ty_key, timestamp, delta_other, usage, .. } = raw;
         finish(ty, ty_key, timestamp, delta_other, usage, &mut out)?;
         Ok(out)
+    }
+
+    /// A literal run compared in place is the slice compare: runs of every length up to
+    /// past the in-place limit, at every place of a text (the window whole, cut by the
+    /// text's end, or missing), each byte of the text changed in turn.
+    #[test]
+    fn runs_compare_as_slices() {
+        let lits: Vec<u8> = (0..60u8).map(|i| b'!' + i).collect();
+        for from in [0, 3] {
+            for len in 0..=52 {
+                let run = Run::new(&lits[..from + len], from);
+                let want = &lits[from..from + len];
+                for at in 0..4 {
+                    for tail in [0, 1, 7, 8, 15, 16, 30, 47, 48] {
+                        let mut text = vec![b'#'; at];
+                        text.extend_from_slice(want);
+                        text.extend(std::iter::repeat_n(b'~', tail));
+                        for change in std::iter::once(None).chain((0..text.len()).map(Some)) {
+                            let mut b = text.clone();
+                            if let Some(i) = change {
+                                b[i] ^= 0x20;
+                            }
+                            for cut in [b.len(), at + len, (at + len).saturating_sub(1)] {
+                                let b = &b[..cut.min(b.len())];
+                                let slice = b.get(at..at + len) == Some(want);
+                                assert_eq!(run.is_at(&lits, b, at), slice, "{from} {len} {at} {tail} {change:?} {cut}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// Every 1.0 type name is its position in `EVENT_TYPES`; the 0.x `THINKING_*` names
