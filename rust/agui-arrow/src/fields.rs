@@ -570,8 +570,16 @@ impl Values {
     /// The text of the `k`-th value (`json`: the event matched).
     #[inline(always)]
     fn text<'s>(&'s self, json: &'s str, k: usize) -> &'s str {
+        let (s, start, end) = self.source(json, k);
+        &s[start..end]
+    }
+
+    /// The string the `k`-th value lies in (`json` or the values decoded) and its span
+    /// there.
+    #[inline(always)]
+    fn source<'s>(&'s self, json: &'s str, k: usize) -> (&'s str, usize, usize) {
         let (start, end) = self.spans[k];
-        if self.escaped >> k & 1 != 0 { &self.unescaped[start..end] } else { &json[start..end] }
+        (if self.escaped >> k & 1 != 0 { &self.unescaped } else { json }, start, end)
     }
 }
 
@@ -786,7 +794,7 @@ const NO_COLUMN: u8 = u8::MAX;
 /// The row of an event a template matched ([`Shape::read_form`]): its `type` dictionary
 /// key, its `timestamp`, and per value its column in [`Fields::string_columns`]' order
 /// (one past them, [`NO_COLUMN`], for a value no column reads: a writer's one bounds
-/// check is also its filter) and its text ([`FormRow::text`]).
+/// check is also its filter) and its text ([`FormRow::bytes`]).
 pub struct FormRow<'s> {
     pub ty: i32,
     pub timestamp: Option<i64>,
@@ -797,10 +805,14 @@ pub struct FormRow<'s> {
 const _: () = assert!(NO_COLUMN as usize >= 8, "past the 8 of `Fields::string_columns`");
 
 impl<'s> FormRow<'s> {
-    /// The text of the `k`-th value (`json`: the event matched).
+    /// The bytes of the `k`-th value's text (`json`: the event matched), a `&str` with
+    /// char boundaries at both ends (each next to an ASCII quote or at an end of the
+    /// values decoded), not checked here: a string column checks its values once
+    /// (`views::Utf8Strings`).
     #[inline(always)]
-    pub fn text(&self, json: &'s str, k: usize) -> &'s str {
-        self.values.text(json, k)
+    pub fn bytes(&self, json: &'s str, k: usize) -> &'s [u8] {
+        let (s, start, end) = self.values.source(json, k);
+        &s.as_bytes()[start..end]
     }
 }
 

@@ -296,7 +296,7 @@ impl BatchBuilder {
         }
         for (c, v) in self.strings.iter_mut().zip(f.string_columns()) {
             if let Some(v) = v {
-                c.set(row, v, cap);
+                c.set(row, v.as_bytes(), cap);
             }
         }
         if let Some(u) = &f.usage {
@@ -344,7 +344,7 @@ impl BatchBuilder {
         for (k, &c) in form.columns.iter().enumerate() {
             // (A value no column reads has a column past them: the bounds check is the filter.)
             if let Some(column) = self.strings.get_mut(usize::from(c)) {
-                column.set(row, form.text(json, k), cap);
+                column.set(row, form.bytes(json, k), cap);
             }
         }
         self.json.push(json);
