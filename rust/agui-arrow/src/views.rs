@@ -241,7 +241,11 @@ fn clear_bits(bits: &mut [u8], start: usize, end: usize) {
         return;
     }
     bits[first] &= !from;
-    bits[first + 1..last].fill(0);
+    // (Most runs are a few rows: no whole byte between, where the `memset` call of an
+    // empty `fill` was ~60 instructions.)
+    if last > first + 1 {
+        bits[first + 1..last].fill(0);
+    }
     // (No bit of it when `end` starts a byte: `to` is 0, and the byte may be past `bits`.)
     if let Some(b) = bits.get_mut(last) {
         *b &= !to;
