@@ -72,6 +72,7 @@ pub struct Utf8Strings {
 
 impl Utf8Strings {
     fn new(offsets: Vec<i32>, values: Vec<u8>, nulls: Option<NullBuffer>) -> Self {
+        // (A negative last offset, as a `usize`, is no length: `values` past 2 GiB fail.)
         assert!(offsets.first() == Some(&0) && offsets.last().map(|&o| o as usize) == Some(values.len()));
         assert!(nulls.as_ref().is_none_or(|n| n.len() + 1 == offsets.len()));
         // All ASCII (an `or` of the bytes, vectorised): UTF-8 with a char boundary at every
@@ -176,8 +177,10 @@ impl StrColumn {
         }
         push_short(&mut self.values, value);
         // (A batch is closed once its events' texts reach `BATCH_JSON_BYTES`, and a
-        // value is never longer than its event's text.)
-        self.offsets.push(i32::try_from(self.values.len()).expect("a batch's strings stay below 2 GiB"));
+        // value is never longer than its event's text. Past 2 GiB the offsets would wrap
+        // and the last one, as a `usize`, not be `values`' length: `Utf8Strings::new`
+        // fails then, so none is ever wrong; a check a value was 2 instructions.)
+        self.offsets.push(self.values.len() as i32);
     }
 
     /// Null rows up to `row` (not included); the batch's first value reserves the column.
