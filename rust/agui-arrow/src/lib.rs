@@ -341,10 +341,11 @@ impl BatchBuilder {
         if let Some(t) = form.timestamp {
             self.timestamp.set(row, t, cap);
         }
+        let plain = form.plain();
         for (k, &c) in form.columns.iter().enumerate() {
             // (A value no column reads has a column past them: the bounds check is the filter.)
             if let Some(column) = self.strings.get_mut(usize::from(c)) {
-                column.set(row, form.bytes(json, k), cap);
+                column.set(row, form.bytes(json, k, plain), cap);
             }
         }
         self.json.push(json);
