@@ -332,8 +332,9 @@ impl JsonViews {
         }
         let offset = (s.as_ptr() as usize).wrapping_sub(self.part_at);
         // In the part's block (shorter than 4 GiB: `set_part`; with no part, `part_len`
-        // is 0 and no text this long is in it).
-        if offset <= self.part_len && s.len() <= self.part_len - offset {
+        // is 0 and no text this long is in it). (An end past `usize` is not: a text
+        // before the part wraps its offset.)
+        if offset.checked_add(s.len()).is_some_and(|end| end <= self.part_len) {
             let n = if self.part_number == 0 { self.add_part() } else { self.part_number };
             self.views.push(long_view(s, n, offset as u32));
             return;
