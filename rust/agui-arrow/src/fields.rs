@@ -578,8 +578,16 @@ impl Values {
     /// The text of the `k`-th value (`json`: the event matched).
     #[inline(always)]
     fn text<'s>(&'s self, json: &'s str, k: usize) -> &'s str {
+        let (s, start, end) = self.source(json, k);
+        &s[start..end]
+    }
+
+    /// The string the `k`-th value lies in (`json` or the values decoded) and its span
+    /// there.
+    #[inline(always)]
+    fn source<'s>(&'s self, json: &'s str, k: usize) -> (&'s str, usize, usize) {
         let (start, end) = self.spans[k];
-        if self.escaped >> k & 1 != 0 { &self.unescaped[start..end] } else { &json[start..end] }
+        (if self.escaped >> k & 1 != 0 { &self.unescaped } else { json }, start, end)
     }
 }
 
@@ -840,6 +848,40 @@ impl Run {
 /// A value of a [`Template`] that goes to no column.
 const NO_COLUMN: u8 = u8::MAX;
 
+/// The row of an event a template matched ([`Shape::read_form`]): its `type` dictionary
+/// key, its `timestamp`, and per value its column in [`Fields::string_columns`]' order
+/// (one past them, [`NO_COLUMN`], for a value no column reads: a writer's one bounds
+/// check is also its filter) and its text ([`FormRow::bytes`]).
+pub struct FormRow<'s> {
+    pub ty: i32,
+    pub timestamp: Option<i64>,
+    pub columns: &'s [u8],
+    values: &'s Values,
+}
+
+const _: () = assert!(NO_COLUMN as usize >= 8, "past the 8 of `Fields::string_columns`");
+
+impl<'s> FormRow<'s> {
+    /// The bytes of the `k`-th value's text (`json`: the event matched), a `&str` with
+    /// char boundaries at both ends (each next to an ASCII quote or at an end of the
+    /// values decoded), not checked here: a string column checks its values once
+    /// (`views::Utf8Strings`).
+    /// (`plain`: [`FormRow::plain`], read once a row: most rows have no escaped value,
+    /// and the test a value of which string it lies in was ~5 instructions.)
+    #[inline(always)]
+    pub fn bytes(&self, json: &'s str, k: usize, plain: bool) -> &'s [u8] {
+        // (Every value in `json`, `Values::source`'s plain case, with no test: a branch.)
+        let (s, start, end) = if plain { (json, self.values.spans[k].0, self.values.spans[k].1) } else { self.values.source(json, k) };
+        &s.as_bytes()[start..end]
+    }
+
+    /// No value has escapes: every value lies in the event's text.
+    #[inline(always)]
+    pub fn plain(&self) -> bool {
+        self.values.escaped == 0
+    }
+}
+
 /// The members the `name` column reads, the first present taken: [`Fields::name`] and
 /// a template's column of a name ([`Template::learn`]) follow this one order.
 const NAME_KEYS: [Key; 3] = [Key::Name, Key::ToolCallName, Key::StepName];
@@ -920,20 +962,37 @@ impl Shape {
         Some(())
     }
 
-    /// When `json` has the form of a template kept: its `type` dictionary key, its
-    /// `timestamp` and its string values with their columns (in [`Fields::
-    /// string_columns`]' order), to be written straight into a row's columns. It is the
-    /// row [`read`] would give `json` (with no protobuf members and a depth limit of at
-    /// least 1): the same template.
-    #[allow(clippy::type_complexity)]
+    /// When `json` has the form of a template kept: its row ([`FormRow`]), to be written
+    /// straight into a row's columns. It is the row [`read`] would give `json` (with no
+    /// protobuf members and a depth limit of at least 1): the same template.
     #[inline(always)]
-    pub fn read_form<'s, 'a: 's>(&'s mut self, json: &'a str) -> Option<(i32, Option<i64>, impl Iterator<Item = (usize, &'s str)> + 's)> {
+    pub fn read_form(&mut self, json: &str) -> Option<FormRow<'_>> {
         if !self.match_form(json) {
             return None;
         }
+        Some(self.form_row())
+    }
+
+    /// [`Shape::read_form`] of the event [`Shape::form_end`] has just found (the frame the
+    /// framer read ahead and took, `json`, the text it found), with no check that it is:
+    /// the frame's reader ([`agui_core::log::ReadAhead::taken`]) knows it is.
+    #[inline(always)]
+    pub fn found_form(&mut self, json: &str) -> FormRow<'_> {
+        debug_assert!(self.found == (json.as_ptr() as usize, json.len()), "the text form_end found");
+        self.found = (0, 0);
+        #[cfg(test)]
+        {
+            tests::FRAME_SKIPS.set(tests::FRAME_SKIPS.get() + 1);
+            tests::TEMPLATE_HITS.set(tests::TEMPLATE_HITS.get() + 1);
+        }
+        self.form_row()
+    }
+
+    /// The row of the event the template `current` matched (its values in `values`).
+    #[inline(always)]
+    fn form_row(&self) -> FormRow<'_> {
         let (t, v) = (&self.templates[self.current], &self.values);
-        let values = t.columns.iter().enumerate().filter(|(_, &c)| c != NO_COLUMN).map(move |(k, &c)| (usize::from(c), v.text(json, k)));
-        Some((t.ty_key as i32, v.timestamp, values))
+        FormRow { ty: t.ty_key as i32, timestamp: v.timestamp, columns: &t.columns, values: v }
     }
 
     /// Whether `json` has the form of a template kept: that one is then `current` (most

@@ -296,7 +296,7 @@ impl BatchBuilder {
         }
         for (c, v) in self.strings.iter_mut().zip(f.string_columns()) {
             if let Some(v) = v {
-                c.set(row, v, cap);
+                c.set(row, v.as_bytes(), cap);
             }
         }
         if let Some(u) = &f.usage {
@@ -316,21 +316,41 @@ impl BatchBuilder {
     /// would append from [`fields::read`]. `false` (nothing appended) when it has none.
     #[inline]
     pub fn push_form(&mut self, ev: &Event<'_>, json: &str, shape: &mut fields::Shape) -> bool {
-        let Some((ty, timestamp, values)) = shape.read_form(json) else { return false };
+        let Some(form) = shape.read_form(json) else { return false };
+        self.push_row(ev, json, &form);
+        true
+    }
+
+    /// [`BatchBuilder::push_form`] of the event `shape` has just found the form of
+    /// (`fields::Shape::found_form`: a frame read ahead), with no match of its own.
+    /// (Out of line, as `push_form` was: inlined into the framer's loop it took the loop's
+    /// registers, stop 26.)
+    #[inline(never)]
+    fn push_found(&mut self, ev: &Event<'_>, json: &str, shape: &mut fields::Shape) {
+        let form = shape.found_form(json);
+        self.push_row(ev, json, &form);
+    }
+
+    /// The row of a form's values (`fields::Shape::read_form`).
+    #[inline(always)]
+    fn push_row(&mut self, ev: &Event<'_>, json: &str, form: &fields::FormRow<'_>) {
         let (row, cap) = (self.rows, self.capacity);
         self.index.push(ev.index);
         self.offset.push(ev.offset);
-        self.ty.push(ty);
-        if let Some(t) = timestamp {
+        self.ty.push(form.ty);
+        if let Some(t) = form.timestamp {
             self.timestamp.set(row, t, cap);
         }
-        for (c, v) in values {
-            self.strings[c].set(row, v, cap);
+        let plain = form.plain();
+        for (k, &c) in form.columns.iter().enumerate() {
+            // (A value no column reads has a column past them: the bounds check is the filter.)
+            if let Some(column) = self.strings.get_mut(usize::from(c)) {
+                column.set(row, form.bytes(json, k, plain), cap);
+            }
         }
         self.json.push(json);
         self.rows += 1;
         self.json_bytes += json.len();
-        true
     }
 
     /// The rows so far as one batch; the builder starts over.
@@ -860,6 +880,12 @@ impl<'o> PartRows<'o, '_> {
             }
             _ => other_row(ev, self.text, self.src, self.opts, &mut self.builder, self.batches, self.issues, &mut self.shape),
         };
+        self.go_on(ev, r)
+    }
+
+    /// Whether to go on after the row of `ev` (`r`): its error, or the call's cancel.
+    #[inline(always)]
+    fn go_on(&self, ev: &Event<'_>, r: Result<(), Stop>) -> Result<(), PartStop> {
         match r {
             // (Every 4096th event; `is_multiple_of` is newer than the MSRV.)
             Ok(()) if ev.index & 4095 == 0 && self.control.cancel.load(Ordering::Relaxed) => Err(PartStop::Other(None)),
@@ -884,12 +910,17 @@ impl agui_core::log::ReadAhead<PartStop> for PartRows<'_, '_> {
         Some(n)
     }
 
-    /// The frames read ahead (most of a log), inlined into the framer's loop.
+    /// The frames read ahead (most of a log), inlined into the framer's loop. Such a
+    /// frame is the text `end` has just found a form at (`found`, the framer's contract):
+    /// its row is that form's, with no match of its own.
     #[inline(always)]
     fn taken(&mut self, ev: Event<'_>) -> Result<(), PartStop> {
-        let json = std::ptr::eq(self.found.as_bytes(), ev.json).then_some(self.found);
-        debug_assert!(json.is_some(), "a frame read ahead is the event its form was found at");
-        self.row(&ev, json)
+        debug_assert!(std::ptr::eq(self.found.as_bytes(), ev.json), "a frame read ahead is the event its form was found at");
+        self.builder.push_found(&ev, self.found, &mut self.shape);
+        if self.builder.full() {
+            self.batches.push(self.builder.finish());
+        }
+        self.go_on(&ev, Ok(()))
     }
 
     /// Every other frame (CRLF, fields, several lines, no form found ahead; protobuf).

@@ -57,26 +57,37 @@ impl Utf8Views {
 /// The parts of a nullable `Utf8` column, made by [`StrColumn`].
 ///
 /// Guarantee (unsafe code relies on it: the binding's `ColumnsFn`): `StringArray::
-/// try_new(OffsetBuffer::new(offsets), values, nulls)` accepts them. `values` is
-/// a `String` that only ever grew by whole `&str`s; `offsets` starts at 0 and each next
-/// one is `values`' length after a push or the one before repeated (a null row), so they
-/// are non-decreasing char boundaries; [`Utf8Strings::new`], private to this module,
-/// checks that the last one is `values`' length and that `nulls` has a bit per row.
+/// try_new(OffsetBuffer::new(offsets), values, nulls)` accepts them. `values` only ever
+/// grew by the bytes of whole `&str`s; `offsets` starts at 0 and each next one is
+/// `values`' length after a push or the one before repeated (a null row), so they are
+/// non-decreasing. [`Utf8Strings::new`], private to this module, checks the rest: that
+/// the last one is `values`' length, that `nulls` has a bit per row, and that `values` is
+/// UTF-8 with every offset on a char boundary (the bytes are pushed with no check a
+/// value: `&str` slicing's two char boundary checks were ~15 instructions a value).
 pub struct Utf8Strings {
     offsets: Vec<i32>,
-    values: String,
+    values: Vec<u8>,
     nulls: Option<NullBuffer>,
 }
 
 impl Utf8Strings {
-    fn new(offsets: Vec<i32>, values: String, nulls: Option<NullBuffer>) -> Self {
+    fn new(offsets: Vec<i32>, values: Vec<u8>, nulls: Option<NullBuffer>) -> Self {
+        // (A negative last offset, as a `usize`, is no length: `values` past 2 GiB fail.)
         assert!(offsets.first() == Some(&0) && offsets.last().map(|&o| o as usize) == Some(values.len()));
         assert!(nulls.as_ref().is_none_or(|n| n.len() + 1 == offsets.len()));
+        // All ASCII (an `or` of the bytes, vectorised): UTF-8 with a char boundary at every
+        // offset. Else checked as arrow checks it: UTF-8, and no offset inside a char.
+        let ascii = values.iter().fold(0u8, |a, &b| a | b) < 0x80;
+        let boundary = |o: &i32| values.get(*o as usize).is_none_or(|&b| (b as i8) >= -0x40);
+        assert!(
+            ascii || (simdutf8::basic::from_utf8(&values).is_ok() && offsets.iter().all(boundary)),
+            "a string column's values are whole `&str`s"
+        );
         Utf8Strings { offsets, values, nulls }
     }
 
     pub fn into_parts(self) -> (ScalarBuffer<i32>, Buffer, Option<NullBuffer>) {
-        (self.offsets.into(), Buffer::from_vec(self.values.into_bytes()), self.nulls)
+        (self.offsets.into(), Buffer::from_vec(self.values), self.nulls)
     }
 }
 
@@ -150,7 +161,8 @@ pub fn checked_columns(column: Trusted) -> ArrayRef {
 #[derive(Default)]
 pub(crate) struct StrColumn {
     offsets: Vec<i32>,
-    values: String,
+    /// The bytes of the values' `&str`s (checked UTF-8 by `Utf8Strings::new`).
+    values: Vec<u8>,
     /// Validity bits (Arrow's layout), all set up to the rows they cover, made at the
     /// first null row (none: every row has a value).
     valid: Vec<u8>,
@@ -158,14 +170,17 @@ pub(crate) struct StrColumn {
 
 impl StrColumn {
     #[inline(always)]
-    pub(crate) fn set(&mut self, row: usize, value: &str, capacity: usize) {
+    /// `value`: the bytes of a `&str`, char boundaries at both ends.
+    pub(crate) fn set(&mut self, row: usize, value: &[u8], capacity: usize) {
         if self.offsets.len() <= row {
             self.fill(row, capacity);
         }
         push_short(&mut self.values, value);
         // (A batch is closed once its events' texts reach `BATCH_JSON_BYTES`, and a
-        // value is never longer than its event's text.)
-        self.offsets.push(i32::try_from(self.values.len()).expect("a batch's strings stay below 2 GiB"));
+        // value is never longer than its event's text. Past 2 GiB the offsets would wrap
+        // and the last one, as a `usize`, not be `values`' length: `Utf8Strings::new`
+        // fails then, so none is ever wrong; a check a value was 2 instructions.)
+        self.offsets.push(self.values.len() as i32);
     }
 
     /// Null rows up to `row` (not included); the batch's first value reserves the column.
@@ -204,15 +219,15 @@ impl StrColumn {
     }
 }
 
-/// `values.push_str(value)`, with the copy of a short value inlined for its length
-/// (a call of `memcpy` for a few bytes was ~20 instructions).
+/// `values.extend_from_slice(value)`, with the copy of a short value inlined for its
+/// length (a call of `memcpy` for a few bytes was ~20 instructions).
 #[inline(always)]
-fn push_short(values: &mut String, value: &str) {
+fn push_short(values: &mut Vec<u8>, value: &[u8]) {
     macro_rules! by_length {
         ($($n:literal)*) => {
             match value.len() {
-                $($n => values.push_str(&value[..$n]),)*
-                _ => values.push_str(value),
+                $($n => values.extend_from_slice(&value[..$n]),)*
+                _ => values.extend_from_slice(value),
             }
         };
     }
@@ -229,7 +244,11 @@ fn clear_bits(bits: &mut [u8], start: usize, end: usize) {
         return;
     }
     bits[first] &= !from;
-    bits[first + 1..last].fill(0);
+    // (Most runs are a few rows: no whole byte between, where the `memset` call of an
+    // empty `fill` was ~60 instructions.)
+    if last > first + 1 {
+        bits[first + 1..last].fill(0);
+    }
     // (No bit of it when `end` starts a byte: `to` is 0, and the byte may be past `bits`.)
     if let Some(b) = bits.get_mut(last) {
         *b &= !to;
@@ -313,8 +332,9 @@ impl JsonViews {
         }
         let offset = (s.as_ptr() as usize).wrapping_sub(self.part_at);
         // In the part's block (shorter than 4 GiB: `set_part`; with no part, `part_len`
-        // is 0 and no text this long is in it).
-        if offset <= self.part_len && s.len() <= self.part_len - offset {
+        // is 0 and no text this long is in it). (An end past `usize` is not: a text
+        // before the part wraps its offset.)
+        if offset.checked_add(s.len()).is_some_and(|end| end <= self.part_len) {
             let n = if self.part_number == 0 { self.add_part() } else { self.part_number };
             self.views.push(long_view(s, n, offset as u32));
             return;
@@ -384,7 +404,7 @@ mod string_tests {
         for round in 0..2 {
             for (row, v) in want.iter().enumerate() {
                 if let Some(v) = v {
-                    c.set(row, v, capacity);
+                    c.set(row, v.as_bytes(), capacity);
                 }
             }
             let Some(strings) = c.finish(want.len()) else {
@@ -424,6 +444,27 @@ mod string_tests {
                 check(&want, rows);
             }
         }
+    }
+
+    /// Values not whole `&str`s are refused when the column is made: bytes that are not
+    /// UTF-8, and UTF-8 with an offset inside a char (`é` pushed a byte at a time).
+    #[test]
+    fn string_columns_check_their_values() {
+        let e = "é".as_bytes();
+        for values in [vec![&e[..1]], vec![b"a".as_slice(), &e[..1], &e[1..]], vec![&e[..1], &e[1..]]] {
+            let made = std::panic::catch_unwind(|| {
+                let mut c = StrColumn::default();
+                for (row, v) in values.iter().enumerate() {
+                    c.set(row, v, 4);
+                }
+                c.finish(values.len()).map(drop)
+            });
+            assert!(made.is_err(), "{values:?}");
+        }
+        let mut c = StrColumn::default();
+        c.set(0, e, 4);
+        c.set(2, "😀".as_bytes(), 4);
+        assert!(c.finish(3).is_some());
     }
 
     /// Keys are checked against the values: negative or past them, none is made.

@@ -98,9 +98,10 @@ fn trusted_columns(column: Trusted) -> ArrayRef {
         Trusted::Strings(strings) => {
             let (offsets, values, nulls) = strings.into_parts();
             // SAFETY: `StringArray::try_new(OffsetBuffer::new(offsets), values, nulls)`
-            // accepts them: `Utf8Strings`' guarantee (the values one `String` grown by
+            // accepts them: `Utf8Strings`' guarantee (the values grown by the bytes of
             // whole `&str`s, the offsets from 0 the lengths after each push, or the one
-            // before repeated, ending at the values' length; a null bit per row).
+            // before repeated, ending at the values' length; a null bit per row; the
+            // values checked UTF-8 with every offset on a char boundary when made).
             Arc::new(unsafe { StringArray::new_unchecked(OffsetBuffer::new_unchecked(offsets), values, nulls) })
         }
         Trusted::Keys(keys) => {
