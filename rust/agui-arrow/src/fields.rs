@@ -279,6 +279,21 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// `e`'s counts added to the sums (saturating: a sum past i64 stays at its end).
+    fn add(&mut self, e: &UsageEntry) {
+        let add = |acc: &mut Option<i64>, v: Option<i64>| {
+            if let Some(v) = v {
+                *acc = Some(acc.unwrap_or(0).saturating_add(v));
+            }
+        };
+        add(&mut self.input_tokens, e.input_tokens);
+        add(&mut self.output_tokens, e.output_tokens);
+        add(&mut self.total_tokens, e.total_tokens);
+        add(&mut self.reasoning_tokens, e.reasoning_tokens);
+        add(&mut self.cached_input_tokens, e.cached_input_tokens);
+        add(&mut self.cache_write_input_tokens, e.cache_write_input_tokens);
+    }
+
     /// The six counts in column order.
     pub fn counts(&self) -> [Option<i64>; 6] {
         [
@@ -1209,17 +1224,7 @@ fn usage(raw: &str) -> Result<Usage, RowError> {
         fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Usage, A::Error> {
             let mut sum = Usage::default();
             while let Some(e) = seq.next_element::<UsageEntry>()? {
-                let add = |acc: &mut Option<i64>, v: Option<i64>| {
-                    if let Some(v) = v {
-                        *acc = Some(acc.unwrap_or(0).saturating_add(v));
-                    }
-                };
-                add(&mut sum.input_tokens, e.input_tokens);
-                add(&mut sum.output_tokens, e.output_tokens);
-                add(&mut sum.total_tokens, e.total_tokens);
-                add(&mut sum.reasoning_tokens, e.reasoning_tokens);
-                add(&mut sum.cached_input_tokens, e.cached_input_tokens);
-                add(&mut sum.cache_write_input_tokens, e.cache_write_input_tokens);
+                sum.add(&e);
             }
             Ok(sum)
         }
@@ -1605,18 +1610,8 @@ pub(crate) mod tests {
                 RowError::invalid("$.usage", format!("`usage` is not a list of token counts: {e}"))
             })?;
             let mut sum = Usage::default();
-            for e in entries {
-                let add = |acc: &mut Option<i64>, v: Option<i64>| {
-                    if let Some(v) = v {
-                        *acc = Some(acc.unwrap_or(0).saturating_add(v));
-                    }
-                };
-                add(&mut sum.input_tokens, e.input_tokens);
-                add(&mut sum.output_tokens, e.output_tokens);
-                add(&mut sum.total_tokens, e.total_tokens);
-                add(&mut sum.reasoning_tokens, e.reasoning_tokens);
-                add(&mut sum.cached_input_tokens, e.cached_input_tokens);
-                add(&mut sum.cache_write_input_tokens, e.cache_write_input_tokens);
+            for e in &entries {
+                sum.add(e);
             }
             Ok(sum)
         };

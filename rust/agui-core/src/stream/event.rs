@@ -904,30 +904,8 @@ mod tests {
         while let Some(n) = memchr::memchr(b'\\', &b[i..]) {
             let at = i + n;
             out.push_str(&raw[i..at]);
-            let (c, len) = match b.get(at + 1)? {
-                b'"' => ('"', 2),
-                b'\\' => ('\\', 2),
-                b'/' => ('/', 2),
-                b'b' => ('\u{8}', 2),
-                b'f' => ('\u{c}', 2),
-                b'n' => ('\n', 2),
-                b'r' => ('\r', 2),
-                b't' => ('\t', 2),
-                b'u' => match hex4(b, at + 2)? {
-                    hi @ 0xD800..=0xDBFF => {
-                        if b.get(at + 6..at + 8) != Some(b"\\u") {
-                            return None;
-                        }
-                        let lo = hex4(b, at + 8)?;
-                        if !(0xDC00..=0xDFFF).contains(&lo) {
-                            return None;
-                        }
-                        (char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00))?, 12)
-                    }
-                    cp => (char::from_u32(cp)?, 6),
-                },
-                _ => return None,
-            };
+            // (The escape grammar is `escape`'s: this reference is the search's.)
+            let (c, len) = escape(b, at)?;
             out.push(c);
             i = at + len;
         }
