@@ -429,13 +429,13 @@ pub fn string_end(b: &[u8], start: usize) -> Option<(usize, bool)> {
     }
 }
 
-/// The end of the array or object starting at `start`, skipped by serde_json as a
-/// value it ignores (so checked as it would check it there; that skip is a loop over
-/// its own stack, with no depth limit: callers bound nesting before they scan, as
-/// `agui_arrow::fields` does with `limits::exceeds_depth`), or `None` when that fails.
-/// Out of line: most events have no nested value, the few that have one (snapshots,
-/// patches, `usage`) were read by the caller's parser whole before, ~2,000
-/// instructions an event (callgrind). Public for readers that match a learned event
+/// The end of the array or object starting at `start`, where serde_json's skip of a
+/// value it ignores ends it (so checked as it would check it there; that skip is a loop
+/// over its own stack, with no depth limit: callers bound nesting before they scan, as
+/// `agui_arrow::fields` does with `limits::exceeds_depth`), or `None` when that fails:
+/// the common values by [`skip_nested`]'s byte loop (~550 instructions a snapshot or
+/// patch of the bench log, callgrind), anything it declines by serde_json's skip itself
+/// (~1,140). Out of line: most events have no nested value. Public for readers that match a learned event
 /// form (`agui_arrow::fields`' templates) and must skip a nested value as the scan does.
 #[inline(never)]
 pub fn nested_end(json: &str, start: usize) -> Option<usize> {
