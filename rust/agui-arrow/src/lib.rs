@@ -873,14 +873,20 @@ impl<'o> PartRows<'o, '_> {
     fn row(&mut self, ev: &Event<'_>, json: Option<&str>) -> Result<(), PartStop> {
         let r = match json {
             Some(json) if self.builder.push_form(ev, json, &mut self.shape) => {
-                if self.builder.full() {
-                    self.batches.push(self.builder.finish());
-                }
+                self.close_if_full();
                 Ok(())
             }
             _ => other_row(ev, self.text, self.src, self.opts, &mut self.builder, self.batches, self.issues, &mut self.shape),
         };
         self.go_on(ev, r)
+    }
+
+    /// The batch closed once a row of a form has filled it.
+    #[inline(always)]
+    fn close_if_full(&mut self) {
+        if self.builder.full() {
+            self.batches.push(self.builder.finish());
+        }
     }
 
     /// Whether to go on after the row of `ev` (`r`): its error, or the call's cancel.
@@ -917,9 +923,7 @@ impl agui_core::log::ReadAhead<PartStop> for PartRows<'_, '_> {
     fn taken(&mut self, ev: Event<'_>) -> Result<(), PartStop> {
         debug_assert!(std::ptr::eq(self.found.as_bytes(), ev.json), "a frame read ahead is the event its form was found at");
         self.builder.push_found(&ev, self.found, &mut self.shape);
-        if self.builder.full() {
-            self.batches.push(self.builder.finish());
-        }
+        self.close_if_full();
         self.go_on(&ev, Ok(()))
     }
 
