@@ -11,7 +11,7 @@
 use agui_core::limits::TRUNCATED;
 use std::borrow::Cow;
 
-use agui_core::proto::{Members, EVENT_TYPES};
+use agui_core::proto::{Flat, Members, EVENT_TYPES};
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -894,6 +894,46 @@ impl<'s> FormRow<'s> {
     #[inline(always)]
     pub fn plain(&self) -> bool {
         self.values.escaped == 0
+    }
+}
+
+/// The string columns of protobuf flat events ([`Flat`]), by type, learned at its first
+/// event: per member (its key's place in [`Flat::keys`]) its column in
+/// [`Fields::string_columns`]' order, or [`NO_COLUMN`], as [`read`] takes the members of
+/// the event's JSON text (`Key::of`; the `name` column's preference needs no choice: an
+/// arm with two members of that column is `None`, its events read from their text, as
+/// is one with a member read otherwise (`type`, `timestamp`, `usage`) or twice).
+#[derive(Default)]
+pub struct FlatColumns([Option<Option<[u8; 8]>>; EVENT_TYPES.len()]);
+
+impl FlatColumns {
+    #[inline(always)]
+    pub fn of(&mut self, flat: &Flat<'_>) -> Option<&[u8; 8]> {
+        self.0.get_mut(flat.type_index())?.get_or_insert_with(|| Self::learn(flat)).as_ref()
+    }
+
+    #[cold]
+    fn learn(flat: &Flat<'_>) -> Option<[u8; 8]> {
+        let (mut columns, mut seen, mut names) = ([NO_COLUMN; 8], 0u32, 0);
+        for (k, key) in flat.keys().enumerate() {
+            let key = Key::of(key);
+            let bit = 1u32 << key as u32;
+            if seen & bit != 0 {
+                return None;
+            }
+            seen |= bit;
+            *columns.get_mut(k)? = match key {
+                Key::Type | Key::Timestamp | Key::Usage => return None,
+                Key::Name | Key::ToolCallName | Key::StepName => {
+                    names += 1;
+                    6
+                }
+                Key::Delta => 7,
+                Key::Other => NO_COLUMN,
+                k => (k as usize - Key::ThreadId as usize) as u8,
+            };
+        }
+        (names <= 1).then_some(columns)
     }
 }
 

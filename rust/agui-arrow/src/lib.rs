@@ -231,6 +231,8 @@ pub struct BatchBuilder {
     usage: [OptColumn<Int64Type>; 6],
     json: JsonViews,
     columns: ColumnsFn,
+    /// The string columns of protobuf flat events' members, by type.
+    flat: fields::FlatColumns,
 }
 
 impl BatchBuilder {
@@ -256,6 +258,7 @@ impl BatchBuilder {
             usage: Default::default(),
             json: JsonViews::with_capacity(rows),
             columns: checked_columns,
+            flat: fields::FlatColumns::default(),
         }
     }
 
@@ -351,6 +354,33 @@ impl BatchBuilder {
         self.json.push(json);
         self.rows += 1;
         self.json_bytes += json.len();
+    }
+
+    /// Append the row of a protobuf flat event straight from its wire fields (its
+    /// members the column values, its JSON text written once, into the `json` column):
+    /// the row `push` would append from its text and [`fields::read`] with its members.
+    /// `false` (nothing appended) when its arm's members are not read so
+    /// ([`fields::FlatColumns`]).
+    #[inline(always)]
+    fn push_flat(&mut self, index: u64, offset: u64, flat: &agui_core::proto::Flat<'_>) -> bool {
+        let Some(&columns) = self.flat.of(flat) else { return false };
+        let (row, cap) = (self.rows, self.capacity);
+        self.index.push(index);
+        self.offset.push(offset);
+        self.ty.push(flat.type_index() as i32);
+        if let Some(t) = flat.timestamp() {
+            self.timestamp.set(row, t, cap);
+        }
+        for (k, v) in flat.members() {
+            // (A member no column reads has a column past them: the bounds check is the filter.)
+            if let Some(column) = self.strings.get_mut(usize::from(columns[k])) {
+                column.set(row, v.as_bytes(), cap);
+            }
+        }
+        let n = self.json.push_written(|out| flat.write_json(out, None));
+        self.rows += 1;
+        self.json_bytes += n;
+        true
     }
 
     /// The rows so far as one batch; the builder starts over.
@@ -927,11 +957,24 @@ impl agui_core::log::ReadAhead<PartStop> for PartRows<'_, '_> {
         self.go_on(&ev, Ok(()))
     }
 
-    /// Every other frame (CRLF, fields, several lines, no form found ahead; protobuf).
+    /// Every other frame (CRLF, fields, several lines, no form found ahead; protobuf
+    /// events other than flat ones).
     #[inline(never)]
     fn event(&mut self, ev: Event<'_>) -> Result<(), PartStop> {
         let json = within(ev.json, self.text).filter(|_| ev.members.is_none() && self.opts.max_depth >= 1);
         self.row(&ev, json)
+    }
+
+    /// A protobuf flat event (most of a protobuf log), its row made from its wire fields
+    /// (`BatchBuilder::push_flat`), with no JSON text to read back. (A depth limit under
+    /// 1 fails every event: those are read from their text, for the error.)
+    #[inline(always)]
+    fn flat(&mut self, index: u64, offset: u64, flat: &agui_core::proto::Flat<'_>) -> Option<Result<(), PartStop>> {
+        if self.opts.max_depth < 1 || !self.builder.push_flat(index, offset, flat) {
+            return None;
+        }
+        self.close_if_full();
+        Some(self.go_on(&Event { index, offset, json: &[], members: None }, Ok(())))
     }
 }
 
@@ -1867,6 +1910,171 @@ mod tests {
         // Many events of these logs are one `data: ` line and a blank line of a known form
         // (a third of those read whole, collected: the others stop at an error).
         assert!(skips > 12 * 1500 / 2, "{skips} frames read ahead");
+    }
+
+    /// Every cell of every row, as text (`None`: null), column by column.
+    fn cells(d: &Decoded) -> Vec<Vec<Option<String>>> {
+        let cell = |c: &ArrayRef, i: usize| -> Option<String> {
+            if c.is_null(i) {
+                return None;
+            }
+            Some(match c.data_type() {
+                DataType::UInt64 => c.as_primitive::<UInt64Type>().value(i).to_string(),
+                DataType::Int64 => c.as_primitive::<Int64Type>().value(i).to_string(),
+                DataType::Timestamp(..) => c.as_primitive::<TimestampMillisecondType>().value(i).to_string(),
+                DataType::Utf8 => c.as_string::<i32>().value(i).to_string(),
+                DataType::Utf8View => c.as_string_view().value(i).to_string(),
+                DataType::Dictionary(..) => {
+                    let d = c.as_dictionary::<Int32Type>();
+                    let k = d.keys().value(i);
+                    format!("{k}:{}", d.values().as_string::<i32>().value(k as usize))
+                }
+                t => panic!("a column of {t}"),
+            })
+        };
+        d.batches.iter().flat_map(|b| (0..b.num_rows()).map(move |i| b.columns().iter().map(|c| cell(c, i)).collect())).collect()
+    }
+
+    /// A protobuf log: flat events of every arm (all of a flat arm's string fields or
+    /// some, in any order, with empty strings, escapes, control bytes, unicode, invalid
+    /// UTF-8, a type or timestamp off, a field twice or unknown, no base event) between
+    /// events of the other kinds and frames that are no event.
+    fn protobuf_log(seed: u64, events: usize) -> Vec<u8> {
+        use agui_core::test_rng::Rng;
+        let mut rng = Rng(seed | 1);
+        let strs: [&[u8]; 10] = [
+            b"",
+            b"m1",
+            b"Hello, world",
+            "h\u{e9}llo \u{1f600}\u{2028}".as_bytes(),
+            b"ok\xff\xfe",
+            b"a\"b\\c\n\x01\x7f",
+            &[b'x'; 40],
+            b"{\"q\": [1, \"</script>\"]}",
+            b"tool_call_1",
+            b"assistant",
+        ];
+        let others = [
+            r#"{"type":"RUN_STARTED","threadId":"t","runId":"r","timestamp":1000}"#,
+            r#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","result":{"a":[1,2]}}"#,
+            r#"{"type":"STATE_DELTA","delta":[{"op":"add","path":"/a","value":1}]}"#,
+            r#"{"type":"STATE_SNAPSHOT","snapshot":{"a":{"b":"c"}}}"#,
+            r#"{"type":"RUN_ERROR","message":"no","code":"E1"}"#,
+            r#"{"type":"CUSTOM","name":"n","value":"v"}"#,
+        ];
+        let varint = |out: &mut Vec<u8>, v: u64| prost_varint(out, v);
+        let len_field = |out: &mut Vec<u8>, f: u32, p: &[u8]| {
+            prost_varint(out, (f as u64) << 3 | 2);
+            prost_varint(out, p.len() as u64);
+            out.extend_from_slice(p);
+        };
+        let mut log = Vec::new();
+        for i in 0..events {
+            // (A frame that does not decode ends a protobuf log: those only near the end.)
+            let late = i > events * 9 / 10;
+            let mut msg = Vec::new();
+            match rng.below(20) {
+                0 => agui_core::proto::encode_json(others[rng.below(others.len())].as_bytes(), false, &mut msg).unwrap(),
+                1 if late => msg.extend((0..rng.below(12)).map(|_| rng.next_u64() as u8)),
+                _ => {
+                    // Flat arms and their string fields' count (other arms, and fields past
+                    // those, only near the end: what prost makes of them may end the log).
+                    const FLAT: [(u32, u32); 19] = [
+                        (1, 4), (2, 3), (3, 2), (4, 4), (5, 3), (6, 2), (15, 2), (16, 2), (17, 5), (18, 5), (19, 6),
+                        (21, 3), (25, 2), (26, 3), (27, 3), (28, 2), (29, 3), (30, 2), (31, 4),
+                    ];
+                    let (arm, n) = match late && rng.below(4) == 0 {
+                        true => (1 + rng.below(31) as u32, 6),
+                        false => FLAT[rng.below(FLAT.len())],
+                    };
+                    let mut base = Vec::new();
+                    let ty = match rng.below(30) {
+                        0 if late => rng.below(40) as u64,
+                        1 => u64::from(agui_core::proto::arm_number_to_enum(arm)) | 1 << 32,
+                        _ => u64::from(agui_core::proto::arm_number_to_enum(arm)),
+                    };
+                    if ty != 0 || rng.below(2) == 0 {
+                        varint(&mut base, 1 << 3);
+                        varint(&mut base, ty);
+                    }
+                    if rng.below(4) == 0 {
+                        varint(&mut base, 2 << 3);
+                        let ts = match rng.below(5) {
+                            0 => 9_007_199_254_740_991u64,
+                            1 if late => 9_007_199_254_740_992,
+                            2 => (-9_007_199_254_740_991i64) as u64,
+                            3 => 0,
+                            _ => 1_700_000_000_000 + rng.below(1 << 20) as u64,
+                        };
+                        varint(&mut base, ts);
+                    }
+                    let mut body = Vec::new();
+                    if !late || rng.below(40) > 0 {
+                        len_field(&mut body, 1, &base);
+                    }
+                    let mut fields: Vec<u32> = (2..2 + n).filter(|_| rng.below(3) > 0).collect();
+                    if rng.below(30) == 0 {
+                        fields.push(2 + rng.below(n as usize + usize::from(late)) as u32);
+                    }
+                    for i in (1..fields.len()).rev() {
+                        if rng.below(5) == 0 {
+                            fields.swap(i, rng.below(i + 1));
+                        }
+                    }
+                    for f in fields {
+                        let s = strs[rng.below(strs.len())];
+                        let s: &[u8] = if s.ends_with(b"\xfe") && (!late || rng.below(4) > 0) { b"ok" } else { s };
+                        len_field(&mut body, f, s);
+                    }
+                    len_field(&mut msg, arm, &body);
+                }
+            }
+            log.extend_from_slice(&(msg.len() as u32).to_be_bytes());
+            log.extend_from_slice(&msg);
+        }
+        log
+    }
+
+    fn prost_varint(out: &mut Vec<u8>, mut v: u64) {
+        while v >= 0x80 {
+            out.push(v as u8 | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+
+    /// The rows of protobuf flat events made from their wire fields (the parts' reader,
+    /// `BatchBuilder::push_flat`) are those of their JSON text read with its members (the
+    /// sequential reader), cell by cell, and so are the issues: collected and raised, on
+    /// one thread and several, in batches of any size, and with a depth limit of 0.
+    #[test]
+    fn flat_protobuf_rows_are_those_of_their_text() {
+        let mut flat_rows = 0;
+        for seed in 0..4u64 {
+            let log = protobuf_log(seed, 12_000);
+            let src = bytes(&log, "p");
+            for (collect, max_depth) in [(true, 64), (false, 64), (true, 0)] {
+                let opts = Options { collect, max_depth, ..Options::default() };
+                let want = decode_source(&src, &opts, &Control::default()).map(|d| d.unwrap());
+                for threads in [1, 3] {
+                    let got = decode_many(std::slice::from_ref(&src), threads, &opts, &Control::default());
+                    let what = format!("seed {seed}, collect {collect}, depth {max_depth}, {threads} threads");
+                    match (&got, &want) {
+                        (Ok(got), Ok(want)) => {
+                            assert_eq!(cells(got), cells(want), "{what}");
+                            assert_eq!(got.issues, want.issues, "{what}");
+                            flat_rows += usize::from(max_depth > 0) * cells(got).len();
+                        }
+                        (Err(got), Err(want)) => assert_eq!(got, want, "{what}"),
+                        _ => panic!("{what}: {:?} vs {:?}", got.as_ref().err(), want.as_ref().err()),
+                    }
+                }
+            }
+            // Raised: the first issue stops both at the same frame.
+            let one = decode_many(std::slice::from_ref(&src), 1, &Options::default(), &Control::default());
+            assert!(one.is_err(), "seed {seed}: a frame that is no event");
+        }
+        assert!(flat_rows > 4 * 2 * 9_000, "{flat_rows}");
     }
 
     #[test]

@@ -27,8 +27,11 @@ impl Utf8Block {
         (buffer.as_ptr() == text.as_ptr() && buffer.len() == text.len()).then_some(Utf8Block(buffer))
     }
 
-    fn from_string(s: String) -> Self {
-        Utf8Block(Buffer::from_vec(s.into_bytes()))
+    /// Bytes written as text (copied `&str`s, JSON written from checked `str`s), checked
+    /// whole here: one check a batch instead of one a text.
+    fn from_written(b: Vec<u8>) -> Self {
+        assert!(simdutf8::basic::from_utf8(&b).is_ok(), "texts written from `str`s are UTF-8");
+        Utf8Block(Buffer::from_vec(b))
     }
 
     pub fn buffer(&self) -> &Buffer {
@@ -40,9 +43,13 @@ impl Utf8Block {
 ///
 /// Guarantee (unsafe code relies on it: the binding's `ColumnsFn`): `StringViewArray::
 /// try_new(views, buffers, None)` accepts them. Each view is made here, from a `&str`
-/// that is either copied into block 0 or lies inside a [`Utf8Block`]: a `&str` inside a
-/// UTF-8 buffer starts and ends on its char boundaries, so the view's bytes are that
-/// `&str`. Every Rust test builds its columns through [`checked_columns`], which checks it.
+/// that lies inside a [`Utf8Block`] (a `&str` inside a UTF-8 buffer starts and ends on
+/// its char boundaries, so the view's bytes are that `&str`), or from a text appended
+/// to block 0: a `&str` copied, or text written there (`JsonViews::push_written`) that
+/// starts on a char boundary (asserted a text). Block 0 is checked UTF-8 whole
+/// (`Utf8Block::from_written`), and each of its texts ends where the next one starts or
+/// at its end, so each is UTF-8 too. Every Rust test builds its columns through
+/// [`checked_columns`], which checks it.
 pub struct Utf8Views {
     views: Vec<u128>,
     blocks: Vec<Utf8Block>,
@@ -286,8 +293,11 @@ pub(crate) struct JsonViews {
     views: Vec<u128>,
     /// The part blocks views point into: block `1 + i` of the array (block 0: `copied`).
     blocks: Vec<Utf8Block>,
-    /// Texts copied (not in the part's block).
-    copied: String,
+    /// Texts copied (not in the part's block) or written here (block 0: checked UTF-8
+    /// when the batch is finished).
+    copied: Vec<u8>,
+    /// Rows the batch is sized for (`copied` reserved by them when texts are written).
+    rows: usize,
     /// The block of the part being read ...
     part: Option<Utf8Block>,
     /// ... its address and length (0 when there is none), read by every view as plain
@@ -300,7 +310,7 @@ pub(crate) struct JsonViews {
 
 impl JsonViews {
     pub(crate) fn with_capacity(rows: usize) -> Self {
-        JsonViews { views: Vec::with_capacity(rows), ..JsonViews::default() }
+        JsonViews { views: Vec::with_capacity(rows), rows, ..JsonViews::default() }
     }
 
     /// The block the next texts are slices of (`None`: copy them).
@@ -341,14 +351,33 @@ impl JsonViews {
         }
         // (A batch is closed once its texts reach `BATCH_JSON_BYTES`, far below 4 GiB.)
         let offset = u32::try_from(self.copied.len()).expect("a batch's copied texts stay below 4 GiB");
-        self.copied.push_str(text);
+        self.copied.extend_from_slice(s);
         self.views.push(view(s, 0, offset));
+    }
+
+    /// The view of a text `write` appends to block 0 (protobuf flat events: their JSON
+    /// written once, here); its length.
+    #[inline(always)]
+    pub(crate) fn push_written(&mut self, write: impl FnOnce(&mut Vec<u8>)) -> usize {
+        if self.copied.capacity() == 0 {
+            // (Sized for the batch's rows, short events: most batches then never regrow.)
+            self.copied.reserve(self.rows * 96);
+        }
+        let start = self.copied.len();
+        write(&mut self.copied);
+        let s = &self.copied[start..];
+        // The texts of block 0 start on char boundaries (`Utf8Views`' guarantee).
+        assert!(s.first().is_none_or(|&b| (b as i8) >= -0x40), "a text starts on a char boundary");
+        // (As in `push`: a batch's texts stay far below 4 GiB.)
+        let offset = u32::try_from(start).expect("a batch's copied texts stay below 4 GiB");
+        self.views.push(view(s, 0, offset));
+        s.len()
     }
 
     /// The column so far; it starts over (the part stays the same).
     pub(crate) fn finish(&mut self, make: ColumnsFn) -> ArrayRef {
         let mut blocks = Vec::with_capacity(1 + self.blocks.len());
-        blocks.push(Utf8Block::from_string(std::mem::take(&mut self.copied)));
+        blocks.push(Utf8Block::from_written(std::mem::take(&mut self.copied)));
         blocks.append(&mut self.blocks);
         self.part_number = 0;
         make(Trusted::Views(Utf8Views { views: std::mem::take(&mut self.views), blocks }))

@@ -64,7 +64,7 @@ fn put_overlapping<const W: usize>(buf: &mut Vec<u8>, first: &[u8; W], last: &[u
 /// Append a short byte string (numbers, short strings) with fixed-size copies: a
 /// variable-length copy is a memcpy call, which costs more than these few bytes.
 #[inline(always)]
-fn put_small(buf: &mut Vec<u8>, b: &[u8]) {
+pub(crate) fn put_small(buf: &mut Vec<u8>, b: &[u8]) {
     let n = b.len();
     match n {
         16..=32 => put_overlapping::<16>(buf, b[..16].try_into().unwrap(), b[n - 16..].try_into().unwrap(), n),

@@ -373,8 +373,12 @@ impl Framer {
             (Framer::Sse(p), Some(c)) => p.feed_ahead(c, &mut d).map_err(LogError::Sse),
             (Framer::Sse(p), None) => p.finish(|f| crate::sse::Ahead::frame(&mut d, f)).map_err(LogError::Sse),
             (Framer::Protobuf(dec, warnings), Some(c)) => dec
-                .feed_members(c, warnings, |json, members, index, offset| {
-                    d.deliver(false, Event { index: index as u64, offset, json, members: Some(members) })
+                .feed_decoded(c, warnings, |event, index, offset| match event {
+                    proto::Decoded::Flat(flat) => d.deliver_flat(index as u64, offset, flat),
+                    proto::Decoded::Text(json, members) => {
+                        d.deliver(false, Event { index: index as u64, offset, json, members: Some(members) });
+                        true
+                    }
                 })
                 .map_err(LogError::Proto),
             (Framer::Protobuf(dec, _), None) => dec.finish().map_err(LogError::Proto),
@@ -406,6 +410,14 @@ pub trait ReadAhead<E> {
     fn taken(&mut self, ev: Event<'_>) -> Result<(), E>;
     /// Every other event.
     fn event(&mut self, ev: Event<'_>) -> Result<(), E>;
+    /// Protobuf: a flat event at frame `index`, byte `offset`, as read from the wire
+    /// ([`proto::Flat`]), before its JSON text is written: `None` when not taken (the
+    /// event then comes to `event` as text, as every other one).
+    #[inline(always)]
+    fn flat(&mut self, index: u64, offset: u64, flat: &proto::Flat<'_>) -> Option<Result<(), E>> {
+        let _ = (index, offset, flat);
+        None
+    }
 }
 
 /// No reader ahead: every event to the closure.
@@ -442,6 +454,26 @@ impl<E, R: ReadAhead<E>> Deliver<'_, R, E> {
             match r {
                 Ok(()) => *self.events += 1,
                 Err(e) => self.stop(e),
+            }
+        }
+    }
+
+    /// [`ReadAhead::flat`]: whether the reader took the event.
+    #[inline(always)]
+    fn deliver_flat(&mut self, index: u64, offset: u64, flat: &proto::Flat<'_>) -> bool {
+        if self.failed.is_some() {
+            // (Dropped, as `deliver` drops the events after an error.)
+            return true;
+        }
+        match self.rows.flat(index, offset, flat) {
+            None => false,
+            Some(Ok(())) => {
+                *self.events += 1;
+                true
+            }
+            Some(Err(e)) => {
+                self.stop(e);
+                true
             }
         }
     }

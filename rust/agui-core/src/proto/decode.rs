@@ -274,9 +274,28 @@ pub fn decode_message_members(
     reuse: &mut Reuse,
     members: &mut Members,
 ) -> Result<()> {
+    decode_members_read(msg, Flat::read(msg).as_ref(), warnings, out, reuse, members)
+}
+
+/// [`decode_message_members`] of a message [`Flat::read`] has already read: `flat`, its
+/// flat event (`None`: not one).
+pub(super) fn decode_members_read(
+    msg: &[u8],
+    flat: Option<&Flat<'_>>,
+    warnings: &mut Vec<String>,
+    out: &mut Vec<u8>,
+    reuse: &mut Reuse,
+    members: &mut Members,
+) -> Result<()> {
     members.spans.clear();
     let start = out.len();
-    let r = decode_reusing(msg, warnings, out, Format::Json, reuse, Some(&mut *members));
+    let r = match flat {
+        Some(flat) => {
+            flat.write_json(out, Some(&mut *members));
+            Ok(())
+        }
+        None => decode_general(msg, warnings, out, Format::Json, reuse, Some(&mut *members)),
+    };
     members.len = out.len() - start;
     r
 }
@@ -756,41 +775,55 @@ fn write_input(w: &mut W, i: &pb::RunAgentInput, warnings: &mut Vec<String>) -> 
 // returns `false` having written nothing, and takes the prost path, which gives the exact
 // result or error (the two agree on every input the fast path takes: see the tests).
 
+/// `,"name":`, a member's key after another ([`Flat::write_json`] copies it whole).
+macro_rules! key {
+    ($name:literal) => {
+        concat!(",\"", $name, "\":")
+    };
+}
+
+/// The name in a [`key!`].
+#[inline(always)]
+fn key_name(key: &'static str) -> &'static str {
+    &key[2..key.len() - 2]
+}
+
 /// Per flat arm (envelope field number): the arm message's string fields in output
-/// order, as (field number, JSON key, proto3 `optional`). Field 1 is the base event.
+/// order, as (field number, its [`key!`], proto3 `optional`). Field 1 is the base event;
+/// the string fields are numbered 2, 3, ... in order (a test holds them to it).
 fn flat_fields(arm: u32) -> Option<&'static [(u32, &'static str, bool)]> {
     const R: bool = false; // always written ("" when absent)
     const O: bool = true; // written when present
     Some(match arm {
-        1 => &[(2, "messageId", R), (3, "role", O), (4, "name", O), (5, "subagentRunId", O)],
-        2 => &[(2, "messageId", R), (3, "delta", R), (4, "subagentRunId", O)],
-        3 => &[(2, "messageId", R), (3, "subagentRunId", O)],
-        4 => &[(2, "toolCallId", R), (3, "toolCallName", R), (4, "parentMessageId", O), (5, "subagentRunId", O)],
-        5 => &[(2, "toolCallId", R), (3, "delta", R), (4, "subagentRunId", O)],
-        6 => &[(2, "toolCallId", R), (3, "subagentRunId", O)],
-        15 | 16 => &[(2, "stepName", R), (3, "subagentRunId", O)],
-        17 => &[(2, "messageId", O), (3, "role", O), (4, "delta", O), (5, "name", O), (6, "subagentRunId", O)],
+        1 => &[(2, key!("messageId"), R), (3, key!("role"), O), (4, key!("name"), O), (5, key!("subagentRunId"), O)],
+        2 => &[(2, key!("messageId"), R), (3, key!("delta"), R), (4, key!("subagentRunId"), O)],
+        3 => &[(2, key!("messageId"), R), (3, key!("subagentRunId"), O)],
+        4 => &[(2, key!("toolCallId"), R), (3, key!("toolCallName"), R), (4, key!("parentMessageId"), O), (5, key!("subagentRunId"), O)],
+        5 => &[(2, key!("toolCallId"), R), (3, key!("delta"), R), (4, key!("subagentRunId"), O)],
+        6 => &[(2, key!("toolCallId"), R), (3, key!("subagentRunId"), O)],
+        15 | 16 => &[(2, key!("stepName"), R), (3, key!("subagentRunId"), O)],
+        17 => &[(2, key!("messageId"), O), (3, key!("role"), O), (4, key!("delta"), O), (5, key!("name"), O), (6, key!("subagentRunId"), O)],
         18 => &[
-            (2, "toolCallId", O),
-            (3, "toolCallName", O),
-            (4, "parentMessageId", O),
-            (5, "delta", O),
-            (6, "subagentRunId", O),
+            (2, key!("toolCallId"), O),
+            (3, key!("toolCallName"), O),
+            (4, key!("parentMessageId"), O),
+            (5, key!("delta"), O),
+            (6, key!("subagentRunId"), O),
         ],
         19 => &[
-            (2, "subagentRunId", R),
-            (3, "name", R),
-            (4, "description", O),
-            (5, "parentSubagentRunId", O),
-            (6, "parentToolCallId", O),
-            (7, "parentMessageId", O),
+            (2, key!("subagentRunId"), R),
+            (3, key!("name"), R),
+            (4, key!("description"), O),
+            (5, key!("parentSubagentRunId"), O),
+            (6, key!("parentToolCallId"), O),
+            (7, key!("parentMessageId"), O),
         ],
-        21 => &[(2, "subagentRunId", R), (3, "message", R), (4, "code", O)],
-        25 | 28 | 30 => &[(2, "subagentRunId", O), (3, "messageId", R)],
-        26 => &[(2, "subagentRunId", O), (3, "messageId", R), (4, "role", R)],
-        27 => &[(2, "subagentRunId", O), (3, "messageId", R), (4, "delta", R)],
-        29 => &[(2, "subagentRunId", O), (3, "messageId", O), (4, "delta", O)],
-        31 => &[(2, "subagentRunId", O), (3, "subtype", R), (4, "entityId", R), (5, "encryptedValue", R)],
+        21 => &[(2, key!("subagentRunId"), R), (3, key!("message"), R), (4, key!("code"), O)],
+        25 | 28 | 30 => &[(2, key!("subagentRunId"), O), (3, key!("messageId"), R)],
+        26 => &[(2, key!("subagentRunId"), O), (3, key!("messageId"), R), (4, key!("role"), R)],
+        27 => &[(2, key!("subagentRunId"), O), (3, key!("messageId"), R), (4, key!("delta"), R)],
+        29 => &[(2, key!("subagentRunId"), O), (3, key!("messageId"), O), (4, key!("delta"), O)],
+        31 => &[(2, key!("subagentRunId"), O), (3, key!("subtype"), R), (4, key!("entityId"), R), (5, key!("encryptedValue"), R)],
         _ => return None,
     })
 }
@@ -798,6 +831,15 @@ fn flat_fields(arm: u32) -> Option<&'static [(u32, &'static str, bool)]> {
 /// One length-delimited field: (field number, payload), or None if it is anything else.
 #[inline(always)]
 fn len_field<'a>(b: &mut &'a [u8]) -> Option<(u32, &'a [u8])> {
+    // A one-byte key and length (most fields of flat events) read here, the others by
+    // prost's readers (the same numbers; a field number 0 is no field).
+    if let [key, n, ref rest @ ..] = **b {
+        if key < 0x80 && key & 7 == 2 && key >= 8 && n < 0x80 && usize::from(n) <= rest.len() {
+            let (p, rest) = rest.split_at(usize::from(n));
+            *b = rest;
+            return Some((u32::from(key >> 3), p));
+        }
+    }
     let (tag, wt) = decode_key(b).ok()?;
     if wt != WireType::LengthDelimited {
         return None;
@@ -811,72 +853,171 @@ fn len_field<'a>(b: &mut &'a [u8]) -> Option<(u32, &'a [u8])> {
     Some((tag, p))
 }
 
+/// A flat event the fast path takes, read from its wire bytes: its arm, its string
+/// fields (checked UTF-8, borrowed from the message) and its timestamp. What
+/// [`write_flat`] writes, and what a reader of its few members (agui-arrow's rows) takes
+/// straight from the wire, with no JSON text to read them back from.
+#[derive(Debug, Clone, Copy)]
+pub struct Flat<'m> {
+    arm: u32,
+    fields: &'static [(u32, &'static str, bool)],
+    strs: [Option<&'m str>; 8],
+    timestamp: Option<i64>,
+}
+
+impl<'m> Flat<'m> {
+    /// `msg` as a flat event when it is one in the plain case (see above); `None` for
+    /// anything else, which the general path decodes to the exact result or error.
+    pub fn read(msg: &'m [u8]) -> Option<Flat<'m>> {
+        let mut b = msg;
+        let (arm, mut body) = len_field(&mut b)?;
+        if !b.is_empty() {
+            return None;
+        }
+        let fields = flat_fields(arm)?;
+        let mut slots: [Option<&[u8]>; 8] = [None; 8];
+        while !body.is_empty() {
+            let (f, p) = len_field(&mut body)?;
+            // Field 1 is the base event; others must be this arm's string fields (numbered
+            // from 2 on: `flat_fields`).
+            let slot = slots.get_mut(f as usize).filter(|_| f as usize <= fields.len() + 1)?;
+            if slot.replace(p).is_some() {
+                return None;
+            }
+        }
+        let mut base = slots[1]?;
+        let (mut ty, mut ts): (Option<u64>, Option<u64>) = (None, None);
+        while !base.is_empty() {
+            // (A one-byte key and value read here: the type.)
+            let (f, v) = match *base {
+                [key @ (0x08 | 0x10), v, ref rest @ ..] if v < 0x80 => {
+                    base = rest;
+                    (u32::from(key >> 3), u64::from(v))
+                }
+                _ => {
+                    let Ok((f, WireType::Varint)) = decode_key(&mut base) else { return None };
+                    (f, decode_varint(&mut base).ok()?)
+                }
+            };
+            let slot = match f {
+                1 => &mut ty,
+                2 => &mut ts,
+                _ => return None,
+            };
+            if slot.replace(v).is_some() {
+                return None;
+            }
+        }
+        // prost reads an enum as the low 32 bits of the varint, an int64 as all 64.
+        if ty.unwrap_or(0) as i32 as i64 != arm_number_to_enum(arm) as i64 {
+            return None;
+        }
+        let timestamp = ts.map(|v| v as i64);
+        if timestamp.is_some_and(|v| check_safe(v).is_err()) {
+            return None;
+        }
+        // Each string checked once, here: the writers take the checked `str`s (checking
+        // twice was ~9% of a protobuf log's `to_arrow`).
+        let mut strs: [Option<&str>; 8] = [None; 8];
+        for f in 2..slots.len() {
+            if let Some(p) = slots[f] {
+                strs[f] = Some(std::str::from_utf8(p).ok()?);
+            }
+        }
+        Some(Flat { arm, fields, strs, timestamp })
+    }
+
+    /// The position of its `type` in [`EVENT_TYPES`].
+    #[inline]
+    pub fn type_index(&self) -> usize {
+        arm_number_to_enum(self.arm) as usize
+    }
+
+    #[inline]
+    pub fn timestamp(&self) -> Option<i64> {
+        self.timestamp
+    }
+
+    /// The JSON keys of its arm's string members, in writing order (what the `k` of
+    /// [`Flat::members`] counts), the same for every event of the arm.
+    pub fn keys(&self) -> impl Iterator<Item = &'static str> {
+        self.fields.iter().map(|f| key_name(f.1))
+    }
+
+    /// Its string members as written, in order: (`k`, the key's place in
+    /// [`Flat::keys`], value); a required member absent is written as `""`, an optional
+    /// one absent is not.
+    #[inline(always)]
+    pub fn members(&self) -> impl Iterator<Item = (usize, &'m str)> + '_ {
+        self.fields.iter().enumerate().filter_map(|(k, &(f, _, optional))| match self.strs[f as usize] {
+            Some(t) => Some((k, t)),
+            None if !optional => Some((k, "")),
+            None => None,
+        })
+    }
+
+    /// Its JSON text, appended to `out`: what [`W`] writes for it, the keys (schema names:
+    /// nothing to escape) and the type's value as constant pieces, the values by the
+    /// core's one string writer. `members`: where the top-level members went (relative
+    /// to the text's start), as [`W::key_of`] records them.
+    #[inline(always)]
+    pub fn write_json(&self, out: &mut Vec<u8>, mut members: Option<&mut Members>) {
+        let top = out.len();
+        let ty = EVENT_TYPES[self.type_index()];
+        // (Type names and keys are schema names, nothing to escape: copied as they are,
+        // by fixed-size copies.)
+        out.extend_from_slice(b"{\"type\":\"");
+        crate::json::put_small(out, ty.as_bytes());
+        out.push(b'"');
+        if let Some(m) = members.as_deref_mut() {
+            m.spans.push(("type", 1, 8, ty.len() + 2));
+        }
+        for (k, v) in self.members() {
+            let (key, key_at) = (self.fields[k].1, out.len());
+            crate::json::put_small(out, key.as_bytes());
+            let at = out.len();
+            crate::json::write_str(out, v);
+            if let Some(m) = members.as_deref_mut() {
+                m.spans.push((key_name(key), key_at - top, at - top, v.len() + 2));
+            }
+        }
+        if let Some(t) = self.timestamp {
+            let key_at = out.len();
+            out.extend_from_slice(b",\"timestamp\":");
+            let at = out.len();
+            crate::json::write_i64(out, t);
+            if let Some(m) = members.as_deref_mut() {
+                m.spans.push(("timestamp", key_at - top, at - top, 0));
+            }
+        }
+        out.push(b'}');
+    }
+
+    /// Its MessagePack map (the generic writer's).
+    fn write_msgpack(&self, out: &mut Vec<u8>) {
+        let top = out.len();
+        let mut w = W { out, fmt: Format::MsgPack, top, members: None, deferred: None };
+        let mut o = w.obj();
+        w.put_str(&mut o, "type", EVENT_TYPES[self.type_index()]);
+        for (k, v) in self.members() {
+            w.put_str(&mut o, key_name(self.fields[k].1), v);
+        }
+        if let Some(v) = self.timestamp {
+            w.key(&mut o, "timestamp");
+            w.int(v);
+        }
+        w.end_obj(o);
+    }
+}
+
 /// Write a flat event from its wire bytes; `false` (nothing written) when not plain.
+#[inline(always)]
 fn write_flat(msg: &[u8], out: &mut Vec<u8>, fmt: Format, members: Option<&mut Members>) -> bool {
-    let mut b = msg;
-    let Some((arm, mut body)) = len_field(&mut b) else { return false };
-    if !b.is_empty() {
-        return false;
+    let Some(flat) = Flat::read(msg) else { return false };
+    match fmt {
+        Format::Json => flat.write_json(out, members),
+        Format::MsgPack => flat.write_msgpack(out),
     }
-    let Some(fields) = flat_fields(arm) else { return false };
-    let mut slots: [Option<&[u8]>; 8] = [None; 8];
-    while !body.is_empty() {
-        let Some((f, p)) = len_field(&mut body) else { return false };
-        // Field 1 is the base event; others must be this arm's string fields.
-        if f as usize >= slots.len() || slots[f as usize].is_some() || (f != 1 && !fields.iter().any(|x| x.0 == f)) {
-            return false;
-        }
-        slots[f as usize] = Some(p);
-    }
-    let Some(mut base) = slots[1] else { return false };
-    let (mut ty, mut ts): (Option<u64>, Option<u64>) = (None, None);
-    while !base.is_empty() {
-        let Ok((f, WireType::Varint)) = decode_key(&mut base) else { return false };
-        let Ok(v) = decode_varint(&mut base) else { return false };
-        let slot = match f {
-            1 => &mut ty,
-            2 => &mut ts,
-            _ => return false,
-        };
-        if slot.replace(v).is_some() {
-            return false;
-        }
-    }
-    // prost reads an enum as the low 32 bits of the varint, an int64 as all 64.
-    if ty.unwrap_or(0) as i32 as i64 != arm_number_to_enum(arm) as i64 {
-        return false;
-    }
-    let arm_type = arm_number_to_type(arm);
-    let ts = ts.map(|v| v as i64);
-    if ts.is_some_and(|v| check_safe(v).is_err()) {
-        return false;
-    }
-    // Validate first (nothing may be written before the last check), each string once:
-    // the writes below take the checked `str`s (checking twice was ~9% of a protobuf log's
-    // `to_arrow`).
-    let mut strs: [Option<&str>; 8] = [None; 8];
-    for f in 2..slots.len() {
-        if let Some(p) = slots[f] {
-            let Ok(t) = std::str::from_utf8(p) else { return false };
-            strs[f] = Some(t);
-        }
-    }
-    let top = out.len();
-    let mut w = W { out, fmt, top, members, deferred: None };
-    let mut o = w.obj();
-    w.put_str(&mut o, "type", arm_type);
-    for &(f, k, optional) in fields {
-        match strs[f as usize] {
-            Some(t) => w.put_str(&mut o, k, t),
-            None if !optional => w.put_str(&mut o, k, ""),
-            None => {}
-        }
-    }
-    if let Some(v) = ts {
-        w.key(&mut o, "timestamp");
-        w.int(v);
-    }
-    w.end_obj(o);
     true
 }
 
@@ -939,6 +1080,18 @@ fn decode_reusing(
     if write_flat(msg, out, fmt, members.as_deref_mut()) {
         return Ok(());
     }
+    decode_general(msg, warnings, out, fmt, reuse, members)
+}
+
+/// [`decode_reusing`] of a message that is not a flat event in the plain case.
+fn decode_general(
+    msg: &[u8],
+    warnings: &mut Vec<String>,
+    out: &mut Vec<u8>,
+    fmt: Format,
+    reuse: &mut Reuse,
+    members: Option<&mut Members>,
+) -> Result<()> {
     let arm = guard(msg)?;
     let ev = &mut reuse.0;
     match &mut ev.event {
@@ -1568,6 +1721,17 @@ mod tests {
             msgs.push(random_flat(&mut rng));
         }
         msgs
+    }
+
+    /// `Flat::read` takes a field of a flat arm by its number alone: 2 to the count + 1.
+    #[test]
+    fn flat_fields_are_numbered_from_2() {
+        for arm in 1..=40 {
+            if let Some(fields) = flat_fields(arm) {
+                assert!(fields.iter().enumerate().all(|(i, f)| f.0 as usize == i + 2), "arm {arm}");
+                assert!(fields.len() + 1 < 8, "arm {arm}: a slot per field");
+            }
+        }
     }
 
     #[test]

@@ -22,7 +22,7 @@ pub mod pb {
 
 pub use decode::{
     decode_message, decode_message_as, decode_message_into, decode_message_members, decode_message_reusing,
-    event_to_json_text, Format, Members, Reuse,
+    event_to_json_text, Flat, Format, Members, Reuse,
 };
 pub use encode::json_to_event;
 pub use error::{Error, Result};
@@ -264,11 +264,37 @@ impl StreamDecoder {
         warnings: &mut Warnings,
         mut sink: F,
     ) -> Result<()> {
+        self.feed_decoded(chunk, warnings, |event, frame_index, offset| match event {
+            Decoded::Flat(_) => false,
+            Decoded::Text(json, members) => {
+                sink(json, members, frame_index, offset);
+                true
+            }
+        })
+    }
+
+    /// [`StreamDecoder::feed_members`] with each flat event offered to `sink` first as
+    /// read from the wire ([`Decoded::Flat`]), before any text is written: a reader that
+    /// makes its own of it (agui-arrow's rows) takes it (`true`); one not taken is then
+    /// written and handed on as text ([`Decoded::Text`], as every other event; the
+    /// return is then ignored).
+    pub fn feed_decoded<F: FnMut(Decoded<'_>, usize, u64) -> bool>(
+        &mut self,
+        chunk: &[u8],
+        warnings: &mut Warnings,
+        mut sink: F,
+    ) -> Result<()> {
         let (mut text, mut reuse, mut members) = (Vec::new(), Reuse::default(), Members::default());
         self.feed_frames(chunk, warnings, |msg, warnings, frame_index, offset| {
+            let flat = Flat::read(msg);
+            if let Some(flat) = &flat {
+                if sink(Decoded::Flat(flat), frame_index, offset) {
+                    return Ok(());
+                }
+            }
             text.clear();
-            decode_message_members(msg, warnings, &mut text, &mut reuse, &mut members)?;
-            sink(&text, &members, frame_index, offset);
+            decode::decode_members_read(msg, flat.as_ref(), warnings, &mut text, &mut reuse, &mut members)?;
+            sink(Decoded::Text(&text, &members), frame_index, offset);
             Ok(())
         })
     }
@@ -342,6 +368,14 @@ impl StreamDecoder {
     pub fn first_boundary(&self, chunk: &[u8]) -> usize {
         self.splitter.first_boundary(chunk)
     }
+}
+
+/// One event of [`StreamDecoder::feed_decoded`].
+pub enum Decoded<'a> {
+    /// A flat event as read from the wire (no text written yet).
+    Flat(&'a Flat<'a>),
+    /// An event's JSON text and where its top-level members are in it.
+    Text(&'a [u8], &'a Members),
 }
 
 /// What [`StreamDecoder::feed_collect`] found besides the events.
