@@ -374,7 +374,7 @@ impl BatchBuilder {
         for (k, v) in flat.members() {
             // (A member no column reads has a column past them: the bounds check is the filter.)
             if let Some(column) = self.strings.get_mut(usize::from(columns[k])) {
-                column.set(row, v.as_bytes(), cap);
+                column.set(row, v, cap);
             }
         }
         let n = self.json.push_written(|out| flat.write_json(out, None));

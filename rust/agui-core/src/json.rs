@@ -287,6 +287,16 @@ pub fn write_str(buf: &mut Vec<u8>, s: &str) {
     }
 }
 
+/// [`write_str`] of the bytes of a `str` (UTF-8 checked by the caller): a plain short
+/// one (most) needs no `str`; the others are made one again to be escaped.
+#[inline(always)]
+pub fn write_utf8(buf: &mut Vec<u8>, s: &[u8]) {
+    if !put_plain_short(buf, s, false, false) {
+        // (Never lossy for the bytes of a `str`.)
+        write_str_escaped(buf, &String::from_utf8_lossy(s))
+    }
+}
+
 /// The escaping path of [`write_str`]:
 /// * shorter than [`LONG_STR`]: sonic-rs's escaper (SSE2 on any x86-64, NEON on aarch64:
 ///   chosen at compile time, and a baseline x86-64 build, the abi3 wheel, has SSE2 only);

@@ -854,14 +854,16 @@ fn len_field<'a>(b: &mut &'a [u8]) -> Option<(u32, &'a [u8])> {
 }
 
 /// A flat event the fast path takes, read from its wire bytes: its arm, its string
-/// fields (checked UTF-8, borrowed from the message) and its timestamp. What
+/// fields (checked UTF-8, as bytes borrowed from the message: the writers take plain
+/// short strings as bytes, and a string column checks its values once a batch) and its
+/// timestamp. What
 /// [`write_flat`] writes, and what a reader of its few members (agui-arrow's rows) takes
 /// straight from the wire, with no JSON text to read them back from.
 #[derive(Debug, Clone, Copy)]
 pub struct Flat<'m> {
     arm: u32,
     fields: &'static [(u32, &'static str, bool)],
-    strs: [Option<&'m str>; 8],
+    strs: [Option<&'m [u8]>; 8],
     timestamp: Option<i64>,
 }
 
@@ -916,14 +918,16 @@ impl<'m> Flat<'m> {
         if timestamp.is_some_and(|v| check_safe(v).is_err()) {
             return None;
         }
-        // Each string checked once, here: the writers take the checked `str`s (checking
-        // twice was ~9% of a protobuf log's `to_arrow`).
-        let mut strs: [Option<&str>; 8] = [None; 8];
-        for f in 2..slots.len() {
-            if let Some(p) = slots[f] {
-                strs[f] = Some(std::str::from_utf8(p).ok()?);
+        // Each string checked once, here (checking twice was ~9% of a protobuf log's
+        // `to_arrow`): ASCII, most, by words (std's `from_utf8` takes a short string byte
+        // by byte, ~10 instructions a byte), else by `from_utf8`.
+        for p in slots[2..].iter().flatten() {
+            if !p.is_ascii() && std::str::from_utf8(p).is_err() {
+                return None;
             }
         }
+        let mut strs = slots;
+        strs[1] = None;
         Some(Flat { arm, fields, strs, timestamp })
     }
 
@@ -948,10 +952,10 @@ impl<'m> Flat<'m> {
     /// [`Flat::keys`], value); a required member absent is written as `""`, an optional
     /// one absent is not.
     #[inline(always)]
-    pub fn members(&self) -> impl Iterator<Item = (usize, &'m str)> + '_ {
+    pub fn members(&self) -> impl Iterator<Item = (usize, &'m [u8])> + '_ {
         self.fields.iter().enumerate().filter_map(|(k, &(f, _, optional))| match self.strs[f as usize] {
             Some(t) => Some((k, t)),
-            None if !optional => Some((k, "")),
+            None if !optional => Some((k, &b""[..])),
             None => None,
         })
     }
@@ -976,7 +980,7 @@ impl<'m> Flat<'m> {
             let (key, key_at) = (self.fields[k].1, out.len());
             crate::json::put_small(out, key.as_bytes());
             let at = out.len();
-            crate::json::write_str(out, v);
+            crate::json::write_utf8(out, v);
             if let Some(m) = members.as_deref_mut() {
                 m.spans.push((key_name(key), key_at - top, at - top, v.len() + 2));
             }
@@ -993,20 +997,26 @@ impl<'m> Flat<'m> {
         out.push(b'}');
     }
 
-    /// Its MessagePack map (the generic writer's).
+    /// Its MessagePack map, as [`W`] writes it (a map of at most 8 members: a one-byte
+    /// header).
     fn write_msgpack(&self, out: &mut Vec<u8>) {
-        let top = out.len();
-        let mut w = W { out, fmt: Format::MsgPack, top, members: None, deferred: None };
-        let mut o = w.obj();
-        w.put_str(&mut o, "type", EVENT_TYPES[self.type_index()]);
+        use super::msgpack;
+        let at = out.len();
+        out.push(0x80);
+        msgpack::str(out, "type");
+        msgpack::str(out, EVENT_TYPES[self.type_index()]);
+        let mut n = 1;
         for (k, v) in self.members() {
-            w.put_str(&mut o, key_name(self.fields[k].1), v);
+            msgpack::str(out, key_name(self.fields[k].1));
+            msgpack::str_bytes(out, v);
+            n += 1;
         }
         if let Some(v) = self.timestamp {
-            w.key(&mut o, "timestamp");
-            w.int(v);
+            msgpack::str(out, "timestamp");
+            msgpack::int(out, v);
+            n += 1;
         }
-        w.end_obj(o);
+        out[at] |= n;
     }
 }
 
