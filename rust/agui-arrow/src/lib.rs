@@ -846,8 +846,10 @@ fn decode_part(src: &Source<'_>, format: Format, part: Part, opts: &Options, con
         }
     };
     let data = buffer.as_slice();
-    // Sized for the part (about one batch), so that the buffers never regrow.
-    let rows = (data.len() / 48).clamp(1024, BATCH_ROWS);
+    // Sized for the part (about one batch), so that the buffers never regrow (a
+    // protobuf event is about half as long as its SSE frame).
+    let per_row = if format == Format::Protobuf { 24 } else { 48 };
+    let rows = (data.len() / per_row).clamp(1024, BATCH_ROWS);
     let mut builder = BatchBuilder::with_capacity(src.name.clone(), rows).columns_with(opts.columns);
     // One UTF-8 check for the whole part instead of one per event (SIMD: std's was ~5%
     // of `to_arrow`).
