@@ -380,7 +380,9 @@ impl JsonViews {
         blocks.push(Utf8Block::from_written(std::mem::take(&mut self.copied)));
         blocks.append(&mut self.blocks);
         self.part_number = 0;
-        make(Trusted::Views(Utf8Views { views: std::mem::take(&mut self.views), blocks }))
+        // (The next batch's views sized again: taken empty, they regrew from nothing.)
+        let views = std::mem::replace(&mut self.views, Vec::with_capacity(self.rows));
+        make(Trusted::Views(Utf8Views { views, blocks }))
     }
 }
 
