@@ -371,13 +371,16 @@ impl BatchBuilder {
         if let Some(t) = flat.timestamp() {
             self.timestamp.set(row, t, cap);
         }
-        for (k, v) in flat.members() {
-            // (A member no column reads has a column past them: the bounds check is the filter.)
-            if let Some(column) = self.strings.get_mut(usize::from(columns[k])) {
-                column.set(row, v, cap);
-            }
-        }
-        let n = self.json.push_written(|out| flat.write_json(out, None));
+        // The members walked once: each value to its column as its text is written.
+        let strings = &mut self.strings;
+        let n = self.json.push_written(|out| {
+            flat.write_json_each(out, None, |k, v| {
+                // (A member no column reads has a column past them: the bounds check is the filter.)
+                if let Some(column) = strings.get_mut(usize::from(columns[k])) {
+                    column.set(row, v, cap);
+                }
+            })
+        });
         self.rows += 1;
         self.json_bytes += n;
         true

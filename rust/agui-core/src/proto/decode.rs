@@ -967,7 +967,15 @@ impl<'m> Flat<'m> {
     /// core's one string writer. `members`: where the top-level members went (relative
     /// to the text's start), as [`W::key_of`] records them.
     #[inline(always)]
-    pub fn write_json(&self, out: &mut Vec<u8>, mut members: Option<&mut Members>) {
+    pub fn write_json(&self, out: &mut Vec<u8>, members: Option<&mut Members>) {
+        self.write_json_each(out, members, |_, _| {})
+    }
+
+    /// [`Flat::write_json`] handing each member written to `each` as well (`k`, its key's
+    /// place in [`Flat::keys`], and its value), in the same pass: a reader of the values
+    /// (agui-arrow's columns) walks the members once.
+    #[inline(always)]
+    pub fn write_json_each(&self, out: &mut Vec<u8>, mut members: Option<&mut Members>, mut each: impl FnMut(usize, &'m [u8])) {
         let top = out.len();
         let ty = EVENT_TYPES[self.type_index()];
         // (Type names and keys are schema names, nothing to escape: copied as they are,
@@ -979,6 +987,7 @@ impl<'m> Flat<'m> {
             m.spans.push(("type", 1, 8, ty.len() + 2));
         }
         for (k, v) in self.members() {
+            each(k, v);
             let (key, key_at) = (self.fields[k].1, out.len());
             crate::json::put_small(out, key.as_bytes());
             let at = out.len();
@@ -992,7 +1001,7 @@ impl<'m> Flat<'m> {
             out.extend_from_slice(b",\"timestamp\":");
             let at = out.len();
             crate::json::write_i64(out, t);
-            if let Some(m) = members.as_deref_mut() {
+            if let Some(m) = members {
                 m.spans.push(("timestamp", key_at - top, at - top, 0));
             }
         }
