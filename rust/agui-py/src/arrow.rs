@@ -92,7 +92,8 @@ fn trusted_columns(column: Trusted) -> ArrayRef {
         Trusted::Views(views) => {
             let (views, buffers) = views.into_parts();
             // SAFETY: `try_new` accepts them: `Utf8Views`' guarantee (every view is a
-            // `&str` copied into block 0 or lying inside a buffer checked to be UTF-8).
+            // `&str` lying inside a buffer checked to be UTF-8, or a text of block 0,
+            // which is checked UTF-8 whole, starting on a char boundary).
             Arc::new(unsafe { StringViewArray::new_unchecked(views.into(), buffers, None) })
         }
         Trusted::Strings(strings) => {
