@@ -565,6 +565,8 @@ enum Slot {
     /// JSON Patch `delta` of a type that has one (an array).
     Nested,
     Patch,
+    /// A `usage` list in the compact form writers emit ([`compact_usage_at`]).
+    Usage,
 }
 
 /// Where the values of the event a template last matched lie, and what they read.
@@ -581,11 +583,13 @@ struct Values {
     unescaped: String,
     /// The `timestamp` slot's milliseconds ([`timestamp`], as `finish` reads them).
     timestamp: Option<i64>,
+    /// The `usage` slot's sums, when the template has one ([`Template::usage`]).
+    usage: Usage,
 }
 
 impl Default for Values {
     fn default() -> Self {
-        Values { spans: [(0, 0); 64], escaped: 0, unescaped: String::new(), timestamp: None }
+        Values { spans: [(0, 0); 64], escaped: 0, unescaped: String::new(), timestamp: None, usage: Usage::default() }
     }
 }
 
@@ -646,12 +650,15 @@ struct Template {
     /// A nested value among the values: an event matched is checked against the depth
     /// limit (`check_depth`, as `read` checks it before the scan).
     nested: bool,
+    /// A `usage` slot: a row of this form has `Values::usage`. (A compact list holds no
+    /// line break and is at most 2 levels deep, learned within the limit: not `nested`.)
+    usage: bool,
 }
 
 impl Template {
     /// Whether an event scanned whole (its members `noted`, its type's key `ty_key`)
     /// has a form a template reads.
-    fn readable(json: &str, noted: &[Noted], ty_key: Option<usize>) -> bool {
+    fn readable(json: &str, noted: &[Noted], ty_key: Option<usize>, max_depth: usize) -> bool {
         let Some(ty_key) = ty_key else { return false };
         // A `delta` that is not a string is a row only for these (`finish`).
         let patch = matches!(EVENT_TYPES[ty_key], "STATE_DELTA" | "ACTIVITY_DELTA");
@@ -660,6 +667,9 @@ impl Template {
             && noted.iter().all(|n| match (n.key, n.value) {
                 (Key::Type, v) => v == Value::Plain,
                 (Key::Timestamp, v) => v == Value::Int,
+                // A list, read as `compact_usage` reads it (at most 2 levels: the event
+                // at most 3, no depth check a match when the limit allows them).
+                (Key::Usage, Value::Nested) => max_depth >= 3 && json.as_bytes()[n.start] == b'[',
                 (Key::Usage, _) => false,
                 // (An object as `delta` is left to the serde pass: the scan declines it.)
                 (Key::Delta, Value::Nested) => patch && json.as_bytes()[n.start] == b'[',
@@ -682,6 +692,7 @@ impl Template {
                 Key::Timestamp => Slot::Timestamp,
                 Key::Delta if nested => Slot::Patch,
                 Key::Delta => Slot::Delta,
+                Key::Usage => Slot::Usage,
                 Key::Other if nested => Slot::Nested,
                 Key::Other => Slot::Skip,
                 k => Slot::String(k as usize - Key::ThreadId as usize),
@@ -696,6 +707,7 @@ impl Template {
         self.lits.extend_from_slice(&b[cursor..]);
         self.last = Run::new(&self.lits, from);
         self.nested = self.slots.iter().any(|s| matches!(s.1, Slot::Nested | Slot::Patch));
+        self.usage = self.slots.iter().any(|s| matches!(s.1, Slot::Usage));
         // (A nested value may hold line breaks, as whitespace: not read ahead.)
         self.one_line = !self.nested && memchr::memchr2(b'\n', b'\r', &self.lits).is_none();
         self.ty_key = ty_key;
@@ -775,6 +787,13 @@ impl Template {
                     _ => return None,
                 };
                 values.timestamp = Some(timestamp(&json[at..end])?);
+                end
+            }
+            // Ended and summed as `usage` reads the member the scan ends (a compact list
+            // is valid JSON: serde_json's skip ends it at the same byte).
+            Slot::Usage => {
+                let (sum, end) = compact_usage_at(json, at)?;
+                values.usage = sum;
                 end
             }
             // Skipped as the scan skips it (serde_json's skip); a patch is an array.
@@ -872,6 +891,8 @@ pub struct FormRow<'s> {
     pub timestamp: Option<i64>,
     pub columns: &'s [u8],
     values: &'s Values,
+    /// The sums of its `usage` list when the form has one.
+    pub usage: Option<&'s Usage>,
 }
 
 const _: () = assert!(NO_COLUMN as usize >= 8, "past the 8 of `Fields::string_columns`");
@@ -968,6 +989,7 @@ impl Shape {
             match slot {
                 Slot::String(i) => out.strings[i] = Some(text(k)),
                 Slot::Delta => out.delta = Some(text(k)),
+                Slot::Usage => out.usage = Some(v.usage),
                 Slot::Timestamp | Slot::Skip | Slot::Nested | Slot::Patch => {}
             }
         }
@@ -1007,7 +1029,7 @@ impl Shape {
     #[inline(always)]
     fn form_row(&self) -> FormRow<'_> {
         let (t, v) = (&self.templates[self.current], &self.values);
-        FormRow { ty: t.ty_key as i32, timestamp: v.timestamp, columns: &t.columns, values: v }
+        FormRow { ty: t.ty_key as i32, timestamp: v.timestamp, columns: &t.columns, values: v, usage: t.usage.then_some(&v.usage) }
     }
 
     /// Whether `json` has the form of a template kept: that one is then `current` (most
@@ -1074,7 +1096,7 @@ impl Shape {
     /// template reads it (none kept does, or it would have been read by that one).
     #[cold]
     fn learn_template(&mut self, json: &str, ty_key: Option<usize>) {
-        let Some(ty_key) = ty_key.filter(|_| Template::readable(json, &self.noted, ty_key)) else { return };
+        let Some(ty_key) = ty_key.filter(|_| Template::readable(json, &self.noted, ty_key, self.max_depth)) else { return };
         // The head: the first value after it (a string's after its quote), or no template.
         let first = self.noted.iter().find(|n| !matches!(n.key, Key::Type)).map_or(json.len(), |n| {
             n.start + usize::from(n.value.quoted())
@@ -1243,17 +1265,22 @@ fn usage(raw: &str) -> Result<Usage, RowError> {
 /// which it reads as a float, or anything else: `None`, for it to read and explain).
 /// Its reading was ~1,400 instructions a `RUN_FINISHED` (callgrind).
 fn compact_usage(raw: &str) -> Option<Usage> {
+    compact_usage_at(raw, 0).and_then(|(sum, end)| (end == raw.len()).then_some(sum))
+}
+
+/// [`compact_usage`] of the list at `start` in `json`: its sums and where it ends.
+fn compact_usage_at(json: &str, start: usize) -> Option<(Usage, usize)> {
     use agui_core::stream::event::{int_end, plain_end};
     const COUNTS: [&[u8]; 6] = [
         b"inputTokens", b"outputTokens", b"totalTokens", b"reasoningTokens", b"cachedInputTokens",
         b"cacheWriteInputTokens",
     ];
-    let b = raw.as_bytes();
+    let b = json.as_bytes();
     let mut sums = [None::<i64>; 6];
-    if b.first() != Some(&b'[') {
+    if b.get(start) != Some(&b'[') {
         return None;
     }
-    let mut i = 1;
+    let mut i = start + 1;
     if b.get(i) != Some(&b']') {
         loop {
             // An entry: `{`, members, `}`.
@@ -1281,7 +1308,7 @@ fn compact_usage(raw: &str) -> Option<Usage> {
                             seen |= 1 << k;
                             let end = int_end(b, v)?;
                             // (Digits only: ASCII, char boundaries.)
-                            let n: i64 = raw[v..end].parse().ok()?;
+                            let n: i64 = json[v..end].parse().ok()?;
                             sums[k] = Some(sums[k].unwrap_or(0).saturating_add(n));
                             end
                         }
@@ -1310,12 +1337,9 @@ fn compact_usage(raw: &str) -> Option<Usage> {
             }
         }
     }
-    // `i`: the list's `]`, the text's end.
-    if i + 1 != b.len() {
-        return None;
-    }
+    // `i`: the list's `]`.
     let [input_tokens, output_tokens, total_tokens, reasoning_tokens, cached_input_tokens, cache_write_input_tokens] = sums;
-    Some(Usage { input_tokens, output_tokens, total_tokens, reasoning_tokens, cached_input_tokens, cache_write_input_tokens })
+    Some((Usage { input_tokens, output_tokens, total_tokens, reasoning_tokens, cached_input_tokens, cache_write_input_tokens }, i + 1))
 }
 
 /// The error of a text that is not JSON. One that ends early is worded as the typed

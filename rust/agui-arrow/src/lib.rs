@@ -300,11 +300,7 @@ impl BatchBuilder {
             }
         }
         if let Some(u) = &f.usage {
-            for (c, v) in self.usage.iter_mut().zip(u.counts()) {
-                if let Some(v) = v {
-                    c.set(row, v, cap);
-                }
-            }
+            self.set_usage(row, u);
         }
         self.json.push(json);
         self.rows += 1;
@@ -348,9 +344,29 @@ impl BatchBuilder {
                 column.set(row, form.bytes(json, k, plain), cap);
             }
         }
+        if let Some(u) = form.usage {
+            self.set_usage_apart(row, u);
+        }
         self.json.push(json);
         self.rows += 1;
         self.json_bytes += json.len();
+    }
+
+    /// The token counts of row `row`'s `usage` list.
+    #[inline(always)]
+    fn set_usage(&mut self, row: usize, u: &fields::Usage) {
+        for (c, v) in self.usage.iter_mut().zip(u.counts()) {
+            if let Some(v) = v {
+                c.set(row, v, self.capacity);
+            }
+        }
+    }
+
+    /// [`BatchBuilder::set_usage`] out of line, for the rows of forms (few have a list).
+    #[cold]
+    #[inline(never)]
+    fn set_usage_apart(&mut self, row: usize, u: &fields::Usage) {
+        self.set_usage(row, u);
     }
 
     /// The rows so far as one batch; the builder starts over.
@@ -1664,7 +1680,22 @@ mod tests {
             "[]", "{}", "[1,\n2]", "[1, {\"a\" : \"\\ud800\"}]", "{\"a\":\"\\u12\"}", "[[[[1]]]]", "{\"a\":{\"b\":{\"c\":[]}}}",
             "[1,]", "[1e400]", "{\"a\":1", "[\"x\u{1}\"]", "\"s\"", "5", "null", "{\"\\ud800\":1}", "{\"op\":1}",
         ];
-        const FORMS: [&[&str]; 14] = [
+        // `usage` lists (templates sum the compact ones as `compact_usage` does): counts
+        // summed, saturated, twice, `-0`, negative, fractions, past i64, leading zeros,
+        // not integers, whitespace and line breaks, escapes, control bytes, nested
+        // members, trailing commas, cut, deeper (past a limit of 3), not lists.
+        const USAGES: [&str; 30] = [
+            "[{\"provider\":\"p\",\"inputTokens\":101,\"outputTokens\":40}]", "[{\"inputTokens\":2}]", "[]", "[{}]",
+            "[{\"inputTokens\":1},{\"inputTokens\":2,\"totalTokens\":3}]", "[{\"inputTokens\":-0}]",
+            "[{\"inputTokens\":-1}]", "[{\"inputTokens\":1,\"inputTokens\":2}]", "[{\"inputTokens\":null}]",
+            "[{\"inputTokens\":1.5}]", "[{\"inputTokens\":9223372036854775807},{\"inputTokens\":1}]",
+            "[{\"inputTokens\":9223372036854775808}]", "[{\"inputTokens\":01}]", "[ {\"inputTokens\":1}]",
+            "[{\"inputTokens\":1}\n]", "[{\"provider\":\"a\\\"b\"}]", "[{\"provider\":\"x\u{1}\"}]",
+            "[{\"model\":[1]}]", "[{\"inputTokens\":1},]", "[{\"inputTokens\":1}", "{\"inputTokens\":1}", "3",
+            "null", "\"x\"", "[[{\"inputTokens\":1}]]", "[{\"inputTokens\":\"5\"}]", "[{\"inputTokens\":1e2}]",
+            "[{\"x\":-5,\"cacheWriteInputTokens\":7}]", "[{\"n\":-0,\"reasoningTokens\":0}]", "[{\"in\\u0070utTokens\":1}]",
+        ];
+        const FORMS: [&[&str]; 16] = [
             // The `name` column takes `name`, else `toolCallName`, else `stepName`.
             &["STEP_FINISHED", "stepName", "toolCallName", "name"],
             &["STEP_FINISHED", "stepName", "toolCallName"],
@@ -1682,6 +1713,9 @@ mod tests {
             &["STATE_DELTA", "delta"],
             &["STATE_SNAPSHOT", "snapshot"],
             &["TOOL_CALL_START", "toolCallId", "args", "toolCallName"],
+            // A `usage` list, last or between strings.
+            &["RUN_FINISHED", "threadId", "runId", "usage"],
+            &["RUN_FINISHED", "threadId", "usage", "runId"],
         ];
         let mut log = Vec::new();
         if rng.below(4) == 0 {
@@ -1699,6 +1733,12 @@ mod tests {
                     return match rng.below(3) {
                         0 => rng.pick(&NESTED).to_string(),
                         _ => format!("[{{\"op\":\"add\",\"path\":\"/a\",\"value\":{}}}]", rng.below(1000)),
+                    };
+                }
+                if key == "usage" {
+                    return match rng.below(3) {
+                        0 => rng.pick(&USAGES).to_string(),
+                        _ => format!("[{{\"provider\":\"p\",\"inputTokens\":{},\"outputTokens\":40}}]", rng.below(1000)),
                     };
                 }
                 if key == "timestamp" {
@@ -1791,7 +1831,7 @@ mod tests {
             let log = shaped_log(seed * 0x9e37_79b9, 3000, seed % 3 == 0);
             let srcs = [bytes(&log, "x"), Source { input: Input::Buffer(Buffer::from(log.as_slice())), name: None }];
             for src in &srcs {
-                for (collect, max_depth) in [(true, Options::default().max_depth), (false, Options::default().max_depth), (true, 3)] {
+                for (collect, max_depth) in [(true, Options::default().max_depth), (false, Options::default().max_depth), (true, 3), (true, 2)] {
                     let opts = Options { collect, max_depth, ..Options::default() };
                     let before = TEMPLATE_HITS.get();
                     let (many, seq) = run(src, &opts, true);
