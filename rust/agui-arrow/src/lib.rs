@@ -345,28 +345,22 @@ impl BatchBuilder {
             }
         }
         if let Some(u) = form.usage {
-            self.set_usage_apart(row, u);
+            self.set_usage(row, u);
         }
         self.json.push(json);
         self.rows += 1;
         self.json_bytes += json.len();
     }
 
-    /// The token counts of row `row`'s `usage` list.
-    #[inline(always)]
+    /// The token counts of row `row`'s `usage` list (few events have one: out of line).
+    #[cold]
+    #[inline(never)]
     fn set_usage(&mut self, row: usize, u: &fields::Usage) {
         for (c, v) in self.usage.iter_mut().zip(u.counts()) {
             if let Some(v) = v {
                 c.set(row, v, self.capacity);
             }
         }
-    }
-
-    /// [`BatchBuilder::set_usage`] out of line, for the rows of forms (few have a list).
-    #[cold]
-    #[inline(never)]
-    fn set_usage_apart(&mut self, row: usize, u: &fields::Usage) {
-        self.set_usage(row, u);
     }
 
     /// The rows so far as one batch; the builder starts over.
@@ -1905,8 +1899,9 @@ mod tests {
             }
         }
         // Many events of these logs are one `data: ` line and a blank line of a known form
-        // (a third of those read whole, collected: the others stop at an error).
-        assert!(skips > 12 * 1500 / 2, "{skips} frames read ahead");
+        // (a third of those read whole, collected: the others stop at an error). Only the
+        // frames taken count, not those found and then declined by the framer (~49%).
+        assert!(skips > 12 * 1500 * 2 / 5, "{skips} frames read ahead");
     }
 
     #[test]
