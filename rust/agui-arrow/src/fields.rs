@@ -647,6 +647,10 @@ struct Template {
     /// No line break in `lits` and no nested value: a match is one SSE `data` line
     /// ([`Shape::form_end`]).
     one_line: bool,
+    /// No line break in `lits`, with nested values: a match is one line when they hold
+    /// none (they may, as whitespace), found ahead when they do not and it is within the
+    /// depth limit ([`Shape::nested_form_end`]).
+    nested_line: bool,
     /// A nested value among the values: an event matched is checked against the depth
     /// limit (`check_depth`, as `read` checks it before the scan).
     nested: bool,
@@ -709,7 +713,8 @@ impl Template {
         self.nested = self.slots.iter().any(|s| matches!(s.1, Slot::Nested | Slot::Patch));
         self.usage = self.slots.iter().any(|s| matches!(s.1, Slot::Usage));
         // (A nested value may hold line breaks, as whitespace: not read ahead.)
-        self.one_line = !self.nested && memchr::memchr2(b'\n', b'\r', &self.lits).is_none();
+        let line = memchr::memchr2(b'\n', b'\r', &self.lits).is_none();
+        (self.one_line, self.nested_line) = (line && !self.nested, line && self.nested);
         self.ty_key = ty_key;
         // The `name` column: `name`, else `toolCallName`, else `stepName` (`Fields::name`).
         let name = NAME_KEYS.into_iter().find(|k| noted.iter().any(|n| n.key as usize == *k as usize));
@@ -1064,7 +1069,8 @@ impl Shape {
     /// Where an event of a form kept ends when `text` (the rest of an SSE part after a
     /// frame's `data: `) starts with one whose literal runs hold no line break: that
     /// event is one line, as its values hold no control byte (strings as the scan
-    /// reads them, escapes written as escapes; integers). The framer
+    /// reads them, escapes written as escapes; integers; nested values are searched for
+    /// one, [`Shape::nested_form_end`]). The framer
     /// ([`agui_core::sse::SseParser::feed_ahead`]) then hands that event (the same
     /// address and length) to [`Shape::read_form`], which takes this match.
     #[inline(always)]
@@ -1076,20 +1082,42 @@ impl Shape {
         let t = self.templates.get(self.current)?;
         let end = match t.one_line.then(|| t.match_at(text, &mut self.values, false)).flatten() {
             Some(end) => end,
-            _ => {
-                let at = text.as_bytes().get(HEAD..HEAD + 16).map(bucket)?;
-                let t = &self.templates[at];
-                match (t.one_line && at != self.current).then(|| t.match_at(text, &mut self.values, false)).flatten() {
-                    Some(end) => {
-                        self.current = at;
-                        end
-                    }
-                    None => return None,
-                }
-            }
+            _ => self.other_form_end(text)?,
         };
         self.found = (text.as_ptr() as usize, end);
         Some(end)
+    }
+
+    /// [`Shape::form_end`] when the current form is not the event's (out of line: most
+    /// events are of the last one's form): the current form with nested values, or the
+    /// form in the place of the event's head; that one is then current.
+    #[inline(never)]
+    fn other_form_end(&mut self, text: &str) -> Option<usize> {
+        let current = self.current;
+        if self.templates[current].nested_line {
+            if let Some(end) = self.nested_form_end(current, text) {
+                return Some(end);
+            }
+        }
+        let at = text.as_bytes().get(HEAD..HEAD + 16).map(bucket).filter(|&at| at != current)?;
+        let t = &self.templates[at];
+        let end = match (t.one_line, t.nested_line) {
+            (true, _) => t.match_at(text, &mut self.values, false)?,
+            (_, true) => self.nested_form_end(at, text)?,
+            _ => return None,
+        };
+        self.current = at;
+        Some(end)
+    }
+
+    /// Where the form `at`, one with nested values, ends in `text` when it is one line
+    /// (no line break in its nested values) nested no deeper than the limit (`check_depth`,
+    /// as [`Template::matches`] checks it).
+    #[inline(always)]
+    fn nested_form_end(&mut self, at: usize, text: &str) -> Option<usize> {
+        let end = self.templates[at].match_at(text, &mut self.values, false)?;
+        let json = text.get(..end)?;
+        (memchr::memchr2(b'\n', b'\r', json.as_bytes()).is_none() && check_depth(json, self.max_depth).is_ok()).then_some(end)
     }
 
     /// After a whole scan of `json` (its members in `noted`): its form kept first, when a
