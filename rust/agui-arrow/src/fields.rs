@@ -574,7 +574,9 @@ enum Slot {
 struct Values {
     /// Per value (a slot): where its text lies in the event, or (bit `k` of `escaped`
     /// set) in `unescaped`. In place, written by the value's position (no `Vec` to
-    /// clear and push, with its capacity check, a value).
+    /// clear and push, with its capacity check, a value). (A form has at most 64
+    /// values, `Template::readable`: the hot writes and reads index by `k % 64`, with no
+    /// bounds check.)
     spans: [(usize, usize); 64],
     /// The values (by slot) with escapes that a column reads.
     escaped: u64,
@@ -767,7 +769,7 @@ impl Template {
             // (Every end is next to an ASCII byte: a char boundary.)
             let end = match (slot, plain_end(b, at)) {
                 (Slot::String(_) | Slot::Delta | Slot::Skip, Some(end)) => {
-                    values.spans[k] = (at, end);
+                    values.spans[k % 64] = (at, end);
                     end
                 }
                 _ => Self::other_value(json, at, k, slot, values)?,
@@ -912,7 +914,7 @@ impl<'s> FormRow<'s> {
     #[inline(always)]
     pub fn bytes(&self, json: &'s str, k: usize, plain: bool) -> &'s [u8] {
         // (Every value in `json`, `Values::source`'s plain case, with no test: a branch.)
-        let (s, start, end) = if plain { (json, self.values.spans[k].0, self.values.spans[k].1) } else { self.values.source(json, k) };
+        let (s, start, end) = if plain { (json, self.values.spans[k % 64].0, self.values.spans[k % 64].1) } else { self.values.source(json, k) };
         &s.as_bytes()[start..end]
     }
 
