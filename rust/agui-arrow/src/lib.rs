@@ -840,6 +840,7 @@ fn decode_part(src: &Source<'_>, format: Format, part: Part, opts: &Options, con
         issues: &mut out.decoded.issues,
         found: "",
         text,
+        ahead: text.filter(|_| opts.max_depth >= 1),
         src,
         opts,
         control,
@@ -870,6 +871,8 @@ struct PartRows<'o, 's> {
     found: &'o str,
     /// The part's text when it is valid UTF-8.
     text: Option<&'o str>,
+    /// `text` when forms may be read (a depth limit of at least 1): what `end` searches.
+    ahead: Option<&'o str>,
     src: &'o Source<'s>,
     opts: &'o Options,
     control: &'o Control,
@@ -920,7 +923,7 @@ impl agui_core::log::ReadAhead<PartStop> for PartRows<'_, '_> {
     /// too was 285.9M).
     #[inline(never)]
     fn end(&mut self, rest: &[u8]) -> Option<usize> {
-        let rest = within(rest, self.text).filter(|_| self.opts.max_depth >= 1)?;
+        let rest = within(rest, self.ahead)?;
         let n = self.shape.form_end(rest)?;
         self.found = rest.get(..n)?;
         Some(n)
