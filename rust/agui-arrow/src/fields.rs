@@ -975,8 +975,8 @@ pub struct Shape {
     /// tried them (`read_form`) and then reads the event whole does not try them again.
     missed: (usize, usize),
     /// The text (address, length) that [`Shape::form_end`] last found the form `current`
-    /// at (`values` its values): the framer hands that text to `found_form` next (checked
-    /// in debug builds).
+    /// at (`values` its values): the framer hands that text to `found_form` next. Kept
+    /// in debug builds only, for `found_form`'s check.
     found: (usize, usize),
 }
 
@@ -1086,7 +1086,11 @@ impl Shape {
             Some(end) => end,
             _ => self.other_form_end(text)?,
         };
-        self.found = (text.as_ptr() as usize, end);
+        // (Only for the debug check: the store a frame was ~2 instructions.)
+        #[cfg(debug_assertions)]
+        {
+            self.found = (text.as_ptr() as usize, end);
+        }
         Some(end)
     }
 
