@@ -716,7 +716,6 @@ impl Template {
         self.usage = self.slots.iter().any(|s| matches!(s.1, Slot::Usage));
         // (A nested value may hold line breaks, as whitespace: not read ahead.)
         let line = memchr::memchr2(b'\n', b'\r', &self.lits).is_none();
-        (self.one_line, self.nested_line) = (line && !self.nested, line && self.nested);
         self.ty_key = ty_key;
         // The `name` column: `name`, else `toolCallName`, else `stepName` (`Fields::name`).
         let name = NAME_KEYS.into_iter().find(|k| noted.iter().any(|n| n.key as usize == *k as usize));
@@ -734,13 +733,19 @@ impl Template {
         }));
         let first = self.slots.first().map_or(self.lits.len(), |s| s.0.len);
         self.head = self.lits.get(HEAD..HEAD + 16).filter(|_| first >= HEAD + 16).map(|h| h.try_into().expect("16 bytes"));
+        // (Read ahead only with a head: `form_end`'s matches need no check of it.)
+        let line = line && self.head.is_some();
+        (self.one_line, self.nested_line) = (line && !self.nested, line && self.nested);
     }
 
     /// Whether `json` has the learned form, nested no deeper than `max_depth`; then
     /// `values` holds its values.
     #[inline(always)]
     fn matches(&self, json: &str, values: &mut Values, max_depth: usize) -> bool {
-        self.match_at(json, values, true).is_some() && !(self.nested && check_depth(json, max_depth).is_err())
+        // (No head: nothing learned.)
+        self.head.is_some()
+            && self.match_at(json, values, true).is_some()
+            && !(self.nested && check_depth(json, max_depth).is_err())
     }
 
     /// Where the learned form ends when `json` starts with it (`whole`: and ends there);
@@ -753,9 +758,10 @@ impl Template {
             return None;
         }
         let b = json.as_bytes();
-        // (No head: nothing learned. The head lies in the first run, compared in place:
+        // (A form learned: its callers know, `matches` by its head, `form_end` by
+        // `one_line` or `nested_line`. The head lies in the first run, compared in place:
         // the forms of other types are told apart without a call.)
-        self.head.as_ref()?;
+        debug_assert!(self.head.is_some(), "a form learned");
         values.escaped = 0;
         values.timestamp = None;
         let mut at = 0;
