@@ -1347,8 +1347,8 @@ fn compact_usage_at(json: &str, start: usize) -> Option<(Usage, usize)> {
                             }
                             seen |= 1 << k;
                             let end = int_end(b, v)?;
-                            // (Digits only: ASCII, char boundaries.)
-                            let n: i64 = json[v..end].parse().ok()?;
+                            // (Digits only: `parse`'s value and overflow, with no call.)
+                            let n = b[v..end].iter().try_fold(0i64, |n, &d| n.checked_mul(10)?.checked_add(i64::from(d - b'0')))?;
                             sums[k] = Some(sums[k].unwrap_or(0).saturating_add(n));
                             end
                         }
