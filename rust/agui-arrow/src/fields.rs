@@ -565,6 +565,8 @@ enum Slot {
     /// JSON Patch `delta` of a type that has one (an array).
     Nested,
     Patch,
+    /// A `usage` list in the compact form writers emit ([`compact_usage_at`]).
+    Usage,
 }
 
 /// Where the values of the event a template last matched lie, and what they read.
@@ -572,7 +574,9 @@ enum Slot {
 struct Values {
     /// Per value (a slot): where its text lies in the event, or (bit `k` of `escaped`
     /// set) in `unescaped`. In place, written by the value's position (no `Vec` to
-    /// clear and push, with its capacity check, a value).
+    /// clear and push, with its capacity check, a value). (A form has at most 64
+    /// values, `Template::readable`: the hot writes and reads index by `k % 64`, with no
+    /// bounds check.)
     spans: [(usize, usize); 64],
     /// The values (by slot) with escapes that a column reads.
     escaped: u64,
@@ -581,11 +585,13 @@ struct Values {
     unescaped: String,
     /// The `timestamp` slot's milliseconds ([`timestamp`], as `finish` reads them).
     timestamp: Option<i64>,
+    /// The `usage` slot's sums, when the template has one ([`Template::usage`]).
+    usage: Usage,
 }
 
 impl Default for Values {
     fn default() -> Self {
-        Values { spans: [(0, 0); 64], escaped: 0, unescaped: String::new(), timestamp: None }
+        Values { spans: [(0, 0); 64], escaped: 0, unescaped: String::new(), timestamp: None, usage: Usage::default() }
     }
 }
 
@@ -643,15 +649,22 @@ struct Template {
     /// No line break in `lits` and no nested value: a match is one SSE `data` line
     /// ([`Shape::form_end`]).
     one_line: bool,
+    /// No line break in `lits`, with nested values: a match is one line when they hold
+    /// none (they may, as whitespace), found ahead when they do not and it is within the
+    /// depth limit ([`Shape::nested_form_end`]).
+    nested_line: bool,
     /// A nested value among the values: an event matched is checked against the depth
     /// limit (`check_depth`, as `read` checks it before the scan).
     nested: bool,
+    /// A `usage` slot: a row of this form has `Values::usage`. (A compact list holds no
+    /// line break and is at most 2 levels deep, learned within the limit: not `nested`.)
+    usage: bool,
 }
 
 impl Template {
     /// Whether an event scanned whole (its members `noted`, its type's key `ty_key`)
     /// has a form a template reads.
-    fn readable(json: &str, noted: &[Noted], ty_key: Option<usize>) -> bool {
+    fn readable(json: &str, noted: &[Noted], ty_key: Option<usize>, max_depth: usize) -> bool {
         let Some(ty_key) = ty_key else { return false };
         // A `delta` that is not a string is a row only for these (`finish`).
         let patch = matches!(EVENT_TYPES[ty_key], "STATE_DELTA" | "ACTIVITY_DELTA");
@@ -660,6 +673,9 @@ impl Template {
             && noted.iter().all(|n| match (n.key, n.value) {
                 (Key::Type, v) => v == Value::Plain,
                 (Key::Timestamp, v) => v == Value::Int,
+                // A list, read as `compact_usage` reads it (at most 2 levels: the event
+                // at most 3, no depth check a match when the limit allows them).
+                (Key::Usage, Value::Nested) => max_depth >= 3 && json.as_bytes()[n.start] == b'[',
                 (Key::Usage, _) => false,
                 // (An object as `delta` is left to the serde pass: the scan declines it.)
                 (Key::Delta, Value::Nested) => patch && json.as_bytes()[n.start] == b'[',
@@ -682,6 +698,7 @@ impl Template {
                 Key::Timestamp => Slot::Timestamp,
                 Key::Delta if nested => Slot::Patch,
                 Key::Delta => Slot::Delta,
+                Key::Usage => Slot::Usage,
                 Key::Other if nested => Slot::Nested,
                 Key::Other => Slot::Skip,
                 k => Slot::String(k as usize - Key::ThreadId as usize),
@@ -696,8 +713,9 @@ impl Template {
         self.lits.extend_from_slice(&b[cursor..]);
         self.last = Run::new(&self.lits, from);
         self.nested = self.slots.iter().any(|s| matches!(s.1, Slot::Nested | Slot::Patch));
+        self.usage = self.slots.iter().any(|s| matches!(s.1, Slot::Usage));
         // (A nested value may hold line breaks, as whitespace: not read ahead.)
-        self.one_line = !self.nested && memchr::memchr2(b'\n', b'\r', &self.lits).is_none();
+        let line = memchr::memchr2(b'\n', b'\r', &self.lits).is_none();
         self.ty_key = ty_key;
         // The `name` column: `name`, else `toolCallName`, else `stepName` (`Fields::name`).
         let name = NAME_KEYS.into_iter().find(|k| noted.iter().any(|n| n.key as usize == *k as usize));
@@ -715,13 +733,19 @@ impl Template {
         }));
         let first = self.slots.first().map_or(self.lits.len(), |s| s.0.len);
         self.head = self.lits.get(HEAD..HEAD + 16).filter(|_| first >= HEAD + 16).map(|h| h.try_into().expect("16 bytes"));
+        // (Read ahead only with a head: `form_end`'s matches need no check of it.)
+        let line = line && self.head.is_some();
+        (self.one_line, self.nested_line) = (line && !self.nested, line && self.nested);
     }
 
     /// Whether `json` has the learned form, nested no deeper than `max_depth`; then
     /// `values` holds its values.
     #[inline(always)]
     fn matches(&self, json: &str, values: &mut Values, max_depth: usize) -> bool {
-        self.match_at(json, values, true).is_some() && !(self.nested && check_depth(json, max_depth).is_err())
+        // (No head: nothing learned.)
+        self.head.is_some()
+            && self.match_at(json, values, true).is_some()
+            && !(self.nested && check_depth(json, max_depth).is_err())
     }
 
     /// Where the learned form ends when `json` starts with it (`whole`: and ends there);
@@ -734,9 +758,10 @@ impl Template {
             return None;
         }
         let b = json.as_bytes();
-        // (No head: nothing learned. The head lies in the first run, compared in place:
+        // (A form learned: its callers know, `matches` by its head, `form_end` by
+        // `one_line` or `nested_line`. The head lies in the first run, compared in place:
         // the forms of other types are told apart without a call.)
-        self.head.as_ref()?;
+        debug_assert!(self.head.is_some(), "a form learned");
         values.escaped = 0;
         values.timestamp = None;
         let mut at = 0;
@@ -750,7 +775,7 @@ impl Template {
             // (Every end is next to an ASCII byte: a char boundary.)
             let end = match (slot, plain_end(b, at)) {
                 (Slot::String(_) | Slot::Delta | Slot::Skip, Some(end)) => {
-                    values.spans[k] = (at, end);
+                    values.spans[k % 64] = (at, end);
                     end
                 }
                 _ => Self::other_value(json, at, k, slot, values)?,
@@ -775,6 +800,13 @@ impl Template {
                     _ => return None,
                 };
                 values.timestamp = Some(timestamp(&json[at..end])?);
+                end
+            }
+            // Ended and summed as `usage` reads the member the scan ends (a compact list
+            // is valid JSON: serde_json's skip ends it at the same byte).
+            Slot::Usage => {
+                let (sum, end) = compact_usage_at(json, at)?;
+                values.usage = sum;
                 end
             }
             // Skipped as the scan skips it (serde_json's skip); a patch is an array.
@@ -872,6 +904,8 @@ pub struct FormRow<'s> {
     pub timestamp: Option<i64>,
     pub columns: &'s [u8],
     values: &'s Values,
+    /// The sums of its `usage` list when the form has one.
+    pub usage: Option<&'s Usage>,
 }
 
 const _: () = assert!(NO_COLUMN as usize >= 8, "past the 8 of `Fields::string_columns`");
@@ -886,7 +920,7 @@ impl<'s> FormRow<'s> {
     #[inline(always)]
     pub fn bytes(&self, json: &'s str, k: usize, plain: bool) -> &'s [u8] {
         // (Every value in `json`, `Values::source`'s plain case, with no test: a branch.)
-        let (s, start, end) = if plain { (json, self.values.spans[k].0, self.values.spans[k].1) } else { self.values.source(json, k) };
+        let (s, start, end) = if plain { (json, self.values.spans[k % 64].0, self.values.spans[k % 64].1) } else { self.values.source(json, k) };
         &s.as_bytes()[start..end]
     }
 
@@ -987,14 +1021,17 @@ pub struct Shape {
     /// tried them (`read_form`) and then reads the event whole does not try them again.
     missed: (usize, usize),
     /// The text (address, length) that [`Shape::form_end`] last found the form `current`
-    /// at (`values` its values): the framer hands that text to `read_form` next.
+    /// at (`values` its values): the framer hands that text to `found_form` next. Kept
+    /// in debug builds only, for `found_form`'s check.
     found: (usize, usize),
 }
 
 impl Shape {
     /// `json` read into `out` by the template whose form it has; that one is then
-    /// tried first (most events are of the last one's form).
-    #[inline(always)]
+    /// tried first (most events are of the last one's form). (Out of line: in the parts'
+    /// rows `read_form` has tried the templates before, and the protobuf rows never try
+    /// them.)
+    #[inline(never)]
     fn read_template<'a>(&mut self, json: &'a str, out: &mut Fields<'a>) -> Option<()> {
         if !self.match_form(json) {
             return None;
@@ -1008,6 +1045,7 @@ impl Shape {
             match slot {
                 Slot::String(i) => out.strings[i] = Some(text(k)),
                 Slot::Delta => out.delta = Some(text(k)),
+                Slot::Usage => out.usage = Some(v.usage),
                 Slot::Timestamp | Slot::Skip | Slot::Nested | Slot::Patch => {}
             }
         }
@@ -1034,7 +1072,6 @@ impl Shape {
     #[inline(always)]
     pub fn found_form(&mut self, json: &str) -> FormRow<'_> {
         debug_assert!(self.found == (json.as_ptr() as usize, json.len()), "the text form_end found");
-        self.found = (0, 0);
         #[cfg(test)]
         {
             tests::FRAME_SKIPS.set(tests::FRAME_SKIPS.get() + 1);
@@ -1047,7 +1084,7 @@ impl Shape {
     #[inline(always)]
     fn form_row(&self) -> FormRow<'_> {
         let (t, v) = (&self.templates[self.current], &self.values);
-        FormRow { ty: t.ty_key as i32, timestamp: v.timestamp, columns: &t.columns, values: v }
+        FormRow { ty: t.ty_key as i32, timestamp: v.timestamp, columns: &t.columns, values: v, usage: t.usage.then_some(&v.usage) }
     }
 
     /// Whether `json` has the form of a template kept: that one is then `current` (most
@@ -1056,12 +1093,10 @@ impl Shape {
     fn match_form(&mut self, json: &str) -> bool {
         let Some(first) = self.templates.get(self.current) else { return false };
         let this = (json.as_ptr() as usize, json.len());
-        if self.found == this {
-            // Matched by `form_end` just before: `current` and `values` are this text's.
-            self.found = (0, 0);
-            #[cfg(test)]
-            tests::FRAME_SKIPS.set(tests::FRAME_SKIPS.get() + 1);
-        } else if !first.matches(json, &mut self.values, self.max_depth) {
+        // (A text `form_end` found and the framer then declined, its frame not ended by
+        // `\n\n` (CRLF, another field, over the limit), comes here and is matched again:
+        // rare, and so the frames read ahead leave `found` as it is.)
+        if !first.matches(json, &mut self.values, self.max_depth) {
             if self.missed == this {
                 return false;
             }
@@ -1082,7 +1117,8 @@ impl Shape {
     /// Where an event of a form kept ends when `text` (the rest of an SSE part after a
     /// frame's `data: `) starts with one whose literal runs hold no line break: that
     /// event is one line, as its values hold no control byte (strings as the scan
-    /// reads them, escapes written as escapes; integers). The framer
+    /// reads them, escapes written as escapes; integers; nested values are searched for
+    /// one, [`Shape::nested_form_end`]). The framer
     /// ([`agui_core::sse::SseParser::feed_ahead`]) then hands that event (the same
     /// address and length) to [`Shape::read_form`], which takes this match.
     #[inline(always)]
@@ -1094,27 +1130,53 @@ impl Shape {
         let t = self.templates.get(self.current)?;
         let end = match t.one_line.then(|| t.match_at(text, &mut self.values, false)).flatten() {
             Some(end) => end,
-            _ => {
-                let at = text.as_bytes().get(HEAD..HEAD + 16).map(bucket)?;
-                let t = &self.templates[at];
-                match (t.one_line && at != self.current).then(|| t.match_at(text, &mut self.values, false)).flatten() {
-                    Some(end) => {
-                        self.current = at;
-                        end
-                    }
-                    None => return None,
-                }
-            }
+            _ => self.other_form_end(text)?,
         };
-        self.found = (text.as_ptr() as usize, end);
+        // (Only for the debug check: the store a frame was ~2 instructions.)
+        #[cfg(debug_assertions)]
+        {
+            self.found = (text.as_ptr() as usize, end);
+        }
         Some(end)
+    }
+
+    /// [`Shape::form_end`] when the current form is not the event's (out of line: most
+    /// events are of the last one's form): the current form with nested values, or the
+    /// form in the place of the event's head; that one is then current.
+    #[inline(never)]
+    fn other_form_end(&mut self, text: &str) -> Option<usize> {
+        let current = self.current;
+        if self.templates[current].nested_line {
+            if let Some(end) = self.nested_form_end(current, text) {
+                return Some(end);
+            }
+        }
+        let at = text.as_bytes().get(HEAD..HEAD + 16).map(bucket).filter(|&at| at != current)?;
+        let t = &self.templates[at];
+        let end = match (t.one_line, t.nested_line) {
+            (true, _) => t.match_at(text, &mut self.values, false)?,
+            (_, true) => self.nested_form_end(at, text)?,
+            _ => return None,
+        };
+        self.current = at;
+        Some(end)
+    }
+
+    /// Where the form `at`, one with nested values, ends in `text` when it is one line
+    /// (no line break in its nested values) nested no deeper than the limit (`check_depth`,
+    /// as [`Template::matches`] checks it).
+    #[inline(always)]
+    fn nested_form_end(&mut self, at: usize, text: &str) -> Option<usize> {
+        let end = self.templates[at].match_at(text, &mut self.values, false)?;
+        let json = text.get(..end)?;
+        (memchr::memchr2(b'\n', b'\r', json.as_bytes()).is_none() && check_depth(json, self.max_depth).is_ok()).then_some(end)
     }
 
     /// After a whole scan of `json` (its members in `noted`): its form kept first, when a
     /// template reads it (none kept does, or it would have been read by that one).
     #[cold]
     fn learn_template(&mut self, json: &str, ty_key: Option<usize>) {
-        let Some(ty_key) = ty_key.filter(|_| Template::readable(json, &self.noted, ty_key)) else { return };
+        let Some(ty_key) = ty_key.filter(|_| Template::readable(json, &self.noted, ty_key, self.max_depth)) else { return };
         // The head: the first value after it (a string's after its quote), or no template.
         let first = self.noted.iter().find(|n| !matches!(n.key, Key::Type)).map_or(json.len(), |n| {
             n.start + usize::from(n.value.quoted())
@@ -1283,17 +1345,22 @@ fn usage(raw: &str) -> Result<Usage, RowError> {
 /// which it reads as a float, or anything else: `None`, for it to read and explain).
 /// Its reading was ~1,400 instructions a `RUN_FINISHED` (callgrind).
 fn compact_usage(raw: &str) -> Option<Usage> {
+    compact_usage_at(raw, 0).and_then(|(sum, end)| (end == raw.len()).then_some(sum))
+}
+
+/// [`compact_usage`] of the list at `start` in `json`: its sums and where it ends.
+fn compact_usage_at(json: &str, start: usize) -> Option<(Usage, usize)> {
     use agui_core::stream::event::{int_end, plain_end};
     const COUNTS: [&[u8]; 6] = [
         b"inputTokens", b"outputTokens", b"totalTokens", b"reasoningTokens", b"cachedInputTokens",
         b"cacheWriteInputTokens",
     ];
-    let b = raw.as_bytes();
+    let b = json.as_bytes();
     let mut sums = [None::<i64>; 6];
-    if b.first() != Some(&b'[') {
+    if b.get(start) != Some(&b'[') {
         return None;
     }
-    let mut i = 1;
+    let mut i = start + 1;
     if b.get(i) != Some(&b']') {
         loop {
             // An entry: `{`, members, `}`.
@@ -1320,8 +1387,8 @@ fn compact_usage(raw: &str) -> Option<Usage> {
                             }
                             seen |= 1 << k;
                             let end = int_end(b, v)?;
-                            // (Digits only: ASCII, char boundaries.)
-                            let n: i64 = raw[v..end].parse().ok()?;
+                            // (Digits only: `parse`'s value and overflow, with no call.)
+                            let n = b[v..end].iter().try_fold(0i64, |n, &d| n.checked_mul(10)?.checked_add(i64::from(d - b'0')))?;
                             sums[k] = Some(sums[k].unwrap_or(0).saturating_add(n));
                             end
                         }
@@ -1350,12 +1417,9 @@ fn compact_usage(raw: &str) -> Option<Usage> {
             }
         }
     }
-    // `i`: the list's `]`, the text's end.
-    if i + 1 != b.len() {
-        return None;
-    }
+    // `i`: the list's `]`.
     let [input_tokens, output_tokens, total_tokens, reasoning_tokens, cached_input_tokens, cache_write_input_tokens] = sums;
-    Some(Usage { input_tokens, output_tokens, total_tokens, reasoning_tokens, cached_input_tokens, cache_write_input_tokens })
+    Some((Usage { input_tokens, output_tokens, total_tokens, reasoning_tokens, cached_input_tokens, cache_write_input_tokens }, i + 1))
 }
 
 /// The error of a text that is not JSON. One that ends early is worded as the typed

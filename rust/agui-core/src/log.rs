@@ -368,7 +368,7 @@ impl Framer {
         E: From<LogError>,
         R: ReadAhead<E>,
     {
-        let mut d = Deliver { rows, failed: None, events };
+        let mut d = Deliver { rows, failed: None, events: 0 };
         let r = match (self, chunk) {
             (Framer::Sse(p), Some(c)) => p.feed_ahead(c, &mut d).map_err(LogError::Sse),
             (Framer::Sse(p), None) => p.finish(|f| crate::sse::Ahead::frame(&mut d, f)).map_err(LogError::Sse),
@@ -383,6 +383,7 @@ impl Framer {
                 .map_err(LogError::Proto),
             (Framer::Protobuf(dec, _), None) => dec.finish().map_err(LogError::Proto),
         };
+        *events += d.events;
         if let Some(e) = d.failed {
             return Err(e);
         }
@@ -443,7 +444,9 @@ impl<E, F: FnMut(Event<'_>) -> Result<(), E>> ReadAhead<E> for LineSearch<F> {
 struct Deliver<'r, R, E> {
     rows: &'r mut R,
     failed: Option<E>,
-    events: &'r mut u64,
+    /// The events delivered in this chunk (counted here, not through the caller's
+    /// reference: a load and a store a frame).
+    events: u64,
 }
 
 impl<E, R: ReadAhead<E>> Deliver<'_, R, E> {
@@ -452,7 +455,7 @@ impl<E, R: ReadAhead<E>> Deliver<'_, R, E> {
         if self.failed.is_none() {
             let r = if taken { self.rows.taken(ev) } else { self.rows.event(ev) };
             match r {
-                Ok(()) => *self.events += 1,
+                Ok(()) => self.events += 1,
                 Err(e) => self.stop(e),
             }
         }
@@ -468,7 +471,7 @@ impl<E, R: ReadAhead<E>> Deliver<'_, R, E> {
         match self.rows.flat(index, offset, flat) {
             None => false,
             Some(Ok(())) => {
-                *self.events += 1;
+                self.events += 1;
                 true
             }
             Some(Err(e)) => {

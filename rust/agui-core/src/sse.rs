@@ -365,7 +365,12 @@ impl SseParser {
                     // (`emit`, with the frame handed to `taken` by a method call: a
                     // closure here was not inlined.)
                     r.taken(self.frame(&chunk[i + 6..end]));
-                    self.dispatched();
+                    // (`dispatched`, less what these frames leave as it was: no data
+                    // kept, and an event type only before the first, from an `event:` line.)
+                    self.frames += 1;
+                    if self.event_type.is_some() {
+                        self.event_type = None;
+                    }
                     i = end + 2;
                 }
                 self.line_start = base + i as u64;
