@@ -14,6 +14,8 @@ use super::{arm_number_to_enum, arm_number_to_type, EVENT_TYPES};
 use prost::encoding::{decode_key, decode_varint, WireType};
 use prost::Message as _;
 
+mod nested;
+
 // ---------------------------------------------------------------------------------
 // Output: the event is written while walking the decoded prost message, straight into
 // the caller's buffer (no intermediate tree, no per-event copy). Map/array headers are
@@ -194,10 +196,16 @@ impl W<'_> {
     /// A Value field: present only when it has a kind.
     #[inline]
     fn put_value(&mut self, o: &mut Open, k: &'static str, v: &Option<wkt::Value>) -> Result<()> {
+        self.put_value_body(o, k, v.as_ref().map(|v| &v.0[..]))
+    }
+
+    /// [`W::put_value`] of a Value body (the decoded field's, or its wire bytes).
+    #[inline]
+    fn put_value_body(&mut self, o: &mut Open, k: &'static str, v: Option<&[u8]>) -> Result<()> {
         if let Some(v) = v {
-            if wkt::value_has_kind(&v.0).map_err(bad_payload)? {
+            if wkt::value_has_kind(v).map_err(bad_payload)? {
                 self.key(o, k);
-                self.value_body(&v.0);
+                self.value_body(v);
             }
         }
         Ok(())
@@ -205,9 +213,15 @@ impl W<'_> {
 
     #[inline]
     fn put_struct(&mut self, o: &mut Open, k: &'static str, v: &Option<wkt::Struct>) {
+        self.put_struct_body(o, k, v.as_ref().map(|m| &m.0[..]))
+    }
+
+    /// [`W::put_struct`] of a Struct body.
+    #[inline]
+    fn put_struct_body(&mut self, o: &mut Open, k: &'static str, v: Option<&[u8]>) {
         if let Some(m) = v {
             self.key(o, k);
-            self.struct_body(&m.0);
+            self.struct_body(m);
         }
     }
 
@@ -441,24 +455,31 @@ fn write_usage(w: &mut W, list: &[pb::Usage]) -> Result<()> {
     let mut a = w.arr();
     for u in list {
         w.elem(&mut a);
-        let mut o = w.obj();
-        w.put_opt(&mut o, "provider", &u.provider);
-        w.put_opt(&mut o, "model", &u.model);
-        for (k, v) in [
-            ("inputTokens", u.input_tokens),
-            ("outputTokens", u.output_tokens),
-            ("totalTokens", u.total_tokens),
-            ("reasoningTokens", u.reasoning_tokens),
-            ("cachedInputTokens", u.cached_input_tokens),
-            ("cacheWriteInputTokens", u.cache_write_input_tokens),
-        ] {
-            if let Some(v) = v {
-                w.put_int(&mut o, k, v)?;
-            }
-        }
-        w.end_obj(o);
+        let ints = [u.input_tokens, u.output_tokens, u.total_tokens, u.reasoning_tokens, u.cached_input_tokens, u.cache_write_input_tokens];
+        write_usage_entry(w, u.provider.as_deref(), u.model.as_deref(), ints)?;
     }
     w.end_arr(a);
+    Ok(())
+}
+
+/// One `Usage` object (fields 1..=8: the two names, then the counts in field order); the
+/// prost path and the wire path ([`nested`]) both write it here.
+fn write_usage_entry(w: &mut W, provider: Option<&str>, model: Option<&str>, ints: [Option<i64>; 6]) -> Result<()> {
+    const COUNTS: [&str; 6] =
+        ["inputTokens", "outputTokens", "totalTokens", "reasoningTokens", "cachedInputTokens", "cacheWriteInputTokens"];
+    let mut o = w.obj();
+    if let Some(p) = provider {
+        w.put_str(&mut o, "provider", p);
+    }
+    if let Some(m) = model {
+        w.put_str(&mut o, "model", m);
+    }
+    for (k, v) in COUNTS.into_iter().zip(ints) {
+        if let Some(v) = v {
+            w.put_int(&mut o, k, v)?;
+        }
+    }
+    w.end_obj(o);
     Ok(())
 }
 
@@ -650,22 +671,30 @@ fn write_messages(w: &mut W, list: &[pb::Message], warnings: &mut Vec<String>) -
 }
 
 fn write_patch(w: &mut W, ops: &[pb::JsonPatchOperation]) -> Result<()> {
-    const NAMES: [&str; 6] = ["add", "remove", "replace", "move", "copy", "test"];
     let mut a = w.arr();
     for op in ops {
         w.elem(&mut a);
-        let mut o = w.obj();
-        // An enum number without a name is kept as its decimal string.
-        match NAMES.get(op.op as usize) {
-            Some(n) if op.op >= 0 => w.put_str(&mut o, "op", n),
-            _ => w.put_str(&mut o, "op", &op.op.to_string()),
-        }
-        w.put_str(&mut o, "path", &op.path);
-        w.put_opt(&mut o, "from", &op.from);
-        w.put_value(&mut o, "value", &op.value)?;
-        w.end_obj(o);
+        write_op(w, op.op, &op.path, op.from.as_deref(), op.value.as_ref().map(|v| &v.0[..]))?;
     }
     w.end_arr(a);
+    Ok(())
+}
+
+/// One JSON Patch operation object (the prost path's and the wire path's).
+fn write_op(w: &mut W, op: i32, path: &str, from: Option<&str>, value: Option<&[u8]>) -> Result<()> {
+    const NAMES: [&str; 6] = ["add", "remove", "replace", "move", "copy", "test"];
+    let mut o = w.obj();
+    // An enum number without a name is kept as its decimal string.
+    match NAMES.get(op as usize) {
+        Some(n) if op >= 0 => w.put_str(&mut o, "op", n),
+        _ => w.put_str(&mut o, "op", &op.to_string()),
+    }
+    w.put_str(&mut o, "path", path);
+    if let Some(f) = from {
+        w.put_str(&mut o, "from", f);
+    }
+    w.put_value_body(&mut o, "value", value)?;
+    w.end_obj(o);
     Ok(())
 }
 
@@ -894,7 +923,7 @@ pub fn decode_message_into(msg: &[u8], warnings: &mut Vec<String>, out: &mut Vec
 
 /// [`decode_message_into`] in the given output format.
 pub fn decode_message_as(msg: &[u8], warnings: &mut Vec<String>, out: &mut Vec<u8>, fmt: Format) -> Result<()> {
-    if write_flat(msg, out, fmt, None) {
+    if write_flat(msg, out, fmt, None) || nested::write_nested(msg, out, fmt, None) {
         return Ok(());
     }
     decode_with_prost(msg, warnings, out, fmt)
@@ -937,6 +966,9 @@ fn decode_reusing(
     mut members: Option<&mut Members>,
 ) -> Result<()> {
     if write_flat(msg, out, fmt, members.as_deref_mut()) {
+        return Ok(());
+    }
+    if nested::write_nested(msg, out, fmt, members.as_deref_mut()) {
         return Ok(());
     }
     let arm = guard(msg)?;
@@ -1028,11 +1060,6 @@ fn event_body(ev: &pb::Event, warnings: &mut Vec<String>, w: &mut W) -> Result<(
         ($k:literal, $v:expr) => {
             w.put_opt(&mut o, $k, &$v)
         };
-    }
-    // Written after the base event's fields (RUN_FINISHED / SUBAGENT_FINISHED).
-    enum Outcome<'e> {
-        Run { ty: &'e str, interrupts: Option<&'e [pb::Interrupt]>, pending: Option<&'e [String]> },
-        Subagent { ty: &'e str, ids: Option<&'e [String]> },
     }
     let mut outcome: Option<Outcome> = None;
     let b = match arm {
@@ -1284,21 +1311,40 @@ fn event_body(ev: &pb::Event, warnings: &mut Vec<String>, w: &mut W) -> Result<(
         }
     };
     let b = b.as_ref().ok_or_else(|| invalid("Invalid event: the event has no base_event"))?;
-    if b.r#type < 0 || EVENT_TYPES.get(b.r#type as usize) != Some(&arm_type) {
-        let declared = EVENT_TYPES
-            .get(b.r#type as usize)
-            .filter(|_| b.r#type >= 0)
-            .copied()
-            .unwrap_or("undefined");
+    let (raw, meta) = (b.raw_event.as_ref().map(|v| &v.0[..]), b.metadata.as_ref().map(|m| &m.0[..]));
+    write_base(w, o, arm_type, b.r#type, b.timestamp, raw, meta, outcome)
+}
+
+/// Written after the base event's fields (RUN_FINISHED / SUBAGENT_FINISHED).
+enum Outcome<'e> {
+    Run { ty: &'e str, interrupts: Option<&'e [pb::Interrupt]>, pending: Option<&'e [String]> },
+    Subagent { ty: &'e str, ids: Option<&'e [String]> },
+}
+
+/// The end of an event object: the base event's checks and fields, then the outcome
+/// (the prost path's and the wire path's, [`nested`]).
+#[allow(clippy::too_many_arguments)]
+fn write_base(
+    w: &mut W,
+    mut o: Open,
+    arm_type: &str,
+    ty: i32,
+    timestamp: Option<i64>,
+    raw_event: Option<&[u8]>,
+    metadata: Option<&[u8]>,
+    outcome: Option<Outcome>,
+) -> Result<()> {
+    if ty < 0 || EVENT_TYPES.get(ty as usize) != Some(&arm_type) {
+        let declared = EVENT_TYPES.get(ty as usize).filter(|_| ty >= 0).copied().unwrap_or("undefined");
         return Err(invalid(format!(
             "Invalid event: envelope carries {arm_type} but the base event declares {declared}"
         )));
     }
-    if let Some(ts) = b.timestamp {
+    if let Some(ts) = timestamp {
         w.put_int(&mut o, "timestamp", ts)?;
     }
-    w.put_value(&mut o, "rawEvent", &b.raw_event)?;
-    w.put_struct(&mut o, "metadata", &b.metadata);
+    w.put_value_body(&mut o, "rawEvent", raw_event)?;
+    w.put_struct_body(&mut o, "metadata", metadata);
     match outcome {
         None => {}
         Some(Outcome::Run { ty, interrupts, pending }) => {
@@ -1432,7 +1478,7 @@ mod tests {
 
     use crate::test_rng::Rng;
 
-    fn vector_messages() -> Vec<Vec<u8>> {
+    pub(super) fn vector_messages() -> Vec<Vec<u8>> {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/vectors/codec");
         let mut out = Vec::new();
         for name in ["events.jsonl", "invalid_events.jsonl"] {
@@ -1448,7 +1494,7 @@ mod tests {
         out
     }
 
-    fn mutate(m: &[u8], rng: &mut Rng, pool: &[Vec<u8>]) -> Vec<u8> {
+    pub(super) fn mutate(m: &[u8], rng: &mut Rng, pool: &[Vec<u8>]) -> Vec<u8> {
         let mut b = m.to_vec();
         match rng.below(4) {
             0 if !b.is_empty() => {
