@@ -107,13 +107,8 @@ impl W<'_> {
     fn key_of(&mut self, o: &mut Open, k: &'static str, plain_len: usize) {
         let key_at = self.out.len();
         match self.fmt {
-            Format::Json => {
-                if o.n > 0 {
-                    self.out.push(b',');
-                }
-                // The core's key writer: a schema name in one block copy.
-                crate::json::write_key(self.out, k);
-            }
+            // The core's key writer: comma and schema name in one block copy.
+            Format::Json => crate::json::write_member_key(self.out, k, o.n > 0),
             Format::MsgPack => super::msgpack::str(self.out, k),
         }
         o.n += 1;
