@@ -547,18 +547,34 @@ fn write_parts(w: &mut W, parts: &[pb::InputContent], warnings: &mut Vec<String>
 }
 
 fn write_tool_call(w: &mut W, t: &pb::ToolCall) {
+    let function = t.function.as_ref().map(|f| (&f.name[..], &f.arguments[..]));
+    let metadata = t.metadata.as_ref().map(|m| &m.0[..]);
+    write_tool_call_of(w, &t.id, &t.r#type, function, metadata, t.encrypted_value.as_deref());
+}
+
+/// One tool call object (the prost path's and the wire path's, [`nested`]).
+fn write_tool_call_of(
+    w: &mut W,
+    id: &str,
+    ty: &str,
+    function: Option<(&str, &str)>,
+    metadata: Option<&[u8]>,
+    encrypted_value: Option<&str>,
+) {
     let mut o = w.obj();
-    w.put_str(&mut o, "id", &t.id);
-    w.put_str(&mut o, "type", &t.r#type);
-    if let Some(f) = &t.function {
+    w.put_str(&mut o, "id", id);
+    w.put_str(&mut o, "type", ty);
+    if let Some((name, arguments)) = function {
         w.key(&mut o, "function");
         let mut fo = w.obj();
-        w.put_str(&mut fo, "name", &f.name);
-        w.put_str(&mut fo, "arguments", &f.arguments);
+        w.put_str(&mut fo, "name", name);
+        w.put_str(&mut fo, "arguments", arguments);
         w.end_obj(fo);
     }
-    w.put_struct(&mut o, "metadata", &t.metadata);
-    w.put_opt(&mut o, "encryptedValue", &t.encrypted_value);
+    w.put_struct_body(&mut o, "metadata", metadata);
+    if let Some(v) = encrypted_value {
+        w.put_str(&mut o, "encryptedValue", v);
+    }
     w.end_obj(o);
 }
 
@@ -567,17 +583,22 @@ enum Content<'m> {
     Absent,
     Str(&'m str),
     Parts(&'m [pb::InputContent]),
-    Struct(&'m wkt::Struct),
+    Struct(&'m [u8]),
 }
 
-/// One wire message -> JSON message, with the role rules of §5.2.6.
-fn write_message(w: &mut W, m: &pb::Message, warnings: &mut Vec<String>) -> Result<()> {
-    let has_string = m.content.is_some();
-    let has_parts = !m.content_parts.is_empty();
-    let has_activity = m.activity_content.is_some();
-    let string = || m.content.as_deref().map_or(Content::Absent, Content::Str);
-    let activity = || m.activity_content.as_ref().map_or(Content::Absent, Content::Struct);
-    let content = match m.role.as_str() {
+/// Which content form a message of `role` is written with, given the forms it carries
+/// (string content, content parts, activity content), or why it is rejected (§5.2.6).
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Form {
+    Absent,
+    Str,
+    Parts,
+    Struct,
+}
+
+fn content_form(role: &str, has_string: bool, has_parts: bool, has_activity: bool) -> Result<Form> {
+    let activity = if has_activity { Form::Struct } else { Form::Absent };
+    Ok(match role {
         "user" | "tool" => {
             if has_activity {
                 return Err(invalid("Invalid event: message carries activity content for a non-activity role"));
@@ -586,16 +607,16 @@ fn write_message(w: &mut W, m: &pb::Message, warnings: &mut Vec<String>) -> Resu
                 return Err(invalid("Invalid event: message carries both string content and content parts"));
             }
             if has_string {
-                string()
+                Form::Str
             } else {
-                Content::Parts(&m.content_parts)
+                Form::Parts
             }
         }
         "activity" => {
             if has_string || has_parts {
                 return Err(invalid("Invalid event: activity content cannot ride with other content forms"));
             }
-            activity()
+            activity
         }
         "developer" | "system" | "assistant" | "reasoning" => {
             if has_parts {
@@ -604,25 +625,88 @@ fn write_message(w: &mut W, m: &pb::Message, warnings: &mut Vec<String>) -> Resu
             if has_activity {
                 return Err(invalid("Invalid event: message carries activity content for a non-activity role"));
             }
-            string()
+            if has_string {
+                Form::Str
+            } else {
+                Form::Absent
+            }
         }
         _ => {
             if (has_string as u8 + has_parts as u8 + has_activity as u8) > 1 {
                 return Err(invalid("Invalid event: message carries more than one content form"));
             }
             if has_string {
-                string()
+                Form::Str
             } else if has_parts {
-                Content::Parts(&m.content_parts)
+                Form::Parts
             } else {
-                activity()
+                activity
             }
         }
+    })
+}
+
+/// A message's members other than its content and tool calls, as both paths read them.
+struct MessageFields<'m> {
+    id: &'m str,
+    role: &'m str,
+    name: Option<&'m str>,
+    tool_call_id: Option<&'m str>,
+    error: Option<&'m str>,
+    metadata: Option<&'m [u8]>,
+    subagent_run_id: Option<&'m str>,
+    encrypted_value: Option<&'m str>,
+    activity_type: Option<&'m str>,
+}
+
+/// One wire message -> JSON message, with the role rules of §5.2.6.
+fn write_message(w: &mut W, m: &pb::Message, warnings: &mut Vec<String>) -> Result<()> {
+    let form = content_form(&m.role, m.content.is_some(), !m.content_parts.is_empty(), m.activity_content.is_some())?;
+    let content = match form {
+        Form::Absent => Content::Absent,
+        Form::Str => Content::Str(m.content.as_deref().unwrap_or_default()),
+        Form::Parts => Content::Parts(&m.content_parts),
+        Form::Struct => Content::Struct(m.activity_content.as_ref().map_or(&[][..], |s| &s.0[..])),
     };
+    let f = MessageFields {
+        id: &m.id,
+        role: &m.role,
+        name: m.name.as_deref(),
+        tool_call_id: m.tool_call_id.as_deref(),
+        error: m.error.as_deref(),
+        metadata: m.metadata.as_ref().map(|s| &s.0[..]),
+        subagent_run_id: m.subagent_run_id.as_deref(),
+        encrypted_value: m.encrypted_value.as_deref(),
+        activity_type: m.activity_type.as_deref(),
+    };
+    let tool_calls = |w: &mut W, o: &mut Open| {
+        if !m.tool_calls.is_empty() {
+            w.key(o, "toolCalls");
+            let mut a = w.arr();
+            for t in &m.tool_calls {
+                w.elem(&mut a);
+                write_tool_call(w, t);
+            }
+            w.end_arr(a);
+        }
+        Some(())
+    };
+    write_message_of(w, &f, content, tool_calls, warnings)
+}
+
+/// One message object (the prost path's and the wire path's, [`nested`]); `tool_calls`
+/// writes the `toolCalls` member when there are any (`None`: the wire path declines).
+fn write_message_of(
+    w: &mut W,
+    f: &MessageFields,
+    content: Content,
+    tool_calls: impl FnOnce(&mut W, &mut Open) -> Option<()>,
+    warnings: &mut Vec<String>,
+) -> Result<()> {
     let mut o = w.obj();
     // role (the message union's tag) first, see the event's `type`.
-    w.put_str(&mut o, "role", &m.role);
-    w.put_str(&mut o, "id", &m.id);
+    w.put_str(&mut o, "role", f.role);
+    w.put_str(&mut o, "id", f.id);
     match content {
         Content::Absent => {}
         Content::Str(s) => w.put_str(&mut o, "content", s),
@@ -632,25 +716,22 @@ fn write_message(w: &mut W, m: &pb::Message, warnings: &mut Vec<String>) -> Resu
         }
         Content::Struct(s) => {
             w.key(&mut o, "content");
-            w.struct_body(&s.0);
+            w.struct_body(s);
         }
     }
-    w.put_opt(&mut o, "name", &m.name);
-    if !m.tool_calls.is_empty() {
-        w.key(&mut o, "toolCalls");
-        let mut a = w.arr();
-        for t in &m.tool_calls {
-            w.elem(&mut a);
-            write_tool_call(w, t);
+    let opt = |w: &mut W, o: &mut Open, k: &'static str, v: Option<&str>| {
+        if let Some(v) = v {
+            w.put_str(o, k, v);
         }
-        w.end_arr(a);
-    }
-    w.put_opt(&mut o, "toolCallId", &m.tool_call_id);
-    w.put_opt(&mut o, "error", &m.error);
-    w.put_struct(&mut o, "metadata", &m.metadata);
-    w.put_opt(&mut o, "subagentRunId", &m.subagent_run_id);
-    w.put_opt(&mut o, "encryptedValue", &m.encrypted_value);
-    w.put_opt(&mut o, "activityType", &m.activity_type);
+    };
+    opt(w, &mut o, "name", f.name);
+    tool_calls(w, &mut o).ok_or_else(|| invalid("Invalid event: a tool call the wire path declines"))?;
+    opt(w, &mut o, "toolCallId", f.tool_call_id);
+    opt(w, &mut o, "error", f.error);
+    w.put_struct_body(&mut o, "metadata", f.metadata);
+    opt(w, &mut o, "subagentRunId", f.subagent_run_id);
+    opt(w, &mut o, "encryptedValue", f.encrypted_value);
+    opt(w, &mut o, "activityType", f.activity_type);
     w.end_obj(o);
     Ok(())
 }

@@ -1,5 +1,5 @@
 //! Common nested events straight from the wire (RUN_STARTED/FINISHED/ERROR, STATE_SNAPSHOT/
-//! DELTA, RAW, CUSTOM, TOOL_CALL_RESULT, ACTIVITY_SNAPSHOT/DELTA).
+//! DELTA, MESSAGES_SNAPSHOT, RAW, CUSTOM, TOOL_CALL_RESULT, ACTIVITY_SNAPSHOT/DELTA).
 //!
 //! What [`write_flat`](super::write_flat) does for flat events, for the events a flat log
 //! still has a few of per run: the prost path's cost for them is mostly its own (the guard's
@@ -12,19 +12,21 @@
 //! calls, content parts). Value and Struct bodies are walked from the wire by the same
 //! `wkt` writer (the prost path walks a copy of the same fields), and the objects are
 //! written by the prost path's writers where they have one (`write_usage_entry`,
-//! `write_op`, `write_base`). Any failure while writing rolls back what was written and
+//! `write_op`, `write_base`, `write_message_of` with `content_form`'s role rules,
+//! `write_tool_call_of`). Any failure while writing rolls back what was written and
 //! returns `false`: the prost path then gives the exact result or error.
 
-use super::{arm_number_to_type, len_field, write_base, write_op, write_usage_entry, Format, Members, Open, Outcome, W};
+use super::{
+    arm_number_to_type, content_form, len_field, write_base, write_message_of, write_op, write_tool_call_of,
+    write_usage_entry, Content, Form, Format, Members, MessageFields, Open, Outcome, W,
+};
 use prost::encoding::{decode_key, decode_varint, WireType};
 
-/// A message body's fields by number (below [`N`]): length-delimited payloads and varints.
-struct Fields<'a> {
+/// A message body's fields by number (below `N`): length-delimited payloads and varints.
+struct Fields<'a, const N: usize> {
     len: [Option<&'a [u8]>; N],
     int: [Option<u64>; N],
 }
-
-const N: usize = 9;
 
 /// Bit of field number `f` in the masks of [`fields`].
 const fn bits(fs: &[u32]) -> u16 {
@@ -41,7 +43,7 @@ const fn bits(fs: &[u32]) -> u16 {
 /// [`bits`]), each once, except the length-delimited ones in `rep` (repeated: the slot
 /// keeps the first, [`each`] walks them all). None for anything else (an unknown field, a
 /// wrong wire type, a singular field twice, malformed bytes).
-fn fields(mut b: &[u8], len: u16, int: u16, rep: u16) -> Option<Fields<'_>> {
+fn fields<const N: usize>(mut b: &[u8], len: u16, int: u16, rep: u16) -> Option<Fields<'_, N>> {
     let mut f = Fields { len: [None; N], int: [None; N] };
     while !b.is_empty() {
         let (tag, wt) = decode_key(&mut b).ok()?;
@@ -161,6 +163,7 @@ fn event(msg: &[u8], w: &mut W) -> Option<()> {
     // the base event, is everyone's).
     let (len, int, rep) = match arm {
         7 | 8 => (bits(&[1, 2, 3]), 0, if arm == 8 { bits(&[2]) } else { 0 }),
+        9 => (bits(&[1, 2]), 0, bits(&[2])),
         10 | 11 => (bits(&[1, 2, 3, 4]), 0, 0),
         12 => (bits(&[1, 2, 3, 4, 6]), 0, 0),
         13 => (bits(&[1, 2, 3, 4, 5, 7]), 0, bits(&[7])),
@@ -170,9 +173,9 @@ fn event(msg: &[u8], w: &mut W) -> Option<()> {
         24 => (bits(&[1, 2, 3, 4, 5]), 0, bits(&[5])),
         _ => return None,
     };
-    let f = fields(body, len, int, rep)?;
+    let f = fields::<9>(body, len, int, rep)?;
     let s = |i: usize| text(f.len[i]);
-    let base = fields(f.len[1]?, bits(&[3, 4]), bits(&[1, 2]), 0)?;
+    let base = fields::<5>(f.len[1]?, bits(&[3, 4]), bits(&[1, 2]), 0)?;
     let arm_type = arm_number_to_type(arm);
     let mut o = w.obj();
     w.put_str(&mut o, "type", arm_type);
@@ -181,6 +184,15 @@ fn event(msg: &[u8], w: &mut W) -> Option<()> {
         7 => {
             put_value(w, &mut o, "snapshot", f.len[2])?;
             put_opt(w, &mut o, "subagentRunId", s(3)?);
+        }
+        9 => {
+            w.key(&mut o, "messages");
+            let mut a = w.arr();
+            for m in each(body, 2) {
+                w.elem(&mut a);
+                message(w, m)?;
+            }
+            w.end_arr(a);
         }
         8 => {
             w.key(&mut o, "delta");
@@ -287,11 +299,63 @@ fn usage(w: &mut W, body: &[u8], tag: u32) -> Option<()> {
     let mut a = w.arr();
     for u in each(body, tag) {
         w.elem(&mut a);
-        let u = fields(u, bits(&[1, 2]), bits(&[3, 4, 5, 6, 7, 8]), 0)?;
+        let u = fields::<9>(u, bits(&[1, 2]), bits(&[3, 4, 5, 6, 7, 8]), 0)?;
         let ints = std::array::from_fn(|i| u.int[3 + i].map(|v| v as i64));
         write_usage_entry(w, text(u.len[1])?, text(u.len[2])?, ints).ok()?;
     }
     w.end_arr(a);
+    Some(())
+}
+
+/// One message of MESSAGES_SNAPSHOT (content parts are left to prost).
+fn message(w: &mut W, m: &[u8]) -> Option<()> {
+    let f = fields::<14>(m, bits(&[1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13]), 0, bits(&[5]))?;
+    let role = text(f.len[2])?.unwrap_or("");
+    let content = text(f.len[3])?;
+    let activity = wkt_body(f.len[13])?;
+    let content = match content_form(role, content.is_some(), false, activity.is_some()).ok()? {
+        Form::Absent => Content::Absent,
+        Form::Str => Content::Str(content.unwrap_or_default()),
+        Form::Parts => Content::Parts(&[]),
+        Form::Struct => Content::Struct(activity.unwrap_or_default()),
+    };
+    let mf = MessageFields {
+        id: text(f.len[1])?.unwrap_or(""),
+        role,
+        name: text(f.len[4])?,
+        tool_call_id: text(f.len[6])?,
+        error: text(f.len[7])?,
+        metadata: wkt_body(f.len[9])?,
+        subagent_run_id: text(f.len[10])?,
+        encrypted_value: text(f.len[11])?,
+        activity_type: text(f.len[12])?,
+    };
+    let tool_calls = |w: &mut W, o: &mut Open| {
+        if f.len[5].is_some() {
+            w.key(o, "toolCalls");
+            let mut a = w.arr();
+            for t in each(m, 5) {
+                w.elem(&mut a);
+                tool_call(w, t)?;
+            }
+            w.end_arr(a);
+        }
+        Some(())
+    };
+    write_message_of(w, &mf, content, tool_calls, &mut Vec::new()).ok()
+}
+
+fn tool_call(w: &mut W, t: &[u8]) -> Option<()> {
+    let t = fields::<6>(t, bits(&[1, 2, 3, 4, 5]), 0, 0)?;
+    let function = match t.len[3] {
+        Some(p) => {
+            let f = fields::<3>(p, bits(&[1, 2]), 0, 0)?;
+            Some((text(f.len[1])?.unwrap_or(""), text(f.len[2])?.unwrap_or("")))
+        }
+        None => None,
+    };
+    let (id, ty) = (text(t.len[1])?.unwrap_or(""), text(t.len[2])?.unwrap_or(""));
+    write_tool_call_of(w, id, ty, function, wkt_body(t.len[4])?, text(t.len[5])?);
     Some(())
 }
 
@@ -300,7 +364,7 @@ fn patch(w: &mut W, body: &[u8], tag: u32) -> Option<()> {
     let mut a = w.arr();
     for op in each(body, tag) {
         w.elem(&mut a);
-        let op = fields(op, bits(&[2, 3, 4]), bits(&[1]), 0)?;
+        let op = fields::<5>(op, bits(&[2, 3, 4]), bits(&[1]), 0)?;
         let path = text(op.len[2])?.unwrap_or("");
         let kind = op.int[1].unwrap_or(0) as i32;
         write_op(w, kind, path, text(op.len[3])?, wkt_body(op.len[4])?).ok()?;
@@ -460,12 +524,78 @@ mod tests {
         o
     }
 
+    fn tool_call(rng: &mut Rng) -> Vec<u8> {
+        let mut t = Vec::new();
+        for f in [1, 2, 5] {
+            if rng.below(3) > 0 {
+                len(&mut t, f, string(rng));
+            }
+        }
+        if rng.below(4) > 0 {
+            let mut func = Vec::new();
+            for f in [1, 2] {
+                if rng.below(4) > 0 {
+                    len(&mut func, f, string(rng));
+                }
+            }
+            len(&mut t, 3, &func);
+        }
+        if rng.below(5) == 0 {
+            len(&mut t, 4, &structure(rng));
+        }
+        if rng.below(25) == 0 {
+            int(&mut t, 9, 1);
+        }
+        t
+    }
+
+    /// A message of MESSAGES_SNAPSHOT: every role, content form and optional member.
+    fn message(rng: &mut Rng) -> Vec<u8> {
+        const ROLES: [&[u8]; 10] =
+            [b"user", b"tool", b"assistant", b"system", b"developer", b"reasoning", b"activity", b"other", b"", b"\xff"];
+        let mut m = Vec::new();
+        if rng.below(8) > 0 {
+            len(&mut m, 1, string(rng));
+        }
+        if rng.below(10) > 0 {
+            len(&mut m, 2, ROLES[rng.below(ROLES.len())]);
+        }
+        if rng.below(2) == 0 {
+            len(&mut m, 3, string(rng));
+        }
+        for _ in 0..rng.below(3) {
+            len(&mut m, 5, &tool_call(rng));
+        }
+        for f in [4, 6, 7, 10, 11, 12] {
+            if rng.below(5) == 0 {
+                len(&mut m, f, string(rng));
+            }
+        }
+        if rng.below(5) == 0 {
+            len(&mut m, 9, &structure(rng));
+        }
+        if rng.below(5) == 0 {
+            len(&mut m, 13, &structure(rng));
+        }
+        if rng.below(12) == 0 {
+            len(&mut m, 8, &[0x0a, 0x02, 0x12, 0x00]); // a text part
+        }
+        if rng.below(30) == 0 {
+            len(&mut m, 3, string(rng)); // content twice
+        }
+        if rng.below(30) == 0 {
+            int(&mut m, 20, 1);
+        }
+        m
+    }
+
     /// A nested event, mostly of a shape the wire path takes.
     fn random_nested(rng: &mut Rng) -> Vec<u8> {
         const ARMS: [u32; 12] = [7, 8, 9, 10, 11, 12, 13, 14, 20, 22, 23, 24];
         let arm = ARMS[rng.below(ARMS.len())];
         let known: &[u32] = match arm {
             7 | 8 => &[2, 3],
+            9 => &[2, 2],
             10 | 11 | 14 => &[2, 3, 4],
             12 => &[2, 3, 4, 6],
             13 => &[2, 3, 4, 5, 7],
@@ -497,12 +627,17 @@ mod tests {
                         len(&mut body, 1, &base(rng, arm));
                     }
                 }
+                (9, 2) => {
+                    for _ in 0..rng.below(4) {
+                        len(&mut body, f, &message(rng));
+                    }
+                }
                 (7, 2) | (10, 2) | (11, 3) | (13, 4) => len(&mut body, f, &value(rng, 0)),
                 (8, 2) | (24, 5) => len(&mut body, f, &op(rng)),
                 (13, 7) | (14, 4) => len(&mut body, f, &usage(rng)),
                 (23, 5) => len(&mut body, f, &structure(rng)),
                 (23, 6) => int(&mut body, f, rng.below(3) as u64),
-                (12, 5) | (13, 6) | (22, 7) | (9, _) | (20, _) | (_, 8) if rng.below(2) == 0 => len(&mut body, f, b""),
+                (12, 5) | (13, 6) | (22, 7) | (20, _) | (_, 8) if rng.below(2) == 0 => len(&mut body, f, b""),
                 _ => len(&mut body, f, string(rng)),
             }
         }
@@ -551,7 +686,7 @@ mod tests {
     #[test]
     fn nested_wire_path_matches_prost_path() {
         let msgs = messages();
-        let (mut taken, mut errors) = (0, 0);
+        let (mut taken, mut errors, mut snapshots) = (0, 0, 0);
         for msg in &msgs {
             for fmt in [Format::Json, Format::MsgPack] {
                 let mut out = b"prefix".to_vec();
@@ -559,6 +694,7 @@ mod tests {
                 errors += want.is_err() as usize;
                 if write_nested(msg, &mut out, fmt, None) {
                     taken += 1;
+                    snapshots += (msg[0] == 9 << 3 | 2 && msg.len() > 20) as usize;
                     assert_eq!(want.as_deref().ok(), Some(&out[6..]), "message {msg:02x?}");
                     assert!(warnings.is_empty());
                 } else {
@@ -568,7 +704,7 @@ mod tests {
         }
         // Both the plain and the leftover shapes are exercised, and errors of both kinds.
         assert!(taken > 10_000 && taken < 2 * msgs.len() - 10_000, "{taken} of {}", 2 * msgs.len());
-        assert!(errors > 5_000, "{errors}");
+        assert!(errors > 5_000 && snapshots > 300, "{errors} errors, {snapshots} messages snapshots");
     }
 
     /// The members recorded on the wire path are the prost path's (and a declined
