@@ -434,13 +434,20 @@ fn key(b: &mut &[u8]) -> Result<(u32, WireType), DecodeError> {
             1 => WireType::SixtyFourBit,
             2 => WireType::LengthDelimited,
             5 => WireType::ThirtyTwoBit,
-            _ => return prost::encoding::decode_key(b),
+            _ => return long_key(b),
         };
         if (8..0x80).contains(&k) {
             *b = &b[1..];
             return Ok(((k >> 3) as u32, wt));
         }
     }
+    long_key(b)
+}
+
+/// The rest of [`key`], out of line so that its inline part stays small.
+#[cold]
+#[inline(never)]
+fn long_key(b: &mut &[u8]) -> Result<(u32, WireType), DecodeError> {
     prost::encoding::decode_key(b)
 }
 
