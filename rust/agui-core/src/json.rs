@@ -331,6 +331,20 @@ pub fn write_key(buf: &mut Vec<u8>, key: &str) {
     buf.push(b':');
 }
 
+/// Append `"key":` after a comma when `comma`: [`write_key`] of an object's next member,
+/// the comma, quotes, name and colon in one block copy when the name is short and plain
+/// (a schema name: the protobuf decoder's keys).
+#[inline(always)]
+pub fn write_member_key(buf: &mut Vec<u8>, key: &str, comma: bool) {
+    if !put_plain_short(buf, key.as_bytes(), comma, true) {
+        if comma {
+            buf.push(b',');
+        }
+        write_str_escaped(buf, key);
+        buf.push(b':');
+    }
+}
+
 /// Pre-encode `"key":` once (used for field plans).
 pub fn encoded_key(key: &str) -> Vec<u8> {
     let mut v = Vec::with_capacity(key.len() + 3);
@@ -772,6 +786,17 @@ mod tests {
         write_str_body_simple(&mut want, s);
         want.push(b'"');
         assert_eq!(fast, want, "{s:?}");
+        // A member's key, after a comma or not.
+        for comma in [false, true] {
+            let mut k = b"x".to_vec();
+            write_member_key(&mut k, s, comma);
+            let mut want = b"x".to_vec();
+            if comma {
+                want.push(b',');
+            }
+            write_key(&mut want, s);
+            assert_eq!(k, want, "{s:?}");
+        }
         let mut key = Vec::new();
         let mut sink = JsonSink::new(&mut key);
         use crate::sink::Sink;

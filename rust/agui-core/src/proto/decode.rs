@@ -14,6 +14,8 @@ use super::{arm_number_to_enum, arm_number_to_type, EVENT_TYPES};
 use prost::encoding::{decode_key, decode_varint, WireType};
 use prost::Message as _;
 
+mod nested;
+
 // ---------------------------------------------------------------------------------
 // Output: the event is written while walking the decoded prost message, straight into
 // the caller's buffer (no intermediate tree, no per-event copy). Map/array headers are
@@ -105,13 +107,8 @@ impl W<'_> {
     fn key_of(&mut self, o: &mut Open, k: &'static str, plain_len: usize) {
         let key_at = self.out.len();
         match self.fmt {
-            Format::Json => {
-                if o.n > 0 {
-                    self.out.push(b',');
-                }
-                // The core's key writer: a schema name in one block copy.
-                crate::json::write_key(self.out, k);
-            }
+            // The core's key writer: comma and schema name in one block copy.
+            Format::Json => crate::json::write_member_key(self.out, k, o.n > 0),
             Format::MsgPack => super::msgpack::str(self.out, k),
         }
         o.n += 1;
@@ -194,10 +191,16 @@ impl W<'_> {
     /// A Value field: present only when it has a kind.
     #[inline]
     fn put_value(&mut self, o: &mut Open, k: &'static str, v: &Option<wkt::Value>) -> Result<()> {
+        self.put_value_body(o, k, v.as_ref().map(|v| &v.0[..]))
+    }
+
+    /// [`W::put_value`] of a Value body (the decoded field's, or its wire bytes).
+    #[inline]
+    fn put_value_body(&mut self, o: &mut Open, k: &'static str, v: Option<&[u8]>) -> Result<()> {
         if let Some(v) = v {
-            if wkt::value_has_kind(&v.0).map_err(bad_payload)? {
+            if wkt::value_has_kind(v).map_err(bad_payload)? {
                 self.key(o, k);
-                self.value_body(&v.0);
+                self.value_body(v);
             }
         }
         Ok(())
@@ -205,9 +208,15 @@ impl W<'_> {
 
     #[inline]
     fn put_struct(&mut self, o: &mut Open, k: &'static str, v: &Option<wkt::Struct>) {
+        self.put_struct_body(o, k, v.as_ref().map(|m| &m.0[..]))
+    }
+
+    /// [`W::put_struct`] of a Struct body.
+    #[inline]
+    fn put_struct_body(&mut self, o: &mut Open, k: &'static str, v: Option<&[u8]>) {
         if let Some(m) = v {
             self.key(o, k);
-            self.struct_body(&m.0);
+            self.struct_body(m);
         }
     }
 
@@ -460,24 +469,31 @@ fn write_usage(w: &mut W, list: &[pb::Usage]) -> Result<()> {
     let mut a = w.arr();
     for u in list {
         w.elem(&mut a);
-        let mut o = w.obj();
-        w.put_opt(&mut o, "provider", &u.provider);
-        w.put_opt(&mut o, "model", &u.model);
-        for (k, v) in [
-            ("inputTokens", u.input_tokens),
-            ("outputTokens", u.output_tokens),
-            ("totalTokens", u.total_tokens),
-            ("reasoningTokens", u.reasoning_tokens),
-            ("cachedInputTokens", u.cached_input_tokens),
-            ("cacheWriteInputTokens", u.cache_write_input_tokens),
-        ] {
-            if let Some(v) = v {
-                w.put_int(&mut o, k, v)?;
-            }
-        }
-        w.end_obj(o);
+        let ints = [u.input_tokens, u.output_tokens, u.total_tokens, u.reasoning_tokens, u.cached_input_tokens, u.cache_write_input_tokens];
+        write_usage_entry(w, u.provider.as_deref(), u.model.as_deref(), ints)?;
     }
     w.end_arr(a);
+    Ok(())
+}
+
+/// One `Usage` object (fields 1..=8: the two names, then the counts in field order); the
+/// prost path and the wire path ([`nested`]) both write it here.
+fn write_usage_entry(w: &mut W, provider: Option<&str>, model: Option<&str>, ints: [Option<i64>; 6]) -> Result<()> {
+    const COUNTS: [&str; 6] =
+        ["inputTokens", "outputTokens", "totalTokens", "reasoningTokens", "cachedInputTokens", "cacheWriteInputTokens"];
+    let mut o = w.obj();
+    if let Some(p) = provider {
+        w.put_str(&mut o, "provider", p);
+    }
+    if let Some(m) = model {
+        w.put_str(&mut o, "model", m);
+    }
+    for (k, v) in COUNTS.into_iter().zip(ints) {
+        if let Some(v) = v {
+            w.put_int(&mut o, k, v)?;
+        }
+    }
+    w.end_obj(o);
     Ok(())
 }
 
@@ -550,18 +566,34 @@ fn write_parts(w: &mut W, parts: &[pb::InputContent], warnings: &mut Vec<String>
 }
 
 fn write_tool_call(w: &mut W, t: &pb::ToolCall) {
+    let function = t.function.as_ref().map(|f| (&f.name[..], &f.arguments[..]));
+    let metadata = t.metadata.as_ref().map(|m| &m.0[..]);
+    write_tool_call_of(w, &t.id, &t.r#type, function, metadata, t.encrypted_value.as_deref());
+}
+
+/// One tool call object (the prost path's and the wire path's, [`nested`]).
+fn write_tool_call_of(
+    w: &mut W,
+    id: &str,
+    ty: &str,
+    function: Option<(&str, &str)>,
+    metadata: Option<&[u8]>,
+    encrypted_value: Option<&str>,
+) {
     let mut o = w.obj();
-    w.put_str(&mut o, "id", &t.id);
-    w.put_str(&mut o, "type", &t.r#type);
-    if let Some(f) = &t.function {
+    w.put_str(&mut o, "id", id);
+    w.put_str(&mut o, "type", ty);
+    if let Some((name, arguments)) = function {
         w.key(&mut o, "function");
         let mut fo = w.obj();
-        w.put_str(&mut fo, "name", &f.name);
-        w.put_str(&mut fo, "arguments", &f.arguments);
+        w.put_str(&mut fo, "name", name);
+        w.put_str(&mut fo, "arguments", arguments);
         w.end_obj(fo);
     }
-    w.put_struct(&mut o, "metadata", &t.metadata);
-    w.put_opt(&mut o, "encryptedValue", &t.encrypted_value);
+    w.put_struct_body(&mut o, "metadata", metadata);
+    if let Some(v) = encrypted_value {
+        w.put_str(&mut o, "encryptedValue", v);
+    }
     w.end_obj(o);
 }
 
@@ -570,17 +602,22 @@ enum Content<'m> {
     Absent,
     Str(&'m str),
     Parts(&'m [pb::InputContent]),
-    Struct(&'m wkt::Struct),
+    Struct(&'m [u8]),
 }
 
-/// One wire message -> JSON message, with the role rules of §5.2.6.
-fn write_message(w: &mut W, m: &pb::Message, warnings: &mut Vec<String>) -> Result<()> {
-    let has_string = m.content.is_some();
-    let has_parts = !m.content_parts.is_empty();
-    let has_activity = m.activity_content.is_some();
-    let string = || m.content.as_deref().map_or(Content::Absent, Content::Str);
-    let activity = || m.activity_content.as_ref().map_or(Content::Absent, Content::Struct);
-    let content = match m.role.as_str() {
+/// Which content form a message of `role` is written with, given the forms it carries
+/// (string content, content parts, activity content), or why it is rejected (§5.2.6).
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Form {
+    Absent,
+    Str,
+    Parts,
+    Struct,
+}
+
+fn content_form(role: &str, has_string: bool, has_parts: bool, has_activity: bool) -> Result<Form> {
+    let activity = if has_activity { Form::Struct } else { Form::Absent };
+    Ok(match role {
         "user" | "tool" => {
             if has_activity {
                 return Err(invalid("Invalid event: message carries activity content for a non-activity role"));
@@ -589,16 +626,16 @@ fn write_message(w: &mut W, m: &pb::Message, warnings: &mut Vec<String>) -> Resu
                 return Err(invalid("Invalid event: message carries both string content and content parts"));
             }
             if has_string {
-                string()
+                Form::Str
             } else {
-                Content::Parts(&m.content_parts)
+                Form::Parts
             }
         }
         "activity" => {
             if has_string || has_parts {
                 return Err(invalid("Invalid event: activity content cannot ride with other content forms"));
             }
-            activity()
+            activity
         }
         "developer" | "system" | "assistant" | "reasoning" => {
             if has_parts {
@@ -607,25 +644,88 @@ fn write_message(w: &mut W, m: &pb::Message, warnings: &mut Vec<String>) -> Resu
             if has_activity {
                 return Err(invalid("Invalid event: message carries activity content for a non-activity role"));
             }
-            string()
+            if has_string {
+                Form::Str
+            } else {
+                Form::Absent
+            }
         }
         _ => {
             if (has_string as u8 + has_parts as u8 + has_activity as u8) > 1 {
                 return Err(invalid("Invalid event: message carries more than one content form"));
             }
             if has_string {
-                string()
+                Form::Str
             } else if has_parts {
-                Content::Parts(&m.content_parts)
+                Form::Parts
             } else {
-                activity()
+                activity
             }
         }
+    })
+}
+
+/// A message's members other than its content and tool calls, as both paths read them.
+struct MessageFields<'m> {
+    id: &'m str,
+    role: &'m str,
+    name: Option<&'m str>,
+    tool_call_id: Option<&'m str>,
+    error: Option<&'m str>,
+    metadata: Option<&'m [u8]>,
+    subagent_run_id: Option<&'m str>,
+    encrypted_value: Option<&'m str>,
+    activity_type: Option<&'m str>,
+}
+
+/// One wire message -> JSON message, with the role rules of §5.2.6.
+fn write_message(w: &mut W, m: &pb::Message, warnings: &mut Vec<String>) -> Result<()> {
+    let form = content_form(&m.role, m.content.is_some(), !m.content_parts.is_empty(), m.activity_content.is_some())?;
+    let content = match form {
+        Form::Absent => Content::Absent,
+        Form::Str => Content::Str(m.content.as_deref().unwrap_or_default()),
+        Form::Parts => Content::Parts(&m.content_parts),
+        Form::Struct => Content::Struct(m.activity_content.as_ref().map_or(&[][..], |s| &s.0[..])),
     };
+    let f = MessageFields {
+        id: &m.id,
+        role: &m.role,
+        name: m.name.as_deref(),
+        tool_call_id: m.tool_call_id.as_deref(),
+        error: m.error.as_deref(),
+        metadata: m.metadata.as_ref().map(|s| &s.0[..]),
+        subagent_run_id: m.subagent_run_id.as_deref(),
+        encrypted_value: m.encrypted_value.as_deref(),
+        activity_type: m.activity_type.as_deref(),
+    };
+    let tool_calls = |w: &mut W, o: &mut Open| {
+        if !m.tool_calls.is_empty() {
+            w.key(o, "toolCalls");
+            let mut a = w.arr();
+            for t in &m.tool_calls {
+                w.elem(&mut a);
+                write_tool_call(w, t);
+            }
+            w.end_arr(a);
+        }
+        Some(())
+    };
+    write_message_of(w, &f, content, tool_calls, warnings)
+}
+
+/// One message object (the prost path's and the wire path's, [`nested`]); `tool_calls`
+/// writes the `toolCalls` member when there are any (`None`: the wire path declines).
+fn write_message_of(
+    w: &mut W,
+    f: &MessageFields,
+    content: Content,
+    tool_calls: impl FnOnce(&mut W, &mut Open) -> Option<()>,
+    warnings: &mut Vec<String>,
+) -> Result<()> {
     let mut o = w.obj();
     // role (the message union's tag) first, see the event's `type`.
-    w.put_str(&mut o, "role", &m.role);
-    w.put_str(&mut o, "id", &m.id);
+    w.put_str(&mut o, "role", f.role);
+    w.put_str(&mut o, "id", f.id);
     match content {
         Content::Absent => {}
         Content::Str(s) => w.put_str(&mut o, "content", s),
@@ -635,25 +735,22 @@ fn write_message(w: &mut W, m: &pb::Message, warnings: &mut Vec<String>) -> Resu
         }
         Content::Struct(s) => {
             w.key(&mut o, "content");
-            w.struct_body(&s.0);
+            w.struct_body(s);
         }
     }
-    w.put_opt(&mut o, "name", &m.name);
-    if !m.tool_calls.is_empty() {
-        w.key(&mut o, "toolCalls");
-        let mut a = w.arr();
-        for t in &m.tool_calls {
-            w.elem(&mut a);
-            write_tool_call(w, t);
+    let opt = |w: &mut W, o: &mut Open, k: &'static str, v: Option<&str>| {
+        if let Some(v) = v {
+            w.put_str(o, k, v);
         }
-        w.end_arr(a);
-    }
-    w.put_opt(&mut o, "toolCallId", &m.tool_call_id);
-    w.put_opt(&mut o, "error", &m.error);
-    w.put_struct(&mut o, "metadata", &m.metadata);
-    w.put_opt(&mut o, "subagentRunId", &m.subagent_run_id);
-    w.put_opt(&mut o, "encryptedValue", &m.encrypted_value);
-    w.put_opt(&mut o, "activityType", &m.activity_type);
+    };
+    opt(w, &mut o, "name", f.name);
+    tool_calls(w, &mut o).ok_or_else(|| invalid("Invalid event: a tool call the wire path declines"))?;
+    opt(w, &mut o, "toolCallId", f.tool_call_id);
+    opt(w, &mut o, "error", f.error);
+    w.put_struct_body(&mut o, "metadata", f.metadata);
+    opt(w, &mut o, "subagentRunId", f.subagent_run_id);
+    opt(w, &mut o, "encryptedValue", f.encrypted_value);
+    opt(w, &mut o, "activityType", f.activity_type);
     w.end_obj(o);
     Ok(())
 }
@@ -669,22 +766,30 @@ fn write_messages(w: &mut W, list: &[pb::Message], warnings: &mut Vec<String>) -
 }
 
 fn write_patch(w: &mut W, ops: &[pb::JsonPatchOperation]) -> Result<()> {
-    const NAMES: [&str; 6] = ["add", "remove", "replace", "move", "copy", "test"];
     let mut a = w.arr();
     for op in ops {
         w.elem(&mut a);
-        let mut o = w.obj();
-        // An enum number without a name is kept as its decimal string.
-        match NAMES.get(op.op as usize) {
-            Some(n) if op.op >= 0 => w.put_str(&mut o, "op", n),
-            _ => w.put_str(&mut o, "op", &op.op.to_string()),
-        }
-        w.put_str(&mut o, "path", &op.path);
-        w.put_opt(&mut o, "from", &op.from);
-        w.put_value(&mut o, "value", &op.value)?;
-        w.end_obj(o);
+        write_op(w, op.op, &op.path, op.from.as_deref(), op.value.as_ref().map(|v| &v.0[..]))?;
     }
     w.end_arr(a);
+    Ok(())
+}
+
+/// One JSON Patch operation object (the prost path's and the wire path's).
+fn write_op(w: &mut W, op: i32, path: &str, from: Option<&str>, value: Option<&[u8]>) -> Result<()> {
+    const NAMES: [&str; 6] = ["add", "remove", "replace", "move", "copy", "test"];
+    let mut o = w.obj();
+    // An enum number without a name is kept as its decimal string.
+    match NAMES.get(op as usize) {
+        Some(n) if op >= 0 => w.put_str(&mut o, "op", n),
+        _ => w.put_str(&mut o, "op", &op.to_string()),
+    }
+    w.put_str(&mut o, "path", path);
+    if let Some(f) = from {
+        w.put_str(&mut o, "from", f);
+    }
+    w.put_value_body(&mut o, "value", value)?;
+    w.end_obj(o);
     Ok(())
 }
 
@@ -1056,7 +1161,7 @@ pub fn decode_message_into(msg: &[u8], warnings: &mut Vec<String>, out: &mut Vec
 
 /// [`decode_message_into`] in the given output format.
 pub fn decode_message_as(msg: &[u8], warnings: &mut Vec<String>, out: &mut Vec<u8>, fmt: Format) -> Result<()> {
-    if write_flat(msg, out, fmt, None) {
+    if write_flat(msg, out, fmt, None) || nested::write_nested(msg, out, fmt, None) {
         return Ok(());
     }
     decode_with_prost(msg, warnings, out, fmt)
@@ -1111,8 +1216,11 @@ fn decode_general(
     out: &mut Vec<u8>,
     fmt: Format,
     reuse: &mut Reuse,
-    members: Option<&mut Members>,
+    mut members: Option<&mut Members>,
 ) -> Result<()> {
+    if nested::write_nested(msg, out, fmt, members.as_deref_mut()) {
+        return Ok(());
+    }
     let arm = guard(msg)?;
     let ev = &mut reuse.0;
     match &mut ev.event {
@@ -1202,11 +1310,6 @@ fn event_body(ev: &pb::Event, warnings: &mut Vec<String>, w: &mut W) -> Result<(
         ($k:literal, $v:expr) => {
             w.put_opt(&mut o, $k, &$v)
         };
-    }
-    // Written after the base event's fields (RUN_FINISHED / SUBAGENT_FINISHED).
-    enum Outcome<'e> {
-        Run { ty: &'e str, interrupts: Option<&'e [pb::Interrupt]>, pending: Option<&'e [String]> },
-        Subagent { ty: &'e str, ids: Option<&'e [String]> },
     }
     let mut outcome: Option<Outcome> = None;
     let b = match arm {
@@ -1458,21 +1561,40 @@ fn event_body(ev: &pb::Event, warnings: &mut Vec<String>, w: &mut W) -> Result<(
         }
     };
     let b = b.as_ref().ok_or_else(|| invalid("Invalid event: the event has no base_event"))?;
-    if b.r#type < 0 || EVENT_TYPES.get(b.r#type as usize) != Some(&arm_type) {
-        let declared = EVENT_TYPES
-            .get(b.r#type as usize)
-            .filter(|_| b.r#type >= 0)
-            .copied()
-            .unwrap_or("undefined");
+    let (raw, meta) = (b.raw_event.as_ref().map(|v| &v.0[..]), b.metadata.as_ref().map(|m| &m.0[..]));
+    write_base(w, o, arm_type, b.r#type, b.timestamp, raw, meta, outcome)
+}
+
+/// Written after the base event's fields (RUN_FINISHED / SUBAGENT_FINISHED).
+enum Outcome<'e> {
+    Run { ty: &'e str, interrupts: Option<&'e [pb::Interrupt]>, pending: Option<&'e [String]> },
+    Subagent { ty: &'e str, ids: Option<&'e [String]> },
+}
+
+/// The end of an event object: the base event's checks and fields, then the outcome
+/// (the prost path's and the wire path's, [`nested`]).
+#[allow(clippy::too_many_arguments)]
+fn write_base(
+    w: &mut W,
+    mut o: Open,
+    arm_type: &str,
+    ty: i32,
+    timestamp: Option<i64>,
+    raw_event: Option<&[u8]>,
+    metadata: Option<&[u8]>,
+    outcome: Option<Outcome>,
+) -> Result<()> {
+    if ty < 0 || EVENT_TYPES.get(ty as usize) != Some(&arm_type) {
+        let declared = EVENT_TYPES.get(ty as usize).filter(|_| ty >= 0).copied().unwrap_or("undefined");
         return Err(invalid(format!(
             "Invalid event: envelope carries {arm_type} but the base event declares {declared}"
         )));
     }
-    if let Some(ts) = b.timestamp {
+    if let Some(ts) = timestamp {
         w.put_int(&mut o, "timestamp", ts)?;
     }
-    w.put_value(&mut o, "rawEvent", &b.raw_event)?;
-    w.put_struct(&mut o, "metadata", &b.metadata);
+    w.put_value_body(&mut o, "rawEvent", raw_event)?;
+    w.put_struct_body(&mut o, "metadata", metadata);
     match outcome {
         None => {}
         Some(Outcome::Run { ty, interrupts, pending }) => {
@@ -1606,7 +1728,7 @@ mod tests {
 
     use crate::test_rng::Rng;
 
-    fn vector_messages() -> Vec<Vec<u8>> {
+    pub(super) fn vector_messages() -> Vec<Vec<u8>> {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/vectors/codec");
         let mut out = Vec::new();
         for name in ["events.jsonl", "invalid_events.jsonl"] {
@@ -1622,7 +1744,7 @@ mod tests {
         out
     }
 
-    fn mutate(m: &[u8], rng: &mut Rng, pool: &[Vec<u8>]) -> Vec<u8> {
+    pub(super) fn mutate(m: &[u8], rng: &mut Rng, pool: &[Vec<u8>]) -> Vec<u8> {
         let mut b = m.to_vec();
         match rng.below(4) {
             0 if !b.is_empty() => {
