@@ -1799,9 +1799,23 @@ mod tests {
                     _ => format!("\"v{}\"", rng.below(1000)),
                 }
             };
+            // A first value repeated through half the runs (ids: `fields::Guess` ends it
+            // as the last one), among values that start as it does and go on (longer, an
+            // escape, a quote or a control byte after it), shorter ones, ones of its
+            // length ending at a quote but not plain (an escape, a control byte), and
+            // ones of 15 and 16 bytes.
+            const FIRSTS: [&str; 12] = [
+                "\"v1\"", "\"v10\"", "\"v1\\n\"", "\"v1\\\"\"", "\"v1\u{1}\"", "\"v\"", "\"\"", "\"v1\"x\"",
+                "\"\\\"\"", "\"x\u{1}\"", "\"0123456789abcde\"", "\"0123456789abcdef\"",
+            ];
+            let first = (rng.below(2) == 0).then(|| rng.pick(&FIRSTS));
+            let string_first = !(matches!(form[1], "timestamp" | "usage") || (nested && matches!(form[1], "delta" | "snapshot" | "args")));
             for _ in 0..1 + rng.below(40) {
                 let mut members: Vec<(String, String)> =
                     form[1..].iter().map(|k| (format!("\"{k}\""), value(&mut rng, k))).collect();
+                if let Some(first) = first.filter(|_| string_first) {
+                    members[0].1 = if rng.below(4) == 0 { rng.pick(&FIRSTS) } else { first }.to_string();
+                }
                 match rng.below(24) {
                     0 => members.push(("\"x\"".into(), value(&mut rng, "x"))),
                     1 if !members.is_empty() => {
