@@ -995,7 +995,8 @@ impl<'s> FormRow<'s> {
 /// [`Fields::string_columns`]' order, or [`NO_COLUMN`], as [`read`] takes the members of
 /// the event's JSON text (`Key::of`; the `name` column's preference needs no choice: an
 /// arm with two members of that column is `None`, its events read from their text, as
-/// is one with a member read otherwise (`type`, `timestamp`, `usage`) or twice).
+/// is one with a member read otherwise (`type`, `timestamp`, `usage`) or twice; members
+/// no column reads, any number).
 #[derive(Default)]
 pub struct FlatColumns([Option<Option<[u8; 8]>>; EVENT_TYPES.len()]);
 
@@ -1010,8 +1011,10 @@ impl FlatColumns {
         let (mut columns, mut seen, mut names) = ([NO_COLUMN; 8], 0u32, 0);
         for (k, key) in flat.keys().enumerate() {
             let key = Key::of(key);
+            // (`Other`, the key of every member no column reads, may come more than once:
+            // TOOL_CALL_START's `parentMessageId` and `subagentRunId`.)
             let bit = 1u32 << key as u32;
-            if seen & bit != 0 {
+            if seen & bit != 0 && !matches!(key, Key::Other) {
                 return None;
             }
             seen |= bit;

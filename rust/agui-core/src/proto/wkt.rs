@@ -427,7 +427,7 @@ fn take<'a>(b: &mut &'a [u8], n: u64) -> Result<&'a [u8], DecodeError> {
 /// function, not inlined, was ~8% of a nested log's `to_arrow`); anything else, errors
 /// included, is prost's.
 #[inline]
-fn key(b: &mut &[u8]) -> Result<(u32, WireType), DecodeError> {
+pub(super) fn key(b: &mut &[u8]) -> Result<(u32, WireType), DecodeError> {
     if let Some(&k) = b.first() {
         let wt = match k & 7 {
             0 => WireType::Varint,

@@ -20,6 +20,7 @@ use super::{
     arm_number_to_type, content_form, len_field, write_base, write_message_of, write_op, write_tool_call_of,
     write_usage_entry, Content, Form, Format, Members, MessageFields, Open, Outcome, W,
 };
+use crate::proto::wkt;
 use prost::encoding::{decode_key, decode_varint, WireType};
 
 /// A message body's fields by number (below `N`): length-delimited payloads and varints.
@@ -42,11 +43,13 @@ const fn bits(fs: &[u32]) -> u16 {
 /// `b`'s fields: those in `len` length-delimited, those in `int` varints (masks of
 /// [`bits`]), each once, except the length-delimited ones in `rep` (repeated: the slot
 /// keeps the first, [`each`] walks them all). None for anything else (an unknown field, a
-/// wrong wire type, a singular field twice, malformed bytes).
+/// wrong wire type, a singular field twice, malformed bytes). Inlined (returned from a
+/// call, the slots were copied out) and its one-byte keys read inline ([`wkt::key`]).
+#[inline(always)]
 fn fields<const N: usize>(mut b: &[u8], len: u16, int: u16, rep: u16) -> Option<Fields<'_, N>> {
     let mut f = Fields { len: [None; N], int: [None; N] };
     while !b.is_empty() {
-        let (tag, wt) = decode_key(&mut b).ok()?;
+        let (tag, wt) = wkt::key(&mut b).ok()?;
         let bit = 1u16.checked_shl(tag).filter(|_| (tag as usize) < N)?;
         match wt {
             WireType::LengthDelimited if len & bit != 0 => {
