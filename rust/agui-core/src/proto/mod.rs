@@ -256,26 +256,10 @@ impl StreamDecoder {
     }
 
     /// [`StreamDecoder::feed_positioned`] in JSON, each event with where its top-level
-    /// members were written ([`Members`]): what reads a few members of each event (the
-    /// log reader's consumers) takes them from there instead of parsing the text again.
-    pub fn feed_members<F: FnMut(&[u8], &Members, usize, u64)>(
-        &mut self,
-        chunk: &[u8],
-        warnings: &mut Warnings,
-        mut sink: F,
-    ) -> Result<()> {
-        self.feed_decoded(chunk, warnings, |event, frame_index, offset| match event {
-            Decoded::Flat(_) => false,
-            Decoded::Text(json, members) => {
-                sink(json, members, frame_index, offset);
-                true
-            }
-        })
-    }
-
-    /// [`StreamDecoder::feed_members`] with each flat event offered to `sink` first as
-    /// read from the wire ([`Decoded::Flat`]), before any text is written: a reader that
-    /// makes its own of it (agui-arrow's rows) takes it (`true`); one not taken is then
+    /// members were written ([`Members`]), what reads a few members of each event (the log
+    /// reader's consumers) takes them from there instead of parsing the text again; and each
+    /// flat event offered to `sink` first as read from the wire ([`Decoded::Flat`]), before
+    /// any text is written: a reader that makes its own of it (agui-arrow's rows) takes it (`true`); one not taken is then
     /// written and handed on as text ([`Decoded::Text`], as every other event; the
     /// return is then ignored).
     pub fn feed_decoded<F: FnMut(Decoded<'_>, usize, u64) -> bool>(
