@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Callable, Dict, Tuple
+from typing import Any, Callable, Dict, Tuple
 
 # (wall min, wall median, CPU min, CPU median), in ms
 Stats = Tuple[float, float, float, float]
@@ -36,3 +36,26 @@ def ratio_line(label: str, peer: Stats, ours: Stats) -> str:
     """`peer / ours` (> 1: ours is faster), by min and median, wall and CPU."""
     return (f"{label}: wall {peer[0] / ours[0]:.2f}x min {peer[1] / ours[1]:.2f}x median | "
             f"CPU {peer[2] / ours[2]:.2f}x min {peer[3] / ours[3]:.2f}x median")
+
+
+def pedantic_against(benchmark: Any, target: Callable[..., Any], args: tuple, peers: Dict[str, Callable[[], object]],
+                     *, rounds: int, warmup_rounds: int = 0) -> Any:
+    """`benchmark.pedantic(target, args, ...)` with each peer run once before each of its
+    rounds (in pytest-benchmark's untimed `setup`), timed here: our rounds and the peers'
+    alternate, so a burst of load lands on both alike, which back-to-back benchmarks
+    cannot give on a noisy machine. A peer's result is freed before our round starts (not
+    timed, as pytest-benchmark drops ours after its timer). The peers' times (seconds, the
+    measured rounds only) go into `benchmark.extra_info["interleaved"]`; conftest.py's
+    summary prints peer / ours from them."""
+    times: Dict[str, list] = {name: [] for name in peers}
+
+    def setup() -> None:
+        for name, run in peers.items():
+            t0 = time.perf_counter()
+            out = run()
+            times[name].append(time.perf_counter() - t0)
+            del out
+
+    result = benchmark.pedantic(target, args, setup=setup, rounds=rounds, warmup_rounds=warmup_rounds)
+    benchmark.extra_info["interleaved"] = {name: ts[warmup_rounds:] for name, ts in times.items()}
+    return result

@@ -7,6 +7,7 @@ same run. The table printed at the end gives each peer's median time divided by 
 """
 
 import json
+import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -58,3 +59,14 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                 tr.write_line(
                     f"{group:45s} {our_name:28s} vs {peer:28s} {med / our_med:9.2f}x ({mn / our_min:.2f}x)"
                 )
+    # Peers timed round by round between our rounds (`_interleave.pedantic_against`).
+    rows = [(b, b.extra_info["interleaved"]) for b in session.benchmarks if b.extra_info.get("interleaved")]
+    if rows:
+        tr.write_sep("=", "interleaved: peer time / agui_fast time, rounds alternating, by median (by min)")
+    for bench, peers in rows:
+        ours = bench.stats.data
+        for peer, times in peers.items():
+            tr.write_line(
+                f"{bench.group or bench.name:45s} {bench.name.rsplit('__', 1)[-1]:28s} vs {peer:28s} "
+                f"{statistics.median(times) / statistics.median(ours):9.2f}x ({min(times) / min(ours):.2f}x)"
+            )
