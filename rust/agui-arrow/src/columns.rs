@@ -73,21 +73,24 @@ mod tests {
     #[test]
     fn sparse_columns_read_back() {
         for rows in [1usize, 7, 8, 9, 64, 65, 1000] {
-            let want: Vec<Option<i64>> =
-                (0..rows).map(|r| (r % 3 == 0 || r % 17 == 5 || r + 1 == rows).then_some(r as i64 - 3)).collect();
-            let mut p = OptColumn::<Int64Type>::default();
-            for round in 0..2 {
-                for (r, v) in want.iter().enumerate() {
-                    if let Some(v) = v {
-                        p.set(r, *v);
+            // (Every row, and a third of them with others scattered.)
+            for every in [1usize, 3] {
+                let want: Vec<Option<i64>> =
+                    (0..rows).map(|r| (r % every == 0 || r % 17 == 5 || r + 1 == rows).then_some(r as i64 - 3)).collect();
+                let mut p = OptColumn::<Int64Type>::default();
+                for round in 0..2 {
+                    for (r, v) in want.iter().enumerate() {
+                        if let Some(v) = v {
+                            p.set(r, *v);
+                        }
                     }
+                    let b = p.finish(rows).unwrap();
+                    assert_eq!(b.len(), rows, "round {round}");
+                    assert_eq!(b.iter().collect::<Vec<_>>(), want);
+                    assert_eq!(b.null_count(), want.iter().filter(|v| v.is_none()).count());
                 }
-                let b = p.finish(rows).unwrap();
-                assert_eq!(b.len(), rows, "round {round}");
-                assert_eq!(b.iter().collect::<Vec<_>>(), want);
-                assert_eq!(b.null_count(), want.iter().filter(|v| v.is_none()).count());
+                assert!(p.finish(rows).is_none());
             }
-            assert!(p.finish(rows).is_none());
         }
         let mut all = Vec::new();
         all.extend([1u64, 2, 3]);

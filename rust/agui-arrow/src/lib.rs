@@ -340,10 +340,20 @@ impl BatchBuilder {
         if let Some(t) = form.timestamp {
             self.timestamp.set(row, t);
         }
+        // (The plain test once a row, not a value: most rows have no escaped value.)
         if form.plain() {
-            set_values(&mut self.strings, row, cap, json, form, true);
+            for (c, v) in form.plain_values(json) {
+                // (A value no column reads has a column past them: the bounds check is the filter.)
+                if let Some(column) = self.strings.get_mut(usize::from(c)) {
+                    column.set(row, v, cap);
+                }
+            }
         } else {
-            set_values(&mut self.strings, row, cap, json, form, false);
+            for (k, &c) in form.columns.iter().enumerate() {
+                if let Some(column) = self.strings.get_mut(usize::from(c)) {
+                    column.set(row, form.bytes(json, k, false), cap);
+                }
+            }
         }
         if let Some(u) = form.usage {
             self.set_usage(row, u);
@@ -424,17 +434,6 @@ impl BatchBuilder {
         self.rows = 0;
         self.json_bytes = 0;
         RecordBatch::try_new(schema(), columns).expect("the columns follow schema()")
-    }
-}
-
-/// The string values of a form's row into their columns.
-#[inline(always)]
-fn set_values(strings: &mut [StrColumn; 8], row: usize, cap: usize, json: &str, form: &fields::FormRow<'_>, plain: bool) {
-    for (k, &c) in form.columns.iter().enumerate() {
-        // (A value no column reads has a column past them: the bounds check is the filter.)
-        if let Some(column) = strings.get_mut(usize::from(c)) {
-            column.set(row, form.bytes(json, k, plain), cap);
-        }
     }
 }
 
