@@ -254,7 +254,7 @@ impl BatchBuilder {
             offset: Vec::with_capacity(rows),
             ty: Vec::with_capacity(rows),
             timestamp: OptColumn::default(),
-            strings: Default::default(),
+            strings: std::array::from_fn(|_| StrColumn::with_capacity(rows)),
             usage: Default::default(),
             json: JsonViews::with_capacity(rows),
             columns: checked_columns,
@@ -290,7 +290,7 @@ impl BatchBuilder {
     /// when a string column's next value comes, or when the batch is finished.
     #[inline]
     pub fn push(&mut self, ev: &Event<'_>, json: &str, f: &Fields<'_>) {
-        let (row, cap) = (self.rows, self.capacity);
+        let row = self.rows;
         self.index.push(ev.index);
         self.offset.push(ev.offset);
         self.ty.push(f.ty_index);
@@ -299,7 +299,7 @@ impl BatchBuilder {
         }
         for (c, v) in self.strings.iter_mut().zip(f.string_columns()) {
             if let Some(v) = v {
-                c.set(row, v.as_bytes(), cap);
+                c.set(row, v.as_bytes());
             }
         }
         if let Some(u) = &f.usage {
@@ -333,7 +333,7 @@ impl BatchBuilder {
     /// The row of a form's values (`fields::Shape::read_form`).
     #[inline(always)]
     fn push_row(&mut self, ev: &Event<'_>, json: &str, form: &fields::FormRow<'_>) {
-        let (row, cap) = (self.rows, self.capacity);
+        let row = self.rows;
         self.index.push(ev.index);
         self.offset.push(ev.offset);
         self.ty.push(form.ty);
@@ -345,13 +345,13 @@ impl BatchBuilder {
             for (c, v) in form.plain_values(json) {
                 // (A value no column reads has a column past them: the bounds check is the filter.)
                 if let Some(column) = self.strings.get_mut(usize::from(c)) {
-                    column.set(row, v, cap);
+                    column.set(row, v);
                 }
             }
         } else {
             for (k, &c) in form.columns.iter().enumerate() {
                 if let Some(column) = self.strings.get_mut(usize::from(c)) {
-                    column.set(row, form.bytes(json, k, false), cap);
+                    column.set(row, form.bytes(json, k, false));
                 }
             }
         }
@@ -371,7 +371,7 @@ impl BatchBuilder {
     #[inline(always)]
     fn push_flat(&mut self, index: u64, offset: u64, flat: &agui_core::proto::Flat<'_>) -> bool {
         let Some(&columns) = self.flat.of(flat) else { return false };
-        let (row, cap) = (self.rows, self.capacity);
+        let row = self.rows;
         self.index.push(index);
         self.offset.push(offset);
         self.ty.push(flat.type_index() as i32);
@@ -384,7 +384,7 @@ impl BatchBuilder {
             flat.write_json_each(out, None, |k, v| {
                 // (A member no column reads has a column past them: the bounds check is the filter.)
                 if let Some(column) = strings.get_mut(usize::from(columns[k])) {
-                    column.set(row, v, cap);
+                    column.set(row, v);
                 }
             })
         });

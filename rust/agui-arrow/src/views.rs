@@ -173,14 +173,22 @@ pub(crate) struct StrColumn {
     /// Validity bits (Arrow's layout), all set up to the rows they cover, made at the
     /// first null row (none: every row has a value).
     valid: Vec<u8>,
+    /// Rows the batch is sized for (read when the column is reserved: not a value's
+    /// argument, which held a register through the row writers' loops).
+    capacity: usize,
 }
 
 impl StrColumn {
+    /// A column of a batch sized for `capacity` rows.
+    pub(crate) fn with_capacity(capacity: usize) -> Self {
+        StrColumn { capacity, ..StrColumn::default() }
+    }
+
     #[inline(always)]
     /// `value`: the bytes of a `&str`, char boundaries at both ends.
-    pub(crate) fn set(&mut self, row: usize, value: &[u8], capacity: usize) {
+    pub(crate) fn set(&mut self, row: usize, value: &[u8]) {
         if self.offsets.len() <= row {
-            self.fill(row, capacity);
+            self.fill(row, self.capacity);
         }
         push_short(&mut self.values, value);
         // (A batch is closed once its events' texts reach `BATCH_JSON_BYTES`, and a
@@ -427,11 +435,11 @@ mod string_tests {
     /// The column of `want` (row by row) through `StrColumn`, made by arrow's checked
     /// constructor, twice (the column starts over after `finish`).
     fn check(want: &[Option<&str>], capacity: usize) {
-        let mut c = StrColumn::default();
+        let mut c = StrColumn::with_capacity(capacity);
         for round in 0..2 {
             for (row, v) in want.iter().enumerate() {
                 if let Some(v) = v {
-                    c.set(row, v.as_bytes(), capacity);
+                    c.set(row, v.as_bytes());
                 }
             }
             let Some(strings) = c.finish(want.len()) else {
@@ -480,17 +488,17 @@ mod string_tests {
         let e = "é".as_bytes();
         for values in [vec![&e[..1]], vec![b"a".as_slice(), &e[..1], &e[1..]], vec![&e[..1], &e[1..]]] {
             let made = std::panic::catch_unwind(|| {
-                let mut c = StrColumn::default();
+                let mut c = StrColumn::with_capacity(4);
                 for (row, v) in values.iter().enumerate() {
-                    c.set(row, v, 4);
+                    c.set(row, v);
                 }
                 c.finish(values.len()).map(drop)
             });
             assert!(made.is_err(), "{values:?}");
         }
-        let mut c = StrColumn::default();
-        c.set(0, e, 4);
-        c.set(2, "😀".as_bytes(), 4);
+        let mut c = StrColumn::with_capacity(4);
+        c.set(0, e);
+        c.set(2, "😀".as_bytes());
         assert!(c.finish(3).is_some());
     }
 
