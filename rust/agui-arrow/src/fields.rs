@@ -983,6 +983,15 @@ impl<'s> FormRow<'s> {
         &s.as_bytes()[start..end]
     }
 
+    /// Per value a column reads, or does not (past them, as in `columns`): the column
+    /// and [`FormRow::bytes`], when [`FormRow::plain`]. (The values walked with their spans:
+    /// no position masked and no column count reloaded a value.)
+    #[inline(always)]
+    pub fn plain_values(&self, json: &'s str) -> impl Iterator<Item = (u8, &'s [u8])> + 's {
+        let (b, values) = (json.as_bytes(), self.values);
+        self.columns.iter().zip(&values.spans).map(move |(&c, &(start, end))| (c, &b[start..end]))
+    }
+
     /// No value has escapes: every value lies in the event's text.
     #[inline(always)]
     pub fn plain(&self) -> bool {

@@ -254,7 +254,7 @@ impl BatchBuilder {
             offset: Vec::with_capacity(rows),
             ty: Vec::with_capacity(rows),
             timestamp: OptColumn::default(),
-            strings: Default::default(),
+            strings: std::array::from_fn(|_| StrColumn::with_capacity(rows)),
             usage: Default::default(),
             json: JsonViews::with_capacity(rows),
             columns: checked_columns,
@@ -287,19 +287,19 @@ impl BatchBuilder {
 
     /// Append one event's row. The nullable columns only take the values present: most
     /// events carry few of the table's members, and the rows without one are filled in
-    /// when the column's next value comes (or when the batch is finished).
+    /// when a string column's next value comes, or when the batch is finished.
     #[inline]
     pub fn push(&mut self, ev: &Event<'_>, json: &str, f: &Fields<'_>) {
-        let (row, cap) = (self.rows, self.capacity);
+        let row = self.rows;
         self.index.push(ev.index);
         self.offset.push(ev.offset);
         self.ty.push(f.ty_index);
         if let Some(t) = f.timestamp {
-            self.timestamp.set(row, t, cap);
+            self.timestamp.set(row, t);
         }
         for (c, v) in self.strings.iter_mut().zip(f.string_columns()) {
             if let Some(v) = v {
-                c.set(row, v.as_bytes(), cap);
+                c.set(row, v.as_bytes());
             }
         }
         if let Some(u) = &f.usage {
@@ -333,18 +333,26 @@ impl BatchBuilder {
     /// The row of a form's values (`fields::Shape::read_form`).
     #[inline(always)]
     fn push_row(&mut self, ev: &Event<'_>, json: &str, form: &fields::FormRow<'_>) {
-        let (row, cap) = (self.rows, self.capacity);
+        let row = self.rows;
         self.index.push(ev.index);
         self.offset.push(ev.offset);
         self.ty.push(form.ty);
         if let Some(t) = form.timestamp {
-            self.timestamp.set(row, t, cap);
+            self.timestamp.set(row, t);
         }
-        let plain = form.plain();
-        for (k, &c) in form.columns.iter().enumerate() {
-            // (A value no column reads has a column past them: the bounds check is the filter.)
-            if let Some(column) = self.strings.get_mut(usize::from(c)) {
-                column.set(row, form.bytes(json, k, plain), cap);
+        // (The plain test once a row, not a value: most rows have no escaped value.)
+        if form.plain() {
+            for (c, v) in form.plain_values(json) {
+                // (A value no column reads has a column past them: the bounds check is the filter.)
+                if let Some(column) = self.strings.get_mut(usize::from(c)) {
+                    column.set(row, v);
+                }
+            }
+        } else {
+            for (k, &c) in form.columns.iter().enumerate() {
+                if let Some(column) = self.strings.get_mut(usize::from(c)) {
+                    column.set(row, form.bytes(json, k, false));
+                }
             }
         }
         if let Some(u) = form.usage {
@@ -363,12 +371,12 @@ impl BatchBuilder {
     #[inline(always)]
     fn push_flat(&mut self, index: u64, offset: u64, flat: &agui_core::proto::Flat<'_>) -> bool {
         let Some(&columns) = self.flat.of(flat) else { return false };
-        let (row, cap) = (self.rows, self.capacity);
+        let row = self.rows;
         self.index.push(index);
         self.offset.push(offset);
         self.ty.push(flat.type_index() as i32);
         if let Some(t) = flat.timestamp() {
-            self.timestamp.set(row, t, cap);
+            self.timestamp.set(row, t);
         }
         // The members walked once: each value to its column as its text is written.
         let strings = &mut self.strings;
@@ -376,7 +384,7 @@ impl BatchBuilder {
             flat.write_json_each(out, None, |k, v| {
                 // (A member no column reads has a column past them: the bounds check is the filter.)
                 if let Some(column) = strings.get_mut(usize::from(columns[k])) {
-                    column.set(row, v, cap);
+                    column.set(row, v);
                 }
             })
         });
@@ -389,9 +397,10 @@ impl BatchBuilder {
     #[cold]
     #[inline(never)]
     fn set_usage(&mut self, row: usize, u: &fields::Usage) {
-        for (c, v) in self.usage.iter_mut().zip(u.counts()) {
+        // (By position, not a zip with the columns: that was ~30 instructions a count.)
+        for (k, v) in u.counts().into_iter().enumerate() {
             if let Some(v) = v {
-                c.set(row, v, self.capacity);
+                self.usage[k].set(row, v);
             }
         }
     }
