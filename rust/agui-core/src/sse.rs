@@ -172,9 +172,9 @@ impl AheadRun<'_> {
                 break;
             }
             debug_assert!(memchr2(b'\n', b'\r', &chunk[i..end]).is_none(), "a line break in a payload `ahead` read");
-            r.taken(Frame { index, offset: self.base + i as u64, data: &chunk[i + 6..end], event: self.event, id: self.id });
-            self.event = None;
+            // (Stored before the call, and the event taken: ~0.4M fewer than stored after it.)
             self.last = i;
+            r.taken(Frame { index, offset: self.base + i as u64, data: &chunk[i + 6..end], event: self.event.take(), id: self.id });
             index += 1;
             i = end + 2;
         }
