@@ -419,6 +419,17 @@ pub trait ReadAhead<E> {
         let _ = (index, offset, flat);
         None
     }
+    /// Runs `go`, the SSE framer's loop over the frames read ahead from one place on
+    /// ([`crate::sse::Ahead::run`]: it calls `end` and `taken`): by default where the
+    /// framer is. A reader may run it in an out-of-line function of its own, with `end`
+    /// and `taken` inlined there (one call a run of frames, not two a frame).
+    #[inline(always)]
+    fn run<T>(&mut self, go: impl FnOnce(&mut Self) -> T) -> T
+    where
+        Self: Sized,
+    {
+        go(self)
+    }
 }
 
 /// No reader ahead: every event to the closure.
@@ -501,6 +512,22 @@ impl<E, R: ReadAhead<E>> crate::sse::Ahead for Deliver<'_, R, E> {
     #[inline(always)]
     fn frame(&mut self, f: Frame<'_>) {
         self.deliver(false, Event { index: f.index, offset: f.offset, json: f.data, members: None })
+    }
+    /// The loop run where the reader runs it ([`ReadAhead::run`]), counting and keeping
+    /// the first error there. (After an error nothing is read ahead: the line search
+    /// frames the rest, and `deliver` drops it.)
+    #[inline(always)]
+    fn run(&mut self, frames: &mut crate::sse::AheadRun<'_>) {
+        if self.failed.is_some() {
+            return;
+        }
+        let (failed, events) = self.rows.run(|rows| {
+            let mut d = Deliver { rows, failed: None, events: 0 };
+            frames.go(&mut d);
+            (d.failed, d.events)
+        });
+        self.events += events;
+        self.failed = failed;
     }
 }
 
@@ -1138,6 +1165,96 @@ mod tests {
         assert_eq!(parts.len(), 4);
         assert_eq!(got.unwrap_err(), whole);
         assert_eq!(whole.position().0, Some(120));
+    }
+
+    /// A reader ahead that runs the framer's loop in a function of its own
+    /// (`ReadAhead::run`) gets the events, offsets, indices, errors and summary of the line
+    /// search alone, a sink error anywhere (in a run or not) stopping the part there:
+    /// random SSE parts (LF, CR, CRLF, fields, several data lines, blank lines, frames
+    /// over the limit, a cut last frame), the reader knowing every payload's end.
+    #[test]
+    fn parts_read_ahead_in_runs_are_those_of_the_line_search() {
+        use crate::test_rng::Rng;
+        #[derive(Debug, PartialEq)]
+        enum Mine {
+            Stop(u64),
+            Log(LogError),
+        }
+        impl From<LogError> for Mine {
+            fn from(e: LogError) -> Self {
+                Mine::Log(e)
+            }
+        }
+        type Seen = Vec<(u64, u64, Vec<u8>)>;
+        struct Rows {
+            seen: Seen,
+            stop_at: u64,
+            runs: usize,
+            taken: usize,
+        }
+        impl Rows {
+            fn push(&mut self, ev: Event<'_>) -> Result<(), Mine> {
+                self.seen.push((ev.index, ev.offset, ev.json.to_vec()));
+                if ev.index == self.stop_at { Err(Mine::Stop(ev.index)) } else { Ok(()) }
+            }
+        }
+        impl ReadAhead<Mine> for Rows {
+            fn end(&mut self, rest: &[u8]) -> Option<usize> {
+                Some(memchr::memchr2(b'\n', b'\r', rest).unwrap_or(rest.len()))
+            }
+            fn taken(&mut self, ev: Event<'_>) -> Result<(), Mine> {
+                self.taken += 1;
+                self.push(ev)
+            }
+            fn event(&mut self, ev: Event<'_>) -> Result<(), Mine> {
+                self.push(ev)
+            }
+            #[inline(never)]
+            fn run<T>(&mut self, go: impl FnOnce(&mut Self) -> T) -> T {
+                self.runs += 1;
+                go(self)
+            }
+        }
+        let (mut runs, mut taken) = (0, 0);
+        for seed in 1..=300u64 {
+            let mut rng = Rng((seed * 0x9e37_79b9) | 1);
+            let mut log: Vec<u8> = Vec::new();
+            for _ in 0..rng.below(30) + 1 {
+                let nl: &[u8] = rng.pick(&[&b"\n"[..], b"\n", b"\n", b"\n", b"\r\n", b"\r"]);
+                for _ in 0..rng.below(4) / 3 {
+                    log.extend_from_slice(rng.pick(&[&b": c"[..], b"event: e", b"id: 5", b"retry: 30", b"x"]));
+                    log.extend_from_slice(nl);
+                }
+                for _ in 0..rng.below(5) / 3 + 1 {
+                    log.extend_from_slice(b"data: ");
+                    let n = rng.pick(&[&0usize, &3, &20, &70][..]);
+                    log.extend((0..*n).map(|k| b"{\"a\":1}"[k % 7]));
+                    log.extend_from_slice(nl);
+                }
+                if rng.below(8) > 0 {
+                    log.extend_from_slice(nl);
+                }
+            }
+            log.truncate(log.len() - rng.below(4).min(log.len()));
+            let limits = Limits { max_buffer: 80, ..Limits::default() };
+            let start = (0..log.len()).find(|&k| k > 0 && log[k - 1] == b'\n' && log.get(k - 2) == Some(&b'\n')).filter(|_| rng.below(2) == 0);
+            let part = Part { start: start.unwrap_or(0) as u64, end: log.len() as u64 };
+            let data = &log[part.start as usize..];
+            let stop_at = if rng.below(3) == 0 { rng.below(20) as u64 } else { u64::MAX };
+            let mut plain = Rows { seen: Vec::new(), stop_at, runs: 0, taken: 0 };
+            let want = for_each_in_part(data, Format::Sse, part, &limits, |ev| plain.push(ev));
+            let mut rows = Rows { seen: Vec::new(), stop_at, runs: 0, taken: 0 };
+            let got = for_each_in_part_ahead(data, Format::Sse, part, &limits, &mut rows);
+            assert_eq!(rows.seen, plain.seen, "seed {seed}");
+            match (got, want) {
+                (Ok(g), Ok(w)) => assert_eq!((g.events, g.frames, g.bytes), (w.events, w.frames, w.bytes), "seed {seed}"),
+                (g, w) => assert_eq!(g.err(), w.err(), "seed {seed}"),
+            }
+            runs += rows.runs;
+            taken += rows.taken;
+        }
+        // (The runs were the reader's, and frames were taken in them.)
+        assert!(runs > 300 && taken > 400, "{runs} runs, {taken} frames taken");
     }
 
     #[test]
