@@ -68,3 +68,30 @@ pub fn push_short<P: Piece + ?Sized, D: Grow<P>>(out: &mut D, piece: &P) {
     }
     by_length!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::push_short;
+
+    #[test]
+    fn equals_the_plain_append_at_every_length() {
+        // Every length across the arms and past them, onto empty and non-empty
+        // destinations, in ASCII and in multi-byte chars (a `str` piece ends on a char).
+        let text: String = (0..48).map(|i| if i % 5 == 3 { 'é' } else { char::from(b'a' + i as u8 % 26) }).collect();
+        for start in ["", "x", "0123456789abcdefg"] {
+            for end in (0..=text.len()).filter(|&e| text.is_char_boundary(e)) {
+                let piece = &text[..end];
+                let mut s = String::from(start);
+                push_short(&mut s, piece);
+                assert_eq!(s, format!("{start}{piece}"));
+                let mut v = start.as_bytes().to_vec();
+                push_short(&mut v, piece.as_bytes());
+                assert_eq!(v, format!("{start}{piece}").into_bytes());
+                // From inside a longer piece: only its own bytes.
+                let mut v = start.as_bytes().to_vec();
+                push_short(&mut v, &text.as_bytes()[1..end.max(1)]);
+                assert_eq!(v, [start.as_bytes(), &text.as_bytes()[1..end.max(1)]].concat());
+            }
+        }
+    }
+}

@@ -1084,9 +1084,9 @@ impl<'m> Flat<'m> {
         let top = out.len();
         let ty = EVENT_TYPES[self.type_index()];
         // (Type names and keys are schema names, nothing to escape: copied as they are,
-        // by fixed-size copies.)
+        // by the short copy.)
         out.extend_from_slice(b"{\"type\":\"");
-        crate::json::put_small(out, ty.as_bytes());
+        crate::copy::push_short(out, ty.as_bytes());
         out.push(b'"');
         if let Some(m) = members.as_deref_mut() {
             m.spans.push(("type", 1, 8, ty.len() + 2));
@@ -1094,7 +1094,7 @@ impl<'m> Flat<'m> {
         for (k, v) in self.members() {
             each(k, v);
             let (key, key_at) = (self.fields[k].1, out.len());
-            crate::json::put_small(out, key.as_bytes());
+            crate::copy::push_short(out, key.as_bytes());
             let at = out.len();
             crate::json::write_utf8(out, v);
             if let Some(m) = members.as_deref_mut() {
