@@ -190,7 +190,7 @@ impl StrColumn {
         if self.offsets.len() <= row {
             self.fill(row, self.capacity);
         }
-        push_short(&mut self.values, value);
+        agui_core::copy::push_short(&mut self.values, value);
         // (A batch is closed once its events' texts reach `BATCH_JSON_BYTES`, and a
         // value is never longer than its event's text. Past 2 GiB the offsets would wrap
         // and the last one, as a `usize`, not be `values`' length: `Utf8Strings::new`
@@ -232,21 +232,6 @@ impl StrColumn {
         });
         Some(Utf8Strings::new(std::mem::take(&mut self.offsets), std::mem::take(&mut self.values), nulls))
     }
-}
-
-/// `values.extend_from_slice(value)`, with the copy of a short value inlined for its
-/// length (a call of `memcpy` for a few bytes was ~20 instructions).
-#[inline(always)]
-fn push_short(values: &mut Vec<u8>, value: &[u8]) {
-    macro_rules! by_length {
-        ($($n:literal)*) => {
-            match value.len() {
-                $($n => values.extend_from_slice(&value[..$n]),)*
-                _ => values.extend_from_slice(value),
-            }
-        };
-    }
-    by_length!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16)
 }
 
 /// Clears bits `start..end` (Arrow's layout) of `bits`, which holds them and the 8

@@ -50,35 +50,6 @@ fn write_str_body_simple(buf: &mut Vec<u8>, s: &str) {
     }
 }
 
-/// Append `n` bytes given as their first and last `W` bytes (overlapping when `n < 2W`)
-/// with fixed-size copies only.
-#[inline(always)]
-fn put_overlapping<const W: usize>(buf: &mut Vec<u8>, first: &[u8; W], last: &[u8; W], n: usize) {
-    let at = buf.len();
-    buf.extend_from_slice(first);
-    buf.extend_from_slice(last);
-    buf.truncate(at + n);
-    buf[at + n - W..at + n].copy_from_slice(last);
-}
-
-/// Append a short byte string (numbers, short strings) with fixed-size copies: a
-/// variable-length copy is a memcpy call, which costs more than these few bytes.
-#[inline(always)]
-pub(crate) fn put_small(buf: &mut Vec<u8>, b: &[u8]) {
-    let n = b.len();
-    match n {
-        16..=32 => put_overlapping::<16>(buf, b[..16].try_into().unwrap(), b[n - 16..].try_into().unwrap(), n),
-        8..=15 => put_overlapping::<8>(buf, b[..8].try_into().unwrap(), b[n - 8..].try_into().unwrap(), n),
-        4..=7 => put_overlapping::<4>(buf, b[..4].try_into().unwrap(), b[n - 4..].try_into().unwrap(), n),
-        0..=3 => {
-            for &c in b {
-                buf.push(c);
-            }
-        }
-        _ => buf.extend_from_slice(b),
-    }
-}
-
 /// The four hex digits at the start of `b` (a `\u` escape's), or `None`; strictly hex
 /// digits (`from_str_radix` would also take a sign). The one reader of them: the event
 /// scanner and [`rewrite_lone_surrogates`].
@@ -371,7 +342,7 @@ impl F64Text for CopiedF64 {
     #[inline(always)]
     fn finite(out: &mut Vec<u8>, x: f64) {
         let mut b = zmij::Buffer::new();
-        put_small(out, b.format_finite(x).as_bytes());
+        crate::copy::push_short(out, b.format_finite(x).as_bytes());
     }
 }
 

@@ -5,6 +5,7 @@
 //! - [`sse`]: Server-Sent Events framing and incremental parsing;
 //! - [`proto`]: the AG-UI 1.0 protobuf wire format and its JSON mapping;
 //! - [`patch`]: RFC 6902 JSON Patch / RFC 6901 JSON Pointer;
+//! - [`copy`]: the one short copy (a few bytes appended with a copy of constant size);
 //! - [`json`]: JSON text output matching the Python reference (pydantic) byte for byte;
 //! - [`sink`]: the output side of every walk over JSON-shaped data (JSON text,
 //!   MessagePack, the protobuf encoder's tree): one trait, one walk per input;
@@ -19,6 +20,7 @@
 #![forbid(unsafe_code)]
 
 pub mod construct;
+pub mod copy;
 pub mod decoder;
 pub mod json;
 pub mod limits;

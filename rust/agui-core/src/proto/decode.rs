@@ -1084,9 +1084,10 @@ impl<'m> Flat<'m> {
         let top = out.len();
         let ty = EVENT_TYPES[self.type_index()];
         // (Type names and keys are schema names, nothing to escape: copied as they are,
-        // by fixed-size copies.)
+        // by the short copy, inlined up to the longest type name and the longest key,
+        // `,"parentSubagentRunId":`, 23 bytes.)
         out.extend_from_slice(b"{\"type\":\"");
-        crate::json::put_small(out, ty.as_bytes());
+        crate::copy::push_upto::<{ super::LONGEST_TYPE }, _, _>(out, ty.as_bytes());
         out.push(b'"');
         if let Some(m) = members.as_deref_mut() {
             m.spans.push(("type", 1, 8, ty.len() + 2));
@@ -1094,7 +1095,7 @@ impl<'m> Flat<'m> {
         for (k, v) in self.members() {
             each(k, v);
             let (key, key_at) = (self.fields[k].1, out.len());
-            crate::json::put_small(out, key.as_bytes());
+            crate::copy::push_upto::<23, _, _>(out, key.as_bytes());
             let at = out.len();
             crate::json::write_utf8(out, v);
             if let Some(m) = members.as_deref_mut() {

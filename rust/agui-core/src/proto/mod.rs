@@ -66,6 +66,18 @@ pub const EVENT_TYPES: [&str; 31] = [
     "REASONING_ENCRYPTED_VALUE",
 ];
 
+/// The length of the longest name in [`EVENT_TYPES`].
+pub const LONGEST_TYPE: usize = {
+    let (mut i, mut n) = (0, 0);
+    while i < EVENT_TYPES.len() {
+        if EVENT_TYPES[i].len() > n {
+            n = EVENT_TYPES[i].len();
+        }
+        i += 1;
+    }
+    n
+};
+
 /// Event type of an envelope arm (field number 1..=31). Arms 17–21 are shuffled
 /// relative to the enum (chunk and subagent events), everything else is enum + 1.
 pub fn arm_number_to_type(arm: u32) -> &'static str {

@@ -39,7 +39,8 @@ pub fn str_bytes(out: &mut Vec<u8>, s: &[u8]) {
         out.push(0xdb);
         out.extend_from_slice(&(n as u32).to_be_bytes());
     }
-    out.extend_from_slice(s);
+    // (Most are keys and ids.)
+    crate::copy::push_short(out, s);
 }
 
 #[inline]

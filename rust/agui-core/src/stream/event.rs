@@ -312,21 +312,6 @@ fn escape(b: &[u8], at: usize) -> Option<(char, usize)> {
     })
 }
 
-/// `out.push_str(s)`, with the copy of a short `s` inlined for its length (most runs
-/// between escapes are a few bytes: a `memcpy` call for them was ~20 instructions).
-#[inline(always)]
-fn push_short(out: &mut String, s: &str) {
-    macro_rules! by_length {
-        ($($n:literal)*) => {
-            match s.len() {
-                $($n => out.push_str(&s[..$n]),)*
-                _ => out.push_str(s),
-            }
-        };
-    }
-    by_length!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16)
-}
-
 /// [`string_end`] and [`unescape_into`] in one pass: the content of the string starting
 /// at `start` (after its opening quote) decoded into `out`, and the position of its
 /// closing quote; `None` (with `out` partly written) where `string_end` refuses it (a
@@ -340,7 +325,8 @@ pub fn unescape_end(json: &str, start: usize, out: &mut String) -> Option<usize>
     loop {
         let at = stop(b, i)?;
         // (Next to an ASCII byte: a char boundary.)
-        push_short(out, &json[i..at]);
+        // (Most runs between escapes are a few bytes.)
+        crate::copy::push_short(out, &json[i..at]);
         match b[at] {
             b'"' => return Some(at),
             b'\\' => {
