@@ -46,8 +46,19 @@ const fn bits(fs: &[u32]) -> u16 {
 /// wrong wire type, a singular field twice, malformed bytes). Inlined (returned from a
 /// call, the slots were copied out) and its one-byte keys read inline ([`wkt::key`]).
 #[inline(always)]
-fn fields<const N: usize>(mut b: &[u8], len: u16, int: u16, rep: u16) -> Option<Fields<'_, N>> {
-    let mut f = Fields { len: [None; N], int: [None; N] };
+fn fields<const N: usize>(b: &[u8], len: u16, int: u16, rep: u16) -> Option<Fields<'_, N>> {
+    let mut f = Fields::EMPTY;
+    fill(&mut f, b, len, int, rep)?;
+    Some(f)
+}
+
+impl<const N: usize> Fields<'_, N> {
+    const EMPTY: Self = Fields { len: [None; N], int: [None; N] };
+}
+
+/// [`fields`] into `f`, which is [`Fields::EMPTY`].
+#[inline(always)]
+fn fill<'a, const N: usize>(f: &mut Fields<'a, N>, mut b: &'a [u8], len: u16, int: u16, rep: u16) -> Option<()> {
     while !b.is_empty() {
         let (tag, wt) = wkt::key(&mut b).ok()?;
         let bit = 1u16.checked_shl(tag).filter(|_| (tag as usize) < N)?;
@@ -74,7 +85,7 @@ fn fields<const N: usize>(mut b: &[u8], len: u16, int: u16, rep: u16) -> Option<
             _ => return None,
         }
     }
-    Some(f)
+    Some(())
 }
 
 /// The payloads of field `tag` in a body [`fields`] accepted, in wire order.
@@ -225,9 +236,12 @@ impl<'m> Nested<'m> {
             24 => (bits(&[1, 2, 3, 4, 5]), 0, bits(&[5])),
             _ => return None,
         };
-        let f = fields::<9>(body, len, int, rep)?;
-        let base = fields::<5>(f.len[1]?, bits(&[3, 4]), bits(&[1, 2]), 0)?;
-        Some(Nested { arm, body, f, base })
+        // (Filled in place: each `Fields` returned and moved was a `memcpy` call.)
+        let mut n = Nested { arm, body, f: Fields::EMPTY, base: Fields::EMPTY };
+        fill(&mut n.f, body, len, int, rep)?;
+        let base = n.f.len[1]?;
+        fill(&mut n.base, base, bits(&[3, 4]), bits(&[1, 2]), 0)?;
+        Some(n)
     }
 
     /// The position of its `type` in [`EVENT_TYPES`](crate::proto::EVENT_TYPES).
