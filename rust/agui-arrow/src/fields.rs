@@ -11,7 +11,7 @@
 use agui_core::limits::TRUNCATED;
 use std::borrow::Cow;
 
-use agui_core::proto::{Flat, Members, EVENT_TYPES};
+use agui_core::proto::{Flat, Members, Nested, EVENT_TYPES};
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -279,19 +279,34 @@ pub struct Usage {
 }
 
 impl Usage {
-    /// `e`'s counts added to the sums (saturating: a sum past i64 stays at its end).
+    /// `e`'s counts added to the sums.
     fn add(&mut self, e: &UsageEntry) {
-        let add = |acc: &mut Option<i64>, v: Option<i64>| {
+        self.add_counts([
+            e.input_tokens,
+            e.output_tokens,
+            e.total_tokens,
+            e.reasoning_tokens,
+            e.cached_input_tokens,
+            e.cache_write_input_tokens,
+        ]);
+    }
+
+    /// An entry's counts (in column order) added to the sums (saturating: a sum past i64
+    /// stays at its end).
+    pub(crate) fn add_counts(&mut self, counts: [Option<i64>; 6]) {
+        let sums = [
+            &mut self.input_tokens,
+            &mut self.output_tokens,
+            &mut self.total_tokens,
+            &mut self.reasoning_tokens,
+            &mut self.cached_input_tokens,
+            &mut self.cache_write_input_tokens,
+        ];
+        for (acc, v) in sums.into_iter().zip(counts) {
             if let Some(v) = v {
                 *acc = Some(acc.unwrap_or(0).saturating_add(v));
             }
-        };
-        add(&mut self.input_tokens, e.input_tokens);
-        add(&mut self.output_tokens, e.output_tokens);
-        add(&mut self.total_tokens, e.total_tokens);
-        add(&mut self.reasoning_tokens, e.reasoning_tokens);
-        add(&mut self.cached_input_tokens, e.cached_input_tokens);
-        add(&mut self.cache_write_input_tokens, e.cache_write_input_tokens);
+        }
     }
 
     /// The six counts in column order.
@@ -430,7 +445,7 @@ fn parse_serde<'a>(json: &'a str, raw: &mut Raw<'a, '_>) -> Result<(), RowError>
 /// Nesting deeper than `max_depth` takes more than `max_depth` bytes: most events are
 /// shorter and skip the scan.
 fn check_depth(json: &str, max_depth: usize) -> Result<(), RowError> {
-    if json.len() > max_depth && agui_core::limits::exceeds_depth(json.as_bytes(), max_depth) {
+    if too_deep(json.as_bytes(), max_depth) {
         return Err(RowError {
             class: "InvalidJsonError",
             message: format!("JSON is nested too deeply (more than {max_depth} levels)"),
@@ -438,6 +453,11 @@ fn check_depth(json: &str, max_depth: usize) -> Result<(), RowError> {
         });
     }
     Ok(())
+}
+
+/// Whether [`check_depth`] fails `json`.
+pub(crate) fn too_deep(json: &[u8], max_depth: usize) -> bool {
+    json.len() > max_depth && agui_core::limits::exceeds_depth(json, max_depth)
 }
 
 /// A JSON string's value (`lit`: its text, quotes included): borrowed when it has no
@@ -999,11 +1019,12 @@ impl<'s> FormRow<'s> {
     }
 }
 
-/// The string columns of protobuf flat events ([`Flat`]), by type, learned at its first
-/// event: per member (its key's place in [`Flat::keys`]) its column in
+/// The string columns of protobuf flat events ([`Flat`]) and nested ones ([`Nested`],
+/// their top-level string members: types of their own), by type, learned at its first
+/// event: per member (its key's place in [`Flat::keys`], [`Nested::keys`]) its column in
 /// [`Fields::string_columns`]' order, or [`NO_COLUMN`], as [`read`] takes the members of
-/// the event's JSON text (`Key::of`; the `name` column's preference needs no choice: an
-/// arm with two members of that column is `None`, its events read from their text, as
+/// the event's JSON text (`Key::of`; the `name` column's preference needs no choice: a
+/// type with two members of that column is `None`, its events read from their text, as
 /// is one with a member read otherwise (`type`, `timestamp`, `usage`) or twice; members
 /// no column reads, any number).
 #[derive(Default)]
@@ -1012,13 +1033,18 @@ pub struct FlatColumns([Option<Option<[u8; 8]>>; EVENT_TYPES.len()]);
 impl FlatColumns {
     #[inline(always)]
     pub fn of(&mut self, flat: &Flat<'_>) -> Option<&[u8; 8]> {
-        self.0.get_mut(flat.type_index())?.get_or_insert_with(|| Self::learn(flat)).as_ref()
+        self.0.get_mut(flat.type_index())?.get_or_insert_with(|| Self::learn(flat.keys())).as_ref()
+    }
+
+    #[inline(always)]
+    pub fn of_nested(&mut self, nested: &Nested<'_>) -> Option<&[u8; 8]> {
+        self.0.get_mut(nested.type_index())?.get_or_insert_with(|| Self::learn(nested.keys())).as_ref()
     }
 
     #[cold]
-    fn learn(flat: &Flat<'_>) -> Option<[u8; 8]> {
+    fn learn<'k>(keys: impl Iterator<Item = &'k str>) -> Option<[u8; 8]> {
         let (mut columns, mut seen, mut names) = ([NO_COLUMN; 8], 0u32, 0);
-        for (k, key) in flat.keys().enumerate() {
+        for (k, key) in keys.enumerate() {
             let key = Key::of(key);
             // (`Other`, the key of every member no column reads, may come more than once:
             // TOOL_CALL_START's `parentMessageId` and `subagentRunId`.)

@@ -394,6 +394,46 @@ impl BatchBuilder {
         true
     }
 
+    /// Append the row of a protobuf nested event ([`agui_core::proto::Nested`]) straight
+    /// from its wire fields (its top-level string members the column values, its `usage`
+    /// entries summed), its JSON text written once, into the `json` column: the row
+    /// `push` would append from its text and [`fields::read`] with its members. `false`
+    /// (nothing appended, block 0 as it was) when its type's members are not read so
+    /// ([`fields::FlatColumns`]), its text fails (the text path gives the error) or is
+    /// nested deeper than `max_depth` (the text path's row error). (Out of line: nested
+    /// events are a few a run.)
+    #[inline(never)]
+    fn push_nested(&mut self, index: u64, offset: u64, nested: &agui_core::proto::Nested<'_>, max_depth: usize) -> bool {
+        let Some(&columns) = self.flat.of_nested(nested) else { return false };
+        // The text first: the row is appended only once it is written.
+        let written = self.json.try_push_written(|out| {
+            let start = out.len();
+            nested.write_json(out) && !fields::too_deep(&out[start..], max_depth)
+        });
+        let Some(n) = written else { return false };
+        let (row, cap) = (self.rows, self.capacity);
+        self.index.push(index);
+        self.offset.push(offset);
+        self.ty.push(nested.type_index() as i32);
+        if let Some(t) = nested.timestamp() {
+            self.timestamp.set(row, t, cap);
+        }
+        for (k, v) in nested.members() {
+            // (A member no column reads has a column past them: the bounds check is the filter.)
+            if let Some(column) = self.strings.get_mut(usize::from(columns[k])) {
+                column.set(row, v, cap);
+            }
+        }
+        if let Some(entries) = nested.usage() {
+            let mut sum = fields::Usage::default();
+            entries.for_each(|e| sum.add_counts(e));
+            self.set_usage(row, &sum);
+        }
+        self.rows += 1;
+        self.json_bytes += n;
+        true
+    }
+
     /// The token counts of row `row`'s `usage` list (few events have one: out of line).
     #[cold]
     #[inline(never)]
@@ -1006,6 +1046,17 @@ impl agui_core::log::ReadAhead<PartStop> for PartRows<'_, '_> {
     #[inline(always)]
     fn flat(&mut self, index: u64, offset: u64, flat: &agui_core::proto::Flat<'_>) -> Option<Result<(), PartStop>> {
         if self.opts.max_depth < 1 || !self.builder.push_flat(index, offset, flat) {
+            return None;
+        }
+        self.close_if_full();
+        Some(self.go_on(&Event { index, offset, json: &[], members: None }, Ok(())))
+    }
+
+    /// A protobuf nested event the wire path may take, its row made from its wire fields
+    /// (`BatchBuilder::push_nested`); one it declines comes as text (`event`).
+    #[inline(always)]
+    fn nested(&mut self, index: u64, offset: u64, nested: &agui_core::proto::Nested<'_>) -> Option<Result<(), PartStop>> {
+        if self.opts.max_depth < 1 || !self.builder.push_nested(index, offset, nested, self.opts.max_depth) {
             return None;
         }
         self.close_if_full();
@@ -2149,6 +2200,161 @@ mod tests {
             assert!(one.is_err(), "seed {seed}: a frame that is no event");
         }
         assert!(flat_rows > 4 * 2 * 9_000, "{flat_rows}");
+    }
+
+    /// A protobuf log of nested events (every arm the wire path takes, and others): JSON
+    /// events of random ids (escapes, control bytes, unicode, empty), timestamps, usage
+    /// lists of several entries (negative and unsafe counts), snapshots and
+    /// patches nested a few levels or past a depth limit, encoded by the core's encoder,
+    /// then some changed on the wire (a field appended, unknown or twice, a byte flipped,
+    /// invalid UTF-8 in an id, a type off; those that fail only near the end), between
+    /// flat events.
+    fn nested_protobuf_log(seed: u64, events: usize) -> Vec<u8> {
+        use agui_core::test_rng::Rng;
+        let mut rng = Rng(seed | 1);
+        let ids = ["", "t1", "run-7", "a\"b\\c\n\u{1}", "h\u{e9}llo \u{1f600}", "msg-123456789012345", "thread-1"];
+        // (The unsafe count fails its event: drawn only near the end.)
+        let counts = ["1", "0", "-5", "9007199254740991", "40", "9007199254740992"];
+        let mut log = Vec::new();
+        for i in 0..events {
+            let late = i > events * 9 / 10;
+            let mut id = || serde_json::to_string(ids[rng.below(ids.len())]).unwrap();
+            let (a, b, c) = (id(), id(), id());
+            let mut rng2 = Rng(rng.next_u64() | 1);
+            let deep = |rng: &mut Rng| {
+                let n = [1usize, 2, 4, 8][rng.below(4)];
+                format!("{}1{}", "[".repeat(n), "]".repeat(n))
+            };
+            let ts = match rng2.below(4) {
+                0 => String::new(),
+                1 => ",\"timestamp\":1700000000000".into(),
+                2 => ",\"timestamp\":-9007199254740991".into(),
+                _ => ",\"timestamp\":0".into(),
+            };
+            let mut usage = || {
+                let entries: Vec<String> = (0..1 + rng2.below(3))
+                    .map(|_| {
+                        let mut e = vec![format!("\"provider\":{}", serde_json::to_string(ids[rng2.below(ids.len())]).unwrap())];
+                        for k in ["inputTokens", "outputTokens", "totalTokens", "reasoningTokens", "cachedInputTokens", "cacheWriteInputTokens"] {
+                            if rng2.below(2) == 0 {
+                                e.push(format!("\"{k}\":{}", counts[rng2.below(counts.len() - usize::from(!late))]));
+                            }
+                        }
+                        format!("{{{}}}", e.join(","))
+                    })
+                    .collect();
+                format!("[{}]", entries.join(","))
+            };
+            let text = match rng.below(16) {
+                0 => format!(r#"{{"type":"RUN_STARTED","threadId":{a},"runId":{b}{ts}}}"#),
+                1 => format!(r#"{{"type":"RUN_STARTED","threadId":{a},"runId":{b},"parentRunId":{c},"protocolVersion":"1.0"{ts}}}"#),
+                2 => format!(r#"{{"type":"RUN_FINISHED","threadId":{a},"runId":{b},"usage":{}{ts}}}"#, usage()),
+                3 => format!(r#"{{"type":"RUN_FINISHED","threadId":{a},"runId":{b},"result":{{"a":{}}},"outcome":{{"type":"success"}}}}"#, deep(&mut rng)),
+                4 => format!(r#"{{"type":"RUN_ERROR","message":{a},"code":{b},"usage":{}{ts}}}"#, usage()),
+                5 => format!(r#"{{"type":"STATE_SNAPSHOT","snapshot":{{"run":1,"steps":{},"status":{a}}}{ts}}}"#, deep(&mut rng)),
+                6 => format!(r#"{{"type":"STATE_DELTA","delta":[{{"op":"replace","path":"/status","value":{a}}}]{ts}}}"#),
+                7 => format!(r#"{{"type":"MESSAGES_SNAPSHOT","messages":[{{"id":{a},"role":"user","content":{b}}},{{"id":{c},"role":"assistant","toolCalls":[{{"id":"c1","type":"function","function":{{"name":"f","arguments":"{{}}"}}}}]}}]}}"#),
+                8 => format!(r#"{{"type":"TOOL_CALL_RESULT","messageId":{a},"toolCallId":{b},"content":{c},"role":"tool"{ts}}}"#),
+                9 => format!(r#"{{"type":"TOOL_CALL_RESULT","messageId":{a},"toolCallId":{b},"content":{c}}}"#),
+                10 => format!(r#"{{"type":"CUSTOM","name":{a},"value":{}{ts}}}"#, deep(&mut rng)),
+                11 => format!(r#"{{"type":"RAW","event":{{"x":{a}}},"source":{b}}}"#),
+                12 => format!(r#"{{"type":"ACTIVITY_SNAPSHOT","messageId":{a},"activityType":{b},"content":{{"k":{}}},"replace":true}}"#, deep(&mut rng)),
+                13 => format!(r#"{{"type":"ACTIVITY_DELTA","messageId":{a},"activityType":{b},"patch":[{{"op":"add","path":"/a","value":1}}]}}"#),
+                14 => format!(r#"{{"type":"STATE_SNAPSHOT","snapshot":{a},"rawEvent":{{"r":{}}},"metadata":{{"m":{b}}}{ts}}}"#, deep(&mut rng)),
+                _ => format!(r#"{{"type":"TEXT_MESSAGE_CONTENT","messageId":{a},"delta":{b}}}"#),
+            };
+            let mut msg = Vec::new();
+            agui_core::proto::encode_json(text.as_bytes(), false, &mut msg).unwrap();
+            // Changes on the wire: in the arm's body (the envelope's one field: a one-byte
+            // key and length for arms below 16 and most bodies) or of the whole message (near the end: it may fail).
+            match rng.below(24) {
+                0 if msg.len() > 2 && msg[0] < 0x80 && msg[1] < 0x7c => {
+                    // An unknown varint field in the body: the prost path's.
+                    msg.extend_from_slice(&[15 << 3, 1]);
+                    msg[1] += 2;
+                }
+                1 if late && msg.len() > 2 && msg[0] < 0x80 && msg[1] < 0x7c => {
+                    // The base event's type off (field 1 of a base appended twice: merged).
+                    msg.extend_from_slice(&[0x0a, 0x02, 0x08, 0x03]);
+                    msg[1] += 4;
+                }
+                2 if late => {
+                    let at = rng.below(msg.len());
+                    msg[at] ^= 1 << rng.below(8);
+                }
+                3 if late => msg.truncate(rng.below(msg.len())),
+                4 if late => {
+                    if let Some(at) = msg.windows(2).position(|w| w == b"t1") {
+                        msg[at] = 0xff;
+                    }
+                }
+                _ => {}
+            }
+            log.extend_from_slice(&(msg.len() as u32).to_be_bytes());
+            log.extend_from_slice(&msg);
+        }
+        log
+    }
+
+    /// The rows of protobuf nested events made from their wire fields (the parts' reader,
+    /// `BatchBuilder::push_nested`) are those of their JSON text read with its members
+    /// (the sequential reader), cell by cell, and so are the issues: collected and
+    /// raised, on one thread and several, with depth limits that some texts pass and
+    /// some fail, and of 0.
+    #[test]
+    fn nested_protobuf_rows_are_those_of_their_text() {
+        let (mut rows, mut too_deep) = (0, 0);
+        for seed in 0..6u64 {
+            let log = nested_protobuf_log(seed, 6_000);
+            let src = bytes(&log, "n");
+            for (collect, max_depth) in [(true, 64), (false, 64), (true, 3), (true, 5), (false, 4), (true, 0)] {
+                let opts = Options { collect, max_depth, ..Options::default() };
+                let want = decode_source(&src, &opts, &Control::default()).map(|d| d.unwrap());
+                for threads in [1, 3] {
+                    let got = decode_many(std::slice::from_ref(&src), threads, &opts, &Control::default());
+                    let what = format!("seed {seed}, collect {collect}, depth {max_depth}, {threads} threads");
+                    match (&got, &want) {
+                        (Ok(got), Ok(want)) => {
+                            assert_eq!(cells(got), cells(want), "{what}");
+                            assert_eq!(got.issues, want.issues, "{what}");
+                            rows += cells(got).len();
+                            too_deep += got.issues.iter().filter(|i| i.message.contains("nested too deeply")).count();
+                        }
+                        (Err(got), Err(want)) => assert_eq!(got, want, "{what}"),
+                        _ => panic!("{what}: {:?} vs {:?}", got.as_ref().err(), want.as_ref().err()),
+                    }
+                }
+            }
+        }
+        assert!(rows > 6 * 2 * 12_000 && too_deep > 6 * 2 * 1_000, "{rows} rows, {too_deep} too deep");
+    }
+
+    /// A nested event `push_nested` declines leaves the batch as it was: no row, and block
+    /// 0 of the `json` column cut back to the bytes it had (events that fail once written,
+    /// or are nested deeper than the limit), between events it takes.
+    #[test]
+    fn declined_nested_events_leave_block_0_as_it_was() {
+        let log = nested_protobuf_log(7, 4_000);
+        let mut builder = BatchBuilder::with_capacity(None, 16);
+        let (mut taken, mut declined, mut at) = (0, 0, 0);
+        while at + 4 <= log.len() {
+            let n = u32::from_be_bytes(log[at..at + 4].try_into().unwrap()) as usize;
+            let msg = &log[at + 4..(at + 4 + n).min(log.len())];
+            at += 4 + n;
+            let Some(nested) = agui_core::proto::Nested::read(msg) else { continue };
+            let (before, rows) = (builder.json.block0().to_vec(), builder.len());
+            let max_depth = [3, 64][taken % 2];
+            if builder.push_nested(0, 0, &nested, max_depth) {
+                taken += 1;
+                assert_eq!(builder.len(), rows + 1);
+                assert_eq!(&builder.json.block0()[..before.len()], &before[..]);
+            } else {
+                declined += 1;
+                assert_eq!((builder.json.block0(), builder.len()), (&before[..], rows));
+            }
+        }
+        assert!(taken > 1_000 && declined > 200, "{taken} taken, {declined} declined");
+        builder.finish();
     }
 
     #[test]

@@ -348,19 +348,40 @@ impl JsonViews {
     /// written once, here); its length.
     #[inline(always)]
     pub(crate) fn push_written(&mut self, write: impl FnOnce(&mut Vec<u8>)) -> usize {
+        let n = self.try_push_written(|out| {
+            write(out);
+            true
+        });
+        n.unwrap_or_default()
+    }
+
+    /// [`JsonViews::push_written`] of a writer that may fail (`false`: protobuf nested
+    /// events): then no view, and block 0 cut back to its length before, so its bytes
+    /// are those it had (`None`).
+    #[inline(always)]
+    pub(crate) fn try_push_written(&mut self, write: impl FnOnce(&mut Vec<u8>) -> bool) -> Option<usize> {
         if self.copied.capacity() == 0 {
             // (Sized for the batch's rows, short events: most batches then never regrow.)
             self.copied.reserve(self.rows * 96);
         }
         let start = self.copied.len();
-        write(&mut self.copied);
+        if !write(&mut self.copied) {
+            self.copied.truncate(start);
+            return None;
+        }
         let s = &self.copied[start..];
         // The texts of block 0 start on char boundaries (`Utf8Views`' guarantee).
         assert!(s.first().is_none_or(|&b| (b as i8) >= -0x40), "a text starts on a char boundary");
         // (As in `push`: a batch's texts stay far below 4 GiB.)
         let offset = u32::try_from(start).expect("a batch's copied texts stay below 4 GiB");
         self.views.push(view(s, 0, offset));
-        s.len()
+        Some(s.len())
+    }
+
+    /// Block 0 so far (the tests of its rollback).
+    #[cfg(test)]
+    pub(crate) fn block0(&self) -> &[u8] {
+        &self.copied
     }
 
     /// The column so far; it starts over (the part stays the same).

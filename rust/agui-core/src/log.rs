@@ -375,6 +375,7 @@ impl Framer {
             (Framer::Protobuf(dec, warnings), Some(c)) => dec
                 .feed_decoded(c, warnings, |event, index, offset| match event {
                     proto::Decoded::Flat(flat) => d.deliver_flat(index as u64, offset, flat),
+                    proto::Decoded::Nested(nested) => d.deliver_nested(index as u64, offset, nested),
                     proto::Decoded::Text(json, members) => {
                         d.deliver(false, Event { index: index as u64, offset, json, members: Some(members) });
                         true
@@ -430,6 +431,14 @@ pub trait ReadAhead<E> {
     {
         go(self)
     }
+    /// Protobuf: a nested event the wire path may take ([`proto::Nested`]), before its
+    /// JSON text is written: `None` when not taken (the event then comes to `event` as
+    /// text, or its error, as every other one).
+    #[inline(always)]
+    fn nested(&mut self, index: u64, offset: u64, nested: &proto::Nested<'_>) -> Option<Result<(), E>> {
+        let _ = (index, offset, nested);
+        None
+    }
 }
 
 /// No reader ahead: every event to the closure.
@@ -479,7 +488,24 @@ impl<E, R: ReadAhead<E>> Deliver<'_, R, E> {
             // (Dropped, as `deliver` drops the events after an error.)
             return true;
         }
-        match self.rows.flat(index, offset, flat) {
+        let r = self.rows.flat(index, offset, flat);
+        self.took(r)
+    }
+
+    /// [`ReadAhead::nested`]: whether the reader took the event.
+    #[inline(always)]
+    fn deliver_nested(&mut self, index: u64, offset: u64, nested: &proto::Nested<'_>) -> bool {
+        if self.failed.is_some() {
+            return true;
+        }
+        let r = self.rows.nested(index, offset, nested);
+        self.took(r)
+    }
+
+    /// What the reader made of an event offered from the wire: whether it took it.
+    #[inline(always)]
+    fn took(&mut self, r: Option<Result<(), E>>) -> bool {
+        match r {
             None => false,
             Some(Ok(())) => {
                 self.events += 1;

@@ -16,6 +16,8 @@ use prost::Message as _;
 
 mod nested;
 
+pub use nested::Nested;
+
 // ---------------------------------------------------------------------------------
 // Output: the event is written while walking the decoded prost message, straight into
 // the caller's buffer (no intermediate tree, no per-event copy). Map/array headers are
@@ -283,14 +285,18 @@ pub fn decode_message_members(
     reuse: &mut Reuse,
     members: &mut Members,
 ) -> Result<()> {
-    decode_members_read(msg, Flat::read(msg).as_ref(), warnings, out, reuse, members)
+    let flat = Flat::read(msg);
+    let nested = if flat.is_none() { Nested::read(msg) } else { None };
+    decode_members_read(msg, flat.as_ref(), nested.as_ref(), warnings, out, reuse, members)
 }
 
-/// [`decode_message_members`] of a message [`Flat::read`] has already read: `flat`, its
-/// flat event (`None`: not one).
+/// [`decode_message_members`] of a message [`Flat::read`] and [`Nested::read`] have
+/// already read: `flat`, its flat event (`None`: not one), else `nested`, its nested
+/// event (`None`: not one the wire path may take).
 pub(super) fn decode_members_read(
     msg: &[u8],
     flat: Option<&Flat<'_>>,
+    nested: Option<&Nested<'_>>,
     warnings: &mut Vec<String>,
     out: &mut Vec<u8>,
     reuse: &mut Reuse,
@@ -303,7 +309,7 @@ pub(super) fn decode_members_read(
             flat.write_json(out, Some(&mut *members));
             Ok(())
         }
-        None => decode_general(msg, warnings, out, Format::Json, reuse, Some(&mut *members)),
+        None => decode_general(msg, nested, warnings, out, Format::Json, reuse, Some(&mut *members)),
     };
     members.len = out.len() - start;
     r
@@ -1207,19 +1213,21 @@ fn decode_reusing(
     if write_flat(msg, out, fmt, members.as_deref_mut()) {
         return Ok(());
     }
-    decode_general(msg, warnings, out, fmt, reuse, members)
+    decode_general(msg, Nested::read(msg).as_ref(), warnings, out, fmt, reuse, members)
 }
 
-/// [`decode_reusing`] of a message that is not a flat event in the plain case.
+/// [`decode_reusing`] of a message that is not a flat event in the plain case
+/// (`nested`: its [`Nested::read`]).
 fn decode_general(
     msg: &[u8],
+    nested: Option<&Nested<'_>>,
     warnings: &mut Vec<String>,
     out: &mut Vec<u8>,
     fmt: Format,
     reuse: &mut Reuse,
     mut members: Option<&mut Members>,
 ) -> Result<()> {
-    if nested::write_nested(msg, out, fmt, members.as_deref_mut()) {
+    if nested.is_some_and(|n| n.write(out, fmt, members.as_deref_mut())) {
         return Ok(());
     }
     let arm = guard(msg)?;

@@ -22,7 +22,7 @@ pub mod pb {
 
 pub use decode::{
     decode_message, decode_message_as, decode_message_into, decode_message_members, decode_message_reusing,
-    event_to_json_text, Flat, Format, Members, Reuse,
+    event_to_json_text, Flat, Format, Members, Nested, Reuse,
 };
 pub use encode::json_to_event;
 pub use error::{Error, Result};
@@ -270,10 +270,11 @@ impl StreamDecoder {
     /// [`StreamDecoder::feed_positioned`] in JSON, each event with where its top-level
     /// members were written ([`Members`]), what reads a few members of each event (the log
     /// reader's consumers) takes them from there instead of parsing the text again; and each
-    /// flat event offered to `sink` first as read from the wire ([`Decoded::Flat`]), before
-    /// any text is written: a reader that makes its own of it (agui-arrow's rows) takes it (`true`); one not taken is then
-    /// written and handed on as text ([`Decoded::Text`], as every other event; the
-    /// return is then ignored).
+    /// flat event, and each nested one the wire path may take, offered to `sink` first as
+    /// read from the wire ([`Decoded::Flat`], [`Decoded::Nested`]), before any text is
+    /// written: a reader that makes its own of it (agui-arrow's rows) takes it (`true`);
+    /// one not taken is then written and handed on as text ([`Decoded::Text`], as every
+    /// other event; the return is then ignored).
     pub fn feed_decoded<F: FnMut(Decoded<'_>, usize, u64) -> bool>(
         &mut self,
         chunk: &[u8],
@@ -283,13 +284,18 @@ impl StreamDecoder {
         let (mut text, mut reuse, mut members) = (Vec::new(), Reuse::default(), Members::default());
         self.feed_frames(chunk, warnings, |msg, warnings, frame_index, offset| {
             let flat = Flat::read(msg);
-            if let Some(flat) = &flat {
-                if sink(Decoded::Flat(flat), frame_index, offset) {
+            let nested = match &flat {
+                Some(flat) if sink(Decoded::Flat(flat), frame_index, offset) => return Ok(()),
+                Some(_) => None,
+                None => Nested::read(msg),
+            };
+            if let Some(nested) = &nested {
+                if sink(Decoded::Nested(nested), frame_index, offset) {
                     return Ok(());
                 }
             }
             text.clear();
-            decode::decode_members_read(msg, flat.as_ref(), warnings, &mut text, &mut reuse, &mut members)?;
+            decode::decode_members_read(msg, flat.as_ref(), nested.as_ref(), warnings, &mut text, &mut reuse, &mut members)?;
             sink(Decoded::Text(&text, &members), frame_index, offset);
             Ok(())
         })
@@ -370,6 +376,9 @@ impl StreamDecoder {
 pub enum Decoded<'a> {
     /// A flat event as read from the wire (no text written yet).
     Flat(&'a Flat<'a>),
+    /// A nested event as read from the wire (no text written yet: it may still fail,
+    /// [`Nested::write_json`]).
+    Nested(&'a Nested<'a>),
     /// An event's JSON text and where its top-level members are in it.
     Text(&'a [u8], &'a Members),
 }

@@ -17,7 +17,7 @@
 //! returns `false`: the prost path then gives the exact result or error.
 
 use super::{
-    arm_number_to_type, content_form, len_field, write_base, write_message_of, write_op, write_tool_call_of,
+    arm_number_to_enum, arm_number_to_type, content_form, len_field, write_base, write_message_of, write_op, write_tool_call_of,
     write_usage_entry, Content, Form, Format, Members, MessageFields, Open, Outcome, W,
 };
 use crate::proto::wkt;
@@ -46,8 +46,19 @@ const fn bits(fs: &[u32]) -> u16 {
 /// wrong wire type, a singular field twice, malformed bytes). Inlined (returned from a
 /// call, the slots were copied out) and its one-byte keys read inline ([`wkt::key`]).
 #[inline(always)]
-fn fields<const N: usize>(mut b: &[u8], len: u16, int: u16, rep: u16) -> Option<Fields<'_, N>> {
-    let mut f = Fields { len: [None; N], int: [None; N] };
+fn fields<const N: usize>(b: &[u8], len: u16, int: u16, rep: u16) -> Option<Fields<'_, N>> {
+    let mut f = Fields::EMPTY;
+    fill(&mut f, b, len, int, rep)?;
+    Some(f)
+}
+
+impl<const N: usize> Fields<'_, N> {
+    const EMPTY: Self = Fields { len: [None; N], int: [None; N] };
+}
+
+/// [`fields`] into `f`, which is [`Fields::EMPTY`].
+#[inline(always)]
+fn fill<'a, const N: usize>(f: &mut Fields<'a, N>, mut b: &'a [u8], len: u16, int: u16, rep: u16) -> Option<()> {
     while !b.is_empty() {
         let (tag, wt) = wkt::key(&mut b).ok()?;
         let bit = 1u16.checked_shl(tag).filter(|_| (tag as usize) < N)?;
@@ -74,7 +85,7 @@ fn fields<const N: usize>(mut b: &[u8], len: u16, int: u16, rep: u16) -> Option<
             _ => return None,
         }
     }
-    Some(f)
+    Some(())
 }
 
 /// The payloads of field `tag` in a body [`fields`] accepted, in wire order.
@@ -100,6 +111,28 @@ fn each(mut b: &[u8], tag: u32) -> impl Iterator<Item = &[u8]> {
         }
         None
     })
+}
+
+/// The counts of a `Usage` entry (fields 3..=8, varints) its text was written from,
+/// so of the shape [`usage`] takes: read with no check of its own.
+fn counts(mut u: &[u8]) -> [Option<i64>; 6] {
+    let mut c = [None; 6];
+    while !u.is_empty() {
+        let Ok((tag, wt)) = wkt::key(&mut u) else { break };
+        let Ok(v) = decode_varint(&mut u) else { break };
+        match wt {
+            WireType::Varint => {
+                if let Some(slot) = (tag as usize).checked_sub(3).and_then(|i| c.get_mut(i)) {
+                    *slot = Some(v as i64);
+                }
+            }
+            _ => match u.get(v as usize..) {
+                Some(rest) => u = rest,
+                None => break,
+            },
+        }
+    }
+    c
 }
 
 /// No group at the top of a Value/Struct body (see the module's doc).
@@ -143,141 +176,238 @@ fn wkt_body(p: Option<&[u8]>) -> Option<Option<&[u8]>> {
 
 /// Write a nested event from its wire bytes; `false` (nothing written) when not plain.
 pub(super) fn write_nested(msg: &[u8], out: &mut Vec<u8>, fmt: Format, members: Option<&mut Members>) -> bool {
-    let start = out.len();
-    let spans = members.as_ref().map_or(0, |m| m.spans.len());
-    let mut w = W { out, fmt, top: start, members, deferred: None };
-    let ok = event(msg, &mut w).is_some() && w.deferred.is_none();
-    if !ok {
-        w.out.truncate(start);
-        if let Some(m) = w.members {
-            m.spans.truncate(spans);
-        }
-    }
-    ok
+    Nested::read(msg).is_some_and(|n| n.write(out, fmt, members))
 }
 
-fn event(msg: &[u8], w: &mut W) -> Option<()> {
-    let mut b = msg;
-    let (arm, body) = len_field(&mut b)?;
-    if !b.is_empty() {
-        return None;
-    }
-    // Per arm: its length-delimited fields, varint fields and repeated fields (field 1,
-    // the base event, is everyone's).
-    let (len, int, rep) = match arm {
-        7 | 8 => (bits(&[1, 2, 3]), 0, if arm == 8 { bits(&[2]) } else { 0 }),
-        9 => (bits(&[1, 2]), 0, bits(&[2])),
-        10 | 11 => (bits(&[1, 2, 3, 4]), 0, 0),
-        12 => (bits(&[1, 2, 3, 4, 6]), 0, 0),
-        13 => (bits(&[1, 2, 3, 4, 5, 7]), 0, bits(&[7])),
-        14 => (bits(&[1, 2, 3, 4]), 0, bits(&[4])),
-        22 => (bits(&[1, 2, 3, 4, 5, 6]), 0, 0),
-        23 => (bits(&[1, 2, 3, 4, 5]), bits(&[6]), 0),
-        24 => (bits(&[1, 2, 3, 4, 5]), 0, bits(&[5])),
-        _ => return None,
-    };
-    let f = fields::<9>(body, len, int, rep)?;
-    let s = |i: usize| text(f.len[i]);
-    let base = fields::<5>(f.len[1]?, bits(&[3, 4]), bits(&[1, 2]), 0)?;
-    let arm_type = arm_number_to_type(arm);
-    let mut o = w.obj();
-    w.put_str(&mut o, "type", arm_type);
-    let mut outcome = None;
+/// A nested event in the plain case as far as its envelope, its arm's fields and its base
+/// event tell (one envelope field, known fields of their wire types, a singular one
+/// once): what [`write_nested`] writes, and what a reader of its few members (agui-arrow's
+/// rows) takes straight from the wire ([`Nested::members`], [`Nested::usage`]) beside
+/// its text written once ([`Nested::write_json`]). The rest of the plain case (UTF-8,
+/// no group, safe integers, a matching type) is known only once its text is written.
+pub struct Nested<'m> {
+    arm: u32,
+    body: &'m [u8],
+    f: Fields<'m, 9>,
+    base: Fields<'m, 5>,
+}
+
+/// Per nested arm: its top-level string members as [`Nested::write`] writes them, in
+/// output order: (field number, JSON key, proto3 `optional`: written only when present;
+/// the others `""` when absent). A test holds them to the members of the text written.
+fn string_members(arm: u32) -> &'static [(u32, &'static str, bool)] {
+    const R: bool = false;
+    const O: bool = true;
     match arm {
-        7 => {
-            put_value(w, &mut o, "snapshot", f.len[2])?;
-            put_opt(w, &mut o, "subagentRunId", s(3)?);
-        }
-        9 => {
-            w.key(&mut o, "messages");
-            let mut a = w.arr();
-            for m in each(body, 2) {
-                w.elem(&mut a);
-                message(w, m)?;
-            }
-            w.end_arr(a);
-        }
-        8 => {
-            w.key(&mut o, "delta");
-            patch(w, body, 2)?;
-            put_opt(w, &mut o, "subagentRunId", s(3)?);
-        }
-        10 => {
-            put_value(w, &mut o, "event", f.len[2])?;
-            put_opt(w, &mut o, "source", s(3)?);
-            put_opt(w, &mut o, "subagentRunId", s(4)?);
-        }
-        11 => {
-            put_req(w, &mut o, "name", s(2)?);
-            put_value(w, &mut o, "value", f.len[3])?;
-            put_opt(w, &mut o, "subagentRunId", s(4)?);
-        }
-        12 => {
-            put_req(w, &mut o, "threadId", s(2)?);
-            put_req(w, &mut o, "runId", s(3)?);
-            put_opt(w, &mut o, "parentRunId", s(4)?);
-            put_opt(w, &mut o, "protocolVersion", s(6)?);
-        }
-        13 => {
-            put_req(w, &mut o, "threadId", s(2)?);
-            put_req(w, &mut o, "runId", s(3)?);
-            put_value(w, &mut o, "result", f.len[4])?;
-            if f.len[7].is_some() {
-                w.key(&mut o, "usage");
-                usage(w, body, 7)?;
-            }
-            // Without interrupts or pending tool calls (left to prost): an outcome is
-            // written after the base event, an interrupt one with its empty list.
-            let ty = s(5)?.unwrap_or("");
-            if !ty.is_empty() {
-                let interrupts = (ty == "interrupt").then_some(&[][..]);
-                outcome = Some(Outcome::Run { ty, interrupts, pending: None });
-            }
-        }
-        14 => {
-            put_opt(w, &mut o, "code", s(2)?);
-            put_req(w, &mut o, "message", s(3)?);
-            if f.len[4].is_some() {
-                w.key(&mut o, "usage");
-                usage(w, body, 4)?;
-            }
-        }
-        22 => {
-            put_opt(w, &mut o, "subagentRunId", s(2)?);
-            put_req(w, &mut o, "messageId", s(3)?);
-            put_req(w, &mut o, "toolCallId", s(4)?);
-            match s(5)? {
-                Some(c) => w.put_str(&mut o, "content", c),
-                // No parts (left to prost): an empty list.
-                None => {
-                    w.key(&mut o, "content");
-                    let a = w.arr();
-                    w.end_arr(a);
-                }
-            }
-            put_opt(w, &mut o, "role", s(6)?);
-        }
-        23 | 24 => {
-            put_opt(w, &mut o, "subagentRunId", s(2)?);
-            put_req(w, &mut o, "messageId", s(3)?);
-            put_req(w, &mut o, "activityType", s(4)?);
-            if arm == 23 {
-                w.put_struct_body(&mut o, "content", wkt_body(f.len[5])?);
-                if let Some(r) = f.int[6] {
-                    w.key(&mut o, "replace");
-                    w.bool(r != 0);
-                }
-            } else {
-                w.key(&mut o, "patch");
-                patch(w, body, 5)?;
-            }
-        }
-        _ => return None,
+        7 | 8 => &[(3, "subagentRunId", O)],
+        10 => &[(3, "source", O), (4, "subagentRunId", O)],
+        11 => &[(2, "name", R), (4, "subagentRunId", O)],
+        12 => &[(2, "threadId", R), (3, "runId", R), (4, "parentRunId", O), (6, "protocolVersion", O)],
+        13 => &[(2, "threadId", R), (3, "runId", R)],
+        14 => &[(2, "code", O), (3, "message", R)],
+        // (`content` absent is an empty list, no string: as an optional one.)
+        22 => &[(2, "subagentRunId", O), (3, "messageId", R), (4, "toolCallId", R), (5, "content", O), (6, "role", O)],
+        23 | 24 => &[(2, "subagentRunId", O), (3, "messageId", R), (4, "activityType", R)],
+        _ => &[],
     }
-    // prost reads an enum as the low 32 bits of the varint, an int64 as all 64.
-    let ty = base.int[1].unwrap_or(0) as i32;
-    let ts = base.int[2].map(|v| v as i64);
-    write_base(w, o, arm_type, ty, ts, wkt_body(base.len[3])?, wkt_body(base.len[4])?, outcome).ok()
+}
+
+impl<'m> Nested<'m> {
+    /// `msg` as a nested event the wire path may take; `None` for anything else (the
+    /// prost path decodes it to the exact result or error).
+    #[inline]
+    pub fn read(msg: &'m [u8]) -> Option<Nested<'m>> {
+        let mut b = msg;
+        let (arm, body) = len_field(&mut b)?;
+        if !b.is_empty() {
+            return None;
+        }
+        // Per arm: its length-delimited fields, varint fields and repeated fields (field 1,
+        // the base event, is everyone's).
+        let (len, int, rep) = match arm {
+            7 | 8 => (bits(&[1, 2, 3]), 0, if arm == 8 { bits(&[2]) } else { 0 }),
+            9 => (bits(&[1, 2]), 0, bits(&[2])),
+            10 | 11 => (bits(&[1, 2, 3, 4]), 0, 0),
+            12 => (bits(&[1, 2, 3, 4, 6]), 0, 0),
+            13 => (bits(&[1, 2, 3, 4, 5, 7]), 0, bits(&[7])),
+            14 => (bits(&[1, 2, 3, 4]), 0, bits(&[4])),
+            22 => (bits(&[1, 2, 3, 4, 5, 6]), 0, 0),
+            23 => (bits(&[1, 2, 3, 4, 5]), bits(&[6]), 0),
+            24 => (bits(&[1, 2, 3, 4, 5]), 0, bits(&[5])),
+            _ => return None,
+        };
+        // (Filled in place: each `Fields` returned and moved was a `memcpy` call.)
+        let mut n = Nested { arm, body, f: Fields::EMPTY, base: Fields::EMPTY };
+        fill(&mut n.f, body, len, int, rep)?;
+        let base = n.f.len[1]?;
+        fill(&mut n.base, base, bits(&[3, 4]), bits(&[1, 2]), 0)?;
+        Some(n)
+    }
+
+    /// The position of its `type` in [`EVENT_TYPES`](crate::proto::EVENT_TYPES).
+    #[inline]
+    pub fn type_index(&self) -> usize {
+        arm_number_to_enum(self.arm) as usize
+    }
+
+    /// Its `timestamp` (as written: valid once its text is).
+    #[inline]
+    pub fn timestamp(&self) -> Option<i64> {
+        self.base.int[2].map(|v| v as i64)
+    }
+
+    /// The JSON keys of its top-level string members, in writing order (what the `k` of
+    /// [`Nested::members`] counts), the same for every event of the type.
+    pub fn keys(&self) -> impl Iterator<Item = &'static str> {
+        string_members(self.arm).iter().map(|m| m.1)
+    }
+
+    /// Its top-level string members as written: (`k`, the key's place in
+    /// [`Nested::keys`], value); checked UTF-8 once its text is written (not before).
+    #[inline]
+    pub fn members(&self) -> impl Iterator<Item = (usize, &'m [u8])> + '_ {
+        string_members(self.arm).iter().enumerate().filter_map(|(k, &(f, _, optional))| match self.f.len[f as usize] {
+            Some(t) => Some((k, t)),
+            None if !optional => Some((k, &b""[..])),
+            None => None,
+        })
+    }
+
+    /// The counts of each entry of its `usage` list, in field order (`inputTokens` ...
+    /// `cacheWriteInputTokens`), when it has one (as written: valid once its text is).
+    pub fn usage(&self) -> Option<impl Iterator<Item = [Option<i64>; 6]> + 'm> {
+        let tag = match self.arm {
+            13 => 7,
+            14 => 4,
+            _ => return None,
+        };
+        self.f.len[tag as usize]?;
+        Some(each(self.body, tag).map(counts))
+    }
+
+    /// Its JSON text appended to `out`; `false` (`out` as it was) when it is not plain
+    /// after all, or fails: the prost path then gives the exact result or error.
+    pub fn write_json(&self, out: &mut Vec<u8>) -> bool {
+        self.write(out, Format::Json, None)
+    }
+
+    pub(super) fn write(&self, out: &mut Vec<u8>, fmt: Format, members: Option<&mut Members>) -> bool {
+        let start = out.len();
+        let spans = members.as_ref().map_or(0, |m| m.spans.len());
+        let mut w = W { out, fmt, top: start, members, deferred: None };
+        let ok = self.event(&mut w).is_some() && w.deferred.is_none();
+        if !ok {
+            w.out.truncate(start);
+            if let Some(m) = w.members {
+                m.spans.truncate(spans);
+            }
+        }
+        ok
+    }
+
+    fn event(&self, w: &mut W) -> Option<()> {
+        let Nested { arm, body, ref f, ref base } = *self;
+        let s = |i: usize| text(f.len[i]);
+        let arm_type = arm_number_to_type(arm);
+        let mut o = w.obj();
+        w.put_str(&mut o, "type", arm_type);
+        let mut outcome = None;
+        match arm {
+            7 => {
+                put_value(w, &mut o, "snapshot", f.len[2])?;
+                put_opt(w, &mut o, "subagentRunId", s(3)?);
+            }
+            9 => {
+                w.key(&mut o, "messages");
+                let mut a = w.arr();
+                for m in each(body, 2) {
+                    w.elem(&mut a);
+                    message(w, m)?;
+                }
+                w.end_arr(a);
+            }
+            8 => {
+                w.key(&mut o, "delta");
+                patch(w, body, 2)?;
+                put_opt(w, &mut o, "subagentRunId", s(3)?);
+            }
+            10 => {
+                put_value(w, &mut o, "event", f.len[2])?;
+                put_opt(w, &mut o, "source", s(3)?);
+                put_opt(w, &mut o, "subagentRunId", s(4)?);
+            }
+            11 => {
+                put_req(w, &mut o, "name", s(2)?);
+                put_value(w, &mut o, "value", f.len[3])?;
+                put_opt(w, &mut o, "subagentRunId", s(4)?);
+            }
+            12 => {
+                put_req(w, &mut o, "threadId", s(2)?);
+                put_req(w, &mut o, "runId", s(3)?);
+                put_opt(w, &mut o, "parentRunId", s(4)?);
+                put_opt(w, &mut o, "protocolVersion", s(6)?);
+            }
+            13 => {
+                put_req(w, &mut o, "threadId", s(2)?);
+                put_req(w, &mut o, "runId", s(3)?);
+                put_value(w, &mut o, "result", f.len[4])?;
+                if f.len[7].is_some() {
+                    w.key(&mut o, "usage");
+                    usage(w, body, 7)?;
+                }
+                // Without interrupts or pending tool calls (left to prost): an outcome is
+                // written after the base event, an interrupt one with its empty list.
+                let ty = s(5)?.unwrap_or("");
+                if !ty.is_empty() {
+                    let interrupts = (ty == "interrupt").then_some(&[][..]);
+                    outcome = Some(Outcome::Run { ty, interrupts, pending: None });
+                }
+            }
+            14 => {
+                put_opt(w, &mut o, "code", s(2)?);
+                put_req(w, &mut o, "message", s(3)?);
+                if f.len[4].is_some() {
+                    w.key(&mut o, "usage");
+                    usage(w, body, 4)?;
+                }
+            }
+            22 => {
+                put_opt(w, &mut o, "subagentRunId", s(2)?);
+                put_req(w, &mut o, "messageId", s(3)?);
+                put_req(w, &mut o, "toolCallId", s(4)?);
+                match s(5)? {
+                    Some(c) => w.put_str(&mut o, "content", c),
+                    // No parts (left to prost): an empty list.
+                    None => {
+                        w.key(&mut o, "content");
+                        let a = w.arr();
+                        w.end_arr(a);
+                    }
+                }
+                put_opt(w, &mut o, "role", s(6)?);
+            }
+            23 | 24 => {
+                put_opt(w, &mut o, "subagentRunId", s(2)?);
+                put_req(w, &mut o, "messageId", s(3)?);
+                put_req(w, &mut o, "activityType", s(4)?);
+                if arm == 23 {
+                    w.put_struct_body(&mut o, "content", wkt_body(f.len[5])?);
+                    if let Some(r) = f.int[6] {
+                        w.key(&mut o, "replace");
+                        w.bool(r != 0);
+                    }
+                } else {
+                    w.key(&mut o, "patch");
+                    patch(w, body, 5)?;
+                }
+            }
+            _ => return None,
+        }
+        // prost reads an enum as the low 32 bits of the varint, an int64 as all 64.
+        let ty = base.int[1].unwrap_or(0) as i32;
+        let ts = base.int[2].map(|v| v as i64);
+        write_base(w, o, arm_type, ty, ts, wkt_body(base.len[3])?, wkt_body(base.len[4])?, outcome).ok()
+    }
 }
 
 #[inline]
@@ -737,5 +867,63 @@ mod tests {
             checked += 1;
         }
         assert!(checked > 2_000, "{checked}");
+    }
+
+    /// What [`Nested`] hands a reader of its members from the wire is what its text says:
+    /// its type, its timestamp, its top-level string members (each, in order, with its
+    /// value: those of string fields) and its usage entries' counts; and a message it fails leaves `out` as it
+    /// was.
+    #[test]
+    fn nested_members_are_those_of_its_text() {
+        let msgs = messages();
+        let (mut checked, mut usages) = (0, 0);
+        for msg in &msgs {
+            let Some(n) = Nested::read(msg) else {
+                continue;
+            };
+            let (mut out, mut members) = (b"prefix".to_vec(), Members::default());
+            if !n.write(&mut out, Format::Json, Some(&mut members)) {
+                assert_eq!(out, b"prefix");
+                assert!(!n.write_json(&mut out));
+                assert_eq!(out, b"prefix");
+                continue;
+            }
+            let text = &out[6..];
+            members.len = text.len();
+            let value = |r: std::ops::Range<usize>| serde_json::from_slice::<serde_json::Value>(&text[r]).unwrap();
+            let mut strings = Vec::new();
+            let (mut ts, mut usage, mut ty) = (None, None, None);
+            for (name, r, _) in members.iter() {
+                // (Only these parsed: other values may nest past serde_json's limit.)
+                match name {
+                    "type" => ty = value(r).as_str().map(String::from),
+                    "timestamp" => ts = value(r).as_i64(),
+                    "usage" => usage = Some(value(r)),
+                    // (Value members may be strings too: no string field's, and no name a
+                    // reader of string members takes.)
+                    "snapshot" | "event" | "value" | "result" | "rawEvent" => {}
+                    _ if text[r.start] == b'"' => strings.push((name, value(r).as_str().unwrap().to_string())),
+                    _ => {}
+                }
+            }
+            assert_eq!(ty.as_deref(), Some(EVENT_TYPES[n.type_index()]));
+            assert_eq!(n.timestamp(), ts);
+            let keys: Vec<&str> = n.keys().collect();
+            let got: Vec<(&str, String)> = n.members().map(|(k, v)| (keys[k], String::from_utf8(v.to_vec()).unwrap())).collect();
+            assert_eq!(got, strings, "{}", String::from_utf8_lossy(text));
+            let entries = |u: &serde_json::Value| -> Vec<[Option<i64>; 6]> {
+                const COUNTS: [&str; 6] =
+                    ["inputTokens", "outputTokens", "totalTokens", "reasoningTokens", "cachedInputTokens", "cacheWriteInputTokens"];
+                u.as_array().unwrap().iter().map(|e| COUNTS.map(|k| e.get(k).and_then(|v| v.as_i64()))).collect()
+            };
+            assert_eq!(n.usage().map(|u| u.collect::<Vec<_>>()), usage.as_ref().map(entries));
+            // Written again without members: the same text.
+            let mut again = Vec::new();
+            assert!(n.write_json(&mut again));
+            assert_eq!(again, text);
+            checked += 1;
+            usages += usage.is_some() as usize;
+        }
+        assert!(checked > 5_000 && usages > 300, "{checked} checked, {usages} with usage");
     }
 }
