@@ -411,17 +411,17 @@ impl BatchBuilder {
             nested.write_json(out) && !fields::too_deep(&out[start..], max_depth)
         });
         let Some(n) = written else { return false };
-        let (row, cap) = (self.rows, self.capacity);
+        let row = self.rows;
         self.index.push(index);
         self.offset.push(offset);
         self.ty.push(nested.type_index() as i32);
         if let Some(t) = nested.timestamp() {
-            self.timestamp.set(row, t, cap);
+            self.timestamp.set(row, t);
         }
         for (k, v) in nested.members() {
             // (A member no column reads has a column past them: the bounds check is the filter.)
             if let Some(column) = self.strings.get_mut(usize::from(columns[k])) {
-                column.set(row, v, cap);
+                column.set(row, v);
             }
         }
         if let Some(entries) = nested.usage() {
@@ -2168,6 +2168,28 @@ mod tests {
         out.push(v as u8);
     }
 
+    /// `src` decoded by the parts' reader on 1 and 3 threads gives the cells and issues
+    /// (or the error) of the sequential reader; the decodings that succeeded.
+    fn parts_as_sequential(src: &Source<'_>, collect: bool, max_depth: usize, what: &str) -> Vec<Decoded> {
+        let opts = Options { collect, max_depth, ..Options::default() };
+        let want = decode_source(src, &opts, &Control::default()).map(|d| d.unwrap());
+        let mut ok = Vec::new();
+        for threads in [1, 3] {
+            let got = decode_many(std::slice::from_ref(src), threads, &opts, &Control::default());
+            let what = format!("{what}, collect {collect}, depth {max_depth}, {threads} threads");
+            match (got, &want) {
+                (Ok(got), Ok(want)) => {
+                    assert_eq!(cells(&got), cells(want), "{what}");
+                    assert_eq!(got.issues, want.issues, "{what}");
+                    ok.push(got);
+                }
+                (Err(got), Err(want)) => assert_eq!(&got, want, "{what}"),
+                (got, want) => panic!("{what}: {:?} vs {:?}", got.err(), want.as_ref().err()),
+            }
+        }
+        ok
+    }
+
     /// The rows of protobuf flat events made from their wire fields (the parts' reader,
     /// `BatchBuilder::push_flat`) are those of their JSON text read with its members (the
     /// sequential reader), cell by cell, and so are the issues: collected and raised, on
@@ -2179,20 +2201,8 @@ mod tests {
             let log = protobuf_log(seed, 12_000);
             let src = bytes(&log, "p");
             for (collect, max_depth) in [(true, 64), (false, 64), (true, 0)] {
-                let opts = Options { collect, max_depth, ..Options::default() };
-                let want = decode_source(&src, &opts, &Control::default()).map(|d| d.unwrap());
-                for threads in [1, 3] {
-                    let got = decode_many(std::slice::from_ref(&src), threads, &opts, &Control::default());
-                    let what = format!("seed {seed}, collect {collect}, depth {max_depth}, {threads} threads");
-                    match (&got, &want) {
-                        (Ok(got), Ok(want)) => {
-                            assert_eq!(cells(got), cells(want), "{what}");
-                            assert_eq!(got.issues, want.issues, "{what}");
-                            flat_rows += usize::from(max_depth > 0) * cells(got).len();
-                        }
-                        (Err(got), Err(want)) => assert_eq!(got, want, "{what}"),
-                        _ => panic!("{what}: {:?} vs {:?}", got.as_ref().err(), want.as_ref().err()),
-                    }
+                for got in parts_as_sequential(&src, collect, max_depth, &format!("seed {seed}")) {
+                    flat_rows += usize::from(max_depth > 0) * cells(&got).len();
                 }
             }
             // Raised: the first issue stops both at the same frame.
@@ -2308,21 +2318,9 @@ mod tests {
             let log = nested_protobuf_log(seed, 6_000);
             let src = bytes(&log, "n");
             for (collect, max_depth) in [(true, 64), (false, 64), (true, 3), (true, 5), (false, 4), (true, 0)] {
-                let opts = Options { collect, max_depth, ..Options::default() };
-                let want = decode_source(&src, &opts, &Control::default()).map(|d| d.unwrap());
-                for threads in [1, 3] {
-                    let got = decode_many(std::slice::from_ref(&src), threads, &opts, &Control::default());
-                    let what = format!("seed {seed}, collect {collect}, depth {max_depth}, {threads} threads");
-                    match (&got, &want) {
-                        (Ok(got), Ok(want)) => {
-                            assert_eq!(cells(got), cells(want), "{what}");
-                            assert_eq!(got.issues, want.issues, "{what}");
-                            rows += cells(got).len();
-                            too_deep += got.issues.iter().filter(|i| i.message.contains("nested too deeply")).count();
-                        }
-                        (Err(got), Err(want)) => assert_eq!(got, want, "{what}"),
-                        _ => panic!("{what}: {:?} vs {:?}", got.as_ref().err(), want.as_ref().err()),
-                    }
+                for got in parts_as_sequential(&src, collect, max_depth, &format!("seed {seed}")) {
+                    rows += cells(&got).len();
+                    too_deep += got.issues.iter().filter(|i| i.message.contains("nested too deeply")).count();
                 }
             }
         }

@@ -374,8 +374,8 @@ impl Framer {
             (Framer::Sse(p), None) => p.finish(|f| crate::sse::Ahead::frame(&mut d, f)).map_err(LogError::Sse),
             (Framer::Protobuf(dec, warnings), Some(c)) => dec
                 .feed_decoded(c, warnings, |event, index, offset| match event {
-                    proto::Decoded::Flat(flat) => d.deliver_flat(index as u64, offset, flat),
-                    proto::Decoded::Nested(nested) => d.deliver_nested(index as u64, offset, nested),
+                    proto::Decoded::Flat(flat) => d.offer(|r| r.flat(index as u64, offset, flat)),
+                    proto::Decoded::Nested(nested) => d.offer(|r| r.nested(index as u64, offset, nested)),
                     proto::Decoded::Text(json, members) => {
                         d.deliver(false, Event { index: index as u64, offset, json, members: Some(members) });
                         true
@@ -481,24 +481,15 @@ impl<E, R: ReadAhead<E>> Deliver<'_, R, E> {
         }
     }
 
-    /// [`ReadAhead::flat`]: whether the reader took the event.
+    /// An event offered from the wire ([`ReadAhead::flat`], [`ReadAhead::nested`]):
+    /// whether the reader took it.
     #[inline(always)]
-    fn deliver_flat(&mut self, index: u64, offset: u64, flat: &proto::Flat<'_>) -> bool {
+    fn offer(&mut self, to: impl FnOnce(&mut R) -> Option<Result<(), E>>) -> bool {
         if self.failed.is_some() {
             // (Dropped, as `deliver` drops the events after an error.)
             return true;
         }
-        let r = self.rows.flat(index, offset, flat);
-        self.took(r)
-    }
-
-    /// [`ReadAhead::nested`]: whether the reader took the event.
-    #[inline(always)]
-    fn deliver_nested(&mut self, index: u64, offset: u64, nested: &proto::Nested<'_>) -> bool {
-        if self.failed.is_some() {
-            return true;
-        }
-        let r = self.rows.nested(index, offset, nested);
+        let r = to(self.rows);
         self.took(r)
     }
 
@@ -1193,6 +1184,19 @@ mod tests {
         assert_eq!(whole.position().0, Some(120));
     }
 
+    /// A sink's own error (`Stop`), beside the log's.
+    #[derive(Debug, PartialEq)]
+    enum Mine {
+        Stop(u64),
+        Log(LogError),
+    }
+
+    impl From<LogError> for Mine {
+        fn from(e: LogError) -> Self {
+            Mine::Log(e)
+        }
+    }
+
     /// A reader ahead that runs the framer's loop in a function of its own
     /// (`ReadAhead::run`) gets the events, offsets, indices, errors and summary of the line
     /// search alone, a sink error anywhere (in a run or not) stopping the part there:
@@ -1201,16 +1205,6 @@ mod tests {
     #[test]
     fn parts_read_ahead_in_runs_are_those_of_the_line_search() {
         use crate::test_rng::Rng;
-        #[derive(Debug, PartialEq)]
-        enum Mine {
-            Stop(u64),
-            Log(LogError),
-        }
-        impl From<LogError> for Mine {
-            fn from(e: LogError) -> Self {
-                Mine::Log(e)
-            }
-        }
         type Seen = Vec<(u64, u64, Vec<u8>)>;
         struct Rows {
             seen: Seen,
@@ -1285,16 +1279,6 @@ mod tests {
 
     #[test]
     fn sink_errors_stop_the_log() {
-        #[derive(Debug)]
-        enum Mine {
-            Stop(u64),
-            Log(LogError),
-        }
-        impl From<LogError> for Mine {
-            fn from(e: LogError) -> Self {
-                Mine::Log(e)
-            }
-        }
         for log in [sse_log(), proto_log()] {
             let mut seen = Vec::new();
             let r = LogReader::open(&log[..], None).unwrap().for_each(&Limits::default(), |ev| {
