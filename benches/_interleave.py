@@ -39,22 +39,27 @@ def ratio_line(label: str, peer: Stats, ours: Stats) -> str:
 
 
 def pedantic_against(benchmark: Any, target: Callable[..., Any], args: tuple, peers: Dict[str, Callable[[], object]],
-                     *, rounds: int, warmup_rounds: int = 0) -> Any:
+                     *, rounds: int, warmup_rounds: int = 0, settle: float = 0.01) -> Any:
     """`benchmark.pedantic(target, args, ...)` with each peer run once before each of its
     rounds (in pytest-benchmark's untimed `setup`), timed here: our rounds and the peers'
     alternate, so a burst of load lands on both alike, which back-to-back benchmarks
     cannot give on a noisy machine. A peer's result is freed before our round starts (not
-    timed, as pytest-benchmark drops ours after its timer). The peers' times (seconds, the
-    measured rounds only) go into `benchmark.extra_info["interleaved"]`; conftest.py's
-    summary prints peer / ours from them."""
+    timed, as pytest-benchmark drops ours after its timer), and every call starts `settle`
+    seconds after the last one's result was freed: freeing `decode_sse`'s 100k Structs
+    hands the kernel ~3 ms of page freeing on a core, which otherwise lands in the next
+    call (stop 29: a `to_arrow` worker kept waiting 3.2 ms by median for a CPU, none with
+    5 ms between). The peers' times (seconds, the measured rounds only) go into
+    `benchmark.extra_info["interleaved"]`; conftest.py's summary prints peer / ours."""
     times: Dict[str, list] = {name: [] for name in peers}
 
     def setup() -> None:
         for name, run in peers.items():
+            time.sleep(settle)
             t0 = time.perf_counter()
             out = run()
             times[name].append(time.perf_counter() - t0)
             del out
+        time.sleep(settle)
 
     result = benchmark.pedantic(target, args, setup=setup, rounds=rounds, warmup_rounds=warmup_rounds)
     benchmark.extra_info["interleaved"] = {name: ts[warmup_rounds:] for name, ts in times.items()}

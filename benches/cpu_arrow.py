@@ -11,6 +11,8 @@ Each call is timed without freeing its result (as pytest-benchmark times it: the
 is dropped after the timer stops); the freeing is printed apart (``decode_sse``'s 100k
 Structs take ~10 ms to free, a table next to nothing). Until stop 25 the freeing was
 timed with the call, which counted ~10 ms more on ``decode_sse``'s side of the ratio.
+Each call starts 10 ms after the last one's result was freed (since stop 29): that free
+hands the kernel ~3 ms of page freeing on a core, which otherwise lands in the next call.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ def main() -> None:
         for name, run in cases.items():
             if name in slow and r % 3:
                 continue
+            time.sleep(0.01)  # settle: the kernel's page freeing after the last result's free
             c0, w0 = time.process_time(), time.perf_counter()
             out = run()
             c1, w1 = time.process_time(), time.perf_counter()
