@@ -84,7 +84,7 @@ def test_the_struct_layer_imports_no_codec_module():
         "c.TextMessageContentEvent(message_id='m', delta='d').model_dump_json(by_alias=True); "
         "c.TextMessageContentEvent.model_validate_json(b'{\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m\",\"delta\":\"d\"}'); "
         "bad = [m for m in ('agui_fast.decoder', 'agui_fast.encoder', 'agui_fast.sse', 'agui_fast.proto', "
-        "'agui_fast._typed', 'agui_fast._stream') if m in sys.modules]; "
+        "'agui_fast._typed', 'agui_fast._plumbing') if m in sys.modules]; "
         "assert not bad, bad"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -95,7 +95,7 @@ LAYERS = [
     {"errors", "_native"},
     {"core"},
     {"_typed"},
-    {"_stream"},
+    {"_plumbing"},
     {"sse", "proto"},
     {"decoder", "encoder"},
 ]
@@ -105,7 +105,7 @@ def _layer(name):
     return next(i for i, layer in enumerate(LAYERS) if name in layer)
 
 
-@pytest.mark.parametrize("module", ["decoder", "sse", "proto", "_typed", "_stream", "errors", "core"])
+@pytest.mark.parametrize("module", ["decoder", "sse", "proto", "_typed", "_plumbing", "errors", "core"])
 def test_imports_point_down_and_are_not_lazy(module):
     path = PKG / (module + ".py") if module != "core" else None
     files = [path] if path else sorted((PKG / "core").glob("*.py"))
@@ -117,7 +117,7 @@ def test_imports_point_down_and_are_not_lazy(module):
             target = (node.module or "").split(".")[0] or node.names[0].name
             if module == "core" and node.level == 1:
                 continue  # inside the core package
-            if target in ("core", "errors", "_native", "_typed", "_stream", "sse", "proto", "decoder", "encoder"):
+            if target in ("core", "errors", "_native", "_typed", "_plumbing", "sse", "proto", "decoder", "encoder"):
                 if (module, target) == ("proto", "encoder") and node.col_offset > 0:
                     continue  # _event_json's (see below)
                 assert _layer(target) <= _layer(module), (f.name, target)
@@ -146,7 +146,7 @@ def _code_lines(path):
 def test_the_codec_modules_stay_small():
     """decoder, sse, proto and the shared modules under ~450 code lines (the encode
     functions of proto.py excluded: they belong to the encoder)."""
-    total = sum(_code_lines(PKG / f) for f in ("decoder.py", "sse.py", "proto.py", "_typed.py", "_stream.py"))
+    total = sum(_code_lines(PKG / f) for f in ("decoder.py", "sse.py", "proto.py", "_typed.py", "_plumbing.py"))
     src = (PKG / "proto.py").read_text()
     enc = src[src.index("# -- encoding") : src.index("# -- decoding")]
     encode_lines = sum(1 for line in enc.splitlines() if line.strip() and not line.strip().startswith("#"))
@@ -424,7 +424,7 @@ def test_the_chain_is_bulk_then_one_by_one_then_exact(family, mode):
     module = sse if family == "sse" else proto
     backend, calls = _spied(module._BACKENDS[mode])
     backends = tuple(backend if m == mode else module._BACKENDS[m] for m in (None, "dict", "bytes"))
-    from agui_fast._stream import options
+    from agui_fast._plumbing import options
 
     codec = _native.SseCodec(backends, options) if family == "sse" else _native.ProtoCodec(backends, options)
     whole = codec.decode_sse if family == "sse" else codec.decode_protobuf

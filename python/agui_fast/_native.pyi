@@ -112,7 +112,7 @@ class SseDecoder:
 
 class SseCodec:
     """The one-shot ``decode_sse`` over the ``(typed, dict, bytes)`` backends;
-    ``options`` is ``agui_fast._stream.options`` (old spellings, bad values); with ``lines``
+    ``options`` is ``agui_fast._plumbing.options`` (old spellings, bad values); with ``lines``
     it decodes JSON Lines (``agui_fast.jsonl.decode_jsonl``)."""
 
     def __init__(
@@ -282,7 +282,7 @@ class LogChunks:
     def __next__(self) -> bytes: ...
 
 # --- stream ---
-# Stream semantics of the reference client (rust/agui-py/src/semantics.rs over
+# Stream semantics of the reference client (rust/agui-py/src/stream.rs over
 # agui_core::stream). Events in: JSON text (bytes/str) or any object the native writer
 # (dumps) takes. Results out: JSON text, typed by agui_fast/stream.py. Errors: decode ->
 # InvalidJsonError(frame_index), verify -> VerificationError, others -> StreamError.

@@ -9,7 +9,7 @@ or strings msgspec refuses but the Python reference reads (``1e400`` -> ``inf``,
 surrogate escapes).
 
 The ``exact_*`` functions are the last step of the native stream decoders' fallback
-chain (``rust/agui-py/src/stream.rs``): one frame (already converted from 0.x there, when
+chain (``rust/agui-py/src/decoder.rs``): one frame (already converted from 0.x there, when
 the stream converts legacy input), raising only our ``DecodeError``s.
 """
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from . import _native
-from ._stream import (
+from ._plumbing import (
     DEFAULT_CHUNK_SIZE, DEFAULT_MAX_DEPTH, Raw, Source, check_chunk_size, iter_events, options, read_chunks,
 )
 from .sse import _BACKENDS, DEFAULT_MAX_FRAME_SIZE, _native_decoder
@@ -51,7 +51,7 @@ def iter_jsonl(
     max_depth: int = DEFAULT_MAX_DEPTH,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
 ) -> Iterator[Any]:
-    """Stream the events of a :data:`~agui_fast._stream.Source` in constant memory, as
+    """Stream the events of a :data:`~agui_fast._plumbing.Source` in constant memory, as
     :func:`~agui_fast.sse.iter_sse` does."""
     check_chunk_size(chunk_size)
     return iter_events(JsonlDecoder(raw=raw, legacy=legacy, max_frame_size=max_frame_size, max_depth=max_depth),

@@ -14,7 +14,7 @@ import os
 from typing import Any, Iterator, Optional, Union
 
 from . import _native
-from ._stream import Raw
+from ._plumbing import Raw
 from .errors import DecodeError
 from .jsonl import iter_jsonl
 from .proto import iter_protobuf

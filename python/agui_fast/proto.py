@@ -35,7 +35,7 @@ from typing import IO, Any, Iterable, Iterator, Optional, Tuple, Union
 import msgspec
 
 from . import _native, _typed
-from ._stream import (
+from ._plumbing import (
     DEFAULT_CHUNK_SIZE, DEFAULT_MAX_DEPTH, BytesLike, Raw, Source, chunk_events, check_chunk_size, iter_events,
     options, read_chunks,
 )
@@ -170,7 +170,7 @@ def iter_protobuf(
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     max_buffer_size: Optional[int] = None,
 ) -> Iterator[Any]:
-    """Yield the events of a framed protobuf log (a :data:`~agui_fast._stream.Source`),
+    """Yield the events of a framed protobuf log (a :data:`~agui_fast._plumbing.Source`),
     reading ``chunk_size`` bytes at a time: memory stays bounded by the chunk size plus the
     largest frame. On an error, the events of the failing chunk are yielded first."""
     if args:  # the old signature: iter_protobuf(source, chunk_size)

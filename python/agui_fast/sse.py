@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any, AsyncIterable, AsyncIterator, Iterator, Optional, Union
 
 from . import _native, _typed
-from ._stream import (
+from ._plumbing import (
     DEFAULT_CHUNK_SIZE, DEFAULT_MAX_DEPTH, Raw, Source, aiter_events, check_chunk_size, iter_events,
     options, read_chunks,
 )
@@ -111,7 +111,7 @@ def iter_sse(
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     max_buffer_size: Optional[int] = None,
 ) -> Iterator[Any]:
-    """Stream the events of a :data:`~agui_fast._stream.Source` in constant memory. On
+    """Stream the events of a :data:`~agui_fast._plumbing.Source` in constant memory. On
     an error, the events of the failing chunk (also those after the bad frames) are
     yielded first, then the error is raised."""
     check_chunk_size(chunk_size)

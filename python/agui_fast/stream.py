@@ -43,7 +43,7 @@ from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
 import msgspec
 
 from . import _native
-from ._stream import DEFAULT_MAX_DEPTH
+from ._plumbing import DEFAULT_MAX_DEPTH
 from .core import (
     AddOperation,
     CopyOperation,

@@ -8,8 +8,9 @@ use pyo3::prelude::*;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-mod construct;
 mod arrow;
+mod construct;
+mod decoder;
 mod encode;
 mod errors;
 mod gil;
@@ -18,7 +19,6 @@ mod patch;
 mod pipeline;
 mod plan;
 mod proto;
-mod semantics;
 mod sse;
 mod stream;
 mod walk;
@@ -38,7 +38,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let testing = PyModule::new(m.py(), "_testing")?;
     proto::register(m, &testing)?;
     sse::register(m, &testing)?;
-    semantics::register(m)?;
+    stream::register(m)?;
     testing.add_function(wrap_pyfunction!(layout::direct_reads, &testing)?)?;
     m.add_submodule(&testing)?;
     Ok(())

@@ -158,7 +158,7 @@ fn attr<'py>(o: &Bound<'py, PyAny>, name: &Bound<'py, PyString>) -> PyResult<Opt
 /// Where an operation's members come from: a Python dict, an object with attributes
 /// (`from_` or `from`), or the members of one already read (`Given`: None when absent;
 /// our operation Structs, whose class fixes the op, read through their class's plan by
-/// `semantics::plain_op`).
+/// `stream::plain_op`).
 enum PyOpSource<'a, 'py> {
     Dict(&'a Bound<'py, PyDict>),
     Object(&'a Bound<'py, PyAny>),
@@ -1139,7 +1139,7 @@ impl StateDocument {
 }
 
 // ---------------------------------------------------------------------------------------
-// The state of a stream replay of Python objects (`semantics::Replayer`)
+// The state of a stream replay of Python objects (`stream::Replayer`)
 // ---------------------------------------------------------------------------------------
 
 impl StateDocument {
@@ -1163,7 +1163,7 @@ impl StateDocument {
 
     /// Apply a `STATE_DELTA`'s operations given as Python objects, only if each passes
     /// `accept` and everything follows the document's rules with values nested at most
-    /// `max_depth` levels (the event's own limit: see `semantics::direct_delta`). False on
+    /// `max_depth` levels (the event's own limit: see `stream::direct_delta`). False on
     /// any failure, the document unchanged: the caller then takes the general path,
     /// which decides the outcome (the reducer's warning, or an error) as it always did.
     /// `accept(op)`: None refuses it, else how to read it ([`GivenOp`]).

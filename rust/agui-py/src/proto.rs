@@ -16,7 +16,7 @@ use pyo3::types::{PyBytes, PyList, PyTuple};
 use std::ffi::CString;
 
 use crate::errors::{error_at, make_error};
-use crate::stream::{self, decode_items, with_buffer, Backend, GcPause, Items, Modes, Outcome, StreamState};
+use crate::decoder::{self, decode_items, with_buffer, Backend, GcPause, Items, Modes, Outcome, StreamState};
 use crate::walk::{self, Opts};
 
 /// Turn a core error into the matching `agui_fast.errors` exception.
@@ -241,7 +241,7 @@ pub struct ProtoDecoder {
 #[pymethods]
 impl ProtoDecoder {
     /// Positional only (keyword parsing costs more than a small decode): `backend`, see
-    /// `crate::stream::Backend`; `msgpack`: events reach it as MessagePack (typed and
+    /// `crate::decoder::Backend`; `msgpack`: events reach it as MessagePack (typed and
     /// dict modes) rather than JSON text (bytes mode).
     #[new]
     #[pyo3(signature = (backend, msgpack, max_frame_size, max_depth, /))]
@@ -255,13 +255,13 @@ impl ProtoDecoder {
 
     /// The events completed by `chunk` (bytes-like); see `crate::stream` for errors.
     fn feed<'py>(&mut self, py: Python<'py>, chunk: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
-        stream::feed(py, &mut self.state, &self.backend, self.closed, chunk)
+        decoder::feed(py, &mut self.state, &self.backend, self.closed, chunk)
     }
 
     /// End of stream: raises `TruncatedStreamError` when bytes of an unfinished frame
     /// remain (a stream cut in half is an error, not a success). Later calls return `[]`.
     fn close<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        stream::close(py, &mut self.state, &self.backend, &mut self.closed)
+        decoder::close(py, &mut self.state, &self.backend, &mut self.closed)
     }
 
     /// Bytes buffered for an unfinished frame.
@@ -292,7 +292,7 @@ pub struct ProtoCodec {
 
 #[pymethods]
 impl ProtoCodec {
-    /// `backends`: `(typed, dict, bytes)`; `options`: `agui_fast._stream.options`.
+    /// `backends`: `(typed, dict, bytes)`; `options`: `agui_fast._plumbing.options`.
     #[new]
     fn new(backends: &Bound<'_, PyTuple>, options: Bound<'_, PyAny>) -> PyResult<Self> {
         Ok(ProtoCodec { modes: Modes::new(backends, options)? })

@@ -7,7 +7,7 @@ use agui_core::sse::{self as core, Batch};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
 
-use crate::stream::{self, decode_items, frame_error, with_buffer, Backend, GcPause, Items, Modes, Outcome, StreamState};
+use crate::decoder::{self, decode_items, frame_error, with_buffer, Backend, GcPause, Items, Modes, Outcome, StreamState};
 
 /// What an error calls a frame: an SSE event, or a JSON Lines line (its index counts
 /// events: blank lines are skipped).
@@ -77,7 +77,7 @@ pub struct SseDecoder {
 #[pymethods]
 impl SseDecoder {
     /// Positional only (keyword parsing costs more than a small decode): see
-    /// `crate::stream::Backend` and `agui_core::decoder::SseStream::new`; `mode`: 0 typed,
+    /// `crate::decoder::Backend` and `agui_core::decoder::SseStream::new`; `mode`: 0 typed,
     /// 1 dict, 2 bytes; `lines`: JSON Lines instead of an event stream.
     #[new]
     #[pyo3(signature = (backend, max_frame_size, max_depth, legacy, mode, lines = false, /))]
@@ -92,13 +92,13 @@ impl SseDecoder {
 
     /// The events completed by `chunk` (bytes-like); see `crate::stream` for errors.
     fn feed<'py>(&mut self, py: Python<'py>, chunk: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
-        stream::feed(py, &mut self.state, &self.backend, self.closed, chunk)
+        decoder::feed(py, &mut self.state, &self.backend, self.closed, chunk)
     }
 
     /// End of stream: the final event if it lacked its blank line (as the reference
     /// client does). Later calls return `[]`.
     fn close<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        stream::close(py, &mut self.state, &self.backend, &mut self.closed)
+        decoder::close(py, &mut self.state, &self.backend, &mut self.closed)
     }
 
     /// The stream's last event id (send it as `Last-Event-ID` on reconnect).
@@ -137,7 +137,7 @@ pub struct SseCodec {
 
 #[pymethods]
 impl SseCodec {
-    /// `backends`: `(typed, dict, bytes)`; `options`: `agui_fast._stream.options`;
+    /// `backends`: `(typed, dict, bytes)`; `options`: `agui_fast._plumbing.options`;
     /// `lines`: JSON Lines instead of an event stream.
     #[new]
     #[pyo3(signature = (backends, options, lines = false, /))]
@@ -183,7 +183,7 @@ fn json_exceeds_depth(data: &Bound<'_, PyAny>, max_depth: usize) -> PyResult<boo
     if let Ok(s) = data.cast::<pyo3::types::PyString>() {
         return Ok(agui_core::limits::exceeds_depth(s.to_cow()?.as_bytes(), max_depth));
     }
-    crate::stream::with_buffer(data, |b| Ok(agui_core::limits::exceeds_depth(b, max_depth)))
+    crate::decoder::with_buffer(data, |b| Ok(agui_core::limits::exceeds_depth(b, max_depth)))
 }
 
 pub fn register(m: &Bound<'_, PyModule>, testing: &Bound<'_, PyModule>) -> PyResult<()> {

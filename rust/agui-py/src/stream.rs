@@ -1,357 +1,585 @@
-//! What the two stream decoders (`SseDecoder`, `ProtoDecoder`) share: buffer-protocol
-//! byte input, the native GC pause, the fallback chain from framed items to Python
-//! objects, and the one error contract.
-//!
-//! The chain, for the items one call completed (SSE payloads, or protobuf events as
-//! MessagePack or JSON): (1) one msgspec call over the joined array; if it refuses or
-//! is not allowed (unbalanced or too deep frames), (2) each item through the fast
-//! single-item decoder, and what that refuses (3) through the exact path (`exact`, a
-//! Python function: extras, lenient readings, located errors).
-//!
-//! Legacy (0.x) items are converted to 1.0 by the core's `agui_core::decoder::Legacy`
-//! (over the converter replay uses), on their JSON text, in stream order: in dict mode the items
-//! that may be legacy (`Items::candidates`) before any decoding, in typed mode the items
-//! the fast decoder refused (a 1.0 item is never converted there: the fast path pays
-//! nothing for the conversion).
-//!
-//! The error contract (docs/sse.md): a call decodes **every** item it completed; when
-//! some fail, it raises the first error with `events` = every event decoded by the call
-//! (in stream order, also those after the bad frames) and `errors` = all of its errors.
-//! Nothing is queued for a later call, so `try: evs = dec.feed(c) except DecodeError as
-//! e: evs = e.events` loses nothing and nothing falls behind.
+//! Binding of `agui_core::stream` (the reference client's stream semantics). Events enter
+//! as JSON text: `bytes`/`str` as they are, any other object through the native JSON
+//! writer (`encode::dumps`: one conversion path). Results leave as JSON text that
+//! `agui_fast/stream.py` types with msgspec. Batch work runs with the GIL released.
 
-use pyo3::exceptions::{PyException, PyValueError};
-use pyo3::ffi;
+use agui_core::limits::{DEFAULT_MAX_DEPTH, MAX_DEPTH_CAP};
+use agui_core::stream::{self as core, parse_event_limited, ReplayOptions, Stage, StreamError, Warning};
+use pyo3::exceptions::PyTypeError;
+use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyMemoryView, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
+use serde_json::Value;
 
-use agui_core::decoder::{located as located_message, too_deep, Legacy, Mode};
+use crate::errors::{check_max_depth, error_class, make_error};
+use crate::patch::{GivenOp, StateDocument};
+use crate::plan::{Getter, Kind, PlanKind};
+use agui_core::patch::OpKind;
+use agui_core::sink::Scalar;
+use pyo3::sync::PyOnceLock;
 
-use crate::errors::{error_at, error_class};
+/// Below this many events releasing the GIL costs more than it saves.
+const DETACH_MIN: usize = 64;
 
-/// Calls over at least this many items pause the cyclic GC: msgspec allocates many
-/// container objects (our Structs carry a `__dict__`) and every collection it triggers
-/// would rescan them all for nothing.
-pub(crate) const GC_PAUSE_MIN: usize = 256;
+/// Writer of the objects the native writer refuses (`stream.py` sets it once at import):
+/// a Python `str` holding a lone surrogate, which a decoder keeps when a producer splits a
+/// character across two deltas, must still replay as the reference joins it.
+static SURROGATE_WRITER: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
-/// Run `f` on the bytes of a buffer-protocol object (`bytes` without a copy; anything
-/// else copied once by `memoryview(obj).tobytes()`, under the GIL: a bytearray may be
-/// resized by the code we call back, and a failed copy is a `MemoryError`). Anything
-/// else (`5`, `10**9`, `[100, 97]`, `str`) raises `TypeError`, as `memoryview()` does.
-pub(crate) fn with_buffer<R>(obj: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) -> PyResult<R>) -> PyResult<R> {
-    if let Ok(b) = obj.cast::<PyBytes>() {
-        return f(b.as_bytes());
+/// set_surrogate_writer(fn): `fn(obj) -> bytes` (JSON text with `\udXXX` escapes) for the
+/// events the native writer refuses with `EncodeError`. Set once; later calls are ignored.
+#[pyfunction]
+fn set_surrogate_writer(py: Python<'_>, writer: Py<PyAny>) {
+    let _ = SURROGATE_WRITER.set(py, writer);
+}
+
+/// `StateDeltaEvent` and the six operation classes (`stream.py` sets them once at import):
+/// a `STATE_DELTA` given as one of our Structs is applied to the state without JSON.
+static STATE_DELTA_TYPES: PyOnceLock<(Py<PyAny>, Vec<Py<PyAny>>)> = PyOnceLock::new();
+
+/// set_state_delta_types(event_class, operation_classes). Set once; later calls are ignored.
+#[pyfunction]
+fn set_state_delta_types(py: Python<'_>, event_class: Py<PyAny>, operation_classes: Vec<Py<PyAny>>) {
+    let _ = STATE_DELTA_TYPES.set(py, (event_class, operation_classes));
+}
+
+/// The JSON text of one event: borrowed from `bytes`/`str`, or written by the native
+/// writer (the surrogate writer when that refuses the object). The depth limit is the
+/// parse's (`max_depth=`): the writer's is only a guard against cycles, so an object
+/// nested too deep is the same `InvalidJsonError` as text nested too deep.
+fn with_json<R>(py: Python<'_>, event: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) -> R) -> PyResult<R> {
+    if let Ok(b) = event.cast::<PyBytes>() {
+        return Ok(f(b.as_bytes()));
     }
-    let view = obj.py().get_type::<PyMemoryView>().call1((obj,))?;
-    let b = view.call_method0("tobytes")?;
-    f(b.cast::<PyBytes>()?.as_bytes())
-}
-
-/// A stream's decoding state (SSE or protobuf), driven call by call with its backend.
-pub(crate) trait StreamState {
-    /// Decode `chunk` (`None`: nothing more), then with `finish` the end of the stream.
-    fn run<'py>(&mut self, py: Python<'py>, be: &Backend, chunk: Option<&[u8]>, finish: bool) -> PyResult<Bound<'py, PyList>>;
-}
-
-/// `feed(chunk)` of a native decoder: bytes-like input only; after `close()` it raises.
-pub(crate) fn feed<'py, S: StreamState>(
-    py: Python<'py>,
-    state: &mut S,
-    be: &Backend,
-    closed: bool,
-    chunk: &Bound<'py, PyAny>,
-) -> PyResult<Bound<'py, PyList>> {
-    if closed {
-        return Err(PyValueError::new_err("feed() after close()"));
+    if let Ok(s) = event.cast::<PyString>() {
+        return Ok(f(s.to_str()?.as_bytes()));
     }
-    with_buffer(chunk, |c| state.run(py, be, Some(c), false))
-}
-
-/// `close()` of a native decoder: the end of the stream, once; later calls return `[]`.
-pub(crate) fn close<'py, S: StreamState>(py: Python<'py>, state: &mut S, be: &Backend, closed: &mut bool) -> PyResult<Bound<'py, PyList>> {
-    if *closed {
-        return Ok(PyList::empty(py));
-    }
-    *closed = true;
-    state.run(py, be, None, true)
-}
-
-/// The cyclic GC paused for a scope (C API, GIL held). Only the flag is flipped, so a
-/// nested or concurrent pause by someone else is left as it was.
-pub(crate) struct GcPause(bool);
-
-impl GcPause {
-    pub(crate) fn new(_py: Python<'_>, wanted: bool) -> Self {
-        // SAFETY: the GIL is held (the token); PyGC_Disable only sets the collector's flag
-        // and returns its previous state (1: it was enabled).
-        GcPause(wanted && unsafe { ffi::PyGC_Disable() } == 1)
-    }
-}
-
-impl Drop for GcPause {
-    fn drop(&mut self) {
-        if self.0 {
-            // SAFETY: dropped on the thread that paused, still holding the GIL.
-            unsafe { ffi::PyGC_Enable() };
-        }
-    }
-}
-
-/// The Python side of a decoder, given once at construction (as msgspec's `Decoder`
-/// holds its type): `(many, many_fh, one, one_fh, exact, keep_items)`.
-///
-/// * `many(array) -> list`: the bulk decoder; `None`: the items themselves are the result;
-/// * `one(item)`: the fast single-item decoder; `None`: each item goes to `exact`;
-/// * `*_fh`: the same parsing floats with `float` (SSE batches with huge exponents);
-/// * `exact(item, legacy) -> object`: the exact path, raising `agui_fast.errors.DecodeError`
-///   (`legacy`: the stream converts 0.x input);
-/// * `keep_items`: `many` only validates, the items (bytes) are the result.
-pub(crate) struct Backend {
-    many: Option<Py<PyAny>>,
-    many_fh: Option<Py<PyAny>>,
-    one: Option<Py<PyAny>>,
-    one_fh: Option<Py<PyAny>>,
-    exact: Py<PyAny>,
-    keep_items: bool,
-}
-
-fn opt(v: Bound<'_, PyAny>) -> Option<Py<PyAny>> {
-    (!v.is_none()).then(|| v.unbind())
-}
-
-impl Backend {
-    pub(crate) fn new(t: &Bound<'_, PyTuple>) -> PyResult<Self> {
-        type Any6<'py> = (Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>, bool);
-        let (many, many_fh, one, one_fh, exact, keep_items): Any6<'_> = t.extract()?;
-        Ok(Backend { many: opt(many), many_fh: opt(many_fh), one: opt(one), one_fh: opt(one_fh), exact: exact.unbind(), keep_items })
-    }
-}
-
-/// The backends of the three `raw` modes and the Python function that checks options
-/// (`agui_fast._stream.options`): the one-shot functions (`decode_sse`,
-/// `decode_protobuf`) resolve their keyword options here, natively for the canonical
-/// spellings, through `options` for the old ones (it warns) and bad values (it raises).
-pub(crate) struct Modes {
-    backends: [Backend; 3],
-    options: Py<PyAny>,
-}
-
-/// What the one-shot functions were asked for.
-pub(crate) struct Resolved<'a> {
-    pub backend: &'a Backend,
-    pub mode: Mode,
-    pub max_frame_size: usize,
-    pub max_depth: usize,
-}
-
-impl Modes {
-    /// `backends`: `(typed, dict, bytes)`, each as described at [`Backend`].
-    pub(crate) fn new(backends: &Bound<'_, PyTuple>, options: Bound<'_, PyAny>) -> PyResult<Self> {
-        let (t, d, b): (Bound<'_, PyTuple>, Bound<'_, PyTuple>, Bound<'_, PyTuple>) = backends.extract()?;
-        Ok(Modes { backends: [Backend::new(&t)?, Backend::new(&d)?, Backend::new(&b)?], options: options.unbind() })
-    }
-
-    pub(crate) fn resolve<'a>(
-        &'a self,
-        py: Python<'_>,
-        raw: Option<&Bound<'_, PyAny>>,
-        max_frame_size: i64,
-        max_depth: i64,
-        max_buffer_size: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Resolved<'a>> {
-        let mode = match raw.map(|r| r.cast::<PyString>()) {
-            None => Mode::from_raw(None),
-            Some(Ok(s)) => Mode::from_raw(Some(s.to_str()?)),
-            Some(Err(_)) => None,
-        };
-        match mode {
-            Some(mode) if max_buffer_size.is_none() && max_frame_size >= 0 && max_depth >= 0 => Ok(Resolved {
-                backend: &self.backends[mode.index()],
-                mode,
-                max_frame_size: max_frame_size as usize,
-                max_depth: max_depth as usize,
-            }),
-            _ => {
-                let (raw, max_frame_size, max_depth): (Option<String>, usize, usize) =
-                    self.options.bind(py).call1((raw, max_frame_size, max_depth, max_buffer_size))?.extract()?;
-                // `options` returns a canonical spelling.
-                let mode = Mode::from_raw(raw.as_deref()).unwrap_or(Mode::Bytes);
-                Ok(Resolved { backend: &self.backends[mode.index()], mode, max_frame_size, max_depth })
-            }
-        }
-    }
-}
-
-/// The items one call completed, as the framing layer hands them over.
-pub(crate) struct Items<'a> {
-    /// All items as one array (JSON text or MessagePack), for the bulk call.
-    pub array: &'a [u8],
-    pub spans: &'a [(usize, usize)],
-    /// `(frame_index, offset)` of item `k`.
-    pub pos: &'a dyn Fn(usize) -> (u64, u64),
-    /// The array may go to the bulk decoder (it has exactly one element per item; and
-    /// no item is too deep).
-    pub bulk: bool,
-    pub float_hook: bool,
-    /// Items that may carry legacy shapes (converted before decoding; dict mode).
-    pub candidates: &'a [usize],
-    /// Sorted items refused before decoding (nested deeper than `max_depth`), and the
-    /// error class they get.
-    pub too_deep: &'a [usize],
-    pub deep_error: &'static str,
-}
-
-/// Errors of one call, raised together with its events (see the module documentation).
-pub(crate) struct Outcome<'py> {
-    pub out: Bound<'py, PyList>,
-    pub errors: Vec<(u64, Bound<'py, PyAny>)>,
-}
-
-impl<'py> Outcome<'py> {
-    pub(crate) fn new(py: Python<'py>) -> Self {
-        Outcome { out: PyList::empty(py), errors: Vec::new() }
-    }
-
-    /// Record an error at frame `frame_index` (`err` already names it).
-    pub(crate) fn fail(&mut self, frame_index: u64, err: Bound<'py, PyAny>) {
-        self.errors.push((frame_index, err));
-    }
-
-    /// The events, or the first error carrying them and every error of the call.
-    pub(crate) fn finish(mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        if self.errors.is_empty() {
-            return Ok(self.out);
-        }
-        self.errors.sort_by_key(|(i, _)| *i); // stable: a frame's own order is kept
-        let all = PyList::new(py, self.errors.iter().map(|(_, e)| e))?;
-        let first = &self.errors[0].1;
-        first.setattr("events", &self.out)?;
-        first.setattr("errors", all)?;
-        Err(PyErr::from_value(first.clone()))
-    }
-
-    /// Attach this call's events and errors to an exception raised on the way out (a
-    /// warning turned into an error by `-W error`): nothing decoded is lost to it.
-    pub(crate) fn attach(self, py: Python<'py>, err: PyErr) -> PyErr {
-        let value = err.value(py);
-        let _ = value.setattr("events", &self.out);
-        let _ = value.setattr("errors", PyList::new(py, self.errors.iter().map(|(_, e)| e)).ok());
-        err
-    }
-}
-
-/// A new error of `err`'s class naming the frame: `"<label> <i> at byte <o>: <message>"`.
-pub(crate) fn located<'py>(err: &Bound<'py, PyAny>, label: &str, frame_index: u64, offset: u64) -> PyResult<Bound<'py, PyAny>> {
-    let py = err.py();
-    let message = match err.getattr("message") {
-        Ok(m) if !m.is_none() => m.str()?,
-        _ => err.str()?,
+    let b = match crate::encode::dumps(py, event, true, MAX_DEPTH_CAP as u32 + 1) {
+        Ok(b) => b,
+        Err(e) => match SURROGATE_WRITER.get(py) {
+            Some(w) if e.is_instance(py, error_class(py, "EncodeError")?.as_any()) => w.bind(py).call1((event,))?.cast_into::<PyBytes>()?,
+            _ => return Err(e),
+        },
     };
+    Ok(f(b.as_bytes()))
+}
+
+/// One event as a JSON value (a decode error is reported at `index`).
+fn event_value(py: Python<'_>, event: &Bound<'_, PyAny>, index: usize, max_depth: usize) -> PyResult<Value> {
+    with_json(py, event, |b| parse_event_limited(b, max_depth))?.map_err(|e| error_at(py, e, index))
+}
+
+fn json_bytes<'py>(py: Python<'py>, v: &Value) -> Bound<'py, PyBytes> {
+    PyBytes::new(py, &core::json_text(v))
+}
+
+fn json_list<'py>(py: Python<'py>, items: &[Value]) -> Bound<'py, PyBytes> {
+    PyBytes::new(py, &core::json_list(items))
+}
+
+/// A `StreamError` as the project's exception: decode -> `InvalidJsonError` (with the
+/// frame index), verify -> `VerificationError`, other stages -> `StreamError`.
+fn stream_error(py: Python<'_>, e: &StreamError) -> PyErr {
     let kwargs = PyDict::new(py);
-    kwargs.set_item("frame_index", frame_index)?;
-    kwargs.set_item("offset", offset)?;
-    kwargs.set_item("field", err.getattr("field").ok())?;
-    err.get_type().call((located_message(label, frame_index, offset, &message.to_string_lossy()),), Some(&kwargs))
+    let build = || -> PyResult<()> {
+        if e.stage == Stage::Decode {
+            return kwargs.set_item("frame_index", e.index);
+        }
+        kwargs.set_item("stage", e.stage.name())?;
+        kwargs.set_item("rule", e.rule)?;
+        kwargs.set_item("index", e.index)?;
+        kwargs.set_item("event_type", (!e.event_type.is_empty()).then_some(e.event_type.as_str()))?;
+        kwargs.set_item("ids", PyTuple::new(py, &e.ids)?)
+    };
+    match build() {
+        Ok(()) => make_error(py, e.stage.class_name(), e.to_string(), Some(&kwargs)),
+        Err(err) => err,
+    }
 }
 
-/// An error of class `name` at a frame.
-pub(crate) fn frame_error<'py>(py: Python<'py>, name: &str, label: &str, frame_index: u64, offset: u64, message: &str) -> Bound<'py, PyAny> {
-    let err = error_at(py, name, located_message(label, frame_index, offset, message), Some(frame_index), Some(offset));
-    err.into_value(py).into_bound(py).into_any()
+/// [`stream_error`] of an error at event `index`.
+fn error_at(py: Python<'_>, e: StreamError, index: usize) -> PyErr {
+    stream_error(py, &StreamError { index, ..e })
 }
 
-/// Decode `items` into `res.out` through the fallback chain; bad items become errors.
-pub(crate) fn decode_items<'py>(
-    py: Python<'py>,
-    be: &Backend,
-    legacy: &mut Legacy,
-    items: &Items<'_>,
-    label: &str,
+fn warnings_list<'py>(py: Python<'py>, ws: &[Warning]) -> PyResult<Bound<'py, PyList>> {
+    PyList::new(py, ws.iter().map(|w| (w.index, w.message.as_str())))
+}
+
+fn items<'py>(events: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    if events.is_instance_of::<PyString>() || events.is_instance_of::<PyBytes>() || events.is_instance_of::<PyDict>() {
+        return Err(PyTypeError::new_err("events must be an iterable of events, not a single event"));
+    }
+    events.try_iter()?.collect()
+}
+
+/// The JSON values of a sequence of events (the first unreadable one raises).
+fn values(py: Python<'_>, events: &Bound<'_, PyAny>, max_depth: usize) -> PyResult<Vec<Value>> {
+    items(events)?.iter().enumerate().map(|(i, e)| event_value(py, e, i, max_depth)).collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// Chunk expansion
+// ---------------------------------------------------------------------------------------
+
+/// Incremental `transformChunks`: `push(event) -> bytes` (a JSON array of the events it
+/// expands to).
+#[pyclass(module = "agui_fast._native", name = "ChunkExpander")]
+pub struct ChunkExpander {
+    inner: core::ChunkExpander,
+    index: usize,
+    warnings: Vec<Warning>,
     max_depth: usize,
-    res: &mut Outcome<'py>,
-) -> PyResult<()> {
-    let n = items.spans.len();
-    if n == 0 {
-        return Ok(());
+}
+
+impl ChunkExpander {
+    /// Expand the next event into `out`, keeping its warnings.
+    fn expand(&mut self, py: Python<'_>, event: &Bound<'_, PyAny>, out: &mut Vec<Value>) -> PyResult<()> {
+        let index = self.index;
+        self.index += 1;
+        let v = event_value(py, event, index, self.max_depth)?;
+        let r = self.inner.push_into(v, out);
+        self.warnings.extend(self.inner.take_warnings().into_iter().map(|message| Warning { index, message }));
+        r.map_err(|e| error_at(py, e, index))
     }
-    let converted = legacy.convert_candidates(items.array, items.spans, items.candidates, max_depth);
-    let items = &match &converted {
-        Some((array, spans)) => Items { array, spans, ..*items },
-        None => Items { ..*items },
-    };
-    let item = |k: usize| {
-        let (s, e) = items.spans[k];
-        PyBytes::new(py, &items.array[s..e])
-    };
-    let _gc = GcPause::new(py, n >= GC_PAUSE_MIN);
-    let (many, one) = if items.float_hook { (&be.many_fh, &be.one_fh) } else { (&be.many, &be.one) };
-    if items.bulk && items.too_deep.is_empty() {
-        let Some(many) = many else {
-            // No decoding asked for (protobuf bytes mode): the items are the result.
-            for k in 0..n {
-                res.out.append(item(k))?;
-            }
-            return Ok(());
-        };
-        // One item (a live stream's chunk): the single-item decoder, cheaper than a list.
-        let got = match one {
-            Some(one) if n == 1 && !be.keep_items => one.bind(py).call1((item(0),)).and_then(|v| PyList::new(py, [v])),
-            _ => many.bind(py).call1((PyBytes::new(py, items.array),)).and_then(|l| Ok(l.cast_into::<PyList>()?)),
-        };
-        match got {
-            Ok(list) if list.len() == n => {
-                if be.keep_items {
-                    for k in 0..n {
-                        res.out.append(item(k))?;
-                    }
-                } else if res.out.is_empty() {
-                    res.out = list;
-                } else {
-                    res.out.call_method1("extend", (list,))?;
-                }
-                return Ok(());
-            }
-            Err(e) if !e.is_instance_of::<PyException>(py) => return Err(e), // KeyboardInterrupt and the like
-            _ => {} // a bad, legacy or unusual item somewhere: one by one
+}
+
+#[pymethods]
+impl ChunkExpander {
+    #[new]
+    #[pyo3(signature = (*, max_depth = DEFAULT_MAX_DEPTH))]
+    fn new(max_depth: usize) -> PyResult<Self> {
+        let max_depth = check_max_depth(max_depth)?;
+        Ok(ChunkExpander { inner: core::ChunkExpander::new(), index: 0, warnings: Vec::new(), max_depth })
+    }
+
+    fn push<'py>(&mut self, py: Python<'py>, event: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+        let mut out = Vec::with_capacity(2);
+        self.expand(py, event, &mut out)?;
+        Ok(json_list(py, &out))
+    }
+
+    /// Warnings so far as `(index, message)`, drained.
+    fn take_warnings<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        warnings_list(py, &std::mem::take(&mut self.warnings))
+    }
+}
+
+/// expand_chunks(events) -> (bytes, warnings, error | None): the expanded events before
+/// the error, as a JSON array.
+#[pyfunction]
+#[pyo3(signature = (events, /, *, max_depth = DEFAULT_MAX_DEPTH))]
+fn expand_chunks<'py>(py: Python<'py>, events: &Bound<'py, PyAny>, max_depth: usize) -> PyResult<Bound<'py, PyTuple>> {
+    let mut x = ChunkExpander::new(max_depth)?;
+    let mut out = Vec::new();
+    let mut error = None;
+    for e in items(events)?.iter() {
+        if let Err(err) = x.expand(py, e, &mut out) {
+            error = Some(err.into_value(py));
+            break;
         }
     }
-    let exact = be.exact.bind(py);
-    let mut deep = items.too_deep.iter().peekable();
-    let decode_error = error_class(py, "DecodeError")?;
-    for k in 0..n {
-        let (frame_index, offset) = (items.pos)(k);
-        if deep.next_if(|&&d| d == k).is_some() {
-            res.fail(frame_index, frame_error(py, items.deep_error, label, frame_index, offset, &too_deep(max_depth)));
+    (json_list(py, &out), warnings_list(py, &x.warnings)?, error).into_pyobject(py)
+}
+
+// ---------------------------------------------------------------------------------------
+// Verification
+// ---------------------------------------------------------------------------------------
+
+/// Incremental `verifyEvents`: `push(event)` raises `VerificationError` on a violation.
+#[pyclass(module = "agui_fast._native", name = "EventVerifier")]
+pub struct EventVerifier {
+    inner: core::EventVerifier,
+    index: usize,
+    max_depth: usize,
+}
+
+#[pymethods]
+impl EventVerifier {
+    #[new]
+    #[pyo3(signature = (*, max_depth = DEFAULT_MAX_DEPTH))]
+    fn new(max_depth: usize) -> PyResult<Self> {
+        Ok(EventVerifier { inner: core::EventVerifier::new(), index: 0, max_depth: check_max_depth(max_depth)? })
+    }
+
+    fn push(&mut self, py: Python<'_>, event: &Bound<'_, PyAny>) -> PyResult<()> {
+        let index = self.index;
+        self.index += 1;
+        let v = event_value(py, event, index, self.max_depth)?;
+        self.inner.push(&v).map_err(|e| error_at(py, e, index))
+    }
+}
+
+/// verify_events(events): raises `VerificationError` at the first violation.
+#[pyfunction]
+#[pyo3(signature = (events, /, *, max_depth = DEFAULT_MAX_DEPTH))]
+fn verify_events(py: Python<'_>, events: &Bound<'_, PyAny>, max_depth: usize) -> PyResult<()> {
+    let vs = values(py, events, check_max_depth(max_depth)?)?;
+    let r = if vs.len() >= DETACH_MIN { py.detach(|| core::verify_events(&vs)) } else { core::verify_events(&vs) };
+    r.map_err(|e| stream_error(py, &e))
+}
+
+// ---------------------------------------------------------------------------------------
+// Compaction
+// ---------------------------------------------------------------------------------------
+
+/// compact_events(events) -> (bytes, warnings): the compacted events as a JSON array.
+#[pyfunction]
+#[pyo3(signature = (events, /, *, max_depth = DEFAULT_MAX_DEPTH))]
+fn compact_events<'py>(py: Python<'py>, events: &Bound<'py, PyAny>, max_depth: usize) -> PyResult<Bound<'py, PyTuple>> {
+    let max_depth = check_max_depth(max_depth)?;
+    let vs = values(py, events, max_depth)?;
+    let (out, warnings) = py.detach(|| core::compact_events_limited(vs, max_depth));
+    (json_list(py, &out), PyList::new(py, warnings)?).into_pyobject(py)
+}
+
+// ---------------------------------------------------------------------------------------
+// Replay
+// ---------------------------------------------------------------------------------------
+
+fn initial(py: Python<'_>, messages: Option<&Bound<'_, PyAny>>, state: Option<&Bound<'_, PyAny>>, max_depth: usize) -> PyResult<(Vec<Value>, Value)> {
+    let parse = |b: &[u8]| agui_core::stream::parse_json_limited(b, max_depth);
+    let messages = match messages {
+        None => Vec::new(),
+        Some(m) => {
+            let v = with_json(py, m, parse)?
+                .map_err(|e| make_error(py, "InvalidJsonError", format!("messages: {e}"), None))?;
+            match v {
+                Value::Array(a) => a,
+                _ => return Err(PyTypeError::new_err("messages must be a list of messages")),
+            }
+        }
+    };
+    let state = match state {
+        None => core::empty_state(),
+        Some(s) => with_json(py, s, parse)?
+            .map_err(|e| make_error(py, "InvalidJsonError", format!("state: {e}"), None))?,
+    };
+    Ok((messages, state))
+}
+
+/// The reducer with chunk expansion (and optionally verification) in front, as the
+/// reference client runs them: `push(event)` applies one event.
+#[pyclass(module = "agui_fast._native", name = "Replayer")]
+pub struct Replayer {
+    // A Mutex only to make the class Sync (the id generator of the legacy boundary is
+    // Send, not Sync); `&mut self` already serialises the calls, so it is never contended.
+    // The state is a document of Python values (`patch::StateDocument`): neither it nor
+    // the deltas given as objects are converted to JSON.
+    inner: std::sync::Mutex<core::Replayer<StateDocument>>,
+    max_depth: usize,
+}
+
+impl Replayer {
+    fn get(&mut self) -> &mut core::Replayer<StateDocument> {
+        self.inner.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Apply one event: a `STATE_DELTA` object in its plain form straight to the state
+    /// (when the core's pipeline lets it past the other stages and the document takes it),
+    /// anything else (and a delta the document declines) as JSON text.
+    fn push_one(&mut self, py: Python<'_>, event: &Bound<'_, PyAny>) -> PyResult<Result<core::Change, StreamError>> {
+        let max_depth = self.max_depth;
+        let inner = self.get();
+        if let Some(ops) = direct_delta(py, event)? {
+            // The operations' values sit three levels deep in the event (event, `delta`,
+            // operation), so this bound keeps the event within the limit its JSON has.
+            if let Some(values_depth) = max_depth.checked_sub(3) {
+                if let Some(c) = inner.push_state_with(|doc| doc.try_apply_objects(&ops, values_depth, |op| plain_op(py, op))) {
+                    return Ok(Ok(c));
+                }
+            }
+        }
+        with_json(py, event, |b| inner.push_json(b))
+    }
+}
+
+/// The operations of a `STATE_DELTA` given as a plain dict `{"type": "STATE_DELTA",
+/// "delta": [...]}` or as our `StateDeltaEvent` whose JSON would hold nothing else (every
+/// other member left out, no extras): such an event is applied without JSON text. None:
+/// anything else.
+fn direct_delta<'py>(py: Python<'py>, event: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyList>>> {
+    let delta = if let Ok(d) = event.cast_exact::<PyDict>() {
+        let is_delta = d.len() == 2
+            && d.get_item(intern!(py, "type"))?.is_some_and(|t| t.cast_exact::<PyString>().is_ok_and(|t| t.to_str().is_ok_and(|t| t == "STATE_DELTA")));
+        if !is_delta {
+            return Ok(None);
+        }
+        d.get_item(intern!(py, "delta"))?
+    } else {
+        let Some((class, _)) = STATE_DELTA_TYPES.get(py) else { return Ok(None) };
+        if !event.get_type().is(class.bind(py)) {
+            return Ok(None);
+        }
+        let mut delta = None;
+        let tag = plain_struct(event, |tag| (tag == "STATE_DELTA").then_some(()), |key, v| match key {
+            "delta" => delta.replace(v).is_none(),
+            _ => false,
+        });
+        if tag.is_none() {
+            return Ok(None);
+        }
+        delta
+    };
+    Ok(delta.and_then(|d| d.cast_into_exact::<PyList>().ok()))
+}
+
+/// Read one of our Structs as its JSON would carry it, through its class's plan (the JSON
+/// writer's, `plan::current_kind`: fields read in place from their slots): `tag(text)`
+/// judges its tag, `member(wire_key, value)` each member the JSON would hold besides the
+/// tag (false refuses it). None (the caller takes the JSON path) when a member or the tag
+/// is refused, the instance has extras, a field cannot be read, or the plan cannot be
+/// trusted to describe the class as it is now.
+fn plain_struct<'py, T>(
+    obj: &Bound<'py, PyAny>,
+    tag: impl Fn(&str) -> Option<T>,
+    mut member: impl FnMut(&str, Bound<'py, PyAny>) -> bool,
+) -> Option<T> {
+    let py = obj.py();
+    let tp = obj.get_type_ptr();
+    let Ok(Some(Kind::Plan(plan))) = crate::plan::current_kind(py, tp) else { return None };
+    let PlanKind::Struct { has_dict, .. } = plan.kind else { return None };
+    let mut found = None;
+    for f in &plan.fields {
+        let v = match &f.getter {
+            Getter::ConstScalar(Scalar::Str(t)) if found.is_none() => {
+                found = Some(tag(&t.text)?);
+                continue;
+            }
+            Getter::ConstScalar(_) | Getter::Const(_) => return None,
+            // SAFETY: `obj` is an instance of the class the plan was built for (its type's
+            // current plan), alive for the call; the slot's object is borrowed from it.
+            g => match unsafe { g.in_place(obj.as_ptr()) } {
+                Some(p) => unsafe { Bound::from_borrowed_ptr(py, p) },
+                None => g.read(obj, &f.attr).ok()?,
+            },
+        };
+        // Left out of the JSON, as the writer leaves it out.
+        if v.as_ptr() as usize == plan.unset || (f.omit_if_none && v.is_none()) {
             continue;
         }
-        let mut b = item(k);
-        if many.is_none() {
-            res.out.append(b)?;
-            continue;
-        }
-        if let Some(one) = one {
-            match one.bind(py).call1((&b,)) {
-                Ok(v) => {
-                    res.out.append(if be.keep_items { b.into_any() } else { v })?;
-                    continue;
-                }
-                Err(e) if !e.is_instance_of::<PyException>(py) => return Err(e),
-                Err(_) => {}
-            }
-        }
-        if legacy.converts_refused() {
-            let (s, e) = items.spans[k];
-            if let Some(text) = legacy.convert(&items.array[s..e], max_depth) {
-                b = PyBytes::new(py, &text);
-            }
-        }
-        match exact.call1((&b, legacy.is_on())) {
-            Ok(v) => res.out.append(v)?,
-            Err(e) if e.is_instance(py, &decode_error) => {
-                res.fail(frame_index, located(e.value(py).as_any(), label, frame_index, offset)?);
-            }
-            Err(e) => return Err(e),
+        if !member(&f.key.text, v) {
+            return None;
         }
     }
+    if has_dict && !crate::layout::get(py).no_extras(obj) {
+        return None;
+    }
+    found
+}
+
+/// An operation whose JSON holds only the members the patch reads: a dict with exactly
+/// `op`, `path` and `value` / `from` as its op needs (read by the patch engine), or one of
+/// our operation Structs read by [`plain_struct`] (its op from its class's tag). None:
+/// anything else.
+fn plain_op<'py>(py: Python<'py>, op: &Bound<'py, PyAny>) -> Option<GivenOp<'py>> {
+    if let Ok(d) = op.cast_exact::<PyDict>() {
+        let kind = d.get_item(intern!(py, "op")).ok().flatten().and_then(|o| o.cast_into_exact::<PyString>().ok()).and_then(|o| o.to_str().ok().and_then(OpKind::parse));
+        return kind.is_some_and(|k| d.len() == 2 + usize::from(k.needs_value()) + usize::from(k.needs_from())).then_some(GivenOp::Read);
+    }
+    let (_, classes) = STATE_DELTA_TYPES.get(py)?;
+    let ty = op.get_type();
+    if !classes.iter().any(|c| ty.is(c.bind(py))) {
+        return None;
+    }
+    let (mut path, mut from, mut value) = (None, None, None);
+    let kind = plain_struct(op, OpKind::parse, |key, v| {
+        let slot = match key {
+            "path" => &mut path,
+            "from" => &mut from,
+            "value" => &mut value,
+            _ => return false,
+        };
+        slot.replace(v).is_none()
+    })?;
+    Some(GivenOp::Members { kind, path, from, value })
+}
+
+fn change_tuple<'py>(py: Python<'py>, c: &core::Change) -> PyResult<Bound<'py, PyTuple>> {
+    (c.messages, c.state, c.message, c.interrupts).into_pyobject(py)
+}
+
+#[pymethods]
+impl Replayer {
+    #[new]
+    #[pyo3(signature = (messages=None, state=None, *, verify=false, expand=true, compat=true, max_depth=DEFAULT_MAX_DEPTH))]
+    fn new(
+        py: Python<'_>,
+        messages: Option<&Bound<'_, PyAny>>,
+        state: Option<&Bound<'_, PyAny>>,
+        verify: bool,
+        expand: bool,
+        compat: bool,
+        max_depth: usize,
+    ) -> PyResult<Self> {
+        let max_depth = check_max_depth(max_depth)?;
+        // The state as a document of Python values: taken as it is when it follows the
+        // document's rules, else read as JSON (text given as such, values only the
+        // pydantic writer takes, lone surrogates) as before.
+        let direct = state.filter(|s| !s.is_instance_of::<PyString>() && !s.is_instance_of::<PyBytes>()).and_then(|s| crate::patch::doc_value(s, max_depth));
+        let (messages, root) = match (state, direct) {
+            (None, _) => (initial(py, messages, None, max_depth)?.0, PyDict::new(py).into_any()),
+            (Some(_), Some(root)) => (initial(py, messages, None, max_depth)?.0, root),
+            (Some(s), None) => {
+                let (messages, state) = initial(py, messages, Some(s), max_depth)?;
+                (messages, crate::patch::stream_value(py, &state, max_depth)?)
+            }
+        };
+        let options = ReplayOptions { verify, expand, compat, max_depth };
+        let state = StateDocument::stream(root, max_depth);
+        Ok(Replayer { inner: std::sync::Mutex::new(core::Replayer::new(messages, state, options)), max_depth })
+    }
+
+    /// Apply one event: `(messages_changed, state_changed, message_index, interrupts_changed)`.
+    fn push<'py>(&mut self, py: Python<'py>, event: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyTuple>> {
+        let r = self.push_one(py, event)?;
+        r.map_err(|e| stream_error(py, &e)).and_then(|c| change_tuple(py, &c))
+    }
+
+    /// Apply every event of `events`; raises at the first error (events before it stay
+    /// applied).
+    fn push_many(&mut self, py: Python<'_>, events: &Bound<'_, PyAny>) -> PyResult<()> {
+        for e in events.try_iter()? {
+            self.push_one(py, &e?)?.map_err(|e| stream_error(py, &e))?;
+        }
+        Ok(())
+    }
+
+    fn messages<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        json_list(py, self.get().applier().messages())
+    }
+
+    fn message<'py>(&mut self, py: Python<'py>, index: usize) -> Option<Bound<'py, PyBytes>> {
+        self.get().applier().messages().get(index).map(|m| json_bytes(py, m))
+    }
+
+    fn message_count(&mut self) -> usize {
+        self.get().applier().messages().len()
+    }
+
+    /// The state: a copy, or (`shared=True`) the document itself, which it never writes
+    /// into again (later patches copy what they change).
+    #[pyo3(signature = (*, shared = false))]
+    fn state<'py>(&mut self, py: Python<'py>, shared: bool) -> PyResult<Bound<'py, PyAny>> {
+        self.get().state_mut().value(py, shared)
+    }
+
+    fn pending_interrupts<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        json_list(py, self.get().applier().pending_interrupts())
+    }
+
+    /// Warnings so far as `(index, message)`, drained.
+    fn take_warnings<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        warnings_list(py, &self.get().take_warnings())
+    }
+}
+
+/// Replays of at least this many events free their final values on a thread of their
+/// own (`pipeline::drop_aside`): about the pipeline's 1 MB of log.
+const DROP_ASIDE_MIN: usize = 10_000;
+
+/// A finished whole-log replay written out as JSON text (with the GIL released), its
+/// values freed.
+struct Written {
+    messages: Vec<u8>,
+    state: Vec<u8>,
+    interrupts: Vec<u8>,
+    warnings: Vec<Warning>,
+    error: Option<StreamError>,
+}
+
+impl Written {
+    /// `aside`: free the values on a thread of their own when the replay was large (a
+    /// single log's call); else here (the worker of `replay_log_files`, whose thread
+    /// budget is the caller's `threads`).
+    fn of(r: core::Replay, aside: bool) -> Written {
+        let written = Written {
+            messages: core::json_list(&r.messages),
+            state: core::json_text(&r.state),
+            interrupts: core::json_list(&r.pending_interrupts),
+            warnings: r.warnings,
+            error: r.error,
+        };
+        if aside && r.events >= DROP_ASIDE_MIN {
+            agui_core::pipeline::drop_aside((r.messages, r.state, r.pending_interrupts));
+        }
+        written
+    }
+
+    /// `(messages, state, pending_interrupts, warnings, error)`: JSON texts,
+    /// `(index, message)` pairs, and the exception that stopped it (or None).
+    fn tuple<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let error = self.error.as_ref().map(|e| stream_error(py, e).into_value(py));
+        (
+            PyBytes::new(py, &self.messages),
+            PyBytes::new(py, &self.state),
+            PyBytes::new(py, &self.interrupts),
+            warnings_list(py, &self.warnings)?,
+            error,
+        )
+            .into_pyobject(py)
+    }
+}
+
+/// replay_log(data, messages=None, state=None, *, format="auto", verify=False,
+/// max_depth=512, pipeline_min=PIPELINE_MIN): replay a log (SSE or protobuf, gzip or not)
+/// given as bytes, with the GIL released; from `pipeline_min` bytes on two Rust threads
+/// when the machine has two cores (`agui_core::stream::replay_log_pipelined`, the same
+/// outcome).
+#[pyfunction]
+#[pyo3(signature = (data, messages=None, state=None, *, format="auto", verify=false, max_depth=DEFAULT_MAX_DEPTH, pipeline_min=core::PIPELINE_MIN))]
+#[allow(clippy::too_many_arguments)]
+fn replay_log<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyBytes>,
+    messages: Option<&Bound<'py, PyAny>>,
+    state: Option<&Bound<'py, PyAny>>,
+    format: &str,
+    verify: bool,
+    max_depth: usize,
+    pipeline_min: u64,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let format = crate::arrow::format_arg(format)?;
+    let max_depth = check_max_depth(max_depth)?;
+    let (messages, state) = initial(py, messages, state, max_depth)?;
+    let log = data.as_bytes();
+    let options = ReplayOptions { verify, max_depth, ..ReplayOptions::default() };
+    let w = py.detach(|| Written::of(core::replay_log_sized(log, log.len() as u64, 0, pipeline_min, format, messages, state, options), true));
+    w.tuple(py)
+}
+
+/// replay_log_files(paths, *, format="auto", verify=False, threads=0, max_depth=512,
+/// pipeline_min=PIPELINE_MIN): read and replay log files on Rust threads (0: the
+/// machine's parallelism) in constant memory each, GIL released; one tuple per path. A
+/// log of at least `pipeline_min` bytes is read on a thread of its own when the threads
+/// outnumber the logs twice.
+#[pyfunction]
+#[pyo3(signature = (paths, *, format="auto", verify=false, threads=0, max_depth=DEFAULT_MAX_DEPTH, pipeline_min=core::PIPELINE_MIN))]
+fn replay_log_files<'py>(
+    py: Python<'py>,
+    paths: Vec<std::path::PathBuf>,
+    format: &str,
+    verify: bool,
+    threads: usize,
+    max_depth: usize,
+    pipeline_min: u64,
+) -> PyResult<Bound<'py, PyList>> {
+    let format = crate::arrow::format_arg(format)?;
+    let options = ReplayOptions { verify, max_depth: check_max_depth(max_depth)?, ..ReplayOptions::default() };
+    let replays = py.detach(|| core::replay_log_files(&paths, format, options, threads, pipeline_min, |r| Written::of(r, false)));
+    PyList::new(py, replays.iter().map(|w| w.tuple(py)).collect::<PyResult<Vec<_>>>()?)
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<ChunkExpander>()?;
+    m.add_class::<EventVerifier>()?;
+    m.add_class::<Replayer>()?;
+    m.add_function(wrap_pyfunction!(expand_chunks, m)?)?;
+    m.add_function(wrap_pyfunction!(verify_events, m)?)?;
+    m.add_function(wrap_pyfunction!(compact_events, m)?)?;
+    m.add_function(wrap_pyfunction!(replay_log, m)?)?;
+    m.add_function(wrap_pyfunction!(replay_log_files, m)?)?;
+    m.add_function(wrap_pyfunction!(set_surrogate_writer, m)?)?;
+    m.add_function(wrap_pyfunction!(set_state_delta_types, m)?)?;
     Ok(())
 }
