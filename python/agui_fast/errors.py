@@ -16,6 +16,7 @@ __all__ = [
     "InvalidJsonError",
     "EventValidationError",
     "BufferLimitError",
+    "LimitError",
     "FrameTooLargeError",
     "TruncatedStreamError",
     "ProtobufDecodeError",
@@ -108,6 +109,12 @@ class EventValidationError(DecodeError):
 
 class BufferLimitError(DecodeError):
     """A configured size limit (SSE buffer, protobuf frame) was exceeded."""
+
+
+class LimitError(AguiError, MemoryError):
+    """A configured resource limit other than a frame's size was exceeded: the memory one
+    JSON Patch may build, the errors one call may collect. Also a ``MemoryError``, so code
+    that handles running out of memory handles it; each limit is an option of the call."""
 
 
 class FrameTooLargeError(BufferLimitError):
