@@ -322,9 +322,8 @@ impl BatchBuilder {
 
     /// [`BatchBuilder::push_form`] of the event `shape` has just found the form of
     /// (`fields::Shape::found_form`: a frame read ahead), with no match of its own.
-    /// (Out of line, as `push_form` was: inlined into the framer's loop it took the loop's
-    /// registers, stop 26; into `run`'s loop with the match, 135.10M against 133.83M,
-    /// stop 29.)
+    /// (Out of line: inlined into the framer's loop it takes the loop's registers, and
+    /// into `run`'s loop with the match it costs ~1% more instructions.)
     #[inline(never)]
     fn push_found(&mut self, ev: &Event<'_>, json: &str, shape: &mut fields::Shape) {
         let form = shape.found_form(json);
@@ -1004,8 +1003,8 @@ impl agui_core::log::ReadAhead<PartStop> for PartRows<'_, '_> {
     /// An SSE frame `data: <event>\n\n` whose event has a form already read is framed
     /// with no line search: the form's end is the event's (`Shape::form_end`). Inlined
     /// into `run`'s loop, which holds only the framer's loop besides (callgrind of
-    /// `examples/stages.rs`, stop 29: 133.83M, against 139.02M with `end` a call there
-    /// and 138.31M with `end` and `push_found` two calls from the framer's own loop).
+    /// `examples/stages.rs`: 3-4% fewer instructions than with `end` a call there or with
+    /// `end` and `push_found` two calls from the framer's own loop).
     #[inline(always)]
     fn end(&mut self, rest: &[u8]) -> Option<usize> {
         let rest = within(rest, self.ahead)?;
@@ -1244,8 +1243,8 @@ pub fn decode_source(src: &Source<'_>, opts: &Options, control: &Control) -> Res
 /// pool: its allocator heap is the cold one (what it allocates is freed with the table and
 /// purged before its next call, so the kernel zeroed fresh pages for it every call, ~3% of
 /// a call's CPU in `perf`, none on a worker, whose heap gets the pages freed to it back at
-/// its next call). Stop 24: two threads cost 8-13% more CPU than one with the caller
-/// working, ~3% with it waiting. A thread that cannot be started (a process at its thread
+/// its next call). Two threads cost 8-13% more CPU than one with the caller working,
+/// ~3% with it waiting. A thread that cannot be started (a process at its thread
 /// limit) is not an error: the others, the calling thread at least, do its share.
 fn run_on<F: Fn() + Sync>(threads: usize, work: F) {
     if threads <= 1 {
