@@ -58,8 +58,8 @@ pub fn decode_source(src: &Source<'_>, opts: &Options, control: &Control) -> Res
 /// pool: its allocator heap is the cold one (what it allocates is freed with the table and
 /// purged before its next call, so the kernel zeroed fresh pages for it every call, ~3% of
 /// a call's CPU in `perf`, none on a worker, whose heap gets the pages freed to it back at
-/// its next call). Stop 24: two threads cost 8-13% more CPU than one with the caller
-/// working, ~3% with it waiting. A thread that cannot be started (a process at its thread
+/// its next call). Two threads cost 8-13% more CPU than one with the caller working,
+/// ~3% with it waiting. A thread that cannot be started (a process at its thread
 /// limit) is not an error: the others, the calling thread at least, do its share.
 pub(crate) fn run_on<F: Fn() + Sync>(threads: usize, work: F) {
     if threads <= 1 {
