@@ -55,6 +55,9 @@ DEFAULT_KEEPALIVE: Optional[float] = 15.0
 DEFAULT_MAX_BATCH = 512
 
 _KEEPALIVE = b": keep-alive\n\n"
+_MAX_KEEPALIVE = 86400.0  # a day: the longest silence between keep-alives
+# Most events a batch may hold: the producer reads that far ahead of the client.
+_MAX_MAX_BATCH = 1 << 20
 # Longest an event waits on an idle transport while a source that never suspends (a sync
 # iterable, an async generator with no real await) keeps producing: a batch goes out when
 # the source awaits I/O, fills ``max_batch``, or with the first event made this many seconds
@@ -154,12 +157,13 @@ class EventStream:
             media_type = negotiate(accept)
         elif media_type not in _ENCODERS:
             raise ValueError(f"media_type must be {SSE_MEDIA_TYPE!r} or {AGUI_MEDIA_TYPE!r}, not {media_type!r}")
-        if keepalive is not None and not keepalive > 0:
-            raise ValueError(f"keepalive must be a positive number of seconds or None, not {keepalive!r}")
-        if type(max_batch) is not int:
-            raise TypeError(f"max_batch must be an int, not {type(max_batch).__name__}")
-        if max_batch < 1:
-            raise ValueError(f"max_batch must be >= 1, not {max_batch}")
+        if keepalive is not None:
+            if isinstance(keepalive, bool) or not isinstance(keepalive, (int, float)):
+                raise TypeError(f"keepalive must be a number of seconds or None, not {type(keepalive).__name__}")
+            if not 0 < keepalive <= _MAX_KEEPALIVE:
+                raise ValueError(f"keepalive must be between 0 (excluded) and {_MAX_KEEPALIVE} seconds, not {keepalive!r}")
+        _native.check_int("max_batch", max_batch, 1, _MAX_MAX_BATCH)
+        _native.check_int("status_code", status_code, 100, 599)
         self.events = events
         self.media_type = media_type
         self.status_code = status_code

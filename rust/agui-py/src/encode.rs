@@ -99,7 +99,7 @@ fn str_out<'py>(py: Python<'py>, b: &[u8]) -> Bound<'py, PyString> {
 /// `obj`, as pydantic writes it for ag_ui models.
 #[pyfunction]
 #[pyo3(signature = (obj, /, *, pydantic_fallback = true, max_depth = DEPTH))]
-pub fn dumps<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>, pydantic_fallback: bool, max_depth: u32) -> PyResult<Bound<'py, PyBytes>> {
+pub fn dumps<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>, pydantic_fallback: bool, #[pyo3(from_py_with = crate::args::max_depth_u32)] max_depth: u32) -> PyResult<Bound<'py, PyBytes>> {
     with_json(py, opts(pydantic_fallback, max_depth), |w| w.walk(obj.as_ptr()), bytes_out)
 }
 
@@ -115,7 +115,7 @@ fn frame(w: &mut JsonWalker<'_, '_>, obj: &Bound<'_, PyAny>) -> PyResult<()> {
 /// `"data: " + dumps(obj) + "\n\n"` (ag_ui EventEncoder.encode).
 #[pyfunction]
 #[pyo3(signature = (obj, /, *, pydantic_fallback = true, max_depth = DEPTH))]
-pub fn encode_sse<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>, pydantic_fallback: bool, max_depth: u32) -> PyResult<Bound<'py, PyString>> {
+pub fn encode_sse<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>, pydantic_fallback: bool, #[pyo3(from_py_with = crate::args::max_depth_u32)] max_depth: u32) -> PyResult<Bound<'py, PyString>> {
     with_json(py, opts(pydantic_fallback, max_depth), |w| frame(w, obj), str_out)
 }
 
@@ -123,7 +123,7 @@ pub fn encode_sse<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>, pydantic_fallba
 /// encode_sse, UTF-8.
 #[pyfunction]
 #[pyo3(signature = (obj, /, *, pydantic_fallback = true, max_depth = DEPTH))]
-pub fn encode_sse_bytes<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>, pydantic_fallback: bool, max_depth: u32) -> PyResult<Bound<'py, PyBytes>> {
+pub fn encode_sse_bytes<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>, pydantic_fallback: bool, #[pyo3(from_py_with = crate::args::max_depth_u32)] max_depth: u32) -> PyResult<Bound<'py, PyBytes>> {
     with_json(py, opts(pydantic_fallback, max_depth), |w| frame(w, obj), bytes_out)
 }
 
@@ -131,7 +131,7 @@ pub fn encode_sse_bytes<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>, pydantic_
 /// event framed, concatenated.
 #[pyfunction]
 #[pyo3(signature = (events, /, *, pydantic_fallback = true, max_depth = DEPTH))]
-pub fn encode_sse_many<'py>(py: Python<'py>, events: &Bound<'py, PyAny>, pydantic_fallback: bool, max_depth: u32) -> PyResult<Bound<'py, PyBytes>> {
+pub fn encode_sse_many<'py>(py: Python<'py>, events: &Bound<'py, PyAny>, pydantic_fallback: bool, #[pyo3(from_py_with = crate::args::max_depth_u32)] max_depth: u32) -> PyResult<Bound<'py, PyBytes>> {
     with_json(
         py,
         opts(pydantic_fallback, max_depth),

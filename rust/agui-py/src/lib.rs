@@ -8,6 +8,7 @@ use pyo3::prelude::*;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod args;
 mod arrow;
 mod construct;
 mod decoder;
@@ -19,6 +20,7 @@ mod patch;
 mod pipeline;
 mod plan;
 mod proto;
+mod shared;
 mod sse;
 mod stream;
 mod walk;
@@ -30,6 +32,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DEFAULT_MAX_DEPTH", agui_core::limits::DEFAULT_MAX_DEPTH)?;
     // The direct reads of object memory are checked against the API once, here.
     layout::get(m.py());
+    args::register(m)?;
     construct::register(m)?;
     arrow::register(m)?;
     encode::register(m)?;

@@ -833,7 +833,12 @@ fn run_patch<'py>(
 /// Apply an RFC 6902 patch to a JSON-like Python document (dicts, lists, scalars).
 #[pyfunction]
 #[pyo3(signature = (doc, patch, *, in_place = false, max_depth = DEFAULT_MAX_DEPTH))]
-pub fn apply_patch<'py>(doc: Bound<'py, PyAny>, patch: &Bound<'py, PyAny>, in_place: bool, max_depth: usize) -> PyResult<Bound<'py, PyAny>> {
+pub fn apply_patch<'py>(
+    doc: Bound<'py, PyAny>,
+    patch: &Bound<'py, PyAny>,
+    in_place: bool,
+    #[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize,
+) -> PyResult<Bound<'py, PyAny>> {
     let py = doc.py();
     let mut doc = PyDoc::new(doc, if in_place { Mode::InPlace } else { Mode::Copy });
     let mut patcher = Patcher::new(options(max_depth)?);
@@ -1056,7 +1061,7 @@ fn state_op<'py>(i: usize, mut op: PyOp<'py>, max_depth: usize) -> R<PyOp<'py>> 
 impl StateDocument {
     #[new]
     #[pyo3(signature = (doc = None, *, max_depth = DEFAULT_MAX_DEPTH))]
-    fn new(py: Python<'_>, doc: Option<&Bound<'_, PyAny>>, max_depth: usize) -> PyResult<Self> {
+    fn new(py: Python<'_>, doc: Option<&Bound<'_, PyAny>>, #[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize) -> PyResult<Self> {
         let opts = options(max_depth)?;
         let root = match doc {
             None => PyDict::new(py).into_any(),
