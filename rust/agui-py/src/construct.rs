@@ -407,13 +407,13 @@ fn call(py: Python<'_>, cls: *mut ffi::PyObject, args: *mut ffi::PyObject, kwarg
         unsafe {
             let slot = (cls as *mut u8).add(offset) as *mut Option<ffi::vectorcallfunc>;
             *slot = Some(meta_vectorcall);
-            return Py::from_owned_ptr_or_err(py, ffi::PyObject_Call(cls, args, kwargs));
+            return Bound::from_owned_ptr_or_err(py, ffi::PyObject_Call(cls, args, kwargs)).map(Bound::unbind);
         }
     }
     let mut given = 0u64;
     match unsafe { route(py, &plan, DictPairs(kwargs, 0), &mut given) } {
         Route::Direct => {
-            let obj = unsafe { Py::from_owned_ptr_or_err(py, base(cls, args, kwargs)) };
+            let obj = unsafe { Bound::from_owned_ptr_or_err(py, base(cls, args, kwargs)).map(Bound::unbind) };
             recorded(py, meta, &plan, obj, given, false)
         }
         Route::WithoutTag => {
@@ -421,7 +421,7 @@ fn call(py: Python<'_>, cls: *mut ffi::PyObject, args: *mut ffi::PyObject, kwarg
             if let Some((field, _, _)) = &plan.tag {
                 kw.del_item(field.bind(py))?;
             }
-            let obj = unsafe { Py::from_owned_ptr_or_err(py, base(cls, args, kw.as_ptr())) };
+            let obj = unsafe { Bound::from_owned_ptr_or_err(py, base(cls, args, kw.as_ptr())).map(Bound::unbind) };
             recorded(py, meta, &plan, obj, given, true)
         }
         Route::Lenient => {
@@ -471,7 +471,7 @@ fn vcall(
     let mut given = 0u64;
     match unsafe { route(py, &plan, (0..nkw).map(|i| (name(i), values[i])), &mut given) } {
         Route::Direct => {
-            let obj = unsafe { Py::from_owned_ptr_or_err(py, struct_vectorcall(cls, args, nargsf, kwnames)) };
+            let obj = unsafe { Bound::from_owned_ptr_or_err(py, struct_vectorcall(cls, args, nargsf, kwnames)).map(Bound::unbind) };
             recorded(py, meta, &plan, obj, given, false)
         }
         Route::WithoutTag => {
@@ -479,7 +479,7 @@ fn vcall(
             let keep: Vec<usize> = (0..nkw).filter(|&i| !unsafe { str_eq(name(i), tag_field.as_ptr()) }).collect();
             let names = PyTuple::new(py, keep.iter().map(|&i| unsafe { Bound::from_borrowed_ptr(py, name(i)) }))?;
             let vals: Vec<*mut ffi::PyObject> = keep.iter().map(|&i| values[i]).collect();
-            let obj = unsafe { Py::from_owned_ptr_or_err(py, struct_vectorcall(cls, vals.as_ptr(), 0, names.as_ptr())) };
+            let obj = unsafe { Bound::from_owned_ptr_or_err(py, struct_vectorcall(cls, vals.as_ptr(), 0, names.as_ptr())).map(Bound::unbind) };
             recorded(py, meta, &plan, obj, given, true)
         }
         Route::Lenient => {

@@ -1020,7 +1020,9 @@ impl StateDocument {
 
     /// Forget owned containers no longer in the document (the set alone holds them).
     fn prune(&mut self, py: Python<'_>) {
-        self.owned.prune(|k| k.get_refcnt(py) > 1);
+        let _ = py;
+        // SAFETY: `k` is a live object (the set holds a reference to it), the GIL is held.
+        self.owned.prune(|k| unsafe { pyo3::ffi::Py_REFCNT(k.as_ptr()) } > 1);
     }
 
     /// Apply one patch (operations, or JSON text parsed with the GIL released) atomically.
