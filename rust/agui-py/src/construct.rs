@@ -30,8 +30,8 @@ use pyo3::types::{PyDict, PyString, PyTuple, PyType};
 
 use agui_core::construct::{Fields, Keyword, Route};
 
-use crate::gil::{GilBound, GilCell};
-use crate::layout::Layout;
+use crate::ffi::gil::{GilBound, GilCell};
+use crate::ffi::layout::Layout;
 
 /// What a keyword's value must be for the fast path (anything else goes to `lenient`);
 /// the encoder reads the same checks as each field's schema (`plan::conforms`). Literals
@@ -582,7 +582,7 @@ fn struct_meta<'py>(
         }
         let base_call: ffi::ternaryfunc = unsafe { std::mem::transmute::<*mut c_void, ffi::ternaryfunc>(call) };
         let basic: usize = base.getattr("__basicsize__")?.extract()?;
-        let vc = crate::layout::struct_vectorcall(base, probe).filter(|_| basic % std::mem::size_of::<usize>() == 0);
+        let vc = crate::ffi::layout::struct_vectorcall(base, probe).filter(|_| basic % std::mem::size_of::<usize>() == 0);
         let (ty, vectorcall) = match vc.map(|f| (f, new_meta(py, base, Some(basic)))) {
             Some((f, Ok(ty))) => (ty, Some((f, basic))),
             // a layout this interpreter refuses: the tp_call path
