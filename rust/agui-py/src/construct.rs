@@ -582,7 +582,7 @@ fn struct_meta<'py>(
         }
         let base_call: ffi::ternaryfunc = unsafe { std::mem::transmute::<*mut c_void, ffi::ternaryfunc>(call) };
         let basic: usize = base.getattr("__basicsize__")?.extract()?;
-        let vc = crate::ffi::layout::struct_vectorcall(base, probe).filter(|_| basic % std::mem::size_of::<usize>() == 0);
+        let vc = crate::ffi::layout::struct_vectorcall(base, probe).filter(|_| basic.is_multiple_of(std::mem::size_of::<usize>()));
         let (ty, vectorcall) = match vc.map(|f| (f, new_meta(py, base, Some(basic)))) {
             Some((f, Ok(ty))) => (ty, Some((f, basic))),
             // a layout this interpreter refuses: the tp_call path
