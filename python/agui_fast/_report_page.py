@@ -53,9 +53,9 @@ def _fix_surrogates(v: Any) -> Any:
     U+FFFD: the page is UTF-8."""
     if type(v) is str:
         return v.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    if type(v) is dict:
+    if isinstance(v, dict):
         return {_fix_surrogates(k): _fix_surrogates(x) for k, x in v.items()}
-    if type(v) is list:
+    if isinstance(v, list):
         return [_fix_surrogates(x) for x in v]
     return v
 

@@ -23,8 +23,11 @@ position and title (the page says where).
 
 from __future__ import annotations
 
+import gc
 import json
 import os
+from itertools import compress, count, islice
+from operator import is_not
 from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
 import msgspec
@@ -84,18 +87,50 @@ def _same(a: Any, b: Any) -> bool:
     return a is b or (type(a) is type(b) and a == b)
 
 
+def _hints(ops: Any) -> Optional[Dict[str, Any]]:
+    """Where a patch's operations point (``path`` and ``from``), as a tree of tokens (a
+    ``None`` leaf: everything below), to guide :class:`_Diff`; ``None``: anywhere."""
+    if type(ops) is not list:
+        return None
+    root: Dict[str, Any] = {}
+    for op in ops:
+        if type(op) is not dict:
+            return None
+        for member in ("path", "from"):
+            pointer = op.get(member)
+            if pointer is None and member == "from":
+                continue
+            if type(pointer) is not str or not pointer.startswith("/"):
+                return None  # the root, or a pointer the engine refuses: look everywhere
+            node: Optional[Dict[str, Any]] = root
+            tokens = [t.replace("~1", "/").replace("~0", "~") for t in pointer[1:].split("/")]
+            for t in tokens[:-1]:
+                if node is None:
+                    break
+                if t not in node:
+                    node[t] = {}
+                node = node[t]
+            if node is not None:
+                node[tokens[-1]] = None
+    return root
+
+
 class _Diff:
     """The difference between two states as ``[sign, pointer, before, after]`` entries
     (``+`` added, ``-`` removed, ``~`` replaced). Subtrees that the engine's copy-on-write
-    states share (the same object) are skipped, so the cost follows what changed."""
+    states share (the same object) are skipped, objects are looked into only where the
+    patch points (``hints``; everywhere if that finds nothing), lists are scanned for the
+    first and last difference at C speed. ``work`` counts the members looked at (and so
+    the engine's copying for the next view)."""
 
-    __slots__ = ("out", "limit", "more", "clip")
+    __slots__ = ("out", "limit", "more", "clip", "work")
 
     def __init__(self, clip: Clip, limit: int) -> None:
         self.clip = clip
         self.limit = limit
         self.out: List[List[Any]] = []
         self.more = False
+        self.work = 0
 
     def add(self, sign: str, path: str, before: Any, after: Any) -> None:
         if len(self.out) >= self.limit:
@@ -104,39 +139,72 @@ class _Diff:
         c = self.clip.value
         self.out.append([sign, self.clip.text(path), None if sign == "+" else c(before), None if sign == "-" else c(after)])
 
-    def walk(self, a: Any, b: Any, path: str = "", depth: int = 0) -> None:
+    def walk(self, a: Any, b: Any, hints: Optional[Dict[str, Any]] = None, path: str = "", depth: int = 0) -> None:
         if a is b or self.more:
             return
         ta, tb = type(a), type(b)
         if depth < 64 and ta is dict and tb is dict:
+            self.work += len(a) + len(b)
+            if hints:
+                found = len(self.out)
+                for k, sub in hints.items():
+                    if k in a:
+                        if k in b:
+                            self.walk(a[k], b[k], sub, _pointer(path, k), depth + 1)
+                        else:
+                            self.add("-", _pointer(path, k), a[k], None)
+                    elif k in b:
+                        self.add("+", _pointer(path, k), None, b[k])
+                if len(self.out) > found or self.more or a == b:
+                    return  # else the change is elsewhere (a pointer read otherwise): look everywhere
             for k, va in a.items():
                 if k in b:
                     vb = b[k]
                     if va is not vb:
-                        self.walk(va, vb, _pointer(path, k), depth + 1)
+                        self.walk(va, vb, None, _pointer(path, k), depth + 1)
                 else:
                     self.add("-", _pointer(path, k), va, None)
             for k, vb in b.items():
                 if k not in a:
                     self.add("+", _pointer(path, k), None, vb)
         elif depth < 64 and ta is list and tb is list:
-            n, m = len(a), len(b)
-            s = 0
-            while s < n and s < m and _same(a[s], b[s]):
-                s += 1
-            e = 0
-            while e < n - s and e < m - s and _same(a[n - 1 - e], b[m - 1 - e]):
-                e += 1
-            if n == m:  # changed in place
-                for k in range(s, n - e):
-                    self.walk(a[k], b[k], _pointer(path, k), depth + 1)
-            else:  # items removed or inserted between a common head and tail
-                for k in range(s, n - e):
-                    self.add("-", _pointer(path, k), a[k], None)
-                for k in range(s, m - e):
-                    self.add("+", _pointer(path, k), None, b[k])
+            self.list(a, b, hints, path, depth)
         elif not _same(a, b):
             self.add("~", path, a, b)
+
+    def list(self, a: List[Any], b: List[Any], hints: Optional[Dict[str, Any]], path: str, depth: int) -> None:
+        n, m = len(a), len(b)
+        self.work += 4 * (n + m)
+        # The common head and tail: positions where the items differ (by identity: the
+        # engine's states share what did not change) found by C loops, checked by value.
+        head = min(n, m)
+        for k in compress(count(), map(is_not, a, b)):
+            if not _same(a[k], b[k]):
+                head = k
+                break
+        room = min(n, m) - head
+        tail = room
+        for k in compress(count(), map(is_not, reversed(a), reversed(b))):
+            if k >= room:
+                break
+            if not _same(a[n - 1 - k], b[m - 1 - k]):
+                tail = k
+                break
+        if n == m:  # changed in place
+            middle = compress(range(head, n - tail), map(is_not, islice(a, head, n - tail), islice(b, head, n - tail)))
+            for k in middle:
+                self.walk(a[k], b[k], hints.get(str(k)) if hints else None, _pointer(path, k), depth + 1)
+                if self.more:
+                    return
+            return
+        for k in range(head, n - tail):  # removed, then inserted, between the head and the tail
+            self.add("-", _pointer(path, k), a[k], None)
+            if self.more:
+                return
+        for k in range(head, m - tail):
+            self.add("+", _pointer(path, k), None, b[k])
+            if self.more:
+                return
 
 
 class _Item(dict):
@@ -198,7 +266,7 @@ class _Builder:
     the page's data from what it computed."""
 
     def __init__(self, *, verify: bool, max_string: int, max_text: int, max_value: int, max_changes: int,
-                 raw_events: int, max_bytes: int) -> None:
+                 raw_events: int, max_bytes: int, max_compare: int) -> None:
         self.ap = stream.EventApplier(raw=True, verify=verify)
         self.clip = Clip(max_string, max_value)
         self.max_text = max_text
@@ -207,6 +275,10 @@ class _Builder:
         self.tail = raw_events // 2
         self.max_bytes = max_bytes
         self.detail = True  # False once the data passed max_bytes
+        self.max_compare = max_compare
+        self.work = 0  # members compared and read so far (see max_compare)
+        self.tracking = True  # False once work passed max_compare
+        self.untracked: Optional[int] = None  # the first event not tracked
         self.cut: Optional[int] = None  # the first event whose item has no details
         self.items: List[_Item] = []
         self.findings: List[Dict[str, Any]] = []
@@ -216,6 +288,7 @@ class _Builder:
         self.lanes: List[Dict[str, Any]] = [{"id": None, "name": "main"}]
         self.lane_of: Dict[str, int] = {}
         self.open: Dict[Tuple[str, int, Any], _Item] = {}  # streams and spans by (kind, lane, id)
+        self.chunked: List[_Item] = []  # streams of chunk events (the next other event ends them)
         self.last_open: Dict[Tuple[str, int], _Item] = {}  # the latest stream of each kind, per lane
         self.calls: Dict[Any, _Item] = {}  # tool call items by id
         self.activities: Dict[Any, Any] = {}  # the last content of each activity message, by id
@@ -317,12 +390,17 @@ class _Builder:
 
     def settle(self, it: _Item) -> None:
         """A stream item's text (or tool call) from the engine's message."""
+        if "raw" not in it or (it["k"] == "tool" and not self.tracking):
+            return
         m = self.message(it.msg)
-        if type(m) is not dict or "raw" not in it:
+        if type(m) is not dict:
             return
         text = self.clip.text
         if it["k"] == "tool":
             calls = m.get("toolCalls") or []
+            # Each tool call reads its whole parent message: counted, as a message with
+            # very many tool calls makes that quadratic.
+            self.spend(200 * len(calls) + (len(m["content"]) if type(m.get("content")) is str else 0), it["i"])
             call = next((c for c in calls if type(c) is dict and c.get("id") == it.key), None)
             fn = call.get("function") if type(call) is dict else None
             if type(fn) is dict:
@@ -337,6 +415,16 @@ class _Builder:
             it["name"] = text(m.get("name"))
         if it.get("id") is None:
             it["id"] = text(m.get("id"))
+
+    def spend(self, work: int, i: int) -> None:
+        """Count comparison work; past ``max_compare``, later events are no longer
+        compared (state and activity differences, tool call arguments)."""
+        self.work += work
+        if self.tracking and self.work > self.max_compare:
+            self.tracking = False
+            self.untracked = i + 1
+            self.state = None
+            self.activities.clear()
 
     def settle_open(self) -> None:
         for it in self.open.values():
@@ -366,8 +454,16 @@ class _Builder:
         else:
             self.t0, self.t1 = min(self.t0, t), max(self.t1, t)  # type: ignore[type-var]
 
+        if self.chunked and not name.endswith("_CHUNK"):
+            for it in self.chunked:
+                self.end(it)
+            self.chunked = []
         if name == "MESSAGES_SNAPSHOT":
-            self.settle_open()  # the snapshot replaces the messages the open streams point at
+            # The snapshot replaces the messages the open streams point at: read them now,
+            # and find them again by their next change.
+            self.settle_open()
+            for it in self.open.values():
+                it.msg = None
         seen = len(self.ap.warnings)
         change: Optional[stream.Change] = None
         error: Optional[AguiError] = None
@@ -383,7 +479,10 @@ class _Builder:
             _, message, details = warning_parts(w)
             self.finding(it, i, "warning", message, stage="apply", **details)
         if isinstance(error, StreamError):
-            f = self.finding(it, i, "error", error.message, stage=error.stage, rule=error.rule, ids=error.ids)
+            message = error.message
+            for prefix in (f"event {i} ({error.event_type}): ", f"event {i}: ", f"{error.rule}: "):
+                message = message[len(prefix):] if message.startswith(prefix) else message
+            f = self.finding(it, i, "error", message, stage=error.stage, rule=error.rule, ids=error.ids)
             if isinstance(error, VerificationError) and not self.stopped:
                 self.stopped = True
                 f["stop"] = True
@@ -394,6 +493,7 @@ class _Builder:
         if self.detail and self.clip.used > self.max_bytes:
             self.detail = False
             self.cut = self.n
+            self.state = None  # no more views: the engine need not copy what it changes
 
     def place(self, i: int, name: str, ev: Any, change: Optional[stream.Change]) -> _Item:
         """The item event ``i`` belongs to: an open stream's, or a new one."""
@@ -411,7 +511,10 @@ class _Builder:
                 it = self.last_open.get((kind, lane))
                 key = it.key if it is not None else None
             if it is None:
-                it = self.item(kind, i, lane, open=True)
+                chunk = name.endswith("_CHUNK")
+                it = self.item(kind, i, lane, open=not chunk)
+                if chunk:
+                    self.chunked.append(it)
                 if type(key) is str:
                     it["id"] = text(key)
                 if kind == "tool" and get("toolCallName") is not None:
@@ -424,11 +527,7 @@ class _Builder:
             if change is not None and change.message is not None:
                 it.msg = change.message
             if name in _ENDS:
-                self.settle(it)
-                it["open"] = False
-                self.open.pop((kind, lane, it.key), None)
-                if self.last_open.get((kind, lane)) is it:
-                    del self.last_open[(kind, lane)]
+                self.end(it)
             return it
         span = _SPANS.get(name)
         if span is not None:
@@ -492,27 +591,37 @@ class _Builder:
                 it["code"] = text(get("code"))
         return it
 
+    def end(self, it: _Item) -> None:
+        """A stream ended: its text (or tool call) as the engine assembled it."""
+        self.settle(it)
+        it["open"] = False
+        kind, lane = it["k"], it["lane"]
+        if self.open.get((kind, lane, it.key)) is it:
+            del self.open[(kind, lane, it.key)]
+        if self.last_open.get((kind, lane)) is it:
+            del self.last_open[(kind, lane)]
+
     def after(self, it: _Item, name: str, ev: Any, change: stream.Change) -> None:
         """What the engine computed for the event, on its item."""
         get = _getter(ev)
         clip = self.clip.value
         detail = "raw" in it
         k = it["k"]
-        if change.state:
+        if change.state and detail and self.tracking:
+            # The state before and after the event, as the engine holds them (views share
+            # what did not change), and their difference.
             state = self.ap.state_view()
-            if detail:
-                diff = _Diff(self.clip, self.max_changes)
-                diff.walk(self.state, state)
-                it["diff"] = diff.out
-                if diff.more:
-                    it["dmore"] = True
-                if name == "STATE_SNAPSHOT":
-                    it["after"] = clip(state)
+            diff = _Diff(self.clip, self.max_changes)
+            diff.walk(self.state, state, _hints(get("delta")) if name == "STATE_DELTA" else None)
+            it["diff"] = diff.out
+            if diff.more:
+                it["dmore"] = True
+            if name == "STATE_SNAPSHOT":
+                it["after"] = clip(state)
             self.state = state
+            self.spend(diff.work, it["i"])
         if k == "state":
             it["changed"] = change.state
-            if detail and name == "STATE_DELTA":
-                it["ops"] = clip(get("delta"))
         elif k == "result" and detail:
             m = self.message(change.message)
             if type(m) is dict:
@@ -521,7 +630,7 @@ class _Builder:
                 if m.get("error") is not None:
                     it["error"] = self.clip.text(m.get("error"))
                 it["mid"] = self.clip.text(m.get("id"))
-        elif k == "activity" and detail:
+        elif k == "activity" and detail and self.tracking:
             m = self.message(change.message)
             if type(m) is dict:
                 mid = m.get("id")
@@ -530,10 +639,11 @@ class _Builder:
                 before = self.activities.get(mid)
                 if before is not None:
                     diff = _Diff(self.clip, self.max_changes)
-                    diff.walk(before, content)
+                    diff.walk(before, content, _hints(get("patch")) if name == "ACTIVITY_DELTA" else None)
                     it["diff"] = diff.out
                     if diff.more:
                         it["dmore"] = True
+                    self.spend(diff.work, it["i"])
                 self.activities[mid] = content
         elif k == "messages" and detail:
             msgs = self.ap.messages
@@ -607,6 +717,7 @@ class _Builder:
             "limits": {"maxString": self.clip.max_string, "maxText": self.max_text, "maxValue": self.clip.max_value,
                        "maxChanges": self.max_changes, "rawEvents": self.head + self.tail, "maxBytes": self.max_bytes},
             "cut": self.cut,
+            "untracked": self.untracked,
         }
 
 
@@ -619,7 +730,7 @@ def _event_bytes(event: Any) -> bytes:
     return _native.dumps(event)
 
 
-_LIMITS = ("max_string", "max_text", "max_value", "max_changes", "raw_events", "max_bytes")
+_LIMITS = ("max_string", "max_text", "max_value", "max_changes", "raw_events", "max_bytes", "max_compare")
 
 
 def build(
@@ -634,6 +745,7 @@ def build(
     max_changes: int = 50,
     raw_events: int = 5,
     max_bytes: int = 50_000_000,
+    max_compare: int = 300_000_000,
 ) -> Report:
     """Replay ``source`` (a log path or ``bytes``, or an iterable of events) through the
     stream engine and gather what the page shows. ``format``: the log's (default:
@@ -641,7 +753,7 @@ def build(
     breaks one is shown with the error and, as the reference client refuses it, not
     applied). Limits: see the module's documentation. An unreadable log frame ends the
     report there (the error is on the page); a source of another type is a ``TypeError``."""
-    limits = dict(zip(_LIMITS, (max_string, max_text, max_value, max_changes, raw_events, max_bytes)))
+    limits = dict(zip(_LIMITS, (max_string, max_text, max_value, max_changes, raw_events, max_bytes, max_compare)))
     for key, value in limits.items():
         if type(value) is not int:
             raise TypeError(f"{key} must be an int, not {type(value).__name__}")
@@ -662,11 +774,18 @@ def build(
     else:
         raise TypeError(f"source must be a log (a path or bytes) or an iterable of events, not {type(source).__name__}")
     decode_error: Optional[DecodeError] = None
+    # The items hold no reference cycles: the collector would only walk them (and the
+    # states) over and over, half the time of a large log.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         for data in events:
             b.feed(data)
     except DecodeError as exc:
         decode_error = exc
+    finally:
+        if collecting:
+            gc.enable()
     return Report(b.finish(title or name, fmt, decode_error))
 
 

@@ -57,6 +57,11 @@
 
   // ---- titles and bodies of items --------------------------------------------------------
 
+  function delta(it) { // a STATE_DELTA's operations, from its raw event
+    var ev = it.raw && it.raw.length ? it.raw[0][1] : null;
+    return ev && typeof ev === "object" ? ev.delta : undefined;
+  }
+
   function title(it) {
     switch (it.k) {
       case "run": return "Run " + it.id + (it.thread ? "  \u00b7  thread " + it.thread : "");
@@ -64,11 +69,12 @@
       case "error": return (it.ty[0] === "SUBAGENT_ERROR" ? "Subagent error: " : "Run error: ") + (it.message || "") + (it.code ? " (" + it.code + ")" : "");
       case "text": return (it.role || "assistant") + " message" + (it.name ? " \u00b7 " + it.name : "") + (it.id ? "  " + it.id : "");
       case "reasoning": return "reasoning message" + (it.id ? "  " + it.id : "");
-      case "phase": return "reasoning " + (it.open ? "started" : "") + (it.id ? "  " + it.id : "");
+      case "phase": return "reasoning phase" + (it.id ? "  " + it.id : "");
       case "tool": return (it.name || "?") + (it.id ? "  " + it.id : "");
       case "result": var c = it.call !== undefined ? items[it.call] : null;
         return "result of " + (c && c.name ? c.name : "tool call") + (it.id ? "  " + it.id : "");
-      case "state": return it.ty[0] === "STATE_SNAPSHOT" ? "state snapshot" : "state delta" + (it.ops ? " (" + it.ops.length + " op" + (it.ops.length === 1 ? "" : "s") + ")" : "");
+      case "state": var ops = delta(it);
+        return it.ty[0] === "STATE_SNAPSHOT" ? "state snapshot" : "state delta" + (Array.isArray(ops) ? " (" + ops.length + " op" + (ops.length === 1 ? "" : "s") + ")" : "");
       case "messages": return "messages snapshot" + (it.count !== undefined ? " (" + it.count + " messages)" : "");
       case "activity": return (it.atype || "activity") + (it.ty[0] === "ACTIVITY_DELTA" ? " delta" : " snapshot") + (it.id ? "  " + it.id : "");
       case "step": return "step " + (it.id === null || it.id === undefined ? "" : it.id);
@@ -135,7 +141,7 @@
         if (it.diff) b.append(diffView(full ? it.diff : it.diff.slice(0, 8), it.dmore || (!full && it.diff.length > 8)));
         else if (it.changed === false) b.append(el("div", "sub", "state unchanged"));
         if (full && it.after !== undefined) add(b, el("div", "sub", "state after:"), pre(json(it.after, true)));
-        if (full && it.ops !== undefined) add(b, el("div", "sub", "operations:"), pre(json(it.ops, true)));
+        if (full && delta(it) !== undefined) add(b, el("div", "sub", "operations:"), pre(json(delta(it), true)));
         if (!it.diff && it.content !== undefined) txt(json(it.content, full), "mono");
         break;
       case "messages":
@@ -246,7 +252,7 @@
     var h = hay[idx];
     if (h === undefined) {
       var it = items[idx];
-      var parts = [title(it), it.text, it.args, it.content, it.message, it.value, it.diff, it.raw, it.after, it.messages];
+      var parts = [title(it), it.text, it.args, it.content, it.message, it.value, it.diff, it.raw, it.after, it.messages, it.input, it.result, it.interrupts];
       h = hay[idx] = parts.map(function (p) { return p === undefined ? "" : typeof p === "string" ? p : json(p); }).join("\n").toLowerCase();
     }
     return h;
@@ -280,7 +286,10 @@
     for (var k = from; k < to; k++) {
       var idx = shownList[k], it = items[idx];
       if (it.gap && !filtered) list.append(el("div", "gap", "\u22ef " + dur(it.gap) + " later"));
-      if (D.cut !== null && D.cut !== undefined && it.i === D.cut)
+      var before = k > 0 ? items[shownList[k - 1]].i : -1;
+      if (typeof D.untracked === "number" && before < D.untracked && it.i >= D.untracked)
+        list.append(el("div", "note", "From event #" + num(D.untracked) + " on, the page shows no state or activity differences and no tool-call arguments: comparing states after every event would take too long for this log (the engine applied every event)."));
+      if (typeof D.cut === "number" && before < D.cut && it.i >= D.cut)
         list.append(el("div", "note", "From event #" + num(D.cut) + " on, items keep only their title: the page reached its size limit (" + num(D.limits.maxBytes) + " bytes of data)."));
       list.append(row(idx, idx === openIdx));
     }
