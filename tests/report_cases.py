@@ -7,14 +7,15 @@ from agui_fast.encoder import EventEncoder
 
 # Strings that would run script if a page inserted them as markup (each sets a global or
 # opens a dialog), or end the data's <script> element, or break JSON inside JavaScript.
+MARK = "document.documentElement.dataset.pwned = 1"  # what a payload does if it runs: visible in the DOM
 PAYLOADS = [
-    "</script><script>window.__pwned = 1</script>",
-    "<img src=x onerror=\"window.__pwned = 2\">",
-    "<svg onload=alert(3)>",
-    "<!--<script>window.__pwned = 4</script>-->",
+    f"</script><script>{MARK}; window.__pwned = 1</script>",
+    f"<img src=x onerror=\"{MARK}; window.__pwned = 2\">",
+    f"<svg onload=\"{MARK}; alert(3)\">",
+    f"<!--<script>{MARK}; window.__pwned = 4</script>-->",
     "\u2028\u2029<b>bold?</b>&amp;&lt;",
-    "javascript:window.__pwned = 5",
-    "<iframe srcdoc='<script>parent.__pwned = 6</script>'></iframe>",
+    f"javascript:{MARK}",
+    f"<iframe srcdoc='<script>parent.{MARK}</script>'></iframe>",
 ]
 
 

@@ -382,7 +382,7 @@
   metaBits.push(D.generator);
   add(header, el("h1", null, D.title), el("div", "meta", metaBits.filter(Boolean).join("  \u00b7  ")));
   var chips = el("div", "chips");
-  function chip(n, label, cls) { var c = el("span", "chip" + (cls ? " " + cls : "")); add(c, el("b", null, num(n)), label); chips.append(c); }
+  function chip(n, label, cls) { var c = el("span", "chip" + (cls ? " " + cls : "")); add(c, el("b", null, num(n)), " " + label); chips.append(c); }
   var byKind = {};
   items.forEach(function (it) { byKind[it.k] = (byKind[it.k] || 0) + 1; });
   chip(byKind.text || 0, "messages");
