@@ -141,7 +141,6 @@
         if (it.diff) b.append(diffView(full ? it.diff : it.diff.slice(0, 8), it.dmore || (!full && it.diff.length > 8)));
         else if (it.changed === false) b.append(el("div", "sub", "state unchanged"));
         if (full && it.after !== undefined) add(b, el("div", "sub", "state after:"), pre(json(it.after, true)));
-        if (full && delta(it) !== undefined) add(b, el("div", "sub", "operations:"), pre(json(delta(it), true)));
         if (!it.diff && it.content !== undefined) txt(json(it.content, full), "mono");
         break;
       case "messages":
@@ -382,20 +381,24 @@
   metaBits.push(D.generator);
   add(header, el("h1", null, D.title), el("div", "meta", metaBits.filter(Boolean).join("  \u00b7  ")));
   var chips = el("div", "chips");
-  function chip(n, label, cls) { var c = el("span", "chip" + (cls ? " " + cls : "")); add(c, el("b", null, num(n)), " " + label); chips.append(c); }
+  function chip(n, label, cls) { // label: singular and plural
+    var c = el("span", "chip" + (cls ? " " + cls : ""));
+    add(c, el("b", null, num(n)), " " + label[n === 1 ? 0 : 1]);
+    chips.append(c);
+  }
   var byKind = {};
   items.forEach(function (it) { byKind[it.k] = (byKind[it.k] || 0) + 1; });
-  chip(byKind.text || 0, "messages");
-  if (byKind.reasoning) chip(byKind.reasoning, "reasoning");
-  chip(byKind.tool || 0, "tool calls");
-  chip(byKind.state || 0, "state changes");
-  if (byKind.activity) chip(byKind.activity, "activities");
+  chip(byKind.text || 0, ["message", "messages"]);
+  if (byKind.reasoning) chip(byKind.reasoning, ["reasoning message", "reasoning messages"]);
+  chip(byKind.tool || 0, ["tool call", "tool calls"]);
+  chip(byKind.state || 0, ["state change", "state changes"]);
+  if (byKind.activity) chip(byKind.activity, ["activity", "activities"]);
   var nErr = findings.filter(function (f) { return f.level === "error"; }).length;
-  chip(nErr, "errors", nErr ? "bad" : "");
-  chip(findings.length - nErr, "warnings", findings.length - nErr ? "warn" : "");
+  chip(nErr, ["error", "errors"], nErr ? "bad" : "");
+  chip(findings.length - nErr, ["warning", "warnings"], findings.length - nErr ? "warn" : "");
   var total = 0;
   (D.usage || []).forEach(function (u) { total += u.totalTokens !== undefined ? u.totalTokens : (u.inputTokens || 0) + (u.outputTokens || 0); });
-  if (total) chip(total, "tokens");
+  if (total) chip(total, ["token", "tokens"]);
   header.append(chips);
   app.append(header);
 
