@@ -211,6 +211,11 @@ class _Item(dict):
     """One row of the timeline (a dict: it is the page's data) and what building it needs."""
 
     __slots__ = ("idx", "tail", "last_t", "msg", "key")
+    idx: int  # its position in the items
+    tail: List[Any]  # its last raw events
+    last_t: Optional[float]  # its last event's timestamp
+    msg: Optional[int]  # the engine's message it is about
+    key: Any  # the id naming it (a stream's or span's)
 
 
 class _Unreadable:
