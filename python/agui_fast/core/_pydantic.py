@@ -1,5 +1,4 @@
-"""pydantic and FastAPI interop of the Structs (issue 11 §3; docs/design.md, "pydantic and
-FastAPI").
+"""pydantic and FastAPI interop of the Structs (docs/design.md, "pydantic and FastAPI").
 
 pydantic is optional: nothing here imports it unless it is installed.
 
