@@ -328,3 +328,29 @@ def test_cli_stdin_stdout_and_mistakes(tmp_path, capsys):
     bad.write_bytes(demo_log() + b"data: {oops\n\n")
     assert main(["report", str(bad)]) == 1  # the page is written, reading stopped at the bad frame
     assert page_data((tmp_path / "bad.html").read_text())["findings"][-1]["stage"] == "decode"
+
+
+# -- time: linear in the log ------------------------------------------------------------------
+
+
+@pytest.mark.complexity
+@pytest.mark.parametrize("shape", ["generated run", "deltas on a wide state", "tool calls and results"])
+def test_building_takes_linear_time(shape):
+    from test_props_linear import check  # the suite's one measure of growth
+
+    def make(n):
+        if shape == "generated run":
+            return sse_log(run_events(n))
+        if shape == "deltas on a wide state":
+            events = [{"type": "STATE_SNAPSHOT", "snapshot": {f"k{i}": {"v": i} for i in range(2_000)}}]
+            return sse(events + [{"type": "STATE_DELTA", "delta": [{"op": "replace", "path": f"/k{i % 2_000}/v", "value": -i}]}
+                                 for i in range(n)])
+        events = []
+        for i in range(n // 4):  # each call in a message of its own, its result later
+            events += [{"type": "TOOL_CALL_START", "toolCallId": f"c{i}", "toolCallName": "f"},
+                       {"type": "TOOL_CALL_ARGS", "toolCallId": f"c{i}", "delta": "{}"},
+                       {"type": "TOOL_CALL_END", "toolCallId": f"c{i}"},
+                       {"type": "TOOL_CALL_RESULT", "messageId": f"r{i}", "toolCallId": f"c{i}", "content": "ok"}]
+        return sse(events)
+
+    check(lambda log: report.build(log, verify=False), make, 200)
