@@ -334,7 +334,7 @@ def test_cli_stdin_stdout_and_mistakes(tmp_path, capsys):
 
 
 @pytest.mark.complexity
-@pytest.mark.parametrize("shape", ["generated run", "deltas on a wide state", "tool calls and results"])
+@pytest.mark.parametrize("shape", ["generated run", "deltas on a wide state", "tool calls and results", "unended messages"])
 def test_building_takes_linear_time(shape):
     from test_props_linear import check  # the suite's one measure of growth
 
@@ -346,6 +346,13 @@ def test_building_takes_linear_time(shape):
             return sse(events + [{"type": "STATE_DELTA", "delta": [{"op": "replace", "path": f"/k{i % 2_000}/v", "value": -i}]}
                                  for i in range(n)])
         events = []
+        if shape == "unended messages":  # streams left open while runs start and end
+            for i in range(n // 4):
+                events += [{"type": "RUN_STARTED", "threadId": "t", "runId": f"r{i}"},
+                           {"type": "TEXT_MESSAGE_START", "messageId": f"m{i}"},
+                           {"type": "TEXT_MESSAGE_CONTENT", "messageId": f"m{i}", "delta": "x"},
+                           {"type": "RUN_FINISHED", "threadId": "t", "runId": f"r{i}"}]
+            return sse(events)
         for i in range(n // 4):  # each call in a message of its own, its result later
             events += [{"type": "TOOL_CALL_START", "toolCallId": f"c{i}", "toolCallName": "f"},
                        {"type": "TOOL_CALL_ARGS", "toolCallId": f"c{i}", "delta": "{}"},

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import gc
 import json
+import math
 import os
 from itertools import compress, count, islice
 from operator import is_not
@@ -210,11 +211,12 @@ class _Diff:
 class _Item(dict):
     """One row of the timeline (a dict: it is the page's data) and what building it needs."""
 
-    __slots__ = ("idx", "tail", "last_t", "msg", "key")
+    __slots__ = ("idx", "tail", "last_t", "msg", "epoch", "key")
     idx: int  # its position in the items
     tail: List[Any]  # its last raw events
     last_t: Optional[float]  # its last event's timestamp
     msg: Optional[int]  # the engine's message it is about
+    epoch: int  # the messages snapshots before ``msg`` was taken
     key: Any  # the id naming it (a stream's or span's)
 
 
@@ -293,6 +295,8 @@ class _Builder:
         self.lanes: List[Dict[str, Any]] = [{"id": None, "name": "main"}]
         self.lane_of: Dict[str, int] = {}
         self.open: Dict[Tuple[str, int, Any], _Item] = {}  # streams and spans by (kind, lane, id)
+        self.dirty: Dict[int, _Item] = {}  # streams changed since their message was last read
+        self.epoch = 0  # messages snapshots so far: a stream's message index is of its epoch
         self.chunked: List[_Item] = []  # streams of chunk events (the next other event ends them)
         self.last_open: Dict[Tuple[str, int], _Item] = {}  # the latest stream of each kind, per lane
         self.calls: Dict[Any, _Item] = {}  # tool call items by id
@@ -313,6 +317,7 @@ class _Builder:
         it.tail = []
         it.last_t = None
         it.msg = None
+        it.epoch = 0
         it.key = None
         if self.detail:
             it["raw"] = []
@@ -397,7 +402,7 @@ class _Builder:
         """A stream item's text (or tool call) from the engine's message."""
         if "raw" not in it or (it["k"] == "tool" and not self.tracking):
             return
-        m = self.message(it.msg)
+        m = self.message(it.msg) if it.epoch == self.epoch else None
         if type(m) is not dict:
             return
         text = self.clip.text
@@ -432,9 +437,10 @@ class _Builder:
             self.activities.clear()
 
     def settle_open(self) -> None:
-        for it in self.open.values():
-            if it["k"] in ("text", "reasoning", "tool"):
-                self.settle(it)
+        """Read the streams changed since they were last read (each once: linear)."""
+        for it in self.dirty.values():
+            self.settle(it)
+        self.dirty.clear()
 
     # -- one event --------------------------------------------------------------------------
 
@@ -451,8 +457,8 @@ class _Builder:
         ty = ev.get("type") if type(ev) is dict else None
         name = ty if type(ty) is str else (_NO_TYPE if type(ev) is dict else _NOT_AN_OBJECT)
         self.types[name] = self.types.get(name, 0) + 1
-        t = ev.get("timestamp") if type(ev) is dict else None
-        if type(t) not in (int, float):
+        t: Any = ev.get("timestamp") if type(ev) is dict else None
+        if type(t) not in (int, float) or not math.isfinite(t):
             t = None
         elif self.t0 is None:
             self.t0 = self.t1 = t
@@ -467,8 +473,7 @@ class _Builder:
             # The snapshot replaces the messages the open streams point at: read them now,
             # and find them again by their next change.
             self.settle_open()
-            for it in self.open.values():
-                it.msg = None
+            self.epoch += 1
         seen = len(self.ap.warnings)
         change: Optional[stream.Change] = None
         error: Optional[AguiError] = None
@@ -531,6 +536,8 @@ class _Builder:
             self.last_open[(kind, lane)] = it
             if change is not None and change.message is not None:
                 it.msg = change.message
+                it.epoch = self.epoch
+                self.dirty[it.idx] = it
             if name in _ENDS:
                 self.end(it)
             return it
@@ -598,7 +605,8 @@ class _Builder:
 
     def end(self, it: _Item) -> None:
         """A stream ended: its text (or tool call) as the engine assembled it."""
-        self.settle(it)
+        if self.dirty.pop(it.idx, None) is not None:
+            self.settle(it)
         it["open"] = False
         kind, lane = it["k"], it["lane"]
         if self.open.get((kind, lane, it.key)) is it:
