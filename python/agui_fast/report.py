@@ -463,7 +463,7 @@ class _Builder:
         elif self.t0 is None:
             self.t0 = self.t1 = t
         else:
-            self.t0, self.t1 = min(self.t0, t), max(self.t1, t)  # type: ignore[type-var]
+            self.t0, self.t1 = min(self.t0, t), max(self.t1, t)
 
         if self.chunked and not name.endswith("_CHUNK"):
             for it in self.chunked:
