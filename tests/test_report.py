@@ -144,6 +144,18 @@ def test_chunks_reasoning_lanes_steps_activities_interrupts():
     assert finish["usage"] == [{"provider": "p", "inputTokens": 12, "outputTokens": 2}]
 
 
+def test_state_views_stay_as_they_were_and_share_what_did_not_change():
+    ap = stream.EventApplier(raw=True)
+    ap.apply({"type": "STATE_SNAPSHOT", "snapshot": {"a": {"x": [1]}, "b": {"y": 2}}})
+    first = ap.state_view()
+    ap.apply({"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/a/x/-", "value": 3}]})
+    second = ap.state_view()
+    ap.apply({"type": "STATE_DELTA", "delta": [{"op": "remove", "path": "/b"}]})
+    assert first == {"a": {"x": [1]}, "b": {"y": 2}} and second == {"a": {"x": [1, 3]}, "b": {"y": 2}}
+    assert second["b"] is first["b"] and second["a"] is not first["a"]
+    assert ap.state_view() == {"a": {"x": [1, 3]}} and ap.state_view()["a"] is second["a"]
+
+
 def _reconstruct(before, diff):
     """Apply a page's difference entries to the state before: removals from the last."""
     ops = [{"op": "remove", "path": p} for s, p, _, _ in reversed(diff) if s == "-"]

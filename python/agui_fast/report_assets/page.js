@@ -191,6 +191,8 @@
     var it = items[idx];
     var box = el("div", "item k-" + it.k);
     box.dataset.idx = idx;
+    box.tabIndex = 0;
+    box.addEventListener("keydown", function (e) { if (e.key === "Enter" && e.target === box) box.click(); });
     var head = el("div", "head");
     if (t0 !== null) add(head, el("span", "time", it.t !== undefined ? "+" + dur(it.t - t0) : ""));
     if (lanes.length > 1 && it.lane) {
@@ -351,9 +353,12 @@
   }
 
   function findingsView() {
-    var box = el("div", "findings");
+    var box = el("details", "findings");
+    box.open = findings.length <= 10;
     var errors = findings.filter(function (f) { return f.level === "error"; }).length;
-    box.append(el("h2", null, errors + " error" + (errors === 1 ? "" : "s") + ", " + (findings.length - errors) + " warning" + (findings.length - errors === 1 ? "" : "s")));
+    var head = el("summary");
+    head.append(el("h2", null, errors + " error" + (errors === 1 ? "" : "s") + ", " + (findings.length - errors) + " warning" + (findings.length - errors === 1 ? "" : "s")));
+    box.append(head);
     findings.slice(0, 100).forEach(function (f) {
       var d = findingView(f);
       d.onclick = function () { reveal(f.item); };
