@@ -223,7 +223,7 @@
 
   function findingView(f) {
     var d = el("div", "finding " + f.level);
-    var label = (f.level === "error" ? "error" : "warning") + (f.stage ? " (" + f.stage + ")" : "") + (f.rule ? " " + f.rule : "");
+    var label = (f.level === "error" ? "error" : "warning") + (f.stage ? " (" + f.stage + ")" : "") + (f.rule ? " " + f.rule : "") + (f.kind ? " " + f.kind : "");
     add(d, el("b", null, label), " event #" + num(f.i) + ": ", f.msg);
     if (f.ids && f.ids.length) add(d, el("span", "sub", "  ids: " + f.ids.join(", ")));
     if (f.stop) add(d, el("div", "sub", "The reference client stops the run at this event (verification on). The page goes on with the events after it; each breaking a rule is shown and not applied."));
