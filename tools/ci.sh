@@ -203,7 +203,7 @@ clippy_probe() {
 }
 
 # One `cargo test` of both crates (their dependencies' features unify once, not per crate),
-# linted by clippy as it compiles. Measured at stop 24 (CPU-s, a busy machine): the build is
+# linted by clippy as it compiles. Measured (CPU-s, a busy machine): the build is
 # ~190, nearly all of it the dependencies (arrow and parquet the most); our two crates ~26 of
 # it, the eight integration-test binaries ~5 together (merging them into one would save less
 # than that); the run ~95. Optimising agui-core (and serde_json, miniz_oxide) at level 1

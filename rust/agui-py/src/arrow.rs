@@ -85,7 +85,7 @@ fn bytes_buffer(bytes: PyBackedBytes) -> Buffer {
 /// The columns agui-arrow vouches for without arrow's checks of them again: the `json`
 /// column's UTF-8 (~10 ns an event, a pass over the log's bytes after the SIMD check of
 /// each part), the string columns' offsets and UTF-8 and the `type` keys (together
-/// ~90 instructions an event in `to_arrow`, callgrind, stop 26). Each type's guarantee
+/// ~90 instructions an event in `to_arrow`, callgrind). Each type's guarantee
 /// is stated on it; every Rust test builds its columns through arrow's checked
 /// constructors (`agui_arrow::checked_columns`), which check it.
 fn trusted_columns(column: Trusted) -> ArrayRef {
