@@ -4,6 +4,7 @@ deadlock between the object's lock and the GIL."""
 
 import gzip
 import threading
+import time
 
 import pytest
 
@@ -45,6 +46,14 @@ def run_threads(targets, timeout=60):
     return errors
 
 
+def pausing(items):
+    """``items``, releasing the GIL before each: read by a native call, it lets another
+    thread in mid-call."""
+    for item in items:
+        time.sleep(0.0002)
+        yield item
+
+
 @pytest.mark.parametrize("make, data", [(SseDecoder, SSE), (JsonlDecoder, JSONL), (ProtoDecoder, PB)],
                          ids=["sse", "jsonl", "protobuf"])
 def test_a_decoder_fed_from_two_threads(make, data):
@@ -83,15 +92,42 @@ def test_log_chunks_read_from_two_threads(tmp_path):
     assert sum(sizes) == len(SSE) * 20
 
 
+STREAM_ENGINE = pytest.mark.xfail(
+    strict=True, reason="StateDocument / Replayer: taking turns (rust/agui-py/src/shared.rs) comes with the "
+    "stream engine's rework of patch.rs / stream.rs; until then a second thread gets 'Already borrowed'",
+)
+
+
+@STREAM_ENGINE
 def test_state_document_from_two_threads():
-    doc = _native.StateDocument({"n": 0, "items": []})
+    doc = _native.StateDocument({"items": []})
 
     def add(k):
         def run():
-            for i in range(2000):
-                doc.apply([{"op": "add", "path": "/items/-", "value": {"k": k, "i": i}}])
+            for i in range(20):
+                doc.apply(pausing([{"op": "add", "path": "/items/-", "value": [k, i, j]} for j in range(5)]))
                 doc.to_python()
         return run
 
     assert run_threads([add(0), add(1)]) == []
-    assert len(doc.to_python()["items"]) == 4000
+    assert len(doc.to_python()["items"]) == 200
+
+
+@STREAM_ENGINE
+def test_event_applier_from_two_threads():
+    from agui_fast.core import StateDeltaEvent, StateSnapshotEvent
+    from agui_fast.stream import EventApplier
+
+    ap = EventApplier()
+    ap.apply(StateSnapshotEvent(snapshot={"items": []}))
+
+    def add(k):
+        def run():
+            for i in range(20):
+                ap.apply_many(pausing([StateDeltaEvent(delta=[{"op": "add", "path": "/items/-", "value": [k, i, j]}])
+                                       for j in range(5)]))
+                ap.state  # noqa: B018
+        return run
+
+    assert run_threads([add(0), add(1)]) == []
+    assert len(ap.state["items"]) == 200
