@@ -2,6 +2,7 @@
 busy waits, with the GIL released), never ``RuntimeError: Already borrowed``, never a
 deadlock between the object's lock and the GIL."""
 
+import faulthandler
 import gzip
 import threading
 import time
@@ -24,7 +25,17 @@ ONE = {SseDecoder: SSE[: SSE.index(b"\n\n") + 2], JsonlDecoder: JSONL[: JSONL.in
 
 def run_threads(targets, timeout=60):
     """Run the callables on threads at once; the exceptions they raised (a thread still
-    running after ``timeout`` seconds is a deadlock)."""
+    running after ``timeout`` seconds is a deadlock). A deadlock that holds the GIL stops
+    the whole interpreter: faulthandler's watchdog (no GIL needed) then dumps every
+    thread's stack and ends the process, a failure rather than a hung test run."""
+    faulthandler.dump_traceback_later(timeout + 30, exit=True)
+    try:
+        return _run_threads(targets, timeout)
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+
+
+def _run_threads(targets, timeout):
     errors = []
     start = threading.Barrier(len(targets))
 
