@@ -88,7 +88,7 @@ where
     let result = reader.for_each(&opts.limits, |ev| {
         sink(&ev, issues)?;
         seen += 1;
-        if seen % 4096 == 0 {
+        if seen.is_multiple_of(4096) {
             control.events.fetch_add(4096, Ordering::Relaxed);
             if control.cancel.load(Ordering::Relaxed) {
                 return Err(Stop::Cancelled);
