@@ -225,11 +225,12 @@ fn verify_events(py: Python<'_>, events: &Bound<'_, PyAny>, max_depth: usize) ->
 
 /// compact_events(events) -> (bytes, warnings): the compacted events as a JSON array.
 #[pyfunction]
-#[pyo3(signature = (events, /, *, max_depth = DEFAULT_MAX_DEPTH))]
-fn compact_events<'py>(py: Python<'py>, events: &Bound<'py, PyAny>, max_depth: usize) -> PyResult<Bound<'py, PyTuple>> {
+#[pyo3(signature = (events, /, *, max_depth = DEFAULT_MAX_DEPTH, max_patch_bytes = None))]
+fn compact_events<'py>(py: Python<'py>, events: &Bound<'py, PyAny>, max_depth: usize, max_patch_bytes: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyTuple>> {
     let max_depth = check_max_depth(max_depth)?;
+    let limits = core::PatchLimits::new(max_depth, crate::patch::max_patch_bytes(max_patch_bytes)?);
     let vs = values(py, events, max_depth)?;
-    let (out, warnings) = py.detach(|| core::compact_events_limited(vs, max_depth));
+    let (out, warnings) = py.detach(|| core::compact_events_within(vs, limits));
     (json_list(py, &out), PyList::new(py, warnings)?).into_pyobject(py)
 }
 
@@ -285,7 +286,7 @@ impl Replayer {
             // The operations' values sit three levels deep in the event (event, `delta`,
             // operation), so this bound keeps the event within the limit its JSON has.
             if let Some(values_depth) = max_depth.checked_sub(3) {
-                if let Some(c) = inner.push_state_with(|doc| doc.try_apply_objects(&ops, values_depth, |op| plain_op(py, op))) {
+                if let Some(c) = inner.push_state_with(|doc, limits| doc.try_apply_objects(&ops, values_depth, limits, |op| plain_op(py, op))) {
                     return Ok(Ok(c));
                 }
             }
@@ -402,7 +403,8 @@ fn change_tuple<'py>(py: Python<'py>, c: &core::Change) -> PyResult<Bound<'py, P
 #[pymethods]
 impl Replayer {
     #[new]
-    #[pyo3(signature = (messages=None, state=None, *, verify=false, expand=true, compat=true, max_depth=DEFAULT_MAX_DEPTH))]
+    #[pyo3(signature = (messages=None, state=None, *, verify=false, expand=true, compat=true, max_depth=DEFAULT_MAX_DEPTH, max_patch_bytes=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         messages: Option<&Bound<'_, PyAny>>,
@@ -411,8 +413,10 @@ impl Replayer {
         expand: bool,
         compat: bool,
         max_depth: usize,
+        max_patch_bytes: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let max_depth = check_max_depth(max_depth)?;
+        let max_patch_bytes = crate::patch::max_patch_bytes(max_patch_bytes)?;
         // The state as a document of Python values: taken as it is when it follows the
         // document's rules, else read as JSON (text given as such, values only the
         // pydantic writer takes, lone surrogates) as before.
@@ -425,8 +429,8 @@ impl Replayer {
                 (messages, crate::patch::stream_value(py, &state, max_depth)?)
             }
         };
-        let options = ReplayOptions { verify, expand, compat, max_depth };
-        let state = StateDocument::stream(root, max_depth);
+        let options = ReplayOptions { verify, expand, compat, max_depth, max_patch_bytes };
+        let state = StateDocument::stream(root, &core::PatchLimits::new(max_depth, max_patch_bytes));
         Ok(Replayer { inner: std::sync::Mutex::new(core::Replayer::new(messages, state, options)), max_depth })
     }
 
@@ -527,7 +531,7 @@ impl Written {
 /// when the machine has two cores (`agui_core::stream::replay_log_pipelined`, the same
 /// outcome).
 #[pyfunction]
-#[pyo3(signature = (data, messages=None, state=None, *, format="auto", verify=false, max_depth=DEFAULT_MAX_DEPTH, pipeline_min=core::PIPELINE_MIN))]
+#[pyo3(signature = (data, messages=None, state=None, *, format="auto", verify=false, max_depth=DEFAULT_MAX_DEPTH, max_patch_bytes=None, pipeline_min=core::PIPELINE_MIN))]
 #[allow(clippy::too_many_arguments)]
 fn replay_log<'py>(
     py: Python<'py>,
@@ -537,13 +541,15 @@ fn replay_log<'py>(
     format: &str,
     verify: bool,
     max_depth: usize,
+    max_patch_bytes: Option<&Bound<'py, PyAny>>,
     pipeline_min: u64,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let format = crate::arrow::format_arg(format)?;
     let max_depth = check_max_depth(max_depth)?;
+    let max_patch_bytes = crate::patch::max_patch_bytes(max_patch_bytes)?;
     let (messages, state) = initial(py, messages, state, max_depth)?;
     let log = data.as_bytes();
-    let options = ReplayOptions { verify, max_depth, ..ReplayOptions::default() };
+    let options = ReplayOptions { verify, max_depth, max_patch_bytes, ..ReplayOptions::default() };
     let w = py.detach(|| Written::of(core::replay_log_sized(log, log.len() as u64, 0, pipeline_min, format, messages, state, options), true));
     w.tuple(py)
 }
@@ -554,7 +560,8 @@ fn replay_log<'py>(
 /// log of at least `pipeline_min` bytes is read on a thread of its own when the threads
 /// outnumber the logs twice.
 #[pyfunction]
-#[pyo3(signature = (paths, *, format="auto", verify=false, threads=0, max_depth=DEFAULT_MAX_DEPTH, pipeline_min=core::PIPELINE_MIN))]
+#[pyo3(signature = (paths, *, format="auto", verify=false, threads=0, max_depth=DEFAULT_MAX_DEPTH, max_patch_bytes=None, pipeline_min=core::PIPELINE_MIN))]
+#[allow(clippy::too_many_arguments)]
 fn replay_log_files<'py>(
     py: Python<'py>,
     paths: Vec<std::path::PathBuf>,
@@ -562,10 +569,12 @@ fn replay_log_files<'py>(
     verify: bool,
     threads: usize,
     max_depth: usize,
+    max_patch_bytes: Option<&Bound<'py, PyAny>>,
     pipeline_min: u64,
 ) -> PyResult<Bound<'py, PyList>> {
     let format = crate::arrow::format_arg(format)?;
-    let options = ReplayOptions { verify, max_depth: check_max_depth(max_depth)?, ..ReplayOptions::default() };
+    let max_patch_bytes = crate::patch::max_patch_bytes(max_patch_bytes)?;
+    let options = ReplayOptions { verify, max_depth: check_max_depth(max_depth)?, max_patch_bytes, ..ReplayOptions::default() };
     let replays = py.detach(|| core::replay_log_files(&paths, format, options, threads, pipeline_min, |r| Written::of(r, false)));
     PyList::new(py, replays.iter().map(|w| w.tuple(py)).collect::<PyResult<Vec<_>>>()?)
 }
