@@ -377,7 +377,7 @@ fn deep_copy<'py>(v: &Bound<'py, PyAny>, depth: usize, max_depth: usize, budget:
 /// copies (immutable scalars shared), checking the document's value rules on the way.
 /// `None` as soon as anything else is met (a tuple, a subclass, a big int, a string the
 /// walker must judge): the walker then converts the whole value, by the same rules.
-fn plain_copy<'py>(v: &Bound<'py, PyAny>, depth: usize, max_depth: usize, budget: &mut Budget) -> R<Option<Bound<'py, PyAny>>> {
+fn plain_copy<'py>(v: &Bound<'py, PyAny>, depth: usize, max_depth: usize, stream: bool, budget: &mut Budget) -> R<Option<Bound<'py, PyAny>>> {
     use pyo3::ffi;
     let py = v.py();
     let tp = unsafe { ffi::Py_TYPE(v.as_ptr()) };
@@ -389,7 +389,9 @@ fn plain_copy<'py>(v: &Bound<'py, PyAny>, depth: usize, max_depth: usize, budget
     }
     if tp == &raw mut ffi::PyFloat_Type {
         let x = unsafe { v.cast_unchecked::<PyFloat>() }.value();
-        core::float_rule(x)?;
+        if !stream {
+            core::float_rule(x)?;
+        }
         return Ok(Some(v.clone()));
     }
     if tp == &raw mut ffi::PyUnicode_Type {
@@ -408,7 +410,7 @@ fn plain_copy<'py>(v: &Bound<'py, PyAny>, depth: usize, max_depth: usize, budget
         let out = PyDict::new(py);
         for (k, x) in d.iter() {
             let key_ok = k.is_exact_instance_of::<PyString>() && unsafe { k.cast_unchecked::<PyString>() }.to_str().is_ok();
-            let Some(x) = (if key_ok { plain_copy(&x, depth + 1, max_depth, budget)? } else { None }) else { return Ok(None) };
+            let Some(x) = (if key_ok { plain_copy(&x, depth + 1, max_depth, stream, budget)? } else { None }) else { return Ok(None) };
             out.set_item(k, x).map_err(py_fail)?;
         }
         return Ok(Some(out.into_any()));
@@ -416,7 +418,7 @@ fn plain_copy<'py>(v: &Bound<'py, PyAny>, depth: usize, max_depth: usize, budget
     let l = unsafe { v.cast_unchecked::<PyList>() };
     let mut items = Vec::with_capacity(l.len());
     for x in l.iter() {
-        let Some(x) = plain_copy(&x, depth + 1, max_depth, budget)? else { return Ok(None) };
+        let Some(x) = plain_copy(&x, depth + 1, max_depth, stream, budget)? else { return Ok(None) };
         items.push(x);
     }
     Ok(Some(PyList::new(py, items).map_err(py_fail)?.into_any()))
@@ -576,7 +578,9 @@ struct PyDoc<'py> {
     /// logged removal, so a rollback restores member order in one pass per dict (finding
     /// a key's position per removal, and re-inserting at a position, are O(n) each).
     orders: FastMap<(Bound<'py, PyDict>, Bound<'py, PyList>)>,
-    /// Values read from a stream's JSON keep its lone surrogates (`StateDocument::stream`).
+    /// A stream's document (`StateDocument::stream`): values read from the stream's JSON
+    /// keep its lone surrogates, and numbers beyond a double (`1e400`) are infinities, as
+    /// JavaScript and Python read them (also in the values given as Python objects).
     surrogates: bool,
 }
 
@@ -699,7 +703,7 @@ impl<'py> Document for PyDoc<'py> {
             // copies it once) so that the owned set grows only with the paths written.
             return match (&op.json, &op.value) {
                 (Some(j), _) => json_to_py(self.root.py(), j, depth, opts.max_depth, self.surrogates, budget),
-                (None, Some(v)) => py_value(v, depth, opts.max_depth, budget),
+                (None, Some(v)) => py_value(v, depth, opts.max_depth, self.surrogates, budget),
                 (None, None) => Err(invalid("missing member 'value'").into()),
             };
         }
@@ -894,7 +898,7 @@ struct PyValues<'py> {
 type PyBuilder<'py> = Builder<PyValues<'py>>;
 
 fn py_builder(py: Python<'_>, base: usize, max_depth: usize, surrogates: bool) -> PyBuilder<'_> {
-    Builder::new(PyValues { py, surrogates }, base, max_depth)
+    Builder::new(PyValues { py, surrogates }, base, max_depth).with_non_finite(surrogates)
 }
 
 impl<'py> Factory for PyValues<'py> {
@@ -927,6 +931,9 @@ impl<'py> Factory for PyValues<'py> {
         Ok(PyString::new(self.py, s).into_any())
     }
     fn key(&mut self, k: &str) -> Bound<'py, PyString> {
+        if self.surrogates {
+            return key_with_surrogates(self.py, k);
+        }
         token(self.py, k) // state keys recur: their strings (and hashes) are reused
     }
     fn array(&mut self, items: Vec<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
@@ -953,18 +960,18 @@ impl<'py> Factory for PyValues<'py> {
 /// (`walk.rs`, strict JSON: no pydantic fallback) into a `PyBuilder`. What the walker
 /// refuses (non-str keys, other types, lone surrogates) is a `JsonPatchError` too; other
 /// exceptions pass.
-fn py_value<'py>(v: &Bound<'py, PyAny>, base: usize, max_depth: usize, budget: &mut Budget) -> R<Bound<'py, PyAny>> {
+fn py_value<'py>(v: &Bound<'py, PyAny>, base: usize, max_depth: usize, stream: bool, budget: &mut Budget) -> R<Bound<'py, PyAny>> {
     let py = v.py();
     let levels = max_depth.checked_sub(base).ok_or_else(|| too_deep(max_depth))?;
     let before = *budget;
-    match plain_copy(v, base, max_depth, budget) {
+    match plain_copy(v, base, max_depth, stream, budget) {
         Ok(Some(c)) => return Ok(c),
         Ok(None) => *budget = before, // the walker builds it all again
         Err(e) => return Err(e),
     }
     // One level more for the walker: the builder names the limit first.
     let opts = Opts { pydantic: false, lossy_surrogates: false, max_depth: levels as u32 + 1 };
-    let mut w = Walker::new(py, py_builder(py, base, max_depth, false).with_budget(*budget), opts);
+    let mut w = Walker::new(py, py_builder(py, base, max_depth, false).with_non_finite(stream).with_budget(*budget), opts);
     let walked = w.walk(v.as_ptr());
     let builder = std::mem::replace(&mut w.sink, py_builder(py, base, max_depth, false));
     drop(w);
@@ -983,6 +990,18 @@ fn py_value<'py>(v: &Bound<'py, PyAny>, base: usize, max_depth: usize, budget: &
         }
         Err(e) => Err(py_fail(e)),
     }
+}
+
+/// A key of a stream's document: its kept lone surrogates restored (the cached key
+/// string when it has none).
+fn key_with_surrogates<'py>(py: Python<'py>, k: &str) -> Bound<'py, PyString> {
+    if agui_core::stream::has_kept_surrogate(k.as_bytes()) {
+        // (the bytes are valid WTF-8: the decode and the cast hold)
+        if let Ok(s) = with_surrogates(py, k).and_then(|s| Ok(s.cast_into::<PyString>()?)) {
+            return s;
+        }
+    }
+    token(py, k)
 }
 
 /// A Python string of `s` with its kept lone surrogates restored. Rare: only split
@@ -1007,9 +1026,14 @@ fn json_to_py<'py>(py: Python<'py>, v: &Value, base: usize, max_depth: usize, su
 /// An operation read from JSON text, as the engine reads Python operations.
 fn text_op<'py>(py: Python<'py>, i: usize, op: Operation, max_depth: usize, max_bytes: usize, surrogates: bool) -> R<PyOp<'py>> {
     let at = |e: PatchError| e.located(i, Some(op.kind.name()), Some(&op.path.text));
-    let path_toks = py_tokens(py, &op.path.text).map_err(at)?;
+    let tokens = |p: &str| match surrogates && agui_core::stream::has_kept_surrogate(p.as_bytes()) {
+        // Keys of a stream's document hold its lone surrogates: so do its pointers.
+        true => core::split_pointer(p, |t| Tok(key_with_surrogates(py, t))),
+        false => py_tokens(py, p),
+    };
+    let path_toks = tokens(&op.path.text).map_err(at)?;
     let from_toks = match &op.from {
-        Some(f) => py_tokens(py, &f.text).map_err(at)?,
+        Some(f) => tokens(&f.text).map_err(at)?,
         None => Toks::Empty,
     };
     let (value, json) = match op.kind {
@@ -1034,7 +1058,7 @@ pub struct StateDocument {
     /// Pointers of patches read from JSON text, from patch to patch.
     pointers: agui_core::patch::cache::PointerCache,
     /// The state of a stream replay (`StateDocument::stream`): values from the stream's
-    /// JSON keep its lone surrogates.
+    /// JSON keep its lone surrogates and take infinities (`PyDoc::surrogates`).
     surrogates: bool,
 }
 
@@ -1073,7 +1097,7 @@ impl StateDocument {
             Err(_) => patch.cast::<PyBytes>().ok().map(|b| b.as_bytes()),
         };
         let Some(text) = text else {
-            return self.patched(py, |doc| run_patch(patcher, doc, patch, |i, item| state_op(i, read_op(i, item)?, max_depth, max_bytes)));
+            return self.patched(py, |doc| run_patch(patcher, doc, patch, |i, item| state_op(i, read_op(i, item)?, max_depth, max_bytes, false)));
         };
         let pointers = &mut self.pointers;
         let ops = py.detach(|| core::read_patch_text(text, max_depth, pointers))?;
@@ -1084,10 +1108,10 @@ impl StateDocument {
 
 /// An operation of a `StateDocument` patch: a `test` value follows the document's value
 /// rules, as one to add does (and what it builds is bounded as the patch's values are).
-fn state_op<'py>(i: usize, mut op: PyOp<'py>, max_depth: usize, max_bytes: usize) -> R<PyOp<'py>> {
+fn state_op<'py>(i: usize, mut op: PyOp<'py>, max_depth: usize, max_bytes: usize, stream: bool) -> R<PyOp<'py>> {
     if let (OpKind::Test, Some(v)) = (op.kind, &op.value) {
         let at = |e: PatchError| e.located(i, Some("test"), Some(&op.path_text()));
-        let v = py_value(v, 0, max_depth, &mut Budget::new(max_bytes)).map_err(|f| f.map_patch(at))?;
+        let v = py_value(v, 0, max_depth, stream, &mut Budget::new(max_bytes)).map_err(|f| f.map_patch(at))?;
         op.value = Some(v);
     }
     Ok(op)
@@ -1101,7 +1125,7 @@ impl StateDocument {
         let opts = options(max_depth, max_patch_bytes)?;
         let root = match doc {
             None => PyDict::new(py).into_any(),
-            Some(d) => py_value(d, 0, max_depth, &mut unlimited()).map_err(|f| raise(py, f))?,
+            Some(d) => py_value(d, 0, max_depth, false, &mut unlimited()).map_err(|f| raise(py, f))?,
         };
         Ok(StateDocument::with_root(root, opts, false))
     }
@@ -1162,7 +1186,7 @@ impl StateDocument {
 
     /// Replace the whole document (e.g. on a STATE_SNAPSHOT).
     fn replace(&mut self, py: Python<'_>, doc: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.root = py_value(doc, 0, self.opts.max_depth, &mut unlimited()).map_err(|f| raise(py, f))?.unbind();
+        self.root = py_value(doc, 0, self.opts.max_depth, false, &mut unlimited()).map_err(|f| raise(py, f))?.unbind();
         self.share();
         Ok(())
     }
@@ -1225,7 +1249,7 @@ impl StateDocument {
                     Some(GivenOp::Read) => read_op(i, item)?,
                     Some(GivenOp::Members { kind, path, from, value }) => py_op(py, i, &mut PyOpSource::Given { path, from, value }, Some(kind))?,
                 };
-                state_op(i, op, max_depth, max_bytes)
+                state_op(i, op, max_depth, max_bytes, true)
             })
         });
         self.prune(py);
@@ -1240,7 +1264,7 @@ impl StateDocument {
 /// A Python value as a document value, or None when the document's rules refuse it (the
 /// caller then reads it as JSON, as every other value of a stream).
 pub(crate) fn doc_value<'py>(v: &Bound<'py, PyAny>, max_depth: usize) -> Option<Bound<'py, PyAny>> {
-    py_value(v, 0, max_depth, &mut unlimited()).ok()
+    py_value(v, 0, max_depth, true, &mut unlimited()).ok()
 }
 
 /// A JSON value read from a stream as a document value (its kept lone surrogates restored).

@@ -54,6 +54,12 @@ fn with_json<R>(py: Python<'_>, event: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) 
     if let Ok(s) = event.cast::<PyString>() {
         return Ok(f(s.to_str()?.as_bytes()));
     }
+    with_written_json(py, event, f)
+}
+
+/// The JSON text of a value written by the native writer (the surrogate writer when it
+/// refuses the object): a `str` is a JSON string.
+fn with_written_json<R>(py: Python<'_>, event: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) -> R) -> PyResult<R> {
     let b = match crate::encode::dumps(py, event, true, MAX_DEPTH_CAP as u32 + 1) {
         Ok(b) => b,
         Err(e) => match SURROGATE_WRITER.get(py) {
@@ -66,7 +72,23 @@ fn with_json<R>(py: Python<'_>, event: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) 
 
 /// One event as a JSON value (a decode error is reported at `index`).
 fn event_value(py: Python<'_>, event: &Bound<'_, PyAny>, index: usize, max_depth: usize) -> PyResult<Value> {
-    with_json(py, event, |b| parse_event_limited(b, max_depth))?.map_err(|e| error_at(py, e, index))
+    with_json(py, event, |b| parse_event_limited(b, max_depth)).map_err(|e| unwritable(py, e, index))?.map_err(|e| error_at(py, e, index))
+}
+
+/// What the JSON writer raised for an event it cannot write as JSON text (a `ValueError`
+/// not of ours: an `int` too long for decimal text, what pydantic refuses to write): the
+/// event's `InvalidJsonError` at `index`, as for text that cannot be read.
+fn unwritable(py: Python<'_>, e: PyErr, index: usize) -> PyErr {
+    match unwritable_reason(py, &e) {
+        Some(message) => error_at(py, StreamError { stage: Stage::Decode, rule: None, index, event_type: String::new(), ids: Vec::new(), message }, index),
+        None => e,
+    }
+}
+
+/// Why the JSON writer could not write a value, when it raised a `ValueError` not of ours.
+fn unwritable_reason(py: Python<'_>, e: &PyErr) -> Option<String> {
+    let ours = error_class(py, "AguiError").is_ok_and(|c| e.is_instance(py, c.as_any()));
+    (!ours && e.is_instance_of::<pyo3::exceptions::PyValueError>(py)).then(|| format!("cannot be written as JSON: {}", e.value(py)))
 }
 
 fn json_bytes<'py>(py: Python<'py>, v: &Value) -> Bound<'py, PyBytes> {
@@ -238,12 +260,15 @@ fn compact_events<'py>(py: Python<'py>, events: &Bound<'py, PyAny>, max_depth: u
 // Replay
 // ---------------------------------------------------------------------------------------
 
+/// The initial messages (a list, or its JSON text) and state (any JSON value: a `str` is
+/// a string, `bytes` JSON text) of a replay as JSON values.
 fn initial(py: Python<'_>, messages: Option<&Bound<'_, PyAny>>, state: Option<&Bound<'_, PyAny>>, max_depth: usize) -> PyResult<(Vec<Value>, Value)> {
-    let parse = |b: &[u8]| agui_core::stream::parse_json_limited(b, max_depth);
+    let parse = |b: &[u8]| agui_core::stream::parse_json_limited(b, max_depth).and_then(|v| agui_core::stream::check_int_digits(&v).map(|()| v));
     let messages = match messages {
         None => Vec::new(),
         Some(m) => {
-            let v = with_json(py, m, parse)?
+            let v = with_json(py, m, parse)
+                .map_err(|e| unwritable_reason(py, &e).map_or(e, |r| make_error(py, "InvalidJsonError", format!("messages: {r}"), None)))?
                 .map_err(|e| make_error(py, "InvalidJsonError", format!("messages: {e}"), None))?;
             match v {
                 Value::Array(a) => a,
@@ -253,7 +278,8 @@ fn initial(py: Python<'_>, messages: Option<&Bound<'_, PyAny>>, state: Option<&B
     };
     let state = match state {
         None => core::empty_state(),
-        Some(s) => with_json(py, s, parse)?
+        Some(s) => if s.is_instance_of::<PyString>() { with_written_json(py, s, parse) } else { with_json(py, s, parse) }
+            .map_err(|e| unwritable_reason(py, &e).map_or(e, |r| make_error(py, "InvalidJsonError", format!("state: {r}"), None)))?
             .map_err(|e| make_error(py, "InvalidJsonError", format!("state: {e}"), None))?,
     };
     Ok((messages, state))
@@ -291,7 +317,8 @@ impl Replayer {
                 }
             }
         }
-        with_json(py, event, |b| inner.push_json(b))
+        let index = inner.pushed();
+        with_json(py, event, |b| inner.push_json(b)).map_err(|e| unwritable(py, e, index))
     }
 }
 
@@ -420,7 +447,7 @@ impl Replayer {
         // The state as a document of Python values: taken as it is when it follows the
         // document's rules, else read as JSON (text given as such, values only the
         // pydantic writer takes, lone surrogates) as before.
-        let direct = state.filter(|s| !s.is_instance_of::<PyString>() && !s.is_instance_of::<PyBytes>()).and_then(|s| crate::patch::doc_value(s, max_depth));
+        let direct = state.filter(|s| !s.is_instance_of::<PyBytes>()).and_then(|s| crate::patch::doc_value(s, max_depth));
         let (messages, root) = match (state, direct) {
             (None, _) => (initial(py, messages, None, max_depth)?.0, PyDict::new(py).into_any()),
             (Some(_), Some(root)) => (initial(py, messages, None, max_depth)?.0, root),

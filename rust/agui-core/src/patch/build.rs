@@ -55,16 +55,24 @@ pub struct Builder<F: Factory> {
     max_depth: usize,
     error: Option<Fail<F::Error>>,
     budget: Budget,
+    non_finite: bool,
 }
 
 impl<F: Factory> Builder<F> {
     pub fn new(factory: F, base: usize, max_depth: usize) -> Self {
-        Builder { factory, open: Vec::new(), root: None, base, max_depth, error: None, budget: Budget::new(usize::MAX) }
+        Builder { factory, open: Vec::new(), root: None, base, max_depth, error: None, budget: Budget::new(usize::MAX), non_finite: false }
     }
 
     /// Charge what is built to `budget` (unlimited by default).
     pub fn with_budget(mut self, budget: Budget) -> Self {
         self.budget = budget;
+        self
+    }
+
+    /// Take non-finite doubles (a stream's `1e400`, read as infinity as JavaScript and
+    /// Python read it) instead of refusing them.
+    pub fn with_non_finite(mut self, allowed: bool) -> Self {
+        self.non_finite = allowed;
         self
     }
 
@@ -168,7 +176,7 @@ impl<'a, F: Factory> Sink<'a> for Builder<F> {
         }
     }
     fn f64(&mut self, v: f64) {
-        if let Err(e) = float_rule(v) {
+        if let (false, Err(e)) = (self.non_finite, float_rule(v)) {
             self.fail(e.into());
         }
         if self.charge(VALUE_COST) {

@@ -33,7 +33,7 @@ pub mod verify;
 
 mod js;
 
-pub use js::{has_kept_surrogate, json_list, json_text, kept_surrogate, parse_json, parse_json_limited, wtf8_with_surrogates};
+pub use js::{check_int_digits, has_kept_surrogate, json_list, json_text, kept_surrogate, parse_json, parse_json_limited, wtf8_with_surrogates};
 
 use std::fmt;
 

@@ -280,6 +280,11 @@ impl<S: State> Replayer<S> {
         &self.applier
     }
 
+    /// How many input events were pushed (the index of the next one).
+    pub fn pushed(&self) -> usize {
+        self.index
+    }
+
     pub fn state_mut(&mut self) -> &mut S {
         self.applier.state_mut()
     }
