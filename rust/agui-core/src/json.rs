@@ -164,7 +164,7 @@ fn escapes16(b: &[u8; 16]) -> bool {
 /// The block is appended before the string is read and tested (and taken back when it
 /// needs escaping): a growth of the buffer is a call, and the words, the length and the
 /// comma read before it were kept across it on the stack, five stores and loads per key
-/// in the walker's loops (callgrind, stop 22). Strings of up to 16 bytes (most keys)
+/// in the walker's loops (callgrind). Strings of up to 16 bytes (most keys)
 /// append a 24-byte block, longer ones a 56-byte one: the zeroing is stores per string.
 #[inline(always)]
 fn put_plain_short(buf: &mut Vec<u8>, s: &[u8], comma: bool, colon: bool) -> bool {
@@ -206,8 +206,8 @@ fn put_plain_short(buf: &mut Vec<u8>, s: &[u8], comma: bool, colon: bool) -> boo
 
 /// [`put_plain_short`] of 1 to 16 bytes, tested by the word test [`escape_mask`]: 8 to 16
 /// bytes as their first and last words, 4 to 7 as one word of their first and last four
-/// bytes (two 4-byte words were ~30 of a 7-byte key's ~100 instructions, callgrind,
-/// stop 23), 1 to 3 as one word of the first, middle and last byte, padded with bytes
+/// bytes (two 4-byte words were ~30 of a 7-byte key's ~100 instructions, callgrind),
+/// 1 to 3 as one word of the first, middle and last byte, padded with bytes
 /// that need no escaping.
 #[inline(always)]
 fn put_plain_16(buf: &mut Vec<u8>, s: &[u8], comma: bool, colon: bool) -> bool {

@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::os::raw::{c_int, c_uint, c_void};
 use std::rc::Rc;
 
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -30,8 +30,8 @@ use pyo3::types::{PyDict, PyString, PyTuple, PyType};
 
 use agui_core::construct::{Fields, Keyword, Route};
 
-use crate::gil::{GilBound, GilCell};
-use crate::layout::Layout;
+use crate::ffi::gil::{GilBound, GilCell};
+use crate::ffi::layout::Layout;
 
 /// What a keyword's value must be for the fast path (anything else goes to `lenient`);
 /// the encoder reads the same checks as each field's schema (`plan::conforms`). Literals
@@ -212,6 +212,9 @@ impl<const SCHEMA: bool> agui_core::construct::Access for PyRead<'_, SCHEMA> {
         let r = s.cast::<PyString>().ok().and_then(|s| s.to_str().ok().map(f));
         unsafe { ffi::PyErr_Clear() };
         r
+    }
+    fn unmodelled(&self) -> bool {
+        SCHEMA
     }
     fn int(&self, v: Self::Value) -> Option<Option<i64>> {
         unsafe {
@@ -407,13 +410,13 @@ fn call(py: Python<'_>, cls: *mut ffi::PyObject, args: *mut ffi::PyObject, kwarg
         unsafe {
             let slot = (cls as *mut u8).add(offset) as *mut Option<ffi::vectorcallfunc>;
             *slot = Some(meta_vectorcall);
-            return Py::from_owned_ptr_or_err(py, ffi::PyObject_Call(cls, args, kwargs));
+            return Bound::from_owned_ptr_or_err(py, ffi::PyObject_Call(cls, args, kwargs)).map(Bound::unbind);
         }
     }
     let mut given = 0u64;
     match unsafe { route(py, &plan, DictPairs(kwargs, 0), &mut given) } {
         Route::Direct => {
-            let obj = unsafe { Py::from_owned_ptr_or_err(py, base(cls, args, kwargs)) };
+            let obj = unsafe { Bound::from_owned_ptr_or_err(py, base(cls, args, kwargs)).map(Bound::unbind) };
             recorded(py, meta, &plan, obj, given, false)
         }
         Route::WithoutTag => {
@@ -421,7 +424,7 @@ fn call(py: Python<'_>, cls: *mut ffi::PyObject, args: *mut ffi::PyObject, kwarg
             if let Some((field, _, _)) = &plan.tag {
                 kw.del_item(field.bind(py))?;
             }
-            let obj = unsafe { Py::from_owned_ptr_or_err(py, base(cls, args, kw.as_ptr())) };
+            let obj = unsafe { Bound::from_owned_ptr_or_err(py, base(cls, args, kw.as_ptr())).map(Bound::unbind) };
             recorded(py, meta, &plan, obj, given, true)
         }
         Route::Lenient => {
@@ -471,7 +474,7 @@ fn vcall(
     let mut given = 0u64;
     match unsafe { route(py, &plan, (0..nkw).map(|i| (name(i), values[i])), &mut given) } {
         Route::Direct => {
-            let obj = unsafe { Py::from_owned_ptr_or_err(py, struct_vectorcall(cls, args, nargsf, kwnames)) };
+            let obj = unsafe { Bound::from_owned_ptr_or_err(py, struct_vectorcall(cls, args, nargsf, kwnames)).map(Bound::unbind) };
             recorded(py, meta, &plan, obj, given, false)
         }
         Route::WithoutTag => {
@@ -479,7 +482,7 @@ fn vcall(
             let keep: Vec<usize> = (0..nkw).filter(|&i| !unsafe { str_eq(name(i), tag_field.as_ptr()) }).collect();
             let names = PyTuple::new(py, keep.iter().map(|&i| unsafe { Bound::from_borrowed_ptr(py, name(i)) }))?;
             let vals: Vec<*mut ffi::PyObject> = keep.iter().map(|&i| values[i]).collect();
-            let obj = unsafe { Py::from_owned_ptr_or_err(py, struct_vectorcall(cls, vals.as_ptr(), 0, names.as_ptr())) };
+            let obj = unsafe { Bound::from_owned_ptr_or_err(py, struct_vectorcall(cls, vals.as_ptr(), 0, names.as_ptr())).map(Bound::unbind) };
             recorded(py, meta, &plan, obj, given, true)
         }
         Route::Lenient => {
@@ -582,7 +585,7 @@ fn struct_meta<'py>(
         }
         let base_call: ffi::ternaryfunc = unsafe { std::mem::transmute::<*mut c_void, ffi::ternaryfunc>(call) };
         let basic: usize = base.getattr("__basicsize__")?.extract()?;
-        let vc = crate::layout::struct_vectorcall(base, probe).filter(|_| basic % std::mem::size_of::<usize>() == 0);
+        let vc = crate::ffi::layout::struct_vectorcall(base, probe).filter(|_| basic.is_multiple_of(std::mem::size_of::<usize>()));
         let (ty, vectorcall) = match vc.map(|f| (f, new_meta(py, base, Some(basic)))) {
             Some((f, Ok(ty))) => (ty, Some((f, basic))),
             // a layout this interpreter refuses: the tp_call path
@@ -600,6 +603,35 @@ fn struct_meta<'py>(
     Ok(meta.ty.bind(py).clone())
 }
 
+/// `__post_init__` of the Structs with JSON Pointer fields (the patch operations, whose
+/// `path`/`from` are `core._base.JsonPointer`): msgspec calls it after each decode,
+/// conversion and construction, and each pointer field is checked by the patch engine's
+/// RFC 6901 parser (the field's construction check, `Check::JsonPointer`), where a
+/// `Meta(pattern=...)` would run a regex per pointer. A `ValueError` from here is
+/// msgspec's `ValidationError` at the operation; its message names the field as
+/// `- at `$.<wire name>``, which `core._convert.validation_error` joins to that path.
+#[pyfunction]
+fn check_pointers(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<()> {
+    let cls = obj.get_type();
+    let plan = plan_for(py, meta(py)?, &cls)?;
+    for (i, check) in plan.checks.iter().enumerate() {
+        if !matches!(check, Check::JsonPointer) {
+            continue;
+        }
+        let v = obj.getattr(plan.names[i].bind(py))?;
+        // SAFETY: `v` is owned here for the check.
+        if !unsafe { passes(py, check, v.as_ptr()) } {
+            let wire = cls.getattr(pyo3::intern!(py, "__struct_encode_fields__"))?.get_item(i)?;
+            return Err(PyValueError::new_err(format!("Expected `str` matching regex '{JSON_POINTER_PATTERN}' - at `$.{wire}`")));
+        }
+    }
+    Ok(())
+}
+
+/// The reference schema's pattern of a JSON Pointer, which `check_pointers`' errors quote
+/// (`core._construct.JSON_POINTER_PATTERN`; what the pattern accepts is what the parser does).
+const JSON_POINTER_PATTERN: &str = "^(/([^/~]|~[01])*)*$";
+
 /// Whether construction goes through vectorcall on this interpreter (for tests, benches).
 #[pyfunction]
 fn struct_meta_vectorcall(py: Python<'_>) -> bool {
@@ -609,5 +641,6 @@ fn struct_meta_vectorcall(py: Python<'_>) -> bool {
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(struct_meta, m)?)?;
     m.add_function(wrap_pyfunction!(struct_meta_vectorcall, m)?)?;
+    m.add_function(wrap_pyfunction!(check_pointers, m)?)?;
     Ok(())
 }
