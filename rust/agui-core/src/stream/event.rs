@@ -731,7 +731,9 @@ mod tests {
                             assert_eq!(scan, serde(p.as_bytes()), "{p}");
                         }
                         let parsed = Delta::parse(p.as_bytes()).map(|d| (d.kind, d.id.map(|s| s.into_owned()), d.delta.into_owned()));
-                        assert_eq!(parsed, serde(p.as_bytes()), "{p}");
+                        // (a character of the kept range is left to the general parse)
+                        let want = serde(p.as_bytes()).filter(|(_, _, d)| !crate::stream::js::holds_kept_range(d));
+                        assert_eq!(parsed, want, "{p}");
                     }
                 }
             }

@@ -193,7 +193,7 @@ fn pair(hi: u16, lo: u16) -> Option<char> {
 /// or escaped (a pair starting `\uDBFE` / `\uDBFF`). Cheap: two SIMD searches.
 pub(crate) fn may_hold_kept_range(text: &[u8]) -> bool {
     let literal = memchr::memchr_iter(0xF4, text).any(|i| text.get(i + 1) == Some(&0x8F) && text.get(i + 2).is_some_and(|b| (0xA0..=0xBF).contains(b)));
-    literal || memchr::memmem::find_iter(text, b"\\u").any(|i| crate::json::hex4(&text[i + 2..]).is_some_and(|u| u >= 0xDBFE && u <= 0xDBFF))
+    literal || memchr::memmem::find_iter(text, b"\\u").any(|i| crate::json::hex4(&text[i + 2..]).is_some_and(|u| (0xDBFE..=0xDBFF).contains(&u)))
 }
 
 /// Whether a decoded string holds a character of the kept range (which its reader must
