@@ -1405,4 +1405,4 @@ def test_the_public_api_switch_turns_every_direct_read_off():
     )
     env = dict(os.environ, AGUI_FAST_PUBLIC_API="1")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
-    assert out.splitlines() == ["[] False", 'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"d"}']
+    assert out == '[] False\ndata: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"d"}\n\n'
