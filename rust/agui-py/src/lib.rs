@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 
 // mimalloc: the protobuf decoder allocates many small prost strings and vectors per
 // event; with glibc malloc/free, payload-heavy events decoded ~40 % slower.
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
