@@ -596,6 +596,8 @@ def test_a_struct_class_changed_after_its_plan_was_built_is_encoded_as_it_is_now
     """The walker's cached plan is trusted only under the class's version tag: a field
     replaced by a property after the plan was built is read through the property (as
     getattr reads it), by every encoder, without anything else rebuilding the plan."""
+    if not _native._testing.direct_reads()["version"]:
+        pytest.skip("class version tags are not read on this interpreter: changes are not seen")
     from agui_fast.encoder import EventEncoder as FastEncoder
 
     class Delta(fast.StateDeltaEvent):  # a class of its own: no other test's plan is touched
