@@ -11,6 +11,7 @@ from conftest import ROOT
 
 # What users read: the top-level documents and every tracked text file of these trees.
 SCOPE = [
+    "docs",
     "python",
     "rust",
     "tools",
