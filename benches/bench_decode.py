@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from typing import List
+from typing import Any, Dict, List, Optional, Union
 
 import msgspec
 import pytest
@@ -124,14 +124,68 @@ def test_sse_live_chunks(benchmark):
     assert len(out) == len(LIVE_CHUNKS)
 
 
-ONE_FRAME = LIVE_CHUNKS[0]
+PAYLOAD = b'{"type":"TEXT_MESSAGE_CONTENT","messageId":"msg_1","delta":"word 17 of the reply, "}'
+ONE_FRAME = b"data: " + PAYLOAD + b"\n\n"
 
 
 def test_sse_one_frame(benchmark):
-    """``decode_sse`` of one frame, against the floor: ``decode_event`` of its payload, framed
-    by a slice."""
+    """``decode_sse`` of one frame (a request body, a live chunk), against msgspec's decode of
+    its payload into the event Structs (the floor: no framing) and ``decode_event`` of the
+    payload framed by a slice."""
     benchmark.group = "decode/sse_one_frame"
-    against(benchmark, lambda: decode_sse(ONE_FRAME), {"decode_event + slice (floor)": lambda: [decode_event(ONE_FRAME[6:-2])]})
+    out = against(benchmark, lambda: decode_sse(ONE_FRAME),
+                  {"msgspec decode of the payload (floor)": lambda: EVENT_DECODER.decode(PAYLOAD),
+                   "decode_event + slice": lambda: [decode_event(ONE_FRAME[6:-2])]})
+    assert out == [EVENT_DECODER.decode(PAYLOAD)]
+
+
+def test_sse_one_frame_feed(benchmark):
+    """``SseDecoder.feed`` of one frame."""
+    benchmark.group = "decode/sse_one_frame_feed"
+    dec = SseDecoder()
+    out = against(benchmark, lambda: dec.feed(ONE_FRAME), {"msgspec decode of the payload (floor)": lambda: EVENT_DECODER.decode(PAYLOAD)})
+    assert out == [EVENT_DECODER.decode(PAYLOAD)]
+
+
+class _Plain(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=True, dict=True, rename="camel"):
+    """The Structs' options, without the JSON Pointer check of ``path`` and ``from``."""
+
+
+class _PlainAdd(_Plain, kw_only=True, tag_field="op", tag="add"):
+    path: str
+    value: Any
+
+
+class _PlainReplace(_Plain, kw_only=True, tag_field="op", tag="replace"):
+    path: str
+    value: Any
+
+
+class _PlainDelta(_Plain, kw_only=True, tag_field="type", tag="STATE_DELTA"):
+    timestamp: Optional[int] = None
+    raw_event: Any = msgspec.field(default=None, name="rawEvent")
+    metadata: Optional[Dict[str, Any]] = None
+    subagent_run_id: Optional[str] = msgspec.field(default=None, name="subagentRunId")
+    delta: List[Union[_PlainAdd, _PlainReplace]]
+
+
+def test_state_deltas(benchmark):
+    """A log of 10,000 ``STATE_DELTA`` events (two operations each) into typed events, whose
+    pointers are checked, against msgspec decoding the same payloads into Structs of the same
+    shape without the check: payload by payload, and all of them as one array (the floor)."""
+    benchmark.group = "decode/sse_state_deltas_10k"
+    payloads = [json.dumps({"type": "STATE_DELTA", "delta": [
+        {"op": "replace", "path": "/counters/tokens", "value": i},
+        {"op": "add", "path": "/agent/plan/steps/-", "value": {"id": i, "title": f"step {i}"}},
+    ]}, separators=(",", ":")).encode() for i in range(10_000)]
+    log = b"".join(b"data: " + p + b"\n\n" for p in payloads)
+    array = b"[" + b",".join(payloads) + b"]"
+    one, many = msgspec.json.Decoder(_PlainDelta, strict=False), msgspec.json.Decoder(List[_PlainDelta], strict=False)
+    out = against(benchmark, lambda: decode_sse(log),
+                  {"msgspec per payload, unchecked": lambda: [one.decode(p) for p in payloads],
+                   "msgspec, one array, unchecked (floor)": lambda: many.decode(array)},
+                  rounds=15, min_round=0, settle=0.002, events=len(payloads))
+    assert len(out) == len(payloads) and out[0].delta[0].path == "/counters/tokens"
 
 
 def test_sse_with_extras(benchmark):

@@ -213,6 +213,11 @@ def struct_meta(
 def struct_meta_vectorcall() -> bool:
     """Whether the Struct classes are called through vectorcall on this interpreter
     (else through tp_call: a tuple and a dict per call)."""
+
+def check_pointers(obj: Any, /) -> None:
+    """``__post_init__`` of the Structs with JSON Pointer fields (``core._base.JsonPointer``):
+    each such field checked by the patch engine's RFC 6901 parser, natively; ``ValueError``
+    naming the field (``- at `$.path```) for one that is no pointer."""
 # --- end construct ---
 # --- logs (rust/agui-py/src/arrow.rs over agui_core::log and the agui-arrow crate) ---
 # Sources are paths (str) or bytes; every call reads them with the GIL released and

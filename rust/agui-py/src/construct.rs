@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::os::raw::{c_int, c_uint, c_void};
 use std::rc::Rc;
 
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -212,6 +212,9 @@ impl<const SCHEMA: bool> agui_core::construct::Access for PyRead<'_, SCHEMA> {
         let r = s.cast::<PyString>().ok().and_then(|s| s.to_str().ok().map(f));
         unsafe { ffi::PyErr_Clear() };
         r
+    }
+    fn unmodelled(&self) -> bool {
+        SCHEMA
     }
     fn int(&self, v: Self::Value) -> Option<Option<i64>> {
         unsafe {
@@ -600,6 +603,35 @@ fn struct_meta<'py>(
     Ok(meta.ty.bind(py).clone())
 }
 
+/// `__post_init__` of the Structs with JSON Pointer fields (the patch operations, whose
+/// `path`/`from` are `core._base.JsonPointer`): msgspec calls it after each decode,
+/// conversion and construction, and each pointer field is checked by the patch engine's
+/// RFC 6901 parser (the field's construction check, `Check::JsonPointer`), where a
+/// `Meta(pattern=...)` would run a regex per pointer. A `ValueError` from here is
+/// msgspec's `ValidationError` at the operation; its message names the field as
+/// `- at `$.<wire name>``, which `core._convert.validation_error` joins to that path.
+#[pyfunction]
+fn check_pointers(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<()> {
+    let cls = obj.get_type();
+    let plan = plan_for(py, meta(py)?, &cls)?;
+    for (i, check) in plan.checks.iter().enumerate() {
+        if !matches!(check, Check::JsonPointer) {
+            continue;
+        }
+        let v = obj.getattr(plan.names[i].bind(py))?;
+        // SAFETY: `v` is owned here for the check.
+        if !unsafe { passes(py, check, v.as_ptr()) } {
+            let wire = cls.getattr(pyo3::intern!(py, "__struct_encode_fields__"))?.get_item(i)?;
+            return Err(PyValueError::new_err(format!("Expected `str` matching regex '{JSON_POINTER_PATTERN}' - at `$.{wire}`")));
+        }
+    }
+    Ok(())
+}
+
+/// The reference schema's pattern of a JSON Pointer, which `check_pointers`' errors quote
+/// (`core._construct.JSON_POINTER_PATTERN`; what the pattern accepts is what the parser does).
+const JSON_POINTER_PATTERN: &str = "^(/([^/~]|~[01])*)*$";
+
 /// Whether construction goes through vectorcall on this interpreter (for tests, benches).
 #[pyfunction]
 fn struct_meta_vectorcall(py: Python<'_>) -> bool {
@@ -609,5 +641,6 @@ fn struct_meta_vectorcall(py: Python<'_>) -> bool {
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(struct_meta, m)?)?;
     m.add_function(wrap_pyfunction!(struct_meta_vectorcall, m)?)?;
+    m.add_function(wrap_pyfunction!(check_pointers, m)?)?;
     Ok(())
 }
