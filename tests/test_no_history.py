@@ -11,6 +11,9 @@ from conftest import ROOT
 
 # What users read: the top-level documents and every tracked text file of these trees.
 SCOPE = [
+    "README.md",
+    "CONTRIBUTING.md",
+    "CHANGELOG.md",
     "benches",
     "docs",
     "python",
