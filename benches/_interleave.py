@@ -153,11 +153,12 @@ def _count(ours: Callable[[], Any], peers: Dict[str, Callable[[], Any]]) -> Any:
 
 
 def measure(benchmark: Any, run: Callable[[], Dict[str, float]], *, rounds: int = 3,
-            readme: Optional[Dict[str, str]] = None, **info: Any) -> Dict[str, list]:
+            compare: Optional[Dict[str, str]] = None, readme: bool = False, **info: Any) -> Dict[str, list]:
     """A whole-process measurement (memory, end to end): ``run()`` returns named figures
     (e.g. ``{"peak_rss_mib": ...}``); each round's figures go into ``extra_info["figures"]``
-    and pytest-benchmark times the rounds. ``readme`` (``label``, ``ours`` and ``peer``: the
-    figures compared, ``peer_label``, ``unit``) makes a README row of two figures."""
+    and pytest-benchmark times the rounds. ``compare`` (``label``, ``ours`` and ``peer``: the
+    figures compared, ``peer_label``, ``unit``) makes a table row of two figures, in the
+    README's too with ``readme``."""
     if COUNT:
         import pytest
 
@@ -172,5 +173,5 @@ def measure(benchmark: Any, run: Callable[[], Dict[str, float]], *, rounds: int 
 
     benchmark.pedantic(target, rounds=rounds, warmup_rounds=0)
     benchmark.extra_info.update(info)
-    benchmark.extra_info.update({"figures": figures, "readme": readme or {}, "quick": QUICK})
+    benchmark.extra_info.update({"figures": figures, "compare": compare, "readme": readme, "quick": QUICK})
     return figures

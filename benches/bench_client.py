@@ -53,8 +53,7 @@ def test_run_events(benchmark):
     client = _client()
     agent = SyncHttpAgent("http://agent/", client=client)
     out = against(benchmark, lambda: list(agent.run(INPUT)), {"httpx + pure Python + pydantic": lambda: list(_peer_events(client))},
-                  rounds=10, min_round=0, events=N,
-                  readme={"httpx + pure Python + pydantic": f"`SyncHttpAgent.run`: a {K}-event response, typed events"})
+                  rounds=10, min_round=0, events=N)
     assert len(out) == len(decode_sse(BODY))
 
 

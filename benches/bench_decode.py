@@ -287,8 +287,8 @@ def test_memory_iter_sse(benchmark, tmp_path):
             figures[f"peak_rss_mib_{k}"] = float(out[1])
         return figures
 
-    figures = measure(benchmark, run, rounds=2, log_mib=sizes,
-                      readme={"label": f"stream a {big_mib:,} MiB SSE log (`iter_sse`): peak RSS",
+    figures = measure(benchmark, run, rounds=2, log_mib=sizes, readme=True,
+                      compare={"label": f"stream a {big_mib:,} MiB SSE log (`iter_sse`): peak RSS",
                               "ours": "peak_rss_mib_big", "peer": "peak_rss_mib_small", "unit": "MiB",
                               "peer_label": f"the same on a {sizes['small']:,} MiB log"})
     for size in ("big", "small"):

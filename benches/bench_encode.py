@@ -35,8 +35,7 @@ def test_small(benchmark):
 def test_small_pydantic(benchmark):
     """The reference's own pydantic event through our encoder (same bytes)."""
     benchmark.group = "encode/small_pydantic"
-    out = against(benchmark, lambda: ENC.encode(SMALL_REF), {"ag_ui.encoder": lambda: REF.encode(SMALL_REF)},
-                  readme={"ag_ui.encoder": "encode the reference's pydantic event"})
+    out = against(benchmark, lambda: ENC.encode(SMALL_REF), {"ag_ui.encoder": lambda: REF.encode(SMALL_REF)})
     assert out == REF.encode(SMALL_REF)
 
 
@@ -58,8 +57,7 @@ def test_many(benchmark):
     events = vector_events()[:1000]
     theirs = [to_ag_ui(e) for e in events]
     out = against(benchmark, lambda: ENC.encode_many(events),
-                  {"ag_ui.encoder": lambda: "".join(REF.encode(e) for e in theirs).encode()},
-                  readme={"ag_ui.encoder": "`encode_many` of 1,000 mixed events"}, events=len(events))
+                  {"ag_ui.encoder": lambda: "".join(REF.encode(e) for e in theirs).encode()}, events=len(events))
     assert out == "".join(REF.encode(e) for e in theirs).encode()
 
 
@@ -78,10 +76,9 @@ def test_large(benchmark, name):
     theirs = to_ag_ui(event)
     peers = {"orjson + framing": lambda: _orjson_sse(plain), "msgspec": lambda: msgspec.json.encode(event),
              "ag_ui.encoder": lambda: REF.encode(theirs)}
-    readme = {"orjson + framing": "encode a 300-message `MESSAGES_SNAPSHOT` to SSE bytes",
-              "ag_ui.encoder": "encode a 300-message `MESSAGES_SNAPSHOT`"}
+    readme = {"orjson + framing": "encode a 300-message `MESSAGES_SNAPSHOT` to SSE bytes"}
     against(benchmark, lambda: ENC.encode_binary(event), peers, rounds=20,
-            readme=readme if name.startswith("messages") else {"orjson + framing": "encode a ~100 KB nested `STATE_SNAPSHOT` to SSE bytes"})
+            readme=readme if name.startswith("messages") else None)
 
 
 def _kinds():

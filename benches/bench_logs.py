@@ -147,6 +147,6 @@ def test_memory_parquet(benchmark, tmp_path):
         return figures
 
     measure(benchmark, run, rounds=2, log_mib=sizes,
-            readme={"label": f"convert a {big_mib:,} MiB SSE log to Parquet (`agui-fast convert`): peak RSS",
+            compare={"label": f"convert a {big_mib:,} MiB SSE log to Parquet (`agui-fast convert`): peak RSS",
                     "ours": "peak_rss_mib_big", "peer": "peak_rss_mib_small", "unit": "MiB",
                     "peer_label": f"the same on a {sizes['small']:,} MiB log"})

@@ -210,6 +210,5 @@ def test_framework_encoding(benchmark, pydantic_ai_app):
     def encode_all(cls):
         return lambda: [cls(accept=accept).encode(e) for e in recorded]
 
-    out = against(benchmark, encode_all(EventEncoder), {"ag_ui.encoder": encode_all(RefEncoder)}, events=len(recorded),
-                  readme={"ag_ui.encoder": "the encoding alone in that request (an encoder per event)"})
+    out = against(benchmark, encode_all(EventEncoder), {"ag_ui.encoder": encode_all(RefEncoder)}, events=len(recorded))
     assert out == encode_all(RefEncoder)()
