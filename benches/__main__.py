@@ -33,7 +33,7 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
+import textwrap
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -189,7 +189,7 @@ def render(data: Dict[str, Any], readme: bool) -> List[str]:
     note = data["provenance"]
     if readme:
         note += " Every workload: [docs/benchmarks.md](docs/benchmarks.md)."
-    return lines + ["", note]
+    return lines + [""] + textwrap.wrap(note, width=100, break_long_words=False, break_on_hyphens=False)
 
 
 def replace_between(path: Path, body: List[str]) -> None:
