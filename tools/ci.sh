@@ -10,7 +10,8 @@
 #   2. Beside it, at a lower CPU priority: the sdist, checked complete (every tracked file of
 #      the trees it ships, unchanged), and from it the musllinux wheel (zig, unoptimised:
 #      audited, never shipped); the fuzz targets' build (nightly), their smoke runs once
-#      the machine is quieter; the other CPythons' venvs.
+#      the machine is quieter; the other CPythons' venvs; `cargo check` with the minimum
+#      Rust (tools/msrv.sh).
 #   3. Once the extension is built: its wheel (the same build packaged, seconds), checked by
 #      abi3audit, and the suite against that wheel in a fresh venv on every other CPython,
 #      AGUI_CI_SUITES (2) at a time, one a core: the next newest the full suite in the
@@ -136,6 +137,11 @@ tools_venv() {
 say "tools venv (uv, maturin, ziglang, abi3audit)"
 timed tools-venv tools_venv || { tail -n 30 "$LOGS/tools-venv.log" >&2; die "tools venv failed"; }
 export PATH="$T:$PATH"
+# The report's browser tests need Chromium (the system's; tools/install_browser.sh installs it
+# where it is missing, as root); CI requires them to run, not to skip. Playwright is in the
+# dev extras (the script also puts it in the tools venv, where it is not used).
+timed browser bash tools/install_browser.sh "$T/python" || { tail -n 20 "$LOGS/browser.log" >&2; die "no browser"; }
+export AGUI_REQUIRE_BROWSER=1
 
 declare -A PY=()
 for v in "${PYTHONS[@]}"; do
@@ -249,10 +255,17 @@ venvs_job() {
         pip_install "$WORK/py$v/bin/python" -r "$WORK/requirements.txt"
     done
 }
-say "background: the musllinux wheel from the sdist; the fuzz targets' build (their smoke runs after the test command); venvs for CPython $OTHERS"
+# The minimum Rust (`rust-version`): the workspace checked with that toolchain (tools/msrv.sh;
+# not linted: clippy is the stable toolchain's).
+msrv_job() {
+    unset RUSTC_WORKSPACE_WRAPPER CLIPPY_ARGS
+    PYO3_PYTHON="${PY[$NEWEST]}" "${NICE[@]}" bash tools/msrv.sh
+}
+say "background: the musllinux wheel from the sdist; the fuzz targets' build (their smoke runs after the test command); venvs for CPython $OTHERS; the minimum Rust's check"
 start musl musl_job
 start fuzz fuzz_job
 start venvs venvs_job
+start msrv msrv_job
 
 # 3. Once the test command has built the extension: its wheel, the same build packaged.
 while [ ! -e "$BUILT" ]; do
@@ -333,6 +346,7 @@ finish mypy
 tail -n 1 "$LOGS/mypy.log"
 finish fuzz
 grep -E '^== ' "$LOGS/fuzz.log"
+finish msrv
 finish musl
 MUSL=$(ls "$WORK"/musl/agui_fast-*-cp310-abi3-*musllinux*_x86_64.whl)
 # The wheel built from the sdist holds the same files as the one built from the checkout.

@@ -4,16 +4,16 @@
 //! Every call takes its sources as a list of paths (`str`) or bytes, reads them with
 //! the GIL released, and raises the first problem as an `agui_fast.errors` class (or
 //! `OSError` / `FileNotFoundError`) whose message names the source, frame and byte
-//! offset. Tables cross into Python through pyo3-arrow's `Table`, which implements the
-//! Arrow PyCapsule interface (`__arrow_c_stream__`): pyarrow, Polars and DuckDB import
-//! it without a copy.
+//! offset. Tables cross into Python as [`ArrowTable`], through the Arrow PyCapsule
+//! interface (`__arrow_c_stream__`) by arrow-rs's own C stream interface: pyarrow, Polars
+//! and DuckDB import it without a copy.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::sync::Arc;
 
 use agui_arrow::arrow_array::types::Int32Type;
-use agui_arrow::arrow_array::{ArrayRef, DictionaryArray, Int32Array, RecordBatch, StringArray, StringViewArray};
+use agui_arrow::arrow_array::{ArrayRef, DictionaryArray, Int32Array, RecordBatch, RecordBatchIterator, StringArray, StringViewArray};
 use agui_arrow::arrow_buffer::{Buffer, OffsetBuffer};
 use agui_arrow::arrow_schema::SchemaRef;
 use agui_arrow::{Control, Input, Issue, Options, Source, Trusted};
@@ -21,8 +21,9 @@ use agui_core::log::{Format, Limits, LogReader, Output};
 use pyo3::exceptions::{PyBrokenPipeError, PyFileNotFoundError, PyOSError, PyStopIteration, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
-use pyo3::types::{PyBytes, PyDict, PyList};
-use pyo3_arrow::PyTable;
+use pyo3::types::{PyBytes, PyCapsule, PyDict, PyList};
+use arrow_array::ffi_stream::FFI_ArrowArrayStream;
+use arrow_schema::ffi::FFI_ArrowSchema;
 
 use crate::errors::{check_max_depth, make_error};
 
@@ -94,7 +95,7 @@ fn trusted_columns(column: Trusted) -> ArrayRef {
             // SAFETY: `try_new` accepts them: `Utf8Views`' guarantee (every view is a
             // `&str` lying inside a buffer checked to be UTF-8, or a text of block 0,
             // which is checked UTF-8 whole, starting on a char boundary).
-            Arc::new(unsafe { StringViewArray::new_unchecked(views.into(), buffers, None) })
+            Arc::new(unsafe { StringViewArray::new_unchecked(views.into(), buffers.into(), None) })
         }
         Trusted::Strings(strings) => {
             let (offsets, values, nulls) = strings.into_parts();
@@ -147,8 +148,64 @@ fn issue_to_py(py: Python<'_>, issue: &Issue) -> PyErr {
     }
 }
 
-fn table(batches: Vec<RecordBatch>, schema: SchemaRef) -> PyResult<PyTable> {
-    PyTable::try_new(batches, schema)
+/// An Arrow table (record batches of one schema) handed to Python through the Arrow
+/// PyCapsule interface: `__arrow_c_stream__` exports it as an `ArrowArrayStream`,
+/// `__arrow_c_schema__` its schema, both by arrow-rs's own C data/stream interface.
+/// pyarrow (`pa.table(t)`), Polars (`pl.DataFrame(t)`) and DuckDB import it without a
+/// copy; each export shares the same buffers, so a table can be read any number of times.
+#[pyclass(frozen, module = "agui_fast._native", name = "ArrowTable")]
+pub struct ArrowTable {
+    batches: Vec<RecordBatch>,
+    schema: SchemaRef,
+}
+
+impl ArrowTable {
+    fn new(batches: Vec<RecordBatch>, schema: SchemaRef) -> Self {
+        ArrowTable { batches, schema }
+    }
+}
+
+#[pymethods]
+impl ArrowTable {
+    /// The table as an `arrow_array_stream` capsule. A `requested_schema` is accepted and
+    /// not applied (the interface makes it a best-effort request): the stream carries the
+    /// table's own schema, which the consumer reads from it.
+    #[pyo3(signature = (requested_schema = None))]
+    fn __arrow_c_stream__<'py>(&self, py: Python<'py>, requested_schema: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyCapsule>> {
+        let _ = requested_schema;
+        let batches = self.batches.clone().into_iter().map(Ok);
+        let reader = RecordBatchIterator::new(batches, self.schema.clone());
+        PyCapsule::new_with_value(py, FFI_ArrowArrayStream::new(Box::new(reader)), c"arrow_array_stream")
+    }
+
+    /// The schema as an `arrow_schema` capsule.
+    fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
+        let schema = FFI_ArrowSchema::try_from(self.schema.as_ref()).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        PyCapsule::new_with_value(py, schema, c"arrow_schema")
+    }
+
+    #[getter]
+    fn num_rows(&self) -> usize {
+        self.batches.iter().map(RecordBatch::num_rows).sum()
+    }
+
+    #[getter]
+    fn num_columns(&self) -> usize {
+        self.schema.fields().len()
+    }
+
+    #[getter]
+    fn column_names(&self) -> Vec<String> {
+        self.schema.fields().iter().map(|f| f.name().clone()).collect()
+    }
+
+    fn __len__(&self) -> usize {
+        self.num_rows()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<agui_fast ArrowTable: {} rows, columns {:?}>", self.num_rows(), self.column_names())
+    }
 }
 
 /// Bytes read so far by the call it is passed to (a progress bar polls it from
@@ -202,18 +259,18 @@ fn logs_to_arrow<'py>(
     let control = control(progress);
     let decoded = py.detach(|| agui_arrow::decode_many(&srcs, threads, &opts, &control));
     let decoded = decoded.map_err(|issue| issue_to_py(py, &issue))?;
-    let events = table(decoded.batches, agui_arrow::schema())?.into_pyobject(py)?.into_any();
+    let events = ArrowTable::new(decoded.batches, agui_arrow::schema()).into_pyobject(py)?.into_any();
     if !collect {
         return Ok(events);
     }
-    let errors = table(vec![agui_arrow::errors_batch(&decoded.issues)], agui_arrow::errors_schema())?;
+    let errors = ArrowTable::new(vec![agui_arrow::errors_batch(&decoded.issues)], agui_arrow::errors_schema());
     Ok((events, errors).into_pyobject(py)?.into_any())
 }
 
 /// The events table's schema (an empty table).
 #[pyfunction]
 fn log_schema(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-    Ok(table(Vec::new(), agui_arrow::schema())?.into_pyobject(py)?.into_any())
+    Ok(ArrowTable::new(Vec::new(), agui_arrow::schema()).into_pyobject(py)?.into_any())
 }
 
 /// Where a conversion writes: a file, or stdout for `-`.
@@ -387,6 +444,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(log_schema, m)?)?;
     m.add_function(wrap_pyfunction!(convert_logs, m)?)?;
     m.add_function(wrap_pyfunction!(inspect_log, m)?)?;
+    m.add_class::<ArrowTable>()?;
     m.add_class::<LogChunks>()?;
     m.add_class::<LogProgress>()?;
     Ok(())

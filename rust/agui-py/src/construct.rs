@@ -30,8 +30,8 @@ use pyo3::types::{PyDict, PyString, PyTuple, PyType};
 
 use agui_core::construct::{Fields, Keyword, Route};
 
-use crate::gil::{GilBound, GilCell};
-use crate::layout::Layout;
+use crate::ffi::gil::{GilBound, GilCell};
+use crate::ffi::layout::Layout;
 
 /// What a keyword's value must be for the fast path (anything else goes to `lenient`);
 /// the encoder reads the same checks as each field's schema (`plan::conforms`). Literals
@@ -410,13 +410,13 @@ fn call(py: Python<'_>, cls: *mut ffi::PyObject, args: *mut ffi::PyObject, kwarg
         unsafe {
             let slot = (cls as *mut u8).add(offset) as *mut Option<ffi::vectorcallfunc>;
             *slot = Some(meta_vectorcall);
-            return Py::from_owned_ptr_or_err(py, ffi::PyObject_Call(cls, args, kwargs));
+            return Bound::from_owned_ptr_or_err(py, ffi::PyObject_Call(cls, args, kwargs)).map(Bound::unbind);
         }
     }
     let mut given = 0u64;
     match unsafe { route(py, &plan, DictPairs(kwargs, 0), &mut given) } {
         Route::Direct => {
-            let obj = unsafe { Py::from_owned_ptr_or_err(py, base(cls, args, kwargs)) };
+            let obj = unsafe { Bound::from_owned_ptr_or_err(py, base(cls, args, kwargs)).map(Bound::unbind) };
             recorded(py, meta, &plan, obj, given, false)
         }
         Route::WithoutTag => {
@@ -424,7 +424,7 @@ fn call(py: Python<'_>, cls: *mut ffi::PyObject, args: *mut ffi::PyObject, kwarg
             if let Some((field, _, _)) = &plan.tag {
                 kw.del_item(field.bind(py))?;
             }
-            let obj = unsafe { Py::from_owned_ptr_or_err(py, base(cls, args, kw.as_ptr())) };
+            let obj = unsafe { Bound::from_owned_ptr_or_err(py, base(cls, args, kw.as_ptr())).map(Bound::unbind) };
             recorded(py, meta, &plan, obj, given, true)
         }
         Route::Lenient => {
@@ -474,7 +474,7 @@ fn vcall(
     let mut given = 0u64;
     match unsafe { route(py, &plan, (0..nkw).map(|i| (name(i), values[i])), &mut given) } {
         Route::Direct => {
-            let obj = unsafe { Py::from_owned_ptr_or_err(py, struct_vectorcall(cls, args, nargsf, kwnames)) };
+            let obj = unsafe { Bound::from_owned_ptr_or_err(py, struct_vectorcall(cls, args, nargsf, kwnames)).map(Bound::unbind) };
             recorded(py, meta, &plan, obj, given, false)
         }
         Route::WithoutTag => {
@@ -482,7 +482,7 @@ fn vcall(
             let keep: Vec<usize> = (0..nkw).filter(|&i| !unsafe { str_eq(name(i), tag_field.as_ptr()) }).collect();
             let names = PyTuple::new(py, keep.iter().map(|&i| unsafe { Bound::from_borrowed_ptr(py, name(i)) }))?;
             let vals: Vec<*mut ffi::PyObject> = keep.iter().map(|&i| values[i]).collect();
-            let obj = unsafe { Py::from_owned_ptr_or_err(py, struct_vectorcall(cls, vals.as_ptr(), 0, names.as_ptr())) };
+            let obj = unsafe { Bound::from_owned_ptr_or_err(py, struct_vectorcall(cls, vals.as_ptr(), 0, names.as_ptr())).map(Bound::unbind) };
             recorded(py, meta, &plan, obj, given, true)
         }
         Route::Lenient => {
@@ -585,7 +585,7 @@ fn struct_meta<'py>(
         }
         let base_call: ffi::ternaryfunc = unsafe { std::mem::transmute::<*mut c_void, ffi::ternaryfunc>(call) };
         let basic: usize = base.getattr("__basicsize__")?.extract()?;
-        let vc = crate::layout::struct_vectorcall(base, probe).filter(|_| basic % std::mem::size_of::<usize>() == 0);
+        let vc = crate::ffi::layout::struct_vectorcall(base, probe).filter(|_| basic.is_multiple_of(std::mem::size_of::<usize>()));
         let (ty, vectorcall) = match vc.map(|f| (f, new_meta(py, base, Some(basic)))) {
             Some((f, Ok(ty))) => (ty, Some((f, basic))),
             // a layout this interpreter refuses: the tp_call path

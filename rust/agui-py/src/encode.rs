@@ -14,8 +14,8 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 
-use crate::gil::GilCell;
-use crate::walk::{Opts, Walker};
+use crate::ffi::gil::GilCell;
+use crate::ffi::walk::{Opts, Walker};
 
 const KEEP_CAPACITY: usize = 1 << 20;
 
@@ -65,7 +65,7 @@ fn with_json<'py, R>(
     buf.clear();
     // The sink owns the buffer during the walk (see `JsonSink`), and gives it back.
     let mut w = Walker::new(py, JsonSink::owning(buf), opts);
-    let res = f(&mut w).map_err(|e| crate::walk::user_error(py, e));
+    let res = f(&mut w).map_err(|e| crate::ffi::walk::user_error(py, e));
     let mut buf = std::mem::take(&mut w.sink.out);
     drop(w);
     let out = res.map(|()| finish(py, &buf));

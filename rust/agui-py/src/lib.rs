@@ -13,15 +13,13 @@ mod construct;
 mod decoder;
 mod encode;
 mod errors;
-mod gil;
-mod layout;
+mod ffi;
 mod patch;
 mod pipeline;
 mod plan;
 mod proto;
 mod sse;
 mod stream;
-mod walk;
 
 // The GIL is required: see gil.rs (stated here, not left to PyO3's default).
 #[pymodule(gil_used = true)]
@@ -29,7 +27,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_MAX_DEPTH", agui_core::limits::DEFAULT_MAX_DEPTH)?;
     // The direct reads of object memory are checked against the API once, here.
-    layout::get(m.py());
+    ffi::layout::get(m.py());
     construct::register(m)?;
     arrow::register(m)?;
     encode::register(m)?;
@@ -39,7 +37,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     proto::register(m, &testing)?;
     sse::register(m, &testing)?;
     stream::register(m)?;
-    testing.add_function(wrap_pyfunction!(layout::direct_reads, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(ffi::layout::direct_reads, &testing)?)?;
     m.add_submodule(&testing)?;
     Ok(())
 }

@@ -17,7 +17,7 @@
 //!   (owned mode: copy-on-write for what it handed out); values enter by the core's value
 //!   rules (`plain_copy`, else the object walker into the core's `Builder` of Python values).
 
-use crate::gil::GilCell;
+use crate::ffi::gil::GilCell;
 use std::borrow::Cow;
 use std::collections::HashMap;
 
@@ -35,7 +35,7 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyT
 use serde_json::Value;
 
 use crate::errors::{check_max_depth, error_class, make_error};
-use crate::walk::{Opts, Walker};
+use crate::ffi::walk::{Opts, Walker};
 
 pub fn to_py_err(py: Python<'_>, e: &PatchError) -> PyErr {
     let kwargs = PyDict::new(py);
@@ -1020,7 +1020,9 @@ impl StateDocument {
 
     /// Forget owned containers no longer in the document (the set alone holds them).
     fn prune(&mut self, py: Python<'_>) {
-        self.owned.prune(|k| k.get_refcnt(py) > 1);
+        let _ = py;
+        // SAFETY: `k` is a live object (the set holds a reference to it), the GIL is held.
+        self.owned.prune(|k| unsafe { pyo3::ffi::Py_REFCNT(k.as_ptr()) } > 1);
     }
 
     /// Apply one patch (operations, or JSON text parsed with the GIL released) atomically.

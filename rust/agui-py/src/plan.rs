@@ -30,8 +30,8 @@ use pyo3::types::{PyDict, PyString, PyTuple, PyType};
 
 use crate::construct::Check;
 use crate::errors::make_error;
-use crate::layout::Layout;
-use crate::gil::{GilBound, GilCell};
+use crate::ffi::layout::Layout;
+use crate::ffi::gil::{GilBound, GilCell};
 
 /// How a field value is read from an instance.
 pub(crate) enum Getter {
@@ -264,7 +264,7 @@ fn kind_of_slow(py: Python<'_>, lay: Layout, tp: *mut ffi::PyTypeObject) -> PyRe
 /// changes cannot be told (the tag read is off, or the interpreter gave the class no
 /// tag): the caller then reads through the class.
 pub(crate) fn current_kind(py: Python<'_>, tp: *mut ffi::PyTypeObject) -> PyResult<Option<Kind>> {
-    let lay = crate::layout::get(py);
+    let lay = crate::ffi::layout::get(py);
     if unsafe { lay.type_version(tp) }.is_none() {
         return Ok(None);
     }
@@ -471,7 +471,7 @@ fn slot_offset(py: Python<'_>, ty: &Bound<'_, PyType>, name: &Bound<'_, PyString
         .get_or_init(py, || py.import("types").and_then(|m| m.getattr("MemberDescriptorType")).map(|t| t.unbind()).ok())
         .as_ref()?;
     let basic: usize = ty.getattr(intern!(py, "__basicsize__")).ok()?.extract().ok()?;
-    crate::layout::get(py).member_offset(ty, name, descr, mdt.bind(py), basic)
+    crate::ffi::layout::get(py).member_offset(ty, name, descr, mdt.bind(py), basic)
 }
 
 /// `getattr(cls, name)` or None when missing (other errors propagate).
@@ -588,7 +588,7 @@ fn struct_plan<'py>(
         None => false,
     };
     // SAFETY: a live type object, under the GIL (the token).
-    let managed = has_dict && unsafe { crate::layout::get(py).managed_class(ty.as_type_ptr()) };
+    let managed = has_dict && unsafe { crate::ffi::layout::get(py).managed_class(ty.as_type_ptr()) };
     let unset = UNSET
         .get_or_init(py, || {
             py.import("msgspec").and_then(|m| m.getattr("UNSET")).map(|u| u.unbind()).ok()

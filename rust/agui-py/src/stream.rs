@@ -362,7 +362,7 @@ fn plain_struct<'py, T>(
             return None;
         }
     }
-    if has_dict && !crate::layout::get(py).no_extras(obj) {
+    if has_dict && !crate::ffi::layout::get(py).no_extras(obj) {
         return None;
     }
     found

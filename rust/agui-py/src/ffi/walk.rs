@@ -43,8 +43,8 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict, PyString, PyType};
 
 use crate::construct::Check;
-use crate::gil::{GilBound, GilCell};
-use crate::layout::Layout;
+use crate::ffi::gil::{GilBound, GilCell};
+use crate::ffi::layout::Layout;
 use crate::plan::{conforms, encode_error, is_absent, kind_of, type_name, Field, Getter, Kind, Mismatch, Plan, PlanKind};
 
 /// How a walk treats what plain JSON data does not cover.
@@ -127,7 +127,7 @@ static TO_JSON_KWARGS: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
 
 impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
     pub(crate) fn new(py: Python<'py>, sink: S, opts: Opts) -> Self {
-        let lay = crate::layout::get(py);
+        let lay = crate::ffi::layout::get(py);
         Walker { py, sink, depth: 0, opts, lay, keep: Vec::new(), kinds: Vec::new(), violation: None, memo: ManuallyDrop::new(Vec::new()), _a: PhantomData }
     }
 
