@@ -13,7 +13,7 @@ import time
 import pyarrow as pa
 import pytest
 
-from _data import LOG_EVENTS, arrow_logs, run_events, sse_log
+from _data import LOG_EVENTS, arrow_logs, run_events, sse_log, stream_log
 from _interleave import QUICK, Peer, against, measure
 from _peers import pydantic_peer, upb_dict_log
 from agui_fast.arrow import to_arrow
@@ -150,3 +150,22 @@ def test_memory_parquet(benchmark, tmp_path):
             compare={"label": f"convert a {big_mib:,} MiB SSE log to Parquet (`agui-fast convert`): peak RSS",
                     "ours": "peak_rss_mib_big", "peer": "peak_rss_mib_small", "unit": "MiB",
                     "peer_label": f"the same on a {sizes['small']:,} MiB log"})
+
+
+@pytest.mark.parametrize("log", ["recorded_run", "long_run"])
+def test_report_page(benchmark, log):
+    """``agui-fast report``'s page of a log (``report.render``: the replay, the page built and
+    written as HTML), against the engine's replay of the same log (``replay_log``, the whole
+    log in Rust) and of its events (``replay``): what the page costs over replaying the log.
+    Logs: the recorded-run-shaped one and the long run of ``_stream_log`` (long text
+    streams, tool calls, reasoning, a 2,000-key state under many small deltas)."""
+    from agui_fast import report, stream
+    from agui_fast.logs import iter_log
+
+    benchmark.group = f"logs/report_page_{log}"
+    data = arrow_logs()["sse"] if log == "recorded_run" else stream_log()
+    events = list(iter_log(data, raw="bytes"))
+    page = against(benchmark, lambda: report.render(data),
+                   {"stream.replay_log": lambda: stream.replay_log(data), "stream.replay of its events": lambda: stream.replay(events)},
+                   rounds=9, min_round=0, settle=0.01, events=len(events), log_bytes=len(data))
+    benchmark.extra_info["page_bytes"] = len(page.encode())
