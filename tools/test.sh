@@ -62,7 +62,10 @@ RUST=$!
 trap 'kill "$RUST" 2>/dev/null || true' EXIT
 
 say "the package with the development extras (editable; builds the extension)"
-MATURIN_PEP517_ARGS="--profile dev-fast" pip_install -e ".[dev]"
+# uv would reuse its cached build of an unchanged pyproject.toml: the Rust may have changed.
+reinstall=()
+command -v uv >/dev/null && reinstall=(--reinstall-package agui-fast)
+MATURIN_PEP517_ARGS="--profile dev-fast" pip_install -e ".[dev]" "${reinstall[@]}"
 "$VENV/bin/python" -c 'import agui_fast._native'
 touch "$LOGS/built"  # CI tests this build on the other CPythons from here on
 
