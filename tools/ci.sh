@@ -338,6 +338,20 @@ for v in $FORCED $LIGHTS; do
     (timed "pytest-$v" suite "$v") &
     RUNNING[$!]=$v
 done
+# The whole suite once more on the newest, with AGUI_FAST_PUBLIC_API=1 (tools/public_api.sh:
+# the public-API paths of interpreters whose layouts the extension does not know), in a venv
+# of its own (the others are in use).
+public_api_suite() {
+    local vpy="$WORK/public-api/bin/python"
+    new_venv "${PY[$NEWEST]}" "$WORK/public-api"
+    pip_install "$vpy" -r "$WORK/requirements.txt"
+    pip_install "$vpy" --no-deps "$WHEEL"
+    AGUI_WHEELHOUSE="$WHEELHOUSE" bash tools/public_api.sh "$vpy" --basetemp="$WORK/tmp/public-api" --durations=10
+}
+[ "${#RUNNING[@]}" -lt "${AGUI_CI_SUITES:-2}" ] || reap_suite
+say "CPython $NEWEST, public API only: pytest against the built wheel (log: pytest-public-api.log)"
+(timed "pytest-public-api" public_api_suite) &
+RUNNING[$!]=public-api
 while [ "${#RUNNING[@]}" -gt 0 ]; do reap_suite; done
 
 finish test

@@ -1,10 +1,13 @@
 //! agui-py: the thin PyO3 binding of agui-core, built as `agui_fast._native`.
 //! Each submodule registers its own functions and classes; logic lives in agui-core.
+//! Every raw step past PyO3's safe API is in `ffi`, each with the comment that justifies
+//! it; the rest of the crate is safe Rust (the crate's lints in Cargo.toml enforce both).
 
 use pyo3::prelude::*;
 
 // mimalloc: the protobuf decoder allocates many small prost strings and vectors per
 // event; with glibc malloc/free, payload-heavy events decoded ~40 % slower.
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
