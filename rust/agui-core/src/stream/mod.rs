@@ -17,7 +17,7 @@
 //! that merely continue an untagged stream, in their plain form) are read into a
 //! borrowed [`event::Delta`] instead and go through the verifier and the reducer as
 //! (kind, id, delta), by the same checks and appends as the general path: measured on a
-//! generated 100k-event log, that halves the per-event cost (`examples/stream_replay.rs`).
+//! generated 100k-event log, that halves the per-event cost (`python -m benches -k replay`).
 //!
 //! Limits: JSON text is parsed with the project's depth limit (`limits::parse_value`,
 //! default `limits::DEFAULT_MAX_DEPTH`, `ReplayOptions::max_depth` and the `*_limited`

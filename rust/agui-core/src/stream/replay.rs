@@ -524,9 +524,8 @@ pub fn replay_log_pipelined<R: std::io::Read + Send>(
 /// Logs at least this long (bytes as stored) are replayed on two threads when a second
 /// core is free ([`replay_log_pipelined`]): below it the thread start, the first batch's
 /// wait and the hand-overs cost more than the overlap saves. The same as `decode_sse`'s
-/// threshold: on the loaded build machine the pipelined replay of a log's first 512 KB
-/// was 0.74-0.97x the one-thread one by min, of its first 1 MB 0.76-1.14x
-/// (`examples/stream_replay.rs --threshold`).
+/// threshold: the pipelined replay of a log's first 512 KB measured 0.74-0.97x the
+/// one-thread one by min, of its first 1 MB 0.76-1.14x.
 pub const PIPELINE_MIN: u64 = 1 << 20;
 
 /// Events in the first batch of a pipelined replay (small: the reducer starts early),
