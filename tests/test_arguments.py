@@ -1,7 +1,8 @@
 """Every numeric argument of the public API, systematically: an int out of range is a
 ValueError naming the argument, anything but an int (a float, a str, None where it is not
 allowed, a bool) a TypeError; never OverflowError, a panic, or a value taken as given (a
-depth past the stack's reach, a thread count past the OS's)."""
+depth past the stack's reach, a thread count past the OS's). A size limit or budget has no
+upper end: past the machine's sizes it means no limit."""
 
 import asyncio
 import io
@@ -39,9 +40,9 @@ def log_path(tmp_path_factory):
 
 
 # (name, call(arg, value), argument, lo, hi): the public callable, the numeric argument and
-# its range (hi None: no upper bound of ours below 2**63).
+# its range (hi LIMIT: a limit, any int from lo up).
 DEPTH = _native.MAX_DEPTH_CAP
-SIZE = _native.MAX_SIZE
+SIZE = LIMIT = None
 CHUNK = _native.MAX_CHUNK_SIZE
 THREADS = _native.MAX_THREADS
 CASES = [
@@ -49,6 +50,7 @@ CASES = [
     ("to_arrow", lambda a, v, p: arrow.to_arrow(SSE, **{a: v}), "max_buffer_size", 0, SIZE),
     ("to_arrow", lambda a, v, p: arrow.to_arrow(SSE, **{a: v}), "max_frame_size", 0, SIZE),
     ("to_arrow", lambda a, v, p: arrow.to_arrow(SSE, **{a: v}), "max_depth", 0, DEPTH),
+    ("to_arrow", lambda a, v, p: arrow.to_arrow(SSE, **{a: v}), "max_errors", 0, LIMIT),
     ("EventStream", lambda a, v, p: asgi.EventStream([EV], **{a: v}), "status_code", 100, 599),
     ("EventStream", lambda a, v, p: asgi.EventStream([EV], **{a: v}), "max_batch", 1, 1 << 20),
     ("HttpAgent", lambda a, v, p: client.HttpAgent("http://x", **{a: v}), "max_buffer_size", 0, SIZE),
@@ -62,6 +64,8 @@ CASES = [
     ("event_to_json_bytes", lambda a, v, p: encoder.event_to_json_bytes(EV, **{a: v}), "max_depth", 0, DEPTH),
     ("encode_protobuf_many", lambda a, v, p: proto.encode_protobuf_many([EV], **{a: v}), "max_depth", 0, DEPTH),
     ("apply_patch", lambda a, v, p: patch.apply_patch({}, [], **{a: v}), "max_depth", 0, DEPTH),
+    ("apply_patch", lambda a, v, p: patch.apply_patch({}, [], **{a: v}), "max_patch_bytes", 0, LIMIT),
+    ("replay", lambda a, v, p: stream.replay([EV], **{a: v}), "max_patch_bytes", 0, LIMIT),
     ("StateDocument", lambda a, v, p: patch.StateDocument({}, **{a: v}), "max_depth", 0, DEPTH),
     ("expand_chunks", lambda a, v, p: stream.expand_chunks([EV], **{a: v}), "max_depth", 0, DEPTH),
     ("ChunkExpander", lambda a, v, p: stream.ChunkExpander(**{a: v}), "max_depth", 0, DEPTH),
@@ -121,7 +125,8 @@ def call(case, value, log_path):
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_in_range_values_are_taken(case, log_path):
     name, fn, arg, lo, hi = case
-    for value in {lo, max(lo, 1), min(hi, 4096)}:
+    values = {lo, max(lo, 1), 4096, 2**63, 2**64, 10**100} if hi is LIMIT else {lo, max(lo, 1), min(hi, 4096)}
+    for value in values:
         try:
             call(case, value, log_path)
         except AguiError:  # a tiny limit the input breaks: the argument was taken
@@ -131,7 +136,8 @@ def test_in_range_values_are_taken(case, log_path):
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_out_of_range_ints_are_value_errors_naming_the_argument(case, log_path):
     name, fn, arg, lo, hi = case
-    values = [v for v in OUT_OF_RANGE if not lo <= v <= hi] + [lo - 1, hi + 1]
+    values = [v for v in OUT_OF_RANGE if v < lo or (hi is not LIMIT and v > hi)] + [lo - 1]
+    values += [] if hi is LIMIT else [hi + 1]
     for value in values:
         with pytest.raises(ValueError, match=arg) as info:
             call(case, value, log_path)
@@ -184,7 +190,10 @@ def test_index_like_ints_are_taken():
 
 def test_huge_int_in_the_message_is_summarised():
     with pytest.raises(ValueError) as info:
-        decoder.decode_sse(SSE, max_frame_size=10**100)
+        decoder.decode_sse(SSE, max_depth=10**100)
+    assert "101 digits" in str(info.value)
+    with pytest.raises(ValueError) as info:
+        decoder.decode_sse(SSE, max_frame_size=-(10**100))
     assert "101 digits" in str(info.value)
 
 

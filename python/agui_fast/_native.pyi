@@ -8,9 +8,12 @@ from agui_fast.errors import AguiError, StreamError
 
 __version__: str
 DEFAULT_MAX_DEPTH: int  # agui_core::limits::DEFAULT_MAX_DEPTH
+DEFAULT_MAX_ERRORS: int  # agui_arrow::DEFAULT_MAX_ERRORS
+DEFAULT_MAX_PATCH_BYTES: int  # agui_core::limits::DEFAULT_MAX_PATCH_BYTES
 
 # Numeric arguments (rust/agui-py/src/args.rs): TypeError for a non-int (bool included),
-# ValueError naming the argument for an int out of its range, never OverflowError.
+# ValueError naming the argument for an int out of its range, never OverflowError; a size
+# limit past MAX_SIZE means no limit.
 MAX_SIZE: int  # largest size limit (bytes): 2**63 - 1
 MAX_CHUNK_SIZE: int  # largest chunk_size (bytes read at a time): 1 GiB
 MAX_THREADS: int  # most threads= a call takes
@@ -18,6 +21,9 @@ MAX_DEPTH_CAP: int  # largest max_depth (agui_core::limits::MAX_DEPTH_CAP)
 
 def check_int(name: str, value: Any, lo: int, hi: int, /) -> int:
     """``value`` if it is an int in ``lo..=hi``; else TypeError / ValueError naming ``name``."""
+
+def check_limit(name: str, value: Any, lo: int = 0, /) -> int:
+    """A size limit: an int of at least ``lo``; past ``MAX_SIZE`` it is ``MAX_SIZE`` (no limit)."""
 
 def json_exceeds_depth(data: Union[bytes, bytearray, memoryview, str], max_depth: int) -> bool:
     """Whether JSON text nests arrays/objects deeper than ``max_depth``."""
@@ -63,13 +69,20 @@ def clear_encode_cache() -> None:
 # --- end encode ---
 # --- patch ---
 
-def apply_patch(doc: Any, patch: Iterable[Any], *, in_place: bool = False, max_depth: int = 512) -> Any:
+def apply_patch(
+    doc: Any,
+    patch: Iterable[Any],
+    *,
+    in_place: bool = False,
+    max_depth: int = 512,
+    max_patch_bytes: Optional[int] = None,
+) -> Any:
     """Apply an RFC 6902 patch (atomic). Copy mode shares untouched subtrees with ``doc``."""
 
 class StateDocument:
     """A JSON document of Python values it owns, patched in place; ``to_python`` shares it (copy-on-write)."""
 
-    def __init__(self, doc: Optional[Any] = None, *, max_depth: int = 512) -> None: ...
+    def __init__(self, doc: Optional[Any] = None, *, max_depth: int = 512, max_patch_bytes: Optional[int] = None) -> None: ...
     def apply(self, patch: Union[Iterable[Any], str, bytes]) -> None: ...
     def apply_many(
         self, patches: Iterable[Union[Iterable[Any], str, bytes]], *, skip_errors: bool = False
@@ -240,11 +253,15 @@ _LogSource = Union[str, bytes]
 
 
 class LogProgress:
-    """Input bytes read so far by the call it is passed to (polled from another thread)."""
+    """Input bytes and events read so far by the call it is passed to (polled from another
+    thread); ``cancel()`` stops the call soon."""
 
     def __init__(self) -> None: ...
     @property
     def bytes(self) -> int: ...
+    @property
+    def events(self) -> int: ...
+    def cancel(self) -> None: ...
 
 class ArrowTable:
     """An Arrow table handed over by the Arrow PyCapsule interface (``pa.table(t)``,
@@ -273,6 +290,7 @@ def logs_to_arrow(
     max_buffer_size: int = ...,
     max_frame_size: int = ...,
     max_depth: int = ...,
+    max_errors: int = ...,
     progress: Optional[LogProgress] = None,
 ) -> Union[ArrowTable, Tuple[ArrowTable, ArrowTable]]:
     """The events table, or ``(events, errors)`` with ``collect``."""
@@ -288,6 +306,8 @@ def convert_logs(
     format: str = "auto",
     collect: bool = False,
     progress: Optional[LogProgress] = None,
+    max_errors: int = ...,
+    gzip: bool = False,
 ) -> Tuple[int, int, List[str]]:
     """Write the logs' events into ``output`` (a path, ``-`` for stdout) as "sse",
     "protobuf", "jsonl" or "parquet": (events, input bytes, problems skipped)."""
@@ -306,7 +326,9 @@ class LogChunks:
     """A log's decompressed bytes in chunks; format and gzip decided on opening (raises
     ``DecodeError`` for data of neither format)."""
 
-    def __init__(self, source: _LogSource, format: str = "auto", chunk_size: int = ...) -> None: ...
+    def __init__(
+        self, source: _LogSource, format: str = "auto", chunk_size: int = ..., progress: Optional[LogProgress] = None
+    ) -> None: ...
     @property
     def format(self) -> Optional[str]: ...
     @property
@@ -348,6 +370,7 @@ class Replayer:
         expand: bool = True,
         compat: bool = True,
         max_depth: int = 512,
+        max_patch_bytes: Optional[int] = None,
     ) -> None: ...
     def push(self, event: Any, /) -> Tuple[bool, bool, Optional[int], bool]:
         """(messages changed, state changed, index of the message touched, interrupts changed)."""
@@ -366,7 +389,9 @@ def expand_chunks(
     """The expanded events before the error (JSON array), warnings, the error or None."""
 
 def verify_events(events: Iterable[Any], /, *, max_depth: int = 512) -> None: ...
-def compact_events(events: Iterable[Any], /, *, max_depth: int = 512) -> Tuple[bytes, List[str]]: ...
+def compact_events(
+    events: Iterable[Any], /, *, max_depth: int = 512, max_patch_bytes: Optional[int] = None
+) -> Tuple[bytes, List[str]]: ...
 def replay_log(
     data: bytes,
     messages: Any = None,
@@ -375,6 +400,7 @@ def replay_log(
     format: str = "auto",
     verify: bool = False,
     max_depth: int = 512,
+    max_patch_bytes: Optional[int] = None,
     pipeline_min: int = 1048576,
 ) -> _ReplayParts:
     """Replay a log (SSE or protobuf, gzip or not) with the GIL released; from ``pipeline_min`` bytes on two threads."""
@@ -386,6 +412,7 @@ def replay_log_files(
     verify: bool = False,
     threads: int = 0,
     max_depth: int = 512,
+    max_patch_bytes: Optional[int] = None,
     pipeline_min: int = 1048576,
 ) -> List[_ReplayParts]:
     """Read and replay log files on Rust threads (0: all cores), constant memory each, GIL released."""

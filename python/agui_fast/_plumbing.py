@@ -48,7 +48,7 @@ def options(
             raise ValueError(f"raw must be None, 'dict' or 'bytes', not {raw!r}")
     if max_buffer_size is not None:  # the SSE API's old name
         warnings.warn("max_buffer_size is deprecated: use max_frame_size", DeprecationWarning, stacklevel=1 + depth)
-        max_frame_size = _native.check_int("max_buffer_size", max_buffer_size, 0, _native.MAX_SIZE)
+        max_frame_size = _native.check_limit("max_buffer_size", max_buffer_size)
     return raw, max_frame_size, max_depth
 
 

@@ -206,7 +206,7 @@ class _BaseAgent:
         # keeps its own unless ``timeout`` is given.
         self.timeout = timeout
         if max_buffer_size is not None:
-            _native.check_int("max_buffer_size", max_buffer_size, 0, _native.MAX_SIZE)
+            _native.check_limit("max_buffer_size", max_buffer_size)
         self.max_buffer_size = max_buffer_size
         # Ours last: like @ag-ui/client, the Accept header is the agent's own.
         self._request_headers = {

@@ -1,10 +1,13 @@
 //! agui-py: the thin PyO3 binding of agui-core, built as `agui_fast._native`.
 //! Each submodule registers its own functions and classes; logic lives in agui-core.
+//! Every raw step past PyO3's safe API is in `ffi`, each with the comment that justifies
+//! it; the rest of the crate is safe Rust (the crate's lints in Cargo.toml enforce both).
 
 use pyo3::prelude::*;
 
 // mimalloc: the protobuf decoder allocates many small prost strings and vectors per
 // event; with glibc malloc/free, payload-heavy events decoded ~40 % slower.
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -28,6 +31,8 @@ mod stream;
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_MAX_DEPTH", agui_core::limits::DEFAULT_MAX_DEPTH)?;
+    m.add("DEFAULT_MAX_ERRORS", agui_arrow::DEFAULT_MAX_ERRORS)?;
+    m.add("DEFAULT_MAX_PATCH_BYTES", agui_core::limits::DEFAULT_MAX_PATCH_BYTES)?;
     // The direct reads of object memory are checked against the API once, here.
     ffi::layout::get(m.py());
     args::register(m)?;
