@@ -149,7 +149,7 @@ def test_out_of_range_ints_are_value_errors_naming_the_argument(case, log_path):
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_wrong_types_are_type_errors(case, log_path):
     name, fn, arg, lo, hi = case
-    for value in WRONG_TYPES + [None] * (arg not in ("threads", "max_buffer_size")):
+    for value in WRONG_TYPES + [None] * (arg not in ("threads", "max_buffer_size", "max_patch_bytes")):
         if name in ("HttpAgent", "SyncHttpAgent") and value is None:
             continue
         with pytest.raises(TypeError):
