@@ -14,6 +14,11 @@ Groups:
   ``decode_protobuf(frame)``, 1,000 calls a round, vs msgspec's decode of the same JSON
   payload into the event Structs (goal: ratio >= 0.67).
 
+* ``server_build_encode`` / ``server_build_encode_tagged``: 100 events built and encoded to
+  SSE a round (``TextMessageContentEvent(message_id=..., delta=...)``, then the same with
+  ``type=EventType.TEXT_MESSAGE_CONTENT``, as ported code writes it) vs ``ag_ui``'s classes and
+  ``EventEncoder`` (goal: ratio >= 25 for both).
+
 Run: ``pytest benches/bench_server.py --benchmark-only`` after ``maturin develop --release``.
 """
 
@@ -27,6 +32,11 @@ from msgspec import field
 
 from _interleave import pedantic_against
 
+import ag_ui.core as ref
+from ag_ui.encoder import EventEncoder as RefEncoder
+
+import agui_fast.core as ours
+from agui_fast.encoder import EventEncoder
 from agui_fast._typed import EVENT_DECODER
 from agui_fast.proto import decode_protobuf, encode_protobuf_frame
 from agui_fast.sse import SseDecoder, decode_sse
@@ -145,3 +155,32 @@ def test_one_frame_protobuf__agui_fast(benchmark):
 
     _against(benchmark, "server_one_frame_protobuf", ours, {"msgspec_decode": _msgspec_one})
     assert decode_protobuf(PB_FRAME) == [EVENT_DECODER.decode(PAYLOAD)]
+
+
+# -- build + encode ------------------------------------------------------------------------------
+
+DELTAS = [f"word {i} of the reply, " for i in range(100)]
+
+
+def _build_encode(cls, encode, **tag):
+    def run() -> None:
+        for d in DELTAS:
+            encode(cls(message_id="msg_1", delta=d, **tag))
+
+    return run
+
+
+def test_build_encode__agui_fast(benchmark):
+    ref_run = _build_encode(ref.TextMessageContentEvent, RefEncoder().encode)
+    _against(benchmark, "server_build_encode", _build_encode(ours.TextMessageContentEvent, EventEncoder().encode), {"ag_ui": ref_run})
+
+
+def test_build_encode_tagged__agui_fast(benchmark):
+    ref_run = _build_encode(ref.TextMessageContentEvent, RefEncoder().encode, type=ref.EventType.TEXT_MESSAGE_CONTENT)
+    ours_run = _build_encode(ours.TextMessageContentEvent, EventEncoder().encode, type=ours.EventType.TEXT_MESSAGE_CONTENT)
+    _against(benchmark, "server_build_encode_tagged", ours_run, {"ag_ui": ref_run})
+    built = ours.TextMessageContentEvent(type=ours.EventType.TEXT_MESSAGE_CONTENT, message_id="m", delta="d")
+    assert built.model_fields_set == {"type", "message_id", "delta"}
+    assert EventEncoder().encode(built) == RefEncoder().encode(
+        ref.TextMessageContentEvent(type=ref.EventType.TEXT_MESSAGE_CONTENT, message_id="m", delta="d")
+    )

@@ -54,7 +54,14 @@ pub(crate) struct Plan {
     tag: Option<(Py<PyString>, Py<PyString>, Py<PyAny>)>,
     /// `(tag field name,)`: what a call that passed only the tag records.
     tag_names: Option<Py<PyTuple>>,
+    /// The keyword names of calls that passed the tag, each with the same names without
+    /// it (what msgspec's constructor is given) and the tag's position: a call site passes
+    /// the same constant tuple every time, so it is rebuilt once, not per call.
+    without_tag: std::cell::RefCell<Vec<(Py<PyTuple>, Py<PyTuple>, usize)>>,
 }
+
+/// Call sites remembered per class in `Plan::without_tag` (further ones build their names).
+const WITHOUT_TAG_SITES: usize = 8;
 
 // Class pointers are already well spread: no SipHash (the walker's hasher for type addresses).
 type Plans = HashMap<usize, GilBound<Rc<Plan>>, agui_core::patch::cache::FastBuild>;
@@ -67,6 +74,12 @@ struct Meta {
     /// `core._given.Extras`: an instance `__dict__` that records fields given at their
     /// default (and the tag) in its `given` slot.
     extras: Py<PyType>,
+    /// How a record is made without a call through the type: `Extras`' `tp_new` (dict's,
+    /// which an `Extras` needs no `__init__` after), the empty arguments it is given, and
+    /// the `given` slot's member descriptor with its `__set__`.
+    extras_new: ffi::newfunc,
+    no_args: Py<PyTuple>,
+    given: (Py<PyAny>, ffi::descrsetfunc),
     ty: Py<PyType>,
     base_call: ffi::ternaryfunc,
     /// msgspec's `Struct_vectorcall` and the offset, in each class object, of our own
@@ -134,7 +147,8 @@ fn build_plan(py: Python<'_>, meta: &Meta, cls: &Bound<'_, PyType>) -> PyResult<
     }
     let fields = Fields::new(required, defaults.iter().map(Option::is_some).collect());
     let tag_names = tag.as_ref().map(|(field, _, _)| PyTuple::new(py, [field.bind(py)]).map(|t| t.unbind())).transpose()?;
-    Ok(Rc::new(Plan { _cls: cls.clone().unbind(), _classes: classes, names, fields, checks, defaults, tag, tag_names }))
+    let without_tag = Default::default();
+    Ok(Rc::new(Plan { _cls: cls.clone().unbind(), _classes: classes, names, fields, checks, defaults, tag, tag_names, without_tag }))
 }
 
 fn plan_for(py: Python<'_>, meta: &Meta, cls: &Bound<'_, PyType>) -> PyResult<Rc<Plan>> {
@@ -371,22 +385,30 @@ fn recorded(py: Python<'_>, meta: &Meta, plan: &Plan, obj: PyResult<Py<PyAny>>, 
     if given == 0 && !tag {
         return Ok(obj);
     }
+    let built;
     let names = match (&plan.tag_names, given) {
-        (Some(t), 0) => t.clone_ref(py),
+        (Some(t), 0) => t.as_ptr(),
         _ => {
             let tag = plan.tag.as_ref().filter(|_| tag).map(|(field, _, _)| field.bind(py).clone());
             let fields = plan.fields.given(given).map(|i| plan.names[i].bind(py).clone());
             let names: Vec<Bound<'_, PyString>> = tag.into_iter().chain(fields).collect();
-            PyTuple::new(py, names)?.unbind()
+            built = PyTuple::new(py, names)?;
+            built.as_ptr()
         }
     };
     // The instance is new and was built from declared fields only: its `__dict__` is empty.
-    let extras = meta.extras.bind(py).call0()?;
-    extras.setattr(pyo3::intern!(py, "given"), names)?;
-    // SAFETY: `obj` is a live Struct instance with a `__dict__` slot (dict=True) and `extras`
-    // a dict (subclass); both are owned here for the call.
-    if unsafe { ffi::PyObject_GenericSetDict(obj.as_ptr(), extras.as_ptr(), std::ptr::null_mut()) } != 0 {
-        return Err(PyErr::fetch(py));
+    // SAFETY: `extras_new` is the `tp_new` of `meta.extras` (a dict subclass), called with
+    // that type and an empty tuple as `type.__call__` would; `given` is that class's own
+    // member descriptor and its `__set__`, given an instance of the class and a tuple that
+    // lives for the call (it takes its own reference); `obj` is a live Struct instance with
+    // a `__dict__` slot (dict=True) and `extras` a dict (subclass), both owned here.
+    unsafe {
+        let extras = (meta.extras_new)(meta.extras.as_ptr() as *mut ffi::PyTypeObject, meta.no_args.as_ptr(), std::ptr::null_mut());
+        let extras = Bound::from_owned_ptr_or_err(py, extras)?;
+        let (descr, set) = &meta.given;
+        if set(descr.as_ptr(), extras.as_ptr(), names) != 0 || ffi::PyObject_GenericSetDict(obj.as_ptr(), extras.as_ptr(), std::ptr::null_mut()) != 0 {
+            return Err(PyErr::fetch(py));
+        }
     }
     Ok(obj)
 }
@@ -478,11 +500,20 @@ fn vcall(
             recorded(py, meta, &plan, obj, given, false)
         }
         Route::WithoutTag => {
-            let Some((tag_field, _, _)) = &plan.tag else { unreachable!("WithoutTag needs a tag") };
-            let keep: Vec<usize> = (0..nkw).filter(|&i| !unsafe { str_eq(name(i), tag_field.as_ptr()) }).collect();
-            let names = PyTuple::new(py, keep.iter().map(|&i| unsafe { Bound::from_borrowed_ptr(py, name(i)) }))?;
-            let vals: Vec<*mut ffi::PyObject> = keep.iter().map(|&i| values[i]).collect();
-            let obj = unsafe { Py::from_owned_ptr_or_err(py, struct_vectorcall(cls, vals.as_ptr(), 0, names.as_ptr())) };
+            let mut own = None;
+            let (names, at) = without_tag(py, &plan, kwnames, nkw, &mut own)?;
+            // The values but the tag's, on the stack for the common few keywords.
+            let mut stack = [std::ptr::null_mut(); 16];
+            let mut heap = Vec::new();
+            let vals: &mut [*mut ffi::PyObject] = if nkw <= stack.len() {
+                &mut stack[..nkw - 1]
+            } else {
+                heap.resize(nkw - 1, std::ptr::null_mut());
+                &mut heap
+            };
+            vals[..at].copy_from_slice(&values[..at]);
+            vals[at..].copy_from_slice(&values[at + 1..]);
+            let obj = unsafe { Py::from_owned_ptr_or_err(py, struct_vectorcall(cls, vals.as_ptr(), 0, names)) };
             recorded(py, meta, &plan, obj, given, true)
         }
         Route::Lenient => {
@@ -493,6 +524,31 @@ fn vcall(
             lenient(py, meta, &cls_b, kw)
         }
     }
+}
+
+/// A call's keyword names without the tag (borrowed from the plan's memo of call sites,
+/// which only grows while the plan lives; else built and owned by `own`), and the tag's
+/// position among the keywords (the route found exactly one tag keyword). A call site
+/// passes the same constant tuple every time: it is rebuilt once, not per call.
+fn without_tag(py: Python<'_>, plan: &Plan, kwnames: *mut ffi::PyObject, nkw: usize, own: &mut Option<Py<PyTuple>>) -> PyResult<(*mut ffi::PyObject, usize)> {
+    if let Some((_, names, at)) = plan.without_tag.borrow().iter().find(|(k, _, _)| k.as_ptr() == kwnames) {
+        return Ok((names.as_ptr(), *at));
+    }
+    let Some((tag_field, _, _)) = &plan.tag else { unreachable!("WithoutTag needs a tag") };
+    // SAFETY: `kwnames` is the call's tuple of `nkw` str objects, borrowed for the call.
+    let all = unsafe { Bound::from_borrowed_ptr(py, kwnames) }.cast_into::<PyTuple>()?;
+    let at = (0..nkw).find(|&i| all.get_item(i).is_ok_and(|n| unsafe { str_eq(n.as_ptr(), tag_field.as_ptr()) }));
+    let Some(at) = at else { unreachable!("WithoutTag needs the tag among the keywords") };
+    let kept: Vec<Bound<'_, PyAny>> = all.iter().enumerate().filter(|(i, _)| *i != at).map(|(_, n)| n).collect();
+    let names = PyTuple::new(py, kept)?;
+    let ptr = names.as_ptr();
+    let mut memo = plan.without_tag.borrow_mut();
+    if memo.len() < WITHOUT_TAG_SITES {
+        memo.push((all.unbind(), names.unbind(), at));
+    } else {
+        *own = Some(names.unbind());
+    }
+    Ok((ptr, at))
 }
 
 fn finish(py: Python<'_>, r: std::thread::Result<PyResult<Py<PyAny>>>) -> *mut ffi::PyObject {
@@ -591,10 +647,20 @@ fn struct_meta<'py>(
             // a layout this interpreter refuses: the tp_call path
             Some((_, Err(_))) | None => (new_meta(py, base, None)?, None),
         };
+        // SAFETY: slots read through the API (heap and static types alike since 3.10).
+        let new = unsafe { ffi::PyType_GetSlot(extras.as_ptr() as *mut ffi::PyTypeObject, ffi::Py_tp_new) };
+        let descr = extras.getattr("__dict__")?.get_item("given")?;
+        let set = unsafe { ffi::PyType_GetSlot(descr.get_type().as_ptr() as *mut ffi::PyTypeObject, ffi::Py_tp_descr_set) };
+        if new.is_null() || set.is_null() {
+            return Err(PyTypeError::new_err("struct_meta: extras must be a dict subclass with a `given` slot"));
+        }
         Ok(Meta {
             plan_of: plan_of.clone().unbind(),
             lenient: lenient.clone().unbind(),
             extras: extras.clone().unbind(),
+            extras_new: unsafe { std::mem::transmute::<*mut c_void, ffi::newfunc>(new) },
+            no_args: PyTuple::empty(py).unbind(),
+            given: (descr.unbind(), unsafe { std::mem::transmute::<*mut c_void, ffi::descrsetfunc>(set) }),
             ty: ty.unbind(),
             base_call,
             vectorcall,
