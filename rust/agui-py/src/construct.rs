@@ -57,8 +57,11 @@ pub(crate) struct Plan {
     /// The keyword names of calls that passed the tag, each with the same names without
     /// it (what msgspec's constructor is given) and the tag's position: a call site passes
     /// the same constant tuple every time, so it is rebuilt once, not per call.
-    without_tag: std::cell::RefCell<Vec<(Py<PyTuple>, Py<PyTuple>, usize)>>,
+    without_tag: std::cell::RefCell<Vec<CallSite>>,
 }
+
+/// A call site's keyword names, the same without the tag, and the tag's position.
+type CallSite = (Py<PyTuple>, Py<PyTuple>, usize);
 
 /// Call sites remembered per class in `Plan::without_tag` (further ones build their names).
 const WITHOUT_TAG_SITES: usize = 8;
