@@ -19,13 +19,31 @@ Groups:
   ``type=EventType.TEXT_MESSAGE_CONTENT``, as ported code writes it) vs ``ag_ui``'s classes and
   ``EventEncoder`` (goal: ratio >= 25 for both).
 
+* ``server_body_validate_python_{1,100,10k}`` / ``server_body_validate_json_{1,100,10k}``:
+  ``TypeAdapter(RunAgentInput).validate_python(body)`` / ``.validate_json(text)`` for bodies
+  of 1, 100 and 10,000 messages vs the same with ``ag_ui``'s class (goal: ratio >= 2).
+* ``server_body_fastapi_{1,100,10k}``: the same bodies POSTed to a FastAPI endpoint under
+  uvicorn (its own process, ``body_apps.py``) with httpx, ours vs the reference's class in
+  the same server; the summary also prints the server's CPU time per request, which is
+  what the endpoint costs the server (the round trip adds the client and the transport).
+
 Run: ``pytest benches/bench_server.py --benchmark-only`` after ``maturin develop --release``.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
 from typing import Any, Dict, List, Optional, Union
+
+import httpx
+import pytest
+from pydantic import TypeAdapter
 
 import msgspec
 from msgspec import field
@@ -184,3 +202,113 @@ def test_build_encode_tagged__agui_fast(benchmark):
     assert EventEncoder().encode(built) == RefEncoder().encode(
         ref.TextMessageContentEvent(type=ref.EventType.TEXT_MESSAGE_CONTENT, message_id="m", delta="d")
     )
+
+
+# -- request bodies --------------------------------------------------------------------------
+
+
+def body(n: int) -> Dict[str, Any]:
+    """A run input of ``n`` messages: user, assistant with a tool call, tool, in turn."""
+    messages: List[Dict[str, Any]] = []
+    for i in range(n):
+        if i % 3 == 0:
+            messages.append({"id": f"m{i}", "role": "user", "content": f"hello there, question {i}"})
+        elif i % 3 == 1:
+            call = {"id": f"tc{i}", "type": "function", "function": {"name": "search", "arguments": '{"q": "x"}'}}
+            messages.append({"id": f"m{i}", "role": "assistant", "content": f"reply {i}", "toolCalls": [call]})
+        else:
+            messages.append({"id": f"m{i}", "role": "tool", "content": "result", "toolCallId": f"tc{i - 1}"})
+    tool = {"name": "search", "description": "web search", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}
+    return {"threadId": "t", "runId": "r", "state": {"step": 1}, "messages": messages, "tools": [tool], "context": [], "forwardedProps": {}}
+
+
+SIZES = {"1": 1, "100": 100, "10k": 10_000}
+CALLS_PER_ROUND = {"1": 200, "100": 10, "10k": 1}
+OURS_ADAPTER = TypeAdapter(ours.RunAgentInput)
+REF_ADAPTER = TypeAdapter(ref.RunAgentInput)
+
+
+def _loop(fn: Any, arg: Any, calls: int) -> Any:
+    def run() -> None:
+        for _ in range(calls):
+            fn(arg)
+
+    return run
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_body_validate_python__agui_fast(benchmark, size):
+    data, calls = body(SIZES[size]), CALLS_PER_ROUND[size]
+    _against(benchmark, f"server_body_validate_python_{size}", _loop(OURS_ADAPTER.validate_python, data, calls),
+             {"ag_ui": _loop(REF_ADAPTER.validate_python, data, calls)})
+    assert OURS_ADAPTER.validate_python(data).model_dump(by_alias=True) == REF_ADAPTER.validate_python(data).model_dump(by_alias=True, exclude_none=True)
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_body_validate_json__agui_fast(benchmark, size):
+    text, calls = json.dumps(body(SIZES[size])).encode(), CALLS_PER_ROUND[size]
+    _against(benchmark, f"server_body_validate_json_{size}", _loop(OURS_ADAPTER.validate_json, text, calls),
+             {"ag_ui": _loop(REF_ADAPTER.validate_json, text, calls)})
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.fixture(scope="module")
+def body_server():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "body_apps:app", "--host", "127.0.0.1", "--port", str(port),
+         "--log-level", "warning", "--no-access-log"],
+        cwd=Path(__file__).resolve().parent,
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.1)
+    client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120)
+    try:
+        yield client, proc.pid
+    finally:
+        client.close()
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_body_fastapi__agui_fast(benchmark, body_server, size):
+    client, pid = body_server
+    n, calls = SIZES[size], max(1, CALLS_PER_ROUND[size] // 4)
+    content = json.dumps(body(n)).encode()
+    headers = {"content-type": "application/json"}
+    cpu: Dict[str, List[float]] = {"ours": [], "ag_ui": []}
+
+    def post(path: str, name: str) -> Any:
+        def run() -> None:
+            c0 = _cpu_seconds(pid)
+            for _ in range(calls):
+                r = client.post(path, content=content, headers=headers)
+                assert r.status_code == 200 and r.text == str(n), r.text
+            cpu[name].append((_cpu_seconds(pid) - c0) / calls)
+
+        return run
+
+    for path, name in (("/ours", "ours"), ("/reference", "ag_ui")):  # warm both routes
+        post(path, name)()
+        cpu[name].clear()
+    _against(benchmark, f"server_body_fastapi_{size}", post("/ours", "ours"), {"ag_ui": post("/reference", "ag_ui")})
+    # The server's CPU time per request (clock ticks: a sum over rounds, not a per-round figure).
+    per = {k: sum(v) / len(v) for k, v in cpu.items()}
+    benchmark.extra_info["server_cpu_per_request"] = per
+    print(f"\nserver CPU per request, {size}: ours {per['ours'] * 1e3:.3f} ms, ag_ui {per['ag_ui'] * 1e3:.3f} ms, "
+          f"ratio {per['ag_ui'] / per['ours']:.2f}x")

@@ -44,6 +44,12 @@ pub(crate) struct Plan {
     /// Classes named by `Check::Structs` (their pointers are compared).
     _classes: Vec<Py<PyAny>>,
     pub(crate) names: Vec<Py<PyString>>,
+    /// Each field's wire name (interned) and its hash, and whether its value may hold
+    /// Structs; the tag field's hash.
+    wires: Vec<Py<PyString>>,
+    wire_hashes: Vec<ffi::Py_hash_t>,
+    nested: Vec<bool>,
+    tag_hash: ffi::Py_hash_t,
     /// Which fields are required, which record a default given explicitly (routing).
     fields: Fields,
     pub(crate) checks: Vec<Check>,
@@ -52,13 +58,17 @@ pub(crate) struct Plan {
     defaults: Vec<Option<Py<PyAny>>>,
     /// `(tag field name, tag value, the class's tag attribute)` of a tagged Struct.
     tag: Option<(Py<PyString>, Py<PyString>, Py<PyAny>)>,
-    /// `(tag field name,)`: what a call that passed only the tag records.
-    tag_names: Option<Py<PyTuple>>,
     /// The keyword names of calls that passed the tag, each with the same names without
     /// it (what msgspec's constructor is given) and the tag's position: a call site passes
     /// the same constant tuple every time, so it is rebuilt once, not per call.
     without_tag: std::cell::RefCell<Vec<CallSite>>,
+    /// The shared records (`core._given.Shared`) made so far, by what they record: the
+    /// fields given at their default (a bit set) and the tag.
+    records: std::cell::RefCell<Vec<(u64, bool, Py<PyAny>)>>,
 }
+
+/// Shared records kept per class (a further combination of names gets its own record).
+const SHARED_RECORDS: usize = 8;
 
 /// A call site's keyword names, the same without the tag, and the tag's position.
 type CallSite = (Py<PyTuple>, Py<PyTuple>, usize);
@@ -77,9 +87,13 @@ struct Meta {
     /// `core._given.Extras`: an instance `__dict__` that records fields given at their
     /// default (and the tag) in its `given` slot.
     extras: Py<PyType>,
+    /// `core._given.Shared`: the `Extras` subclass of the records that the instances
+    /// built with the same names share (`Plan::records`) until one needs a `__dict__` of
+    /// its own (`instance_dict`).
+    shared: Py<PyType>,
     /// How a record is made without a call through the type: `Extras`' `tp_new` (dict's,
     /// which an `Extras` needs no `__init__` after), the empty arguments it is given, and
-    /// the `given` slot's member descriptor with its `__set__`.
+    /// the `given` slot's member descriptor with its `__set__` (`Shared` inherits both).
     extras_new: ffi::newfunc,
     no_args: Py<PyTuple>,
     given: (Py<PyAny>, ffi::descrsetfunc),
@@ -137,7 +151,7 @@ fn build_plan(py: Python<'_>, meta: &Meta, cls: &Bound<'_, PyType>) -> PyResult<
         Some((field.unbind(), t.get_item(1)?.cast_into::<PyString>()?.unbind(), member))
     };
     let mut classes = Vec::new();
-    let (mut names, mut required, mut checks, mut defaults) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut names, mut required, mut checks, mut defaults, mut wires) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for f in spec.get_item(1)?.cast::<PyTuple>()?.iter() {
         let f = f.cast::<PyTuple>()?;
         // Interned, so the keyword names of ordinary calls match by pointer.
@@ -147,11 +161,38 @@ fn build_plan(py: Python<'_>, meta: &Meta, cls: &Bound<'_, PyType>) -> PyResult<
         required.push(req);
         checks.push(compile(&f.get_item(2)?, &mut classes)?);
         defaults.push((!req).then(|| f.get_item(3).map(|d| d.unbind())).transpose()?);
+        wires.push(PyString::intern(py, f.get_item(4)?.cast_into::<PyString>()?.to_str()?).unbind());
     }
+    let nested = checks.iter().map(holds_structs).collect();
+    let wire_hashes = wires.iter().map(|w| w.bind(py).hash()).collect::<PyResult<_>>()?;
+    let tag_hash = tag.as_ref().map_or(Ok(-1), |(field, _, _)| field.bind(py).hash())?;
     let fields = Fields::new(required, defaults.iter().map(Option::is_some).collect());
-    let tag_names = tag.as_ref().map(|(field, _, _)| PyTuple::new(py, [field.bind(py)]).map(|t| t.unbind())).transpose()?;
     let without_tag = Default::default();
-    Ok(Rc::new(Plan { _cls: cls.clone().unbind(), _classes: classes, names, fields, checks, defaults, tag, tag_names, without_tag }))
+    Ok(Rc::new(Plan {
+        _cls: cls.clone().unbind(),
+        _classes: classes,
+        names,
+        wires,
+        wire_hashes,
+        nested,
+        tag_hash,
+        fields,
+        checks,
+        defaults,
+        tag,
+        without_tag,
+        records: Default::default(),
+    }))
+}
+
+/// May a value passing `check` hold Structs (itself, or in its items)?
+fn holds_structs(check: &Check) -> bool {
+    match check {
+        Check::Structs(_) => true,
+        Check::List(item, _) | Check::Optional(item) => holds_structs(item),
+        Check::Union(members) => members.iter().any(holds_structs),
+        _ => false,
+    }
 }
 
 fn plan_for(py: Python<'_>, meta: &Meta, cls: &Bound<'_, PyType>) -> PyResult<Rc<Plan>> {
@@ -385,35 +426,168 @@ fn lenient<'py>(py: Python<'py>, meta: &Meta, cls: &Bound<'py, PyType>, kw: Boun
 /// After a fast-path build: record the fields given at their default and the tag, if any.
 fn recorded(py: Python<'_>, meta: &Meta, plan: &Plan, obj: PyResult<Py<PyAny>>, given: u64, tag: bool) -> PyResult<Py<PyAny>> {
     let obj = obj?;
-    if given == 0 && !tag {
-        return Ok(obj);
-    }
-    let built;
-    let names = match (&plan.tag_names, given) {
-        (Some(t), 0) => t.as_ptr(),
-        _ => {
-            let tag = plan.tag.as_ref().filter(|_| tag).map(|(field, _, _)| field.bind(py).clone());
-            let fields = plan.fields.given(given).map(|i| plan.names[i].bind(py).clone());
-            let names: Vec<Bound<'_, PyString>> = tag.into_iter().chain(fields).collect();
-            built = PyTuple::new(py, names)?;
-            built.as_ptr()
-        }
-    };
-    // The instance is new and was built from declared fields only: its `__dict__` is empty.
-    // SAFETY: `extras_new` is the `tp_new` of `meta.extras` (a dict subclass), called with
-    // that type and an empty tuple as `type.__call__` would; `given` is that class's own
-    // member descriptor and its `__set__`, given an instance of the class and a tuple that
-    // lives for the call (it takes its own reference); `obj` is a live Struct instance with
-    // a `__dict__` slot (dict=True) and `extras` a dict (subclass), both owned here.
-    unsafe {
-        let extras = (meta.extras_new)(meta.extras.as_ptr() as *mut ffi::PyTypeObject, meta.no_args.as_ptr(), std::ptr::null_mut());
-        let extras = Bound::from_owned_ptr_or_err(py, extras)?;
-        let (descr, set) = &meta.given;
-        if set(descr.as_ptr(), extras.as_ptr(), names) != 0 || ffi::PyObject_GenericSetDict(obj.as_ptr(), extras.as_ptr(), std::ptr::null_mut()) != 0 {
-            return Err(PyErr::fetch(py));
-        }
+    if given != 0 || tag {
+        record(py, meta, plan, obj.bind(py), given, tag)?;
     }
     Ok(obj)
+}
+
+/// Make `obj`'s (empty) `__dict__` a record of the fields in `given` and, with `tag`, of
+/// the tag: the class's shared record of those names (`core._given.Shared`, one per
+/// combination: no allocation per instance), or a record of its own past
+/// `SHARED_RECORDS` combinations.
+fn record(py: Python<'_>, meta: &Meta, plan: &Plan, obj: &Bound<'_, PyAny>, given: u64, tag: bool) -> PyResult<()> {
+    // SAFETY: `obj` is a live Struct instance with a `__dict__` slot (dict=True) and `rec`
+    // a dict (subclass); both are alive for the call (the slot takes its own reference;
+    // the empty slot it replaces runs no Python code).
+    let set = |rec: *mut ffi::PyObject| match unsafe { ffi::PyObject_GenericSetDict(obj.as_ptr(), rec, std::ptr::null_mut()) } {
+        0 => Ok(()),
+        _ => Err(PyErr::fetch(py)),
+    };
+    if let Some((_, _, rec)) = plan.records.borrow().iter().find(|(g, t, _)| *g == given && *t == tag) {
+        return set(rec.as_ptr());
+    }
+    let keep = plan.records.borrow().len() < SHARED_RECORDS;
+    let rec = new_record(py, meta, plan, given, tag, if keep { &meta.shared } else { &meta.extras })?;
+    if keep {
+        plan.records.borrow_mut().push((given, tag, rec.clone().unbind()));
+    }
+    set(rec.as_ptr())
+}
+
+/// A new, empty record (of class `ty`: `Extras` or `Shared`) of the fields in `given` and,
+/// with `tag`, of the tag.
+fn new_record<'py>(py: Python<'py>, meta: &Meta, plan: &Plan, given: u64, tag: bool, ty: &Py<PyType>) -> PyResult<Bound<'py, PyAny>> {
+    let tag = plan.tag.as_ref().filter(|_| tag).map(|(field, _, _)| field.bind(py).clone());
+    let fields = plan.fields.given(given).map(|i| plan.names[i].bind(py).clone());
+    let names = PyTuple::new(py, tag.into_iter().chain(fields).collect::<Vec<Bound<'_, PyString>>>())?;
+    with_given(py, meta, ty, names.as_any())
+}
+
+/// A new, empty record of class `ty` (`Extras` or `Shared`) holding `names`.
+fn with_given<'py>(py: Python<'py>, meta: &Meta, ty: &Py<PyType>, names: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    // SAFETY: `extras_new` is the `tp_new` of `Extras` (a dict subclass; `Shared` derives
+    // from it), called with such a type and an empty tuple as `type.__call__` would;
+    // `given` is `Extras`' own member descriptor and its `__set__`, given an instance of
+    // it and a tuple alive for the call (the slot takes its own reference).
+    unsafe {
+        let rec = (meta.extras_new)(ty.as_ptr() as *mut ffi::PyTypeObject, meta.no_args.as_ptr(), std::ptr::null_mut());
+        let rec = Bound::from_owned_ptr_or_err(py, rec)?;
+        let (descr, set) = &meta.given;
+        if set(descr.as_ptr(), rec.as_ptr(), names.as_ptr()) != 0 {
+            return Err(PyErr::fetch(py));
+        }
+        Ok(rec)
+    }
+}
+
+/// `__dict__` of the Structs (a property of `core._base._Model`): the instance's own dict
+/// (made empty when it has none, as the default attribute does), never a shared record:
+/// one is first replaced by a record of its own holding the same names, so that what is
+/// done to the dict is done to this instance alone.
+#[pyfunction]
+fn instance_dict<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let meta = meta(py)?;
+    // SAFETY: `obj` is alive for the call; the API makes the dict if there is none.
+    let d = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyObject_GenericGetDict(obj.as_ptr(), std::ptr::null_mut()))? };
+    if !d.get_type().is(meta.shared.bind(py)) {
+        return Ok(d);
+    }
+    let own = with_given(py, meta, &meta.extras, &d.getattr(pyo3::intern!(py, "given"))?)?;
+    set_instance_dict(obj, &own)?;
+    Ok(own)
+}
+
+/// `obj.__dict__ = value` (the setter of `instance_dict`'s property).
+#[pyfunction]
+fn set_instance_dict(obj: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    // SAFETY: both alive for the call; the API checks that `value` is a dict.
+    if unsafe { ffi::PyObject_GenericSetDict(obj.as_ptr(), value.as_ptr(), std::ptr::null_mut()) } != 0 {
+        return Err(PyErr::fetch(obj.py()));
+    }
+    Ok(())
+}
+
+/// After msgspec converted plain data `input` into `obj` (an instance of one of our Structs,
+/// with no `__dict__` anywhere yet): record, at every level, what the instances cannot
+/// show by their values, as the exact path (`core._convert`) records it: a tag the data
+/// gave, a member given at its default. The schema's Struct positions are followed (never
+/// `Any` values). False when a record is needed that this walk does not make (a class of
+/// more than 64 fields): the caller takes the exact path.
+#[pyfunction]
+fn record_given(py: Python<'_>, obj: &Bound<'_, PyAny>, input: &Bound<'_, PyAny>) -> PyResult<bool> {
+    // SAFETY: both objects are alive for the call, and the walk reads only: nothing it
+    // calls runs Python code (slot reads, hashes of str keys, the records' dicts), so the
+    // borrowed items and values it holds stay alive.
+    unsafe { record_value(py, meta(py)?, obj.as_ptr(), input.as_ptr()) }
+}
+
+/// `record_given` on one value (`v`, built from `input`), both borrowed.
+unsafe fn record_value(py: Python<'_>, meta: &Meta, v: *mut ffi::PyObject, input: *mut ffi::PyObject) -> PyResult<bool> {
+    unsafe {
+        if ffi::PyList_CheckExact(v) != 0 {
+            // msgspec makes a list of a list or a tuple of the same length
+            let n = ffi::PyList_Size(v);
+            let item: fn(*mut ffi::PyObject, ffi::Py_ssize_t) -> *mut ffi::PyObject = if ffi::PyList_CheckExact(input) != 0 {
+                |l, i| ffi::PyList_GetItem(l, i)
+            } else if ffi::PyTuple_CheckExact(input) != 0 {
+                |t, i| ffi::PyTuple_GetItem(t, i)
+            } else {
+                return Ok(true);
+            };
+            if ffi::PyObject_Size(input) != n {
+                ffi::PyErr_Clear();
+                return Ok(true);
+            }
+            for i in 0..n {
+                if !record_value(py, meta, ffi::PyList_GetItem(v, i), item(input, i))? {
+                    return Ok(false);
+                }
+            }
+            return Ok(true);
+        }
+        if ffi::PyDict_CheckExact(input) == 0 {
+            return Ok(true); // an instance given as it is
+        }
+        let tp = ffi::Py_TYPE(v);
+        if ffi::PyType_IsSubtype(ffi::Py_TYPE(tp as *mut ffi::PyObject), meta.ty.as_ptr() as *mut ffi::PyTypeObject) == 0 {
+            return Ok(true);
+        }
+        let cls = Bound::from_borrowed_ptr(py, tp as *mut ffi::PyObject).cast_into_unchecked::<PyType>();
+        let plan = plan_for(py, meta, &cls)?;
+        if plan.names.len() > 64 {
+            return Ok(false);
+        }
+        let (mut given, mut tag) = (0u64, false);
+        // The members the data gave (msgspec took them all: each is the tag or a field's
+        // wire name, a str whose hash is cached), matched by hash first.
+        let (mut pos, mut k, mut val) = (0, std::ptr::null_mut(), std::ptr::null_mut());
+        while ffi::PyDict_Next(input, &mut pos, &mut k, &mut val) != 0 {
+            let h = ffi::PyObject_Hash(k);
+            if h == plan.tag_hash && plan.tag.as_ref().is_some_and(|(field, _, _)| str_eq(k, field.as_ptr())) {
+                tag = true;
+                continue;
+            }
+            let Some(i) = (0..plan.wires.len()).find(|&i| plan.wire_hashes[i] == h && str_eq(k, plan.wires[i].as_ptr())) else {
+                continue;
+            };
+            // The data's value is at the default exactly when the converted one is (None,
+            // or a literal `str`).
+            if plan.defaults[i].as_ref().is_some_and(|d0| at_default(val, d0)) {
+                given |= 1u64 << i;
+            }
+            if plan.nested[i] {
+                let value = Bound::from_owned_ptr_or_err(py, ffi::PyObject_GetAttr(v, plan.names[i].as_ptr()))?;
+                if !record_value(py, meta, value.as_ptr(), val)? {
+                    return Ok(false);
+                }
+            }
+        }
+        if given != 0 || tag {
+            record(py, meta, &plan, Bound::from_borrowed_ptr(py, v).as_any(), given, tag)?;
+        }
+        Ok(true)
+    }
 }
 
 /// `cls(**kwargs)` through `tp_call` (a tuple and a dict; the first call of each class, or
@@ -636,6 +810,7 @@ fn struct_meta<'py>(
     plan_of: &Bound<'py, PyAny>,
     lenient: &Bound<'py, PyAny>,
     extras: &Bound<'py, PyType>,
+    shared: &Bound<'py, PyType>,
 ) -> PyResult<Bound<'py, PyType>> {
     let meta = META.get_or_try_init(py, || -> PyResult<Meta> {
         let call = unsafe { ffi::PyType_GetSlot(base.as_ptr() as *mut ffi::PyTypeObject, ffi::Py_tp_call) };
@@ -654,13 +829,14 @@ fn struct_meta<'py>(
         let new = unsafe { ffi::PyType_GetSlot(extras.as_ptr() as *mut ffi::PyTypeObject, ffi::Py_tp_new) };
         let descr = extras.getattr("__dict__")?.get_item("given")?;
         let set = unsafe { ffi::PyType_GetSlot(descr.get_type().as_ptr() as *mut ffi::PyTypeObject, ffi::Py_tp_descr_set) };
-        if new.is_null() || set.is_null() {
-            return Err(PyTypeError::new_err("struct_meta: extras must be a dict subclass with a `given` slot"));
+        if new.is_null() || set.is_null() || !shared.is_subclass(extras)? {
+            return Err(PyTypeError::new_err("struct_meta: extras must be a dict subclass with a `given` slot, shared a subclass of it"));
         }
         Ok(Meta {
             plan_of: plan_of.clone().unbind(),
             lenient: lenient.clone().unbind(),
             extras: extras.clone().unbind(),
+            shared: shared.clone().unbind(),
             extras_new: unsafe { std::mem::transmute::<*mut c_void, ffi::newfunc>(new) },
             no_args: PyTuple::empty(py).unbind(),
             given: (descr.unbind(), unsafe { std::mem::transmute::<*mut c_void, ffi::descrsetfunc>(set) }),
@@ -711,5 +887,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(struct_meta, m)?)?;
     m.add_function(wrap_pyfunction!(struct_meta_vectorcall, m)?)?;
     m.add_function(wrap_pyfunction!(check_pointers, m)?)?;
+    m.add_function(wrap_pyfunction!(record_given, m)?)?;
+    m.add_function(wrap_pyfunction!(instance_dict, m)?)?;
+    m.add_function(wrap_pyfunction!(set_instance_dict, m)?)?;
     Ok(())
 }
