@@ -64,7 +64,7 @@ fn trusted(column: agui_arrow::Trusted) -> agui_arrow::arrow_array::ArrayRef {
         Trusted::Views(v) => {
             let (views, buffers) = v.into_parts();
             // SAFETY: `Utf8Views`' guarantee.
-            Arc::new(unsafe { StringViewArray::new_unchecked(views.into(), buffers, None) })
+            Arc::new(unsafe { StringViewArray::new_unchecked(views.into(), buffers.into(), None) })
         }
         Trusted::Strings(s) => {
             let (offsets, values, nulls) = s.into_parts();

@@ -34,7 +34,7 @@ pub fn write_parquet<W: Write + Send>(
     let parquet_issue = |e: parquet::errors::ParquetError| Issue::io(format!("cannot write Parquet: {e}"));
     let props = WriterProperties::builder()
         .set_compression(Compression::SNAPPY)
-        .set_max_row_group_size(BATCH_ROWS)
+        .set_max_row_group_row_count(Some(BATCH_ROWS))
         .build();
     let mut writer = ArrowWriter::try_new(out, schema(), Some(props)).map_err(parquet_issue)?;
     let mut info = WriteInfo::default();
