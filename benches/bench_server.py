@@ -1,254 +1,81 @@
-"""What a server's paths cost around the encoder, against the reference (``ag_ui``,
-pydantic) or msgspec in the same run, rounds interleaved (``_interleave.pedantic_against``):
-the conftest summary prints peer time / our time (> 1: ours is faster).
+"""Server: streaming a response of small events built per request, against the reference's
+documented server pattern (``ag_ui`` events, ``ag_ui.encoder.EventEncoder.encode`` per
+event, Starlette's ``StreamingResponse``): in process (the server's CPU alone), end to end
+(uvicorn in its own process, read by httpx), and inside a real framework's AG-UI endpoint
+(pydantic-ai, our encoder swapped in). And the request body a server validates first:
+``RunAgentInput`` through pydantic's ``TypeAdapter`` and through a FastAPI endpoint, against
+the reference's class."""
 
-Groups:
-
-* ``server_state_deltas_10k``: ``decode_sse`` of a log of 10k ``STATE_DELTA`` events (two
-  operations each) vs msgspec decoding the same payloads into Structs of the same shape
-  whose pointers carry no check: each payload (``msgspec_plain_loop``), and all of them
-  joined as one array (``msgspec_plain_array``, the floor; no framing). Goal: ours within
-  1.5x, a ratio >= 0.67.
-* ``server_one_frame_sse`` / ``server_one_frame_feed`` / ``server_one_frame_protobuf``: one
-  small event through ``decode_sse(frame)``, ``SseDecoder.feed(frame)`` and
-  ``decode_protobuf(frame)``, 1,000 calls a round, vs msgspec's decode of the same JSON
-  payload into the event Structs (goal: ratio >= 0.67).
-
-* ``server_build_encode`` / ``server_build_encode_tagged``: 100 events built and encoded to
-  SSE a round (``TextMessageContentEvent(message_id=..., delta=...)``, then the same with
-  ``type=EventType.TEXT_MESSAGE_CONTENT``, as ported code writes it) vs ``ag_ui``'s classes and
-  ``EventEncoder`` (goal: ratio >= 25 for both).
-
-* ``server_body_validate_python_{1,100,10k}`` / ``server_body_validate_json_{1,100,10k}``:
-  ``TypeAdapter(RunAgentInput).validate_python(body)`` / ``.validate_json(text)`` for bodies
-  of 1, 100 and 10,000 messages vs the same with ``ag_ui``'s class (goal: ratio >= 2).
-* ``server_body_fastapi_{1,100,10k}``: the same bodies POSTed to a FastAPI endpoint under
-  uvicorn (its own process, ``body_apps.py``) with httpx, ours vs the reference's class in
-  the same server; the summary also prints the server's CPU time per request, which is
-  what the endpoint costs the server (the round trip adds the client and the transport).
-
-Run: ``pytest benches/bench_server.py --benchmark-only`` after ``maturin develop --release``.
-"""
-
-from __future__ import annotations
-
-import json
+import asyncio
 import os
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Union
+
+import json
 
 import httpx
 import pytest
 from pydantic import TypeAdapter
 
-import msgspec
-from msgspec import field
+import ag_ui.core as ref_core
+import agui_fast.core as core
 
-from _interleave import pedantic_against
+from _data import ROOT
+from _interleave import QUICK, against
+from _body_app import body
+from _serve_app import ours, ours_single, reference
+from agui_fast.decoder import decode_sse
 
-import ag_ui.core as ref
-from ag_ui.encoder import EventEncoder as RefEncoder
+N = 2000
 
-import agui_fast.core as ours
-from agui_fast.encoder import EventEncoder
-from agui_fast._typed import EVENT_DECODER
-from agui_fast.proto import decode_protobuf, encode_protobuf_frame
-from agui_fast.sse import SseDecoder, decode_sse
 
+class _Request:
+    headers: dict = {}
+    query_params = {"n": str(N)}
 
-def _against(benchmark: Any, group: str, ours: Any, peers: Dict[str, Any], rounds: int = 15) -> Any:
-    benchmark.group = group
-    return pedantic_against(benchmark, ours, (), peers, rounds=rounds, warmup_rounds=2, settle=0.002)
 
+def _serve(endpoint):
+    """One response through the ASGI app, to a ``send`` that takes every message at once."""
+    scope = {"type": "http", "method": "GET", "path": "/", "headers": [], "query_string": f"n={N}".encode()}
 
-# -- a log of state deltas -----------------------------------------------------------------
+    async def main():
+        response = await endpoint(_Request())
+        sent = []
 
+        async def send(message):
+            sent.append(message)
 
-class _Plain(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=True, dict=True, rename="camel"):
-    """The Structs' options, without the pointer check."""
+        async def receive():
+            await asyncio.Event().wait()  # the client never goes away
 
+        await response(scope, receive, send)
+        return sent
 
-class PlainAdd(_Plain, kw_only=True, tag_field="op", tag="add"):
-    path: str
-    value: Any
+    return asyncio.run(main())
 
 
-class PlainReplace(_Plain, kw_only=True, tag_field="op", tag="replace"):
-    path: str
-    value: Any
+def test_in_process(benchmark):
+    """2,000 events a response, in process (no sockets): ``EventStreamResponse`` (coalesced
+    sends) against the reference pattern, and against itself with ``coalesce=False`` (one
+    send per event)."""
+    benchmark.group = "server/in_process_2000"
+    sent = against(benchmark, lambda: _serve(ours),
+                   {"ag_ui encoder + StreamingResponse": lambda: _serve(reference),
+                    "EventStreamResponse(coalesce=False)": lambda: _serve(ours_single)},
+                   rounds=15, min_round=0, events=N)
+    assert b"".join(m.get("body", b"") for m in sent).count(b"data: ") == N
 
 
-class PlainRemove(_Plain, kw_only=True, tag_field="op", tag="remove"):
-    path: str
+# -- end to end: uvicorn in a process of its own ------------------------------------------------
 
 
-class PlainMove(_Plain, kw_only=True, tag_field="op", tag="move"):
-    from_: str = field(name="from")
-    path: str
-
-
-class PlainDelta(_Plain, kw_only=True, tag_field="type", tag="STATE_DELTA"):
-    timestamp: Optional[int] = None
-    raw_event: Any = field(default=None, name="rawEvent")
-    metadata: Optional[Dict[str, Any]] = None
-    subagent_run_id: Optional[str] = field(default=None, name="subagentRunId")
-    delta: List[Union[PlainAdd, PlainReplace, PlainRemove, PlainMove]]
-
-
-PLAIN_DELTA = msgspec.json.Decoder(PlainDelta, strict=False)
-PLAIN_DELTAS = msgspec.json.Decoder(List[PlainDelta], strict=False)
-
-DELTA_PAYLOADS = [
-    json.dumps(
-        {
-            "type": "STATE_DELTA",
-            "delta": [
-                {"op": "replace", "path": "/counters/tokens", "value": i},
-                {"op": "add", "path": "/agent/plan/steps/-", "value": {"id": i, "title": f"step {i}"}},
-            ],
-        },
-        separators=(",", ":"),
-    ).encode()
-    for i in range(10_000)
-]
-DELTA_LOG = b"".join(b"data: " + p + b"\n\n" for p in DELTA_PAYLOADS)
-DELTA_ARRAY = b"[" + b",".join(DELTA_PAYLOADS) + b"]"
-
-
-def _plain_deltas() -> list:
-    dec = PLAIN_DELTA.decode
-    return [dec(p) for p in DELTA_PAYLOADS]
-
-
-def test_state_deltas__agui_fast(benchmark):
-    got = _against(
-        benchmark, "server_state_deltas_10k", lambda: decode_sse(DELTA_LOG), {"msgspec_plain_loop": _plain_deltas, "msgspec_plain_array": lambda: PLAIN_DELTAS.decode(DELTA_ARRAY)},
-    )
-    assert len(got) == len(DELTA_PAYLOADS) and got[0].delta[0].path == "/counters/tokens"
-
-
-# -- one frame ---------------------------------------------------------------------------------
-
-CALLS = 1_000
-PAYLOAD = b'{"type":"TEXT_MESSAGE_CONTENT","messageId":"msg_1","delta":"word 17 of the reply, "}'
-FRAME = b"data: " + PAYLOAD + b"\n\n"
-PB_FRAME = encode_protobuf_frame(EVENT_DECODER.decode(PAYLOAD))
-
-
-def _msgspec_one() -> None:
-    dec = EVENT_DECODER.decode
-    for _ in range(CALLS):
-        dec(PAYLOAD)
-
-
-def test_one_frame_sse__agui_fast(benchmark):
-    def ours() -> None:
-        for _ in range(CALLS):
-            decode_sse(FRAME)
-
-    _against(benchmark, "server_one_frame_sse", ours, {"msgspec_decode": _msgspec_one})
-    assert decode_sse(FRAME) == [EVENT_DECODER.decode(PAYLOAD)]
-
-
-def test_one_frame_feed__agui_fast(benchmark):
-    dec = SseDecoder()
-
-    def ours() -> None:
-        feed = dec.feed
-        for _ in range(CALLS):
-            feed(FRAME)
-
-    _against(benchmark, "server_one_frame_feed", ours, {"msgspec_decode": _msgspec_one})
-    assert dec.feed(FRAME) == [EVENT_DECODER.decode(PAYLOAD)]
-
-
-def test_one_frame_protobuf__agui_fast(benchmark):
-    def ours() -> None:
-        for _ in range(CALLS):
-            decode_protobuf(PB_FRAME)
-
-    _against(benchmark, "server_one_frame_protobuf", ours, {"msgspec_decode": _msgspec_one})
-    assert decode_protobuf(PB_FRAME) == [EVENT_DECODER.decode(PAYLOAD)]
-
-
-# -- build + encode ------------------------------------------------------------------------------
-
-DELTAS = [f"word {i} of the reply, " for i in range(100)]
-
-
-def _build_encode(cls, encode, **tag):
-    def run() -> None:
-        for d in DELTAS:
-            encode(cls(message_id="msg_1", delta=d, **tag))
-
-    return run
-
-
-def test_build_encode__agui_fast(benchmark):
-    ref_run = _build_encode(ref.TextMessageContentEvent, RefEncoder().encode)
-    _against(benchmark, "server_build_encode", _build_encode(ours.TextMessageContentEvent, EventEncoder().encode), {"ag_ui": ref_run})
-
-
-def test_build_encode_tagged__agui_fast(benchmark):
-    ref_run = _build_encode(ref.TextMessageContentEvent, RefEncoder().encode, type=ref.EventType.TEXT_MESSAGE_CONTENT)
-    ours_run = _build_encode(ours.TextMessageContentEvent, EventEncoder().encode, type=ours.EventType.TEXT_MESSAGE_CONTENT)
-    _against(benchmark, "server_build_encode_tagged", ours_run, {"ag_ui": ref_run})
-    built = ours.TextMessageContentEvent(type=ours.EventType.TEXT_MESSAGE_CONTENT, message_id="m", delta="d")
-    assert built.model_fields_set == {"type", "message_id", "delta"}
-    assert EventEncoder().encode(built) == RefEncoder().encode(
-        ref.TextMessageContentEvent(type=ref.EventType.TEXT_MESSAGE_CONTENT, message_id="m", delta="d")
-    )
-
-
-# -- request bodies --------------------------------------------------------------------------
-
-
-def body(n: int) -> Dict[str, Any]:
-    """A run input of ``n`` messages: user, assistant with a tool call, tool, in turn."""
-    messages: List[Dict[str, Any]] = []
-    for i in range(n):
-        if i % 3 == 0:
-            messages.append({"id": f"m{i}", "role": "user", "content": f"hello there, question {i}"})
-        elif i % 3 == 1:
-            call = {"id": f"tc{i}", "type": "function", "function": {"name": "search", "arguments": '{"q": "x"}'}}
-            messages.append({"id": f"m{i}", "role": "assistant", "content": f"reply {i}", "toolCalls": [call]})
-        else:
-            messages.append({"id": f"m{i}", "role": "tool", "content": "result", "toolCallId": f"tc{i - 1}"})
-    tool = {"name": "search", "description": "web search", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}
-    return {"threadId": "t", "runId": "r", "state": {"step": 1}, "messages": messages, "tools": [tool], "context": [], "forwardedProps": {}}
-
-
-SIZES = {"1": 1, "100": 100, "10k": 10_000}
-CALLS_PER_ROUND = {"1": 200, "100": 10, "10k": 1}
-OURS_ADAPTER = TypeAdapter(ours.RunAgentInput)
-REF_ADAPTER = TypeAdapter(ref.RunAgentInput)
-
-
-def _loop(fn: Any, arg: Any, calls: int) -> Any:
-    def run() -> None:
-        for _ in range(calls):
-            fn(arg)
-
-    return run
-
-
-@pytest.mark.parametrize("size", list(SIZES))
-def test_body_validate_python__agui_fast(benchmark, size):
-    data, calls = body(SIZES[size]), CALLS_PER_ROUND[size]
-    _against(benchmark, f"server_body_validate_python_{size}", _loop(OURS_ADAPTER.validate_python, data, calls),
-             {"ag_ui": _loop(REF_ADAPTER.validate_python, data, calls)})
-    assert OURS_ADAPTER.validate_python(data).model_dump(by_alias=True) == REF_ADAPTER.validate_python(data).model_dump(by_alias=True, exclude_none=True)
-
-
-@pytest.mark.parametrize("size", list(SIZES))
-def test_body_validate_json__agui_fast(benchmark, size):
-    text, calls = json.dumps(body(SIZES[size])).encode(), CALLS_PER_ROUND[size]
-    _against(benchmark, f"server_body_validate_json_{size}", _loop(OURS_ADAPTER.validate_json, text, calls),
-             {"ag_ui": _loop(REF_ADAPTER.validate_json, text, calls)})
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -257,58 +84,222 @@ def _cpu_seconds(pid: int) -> float:
 
 
 @pytest.fixture(scope="module")
-def body_server():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+def uvicorn_server():
+    port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "body_apps:app", "--host", "127.0.0.1", "--port", str(port),
+        [sys.executable, "-m", "uvicorn", "_serve_app:app", "--host", "127.0.0.1", "--port", str(port),
          "--log-level", "warning", "--no-access-log"],
-        cwd=Path(__file__).resolve().parent,
+        cwd=ROOT / "benches",
     )
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise RuntimeError("uvicorn did not start")
-            time.sleep(0.1)
-    client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120)
     try:
-        yield client, proc.pid
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError("uvicorn did not start")
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}", proc.pid
     finally:
-        client.close()
         proc.terminate()
-        proc.wait(timeout=10)
+        proc.wait(10)
 
 
-@pytest.mark.parametrize("size", list(SIZES))
-def test_body_fastapi__agui_fast(benchmark, body_server, size):
-    client, pid = body_server
-    n, calls = SIZES[size], max(1, CALLS_PER_ROUND[size] // 4)
-    content = json.dumps(body(n)).encode()
-    headers = {"content-type": "application/json"}
-    cpu: Dict[str, List[float]] = {"ours": [], "ag_ui": []}
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the server's CPU time from /proc")
+def test_end_to_end(benchmark, uvicorn_server):
+    """20,000 small events a request (5,000 in a quick run), uvicorn on 127.0.0.1 in its own
+    process, read by httpx in this one: the time of a whole request (so the events/s ratio)
+    and the server's CPU per event (``/proc``, whole requests)."""
+    benchmark.group = "server/end_to_end"
+    base, pid = uvicorn_server
+    n = 5_000 if QUICK else 20_000
+    cpu = {}
 
-    def post(path: str, name: str) -> Any:
-        def run() -> None:
+    def request(variant):
+        def run():
             c0 = _cpu_seconds(pid)
-            for _ in range(calls):
-                r = client.post(path, content=content, headers=headers)
-                assert r.status_code == 200 and r.text == str(n), r.text
-            cpu[name].append((_cpu_seconds(pid) - c0) / calls)
+            size = 0
+            with client.stream("GET", f"/{variant}?n={n}") as r:
+                r.raise_for_status()
+                for chunk in r.iter_raw(1 << 16):
+                    size += len(chunk)
+            time.sleep(0.02)  # the server's bookkeeping after the last byte, before its CPU is read
+            cpu.setdefault(variant, []).append((_cpu_seconds(pid) - c0) / n)
+            return size
 
         return run
 
-    for path, name in (("/ours", "ours"), ("/reference", "ag_ui")):  # warm both routes
-        post(path, name)()
-        cpu[name].clear()
-    _against(benchmark, f"server_body_fastapi_{size}", post("/ours", "ours"), {"ag_ui": post("/reference", "ag_ui")})
-    # The server's CPU time per request (clock ticks: a sum over rounds, not a per-round figure).
-    per = {k: sum(v) / len(v) for k, v in cpu.items()}
-    benchmark.extra_info["server_cpu_per_request"] = per
-    print(f"\nserver CPU per request, {size}: ours {per['ours'] * 1e3:.3f} ms, ag_ui {per['ag_ui'] * 1e3:.3f} ms, "
-          f"ratio {per['ag_ui'] / per['ours']:.2f}x")
+    with httpx.Client(base_url=base, timeout=120) as client:
+        for v in ("ours", "ours-single", "reference"):  # every variant sends every event
+            assert len(decode_sse(client.get(f"/{v}?n={n}").content)) == n
+        against(benchmark, request("ours"),
+                {"ag_ui encoder + StreamingResponse": request("reference"),
+                 "EventStreamResponse(coalesce=False)": request("ours-single")},
+                rounds=9, warmup=1, min_round=0, events=n,
+                readme={"ag_ui encoder + StreamingResponse":
+                        f"serve {n:,} small events end to end (uvicorn, httpx reading), events/s"})
+    benchmark.extra_info["server_cpu_us_per_event"] = {k: [c * 1e6 for c in v] for k, v in cpu.items()}
+
+
+# -- a real framework: pydantic-ai's AG-UI endpoint --------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pydantic_ai_app():
+    if sys.version_info < (3, 11):
+        pytest.skip("pydantic-ai-slim[ag-ui] needs Python >= 3.11")
+    pytest.importorskip("pydantic_ai.ui.ag_ui", reason="pydantic-ai-slim[ag-ui] is not installed")
+    sys.path.insert(0, str(ROOT / "examples"))
+    try:
+        import pydantic_ai_server as example
+    finally:
+        sys.path.pop(0)
+    return example
+
+
+def test_framework(benchmark, pydantic_ai_app):
+    """pydantic-ai's AG-UI endpoint (``examples/pydantic_ai_server.py``: FastAPI, an offline
+    ``FunctionModel`` run of 28 events) serving one whole request through httpx's in-process
+    ASGI transport, our encoder swapped in against ``ag_ui.encoder``: the framework's own
+    work per event dominates."""
+    benchmark.group = "server/framework_pydantic_ai"
+    example = pydantic_ai_app
+    loop = asyncio.new_event_loop()
+    client = httpx.AsyncClient(transport=httpx.ASGITransport(app=example.app), base_url="http://agent")
+
+    def request(ours_encoder):
+        def run():
+            example.use_agui_fast_encoder(ours_encoder)
+            r = loop.run_until_complete(client.post("/", json=example.RUN_BODY, headers={"accept": "text/event-stream"}))
+            assert r.status_code == 200
+            return r.text
+
+        return run
+
+    try:
+        body = against(benchmark, request(True), {"ag_ui.encoder": request(False)}, rounds=30, min_round=0,
+                       readme={"ag_ui.encoder": "pydantic-ai's AG-UI endpoint, a whole request, our encoder swapped in"})
+    finally:
+        example.use_agui_fast_encoder(False)
+        loop.run_until_complete(client.aclose())
+        loop.close()
+    benchmark.extra_info["events"] = body.count("\n\n")
+
+
+def test_framework_encoding(benchmark, pydantic_ai_app):
+    """Only the encoding of that request: the ``ag_ui`` events of one run (recorded as the
+    adapter hands them to its encoder), an encoder built per event as pydantic-ai does, then
+    ``encode``. Beside the whole request's ratio, this says the encoder's share of it."""
+    from ag_ui.encoder import EventEncoder as RefEncoder
+
+    from agui_fast.encoder import EventEncoder
+
+    benchmark.group = "server/framework_pydantic_ai_encoding"
+    example = pydantic_ai_app
+    recorded = []
+
+    class Recorder(RefEncoder):
+        def encode(self, event):
+            recorded.append(event)
+            return super().encode(event)
+
+    loop = asyncio.new_event_loop()
+    client = httpx.AsyncClient(transport=httpx.ASGITransport(app=example.app), base_url="http://agent")
+    example.adapter_stream.EventEncoder = Recorder
+    try:
+        loop.run_until_complete(client.post("/", json=example.RUN_BODY, headers={"accept": "text/event-stream"}))
+    finally:
+        example.use_agui_fast_encoder(False)
+        loop.run_until_complete(client.aclose())
+        loop.close()
+    accept = "text/event-stream"
+
+    def encode_all(cls):
+        return lambda: [cls(accept=accept).encode(e) for e in recorded]
+
+    out = against(benchmark, encode_all(EventEncoder), {"ag_ui.encoder": encode_all(RefEncoder)}, events=len(recorded))
+    assert out == encode_all(RefEncoder)()
+
+
+# -- request bodies: RunAgentInput validated, as FastAPI and pydantic users do ------------------
+
+BODY_SIZES = {"1": 1, "100": 100, "10k": 10_000}
+OURS_INPUT, REF_INPUT = TypeAdapter(core.RunAgentInput), TypeAdapter(ref_core.RunAgentInput)
+
+
+@pytest.mark.parametrize("size", list(BODY_SIZES))
+def test_body_validate_python(benchmark, size):
+    """``TypeAdapter(RunAgentInput).validate_python`` of a request body (1, 100 and 10,000
+    messages: user, assistant with a tool call, tool), what FastAPI calls for a body
+    parameter, against the reference's class."""
+    benchmark.group = f"server/body_validate_python_{size}"
+    data = body(BODY_SIZES[size])
+    out = against(benchmark, lambda: OURS_INPUT.validate_python(data), {"ag_ui.core": lambda: REF_INPUT.validate_python(data)},
+                  min_round=0.01, messages=BODY_SIZES[size],
+                  readme={"ag_ui.core": f"validate a request body of {size} messages (`TypeAdapter.validate_python`, what FastAPI calls)"} if size == "100" else None)
+    assert out.model_dump(by_alias=True) == REF_INPUT.validate_python(data).model_dump(by_alias=True, exclude_none=True)
+
+
+@pytest.mark.parametrize("size", list(BODY_SIZES))
+def test_body_validate_json(benchmark, size):
+    """``TypeAdapter(RunAgentInput).validate_json`` of the same bodies as JSON text."""
+    benchmark.group = f"server/body_validate_json_{size}"
+    text = json.dumps(body(BODY_SIZES[size])).encode()
+    against(benchmark, lambda: OURS_INPUT.validate_json(text), {"ag_ui.core": lambda: REF_INPUT.validate_json(text)},
+            min_round=0.01, messages=BODY_SIZES[size])
+
+
+@pytest.fixture(scope="module")
+def body_server():
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "_body_app:app", "--host", "127.0.0.1", "--port", str(port),
+         "--log-level", "warning", "--no-access-log"],
+        cwd=ROOT / "benches",
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError("uvicorn did not start")
+                time.sleep(0.1)
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120) as client:
+            yield client, proc.pid
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the server's CPU time from /proc")
+@pytest.mark.parametrize("size", list(BODY_SIZES))
+def test_body_fastapi(benchmark, body_server, size):
+    """The same bodies POSTed to a FastAPI endpoint (``input_data: RunAgentInput``) under
+    uvicorn (its own process), by httpx in this one: the time of a whole request, and the
+    server's CPU per request (``/proc``), ours against the reference's class in the same
+    server. Small bodies cost mostly what uvicorn and FastAPI do with any request."""
+    benchmark.group = f"server/body_fastapi_{size}"
+    client, pid = body_server
+    n = BODY_SIZES[size]
+    content, headers = json.dumps(body(n)).encode(), {"content-type": "application/json"}
+    cpu: dict = {}
+
+    def post(path):
+        def run():
+            c0 = _cpu_seconds(pid)
+            r = client.post(path, content=content, headers=headers)
+            assert r.status_code == 200 and r.text == str(n), r.text
+            cpu.setdefault(path, []).append(_cpu_seconds(pid) - c0)
+
+        return run
+
+    for path in ("/ours", "/reference"):
+        post(path)()
+    cpu.clear()
+    against(benchmark, post("/ours"), {"ag_ui.core": post("/reference")}, min_round=0.02, messages=n)
+    benchmark.extra_info["server_cpu_ms_per_request"] = {k: 1e3 * sum(v) / len(v) for k, v in cpu.items()}

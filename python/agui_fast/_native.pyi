@@ -8,6 +8,7 @@ from agui_fast.errors import AguiError, StreamError
 
 __version__: str
 DEFAULT_MAX_DEPTH: int  # agui_core::limits::DEFAULT_MAX_DEPTH
+DEFAULT_MAX_PATCH_BYTES: int  # agui_core::limits::DEFAULT_MAX_PATCH_BYTES
 
 def json_exceeds_depth(data: Union[bytes, bytearray, memoryview, str], max_depth: int) -> bool:
     """Whether JSON text nests arrays/objects deeper than ``max_depth``."""
@@ -53,13 +54,20 @@ def clear_encode_cache() -> None:
 # --- end encode ---
 # --- patch ---
 
-def apply_patch(doc: Any, patch: Iterable[Any], *, in_place: bool = False, max_depth: int = 512) -> Any:
+def apply_patch(
+    doc: Any,
+    patch: Iterable[Any],
+    *,
+    in_place: bool = False,
+    max_depth: int = 512,
+    max_patch_bytes: Optional[int] = None,
+) -> Any:
     """Apply an RFC 6902 patch (atomic). Copy mode shares untouched subtrees with ``doc``."""
 
 class StateDocument:
     """A JSON document of Python values it owns, patched in place; ``to_python`` shares it (copy-on-write)."""
 
-    def __init__(self, doc: Optional[Any] = None, *, max_depth: int = 512) -> None: ...
+    def __init__(self, doc: Optional[Any] = None, *, max_depth: int = 512, max_patch_bytes: Optional[int] = None) -> None: ...
     def apply(self, patch: Union[Iterable[Any], str, bytes]) -> None: ...
     def apply_many(
         self, patches: Iterable[Union[Iterable[Any], str, bytes]], *, skip_errors: bool = False
@@ -354,6 +362,7 @@ class Replayer:
         expand: bool = True,
         compat: bool = True,
         max_depth: int = 512,
+        max_patch_bytes: Optional[int] = None,
     ) -> None: ...
     def push(self, event: Any, /) -> Tuple[bool, bool, Optional[int], bool]:
         """(messages changed, state changed, index of the message touched, interrupts changed)."""
@@ -372,7 +381,9 @@ def expand_chunks(
     """The expanded events before the error (JSON array), warnings, the error or None."""
 
 def verify_events(events: Iterable[Any], /, *, max_depth: int = 512) -> None: ...
-def compact_events(events: Iterable[Any], /, *, max_depth: int = 512) -> Tuple[bytes, List[str]]: ...
+def compact_events(
+    events: Iterable[Any], /, *, max_depth: int = 512, max_patch_bytes: Optional[int] = None
+) -> Tuple[bytes, List[str]]: ...
 def replay_log(
     data: bytes,
     messages: Any = None,
@@ -381,6 +392,7 @@ def replay_log(
     format: str = "auto",
     verify: bool = False,
     max_depth: int = 512,
+    max_patch_bytes: Optional[int] = None,
     pipeline_min: int = 1048576,
 ) -> _ReplayParts:
     """Replay a log (SSE or protobuf, gzip or not) with the GIL released; from ``pipeline_min`` bytes on two threads."""
@@ -392,6 +404,7 @@ def replay_log_files(
     verify: bool = False,
     threads: int = 0,
     max_depth: int = 512,
+    max_patch_bytes: Optional[int] = None,
     pipeline_min: int = 1048576,
 ) -> List[_ReplayParts]:
     """Read and replay log files on Rust threads (0: all cores), constant memory each, GIL released."""

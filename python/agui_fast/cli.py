@@ -122,7 +122,7 @@ def demo(args: argparse.Namespace) -> int:
     print(f"   ag_ui.encoder (pydantic):          {t_ref * 1e6:8.2f} us")
     print(f"   agui_fast, msgspec Struct:          {t_ours * 1e6:8.2f} us  ({t_ref / t_ours:5.1f}x)")
     print(f"   agui_fast, the same pydantic event: {t_pyd * 1e6:8.2f} us  ({t_ref / t_pyd:5.1f}x)")
-    print("   (full benchmarks: python -m pytest benches --benchmark-only)")
+    print("   (every benchmark: python -m benches, from a checkout)")
     return 0
 
 

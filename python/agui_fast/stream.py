@@ -25,7 +25,11 @@ through :mod:`warnings`: ``Replay.warnings`` and ``EventApplier.warnings`` hold
 
 Every entry point takes ``max_depth=`` (default ``DEFAULT_MAX_DEPTH``, 512:
 ``agui_core::limits``): the deepest nesting an event's JSON may have, the event object
-included, and the limit of the values its state and activity patches build.
+included, and the limit of the values its state and activity patches build. Replays and
+compaction take ``max_patch_bytes=`` (default ``DEFAULT_MAX_PATCH_BYTES``, 128 MiB): the
+most one state or activity patch may build (the values it adds and copies, about their
+bytes in memory), and the most the ``copy`` operations of all of them may copy together;
+a patch past it fails as any failing patch does (a warning, the state unchanged).
 
 Errors: an unreadable event (not JSON, not an object, nested deeper than ``max_depth``)
 raises :class:`~agui_fast.errors.InvalidJsonError` (with ``frame_index``), a rule violation :class:`~agui_fast.errors.VerificationError`, and an
@@ -43,6 +47,7 @@ from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
 import msgspec
 
 from . import _native, _report_page
+from ._native import DEFAULT_MAX_PATCH_BYTES
 from ._plumbing import DEFAULT_MAX_DEPTH
 from .core import (
     AddOperation,
@@ -73,6 +78,7 @@ __all__ = [
     "StreamError",
     "VerificationError",
     "DEFAULT_MAX_DEPTH",
+    "DEFAULT_MAX_PATCH_BYTES",
 ]
 
 _plain = msgspec.json.Decoder().decode
@@ -232,12 +238,22 @@ def replay(
     compat: bool = True,
     raw: bool = False,
     max_depth: int = DEFAULT_MAX_DEPTH,
+    max_patch_bytes: int = DEFAULT_MAX_PATCH_BYTES,
 ) -> Replay:
     """Apply ``events`` to ``messages`` and ``state`` (default: none and ``{}``) as the
     reference client does, and return the final :class:`Replay`. ``verify``: check the
     rules first; ``expand=False``: the reducer alone (``defaultApplyEvents``: a chunk event
     raises :class:`StreamError`); ``compat=False``: no 0.x compatibility boundary."""
-    ap = EventApplier(messages, state, verify=verify, expand=expand, compat=compat, raw=raw, max_depth=max_depth)
+    ap = EventApplier(
+        messages,
+        state,
+        verify=verify,
+        expand=expand,
+        compat=compat,
+        raw=raw,
+        max_depth=max_depth,
+        max_patch_bytes=max_patch_bytes,
+    )
     try:
         ap.apply_many(events)
     except AguiError as exc:
@@ -264,9 +280,16 @@ class EventApplier:
         compat: bool = True,
         raw: bool = False,
         max_depth: int = DEFAULT_MAX_DEPTH,
+        max_patch_bytes: int = DEFAULT_MAX_PATCH_BYTES,
     ) -> None:
         self._native = _native.Replayer(
-            messages, state, verify=verify, expand=expand, compat=compat, max_depth=_depth(max_depth)
+            messages,
+            state,
+            verify=verify,
+            expand=expand,
+            compat=compat,
+            max_depth=_depth(max_depth),
+            max_patch_bytes=max_patch_bytes,
         )
         self._raw = raw
         self.warnings: List[Tuple[int, str]] = []
@@ -334,10 +357,16 @@ class EventApplier:
 # -- compaction ------------------------------------------------------------------------
 
 
-def compact_events(events: Iterable[Any], *, raw: bool = False, max_depth: int = DEFAULT_MAX_DEPTH) -> List[Any]:
+def compact_events(
+    events: Iterable[Any],
+    *,
+    raw: bool = False,
+    max_depth: int = DEFAULT_MAX_DEPTH,
+    max_patch_bytes: int = DEFAULT_MAX_PATCH_BYTES,
+) -> List[Any]:
     """The reference ``compactEvents``: streamed messages and tool calls collapsed into
     one START / CONTENT / END each, consecutive state deltas merged."""
-    data, _warnings = _native.compact_events(events, max_depth=_depth(max_depth))
+    data, _warnings = _native.compact_events(events, max_depth=_depth(max_depth), max_patch_bytes=max_patch_bytes)
     return _events(data, raw)
 
 
@@ -347,7 +376,13 @@ _Source = Union[bytes, bytearray, memoryview, str, "os.PathLike[str]"]
 
 
 def replay_log(
-    source: _Source, *, format: str = "auto", verify: bool = False, raw: bool = False, max_depth: int = DEFAULT_MAX_DEPTH
+    source: _Source,
+    *,
+    format: str = "auto",
+    verify: bool = False,
+    raw: bool = False,
+    max_depth: int = DEFAULT_MAX_DEPTH,
+    max_patch_bytes: int = DEFAULT_MAX_PATCH_BYTES,
 ) -> Replay:
     """Replay a recorded log (``bytes``, or a path; SSE, length-prefixed protobuf or JSON Lines, gzip or
     not; ``format="auto"`` detects it) inside Rust with the GIL released, through the one log
@@ -357,11 +392,17 @@ def replay_log(
     unreadable frame raises :class:`~agui_fast.errors.InvalidJsonError` (``frame_index``)."""
     max_depth = _depth(max_depth)
     if isinstance(source, (bytes, bytearray, memoryview)):
-        return _replay(_native.replay_log(bytes(source), format=format, verify=verify, max_depth=max_depth), raw)
+        parts = _native.replay_log(
+            bytes(source), format=format, verify=verify, max_depth=max_depth, max_patch_bytes=max_patch_bytes
+        )
+        return _replay(parts, raw)
     if isinstance(source, (str, os.PathLike)):
         # threads=0: a big log reads on a second core ahead of the reducer
-        parts = _native.replay_log_files([source], format=format, verify=verify, threads=0, max_depth=max_depth)
-        return _replay(parts[0], raw)
+        parts_list = _native.replay_log_files(
+            [source], format=format, verify=verify, threads=0, max_depth=max_depth, max_patch_bytes=max_patch_bytes
+        )
+        parts = parts_list[0]
+        return _replay(parts, raw)
     raise TypeError(f"source must be bytes or a path, not {type(source).__name__}")
 
 
@@ -373,6 +414,7 @@ def replay_logs(
     threads: Optional[int] = None,
     raw: bool = False,
     max_depth: int = DEFAULT_MAX_DEPTH,
+    max_patch_bytes: int = DEFAULT_MAX_PATCH_BYTES,
 ) -> List[Replay]:
     """:func:`replay_log` of several log files on Rust threads (``threads``: at most that
     many at once; default the machine's cores; a log gets two only when the threads
@@ -381,7 +423,14 @@ def replay_logs(
     paths = list(paths)
     if threads is not None and threads < 1:
         raise ValueError(f"threads must be at least 1, not {threads}")
-    native = _native.replay_log_files(paths, format=format, verify=verify, threads=threads or 0, max_depth=_depth(max_depth))
+    native = _native.replay_log_files(
+        paths,
+        format=format,
+        verify=verify,
+        threads=threads or 0,
+        max_depth=_depth(max_depth),
+        max_patch_bytes=max_patch_bytes,
+    )
     out = []
     for path, parts in zip(paths, native):
         if parts[4] is not None:

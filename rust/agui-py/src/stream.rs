@@ -54,6 +54,12 @@ fn with_json<R>(py: Python<'_>, event: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) 
     if let Ok(s) = event.cast::<PyString>() {
         return Ok(f(s.to_str()?.as_bytes()));
     }
+    with_written_json(py, event, f)
+}
+
+/// The JSON text of a value written by the native writer (the surrogate writer when it
+/// refuses the object): a `str` is a JSON string.
+fn with_written_json<R>(py: Python<'_>, event: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) -> R) -> PyResult<R> {
     let b = match crate::encode::dumps(py, event, true, MAX_DEPTH_CAP as u32 + 1) {
         Ok(b) => b,
         Err(e) => match SURROGATE_WRITER.get(py) {
@@ -66,7 +72,23 @@ fn with_json<R>(py: Python<'_>, event: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) 
 
 /// One event as a JSON value (a decode error is reported at `index`).
 fn event_value(py: Python<'_>, event: &Bound<'_, PyAny>, index: usize, max_depth: usize) -> PyResult<Value> {
-    with_json(py, event, |b| parse_event_limited(b, max_depth))?.map_err(|e| error_at(py, e, index))
+    with_json(py, event, |b| parse_event_limited(b, max_depth)).map_err(|e| unwritable(py, e, index))?.map_err(|e| error_at(py, e, index))
+}
+
+/// What the JSON writer raised for an event it cannot write as JSON text (a `ValueError`
+/// not of ours: an `int` too long for decimal text, what pydantic refuses to write): the
+/// event's `InvalidJsonError` at `index`, as for text that cannot be read.
+fn unwritable(py: Python<'_>, e: PyErr, index: usize) -> PyErr {
+    match unwritable_reason(py, &e) {
+        Some(message) => error_at(py, StreamError { stage: Stage::Decode, rule: None, index, event_type: String::new(), ids: Vec::new(), message }, index),
+        None => e,
+    }
+}
+
+/// Why the JSON writer could not write a value, when it raised a `ValueError` not of ours.
+fn unwritable_reason(py: Python<'_>, e: &PyErr) -> Option<String> {
+    let ours = error_class(py, "AguiError").is_ok_and(|c| e.is_instance(py, c.as_any()));
+    (!ours && e.is_instance_of::<pyo3::exceptions::PyValueError>(py)).then(|| format!("cannot be written as JSON: {}", e.value(py)))
 }
 
 fn json_bytes<'py>(py: Python<'py>, v: &Value) -> Bound<'py, PyBytes> {
@@ -225,11 +247,12 @@ fn verify_events(py: Python<'_>, events: &Bound<'_, PyAny>, max_depth: usize) ->
 
 /// compact_events(events) -> (bytes, warnings): the compacted events as a JSON array.
 #[pyfunction]
-#[pyo3(signature = (events, /, *, max_depth = DEFAULT_MAX_DEPTH))]
-fn compact_events<'py>(py: Python<'py>, events: &Bound<'py, PyAny>, max_depth: usize) -> PyResult<Bound<'py, PyTuple>> {
+#[pyo3(signature = (events, /, *, max_depth = DEFAULT_MAX_DEPTH, max_patch_bytes = None))]
+fn compact_events<'py>(py: Python<'py>, events: &Bound<'py, PyAny>, max_depth: usize, max_patch_bytes: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyTuple>> {
     let max_depth = check_max_depth(max_depth)?;
+    let limits = core::PatchLimits::new(max_depth, crate::patch::max_patch_bytes(max_patch_bytes)?);
     let vs = values(py, events, max_depth)?;
-    let (out, warnings) = py.detach(|| core::compact_events_limited(vs, max_depth));
+    let (out, warnings) = py.detach(|| core::compact_events_within(vs, limits));
     (json_list(py, &out), PyList::new(py, warnings)?).into_pyobject(py)
 }
 
@@ -237,12 +260,15 @@ fn compact_events<'py>(py: Python<'py>, events: &Bound<'py, PyAny>, max_depth: u
 // Replay
 // ---------------------------------------------------------------------------------------
 
+/// The initial messages (a list, or its JSON text) and state (any JSON value: a `str` is
+/// a string, `bytes` JSON text) of a replay as JSON values.
 fn initial(py: Python<'_>, messages: Option<&Bound<'_, PyAny>>, state: Option<&Bound<'_, PyAny>>, max_depth: usize) -> PyResult<(Vec<Value>, Value)> {
-    let parse = |b: &[u8]| agui_core::stream::parse_json_limited(b, max_depth);
+    let parse = |b: &[u8]| agui_core::stream::parse_json_limited(b, max_depth).and_then(|v| agui_core::stream::check_int_digits(&v).map(|()| v));
     let messages = match messages {
         None => Vec::new(),
         Some(m) => {
-            let v = with_json(py, m, parse)?
+            let v = with_json(py, m, parse)
+                .map_err(|e| unwritable_reason(py, &e).map_or(e, |r| make_error(py, "InvalidJsonError", format!("messages: {r}"), None)))?
                 .map_err(|e| make_error(py, "InvalidJsonError", format!("messages: {e}"), None))?;
             match v {
                 Value::Array(a) => a,
@@ -252,7 +278,8 @@ fn initial(py: Python<'_>, messages: Option<&Bound<'_, PyAny>>, state: Option<&B
     };
     let state = match state {
         None => core::empty_state(),
-        Some(s) => with_json(py, s, parse)?
+        Some(s) => if s.is_instance_of::<PyString>() { with_written_json(py, s, parse) } else { with_json(py, s, parse) }
+            .map_err(|e| unwritable_reason(py, &e).map_or(e, |r| make_error(py, "InvalidJsonError", format!("state: {r}"), None)))?
             .map_err(|e| make_error(py, "InvalidJsonError", format!("state: {e}"), None))?,
     };
     Ok((messages, state))
@@ -285,12 +312,13 @@ impl Replayer {
             // The operations' values sit three levels deep in the event (event, `delta`,
             // operation), so this bound keeps the event within the limit its JSON has.
             if let Some(values_depth) = max_depth.checked_sub(3) {
-                if let Some(c) = inner.push_state_with(|doc| doc.try_apply_objects(&ops, values_depth, |op| plain_op(py, op))) {
+                if let Some(c) = inner.push_state_with(|doc, limits| doc.try_apply_objects(&ops, values_depth, limits, |op| plain_op(py, op))) {
                     return Ok(Ok(c));
                 }
             }
         }
-        with_json(py, event, |b| inner.push_json(b))
+        let index = inner.pushed();
+        with_json(py, event, |b| inner.push_json(b)).map_err(|e| unwritable(py, e, index))
     }
 }
 
@@ -397,7 +425,8 @@ fn change_tuple<'py>(py: Python<'py>, c: &core::Change) -> PyResult<Bound<'py, P
 #[pymethods]
 impl Replayer {
     #[new]
-    #[pyo3(signature = (messages=None, state=None, *, verify=false, expand=true, compat=true, max_depth=DEFAULT_MAX_DEPTH))]
+    #[pyo3(signature = (messages=None, state=None, *, verify=false, expand=true, compat=true, max_depth=DEFAULT_MAX_DEPTH, max_patch_bytes=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         messages: Option<&Bound<'_, PyAny>>,
@@ -406,12 +435,14 @@ impl Replayer {
         expand: bool,
         compat: bool,
         max_depth: usize,
+        max_patch_bytes: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let max_depth = check_max_depth(max_depth)?;
+        let max_patch_bytes = crate::patch::max_patch_bytes(max_patch_bytes)?;
         // The state as a document of Python values: taken as it is when it follows the
         // document's rules, else read as JSON (text given as such, values only the
         // pydantic writer takes, lone surrogates) as before.
-        let direct = state.filter(|s| !s.is_instance_of::<PyString>() && !s.is_instance_of::<PyBytes>()).and_then(|s| crate::patch::doc_value(s, max_depth));
+        let direct = state.filter(|s| !s.is_instance_of::<PyBytes>()).and_then(|s| crate::patch::doc_value(s, max_depth));
         let (messages, root) = match (state, direct) {
             (None, _) => (initial(py, messages, None, max_depth)?.0, PyDict::new(py).into_any()),
             (Some(_), Some(root)) => (initial(py, messages, None, max_depth)?.0, root),
@@ -420,8 +451,8 @@ impl Replayer {
                 (messages, crate::patch::stream_value(py, &state, max_depth)?)
             }
         };
-        let options = ReplayOptions { verify, expand, compat, max_depth };
-        let state = StateDocument::stream(root, max_depth);
+        let options = ReplayOptions { verify, expand, compat, max_depth, max_patch_bytes };
+        let state = StateDocument::stream(root, &core::PatchLimits::new(max_depth, max_patch_bytes));
         Ok(Replayer { inner: std::sync::Mutex::new(core::Replayer::new(messages, state, options)), max_depth })
     }
 
@@ -522,7 +553,7 @@ impl Written {
 /// when the machine has two cores (`agui_core::stream::replay_log_pipelined`, the same
 /// outcome).
 #[pyfunction]
-#[pyo3(signature = (data, messages=None, state=None, *, format="auto", verify=false, max_depth=DEFAULT_MAX_DEPTH, pipeline_min=core::PIPELINE_MIN))]
+#[pyo3(signature = (data, messages=None, state=None, *, format="auto", verify=false, max_depth=DEFAULT_MAX_DEPTH, max_patch_bytes=None, pipeline_min=core::PIPELINE_MIN))]
 #[allow(clippy::too_many_arguments)]
 fn replay_log<'py>(
     py: Python<'py>,
@@ -532,13 +563,15 @@ fn replay_log<'py>(
     format: &str,
     verify: bool,
     max_depth: usize,
+    max_patch_bytes: Option<&Bound<'py, PyAny>>,
     pipeline_min: u64,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let format = crate::arrow::format_arg(format)?;
     let max_depth = check_max_depth(max_depth)?;
+    let max_patch_bytes = crate::patch::max_patch_bytes(max_patch_bytes)?;
     let (messages, state) = initial(py, messages, state, max_depth)?;
     let log = data.as_bytes();
-    let options = ReplayOptions { verify, max_depth, ..ReplayOptions::default() };
+    let options = ReplayOptions { verify, max_depth, max_patch_bytes, ..ReplayOptions::default() };
     let w = py.detach(|| Written::of(core::replay_log_sized(log, log.len() as u64, 0, pipeline_min, format, messages, state, options), true));
     w.tuple(py)
 }
@@ -549,7 +582,8 @@ fn replay_log<'py>(
 /// log of at least `pipeline_min` bytes is read on a thread of its own when the threads
 /// outnumber the logs twice.
 #[pyfunction]
-#[pyo3(signature = (paths, *, format="auto", verify=false, threads=0, max_depth=DEFAULT_MAX_DEPTH, pipeline_min=core::PIPELINE_MIN))]
+#[pyo3(signature = (paths, *, format="auto", verify=false, threads=0, max_depth=DEFAULT_MAX_DEPTH, max_patch_bytes=None, pipeline_min=core::PIPELINE_MIN))]
+#[allow(clippy::too_many_arguments)]
 fn replay_log_files<'py>(
     py: Python<'py>,
     paths: Vec<std::path::PathBuf>,
@@ -557,10 +591,12 @@ fn replay_log_files<'py>(
     verify: bool,
     threads: usize,
     max_depth: usize,
+    max_patch_bytes: Option<&Bound<'py, PyAny>>,
     pipeline_min: u64,
 ) -> PyResult<Bound<'py, PyList>> {
     let format = crate::arrow::format_arg(format)?;
-    let options = ReplayOptions { verify, max_depth: check_max_depth(max_depth)?, ..ReplayOptions::default() };
+    let max_patch_bytes = crate::patch::max_patch_bytes(max_patch_bytes)?;
+    let options = ReplayOptions { verify, max_depth: check_max_depth(max_depth)?, max_patch_bytes, ..ReplayOptions::default() };
     let replays = py.detach(|| core::replay_log_files(&paths, format, options, threads, pipeline_min, |r| Written::of(r, false)));
     PyList::new(py, replays.iter().map(|w| w.tuple(py)).collect::<PyResult<Vec<_>>>()?)
 }

@@ -616,17 +616,6 @@ unsafe fn without_tag(py: Python<'_>, plan: &Plan, kwnames: *mut ffi::PyObject, 
     Ok((ptr, at))
 }
 
-fn finish(py: Python<'_>, r: std::thread::Result<PyResult<Py<PyAny>>>) -> *mut ffi::PyObject {
-    let result = r.unwrap_or_else(|_| Err(pyo3::panic::PanicException::new_err("panic in agui_fast Struct construction")));
-    match result {
-        Ok(obj) => obj.into_ptr(),
-        Err(e) => {
-            e.restore(py);
-            std::ptr::null_mut()
-        }
-    }
-}
-
 unsafe extern "C" fn meta_call(
     cls: *mut ffi::PyObject,
     args: *mut ffi::PyObject,
@@ -636,8 +625,7 @@ unsafe extern "C" fn meta_call(
     // duration of the call; nothing derived from the token outlives this frame.
     let py = unsafe { Python::assume_attached() };
     // SAFETY: this is the tp_call slot, called by CPython as `call` requires.
-    let run = std::panic::AssertUnwindSafe(|| unsafe { call(py, cls, args, kwargs) });
-    finish(py, std::panic::catch_unwind(run))
+    crate::ffi::entry::run(py, "agui_fast Struct construction", || unsafe { call(py, cls, args, kwargs) }.map(|o| o.into_bound(py)))
 }
 
 unsafe extern "C" fn meta_vectorcall(
@@ -649,8 +637,7 @@ unsafe extern "C" fn meta_vectorcall(
     // SAFETY: as for tp_call: the GIL is held, the arguments are borrowed for the call.
     let py = unsafe { Python::assume_attached() };
     // SAFETY: this is the vectorcall slot, called by CPython as `vcall` requires.
-    let run = std::panic::AssertUnwindSafe(|| unsafe { vcall(py, cls, args, nargsf, kwnames) });
-    finish(py, std::panic::catch_unwind(run))
+    crate::ffi::entry::run(py, "agui_fast Struct construction", || unsafe { vcall(py, cls, args, nargsf, kwnames) }.map(|o| o.into_bound(py)))
 }
 
 /// Create the metaclass type from a spec; `vectorcall_at`: the offset of our per-class

@@ -1,4 +1,4 @@
-"""The servers of the end-to-end serving benchmark (``benches/serve_e2e.py``): one Starlette
+"""The servers of the serving benches (``bench_server.py``): one Starlette
 app, one route per variant, each streaming ``n`` small events built per request, the way an
 agent server builds them.
 
