@@ -8,6 +8,7 @@ from agui_fast.errors import AguiError, StreamError
 
 __version__: str
 DEFAULT_MAX_DEPTH: int  # agui_core::limits::DEFAULT_MAX_DEPTH
+DEFAULT_MAX_ERRORS: int  # agui_arrow::DEFAULT_MAX_ERRORS
 DEFAULT_MAX_PATCH_BYTES: int  # agui_core::limits::DEFAULT_MAX_PATCH_BYTES
 
 def json_exceeds_depth(data: Union[bytes, bytearray, memoryview, str], max_depth: int) -> bool:
@@ -254,11 +255,15 @@ _LogSource = Union[str, bytes]
 
 
 class LogProgress:
-    """Input bytes read so far by the call it is passed to (polled from another thread)."""
+    """Input bytes and events read so far by the call it is passed to (polled from another
+    thread); ``cancel()`` stops the call soon."""
 
     def __init__(self) -> None: ...
     @property
     def bytes(self) -> int: ...
+    @property
+    def events(self) -> int: ...
+    def cancel(self) -> None: ...
 
 class ArrowTable:
     """An Arrow table handed over by the Arrow PyCapsule interface (``pa.table(t)``,
@@ -287,6 +292,7 @@ def logs_to_arrow(
     max_buffer_size: int = ...,
     max_frame_size: int = ...,
     max_depth: int = ...,
+    max_errors: int = ...,
     progress: Optional[LogProgress] = None,
 ) -> Union[ArrowTable, Tuple[ArrowTable, ArrowTable]]:
     """The events table, or ``(events, errors)`` with ``collect``."""
@@ -302,6 +308,8 @@ def convert_logs(
     format: str = "auto",
     collect: bool = False,
     progress: Optional[LogProgress] = None,
+    max_errors: int = ...,
+    gzip: bool = False,
 ) -> Tuple[int, int, List[str]]:
     """Write the logs' events into ``output`` (a path, ``-`` for stdout) as "sse",
     "protobuf", "jsonl" or "parquet": (events, input bytes, problems skipped)."""
@@ -320,7 +328,9 @@ class LogChunks:
     """A log's decompressed bytes in chunks; format and gzip decided on opening (raises
     ``DecodeError`` for data of neither format)."""
 
-    def __init__(self, source: _LogSource, format: str = "auto", chunk_size: int = ...) -> None: ...
+    def __init__(
+        self, source: _LogSource, format: str = "auto", chunk_size: int = ..., progress: Optional[LogProgress] = None
+    ) -> None: ...
     @property
     def format(self) -> Optional[str]: ...
     @property

@@ -29,6 +29,7 @@ mod stream;
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_MAX_DEPTH", agui_core::limits::DEFAULT_MAX_DEPTH)?;
+    m.add("DEFAULT_MAX_ERRORS", agui_arrow::DEFAULT_MAX_ERRORS)?;
     m.add("DEFAULT_MAX_PATCH_BYTES", agui_core::limits::DEFAULT_MAX_PATCH_BYTES)?;
     // The direct reads of object memory are checked against the API once, here.
     ffi::layout::get(m.py());
