@@ -6,6 +6,7 @@
 //! those of the framer used directly (`SseParser` / `StreamDecoder`; JSON Lines against an
 //! independent line splitter); `Read` hands out the decompressed log.
 #![no_main]
+mod budget; // the allocation budget (the global allocator)
 use std::io::{Read, Write};
 
 use agui_core::log::{detect_format, is_gzip, Format, Limits, LogError, LogReader};
