@@ -473,7 +473,7 @@ impl Replayer {
                 (messages, crate::patch::stream_value(py, &state, max_depth)?)
             }
         };
-        let options = ReplayOptions { verify, expand, compat, max_depth, max_patch_bytes };
+        let options = ReplayOptions { verify, expand, compat, max_depth, max_patch_bytes, ..ReplayOptions::default() };
         let state = StateDocument::stream(root, &core::PatchLimits::new(max_depth, max_patch_bytes));
         Ok(Replayer { inner: std::sync::Mutex::new(core::Replayer::new(messages, state, options)), max_depth })
     }

@@ -41,6 +41,10 @@ pub struct ReplayOptions {
     /// operations of all of them may copy together (`limits::DEFAULT_MAX_PATCH_BYTES`):
     /// past it a patch fails (a warning, the state unchanged).
     pub max_patch_bytes: usize,
+    /// The most warnings one replay keeps (`limits::DEFAULT_MAX_WARNINGS`): past it the
+    /// later ones are counted, not kept, and one last warning says so (a log of a few KB
+    /// of gzip can hold millions of events that each warn).
+    pub max_warnings: usize,
 }
 
 impl Default for ReplayOptions {
@@ -51,6 +55,32 @@ impl Default for ReplayOptions {
             verify: false,
             max_depth: crate::limits::DEFAULT_MAX_DEPTH,
             max_patch_bytes: crate::limits::DEFAULT_MAX_PATCH_BYTES,
+            max_warnings: crate::limits::DEFAULT_MAX_WARNINGS,
+        }
+    }
+}
+
+/// A replay's warnings within its budget ([`ReplayOptions::max_warnings`]): the first
+/// `max` kept, then one saying how the rest went; the count goes on across
+/// [`Replayer::take_warnings`], so an incremental replay is bounded the same way.
+#[derive(Debug)]
+struct Warnings {
+    list: Vec<Warning>,
+    seen: usize,
+    max: usize,
+}
+
+impl Warnings {
+    fn push(&mut self, index: usize, message: String) {
+        self.seen = self.seen.saturating_add(1);
+        if self.seen <= self.max {
+            self.list.push(Warning { index, message });
+        } else if self.seen == self.max + 1 {
+            let max = self.max;
+            self.list.push(Warning {
+                index,
+                message: format!("more than {max} warnings: the later ones are not kept (max_warnings={max})"),
+            });
         }
     }
 }
@@ -88,7 +118,7 @@ pub struct Replayer<S = Value> {
     verifier: Option<EventVerifier>,
     applier: EventApplier<S>,
     index: usize,
-    warnings: Vec<Warning>,
+    warnings: Warnings,
     scratch: Vec<Value>,
     reader: Reader,
 }
@@ -101,7 +131,7 @@ impl<S: State> Replayer<S> {
             verifier: options.verify.then(EventVerifier::new),
             applier: EventApplier::new(messages, state).with_max_depth(options.max_depth).with_max_patch_bytes(options.max_patch_bytes),
             index: 0,
-            warnings: Vec::new(),
+            warnings: Warnings { list: Vec::new(), seen: 0, max: options.max_warnings },
             scratch: Vec::new(),
             reader: Reader::new(options, false),
         }
@@ -120,7 +150,7 @@ impl<S: State> Replayer<S> {
             Some(b) => {
                 let e = b.convert(event);
                 for w in b.take_warnings() {
-                    self.warnings.push(Warning { index, message: w });
+                    self.warnings.push(index, w);
                 }
                 // The reference's next stage (enforceEvents) drops a type the protocol
                 // does not describe, so it never reaches verification (no R01/R03 on it).
@@ -131,7 +161,7 @@ impl<S: State> Replayer<S> {
                         None => "undefined".to_string(),
                     };
                     let message = format!("[ag-ui][enforce] Dropping unrecognised event '{name}': no middleware translated it and the protocol does not describe it.");
-                    self.warnings.push(Warning { index, message });
+                    self.warnings.push(index, message);
                     return Ok(Change::default());
                 }
                 e
@@ -143,7 +173,7 @@ impl<S: State> Replayer<S> {
             Some(x) => {
                 let r = x.push_into(event, &mut batch);
                 for w in x.take_warnings() {
-                    self.warnings.push(Warning { index, message: w });
+                    self.warnings.push(index, w);
                 }
                 r.map_err(relabel)?
             }
@@ -161,7 +191,7 @@ impl<S: State> Replayer<S> {
             match self.applier.apply_owned(e) {
                 Ok(c) => {
                     if let Some(w) = c.warning {
-                        self.warnings.push(Warning { index, message: w });
+                        self.warnings.push(index, w);
                     }
                     total.messages |= c.messages;
                     total.state |= c.state;
@@ -200,7 +230,7 @@ impl<S: State> Replayer<S> {
                 self.index += 1;
                 let c = self.applier.apply_state_ops(ops);
                 if let Some(w) = &c.warning {
-                    self.warnings.push(Warning { index, message: w.clone() });
+                    self.warnings.push(index, w.clone());
                 }
                 return Ok(Change { warning: None, ..c });
             }
@@ -262,7 +292,7 @@ impl<S: State> Replayer<S> {
         self.index += 1;
         Some(result.map(|c| {
             if let Some(w) = &c.warning {
-                self.warnings.push(Warning { index, message: w.clone() });
+                self.warnings.push(index, w.clone());
             }
             Change { warning: None, ..c }
         }))
@@ -303,13 +333,13 @@ impl<S: State> Replayer<S> {
 
     /// Warnings so far, drained.
     pub fn take_warnings(&mut self) -> Vec<Warning> {
-        std::mem::take(&mut self.warnings)
+        std::mem::take(&mut self.warnings.list)
     }
 
     pub fn finish(self, error: Option<StreamError>) -> Replay<S> {
         let events = self.index;
         let (messages, state, pending_interrupts) = self.applier.into_parts();
-        Replay { messages, state, pending_interrupts, warnings: self.warnings, error, log_error: None, events }
+        Replay { messages, state, pending_interrupts, warnings: self.warnings.list, error, log_error: None, events }
     }
 
     /// [`finish`](Self::finish) of a log replay that stopped at `stop` (`read` events in).
