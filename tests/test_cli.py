@@ -336,15 +336,16 @@ def _slow_feed(data, seconds=1.5, steps=15):
 
 
 @pytest.mark.parametrize("command", [
-    ["convert", "-", "-o", "{out}", "--to", "jsonl"],
+    ["convert", "-", "-o", "{out}.jsonl", "--to", "jsonl"],
     ["inspect", "-"],
     ["validate", "--schema-only", "-"],
     ["replay", "-"],
+    ["report", "-", "-o", "{out}.html"],
 ])
 def test_every_long_command_draws_progress_on_a_terminal_only(tmp_path, command):
     import os
 
-    argv = [a.format(out=tmp_path / "o.jsonl") for a in command]
+    argv = [a.format(out=tmp_path / "o") for a in command]
     cmd = [sys.executable, "-m", "agui_fast", *argv]
     data = _long_run(60_000)
     r = _slow_feed(data)
@@ -412,17 +413,21 @@ def _one_line(r, status):
     return line
 
 
-def test_convert_refuses_a_read_only_output(sse_log, tmp_path):
+@pytest.mark.parametrize("command, name", [("convert", "ro.sse"), ("report", "ro.html")])
+def test_a_read_only_output_is_refused(sse_log, tmp_path, command, name):
     import os
     import stat
 
-    out = tmp_path / "ro.sse"
+    out = tmp_path / name
     out.write_bytes(b"before")
     out.chmod(0o444)
-    line = _one_line(run("convert", sse_log, "-o", out), 1)
+    line = _one_line(run(command, sse_log, "-o", out), 1)
     assert str(out) in line and "not writable" in line and "r--r--r--" in line, line
     assert out.read_bytes() == b"before" and stat.S_IMODE(os.stat(out).st_mode) == 0o444
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["ro.sse", "run.sse"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name, "run.sse"]
+    # Into a missing directory: the path given, nothing written.
+    line = _one_line(run(command, sse_log, "-o", tmp_path / "nodir" / name), 1)
+    assert f"{tmp_path / 'nodir' / name}: no such directory" in line, line
 
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "geteuid") or __import__("os").geteuid() != 0, reason="needs root (chown)")
@@ -492,7 +497,7 @@ def test_convert_writes_a_device_as_it_is(sse_log):
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
 
 
-@pytest.mark.parametrize("command", ["convert", "inspect", "validate", "replay"])
+@pytest.mark.parametrize("command", ["convert", "inspect", "validate", "replay", "report"])
 def test_a_pipe_is_read_as_a_stream_not_an_empty_file(tmp_path, command):
     # `agui-fast convert <(cat log)`: the path of a pipe, whose size is 0.
     import os
@@ -501,7 +506,7 @@ def test_a_pipe_is_read_as_a_stream_not_an_empty_file(tmp_path, command):
     r, w = os.pipe()
     os.write(w, log)
     os.close(w)
-    extra = ["-o", str(tmp_path / "o.jsonl")] if command == "convert" else []
+    extra = {"convert": ["-o", str(tmp_path / "o.jsonl")], "report": ["-o", str(tmp_path / "o.html")]}.get(command, [])
     out = subprocess.run([sys.executable, "-m", "agui_fast", command, f"/dev/fd/{r}", *extra],
                          capture_output=True, pass_fds=(r,))
     os.close(r)

@@ -213,7 +213,7 @@ class Progress:
             head = f"[{bar:24s}] {100 * done // self.total:3d}%  {_mb(done)} of {_mb(self.total)}"
         else:
             head = f"{_mb(done)} read"
-        line = f"{head}  {events:,} events  {rate / 1e6:,.1f} MB/s"
+        line = f"{head}{f'  {events:,} events' if events else ''}  {rate / 1e6:,.1f} MB/s"
         sys.stderr.write("\r" + line[:120] + "\x1b[K")
         sys.stderr.flush()
         self.drawn = True
@@ -225,11 +225,12 @@ class Progress:
             self.drawn = False
 
 
-def run_native(call: Callable[[Any], Any], total: Optional[int], quiet: bool) -> Any:
-    """``call(progress)`` (a native call that releases the GIL and reads through the
-    ``LogProgress`` it is given) on a worker thread, while this thread draws the progress
-    line and stays ready for Ctrl-C and termination signals: on one, the call is told to
-    stop, waited for, and the exception goes on (the caller cleans up its outputs)."""
+def run_with_progress(call: Callable[[Any], Any], total: Optional[int], quiet: bool) -> Any:
+    """``call(progress)`` (a call that reads through the ``LogProgress`` it is given: a
+    native one with the GIL released, or Python code, between whose steps this thread gets
+    its turns) on a worker thread, while this thread draws the progress line and stays
+    ready for Ctrl-C and termination signals: on one, the call is told to stop, waited for
+    a moment, and the exception goes on (the caller cleans up its outputs)."""
     progress = LogProgress()
     shown_progress = Progress(total, quiet)
     result: Dict[str, Any] = {}
@@ -349,6 +350,33 @@ def _partial_name(output: str) -> str:
     return os.path.join(head, f".{tail}.{os.getpid()}.partial")
 
 
+class FileOutput:
+    """A file a command writes (``-o``), checked before anything is read
+    (``_check_output``): written beside its name (``target``) and renamed into place by
+    ``commit``, so that a failed or interrupted run leaves no half-written file and the
+    old one as it was (``discard``). A replaced file keeps its mode; through a symbolic
+    link the file it names is replaced, the link stays; a device or a pipe
+    (``/dev/null``) is written as it is."""
+
+    def __init__(self, output: str) -> None:
+        self.output = output
+        self.st = _check_output(output)
+        self.in_place = self.st is not None and not stat.S_ISREG(self.st.st_mode)
+        self.dest = os.path.realpath(output) if not self.in_place and os.path.islink(output) else output
+        self.target = output if self.in_place else _partial_name(self.dest)
+
+    def commit(self) -> None:
+        if self.in_place:
+            return
+        if self.st is not None:
+            os.chmod(self.target, stat.S_IMODE(self.st.st_mode))
+        os.replace(self.target, self.dest)
+
+    def discard(self) -> None:
+        if not self.in_place:
+            _remove(self.target)
+
+
 def _remove(path: str) -> None:
     try:
         os.remove(path)
@@ -360,34 +388,27 @@ def convert(args: argparse.Namespace) -> int:
     """Logs -> one output (SSE, protobuf, JSON lines or Parquet, gzipped for a ``.gz``
     name), streaming in Rust."""
     paths = expand(args.logs)
-    st = None if args.output == "-" else _check_output(args.output)
+    out = None if args.output == "-" else FileOutput(args.output)
     to, gzip_ = _output_format(args.output, args.to)
-    if args.output == "-":
+    if out is None:
         if to == "parquet" and sys.stdout.isatty():
             raise UserError("refusing to write Parquet to a terminal: give -o FILE")
     else:
         for p in paths:
-            if st is not None and p != STDIN and os.path.samefile(p, args.output):
+            if out.st is not None and p != STDIN and os.path.samefile(p, args.output):
                 raise UserError(f"{args.output}: the output is one of the inputs")
     for p in paths:
         if _empty(p):
             raise UserError(f"{p}: empty file")
     sizes = [_size(p) for p in paths]
     total = None if None in sizes else sum(s or 0 for s in sizes)
-    # A regular file is written beside its final name and renamed into place only when the
-    # conversion succeeds: a failed or interrupted run leaves no half-written file (nor a
-    # Parquet file without its footer) and does not clobber what was there. A device or a
-    # pipe is written as it is.
-    in_place = args.output == "-" or (st is not None and not stat.S_ISREG(st.st_mode))
-    # Through a symbolic link: the file it names is replaced, the link stays.
-    dest = os.path.realpath(args.output) if not in_place and os.path.islink(args.output) else args.output
-    target = args.output if in_place else _partial_name(dest)
-    if args.output == "-":
+    target = "-" if out is None else out.target
+    if out is None:
         sys.stdout.flush()
     done = False
     try:
         try:
-            rows, nbytes, skipped = run_native(lambda progress: _native.convert_logs(
+            rows, nbytes, skipped = run_with_progress(lambda progress: _native.convert_logs(
                 paths, [shown(p) for p in paths], target, to, args.format, args.errors == "skip", progress,
                 max_errors=args.max_errors, gzip=gzip_,
             ), total, args.quiet)
@@ -395,7 +416,7 @@ def convert(args: argparse.Namespace) -> int:
             # The user's own path in the message, not the file written beside it.
             raise type(exc)(str(exc).replace(target, args.output)) from None
         except AguiError:
-            if not in_place:
+            if out is not None and not out.in_place:
                 args.hint = f"nothing written to {args.output} (--errors skip converts the valid events)"
             raise
         for problem in skipped[:_SHOWN_SKIPS]:
@@ -404,14 +425,12 @@ def convert(args: argparse.Namespace) -> int:
             print(f"skipped: {len(skipped) - _SHOWN_SKIPS:,} more", file=sys.stderr)
         if rows == 0 and not skipped:
             raise UserError(f"no AG-UI events in {', '.join(shown(p) for p in paths)}")
-        if not in_place:
-            if st is not None:
-                os.chmod(target, stat.S_IMODE(st.st_mode))  # a replaced file keeps its mode
-            os.replace(target, dest)
+        if out is not None:
+            out.commit()
         done = True
     finally:
-        if not done and not in_place:
-            _remove(target)
+        if not done and out is not None:
+            out.discard()
     if args.output != "-":
         print(f"{', '.join(shown(p) for p in paths)} -> {args.output} ({to}{', gzip' if gzip_ else ''}): "
               f"{rows:,} events" + (f", {len(skipped):,} skipped" if skipped else ""), file=sys.stderr)
@@ -430,7 +449,7 @@ def inspect(args: argparse.Namespace) -> int:
     token usage, bytes, time span."""
     reports = []
     for path in expand(args.logs):
-        report = run_native(lambda progress: _native.inspect_log(
+        report = run_with_progress(lambda progress: _native.inspect_log(
             path, shown(path), args.format, False, progress,
         ), _size(path), args.quiet)
         if report["format"] is None:
@@ -563,26 +582,37 @@ def report(args: argparse.Namespace) -> int:
     for p, target in zip(paths, targets):
         if p != STDIN and target != "-" and os.path.exists(target) and os.path.samefile(p, target):
             raise UserError(f"{target}: the output is one of the inputs")
+    # Every page's file checked before any log is read.
+    files = [None if target == "-" else FileOutput(target) for target in targets]
     unread = 0
-    for path, target in zip(paths, targets):
-        if path != STDIN and _size(path) == 0:
+    for path, target, file in zip(paths, targets, files):
+        if _empty(path):
             raise UserError(f"{shown(path)}: empty file")
-        source: Any = sys.stdin.buffer.read() if path == STDIN else path
-        result = build_report(source, format=args.format, verify=not args.no_verify, title=shown(path))
+        title = shown(path)
+
+        def page(progress: Any) -> Any:
+            # A stream (stdin, a pipe such as <(zcat log)) is read whole first: the page
+            # looks at its first bytes before reading it through.
+            if _size(path) is None:
+                with open(path, "rb") as f:
+                    return build_report(f.read(), format=args.format, verify=not args.no_verify, title=title,
+                                        progress=progress)
+            return build_report(path, format=args.format, verify=not args.no_verify, title=title, progress=progress)
+
+        result = run_with_progress(page, _size(path), args.quiet)
         if result.events == 0:
             raise UserError(f"{shown(path)}: no AG-UI events")
         text = result.html().encode("utf-8")
-        if target == "-":
+        if file is None:
             sys.stdout.buffer.write(text)
             sys.stdout.flush()
         else:
-            partial = _partial_name(target)
             try:
-                with open(partial, "wb") as f:
+                with open(file.target, "wb") as f:
                     f.write(text)
-                os.replace(partial, target)
+                file.commit()
             finally:
-                _remove(partial)
+                file.discard()
         found = result.findings
         errors = sum(f["level"] == "error" for f in found)
         unread += any(f.get("stage") == "decode" and f.get("item") is None for f in found)
@@ -678,7 +708,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--strict", action="store_true", help="exit 1 if a state delta failed")
     p.set_defaults(func=replay)
 
-    p = sub.add_parser("report", help="an HTML page per log: the run's timeline, state changes, findings")
+    p = sub.add_parser("report", parents=[quiet], help="an HTML page per log: the run's timeline, state changes, findings")
     p.add_argument("logs", nargs="+", metavar="LOG")
     p.add_argument("-o", "--output", help="the page (one log), or a directory (several); - for stdout; "
                    "default: beside each log, named after it")

@@ -60,7 +60,7 @@ def iter_log(
     ``"protobuf"`` or ``"jsonl"``. Errors are those of ``iter_sse`` / ``iter_protobuf`` /
     ``iter_jsonl`` (the events before the bad frame
     are yielded first) with the log's name in front of the message. ``progress``: a
-    :data:`LogProgress` counting the bytes of a path read so far."""
+    :data:`LogProgress` counting the log's bytes read so far."""
     if format not in _FORMATS:
         raise ValueError(f"format must be one of {', '.join(_FORMATS)}, not {format!r}")
     arg = _arg(source)
