@@ -288,6 +288,7 @@ def _on_a_terminal(cmd, stdin=None):
     import os
 
     terminal, child_end = os.openpty()
+    stdin = child_end if stdin is None else stdin
     with subprocess.Popen(cmd, stdin=stdin, stdout=child_end, stderr=child_end) as proc:
         os.close(child_end)
         seen = b""
@@ -546,3 +547,33 @@ def test_skipped_events_are_listed_then_counted(tmp_path):
     r = run("convert", bad, "-o", tmp_path / "o.jsonl", "--errors", "skip", "--max-errors", "99")
     assert "LimitError" in _one_line(r, 1)
     assert run("convert", bad, "-o", tmp_path / "o.jsonl", "--max-errors", "-1").returncode == 2
+
+
+# -- as a newcomer tries it ---------------------------------------------------------------------
+
+
+def test_help_has_examples_in_plain_text():
+    out = run("--help")
+    assert out.returncode == 0 and b"examples:" in out.stdout and b"agui-fast inspect run.sse" in out.stdout
+    assert b"``" not in out.stdout
+
+
+@pytest.mark.parametrize("command", [["inspect"], ["validate", "--schema-only"], ["replay"], ["convert", "-o", "-", "--to", "jsonl"]])
+def test_no_log_given_reads_piped_stdin(command):
+    out = run(*command, stdin=RUN_SSE)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout
+
+
+def test_no_log_given_on_a_terminal_is_a_usage_error():
+    status, seen = _on_a_terminal([sys.executable, "-m", "agui_fast", "inspect"])
+    assert status == 2 and b"required: LOG" in seen, seen
+
+
+def test_a_file_that_is_no_log_is_said_once_without_a_useless_hint(tmp_path):
+    pq = tmp_path / "run.parquet"
+    pq.write_bytes(b"PAR1" + bytes(100))
+    r = run("convert", pq, "-o", tmp_path / "x.sse")
+    line = _one_line(r, 1)
+    assert "a Parquet file, not an AG-UI log" in line and "byte offset" not in line, line
+    assert line.endswith(f"nothing written to {tmp_path / 'x.sse'}"), line

@@ -415,9 +415,11 @@ def convert(args: argparse.Namespace) -> int:
         except OSError as exc:
             # The user's own path in the message, not the file written beside it.
             raise type(exc)(str(exc).replace(target, args.output)) from None
-        except AguiError:
+        except AguiError as exc:
             if out is not None and not out.in_place:
-                args.hint = f"nothing written to {args.output} (--errors skip converts the valid events)"
+                # (Skipping helps past a bad event, not a file that is no log at all.)
+                bad_event = args.errors == "raise" and getattr(exc, "frame_index", None) is not None
+                args.hint = f"nothing written to {args.output}" + (" (--errors skip converts the valid events)" if bad_event else "")
             raise
         for problem in skipped[:_SHOWN_SKIPS]:
             print(f"skipped: {problem}", file=sys.stderr)
@@ -665,8 +667,33 @@ def _count(text: str) -> int:
     return min(n, sys.maxsize)
 
 
+_LOGS_HELP = "paths or globs (gzip read as is); - or none: stdin when it is piped"
+_EXAMPLES = """examples:
+  agui-fast inspect run.sse                  counts: events by type, runs, messages, tokens
+  agui-fast validate logs/*.sse.gz           every event against the 1.0 schema and sequence rules
+  agui-fast replay run.pb > final.json       the final messages and state
+  agui-fast convert run.sse -o run.parquet   SSE / protobuf / JSON lines (.gz too) / Parquet
+  zcat run.sse.gz | agui-fast report -o run.html
+"""
+
+
+def _stdin_by_default(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """No LOG given: stdin when it is piped (``agui-fast inspect < run.sse``), else the
+    usage error of a missing argument (exit status 2)."""
+    if ("logs" in args and not args.logs) or ("log" in args and args.log is None):
+        if sys.stdin is None or sys.stdin.isatty():
+            parser.error("the following arguments are required: LOG")
+        if "logs" in args:
+            args.logs = ["-"]
+        else:
+            args.log = "-"
+
+
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="agui-fast", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="agui-fast", description="AG-UI logs: convert, inspect, validate, replay, report; and a demo.",
+        epilog=_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="command")
     fmt: Dict[str, Any] = dict(choices=("auto", "sse", "protobuf", "jsonl"), default="auto", help="input format (default: detected)")
     # The long commands draw a progress line on a terminal (stderr).
@@ -677,7 +704,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.set_defaults(func=demo)
 
     p = sub.add_parser("convert", parents=[quiet], help="convert logs to SSE, protobuf, JSON lines or Parquet")
-    p.add_argument("logs", nargs="+", metavar="LOG")
+    p.add_argument("logs", nargs="*", metavar="LOG", help=_LOGS_HELP)
     p.add_argument("-o", "--output", required=True,
                    help="output file (*.sse, *.pb, *.jsonl, *.parquet; *.gz: gzip-compressed), - for stdout")
     p.add_argument("--to", choices=("sse", "protobuf", "jsonl", "parquet"), help="default: from the output's suffix")
@@ -689,13 +716,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.set_defaults(func=convert)
 
     p = sub.add_parser("inspect", parents=[quiet], help="counts: event types, runs, threads, messages, tool calls, tokens, time span")
-    p.add_argument("logs", nargs="+", metavar="LOG")
+    p.add_argument("logs", nargs="*", metavar="LOG", help=_LOGS_HELP)
     p.add_argument("--format", **fmt)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=inspect)
 
     p = sub.add_parser("validate", parents=[quiet], help="check every event of each log; exit status 0 (all valid) or 1")
-    p.add_argument("logs", nargs="+", metavar="LOG")
+    p.add_argument("logs", nargs="*", metavar="LOG", help=_LOGS_HELP)
     p.add_argument("--format", **fmt)
     p.add_argument("--max-errors", type=int, default=10, help="sequence errors shown per log")
     p.add_argument("--schema-only", action="store_true",
@@ -703,13 +730,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.set_defaults(func=validate)
 
     p = sub.add_parser("replay", parents=[quiet], help="the final messages and state of a log, as JSON")
-    p.add_argument("log", metavar="LOG")
+    p.add_argument("log", nargs="?", metavar="LOG", help=_LOGS_HELP)
     p.add_argument("--format", **fmt)
     p.add_argument("--strict", action="store_true", help="exit 1 if a state delta failed")
     p.set_defaults(func=replay)
 
     p = sub.add_parser("report", parents=[quiet], help="an HTML page per log: the run's timeline, state changes, findings")
-    p.add_argument("logs", nargs="+", metavar="LOG")
+    p.add_argument("logs", nargs="*", metavar="LOG", help=_LOGS_HELP)
     p.add_argument("-o", "--output", help="the page (one log), or a directory (several); - for stdout; "
                    "default: beside each log, named after it")
     p.add_argument("--format", **fmt)
@@ -725,6 +752,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         args = parser.parse_args(["demo"])
+    _stdin_by_default(args, sub.choices[args.command])
     # Terminated or hung up: ended as on Ctrl-C, so that no half-written output is left
     # (the handlers before are put back after: `main` may be called in a program).
     before = {}
