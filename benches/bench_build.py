@@ -93,10 +93,10 @@ def test_nested(benchmark):
             events_per_call=len(DELTAS))
 
 
-def _build_encode(cls, encode):
+def _build_encode(cls, encode, **tag):
     def run():
         for d in DELTAS:
-            encode(cls(message_id="msg_1", delta=d))
+            encode(cls(message_id="msg_1", delta=d, **tag))
 
     return run
 
@@ -111,3 +111,15 @@ def test_build_encode(benchmark):
             {"ag_ui": _build_encode(ref.TextMessageContentEvent, REF.encode),
              "msgspec Struct (floor)": _build_encode(PlainContent, msgspec.json.encode)},
             readme={"ag_ui": "build + encode one small event"}, events_per_call=len(DELTAS))
+
+
+def test_build_encode_tagged(benchmark):
+    """Build + encode with ``type=EventType.TEXT_MESSAGE_CONTENT`` given, as ported code and
+    the reference's docs write it (``model_fields_set`` then holds ``type``)."""
+    benchmark.group = "build/build_encode_small_tagged"
+    built = ours.TextMessageContentEvent(type=ours.EventType.TEXT_MESSAGE_CONTENT, message_id="m", delta="d")
+    assert built.model_fields_set == {"type", "message_id", "delta"}
+    assert ENC.encode(built) == REF.encode(ref.TextMessageContentEvent(type=ref.EventType.TEXT_MESSAGE_CONTENT, message_id="m", delta="d"))
+    against(benchmark, _build_encode(ours.TextMessageContentEvent, ENC.encode, type=ours.EventType.TEXT_MESSAGE_CONTENT),
+            {"ag_ui": _build_encode(ref.TextMessageContentEvent, REF.encode, type=ref.EventType.TEXT_MESSAGE_CONTENT)},
+            readme={"ag_ui": "build (with `type=`) + encode one small event"}, events_per_call=len(DELTAS))

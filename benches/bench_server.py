@@ -2,7 +2,9 @@
 documented server pattern (``ag_ui`` events, ``ag_ui.encoder.EventEncoder.encode`` per
 event, Starlette's ``StreamingResponse``): in process (the server's CPU alone), end to end
 (uvicorn in its own process, read by httpx), and inside a real framework's AG-UI endpoint
-(pydantic-ai, our encoder swapped in)."""
+(pydantic-ai, our encoder swapped in). And the request body a server validates first:
+``RunAgentInput`` through pydantic's ``TypeAdapter`` and through a FastAPI endpoint, against
+the reference's class."""
 
 import asyncio
 import os
@@ -12,11 +14,18 @@ import sys
 import time
 from pathlib import Path
 
+import json
+
 import httpx
 import pytest
+from pydantic import TypeAdapter
+
+import ag_ui.core as ref_core
+import agui_fast.core as core
 
 from _data import ROOT
 from _interleave import QUICK, against
+from _body_app import body
 from _serve_app import ours, ours_single, reference
 from agui_fast.decoder import decode_sse
 
@@ -212,3 +221,85 @@ def test_framework_encoding(benchmark, pydantic_ai_app):
 
     out = against(benchmark, encode_all(EventEncoder), {"ag_ui.encoder": encode_all(RefEncoder)}, events=len(recorded))
     assert out == encode_all(RefEncoder)()
+
+
+# -- request bodies: RunAgentInput validated, as FastAPI and pydantic users do ------------------
+
+BODY_SIZES = {"1": 1, "100": 100, "10k": 10_000}
+OURS_INPUT, REF_INPUT = TypeAdapter(core.RunAgentInput), TypeAdapter(ref_core.RunAgentInput)
+
+
+@pytest.mark.parametrize("size", list(BODY_SIZES))
+def test_body_validate_python(benchmark, size):
+    """``TypeAdapter(RunAgentInput).validate_python`` of a request body (1, 100 and 10,000
+    messages: user, assistant with a tool call, tool), what FastAPI calls for a body
+    parameter, against the reference's class."""
+    benchmark.group = f"server/body_validate_python_{size}"
+    data = body(BODY_SIZES[size])
+    out = against(benchmark, lambda: OURS_INPUT.validate_python(data), {"ag_ui.core": lambda: REF_INPUT.validate_python(data)},
+                  min_round=0.01, messages=BODY_SIZES[size],
+                  readme={"ag_ui.core": f"validate a request body of {size} messages (`TypeAdapter.validate_python`, what FastAPI calls)"} if size == "100" else None)
+    assert out.model_dump(by_alias=True) == REF_INPUT.validate_python(data).model_dump(by_alias=True, exclude_none=True)
+
+
+@pytest.mark.parametrize("size", list(BODY_SIZES))
+def test_body_validate_json(benchmark, size):
+    """``TypeAdapter(RunAgentInput).validate_json`` of the same bodies as JSON text."""
+    benchmark.group = f"server/body_validate_json_{size}"
+    text = json.dumps(body(BODY_SIZES[size])).encode()
+    against(benchmark, lambda: OURS_INPUT.validate_json(text), {"ag_ui.core": lambda: REF_INPUT.validate_json(text)},
+            min_round=0.01, messages=BODY_SIZES[size])
+
+
+@pytest.fixture(scope="module")
+def body_server():
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "_body_app:app", "--host", "127.0.0.1", "--port", str(port),
+         "--log-level", "warning", "--no-access-log"],
+        cwd=ROOT / "benches",
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError("uvicorn did not start")
+                time.sleep(0.1)
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120) as client:
+            yield client, proc.pid
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the server's CPU time from /proc")
+@pytest.mark.parametrize("size", list(BODY_SIZES))
+def test_body_fastapi(benchmark, body_server, size):
+    """The same bodies POSTed to a FastAPI endpoint (``input_data: RunAgentInput``) under
+    uvicorn (its own process), by httpx in this one: the time of a whole request, and the
+    server's CPU per request (``/proc``), ours against the reference's class in the same
+    server. Small bodies cost mostly what uvicorn and FastAPI do with any request."""
+    benchmark.group = f"server/body_fastapi_{size}"
+    client, pid = body_server
+    n = BODY_SIZES[size]
+    content, headers = json.dumps(body(n)).encode(), {"content-type": "application/json"}
+    cpu: dict = {}
+
+    def post(path):
+        def run():
+            c0 = _cpu_seconds(pid)
+            r = client.post(path, content=content, headers=headers)
+            assert r.status_code == 200 and r.text == str(n), r.text
+            cpu.setdefault(path, []).append(_cpu_seconds(pid) - c0)
+
+        return run
+
+    for path in ("/ours", "/reference"):
+        post(path)()
+    cpu.clear()
+    against(benchmark, post("/ours"), {"ag_ui.core": post("/reference")}, min_round=0.02, messages=n)
+    benchmark.extra_info["server_cpu_ms_per_request"] = {k: 1e3 * sum(v) / len(v) for k, v in cpu.items()}

@@ -2,7 +2,7 @@
 
 import os
 import types
-from typing import Any, Callable, Iterable, List, Literal, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Literal, Optional, Sequence, Tuple, Union
 
 from agui_fast.errors import AguiError, StreamError
 
@@ -10,6 +10,20 @@ __version__: str
 DEFAULT_MAX_DEPTH: int  # agui_core::limits::DEFAULT_MAX_DEPTH
 DEFAULT_MAX_ERRORS: int  # agui_arrow::DEFAULT_MAX_ERRORS
 DEFAULT_MAX_PATCH_BYTES: int  # agui_core::limits::DEFAULT_MAX_PATCH_BYTES
+
+# Numeric arguments (rust/agui-py/src/args.rs): TypeError for a non-int (bool included),
+# ValueError naming the argument for an int out of its range, never OverflowError; a size
+# limit past MAX_SIZE means no limit.
+MAX_SIZE: int  # largest size limit (bytes): 2**63 - 1
+MAX_CHUNK_SIZE: int  # largest chunk_size (bytes read at a time): 1 GiB
+MAX_THREADS: int  # most threads= a call takes
+MAX_DEPTH_CAP: int  # largest max_depth (agui_core::limits::MAX_DEPTH_CAP)
+
+def check_int(name: str, value: Any, lo: int, hi: int, /) -> int:
+    """``value`` if it is an int in ``lo..=hi``; else TypeError / ValueError naming ``name``."""
+
+def check_limit(name: str, value: Any, lo: int = 0, /) -> int:
+    """A size limit: an int of at least ``lo``; past ``MAX_SIZE`` it is ``MAX_SIZE`` (no limit)."""
 
 def json_exceeds_depth(data: Union[bytes, bytearray, memoryview, str], max_depth: int) -> bool:
     """Whether JSON text nests arrays/objects deeper than ``max_depth``."""
@@ -208,6 +222,7 @@ def struct_meta(
     plan_of: Callable[[type], Any],
     lenient: Callable[[type, dict], Any],
     extras: type,
+    shared: type,
     /,
 ) -> type:
     """The Structs' metaclass (created once; later calls return it): a subclass of
@@ -217,7 +232,9 @@ def struct_meta(
     msgspec Struct class (where msgspec's vectorcall is found). A fast-path call that gave
     fields their default value, or the tag, records their names: an ``extras()`` instance (a
     dict subclass, ``core._given.Extras``) holding them in ``given`` becomes the new
-    instance's ``__dict__``."""
+    instance's ``__dict__``: one ``shared`` record (its subclass ``core._given.Shared``)
+    per class and combination of names, which ``instance_dict`` replaces by a record of
+    the instance's own before any code sees it."""
 
 def struct_meta_vectorcall() -> bool:
     """Whether the Struct classes are called through vectorcall on this interpreter
@@ -227,6 +244,19 @@ def check_pointers(obj: Any, /) -> None:
     """``__post_init__`` of the Structs with JSON Pointer fields (``core._base.JsonPointer``):
     each such field checked by the patch engine's RFC 6901 parser, natively; ``ValueError``
     naming the field (``- at `$.path```) for one that is no pointer."""
+
+def instance_dict(obj: Any, /) -> Dict[str, Any]:
+    """The Structs' ``__dict__``: the instance's own dict (made when it has none), a shared
+    record first replaced by a record of its own."""
+
+def set_instance_dict(obj: Any, value: Dict[str, Any], /) -> None:
+    """``obj.__dict__ = value``."""
+
+def record_given(obj: Any, input: Any, /) -> bool:
+    """After msgspec converted plain data ``input`` into ``obj`` (one of the Structs): record,
+    at every level, the tags the data gave and the members it gave at their default (what
+    ``model_fields_set`` counts and the values cannot show). False: a record this walk does
+    not make is needed (the exact path must convert)."""
 # --- end construct ---
 # --- logs (rust/agui-py/src/arrow.rs over agui_core::log and the agui-arrow crate) ---
 # Sources are paths (str) or bytes; every call reads them with the GIL released and
