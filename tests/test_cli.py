@@ -340,6 +340,7 @@ def _slow_feed(data, seconds=1.5, steps=15):
     ["convert", "-", "-o", "{out}.jsonl", "--to", "jsonl"],
     ["inspect", "-"],
     ["validate", "--schema-only", "-"],
+    ["validate", "-"],
     ["replay", "-"],
     ["report", "-", "-o", "{out}.html"],
 ])
@@ -401,6 +402,32 @@ def test_validate_checks_the_sequence_rules(tmp_path, capsys):
     bad.write_bytes(EventEncoder().encode_many(run_ok[:2] + run_ok[4:]))  # finished with a message open
     assert main(["validate", str(bad)]) == 1
     assert "R29" in capsys.readouterr().out
+
+
+def test_validate_checks_each_event_as_read_and_keeps_none(tmp_path, capsys):
+    from agui_fast import _native
+    from agui_fast.errors import VerificationError
+
+    # The sequence rules run as the events are decoded, through the stream engine without
+    # its reducer: nothing is kept, whatever the log's length.
+    rules = _native.Replayer(verify=True, reduce=False)
+    rules.push_many(decode_sse(_long_run(1000)))
+    assert rules.message_count() == 0 and rules.state() == {}
+    with pytest.raises(VerificationError):
+        rules.push(TextMessageContentEvent(message_id="nope", delta="x"))
+    # A rule broken early, a frame the schema refuses later: the schema check goes on to
+    # the end, and the bad frame is what is said (as for a log read whole).
+    run_ok = decode_sse(_long_run(3))
+    log = tmp_path / "both.sse"
+    log.write_bytes(EventEncoder().encode_many(run_ok[1:]) + b'data: {"type":"NOPE"}\n\n')
+    assert main(["validate", str(log)]) == 1
+    (line,) = capsys.readouterr().out.splitlines()
+    assert f"INVALID after {len(run_ok) - 1} valid events" in line and "NOPE" in line, line
+    # --schema-only: the same log without the bad frame is valid.
+    log.write_bytes(EventEncoder().encode_many(run_ok[1:]))
+    assert main(["validate", "--schema-only", str(log)]) == 0
+    assert main(["validate", str(log)]) == 1
+    assert "frame 0:" in capsys.readouterr().out
 
 
 # -- convert's output: never through a file the user could not write, never another format,

@@ -475,40 +475,40 @@ def inspect(args: argparse.Namespace) -> int:
     return 0
 
 
-# Hook for the stream-semantics engine (rust/agui-core/src/stream/): when set, a callable
-# ``(events) -> list of (frame_index, message)`` that `validate` applies to each log's
-# decoded events for the sequence rules. None until the engine lands; the schema check
-# below runs either way.
-def _sequence_problems(events: List[Any]) -> List[Any]:
-    """The reference client's sequence rules (``verifyEvents``, after chunk expansion):
-    ``(event index, message)`` of the first violation, if any."""
-    try:
-        stream.replay(events, verify=True)
-    except VerificationError as exc:
-        return [(exc.index, exc.message)]
-    except StreamError as exc:
-        return [(exc.index, exc.message)]
-    return []
-
-
-SEQUENCE_RULES: Optional[Callable[[List[Any]], List[Any]]] = _sequence_problems
+def _sequence_rules() -> Any:
+    """The reference client's sequence rules (``verifyEvents``, after the compatibility
+    boundary and chunk expansion): the stream engine's pipeline without its reducer, so
+    that each event is checked and dropped (a log of any length in constant memory)."""
+    return _native.Replayer(verify=True, reduce=False)
 
 
 def validate(args: argparse.Namespace) -> int:
-    """Decode every event of each log with the typed decoders (the schema check); exit
-    status 1 if any log has a bad frame (printed with file, frame index, byte offset)."""
+    """Decode every event of each log with the typed decoders (the schema check) and pass
+    it through the sequence rules as it is read (nothing kept); exit status 1 if any log
+    has a bad frame (printed with file, frame index, byte offset) or breaks a rule."""
     failed = 0
-    rules = None if args.schema_only else SEQUENCE_RULES
     for path in expand(args.logs):
         name = shown(path)
         count = 0
-        events: List[Any] = []
         progress = LogProgress()
-        try:
-            for event in counted(iter_log(path, args.format, progress=progress), progress, Progress(_size(path), args.quiet)):
+        events = counted(iter_log(path, args.format, progress=progress), progress, Progress(_size(path), args.quiet))
+
+        def tally() -> Iterator[Any]:
+            nonlocal count
+            for event in events:
                 count += 1
-                if rules is not None:
-                    events.append(event)
+                yield event
+
+        problem: Optional[Tuple[int, str]] = None
+        try:
+            read = tally()
+            if not args.schema_only:
+                try:
+                    _sequence_rules().push_many(read)
+                except StreamError as exc:  # VerificationError too: the first violation
+                    problem = (exc.index, exc.message)
+            for _ in read:  # the rest: the schema check goes on to the end
+                pass
         except DecodeError as exc:  # what iter_log raises
             failed += 1
             # iter_log names the log by its path (/dev/stdin for `-`): shown once, as `name`.
@@ -525,11 +525,10 @@ def validate(args: argparse.Namespace) -> int:
             failed += 1
             print(f"{name}: INVALID: {'empty file' if _empty(path) else 'no AG-UI events'}")
             continue
-        problems = rules(events) if rules is not None else []
-        for frame_index, message in problems[: args.max_errors]:
-            print(f"{name}: frame {frame_index}: {message}")
-        failed += bool(problems)
-        if not problems:
+        if problem is not None and args.max_errors > 0:
+            print(f"{name}: frame {problem[0]}: {problem[1]}")
+        failed += problem is not None
+        if problem is None:
             print(f"{name}: ok ({count} events)")
     return 1 if failed else 0
 
@@ -544,12 +543,30 @@ def replay(args: argparse.Namespace) -> int:
     first = next(events, None)
     if first is None:  # an empty or non-AG-UI file is a mistake, not an empty conversation
         raise UserError(f"{shown(path)}: {'empty file' if _empty(path) else 'no AG-UI events'}")
-    result = stream.replay(itertools.chain((first,), events), raw=True)
-    for index, message in result.warnings:
+    applier = stream.EventApplier(raw=True)
+    applier.apply_many(itertools.chain((first,), events))
+    for index, message in applier.warnings:
         print(f"warning: event {index}: {message}", file=sys.stderr)
-    json.dump({"messages": result.messages, "state": result.state}, sys.stdout, ensure_ascii=False, indent=2)
-    sys.stdout.write("\n")
-    return 1 if result.warnings and args.strict else 0
+    # {"messages": [...], "state": ...} as json.dump(indent=2) writes it, one message at a
+    # time: no second copy of the messages beside the engine's.
+    out = sys.stdout
+    out.write('{\n  "messages": [')
+    count = 0
+    while True:
+        try:
+            message = applier.message(count)
+        except IndexError:
+            break
+        out.write(f"{',' if count else ''}\n    " + _indented(message, 4))
+        count += 1
+    out.write(f"{chr(10) + '  ' if count else ''}],\n  \"state\": {_indented(applier.state_view(), 2)}\n}}\n")
+    return 1 if applier.warnings and args.strict else 0
+
+
+def _indented(value: Any, by: int) -> str:
+    """``value`` as JSON with an indent of 2, every line after the first ``by`` further in
+    (a JSON text has no newline but those of its layout)."""
+    return json.dumps(value, ensure_ascii=False, indent=2).replace("\n", "\n" + " " * by)
 
 
 _LOG_SUFFIXES = (".sse", ".pb", ".bin", ".proto", ".jsonl", ".ndjson", ".txt", ".log")
