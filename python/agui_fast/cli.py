@@ -499,7 +499,7 @@ def validate(args: argparse.Namespace) -> int:
                 count += 1
                 yield event
 
-        problem: Optional[Tuple[int, str]] = None
+        problem: Optional[Tuple[Optional[int], str]] = None
         try:
             read = tally()
             if not args.schema_only:
