@@ -143,6 +143,9 @@ export PATH="$T:$PATH"
 # dev extras (the script also puts it in the tools venv, where it is not used).
 timed browser bash tools/install_browser.sh "$T/python" || { tail -n 20 "$LOGS/browser.log" >&2; die "no browser"; }
 export AGUI_REQUIRE_BROWSER=1
+# Every build here starts from nothing and is built once: incremental compilation's caches
+# (the workspace's crates in the dev and dev-fast profiles) would only cost their writing.
+export CARGO_INCREMENTAL=0
 
 declare -A PY=()
 for v in "${PYTHONS[@]}"; do
