@@ -132,7 +132,7 @@ def stream_events_seeds() -> None:
     """Programs of stream_events (see the target): each byte sequence walks the event
     types in turn (a type byte, a flags byte, then the bytes its members read)."""
     walk = bytes((i * 37 + 11) % 256 for i in range(1500))
-    ordered = b"".join(bytes([t, 0x41, 5, 6, 7, 8]) for t in range(37)) * 2
+    ordered = b"".join(bytes([t, 0x41, 5, 6, 7, 8]) for t in range(40)) * 2
     for control in (0, 1, 3, 5, 2, 4):
         write("stream_events", bytes([control]) + walk)
         write("stream_events", bytes([control]) + ordered)
