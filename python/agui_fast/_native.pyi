@@ -11,6 +11,20 @@ DEFAULT_MAX_DEPTH: int  # agui_core::limits::DEFAULT_MAX_DEPTH
 DEFAULT_MAX_ERRORS: int  # agui_arrow::DEFAULT_MAX_ERRORS
 DEFAULT_MAX_PATCH_BYTES: int  # agui_core::limits::DEFAULT_MAX_PATCH_BYTES
 
+# Numeric arguments (rust/agui-py/src/args.rs): TypeError for a non-int (bool included),
+# ValueError naming the argument for an int out of its range, never OverflowError; a size
+# limit past MAX_SIZE means no limit.
+MAX_SIZE: int  # largest size limit (bytes): 2**63 - 1
+MAX_CHUNK_SIZE: int  # largest chunk_size (bytes read at a time): 1 GiB
+MAX_THREADS: int  # most threads= a call takes
+MAX_DEPTH_CAP: int  # largest max_depth (agui_core::limits::MAX_DEPTH_CAP)
+
+def check_int(name: str, value: Any, lo: int, hi: int, /) -> int:
+    """``value`` if it is an int in ``lo..=hi``; else TypeError / ValueError naming ``name``."""
+
+def check_limit(name: str, value: Any, lo: int = 0, /) -> int:
+    """A size limit: an int of at least ``lo``; past ``MAX_SIZE`` it is ``MAX_SIZE`` (no limit)."""
+
 def json_exceeds_depth(data: Union[bytes, bytearray, memoryview, str], max_depth: int) -> bool:
     """Whether JSON text nests arrays/objects deeper than ``max_depth``."""
 

@@ -9,7 +9,6 @@ is documented in ``docs/logs.md``.
 
 from __future__ import annotations
 
-import sys
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
 from . import _native
@@ -21,14 +20,10 @@ _ERRORS = ("raise", "collect")
 
 
 def count_arg(name: str, value: Any, least: int = 0) -> int:
-    """An integer option (a limit, a number of threads): ``TypeError`` for anything but an
-    ``int``, ``ValueError`` below ``least``; values past what the machine can count mean
-    no limit (the largest it can)."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-    if value < least:
-        raise ValueError(f"{name} must be at least {least}, not {value}")
-    return min(value, sys.maxsize)
+    """A limit (a size, a count), checked as every numeric argument is
+    (``_native.check_limit``): ``TypeError`` for anything but an int, ``ValueError`` naming it
+    below ``least``; past the machine's sizes it means no limit."""
+    return _native.check_limit(name, value, least)
 
 
 def sources_of(source: Union[LogSource, Sequence[LogSource]]) -> Tuple[List[Union[str, bytes]], List[Optional[str]]]:
@@ -73,10 +68,9 @@ def to_arrow(
     if errors not in _ERRORS:
         raise ValueError(f"errors must be 'raise' or 'collect', not {errors!r}")
     args, names = sources_of(source)
-    return _native.logs_to_arrow(
-        args, names, format, None if threads is None else count_arg("threads", threads, 1), errors == "collect",
-        count_arg("max_buffer_size", max_buffer_size, 1), count_arg("max_frame_size", max_frame_size, 1),
-        count_arg("max_depth", max_depth), max_errors=count_arg("max_errors", max_errors), progress=progress,
+    return _native.logs_to_arrow(  # the numeric arguments are checked there
+        args, names, format, threads, errors == "collect", max_buffer_size, max_frame_size, max_depth,
+        max_errors=max_errors, progress=progress,
     )
 
 

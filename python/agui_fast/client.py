@@ -99,7 +99,7 @@ class _Reader:
     def __init__(self, response: httpx.Response, max_buffer_size: Optional[int]) -> None:
         media = _media_type(response)
         if media == SSE_MEDIA_TYPE:
-            self.decoder: Any = SseDecoder() if max_buffer_size is None else SseDecoder(max_buffer_size=max_buffer_size)
+            self.decoder: Any = SseDecoder() if max_buffer_size is None else SseDecoder(max_frame_size=max_buffer_size)
         elif media in (AGUI_MEDIA_TYPE, AGUI_LEGACY_MEDIA_TYPE):
             self.decoder = ProtoDecoder() if max_buffer_size is None else ProtoDecoder(max_frame_size=max_buffer_size)
         else:
@@ -205,6 +205,8 @@ class _BaseAgent:
         # Per request; an agent's own client is made with DEFAULT_TIMEOUT, a given client
         # keeps its own unless ``timeout`` is given.
         self.timeout = timeout
+        if max_buffer_size is not None:
+            _native.check_limit("max_buffer_size", max_buffer_size)
         self.max_buffer_size = max_buffer_size
         # Ours last: like @ag-ui/client, the Accept header is the agent's own.
         self._request_headers = {

@@ -145,12 +145,8 @@ class Change(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def _depth(max_depth: int) -> int:
-    """A ``max_depth=`` argument: an int >= 0 (the native side checks the upper cap)."""
-    if type(max_depth) is not int:
-        raise TypeError(f"max_depth must be an int, not {type(max_depth).__name__}")
-    if max_depth < 0:
-        raise ValueError("max_depth must be >= 0")
-    return max_depth
+    """A ``max_depth=`` argument, checked as every numeric argument is (``_native.check_int``)."""
+    return _native.check_int("max_depth", max_depth, 0, _native.MAX_DEPTH_CAP)
 
 
 def _replay(parts: Tuple[bytes, bytes, bytes, list, Any], raw: bool) -> Replay:

@@ -23,8 +23,9 @@ use pyo3::types::{PyBytes, PyCapsule, PyDict, PyList};
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_schema::ffi::FFI_ArrowSchema;
 
-use crate::errors::{check_max_depth, make_error};
+use crate::errors::make_error;
 use crate::ffi::arrow::{bytes_buffer, trusted_columns};
+use crate::shared::Shared;
 
 /// A source as given from Python.
 enum Arg {
@@ -208,20 +209,16 @@ fn logs_to_arrow<'py>(
     sources: Vec<Arg>,
     names: Vec<Option<String>>,
     format: &str,
-    threads: Option<usize>,
+    #[pyo3(from_py_with = crate::args::threads)] threads: Option<usize>,
     collect: bool,
-    max_buffer_size: usize,
-    max_frame_size: usize,
-    max_depth: usize,
-    max_errors: usize,
+    #[pyo3(from_py_with = crate::args::max_buffer_size)] max_buffer_size: usize,
+    #[pyo3(from_py_with = crate::args::max_frame_size)] max_frame_size: usize,
+    #[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize,
+    #[pyo3(from_py_with = crate::args::max_errors)] max_errors: usize,
     progress: Option<&LogProgress>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let opts = Options { max_depth: check_max_depth(max_depth)?, ..options(format, collect, max_buffer_size, max_frame_size, max_errors)? };
-    let threads = match threads {
-        Some(0) => return Err(PyValueError::new_err("threads must be at least 1")),
-        Some(n) => n,
-        None => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
-    };
+    let opts = Options { max_depth, ..options(format, collect, max_buffer_size, max_frame_size, max_errors)? };
+    let threads = threads.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
     let srcs = self::sources(sources, names)?;
     let control = control(progress);
     let decoded = py.detach(|| agui_arrow::decode_many(&srcs, threads, &opts, &control));
@@ -305,7 +302,7 @@ fn convert_logs<'py>(
     format: &str,
     collect: bool,
     progress: Option<&LogProgress>,
-    max_errors: usize,
+    #[pyo3(from_py_with = crate::args::max_errors)] max_errors: usize,
     gzip: bool,
 ) -> PyResult<(u64, u64, Bound<'py, PyList>)> {
     let opts = options(format, collect, agui_core::sse::DEFAULT_MAX_BUFFER, agui_core::proto::DEFAULT_MAX_FRAME_SIZE, max_errors)?;
@@ -389,11 +386,11 @@ impl std::io::Read for CountedFile {
 }
 
 /// A log's decompressed bytes in chunks, with its format and compression decided by
-/// the core reader: what `agui_fast.logs.iter_log` feeds the typed decoders.
-#[pyclass(module = "agui_fast._native")]
+/// the core reader: what `agui_fast.logs.iter_log` feeds the typed decoders. Threads that
+/// share one take turns (`crate::shared`; a read runs with the GIL released).
+#[pyclass(module = "agui_fast._native", frozen)]
 pub struct LogChunks {
-    // A Mutex only because a pyclass must be Sync; the GIL already serialises calls.
-    reader: std::sync::Mutex<Option<LogReader<'static>>>,
+    reader: Shared<Option<LogReader<'static>>>,
     format: Option<&'static str>,
     gzip: bool,
     chunk_size: usize,
@@ -404,7 +401,13 @@ pub struct LogChunks {
 impl LogChunks {
     #[new]
     #[pyo3(signature = (source, format="auto", chunk_size=agui_core::log::DEFAULT_CHUNK_SIZE, progress=None))]
-    fn new(py: Python<'_>, source: Arg, format: &str, chunk_size: usize, progress: Option<&LogProgress>) -> PyResult<Self> {
+    fn new(
+        py: Python<'_>,
+        source: Arg,
+        format: &str,
+        #[pyo3(from_py_with = crate::args::chunk_size)] chunk_size: usize,
+        progress: Option<&LogProgress>,
+    ) -> PyResult<Self> {
         let fmt = format_arg(format)?;
         let (opened, name) = match source {
             Arg::Path(p) => {
@@ -423,7 +426,7 @@ impl LogChunks {
         Ok(LogChunks {
             format: reader.format().map(Format::as_str),
             gzip: reader.is_gzip(),
-            reader: std::sync::Mutex::new(Some(reader)),
+            reader: Shared::new(Some(reader)),
             chunk_size: chunk_size.max(1),
             name,
         })
@@ -445,19 +448,20 @@ impl LogChunks {
     }
 
     fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let mut guard = self.reader.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(reader) = guard.as_mut() else {
-            return Err(PyStopIteration::new_err(()));
-        };
-        let mut buf = vec![0u8; self.chunk_size];
-        let n = py.detach(|| reader.read_chunk(&mut buf)).map_err(|e| {
-            issue_to_py(py, &Issue::from_log_error(Some(self.name.clone()), e))
-        })?;
-        if n == 0 {
-            *guard = None;
-            return Err(PyStopIteration::new_err(()));
-        }
-        Ok(PyBytes::new(py, &buf[..n]))
+        self.reader.with(py, |slot| {
+            let Some(reader) = slot.as_mut() else {
+                return Err(PyStopIteration::new_err(()));
+            };
+            let mut buf = vec![0u8; self.chunk_size];
+            let n = py.detach(|| reader.read_chunk(&mut buf)).map_err(|e| {
+                issue_to_py(py, &Issue::from_log_error(Some(self.name.clone()), e))
+            })?;
+            if n == 0 {
+                *slot = None;
+                return Err(PyStopIteration::new_err(()));
+            }
+            Ok(PyBytes::new(py, &buf[..n]))
+        })
     }
 }
 

@@ -11,6 +11,7 @@ use pyo3::prelude::*;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod args;
 mod arrow;
 mod construct;
 mod decoder;
@@ -21,6 +22,7 @@ mod patch;
 mod pipeline;
 mod plan;
 mod proto;
+mod shared;
 mod sse;
 mod stream;
 
@@ -33,6 +35,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DEFAULT_MAX_PATCH_BYTES", agui_core::limits::DEFAULT_MAX_PATCH_BYTES)?;
     // The direct reads of object memory are checked against the API once, here.
     ffi::layout::get(m.py());
+    args::register(m)?;
     construct::register(m)?;
     arrow::register(m)?;
     encode::register(m)?;

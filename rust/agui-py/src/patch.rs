@@ -71,18 +71,13 @@ fn options(max_depth: usize, max_bytes: Option<&Bound<'_, PyAny>>) -> PyResult<O
     Ok(Options { dialect: Dialect::Rfc6902, max_depth: check_max_depth(max_depth)?, max_bytes: max_patch_bytes(max_bytes)? })
 }
 
-/// A `max_patch_bytes=` argument: an int >= 0 (beyond the machine's sizes: no limit);
-/// None: `agui_core::limits::DEFAULT_MAX_PATCH_BYTES`.
+/// A `max_patch_bytes=` argument: a size limit (`crate::args`: beyond the machine's sizes,
+/// no limit); None: `agui_core::limits::DEFAULT_MAX_PATCH_BYTES`.
 pub(crate) fn max_patch_bytes(v: Option<&Bound<'_, PyAny>>) -> PyResult<usize> {
-    let Some(v) = v.filter(|v| !v.is_none()) else { return Ok(agui_core::limits::DEFAULT_MAX_PATCH_BYTES) };
-    if v.is_instance_of::<PyBool>() || !v.is_instance_of::<PyInt>() {
-        let name = v.get_type().name().map(|n| n.to_string()).unwrap_or_default();
-        return Err(pyo3::exceptions::PyTypeError::new_err(format!("max_patch_bytes must be an int, not {name}")));
+    match v.filter(|v| !v.is_none()) {
+        None => Ok(agui_core::limits::DEFAULT_MAX_PATCH_BYTES),
+        Some(v) => crate::args::size_limit(v, "max_patch_bytes"),
     }
-    if v.lt(0)? {
-        return Err(PyValueError::new_err("max_patch_bytes must be >= 0"));
-    }
-    Ok(v.extract::<usize>().unwrap_or(usize::MAX))
 }
 
 /// A pointer token: a (cached) Python string, used directly as a dict key.
@@ -836,7 +831,7 @@ pub fn apply_patch<'py>(
     doc: Bound<'py, PyAny>,
     patch: &Bound<'py, PyAny>,
     in_place: bool,
-    max_depth: usize,
+    #[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize,
     max_patch_bytes: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let py = doc.py();
@@ -1087,7 +1082,12 @@ fn state_op<'py>(i: usize, mut op: PyOp<'py>, max_depth: usize, max_bytes: usize
 impl StateDocument {
     #[new]
     #[pyo3(signature = (doc = None, *, max_depth = DEFAULT_MAX_DEPTH, max_patch_bytes = None))]
-    fn new(py: Python<'_>, doc: Option<&Bound<'_, PyAny>>, max_depth: usize, max_patch_bytes: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+    fn new(
+        py: Python<'_>,
+        doc: Option<&Bound<'_, PyAny>>,
+        #[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize,
+        max_patch_bytes: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
         let opts = options(max_depth, max_patch_bytes)?;
         let root = match doc {
             None => PyDict::new(py).into_any(),

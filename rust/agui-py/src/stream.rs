@@ -170,7 +170,7 @@ impl ChunkExpander {
 impl ChunkExpander {
     #[new]
     #[pyo3(signature = (*, max_depth = DEFAULT_MAX_DEPTH))]
-    fn new(max_depth: usize) -> PyResult<Self> {
+    fn new(#[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize) -> PyResult<Self> {
         let max_depth = check_max_depth(max_depth)?;
         Ok(ChunkExpander { inner: core::ChunkExpander::new(), index: 0, warnings: Vec::new(), max_depth })
     }
@@ -191,7 +191,7 @@ impl ChunkExpander {
 /// the error, as a JSON array.
 #[pyfunction]
 #[pyo3(signature = (events, /, *, max_depth = DEFAULT_MAX_DEPTH))]
-fn expand_chunks<'py>(py: Python<'py>, events: &Bound<'py, PyAny>, max_depth: usize) -> PyResult<Bound<'py, PyTuple>> {
+fn expand_chunks<'py>(py: Python<'py>, events: &Bound<'py, PyAny>, #[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize) -> PyResult<Bound<'py, PyTuple>> {
     let mut x = ChunkExpander::new(max_depth)?;
     let mut out = Vec::new();
     let mut error = None;
@@ -220,7 +220,7 @@ pub struct EventVerifier {
 impl EventVerifier {
     #[new]
     #[pyo3(signature = (*, max_depth = DEFAULT_MAX_DEPTH))]
-    fn new(max_depth: usize) -> PyResult<Self> {
+    fn new(#[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize) -> PyResult<Self> {
         Ok(EventVerifier { inner: core::EventVerifier::new(), index: 0, max_depth: check_max_depth(max_depth)? })
     }
 
@@ -235,7 +235,7 @@ impl EventVerifier {
 /// verify_events(events): raises `VerificationError` at the first violation.
 #[pyfunction]
 #[pyo3(signature = (events, /, *, max_depth = DEFAULT_MAX_DEPTH))]
-fn verify_events(py: Python<'_>, events: &Bound<'_, PyAny>, max_depth: usize) -> PyResult<()> {
+fn verify_events(py: Python<'_>, events: &Bound<'_, PyAny>, #[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize) -> PyResult<()> {
     let vs = values(py, events, check_max_depth(max_depth)?)?;
     let r = if vs.len() >= DETACH_MIN { py.detach(|| core::verify_events(&vs)) } else { core::verify_events(&vs) };
     r.map_err(|e| stream_error(py, &e))
@@ -248,7 +248,12 @@ fn verify_events(py: Python<'_>, events: &Bound<'_, PyAny>, max_depth: usize) ->
 /// compact_events(events) -> (bytes, warnings): the compacted events as a JSON array.
 #[pyfunction]
 #[pyo3(signature = (events, /, *, max_depth = DEFAULT_MAX_DEPTH, max_patch_bytes = None))]
-fn compact_events<'py>(py: Python<'py>, events: &Bound<'py, PyAny>, max_depth: usize, max_patch_bytes: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyTuple>> {
+fn compact_events<'py>(
+    py: Python<'py>,
+    events: &Bound<'py, PyAny>,
+    #[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize,
+    max_patch_bytes: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyTuple>> {
     let max_depth = check_max_depth(max_depth)?;
     let limits = core::PatchLimits::new(max_depth, crate::patch::max_patch_bytes(max_patch_bytes)?);
     let vs = values(py, events, max_depth)?;
@@ -434,7 +439,7 @@ impl Replayer {
         verify: bool,
         expand: bool,
         compat: bool,
-        max_depth: usize,
+        #[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize,
         max_patch_bytes: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let max_depth = check_max_depth(max_depth)?;
@@ -562,9 +567,9 @@ fn replay_log<'py>(
     state: Option<&Bound<'py, PyAny>>,
     format: &str,
     verify: bool,
-    max_depth: usize,
+    #[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize,
     max_patch_bytes: Option<&Bound<'py, PyAny>>,
-    pipeline_min: u64,
+    #[pyo3(from_py_with = crate::args::pipeline_min)] pipeline_min: u64,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let format = crate::arrow::format_arg(format)?;
     let max_depth = check_max_depth(max_depth)?;
@@ -589,10 +594,10 @@ fn replay_log_files<'py>(
     paths: Vec<std::path::PathBuf>,
     format: &str,
     verify: bool,
-    threads: usize,
-    max_depth: usize,
+    #[pyo3(from_py_with = crate::args::threads_or_zero)] threads: usize,
+    #[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize,
     max_patch_bytes: Option<&Bound<'py, PyAny>>,
-    pipeline_min: u64,
+    #[pyo3(from_py_with = crate::args::pipeline_min)] pipeline_min: u64,
 ) -> PyResult<Bound<'py, PyList>> {
     let format = crate::arrow::format_arg(format)?;
     let max_patch_bytes = crate::patch::max_patch_bytes(max_patch_bytes)?;
