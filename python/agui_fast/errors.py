@@ -21,6 +21,7 @@ __all__ = [
     "TruncatedStreamError",
     "ProtobufDecodeError",
     "EncodeError",
+    "EncoderFormatError",
     "JsonPatchError",
     "JsonPatchTestFailed",
     "JsonPointerError",
@@ -132,6 +133,11 @@ class ProtobufDecodeError(DecodeError):
 
 class EncodeError(AguiError):
     """An event could not be encoded (e.g. a string with an unpaired surrogate)."""
+
+
+class EncoderFormatError(EncodeError):
+    """An ``EventEncoder`` call would write a format other than the one its response is
+    labelled with or already written in (SSE or protobuf)."""
 
 
 class JsonPatchError(AguiError):
