@@ -22,6 +22,7 @@ __all__ = [
     "ProtobufDecodeError",
     "EncodeError",
     "EncoderFormatError",
+    "RequestBodyError",
     "JsonPatchError",
     "JsonPatchTestFailed",
     "JsonPointerError",
@@ -133,6 +134,13 @@ class ProtobufDecodeError(DecodeError):
 
 class EncodeError(AguiError):
     """An event could not be encoded (e.g. a string with an unpaired surrogate)."""
+
+
+class RequestBodyError(AguiError):
+    """An HTTP request's body is not the JSON of the expected type (``agui_fast.asgi.read_input``:
+    Starlette and FastAPI answer it with ``422 Unprocessable Entity`` and this message)."""
+
+    status_code = 422
 
 
 class EncoderFormatError(EncodeError):
