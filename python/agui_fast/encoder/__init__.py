@@ -107,10 +107,10 @@ class EventEncoder:
         self.__class__ = _state_class(type(self), _Sse)
         return SSE_MEDIA_TYPE
 
-    def encode_protobuf(self, event: Any) -> bytes:
+    def encode_protobuf(self, event: Any, *, max_depth: int = _native.DEFAULT_MAX_DEPTH) -> bytes:
         """One protobuf frame (``AGUI_MEDIA_TYPE``; from now on this encoder's format)."""
         self.__class__ = _state_class(type(self), _Proto)
-        return _native.proto_encode_event(event)
+        return _native.proto_encode_event(event, max_depth=max_depth)
 
 
 class _ProtoOpen(EventEncoder):
@@ -157,7 +157,7 @@ class _Sse(EventEncoder):
 
     get_binary_content_type = get_content_type
 
-    def encode_protobuf(self, event: Any) -> bytes:
+    def encode_protobuf(self, event: Any, *, max_depth: int = _native.DEFAULT_MAX_DEPTH) -> bytes:
         raise EncoderFormatError(
             "this encoder's output is SSE (labelled text/event-stream or written as SSE before): "
             "encode_protobuf would send protobuf under that label; use one encoder per response "
