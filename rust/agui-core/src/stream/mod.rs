@@ -28,12 +28,13 @@ pub mod chunks;
 pub mod compact;
 pub mod event;
 pub mod legacy;
+mod messages;
 pub mod replay;
 pub mod verify;
 
 mod js;
 
-pub use js::{check_int_digits, has_kept_surrogate, json_list, json_text, kept_surrogate, parse_json, parse_json_limited, wtf8_with_surrogates};
+pub use js::{check_int_digits, has_kept_surrogate, json_items, json_list, json_text, kept_surrogate, parse_json, parse_json_limited, wtf8_with_surrogates};
 
 use std::fmt;
 
@@ -42,7 +43,7 @@ pub use chunks::{expand_chunks, ChunkExpander};
 pub use compact::{compact_events, compact_events_limited, compact_events_within};
 pub use event::{parse_event, parse_event_limited, EventType};
 pub use replay::{
-    empty_state, pipelines, replay, replay_log, replay_log_files, replay_log_pipelined, replay_log_sized, replay_sse, replay_sse_many, Replay, ReplayOptions,
+    empty_state, pipelines, replay, replay_log, LogStop, replay_log_files, replay_log_pipelined, replay_log_sized, replay_sse, replay_sse_many, Replay, ReplayOptions,
     Replayer, PIPELINE_MIN,
 };
 pub use verify::{verify_events, EventVerifier};
