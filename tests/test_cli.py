@@ -621,3 +621,24 @@ def test_the_frame_limit_is_an_option(tmp_path, command):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["long.sse"] + (["o.jsonl"] if command[0] == "convert" else [])
     r = run(*argv, log, "--max-frame-size", "ten")
     assert r.returncode == 2 and b"not a size" in r.stderr
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
+@pytest.mark.parametrize("command", ["validate", "validate --schema-only"])
+def test_validate_memory_does_not_grow_with_the_log(tmp_path, command):
+    # Four times the events in the same peak memory: each is checked as it is read, then
+    # dropped (kept for the sequence rules, the larger log took ~15 MB more).
+    def peak(n):
+        log = tmp_path / f"run{n}.sse"
+        log.write_bytes(_long_run(n))
+        code = ("import sys, contextlib, io\nfrom agui_fast.cli import main\n"
+                f"with contextlib.redirect_stdout(io.StringIO()): status = main({[*command.split(), str(log)]!r})\n"
+                "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1]\n"
+                "print(status, hwm)")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True)
+        status, kb = out.stdout.split()
+        assert status == b"0", out
+        return int(kb)
+
+    small, large = peak(20_000), peak(80_000)
+    assert large - small < 3_000, (small, large)  # KB
