@@ -1,14 +1,15 @@
-// client_run.js for many runs in one process: the official @ag-ui/client HttpAgent runs the
-// agent once per [URL, sse|protobuf] pair and prints, as one JSON array, what client_run.js
-// prints for each (its error's message instead where the run fails).
-// Usage: node client_runs.js < {"input": RunAgentInput, "runs": [[URL, format], ...]}
+// The official @ag-ui/client HttpAgent runs the agent once per [URL, sse|protobuf] pair and
+// prints, as one JSON array, what client_run.js prints for each (the error's message instead
+// where a run fails). Usage: node client_runs.js < {"input": RunAgentInput, "runs": [[URL, format], ...]}
+// runOne is client_run.js's run too.
 "use strict";
 const fs = require("fs");
 const { HttpAgent } = require("@ag-ui/client");
 
-const { input, runs } = JSON.parse(fs.readFileSync(0, "utf8"));
-
-async function runOne(url, format) {
+// One run: every event the agent saw, its final messages and state, the run result and the
+// response's content type. HttpAgent always sends "Accept: text/event-stream"; for protobuf
+// a custom fetch rewrites it.
+async function runOne(url, format, input) {
   let contentType = null;
   const agent = new HttpAgent({
     url,
@@ -25,19 +26,25 @@ async function runOne(url, format) {
     },
   });
   const events = [];
-  try {
-    await agent.runAgent({ runId: input.runId }, { onEvent: ({ event }) => { events.push(event); } });
-  } catch (err) {
-    return { contentType, events, error: String(err && err.message ? err.message : err) };
-  }
-  return { contentType, events, messages: agent.messages, state: agent.state };
+  const result = await agent.runAgent({ runId: input.runId }, { onEvent: ({ event }) => { events.push(event); } });
+  return {
+    contentType, events, messages: agent.messages, state: agent.state,
+    result: result.result ?? null, newMessages: result.newMessages,
+  };
 }
 
-(async () => {
-  const out = [];
-  for (const [url, format] of runs) out.push(await runOne(url, format));
-  process.stdout.write(JSON.stringify(out));
-})().catch((err) => {
-  console.error(err && err.stack ? err.stack : String(err));
-  process.exit(1);
-});
+module.exports = { runOne };
+
+if (require.main === module) {
+  const { input, runs } = JSON.parse(fs.readFileSync(0, "utf8"));
+  (async () => {
+    const out = [];
+    for (const [url, format] of runs) {
+      out.push(await runOne(url, format, input).catch((err) => ({ error: String(err && err.message ? err.message : err) })));
+    }
+    process.stdout.write(JSON.stringify(out));
+  })().catch((err) => {
+    console.error(err && err.stack ? err.stack : String(err));
+    process.exit(1);
+  });
+}
