@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-import warnings
 from typing import Any, Dict, List
 
 import pytest
@@ -53,6 +52,10 @@ def server():
         yield app, url
 
 
+#: The protocol version the lanes declare and compare (the corpus is 1.1's).
+PROTOCOL_VERSION = "1.1"
+
+
 def http_lane(fixture: Fixture, server: Any, asynchronous: bool) -> Observation:
     from agui_fast.client import HttpAgent, SyncHttpAgent
 
@@ -60,24 +63,25 @@ def http_lane(fixture: Fixture, server: Any, asynchronous: bool) -> Observation:
     token = uuid.uuid4().hex
     app.add(token, fixture.sse())
     obs = Observation()
-    obs.why["eventTypes"] = obs.why["eventTypesAbsent"] = obs.why["eventPaths"] = obs.why["eventAbsentPaths"] = (
-        "run_agent hands out no events"
-    )
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            if asynchronous:
-                result = asyncio.run(HttpAgent(f"{url}/{token}").run_agent(_start(fixture)))
-            else:
-                result = SyncHttpAgent(f"{url}/{token}").run_agent(_start(fixture))
-        except AgentRunError as exc:
-            obs.run_error = exc.event.message
-            obs.messages, obs.state = _wire(exc.messages), exc.state
-        except AguiError as exc:
-            obs.error = exc
+    cls = HttpAgent if asynchronous else SyncHttpAgent
+    agent = cls(f"{url}/{token}", max_protocol_version=fixture.era, protocol_version=PROTOCOL_VERSION)
+    delivered: List[Any] = []
+    try:
+        if asynchronous:
+            result = asyncio.run(agent.run_agent(_start(fixture), on_event=delivered.append))
         else:
-            obs.messages, obs.state = _wire(result.messages), result.state
-    obs.warnings = [str(w.message) for w in caught]
+            result = agent.run_agent(_start(fixture), on_event=delivered.append)
+    except AgentRunError as exc:
+        obs.run_error = exc.event.message
+        obs.messages, obs.state, obs.warnings = _wire(exc.messages), exc.state, [w.message for w in exc.warnings]
+    except AguiError as exc:
+        obs.error = exc
+        obs.warnings = [w.message for w in exc.warnings]
+        obs.why["messages"] = obs.why["messageCount"] = obs.why["state"] = "run_agent raised: no result"
+    else:
+        obs.messages, obs.state, obs.warnings = _wire(result.messages), result.state, [w.message for w in result.warnings]
+        assert all(isinstance(w.kind, str) for w in result.warnings)
+    obs.events = [_wire(e) for e in delivered]
     if token in app.requests:
         obs.request = json.loads(app.requests[token])
     else:
@@ -93,53 +97,69 @@ def _replay_start(fixture: Fixture) -> Dict[str, Any]:
     return {"messages": start.get("messages", []), "state": start.get("state", {})}
 
 
-def _no_request(obs: Observation) -> Observation:
+def _no_request(obs: Observation, fixture: Fixture) -> Observation:
     obs.why["request"] = obs.why["requestAbsentPaths"] = "a replay sends no request"
+    if {"request", "requestAbsentPaths"} & set(fixture.expect):
+        # The fixture is about what a client sends: its warnings may be about the request.
+        obs.why["warnings"] = obs.why["noWarnings"] = "the fixture's warnings may be about the request a replay does not send"
     return obs
 
 
+def _run_error(obs: Observation) -> None:
+    """The run's own failure, as a replay shows it: a RUN_ERROR reaching the reducer."""
+    errors = [e for e in obs.events if e.get("type") == "RUN_ERROR"]
+    obs.run_error = errors[-1].get("message") if errors else None
+
+
+def _options(fixture: Fixture) -> Dict[str, Any]:
+    return {"verify": True, "max_protocol_version": fixture.era, "protocol_version": PROTOCOL_VERSION}
+
+
 def replay_lane(fixture: Fixture) -> Observation:
-    obs = _no_request(Observation())
-    obs.why["runError"] = obs.why["eventTypes"] = obs.why["eventTypesAbsent"] = "replay hands out no events"
-    obs.why["eventPaths"] = obs.why["eventAbsentPaths"] = "replay hands out no events"
-    start = _replay_start(fixture)
+    obs = _no_request(Observation(), fixture)
+    delivered: List[Any] = []
     try:
-        r = stream.replay(fixture.stream, verify=True, raw=True, **start)
+        r = stream.replay(fixture.stream, raw=True, on_event=delivered.append, **_options(fixture), **_replay_start(fixture))
     except AguiError as exc:
         obs.error = exc
         r = exc.replay
     obs.messages, obs.state = r.messages, r.state
-    obs.warnings = [m for _, m in r.warnings]
+    obs.warnings = [w.message for w in r.warnings]
+    obs.events = delivered
+    _run_error(obs)
     return obs
 
 
 def applier_lane(fixture: Fixture) -> Observation:
-    obs = _no_request(Observation())
-    obs.why["runError"] = obs.why["eventTypes"] = obs.why["eventTypesAbsent"] = "EventApplier hands out no events"
-    obs.why["eventPaths"] = obs.why["eventAbsentPaths"] = "EventApplier hands out no events"
+    obs = _no_request(Observation(), fixture)
     start = _replay_start(fixture)
-    ap = stream.EventApplier(start["messages"], start["state"], verify=True, raw=True)
+    delivered: List[Any] = []
+    ap = stream.EventApplier(start["messages"], start["state"], raw=True, on_event=delivered.append, **_options(fixture))
     try:
         for event in fixture.stream:
             ap.apply(event)
     except AguiError as exc:
         obs.error = exc
     obs.messages, obs.state = ap.messages, ap.state
-    obs.warnings = [m for _, m in ap.warnings]
+    obs.warnings = [w.message for w in ap.warnings]
+    obs.events = delivered
+    _run_error(obs)
     return obs
 
 
 def replay_log_lane(fixture: Fixture) -> Observation:
-    obs = _no_request(Observation())
+    obs = _no_request(Observation(), fixture)
     for key in ("runError", "eventTypes", "eventTypesAbsent", "eventPaths", "eventAbsentPaths"):
         obs.why[key] = "replay_log hands out no events"
+    if fixture.input.get("messages") or fixture.input.get("state") is not None:
+        obs.why["messages"] = obs.why["messageCount"] = obs.why["state"] = "replay_log starts from no messages and state"
     try:
-        r = stream.replay_log(b"".join(fixture.sse()), verify=True, raw=True)
+        r = stream.replay_log(b"".join(fixture.sse()), raw=True, **_options(fixture))
     except AguiError as exc:
         obs.error = exc
         r = exc.replay
     obs.messages, obs.state = r.messages, r.state
-    obs.warnings = [m for _, m in r.warnings]
+    obs.warnings = [w.message for w in r.warnings]
     return obs
 
 
