@@ -393,3 +393,30 @@ def test_an_old_peers_era_and_the_protocol_version_in_replays():
     for bad in ({"max_protocol_version": "soon"}, {"protocol_version": "1.1.0"}):
         with pytest.raises(ValueError):
             stream.replay(events, **bad)
+
+
+def test_verify_events_refuses_a_null_optional_tag_in_every_form():
+    import ag_ui.core as ref
+
+    from agui_fast import core
+
+    start = core.RunStartedEvent(thread_id="t", run_id="r")
+    cases = [
+        core.TextMessageStartEvent(message_id="m", subagent_run_id=None),
+        {"type": "TEXT_MESSAGE_START", "messageId": "m", "subagentRunId": None},
+        json.dumps({"type": "TEXT_MESSAGE_START", "messageId": "m", "subagentRunId": None}),
+        ref.TextMessageStartEvent(message_id="m", subagent_run_id=None),
+    ]
+    for bad in cases:
+        with pytest.raises(VerificationError) as info:
+            stream.verify_events([start, bad])
+        assert (info.value.rule, info.value.index) == ("R06", 1)
+        with pytest.raises(VerificationError):
+            v = stream.EventVerifier()
+            v.push(start)
+            v.push(bad)
+    sub = core.SubagentStartedEvent(subagent_run_id="s", name="n", description=None)
+    with pytest.raises(VerificationError, match="description: null"):
+        stream.verify_events([start, sub])
+    # not given: nothing to refuse
+    stream.verify_events([start, core.TextMessageStartEvent(message_id="m"), core.TextMessageEndEvent(message_id="m")])

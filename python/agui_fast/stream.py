@@ -58,6 +58,7 @@ from .core import (
     StateDeltaEvent,
     TestOperation,
 )
+from .core._given import given
 from .decoder import decode_as
 from .errors import AguiError, StreamError, VerificationError
 
@@ -135,8 +136,10 @@ class StreamWarning(Tuple[Optional[int], str]):
         self.path = path
         return self
 
+    # The event's position, as the pair's first item (replacing the tuple's ``index()``
+    # search, which a warning has no use for).
     @property
-    def index(self) -> Optional[int]:
+    def index(self) -> Optional[int]:  # type: ignore[override]
         return self[0]
 
     @property
@@ -234,13 +237,40 @@ class ChunkExpander:
 # -- verification ----------------------------------------------------------------------
 
 
+def _as_verified(event: Any) -> Any:
+    """An event as the verifier reads it: a Struct or pydantic model given a top-level
+    optional field as ``None`` explicitly carries it as ``null`` (which the reference's
+    ``verifyEvents`` rejects: "omit it entirely"), though its JSON leaves it out;
+    anything else as it is."""
+    if isinstance(event, (dict, bytes, bytearray, str)):
+        return event
+    if isinstance(event, msgspec.Struct):
+        names = given(event)
+        if not names:
+            return event
+        wire = {f.name: f.encode_name for f in msgspec.structs.fields(type(event))}
+    else:
+        names = getattr(event, "model_fields_set", None)
+        if not names:
+            return event
+        wire = {n: (f.alias or n) for n, f in type(event).model_fields.items()}
+    nulls = [wire[n] for n in names if n in wire and getattr(event, n, 0) is None]
+    if not nulls:
+        return event
+    data = json.loads(_native.dumps(event))
+    data.update(dict.fromkeys(nulls))
+    return data
+
+
 def verify_events(events: Iterable[Any], *, max_depth: int = DEFAULT_MAX_DEPTH) -> None:
     """Check a whole sequence against the reference ``verifyEvents`` (R01-R31). Raises
-    :class:`VerificationError` at the first violation (``events``: those that passed)."""
+    :class:`VerificationError` at the first violation (``events``: those that passed).
+    A Struct or pydantic model given an optional field as ``None`` explicitly is read with
+    it as ``null``, as the reference reads a ``null``."""
     max_depth = _depth(max_depth)
     events = events if isinstance(events, (list, tuple)) else list(events)
     try:
-        _native.verify_events(events, max_depth=max_depth)
+        _native.verify_events([_as_verified(e) for e in events], max_depth=max_depth)
     except VerificationError as exc:
         exc.events = list(events[: exc.index])
         raise
@@ -256,7 +286,7 @@ class EventVerifier:
         self._native = _native.EventVerifier(max_depth=_depth(max_depth))
 
     def push(self, event: Any) -> None:
-        self._native.push(event)
+        self._native.push(_as_verified(event))
 
 
 # -- replay ----------------------------------------------------------------------------
@@ -447,15 +477,20 @@ def replay_log(
     machine has two cores (the same result). Returns the final :class:`Replay`; an
     unreadable frame raises :class:`~agui_fast.errors.InvalidJsonError` (``frame_index``)."""
     max_depth = _depth(max_depth)
-    options = dict(
-        format=format, verify=verify, schema=schema, max_protocol_version=max_protocol_version,
-        protocol_version=protocol_version, max_depth=max_depth,
-    )
     if isinstance(source, (bytes, bytearray, memoryview)):
-        return _replay(_native.replay_log(bytes(source), **options), raw)
+        return _replay(
+            _native.replay_log(
+                bytes(source), format=format, verify=verify, schema=schema, max_protocol_version=max_protocol_version,
+                protocol_version=protocol_version, max_depth=max_depth,
+            ),
+            raw,
+        )
     if isinstance(source, (str, os.PathLike)):
         # threads=0: a big log reads on a second core ahead of the reducer
-        parts = _native.replay_log_files([source], threads=0, **options)
+        parts = _native.replay_log_files(
+            [source], format=format, verify=verify, schema=schema, max_protocol_version=max_protocol_version,
+            protocol_version=protocol_version, threads=0, max_depth=max_depth,
+        )
         return _replay(parts[0], raw)
     raise TypeError(f"source must be bytes or a path, not {type(source).__name__}")
 

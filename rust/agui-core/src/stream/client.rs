@@ -96,7 +96,7 @@ pub enum Wire {
 pub enum RunError {
     /// The pipeline refused an event (unreadable, malformed, a rule broken, ...): its
     /// `index` is the event's frame; `offset` where that frame starts.
-    Stream { error: StreamError, offset: u64 },
+    Stream { error: Box<StreamError>, offset: u64 },
     /// The SSE framing (an event larger than the buffer limit).
     Sse(SseError),
     /// The protobuf framing or a frame's message.
@@ -213,7 +213,7 @@ impl<S: State> RunReader<S> {
         let mut on_frame = |data: &[u8], index: u64, offset: u64| -> Result<(), RunError> {
             let stream = |mut error: StreamError| {
                 error.index = index as usize;
-                RunError::Stream { error, offset }
+                RunError::Stream { error: Box::new(error), offset }
             };
             match replayer {
                 Some(r) => r.push_json(data).map(|_| ()).map_err(stream),

@@ -104,7 +104,7 @@ pub struct StreamError {
     pub ids: Vec<String>,
     pub message: String,
     /// The offending field (`$.delta`) when `stage == Schema`.
-    pub field: Option<String>,
+    pub field: Option<Box<str>>,
 }
 
 impl StreamError {

@@ -830,7 +830,7 @@ fn schema_error(issue: Issue, index: usize, event_type: &str) -> StreamError {
     let mut e = StreamError::new(Stage::Schema, issue_text(&issue, ""));
     e.index = index;
     e.event_type = event_type.to_string();
-    e.field = Some(issue.field);
+    e.field = Some(issue.field.into());
     e
 }
 
@@ -848,7 +848,7 @@ pub fn check_run_input(input: &mut Value, stripped: &mut Vec<String>) -> Result<
         Ok(_) => Ok(()),
         Err(issue) => {
             let mut e = StreamError::new(Stage::Schema, issue_text(&issue, "run input "));
-            e.field = Some(issue.field);
+            e.field = Some(issue.field.into());
             Err(e)
         }
     }
