@@ -21,7 +21,7 @@ python3 seed_corpus.py
 # Debug assertions (overflow checks included) on, as in the long runs. A smoke run is seconds
 # of inputs a target, so its build is optimised at level 1, not 3 (the eight targets: 162 ->
 # 146 CPU-s on a quiet machine, 194 -> 154 on a busy one; debug info off saved nothing more),
-# for 0-20% fewer inputs in a smoke run (CI, stop 20 against stop 21) and the same checks.
+# for 0-20% fewer inputs in a smoke run and the same checks.
 # Set in the environment, so that `cargo fuzz run` below finds this same build; the long
 # runs (README.md) keep level 3.
 export CARGO_PROFILE_RELEASE_OPT_LEVEL="${CARGO_PROFILE_RELEASE_OPT_LEVEL:-1}"

@@ -395,21 +395,50 @@ def test_json_is_validated_as_before(member, value, ok):
             to_arrow(log)
 
 
-def test_duckdb_and_polars_read_it_without_pyarrow_conversion():
+def test_pyarrow_polars_and_duckdb_read_it_through_the_capsule():
+    # Both are in the dev extra (CI installs it).
     duckdb = pytest.importorskip("duckdb")
+    polars = pytest.importorskip("polars")
+
     t = to_arrow(SSE * 3)
+    assert type(t) is _native.ArrowTable
+    # Each reader takes its own stream of the same buffers: the table reads again and again.
+    want = pa.table(t).column("json").to_pylist()
+    assert len(want) == t.num_rows == len(t) == 3 * len(RUN)
     got = duckdb.sql("select type, count(*) as n from t group by type order by type").fetchall()
     assert dict(got)["TEXT_MESSAGE_CONTENT"] == 6
-    assert _native.log_schema() is not None
-    # The `json` column (string_view) read by each of them as pyarrow reads it.
-    want = pa.table(to_arrow(SSE * 3)).column("json").to_pylist()
     assert [r[0] for r in duckdb.sql("select json from t").fetchall()] == want
-    assert pa.table(to_arrow(SSE * 3)).to_pandas()["json"].tolist() == want
-    try:
-        import polars
-    except ImportError:  # not a dependency of the project
-        return
-    assert polars.DataFrame(to_arrow(SSE * 3))["json"].to_list() == want
+    assert polars.DataFrame(t)["json"].to_list() == want
+    assert pa.table(t).to_pandas()["json"].tolist() == want
+    # The same schema every way it is read (string_view json, dictionary type).
+    schema = pa.schema(t)
+    assert schema == pa.table(t).schema == pa.RecordBatchReader.from_stream(t).schema
+    assert t.column_names == schema.names and t.num_columns == len(schema)
+    assert polars.DataFrame(t).columns == schema.names
+
+
+def test_the_capsules_follow_the_interface():
+    t = to_arrow(SSE)
+    stream = t.__arrow_c_stream__()
+    assert type(stream).__name__ == "PyCapsule" and "arrow_array_stream" in repr(stream)
+    assert "arrow_schema" in repr(t.__arrow_c_schema__())
+    # A requested schema is a request: the table's own schema comes back.
+    requested = pa.schema([pa.field("x", pa.int8())])
+    reader = pa.RecordBatchReader._import_from_c_capsule(t.__arrow_c_stream__(requested.__arrow_c_schema__()))
+    assert reader.schema == pa.schema(t)
+    assert reader.read_all().num_rows == len(RUN)
+    # An unconsumed capsule releases its stream when it is freed.
+    del stream
+    assert "rows" in repr(t)
+
+
+def test_the_schema_and_the_errors_table_are_tables_too():
+    s = schema()
+    assert type(s) is _native.ArrowTable and s.num_rows == 0
+    assert pa.table(s).num_rows == 0 and pa.schema(s).names == s.column_names
+    _, errors = to_arrow([SSE, b"data: {nope}\n\n"], errors="collect")
+    assert type(errors) is _native.ArrowTable
+    assert pa.table(errors).num_rows == errors.num_rows == 1
 
 
 def test_parquet_of_the_cli_is_read_by_duckdb(tmp_path):

@@ -3,6 +3,8 @@ reference's pydantic models accept and refuse, through the native constructor
 (construct.rs) and its lenient Python path, with errors that are ours and pydantic's."""
 
 import datetime
+import json
+import os
 import subprocess
 import sys
 import uuid
@@ -15,6 +17,7 @@ from hypothesis import given, settings, strategies as st
 
 import agui_fast.core as ours
 from agui_fast import _native
+from agui_fast.decoder import decode_event
 from agui_fast.encoder import EventEncoder
 from agui_fast.errors import AguiError, EventValidationError, ValidationError
 from conftest import examples
@@ -169,8 +172,9 @@ def _ref_encode(event):
 
 
 def test_fast_path_is_native():
-    # On CPython 3.10-3.14 (64-bit) the classes are called through vectorcall.
-    assert _native.struct_meta_vectorcall()
+    # On CPython 3.10-3.14 (64-bit) the classes are called through vectorcall, unless the
+    # public API is forced (AGUI_FAST_PUBLIC_API=1: tp_call, the path of later versions).
+    assert _native.struct_meta_vectorcall() == (os.environ.get("AGUI_FAST_PUBLIC_API") != "1")
     assert type(ours.TextMessageContentEvent).__module__ == "agui_fast.core._base"
 
 
@@ -353,13 +357,24 @@ def test_native_json_pointer_check_is_the_schema_pattern(path):
 
     from agui_fast.core._construct import JSON_POINTER_PATTERN
 
-    valid = re.search(JSON_POINTER_PATTERN, path) is not None
+    # `$` as pydantic's regex engine reads it (the end of the text): Python's `re` also
+    # matches it before a final newline, so its search accepted "\n", which the
+    # reference refuses.
+    valid = re.search(JSON_POINTER_PATTERN.replace("$", r"\Z"), path) is not None
     try:
         ours.RemoveOperation(path=path)
         accepted = True
     except ValidationError:
         accepted = False
     assert accepted == valid
+    # Decoding takes the same decision (the operations' __post_init__), with the error
+    # msgspec's pattern gave.
+    payload = json.dumps({"type": "STATE_DELTA", "delta": [{"op": "remove", "path": path}]})
+    if valid:
+        assert decode_event(payload).delta[0].path == path
+    else:
+        with pytest.raises(EventValidationError, match=r"matching regex .* - at `\$\.delta\[0\]\.path`$"):
+            decode_event(payload)
 
 
 def test_every_way_of_calling_the_class_validates():

@@ -339,6 +339,21 @@ def test_a_subclass_runs_its_pydantic_validators_in_pydantics_order():
     assert same(run)[0] == ("t", "R-t", {"filled": True})
 
 
+def test_validators_run_when_every_field_is_given():
+    """Construction with every declared field (no field left to its default) runs the
+    validators too: it is never the native route, which calls no Python."""
+
+    def run(M, E):
+        Req = _checked_input(M)
+        names = [n for n in M.RunAgentInput.model_fields]
+        values = {n: None for n in names}
+        values.update(thread_id=" x ", run_id="r", messages=[M.UserMessage(id="u", content="c")])
+        r = Req(**values)
+        return (r.thread_id, r.run_id, r.state)
+
+    assert same(run) == ("x", "R-x", {"filled": True})
+
+
 @pytest.mark.parametrize("body, loc", [(BODY, ()), ({**BODY, "runId": ""}, ("runId",))])
 def test_a_validator_that_raises_gives_a_validation_error(body, loc):
     for M in (ref, core):

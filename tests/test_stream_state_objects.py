@@ -279,6 +279,9 @@ def _direct(ev, **kw):
 
 
 def test_plain_struct_deltas_are_applied_without_json():
+    # Read in place only where the class's version tag is read (else through JSON).
+    if not _native._testing.direct_reads()["version"]:
+        pytest.skip("class version tags are not read on this interpreter: Structs go through JSON")
     assert _direct(lambda v: StateDeltaEvent(delta=[AddOperation(path="/v", value=v)])) == ({"v": "probe-value"}, True)
     # operations of every class
     from agui_fast.core import CopyOperation, MoveOperation, RemoveOperation, ReplaceOperation, TestOperation
@@ -351,6 +354,9 @@ def test_struct_subclasses_take_the_json_path():
 
 
 def test_a_struct_class_changed_after_its_plan_was_built_is_read_as_it_is_now():
+    # Read in place only where the class's version tag is read (else through JSON).
+    if not _native._testing.direct_reads()["version"]:
+        pytest.skip("class version tags are not read on this interpreter: Structs go through JSON")
     from agui_fast.core import ReplaceOperation
 
     value = _fresh()
@@ -407,6 +413,9 @@ def test_struct_fields_assigned_wrong_kinds_take_the_json_path():
 def test_decoded_struct_deltas_with_and_without_an_instance_dict():
     """A decoded Struct has no instance dict until one is asked for: the extras check reads
     "none yet" without making one, an empty one made since, and one with members."""
+    # Read in place only where the class's version tag is read (else through JSON).
+    if not _native._testing.direct_reads()["version"]:
+        pytest.skip("class version tags are not read on this interpreter: Structs go through JSON")
     value = _fresh()
     text = json.dumps({"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/v", "value": "x"}]})
     for where in (None, "event", "operation"):

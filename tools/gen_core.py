@@ -116,8 +116,13 @@ def register_members(union, disc: str) -> None:
         TAGS[member] = (disc, value)
 
 
+JSON_POINTER_PATTERN = "^(/([^/~]|~[01])*)*$"
+
+
 def py_type(tp, metadata=()) -> str:
     """Translate a pydantic field annotation into msgspec-compatible annotation text."""
+    if tp is str and [getattr(m, "pattern", None) for m in metadata] == [JSON_POINTER_PATTERN]:
+        return "JsonPointer"  # checked natively (the class's __post_init__), not by a regex
     constraints = constraint_text(metadata)
     text = _py_type(tp)
     if constraints:
@@ -165,6 +170,8 @@ def _py_type(tp) -> str:
         if extra:
             raise SystemExit(f"unhandled Annotated extras {extra!r}")
         text = _py_type(inner)
+        if inner is str and pattern == [JSON_POINTER_PATTERN] and not meta:
+            return "JsonPointer"
         c = constraint_text(meta)
         if any(pattern) and not c:
             c = f"pattern={pattern[0]!r}"
@@ -250,6 +257,9 @@ def render_class(cls: type[BaseModel]) -> str:
             lines.append(f"    {name}: {ann} = " + (f"field(default=None{name_kw})" if name_kw else "None"))
         else:
             lines.append(f"    {name}: {ann} = {d.format(name=name_kw)}")
+    if any(line.split(":", 1)[-1].lstrip().startswith("JsonPointer") for line in lines[1:]):
+        # A native function, no Python frame (mypy's dataclass rules want a `def`).
+        lines.append("    __post_init__ = check_pointers  # type: ignore[misc]")
     lines.append(f"    __agui_fields__: ClassVar[tuple] = {tuple(plan)!r}")
     return "\n".join(lines) + "\n\n"
 
@@ -314,7 +324,7 @@ from typing import Annotated, Any, ClassVar, Dict, List, Literal, Optional, Unio
 from msgspec import Meta, field
 
 
-from ._base import BaseEvent, EventType, _Model
+from ._base import BaseEvent, EventType, JsonPointer, _Model, check_pointers
 
 '''
 

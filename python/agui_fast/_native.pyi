@@ -213,6 +213,11 @@ def struct_meta(
 def struct_meta_vectorcall() -> bool:
     """Whether the Struct classes are called through vectorcall on this interpreter
     (else through tp_call: a tuple and a dict per call)."""
+
+def check_pointers(obj: Any, /) -> None:
+    """``__post_init__`` of the Structs with JSON Pointer fields (``core._base.JsonPointer``):
+    each such field checked by the patch engine's RFC 6901 parser, natively; ``ValueError``
+    naming the field (``- at `$.path```) for one that is no pointer."""
 # --- end construct ---
 # --- logs (rust/agui-py/src/arrow.rs over agui_core::log and the agui-arrow crate) ---
 # Sources are paths (str) or bytes; every call reads them with the GIL released and
@@ -231,6 +236,24 @@ class LogProgress:
     @property
     def bytes(self) -> int: ...
 
+class ArrowTable:
+    """An Arrow table handed over by the Arrow PyCapsule interface (``pa.table(t)``,
+    ``polars.DataFrame(t)``, a DuckDB query over ``t``; no copy). It can be read any number
+    of times."""
+
+    def __arrow_c_stream__(self, requested_schema: Optional[object] = None) -> object:
+        """An ``arrow_array_stream`` capsule (``requested_schema`` is not applied: the
+        stream carries the table's own schema)."""
+    def __arrow_c_schema__(self) -> object:
+        """An ``arrow_schema`` capsule."""
+    @property
+    def num_rows(self) -> int: ...
+    @property
+    def num_columns(self) -> int: ...
+    @property
+    def column_names(self) -> List[str]: ...
+    def __len__(self) -> int: ...
+
 def logs_to_arrow(
     sources: Sequence[_LogSource],
     names: Sequence[Optional[str]],
@@ -241,10 +264,10 @@ def logs_to_arrow(
     max_frame_size: int = ...,
     max_depth: int = ...,
     progress: Optional[LogProgress] = None,
-) -> Any:
+) -> Union[ArrowTable, Tuple[ArrowTable, ArrowTable]]:
     """The events table, or ``(events, errors)`` with ``collect``."""
 
-def log_schema() -> Any:
+def log_schema() -> ArrowTable:
     """An empty events table (its schema)."""
 
 def convert_logs(

@@ -2,7 +2,7 @@
 
 Commands: ``convert`` (SSE / protobuf / JSON lines / Parquet, streaming), ``inspect``
 (counts), ``validate`` (exit status 0/1), ``replay`` (final messages and state),
-``bench`` (against the pure-Python peers), ``demo``. Logs are paths, globs, or ``-``
+``report`` (an HTML page per log), ``bench`` (against the pure-Python peers), ``demo``. Logs are paths, globs, or ``-``
 (stdin); gzip-compressed logs are read as they are. A user mistake (missing, empty,
 garbage or truncated file, output onto its input) prints one line on stderr and exits
 non-zero; a progress bar is drawn on stderr only when it is a terminal.
@@ -25,8 +25,8 @@ from ._bench import protobuf_log, pydantic_peer, run_events, sse_log
 from .arrow import to_arrow
 from .core import (
     CustomEvent, RunFinishedEvent, RunStartedEvent, StateDeltaEvent, StateSnapshotEvent,
-    TextMessageContentEvent, TextMessageEndEvent, TextMessageStartEvent, ToolCallArgsEvent,
-    ToolCallEndEvent, ToolCallStartEvent, PROTOCOL_VERSION,
+    TextMessageContentEvent, TextMessageEndEvent, TextMessageStartEvent, TokenUsage, ToolCallArgsEvent,
+    ToolCallEndEvent, ToolCallResultEvent, ToolCallStartEvent, PROTOCOL_VERSION,
 )
 from .decoder import decode_protobuf, decode_sse
 from .encoder import AGUI_MEDIA_TYPE, EventEncoder, to_builtins
@@ -35,6 +35,7 @@ from .errors import AguiError, DecodeError, StreamError, VerificationError
 from .interop import to_ag_ui
 from .logs import iter_log
 from .patch import StateDocument
+from .report import build as build_report
 
 STDIN = "/dev/stdin"
 
@@ -44,23 +45,27 @@ class UserError(Exception):
 
 
 def _demo_events():
+    t = 1_767_225_600_000  # timestamps: milliseconds since the epoch
     events = [
-        RunStartedEvent(thread_id="t1", run_id="r1", protocol_version=PROTOCOL_VERSION),
-        StateSnapshotEvent(snapshot={"status": "thinking", "steps": []}),
-        TextMessageStartEvent(message_id="m1", role="assistant"),
+        RunStartedEvent(thread_id="t1", run_id="r1", protocol_version=PROTOCOL_VERSION, timestamp=t),
+        StateSnapshotEvent(snapshot={"status": "thinking", "steps": []}, timestamp=t + 5),
+        TextMessageStartEvent(message_id="m1", role="assistant", timestamp=t + 120),
     ]
-    events += [TextMessageContentEvent(message_id="m1", delta=w) for w in "Hello from agui-fast ".split(" ")]
+    events += [TextMessageContentEvent(message_id="m1", delta=w, timestamp=t + 150 + 30 * n)
+               for n, w in enumerate(["Hello ", "from ", "agui-fast"])]
     events += [
-        TextMessageEndEvent(message_id="m1"),
-        ToolCallStartEvent(tool_call_id="c1", tool_call_name="search", parent_message_id="m1"),
-        ToolCallArgsEvent(tool_call_id="c1", delta='{"q":"ag-ui"}'),
-        ToolCallEndEvent(tool_call_id="c1"),
+        TextMessageEndEvent(message_id="m1", timestamp=t + 240),
+        ToolCallStartEvent(tool_call_id="c1", tool_call_name="search", parent_message_id="m1", timestamp=t + 400),
+        ToolCallArgsEvent(tool_call_id="c1", delta='{"q":"ag-ui"}', timestamp=t + 430),
+        ToolCallEndEvent(tool_call_id="c1", timestamp=t + 440),
+        ToolCallResultEvent(message_id="r1", tool_call_id="c1", content="3 results", timestamp=t + 1650),
         StateDeltaEvent(delta=[
             {"op": "replace", "path": "/status", "value": "done"},
             {"op": "add", "path": "/steps/-", "value": {"tool": "search"}},
-        ]),
-        CustomEvent(name="note", value={"unknown_members": "are kept"}, trace_id="abc"),
-        RunFinishedEvent(thread_id="t1", run_id="r1", outcome={"type": "success"}),
+        ], timestamp=t + 1660),
+        CustomEvent(name="note", value={"unknown_members": "are kept"}, trace_id="abc", timestamp=t + 1670),
+        RunFinishedEvent(thread_id="t1", run_id="r1", outcome={"type": "success"}, timestamp=t + 1700,
+                         usage=[TokenUsage(provider="openai", model="gpt-4o", input_tokens=812, output_tokens=46)]),
     ]
     return events
 
@@ -362,6 +367,66 @@ def replay(args: argparse.Namespace) -> int:
     return 1 if result.warnings and args.strict else 0
 
 
+_LOG_SUFFIXES = (".sse", ".pb", ".bin", ".proto", ".jsonl", ".ndjson", ".txt", ".log")
+
+
+def _page_name(log: str) -> str:
+    """``run.sse.gz`` -> ``run.html``, beside the log."""
+    base = log[:-3] if log.endswith(".gz") else log
+    stem, ext = os.path.splitext(base)
+    return (stem if ext in _LOG_SUFFIXES else base) + ".html"
+
+
+def report(args: argparse.Namespace) -> int:
+    """One self-contained HTML page per log: the run's timeline as the stream engine
+    replays it (``agui_fast.report``). Exit status 1 if a log could not be read to its end
+    (its page shows what was read)."""
+    paths = expand(args.logs)
+    out = args.output
+    if len(paths) > 1 and out == "-":
+        raise UserError("-o - takes one log: give a directory for several")
+    if out is None:
+        if STDIN in paths:
+            raise UserError("give -o FILE to report a log read from stdin")
+        targets = [_page_name(p) for p in paths]
+    elif out == "-" or (len(paths) == 1 and not os.path.isdir(out)):
+        targets = [out]
+    else:
+        os.makedirs(out, exist_ok=True)
+        targets = [os.path.join(out, os.path.basename(_page_name(shown(p) if p != STDIN else "stdin.sse"))) for p in paths]
+    if len(set(targets)) < len(targets):
+        raise UserError(f"two logs would write the same page: {', '.join(sorted({t for t in targets if targets.count(t) > 1}))}")
+    for p, target in zip(paths, targets):
+        if p != STDIN and target != "-" and os.path.exists(target) and os.path.samefile(p, target):
+            raise UserError(f"{target}: the output is one of the inputs")
+    unread = 0
+    for path, target in zip(paths, targets):
+        if path != STDIN and _size(path) == 0:
+            raise UserError(f"{shown(path)}: empty file")
+        source: Any = sys.stdin.buffer.read() if path == STDIN else path
+        result = build_report(source, format=args.format, verify=not args.no_verify, title=shown(path))
+        if result.events == 0:
+            raise UserError(f"{shown(path)}: no AG-UI events")
+        text = result.html().encode("utf-8")
+        if target == "-":
+            sys.stdout.buffer.write(text)
+            sys.stdout.flush()
+        else:
+            partial = _partial_name(target)
+            try:
+                with open(partial, "wb") as f:
+                    f.write(text)
+                os.replace(partial, target)
+            finally:
+                _remove(partial)
+        found = result.findings
+        errors = sum(f["level"] == "error" for f in found)
+        unread += any(f.get("stage") == "decode" and f.get("item") is None for f in found)
+        print(f"{shown(path)} -> {target}: {result.events:,} events, {len(result.data['runs'])} runs, "
+              f"{errors} errors, {len(found) - errors} warnings ({len(text) / 1e3:,.0f} KB)", file=sys.stderr)
+    return 1 if unread else 0
+
+
 def _best(fn: Callable[[], Any], repeat: int) -> float:
     best = float("inf")
     for _ in range(repeat):
@@ -431,6 +496,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--format", **fmt)
     p.add_argument("--strict", action="store_true", help="exit 1 if a state delta failed")
     p.set_defaults(func=replay)
+
+    p = sub.add_parser("report", help="an HTML page per log: the run's timeline, state changes, findings")
+    p.add_argument("logs", nargs="+", metavar="LOG")
+    p.add_argument("-o", "--output", help="the page (one log), or a directory (several); - for stdout; "
+                   "default: beside each log, named after it")
+    p.add_argument("--format", **fmt)
+    p.add_argument("--no-verify", action="store_true",
+                   help="apply every event without checking the sequence rules")
+    p.set_defaults(func=report)
 
     p = sub.add_parser("bench", help="to_arrow and the decoders against the pure-Python peer")
     p.add_argument("--events", type=int, default=100_000)

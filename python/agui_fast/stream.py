@@ -45,7 +45,7 @@ from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Uni
 
 import msgspec
 
-from . import _native
+from . import _native, _report_page
 from ._plumbing import DEFAULT_MAX_DEPTH
 from .core import (
     AddOperation,
@@ -167,6 +167,11 @@ class Replay(msgspec.Struct, kw_only=True):
     state: Any
     pending_interrupts: List[Any]
     warnings: List[StreamWarning]
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: the messages, state, pending interrupts and warnings."""
+        page = _report_page.replay_page(self.messages, self.state, self.pending_interrupts, self.warnings)
+        return _report_page.frame(page)
 
 
 class Change(msgspec.Struct, frozen=True, kw_only=True):
@@ -437,6 +442,14 @@ class EventApplier:
     @property
     def state(self) -> Any:
         return self._native.state()
+
+    def state_view(self) -> Any:
+        """The state itself, not a copy: read it, never change it. The applier never writes
+        into it again (later events copy what they change), so it stays the state after the
+        events applied so far, and views taken after successive events share what did not
+        change between them (the same objects): a cheap way to keep the state after each
+        event, and to find what an event changed."""
+        return self._native.state(shared=True)
 
     @property
     def pending_interrupts(self) -> List[Any]:

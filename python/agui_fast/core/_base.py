@@ -38,8 +38,9 @@ from ..errors import EncodeError
 from . import _construct, _given, _pydantic
 from ._convert import convert_value, parse_json
 from ._dump import fields_of, to_builtins
+from ._pointer import POINTER
 
-__all__ = ["EventType", "BaseEvent", "_Model", "_AguiMeta"]
+__all__ = ["EventType", "BaseEvent", "_Model", "_AguiMeta", "JsonPointer", "check_pointers"]
 
 
 class EventType(str, enum.Enum):
@@ -249,6 +250,12 @@ class _Model(
 
 
 Timestamp = Annotated[int, Meta(ge=-9007199254740991, le=9007199254740991)]
+
+JsonPointer = Annotated[str, POINTER]
+"""A ``str`` holding an RFC 6901 JSON Pointer (a patch operation's ``path``, ``from``),
+checked natively rather than by msgspec's regex: by construction's plan, and after
+decoding and conversion by the class's ``__post_init__`` (``check_pointers``)."""
+check_pointers = _native.check_pointers
 
 
 class BaseEvent(_Model):

@@ -25,12 +25,10 @@ from ..errors import EventValidationError, InvalidJsonError, ValidationError
 from . import _given, _pydantic
 from ._convert import _plan, _resolve, convert_value
 from ._dump import fields_of
+from ._pointer import JSON_POINTER_PATTERN, PointerSyntax
 
 __all__ = ["plan_of", "lenient", "with_type", "validation_error", "raising_validation_error"]
 
-# The reference schema's pattern for JSON Pointers (patch operation paths): exactly the
-# pointers agui_core::patch::parse_pointer accepts (tests/test_construct.py checks it).
-JSON_POINTER_PATTERN = "^(/([^/~]|~[01])*)*$"
 
 _ANY = ("any",)
 _NEVER = ("never",)
@@ -151,6 +149,8 @@ def _check(tp: Any) -> tuple:
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)
     if origin is typing.Annotated:
+        if args[0] is str and any(isinstance(m, PointerSyntax) for m in args[1:]):
+            return ("json_pointer",)  # the patch engine's RFC 6901 parser, natively
         return _constrained(args[0], [m for m in args[1:] if isinstance(m, msgspec.Meta)])
     if origin is Union:
         members = [a for a in args if a is not type(None)]
@@ -183,8 +183,6 @@ def _constrained(tp: Any, metas: list) -> tuple:
     if base[0] == "int":
         return ("int", max(_I64[0], lo if lo is not None else _I64[0]), min(_I64[1], hi if hi is not None else _I64[1]))
     if base[0] == "str" and pattern is not None and min_length is None and lo is None and hi is None:
-        if pattern == JSON_POINTER_PATTERN:
-            return ("json_pointer",)  # the patch engine's RFC 6901 parser, natively
         return ("pattern", re.compile(pattern).search)  # msgspec matches with re.search too
     if base[0] == "list" and min_length is not None and pattern is None and lo is None and hi is None:
         return ("list", base[1], min_length)

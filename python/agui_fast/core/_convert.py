@@ -88,6 +88,12 @@ def validation_error(exc: Exception, prefix: str = "$") -> EventValidationError:
     message = str(exc)
     m = _AT.search(message)
     path = m.group(1) if m else "$"
+    inner = _AT.search(message, 0, m.start()) if m else None
+    if m and inner and inner.end() == m.start() and inner.group(1).startswith("$."):
+        # A field's check in a class's __post_init__ (the JSON Pointers, check_pointers)
+        # names the field inside the object msgspec locates: one path.
+        path += inner.group(1)[1:]
+        message = f"{message[: inner.start()]} - at `{path}`"
     missing = _MISSING.match(message)
     if missing:
         path = f"{path}.{missing.group(1)}"

@@ -14,7 +14,7 @@ from typing import Annotated, Any, ClassVar, Dict, List, Literal, Optional, Unio
 from msgspec import Meta, field
 
 
-from ._base import BaseEvent, EventType, _Model
+from ._base import BaseEvent, EventType, JsonPointer, _Model, check_pointers
 
 
 class TextMessageStartEvent(BaseEvent, kw_only=True, tag_field='type', tag='TEXT_MESSAGE_START'):
@@ -185,47 +185,53 @@ class StateSnapshotEvent(BaseEvent, kw_only=True, tag_field='type', tag='STATE_S
 class AddOperation(_Model, kw_only=True, tag_field='op', tag='add'):
     """Inserts value at path. RFC 6902 section 4.1."""
     op = 'add'
-    path: Annotated[str, Meta(pattern='^(/([^/~]|~[01])*)*$')]
+    path: JsonPointer
     value: Any
+    __post_init__ = check_pointers  # type: ignore[misc]
     __agui_fields__: ClassVar[tuple] = (('op', 'op', False), ('path', 'path', False), ('value', 'value', False))
 
 
 class RemoveOperation(_Model, kw_only=True, tag_field='op', tag='remove'):
     """Removes the value at path. RFC 6902 section 4.2."""
     op = 'remove'
-    path: Annotated[str, Meta(pattern='^(/([^/~]|~[01])*)*$')]
+    path: JsonPointer
+    __post_init__ = check_pointers  # type: ignore[misc]
     __agui_fields__: ClassVar[tuple] = (('op', 'op', False), ('path', 'path', False))
 
 
 class ReplaceOperation(_Model, kw_only=True, tag_field='op', tag='replace'):
     """Replaces the value at path. RFC 6902 section 4.3."""
     op = 'replace'
-    path: Annotated[str, Meta(pattern='^(/([^/~]|~[01])*)*$')]
+    path: JsonPointer
     value: Any
+    __post_init__ = check_pointers  # type: ignore[misc]
     __agui_fields__: ClassVar[tuple] = (('op', 'op', False), ('path', 'path', False), ('value', 'value', False))
 
 
 class MoveOperation(_Model, kw_only=True, tag_field='op', tag='move'):
     """Moves the value at from to path. RFC 6902 section 4.4."""
     op = 'move'
-    from_: Annotated[str, Meta(pattern='^(/([^/~]|~[01])*)*$')] = field(name='from')
-    path: Annotated[str, Meta(pattern='^(/([^/~]|~[01])*)*$')]
+    from_: JsonPointer = field(name='from')
+    path: JsonPointer
+    __post_init__ = check_pointers  # type: ignore[misc]
     __agui_fields__: ClassVar[tuple] = (('op', 'op', False), ('from_', 'from', False), ('path', 'path', False))
 
 
 class CopyOperation(_Model, kw_only=True, tag_field='op', tag='copy'):
     """Copies the value at from to path. RFC 6902 section 4.5."""
     op = 'copy'
-    from_: Annotated[str, Meta(pattern='^(/([^/~]|~[01])*)*$')] = field(name='from')
-    path: Annotated[str, Meta(pattern='^(/([^/~]|~[01])*)*$')]
+    from_: JsonPointer = field(name='from')
+    path: JsonPointer
+    __post_init__ = check_pointers  # type: ignore[misc]
     __agui_fields__: ClassVar[tuple] = (('op', 'op', False), ('from_', 'from', False), ('path', 'path', False))
 
 
 class TestOperation(_Model, kw_only=True, tag_field='op', tag='test'):
     """Asserts that the value at path equals value. RFC 6902 section 4.6."""
     op = 'test'
-    path: Annotated[str, Meta(pattern='^(/([^/~]|~[01])*)*$')]
+    path: JsonPointer
     value: Any
+    __post_init__ = check_pointers  # type: ignore[misc]
     __agui_fields__: ClassVar[tuple] = (('op', 'op', False), ('path', 'path', False), ('value', 'value', False))
 
 

@@ -1,5 +1,4 @@
-"""pydantic and FastAPI interop of the Structs (issue 11 §3; docs/design.md, "pydantic and
-FastAPI").
+"""pydantic and FastAPI interop of the Structs (docs/design.md, "pydantic and FastAPI").
 
 pydantic is optional: nothing here imports it unless it is installed.
 
@@ -30,6 +29,7 @@ import msgspec
 
 from . import _given
 from ._dump import fields_of
+from ._pointer import PointerSyntax
 
 try:
     import pydantic
@@ -112,7 +112,7 @@ def _pydantic_annotation(tp: Any) -> Any:
     # read as type expressions: reached through an Any.
     forms: Any = typing
     if origin is typing.Annotated:
-        metas = [_field_of(m) for m in args[1:] if isinstance(m, msgspec.Meta)]
+        metas = [_field_of(m) for m in args[1:] if isinstance(m, (msgspec.Meta, PointerSyntax))]
         if not metas:
             return _pydantic_annotation(args[0])
         params = (_pydantic_annotation(args[0]), *metas)
@@ -124,8 +124,9 @@ def _pydantic_annotation(tp: Any) -> Any:
     return tp
 
 
-def _field_of(meta: msgspec.Meta) -> Any:
-    kwargs = {k: getattr(meta, k) for k in ("ge", "le", "gt", "lt", "min_length", "max_length", "pattern")}
+def _field_of(meta: Any) -> Any:
+    """A msgspec ``Meta`` (or the JSON Pointer marker) as a pydantic ``Field``."""
+    kwargs = {k: getattr(meta, k, None) for k in ("ge", "le", "gt", "lt", "min_length", "max_length", "pattern")}
     return pydantic.Field(**{k: v for k, v in kwargs.items() if v is not None})
 
 

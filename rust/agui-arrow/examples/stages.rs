@@ -10,9 +10,8 @@
 //! `AGUI_STAGES_THREADS=T` there: on T threads (the log cut into parts as `to_arrow` cuts
 //! it; callgrind counts every thread's instructions).
 //! There the columns agui-arrow vouches for are made as the binding makes them
-//! (`Options::columns`: arrow's unchecked constructors), since stop 26; with
-//! `AGUI_STAGES_CHECKED=1` by arrow's checked ones (what every Rust test runs; before
-//! stop 26 the counts included ~34M of the `json` column's check this way).
+//! (`Options::columns`: arrow's unchecked constructors); with `AGUI_STAGES_CHECKED=1` by
+//! arrow's checked ones (what every Rust test runs).
 
 use std::time::Instant;
 
@@ -65,7 +64,7 @@ fn trusted(column: agui_arrow::Trusted) -> agui_arrow::arrow_array::ArrayRef {
         Trusted::Views(v) => {
             let (views, buffers) = v.into_parts();
             // SAFETY: `Utf8Views`' guarantee.
-            Arc::new(unsafe { StringViewArray::new_unchecked(views.into(), buffers, None) })
+            Arc::new(unsafe { StringViewArray::new_unchecked(views.into(), buffers.into(), None) })
         }
         Trusted::Strings(s) => {
             let (offsets, values, nulls) = s.into_parts();

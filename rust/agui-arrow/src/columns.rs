@@ -7,8 +7,7 @@
 //! row has a value in), or of its row and value (a nullable one: the zeros and validity
 //! bits are written when the batch is finished). The string columns keep arrow's
 //! `StringBuilder`: the same scheme for them made no fewer instructions per append, and
-//! `StringArray::try_new` then checks every offset and the UTF-8 again (docs/logs.md,
-//! stop 22).
+//! `StringArray::try_new` then checks every offset and the UTF-8 again.
 
 use arrow_array::types::ArrowPrimitiveType;
 use arrow_array::PrimitiveArray;

@@ -1800,7 +1800,7 @@ pub(crate) mod tests {
     }
 
     /// `usage` (the compact reading, else serde_json's) reads what collecting the entries
-    /// into a `Vec` read (stop 26), to the same sums and the same errors, word for word:
+    /// into a `Vec` reads, to the same sums and the same errors, word for word:
     /// random lists of entries with every count,
     /// other members, nulls, big, negative, fractional, string and nested values,
     /// members twice, whitespace, and texts that are no list, cut or followed by more.

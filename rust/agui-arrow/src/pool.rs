@@ -1,6 +1,6 @@
 //! The worker threads kept between calls (a rayon pool): a call on several threads wakes
 //! workers that are already there instead of starting threads, so it pays no thread
-//! start and its workers' caches and allocator heaps are warm (docs/logs.md, stop 24).
+//! start and its workers' caches and allocator heaps are warm (docs/logs.md).
 //!
 //! One pool per process, as large as the most threads a call has asked for (the calling
 //! thread waits for them: `run_on` says why). A child made by `fork()` has the pool's

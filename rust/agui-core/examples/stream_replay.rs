@@ -1,7 +1,7 @@
 //! Per-event cost of the core replay on a recorded SSE log (bytes in, final messages and
 //! state out), split into its parts. Generate the log with
-//! `python benches/_stream_log.py /tmp/stream_100k.sse`, then
-//! `cargo run --release -p agui-core --example stream_replay -- /tmp/stream_100k.sse`.
+//! `python benches/_stream_log.py LOG`, then
+//! `cargo run --release -p agui-core --example stream_replay -- LOG`.
 
 use agui_core::sse::{SseParser, DEFAULT_MAX_BUFFER};
 use agui_core::stream::{parse_event, replay, replay_log, replay_log_pipelined, replay_sse, replay_sse_many, ReplayOptions};
@@ -37,7 +37,7 @@ fn cpu_seconds() -> f64 {
 }
 
 fn main() {
-    let path = std::env::args().nth(1).unwrap_or_else(|| "/tmp/stream_100k.sse".into());
+    let path = std::env::args().nth(1).expect("usage: stream_replay LOG [--pipelined|--threshold]");
     let log = std::fs::read(&path).expect("read the log (see the module doc)");
     let payloads = frames(&log);
     let n = payloads.len() as f64;

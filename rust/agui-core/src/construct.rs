@@ -62,6 +62,10 @@ pub trait Access {
     fn matches(&self, v: Self::Value, pattern: &Self::Pattern) -> bool;
     /// For a string (`is_str`): its text passed to `f` (None when it has no UTF-8 text).
     fn with_text<R>(&self, v: Self::Value, f: impl FnOnce(&str) -> R) -> Option<R>;
+    /// Does a value pass where the plan builder models no type (`Check::Never`)? A
+    /// schema reading has no constraint there; an exact reading (construction's fast
+    /// path, whose constructor checks nothing itself) must leave it to the lenient path.
+    fn unmodelled(&self) -> bool;
     /// An integer: None when not one, `Some(None)` when beyond `i64` (an access that
     /// takes only `i64` answers None there).
     fn int(&self, v: Self::Value) -> Option<Option<i64>>;
@@ -172,10 +176,11 @@ impl<'c, V, L, P> Report<'c, V, L, P> for Mismatch<'c, V, L, P> {
 /// match one value in kind.)
 pub fn check<'c, A: Access, E: Report<'c, A::Value, A::Lit, A::Pattern>>(a: &A, c: &'c Check<A::Lit, A::Pattern>, v: A::Value) -> Result<(), E> {
     let ok = match c {
-        Check::Any | Check::Never => true,
+        Check::Any => true,
+        Check::Never => a.unmodelled(),
         Check::Str => a.is_str(v),
         Check::Pattern(p) => a.is_str(v) && a.matches(v, p),
-        Check::JsonPointer => a.is_str(v) && a.with_text(v, |s| crate::patch::parse_pointer(s).is_ok()).unwrap_or(false),
+        Check::JsonPointer => a.is_str(v) && a.with_text(v, |s| crate::patch::split_pointer::<(), ()>(s, |_| ()).is_ok()).unwrap_or(false),
         Check::Int(lo, hi) => match a.int(v) {
             Some(Some(x)) => *lo <= x && x <= *hi,
             Some(None) => (*lo, *hi) == (i64::MIN, i64::MAX),
@@ -391,6 +396,9 @@ mod tests {
                 _ => None,
             }
         }
+        fn unmodelled(&self) -> bool {
+            !self.exact
+        }
         fn int(&self, v: &V) -> Option<Option<i64>> {
             match v {
                 V::Int(None) if self.exact => None,
@@ -467,7 +475,7 @@ mod tests {
             (Check::List(Box::new(Check::Str), 1), V::List(vec![]), false, false),
             (Check::List(Box::new(Check::Str), 0), V::List(vec![V::Bool]), false, false),
             (Check::Any, V::Dict, true, true),
-            (Check::Never, V::Dict, true, true),
+            (Check::Never, V::Dict, false, true),
         ];
         for (c, v, exact, schema) in &cases {
             assert_eq!(passes(true, c, v), *exact, "exact: {c:?} {v:?}");

@@ -65,7 +65,7 @@ pub fn push_short<P: Piece + ?Sized, D: Grow<P>>(out: &mut D, piece: &P) {
 /// [`push_short`] inlining the copies of up to `N` bytes (16 to 32), for a caller whose
 /// pieces are known to be at most `N` long (the arms past 16 are not free: a caller of
 /// pieces up to 16 bytes took more instructions with them, and with all 32 the compiler
-/// merged the arms back into one `memcpy` call; callgrind, stop 29).
+/// merged the arms back into one `memcpy` call; callgrind).
 #[inline(always)]
 pub fn push_upto<const N: usize, P: Piece + ?Sized, D: Grow<P>>(out: &mut D, piece: &P) {
     macro_rules! by_length {

@@ -31,6 +31,7 @@ pub mod proto;
 pub mod sink;
 pub mod sse;
 pub mod stream;
+pub mod text;
 // The tests' random generator, one for this crate's tests, its integration tests and the
 // arrow crate's: hidden, not an API.
 #[doc(hidden)]

@@ -31,7 +31,7 @@ pub struct PreStr {
 impl PreStr {
     pub fn new(text: &str) -> PreStr {
         let mut json = Vec::with_capacity(text.len() + 2);
-        crate::json::write_str(&mut json, text);
+        crate::text::write_str(&mut json, text);
         let mut key = vec![b','];
         key.extend_from_slice(&json);
         key.push(b':');
@@ -126,7 +126,7 @@ pub fn json_value<'a, S: Sink<'a> + ?Sized>(v: &serde_json::Value, s: &mut S) {
             } else if n.is_u64() || is_integer_text(&n.to_string()) {
                 s.big_int(&n.to_string())
             } else {
-                s.f64(crate::proto::wkt::number_f64(n))
+                s.f64(number_f64(n))
             }
         }
         J::String(t) => s.str(t),
@@ -146,6 +146,17 @@ pub fn json_value<'a, S: Sink<'a> + ?Sized>(v: &serde_json::Value, s: &mut S) {
             s.end_object(true);
         }
     }
+}
+
+/// The double a JSON number travels as (integers beyond 2^53 round as JS parsing rounds
+/// them): its `f64` value, or for a spelling out of `f64`'s range
+/// (`1e400`: `arbitrary_precision` keeps the text) what JavaScript and Rust's float parser
+/// make of it, ±Infinity.
+pub fn number_f64(n: &serde_json::Number) -> f64 {
+    if let Some(f) = n.as_f64() {
+        return f;
+    }
+    n.to_string().parse::<f64>().unwrap_or(f64::NAN)
 }
 
 fn is_integer_text(t: &str) -> bool {

@@ -4,27 +4,27 @@
 //! Every call takes its sources as a list of paths (`str`) or bytes, reads them with
 //! the GIL released, and raises the first problem as an `agui_fast.errors` class (or
 //! `OSError` / `FileNotFoundError`) whose message names the source, frame and byte
-//! offset. Tables cross into Python through pyo3-arrow's `Table`, which implements the
-//! Arrow PyCapsule interface (`__arrow_c_stream__`): pyarrow, Polars and DuckDB import
-//! it without a copy.
+//! offset. Tables cross into Python as [`ArrowTable`], through the Arrow PyCapsule
+//! interface (`__arrow_c_stream__`) by arrow-rs's own C stream interface: pyarrow, Polars
+//! and DuckDB import it without a copy.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::sync::Arc;
 
-use agui_arrow::arrow_array::types::Int32Type;
-use agui_arrow::arrow_array::{ArrayRef, DictionaryArray, Int32Array, RecordBatch, StringArray, StringViewArray};
-use agui_arrow::arrow_buffer::{Buffer, OffsetBuffer};
+use agui_arrow::arrow_array::{RecordBatch, RecordBatchIterator};
 use agui_arrow::arrow_schema::SchemaRef;
-use agui_arrow::{Control, Input, Issue, Options, Source, Trusted};
+use agui_arrow::{Control, Input, Issue, Options, Source};
 use agui_core::log::{Format, Limits, LogReader, Output};
 use pyo3::exceptions::{PyBrokenPipeError, PyFileNotFoundError, PyOSError, PyStopIteration, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
-use pyo3::types::{PyBytes, PyDict, PyList};
-use pyo3_arrow::PyTable;
+use pyo3::types::{PyBytes, PyCapsule, PyDict, PyList};
+use arrow_array::ffi_stream::FFI_ArrowArrayStream;
+use arrow_schema::ffi::FFI_ArrowSchema;
 
 use crate::errors::{check_max_depth, make_error};
+use crate::ffi::arrow::{bytes_buffer, trusted_columns};
 
 /// A source as given from Python.
 enum Arg {
@@ -66,54 +66,6 @@ fn sources(args: Vec<Arg>, names: Vec<Option<String>>) -> PyResult<Vec<Source<'s
         .collect())
 }
 
-/// The bytes of a Python `bytes` object as an Arrow buffer, without a copy: the `json`
-/// column's views point into it, and the buffer keeps the object alive.
-fn bytes_buffer(bytes: PyBackedBytes) -> Buffer {
-    let data: &[u8] = &bytes;
-    let (ptr, len) = (std::ptr::NonNull::from(data).cast::<u8>(), data.len());
-    // SAFETY: `ptr..ptr + len` is the data of `bytes` (a `bytes` object's, which Python
-    // never changes nor moves, or for a `bytearray` PyO3's own copy, behind an `Arc`):
-    // valid and unchanged for as long as `bytes` lives, and moving `bytes` into the
-    // owner does not move the data. The buffer owns `bytes` and drops it when the last
-    // buffer slice over it is dropped, on any thread: PyO3 defers the reference count's
-    // decrement to the next time the GIL is held. (`AssertUnwindSafe`: the owner is
-    // only ever dropped, never read.)
-    unsafe { Buffer::from_custom_allocation(ptr, len, Arc::new(std::panic::AssertUnwindSafe(bytes))) }
-}
-
-/// The columns agui-arrow vouches for without arrow's checks of them again: the `json`
-/// column's UTF-8 (~10 ns an event, a pass over the log's bytes after the SIMD check of
-/// each part), the string columns' offsets and UTF-8 and the `type` keys (together
-/// ~90 instructions an event in `to_arrow`, callgrind, stop 26). Each type's guarantee
-/// is stated on it; every Rust test builds its columns through arrow's checked
-/// constructors (`agui_arrow::checked_columns`), which check it.
-fn trusted_columns(column: Trusted) -> ArrayRef {
-    match column {
-        Trusted::Views(views) => {
-            let (views, buffers) = views.into_parts();
-            // SAFETY: `try_new` accepts them: `Utf8Views`' guarantee (every view is a
-            // `&str` lying inside a buffer checked to be UTF-8, or a text of block 0,
-            // which is checked UTF-8 whole, starting on a char boundary).
-            Arc::new(unsafe { StringViewArray::new_unchecked(views.into(), buffers, None) })
-        }
-        Trusted::Strings(strings) => {
-            let (offsets, values, nulls) = strings.into_parts();
-            // SAFETY: `StringArray::try_new(OffsetBuffer::new(offsets), values, nulls)`
-            // accepts them: `Utf8Strings`' guarantee (the values grown by the bytes of
-            // whole `&str`s, the offsets from 0 the lengths after each push, or the one
-            // before repeated, ending at the values' length; a null bit per row; the
-            // values checked UTF-8 with every offset on a char boundary when made).
-            Arc::new(unsafe { StringArray::new_unchecked(OffsetBuffer::new_unchecked(offsets), values, nulls) })
-        }
-        Trusted::Keys(keys) => {
-            let (keys, values) = keys.into_parts();
-            // SAFETY: `DictionaryArray::try_new` accepts them: `DictKeys`' guarantee
-            // (every key checked to be a position in `values` when it was made).
-            Arc::new(unsafe { DictionaryArray::<Int32Type>::new_unchecked(Int32Array::new(keys, None), values) })
-        }
-    }
-}
-
 /// The `format=` argument of the log APIs (`to_arrow`, `replay_log`...): `None` detects.
 pub(crate) fn format_arg(format: &str) -> PyResult<Option<Format>> {
     Format::parse_arg(format).map_err(PyValueError::new_err)
@@ -147,8 +99,64 @@ fn issue_to_py(py: Python<'_>, issue: &Issue) -> PyErr {
     }
 }
 
-fn table(batches: Vec<RecordBatch>, schema: SchemaRef) -> PyResult<PyTable> {
-    PyTable::try_new(batches, schema)
+/// An Arrow table (record batches of one schema) handed to Python through the Arrow
+/// PyCapsule interface: `__arrow_c_stream__` exports it as an `ArrowArrayStream`,
+/// `__arrow_c_schema__` its schema, both by arrow-rs's own C data/stream interface.
+/// pyarrow (`pa.table(t)`), Polars (`pl.DataFrame(t)`) and DuckDB import it without a
+/// copy; each export shares the same buffers, so a table can be read any number of times.
+#[pyclass(frozen, module = "agui_fast._native", name = "ArrowTable")]
+pub struct ArrowTable {
+    batches: Vec<RecordBatch>,
+    schema: SchemaRef,
+}
+
+impl ArrowTable {
+    fn new(batches: Vec<RecordBatch>, schema: SchemaRef) -> Self {
+        ArrowTable { batches, schema }
+    }
+}
+
+#[pymethods]
+impl ArrowTable {
+    /// The table as an `arrow_array_stream` capsule. A `requested_schema` is accepted and
+    /// not applied (the interface makes it a best-effort request): the stream carries the
+    /// table's own schema, which the consumer reads from it.
+    #[pyo3(signature = (requested_schema = None))]
+    fn __arrow_c_stream__<'py>(&self, py: Python<'py>, requested_schema: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyCapsule>> {
+        let _ = requested_schema;
+        let batches = self.batches.clone().into_iter().map(Ok);
+        let reader = RecordBatchIterator::new(batches, self.schema.clone());
+        PyCapsule::new_with_value(py, FFI_ArrowArrayStream::new(Box::new(reader)), c"arrow_array_stream")
+    }
+
+    /// The schema as an `arrow_schema` capsule.
+    fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
+        let schema = FFI_ArrowSchema::try_from(self.schema.as_ref()).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        PyCapsule::new_with_value(py, schema, c"arrow_schema")
+    }
+
+    #[getter]
+    fn num_rows(&self) -> usize {
+        self.batches.iter().map(RecordBatch::num_rows).sum()
+    }
+
+    #[getter]
+    fn num_columns(&self) -> usize {
+        self.schema.fields().len()
+    }
+
+    #[getter]
+    fn column_names(&self) -> Vec<String> {
+        self.schema.fields().iter().map(|f| f.name().clone()).collect()
+    }
+
+    fn __len__(&self) -> usize {
+        self.num_rows()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<agui_fast ArrowTable: {} rows, columns {:?}>", self.num_rows(), self.column_names())
+    }
 }
 
 /// Bytes read so far by the call it is passed to (a progress bar polls it from
@@ -202,18 +210,18 @@ fn logs_to_arrow<'py>(
     let control = control(progress);
     let decoded = py.detach(|| agui_arrow::decode_many(&srcs, threads, &opts, &control));
     let decoded = decoded.map_err(|issue| issue_to_py(py, &issue))?;
-    let events = table(decoded.batches, agui_arrow::schema())?.into_pyobject(py)?.into_any();
+    let events = ArrowTable::new(decoded.batches, agui_arrow::schema()).into_pyobject(py)?.into_any();
     if !collect {
         return Ok(events);
     }
-    let errors = table(vec![agui_arrow::errors_batch(&decoded.issues)], agui_arrow::errors_schema())?;
+    let errors = ArrowTable::new(vec![agui_arrow::errors_batch(&decoded.issues)], agui_arrow::errors_schema());
     Ok((events, errors).into_pyobject(py)?.into_any())
 }
 
 /// The events table's schema (an empty table).
 #[pyfunction]
 fn log_schema(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-    Ok(table(Vec::new(), agui_arrow::schema())?.into_pyobject(py)?.into_any())
+    Ok(ArrowTable::new(Vec::new(), agui_arrow::schema()).into_pyobject(py)?.into_any())
 }
 
 /// Where a conversion writes: a file, or stdout for `-`.
@@ -387,6 +395,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(log_schema, m)?)?;
     m.add_function(wrap_pyfunction!(convert_logs, m)?)?;
     m.add_function(wrap_pyfunction!(inspect_log, m)?)?;
+    m.add_class::<ArrowTable>()?;
     m.add_class::<LogChunks>()?;
     m.add_class::<LogProgress>()?;
     Ok(())

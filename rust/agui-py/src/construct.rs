@@ -19,19 +19,16 @@
 //! msgspec's decoders do not call the class, so decoding pays nothing for this.
 
 use std::collections::HashMap;
-use std::os::raw::{c_int, c_uint, c_void};
 use std::rc::Rc;
 
-use pyo3::exceptions::PyTypeError;
-use pyo3::ffi;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString, PyTuple, PyType};
 
-use agui_core::construct::{Fields, Keyword, Route};
+use agui_core::construct::Fields;
 
-use crate::gil::{GilBound, GilCell};
-use crate::layout::Layout;
+use crate::ffi::gil::GilCell;
+use crate::ffi::construct::{init_meta, meta, Meta};
 
 /// What a keyword's value must be for the fast path (anything else goes to `lenient`);
 /// the encoder reads the same checks as each field's schema (`plan::conforms`). Literals
@@ -45,35 +42,20 @@ pub(crate) struct Plan {
     _classes: Vec<Py<PyAny>>,
     pub(crate) names: Vec<Py<PyString>>,
     /// Which fields are required, which record a default given explicitly (routing).
-    fields: Fields,
+    pub(crate) fields: Fields,
     pub(crate) checks: Vec<Check>,
     /// Per field: the default (None or a literal `str`) that, given explicitly, is recorded
     /// for `model_fields_set`; None for a required field.
-    defaults: Vec<Option<Py<PyAny>>>,
+    pub(crate) defaults: Vec<Option<Py<PyAny>>>,
     /// `(tag field name, tag value, the class's tag attribute)` of a tagged Struct.
-    tag: Option<(Py<PyString>, Py<PyString>, Py<PyAny>)>,
+    pub(crate) tag: Option<(Py<PyString>, Py<PyString>, Py<PyAny>)>,
     /// `(tag field name,)`: what a call that passed only the tag records.
-    tag_names: Option<Py<PyTuple>>,
+    pub(crate) tag_names: Option<Py<PyTuple>>,
 }
 
 // Class pointers are already well spread: no SipHash (the walker's hasher for type addresses).
-type Plans = HashMap<usize, GilBound<Rc<Plan>>, agui_core::patch::cache::FastBuild>;
+pub(crate) type Plans = HashMap<usize, Rc<Plan>, agui_core::patch::cache::FastBuild>;
 static PLANS: GilCell<Option<Plans>> = GilCell::new(None);
-
-/// `plan_of(cls)`, `lenient(cls, kwargs)`, the metaclass, and msgspec's call slot.
-struct Meta {
-    plan_of: Py<PyAny>,
-    lenient: Py<PyAny>,
-    /// `core._given.Extras`: an instance `__dict__` that records fields given at their
-    /// default (and the tag) in its `given` slot.
-    extras: Py<PyType>,
-    ty: Py<PyType>,
-    base_call: ffi::ternaryfunc,
-    /// msgspec's `Struct_vectorcall` and the offset, in each class object, of our own
-    /// vectorcall slot (see `struct_meta`); None: calls take `tp_call` (tuple + dict).
-    vectorcall: Option<(ffi::vectorcallfunc, usize)>,
-}
-static META: PyOnceLock<Meta> = PyOnceLock::new();
 
 fn compile(spec: &Bound<'_, PyAny>, classes: &mut Vec<Py<PyAny>>) -> PyResult<Check> {
     let t = spec.cast::<PyTuple>()?;
@@ -137,431 +119,33 @@ fn build_plan(py: Python<'_>, meta: &Meta, cls: &Bound<'_, PyType>) -> PyResult<
     Ok(Rc::new(Plan { _cls: cls.clone().unbind(), _classes: classes, names, fields, checks, defaults, tag, tag_names }))
 }
 
-fn plan_for(py: Python<'_>, meta: &Meta, cls: &Bound<'_, PyType>) -> PyResult<Rc<Plan>> {
+pub(crate) fn plan_for(py: Python<'_>, meta: &Meta, cls: &Bound<'_, PyType>) -> PyResult<Rc<Plan>> {
     let key = cls.as_ptr() as usize;
-    let hit = PLANS.with(py, |p| p.get_or_insert_with(Plans::default).get(&key).map(|b| b.0.clone()));
+    let hit = PLANS.with(py, |p| p.get_or_insert_with(Plans::default).get(&key).cloned()).flatten();
     if let Some(plan) = hit {
         return Ok(plan);
     }
     let plan = build_plan(py, meta, cls)?;
     // `plan_of` ran Python: another thread may have cached this class meanwhile; keep the
-    // first (nothing is dropped inside the cell, where a decref could run Python).
-    Ok(PLANS.with(py, |p| p.get_or_insert_with(Plans::default).entry(key).or_insert_with(|| GilBound(plan.clone())).0.clone()))
+    // first (nothing is dropped inside the cell). A borrow declined (re-entrant) caches
+    // nothing.
+    Ok(PLANS.with(py, |p| p.get_or_insert_with(Plans::default).entry(key).or_insert_with(|| plan.clone()).clone()).unwrap_or(plan))
 }
 
 /// The construction plan of `cls` when its metaclass is ours (the field checks that the
 /// encoder also holds each value to); None for any other class.
 pub(crate) fn schema_plan(py: Python<'_>, cls: &Bound<'_, PyType>) -> PyResult<Option<Rc<Plan>>> {
-    let Some(meta) = META.get(py) else { return Ok(None) };
-    let own = unsafe {
-        ffi::PyType_IsSubtype(ffi::Py_TYPE(cls.as_ptr()), meta.ty.as_ptr() as *mut ffi::PyTypeObject) != 0
-    };
-    if !own {
+    let Ok(meta) = meta(py) else { return Ok(None) };
+    if !cls.get_type().is_subclass(meta.ty.bind(py))? {
         return Ok(None);
     }
     plan_for(py, meta, cls).map(Some)
 }
 
-/// `a == b` for two `str` objects (pointer first: keywords and field names are interned).
-#[inline]
-pub(crate) unsafe fn str_eq(a: *mut ffi::PyObject, b: *mut ffi::PyObject) -> bool {
-    if a == b {
-        return true;
-    }
-    unsafe {
-        let r = ffi::PyUnicode_Compare(a, b);
-        if r == -1 && !ffi::PyErr_Occurred().is_null() {
-            ffi::PyErr_Clear();
-            return false;
-        }
-        r == 0
-    }
-}
-
-/// How the one interpreter of a `Check` (`agui_core::construct::check`) reads Python
-/// values: exactly (`SCHEMA = false`, construction's fast path: exact `str`, `int` within
-/// `i64` and not `bool`, `dict` with `str` keys, `list`, exact classes, patterns run) or
-/// as a schema (`true`, the encoder's: subclasses too, tuples as arrays, ints of any
-/// size; patterns other than JSON Pointers are not re-run, a regex call per string would
-/// cost more than the whole encode). Values are borrowed and alive for the check; only a
-/// pattern runs Python code (a compiled pattern on an exact str: no user code). The
-/// schema reading takes list and tuple items in place (`Layout`).
-pub(crate) struct PyRead<'py, const SCHEMA: bool>(pub(crate) Python<'py>, pub(crate) Option<Layout>);
-
-impl<const SCHEMA: bool> agui_core::construct::Access for PyRead<'_, SCHEMA> {
-    type Value = *mut ffi::PyObject;
-    type Lit = Py<PyString>;
-    type Pattern = Py<PyAny>;
-    // SAFETY (every method): `v` is a live object borrowed for the check. Exact types by
-    // pointer first: the flag checks are calls under the limited API.
-    fn is_none(&self, v: Self::Value) -> bool {
-        v == unsafe { ffi::Py_None() }
-    }
-    fn is_str(&self, v: Self::Value) -> bool {
-        unsafe { ffi::PyUnicode_CheckExact(v) != 0 || (SCHEMA && ffi::PyUnicode_Check(v) != 0) }
-    }
-    fn str_is(&self, v: Self::Value, lit: &Py<PyString>) -> bool {
-        unsafe { str_eq(v, lit.as_ptr()) }
-    }
-    fn matches(&self, v: Self::Value, search: &Py<PyAny>) -> bool {
-        // (The call's argument tuple holds its own reference to `v`.)
-        SCHEMA || search.bind(self.0).call1((unsafe { Bound::from_borrowed_ptr(self.0, v) },)).is_ok_and(|m| !m.is_none())
-    }
-    fn with_text<R>(&self, v: Self::Value, f: impl FnOnce(&str) -> R) -> Option<R> {
-        let s = unsafe { Bound::from_borrowed_ptr(self.0, v) };
-        let r = s.cast::<PyString>().ok().and_then(|s| s.to_str().ok().map(f));
-        unsafe { ffi::PyErr_Clear() };
-        r
-    }
-    fn int(&self, v: Self::Value) -> Option<Option<i64>> {
-        unsafe {
-            let tp = ffi::Py_TYPE(v);
-            let is_int = tp == &raw mut ffi::PyLong_Type || (SCHEMA && ffi::PyLong_Check(v) != 0 && tp != &raw mut ffi::PyBool_Type);
-            if !is_int {
-                return None;
-            }
-            let mut overflow: c_int = 0;
-            let x = ffi::PyLong_AsLongLongAndOverflow(v, &mut overflow);
-            let fits = overflow == 0 && (x != -1 || ffi::PyErr_Occurred().is_null());
-            ffi::PyErr_Clear();
-            // Beyond i64: the exact reading leaves it to the lenient path.
-            if fits { Some(Some(x)) } else if SCHEMA { Some(None) } else { None }
-        }
-    }
-    fn is_bool(&self, v: Self::Value) -> bool {
-        unsafe { v == ffi::Py_True() || v == ffi::Py_False() }
-    }
-    fn is_dict(&self, v: Self::Value) -> bool {
-        unsafe {
-            if SCHEMA {
-                return ffi::Py_TYPE(v) == &raw mut ffi::PyDict_Type || ffi::PyDict_Check(v) != 0;
-            }
-            if ffi::PyDict_CheckExact(v) == 0 {
-                return false;
-            }
-            let (mut pos, mut k, mut val) = (0, std::ptr::null_mut(), std::ptr::null_mut());
-            while ffi::PyDict_Next(v, &mut pos, &mut k, &mut val) != 0 {
-                if ffi::PyUnicode_CheckExact(k) == 0 {
-                    return false;
-                }
-            }
-            true
-        }
-    }
-    fn is_instance(&self, v: Self::Value, classes: &[usize]) -> bool {
-        // Exact classes first: a subtype check walks the MRO (a call each).
-        let tp = unsafe { ffi::Py_TYPE(v) };
-        classes.contains(&(tp as usize))
-            || (SCHEMA && classes.iter().any(|&c| unsafe { ffi::PyType_IsSubtype(tp, c as *mut ffi::PyTypeObject) } != 0))
-    }
-    fn seq_len(&self, v: Self::Value) -> Option<usize> {
-        unsafe {
-            if ffi::PyList_CheckExact(v) != 0 || (SCHEMA && ffi::PyList_Check(v) != 0) {
-                Some(ffi::PyList_Size(v) as usize)
-            } else if SCHEMA && ffi::PyTuple_Check(v) != 0 {
-                Some(ffi::PyTuple_Size(v) as usize)
-            } else {
-                None
-            }
-        }
-    }
-    fn item(&self, v: Self::Value, i: usize) -> Option<Self::Value> {
-        // Borrowed from the array: nothing the check runs can change it.
-        unsafe {
-            let lay = self.1.filter(|l| l.seq());
-            let it = if ffi::Py_TYPE(v) == &raw mut ffi::PyList_Type || (SCHEMA && ffi::PyList_Check(v) != 0) {
-                match lay {
-                    Some(lay) => lay.list_item(v, i),
-                    None => Some(ffi::PyList_GetItem(v, i as ffi::Py_ssize_t)),
-                }
-            } else {
-                match lay {
-                    Some(lay) => lay.tuple_items(v).get(i).copied(),
-                    None => Some(ffi::PyTuple_GetItem(v, i as ffi::Py_ssize_t)),
-                }
-            };
-            let it = it.filter(|p| !p.is_null());
-            if it.is_none() {
-                ffi::PyErr_Clear();
-            }
-            it
-        }
-    }
-}
-
-/// Does `v` (borrowed, alive for the call) pass `check` as it is?
-#[inline]
-unsafe fn passes(py: Python<'_>, check: &Check, v: *mut ffi::PyObject) -> bool {
-    agui_core::construct::check::<_, ()>(&PyRead::<false>(py, None), check, v).is_ok()
-}
-
-/// Is `v` the field's default `d` (None or a literal `str`)?
-#[inline]
-unsafe fn at_default(v: *mut ffi::PyObject, d: &Py<PyAny>) -> bool {
-    let d = d.as_ptr();
-    v == d || unsafe { ffi::PyUnicode_CheckExact(d) != 0 && ffi::PyUnicode_CheckExact(v) != 0 && str_eq(v, d) }
-}
-
-/// Route the keywords `(name, value)` (borrowed, alive for the call) by the core's
-/// decision (`agui_core::construct`): here each keyword is matched to its field (pointers
-/// first: call-site keywords and the plan's names are interned) and its value checked.
-unsafe fn route(
-    py: Python<'_>,
-    plan: &Plan,
-    pairs: impl Iterator<Item = (*mut ffi::PyObject, *mut ffi::PyObject)>,
-    given: &mut u64,
-) -> Route {
-    let is_tag = |k: *mut ffi::PyObject, exact: bool| match &plan.tag {
-        Some((field, _, _)) => field.as_ptr() == k || (!exact && unsafe { str_eq(k, field.as_ptr()) }),
-        None => false,
-    };
-    let keywords = pairs.map(|(k, v)| {
-        let found = plan.names.iter().position(|n| n.as_ptr() == k);
-        let found = if found.is_none() && !is_tag(k, true) {
-            plan.names.iter().position(|n| unsafe { str_eq(k, n.as_ptr()) })
-        } else {
-            found
-        };
-        let kw = match found {
-            Some(i) => Keyword::Field(i),
-            None if is_tag(k, false) => Keyword::Tag,
-            None => Keyword::Unknown,
-        };
-        (kw, v)
-    });
-    let passes = |i: usize, v: &*mut ffi::PyObject| unsafe { passes(py, &plan.checks[i], *v) };
-    let at_default = |i: usize, v: &*mut ffi::PyObject| plan.defaults[i].as_ref().is_some_and(|d| unsafe { at_default(*v, d) });
-    // the class's own tag object (an EventType member) or an equal str
-    let tag_ok = |v: &*mut ffi::PyObject| match &plan.tag {
-        Some((_, tag, member)) => {
-            *v == member.as_ptr() || (unsafe { ffi::PyUnicode_Check(*v) } != 0 && unsafe { str_eq(*v, tag.as_ptr()) })
-        }
-        None => false,
-    };
-    plan.fields.route(keywords, passes, at_default, tag_ok, given)
-}
-
-/// The items of a keyword dict (the call's own: nothing else changes it meanwhile).
-struct DictPairs(*mut ffi::PyObject, ffi::Py_ssize_t);
-impl Iterator for DictPairs {
-    type Item = (*mut ffi::PyObject, *mut ffi::PyObject);
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.0.is_null() {
-            return None;
-        }
-        let (mut k, mut v) = (std::ptr::null_mut(), std::ptr::null_mut());
-        (unsafe { ffi::PyDict_Next(self.0, &mut self.1, &mut k, &mut v) } != 0).then_some((k, v))
-    }
-}
-
-fn meta(py: Python<'_>) -> PyResult<&Meta> {
-    META.get(py).ok_or_else(|| PyTypeError::new_err("agui_fast: struct_meta was not set up"))
-}
-
-fn lenient<'py>(py: Python<'py>, meta: &Meta, cls: &Bound<'py, PyType>, kw: Bound<'py, PyDict>) -> PyResult<Py<PyAny>> {
+pub(crate) fn lenient<'py>(py: Python<'py>, meta: &Meta, cls: &Bound<'py, PyType>, kw: Bound<'py, PyDict>) -> PyResult<Py<PyAny>> {
     Ok(meta.lenient.bind(py).call1((cls, kw))?.unbind())
 }
 
-/// After a fast-path build: record the fields given at their default and the tag, if any.
-fn recorded(py: Python<'_>, meta: &Meta, plan: &Plan, obj: PyResult<Py<PyAny>>, given: u64, tag: bool) -> PyResult<Py<PyAny>> {
-    let obj = obj?;
-    if given == 0 && !tag {
-        return Ok(obj);
-    }
-    let names = match (&plan.tag_names, given) {
-        (Some(t), 0) => t.clone_ref(py),
-        _ => {
-            let tag = plan.tag.as_ref().filter(|_| tag).map(|(field, _, _)| field.bind(py).clone());
-            let fields = plan.fields.given(given).map(|i| plan.names[i].bind(py).clone());
-            let names: Vec<Bound<'_, PyString>> = tag.into_iter().chain(fields).collect();
-            PyTuple::new(py, names)?.unbind()
-        }
-    };
-    // The instance is new and was built from declared fields only: its `__dict__` is empty.
-    let extras = meta.extras.bind(py).call0()?;
-    extras.setattr(pyo3::intern!(py, "given"), names)?;
-    // SAFETY: `obj` is a live Struct instance with a `__dict__` slot (dict=True) and `extras`
-    // a dict (subclass); both are owned here for the call.
-    if unsafe { ffi::PyObject_GenericSetDict(obj.as_ptr(), extras.as_ptr(), std::ptr::null_mut()) } != 0 {
-        return Err(PyErr::fetch(py));
-    }
-    Ok(obj)
-}
-
-/// `cls(**kwargs)` through `tp_call` (a tuple and a dict; the first call of each class, or
-/// every call when vectorcall could not be set up).
-fn call(py: Python<'_>, cls: *mut ffi::PyObject, args: *mut ffi::PyObject, kwargs: *mut ffi::PyObject) -> PyResult<Py<PyAny>> {
-    let meta = meta(py)?;
-    let base = meta.base_call;
-    let cls_b = unsafe { Bound::from_borrowed_ptr(py, cls) }.cast_into::<PyType>()?;
-    let nargs = unsafe { ffi::PyTuple_Size(args) };
-    if nargs != 0 {
-        return Err(positional(&cls_b, nargs as usize));
-    }
-    let plan = plan_for(py, meta, &cls_b)?;
-    if let Some((_, offset)) = meta.vectorcall {
-        // From now on this class is called through `meta_vectorcall` (no tuple, no dict),
-        // this call included (CPython's PyObject_Call takes the vectorcall slot now set).
-        // SAFETY: `offset` is our own pointer-sized field at the end of every instance of
-        // the metaclass, and `cls` is one (this tp_call is only reached through one).
-        unsafe {
-            let slot = (cls as *mut u8).add(offset) as *mut Option<ffi::vectorcallfunc>;
-            *slot = Some(meta_vectorcall);
-            return Py::from_owned_ptr_or_err(py, ffi::PyObject_Call(cls, args, kwargs));
-        }
-    }
-    let mut given = 0u64;
-    match unsafe { route(py, &plan, DictPairs(kwargs, 0), &mut given) } {
-        Route::Direct => {
-            let obj = unsafe { Py::from_owned_ptr_or_err(py, base(cls, args, kwargs)) };
-            recorded(py, meta, &plan, obj, given, false)
-        }
-        Route::WithoutTag => {
-            let kw = unsafe { Bound::from_borrowed_ptr(py, kwargs) }.cast_into::<PyDict>()?.copy()?;
-            if let Some((field, _, _)) = &plan.tag {
-                kw.del_item(field.bind(py))?;
-            }
-            let obj = unsafe { Py::from_owned_ptr_or_err(py, base(cls, args, kw.as_ptr())) };
-            recorded(py, meta, &plan, obj, given, true)
-        }
-        Route::Lenient => {
-            let kw = if kwargs.is_null() {
-                PyDict::new(py)
-            } else {
-                unsafe { Bound::from_borrowed_ptr(py, kwargs) }.cast_into::<PyDict>()?
-            };
-            lenient(py, meta, &cls_b, kw)
-        }
-    }
-}
-
-/// `Py_TPFLAGS_HAVE_VECTORCALL` (the same bit since 3.8; the abi3-py310 headers omit it).
-const HAVE_VECTORCALL: std::os::raw::c_ulong = 1 << 11;
-/// Positional arguments are a wrong call, not bad data: the Structs are keyword-only.
-fn positional(cls: &Bound<'_, PyType>, n: usize) -> PyErr {
-    let name = cls.name().map(|n| n.to_string()).unwrap_or_default();
-    PyTypeError::new_err(format!("{name}() takes keyword arguments only ({n} positional given)"))
-}
-
-const VECTORCALL_ARGUMENTS_OFFSET: usize = 1 << (usize::BITS - 1);
-
-/// `call` in vectorcall form: the keywords are checked in place and, on the direct route,
-/// handed to msgspec's `Struct_vectorcall` as they are.
-fn vcall(
-    py: Python<'_>,
-    cls: *mut ffi::PyObject,
-    args: *const *mut ffi::PyObject,
-    nargsf: usize,
-    kwnames: *mut ffi::PyObject,
-) -> PyResult<Py<PyAny>> {
-    let meta = meta(py)?;
-    let Some((struct_vectorcall, _)) = meta.vectorcall else {
-        return Err(PyTypeError::new_err("agui_fast: vectorcall construction is not set up"));
-    };
-    let nargs = nargsf & !VECTORCALL_ARGUMENTS_OFFSET;
-    let nkw = if kwnames.is_null() { 0 } else { (unsafe { ffi::PyTuple_Size(kwnames) }) as usize };
-    let cls_b = unsafe { Bound::from_borrowed_ptr(py, cls) }.cast_into::<PyType>()?;
-    if nargs != 0 {
-        return Err(positional(&cls_b, nargs));
-    }
-    let plan = plan_for(py, meta, &cls_b)?;
-    // SAFETY: CPython passes the `nkw` keyword values right after the (no) positional ones.
-    let values: &[*mut ffi::PyObject] = if nkw == 0 { &[] } else { unsafe { std::slice::from_raw_parts(args, nkw) } };
-    let name = |i: usize| unsafe { ffi::PyTuple_GetItem(kwnames, i as ffi::Py_ssize_t) };
-    let mut given = 0u64;
-    match unsafe { route(py, &plan, (0..nkw).map(|i| (name(i), values[i])), &mut given) } {
-        Route::Direct => {
-            let obj = unsafe { Py::from_owned_ptr_or_err(py, struct_vectorcall(cls, args, nargsf, kwnames)) };
-            recorded(py, meta, &plan, obj, given, false)
-        }
-        Route::WithoutTag => {
-            let Some((tag_field, _, _)) = &plan.tag else { unreachable!("WithoutTag needs a tag") };
-            let keep: Vec<usize> = (0..nkw).filter(|&i| !unsafe { str_eq(name(i), tag_field.as_ptr()) }).collect();
-            let names = PyTuple::new(py, keep.iter().map(|&i| unsafe { Bound::from_borrowed_ptr(py, name(i)) }))?;
-            let vals: Vec<*mut ffi::PyObject> = keep.iter().map(|&i| values[i]).collect();
-            let obj = unsafe { Py::from_owned_ptr_or_err(py, struct_vectorcall(cls, vals.as_ptr(), 0, names.as_ptr())) };
-            recorded(py, meta, &plan, obj, given, true)
-        }
-        Route::Lenient => {
-            let kw = PyDict::new(py);
-            for (i, v) in values.iter().enumerate() {
-                unsafe { kw.set_item(Bound::from_borrowed_ptr(py, name(i)), Bound::from_borrowed_ptr(py, *v))? };
-            }
-            lenient(py, meta, &cls_b, kw)
-        }
-    }
-}
-
-fn finish(py: Python<'_>, r: std::thread::Result<PyResult<Py<PyAny>>>) -> *mut ffi::PyObject {
-    let result = r.unwrap_or_else(|_| Err(pyo3::panic::PanicException::new_err("panic in agui_fast Struct construction")));
-    match result {
-        Ok(obj) => obj.into_ptr(),
-        Err(e) => {
-            e.restore(py);
-            std::ptr::null_mut()
-        }
-    }
-}
-
-unsafe extern "C" fn meta_call(
-    cls: *mut ffi::PyObject,
-    args: *mut ffi::PyObject,
-    kwargs: *mut ffi::PyObject,
-) -> *mut ffi::PyObject {
-    // SAFETY: CPython calls tp_call with the GIL held and the arguments borrowed for the
-    // duration of the call; nothing derived from the token outlives this frame.
-    let py = unsafe { Python::assume_attached() };
-    finish(py, std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| call(py, cls, args, kwargs))))
-}
-
-unsafe extern "C" fn meta_vectorcall(
-    cls: *mut ffi::PyObject,
-    args: *const *mut ffi::PyObject,
-    nargsf: usize,
-    kwnames: *mut ffi::PyObject,
-) -> *mut ffi::PyObject {
-    // SAFETY: as for tp_call: the GIL is held, the arguments are borrowed for the call.
-    let py = unsafe { Python::assume_attached() };
-    finish(py, std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| vcall(py, cls, args, nargsf, kwnames))))
-}
-
-/// Create the metaclass type from a spec; `vectorcall_at`: the offset of our per-class
-/// vectorcall slot, appended to `StructMeta`'s layout.
-fn new_meta<'py>(py: Python<'py>, base: &Bound<'py, PyType>, vectorcall_at: Option<usize>) -> PyResult<Bound<'py, PyType>> {
-    // The spec is read by CPython while creating the type (the name, a C literal, is
-    // static); the slot and member tables are leaked, once, so they stay valid regardless.
-    let members = Box::leak(Box::new([
-        ffi::PyMemberDef {
-            name: c"__vectorcalloffset__".as_ptr(),
-            type_code: ffi::Py_T_PYSSIZET,
-            offset: vectorcall_at.unwrap_or(0) as ffi::Py_ssize_t,
-            flags: ffi::Py_READONLY,
-            doc: std::ptr::null(),
-        },
-        ffi::PyMemberDef { name: std::ptr::null(), type_code: 0, offset: 0, flags: 0, doc: std::ptr::null() },
-    ]));
-    let mut slots = vec![ffi::PyType_Slot { slot: ffi::Py_tp_call, pfunc: meta_call as *mut c_void }];
-    let mut flags = ffi::Py_TPFLAGS_DEFAULT | ffi::Py_TPFLAGS_BASETYPE;
-    let mut basicsize = 0; // inherited: StructMeta's layout, items included
-    if let Some(at) = vectorcall_at {
-        slots.push(ffi::PyType_Slot { slot: ffi::Py_tp_members, pfunc: members.as_mut_ptr() as *mut c_void });
-        flags |= HAVE_VECTORCALL;
-        basicsize = (at + std::mem::size_of::<usize>()) as c_int;
-    }
-    slots.push(ffi::PyType_Slot { slot: 0, pfunc: std::ptr::null_mut() });
-    let slots = Box::leak(slots.into_boxed_slice());
-    let spec = Box::leak(Box::new(ffi::PyType_Spec {
-        name: c"agui_fast.core._base._AguiMeta".as_ptr(),
-        basicsize,
-        itemsize: 0,
-        flags: flags as c_uint,
-        slots: slots.as_mut_ptr(),
-    }));
-    let bases = PyTuple::new(py, [base])?;
-    unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyType_FromSpecWithBases(spec, bases.as_ptr()))? }
-        .cast_into::<PyType>()
-        .map_err(Into::into)
-}
 
 /// Create (once) the metaclass of the Structs: a subclass of `base` (msgspec's
 /// `StructMeta`) whose instances (the Struct classes) construct through this module.
@@ -575,39 +159,46 @@ fn struct_meta<'py>(
     lenient: &Bound<'py, PyAny>,
     extras: &Bound<'py, PyType>,
 ) -> PyResult<Bound<'py, PyType>> {
-    let meta = META.get_or_try_init(py, || -> PyResult<Meta> {
-        let call = unsafe { ffi::PyType_GetSlot(base.as_ptr() as *mut ffi::PyTypeObject, ffi::Py_tp_call) };
-        if call.is_null() {
-            return Err(PyTypeError::new_err("struct_meta: the base metaclass is not callable"));
-        }
-        let base_call: ffi::ternaryfunc = unsafe { std::mem::transmute::<*mut c_void, ffi::ternaryfunc>(call) };
-        let basic: usize = base.getattr("__basicsize__")?.extract()?;
-        let vc = crate::layout::struct_vectorcall(base, probe).filter(|_| basic % std::mem::size_of::<usize>() == 0);
-        let (ty, vectorcall) = match vc.map(|f| (f, new_meta(py, base, Some(basic)))) {
-            Some((f, Ok(ty))) => (ty, Some((f, basic))),
-            // a layout this interpreter refuses: the tp_call path
-            Some((_, Err(_))) | None => (new_meta(py, base, None)?, None),
-        };
-        Ok(Meta {
-            plan_of: plan_of.clone().unbind(),
-            lenient: lenient.clone().unbind(),
-            extras: extras.clone().unbind(),
-            ty: ty.unbind(),
-            base_call,
-            vectorcall,
-        })
-    })?;
-    Ok(meta.ty.bind(py).clone())
+    Ok(init_meta(py, base, probe, plan_of, lenient, extras)?.ty.bind(py).clone())
 }
+
+/// `__post_init__` of the Structs with JSON Pointer fields (the patch operations, whose
+/// `path`/`from` are `core._base.JsonPointer`): msgspec calls it after each decode,
+/// conversion and construction, and each pointer field is checked by the patch engine's
+/// RFC 6901 parser (the field's construction check, `Check::JsonPointer`), where a
+/// `Meta(pattern=...)` would run a regex per pointer. A `ValueError` from here is
+/// msgspec's `ValidationError` at the operation; its message names the field as
+/// `- at `$.<wire name>``, which `core._convert.validation_error` joins to that path.
+#[pyfunction]
+fn check_pointers(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<()> {
+    let cls = obj.get_type();
+    let plan = plan_for(py, meta(py)?, &cls)?;
+    for (i, check) in plan.checks.iter().enumerate() {
+        if !matches!(check, Check::JsonPointer) {
+            continue;
+        }
+        let v = obj.getattr(plan.names[i].bind(py))?;
+        if !crate::ffi::construct::passes_value(py, check, &v) {
+            let wire = cls.getattr(pyo3::intern!(py, "__struct_encode_fields__"))?.get_item(i)?;
+            return Err(PyValueError::new_err(format!("Expected `str` matching regex '{JSON_POINTER_PATTERN}' - at `$.{wire}`")));
+        }
+    }
+    Ok(())
+}
+
+/// The reference schema's pattern of a JSON Pointer, which `check_pointers`' errors quote
+/// (`core._construct.JSON_POINTER_PATTERN`; what the pattern accepts is what the parser does).
+const JSON_POINTER_PATTERN: &str = "^(/([^/~]|~[01])*)*$";
 
 /// Whether construction goes through vectorcall on this interpreter (for tests, benches).
 #[pyfunction]
 fn struct_meta_vectorcall(py: Python<'_>) -> bool {
-    META.get(py).is_some_and(|m| m.vectorcall.is_some())
+    crate::ffi::construct::has_vectorcall(py)
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(struct_meta, m)?)?;
     m.add_function(wrap_pyfunction!(struct_meta_vectorcall, m)?)?;
+    m.add_function(wrap_pyfunction!(check_pointers, m)?)?;
     Ok(())
 }

@@ -21,13 +21,13 @@
 //! e: evs = e.events` loses nothing and nothing falls behind.
 
 use pyo3::exceptions::{PyException, PyValueError};
-use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyMemoryView, PyString, PyTuple};
 
 use agui_core::decoder::{located as located_message, too_deep, Legacy, Mode};
 
 use crate::errors::{error_at, error_class};
+pub(crate) use crate::ffi::api::GcPause;
 
 /// Calls over at least this many items pause the cyclic GC: msgspec allocates many
 /// container objects (our Structs carry a `__dict__`) and every collection it triggers
@@ -74,27 +74,6 @@ pub(crate) fn close<'py, S: StreamState>(py: Python<'py>, state: &mut S, be: &Ba
     }
     *closed = true;
     state.run(py, be, None, true)
-}
-
-/// The cyclic GC paused for a scope (C API, GIL held). Only the flag is flipped, so a
-/// nested or concurrent pause by someone else is left as it was.
-pub(crate) struct GcPause(bool);
-
-impl GcPause {
-    pub(crate) fn new(_py: Python<'_>, wanted: bool) -> Self {
-        // SAFETY: the GIL is held (the token); PyGC_Disable only sets the collector's flag
-        // and returns its previous state (1: it was enabled).
-        GcPause(wanted && unsafe { ffi::PyGC_Disable() } == 1)
-    }
-}
-
-impl Drop for GcPause {
-    fn drop(&mut self) {
-        if self.0 {
-            // SAFETY: dropped on the thread that paused, still holding the GIL.
-            unsafe { ffi::PyGC_Enable() };
-        }
-    }
 }
 
 /// The Python side of a decoder, given once at construction (as msgspec's `Decoder`

@@ -1,10 +1,13 @@
 //! agui-py: the thin PyO3 binding of agui-core, built as `agui_fast._native`.
 //! Each submodule registers its own functions and classes; logic lives in agui-core.
+//! Every raw step past PyO3's safe API is in `ffi`, each with the comment that justifies
+//! it; the rest of the crate is safe Rust (the crate's lints in Cargo.toml enforce both).
 
 use pyo3::prelude::*;
 
 // mimalloc: the protobuf decoder allocates many small prost strings and vectors per
 // event; with glibc malloc/free, payload-heavy events decoded ~40 % slower.
+#[cfg(feature = "mimalloc")]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -13,15 +16,13 @@ mod construct;
 mod decoder;
 mod encode;
 mod errors;
-mod gil;
-mod layout;
+mod ffi;
 mod patch;
 mod pipeline;
 mod plan;
 mod proto;
 mod sse;
 mod stream;
-mod walk;
 
 // The GIL is required: see gil.rs (stated here, not left to PyO3's default).
 #[pymodule(gil_used = true)]
@@ -29,7 +30,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_MAX_DEPTH", agui_core::limits::DEFAULT_MAX_DEPTH)?;
     // The direct reads of object memory are checked against the API once, here.
-    layout::get(m.py());
+    ffi::layout::get(m.py());
     construct::register(m)?;
     arrow::register(m)?;
     encode::register(m)?;
@@ -39,7 +40,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     proto::register(m, &testing)?;
     sse::register(m, &testing)?;
     stream::register(m)?;
-    testing.add_function(wrap_pyfunction!(layout::direct_reads, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(ffi::layout::direct_reads, &testing)?)?;
     m.add_submodule(&testing)?;
     Ok(())
 }

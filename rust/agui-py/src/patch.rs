@@ -17,7 +17,7 @@
 //!   (owned mode: copy-on-write for what it handed out); values enter by the core's value
 //!   rules (`plain_copy`, else the object walker into the core's `Builder` of Python values).
 
-use crate::gil::GilCell;
+use crate::ffi::gil::GilCell;
 use std::borrow::Cow;
 use std::collections::HashMap;
 
@@ -35,7 +35,8 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyT
 use serde_json::Value;
 
 use crate::errors::{check_max_depth, error_class, make_error};
-use crate::walk::{Opts, Walker};
+use crate::ffi::api::{container, type_flags, Container, Typed};
+use crate::ffi::walk::{Opts, Walker};
 
 pub fn to_py_err(py: Python<'_>, e: &PatchError) -> PyErr {
     let kwargs = PyDict::new(py);
@@ -84,16 +85,16 @@ impl<'py> Token for Tok<'py> {
 // Reading a patch (list of dicts, or objects with op/path/value/from_ attributes)
 // ---------------------------------------------------------------------------------------
 
-type CacheCell<V> = GilCell<Option<SlotCache<V>>>;
+pub(crate) type CacheCell<V> = GilCell<Option<SlotCache<V>>>;
 
-/// Look `key` up in a GIL-held cache; `read` turns a hit into the caller's form and must
-/// not call Python (the cell is borrowed meanwhile, see `GilCell`).
+/// Look `key` up in a GIL-held cache; `read` turns a hit into the caller's form. A cell
+/// already borrowed (a re-entrant call) is a miss with nowhere to store.
 fn cache_get<V, T>(cell: &CacheCell<V>, py: Python<'_>, n_slots: usize, key: &str, read: impl FnOnce(&V) -> T) -> Lookup<T> {
-    cell.with(py, |cache| cache.get_or_insert_with(|| SlotCache::new(n_slots)).get(key, read))
+    cell.with(py, |cache| cache.get_or_insert_with(|| SlotCache::new(n_slots)).get(key, read)).unwrap_or(Lookup::Miss(None))
 }
 
 fn cache_put<V>(cell: &CacheCell<V>, py: Python<'_>, slot: usize, key: &str, v: V) {
-    let old = cell.with(py, |cache| cache.as_mut().and_then(|c| c.put(slot, key, v)));
+    let old = cell.with(py, |cache| cache.as_mut().and_then(|c| c.put(slot, key, v))).flatten();
     drop(old); // the replaced entry is dropped after the borrow ends
 }
 
@@ -258,39 +259,10 @@ fn patch_items<'py>(patch: &Bound<'py, PyAny>) -> R<Vec<Bound<'py, PyAny>>> {
 // Python value helpers
 // ---------------------------------------------------------------------------------------
 
-/// A value seen as a container: one type-flags read instead of one call per `cast`
-/// attempt (under abi3 every type check is a function call into CPython).
-enum Container<'a, 'py> {
-    Dict(&'a Bound<'py, PyDict>),
-    List(&'a Bound<'py, PyList>),
-    Other,
-}
-
-fn type_flags(v: &Bound<'_, PyAny>) -> std::os::raw::c_ulong {
-    // SAFETY: `v` is a live object; its type pointer is valid while we hold the GIL.
-    unsafe { pyo3::ffi::PyType_GetFlags(pyo3::ffi::Py_TYPE(v.as_ptr())) }
-}
-
-fn container<'a, 'py>(v: &'a Bound<'py, PyAny>) -> Container<'a, 'py> {
-    container_of(v, type_flags(v))
-}
-
-/// `container` with the type flags already read.
-fn container_of<'a, 'py>(v: &'a Bound<'py, PyAny>, flags: std::os::raw::c_ulong) -> Container<'a, 'py> {
-    if flags & pyo3::ffi::Py_TPFLAGS_DICT_SUBCLASS != 0 {
-        // SAFETY: the flag says it is a dict (or subclass).
-        Container::Dict(unsafe { v.cast_unchecked::<PyDict>() })
-    } else if flags & pyo3::ffi::Py_TPFLAGS_LIST_SUBCLASS != 0 {
-        // SAFETY: the flag says it is a list (or subclass).
-        Container::List(unsafe { v.cast_unchecked::<PyList>() })
-    } else {
-        Container::Other
-    }
-}
-
 /// The JSON kind of a Python value (a tuple is an array; `Other`: not JSON).
-fn py_kind(v: &Bound<'_, PyAny>, flags: std::os::raw::c_ulong) -> Kind {
-    match container_of(v, flags) {
+fn py_kind(t: &Typed<'_>) -> Kind {
+    let (v, flags) = (t.value(), t.flags());
+    match t.container() {
         Container::Dict(_) => Kind::Object,
         Container::List(_) => Kind::Array,
         Container::Other if v.is_none() => Kind::Null,
@@ -304,8 +276,9 @@ fn py_kind(v: &Bound<'_, PyAny>, flags: std::os::raw::c_ulong) -> Kind {
 
 /// A value's JSON type name for messages; its class name for a tuple or a foreign object.
 fn py_type_name(v: &Bound<'_, PyAny>) -> String {
-    let flags = type_flags(v);
-    match py_kind(v, flags).name() {
+    let t = Typed::new(v.clone());
+    let flags = t.flags();
+    match py_kind(&t).name() {
         Some(n) if flags & pyo3::ffi::Py_TPFLAGS_TUPLE_SUBCLASS == 0 => n.into(),
         _ => v.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "object".into()),
     }
@@ -319,7 +292,7 @@ fn deep_copy<'py>(v: &Bound<'py, PyAny>, depth: usize, max_depth: usize) -> R<Bo
     let flags = type_flags(v);
     let check = || if depth >= max_depth { Err(Fail::from(too_deep(max_depth))) } else { Ok(()) };
     let nested = |x: Bound<'py, PyAny>| if is_copied(&x) { deep_copy(&x, depth + 1, max_depth) } else { Ok(x) };
-    match container_of(v, flags) {
+    match container(v) {
         Container::Dict(d) => {
             check()?;
             // Copy the dict in C, then replace its containers: no user code runs while the
@@ -351,40 +324,36 @@ fn deep_copy<'py>(v: &Bound<'py, PyAny>, depth: usize, max_depth: usize) -> R<Bo
 /// `None` as soon as anything else is met (a tuple, a subclass, a big int, a string the
 /// walker must judge): the walker then converts the whole value, by the same rules.
 fn plain_copy<'py>(v: &Bound<'py, PyAny>, depth: usize, max_depth: usize) -> R<Option<Bound<'py, PyAny>>> {
-    use pyo3::ffi;
     let py = v.py();
-    let tp = unsafe { ffi::Py_TYPE(v.as_ptr()) };
-    if v.is_none() || tp == &raw mut ffi::PyBool_Type {
+    // Exact types: pointer compares of the type.
+    if v.is_none() || v.is_exact_instance_of::<PyBool>() {
         return Ok(Some(v.clone()));
     }
-    if tp == &raw mut ffi::PyLong_Type {
+    if v.is_exact_instance_of::<PyInt>() {
         return Ok(v.extract::<i64>().is_ok().then(|| v.clone()));
     }
-    if tp == &raw mut ffi::PyFloat_Type {
-        let x = unsafe { v.cast_unchecked::<PyFloat>() }.value();
-        core::float_rule(x)?;
+    if let Ok(x) = v.cast_exact::<PyFloat>() {
+        core::float_rule(x.value())?;
         return Ok(Some(v.clone()));
     }
-    if tp == &raw mut ffi::PyUnicode_Type {
-        let s = unsafe { v.cast_unchecked::<PyString>() };
+    if let Ok(s) = v.cast_exact::<PyString>() {
         return Ok(s.to_str().is_ok().then(|| v.clone()));
     }
-    let is_dict = tp == &raw mut ffi::PyDict_Type;
-    if !is_dict && tp != &raw mut ffi::PyList_Type {
+    let (dict, list) = (v.cast_exact::<PyDict>().ok(), v.cast_exact::<PyList>().ok());
+    if dict.is_none() && list.is_none() {
         return Ok(None);
     }
     core::container_rule(depth, max_depth)?;
-    if is_dict {
-        let d = unsafe { v.cast_unchecked::<PyDict>() };
+    if let Some(d) = dict {
         let out = PyDict::new(py);
         for (k, x) in d.iter() {
-            let key_ok = k.is_exact_instance_of::<PyString>() && unsafe { k.cast_unchecked::<PyString>() }.to_str().is_ok();
+            let key_ok = k.cast_exact::<PyString>().is_ok_and(|k| k.to_str().is_ok());
             let Some(x) = (if key_ok { plain_copy(&x, depth + 1, max_depth)? } else { None }) else { return Ok(None) };
             out.set_item(k, x).map_err(py_fail)?;
         }
         return Ok(Some(out.into_any()));
     }
-    let l = unsafe { v.cast_unchecked::<PyList>() };
+    let Some(l) = list else { return Ok(None) };
     let mut items = Vec::with_capacity(l.len());
     for x in l.iter() {
         let Some(x) = plain_copy(&x, depth + 1, max_depth)? else { return Ok(None) };
@@ -405,18 +374,17 @@ fn is_copied(v: &Bound<'_, PyAny>) -> bool {
 
 /// A Python value read by the engine (its type flags read once).
 #[derive(Clone)]
-struct PyNode<'py> {
-    v: Bound<'py, PyAny>,
-    flags: std::os::raw::c_ulong,
-}
+struct PyNode<'py>(Typed<'py>);
 
 impl<'py> PyNode<'py> {
     fn new(v: Bound<'py, PyAny>) -> Self {
-        let flags = type_flags(&v);
-        PyNode { v, flags }
+        PyNode(Typed::new(v))
     }
     fn container(&self) -> Container<'_, 'py> {
-        container_of(&self.v, self.flags)
+        self.0.container()
+    }
+    fn v(&self) -> &Bound<'py, PyAny> {
+        self.0.value()
     }
 }
 
@@ -430,13 +398,13 @@ impl<'py> Node for PyNode<'py> {
     type Error = PyErr;
 
     fn kind(&self) -> Kind {
-        py_kind(&self.v, self.flags)
+        py_kind(&self.0)
     }
     fn type_name(&self) -> Cow<'static, str> {
-        Cow::Owned(py_type_name(&self.v))
+        Cow::Owned(py_type_name(self.v()))
     }
     fn len(&self) -> usize {
-        self.v.len().unwrap_or(0)
+        self.v().len().unwrap_or(0)
     }
     fn member(&self, key: &Bound<'py, PyAny>) -> R<Option<Self>> {
         match self.container() {
@@ -445,7 +413,7 @@ impl<'py> Node for PyNode<'py> {
         }
     }
     fn element(&self, index: usize) -> R<Self> {
-        let v = &self.v;
+        let v = self.v();
         if index >= v.len().map_err(py_fail)? {
             return Err(changed());
         }
@@ -456,7 +424,7 @@ impl<'py> Node for PyNode<'py> {
         item.map(PyNode::new).map_err(py_fail)
     }
     fn scalar_eq(&self, other: &Self, dialect: Dialect) -> R<bool> {
-        let (a, b) = (&self.v, &other.v);
+        let (a, b) = (self.v(), other.v());
         if a.is_none() {
             return Ok(b.is_none());
         }
@@ -553,8 +521,7 @@ struct PyDoc<'py> {
 
 /// A container opened for writing (its type flags read once).
 struct PyCursor<'a, 'py> {
-    c: Bound<'py, PyAny>,
-    flags: std::os::raw::c_ulong,
+    c: Typed<'py>,
     orders: &'a mut FastMap<(Bound<'py, PyDict>, Bound<'py, PyList>)>,
 }
 
@@ -588,12 +555,11 @@ impl<'py> PyDoc<'py> {
     }
 
     fn cursor(&mut self, c: Bound<'py, PyAny>) -> PyCursor<'_, 'py> {
-        let flags = type_flags(&c);
-        PyCursor { c, flags, orders: &mut self.orders }
+        PyCursor { c: Typed::new(c), orders: &mut self.orders }
     }
 
     fn cursor_of(&mut self, n: PyNode<'py>) -> PyCursor<'_, 'py> {
-        PyCursor { c: n.v, flags: n.flags, orders: &mut self.orders }
+        PyCursor { c: n.0, orders: &mut self.orders }
     }
 }
 
@@ -627,7 +593,7 @@ impl<'py> Document for PyDoc<'py> {
         let (mut cur, _) = self.writable(self.root.clone()).map_err(py_fail)?;
         self.root = cur.clone();
         for t in path {
-            let child = engine::step(&PyNode::new(cur.clone()), t, opts.dialect)?.v;
+            let child = engine::step(&PyNode::new(cur.clone()), t, opts.dialect)?.0.into_value();
             let (w, copied) = self.writable(child).map_err(py_fail)?;
             if copied {
                 // `cur` is fresh, so linking the copy into it needs no undo entry.
@@ -686,7 +652,7 @@ impl<'py> Document for PyDoc<'py> {
 
     fn copy_of(&mut self, from: &[Tok<'py>], depth: usize, opts: &Options) -> R<Bound<'py, PyAny>> {
         let src = engine::resolve(self.root(), from, opts.dialect)?;
-        let c = deep_copy(&src.v, depth, opts.max_depth)?;
+        let c = deep_copy(src.v(), depth, opts.max_depth)?;
         self.mark_fresh(&c);
         Ok(c)
     }
@@ -744,33 +710,33 @@ impl<'a, 'py> Cursor for PyCursor<'a, 'py> {
     type Anchor = (Bound<'py, PyAny>, Tok<'py>);
 
     fn shape(&self) -> Shape {
-        match container_of(&self.c, self.flags) {
+        match self.c.container() {
             Container::Dict(_) => Shape::Object,
             Container::List(l) => Shape::Array(l.len()),
             Container::Other => Shape::Scalar,
         }
     }
     fn type_name(&self) -> Cow<'static, str> {
-        Cow::Owned(py_type_name(&self.c))
+        Cow::Owned(py_type_name(self.c.value()))
     }
     fn anchor(&self, _at: At, key: &Tok<'py>) -> Self::Anchor {
-        (self.c.clone(), key.clone())
+        (self.c.value().clone(), key.clone())
     }
     fn obj_set(&mut self, key: &Tok<'py>, v: Bound<'py, PyAny>, want_old: bool) -> R<Option<Bound<'py, PyAny>>> {
-        let Container::Dict(d) = container_of(&self.c, self.flags) else { return Ok(None) };
+        let Container::Dict(d) = self.c.container() else { return Ok(None) };
         // The previous value only matters to the undo log.
         let old = if want_old { d.get_item(&key.0).map_err(py_fail)? } else { None };
         d.set_item(&key.0, v).map_err(py_fail)?;
         Ok(old)
     }
     fn obj_replace(&mut self, key: &Tok<'py>, v: Bound<'py, PyAny>) -> R<Option<Bound<'py, PyAny>>> {
-        let Container::Dict(d) = container_of(&self.c, self.flags) else { return Ok(None) };
+        let Container::Dict(d) = self.c.container() else { return Ok(None) };
         let Some(old) = d.get_item(&key.0).map_err(py_fail)? else { return Ok(None) };
         d.set_item(&key.0, v).map_err(py_fail)?;
         Ok(Some(old))
     }
     fn obj_remove(&mut self, key: &Tok<'py>, want_pos: bool) -> R<Option<(Bound<'py, PyAny>, usize)>> {
-        let Container::Dict(d) = container_of(&self.c, self.flags) else { return Ok(None) };
+        let Container::Dict(d) = self.c.container() else { return Ok(None) };
         let Some(old) = d.get_item(&key.0).map_err(py_fail)? else { return Ok(None) };
         if want_pos {
             let id = d.as_ptr() as usize;
@@ -781,23 +747,23 @@ impl<'a, 'py> Cursor for PyCursor<'a, 'py> {
     }
     fn obj_reinsert(&mut self, key: &Tok<'py>, _pos: usize, v: Bound<'py, PyAny>) -> R<()> {
         // Appended here; `finish_rollback` restores the order.
-        match container_of(&self.c, self.flags) {
+        match self.c.container() {
             Container::Dict(d) => d.set_item(&key.0, v).map_err(py_fail),
             _ => Ok(()),
         }
     }
     fn arr_insert(&mut self, index: usize, v: Bound<'py, PyAny>) -> R<()> {
-        let Container::List(l) = container_of(&self.c, self.flags) else { return Ok(()) };
+        let Container::List(l) = self.c.container() else { return Ok(()) };
         if index == l.len() { l.append(v) } else { l.insert(index, v) }.map_err(py_fail)
     }
     fn arr_remove(&mut self, index: usize) -> R<Bound<'py, PyAny>> {
-        let Container::List(l) = container_of(&self.c, self.flags) else { return Err(changed()) };
+        let Container::List(l) = self.c.container() else { return Err(changed()) };
         let old = l.get_item(index).map_err(py_fail)?;
         l.del_item(index).map_err(py_fail)?;
         Ok(old)
     }
     fn arr_replace(&mut self, index: usize, v: Bound<'py, PyAny>, want_old: bool) -> R<Option<Bound<'py, PyAny>>> {
-        let Container::List(l) = container_of(&self.c, self.flags) else { return Ok(None) };
+        let Container::List(l) = self.c.container() else { return Ok(None) };
         let old = if want_old { Some(l.get_item(index).map_err(py_fail)?) } else { None };
         l.set_item(index, v).map_err(py_fail)?;
         Ok(old)
@@ -848,14 +814,14 @@ pub fn apply_patch<'py>(doc: Bound<'py, PyAny>, patch: &Bound<'py, PyAny>, in_pl
 // ---------------------------------------------------------------------------------------
 
 /// Python values for a document (`core::build::Builder` applies the rules of its values).
-struct PyValues<'py> {
+pub(crate) struct PyValues<'py> {
     py: Python<'py>,
     /// Strings holding the stream's kept lone surrogates (`agui_core::stream::kept_surrogate`)
     /// become Python strings with those surrogates, as the stream's JSON text has them.
     surrogates: bool,
 }
 
-type PyBuilder<'py> = Builder<PyValues<'py>>;
+pub(crate) type PyBuilder<'py> = Builder<PyValues<'py>>;
 
 fn py_builder(py: Python<'_>, base: usize, max_depth: usize, surrogates: bool) -> PyBuilder<'_> {
     Builder::new(PyValues { py, surrogates }, base, max_depth)
@@ -926,7 +892,7 @@ fn py_value<'py>(v: &Bound<'py, PyAny>, base: usize, max_depth: usize) -> R<Boun
     // One level more for the walker: the builder names the limit first.
     let opts = Opts { pydantic: false, lossy_surrogates: false, max_depth: budget as u32 + 1 };
     let mut w = Walker::new(py, py_builder(py, base, max_depth, false), opts);
-    let walked = w.walk(v.as_ptr());
+    let walked = w.walk(v);
     let builder = std::mem::replace(&mut w.sink, py_builder(py, base, max_depth, false));
     drop(w);
     if builder.failed() {
@@ -1020,7 +986,7 @@ impl StateDocument {
 
     /// Forget owned containers no longer in the document (the set alone holds them).
     fn prune(&mut self, py: Python<'_>) {
-        self.owned.prune(|k| k.get_refcnt(py) > 1);
+        self.owned.prune(|k| crate::ffi::api::refcount(k.bind(py)) > 1);
     }
 
     /// Apply one patch (operations, or JSON text parsed with the GIL released) atomically.
@@ -1116,7 +1082,7 @@ impl StateDocument {
             raise(py, f.map_patch(|e| PatchError { path: Some(path.to_string()), ..e }))
         })?;
         self.share();
-        Ok(node.v)
+        Ok(node.0.into_value())
     }
 
     /// Replace the whole document (e.g. on a STATE_SNAPSHOT).

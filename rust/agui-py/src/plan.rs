@@ -30,8 +30,9 @@ use pyo3::types::{PyDict, PyString, PyTuple, PyType};
 
 use crate::construct::Check;
 use crate::errors::make_error;
-use crate::layout::Layout;
-use crate::gil::{GilBound, GilCell};
+use crate::ffi::api::DataDescr;
+use crate::ffi::layout::Layout;
+use crate::ffi::gil::GilCell;
 
 /// How a field value is read from an instance.
 pub(crate) enum Getter {
@@ -40,12 +41,12 @@ pub(crate) enum Getter {
     /// A data descriptor found on the class (e.g. a msgspec/slots member): call its
     /// `tp_descr_get` directly (same result as getattr, since an instance `__dict__`
     /// cannot shadow a data descriptor), skipping the MRO lookup.
-    Descr(Py<PyAny>, ffi::descrgetfunc),
+    Descr(DataDescr),
     /// A `__slots__` member (how msgspec stores Struct fields): the value pointer lives
     /// at `offset` in the instance, read directly as msgspec's own encoder does (the
     /// offset comes from the member descriptor; see `slot_offset`). A NULL slot (unset
     /// attribute) goes through the descriptor, which raises the AttributeError.
-    Slot(usize, Py<PyAny>, ffi::descrgetfunc),
+    Slot(usize, DataDescr),
     /// A class-level constant (a msgspec tag) with a scalar value, pre-encoded.
     ConstScalar(Scalar),
     /// A class-level constant of another kind, walked as a value.
@@ -53,33 +54,13 @@ pub(crate) enum Getter {
 }
 
 impl Getter {
-    /// A field read in place, borrowed from the instance (kept alive by the caller), or
-    /// None when it must go through `read`: not a slot, or an unset slot (its descriptor
-    /// raises the AttributeError).
-    ///
-    /// # Safety
-    /// `obj` must be a live instance of the class this getter's plan was built for.
-    #[inline]
-    pub(crate) unsafe fn in_place(&self, obj: *mut ffi::PyObject) -> Option<*mut ffi::PyObject> {
-        match self {
-            Getter::Slot(offset, ..) => {
-                let v = unsafe { *((obj as *const u8).add(*offset) as *const *mut ffi::PyObject) };
-                (!v.is_null()).then_some(v)
-            }
-            _ => None,
-        }
-    }
-
     /// The field's value through the getter (a new reference), or the error getattr
     /// would raise. (`ConstScalar` is written from its plan, never read.)
     #[inline]
     pub(crate) fn read<'py>(&self, obj: &Bound<'py, PyAny>, attr: &Py<PyString>) -> PyResult<Bound<'py, PyAny>> {
         let py = obj.py();
         match self {
-            Getter::Descr(descr, get) | Getter::Slot(_, descr, get) => unsafe {
-                let tp = ffi::Py_TYPE(obj.as_ptr()) as *mut ffi::PyObject;
-                Bound::from_owned_ptr_or_err(py, get(descr.as_ptr(), obj.as_ptr(), tp))
-            },
+            Getter::Descr(d) | Getter::Slot(_, d) => d.get(obj),
             Getter::GetAttr | Getter::ConstScalar(_) => obj.getattr(attr.bind(py)),
             Getter::Const(v) => Ok(v.bind(py).clone()),
         }
@@ -135,14 +116,6 @@ impl FieldCheck {
         }
     }
 
-    /// True when `v` passes without looking further.
-    ///
-    /// # Safety
-    /// `v` must be a live object.
-    #[inline(always)]
-    pub(crate) unsafe fn plainly_valid(self, v: *mut ffi::PyObject) -> bool {
-        unsafe { ffi::Py_TYPE(v) as usize == self.exact || (self.none_ok && v == ffi::Py_None()) }
-    }
 }
 
 pub(crate) enum PlanKind {
@@ -156,6 +129,9 @@ pub(crate) enum PlanKind {
 }
 
 pub(crate) struct Plan {
+    /// The address of the class the plan was built for (its instances' fields are read
+    /// in place only when the class is exactly this one, `ffi::walk::field`).
+    pub(crate) class: usize,
     pub(crate) kind: PlanKind,
     pub(crate) fields: Vec<Field>,
     /// Names and wire keys of the omittable fields (extras with these keys are
@@ -200,18 +176,18 @@ pub(crate) enum Kind {
     Unknown,
 }
 
-struct CacheEntry {
+pub(crate) struct CacheEntry {
     _ty: Py<PyType>,
     kind: Kind,
     /// The class's version tag when the plan was built (`Layout::type_version`; 0: none).
     version: u32,
 }
 
-// Entries hold `Rc` plans: `GilBound` (see crate::gil) lets them live in a `GilCell`.
-type TypeMap = HashMap<usize, GilBound<CacheEntry>, FastBuild>;
+// Entries hold `Rc` plans (`ffi::gil::GilShare` lets them live in a `GilCell`).
+pub(crate) type TypeMap = HashMap<usize, CacheEntry, FastBuild>;
 
 /// Per-class plans (keeps the type objects alive).
-static CACHE: GilCell<Option<TypeMap>> = GilCell::new(None);
+pub(crate) static CACHE: GilCell<Option<TypeMap>> = GilCell::new(None);
 static ENUM_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static UNSET: PyOnceLock<Option<Py<PyAny>>> = PyOnceLock::new();
 static STDLIB_TYPES: PyOnceLock<[(Py<PyAny>, usize); 5]> = PyOnceLock::new();
@@ -222,61 +198,62 @@ static STDLIB_TYPES: PyOnceLock<[(Py<PyAny>, usize); 5]> = PyOnceLock::new();
 /// off) or the class has none (0: the interpreter ran out of tags for it), the cached
 /// kind is kept: its changes cannot be told there.
 #[inline(always)]
-pub(crate) fn kind_of(py: Python<'_>, lay: Layout, tp: *mut ffi::PyTypeObject) -> PyResult<Kind> {
-    let key = tp as usize;
-    let now = unsafe { lay.type_version(tp) };
+pub(crate) fn kind_of(py: Python<'_>, lay: Layout, ty: &Bound<'_, PyType>) -> PyResult<Kind> {
+    let key = ty.as_ptr() as usize;
+    let now = lay.version_of(ty);
     let hit = CACHE.with(py, |c| {
         let e = c.as_ref().and_then(|m| m.get(&key))?;
-        now.is_none_or(|v| v == e.0.version).then(|| e.0.kind.clone())
-    });
+        now.is_none_or(|v| v == e.version).then(|| e.kind.clone())
+    }).flatten();
     match hit {
         Some(k) => Ok(k),
-        None => kind_of_slow(py, lay, tp),
+        None => kind_of_slow(py, lay, ty),
     }
 }
 
 #[cold]
-fn kind_of_slow(py: Python<'_>, lay: Layout, tp: *mut ffi::PyTypeObject) -> PyResult<Kind> {
-    let key = tp as usize;
+fn kind_of_slow(py: Python<'_>, lay: Layout, ty: &Bound<'_, PyType>) -> PyResult<Kind> {
+    let key = ty.as_ptr() as usize;
     // Build outside of the cell (this calls Python code).
-    let ty: Bound<'_, PyType> =
-        unsafe { Bound::from_borrowed_ptr(py, tp as *mut ffi::PyObject).cast_into_unchecked() };
-    let kind = classify(py, &ty)?;
+    let kind = classify(py, ty)?;
     // Read after `classify`, whose lookups on the class gave it a tag if it had none.
-    let version = unsafe { lay.type_version(tp) }.unwrap_or(0);
-    let entry = GilBound(CacheEntry { _ty: ty.unbind(), kind: kind.clone(), version });
-    let (kind, unused) = CACHE.with(py, |c| {
+    let version = lay.version_of(ty).unwrap_or(0);
+    let entry = CacheEntry { _ty: ty.clone().unbind(), kind: kind.clone(), version };
+    let stored = CACHE.with(py, |c| {
         let m = c.get_or_insert_with(TypeMap::default);
         match m.get(&key) {
             // Another call (re-entrant, or another thread while the GIL was released)
             // built it under the same tag first: keep its entry.
-            Some(e) if e.0.version == version => (e.0.kind.clone(), Some(entry)),
+            Some(e) if e.version == version => (e.kind.clone(), Some(entry)),
             // (a stale entry is replaced)
-            _ => (kind, m.insert(key, entry)),
+            _ => (kind.clone(), m.insert(key, entry)),
         }
     });
-    drop(unused); // decref outside of the cell
-    Ok(kind)
+    // (Decrefs outside of the cell. A borrow declined, re-entrant, caches nothing.)
+    Ok(stored.map_or(kind, |(kind, unused)| {
+        drop(unused);
+        kind
+    }))
 }
 
 /// The plan of a class that describes it now, for reading instances' fields in place
-/// (`Getter::in_place`) without asking the class ([`kind_of`]). None when the class's
+/// (`ffi::walk::field`) without asking the class ([`kind_of`]). None when the class's
 /// changes cannot be told (the tag read is off, or the interpreter gave the class no
 /// tag): the caller then reads through the class.
-pub(crate) fn current_kind(py: Python<'_>, tp: *mut ffi::PyTypeObject) -> PyResult<Option<Kind>> {
-    let lay = crate::layout::get(py);
-    if unsafe { lay.type_version(tp) }.is_none() {
+pub(crate) fn current_kind(py: Python<'_>, ty: &Bound<'_, PyType>) -> PyResult<Option<Kind>> {
+    let lay = crate::ffi::layout::get(py);
+    if lay.version_of(ty).is_none() {
         return Ok(None);
     }
-    let kind = kind_of(py, lay, tp)?;
-    let built = CACHE.with(py, |c| c.as_ref().and_then(|m| m.get(&(tp as usize))).map(|e| e.0.version));
-    let now = unsafe { lay.type_version(tp) };
+    let kind = kind_of(py, lay, ty)?;
+    let built = CACHE.with(py, |c| c.as_ref().and_then(|m| m.get(&(ty.as_ptr() as usize))).map(|e| e.version)).flatten();
+    let now = lay.version_of(ty);
     Ok((built.is_some_and(|b| b != 0 && Some(b) == now)).then_some(kind))
 }
 
 /// Drop every cached plan (decrefs happen outside of the cell).
 pub(crate) fn clear_cache(py: Python<'_>) {
-    let old = CACHE.with(py, |c| c.take());
+    let old = CACHE.with(py, |c| c.take()).flatten();
     drop(old);
 }
 
@@ -291,9 +268,6 @@ pub(crate) fn type_name(ty: &Bound<'_, PyType>) -> String {
     }
 }
 
-fn is_subtype(tp: &Bound<'_, PyType>, base: *mut ffi::PyTypeObject) -> bool {
-    unsafe { ffi::PyType_IsSubtype(tp.as_ptr() as *mut ffi::PyTypeObject, base) != 0 }
-}
 
 fn enum_type(py: Python<'_>) -> PyResult<&Py<PyType>> {
     ENUM_TYPE.get_or_try_init(py, || -> PyResult<Py<PyType>> {
@@ -335,18 +309,19 @@ fn classify<'py>(py: Python<'py>, ty: &Bound<'py, PyType>) -> PyResult<Kind> {
             return Ok(if *base == 0 { Kind::Text } else { Kind::IsoTime(*base) });
         }
     }
-    let subs: [(*mut ffi::PyTypeObject, Kind); 8] = [
-        (&raw mut ffi::PyUnicode_Type, Kind::StrSub),
-        (&raw mut ffi::PyLong_Type, Kind::IntSub),
-        (&raw mut ffi::PyFloat_Type, Kind::FloatSub),
-        (&raw mut ffi::PyDict_Type, Kind::DictSub),
-        (&raw mut ffi::PyList_Type, Kind::ListSub),
-        (&raw mut ffi::PyTuple_Type, Kind::TupleSub),
-        (&raw mut ffi::PySet_Type, Kind::Set),
-        (&raw mut ffi::PyFrozenSet_Type, Kind::Set),
+    use pyo3::types::{PyFloat, PyFrozenSet, PyInt, PyList, PySet};
+    let subs = [
+        (py.get_type::<PyString>(), Kind::StrSub),
+        (py.get_type::<PyInt>(), Kind::IntSub),
+        (py.get_type::<PyFloat>(), Kind::FloatSub),
+        (py.get_type::<PyDict>(), Kind::DictSub),
+        (py.get_type::<PyList>(), Kind::ListSub),
+        (py.get_type::<PyTuple>(), Kind::TupleSub),
+        (py.get_type::<PySet>(), Kind::Set),
+        (py.get_type::<PyFrozenSet>(), Kind::Set),
     ];
     for (base, kind) in subs {
-        if is_subtype(ty, base) {
+        if ty.is_subclass(&base)? {
             return Ok(kind);
         }
     }
@@ -438,23 +413,11 @@ fn data_descriptor(py: Python<'_>, ty: &Bound<'_, PyType>, name: &Bound<'_, PySt
     for klass in mro.flatten() {
         let Ok(d) = klass.getattr(intern!(py, "__dict__")) else { continue };
         let Ok(found) = d.get_item(name) else { continue };
-        let dtp = unsafe { ffi::Py_TYPE(found.as_ptr()) };
-        let (get, set) = unsafe {
-            (
-                ffi::PyType_GetSlot(dtp, ffi::Py_tp_descr_get),
-                ffi::PyType_GetSlot(dtp, ffi::Py_tp_descr_set),
-            )
-        };
-        // Python 3.10's PyType_GetSlot on a static type may raise: treat as "no".
-        unsafe { ffi::PyErr_Clear() };
-        if get.is_null() || set.is_null() {
-            return Getter::GetAttr;
-        }
-        let get: ffi::descrgetfunc = unsafe { std::mem::transmute(get) };
+        let Some(descr) = DataDescr::of(&found) else { return Getter::GetAttr };
         if let Some(offset) = slot_offset(py, ty, name, &found) {
-            return Getter::Slot(offset, found.unbind(), get);
+            return Getter::Slot(offset, descr);
         }
-        return Getter::Descr(found.unbind(), get);
+        return Getter::Descr(descr);
     }
     Getter::GetAttr
 }
@@ -471,7 +434,7 @@ fn slot_offset(py: Python<'_>, ty: &Bound<'_, PyType>, name: &Bound<'_, PyString
         .get_or_init(py, || py.import("types").and_then(|m| m.getattr("MemberDescriptorType")).map(|t| t.unbind()).ok())
         .as_ref()?;
     let basic: usize = ty.getattr(intern!(py, "__basicsize__")).ok()?.extract().ok()?;
-    crate::layout::get(py).member_offset(ty, name, descr, mdt.bind(py), basic)
+    crate::ffi::layout::get(py).member_offset(ty, name, descr, mdt.bind(py), basic)
 }
 
 /// `getattr(cls, name)` or None when missing (other errors propagate).
@@ -568,7 +531,7 @@ fn struct_plan<'py>(
                 Ok(v) => v,
                 Err(e) => cfg("tag").ok_or(e)?,
             };
-            let absent = m.omit && unsafe { is_absent(tag.as_ptr()) };
+            let absent = m.omit && crate::ffi::api::is_absent(&tag);
             // An Enum member (our tags are `EventType` members) is written as its value.
             let is_enum = tag.is_instance(enum_type(py)?.bind(py))?;
             let value = if is_enum { tag.getattr(intern!(py, "_value_")).unwrap_or_else(|_| tag.clone()) } else { tag.clone() };
@@ -588,26 +551,14 @@ fn struct_plan<'py>(
         None => false,
     };
     // SAFETY: a live type object, under the GIL (the token).
-    let managed = has_dict && unsafe { crate::layout::get(py).managed_class(ty.as_type_ptr()) };
+    let managed = has_dict && crate::ffi::layout::get(py).managed_class(ty);
     let unset = UNSET
         .get_or_init(py, || {
             py.import("msgspec").and_then(|m| m.getattr("UNSET")).map(|u| u.unbind()).ok()
         })
         .as_ref()
         .map_or(0, |u| u.as_ptr() as usize);
-    Ok(Plan { kind: PlanKind::Struct { has_dict, managed }, fields, omit_keys, computed: Vec::new(), unset, schema })
-}
-
-/// True when the value "has no value" for the omission rule: None or a non-finite float.
-#[inline]
-pub(crate) unsafe fn is_absent(ptr: *mut ffi::PyObject) -> bool {
-    if ptr == ffi::Py_None() {
-        return true;
-    }
-    if ffi::Py_TYPE(ptr) == &raw mut ffi::PyFloat_Type {
-        return !ffi::PyFloat_AsDouble(ptr).is_finite();
-    }
-    false
+    Ok(Plan { class: ty.as_ptr() as usize, kind: PlanKind::Struct { has_dict, managed }, fields, omit_keys, computed: Vec::new(), unset, schema })
 }
 
 fn pydantic_plan<'py>(
@@ -683,34 +634,8 @@ fn pydantic_plan<'py>(
     if is_root {
         let root = PyString::intern(py, "root").unbind();
         let field = Field { attr: root, key: PreStr::new("root"), omit_if_none: false, getter: Getter::GetAttr, check: None };
-        return Ok(Plan { kind: PlanKind::PydanticRoot, fields: vec![field], omit_keys, computed, unset: 0, schema: None });
+        return Ok(Plan { class: ty.as_ptr() as usize, kind: PlanKind::PydanticRoot, fields: vec![field], omit_keys, computed, unset: 0, schema: None });
     }
     let extra = data_descriptor(py, ty, intern!(py, "__pydantic_extra__"));
-    Ok(Plan { kind: PlanKind::Pydantic { extra }, fields, omit_keys, computed, unset: 0, schema: None })
-}
-
-
-/// Does `v` fit its field's schema (the construction check of the field, read as a
-/// schema: `construct::PyRead`)? `Err` says what was expected and where below the field (`[3]` in a
-/// list).
-///
-/// # Safety
-/// `v` must be a live object, borrowed for the call; nothing here runs Python code.
-pub(crate) unsafe fn conforms(py: Python<'_>, lay: Layout, check: &Check, v: *mut ffi::PyObject) -> Result<(), Mismatch> {
-    agui_core::construct::check(&crate::construct::PyRead::<true>(py, Some(lay)), check, v).map_err(|m: agui_core::construct::Mismatch<_, _, _>| {
-        let lit = |s: &Py<PyString>| s.bind(py).to_string_lossy().into_owned();
-        let class = |c: usize| {
-            let t = unsafe { Bound::from_borrowed_ptr(py, c as *mut ffi::PyObject) };
-            t.cast_into::<PyType>().ok().and_then(|t| t.name().ok()).map(|n| n.to_string()).unwrap_or_default()
-        };
-        Mismatch { at: m.path(), expected: m.expected(&lit, &class), got: m.got }
-    })
-}
-
-/// A value that does not fit its field's schema: where below the field, what was
-/// expected, and the value found there (borrowed from the field's value).
-pub(crate) struct Mismatch {
-    pub(crate) at: String,
-    pub(crate) expected: String,
-    pub(crate) got: *mut ffi::PyObject,
+    Ok(Plan { class: ty.as_ptr() as usize, kind: PlanKind::Pydantic { extra }, fields, omit_keys, computed, unset: 0, schema: None })
 }

@@ -17,7 +17,7 @@ use std::ffi::CString;
 
 use crate::errors::{error_at, make_error};
 use crate::decoder::{self, decode_items, with_buffer, Backend, GcPause, Items, Modes, Outcome, StreamState};
-use crate::walk::{self, Opts};
+use crate::ffi::walk::{self, Opts};
 
 /// Turn a core error into the matching `agui_fast.errors` exception.
 pub(crate) fn to_py(py: Python<'_>, e: &Error) -> PyErr {

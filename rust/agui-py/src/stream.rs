@@ -390,8 +390,7 @@ fn plain_struct<'py, T>(
     mut member: impl FnMut(&str, Bound<'py, PyAny>) -> bool,
 ) -> Option<T> {
     let py = obj.py();
-    let tp = obj.get_type_ptr();
-    let Ok(Some(Kind::Plan(plan))) = crate::plan::current_kind(py, tp) else { return None };
+    let Ok(Some(Kind::Plan(plan))) = crate::plan::current_kind(py, &obj.get_type()) else { return None };
     let PlanKind::Struct { has_dict, .. } = plan.kind else { return None };
     let mut found = None;
     for f in &plan.fields {
@@ -401,12 +400,8 @@ fn plain_struct<'py, T>(
                 continue;
             }
             Getter::ConstScalar(_) | Getter::Const(_) => return None,
-            // SAFETY: `obj` is an instance of the class the plan was built for (its type's
-            // current plan), alive for the call; the slot's object is borrowed from it.
-            g => match unsafe { g.in_place(obj.as_ptr()) } {
-                Some(p) => unsafe { Bound::from_borrowed_ptr(py, p) },
-                None => g.read(obj, &f.attr).ok()?,
-            },
+            // (From its slot: the plan is the current one of `obj`'s class.)
+            _ => crate::ffi::walk::field(obj, &plan, f).ok()?,
         };
         // Left out of the JSON, as the writer leaves it out.
         if v.as_ptr() as usize == plan.unset || (f.omit_if_none && v.is_none()) {
@@ -416,7 +411,7 @@ fn plain_struct<'py, T>(
             return None;
         }
     }
-    if has_dict && !crate::layout::get(py).no_extras(obj) {
+    if has_dict && !crate::ffi::layout::get(py).no_extras(obj) {
         return None;
     }
     found

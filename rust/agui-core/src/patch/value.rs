@@ -189,7 +189,7 @@ pub(super) fn check_depth(v: &Value, depth: usize, opts: &Options) -> Result<(),
 
 /// Entries `shift_remove` may move in one patch before removes switch to `swap_remove`
 /// with an order record: small patches keep the exact, cheapest path; a patch with many
-/// removes on a large object stays linear (issue 14 #5).
+/// removes on a large object stays linear (tests/test_props_linear.py).
 const SHIFT_BUDGET: usize = 1 << 16;
 
 /// Order records active at once: each tracked operation scans them, so past this the

@@ -53,7 +53,7 @@ impl Num<'_> {
     }
 
     /// The text JS `String(number)` would give, near enough for best-effort string fields.
-    /// A float is spelled as the JSON writer (`crate::json::write_f64`) spells it, so a
+    /// A float is spelled as the JSON writer (`crate::text::write_f64`) spells it, so a
     /// tree built straight from Python floats reads like one parsed from that writer's text.
     pub fn text(&self) -> String {
         match self {
@@ -62,7 +62,7 @@ impl Num<'_> {
             Num::U(u) => u.to_string(),
             Num::F(f) => {
                 let mut b = Vec::new();
-                crate::json::write_f64(&mut b, *f);
+                crate::text::write_f64(&mut b, *f);
                 String::from_utf8(b).unwrap_or_default()
             }
         }

@@ -83,15 +83,7 @@ fn ld(n: usize) -> usize {
     encoded_len_varint(n as u64) + n
 }
 
-/// The double a JSON number travels as. Integers beyond 2^53 round like JS parsing does.
-pub fn number_f64(n: &Number) -> f64 {
-    if let Some(f) = n.as_f64() {
-        return f;
-    }
-    // arbitrary_precision: `as_f64` refuses out-of-range spellings such as 1e400;
-    // JS parses those to ±Infinity, and so does Rust's float parser.
-    n.to_string().parse::<f64>().unwrap_or(f64::NAN)
-}
+pub use crate::sink::number_f64;
 
 /// Is `k` a canonical JS array index ("0", or no leading zero, value <= 2^32 - 2)?
 #[inline]

@@ -902,7 +902,7 @@ mod tests {
         assert!(fast > valid / 4 && valid > total / 8 && valid < total, "{fast} fast, {valid} valid of {total}");
     }
 
-    /// `unescape_into` as it was with `memchr` (stop 26), the reference for its search.
+    /// `unescape_into` written with `memchr`: the reference for its own search.
     fn unescape_memchr(raw: &str, out: &mut String) -> Option<()> {
         let b = raw.as_bytes();
         let mut i = 0;

@@ -131,12 +131,20 @@ impl Layout {
     /// fixed when the class is made, so a plan asks once per class (asking per object was
     /// a call through the API, ~65 instructions per Struct written).
     ///
+    pub(crate) fn managed_class(self, ty: &Bound<'_, PyType>) -> bool {
+        // SAFETY: `ty` is a live type object and the GIL is held (its token).
+        unsafe { self.managed_type(ty.as_type_ptr()) }
+    }
+
+    /// [`managed_class`](Self::managed_class) of a type pointer.
+    ///
     /// # Safety
     /// `ty` must be a live type object; the GIL must be held.
-    pub(crate) unsafe fn managed_class(self, ty: *mut ffi::PyTypeObject) -> bool {
+    unsafe fn managed_type(self, ty: *mut ffi::PyTypeObject) -> bool {
         if self.managed_dict == 0 {
             return false;
         }
+        // SAFETY: the contract: a live type object, the GIL held; PyType_GetFlags only reads it.
         let flags = unsafe { ffi::PyType_GetFlags(ty) };
         flags & TPFLAGS_MANAGED_DICT != 0 && !(self.managed_dict >= 13 && flags & TPFLAGS_INLINE_VALUES != 0)
     }
@@ -149,6 +157,9 @@ impl Layout {
     /// `obj` must be a live object whose class is a `managed_class`; the GIL must be held.
     #[inline(always)]
     pub(crate) unsafe fn managed_dict(self, obj: *mut ffi::PyObject) -> Option<*mut ffi::PyObject> {
+        // SAFETY: the contract: a live object of a managed class (its managed-dict words lie before
+        // it, the layout of this interpreter's minor version, gated by detect and checked by
+        // check_managed_dict).
         unsafe {
             let words = obj as *const usize;
             let dict = *words.sub(3);
@@ -169,8 +180,10 @@ impl Layout {
     /// `obj` must be a live object; the GIL must be held.
     #[inline(always)]
     pub(crate) unsafe fn instance_dict(self, obj: *mut ffi::PyObject) -> Option<*mut ffi::PyObject> {
+        // SAFETY: the contract: a live object (its type readable), then managed_dict's contract
+        // once its class is a managed one.
         unsafe {
-            if !self.managed_class(ffi::Py_TYPE(obj)) {
+            if !self.managed_type(ffi::Py_TYPE(obj)) {
                 return None;
             }
             self.managed_dict(obj)
@@ -184,7 +197,7 @@ impl Layout {
     /// `PyObject_GenericGetDict`, which makes one (an error for an object without `__dict__`).
     pub(crate) fn extras_dict<'py>(self, v: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
         // SAFETY: `v` is a live object and the GIL is held (the token).
-        let managed = unsafe { self.managed_class(ffi::Py_TYPE(v.as_ptr())) };
+        let managed = unsafe { self.managed_type(ffi::Py_TYPE(v.as_ptr())) };
         self.class_extras(v, managed)
     }
 
@@ -198,6 +211,8 @@ impl Layout {
             // token); the dict is borrowed from it (a new reference is taken), only read.
             match unsafe { self.managed_dict(v.as_ptr()) } {
                 Some(d) if d.is_null() => return Ok(None),
+                // SAFETY: a managed dict read as just above: a live dict borrowed from the live
+                // object `v`; a new reference is taken.
                 Some(d) => return Ok(Some(unsafe { Bound::from_borrowed_ptr(v.py(), d) })),
                 None => {}
             }
@@ -215,6 +230,8 @@ impl Layout {
         // SAFETY: `v` is a live object and the GIL is held; the dict is borrowed, only read.
         match unsafe { self.instance_dict(v.as_ptr()) } {
             Some(d) if d.is_null() => return true,
+            // SAFETY: `d` is the live instance dict of the live object `v`, only read, under the
+            // GIL.
             Some(d) if unsafe { ffi::PyDict_Check(d) } != 0 => return unsafe { ffi::PyDict_Size(d) } == 0,
             _ => {}
         }
@@ -228,10 +245,20 @@ impl Layout {
     /// has not changed since it was read; 0 means changed and not looked up since (or out
     /// of tags). None when the read is off.
     ///
+    #[inline(always)]
+    pub(crate) fn version_of(self, ty: &Bound<'_, PyType>) -> Option<u32> {
+        // SAFETY: `ty` is a live type object.
+        unsafe { self.type_version(ty.as_type_ptr()) }
+    }
+
+    /// [`version_of`](Self::version_of) a type pointer.
+    ///
     /// # Safety
     /// `ty` must be a live type object.
     #[inline(always)]
     pub(crate) unsafe fn type_version(self, ty: *mut ffi::PyTypeObject) -> Option<u32> {
+        // SAFETY: the contract: a live type object; tp_version_tag's offset is the one detect's
+        // gate and check_version confirmed.
         self.version.then(|| unsafe { *((ty as *const u8).add(TP_VERSION_TAG) as *const u32) })
     }
 
@@ -241,6 +268,8 @@ impl Layout {
     /// `o` must be a live object; the GIL must be held.
     #[inline(always)]
     pub(crate) unsafe fn incref(self, o: *mut ffi::PyObject) {
+        // SAFETY: the contract: a live object, the GIL held; the in-place forms only when
+        // check_refcnt confirmed them (RefRepr).
         unsafe {
             match self.refcnt {
                 RefRepr::Api => ffi::Py_IncRef(o),
@@ -262,6 +291,9 @@ impl Layout {
     /// `o` must be a live object holding a reference the caller owns; the GIL must be held.
     #[inline(always)]
     pub(crate) unsafe fn decref(self, o: *mut ffi::PyObject) {
+        // SAFETY: the contract: a live object holding a reference the caller owns, the GIL held; in
+        // place only when check_refcnt confirmed it, and never the last reference (the API
+        // deallocates).
         unsafe {
             let c = *(o as *const isize);
             match self.refcnt {
@@ -279,6 +311,8 @@ impl Layout {
     /// `d` must be a live `dict` (or subclass instance).
     #[inline(always)]
     pub(crate) unsafe fn dict_direct(self, d: *mut ffi::PyObject) -> bool {
+        // SAFETY: the contract: a live dict; ma_values' offset is the one detect's gate and
+        // check_dict confirmed (`self.dict` on).
         self.dict && unsafe { (*((d as *const u8).add(DICT_VALUES) as *const *const u8)).is_null() }
     }
 
@@ -290,6 +324,8 @@ impl Layout {
     /// `d` must be a live `dict` for which [`Layout::dict_direct`] held.
     #[inline(always)]
     pub(crate) unsafe fn dict_next(self, d: *mut ffi::PyObject, pos: &mut usize) -> Option<(*mut ffi::PyObject, *mut ffi::PyObject)> {
+        // SAFETY: the contract (dict_direct held for this live dict), as dict_entries and next
+        // require.
         unsafe { self.dict_entries(d).next(pos) }
     }
 
@@ -301,6 +337,8 @@ impl Layout {
     /// `d` must be a live `dict` for which [`Layout::dict_direct`] held.
     #[inline(always)]
     pub(crate) unsafe fn dict_entries(self, d: *mut ffi::PyObject) -> DictEntries {
+        // SAFETY: the contract: a live dict with a combined table (dict_direct), whose keys object
+        // and entries are laid out as check_dict confirmed; read before any Python code runs.
         unsafe {
             let keys = *((d as *const u8).add(DICT_KEYS) as *const *const u8);
             let n = *(keys.add(DK_NENTRIES) as *const isize) as usize;
@@ -322,6 +360,9 @@ impl Layout {
             return None;
         }
         let base = s as *const u8;
+        // SAFETY: the contract: a live str (its header read at the offsets check_str confirmed);
+        // the compact data or the cached UTF-8 buffer lives as long as the str, which never changes
+        // it.
         unsafe {
             let state = *(base.add(STR_STATE) as *const u32);
             if state & STATE_COMPACT == 0 {
@@ -348,6 +389,8 @@ impl Layout {
     #[inline(always)]
     pub(crate) unsafe fn list_item(self, list: *mut ffi::PyObject, i: usize) -> Option<*mut ffi::PyObject> {
         let base = list as *const u8;
+        // SAFETY: the contract: a live exact list, `self.seq` on (check_seq confirmed ob_size and
+        // ob_item).
         unsafe {
             let n = *(base.add(OB_SIZE) as *const isize) as usize;
             if i >= n {
@@ -368,6 +411,8 @@ impl Layout {
     #[inline(always)]
     pub(crate) unsafe fn list_items_now<'t>(self, list: *mut ffi::PyObject) -> &'t [*mut ffi::PyObject] {
         let base = list as *const u8;
+        // SAFETY: the contract: a live exact list, `self.seq` on; the slice is used before Python
+        // code runs.
         unsafe {
             let n = *(base.add(OB_SIZE) as *const isize) as usize;
             if n == 0 {
@@ -385,6 +430,7 @@ impl Layout {
     #[inline(always)]
     pub(crate) unsafe fn tuple_items<'t>(self, tuple: *mut ffi::PyObject) -> &'t [*mut ffi::PyObject] {
         let base = tuple as *const u8;
+        // SAFETY: the contract: a live exact tuple, `self.seq` on; a tuple's items never change.
         unsafe {
             let n = *(base.add(OB_SIZE) as *const isize) as usize;
             std::slice::from_raw_parts(base.add(SEQ_ITEMS) as *const *mut ffi::PyObject, n)
@@ -403,6 +449,7 @@ impl Layout {
     /// `f` must be a live exact `float`.
     #[inline(always)]
     pub(crate) unsafe fn float(self, f: *mut ffi::PyObject) -> Option<f64> {
+        // SAFETY: the contract: a live exact float; ob_fval's offset confirmed by check_float.
         self.float.then(|| unsafe { *((f as *const u8).add(FLOAT_VALUE) as *const f64) })
     }
 
@@ -414,6 +461,7 @@ impl Layout {
     #[inline(always)]
     pub(crate) unsafe fn small_int(self, v: *mut ffi::PyObject) -> Option<i64> {
         let base = v as *const u8;
+        // SAFETY: the contract: a live exact int; the size or tag word confirmed by check_int.
         let (n, negative) = unsafe {
             match self.int {
                 IntRepr::Api => return None,
@@ -427,6 +475,8 @@ impl Layout {
                 }
             }
         };
+        // SAFETY: the digits read are within the count read above (0 to 2 digits), of a live exact
+        // int.
         let digit = |i: usize| unsafe { *(base.add(INT_DIGITS + 4 * i) as *const u32) } as u64;
         let magnitude = match n {
             0 => 0,
@@ -463,6 +513,8 @@ impl Layout {
             return None;
         }
         let d = descr.as_ptr() as *const MemberDescr;
+        // SAFETY: `descr` is a live member descriptor (its type checked above): its header, then
+        // its name and owner confirmed before its PyMemberDef is read.
         unsafe {
             let d_name = (*d).d_name;
             if d_name.is_null() || ffi::PyUnicode_Check(d_name) == 0 {
@@ -496,7 +548,7 @@ impl Layout {
         let known = ((3, 10)..(3, 14)).contains(&(v.major, v.minor))
             && cfg!(target_pointer_width = "64")
             && cfg!(target_endian = "little");
-        if !known {
+        if !known || public_api_only() {
             return Layout::API;
         }
         let old = v.minor <= 11;
@@ -520,6 +572,7 @@ impl Layout {
         lay.version = check_version(py);
         lay.managed_dict = if v.minor >= 11 && check_managed_dict(py, v.minor) { v.minor } else { 0 };
         // The checks above ran the API: leave no error behind.
+        // SAFETY: the GIL is held (detect's token).
         unsafe { ffi::PyErr_Clear() };
         lay
     }
@@ -543,6 +596,8 @@ impl DictEntries {
     /// The dict it was read from is live and no Python code ran since it was read.
     #[inline(always)]
     pub(crate) unsafe fn next(self, pos: &mut usize) -> Option<(*mut ffi::PyObject, *mut ffi::PyObject)> {
+        // SAFETY: the contract: the dict this table was read from is live and no Python code ran
+        // since, so entries 0..n lie in its table and hold live objects or NULL values.
         unsafe {
             while *pos < self.n {
                 let e = self.first_key.add(*pos * self.stride);
@@ -562,6 +617,10 @@ fn check_seq(py: Python<'_>) -> bool {
     let items = [PyString::new(py, "a").into_any(), py.None().into_bound(py), PyFloat::new(py, 1.5).into_any()];
     let (Ok(list), Ok(tuple)) = (PyList::new(py, &items), PyTuple::new(py, &items)) else { return false };
     let _ = list.append(py.None()); // grown: ob_item reallocated, size != allocated
+    // SAFETY: a probe of a layout on an object made here, of the type it reads, after detect's
+    // version gate (CPython 3.10-3.13, 64-bit little-endian): the offsets lie inside such an
+    // object, and what is read is compared with the API before any read is enabled (list and tuple
+    // items, the list grown so that its item array was reallocated).
     unsafe {
         let (l, t) = (list.as_ptr(), tuple.as_ptr());
         let n = ffi::PyList_Size(l) as usize;
@@ -587,6 +646,11 @@ fn check_dict(py: Python<'_>) -> bool {
         o.setattr("a", 1)?;
         o.getattr("__dict__")
     });
+    // SAFETY: a probe of a layout on an object made here, of the type it reads, after detect's
+    // version gate (CPython 3.10-3.13, 64-bit little-endian): the offsets lie inside such an
+    // object, and what is read is compared with the API before any read is enabled (combined dicts
+    // of both entry kinds and index widths); PyDict_Next is the API read against which it is
+    // compared.
     let same = |d: &Bound<'_, PyAny>| unsafe {
         let p = d.as_ptr();
         if !probe.dict_direct(p) {
@@ -604,6 +668,10 @@ fn check_dict(py: Python<'_>) -> bool {
         }
     };
     // A split table (an instance __dict__) must be declined, never read as combined.
+    // SAFETY: a probe of a layout on an object made here, of the type it reads, after detect's
+    // version gate (CPython 3.10-3.13, 64-bit little-endian): the offsets lie inside such an
+    // object, and what is read is compared with the API before any read is enabled: a split table
+    // must be declined.
     let split_declined = split.as_ref().map(|d| !unsafe { probe.dict_direct(d.as_ptr()) }).unwrap_or(false);
     dicts.iter().all(|d| same(&d)) && split_declined
 }
@@ -618,8 +686,13 @@ fn check_refcnt(py: Python<'_>, repr: RefRepr) -> bool {
     let count = |o: &Bound<'_, PyAny>| sys.getattr("getrefcount").and_then(|f| f.call1((o,))?.extract::<isize>()).ok();
     let o = PyList::empty(py).into_any();
     let Some(c0) = count(&o) else { return false };
+    // SAFETY: a probe of a layout on an object made here, of the type it reads, after detect's
+    // version gate (CPython 3.10-3.13, 64-bit little-endian): the offsets lie inside such an
+    // object, and what is read is compared with the API before any read is enabled; `o` is a fresh
+    // list this function owns a reference to, the GIL held.
     unsafe { probe.incref(o.as_ptr()) };
     let c1 = count(&o);
+    // SAFETY: the reference taken just above.
     unsafe { probe.decref(o.as_ptr()) };
     let mortal_ok = c1 == Some(c0 + 1) && count(&o) == Some(c0);
     // 3.12+: None is immortal, its count never changes. (On 3.10, 3.11 its count moves
@@ -627,6 +700,11 @@ fn check_refcnt(py: Python<'_>, repr: RefRepr) -> bool {
     let immortal_ok = repr != RefRepr::Immortal || {
         let none = py.None().into_bound(py);
         let n0 = count(&none);
+        // SAFETY: a probe of a layout on an object made here, of the type it reads, after detect's
+        // version gate (CPython 3.10-3.13, 64-bit little-endian): the offsets lie inside such an
+        // object, and what is read is compared with the API before any read is enabled; None is
+        // immortal on the versions the Immortal form is probed for, and each decref undoes the
+        // incref before it.
         unsafe {
             probe.incref(none.as_ptr());
             probe.decref(none.as_ptr());
@@ -645,6 +723,10 @@ fn check_version(py: Python<'_>) -> bool {
     let probe = Layout { version: true, ..Layout::API };
     let Ok(classes) = py.eval(c"(lambda b: (b, type('D', (b,), {})))(type('B', (), {'a': 1}))", None, None) else { return false };
     let (Ok(base), Ok(sub)) = (classes.get_item(0), classes.get_item(1)) else { return false };
+    // SAFETY: a probe of a layout on an object made here, of the type it reads, after detect's
+    // version gate (CPython 3.10-3.13, 64-bit little-endian): the offsets lie inside such an
+    // object, and what is read is compared with the API before any read is enabled; `c` is a class
+    // made here and alive.
     let tag = |c: &Bound<'_, PyAny>| unsafe { probe.type_version(c.as_ptr() as *mut ffi::PyTypeObject) };
     let look = |c: &Bound<'_, PyAny>| c.getattr("a").is_ok();
     let ok = (|| {
@@ -678,6 +760,10 @@ fn generic_dict<'py>(v: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
 /// kept apart from a dict (never claims "no attributes" where there are some).
 fn check_managed_dict(py: Python<'_>, minor: u8) -> bool {
     let probe = Layout { managed_dict: minor, ..Layout::API };
+    // SAFETY: a probe of a layout on an object made here, of the type it reads, after detect's
+    // version gate (CPython 3.10-3.13, 64-bit little-endian): the offsets lie inside such an
+    // object, and what is read is compared with the API before any read is enabled; `o` is an
+    // instance made here and alive.
     let read = |o: &Bound<'_, PyAny>| unsafe { probe.instance_dict(o.as_ptr()) };
     let ok = (|| -> PyResult<bool> {
         let ms = py.import("msgspec")?;
@@ -703,6 +789,7 @@ fn check_managed_dict(py: Python<'_>, minor: u8) -> bool {
         };
         Ok(ok)
     })();
+    // SAFETY: the GIL is held (the token).
     unsafe { ffi::PyErr_Clear() };
     ok.unwrap_or(false)
 }
@@ -711,6 +798,10 @@ fn check_float(py: Python<'_>) -> bool {
     let probe = Layout { float: true, ..Layout::API };
     [0.0, -1.5, 1e300, f64::MIN_POSITIVE].iter().all(|&x| {
         let f = PyFloat::new(py, x);
+        // SAFETY: a probe of a layout on an object made here, of the type it reads, after detect's
+        // version gate (CPython 3.10-3.13, 64-bit little-endian): the offsets lie inside such an
+        // object, and what is read is compared with the API before any read is enabled; `f` is an
+        // exact float made here.
         unsafe { probe.float(f.as_ptr()) == Some(ffi::PyFloat_AsDouble(f.as_ptr())) }
     })
 }
@@ -729,9 +820,15 @@ fn check_int(py: Python<'_>, repr: IntRepr) -> bool {
     let small = [0, 1, -1, 7, -42, (1 << 30) - 1, -(1 << 30), 1 << 30, two_digits - 1, -(two_digits - 1)];
     let large = [two_digits, -two_digits, i64::MAX, i64::MIN];
     let read = |x: i64| -> Option<(Option<i64>, i64)> {
+        // SAFETY: the GIL is held; the call returns a new reference or NULL.
         let o = unsafe { Bound::from_owned_ptr_or_opt(py, ffi::PyLong_FromLongLong(x))? };
         let mut overflow: c_int = 0;
+        // SAFETY: `o` is a live int, the GIL held.
         let api = unsafe { ffi::PyLong_AsLongLongAndOverflow(o.as_ptr(), &mut overflow) };
+        // SAFETY: a probe of a layout on an object made here, of the type it reads, after detect's
+        // version gate (CPython 3.10-3.13, 64-bit little-endian): the offsets lie inside such an
+        // object, and what is read is compared with the API before any read is enabled; `o` is an
+        // exact int made here.
         (overflow == 0).then(|| (unsafe { probe.small_int(o.as_ptr()) }, api))
     };
     small.iter().all(|&x| read(x) == Some((Some(x), x))) && large.iter().all(|&x| read(x) == Some((None, x)))
@@ -751,21 +848,32 @@ fn check_str(py: Python<'_>, head: usize) -> usize {
     for (text, kind, ascii) in cases {
         let s = PyString::new(py, text);
         let p = s.as_ptr();
+        // SAFETY: a probe of a layout on an object made here, of the type it reads, after detect's
+        // version gate (CPython 3.10-3.13, 64-bit little-endian): the offsets lie inside such an
+        // object, and what is read is compared with the API before any read is enabled; `s` is a
+        // compact str made here (its header is at least 40 bytes).
         let state = unsafe { *((p as *const u8).add(STR_STATE) as *const u32) };
         if state & STATE_COMPACT == 0
             || (state & STATE_ASCII != 0) != ascii
             || (state >> STATE_KIND_SHIFT) & 7 != kind
+            // SAFETY: the same header read as just above.
             || unsafe { *((p as *const u8).add(STR_LENGTH) as *const isize) } != text.chars().count() as isize
         {
             return 0;
         }
         // Before the API is asked, a non-ASCII str has no UTF-8 yet or the same buffer.
+        // SAFETY: a probe of a layout on an object made here, of the type it reads, after detect's
+        // version gate (CPython 3.10-3.13, 64-bit little-endian): the offsets lie inside such an
+        // object, and what is read is compared with the API before any read is enabled (the state
+        // read above says compact).
         let before = unsafe { probe.str_utf8(p) }.map(|b| b.as_ptr());
         let mut n: ffi::Py_ssize_t = 0;
+        // SAFETY: `p` is a live str, the GIL held.
         let api = unsafe { ffi::PyUnicode_AsUTF8AndSize(p, &mut n) } as *const u8;
         if api.is_null() || before.is_some_and(|b| b != api) {
             return 0;
         }
+        // SAFETY: as just above: the same live str, compact.
         match unsafe { probe.str_utf8(p) } {
             Some(b) if b.as_ptr() == api && b.len() == n as usize && b == text.as_bytes() => {}
             _ => return 0,
@@ -774,11 +882,23 @@ fn check_str(py: Python<'_>, head: usize) -> usize {
     // A str subclass instance is not compact (its data lives apart): never read in place.
     let sub = py
         .eval(c"type('S', (str,), {})('sub')", None, None)
+        // SAFETY: a probe of a layout on an object made here, of the type it reads, after detect's
+        // version gate (CPython 3.10-3.13, 64-bit little-endian): the offsets lie inside such an
+        // object, and what is read is compared with the API before any read is enabled: a str
+        // subclass instance (not compact) must be declined by the state bit.
         .map(|o| unsafe { probe.str_utf8(o.as_ptr()) }.is_none());
     if sub.ok() != Some(true) {
         return 0;
     }
     head
+}
+
+/// `AGUI_FAST_PUBLIC_API=1` (read once, when the module is imported): every read through
+/// the API and construction through `tp_call`, the paths an interpreter whose layout is not
+/// known here takes (3.14 and later), so that they are tested on the ones that are.
+pub(crate) fn public_api_only() -> bool {
+    static ONLY: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ONLY.get_or_init(|| std::env::var_os("AGUI_FAST_PUBLIC_API").is_some_and(|v| v == "1"))
 }
 
 static LAYOUT: PyOnceLock<Layout> = PyOnceLock::new();
@@ -811,15 +931,17 @@ pub(crate) fn direct_reads(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::Py
 /// that `StructMeta`'s `tp_vectorcall_offset` names (for the Structs' metaclass,
 /// `construct.rs`: the one direct read here that is not the walker's).
 ///
-/// The limited API has no accessor for either (before 3.12 / 3.14), so the `PyTypeObject`
-/// layout that CPython 3.10–3.14 share on 64-bit platforms is checked first against what
-/// the limited API *can* read: the call, new, free and is_gc slots and the bases and MRO
-/// of `StructMeta`, and `type`'s own vectorcall offset. On any mismatch (another layout,
-/// a debug build): None, and construction stays on the `tp_call` path.
+/// The limited API has no accessor for either (before 3.12 / 3.14), so the read is gated
+/// like the others: CPython 3.10–3.14 (the `PyTypeObject` layout they share), 64-bit
+/// little-endian, not `AGUI_FAST_PUBLIC_API=1`; and the layout is checked first against
+/// what the limited API *can* read: the call, new, free and is_gc slots and the bases and
+/// MRO of `StructMeta`, and `type`'s own vectorcall offset. Otherwise, or on any mismatch
+/// (another layout, a debug build): None, and construction stays on the `tp_call` path.
 pub(crate) fn struct_vectorcall(base: &Bound<'_, PyType>, probe: &Bound<'_, PyType>) -> Option<ffi::vectorcallfunc> {
     /// A pointer-sized word at `offset` in `obj` (a live object at least `offset + 8`
     /// bytes long).
     unsafe fn word(obj: *mut ffi::PyObject, offset: usize) -> usize {
+        // SAFETY: the contract: a live object at least offset + 8 bytes long.
         unsafe { *((obj as *const u8).add(offset) as *const usize) }
     }
     const VECTORCALL_OFFSET: usize = 56;
@@ -830,7 +952,11 @@ pub(crate) fn struct_vectorcall(base: &Bound<'_, PyType>, probe: &Bound<'_, PyTy
     const BASES: usize = 336;
     const MRO: usize = 344;
     const VECTORCALL: usize = 400;
-    if std::mem::size_of::<usize>() != 8 || !probe.get_type().is(base) {
+    let v = base.py().version_info();
+    let known = ((3, 10)..(3, 15)).contains(&(v.major, v.minor))
+        && cfg!(target_pointer_width = "64")
+        && cfg!(target_endian = "little");
+    if !known || public_api_only() || !probe.get_type().is(base) {
         return None;
     }
     let b = base.as_ptr();

@@ -28,6 +28,17 @@
 //! Nesting deeper than `max_depth` (default `agui_core::limits::DEFAULT_MAX_DEPTH`) is an
 //! `EncodeError`, recursive structures included.
 
+//! **The walk's invariant** (what every `unsafe` block below stands on): a pointer a
+//! walker method is given is a live object, either held by the caller (the value given
+//! to `walk`, a `Held` reference, a tuple's item, which lives as long as the tuple) or
+//! borrowed from a container the walk holds, read in place (or by the API) since the
+//! last time Python code could have run. Nothing between such a read and the use of the
+//! pointer runs Python code: a leaf (exact `str`, `int`, `float`, `bool`, `None`) is
+//! written to a [`WalkSink`], whose contract is to run none; anything else is held
+//! (`Held`, a reference counted in place where the layout allows) before it is walked,
+//! and the container's items or entries are read again after it. The GIL is held
+//! throughout (the walker holds the token).
+
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::os::raw::c_int;
@@ -43,9 +54,10 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict, PyString, PyType};
 
 use crate::construct::Check;
-use crate::gil::{GilBound, GilCell};
-use crate::layout::Layout;
-use crate::plan::{conforms, encode_error, is_absent, kind_of, type_name, Field, Getter, Kind, Mismatch, Plan, PlanKind};
+use crate::ffi::gil::GilCell;
+use crate::ffi::layout::Layout;
+use crate::ffi::construct::PyRead;
+use crate::plan::{encode_error, kind_of, type_name, Field, FieldCheck, Getter, Kind, Plan, PlanKind};
 
 /// How a walk treats what plain JSON data does not cover.
 #[derive(Clone, Copy)]
@@ -63,7 +75,7 @@ impl Opts {
     pub(crate) const PROTO: Opts = Opts { lossy_surrogates: true, ..Opts::JSON };
 }
 
-pub(crate) struct Walker<'py, 'a, S: Sink<'a>> {
+pub(crate) struct Walker<'py, 'a, S: WalkSink<'a>> {
     py: Python<'py>,
     pub(crate) sink: S,
     depth: u32,
@@ -87,13 +99,38 @@ pub(crate) struct Walker<'py, 'a, S: Sink<'a>> {
     _a: PhantomData<&'a ()>,
 }
 
+/// A sink the walker writes to while it holds pointers borrowed from containers.
+///
+/// # Safety
+/// Writing a leaf or a key (`null`, `bool`, `i64`, `big_int`, `f64`, `str`, `str_ref`,
+/// `key`, `key_ref`, `key_pre`, `scalar`) runs no Python code, nor frees a
+/// Python object that could run some: after it the walker goes on with the items and
+/// entries it read in place before, trusting their containers unchanged.
+pub(crate) unsafe trait WalkSink<'a>: Sink<'a> {}
+
+// SAFETY: the core's JSON writer only writes bytes (agui-core has no Python in it), and
+// its doubles go through `InPlaceF64`, which only formats.
+unsafe impl<'a> WalkSink<'a> for agui_core::json::JsonSink<Vec<u8>, crate::ffi::float::InPlaceF64> {}
+// SAFETY: the core's tree builder only builds a Rust tree (agui-core has no Python in it).
+unsafe impl<'a> WalkSink<'a> for TreeBuilder<'a> {}
+// SAFETY: the patch document's value builder makes, for a leaf, a `None`, `bool`, `int`,
+// `float` or `str` object (none of them tracked by the cyclic GC, so making one starts
+// no collection and no finalizer runs; a big int is `int(text)` and a string with kept
+// surrogates `bytes.decode`, C code of the interpreter), takes a cached key string, and
+// sets a member of a dict it made with an exact `str` key (no `__hash__` or `__eq__` of
+// user code). Containers are made at `begin_*`/`end_*`, which the walker reaches only
+// holding what it walks, reading in place again after.
+unsafe impl<'a, 'py> WalkSink<'a> for crate::patch::PyBuilder<'py> {}
+
 /// The most classes [`Walker::memo`] keeps (a scan per object, so few).
 const MEMO_CLASSES: usize = 8;
 
-impl<'a, S: Sink<'a>> Walker<'_, 'a, S> {
+impl<'a, S: WalkSink<'a>> Walker<'_, 'a, S> {
     /// Release what the walk kept alive; the emptied vectors, for reuse.
     fn into_spare(mut self) -> Spare {
         for p in self.keep.drain(..) {
+            // SAFETY: each pointer in `keep` is a reference this walker took (`string`), released
+            // once, under the GIL (the walker holds its token).
             unsafe { ffi::Py_DECREF(p) };
         }
         self.kinds.clear();
@@ -101,9 +138,10 @@ impl<'a, S: Sink<'a>> Walker<'_, 'a, S> {
     }
 }
 
-impl<'a, S: Sink<'a>> Drop for Walker<'_, 'a, S> {
+impl<'a, S: WalkSink<'a>> Drop for Walker<'_, 'a, S> {
     fn drop(&mut self) {
         for p in self.keep.drain(..) {
+            // SAFETY: as in `into_spare`.
             unsafe { ffi::Py_DECREF(p) };
         }
         if self.memo.capacity() != 0 {
@@ -119,25 +157,37 @@ impl<'a, S: Sink<'a>> Drop for Walker<'_, 'a, S> {
 /// (`with_tree`); other sinks use them during the call only.
 #[inline(always)]
 unsafe fn extend<'a, T: ?Sized>(r: &T) -> &'a T {
+    // SAFETY: the caller's contract (see above).
     unsafe { &*(r as *const T) }
 }
 
 static TO_JSON: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static TO_JSON_KWARGS: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
 
-impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
+impl<'py, 'a, S: WalkSink<'a>> Walker<'py, 'a, S> {
+    /// A walker into a sink that copies what it is given (`S::BORROWS` false, checked at
+    /// compile time): nothing it outputs borrows from the walked objects. A borrowing
+    /// sink's tree is only had through [`with_tree`], which drops it before the walker.
     pub(crate) fn new(py: Python<'py>, sink: S, opts: Opts) -> Self {
-        let lay = crate::layout::get(py);
+        const { assert!(!S::BORROWS, "a borrowing sink is walked by with_tree only") };
+        Self::any_sink(py, sink, opts)
+    }
+
+    fn any_sink(py: Python<'py>, sink: S, opts: Opts) -> Self {
+        let lay = crate::ffi::layout::get(py);
         Walker { py, sink, depth: 0, opts, lay, keep: Vec::new(), kinds: Vec::new(), violation: None, memo: ManuallyDrop::new(Vec::new()), _a: PhantomData }
     }
 
     /// Walk one whole value (`ptr`: a valid reference kept alive by the caller). A schema
     /// violation found below it is raised here as an `EncodeError` naming the field's path
     /// from this value (`TextMessageContentEvent.delta`, `MessagesSnapshotEvent.messages[3].content`).
-    pub(crate) fn walk(&mut self, ptr: *mut ffi::PyObject) -> PyResult<()> {
+    pub(crate) fn walk(&mut self, obj: &Bound<'_, PyAny>) -> PyResult<()> {
+        let ptr = obj.as_ptr();
         self.depth = 0;
         self.value(ptr).map_err(|e| match self.violation.take() {
             Some((path, msg)) => {
+                // SAFETY: `ptr` is the live object `walk` was given; its type is live with it; a
+                // new reference is taken.
                 let ty = unsafe { Bound::from_borrowed_ptr(self.py, ffi::Py_TYPE(ptr) as *mut ffi::PyObject) };
                 let name = ty.cast::<PyType>().ok().and_then(|t| t.name().ok()).map(|n| n.to_string()).unwrap_or_default();
                 let field = format!("{name}{path}");
@@ -161,9 +211,12 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
     #[cold]
     fn mismatch_at(&mut self, step: String, m: Mismatch) -> PyErr {
         let v = m.got;
+        // SAFETY: Py_None only takes the address of the None singleton.
         let got = if v == unsafe { ffi::Py_None() } {
             "None".to_string()
         } else {
+            // SAFETY: `v` is borrowed from the value being walked, which the walk still holds while
+            // the error unwinds; a new reference is taken before any Python code runs.
             let any = unsafe { Bound::from_borrowed_ptr(self.py, v) };
             let repr = any.repr().map(|r| r.to_string()).unwrap_or_default();
             let repr = if repr.chars().count() > 40 { format!("{}...", repr.chars().take(40).collect::<String>()) } else { repr };
@@ -210,16 +263,21 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
             Some(b) => b,
             None => {
                 let mut size: ffi::Py_ssize_t = 0;
+                // SAFETY: the walk's invariant (module docs): `ptr` is a live str; the GIL is held.
                 let data = unsafe { ffi::PyUnicode_AsUTF8AndSize(ptr, &mut size) };
                 if data.is_null() {
                     return self.surrogates(ptr, key);
                 }
+                // SAFETY: PyUnicode_AsUTF8AndSize returned the str's cached UTF-8 buffer (non-
+                // NULL), `size` bytes long, alive as long as the str.
                 unsafe { std::slice::from_raw_parts(data as *const u8, size as usize) }
             }
         };
         // SAFETY: CPython's UTF-8 of a str is valid UTF-8 (surrogates are refused above).
         let s: &'a str = unsafe { std::str::from_utf8_unchecked(bytes) };
         if S::BORROWS {
+            // SAFETY: `ptr` is a live str (the invariant); the reference is released by
+            // `into_spare` or `drop`.
             unsafe { ffi::Py_INCREF(ptr) };
             self.keep.push(ptr);
         }
@@ -234,7 +292,9 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
     /// A str whose UTF-8 could not be read (unpaired surrogates): `owned_text` decides.
     #[cold]
     fn surrogates(&mut self, ptr: *mut ffi::PyObject, key: bool) -> PyResult<()> {
+        // SAFETY: the GIL is held.
         unsafe { ffi::PyErr_Clear() }; // `owned_text` reads it again and sees the error
+        // SAFETY: the walk's invariant (module docs); a new reference is taken.
         let s = unsafe { Bound::from_borrowed_ptr(self.py, ptr) }.cast_into::<PyString>()?;
         let text = self.owned_text(&s)?;
         if key {
@@ -247,8 +307,10 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
 
     fn int(&mut self, ptr: *mut ffi::PyObject) -> PyResult<()> {
         let mut overflow: c_int = 0;
+        // SAFETY: the walk's invariant (module docs): `ptr` is a live int.
         let v = unsafe { ffi::PyLong_AsLongLongAndOverflow(ptr, &mut overflow) };
         if overflow == 0 {
+            // SAFETY: the GIL is held.
             if v == -1 && unsafe { !ffi::PyErr_Occurred().is_null() } {
                 return Err(PyErr::fetch(self.py));
             }
@@ -263,7 +325,9 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
     /// Exact decimal of an int beyond i64 (int's own repr, never a subclass's).
     #[cold]
     fn big_int_text(&self, ptr: *mut ffi::PyObject) -> PyResult<String> {
+        // SAFETY: the walk's invariant (module docs); a new reference is taken.
         let b = unsafe { Bound::from_borrowed_ptr(self.py, ptr) };
+        // SAFETY: the walk's invariant (module docs).
         let r = if unsafe { ffi::Py_TYPE(ptr) } == &raw mut ffi::PyLong_Type {
             b.repr()?
         } else {
@@ -274,7 +338,9 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
 
     #[cold]
     fn float(&mut self, ptr: *mut ffi::PyObject) -> PyResult<()> {
+        // SAFETY: the walk's invariant (module docs): `ptr` is a live float (or subclass).
         let v = unsafe { ffi::PyFloat_AsDouble(ptr) };
+        // SAFETY: the GIL is held.
         if v == -1.0 && unsafe { !ffi::PyErr_Occurred().is_null() } {
             return Err(PyErr::fetch(self.py));
         }
@@ -289,7 +355,7 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
     /// costs no call, and the big frame of the compound walk is set up only for values
     /// that need it.
     #[inline(always)]
-    pub(crate) fn value(&mut self, ptr: *mut ffi::PyObject) -> PyResult<()> {
+    fn value(&mut self, ptr: *mut ffi::PyObject) -> PyResult<()> {
         if self.leaf(ptr)? {
             return Ok(());
         }
@@ -301,6 +367,9 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
     /// loops then test one flag instead of moving a whole result around per item.)
     #[inline(always)]
     fn leaf(&mut self, ptr: *mut ffi::PyObject) -> PyResult<bool> {
+        // SAFETY: the walk's invariant (module docs): `ptr` is live; its type is compared by
+        // address; the in-place reads are taken only for the exact types they are for, and only as
+        // the layout allows (each off unless detect confirmed it).
         unsafe {
             let tp = ffi::Py_TYPE(ptr);
             if tp == &raw mut ffi::PyUnicode_Type {
@@ -329,6 +398,9 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
     /// A value that is not a leaf (see [`Walker::value`]): containers and objects.
     #[inline(never)]
     fn compound(&mut self, ptr: *mut ffi::PyObject) -> PyResult<()> {
+        // SAFETY: the walk's invariant (module docs): `ptr` is live (borrowed from a container read
+        // since the last Python code ran, or held); `Held` takes a reference before anything can
+        // run Python code.
         unsafe {
             let tp = ffi::Py_TYPE(ptr);
             // Hold a strong reference while walking it, as the caller may have a borrowed
@@ -359,6 +431,7 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
         if S::BORROWS || self.memo.is_empty() {
             return None;
         }
+        // SAFETY: `tp` is the type of a live object the walk holds.
         let now = unsafe { self.lay.type_version(tp) }?;
         let (_, _, plan) = self.memo.iter().find(|(t, v, _)| *t == tp as usize && *v == now)?;
         // SAFETY: the memo's entries are never removed during the walk (the walker owns
@@ -369,12 +442,15 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
     }
 
     fn other(&mut self, ptr: *mut ffi::PyObject, tp: *mut ffi::PyTypeObject) -> PyResult<()> {
-        let kind = kind_of(self.py, self.lay, tp)?;
+        // SAFETY: `tp` is the type of a live object the walk holds.
+        let ty = unsafe { Borrowed::from_ptr(self.py, tp as *mut ffi::PyObject).cast_unchecked::<PyType>() };
+        let kind = kind_of(self.py, self.lay, &ty)?;
         match &kind {
             Kind::Plan(plan) => {
                 self.hold(&kind);
                 // Nested objects only: a small event's one object costs no allocation.
                 if !S::BORROWS && self.depth > 0 && self.memo.len() < MEMO_CLASSES {
+                    // SAFETY: `tp` is the type of a live object the walk holds.
                     if let Some(v) = unsafe { self.lay.type_version(tp) }.filter(|&v| v != 0) {
                         let n = self.memo.len();
                         self.memo.reserve_exact(MEMO_CLASSES - n);
@@ -388,6 +464,8 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
             Kind::Enum(info) => {
                 if let Some(s) = info.members.get(&(ptr as usize)) {
                     self.hold(&kind);
+                    // SAFETY: the enum table lives in the plan cache and, for a borrowing sink, in
+                    // `kinds` (`hold` above) until the walker is dropped.
                     self.sink.scalar(unsafe { extend::<Scalar>(s) });
                     return Ok(());
                 }
@@ -406,6 +484,7 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
             Kind::Set if self.opts.pydantic => self.set(ptr),
             Kind::IsoTime(base) if self.opts.pydantic => self.iso_time(ptr, *base),
             Kind::Text if self.opts.pydantic => {
+                // SAFETY: the walk's invariant (module docs); a new reference is taken.
                 let text = unsafe { Bound::from_borrowed_ptr(self.py, ptr) }.str()?;
                 self.string(text.as_ptr(), false)
             }
@@ -413,6 +492,8 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
             Kind::Set | Kind::Unknown if self.opts.pydantic => self.foreign(ptr),
             Kind::Set | Kind::Unknown | Kind::IsoTime(_) | Kind::Text => {
                 let ty: Bound<'py, PyType> =
+                    // SAFETY: `tp` is the type of a live object the walk holds; a new reference is
+                    // taken; it is a type object.
                     unsafe { Bound::from_borrowed_ptr(self.py, tp as *mut ffi::PyObject).cast_into_unchecked() };
                 Err(encode_error(self.py, format!("Unable to serialize unknown type: {}", type_name(&ty))))
             }
@@ -423,6 +504,7 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
     /// attribute read, where `.value` runs a Python-level property), else `.value`.
     #[inline]
     fn enum_value(&self, ptr: *mut ffi::PyObject) -> PyResult<Bound<'py, PyAny>> {
+        // SAFETY: the walk's invariant (module docs); a new reference is taken.
         let obj = unsafe { Bound::from_borrowed_ptr(self.py, ptr) };
         match obj.getattr(intern!(self.py, "_value_")) {
             Ok(v) => Ok(v),
@@ -453,6 +535,7 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
 
     #[cold]
     fn foreign(&mut self, ptr: *mut ffi::PyObject) -> PyResult<()> {
+        // SAFETY: the walk's invariant (module docs); a new reference is taken.
         let obj = unsafe { Bound::from_borrowed_ptr(self.py, ptr) };
         let json = self.pydantic_json(&obj)?;
         self.sink
@@ -463,6 +546,7 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
     /// A datetime, date or time as pydantic writes it: the ISO text, with `Z` for a zero
     /// offset; an offset with seconds (rare) is left to pydantic, which spells it its own way.
     fn iso_time(&mut self, ptr: *mut ffi::PyObject, base: usize) -> PyResult<()> {
+        // SAFETY: the walk's invariant (module docs); a new reference is taken.
         let obj = unsafe { Bound::from_borrowed_ptr(self.py, ptr) };
         let iso = obj.call_method0(intern!(self.py, "isoformat"))?;
         match agui_core::json::iso_time(iso.cast::<PyString>()?.to_str()?, base) {
@@ -478,6 +562,7 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
     fn set(&mut self, ptr: *mut ffi::PyObject) -> PyResult<()> {
         self.enter()?;
         self.sink.begin_array();
+        // SAFETY: the walk's invariant (module docs); a new reference is taken.
         let obj = unsafe { Bound::from_borrowed_ptr(self.py, ptr) };
         for item in obj.try_iter()? {
             let item = item?;
@@ -494,7 +579,7 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
     /// wrote is taken.
     #[cold]
     fn key_text(&mut self, key: &Bound<'py, PyAny>) -> PyResult<String> {
-        match kind_of(self.py, self.lay, unsafe { ffi::Py_TYPE(key.as_ptr()) })? {
+        match kind_of(self.py, self.lay, &key.get_type())? {
             Kind::StrSub => return self.owned_text(key.cast::<PyString>()?),
             Kind::Enum(_) => {
                 let value = self.enum_value(key.as_ptr())?;
@@ -548,6 +633,7 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
         // SAFETY: a live dict (the caller holds it).
         let direct = unsafe { self.lay.dict_direct(ptr) };
         // The table as read now; read again after each value that may run Python code.
+        // SAFETY: `ptr` is a live dict (the caller holds it) for which dict_direct held.
         let mut table = direct.then(|| unsafe { self.lay.dict_entries(ptr) });
         let (mut pos, mut upos): (ffi::Py_ssize_t, usize) = (0, 0);
         loop {
@@ -559,11 +645,14 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
                 }
             } else {
                 let (mut k, mut v) = (std::ptr::null_mut(), std::ptr::null_mut());
+                // SAFETY: `ptr` is a live dict (the caller holds it); the GIL is held.
                 if unsafe { ffi::PyDict_Next(ptr, &mut pos, &mut k, &mut v) } == 0 {
                     break;
                 }
                 (k, v)
             };
+            // SAFETY: `k` is a key borrowed from the live dict, read since the last Python code
+            // ran.
             if unsafe { ffi::Py_TYPE(k) } != &raw mut ffi::PyUnicode_Type {
                 // Other keys may spell the same text as another key once written: start
                 // the object again, merging them (below).
@@ -576,14 +665,18 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
             if !self.leaf(v)? {
                 // Walking it may run Python code that drops the key from the dict: hold
                 // the key for the path of a schema violation found below.
+                // SAFETY: as just above: `k` is live; the reference is released when `_key` drops.
                 let _key = unsafe { Held::new(self.lay, k) };
                 self.compound(v).map_err(|e| {
                     self.at(e, |py| {
+                        // SAFETY: `k` is held by `_key` while the error unwinds; a new reference is
+                        // taken.
                         let key = unsafe { Bound::from_borrowed_ptr(py, k) };
                         format!("[{}]", key.repr().map(|r| r.to_string()).unwrap_or_default())
                     })
                 })?;
                 if direct {
+                    // SAFETY: `ptr` is the live dict, read again after Python code may have run.
                     table = Some(unsafe { self.lay.dict_entries(ptr) });
                 }
             }
@@ -598,6 +691,7 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
     /// as in a Python dict: first position, last value.
     #[cold]
     fn merged_dict(&mut self, ptr: *mut ffi::PyObject) -> PyResult<()> {
+        // SAFETY: the walk's invariant (module docs); a new reference is taken.
         let d = unsafe { Bound::from_borrowed_ptr(self.py, ptr) };
         let d = d.cast::<PyDict>()?;
         let mut members: Vec<(String, Bound<'py, PyAny>)> = Vec::with_capacity(d.len());
@@ -626,13 +720,19 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
     /// `key: value` from borrowed references of an extras dict entry; false when the key is
     /// not an exact str.
     fn entry(&mut self, k: *mut ffi::PyObject, v: *mut ffi::PyObject) -> PyResult<bool> {
+        // SAFETY: the walk's invariant (module docs): `k` is a live key borrowed from the extras
+        // dict.
         if unsafe { ffi::Py_TYPE(k) } == &raw mut ffi::PyUnicode_Type {
             self.string(k, true)?;
             self.value(v)?;
             return Ok(true);
         }
         // Other keys can run Python code: hold both first.
+        // SAFETY: the walk's invariant (module docs); new references are taken before the key's
+        // text is asked (Python code).
         let key = unsafe { Bound::from_borrowed_ptr(self.py, k) };
+        // SAFETY: the walk's invariant (module docs); new references are taken before the key's
+        // text is asked (Python code).
         let value = unsafe { Bound::from_borrowed_ptr(self.py, v) };
         let text = self.key_text(&key)?;
         self.sink.key(&text);
@@ -659,9 +759,11 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
                     None => break,
                 }
             } else {
+                // SAFETY: `ptr` is a live list (the caller holds it).
                 if i as ffi::Py_ssize_t >= unsafe { ffi::PyList_Size(ptr) } {
                     break;
                 }
+                // SAFETY: `ptr` is a live list; `i` is below its size just read.
                 let item = unsafe { ffi::PyList_GetItem(ptr, i as ffi::Py_ssize_t) };
                 if item.is_null() {
                     return Err(PyErr::fetch(self.py));
@@ -680,6 +782,8 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
                 // before `item` is walked: the item is still borrowed from it here.)
                 self.compound(item).map_err(|e| self.at(e, |_| format!("[{i}]")))?;
                 if seq {
+                    // SAFETY: `ptr` is the live list (the caller holds it), `seq` on; read again
+                    // after Python code may have run.
                     now = unsafe { self.lay.list_items_now(ptr) };
                 }
             }
@@ -700,8 +804,10 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
                 self.value(item).map_err(|e| self.at(e, |_| format!("[{i}]")))?;
             }
         } else {
+            // SAFETY: `ptr` is a live tuple (the caller holds it).
             let n = unsafe { ffi::PyTuple_Size(ptr) };
             for i in 0..n {
+                // SAFETY: `ptr` is a live tuple; `i` is below its size.
                 let item = unsafe { ffi::PyTuple_GetItem(ptr, i) };
                 if item.is_null() {
                     return Err(PyErr::fetch(self.py));
@@ -720,13 +826,17 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
     fn checked_field(&mut self, plan: &'a Plan, f: &'a Field, v: *mut ffi::PyObject) -> PyResult<()> {
         if let (Some(c), Some(schema)) = (f.check, &plan.schema) {
             // SAFETY: `v` is borrowed from the instance, alive for the call.
-            if !unsafe { c.plainly_valid(v) } {
+            if !unsafe { plainly_valid(c, v) } {
                 let check = &schema.checks[c.index];
                 if let Some(items) = list_items(check, v) {
                     self.sink.key_pre(&f.key);
+                    // SAFETY: `v` is a live field value borrowed from the instance the walk holds;
+                    // the reference is released when `_keep` drops.
                     let _keep = unsafe { Held::new(self.lay, v) };
                     return self.list(v, Some(items)).map_err(|e| self.at(e, |py| format!(".{}", f.attr.bind(py))));
                 }
+                // SAFETY: `v` is a live field value borrowed from the instance the walk holds; the
+                // check runs no Python code.
                 if let Err(m) = unsafe { conforms(self.py, self.lay, check, v) } {
                     return Err(self.mismatch(f, m));
                 }
@@ -738,6 +848,7 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
     /// A declared member, unless the omission rule leaves it out.
     #[inline(always)]
     fn field(&mut self, f: &'a Field, v: *mut ffi::PyObject) -> PyResult<()> {
+        // SAFETY: `v` is a live value borrowed from the instance the walk holds.
         if f.omit_if_none && unsafe { is_absent(v) } {
             return Ok(());
         }
@@ -749,6 +860,7 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
         self.enter()?;
         let py = self.py;
         // The caller (`compound`) holds the object: borrowed, no count change.
+        // SAFETY: `ptr` is live: the caller (`compound`) holds it for the call.
         let obj = unsafe { pyo3::Borrowed::from_ptr(py, ptr) };
         if let PlanKind::PydanticRoot = plan.kind {
             let root = obj.getattr(plan.fields[0].attr.bind(py))?;
@@ -761,6 +873,8 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
         let mut distinct = true;
         match &plan.kind {
             PlanKind::Pydantic { extra } => {
+                // SAFETY: `ptr` is a live object; the call returns a new reference or NULL with an
+                // exception set.
                 let d = unsafe {
                     Bound::from_owned_ptr_or_err(py, ffi::PyObject_GenericGetDict(ptr, std::ptr::null_mut()))?
                 };
@@ -778,6 +892,7 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
                     if in_order {
                         let mut k: *mut ffi::PyObject = std::ptr::null_mut();
                         let mut pv: *mut ffi::PyObject = std::ptr::null_mut();
+                        // SAFETY: `dp` is the live instance dict (`d` holds it); the GIL is held.
                         if unsafe { ffi::PyDict_Next(dp, &mut pos, &mut k, &mut pv) } != 0 && k == f.attr.as_ptr() {
                             v = pv;
                         } else {
@@ -785,8 +900,11 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
                         }
                     }
                     if v.is_null() {
+                        // SAFETY: `dp` is the live instance dict, `f.attr` a live str the plan
+                        // holds; a borrowed result.
                         v = unsafe { ffi::PyDict_GetItemWithError(dp, f.attr.as_ptr()) };
                         if v.is_null() {
+                            // SAFETY: the GIL is held.
                             if unsafe { !ffi::PyErr_Occurred().is_null() } {
                                 return Err(PyErr::fetch(py));
                             }
@@ -814,7 +932,9 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
                     }
                     // Borrowed from the instance, which `obj` keeps alive; `value` takes
                     // its own reference before anything can run Python code.
-                    if let Some(v) = unsafe { f.getter.in_place(ptr) } {
+                    // SAFETY: `ptr` is a live instance of exactly the plan's class: the plan was
+                    // found for its type (`kind_of`, the memo).
+                    if let Some(v) = unsafe { in_place(&f.getter, ptr) } {
                         if v as usize != plan.unset {
                             self.checked_field(plan, f, v)?;
                         }
@@ -845,8 +965,11 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
     /// written already.
     #[inline]
     fn clash(&mut self, k: *mut ffi::PyObject, plan: &Plan) -> PyResult<bool> {
+        // SAFETY: the walk's invariant (module docs): `k` is a live key borrowed from the extras
+        // dict; a new reference is taken.
         let key = unsafe { Bound::from_borrowed_ptr(self.py, k) };
         let Some(text) = key.cast::<PyString>().ok().and_then(|s| s.to_str().ok()) else {
+            // SAFETY: the GIL is held.
             unsafe { ffi::PyErr_Clear() };
             return Ok(false);
         };
@@ -875,11 +998,16 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
         let mut pos: ffi::Py_ssize_t = 0;
         let mut k: *mut ffi::PyObject = std::ptr::null_mut();
         let mut v: *mut ffi::PyObject = std::ptr::null_mut();
+        // SAFETY: `d` is a live dict (held by the caller); the GIL is held.
         while unsafe { ffi::PyDict_Next(d.as_ptr(), &mut pos, &mut k, &mut v) } != 0 {
             if plan.schema.is_some() && self.clash(k, plan)? {
                 continue;
             }
+            // SAFETY: `v` is a live value borrowed from the extras dict, read since the last Python
+            // code ran.
             if !plan.omit_keys.is_empty() && unsafe { is_absent(v) } {
+                // SAFETY: `k` is a live key borrowed from the extras dict; a new reference is
+                // taken.
                 let key = unsafe { Bound::from_borrowed_ptr(py, k) };
                 if let Ok(ks) = key.cast::<PyString>() {
                     if let Ok(s) = ks.to_str() {
@@ -888,6 +1016,7 @@ impl<'py, 'a, S: Sink<'a>> Walker<'py, 'a, S> {
                         }
                     }
                 }
+                // SAFETY: the GIL is held.
                 unsafe { ffi::PyErr_Clear() };
             }
             self.entry(k, v)?;
@@ -909,6 +1038,7 @@ impl Held {
     /// `ptr` must be a live object; the GIL must be held (a walk holds it throughout).
     #[inline(always)]
     unsafe fn new(lay: Layout, ptr: *mut ffi::PyObject) -> Held {
+        // SAFETY: the contract (see above).
         unsafe { lay.incref(ptr) };
         Held { ptr, lay }
     }
@@ -931,7 +1061,9 @@ fn list_items(check: &Check, v: *mut ffi::PyObject) -> Option<&Check> {
         c => c,
     };
     match check {
+        // SAFETY: `v` is a live field value borrowed from the instance the walk holds.
         Check::List(item, min) if unsafe { ffi::Py_TYPE(v) } == &raw mut ffi::PyList_Type => {
+            // SAFETY: `v` is a live exact list.
             (unsafe { ffi::PyList_Size(v) } as usize >= *min).then_some(&**item)
         }
         _ => None,
@@ -940,8 +1072,8 @@ fn list_items(check: &Check, v: *mut ffi::PyObject) -> Option<&Check> {
 
 /// The keep-alive vectors of a finished tree walk (empty, capacity kept), for the next
 /// one: encoding a small event then allocates little besides the tree itself.
-type Spare = (Vec<*mut ffi::PyObject>, Vec<Kind>);
-static SPARE: GilCell<Option<GilBound<Spare>>> = GilCell::new(None);
+pub(crate) type Spare = (Vec<*mut ffi::PyObject>, Vec<Kind>);
+static SPARE: GilCell<Option<Spare>> = GilCell::new(None);
 
 /// An exception that user code raised during a walk (a property, a computed field, a dict
 /// key's `__hash__`) as an `EncodeError` caused by it, as pydantic wraps such exceptions
@@ -967,18 +1099,109 @@ pub(crate) fn with_tree<'py, T>(
     f: impl for<'a> FnOnce(&Node<'a>) -> T,
 ) -> PyResult<T> {
     // A re-entrant walk (Python code run by this one) simply finds no spare.
-    let (keep, kinds) = SPARE.with(py, |c| c.take()).map(|g| g.0).unwrap_or_default();
-    let mut w = Walker::new(py, TreeBuilder::new(), opts);
+    let (keep, kinds) = SPARE.with(py, |c| c.take()).flatten().unwrap_or_default();
+    let mut w = Walker::any_sink(py, TreeBuilder::new(), opts);
     (w.keep, w.kinds) = (keep, kinds);
     let out = {
-        let r = w.walk(obj.as_ptr()).map_err(|e| user_error(py, e));
+        let r = w.walk(obj).map_err(|e| user_error(py, e));
         let node = w.sink.finish().unwrap_or(Node::Null);
         // `node` borrows what `w` keeps: it is dropped at the end of this block, first.
         r.map(|()| f(&node))
     };
     let (keep, kinds) = w.into_spare();
     if keep.capacity() <= 4096 && kinds.capacity() <= 4096 {
-        SPARE.with(py, |c| *c = Some(GilBound((keep, kinds))));
+        SPARE.with(py, |c| *c = Some((keep, kinds)));
     }
     out
+}
+
+/// A field read in place, borrowed from the instance (kept alive by the caller), or None
+/// when it must go through `Getter::read`: not a slot, or an unset slot (its descriptor
+/// raises the AttributeError).
+///
+/// # Safety
+/// `obj` must be a live instance of the class the getter's plan was built for (its slot
+/// offset lies inside such an instance: `Layout::member_offset` checked it against the
+/// class's basic size); the GIL must be held.
+#[inline]
+unsafe fn in_place(g: &Getter, obj: *mut ffi::PyObject) -> Option<*mut ffi::PyObject> {
+    match g {
+        Getter::Slot(offset, ..) => {
+            // SAFETY: see the function's contract: a pointer-sized slot inside `obj`.
+            let v = unsafe { *((obj as *const u8).add(*offset) as *const *mut ffi::PyObject) };
+            (!v.is_null()).then_some(v)
+        }
+        _ => None,
+    }
+}
+
+/// Field `f` of `obj` as a new reference: read in place from its slot when `plan` was
+/// built for exactly `obj`'s class (plans are per class, `plan::kind_of`), else (not a
+/// slot, an unset slot, another class) through its getter.
+pub(crate) fn field<'py>(obj: &Bound<'py, PyAny>, plan: &Plan, f: &Field) -> PyResult<Bound<'py, PyAny>> {
+    if obj.get_type_ptr() as usize == plan.class {
+        // SAFETY: `obj` is a live instance of exactly the plan's class (compared above),
+        // the GIL is held (its token); the slot's object is borrowed from `obj` and a
+        // reference to it is taken at once.
+        if let Some(v) = unsafe { in_place(&f.getter, obj.as_ptr()) } {
+            // SAFETY: as just above; the slot's object is borrowed from `obj`, a new reference is
+            // taken.
+            return Ok(unsafe { Bound::from_borrowed_ptr(obj.py(), v) });
+        }
+    }
+    f.getter.read(obj, &f.attr)
+}
+
+/// True when `v` passes its field's check without looking further.
+///
+/// # Safety
+/// `v` must be a live object.
+#[inline(always)]
+unsafe fn plainly_valid(c: FieldCheck, v: *mut ffi::PyObject) -> bool {
+    // SAFETY: a live object's type is readable.
+    unsafe { ffi::Py_TYPE(v) as usize == c.exact || (c.none_ok && v == ffi::Py_None()) }
+}
+
+/// True when the value "has no value" for the omission rule: None or a non-finite float.
+///
+/// # Safety
+/// `ptr` must be a live object; the GIL must be held.
+#[inline]
+unsafe fn is_absent(ptr: *mut ffi::PyObject) -> bool {
+    // SAFETY: see the contract: a live object's type is readable, an exact float's value too.
+    unsafe {
+        if ptr == ffi::Py_None() {
+            return true;
+        }
+        if ffi::Py_TYPE(ptr) == &raw mut ffi::PyFloat_Type {
+            return !ffi::PyFloat_AsDouble(ptr).is_finite();
+        }
+    }
+    false
+}
+
+/// Does `v` fit its field's schema (the construction check of the field, read as a schema:
+/// `ffi::construct::PyRead`)? `Err` says what was expected and where below the field
+/// (`[3]` in a list).
+///
+/// # Safety
+/// `v` must be a live object, borrowed for the call; nothing here runs Python code.
+unsafe fn conforms(py: Python<'_>, lay: Layout, check: &Check, v: *mut ffi::PyObject) -> Result<(), Mismatch> {
+    agui_core::construct::check(&PyRead::<true>(py, Some(lay)), check, v).map_err(|m: agui_core::construct::Mismatch<_, _, _>| {
+        let lit = |s: &Py<PyString>| s.bind(py).to_string_lossy().into_owned();
+        let class = |c: usize| {
+            // SAFETY: `c` is the address of a class a plan names (kept alive by it).
+            let t = unsafe { Bound::from_borrowed_ptr(py, c as *mut ffi::PyObject) };
+            t.cast_into::<PyType>().ok().and_then(|t| t.name().ok()).map(|n| n.to_string()).unwrap_or_default()
+        };
+        Mismatch { at: m.path(), expected: m.expected(&lit, &class), got: m.got }
+    })
+}
+
+/// A value that does not fit its field's schema: where below the field, what was
+/// expected, and the value found there (borrowed from the field's value).
+struct Mismatch {
+    at: String,
+    expected: String,
+    got: *mut ffi::PyObject,
 }

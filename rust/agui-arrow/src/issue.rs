@@ -1,0 +1,90 @@
+//! What goes wrong: one [`Issue`] per bad event or unreadable log, and the errors table
+//! they make ([`errors_batch`]).
+
+use std::sync::Arc;
+
+use agui_core::log::{Event, LogError};
+use arrow_array::{ArrayRef, RecordBatch, StringArray, UInt64Array};
+
+use crate::fields::RowError;
+use crate::schema::errors_schema;
+
+/// One failure: an event that is not a valid row, or a log that cannot be read on.
+/// `class` names an `agui_fast.errors` class (or `OSError` / `FileNotFoundError`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Issue {
+    pub source: Option<String>,
+    pub index: Option<u64>,
+    pub offset: Option<u64>,
+    pub class: &'static str,
+    pub message: String,
+    pub field: Option<String>,
+}
+
+impl Issue {
+    /// A log that cannot be read on.
+    pub fn from_log_error(source: Option<String>, e: LogError) -> Self {
+        let (index, offset) = e.position();
+        Issue { source, index, offset, class: e.python_class(), message: e.to_string(), field: None }
+    }
+
+    pub(crate) fn from_row(source: &Option<String>, ev: &Event<'_>, e: RowError) -> Self {
+        Issue {
+            source: source.clone(),
+            index: Some(ev.index),
+            offset: Some(ev.offset),
+            class: e.class,
+            message: e.message,
+            field: e.field,
+        }
+    }
+
+    /// A failure of the output (or of the system), not of the input.
+    pub(crate) fn io(message: String) -> Self {
+        Issue { source: None, index: None, offset: None, class: "OSError", message, field: None }
+    }
+
+    /// A failed write: a reader that went away (`agui-fast convert -o - | head`) is told
+    /// apart from other I/O errors, so the CLI can end quietly as pipes expect.
+    pub(crate) fn write(e: &std::io::Error) -> Self {
+        let class = if e.kind() == std::io::ErrorKind::BrokenPipe { "BrokenPipeError" } else { "OSError" };
+        Issue { class, ..Issue::io(format!("cannot write the output: {e}")) }
+    }
+
+    /// One line: `file: message (frame N at byte offset M, field F)`.
+    pub fn describe(&self) -> String {
+        let mut where_ = Vec::new();
+        if let Some(i) = self.index {
+            where_.push(format!("frame {i}"));
+        }
+        if let Some(o) = self.offset {
+            where_.push(format!("byte offset {o}"));
+        }
+        if let Some(f) = &self.field {
+            where_.push(format!("field {f}"));
+        }
+        let mut s = String::new();
+        if let Some(src) = &self.source {
+            s.push_str(src);
+            s.push_str(": ");
+        }
+        s.push_str(&self.message);
+        if !where_.is_empty() && !self.message.contains("byte offset") {
+            s.push_str(&format!(" ({})", where_.join(", ")));
+        }
+        s
+    }
+}
+
+/// The errors table.
+pub fn errors_batch(issues: &[Issue]) -> RecordBatch {
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(StringArray::from_iter(issues.iter().map(|i| i.source.as_deref()))),
+        Arc::new(UInt64Array::from_iter(issues.iter().map(|i| i.index))),
+        Arc::new(UInt64Array::from_iter(issues.iter().map(|i| i.offset))),
+        Arc::new(StringArray::from_iter_values(issues.iter().map(|i| i.class))),
+        Arc::new(StringArray::from_iter_values(issues.iter().map(|i| i.message.as_str()))),
+        Arc::new(StringArray::from_iter(issues.iter().map(|i| i.field.as_deref()))),
+    ];
+    RecordBatch::try_new(errors_schema(), columns).expect("the columns follow errors_schema()")
+}

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The memory-safety lane: the extension built with AddressSanitizer (nightly Rust,
+# `-Zsanitizer=address`, the system allocator instead of mimalloc so that every Rust
+# allocation is seen) and the tests that exercise the binding's raw steps (the object walker,
+# construction, patch documents, the decoders, the Arrow handover) run on it, with
+#   * the ASan runtime preloaded into Python (GCC's shared libasan: the extension is a shared
+#     object, and the runtime must be loaded before anything it intercepts),
+#   * PYTHONMALLOC=malloc: every Python object a malloc block of its own, so that a read of a
+#     freed object or past an object's end is seen (pymalloc's arenas hide both),
+#   * detect_leaks=0: CPython keeps objects alive at exit on purpose.
+# Any report fails the lane (halt_on_error, exit code 99).
+# Usage: tools/asan.sh PYTHON [pytest arguments...]; PYTHON: an interpreter whose environment
+# has the dev extra (the lane makes a venv of its own from it, and builds into it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BASE_PY=$1
+shift
+WORK="${AGUI_ASAN_DIR:-target/asan}"
+TARGET=x86_64-unknown-linux-gnu  # given explicitly: build scripts and proc-macros stay unsanitized
+LIBASAN=$(gcc -print-file-name=libasan.so)
+[ -e "$LIBASAN" ] || { echo "asan: GCC's libasan not found (apt-get install libasan8 gcc)"; exit 1; }
+rustup run nightly rustc --version >/dev/null 2>&1 || rustup toolchain install nightly --profile minimal
+
+# A venv of its own: the dev extra and the runtime dependencies (from pyproject.toml), by uv
+# when $UV names it (tools/ci.sh's), else pip.
+rm -rf "$WORK/venv"
+mkdir -p "$WORK"
+"$BASE_PY" - >"$WORK/requirements.txt" <<'PY'
+import tomllib
+project = tomllib.load(open("pyproject.toml", "rb"))["project"]
+print("\n".join(project["dependencies"] + project["optional-dependencies"]["dev"] + ["maturin>=1.9.4,<2"]))
+PY
+if [ -n "${UV:-}" ]; then
+    "$UV" venv --quiet --python "$BASE_PY" "$WORK/venv"
+    "$UV" pip install --quiet --python "$WORK/venv/bin/python" -r "$WORK/requirements.txt"
+else
+    "$BASE_PY" -m venv "$WORK/venv"
+    "$WORK/venv/bin/python" -m pip install --quiet -r "$WORK/requirements.txt"
+fi
+VPY="$WORK/venv/bin/python"
+# Optimised a little (the tests run in minutes, not tens), line tables for the reports.
+RUSTUP_TOOLCHAIN=nightly RUSTFLAGS="-Zsanitizer=address -Cforce-frame-pointers=yes" \
+CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
+CARGO_PROFILE_RELEASE_OPT_LEVEL=1 CARGO_PROFILE_RELEASE_DEBUG=line-tables-only \
+CARGO_TARGET_DIR="$WORK/target" \
+    "$WORK/venv/bin/maturin" build --release --target "$TARGET" --no-default-features \
+    --features pyo3/extension-module --out "$WORK/wheel"
+"$VPY" -m pip install --quiet --no-deps --force-reinstall "$WORK"/wheel/agui_fast-*.whl 2>/dev/null \
+    || "${UV:-false}" pip install --quiet --python "$VPY" --no-deps --reinstall "$WORK"/wheel/agui_fast-*.whl
+
+export LD_PRELOAD="$LIBASAN"
+export PYTHONMALLOC=malloc
+export ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:exitcode=99:abort_on_error=0:detect_stack_use_after_return=0"
+"$VPY" -c 'import agui_fast._native as n, sys; assert n.__file__.startswith(sys.prefix), n.__file__'
+rc=0
+"$VPY" -m pytest -q -p no:cacheprovider "$@" \
+    tests/test_json_writer.py tests/test_construct.py tests/test_patch.py tests/test_state_document.py \
+    tests/test_sse_decode.py tests/test_proto.py tests/test_stream_state_objects.py tests/test_arrow.py || rc=$?
+[ "$rc" -ne 5 ] || { echo "pytest collected no tests: that is a failure, not a pass"; exit 1; }
+exit "$rc"
