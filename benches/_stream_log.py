@@ -1,4 +1,4 @@
-"""A realistic 100k-event AG-UI run, for the stream-replay benchmarks.
+"""A realistic long AG-UI run (100k events by default), for the replay and client benches.
 
 Deterministic (seeded). Several runs in one stream, each shaped like a real agent turn:
 
@@ -139,12 +139,3 @@ def to_sse(events: List[Dict]) -> bytes:
         b"data: " + json.dumps(e, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n" for e in events
     )
 
-
-if __name__ == "__main__":  # write the log for the Rust timing example
-    import sys
-
-    path = sys.argv[1] if len(sys.argv) > 1 else "stream_100k.sse"
-    data = to_sse(generate_events())
-    with open(path, "wb") as f:
-        f.write(data)
-    print(f"{path}: {len(data)} bytes")

@@ -1,130 +1,111 @@
-"""Encoding events to SSE: agui_fast vs ag_ui.encoder (pydantic) vs the bare msgspec floor.
+"""Encode: events to SSE, as an agent server does per event, against ``ag_ui.encoder``
+(pydantic), and large events against the fastest general JSON writers on the same data."""
 
-Groups:
-* encode_small: one TEXT_MESSAGE_CONTENT — our Struct via EventEncoder.encode, the reference
-  encoder on its pydantic event, and ``msgspec.json.encode`` of the Struct (the floor: no
-  SSE framing, no str).
-* encode_small_stream: the same kind of event, 100 distinct ones (a streamed reply's
-  deltas) encoded in a plain ``for`` loop per round, as a server's send loop does: the
-  per-call harness cost of pytest-benchmark (~40 ns, paid by every peer alike) is paid
-  once per 100 events, so the ratio is that of the encoders themselves.
-* encode_small_pydantic: the *reference's* pydantic event through our encoder vs its own.
-* encode_snapshot: a MESSAGES_SNAPSHOT of a few hundred messages.
-* encode_many: a batch of 1,000 mixed events into one buffer.
-* encoder_construct_encode: what frameworks do per event: build an encoder for the request's
-  Accept header (two media ranges), then encode one small event.
-"""
+import json
+import random
 
 import msgspec
+import orjson
 import pytest
-from pydantic import TypeAdapter
 
-import ag_ui.core as ref
 from ag_ui.encoder import EventEncoder as RefEncoder
-
+from _data import large_events, vector_events
+from _interleave import against
+from agui_fast import _native
 from agui_fast.core import TextMessageContentEvent
-from agui_fast.decoder import decode_event
 from agui_fast.encoder import EventEncoder
 from agui_fast.interop import to_ag_ui
-
-from conftest import load_jsonl
 
 ENC = EventEncoder()
 REF = RefEncoder()
 SMALL = TextMessageContentEvent(message_id="msg_1", delta="Hello, world")
 SMALL_REF = to_ag_ui(SMALL)
-_msgspec_encode = msgspec.json.encode
-
-CASES = {c["name"]: c for c in load_jsonl("codec/events.jsonl")}
-SNAPSHOT = decode_event(CASES["structure/many_messages"]["sse"][6:-2]) if "structure/many_messages" in CASES else None
-MIXED = [decode_event(c["py_sse"][6:-2]) for c in CASES.values() if c["py_sse"]][:1000]
-MIXED_REF = [to_ag_ui(e) for e in MIXED]
 
 
-def test_encode_small__agui_fast(benchmark):
-    benchmark.group = "encode_small"
-    assert benchmark(ENC.encode, SMALL) == REF.encode(SMALL_REF)
+def test_small(benchmark):
+    """One TEXT_MESSAGE_CONTENT, a Struct to an SSE ``str``; the floor is bare
+    ``msgspec.json.encode`` of the Struct (no framing, ``bytes``)."""
+    benchmark.group = "encode/small"
+    out = against(benchmark, lambda: ENC.encode(SMALL),
+                  {"ag_ui.encoder": lambda: REF.encode(SMALL_REF), "msgspec (floor)": lambda: msgspec.json.encode(SMALL)},
+                  readme={"ag_ui.encoder": "encode one small event (Struct → SSE `str`)"})
+    assert out == REF.encode(SMALL_REF)
 
 
-def test_encode_small__ag_ui(benchmark):
-    benchmark.group = "encode_small"
-    benchmark(REF.encode, SMALL_REF)
-
-
-def test_encode_small__msgspec_floor(benchmark):
-    benchmark.group = "encode_small"
-    benchmark(_msgspec_encode, SMALL)
-
-
-STREAM = [TextMessageContentEvent(message_id="msg_1", delta=f"word {i} of the reply, ") for i in range(100)]
-STREAM_REF = [to_ag_ui(e) for e in STREAM]
-
-
-def _loop(encode, events):
-    def run():
-        for e in events:
-            encode(e)
-
-    return run
-
-
-def test_encode_small_stream__agui_fast(benchmark):
-    benchmark.group = "encode_small_stream"
-    assert [ENC.encode(e) for e in STREAM] == [REF.encode(e) for e in STREAM_REF]
-    benchmark(_loop(ENC.encode, STREAM))
-
-
-def test_encode_small_stream__ag_ui(benchmark):
-    benchmark.group = "encode_small_stream"
-    benchmark(_loop(REF.encode, STREAM_REF))
-
-
-def test_encode_small_stream__msgspec_floor(benchmark):
-    benchmark.group = "encode_small_stream"
-    benchmark(_loop(_msgspec_encode, STREAM))
-
-
-def test_encode_small_pydantic__agui_fast(benchmark):
-    benchmark.group = "encode_small_pydantic"
-    assert benchmark(ENC.encode, SMALL_REF) == REF.encode(SMALL_REF)
-
-
-def test_encode_small_pydantic__ag_ui(benchmark):
-    benchmark.group = "encode_small_pydantic"
-    benchmark(REF.encode, SMALL_REF)
-
-
-@pytest.mark.skipif(SNAPSHOT is None, reason="no snapshot vector")
-def test_encode_snapshot__agui_fast(benchmark):
-    benchmark.group = "encode_snapshot"
-    benchmark(ENC.encode, SNAPSHOT)
-
-
-@pytest.mark.skipif(SNAPSHOT is None, reason="no snapshot vector")
-def test_encode_snapshot__ag_ui(benchmark):
-    benchmark.group = "encode_snapshot"
-    theirs = to_ag_ui(SNAPSHOT)
-    benchmark(REF.encode, theirs)
-
-
-def test_encode_many__agui_fast(benchmark):
-    benchmark.group = "encode_many_1000"
-    benchmark(ENC.encode_many, MIXED)
-
-
-def test_encode_many__ag_ui(benchmark):
-    benchmark.group = "encode_many_1000"
-    benchmark(lambda: "".join(REF.encode(e) for e in MIXED_REF).encode())
+def test_small_pydantic(benchmark):
+    """The reference's own pydantic event through our encoder (same bytes)."""
+    benchmark.group = "encode/small_pydantic"
+    out = against(benchmark, lambda: ENC.encode(SMALL_REF), {"ag_ui.encoder": lambda: REF.encode(SMALL_REF)})
+    assert out == REF.encode(SMALL_REF)
 
 
 ACCEPT = "text/event-stream, application/vnd.ag-ui.event+proto;q=0.5"
 
 
-def test_encoder_construct_encode__agui_fast(benchmark):
-    benchmark.group = "encoder_construct_encode"
-    benchmark(lambda: EventEncoder(accept=ACCEPT).encode(SMALL))
+def test_encoder_per_request(benchmark):
+    """What frameworks do per event: an encoder for the request's Accept header (two media
+    ranges), then one small event."""
+    benchmark.group = "encode/encoder_per_event"
+    against(benchmark, lambda: EventEncoder(accept=ACCEPT).encode(SMALL),
+            {"ag_ui.encoder": lambda: RefEncoder(accept=ACCEPT).encode(SMALL_REF)})
 
 
-def test_encoder_construct_encode__ag_ui(benchmark):
-    benchmark.group = "encoder_construct_encode"
-    benchmark(lambda: RefEncoder(accept=ACCEPT).encode(SMALL_REF))
+def test_many(benchmark):
+    """``encode_many`` of 1,000 mixed events (every kind of the codec vectors) into one
+    buffer, against the reference encoder in a loop."""
+    benchmark.group = "encode/many_1000"
+    events = vector_events()[:1000]
+    theirs = [to_ag_ui(e) for e in events]
+    out = against(benchmark, lambda: ENC.encode_many(events),
+                  {"ag_ui.encoder": lambda: "".join(REF.encode(e) for e in theirs).encode()}, events=len(events))
+    assert out == "".join(REF.encode(e) for e in theirs).encode()
+
+
+def _orjson_sse(plain):
+    return b"data: " + orjson.dumps(plain) + b"\n\n"
+
+
+@pytest.mark.parametrize("name", ["messages_snapshot_300", "state_snapshot_100kb"])
+def test_large(benchmark, name):
+    """A large event to SSE bytes (``encode_binary``) against ``orjson.dumps`` of the same
+    data as plain dicts plus the framing (the same JSON value, the test checks), bare
+    ``msgspec.json.encode`` of the Struct, and the reference encoder."""
+    benchmark.group = f"encode/{name}"
+    event, plain = large_events()[name]
+    assert json.loads(ENC.encode(event)[6:-2]) == plain == json.loads(_orjson_sse(plain)[6:-2])
+    theirs = to_ag_ui(event)
+    peers = {"orjson + framing": lambda: _orjson_sse(plain), "msgspec": lambda: msgspec.json.encode(event),
+             "ag_ui.encoder": lambda: REF.encode(theirs)}
+    readme = {"orjson + framing": "encode a 300-message `MESSAGES_SNAPSHOT` to SSE bytes"}
+    against(benchmark, lambda: ENC.encode_binary(event), peers, rounds=20,
+            readme=readme if name.startswith("messages") else None)
+
+
+def _kinds():
+    rng = random.Random(1)
+    words = ["the", "agent", "calls", "tool", "search", "answer"]
+    return {
+        "floats": [rng.random() * 1000 for _ in range(10_000)],
+        "ints": [rng.randint(-(10**6), 10**6) for _ in range(10_000)],
+        "none_and_bools": [rng.choice([None, True, False]) for _ in range(10_000)],
+        "short_strings": [f"key_{rng.randint(0, 999)}" for _ in range(10_000)],
+        "strings_35b": [" ".join(rng.choice(words) for _ in range(6)).ljust(35, "x")[:35] for _ in range(10_000)],
+        "small_dicts": [{f"key_{i % 1000}": i} for i in range(10_000)],
+        "small_lists": [[i] for i in range(10_000)],
+    }
+
+
+KINDS = _kinds()
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_value_kind(benchmark, kind):
+    """The JSON writer's cost per kind of value: a list of 10,000 values of one kind through
+    ``agui_fast._native.dumps`` (the walker every encoder uses) against ``orjson.dumps`` and
+    ``msgspec.json.encode`` of the same list."""
+    benchmark.group = f"encode/kind_{kind}"
+    values = KINDS[kind]
+    out = against(benchmark, lambda: _native.dumps(values),
+                  {"orjson": lambda: orjson.dumps(values), "msgspec": lambda: msgspec.json.encode(values)},
+                  rounds=20, values=len(values))
+    assert json.loads(out) == values

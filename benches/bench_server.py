@@ -1,147 +1,305 @@
-"""What a server's paths cost around the encoder, against the reference (``ag_ui``,
-pydantic) or msgspec in the same run, rounds interleaved (``_interleave.pedantic_against``):
-the conftest summary prints peer time / our time (> 1: ours is faster).
+"""Server: streaming a response of small events built per request, against the reference's
+documented server pattern (``ag_ui`` events, ``ag_ui.encoder.EventEncoder.encode`` per
+event, Starlette's ``StreamingResponse``): in process (the server's CPU alone), end to end
+(uvicorn in its own process, read by httpx), and inside a real framework's AG-UI endpoint
+(pydantic-ai, our encoder swapped in). And the request body a server validates first:
+``RunAgentInput`` through pydantic's ``TypeAdapter`` and through a FastAPI endpoint, against
+the reference's class."""
 
-Groups:
-
-* ``server_state_deltas_10k``: ``decode_sse`` of a log of 10k ``STATE_DELTA`` events (two
-  operations each) vs msgspec decoding the same payloads into Structs of the same shape
-  whose pointers carry no check: each payload (``msgspec_plain_loop``), and all of them
-  joined as one array (``msgspec_plain_array``, the floor; no framing). Goal: ours within
-  1.5x, a ratio >= 0.67.
-* ``server_one_frame_sse`` / ``server_one_frame_feed`` / ``server_one_frame_protobuf``: one
-  small event through ``decode_sse(frame)``, ``SseDecoder.feed(frame)`` and
-  ``decode_protobuf(frame)``, 1,000 calls a round, vs msgspec's decode of the same JSON
-  payload into the event Structs (goal: ratio >= 0.67).
-
-Run: ``pytest benches/bench_server.py --benchmark-only`` after ``maturin develop --release``.
-"""
-
-from __future__ import annotations
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import json
-from typing import Any, Dict, List, Optional, Union
 
-import msgspec
-from msgspec import field
+import httpx
+import pytest
+from pydantic import TypeAdapter
 
-from _interleave import pedantic_against
+import ag_ui.core as ref_core
+import agui_fast.core as core
 
-from agui_fast._typed import EVENT_DECODER
-from agui_fast.proto import decode_protobuf, encode_protobuf_frame
-from agui_fast.sse import SseDecoder, decode_sse
+from _data import ROOT
+from _interleave import QUICK, against
+from _body_app import body
+from _serve_app import ours, ours_single, reference
+from agui_fast.decoder import decode_sse
 
-
-def _against(benchmark: Any, group: str, ours: Any, peers: Dict[str, Any], rounds: int = 15) -> Any:
-    benchmark.group = group
-    return pedantic_against(benchmark, ours, (), peers, rounds=rounds, warmup_rounds=2, settle=0.002)
-
-
-# -- a log of state deltas -----------------------------------------------------------------
+N = 2000
 
 
-class _Plain(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=True, dict=True, rename="camel"):
-    """The Structs' options, without the pointer check."""
+class _Request:
+    headers: dict = {}
+    query_params = {"n": str(N)}
 
 
-class PlainAdd(_Plain, kw_only=True, tag_field="op", tag="add"):
-    path: str
-    value: Any
+def _serve(endpoint):
+    """One response through the ASGI app, to a ``send`` that takes every message at once."""
+    scope = {"type": "http", "method": "GET", "path": "/", "headers": [], "query_string": f"n={N}".encode()}
+
+    async def main():
+        response = await endpoint(_Request())
+        sent = []
+
+        async def send(message):
+            sent.append(message)
+
+        async def receive():
+            await asyncio.Event().wait()  # the client never goes away
+
+        await response(scope, receive, send)
+        return sent
+
+    return asyncio.run(main())
 
 
-class PlainReplace(_Plain, kw_only=True, tag_field="op", tag="replace"):
-    path: str
-    value: Any
+def test_in_process(benchmark):
+    """2,000 events a response, in process (no sockets): ``EventStreamResponse`` (coalesced
+    sends) against the reference pattern, and against itself with ``coalesce=False`` (one
+    send per event)."""
+    benchmark.group = "server/in_process_2000"
+    sent = against(benchmark, lambda: _serve(ours),
+                   {"ag_ui encoder + StreamingResponse": lambda: _serve(reference),
+                    "EventStreamResponse(coalesce=False)": lambda: _serve(ours_single)},
+                   rounds=15, min_round=0, events=N)
+    assert b"".join(m.get("body", b"") for m in sent).count(b"data: ") == N
 
 
-class PlainRemove(_Plain, kw_only=True, tag_field="op", tag="remove"):
-    path: str
+# -- end to end: uvicorn in a process of its own ------------------------------------------------
 
 
-class PlainMove(_Plain, kw_only=True, tag_field="op", tag="move"):
-    from_: str = field(name="from")
-    path: str
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
-class PlainDelta(_Plain, kw_only=True, tag_field="type", tag="STATE_DELTA"):
-    timestamp: Optional[int] = None
-    raw_event: Any = field(default=None, name="rawEvent")
-    metadata: Optional[Dict[str, Any]] = None
-    subagent_run_id: Optional[str] = field(default=None, name="subagentRunId")
-    delta: List[Union[PlainAdd, PlainReplace, PlainRemove, PlainMove]]
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-PLAIN_DELTA = msgspec.json.Decoder(PlainDelta, strict=False)
-PLAIN_DELTAS = msgspec.json.Decoder(List[PlainDelta], strict=False)
-
-DELTA_PAYLOADS = [
-    json.dumps(
-        {
-            "type": "STATE_DELTA",
-            "delta": [
-                {"op": "replace", "path": "/counters/tokens", "value": i},
-                {"op": "add", "path": "/agent/plan/steps/-", "value": {"id": i, "title": f"step {i}"}},
-            ],
-        },
-        separators=(",", ":"),
-    ).encode()
-    for i in range(10_000)
-]
-DELTA_LOG = b"".join(b"data: " + p + b"\n\n" for p in DELTA_PAYLOADS)
-DELTA_ARRAY = b"[" + b",".join(DELTA_PAYLOADS) + b"]"
-
-
-def _plain_deltas() -> list:
-    dec = PLAIN_DELTA.decode
-    return [dec(p) for p in DELTA_PAYLOADS]
-
-
-def test_state_deltas__agui_fast(benchmark):
-    got = _against(
-        benchmark, "server_state_deltas_10k", lambda: decode_sse(DELTA_LOG), {"msgspec_plain_loop": _plain_deltas, "msgspec_plain_array": lambda: PLAIN_DELTAS.decode(DELTA_ARRAY)},
+@pytest.fixture(scope="module")
+def uvicorn_server():
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "_serve_app:app", "--host", "127.0.0.1", "--port", str(port),
+         "--log-level", "warning", "--no-access-log"],
+        cwd=ROOT / "benches",
     )
-    assert len(got) == len(DELTA_PAYLOADS) and got[0].delta[0].path == "/counters/tokens"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError("uvicorn did not start")
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}", proc.pid
+    finally:
+        proc.terminate()
+        proc.wait(10)
 
 
-# -- one frame ---------------------------------------------------------------------------------
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the server's CPU time from /proc")
+def test_end_to_end(benchmark, uvicorn_server):
+    """20,000 small events a request (5,000 in a quick run), uvicorn on 127.0.0.1 in its own
+    process, read by httpx in this one: the time of a whole request (so the events/s ratio)
+    and the server's CPU per event (``/proc``, whole requests)."""
+    benchmark.group = "server/end_to_end"
+    base, pid = uvicorn_server
+    n = 5_000 if QUICK else 20_000
+    cpu = {}
 
-CALLS = 1_000
-PAYLOAD = b'{"type":"TEXT_MESSAGE_CONTENT","messageId":"msg_1","delta":"word 17 of the reply, "}'
-FRAME = b"data: " + PAYLOAD + b"\n\n"
-PB_FRAME = encode_protobuf_frame(EVENT_DECODER.decode(PAYLOAD))
+    def request(variant):
+        def run():
+            c0 = _cpu_seconds(pid)
+            size = 0
+            with client.stream("GET", f"/{variant}?n={n}") as r:
+                r.raise_for_status()
+                for chunk in r.iter_raw(1 << 16):
+                    size += len(chunk)
+            time.sleep(0.02)  # the server's bookkeeping after the last byte, before its CPU is read
+            cpu.setdefault(variant, []).append((_cpu_seconds(pid) - c0) / n)
+            return size
+
+        return run
+
+    with httpx.Client(base_url=base, timeout=120) as client:
+        for v in ("ours", "ours-single", "reference"):  # every variant sends every event
+            assert len(decode_sse(client.get(f"/{v}?n={n}").content)) == n
+        against(benchmark, request("ours"),
+                {"ag_ui encoder + StreamingResponse": request("reference"),
+                 "EventStreamResponse(coalesce=False)": request("ours-single")},
+                rounds=9, warmup=1, min_round=0, events=n,
+                readme={"ag_ui encoder + StreamingResponse":
+                        f"serve {n:,} small events end to end (uvicorn, httpx reading), events/s"})
+    benchmark.extra_info["server_cpu_us_per_event"] = {k: [c * 1e6 for c in v] for k, v in cpu.items()}
 
 
-def _msgspec_one() -> None:
-    dec = EVENT_DECODER.decode
-    for _ in range(CALLS):
-        dec(PAYLOAD)
+# -- a real framework: pydantic-ai's AG-UI endpoint --------------------------------------------
 
 
-def test_one_frame_sse__agui_fast(benchmark):
-    def ours() -> None:
-        for _ in range(CALLS):
-            decode_sse(FRAME)
-
-    _against(benchmark, "server_one_frame_sse", ours, {"msgspec_decode": _msgspec_one})
-    assert decode_sse(FRAME) == [EVENT_DECODER.decode(PAYLOAD)]
-
-
-def test_one_frame_feed__agui_fast(benchmark):
-    dec = SseDecoder()
-
-    def ours() -> None:
-        feed = dec.feed
-        for _ in range(CALLS):
-            feed(FRAME)
-
-    _against(benchmark, "server_one_frame_feed", ours, {"msgspec_decode": _msgspec_one})
-    assert dec.feed(FRAME) == [EVENT_DECODER.decode(PAYLOAD)]
+@pytest.fixture(scope="module")
+def pydantic_ai_app():
+    if sys.version_info < (3, 11):
+        pytest.skip("pydantic-ai-slim[ag-ui] needs Python >= 3.11")
+    pytest.importorskip("pydantic_ai.ui.ag_ui", reason="pydantic-ai-slim[ag-ui] is not installed")
+    sys.path.insert(0, str(ROOT / "examples"))
+    try:
+        import pydantic_ai_server as example
+    finally:
+        sys.path.pop(0)
+    return example
 
 
-def test_one_frame_protobuf__agui_fast(benchmark):
-    def ours() -> None:
-        for _ in range(CALLS):
-            decode_protobuf(PB_FRAME)
+def test_framework(benchmark, pydantic_ai_app):
+    """pydantic-ai's AG-UI endpoint (``examples/pydantic_ai_server.py``: FastAPI, an offline
+    ``FunctionModel`` run of 28 events) serving one whole request through httpx's in-process
+    ASGI transport, our encoder swapped in against ``ag_ui.encoder``: the framework's own
+    work per event dominates."""
+    benchmark.group = "server/framework_pydantic_ai"
+    example = pydantic_ai_app
+    loop = asyncio.new_event_loop()
+    client = httpx.AsyncClient(transport=httpx.ASGITransport(app=example.app), base_url="http://agent")
 
-    _against(benchmark, "server_one_frame_protobuf", ours, {"msgspec_decode": _msgspec_one})
-    assert decode_protobuf(PB_FRAME) == [EVENT_DECODER.decode(PAYLOAD)]
+    def request(ours_encoder):
+        def run():
+            example.use_agui_fast_encoder(ours_encoder)
+            r = loop.run_until_complete(client.post("/", json=example.RUN_BODY, headers={"accept": "text/event-stream"}))
+            assert r.status_code == 200
+            return r.text
+
+        return run
+
+    try:
+        body = against(benchmark, request(True), {"ag_ui.encoder": request(False)}, rounds=30, min_round=0,
+                       readme={"ag_ui.encoder": "pydantic-ai's AG-UI endpoint, a whole request, our encoder swapped in"})
+    finally:
+        example.use_agui_fast_encoder(False)
+        loop.run_until_complete(client.aclose())
+        loop.close()
+    benchmark.extra_info["events"] = body.count("\n\n")
+
+
+def test_framework_encoding(benchmark, pydantic_ai_app):
+    """Only the encoding of that request: the ``ag_ui`` events of one run (recorded as the
+    adapter hands them to its encoder), an encoder built per event as pydantic-ai does, then
+    ``encode``. Beside the whole request's ratio, this says the encoder's share of it."""
+    from ag_ui.encoder import EventEncoder as RefEncoder
+
+    from agui_fast.encoder import EventEncoder
+
+    benchmark.group = "server/framework_pydantic_ai_encoding"
+    example = pydantic_ai_app
+    recorded = []
+
+    class Recorder(RefEncoder):
+        def encode(self, event):
+            recorded.append(event)
+            return super().encode(event)
+
+    loop = asyncio.new_event_loop()
+    client = httpx.AsyncClient(transport=httpx.ASGITransport(app=example.app), base_url="http://agent")
+    example.adapter_stream.EventEncoder = Recorder
+    try:
+        loop.run_until_complete(client.post("/", json=example.RUN_BODY, headers={"accept": "text/event-stream"}))
+    finally:
+        example.use_agui_fast_encoder(False)
+        loop.run_until_complete(client.aclose())
+        loop.close()
+    accept = "text/event-stream"
+
+    def encode_all(cls):
+        return lambda: [cls(accept=accept).encode(e) for e in recorded]
+
+    out = against(benchmark, encode_all(EventEncoder), {"ag_ui.encoder": encode_all(RefEncoder)}, events=len(recorded))
+    assert out == encode_all(RefEncoder)()
+
+
+# -- request bodies: RunAgentInput validated, as FastAPI and pydantic users do ------------------
+
+BODY_SIZES = {"1": 1, "100": 100, "10k": 10_000}
+OURS_INPUT, REF_INPUT = TypeAdapter(core.RunAgentInput), TypeAdapter(ref_core.RunAgentInput)
+
+
+@pytest.mark.parametrize("size", list(BODY_SIZES))
+def test_body_validate_python(benchmark, size):
+    """``TypeAdapter(RunAgentInput).validate_python`` of a request body (1, 100 and 10,000
+    messages: user, assistant with a tool call, tool), what FastAPI calls for a body
+    parameter, against the reference's class."""
+    benchmark.group = f"server/body_validate_python_{size}"
+    data = body(BODY_SIZES[size])
+    out = against(benchmark, lambda: OURS_INPUT.validate_python(data), {"ag_ui.core": lambda: REF_INPUT.validate_python(data)},
+                  min_round=0.01, messages=BODY_SIZES[size],
+                  readme={"ag_ui.core": f"validate a request body of {size} messages (`TypeAdapter.validate_python`, what FastAPI calls)"} if size == "100" else None)
+    assert out.model_dump(by_alias=True) == REF_INPUT.validate_python(data).model_dump(by_alias=True, exclude_none=True)
+
+
+@pytest.mark.parametrize("size", list(BODY_SIZES))
+def test_body_validate_json(benchmark, size):
+    """``TypeAdapter(RunAgentInput).validate_json`` of the same bodies as JSON text."""
+    benchmark.group = f"server/body_validate_json_{size}"
+    text = json.dumps(body(BODY_SIZES[size])).encode()
+    against(benchmark, lambda: OURS_INPUT.validate_json(text), {"ag_ui.core": lambda: REF_INPUT.validate_json(text)},
+            min_round=0.01, messages=BODY_SIZES[size])
+
+
+@pytest.fixture(scope="module")
+def body_server():
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "_body_app:app", "--host", "127.0.0.1", "--port", str(port),
+         "--log-level", "warning", "--no-access-log"],
+        cwd=ROOT / "benches",
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError("uvicorn did not start")
+                time.sleep(0.1)
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120) as client:
+            yield client, proc.pid
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the server's CPU time from /proc")
+@pytest.mark.parametrize("size", list(BODY_SIZES))
+def test_body_fastapi(benchmark, body_server, size):
+    """The same bodies POSTed to a FastAPI endpoint (``input_data: RunAgentInput``) under
+    uvicorn (its own process), by httpx in this one: the time of a whole request, and the
+    server's CPU per request (``/proc``), ours against the reference's class in the same
+    server. Small bodies cost mostly what uvicorn and FastAPI do with any request."""
+    benchmark.group = f"server/body_fastapi_{size}"
+    client, pid = body_server
+    n = BODY_SIZES[size]
+    content, headers = json.dumps(body(n)).encode(), {"content-type": "application/json"}
+    cpu: dict = {}
+
+    def post(path):
+        def run():
+            c0 = _cpu_seconds(pid)
+            r = client.post(path, content=content, headers=headers)
+            assert r.status_code == 200 and r.text == str(n), r.text
+            cpu.setdefault(path, []).append(_cpu_seconds(pid) - c0)
+
+        return run
+
+    for path in ("/ours", "/reference"):
+        post(path)()
+    cpu.clear()
+    against(benchmark, post("/ours"), {"ag_ui.core": post("/reference")}, min_round=0.02, messages=n)
+    benchmark.extra_info["server_cpu_ms_per_request"] = {k: 1e3 * sum(v) / len(v) for k, v in cpu.items()}

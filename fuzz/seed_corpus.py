@@ -12,6 +12,8 @@ left out, so that libFuzzer's input length stays small and the runs fast):
   message without its length prefix;
 - log_reader (one control byte): the SSE and protobuf streams, plain and gzipped, and
   the events as JSON Lines;
+- replay_patch (a budget byte, then a program): copy bombs on the state and an activity,
+  under budgets of 1 KiB to 4 MiB, and many small copying deltas;
 - every target: the inputs kept in `regressions/<target>/` (a few found by the fuzzers
   that once broke a property; each file's name says what it is).
 """
@@ -110,10 +112,25 @@ def regression_seeds() -> None:
         write(path.parent.name, path.read_bytes())
 
 
+def replay_patch_seeds() -> None:
+    """Programs of replay_patch (see the target): a snapshot, then a delta of eight copies
+    of the root into itself (the copy bomb), under budgets of 1 KiB to 4 MiB;
+    the same on an activity; many one-copy deltas (the stream's allowance)."""
+    snapshot = bytes([0, 0])  # STATE_SNAPSHOT, its value byte
+    # 8 ops copying the root into /b0, /b1, /x, /a, /l, /b0, /b1, /x: it doubles each time
+    copies = b"".join(bytes([0, p, 0]) for p in (11, 12, 9, 1, 4, 11, 12, 9))
+    bomb = bytes([1, 7]) + copies  # STATE_DELTA of those 8 ops
+    activity = bytes([5, 6, 7]) + copies  # ACTIVITY_SNAPSHOT, ACTIVITY_DELTA
+    for budget in (0, 10, 12):
+        write("replay_patch", bytes([budget]) + snapshot + bomb * 3 + activity * 2)
+    write("replay_patch", bytes([6]) + snapshot + bytes([2, 0, 0, 11, 0]) * 40)
+
+
 def main() -> None:
     patch_seeds()
     codec_seeds()
     regression_seeds()
+    replay_patch_seeds()
 
 
 if __name__ == "__main__":

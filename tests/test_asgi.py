@@ -336,3 +336,142 @@ def test_starlette_response():
 
     asyncio.run(main())
     assert done == [1, 1]
+
+
+@pytest.mark.parametrize("media", [SSE_MEDIA_TYPE, AGUI_MEDIA_TYPE])
+@pytest.mark.parametrize("coalesce", [True, False])
+@pytest.mark.parametrize(
+    "item", [5, None, "RUN_STARTED", [1], {"a": 1}, {"type": "NOT_AN_EVENT"}, {"type": 3}, object()],
+    ids=["int", "none", "str", "list", "dict-no-type", "dict-unknown-type", "dict-int-type", "object"],
+)
+def test_a_non_event_is_refused_in_both_formats(item, coalesce, media):
+    harness = Harness()
+    with pytest.raises(EncodeError, match="not an AG-UI event"):
+        serve(EventStream([ev(0), ev(1), item, ev(3)], media_type=media, coalesce=coalesce), harness)
+    decode = decode_sse if media == SSE_MEDIA_TYPE else decode_protobuf
+    assert decode(harness.body) == [ev(0), ev(1)]  # what came before is sent, nothing after
+    assert not any(m.get("more_body") is False for m in harness.bodies)
+
+
+@pytest.mark.parametrize("media", [SSE_MEDIA_TYPE, AGUI_MEDIA_TYPE])
+def test_mapping_events_are_sent_in_both_formats(media):
+    events = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+              {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "d0"}]
+    h = serve(EventStream(events, media_type=media))
+    decode = decode_sse if media == SSE_MEDIA_TYPE else decode_protobuf
+    assert decode(h.body) == [RunStartedEvent(thread_id="t", run_id="r"), ev(0)]
+
+
+BAD = TextMessageContentEvent(message_id="m1", delta="\ud800")  # cannot be encoded
+
+
+def item(i, bad_at):
+    return BAD if i == bad_at else ev(i)
+
+
+class ClosingIterator:
+    """A plain (non-generator) iterator with ``close``."""
+
+    def __init__(self, n, fail=False, bad_at=None):
+        self.i, self.n, self.fail, self.bad_at, self.closed = 0, n, fail, bad_at, 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.i >= self.n:
+            if self.fail:
+                raise RuntimeError("agent crashed")
+            raise StopIteration
+        self.i += 1
+        return item(self.i - 1, self.bad_at)
+
+    def close(self):
+        self.closed += 1
+
+
+class AsyncClosingIterator(ClosingIterator):
+    """A plain async iterator with ``aclose``."""
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self):
+        await asyncio.sleep(0)
+        try:
+            return self.__next__()
+        except StopIteration:
+            raise StopAsyncIteration from None
+
+    async def aclose(self):
+        self.closed += 1
+
+
+class Reiterable:
+    """A re-iterable source: ``__iter__`` (or, ``aio``, only ``__aiter__``) makes a generator,
+    and that generator is what the response must close."""
+
+    def __init__(self, n, fail=False, bad_at=None):
+        self.n, self.fail, self.bad_at, self.closed = n, fail, bad_at, 0
+
+    def __iter__(self):
+        try:
+            yield from (item(i, self.bad_at) for i in range(self.n))
+            if self.fail:
+                raise RuntimeError("agent crashed")
+        finally:
+            self.closed += 1
+
+
+class AsyncReiterable(Reiterable):
+    __iter__ = None  # type: ignore[assignment]
+
+    async def _agen(self):
+        try:
+            for i in range(self.n):
+                await asyncio.sleep(0)
+                yield item(i, self.bad_at)
+            if self.fail:
+                raise RuntimeError("agent crashed")
+        finally:
+            self.closed += 1
+
+    def __aiter__(self):
+        return self._agen()
+
+
+SOURCES = {"iterator": ClosingIterator, "async-iterator": AsyncClosingIterator, "iterable": Reiterable,
+           "async-iterable": AsyncReiterable}
+
+
+@pytest.mark.parametrize("coalesce", [True, False])
+@pytest.mark.parametrize("kind", list(SOURCES))
+@pytest.mark.parametrize("exit", ["end", "source-error", "encode-error", "receive-disconnect", "send-fails",
+                                  "start-fails", "cancelled"])
+def test_the_source_is_closed_on_every_way_out(exit, kind, coalesce):
+    endless = exit in ("receive-disconnect", "send-fails", "cancelled")
+    source = SOURCES[kind](10**6 if endless else 20, fail=exit == "source-error",
+                          bad_at=5 if exit == "encode-error" else None)
+    harness = {"receive-disconnect": Harness(disconnect_after=3), "send-fails": Harness(fail_after=3)}.get(
+        exit, Harness())
+    if exit == "start-fails":
+        async def failing_send(message):
+            raise OSError("client gone")
+        harness.send = failing_send
+
+    async def main():
+        task = asyncio.ensure_future(EventStream(source, coalesce=coalesce)(SCOPE, harness.receive, harness.send))
+        if exit == "cancelled":  # e.g. the server shutting down
+            while len(harness.bodies) < 3:
+                await asyncio.sleep(0.001)
+            task.cancel()
+        try:
+            await asyncio.wait_for(task, 10)
+        except (asyncio.CancelledError, RuntimeError, EncodeError):
+            pass
+
+    asyncio.run(main())
+    # A re-iterable source that was never read (the response could not even start) opened
+    # nothing to close.
+    never_read = exit == "start-fails" and kind.endswith("iterable")
+    assert source.closed == (0 if never_read else 1)

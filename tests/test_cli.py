@@ -5,6 +5,7 @@ import gzip
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -24,6 +25,14 @@ from conftest import load_jsonl
 EVENTS = [decode_event(c["py_sse"][6:-2]) for c in load_jsonl("codec/events.jsonl") if c["py_sse"]][:200]
 SSE = EventEncoder().encode_many(EVENTS)
 PB = EventEncoder(accept=AGUI_MEDIA_TYPE).encode_many(EVENTS)
+# A run (the sequence rules pass), for the commands that replay.
+RUN = [
+    RunStartedEvent(thread_id="t", run_id="r"), TextMessageStartEvent(message_id="m", role="assistant"),
+    *[TextMessageContentEvent(message_id="m", delta=f"w{i} ") for i in range(50)],
+    TextMessageEndEvent(message_id="m"), RunFinishedEvent(thread_id="t", run_id="r"),
+]
+RUN_SSE = EventEncoder().encode_many(RUN)
+RUN_PB = EventEncoder(accept=AGUI_MEDIA_TYPE).encode_many(RUN)
 
 
 def run(*args, stdin=None):
@@ -249,10 +258,10 @@ def test_bench_prints_a_ratio_table():
     (b"", b"empty file"),
     (b"\x89PNG\r\n\x1a\n" + bytes(range(256)), b"not an AG-UI log"),
     (b"hello world\n", b"no AG-UI events"),
-    (PB[:-3], b"TruncatedStreamError"),
-    (gzip.compress(SSE)[:-20], b"gzip"),
+    (RUN_PB[:-3], b"TruncatedStreamError"),
+    (gzip.compress(RUN_SSE)[:-20], b"gzip"),
 ])
-@pytest.mark.parametrize("command", ["inspect", "validate", "convert"])
+@pytest.mark.parametrize("command", ["inspect", "validate", "convert", "replay"])
 def test_user_mistakes_are_one_line(tmp_path, content, needle, command):
     path = tmp_path / "x.log"
     if content is not None:
@@ -264,6 +273,7 @@ def test_user_mistakes_are_one_line(tmp_path, content, needle, command):
     assert needle in text, text
     assert b"Traceback" not in out.stderr
     assert out.stderr.count(b"\n") <= 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ([] if content is None else ["x.log"])
 
 
 def test_glob_matching_nothing(tmp_path):
@@ -271,17 +281,14 @@ def test_glob_matching_nothing(tmp_path):
     assert out.returncode == 2 and b"no file matches" in out.stderr
 
 
-def test_progress_bar_only_on_a_terminal(tmp_path):
+def _on_a_terminal(cmd, stdin=None):
+    """Run ``cmd`` with its stdout and stderr a terminal: (exit status, what it wrote).
+    Started by subprocess, not pty.fork: a bare fork of this process (threads from earlier
+    tests) could deadlock the child."""
     import os
 
-    big = tmp_path / "big.sse"
-    big.write_bytes(SSE * (9 * 2**20 // len(SSE) + 1))
-    out = tmp_path / "big.jsonl"
-    # The child's stdout and stderr are a terminal. Started by subprocess, not pty.fork: a
-    # bare fork of this process (threads from earlier tests) could deadlock the child.
     terminal, child_end = os.openpty()
-    cmd = [sys.executable, "-m", "agui_fast", "convert", str(big), "-o", str(out)]
-    with subprocess.Popen(cmd, stdout=child_end, stderr=child_end) as proc:
+    with subprocess.Popen(cmd, stdin=stdin, stdout=child_end, stderr=child_end) as proc:
         os.close(child_end)
         seen = b""
         while True:
@@ -293,10 +300,91 @@ def test_progress_bar_only_on_a_terminal(tmp_path):
                 break
             seen += chunk
     os.close(terminal)
-    assert proc.returncode == 0, seen
-    assert b"%" in seen and b"MB/s" in seen
-    piped = run("convert", big, "-o", out)
-    assert piped.returncode == 0 and b"MB/s" not in piped.stderr
+    return proc.returncode, seen
+
+
+def _long_run(deltas):
+    """A run of ``deltas`` text deltas, as SSE."""
+    return EventEncoder().encode_many([
+        RunStartedEvent(thread_id="t", run_id="r"), TextMessageStartEvent(message_id="m", role="assistant"),
+        *[TextMessageContentEvent(message_id="m", delta=f"word {i} ") for i in range(deltas)],
+        TextMessageEndEvent(message_id="m"), RunFinishedEvent(thread_id="t", run_id="r"),
+    ])
+
+
+def _slow_feed(data, seconds=1.5, steps=15):
+    """A pipe that sends ``data`` over ``seconds`` (a command that takes that long): its
+    read end, for a child's stdin."""
+    import os
+    import threading
+
+    r, w = os.pipe()
+
+    def feed():
+        step = len(data) // steps + 1
+        try:
+            for i in range(0, len(data), step):
+                os.write(w, data[i:i + step])
+                time.sleep(seconds / steps)
+        except BrokenPipeError:  # the command stopped reading (an error)
+            pass
+        finally:
+            os.close(w)
+
+    threading.Thread(target=feed, daemon=True).start()
+    return r
+
+
+@pytest.mark.parametrize("command", [
+    ["convert", "-", "-o", "{out}", "--to", "jsonl"],
+    ["inspect", "-"],
+    ["validate", "--schema-only", "-"],
+    ["replay", "-"],
+])
+def test_every_long_command_draws_progress_on_a_terminal_only(tmp_path, command):
+    import os
+
+    argv = [a.format(out=tmp_path / "o.jsonl") for a in command]
+    cmd = [sys.executable, "-m", "agui_fast", *argv]
+    data = _long_run(60_000)
+    r = _slow_feed(data)
+    status, seen = _on_a_terminal(cmd, stdin=r)
+    os.close(r)
+    assert status == 0, seen
+    assert b"MB read" in seen and b"events" in seen and b"MB/s" in seen, seen
+    assert b"\r\x1b[K" in seen  # the line is cleared at the end
+    # --quiet: none.
+    r = _slow_feed(data, seconds=0.6)
+    status, seen = _on_a_terminal(cmd + ["--quiet"], stdin=r)
+    os.close(r)
+    assert b"MB/s" not in seen, seen
+    # Piped: none.
+    piped = subprocess.run(cmd, input=data, capture_output=True)
+    assert b"MB/s" not in piped.stderr and b"\x1b" not in piped.stderr
+
+
+def test_the_progress_line_shows_bytes_of_the_total(monkeypatch):
+    import io
+
+    from agui_fast import cli
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    err = Tty()
+    monkeypatch.setattr(sys, "stderr", err)
+    p = cli.Progress(200_000_000)
+    p.t0 -= 2.0
+    p.draw(50_000_000, 123_456)
+    line = err.getvalue()
+    assert " 25%" in line and "50.0 MB of 200.0 MB" in line and "123,456 events" in line and "MB/s" in line, line
+    p.clear()
+    assert err.getvalue().endswith("\r\x1b[K")
+    quiet = cli.Progress(100, quiet=True)
+    quiet.t0 -= 2.0
+    quiet.draw(50, 1)
+    assert err.getvalue().count("MB/s") == 1
 
 
 def test_validate_checks_the_sequence_rules(tmp_path, capsys):
@@ -311,3 +399,145 @@ def test_validate_checks_the_sequence_rules(tmp_path, capsys):
     bad.write_bytes(EventEncoder().encode_many(run_ok[:2] + run_ok[4:]))  # finished with a message open
     assert main(["validate", str(bad)]) == 1
     assert "R29" in capsys.readouterr().out
+
+
+# -- convert's output: never through a file the user could not write, never another format,
+# the user's own path in every error, nothing half-written left --------------------------------
+
+
+def _one_line(r, status):
+    assert r.returncode == status, (r.returncode, r.stderr)
+    (line,) = r.stderr.decode().splitlines()
+    assert "Traceback" not in line and ".partial" not in line, line
+    return line
+
+
+def test_convert_refuses_a_read_only_output(sse_log, tmp_path):
+    import os
+    import stat
+
+    out = tmp_path / "ro.sse"
+    out.write_bytes(b"before")
+    out.chmod(0o444)
+    line = _one_line(run("convert", sse_log, "-o", out), 1)
+    assert str(out) in line and "not writable" in line and "r--r--r--" in line, line
+    assert out.read_bytes() == b"before" and stat.S_IMODE(os.stat(out).st_mode) == 0o444
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ro.sse", "run.sse"]
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "geteuid") or __import__("os").geteuid() != 0, reason="needs root (chown)")
+def test_convert_refuses_another_users_file_even_as_root(sse_log, tmp_path):
+    import os
+
+    out = tmp_path / "theirs.sse"
+    out.write_bytes(b"before")
+    os.chown(out, 65534, 65534)
+    line = _one_line(run("convert", sse_log, "-o", out), 1)
+    assert "owned by another user" in line, line
+    assert out.read_bytes() == b"before" and os.stat(out).st_uid == 65534
+
+
+def test_convert_keeps_a_replaced_files_mode_and_links(sse_log, tmp_path):
+    import os
+    import stat
+
+    out = tmp_path / "private.sse"
+    out.write_bytes(b"before")
+    out.chmod(0o600)
+    assert run("convert", sse_log, "-o", out).returncode == 0
+    assert stat.S_IMODE(os.stat(out).st_mode) == 0o600 and decode_sse(out.read_bytes()) == decode_sse(SSE)
+    # Through a symbolic link: the file it names is replaced, the link stays.
+    link = tmp_path / "link.jsonl"
+    target = tmp_path / "real.jsonl"
+    target.write_bytes(b"")
+    link.symlink_to(target)
+    assert run("convert", sse_log, "-o", link).returncode == 0
+    assert link.is_symlink() and len(target.read_bytes().splitlines()) == len(EVENTS)
+
+
+@pytest.mark.parametrize("output, status, said", [
+    ("nodir/out.sse", 1, "no such directory"),
+    ("adir", 1, "is a directory"),
+    ("out.parquet.gz", 2, "Parquet"),
+    ("out.pb", 2, "names protobuf output, not sse"),
+    ("out.txt", 2, "cannot tell the output format"),
+])
+def test_convert_output_mistakes_name_the_users_path(sse_log, tmp_path, output, status, said):
+    (tmp_path / "adir").mkdir()
+    extra = ["--to", "sse"] if output == "out.pb" else []
+    line = _one_line(run("convert", sse_log, "-o", tmp_path / output, *extra), status)
+    assert str(tmp_path / output) in line and said in line, line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adir", "run.sse"]
+
+
+@pytest.mark.parametrize("name, to", [("out.sse.gz", None), ("out.sse.gz", "sse"), ("out.jsonl.gz", None), ("out.gz", "protobuf")])
+def test_a_gz_output_is_gzip(sse_log, tmp_path, name, to):
+    out = tmp_path / name
+    r = run("convert", sse_log, "-o", out, *(["--to", to] if to else []))
+    assert r.returncode == 0, r.stderr
+    data = gzip.decompress(out.read_bytes())
+    fmt = to or name.split(".")[1]
+    events = {"sse": decode_sse, "protobuf": decode_protobuf}.get(fmt, lambda d: [decode_event(x) for x in d.splitlines()])(data)
+    assert events == (decode_protobuf(PB) if fmt == "protobuf" else decode_sse(SSE))
+    # ... and reads back as a log.
+    assert len(to_arrow(str(out))) == len(EVENTS)
+
+
+def test_convert_writes_a_device_as_it_is(sse_log):
+    import os
+    import stat
+
+    r = run("convert", sse_log, "-o", "/dev/null", "--to", "jsonl")
+    assert r.returncode == 0, r.stderr
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+@pytest.mark.parametrize("command", ["convert", "inspect", "validate", "replay"])
+def test_a_pipe_is_read_as_a_stream_not_an_empty_file(tmp_path, command):
+    # `agui-fast convert <(cat log)`: the path of a pipe, whose size is 0.
+    import os
+
+    log = _long_run(100)
+    r, w = os.pipe()
+    os.write(w, log)
+    os.close(w)
+    extra = ["-o", str(tmp_path / "o.jsonl")] if command == "convert" else []
+    out = subprocess.run([sys.executable, "-m", "agui_fast", command, f"/dev/fd/{r}", *extra],
+                         capture_output=True, pass_fds=(r,))
+    os.close(r)
+    assert out.returncode == 0, out.stderr
+    assert b"empty" not in out.stderr + out.stdout
+
+
+@pytest.mark.parametrize("signame, status", [("SIGTERM", 143), ("SIGINT", 130), ("SIGHUP", 129)])
+@pytest.mark.parametrize("to", ["sse", "parquet"])
+def test_an_interrupted_convert_leaves_nothing_behind(tmp_path, signame, status, to):
+    import os
+    import signal
+
+    out = tmp_path / f"out.{to}"
+    r = _slow_feed(_long_run(200_000), seconds=30, steps=300)
+    proc = subprocess.Popen([sys.executable, "-m", "agui_fast", "convert", "-", "-o", str(out)],
+                            stdin=r, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    os.close(r)
+    deadline = time.monotonic() + 30
+    while not any(p.name.endswith(".partial") for p in tmp_path.iterdir()):  # writing
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    proc.send_signal(getattr(signal, signame))
+    assert proc.wait(timeout=30) == status
+    assert list(tmp_path.iterdir()) == []
+    assert b"Traceback" not in proc.stderr.read()
+
+
+def test_skipped_events_are_listed_then_counted(tmp_path):
+    bad = tmp_path / "bad.sse"
+    bad.write_bytes(SSE + b'data: {"type":"NOPE"}\n\n' * 100)
+    r = run("convert", bad, "-o", tmp_path / "o.jsonl", "--errors", "skip")
+    lines = r.stderr.decode().splitlines()
+    assert r.returncode == 1
+    assert sum(line.startswith("skipped: ") for line in lines) == 21 and "skipped: 80 more" in lines
+    assert "100 skipped" in lines[-1]
+    r = run("convert", bad, "-o", tmp_path / "o.jsonl", "--errors", "skip", "--max-errors", "99")
+    assert "LimitError" in _one_line(r, 1)
+    assert run("convert", bad, "-o", tmp_path / "o.jsonl", "--max-errors", "-1").returncode == 2

@@ -344,9 +344,9 @@ def test_every_generated_field_has_a_native_check():
         if cls is ours.BaseEvent:
             # Deliberately never native: its required `type` is no field, so `lenient`
             # checks every call (tests/test_parity_pydantic.py).
-            assert {check for _, _, check, _ in plan_of(cls)[1]} == {("never",)}
+            assert {check for _, _, check, _, _ in plan_of(cls)[1]} == {("never",)}
             continue
-        for field, _, check, _ in plan_of(cls)[1]:
+        for field, _, check, _, _ in plan_of(cls)[1]:
             assert "never" not in set(names(check)), (cls.__name__, field, check)
 
 
@@ -390,6 +390,27 @@ def test_every_way_of_calling_the_class_validates():
         assert call(message_id="m", delta="d") == cls(message_id="m", delta="d")
         with pytest.raises(ValidationError):
             call(message_id="m", delta=None)
+
+
+def test_the_tag_keyword_at_many_call_sites():
+    """Calls that pass the tag, from more call sites than the class remembers (each site's
+    keyword names without the tag are kept per class), with the tag anywhere among the
+    keywords: each builds the same event and records the tag."""
+    cls = ours.TextMessageContentEvent
+    orders = [("type", "message_id", "delta"), ("message_id", "type", "delta"), ("message_id", "delta", "type")]
+    sites = []
+    for i in range(12):
+        names = orders[i % 3]
+        source = "lambda cls, t, d: cls(" + ", ".join({"type": "type=t", "message_id": "message_id='m'", "delta": "delta=d"}[n] for n in names) + ")"
+        sites.append(eval(compile(source, f"<site {i}>", "eval")))
+    for _ in range(3):
+        for i, site in enumerate(sites):
+            ev = site(cls, ET.TEXT_MESSAGE_CONTENT if i % 2 else "TEXT_MESSAGE_CONTENT", f"d{i}")
+            assert ev == cls(message_id="m", delta=f"d{i}")
+            assert ev.model_fields_set == {"type", "message_id", "delta"}
+            assert ENCODER.encode(ev) == ENCODER.encode(cls(message_id="m", delta=f"d{i}"))
+    with pytest.raises(ValidationError):
+        sites[0](cls, ET.TEXT_MESSAGE_START, "d")
 
 
 def test_the_record_never_reaches_the_wire():

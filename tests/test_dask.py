@@ -86,3 +86,32 @@ def test_a_bad_log_fails_the_computation(tmp_path, client):
         read_logs(str(p)).compute()
     with pytest.raises(FileNotFoundError):
         read_logs(str(tmp_path / "none*.sse"))
+
+
+def test_collect_gives_the_good_rows_and_an_errors_frame(logs, tmp_path, client):
+    import dask
+
+    from agui_fast.errors import LimitError
+
+    _, paths = logs
+    bad = tmp_path / "bad.sse"
+    good = b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n'
+    bad.write_bytes(good + b'data: {"type":"NOPE"}\n\n' * 3 + good + b"data: {cut")
+    missing_later = tmp_path / "gone.sse"
+    missing_later.write_bytes(good)
+    sources = [str(paths[0]), str(bad), str(missing_later)]
+    events, errors = read_logs(sources, errors="collect")
+    missing_later.unlink()  # unreadable when the computation runs
+    events, errors = dask.compute(events, errors)
+    local_events, local_errors = to_arrow(sources[:2], errors="collect")
+    assert len(events) == len(local_events)
+    assert list(errors["source"]) == [str(bad)] * 4 + [str(missing_later)]
+    assert list(errors["error"]) == ["EventValidationError"] * 3 + ["InvalidJsonError", "FileNotFoundError"]
+    assert list(errors["index"][:4]) == [1, 2, 3, 5]
+    assert pa.table(local_errors).num_rows == 4
+    # The budget is per log.
+    e, r = read_logs(str(bad), errors="collect", max_errors=3)
+    with pytest.raises(LimitError):
+        dask.compute(e, r)
+    with pytest.raises(ValueError, match="errors"):
+        read_logs(str(bad), errors="skip")

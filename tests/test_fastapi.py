@@ -20,6 +20,7 @@ from agui_fast.core import (  # noqa: E402
     TextMessageContentEvent,
     UserMessage,
 )
+import agui_fast.core as ours_core  # noqa: E402
 from agui_fast.decoder import decode_sse  # noqa: E402
 from agui_fast.encoder import EventEncoder  # noqa: E402
 
@@ -94,6 +95,69 @@ def test_invalid_bodies_get_422_naming_the_field(body, loc):
 
 def test_not_an_object_gets_422():
     assert client.post("/run", json=[1, 2]).status_code == 422
+
+
+def _reference_client():
+    import ag_ui.core as ref
+
+    ref_app = FastAPI()
+
+    @ref_app.post("/run")
+    async def ref_run(input_data: ref.RunAgentInput):
+        return {"ok": True}
+
+    return TestClient(ref_app)
+
+
+# The bodies whose 422 is the reference's: the same error types at the same locations.
+SAME_422 = {
+    "missing member": {k: v for k, v in BODY.items() if k != "runId"},
+    "unknown message role": {**BODY, "messages": [{"id": "u1", "role": "robot", "content": "x"}]},
+    "message without role": {**BODY, "messages": [{"id": "u1", "content": "x"}]},
+    "int for str": {**BODY, "threadId": 5},
+    "object for list": {**BODY, "messages": {"a": 1}},
+    "message without id": {**BODY, "messages": [{"role": "user", "content": "x"}]},
+    "int for an optional str": {**BODY, "parentRunId": 5},
+    "str for list": {**BODY, "tools": "x"},
+    "null": None,
+}
+
+
+@pytest.mark.parametrize("name", sorted(SAME_422))
+def test_invalid_bodies_get_the_references_422(name):
+    body = SAME_422[name]
+    ours_r, ref_r = client.post("/input", json=body), _reference_client().post("/run", json=body)
+    assert ours_r.status_code == ref_r.status_code == 422
+    shape = lambda r: [(e["type"], e["loc"]) for e in r.json()["detail"]]  # noqa: E731
+    assert shape(ours_r) == shape(ref_r)
+    if ours_r.json()["detail"][0]["type"] != "missing":
+        assert [e["msg"] for e in ours_r.json()["detail"]] == [e["msg"] for e in ref_r.json()["detail"]]
+
+
+def test_valid_bodies_record_what_was_given():
+    """A body validated in one msgspec conversion still records what pydantic counts as
+    set: members given at their default (null) and the tags given, at every level."""
+    import ag_ui.core as ref
+    from pydantic import TypeAdapter
+
+    body = {
+        **BODY,
+        "parentRunId": None,
+        "messages": [
+            {"id": "u1", "role": "user", "content": "hello", "name": None},
+            {"id": "a1", "role": "assistant", "toolCalls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+            {"id": "a2", "role": "assistant", "toolCalls": [{"id": "c", "function": {"name": "f", "arguments": "{}"}}]},
+            {"id": "r1", "role": "reasoning", "content": "x"},
+        ],
+    }
+
+    def sets(x):
+        msgs = [sorted(m.model_fields_set) for m in x.messages]
+        calls = [sorted(c.model_fields_set) for m in x.messages for c in (getattr(m, "tool_calls", None) or [])]
+        return sorted(x.model_fields_set), msgs, calls
+
+    for validate in (lambda M: TypeAdapter(M.RunAgentInput).validate_python(body), lambda M: M.RunAgentInput.model_validate(body)):
+        assert sets(validate(ours_core)) == sets(validate(ref))
 
 
 def test_structs_as_response_models():

@@ -11,6 +11,11 @@ from conftest import ROOT
 
 # What users read: the top-level documents and every tracked text file of these trees.
 SCOPE = [
+    "README.md",
+    "CONTRIBUTING.md",
+    "CHANGELOG.md",
+    "benches",
+    "docs",
     "python",
     "rust",
     "tools",
@@ -25,7 +30,7 @@ PATTERNS = {
     "a branch name": r"\bs[0-9]{2}-[a-z]+|\b[Mm]erge (of )?branch\b|\bbranch(es)? `[a-z0-9-]+`",
     "a scratch or machine path": r"/w[o]rk/|/tmp/s[0-9]{2}|(?<![\w.$}/-])/tmp/",
     "the people or sessions who worked on it": (
-        r"\bhelpers?\b.*\b(branch|merged)\b|\bengineers?\b|\bworktrees?\b"
+        r"\bhelpers?\b.*\b(branch|merged)\b|\bengineers?\b"
     ),
     "an issue number as history": r"\b[Ii]ssues? #?[0-9]+\b|\bfinding #?[0-9]+\b",
     "a before/after count of one revision": (

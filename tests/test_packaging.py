@@ -1,5 +1,6 @@
 """Release metadata and the built wheel: what pip and PyPI see, checked on the installed package
-(tools/ci.sh installs the built wheel; an editable install checks the same metadata)."""
+(tools/ci.sh installs the built wheel on the other CPythons; an editable install checks the same
+metadata)."""
 
 import os
 import re
@@ -47,13 +48,12 @@ def test_ci_tests_exactly_the_declared_pythons():
     assert tested == declared_pythons()
 
 
-def test_readme_states_the_declared_rust_version():
+def test_readme_states_the_declared_rust_and_python_versions():
     cargo = repo_file("Cargo.toml").read_text()
     rust_version = re.search(r'^rust-version = "([\d.]+)"$', cargo, re.M).group(1)
-    readme = repo_file("README.md").read_text()
-    assert f"Rust ≥ {rust_version}" in readme
-    for version in declared_pythons():
-        assert version in readme.split("## Supported platforms", 1)[1].split("\n## ", 1)[0]
+    install = repo_file("README.md").read_text().split("## Install", 1)[1].split("\n## ", 1)[0]
+    assert f"Rust ≥ {rust_version}" in install
+    assert f"every CPython from {declared_pythons()[0]} on" in install
 
 
 def test_project_urls_and_keywords():
@@ -71,12 +71,10 @@ def wheelhouse():
     return Path(where)
 
 
-def test_the_installed_package_is_the_built_portable_wheel(wheelhouse):
-    (wheel,) = wheelhouse.glob("agui_fast-*manylinux*.whl")
+def test_the_installed_package_is_the_built_wheel(wheelhouse):
+    (wheel,) = wheelhouse.glob("agui_fast-*.whl")
     name, version, python, abi, platforms = wheel.name.removesuffix(".whl").split("-")
     assert (python, abi) == ("cp310", "abi3")
-    # maturin's --compatibility manylinux2014 is glibc 2.17: Amazon Linux 2, RHEL 7+, Ubuntu 18.04+.
-    assert "manylinux_2_17_x86_64" in platforms.split(".")
     installed = [line.split(": ", 1)[1] for line in DIST.read_text("WHEEL").splitlines()
                  if line.startswith("Tag: ")]
     assert sorted(installed) == sorted(f"{python}-{abi}-{p}" for p in platforms.split("."))

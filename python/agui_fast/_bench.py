@@ -1,5 +1,5 @@
 """Generated logs and the pure-Python peers, shared by ``agui-fast bench`` and
-``benches/bench_arrow.py``.
+the bench suite (``python -m benches``).
 
 The peer is what a Python user writes without agui-fast: an httpx-sse style line parser
 (``data:`` lines joined, blank line dispatches) and ``TypeAdapter(ag_ui.core.Event)`` per

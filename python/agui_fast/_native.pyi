@@ -2,12 +2,28 @@
 
 import os
 import types
-from typing import Any, Callable, Iterable, List, Literal, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Literal, Optional, Sequence, Tuple, Union
 
 from agui_fast.errors import AguiError, StreamError
 
 __version__: str
 DEFAULT_MAX_DEPTH: int  # agui_core::limits::DEFAULT_MAX_DEPTH
+DEFAULT_MAX_ERRORS: int  # agui_arrow::DEFAULT_MAX_ERRORS
+DEFAULT_MAX_PATCH_BYTES: int  # agui_core::limits::DEFAULT_MAX_PATCH_BYTES
+
+# Numeric arguments (rust/agui-py/src/args.rs): TypeError for a non-int (bool included),
+# ValueError naming the argument for an int out of its range, never OverflowError; a size
+# limit past MAX_SIZE means no limit.
+MAX_SIZE: int  # largest size limit (bytes): 2**63 - 1
+MAX_CHUNK_SIZE: int  # largest chunk_size (bytes read at a time): 1 GiB
+MAX_THREADS: int  # most threads= a call takes
+MAX_DEPTH_CAP: int  # largest max_depth (agui_core::limits::MAX_DEPTH_CAP)
+
+def check_int(name: str, value: Any, lo: int, hi: int, /) -> int:
+    """``value`` if it is an int in ``lo..=hi``; else TypeError / ValueError naming ``name``."""
+
+def check_limit(name: str, value: Any, lo: int = 0, /) -> int:
+    """A size limit: an int of at least ``lo``; past ``MAX_SIZE`` it is ``MAX_SIZE`` (no limit)."""
 
 def json_exceeds_depth(data: Union[bytes, bytearray, memoryview, str], max_depth: int) -> bool:
     """Whether JSON text nests arrays/objects deeper than ``max_depth``."""
@@ -53,13 +69,20 @@ def clear_encode_cache() -> None:
 # --- end encode ---
 # --- patch ---
 
-def apply_patch(doc: Any, patch: Iterable[Any], *, in_place: bool = False, max_depth: int = 512) -> Any:
+def apply_patch(
+    doc: Any,
+    patch: Iterable[Any],
+    *,
+    in_place: bool = False,
+    max_depth: int = 512,
+    max_patch_bytes: Optional[int] = None,
+) -> Any:
     """Apply an RFC 6902 patch (atomic). Copy mode shares untouched subtrees with ``doc``."""
 
 class StateDocument:
     """A JSON document of Python values it owns, patched in place; ``to_python`` shares it (copy-on-write)."""
 
-    def __init__(self, doc: Optional[Any] = None, *, max_depth: int = 512) -> None: ...
+    def __init__(self, doc: Optional[Any] = None, *, max_depth: int = 512, max_patch_bytes: Optional[int] = None) -> None: ...
     def apply(self, patch: Union[Iterable[Any], str, bytes]) -> None: ...
     def apply_many(
         self, patches: Iterable[Union[Iterable[Any], str, bytes]], *, skip_errors: bool = False
@@ -199,6 +222,7 @@ def struct_meta(
     plan_of: Callable[[type], Any],
     lenient: Callable[[type, dict], Any],
     extras: type,
+    shared: type,
     /,
 ) -> type:
     """The Structs' metaclass (created once; later calls return it): a subclass of
@@ -208,7 +232,9 @@ def struct_meta(
     msgspec Struct class (where msgspec's vectorcall is found). A fast-path call that gave
     fields their default value, or the tag, records their names: an ``extras()`` instance (a
     dict subclass, ``core._given.Extras``) holding them in ``given`` becomes the new
-    instance's ``__dict__``."""
+    instance's ``__dict__``: one ``shared`` record (its subclass ``core._given.Shared``)
+    per class and combination of names, which ``instance_dict`` replaces by a record of
+    the instance's own before any code sees it."""
 
 def struct_meta_vectorcall() -> bool:
     """Whether the Struct classes are called through vectorcall on this interpreter
@@ -218,6 +244,19 @@ def check_pointers(obj: Any, /) -> None:
     """``__post_init__`` of the Structs with JSON Pointer fields (``core._base.JsonPointer``):
     each such field checked by the patch engine's RFC 6901 parser, natively; ``ValueError``
     naming the field (``- at `$.path```) for one that is no pointer."""
+
+def instance_dict(obj: Any, /) -> Dict[str, Any]:
+    """The Structs' ``__dict__``: the instance's own dict (made when it has none), a shared
+    record first replaced by a record of its own."""
+
+def set_instance_dict(obj: Any, value: Dict[str, Any], /) -> None:
+    """``obj.__dict__ = value``."""
+
+def record_given(obj: Any, input: Any, /) -> bool:
+    """After msgspec converted plain data ``input`` into ``obj`` (one of the Structs): record,
+    at every level, the tags the data gave and the members it gave at their default (what
+    ``model_fields_set`` counts and the values cannot show). False: a record this walk does
+    not make is needed (the exact path must convert)."""
 # --- end construct ---
 # --- logs (rust/agui-py/src/arrow.rs over agui_core::log and the agui-arrow crate) ---
 # Sources are paths (str) or bytes; every call reads them with the GIL released and
@@ -230,11 +269,15 @@ _LogSource = Union[str, bytes]
 
 
 class LogProgress:
-    """Input bytes read so far by the call it is passed to (polled from another thread)."""
+    """Input bytes and events read so far by the call it is passed to (polled from another
+    thread); ``cancel()`` stops the call soon."""
 
     def __init__(self) -> None: ...
     @property
     def bytes(self) -> int: ...
+    @property
+    def events(self) -> int: ...
+    def cancel(self) -> None: ...
 
 class ArrowTable:
     """An Arrow table handed over by the Arrow PyCapsule interface (``pa.table(t)``,
@@ -263,6 +306,7 @@ def logs_to_arrow(
     max_buffer_size: int = ...,
     max_frame_size: int = ...,
     max_depth: int = ...,
+    max_errors: int = ...,
     progress: Optional[LogProgress] = None,
 ) -> Union[ArrowTable, Tuple[ArrowTable, ArrowTable]]:
     """The events table, or ``(events, errors)`` with ``collect``."""
@@ -278,6 +322,8 @@ def convert_logs(
     format: str = "auto",
     collect: bool = False,
     progress: Optional[LogProgress] = None,
+    max_errors: int = ...,
+    gzip: bool = False,
 ) -> Tuple[int, int, List[str]]:
     """Write the logs' events into ``output`` (a path, ``-`` for stdout) as "sse",
     "protobuf", "jsonl" or "parquet": (events, input bytes, problems skipped)."""
@@ -296,7 +342,9 @@ class LogChunks:
     """A log's decompressed bytes in chunks; format and gzip decided on opening (raises
     ``DecodeError`` for data of neither format)."""
 
-    def __init__(self, source: _LogSource, format: str = "auto", chunk_size: int = ...) -> None: ...
+    def __init__(
+        self, source: _LogSource, format: str = "auto", chunk_size: int = ..., progress: Optional[LogProgress] = None
+    ) -> None: ...
     @property
     def format(self) -> Optional[str]: ...
     @property
@@ -345,6 +393,7 @@ class Replayer:
         protocol_version: Optional[str] = None,
         record: bool = False,
         max_depth: int = 512,
+        max_patch_bytes: Optional[int] = None,
     ) -> None: ...
     def take_delivered(self) -> bytes:
         """The events handed to the reducer since the last call (record=True), as a JSON array."""
@@ -401,7 +450,9 @@ def expand_chunks(
     """The expanded events before the error (JSON array), warnings, the error or None."""
 
 def verify_events(events: Iterable[Any], /, *, max_depth: int = 512) -> None: ...
-def compact_events(events: Iterable[Any], /, *, max_depth: int = 512) -> Tuple[bytes, List[str]]: ...
+def compact_events(
+    events: Iterable[Any], /, *, max_depth: int = 512, max_patch_bytes: Optional[int] = None
+) -> Tuple[bytes, List[str]]: ...
 def replay_log(
     data: bytes,
     messages: Any = None,
@@ -413,6 +464,7 @@ def replay_log(
     max_protocol_version: Optional[str] = None,
     protocol_version: Optional[str] = None,
     max_depth: int = 512,
+    max_patch_bytes: Optional[int] = None,
     pipeline_min: int = 1048576,
 ) -> _ReplayParts:
     """Replay a log (SSE or protobuf, gzip or not) with the GIL released; from ``pipeline_min`` bytes on two threads."""
@@ -427,6 +479,7 @@ def replay_log_files(
     protocol_version: Optional[str] = None,
     threads: int = 0,
     max_depth: int = 512,
+    max_patch_bytes: Optional[int] = None,
     pipeline_min: int = 1048576,
 ) -> List[_ReplayParts]:
     """Read and replay log files on Rust threads (0: all cores), constant memory each, GIL released."""

@@ -35,9 +35,10 @@ Source = Union[BytesLike, str, "os.PathLike[str]", IO[bytes], Iterable[Union[byt
 def options(
     raw: Any, max_frame_size: int, max_depth: int, max_buffer_size: Optional[int] = None, depth: int = 1
 ) -> Tuple[Raw, int, int]:
-    """``(raw, max_frame_size, max_depth)`` checked, with the old spellings mapped (and a
-    DeprecationWarning pointing ``depth`` Python frames up: the native one-shot functions
-    add none, the decoder classes two)."""
+    """``(raw, max_frame_size, max_depth)`` with ``raw`` checked and the old spellings mapped
+    (and a DeprecationWarning pointing ``depth`` Python frames up: the native one-shot
+    functions add none, the decoder classes two). The numbers are checked by the native
+    side, as every numeric argument is (``_native.check_int``)."""
     if raw is not None and raw != "dict" and raw != "bytes":
         if raw is False or raw is True:  # the protobuf API's old spelling
             msg = "raw=False/True is deprecated: use raw=None (typed) or raw='dict'"
@@ -47,12 +48,7 @@ def options(
             raise ValueError(f"raw must be None, 'dict' or 'bytes', not {raw!r}")
     if max_buffer_size is not None:  # the SSE API's old name
         warnings.warn("max_buffer_size is deprecated: use max_frame_size", DeprecationWarning, stacklevel=1 + depth)
-        max_frame_size = max_buffer_size
-    for name, value in (("max_frame_size", max_frame_size), ("max_depth", max_depth)):
-        if type(value) is not int:
-            raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-        if value < 0:
-            raise ValueError(f"{name} must be >= 0")
+        max_frame_size = _native.check_limit("max_buffer_size", max_buffer_size)
     return raw, max_frame_size, max_depth
 
 
@@ -73,11 +69,8 @@ def read_chunks(source: Source, chunk_size: int) -> Iterator[BytesLike]:
 
 
 def check_chunk_size(chunk_size: int) -> int:
-    if type(chunk_size) is not int:
-        raise TypeError(f"chunk_size must be an int, not {type(chunk_size).__name__}")
-    if chunk_size <= 0:
-        raise ValueError("chunk_size must be > 0")
-    return chunk_size
+    """A ``chunk_size=`` argument: bytes read at a time, 1 to ``_native.MAX_CHUNK_SIZE``."""
+    return _native.check_int("chunk_size", chunk_size, 1, _native.MAX_CHUNK_SIZE)
 
 
 class StreamDecoder(Protocol):

@@ -45,7 +45,10 @@ MP_EVENT_LIST_DECODER = msgspec.msgpack.Decoder(List[Event], strict=False)
 JsonInput = Union[bytes, bytearray, memoryview, str]
 
 
-def decode_event(data: Union[JsonInput, Dict[str, Any]], *, max_depth: int = _native.DEFAULT_MAX_DEPTH) -> Event:
+_DEFAULT_DEPTH: int = _native.DEFAULT_MAX_DEPTH  # the default, by identity: checked once here
+
+
+def decode_event(data: Union[JsonInput, Dict[str, Any]], *, max_depth: int = _DEFAULT_DEPTH) -> Event:
     """Decode and validate one event given as JSON text/bytes or as a dict.
 
     Raises :class:`~agui_fast.errors.InvalidJsonError` for malformed JSON and
@@ -54,6 +57,8 @@ def decode_event(data: Union[JsonInput, Dict[str, Any]], *, max_depth: int = _na
     ``max_depth``: deepest nesting of arrays and objects accepted (the project's limit,
     512 by default, the same on every interpreter); deeper raises ``InvalidJsonError``.
     """
+    if max_depth is not _DEFAULT_DEPTH:
+        _native.check_int("max_depth", max_depth, 0, _native.MAX_DEPTH_CAP)
     if isinstance(data, dict):
         return convert_value(data, Event)
     # The project's depth limit (``max_depth``), the same on every interpreter: nesting

@@ -17,6 +17,14 @@ pauses (a sync iterable, a generator with no real await) gets its events sent at
 millisecond, in batches of at most ``max_batch``. ``coalesce=False`` sends one event per
 ``send``.
 
+Every mode yields to the event loop between sends (a batch, or each event with
+``coalesce=False``), so one stream never holds up the server's other requests, and a client
+that goes away (``http.disconnect``, or a failed ``send``) ends the stream at once: the
+source is closed (``aclose()``/``close()``) on every way out. Each item of the source must be
+an AG-UI event (an ``agui_fast.core`` event, an ``ag_ui.core`` event, or a mapping whose
+``type`` names an event type); anything else ends the stream with an ``EncodeError``, in
+either format.
+
 Runs on asyncio (uvicorn, hypercorn's asyncio worker). A synchronous iterable is iterated on
 the event loop, so it must not block (give an async iterable for events that wait on I/O).
 """
@@ -24,12 +32,16 @@ the event loop, so it must not block (give an async iterable for events that wai
 from __future__ import annotations
 
 import asyncio
-import inspect
+import reprlib
 from time import perf_counter as _clock
 from collections import deque
-from typing import Any, AsyncIterable, Awaitable, Callable, Deque, Iterable, List, Mapping, MutableMapping, Optional, Union
+from typing import (
+    Any, AsyncIterable, AsyncIterator, Awaitable, Callable, Deque, Iterable, Iterator, List, Mapping, MutableMapping,
+    Optional, Union,
+)
 
 from . import _native
+from .core import BaseEvent, EventType
 from .encoder import AGUI_MEDIA_TYPE, SSE_MEDIA_TYPE, negotiate
 from .errors import EncodeError
 from .proto import encode_protobuf_many
@@ -43,11 +55,20 @@ DEFAULT_KEEPALIVE: Optional[float] = 15.0
 DEFAULT_MAX_BATCH = 512
 
 _KEEPALIVE = b": keep-alive\n\n"
+_MAX_KEEPALIVE = 86400.0  # a day: the longest silence between keep-alives
+# Most events a batch may hold: the producer reads that far ahead of the client.
+_MAX_MAX_BATCH = 1 << 20
 # Longest an event waits on an idle transport while a source that never suspends (a sync
 # iterable, an async generator with no real await) keeps producing: a batch goes out when
 # the source awaits I/O, fills ``max_batch``, or with the first event made this many seconds
 # after the previous batch (a source slower than that gets each event sent alone).
 _MAX_HOLD = 0.001
+# coalesce=False: sends between two turns of the loop. The loop notices a vanished client
+# (the transport's connection_lost callback) when it runs; until then each write to the dead
+# socket counts, and asyncio logs "socket.send() raised exception." from the 5th on
+# (LOG_THRESHOLD_FOR_CONNLOST_WRITES, uvloop alike). Four sends (~25 us) is also a short
+# turn for the server's other requests, and saves three loop iterations out of four.
+_SENDS_PER_YIELD = 4
 
 Events = Union[Iterable[Any], AsyncIterable[Any]]
 Scope = Mapping[str, Any]
@@ -65,6 +86,36 @@ def _encode_protobuf(events: List[Any]) -> bytes:
 
 
 _ENCODERS = {SSE_MEDIA_TYPE: _encode_sse, AGUI_MEDIA_TYPE: _encode_protobuf}
+
+
+def _subclasses(cls: type) -> List[type]:
+    out: List[type] = []
+    subs: List[type] = cls.__subclasses__()
+    for sub in subs:
+        out.append(sub)
+        out.extend(_subclasses(sub))
+    return out
+
+
+# Every event class of ours: one set lookup per event on the common path.
+_OUR_EVENTS = frozenset(_subclasses(BaseEvent))
+_EVENT_TYPES = frozenset(t.value for t in EventType)
+
+
+def _not_an_event(item: Any) -> bool:
+    """True unless ``item`` is an event both formats can carry: ours, a model with an event
+    ``type`` (``ag_ui.core``'s pydantic events), or a mapping whose ``type`` is one."""
+    if isinstance(item, BaseEvent):
+        return False
+    kind = item.get("type") if isinstance(item, Mapping) else getattr(item, "type", None)
+    return not (isinstance(kind, str) and kind in _EVENT_TYPES)
+
+
+def _refuse(item: Any) -> EncodeError:
+    return EncodeError(
+        f"the event source yielded {type(item).__name__} {reprlib.repr(item)}, not an AG-UI event (an agui_fast.core "
+        f"or ag_ui.core event, or a mapping whose 'type' is an event type)"
+    )
 
 
 class _Disconnected(Exception):
@@ -106,12 +157,13 @@ class EventStream:
             media_type = negotiate(accept)
         elif media_type not in _ENCODERS:
             raise ValueError(f"media_type must be {SSE_MEDIA_TYPE!r} or {AGUI_MEDIA_TYPE!r}, not {media_type!r}")
-        if keepalive is not None and not keepalive > 0:
-            raise ValueError(f"keepalive must be a positive number of seconds or None, not {keepalive!r}")
-        if type(max_batch) is not int:
-            raise TypeError(f"max_batch must be an int, not {type(max_batch).__name__}")
-        if max_batch < 1:
-            raise ValueError(f"max_batch must be >= 1, not {max_batch}")
+        if keepalive is not None:
+            if isinstance(keepalive, bool) or not isinstance(keepalive, (int, float)):
+                raise TypeError(f"keepalive must be a number of seconds or None, not {type(keepalive).__name__}")
+            if not 0 < keepalive <= _MAX_KEEPALIVE:
+                raise ValueError(f"keepalive must be between 0 (excluded) and {_MAX_KEEPALIVE} seconds, not {keepalive!r}")
+        _native.check_int("max_batch", max_batch, 1, _MAX_MAX_BATCH)
+        _native.check_int("status_code", status_code, 100, 599)
         self.events = events
         self.media_type = media_type
         self.status_code = status_code
@@ -138,11 +190,12 @@ class _Pump:
     """One response in flight: a producer task reads the source into ``buf``; the sender
     (the ASGI task itself) sends what ``buf`` holds each time the previous send is done,
     and the keep-alives. With ``coalesce=False`` the producer sends each event itself (no
-    task switch per event) and the sender only keeps the stream alive."""
+    task switch per event), then lets the loop run once, and the sender only keeps the
+    stream alive."""
 
     __slots__ = (
         "resp", "receive", "send", "buf", "wake", "room", "lock", "idle", "since", "last_send", "ping", "done",
-        "stop", "error", "disconnected",
+        "stop", "error", "disconnected", "source", "unyielded",
     )
 
     def __init__(self, resp: EventStream, receive: Receive, send: Send) -> None:
@@ -161,15 +214,26 @@ class _Pump:
         self.stop = False  # an event could not be encoded: nothing more is sent
         self.error: Optional[BaseException] = None
         self.disconnected = False
+        self.unyielded = 0  # sends since the loop last ran (coalesce=False)
+        # The iterator read (closed on every way out); the source itself until it is made.
+        self.source: Any = resp.events
 
     async def run(self) -> None:
+        try:
+            await self.stream()
+        finally:
+            await _close(self.source)
+        if self.error is not None and not self.disconnected:
+            raise self.error
+
+    async def stream(self) -> None:
         resp = self.resp
         try:
             await self.send(
                 {"type": "http.response.start", "status": resp.status_code, "headers": resp.raw_headers}
             )
         except OSError:
-            await _close(resp.events)
+            self.disconnected = True
             return
         producer = asyncio.ensure_future(self.produce())
         watcher = asyncio.ensure_future(self.watch())
@@ -181,25 +245,25 @@ class _Pump:
             self.disconnected = True
         finally:
             watcher.cancel()
-            if not producer.done():
-                producer.cancel()
+            producer.cancel()
+            # The producer is done before the source is closed (a generator cannot be closed
+            # while it runs).
             await asyncio.gather(producer, watcher, return_exceptions=True)
-            await _close(resp.events)
-        if self.error is not None and not self.disconnected:
-            raise self.error
 
     async def produce(self) -> None:
         events, added = self.resp.events, self._added
         pause = self._pause if self.resp.coalesce else self._send_now
         try:
             if isinstance(events, AsyncIterable):
-                async for event in events:
-                    if added(event):
-                        await pause()
+                asource = self.source = aiter(events)
+                async for event in asource:
+                    if added(event) and await pause():
+                        return
             else:
-                for event in events:
-                    if added(event):
-                        await pause()
+                source = self.source = iter(events)
+                for event in source:
+                    if added(event) and await pause():
+                        return
         except asyncio.CancelledError:
             raise
         except _Disconnected:
@@ -224,18 +288,28 @@ class _Pump:
             return _clock() - self.since >= _MAX_HOLD
         return False
 
-    async def _pause(self) -> None:
+    async def _pause(self) -> bool:
         """Wait until the sender has taken what is queued (a mere ``sleep(0)`` is not
-        enough: waking a task waiting with a timeout takes several loop iterations)."""
+        enough: waking a task waiting with a timeout takes several loop iterations).
+        True when the stream is over (the client left, or nothing more can be sent)."""
         self.wake.set()
         self.room.clear()
         await self.room.wait()
+        return self.disconnected or self.stop
 
-    async def _send_now(self) -> None:
-        """``coalesce=False``: the producer sends the one queued event itself."""
+    async def _send_now(self) -> bool:
+        """``coalesce=False``: the producer sends the one queued event itself, and lets the
+        loop run every ``_SENDS_PER_YIELD`` sends: a send that does not suspend (the socket
+        took the bytes) would otherwise keep the loop from every other request, and from
+        noticing the client leave."""
         batch = list(self.buf)
         self.buf.clear()
         await self._send(self._encoded(batch, self.resp._encode))
+        self.unyielded += 1
+        if self.unyielded >= _SENDS_PER_YIELD:
+            self.unyielded = 0
+            await asyncio.sleep(0)
+        return self.disconnected or self.stop
 
     async def watch(self) -> None:
         while True:
@@ -287,23 +361,31 @@ class _Pump:
         self.wake.set()
 
     def _encoded(self, batch: List[Any], encode: Callable[[List[Any]], bytes]) -> bytes:
+        """The batch's bytes. At an item that cannot be sent (not an event, or an event the
+        format cannot carry), the bytes of the events before it: they are sent, then the
+        error is raised and nothing more is sent."""
+        if not _OUR_EVENTS.issuperset(map(type, batch)):
+            for i, item in enumerate(batch):
+                if type(item) not in _OUR_EVENTS and _not_an_event(item):
+                    self.error, self.stop = _refuse(item), True
+                    batch = batch[:i]
+                    break
         try:
             return encode(batch)
         except EncodeError:
-            if len(batch) == 1:
-                raise
-        # Keep the good events before the bad one: they are sent, then the error raised.
+            pass
         good = []
         for event in batch:
             try:
                 good.append(encode([event]))
             except EncodeError as exc:
-                self.error = exc
-                self.stop = True
+                self.error, self.stop = exc, True  # before any item refused above
                 break
         return b"".join(good)
 
     async def _send(self, body: bytes) -> None:
+        if not body:  # nothing could be encoded (the stream stops)
+            return
         try:
             async with self.lock:
                 await self.send({"type": "http.response.body", "body": body, "more_body": True})
@@ -312,12 +394,17 @@ class _Pump:
         self.last_send = _clock()
 
 
-async def _close(events: Any) -> None:
-    """Close the source (runs a generator's ``finally``)."""
-    if inspect.isasyncgen(events):
-        await events.aclose()
-    elif inspect.isgenerator(events):
-        events.close()
+async def _close(source: Any) -> None:
+    """Close the iterator read (runs a generator's ``finally``); a re-iterable source (a
+    list) is left alone."""
+    if isinstance(source, AsyncIterator):
+        aclose = getattr(source, "aclose", None)
+        if aclose is not None:
+            await aclose()
+    elif isinstance(source, Iterator):
+        close = getattr(source, "close", None)
+        if close is not None:
+            close()
 
 
 try:  # optional dependency: the Starlette/FastAPI response class

@@ -15,10 +15,12 @@ import glob
 import itertools
 import json
 import os
+import signal
+import stat
 import sys
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from . import _native
 from ._bench import protobuf_log, pydantic_peer, run_events, sse_log
@@ -33,7 +35,7 @@ from .encoder import AGUI_MEDIA_TYPE, EventEncoder, to_builtins
 from . import stream
 from .errors import AguiError, DecodeError, StreamError, VerificationError
 from .interop import to_ag_ui
-from .logs import iter_log
+from .logs import LogProgress, iter_log
 from .patch import StateDocument
 from .report import build as build_report
 
@@ -42,6 +44,14 @@ STDIN = "/dev/stdin"
 
 class UserError(Exception):
     """A mistake on the command line: printed as one line, exit status 2."""
+
+    status = 2
+
+
+class OutputError(UserError):
+    """An output that cannot or must not be written: printed as one line, exit status 1."""
+
+    status = 1
 
 
 def _demo_events():
@@ -122,7 +132,7 @@ def demo(args: argparse.Namespace) -> int:
     print(f"   ag_ui.encoder (pydantic):          {t_ref * 1e6:8.2f} us")
     print(f"   agui_fast, msgspec Struct:          {t_ours * 1e6:8.2f} us  ({t_ref / t_ours:5.1f}x)")
     print(f"   agui_fast, the same pydantic event: {t_pyd * 1e6:8.2f} us  ({t_ref / t_pyd:5.1f}x)")
-    print("   (full benchmarks: python -m pytest benches --benchmark-only)")
+    print("   (every benchmark: python -m benches, from a checkout)")
     return 0
 
 
@@ -156,19 +166,72 @@ def shown(path: str) -> str:
     return "-" if path == STDIN else path
 
 
-def _size(path: str) -> int:
+def _size(path: str) -> Optional[int]:
+    """The size of a regular file; ``None`` for a stream (stdin, a pipe such as
+    ``<(cat log)``, a device), whose bytes are only known once read."""
     try:
-        return os.path.getsize(path) if path != STDIN else 0
+        st = os.stat(path)
     except OSError:
-        return 0
+        return None
+    return st.st_size if stat.S_ISREG(st.st_mode) else None
 
 
-def run_with_progress(total: int, call: Callable[[Any], Any]) -> Any:
-    """``call(progress)`` (a native call that releases the GIL) on a worker thread while
-    this one draws a bar from ``progress.bytes``; without a terminal, a plain call."""
-    progress = _native.LogProgress()
-    if not sys.stderr.isatty() or total < (8 << 20):
-        return call(progress)
+def _empty(path: str) -> bool:
+    return _size(path) == 0
+
+
+def _mb(n: float) -> str:
+    return f"{n / 1e6:,.1f} MB"
+
+
+class Progress:
+    """The one progress line of the long commands on stderr: bytes read of the total (when
+    known), events, rate. Drawn only on a terminal, not with ``--quiet``, and only once a
+    command has run for a moment (a quick one prints nothing)."""
+
+    AFTER = 0.25  # seconds before the first drawing
+    EVERY = 0.1
+
+    def __init__(self, total: Optional[int], quiet: bool = False) -> None:
+        self.total = total or None
+        self.on = not quiet and sys.stderr.isatty()
+        self.t0 = time.perf_counter()
+        self.last = 0.0
+        self.drawn = False
+
+    def draw(self, done: int, events: int) -> None:
+        if not self.on:
+            return
+        now = time.perf_counter()
+        if now - self.t0 < self.AFTER or now - self.last < self.EVERY:
+            return
+        self.last = now
+        rate = done / max(now - self.t0, 1e-9)
+        if self.total:
+            done = min(done, self.total)
+            bar = "#" * (24 * done // self.total)
+            head = f"[{bar:24s}] {100 * done // self.total:3d}%  {_mb(done)} of {_mb(self.total)}"
+        else:
+            head = f"{_mb(done)} read"
+        line = f"{head}  {events:,} events  {rate / 1e6:,.1f} MB/s"
+        sys.stderr.write("\r" + line[:120] + "\x1b[K")
+        sys.stderr.flush()
+        self.drawn = True
+
+    def clear(self) -> None:
+        if self.drawn:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+            self.drawn = False
+
+
+def run_native(call: Callable[[Any], Any], total: Optional[int], quiet: bool) -> Any:
+    """``call(progress)`` (a native call that releases the GIL and reads through the
+    ``LogProgress`` it is given) on a worker thread, while this thread draws the progress
+    line and stays ready for Ctrl-C and termination signals: on one, the call is told to
+    stop, waited for, and the exception goes on (the caller cleans up its outputs)."""
+    progress = LogProgress()
+    shown_progress = Progress(total, quiet)
     result: Dict[str, Any] = {}
 
     def work() -> None:
@@ -177,25 +240,108 @@ def run_with_progress(total: int, call: Callable[[Any], Any]) -> Any:
         except BaseException as exc:  # re-raised on the calling thread
             result["error"] = exc
 
-    worker = threading.Thread(target=work, daemon=True)
-    t0 = time.perf_counter()
+    worker = threading.Thread(target=work, name="agui-fast-cli", daemon=True)
     worker.start()
-    while worker.is_alive():
-        worker.join(0.1)
-        done = min(progress.bytes, total)
-        rate = done / max(time.perf_counter() - t0, 1e-9) / 1e6
-        bar = "#" * (30 * done // total)
-        sys.stderr.write(f"\r[{bar:30s}] {100 * done // total:3d}%  {rate:7.1f} MB/s")
-        sys.stderr.flush()
-    sys.stderr.write("\r" + " " * 60 + "\r")
+    try:
+        while worker.is_alive():
+            worker.join(Progress.EVERY)
+            shown_progress.draw(progress.bytes, progress.events)
+    except BaseException:
+        # Told to stop, the call ends within a few thousand events; one blocked on input
+        # (a pipe that sends nothing) is left behind, the process ending anyway.
+        progress.cancel()
+        worker.join(2.0)
+        raise
+    finally:
+        shown_progress.clear()
     if "error" in result:
         raise result["error"]
     return result["value"]
 
 
+def counted(events: Iterator[Any], progress: Any, shown_progress: Progress) -> Iterator[Any]:
+    """``events`` as they are read (by ``iter_log`` with ``progress``), the progress line
+    drawn every few thousand of them and cleared at the end (or at an error)."""
+    try:
+        for n, event in enumerate(events, 1):
+            if not n & 4095:
+                shown_progress.draw(progress.bytes, n)
+            yield event
+    finally:
+        shown_progress.clear()
+
+
+class _Terminated(BaseException):
+    """SIGTERM or SIGHUP: the command ends as on Ctrl-C (its outputs cleaned up)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise _Terminated(signum)
+
+
 # -- commands ----------------------------------------------------------------------------------
 
 _SUFFIXES = {".sse": "sse", ".pb": "protobuf", ".bin": "protobuf", ".jsonl": "jsonl", ".parquet": "parquet"}
+_NAMED = {"sse": ".sse", "protobuf": ".pb", "jsonl": ".jsonl", "parquet": ".parquet"}
+# Skipped events listed one a line, then counted.
+_SHOWN_SKIPS = 20
+
+
+def _output_format(output: str, to: Optional[str]) -> Tuple[str, bool]:
+    """(format, gzip) of ``-o OUTPUT`` and ``--to``: never a format other than the one a
+    name says (``.sse``, ``.pb``, ``.jsonl``, ``.parquet``, each maybe ``.gz``)."""
+    if output == "-":
+        if to is None:
+            raise UserError("give --to (sse, protobuf, jsonl or parquet) for -o -")
+        return to, False
+    gzip_ = output.lower().endswith(".gz")
+    suffix = os.path.splitext(output[:-3] if gzip_ else output)[1].lower()
+    named = _SUFFIXES.get(suffix)
+    if to is not None and named is not None and named != to and suffix != ".bin":
+        raise UserError(f"{output} names {named} output, not {to}: name it *{_NAMED[to]}{'.gz' if gzip_ else ''} or leave out --to")
+    fmt = to or named
+    if fmt is None:
+        raise UserError(f"cannot tell the output format from {output}: give --to, or name it *.sse, *.pb, *.jsonl or *.parquet")
+    if gzip_ and fmt == "parquet":
+        raise UserError(f"{output}: Parquet compresses its own columns, not as gzip: name it *.parquet")
+    return fmt, gzip_
+
+
+def _may_replace(st: os.stat_result) -> bool:
+    """Whether a file may be replaced by a new one of this user: only a file of this user
+    (the new one would be this user's: another's would change hands) that its mode lets
+    them write (a read-only file stays, also for root)."""
+    if not hasattr(os, "geteuid"):
+        return bool(st.st_mode & stat.S_IWUSR)
+    return st.st_uid == os.geteuid() and bool(st.st_mode & stat.S_IWUSR)
+
+
+def _check_output(output: str) -> Optional[os.stat_result]:
+    """Refuse an output that cannot or must not be written (one line each); the existing
+    file's status, ``None`` for a new file."""
+    try:
+        st: Optional[os.stat_result] = os.stat(output)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise OutputError(f"{output}: {exc.strerror}") from None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise OutputError(f"{output}: is a directory")
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        return st  # a device or a pipe: written as it is
+    parent = os.path.dirname(output) or "."
+    if not os.path.isdir(parent):
+        raise OutputError(f"{output}: no such directory {parent}")
+    if st is not None and not _may_replace(st):
+        owner = "" if not hasattr(os, "geteuid") or st.st_uid == os.geteuid() else ", owned by another user"
+        raise OutputError(f"{output}: not writable (mode {stat.filemode(st.st_mode)}{owner}): not replaced")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputError(f"{output}: cannot write in {parent}: permission denied")
+    return st
 
 
 def _partial_name(output: str) -> str:
@@ -211,47 +357,64 @@ def _remove(path: str) -> None:
 
 
 def convert(args: argparse.Namespace) -> int:
-    """Logs -> one output (SSE, protobuf, JSON lines or Parquet), streaming in Rust."""
+    """Logs -> one output (SSE, protobuf, JSON lines or Parquet, gzipped for a ``.gz``
+    name), streaming in Rust."""
     paths = expand(args.logs)
-    to = args.to or _SUFFIXES.get(os.path.splitext(args.output)[1])
-    if to is None:
-        raise UserError(f"cannot tell the output format from {args.output}: give --to")
-    if args.output != "-":
+    st = None if args.output == "-" else _check_output(args.output)
+    to, gzip_ = _output_format(args.output, args.to)
+    if args.output == "-":
+        if to == "parquet" and sys.stdout.isatty():
+            raise UserError("refusing to write Parquet to a terminal: give -o FILE")
+    else:
         for p in paths:
-            if os.path.exists(args.output) and p != STDIN and os.path.samefile(p, args.output):
+            if st is not None and p != STDIN and os.path.samefile(p, args.output):
                 raise UserError(f"{args.output}: the output is one of the inputs")
-    elif to == "parquet" and sys.stdout.isatty():
-        raise UserError("refusing to write Parquet to a terminal: give -o FILE")
     for p in paths:
-        if p != STDIN and _size(p) == 0:
+        if _empty(p):
             raise UserError(f"{p}: empty file")
+    sizes = [_size(p) for p in paths]
+    total = None if None in sizes else sum(s or 0 for s in sizes)
+    # A regular file is written beside its final name and renamed into place only when the
+    # conversion succeeds: a failed or interrupted run leaves no half-written file (nor a
+    # Parquet file without its footer) and does not clobber what was there. A device or a
+    # pipe is written as it is.
+    in_place = args.output == "-" or (st is not None and not stat.S_ISREG(st.st_mode))
+    # Through a symbolic link: the file it names is replaced, the link stays.
+    dest = os.path.realpath(args.output) if not in_place and os.path.islink(args.output) else args.output
+    target = args.output if in_place else _partial_name(dest)
     if args.output == "-":
         sys.stdout.flush()
-    total = sum(_size(p) for p in paths)
-    # A file output is written beside its final name and renamed into place only when the
-    # conversion succeeds: a failed run leaves no half-written file (nor a Parquet file
-    # without its footer) and does not clobber what was there.
-    target = args.output if args.output == "-" else _partial_name(args.output)
+    done = False
     try:
-        rows, nbytes, skipped = run_with_progress(total, lambda progress: _native.convert_logs(
-            paths, [shown(p) for p in paths], target, to, args.format, args.errors == "skip", progress,
-        ))
-    except BaseException as exc:
-        if target != args.output:
-            _remove(target)
-            if isinstance(exc, AguiError):
+        try:
+            rows, nbytes, skipped = run_native(lambda progress: _native.convert_logs(
+                paths, [shown(p) for p in paths], target, to, args.format, args.errors == "skip", progress,
+                max_errors=args.max_errors, gzip=gzip_,
+            ), total, args.quiet)
+        except OSError as exc:
+            # The user's own path in the message, not the file written beside it.
+            raise type(exc)(str(exc).replace(target, args.output)) from None
+        except AguiError:
+            if not in_place:
                 args.hint = f"nothing written to {args.output} (--errors skip converts the valid events)"
-        raise
-    for problem in skipped:
-        print(f"skipped: {problem}", file=sys.stderr)
-    if rows == 0 and not skipped:
-        if target != args.output:
+            raise
+        for problem in skipped[:_SHOWN_SKIPS]:
+            print(f"skipped: {problem}", file=sys.stderr)
+        if len(skipped) > _SHOWN_SKIPS:
+            print(f"skipped: {len(skipped) - _SHOWN_SKIPS:,} more", file=sys.stderr)
+        if rows == 0 and not skipped:
+            raise UserError(f"no AG-UI events in {', '.join(shown(p) for p in paths)}")
+        if not in_place:
+            if st is not None:
+                os.chmod(target, stat.S_IMODE(st.st_mode))  # a replaced file keeps its mode
+            os.replace(target, dest)
+        done = True
+    finally:
+        if not done and not in_place:
             _remove(target)
-        raise UserError(f"no AG-UI events in {', '.join(shown(p) for p in paths)}")
-    if target != args.output:
-        os.replace(target, args.output)
     if args.output != "-":
-        print(f"{', '.join(shown(p) for p in paths)} -> {args.output} ({to}): {rows} events", file=sys.stderr)
+        print(f"{', '.join(shown(p) for p in paths)} -> {args.output} ({to}{', gzip' if gzip_ else ''}): "
+              f"{rows:,} events" + (f", {len(skipped):,} skipped" if skipped else ""), file=sys.stderr)
     return 1 if skipped else 0
 
 
@@ -267,11 +430,11 @@ def inspect(args: argparse.Namespace) -> int:
     token usage, bytes, time span."""
     reports = []
     for path in expand(args.logs):
-        report = run_with_progress(_size(path), lambda progress: _native.inspect_log(
+        report = run_native(lambda progress: _native.inspect_log(
             path, shown(path), args.format, False, progress,
-        ))
+        ), _size(path), args.quiet)
         if report["format"] is None:
-            raise UserError(f"{shown(path)}: empty file")
+            raise UserError(f"{shown(path)}: {'empty file' if _empty(path) else 'empty input'}")
         if report["events"] == 0:
             raise UserError(f"{shown(path)}: no AG-UI events in {report['bytes']} bytes")
         report["file"] = shown(path)
@@ -319,8 +482,9 @@ def validate(args: argparse.Namespace) -> int:
         name = shown(path)
         count = 0
         events: List[Any] = []
+        progress = LogProgress()
         try:
-            for event in iter_log(path, args.format):
+            for event in counted(iter_log(path, args.format, progress=progress), progress, Progress(_size(path), args.quiet)):
                 count += 1
                 if rules is not None:
                     events.append(event)
@@ -338,7 +502,7 @@ def validate(args: argparse.Namespace) -> int:
             continue
         if count == 0:
             failed += 1
-            print(f"{name}: INVALID: {'empty file' if path != STDIN and _size(path) == 0 else 'no AG-UI events'}")
+            print(f"{name}: INVALID: {'empty file' if _empty(path) else 'no AG-UI events'}")
             continue
         problems = rules(events) if rules is not None else []
         for frame_index, message in problems[: args.max_errors]:
@@ -354,11 +518,11 @@ def replay(args: argparse.Namespace) -> int:
     the reducer): the final messages and state as JSON on stdout. A STATE_DELTA that does not
     apply is skipped atomically, as the reference client does, with a warning on stderr."""
     path = expand([args.log])[0]
-    events = iter_log(path, args.format)
+    progress = LogProgress()
+    events = counted(iter_log(path, args.format, progress=progress), progress, Progress(_size(path), args.quiet))
     first = next(events, None)
     if first is None:  # an empty or non-AG-UI file is a mistake, not an empty conversation
-        what = "empty file" if path != STDIN and _size(path) == 0 else "no AG-UI events"
-        raise UserError(f"{shown(path)}: {what}")
+        raise UserError(f"{shown(path)}: {'empty file' if _empty(path) else 'no AG-UI events'}")
     result = stream.replay(itertools.chain((first,), events), raw=True)
     for index, message in result.warnings:
         print(f"warning: event {index}: {message}", file=sys.stderr)
@@ -460,30 +624,47 @@ def bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _count(text: str) -> int:
+    """A count option (``--max-errors``): a whole number, 0 or more."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"not a count: {text!r}")
+    return min(n, sys.maxsize)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="agui-fast", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command")
     fmt: Dict[str, Any] = dict(choices=("auto", "sse", "protobuf", "jsonl"), default="auto", help="input format (default: detected)")
+    # The long commands draw a progress line on a terminal (stderr).
+    quiet = argparse.ArgumentParser(add_help=False)
+    quiet.add_argument("-q", "--quiet", action="store_true", help="no progress line")
 
     p = sub.add_parser("demo", help="encode, decode and time a small run")
     p.set_defaults(func=demo)
 
-    p = sub.add_parser("convert", help="convert logs to SSE, protobuf, JSON lines or Parquet")
+    p = sub.add_parser("convert", parents=[quiet], help="convert logs to SSE, protobuf, JSON lines or Parquet")
     p.add_argument("logs", nargs="+", metavar="LOG")
-    p.add_argument("-o", "--output", required=True, help="output file, - for stdout")
+    p.add_argument("-o", "--output", required=True,
+                   help="output file (*.sse, *.pb, *.jsonl, *.parquet; *.gz: gzip-compressed), - for stdout")
     p.add_argument("--to", choices=("sse", "protobuf", "jsonl", "parquet"), help="default: from the output's suffix")
     p.add_argument("--format", **fmt)
     p.add_argument("--errors", choices=("raise", "skip"), default="raise",
                    help="skip: leave bad events out (listed on stderr, exit status 1)")
+    p.add_argument("--max-errors", type=_count, default=_native.DEFAULT_MAX_ERRORS, metavar="N",
+                   help=f"with --errors skip: fail once more than N events are bad (default {_native.DEFAULT_MAX_ERRORS:,})")
     p.set_defaults(func=convert)
 
-    p = sub.add_parser("inspect", help="counts: event types, runs, threads, messages, tool calls, tokens, time span")
+    p = sub.add_parser("inspect", parents=[quiet], help="counts: event types, runs, threads, messages, tool calls, tokens, time span")
     p.add_argument("logs", nargs="+", metavar="LOG")
     p.add_argument("--format", **fmt)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=inspect)
 
-    p = sub.add_parser("validate", help="check every event of each log; exit status 0 (all valid) or 1")
+    p = sub.add_parser("validate", parents=[quiet], help="check every event of each log; exit status 0 (all valid) or 1")
     p.add_argument("logs", nargs="+", metavar="LOG")
     p.add_argument("--format", **fmt)
     p.add_argument("--max-errors", type=int, default=10, help="sequence errors shown per log")
@@ -491,7 +672,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                    help="check each event against the schema only, not the sequence rules")
     p.set_defaults(func=validate)
 
-    p = sub.add_parser("replay", help="the final messages and state of a log, as JSON")
+    p = sub.add_parser("replay", parents=[quiet], help="the final messages and state of a log, as JSON")
     p.add_argument("log", metavar="LOG")
     p.add_argument("--format", **fmt)
     p.add_argument("--strict", action="store_true", help="exit 1 if a state delta failed")
@@ -514,11 +695,18 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         args = parser.parse_args(["demo"])
+    # Terminated or hung up: ended as on Ctrl-C, so that no half-written output is left
+    # (the handlers before are put back after: `main` may be called in a program).
+    before = {}
+    if threading.current_thread() is threading.main_thread():
+        for name in ("SIGTERM", "SIGHUP"):
+            if hasattr(signal, name):
+                before[name] = signal.signal(getattr(signal, name), _terminate)
     try:
         return args.func(args)
     except UserError as exc:
         print(f"agui-fast {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+        return exc.status
     except (AguiError, OSError) as exc:
         if isinstance(exc, BrokenPipeError):
             return 1
@@ -528,3 +716,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except _Terminated as exc:
+        return 128 + exc.signum
+    finally:
+        for name, handler in before.items():
+            signal.signal(getattr(signal, name), handler)

@@ -364,6 +364,8 @@ class _BaseAgent:
         # Per request; an agent's own client is made with DEFAULT_TIMEOUT, a given client
         # keeps its own unless ``timeout`` is given.
         self.timeout = timeout
+        if max_buffer_size is not None:
+            _native.check_limit("max_buffer_size", max_buffer_size)
         self.max_buffer_size = max_buffer_size
         self.max_protocol_version = max_protocol_version
         self.protocol_version = protocol_version

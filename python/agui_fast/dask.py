@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Union
 
+import dask
 import dask.dataframe as dd
 import fsspec
 import pandas as pd
 import pyarrow as pa
+from dask.base import tokenize
 from fsspec.implementations.local import LocalFileSystem
 
-from .arrow import schema, to_arrow
+from . import _native
+from .arrow import count_arg, schema, to_arrow
 
 __all__ = ["read_logs", "to_pandas"]
 
@@ -34,12 +37,23 @@ def to_pandas(table: Any) -> pd.DataFrame:
     return pa.table(columns, names=t.column_names).to_pandas(types_mapper=pd.ArrowDtype)
 
 
-def _read(path: str, fs: Any, format: str) -> pd.DataFrame:
+def _read(path: str, fs: Any, format: str, collect: bool, max_errors: int) -> Any:
+    """One log as pandas: its events, or with ``collect`` (events, errors)."""
     if isinstance(fs, LocalFileSystem):
-        return to_pandas(to_arrow(path, format=format, threads=1))
-    with fs.open(path, "rb") as f:
-        data = f.read()
-    return to_pandas(_named(to_arrow(data, format=format, threads=1), fs.unstrip_protocol(path)))
+        out = to_arrow(path, format=format, threads=1, errors="collect" if collect else "raise", max_errors=max_errors)
+        name = None
+    else:
+        with fs.open(path, "rb") as f:
+            data = f.read()
+        out = to_arrow(data, format=format, threads=1, errors="collect" if collect else "raise", max_errors=max_errors)
+        name = fs.unstrip_protocol(path)
+    events, errors = out if collect else (out, None)
+    if name is not None:
+        events = _named(events, name)
+        errors = None if errors is None else _named_errors(errors, name)
+    if errors is None:
+        return to_pandas(events)
+    return to_pandas(events), to_pandas(errors)
 
 
 def _named(table: Any, name: str) -> pa.Table:
@@ -49,19 +63,50 @@ def _named(table: Any, name: str) -> pa.Table:
     return t.set_column(0, t.schema.field(0), col)
 
 
+def _named_errors(table: Any, name: str) -> pa.Table:
+    """The errors table's ``source`` (plain strings) as the URL, for bytes read by fsspec."""
+    t = pa.table(table)
+    return t.set_column(0, t.schema.field(0), pa.array([name] * t.num_rows, pa.string()))
+
+
 def read_logs(
     urlpath: Union[str, List[str]],
     *,
     format: str = "auto",
     storage_options: Optional[Dict[str, Any]] = None,
-) -> dd.DataFrame:
+    errors: str = "raise",
+    max_errors: int = _native.DEFAULT_MAX_ERRORS,
+) -> Any:
     """A Dask DataFrame of the events of every log matching ``urlpath`` (paths, globs
     with ``**``, or fsspec URLs), one partition per log, in path order. Columns: the
-    ``to_arrow`` schema (docs/logs.md). A bad frame fails the computation with the
-    error of ``to_arrow``."""
+    ``to_arrow`` schema (docs/logs.md).
+
+    ``errors="raise"``: a bad frame fails the computation with the error of
+    ``to_arrow``. ``errors="collect"``: ``(events, errors)``, two DataFrames: the good
+    rows of every log, and the bad frames and unreadable logs as rows of ``to_arrow``'s
+    errors table (one partition per log too; computed together, each log is read once:
+    ``dask.compute(events, errors)``). ``max_errors``: the errors one log may collect
+    (more raises ``LimitError``)."""
+    if errors not in ("raise", "collect"):
+        raise ValueError(f"errors must be 'raise' or 'collect', not {errors!r}")
+    max_errors = count_arg("max_errors", max_errors)
     fs, _, paths = fsspec.get_fs_token_paths(urlpath, storage_options=storage_options or {})
     paths = sorted(paths)
     if not paths:
         raise FileNotFoundError(f"no log matches {urlpath!r}")
     meta = to_pandas(schema())
-    return dd.from_map(_read, paths, fs=fs, format=format, meta=meta, label="read-agui-logs", enforce_metadata=False)
+    if errors == "raise":
+        return dd.from_map(
+            _read, paths, fs=fs, format=format, collect=False, max_errors=max_errors,
+            meta=meta, label="read-agui-logs", enforce_metadata=False,
+        )
+    # One task a log gives both frames' partitions.
+    token = tokenize(urlpath, storage_options, format, max_errors, paths)
+    both = [
+        dask.delayed(_read, pure=True)(p, fs, format, True, max_errors, dask_key_name=f"read-agui-logs-{token}-{i}")
+        for i, p in enumerate(paths)
+    ]
+    errors_meta = to_pandas(to_arrow(b"", errors="collect")[1])
+    events_df = dd.from_delayed([d[0] for d in both], meta=meta, verify_meta=False)
+    errors_df = dd.from_delayed([d[1] for d in both], meta=errors_meta, verify_meta=False)
+    return events_df, errors_df

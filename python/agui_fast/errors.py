@@ -24,6 +24,7 @@ __all__ = [
     "JsonPatchError",
     "JsonPatchTestFailed",
     "JsonPointerError",
+    "JsonPatchLimitError",
     "ResponseError",
     "HttpStatusError",
     "ContentTypeError",
@@ -170,6 +171,12 @@ class JsonPatchTestFailed(JsonPatchError):
 
 class JsonPointerError(JsonPatchError):
     """An RFC 6901 JSON Pointer is malformed or does not resolve."""
+
+
+class JsonPatchLimitError(JsonPatchError, LimitError):
+    """A JSON Patch would build more memory than its limit (``max_patch_bytes``: the values
+    it adds and copies; a stream's patches also share one allowance for their copies). The
+    document is left unchanged. Also a :class:`LimitError` and a ``MemoryError``."""
 
 
 class ResponseError(AguiError):

@@ -20,7 +20,13 @@ from .jsonl import iter_jsonl
 from .proto import iter_protobuf
 from .sse import iter_sse
 
-__all__ = ["LogSource", "detect_format", "iter_log"]
+__all__ = ["LogProgress", "LogSource", "detect_format", "iter_log"]
+
+LogProgress = _native.LogProgress
+"""What a long log call has read so far, for a progress display: pass one as
+``progress=`` (``iter_log``, ``to_arrow``) and poll its ``bytes`` (input bytes read:
+compressed ones for a gzip log) and ``events`` (counted in steps of a few thousand; by
+``to_arrow`` only) from another thread; ``cancel()`` stops a ``to_arrow`` call soon."""
 
 LogSource = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview]
 
@@ -46,23 +52,29 @@ def detect_format(source: LogSource) -> Optional[str]:
     return _native.LogChunks(_arg(source)).format
 
 
-def iter_log(source: LogSource, format: str = "auto", *, raw: Raw = None) -> Iterator[Any]:
+def iter_log(
+    source: LogSource, format: str = "auto", *, raw: Raw = None, progress: Optional[LogProgress] = None
+) -> Iterator[Any]:
     """Yield the typed events of a log (a path or bytes; SSE, protobuf or JSON Lines, gzip
     or not), in constant memory. ``format``: ``"auto"`` (detected), ``"sse"``,
     ``"protobuf"`` or ``"jsonl"``. Errors are those of ``iter_sse`` / ``iter_protobuf`` /
     ``iter_jsonl`` (the events before the bad frame
-    are yielded first) with the log's name in front of the message."""
+    are yielded first) with the log's name in front of the message. ``progress``: a
+    :data:`LogProgress` counting the bytes of a path read so far."""
     if format not in _FORMATS:
         raise ValueError(f"format must be one of {', '.join(_FORMATS)}, not {format!r}")
     arg = _arg(source)
-    chunks = _native.LogChunks(arg, format)
+    chunks = _native.LogChunks(arg, format, progress=progress)
     fmt = chunks.format
     if fmt is None:  # empty
         return
-    # A plain regular file goes to the decoders by path (they frame it on a Rust thread);
+    # A plain regular file goes to the decoders by path (they read it themselves);
     # anything else (gzip, a pipe such as /dev/stdin, whose first bytes the reader has
-    # already taken) is fed from the reader.
-    by_path = isinstance(arg, str) and not chunks.gzip and os.path.isfile(arg) and not arg.startswith(("/dev/", "/proc/"))
+    # already taken, a read whose bytes are counted) is fed from the reader.
+    by_path = (
+        progress is None and isinstance(arg, str) and not chunks.gzip and os.path.isfile(arg)
+        and not arg.startswith(("/dev/", "/proc/"))
+    )
     feed: Any = arg if by_path else chunks
     events = {"sse": iter_sse, "protobuf": iter_protobuf, "jsonl": iter_jsonl}[fmt](feed, raw=raw)
     try:

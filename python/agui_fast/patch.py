@@ -25,13 +25,16 @@ returns the document itself without copying, and later patches copy what they ch
 
 Both apply the one engine of the Rust core (``agui_core::patch``) and bound nesting by
 ``max_depth=`` (default 512, ``agui_core::limits::DEFAULT_MAX_DEPTH``): values deeper
-than that raise :class:`JsonPatchError`.
+than that raise :class:`JsonPatchError`. What one patch builds (the values it adds and
+copies, about their bytes in memory) is bounded by ``max_patch_bytes=`` (default
+``DEFAULT_MAX_PATCH_BYTES``, 128 MiB): past it the patch raises
+:class:`JsonPatchLimitError` (also a ``MemoryError``) and the document is unchanged.
 """
 
 from __future__ import annotations
 
-from ._native import StateDocument, apply_patch
-from .errors import JsonPatchError, JsonPatchTestFailed, JsonPointerError
+from ._native import DEFAULT_MAX_PATCH_BYTES, StateDocument, apply_patch
+from .errors import JsonPatchError, JsonPatchLimitError, JsonPatchTestFailed, JsonPointerError
 
 __all__ = [
     "apply_patch",
@@ -39,4 +42,6 @@ __all__ = [
     "JsonPatchError",
     "JsonPatchTestFailed",
     "JsonPointerError",
+    "JsonPatchLimitError",
+    "DEFAULT_MAX_PATCH_BYTES",
 ]

@@ -26,7 +26,11 @@ through :mod:`warnings`: ``Replay.warnings`` and ``EventApplier.warnings`` hold
 
 Every entry point takes ``max_depth=`` (default ``DEFAULT_MAX_DEPTH``, 512:
 ``agui_core::limits``): the deepest nesting an event's JSON may have, the event object
-included, and the limit of the values its state and activity patches build.
+included, and the limit of the values its state and activity patches build. Replays and
+compaction take ``max_patch_bytes=`` (default ``DEFAULT_MAX_PATCH_BYTES``, 128 MiB): the
+most one state or activity patch may build (the values it adds and copies, about their
+bytes in memory), and the most the ``copy`` operations of all of them may copy together;
+a patch past it fails as any failing patch does (a warning, the state unchanged).
 
 Errors: an unreadable event (not JSON, not an object, nested deeper than ``max_depth``)
 raises :class:`~agui_fast.errors.InvalidJsonError` (with ``frame_index``), a malformed
@@ -46,6 +50,7 @@ from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Uni
 import msgspec
 
 from . import _native, _report_page
+from ._native import DEFAULT_MAX_PATCH_BYTES
 from ._plumbing import DEFAULT_MAX_DEPTH
 from .core import (
     AddOperation,
@@ -78,6 +83,7 @@ __all__ = [
     "StreamError",
     "VerificationError",
     "DEFAULT_MAX_DEPTH",
+    "DEFAULT_MAX_PATCH_BYTES",
 ]
 
 _plain = msgspec.json.Decoder().decode
@@ -187,12 +193,8 @@ class Change(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def _depth(max_depth: int) -> int:
-    """A ``max_depth=`` argument: an int >= 0 (the native side checks the upper cap)."""
-    if type(max_depth) is not int:
-        raise TypeError(f"max_depth must be an int, not {type(max_depth).__name__}")
-    if max_depth < 0:
-        raise ValueError("max_depth must be >= 0")
-    return max_depth
+    """A ``max_depth=`` argument, checked as every numeric argument is (``_native.check_int``)."""
+    return _native.check_int("max_depth", max_depth, 0, _native.MAX_DEPTH_CAP)
 
 
 def _replay(parts: Tuple[bytes, bytes, bytes, list, Any], raw: bool) -> Replay:
@@ -311,6 +313,7 @@ def replay(
     on_event: Optional[Callable[[Any], Any]] = None,
     raw: bool = False,
     max_depth: int = DEFAULT_MAX_DEPTH,
+    max_patch_bytes: int = DEFAULT_MAX_PATCH_BYTES,
 ) -> Replay:
     """Apply ``events`` to ``messages`` and ``state`` (default: none and ``{}``) as the
     reference client does, and return the final :class:`Replay`. ``verify``: check the
@@ -335,6 +338,7 @@ def replay(
         on_event=on_event,
         raw=raw,
         max_depth=max_depth,
+        max_patch_bytes=max_patch_bytes,
     )
     try:
         ap.apply_many(events)
@@ -366,6 +370,7 @@ class EventApplier:
         on_event: Optional[Callable[[Any], Any]] = None,
         raw: bool = False,
         max_depth: int = DEFAULT_MAX_DEPTH,
+        max_patch_bytes: int = DEFAULT_MAX_PATCH_BYTES,
     ) -> None:
         if on_event is not None and not callable(on_event):
             raise TypeError(f"on_event must be callable, not {type(on_event).__name__}")
@@ -380,6 +385,7 @@ class EventApplier:
             protocol_version=protocol_version,
             record=on_event is not None,
             max_depth=_depth(max_depth),
+            max_patch_bytes=max_patch_bytes,
         )
         self._raw = raw
         self._on_event = on_event
@@ -459,10 +465,16 @@ class EventApplier:
 # -- compaction ------------------------------------------------------------------------
 
 
-def compact_events(events: Iterable[Any], *, raw: bool = False, max_depth: int = DEFAULT_MAX_DEPTH) -> List[Any]:
+def compact_events(
+    events: Iterable[Any],
+    *,
+    raw: bool = False,
+    max_depth: int = DEFAULT_MAX_DEPTH,
+    max_patch_bytes: int = DEFAULT_MAX_PATCH_BYTES,
+) -> List[Any]:
     """The reference ``compactEvents``: streamed messages and tool calls collapsed into
     one START / CONTENT / END each, consecutive state deltas merged."""
-    data, _warnings = _native.compact_events(events, max_depth=_depth(max_depth))
+    data, _warnings = _native.compact_events(events, max_depth=_depth(max_depth), max_patch_bytes=max_patch_bytes)
     return _events(data, raw)
 
 
@@ -481,6 +493,7 @@ def replay_log(
     protocol_version: Optional[str] = None,
     raw: bool = False,
     max_depth: int = DEFAULT_MAX_DEPTH,
+    max_patch_bytes: int = DEFAULT_MAX_PATCH_BYTES,
 ) -> Replay:
     """Replay a recorded log (``bytes``, or a path; SSE, length-prefixed protobuf or JSON Lines, gzip or
     not; ``format="auto"`` detects it) inside Rust with the GIL released, through the one log
@@ -491,20 +504,18 @@ def replay_log(
     unreadable frame raises :class:`~agui_fast.errors.InvalidJsonError` (``frame_index``)."""
     max_depth = _depth(max_depth)
     if isinstance(source, (bytes, bytearray, memoryview)):
-        return _replay(
-            _native.replay_log(
-                bytes(source), format=format, verify=verify, schema=schema, max_protocol_version=max_protocol_version,
-                protocol_version=protocol_version, max_depth=max_depth,
-            ),
-            raw,
+        parts = _native.replay_log(
+            bytes(source), format=format, verify=verify, schema=schema, max_protocol_version=max_protocol_version,
+            protocol_version=protocol_version, max_depth=max_depth, max_patch_bytes=max_patch_bytes,
         )
+        return _replay(parts, raw)
     if isinstance(source, (str, os.PathLike)):
         # threads=0: a big log reads on a second core ahead of the reducer
-        parts = _native.replay_log_files(
+        parts_list = _native.replay_log_files(
             [source], format=format, verify=verify, schema=schema, max_protocol_version=max_protocol_version,
-            protocol_version=protocol_version, threads=0, max_depth=max_depth,
+            protocol_version=protocol_version, threads=0, max_depth=max_depth, max_patch_bytes=max_patch_bytes,
         )
-        return _replay(parts[0], raw)
+        return _replay(parts_list[0], raw)
     raise TypeError(f"source must be bytes or a path, not {type(source).__name__}")
 
 
@@ -519,6 +530,7 @@ def replay_logs(
     threads: Optional[int] = None,
     raw: bool = False,
     max_depth: int = DEFAULT_MAX_DEPTH,
+    max_patch_bytes: int = DEFAULT_MAX_PATCH_BYTES,
 ) -> List[Replay]:
     """:func:`replay_log` of several log files on Rust threads (``threads``: at most that
     many at once; default the machine's cores; a log gets two only when the threads
@@ -528,8 +540,15 @@ def replay_logs(
     if threads is not None and threads < 1:
         raise ValueError(f"threads must be at least 1, not {threads}")
     native = _native.replay_log_files(
-        paths, format=format, verify=verify, schema=schema, max_protocol_version=max_protocol_version,
-        protocol_version=protocol_version, threads=threads or 0, max_depth=_depth(max_depth),
+        paths,
+        format=format,
+        verify=verify,
+        schema=schema,
+        max_protocol_version=max_protocol_version,
+        protocol_version=protocol_version,
+        threads=threads or 0,
+        max_depth=_depth(max_depth),
+        max_patch_bytes=max_patch_bytes,
     )
     out = []
     for path, parts in zip(paths, native):

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import copy
 import enum
+import functools
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Dict, Optional, Union
 
 import msgspec
@@ -95,8 +96,9 @@ class _Probe(msgspec.Struct):
 if TYPE_CHECKING:  # to type checkers, the native metaclass is the msgspec one it extends
     _AguiMeta = _StructMeta
 else:
-    _AguiMeta = _native.struct_meta(_StructMeta, _Probe, _construct.plan_of, _construct_lenient, _given.Extras)
+    _AguiMeta = _native.struct_meta(_StructMeta, _Probe, _construct.plan_of, _construct_lenient, _given.Extras, _given.Shared)
 _struct_setattr = msgspec.Struct.__setattr__
+_instance_dict = _native.instance_dict
 
 
 class _Model(
@@ -175,6 +177,10 @@ class _Model(
         if isinstance(obj, cls):
             return obj
         if isinstance(obj, dict):
+            if _construct.plain(cls):
+                built = _construct.converted(cls, obj)
+                if built is not None:
+                    return built
             return _construct.with_type(cls, obj, lambda rest: convert_value(rest, cls, path=cls.__name__))
         return convert_value(obj, cls, path=cls.__name__)
 
@@ -215,7 +221,9 @@ class _Model(
 
     # -- pydantic and FastAPI interop (see _pydantic) ------------------------------------
 
-    __get_pydantic_core_schema__ = classmethod(_pydantic.get_pydantic_core_schema)
+    __get_pydantic_core_schema__ = classmethod(
+        functools.partial(_pydantic.get_pydantic_core_schema, plain=_construct.plain, converted=_construct.converted)
+    )
     __dataclass_fields__ = _pydantic.DataclassFields()  # FastAPI: a request body
     model_fields = _pydantic.ModelFields()
     __fields__ = _pydantic.V1Fields()  # pydantic v1's name
@@ -235,7 +243,12 @@ class _Model(
 
     # -- attribute assignment, pickling, copying: extras and the fields-set record kept ---
 
+    # The instance dict is never a shared record when code sees it (_given.Shared).
+    __dict__ = property(_native.instance_dict, _native.set_instance_dict)
+
     def __setattr__(self, name: str, value: Any) -> None:
+        if name not in self.__struct_fields__:
+            _instance_dict(self)  # an extra goes into a dict of this instance's own
         _struct_setattr(self, name, value)
         # Assigning a field gives it (pydantic); one set to its default must be recorded.
         default = _given.defaults(type(self)).get(name, _given.REQUIRED)

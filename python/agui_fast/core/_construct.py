@@ -21,13 +21,14 @@ from typing import Any, Callable, Dict, Literal, Tuple, Type, TypeVar, Union, ca
 
 import msgspec
 
+from .. import _native
 from ..errors import EventValidationError, InvalidJsonError, ValidationError
 from . import _given, _pydantic
 from ._convert import _plan, _resolve, convert_value
 from ._dump import fields_of
 from ._pointer import JSON_POINTER_PATTERN, PointerSyntax
 
-__all__ = ["plan_of", "lenient", "with_type", "validation_error", "raising_validation_error"]
+__all__ = ["plan_of", "plain", "converted", "lenient", "with_type", "validation_error", "raising_validation_error"]
 
 
 _ANY = ("any",)
@@ -35,10 +36,10 @@ _NEVER = ("never",)
 _I64 = (-(2**63), 2**63 - 1)
 
 
-def plan_of(cls: Type[msgspec.Struct]) -> Tuple[Any, Tuple[Tuple[str, bool, tuple, Any], ...]]:
+def plan_of(cls: Type[msgspec.Struct]) -> Tuple[Any, Tuple[Tuple[str, bool, tuple, Any, str], ...]]:
     """``(tag, fields)``: ``tag`` is ``(tag field, tag value)`` or None; each field is
-    ``(attribute, required, check, default)`` with ``check`` a nested tuple read by
-    construct.rs and ``default`` the value (None or a literal ``str``) that, given
+    ``(attribute, required, check, default, wire name)`` with ``check`` a nested tuple read
+    by construct.rs and ``default`` the value (None or a literal ``str``) that, given
     explicitly, must be recorded for ``model_fields_set`` (None for required fields)."""
     config = cls.__struct_config__  # a new object per access: read once
     tag = (config.tag_field, config.tag) if config.tag_field is not None else None
@@ -46,12 +47,46 @@ def plan_of(cls: Type[msgspec.Struct]) -> Tuple[Any, Tuple[Tuple[str, bool, tupl
     # A class with a required `type` that is no field (BaseEvent), or with pydantic
     # validators (a user's subclass): every call goes to `lenient`, which runs them (each
     # field "required" and never taken natively: routing only).
-    if _type_enum(cls) is not None or _pydantic.validators(cls) is not None:
-        return tag, tuple((f.name, True, _NEVER, None) for f in msgspec.structs.fields(cls))
+    if not plain(cls):
+        return tag, tuple((f.name, True, _NEVER, None, f.encode_name) for f in msgspec.structs.fields(cls))
     fields = tuple(
-        (f.name, f.required, _check(f.type), None if f.required else defaults[f.name]) for f in msgspec.structs.fields(cls)
+        (f.name, f.required, _check(f.type), None if f.required else defaults[f.name], f.encode_name)
+        for f in msgspec.structs.fields(cls)
     )
     return tag, fields
+
+
+_PLAIN: Dict[type, bool] = {}
+
+
+def plain(cls: Any) -> bool:
+    """Does ``cls`` validate as msgspec converts, with nothing of its own around it (no
+    untagged ``type`` to keep, as ``BaseEvent`` has; no pydantic validators of a user's
+    subclass)? Construction's native route and ``model_validate``'s fast path take only
+    such classes."""
+    out = _PLAIN.get(cls)
+    if out is None:
+        out = _PLAIN[cls] = _type_enum(cls) is None and _pydantic.validators(cls) is None
+    return out
+
+
+#: What msgspec raises for data the exact path may still take, or must word the error of.
+_CONVERT_ERRORS = (msgspec.ValidationError, UnicodeEncodeError, RecursionError, TypeError, ValueError)
+_msgspec_convert = msgspec.convert
+_record_given = _native.record_given
+
+
+def converted(cls: Any, data: Dict[str, Any]) -> Any:
+    """``cls.model_validate(data)`` for a dict ``data`` (``cls``: :func:`plain`) in one
+    msgspec conversion, then the members given at their default and the tags given recorded
+    at every level (``_native.record_given``: ``model_fields_set`` stays exact); None for
+    data msgspec refuses (extras, snake_case names, values to coerce or report), which the
+    exact path takes."""
+    try:
+        obj = _msgspec_convert(data, cls, strict=False)
+    except _CONVERT_ERRORS:
+        return None
+    return obj if _record_given(obj, data) else None
 
 
 def _type_enum(cls: Any) -> Any:
@@ -224,13 +259,39 @@ def validation_error(exc: EventValidationError, title: str, value: Any = None, c
     loc = tuple(m.group(1) if m.group(1) is not None else int(m.group(2)) for m in _STEP.finditer(rest))
     detail = _AT.sub("", exc.message.removeprefix("invalid event: "))
     loc, given, tag_error = _locate(cls, value, loc)
-    kind = ctx = None
-    if tag_error is not None:
-        kind, ctx = tag_error
+    kind, ctx = tag_error if tag_error is not None else _pydantic_kind(detail, given)
     return ValidationError.build(title, f"invalid {title}: {detail} - at `{field}`", field=field, loc=loc, input=given, detail=detail, kind=kind, ctx=ctx)
 
 
 _AT = re.compile(r" - at `[^`]*`$")
+
+# msgspec's wording of an error -> pydantic's error type (and its context), where pydantic
+# has one for the same failure: FastAPI's 422 then reads as the reference's.
+_EXPECTED = re.compile(r"^Expected `(str|int|bool|float|array|object)(?: \| null)?`, got `(\w+)`$")
+_BOUND = re.compile(r"^Expected `int` (>=|<=) (-?\d+)$")
+_MIN_ITEMS = re.compile(r"^Expected `array` of length >= (\d+)$")
+_PATTERN = re.compile(r"^Expected `str` matching regex '(.*)'$")
+_TYPE_ERRORS = {"str": "string_type", "int": "int_type", "bool": "bool_type", "float": "float_type", "array": "list_type", "object": "dict_type"}
+_PARSING = {("int", "str"): "int_parsing", ("int", "float"): "int_from_float", ("bool", "str"): "bool_parsing", ("float", "str"): "float_parsing"}
+
+
+def _pydantic_kind(detail: str, given: Any) -> Tuple[Any, Any]:
+    """``(pydantic error type, its context)`` for msgspec's ``detail``, or ``(None, None)``
+    (our own ``agui_validation`` type, ``missing`` for a missing member)."""
+    m = _EXPECTED.match(detail)
+    if m:
+        return _PARSING.get((m.group(1), m.group(2)), _TYPE_ERRORS[m.group(1)]), None
+    m = _BOUND.match(detail)
+    if m:
+        bound = int(m.group(2))
+        return ("greater_than_equal", {"ge": bound}) if m.group(1) == ">=" else ("less_than_equal", {"le": bound})
+    m = _MIN_ITEMS.match(detail)
+    if m and isinstance(given, (list, tuple)):
+        return "too_short", {"field_type": "List", "min_length": int(m.group(1)), "actual_length": len(given)}
+    m = _PATTERN.match(detail)
+    if m:
+        return "string_pattern_mismatch", {"pattern": m.group(1)}
+    return None, None
 
 
 def _locate(cls: Any, value: Any, loc: tuple) -> Tuple[tuple, Any, Any]:

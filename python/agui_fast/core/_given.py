@@ -24,7 +24,7 @@ from typing import Any, Callable, Dict, Iterable, Optional, Set, Tuple
 
 import msgspec
 
-__all__ = ["Extras", "mark", "given", "defaults", "at_default", "fields_set", "reduce", "restore", "REQUIRED"]
+__all__ = ["Extras", "Shared", "mark", "given", "defaults", "at_default", "fields_set", "reduce", "restore", "REQUIRED"]
 
 #: The ``default`` of a required field in :func:`defaults` and the converter's plans.
 REQUIRED: Any = msgspec.NODEFAULT
@@ -35,6 +35,16 @@ class Extras(dict):
 
     __slots__ = ("given",)
     given: Tuple[str, ...]
+
+
+class Shared(Extras):
+    """A record without extras that the instances built natively with the same names share
+    (construct.rs: per class and combination of names), so that recording costs no
+    allocation. It is never changed: the Structs' ``__dict__`` (``_native.instance_dict``)
+    gives an instance holding one a record of its own first, and so does assigning an
+    extra (``_Model.__setattr__``); the encoders read its (no) items as they are."""
+
+    __slots__ = ()
 
 
 def mark(obj: Any, names: Tuple[str, ...]) -> None:

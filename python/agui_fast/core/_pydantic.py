@@ -23,7 +23,7 @@ import functools
 import inspect
 import typing
 import warnings
-from typing import TYPE_CHECKING, Any, Dict, Literal, Optional, Type, cast
+from typing import TYPE_CHECKING, Any, Callable, Dict, Literal, Optional, Type, cast
 
 import msgspec
 
@@ -58,8 +58,11 @@ __all__ = [
 # -- the core schema ----------------------------------------------------------------------
 
 
-def get_pydantic_core_schema(cls: Type[_Model], source: Any, handler: Any) -> Any:
-    """pydantic's hook (bound as a classmethod of ``_Model``)."""
+def get_pydantic_core_schema(
+    cls: Type[_Model], source: Any, handler: Any, *, plain: Callable[[type], bool], converted: Callable[[type, dict], Any]
+) -> Any:
+    """pydantic's hook (bound as a classmethod of ``_Model``, with construction's
+    ``plain`` and ``converted``: a dict's validation in one msgspec conversion)."""
     fields = {}
     config = cls.__struct_config__
     if config.tag_field is not None:
@@ -79,7 +82,16 @@ def get_pydantic_core_schema(cls: Type[_Model], source: Any, handler: Any) -> An
     # A wrap validator whose inner schema (never run) is `shape`: the same validation as a
     # plain one, but pydantic can read the tag literal from it, so the class may be a member
     # of a user's own `Annotated[Union[...], Field(discriminator="type")]`.
+    fast = plain(cls)
+
     def validate(value: Any, _inner: Any) -> Any:
+        # A request body (a dict from JSON) first, in one msgspec conversion; what that
+        # refuses, and the errors, as model_validate gives them.
+        if fast and type(value) is dict:
+            built = converted(cls, value)
+            if built is not None:
+                return built
+            return cls.model_validate(value)
         if isinstance(value, cls):
             return value
         if isinstance(value, dict):

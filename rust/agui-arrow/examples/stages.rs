@@ -3,6 +3,7 @@
 //! best of 7; the stages are cumulative). `+copy` is the floor of any design that keeps
 //! the `json` column: framing and copying each payload once. `+members` (protobuf): the
 //! columns read where the JSON mapping wrote them, instead of `+parse`'s second parse.
+//! `python -m benches --stages [--callgrind]` runs it on the bench suite's logs.
 //!
 //! `AGUI_STAGES_ONCE=N`: only `decode_many` on one thread, N times, over the log as a
 //! shared buffer (as the binding hands it `bytes`): for an instruction count that the

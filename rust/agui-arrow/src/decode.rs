@@ -97,10 +97,14 @@ pub(crate) fn spawn<'s, 'e, F: FnOnce() + Send + 's>(
 /// One source's outcome, filled by whichever thread decoded it (`None` until then).
 pub(crate) type Slot = Mutex<Option<Result<Option<Decoded>, Issue>>>;
 
-/// Decode many sources, `threads` at a time (each source on one thread), in source
-/// order. Without `collect`, the first failing source (in order) fails the call and
-/// the others stop early.
+/// The most threads one call runs on (more than a machine's cores only wait their turn).
+pub const MAX_THREADS: usize = 256;
+
+/// Decode many sources, `threads` at a time (each source on one thread; at most
+/// [`MAX_THREADS`]), in source order. Without `collect`, the first failing source (in
+/// order) fails the call and the others stop early.
 pub fn decode_many(sources: &[Source<'_>], threads: usize, opts: &Options, control: &Control) -> Result<Decoded, Issue> {
+    let threads = threads.min(MAX_THREADS);
     // Fewer sources than threads: one source at a time, its events parsed on every
     // thread. Otherwise one source per thread.
     let pipelined = threads > 1 && sources.len() < threads;

@@ -25,7 +25,12 @@ impl Issue {
     /// A log that cannot be read on.
     pub fn from_log_error(source: Option<String>, e: LogError) -> Self {
         let (index, offset) = e.position();
-        Issue { source, index, offset, class: e.python_class(), message: e.to_string(), field: None }
+        let message = match &e {
+            // The position is the issue's own (`describe` says it once).
+            LogError::Sse(e) => e.message.clone(),
+            e => e.to_string(),
+        };
+        Issue { source, index, offset, class: e.python_class(), message: bounded(message), field: None }
     }
 
     pub(crate) fn from_row(source: &Option<String>, ev: &Event<'_>, e: RowError) -> Self {
@@ -34,9 +39,30 @@ impl Issue {
             index: Some(ev.index),
             offset: Some(ev.offset),
             class: e.class,
-            message: e.message,
+            message: bounded(e.message),
             field: e.field,
         }
+    }
+
+    /// The error of a call that would collect more than `max` errors
+    /// ([`crate::Options::max_errors`]): an error of the call, not of one event.
+    pub(crate) fn too_many(max: usize) -> Self {
+        Issue {
+            source: None,
+            index: None,
+            offset: None,
+            class: "LimitError",
+            message: format!(
+                "more than {max} bad events or unreadable logs to collect (max_errors={max}): \
+                 raise the limit, or stop at the first error"
+            ),
+            field: None,
+        }
+    }
+
+    /// Whether this is the error of too many errors ([`Issue::too_many`]).
+    pub(crate) fn is_too_many(&self) -> bool {
+        self.class == "LimitError"
     }
 
     /// A failure of the output (or of the system), not of the input.
@@ -46,7 +72,7 @@ impl Issue {
 
     /// A failed write: a reader that went away (`agui-fast convert -o - | head`) is told
     /// apart from other I/O errors, so the CLI can end quietly as pipes expect.
-    pub(crate) fn write(e: &std::io::Error) -> Self {
+    pub fn write(e: &std::io::Error) -> Self {
         let class = if e.kind() == std::io::ErrorKind::BrokenPipe { "BrokenPipeError" } else { "OSError" };
         Issue { class, ..Issue::io(format!("cannot write the output: {e}")) }
     }
@@ -74,6 +100,23 @@ impl Issue {
         }
         s
     }
+}
+
+/// The longest message an issue keeps: an error quoting a bad event's value (an unknown
+/// type name, a timestamp's text) says what it is, not the megabytes of it.
+const MAX_MESSAGE: usize = 500;
+
+/// `message`, cut to [`MAX_MESSAGE`] bytes (on a char boundary) with `...` when longer.
+fn bounded(mut message: String) -> String {
+    if message.len() > MAX_MESSAGE {
+        let mut end = MAX_MESSAGE;
+        while !message.is_char_boundary(end) {
+            end -= 1;
+        }
+        message.truncate(end);
+        message.push_str("...");
+    }
+    message
 }
 
 /// The errors table.

@@ -36,13 +36,13 @@ mod source;
 pub mod views;
 
 pub use batch::{BatchBuilder, BATCH_ROWS};
-pub use decode::{decode_many, decode_source, Decoded};
+pub use decode::{decode_many, decode_source, Decoded, MAX_THREADS};
 pub use fields::{Fields, RowError, Usage};
 pub use inspect::{inspect, Report};
 pub use issue::{errors_batch, Issue};
 pub use output::{convert, write_parquet, WriteInfo};
 pub use schema::{errors_schema, schema, USAGE_COLUMNS};
-pub use source::{Control, Input, Options, Source, SourceInfo};
+pub use source::{Control, Input, Options, Source, SourceInfo, DEFAULT_MAX_ERRORS};
 pub use views::{checked_columns, ColumnsFn, DictKeys, Trusted, Utf8Block, Utf8Strings, Utf8Views};
 // The Arrow crates of this crate's types, for the binding.
 pub use {arrow_array, arrow_buffer, arrow_schema};

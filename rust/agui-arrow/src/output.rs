@@ -109,7 +109,9 @@ pub fn convert<W: Write>(
                     field: None,
                 };
                 if opts.collect {
-                    encode_issues.push(issue);
+                    if let Err(limit) = crate::rows::collect(issue, &mut encode_issues, opts, control) {
+                        failure = Some(limit);
+                    }
                 } else {
                     failure = Some(issue);
                 }

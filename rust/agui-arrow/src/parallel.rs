@@ -7,7 +7,7 @@ use std::sync::Mutex;
 
 use agui_core::log::Event;
 
-use crate::batch::BatchBuilder;
+use crate::batch::{BatchBuilder, BATCH_ROWS};
 use crate::decode::{decode_source, spawn, Decoded};
 use crate::fields;
 use crate::issue::Issue;
@@ -61,7 +61,7 @@ pub(crate) fn decode_source_parallel(src: &Source<'_>, opts: &Options, control: 
                 for &(index, offset, end) in &part.events {
                     let ev = Event { index, offset, json: &part.data[start..end], members: None };
                     start = end;
-                    r = row_event(&ev, None, &src.name, opts, &mut out.issues, &mut shape, &mut |ev, json, f| {
+                    r = row_event(&ev, None, &src.name, opts, control, &mut out.issues, &mut shape, &mut |ev, json, f| {
                         builder.push(ev, json, f)
                     });
                     if r.is_err() {
@@ -94,7 +94,8 @@ pub(crate) fn decode_source_parallel(src: &Source<'_>, opts: &Options, control: 
         let read = each_event(src, opts, control, &mut reader_issues, |ev, _| {
             part.data.extend_from_slice(ev.json);
             part.events.push((ev.index, ev.offset, part.data.len()));
-            if part.data.len() >= PART_BYTES {
+            // (Rows too: a log of tiny events would pack millions into one part.)
+            if part.data.len() >= PART_BYTES || part.events.len() >= BATCH_ROWS {
                 let seq = part.seq + 1;
                 let full = std::mem::replace(&mut part, Packed { seq, ..Packed::default() });
                 // The workers only hang up when they are gone (a panic).

@@ -7,7 +7,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
-use agui_core::log::{Event, Format, LogError, LogReader, Part};
+use agui_core::log::{Event, Format, Limits, LogError, LogReader, Part};
 use arrow_array::{RecordBatch, UInt64Array};
 use arrow_buffer::Buffer;
 
@@ -74,8 +74,20 @@ pub(crate) struct PartOut {
     pub(crate) stop: Option<PartStop>,
 }
 
+/// The most bytes of a part held in memory: what cutting at the first boundary after
+/// each target (at most [`PART_MAX`] apart) can make of a log that frames (a boundary
+/// within a frame's limit of every point). A longer part (the rest of a log that could
+/// not be cut, a line of gigabytes) is read as a stream ([`decode_part_streamed`]).
+fn part_in_memory(limits: &Limits) -> u64 {
+    PART_MAX + limits.max_buffer.max(limits.max_frame_size) as u64 + 8
+}
+
 /// Decode one part (read from the file for a path: a worker holds one part at a time).
 pub(crate) fn decode_part(src: &Source<'_>, format: Format, part: Part, opts: &Options, control: &Control) -> PartOut {
+    // (The caller's buffer is in memory already: its views cost nothing.)
+    if part.end - part.start > part_in_memory(&opts.limits) && !matches!(src.input, Input::Buffer(_)) {
+        return decode_part_streamed(src, format, part, opts, control);
+    }
     let mut out = PartOut::default();
     let (start, len) = (part.start as usize, (part.end - part.start) as usize);
     // The part as one buffer the `json` column points into: the caller's (no copy), the
@@ -129,6 +141,69 @@ pub(crate) fn decode_part(src: &Source<'_>, format: Format, part: Part, opts: &O
         batches.push(builder.finish());
     }
     control.bytes.fetch_add(data.len() as u64, Ordering::Relaxed);
+    count_events(control, &r);
+    match r {
+        Ok(summary) => out.frames = summary.frames,
+        Err(stop) => out.stop = Some(stop),
+    }
+    out
+}
+
+/// A part's events for the progress (those before an error are not known: none).
+fn count_events(control: &Control, r: &Result<agui_core::log::Summary, PartStop>) {
+    if let Ok(summary) = r {
+        control.events.fetch_add(summary.events, Ordering::Relaxed);
+    }
+}
+
+/// [`decode_part`] for a part read in chunks (constant memory): its events' texts are
+/// copied into the batches (there is no buffer of the part for them to point into).
+fn decode_part_streamed(src: &Source<'_>, format: Format, part: Part, opts: &Options, control: &Control) -> PartOut {
+    let mut out = PartOut::default();
+    let reader: std::io::Result<Box<dyn Read + '_>> = match &src.input {
+        Input::Path(p) => File::open(p).and_then(|mut f| {
+            f.seek(SeekFrom::Start(part.start))?;
+            Ok(Box::new(f) as Box<dyn Read>)
+        }),
+        _ => {
+            let b = src.input.bytes().unwrap_or_default();
+            Ok(Box::new(b.get(part.start as usize..part.end as usize).unwrap_or_default()))
+        }
+    };
+    let mut reader = match reader {
+        Ok(r) => r,
+        Err(e) => {
+            let name = match &src.input {
+                Input::Path(p) => p.display().to_string(),
+                _ => "the log".into(),
+            };
+            let mut issue = Issue::io(format!("cannot read {name}: {e}"));
+            issue.source = src.name.clone();
+            out.stop = Some(PartStop::Other(Some(issue)));
+            return out;
+        }
+    };
+    let mut rows = PartRows {
+        shape: fields::Shape::default(),
+        builder: BatchBuilder::new(src.name.clone()).columns_with(opts.columns),
+        batches: &mut out.decoded.batches,
+        issues: &mut out.decoded.issues,
+        found: "",
+        text: None,
+        ahead: None,
+        src,
+        opts,
+        control,
+    };
+    let read = |n: usize| {
+        control.bytes.fetch_add(n as u64, Ordering::Relaxed);
+    };
+    let r = agui_core::log::for_each_in_part_read(&mut reader, format, part, &opts.limits, &mut rows, read);
+    let PartRows { mut builder, batches, .. } = rows;
+    if !builder.is_empty() {
+        batches.push(builder.finish());
+    }
+    count_events(control, &r);
     match r {
         Ok(summary) => out.frames = summary.frames,
         Err(stop) => out.stop = Some(stop),
@@ -167,7 +242,7 @@ impl<'o> PartRows<'o, '_> {
                 self.close_if_full();
                 Ok(())
             }
-            _ => other_row(ev, self.text, self.src, self.opts, &mut self.builder, self.batches, self.issues, &mut self.shape),
+            _ => other_row(ev, self.text, self.src, self.opts, &mut self.builder, self.batches, self.control, self.issues, &mut self.shape),
         };
         self.go_on(ev, r)
     }
@@ -268,10 +343,11 @@ pub(crate) fn other_row(
     opts: &Options,
     builder: &mut BatchBuilder,
     batches: &mut Vec<RecordBatch>,
+    control: &Control,
     issues: &mut Vec<Issue>,
     shape: &mut fields::Shape,
 ) -> Result<(), Stop> {
-    row_event(ev, text, &src.name, opts, issues, shape, &mut |ev, json, f| {
+    row_event(ev, text, &src.name, opts, control, issues, shape, &mut |ev, json, f| {
         builder.push(ev, json, f);
         if builder.full() {
             batches.push(builder.finish());
@@ -309,6 +385,16 @@ pub(crate) fn cut_targets(len: u64, workers: usize) -> Vec<u64> {
     }
     let parts = if w > 1 { (w * 4).max(len.div_ceil(PART_MAX)) } else { len.div_ceil(PART_MAX) };
     agui_core::log::even_cuts(len, parts.min(len.div_ceil(PART_MIN)))
+}
+
+/// Take back from the call's count of collected errors those of a part whose errors are
+/// not kept ([`decode_source_parts`]): each one it kept, and the one refused when the
+/// budget ran out.
+fn uncount(control: &Control, out: Option<&PartOut>) {
+    if let Some(out) = out {
+        let refused = matches!(&out.stop, Some(PartStop::Row(issue)) if issue.is_too_many());
+        control.errors.fetch_sub(out.decoded.issues.len() + usize::from(refused), Ordering::Relaxed);
+    }
 }
 
 /// Decode a plain source cut at frame boundaries into parts, on `workers` threads: each
@@ -356,17 +442,36 @@ pub(crate) fn decode_source_parts(
         *outs[k].lock().unwrap_or_else(|p| p.into_inner()) = Some(out);
     };
     run_on(workers.clamp(1, parts.len()), work);
+    let mut outs: Vec<Option<PartOut>> = outs.into_iter().map(|o| o.into_inner().unwrap_or_else(|p| p.into_inner())).collect();
     let mut decoded = Decoded::default();
     let mut base = 0u64;
-    for out in outs {
-        let Some(out) = out.into_inner().unwrap_or_else(|p| p.into_inner()) else {
+    // From a part on, decoded again one part after the other (see below).
+    let mut again = false;
+    let mut k = 0;
+    while let Some(&part) = parts.get(k) {
+        let out = if again { Some(decode_part(src, format, part, opts, control)) } else { outs[k].take() };
+        let Some(out) = out else {
             return Ok(None); // cancelled before it ran
         };
+        if !again && matches!(&out.stop, Some(PartStop::Row(issue)) if issue.is_too_many())
+            && decoded.issues.len() + out.decoded.issues.len() < opts.max_errors
+        {
+            // The budget of collected errors ran out while parts were decoded at the same
+            // time, some of them maybe past where the log ends (a framing error in an
+            // earlier part): those parts' errors are not counted any more, and the log is
+            // decoded on from this part one part after the other, so that the limit is
+            // reached where, and only if, a sequential read reaches it.
+            uncount(control, Some(&out));
+            outs[k + 1..].iter_mut().for_each(|o| uncount(control, o.take().as_ref()));
+            again = true;
+            continue;
+        }
         decoded.batches.extend(out.decoded.batches.into_iter().map(|b| shift_index(b, base)));
         decoded.issues.extend(out.decoded.issues.into_iter().map(|mut i| {
             i.index = i.index.map(|i| i + base);
             i
         }));
+        k += 1;
         let ended = match out.stop {
             None => {
                 base += out.frames;
@@ -376,6 +481,7 @@ pub(crate) fn decode_source_parts(
                 e.shift_index(base);
                 Issue::from_log_error(src.name.clone(), e)
             }
+            Some(PartStop::Row(issue)) if issue.is_too_many() => return Err(issue),
             Some(PartStop::Row(mut issue)) => {
                 issue.index = issue.index.map(|i| i + base);
                 return Err(issue);
@@ -387,7 +493,9 @@ pub(crate) fn decode_source_parts(
         if !opts.collect {
             return Err(ended);
         }
-        decoded.issues.push(ended);
+        // The parts after it are past the log's end: their errors are not the log's.
+        outs[k..].iter_mut().for_each(|o| uncount(control, o.take().as_ref()));
+        crate::rows::collect(ended, &mut decoded.issues, opts, control)?;
         break;
     }
     Ok(Some(decoded))

@@ -38,6 +38,16 @@ impl<R: Read + Send> Read for Counted<'_, R> {
     }
 }
 
+/// Keep `issue` in `issues` if the call may collect one more
+/// ([`crate::Options::max_errors`]); else the call's `LimitError`.
+pub(crate) fn collect(issue: Issue, issues: &mut Vec<Issue>, opts: &Options, control: &Control) -> Result<(), Issue> {
+    if !control.count_error(opts.max_errors) {
+        return Err(Issue::too_many(opts.max_errors));
+    }
+    issues.push(issue);
+    Ok(())
+}
+
 /// The one loop over a source's events (opened by the core reader): `sink` gets each
 /// one; a log that cannot be opened or read on goes to `issues` (`collect`) or fails.
 /// `Ok(None)` when cancelled.
@@ -52,7 +62,7 @@ where
     F: FnMut(&Event<'_>, &mut Vec<Issue>) -> Result<(), Stop>,
 {
     let name = &src.name;
-    let failed = |issue: Issue, issues: &mut Vec<Issue>| if opts.collect { issues.push(issue); Ok(()) } else { Err(issue) };
+    let failed = |issue: Issue, issues: &mut Vec<Issue>| if opts.collect { collect(issue, issues, opts, control) } else { Err(issue) };
     let reader = match &src.input {
         Input::Path(p) => match File::open(p) {
             Ok(f) => LogReader::open(Counted { inner: f, control }, opts.format),
@@ -73,13 +83,20 @@ where
         }
     };
     let mut info = SourceInfo { format: reader.format(), gzip: reader.is_gzip(), ..SourceInfo::default() };
+    // Events counted for the progress in steps (not an atomic add an event).
+    let mut seen = 0u64;
     let result = reader.for_each(&opts.limits, |ev| {
         sink(&ev, issues)?;
-        if ev.index % 4096 == 0 && control.cancel.load(Ordering::Relaxed) {
-            return Err(Stop::Cancelled);
+        seen += 1;
+        if seen.is_multiple_of(4096) {
+            control.events.fetch_add(4096, Ordering::Relaxed);
+            if control.cancel.load(Ordering::Relaxed) {
+                return Err(Stop::Cancelled);
+            }
         }
         Ok(())
     });
+    control.events.fetch_add(seen % 4096, Ordering::Relaxed);
     match result {
         Ok(summary) => {
             info.bytes = summary.bytes;
@@ -87,6 +104,8 @@ where
             Ok(Some(info))
         }
         Err(Stop::Cancelled) => Ok(None),
+        // (Of the call, not of this source: not collected, not named after it.)
+        Err(Stop::Issue(issue)) if issue.is_too_many() => Err(issue),
         Err(Stop::Issue(mut issue)) => {
             issue.source = name.clone();
             failed(issue, issues)?;
@@ -96,15 +115,17 @@ where
 }
 
 /// One event as a row: `row` gets its columns, or the problem goes to `issues`
-/// (`collect`) or stops the source.
+/// (`collect`, within the call's budget) or stops the source.
 /// `part`: the text of the part the event was framed from when it is valid UTF-8 (then
 /// an event read straight from it needs no check of its own).
 /// `shape`: the source's [`fields::Shape`], for its events in order.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn row_event<F>(
     ev: &Event<'_>,
     part: Option<&str>,
     name: &Option<String>,
     opts: &Options,
+    control: &Control,
     issues: &mut Vec<Issue>,
     shape: &mut fields::Shape,
     row: &mut F,
@@ -129,7 +150,7 @@ where
         Err(e) => {
             let issue = Issue::from_row(name, ev, e);
             if opts.collect {
-                issues.push(issue);
+                collect(issue, issues, opts, control).map_err(Stop::Issue)?;
             } else {
                 return Err(Stop::Issue(issue));
             }
@@ -160,5 +181,5 @@ where
     F: FnMut(&Event<'_>, &str, &Fields<'_>),
 {
     let mut shape = fields::Shape::default();
-    each_event(src, opts, control, issues, |ev, issues| row_event(ev, None, &src.name, opts, issues, &mut shape, &mut row))
+    each_event(src, opts, control, issues, |ev, issues| row_event(ev, None, &src.name, opts, control, issues, &mut shape, &mut row))
 }

@@ -3,7 +3,7 @@
 //! call share ([`Control`]).
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use agui_core::log::{Format, Limits};
 use arrow_buffer::Buffer;
@@ -45,6 +45,9 @@ pub struct Options {
     pub max_depth: usize,
     /// Bad events and unreadable logs go to the errors table instead of failing.
     pub collect: bool,
+    /// With `collect`, the most errors one call collects: one more fails the call with a
+    /// `LimitError` ([`DEFAULT_MAX_ERRORS`]).
+    pub max_errors: usize,
     /// Makes the columns whose checks are known to pass, the `json` column's views among
     /// them ([`checked_columns`] by default).
     pub columns: ColumnsFn,
@@ -57,6 +60,7 @@ impl Default for Options {
             limits: Limits::default(),
             max_depth: agui_core::limits::DEFAULT_MAX_DEPTH,
             collect: false,
+            max_errors: DEFAULT_MAX_ERRORS,
             columns: checked_columns,
         }
     }
@@ -72,10 +76,27 @@ pub struct SourceInfo {
     pub events: u64,
 }
 
-/// Shared by the threads of one call: stop early (`errors="raise"` failed elsewhere)
-/// and count the bytes read (a progress bar polls it).
+/// The errors one call collects at most by default ([`Options::max_errors`]): a log of
+/// nothing but bad events would otherwise collect one error for every few bytes (a few
+/// hundred bytes each: 100,000 of them are ~20-50 MB).
+pub const DEFAULT_MAX_ERRORS: usize = 100_000;
+
+/// Shared by the threads of one call: stop early (`errors="raise"` failed elsewhere, or
+/// the caller's `cancel`), count the bytes and events read (a progress bar polls them)
+/// and the errors collected (against [`Options::max_errors`]).
 #[derive(Debug, Default)]
 pub struct Control {
     pub cancel: AtomicBool,
     pub bytes: AtomicU64,
+    /// Events read so far (counted in steps of a few thousand, for a progress bar).
+    pub events: AtomicU64,
+    /// Errors collected so far (each one counted before it is kept).
+    pub errors: AtomicUsize,
+}
+
+impl Control {
+    /// Count one more error to collect: `false` when the call already holds `max`.
+    pub(crate) fn count_error(&self, max: usize) -> bool {
+        self.errors.fetch_add(1, Ordering::Relaxed) < max
+    }
 }

@@ -659,11 +659,16 @@ fn prost_varint(out: &mut Vec<u8>, mut v: u64) {
 /// (or the error) of the sequential reader; the decodings that succeeded.
 fn parts_as_sequential(src: &Source<'_>, collect: bool, max_depth: usize, what: &str) -> Vec<Decoded> {
     let opts = Options { collect, max_depth, ..Options::default() };
-    let want = decode_source(src, &opts, &Control::default()).map(|d| d.unwrap());
+    parts_as_sequential_with(src, &opts, &format!("{what}, collect {collect}, depth {max_depth}"))
+}
+
+/// [`parts_as_sequential`] with any options.
+fn parts_as_sequential_with(src: &Source<'_>, opts: &Options, what: &str) -> Vec<Decoded> {
+    let want = decode_source(src, opts, &Control::default()).map(|d| d.unwrap());
     let mut ok = Vec::new();
     for threads in [1, 3] {
-        let got = decode_many(std::slice::from_ref(src), threads, &opts, &Control::default());
-        let what = format!("{what}, collect {collect}, depth {max_depth}, {threads} threads");
+        let got = decode_many(std::slice::from_ref(src), threads, opts, &Control::default());
+        let what = format!("{what}, {threads} threads");
         match (got, &want) {
             (Ok(got), Ok(want)) => {
                 assert_eq!(cells(&got), cells(want), "{what}");
@@ -905,5 +910,107 @@ fn no_thread_to_be_had() {
         let got = decode_many(srcs, 3, &Options::default(), &Control::default());
         NO_THREADS.with(|n| n.set(false));
         assert_eq!(row_values(&got.unwrap()), want);
+    }
+}
+
+/// A log of bad events (some good ones, a framing error in the middle or not, more bad
+/// events after it) decoded with budgets of collected errors around its count: parts on
+/// several threads fail with the `LimitError` exactly when a sequential read does, and
+/// otherwise give its table and errors (also when parts past the framing error spent
+/// the budget first); so do several sources and a gzip source.
+#[test]
+fn collected_errors_stop_at_the_budget_as_a_sequential_read_does() {
+    let pad = "p".repeat(200);
+    let bad = |i: usize| format!("data: {{\"type\":\"NOPE\",\"i\":{i},\"pad\":\"{pad}\"}}\n\n");
+    let good = |i: usize| format!("data: {{\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m\",\"delta\":\"{i}\"}}\n\n");
+    let (mut plain, mut framing) = (String::new(), String::new());
+    for i in 0..40_000 {
+        plain.push_str(&if i % 3 == 0 { good(i) } else { bad(i) });
+        framing.push_str(&if i % 3 == 0 { good(i) } else { bad(i) });
+        if i == 5_000 {
+            // A line over the limit (1000 bytes below): the log ends there.
+            framing.push_str(&format!("data: {}\n\n", "x".repeat(2_000)));
+        }
+    }
+    let limits = Limits { max_buffer: 1_000, ..Limits::default() };
+    let (mut limited, mut kept) = (0, 0);
+    for (log, count) in [(&plain, 26_666usize), (&framing, 3_335)] {
+        let src = bytes(log.as_bytes(), "x");
+        for max_errors in [0, 1, 100, count - 1, count, count + 1, 30_000, 100_000] {
+            let opts = Options { collect: true, max_errors, limits, ..Options::default() };
+            let got = parts_as_sequential_with(&src, &opts, &format!("{count} errors, max {max_errors}"));
+            match got.first() {
+                Some(d) => {
+                    assert!(d.issues.len() <= max_errors && d.issues.len() >= count.min(max_errors + 1) - 1, "{max_errors}");
+                    kept += 1;
+                }
+                None => {
+                    let e = decode_source(&src, &opts, &Control::default()).err().unwrap();
+                    assert_eq!(e.class, "LimitError");
+                    assert!(max_errors < count, "{max_errors} >= {count}");
+                    limited += 1;
+                }
+            }
+        }
+        // Several sources: one budget for the call.
+        let srcs = [bytes(log.as_bytes(), "a"), bytes(log.as_bytes(), "b")];
+        for (max_errors, fails) in [(2 * count - 1, true), (2 * count, false)] {
+            let opts = Options { collect: true, max_errors, limits, ..Options::default() };
+            for threads in [1, 2, 3] {
+                let got = decode_many(&srcs, threads, &opts, &Control::default());
+                assert_eq!(got.as_ref().err().map(|e| e.class), fails.then_some("LimitError"), "{threads} threads, max {max_errors}");
+            }
+        }
+        // A gzip source (framed on this thread, parsed by workers).
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut gz, log.as_bytes()).unwrap();
+        let gz = bytes(&gz.finish().unwrap(), "gz");
+        for (max_errors, fails) in [(count - 1, true), (count, false)] {
+            let opts = Options { collect: true, max_errors, limits, ..Options::default() };
+            for threads in [1, 3] {
+                let got = decode_many(std::slice::from_ref(&gz), threads, &opts, &Control::default());
+                assert_eq!(got.as_ref().err().map(|e| e.class), fails.then_some("LimitError"), "gzip, {threads} threads");
+                if let Ok(d) = got {
+                    assert_eq!(d.issues.len(), count);
+                }
+            }
+        }
+    }
+    assert!(limited >= 6 && kept >= 6, "{limited} limited, {kept} kept");
+}
+
+/// A log that cannot be cut past some point (a region of short lines with no blank
+/// line, a line of NULs over the limit) is one part from there, read as a stream (not
+/// held in memory whole): its rows and errors are the sequential reader's, from memory
+/// and from a file.
+#[test]
+fn parts_too_big_to_hold_are_read_as_streams() {
+    let mut head = Vec::new();
+    for _ in 0..3_000 {
+        head.extend_from_slice(&log());
+    }
+    let limits = Limits { max_buffer: 1_000, ..Limits::default() };
+    let big = crate::parts::PART_MAX as usize + 2 * limits.max_buffer;
+    let mut soup = head.clone();
+    while soup.len() < head.len() + big {
+        soup.extend_from_slice(b": keep-alive\n");
+    }
+    soup.extend_from_slice(b"\n");
+    soup.extend_from_slice(&head);
+    let mut nul = head.clone();
+    nul.extend_from_slice(b"data: ");
+    nul.resize(head.len() + big, 0);
+    let dir = std::env::temp_dir();
+    for (name, log) in [("soup", &soup), ("nul", &nul)] {
+        let path = dir.join(format!("agui-arrow-test-{}-{name}.sse", std::process::id()));
+        std::fs::write(&path, log).unwrap();
+        let srcs = [bytes(log, "x"), Source { input: Input::Path(path.clone()), name: Some("x".into()) }];
+        for src in &srcs {
+            for collect in [true, false] {
+                let opts = Options { collect, limits, ..Options::default() };
+                parts_as_sequential_with(src, &opts, name);
+            }
+        }
+        std::fs::remove_file(&path).unwrap();
     }
 }

@@ -8,6 +8,12 @@
 /// Maximum nesting of arrays and objects (a scalar at the top is depth 0, `[]` is 1).
 pub const DEFAULT_MAX_DEPTH: usize = 512;
 
+/// Most memory one JSON Patch application may build, by default (the values it adds and
+/// copies, counted as [`crate::patch::engine::Budget`] counts them: about the bytes they
+/// take). Bounds what a small patch can make of a document: each `copy` of the root
+/// doubles it.
+pub const DEFAULT_MAX_PATCH_BYTES: usize = 128 << 20;
+
 /// Largest depth limit an API accepts: deeper values could exhaust a thread's stack when
 /// parsed, dropped or converted recursively.
 pub const MAX_DEPTH_CAP: usize = 10_000;

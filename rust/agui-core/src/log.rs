@@ -563,10 +563,13 @@ const SPLIT_FIRST: usize = 1024;
 
 /// Cut a plain log of `len` bytes into at most `parts` parts at frame boundaries (fewer
 /// when it has fewer boundaries), reading only near the cut points: for SSE the first
-/// blank line (`\n\n` or `\n\r\n`) after each even cut (for JSON Lines the first line
-/// end); for protobuf the length prefixes, hopping from frame to frame. A log that does not frame (a truncated or
-/// oversized protobuf frame, an SSE log with CR-only line ends) is cut before that point
-/// or not at all: the part holding it reports the error as the whole log would.
+/// blank line after each even cut (line ends LF, CRLF or CR; for JSON Lines the first
+/// line end); for protobuf the length prefixes, hopping from frame to frame. Each search
+/// reads at most a frame's size limit past its cut point and never reads bytes an
+/// earlier search read, so cutting is linear in the log whatever it holds. Where no
+/// boundary lies within a frame's limit (a line or frame over the limit, a truncated or
+/// oversized protobuf frame) the log is not cut any further: the last part holds the
+/// rest and reports the error as the whole log would.
 pub fn split<R: Read + Seek>(reader: &mut R, len: u64, format: Format, parts: usize, limits: &Limits) -> io::Result<Vec<Part>> {
     split_at(reader, len, format, &even_cuts(len, parts as u64), limits)
 }
@@ -587,12 +590,23 @@ pub fn split_at<R: Read + Seek>(reader: &mut R, len: u64, format: Format, target
     match format {
         Format::Sse | Format::Jsonl => {
             let mut window = vec![0u8; SPLIT_WINDOW];
+            // A frame's bytes up to a blank line: its longest line (or its data) and the
+            // line ends around it.
+            let reach = limits.max_buffer as u64 + 4;
             for k in 1..parts {
                 let target = target(k).max(*cuts.last().unwrap_or(&0));
-                if let Some(cut) = next_boundary(reader, target, &mut window, format == Format::Jsonl)? {
-                    if cut < len && cut > *cuts.last().unwrap_or(&0) {
-                        cuts.push(cut);
+                if target >= len {
+                    break;
+                }
+                match next_boundary(reader, target, &mut window, format == Format::Jsonl, reach)? {
+                    Some(cut) if cut < len => {
+                        if cut > *cuts.last().unwrap_or(&0) {
+                            cuts.push(cut);
+                        }
                     }
+                    // None within reach (the log fails there, or frames as no log should)
+                    // or none before the end: no cut after this point.
+                    _ => break,
                 }
             }
         }
@@ -626,46 +640,74 @@ pub fn split_at<R: Read + Seek>(reader: &mut R, len: u64, format: Format, target
     Ok(cuts.windows(2).map(|w| Part { start: w[0], end: w[1] }).collect())
 }
 
-/// The first SSE event boundary (the position after a blank line) found from `from`;
-/// with `lines` (JSON Lines) the first line boundary.
-fn next_boundary<R: Read + Seek>(reader: &mut R, from: u64, window: &mut [u8], lines: bool) -> io::Result<Option<u64>> {
+/// Where a line end starting at `data[j]` (`\r` or `\n`) ends: `None` when that is not
+/// decided by `data` (a `\r` as its last byte, which a `\n` may follow), unless `eof`.
+fn line_end(data: &[u8], j: usize, eof: bool) -> Option<usize> {
+    match (data[j], data.get(j + 1)) {
+        (b'\r', Some(b'\n')) => Some(j + 2),
+        (b'\r', None) if !eof => None,
+        _ => Some(j + 1),
+    }
+}
+
+/// The first SSE event boundary (the position after a blank line: a line end right
+/// after a line end, each LF, CRLF or CR) found from `from`; with `lines` (JSON Lines)
+/// the first line boundary. `None` at the end of the log, or when none lies within
+/// `reach` bytes of `from`. Every position returned is a boundary, wherever `from` is
+/// (a `\n` seen first ends a line whether or not a `\r` came before it).
+fn next_boundary<R: Read + Seek>(reader: &mut R, from: u64, window: &mut [u8], lines: bool, reach: u64) -> io::Result<Option<u64>> {
     reader.seek(SeekFrom::Start(from))?;
-    // The last two bytes of the previous window, for a pattern that straddles two.
-    let mut carry: Vec<u8> = Vec::with_capacity(window.len() + 2);
-    let mut base = from;
+    // The undecided end of the previous window (at most 3 bytes: `\r`, `\r\n\r`...),
+    // searched again with the next one.
+    let mut carry: Vec<u8> = Vec::with_capacity(window.len() + 4);
+    let mut base = from; // the log position of `carry[0]`
     // Windows from `SPLIT_FIRST` up, doubling: a boundary is most often a few hundred
     // bytes away, and reading (copying) 64 KiB for each cut of an in-memory log was most
-    // of what a second thread adds to `to_arrow` (~0.8M instructions a call at 7 cuts).
+    // of what a second thread adds to `to_arrow`.
     let mut size = SPLIT_FIRST.min(window.len());
     loop {
-        let n = read_full(reader, &mut window[..size])?;
-        size = (size * 2).min(window.len());
-        if n == 0 {
+        if base.saturating_sub(from) > reach {
             return Ok(None);
         }
-        let kept = carry.len() as u64;
+        let n = read_full(reader, &mut window[..size])?;
+        // (`read_full` fills the window unless the log ends.)
+        let eof = n < size;
+        size = (size * 2).min(window.len());
         carry.extend_from_slice(&window[..n]);
         let data = &carry[..];
         let mut i = 0;
-        while let Some(j) = memchr::memchr(b'\n', &data[i..]) {
-            let j = i + j;
-            // `\n` ends a line whatever came before it; an empty line after it (LF or
-            // CRLF) dispatches the event: a boundary right after.
-            let end = match &data[j + 1..] {
-                _ if lines => Some(j + 1),
-                [b'\n', ..] => Some(j + 2),
-                [b'\r', b'\n', ..] => Some(j + 3),
-                [] | [b'\r'] => None, // undecided until the next window
-                _ => None,
+        let mut undecided = None;
+        while let Some(rel) = memchr::memchr2(b'\n', b'\r', &data[i..]) {
+            let j = i + rel;
+            let Some(e1) = line_end(data, j, eof) else {
+                undecided = Some(j);
+                break;
             };
-            if let Some(end) = end {
-                return Ok(Some(base - kept + end as u64));
+            if lines {
+                return Ok(Some(base + e1 as u64));
             }
-            i = j + 1;
+            match data.get(e1) {
+                Some(b'\n' | b'\r') => match line_end(data, e1, eof) {
+                    Some(e2) => return Ok(Some(base + e2 as u64)),
+                    None => {
+                        undecided = Some(j);
+                        break;
+                    }
+                },
+                Some(_) => i = e1,
+                None if eof => return Ok(None),
+                None => {
+                    undecided = Some(j);
+                    break;
+                }
+            }
         }
-        base += n as u64;
-        let tail = carry.len().saturating_sub(2);
-        carry.drain(..tail);
+        if n == 0 {
+            return Ok(None);
+        }
+        let keep = undecided.unwrap_or(data.len());
+        base += keep as u64;
+        carry.drain(..keep);
     }
 }
 
@@ -710,6 +752,35 @@ where
     framer.feed_ahead(Some(data), &mut events, rows)?;
     framer.feed_ahead(None, &mut events, rows)?;
     Ok(framer.summary(events, data.len() as u64))
+}
+
+/// [`for_each_in_part_ahead`] for a part read from `reader` (positioned at the part's
+/// start) in chunks of [`Limits::chunk_size`], not held in memory whole: for a part too
+/// big to hold (a log that could not be cut). The events are the same; none of them is
+/// a slice of the part's bytes (there are none), so `end` only sees chunks' bytes.
+/// `read` is told the bytes of each chunk read.
+pub fn for_each_in_part_read<E, R, A>(reader: &mut R, format: Format, part: Part, limits: &Limits, rows: &mut A, mut read: impl FnMut(usize)) -> Result<Summary, E>
+where
+    E: From<LogError>,
+    R: Read + ?Sized,
+    A: ReadAhead<E>,
+{
+    let mut framer = Framer::new(format, limits, part.start);
+    let mut events = 0u64;
+    let mut buf = vec![0u8; limits.chunk_size.max(1)];
+    let mut left = part.end - part.start;
+    while left > 0 {
+        let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+        let n = read_full(reader, &mut buf[..want]).map_err(|e| LogError::Io(e.to_string()))?;
+        if n == 0 {
+            break;
+        }
+        read(n);
+        left -= n as u64;
+        framer.feed_ahead(Some(&buf[..n]), &mut events, rows)?;
+    }
+    framer.feed_ahead(None, &mut events, rows)?;
+    Ok(framer.summary(events, part.end - part.start - left))
 }
 
 /// The decompressed log, from its first byte (what the typed Python decoders are fed).
@@ -773,6 +844,36 @@ pub fn write_event(out: &mut Vec<u8>, to: Output, json: &[u8]) -> Result<(), pro
         }
     }
     Ok(())
+}
+
+/// A gzip-compressed output (one member), as logs are read: what a `.gz` name promises.
+/// [`GzipWriter::finish`] writes the end of the stream (dropping it unfinished leaves a
+/// truncated one, which every reader refuses).
+pub struct GzipWriter<W: io::Write>(flate2::write::GzEncoder<W>);
+
+impl<W: io::Write> GzipWriter<W> {
+    pub fn new(inner: W) -> Self {
+        // (Level 6, gzip's own default: a log is written once and read many times.)
+        GzipWriter(flate2::write::GzEncoder::new(inner, flate2::Compression::default()))
+    }
+
+    /// Write the end of the gzip stream and flush: the output it wrote into.
+    pub fn finish(self) -> io::Result<W> {
+        let mut inner = self.0.finish()?;
+        inner.flush()?;
+        Ok(inner)
+    }
+}
+
+impl<W: io::Write> io::Write for GzipWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf)
+    }
+
+    /// Flushes the compressed bytes so far (not the end of the stream: [`GzipWriter::finish`]).
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
 }
 
 /// A gzip decoder reports corrupt or truncated data as `InvalidData` / `InvalidInput` /
@@ -952,6 +1053,26 @@ mod tests {
         }
     }
 
+    /// A gzip output reads back as the log written, in any chunking; unfinished, it is
+    /// a truncated gzip stream.
+    #[test]
+    fn gzip_output_reads_back() {
+        let log = sse_log().repeat(50);
+        let mut w = GzipWriter::new(Vec::new());
+        for c in log.chunks(37) {
+            w.write_all(c).unwrap();
+            w.flush().unwrap();
+        }
+        let gz = w.finish().unwrap();
+        assert!(is_gzip(&gz) && gz.len() < log.len());
+        assert_eq!(collect(&gz, None, 7).unwrap().0, collect(&log, None, 7).unwrap().0);
+        let mut cut = GzipWriter::new(Vec::new());
+        cut.write_all(&log).unwrap();
+        cut.flush().unwrap();
+        let cut = cut.0.get_ref().clone();
+        assert_eq!(collect(&cut, None, 64).unwrap_err().python_class(), "TruncatedStreamError");
+    }
+
     #[test]
     fn writes_each_output_and_reads_it_back() {
         let multi = b"{\"type\":\"CUSTOM\",\n\"name\":\"a\\nb\",\"value\":1}";
@@ -1059,7 +1180,7 @@ mod tests {
             }
         }
         let cr: Vec<u8> = lf.iter().map(|&b| if b == b'\n' { b'\r' } else { b }).collect();
-        for (log, cuts) in [(&lf, true), (&crlf, true), (&cr, false)] {
+        for (log, cuts) in [(&lf, true), (&crlf, true), (&cr, true)] {
             let whole = collect(log, Some(Format::Sse), 1 << 16).unwrap().0;
             for n in [1, 2, 3, 7, 50, 10_000] {
                 let (parts, got) = by_parts(log, Format::Sse, n, &limits);
@@ -1121,16 +1242,17 @@ mod tests {
     #[test]
     fn cuts_are_found_across_windows() {
         // The first frame boundary at or after `from`, found byte by byte: the end of a
-        // blank line (`\n\n` or `\n\r\n`).
+        // line end (LF, CRLF or CR) right after a line end.
         fn boundary_after(log: &[u8], from: usize) -> Option<usize> {
-            (from..log.len()).find_map(|j| match (log[j], log.get(j + 1..)) {
-                (b'\n', Some([b'\n', ..])) => Some(j + 2),
-                (b'\n', Some([b'\r', b'\n', ..])) => Some(j + 3),
+            let end = |j: usize| match log.get(j..) {
+                Some([b'\r', b'\n', ..]) => Some(j + 2),
+                Some([b'\r' | b'\n', ..]) => Some(j + 1),
                 _ => None,
-            })
+            };
+            (from..log.len()).find_map(|j| end(end(j)?))
         }
         let limits = Limits::default();
-        for end in ["\n\n", "\r\n\r\n", "\n\r\n"] {
+        for end in ["\n\n", "\r\n\r\n", "\n\r\n", "\r\r", "\r\n\r", "\n\r", "\r\r\n"] {
             let mut log = Vec::new();
             for i in 0..60 {
                 let e = format!(r#"{{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"{}"}}"#, "x".repeat(700 + i * 97));
@@ -1158,7 +1280,7 @@ mod tests {
             let mut window = vec![0u8; SPLIT_WINDOW];
             for from in 0..short.len() {
                 let want = boundary_after(short, from).map(|c| c as u64);
-                let got = next_boundary(&mut Cursor::new(short), from as u64, &mut window, false).unwrap();
+                let got = next_boundary(&mut Cursor::new(short), from as u64, &mut window, false, u64::MAX).unwrap();
                 assert_eq!(got, want, "from {from}, {end:?}");
             }
         }
@@ -1182,6 +1304,106 @@ mod tests {
         assert_eq!(parts.len(), 4);
         assert_eq!(got.unwrap_err(), whole);
         assert_eq!(whole.position().0, Some(120));
+    }
+
+    /// A reader that counts the bytes read from it.
+    struct CountingReader<'a> {
+        inner: Cursor<&'a [u8]>,
+        read: u64,
+    }
+
+    impl Read for CountingReader<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = self.inner.read(buf)?;
+            self.read += n as u64;
+            Ok(n)
+        }
+    }
+
+    impl Seek for CountingReader<'_> {
+        fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
+            self.inner.seek(pos)
+        }
+    }
+
+    /// A log with no boundary past some point (one line over the limit, a line of
+    /// NULs, a region of short lines with no blank one): each cut is sought within one
+    /// frame's limit and no byte is read twice, so cutting reads at most the limit past
+    /// the last boundary, and the rest is one part that reads as the whole log would.
+    #[test]
+    fn cutting_is_linear_when_nothing_frames() {
+        let limits = Limits { max_buffer: 1000, ..Limits::default() };
+        let good = sse_log().repeat(40);
+        let tails: [Vec<u8>; 4] = [
+            [&b"data: "[..], &[0u8; 200_000]].concat(),
+            b"data: x".repeat(30_000),
+            b": keep-alive\n".repeat(15_000),
+            b"data: 1\r".repeat(25_000),
+        ];
+        for (t, tail) in tails.iter().enumerate() {
+            let log = [&good[..], tail].concat();
+            let len = log.len() as u64;
+            let mut r = CountingReader { inner: Cursor::new(&log[..]), read: 0 };
+            let parts = split(&mut r, len, Format::Sse, 64, &limits).unwrap();
+            assert!(r.read < good.len() as u64 + 2 * (limits.max_buffer as u64 + SPLIT_WINDOW as u64), "tail {t}: {} read", r.read);
+            assert!(parts.last().unwrap().start <= good.len() as u64 && parts.len() > 1, "tail {t}: {parts:?}");
+            let whole = LogReader::open(&log[..], None).unwrap().for_each(&limits, |_| -> Result<(), LogError> { Ok(()) });
+            let (_, got) = by_parts(&log, Format::Sse, 64, &limits);
+            match whole {
+                Ok(_) => assert_eq!(got.unwrap(), collect_with(&log, &limits).unwrap(), "tail {t}"),
+                Err(e) => assert_eq!(got.unwrap_err(), e, "tail {t}"),
+            }
+        }
+    }
+
+    fn collect_with(data: &[u8], limits: &Limits) -> Result<Events, LogError> {
+        let mut out = Vec::new();
+        LogReader::open(data, None)?.for_each(limits, |ev| -> Result<(), LogError> {
+            out.push((ev.index, ev.offset, ev.json.to_vec()));
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// A part read in chunks from a reader gives the events, frame counts and errors of
+    /// the part read from memory, in any chunking.
+    #[test]
+    fn parts_read_in_chunks_are_parts_read_whole() {
+        let mut long = sse_log().repeat(30);
+        long.extend_from_slice(format!("data: {}\n\n", "x".repeat(300)).as_bytes());
+        long.extend(sse_log().repeat(5));
+        let cr: Vec<u8> = sse_log().repeat(30).iter().map(|&b| if b == b'\n' { b'\r' } else { b }).collect();
+        let mut pb = proto_log().repeat(40);
+        pb.extend_from_slice(&[0, 0, 0, 9, 1]);
+        for (log, format) in [(&long, Format::Sse), (&cr, Format::Sse), (&jsonl_log().repeat(9), Format::Jsonl), (&pb, Format::Protobuf)] {
+            for max_buffer in [200, 1 << 20] {
+                let parts = split(&mut Cursor::new(&log[..]), log.len() as u64, format, 5, &Limits { max_buffer, ..Limits::default() }).unwrap();
+                for chunk_size in [1, 7, 64, 1 << 16] {
+                    let limits = Limits { max_buffer, chunk_size, ..Limits::default() };
+                    for p in &parts {
+                        let data = &log[p.start as usize..p.end as usize];
+                        let mut whole = Vec::new();
+                        let want = for_each_in_part(data, format, *p, &limits, |ev| -> Result<(), LogError> {
+                            whole.push((ev.index, ev.offset, ev.json.to_vec()));
+                            Ok(())
+                        });
+                        let (mut got, mut read) = (Vec::new(), 0);
+                        let r = for_each_in_part_read(&mut Cursor::new(data), format, *p, &limits, &mut LineSearch(|ev: Event<'_>| -> Result<(), LogError> {
+                            got.push((ev.index, ev.offset, ev.json.to_vec()));
+                            Ok(())
+                        }), |n| read += n);
+                        assert_eq!(got, whole, "{format:?} {p:?} chunk {chunk_size}");
+                        match (r, want) {
+                            (Ok(a), Ok(b)) => {
+                                assert_eq!((a.frames, a.events, a.bytes), (b.frames, b.events, b.bytes));
+                                assert_eq!(read as u64, a.bytes);
+                            }
+                            (a, b) => assert_eq!(a.unwrap_err(), b.unwrap_err()),
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// A sink's own error (`Stop`), beside the log's.

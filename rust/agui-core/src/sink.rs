@@ -81,6 +81,13 @@ pub trait Sink<'a> {
     /// Forget the members of the innermost open object written since `mark` (the walker
     /// restarts an object whose keys turn out to need merging).
     fn rewind_object(&mut self, mark: usize);
+    /// True once the sink takes nothing more (a builder past its budget or a rule): a
+    /// walker stops at the next container instead of walking the rest for nothing (a
+    /// value that shares its parts can be exponentially larger walked than held).
+    #[inline]
+    fn full(&self) -> bool {
+        false
+    }
 
     #[inline]
     fn str_ref(&mut self, s: &'a str) {

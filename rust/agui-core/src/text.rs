@@ -63,10 +63,27 @@ pub(crate) fn hex4(b: &[u8]) -> Option<u16> {
 /// high-low pair) rewritten by `write(surrogate, out)`; `None` when there is none. JSON
 /// from JavaScript may hold them; serde_json refuses them. The one reader of them: the
 /// protobuf mapping writes U+FFFD, `stream::js` a kept form it can restore.
-pub(crate) fn rewrite_lone_surrogates(text: &[u8], mut write: impl FnMut(u16, &mut Vec<u8>)) -> Option<Vec<u8>> {
+pub(crate) fn rewrite_lone_surrogates(text: &[u8], write: impl FnMut(u16, &mut Vec<u8>)) -> Option<Vec<u8>> {
+    rewrite_surrogates(text, |_| false, write)
+}
+
+/// [`rewrite_lone_surrogates`], also rewriting the characters `split(code point)` picks,
+/// escaped as a pair or written as they are, as their two surrogates (`write` each).
+pub(crate) fn rewrite_surrogates(text: &[u8], split: impl Fn(u32) -> bool, mut write: impl FnMut(u16, &mut Vec<u8>)) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(text.len() + 16);
     let (mut i, mut changed) = (0, false);
     while i < text.len() {
+        if text[i] >= 0xF0 {
+            // A character of four bytes (outside strings JSON text is ASCII).
+            let c = text.get(i..i + 4).and_then(|b| std::str::from_utf8(b).ok()).and_then(|s| s.chars().next());
+            if let Some(cp) = c.map(u32::from).filter(|&cp| split(cp)) {
+                write((0xD800 + ((cp - 0x10000) >> 10)) as u16, &mut out);
+                write((0xDC00 + ((cp - 0x10000) & 0x3FF)) as u16, &mut out);
+                changed = true;
+                i += 4;
+                continue;
+            }
+        }
         if text[i] != b'\\' || i + 1 >= text.len() {
             out.push(text[i]);
             i += 1;
@@ -79,20 +96,31 @@ pub(crate) fn rewrite_lone_surrogates(text: &[u8], mut write: impl FnMut(u16, &m
             i += 2;
             continue;
         };
-        if (0xD800..0xDC00).contains(&u)
-            && text.get(i + 6..i + 8) == Some(b"\\u")
-            && hex4(&text[i + 8..]).is_some_and(|l| (0xDC00..0xE000).contains(&l))
-        {
-            out.extend_from_slice(&text[i..i + 12]);
-            i += 12;
+        let low = if (0xD800..0xDC00).contains(&u) && text.get(i + 6..i + 8) == Some(b"\\u") {
+            hex4(&text[i + 8..]).filter(|l| (0xDC00..0xE000).contains(l))
         } else {
-            if (0xD800..0xE000).contains(&u) {
+            None
+        };
+        match low {
+            Some(l) if split(0x10000 + ((u32::from(u) - 0xD800) << 10) + (u32::from(l) - 0xDC00)) => {
+                write(u, &mut out);
+                write(l, &mut out);
+                changed = true;
+                i += 12;
+            }
+            Some(_) => {
+                out.extend_from_slice(&text[i..i + 12]);
+                i += 12;
+            }
+            None if (0xD800..0xE000).contains(&u) => {
                 write(u, &mut out);
                 changed = true;
-            } else {
-                out.extend_from_slice(&text[i..i + 6]);
+                i += 6;
             }
-            i += 6;
+            None => {
+                out.extend_from_slice(&text[i..i + 6]);
+                i += 6;
+            }
         }
     }
     changed.then_some(out)

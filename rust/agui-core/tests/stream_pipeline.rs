@@ -23,7 +23,7 @@ fn load(name: &str) -> Vec<Value> {
 fn sse(events: &[Value]) -> Vec<u8> {
     let mut out = Vec::new();
     for e in events {
-        agui_core::sse::write_event(&mut out, &serde_json::to_vec(e).unwrap());
+        agui_core::sse::write_event(&mut out, &agui_core::stream::json_text(e));
     }
     out
 }

@@ -3,7 +3,7 @@
 //! when the stages let it past (no verification, no pending chunk stream).
 
 use agui_core::patch::{Operation, PatchError};
-use agui_core::stream::{ReplayOptions, Replayer, State};
+use agui_core::stream::{PatchLimits, ReplayOptions, Replayer, State};
 use serde_json::{json, Value};
 
 /// A JSON state that counts what reached it.
@@ -19,9 +19,9 @@ impl State for Counting {
         self.sets += 1;
         self.doc.set(snapshot)
     }
-    fn patch(&mut self, ops: Vec<Operation>, max_depth: usize) -> Result<(), PatchError> {
+    fn patch(&mut self, ops: Vec<Operation>, limits: &mut PatchLimits) -> Result<(), PatchError> {
         self.patches += 1;
-        self.doc.patch(ops, max_depth)
+        self.doc.patch(ops, limits)
     }
 }
 
@@ -55,17 +55,17 @@ fn snapshots_and_deltas_reach_the_state_as_on_a_json_state() {
 fn deltas_go_directly_only_when_the_stages_let_them_past() {
     let mut r = Replayer::new(Vec::new(), json!({}), ReplayOptions::default());
     assert!(r.takes_state_delta_directly());
-    let c = r.push_state_with(|s| {
+    let c = r.push_state_with(|s, _| {
         s.as_object_mut().unwrap().insert("x".into(), json!(1));
         true
     });
     assert!(c.is_some_and(|c| c.state));
     // declined: nothing counted, the event still to push
-    assert!(r.push_state_with(|_| false).is_none());
+    assert!(r.push_state_with(|_, _| false).is_none());
     // a pending chunk stream must be closed by the delta: the general path
     r.push_json(&text(json!({"type": "TEXT_MESSAGE_CHUNK", "messageId": "m", "delta": "hi"}))).unwrap();
     assert!(!r.takes_state_delta_directly());
-    assert!(r.push_state_with(|_| panic!("not called")).is_none());
+    assert!(r.push_state_with(|_, _| panic!("not called")).is_none());
     r.push_json(&text(json!({"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/y", "value": 2}]}))).unwrap();
     assert!(r.takes_state_delta_directly());
     assert_eq!(r.applier().state(), &json!({"x": 1, "y": 2}));

@@ -339,7 +339,7 @@ fn apply_vectors_through_json_payloads() {
         let mut r = Replayer::new(arr(&initial["messages"]), initial["state"].clone(), options);
         let mut err_at = None;
         for (i, e) in arr(&case["events"]).iter().enumerate() {
-            if r.push_json(&serde_json::to_vec(e).unwrap()).is_err() {
+            if r.push_json(&agui_core::stream::json_text(e)).is_err() {
                 err_at = Some(i);
                 break;
             }
@@ -370,7 +370,7 @@ fn verify_vectors_through_json_payloads() {
         let mut r = Replayer::new(Vec::new(), Value::Object(Default::default()), options);
         let mut failed = None;
         for e in arr(&case["input"]) {
-            match r.push_json(&serde_json::to_vec(&e).unwrap()) {
+            match r.push_json(&agui_core::stream::json_text(&e)) {
                 Err(err) if err.stage == Stage::Verify => {
                     failed = Some(err.index);
                     break;
@@ -401,7 +401,7 @@ fn chunk_vectors_through_json_payloads_match_objects() {
             let mut r = Replayer::new(Vec::new(), Value::Object(Default::default()), options);
             let mut err = None;
             for e in &events {
-                if let Err(e) = r.push_json(&serde_json::to_vec(e).unwrap()) {
+                if let Err(e) = r.push_json(&agui_core::stream::json_text(e)) {
                     err = Some(e);
                     break;
                 }

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use agui_arrow::arrow_array::{RecordBatch, RecordBatchIterator};
 use agui_arrow::arrow_schema::SchemaRef;
 use agui_arrow::{Control, Input, Issue, Options, Source};
-use agui_core::log::{Format, Limits, LogReader, Output};
+use agui_core::log::{Format, GzipWriter, Limits, LogReader, Output};
 use pyo3::exceptions::{PyBrokenPipeError, PyFileNotFoundError, PyOSError, PyStopIteration, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
@@ -23,8 +23,9 @@ use pyo3::types::{PyBytes, PyCapsule, PyDict, PyList};
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_schema::ffi::FFI_ArrowSchema;
 
-use crate::errors::{check_max_depth, make_error};
+use crate::errors::make_error;
 use crate::ffi::arrow::{bytes_buffer, trusted_columns};
+use crate::shared::Shared;
 
 /// A source as given from Python.
 enum Arg {
@@ -71,11 +72,12 @@ pub(crate) fn format_arg(format: &str) -> PyResult<Option<Format>> {
     Format::parse_arg(format).map_err(PyValueError::new_err)
 }
 
-fn options(format: &str, collect: bool, max_buffer_size: usize, max_frame_size: usize) -> PyResult<Options> {
+fn options(format: &str, collect: bool, max_buffer_size: usize, max_frame_size: usize, max_errors: usize) -> PyResult<Options> {
     Ok(Options {
         format: format_arg(format)?,
         limits: Limits { max_buffer: max_buffer_size, max_frame_size, ..Limits::default() },
         collect,
+        max_errors,
         columns: trusted_columns,
         ..Options::default()
     })
@@ -88,6 +90,8 @@ fn issue_to_py(py: Python<'_>, issue: &Issue) -> PyErr {
         "FileNotFoundError" => PyFileNotFoundError::new_err(message),
         "OSError" => PyOSError::new_err(message),
         "BrokenPipeError" => PyBrokenPipeError::new_err(message),
+        // An error of the call, not of a frame: no position.
+        "LimitError" => make_error(py, "LimitError", message, None),
         class => {
             let kwargs = PyDict::new(py);
             // set_item on a fresh dict cannot fail short of MemoryError.
@@ -159,8 +163,9 @@ impl ArrowTable {
     }
 }
 
-/// Bytes read so far by the call it is passed to (a progress bar polls it from
-/// another thread while the call runs with the GIL released).
+/// Bytes and events read so far by the call it is passed to (a progress bar polls them
+/// from another thread while the call runs with the GIL released), and a way to stop
+/// the call early (`cancel`).
 #[pyclass(frozen, module = "agui_fast._native")]
 pub struct LogProgress {
     control: Arc<Control>,
@@ -178,6 +183,17 @@ impl LogProgress {
     fn bytes(&self) -> u64 {
         self.control.bytes.load(std::sync::atomic::Ordering::Relaxed)
     }
+
+    /// Events read (counted in steps of a few thousand).
+    #[getter]
+    fn events(&self) -> u64 {
+        self.control.events.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Stop the call soon (within a few thousand events): it returns what it has read.
+    fn cancel(&self) {
+        self.control.cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 fn control(progress: Option<&LogProgress>) -> Arc<Control> {
@@ -186,26 +202,23 @@ fn control(progress: Option<&LogProgress>) -> Arc<Control> {
 
 /// Decode logs into an Arrow table (and, with `collect`, an errors table).
 #[pyfunction]
-#[pyo3(signature = (sources, names, format="auto", threads=None, collect=false, max_buffer_size=agui_core::sse::DEFAULT_MAX_BUFFER, max_frame_size=agui_core::proto::DEFAULT_MAX_FRAME_SIZE, max_depth=agui_core::limits::DEFAULT_MAX_DEPTH, progress=None))]
+#[pyo3(signature = (sources, names, format="auto", threads=None, collect=false, max_buffer_size=agui_core::sse::DEFAULT_MAX_BUFFER, max_frame_size=agui_core::proto::DEFAULT_MAX_FRAME_SIZE, max_depth=agui_core::limits::DEFAULT_MAX_DEPTH, max_errors=agui_arrow::DEFAULT_MAX_ERRORS, progress=None))]
 #[allow(clippy::too_many_arguments)]
 fn logs_to_arrow<'py>(
     py: Python<'py>,
     sources: Vec<Arg>,
     names: Vec<Option<String>>,
     format: &str,
-    threads: Option<usize>,
+    #[pyo3(from_py_with = crate::args::threads)] threads: Option<usize>,
     collect: bool,
-    max_buffer_size: usize,
-    max_frame_size: usize,
-    max_depth: usize,
+    #[pyo3(from_py_with = crate::args::max_buffer_size)] max_buffer_size: usize,
+    #[pyo3(from_py_with = crate::args::max_frame_size)] max_frame_size: usize,
+    #[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize,
+    #[pyo3(from_py_with = crate::args::max_errors)] max_errors: usize,
     progress: Option<&LogProgress>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let opts = Options { max_depth: check_max_depth(max_depth)?, ..options(format, collect, max_buffer_size, max_frame_size)? };
-    let threads = match threads {
-        Some(0) => return Err(PyValueError::new_err("threads must be at least 1")),
-        Some(n) => n,
-        None => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
-    };
+    let opts = Options { max_depth, ..options(format, collect, max_buffer_size, max_frame_size, max_errors)? };
+    let threads = threads.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
     let srcs = self::sources(sources, names)?;
     let control = control(progress);
     let decoded = py.detach(|| agui_arrow::decode_many(&srcs, threads, &opts, &control));
@@ -224,13 +237,46 @@ fn log_schema(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
     Ok(ArrowTable::new(Vec::new(), agui_arrow::schema()).into_pyobject(py)?.into_any())
 }
 
-/// Where a conversion writes: a file, or stdout for `-`.
-fn open_output(path: &str) -> PyResult<Box<dyn Write + Send>> {
-    if path == "-" {
-        return Ok(Box::new(std::io::stdout()));
+/// Where a conversion writes: a file, or stdout for `-`; gzip-compressed or not.
+enum Sink {
+    Plain(Box<dyn Write + Send>),
+    Gzip(GzipWriter<Box<dyn Write + Send>>),
+}
+
+impl Sink {
+    fn open(path: &str, gzip: bool) -> PyResult<Sink> {
+        let out: Box<dyn Write + Send> = if path == "-" {
+            Box::new(std::io::stdout())
+        } else {
+            let f = File::create(path).map_err(|e| PyOSError::new_err(format!("cannot create {path}: {e}")))?;
+            Box::new(BufWriter::with_capacity(1 << 20, f))
+        };
+        Ok(if gzip { Sink::Gzip(GzipWriter::new(out)) } else { Sink::Plain(out) })
     }
-    let f = File::create(path).map_err(|e| PyOSError::new_err(format!("cannot create {path}: {e}")))?;
-    Ok(Box::new(BufWriter::with_capacity(1 << 20, f)))
+
+    /// Everything written, the end of a gzip stream included.
+    fn finish(self) -> std::io::Result<()> {
+        match self {
+            Sink::Plain(mut w) => w.flush(),
+            Sink::Gzip(w) => w.finish().map(drop),
+        }
+    }
+}
+
+impl Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Sink::Plain(w) => w.write(buf),
+            Sink::Gzip(w) => w.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Sink::Plain(w) => w.flush(),
+            Sink::Gzip(w) => w.flush(),
+        }
+    }
 }
 
 fn issues_list<'py>(py: Python<'py>, issues: &[Issue]) -> PyResult<Bound<'py, PyList>> {
@@ -241,10 +287,11 @@ fn issues_list<'py>(py: Python<'py>, issues: &[Issue]) -> PyResult<Bound<'py, Py
     Ok(list)
 }
 
-/// Convert logs into one output: `to` is "sse", "protobuf", "jsonl" or "parquet".
-/// Returns (events written, input bytes, problems skipped with `collect`).
+/// Convert logs into one output: `to` is "sse", "protobuf", "jsonl" or "parquet";
+/// `gzip`: compressed. Returns (events written, input bytes, problems skipped with
+/// `collect`).
 #[pyfunction]
-#[pyo3(signature = (sources, names, output, to, format="auto", collect=false, progress=None))]
+#[pyo3(signature = (sources, names, output, to, format="auto", collect=false, progress=None, max_errors=agui_arrow::DEFAULT_MAX_ERRORS, gzip=false))]
 #[allow(clippy::too_many_arguments)]
 fn convert_logs<'py>(
     py: Python<'py>,
@@ -255,8 +302,10 @@ fn convert_logs<'py>(
     format: &str,
     collect: bool,
     progress: Option<&LogProgress>,
+    #[pyo3(from_py_with = crate::args::max_errors)] max_errors: usize,
+    gzip: bool,
 ) -> PyResult<(u64, u64, Bound<'py, PyList>)> {
-    let opts = options(format, collect, agui_core::sse::DEFAULT_MAX_BUFFER, agui_core::proto::DEFAULT_MAX_FRAME_SIZE)?;
+    let opts = options(format, collect, agui_core::sse::DEFAULT_MAX_BUFFER, agui_core::proto::DEFAULT_MAX_FRAME_SIZE, max_errors)?;
     let target = if to == "parquet" {
         None
     } else {
@@ -266,10 +315,14 @@ fn convert_logs<'py>(
     };
     let srcs = self::sources(sources, names)?;
     let control = control(progress);
-    let mut out = open_output(output)?;
-    let result = py.detach(|| match target {
-        None => agui_arrow::write_parquet(&srcs, &opts, &control, &mut out),
-        Some(t) => agui_arrow::convert(&srcs, &opts, &control, t, &mut out),
+    let mut out = Sink::open(output, gzip)?;
+    let result = py.detach(|| {
+        let info = match target {
+            None => agui_arrow::write_parquet(&srcs, &opts, &control, &mut out),
+            Some(t) => agui_arrow::convert(&srcs, &opts, &control, t, &mut out),
+        }?;
+        out.finish().map_err(|e| Issue::write(&e))?;
+        Ok(info)
     });
     let info = result.map_err(|issue| issue_to_py(py, &issue))?;
     Ok((info.rows, info.bytes_in, issues_list(py, &info.issues)?))
@@ -286,7 +339,7 @@ fn inspect_log<'py>(
     collect: bool,
     progress: Option<&LogProgress>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let opts = options(format, collect, agui_core::sse::DEFAULT_MAX_BUFFER, agui_core::proto::DEFAULT_MAX_FRAME_SIZE)?;
+    let opts = options(format, collect, agui_core::sse::DEFAULT_MAX_BUFFER, agui_core::proto::DEFAULT_MAX_FRAME_SIZE, agui_arrow::DEFAULT_MAX_ERRORS)?;
     let srcs = self::sources(vec![source], vec![name])?;
     let control = control(progress);
     let report = py.detach(|| agui_arrow::inspect(&srcs[0], &opts, &control));
@@ -318,12 +371,26 @@ fn inspect_log<'py>(
     Ok(d)
 }
 
+/// A file whose bytes read are counted into a call's progress (`LogProgress.bytes`).
+struct CountedFile {
+    file: File,
+    control: Arc<Control>,
+}
+
+impl std::io::Read for CountedFile {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.file.read(buf)?;
+        self.control.bytes.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
 /// A log's decompressed bytes in chunks, with its format and compression decided by
-/// the core reader: what `agui_fast.logs.iter_log` feeds the typed decoders.
-#[pyclass(module = "agui_fast._native")]
+/// the core reader: what `agui_fast.logs.iter_log` feeds the typed decoders. Threads that
+/// share one take turns (`crate::shared`; a read runs with the GIL released).
+#[pyclass(module = "agui_fast._native", frozen)]
 pub struct LogChunks {
-    // A Mutex only because a pyclass must be Sync; the GIL already serialises calls.
-    reader: std::sync::Mutex<Option<LogReader<'static>>>,
+    reader: Shared<Option<LogReader<'static>>>,
     format: Option<&'static str>,
     gzip: bool,
     chunk_size: usize,
@@ -333,8 +400,14 @@ pub struct LogChunks {
 #[pymethods]
 impl LogChunks {
     #[new]
-    #[pyo3(signature = (source, format="auto", chunk_size=agui_core::log::DEFAULT_CHUNK_SIZE))]
-    fn new(py: Python<'_>, source: Arg, format: &str, chunk_size: usize) -> PyResult<Self> {
+    #[pyo3(signature = (source, format="auto", chunk_size=agui_core::log::DEFAULT_CHUNK_SIZE, progress=None))]
+    fn new(
+        py: Python<'_>,
+        source: Arg,
+        format: &str,
+        #[pyo3(from_py_with = crate::args::chunk_size)] chunk_size: usize,
+        progress: Option<&LogProgress>,
+    ) -> PyResult<Self> {
         let fmt = format_arg(format)?;
         let (opened, name) = match source {
             Arg::Path(p) => {
@@ -342,6 +415,7 @@ impl LogChunks {
                     std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(format!("cannot open {p}: {e}")),
                     _ => PyOSError::new_err(format!("cannot open {p}: {e}")),
                 })?;
+                let f = CountedFile { file: f, control: control(progress) };
                 (py.detach(|| LogReader::open(f, fmt)), p)
             }
             Arg::Bytes(b) => (LogReader::open(std::io::Cursor::new(b.to_vec()), fmt), "<bytes>".to_string()),
@@ -352,7 +426,7 @@ impl LogChunks {
         Ok(LogChunks {
             format: reader.format().map(Format::as_str),
             gzip: reader.is_gzip(),
-            reader: std::sync::Mutex::new(Some(reader)),
+            reader: Shared::new(Some(reader)),
             chunk_size: chunk_size.max(1),
             name,
         })
@@ -374,19 +448,20 @@ impl LogChunks {
     }
 
     fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let mut guard = self.reader.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(reader) = guard.as_mut() else {
-            return Err(PyStopIteration::new_err(()));
-        };
-        let mut buf = vec![0u8; self.chunk_size];
-        let n = py.detach(|| reader.read_chunk(&mut buf)).map_err(|e| {
-            issue_to_py(py, &Issue::from_log_error(Some(self.name.clone()), e))
-        })?;
-        if n == 0 {
-            *guard = None;
-            return Err(PyStopIteration::new_err(()));
-        }
-        Ok(PyBytes::new(py, &buf[..n]))
+        self.reader.with(py, |slot| {
+            let Some(reader) = slot.as_mut() else {
+                return Err(PyStopIteration::new_err(()));
+            };
+            let mut buf = vec![0u8; self.chunk_size];
+            let n = py.detach(|| reader.read_chunk(&mut buf)).map_err(|e| {
+                issue_to_py(py, &Issue::from_log_error(Some(self.name.clone()), e))
+            })?;
+            if n == 0 {
+                *slot = None;
+                return Err(PyStopIteration::new_err(()));
+            }
+            Ok(PyBytes::new(py, &buf[..n]))
+        })
     }
 }
 

@@ -13,11 +13,15 @@
 //! which converts like decoding does and raises the project's `ValidationError`. The
 //! native side only recognises the common valid case; it never decides an error.
 //! A fast-path call that gives a field its default value, or passes the tag, records those
-//! names as `core/_given.py` does (its `mark`, specialised to a new instance: an `Extras`
-//! holding them becomes the empty `__dict__`): pydantic's `model_fields_set` counts them;
-//! any other value given is told apart from the default by the value itself.
+//! names as `core/_given.py` does (its `mark`, specialised to a new instance: the class's
+//! shared record of those names, a `Shared` `Extras`, becomes the empty `__dict__`; the
+//! `__dict__` property, `instance_dict`, gives an instance a record of its own before any
+//! code sees it): pydantic's `model_fields_set` counts them; any other value given is
+//! told apart from the default by the value itself. `record_given` makes the same records
+//! after msgspec converted plain data (`model_validate`, pydantic's validation).
 //! msgspec's decoders do not call the class, so decoding pays nothing for this.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -41,6 +45,12 @@ pub(crate) struct Plan {
     /// Classes named by `Check::Structs` (their pointers are compared).
     _classes: Vec<Py<PyAny>>,
     pub(crate) names: Vec<Py<PyString>>,
+    /// Each field's wire name (interned) and its hash, and whether its value may hold
+    /// Structs; the tag field's hash (what `record_given` matches the data's keys by).
+    pub(crate) wires: Vec<Py<PyString>>,
+    pub(crate) wire_hashes: Vec<isize>,
+    pub(crate) nested: Vec<bool>,
+    pub(crate) tag_hash: isize,
     /// Which fields are required, which record a default given explicitly (routing).
     pub(crate) fields: Fields,
     pub(crate) checks: Vec<Check>,
@@ -49,9 +59,23 @@ pub(crate) struct Plan {
     pub(crate) defaults: Vec<Option<Py<PyAny>>>,
     /// `(tag field name, tag value, the class's tag attribute)` of a tagged Struct.
     pub(crate) tag: Option<(Py<PyString>, Py<PyString>, Py<PyAny>)>,
-    /// `(tag field name,)`: what a call that passed only the tag records.
-    pub(crate) tag_names: Option<Py<PyTuple>>,
+    /// The keyword names of calls that passed the tag, each with the same names without
+    /// it (what msgspec's constructor is given) and the tag's position: a call site passes
+    /// the same constant tuple every time, so it is rebuilt once, not per call.
+    pub(crate) without_tag: RefCell<Vec<CallSite>>,
+    /// The shared records (`core._given.Shared`) made so far, by what they record: the
+    /// fields given at their default (a bit set) and the tag.
+    pub(crate) records: RefCell<Vec<(u64, bool, Py<PyAny>)>>,
 }
+
+/// A call site's keyword names, the same without the tag, and the tag's position.
+pub(crate) type CallSite = (Py<PyTuple>, Py<PyTuple>, usize);
+
+/// Call sites remembered per class in `Plan::without_tag` (further ones build their names).
+pub(crate) const WITHOUT_TAG_SITES: usize = 8;
+
+/// Shared records kept per class (a further combination of names gets its own record).
+pub(crate) const SHARED_RECORDS: usize = 8;
 
 // Class pointers are already well spread: no SipHash (the walker's hasher for type addresses).
 pub(crate) type Plans = HashMap<usize, Rc<Plan>, agui_core::patch::cache::FastBuild>;
@@ -103,7 +127,7 @@ fn build_plan(py: Python<'_>, meta: &Meta, cls: &Bound<'_, PyType>) -> PyResult<
         Some((field.unbind(), t.get_item(1)?.cast_into::<PyString>()?.unbind(), member))
     };
     let mut classes = Vec::new();
-    let (mut names, mut required, mut checks, mut defaults) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut names, mut required, mut checks, mut defaults, mut wires) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for f in spec.get_item(1)?.cast::<PyTuple>()?.iter() {
         let f = f.cast::<PyTuple>()?;
         // Interned, so the keyword names of ordinary calls match by pointer.
@@ -113,10 +137,37 @@ fn build_plan(py: Python<'_>, meta: &Meta, cls: &Bound<'_, PyType>) -> PyResult<
         required.push(req);
         checks.push(compile(&f.get_item(2)?, &mut classes)?);
         defaults.push((!req).then(|| f.get_item(3).map(|d| d.unbind())).transpose()?);
+        wires.push(PyString::intern(py, f.get_item(4)?.cast_into::<PyString>()?.to_str()?).unbind());
     }
     let fields = Fields::new(required, defaults.iter().map(Option::is_some).collect());
-    let tag_names = tag.as_ref().map(|(field, _, _)| PyTuple::new(py, [field.bind(py)]).map(|t| t.unbind())).transpose()?;
-    Ok(Rc::new(Plan { _cls: cls.clone().unbind(), _classes: classes, names, fields, checks, defaults, tag, tag_names }))
+    let nested = checks.iter().map(holds_structs).collect();
+    let wire_hashes = wires.iter().map(|w| w.bind(py).hash()).collect::<PyResult<_>>()?;
+    let tag_hash = tag.as_ref().map_or(Ok(-1), |(field, _, _)| field.bind(py).hash())?;
+    Ok(Rc::new(Plan {
+        _cls: cls.clone().unbind(),
+        _classes: classes,
+        names,
+        wires,
+        wire_hashes,
+        nested,
+        tag_hash,
+        fields,
+        checks,
+        defaults,
+        tag,
+        without_tag: RefCell::default(),
+        records: RefCell::default(),
+    }))
+}
+
+/// May a value passing `check` hold Structs (itself, or in its items)?
+fn holds_structs(check: &Check) -> bool {
+    match check {
+        Check::Structs(_) => true,
+        Check::List(item, _) | Check::Optional(item) => holds_structs(item),
+        Check::Union(members) => members.iter().any(holds_structs),
+        _ => false,
+    }
 }
 
 pub(crate) fn plan_for(py: Python<'_>, meta: &Meta, cls: &Bound<'_, PyType>) -> PyResult<Rc<Plan>> {
@@ -158,8 +209,42 @@ fn struct_meta<'py>(
     plan_of: &Bound<'py, PyAny>,
     lenient: &Bound<'py, PyAny>,
     extras: &Bound<'py, PyType>,
+    shared: &Bound<'py, PyType>,
 ) -> PyResult<Bound<'py, PyType>> {
-    Ok(init_meta(py, base, probe, plan_of, lenient, extras)?.ty.bind(py).clone())
+    Ok(init_meta(py, base, probe, plan_of, lenient, extras, shared)?.ty.bind(py).clone())
+}
+
+/// After msgspec converted plain data `input` into `obj` (an instance of one of our Structs,
+/// with no `__dict__` anywhere yet): record, at every level, what the instances cannot
+/// show by their values, as the exact path (`core._convert`) records it: a tag the data
+/// gave, a member given at its default. The schema's Struct positions are followed (never
+/// `Any` values). False when a record is needed that this walk does not make (a class of
+/// more than 64 fields): the caller takes the exact path.
+#[pyfunction]
+fn record_given(py: Python<'_>, obj: &Bound<'_, PyAny>, input: &Bound<'_, PyAny>) -> PyResult<bool> {
+    crate::ffi::construct::record_given(py, meta(py)?, obj, input)
+}
+
+/// `__dict__` of the Structs (a property of `core._base._Model`): the instance's own dict
+/// (made empty when it has none, as the default attribute does), never a shared record:
+/// one is first replaced by a record of its own holding the same names, so that what is
+/// done to the dict is done to this instance alone.
+#[pyfunction]
+fn instance_dict<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let meta = meta(py)?;
+    let d = crate::ffi::construct::get_dict(obj)?;
+    if !d.get_type().is(meta.shared.bind(py)) {
+        return Ok(d);
+    }
+    let own = crate::ffi::construct::with_given(py, meta, &meta.extras, &d.getattr(pyo3::intern!(py, "given"))?)?;
+    crate::ffi::construct::set_dict(obj, &own)?;
+    Ok(own)
+}
+
+/// `obj.__dict__ = value` (the setter of `instance_dict`'s property).
+#[pyfunction]
+fn set_instance_dict(obj: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    crate::ffi::construct::set_dict(obj, value)
 }
 
 /// `__post_init__` of the Structs with JSON Pointer fields (the patch operations, whose
@@ -200,5 +285,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(struct_meta, m)?)?;
     m.add_function(wrap_pyfunction!(struct_meta_vectorcall, m)?)?;
     m.add_function(wrap_pyfunction!(check_pointers, m)?)?;
+    m.add_function(wrap_pyfunction!(record_given, m)?)?;
+    m.add_function(wrap_pyfunction!(instance_dict, m)?)?;
+    m.add_function(wrap_pyfunction!(set_instance_dict, m)?)?;
     Ok(())
 }

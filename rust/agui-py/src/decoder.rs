@@ -134,9 +134,9 @@ impl Modes {
         &'a self,
         py: Python<'_>,
         raw: Option<&Bound<'_, PyAny>>,
-        max_frame_size: i64,
-        max_depth: i64,
-        max_buffer_size: Option<&Bound<'_, PyAny>>,
+        max_frame_size: usize,
+        max_depth: usize,
+        max_buffer_size: Option<usize>,
     ) -> PyResult<Resolved<'a>> {
         let mode = match raw.map(|r| r.cast::<PyString>()) {
             None => Mode::from_raw(None),
@@ -144,12 +144,9 @@ impl Modes {
             Some(Err(_)) => None,
         };
         match mode {
-            Some(mode) if max_buffer_size.is_none() && max_frame_size >= 0 && max_depth >= 0 => Ok(Resolved {
-                backend: &self.backends[mode.index()],
-                mode,
-                max_frame_size: max_frame_size as usize,
-                max_depth: max_depth as usize,
-            }),
+            Some(mode) if max_buffer_size.is_none() => {
+                Ok(Resolved { backend: &self.backends[mode.index()], mode, max_frame_size, max_depth })
+            }
             _ => {
                 let (raw, max_frame_size, max_depth): (Option<String>, usize, usize) =
                     self.options.bind(py).call1((raw, max_frame_size, max_depth, max_buffer_size))?.extract()?;

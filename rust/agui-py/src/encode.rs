@@ -70,7 +70,7 @@ fn str_out<'py>(py: Python<'py>, b: &[u8]) -> PyResult<Bound<'py, PyString>> {
 /// `obj`, as pydantic writes it for ag_ui models.
 #[pyfunction]
 #[pyo3(signature = (obj, /, *, pydantic_fallback = true, max_depth = DEPTH))]
-pub fn dumps<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>, pydantic_fallback: bool, max_depth: u32) -> PyResult<Bound<'py, PyBytes>> {
+pub fn dumps<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>, pydantic_fallback: bool, #[pyo3(from_py_with = crate::args::max_depth_u32)] max_depth: u32) -> PyResult<Bound<'py, PyBytes>> {
     with_json(py, opts(pydantic_fallback, max_depth), |w| w.walk(obj), bytes_out)
 }
 
@@ -86,7 +86,7 @@ fn frame(w: &mut JsonWalker<'_, '_>, obj: &Bound<'_, PyAny>) -> PyResult<()> {
 /// `"data: " + dumps(obj) + "\n\n"` (ag_ui EventEncoder.encode).
 #[pyfunction]
 #[pyo3(signature = (obj, /, *, pydantic_fallback = true, max_depth = DEPTH))]
-pub fn encode_sse<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>, pydantic_fallback: bool, max_depth: u32) -> PyResult<Bound<'py, PyString>> {
+pub fn encode_sse<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>, pydantic_fallback: bool, #[pyo3(from_py_with = crate::args::max_depth_u32)] max_depth: u32) -> PyResult<Bound<'py, PyString>> {
     with_json(py, opts(pydantic_fallback, max_depth), |w| frame(w, obj), str_out)?
 }
 
@@ -100,7 +100,7 @@ pub(crate) fn encode_sse_event<'py>(py: Python<'py>, event: &Bound<'py, PyAny>) 
 /// encode_sse, UTF-8.
 #[pyfunction]
 #[pyo3(signature = (obj, /, *, pydantic_fallback = true, max_depth = DEPTH))]
-pub fn encode_sse_bytes<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>, pydantic_fallback: bool, max_depth: u32) -> PyResult<Bound<'py, PyBytes>> {
+pub fn encode_sse_bytes<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>, pydantic_fallback: bool, #[pyo3(from_py_with = crate::args::max_depth_u32)] max_depth: u32) -> PyResult<Bound<'py, PyBytes>> {
     with_json(py, opts(pydantic_fallback, max_depth), |w| frame(w, obj), bytes_out)
 }
 
@@ -108,7 +108,7 @@ pub fn encode_sse_bytes<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>, pydantic_
 /// event framed, concatenated.
 #[pyfunction]
 #[pyo3(signature = (events, /, *, pydantic_fallback = true, max_depth = DEPTH))]
-pub fn encode_sse_many<'py>(py: Python<'py>, events: &Bound<'py, PyAny>, pydantic_fallback: bool, max_depth: u32) -> PyResult<Bound<'py, PyBytes>> {
+pub fn encode_sse_many<'py>(py: Python<'py>, events: &Bound<'py, PyAny>, pydantic_fallback: bool, #[pyo3(from_py_with = crate::args::max_depth_u32)] max_depth: u32) -> PyResult<Bound<'py, PyBytes>> {
     with_json(
         py,
         opts(pydantic_fallback, max_depth),

@@ -11,6 +11,7 @@ use pyo3::prelude::*;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod args;
 mod arrow;
 mod construct;
 mod decoder;
@@ -21,6 +22,7 @@ mod patch;
 mod pipeline;
 mod plan;
 mod proto;
+mod shared;
 mod sse;
 mod stream;
 
@@ -29,8 +31,11 @@ mod stream;
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_MAX_DEPTH", agui_core::limits::DEFAULT_MAX_DEPTH)?;
+    m.add("DEFAULT_MAX_ERRORS", agui_arrow::DEFAULT_MAX_ERRORS)?;
+    m.add("DEFAULT_MAX_PATCH_BYTES", agui_core::limits::DEFAULT_MAX_PATCH_BYTES)?;
     // The direct reads of object memory are checked against the API once, here.
     ffi::layout::get(m.py());
+    args::register(m)?;
     construct::register(m)?;
     arrow::register(m)?;
     encode::register(m)?;

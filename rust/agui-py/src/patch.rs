@@ -23,7 +23,8 @@ use std::collections::HashMap;
 
 use agui_core::limits::DEFAULT_MAX_DEPTH;
 use agui_core::patch::cache::{FastBuild, Lookup, SlotCache};
-use agui_core::patch::engine::{self, At, Cursor, Document, Fail, Kind, MemberEq, Node, PatchOp, Patcher, Shape, Token};
+use agui_core::patch::engine::{self, At, Budget, Cursor, Document, Fail, Kind, MemberEq, Node, PatchOp, Patcher, Shape, Token, VALUE_COST};
+use agui_core::stream::PatchLimits;
 use agui_core::patch::build::{Builder, Factory};
 use agui_core::patch::owned::Owned;
 use agui_core::patch::read::OpSource;
@@ -50,6 +51,11 @@ pub fn to_py_err(py: Python<'_>, e: &PatchError) -> PyErr {
 /// through unchanged.
 type R<T> = Result<T, Fail<PyErr>>;
 
+/// No limit on what is built (values the caller gives the document itself, not a patch).
+fn unlimited() -> Budget {
+    Budget::new(usize::MAX)
+}
+
 fn py_fail(e: PyErr) -> Fail<PyErr> {
     Fail::Doc(e)
 }
@@ -61,8 +67,17 @@ fn raise(py: Python<'_>, f: Fail<PyErr>) -> PyErr {
     }
 }
 
-fn options(max_depth: usize) -> PyResult<Options> {
-    Ok(Options { dialect: Dialect::Rfc6902, max_depth: check_max_depth(max_depth)? })
+fn options(max_depth: usize, max_bytes: Option<&Bound<'_, PyAny>>) -> PyResult<Options> {
+    Ok(Options { dialect: Dialect::Rfc6902, max_depth: check_max_depth(max_depth)?, max_bytes: max_patch_bytes(max_bytes)? })
+}
+
+/// A `max_patch_bytes=` argument: a size limit (`crate::args`: beyond the machine's sizes,
+/// no limit); None: `agui_core::limits::DEFAULT_MAX_PATCH_BYTES`.
+pub(crate) fn max_patch_bytes(v: Option<&Bound<'_, PyAny>>) -> PyResult<usize> {
+    match v.filter(|v| !v.is_none()) {
+        None => Ok(agui_core::limits::DEFAULT_MAX_PATCH_BYTES),
+        Some(v) => crate::args::size_limit(v, "max_patch_bytes"),
+    }
 }
 
 /// A pointer token: a (cached) Python string, used directly as a dict key.
@@ -287,31 +302,38 @@ fn py_type_name(v: &Bound<'_, PyAny>) -> String {
 /// Deep-copy dicts and lists (tuples become lists) for a value placed at nesting depth
 /// `depth`; everything else is shared (immutable JSON scalars, or foreign objects the
 /// patch does not look into).
-fn deep_copy<'py>(v: &Bound<'py, PyAny>, depth: usize, max_depth: usize) -> R<Bound<'py, PyAny>> {
+fn deep_copy<'py>(v: &Bound<'py, PyAny>, depth: usize, max_depth: usize, budget: &mut Budget) -> R<Bound<'py, PyAny>> {
     let py = v.py();
     let flags = type_flags(v);
-    let check = || if depth >= max_depth { Err(Fail::from(too_deep(max_depth))) } else { Ok(()) };
-    let nested = |x: Bound<'py, PyAny>| if is_copied(&x) { deep_copy(&x, depth + 1, max_depth) } else { Ok(x) };
+    // A container and a slot per item (scalars are shared, not copied).
+    let mut check = |len: usize| {
+        if depth >= max_depth {
+            return Err(Fail::from(too_deep(max_depth)));
+        }
+        Ok(budget.charge(VALUE_COST.saturating_add(len.saturating_mul(VALUE_COST)))?)
+    };
     match container(v) {
         Container::Dict(d) => {
-            check()?;
+            check(d.len())?;
             // Copy the dict in C, then replace its containers: no user code runs while the
             // (private) copy is iterated, so nothing can change it meanwhile.
             let out = d.copy().map_err(py_fail)?;
             let inner: Vec<_> = out.iter().filter(|(_, x)| is_copied(x)).collect();
             for (k, x) in inner {
-                out.set_item(k, nested(x)?).map_err(py_fail)?;
+                out.set_item(k, deep_copy(&x, depth + 1, max_depth, budget)?).map_err(py_fail)?;
             }
             Ok(out.into_any())
         }
         Container::List(l) => {
-            check()?;
-            let items = l.iter().map(nested).collect::<R<Vec<_>>>()?;
+            check(l.len())?;
+            let mut nested = |x: Bound<'py, PyAny>| if is_copied(&x) { deep_copy(&x, depth + 1, max_depth, budget) } else { Ok(x) };
+            let items = l.iter().map(&mut nested).collect::<R<Vec<_>>>()?;
             Ok(PyList::new(py, items).map_err(py_fail)?.into_any())
         }
         Container::Other if flags & pyo3::ffi::Py_TPFLAGS_TUPLE_SUBCLASS != 0 => {
-            check()?;
-            let items = v.try_iter().map_err(py_fail)?.map(|x| x.map_err(py_fail).and_then(nested)).collect::<R<Vec<_>>>()?;
+            check(v.len().map_err(py_fail)?)?;
+            let mut nested = |x: Bound<'py, PyAny>| if is_copied(&x) { deep_copy(&x, depth + 1, max_depth, budget) } else { Ok(x) };
+            let items = v.try_iter().map_err(py_fail)?.map(|x| x.map_err(py_fail).and_then(&mut nested)).collect::<R<Vec<_>>>()?;
             Ok(PyList::new(py, items).map_err(py_fail)?.into_any())
         }
         Container::Other => Ok(v.clone()), // scalars and foreign objects are shared
@@ -323,7 +345,7 @@ fn deep_copy<'py>(v: &Bound<'py, PyAny>, depth: usize, max_depth: usize) -> R<Bo
 /// copies (immutable scalars shared), checking the document's value rules on the way.
 /// `None` as soon as anything else is met (a tuple, a subclass, a big int, a string the
 /// walker must judge): the walker then converts the whole value, by the same rules.
-fn plain_copy<'py>(v: &Bound<'py, PyAny>, depth: usize, max_depth: usize) -> R<Option<Bound<'py, PyAny>>> {
+fn plain_copy<'py>(v: &Bound<'py, PyAny>, depth: usize, max_depth: usize, stream: bool, budget: &mut Budget) -> R<Option<Bound<'py, PyAny>>> {
     let py = v.py();
     // Exact types: pointer compares of the type.
     if v.is_none() || v.is_exact_instance_of::<PyBool>() {
@@ -333,7 +355,9 @@ fn plain_copy<'py>(v: &Bound<'py, PyAny>, depth: usize, max_depth: usize) -> R<O
         return Ok(v.extract::<i64>().is_ok().then(|| v.clone()));
     }
     if let Ok(x) = v.cast_exact::<PyFloat>() {
-        core::float_rule(x.value())?;
+        if !stream {
+            core::float_rule(x.value())?;
+        }
         return Ok(Some(v.clone()));
     }
     if let Ok(s) = v.cast_exact::<PyString>() {
@@ -344,11 +368,13 @@ fn plain_copy<'py>(v: &Bound<'py, PyAny>, depth: usize, max_depth: usize) -> R<O
         return Ok(None);
     }
     core::container_rule(depth, max_depth)?;
+    // A container and a slot per item, as `deep_copy` counts (scalars are shared).
+    budget.charge(VALUE_COST.saturating_add(v.len().map_err(py_fail)?.saturating_mul(VALUE_COST)))?;
     if let Some(d) = dict {
         let out = PyDict::new(py);
         for (k, x) in d.iter() {
             let key_ok = k.cast_exact::<PyString>().is_ok_and(|k| k.to_str().is_ok());
-            let Some(x) = (if key_ok { plain_copy(&x, depth + 1, max_depth)? } else { None }) else { return Ok(None) };
+            let Some(x) = (if key_ok { plain_copy(&x, depth + 1, max_depth, stream, budget)? } else { None }) else { return Ok(None) };
             out.set_item(k, x).map_err(py_fail)?;
         }
         return Ok(Some(out.into_any()));
@@ -356,7 +382,7 @@ fn plain_copy<'py>(v: &Bound<'py, PyAny>, depth: usize, max_depth: usize) -> R<O
     let Some(l) = list else { return Ok(None) };
     let mut items = Vec::with_capacity(l.len());
     for x in l.iter() {
-        let Some(x) = plain_copy(&x, depth + 1, max_depth)? else { return Ok(None) };
+        let Some(x) = plain_copy(&x, depth + 1, max_depth, stream, budget)? else { return Ok(None) };
         items.push(x);
     }
     Ok(Some(PyList::new(py, items).map_err(py_fail)?.into_any()))
@@ -515,7 +541,9 @@ struct PyDoc<'py> {
     /// logged removal, so a rollback restores member order in one pass per dict (finding
     /// a key's position per removal, and re-inserting at a position, are O(n) each).
     orders: FastMap<(Bound<'py, PyDict>, Bound<'py, PyList>)>,
-    /// Values read from a stream's JSON keep its lone surrogates (`StateDocument::stream`).
+    /// A stream's document (`StateDocument::stream`): values read from the stream's JSON
+    /// keep its lone surrogates, and numbers beyond a double (`1e400`) are infinities, as
+    /// JavaScript and Python read them (also in the values given as Python objects).
     surrogates: bool,
 }
 
@@ -630,18 +658,18 @@ impl<'py> Document for PyDoc<'py> {
         self.mode != Mode::Copy
     }
 
-    fn op_value(&mut self, _i: usize, op: &PyOp<'py>, depth: usize, opts: &Options) -> R<Bound<'py, PyAny>> {
+    fn op_value(&mut self, _i: usize, op: &PyOp<'py>, depth: usize, opts: &Options, budget: &mut Budget) -> R<Bound<'py, PyAny>> {
         if self.mode == Mode::Owned {
             // Built new, so never shared; not remembered as owned (a later write into it
             // copies it once) so that the owned set grows only with the paths written.
             return match (&op.json, &op.value) {
-                (Some(j), _) => json_to_py(self.root.py(), j, depth, opts.max_depth, self.surrogates),
-                (None, Some(v)) => py_value(v, depth, opts.max_depth),
+                (Some(j), _) => json_to_py(self.root.py(), j, depth, opts.max_depth, self.surrogates, budget),
+                (None, Some(v)) => py_value(v, depth, opts.max_depth, self.surrogates, budget),
                 (None, None) => Err(invalid("missing member 'value'").into()),
             };
         }
         let v = op.value.as_ref().ok_or_else(|| invalid("missing member 'value'"))?;
-        let c = deep_copy(v, depth, opts.max_depth)?;
+        let c = deep_copy(v, depth, opts.max_depth, budget)?;
         self.mark_fresh(&c);
         Ok(c)
     }
@@ -650,9 +678,9 @@ impl<'py> Document for PyDoc<'py> {
         op.value.clone().map(PyNode::new)
     }
 
-    fn copy_of(&mut self, from: &[Tok<'py>], depth: usize, opts: &Options) -> R<Bound<'py, PyAny>> {
+    fn copy_of(&mut self, from: &[Tok<'py>], depth: usize, opts: &Options, budget: &mut Budget) -> R<Bound<'py, PyAny>> {
         let src = engine::resolve(self.root(), from, opts.dialect)?;
-        let c = deep_copy(src.v(), depth, opts.max_depth)?;
+        let c = deep_copy(src.v(), depth, opts.max_depth, budget)?;
         self.mark_fresh(&c);
         Ok(c)
     }
@@ -798,11 +826,18 @@ fn run_patch<'py>(
 
 /// Apply an RFC 6902 patch to a JSON-like Python document (dicts, lists, scalars).
 #[pyfunction]
-#[pyo3(signature = (doc, patch, *, in_place = false, max_depth = DEFAULT_MAX_DEPTH))]
-pub fn apply_patch<'py>(doc: Bound<'py, PyAny>, patch: &Bound<'py, PyAny>, in_place: bool, max_depth: usize) -> PyResult<Bound<'py, PyAny>> {
+#[pyo3(signature = (doc, patch, *, in_place = false, max_depth = DEFAULT_MAX_DEPTH, max_patch_bytes = None))]
+pub fn apply_patch<'py>(
+    doc: Bound<'py, PyAny>,
+    patch: &Bound<'py, PyAny>,
+    in_place: bool,
+    #[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize,
+    max_patch_bytes: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
     let py = doc.py();
+    let opts = options(max_depth, max_patch_bytes)?;
     let mut doc = PyDoc::new(doc, if in_place { Mode::InPlace } else { Mode::Copy });
-    let mut patcher = Patcher::new(options(max_depth)?);
+    let mut patcher = Patcher::new(opts);
     match run_patch(&mut patcher, &mut doc, patch, read_op) {
         Ok(()) => Ok(doc.root),
         Err(f) => Err(raise(py, f)),
@@ -824,7 +859,7 @@ pub(crate) struct PyValues<'py> {
 pub(crate) type PyBuilder<'py> = Builder<PyValues<'py>>;
 
 fn py_builder(py: Python<'_>, base: usize, max_depth: usize, surrogates: bool) -> PyBuilder<'_> {
-    Builder::new(PyValues { py, surrogates }, base, max_depth)
+    Builder::new(PyValues { py, surrogates }, base, max_depth).with_non_finite(surrogates)
 }
 
 impl<'py> Factory for PyValues<'py> {
@@ -857,6 +892,9 @@ impl<'py> Factory for PyValues<'py> {
         Ok(PyString::new(self.py, s).into_any())
     }
     fn key(&mut self, k: &str) -> Bound<'py, PyString> {
+        if self.surrogates {
+            return key_with_surrogates(self.py, k);
+        }
         token(self.py, k) // state keys recur: their strings (and hashes) are reused
     }
     fn array(&mut self, items: Vec<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
@@ -883,18 +921,22 @@ impl<'py> Factory for PyValues<'py> {
 /// (`walk.rs`, strict JSON: no pydantic fallback) into a `PyBuilder`. What the walker
 /// refuses (non-str keys, other types, lone surrogates) is a `JsonPatchError` too; other
 /// exceptions pass.
-fn py_value<'py>(v: &Bound<'py, PyAny>, base: usize, max_depth: usize) -> R<Bound<'py, PyAny>> {
+fn py_value<'py>(v: &Bound<'py, PyAny>, base: usize, max_depth: usize, stream: bool, budget: &mut Budget) -> R<Bound<'py, PyAny>> {
     let py = v.py();
-    let budget = max_depth.checked_sub(base).ok_or_else(|| too_deep(max_depth))?;
-    if let Some(c) = plain_copy(v, base, max_depth)? {
-        return Ok(c);
+    let levels = max_depth.checked_sub(base).ok_or_else(|| too_deep(max_depth))?;
+    let before = *budget;
+    match plain_copy(v, base, max_depth, stream, budget) {
+        Ok(Some(c)) => return Ok(c),
+        Ok(None) => *budget = before, // the walker builds it all again
+        Err(e) => return Err(e),
     }
     // One level more for the walker: the builder names the limit first.
-    let opts = Opts { pydantic: false, lossy_surrogates: false, max_depth: budget as u32 + 1 };
-    let mut w = Walker::new(py, py_builder(py, base, max_depth, false), opts);
+    let opts = Opts { pydantic: false, lossy_surrogates: false, max_depth: levels as u32 + 1 };
+    let mut w = Walker::new(py, py_builder(py, base, max_depth, false).with_non_finite(stream).with_budget(*budget), opts);
     let walked = w.walk(v);
     let builder = std::mem::replace(&mut w.sink, py_builder(py, base, max_depth, false));
     drop(w);
+    *budget = builder.budget();
     if builder.failed() {
         return builder.finish(); // the builder names a limit before the walker's guard
     }
@@ -911,6 +953,18 @@ fn py_value<'py>(v: &Bound<'py, PyAny>, base: usize, max_depth: usize) -> R<Boun
     }
 }
 
+/// A key of a stream's document: its kept lone surrogates restored (the cached key
+/// string when it has none).
+fn key_with_surrogates<'py>(py: Python<'py>, k: &str) -> Bound<'py, PyString> {
+    if agui_core::stream::has_kept_surrogate(k.as_bytes()) {
+        // (the bytes are valid WTF-8: the decode and the cast hold)
+        if let Ok(s) = with_surrogates(py, k).and_then(|s| Ok(s.cast_into::<PyString>()?)) {
+            return s;
+        }
+    }
+    token(py, k)
+}
+
 /// A Python string of `s` with its kept lone surrogates restored. Rare: only split
 /// characters.
 fn with_surrogates<'py>(py: Python<'py>, s: &str) -> PyResult<Bound<'py, PyAny>> {
@@ -920,25 +974,31 @@ fn with_surrogates<'py>(py: Python<'py>, s: &str) -> PyResult<Bound<'py, PyAny>>
 
 /// A parsed JSON value (a patch read from text) as a document value placed at `base`;
 /// `surrogates`: the value comes from a stream and may hold kept lone surrogates.
-fn json_to_py<'py>(py: Python<'py>, v: &Value, base: usize, max_depth: usize, surrogates: bool) -> R<Bound<'py, PyAny>> {
+fn json_to_py<'py>(py: Python<'py>, v: &Value, base: usize, max_depth: usize, surrogates: bool, budget: &mut Budget) -> R<Bound<'py, PyAny>> {
     if base > max_depth {
         return Err(too_deep(max_depth).into());
     }
-    let mut b = py_builder(py, base, max_depth, surrogates);
+    let mut b = py_builder(py, base, max_depth, surrogates).with_budget(*budget);
     agui_core::sink::json_value(v, &mut b);
+    *budget = b.budget();
     b.finish()
 }
 
 /// An operation read from JSON text, as the engine reads Python operations.
-fn text_op<'py>(py: Python<'py>, i: usize, op: Operation, max_depth: usize, surrogates: bool) -> R<PyOp<'py>> {
+fn text_op<'py>(py: Python<'py>, i: usize, op: Operation, max_depth: usize, max_bytes: usize, surrogates: bool) -> R<PyOp<'py>> {
     let at = |e: PatchError| e.located(i, Some(op.kind.name()), Some(&op.path.text));
-    let path_toks = py_tokens(py, &op.path.text).map_err(at)?;
+    let tokens = |p: &str| match surrogates && agui_core::stream::has_kept_surrogate(p.as_bytes()) {
+        // Keys of a stream's document hold its lone surrogates: so do its pointers.
+        true => core::split_pointer(p, |t| Tok(key_with_surrogates(py, t))),
+        false => py_tokens(py, p),
+    };
+    let path_toks = tokens(&op.path.text).map_err(at)?;
     let from_toks = match &op.from {
-        Some(f) => py_tokens(py, &f.text).map_err(at)?,
+        Some(f) => tokens(&f.text).map_err(at)?,
         None => Toks::Empty,
     };
     let (value, json) = match op.kind {
-        OpKind::Test => (Some(json_to_py(py, &op.value, 0, max_depth, surrogates).map_err(|f| f.map_patch(at))?), None),
+        OpKind::Test => (Some(json_to_py(py, &op.value, 0, max_depth, surrogates, &mut Budget::new(max_bytes)).map_err(|f| f.map_patch(at))?), None),
         OpKind::Add | OpKind::Replace => (None, Some(op.value)),
         _ => (None, None),
     };
@@ -959,7 +1019,7 @@ pub struct StateDocument {
     /// Pointers of patches read from JSON text, from patch to patch.
     pointers: agui_core::patch::cache::PointerCache,
     /// The state of a stream replay (`StateDocument::stream`): values from the stream's
-    /// JSON keep its lone surrogates.
+    /// JSON keep its lone surrogates and take infinities (`PyDoc::surrogates`).
     surrogates: bool,
 }
 
@@ -992,27 +1052,27 @@ impl StateDocument {
     /// Apply one patch (operations, or JSON text parsed with the GIL released) atomically.
     fn apply_one<'py>(&mut self, patcher: &mut Patcher<PyDoc<'py>>, patch: &Bound<'py, PyAny>) -> R<()> {
         let py = patch.py();
-        let max_depth = self.opts.max_depth;
+        let (max_depth, max_bytes) = (self.opts.max_depth, self.opts.max_bytes);
         let text = match patch.cast::<PyString>() {
             Ok(s) => Some(s.to_str().map_err(|_| invalid("patch text is not valid UTF-8"))?.as_bytes()),
             Err(_) => patch.cast::<PyBytes>().ok().map(|b| b.as_bytes()),
         };
         let Some(text) = text else {
-            return self.patched(py, |doc| run_patch(patcher, doc, patch, |i, item| state_op(i, read_op(i, item)?, max_depth)));
+            return self.patched(py, |doc| run_patch(patcher, doc, patch, |i, item| state_op(i, read_op(i, item)?, max_depth, max_bytes, false)));
         };
         let pointers = &mut self.pointers;
         let ops = py.detach(|| core::read_patch_text(text, max_depth, pointers))?;
-        let ops = ops.into_iter().enumerate().map(|(i, op)| text_op(py, i, op, max_depth, false)).collect::<R<Vec<_>>>()?;
+        let ops = ops.into_iter().enumerate().map(|(i, op)| text_op(py, i, op, max_depth, max_bytes, false)).collect::<R<Vec<_>>>()?;
         self.patched(py, |doc| patcher.run(doc, &ops))
     }
 }
 
 /// An operation of a `StateDocument` patch: a `test` value follows the document's value
-/// rules, as one to add does.
-fn state_op<'py>(i: usize, mut op: PyOp<'py>, max_depth: usize) -> R<PyOp<'py>> {
+/// rules, as one to add does (and what it builds is bounded as the patch's values are).
+fn state_op<'py>(i: usize, mut op: PyOp<'py>, max_depth: usize, max_bytes: usize, stream: bool) -> R<PyOp<'py>> {
     if let (OpKind::Test, Some(v)) = (op.kind, &op.value) {
         let at = |e: PatchError| e.located(i, Some("test"), Some(&op.path_text()));
-        let v = py_value(v, 0, max_depth).map_err(|f| f.map_patch(at))?;
+        let v = py_value(v, 0, max_depth, stream, &mut Budget::new(max_bytes)).map_err(|f| f.map_patch(at))?;
         op.value = Some(v);
     }
     Ok(op)
@@ -1021,12 +1081,17 @@ fn state_op<'py>(i: usize, mut op: PyOp<'py>, max_depth: usize) -> R<PyOp<'py>> 
 #[pymethods]
 impl StateDocument {
     #[new]
-    #[pyo3(signature = (doc = None, *, max_depth = DEFAULT_MAX_DEPTH))]
-    fn new(py: Python<'_>, doc: Option<&Bound<'_, PyAny>>, max_depth: usize) -> PyResult<Self> {
-        let opts = options(max_depth)?;
+    #[pyo3(signature = (doc = None, *, max_depth = DEFAULT_MAX_DEPTH, max_patch_bytes = None))]
+    fn new(
+        py: Python<'_>,
+        doc: Option<&Bound<'_, PyAny>>,
+        #[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize,
+        max_patch_bytes: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let opts = options(max_depth, max_patch_bytes)?;
         let root = match doc {
             None => PyDict::new(py).into_any(),
-            Some(d) => py_value(d, 0, max_depth).map_err(|f| raise(py, f))?,
+            Some(d) => py_value(d, 0, max_depth, false, &mut unlimited()).map_err(|f| raise(py, f))?,
         };
         Ok(StateDocument::with_root(root, opts, false))
     }
@@ -1087,7 +1152,7 @@ impl StateDocument {
 
     /// Replace the whole document (e.g. on a STATE_SNAPSHOT).
     fn replace(&mut self, py: Python<'_>, doc: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.root = py_value(doc, 0, self.opts.max_depth).map_err(|f| raise(py, f))?.unbind();
+        self.root = py_value(doc, 0, self.opts.max_depth, false, &mut unlimited()).map_err(|f| raise(py, f))?.unbind();
         self.share();
         Ok(())
     }
@@ -1112,8 +1177,8 @@ impl StateDocument {
     /// The state of a stream replay: `root` (built by `doc_value` or `stream_value`)
     /// patched in the reference client's dialect (fast-json-patch), as the core's
     /// `EventApplier` patches a JSON state.
-    pub(crate) fn stream(root: Bound<'_, PyAny>, max_depth: usize) -> Self {
-        StateDocument::with_root(root, Options { dialect: Dialect::FastJsonPatch, max_depth }, true)
+    pub(crate) fn stream(root: Bound<'_, PyAny>, limits: &PatchLimits) -> Self {
+        StateDocument::with_root(root, limits.options(limits.max_depth), true)
     }
 
     /// The document, shared (`to_python`), or a deep copy of it (`shared=false`: the
@@ -1124,7 +1189,7 @@ impl StateDocument {
             self.share();
             return Ok(root);
         }
-        deep_copy(&root, 0, agui_core::limits::MAX_DEPTH_CAP).map_err(|f| raise(py, f))
+        deep_copy(&root, 0, agui_core::limits::MAX_DEPTH_CAP, &mut unlimited()).map_err(|f| raise(py, f))
     }
 
     /// Apply a `STATE_DELTA`'s operations given as Python objects, only if each passes
@@ -1137,10 +1202,12 @@ impl StateDocument {
         &mut self,
         ops: &Bound<'py, PyList>,
         max_depth: usize,
+        limits: &mut PatchLimits,
         accept: impl Fn(&Bound<'py, PyAny>) -> Option<GivenOp<'py>>,
     ) -> bool {
         let py = ops.py();
-        let mut patcher = Patcher::new(Options { max_depth, ..self.opts });
+        let max_bytes = limits.max_bytes;
+        let mut patcher = limits.patcher(max_depth);
         let r = self.patched(py, |doc| {
             run_patch(&mut patcher, doc, ops.as_any(), |i, item| {
                 let op = match accept(item) {
@@ -1148,10 +1215,14 @@ impl StateDocument {
                     Some(GivenOp::Read) => read_op(i, item)?,
                     Some(GivenOp::Members { kind, path, from, value }) => py_op(py, i, &mut PyOpSource::Given { path, from, value }, Some(kind))?,
                 };
-                state_op(i, op, max_depth)
+                state_op(i, op, max_depth, max_bytes, true)
             })
         });
         self.prune(py);
+        // A declined patch is applied again through JSON, which spends the allowance then.
+        if r.is_ok() {
+            limits.copies = patcher.copy_allowance();
+        }
         r.is_ok()
     }
 }
@@ -1159,12 +1230,12 @@ impl StateDocument {
 /// A Python value as a document value, or None when the document's rules refuse it (the
 /// caller then reads it as JSON, as every other value of a stream).
 pub(crate) fn doc_value<'py>(v: &Bound<'py, PyAny>, max_depth: usize) -> Option<Bound<'py, PyAny>> {
-    py_value(v, 0, max_depth).ok()
+    py_value(v, 0, max_depth, true, &mut unlimited()).ok()
 }
 
 /// A JSON value read from a stream as a document value (its kept lone surrogates restored).
 pub(crate) fn stream_value<'py>(py: Python<'py>, v: &Value, max_depth: usize) -> PyResult<Bound<'py, PyAny>> {
-    json_to_py(py, v, 0, max_depth, true).map_err(|f| raise(py, f))
+    json_to_py(py, v, 0, max_depth, true, &mut unlimited()).map_err(|f| raise(py, f))
 }
 
 impl std::fmt::Debug for StateDocument {
@@ -1178,18 +1249,20 @@ impl std::fmt::Debug for StateDocument {
 impl agui_core::stream::State for StateDocument {
     fn set(&mut self, snapshot: &Value) -> Result<(), String> {
         Python::attach(|py| {
-            let v = json_to_py(py, snapshot, 0, agui_core::limits::MAX_DEPTH_CAP, true).map_err(|f| fail_text(py, f))?;
+            let v = json_to_py(py, snapshot, 0, agui_core::limits::MAX_DEPTH_CAP, true, &mut unlimited()).map_err(|f| fail_text(py, f))?;
             self.root = v.unbind();
             self.share();
             Ok(())
         })
     }
 
-    fn patch(&mut self, ops: Vec<Operation>, max_depth: usize) -> Result<(), PatchError> {
+    fn patch(&mut self, ops: Vec<Operation>, limits: &mut PatchLimits) -> Result<(), PatchError> {
         Python::attach(|py| {
-            let ops = ops.into_iter().enumerate().map(|(i, op)| text_op(py, i, op, max_depth, true)).collect::<R<Vec<_>>>();
-            let mut patcher = Patcher::new(Options { max_depth, ..self.opts });
+            let max_depth = limits.max_depth;
+            let ops = ops.into_iter().enumerate().map(|(i, op)| text_op(py, i, op, max_depth, limits.max_bytes, true)).collect::<R<Vec<_>>>();
+            let mut patcher = limits.patcher(max_depth);
             let r = ops.and_then(|ops| self.patched(py, |doc| patcher.run(doc, &ops)));
+            limits.copies = patcher.copy_allowance();
             self.prune(py);
             r.map_err(|f| match f {
                 Fail::Patch(e) => e,

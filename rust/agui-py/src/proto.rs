@@ -15,6 +15,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
 use std::ffi::CString;
 
+use crate::shared::Shared;
 use crate::errors::{error_at, make_error};
 use crate::decoder::{self, decode_items, with_buffer, Backend, GcPause, Items, Modes, Outcome, StreamState};
 use crate::ffi::walk::{self, Opts};
@@ -83,7 +84,12 @@ const DEPTH: u32 = agui_core::limits::DEFAULT_MAX_DEPTH as u32;
 /// surrogates become U+FFFD as in `@ag-ui/proto`; every failure is an `EncodeError`.
 #[pyfunction]
 #[pyo3(signature = (event, framed = true, *, max_depth = DEPTH))]
-fn proto_encode_event<'py>(py: Python<'py>, event: &Bound<'py, PyAny>, framed: bool, max_depth: u32) -> PyResult<Bound<'py, PyBytes>> {
+fn proto_encode_event<'py>(
+    py: Python<'py>,
+    event: &Bound<'py, PyAny>,
+    framed: bool,
+    #[pyo3(from_py_with = crate::args::max_depth_u32)] max_depth: u32,
+) -> PyResult<Bound<'py, PyBytes>> {
     let opts = Opts { max_depth, ..Opts::PROTO };
     walk::with_tree(py, event, opts, |node| match proto::json_to_event(node) {
         Ok(ev) => event_bytes(py, &ev, framed),
@@ -103,7 +109,11 @@ fn proto_encode_event_via_json<'py>(py: Python<'py>, event: &Bound<'py, PyAny>, 
 /// Encode event objects as one framed stream (see `proto_encode_event`).
 #[pyfunction]
 #[pyo3(signature = (events, *, max_depth = DEPTH))]
-fn proto_encode_events<'py>(py: Python<'py>, events: &Bound<'py, PyAny>, max_depth: u32) -> PyResult<Bound<'py, PyBytes>> {
+fn proto_encode_events<'py>(
+    py: Python<'py>,
+    events: &Bound<'py, PyAny>,
+    #[pyo3(from_py_with = crate::args::max_depth_u32)] max_depth: u32,
+) -> PyResult<Bound<'py, PyBytes>> {
     let opts = Opts { max_depth, ..Opts::PROTO };
     let mut out = Vec::new();
     for ev in events.try_iter()? {
@@ -230,12 +240,12 @@ impl StreamState for ProtoState {
 }
 
 /// Incremental decoder of a framed protobuf stream (`agui_fast.proto.ProtoDecoder` is
-/// its Python face; see `ProtoState`).
-#[pyclass(module = "agui_fast._native", name = "ProtoDecoder", subclass)]
+/// its Python face; see `ProtoState`). Threads that share one take turns
+/// (`crate::shared`).
+#[pyclass(module = "agui_fast._native", name = "ProtoDecoder", subclass, frozen)]
 pub struct ProtoDecoder {
-    state: ProtoState,
+    state: Shared<(ProtoState, bool)>,
     backend: Backend,
-    closed: bool,
 }
 
 #[pymethods]
@@ -245,41 +255,45 @@ impl ProtoDecoder {
     /// dict modes) rather than JSON text (bytes mode).
     #[new]
     #[pyo3(signature = (backend, msgpack, max_frame_size, max_depth, /))]
-    fn new(backend: &Bound<'_, PyTuple>, msgpack: bool, max_frame_size: usize, max_depth: usize) -> PyResult<Self> {
+    fn new(
+        backend: &Bound<'_, PyTuple>,
+        msgpack: bool,
+        #[pyo3(from_py_with = crate::args::max_frame_size)] max_frame_size: usize,
+        #[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize,
+    ) -> PyResult<Self> {
         Ok(ProtoDecoder {
-            state: ProtoState::new(msgpack, max_frame_size, max_depth),
+            state: Shared::new((ProtoState::new(msgpack, max_frame_size, max_depth), false)),
             backend: Backend::new(backend)?,
-            closed: false,
         })
     }
 
     /// The events completed by `chunk` (bytes-like); see `crate::stream` for errors.
-    fn feed<'py>(&mut self, py: Python<'py>, chunk: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
-        decoder::feed(py, &mut self.state, &self.backend, self.closed, chunk)
+    fn feed<'py>(&self, py: Python<'py>, chunk: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+        self.state.with(py, |(state, closed)| decoder::feed(py, state, &self.backend, *closed, chunk))
     }
 
     /// End of stream: raises `TruncatedStreamError` when bytes of an unfinished frame
     /// remain (a stream cut in half is an error, not a success). Later calls return `[]`.
-    fn close<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        decoder::close(py, &mut self.state, &self.backend, &mut self.closed)
+    fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        self.state.with(py, |(state, closed)| decoder::close(py, state, &self.backend, closed))
     }
 
     /// Bytes buffered for an unfinished frame.
     #[getter]
-    fn pending(&self) -> usize {
-        self.state.stream.decoder.pending()
+    fn pending(&self, py: Python<'_>) -> PyResult<usize> {
+        self.state.with(py, |(s, _)| Ok(s.stream.decoder.pending()))
     }
 
     /// Index of the next frame.
     #[getter]
-    fn frame_index(&self) -> usize {
-        self.state.stream.decoder.frame_index()
+    fn frame_index(&self, py: Python<'_>) -> PyResult<usize> {
+        self.state.with(py, |(s, _)| Ok(s.stream.decoder.frame_index()))
     }
 
     /// Frames skipped so far because their event type is from a later protocol version.
     #[getter]
-    fn skipped_frames(&self) -> usize {
-        self.state.stream.skipped
+    fn skipped_frames(&self, py: Python<'_>) -> PyResult<usize> {
+        self.state.with(py, |(s, _)| Ok(s.stream.skipped))
     }
 }
 
@@ -300,7 +314,7 @@ impl ProtoCodec {
 
     /// Decode a whole framed stream (see `ProtoState::run_pipelined`). `legacy` is accepted
     /// for the SSE decoders' signature: the 1.0 wire format has no legacy shapes.
-    #[pyo3(signature = (data, /, *, raw = None, legacy = true, max_frame_size = proto::DEFAULT_MAX_FRAME_SIZE as i64, max_depth = DEFAULT_MAX_DEPTH as i64, max_buffer_size = None))]
+    #[pyo3(signature = (data, /, *, raw = None, legacy = true, max_frame_size = proto::DEFAULT_MAX_FRAME_SIZE, max_depth = DEFAULT_MAX_DEPTH, max_buffer_size = None))]
     #[allow(clippy::too_many_arguments)]
     fn decode_protobuf<'py>(
         &self,
@@ -308,9 +322,9 @@ impl ProtoCodec {
         data: &Bound<'py, PyAny>,
         raw: Option<&Bound<'py, PyAny>>,
         legacy: bool,
-        max_frame_size: i64,
-        max_depth: i64,
-        max_buffer_size: Option<&Bound<'py, PyAny>>,
+        #[pyo3(from_py_with = crate::args::max_frame_size)] max_frame_size: usize,
+        #[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize,
+        #[pyo3(from_py_with = crate::args::max_buffer_size_opt)] max_buffer_size: Option<usize>,
     ) -> PyResult<Bound<'py, PyList>> {
         let _ = legacy;
         let r = self.modes.resolve(py, raw, max_frame_size, max_depth, max_buffer_size)?;

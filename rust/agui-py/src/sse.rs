@@ -7,6 +7,7 @@ use agui_core::sse::{self as core, Batch};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
 
+use crate::shared::Shared;
 use crate::decoder::{self, decode_items, frame_error, with_buffer, Backend, GcPause, Items, Modes, Outcome, StreamState};
 
 /// What an error calls a frame: an SSE event, or a JSON Lines line (its index counts
@@ -67,10 +68,15 @@ impl StreamState for SseStream {
 
 /// Incremental SSE decoder (`agui_fast.sse.SseDecoder` is its Python face): framing in
 /// `agui_core::sse`, then the fallback chain and error contract of `crate::stream`.
-#[pyclass(module = "agui_fast._native", name = "SseDecoder", subclass)]
+/// Threads that share one take turns (`crate::shared`).
+#[pyclass(module = "agui_fast._native", name = "SseDecoder", subclass, frozen)]
 pub struct SseDecoder {
-    state: SseStream,
+    state: Shared<SseState>,
     backend: Backend,
+}
+
+struct SseState {
+    stream: SseStream,
     closed: bool,
 }
 
@@ -81,48 +87,53 @@ impl SseDecoder {
     /// 1 dict, 2 bytes; `lines`: JSON Lines instead of an event stream.
     #[new]
     #[pyo3(signature = (backend, max_frame_size, max_depth, legacy, mode, lines = false, /))]
-    fn new(backend: &Bound<'_, PyTuple>, max_frame_size: usize, max_depth: usize, legacy: bool, mode: usize, lines: bool) -> PyResult<Self> {
-        let state = SseStream::new(max_frame_size, max_depth, legacy, Mode::from_index(mode).ok_or_else(|| pyo3::exceptions::PyValueError::new_err("mode must be 0, 1 or 2"))?);
-        Ok(SseDecoder {
-            state: if lines { state.lines() } else { state },
-            backend: Backend::new(backend)?,
-            closed: false,
-        })
+    fn new(
+        backend: &Bound<'_, PyTuple>,
+        #[pyo3(from_py_with = crate::args::max_frame_size)] max_frame_size: usize,
+        #[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize,
+        legacy: bool,
+        mode: usize,
+        lines: bool,
+    ) -> PyResult<Self> {
+        let mode = Mode::from_index(mode).ok_or_else(|| pyo3::exceptions::PyValueError::new_err("mode must be 0, 1 or 2"))?;
+        let stream = SseStream::new(max_frame_size, max_depth, legacy, mode);
+        let stream = if lines { stream.lines() } else { stream };
+        Ok(SseDecoder { state: Shared::new(SseState { stream, closed: false }), backend: Backend::new(backend)? })
     }
 
     /// The events completed by `chunk` (bytes-like); see `crate::stream` for errors.
-    fn feed<'py>(&mut self, py: Python<'py>, chunk: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
-        decoder::feed(py, &mut self.state, &self.backend, self.closed, chunk)
+    fn feed<'py>(&self, py: Python<'py>, chunk: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+        self.state.with(py, |s| decoder::feed(py, &mut s.stream, &self.backend, s.closed, chunk))
     }
 
     /// End of stream: the final event if it lacked its blank line (as the reference
     /// client does). Later calls return `[]`.
-    fn close<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        decoder::close(py, &mut self.state, &self.backend, &mut self.closed)
+    fn close<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        self.state.with(py, |s| decoder::close(py, &mut s.stream, &self.backend, &mut s.closed))
     }
 
     /// The stream's last event id (send it as `Last-Event-ID` on reconnect).
     #[getter]
-    fn last_event_id(&self) -> &str {
-        self.state.parser.last_event_id()
+    fn last_event_id(&self, py: Python<'_>) -> PyResult<String> {
+        self.state.with(py, |s| Ok(s.stream.parser.last_event_id().to_owned()))
     }
 
     /// The last `retry` value of the stream (milliseconds), if any.
     #[getter]
-    fn retry(&self) -> Option<u64> {
-        self.state.parser.retry()
+    fn retry(&self, py: Python<'_>) -> PyResult<Option<u64>> {
+        self.state.with(py, |s| Ok(s.stream.parser.retry()))
     }
 
     /// Frames framed so far (decoded or not).
     #[getter]
-    fn frame_count(&self) -> u64 {
-        self.state.parser.frame_count()
+    fn frame_count(&self, py: Python<'_>) -> PyResult<u64> {
+        self.state.with(py, |s| Ok(s.stream.parser.frame_count()))
     }
 
     /// Bytes fed so far.
     #[getter]
-    fn position(&self) -> u64 {
-        self.state.parser.position()
+    fn position(&self, py: Python<'_>) -> PyResult<u64> {
+        self.state.with(py, |s| Ok(s.stream.parser.position()))
     }
 }
 
@@ -146,7 +157,7 @@ impl SseCodec {
     }
 
     /// Decode a whole recorded SSE stream (see `run_pipelined`).
-    #[pyo3(signature = (data, /, *, raw = None, legacy = true, max_frame_size = core::DEFAULT_MAX_BUFFER as i64, max_depth = DEFAULT_MAX_DEPTH as i64, max_buffer_size = None))]
+    #[pyo3(signature = (data, /, *, raw = None, legacy = true, max_frame_size = core::DEFAULT_MAX_BUFFER, max_depth = DEFAULT_MAX_DEPTH, max_buffer_size = None))]
     #[allow(clippy::too_many_arguments)]
     fn decode_sse<'py>(
         &self,
@@ -154,9 +165,9 @@ impl SseCodec {
         data: &Bound<'py, PyAny>,
         raw: Option<&Bound<'py, PyAny>>,
         legacy: bool,
-        max_frame_size: i64,
-        max_depth: i64,
-        max_buffer_size: Option<&Bound<'py, PyAny>>,
+        #[pyo3(from_py_with = crate::args::max_frame_size)] max_frame_size: usize,
+        #[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize,
+        #[pyo3(from_py_with = crate::args::max_buffer_size_opt)] max_buffer_size: Option<usize>,
     ) -> PyResult<Bound<'py, PyList>> {
         let r = self.modes.resolve(py, raw, max_frame_size, max_depth, max_buffer_size)?;
         let state = SseStream::new(r.max_frame_size, r.max_depth, legacy, r.mode);
@@ -179,7 +190,7 @@ fn sse_event<'py>(py: Python<'py>, payload: &Bound<'py, PyAny>) -> PyResult<Boun
 /// Whether JSON text (bytes-like or str) nests deeper than `max_depth`: the project's one
 /// depth limit for single events, checked before msgspec (whose limit is the interpreter's).
 #[pyfunction]
-fn json_exceeds_depth(data: &Bound<'_, PyAny>, max_depth: usize) -> PyResult<bool> {
+fn json_exceeds_depth(data: &Bound<'_, PyAny>, #[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize) -> PyResult<bool> {
     if let Ok(s) = data.cast::<pyo3::types::PyString>() {
         return Ok(agui_core::limits::exceeds_depth(s.to_cow()?.as_bytes(), max_depth));
     }

@@ -56,6 +56,12 @@ fn with_json<R>(py: Python<'_>, event: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) 
     if let Ok(s) = event.cast::<PyString>() {
         return Ok(f(s.to_str()?.as_bytes()));
     }
+    with_written_json(py, event, f)
+}
+
+/// The JSON text of a value written by the native writer (the surrogate writer when it
+/// refuses the object): a `str` is a JSON string.
+fn with_written_json<R>(py: Python<'_>, event: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) -> R) -> PyResult<R> {
     let b = match crate::encode::dumps(py, event, true, MAX_DEPTH_CAP as u32 + 1) {
         Ok(b) => b,
         Err(e) => match SURROGATE_WRITER.get(py) {
@@ -68,7 +74,23 @@ fn with_json<R>(py: Python<'_>, event: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) 
 
 /// One event as a JSON value (a decode error is reported at `index`).
 fn event_value(py: Python<'_>, event: &Bound<'_, PyAny>, index: usize, max_depth: usize) -> PyResult<Value> {
-    with_json(py, event, |b| parse_event_limited(b, max_depth))?.map_err(|e| error_at(py, e, index))
+    with_json(py, event, |b| parse_event_limited(b, max_depth)).map_err(|e| unwritable(py, e, index))?.map_err(|e| error_at(py, e, index))
+}
+
+/// What the JSON writer raised for an event it cannot write as JSON text (a `ValueError`
+/// not of ours: an `int` too long for decimal text, what pydantic refuses to write): the
+/// event's `InvalidJsonError` at `index`, as for text that cannot be read.
+fn unwritable(py: Python<'_>, e: PyErr, index: usize) -> PyErr {
+    match unwritable_reason(py, &e) {
+        Some(message) => error_at(py, StreamError { stage: Stage::Decode, rule: None, index, event_type: String::new(), ids: Vec::new(), message, field: None }, index),
+        None => e,
+    }
+}
+
+/// Why the JSON writer could not write a value, when it raised a `ValueError` not of ours.
+fn unwritable_reason(py: Python<'_>, e: &PyErr) -> Option<String> {
+    let ours = error_class(py, "AguiError").is_ok_and(|c| e.is_instance(py, c.as_any()));
+    (!ours && e.is_instance_of::<pyo3::exceptions::PyValueError>(py)).then(|| format!("cannot be written as JSON: {}", e.value(py)))
 }
 
 fn json_bytes<'py>(py: Python<'py>, v: &Value) -> Bound<'py, PyBytes> {
@@ -185,7 +207,7 @@ impl ChunkExpander {
 impl ChunkExpander {
     #[new]
     #[pyo3(signature = (*, max_depth = DEFAULT_MAX_DEPTH))]
-    fn new(max_depth: usize) -> PyResult<Self> {
+    fn new(#[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize) -> PyResult<Self> {
         let max_depth = check_max_depth(max_depth)?;
         Ok(ChunkExpander { inner: core::ChunkExpander::new(), index: 0, warnings: Vec::new(), max_depth })
     }
@@ -206,7 +228,7 @@ impl ChunkExpander {
 /// the error, as a JSON array.
 #[pyfunction]
 #[pyo3(signature = (events, /, *, max_depth = DEFAULT_MAX_DEPTH))]
-fn expand_chunks<'py>(py: Python<'py>, events: &Bound<'py, PyAny>, max_depth: usize) -> PyResult<Bound<'py, PyTuple>> {
+fn expand_chunks<'py>(py: Python<'py>, events: &Bound<'py, PyAny>, #[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize) -> PyResult<Bound<'py, PyTuple>> {
     let mut x = ChunkExpander::new(max_depth)?;
     let mut out = Vec::new();
     let mut error = None;
@@ -235,7 +257,7 @@ pub struct EventVerifier {
 impl EventVerifier {
     #[new]
     #[pyo3(signature = (*, max_depth = DEFAULT_MAX_DEPTH))]
-    fn new(max_depth: usize) -> PyResult<Self> {
+    fn new(#[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize) -> PyResult<Self> {
         Ok(EventVerifier { inner: core::EventVerifier::new(), index: 0, max_depth: check_max_depth(max_depth)? })
     }
 
@@ -250,7 +272,7 @@ impl EventVerifier {
 /// verify_events(events): raises `VerificationError` at the first violation.
 #[pyfunction]
 #[pyo3(signature = (events, /, *, max_depth = DEFAULT_MAX_DEPTH))]
-fn verify_events(py: Python<'_>, events: &Bound<'_, PyAny>, max_depth: usize) -> PyResult<()> {
+fn verify_events(py: Python<'_>, events: &Bound<'_, PyAny>, #[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize) -> PyResult<()> {
     let vs = values(py, events, check_max_depth(max_depth)?)?;
     let r = if vs.len() >= DETACH_MIN { py.detach(|| core::verify_events(&vs)) } else { core::verify_events(&vs) };
     r.map_err(|e| stream_error(py, &e))
@@ -262,11 +284,17 @@ fn verify_events(py: Python<'_>, events: &Bound<'_, PyAny>, max_depth: usize) ->
 
 /// compact_events(events) -> (bytes, warnings): the compacted events as a JSON array.
 #[pyfunction]
-#[pyo3(signature = (events, /, *, max_depth = DEFAULT_MAX_DEPTH))]
-fn compact_events<'py>(py: Python<'py>, events: &Bound<'py, PyAny>, max_depth: usize) -> PyResult<Bound<'py, PyTuple>> {
+#[pyo3(signature = (events, /, *, max_depth = DEFAULT_MAX_DEPTH, max_patch_bytes = None))]
+fn compact_events<'py>(
+    py: Python<'py>,
+    events: &Bound<'py, PyAny>,
+    #[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize,
+    max_patch_bytes: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyTuple>> {
     let max_depth = check_max_depth(max_depth)?;
+    let limits = core::PatchLimits::new(max_depth, crate::patch::max_patch_bytes(max_patch_bytes)?);
     let vs = values(py, events, max_depth)?;
-    let (out, warnings) = py.detach(|| core::compact_events_limited(vs, max_depth));
+    let (out, warnings) = py.detach(|| core::compact_events_within(vs, limits));
     (json_list(py, &out), PyList::new(py, warnings)?).into_pyobject(py)
 }
 
@@ -274,12 +302,15 @@ fn compact_events<'py>(py: Python<'py>, events: &Bound<'py, PyAny>, max_depth: u
 // Replay
 // ---------------------------------------------------------------------------------------
 
+/// The initial messages (a list, or its JSON text) and state (any JSON value: a `str` is
+/// a string, `bytes` JSON text) of a replay as JSON values.
 fn initial(py: Python<'_>, messages: Option<&Bound<'_, PyAny>>, state: Option<&Bound<'_, PyAny>>, max_depth: usize) -> PyResult<(Vec<Value>, Value)> {
-    let parse = |b: &[u8]| agui_core::stream::parse_json_limited(b, max_depth);
+    let parse = |b: &[u8]| agui_core::stream::parse_json_limited(b, max_depth).and_then(|v| agui_core::stream::check_int_digits(&v).map(|()| v));
     let messages = match messages {
         None => Vec::new(),
         Some(m) => {
-            let v = with_json(py, m, parse)?
+            let v = with_json(py, m, parse)
+                .map_err(|e| unwritable_reason(py, &e).map_or(e, |r| make_error(py, "InvalidJsonError", format!("messages: {r}"), None)))?
                 .map_err(|e| make_error(py, "InvalidJsonError", format!("messages: {e}"), None))?;
             match v {
                 Value::Array(a) => a,
@@ -289,7 +320,8 @@ fn initial(py: Python<'_>, messages: Option<&Bound<'_, PyAny>>, state: Option<&B
     };
     let state = match state {
         None => core::empty_state(),
-        Some(s) => with_json(py, s, parse)?
+        Some(s) => if s.is_instance_of::<PyString>() { with_written_json(py, s, parse) } else { with_json(py, s, parse) }
+            .map_err(|e| unwritable_reason(py, &e).map_or(e, |r| make_error(py, "InvalidJsonError", format!("state: {r}"), None)))?
             .map_err(|e| make_error(py, "InvalidJsonError", format!("state: {e}"), None))?,
     };
     Ok((messages, state))
@@ -297,10 +329,16 @@ fn initial(py: Python<'_>, messages: Option<&Bound<'_, PyAny>>, state: Option<&B
 
 /// Where a replay of Python objects starts: the messages as JSON values, the state as a
 /// document of Python values (taken as it is when it follows the document's rules, else
-/// read as JSON: text given as such, values only the pydantic writer takes, lone
-/// surrogates).
-fn start(py: Python<'_>, messages: Option<&Bound<'_, PyAny>>, state: Option<&Bound<'_, PyAny>>, max_depth: usize) -> PyResult<(Vec<Value>, StateDocument)> {
-    let direct = state.filter(|s| !s.is_instance_of::<PyString>() && !s.is_instance_of::<PyBytes>()).and_then(|s| crate::patch::doc_value(s, max_depth));
+/// read as JSON: bytes given as such, values only the pydantic writer takes, lone
+/// surrogates); its patches within `max_patch_bytes`.
+fn start(
+    py: Python<'_>,
+    messages: Option<&Bound<'_, PyAny>>,
+    state: Option<&Bound<'_, PyAny>>,
+    max_depth: usize,
+    max_patch_bytes: usize,
+) -> PyResult<(Vec<Value>, StateDocument)> {
+    let direct = state.filter(|s| !s.is_instance_of::<PyBytes>()).and_then(|s| crate::patch::doc_value(s, max_depth));
     let (messages, root) = match (state, direct) {
         (None, _) => (initial(py, messages, None, max_depth)?.0, PyDict::new(py).into_any()),
         (Some(_), Some(root)) => (initial(py, messages, None, max_depth)?.0, root),
@@ -309,7 +347,7 @@ fn start(py: Python<'_>, messages: Option<&Bound<'_, PyAny>>, state: Option<&Bou
             (messages, crate::patch::stream_value(py, &state, max_depth)?)
         }
     };
-    Ok((messages, StateDocument::stream(root, max_depth)))
+    Ok((messages, StateDocument::stream(root, &core::PatchLimits::new(max_depth, max_patch_bytes))))
 }
 
 /// The reducer with chunk expansion (and optionally verification) in front, as the
@@ -339,12 +377,13 @@ impl Replayer {
             // The operations' values sit three levels deep in the event (event, `delta`,
             // operation), so this bound keeps the event within the limit its JSON has.
             if let Some(values_depth) = max_depth.checked_sub(3) {
-                if let Some(c) = inner.push_state_with(|doc| doc.try_apply_objects(&ops, values_depth, |op| plain_op(py, op))) {
+                if let Some(c) = inner.push_state_with(|doc, limits| doc.try_apply_objects(&ops, values_depth, limits, |op| plain_op(py, op))) {
                     return Ok(Ok(c));
                 }
             }
         }
-        with_json(py, event, |b| inner.push_json(b))
+        let index = inner.pushed();
+        with_json(py, event, |b| inner.push_json(b)).map_err(|e| unwritable(py, e, index))
     }
 }
 
@@ -453,7 +492,7 @@ fn change_tuple<'py>(py: Python<'py>, c: &core::Change) -> PyResult<Bound<'py, P
 #[pymethods]
 impl Replayer {
     #[new]
-    #[pyo3(signature = (messages=None, state=None, *, verify=false, expand=true, compat=true, schema=true, max_protocol_version=None, protocol_version=None, record=false, max_depth=DEFAULT_MAX_DEPTH))]
+    #[pyo3(signature = (messages=None, state=None, *, verify=false, expand=true, compat=true, schema=true, max_protocol_version=None, protocol_version=None, record=false, max_depth=DEFAULT_MAX_DEPTH, max_patch_bytes=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -466,12 +505,14 @@ impl Replayer {
         max_protocol_version: Option<&str>,
         protocol_version: Option<&str>,
         record: bool,
-        max_depth: usize,
+        #[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize,
+        max_patch_bytes: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let max_depth = check_max_depth(max_depth)?;
+        let max_patch_bytes = crate::patch::max_patch_bytes(max_patch_bytes)?;
         let (era, protocol_version) = era_options(max_protocol_version, protocol_version)?;
-        let (messages, state) = start(py, messages, state, max_depth)?;
-        let options = ReplayOptions { verify, expand, compat, schema, era, protocol_version, max_depth };
+        let (messages, state) = start(py, messages, state, max_depth, max_patch_bytes)?;
+        let options = ReplayOptions { verify, expand, compat, schema, era, protocol_version, max_depth, max_patch_bytes };
         let mut inner = core::Replayer::new(messages, state, options);
         inner.record(record);
         Ok(Replayer { inner: std::sync::Mutex::new(inner), max_depth })
@@ -580,7 +621,7 @@ impl Written {
 /// when the machine has two cores (`agui_core::stream::replay_log_pipelined`, the same
 /// outcome).
 #[pyfunction]
-#[pyo3(signature = (data, messages=None, state=None, *, format="auto", verify=false, schema=true, max_protocol_version=None, protocol_version=None, max_depth=DEFAULT_MAX_DEPTH, pipeline_min=core::PIPELINE_MIN))]
+#[pyo3(signature = (data, messages=None, state=None, *, format="auto", verify=false, schema=true, max_protocol_version=None, protocol_version=None, max_depth=DEFAULT_MAX_DEPTH, max_patch_bytes=None, pipeline_min=core::PIPELINE_MIN))]
 #[allow(clippy::too_many_arguments)]
 fn replay_log<'py>(
     py: Python<'py>,
@@ -592,15 +633,17 @@ fn replay_log<'py>(
     schema: bool,
     max_protocol_version: Option<&str>,
     protocol_version: Option<&str>,
-    max_depth: usize,
-    pipeline_min: u64,
+    #[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize,
+    max_patch_bytes: Option<&Bound<'py, PyAny>>,
+    #[pyo3(from_py_with = crate::args::pipeline_min)] pipeline_min: u64,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let format = crate::arrow::format_arg(format)?;
     let max_depth = check_max_depth(max_depth)?;
+    let max_patch_bytes = crate::patch::max_patch_bytes(max_patch_bytes)?;
     let (era, protocol_version) = era_options(max_protocol_version, protocol_version)?;
     let (messages, state) = initial(py, messages, state, max_depth)?;
     let log = data.as_bytes();
-    let options = ReplayOptions { verify, schema, era, protocol_version, max_depth, ..ReplayOptions::default() };
+    let options = ReplayOptions { verify, schema, era, protocol_version, max_depth, max_patch_bytes, ..ReplayOptions::default() };
     let w = py.detach(|| Written::of(core::replay_log_sized(log, log.len() as u64, 0, pipeline_min, format, messages, state, options), true));
     w.tuple(py)
 }
@@ -611,7 +654,7 @@ fn replay_log<'py>(
 /// log of at least `pipeline_min` bytes is read on a thread of its own when the threads
 /// outnumber the logs twice.
 #[pyfunction]
-#[pyo3(signature = (paths, *, format="auto", verify=false, schema=true, max_protocol_version=None, protocol_version=None, threads=0, max_depth=DEFAULT_MAX_DEPTH, pipeline_min=core::PIPELINE_MIN))]
+#[pyo3(signature = (paths, *, format="auto", verify=false, schema=true, max_protocol_version=None, protocol_version=None, threads=0, max_depth=DEFAULT_MAX_DEPTH, max_patch_bytes=None, pipeline_min=core::PIPELINE_MIN))]
 #[allow(clippy::too_many_arguments)]
 fn replay_log_files<'py>(
     py: Python<'py>,
@@ -621,13 +664,23 @@ fn replay_log_files<'py>(
     schema: bool,
     max_protocol_version: Option<&str>,
     protocol_version: Option<&str>,
-    threads: usize,
-    max_depth: usize,
-    pipeline_min: u64,
+    #[pyo3(from_py_with = crate::args::threads_or_zero)] threads: usize,
+    #[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize,
+    max_patch_bytes: Option<&Bound<'py, PyAny>>,
+    #[pyo3(from_py_with = crate::args::pipeline_min)] pipeline_min: u64,
 ) -> PyResult<Bound<'py, PyList>> {
     let format = crate::arrow::format_arg(format)?;
+    let max_patch_bytes = crate::patch::max_patch_bytes(max_patch_bytes)?;
     let (era, protocol_version) = era_options(max_protocol_version, protocol_version)?;
-    let options = ReplayOptions { verify, schema, era, protocol_version, max_depth: check_max_depth(max_depth)?, ..ReplayOptions::default() };
+    let options = ReplayOptions {
+        verify,
+        schema,
+        era,
+        protocol_version,
+        max_depth: check_max_depth(max_depth)?,
+        max_patch_bytes,
+        ..ReplayOptions::default()
+    };
     let replays = py.detach(|| core::replay_log_files(&paths, format, options, threads, pipeline_min, |r| Written::of(r, false)));
     PyList::new(py, replays.iter().map(|w| w.tuple(py)).collect::<PyResult<Vec<_>>>()?)
 }
@@ -649,7 +702,7 @@ fn prepare_run_input<'py>(
     input: &Bound<'py, PyAny>,
     max_protocol_version: Option<&str>,
     protocol_version: Option<&str>,
-    max_depth: usize,
+    #[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let max_depth = check_max_depth(max_depth)?;
     let (_, ours) = era_options(max_protocol_version, protocol_version)?;
@@ -713,7 +766,7 @@ fn run_error(py: Python<'_>, e: &RunError) -> PyErr {
 #[pymethods]
 impl RunReader {
     #[new]
-    #[pyo3(signature = (wire, messages=None, state=None, *, pipeline=true, verify=true, schema=true, max_protocol_version=None, protocol_version=None, record=false, max_frame_size=agui_core::sse::DEFAULT_MAX_BUFFER, max_depth=DEFAULT_MAX_DEPTH))]
+    #[pyo3(signature = (wire, messages=None, state=None, *, pipeline=true, verify=true, schema=true, max_protocol_version=None, protocol_version=None, record=false, max_frame_size=agui_core::sse::DEFAULT_MAX_BUFFER, max_depth=DEFAULT_MAX_DEPTH, max_patch_bytes=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -726,10 +779,12 @@ impl RunReader {
         max_protocol_version: Option<&str>,
         protocol_version: Option<&str>,
         record: bool,
-        max_frame_size: usize,
-        max_depth: usize,
+        #[pyo3(from_py_with = crate::args::max_frame_size)] max_frame_size: usize,
+        #[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize,
+        max_patch_bytes: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let max_depth = check_max_depth(max_depth)?;
+        let max_patch_bytes = crate::patch::max_patch_bytes(max_patch_bytes)?;
         let wire = match wire {
             "sse" => Wire::Sse,
             "protobuf" => Wire::Protobuf,
@@ -737,8 +792,8 @@ impl RunReader {
         };
         let replayer = if pipeline {
             let (era, protocol_version) = era_options(max_protocol_version, protocol_version)?;
-            let (messages, state) = start(py, messages, state, max_depth)?;
-            let options = ReplayOptions { verify, schema, era, protocol_version, max_depth, ..ReplayOptions::default() };
+            let (messages, state) = start(py, messages, state, max_depth, max_patch_bytes)?;
+            let options = ReplayOptions { verify, schema, era, protocol_version, max_depth, max_patch_bytes, ..ReplayOptions::default() };
             let mut r = core::Replayer::new(messages, state, options);
             r.record(record);
             Some(r)

@@ -3,11 +3,15 @@
 //! rules of JSON text ([`super::rules`]), for a value placed at nesting `base`. What the
 //! values are made of is the [`Factory`]'s business (the binding's: Python objects).
 //!
-//! Sink methods cannot fail: the first broken rule (or factory error) is recorded and
-//! reported by [`Builder::finish`]; the walk goes on, bounded by the walker's own depth
-//! guard.
+//! Sink methods cannot fail: the first broken rule (or factory error, or the budget
+//! spent) is recorded and reported by [`Builder::finish`]; the walk goes on, bounded by
+//! the walker's own depth guard, building nothing more.
+//!
+//! What it builds is charged to a [`Budget`] as it goes (each value [`VALUE_COST`], each
+//! member's key too, strings and keys also their length): a patch's values count against
+//! the patch's budget.
 
-use super::engine::Fail;
+use super::engine::{Budget, Fail, VALUE_COST};
 use super::rules::{container_rule, float_rule, int_rule};
 use super::invalid;
 use crate::sink::Sink;
@@ -50,11 +54,46 @@ pub struct Builder<F: Factory> {
     base: usize,
     max_depth: usize,
     error: Option<Fail<F::Error>>,
+    budget: Budget,
+    non_finite: bool,
 }
 
 impl<F: Factory> Builder<F> {
     pub fn new(factory: F, base: usize, max_depth: usize) -> Self {
-        Builder { factory, open: Vec::new(), root: None, base, max_depth, error: None }
+        Builder { factory, open: Vec::new(), root: None, base, max_depth, error: None, budget: Budget::new(usize::MAX), non_finite: false }
+    }
+
+    /// Charge what is built to `budget` (unlimited by default).
+    pub fn with_budget(mut self, budget: Budget) -> Self {
+        self.budget = budget;
+        self
+    }
+
+    /// Take non-finite doubles (a stream's `1e400`, read as infinity as JavaScript and
+    /// Python read it) instead of refusing them.
+    pub fn with_non_finite(mut self, allowed: bool) -> Self {
+        self.non_finite = allowed;
+        self
+    }
+
+    /// The budget with what was built charged.
+    pub fn budget(&self) -> Budget {
+        self.budget
+    }
+
+    /// Charge `n` bytes; false (the error recorded) when the budget is spent or a rule
+    /// was already broken: nothing more is built.
+    fn charge(&mut self, n: usize) -> bool {
+        if self.error.is_some() {
+            return false;
+        }
+        match self.budget.charge(n) {
+            Ok(()) => true,
+            Err(e) => {
+                self.fail(e.into());
+                false
+            }
+        }
     }
 
     /// Has a rule been broken (or the factory failed)?
@@ -110,59 +149,89 @@ impl<F: Factory> Builder<F> {
 
 impl<'a, F: Factory> Sink<'a> for Builder<F> {
     fn null(&mut self) {
-        let v = self.factory.null();
-        self.push(v)
+        if self.charge(VALUE_COST) {
+            let v = self.factory.null();
+            self.push(v)
+        }
     }
     fn bool(&mut self, v: bool) {
-        let v = self.factory.bool(v);
-        self.push(v)
+        if self.charge(VALUE_COST) {
+            let v = self.factory.bool(v);
+            self.push(v)
+        }
     }
     fn i64(&mut self, v: i64) {
-        let v = self.factory.int(v);
-        self.push(v)
+        if self.charge(VALUE_COST) {
+            let v = self.factory.int(v);
+            self.push(v)
+        }
     }
     fn big_int(&mut self, decimal: &str) {
         if let Err(e) = int_rule(decimal) {
             self.fail(e.into());
         }
-        let v = self.factory.big_int(decimal);
-        self.pushed(v)
-    }
-    fn f64(&mut self, v: f64) {
-        if let Err(e) = float_rule(v) {
-            self.fail(e.into());
-        }
-        let v = self.factory.float(v);
-        self.push(v)
-    }
-    fn str(&mut self, s: &str) {
-        let v = self.factory.str(s);
-        self.pushed(v)
-    }
-    fn begin_array(&mut self) {
-        self.begin(Open::Array(Vec::new()))
-    }
-    fn end_array(&mut self) {
-        if let Some(Open::Array(items)) = self.open.pop() {
-            let v = self.factory.array(items);
+        if self.charge(VALUE_COST.saturating_add(decimal.len())) {
+            let v = self.factory.big_int(decimal);
             self.pushed(v)
         }
     }
+    fn f64(&mut self, v: f64) {
+        if let (false, Err(e)) = (self.non_finite, float_rule(v)) {
+            self.fail(e.into());
+        }
+        if self.charge(VALUE_COST) {
+            let v = self.factory.float(v);
+            self.push(v)
+        }
+    }
+    fn str(&mut self, s: &str) {
+        if self.charge(VALUE_COST.saturating_add(s.len())) {
+            let v = self.factory.str(s);
+            self.pushed(v)
+        }
+    }
+    fn begin_array(&mut self) {
+        if self.charge(VALUE_COST) {
+            self.begin(Open::Array(Vec::new()))
+        } else {
+            self.open.push(Open::Array(Vec::new())) // (keeps the walk's nesting; builds nothing)
+        }
+    }
+    fn end_array(&mut self) {
+        if let Some(Open::Array(items)) = self.open.pop() {
+            if self.error.is_none() {
+                let v = self.factory.array(items);
+                self.pushed(v)
+            }
+        }
+    }
     fn begin_object(&mut self) {
-        let o = self.factory.object();
-        self.begin(Open::Object(o, None))
+        if self.charge(VALUE_COST) {
+            let o = self.factory.object();
+            self.begin(Open::Object(o, None))
+        } else {
+            self.open.push(Open::Array(Vec::new()))
+        }
     }
     fn key(&mut self, k: &str) {
-        let k = self.factory.key(k);
-        if let Some(Open::Object(_, key)) = self.open.last_mut() {
-            *key = Some(k);
+        if self.charge(VALUE_COST.saturating_add(k.len())) {
+            let k = self.factory.key(k);
+            if let Some(Open::Object(_, key)) = self.open.last_mut() {
+                *key = Some(k);
+            }
         }
     }
     fn end_object(&mut self, _distinct_keys: bool) {
-        if let Some(Open::Object(o, _)) = self.open.pop() {
-            let v = self.factory.object_value(o);
-            self.push(v)
+        match self.open.pop() {
+            Some(Open::Object(o, _)) if self.error.is_none() => {
+                let v = self.factory.object_value(o);
+                self.push(v)
+            }
+            _ => {}
         }
+    }
+    fn full(&self) -> bool {
+        self.error.is_some()
     }
     fn object_mark(&self) -> usize {
         match self.open.last() {
@@ -171,6 +240,9 @@ impl<'a, F: Factory> Sink<'a> for Builder<F> {
         }
     }
     fn rewind_object(&mut self, mark: usize) {
+        if self.error.is_some() {
+            return;
+        }
         let Some(Open::Object(o, _)) = self.open.last_mut() else { return };
         if let Err(e) = self.factory.truncate(o, mark) {
             self.fail(Fail::Doc(e));
@@ -268,6 +340,22 @@ mod tests {
         assert!(reason(b.finish()).contains("is not a JSON number"));
         let b = Builder::new(Json, 0, 3);
         assert_eq!(reason(b.finish()), "incomplete value");
+    }
+
+    #[test]
+    fn charges_what_it_builds_and_stops_at_the_budget() {
+        let v = json!({"ab": ["xyz", 1, null], "c": {}});
+        let mut b = Builder::new(Json, 0, 8).with_budget(Budget::new(1 << 20));
+        json_value(&v, &mut b);
+        // object, two keys (2 + 1 bytes), array, "xyz", 1, null, {}
+        assert_eq!(b.budget().used(), 8 * VALUE_COST + 3 + 3);
+        assert_eq!(b.finish().unwrap(), v);
+        for max in [0, VALUE_COST, 3 * VALUE_COST, 8 * VALUE_COST + 5] {
+            let mut b = Builder::new(Json, 0, 8).with_budget(Budget::new(max));
+            json_value(&v, &mut b);
+            assert!(b.failed());
+            assert!(reason(b.finish()).contains("exceed the limit"), "{max}");
+        }
     }
 
     #[test]

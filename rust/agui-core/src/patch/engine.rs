@@ -42,6 +42,94 @@ impl<E> Fail<E> {
 
 pub type R<T, E> = Result<T, Fail<E>>;
 
+/// What one value counts in a [`Budget`], besides the bytes of a string it copies: about
+/// what a JSON value (or a container's slot and object) takes in memory.
+pub const VALUE_COST: usize = 32;
+
+/// The memory a patch application may still build, counted as it is built (a copy, a
+/// value deep-copied or built from a patch): each value and each object member counts
+/// [`VALUE_COST`], a string it copies also its length. Charging past the limit fails the
+/// patch ([`ErrorKind::Limit`]); nothing was built beyond the budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    left: usize,
+    max: usize,
+}
+
+impl Budget {
+    pub fn new(max: usize) -> Self {
+        Budget { left: max, max }
+    }
+    /// What has been charged so far.
+    pub fn used(&self) -> usize {
+        self.max - self.left
+    }
+    /// What may still be charged.
+    pub fn left(&self) -> usize {
+        self.left
+    }
+    pub fn max(&self) -> usize {
+        self.max
+    }
+    /// Count `n` bytes.
+    #[inline]
+    pub fn charge(&mut self, n: usize) -> Result<(), PatchError> {
+        match self.left.checked_sub(n) {
+            Some(left) => {
+                self.left = left;
+                Ok(())
+            }
+            None => {
+                self.left = 0;
+                Err(over_budget(self.max))
+            }
+        }
+    }
+    /// Count one value (a container, a member's slot, a scalar).
+    #[inline]
+    pub fn value(&mut self) -> Result<(), PatchError> {
+        self.charge(VALUE_COST)
+    }
+    /// Count one string copied (a value, or an object member's key).
+    #[inline]
+    pub fn string(&mut self, len: usize) -> Result<(), PatchError> {
+        self.charge(VALUE_COST.saturating_add(len))
+    }
+}
+
+/// The error of a patch that would build more than `max` bytes.
+pub fn over_budget(max: usize) -> PatchError {
+    PatchError::new(ErrorKind::Limit, format!("the values one patch builds exceed the limit of {max} bytes (max_patch_bytes)"))
+}
+
+/// Count a value about to be built from `v` (copied, or moved into the document) and
+/// check that, placed `depth_left` levels above the limit, it does not nest too deep, in
+/// one walk that stops at the first broken limit (so a copy never starts beyond it).
+/// `bytes(node)`: the bytes of the strings a node itself holds that the document would
+/// copy (a string's text, an object's keys; 0 for a document that shares strings).
+pub fn charge_value<N: Node>(v: &N, depth_left: usize, max_depth: usize, budget: &mut Budget, bytes: &impl Fn(&N) -> usize) -> R<(), N::Error> {
+    match v.kind() {
+        Kind::Array | Kind::Object if depth_left == 0 => Err(too_deep(max_depth).into()),
+        Kind::Array => {
+            budget.value()?;
+            for i in 0..v.len() {
+                charge_value(&v.element(i)?, depth_left - 1, max_depth, budget, bytes)?;
+            }
+            Ok(())
+        }
+        Kind::Object => {
+            // The object, its keys, and a slot for each member.
+            budget.charge(VALUE_COST.saturating_add(bytes(v)).saturating_add(v.len().saturating_mul(VALUE_COST)))?;
+            v.members_in(v, &mut |x, _| {
+                charge_value(x, depth_left - 1, max_depth, budget, bytes)?;
+                Ok(true)
+            })?;
+            Ok(())
+        }
+        _ => Ok(budget.charge(VALUE_COST.saturating_add(bytes(v)))?),
+    }
+}
+
 /// One reference token of a pointer, in the form a document looks members up with.
 pub trait Token {
     type Key: ?Sized;
@@ -188,12 +276,14 @@ pub trait Document {
     fn needs_undo(&self) -> bool;
     /// The value of `add`/`replace` operation `i`, owned by the document (moved or
     /// deep-copied), to be placed at nesting depth `depth`: deeper than
-    /// `opts.max_depth` in total is an error.
-    fn op_value(&mut self, i: usize, op: &Self::Op, depth: usize, opts: &Options) -> R<Self::Value, Self::Error>;
+    /// `opts.max_depth` in total is an error. What it builds (or moves in) is charged to
+    /// `budget` as it goes.
+    fn op_value(&mut self, i: usize, op: &Self::Op, depth: usize, opts: &Options, budget: &mut Budget) -> R<Self::Value, Self::Error>;
     /// The value of a `test` operation.
     fn op_node(op: &Self::Op) -> Option<Self::Node<'_>>;
-    /// A deep copy of the value at `from`, to be placed at depth `depth` (`copy`).
-    fn copy_of(&mut self, from: &[Self::Token], depth: usize, opts: &Options) -> R<Self::Value, Self::Error>;
+    /// A deep copy of the value at `from`, to be placed at depth `depth` (`copy`), charged
+    /// to `budget` as it is built.
+    fn copy_of(&mut self, from: &[Self::Token], depth: usize, opts: &Options, budget: &mut Budget) -> R<Self::Value, Self::Error>;
     /// Check that a moved value fits at depth `depth`.
     fn check_depth(&self, v: &Self::Value, depth: usize, opts: &Options) -> R<(), Self::Error>;
     /// Called once after a rollback (e.g. to restore member order in one pass).
@@ -313,6 +403,12 @@ pub struct Patcher<D: Document> {
     /// operation fails before mutating anything, or succeeds).
     on: bool,
     opts: Options,
+    /// What the current patch may still build (`opts.max_bytes` at each patch's start).
+    budget: Budget,
+    /// What `copy` operations may still copy, over every patch this patcher applies
+    /// ([`Patcher::with_copy_allowance`]; unlimited by default), and what it was at first.
+    copies: usize,
+    copies_max: usize,
 }
 
 fn banned(tokens: &[impl Token]) -> bool {
@@ -329,7 +425,9 @@ fn scalar_err<C: Cursor, T: Token>(last: &T, c: &C) -> Fail<C::Error> {
 
 fn from_err<E>(f: Fail<E>) -> Fail<E> {
     f.map_patch(|mut e| {
-        e.reason = format!("from: {}", e.reason);
+        if e.kind != ErrorKind::Limit {
+            e.reason = format!("from: {}", e.reason);
+        }
         e
     })
 }
@@ -364,11 +462,46 @@ fn strict_locations<D: Document>(doc: &D, kind: OpKind, path: &[D::Token], from:
 
 impl<D: Document> Patcher<D> {
     pub fn new(opts: Options) -> Self {
-        Patcher { log: Vec::new(), on: false, opts }
+        Patcher { log: Vec::new(), on: false, opts, budget: Budget::new(opts.max_bytes), copies: usize::MAX, copies_max: usize::MAX }
+    }
+
+    /// Bound what `copy` operations copy in all the patches this patcher applies (a
+    /// replay's patches: a budget per patch alone lets a log of many small patches that
+    /// each copy the document grow it without end): `bytes` left of an allowance of `of`.
+    /// Past it a patch fails as it does past its own budget.
+    pub fn with_copy_allowance(mut self, bytes: usize, of: usize) -> Self {
+        self.copies = bytes;
+        self.copies_max = of;
+        self
+    }
+
+    /// What `copy` operations may still copy ([`Patcher::with_copy_allowance`]).
+    pub fn copy_allowance(&self) -> usize {
+        self.copies
     }
 
     pub fn options(&self) -> &Options {
         &self.opts
+    }
+
+    /// A copy of the value at `from`, within the patch's budget and the copy allowance.
+    fn copy(&mut self, doc: &mut D, from: &[D::Token], depth: usize) -> R<D::Value, D::Error> {
+        let allowance_binds = self.copies < self.budget.left();
+        let mut sub = Budget::new(self.budget.left().min(self.copies));
+        let v = doc.copy_of(from, depth, &self.opts, &mut sub);
+        let used = sub.used();
+        self.copies = self.copies.saturating_sub(used);
+        self.budget.charge(used.min(self.budget.left()))?;
+        v.map_err(|f| {
+            f.map_patch(|e| match e.kind {
+                ErrorKind::Limit if allowance_binds => PatchError::new(
+                    ErrorKind::Limit,
+                    format!("the values copied by all the patches exceed the limit of {} bytes (max_patch_bytes)", self.copies_max),
+                ),
+                ErrorKind::Limit => over_budget(self.opts.max_bytes),
+                _ => e,
+            })
+        })
     }
 
     /// Apply `ops[i]` (reported as operation `index`); `last` when no operation follows.
@@ -410,11 +543,11 @@ impl<D: Document> Patcher<D> {
         }
         match op.kind() {
             OpKind::Add => {
-                let v = doc.op_value(i, op, path.len(), &opts)?;
+                let v = doc.op_value(i, op, path.len(), &opts, &mut self.budget)?;
                 self.add(doc, path, at, &mut Some(v), false)
             }
             OpKind::Replace => {
-                let v = doc.op_value(i, op, path.len(), &opts)?;
+                let v = doc.op_value(i, op, path.len(), &opts, &mut self.budget)?;
                 self.replace(doc, path, at, v)
             }
             OpKind::Remove => {
@@ -436,9 +569,13 @@ impl<D: Document> Patcher<D> {
                     return Err(invalid("cannot move a value into one of its own children").into());
                 }
                 let v = self.remove(doc, from, At { op: i, from: true }).map_err(from_err)?;
-                if let Err(e) = doc.check_depth(&v, path.len(), &opts) {
-                    self.keep_removed(v);
-                    return Err(e);
+                // A value moved no deeper than it was fits (the document is within the
+                // limit): only a move down walks it.
+                if path.len() > from.len() {
+                    if let Err(e) = doc.check_depth(&v, path.len(), &opts) {
+                        self.keep_removed(v);
+                        return Err(e);
+                    }
                 }
                 let mut slot = Some(v);
                 let res = self.add(doc, path, at, &mut slot, opts.dialect == Dialect::FastJsonPatch);
@@ -448,7 +585,7 @@ impl<D: Document> Patcher<D> {
                 res
             }
             OpKind::Copy => {
-                let v = doc.copy_of(from, path.len(), &opts).map_err(from_err)?;
+                let v = self.copy(doc, from, path.len()).map_err(from_err)?;
                 self.add(doc, path, at, &mut Some(v), opts.dialect == Dialect::FastJsonPatch)
             }
             OpKind::Test => {
@@ -626,6 +763,7 @@ impl<D: Document> Patcher<D> {
             }
         }
         doc.finish_rollback();
+        self.budget = Budget::new(opts.max_bytes);
     }
 }
 
@@ -661,6 +799,7 @@ impl<D: Document> Patcher<D> {
     /// log, so the patcher is ready for the next patch.
     pub fn commit(&mut self, doc: &mut D) {
         self.log.clear();
+        self.budget = Budget::new(self.opts.max_bytes);
         doc.finish_patch();
     }
 }

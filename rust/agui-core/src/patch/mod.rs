@@ -66,7 +66,7 @@ use serde_json::{Map, Value};
 use std::fmt;
 use std::sync::Arc;
 
-use crate::limits::DEFAULT_MAX_DEPTH;
+use crate::limits::{DEFAULT_MAX_DEPTH, DEFAULT_MAX_PATCH_BYTES};
 pub use value::number_eq;
 
 /// Which rules the engine follows.
@@ -85,11 +85,22 @@ pub struct Options {
     pub dialect: Dialect,
     /// Maximum nesting of the document and of the values walked (a scalar is depth 0).
     pub max_depth: usize,
+    /// Most memory one patch application may build: the values it adds and copies, counted
+    /// as they are built ([`engine::Budget`]); past it the patch fails
+    /// ([`ErrorKind::Limit`]) and the document is unchanged.
+    pub max_bytes: usize,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { dialect: Dialect::Rfc6902, max_depth: DEFAULT_MAX_DEPTH }
+        Options { dialect: Dialect::Rfc6902, max_depth: DEFAULT_MAX_DEPTH, max_bytes: DEFAULT_MAX_PATCH_BYTES }
+    }
+}
+
+impl Options {
+    /// The reference client's options (fast-json-patch) with these limits.
+    pub fn fast_json_patch(max_depth: usize, max_bytes: usize) -> Self {
+        Options { dialect: Dialect::FastJsonPatch, max_depth, max_bytes }
     }
 }
 
@@ -107,6 +118,9 @@ pub enum ErrorKind {
     Pointer,
     /// A `test` operation did not match (`JsonPatchTestFailed`).
     TestFailed,
+    /// The patch would build more than its memory budget (`JsonPatchLimitError`, also a
+    /// `LimitError` and a `MemoryError`).
+    Limit,
 }
 
 impl ErrorKind {
@@ -116,6 +130,7 @@ impl ErrorKind {
             ErrorKind::Invalid => "JsonPatchError",
             ErrorKind::Pointer => "JsonPointerError",
             ErrorKind::TestFailed => "JsonPatchTestFailed",
+            ErrorKind::Limit => "JsonPatchLimitError",
         }
     }
 }
@@ -461,6 +476,17 @@ pub struct Replayer<'d> {
 impl<'d> Replayer<'d> {
     pub fn new(doc: &'d mut Value, opts: &Options) -> Self {
         Replayer { doc: value::ValueDoc::new(doc, Some(Vec::new())), patcher: engine::Patcher::new(*opts) }
+    }
+
+    /// A replayer whose `copy` operations copy at most `copies` bytes in all, left of an
+    /// allowance of `of` ([`engine::Patcher::with_copy_allowance`]).
+    pub fn with_copy_allowance(doc: &'d mut Value, opts: &Options, copies: usize, of: usize) -> Self {
+        Replayer { doc: value::ValueDoc::new(doc, Some(Vec::new())), patcher: engine::Patcher::new(*opts).with_copy_allowance(copies, of) }
+    }
+
+    /// What copies may still copy ([`engine::Patcher::copy_allowance`]).
+    pub fn copy_allowance(&self) -> usize {
+        self.patcher.copy_allowance()
     }
 
     /// Apply one patch, moving the `add`/`replace` values out of `ops`.

@@ -5,7 +5,7 @@ use std::convert::Infallible;
 
 use serde_json::{Number, Value};
 
-use super::engine::{self, At, Cursor, Document, Fail, Kind, MemberEq, Node, PatchOp, Shape, R};
+use super::engine::{self, At, Budget, Cursor, Document, Fail, Kind, MemberEq, Node, PatchOp, Shape, R};
 use super::{existing_index, missing_member_reason, ptr_err, scalar_step_reason, too_deep, type_name, Dialect, Operation, Options};
 
 impl Node for &Value {
@@ -187,6 +187,22 @@ pub(super) fn check_depth(v: &Value, depth: usize, opts: &Options) -> Result<(),
     }
 }
 
+/// Charge `v`, placed at depth `depth`, to `budget` (strings and keys by their length: a
+/// `Value` copies them), checking its nesting in the same walk.
+fn charged(v: &Value, depth: usize, opts: &Options, budget: &mut Budget) -> Result<(), super::PatchError> {
+    let left = opts.max_depth.checked_sub(depth).ok_or_else(|| too_deep(opts.max_depth))?;
+    let bytes = |v: &&Value| match v {
+        Value::String(s) => s.len(),
+        Value::Object(m) => m.keys().map(String::len).sum(),
+        _ => 0,
+    };
+    match engine::charge_value(&v, left, opts.max_depth, budget, &bytes) {
+        Ok(()) => Ok(()),
+        Err(Fail::Patch(e)) => Err(e),
+        Err(Fail::Doc(never)) => match never {},
+    }
+}
+
 /// Entries `shift_remove` may move in one patch before removes switch to `swap_remove`
 /// with an order record: small patches keep the exact, cheapest path; a patch with many
 /// removes on a large object stays linear (tests/test_props_linear.py).
@@ -361,18 +377,21 @@ impl<'d> Document for ValueDoc<'d> {
     fn needs_undo(&self) -> bool {
         true
     }
-    fn op_value(&mut self, i: usize, op: &Operation, depth: usize, opts: &Options) -> R<Value, Infallible> {
+    fn op_value(&mut self, i: usize, op: &Operation, depth: usize, opts: &Options, budget: &mut Budget) -> R<Value, Infallible> {
         let v = match &mut self.values {
-            Some(values) => std::mem::take(&mut values[i]),
-            None => op.value.clone(),
+            Some(values) => &mut values[i],
+            None => {
+                charged(&op.value, depth, opts, budget)?;
+                return Ok(op.value.clone());
+            }
         };
-        check_depth(&v, depth, opts)?;
-        Ok(v)
+        charged(v, depth, opts, budget)?;
+        Ok(std::mem::take(v))
     }
     fn op_node(op: &Operation) -> Option<&Value> {
         Some(&op.value)
     }
-    fn copy_of(&mut self, from: &[String], depth: usize, opts: &Options) -> R<Value, Infallible> {
+    fn copy_of(&mut self, from: &[String], depth: usize, opts: &Options, budget: &mut Budget) -> R<Value, Infallible> {
         if !self.order.active.is_empty() {
             // The copy reads member order: put the objects it holds in order first.
             let mut canon = Vec::with_capacity(from.len());
@@ -380,7 +399,7 @@ impl<'d> Document for ValueDoc<'d> {
             self.order.settle(base, &canon, false);
         }
         let v = engine::resolve(&*self.root, from, opts.dialect)?;
-        check_depth(v, depth, opts)?;
+        charged(v, depth, opts, budget)?;
         Ok(v.clone())
     }
     fn check_depth(&self, v: &Value, depth: usize, opts: &Options) -> R<(), Infallible> {

@@ -7,7 +7,7 @@
 
 use super::event::EventType;
 use super::js::{self, strict_eq};
-use super::{patch_json, patch_ops, Stage, StreamError};
+use super::{patch_json, patch_ops, PatchLimits, Stage, StreamError};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -193,8 +193,9 @@ pub trait State: std::fmt::Debug {
         self.set(&snapshot)
     }
     /// `STATE_DELTA`: apply `ops` atomically in the fast-json-patch dialect, as the
-    /// reference does (on error the state is unchanged).
-    fn patch(&mut self, ops: Vec<crate::patch::Operation>, max_depth: usize) -> Result<(), crate::patch::PatchError>;
+    /// reference does (on error the state is unchanged), within `limits` (spending its
+    /// copy allowance).
+    fn patch(&mut self, ops: Vec<crate::patch::Operation>, limits: &mut PatchLimits) -> Result<(), crate::patch::PatchError>;
 }
 
 impl State for Value {
@@ -206,8 +207,8 @@ impl State for Value {
         *self = snapshot;
         Ok(())
     }
-    fn patch(&mut self, ops: Vec<crate::patch::Operation>, max_depth: usize) -> Result<(), crate::patch::PatchError> {
-        patch_ops(self, ops, max_depth)
+    fn patch(&mut self, ops: Vec<crate::patch::Operation>, limits: &mut PatchLimits) -> Result<(), crate::patch::PatchError> {
+        patch_ops(self, ops, limits)
     }
 }
 
@@ -218,8 +219,8 @@ pub struct EventApplier<S = Value> {
     state: S,
     pending_interrupts: Vec<Value>,
     index: usize,
-    /// Depth limit of the values patches build (`limits::DEFAULT_MAX_DEPTH`).
-    max_depth: usize,
+    /// The limits of state and activity patches (depth, memory, the copy allowance).
+    limits: PatchLimits,
     /// Where the last plain delta went ([`apply_delta`](Self::apply_delta)): a token
     /// stream sends hundreds in a row to one message, which then skip the id lookup and
     /// the role check. Any other event clears it (only plain deltas leave the messages'
@@ -252,14 +253,21 @@ impl<S: State> EventApplier<S> {
             state,
             pending_interrupts: Vec::new(),
             index: 0,
-            max_depth: crate::limits::DEFAULT_MAX_DEPTH,
+            limits: PatchLimits::default(),
             last: None,
         }
     }
 
     /// The depth limit of state and activity patches (the one the events were parsed with).
     pub fn with_max_depth(mut self, max_depth: usize) -> Self {
-        self.max_depth = max_depth;
+        self.limits.max_depth = max_depth;
+        self
+    }
+
+    /// The most one state or activity patch may build, and what the copies of all of them
+    /// may copy together (`limits::DEFAULT_MAX_PATCH_BYTES`).
+    pub fn with_max_patch_bytes(mut self, max_bytes: usize) -> Self {
+        self.limits = PatchLimits { max_bytes, copies: max_bytes, ..self.limits };
         self
     }
     pub fn messages(&self) -> &[Value] {
@@ -322,8 +330,8 @@ impl<S: State> EventApplier<S> {
     /// its own form): `apply` returns true when it applied the delta, false when it left
     /// the state unchanged and the event to [`apply`](Self::apply) (which then warns as
     /// the reference does). `None`: not applied.
-    pub fn apply_state_with(&mut self, apply: impl FnOnce(&mut S) -> bool) -> Option<Change> {
-        if !apply(&mut self.state) {
+    pub fn apply_state_with(&mut self, apply: impl FnOnce(&mut S, &mut PatchLimits) -> bool) -> Option<Change> {
+        if !apply(&mut self.state, &mut self.limits) {
             return None;
         }
         self.index += 1;
@@ -346,7 +354,7 @@ impl<S: State> EventApplier<S> {
 
     /// A failing patch leaves the state as it was and warns, as the reference does.
     fn state_patch(&mut self, ops: Result<Vec<crate::patch::Operation>, crate::patch::PatchError>) -> Change {
-        match ops.and_then(|ops| self.state.patch(ops, self.max_depth)) {
+        match ops.and_then(|ops| self.state.patch(ops, &mut self.limits)) {
             Ok(()) => Change { state: true, ..Change::default() },
             Err(e) => Change::warn(format!("Failed to apply state patch: {e}")),
         }
@@ -855,18 +863,27 @@ impl<S: State> EventApplier<S> {
         }
         let m = obj(&mut self.messages.list[i]).expect("activity messages are objects");
         let metadata_changed = apply_metadata(m, event);
-        let mut content = match m.get("content") {
-            None | Some(Value::Null) => Value::Object(Map::new()),
-            Some(c) => c.clone(),
-        };
-        let empty = Value::Array(Vec::new());
         let patch = match event.get("patch") {
-            None | Some(Value::Null) => &empty,
-            Some(p) => p,
+            None | Some(Value::Null) => Value::Array(Vec::new()),
+            Some(p) => p.clone(),
         };
-        match patch_json(&mut content, patch.clone(), self.max_depth) {
+        // The content is patched where it is, not copied (a failed patch leaves it as it
+        // was); a missing or null content is patched as `{}`, kept if the patch applies.
+        let had = m.get("content").map(Value::is_null); // None: missing, Some(true): null
+        if had != Some(false) {
+            m.insert("content".into(), Value::Object(Map::new()));
+        }
+        let content = m.get_mut("content").expect("content set above");
+        let r = patch_json(content, patch, &mut self.limits);
+        if r.is_err() {
+            match had {
+                None => drop(m.shift_remove("content")),
+                Some(true) => drop(m.insert("content".into(), Value::Null)),
+                Some(false) => {}
+            }
+        }
+        match r {
             Ok(()) => {
-                m.insert("content".into(), content);
                 set_or_remove(m, "activityType", event.get("activityType"));
                 Change::messages(Some(i))
             }

@@ -4,7 +4,7 @@
 
 use super::event::EventType;
 use super::js;
-use super::patch_json;
+use super::{patch_json, PatchLimits};
 use serde_json::{Map, Value};
 use std::collections::{BTreeSet, HashMap};
 
@@ -132,7 +132,7 @@ fn flush(p: Pending, content_type: &str, id_field: &str, end: Option<Value>, out
     out.extend(p.other);
 }
 
-fn flush_state(window: Vec<Value>, out: &mut Vec<Value>, warnings: &mut Vec<String>, max_depth: usize) {
+fn flush_state(window: Vec<Value>, out: &mut Vec<Value>, warnings: &mut Vec<String>, limits: &mut PatchLimits) {
     let Some(last) = window.iter().rposition(|e| EventType::of(e) == EventType::StateSnapshot) else {
         out.extend(window);
         return;
@@ -144,7 +144,7 @@ fn flush_state(window: Vec<Value>, out: &mut Vec<Value>, warnings: &mut Vec<Stri
             state = e.get("snapshot").cloned();
         } else {
             let res = match &mut state {
-                Some(s) => patch_json(s, e.get("delta").cloned().unwrap_or(Value::Null), max_depth).map_err(|e| e.to_string()),
+                Some(s) => patch_json(s, e.get("delta").cloned().unwrap_or(Value::Null), limits).map_err(|e| e.to_string()),
                 None => Err("the state is undefined".to_string()),
             };
             if let Err(err) = res {
@@ -174,6 +174,12 @@ pub fn compact_events(events: impl IntoIterator<Item = Value>) -> (Vec<Value>, V
 
 /// [`compact_events`] with the depth limit of the merged state patches.
 pub fn compact_events_limited(events: impl IntoIterator<Item = Value>, max_depth: usize) -> (Vec<Value>, Vec<String>) {
+    compact_events_within(events, PatchLimits::new(max_depth, crate::limits::DEFAULT_MAX_PATCH_BYTES))
+}
+
+/// [`compact_events`] within these limits of the merged state patches (the copy allowance
+/// is the whole compaction's).
+pub fn compact_events_within(events: impl IntoIterator<Item = Value>, mut limits: PatchLimits) -> (Vec<Value>, Vec<String>) {
     use EventType as E;
     let mut out = Vec::new();
     let mut warnings = Vec::new();
@@ -203,7 +209,7 @@ pub fn compact_events_limited(events: impl IntoIterator<Item = Value>, max_depth
                 flush(p, "TOOL_CALL_ARGS", "toolCallId", Some(event), &mut out);
             }
             E::RunStarted | E::RunFinished | E::RunError => {
-                flush_state(std::mem::take(&mut window), &mut out, &mut warnings, max_depth);
+                flush_state(std::mem::take(&mut window), &mut out, &mut warnings, &mut limits);
                 out.push(event);
             }
             E::StateSnapshot | E::StateDelta => window.push(event),
@@ -224,6 +230,6 @@ pub fn compact_events_limited(events: impl IntoIterator<Item = Value>, max_depth
     for p in tools.drain() {
         flush(p, "TOOL_CALL_ARGS", "toolCallId", None, &mut out);
     }
-    flush_state(window, &mut out, &mut warnings, max_depth);
+    flush_state(window, &mut out, &mut warnings, &mut limits);
     (out, warnings)
 }

@@ -103,6 +103,9 @@ pub fn parse_event_limited(payload: &[u8], max_depth: usize) -> Result<Value, St
     if !v.is_object() {
         return Err(StreamError::new(Stage::Decode, "an event must be a JSON object"));
     }
+    if payload.len() > crate::patch::MAX_INT_DIGITS {
+        super::js::check_int_digits(&v).map_err(|e| StreamError::new(Stage::Decode, e))?;
+    }
     Ok(v)
 }
 
@@ -165,7 +168,10 @@ impl<'de> serde::Deserialize<'de> for Delta<'de> {
 impl<'a> Delta<'a> {
     /// Read a payload as a plain delta event, or `None` (then it takes the general path).
     pub fn parse(payload: &'a [u8]) -> Option<Delta<'a>> {
-        Self::scan(payload).or_else(|| serde_json::from_slice(payload).ok())
+        let d = Self::scan(payload).or_else(|| serde_json::from_slice(payload).ok())?;
+        // (the characters of the kept range are read by the general parse alone)
+        let kept = super::js::holds_kept_range(&d.delta) || d.id.as_deref().is_some_and(super::js::holds_kept_range);
+        (!kept).then_some(d)
     }
 
     /// A delta event in the compact form ([`scan_flat`], escapes included), members in any order, read
@@ -629,7 +635,9 @@ pub fn plain_state_delta(payload: &[u8], max_depth: usize, pointers: &mut crate:
             ops.filter(|_| is_delta).ok_or_else(|| A::Error::custom("not a plain STATE_DELTA"))
         }
     }
-    if crate::limits::exceeds_depth(payload, max_depth) {
+    // (the characters of the kept range, and integers too long for Python, are read by
+    // the general parse alone)
+    if crate::limits::exceeds_depth(payload, max_depth) || super::js::may_hold_kept_range(payload) || payload.len() > crate::patch::MAX_INT_DIGITS {
         return None;
     }
     let mut de = serde_json::Deserializer::from_slice(payload);
@@ -723,7 +731,9 @@ mod tests {
                             assert_eq!(scan, serde(p.as_bytes()), "{p}");
                         }
                         let parsed = Delta::parse(p.as_bytes()).map(|d| (d.kind, d.id.map(|s| s.into_owned()), d.delta.into_owned()));
-                        assert_eq!(parsed, serde(p.as_bytes()), "{p}");
+                        // (a character of the kept range is left to the general parse)
+                        let want = serde(p.as_bytes()).filter(|(_, _, d)| !crate::stream::js::holds_kept_range(d));
+                        assert_eq!(parsed, want, "{p}");
                     }
                 }
             }

@@ -168,9 +168,40 @@ pub fn show(v: Option<&Value>) -> String {
 // `"\ud83d"` then `"\ude00"`, and the reference's concatenation rejoins them. A Rust
 // `String` cannot hold a lone surrogate, so while parsing events each one is kept as a
 // code point of the last private-use plane, U+10F800 + (surrogate - 0xD800), and
-// [`append`] joins a kept high half with a kept low half into the real character.
+// [`append`] joins a kept high half with a kept low half into the real character. The
+// characters of that range themselves (U+10F800..U+10FFFF, rare: the end of a private-use
+// plane) are kept as their two surrogates, each in its kept form, so that no two strings
+// of the input read alike (a kept high half then a kept low half is that character, as
+// in UTF-16).
 
 const KEPT_BASE: u32 = 0x10F800;
+
+/// Whether `cp` is in the range of the kept forms (kept itself as two of them).
+fn in_kept_range(cp: u32) -> bool {
+    cp >= KEPT_BASE
+}
+
+/// The real character a kept high half and a kept low half make together.
+fn pair(hi: u16, lo: u16) -> Option<char> {
+    if !(0xD800..0xDC00).contains(&hi) || !(0xDC00..0xE000).contains(&lo) {
+        return None;
+    }
+    char::from_u32(0x10000 + ((u32::from(hi) - 0xD800) << 10) + (u32::from(lo) - 0xDC00))
+}
+
+/// Whether this text may hold a character of the kept range, as written (`F4 8F A0..BF`)
+/// or escaped (a pair starting `\uDBFE` / `\uDBFF`). Cheap: two SIMD searches.
+pub(crate) fn may_hold_kept_range(text: &[u8]) -> bool {
+    let literal = memchr::memchr_iter(0xF4, text).any(|i| text.get(i + 1) == Some(&0x8F) && text.get(i + 2).is_some_and(|b| (0xA0..=0xBF).contains(b)));
+    literal || memchr::memmem::find_iter(text, b"\\u").any(|i| crate::json::hex4(&text[i + 2..]).is_some_and(|u| (0xDBFE..=0xDBFF).contains(&u)))
+}
+
+/// Whether a decoded string holds a character of the kept range (which its reader must
+/// leave to [`parse_json_limited`], the one reader of that range).
+pub(crate) fn holds_kept_range(s: &str) -> bool {
+    let b = s.as_bytes();
+    memchr::memchr_iter(0xF4, b).any(|i| b.get(i + 1) == Some(&0x8F) && b.get(i + 2).is_some_and(|c| (0xA0..=0xBF).contains(c)))
+}
 
 /// The kept form of a lone surrogate, if `c` is one.
 pub fn kept_surrogate(c: char) -> Option<u16> {
@@ -182,12 +213,14 @@ pub fn kept_surrogate(c: char) -> Option<u16> {
 /// the start of `add`.
 pub fn append(s: &mut String, add: &str) {
     if let (Some(last), Some(first)) = (s.chars().next_back(), add.chars().next()) {
-        if let (Some(hi @ 0xD800..=0xDBFF), Some(lo @ 0xDC00..=0xDFFF)) = (kept_surrogate(last), kept_surrogate(first)) {
-            let cp = 0x10000 + ((u32::from(hi) - 0xD800) << 10) + (u32::from(lo) - 0xDC00);
-            s.pop();
-            s.push(char::from_u32(cp).expect("a surrogate pair is a scalar value"));
-            s.push_str(&add[first.len_utf8()..]);
-            return;
+        if let Some(c) = kept_surrogate(last).zip(kept_surrogate(first)).and_then(|(hi, lo)| pair(hi, lo)) {
+            // (a character of the kept range stays as its two kept halves)
+            if !in_kept_range(c.into()) {
+                s.pop();
+                s.push(c);
+                s.push_str(&add[first.len_utf8()..]);
+                return;
+            }
         }
     }
     s.push_str(add);
@@ -204,8 +237,12 @@ pub fn parse_json(text: &[u8]) -> Result<Value, String> {
 pub fn parse_json_limited(text: &[u8], max_depth: usize) -> Result<Value, String> {
     use crate::limits::{parse_value, ParseError};
     match parse_value(text, max_depth) {
-        Ok(v) => Ok(v),
-        Err(ParseError::Json(e)) if memchr::memmem::find(text, b"\\u").is_some() => match keep_lone_surrogates(text) {
+        Ok(v) if !may_hold_kept_range(text) => Ok(v),
+        Ok(v) => match keep_surrogates(text) {
+            Some(fixed) => parse_value(&fixed, max_depth).map_err(|e| e.to_string()),
+            None => Ok(v),
+        },
+        Err(ParseError::Json(e)) if memchr::memmem::find(text, b"\\u").is_some() => match keep_surrogates(text) {
             Some(fixed) => parse_value(&fixed, max_depth).map_err(|e| e.to_string()),
             None => Err(e.to_string()),
         },
@@ -213,8 +250,31 @@ pub fn parse_json_limited(text: &[u8], max_depth: usize) -> Result<Value, String
     }
 }
 
-fn keep_lone_surrogates(text: &[u8]) -> Option<Vec<u8>> {
-    crate::json::rewrite_lone_surrogates(text, |u, out| {
+/// Integers of at most [`crate::patch::MAX_INT_DIGITS`] digits: CPython's default limit of
+/// its conversions of `int` from and to decimal text, so that every value a stream holds
+/// can be handed to Python (and written back). The error names the limit.
+pub fn check_int_digits(v: &Value) -> Result<(), String> {
+    let mut todo = vec![v];
+    while let Some(v) = todo.pop() {
+        match v {
+            Value::Number(n) => {
+                let s = n.as_str();
+                if s.len() > crate::patch::MAX_INT_DIGITS && !s.contains(['.', 'e', 'E']) {
+                    crate::patch::int_rule(s).map_err(|e| e.reason)?;
+                }
+            }
+            Value::Array(a) => todo.extend(a),
+            Value::Object(m) => todo.extend(m.values()),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The text with its lone surrogate escapes and its characters of the kept range (as
+/// written or escaped) rewritten as the escaped pairs serde reads into their kept forms.
+fn keep_surrogates(text: &[u8]) -> Option<Vec<u8>> {
+    crate::json::rewrite_surrogates(text, in_kept_range, |u, out| {
         // The kept code point, as the escaped pair serde reads it into.
         let v = KEPT_BASE - 0x10000 + u32::from(u - 0xD800);
         let (hi, lo) = (0xD800 + (v >> 10), 0xDC00 + (v & 0x3FF));
@@ -256,14 +316,22 @@ fn surrogates_escaped(text: Vec<u8>) -> Vec<u8> {
 }
 
 /// `s` as generalized UTF-8 (WTF-8) with its kept surrogates restored as lone surrogates
-/// (three bytes each, as Python's `surrogatepass` codec reads them).
+/// (three bytes each, as Python's `surrogatepass` codec reads them), a kept high half
+/// followed by a kept low half as the one character they make.
 pub fn wtf8_with_surrogates(s: &str) -> Vec<u8> {
     let mut out = Vec::with_capacity(s.len());
-    for c in s.chars() {
-        match kept_surrogate(c) {
-            Some(u) => out.extend_from_slice(&[0xE0 | (u >> 12) as u8, 0x80 | ((u >> 6) & 0x3F) as u8, 0x80 | (u & 0x3F) as u8]),
-            None => out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes()),
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        let Some(u) = kept_surrogate(c) else {
+            out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+            continue;
+        };
+        if let Some(joined) = chars.peek().copied().and_then(kept_surrogate).and_then(|lo| pair(u, lo)) {
+            chars.next();
+            out.extend_from_slice(joined.encode_utf8(&mut [0; 4]).as_bytes());
+            continue;
         }
+        out.extend_from_slice(&[0xE0 | (u >> 12) as u8, 0x80 | ((u >> 6) & 0x3F) as u8, 0x80 | (u & 0x3F) as u8]);
     }
     out
 }
@@ -331,6 +399,29 @@ mod tests {
         let mut s = parts[1].to_string();
         append(&mut s, parts[0]);
         assert_eq!(s.chars().count(), 2);
+    }
+
+    /// The characters of the kept range are kept apart from the lone surrogates that
+    /// share their kept forms, written or escaped, as values and as keys.
+    #[test]
+    fn the_kept_range_reads_apart_from_lone_surrogates() {
+        let text = "[\"\\ud800\", \"\u{10F800}\", \"\\udbfe\\udc00\", {\"\\ud800\": 1, \"\u{10F800}\": 2}, \"a\u{10FFFF}b\"]";
+        let v = parse_json(text.as_bytes()).unwrap();
+        assert_ne!(v[0], v[1]);
+        assert_eq!(v[1], v[2], "the same JSON string, escaped or not");
+        assert_eq!(v[3].as_object().unwrap().len(), 2);
+        assert_eq!(json_text(&v), br#"["\ud800","\udbfe\udc00","\udbfe\udc00",{"\ud800":1,"\udbfe\udc00":2},"a\udbff\udfffb"]"#);
+        let Value::String(s) = &v[4] else { panic!() };
+        assert_eq!(wtf8_with_surrogates(s), "a\u{10FFFF}b".as_bytes());
+        let Value::String(s) = &v[0] else { panic!() };
+        assert_eq!(wtf8_with_surrogates(s), b"\xed\xa0\x80");
+        // appending the halves of one keeps the two halves
+        let (Value::String(a), Value::String(b)) = (parse_json(br#""\udbfe""#).unwrap(), parse_json(br#""\udc00""#).unwrap()) else { panic!() };
+        let mut joined = a.clone();
+        append(&mut joined, &b);
+        assert_eq!(Value::String(joined), v[1]);
+        // no character of the range: one parse
+        assert!(!may_hold_kept_range("[\"\\ud83d\\ude00\", \"\u{10F000}\"]".as_bytes()));
     }
 
     #[test]

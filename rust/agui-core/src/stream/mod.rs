@@ -17,7 +17,7 @@
 //! that merely continue an untagged stream, in their plain form) are read into a
 //! borrowed [`event::Delta`] instead and go through the verifier and the reducer as
 //! (kind, id, delta), by the same checks and appends as the general path: measured on a
-//! generated 100k-event log, that halves the per-event cost (`examples/stream_replay.rs`).
+//! generated 100k-event log, that halves the per-event cost (`python -m benches -k replay`).
 //!
 //! Limits: JSON text is parsed with the project's depth limit (`limits::parse_value`,
 //! default `limits::DEFAULT_MAX_DEPTH`, `ReplayOptions::max_depth` and the `*_limited`
@@ -35,13 +35,13 @@ pub mod verify;
 
 mod js;
 
-pub use js::{has_kept_surrogate, json_list, json_text, kept_surrogate, parse_json, parse_json_limited, wtf8_with_surrogates};
+pub use js::{check_int_digits, has_kept_surrogate, json_list, json_text, kept_surrogate, parse_json, parse_json_limited, wtf8_with_surrogates};
 
 use std::fmt;
 
 pub use apply::{Change, EventApplier, State};
 pub use chunks::{expand_chunks, ChunkExpander};
-pub use compact::{compact_events, compact_events_limited};
+pub use compact::{compact_events, compact_events_limited, compact_events_within};
 pub use event::{parse_event, parse_event_limited, EventType};
 pub use replay::{
     empty_state, pipelines, replay, replay_log, replay_log_files, replay_log_pipelined, replay_log_sized, replay_sse, replay_sse_many, Replay, ReplayOptions,
@@ -196,19 +196,55 @@ impl WarningKind {
     }
 }
 
+/// The limits of the patches one stream applies (state and activity deltas, the state
+/// of a compaction): nesting, what one patch may build, and what the `copy` operations of
+/// all of them may copy together (`copies`, what is left of `max_bytes`: a log of many
+/// small patches that each copy the state would otherwise grow it without end).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PatchLimits {
+    pub max_depth: usize,
+    pub max_bytes: usize,
+    pub copies: usize,
+}
+
+impl PatchLimits {
+    pub fn new(max_depth: usize, max_bytes: usize) -> Self {
+        PatchLimits { max_depth, max_bytes, copies: max_bytes }
+    }
+
+    /// The engine's options: the reference client's dialect (fast-json-patch) within these
+    /// limits; `max_depth` the depth its values may take.
+    pub fn options(&self, max_depth: usize) -> crate::patch::Options {
+        crate::patch::Options::fast_json_patch(max_depth, self.max_bytes)
+    }
+
+    /// A patcher of these limits (its copy allowance what is left of the stream's).
+    pub fn patcher<D: crate::patch::engine::Document>(&self, max_depth: usize) -> crate::patch::engine::Patcher<D> {
+        crate::patch::engine::Patcher::new(self.options(max_depth)).with_copy_allowance(self.copies, self.max_bytes)
+    }
+}
+
+impl Default for PatchLimits {
+    fn default() -> Self {
+        PatchLimits::new(crate::limits::DEFAULT_MAX_DEPTH, crate::limits::DEFAULT_MAX_PATCH_BYTES)
+    }
+}
+
 /// The one door from the stream stages to the JSON Patch engine (`STATE_DELTA`,
 /// `ACTIVITY_DELTA`, compaction): the patch module's fast-json-patch dialect, because the
-/// reference client applies deltas with fast-json-patch (`applyPatch(doc, patch, true, false)`).
-/// `max_depth`: the stage's depth limit (the one its events were parsed with).
+/// reference client applies deltas with fast-json-patch (`applyPatch(doc, patch, true, false)`),
+/// within the stream's [`PatchLimits`] (whose copy allowance it spends).
 /// The patch is given away: its values move into the document.
-pub(crate) fn patch_json(doc: &mut serde_json::Value, patch: serde_json::Value, max_depth: usize) -> Result<(), crate::patch::PatchError> {
-    patch_ops(doc, crate::patch::parse_patch_owned(patch)?, max_depth)
+pub(crate) fn patch_json(doc: &mut serde_json::Value, patch: serde_json::Value, limits: &mut PatchLimits) -> Result<(), crate::patch::PatchError> {
+    patch_ops(doc, crate::patch::parse_patch_owned(patch)?, limits)
 }
 
 /// [`patch_json`] of operations already read.
-pub(crate) fn patch_ops(doc: &mut serde_json::Value, ops: Vec<crate::patch::Operation>, max_depth: usize) -> Result<(), crate::patch::PatchError> {
-    let options = crate::patch::Options { dialect: crate::patch::Dialect::FastJsonPatch, max_depth };
-    crate::patch::apply_patch_owned(doc, ops, &options)
+pub(crate) fn patch_ops(doc: &mut serde_json::Value, ops: Vec<crate::patch::Operation>, limits: &mut PatchLimits) -> Result<(), crate::patch::PatchError> {
+    let mut r = crate::patch::Replayer::with_copy_allowance(doc, &limits.options(limits.max_depth), limits.copies, limits.max_bytes);
+    let out = r.apply_owned(ops);
+    limits.copies = r.copy_allowance();
+    out
 }
 
 #[cfg(test)]

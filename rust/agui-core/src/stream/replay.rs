@@ -35,6 +35,10 @@ pub struct ReplayOptions {
     /// Deepest nesting of an event's JSON (the event object included) and of the values
     /// its patches build (`limits::DEFAULT_MAX_DEPTH`).
     pub max_depth: usize,
+    /// The most memory one state or activity patch may build, and what the `copy`
+    /// operations of all of them may copy together (`limits::DEFAULT_MAX_PATCH_BYTES`):
+    /// past it a patch fails (a warning, the state unchanged).
+    pub max_patch_bytes: usize,
 }
 
 impl Default for ReplayOptions {
@@ -47,6 +51,7 @@ impl Default for ReplayOptions {
             verify: false,
             protocol_version: None,
             max_depth: crate::limits::DEFAULT_MAX_DEPTH,
+            max_patch_bytes: crate::limits::DEFAULT_MAX_PATCH_BYTES,
         }
     }
 }
@@ -138,7 +143,7 @@ impl<S: State> Replayer<S> {
             expander: options.expand.then(ChunkExpander::new),
             verifier: options.verify.then(EventVerifier::new),
             protocol_version: options.protocol_version,
-            applier: EventApplier::new(messages, state).with_max_depth(options.max_depth),
+            applier: EventApplier::new(messages, state).with_max_depth(options.max_depth).with_max_patch_bytes(options.max_patch_bytes),
             index: 0,
             warnings: Vec::new(),
             delivered: None,
@@ -378,7 +383,7 @@ impl<S: State> Replayer<S> {
     /// A `STATE_DELTA` the caller applies to the state itself (see
     /// [`EventApplier::apply_state_with`]); `None` (nothing applied, the event still to
     /// push) when the stages need the event or `apply` declined it.
-    pub fn push_state_with(&mut self, apply: impl FnOnce(&mut S) -> bool) -> Option<Change> {
+    pub fn push_state_with(&mut self, apply: impl FnOnce(&mut S, &mut super::PatchLimits) -> bool) -> Option<Change> {
         if !self.takes_state_delta_directly() {
             return None;
         }
@@ -389,6 +394,11 @@ impl<S: State> Replayer<S> {
 
     pub fn applier(&self) -> &EventApplier<S> {
         &self.applier
+    }
+
+    /// How many input events were pushed (the index of the next one).
+    pub fn pushed(&self) -> usize {
+        self.index
     }
 
     pub fn state_mut(&mut self) -> &mut S {
@@ -635,9 +645,8 @@ pub fn replay_log_pipelined<R: std::io::Read + Send>(
 /// Logs at least this long (bytes as stored) are replayed on two threads when a second
 /// core is free ([`replay_log_pipelined`]): below it the thread start, the first batch's
 /// wait and the hand-overs cost more than the overlap saves. The same as `decode_sse`'s
-/// threshold: on the loaded build machine the pipelined replay of a log's first 512 KB
-/// was 0.74-0.97x the one-thread one by min, of its first 1 MB 0.76-1.14x
-/// (`examples/stream_replay.rs --threshold`).
+/// threshold: the pipelined replay of a log's first 512 KB measured 0.74-0.97x the
+/// one-thread one by min, of its first 1 MB 0.76-1.14x.
 pub const PIPELINE_MIN: u64 = 1 << 20;
 
 /// Events in the first batch of a pipelined replay (small: the reducer starts early),

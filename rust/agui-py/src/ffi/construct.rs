@@ -14,7 +14,7 @@ use pyo3::types::{PyDict, PyString, PyTuple, PyType};
 
 use agui_core::construct::{Keyword, Route};
 
-use crate::construct::{lenient, plan_for, Check, Plan};
+use crate::construct::{lenient, plan_for, Check, Plan, SHARED_RECORDS, WITHOUT_TAG_SITES};
 use crate::ffi::layout::Layout;
 
 /// `plan_of(cls)`, `lenient(cls, kwargs)`, the metaclass, and msgspec's call slot.
@@ -24,6 +24,16 @@ pub(crate) struct Meta {
     /// `core._given.Extras`: an instance `__dict__` that records fields given at their
     /// default (and the tag) in its `given` slot.
     pub(crate) extras: Py<PyType>,
+    /// `core._given.Shared`: the `Extras` subclass of the records that the instances
+    /// built with the same names share (`Plan::records`) until one needs a `__dict__` of
+    /// its own (`construct::instance_dict`).
+    pub(crate) shared: Py<PyType>,
+    /// How a record is made without a call through the type: `Extras`' `tp_new` (dict's,
+    /// which an `Extras` needs no `__init__` after), the empty arguments it is given, and
+    /// the `given` slot's member descriptor with its `__set__` (`Shared` inherits both).
+    extras_new: ffi::newfunc,
+    no_args: Py<PyTuple>,
+    given: (Py<PyAny>, ffi::descrsetfunc),
     pub(crate) ty: Py<PyType>,
     base_call: ffi::ternaryfunc,
     /// msgspec's `Struct_vectorcall` and the offset, in each class object, of our own
@@ -282,27 +292,155 @@ pub(crate) fn meta(py: Python<'_>) -> PyResult<&Meta> {
 /// After a fast-path build: record the fields given at their default and the tag, if any.
 fn recorded(py: Python<'_>, meta: &Meta, plan: &Plan, obj: PyResult<Py<PyAny>>, given: u64, tag: bool) -> PyResult<Py<PyAny>> {
     let obj = obj?;
-    if given == 0 && !tag {
-        return Ok(obj);
-    }
-    let names = match (&plan.tag_names, given) {
-        (Some(t), 0) => t.clone_ref(py),
-        _ => {
-            let tag = plan.tag.as_ref().filter(|_| tag).map(|(field, _, _)| field.bind(py).clone());
-            let fields = plan.fields.given(given).map(|i| plan.names[i].bind(py).clone());
-            let names: Vec<Bound<'_, PyString>> = tag.into_iter().chain(fields).collect();
-            PyTuple::new(py, names)?.unbind()
-        }
-    };
-    // The instance is new and was built from declared fields only: its `__dict__` is empty.
-    let extras = meta.extras.bind(py).call0()?;
-    extras.setattr(pyo3::intern!(py, "given"), names)?;
-    // SAFETY: `obj` is a live Struct instance with a `__dict__` slot (dict=True) and `extras`
-    // a dict (subclass); both are owned here for the call.
-    if unsafe { ffi::PyObject_GenericSetDict(obj.as_ptr(), extras.as_ptr(), std::ptr::null_mut()) } != 0 {
-        return Err(PyErr::fetch(py));
+    if given != 0 || tag {
+        record(py, meta, plan, obj.as_ptr(), given, tag)?;
     }
     Ok(obj)
+}
+
+/// Make the (empty) `__dict__` of `obj` (a live Struct instance, borrowed) a record of the
+/// fields in `given` and, with `tag`, of the tag: the class's shared record of those names
+/// (`core._given.Shared`, one per combination: no allocation per instance), or a record of
+/// its own past `SHARED_RECORDS` combinations.
+fn record(py: Python<'_>, meta: &Meta, plan: &Plan, obj: *mut ffi::PyObject, given: u64, tag: bool) -> PyResult<()> {
+    // SAFETY: `obj` is a live Struct instance with a `__dict__` slot (dict=True) and `rec`
+    // a dict (subclass), both alive for the call (the slot takes its own reference; the
+    // empty slot it replaces runs no Python code).
+    let set = |rec: *mut ffi::PyObject| match unsafe { ffi::PyObject_GenericSetDict(obj, rec, std::ptr::null_mut()) } {
+        0 => Ok(()),
+        _ => Err(PyErr::fetch(py)),
+    };
+    if let Some((_, _, rec)) = plan.records.borrow().iter().find(|(g, t, _)| *g == given && *t == tag) {
+        return set(rec.as_ptr());
+    }
+    let keep = plan.records.borrow().len() < SHARED_RECORDS;
+    let names: Vec<Bound<'_, PyString>> = plan
+        .tag
+        .as_ref()
+        .filter(|_| tag)
+        .map(|(field, _, _)| field.bind(py).clone())
+        .into_iter()
+        .chain(plan.fields.given(given).map(|i| plan.names[i].bind(py).clone()))
+        .collect();
+    let rec = with_given(py, meta, if keep { &meta.shared } else { &meta.extras }, PyTuple::new(py, names)?.as_any())?;
+    if keep {
+        plan.records.borrow_mut().push((given, tag, rec.clone().unbind()));
+    }
+    set(rec.as_ptr())
+}
+
+/// A new, empty record of class `ty` (`Extras` or `Shared`) holding `names`.
+pub(crate) fn with_given<'py>(py: Python<'py>, meta: &Meta, ty: &Py<PyType>, names: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    // SAFETY: `extras_new` is the `tp_new` of `Extras` (a dict subclass; `Shared` derives
+    // from it, so `ty` is one of its types), called as `type.__call__` would with an empty
+    // tuple; `given` is `Extras`' own member descriptor and its `__set__`, given an
+    // instance of the class and a tuple alive for the call (the slot takes its own
+    // reference). Each returns a new reference / 0, or NULL / -1 with an exception set.
+    unsafe {
+        let rec = (meta.extras_new)(ty.as_ptr() as *mut ffi::PyTypeObject, meta.no_args.as_ptr(), std::ptr::null_mut());
+        let rec = Bound::from_owned_ptr_or_err(py, rec)?;
+        let (descr, set) = &meta.given;
+        if set(descr.as_ptr(), rec.as_ptr(), names.as_ptr()) != 0 {
+            return Err(PyErr::fetch(py));
+        }
+        Ok(rec)
+    }
+}
+
+/// `obj.__dict__` as the default attribute gives it (made empty when there is none),
+/// whatever class-level `__dict__` the type has.
+pub(crate) fn get_dict<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    // SAFETY: `obj` is alive for the call; the API returns a new reference (making the dict
+    // if there is none) or NULL with an exception set.
+    unsafe { Bound::from_owned_ptr_or_err(obj.py(), ffi::PyObject_GenericGetDict(obj.as_ptr(), std::ptr::null_mut())) }
+}
+
+/// `obj.__dict__ = value` as the default attribute does it (the API checks `value`).
+pub(crate) fn set_dict(obj: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    // SAFETY: both alive for the call; the API takes its own reference to `value`.
+    match unsafe { ffi::PyObject_GenericSetDict(obj.as_ptr(), value.as_ptr(), std::ptr::null_mut()) } {
+        0 => Ok(()),
+        _ => Err(PyErr::fetch(obj.py())),
+    }
+}
+
+/// `construct::record_given`: the walk of `obj` (built by msgspec from `input`) and the
+/// data beside it.
+pub(crate) fn record_given(py: Python<'_>, meta: &Meta, obj: &Bound<'_, PyAny>, input: &Bound<'_, PyAny>) -> PyResult<bool> {
+    // SAFETY: both objects are alive for the call, and the walk only reads them: nothing it
+    // calls runs Python code (slot reads, hashes of str keys, the records' dicts), so the
+    // borrowed items and values it holds stay alive.
+    unsafe { record_value(py, meta, obj.as_ptr(), input.as_ptr()) }
+}
+
+/// `record_given` of one value `v`, built from `input`, both borrowed and alive.
+unsafe fn record_value(py: Python<'_>, meta: &Meta, v: *mut ffi::PyObject, input: *mut ffi::PyObject) -> PyResult<bool> {
+    // SAFETY: the contract: `v` and `input` are live objects; items and values are read
+    // borrowed from containers nothing changes during the walk (no Python code runs).
+    unsafe {
+        if ffi::PyList_CheckExact(v) != 0 {
+            // msgspec makes a list of a list or a tuple of the same length
+            let n = ffi::PyList_Size(v);
+            let item: unsafe fn(*mut ffi::PyObject, ffi::Py_ssize_t) -> *mut ffi::PyObject = if ffi::PyList_CheckExact(input) != 0 {
+                |l, i| ffi::PyList_GetItem(l, i)
+            } else if ffi::PyTuple_CheckExact(input) != 0 {
+                |t, i| ffi::PyTuple_GetItem(t, i)
+            } else {
+                return Ok(true);
+            };
+            if ffi::PyObject_Size(input) != n {
+                ffi::PyErr_Clear();
+                return Ok(true);
+            }
+            for i in 0..n {
+                if !record_value(py, meta, ffi::PyList_GetItem(v, i), item(input, i))? {
+                    return Ok(false);
+                }
+            }
+            return Ok(true);
+        }
+        if ffi::PyDict_CheckExact(input) == 0 {
+            return Ok(true); // an instance given as it is
+        }
+        let tp = ffi::Py_TYPE(v);
+        if ffi::PyType_IsSubtype(ffi::Py_TYPE(tp as *mut ffi::PyObject), meta.ty.as_ptr() as *mut ffi::PyTypeObject) == 0 {
+            return Ok(true);
+        }
+        let cls = Bound::from_borrowed_ptr(py, tp as *mut ffi::PyObject).cast_into_unchecked::<PyType>();
+        let plan = plan_for(py, meta, &cls)?;
+        if plan.names.len() > 64 {
+            return Ok(false);
+        }
+        let (mut given, mut tag) = (0u64, false);
+        // The members the data gave (msgspec took them all: each is the tag or a field's
+        // wire name, a str whose hash is cached), matched by hash first.
+        let (mut pos, mut k, mut val) = (0, std::ptr::null_mut(), std::ptr::null_mut());
+        while ffi::PyDict_Next(input, &mut pos, &mut k, &mut val) != 0 {
+            let h = ffi::PyObject_Hash(k);
+            if h == plan.tag_hash && plan.tag.as_ref().is_some_and(|(field, _, _)| str_eq(k, field.as_ptr())) {
+                tag = true;
+                continue;
+            }
+            let Some(i) = (0..plan.wires.len()).find(|&i| plan.wire_hashes[i] == h && str_eq(k, plan.wires[i].as_ptr())) else {
+                continue;
+            };
+            // The data's value is at the default exactly when the converted one is (None,
+            // or a literal `str`).
+            if plan.defaults[i].as_ref().is_some_and(|d0| at_default(val, d0)) {
+                given |= 1u64 << i;
+            }
+            if plan.nested[i] {
+                let value = Bound::from_owned_ptr_or_err(py, ffi::PyObject_GetAttr(v, plan.names[i].as_ptr()))?;
+                if !record_value(py, meta, value.as_ptr(), val)? {
+                    return Ok(false);
+                }
+            }
+        }
+        if given != 0 || tag {
+            record(py, meta, &plan, v, given, tag)?;
+        }
+        Ok(true)
+    }
 }
 
 
@@ -418,15 +556,24 @@ unsafe fn vcall(
             recorded(py, meta, &plan, obj, given, false)
         }
         Route::WithoutTag => {
-            let Some((tag_field, _, _)) = &plan.tag else { unreachable!("WithoutTag needs a tag") };
-            // SAFETY: the contract: names alive for the call.
-            let keep: Vec<usize> = (0..nkw).filter(|&i| !unsafe { str_eq(name(i), tag_field.as_ptr()) }).collect();
-            // SAFETY: the contract: names alive for the call; new references are taken.
-            let names = PyTuple::new(py, keep.iter().map(|&i| unsafe { Bound::from_borrowed_ptr(py, name(i)) }))?;
-            let vals: Vec<*mut ffi::PyObject> = keep.iter().map(|&i| values[i]).collect();
-            // SAFETY: as for the direct route, with the names and values of the kept keywords
-            // (alive: borrowed from this call's arguments; `names` owned here).
-            let obj = unsafe { Bound::from_owned_ptr_or_err(py, struct_vectorcall(cls, vals.as_ptr(), 0, names.as_ptr())).map(Bound::unbind) };
+            let mut own = None;
+            // SAFETY: the contract: `kwnames` is the call's tuple of `nkw` names.
+            let (names, at) = unsafe { without_tag(py, &plan, kwnames, nkw, &mut own)? };
+            // The values but the tag's, on the stack for the common few keywords.
+            let mut stack = [std::ptr::null_mut(); 16];
+            let mut heap = Vec::new();
+            let vals: &mut [*mut ffi::PyObject] = if nkw <= stack.len() {
+                &mut stack[..nkw - 1]
+            } else {
+                heap.resize(nkw - 1, std::ptr::null_mut());
+                &mut heap
+            };
+            vals[..at].copy_from_slice(&values[..at]);
+            vals[at..].copy_from_slice(&values[at + 1..]);
+            // SAFETY: as for the direct route, with the values of the kept keywords (borrowed
+            // from this call's arguments) and their names (a tuple the plan's memo or `own`
+            // keeps alive for the call).
+            let obj = unsafe { Bound::from_owned_ptr_or_err(py, struct_vectorcall(cls, vals.as_ptr(), 0, names)).map(Bound::unbind) };
             recorded(py, meta, &plan, obj, given, true)
         }
         Route::Lenient => {
@@ -441,15 +588,32 @@ unsafe fn vcall(
     }
 }
 
-fn finish(py: Python<'_>, r: std::thread::Result<PyResult<Py<PyAny>>>) -> *mut ffi::PyObject {
-    let result = r.unwrap_or_else(|_| Err(pyo3::panic::PanicException::new_err("panic in agui_fast Struct construction")));
-    match result {
-        Ok(obj) => obj.into_ptr(),
-        Err(e) => {
-            e.restore(py);
-            std::ptr::null_mut()
-        }
+/// A call's keyword names without the tag (borrowed from the plan's memo of call sites,
+/// which only grows while the plan lives; else built and owned by `own`), and the tag's
+/// position among the keywords (the route found exactly one tag keyword).
+///
+/// # Safety
+/// `kwnames` is the call's tuple of `nkw` live str objects, borrowed for the call.
+unsafe fn without_tag(py: Python<'_>, plan: &Plan, kwnames: *mut ffi::PyObject, nkw: usize, own: &mut Option<Py<PyTuple>>) -> PyResult<(*mut ffi::PyObject, usize)> {
+    if let Some((_, names, at)) = plan.without_tag.borrow().iter().find(|(k, _, _)| k.as_ptr() == kwnames) {
+        return Ok((names.as_ptr(), *at));
     }
+    let Some((tag_field, _, _)) = &plan.tag else { unreachable!("WithoutTag needs a tag") };
+    // SAFETY: the contract: a live tuple; a new reference is taken.
+    let all = unsafe { Bound::from_borrowed_ptr(py, kwnames) }.cast_into::<PyTuple>()?;
+    // SAFETY: the contract: live str names; the plan's tag name is a live str.
+    let at = (0..nkw).find(|&i| all.get_item(i).is_ok_and(|n| unsafe { str_eq(n.as_ptr(), tag_field.as_ptr()) }));
+    let Some(at) = at else { unreachable!("WithoutTag needs the tag among the keywords") };
+    let kept: Vec<Bound<'_, PyAny>> = all.iter().enumerate().filter(|(i, _)| *i != at).map(|(_, n)| n).collect();
+    let names = PyTuple::new(py, kept)?;
+    let ptr = names.as_ptr();
+    let mut memo = plan.without_tag.borrow_mut();
+    if memo.len() < WITHOUT_TAG_SITES {
+        memo.push((all.unbind(), names.unbind(), at));
+    } else {
+        *own = Some(names.unbind());
+    }
+    Ok((ptr, at))
 }
 
 unsafe extern "C" fn meta_call(
@@ -461,8 +625,7 @@ unsafe extern "C" fn meta_call(
     // duration of the call; nothing derived from the token outlives this frame.
     let py = unsafe { Python::assume_attached() };
     // SAFETY: this is the tp_call slot, called by CPython as `call` requires.
-    let run = std::panic::AssertUnwindSafe(|| unsafe { call(py, cls, args, kwargs) });
-    finish(py, std::panic::catch_unwind(run))
+    crate::ffi::entry::run(py, "agui_fast Struct construction", || unsafe { call(py, cls, args, kwargs) }.map(|o| o.into_bound(py)))
 }
 
 unsafe extern "C" fn meta_vectorcall(
@@ -474,8 +637,7 @@ unsafe extern "C" fn meta_vectorcall(
     // SAFETY: as for tp_call: the GIL is held, the arguments are borrowed for the call.
     let py = unsafe { Python::assume_attached() };
     // SAFETY: this is the vectorcall slot, called by CPython as `vcall` requires.
-    let run = std::panic::AssertUnwindSafe(|| unsafe { vcall(py, cls, args, nargsf, kwnames) });
-    finish(py, std::panic::catch_unwind(run))
+    crate::ffi::entry::run(py, "agui_fast Struct construction", || unsafe { vcall(py, cls, args, nargsf, kwnames) }.map(|o| o.into_bound(py)))
 }
 
 /// Create the metaclass type from a spec; `vectorcall_at`: the offset of our per-class
@@ -529,6 +691,7 @@ pub(crate) fn init_meta<'py>(
     plan_of: &Bound<'py, PyAny>,
     lenient: &Bound<'py, PyAny>,
     extras: &Bound<'py, PyType>,
+    shared: &Bound<'py, PyType>,
 ) -> PyResult<&'py Meta> {
     META.get_or_try_init(py, || -> PyResult<Meta> {
         // SAFETY: `base` is a live type object, the GIL is held; the call only reads a slot.
@@ -545,10 +708,25 @@ pub(crate) fn init_meta<'py>(
             // a layout this interpreter refuses: the tp_call path
             Some((_, Err(_))) | None => (new_meta(py, base, None)?, None),
         };
+        // SAFETY: slots read through the API (heap and static types alike since 3.10), the
+        // GIL held.
+        let new = unsafe { ffi::PyType_GetSlot(extras.as_ptr() as *mut ffi::PyTypeObject, ffi::Py_tp_new) };
+        let descr = extras.getattr("__dict__")?.get_item("given")?;
+        // SAFETY: as above.
+        let set = unsafe { ffi::PyType_GetSlot(descr.get_type().as_ptr() as *mut ffi::PyTypeObject, ffi::Py_tp_descr_set) };
+        if new.is_null() || set.is_null() || !shared.is_subclass(extras)? {
+            return Err(PyTypeError::new_err("struct_meta: extras must be a dict subclass with a `given` slot, shared a subclass of it"));
+        }
         Ok(Meta {
             plan_of: plan_of.clone().unbind(),
             lenient: lenient.clone().unbind(),
             extras: extras.clone().unbind(),
+            shared: shared.clone().unbind(),
+            // SAFETY: a type's `Py_tp_new` slot holds a `newfunc` (checked non-NULL).
+            extras_new: unsafe { std::mem::transmute::<*mut c_void, ffi::newfunc>(new) },
+            no_args: PyTuple::empty(py).unbind(),
+            // SAFETY: a type's `Py_tp_descr_set` slot holds a `descrsetfunc` (checked non-NULL).
+            given: (descr.unbind(), unsafe { std::mem::transmute::<*mut c_void, ffi::descrsetfunc>(set) }),
             ty: ty.unbind(),
             base_call,
             vectorcall,

@@ -244,6 +244,9 @@ impl<'py, 'a, S: WalkSink<'a>> Walker<'py, 'a, S> {
                 format!("maximum nesting depth exceeded ({}): is the object recursive?", self.opts.max_depth),
             ));
         }
+        if self.sink.full() {
+            return Err(encode_error(self.py, "the output's limit was reached".to_string()));
+        }
         Ok(())
     }
 

@@ -1,0 +1,156 @@
+"""Data kept as given through the stream semantics, on every path: lone surrogates and
+the characters whose kept forms they share, as values and as keys; a ``str`` state is a
+string; numbers beyond a double are infinities; integers too long for Python's decimal
+conversion are one clear error everywhere."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from agui_fast import stream
+from agui_fast.errors import InvalidJsonError
+
+
+def sse(events) -> bytes:
+    out = []
+    for e in events:
+        out.append(b"data: " + (e if isinstance(e, bytes) else json.dumps(e).encode()) + b"\n\n")
+    return b"".join(out)
+
+
+def every_path(events):
+    """The final state of the same events replayed as dicts (where they are dicts), JSON
+    text, an SSE log, and one at a time."""
+    texts = [e if isinstance(e, bytes) else json.dumps(e).encode() for e in events]
+    out = {
+        "text": stream.replay(texts).state,
+        "log": stream.replay_log(sse(texts)).state,
+        "log_raw": stream.replay_log(sse(texts), raw=True).state,
+    }
+    if not any(isinstance(e, bytes) for e in events):
+        out["dicts"] = stream.replay(events).state
+        ap = stream.EventApplier()
+        for e in events:
+            ap.apply(e)
+        out["applier"] = ap.state
+    return out
+
+
+KEYS = [
+    {"type": "STATE_SNAPSHOT", "snapshot": {"\ud800": 1}},
+    {"type": "STATE_SNAPSHOT", "snapshot": {"\ud800": 1, "\U0010f800": 2, "a\udbff": "\udfff\U0010ffff"}},
+    {"type": "STATE_SNAPSHOT", "snapshot": {"k": ["\U0010f800", "\ud800", "x\U0010fffey"]}},
+]
+
+
+@pytest.mark.parametrize("event", KEYS)
+def test_lone_surrogates_and_their_neighbours_are_kept(event):
+    for path, state in every_path([event]).items():
+        assert state == event["snapshot"], path
+        assert list(state) == list(event["snapshot"]), path
+
+
+def test_escaped_pairs_of_the_kept_range_are_the_character():
+    text = b'{"type": "STATE_SNAPSHOT", "snapshot": {"a": "\\udbfe\\udc00", "b": "\\ud800"}}'
+    for path, state in every_path([text]).items():
+        assert state == {"a": "\U0010f800", "b": "\ud800"}, path
+
+
+def test_deltas_keep_them_too():
+    events = [
+        {"type": "STATE_SNAPSHOT", "snapshot": {}},
+        {"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/\U0010f801", "value": "\ud801"}]},
+        {"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/\ud801", "value": "\U0010f801"}]},
+    ]
+    for path, state in every_path(events).items():
+        assert state == {"\U0010f801": "\ud801", "\ud801": "\U0010f801"}, path
+
+
+def test_text_deltas_keep_the_kept_range_apart():
+    events = [
+        {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "a\U0010f800"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "\udbfe"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "\udc00"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "\ud83d"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "\ude00"},
+        {"type": "TEXT_MESSAGE_END", "messageId": "m"},
+    ]
+    want = "a\U0010f800\U0010f800\U0001f600"
+    assert stream.replay(events).messages[0].content == want
+    assert stream.replay_log(sse(events)).messages[0].content == want
+    assert stream.replay_log(sse(events), raw=True).messages[0]["content"] == want
+
+
+@pytest.mark.parametrize("state", ["[1, 2]", '"x"', "hello", "", "\ud800", "{}"])
+def test_a_str_state_is_a_string(state):
+    assert stream.replay([], state=state).state == state
+    assert stream.EventApplier(state=state).state == state
+    # (the native log replay takes the same initial values)
+    from agui_fast import _native
+
+    assert json.loads(_native.replay_log(b"", state=state)[1]) == state
+
+
+def test_bytes_state_is_json_text():
+    assert stream.replay([], state=b"[1, 2]").state == [1, 2]
+
+
+def test_numbers_beyond_a_double_are_infinities_on_every_path():
+    events = [
+        b'{"type": "STATE_SNAPSHOT", "snapshot": {"a": 1e400, "b": -1e400, "c": 1.5}}',
+        b'{"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/d", "value": 1e400}]}',
+        b'{"type": "STATE_DELTA", "delta": [{"op": "test", "path": "/a", "value": 2e400}]}',
+    ]
+    for path, state in every_path(events).items():
+        assert state == {"a": math.inf, "b": -math.inf, "c": 1.5, "d": math.inf}, path
+    r = stream.replay(events)
+    assert r.warnings == []
+    # a Python state keeps its infinities (and NaN) as given
+    s = stream.replay([], state={"a": math.inf, "n": math.nan}).state
+    assert s["a"] == math.inf and math.isnan(s["n"])
+    ap = stream.EventApplier(state={})
+    ap.apply({"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/x", "value": -math.inf}]})
+    assert ap.state == {"x": -math.inf}
+
+
+TOO_LONG = b"1" * 5001
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        b'{"type": "STATE_SNAPSHOT", "snapshot": {"a": ' + TOO_LONG + b"}}",
+        b'{"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/a", "value": ' + TOO_LONG + b"}]}",
+        b'{"type": "RAW", "event": [' + TOO_LONG + b"]}",
+    ],
+)
+def test_integers_too_long_for_python_are_one_error_everywhere(event):
+    calls = [
+        lambda: stream.replay([event]),
+        lambda: stream.replay_log(sse([event])),
+        lambda: stream.replay_log(sse([event]), raw=True),
+        lambda: stream.EventApplier().apply(event),
+        lambda: stream.compact_events([event]),
+        lambda: stream.expand_chunks([event]),
+        lambda: stream.verify_events([event]),
+    ]
+    for call in calls:
+        with pytest.raises(InvalidJsonError, match="integer is too large") as info:
+            call()
+        assert info.value.frame_index == 0
+
+
+def test_python_integers_too_long_are_the_same_error():
+    big = 10**5000
+    with pytest.raises(InvalidJsonError, match="cannot be written as JSON") as info:
+        stream.replay([{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}, {"type": "RAW", "event": big}])
+    assert info.value.frame_index == 1
+    with pytest.raises(InvalidJsonError, match="state: cannot be written"):
+        stream.replay([], state={"a": big})
+    # 4300 digits is the limit, inclusive
+    ok = b"9" * 4300
+    assert stream.replay_log(sse([b'{"type": "STATE_SNAPSHOT", "snapshot": {"a": ' + ok + b"}}"])).state == {"a": int(ok)}
