@@ -251,6 +251,7 @@ def _as_verified(event: Any) -> Any:
     anything else as it is."""
     if isinstance(event, (dict, bytes, bytearray, str)):
         return event
+    names: Any
     if isinstance(event, msgspec.Struct):
         names = given(event)
         if not names:
