@@ -154,3 +154,40 @@ def test_python_integers_too_long_are_the_same_error():
     # 4300 digits is the limit, inclusive
     ok = b"9" * 4300
     assert stream.replay_log(sse([b'{"type": "STATE_SNAPSHOT", "snapshot": {"a": ' + ok + b"}}"])).state == {"a": int(ok)}
+
+
+# -- a log that cannot be read: the readers' error classes ---------------------------------
+
+
+def test_replay_log_raises_what_the_log_readers_raise(tmp_path):
+    import gzip
+
+    from agui_fast import logs
+    from agui_fast.errors import BufferLimitError, TruncatedStreamError
+
+    good = sse([{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}] * 50)
+    truncated = tmp_path / "cut.sse.gz"
+    truncated.write_bytes(gzip.compress(good)[:-20])
+    oversized = tmp_path / "big.sse"
+    oversized.write_bytes(good + b"data: " + b"x" * (11 << 20) + b"\n\n")
+    cases = [
+        (tmp_path / "missing.sse", FileNotFoundError),
+        (tmp_path, OSError),
+        (truncated, TruncatedStreamError),
+        (oversized, BufferLimitError),
+    ]
+    for path, cls in cases:
+        with pytest.raises(cls) as reader:
+            list(logs.iter_log(path))
+        for call in (lambda: stream.replay_log(path), lambda: stream.replay_logs([path])):
+            with pytest.raises(cls) as info:
+                call()
+            assert type(info.value) is type(reader.value), path
+            assert str(path) in str(info.value)
+            assert isinstance(info.value.replay, stream.Replay)  # what was applied before
+    # from bytes too, the events before the error applied
+    with pytest.raises(BufferLimitError) as info:
+        stream.replay_log(oversized.read_bytes())
+    assert info.value.frame_index == 50 and len(info.value.replay.warnings) == 0
+    with pytest.raises(TruncatedStreamError):
+        stream.replay_log(truncated.read_bytes())

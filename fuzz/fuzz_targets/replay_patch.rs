@@ -111,11 +111,11 @@ fuzz_target!(|data: &[u8]| {
         if e["type"] == "TEXT_MESSAGE_CHUNK" {
             continue; // (the reducer alone takes no chunks)
         }
-        let (state, messages) = (text(ap.state()), text(&ap.messages()));
+        let (state, messages) = (text(ap.state()), text(&ap.messages().collect::<Vec<_>>()));
         let c = ap.apply(e).unwrap();
         if c.warning.is_some() {
             assert_eq!(text(ap.state()), state, "{e}");
-            assert_eq!(text(&ap.messages()), messages, "{e}");
+            assert_eq!(text(&ap.messages().collect::<Vec<_>>()), messages, "{e}");
         }
     }
 

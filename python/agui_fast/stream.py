@@ -93,8 +93,8 @@ def _surrogate_json(obj: Any) -> bytes:
     """JSON text of an event the native writer refuses (a ``str`` with a lone surrogate,
     which the decoders keep): ``json`` escapes it as ``\\udXXX``, which the engine keeps
     and joins as the reference does. Rare, so the slow route is fine."""
-    if hasattr(obj, "model_dump"):  # an ag_ui pydantic model
-        obj = obj.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if hasattr(obj, "model_dump"):  # a pydantic model (whose JSON mode refuses the surrogate)
+        obj = obj.model_dump(by_alias=True, exclude_none=True)
     return json.dumps(msgspec.to_builtins(obj)).encode()
 
 

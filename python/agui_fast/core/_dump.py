@@ -4,13 +4,19 @@
 from __future__ import annotations
 
 import enum
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, List, Tuple
 
 import msgspec
+
+from ..errors import EncodeError
 
 __all__ = ["to_builtins", "fields_of"]
 
 _FIELDS: Dict[type, Tuple[Tuple[str, str, bool], ...]] = {}
+
+# The deepest nesting ``to_builtins`` walks (a guard against cycles: pydantic's python
+# mode takes values far deeper than any ``max_depth=`` of the encoders).
+MAX_DEPTH = 100_000
 
 
 def fields_of(cls: type) -> Tuple[Tuple[str, str, bool], ...]:
@@ -37,21 +43,37 @@ def to_builtins(obj: Any, *, by_alias: bool = True, enums: bool = False) -> Any:
     Optional fields that are None are left out, extras follow the declared fields — the
     same rules as the reference's ``model_dump(by_alias=...)``. ``enums``: Enum members
     (the events' ``type``) are kept, as pydantic's python mode keeps them.
+
+    A loop, not recursion: values of any depth up to ``MAX_DEPTH`` (deeper, or a cycle:
+    :class:`~agui_fast.errors.EncodeError`), as pydantic's python mode takes them.
     """
-    if isinstance(obj, msgspec.Struct):
-        out: Dict[str, Any] = {}
-        for attr, wire, omit in fields_of(type(obj)):
-            value = getattr(obj, attr)
-            if value is None and omit:
-                continue
-            out[wire if by_alias or attr == "from_" else attr] = to_builtins(value, by_alias=by_alias, enums=enums)
-        for key, value in obj.__dict__.items():
-            out[key] = to_builtins(value, by_alias=by_alias, enums=enums)
-        return out
-    if isinstance(obj, enum.Enum):
-        return obj if enums else obj.value
-    if isinstance(obj, dict):
-        return {k: to_builtins(v, by_alias=by_alias, enums=enums) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [to_builtins(v, by_alias=by_alias, enums=enums) for v in obj]
-    return obj
+    top: List[Any] = [None]
+    # (value, where its copy goes, depth); depth first, as a recursion would walk
+    stack: List[Tuple[Any, Any, Any, int]] = [(obj, top, 0, 0)]
+    while stack:
+        value, parent, slot, depth = stack.pop()
+        if isinstance(value, msgspec.Struct):
+            members: Dict[str, Any] = {}
+            for attr, wire, omit in fields_of(type(value)):
+                v = getattr(value, attr)
+                if v is None and omit:
+                    continue
+                members[wire if by_alias or attr == "from_" else attr] = v
+            members.update(value.__dict__)
+            items: Any = members.items()
+            out: Any = dict.fromkeys(members)
+        elif isinstance(value, enum.Enum):
+            parent[slot] = value if enums else value.value
+            continue
+        elif isinstance(value, dict):
+            items, out = value.items(), dict.fromkeys(value)
+        elif isinstance(value, (list, tuple)):
+            items, out = enumerate(value), [None] * len(value)
+        else:
+            parent[slot] = value
+            continue
+        if depth >= MAX_DEPTH:
+            raise EncodeError(f"nested deeper than {MAX_DEPTH} levels (or cyclic)")
+        parent[slot] = out
+        stack.extend([(v, out, k, depth + 1) for k, v in items][::-1])
+    return top[0]

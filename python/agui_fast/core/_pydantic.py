@@ -23,7 +23,7 @@ import functools
 import inspect
 import typing
 import warnings
-from typing import TYPE_CHECKING, Any, Callable, Dict, Literal, Optional, Type, cast
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Literal, Optional, Type, cast
 
 import msgspec
 
@@ -412,11 +412,30 @@ def _dropped(obj: Any, name: str, drop: _Drop) -> bool:
 
 
 def _filter(obj: Any, data: Any, include: Any, exclude: Any, by_alias: bool, drop: _Drop) -> Any:
+    """``data`` (``obj`` dumped) filtered; a loop, not recursion (values of any depth)."""
+    top: List[Any] = [None]
+    stack = [(obj, data, include, exclude, top, 0)]
+    while stack:
+        obj, data, include, exclude, parent, slot = stack.pop()
+        children = _filter_children(obj, data, include, exclude, by_alias, drop)
+        if children is None:
+            parent[slot] = data
+            continue
+        out: Any = {key: None for key, *_ in children} if isinstance(data, dict) else [None] * len(children)
+        parent[slot] = out
+        for i, (key, child, value, sub_inc, sub_exc) in reversed(list(enumerate(children))):
+            stack.append((child, value, sub_inc, sub_exc, out, key if isinstance(out, dict) else i))
+    return top[0]
+
+
+def _filter_children(obj: Any, data: Any, include: Any, exclude: Any, by_alias: bool, drop: _Drop) -> Any:
+    """The members of ``data`` the filters keep, as ``(key, object, value, include,
+    exclude)``; ``None`` when ``data`` is kept as it is."""
     if exclude is True:
-        return data
+        return None
     if isinstance(obj, msgspec.Struct) and isinstance(data, dict):
         rev: Dict[str, str] = {wire if by_alias else attr: attr for attr, wire, _ in fields_of(type(obj))}
-        out = {}
+        out = []
         for key, value in data.items():
             name = rev[key] if key in rev else key
             if include not in (None, True) and name not in include and "__all__" not in include:
@@ -427,21 +446,21 @@ def _filter(obj: Any, data: Any, include: Any, exclude: Any, by_alias: bool, dro
             if (drop.unset or drop.defaults) and _dropped(obj, name, drop):
                 continue
             child = getattr(obj, name) if name in type(obj).__struct_fields__ else obj.__dict__.get(name)
-            out[key] = _filter(child, value, _child(include, name), sub_exc, by_alias, drop)
+            out.append((key, child, value, _child(include, name), sub_exc))
         return out
     if isinstance(data, dict):
         items = [(k, v, obj.get(k) if isinstance(obj, dict) else None) for k, v in data.items()]
     elif isinstance(data, list) and isinstance(obj, (list, tuple)):
         items = [(i, v, obj[i]) for i, v in enumerate(data)]
     else:
-        return data
-    out_items = []
+        return None
+    kept = []
     for key, value, child in items:
         if include not in (None, True) and key not in include and "__all__" not in include:
             continue
         sub_exc = _child(exclude, key)
         if sub_exc is True:
             continue
-        out_items.append((key, _filter(child, value, _child(include, key), sub_exc, by_alias, drop)))
-    return dict(out_items) if isinstance(data, dict) else [v for _, v in out_items]
+        kept.append((key, child, value, _child(include, key), sub_exc))
+    return kept
 

@@ -125,7 +125,7 @@ fn reducer_rejects_unexpanded_chunks_and_keeps_going_state() {
     let mut ap = EventApplier::default();
     let e = ap.apply(&json!({"type": "TEXT_MESSAGE_CHUNK", "messageId": "m", "delta": "x"})).unwrap_err();
     assert_eq!(e.stage, Stage::Apply);
-    assert!(ap.messages().is_empty());
+    assert_eq!(ap.messages().len(), 0);
     let c = ap.apply(&json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "x"})).unwrap();
     assert!(c.is_empty() && c.warning.unwrap().contains("No message found"));
 }
@@ -223,5 +223,5 @@ fn malformed_histories_do_not_panic() {
     for e in &events {
         let _ = ap.apply(e);
     }
-    assert!(ap.messages().iter().any(|m| m["id"] == "x"));
+    assert!(ap.messages().any(|m| m["id"] == "x"));
 }

@@ -177,10 +177,10 @@ fn check_apply_case(case: &Value) -> Result<(), String> {
                         ));
                     }
                     if let Some(m) = m {
-                        if want_m && !msgs_eq(ap.messages(), &m["messages"]) {
+                        if want_m && !msgs_eq(&ap.messages().cloned().collect::<Vec<_>>(), &m["messages"]) {
                             return Err(format!(
                                 "event {i}: messages {}",
-                                first_diff(ap.messages(), &arr(&m["messages"]))
+                                first_diff(&ap.messages().cloned().collect::<Vec<_>>(), &arr(&m["messages"]))
                             ));
                         }
                         if want_s && !json_eq(ap.state(), &m["state"]) {
@@ -199,8 +199,8 @@ fn check_apply_case(case: &Value) -> Result<(), String> {
                     }
                 }
                 if let Some(c) = checkpoints.get(&i) {
-                    if !msgs_eq(ap.messages(), &c["messages"]) {
-                        return Err(format!("checkpoint {i}: messages {}", first_diff(ap.messages(), &arr(&c["messages"]))));
+                    if !msgs_eq(&ap.messages().cloned().collect::<Vec<_>>(), &c["messages"]) {
+                        return Err(format!("checkpoint {i}: messages {}", first_diff(&ap.messages().cloned().collect::<Vec<_>>(), &arr(&c["messages"]))));
                     }
                     if !json_eq(ap.state(), &c["state"]) {
                         return Err(format!("checkpoint {i}: state differs"));
@@ -218,8 +218,8 @@ fn check_apply_case(case: &Value) -> Result<(), String> {
         return Err(format!("warnings on events {warned:?}, reference {want_warned:?}: {}", case["warnings"]));
     }
     let fin = &case["final"];
-    if !msgs_eq(ap.messages(), &fin["messages"]) {
-        return Err(format!("final messages {}", first_diff(ap.messages(), &arr(&fin["messages"]))));
+    if !msgs_eq(&ap.messages().cloned().collect::<Vec<_>>(), &fin["messages"]) {
+        return Err(format!("final messages {}", first_diff(&ap.messages().cloned().collect::<Vec<_>>(), &arr(&fin["messages"]))));
     }
     if !json_eq(ap.state(), &fin["state"]) {
         return Err(format!("final state {} expected {}", ap.state(), fin["state"]));
@@ -348,8 +348,8 @@ fn apply_vectors_through_json_payloads() {
         let ap = r.applier();
         if err_at != case["error_after_event"].as_u64().map(|i| i as usize) {
             failures.push(format!("{}: error at {err_at:?}", name(case)));
-        } else if !msgs_eq(ap.messages(), &fin["messages"]) {
-            failures.push(format!("{}: messages {}", name(case), first_diff(ap.messages(), &arr(&fin["messages"]))));
+        } else if !msgs_eq(&ap.messages().cloned().collect::<Vec<_>>(), &fin["messages"]) {
+            failures.push(format!("{}: messages {}", name(case), first_diff(&ap.messages().cloned().collect::<Vec<_>>(), &arr(&fin["messages"]))));
         } else if !json_eq(ap.state(), &fin["state"]) {
             failures.push(format!("{}: state", name(case)));
         }

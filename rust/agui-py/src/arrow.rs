@@ -84,7 +84,7 @@ fn options(format: &str, collect: bool, max_buffer_size: usize, max_frame_size: 
 }
 
 /// An issue as the matching Python exception (message: `source: what (where)`).
-fn issue_to_py(py: Python<'_>, issue: &Issue) -> PyErr {
+pub(crate) fn issue_to_py(py: Python<'_>, issue: &Issue) -> PyErr {
     let message = issue.describe();
     match issue.class {
         "FileNotFoundError" => PyFileNotFoundError::new_err(message),

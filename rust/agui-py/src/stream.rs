@@ -49,48 +49,63 @@ fn set_state_delta_types(py: Python<'_>, event_class: Py<PyAny>, operation_class
 /// writer (the surrogate writer when that refuses the object). The depth limit is the
 /// parse's (`max_depth=`): the writer's is only a guard against cycles, so an object
 /// nested too deep is the same `InvalidJsonError` as text nested too deep.
-fn with_json<R>(py: Python<'_>, event: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) -> R) -> PyResult<R> {
+fn with_json<R>(py: Python<'_>, event: &Bound<'_, PyAny>, max_depth: usize, f: impl FnOnce(&[u8]) -> R) -> PyResult<Result<R, Unwritable>> {
     if let Ok(b) = event.cast::<PyBytes>() {
-        return Ok(f(b.as_bytes()));
+        return Ok(Ok(f(b.as_bytes())));
     }
     if let Ok(s) = event.cast::<PyString>() {
-        return Ok(f(s.to_str()?.as_bytes()));
+        return Ok(Ok(f(s.to_str()?.as_bytes())));
     }
-    with_written_json(py, event, f)
+    with_written_json(py, event, max_depth, f)
 }
 
+/// Why an object cannot be written as JSON text: its event's (or value's) decode error.
+struct Unwritable(String);
+
 /// The JSON text of a value written by the native writer (the surrogate writer when it
-/// refuses the object): a `str` is a JSON string.
-fn with_written_json<R>(py: Python<'_>, event: &Bound<'_, PyAny>, f: impl FnOnce(&[u8]) -> R) -> PyResult<R> {
-    let b = match crate::encode::dumps(py, event, true, MAX_DEPTH_CAP as u32 + 1) {
-        Ok(b) => b,
-        Err(e) => match SURROGATE_WRITER.get(py) {
-            Some(w) if e.is_instance(py, error_class(py, "EncodeError")?.as_any()) => w.bind(py).call1((event,))?.cast_into::<PyBytes>()?,
-            _ => return Err(e),
-        },
+/// refuses the object): a `str` is a JSON string. Nesting past the writer's guard, an
+/// `int` too long for decimal text, what pydantic refuses (a `ValueError` not of ours)
+/// and a value the surrogate writer cannot write are [`Unwritable`].
+fn with_written_json<R>(py: Python<'_>, event: &Bound<'_, PyAny>, max_depth: usize, f: impl FnOnce(&[u8]) -> R) -> PyResult<Result<R, Unwritable>> {
+    let e = match crate::encode::dumps(py, event, true, MAX_DEPTH_CAP as u32 + 1) {
+        Ok(b) => return Ok(Ok(f(b.as_bytes()))),
+        Err(e) => e,
     };
-    Ok(f(b.as_bytes()))
+    let text = e.value(py).to_string();
+    let deep = || Unwritable(format!("nested deeper than {max_depth} levels"));
+    if e.is_instance(py, error_class(py, "EncodeError")?.as_any()) {
+        if text.starts_with("maximum nesting depth exceeded") {
+            return Ok(Err(deep()));
+        }
+        if let Some(w) = SURROGATE_WRITER.get(py) {
+            return match w.bind(py).call1((event,)) {
+                Ok(b) => Ok(Ok(f(b.cast_into::<PyBytes>()?.as_bytes()))),
+                // (a plain Python writer: it recurses)
+                Err(e) if e.is_instance_of::<pyo3::exceptions::PyRecursionError>(py) => Ok(Err(deep())),
+                Err(e) if e.is_instance_of::<pyo3::exceptions::PyValueError>(py) => Ok(Err(Unwritable(format!("cannot be written as JSON: {}", e.value(py))))),
+                Err(e) => Err(e),
+            };
+        }
+        return Err(e);
+    }
+    let ours = e.is_instance(py, error_class(py, "AguiError")?.as_any());
+    if !ours && e.is_instance_of::<pyo3::exceptions::PyValueError>(py) {
+        return Ok(Err(Unwritable(format!("cannot be written as JSON: {text}"))));
+    }
+    Err(e)
 }
 
 /// One event as a JSON value (a decode error is reported at `index`).
 fn event_value(py: Python<'_>, event: &Bound<'_, PyAny>, index: usize, max_depth: usize) -> PyResult<Value> {
-    with_json(py, event, |b| parse_event_limited(b, max_depth)).map_err(|e| unwritable(py, e, index))?.map_err(|e| error_at(py, e, index))
-}
-
-/// What the JSON writer raised for an event it cannot write as JSON text (a `ValueError`
-/// not of ours: an `int` too long for decimal text, what pydantic refuses to write): the
-/// event's `InvalidJsonError` at `index`, as for text that cannot be read.
-fn unwritable(py: Python<'_>, e: PyErr, index: usize) -> PyErr {
-    match unwritable_reason(py, &e) {
-        Some(message) => error_at(py, StreamError { stage: Stage::Decode, rule: None, index, event_type: String::new(), ids: Vec::new(), message, field: None }, index),
-        None => e,
+    match with_json(py, event, max_depth, |b| parse_event_limited(b, max_depth))? {
+        Ok(parsed) => parsed.map_err(|e| error_at(py, e, index)),
+        Err(Unwritable(message)) => Err(error_at(py, decode_error(message), index)),
     }
 }
 
-/// Why the JSON writer could not write a value, when it raised a `ValueError` not of ours.
-fn unwritable_reason(py: Python<'_>, e: &PyErr) -> Option<String> {
-    let ours = error_class(py, "AguiError").is_ok_and(|c| e.is_instance(py, c.as_any()));
-    (!ours && e.is_instance_of::<pyo3::exceptions::PyValueError>(py)).then(|| format!("cannot be written as JSON: {}", e.value(py)))
+/// A decode error (its index set by the caller).
+fn decode_error(message: String) -> StreamError {
+    StreamError { stage: Stage::Decode, rule: None, index: 0, event_type: String::new(), ids: Vec::new(), message, field: None }
 }
 
 fn json_bytes<'py>(py: Python<'py>, v: &Value) -> Bound<'py, PyBytes> {
@@ -309,8 +324,9 @@ fn initial(py: Python<'_>, messages: Option<&Bound<'_, PyAny>>, state: Option<&B
     let messages = match messages {
         None => Vec::new(),
         Some(m) => {
-            let v = with_json(py, m, parse)
-                .map_err(|e| unwritable_reason(py, &e).map_or(e, |r| make_error(py, "InvalidJsonError", format!("messages: {r}"), None)))?
+            let v = with_json(py, m, max_depth, parse)?
+                .map_err(|Unwritable(e)| e)
+                .and_then(|r| r)
                 .map_err(|e| make_error(py, "InvalidJsonError", format!("messages: {e}"), None))?;
             match v {
                 Value::Array(a) => a,
@@ -320,8 +336,9 @@ fn initial(py: Python<'_>, messages: Option<&Bound<'_, PyAny>>, state: Option<&B
     };
     let state = match state {
         None => core::empty_state(),
-        Some(s) => if s.is_instance_of::<PyString>() { with_written_json(py, s, parse) } else { with_json(py, s, parse) }
-            .map_err(|e| unwritable_reason(py, &e).map_or(e, |r| make_error(py, "InvalidJsonError", format!("state: {r}"), None)))?
+        Some(s) => if s.is_instance_of::<PyString>() { with_written_json(py, s, max_depth, parse) } else { with_json(py, s, max_depth, parse) }?
+            .map_err(|Unwritable(e)| e)
+            .and_then(|r| r)
             .map_err(|e| make_error(py, "InvalidJsonError", format!("state: {e}"), None))?,
     };
     Ok((messages, state))
@@ -383,7 +400,7 @@ impl Replayer {
             }
         }
         let index = inner.pushed();
-        with_json(py, event, |b| inner.push_json(b)).map_err(|e| unwritable(py, e, index))
+        Ok(with_json(py, event, max_depth, |b| inner.push_json(b))?.unwrap_or_else(|Unwritable(message)| Err(StreamError { index, ..decode_error(message) })))
     }
 }
 
@@ -540,15 +557,15 @@ impl Replayer {
     }
 
     fn messages<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        json_list(py, self.get().applier().messages())
+        PyBytes::new(py, &core::json_items(self.get().applier().messages()))
     }
 
     fn message<'py>(&mut self, py: Python<'py>, index: usize) -> Option<Bound<'py, PyBytes>> {
-        self.get().applier().messages().get(index).map(|m| json_bytes(py, m))
+        self.get().applier().message(index).map(|m| json_bytes(py, m))
     }
 
     fn message_count(&mut self) -> usize {
-        self.get().applier().messages().len()
+        self.get().applier().message_count()
     }
 
     /// The state: a copy, or (`shared=True`) the document itself, which it never writes
@@ -580,6 +597,10 @@ struct Written {
     interrupts: Vec<u8>,
     warnings: Vec<Warning>,
     error: Option<StreamError>,
+    /// The log could not be opened or read on: raised as the log readers raise it.
+    log_error: Option<core::LogStop>,
+    /// The log's name in such an error (a path).
+    source: Option<String>,
 }
 
 impl Written {
@@ -593,6 +614,8 @@ impl Written {
             interrupts: core::json_list(&r.pending_interrupts),
             warnings: r.warnings,
             error: r.error,
+            log_error: r.log_error,
+            source: None,
         };
         if aside && r.events >= DROP_ASIDE_MIN {
             agui_core::pipeline::drop_aside((r.messages, r.state, r.pending_interrupts));
@@ -603,7 +626,20 @@ impl Written {
     /// `(messages, state, pending_interrupts, warnings, error)`: JSON texts,
     /// `(index, message)` pairs, and the exception that stopped it (or None).
     fn tuple<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        let error = self.error.as_ref().map(|e| stream_error(py, e).into_value(py));
+        let error = match (&self.log_error, &self.error) {
+            (Some(core::LogStop::Open(e)), _) => {
+                let message = format!("cannot open {}: {e}", self.source.as_deref().unwrap_or("the log"));
+                Some(match e.kind() {
+                    std::io::ErrorKind::NotFound => pyo3::exceptions::PyFileNotFoundError::new_err(message),
+                    _ => pyo3::exceptions::PyOSError::new_err(message),
+                })
+            }
+            (Some(core::LogStop::Read(e)), _) => {
+                Some(crate::arrow::issue_to_py(py, &agui_arrow::Issue::from_log_error(self.source.clone(), e.clone())))
+            }
+            (None, e) => e.as_ref().map(|e| stream_error(py, e)),
+        }
+        .map(|e| e.into_value(py));
         (
             PyBytes::new(py, &self.messages),
             PyBytes::new(py, &self.state),
@@ -644,7 +680,8 @@ fn replay_log<'py>(
     let (messages, state) = initial(py, messages, state, max_depth)?;
     let log = data.as_bytes();
     let options = ReplayOptions { verify, schema, era, protocol_version, max_depth, max_patch_bytes, ..ReplayOptions::default() };
-    let w = py.detach(|| Written::of(core::replay_log_sized(log, log.len() as u64, 0, pipeline_min, format, messages, state, options), true));
+    let mut w = py.detach(|| Written::of(core::replay_log_sized(log, log.len() as u64, 0, pipeline_min, format, messages, state, options), true));
+    w.source = Some("<bytes>".to_string()); // (as the log readers name bytes)
     w.tuple(py)
 }
 
@@ -681,7 +718,10 @@ fn replay_log_files<'py>(
         max_patch_bytes,
         ..ReplayOptions::default()
     };
-    let replays = py.detach(|| core::replay_log_files(&paths, format, options, threads, pipeline_min, |r| Written::of(r, false)));
+    let mut replays = py.detach(|| core::replay_log_files(&paths, format, options, threads, pipeline_min, |r| Written::of(r, false)));
+    for (w, p) in replays.iter_mut().zip(&paths) {
+        w.source = Some(p.display().to_string());
+    }
     PyList::new(py, replays.iter().map(|w| w.tuple(py)).collect::<PyResult<Vec<_>>>()?)
 }
 
@@ -706,7 +746,9 @@ fn prepare_run_input<'py>(
 ) -> PyResult<Bound<'py, PyTuple>> {
     let max_depth = check_max_depth(max_depth)?;
     let (_, ours) = era_options(max_protocol_version, protocol_version)?;
-    let value = with_json(py, input, |b| agui_core::stream::parse_json_limited(b, max_depth))?
+    let value = with_json(py, input, max_depth, |b| agui_core::stream::parse_json_limited(b, max_depth))?
+        .map_err(|Unwritable(e)| e)
+        .and_then(|r| r)
         .map_err(|e| make_error(py, "InvalidJsonError", format!("run input: {e}"), None))?;
     let prepared = run::prepare_run_input(value, max_protocol_version, ours).map_err(|e| match e.stage {
         Stage::Schema => {
@@ -827,7 +869,7 @@ impl RunReader {
     }
 
     fn messages<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        Ok(json_list(py, self.replayer()?.applier().messages()))
+        Ok(PyBytes::new(py, &core::json_items(self.replayer()?.applier().messages())))
     }
 
     #[pyo3(signature = (*, shared = false))]

@@ -2,11 +2,13 @@
 //! the reference `defaultApplyEvents` does with no subscribers. Each event reports a
 //! [`Change`] (what the reference would emit as a mutation) and the warning it prints.
 //!
-//! Messages are JSON objects in a `Vec`, with an index from id to position (the
-//! reference searches linearly: fine for a live chat, quadratic for a long log).
+//! Messages are JSON objects in the reference's order, with the lookups the reducer makes
+//! indexed (`super::messages`: the reference searches linearly, fine for a live chat,
+//! quadratic for a long log).
 
 use super::event::EventType;
 use super::js::{self, strict_eq};
+use super::messages::{Key, Messages};
 use super::{patch_json, patch_ops, PatchLimits, Stage, StreamError};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
@@ -35,103 +37,6 @@ impl Change {
     /// No mutation (messages and state unchanged).
     pub fn is_empty(&self) -> bool {
         !self.messages && !self.state
-    }
-}
-
-/// Messages with the lookups the reducer needs: by id (first match) and by tool call id
-/// (first message carrying it). The indexes cover string ids; anything else is searched
-/// linearly. A structural change (insert, replace, snapshot) marks them stale.
-#[derive(Debug, Default)]
-struct Messages {
-    list: Vec<Value>,
-    by_id: HashMap<String, usize>,
-    by_tool: HashMap<String, usize>,
-    stale: bool,
-}
-
-/// `tc.id === id` for an entry of `toolCalls` (entries that are not objects never match:
-/// the reference would throw on them; we skip them).
-fn is_call(tc: &Value, id: Option<&Value>) -> bool {
-    tc.is_object() && strict_eq(tc.get("id"), id)
-}
-
-fn tool_calls(m: &Value) -> &[Value] {
-    match m.get("toolCalls") {
-        Some(Value::Array(a)) => a,
-        _ => &[],
-    }
-}
-
-impl Messages {
-    fn new(list: Vec<Value>) -> Self {
-        Messages { list, stale: true, ..Default::default() }
-    }
-    fn index_one(&mut self, i: usize) {
-        let m = &self.list[i];
-        if let Some(Value::String(id)) = m.get("id") {
-            self.by_id.entry(id.clone()).or_insert(i);
-        }
-        for tc in tool_calls(m) {
-            if let Some(Value::String(id)) = tc.get("id") {
-                self.by_tool.entry(id.clone()).or_insert(i);
-            }
-        }
-    }
-    fn fresh(&mut self) {
-        if self.stale {
-            self.by_id.clear();
-            self.by_tool.clear();
-            for i in 0..self.list.len() {
-                self.index_one(i);
-            }
-            self.stale = false;
-        }
-    }
-    fn find(&mut self, id: Option<&Value>) -> Option<usize> {
-        match id {
-            Some(Value::String(s)) => self.find_str(s),
-            other => self.list.iter().position(|m| m.is_object() && strict_eq(m.get("id"), other)),
-        }
-    }
-    fn find_str(&mut self, id: &str) -> Option<usize> {
-        self.fresh();
-        self.by_id.get(id).copied()
-    }
-    /// First message whose `toolCalls` has this id.
-    fn find_tool(&mut self, id: Option<&Value>) -> Option<usize> {
-        match id {
-            Some(Value::String(s)) => self.find_tool_str(s),
-            other => self.list.iter().position(|m| tool_calls(m).iter().any(|tc| is_call(tc, other))),
-        }
-    }
-    fn find_tool_str(&mut self, id: &str) -> Option<usize> {
-        self.fresh();
-        self.by_tool.get(id).copied()
-    }
-    fn push(&mut self, m: Value) -> usize {
-        self.list.push(m);
-        let i = self.list.len() - 1;
-        if !self.stale {
-            self.index_one(i);
-        }
-        i
-    }
-    fn insert(&mut self, at: usize, m: Value) {
-        if at == self.list.len() {
-            self.push(m);
-        } else {
-            self.list.insert(at, m);
-            self.stale = true;
-        }
-    }
-    fn replace(&mut self, at: usize, m: Value) {
-        self.list[at] = m;
-        self.stale = true;
-    }
-    fn tool_call_added(&mut self, at: usize, id: Option<&Value>) {
-        if let (false, Some(Value::String(id))) = (self.stale, id) {
-            self.by_tool.entry(id.clone()).or_insert(at);
-        }
     }
 }
 
@@ -230,12 +135,13 @@ pub struct EventApplier<S = Value> {
 
 /// The target of a run of plain deltas: the id as the event wrote it, the kind's
 /// lookup (text and reasoning content by message id, arguments by tool call id), the
-/// message's position and, for arguments, the call's position in its `toolCalls`.
+/// message (its key and position) and, for arguments, the call's place in its `toolCalls`.
 #[derive(Debug)]
 struct Target {
     id: String,
     args: bool,
-    message: usize,
+    message: Key,
+    position: usize,
     call: usize,
 }
 
@@ -270,8 +176,16 @@ impl<S: State> EventApplier<S> {
         self.limits = PatchLimits { max_bytes, copies: max_bytes, ..self.limits };
         self
     }
-    pub fn messages(&self) -> &[Value] {
-        &self.messages.list
+    /// The messages, in order.
+    pub fn messages(&self) -> impl ExactSizeIterator<Item = &Value> + '_ {
+        self.messages.iter()
+    }
+    /// The message at `position` (as [`Change::message`] gives it).
+    pub fn message(&self, position: usize) -> Option<&Value> {
+        self.messages.at(position)
+    }
+    pub fn message_count(&self) -> usize {
+        self.messages.len()
     }
     pub fn state(&self) -> &S {
         &self.state
@@ -286,8 +200,13 @@ impl<S: State> EventApplier<S> {
         &self.pending_interrupts
     }
     /// `(messages, state, pending interrupts)`.
-    pub fn into_parts(self) -> (Vec<Value>, S, Vec<Value>) {
-        (self.messages.list, self.state, self.pending_interrupts)
+    pub fn into_parts(mut self) -> (Vec<Value>, S, Vec<Value>) {
+        (self.messages.take(), self.state, self.pending_interrupts)
+    }
+
+    /// A change to message `k` (reported at its position).
+    fn changed(&self, k: Key) -> Change {
+        Change::messages(Some(self.messages.position(k)))
     }
 
     /// Apply one event. An error is what the reference throws (chunk events, structures
@@ -374,9 +293,9 @@ impl<S: State> EventApplier<S> {
                 let Some(i) = self.text_target(event) else {
                     return Ok(self.missing_or_activity(ty, event));
                 };
-                let m = obj(&mut self.messages.list[i]).expect("indexed messages are objects");
+                let m = obj(self.messages.get_mut(i)).expect("indexed messages are objects");
                 if apply_metadata(m, event) {
-                    Change::messages(Some(i))
+                    self.changed(i)
                 } else {
                     Change::default()
                 }
@@ -384,9 +303,9 @@ impl<S: State> EventApplier<S> {
             E::ToolCallStart => self.tool_call_start(event)?,
             E::ToolCallArgs | E::ToolCallEnd => {
                 let id = event.get("toolCallId");
-                let found = self.messages.find_tool(id);
+                let found = self.messages.find_tool(id, false);
                 let delta = (ty == E::ToolCallArgs).then(|| Delta::Js(event.get("delta")));
-                self.append_args(ty, found, |tc| is_call(tc, id), || js::show(id), delta, Some(event))?
+                self.append_args(ty, found, || js::show(id), delta, Some(event))?
             }
             E::ToolCallResult => self.tool_call_result(event),
             E::StateSnapshot => match event.get("snapshot") {
@@ -447,10 +366,10 @@ impl<S: State> EventApplier<S> {
         self.index += 1;
         let args = kind == EventType::ToolCallArgs;
         if let Some(t) = self.last.as_ref().filter(|t| t.args == args && t.id == id) {
-            let (message, call) = (t.message, t.call);
+            let (message, position, call) = (t.message, t.position, t.call);
             if let Some(s) = self.cached_target(message, call, args) {
                 js::append(s, delta);
-                return Ok(Change::messages(Some(message)));
+                return Ok(Change::messages(Some(position)));
             }
         }
         self.last = None;
@@ -459,21 +378,16 @@ impl<S: State> EventApplier<S> {
             EventType::TextMessageContent | EventType::ReasoningMessageContent => {
                 let found = self.messages.find_str(id);
                 let c = self.append_content(kind, found, show, Delta::Str(delta), None);
-                if let (Some(message), None) = (c.message, &c.warning) {
-                    self.last = Some(Target { id: id.to_string(), args, message, call: 0 });
+                if let (Some(message), Some(position), None) = (found, c.message, &c.warning) {
+                    self.last = Some(Target { id: id.to_string(), args, message, position, call: 0 });
                 }
                 Ok(c)
             }
             EventType::ToolCallArgs => {
                 let found = self.messages.find_tool_str(id);
-                let is_it = |tc: &Value| tc.get("id").and_then(Value::as_str) == Some(id);
-                let c = self.append_args(kind, found, is_it, show, Some(Delta::Str(delta)), None);
-                if let (Ok(Change { message: Some(message), .. }), Some(Value::Array(calls))) =
-                    (&c, found.and_then(|i| self.messages.list[i].get("toolCalls")))
-                {
-                    if let Some(call) = calls.iter().position(is_it) {
-                        self.last = Some(Target { id: id.to_string(), args, message: *message, call });
-                    }
+                let c = self.append_args(kind, found, show, Some(Delta::Str(delta)), None);
+                if let (Ok(Change { message: Some(position), .. }), Some((message, call))) = (&c, found) {
+                    self.last = Some(Target { id: id.to_string(), args, message, position: *position, call });
                 }
                 c
             }
@@ -488,8 +402,8 @@ impl<S: State> EventApplier<S> {
 
     /// The string a cached [`Target`] appends to (`content`, or the call's
     /// `function.arguments`) when it is still one; `None`: take the general route.
-    fn cached_target(&mut self, message: usize, call: usize, args: bool) -> Option<&mut String> {
-        let m = self.messages.list.get_mut(message)?;
+    fn cached_target(&mut self, message: Key, call: usize, args: bool) -> Option<&mut String> {
+        let m = self.messages.get_mut(message);
         let s = if args {
             m.get_mut("toolCalls")?.get_mut(call)?.get_mut("function")?.get_mut("arguments")?
         } else {
@@ -504,7 +418,7 @@ impl<S: State> EventApplier<S> {
     fn append_content(
         &mut self,
         ty: EventType,
-        found: Option<usize>,
+        found: Option<Key>,
         show_id: impl FnOnce() -> String,
         delta: Delta<'_>,
         event: Option<&Value>,
@@ -512,10 +426,10 @@ impl<S: State> EventApplier<S> {
         let Some(i) = found else {
             return Change::warn(format!("{}: No message found with ID '{}'", ty.name(), show_id()));
         };
-        if role(&self.messages.list[i]) == Some("activity") {
+        if role(self.messages.get(i)) == Some("activity") {
             return Change::warn(activity_clash(ty, &show_id()));
         }
-        let m = obj(&mut self.messages.list[i]).expect("indexed messages are objects");
+        let m = obj(self.messages.get_mut(i)).expect("indexed messages are objects");
         match m.get_mut("content") {
             Some(Value::String(s)) => delta.push_to(s),
             _ => {
@@ -527,24 +441,23 @@ impl<S: State> EventApplier<S> {
         if let Some(event) = event {
             apply_metadata(m, event);
         }
-        Change::messages(Some(i))
+        self.changed(i)
     }
 
-    /// `TOOL_CALL_ARGS` (with a delta) and `TOOL_CALL_END` (without).
+    /// `TOOL_CALL_ARGS` (with a delta) and `TOOL_CALL_END` (without), to the call at
+    /// `found` (its message and place in `toolCalls`).
     fn append_args(
         &mut self,
         ty: EventType,
-        found: Option<usize>,
-        is_it: impl Fn(&Value) -> bool,
+        found: Option<(Key, usize)>,
         show_id: impl FnOnce() -> String,
         delta: Option<Delta<'_>>,
         event: Option<&Value>,
     ) -> Result<Change, StreamError> {
-        let Some(i) = found else {
+        let Some((i, call)) = found else {
             return Ok(Change::warn(format!("{}: No message found containing tool call with ID '{}'", ty.name(), show_id())));
         };
-        let Some(Value::Array(calls)) = self.messages.list[i].get_mut("toolCalls") else { unreachable!("indexed") };
-        let tc = calls.iter_mut().find(|tc| is_it(tc)).and_then(Value::as_object_mut).expect("indexed tool call");
+        let tc = self.messages.get_mut(i).get_mut("toolCalls").and_then(|c| c.get_mut(call)).and_then(Value::as_object_mut).expect("indexed tool call");
         let changed = match delta {
             Some(delta) => {
                 let Some(Value::Object(f)) = tc.get_mut("function") else {
@@ -566,13 +479,13 @@ impl<S: State> EventApplier<S> {
             }
             None => event.is_some_and(|e| apply_metadata(tc, e)),
         };
-        Ok(if changed { Change::messages(Some(i)) } else { Change::default() })
+        Ok(if changed { self.changed(i) } else { Change::default() })
     }
 
     /// The message a CONTENT/END event appends to: `None` when missing or an activity.
-    fn text_target(&mut self, event: &Value) -> Option<usize> {
+    fn text_target(&mut self, event: &Value) -> Option<Key> {
         let i = self.messages.find(event.get("messageId"))?;
-        if role(&self.messages.list[i]) == Some("activity") {
+        if role(self.messages.get(i)) == Some("activity") {
             return None;
         }
         Some(i)
@@ -590,7 +503,7 @@ impl<S: State> EventApplier<S> {
         let id = event.get("messageId");
         let existing = self.messages.find(id);
         if let Some(i) = existing {
-            if role(&self.messages.list[i]) == Some("activity") {
+            if role(self.messages.get(i)) == Some("activity") {
                 return Change::warn(activity_clash(ty, &js::show(id)));
             }
         }
@@ -618,12 +531,12 @@ impl<S: State> EventApplier<S> {
                 self.messages.push(Value::Object(m))
             }
         };
-        let Some(target) = obj(&mut self.messages.list[i]) else {
+        let Some(target) = obj(self.messages.get_mut(i)) else {
             return Change::default();
         };
         let metadata_changed = apply_metadata(target, event);
         if existing.is_none() || metadata_changed {
-            Change::messages(Some(i))
+            self.changed(i)
         } else {
             Change::default()
         }
@@ -632,9 +545,8 @@ impl<S: State> EventApplier<S> {
     fn tool_call_start(&mut self, event: &Value) -> Result<Change, StreamError> {
         let id = event.get("toolCallId");
         let name = event.get("toolCallName");
-        if let Some(i) = self.messages.find_tool(id) {
-            let Some(Value::Array(calls)) = self.messages.list[i].get_mut("toolCalls") else { unreachable!() };
-            let tc = calls.iter_mut().find(|tc| is_call(tc, id)).and_then(Value::as_object_mut).expect("is_call takes objects");
+        if let Some((i, call)) = self.messages.find_tool(id, false) {
+            let tc = self.messages.get_mut(i).get_mut("toolCalls").and_then(|c| c.get_mut(call)).and_then(Value::as_object_mut).expect("indexed tool call");
             let Some(Value::Object(f)) = tc.get_mut("function") else {
                 return Err(type_error(format!("tool call '{}' has no function object", js::show(id))));
             };
@@ -650,19 +562,20 @@ impl<S: State> EventApplier<S> {
                 set_or_remove(f, "name", name);
             }
             let changed = apply_metadata(tc, event) || renamed;
-            return Ok(Change { messages: changed, message: changed.then_some(i), warning, ..Change::default() });
+            let message = changed.then(|| self.messages.position(i));
+            return Ok(Change { messages: changed, message, warning, ..Change::default() });
         }
         // resolveOrCreateAssistantMessage
         let parent = event.get("parentMessageId");
         let mut warning = None;
         let target = if js::truthy(parent) {
             match self.messages.find(parent) {
-                Some(i) if role(&self.messages.list[i]) == Some("assistant") => Some(i),
+                Some(i) if role(self.messages.get(i)) == Some("assistant") => Some(i),
                 Some(i) => {
                     warning = Some(format!(
                         "TOOL_CALL_START: parentMessageId '{}' matches a '{}' message, not assistant — falling back to toolCallId",
                         js::show(parent),
-                        js::show(self.messages.list[i].get("role"))
+                        js::show(self.messages.get(i).get("role"))
                     ));
                     None
                 }
@@ -685,7 +598,7 @@ impl<S: State> EventApplier<S> {
                 (self.messages.push(Value::Object(m)), !preexisting)
             }
         };
-        let Some(msg) = obj(&mut self.messages.list[at]) else {
+        let Some(msg) = obj(self.messages.get_mut(at)) else {
             return Err(type_error("the tool call's message is not an object"));
         };
         if created && !msg.contains_key("subagentRunId") {
@@ -712,8 +625,9 @@ impl<S: State> EventApplier<S> {
         tc.insert("function".into(), Value::Object(f));
         apply_metadata(&mut tc, event);
         calls.push(Value::Object(tc));
-        self.messages.tool_call_added(at, id);
-        Ok(Change { messages: true, message: Some(at), warning, ..Change::default() })
+        let call = calls.len() - 1;
+        self.messages.tool_call_added(at, id, call);
+        Ok(Change { warning, ..self.changed(at) })
     }
 
     fn tool_call_result(&mut self, event: &Value) -> Change {
@@ -734,27 +648,16 @@ impl<S: State> EventApplier<S> {
             m.insert("subagentRunId".into(), tag.clone());
         }
         apply_metadata(&mut m, event);
-        // The first assistant message carrying the call.
-        let owner = match self.messages.find_tool(tcid) {
-            Some(i) if role(&self.messages.list[i]) == Some("assistant") => Some(i),
-            Some(i) => self.messages.list[i + 1..]
-                .iter()
-                .position(|m| role(m) == Some("assistant") && tool_calls(m).iter().any(|tc| is_call(tc, tcid)))
-                .map(|p| p + i + 1),
-            None => None,
-        };
-        let at = match owner {
+        // After the first assistant message carrying the call and the tool messages that
+        // follow it.
+        let at = match self.messages.find_tool(tcid, true) {
             None => self.messages.push(Value::Object(m)),
-            Some(o) => {
-                let mut at = o + 1;
-                while at < self.messages.list.len() && role(&self.messages.list[at]) == Some("tool") {
-                    at += 1;
-                }
-                self.messages.insert(at, Value::Object(m));
-                at
+            Some((owner, _)) => {
+                let at = self.messages.after_tool_run(owner);
+                self.messages.insert(at, Value::Object(m))
             }
         };
-        Change::messages(Some(at))
+        self.changed(at)
     }
 
     fn messages_snapshot(&mut self, event: &Value) -> Result<Change, StreamError> {
@@ -776,15 +679,13 @@ impl<S: State> EventApplier<S> {
         let preserved = |m: &Value| -> bool {
             (role(m) == Some("activity")
                 && match &owned {
-                    Authority::Types(types) => {
-                        !types.iter().any(|t| strict_eq(Some(&Value::String(t.clone())), m.get("activityType")))
-                    }
+                    Authority::Types(types) => !m.get("activityType").and_then(Value::as_str).is_some_and(|t| types.contains(t)),
                     Authority::All => false,
                     Authority::Inferred => !has_activity,
                 })
                 || (role(m) == Some("reasoning") && !has_reasoning)
         };
-        let old = std::mem::take(&mut self.messages.list);
+        let old = self.messages.take();
         let mut list: Vec<Value> = Vec::with_capacity(old.len() + new.len());
         let mut kept: std::collections::HashSet<String> = std::collections::HashSet::new();
         for m in old {
@@ -833,8 +734,8 @@ impl<S: State> EventApplier<S> {
                 apply_metadata(&mut m, event);
                 self.messages.push(Value::Object(m))
             }
-            Some(i) if role(&self.messages.list[i]) == Some("activity") => {
-                let m = obj(&mut self.messages.list[i]).expect("activity messages are objects");
+            Some(i) if role(self.messages.get(i)) == Some("activity") => {
+                let m = obj(self.messages.get_mut(i)).expect("activity messages are objects");
                 if replace {
                     set_or_remove(m, "activityType", event.get("activityType"));
                     set_or_remove(m, "content", event.get("content"));
@@ -852,16 +753,16 @@ impl<S: State> EventApplier<S> {
                 i
             }
         };
-        Change::messages(Some(at))
+        self.changed(at)
     }
 
     fn activity_delta(&mut self, event: &Value) -> Change {
         let id = event.get("messageId");
         let Some(i) = self.messages.find(id) else { return Change::default() };
-        if role(&self.messages.list[i]) != Some("activity") {
+        if role(self.messages.get(i)) != Some("activity") {
             return Change::warn(format!("ACTIVITY_DELTA: Message '{}' is not an activity message", js::show(id)));
         }
-        let m = obj(&mut self.messages.list[i]).expect("activity messages are objects");
+        let m = obj(self.messages.get_mut(i)).expect("activity messages are objects");
         let metadata_changed = apply_metadata(m, event);
         let patch = match event.get("patch") {
             None | Some(Value::Null) => Value::Array(Vec::new()),
@@ -885,11 +786,11 @@ impl<S: State> EventApplier<S> {
         match r {
             Ok(()) => {
                 set_or_remove(m, "activityType", event.get("activityType"));
-                Change::messages(Some(i))
+                self.changed(i)
             }
             Err(e) => Change {
                 messages: metadata_changed,
-                message: metadata_changed.then_some(i),
+                message: metadata_changed.then(|| self.messages.position(i)),
                 warning: Some(format!("Failed to apply activity patch for '{}': {e}", js::show(id))),
                 ..Change::default()
             },
@@ -900,20 +801,18 @@ impl<S: State> EventApplier<S> {
         let id = event.get("entityId");
         let value = event.get("encryptedValue");
         let at = if event.get("subtype").and_then(Value::as_str) == Some("tool-call") {
-            let found = self.messages.list.iter().position(|m| {
-                role(m) == Some("assistant") && tool_calls(m).iter().any(|tc| is_call(tc, id))
-            });
-            if let Some(i) = found {
-                let Some(Value::Array(calls)) = self.messages.list[i].get_mut("toolCalls") else { unreachable!() };
-                if let Some(tc) = calls.iter_mut().find(|tc| is_call(tc, id)).and_then(Value::as_object_mut) {
+            // The first assistant message carrying the call.
+            let found = self.messages.find_tool(id, true);
+            if let Some((i, call)) = found {
+                if let Some(tc) = self.messages.get_mut(i).get_mut("toolCalls").and_then(|c| c.get_mut(call)).and_then(Value::as_object_mut) {
                     set_or_remove(tc, "encryptedValue", value);
                 }
             }
-            found
+            found.map(|(i, _)| i)
         } else {
             match self.messages.find(id) {
-                Some(i) if role(&self.messages.list[i]) != Some("activity") => {
-                    if let Some(m) = obj(&mut self.messages.list[i]) {
+                Some(i) if role(self.messages.get(i)) != Some("activity") => {
+                    if let Some(m) = obj(self.messages.get_mut(i)) {
                         set_or_remove(m, "encryptedValue", value);
                     }
                     Some(i)
@@ -922,7 +821,7 @@ impl<S: State> EventApplier<S> {
             }
         };
         match at {
-            Some(i) => Change::messages(Some(i)),
+            Some(i) => self.changed(i),
             None => Change::default(),
         }
     }
@@ -962,19 +861,19 @@ enum Authority {
     /// `null`: the snapshot owns every activity type.
     All,
     /// These types (an invalid declaration owns none).
-    Types(Vec<String>),
+    Types(std::collections::HashSet<String>),
 }
 
 fn authoritative_activity_types(event: &Value) -> Authority {
     let Some(Value::Object(meta)) = event.get("metadata") else { return Authority::Inferred };
     let Some(value) = meta.get("@ag-ui/client") else { return Authority::Inferred };
-    let Value::Object(value) = value else { return Authority::Types(Vec::new()) };
+    let Value::Object(value) = value else { return Authority::Types(Default::default()) };
     let Some(types) = value.get("authoritativeActivityTypes") else { return Authority::Inferred };
     match types {
         Value::Null => Authority::All,
         Value::Array(items) if items.iter().all(Value::is_string) => {
             Authority::Types(items.iter().filter_map(|t| t.as_str().map(str::to_string)).collect())
         }
-        _ => Authority::Types(Vec::new()),
+        _ => Authority::Types(Default::default()),
     }
 }

@@ -5,7 +5,7 @@
 //! parent lane), at most one per lane, in the order the lanes were opened.
 
 use super::event::EventType;
-use super::js::{self, defined, strict_eq};
+use super::js::{self, defined, id_ref, strict_eq, IdRef, Ids};
 use super::{Stage, StreamError};
 use serde_json::{Map, Value};
 
@@ -108,14 +108,93 @@ struct Pending {
 /// Incremental chunk expander.
 #[derive(Debug, Default)]
 pub struct ChunkExpander {
-    /// (lane, pending stream) in lane-opening order; lane `None` is the parent agent.
-    lanes: Vec<(Option<Value>, Pending)>,
+    lanes: Lanes,
     warnings: Vec<String>,
     index: usize,
 }
 
 fn lane_eq(a: &Option<Value>, b: Option<&Value>) -> bool {
     strict_eq(a.as_ref(), b)
+}
+
+fn kind_slot(kind: Kind) -> usize {
+    match kind {
+        Kind::Text => 0,
+        Kind::Tool => 1,
+        Kind::Reasoning => 2,
+    }
+}
+
+/// The pending streams, one a lane (the chunk's `subagentRunId`; `None` is the parent
+/// agent), in lane-opening order, with the lookups chunk expansion makes in constant or
+/// logarithmic time: by lane, by a kind's stream id, a kind's lanes. Lanes tagged with an
+/// object or an array equal no other tag (`===`): they are never found again.
+#[derive(Debug, Default)]
+struct Lanes {
+    /// In lane-opening order; a closed lane's slot is empty (all go when none is open).
+    slots: Vec<Option<(Option<Value>, Pending)>>,
+    live: usize,
+    by_lane: Ids<usize>,
+    by_id: [Ids<usize>; 3],
+    by_kind: [std::collections::BTreeSet<usize>; 3],
+}
+
+impl Lanes {
+    fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+    fn get(&self, slot: usize) -> &(Option<Value>, Pending) {
+        self.slots[slot].as_ref().expect("a live slot")
+    }
+    /// The lane `lane`'s slot.
+    fn of_lane(&self, lane: Option<&Value>) -> Option<usize> {
+        self.by_lane.get(&id_ref(lane)?).copied()
+    }
+    /// The lane of the pending `kind` stream `id`.
+    fn of_id(&self, kind: Kind, id: Option<&Value>) -> Option<usize> {
+        self.by_id[kind_slot(kind)].get(&id_ref(id)?).copied()
+    }
+    fn of_id_str(&self, kind: Kind, id: &str) -> Option<usize> {
+        self.by_id[kind_slot(kind)].get(&IdRef::Str(id)).copied()
+    }
+    /// The lanes with a pending `kind` stream, in lane-opening order.
+    fn of_kind(&self, kind: Kind) -> &std::collections::BTreeSet<usize> {
+        &self.by_kind[kind_slot(kind)]
+    }
+    fn push(&mut self, lane: Option<Value>, pending: Pending) {
+        let slot = self.slots.len();
+        if let Some(k) = id_ref(lane.as_ref()) {
+            *self.by_lane.entry(&k) = slot;
+        }
+        if let Some(k) = id_ref(Some(&pending.id)) {
+            *self.by_id[kind_slot(pending.kind)].entry(&k) = slot;
+        }
+        self.by_kind[kind_slot(pending.kind)].insert(slot);
+        self.slots.push(Some((lane, pending)));
+        self.live += 1;
+    }
+    fn remove(&mut self, slot: usize) -> (Option<Value>, Pending) {
+        let (lane, pending) = self.slots[slot].take().expect("a live slot");
+        if let Some(k) = id_ref(lane.as_ref()) {
+            self.by_lane.remove(&k);
+        }
+        if let Some(k) = id_ref(Some(&pending.id)) {
+            self.by_id[kind_slot(pending.kind)].remove(&k);
+        }
+        self.by_kind[kind_slot(pending.kind)].remove(&slot);
+        self.live -= 1;
+        if self.live == 0 {
+            self.slots.clear();
+        }
+        (lane, pending)
+    }
+    fn drain(&mut self) -> impl Iterator<Item = (Option<Value>, Pending)> {
+        self.by_lane.clear();
+        self.by_id.iter_mut().for_each(Ids::clear);
+        self.by_kind.iter_mut().for_each(std::collections::BTreeSet::clear);
+        self.live = 0;
+        std::mem::take(&mut self.slots).into_iter().flatten()
+    }
 }
 
 impl ChunkExpander {
@@ -147,10 +226,11 @@ impl ChunkExpander {
         };
         // resolveLane for an untagged chunk: an id held by a lane stays there; no id
         // goes to the parent lane when it has this kind pending.
-        let (lane, pending) = match id {
-            Some(id) => self.lanes.iter().find(|(_, p)| p.kind == kind && p.id.as_str() == Some(id))?,
-            None => self.lanes.iter().find(|(l, p)| l.is_none() && p.kind == kind)?,
+        let slot = match id {
+            Some(id) => self.lanes.of_id_str(kind, id)?,
+            None => self.lanes.of_lane(None).filter(|&s| self.lanes.get(s).1.kind == kind)?,
         };
+        let (lane, pending) = self.lanes.get(slot);
         if lane.is_some() || pending.tag.is_some() {
             return None;
         }
@@ -226,14 +306,14 @@ impl ChunkExpander {
         if self.lanes.is_empty() {
             return;
         }
-        if let Some(pos) = self.lanes.iter().position(|(l, _)| lane_eq(l, lane)) {
-            let (_, pending) = self.lanes.remove(pos);
+        if let Some(slot) = self.lanes.of_lane(lane) {
+            let (_, pending) = self.lanes.remove(slot);
             out.push(end_event(&pending));
         }
     }
 
     fn close_all(&mut self, out: &mut Vec<Value>) {
-        for (_, pending) in self.lanes.drain(..) {
+        for (_, pending) in self.lanes.drain() {
             out.push(end_event(&pending));
         }
     }
@@ -244,7 +324,7 @@ impl ChunkExpander {
 
     fn resolve_lane(&self, kind: Kind, id: Option<&Value>, tag: Option<&Value>) -> Result<Option<Value>, StreamError> {
         if let Some(id) = id {
-            if let Some((owner, _)) = self.lanes.iter().find(|(_, p)| p.kind == kind && strict_eq(Some(&p.id), Some(id))) {
+            if let Some((owner, _)) = self.lanes.of_id(kind, Some(id)).map(|s| self.lanes.get(s)) {
                 if tag.is_some() && !lane_eq(owner, tag) {
                     return Err(Self::lane_error(
                         format!(
@@ -264,13 +344,13 @@ impl ChunkExpander {
         if tag.is_some() {
             return Ok(tag.cloned());
         }
-        if self.lanes.iter().any(|(l, p)| l.is_none() && p.kind == kind) {
+        if self.lanes.of_lane(None).is_some_and(|s| self.lanes.get(s).1.kind == kind) {
             return Ok(None);
         }
-        let mut candidates = self.lanes.iter().filter(|(_, p)| p.kind == kind);
-        match (candidates.next(), candidates.count()) {
+        let candidates = self.lanes.of_kind(kind);
+        match (candidates.first(), candidates.len().saturating_sub(1)) {
             (None, _) => Ok(None),
-            (Some((l, _)), 0) => Ok(l.clone()),
+            (Some(&s), 0) => Ok(self.lanes.get(s).0.clone()),
             (Some(_), more) => Err(Self::lane_error(
                 format!(
                     "Ambiguous {}: it carries neither a {} nor a subagentRunId, but {} lanes have an open {}. Attribute the chunk to the subagent it belongs to.",
@@ -289,14 +369,14 @@ impl ChunkExpander {
         let id = chunk.get(kind.id_field());
         let raw_tag = chunk.get("subagentRunId");
         let lane = self.resolve_lane(kind, id, defined(raw_tag))?;
-        let lane_pos = self.lanes.iter().position(|(l, _)| lane_eq(l, lane.as_ref()));
+        let lane_pos = self.lanes.of_lane(lane.as_ref());
         let continues = lane_pos.is_some_and(|p| {
-            let open = &self.lanes[p].1;
+            let open = &self.lanes.get(p).1;
             open.kind == kind && id.is_none_or(|id| strict_eq(Some(&open.id), Some(id)))
         });
         let mut result: Vec<Value> = Vec::with_capacity(3);
         let (stream_id, opener_tag) = if continues {
-            let open = &self.lanes[lane_pos.unwrap()].1;
+            let open = &self.lanes.get(lane_pos.expect("continues a lane")).1;
             for (field, established) in kind.opener_fields().iter().zip(&open.fields) {
                 let incoming = chunk.get(*field);
                 if incoming.is_some() && !strict_eq(incoming, established.as_ref()) {
@@ -357,7 +437,7 @@ impl ChunkExpander {
             }
             result.push(Value::Object(start));
             let pending = Pending { kind, id: id.clone(), fields, tag: raw_tag.cloned() };
-            self.lanes.push((lane, pending));
+            self.lanes.push(lane, pending);
             (id.clone(), raw_tag.cloned())
         };
 

@@ -2,6 +2,7 @@
 //! equality of ids, truthiness, string conversion in template literals, object spread.
 
 use serde_json::{Map, Value};
+use std::collections::HashMap;
 
 /// `a === b` for two possibly-absent values (`None` is `undefined`). Objects and arrays
 /// are compared by identity in JavaScript, so two of them are never equal here.
@@ -153,6 +154,89 @@ pub fn key(v: Option<&Value>) -> String {
     }
 }
 
+/// An id as `===` tells ids apart: strings by value, numbers as doubles (`-0` is `0`),
+/// `null`, booleans, and `undefined` (an absent id). Objects and arrays equal nothing
+/// but themselves, so they have no key (never found).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Scalar {
+    Undefined,
+    Null,
+    Bool(bool),
+    Num(u64),
+}
+
+pub(crate) enum IdRef<'a> {
+    Str(&'a str),
+    Scalar(Scalar),
+}
+
+pub(crate) fn id_ref(v: Option<&Value>) -> Option<IdRef<'_>> {
+    Some(match v {
+        None => IdRef::Scalar(Scalar::Undefined),
+        Some(Value::Null) => IdRef::Scalar(Scalar::Null),
+        Some(Value::Bool(b)) => IdRef::Scalar(Scalar::Bool(*b)),
+        Some(Value::String(s)) => IdRef::Str(s),
+        // (`as_f64` is `None` for a number no double holds: it equals nothing)
+        Some(Value::Number(n)) => IdRef::Scalar(Scalar::Num(n.as_f64().map(|f| if f == 0.0 { 0.0f64 } else { f }.to_bits())?)),
+        Some(Value::Array(_) | Value::Object(_)) => return None,
+    })
+}
+
+/// A map keyed by ids as `===` tells them apart (strings looked up as `&str`).
+#[derive(Debug)]
+pub(crate) struct Ids<V> {
+    pub(crate) strs: HashMap<String, V>,
+    scalars: HashMap<Scalar, V>,
+}
+
+impl<V> Default for Ids<V> {
+    fn default() -> Self {
+        Ids { strs: HashMap::new(), scalars: HashMap::new() }
+    }
+}
+
+impl<V> Ids<V> {
+    pub(crate) fn get(&self, id: &IdRef<'_>) -> Option<&V> {
+        match id {
+            IdRef::Str(s) => self.strs.get(*s),
+            IdRef::Scalar(k) => self.scalars.get(k),
+        }
+    }
+    pub(crate) fn get_mut(&mut self, id: &IdRef<'_>) -> Option<&mut V> {
+        match id {
+            IdRef::Str(s) => self.strs.get_mut(*s),
+            IdRef::Scalar(k) => self.scalars.get_mut(k),
+        }
+    }
+    pub(crate) fn entry(&mut self, id: &IdRef<'_>) -> &mut V
+    where
+        V: Default,
+    {
+        match id {
+            IdRef::Str(s) => {
+                if !self.strs.contains_key(*s) {
+                    self.strs.insert(s.to_string(), V::default());
+                }
+                self.strs.get_mut(*s).expect("inserted")
+            }
+            IdRef::Scalar(k) => self.scalars.entry(*k).or_default(),
+        }
+    }
+}
+
+impl<V> Ids<V> {
+    pub(crate) fn remove(&mut self, id: &IdRef<'_>) -> Option<V> {
+        match id {
+            IdRef::Str(s) => self.strs.remove(*s),
+            IdRef::Scalar(k) => self.scalars.remove(k),
+        }
+    }
+    pub(crate) fn clear(&mut self) {
+        self.strs.clear();
+        self.scalars.clear();
+    }
+}
+
 /// An id for error messages (`'${id}'`).
 pub fn show(v: Option<&Value>) -> String {
     let mut s = String::new();
@@ -296,6 +380,17 @@ pub fn json_text(v: &Value) -> Vec<u8> {
 /// JSON text of an array of values (as [`json_text`] writes each), in one serde pass.
 pub fn json_list(items: &[Value]) -> Vec<u8> {
     surrogates_escaped(serde_json::to_vec(items).expect("JSON values always serialize"))
+}
+
+/// [`json_list`] of values given one by one (a reducer's messages, in order).
+pub fn json_items<'a>(items: impl Iterator<Item = &'a Value>) -> Vec<u8> {
+    struct Seq<I>(std::cell::Cell<Option<I>>);
+    impl<'a, I: Iterator<Item = &'a Value>> serde::Serialize for Seq<I> {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            s.collect_seq(self.0.take().into_iter().flatten())
+        }
+    }
+    surrogates_escaped(serde_json::to_vec(&Seq(std::cell::Cell::new(Some(items)))).expect("JSON values always serialize"))
 }
 
 /// serde_json's text with its kept surrogates written back as escapes (a copy only when

@@ -29,13 +29,14 @@ pub mod client;
 pub mod compact;
 pub mod event;
 pub mod legacy;
+mod messages;
 pub mod replay;
 pub mod schema;
 pub mod verify;
 
 mod js;
 
-pub use js::{check_int_digits, has_kept_surrogate, json_list, json_text, kept_surrogate, parse_json, parse_json_limited, wtf8_with_surrogates};
+pub use js::{check_int_digits, has_kept_surrogate, json_items, json_list, json_text, kept_surrogate, parse_json, parse_json_limited, wtf8_with_surrogates};
 
 use std::fmt;
 
@@ -44,8 +45,8 @@ pub use chunks::{expand_chunks, ChunkExpander};
 pub use compact::{compact_events, compact_events_limited, compact_events_within};
 pub use event::{parse_event, parse_event_limited, EventType};
 pub use replay::{
-    empty_state, pipelines, replay, replay_log, replay_log_files, replay_log_pipelined, replay_log_sized, replay_sse, replay_sse_many, Replay, ReplayOptions,
-    Replayer, RunOutcome, PIPELINE_MIN,
+    empty_state, pipelines, replay, replay_log, replay_log_files, replay_log_pipelined, replay_log_sized, replay_sse, replay_sse_many, LogStop, Replay,
+    ReplayOptions, Replayer, RunOutcome, PIPELINE_MIN,
 };
 pub use schema::{check_event, check_run_input, Checked};
 pub use verify::{verify_events, EventVerifier};

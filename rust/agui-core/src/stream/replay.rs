@@ -102,8 +102,20 @@ pub struct Replay<S = Value> {
     pub pending_interrupts: Vec<Value>,
     pub warnings: Vec<Warning>,
     pub error: Option<StreamError>,
+    /// When `error` is a log that could not be opened or read on (not an event the
+    /// stages reject): why, for a caller that reports such failures as readers do.
+    pub log_error: Option<LogStop>,
     /// Number of input events consumed (including the failing one).
     pub events: usize,
+}
+
+/// Why a log replay ended before its log did, other than an event the stages reject.
+#[derive(Debug)]
+pub enum LogStop {
+    /// The log file could not be opened.
+    Open(std::io::Error),
+    /// The log could not be read on (I/O, gzip, format, framing, a frame over the limit).
+    Read(crate::log::LogError),
 }
 
 /// Incremental pipeline: boundary, schema, expand, verify, apply (the state: a JSON
@@ -413,7 +425,17 @@ impl<S: State> Replayer<S> {
     pub fn finish(self, error: Option<StreamError>) -> Replay<S> {
         let events = self.index;
         let (messages, state, pending_interrupts) = self.applier.into_parts();
-        Replay { messages, state, pending_interrupts, warnings: self.warnings, error, events }
+        Replay { messages, state, pending_interrupts, warnings: self.warnings, error, log_error: None, events }
+    }
+
+    /// [`finish`](Self::finish) of a log replay that stopped at `stop` (`read` events in).
+    fn finish_log(self, stop: Option<Stop>, read: usize) -> Replay<S> {
+        let (error, log_error) = match stop {
+            None => (None, None),
+            Some(Stop::Stream(e)) => (Some(e), None),
+            Some(Stop::Log(e)) => (Some(Stop::Log(e.clone()).at(read)), Some(LogStop::Read(e))),
+        };
+        Replay { log_error, ..self.finish(error) }
     }
 }
 
@@ -569,7 +591,7 @@ pub fn replay_log<R: std::io::Read + Send>(
             r.push_json(ev.json).map(|_| ()).map_err(Stop::Stream)
         })
     });
-    r.finish(outcome.err().map(|e| e.at(read)))
+    r.finish_log(outcome.err(), read)
 }
 
 /// [`replay_log`] on two threads: a scoped thread reads, frames and parses the log
@@ -639,7 +661,7 @@ pub fn replay_log_pipelined<R: std::io::Read + Send>(
         Ok(())
     };
     let outcome = crate::pipeline::run(produce, consume);
-    r.finish(outcome.err().map(|e| e.at(read)))
+    r.finish_log(outcome.err(), read)
 }
 
 /// Logs at least this long (bytes as stored) are replayed on two threads when a second
@@ -774,8 +796,10 @@ fn replay_log_file(path: &std::path::Path, format: Option<crate::log::Format>, o
             let reader = std::io::BufReader::new(f);
             replay_log_sized(reader, len, threads, pipeline_min, format, Vec::new(), empty_state(), options)
         }
-        Err(e) => Replayer::new(Vec::new(), empty_state(), options)
-            .finish(Some(StreamError::new(super::Stage::Decode, format!("{}: {e}", path.display())))),
+        Err(e) => {
+            let error = StreamError::new(super::Stage::Decode, format!("{}: {e}", path.display()));
+            Replay { log_error: Some(LogStop::Open(e)), ..Replayer::new(Vec::new(), empty_state(), options).finish(Some(error)) }
+        }
     }
 }
 

@@ -5,31 +5,46 @@
 use super::event::{type_str, EventType};
 use super::js::{self, strict_eq};
 use super::{Stage, StreamError};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::collections::HashMap;
 
 /// Who opened an entity: `None` is the parent agent (the opener had no tag).
 type Owner = Option<Value>;
 
-/// Insertion-ordered set of ids (error messages list them in opening order).
+/// Insertion-ordered set of ids (error messages list them in opening order), each add
+/// and remove in constant time (a removal that shifted the rest made a log of many open
+/// ids quadratic): the order is each id's number, sorted only for an error message.
 #[derive(Debug, Default)]
-struct IdSet(Map<String, Value>);
+struct IdSet {
+    ids: HashMap<String, u64>,
+    next: u64,
+}
 
 impl IdSet {
     fn has(&self, k: &str) -> bool {
-        self.0.contains_key(k)
+        self.ids.contains_key(k)
     }
     fn add(&mut self, k: String) {
-        self.0.insert(k, Value::Null);
+        let next = &mut self.next;
+        self.ids.entry(k).or_insert_with(|| {
+            *next += 1;
+            *next
+        });
     }
     fn remove(&mut self, k: &str) {
-        self.0.shift_remove(k);
+        self.ids.remove(k);
+    }
+    /// The ids in the order they were added.
+    fn ordered(&self) -> Vec<&String> {
+        let mut ids: Vec<(&String, &u64)> = self.ids.iter().collect();
+        ids.sort_unstable_by_key(|&(_, n)| *n);
+        ids.into_iter().map(|(k, _)| k).collect()
     }
     fn list(&self) -> String {
-        self.0.keys().map(|k| k.trim_start_matches('\u{0}')).collect::<Vec<_>>().join(", ")
+        self.ordered().iter().map(|k| k.trim_start_matches('\u{0}')).collect::<Vec<_>>().join(", ")
     }
     fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.ids.is_empty()
     }
 }
 
@@ -49,8 +64,9 @@ pub struct EventVerifier {
     reasoning_spans: IdSet,
     reasoning_messages: IdSet,
     owners: Owners,
-    /// Active steps per owner, owners in first-use order.
-    steps: Vec<(Owner, Vec<String>)>,
+    /// Active steps per owner, owners in first-use order (indexed by owner).
+    steps: Vec<(Owner, IdSet)>,
+    step_owners: js::Ids<usize>,
     subagents: IdSet,
     closed_subagents: IdSet,
     run_finished: bool,
@@ -163,11 +179,16 @@ impl EventVerifier {
         *self = EventVerifier { run_started: true, first_seen, index, ..Default::default() };
     }
 
-    fn steps_for(&mut self, owner: Option<&Value>) -> &mut Vec<String> {
-        let pos = match self.steps.iter().position(|(o, _)| strict_eq(o.as_ref(), owner)) {
-            Some(p) => p,
+    fn steps_for(&mut self, owner: Option<&Value>) -> &mut IdSet {
+        // (an object or array owner equals no other: never found again)
+        let key = js::id_ref(owner);
+        let pos = match key.as_ref().and_then(|k| self.step_owners.get(k)) {
+            Some(&p) => p,
             None => {
-                self.steps.push((owner.cloned(), Vec::new()));
+                self.steps.push((owner.cloned(), IdSet::default()));
+                if let Some(k) = key {
+                    *self.step_owners.entry(&k) = self.steps.len() - 1;
+                }
                 self.steps.len() - 1
             }
         };
@@ -444,23 +465,23 @@ impl EventVerifier {
                 let step = js::key(event.get("stepName"));
                 let shown = js::show(event.get("stepName"));
                 let steps = self.steps_for(tag);
-                if steps.contains(&step) {
+                if steps.has(&step) {
                     let whose = tag.map_or(String::new(), |t| format!(" in subagent '{}'", js::show(Some(t))));
                     return Err(fail("R18", format!("Step \"{shown}\" is already active for 'STEP_STARTED'{whose}")).ids([shown]));
                 }
-                steps.push(step);
+                steps.add(step);
             }
             E::StepFinished => {
                 let step = js::key(event.get("stepName"));
                 let shown = js::show(event.get("stepName"));
                 let steps = self.steps_for(tag);
-                if let Some(pos) = steps.iter().position(|s| *s == step) {
-                    steps.remove(pos);
+                if steps.has(&step) {
+                    steps.remove(&step);
                 } else {
                     let other = self
                         .steps
                         .iter()
-                        .find(|(o, names)| !strict_eq(o.as_ref(), tag) && names.contains(&step))
+                        .find(|(o, names)| !strict_eq(o.as_ref(), tag) && names.has(&step))
                         .map(|(o, _)| o.clone());
                     let who = |o: Option<&Value>| o.map_or("the parent agent".to_string(), |o| format!("subagent '{}'", js::show(Some(o))));
                     return Err(match other {
@@ -601,7 +622,7 @@ impl EventVerifier {
                         .steps
                         .iter()
                         .flat_map(|(o, names)| {
-                            names.iter().map(move |n| {
+                            names.ordered().into_iter().map(move |n| {
                                 let n = n.trim_start_matches('\u{0}');
                                 match o {
                                     Some(o) => format!("{n} (subagent '{}')", js::show(Some(o))),
@@ -621,7 +642,7 @@ impl EventVerifier {
                 ];
                 for (set, what) in open {
                     if !set.is_empty() {
-                        let ids: Vec<String> = set.0.keys().cloned().collect();
+                        let ids: Vec<String> = set.ordered().into_iter().cloned().collect();
                         return Err(fail("R29", format!("Cannot send 'RUN_FINISHED' while {what} are still active: {}", set.list())).ids(ids));
                     }
                 }

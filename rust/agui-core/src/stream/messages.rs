@@ -1,0 +1,580 @@
+//! The reducer's messages: a list in the reference's order, with the lookups the reducer
+//! makes in logarithmic time at most, whatever the stream does. The reference searches
+//! the list for every event (fine for a chat, quadratic for a log); a plain index from
+//! id to position goes stale as soon as a tool result is inserted before later messages.
+//!
+//! Each message has a key that never changes (its place in `slab`, the order it was
+//! added in); the list order is an implicit treap over the keys ([`Order`]), which also
+//! counts the tool messages, so "the first message after this one that is not a tool
+//! message" (where a tool result goes) is one descent. Lookups by id give the first
+//! message in list order with that id (ids never change; a message inserted before the
+//! one indexed takes its place); lookups by tool call id give the first message carrying
+//! the call, and the first assistant one, each with the call's place in `toolCalls`
+//! (messages gain calls only at the end of the messages that carry them, in list order,
+//! and lose them only when replaced, which marks them).
+
+use super::js::{id_ref, strict_eq, IdRef, Ids};
+use serde_json::Value;
+use std::collections::VecDeque;
+
+/// A message's key.
+pub(super) type Key = usize;
+
+/// The messages carrying one tool call id, in list order, each with the call's place in
+/// its `toolCalls` (messages replaced since are dropped when met).
+#[derive(Debug, Default)]
+struct Holders {
+    any: VecDeque<(Key, usize)>,
+    assistant: VecDeque<(Key, usize)>,
+}
+
+fn role(m: &Value) -> Option<&str> {
+    m.get("role").and_then(Value::as_str)
+}
+
+fn is_tool(m: &Value) -> bool {
+    role(m) == Some("tool")
+}
+
+fn tool_calls(m: &Value) -> &[Value] {
+    match m.get("toolCalls") {
+        Some(Value::Array(a)) => a,
+        _ => &[],
+    }
+}
+
+#[derive(Debug, Default)]
+pub(super) struct Messages {
+    slab: Vec<Value>,
+    order: Order,
+    /// The first message with each id (objects only).
+    by_id: Ids<Key>,
+    calls: Ids<Holders>,
+    /// Replaced messages: their tool calls are gone.
+    replaced: Vec<bool>,
+}
+
+impl Messages {
+    pub(super) fn new(list: Vec<Value>) -> Self {
+        let order = Order::identity(list.iter().map(is_tool).collect());
+        let mut m = Messages { replaced: vec![false; list.len()], slab: list, order, ..Default::default() };
+        for k in 0..m.slab.len() {
+            m.index(k, true);
+        }
+        m
+    }
+
+    /// Index message `k`'s id (`first`: no message with it comes before `k`... unless
+    /// one is indexed already) and tool calls (which go last among their holders).
+    fn index(&mut self, k: Key, appended: bool) {
+        let Messages { slab, by_id, calls, order, .. } = self;
+        let m = &slab[k];
+        if !m.is_object() {
+            return;
+        }
+        if let Some(id) = id_ref(m.get("id")) {
+            match by_id.get_mut(&id) {
+                None => {
+                    *by_id.entry(&id) = k;
+                }
+                Some(first) if !appended && order.rank(k) < order.rank(*first) => *first = k,
+                Some(_) => {}
+            }
+        }
+        let assistant = role(m) == Some("assistant");
+        for (i, tc) in tool_calls(m).iter().enumerate() {
+            if !tc.is_object() {
+                continue;
+            }
+            let Some(id) = id_ref(tc.get("id")) else { continue };
+            let h = calls.entry(&id);
+            // (the first of a message's calls with this id is the one found)
+            let seen = if appended { h.any.back().is_some_and(|&(o, _)| o == k) } else { h.any.iter().any(|&(o, _)| o == k) };
+            if seen {
+                continue;
+            }
+            let add = |q: &mut VecDeque<(Key, usize)>| {
+                // In list order: appended messages go last; another (rare) by position.
+                let at = if appended { q.len() } else { q.partition_point(|&(o, _)| order.rank(o) < order.rank(k)) };
+                q.insert(at, (k, i));
+            };
+            add(&mut h.any);
+            if assistant {
+                add(&mut h.assistant);
+            }
+        }
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.slab.len()
+    }
+
+    pub(super) fn get(&self, k: Key) -> &Value {
+        &self.slab[k]
+    }
+
+    pub(super) fn get_mut(&mut self, k: Key) -> &mut Value {
+        &mut self.slab[k]
+    }
+
+    /// The position of message `k` in the list.
+    pub(super) fn position(&self, k: Key) -> usize {
+        self.order.rank(k)
+    }
+
+    /// The message at `position`.
+    pub(super) fn at(&self, position: usize) -> Option<&Value> {
+        (position < self.slab.len()).then(|| &self.slab[self.order.select(position)])
+    }
+
+    /// The first message whose id is `id` (`===`; `None` is an absent id).
+    pub(super) fn find(&self, id: Option<&Value>) -> Option<Key> {
+        self.by_id.get(&id_ref(id)?).copied()
+    }
+
+    pub(super) fn find_str(&self, id: &str) -> Option<Key> {
+        self.by_id.strs.get(id).copied()
+    }
+
+    /// The first message carrying tool call `id` and the call's place, of any role or
+    /// (`assistant`) an assistant one.
+    pub(super) fn find_tool(&mut self, id: Option<&Value>, assistant: bool) -> Option<(Key, usize)> {
+        self.find_tool_in(&id_ref(id)?, assistant)
+    }
+
+    fn find_tool_in(&mut self, id: &IdRef<'_>, assistant: bool) -> Option<(Key, usize)> {
+        let h = self.calls.get_mut(id)?;
+        let q = if assistant { &mut h.assistant } else { &mut h.any };
+        while let Some(&(k, i)) = q.front() {
+            if !self.replaced[k] {
+                return Some((k, i));
+            }
+            q.pop_front();
+        }
+        None
+    }
+
+    pub(super) fn find_tool_str(&mut self, id: &str) -> Option<(Key, usize)> {
+        self.find_tool_in(&IdRef::Str(id), false)
+    }
+
+    /// Append a message.
+    pub(super) fn push(&mut self, m: Value) -> Key {
+        let k = self.slab.len();
+        self.order.push(is_tool(&m));
+        self.slab.push(m);
+        self.replaced.push(false);
+        self.index(k, true);
+        k
+    }
+
+    /// Insert a message at `position` (`len` appends).
+    pub(super) fn insert(&mut self, position: usize, m: Value) -> Key {
+        if position >= self.slab.len() {
+            return self.push(m);
+        }
+        let k = self.slab.len();
+        self.order.insert(position, is_tool(&m));
+        self.slab.push(m);
+        self.replaced.push(false);
+        self.index(k, false);
+        k
+    }
+
+    /// The position after message `k` and the tool messages right after it (where the
+    /// reference inserts a tool result).
+    pub(super) fn after_tool_run(&self, k: Key) -> usize {
+        self.order.next_non_tool(self.order.rank(k))
+    }
+
+    /// Replace message `k` by one with the same id (its tool calls are gone).
+    pub(super) fn replace(&mut self, k: Key, m: Value) {
+        debug_assert!(strict_eq(self.slab[k].get("id"), m.get("id")) || id_ref(m.get("id")).is_none());
+        self.order.set_tool(k, is_tool(&m));
+        self.replaced[k] = true;
+        self.slab[k] = m;
+    }
+
+    /// A tool call was appended to message `k`'s `toolCalls` at `call`.
+    pub(super) fn tool_call_added(&mut self, k: Key, id: Option<&Value>, call: usize) {
+        let Some(id) = id_ref(id) else { return };
+        let assistant = role(&self.slab[k]) == Some("assistant");
+        let Messages { calls, replaced, .. } = self;
+        let h = calls.entry(&id);
+        // (the reducer adds a call only when no message carries it: the only holder)
+        if h.any.iter().all(|&(o, _)| replaced[o]) {
+            h.any.clear();
+            h.any.push_back((k, call));
+        }
+        if assistant && h.assistant.iter().all(|&(o, _)| replaced[o]) {
+            h.assistant.clear();
+            h.assistant.push_back((k, call));
+        }
+    }
+
+    /// The messages in list order.
+    pub(super) fn iter(&self) -> impl ExactSizeIterator<Item = &Value> + '_ {
+        self.order.keys().map(move |k| &self.slab[k])
+    }
+
+    /// The messages in list order, taken out.
+    pub(super) fn take(&mut self) -> Vec<Value> {
+        let keys: Vec<Key> = self.order.keys().collect();
+        let mut slab: Vec<Option<Value>> = std::mem::take(&mut self.slab).into_iter().map(Some).collect();
+        *self = Messages::default();
+        keys.into_iter().map(|k| slab[k].take().expect("each key once")).collect()
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The list order: an implicit treap over message keys, counting non-tool messages
+// ---------------------------------------------------------------------------------------
+
+const NIL: u32 = u32::MAX;
+
+#[derive(Debug, Clone, Copy)]
+struct Node {
+    left: u32,
+    right: u32,
+    parent: u32,
+    prio: u32,
+    /// Nodes in the subtree.
+    size: u32,
+    /// Nodes in the subtree that are not tool messages.
+    others: u32,
+    tool: bool,
+}
+
+/// Keys in list order: insert at a position, a key's position, the key at a position,
+/// the next non-tool message after a position, in O(log n) expected.
+#[derive(Debug)]
+struct Order {
+    nodes: Vec<Node>,
+    root: u32,
+    rng: u64,
+}
+
+impl Default for Order {
+    fn default() -> Self {
+        Order { nodes: Vec::new(), root: NIL, rng: 0x9E37_79B9_7F4A_7C15 }
+    }
+}
+
+impl Order {
+    /// Keys `0..n` in that order (`tool[k]`: message `k` is a tool message), balanced.
+    fn identity(tool: Vec<bool>) -> Self {
+        let mut o = Order::default();
+        o.nodes = tool.iter().map(|&t| Node { left: NIL, right: NIL, parent: NIL, prio: 0, size: 1, others: u32::from(!t), tool: t }).collect();
+        o.root = o.build(0, o.nodes.len(), 0);
+        o
+    }
+
+    /// The subtree of keys `lo..hi`, its priorities decreasing with depth (a heap).
+    fn build(&mut self, lo: usize, hi: usize, depth: u32) -> u32 {
+        if lo >= hi {
+            return NIL;
+        }
+        let mid = (lo + hi) / 2;
+        let (l, r) = (self.build(lo, mid, depth + 1), self.build(mid + 1, hi, depth + 1));
+        let n = mid as u32;
+        self.nodes[mid].prio = u32::MAX - depth;
+        self.set_left(n, l);
+        self.set_right(n, r);
+        self.update(n);
+        n
+    }
+
+    fn size(&self, t: u32) -> u32 {
+        if t == NIL { 0 } else { self.nodes[t as usize].size }
+    }
+
+    fn others(&self, t: u32) -> u32 {
+        if t == NIL { 0 } else { self.nodes[t as usize].others }
+    }
+
+    fn update(&mut self, t: u32) {
+        let n = self.nodes[t as usize];
+        let size = 1 + self.size(n.left) + self.size(n.right);
+        let others = u32::from(!n.tool) + self.others(n.left) + self.others(n.right);
+        let node = &mut self.nodes[t as usize];
+        node.size = size;
+        node.others = others;
+    }
+
+    fn set_left(&mut self, t: u32, c: u32) {
+        self.nodes[t as usize].left = c;
+        if c != NIL {
+            self.nodes[c as usize].parent = t;
+        }
+    }
+
+    fn set_right(&mut self, t: u32, c: u32) {
+        self.nodes[t as usize].right = c;
+        if c != NIL {
+            self.nodes[c as usize].parent = t;
+        }
+    }
+
+    /// The first `k` nodes of `t`, and the rest.
+    fn split(&mut self, t: u32, k: u32) -> (u32, u32) {
+        if t == NIL {
+            return (NIL, NIL);
+        }
+        let left = self.nodes[t as usize].left;
+        let ls = self.size(left);
+        if k <= ls {
+            let (a, b) = self.split(left, k);
+            self.set_left(t, b);
+            self.update(t);
+            if a != NIL {
+                self.nodes[a as usize].parent = NIL;
+            }
+            (a, t)
+        } else {
+            let right = self.nodes[t as usize].right;
+            let (a, b) = self.split(right, k - ls - 1);
+            self.set_right(t, a);
+            self.update(t);
+            if b != NIL {
+                self.nodes[b as usize].parent = NIL;
+            }
+            (t, b)
+        }
+    }
+
+    /// `a` then `b`.
+    fn merge(&mut self, a: u32, b: u32) -> u32 {
+        if a == NIL {
+            return b;
+        }
+        if b == NIL {
+            return a;
+        }
+        if self.nodes[a as usize].prio > self.nodes[b as usize].prio {
+            let r = self.nodes[a as usize].right;
+            let m = self.merge(r, b);
+            self.set_right(a, m);
+            self.update(a);
+            a
+        } else {
+            let l = self.nodes[b as usize].left;
+            let m = self.merge(a, l);
+            self.set_left(b, m);
+            self.update(b);
+            b
+        }
+    }
+
+    fn new_node(&mut self, tool: bool) -> u32 {
+        // xorshift64*: priorities only need to be independent of the input.
+        self.rng ^= self.rng >> 12;
+        self.rng ^= self.rng << 25;
+        self.rng ^= self.rng >> 27;
+        let prio = (self.rng.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32) as u32;
+        let k = u32::try_from(self.nodes.len()).expect("fewer than 2^32 messages");
+        self.nodes.push(Node { left: NIL, right: NIL, parent: NIL, prio, size: 1, others: u32::from(!tool), tool });
+        k
+    }
+
+    fn push(&mut self, tool: bool) {
+        let n = self.new_node(tool);
+        self.root = self.merge(self.root, n);
+        self.nodes[self.root as usize].parent = NIL;
+    }
+
+    fn insert(&mut self, position: usize, tool: bool) {
+        let n = self.new_node(tool);
+        let (a, b) = self.split(self.root, position as u32);
+        let a = self.merge(a, n);
+        self.root = self.merge(a, b);
+        self.nodes[self.root as usize].parent = NIL;
+    }
+
+    /// The position of key `k`.
+    fn rank(&self, k: Key) -> usize {
+        let mut t = k as u32;
+        let mut r = self.size(self.nodes[k].left);
+        loop {
+            let p = self.nodes[t as usize].parent;
+            if p == NIL {
+                return r as usize;
+            }
+            if self.nodes[p as usize].right == t {
+                r += self.size(self.nodes[p as usize].left) + 1;
+            }
+            t = p;
+        }
+    }
+
+    /// The key at `position` (< the number of keys).
+    fn select(&self, position: usize) -> Key {
+        let mut t = self.root;
+        let mut i = position as u32;
+        loop {
+            let n = &self.nodes[t as usize];
+            let ls = self.size(n.left);
+            if i < ls {
+                t = n.left;
+            } else if i == ls {
+                return t as usize;
+            } else {
+                i -= ls + 1;
+                t = n.right;
+            }
+        }
+    }
+
+    /// The smallest position after `position` holding a non-tool message, or the number
+    /// of keys.
+    fn next_non_tool(&self, position: usize) -> usize {
+        // Non-tool messages at positions 0..=position, then the next one's position.
+        let mut before = 0;
+        let (mut t, mut i) = (self.root, position as u32 + 1);
+        while t != NIL && i > 0 {
+            let n = &self.nodes[t as usize];
+            let ls = self.size(n.left);
+            if i <= ls {
+                t = n.left;
+            } else {
+                before += self.others(n.left) + u32::from(!n.tool);
+                i -= ls + 1;
+                t = n.right;
+            }
+        }
+        if before >= self.others(self.root) {
+            return self.nodes.len();
+        }
+        // The (before + 1)-th non-tool message.
+        let (mut t, mut j, mut pos) = (self.root, before, 0);
+        loop {
+            let n = &self.nodes[t as usize];
+            let lo = self.others(n.left);
+            if j < lo {
+                t = n.left;
+            } else if j == lo && !n.tool {
+                return (pos + self.size(n.left)) as usize;
+            } else {
+                j -= lo + u32::from(!n.tool);
+                pos += self.size(n.left) + 1;
+                t = n.right;
+            }
+        }
+    }
+
+    /// Whether key `k` is a tool message (its counts updated up to the root).
+    fn set_tool(&mut self, k: Key, tool: bool) {
+        if self.nodes[k].tool == tool {
+            return;
+        }
+        self.nodes[k].tool = tool;
+        let mut t = k as u32;
+        while t != NIL {
+            self.update(t);
+            t = self.nodes[t as usize].parent;
+        }
+    }
+
+    /// The keys in order.
+    fn keys(&self) -> impl ExactSizeIterator<Item = Key> + '_ {
+        let mut stack = Vec::new();
+        let mut t = self.root;
+        let mut out = Vec::with_capacity(self.nodes.len());
+        loop {
+            while t != NIL {
+                stack.push(t);
+                t = self.nodes[t as usize].left;
+            }
+            let Some(n) = stack.pop() else { break };
+            out.push(n as usize);
+            t = self.nodes[n as usize].right;
+        }
+        out.into_iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_rng::Rng;
+
+    /// The treap against a plain vector: inserts anywhere, roles changed, every query.
+    #[test]
+    fn the_order_agrees_with_a_vector() {
+        let mut rng = Rng(0x1234_5678_9abc_def1);
+        for round in 0..200 {
+            let start = rng.below(20);
+            let mut model: Vec<(Key, bool)> = (0..start).map(|k| (k, rng.below(3) == 0)).collect();
+            let mut o = Order::identity(model.iter().map(|&(_, t)| t).collect());
+            for _ in 0..(50 + round) {
+                match rng.below(4) {
+                    0 => {
+                        let t = rng.below(2) == 0;
+                        o.push(t);
+                        model.push((model.len(), t));
+                    }
+                    1 | 2 => {
+                        let at = rng.below(model.len() + 1);
+                        let t = rng.below(2) == 0;
+                        o.insert(at, t);
+                        model.insert(at, (o.nodes.len() - 1, t));
+                    }
+                    _ if !model.is_empty() => {
+                        let k = rng.below(model.len());
+                        let t = rng.below(2) == 0;
+                        o.set_tool(k, t);
+                        model.iter_mut().find(|(key, _)| *key == k).unwrap().1 = t;
+                    }
+                    _ => {}
+                }
+                assert_eq!(o.keys().collect::<Vec<_>>(), model.iter().map(|&(k, _)| k).collect::<Vec<_>>());
+                for (pos, &(k, _)) in model.iter().enumerate() {
+                    assert_eq!(o.rank(k), pos);
+                    assert_eq!(o.select(pos), k);
+                    let next = model.iter().skip(pos + 1).position(|&(_, t)| !t).map_or(model.len(), |p| p + pos + 1);
+                    assert_eq!(o.next_non_tool(pos), next, "{model:?} after {pos}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn ids_as_strict_equality_sees_them() {
+        use serde_json::json;
+        let list = vec![
+            json!({"id": 1, "role": "user"}),
+            json!({"id": "1", "role": "user"}),
+            json!({"role": "user"}),
+            json!({"id": null, "role": "user"}),
+            json!({"id": [1], "role": "user"}),
+            json!("not a message"),
+            json!({"id": 1.0, "role": "user"}),
+            json!({"id": -0.0, "role": "user"}),
+        ];
+        let m = Messages::new(list);
+        let f = |v: Option<Value>| m.find(v.as_ref());
+        assert_eq!(f(Some(json!(1.0))), Some(0));
+        assert_eq!(f(Some(json!("1"))), Some(1));
+        assert_eq!(f(None), Some(2));
+        assert_eq!(f(Some(json!(null))), Some(3));
+        assert_eq!(f(Some(json!([1]))), None);
+        assert_eq!(f(Some(json!(0))), Some(7));
+        assert_eq!(f(Some(json!(false))), None);
+    }
+
+    #[test]
+    fn a_message_inserted_before_the_first_of_its_id_is_found() {
+        use serde_json::json;
+        let mut m = Messages::new(vec![json!({"id": "a", "role": "assistant"}), json!({"id": "x", "role": "user"})]);
+        assert_eq!(m.find_str("x"), Some(1));
+        let k = m.insert(1, json!({"id": "x", "role": "tool"}));
+        assert_eq!(m.find_str("x"), Some(k));
+        assert_eq!(m.position(k), 1);
+        assert_eq!(m.after_tool_run(0), 2);
+        let pushed = m.push(json!({"id": "x", "role": "tool"}));
+        assert_eq!(m.find_str("x"), Some(k));
+        assert_eq!(m.position(pushed), 3);
+        let all: Vec<_> = m.iter().map(|v| v["role"].as_str().unwrap().to_string()).collect();
+        assert_eq!(all, ["assistant", "tool", "user", "tool"]);
+        assert_eq!(m.take().len(), 4);
+    }
+}

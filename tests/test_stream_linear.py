@@ -1,0 +1,119 @@
+"""Linear time of the stream semantics on the shapes that were quadratic (each event
+searched the messages, a lane list or an open-id list): tool results inserted before later
+messages, numeric ids, many tool calls on one message, many chunk lanes, many activity
+deltas, many open messages and steps under verification. 10x the events may cost at most
+``BOUND`` x the time (see ``test_props_linear``), on every path that runs the reducer."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agui_fast import stream
+from test_props_linear import check
+
+pytestmark = pytest.mark.complexity
+
+
+def results_after_later_messages(n):
+    """n tool calls, each on its own assistant message, a later message, then the n
+    results: each goes right after its call's message, before the later ones."""
+    ev = [{"type": "TOOL_CALL_START", "toolCallId": f"c{i}", "toolCallName": "f"} for i in range(n)]
+    ev.append({"type": "TEXT_MESSAGE_START", "messageId": "later", "role": "assistant"})
+    ev += [{"type": "TOOL_CALL_RESULT", "messageId": f"r{i}", "toolCallId": f"c{i}", "content": "ok"} for i in range(n)]
+    return ev
+
+
+def numeric_ids(n):
+    ev = []
+    for i in range(n):
+        ev.append({"type": "TEXT_MESSAGE_START", "messageId": i, "role": "assistant"})
+        ev.append({"type": "TEXT_MESSAGE_CONTENT", "messageId": i, "delta": "x"})
+    return ev
+
+
+def calls_on_one_message(n):
+    ev = [{"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"}]
+    ev += [{"type": "TOOL_CALL_START", "toolCallId": f"c{i}", "toolCallName": "f", "parentMessageId": "m"} for i in range(n)]
+    ev += [{"type": "TOOL_CALL_ARGS", "toolCallId": f"c{i}", "delta": "{}"} for i in range(n)]
+    ev += [{"type": "TOOL_CALL_END", "toolCallId": f"c{i}"} for i in range(n)]
+    ev += [{"type": "TOOL_CALL_RESULT", "messageId": f"r{i}", "toolCallId": f"c{i}", "content": "ok"} for i in range(n)]
+    return ev
+
+
+def chunk_lanes(n):
+    return [{"type": "TEXT_MESSAGE_CHUNK", "messageId": f"m{i}", "subagentRunId": f"s{i}", "delta": "x"} for i in range(n)]
+
+
+def activity_deltas(n):
+    ev = [{"type": "ACTIVITY_SNAPSHOT", "messageId": "a", "activityType": "plan", "content": {"items": []}}]
+    ev += [
+        {"type": "ACTIVITY_DELTA", "messageId": "a", "activityType": "plan", "patch": [{"op": "add", "path": "/items/-", "value": i}]}
+        for i in range(n)
+    ]
+    return ev
+
+
+def open_messages_and_steps(n):
+    ev = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}]
+    ev += [{"type": "TEXT_MESSAGE_START", "messageId": f"m{i}", "role": "assistant"} for i in range(n)]
+    ev += [{"type": "STEP_STARTED", "stepName": f"s{i}"} for i in range(n)]
+    ev += [{"type": "TEXT_MESSAGE_END", "messageId": f"m{i}"} for i in range(n)]
+    ev += [{"type": "STEP_FINISHED", "stepName": f"s{i}"} for i in range(n)]
+    ev.append({"type": "RUN_FINISHED", "threadId": "t", "runId": "r"})
+    return ev
+
+
+def sse(events):
+    return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
+
+
+def applier(events, **options):
+    ap = stream.EventApplier(raw=True, **options)
+    for e in events:
+        ap.apply(e)
+
+
+PATHS = {
+    "replay": (lambda e: e, lambda e, **o: stream.replay(e, raw=True, **o)),
+    "replay_log": (sse, lambda b, **o: stream.replay_log(b, raw=True, **o)),
+    "applier": (lambda e: e, applier),
+}
+
+#: Numeric ids are malformed for the schema stage (a fatal error at the first event): the
+#: reducer meets them only behind ``schema=False``, as the reference's reducer called alone.
+OPTIONS = {"numeric_ids": {"schema": False}}
+
+CASES = {
+    "results_after_later_messages": results_after_later_messages,
+    "numeric_ids": numeric_ids,
+    "calls_on_one_message": calls_on_one_message,
+    "chunk_lanes": chunk_lanes,
+    "activity_deltas": activity_deltas,
+    "open_messages_and_steps": open_messages_and_steps,
+}
+
+
+@pytest.mark.parametrize("path", list(PATHS))
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_reducer_is_linear(case, path):
+    encode, run = PATHS[path]
+    options = OPTIONS.get(case, {})
+    check(lambda e: run(e, **options), lambda n: encode(CASES[case](n)), 200)
+
+
+def test_the_results_go_where_the_reference_puts_them():
+    r = stream.replay(results_after_later_messages(3), raw=True)
+    assert [m["id"] for m in r.messages] == ["c0", "r0", "c1", "r1", "c2", "r2", "later"]
+    r = stream.replay(calls_on_one_message(3), raw=True)
+    assert [m["id"] for m in r.messages] == ["m", "r0", "r1", "r2"]
+    assert [tc["function"]["arguments"] for tc in r.messages[0]["toolCalls"]] == ["{}"] * 3
+
+
+@pytest.mark.parametrize("verify", ["verify_events", "replay"])
+def test_verification_is_linear(verify):
+    if verify == "verify_events":
+        check(stream.verify_events, open_messages_and_steps, 200)
+    else:
+        check(lambda e: stream.replay(e, verify=True), open_messages_and_steps, 200)
