@@ -394,6 +394,7 @@ class Replayer:
         record: bool = False,
         max_depth: int = 512,
         max_patch_bytes: Optional[int] = None,
+        reduce: bool = True,
     ) -> None: ...
     def take_delivered(self) -> bytes:
         """The events handed to the reducer since the last call (record=True), as a JSON array."""

@@ -509,7 +509,7 @@ fn change_tuple<'py>(py: Python<'py>, c: &core::Change) -> PyResult<Bound<'py, P
 #[pymethods]
 impl Replayer {
     #[new]
-    #[pyo3(signature = (messages=None, state=None, *, verify=false, expand=true, compat=true, schema=true, max_protocol_version=None, protocol_version=None, record=false, max_depth=DEFAULT_MAX_DEPTH, max_patch_bytes=None))]
+    #[pyo3(signature = (messages=None, state=None, *, verify=false, expand=true, compat=true, schema=true, max_protocol_version=None, protocol_version=None, record=false, max_depth=DEFAULT_MAX_DEPTH, max_patch_bytes=None, reduce=true))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -524,13 +524,16 @@ impl Replayer {
         record: bool,
         #[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize,
         max_patch_bytes: Option<&Bound<'_, PyAny>>,
+        reduce: bool,
     ) -> PyResult<Self> {
         let max_depth = check_max_depth(max_depth)?;
         let max_patch_bytes = crate::patch::max_patch_bytes(max_patch_bytes)?;
         let (era, protocol_version) = era_options(max_protocol_version, protocol_version)?;
         let (messages, state) = start(py, messages, state, max_depth, max_patch_bytes)?;
         let options = ReplayOptions { verify, expand, compat, schema, era, protocol_version, max_depth, max_patch_bytes };
-        let mut inner = core::Replayer::new(messages, state, options);
+        let inner = core::Replayer::new(messages, state, options);
+        // reduce=False: the stages before the reducer alone (`validate` of a long log).
+        let mut inner = if reduce { inner } else { inner.without_reducer() };
         inner.record(record);
         Ok(Replayer { inner: std::sync::Mutex::new(inner), max_depth })
     }

@@ -130,6 +130,8 @@ pub struct Replayer<S = Value> {
     verifier: Option<EventVerifier>,
     protocol_version: Option<ProtocolVersion>,
     applier: EventApplier<S>,
+    /// Whether events reach the reducer (off: verification alone, nothing kept).
+    reduce: bool,
     index: usize,
     warnings: Vec<Warning>,
     /// The events handed to the reducer, kept while [`record`](Self::record) is on.
@@ -156,6 +158,7 @@ impl<S: State> Replayer<S> {
             verifier: options.verify.then(EventVerifier::new),
             protocol_version: options.protocol_version,
             applier: EventApplier::new(messages, state).with_max_depth(options.max_depth).with_max_patch_bytes(options.max_patch_bytes),
+            reduce: true,
             index: 0,
             warnings: Vec::new(),
             delivered: None,
@@ -165,6 +168,14 @@ impl<S: State> Replayer<S> {
             scratch: Vec::new(),
             reader: Reader::new(options, false),
         }
+    }
+
+    /// The stages in front of the reducer alone (compatibility boundary, chunk expansion,
+    /// verification): the events are checked and dropped, so memory stays constant over a
+    /// stream of any length; messages and state stay as given.
+    pub fn without_reducer(mut self) -> Self {
+        self.reduce = false;
+        self
     }
 
     /// Keep the events handed to the reducer (what reaches application code: after the
@@ -280,6 +291,9 @@ impl<S: State> Replayer<S> {
             d.push(e.clone());
         }
         self.outcome.see(&e);
+        if !self.reduce {
+            return Ok(());
+        }
         let c = self.applier.apply_owned(e)?;
         if let Some(w) = c.warning {
             self.warnings.push(Warning::new(WarningKind::Apply, index, w));
@@ -353,7 +367,7 @@ impl<S: State> Replayer<S> {
         if self.shims || self.delivered.is_some() {
             return None;
         }
-        let Replayer { expander, verifier, applier, .. } = self;
+        let Replayer { expander, verifier, applier, reduce, .. } = self;
         let (kind, id) = match (kind, expander) {
             (EventType::TextMessageChunk | EventType::ToolCallChunk | EventType::ReasoningMessageChunk, Some(x)) => {
                 (content_of(kind), x.continues_plain(kind, id)?)
@@ -374,7 +388,7 @@ impl<S: State> Replayer<S> {
             Some(v) => v.push_delta(kind, id).map_err(relabel),
             None => Ok(()),
         }
-        .and_then(|()| applier.apply_delta(kind, id, delta).map_err(relabel));
+        .and_then(|()| if *reduce { applier.apply_delta(kind, id, delta).map_err(relabel) } else { Ok(Change::default()) });
         self.index += 1;
         Some(result.map(|c| {
             if let Some(w) = &c.warning {
@@ -389,7 +403,7 @@ impl<S: State> Replayer<S> {
     /// the verifier needs the event. The one decision for plain deltas read from JSON text
     /// and for a binding's deltas in its own form ([`push_state_with`](Self::push_state_with)).
     pub fn takes_state_delta_directly(&self) -> bool {
-        self.verifier.is_none() && !self.shims && self.delivered.is_none() && !self.expander.as_ref().is_some_and(ChunkExpander::has_pending)
+        self.reduce && self.verifier.is_none() && !self.shims && self.delivered.is_none() && !self.expander.as_ref().is_some_and(ChunkExpander::has_pending)
     }
 
     /// A `STATE_DELTA` the caller applies to the state itself (see
