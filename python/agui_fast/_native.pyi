@@ -324,6 +324,7 @@ def convert_logs(
     progress: Optional[LogProgress] = None,
     max_errors: int = ...,
     gzip: bool = False,
+    max_frame_size: int = 10485760,
 ) -> Tuple[int, int, List[str]]:
     """Write the logs' events into ``output`` (a path, ``-`` for stdout) as "sse",
     "protobuf", "jsonl" or "parquet": (events, input bytes, problems skipped)."""
@@ -334,6 +335,7 @@ def inspect_log(
     format: str = "auto",
     collect: bool = False,
     progress: Optional[LogProgress] = None,
+    max_frame_size: int = 10485760,
 ) -> dict:
     """format, gzip, bytes, events, types, runs, threads, messages, tool_calls, usage,
     first_timestamp, last_timestamp, errors."""
