@@ -168,7 +168,8 @@ impl AheadRun<'_> {
         while let Some(rest) = chunk[i..].strip_prefix(b"data: ") {
             let Some(n) = r.end(rest) else { break };
             let end = i + 6 + n;
-            if chunk.get(end..end + 2) != Some(b"\n\n") || end - i > self.max_buffer {
+            let Some(next) = blank_line_after(chunk, end) else { break };
+            if end - i > self.max_buffer {
                 break;
             }
             debug_assert!(memchr2(b'\n', b'\r', &chunk[i..end]).is_none(), "a line break in a payload `ahead` read");
@@ -176,10 +177,27 @@ impl AheadRun<'_> {
             self.last = i;
             r.taken(Frame { index, offset: self.base + i as u64, data: &chunk[i + 6..end], event: self.event.take(), id: self.id });
             index += 1;
-            i = end + 2;
+            i = next;
         }
         (self.i, self.index) = (i, index);
     }
+}
+
+/// Where the next line starts when a line end and a blank line follow `chunk[end]`
+/// (each line end LF, CRLF or CR); `None` when they do not, or when the chunk ends in a
+/// CR that an LF of the next chunk may complete (the line search decides that one).
+#[inline(always)]
+fn blank_line_after(chunk: &[u8], end: usize) -> Option<usize> {
+    if chunk.get(end..end + 2) == Some(b"\n\n") {
+        return Some(end + 2); // the common case first: one compare
+    }
+    let line_end = |j: usize| match (chunk.get(j), chunk.get(j + 1)) {
+        (Some(b'\n'), _) => Some(j + 1),
+        (Some(b'\r'), Some(b'\n')) => Some(j + 2),
+        (Some(b'\r'), Some(_)) => Some(j + 1),
+        _ => None,
+    };
+    line_end(line_end(end)?)
 }
 
 /// No reader ahead: [`SseParser::feed`]'s frames, all of them to the closure.
@@ -710,7 +728,8 @@ pub struct Batch {
     pub offsets: Vec<u64>,
     pub first_index: u64,
     /// Every payload is structurally one JSON value (balanced, no top-level comma),
-    /// so a successful decode of `buf` yields exactly one element per frame.
+    /// so a successful decode of `buf` yields exactly one element per frame (known once
+    /// the batch is closed, as are `too_deep` and the number counts).
     pub balanced: bool,
     /// Batch-relative indices of frames that may need the legacy (0.x) conversion.
     pub candidates: Vec<usize>,
@@ -764,12 +783,55 @@ impl Batch {
         self.spans.is_empty()
     }
 
-    /// Close the joined array (idempotent); no frame may be pushed afterwards.
+    /// Close the joined array (idempotent); no frame may be pushed afterwards. With
+    /// `check`, every payload is scanned here ([`scan_value`]), but a lone payload no
+    /// longer than `max_depth` bytes: it cannot nest deeper (every level takes a byte), and
+    /// as the only item it is decoded by itself, so its shape is not needed (the
+    /// one-frame call of a live stream, whose decode the scan would double).
     pub fn close(&mut self) {
-        if !self.closed {
-            self.buf.push(b']');
-            self.closed = true;
+        if self.closed {
+            return;
         }
+        self.buf.push(b']');
+        self.closed = true;
+        let lone = self.spans.len() == 1 && self.spans[0].1 - self.spans[0].0 <= self.max_depth;
+        if !self.check || lone {
+            return;
+        }
+        for k in 0..self.spans.len() {
+            let (s, e) = self.spans[k];
+            // Every frame is scanned (not only while the batch is balanced): the depth
+            // limit holds for each of them.
+            let shape = scan_value(&self.buf[s..e]);
+            if shape.depth as usize > self.max_depth {
+                self.too_deep.push(k);
+                self.balanced = false;
+            }
+            self.balanced &= shape.single;
+            self.floats += shape.floats as u64;
+            self.hard_floats += shape.hard_floats as u64;
+        }
+    }
+
+    /// Empty again, for the frames from `first_index` on, as [`Batch::new`] and
+    /// [`Batch::with_max_depth`] make it (its buffers keep their capacity: a stream's batch
+    /// is reused call after call).
+    pub fn renew(&mut self, first_index: u64, check: bool, want_candidates: bool, max_depth: usize) {
+        self.check = check;
+        self.want_candidates = want_candidates;
+        self.max_depth = max_depth;
+        self.buf.clear();
+        self.buf.push(b'[');
+        self.spans.clear();
+        self.offsets.clear();
+        self.first_index = first_index;
+        self.balanced = true;
+        self.candidates.clear();
+        self.too_deep.clear();
+        self.floats = 0;
+        self.hard_floats = 0;
+        self.error = None;
+        self.closed = false;
     }
 
     pub fn payload(&self, i: usize) -> &[u8] {
@@ -788,18 +850,6 @@ impl Batch {
             Err(_) => self.buf.extend_from_slice(String::from_utf8_lossy(frame.data).as_bytes()),
         }
         let e = self.buf.len();
-        if self.check {
-            // Every frame is scanned (not only while the batch is balanced): the depth
-            // limit holds for each of them.
-            let shape = scan_value(&self.buf[s..e]);
-            if shape.depth as usize > self.max_depth {
-                self.too_deep.push(self.spans.len());
-                self.balanced = false;
-            }
-            self.balanced &= shape.single;
-            self.floats += shape.floats as u64;
-            self.hard_floats += shape.hard_floats as u64;
-        }
         if self.want_candidates && maybe_legacy(&self.buf[s..e]) {
             self.candidates.push(self.spans.len());
         }
@@ -1112,7 +1162,7 @@ mod tests {
         let counting = std::cell::Cell::new(0usize);
         let count = |rest: &[u8]| {
             let n = line_end(rest);
-            if rest.get(n.unwrap_or(0)..n.unwrap_or(0) + 2) == Some(b"\n\n") {
+            if blank_line_after(rest, n.unwrap_or(0)).is_some() {
                 counting.set(counting.get() + 1);
             }
             n
@@ -1162,6 +1212,23 @@ mod tests {
         }
         // Most frames of these streams are one `data: ` line and a blank line.
         assert!(taken > 100, "{taken} frames read ahead");
+    }
+
+    /// Frames ended by CR or CRLF line ends are read ahead as LF ones are (a log of
+    /// either is no slower): all but a last frame whose final CR an LF of the next chunk
+    /// might complete, which the line search frames the same way.
+    #[test]
+    fn every_line_end_is_read_ahead() {
+        let line_end = |rest: &[u8]| Some(memchr2(b'\n', b'\r', rest).unwrap_or(rest.len()));
+        for end in ["\n\n", "\r\r", "\r\n\r\n", "\n\r\n", "\r\n\n", "\r\r\n"] {
+            let s = format!("data: {{\"a\":1}}{end}").repeat(50);
+            TAKEN.set(0);
+            let whole = state_after(&[s.as_bytes()], DEFAULT_MAX_BUFFER, 0, Some(&line_end));
+            assert_eq!(whole, state_after(&[s.as_bytes()], DEFAULT_MAX_BUFFER, 0, None), "{end:?}");
+            let open_end = end.ends_with('\r');
+            assert_eq!(TAKEN.replace(0), if open_end { 49 } else { 50 }, "{end:?}");
+            assert_eq!(whole.0.len(), 50);
+        }
     }
 
     fn every_split(stream: &[u8]) -> Vec<Vec<u8>> {
