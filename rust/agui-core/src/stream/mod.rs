@@ -74,12 +74,13 @@ impl Stage {
         }
     }
 
-    /// The exception class in `agui_fast.errors` of an error of this stage.
-    pub fn class_name(self) -> &'static str {
+    /// The kind of an error of this stage.
+    pub fn kind(self) -> crate::kind::Kind {
+        use crate::kind::Kind;
         match self {
-            Stage::Decode => "InvalidJsonError",
-            Stage::Verify => "VerificationError",
-            _ => "StreamError",
+            Stage::Decode => Kind::InvalidJson,
+            Stage::Verify => Kind::Verification,
+            _ => Kind::Stream,
         }
     }
 }
@@ -196,13 +197,14 @@ pub(crate) fn patch_ops(doc: &mut serde_json::Value, ops: Vec<crate::patch::Oper
 #[cfg(test)]
 mod tests {
     use super::Stage;
+    use crate::kind::Kind;
 
     #[test]
-    fn each_stage_raises_its_class() {
-        assert_eq!(Stage::Decode.class_name(), "InvalidJsonError");
-        assert_eq!(Stage::Verify.class_name(), "VerificationError");
+    fn each_stage_has_its_kind() {
+        assert_eq!(Stage::Decode.kind(), Kind::InvalidJson);
+        assert_eq!(Stage::Verify.kind(), Kind::Verification);
         for s in [Stage::Chunks, Stage::Apply, Stage::Legacy] {
-            assert_eq!(s.class_name(), "StreamError");
+            assert_eq!(s.kind(), Kind::Stream);
         }
     }
 }
