@@ -21,7 +21,7 @@ use crate::decoder::{self, decode_items, with_buffer, Backend, GcPause, Items, M
 use crate::ffi::walk::{self, Opts};
 
 /// Turn a core error into the matching `agui_fast.errors` exception.
-fn to_py(py: Python<'_>, e: &Error) -> PyErr {
+pub(crate) fn to_py(py: Python<'_>, e: &Error) -> PyErr {
     if let Error::OutOfMemory { .. } = e {
         return PyMemoryError::new_err(e.to_string());
     }
