@@ -21,6 +21,8 @@ __all__ = [
     "TruncatedStreamError",
     "ProtobufDecodeError",
     "EncodeError",
+    "EncoderFormatError",
+    "RequestBodyError",
     "JsonPatchError",
     "JsonPatchTestFailed",
     "JsonPointerError",
@@ -135,6 +137,18 @@ class ProtobufDecodeError(DecodeError):
 
 class EncodeError(AguiError):
     """An event could not be encoded (e.g. a string with an unpaired surrogate)."""
+
+
+class RequestBodyError(AguiError):
+    """An HTTP request's body is not the JSON of the expected type (``agui_fast.asgi.read_input``:
+    Starlette and FastAPI answer it with ``422 Unprocessable Entity`` and this message)."""
+
+    status_code = 422
+
+
+class EncoderFormatError(EncodeError):
+    """An ``EventEncoder`` call would write a format other than the one its response is
+    labelled with or already written in (SSE or protobuf)."""
 
 
 class JsonPatchError(AguiError):
