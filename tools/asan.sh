@@ -10,9 +10,11 @@
 #   * detect_leaks=0: CPython keeps objects alive at exit on purpose,
 #   * the reports written to files (log_path; pytest's capture holds the test's stderr), and
 #     printed here,
-#   * the `sanitize` feature: sonic-rs's escaper reads a string's tail through a copy, not
-#     by a wide load that may pass the string's end within its page (outside the
-#     allocation, which is what the sanitizer checks).
+#   * the `sanitize` feature, and debug assertions in escape-simd: the two SIMD string
+#     escapers then read a string's tail through a copy, not by a 32-byte load that may pass
+#     the string's end within its page (harmless on hardware, but outside the allocation,
+#     which is what the sanitizer checks; escape-simd's own `asan` feature keeps the wide
+#     load in builds without debug assertions).
 # Any report fails the lane (halt_on_error, exit code 99).
 # Usage: tools/asan.sh PYTHON [pytest arguments...]; PYTHON: an interpreter whose environment
 # has the dev extra (the lane makes a venv of its own from it, and builds into it).
@@ -49,7 +51,8 @@ CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
 CARGO_PROFILE_RELEASE_OPT_LEVEL=1 CARGO_PROFILE_RELEASE_DEBUG=line-tables-only \
 CARGO_TARGET_DIR="$WORK/target" \
     "$WORK/venv/bin/maturin" build --release --target "$TARGET" --no-default-features \
-    --features pyo3/extension-module,sanitize --out "$WORK/wheel"
+    --features pyo3/extension-module,sanitize --config 'profile.release.package.escape-simd.debug-assertions=true' \
+    --out "$WORK/wheel"
 "$VPY" -m pip install --quiet --no-deps --force-reinstall "$WORK"/wheel/agui_fast-*.whl 2>/dev/null \
     || "${UV:-false}" pip install --quiet --python "$VPY" --no-deps --reinstall "$WORK"/wheel/agui_fast-*.whl
 
