@@ -64,7 +64,12 @@ mkdir -p "$REPORTS"
 export ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:exitcode=99:abort_on_error=0:detect_stack_use_after_return=0:log_path=$REPORTS/asan"
 "$VPY" -c 'import agui_fast._native as n, sys; assert n.__file__.startswith(sys.prefix), n.__file__'
 rc=0
+# Left out: the depth limit on a 512 KiB thread stack. The limit keeps the walker's recursion
+# within a stack that size in optimised builds; the sanitizer's redzones make each frame
+# several times larger, so that stack overflows first there (a property of the instrumented
+# build, tested in every other lane).
 "$VPY" -m pytest -q -p no:cacheprovider "$@" \
+    --deselect tests/test_json_writer.py::test_depth_limit_in_small_thread_stack \
     tests/test_json_writer.py tests/test_construct.py tests/test_patch.py tests/test_state_document.py \
     tests/test_sse_decode.py tests/test_proto.py tests/test_stream_state_objects.py tests/test_arrow.py || rc=$?
 [ "$rc" -ne 5 ] || { echo "pytest collected no tests: that is a failure, not a pass"; exit 1; }
