@@ -357,8 +357,10 @@ def ab_report(a: List[Dict[str, Any]], b: List[Dict[str, Any]], other: str) -> N
 
 def callgrind(select: Optional[str], quick: bool, out: Path) -> None:
     """Instructions a call of ours and of each peer: each selected bench runs under valgrind
-    twice per implementation, calling it once and three times (``AGUI_BENCH_COUNT``); the
-    difference over two is one warm call, whatever the set-up costs."""
+    twice per implementation (``AGUI_BENCH_COUNT``), calling it once, then once and ``m``
+    times more, ``m`` calls being about a third of a second of work: the difference over
+    ``m`` is one warm call, whatever the set-up costs, and the process's own variation
+    (collections, caches: about a million instructions) is a fraction of a per cent of it."""
     if not shutil.which("valgrind"):
         sys.exit("benches: --callgrind needs valgrind")
     ids = subprocess.run([sys.executable, "-m", "pytest", str(HERE), "-p", "no:cacheprovider", "--collect-only", "-q",
@@ -369,25 +371,29 @@ def callgrind(select: Optional[str], quick: bool, out: Path) -> None:
     for node in ids:
         impls = _impls(node, env)
         counts = {}
-        for impl in impls:
+        for impl, seconds in impls:
+            more = max(2, round(0.3 / max(seconds, 1e-9)))
             irs = []
-            for calls in (1, 3):
+            for calls in (1, 1 + more):
                 cg = out / "callgrind.out"
-                subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={cg}", sys.executable, "-m", "pytest",
-                                node, "-p", "no:cacheprovider", "-q", "--benchmark-disable"], cwd=ROOT,
-                               env=dict(env, AGUI_BENCH_COUNT=f"{calls}:{impl}"), capture_output=True, check=True)
+                done = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={cg}", sys.executable, "-m",
+                                       "pytest", node, "-p", "no:cacheprovider", "-q", "--benchmark-disable"], cwd=ROOT,
+                                      env=dict(env, AGUI_BENCH_COUNT=f"{calls}:{impl}"), capture_output=True, text=True)
+                if done.returncode != 0:
+                    sys.exit(f"benches: {node} under valgrind failed:\n{done.stdout[-3000:]}{done.stderr[-2000:]}")
                 irs.append(int(re.search(r"^(?:summary|totals): (\d+)", cg.read_text(), re.M).group(1)))
-            counts[impl] = (irs[1] - irs[0]) / 2
+            counts[impl] = (irs[1] - irs[0]) / more
         ours = counts.pop(OURS)
         print(f"{node}\n    {OURS:36s} {ours:>16,.0f} instructions a call")
         for peer, ir in counts.items():
             print(f"    {peer:36s} {ir:>16,.0f}   {ir / ours:8.2f}× ours")
 
 
-def _impls(node: str, env: Dict[str, str]) -> List[str]:
+def _impls(node: str, env: Dict[str, str]) -> List[Tuple[str, float]]:
+    """The bench's implementations and the seconds of one call of each (natively)."""
     listing = subprocess.run([sys.executable, "-m", "pytest", node, "-p", "no:cacheprovider", "-q", "-s", "--benchmark-disable"],
                              cwd=ROOT, env=dict(env, AGUI_BENCH_COUNT="list"), capture_output=True, text=True).stdout
-    found = re.findall(r"^impl: (.+)$", listing, re.M)
+    found = [(name, float(seconds)) for seconds, name in re.findall(r"^impl: (\S+) (.+)$", listing, re.M)]
     return found or sys.exit(f"benches: {node} names no implementations (not an interleaved bench?)")
 
 

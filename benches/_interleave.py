@@ -29,8 +29,8 @@ OURS = "agui_fast"
 # in what it writes).
 QUICK = os.environ.get("AGUI_BENCH_QUICK", "") not in ("", "0")
 
-# `python -m benches --callgrind` sets this: "list" names the implementations of a bench;
-# "K:NAME" calls NAME's K times, untimed, for an instruction count under valgrind.
+# `python -m benches --callgrind` sets this: "list" names the implementations of a bench (and
+# times a call of each); "K:NAME" calls NAME's K times, untimed, for an instruction count.
 COUNT = os.environ.get("AGUI_BENCH_COUNT", "")
 
 Call = Union[Callable[[], Any], "Peer"]
@@ -143,8 +143,10 @@ def against(
 
 def _count(ours: Callable[[], Any], peers: Dict[str, Callable[[], Any]]) -> Any:
     calls = {OURS: ours, **peers}
-    if COUNT == "list":
-        print("".join(f"\nimpl: {name}" for name in calls))
+    if COUNT == "list":  # the implementations, each with the seconds of one warm call
+        for name, call in calls.items():
+            call()
+            print(f"\nimpl: {_once(call):.9f} {name}")
     else:
         k, _, name = COUNT.partition(":")
         for _ in range(int(k)):

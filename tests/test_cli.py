@@ -288,6 +288,7 @@ def _on_a_terminal(cmd, stdin=None):
     import os
 
     terminal, child_end = os.openpty()
+    stdin = child_end if stdin is None else stdin
     with subprocess.Popen(cmd, stdin=stdin, stdout=child_end, stderr=child_end) as proc:
         os.close(child_end)
         seen = b""
@@ -336,15 +337,17 @@ def _slow_feed(data, seconds=1.5, steps=15):
 
 
 @pytest.mark.parametrize("command", [
-    ["convert", "-", "-o", "{out}", "--to", "jsonl"],
+    ["convert", "-", "-o", "{out}.jsonl", "--to", "jsonl"],
     ["inspect", "-"],
     ["validate", "--schema-only", "-"],
+    ["validate", "-"],
     ["replay", "-"],
+    ["report", "-", "-o", "{out}.html"],
 ])
 def test_every_long_command_draws_progress_on_a_terminal_only(tmp_path, command):
     import os
 
-    argv = [a.format(out=tmp_path / "o.jsonl") for a in command]
+    argv = [a.format(out=tmp_path / "o") for a in command]
     cmd = [sys.executable, "-m", "agui_fast", *argv]
     data = _long_run(60_000)
     r = _slow_feed(data)
@@ -401,6 +404,32 @@ def test_validate_checks_the_sequence_rules(tmp_path, capsys):
     assert "R29" in capsys.readouterr().out
 
 
+def test_validate_checks_each_event_as_read_and_keeps_none(tmp_path, capsys):
+    from agui_fast import _native
+    from agui_fast.errors import VerificationError
+
+    # The sequence rules run as the events are decoded, through the stream engine without
+    # its reducer: nothing is kept, whatever the log's length.
+    rules = _native.Replayer(verify=True, reduce=False)
+    rules.push_many(decode_sse(_long_run(1000)))
+    assert rules.message_count() == 0 and rules.state() == {}
+    with pytest.raises(VerificationError):
+        rules.push(TextMessageContentEvent(message_id="nope", delta="x"))
+    # A rule broken early, a frame the schema refuses later: the schema check goes on to
+    # the end, and the bad frame is what is said (as for a log read whole).
+    run_ok = decode_sse(_long_run(3))
+    log = tmp_path / "both.sse"
+    log.write_bytes(EventEncoder().encode_many(run_ok[1:]) + b'data: {"type":"NOPE"}\n\n')
+    assert main(["validate", str(log)]) == 1
+    (line,) = capsys.readouterr().out.splitlines()
+    assert f"INVALID after {len(run_ok) - 1} valid events" in line and "NOPE" in line, line
+    # --schema-only: the same log without the bad frame is valid.
+    log.write_bytes(EventEncoder().encode_many(run_ok[1:]))
+    assert main(["validate", "--schema-only", str(log)]) == 0
+    assert main(["validate", str(log)]) == 1
+    assert "frame 0:" in capsys.readouterr().out
+
+
 # -- convert's output: never through a file the user could not write, never another format,
 # the user's own path in every error, nothing half-written left --------------------------------
 
@@ -412,17 +441,21 @@ def _one_line(r, status):
     return line
 
 
-def test_convert_refuses_a_read_only_output(sse_log, tmp_path):
+@pytest.mark.parametrize("command, name", [("convert", "ro.sse"), ("report", "ro.html")])
+def test_a_read_only_output_is_refused(sse_log, tmp_path, command, name):
     import os
     import stat
 
-    out = tmp_path / "ro.sse"
+    out = tmp_path / name
     out.write_bytes(b"before")
     out.chmod(0o444)
-    line = _one_line(run("convert", sse_log, "-o", out), 1)
+    line = _one_line(run(command, sse_log, "-o", out), 1)
     assert str(out) in line and "not writable" in line and "r--r--r--" in line, line
     assert out.read_bytes() == b"before" and stat.S_IMODE(os.stat(out).st_mode) == 0o444
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["ro.sse", "run.sse"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name, "run.sse"]
+    # Into a missing directory: the path given, nothing written.
+    line = _one_line(run(command, sse_log, "-o", tmp_path / "nodir" / name), 1)
+    assert f"{tmp_path / 'nodir' / name}: no such directory" in line, line
 
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "geteuid") or __import__("os").geteuid() != 0, reason="needs root (chown)")
@@ -492,7 +525,7 @@ def test_convert_writes_a_device_as_it_is(sse_log):
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
 
 
-@pytest.mark.parametrize("command", ["convert", "inspect", "validate", "replay"])
+@pytest.mark.parametrize("command", ["convert", "inspect", "validate", "replay", "report"])
 def test_a_pipe_is_read_as_a_stream_not_an_empty_file(tmp_path, command):
     # `agui-fast convert <(cat log)`: the path of a pipe, whose size is 0.
     import os
@@ -501,7 +534,7 @@ def test_a_pipe_is_read_as_a_stream_not_an_empty_file(tmp_path, command):
     r, w = os.pipe()
     os.write(w, log)
     os.close(w)
-    extra = ["-o", str(tmp_path / "o.jsonl")] if command == "convert" else []
+    extra = {"convert": ["-o", str(tmp_path / "o.jsonl")], "report": ["-o", str(tmp_path / "o.html")]}.get(command, [])
     out = subprocess.run([sys.executable, "-m", "agui_fast", command, f"/dev/fd/{r}", *extra],
                          capture_output=True, pass_fds=(r,))
     os.close(r)
@@ -541,3 +574,33 @@ def test_skipped_events_are_listed_then_counted(tmp_path):
     r = run("convert", bad, "-o", tmp_path / "o.jsonl", "--errors", "skip", "--max-errors", "99")
     assert "LimitError" in _one_line(r, 1)
     assert run("convert", bad, "-o", tmp_path / "o.jsonl", "--max-errors", "-1").returncode == 2
+
+
+# -- as a newcomer tries it ---------------------------------------------------------------------
+
+
+def test_help_has_examples_in_plain_text():
+    out = run("--help")
+    assert out.returncode == 0 and b"examples:" in out.stdout and b"agui-fast inspect run.sse" in out.stdout
+    assert b"``" not in out.stdout
+
+
+@pytest.mark.parametrize("command", [["inspect"], ["validate", "--schema-only"], ["replay"], ["convert", "-o", "-", "--to", "jsonl"]])
+def test_no_log_given_reads_piped_stdin(command):
+    out = run(*command, stdin=RUN_SSE)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout
+
+
+def test_no_log_given_on_a_terminal_is_a_usage_error():
+    status, seen = _on_a_terminal([sys.executable, "-m", "agui_fast", "inspect"])
+    assert status == 2 and b"required: LOG" in seen, seen
+
+
+def test_a_file_that_is_no_log_is_said_once_without_a_useless_hint(tmp_path):
+    pq = tmp_path / "run.parquet"
+    pq.write_bytes(b"PAR1" + bytes(100))
+    r = run("convert", pq, "-o", tmp_path / "x.sse")
+    line = _one_line(r, 1)
+    assert "a Parquet file, not an AG-UI log" in line and "byte offset" not in line, line
+    assert line.endswith(f"nothing written to {tmp_path / 'x.sse'}"), line

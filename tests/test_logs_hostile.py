@@ -198,12 +198,39 @@ def test_a_huge_log_without_a_boundary_stops_at_the_frame_limit(tmp_path, head, 
 def test_the_cli_stops_at_the_frame_limit(tmp_path):
     path = tmp_path / "huge.sse"
     sparse(path, b"data: ", 6 << 30)
-    for command in (["inspect"], ["convert", "-o", str(tmp_path / "o.jsonl")]):
+    for command in (["inspect"], ["convert", "-o", str(tmp_path / "o.jsonl")], ["validate"], ["replay"]):
         r = subprocess.run([sys.executable, "-m", "agui_fast", *command, str(path)], capture_output=True, timeout=120)
-        assert r.returncode == 1
-        (line,) = r.stderr.decode().splitlines()
+        assert r.returncode == 1, (command, r.stderr)
+        (line,) = (r.stderr + r.stdout).decode().splitlines()
         assert "BufferLimitError" in line and line.count("frame 0") == 1, line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["huge.sse"]
+
+
+@pytest.mark.parametrize("fmt", ["sse", "protobuf", "jsonl", "sse.gz"])
+def test_iter_logs_frame_limit_is_configurable(fmt):
+    from agui_fast.core import RunStartedEvent, TextMessageContentEvent, TextMessageStartEvent
+    from agui_fast.encoder import AGUI_MEDIA_TYPE, EventEncoder, to_builtins
+    from agui_fast.errors import FrameTooLargeError
+    from agui_fast.logs import iter_log
+
+    events = [RunStartedEvent(thread_id="t", run_id="r"), TextMessageStartEvent(message_id="m", role="assistant"),
+              TextMessageContentEvent(message_id="m", delta="x" * 500)]
+    log = {
+        "protobuf": lambda: EventEncoder(accept=AGUI_MEDIA_TYPE).encode_many(events),
+        "jsonl": lambda: b"".join(json.dumps(to_builtins(e)).encode() + b"\n" for e in events),
+    }.get(fmt, lambda: EventEncoder().encode_many(events))()
+    if fmt.endswith(".gz"):
+        log = gzip.compress(log)
+    assert list(iter_log(log)) == events  # within the default 10 MiB
+    read = []
+    with pytest.raises(FrameTooLargeError if fmt == "protobuf" else BufferLimitError) as info:
+        for event in iter_log(log, max_frame_size=300):
+            read.append(event)
+    assert read == events[:2] and info.value.frame_index == 2, info.value  # the events before it first
+    for bad, error in [(-1, ValueError), ("big", TypeError)]:
+        with pytest.raises(error, match="max_frame_size"):
+            next(iter_log(log, max_frame_size=bad))
+    assert len(list(iter_log(log, max_frame_size=2**64))) == 3  # past any size: no limit
 
 
 def test_a_region_of_short_lines_without_a_blank_line_reads_as_a_stream(tmp_path):

@@ -13,13 +13,14 @@
 #      the machine is quieter; the other CPythons' venvs; `cargo check` with the minimum
 #      Rust (tools/msrv.sh).
 #   3. Once the extension is built: its wheel (the same build packaged, seconds), checked by
-#      abi3audit, and the suite against that wheel in a fresh venv on every other CPython,
-#      AGUI_CI_SUITES (2) at a time, one a core: the next newest the full suite in the
-#      forced-API mode (AGUI_FORCE_API=1: the native module takes the C API's calls instead
-#      of its direct reads), the others a light one each (AGUI_TEST_LIGHT, tests/conftest.py:
-#      every test function, the property tests with a quarter of their examples, the
-#      time-complexity tests left out, and a share of each function's parametrized cases,
-#      AGUI_TEST_SHARD, so that the light runs together run each case once); mypy.
+#      abi3audit, and the suite against that wheel in a fresh venv: on the newest CPython in
+#      the public-API mode (AGUI_FAST_PUBLIC_API=1: no direct reads, construction by tp_call,
+#      the paths of interpreters whose layouts the extension does not know), and on every
+#      other CPython a light share (AGUI_TEST_LIGHT, tests/conftest.py: every test function,
+#      the property tests with a quarter of their examples, the time-complexity tests left
+#      out, and a share of each function's parametrized cases, AGUI_TEST_SHARD, so that the
+#      light runs together run each case once), one beside the test command's suite, two once
+#      it is done; mypy.
 #
 # Each step's start, wall and CPU seconds go to $LOGS/timings.txt, printed at the end.
 set -euo pipefail
@@ -142,6 +143,9 @@ export PATH="$T:$PATH"
 # dev extras (the script also puts it in the tools venv, where it is not used).
 timed browser bash tools/install_browser.sh "$T/python" || { tail -n 20 "$LOGS/browser.log" >&2; die "no browser"; }
 export AGUI_REQUIRE_BROWSER=1
+# Every build here starts from nothing and is built once: incremental compilation's caches
+# (the workspace's crates in the dev and dev-fast profiles) would only cost their writing.
+export CARGO_INCREMENTAL=0
 
 declare -A PY=()
 for v in "${PYTHONS[@]}"; do
@@ -261,11 +265,20 @@ msrv_job() {
     unset RUSTC_WORKSPACE_WRAPPER CLIPPY_ARGS
     PYO3_PYTHON="${PY[$NEWEST]}" "${NICE[@]}" bash tools/msrv.sh
 }
-say "background: the musllinux wheel from the sdist; the fuzz targets' build (their smoke runs after the test command); venvs for CPython $OTHERS; the minimum Rust's check"
+# The memory-safety lane (tools/asan.sh): the extension built by nightly with AddressSanitizer
+# and the tests of the binding's raw steps run on it, light (every case, a quarter of the
+# property tests' examples), at the builds' lower priority from the start.
+asan_job() {
+    unset RUSTC_WORKSPACE_WRAPPER CLIPPY_ARGS  # nightly's build; clippy is stable's
+    AGUI_TEST_LIGHT=1 UV="$T/uv" AGUI_ASAN_DIR="$WORK/asan" "${NICE[@]}" \
+        bash tools/asan.sh "${PY[$NEWEST]}" --basetemp="$WORK/tmp/asan"
+}
+say "background: the musllinux wheel from the sdist; the fuzz targets' build (their smoke runs after the test command); venvs for CPython $OTHERS; the minimum Rust's check; the sanitizer lane"
 start musl musl_job
 start fuzz fuzz_job
 start venvs venvs_job
 start msrv msrv_job
+start asan asan_job
 
 # 3. Once the test command has built the extension: its wheel, the same build packaged.
 while [ ! -e "$BUILT" ]; do
@@ -284,15 +297,14 @@ finish venvs
 say "background: mypy over python/agui_fast"
 start mypy "${NICE[@]}" "$VENV/bin/python" -m mypy --cache-dir "$WORK/mypy-cache"
 
-# The lanes of the other CPythons: the next newest runs the full suite in the forced-API
-# mode, the others the light shares.
-FORCED=$(printf '%s\n' $OTHERS | tail -n 1)
-LIGHTS=$(printf '%s\n' $OTHERS | grep -vx "$FORCED" || true)
+# The lanes of the other CPythons: a light share each (AGUI_TEST_LIGHT, AGUI_TEST_SHARD k/n):
+# together they run every parametrized case once, and every test function runs on every
+# interpreter (ffi/layout.rs reads per-version CPython structs: each version takes the
+# native paths).
 declare -A LANE=()
-[ -n "$FORCED" ] && LANE[$FORCED]="AGUI_FORCE_API=1 AGUI_TEST_LIGHT=0"
 k=0
-for v in $LIGHTS; do
-    LANE[$v]="AGUI_TEST_LIGHT=1 AGUI_TEST_SHARD=$k/$(echo "$LIGHTS" | wc -w)"
+for v in $OTHERS; do
+    LANE[$v]="AGUI_TEST_LIGHT=1 AGUI_TEST_SHARD=$k/$(echo $OTHERS | wc -w)"
     k=$((k + 1))
 done
 
@@ -332,26 +344,34 @@ reap_suite() {
         FAILED+=("$v")
     fi
 }
-for v in $FORCED $LIGHTS; do
-    [ "${#RUNNING[@]}" -lt "${AGUI_CI_SUITES:-1}" ] || reap_suite
-    say "CPython $v: pytest against the built wheel, ${LANE[$v]} (log: pytest-$v.log)"
-    (timed "pytest-$v" suite "$v") &
-    RUNNING[$!]=$v
-done
-# The whole suite once more on the newest, with AGUI_FAST_PUBLIC_API=1 (tools/public_api.sh:
-# the public-API paths of interpreters whose layouts the extension does not know), in a venv
-# of its own (the others are in use).
+# Suites at once: AGUI_CI_SUITES (default 1) while the test command's suite runs beside them,
+# one more once it is done (one a core).
+wait_for_slot() {
+    local slots=${AGUI_CI_SUITES:-1}
+    kill -0 "${PID[test]}" 2>/dev/null || slots=$((slots + 1))
+    [ "${#RUNNING[@]}" -lt "$slots" ] || reap_suite
+}
+# The public-API lane first (the longest): the suite on the newest with AGUI_FAST_PUBLIC_API=1
+# (tools/public_api.sh: the paths of interpreters whose layouts the extension does not know),
+# light but unsharded (every case; the time-complexity tests are the algorithms', the same
+# whatever reads the objects), in a venv of its own (the newest's is the test command's).
 public_api_suite() {
     local vpy="$WORK/public-api/bin/python"
     new_venv "${PY[$NEWEST]}" "$WORK/public-api"
     pip_install "$vpy" -r "$WORK/requirements.txt"
     pip_install "$vpy" --no-deps "$WHEEL"
-    AGUI_WHEELHOUSE="$WHEELHOUSE" bash tools/public_api.sh "$vpy" --basetemp="$WORK/tmp/public-api" --durations=10
+    AGUI_TEST_LIGHT=1 AGUI_WHEELHOUSE="$WHEELHOUSE" bash tools/public_api.sh "$vpy" \
+        --basetemp="$WORK/tmp/public-api" --durations=30
 }
-[ "${#RUNNING[@]}" -lt "${AGUI_CI_SUITES:-2}" ] || reap_suite
-say "CPython $NEWEST, public API only: pytest against the built wheel (log: pytest-public-api.log)"
+say "CPython $NEWEST, public API only, light: pytest against the built wheel (log: pytest-public-api.log)"
 (timed "pytest-public-api" public_api_suite) &
 RUNNING[$!]=public-api
+for v in $OTHERS; do
+    wait_for_slot
+    say "CPython $v: pytest against the built wheel, ${LANE[$v]} (log: pytest-$v.log)"
+    (timed "pytest-$v" suite "$v") &
+    RUNNING[$!]=$v
+done
 while [ "${#RUNNING[@]}" -gt 0 ]; do reap_suite; done
 
 finish test
@@ -361,6 +381,8 @@ tail -n 1 "$LOGS/mypy.log"
 finish fuzz
 grep -E '^== ' "$LOGS/fuzz.log"
 finish msrv
+finish asan
+tail -n 1 "$LOGS/asan.log"
 finish musl
 MUSL=$(ls "$WORK"/musl/agui_fast-*-cp310-abi3-*musllinux*_x86_64.whl)
 # The wheel built from the sdist holds the same files as the one built from the checkout.

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The whole Python suite with AGUI_FAST_PUBLIC_API=1: the extension reads every object
-# through CPython's public API and builds Structs through `tp_call`, the paths taken by
-# interpreters whose memory layouts it does not know (3.14 and later), tested here on one
-# whose layouts it knows. Usage: tools/public_api.sh PYTHON [pytest arguments...], PYTHON
-# an environment with agui_fast and the dev extra installed.
+# The Python suite with AGUI_FAST_PUBLIC_API=1: the extension reads every object through
+# CPython's public API and builds Structs through `tp_call`, the paths taken by interpreters
+# whose memory layouts it does not know (3.14 and later), tested here on one whose layouts it
+# knows (CI runs it light: AGUI_TEST_LIGHT=1). Usage: tools/public_api.sh PYTHON [pytest
+# arguments...], PYTHON an environment with agui_fast and the dev extra installed.
 set -euo pipefail
 PY=$1
 shift

@@ -387,6 +387,7 @@ class Replayer:
         compat: bool = True,
         max_depth: int = 512,
         max_patch_bytes: Optional[int] = None,
+        reduce: bool = True,
     ) -> None: ...
     def push(self, event: Any, /) -> Tuple[bool, bool, Optional[int], bool]:
         """(messages changed, state changed, index of the message touched, interrupts changed)."""

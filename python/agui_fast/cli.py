@@ -213,7 +213,7 @@ class Progress:
             head = f"[{bar:24s}] {100 * done // self.total:3d}%  {_mb(done)} of {_mb(self.total)}"
         else:
             head = f"{_mb(done)} read"
-        line = f"{head}  {events:,} events  {rate / 1e6:,.1f} MB/s"
+        line = f"{head}{f'  {events:,} events' if events else ''}  {rate / 1e6:,.1f} MB/s"
         sys.stderr.write("\r" + line[:120] + "\x1b[K")
         sys.stderr.flush()
         self.drawn = True
@@ -225,11 +225,12 @@ class Progress:
             self.drawn = False
 
 
-def run_native(call: Callable[[Any], Any], total: Optional[int], quiet: bool) -> Any:
-    """``call(progress)`` (a native call that releases the GIL and reads through the
-    ``LogProgress`` it is given) on a worker thread, while this thread draws the progress
-    line and stays ready for Ctrl-C and termination signals: on one, the call is told to
-    stop, waited for, and the exception goes on (the caller cleans up its outputs)."""
+def run_with_progress(call: Callable[[Any], Any], total: Optional[int], quiet: bool) -> Any:
+    """``call(progress)`` (a call that reads through the ``LogProgress`` it is given: a
+    native one with the GIL released, or Python code, between whose steps this thread gets
+    its turns) on a worker thread, while this thread draws the progress line and stays
+    ready for Ctrl-C and termination signals: on one, the call is told to stop, waited for
+    a moment, and the exception goes on (the caller cleans up its outputs)."""
     progress = LogProgress()
     shown_progress = Progress(total, quiet)
     result: Dict[str, Any] = {}
@@ -349,6 +350,33 @@ def _partial_name(output: str) -> str:
     return os.path.join(head, f".{tail}.{os.getpid()}.partial")
 
 
+class FileOutput:
+    """A file a command writes (``-o``), checked before anything is read
+    (``_check_output``): written beside its name (``target``) and renamed into place by
+    ``commit``, so that a failed or interrupted run leaves no half-written file and the
+    old one as it was (``discard``). A replaced file keeps its mode; through a symbolic
+    link the file it names is replaced, the link stays; a device or a pipe
+    (``/dev/null``) is written as it is."""
+
+    def __init__(self, output: str) -> None:
+        self.output = output
+        self.st = _check_output(output)
+        self.in_place = self.st is not None and not stat.S_ISREG(self.st.st_mode)
+        self.dest = os.path.realpath(output) if not self.in_place and os.path.islink(output) else output
+        self.target = output if self.in_place else _partial_name(self.dest)
+
+    def commit(self) -> None:
+        if self.in_place:
+            return
+        if self.st is not None:
+            os.chmod(self.target, stat.S_IMODE(self.st.st_mode))
+        os.replace(self.target, self.dest)
+
+    def discard(self) -> None:
+        if not self.in_place:
+            _remove(self.target)
+
+
 def _remove(path: str) -> None:
     try:
         os.remove(path)
@@ -360,43 +388,38 @@ def convert(args: argparse.Namespace) -> int:
     """Logs -> one output (SSE, protobuf, JSON lines or Parquet, gzipped for a ``.gz``
     name), streaming in Rust."""
     paths = expand(args.logs)
-    st = None if args.output == "-" else _check_output(args.output)
+    out = None if args.output == "-" else FileOutput(args.output)
     to, gzip_ = _output_format(args.output, args.to)
-    if args.output == "-":
+    if out is None:
         if to == "parquet" and sys.stdout.isatty():
             raise UserError("refusing to write Parquet to a terminal: give -o FILE")
     else:
         for p in paths:
-            if st is not None and p != STDIN and os.path.samefile(p, args.output):
+            if out.st is not None and p != STDIN and os.path.samefile(p, args.output):
                 raise UserError(f"{args.output}: the output is one of the inputs")
     for p in paths:
         if _empty(p):
             raise UserError(f"{p}: empty file")
     sizes = [_size(p) for p in paths]
     total = None if None in sizes else sum(s or 0 for s in sizes)
-    # A regular file is written beside its final name and renamed into place only when the
-    # conversion succeeds: a failed or interrupted run leaves no half-written file (nor a
-    # Parquet file without its footer) and does not clobber what was there. A device or a
-    # pipe is written as it is.
-    in_place = args.output == "-" or (st is not None and not stat.S_ISREG(st.st_mode))
-    # Through a symbolic link: the file it names is replaced, the link stays.
-    dest = os.path.realpath(args.output) if not in_place and os.path.islink(args.output) else args.output
-    target = args.output if in_place else _partial_name(dest)
-    if args.output == "-":
+    target = "-" if out is None else out.target
+    if out is None:
         sys.stdout.flush()
     done = False
     try:
         try:
-            rows, nbytes, skipped = run_native(lambda progress: _native.convert_logs(
+            rows, nbytes, skipped = run_with_progress(lambda progress: _native.convert_logs(
                 paths, [shown(p) for p in paths], target, to, args.format, args.errors == "skip", progress,
                 max_errors=args.max_errors, gzip=gzip_,
             ), total, args.quiet)
         except OSError as exc:
             # The user's own path in the message, not the file written beside it.
             raise type(exc)(str(exc).replace(target, args.output)) from None
-        except AguiError:
-            if not in_place:
-                args.hint = f"nothing written to {args.output} (--errors skip converts the valid events)"
+        except AguiError as exc:
+            if out is not None and not out.in_place:
+                # (Skipping helps past a bad event, not a file that is no log at all.)
+                bad_event = args.errors == "raise" and getattr(exc, "frame_index", None) is not None
+                args.hint = f"nothing written to {args.output}" + (" (--errors skip converts the valid events)" if bad_event else "")
             raise
         for problem in skipped[:_SHOWN_SKIPS]:
             print(f"skipped: {problem}", file=sys.stderr)
@@ -404,14 +427,12 @@ def convert(args: argparse.Namespace) -> int:
             print(f"skipped: {len(skipped) - _SHOWN_SKIPS:,} more", file=sys.stderr)
         if rows == 0 and not skipped:
             raise UserError(f"no AG-UI events in {', '.join(shown(p) for p in paths)}")
-        if not in_place:
-            if st is not None:
-                os.chmod(target, stat.S_IMODE(st.st_mode))  # a replaced file keeps its mode
-            os.replace(target, dest)
+        if out is not None:
+            out.commit()
         done = True
     finally:
-        if not done and not in_place:
-            _remove(target)
+        if not done and out is not None:
+            out.discard()
     if args.output != "-":
         print(f"{', '.join(shown(p) for p in paths)} -> {args.output} ({to}{', gzip' if gzip_ else ''}): "
               f"{rows:,} events" + (f", {len(skipped):,} skipped" if skipped else ""), file=sys.stderr)
@@ -430,7 +451,7 @@ def inspect(args: argparse.Namespace) -> int:
     token usage, bytes, time span."""
     reports = []
     for path in expand(args.logs):
-        report = run_native(lambda progress: _native.inspect_log(
+        report = run_with_progress(lambda progress: _native.inspect_log(
             path, shown(path), args.format, False, progress,
         ), _size(path), args.quiet)
         if report["format"] is None:
@@ -454,40 +475,40 @@ def inspect(args: argparse.Namespace) -> int:
     return 0
 
 
-# Hook for the stream-semantics engine (rust/agui-core/src/stream/): when set, a callable
-# ``(events) -> list of (frame_index, message)`` that `validate` applies to each log's
-# decoded events for the sequence rules. None until the engine lands; the schema check
-# below runs either way.
-def _sequence_problems(events: List[Any]) -> List[Any]:
-    """The reference client's sequence rules (``verifyEvents``, after chunk expansion):
-    ``(event index, message)`` of the first violation, if any."""
-    try:
-        stream.replay(events, verify=True)
-    except VerificationError as exc:
-        return [(exc.index, exc.message)]
-    except StreamError as exc:
-        return [(exc.index, exc.message)]
-    return []
-
-
-SEQUENCE_RULES: Optional[Callable[[List[Any]], List[Any]]] = _sequence_problems
+def _sequence_rules() -> Any:
+    """The reference client's sequence rules (``verifyEvents``, after the compatibility
+    boundary and chunk expansion): the stream engine's pipeline without its reducer, so
+    that each event is checked and dropped (a log of any length in constant memory)."""
+    return _native.Replayer(verify=True, reduce=False)
 
 
 def validate(args: argparse.Namespace) -> int:
-    """Decode every event of each log with the typed decoders (the schema check); exit
-    status 1 if any log has a bad frame (printed with file, frame index, byte offset)."""
+    """Decode every event of each log with the typed decoders (the schema check) and pass
+    it through the sequence rules as it is read (nothing kept); exit status 1 if any log
+    has a bad frame (printed with file, frame index, byte offset) or breaks a rule."""
     failed = 0
-    rules = None if args.schema_only else SEQUENCE_RULES
     for path in expand(args.logs):
         name = shown(path)
         count = 0
-        events: List[Any] = []
         progress = LogProgress()
-        try:
-            for event in counted(iter_log(path, args.format, progress=progress), progress, Progress(_size(path), args.quiet)):
+        events = counted(iter_log(path, args.format, progress=progress), progress, Progress(_size(path), args.quiet))
+
+        def tally() -> Iterator[Any]:
+            nonlocal count
+            for event in events:
                 count += 1
-                if rules is not None:
-                    events.append(event)
+                yield event
+
+        problem: Optional[Tuple[Optional[int], str]] = None
+        try:
+            read = tally()
+            if not args.schema_only:
+                try:
+                    _sequence_rules().push_many(read)
+                except StreamError as exc:  # VerificationError too: the first violation
+                    problem = (exc.index, exc.message)
+            for _ in read:  # the rest: the schema check goes on to the end
+                pass
         except DecodeError as exc:  # what iter_log raises
             failed += 1
             # iter_log names the log by its path (/dev/stdin for `-`): shown once, as `name`.
@@ -504,11 +525,10 @@ def validate(args: argparse.Namespace) -> int:
             failed += 1
             print(f"{name}: INVALID: {'empty file' if _empty(path) else 'no AG-UI events'}")
             continue
-        problems = rules(events) if rules is not None else []
-        for frame_index, message in problems[: args.max_errors]:
-            print(f"{name}: frame {frame_index}: {message}")
-        failed += bool(problems)
-        if not problems:
+        if problem is not None and args.max_errors > 0:
+            print(f"{name}: frame {problem[0]}: {problem[1]}")
+        failed += problem is not None
+        if problem is None:
             print(f"{name}: ok ({count} events)")
     return 1 if failed else 0
 
@@ -523,12 +543,30 @@ def replay(args: argparse.Namespace) -> int:
     first = next(events, None)
     if first is None:  # an empty or non-AG-UI file is a mistake, not an empty conversation
         raise UserError(f"{shown(path)}: {'empty file' if _empty(path) else 'no AG-UI events'}")
-    result = stream.replay(itertools.chain((first,), events), raw=True)
-    for index, message in result.warnings:
+    applier = stream.EventApplier(raw=True)
+    applier.apply_many(itertools.chain((first,), events))
+    for index, message in applier.warnings:
         print(f"warning: event {index}: {message}", file=sys.stderr)
-    json.dump({"messages": result.messages, "state": result.state}, sys.stdout, ensure_ascii=False, indent=2)
-    sys.stdout.write("\n")
-    return 1 if result.warnings and args.strict else 0
+    # {"messages": [...], "state": ...} as json.dump(indent=2) writes it, one message at a
+    # time: no second copy of the messages beside the engine's.
+    out = sys.stdout
+    out.write('{\n  "messages": [')
+    count = 0
+    while True:
+        try:
+            message = applier.message(count)
+        except IndexError:
+            break
+        out.write(f"{',' if count else ''}\n    " + _indented(message, 4))
+        count += 1
+    out.write(f"{chr(10) + '  ' if count else ''}],\n  \"state\": {_indented(applier.state_view(), 2)}\n}}\n")
+    return 1 if applier.warnings and args.strict else 0
+
+
+def _indented(value: Any, by: int) -> str:
+    """``value`` as JSON with an indent of 2, every line after the first ``by`` further in
+    (a JSON text has no newline but those of its layout)."""
+    return json.dumps(value, ensure_ascii=False, indent=2).replace("\n", "\n" + " " * by)
 
 
 _LOG_SUFFIXES = (".sse", ".pb", ".bin", ".proto", ".jsonl", ".ndjson", ".txt", ".log")
@@ -563,26 +601,37 @@ def report(args: argparse.Namespace) -> int:
     for p, target in zip(paths, targets):
         if p != STDIN and target != "-" and os.path.exists(target) and os.path.samefile(p, target):
             raise UserError(f"{target}: the output is one of the inputs")
+    # Every page's file checked before any log is read.
+    files = [None if target == "-" else FileOutput(target) for target in targets]
     unread = 0
-    for path, target in zip(paths, targets):
-        if path != STDIN and _size(path) == 0:
+    for path, target, file in zip(paths, targets, files):
+        if _empty(path):
             raise UserError(f"{shown(path)}: empty file")
-        source: Any = sys.stdin.buffer.read() if path == STDIN else path
-        result = build_report(source, format=args.format, verify=not args.no_verify, title=shown(path))
+        title = shown(path)
+
+        def page(progress: Any) -> Any:
+            # A stream (stdin, a pipe such as <(zcat log)) is read whole first: the page
+            # looks at its first bytes before reading it through.
+            if _size(path) is None:
+                with open(path, "rb") as f:
+                    return build_report(f.read(), format=args.format, verify=not args.no_verify, title=title,
+                                        progress=progress)
+            return build_report(path, format=args.format, verify=not args.no_verify, title=title, progress=progress)
+
+        result = run_with_progress(page, _size(path), args.quiet)
         if result.events == 0:
             raise UserError(f"{shown(path)}: no AG-UI events")
         text = result.html().encode("utf-8")
-        if target == "-":
+        if file is None:
             sys.stdout.buffer.write(text)
             sys.stdout.flush()
         else:
-            partial = _partial_name(target)
             try:
-                with open(partial, "wb") as f:
+                with open(file.target, "wb") as f:
                     f.write(text)
-                os.replace(partial, target)
+                file.commit()
             finally:
-                _remove(partial)
+                file.discard()
         found = result.findings
         errors = sum(f["level"] == "error" for f in found)
         unread += any(f.get("stage") == "decode" and f.get("item") is None for f in found)
@@ -635,8 +684,33 @@ def _count(text: str) -> int:
     return min(n, sys.maxsize)
 
 
+_LOGS_HELP = "paths or globs (gzip read as is); - or none: stdin when it is piped"
+_EXAMPLES = """examples:
+  agui-fast inspect run.sse                  counts: events by type, runs, messages, tokens
+  agui-fast validate logs/*.sse.gz           every event against the 1.0 schema and sequence rules
+  agui-fast replay run.pb > final.json       the final messages and state
+  agui-fast convert run.sse -o run.parquet   SSE / protobuf / JSON lines (.gz too) / Parquet
+  zcat run.sse.gz | agui-fast report -o run.html
+"""
+
+
+def _stdin_by_default(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """No LOG given: stdin when it is piped (``agui-fast inspect < run.sse``), else the
+    usage error of a missing argument (exit status 2)."""
+    if ("logs" in args and not args.logs) or ("log" in args and args.log is None):
+        if sys.stdin is None or sys.stdin.isatty():
+            parser.error("the following arguments are required: LOG")
+        if "logs" in args:
+            args.logs = ["-"]
+        else:
+            args.log = "-"
+
+
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="agui-fast", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="agui-fast", description="AG-UI logs: convert, inspect, validate, replay, report; and a demo.",
+        epilog=_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="command")
     fmt: Dict[str, Any] = dict(choices=("auto", "sse", "protobuf", "jsonl"), default="auto", help="input format (default: detected)")
     # The long commands draw a progress line on a terminal (stderr).
@@ -647,7 +721,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.set_defaults(func=demo)
 
     p = sub.add_parser("convert", parents=[quiet], help="convert logs to SSE, protobuf, JSON lines or Parquet")
-    p.add_argument("logs", nargs="+", metavar="LOG")
+    p.add_argument("logs", nargs="*", metavar="LOG", help=_LOGS_HELP)
     p.add_argument("-o", "--output", required=True,
                    help="output file (*.sse, *.pb, *.jsonl, *.parquet; *.gz: gzip-compressed), - for stdout")
     p.add_argument("--to", choices=("sse", "protobuf", "jsonl", "parquet"), help="default: from the output's suffix")
@@ -659,13 +733,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.set_defaults(func=convert)
 
     p = sub.add_parser("inspect", parents=[quiet], help="counts: event types, runs, threads, messages, tool calls, tokens, time span")
-    p.add_argument("logs", nargs="+", metavar="LOG")
+    p.add_argument("logs", nargs="*", metavar="LOG", help=_LOGS_HELP)
     p.add_argument("--format", **fmt)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=inspect)
 
     p = sub.add_parser("validate", parents=[quiet], help="check every event of each log; exit status 0 (all valid) or 1")
-    p.add_argument("logs", nargs="+", metavar="LOG")
+    p.add_argument("logs", nargs="*", metavar="LOG", help=_LOGS_HELP)
     p.add_argument("--format", **fmt)
     p.add_argument("--max-errors", type=int, default=10, help="sequence errors shown per log")
     p.add_argument("--schema-only", action="store_true",
@@ -673,13 +747,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.set_defaults(func=validate)
 
     p = sub.add_parser("replay", parents=[quiet], help="the final messages and state of a log, as JSON")
-    p.add_argument("log", metavar="LOG")
+    p.add_argument("log", nargs="?", metavar="LOG", help=_LOGS_HELP)
     p.add_argument("--format", **fmt)
     p.add_argument("--strict", action="store_true", help="exit 1 if a state delta failed")
     p.set_defaults(func=replay)
 
-    p = sub.add_parser("report", help="an HTML page per log: the run's timeline, state changes, findings")
-    p.add_argument("logs", nargs="+", metavar="LOG")
+    p = sub.add_parser("report", parents=[quiet], help="an HTML page per log: the run's timeline, state changes, findings")
+    p.add_argument("logs", nargs="*", metavar="LOG", help=_LOGS_HELP)
     p.add_argument("-o", "--output", help="the page (one log), or a directory (several); - for stdout; "
                    "default: beside each log, named after it")
     p.add_argument("--format", **fmt)
@@ -695,6 +769,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         args = parser.parse_args(["demo"])
+    _stdin_by_default(args, sub.choices[args.command])
     # Terminated or hung up: ended as on Ctrl-C, so that no half-written output is left
     # (the handlers before are put back after: `main` may be called in a program).
     before = {}

@@ -14,10 +14,10 @@ import os
 from typing import Any, Iterator, Optional, Union
 
 from . import _native
-from ._plumbing import Raw
+from ._plumbing import DEFAULT_MAX_DEPTH, Raw
 from .errors import DecodeError
 from .jsonl import iter_jsonl
-from .proto import iter_protobuf
+from .proto import DEFAULT_MAX_FRAME_SIZE, iter_protobuf
 from .sse import iter_sse
 
 __all__ = ["LogProgress", "LogSource", "detect_format", "iter_log"]
@@ -53,14 +53,24 @@ def detect_format(source: LogSource) -> Optional[str]:
 
 
 def iter_log(
-    source: LogSource, format: str = "auto", *, raw: Raw = None, progress: Optional[LogProgress] = None
+    source: LogSource,
+    format: str = "auto",
+    *,
+    raw: Raw = None,
+    progress: Optional[LogProgress] = None,
+    max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+    max_depth: int = DEFAULT_MAX_DEPTH,
 ) -> Iterator[Any]:
     """Yield the typed events of a log (a path or bytes; SSE, protobuf or JSON Lines, gzip
     or not), in constant memory. ``format``: ``"auto"`` (detected), ``"sse"``,
     ``"protobuf"`` or ``"jsonl"``. Errors are those of ``iter_sse`` / ``iter_protobuf`` /
     ``iter_jsonl`` (the events before the bad frame
     are yielded first) with the log's name in front of the message. ``progress``: a
-    :data:`LogProgress` counting the bytes of a path read so far."""
+    :data:`LogProgress` counting the log's bytes read so far. ``max_frame_size``: the
+    largest frame (an SSE event, a protobuf message, a JSON line; default 10 MiB): a
+    longer one, or a log with no frame boundary, raises ``BufferLimitError`` (protobuf:
+    ``FrameTooLargeError``) once that much is read; ``max_depth``: the deepest nesting of
+    an event's JSON."""
     if format not in _FORMATS:
         raise ValueError(f"format must be one of {', '.join(_FORMATS)}, not {format!r}")
     arg = _arg(source)
@@ -76,7 +86,9 @@ def iter_log(
         and not arg.startswith(("/dev/", "/proc/"))
     )
     feed: Any = arg if by_path else chunks
-    events = {"sse": iter_sse, "protobuf": iter_protobuf, "jsonl": iter_jsonl}[fmt](feed, raw=raw)
+    events = {"sse": iter_sse, "protobuf": iter_protobuf, "jsonl": iter_jsonl}[fmt](
+        feed, raw=raw, max_frame_size=max_frame_size, max_depth=max_depth
+    )
     try:
         yield from events
     except DecodeError as exc:

@@ -38,7 +38,7 @@ from ._report_page import Clip, frame, page, warning_parts
 from .core import TokenUsage, aggregate_token_usage
 from .decoder import convert_value
 from .errors import AguiError, DecodeError, StreamError, VerificationError
-from .logs import detect_format, iter_log
+from .logs import LogProgress, detect_format, iter_log
 
 __all__ = ["Report", "build", "render"]
 
@@ -759,13 +759,15 @@ def build(
     raw_events: int = 5,
     max_bytes: int = 50_000_000,
     max_compare: int = 300_000_000,
+    progress: Optional[LogProgress] = None,
 ) -> Report:
     """Replay ``source`` (a log path or ``bytes``, or an iterable of events) through the
     stream engine and gather what the page shows. ``format``: the log's (default:
     detected). ``verify``: check the reference client's sequence rules (an event that
     breaks one is shown with the error and, as the reference client refuses it, not
     applied). Limits: see the module's documentation. An unreadable log frame ends the
-    report there (the error is on the page); a source of another type is a ``TypeError``."""
+    report there (the error is on the page); a source of another type is a ``TypeError``.
+    ``progress``: a :data:`agui_fast.logs.LogProgress` counting the log's bytes read."""
     limits = dict(zip(_LIMITS, (max_string, max_text, max_value, max_changes, raw_events, max_bytes, max_compare)))
     for key, value in limits.items():
         if type(value) is not int:
@@ -779,7 +781,7 @@ def build(
         name = os.fspath(source) if isinstance(source, (str, os.PathLike)) else "log"
         if isinstance(name, bytes):
             name = os.fsdecode(name)
-        events = iter_log(source, format, raw="bytes")
+        events = iter_log(source, format, raw="bytes", progress=progress)
         fmt = detect_format(source) if format == "auto" else format
     elif isinstance(source, Iterable):
         name = "events"

@@ -77,14 +77,15 @@ impl Issue {
         Issue { class, ..Issue::io(format!("cannot write the output: {e}")) }
     }
 
-    /// One line: `file: message (frame N at byte offset M, field F)`.
+    /// One line: `file: message (frame N at byte offset M, field F)`. (A position that
+    /// is no frame's, the start of a file that is no log, goes unsaid.)
     pub fn describe(&self) -> String {
         let mut where_ = Vec::new();
         if let Some(i) = self.index {
             where_.push(format!("frame {i}"));
-        }
-        if let Some(o) = self.offset {
-            where_.push(format!("byte offset {o}"));
+            if let Some(o) = self.offset {
+                where_.push(format!("byte offset {o}"));
+            }
         }
         if let Some(f) = &self.field {
             where_.push(format!("field {f}"));

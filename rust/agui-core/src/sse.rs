@@ -168,7 +168,8 @@ impl AheadRun<'_> {
         while let Some(rest) = chunk[i..].strip_prefix(b"data: ") {
             let Some(n) = r.end(rest) else { break };
             let end = i + 6 + n;
-            if chunk.get(end..end + 2) != Some(b"\n\n") || end - i > self.max_buffer {
+            let Some(next) = blank_line_after(chunk, end) else { break };
+            if end - i > self.max_buffer {
                 break;
             }
             debug_assert!(memchr2(b'\n', b'\r', &chunk[i..end]).is_none(), "a line break in a payload `ahead` read");
@@ -176,10 +177,27 @@ impl AheadRun<'_> {
             self.last = i;
             r.taken(Frame { index, offset: self.base + i as u64, data: &chunk[i + 6..end], event: self.event.take(), id: self.id });
             index += 1;
-            i = end + 2;
+            i = next;
         }
         (self.i, self.index) = (i, index);
     }
+}
+
+/// Where the next line starts when a line end and a blank line follow `chunk[end]`
+/// (each line end LF, CRLF or CR); `None` when they do not, or when the chunk ends in a
+/// CR that an LF of the next chunk may complete (the line search decides that one).
+#[inline(always)]
+fn blank_line_after(chunk: &[u8], end: usize) -> Option<usize> {
+    if chunk.get(end..end + 2) == Some(b"\n\n") {
+        return Some(end + 2); // the common case first: one compare
+    }
+    let line_end = |j: usize| match (chunk.get(j), chunk.get(j + 1)) {
+        (Some(b'\n'), _) => Some(j + 1),
+        (Some(b'\r'), Some(b'\n')) => Some(j + 2),
+        (Some(b'\r'), Some(_)) => Some(j + 1),
+        _ => None,
+    };
+    line_end(line_end(end)?)
 }
 
 /// No reader ahead: [`SseParser::feed`]'s frames, all of them to the closure.
@@ -1112,7 +1130,7 @@ mod tests {
         let counting = std::cell::Cell::new(0usize);
         let count = |rest: &[u8]| {
             let n = line_end(rest);
-            if rest.get(n.unwrap_or(0)..n.unwrap_or(0) + 2) == Some(b"\n\n") {
+            if blank_line_after(rest, n.unwrap_or(0)).is_some() {
                 counting.set(counting.get() + 1);
             }
             n
@@ -1162,6 +1180,23 @@ mod tests {
         }
         // Most frames of these streams are one `data: ` line and a blank line.
         assert!(taken > 100, "{taken} frames read ahead");
+    }
+
+    /// Frames ended by CR or CRLF line ends are read ahead as LF ones are (a log of
+    /// either is no slower): all but a last frame whose final CR an LF of the next chunk
+    /// might complete, which the line search frames the same way.
+    #[test]
+    fn every_line_end_is_read_ahead() {
+        let line_end = |rest: &[u8]| Some(memchr2(b'\n', b'\r', rest).unwrap_or(rest.len()));
+        for end in ["\n\n", "\r\r", "\r\n\r\n", "\n\r\n", "\r\n\n", "\r\r\n"] {
+            let s = format!("data: {{\"a\":1}}{end}").repeat(50);
+            TAKEN.set(0);
+            let whole = state_after(&[s.as_bytes()], DEFAULT_MAX_BUFFER, 0, Some(&line_end));
+            assert_eq!(whole, state_after(&[s.as_bytes()], DEFAULT_MAX_BUFFER, 0, None), "{end:?}");
+            let open_end = end.ends_with('\r');
+            assert_eq!(TAKEN.replace(0), if open_end { 49 } else { 50 }, "{end:?}");
+            assert_eq!(whole.0.len(), 50);
+        }
     }
 
     fn every_split(stream: &[u8]) -> Vec<Vec<u8>> {

@@ -76,6 +76,24 @@ fn sse_log_incremental_and_whole_agree() {
 }
 
 #[test]
+fn without_the_reducer_events_are_checked_and_dropped() {
+    let options = ReplayOptions { verify: true, ..ReplayOptions::default() };
+    let mut r = Replayer::new(Vec::new(), json!({}), options).without_reducer();
+    for e in run() {
+        assert!(r.push_json(serde_json::to_string(&e).unwrap().as_bytes()).unwrap().is_empty());
+    }
+    // The same rules as with the reducer: a message after the run finished breaks one.
+    let late = json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "x"});
+    let err = r.push(late.clone()).unwrap_err();
+    let mut full = Replayer::new(Vec::new(), json!({}), options);
+    run().into_iter().for_each(|e| drop(full.push(e)));
+    assert_eq!(full.push(late).unwrap_err().message, err.message);
+    assert_eq!(err.index, run().len());
+    let kept = r.finish(None);
+    assert!(kept.messages.is_empty() && kept.state == json!({}));
+}
+
+#[test]
 fn decode_error_keeps_the_events_before_it() {
     let mut log = sse(&run()[..3]);
     log.extend_from_slice(b"data: {\"type\": \"TEXT_MESSAGE_CONTENT\", \"messageId\": \n\n");

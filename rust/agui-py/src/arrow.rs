@@ -371,15 +371,15 @@ fn inspect_log<'py>(
     Ok(d)
 }
 
-/// A file whose bytes read are counted into a call's progress (`LogProgress.bytes`).
-struct CountedFile {
-    file: File,
+/// A log whose bytes read are counted into a call's progress (`LogProgress.bytes`).
+struct Counted<R> {
+    inner: R,
     control: Arc<Control>,
 }
 
-impl std::io::Read for CountedFile {
+impl<R: std::io::Read> std::io::Read for Counted<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.file.read(buf)?;
+        let n = self.inner.read(buf)?;
         self.control.bytes.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
         Ok(n)
     }
@@ -415,10 +415,13 @@ impl LogChunks {
                     std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(format!("cannot open {p}: {e}")),
                     _ => PyOSError::new_err(format!("cannot open {p}: {e}")),
                 })?;
-                let f = CountedFile { file: f, control: control(progress) };
+                let f = Counted { inner: f, control: control(progress) };
                 (py.detach(|| LogReader::open(f, fmt)), p)
             }
-            Arg::Bytes(b) => (LogReader::open(std::io::Cursor::new(b.to_vec()), fmt), "<bytes>".to_string()),
+            Arg::Bytes(b) => {
+                let b = Counted { inner: std::io::Cursor::new(b.to_vec()), control: control(progress) };
+                (LogReader::open(b, fmt), "<bytes>".to_string())
+            }
         };
         let reader = opened
             .and_then(|r| r.checked_format().map(|_| r))

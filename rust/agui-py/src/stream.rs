@@ -447,7 +447,7 @@ fn change_tuple<'py>(py: Python<'py>, c: &core::Change) -> PyResult<Bound<'py, P
 #[pymethods]
 impl Replayer {
     #[new]
-    #[pyo3(signature = (messages=None, state=None, *, verify=false, expand=true, compat=true, max_depth=DEFAULT_MAX_DEPTH, max_patch_bytes=None))]
+    #[pyo3(signature = (messages=None, state=None, *, verify=false, expand=true, compat=true, max_depth=DEFAULT_MAX_DEPTH, max_patch_bytes=None, reduce=true))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -458,6 +458,7 @@ impl Replayer {
         compat: bool,
         #[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize,
         max_patch_bytes: Option<&Bound<'_, PyAny>>,
+        reduce: bool,
     ) -> PyResult<Self> {
         let max_depth = check_max_depth(max_depth)?;
         let max_patch_bytes = crate::patch::max_patch_bytes(max_patch_bytes)?;
@@ -475,7 +476,10 @@ impl Replayer {
         };
         let options = ReplayOptions { verify, expand, compat, max_depth, max_patch_bytes };
         let state = StateDocument::stream(root, &core::PatchLimits::new(max_depth, max_patch_bytes));
-        Ok(Replayer { inner: std::sync::Mutex::new(core::Replayer::new(messages, state, options)), max_depth })
+        let replayer = core::Replayer::new(messages, state, options);
+        // reduce=False: the stages before the reducer alone (`validate` of a long log).
+        let replayer = if reduce { replayer } else { replayer.without_reducer() };
+        Ok(Replayer { inner: std::sync::Mutex::new(replayer), max_depth })
     }
 
     /// Apply one event: `(messages_changed, state_changed, message_index, interrupts_changed)`.

@@ -10,6 +10,8 @@ use super::error::{Error, Result};
 use super::pb;
 use super::pb::event::Event as Arm;
 use super::wkt;
+use super::events::{clear_arm, event_table};
+pub use super::events::arm_number;
 use super::{arm_number_to_enum, arm_number_to_type, EVENT_TYPES};
 use prost::encoding::{decode_key, decode_varint, WireType};
 use prost::Message as _;
@@ -900,43 +902,37 @@ fn key_name(key: &'static str) -> &'static str {
 }
 
 /// Per flat arm (envelope field number): the arm message's string fields in output
-/// order, as (field number, its [`key!`], proto3 `optional`). Field 1 is the base event;
-/// the string fields are numbered 2, 3, ... in order (a test holds them to it).
+/// order, as (field number, its [`key!`], proto3 `optional`), from the event table. Field
+/// 1 is the base event; the string fields are numbered 2, 3, ... in order (the table's
+/// test holds them to it).
 fn flat_fields(arm: u32) -> Option<&'static [(u32, &'static str, bool)]> {
-    const R: bool = false; // always written ("" when absent)
-    const O: bool = true; // written when present
-    Some(match arm {
-        1 => &[(2, key!("messageId"), R), (3, key!("role"), O), (4, key!("name"), O), (5, key!("subagentRunId"), O)],
-        2 => &[(2, key!("messageId"), R), (3, key!("delta"), R), (4, key!("subagentRunId"), O)],
-        3 => &[(2, key!("messageId"), R), (3, key!("subagentRunId"), O)],
-        4 => &[(2, key!("toolCallId"), R), (3, key!("toolCallName"), R), (4, key!("parentMessageId"), O), (5, key!("subagentRunId"), O)],
-        5 => &[(2, key!("toolCallId"), R), (3, key!("delta"), R), (4, key!("subagentRunId"), O)],
-        6 => &[(2, key!("toolCallId"), R), (3, key!("subagentRunId"), O)],
-        15 | 16 => &[(2, key!("stepName"), R), (3, key!("subagentRunId"), O)],
-        17 => &[(2, key!("messageId"), O), (3, key!("role"), O), (4, key!("delta"), O), (5, key!("name"), O), (6, key!("subagentRunId"), O)],
-        18 => &[
-            (2, key!("toolCallId"), O),
-            (3, key!("toolCallName"), O),
-            (4, key!("parentMessageId"), O),
-            (5, key!("delta"), O),
-            (6, key!("subagentRunId"), O),
-        ],
-        19 => &[
-            (2, key!("subagentRunId"), R),
-            (3, key!("name"), R),
-            (4, key!("description"), O),
-            (5, key!("parentSubagentRunId"), O),
-            (6, key!("parentToolCallId"), O),
-            (7, key!("parentMessageId"), O),
-        ],
-        21 => &[(2, key!("subagentRunId"), R), (3, key!("message"), R), (4, key!("code"), O)],
-        25 | 28 | 30 => &[(2, key!("subagentRunId"), O), (3, key!("messageId"), R)],
-        26 => &[(2, key!("subagentRunId"), O), (3, key!("messageId"), R), (4, key!("role"), R)],
-        27 => &[(2, key!("subagentRunId"), O), (3, key!("messageId"), R), (4, key!("delta"), R)],
-        29 => &[(2, key!("subagentRunId"), O), (3, key!("messageId"), O), (4, key!("delta"), O)],
-        31 => &[(2, key!("subagentRunId"), O), (3, key!("subtype"), R), (4, key!("entityId"), R), (5, key!("encryptedValue"), R)],
-        _ => return None,
-    })
+    macro_rules! flat {
+        (flat; $( $n:literal $k:literal $kind:ident ),*) => {
+            &[$( ($n, key!($k), optional!($kind)) ),*]
+        };
+        ($path:ident; $($rest:tt)*) => {
+            return None
+        };
+    }
+    macro_rules! optional {
+        (Str) => {
+            false
+        };
+        (Opt) => {
+            true
+        };
+    }
+    macro_rules! arms {
+        (() $( $arm:literal $en:literal $ty:literal $v:ident($m:ident) $path:ident {
+            $( $n:literal $f:ident $k:literal $kind:ident ),* $(,)?
+        } )*) => {
+            Some(match arm {
+                $( $arm => flat!($path; $( $n $k $kind ),*), )*
+                _ => return None,
+            })
+        };
+    }
+    event_table!(arms)
 }
 
 /// One length-delimited field: (field number, payload), or None if it is anything else.
@@ -1241,24 +1237,6 @@ fn decode_general(
     write_event(ev, warnings, out, fmt, members)
 }
 
-fn clear_arm(a: &mut Arm) {
-    macro_rules! clear {
-        ($($v:ident),*) => {
-            match a {
-                $(Arm::$v(e) => e.clear(),)*
-            }
-        };
-    }
-    clear!(
-        TextMessageStart, TextMessageContent, TextMessageEnd, ToolCallStart, ToolCallArgs, ToolCallEnd,
-        StateSnapshot, StateDelta, MessagesSnapshot, Raw, Custom, RunStarted, RunFinished, RunError,
-        StepStarted, StepFinished, TextMessageChunk, ToolCallChunk, SubagentStarted, SubagentFinished,
-        SubagentError, ToolCallResult, ActivitySnapshot, ActivityDelta, ReasoningStart,
-        ReasoningMessageStart, ReasoningMessageContent, ReasoningMessageEnd, ReasoningMessageChunk,
-        ReasoningEnd, ReasoningEncryptedValue
-    )
-}
-
 /// [`decode_message_into`] as a `serde_json::Value` (tests and Rust callers).
 pub fn decode_message(msg: &[u8], warnings: &mut Vec<String>) -> Result<serde_json::Value> {
     let mut out = Vec::new();
@@ -1310,268 +1288,131 @@ fn event_body(ev: &pb::Event, warnings: &mut Vec<String>, w: &mut W) -> Result<(
     // The discriminator goes first: msgspec dispatches a tagged union without scanning
     // ahead when the tag leads (key order carries no meaning in JSON).
     w.put_str(&mut o, "type", arm_type);
-    macro_rules! s {
-        ($k:literal, $v:expr) => {
-            w.put_str(&mut o, $k, &$v)
-        };
-    }
-    macro_rules! opt {
-        ($k:literal, $v:expr) => {
-            w.put_opt(&mut o, $k, &$v)
-        };
-    }
     let mut outcome: Option<Outcome> = None;
-    let b = match arm {
-        Arm::TextMessageStart(e) => {
-            s!("messageId", e.message_id);
-            opt!("role", e.role);
-            opt!("name", e.name);
-            opt!("subagentRunId", e.subagent_run_id);
-            &e.base_event
-        }
-        Arm::TextMessageContent(e) => {
-            s!("messageId", e.message_id);
-            s!("delta", e.delta);
-            opt!("subagentRunId", e.subagent_run_id);
-            &e.base_event
-        }
-        Arm::TextMessageEnd(e) => {
-            s!("messageId", e.message_id);
-            opt!("subagentRunId", e.subagent_run_id);
-            &e.base_event
-        }
-        Arm::TextMessageChunk(e) => {
-            opt!("messageId", e.message_id);
-            opt!("role", e.role);
-            opt!("delta", e.delta);
-            opt!("name", e.name);
-            opt!("subagentRunId", e.subagent_run_id);
-            &e.base_event
-        }
-        Arm::ToolCallStart(e) => {
-            s!("toolCallId", e.tool_call_id);
-            s!("toolCallName", e.tool_call_name);
-            opt!("parentMessageId", e.parent_message_id);
-            opt!("subagentRunId", e.subagent_run_id);
-            &e.base_event
-        }
-        Arm::ToolCallArgs(e) => {
-            s!("toolCallId", e.tool_call_id);
-            s!("delta", e.delta);
-            opt!("subagentRunId", e.subagent_run_id);
-            &e.base_event
-        }
-        Arm::ToolCallEnd(e) => {
-            s!("toolCallId", e.tool_call_id);
-            opt!("subagentRunId", e.subagent_run_id);
-            &e.base_event
-        }
-        Arm::ToolCallChunk(e) => {
-            opt!("toolCallId", e.tool_call_id);
-            opt!("toolCallName", e.tool_call_name);
-            opt!("parentMessageId", e.parent_message_id);
-            opt!("delta", e.delta);
-            opt!("subagentRunId", e.subagent_run_id);
-            &e.base_event
-        }
-        Arm::ToolCallResult(e) => {
-            opt!("subagentRunId", e.subagent_run_id);
-            s!("messageId", e.message_id);
-            s!("toolCallId", e.tool_call_id);
-            if e.content.is_some() && !e.content_parts.is_empty() {
-                return Err(invalid("Invalid event: content carries both string content and content parts"));
-            }
-            match &e.content {
-                Some(c) => w.put_str(&mut o, "content", c),
-                None => {
-                    w.key(&mut o, "content");
-                    write_parts(w, &e.content_parts, warnings)?;
-                }
-            }
-            opt!("role", e.role);
-            &e.base_event
-        }
-        Arm::StateSnapshot(e) => {
-            w.put_value(&mut o, "snapshot", &e.snapshot)?;
-            opt!("subagentRunId", e.subagent_run_id);
-            &e.base_event
-        }
-        Arm::StateDelta(e) => {
-            w.key(&mut o, "delta");
-            write_patch(w, &e.delta)?;
-            opt!("subagentRunId", e.subagent_run_id);
-            &e.base_event
-        }
-        Arm::MessagesSnapshot(e) => {
-            w.key(&mut o, "messages");
-            write_messages(w, &e.messages, warnings)?;
-            &e.base_event
-        }
-        Arm::ActivitySnapshot(e) => {
-            opt!("subagentRunId", e.subagent_run_id);
-            s!("messageId", e.message_id);
-            s!("activityType", e.activity_type);
-            w.put_struct(&mut o, "content", &e.content);
-            if let Some(r) = e.replace {
-                w.key(&mut o, "replace");
+    // Each member as its kind is written (the event table's order).
+    macro_rules! put {
+        (Str, $e:ident . $f:ident, $k:literal) => {
+            w.put_str(&mut o, $k, &$e.$f)
+        };
+        (Opt, $e:ident . $f:ident, $k:literal) => {
+            w.put_opt(&mut o, $k, &$e.$f)
+        };
+        (Value, $e:ident . $f:ident, $k:literal) => {
+            w.put_value(&mut o, $k, &$e.$f)?
+        };
+        (Keep, $e:ident . $f:ident, $k:literal) => {
+            w.put_value(&mut o, $k, &$e.$f)?
+        };
+        (ActivityContent, $e:ident . $f:ident, $k:literal) => {
+            w.put_struct(&mut o, $k, &$e.$f)
+        };
+        (Bool, $e:ident . $f:ident, $k:literal) => {
+            if let Some(r) = $e.$f {
+                w.key(&mut o, $k);
                 w.bool(r);
             }
-            &e.base_event
-        }
-        Arm::ActivityDelta(e) => {
-            opt!("subagentRunId", e.subagent_run_id);
-            s!("messageId", e.message_id);
-            s!("activityType", e.activity_type);
-            w.key(&mut o, "patch");
-            write_patch(w, &e.patch)?;
-            &e.base_event
-        }
-        Arm::Raw(e) => {
-            w.put_value(&mut o, "event", &e.event)?;
-            opt!("source", e.source);
-            opt!("subagentRunId", e.subagent_run_id);
-            &e.base_event
-        }
-        Arm::Custom(e) => {
-            s!("name", e.name);
-            w.put_value(&mut o, "value", &e.value)?;
-            opt!("subagentRunId", e.subagent_run_id);
-            &e.base_event
-        }
-        Arm::RunStarted(e) => {
-            s!("threadId", e.thread_id);
-            s!("runId", e.run_id);
-            opt!("parentRunId", e.parent_run_id);
-            if let Some(i) = &e.input {
-                w.key(&mut o, "input");
+        };
+        (Patch, $e:ident . $f:ident, $k:literal) => {{
+            w.key(&mut o, $k);
+            write_patch(w, &$e.$f)?;
+        }};
+        (Messages, $e:ident . $f:ident, $k:literal) => {{
+            w.key(&mut o, $k);
+            write_messages(w, &$e.$f, warnings)?;
+        }};
+        (Input, $e:ident . $f:ident, $k:literal) => {
+            if let Some(i) = &$e.$f {
+                w.key(&mut o, $k);
                 write_input(w, i, warnings)?;
             }
-            opt!("protocolVersion", e.protocol_version);
-            &e.base_event
-        }
-        Arm::RunFinished(e) => {
-            s!("threadId", e.thread_id);
-            s!("runId", e.run_id);
-            w.put_value(&mut o, "result", &e.result)?;
-            if !e.usage.is_empty() {
-                w.key(&mut o, "usage");
-                write_usage(w, &e.usage)?;
+        };
+        (Usage, $e:ident . $f:ident, $k:literal) => {
+            if !$e.$f.is_empty() {
+                w.key(&mut o, $k);
+                write_usage(w, &$e.$f)?;
             }
-            e.interrupts.iter().try_for_each(check_interrupt)?;
-            let has_p = !e.pending_tool_call_ids.is_empty();
-            let has_i = !e.interrupts.is_empty();
-            if e.outcome.is_empty() {
-                // Not valid 1.0 JSON, but what the reference produces for such wire data.
-                if has_p {
-                    w.key(&mut o, "pendingToolCallIds");
-                    w.str_array(&e.pending_tool_call_ids);
-                }
-                if has_i {
-                    w.key(&mut o, "interrupts");
-                    write_interrupts(w, &e.interrupts)?;
-                }
-            } else {
-                let is_interrupt = e.outcome == "interrupt";
-                outcome = Some(Outcome::Run {
-                    ty: &e.outcome,
-                    interrupts: (is_interrupt || has_i).then_some(&e.interrupts[..]),
-                    pending: has_p.then_some(&e.pending_tool_call_ids[..]),
-                });
+        };
+        (ToolContent, $e:ident . $f:ident, $k:literal) => {
+            write_tool_content(w, &mut o, $e, warnings)?
+        };
+        (RunOutcome, $e:ident . $f:ident, $k:literal) => {
+            outcome = run_outcome(w, &mut o, $e)?
+        };
+        (SubagentOutcome, $e:ident . $f:ident, $k:literal) => {
+            outcome = subagent_outcome(w, &mut o, $e)
+        };
+    }
+    macro_rules! arms {
+        (() $( $arm:literal $en:literal $ty:literal $v:ident($m:ident) $path:ident {
+            $( $n:literal $f:ident $k:literal $kind:ident ),* $(,)?
+        } )*) => {
+            match arm {
+                $( Arm::$v(e) => {
+                    $( put!($kind, e.$f, $k); )*
+                    &e.base_event
+                } )*
             }
-            &e.base_event
-        }
-        Arm::RunError(e) => {
-            opt!("code", e.code);
-            s!("message", e.message);
-            if !e.usage.is_empty() {
-                w.key(&mut o, "usage");
-                write_usage(w, &e.usage)?;
-            }
-            &e.base_event
-        }
-        Arm::StepStarted(e) => {
-            s!("stepName", e.step_name);
-            opt!("subagentRunId", e.subagent_run_id);
-            &e.base_event
-        }
-        Arm::StepFinished(e) => {
-            s!("stepName", e.step_name);
-            opt!("subagentRunId", e.subagent_run_id);
-            &e.base_event
-        }
-        Arm::ReasoningStart(e) => {
-            opt!("subagentRunId", e.subagent_run_id);
-            s!("messageId", e.message_id);
-            &e.base_event
-        }
-        Arm::ReasoningMessageStart(e) => {
-            opt!("subagentRunId", e.subagent_run_id);
-            s!("messageId", e.message_id);
-            s!("role", e.role);
-            &e.base_event
-        }
-        Arm::ReasoningMessageContent(e) => {
-            opt!("subagentRunId", e.subagent_run_id);
-            s!("messageId", e.message_id);
-            s!("delta", e.delta);
-            &e.base_event
-        }
-        Arm::ReasoningMessageEnd(e) => {
-            opt!("subagentRunId", e.subagent_run_id);
-            s!("messageId", e.message_id);
-            &e.base_event
-        }
-        Arm::ReasoningMessageChunk(e) => {
-            opt!("subagentRunId", e.subagent_run_id);
-            opt!("messageId", e.message_id);
-            opt!("delta", e.delta);
-            &e.base_event
-        }
-        Arm::ReasoningEnd(e) => {
-            opt!("subagentRunId", e.subagent_run_id);
-            s!("messageId", e.message_id);
-            &e.base_event
-        }
-        Arm::ReasoningEncryptedValue(e) => {
-            opt!("subagentRunId", e.subagent_run_id);
-            s!("subtype", e.subtype);
-            s!("entityId", e.entity_id);
-            s!("encryptedValue", e.encrypted_value);
-            &e.base_event
-        }
-        Arm::SubagentStarted(e) => {
-            s!("subagentRunId", e.subagent_run_id);
-            s!("name", e.name);
-            opt!("description", e.description);
-            opt!("parentSubagentRunId", e.parent_subagent_run_id);
-            opt!("parentToolCallId", e.parent_tool_call_id);
-            opt!("parentMessageId", e.parent_message_id);
-            &e.base_event
-        }
-        Arm::SubagentFinished(e) => {
-            s!("subagentRunId", e.subagent_run_id);
-            w.put_value(&mut o, "result", &e.result)?;
-            let has_ids = !e.interrupt_ids.is_empty();
-            if e.outcome.is_empty() {
-                if has_ids {
-                    w.key(&mut o, "interruptIds");
-                    w.str_array(&e.interrupt_ids);
-                }
-            } else {
-                outcome = Some(Outcome::Subagent { ty: &e.outcome, ids: has_ids.then_some(&e.interrupt_ids[..]) });
-            }
-            &e.base_event
-        }
-        Arm::SubagentError(e) => {
-            s!("subagentRunId", e.subagent_run_id);
-            s!("message", e.message);
-            opt!("code", e.code);
-            &e.base_event
-        }
-    };
+        };
+    }
+    let b = event_table!(arms);
     let b = b.as_ref().ok_or_else(|| invalid("Invalid event: the event has no base_event"))?;
     let (raw, meta) = (b.raw_event.as_ref().map(|v| &v.0[..]), b.metadata.as_ref().map(|m| &m.0[..]));
     write_base(w, o, arm_type, b.r#type, b.timestamp, raw, meta, outcome)
+}
+
+/// TOOL_CALL_RESULT's `content`: its string, else its parts (a list, empty when none).
+fn write_tool_content(w: &mut W, o: &mut Open, e: &pb::ToolCallResultEvent, warnings: &mut Vec<String>) -> Result<()> {
+    if e.content.is_some() && !e.content_parts.is_empty() {
+        return Err(invalid("Invalid event: content carries both string content and content parts"));
+    }
+    match &e.content {
+        Some(c) => w.put_str(o, "content", c),
+        None => {
+            w.key(o, "content");
+            write_parts(w, &e.content_parts, warnings)?;
+        }
+    }
+    Ok(())
+}
+
+/// RUN_FINISHED's outcome, written after the base event; without an outcome, its
+/// pending tool calls and interrupts as members here (not valid 1.0 JSON, but what the
+/// reference produces for such wire data).
+fn run_outcome<'e>(w: &mut W, o: &mut Open, e: &'e pb::RunFinishedEvent) -> Result<Option<Outcome<'e>>> {
+    e.interrupts.iter().try_for_each(check_interrupt)?;
+    let has_p = !e.pending_tool_call_ids.is_empty();
+    let has_i = !e.interrupts.is_empty();
+    if e.outcome.is_empty() {
+        if has_p {
+            w.key(o, "pendingToolCallIds");
+            w.str_array(&e.pending_tool_call_ids);
+        }
+        if has_i {
+            w.key(o, "interrupts");
+            write_interrupts(w, &e.interrupts)?;
+        }
+        return Ok(None);
+    }
+    let is_interrupt = e.outcome == "interrupt";
+    Ok(Some(Outcome::Run {
+        ty: &e.outcome,
+        interrupts: (is_interrupt || has_i).then_some(&e.interrupts[..]),
+        pending: has_p.then_some(&e.pending_tool_call_ids[..]),
+    }))
+}
+
+/// SUBAGENT_FINISHED's outcome, written after the base event; without one, its
+/// interrupt ids as a member here.
+fn subagent_outcome<'e>(w: &mut W, o: &mut Open, e: &'e pb::SubagentFinishedEvent) -> Option<Outcome<'e>> {
+    let has_ids = !e.interrupt_ids.is_empty();
+    if e.outcome.is_empty() {
+        if has_ids {
+            w.key(o, "interruptIds");
+            w.str_array(&e.interrupt_ids);
+        }
+        return None;
+    }
+    Some(Outcome::Subagent { ty: &e.outcome, ids: has_ids.then_some(&e.interrupt_ids[..]) })
 }
 
 /// Written after the base event's fields (RUN_FINISHED / SUBAGENT_FINISHED).
@@ -1688,44 +1529,6 @@ fn has_ambiguous_part(msg: &[u8]) -> bool {
         12 => fields(body, |t, input| t == 5 && fields(input, |it, m| it == 5 && message_bad(m))),
         _ => false,
     })
-}
-
-/// Post-process a decoded envelope into its JSON event (§5.2.4 – §5.2.8).
-/// The envelope field number of an arm.
-pub fn arm_number(a: &Arm) -> u32 {
-    match a {
-        Arm::TextMessageStart(_) => 1,
-        Arm::TextMessageContent(_) => 2,
-        Arm::TextMessageEnd(_) => 3,
-        Arm::ToolCallStart(_) => 4,
-        Arm::ToolCallArgs(_) => 5,
-        Arm::ToolCallEnd(_) => 6,
-        Arm::StateSnapshot(_) => 7,
-        Arm::StateDelta(_) => 8,
-        Arm::MessagesSnapshot(_) => 9,
-        Arm::Raw(_) => 10,
-        Arm::Custom(_) => 11,
-        Arm::RunStarted(_) => 12,
-        Arm::RunFinished(_) => 13,
-        Arm::RunError(_) => 14,
-        Arm::StepStarted(_) => 15,
-        Arm::StepFinished(_) => 16,
-        Arm::TextMessageChunk(_) => 17,
-        Arm::ToolCallChunk(_) => 18,
-        Arm::SubagentStarted(_) => 19,
-        Arm::SubagentFinished(_) => 20,
-        Arm::SubagentError(_) => 21,
-        Arm::ToolCallResult(_) => 22,
-        Arm::ActivitySnapshot(_) => 23,
-        Arm::ActivityDelta(_) => 24,
-        Arm::ReasoningStart(_) => 25,
-        Arm::ReasoningMessageStart(_) => 26,
-        Arm::ReasoningMessageContent(_) => 27,
-        Arm::ReasoningMessageEnd(_) => 28,
-        Arm::ReasoningMessageChunk(_) => 29,
-        Arm::ReasoningEnd(_) => 30,
-        Arm::ReasoningEncryptedValue(_) => 31,
-    }
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use super::pb;
 use super::pb::event::Event as Arm;
 use super::wkt;
 use super::node::{Node as J, Obj};
-use super::EVENT_TYPES;
+use super::events::event_table;
 use std::borrow::Cow;
 
 // ---------------------------------------------------------------------------------
@@ -304,8 +304,8 @@ fn message(o: &Obj) -> pb::Message {
     m
 }
 
-fn usage(o: &Obj) -> Result<Vec<pb::Usage>> {
-    objects(o, "usage")
+fn usage(o: &Obj, k: &str) -> Result<Vec<pb::Usage>> {
+    objects(o, k)
         .map(|u| {
             Ok(pb::Usage {
                 provider: opt_str(u, "provider"),
@@ -365,10 +365,29 @@ fn run_input(o: &Obj) -> pb::RunAgentInput {
     }
 }
 
-/// `outcome.type` when `outcome` is an object with a string `type`.
-fn outcome<'o, 'a>(o: &'o Obj<'a>) -> Option<(&'o str, &'o Obj<'a>)> {
-    let oc = o.get("outcome")?.as_object()?;
+/// `outcome.type` when `outcome` (member `k`) is an object with a string `type`.
+fn outcome<'o, 'a>(o: &'o Obj<'a>, k: &str) -> Option<(&'o str, &'o Obj<'a>)> {
+    let oc = o.get(k)?.as_object()?;
     Some((oc.get("type")?.as_str()?, oc))
+}
+
+/// MESSAGES_SNAPSHOT's `messages`: an array (of which the objects are read).
+fn messages(o: &Obj, k: &str) -> Result<Vec<pb::Message>> {
+    if !matches!(o.get(k), Some(J::Array(_))) {
+        return Err(Error::Encode(format!("`{k}` is not an array")));
+    }
+    Ok(objects(o, k).map(message).collect())
+}
+
+/// ACTIVITY_SNAPSHOT's `content`: an object; `null` is an error, any other value has
+/// nothing usable (an empty object).
+fn activity_content(o: &Obj, k: &str) -> Result<Option<wkt::Struct>> {
+    Ok(match o.get(k) {
+        Some(J::Object(m)) => Some(wkt::Struct::from_obj(m)),
+        None => None,
+        Some(J::Null) => return Err(Error::Encode(format!("`{k}` is null"))),
+        Some(_) => Some(wkt::Struct::default()),
+    })
 }
 
 // ---------------------------------------------------------------------------------
@@ -377,7 +396,8 @@ fn outcome<'o, 'a>(o: &'o Obj<'a>) -> Option<(&'o str, &'o Obj<'a>)> {
 
 /// Convert one JSON event into the `Event` envelope.
 ///
-/// A `type` outside the 31 known names gives an envelope with no arm (zero bytes on
+/// Each event's members are read as the event table says. A `type` outside the 31
+/// known names gives an envelope with no arm (zero bytes on
 /// the wire), exactly like the reference; a non-object or a missing/non-string `type`
 /// is an error (the reference throws a TypeError).
 pub fn json_to_event(v: &J) -> Result<pb::Event> {
@@ -386,248 +406,90 @@ pub fn json_to_event(v: &J) -> Result<pb::Event> {
         Some(J::String(s)) => s.as_ref(),
         _ => return Err(Error::Encode("the event has no string `type`".into())),
     };
-    let code = match EVENT_TYPES.iter().position(|t| *t == ty) {
-        Some(c) => c as i32,
-        None => return Ok(pb::Event { event: None }),
-    };
-    let b = base(o, code)?;
-    let arm = match ty {
-        "TEXT_MESSAGE_START" => Arm::TextMessageStart(pb::TextMessageStartEvent {
-            base_event: b,
-            message_id: req_str(o, "messageId"),
-            role: opt_str(o, "role"),
-            name: opt_str(o, "name"),
-            subagent_run_id: opt_str(o, "subagentRunId"),
-        }),
-        "TEXT_MESSAGE_CONTENT" => Arm::TextMessageContent(pb::TextMessageContentEvent {
-            base_event: b,
-            message_id: req_str(o, "messageId"),
-            delta: req_str(o, "delta"),
-            subagent_run_id: opt_str(o, "subagentRunId"),
-        }),
-        "TEXT_MESSAGE_END" => Arm::TextMessageEnd(pb::TextMessageEndEvent {
-            base_event: b,
-            message_id: req_str(o, "messageId"),
-            subagent_run_id: opt_str(o, "subagentRunId"),
-        }),
-        "TEXT_MESSAGE_CHUNK" => Arm::TextMessageChunk(pb::TextMessageChunkEvent {
-            base_event: b,
-            message_id: opt_str(o, "messageId"),
-            role: opt_str(o, "role"),
-            delta: opt_str(o, "delta"),
-            name: opt_str(o, "name"),
-            subagent_run_id: opt_str(o, "subagentRunId"),
-        }),
-        "TOOL_CALL_START" => Arm::ToolCallStart(pb::ToolCallStartEvent {
-            base_event: b,
-            tool_call_id: req_str(o, "toolCallId"),
-            tool_call_name: req_str(o, "toolCallName"),
-            parent_message_id: opt_str(o, "parentMessageId"),
-            subagent_run_id: opt_str(o, "subagentRunId"),
-        }),
-        "TOOL_CALL_ARGS" => Arm::ToolCallArgs(pb::ToolCallArgsEvent {
-            base_event: b,
-            tool_call_id: req_str(o, "toolCallId"),
-            delta: req_str(o, "delta"),
-            subagent_run_id: opt_str(o, "subagentRunId"),
-        }),
-        "TOOL_CALL_END" => Arm::ToolCallEnd(pb::ToolCallEndEvent {
-            base_event: b,
-            tool_call_id: req_str(o, "toolCallId"),
-            subagent_run_id: opt_str(o, "subagentRunId"),
-        }),
-        "TOOL_CALL_CHUNK" => Arm::ToolCallChunk(pb::ToolCallChunkEvent {
-            base_event: b,
-            tool_call_id: opt_str(o, "toolCallId"),
-            tool_call_name: opt_str(o, "toolCallName"),
-            parent_message_id: opt_str(o, "parentMessageId"),
-            delta: opt_str(o, "delta"),
-            subagent_run_id: opt_str(o, "subagentRunId"),
-        }),
-        "TOOL_CALL_RESULT" => {
-            let mut e = pb::ToolCallResultEvent {
-                base_event: b,
-                subagent_run_id: opt_str(o, "subagentRunId"),
-                message_id: req_str(o, "messageId"),
-                tool_call_id: req_str(o, "toolCallId"),
-                role: opt_str(o, "role"),
-                ..Default::default()
-            };
-            match present(o, "content") {
-                Some(J::Array(a)) => e.content_parts = parts(a),
-                Some(c) => e.content = scalar_string(c),
+    // Each member read by its kind (the fields a kind writes together with others are
+    // set after the rest: `after!`).
+    macro_rules! take {
+        (Str, $k:literal) => {
+            req_str(o, $k)
+        };
+        (Opt, $k:literal) => {
+            opt_str(o, $k)
+        };
+        (Value, $k:literal) => {
+            opt_value(o, $k)
+        };
+        (Keep, $k:literal) => {
+            keep_null_value(o, $k)
+        };
+        (Bool, $k:literal) => {
+            opt_bool(o, $k)
+        };
+        (ActivityContent, $k:literal) => {
+            activity_content(o, $k)?
+        };
+        (Patch, $k:literal) => {
+            patch_ops(o, $k)?
+        };
+        (Messages, $k:literal) => {
+            messages(o, $k)?
+        };
+        (Input, $k:literal) => {
+            o.get($k).and_then(J::as_object).map(run_input)
+        };
+        (Usage, $k:literal) => {
+            usage(o, $k)?
+        };
+        ($kind:ident, $k:literal) => {
+            Default::default()
+        };
+    }
+    macro_rules! after {
+        (ToolContent, $e:ident, $k:literal) => {
+            match present(o, $k) {
+                Some(J::Array(a)) => $e.content_parts = parts(a),
+                Some(c) => $e.content = scalar_string(c),
                 None => {}
             }
-            Arm::ToolCallResult(e)
-        }
-        "STATE_SNAPSHOT" => Arm::StateSnapshot(pb::StateSnapshotEvent {
-            base_event: b,
-            snapshot: keep_null_value(o, "snapshot"),
-            subagent_run_id: opt_str(o, "subagentRunId"),
-        }),
-        "STATE_DELTA" => Arm::StateDelta(pb::StateDeltaEvent {
-            base_event: b,
-            delta: patch_ops(o, "delta")?,
-            subagent_run_id: opt_str(o, "subagentRunId"),
-        }),
-        "MESSAGES_SNAPSHOT" => {
-            if !matches!(o.get("messages"), Some(J::Array(_))) {
-                return Err(Error::Encode("`messages` is not an array".into()));
-            }
-            Arm::MessagesSnapshot(pb::MessagesSnapshotEvent {
-                base_event: b,
-                messages: objects(o, "messages").map(message).collect(),
-            })
-        }
-        "ACTIVITY_SNAPSHOT" => Arm::ActivitySnapshot(pb::ActivitySnapshotEvent {
-            base_event: b,
-            subagent_run_id: opt_str(o, "subagentRunId"),
-            message_id: req_str(o, "messageId"),
-            activity_type: req_str(o, "activityType"),
-            content: match o.get("content") {
-                Some(J::Object(m)) => Some(wkt::Struct::from_obj(m)),
-                None => None,
-                Some(J::Null) => return Err(Error::Encode("`content` is null".into())),
-                // Struct conversion of a non-object: nothing usable, an empty object.
-                Some(_) => Some(wkt::Struct::default()),
-            },
-            replace: opt_bool(o, "replace"),
-        }),
-        "ACTIVITY_DELTA" => Arm::ActivityDelta(pb::ActivityDeltaEvent {
-            base_event: b,
-            subagent_run_id: opt_str(o, "subagentRunId"),
-            message_id: req_str(o, "messageId"),
-            activity_type: req_str(o, "activityType"),
-            patch: patch_ops(o, "patch")?,
-        }),
-        "RAW" => Arm::Raw(pb::RawEvent {
-            base_event: b,
-            event: keep_null_value(o, "event"),
-            source: opt_str(o, "source"),
-            subagent_run_id: opt_str(o, "subagentRunId"),
-        }),
-        "CUSTOM" => Arm::Custom(pb::CustomEvent {
-            base_event: b,
-            name: req_str(o, "name"),
-            value: keep_null_value(o, "value"),
-            subagent_run_id: opt_str(o, "subagentRunId"),
-        }),
-        "RUN_STARTED" => Arm::RunStarted(pb::RunStartedEvent {
-            base_event: b,
-            thread_id: req_str(o, "threadId"),
-            run_id: req_str(o, "runId"),
-            parent_run_id: opt_str(o, "parentRunId"),
-            input: o.get("input").and_then(J::as_object).map(run_input),
-            protocol_version: opt_str(o, "protocolVersion"),
-        }),
-        "RUN_FINISHED" => {
-            let mut e = pb::RunFinishedEvent {
-                base_event: b,
-                thread_id: req_str(o, "threadId"),
-                run_id: req_str(o, "runId"),
-                result: opt_value(o, "result"),
-                usage: usage(o)?,
-                ..Default::default()
-            };
-            // The outcome object is flattened; top-level interrupts/pendingToolCallIds
-            // keys are ignored (the reference resets both lists first).
-            if let Some((t, oc)) = outcome(o) {
+        };
+        // The outcome object is flattened; top-level interrupts/pendingToolCallIds keys
+        // are ignored (the reference resets both lists first).
+        (RunOutcome, $e:ident, $k:literal) => {
+            if let Some((t, oc)) = outcome(o, $k) {
                 match t {
-                    "success" => e.pending_tool_call_ids = strings(oc.get("pendingToolCallIds")),
-                    "interrupt" => e.interrupts = objects(oc, "interrupts").map(interrupt).collect(),
+                    "success" => $e.pending_tool_call_ids = strings(oc.get("pendingToolCallIds")),
+                    "interrupt" => $e.interrupts = objects(oc, "interrupts").map(interrupt).collect(),
                     _ => {}
                 }
-                e.outcome = t.to_string();
+                $e.outcome = t.to_string();
             }
-            Arm::RunFinished(e)
-        }
-        "RUN_ERROR" => Arm::RunError(pb::RunErrorEvent {
-            base_event: b,
-            code: opt_str(o, "code"),
-            message: req_str(o, "message"),
-            usage: usage(o)?,
-        }),
-        "STEP_STARTED" => Arm::StepStarted(pb::StepStartedEvent {
-            base_event: b,
-            step_name: req_str(o, "stepName"),
-            subagent_run_id: opt_str(o, "subagentRunId"),
-        }),
-        "STEP_FINISHED" => Arm::StepFinished(pb::StepFinishedEvent {
-            base_event: b,
-            step_name: req_str(o, "stepName"),
-            subagent_run_id: opt_str(o, "subagentRunId"),
-        }),
-        "REASONING_START" => Arm::ReasoningStart(pb::ReasoningStartEvent {
-            base_event: b,
-            subagent_run_id: opt_str(o, "subagentRunId"),
-            message_id: req_str(o, "messageId"),
-        }),
-        "REASONING_MESSAGE_START" => Arm::ReasoningMessageStart(pb::ReasoningMessageStartEvent {
-            base_event: b,
-            subagent_run_id: opt_str(o, "subagentRunId"),
-            message_id: req_str(o, "messageId"),
-            role: req_str(o, "role"),
-        }),
-        "REASONING_MESSAGE_CONTENT" => Arm::ReasoningMessageContent(pb::ReasoningMessageContentEvent {
-            base_event: b,
-            subagent_run_id: opt_str(o, "subagentRunId"),
-            message_id: req_str(o, "messageId"),
-            delta: req_str(o, "delta"),
-        }),
-        "REASONING_MESSAGE_END" => Arm::ReasoningMessageEnd(pb::ReasoningMessageEndEvent {
-            base_event: b,
-            subagent_run_id: opt_str(o, "subagentRunId"),
-            message_id: req_str(o, "messageId"),
-        }),
-        "REASONING_MESSAGE_CHUNK" => Arm::ReasoningMessageChunk(pb::ReasoningMessageChunkEvent {
-            base_event: b,
-            subagent_run_id: opt_str(o, "subagentRunId"),
-            message_id: opt_str(o, "messageId"),
-            delta: opt_str(o, "delta"),
-        }),
-        "REASONING_END" => Arm::ReasoningEnd(pb::ReasoningEndEvent {
-            base_event: b,
-            subagent_run_id: opt_str(o, "subagentRunId"),
-            message_id: req_str(o, "messageId"),
-        }),
-        "REASONING_ENCRYPTED_VALUE" => Arm::ReasoningEncryptedValue(pb::ReasoningEncryptedValueEvent {
-            base_event: b,
-            subagent_run_id: opt_str(o, "subagentRunId"),
-            subtype: req_str(o, "subtype"),
-            entity_id: req_str(o, "entityId"),
-            encrypted_value: req_str(o, "encryptedValue"),
-        }),
-        "SUBAGENT_STARTED" => Arm::SubagentStarted(pb::SubagentStartedEvent {
-            base_event: b,
-            subagent_run_id: req_str(o, "subagentRunId"),
-            name: req_str(o, "name"),
-            description: opt_str(o, "description"),
-            parent_subagent_run_id: opt_str(o, "parentSubagentRunId"),
-            parent_tool_call_id: opt_str(o, "parentToolCallId"),
-            parent_message_id: opt_str(o, "parentMessageId"),
-        }),
-        "SUBAGENT_FINISHED" => {
-            let mut e = pb::SubagentFinishedEvent {
-                base_event: b,
-                subagent_run_id: req_str(o, "subagentRunId"),
-                result: opt_value(o, "result"),
-                ..Default::default()
-            };
-            if let Some((t, oc)) = outcome(o) {
+        };
+        (SubagentOutcome, $e:ident, $k:literal) => {
+            if let Some((t, oc)) = outcome(o, $k) {
                 if t == "suspended" {
-                    e.interrupt_ids = strings(oc.get("interruptIds"));
+                    $e.interrupt_ids = strings(oc.get("interruptIds"));
                 }
-                e.outcome = t.to_string();
+                $e.outcome = t.to_string();
             }
-            Arm::SubagentFinished(e)
-        }
-        "SUBAGENT_ERROR" => Arm::SubagentError(pb::SubagentErrorEvent {
-            base_event: b,
-            subagent_run_id: req_str(o, "subagentRunId"),
-            message: req_str(o, "message"),
-            code: opt_str(o, "code"),
-        }),
-        _ => unreachable!("EVENT_TYPES and this match list the same 31 names"),
-    };
+        };
+        ($kind:ident, $e:ident, $k:literal) => {};
+    }
+    macro_rules! arms {
+        (() $( $arm:literal $en:literal $ty:literal $v:ident($m:ident) $path:ident {
+            $( $n:literal $f:ident $k:literal $kind:ident ),* $(,)?
+        } )*) => {
+            match ty {
+                $( $ty => {
+                    let base_event = base(o, $en)?;
+                    #[allow(unused_mut, clippy::needless_update)]
+                    let mut e = pb::$m { base_event, $( $f: take!($kind, $k), )* ..Default::default() };
+                    $( after!($kind, e, $k); )*
+                    Arm::$v(e)
+                } )*
+                // A type outside the table: an envelope with no arm.
+                _ => return Ok(pb::Event { event: None }),
+            }
+        };
+    }
+    let arm = event_table!(arms);
     Ok(pb::Event { event: Some(arm) })
 }

@@ -9,6 +9,7 @@
 pub mod decode;
 pub mod encode;
 pub mod error;
+mod events;
 pub mod frame;
 pub mod msgpack;
 pub mod node;
@@ -31,40 +32,9 @@ pub use frame::{FrameSplitter, DEFAULT_MAX_FRAME_SIZE};
 use prost::Message as _;
 use serde_json::Value as J;
 
-/// The 31 event type names, indexed by `EventType` enum value.
-pub const EVENT_TYPES: [&str; 31] = [
-    "TEXT_MESSAGE_START",
-    "TEXT_MESSAGE_CONTENT",
-    "TEXT_MESSAGE_END",
-    "TOOL_CALL_START",
-    "TOOL_CALL_ARGS",
-    "TOOL_CALL_END",
-    "STATE_SNAPSHOT",
-    "STATE_DELTA",
-    "MESSAGES_SNAPSHOT",
-    "RAW",
-    "CUSTOM",
-    "RUN_STARTED",
-    "RUN_FINISHED",
-    "RUN_ERROR",
-    "STEP_STARTED",
-    "STEP_FINISHED",
-    "SUBAGENT_STARTED",
-    "SUBAGENT_FINISHED",
-    "SUBAGENT_ERROR",
-    "TEXT_MESSAGE_CHUNK",
-    "TOOL_CALL_CHUNK",
-    "TOOL_CALL_RESULT",
-    "ACTIVITY_SNAPSHOT",
-    "ACTIVITY_DELTA",
-    "REASONING_START",
-    "REASONING_MESSAGE_START",
-    "REASONING_MESSAGE_CONTENT",
-    "REASONING_MESSAGE_END",
-    "REASONING_MESSAGE_CHUNK",
-    "REASONING_END",
-    "REASONING_ENCRYPTED_VALUE",
-];
+/// The 31 event type names, indexed by `EventType` enum value (from the event table,
+/// `events.rs`).
+pub const EVENT_TYPES: [&str; 31] = events::NAMES;
 
 /// The length of the longest name in [`EVENT_TYPES`].
 pub const LONGEST_TYPE: usize = {
@@ -78,22 +48,16 @@ pub const LONGEST_TYPE: usize = {
     n
 };
 
-/// Event type of an envelope arm (field number 1..=31). Arms 17–21 are shuffled
-/// relative to the enum (chunk and subagent events), everything else is enum + 1.
+/// Event type of an envelope arm (field number 1..=31).
 pub fn arm_number_to_type(arm: u32) -> &'static str {
     EVENT_TYPES[arm_number_to_enum(arm) as usize]
 }
 
-/// `EventType` enum value of an envelope arm (field number 1..=31).
+/// `EventType` enum value of an envelope arm (field number 1..=31; arms 17–21 are
+/// shuffled relative to the enum, the chunk and subagent events).
+#[inline]
 pub fn arm_number_to_enum(arm: u32) -> u32 {
-    match arm {
-        17 => 19,
-        18 => 20,
-        19 => 16,
-        20 => 17,
-        21 => 18,
-        n => n - 1,
-    }
+    events::arm_to_enum(arm)
 }
 
 /// Summary of the compiled schema: `{"ag_ui.Msg": [[field, number, label, type], ...]}`.

@@ -87,6 +87,8 @@ pub struct Replayer<S = Value> {
     expander: Option<ChunkExpander>,
     verifier: Option<EventVerifier>,
     applier: EventApplier<S>,
+    /// Whether events reach the reducer (off: verification alone, nothing kept).
+    reduce: bool,
     index: usize,
     warnings: Vec<Warning>,
     scratch: Vec<Value>,
@@ -100,11 +102,20 @@ impl<S: State> Replayer<S> {
             expander: options.expand.then(ChunkExpander::new),
             verifier: options.verify.then(EventVerifier::new),
             applier: EventApplier::new(messages, state).with_max_depth(options.max_depth).with_max_patch_bytes(options.max_patch_bytes),
+            reduce: true,
             index: 0,
             warnings: Vec::new(),
             scratch: Vec::new(),
             reader: Reader::new(options, false),
         }
+    }
+
+    /// The stages in front of the reducer alone (compatibility boundary, chunk expansion,
+    /// verification): the events are checked and dropped, so memory stays constant over a
+    /// stream of any length; messages and state stay as given.
+    pub fn without_reducer(mut self) -> Self {
+        self.reduce = false;
+        self
     }
 
     /// Push one input event; returns what it changed (merged over the events it expanded
@@ -157,6 +168,9 @@ impl<S: State> Replayer<S> {
                     result = Err(relabel(err));
                     break;
                 }
+            }
+            if !self.reduce {
+                continue;
             }
             match self.applier.apply_owned(e) {
                 Ok(c) => {
@@ -237,7 +251,7 @@ impl<S: State> Replayer<S> {
     /// stream, and the verifier and the reducer take them as (kind, id, delta) by the same
     /// checks and appends as the general path.
     pub fn push_plain(&mut self, kind: EventType, id: Option<&str>, delta: &str) -> Option<Result<Change, StreamError>> {
-        let Replayer { expander, verifier, applier, .. } = self;
+        let Replayer { expander, verifier, applier, reduce, .. } = self;
         let (kind, id) = match (kind, expander) {
             (EventType::TextMessageChunk | EventType::ToolCallChunk | EventType::ReasoningMessageChunk, Some(x)) => {
                 (content_of(kind), x.continues_plain(kind, id)?)
@@ -258,7 +272,7 @@ impl<S: State> Replayer<S> {
             Some(v) => v.push_delta(kind, id).map_err(relabel),
             None => Ok(()),
         }
-        .and_then(|()| applier.apply_delta(kind, id, delta).map_err(relabel));
+        .and_then(|()| if *reduce { applier.apply_delta(kind, id, delta).map_err(relabel) } else { Ok(Change::default()) });
         self.index += 1;
         Some(result.map(|c| {
             if let Some(w) = &c.warning {
@@ -273,7 +287,7 @@ impl<S: State> Replayer<S> {
     /// the verifier needs the event. The one decision for plain deltas read from JSON text
     /// and for a binding's deltas in its own form ([`push_state_with`](Self::push_state_with)).
     pub fn takes_state_delta_directly(&self) -> bool {
-        self.verifier.is_none() && !self.expander.as_ref().is_some_and(ChunkExpander::has_pending)
+        self.reduce && self.verifier.is_none() && !self.expander.as_ref().is_some_and(ChunkExpander::has_pending)
     }
 
     /// A `STATE_DELTA` the caller applies to the state itself (see

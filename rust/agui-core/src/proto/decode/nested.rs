@@ -20,6 +20,7 @@ use super::{
     arm_number_to_enum, arm_number_to_type, content_form, len_field, write_base, write_message_of, write_op, write_tool_call_of,
     write_usage_entry, Content, Form, Format, Members, MessageFields, Open, Outcome, W,
 };
+use crate::proto::events::{count_strings, event_table, field_of, strings, wire_masks, Kind, Member};
 use crate::proto::wkt;
 use prost::encoding::{decode_key, decode_varint, WireType};
 
@@ -192,24 +193,49 @@ pub struct Nested<'m> {
     base: Fields<'m, 5>,
 }
 
+/// `match $value` over the rows of the event table the wire path takes, each arm
+/// `$then!(arm number, [(field number, JSON key, kind) ...])`, the others `$otherwise`
+/// (`nested_rows!` given to `event_table!` with those three).
+macro_rules! nested_rows {
+    (($value:expr, $then:ident, $otherwise:expr) $( $arm:literal $en:literal $ty:literal $v:ident($msg:ident) $path:ident {
+        $( $n:literal $f:ident $k:literal $kind:ident ),* $(,)?
+    } )*) => {
+        match $value {
+            $( $arm => nested_pick!($path, $then, $arm, [$( ($n, $k, $kind) )*], $otherwise), )*
+            _ => $otherwise,
+        }
+    };
+}
+
+macro_rules! nested_pick {
+    (nested, $then:ident, $arm:literal, $m:tt, $otherwise:expr) => {
+        $then!($arm, $m)
+    };
+    ($path:ident, $then:ident, $arm:literal, $m:tt, $otherwise:expr) => {
+        $otherwise
+    };
+}
+
+/// A row's members as the const helpers of the event table read them.
+macro_rules! members {
+    ([$( ($n:literal, $k:literal, $kind:ident) )*]) => {
+        &[$( ($n, $k, Kind::$kind) ),*]
+    };
+}
+
 /// Per nested arm: its top-level string members as [`Nested::write`] writes them, in
 /// output order: (field number, JSON key, proto3 `optional`: written only when present;
-/// the others `""` when absent). A test holds them to the members of the text written.
+/// the others `""` when absent), from the event table. A test holds them to the members
+/// of the text written.
 fn string_members(arm: u32) -> &'static [(u32, &'static str, bool)] {
-    const R: bool = false;
-    const O: bool = true;
-    match arm {
-        7 | 8 => &[(3, "subagentRunId", O)],
-        10 => &[(3, "source", O), (4, "subagentRunId", O)],
-        11 => &[(2, "name", R), (4, "subagentRunId", O)],
-        12 => &[(2, "threadId", R), (3, "runId", R), (4, "parentRunId", O), (6, "protocolVersion", O)],
-        13 => &[(2, "threadId", R), (3, "runId", R)],
-        14 => &[(2, "code", O), (3, "message", R)],
-        // (`content` absent is an empty list, no string: as an optional one.)
-        22 => &[(2, "subagentRunId", O), (3, "messageId", R), (4, "toolCallId", R), (5, "content", O), (6, "role", O)],
-        23 | 24 => &[(2, "subagentRunId", O), (3, "messageId", R), (4, "activityType", R)],
-        _ => &[],
+    macro_rules! strings {
+        ($arm:literal, $m:tt) => {{
+            const M: &[Member] = members!($m);
+            const S: [(u32, &str, bool); count_strings(M)] = strings::<{ count_strings(M) }>(M);
+            &S
+        }};
     }
+    event_table!(nested_rows arm, strings, &[])
 }
 
 impl<'m> Nested<'m> {
@@ -224,18 +250,12 @@ impl<'m> Nested<'m> {
         }
         // Per arm: its length-delimited fields, varint fields and repeated fields (field 1,
         // the base event, is everyone's).
-        let (len, int, rep) = match arm {
-            7 | 8 => (bits(&[1, 2, 3]), 0, if arm == 8 { bits(&[2]) } else { 0 }),
-            9 => (bits(&[1, 2]), 0, bits(&[2])),
-            10 | 11 => (bits(&[1, 2, 3, 4]), 0, 0),
-            12 => (bits(&[1, 2, 3, 4, 6]), 0, 0),
-            13 => (bits(&[1, 2, 3, 4, 5, 7]), 0, bits(&[7])),
-            14 => (bits(&[1, 2, 3, 4]), 0, bits(&[4])),
-            22 => (bits(&[1, 2, 3, 4, 5, 6]), 0, 0),
-            23 => (bits(&[1, 2, 3, 4, 5]), bits(&[6]), 0),
-            24 => (bits(&[1, 2, 3, 4, 5]), 0, bits(&[5])),
-            _ => return None,
-        };
+        macro_rules! masks {
+            ($arm:literal, $m:tt) => {
+                const { wire_masks(members!($m)) }
+            };
+        }
+        let (len, int, rep) = event_table!(nested_rows arm, masks, return None);
         // (Filled in place: each `Fields` returned and moved was a `memcpy` call.)
         let mut n = Nested { arm, body, f: Fields::EMPTY, base: Fields::EMPTY };
         fill(&mut n.f, body, len, int, rep)?;
@@ -276,11 +296,12 @@ impl<'m> Nested<'m> {
     /// The counts of each entry of its `usage` list, in field order (`inputTokens` ...
     /// `cacheWriteInputTokens`), when it has one (as written: valid once its text is).
     pub fn usage(&self) -> Option<impl Iterator<Item = [Option<i64>; 6]> + 'm> {
-        let tag = match self.arm {
-            13 => 7,
-            14 => 4,
-            _ => return None,
-        };
+        macro_rules! usage_field {
+            ($arm:literal, $m:tt) => {
+                const { field_of(members!($m), Kind::Usage) }
+            };
+        }
+        let tag = event_table!(nested_rows self.arm, usage_field, None)?;
         self.f.len[tag as usize]?;
         Some(each(self.body, tag).map(counts))
     }
@@ -312,97 +333,77 @@ impl<'m> Nested<'m> {
         let mut o = w.obj();
         w.put_str(&mut o, "type", arm_type);
         let mut outcome = None;
-        match arm {
-            7 => {
-                put_value(w, &mut o, "snapshot", f.len[2])?;
-                put_opt(w, &mut o, "subagentRunId", s(3)?);
-            }
-            9 => {
-                w.key(&mut o, "messages");
+        // Each member as its kind is written (the event table's order).
+        macro_rules! put {
+            (Str, $n:literal, $k:literal) => {
+                put_req(w, &mut o, $k, s($n)?)
+            };
+            (Opt, $n:literal, $k:literal) => {
+                put_opt(w, &mut o, $k, s($n)?)
+            };
+            (Value, $n:literal, $k:literal) => {
+                put_value(w, &mut o, $k, f.len[$n])?
+            };
+            (Keep, $n:literal, $k:literal) => {
+                put_value(w, &mut o, $k, f.len[$n])?
+            };
+            (ActivityContent, $n:literal, $k:literal) => {
+                w.put_struct_body(&mut o, $k, wkt_body(f.len[$n])?)
+            };
+            (Bool, $n:literal, $k:literal) => {
+                if let Some(r) = f.int[$n] {
+                    w.key(&mut o, $k);
+                    w.bool(r != 0);
+                }
+            };
+            (Patch, $n:literal, $k:literal) => {{
+                w.key(&mut o, $k);
+                patch(w, body, $n)?;
+            }};
+            (Messages, $n:literal, $k:literal) => {{
+                w.key(&mut o, $k);
                 let mut a = w.arr();
-                for m in each(body, 2) {
+                for m in each(body, $n) {
                     w.elem(&mut a);
                     message(w, m)?;
                 }
                 w.end_arr(a);
-            }
-            8 => {
-                w.key(&mut o, "delta");
-                patch(w, body, 2)?;
-                put_opt(w, &mut o, "subagentRunId", s(3)?);
-            }
-            10 => {
-                put_value(w, &mut o, "event", f.len[2])?;
-                put_opt(w, &mut o, "source", s(3)?);
-                put_opt(w, &mut o, "subagentRunId", s(4)?);
-            }
-            11 => {
-                put_req(w, &mut o, "name", s(2)?);
-                put_value(w, &mut o, "value", f.len[3])?;
-                put_opt(w, &mut o, "subagentRunId", s(4)?);
-            }
-            12 => {
-                put_req(w, &mut o, "threadId", s(2)?);
-                put_req(w, &mut o, "runId", s(3)?);
-                put_opt(w, &mut o, "parentRunId", s(4)?);
-                put_opt(w, &mut o, "protocolVersion", s(6)?);
-            }
-            13 => {
-                put_req(w, &mut o, "threadId", s(2)?);
-                put_req(w, &mut o, "runId", s(3)?);
-                put_value(w, &mut o, "result", f.len[4])?;
-                if f.len[7].is_some() {
-                    w.key(&mut o, "usage");
-                    usage(w, body, 7)?;
+            }};
+            // (Declined by the masks: left to prost.)
+            (Input, $n:literal, $k:literal) => {};
+            (Usage, $n:literal, $k:literal) => {
+                if f.len[$n].is_some() {
+                    w.key(&mut o, $k);
+                    usage(w, body, $n)?;
                 }
-                // Without interrupts or pending tool calls (left to prost): an outcome is
-                // written after the base event, an interrupt one with its empty list.
-                let ty = s(5)?.unwrap_or("");
-                if !ty.is_empty() {
-                    let interrupts = (ty == "interrupt").then_some(&[][..]);
-                    outcome = Some(Outcome::Run { ty, interrupts, pending: None });
-                }
-            }
-            14 => {
-                put_opt(w, &mut o, "code", s(2)?);
-                put_req(w, &mut o, "message", s(3)?);
-                if f.len[4].is_some() {
-                    w.key(&mut o, "usage");
-                    usage(w, body, 4)?;
-                }
-            }
-            22 => {
-                put_opt(w, &mut o, "subagentRunId", s(2)?);
-                put_req(w, &mut o, "messageId", s(3)?);
-                put_req(w, &mut o, "toolCallId", s(4)?);
-                match s(5)? {
-                    Some(c) => w.put_str(&mut o, "content", c),
+            };
+            (ToolContent, $n:literal, $k:literal) => {
+                match s($n)? {
+                    Some(c) => w.put_str(&mut o, $k, c),
                     // No parts (left to prost): an empty list.
                     None => {
-                        w.key(&mut o, "content");
+                        w.key(&mut o, $k);
                         let a = w.arr();
                         w.end_arr(a);
                     }
                 }
-                put_opt(w, &mut o, "role", s(6)?);
-            }
-            23 | 24 => {
-                put_opt(w, &mut o, "subagentRunId", s(2)?);
-                put_req(w, &mut o, "messageId", s(3)?);
-                put_req(w, &mut o, "activityType", s(4)?);
-                if arm == 23 {
-                    w.put_struct_body(&mut o, "content", wkt_body(f.len[5])?);
-                    if let Some(r) = f.int[6] {
-                        w.key(&mut o, "replace");
-                        w.bool(r != 0);
-                    }
-                } else {
-                    w.key(&mut o, "patch");
-                    patch(w, body, 5)?;
+            };
+            // Without interrupts or pending tool calls (left to prost): an outcome is
+            // written after the base event, an interrupt one with its empty list.
+            (RunOutcome, $n:literal, $k:literal) => {{
+                let ty = s($n)?.unwrap_or("");
+                if !ty.is_empty() {
+                    let interrupts = (ty == "interrupt").then_some(&[][..]);
+                    outcome = Some(Outcome::Run { ty, interrupts, pending: None });
                 }
-            }
-            _ => return None,
+            }};
         }
+        macro_rules! event {
+            ($arm:literal, [$( ($n:literal, $k:literal, $kind:ident) )*]) => {{
+                $( put!($kind, $n, $k); )*
+            }};
+        }
+        event_table!(nested_rows arm, event, return None);
         // prost reads an enum as the low 32 bits of the varint, an int64 as all 64.
         let ty = base.int[1].unwrap_or(0) as i32;
         let ts = base.int[2].map(|v| v as i64);
