@@ -16,13 +16,10 @@ from typing import Any, List
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from agui_fast import core
-from agui_fast.asgi import EventStreamResponse
-from agui_fast.decoder import decode_as
-from agui_fast.errors import AguiError
+from agui_fast.asgi import EventStreamResponse, read_input
 
 AWKWARD = ["Hello", ",\r\nworld", " data: not a frame\n\n", "\u2028line\u2029sep", " \U0001F600\U0001F680", "x" * 5000]
 STATE = {"count": 0, "items": [], "user": {"name": "ada"}}
@@ -81,10 +78,7 @@ async def events(run: core.RunAgentInput):
 
 
 async def agent(request: Request):
-    try:
-        run = decode_as(await request.body(), core.RunAgentInput)
-    except AguiError as exc:
-        return JSONResponse({"error": str(exc)}, status_code=422)
+    run = await read_input(request)  # a bad body is answered 422, naming the field
     return EventStreamResponse(events(run), accept=request.headers.get("accept"))
 
 

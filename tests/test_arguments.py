@@ -60,7 +60,7 @@ CASES = [
     ("convert_sse_to_protobuf", lambda a, v, p: proto.convert_sse_to_protobuf(p, io.BytesIO(), **{a: v}), "chunk_size", 1, CHUNK),
     ("convert_protobuf_to_sse", lambda a, v, p: proto.convert_protobuf_to_sse(PB, io.BytesIO(), **{a: v}), "chunk_size", 1, CHUNK),
     ("convert_protobuf_to_sse", lambda a, v, p: proto.convert_protobuf_to_sse(PB, io.BytesIO(), **{a: v}), "max_frame_size", 0, SIZE),
-    ("EventEncoder.encode_protobuf", lambda a, v, p: encoder.EventEncoder.encode_protobuf(EV, **{a: v}), "max_depth", 0, DEPTH),
+    ("EventEncoder.encode_protobuf", lambda a, v, p: encoder.EventEncoder().encode_protobuf(EV, **{a: v}), "max_depth", 0, DEPTH),
     ("event_to_json_bytes", lambda a, v, p: encoder.event_to_json_bytes(EV, **{a: v}), "max_depth", 0, DEPTH),
     ("encode_protobuf_many", lambda a, v, p: proto.encode_protobuf_many([EV], **{a: v}), "max_depth", 0, DEPTH),
     ("apply_patch", lambda a, v, p: patch.apply_patch({}, [], **{a: v}), "max_depth", 0, DEPTH),

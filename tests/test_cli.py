@@ -13,7 +13,7 @@ from agui_fast import stream
 from agui_fast.arrow import to_arrow
 from agui_fast.cli import main
 from agui_fast.core import (
-    MessagesSnapshotEvent, StateDeltaEvent, StateSnapshotEvent, TextMessageContentEvent, TextMessageEndEvent,
+    CustomEvent, MessagesSnapshotEvent, StateDeltaEvent, StateSnapshotEvent, TextMessageContentEvent, TextMessageEndEvent,
     TextMessageStartEvent, ToolCallArgsEvent, ToolCallStartEvent, RunStartedEvent, RunFinishedEvent,
 )
 from agui_fast.decoder import decode_event, decode_protobuf, decode_sse
@@ -604,3 +604,41 @@ def test_a_file_that_is_no_log_is_said_once_without_a_useless_hint(tmp_path):
     line = _one_line(r, 1)
     assert "a Parquet file, not an AG-UI log" in line and "byte offset" not in line, line
     assert line.endswith(f"nothing written to {tmp_path / 'x.sse'}"), line
+
+
+@pytest.mark.parametrize("command", [["convert", "-o", "{out}"], ["inspect"], ["validate"], ["replay"]])
+def test_the_frame_limit_is_an_option(tmp_path, command):
+    log = tmp_path / "long.sse"
+    first = RUN_SSE.index(b"\n\n") + 2  # after RUN_STARTED
+    log.write_bytes(RUN_SSE[:first] + EventEncoder().encode_many([CustomEvent(name="n", value="x" * 500)]) + RUN_SSE[first:])
+    argv = [a.format(out=tmp_path / "o.jsonl") for a in command]
+    assert run(*argv, log).returncode == 0  # within the default 10 MiB
+    r = run(*argv, log, "--max-frame-size", "300", "-q")
+    assert r.returncode == 1, r
+    (line,) = (r.stdout + r.stderr).decode().splitlines()
+    assert "BufferLimitError" in line and "300 bytes" in line and "Traceback" not in line, line
+    assert run(*argv, log, "--max-frame-size", "1K").returncode == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["long.sse"] + (["o.jsonl"] if command[0] == "convert" else [])
+    r = run(*argv, log, "--max-frame-size", "ten")
+    assert r.returncode == 2 and b"not a size" in r.stderr
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
+@pytest.mark.parametrize("command", ["validate", "validate --schema-only"])
+def test_validate_memory_does_not_grow_with_the_log(tmp_path, command):
+    # Four times the events in the same peak memory: each is checked as it is read, then
+    # dropped (kept for the sequence rules, the larger log took ~15 MB more).
+    def peak(n):
+        log = tmp_path / f"run{n}.sse"
+        log.write_bytes(_long_run(n))
+        code = ("import sys, contextlib, io\nfrom agui_fast.cli import main\n"
+                f"with contextlib.redirect_stdout(io.StringIO()): status = main({[*command.split(), str(log)]!r})\n"
+                "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1]\n"
+                "print(status, hwm)")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True)
+        status, kb = out.stdout.split()
+        assert status == b"0", out
+        return int(kb)
+
+    small, large = peak(20_000), peak(80_000)
+    assert large - small < 3_000, (small, large)  # KB

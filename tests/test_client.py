@@ -2,7 +2,10 @@
 uvicorn in a thread) and against scripted responses (httpx.MockTransport)."""
 
 import asyncio
+import gzip
+import json
 import sys
+import time
 import warnings
 from pathlib import Path
 
@@ -21,7 +24,9 @@ from agui_fast.errors import (  # noqa: E402
     EventValidationError,
     HttpStatusError,
     IncompleteRunError,
+    RunTimeoutError,
     TruncatedStreamError,
+    VerificationError,
 )
 from agui_fast.proto import encode_protobuf_many  # noqa: E402
 
@@ -136,7 +141,9 @@ def test_request_body_and_headers():
     assert request.headers["authorization"] == "Bearer x"
     assert request.headers["accept"].startswith(AGUI_MEDIA_TYPE)  # the agent's Accept wins
     assert request.headers["content-type"] == "application/json"
-    assert core.RunAgentInput.model_validate_json(request.content) == RUN
+    # As the reference client sends it: tools and context always (empty when none).
+    assert core.RunAgentInput.model_validate_json(request.content) == core.RunAgentInput(
+        thread_id="t1", run_id="r1", messages=RUN.messages, state=RUN.state, tools=[], context=[])
 
 
 def test_timeout_is_the_given_clients_unless_set():
@@ -192,9 +199,10 @@ def test_stream_without_run_finished_is_an_error():
 def test_bad_frame_raises_after_the_events_before_it():
     body = SSE([START, TEXT[0]]) + b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m"}\n\n' + SSE([END])
     got, exc = drain(mock(body))
-    # The decoders deliver every good event of the chunk (also those after the bad frame),
-    # then the error.
-    assert got == [START, TEXT[0], END] and isinstance(exc, EventValidationError) and exc.field == "$.delta"
+    # The events before the bad frame, then the error: nothing after it, though the same
+    # network chunk held it.
+    assert got == [START, TEXT[0]] and isinstance(exc, EventValidationError) and exc.field == "$.delta"
+    assert exc.events == [START, TEXT[0]]
 
 
 def test_run_error_is_an_event_from_run_and_an_exception_from_run_agent():
@@ -323,3 +331,188 @@ def test_cancelling_a_run_closes_the_connection_and_the_server_generator():
                 break
             asyncio.run(asyncio.sleep(0.01))
     assert finished == [True]
+
+
+# -- the client pipeline (run_agent), the request, the run's end -------------------------------
+
+
+def frames(*events):
+    return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
+
+
+RS = {"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"}
+RF = {"type": "RUN_FINISHED", "threadId": "t1", "runId": "r1"}
+
+
+def test_run_agent_verifies_the_sequence_and_hands_over_the_warnings():
+    body = frames(RS, {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "x", "futureProp": 1}, RF)
+    with pytest.raises(VerificationError) as info:
+        mock(body).run_agent(RUN)
+    assert info.value.rule == "R12" and info.value.index == 1
+    # the warnings before the error ride on it
+    assert [(w.kind, w.path) for w in info.value.warnings] == [("schema", "/futureProp")]
+    # verify=False: the reducer warns instead (no message to append to)
+    agent = SyncHttpAgent("http://agent.test/run", client=mock(body).client, verify=False)
+    result = agent.run_agent(RUN)
+    assert [w.kind for w in result.warnings] == ["schema", "apply"]
+    index, message = result.warnings[0]  # still an (index, message) pair
+    assert (index, result.warnings[0].path) == (1, "/futureProp") and "futureProp" in message
+
+
+def test_run_agent_applies_nothing_after_a_bad_frame_of_the_same_chunk():
+    body = frames(RS, {"type": "STATE_SNAPSHOT", "snapshot": {"n": 1}},
+                  {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": 42},
+                  {"type": "STATE_SNAPSHOT", "snapshot": {"n": 2}}, RF)
+    for agent in (mock(body), mock(None, chunks=[body[:40], body[40:]])):
+        seen = []
+        with pytest.raises(EventValidationError) as info:
+            agent.run_agent(RUN, on_event=seen.append)
+        assert info.value.field == "$.delta" and info.value.frame_index == 2
+        assert "expected string, received number" in str(info.value)
+        assert [e.type for e in seen] == [core.EventType.RUN_STARTED, core.EventType.STATE_SNAPSHOT]
+        assert seen[-1].snapshot == {"n": 1}
+
+
+def test_a_run_restarted_and_cut_is_incomplete():
+    body = frames(RS, RF, RS)
+    got, exc = drain(mock(body))
+    assert len(got) == 3 and isinstance(exc, IncompleteRunError)
+    with pytest.raises(IncompleteRunError, match="after the last RUN_STARTED"):
+        mock(body).run_agent(RUN)
+    mock(frames(RS, RF, RS, RF)).run_agent(RUN)  # two whole runs
+
+
+def _failing_body(exc):
+    class Body(httpx.SyncByteStream):
+        def __iter__(self):
+            yield frames(RS)
+            raise exc
+
+    return Body()
+
+
+@pytest.mark.parametrize("exc", [httpx.RemoteProtocolError("peer closed connection without sending complete message body"),
+                                 httpx.ReadError("reset")])
+def test_a_cut_connection_is_an_incomplete_run(exc):
+    def handler(request):
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=_failing_body(exc))
+
+    agent = SyncHttpAgent("http://agent.test/run", client=httpx.Client(transport=httpx.MockTransport(handler)))
+    got, err = drain(agent)
+    assert [e.type for e in got] == [core.EventType.RUN_STARTED]
+    assert isinstance(err, IncompleteRunError) and err.__cause__ is exc
+    with pytest.raises(IncompleteRunError):
+        agent.run_agent(RUN)
+
+
+def test_a_badly_compressed_body_is_an_incomplete_run():
+    class Body(httpx.SyncByteStream):
+        def __iter__(self):
+            yield gzip.compress(frames(RS, RF))[:-12] + b"garbage!"
+
+    def handler(request):
+        return httpx.Response(200, headers={"content-type": "text/event-stream", "content-encoding": "gzip"}, stream=Body())
+
+    agent = SyncHttpAgent("http://agent.test/run", client=httpx.Client(transport=httpx.MockTransport(handler)))
+    with pytest.raises(IncompleteRunError, match="could not be decoded") as info:
+        agent.run_agent(RUN)
+    assert isinstance(info.value.__cause__, httpx.DecodingError)
+
+
+def test_a_deadline_ends_a_stream_of_keep_alives():
+    class Forever(httpx.SyncByteStream):
+        def __iter__(self):
+            yield frames(RS)
+            while True:
+                time.sleep(0.01)
+                yield b": keep-alive\n\n"
+
+    class AsyncForever(httpx.AsyncByteStream):
+        async def __aiter__(self):
+            yield frames(RS)
+            while True:
+                await asyncio.sleep(0.01)
+                yield b": keep-alive\n\n"
+
+    def handler(request):
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=Forever())
+
+    def async_handler(request):
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=AsyncForever())
+
+    agent = SyncHttpAgent("http://agent.test/run", client=httpx.Client(transport=httpx.MockTransport(handler)), deadline=0.2)
+    start = time.monotonic()
+    with pytest.raises(RunTimeoutError):
+        agent.run_agent(RUN)
+    assert time.monotonic() - start < 5
+
+    async def main():
+        async with httpx.AsyncClient(transport=httpx.MockTransport(async_handler)) as client:
+            agent = HttpAgent("http://agent.test/run", client=client, deadline=0.2)
+            with pytest.raises(RunTimeoutError):
+                await agent.run_agent(RUN)
+            with pytest.raises(RunTimeoutError):
+                async for _ in agent.run(RUN):
+                    pass
+
+    asyncio.run(main())
+    assert issubclass(RunTimeoutError, IncompleteRunError)
+    for bad in (0, -1):
+        with pytest.raises(ValueError):
+            HttpAgent("http://x", deadline=bad)
+    with pytest.raises(TypeError):
+        HttpAgent("http://x", deadline="1")
+
+
+def _sent(agent_kwargs, run_input, body=None):
+    seen = []
+    client = mock(body or frames(RS, RF), seen=seen).client
+    agent = SyncHttpAgent("http://agent.test/run", client=client, **agent_kwargs)
+    result = agent.run_agent(run_input)
+    return json.loads(seen[0].content), result
+
+
+def test_the_request_legacy_parts_upgraded_protocol_version_and_eras():
+    run_input = {"threadId": "t1", "runId": "r1", "messages": [
+        {"id": "u1", "role": "user", "content": [{"type": "text", "text": "look"},
+                                                 {"type": "binary", "mimeType": "image/png", "url": "https://x/y.png"}]},
+        {"id": "a1", "role": "assistant", "content": "ok", "subagentRunId": "s1"},
+        {"id": "act", "role": "activity", "activityType": "search", "content": {"q": 1}}]}
+    sent, result = _sent({}, run_input)
+    assert sent["messages"][0]["content"][1] == {"type": "image", "source": {"type": "url", "value": "https://x/y.png", "mimeType": "image/png"}}
+    assert [m["id"] for m in sent["messages"]] == ["u1", "a1"]  # activity messages are this side's
+    assert "protocolVersion" not in sent
+    # the run starts from the input's messages, upgraded (typed results)
+    assert result.messages[0].content[1].source.value == "https://x/y.png" and len(result.messages) == 3
+    sent, _ = _sent({"protocol_version": "1.1"}, run_input)
+    assert sent["protocolVersion"] == "1.1"
+    sent, result = _sent({"protocol_version": "1.1", "max_protocol_version": "0.0.39"}, run_input)
+    assert "protocolVersion" not in sent and sent["messages"][0]["content"] == "look"
+    assert "subagentRunId" not in sent["messages"][1]
+    assert any("DROPS non-text parts" in w.message and w.kind == "request" and w.index is None for w in result.warnings)
+    with pytest.raises(ValueError, match="max_protocol_version"):
+        SyncHttpAgent("http://x", max_protocol_version="old")
+    with pytest.raises(ValueError, match="protocol_version"):
+        SyncHttpAgent("http://x", protocol_version="1")
+
+
+def test_an_old_peers_subagent_events_are_dropped_with_a_warning():
+    body = frames(RS, {"type": "SUBAGENT_STARTED", "subagentRunId": "s", "name": "n"},
+                  {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant", "subagentRunId": "s"},
+                  {"type": "TEXT_MESSAGE_END", "messageId": "m", "subagentRunId": "s"},
+                  {"type": "SUBAGENT_FINISHED", "subagentRunId": "s"}, RF)
+    seen = []
+    agent = SyncHttpAgent("http://agent.test/run", client=mock(body).client, max_protocol_version="0.0.57")
+    result = agent.run_agent(RUN, on_event=seen.append)
+    assert [e.type.value for e in seen] == ["RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_END", "RUN_FINISHED"]
+    assert result.messages[-1].subagent_run_id is None
+    assert any("dropping SUBAGENT_STARTED" in w.message for w in result.warnings)
+
+
+def test_a_producer_declaring_a_newer_protocol_warns_when_the_client_declares_one():
+    body = frames({**RS, "protocolVersion": "1.2"}, RF)
+    _, quiet = _sent({}, RUN, body)
+    assert quiet.warnings == []
+    _, result = _sent({"protocol_version": "1.1"}, RUN, body)
+    assert [(w.kind, w.index) for w in result.warnings] == [("version", 0)]
+    assert "this client speaks 1.1" in result.warnings[0].message

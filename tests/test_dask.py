@@ -115,3 +115,22 @@ def test_collect_gives_the_good_rows_and_an_errors_frame(logs, tmp_path, client)
         dask.compute(e, r)
     with pytest.raises(ValueError, match="errors"):
         read_logs(str(bad), errors="skip")
+
+
+def test_the_frame_limit_is_configurable(tmp_path, client):
+    from agui_fast.errors import BufferLimitError
+
+    p = tmp_path / "long.sse"
+    good = b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n'
+    p.write_bytes(good + b'data: {"type":"CUSTOM","name":"n","value":"' + b"x" * 500 + b'"}\n\n')
+    assert len(read_logs(str(p)).compute()) == 2
+    with pytest.raises(BufferLimitError):
+        read_logs(str(p), max_frame_size=300).compute()
+    events, errors = read_logs(str(p), errors="collect", max_frame_size=300)
+    import dask
+
+    events, errors = dask.compute(events, errors)
+    assert len(events) == 1 and list(errors["error"]) == ["BufferLimitError"]
+    for bad, error in [(-1, ValueError), ("big", TypeError)]:
+        with pytest.raises(error, match="max_frame_size"):
+            read_logs(str(p), max_frame_size=bad)

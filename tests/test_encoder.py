@@ -55,16 +55,98 @@ def test_negotiation(accept, expected):
     enc = EventEncoder(accept)
     assert enc.get_binary_content_type() == expected
     assert enc.accepts_protobuf == (expected == AGUI_MEDIA_TYPE)
-    # the reference's server pattern (encode + get_content_type) never mislabels: SSE always
-    assert enc.get_content_type() == SSE_MEDIA_TYPE
+    # the reference's server pattern (encode + get_content_type) says SSE
+    assert EventEncoder(accept).get_content_type() == SSE_MEDIA_TYPE
     ev = TextMessageStartEvent(message_id="m1")
-    assert enc.encode(ev).startswith("data: ")
+    assert EventEncoder(accept).encode(ev).startswith("data: ")
     # the binary pair: bytes and media type come together
     binary, many = enc.encode_binary(ev), enc.encode_many([ev, ev])
     if expected == AGUI_MEDIA_TYPE:
         assert binary == enc.encode_protobuf(ev) and many == binary * 2
     else:
-        assert binary == enc.encode(ev).encode() and many == binary * 2
+        assert binary == EventEncoder(accept).encode(ev).encode() and many == binary * 2
+
+
+LABELS = ("get_content_type", "get_binary_content_type")
+WRITERS = ("encode", "encode_sse", "_encode_sse", "encode_binary", "encode_many", "encode_protobuf")
+
+
+def _write(enc, name, events):
+    if name == "encode_many":
+        return enc.encode_many(events)
+    out = b""
+    for ev in events:
+        chunk = getattr(enc, name)(ev)
+        out += chunk.encode() if isinstance(chunk, str) else chunk
+    return out
+
+
+def _read(label, data):
+    from agui_fast.decoder import decode_protobuf, decode_sse
+
+    return decode_sse(data) if label == SSE_MEDIA_TYPE else decode_protobuf(data)
+
+
+@pytest.mark.parametrize("accept", [None, AGUI_MEDIA_TYPE])
+@pytest.mark.parametrize("label", LABELS)
+@pytest.mark.parametrize("writer", WRITERS)
+@pytest.mark.parametrize("label_first", [True, False], ids=["label-first", "bytes-first"])
+def test_no_pairing_mislabels(accept, label, writer, label_first):
+    """Every pairing of a label method with a writing method, in either order: the bytes are
+    what the label says, or the first call that would break that raises
+    EncoderFormatError (and nothing was written under a wrong label before it)."""
+    from agui_fast.errors import EncoderFormatError
+
+    events = [TextMessageStartEvent(message_id="m1"), TextMessageContentEvent(message_id="m1", delta="hi")]
+    enc = EventEncoder(accept)
+    try:
+        if label_first:
+            media = getattr(enc, label)()
+            data = _write(enc, writer, events)
+        else:
+            data = _write(enc, writer, events[:1])
+            media = getattr(enc, label)()
+            data += _write(enc, writer, events[1:])
+    except EncoderFormatError:
+        # refused only where the two cannot agree: protobuf bytes where the first call fixed
+        # SSE, SSE text where it fixed protobuf
+        negotiated = negotiate(accept)
+        first = {"get_content_type": SSE_MEDIA_TYPE, "get_binary_content_type": negotiated}[label] if label_first else {
+            "encode_protobuf": AGUI_MEDIA_TYPE, "encode_binary": negotiated, "encode_many": negotiated}.get(writer, SSE_MEDIA_TYPE)
+        text = writer in ("encode", "encode_sse", "_encode_sse")
+        assert (writer == "encode_protobuf" and first == SSE_MEDIA_TYPE) or (text and first == AGUI_MEDIA_TYPE)
+        return
+    assert media in (SSE_MEDIA_TYPE, AGUI_MEDIA_TYPE)
+    assert _read(media, data) == events
+    # and the encoder keeps saying so
+    assert enc.get_content_type() == enc.get_binary_content_type() == media
+    # the reference's own pairs keep their meaning
+    if label == "get_content_type" and label_first:
+        assert media == SSE_MEDIA_TYPE
+    if label == "get_binary_content_type" and label_first and writer in ("encode_binary", "encode_many"):
+        assert media == negotiate(accept)
+
+
+def test_a_user_subclass_keeps_its_methods_in_every_state():
+    from agui_fast.errors import EncoderFormatError
+
+    class Tagged(EventEncoder):
+        def encode(self, event):
+            return super().encode(event).replace("data:", "data:", 1)
+
+        def extra(self):
+            return "mine"
+
+    ev = TextMessageStartEvent(message_id="m1")
+    enc = Tagged(AGUI_MEDIA_TYPE)
+    assert isinstance(enc, Tagged) and enc.extra() == "mine"
+    assert enc.encode_binary(ev) == EventEncoder(AGUI_MEDIA_TYPE).encode_protobuf(ev)
+    assert isinstance(enc, Tagged) and enc.get_content_type() == AGUI_MEDIA_TYPE
+    with pytest.raises(EncoderFormatError):
+        enc.encode(ev)
+    enc = Tagged(AGUI_MEDIA_TYPE)
+    assert enc.get_content_type() == SSE_MEDIA_TYPE
+    assert enc.encode_binary(ev) == enc.encode(ev).encode() and enc.extra() == "mine"
 
 
 def test_negotiation_is_memoised_and_bounded():

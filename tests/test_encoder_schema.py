@@ -27,7 +27,7 @@ WRITERS = {
     "sse": ENC.encode,
     "sse_bytes": ENC.encode_binary,
     "sse_many": lambda e: ENC.encode_many([e]),
-    "proto": ENC.encode_protobuf,
+    "proto": PROTO.encode_protobuf,
     "proto_many": lambda e: PROTO.encode_many([e]),
 }
 

@@ -536,6 +536,35 @@ def test_aiter_sse():
     assert asyncio.run(collect_bad()) == [1]
 
 
+def test_aiter_sse_takes_what_iter_sse_takes(tmp_path):
+    """Every source of ``iter_sse`` (bytes-likes, a path as str or PathLike, a binary file
+    object, an iterable of bytes or str chunks) gives ``aiter_sse`` the same events, with
+    ``chunk_size`` too; async iterables of str chunks are encoded as sync ones are."""
+    s = _stream_of(50)
+    p = tmp_path / "run.sse"
+    p.write_bytes(s)
+    text = s.decode()
+    sources = [
+        lambda: s, lambda: bytearray(s), lambda: memoryview(s), lambda: str(p), lambda: p,
+        lambda: open(p, "rb"), lambda: io.BytesIO(s), lambda: [s[:40], s[40:]],
+        lambda: iter([text[:40], text[40:]]),
+    ]
+
+    async def achunks():
+        yield text[:40]
+        yield s[40:].decode()
+
+    async def collect(src, **kw):
+        return [ev async for ev in aiter_sse(src, raw="dict", **kw)]
+
+    want = decode_sse(s, raw="dict")
+    for make in sources:
+        assert asyncio.run(collect(make(), chunk_size=33)) == list(iter_sse(make(), raw="dict", chunk_size=33)) == want
+    assert asyncio.run(collect(achunks())) == want
+    with pytest.raises(ValueError, match="chunk_size"):
+        aiter_sse(s, chunk_size=0)
+
+
 def test_native_decoder_state_and_test_helpers():
     dec = SseDecoder(raw="dict")
     assert dec.feed(b"data: 1\n\ndata: [2]\n\nda") == [1, [2]]

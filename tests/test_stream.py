@@ -15,7 +15,7 @@ import pytest
 from agui_fast import stream
 from agui_fast.core import AssistantMessage, EventType, TextMessageContentEvent, UserMessage
 from agui_fast.decoder import decode_event, decode_sse
-from agui_fast.errors import AguiError, InvalidJsonError, StreamError, VerificationError
+from agui_fast.errors import AguiError, EventValidationError, InvalidJsonError, StreamError, VerificationError
 
 ROOT = Path(__file__).resolve().parent.parent
 VECTORS = ROOT / "tests" / "vectors" / "client"
@@ -108,7 +108,7 @@ def test_apply_vectors(case):
     """The reducer alone (``defaultApplyEvents``), final messages and state, the error
     on the same event and the same number of warnings."""
     initial = case["initial"]
-    kw = dict(messages=initial["messages"], state=initial["state"], expand=False, compat=False, raw=True)
+    kw = dict(messages=initial["messages"], state=initial["state"], expand=False, compat=False, schema=False, raw=True)
     try:
         r = stream.replay(_text(case["events"]), **kw)
     except StreamError as exc:
@@ -133,7 +133,7 @@ _LARGE = sorted(APPLY, key=lambda c: len(c["events"]))[-4:]
 @pytest.mark.parametrize("case", _LARGE, ids=[c["name"] for c in _LARGE])
 def test_event_applier_matches_replay_on_large_cases(case):
     initial = case["initial"]
-    kw = dict(expand=False, compat=False, raw=True)
+    kw = dict(expand=False, compat=False, schema=False, raw=True)
     ap = stream.EventApplier(initial["messages"], initial["state"], **kw)
     for e in _text(case["events"]):
         change = ap.apply(e)
@@ -325,3 +325,98 @@ def test_bad_format_and_threads():
     with pytest.raises(ValueError):
         stream.replay_logs([], threads=0)
     assert stream.replay_logs([]) == []
+
+
+def test_warnings_are_structured_and_still_index_message_pairs():
+    import pickle
+
+    r = stream.replay([
+        {"type": "RUN_STARTED", "threadId": "t", "runId": "r", "futureProp": 1},
+        {"type": "STATE_DELTA", "delta": [{"op": "remove", "path": "/missing"}]},
+        {"type": "FUTURE_EVENT"},
+    ])
+    stripped, failed, dropped = r.warnings
+    index, message = stripped
+    assert (index, stripped.kind, stripped.path, stripped.ids) == (0, "schema", "/futureProp", ())
+    assert stripped == (0, message) and "Removed unrecognised material at '/futureProp'" in message
+    assert (failed.index, failed.kind) == (1, "apply") and failed.message.startswith("Failed to apply state patch")
+    assert (dropped.index, dropped.kind, dropped.path) == (2, "schema", None)
+    back = pickle.loads(pickle.dumps(stripped))
+    assert back == stripped and (back.kind, back.path) == ("schema", "/futureProp")
+    assert isinstance(stripped, stream.StreamWarning) and "kind='schema'" in repr(stripped)
+
+
+def test_the_schema_stage_strips_rejects_and_can_be_turned_off():
+    start = {"type": "RUN_STARTED", "threadId": "t", "runId": "r"}
+    bad = {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": 42}
+    with pytest.raises(EventValidationError) as info:
+        stream.replay([start, bad])
+    assert (info.value.field, info.value.frame_index) == ("$.delta", 1)
+    assert info.value.replay.messages == []  # what was applied before it
+    with pytest.raises(EventValidationError):
+        stream.replay_log(b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in (start, bad)))
+    # schema=False: the stages take any JSON object, as the reference's stages called directly
+    r = stream.replay([start, {"type": "TEXT_MESSAGE_START", "messageId": "m"}, bad], schema=False, raw=True)
+    assert r.messages[0]["content"] == "42"
+    # the spec's strip rule for an unknown member of a closed set (the reference rejects it)
+    r = stream.replay([start, {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "narrator"}], raw=True)
+    assert r.messages == [{"id": "m", "role": "assistant", "content": ""}] and r.warnings[0].path == "/role"
+
+
+def test_on_event_sees_what_reaches_the_reducer():
+    seen = []
+    events = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+              {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m", "role": "assistant", "delta": "a", "x": 1},
+              {"type": "FUTURE_EVENT"}, {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}]
+    stream.replay(events, on_event=seen.append, raw=True)
+    assert [e["type"] for e in seen] == ["RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "RUN_FINISHED"]
+    assert "x" not in seen[2]
+    typed = []
+    stream.EventApplier(on_event=typed.append).apply_many(events)
+    assert [e.type.value for e in typed] == [e["type"] for e in seen]
+    with pytest.raises(TypeError):
+        stream.EventApplier(on_event=5)
+
+
+def test_an_old_peers_era_and_the_protocol_version_in_replays():
+    events = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r", "protocolVersion": "draft"},
+              {"type": "SUBAGENT_STARTED", "subagentRunId": "s", "name": "n"},
+              {"type": "SUBAGENT_FINISHED", "subagentRunId": "s"},
+              {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}]
+    assert stream.replay(events).warnings == []
+    r = stream.replay(events, max_protocol_version="0.0.57", protocol_version="1.1", verify=True)
+    kinds = [(w.index, w.kind) for w in r.warnings]
+    assert kinds == [(0, "version"), (1, "compat"), (2, "compat")]
+    assert "cannot interpret" in r.warnings[0].message
+    log = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
+    assert [w.kind for w in stream.replay_log(log, max_protocol_version="0.0.57", protocol_version="1.1").warnings] == ["version", "compat", "compat"]
+    for bad in ({"max_protocol_version": "soon"}, {"protocol_version": "1.1.0"}):
+        with pytest.raises(ValueError):
+            stream.replay(events, **bad)
+
+
+def test_verify_events_refuses_a_null_optional_tag_in_every_form():
+    import ag_ui.core as ref
+
+    from agui_fast import core
+
+    start = core.RunStartedEvent(thread_id="t", run_id="r")
+    cases = [
+        core.TextMessageStartEvent(message_id="m", subagent_run_id=None),
+        {"type": "TEXT_MESSAGE_START", "messageId": "m", "subagentRunId": None},
+        json.dumps({"type": "TEXT_MESSAGE_START", "messageId": "m", "subagentRunId": None}),
+        ref.TextMessageStartEvent(message_id="m", subagent_run_id=None),
+    ]
+    for bad in cases:
+        with pytest.raises(VerificationError) as info:
+            stream.verify_events([start, bad])
+        assert (info.value.rule, info.value.index) == ("R06", 1)
+        with pytest.raises(VerificationError):
+            v = stream.EventVerifier()
+            v.push(start)
+            v.push(bad)
+    sub = core.SubagentStartedEvent(subagent_run_id="s", name="n", description=None)
+    with pytest.raises(VerificationError, match="description: null"):
+        stream.verify_events([start, sub])
+    # not given: nothing to refuse
+    stream.verify_events([start, core.TextMessageStartEvent(message_id="m"), core.TextMessageEndEvent(message_id="m")])

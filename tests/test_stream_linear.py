@@ -69,17 +69,21 @@ def sse(events):
     return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
 
 
-def applier(events):
-    ap = stream.EventApplier(raw=True)
+def applier(events, **options):
+    ap = stream.EventApplier(raw=True, **options)
     for e in events:
         ap.apply(e)
 
 
 PATHS = {
-    "replay": (lambda e: e, lambda e: stream.replay(e, raw=True)),
-    "replay_log": (sse, lambda b: stream.replay_log(b, raw=True)),
+    "replay": (lambda e: e, lambda e, **o: stream.replay(e, raw=True, **o)),
+    "replay_log": (sse, lambda b, **o: stream.replay_log(b, raw=True, **o)),
     "applier": (lambda e: e, applier),
 }
+
+#: Numeric ids are malformed for the schema stage (a fatal error at the first event): the
+#: reducer meets them only behind ``schema=False``, as the reference's reducer called alone.
+OPTIONS = {"numeric_ids": {"schema": False}}
 
 CASES = {
     "results_after_later_messages": results_after_later_messages,
@@ -95,7 +99,8 @@ CASES = {
 @pytest.mark.parametrize("case", list(CASES))
 def test_the_reducer_is_linear(case, path):
     encode, run = PATHS[path]
-    check(run, lambda n: encode(CASES[case](n)), 200)
+    options = OPTIONS.get(case, {})
+    check(lambda e: run(e, **options), lambda n: encode(CASES[case](n)), 200)
 
 
 def test_the_results_go_where_the_reference_puts_them():

@@ -17,7 +17,7 @@ import pytest
 from agui_fast import _native, stream
 from agui_fast.core import AddOperation, Event, StateDeltaEvent
 from agui_fast.decoder import decode_as
-from agui_fast.errors import AguiError, InvalidJsonError
+from agui_fast.errors import AguiError, EventValidationError, InvalidJsonError
 
 from pathlib import Path
 
@@ -51,9 +51,9 @@ def _outcome(run):
     return r.messages, r.state, r.warnings, error
 
 
-def _replay_log(data, messages=None, state=None, max_depth=512):
+def _replay_log(data, messages=None, state=None, max_depth=512, schema=True):
     """The bytes path (the core's reducer on a JSON state), from these messages and state."""
-    return stream._replay(_native.replay_log(data, messages, state, max_depth=max_depth), True)
+    return stream._replay(_native.replay_log(data, messages, state, max_depth=max_depth, schema=schema), True)
 
 
 def _typed(events):
@@ -115,15 +115,17 @@ def test_failed_deltas_warn_identically_and_leave_the_state_unchanged(seed):
     dicts = [{"type": "STATE_DELTA", "delta": d} for d in deltas]
     structs = [StateDeltaEvent(delta=d) for d in deltas if all(o["path"].startswith("/") for o in d)]
     plain = [e for e in dicts if all(o["path"].startswith("/") for o in e["delta"])]
-    want = _replay_log(_sse(_texts(dicts)), state=state)
-    got = stream.replay(dicts, state=state, raw=True)
+    # The reducer's warnings: without the schema stage, which refuses a path that is no
+    # pointer before any patch runs.
+    want = _replay_log(_sse(_texts(dicts)), state=state, schema=False)
+    got = stream.replay(dicts, state=state, raw=True, schema=False)
     assert (got.state, got.warnings) == (want.state, want.warnings)
     assert any(w for w in want.warnings)  # failures happen
     want = _replay_log(_sse(_texts(plain)), state=state)
     got = stream.replay(structs, state=state, raw=True)
     assert (got.state, got.warnings) == (want.state, want.warnings)
     # event by event: the same Change and the same words; a failed delta changes nothing
-    a, b = stream.EventApplier(state=state), stream.EventApplier(state=state)
+    a, b = stream.EventApplier(state=state, schema=False), stream.EventApplier(state=state, schema=False)
     for e in dicts:
         before = a.state
         ca, cb = a.apply(e), b.apply(json.dumps(e))
@@ -172,8 +174,13 @@ def test_struct_deltas_with_other_members_take_the_json_path():
     assert stream.replay([ev]).state == {"a": 1}
     bad = StateDeltaEvent(delta=[AddOperation(path="/a", value=1)])
     bad.delta = None  # bypassed construction: read as JSON, as before
-    want = stream.replay([json.dumps({"type": "STATE_DELTA", "delta": None})])
-    assert stream.replay([bad]).warnings == want.warnings == [(0, "Failed to apply state patch: a JSON Patch must be an array, not null")]
+    want = stream.replay([json.dumps({"type": "STATE_DELTA", "delta": None})], schema=False)
+    got = stream.replay([bad], schema=False)
+    assert got.warnings == want.warnings == [(0, "Failed to apply state patch: a JSON Patch must be an array, not null")]
+    # with the schema stage (the default), a malformed delta is refused, named
+    with pytest.raises(EventValidationError) as info:
+        stream.replay([bad])
+    assert info.value.field == "$.delta" and info.value.frame_index == 0
 
 
 @pytest.mark.parametrize("form", ["dict", "struct", "text"])
@@ -397,9 +404,11 @@ def test_struct_fields_assigned_wrong_kinds_take_the_json_path():
     for path in (5, None, "no-slash"):
         ev = StateDeltaEvent(delta=[AddOperation(path="/v", value=1)])
         ev.delta[0].path = path
-        want = stream.replay([stream._surrogate_json(ev)])
-        got = stream.replay([ev])
+        want = stream.replay([stream._surrogate_json(ev)], schema=False)
+        got = stream.replay([ev], schema=False)
         assert (got.state, got.warnings) == (want.state, want.warnings) and got.warnings
+        with pytest.raises(EventValidationError):  # the schema stage refuses it, named
+            stream.replay([ev])
 
 
 def test_decoded_struct_deltas_with_and_without_an_instance_dict():

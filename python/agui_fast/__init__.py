@@ -8,6 +8,9 @@
 - ``agui_fast.client``: ``HttpAgent``, an httpx client for AG-UI agents (extra ``client``).
 """
 
+from . import _alias
 from ._native import __version__
+
+_alias.install()
 
 __all__ = ["__version__"]

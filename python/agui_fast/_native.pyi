@@ -324,6 +324,7 @@ def convert_logs(
     progress: Optional[LogProgress] = None,
     max_errors: int = ...,
     gzip: bool = False,
+    max_frame_size: int = 10485760,
 ) -> Tuple[int, int, List[str]]:
     """Write the logs' events into ``output`` (a path, ``-`` for stdout) as "sse",
     "protobuf", "jsonl" or "parquet": (events, input bytes, problems skipped)."""
@@ -334,6 +335,7 @@ def inspect_log(
     format: str = "auto",
     collect: bool = False,
     progress: Optional[LogProgress] = None,
+    max_frame_size: int = 10485760,
 ) -> dict:
     """format, gzip, bytes, events, types, runs, threads, messages, tool_calls, usage,
     first_timestamp, last_timestamp, errors."""
@@ -356,9 +358,12 @@ class LogChunks:
 # Stream semantics of the reference client (rust/agui-py/src/stream.rs over
 # agui_core::stream). Events in: JSON text (bytes/str) or any object the native writer
 # (dumps) takes. Results out: JSON text, typed by agui_fast/stream.py. Errors: decode ->
-# InvalidJsonError(frame_index), verify -> VerificationError, others -> StreamError.
+# InvalidJsonError(frame_index), a malformed field -> EventValidationError(frame_index,
+# field), verify -> VerificationError, others -> StreamError.
 
-_ReplayParts = Tuple[bytes, bytes, bytes, List[Tuple[int, str]], Optional[AguiError]]
+_Warning = Tuple[Optional[int], str, str, Tuple[str, ...], Optional[str]]
+"""(index, message, kind, ids, path): agui_fast.stream.StreamWarning's fields."""
+_ReplayParts = Tuple[bytes, bytes, bytes, List[_Warning], Optional[AguiError]]
 """(messages, state, pending_interrupts) as JSON texts, warnings, the error or None."""
 
 class ChunkExpander:
@@ -366,7 +371,7 @@ class ChunkExpander:
 
     def __init__(self, *, max_depth: int = 512) -> None: ...
     def push(self, event: Any, /) -> bytes: ...
-    def take_warnings(self) -> List[Tuple[int, str]]: ...
+    def take_warnings(self) -> List[_Warning]: ...
 
 class EventVerifier:
     """Incremental verifyEvents: push(event) raises VerificationError on a violation."""
@@ -375,7 +380,7 @@ class EventVerifier:
     def push(self, event: Any, /) -> None: ...
 
 class Replayer:
-    """Compatibility boundary, chunk expansion, optional verification and the reducer."""
+    """Compatibility boundary (and an era's shims), schema stage, chunk expansion, optional verification and the reducer."""
 
     def __init__(
         self,
@@ -385,10 +390,16 @@ class Replayer:
         verify: bool = False,
         expand: bool = True,
         compat: bool = True,
+        schema: bool = True,
+        max_protocol_version: Optional[str] = None,
+        protocol_version: Optional[str] = None,
+        record: bool = False,
         max_depth: int = 512,
         max_patch_bytes: Optional[int] = None,
         reduce: bool = True,
     ) -> None: ...
+    def take_delivered(self) -> bytes:
+        """The events handed to the reducer since the last call (record=True), as a JSON array."""
     def push(self, event: Any, /) -> Tuple[bool, bool, Optional[int], bool]:
         """(messages changed, state changed, index of the message touched, interrupts changed)."""
     def push_many(self, events: Iterable[Any], /) -> None: ...
@@ -398,11 +409,47 @@ class Replayer:
     def state(self, *, shared: bool = False) -> Any:
         """The state (Python values): a copy, or with ``shared=True`` the document itself (never written into again)."""
     def pending_interrupts(self) -> bytes: ...
-    def take_warnings(self) -> List[Tuple[int, str]]: ...
+    def take_warnings(self) -> List[_Warning]: ...
+
+class RunReader:
+    """One HTTP response of a run read chunk by chunk: through the client pipeline (pipeline=True) or as frames."""
+
+    def __init__(
+        self,
+        wire: str,
+        messages: Any = None,
+        state: Any = None,
+        *,
+        pipeline: bool = True,
+        verify: bool = True,
+        schema: bool = True,
+        max_protocol_version: Optional[str] = None,
+        protocol_version: Optional[str] = None,
+        record: bool = False,
+        max_frame_size: int = 10485760,
+        max_depth: int = 512,
+    ) -> None: ...
+    def feed(self, chunk: bytes, /) -> Tuple[Optional[bytes], Optional[AguiError]]:
+        """(events handed to the reducer as a JSON array with record=True, else None; the error that ended the stream or None)."""
+    def finish(self) -> Tuple[Optional[bytes], Optional[AguiError]]:
+        """As feed, at the end of the response (IncompleteRunError when the last run is not over)."""
+    def take_frames(self) -> List[bytes]:
+        """The frames read since the last call (pipeline=False): each event's JSON text."""
+    def take_warnings(self) -> List[_Warning]: ...
+    def messages(self) -> bytes: ...
+    def state(self, *, shared: bool = False) -> Any: ...
+    def pending_interrupts(self) -> bytes: ...
+    def run_outcome(self) -> Tuple[Optional[bytes], Optional[bytes]]:
+        """(the last successful RUN_FINISHED's result, the last RUN_ERROR event) as JSON text, or None."""
+
+def prepare_run_input(
+    input: Any, /, *, max_protocol_version: Optional[str] = None, protocol_version: Optional[str] = None, max_depth: int = 512
+) -> Tuple[bytes, bytes, List[_Warning]]:
+    """(the JSON text to post, the messages the run starts from as a JSON array, warnings about the input)."""
 
 def expand_chunks(
     events: Iterable[Any], /, *, max_depth: int = 512
-) -> Tuple[bytes, List[Tuple[int, str]], Optional[StreamError]]:
+) -> Tuple[bytes, List[_Warning], Optional[StreamError]]:
     """The expanded events before the error (JSON array), warnings, the error or None."""
 
 def verify_events(events: Iterable[Any], /, *, max_depth: int = 512) -> None: ...
@@ -416,6 +463,9 @@ def replay_log(
     *,
     format: str = "auto",
     verify: bool = False,
+    schema: bool = True,
+    max_protocol_version: Optional[str] = None,
+    protocol_version: Optional[str] = None,
     max_depth: int = 512,
     max_patch_bytes: Optional[int] = None,
     pipeline_min: int = 1048576,
@@ -427,6 +477,9 @@ def replay_log_files(
     *,
     format: str = "auto",
     verify: bool = False,
+    schema: bool = True,
+    max_protocol_version: Optional[str] = None,
+    protocol_version: Optional[str] = None,
     threads: int = 0,
     max_depth: int = 512,
     max_patch_bytes: Optional[int] = None,

@@ -5,6 +5,7 @@ spellings), and the one "deliver what was decoded, then raise" helper.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import warnings
 from typing import (
@@ -15,7 +16,10 @@ from typing import (
 from . import _native
 from .errors import DecodeError
 
-__all__ = ["DEFAULT_CHUNK_SIZE", "DEFAULT_MAX_DEPTH", "Raw", "Source", "options", "read_chunks", "chunk_events"]
+__all__ = [
+    "DEFAULT_CHUNK_SIZE", "DEFAULT_MAX_DEPTH", "Raw", "Source", "AsyncSource", "options", "read_chunks",
+    "aread_chunks", "chunk_events",
+]
 
 #: Read size of the ``iter_*`` functions on files and file objects (both formats).
 DEFAULT_CHUNK_SIZE: int = 1 << 20
@@ -68,6 +72,33 @@ def read_chunks(source: Source, chunk_size: int) -> Iterator[BytesLike]:
             yield chunk.encode("utf-8") if isinstance(chunk, str) else chunk
 
 
+AsyncSource = Union[Source, AsyncIterable[Union[bytes, str]]]
+"""A :data:`Source` or an async iterable of chunks (``str`` chunks are UTF-8 encoded)."""
+
+
+async def aread_chunks(source: AsyncSource, chunk_size: int) -> AsyncIterator[BytesLike]:
+    """The chunks of an :data:`AsyncSource`: an async iterable's as they come; a file's (a
+    path or a file object) read on a worker thread, so the event loop never waits on a
+    disk; anything else as :func:`read_chunks` gives them."""
+    if hasattr(source, "__aiter__"):
+        async for chunk in source:
+            yield chunk.encode("utf-8") if isinstance(chunk, str) else chunk
+    elif isinstance(source, (str, os.PathLike)):
+        f = await asyncio.to_thread(open, source, "rb")
+        try:
+            while chunk := await asyncio.to_thread(f.read, chunk_size):
+                yield chunk
+        finally:
+            f.close()
+    elif hasattr(source, "read"):
+        read = source.read
+        while chunk := await asyncio.to_thread(read, chunk_size):
+            yield chunk.encode("utf-8") if isinstance(chunk, str) else chunk
+    else:
+        for chunk in read_chunks(source, chunk_size):
+            yield chunk
+
+
 def check_chunk_size(chunk_size: int) -> int:
     """A ``chunk_size=`` argument: bytes read at a time, 1 to ``_native.MAX_CHUNK_SIZE``."""
     return _native.check_int("chunk_size", chunk_size, 1, _native.MAX_CHUNK_SIZE)
@@ -105,9 +136,9 @@ def iter_events(decoder: StreamDecoder, chunks: Iterable[Any]) -> Iterator[Any]:
         yield from events
 
 
-async def aiter_events(decoder: StreamDecoder, chunks: AsyncIterable[Union[bytes, str]]) -> AsyncIterator[Any]:
+async def aiter_events(decoder: StreamDecoder, chunks: AsyncIterable[BytesLike]) -> AsyncIterator[Any]:
     async for chunk in chunks:
-        events, err = _step(decoder.feed, chunk.encode("utf-8") if isinstance(chunk, str) else chunk)
+        events, err = _step(decoder.feed, chunk)
         for ev in events:
             yield ev
         if err is not None:

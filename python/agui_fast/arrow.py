@@ -41,7 +41,7 @@ def to_arrow(
     format: str = "auto",
     threads: Optional[int] = None,
     errors: str = "raise",
-    max_buffer_size: int = _native.SSE_DEFAULT_MAX_BUFFER,
+    max_buffer_size: Optional[int] = None,
     max_frame_size: int = _native.PROTO_DEFAULT_MAX_FRAME_SIZE,
     max_depth: int = _native.DEFAULT_MAX_DEPTH,
     max_errors: int = _native.DEFAULT_MAX_ERRORS,
@@ -62,12 +62,18 @@ def to_arrow(
     bad frames): one more raises ``LimitError`` (a ``MemoryError`` too).
     ``progress``: a :data:`agui_fast.logs.LogProgress` to poll from another thread (bytes
     and events read so far; ``cancel()`` ends the call early with what it has read).
+    ``max_frame_size``: the largest frame in every format (an SSE event, a protobuf
+    message, a JSON line; default 10 MiB): a longer one, or a log with no frame boundary,
+    is a ``BufferLimitError`` / ``FrameTooLargeError`` once that much is read;
+    ``max_buffer_size``: the SSE and JSON Lines limit alone, when it should differ.
     ``max_depth``: the nesting allowed in an event (the project's one limit,
     ``agui_core::limits::DEFAULT_MAX_DEPTH``); deeper is an ``InvalidJsonError``.
     """
     if errors not in _ERRORS:
         raise ValueError(f"errors must be 'raise' or 'collect', not {errors!r}")
     args, names = sources_of(source)
+    if max_buffer_size is None:
+        max_buffer_size = max_frame_size = count_arg("max_frame_size", max_frame_size)
     return _native.logs_to_arrow(  # the numeric arguments are checked there
         args, names, format, threads, errors == "collect", max_buffer_size, max_frame_size, max_depth,
         max_errors=max_errors, progress=progress,

@@ -41,12 +41,14 @@ from typing import (
 )
 
 from . import _native
-from .core import BaseEvent, EventType
+from .core import BaseEvent, EventType, RunAgentInput
+from .core._convert import noun
+from .decoder import decode_as
 from .encoder import AGUI_MEDIA_TYPE, SSE_MEDIA_TYPE, negotiate
-from .errors import EncodeError
+from .errors import DecodeError, EncodeError, InvalidJsonError, RequestBodyError
 from .proto import encode_protobuf_many
 
-__all__ = ["EventStream", "EventStreamResponse", "DEFAULT_KEEPALIVE", "DEFAULT_MAX_BATCH"]
+__all__ = ["EventStream", "EventStreamResponse", "read_input", "DEFAULT_KEEPALIVE", "DEFAULT_MAX_BATCH"]
 
 #: Seconds without any event after which an SSE stream gets a keep-alive comment.
 DEFAULT_KEEPALIVE: Optional[float] = 15.0
@@ -407,11 +409,46 @@ async def _close(source: Any) -> None:
             close()
 
 
+def request_body_error(body_error: DecodeError, tp: Any) -> RequestBodyError:
+    """The error of a request body that is not a ``tp``: what was wrong, where (the field's
+    JSON path), said of the request body."""
+    reason = str(body_error).split(": ", 1)[-1]
+    what = "not JSON" if isinstance(body_error, InvalidJsonError) else f"not a {noun(tp) if noun(tp) != 'event' else 'valid event'}"
+    return _BodyError(f"invalid request body ({what}): {reason}")
+
+
+async def read_input(request: Any, tp: Any = RunAgentInput) -> Any:
+    """The request's JSON body as a ``tp`` (default :class:`~agui_fast.core.RunAgentInput`),
+    decoded natively from the bytes. A body that is not one raises
+    :class:`~agui_fast.errors.RequestBodyError` saying what is wrong and where; Starlette and
+    FastAPI answer it with ``422`` and that message (FastAPI: ``{"detail": "..."}``).
+    ``request`` is a Starlette/FastAPI ``Request`` (anything with an async ``body()``)."""
+    body = await request.body()
+    try:
+        return decode_as(body, tp)
+    except DecodeError as e:
+        raise request_body_error(e, tp) from None
+
+
 try:  # optional dependency: the Starlette/FastAPI response class
+    from starlette.exceptions import HTTPException as _HTTPException
     from starlette.responses import Response as _StarletteResponse
 except ImportError:  # pragma: no cover - exercised without the server extra
     EventStreamResponse = EventStream
+    _BodyError = RequestBodyError
 else:
+
+    class _BodyError(RequestBodyError, _HTTPException):  # type: ignore[no-redef]
+        """A RequestBodyError that Starlette's and FastAPI's HTTP error handlers answer."""
+
+        def __init__(self, message: str) -> None:
+            RequestBodyError.__init__(self, message)
+            _HTTPException.__init__(self, 422, message)
+
+        def __str__(self) -> str:
+            return str(self.detail)
+
+        __repr__ = ValueError.__repr__
 
     # misc: Starlette's Response.media_type is inferred as None (its `media_type = None`).
     class EventStreamResponse(EventStream, _StarletteResponse):  # type: ignore[no-redef, misc]

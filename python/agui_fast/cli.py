@@ -73,7 +73,7 @@ def _demo_events():
             {"op": "replace", "path": "/status", "value": "done"},
             {"op": "add", "path": "/steps/-", "value": {"tool": "search"}},
         ], timestamp=t + 1660),
-        CustomEvent(name="note", value={"unknown_members": "are kept"}, trace_id="abc", timestamp=t + 1670),
+        CustomEvent(name="note", value={"unknown_members": "are kept"}, timestamp=t + 1670),
         RunFinishedEvent(thread_id="t1", run_id="r1", outcome={"type": "success"}, timestamp=t + 1700,
                          usage=[TokenUsage(provider="openai", model="gpt-4o", input_tokens=812, output_tokens=46)]),
     ]
@@ -410,7 +410,7 @@ def convert(args: argparse.Namespace) -> int:
         try:
             rows, nbytes, skipped = run_with_progress(lambda progress: _native.convert_logs(
                 paths, [shown(p) for p in paths], target, to, args.format, args.errors == "skip", progress,
-                max_errors=args.max_errors, gzip=gzip_,
+                max_errors=args.max_errors, gzip=gzip_, max_frame_size=args.max_frame_size,
             ), total, args.quiet)
         except OSError as exc:
             # The user's own path in the message, not the file written beside it.
@@ -452,7 +452,7 @@ def inspect(args: argparse.Namespace) -> int:
     reports = []
     for path in expand(args.logs):
         report = run_with_progress(lambda progress: _native.inspect_log(
-            path, shown(path), args.format, False, progress,
+            path, shown(path), args.format, False, progress, max_frame_size=args.max_frame_size,
         ), _size(path), args.quiet)
         if report["format"] is None:
             raise UserError(f"{shown(path)}: {'empty file' if _empty(path) else 'empty input'}")
@@ -491,7 +491,8 @@ def validate(args: argparse.Namespace) -> int:
         name = shown(path)
         count = 0
         progress = LogProgress()
-        events = counted(iter_log(path, args.format, progress=progress), progress, Progress(_size(path), args.quiet))
+        read_log = iter_log(path, args.format, progress=progress, max_frame_size=args.max_frame_size)
+        events = counted(read_log, progress, Progress(_size(path), args.quiet))
 
         def tally() -> Iterator[Any]:
             nonlocal count
@@ -539,7 +540,8 @@ def replay(args: argparse.Namespace) -> int:
     apply is skipped atomically, as the reference client does, with a warning on stderr."""
     path = expand([args.log])[0]
     progress = LogProgress()
-    events = counted(iter_log(path, args.format, progress=progress), progress, Progress(_size(path), args.quiet))
+    read_log = iter_log(path, args.format, progress=progress, max_frame_size=args.max_frame_size)
+    events = counted(read_log, progress, Progress(_size(path), args.quiet))
     first = next(events, None)
     if first is None:  # an empty or non-AG-UI file is a mistake, not an empty conversation
         raise UserError(f"{shown(path)}: {'empty file' if _empty(path) else 'no AG-UI events'}")
@@ -684,6 +686,16 @@ def _count(text: str) -> int:
     return min(n, sys.maxsize)
 
 
+def _size_arg(text: str) -> int:
+    """A size option (``--max-frame-size``): bytes, or with a suffix K, M or G (powers of 1024)."""
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    scale = units.get(text[-1:].upper(), 1)
+    digits = text[:-1] if scale > 1 else text
+    if not digits.isdigit():
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (bytes, or a number with K, M or G)")
+    return min(int(digits) * scale, sys.maxsize)
+
+
 _LOGS_HELP = "paths or globs (gzip read as is); - or none: stdin when it is piped"
 _EXAMPLES = """examples:
   agui-fast inspect run.sse                  counts: events by type, runs, messages, tokens
@@ -716,11 +728,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     # The long commands draw a progress line on a terminal (stderr).
     quiet = argparse.ArgumentParser(add_help=False)
     quiet.add_argument("-q", "--quiet", action="store_true", help="no progress line")
+    # The readers' frame limit (one event, protobuf message or JSON line).
+    limit = argparse.ArgumentParser(add_help=False)
+    limit.add_argument("--max-frame-size", type=_size_arg, default=_native.PROTO_DEFAULT_MAX_FRAME_SIZE, metavar="BYTES",
+                       help="largest event in bytes (default 10 MiB; suffixes K, M, G: 64M)")
 
     p = sub.add_parser("demo", help="encode, decode and time a small run")
     p.set_defaults(func=demo)
 
-    p = sub.add_parser("convert", parents=[quiet], help="convert logs to SSE, protobuf, JSON lines or Parquet")
+    p = sub.add_parser("convert", parents=[quiet, limit], help="convert logs to SSE, protobuf, JSON lines or Parquet")
     p.add_argument("logs", nargs="*", metavar="LOG", help=_LOGS_HELP)
     p.add_argument("-o", "--output", required=True,
                    help="output file (*.sse, *.pb, *.jsonl, *.parquet; *.gz: gzip-compressed), - for stdout")
@@ -732,13 +748,13 @@ def main(argv: Optional[List[str]] = None) -> int:
                    help=f"with --errors skip: fail once more than N events are bad (default {_native.DEFAULT_MAX_ERRORS:,})")
     p.set_defaults(func=convert)
 
-    p = sub.add_parser("inspect", parents=[quiet], help="counts: event types, runs, threads, messages, tool calls, tokens, time span")
+    p = sub.add_parser("inspect", parents=[quiet, limit], help="counts: event types, runs, threads, messages, tool calls, tokens, time span")
     p.add_argument("logs", nargs="*", metavar="LOG", help=_LOGS_HELP)
     p.add_argument("--format", **fmt)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=inspect)
 
-    p = sub.add_parser("validate", parents=[quiet], help="check every event of each log; exit status 0 (all valid) or 1")
+    p = sub.add_parser("validate", parents=[quiet, limit], help="check every event of each log; exit status 0 (all valid) or 1")
     p.add_argument("logs", nargs="*", metavar="LOG", help=_LOGS_HELP)
     p.add_argument("--format", **fmt)
     p.add_argument("--max-errors", type=int, default=10, help="sequence errors shown per log")
@@ -746,7 +762,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                    help="check each event against the schema only, not the sequence rules")
     p.set_defaults(func=validate)
 
-    p = sub.add_parser("replay", parents=[quiet], help="the final messages and state of a log, as JSON")
+    p = sub.add_parser("replay", parents=[quiet, limit], help="the final messages and state of a log, as JSON")
     p.add_argument("log", nargs="?", metavar="LOG", help=_LOGS_HELP)
     p.add_argument("--format", **fmt)
     p.add_argument("--strict", action="store_true", help="exit 1 if a state delta failed")

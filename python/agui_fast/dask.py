@@ -37,15 +37,19 @@ def to_pandas(table: Any) -> pd.DataFrame:
     return pa.table(columns, names=t.column_names).to_pandas(types_mapper=pd.ArrowDtype)
 
 
-def _read(path: str, fs: Any, format: str, collect: bool, max_errors: int) -> Any:
+def _read(path: str, fs: Any, format: str, collect: bool, max_errors: int, max_frame_size: int) -> Any:
     """One log as pandas: its events, or with ``collect`` (events, errors)."""
+    options: Dict[str, Any] = dict(
+        format=format, threads=1, errors="collect" if collect else "raise", max_errors=max_errors,
+        max_frame_size=max_frame_size,
+    )
     if isinstance(fs, LocalFileSystem):
-        out = to_arrow(path, format=format, threads=1, errors="collect" if collect else "raise", max_errors=max_errors)
+        out = to_arrow(path, **options)
         name = None
     else:
         with fs.open(path, "rb") as f:
             data = f.read()
-        out = to_arrow(data, format=format, threads=1, errors="collect" if collect else "raise", max_errors=max_errors)
+        out = to_arrow(data, **options)
         name = fs.unstrip_protocol(path)
     events, errors = out if collect else (out, None)
     if name is not None:
@@ -76,6 +80,7 @@ def read_logs(
     storage_options: Optional[Dict[str, Any]] = None,
     errors: str = "raise",
     max_errors: int = _native.DEFAULT_MAX_ERRORS,
+    max_frame_size: int = _native.PROTO_DEFAULT_MAX_FRAME_SIZE,
 ) -> Any:
     """A Dask DataFrame of the events of every log matching ``urlpath`` (paths, globs
     with ``**``, or fsspec URLs), one partition per log, in path order. Columns: the
@@ -86,10 +91,12 @@ def read_logs(
     rows of every log, and the bad frames and unreadable logs as rows of ``to_arrow``'s
     errors table (one partition per log too; computed together, each log is read once:
     ``dask.compute(events, errors)``). ``max_errors``: the errors one log may collect
-    (more raises ``LimitError``)."""
+    (more raises ``LimitError``). ``max_frame_size``: the largest frame, as for ``to_arrow``
+    (default 10 MiB)."""
     if errors not in ("raise", "collect"):
         raise ValueError(f"errors must be 'raise' or 'collect', not {errors!r}")
     max_errors = count_arg("max_errors", max_errors)
+    max_frame_size = count_arg("max_frame_size", max_frame_size)
     fs, _, paths = fsspec.get_fs_token_paths(urlpath, storage_options=storage_options or {})
     paths = sorted(paths)
     if not paths:
@@ -97,13 +104,13 @@ def read_logs(
     meta = to_pandas(schema())
     if errors == "raise":
         return dd.from_map(
-            _read, paths, fs=fs, format=format, collect=False, max_errors=max_errors,
+            _read, paths, fs=fs, format=format, collect=False, max_errors=max_errors, max_frame_size=max_frame_size,
             meta=meta, label="read-agui-logs", enforce_metadata=False,
         )
     # One task a log gives both frames' partitions.
-    token = tokenize(urlpath, storage_options, format, max_errors, paths)
+    token = tokenize(urlpath, storage_options, format, max_errors, max_frame_size, paths)
     both = [
-        dask.delayed(_read, pure=True)(p, fs, format, True, max_errors, dask_key_name=f"read-agui-logs-{token}-{i}")
+        dask.delayed(_read, pure=True)(p, fs, format, True, max_errors, max_frame_size, dask_key_name=f"read-agui-logs-{token}-{i}")
         for i, p in enumerate(paths)
     ]
     errors_meta = to_pandas(to_arrow(b"", errors="collect")[1])

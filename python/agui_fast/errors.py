@@ -21,6 +21,8 @@ __all__ = [
     "TruncatedStreamError",
     "ProtobufDecodeError",
     "EncodeError",
+    "EncoderFormatError",
+    "RequestBodyError",
     "JsonPatchError",
     "JsonPatchTestFailed",
     "JsonPointerError",
@@ -29,6 +31,7 @@ __all__ = [
     "HttpStatusError",
     "ContentTypeError",
     "IncompleteRunError",
+    "RunTimeoutError",
     "AgentRunError",
     "StreamError",
     "VerificationError",
@@ -39,9 +42,11 @@ class AguiError(ValueError):
     """Base class of every agui-fast error caused by bad input."""
 
     # Set by agui_fast.stream on the errors its replays raise: the replay up to the error,
-    # and (replay_log_files) the log's path. Declared for type checkers only.
+    # and (replay_log_files) the log's path; by HttpAgent.run_agent: the run's warnings
+    # before the error. Declared for type checkers only.
     replay: Any
     path: Any
+    warnings: Any
 
 
 class DecodeError(AguiError):
@@ -134,6 +139,18 @@ class EncodeError(AguiError):
     """An event could not be encoded (e.g. a string with an unpaired surrogate)."""
 
 
+class RequestBodyError(AguiError):
+    """An HTTP request's body is not the JSON of the expected type (``agui_fast.asgi.read_input``:
+    Starlette and FastAPI answer it with ``422 Unprocessable Entity`` and this message)."""
+
+    status_code = 422
+
+
+class EncoderFormatError(EncodeError):
+    """An ``EventEncoder`` call would write a format other than the one its response is
+    labelled with or already written in (SSE or protobuf)."""
+
+
 class JsonPatchError(AguiError):
     """A JSON Patch could not be applied; the document is left unchanged.
 
@@ -214,14 +231,20 @@ class ContentTypeError(ResponseError):
 
 
 class IncompleteRunError(TruncatedStreamError):
-    """The stream ended without ``RUN_FINISHED`` or ``RUN_ERROR``: the run did not complete."""
+    """The stream ended before its last run was over (no ``RUN_FINISHED`` or ``RUN_ERROR``
+    after the last ``RUN_STARTED``), or was cut, or could not be decoded: the run did not
+    complete."""
+
+
+class RunTimeoutError(IncompleteRunError):
+    """The run did not finish within the client's ``deadline``."""
 
 
 class AgentRunError(AguiError):
     """The agent reported ``RUN_ERROR`` (raised by ``HttpAgent.run_agent``).
 
-    Attributes: ``event`` (the ``RunErrorEvent``), ``code``, and ``messages``/``state`` as
-    applied up to the error.
+    Attributes: ``event`` (the ``RunErrorEvent``), ``code``, ``messages``/``state`` as
+    applied by the end of the stream, and the run's ``warnings``.
     """
 
     def __init__(self, event: Any, *, messages: Optional[List[Any]] = None, state: Any = None) -> None:
@@ -232,6 +255,8 @@ class AgentRunError(AguiError):
         self.code = code
         self.messages = [] if messages is None else messages
         self.state = state
+        # The run's warnings (``RunAgentResult.warnings``), set by ``run_agent``.
+        self.warnings: List[Any] = []
 
     def __reduce__(self):
         return (_rebuild_run_error, (type(self), self.event, self.messages, self.state))

@@ -23,12 +23,12 @@ it raises one :class:`~agui_fast.errors.DecodeError` for them all: the first err
 
 from __future__ import annotations
 
-from typing import Any, AsyncIterable, AsyncIterator, Iterator, Optional, Union
+from typing import Any, AsyncIterator, Iterator, Optional
 
 from . import _native, _typed
 from ._plumbing import (
-    DEFAULT_CHUNK_SIZE, DEFAULT_MAX_DEPTH, Raw, Source, aiter_events, check_chunk_size, iter_events,
-    options, read_chunks,
+    DEFAULT_CHUNK_SIZE, DEFAULT_MAX_DEPTH, AsyncSource, Raw, Source, aiter_events, aread_chunks,
+    check_chunk_size, iter_events, options, read_chunks,
 )
 
 __all__ = [
@@ -120,15 +120,18 @@ def iter_sse(
 
 
 def aiter_sse(
-    source: AsyncIterable[Union[bytes, str]],
+    source: AsyncSource,
     *,
     raw: Raw = None,
     legacy: bool = True,
     max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
     max_depth: int = DEFAULT_MAX_DEPTH,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
     max_buffer_size: Optional[int] = None,
 ) -> AsyncIterator[Any]:
-    """Decode an async iterator of chunks, e.g. ``httpx`` ``response.aiter_bytes()``.
+    """:func:`iter_sse` for ``async for``: the same sources (a file is read on a worker
+    thread) and async iterables of chunks, e.g. ``httpx``'s ``response.aiter_bytes()``.
     Errors behave as in :func:`iter_sse`."""
+    check_chunk_size(chunk_size)
     dec = _native_decoder(SseDecoder, raw, legacy, max_frame_size, max_depth, max_buffer_size)
-    return aiter_events(dec, source)
+    return aiter_events(dec, aread_chunks(source, chunk_size))

@@ -7,8 +7,8 @@ this module types its results.
 - :func:`verify_events` / :class:`EventVerifier`: the sequence rules R01-R31
   (``verifyEvents``), a violation raises :class:`~agui_fast.errors.VerificationError`;
 - :func:`replay` / :class:`EventApplier`: events applied to messages and state as the
-  reference client runs them (0.x compatibility boundary, chunk expansion, optional
-  verification, ``defaultApplyEvents``);
+  reference client runs them (0.x compatibility boundary and an older peer's shims, the
+  schema stage, chunk expansion, optional verification, ``defaultApplyEvents``);
 - :func:`compact_events` (``compactEvents``);
 - :func:`replay_log` / :func:`replay_logs`: whole SSE logs replayed inside Rust with the
   GIL released, without a Python object per event (several logs on Rust threads).
@@ -21,7 +21,8 @@ engine's compatibility boundary.
 
 Warnings (what the reference prints with ``console.warn``) are collected, never issued
 through :mod:`warnings`: ``Replay.warnings`` and ``EventApplier.warnings`` hold
-``(index, message)`` pairs, ``Change.warnings`` the messages of one event.
+:class:`StreamWarning` values (``(index, message)`` pairs that also carry ``kind``,
+``ids`` and ``path``), ``Change.warnings`` the messages of one event.
 
 Every entry point takes ``max_depth=`` (default ``DEFAULT_MAX_DEPTH``, 512:
 ``agui_core::limits``): the deepest nesting an event's JSON may have, the event object
@@ -32,7 +33,9 @@ bytes in memory), and the most the ``copy`` operations of all of them may copy t
 a patch past it fails as any failing patch does (a warning, the state unchanged).
 
 Errors: an unreadable event (not JSON, not an object, nested deeper than ``max_depth``)
-raises :class:`~agui_fast.errors.InvalidJsonError` (with ``frame_index``), a rule violation :class:`~agui_fast.errors.VerificationError`, and an
+raises :class:`~agui_fast.errors.InvalidJsonError` (with ``frame_index``), a malformed
+value in a known field :class:`~agui_fast.errors.EventValidationError` (``frame_index``,
+``field``), a rule violation :class:`~agui_fast.errors.VerificationError`, and an
 event the engine rejects as the reference throws (a chunk stream it cannot expand, an
 event the reducer cannot apply) :class:`~agui_fast.errors.StreamError`. Replays keep what
 was applied before the error: the exception's ``replay`` attribute.
@@ -42,7 +45,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Union
 
 import msgspec
 
@@ -60,6 +63,7 @@ from .core import (
     StateDeltaEvent,
     TestOperation,
 )
+from .core._given import given
 from .decoder import decode_as
 from .errors import AguiError, StreamError, VerificationError
 
@@ -72,6 +76,7 @@ __all__ = [
     "Replay",
     "EventApplier",
     "Change",
+    "StreamWarning",
     "compact_events",
     "replay_log",
     "replay_logs",
@@ -116,15 +121,58 @@ def _messages(data: bytes, raw: bool) -> List[Any]:
     return _load(data) if raw else decode_as(data, List[Message])
 
 
+class StreamWarning(Tuple[Optional[int], str]):
+    """One warning of the stream pipeline: an ``(index, message)`` pair (it unpacks and
+    compares as one) that also says ``kind`` — what warned: ``"compat"`` (the 0.x
+    boundary, an older peer's shims), ``"schema"`` (unrecognised material stripped, an
+    event dropped), ``"chunks"``, ``"apply"`` (the reducer: a failed patch, an id
+    clash), ``"version"`` (the producer's protocol version), ``"transport"`` (frames
+    skipped), ``"request"`` (the run input a client sends; ``index`` is then None) —
+    ``ids`` (the ids it names, a tuple) and ``path`` (where the material it is about sat
+    in the event, ``"/delta/0"``, or None). ``index`` is the input event's position."""
+
+    kind: str
+    ids: Tuple[str, ...]
+    path: Optional[str]
+
+    def __new__(cls, index: Optional[int], message: str, kind: str = "apply", ids: Tuple[str, ...] = (), path: Optional[str] = None) -> "StreamWarning":
+        self = tuple.__new__(cls, (index, message))
+        self.kind = kind
+        self.ids = tuple(ids)
+        self.path = path
+        return self
+
+    # The event's position, as the pair's first item (replacing the tuple's ``index()``
+    # search, which a warning has no use for).
+    @property
+    def index(self) -> Optional[int]:  # type: ignore[override]
+        return self[0]
+
+    @property
+    def message(self) -> str:
+        return self[1]
+
+    def __repr__(self) -> str:
+        return f"StreamWarning(index={self[0]!r}, kind={self.kind!r}, message={self[1]!r}, ids={self.ids!r}, path={self.path!r})"
+
+    def __reduce__(self) -> Any:
+        return (StreamWarning, (self[0], self[1], self.kind, self.ids, self.path))
+
+
+def _warnings(native: List[Tuple[Any, ...]]) -> List[StreamWarning]:
+    """The native ``(index, message, kind, ids, path)`` tuples as :class:`StreamWarning`."""
+    return [StreamWarning(*w) for w in native]
+
+
 class Replay(msgspec.Struct, kw_only=True):
     """The outcome of a replay: final ``messages`` (typed, or dicts with ``raw=True``),
     ``state``, ``pending_interrupts`` (of the last ``RUN_FINISHED`` with an interrupt
-    outcome) and ``warnings`` (``(index, message)`` pairs)."""
+    outcome) and ``warnings`` (:class:`StreamWarning`: ``(index, message)`` pairs)."""
 
     messages: List[Any]
     state: Any
     pending_interrupts: List[Any]
-    warnings: List[Tuple[int, str]]
+    warnings: List[StreamWarning]
 
     def _repr_html_(self) -> str:
         """A notebook's view: the messages, state, pending interrupts and warnings."""
@@ -153,7 +201,7 @@ def _replay(parts: Tuple[bytes, bytes, bytes, list, Any], raw: bool) -> Replay:
     """A whole-log replay's result from the native tuple (raises its error, if any)."""
     messages, state, interrupts, warnings, error = parts
     result = Replay(
-        messages=_messages(messages, raw), state=_load(state), pending_interrupts=_load(interrupts), warnings=warnings
+        messages=_messages(messages, raw), state=_load(state), pending_interrupts=_load(interrupts), warnings=_warnings(warnings)
     )
     if error is not None:
         error.replay = result  # what was applied before the error
@@ -184,25 +232,53 @@ class ChunkExpander:
     def __init__(self, *, raw: bool = False, max_depth: int = DEFAULT_MAX_DEPTH) -> None:
         self._native = _native.ChunkExpander(max_depth=_depth(max_depth))
         self._raw = raw
-        self.warnings: List[Tuple[int, str]] = []
+        self.warnings: List[StreamWarning] = []
 
     def push(self, event: Any) -> List[Any]:
         try:
             return _events(self._native.push(event), self._raw)
         finally:
-            self.warnings.extend(self._native.take_warnings())
+            self.warnings.extend(_warnings(self._native.take_warnings()))
 
 
 # -- verification ----------------------------------------------------------------------
 
 
+def _as_verified(event: Any) -> Any:
+    """An event as the verifier reads it: a Struct or pydantic model given a top-level
+    optional field as ``None`` explicitly carries it as ``null`` (which the reference's
+    ``verifyEvents`` rejects: "omit it entirely"), though its JSON leaves it out;
+    anything else as it is."""
+    if isinstance(event, (dict, bytes, bytearray, str)):
+        return event
+    names: Any
+    if isinstance(event, msgspec.Struct):
+        names = given(event)
+        if not names:
+            return event
+        wire = {f.name: f.encode_name for f in msgspec.structs.fields(type(event))}
+    else:
+        names = getattr(event, "model_fields_set", None)
+        if not names:
+            return event
+        wire = {n: (f.alias or n) for n, f in type(event).model_fields.items()}
+    nulls = [wire[n] for n in names if n in wire and getattr(event, n, 0) is None]
+    if not nulls:
+        return event
+    data = json.loads(_native.dumps(event))
+    data.update(dict.fromkeys(nulls))
+    return data
+
+
 def verify_events(events: Iterable[Any], *, max_depth: int = DEFAULT_MAX_DEPTH) -> None:
     """Check a whole sequence against the reference ``verifyEvents`` (R01-R31). Raises
-    :class:`VerificationError` at the first violation (``events``: those that passed)."""
+    :class:`VerificationError` at the first violation (``events``: those that passed).
+    A Struct or pydantic model given an optional field as ``None`` explicitly is read with
+    it as ``null``, as the reference reads a ``null``."""
     max_depth = _depth(max_depth)
     events = events if isinstance(events, (list, tuple)) else list(events)
     try:
-        _native.verify_events(events, max_depth=max_depth)
+        _native.verify_events([_as_verified(e) for e in events], max_depth=max_depth)
     except VerificationError as exc:
         exc.events = list(events[: exc.index])
         raise
@@ -218,7 +294,7 @@ class EventVerifier:
         self._native = _native.EventVerifier(max_depth=_depth(max_depth))
 
     def push(self, event: Any) -> None:
-        self._native.push(event)
+        self._native.push(_as_verified(event))
 
 
 # -- replay ----------------------------------------------------------------------------
@@ -232,6 +308,10 @@ def replay(
     verify: bool = False,
     expand: bool = True,
     compat: bool = True,
+    schema: bool = True,
+    max_protocol_version: Optional[str] = None,
+    protocol_version: Optional[str] = None,
+    on_event: Optional[Callable[[Any], Any]] = None,
     raw: bool = False,
     max_depth: int = DEFAULT_MAX_DEPTH,
     max_patch_bytes: int = DEFAULT_MAX_PATCH_BYTES,
@@ -239,13 +319,24 @@ def replay(
     """Apply ``events`` to ``messages`` and ``state`` (default: none and ``{}``) as the
     reference client does, and return the final :class:`Replay`. ``verify``: check the
     rules first; ``expand=False``: the reducer alone (``defaultApplyEvents``: a chunk event
-    raises :class:`StreamError`); ``compat=False``: no 0.x compatibility boundary."""
+    raises :class:`StreamError`); ``compat=False``: no 0.x compatibility boundary;
+    ``schema=False``: events not held to the protocol's schema (unknown material and
+    types pass, a malformed field reaches the stages); ``max_protocol_version``: the
+    producer's era (``"0.0.57"``: its shims run, as for an old peer);
+    ``protocol_version``: the version this side speaks (``"1.1"``: a ``RUN_STARTED``
+    declaring a newer or an uninterpretable one warns); ``on_event(event)``: called with
+    each event as it reaches the reducer (after the boundary, the schema stage, chunk
+    expansion and verification)."""
     ap = EventApplier(
         messages,
         state,
         verify=verify,
         expand=expand,
         compat=compat,
+        schema=schema,
+        max_protocol_version=max_protocol_version,
+        protocol_version=protocol_version,
+        on_event=on_event,
         raw=raw,
         max_depth=max_depth,
         max_patch_bytes=max_patch_bytes,
@@ -264,7 +355,7 @@ class EventApplier:
     ``state`` and ``pending_interrupts`` build Python values when read. An error leaves
     messages and state as before the failing event. Keywords as for :func:`replay`."""
 
-    __slots__ = ("_native", "_raw", "warnings")
+    __slots__ = ("_native", "_raw", "_on_event", "warnings")
 
     def __init__(
         self,
@@ -274,39 +365,61 @@ class EventApplier:
         verify: bool = False,
         expand: bool = True,
         compat: bool = True,
+        schema: bool = True,
+        max_protocol_version: Optional[str] = None,
+        protocol_version: Optional[str] = None,
+        on_event: Optional[Callable[[Any], Any]] = None,
         raw: bool = False,
         max_depth: int = DEFAULT_MAX_DEPTH,
         max_patch_bytes: int = DEFAULT_MAX_PATCH_BYTES,
     ) -> None:
+        if on_event is not None and not callable(on_event):
+            raise TypeError(f"on_event must be callable, not {type(on_event).__name__}")
         self._native = _native.Replayer(
             messages,
             state,
             verify=verify,
             expand=expand,
             compat=compat,
+            schema=schema,
+            max_protocol_version=max_protocol_version,
+            protocol_version=protocol_version,
+            record=on_event is not None,
             max_depth=_depth(max_depth),
             max_patch_bytes=max_patch_bytes,
         )
         self._raw = raw
-        self.warnings: List[Tuple[int, str]] = []
+        self._on_event = on_event
+        self.warnings: List[StreamWarning] = []
 
     def apply(self, event: Any) -> Change:
         try:
             messages, state, message, interrupts = self._native.push(event)
         finally:
-            new = self._native.take_warnings()
+            new = _warnings(self._native.take_warnings())
             self.warnings.extend(new)
+            self._deliver()
         return Change(
-            messages=messages, state=state, message=message, interrupts=interrupts, warnings=tuple(m for _, m in new)
+            messages=messages, state=state, message=message, interrupts=interrupts, warnings=tuple(w[1] for w in new)
         )
 
     def apply_many(self, events: Iterable[Any]) -> None:
         """Apply every event (the loop runs in Rust); raises at the first error, the
         events before it applied."""
+        if self._on_event is not None:
+            for event in events:
+                self.apply(event)
+            return
         try:
             self._native.push_many(events)
         finally:
-            self.warnings.extend(self._native.take_warnings())
+            self.warnings.extend(_warnings(self._native.take_warnings()))
+
+    def _deliver(self) -> None:
+        """Hand ``on_event`` the events that reached the reducer."""
+        if self._on_event is not None:
+            for event in _events(self._native.take_delivered(), self._raw):
+                self._on_event(event)
 
     def result(self) -> Replay:
         """Messages, state, pending interrupts and warnings so far, as a :class:`Replay`."""
@@ -376,29 +489,34 @@ def replay_log(
     *,
     format: str = "auto",
     verify: bool = False,
+    schema: bool = True,
+    max_protocol_version: Optional[str] = None,
+    protocol_version: Optional[str] = None,
     raw: bool = False,
     max_depth: int = DEFAULT_MAX_DEPTH,
     max_patch_bytes: int = DEFAULT_MAX_PATCH_BYTES,
 ) -> Replay:
     """Replay a recorded log (``bytes``, or a path; SSE, length-prefixed protobuf or JSON Lines, gzip or
     not; ``format="auto"`` detects it) inside Rust with the GIL released, through the one log
-    reader (``agui_core::log``): decode, expand chunks, optionally verify, apply. A log of
+    reader (``agui_core::log``): decode, the boundary and schema stage, expand chunks,
+    optionally verify, apply (options as for :func:`replay`). A log of
     1 MB or more is read and parsed on a second Rust thread ahead of the reducer when the
     machine has two cores (the same result). Returns the final :class:`Replay`; an
     unreadable frame raises :class:`~agui_fast.errors.InvalidJsonError` (``frame_index``)."""
     max_depth = _depth(max_depth)
     if isinstance(source, (bytes, bytearray, memoryview)):
         parts = _native.replay_log(
-            bytes(source), format=format, verify=verify, max_depth=max_depth, max_patch_bytes=max_patch_bytes
+            bytes(source), format=format, verify=verify, schema=schema, max_protocol_version=max_protocol_version,
+            protocol_version=protocol_version, max_depth=max_depth, max_patch_bytes=max_patch_bytes,
         )
         return _replay(parts, raw)
     if isinstance(source, (str, os.PathLike)):
         # threads=0: a big log reads on a second core ahead of the reducer
         parts_list = _native.replay_log_files(
-            [source], format=format, verify=verify, threads=0, max_depth=max_depth, max_patch_bytes=max_patch_bytes
+            [source], format=format, verify=verify, schema=schema, max_protocol_version=max_protocol_version,
+            protocol_version=protocol_version, threads=0, max_depth=max_depth, max_patch_bytes=max_patch_bytes,
         )
-        parts = parts_list[0]
-        return _replay(parts, raw)
+        return _replay(parts_list[0], raw)
     raise TypeError(f"source must be bytes or a path, not {type(source).__name__}")
 
 
@@ -407,6 +525,9 @@ def replay_logs(
     *,
     format: str = "auto",
     verify: bool = False,
+    schema: bool = True,
+    max_protocol_version: Optional[str] = None,
+    protocol_version: Optional[str] = None,
     threads: Optional[int] = None,
     raw: bool = False,
     max_depth: int = DEFAULT_MAX_DEPTH,
@@ -423,6 +544,9 @@ def replay_logs(
         paths,
         format=format,
         verify=verify,
+        schema=schema,
+        max_protocol_version=max_protocol_version,
+        protocol_version=protocol_version,
         threads=threads or 0,
         max_depth=_depth(max_depth),
         max_patch_bytes=max_patch_bytes,

@@ -10,7 +10,10 @@ encoder:
 * our HttpAgent reads the example server and a server written with ``ag_ui.encoder``;
 * the official HttpAgent reads ``examples/fastapi_server.py`` (FastAPI, written the
   reference's way: ``encode`` + ``get_content_type``) under uvicorn, with an SSE and a
-  protobuf Accept: the reference's pattern answers SSE to both, labelled so.
+  protobuf Accept: the reference's pattern answers SSE to both, labelled so;
+* every pairing of ``EventEncoder``'s label methods with its writing methods (a server
+  written the Python or the TypeScript way) is read intact by the official HttpAgent, or
+  refused by the encoder before any byte is sent.
 """
 
 import asyncio
@@ -44,7 +47,8 @@ from agui_fast import core  # noqa: E402
 from agui_fast.asgi import EventStreamResponse  # noqa: E402
 from agui_fast.client import HttpAgent, SyncHttpAgent  # noqa: E402
 from agui_fast.decoder import decode_as, decode_event  # noqa: E402
-from agui_fast.encoder import event_to_json_bytes, to_builtins  # noqa: E402
+from agui_fast.encoder import EventEncoder, event_to_json_bytes, to_builtins  # noqa: E402
+from agui_fast.errors import EncoderFormatError  # noqa: E402
 from agui_fast.interop import to_ag_ui  # noqa: E402
 
 NODE_TIMEOUT = 30
@@ -98,7 +102,31 @@ async def reference(request):
     return StreamingResponse(gen(), media_type=encoder.get_content_type())
 
 
+async def pairing(request):
+    """A server that labels its response with ``label`` (first, as servers do) and writes
+    each event with ``writer``."""
+    run = _run_of(await request.body())
+    label, writer = request.query_params["label"], request.query_params["writer"]
+    encoder = EventEncoder(accept=request.headers.get("accept"))
+    media_type = getattr(encoder, label)()
+    events = example.script(run)
+    write = getattr(encoder, writer)
+    try:
+        first = encoder.encode_many(events) if writer == "encode_many" else write(events[0])
+    except EncoderFormatError as e:
+        return StreamingResponse(iter([str(e)]), status_code=500, media_type="text/plain")
+
+    def gen():
+        yield first
+        if writer != "encode_many":
+            for event in events[1:]:
+                yield write(event)
+
+    return StreamingResponse(gen(), media_type=media_type)
+
+
 APP = Starlette(routes=[
+    Route("/pairing", pairing, methods=["POST"]),
     Route("/agent", example.agent, methods=["POST"]),
     Route("/coalesced", coalesced, methods=["POST"]),
     Route("/single", single, methods=["POST"]),
@@ -206,3 +234,45 @@ def test_official_client_reads_the_fastapi_example(node, fastapi_url, fmt):
     assert got["events"] == [json.loads(ref.encode(to_ag_ui(e))[len("data: "):]) for e in meant]
     assert got["state"] == fastapi_server.meant_state()
     assert got["messages"] == [to_builtins(m) for m in fastapi_server.meant_messages(FASTAPI_RUN)]
+
+
+# -- EventEncoder: every pairing of a label with a writer -----------------------------------------
+
+PAIRING_WRITERS = ["encode", "encode_binary", "encode_many", "encode_protobuf"]
+PAIRINGS = [(label, writer, fmt) for label in ("get_content_type", "get_binary_content_type")
+            for writer in PAIRING_WRITERS for fmt in ("sse", "protobuf")]
+
+
+def test_official_client_reads_every_encoder_pairing(node, base_url):
+    """Each pairing, label first (as servers do), with an SSE and a protobuf Accept: the
+    official HttpAgent reads every event and the same final messages and state, or the
+    encoder refused the pairing at its first write, before any byte was sent (only
+    protobuf bytes under an SSE label, SSE text under a protobuf one)."""
+    import httpx
+
+    run_input = json.loads(event_to_json_bytes(RUN))
+    runs = []
+    for label, writer, fmt in PAIRINGS:
+        url = f"{base_url}/pairing?label={label}&writer={writer}"
+        accept = "text/event-stream" if fmt == "sse" else "application/vnd.ag-ui.event+proto"
+        answer = httpx.post(url, content=event_to_json_bytes(RUN), headers={"accept": accept})
+        labelled = "text/event-stream" if label == "get_content_type" or fmt == "sse" else "application/vnd.ag-ui.event+proto"
+        refused = answer.status_code == 500
+        sse = labelled == "text/event-stream"
+        assert refused == ((writer == "encode_protobuf" and sse) or (writer == "encode" and not sse)), (label, writer, fmt)
+        if refused:
+            assert answer.text.startswith("this encoder's output is")
+        else:
+            runs.append((label, writer, fmt, labelled))
+    proc = subprocess.run([node, str(HERE / "client_runs.js")], capture_output=True, timeout=NODE_TIMEOUT, cwd=HERE,
+                          input=json.dumps({"input": run_input, "runs": [[f"{base_url}/pairing?label={la}&writer={w}", f]
+                                                                         for la, w, f, _ in runs]}).encode())
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    results = json.loads(proc.stdout)
+    assert len(results) == len(runs) == 12
+    for (label, writer, fmt, labelled), got in zip(runs, results):
+        assert "error" not in got, (label, writer, fmt, got["error"])
+        assert got["contentType"].split(";")[0] == labelled, (label, writer, fmt)
+        assert [decode_event(json.dumps(e)) for e in got["events"]] == MEANT, (label, writer, fmt)
+        assert got["messages"] == [to_builtins(m) for m in example.meant_messages(RUN)]
+        assert got["state"] == example.meant_state

@@ -257,13 +257,14 @@ def validation_error(exc: EventValidationError, title: str, value: Any = None, c
     if field.startswith("$"):
         field = title + rest
     loc = tuple(m.group(1) if m.group(1) is not None else int(m.group(2)) for m in _STEP.finditer(rest))
-    detail = _AT.sub("", exc.message.removeprefix("invalid event: "))
+    detail = _AT.sub("", _WHAT.sub("", exc.message, count=1))
     loc, given, tag_error = _locate(cls, value, loc)
     kind, ctx = tag_error if tag_error is not None else _pydantic_kind(detail, given)
     return ValidationError.build(title, f"invalid {title}: {detail} - at `{field}`", field=field, loc=loc, input=given, detail=detail, kind=kind, ctx=ctx)
 
 
 _AT = re.compile(r" - at `[^`]*`$")
+_WHAT = re.compile(r"^invalid (?:event|[A-Z]\w*): ")  # _convert.validation_error's words
 
 # msgspec's wording of an error -> pydantic's error type (and its context), where pydantic
 # has one for the same failure: FastAPI's 422 then reads as the reference's.

@@ -46,6 +46,13 @@ def decode_json(data: Union[bytes, bytearray, memoryview, str], tp: Any) -> Any:
         return exact(data, tp, exc)
 
 
+def noun(tp: Any) -> str:
+    """What errors call a value of ``tp``: "event" for events (and unions), else the class's
+    name (``RunAgentInput``, ``UserMessage``)."""
+    config = getattr(tp, "__struct_config__", None)
+    return tp.__name__ if config is not None and config.tag_field != "type" else "event"
+
+
 _plain_decode = msgspec.json.Decoder().decode
 _UNSET = object()
 
@@ -56,7 +63,7 @@ def exact(data: Any, tp: Any, exc: BaseException) -> Any:
         raise InvalidJsonError("invalid JSON: nested too deeply") from None
     # msgspec's ValidationError has no structured kind: its text is the only signal.
     if isinstance(exc, msgspec.ValidationError) and not str(exc).startswith(_SLOW_PATH_ERRORS):
-        raise validation_error(exc) from None
+        raise validation_error(exc, what=noun(tp)) from None
     # Extras, or JSON msgspec refuses but Python reads (1e400, unpaired surrogates).
     return convert_value(parse_json(data), tp)
 
@@ -83,7 +90,7 @@ _AT = re.compile(r" - at `([^`]*)`$")
 _MISSING = re.compile(r"^Object missing required field `([^`]*)`")
 
 
-def validation_error(exc: Exception, prefix: str = "$") -> EventValidationError:
+def validation_error(exc: Exception, prefix: str = "$", what: str = "event") -> EventValidationError:
     """Turn a msgspec ValidationError into ours, with ``field`` set to the JSON path."""
     message = str(exc)
     m = _AT.search(message)
@@ -100,7 +107,7 @@ def validation_error(exc: Exception, prefix: str = "$") -> EventValidationError:
     if prefix != "$" and path.startswith("$"):
         path = prefix + path[1:]
     text = message if m and not missing else f"{_AT.sub('', message)} - at `{path}`"
-    return EventValidationError(f"invalid event: {text}", field=path)
+    return EventValidationError(f"invalid {what}: {text}", field=path)
 
 
 def convert_value(value: Any, tp: Any, path: str = "$") -> Any:
@@ -111,20 +118,21 @@ def convert_value(value: Any, tp: Any, path: str = "$") -> Any:
     nested models are converted. Raises :class:`EventValidationError` naming the field.
     """
     pos = _position_of(tp)
+    what = noun(tp)
     try:
         cleaned, extras = _strip(value, pos)
     except RecursionError:
-        raise InvalidJsonError("invalid event: nested too deeply") from None
+        raise InvalidJsonError(f"invalid {what}: nested too deeply") from None
     # Converting to the concrete class (not the Union) uses msgspec's per-class cache.
     target = _resolve(pos, cleaned) or tp
     try:
         obj = msgspec.convert(cleaned, target, strict=False)
     except msgspec.ValidationError as exc:
-        raise validation_error(exc, "$" if path.startswith("$") else path) from None
+        raise validation_error(exc, "$" if path.startswith("$") else path, what) from None
     except UnicodeEncodeError as exc:  # an unpaired surrogate where an enum/literal is due
-        raise EventValidationError(f"invalid event: {exc.reason} in a str field", field=path) from None
+        raise EventValidationError(f"invalid {what}: {exc.reason} in a str field", field=path) from None
     except RecursionError:
-        raise InvalidJsonError("invalid event: nested too deeply") from None
+        raise InvalidJsonError(f"invalid {what}: nested too deeply") from None
     if extras is not None:
         _attach(obj, extras)
     return obj

@@ -5,10 +5,13 @@ Output is byte-identical to the Python reference (``"data: " + model_dump_json(b
 inside ``Any`` fields included (pydantic's JSON mode: datetimes, UUIDs, sets, int dict keys
 ...). The JSON is written by the Rust extension's object walk (``rust/agui-py/src/walk.rs``).
 
-The reference's server pattern never mislabels: ``encode()`` always returns SSE and
-``get_content_type()`` always names SSE. Protobuf goes out only through the methods whose
-bytes and media type come together: ``encode_binary`` / ``encode_many`` with
-``get_binary_content_type()``, and ``encode_protobuf`` (always ``AGUI_MEDIA_TYPE``).
+An encoder never labels bytes it does not write. Both references' method sets work: the
+Python one (``encode`` + ``get_content_type``: always SSE) and the TypeScript one
+(``encode_binary`` + ``get_content_type``, or ``get_binary_content_type``). The first call that
+fixes a format (a label or bytes) fixes it for the encoder: after ``get_content_type()`` has
+said SSE, ``encode_binary`` writes SSE too; after protobuf bytes, both labels name protobuf; a
+call that cannot follow (``encode`` after protobuf, ``encode_protobuf`` after an SSE label)
+raises :class:`~agui_fast.errors.EncoderFormatError` at once.
 
 Content negotiation (docs/encoder.md): protobuf is chosen only when the Accept header names
 the protobuf media type explicitly (``application/vnd.ag-ui.event+proto``, or the pre-1.0
@@ -24,6 +27,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from .. import _native
 from ..core._dump import to_builtins
+from ..errors import EncoderFormatError
 
 __all__ = [
     "EventEncoder",
@@ -33,6 +37,7 @@ __all__ = [
     "negotiate",
     "event_to_json_bytes",
     "to_builtins",
+    "EncoderFormatError",
 ]
 
 AGUI_MEDIA_TYPE = "application/vnd.ag-ui.event+proto"
@@ -52,25 +57,35 @@ class EventEncoder:
     """Encodes AG-UI events as SSE (``encode``, like the reference) or, when the Accept
     header asks for it, as length-prefixed protobuf frames (``encode_binary``).
 
-    * ``encode(event) -> str`` / ``encode_sse``: always SSE; ``get_content_type()`` is always
+    * ``encode(event) -> str`` / ``encode_sse``: SSE text; ``get_content_type()`` names
       ``"text/event-stream"`` (the reference's pair).
     * ``encode_binary(event) -> bytes`` / ``encode_many(events) -> bytes``: the negotiated
       format; ``get_binary_content_type()`` is its media type.
-    * ``encode_protobuf(event) -> bytes``: always one protobuf frame (``AGUI_MEDIA_TYPE``).
+    * ``encode_protobuf(event) -> bytes``: one protobuf frame (``AGUI_MEDIA_TYPE``).
+
+    Labels and bytes always agree: the first call that fixes a format fixes it for this
+    encoder (``get_content_type`` fixes SSE, so a TypeScript-style ``encode_binary`` then
+    writes SSE), and a call that would write the other format raises
+    :class:`~agui_fast.errors.EncoderFormatError`.
     """
 
     __slots__ = ("_accept", "_binary_type")
 
     # A builtin function stored on the class is not bound as a method, so ``enc.encode(ev)``
-    # is a direct call into Rust with no Python frame in between.
+    # is a direct call into Rust with no Python frame in between. Until a label or
+    # ``encode_protobuf`` fixes the format, an encoder that negotiated SSE writes SSE from
+    # every method but ``encode_protobuf``, so those need no bookkeeping.
     encode = staticmethod(_native.encode_sse_event)
     encode_sse = staticmethod(_native.encode_sse_event)
     _encode_sse = staticmethod(_native.encode_sse_event)  # the reference's private name, which its own tests and some callers use
-    encode_protobuf = staticmethod(_native.proto_encode_event)
+    encode_binary = staticmethod(_native.encode_sse_bytes)
+    encode_many = staticmethod(_native.encode_sse_many)
 
     def __init__(self, accept: Optional[str] = None) -> None:
         self._accept = accept
         self._binary_type = _NEGOTIATED.get(accept) or negotiate(accept)
+        if self._binary_type is AGUI_MEDIA_TYPE:
+            self.__class__ = _state_class(type(self), _ProtoOpen)
 
     def __repr__(self) -> str:
         return f"EventEncoder(accept={self._accept!r})"
@@ -81,24 +96,119 @@ class EventEncoder:
         return self._binary_type is AGUI_MEDIA_TYPE
 
     def get_content_type(self) -> str:
-        """The media type of ``encode()`` output: always ``"text/event-stream"``."""
+        """The media type of this encoder's output: ``"text/event-stream"`` (and from now on
+        its format), unless protobuf was already written."""
+        self.__class__ = _state_class(type(self), _Sse)
         return SSE_MEDIA_TYPE
 
     def get_binary_content_type(self) -> str:
-        """The media type of ``encode_binary``/``encode_many`` output (the negotiated one)."""
-        return self._binary_type
+        """The media type of ``encode_binary``/``encode_many`` output (the negotiated one,
+        unless an earlier call fixed the format)."""
+        self.__class__ = _state_class(type(self), _Sse)
+        return SSE_MEDIA_TYPE
 
-    def encode_binary(self, event: Any) -> bytes:
-        """A protobuf frame when protobuf was negotiated, else the SSE text as UTF-8 bytes."""
-        if self._binary_type is AGUI_MEDIA_TYPE:
-            return _native.proto_encode_event(event)
-        return _native.encode_sse_bytes(event)
+    def encode_protobuf(self, event: Any, *, max_depth: int = _native.DEFAULT_MAX_DEPTH) -> bytes:
+        """One protobuf frame (``AGUI_MEDIA_TYPE``; from now on this encoder's format)."""
+        self.__class__ = _state_class(type(self), _Proto)
+        return _native.proto_encode_event(event, max_depth=max_depth)
 
-    def encode_many(self, events: Iterable[Any]) -> bytes:
-        """A whole batch in one buffer, in the negotiated format (``get_binary_content_type``)."""
-        if self._binary_type is AGUI_MEDIA_TYPE:
-            return _native.proto_encode_events(events)
-        return _native.encode_sse_many(events)
+
+class _ProtoOpen(EventEncoder):
+    """Protobuf negotiated, no format fixed yet: SSE calls fix SSE, the others protobuf."""
+
+    __slots__ = ()
+
+    def encode(self, event: Any) -> str:
+        self.__class__ = _state_class(type(self), _Sse)
+        return _native.encode_sse_event(event)
+
+    encode_sse = _encode_sse = encode
+
+    def get_content_type(self) -> str:
+        self.__class__ = _state_class(type(self), _Sse)
+        return SSE_MEDIA_TYPE
+
+    def get_binary_content_type(self) -> str:
+        self.__class__ = _state_class(type(self), _Proto)
+        return AGUI_MEDIA_TYPE
+
+    # The states' methods take the event only (the native ones' keyword options are not the
+    # encoder's API).
+    def encode_binary(self, event: Any) -> bytes:  # type: ignore[override]
+        self.__class__ = _state_class(type(self), _Proto)
+        return _native.proto_encode_event(event)
+
+    def encode_many(self, events: Iterable[Any]) -> bytes:  # type: ignore[override]
+        self.__class__ = _state_class(type(self), _Proto)
+        return _native.proto_encode_events(events)
+
+
+class _Sse(EventEncoder):
+    """SSE fixed: every method writes and names SSE; ``encode_protobuf`` is refused."""
+
+    __slots__ = ()
+
+    encode = encode_sse = _encode_sse = staticmethod(_native.encode_sse_event)
+    encode_binary = staticmethod(_native.encode_sse_bytes)
+    encode_many = staticmethod(_native.encode_sse_many)
+
+    def get_content_type(self) -> str:
+        return SSE_MEDIA_TYPE
+
+    get_binary_content_type = get_content_type
+
+    def encode_protobuf(self, event: Any, *, max_depth: int = _native.DEFAULT_MAX_DEPTH) -> bytes:
+        raise EncoderFormatError(
+            "this encoder's output is SSE (labelled text/event-stream or written as SSE before): "
+            "encode_protobuf would send protobuf under that label; use one encoder per response "
+            "and either encode()/encode_binary() with get_content_type(), or encode_binary() "
+            "with get_binary_content_type() for protobuf"
+        )
+
+
+class _Proto(EventEncoder):
+    """Protobuf fixed: every binary method writes and names protobuf; ``encode`` (text) is
+    refused."""
+
+    __slots__ = ()
+
+    encode_binary = encode_protobuf = staticmethod(_native.proto_encode_event)  # type: ignore[assignment]
+    encode_many = staticmethod(_native.proto_encode_events)  # type: ignore[assignment]
+
+    def get_content_type(self) -> str:
+        return AGUI_MEDIA_TYPE
+
+    get_binary_content_type = get_content_type
+
+    def encode(self, event: Any) -> str:
+        raise EncoderFormatError(
+            "this encoder's output is protobuf (labelled or written as "
+            f"{AGUI_MEDIA_TYPE} before): encode() writes SSE text; use encode_binary() for "
+            "this response, or get_content_type() before any bytes for an SSE one"
+        )
+
+    encode_sse = _encode_sse = encode
+
+
+_STATES: Dict[Tuple[type, type], type] = {}
+_USER_CLASS: Dict[type, type] = {}
+
+
+def _state_class(cls: type, state: type) -> type:
+    """The class of an encoder of class ``cls`` in ``state``: the state itself for ours, a
+    subclass of both for a user's subclass (its own methods still first); a fixed format
+    stays fixed."""
+    if issubclass(cls, (_Sse, _Proto)):
+        return cls
+    user = _USER_CLASS.get(cls, cls)
+    if user is EventEncoder or user is _ProtoOpen:
+        return state
+    made = _STATES.get((user, state))
+    if made is None:
+        made = type(user.__name__, (user, state), {"__slots__": (), "__module__": user.__module__, "__qualname__": user.__qualname__})
+        _STATES[(user, state)] = made
+        _USER_CLASS[made] = user
+    return made
 
 
 _NEGOTIATED: Dict[Optional[str], str] = {}

@@ -91,14 +91,15 @@ impl PartSizes {
 }
 
 /// The per-stream legacy (0.x) converter (it holds the current reasoning ids) and which
-/// items it sees.
+/// items it sees. The converter is made when an item first needs it (a 1.0 stream never
+/// makes one: its id generator reads the clock).
 pub enum Legacy {
     Off,
     /// Dict mode: the candidates, before decoding (every legacy shape decodes as a dict).
-    Candidates(CompatibilityBoundary),
+    Candidates(Option<Box<CompatibilityBoundary>>),
     /// Typed mode: the items the fast decoder refuses (a legacy shape is no 1.0 event;
     /// legacy nulls alone decode as absent fields).
-    Refused(CompatibilityBoundary),
+    Refused(Option<Box<CompatibilityBoundary>>),
 }
 
 /// An items array of one's own and its spans.
@@ -109,8 +110,8 @@ impl Legacy {
     /// convert).
     pub fn new(on: bool, mode: Mode) -> Self {
         match (on, mode) {
-            (true, Mode::Typed) => Legacy::Refused(CompatibilityBoundary::default()),
-            (true, Mode::Dict) => Legacy::Candidates(CompatibilityBoundary::default()),
+            (true, Mode::Typed) => Legacy::Refused(None),
+            (true, Mode::Dict) => Legacy::Candidates(None),
             _ => Legacy::Off,
         }
     }
@@ -139,6 +140,7 @@ impl Legacy {
     pub fn convert(&mut self, item: &[u8], max_depth: usize) -> Option<Vec<u8>> {
         let (Legacy::Candidates(boundary) | Legacy::Refused(boundary)) = self else { return None };
         let v = crate::stream::parse_json_limited(item, max_depth).ok().filter(serde_json::Value::is_object)?;
+        let boundary = boundary.get_or_insert_with(Box::default);
         let v = boundary.convert(v);
         if boundary.take_warnings().is_empty() {
             return None;
@@ -184,12 +186,17 @@ pub const SSE_PART: usize = 128 << 10;
 pub const SSE_MAX_PART: usize = 512 << 10;
 
 /// One SSE stream's framing state: the parser, the legacy converter of its items and
-/// the depth limit.
+/// the depth limit; and the batch of the last call, given back ([`SseStream::recycle`]) to
+/// be filled again (a live stream's call per chunk allocates nothing for its frames).
 pub struct SseStream {
     pub parser: SseParser,
     pub legacy: Legacy,
     pub max_depth: usize,
+    pub spare: Option<Box<Batch>>,
 }
+
+/// A batch given back keeps its buffers up to this size (a large chunk's do not stay).
+const SPARE_MAX: usize = 64 << 10;
 
 /// Frame `chunk` (and, with `finish`, the end of the stream) into `batch`, then close it.
 fn frame_into(parser: &mut SseParser, batch: &mut Batch, chunk: Option<&[u8]>, finish: bool) {
@@ -213,7 +220,7 @@ fn new_batch(parser: &SseParser, candidates: bool, max_depth: usize) -> Batch {
 impl SseStream {
     /// `legacy`: convert 0.x frames (see [`Legacy`]).
     pub fn new(max_frame_size: usize, max_depth: usize, legacy: bool, mode: Mode) -> Self {
-        SseStream { parser: SseParser::new(max_frame_size), legacy: Legacy::new(legacy, mode), max_depth }
+        SseStream { parser: SseParser::new(max_frame_size), legacy: Legacy::new(legacy, mode), max_depth, spare: None }
     }
 
     /// The same stream read as JSON Lines ([`SseParser::lines`]).
@@ -229,10 +236,25 @@ impl SseStream {
 
     /// Frame one chunk (`None`: nothing more) and, with `finish`, the end of the stream
     /// into one closed batch.
-    pub fn frame(&mut self, chunk: Option<&[u8]>, finish: bool) -> Batch {
-        let mut batch = new_batch(&self.parser, self.legacy.wants_candidates(), self.max_depth);
+    pub fn frame(&mut self, chunk: Option<&[u8]>, finish: bool) -> Box<Batch> {
+        let candidates = self.legacy.wants_candidates();
+        let mut batch = match self.spare.take() {
+            Some(mut b) => {
+                b.renew(self.parser.frame_count(), true, candidates, self.max_depth);
+                b
+            }
+            None => Box::new(new_batch(&self.parser, candidates, self.max_depth)),
+        };
         frame_into(&mut self.parser, &mut batch, chunk, finish);
         batch
+    }
+
+    /// Give a decoded batch back, for the next call to fill (kept when its buffers are
+    /// small).
+    pub fn recycle(&mut self, batch: Box<Batch>) {
+        if batch.buf.capacity() <= SPARE_MAX && batch.spans.capacity() <= SPARE_MAX / 16 {
+            self.spare = Some(batch);
+        }
     }
 
     /// A large chunk's parts (framed by this stream's own parser, so frames may span
@@ -338,20 +360,38 @@ pub struct ProtoStream {
     /// Frames skipped so far (a later protocol version).
     pub skipped: usize,
     warned: HashSet<String>,
+    /// The output array of the last call, given back ([`ProtoStream::recycle`]) for the next.
+    pub spare: Vec<u8>,
 }
 
 impl ProtoStream {
     /// `msgpack`: events as MessagePack (typed and dict modes) rather than JSON text.
     pub fn new(msgpack: bool, max_frame_size: usize, max_depth: usize) -> Self {
         let fmt = if msgpack { Format::MsgPack } else { Format::Json };
-        ProtoStream { decoder: StreamDecoder::new(max_frame_size), fmt, max_depth, skipped: 0, warned: HashSet::new() }
+        ProtoStream { decoder: StreamDecoder::new(max_frame_size), fmt, max_depth, skipped: 0, warned: HashSet::new(), spare: Vec::new() }
     }
 
     /// The output buffer for a chunk of `len` bytes, reserved before anything is decoded
     /// (a chunk too large for memory fails here): the number of bytes refused on error.
     pub fn output_buffer(len: usize) -> Result<Vec<u8>, usize> {
+        Self::reserved(Vec::new(), len)
+    }
+
+    /// [`ProtoStream::output_buffer`], made of the last call's array when it is there.
+    pub fn buffer(&mut self, len: usize) -> Result<Vec<u8>, usize> {
+        Self::reserved(std::mem::take(&mut self.spare), len)
+    }
+
+    /// Give a call's array back, for the next call (kept when small).
+    pub fn recycle(&mut self, array: Vec<u8>) {
+        if array.capacity() <= SPARE_MAX {
+            self.spare = array;
+        }
+    }
+
+    fn reserved(mut v: Vec<u8>, len: usize) -> Result<Vec<u8>, usize> {
+        v.clear();
         let n = len.saturating_mul(2).saturating_add(8);
-        let mut v = Vec::new();
         v.try_reserve(n).map_err(|_| n)?;
         Ok(v)
     }

@@ -728,7 +728,8 @@ pub struct Batch {
     pub offsets: Vec<u64>,
     pub first_index: u64,
     /// Every payload is structurally one JSON value (balanced, no top-level comma),
-    /// so a successful decode of `buf` yields exactly one element per frame.
+    /// so a successful decode of `buf` yields exactly one element per frame (known once
+    /// the batch is closed, as are `too_deep` and the number counts).
     pub balanced: bool,
     /// Batch-relative indices of frames that may need the legacy (0.x) conversion.
     pub candidates: Vec<usize>,
@@ -782,12 +783,55 @@ impl Batch {
         self.spans.is_empty()
     }
 
-    /// Close the joined array (idempotent); no frame may be pushed afterwards.
+    /// Close the joined array (idempotent); no frame may be pushed afterwards. With
+    /// `check`, every payload is scanned here ([`scan_value`]), but a lone payload no
+    /// longer than `max_depth` bytes: it cannot nest deeper (every level takes a byte), and
+    /// as the only item it is decoded by itself, so its shape is not needed (the
+    /// one-frame call of a live stream, whose decode the scan would double).
     pub fn close(&mut self) {
-        if !self.closed {
-            self.buf.push(b']');
-            self.closed = true;
+        if self.closed {
+            return;
         }
+        self.buf.push(b']');
+        self.closed = true;
+        let lone = self.spans.len() == 1 && self.spans[0].1 - self.spans[0].0 <= self.max_depth;
+        if !self.check || lone {
+            return;
+        }
+        for k in 0..self.spans.len() {
+            let (s, e) = self.spans[k];
+            // Every frame is scanned (not only while the batch is balanced): the depth
+            // limit holds for each of them.
+            let shape = scan_value(&self.buf[s..e]);
+            if shape.depth as usize > self.max_depth {
+                self.too_deep.push(k);
+                self.balanced = false;
+            }
+            self.balanced &= shape.single;
+            self.floats += shape.floats as u64;
+            self.hard_floats += shape.hard_floats as u64;
+        }
+    }
+
+    /// Empty again, for the frames from `first_index` on, as [`Batch::new`] and
+    /// [`Batch::with_max_depth`] make it (its buffers keep their capacity: a stream's batch
+    /// is reused call after call).
+    pub fn renew(&mut self, first_index: u64, check: bool, want_candidates: bool, max_depth: usize) {
+        self.check = check;
+        self.want_candidates = want_candidates;
+        self.max_depth = max_depth;
+        self.buf.clear();
+        self.buf.push(b'[');
+        self.spans.clear();
+        self.offsets.clear();
+        self.first_index = first_index;
+        self.balanced = true;
+        self.candidates.clear();
+        self.too_deep.clear();
+        self.floats = 0;
+        self.hard_floats = 0;
+        self.error = None;
+        self.closed = false;
     }
 
     pub fn payload(&self, i: usize) -> &[u8] {
@@ -806,18 +850,6 @@ impl Batch {
             Err(_) => self.buf.extend_from_slice(String::from_utf8_lossy(frame.data).as_bytes()),
         }
         let e = self.buf.len();
-        if self.check {
-            // Every frame is scanned (not only while the batch is balanced): the depth
-            // limit holds for each of them.
-            let shape = scan_value(&self.buf[s..e]);
-            if shape.depth as usize > self.max_depth {
-                self.too_deep.push(self.spans.len());
-                self.balanced = false;
-            }
-            self.balanced &= shape.single;
-            self.floats += shape.floats as u64;
-            self.hard_floats += shape.hard_floats as u64;
-        }
         if self.want_candidates && maybe_legacy(&self.buf[s..e]) {
             self.candidates.push(self.spans.len());
         }

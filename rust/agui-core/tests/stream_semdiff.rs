@@ -80,10 +80,10 @@ fn a_replay_drops_types_the_protocol_does_not_describe_before_verifying() {
         // verifyEvents alone lets unknown types pass only where a run is open
         assert!(verify_events(&events).is_err());
     }
-    // without the boundary (compat off) the event reaches verification
+    // without the schema stage the event reaches verification
     let mut after = run(vec![]);
     after.push(json!({"type": "SOMETHING_NEW"}));
-    let r = replay(after, vec![], json!({}), ReplayOptions { compat: false, ..verify });
+    let r = replay(after, vec![], json!({}), ReplayOptions { schema: false, ..verify });
     assert_eq!(r.error.map(|e| e.index), Some(2));
 }
 

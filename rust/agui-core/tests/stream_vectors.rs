@@ -332,7 +332,7 @@ fn legacy_vectors() {
 fn apply_vectors_through_json_payloads() {
     use agui_core::stream::{ReplayOptions, Replayer};
     let cases = load("apply.jsonl.gz");
-    let options = ReplayOptions { compat: false, expand: false, verify: false, ..ReplayOptions::default() };
+    let options = ReplayOptions { compat: false, schema: false, expand: false, verify: false, ..ReplayOptions::default() };
     let mut failures = Vec::new();
     for case in &cases {
         let initial = &case["initial"];
@@ -364,7 +364,7 @@ fn apply_vectors_through_json_payloads() {
 fn verify_vectors_through_json_payloads() {
     use agui_core::stream::{ReplayOptions, Replayer, Stage};
     let cases = load("verify.jsonl");
-    let options = ReplayOptions { compat: false, expand: false, verify: true, ..ReplayOptions::default() };
+    let options = ReplayOptions { compat: false, schema: false, expand: false, verify: true, ..ReplayOptions::default() };
     let mut failures = Vec::new();
     for case in &cases {
         let mut r = Replayer::new(Vec::new(), Value::Object(Default::default()), options);
@@ -394,7 +394,7 @@ fn chunk_vectors_through_json_payloads_match_objects() {
     let cases = load("chunks.jsonl");
     let mut failures = Vec::new();
     for verify in [false, true] {
-        let options = ReplayOptions { compat: false, expand: true, verify, ..ReplayOptions::default() };
+        let options = ReplayOptions { compat: false, schema: false, expand: true, verify, ..ReplayOptions::default() };
         for case in &cases {
             let events = arr(&case["input"]);
             let whole = replay(events.clone(), Vec::new(), Value::Object(Default::default()), options);

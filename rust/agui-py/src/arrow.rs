@@ -291,7 +291,7 @@ fn issues_list<'py>(py: Python<'py>, issues: &[Issue]) -> PyResult<Bound<'py, Py
 /// `gzip`: compressed. Returns (events written, input bytes, problems skipped with
 /// `collect`).
 #[pyfunction]
-#[pyo3(signature = (sources, names, output, to, format="auto", collect=false, progress=None, max_errors=agui_arrow::DEFAULT_MAX_ERRORS, gzip=false))]
+#[pyo3(signature = (sources, names, output, to, format="auto", collect=false, progress=None, max_errors=agui_arrow::DEFAULT_MAX_ERRORS, gzip=false, max_frame_size=agui_core::proto::DEFAULT_MAX_FRAME_SIZE))]
 #[allow(clippy::too_many_arguments)]
 fn convert_logs<'py>(
     py: Python<'py>,
@@ -304,8 +304,9 @@ fn convert_logs<'py>(
     progress: Option<&LogProgress>,
     #[pyo3(from_py_with = crate::args::max_errors)] max_errors: usize,
     gzip: bool,
+    #[pyo3(from_py_with = crate::args::max_frame_size)] max_frame_size: usize,
 ) -> PyResult<(u64, u64, Bound<'py, PyList>)> {
-    let opts = options(format, collect, agui_core::sse::DEFAULT_MAX_BUFFER, agui_core::proto::DEFAULT_MAX_FRAME_SIZE, max_errors)?;
+    let opts = options(format, collect, max_frame_size, max_frame_size, max_errors)?;
     let target = if to == "parquet" {
         None
     } else {
@@ -330,7 +331,7 @@ fn convert_logs<'py>(
 
 /// Inspect one log: a dict of counts (see `agui-fast inspect`).
 #[pyfunction]
-#[pyo3(signature = (source, name, format="auto", collect=false, progress=None))]
+#[pyo3(signature = (source, name, format="auto", collect=false, progress=None, max_frame_size=agui_core::proto::DEFAULT_MAX_FRAME_SIZE))]
 fn inspect_log<'py>(
     py: Python<'py>,
     source: Arg,
@@ -338,8 +339,9 @@ fn inspect_log<'py>(
     format: &str,
     collect: bool,
     progress: Option<&LogProgress>,
+    #[pyo3(from_py_with = crate::args::max_frame_size)] max_frame_size: usize,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let opts = options(format, collect, agui_core::sse::DEFAULT_MAX_BUFFER, agui_core::proto::DEFAULT_MAX_FRAME_SIZE, agui_arrow::DEFAULT_MAX_ERRORS)?;
+    let opts = options(format, collect, max_frame_size, max_frame_size, agui_arrow::DEFAULT_MAX_ERRORS)?;
     let srcs = self::sources(vec![source], vec![name])?;
     let control = control(progress);
     let report = py.detach(|| agui_arrow::inspect(&srcs[0], &opts, &control));

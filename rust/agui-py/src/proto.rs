@@ -21,7 +21,7 @@ use crate::decoder::{self, decode_items, with_buffer, Backend, GcPause, Items, M
 use crate::ffi::walk::{self, Opts};
 
 /// Turn a core error into the matching `agui_fast.errors` exception.
-fn to_py(py: Python<'_>, e: &Error) -> PyErr {
+pub(crate) fn to_py(py: Python<'_>, e: &Error) -> PyErr {
     if let Error::OutOfMemory { .. } = e {
         return PyMemoryError::new_err(e.to_string());
     }
@@ -222,8 +222,7 @@ impl ProtoState {
 
 impl StreamState for ProtoState {
     fn run<'py>(&mut self, py: Python<'py>, be: &Backend, chunk: Option<&[u8]>, finish: bool) -> PyResult<Bound<'py, PyList>> {
-        let buf = ProtoStream::output_buffer(chunk.map_or(0, |c| c.len()))
-            .map_err(|n| PyMemoryError::new_err(format!("cannot allocate {n} bytes")))?;
+        let buf = self.stream.buffer(chunk.map_or(0, |c| c.len())).map_err(|n| PyMemoryError::new_err(format!("cannot allocate {n} bytes")))?;
         if let Some((data, first)) = chunk.and_then(|d| self.stream.pipeline_start(d).map(|f| (d, f))) {
             return self.run_pipelined(py, be, data, finish, first, buf);
         }
@@ -234,9 +233,16 @@ impl StreamState for ProtoState {
             stream.decode(chunk, finish, buf)
         };
         let mut res = Outcome::new(py);
-        self.decode(py, be, &part, &mut res)?;
-        self.warn(py, &part, res)?.finish(py)
+        let r = self.decode(py, be, &part, &mut res).and_then(|()| self.warn(py, &part, res));
+        self.stream.recycle(part.array);
+        r?.finish(py)
     }
+}
+
+thread_local! {
+    /// The one-shot `decode_protobuf`'s output array between calls (a stream's own lives in
+    /// its `ProtoStream`): a live chunk decoded with no buffer made anew.
+    static SPARE: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 /// Incremental decoder of a framed protobuf stream (`agui_fast.proto.ProtoDecoder` is
@@ -329,7 +335,10 @@ impl ProtoCodec {
         let _ = legacy;
         let r = self.modes.resolve(py, raw, max_frame_size, max_depth, max_buffer_size)?;
         let mut state = ProtoState::new(r.mode != agui_core::decoder::Mode::Bytes, r.max_frame_size, r.max_depth);
-        with_buffer(data, |d| state.run(py, r.backend, Some(d), true))
+        state.stream.spare = SPARE.take();
+        let out = with_buffer(data, |d| state.run(py, r.backend, Some(d), true));
+        SPARE.set(std::mem::take(&mut state.stream.spare));
+        out
     }
 }
 

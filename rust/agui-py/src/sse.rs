@@ -61,9 +61,17 @@ impl StreamState for SseStream {
             self.frame(chunk, finish)
         };
         let mut res = Outcome::new(py);
-        decode(py, be, &mut self.legacy, self.max_depth, &batch, &mut res, label(self.parser.is_lines()))?;
+        let r = decode(py, be, &mut self.legacy, self.max_depth, &batch, &mut res, label(self.parser.is_lines()));
+        self.recycle(batch);
+        r?;
         res.finish(py)
     }
+}
+
+thread_local! {
+    /// The one-shot `decode_sse`'s batch between calls (a stream's own lives in its
+    /// `SseStream`): a request body or a live chunk decoded with no buffer made anew.
+    static SPARE: std::cell::Cell<Option<Box<agui_core::sse::Batch>>> = const { std::cell::Cell::new(None) };
 }
 
 /// Incremental SSE decoder (`agui_fast.sse.SseDecoder` is its Python face): framing in
@@ -172,7 +180,10 @@ impl SseCodec {
         let r = self.modes.resolve(py, raw, max_frame_size, max_depth, max_buffer_size)?;
         let state = SseStream::new(r.max_frame_size, r.max_depth, legacy, r.mode);
         let mut state = if self.lines { state.lines() } else { state };
-        with_buffer(data, |d| state.run(py, r.backend, Some(d), true))
+        state.spare = SPARE.take();
+        let out = with_buffer(data, |d| state.run(py, r.backend, Some(d), true));
+        SPARE.set(state.spare.take());
+        out
     }
 
 }

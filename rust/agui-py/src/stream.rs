@@ -4,8 +4,10 @@
 //! `agui_fast/stream.py` types with msgspec. Batch work runs with the GIL released.
 
 use agui_core::limits::{DEFAULT_MAX_DEPTH, MAX_DEPTH_CAP};
-use agui_core::stream::{self as core, parse_event_limited, ReplayOptions, Stage, StreamError, Warning};
-use pyo3::exceptions::PyTypeError;
+use agui_core::stream::client::{self as run, RunError, Wire};
+use agui_core::stream::legacy::{ProtocolVersion, Shims};
+use agui_core::stream::{self as core, parse_event_limited, ReplayOptions, Stage, StreamError, Warning, WarningKind};
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
@@ -103,7 +105,7 @@ fn event_value(py: Python<'_>, event: &Bound<'_, PyAny>, index: usize, max_depth
 
 /// A decode error (its index set by the caller).
 fn decode_error(message: String) -> StreamError {
-    StreamError { stage: Stage::Decode, rule: None, index: 0, event_type: String::new(), ids: Vec::new(), message }
+    StreamError { stage: Stage::Decode, rule: None, index: 0, event_type: String::new(), ids: Vec::new(), message, field: None }
 }
 
 fn json_bytes<'py>(py: Python<'py>, v: &Value) -> Bound<'py, PyBytes> {
@@ -115,11 +117,19 @@ fn json_list<'py>(py: Python<'py>, items: &[Value]) -> Bound<'py, PyBytes> {
 }
 
 /// A `StreamError` as the project's exception: decode -> `InvalidJsonError` (with the
-/// frame index), verify -> `VerificationError`, other stages -> `StreamError`.
+/// frame index), a malformed field -> `EventValidationError` (frame index and field),
+/// verify -> `VerificationError`, other stages -> `StreamError`.
 fn stream_error(py: Python<'_>, e: &StreamError) -> PyErr {
+    stream_error_at(py, e, None)
+}
+
+/// [`stream_error`] of an event whose frame starts at `offset` in a stream.
+fn stream_error_at(py: Python<'_>, e: &StreamError, offset: Option<u64>) -> PyErr {
     let kwargs = PyDict::new(py);
     let build = || -> PyResult<()> {
-        if e.stage == Stage::Decode {
+        if matches!(e.stage, Stage::Decode | Stage::Schema) {
+            kwargs.set_item("offset", offset)?;
+            kwargs.set_item("field", e.field.as_deref())?;
             return kwargs.set_item("frame_index", e.index);
         }
         kwargs.set_item("stage", e.stage.name())?;
@@ -139,8 +149,35 @@ fn error_at(py: Python<'_>, e: StreamError, index: usize) -> PyErr {
     stream_error(py, &StreamError { index, ..e })
 }
 
+/// Warnings as `(index, message, kind, ids, path)` tuples (`stream.py` makes them
+/// `StreamWarning`s); the index is None for a warning about the run input.
 fn warnings_list<'py>(py: Python<'py>, ws: &[Warning]) -> PyResult<Bound<'py, PyList>> {
-    PyList::new(py, ws.iter().map(|w| (w.index, w.message.as_str())))
+    let items = ws
+        .iter()
+        .map(|w| {
+            let index = (w.kind != WarningKind::Request).then_some(w.index);
+            (index, w.message.as_str(), w.kind.name(), PyTuple::new(py, &w.ids).ok(), w.path.as_deref())
+        })
+        .collect::<Vec<_>>();
+    PyList::new(py, items)
+}
+
+/// The peer's era and this client's protocol version from their Python spellings:
+/// `max_protocol_version` a version the era's shims compare (`"0.0.39"`),
+/// `protocol_version` `"major.minor"`; a bad one is a `ValueError`.
+fn era_options(max_protocol_version: Option<&str>, protocol_version: Option<&str>) -> PyResult<(Shims, Option<ProtocolVersion>)> {
+    let era = match max_protocol_version {
+        None => Shims::default(),
+        Some(v) if core::legacy::valid_version(v) => Shims { boundary: false, ..Shims::for_peer(v) },
+        Some(v) => return Err(PyValueError::new_err(format!("max_protocol_version {v:?} is not a version (such as \"0.0.57\")"))),
+    };
+    let ours = match protocol_version {
+        None => None,
+        Some(v) => Some(
+            ProtocolVersion::parse(v).ok_or_else(|| PyValueError::new_err(format!("protocol_version {v:?} is not a \"major.minor\" version")))?,
+        ),
+    };
+    Ok((era, ours))
 }
 
 fn items<'py>(events: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
@@ -176,7 +213,7 @@ impl ChunkExpander {
         self.index += 1;
         let v = event_value(py, event, index, self.max_depth)?;
         let r = self.inner.push_into(v, out);
-        self.warnings.extend(self.inner.take_warnings().into_iter().map(|message| Warning { index, message }));
+        self.warnings.extend(self.inner.take_warnings().into_iter().map(|message| Warning::new(WarningKind::Chunks, index, message)));
         r.map_err(|e| error_at(py, e, index))
     }
 }
@@ -307,6 +344,29 @@ fn initial(py: Python<'_>, messages: Option<&Bound<'_, PyAny>>, state: Option<&B
     Ok((messages, state))
 }
 
+/// Where a replay of Python objects starts: the messages as JSON values, the state as a
+/// document of Python values (taken as it is when it follows the document's rules, else
+/// read as JSON: bytes given as such, values only the pydantic writer takes, lone
+/// surrogates); its patches within `max_patch_bytes`.
+fn start(
+    py: Python<'_>,
+    messages: Option<&Bound<'_, PyAny>>,
+    state: Option<&Bound<'_, PyAny>>,
+    max_depth: usize,
+    max_patch_bytes: usize,
+) -> PyResult<(Vec<Value>, StateDocument)> {
+    let direct = state.filter(|s| !s.is_instance_of::<PyBytes>()).and_then(|s| crate::patch::doc_value(s, max_depth));
+    let (messages, root) = match (state, direct) {
+        (None, _) => (initial(py, messages, None, max_depth)?.0, PyDict::new(py).into_any()),
+        (Some(_), Some(root)) => (initial(py, messages, None, max_depth)?.0, root),
+        (Some(s), None) => {
+            let (messages, state) = initial(py, messages, Some(s), max_depth)?;
+            (messages, crate::patch::stream_value(py, &state, max_depth)?)
+        }
+    };
+    Ok((messages, StateDocument::stream(root, &core::PatchLimits::new(max_depth, max_patch_bytes))))
+}
+
 /// The reducer with chunk expansion (and optionally verification) in front, as the
 /// reference client runs them: `push(event)` applies one event.
 #[pyclass(module = "agui_fast._native", name = "Replayer")]
@@ -416,10 +476,12 @@ fn plain_struct<'py, T>(
 /// An operation whose JSON holds only the members the patch reads: a dict with exactly
 /// `op`, `path` and `value` / `from` as its op needs (read by the patch engine), or one of
 /// our operation Structs read by [`plain_struct`] (its op from its class's tag). None:
-/// anything else.
+/// anything else, and the engine's internal `_get` (which the schema stage strips), so
+/// that such a delta takes the JSON path.
 fn plain_op<'py>(py: Python<'py>, op: &Bound<'py, PyAny>) -> Option<GivenOp<'py>> {
+    let protocol_op = |k: &str| OpKind::parse(k).filter(|k| *k != OpKind::Get);
     if let Ok(d) = op.cast_exact::<PyDict>() {
-        let kind = d.get_item(intern!(py, "op")).ok().flatten().and_then(|o| o.cast_into_exact::<PyString>().ok()).and_then(|o| o.to_str().ok().and_then(OpKind::parse));
+        let kind = d.get_item(intern!(py, "op")).ok().flatten().and_then(|o| o.cast_into_exact::<PyString>().ok()).and_then(|o| o.to_str().ok().and_then(protocol_op));
         return kind.is_some_and(|k| d.len() == 2 + usize::from(k.needs_value()) + usize::from(k.needs_from())).then_some(GivenOp::Read);
     }
     let (_, classes) = STATE_DELTA_TYPES.get(py)?;
@@ -428,7 +490,7 @@ fn plain_op<'py>(py: Python<'py>, op: &Bound<'py, PyAny>) -> Option<GivenOp<'py>
         return None;
     }
     let (mut path, mut from, mut value) = (None, None, None);
-    let kind = plain_struct(op, OpKind::parse, |key, v| {
+    let kind = plain_struct(op, protocol_op, |key, v| {
         let slot = match key {
             "path" => &mut path,
             "from" => &mut from,
@@ -447,7 +509,7 @@ fn change_tuple<'py>(py: Python<'py>, c: &core::Change) -> PyResult<Bound<'py, P
 #[pymethods]
 impl Replayer {
     #[new]
-    #[pyo3(signature = (messages=None, state=None, *, verify=false, expand=true, compat=true, max_depth=DEFAULT_MAX_DEPTH, max_patch_bytes=None, reduce=true))]
+    #[pyo3(signature = (messages=None, state=None, *, verify=false, expand=true, compat=true, schema=true, max_protocol_version=None, protocol_version=None, record=false, max_depth=DEFAULT_MAX_DEPTH, max_patch_bytes=None, reduce=true))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -456,30 +518,30 @@ impl Replayer {
         verify: bool,
         expand: bool,
         compat: bool,
+        schema: bool,
+        max_protocol_version: Option<&str>,
+        protocol_version: Option<&str>,
+        record: bool,
         #[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize,
         max_patch_bytes: Option<&Bound<'_, PyAny>>,
         reduce: bool,
     ) -> PyResult<Self> {
         let max_depth = check_max_depth(max_depth)?;
         let max_patch_bytes = crate::patch::max_patch_bytes(max_patch_bytes)?;
-        // The state as a document of Python values: taken as it is when it follows the
-        // document's rules, else read as JSON (text given as such, values only the
-        // pydantic writer takes, lone surrogates) as before.
-        let direct = state.filter(|s| !s.is_instance_of::<PyBytes>()).and_then(|s| crate::patch::doc_value(s, max_depth));
-        let (messages, root) = match (state, direct) {
-            (None, _) => (initial(py, messages, None, max_depth)?.0, PyDict::new(py).into_any()),
-            (Some(_), Some(root)) => (initial(py, messages, None, max_depth)?.0, root),
-            (Some(s), None) => {
-                let (messages, state) = initial(py, messages, Some(s), max_depth)?;
-                (messages, crate::patch::stream_value(py, &state, max_depth)?)
-            }
-        };
-        let options = ReplayOptions { verify, expand, compat, max_depth, max_patch_bytes };
-        let state = StateDocument::stream(root, &core::PatchLimits::new(max_depth, max_patch_bytes));
-        let replayer = core::Replayer::new(messages, state, options);
+        let (era, protocol_version) = era_options(max_protocol_version, protocol_version)?;
+        let (messages, state) = start(py, messages, state, max_depth, max_patch_bytes)?;
+        let options = ReplayOptions { verify, expand, compat, schema, era, protocol_version, max_depth, max_patch_bytes };
+        let inner = core::Replayer::new(messages, state, options);
         // reduce=False: the stages before the reducer alone (`validate` of a long log).
-        let replayer = if reduce { replayer } else { replayer.without_reducer() };
-        Ok(Replayer { inner: std::sync::Mutex::new(replayer), max_depth })
+        let mut inner = if reduce { inner } else { inner.without_reducer() };
+        inner.record(record);
+        Ok(Replayer { inner: std::sync::Mutex::new(inner), max_depth })
+    }
+
+    /// The events handed to the reducer since the last call (`record=True`), as a JSON
+    /// array.
+    fn take_delivered<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        json_list(py, &self.get().take_delivered())
     }
 
     /// Apply one event: `(messages_changed, state_changed, message_index, interrupts_changed)`.
@@ -598,7 +660,7 @@ impl Written {
 /// when the machine has two cores (`agui_core::stream::replay_log_pipelined`, the same
 /// outcome).
 #[pyfunction]
-#[pyo3(signature = (data, messages=None, state=None, *, format="auto", verify=false, max_depth=DEFAULT_MAX_DEPTH, max_patch_bytes=None, pipeline_min=core::PIPELINE_MIN))]
+#[pyo3(signature = (data, messages=None, state=None, *, format="auto", verify=false, schema=true, max_protocol_version=None, protocol_version=None, max_depth=DEFAULT_MAX_DEPTH, max_patch_bytes=None, pipeline_min=core::PIPELINE_MIN))]
 #[allow(clippy::too_many_arguments)]
 fn replay_log<'py>(
     py: Python<'py>,
@@ -607,6 +669,9 @@ fn replay_log<'py>(
     state: Option<&Bound<'py, PyAny>>,
     format: &str,
     verify: bool,
+    schema: bool,
+    max_protocol_version: Option<&str>,
+    protocol_version: Option<&str>,
     #[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize,
     max_patch_bytes: Option<&Bound<'py, PyAny>>,
     #[pyo3(from_py_with = crate::args::pipeline_min)] pipeline_min: u64,
@@ -614,9 +679,10 @@ fn replay_log<'py>(
     let format = crate::arrow::format_arg(format)?;
     let max_depth = check_max_depth(max_depth)?;
     let max_patch_bytes = crate::patch::max_patch_bytes(max_patch_bytes)?;
+    let (era, protocol_version) = era_options(max_protocol_version, protocol_version)?;
     let (messages, state) = initial(py, messages, state, max_depth)?;
     let log = data.as_bytes();
-    let options = ReplayOptions { verify, max_depth, max_patch_bytes, ..ReplayOptions::default() };
+    let options = ReplayOptions { verify, schema, era, protocol_version, max_depth, max_patch_bytes, ..ReplayOptions::default() };
     let mut w = py.detach(|| Written::of(core::replay_log_sized(log, log.len() as u64, 0, pipeline_min, format, messages, state, options), true));
     w.source = Some("<bytes>".to_string()); // (as the log readers name bytes)
     w.tuple(py)
@@ -628,13 +694,16 @@ fn replay_log<'py>(
 /// log of at least `pipeline_min` bytes is read on a thread of its own when the threads
 /// outnumber the logs twice.
 #[pyfunction]
-#[pyo3(signature = (paths, *, format="auto", verify=false, threads=0, max_depth=DEFAULT_MAX_DEPTH, max_patch_bytes=None, pipeline_min=core::PIPELINE_MIN))]
+#[pyo3(signature = (paths, *, format="auto", verify=false, schema=true, max_protocol_version=None, protocol_version=None, threads=0, max_depth=DEFAULT_MAX_DEPTH, max_patch_bytes=None, pipeline_min=core::PIPELINE_MIN))]
 #[allow(clippy::too_many_arguments)]
 fn replay_log_files<'py>(
     py: Python<'py>,
     paths: Vec<std::path::PathBuf>,
     format: &str,
     verify: bool,
+    schema: bool,
+    max_protocol_version: Option<&str>,
+    protocol_version: Option<&str>,
     #[pyo3(from_py_with = crate::args::threads_or_zero)] threads: usize,
     #[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize,
     max_patch_bytes: Option<&Bound<'py, PyAny>>,
@@ -642,7 +711,16 @@ fn replay_log_files<'py>(
 ) -> PyResult<Bound<'py, PyList>> {
     let format = crate::arrow::format_arg(format)?;
     let max_patch_bytes = crate::patch::max_patch_bytes(max_patch_bytes)?;
-    let options = ReplayOptions { verify, max_depth: check_max_depth(max_depth)?, max_patch_bytes, ..ReplayOptions::default() };
+    let (era, protocol_version) = era_options(max_protocol_version, protocol_version)?;
+    let options = ReplayOptions {
+        verify,
+        schema,
+        era,
+        protocol_version,
+        max_depth: check_max_depth(max_depth)?,
+        max_patch_bytes,
+        ..ReplayOptions::default()
+    };
     let mut replays = py.detach(|| core::replay_log_files(&paths, format, options, threads, pipeline_min, |r| Written::of(r, false)));
     for (w, p) in replays.iter_mut().zip(&paths) {
         w.source = Some(p.display().to_string());
@@ -650,7 +728,174 @@ fn replay_log_files<'py>(
     PyList::new(py, replays.iter().map(|w| w.tuple(py)).collect::<PyResult<Vec<_>>>()?)
 }
 
+// ---------------------------------------------------------------------------------------
+// An HTTP client's run
+// ---------------------------------------------------------------------------------------
+
+/// prepare_run_input(input, *, max_protocol_version=None, protocol_version=None,
+/// max_depth=512) -> (body, messages, warnings): the run input (an object or its JSON
+/// text) made ready to send to a peer of that era (`agui_core::stream::client::
+/// prepare_run_input`): the JSON text to post, the messages the run starts from on this
+/// side (a JSON array) and the warnings about the input. A malformed input raises
+/// `EventValidationError` naming the field.
+#[pyfunction]
+#[pyo3(signature = (input, /, *, max_protocol_version=None, protocol_version=None, max_depth=DEFAULT_MAX_DEPTH))]
+fn prepare_run_input<'py>(
+    py: Python<'py>,
+    input: &Bound<'py, PyAny>,
+    max_protocol_version: Option<&str>,
+    protocol_version: Option<&str>,
+    #[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let max_depth = check_max_depth(max_depth)?;
+    let (_, ours) = era_options(max_protocol_version, protocol_version)?;
+    let value = with_json(py, input, max_depth, |b| agui_core::stream::parse_json_limited(b, max_depth))?
+        .map_err(|Unwritable(e)| e)
+        .and_then(|r| r)
+        .map_err(|e| make_error(py, "InvalidJsonError", format!("run input: {e}"), None))?;
+    let prepared = run::prepare_run_input(value, max_protocol_version, ours).map_err(|e| match e.stage {
+        Stage::Schema => {
+            let kwargs = PyDict::new(py);
+            let _ = kwargs.set_item("field", e.field.as_deref());
+            make_error(py, "EventValidationError", e.message.clone(), Some(&kwargs))
+        }
+        _ => PyValueError::new_err(e.message.clone()),
+    })?;
+    (json_bytes(py, &prepared.body), json_list(py, &prepared.messages), warnings_list(py, &prepared.warnings)?).into_pyobject(py)
+}
+
+/// One HTTP response of a run read chunk by chunk (`agui_core::stream::client::RunReader`):
+/// with `pipeline=True`, each frame's event through the client pipeline into messages
+/// and state (as `Replayer`); with `pipeline=False`, the frames' JSON kept for the
+/// caller (`take_frames`). `feed(chunk)` / `finish()` return `(delivered, error)`: the
+/// events handed to the reducer (a JSON array, `record=True`; else None) and the
+/// exception that ended the stream (None while it goes on); after an error the stream
+/// is over.
+#[pyclass(module = "agui_fast._native", name = "RunReader")]
+pub struct RunReader {
+    // A Mutex only to make the class Sync (as `Replayer`).
+    inner: std::sync::Mutex<run::RunReader<StateDocument>>,
+    record: bool,
+}
+
+impl RunReader {
+    fn get(&mut self) -> &mut run::RunReader<StateDocument> {
+        self.inner.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn replayer(&mut self) -> PyResult<&mut core::Replayer<StateDocument>> {
+        self.get().replayer().ok_or_else(|| PyTypeError::new_err("a RunReader without a pipeline keeps no messages or state"))
+    }
+
+    fn outcome<'py>(&mut self, py: Python<'py>, r: Result<(), RunError>) -> PyResult<Bound<'py, PyTuple>> {
+        let record = self.record;
+        let delivered = match self.get().replayer() {
+            Some(rp) if record => Some(json_list(py, &rp.take_delivered())),
+            _ => None,
+        };
+        let error = r.err().map(|e| run_error(py, &e).into_value(py));
+        (delivered, error).into_pyobject(py)
+    }
+}
+
+/// A [`RunError`] as the project's exception.
+fn run_error(py: Python<'_>, e: &RunError) -> PyErr {
+    match e {
+        RunError::Stream { error, offset } => stream_error_at(py, error, Some(*offset)),
+        RunError::Sse(e) => crate::errors::error_at(py, "BufferLimitError", e.message.clone(), Some(e.frame_index), Some(e.offset)),
+        RunError::Proto(e) => crate::proto::to_py(py, e),
+        RunError::Incomplete(m) => make_error(py, "IncompleteRunError", m.clone(), None),
+    }
+}
+
+#[pymethods]
+impl RunReader {
+    #[new]
+    #[pyo3(signature = (wire, messages=None, state=None, *, pipeline=true, verify=true, schema=true, max_protocol_version=None, protocol_version=None, record=false, max_frame_size=agui_core::sse::DEFAULT_MAX_BUFFER, max_depth=DEFAULT_MAX_DEPTH, max_patch_bytes=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        wire: &str,
+        messages: Option<&Bound<'_, PyAny>>,
+        state: Option<&Bound<'_, PyAny>>,
+        pipeline: bool,
+        verify: bool,
+        schema: bool,
+        max_protocol_version: Option<&str>,
+        protocol_version: Option<&str>,
+        record: bool,
+        #[pyo3(from_py_with = crate::args::max_frame_size)] max_frame_size: usize,
+        #[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize,
+        max_patch_bytes: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let max_depth = check_max_depth(max_depth)?;
+        let max_patch_bytes = crate::patch::max_patch_bytes(max_patch_bytes)?;
+        let wire = match wire {
+            "sse" => Wire::Sse,
+            "protobuf" => Wire::Protobuf,
+            other => return Err(PyValueError::new_err(format!("wire must be 'sse' or 'protobuf', not {other:?}"))),
+        };
+        let replayer = if pipeline {
+            let (era, protocol_version) = era_options(max_protocol_version, protocol_version)?;
+            let (messages, state) = start(py, messages, state, max_depth, max_patch_bytes)?;
+            let options = ReplayOptions { verify, schema, era, protocol_version, max_depth, max_patch_bytes, ..ReplayOptions::default() };
+            let mut r = core::Replayer::new(messages, state, options);
+            r.record(record);
+            Some(r)
+        } else {
+            None
+        };
+        let inner = run::RunReader::new(wire, max_frame_size, max_depth, replayer);
+        Ok(RunReader { inner: std::sync::Mutex::new(inner), record })
+    }
+
+    fn feed<'py>(&mut self, py: Python<'py>, chunk: &[u8]) -> PyResult<Bound<'py, PyTuple>> {
+        let r = self.get().feed(chunk);
+        self.outcome(py, r)
+    }
+
+    fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let r = self.get().finish();
+        self.outcome(py, r)
+    }
+
+    /// The frames read since the last call (`pipeline=False`): each event's JSON text.
+    fn take_frames<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let frames = self.get().take_frames();
+        PyList::new(py, frames.iter().map(|f| PyBytes::new(py, f)))
+    }
+
+    /// Warnings so far as tuples (see `Replayer.take_warnings`), drained.
+    fn take_warnings<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let ws = self.get().take_warnings();
+        warnings_list(py, &ws)
+    }
+
+    fn messages<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        Ok(PyBytes::new(py, &core::json_items(self.replayer()?.applier().messages())))
+    }
+
+    #[pyo3(signature = (*, shared = false))]
+    fn state<'py>(&mut self, py: Python<'py>, shared: bool) -> PyResult<Bound<'py, PyAny>> {
+        self.replayer()?.state_mut().value(py, shared)
+    }
+
+    fn pending_interrupts<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        Ok(json_list(py, self.replayer()?.applier().pending_interrupts()))
+    }
+
+    /// `(result, run_error)`: the last successful `RUN_FINISHED`'s result and the last
+    /// `RUN_ERROR` event, as JSON text (None when there was none).
+    fn run_outcome<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let o = self.replayer()?.outcome().clone();
+        let text = |v: &Option<Value>| v.as_ref().map(|v| json_bytes(py, v));
+        (text(&o.result), text(&o.error)).into_pyobject(py)
+    }
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<RunReader>()?;
+    m.add_function(wrap_pyfunction!(prepare_run_input, m)?)?;
     m.add_class::<ChunkExpander>()?;
     m.add_class::<EventVerifier>()?;
     m.add_class::<Replayer>()?;

@@ -10,7 +10,7 @@
 use super::chunks::ChunkExpander;
 use super::event::EventType;
 use super::js;
-use super::StreamError;
+use super::{StreamError, WarningKind};
 use serde_json::{Map, Value};
 
 /// Where generated message ids come from (the reference uses random UUIDs). `Sync` so
@@ -213,7 +213,7 @@ pub fn upgrade_message_content(message: &mut Value, warnings: &mut Vec<String>) 
 }
 
 /// The boundary's inbound message upgrade (snapshots, `RUN_STARTED.input.messages`).
-fn upgrade_inbound_message(message: &mut Value, warnings: &mut Vec<String>) {
+pub(crate) fn upgrade_inbound_message(message: &mut Value, warnings: &mut Vec<String>) {
     normalize_message_nulls(message, warnings);
     let Some(Value::Array(parts)) = message.get("content") else { return };
     if parts.iter().any(|p| p.get("type").and_then(Value::as_str) == Some("binary")) {
@@ -466,7 +466,7 @@ pub fn flatten_message_content(message: &mut Value, warnings: &mut Vec<String>) 
 }
 
 /// `compare-versions` for `x.y.z` ceilings: numeric segments, missing ones are zero.
-fn version_le(v: &str, limit: &str) -> bool {
+pub(crate) fn version_le(v: &str, limit: &str) -> bool {
     let parse = |s: &str| -> Vec<u64> {
         s.trim_start_matches('v').split(['.', '-', '+']).take(3).map(|p| p.parse().unwrap_or(0)).collect()
     };
@@ -478,6 +478,64 @@ fn version_le(v: &str, limit: &str) -> bool {
         }
     }
     true
+}
+
+/// `compare-versions`' `validate`: a version a peer ceiling may be (`1`, `0.0.39`,
+/// `v1.2.3-rc.1+build`, with `x` / `*` wildcards).
+pub fn valid_version(v: &str) -> bool {
+    let v = v.trim_start_matches(['v', '^', '~', '<', '>', '=']);
+    let (core, _) = v.split_once(['-', '+']).unwrap_or((v, ""));
+    let parts: Vec<&str> = core.split('.').collect();
+    !core.is_empty()
+        && parts.len() <= 4
+        && parts[0].bytes().all(|b| b.is_ascii_digit())
+        && !parts[0].is_empty()
+        && parts[1..].iter().all(|p| !p.is_empty() && (p.bytes().all(|b| b.is_ascii_digit()) || *p == "x" || *p == "*"))
+}
+
+/// A protocol version as the versioning rules compare it: `major.minor`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ProtocolVersion {
+    pub major: u32,
+    pub minor: u32,
+}
+
+impl ProtocolVersion {
+    /// `"1.1"` (exactly two numbers); `None` for anything else.
+    pub fn parse(text: &str) -> Option<ProtocolVersion> {
+        let (major, minor) = text.split_once('.')?;
+        let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        if !digits(major) || !digits(minor) {
+            return None;
+        }
+        Some(ProtocolVersion { major: major.parse().ok()?, minor: minor.parse().ok()? })
+    }
+
+    /// The warning for a producer's `RUN_STARTED.protocolVersion` (absent, or the same as
+    /// ours, or older: none), as the reference words it.
+    pub fn check_declared(self, declared: Option<&Value>) -> Option<String> {
+        let declared = declared?;
+        let text = match declared {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        if text == self.to_string() {
+            return None;
+        }
+        match ProtocolVersion::parse(&text) {
+            None => Some(format!("[ag-ui] The producer declared protocol version '{text}', which this client cannot interpret.")),
+            Some(theirs) if theirs > self => Some(format!(
+                "[ag-ui] The producer speaks protocol {text}; this client speaks {self}. Unrecognised material will be stripped with warnings."
+            )),
+            Some(_) => None,
+        }
+    }
+}
+
+impl std::fmt::Display for ProtocolVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
 }
 
 /// Which middlewares run, innermost first after the boundary.
@@ -542,12 +600,25 @@ impl LegacyChain {
 
     /// Warnings the reference would print, drained.
     pub fn take_warnings(&mut self) -> Vec<String> {
-        let mut w = self.boundary.take_warnings();
-        if let Some(x) = &mut self.expander {
-            w.extend(x.take_warnings());
-        }
-        w.append(&mut self.warnings);
+        let mut w = Vec::new();
+        self.drain_warnings(|_, m| w.push(m));
         w
+    }
+
+    /// [`take_warnings`](Self::take_warnings) with the kind of each: the translations and
+    /// drops are `Compat`, the chunk expansion's `Chunks`.
+    pub fn drain_warnings(&mut self, mut f: impl FnMut(WarningKind, String)) {
+        for m in self.boundary.take_warnings() {
+            f(WarningKind::Compat, m);
+        }
+        if let Some(x) = &mut self.expander {
+            for m in x.take_warnings() {
+                f(WarningKind::Chunks, m);
+            }
+        }
+        for m in self.warnings.drain(..) {
+            f(WarningKind::Compat, m);
+        }
     }
 
     /// The outgoing run input's messages as the agent behind the chain receives them

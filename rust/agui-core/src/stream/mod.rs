@@ -25,11 +25,13 @@
 
 pub mod apply;
 pub mod chunks;
+pub mod client;
 pub mod compact;
 pub mod event;
 pub mod legacy;
 mod messages;
 pub mod replay;
+pub mod schema;
 pub mod verify;
 
 mod js;
@@ -43,9 +45,10 @@ pub use chunks::{expand_chunks, ChunkExpander};
 pub use compact::{compact_events, compact_events_limited, compact_events_within};
 pub use event::{parse_event, parse_event_limited, EventType};
 pub use replay::{
-    empty_state, pipelines, replay, replay_log, LogStop, replay_log_files, replay_log_pipelined, replay_log_sized, replay_sse, replay_sse_many, Replay, ReplayOptions,
-    Replayer, PIPELINE_MIN,
+    empty_state, pipelines, replay, replay_log, replay_log_files, replay_log_pipelined, replay_log_sized, replay_sse, replay_sse_many, LogStop, Replay,
+    ReplayOptions, Replayer, RunOutcome, PIPELINE_MIN,
 };
+pub use schema::{check_event, check_run_input, Checked};
 pub use verify::{verify_events, EventVerifier};
 
 /// Which stage rejected an event.
@@ -53,6 +56,8 @@ pub use verify::{verify_events, EventVerifier};
 pub enum Stage {
     /// The event itself is unreadable (not JSON, not an object).
     Decode,
+    /// A known field holds a malformed value (the schema stage).
+    Schema,
     /// Chunk expansion (`transformChunks` throws).
     Chunks,
     /// Sequence verification (`verifyEvents` raises an `AGUIError`).
@@ -67,6 +72,7 @@ impl Stage {
     pub fn name(self) -> &'static str {
         match self {
             Stage::Decode => "decode",
+            Stage::Schema => "schema",
             Stage::Chunks => "chunks",
             Stage::Verify => "verify",
             Stage::Apply => "apply",
@@ -78,6 +84,7 @@ impl Stage {
     pub fn class_name(self) -> &'static str {
         match self {
             Stage::Decode => "InvalidJsonError",
+            Stage::Schema => "EventValidationError",
             Stage::Verify => "VerificationError",
             _ => "StreamError",
         }
@@ -97,11 +104,13 @@ pub struct StreamError {
     /// Ids involved (message / tool call / step / subagent ids), as written in the event.
     pub ids: Vec<String>,
     pub message: String,
+    /// The offending field (`$.delta`) when `stage == Schema`.
+    pub field: Option<Box<str>>,
 }
 
 impl StreamError {
     pub(crate) fn new(stage: Stage, message: impl Into<String>) -> Self {
-        StreamError { stage, rule: None, index: 0, event_type: String::new(), ids: Vec::new(), message: message.into() }
+        StreamError { stage, rule: None, index: 0, event_type: String::new(), ids: Vec::new(), message: message.into(), field: None }
     }
     pub(crate) fn rule(mut self, rule: &'static str) -> Self {
         self.rule = Some(rule);
@@ -138,8 +147,54 @@ impl std::error::Error for StreamError {}
 /// A warning the reference prints (`console.warn`), attributed to an event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Warning {
+    /// What kind of thing warned.
+    pub kind: WarningKind,
+    /// The input event it is about (the caller's position).
     pub index: usize,
+    /// Ids involved (message, tool call ids), when the warning names some.
+    pub ids: Vec<String>,
+    /// Where in the event the material it is about was (`/delta/0`), when it names a place.
+    pub path: Option<String>,
     pub message: String,
+}
+
+impl Warning {
+    pub fn new(kind: WarningKind, index: usize, message: String) -> Self {
+        Warning { kind, index, ids: Vec::new(), path: None, message }
+    }
+}
+
+/// Which stage warned (the `kind` of a [`Warning`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WarningKind {
+    /// The 0.x compatibility boundary and the era shims: a translation or a drop.
+    Compat,
+    /// The schema stage: unrecognised material stripped, an event dropped.
+    Schema,
+    /// Chunk expansion.
+    Chunks,
+    /// The reducer (a patch that failed, an id clash).
+    Apply,
+    /// The producer declared a protocol version this client does not speak.
+    Version,
+    /// The transport: frames skipped (a protobuf variant of a later protocol).
+    Transport,
+    /// The run input a client sends.
+    Request,
+}
+
+impl WarningKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            WarningKind::Compat => "compat",
+            WarningKind::Schema => "schema",
+            WarningKind::Chunks => "chunks",
+            WarningKind::Apply => "apply",
+            WarningKind::Version => "version",
+            WarningKind::Transport => "transport",
+            WarningKind::Request => "request",
+        }
+    }
 }
 
 /// The limits of the patches one stream applies (state and activity deltas, the state
@@ -201,6 +256,7 @@ mod tests {
     fn each_stage_raises_its_class() {
         assert_eq!(Stage::Decode.class_name(), "InvalidJsonError");
         assert_eq!(Stage::Verify.class_name(), "VerificationError");
+        assert_eq!(Stage::Schema.class_name(), "EventValidationError");
         for s in [Stage::Chunks, Stage::Apply, Stage::Legacy] {
             assert_eq!(s.class_name(), "StreamError");
         }

@@ -1,39 +1,37 @@
-//! The stages chained as the reference client runs them on a live stream: chunk
+//! The stages chained as the reference client runs them on a live stream: the 0.x
+//! compatibility boundary (and the shims of an older peer's era), the schema stage, chunk
 //! expansion, optional verification, the reducer. Push events one at a time
 //! ([`Replayer`]), or replay a whole sequence / SSE log in one call.
 
 use super::apply::{Change, EventApplier, State};
 use super::chunks::ChunkExpander;
 use super::event::{parse_event_limited, plain_state_delta, Delta, DeltaForm, EventType, Lead};
-use super::legacy::CompatibilityBoundary;
+use super::legacy::{LegacyChain, ProtocolVersion, Shims};
+use super::schema::{check_event, Checked};
 use super::verify::EventVerifier;
-use super::{StreamError, Warning};
+use super::{StreamError, Warning, WarningKind};
 use crate::sse::{SseParser, DEFAULT_MAX_BUFFER};
 use serde_json::{Map, Value};
 
-/// A 1.0 protocol type (not `Unknown`, not a 0.x `THINKING_*` one the boundary left).
-fn is_protocol(t: EventType) -> bool {
-    !matches!(
-        t,
-        EventType::Unknown
-            | EventType::ThinkingStart
-            | EventType::ThinkingEnd
-            | EventType::ThinkingTextMessageStart
-            | EventType::ThinkingTextMessageContent
-            | EventType::ThinkingTextMessageEnd
-    )
-}
-
 /// Which stages run. The default is the reference client's inbound pipeline without
-/// verification: compatibility boundary, chunk expansion, reducer.
+/// verification: compatibility boundary, schema stage, chunk expansion, reducer.
 #[derive(Debug, Clone, Copy)]
 pub struct ReplayOptions {
     /// Run the 0.x compatibility boundary first (`THINKING_*`, legacy nulls, binary parts).
     pub compat: bool,
+    /// The shims for a peer of an older era ([`Shims::for_peer`]; its `boundary` is
+    /// `compat`'s): none by default.
+    pub era: Shims,
+    /// Hold each event to the protocol's schema ([`super::schema`]): unrecognised
+    /// material stripped with a warning, a malformed known field an error.
+    pub schema: bool,
     /// Expand `*_CHUNK` events (the reducer rejects them otherwise).
     pub expand: bool,
     /// Verify the sequence (R01-R31) before applying each event.
     pub verify: bool,
+    /// The protocol version this client speaks: a `RUN_STARTED` declaring a newer or an
+    /// uninterpretable one warns. `None`: not compared.
+    pub protocol_version: Option<ProtocolVersion>,
     /// Deepest nesting of an event's JSON (the event object included) and of the values
     /// its patches build (`limits::DEFAULT_MAX_DEPTH`).
     pub max_depth: usize,
@@ -47,10 +45,50 @@ impl Default for ReplayOptions {
     fn default() -> Self {
         ReplayOptions {
             compat: true,
+            era: Shims::default(),
+            schema: true,
             expand: true,
             verify: false,
+            protocol_version: None,
             max_depth: crate::limits::DEFAULT_MAX_DEPTH,
             max_patch_bytes: crate::limits::DEFAULT_MAX_PATCH_BYTES,
+        }
+    }
+}
+
+/// What the run events of a stream said: whether the last run is over, the result of
+/// the last successful `RUN_FINISHED` (as the reference's `runAgent` returns it), the
+/// last `RUN_ERROR`.
+#[derive(Debug, Default, Clone)]
+pub struct RunOutcome {
+    /// A `RUN_STARTED` was seen.
+    pub started: bool,
+    /// The last run event was `RUN_FINISHED` or `RUN_ERROR` (a stream of a `RUN_ERROR`
+    /// alone is over too).
+    pub ended: bool,
+    pub result: Option<Value>,
+    pub error: Option<Value>,
+}
+
+impl RunOutcome {
+    fn see(&mut self, e: &Value) {
+        match EventType::of(e) {
+            EventType::RunStarted => {
+                self.started = true;
+                self.ended = false;
+            }
+            EventType::RunFinished => {
+                self.ended = true;
+                let outcome = e.get("outcome").and_then(|o| o.get("type")).and_then(Value::as_str);
+                if matches!(outcome, None | Some("success")) {
+                    self.result = e.get("result").cloned();
+                }
+            }
+            EventType::RunError => {
+                self.ended = true;
+                self.error = Some(e.clone());
+            }
+            _ => {}
         }
     }
 }
@@ -80,31 +118,53 @@ pub enum LogStop {
     Read(crate::log::LogError),
 }
 
-/// Incremental pipeline: expand, verify, apply (the state: a JSON value, or a binding's
-/// own [`State`]).
+/// Incremental pipeline: boundary, schema, expand, verify, apply (the state: a JSON
+/// value, or a binding's own [`State`]).
 pub struct Replayer<S = Value> {
-    boundary: Option<CompatibilityBoundary>,
+    /// The boundary and the era's shims (`None`: `compat` off and no shim).
+    legacy: Option<LegacyChain>,
+    /// Whether a shim runs (the chain then expands chunks itself).
+    shims: bool,
+    schema: bool,
     expander: Option<ChunkExpander>,
     verifier: Option<EventVerifier>,
+    protocol_version: Option<ProtocolVersion>,
     applier: EventApplier<S>,
     /// Whether events reach the reducer (off: verification alone, nothing kept).
     reduce: bool,
     index: usize,
     warnings: Vec<Warning>,
+    /// The events handed to the reducer, kept while [`record`](Self::record) is on.
+    delivered: Option<Vec<Value>>,
+    /// What the run events said so far.
+    outcome: RunOutcome,
+    /// An event whose `type` is not a non-empty string is an error, not dropped (what a
+    /// client reading an agent's response requires of every frame).
+    require_type: bool,
+    staged: Vec<Value>,
     scratch: Vec<Value>,
     reader: Reader,
 }
 
 impl<S: State> Replayer<S> {
     pub fn new(messages: Vec<Value>, state: S, options: ReplayOptions) -> Self {
+        let shims = Shims { boundary: options.compat, ..options.era };
+        let any_shim = shims.v0_0_39 || shims.v0_0_45 || shims.v0_0_57;
         Replayer {
-            boundary: options.compat.then(CompatibilityBoundary::default),
+            legacy: (shims.boundary || any_shim).then(|| LegacyChain::new(shims, super::legacy::uuid_generator())),
+            shims: any_shim,
+            schema: options.schema,
             expander: options.expand.then(ChunkExpander::new),
             verifier: options.verify.then(EventVerifier::new),
+            protocol_version: options.protocol_version,
             applier: EventApplier::new(messages, state).with_max_depth(options.max_depth).with_max_patch_bytes(options.max_patch_bytes),
             reduce: true,
             index: 0,
             warnings: Vec::new(),
+            delivered: None,
+            outcome: RunOutcome::default(),
+            require_type: false,
+            staged: Vec::new(),
             scratch: Vec::new(),
             reader: Reader::new(options, false),
         }
@@ -118,81 +178,133 @@ impl<S: State> Replayer<S> {
         self
     }
 
+    /// Keep the events handed to the reducer (what reaches application code: after the
+    /// boundary, the schema stage, chunk expansion and verification), for
+    /// [`take_delivered`](Self::take_delivered).
+    pub fn record(&mut self, on: bool) {
+        self.delivered = on.then(Vec::new);
+    }
+
+    /// The events handed to the reducer since the last call (see [`record`](Self::record)).
+    pub fn take_delivered(&mut self) -> Vec<Value> {
+        self.delivered.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// Refuse (rather than drop) an event whose `type` is not a non-empty string.
+    pub fn require_type(&mut self, on: bool) {
+        self.require_type = on;
+    }
+
+    /// What the run events delivered so far said.
+    pub fn outcome(&self) -> &RunOutcome {
+        &self.outcome
+    }
+
     /// Push one input event; returns what it changed (merged over the events it expanded
     /// to). The error's `index` is the input event's position.
     pub fn push(&mut self, event: Value) -> Result<Change, StreamError> {
         let index = self.index;
         self.index += 1;
-        let relabel = |mut e: StreamError| {
+        if self.require_type && !matches!(event.get("type"), Some(Value::String(t)) if !t.is_empty()) {
+            let mut e = StreamError::new(super::Stage::Schema, "$.type: Invalid event: the frame carries no event type.");
+            e.index = index;
+            e.field = Some("$.type".into());
+            return Err(e);
+        }
+        let mut staged = std::mem::take(&mut self.staged);
+        let mut total = Change::default();
+        let r = self.through_legacy(event, index, &mut staged).and_then(|()| {
+            for e in staged.drain(..) {
+                self.after_legacy(e, index, &mut total)?;
+            }
+            Ok(())
+        });
+        staged.clear();
+        self.staged = staged;
+        r.map(|()| total).map_err(|mut e| {
             e.index = index;
             e
+        })
+    }
+
+    /// The boundary and the era's shims: `event` into what they make of it.
+    fn through_legacy(&mut self, event: Value, index: usize, out: &mut Vec<Value>) -> Result<(), StreamError> {
+        let Some(chain) = &mut self.legacy else {
+            out.push(event);
+            return Ok(());
         };
-        let event = match &mut self.boundary {
-            Some(b) => {
-                let e = b.convert(event);
-                for w in b.take_warnings() {
-                    self.warnings.push(Warning { index, message: w });
-                }
-                // The reference's next stage (enforceEvents) drops a type the protocol
-                // does not describe, so it never reaches verification (no R01/R03 on it).
-                if !is_protocol(EventType::of(&e)) {
-                    let name = match e.get("type") {
-                        Some(Value::String(t)) => t.clone(),
-                        Some(v) => v.to_string(),
-                        None => "undefined".to_string(),
-                    };
-                    let message = format!("[ag-ui][enforce] Dropping unrecognised event '{name}': no middleware translated it and the protocol does not describe it.");
-                    self.warnings.push(Warning { index, message });
-                    return Ok(Change::default());
-                }
-                e
+        let r = chain.push_into(event, out);
+        let warnings = &mut self.warnings;
+        chain.drain_warnings(|kind, message| warnings.push(Warning::new(kind, index, message)));
+        r
+    }
+
+    /// The schema stage, chunk expansion, verification and the reducer on one event the
+    /// boundary passed.
+    fn after_legacy(&mut self, mut event: Value, index: usize, total: &mut Change) -> Result<(), StreamError> {
+        if self.schema {
+            if let Checked::Drop = check_event(&mut event, index, &mut self.warnings)? {
+                return Ok(());
             }
-            None => event,
-        };
+        }
         let mut batch = std::mem::take(&mut self.scratch);
-        match &mut self.expander {
+        let expanded = match &mut self.expander {
             Some(x) => {
                 let r = x.push_into(event, &mut batch);
                 for w in x.take_warnings() {
-                    self.warnings.push(Warning { index, message: w });
+                    self.warnings.push(Warning::new(WarningKind::Chunks, index, w));
                 }
-                r.map_err(relabel)?
+                r
             }
-            None => batch.push(event),
-        }
-        let mut total = Change::default();
-        let mut result = Ok(());
-        for e in batch.drain(..) {
-            if let Some(v) = &mut self.verifier {
-                if let Err(err) = v.push(&e) {
-                    result = Err(relabel(err));
-                    break;
-                }
+            None => {
+                batch.push(event);
+                Ok(())
             }
-            if !self.reduce {
-                continue;
-            }
-            match self.applier.apply_owned(e) {
-                Ok(c) => {
-                    if let Some(w) = c.warning {
-                        self.warnings.push(Warning { index, message: w });
-                    }
-                    total.messages |= c.messages;
-                    total.state |= c.state;
-                    total.interrupts |= c.interrupts;
-                    if c.message.is_some() {
-                        total.message = c.message;
-                    }
-                }
-                Err(err) => {
-                    result = Err(relabel(err));
+        };
+        let mut result = expanded;
+        if result.is_ok() {
+            for e in batch.drain(..) {
+                if let Err(err) = self.deliver(e, index, total) {
+                    result = Err(err);
                     break;
                 }
             }
         }
         batch.clear();
         self.scratch = batch;
-        result.map(|()| total)
+        result
+    }
+
+    /// Verification, the producer's protocol version, and the reducer on one event.
+    fn deliver(&mut self, e: Value, index: usize, total: &mut Change) -> Result<(), StreamError> {
+        if let Some(v) = &mut self.verifier {
+            v.push(&e)?;
+        }
+        if let Some(ours) = self.protocol_version {
+            if EventType::of(&e) == EventType::RunStarted {
+                if let Some(message) = ours.check_declared(e.get("protocolVersion")) {
+                    self.warnings.push(Warning::new(WarningKind::Version, index, message));
+                }
+            }
+        }
+        if let Some(d) = &mut self.delivered {
+            d.push(e.clone());
+        }
+        self.outcome.see(&e);
+        if !self.reduce {
+            return Ok(());
+        }
+        let c = self.applier.apply_owned(e)?;
+        if let Some(w) = c.warning {
+            self.warnings.push(Warning::new(WarningKind::Apply, index, w));
+        }
+        total.messages |= c.messages;
+        total.state |= c.state;
+        total.interrupts |= c.interrupts;
+        if c.message.is_some() {
+            total.message = c.message;
+        }
+        Ok(())
     }
 
     /// Push one event given as JSON text.
@@ -214,7 +326,7 @@ impl<S: State> Replayer<S> {
                 self.index += 1;
                 let c = self.applier.apply_state_ops(ops);
                 if let Some(w) = &c.warning {
-                    self.warnings.push(Warning { index, message: w.clone() });
+                    self.warnings.push(Warning::new(WarningKind::Apply, index, w.clone()));
                 }
                 return Ok(Change { warning: None, ..c });
             }
@@ -251,6 +363,10 @@ impl<S: State> Replayer<S> {
     /// stream, and the verifier and the reducer take them as (kind, id, delta) by the same
     /// checks and appends as the general path.
     pub fn push_plain(&mut self, kind: EventType, id: Option<&str>, delta: &str) -> Option<Result<Change, StreamError>> {
+        // An era's shims expand chunks themselves; a recording replay keeps the objects.
+        if self.shims || self.delivered.is_some() {
+            return None;
+        }
         let Replayer { expander, verifier, applier, reduce, .. } = self;
         let (kind, id) = match (kind, expander) {
             (EventType::TextMessageChunk | EventType::ToolCallChunk | EventType::ReasoningMessageChunk, Some(x)) => {
@@ -276,7 +392,7 @@ impl<S: State> Replayer<S> {
         self.index += 1;
         Some(result.map(|c| {
             if let Some(w) = &c.warning {
-                self.warnings.push(Warning { index, message: w.clone() });
+                self.warnings.push(Warning::new(WarningKind::Apply, index, w.clone()));
             }
             Change { warning: None, ..c }
         }))
@@ -287,7 +403,7 @@ impl<S: State> Replayer<S> {
     /// the verifier needs the event. The one decision for plain deltas read from JSON text
     /// and for a binding's deltas in its own form ([`push_state_with`](Self::push_state_with)).
     pub fn takes_state_delta_directly(&self) -> bool {
-        self.reduce && self.verifier.is_none() && !self.expander.as_ref().is_some_and(ChunkExpander::has_pending)
+        self.reduce && self.verifier.is_none() && !self.shims && self.delivered.is_none() && !self.expander.as_ref().is_some_and(ChunkExpander::has_pending)
     }
 
     /// A `STATE_DELTA` the caller applies to the state itself (see
@@ -345,6 +461,9 @@ impl<S: State> Replayer<S> {
 /// general path (parsing the text again) when the state needs it.
 struct Reader {
     verify: bool,
+    /// The schema stage runs: a plain `STATE_DELTA` holding the engine's internal `_get`
+    /// (which the schema does not describe) takes the general path.
+    schema: bool,
     /// Leave the events read as objects to the replayer ([`Read::Later`]).
     defer: bool,
     max_depth: usize,
@@ -372,7 +491,7 @@ enum Read<'a> {
 
 impl Reader {
     fn new(options: ReplayOptions, defer: bool) -> Self {
-        Reader { verify: options.verify, defer, max_depth: options.max_depth, pointers: Default::default(), deltas: DeltaForm::default() }
+        Reader { verify: options.verify, schema: options.schema, defer, max_depth: options.max_depth, pointers: Default::default(), deltas: DeltaForm::default() }
     }
 
     fn read<'a>(&mut self, payload: &'a [u8]) -> Read<'a> {
@@ -388,7 +507,9 @@ impl Reader {
         let lead = Lead::of(payload);
         if matches!(lead, Lead::StateDelta | Lead::Unknown) && !self.verify {
             if let Some(ops) = plain_state_delta(payload, self.max_depth, &mut self.pointers) {
-                return Read::StateOps(ops);
+                if !(self.schema && ops.iter().any(|o| o.kind == crate::patch::OpKind::Get)) {
+                    return Read::StateOps(ops);
+                }
             }
         }
         if let Some(d) = matches!(lead, Lead::Delta | Lead::Unknown).then(|| self.deltas.parse(payload)).flatten() {
