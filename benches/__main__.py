@@ -162,7 +162,9 @@ def machine(run: Dict[str, Any]) -> str:
 
 def rounds_text(rows: Dict[Tuple[str, str], Dict[str, Any]]) -> str:
     counts = [r[0] for row in rows.values() for r in row.get("rounds", [])]
-    return f"{min(counts)}–{max(counts)}" if counts else "a few"
+    if not counts:
+        return "a few"
+    return f"{min(counts)}" if min(counts) == max(counts) else f"{min(counts)}–{max(counts)}"
 
 
 def provenance(runs: List[Dict[str, Any]], rows: Dict[Tuple[str, str], Dict[str, Any]], quick: bool) -> str:

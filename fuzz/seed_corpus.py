@@ -14,6 +14,8 @@ left out, so that libFuzzer's input length stays small and the runs fast):
   the events as JSON Lines;
 - replay_patch (a budget byte, then a program): copy bombs on the state and an activity,
   under budgets of 1 KiB to 4 MiB, and many small copying deltas;
+- stream_events (a control byte: verify, no compat, no expansion; then a program): every
+  event type in turn with the ids and members the bytes pick, under each control;
 - every target: the inputs kept in `regressions/<target>/` (a few found by the fuzzers
   that once broke a property; each file's name says what it is).
 """
@@ -126,11 +128,22 @@ def replay_patch_seeds() -> None:
     write("replay_patch", bytes([6]) + snapshot + bytes([2, 0, 0, 11, 0]) * 40)
 
 
+def stream_events_seeds() -> None:
+    """Programs of stream_events (see the target): each byte sequence walks the event
+    types in turn (a type byte, a flags byte, then the bytes its members read)."""
+    walk = bytes((i * 37 + 11) % 256 for i in range(1500))
+    ordered = b"".join(bytes([t, 0x41, 5, 6, 7, 8]) for t in range(40)) * 2
+    for control in (0, 1, 3, 5, 2, 4):
+        write("stream_events", bytes([control]) + walk)
+        write("stream_events", bytes([control]) + ordered)
+
+
 def main() -> None:
     patch_seeds()
     codec_seeds()
     regression_seeds()
     replay_patch_seeds()
+    stream_events_seeds()
 
 
 if __name__ == "__main__":

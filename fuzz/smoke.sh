@@ -36,7 +36,7 @@ smoke() {  # smoke TARGET: its run, summed up in one line; on failure its log's 
     mkdir -p "corpus/$target" "artifacts/$target"
     # -timeout: a single input slower than 10 s is a hang (quadratic time is a finding).
     if ! cargo +nightly fuzz run -O -a -s "$san" "$target" "corpus/$target" -- \
-        -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 >"$log" 2>&1; then
+        -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=512 -print_final_stats=1 >"$log" 2>&1; then
         tail -n 40 "$log"
         echo "fuzz smoke: $target failed (log: fuzz/$log, reproducer in fuzz/artifacts/$target/)" >&2
         return 1

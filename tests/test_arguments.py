@@ -207,3 +207,16 @@ def test_a_depth_past_the_cap_never_reaches_the_stack():
         value = [value]
     with pytest.raises(ValueError, match="max_depth"):
         encoder.event_to_json_bytes(value, max_depth=2**31)
+
+
+def test_a_message_index_is_a_list_index():
+    ap = stream.EventApplier()
+    ap.apply({"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"})
+    ap.apply({"type": "TEXT_MESSAGE_START", "messageId": "m2", "role": "assistant"})
+    assert ap.message(-1).id == "m2" and ap.message(-2).id == "m1" and ap.message(1).id == "m2"
+    for index in (2, -3, 2**64, -(2**64), 2**200):
+        with pytest.raises(IndexError, match="2 messages"):
+            ap.message(index)
+    for bad in (1.0, "0", None):
+        with pytest.raises(TypeError):
+            ap.message(bad)

@@ -47,9 +47,11 @@ def server():
     pytest.importorskip("httpx")
     from servers import serve
 
+    import httpx
+
     app = conformance.FixtureServer()
-    with serve(app) as url:
-        yield app, url
+    with serve(app) as url, httpx.Client(verify=False) as client:
+        yield app, url, client
 
 
 #: The protocol version the lanes declare and compare (the corpus is 1.1's).
@@ -57,19 +59,29 @@ PROTOCOL_VERSION = "1.1"
 
 
 def http_lane(fixture: Fixture, server: Any, asynchronous: bool) -> Observation:
+    import httpx
+
     from agui_fast.client import HttpAgent, SyncHttpAgent
 
-    app, url = server
+    app, url, sync_client = server
     token = uuid.uuid4().hex
     app.add(token, fixture.sse())
     obs = Observation()
-    cls = HttpAgent if asynchronous else SyncHttpAgent
-    agent = cls(f"{url}/{token}", max_protocol_version=fixture.era, protocol_version=PROTOCOL_VERSION)
+    options = {"max_protocol_version": fixture.era, "protocol_version": PROTOCOL_VERSION}
     delivered: List[Any] = []
+
+    async def run_async() -> Any:
+        # A client of our own without TLS: an agent's default client loads the CA bundle
+        # (~0.1 s a run); the lane is about the stream, not the client's construction.
+        async with httpx.AsyncClient(verify=False) as client:
+            agent = HttpAgent(f"{url}/{token}", client=client, **options)
+            return await agent.run_agent(_start(fixture), on_event=delivered.append)
+
     try:
         if asynchronous:
-            result = asyncio.run(agent.run_agent(_start(fixture), on_event=delivered.append))
+            result = asyncio.run(run_async())
         else:
+            agent = SyncHttpAgent(f"{url}/{token}", client=sync_client, **options)
             result = agent.run_agent(_start(fixture), on_event=delivered.append)
     except AgentRunError as exc:
         obs.run_error = exc.event.message

@@ -4,7 +4,8 @@ with bad frames mixed in.
 
 The events come from ``strategies.EventGen`` (seeded, every 1.0 event type, awkward
 strings, nested ``Any`` values, optional fields present or absent, extras): a failure names
-its seed and reproduces exactly. The batch runs in seconds; ``-m long`` runs more seeds.
+its seed and reproduces exactly. The batch runs in seconds (a light run takes a quarter of
+it); ``-m long`` runs more seeds.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from agui_fast.proto import encode_protobuf_frame, encode_protobuf_many
 from strategies import EventGen, error_key, natural_loop, normalise
 from conftest import examples
 
-N = 10_000
+N = examples(10_000)  # a light run (another interpreter, the same binary): a quarter
 SEEDS = [int(os.environ.get("AGUI_PROPS_SEED", "14"))]
 LONG_SEEDS = list(range(100, 108))
 

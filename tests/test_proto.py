@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from agui_fast import _native, proto, sse
 from agui_fast.errors import (
     DecodeError,
+    EncodeError,
     FrameTooLargeError,
     ProtobufDecodeError,
     TruncatedStreamError,
@@ -799,3 +800,20 @@ def test_iter_protobuf_files(tmp_path, recwarn):
     assert any(issubclass(w.category, UserWarning) for w in recwarn.list)
     with pytest.raises(OSError):
         list(proto.iter_protobuf(tmp_path / "missing.bin", chunk_size=64))
+
+
+@pytest.mark.parametrize("value", [2**53, -(2**53), 2**63, 2**70, -(2**70), 1e300, 10**400])
+@pytest.mark.parametrize("field", ["timestamp", "usage"])
+def test_an_int64_past_what_a_decoder_reads_is_refused_at_encode(value, field):
+    # Clamped or written as given, the frame would be one the decoder refuses (past
+    # Number.MAX_SAFE_INTEGER): refused when written, naming the field.
+    ev = {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}
+    if field == "timestamp":
+        ev["timestamp"] = value
+    else:
+        ev["usage"] = [{"inputTokens": value}]
+    with pytest.raises(EncodeError, match="is outside the integers") as info:
+        proto.encode_protobuf_many([ev])
+    assert len(str(info.value)) < 250
+    ok = dict(ev, timestamp=2**53 - 1) if field == "timestamp" else dict(ev, usage=[{"inputTokens": 2**53 - 1}])
+    assert proto.decode_protobuf(proto.encode_protobuf_many([ok]), raw=True)[0] == ok

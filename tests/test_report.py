@@ -191,7 +191,7 @@ def state_runs(draw):
     return events
 
 
-@settings(max_examples=examples(300), deadline=None)
+@settings(max_examples=examples(100), deadline=None)  # each example replays every prefix
 @given(state_runs())
 def test_each_state_difference_is_the_change_the_engine_made(events):
     r = report.build(events, verify=False, max_changes=10_000)

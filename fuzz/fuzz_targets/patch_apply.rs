@@ -3,6 +3,7 @@
 //! document byte-for-byte unchanged (member order included); the document never nests
 //! deeper than the limit; moving the operations' values and cloning them agree.
 #![no_main]
+mod budget; // the allocation budget (the global allocator)
 use agui_core::patch::{apply_patch, apply_patch_owned, parse_patch, Dialect, Options};
 use libfuzzer_sys::fuzz_target;
 

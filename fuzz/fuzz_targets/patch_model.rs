@@ -3,6 +3,7 @@
 //! every operation succeeded). Input `[doc, patch]` as JSON text. Both must agree on the
 //! result (byte for byte, member order included) or on the index of the failing operation.
 #![no_main]
+mod budget; // the allocation budget (the global allocator)
 use agui_core::patch::{apply_json_patch, json_eq, parse_patch, OpKind, Operation, Options};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;

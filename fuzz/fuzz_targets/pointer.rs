@@ -1,5 +1,6 @@
 //! RFC 6901 pointers: parsing never panics, and what parses round-trips exactly.
 #![no_main]
+mod budget; // the allocation budget (the global allocator)
 use agui_core::patch::{escape, existing_index, format_pointer, insert_index, parse_index, parse_pointer, unescape, Dialect, Pointer};
 use libfuzzer_sys::fuzz_target;
 

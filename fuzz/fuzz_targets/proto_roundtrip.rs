@@ -7,6 +7,7 @@
 //! (encode . decode gives them back), whether they came from JSON input or a decoded
 //! message.
 #![no_main]
+mod budget; // the allocation budget (the global allocator)
 use agui_core::limits::{self, DEFAULT_MAX_DEPTH};
 use agui_core::proto::decode::decode_with_prost;
 use agui_core::proto::{decode_message_as, encode_json, Error, Format};

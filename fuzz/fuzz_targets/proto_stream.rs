@@ -7,6 +7,7 @@
 //! which goes on past bad frames) agrees with the strict one up to its first error; the
 //! MessagePack output fails exactly where the JSON output does.
 #![no_main]
+mod budget; // the allocation budget (the global allocator)
 use agui_core::limits::{self, DEFAULT_MAX_DEPTH};
 use agui_core::proto::{self, decode_message_as, Collected, Error, EventArray, Format, StreamDecoder};
 use libfuzzer_sys::fuzz_target;

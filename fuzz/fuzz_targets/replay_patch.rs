@@ -7,6 +7,7 @@
 //! as values all agree (state, messages, warnings); a patch that warns leaves the state
 //! (or the activity) as it was; compacting the events keeps the replayed state.
 #![no_main]
+mod budget; // the allocation budget (the global allocator)
 use agui_core::stream::{
     compact_events_within, replay, replay_log, replay_log_pipelined, replay_sse, EventApplier, PatchLimits, ReplayOptions,
 };

@@ -5,6 +5,7 @@
 //! offset is a `data` line of the stream; the bulk-decode batch (`Batch`, `scan_value`)
 //! keeps one element per frame and never merges two.
 #![no_main]
+mod budget; // the allocation budget (the global allocator)
 use agui_core::limits;
 use agui_core::sse::{Batch, Frame, OwnedFrame, SseError, SseParser, DEFAULT_MAX_BUFFER};
 use libfuzzer_sys::fuzz_target;

@@ -8,6 +8,7 @@
 //! stream as UTF-8 first (what the spec does) splits it at the same places, and comparing
 //! bytes is stricter than comparing decoded text.
 #![no_main]
+mod budget; // the allocation budget (the global allocator)
 use agui_core::sse::{Frame, OwnedFrame, SseParser, DEFAULT_MAX_BUFFER};
 use libfuzzer_sys::fuzz_target;
 

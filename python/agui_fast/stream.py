@@ -44,6 +44,7 @@ was applied before the error: the exception's ``replay`` attribute.
 from __future__ import annotations
 
 import json
+import operator
 import os
 from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Union
 
@@ -440,10 +441,17 @@ class EventApplier:
         return _messages(self._native.messages(), self._raw)
 
     def message(self, index: int) -> Any:
-        """The message at ``index`` (as ``Change.message`` names it)."""
-        data = self._native.message(index)
-        if data is None:
-            raise IndexError(index)
+        """The message at ``index`` (as ``Change.message`` names it); a negative index counts
+        from the end, as a list's does."""
+        i = operator.index(index)
+        count = self._native.message_count()
+        if i < 0:
+            i += count
+        if not 0 <= i < count:
+            raise IndexError(f"message index out of range ({count} messages)")
+        data = self._native.message(i)
+        if data is None:  # another thread replaced the messages meanwhile
+            raise IndexError(f"message index out of range ({count} messages)")
         return _load(data) if self._raw else decode_as(data, Message)
 
     @property

@@ -8,6 +8,7 @@
 //! event parsed again as a `serde_json::Value` to say which member is wrong (`field`,
 //! a JSON path).
 
+use agui_core::kind::Kind;
 use agui_core::limits::TRUNCATED;
 use std::borrow::Cow;
 
@@ -16,17 +17,17 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-/// Why one event could not become a row. `class` is an `agui_fast.errors` class.
+/// Why one event could not become a row.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RowError {
-    pub class: &'static str,
+    pub kind: Kind,
     pub message: String,
     pub field: Option<String>,
 }
 
 impl RowError {
     fn invalid(field: &str, message: String) -> Self {
-        RowError { class: "EventValidationError", message, field: Some(field.to_string()) }
+        RowError { kind: Kind::EventValidation, message, field: Some(field.to_string()) }
     }
 }
 
@@ -447,7 +448,7 @@ fn parse_serde<'a>(json: &'a str, raw: &mut Raw<'a, '_>) -> Result<(), RowError>
 fn check_depth(json: &str, max_depth: usize) -> Result<(), RowError> {
     if too_deep(json.as_bytes(), max_depth) {
         return Err(RowError {
-            class: "InvalidJsonError",
+            kind: Kind::InvalidJson,
             message: format!("JSON is nested too deeply (more than {max_depth} levels)"),
             field: None,
         });
@@ -1526,7 +1527,7 @@ fn invalid_json(e: serde_json::Error) -> RowError {
         serde_json::error::Category::Eof => TRUNCATED.to_string(),
         _ => format!("invalid JSON: {e}"),
     };
-    RowError { class: "InvalidJsonError", message, field: None }
+    RowError { kind: Kind::InvalidJson, message, field: None }
 }
 
 
@@ -1663,7 +1664,7 @@ pub(crate) mod tests {
         let deep = |d: usize| format!(r#"{{"type":"CUSTOM","name":"n","value":{}{}}}"#, "[".repeat(d - 1), "]".repeat(d - 1));
         assert!(parse(&deep(512), None, 512).is_ok());
         let e = parse(&deep(513), None, 512).unwrap_err();
-        assert_eq!(e.class, "InvalidJsonError");
+        assert_eq!(e.kind, Kind::InvalidJson);
         assert!(parse(&deep(513), None, 600).is_ok());
     }
 
@@ -1724,16 +1725,16 @@ pub(crate) mod tests {
             let valid = if decodes { decoded } else { skipped };
             let readable = valid && (!string || v.starts_with('"') || *v == "null");
             let got = parse_d(case);
-            let class = got.as_ref().err().map(|e| e.class);
+            let kind = got.as_ref().err().map(|e| e.kind);
             if !valid {
-                assert_eq!(class, Some("InvalidJsonError"), "{case:?}");
+                assert_eq!(kind, Some(Kind::InvalidJson), "{case:?}");
             } else if readable {
                 // Only the members' meaning can be wrong: a timestamp that is not an integer.
-                assert!(class.is_none() || case.contains("timestamp"), "{case:?}: {:?}", got.err());
+                assert!(kind.is_none() || case.contains("timestamp"), "{case:?}: {:?}", got.err());
             } else {
                 // Explained: any string that does not decode makes it invalid JSON.
-                let want = if decoded { "EventValidationError" } else { "InvalidJsonError" };
-                assert_eq!(class, Some(want), "{case:?}");
+                let want = if decoded { Kind::EventValidation } else { Kind::InvalidJson };
+                assert_eq!(kind, Some(want), "{case:?}");
             }
         }
     }
@@ -1791,12 +1792,12 @@ pub(crate) mod tests {
             .spawn(move || {
                 let e = parse(&broken, None, cap).unwrap_err();
                 let bad = parse(&broken.replacen("]]", "}]", 1), None, cap).unwrap_err();
-                (e.field, bad.class)
+                (e.field, bad.kind)
             })
             .unwrap()
             .join()
             .unwrap();
-        assert_eq!(wrong, (Some("$.name".to_string()), "InvalidJsonError"));
+        assert_eq!(wrong, (Some("$.name".to_string()), Kind::InvalidJson));
     }
 
     /// `usage` (the compact reading, else serde_json's) reads what collecting the entries
@@ -1865,12 +1866,12 @@ pub(crate) mod tests {
     #[test]
     fn names_the_wrong_member() {
         let e = parse_d("{nope").unwrap_err();
-        assert_eq!(e.class, "InvalidJsonError");
+        assert_eq!(e.kind, Kind::InvalidJson);
         for cut in [r#"{"type":"RUN_STARTED","runId":"r""#, r#"{"type":"RUN_STARTED","runId":"#, "{", "", "  "] {
             assert_eq!(parse_d(cut).unwrap_err().message, TRUNCATED, "{cut:?}");
         }
         let e = parse_d(r#"{"type":"NOPE"}"#).unwrap_err();
-        assert_eq!((e.class, e.field.as_deref()), ("EventValidationError", Some("$.type")));
+        assert_eq!((e.kind, e.field.as_deref()), (Kind::EventValidation, Some("$.type")));
         let e = parse_d(r#"{"type":"TEXT_MESSAGE_START","messageId":5}"#).unwrap_err();
         assert_eq!(e.field.as_deref(), Some("$.messageId"));
         let e = parse_d(r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":5}"#).unwrap_err();
@@ -1880,7 +1881,7 @@ pub(crate) mod tests {
         let e = parse_d(r#"{"type":"RUN_FINISHED","usage":{"inputTokens":1}}"#).unwrap_err();
         assert_eq!(e.field.as_deref(), Some("$.usage"));
         let e = parse_d(r#"{"type":"RUN_STARTED","runId":"a","runId":"b"}"#).unwrap_err();
-        assert_eq!(e.class, "EventValidationError");
+        assert_eq!(e.kind, Kind::EventValidation);
         let f = parse_d(r#"{"\u0074ype":"RUN_STARTED","run\u0049d":"a","x":{"runId":5}}"#).unwrap();
         assert_eq!((f.ty, f.run_id()), ("RUN_STARTED", Some("a")));
         let e = parse_d(r#"[1]"#).unwrap_err();

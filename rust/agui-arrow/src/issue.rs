@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use agui_core::kind::Kind;
 use agui_core::log::{Event, LogError};
 use arrow_array::{ArrayRef, RecordBatch, StringArray, UInt64Array};
 
@@ -10,13 +11,13 @@ use crate::fields::RowError;
 use crate::schema::errors_schema;
 
 /// One failure: an event that is not a valid row, or a log that cannot be read on.
-/// `class` names an `agui_fast.errors` class (or `OSError` / `FileNotFoundError`).
+/// `kind` says what kind of failure it is (a binding names it: [`errors_batch`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Issue {
     pub source: Option<String>,
     pub index: Option<u64>,
     pub offset: Option<u64>,
-    pub class: &'static str,
+    pub kind: Kind,
     pub message: String,
     pub field: Option<String>,
 }
@@ -30,7 +31,7 @@ impl Issue {
             LogError::Sse(e) => e.message.clone(),
             e => e.to_string(),
         };
-        Issue { source, index, offset, class: e.python_class(), message: bounded(message), field: None }
+        Issue { source, index, offset, kind: e.kind(), message: bounded(message), field: None }
     }
 
     pub(crate) fn from_row(source: &Option<String>, ev: &Event<'_>, e: RowError) -> Self {
@@ -38,7 +39,7 @@ impl Issue {
             source: source.clone(),
             index: Some(ev.index),
             offset: Some(ev.offset),
-            class: e.class,
+            kind: e.kind,
             message: bounded(e.message),
             field: e.field,
         }
@@ -51,7 +52,7 @@ impl Issue {
             source: None,
             index: None,
             offset: None,
-            class: "LimitError",
+            kind: Kind::TooManyErrors,
             message: format!(
                 "more than {max} bad events or unreadable logs to collect (max_errors={max}): \
                  raise the limit, or stop at the first error"
@@ -62,19 +63,19 @@ impl Issue {
 
     /// Whether this is the error of too many errors ([`Issue::too_many`]).
     pub(crate) fn is_too_many(&self) -> bool {
-        self.class == "LimitError"
+        self.kind == Kind::TooManyErrors
     }
 
     /// A failure of the output (or of the system), not of the input.
     pub(crate) fn io(message: String) -> Self {
-        Issue { source: None, index: None, offset: None, class: "OSError", message, field: None }
+        Issue { source: None, index: None, offset: None, kind: Kind::Io, message, field: None }
     }
 
     /// A failed write: a reader that went away (`agui-fast convert -o - | head`) is told
     /// apart from other I/O errors, so the CLI can end quietly as pipes expect.
     pub fn write(e: &std::io::Error) -> Self {
-        let class = if e.kind() == std::io::ErrorKind::BrokenPipe { "BrokenPipeError" } else { "OSError" };
-        Issue { class, ..Issue::io(format!("cannot write the output: {e}")) }
+        let kind = if e.kind() == std::io::ErrorKind::BrokenPipe { Kind::BrokenPipe } else { Kind::Io };
+        Issue { kind, ..Issue::io(format!("cannot write the output: {e}")) }
     }
 
     /// One line: `file: message (frame N at byte offset M, field F)`. (A position that
@@ -120,13 +121,14 @@ fn bounded(mut message: String) -> String {
     message
 }
 
-/// The errors table.
-pub fn errors_batch(issues: &[Issue]) -> RecordBatch {
+/// The errors table; `class` names each issue's kind in its `error` column (a binding: the
+/// exception class it raises for the kind).
+pub fn errors_batch(issues: &[Issue], class: impl Fn(Kind) -> &'static str) -> RecordBatch {
     let columns: Vec<ArrayRef> = vec![
         Arc::new(StringArray::from_iter(issues.iter().map(|i| i.source.as_deref()))),
         Arc::new(UInt64Array::from_iter(issues.iter().map(|i| i.index))),
         Arc::new(UInt64Array::from_iter(issues.iter().map(|i| i.offset))),
-        Arc::new(StringArray::from_iter_values(issues.iter().map(|i| i.class))),
+        Arc::new(StringArray::from_iter_values(issues.iter().map(|i| class(i.kind)))),
         Arc::new(StringArray::from_iter_values(issues.iter().map(|i| i.message.as_str()))),
         Arc::new(StringArray::from_iter(issues.iter().map(|i| i.field.as_deref()))),
     ];

@@ -104,7 +104,7 @@ pub fn convert<W: Write>(
                     source: src.name.clone(),
                     index: Some(ev.index),
                     offset: Some(ev.offset),
-                    class: e.python_class(),
+                    kind: e.kind(),
                     message: e.to_string(),
                     field: None,
                 };

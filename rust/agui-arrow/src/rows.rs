@@ -6,6 +6,7 @@ use std::fs::File;
 use std::io::Read;
 use std::sync::atomic::Ordering;
 
+use agui_core::kind::Kind;
 use agui_core::log::{Event, LogError, LogReader};
 
 use crate::fields::{self, Fields};
@@ -67,9 +68,9 @@ where
         Input::Path(p) => match File::open(p) {
             Ok(f) => LogReader::open(Counted { inner: f, control }, opts.format),
             Err(e) => {
-                let class = if e.kind() == std::io::ErrorKind::NotFound { "FileNotFoundError" } else { "OSError" };
+                let kind = if e.kind() == std::io::ErrorKind::NotFound { Kind::NotFound } else { Kind::Io };
                 let message = format!("cannot open {}: {e}", p.display());
-                failed(Issue { source: name.clone(), index: None, offset: None, class, message, field: None }, issues)?;
+                failed(Issue { source: name.clone(), index: None, offset: None, kind, message, field: None }, issues)?;
                 return Ok(Some(SourceInfo::default()));
             }
         },

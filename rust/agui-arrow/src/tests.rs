@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use agui_core::kind::Kind;
 use agui_core::log::{Format, Limits, Output, Part};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int32Type, Int64Type, TimestampMillisecondType, UInt64Type};
@@ -854,14 +855,15 @@ fn errors_raise_or_collect() {
     agui_core::sse::write_event(&mut bad, br#"{"type":"RUN_STARTED","threadId":"t","runId":"r2"}"#);
     let srcs = [bytes(&log(), "good"), bytes(&bad, "bad")];
     let e = decode_many(&srcs, 2, &Options::default(), &Control::default()).err().unwrap();
-    assert_eq!((e.source.as_deref(), e.index, e.class), (Some("bad"), Some(5), "EventValidationError"));
+    assert_eq!((e.source.as_deref(), e.index, e.kind), (Some("bad"), Some(5), Kind::EventValidation));
     assert!(e.describe().starts_with("bad: unknown event type"), "{}", e.describe());
     let opts = Options { collect: true, ..Options::default() };
     let d = decode_many(&srcs, 2, &opts, &Control::default()).unwrap();
     assert_eq!(d.batches.iter().map(|b| b.num_rows()).sum::<usize>(), 11);
     assert_eq!(d.issues.len(), 1);
-    let eb = errors_batch(&d.issues);
+    let eb = errors_batch(&d.issues, |k| if k == Kind::EventValidation { "Bad" } else { "?" });
     assert_eq!(eb.num_rows(), 1);
+    assert_eq!(eb.column_by_name("error").unwrap().as_string::<i32>().value(0), "Bad");
     assert_eq!(eb.column_by_name("field").unwrap().as_string::<i32>().value(0), "$.type");
 }
 
@@ -888,7 +890,7 @@ fn parquet_and_inspect() {
     assert_eq!(r.usage[1], Some(5));
     assert_eq!((r.first_timestamp, r.last_timestamp), (Some(1000), Some(3000)));
     let missing = Source { input: Input::Path("/nonexistent/x.sse".into()), name: Some("x".into()) };
-    assert_eq!(inspect(&missing, &Options::default(), &Control::default()).unwrap_err().class, "FileNotFoundError");
+    assert_eq!(inspect(&missing, &Options::default(), &Control::default()).unwrap_err().kind, Kind::NotFound);
 }
 
 /// Without threads to be had, every way of decoding runs on the calling thread and
@@ -946,7 +948,7 @@ fn collected_errors_stop_at_the_budget_as_a_sequential_read_does() {
                 }
                 None => {
                     let e = decode_source(&src, &opts, &Control::default()).err().unwrap();
-                    assert_eq!(e.class, "LimitError");
+                    assert_eq!(e.kind, Kind::TooManyErrors);
                     assert!(max_errors < count, "{max_errors} >= {count}");
                     limited += 1;
                 }
@@ -958,7 +960,7 @@ fn collected_errors_stop_at_the_budget_as_a_sequential_read_does() {
             let opts = Options { collect: true, max_errors, limits, ..Options::default() };
             for threads in [1, 2, 3] {
                 let got = decode_many(&srcs, threads, &opts, &Control::default());
-                assert_eq!(got.as_ref().err().map(|e| e.class), fails.then_some("LimitError"), "{threads} threads, max {max_errors}");
+                assert_eq!(got.as_ref().err().map(|e| e.kind), fails.then_some(Kind::TooManyErrors), "{threads} threads, max {max_errors}");
             }
         }
         // A gzip source (framed on this thread, parsed by workers).
@@ -969,7 +971,7 @@ fn collected_errors_stop_at_the_budget_as_a_sequential_read_does() {
             let opts = Options { collect: true, max_errors, limits, ..Options::default() };
             for threads in [1, 3] {
                 let got = decode_many(std::slice::from_ref(&gz), threads, &opts, &Control::default());
-                assert_eq!(got.as_ref().err().map(|e| e.class), fails.then_some("LimitError"), "gzip, {threads} threads");
+                assert_eq!(got.as_ref().err().map(|e| e.kind), fails.then_some(Kind::TooManyErrors), "gzip, {threads} threads");
                 if let Ok(d) = got {
                     assert_eq!(d.issues.len(), count);
                 }

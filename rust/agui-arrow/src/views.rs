@@ -4,9 +4,10 @@
 //! from several `data:` lines, invalid UTF-8 repaired, a log read as a stream) are copied
 //! into the batch's own block.
 //!
-//! Also the other columns whose arrow checks are known to pass by the way they are
-//! made ([`Trusted`]): the string columns ([`Utf8Strings`]) and the `type` keys
-//! ([`DictKeys`]). All of them are made into arrays by one hook, [`ColumnsFn`]: arrow's
+//! Also the other columns whose arrow checks are known to pass ([`Trusted`]): the string
+//! columns ([`Utf8Strings`]) and the `type` keys ([`DictKeys`]). Each type's one
+//! constructor checks what arrow would, in a cheaper way (a type that arrow would refuse
+//! cannot be made). All of them are made into arrays by one hook, [`ColumnsFn`]: arrow's
 //! checked constructors here and in every Rust test, unchecked ones in the binding.
 
 use std::sync::Arc;
@@ -42,20 +43,27 @@ impl Utf8Block {
 /// The views of a `json` column and the buffers they point into.
 ///
 /// Guarantee (unsafe code relies on it: the binding's `ColumnsFn`): `StringViewArray::
-/// try_new(views, buffers, None)` accepts them. Each view is made here, from a `&str`
-/// that lies inside a [`Utf8Block`] (a `&str` inside a UTF-8 buffer starts and ends on
-/// its char boundaries, so the view's bytes are that `&str`), or from a text appended
-/// to block 0: a `&str` copied, or text written there (`JsonViews::push_written`) that
-/// starts on a char boundary (asserted a text). Block 0 is checked UTF-8 whole
-/// (`Utf8Block::from_written`), and each of its texts ends where the next one starts or
-/// at its end, so each is UTF-8 too. Every Rust test builds its columns through
-/// [`checked_columns`], which checks it.
+/// try_new(views, buffers, None)` accepts them. [`Utf8Views::new`], the only way to make
+/// one, checks each view as arrow does but for the UTF-8 pass over its bytes: a few
+/// instructions a view, not a pass over the log. Its blocks are [`Utf8Block`]s, UTF-8 by
+/// their type, so the bytes of a view into one that starts and ends on char boundaries
+/// are UTF-8; an inline view's few bytes are checked. Every Rust test builds its columns
+/// through [`checked_columns`], which checks them again.
 pub struct Utf8Views {
     views: Vec<u128>,
     blocks: Vec<Utf8Block>,
 }
 
 impl Utf8Views {
+    /// Panics unless every view is one `StringViewArray::try_new` accepts over `blocks`
+    /// (the views are made by [`JsonViews`]: a failure is a bug there, never bad input).
+    fn new(views: Vec<u128>, blocks: Vec<Utf8Block>) -> Self {
+        // A fold with no early exit over the views (most point into one block, read once).
+        let bad = views.iter().fold(false, |bad, &v| bad | !view_ok(v, &blocks));
+        assert!(!bad, "a view of the json column is not a `&str` of its blocks");
+        Utf8Views { views, blocks }
+    }
+
     pub fn into_parts(self) -> (Vec<u128>, Vec<Buffer>) {
         (self.views, self.blocks.into_iter().map(|b| b.0).collect())
     }
@@ -64,13 +72,11 @@ impl Utf8Views {
 /// The parts of a nullable `Utf8` column, made by [`StrColumn`].
 ///
 /// Guarantee (unsafe code relies on it: the binding's `ColumnsFn`): `StringArray::
-/// try_new(OffsetBuffer::new(offsets), values, nulls)` accepts them. `values` only ever
-/// grew by the bytes of whole `&str`s; `offsets` starts at 0 and each next one is
-/// `values`' length after a push or the one before repeated (a null row), so they are
-/// non-decreasing. [`Utf8Strings::new`], private to this module, checks the rest: that
-/// the last one is `values`' length, that `nulls` has a bit per row, and that `values` is
-/// UTF-8 with every offset on a char boundary (the bytes are pushed with no check a
-/// value: `&str` slicing's two char boundary checks were ~15 instructions a value).
+/// try_new(OffsetBuffer::new(offsets), values, nulls)` accepts them. [`Utf8Strings::new`],
+/// the only way to make one, checks it: the offsets start at 0, never fall and end at
+/// `values`' length, `nulls` has a bit per row, and `values` is UTF-8 with every offset on
+/// a char boundary (once a column, so the bytes are pushed with no check a value:
+/// `&str` slicing's two char boundary checks were ~15 instructions a value).
 pub struct Utf8Strings {
     offsets: Vec<i32>,
     values: Vec<u8>,
@@ -81,6 +87,10 @@ impl Utf8Strings {
     fn new(offsets: Vec<i32>, values: Vec<u8>, nulls: Option<NullBuffer>) -> Self {
         // (A negative last offset, as a `usize`, is no length: `values` past 2 GiB fail.)
         assert!(offsets.first() == Some(&0) && offsets.last().map(|&o| o as usize) == Some(values.len()));
+        // Non-decreasing (from 0 to the values' length, so all of them within the values):
+        // a compare and an `or` an offset, vectorised.
+        let falls = offsets.iter().zip(&offsets[1..]).fold(false, |bad, (a, b)| bad | (b < a));
+        assert!(!falls, "a string column's offsets never decrease");
         assert!(nulls.as_ref().is_none_or(|n| n.len() + 1 == offsets.len()));
         // All ASCII (an `or` of the bytes, vectorised): UTF-8 with a char boundary at every
         // offset. Else checked as arrow checks it: UTF-8, and no offset inside a char.
@@ -254,6 +264,32 @@ fn clear_bits(bits: &mut [u8], start: usize, end: usize) {
 /// Strings up to this long are held in the view itself.
 const INLINE: usize = 12;
 
+/// Whether `StringViewArray::try_new` accepts view `v` over `blocks`: an inline view's
+/// padding is zero and its bytes UTF-8; a longer one lies inside its block, starts and
+/// ends there on char boundaries (the block is UTF-8, so its bytes are), and its prefix
+/// is its first four bytes.
+#[inline(always)]
+fn view_ok(v: u128, blocks: &[Utf8Block]) -> bool {
+    let len = v as u32 as usize;
+    if len <= INLINE {
+        let bytes = v.to_le_bytes();
+        let padding = len == INLINE || v >> (32 + 8 * len) == 0;
+        // All ASCII (the padding is zero), or checked.
+        let text = &bytes[4..4 + len];
+        let ascii = (v >> 32) & 0x8080_8080_8080_8080_8080_8080 == 0;
+        return padding && (ascii || std::str::from_utf8(text).is_ok());
+    }
+    let (prefix, block, offset) = ((v >> 32) as u32, (v >> 64) as u32 as usize, (v >> 96) as u32 as usize);
+    let Some(b) = blocks.get(block) else { return false };
+    let b = b.0.as_slice();
+    let end = offset + len;
+    let boundary = |at: usize| b.get(at).is_none_or(|&c| (c as i8) >= -0x40);
+    end <= b.len()
+        && boundary(offset)
+        && boundary(end)
+        && u32::from_le_bytes([b[offset], b[offset + 1], b[offset + 2], b[offset + 3]]) == prefix
+}
+
 /// The view of `s`: inline when short, else `block` at `offset`.
 #[inline]
 fn view(s: &[u8], block: u32, offset: u32) -> u128 {
@@ -392,7 +428,7 @@ impl JsonViews {
         self.part_number = 0;
         // (The next batch's views sized again: taken empty, they regrew from nothing.)
         let views = std::mem::replace(&mut self.views, Vec::with_capacity(self.rows));
-        make(Trusted::Views(Utf8Views { views, blocks }))
+        make(Trusted::Views(Utf8Views::new(views, blocks)))
     }
 }
 
@@ -506,6 +542,52 @@ mod string_tests {
         c.set(0, e);
         c.set(2, "😀".as_bytes());
         assert!(c.finish(3).is_some());
+    }
+
+    /// Offsets that fall are refused (whatever the rest says).
+    #[test]
+    fn string_offsets_never_fall() {
+        let made = std::panic::catch_unwind(|| Utf8Strings::new(vec![0, 2, 1, 3], b"abc".to_vec(), None));
+        assert!(made.is_err());
+        assert!(std::panic::catch_unwind(|| Utf8Strings::new(vec![0, 1, 1, 3], b"abc".to_vec(), None)).is_ok());
+    }
+
+    /// Views arrow refuses are refused when the column is made, and only those: each
+    /// case against arrow's own check.
+    #[test]
+    fn views_are_checked_as_arrow_checks_them() {
+        let text = "0123456789abcdef-é-0123456789abcdef";
+        let buffer = Buffer::from(text.as_bytes());
+        let block = Utf8Block::new(buffer.clone(), std::str::from_utf8(buffer.as_slice()).unwrap()).unwrap();
+        let at = |s: &str| text.find(s).unwrap() as u32;
+        let mut bad_inline = view(b"abc", 0, 0).to_le_bytes();
+        bad_inline[4] = 0xc3;
+        let mut padded = view(b"abc", 0, 0).to_le_bytes();
+        padded[10] = b'x';
+        let cases = [
+            view(b"short", 0, 0),
+            view("é-ü".as_bytes(), 0, 0),
+            u128::from_le_bytes(bad_inline),
+            u128::from_le_bytes(padded),
+            long_view(&text.as_bytes()[..16], 1, 0),
+            long_view(&text.as_bytes()[..16], 2, 0),
+            long_view(&text.as_bytes()[..16], 1, 20),
+            long_view(&text.as_bytes()[..16], 1, 25),
+            long_view(&text.as_bytes()[2..18], 1, 2),
+            long_view(&text.as_bytes()[2..18], 1, 3),
+            long_view(&text.as_bytes()[..17], 1, 0),
+            long_view(&text.as_bytes()[..18], 1, 0),
+            long_view(&text.as_bytes()[at("é") as usize + 1..at("é") as usize + 15], 1, at("é") + 1),
+        ];
+        let mut accepted = 0;
+        for v in cases {
+            let blocks = vec![Utf8Block::from_written(Vec::new()), block.clone()];
+            let arrow = StringViewArray::try_new(vec![v].into(), blocks.iter().map(|b| b.0.clone()).collect::<Vec<_>>(), None).is_ok();
+            let ours = std::panic::catch_unwind(|| Utf8Views::new(vec![v], blocks.clone()).views.len()).is_ok();
+            assert_eq!(ours, arrow, "{:032x}", v);
+            accepted += ours as usize;
+        }
+        assert_eq!(accepted, 5);
     }
 
     /// Keys are checked against the values: negative or past them, none is made.

@@ -9,6 +9,8 @@
 //! - [`json`]: JSON text output matching the Python reference (pydantic) byte for byte;
 //! - [`sink`]: the output side of every walk over JSON-shaped data (JSON text,
 //!   MessagePack, the protobuf encoder's tree): one trait, one walk per input;
+//! - [`kind`]: the kinds of failure every error reports (bindings map them to exception
+//!   types);
 //! - [`limits`]: the project's own limits (nesting depth), the same on every interpreter;
 //! - [`stream`]: the reference client's stream semantics (chunk expansion, verification, replay into messages and state, compaction, 0.x conversion);
 //! - [`log`]: reading recorded logs (SSE or protobuf, gzip or not) event by event;
@@ -23,6 +25,7 @@ pub mod construct;
 pub mod copy;
 pub mod decoder;
 pub mod json;
+pub mod kind;
 pub mod limits;
 pub mod log;
 pub mod patch;

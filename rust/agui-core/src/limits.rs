@@ -14,6 +14,9 @@ pub const DEFAULT_MAX_DEPTH: usize = 512;
 /// doubles it.
 pub const DEFAULT_MAX_PATCH_BYTES: usize = 128 << 20;
 
+/// The most warnings a replay keeps by default (about 25 MB of them in Python).
+pub const DEFAULT_MAX_WARNINGS: usize = 100_000;
+
 /// Largest depth limit an API accepts: deeper values could exhaust a thread's stack when
 /// parsed, dropped or converted recursively.
 pub const MAX_DEPTH_CAP: usize = 10_000;

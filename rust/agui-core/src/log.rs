@@ -34,6 +34,7 @@ use std::io::{self, Cursor, Read, Seek, SeekFrom};
 
 use flate2::read::MultiGzDecoder;
 
+use crate::kind::Kind;
 use crate::proto::{self, StreamDecoder};
 use crate::sse::{Frame, SseError, SseParser};
 
@@ -166,14 +167,14 @@ pub enum LogError {
 }
 
 impl LogError {
-    /// The `agui_fast.errors` class this maps to (`OSError` for I/O failures).
-    pub fn python_class(&self) -> &'static str {
+    /// The kind of this error (corrupt or cut gzip data is a truncated stream).
+    pub fn kind(&self) -> Kind {
         match self {
-            LogError::Io(_) => "OSError",
-            LogError::Gzip(_) => "TruncatedStreamError",
-            LogError::UnknownFormat { .. } => "DecodeError",
-            LogError::Sse(_) => "BufferLimitError",
-            LogError::Proto(e) => e.python_class(),
+            LogError::Io(_) => Kind::Io,
+            LogError::Gzip(_) => Kind::Truncated,
+            LogError::UnknownFormat { .. } => Kind::UnknownFormat,
+            LogError::Sse(_) => Kind::BufferLimit,
+            LogError::Proto(e) => e.kind(),
         }
     }
 
@@ -1070,7 +1071,7 @@ mod tests {
         cut.write_all(&log).unwrap();
         cut.flush().unwrap();
         let cut = cut.0.get_ref().clone();
-        assert_eq!(collect(&cut, None, 64).unwrap_err().python_class(), "TruncatedStreamError");
+        assert_eq!(collect(&cut, None, 64).unwrap_err().kind(), Kind::Truncated);
     }
 
     #[test]
@@ -1116,20 +1117,20 @@ mod tests {
             })
             .unwrap_err();
         assert_eq!(seen, 1);
-        assert_eq!(err.python_class(), "TruncatedStreamError");
+        assert_eq!(err.kind(), Kind::Truncated);
         assert_eq!(err.position().0, Some(1));
 
         // Garbage message in a frame.
         let mut bad = proto_log();
         bad.extend_from_slice(&[0, 0, 0, 2, 0xff, 0xff]);
         let err = collect(&bad, None, 3).unwrap_err();
-        assert_eq!(err.python_class(), "ProtobufDecodeError");
+        assert_eq!(err.kind(), Kind::ProtobufDecode);
         assert_eq!(err.position(), (Some(2), Some(proto_log().len() as u64)));
 
         // SSE buffer limit.
         let limits = Limits { max_buffer: 16, ..Limits::default() };
         let err = LogReader::open(&sse_log()[..], None).unwrap().for_each(&limits, |_| -> Result<(), LogError> { Ok(()) });
-        assert_eq!(err.unwrap_err().python_class(), "BufferLimitError");
+        assert_eq!(err.unwrap_err().kind(), Kind::BufferLimit);
 
         // Truncated gzip.
         let gz = gzip(&sse_log());

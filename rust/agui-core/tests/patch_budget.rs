@@ -22,7 +22,7 @@ fn a_patch_past_its_budget_fails_and_leaves_the_document() {
     let opts = Options { max_bytes: 1 << 20, ..Options::default() };
     let e = apply_json_patch(&mut doc, &doubling(40), &opts).unwrap_err();
     assert_eq!(e.kind, ErrorKind::Limit);
-    assert_eq!(e.kind.class_name(), "JsonPatchLimitError");
+    assert_eq!(agui_core::kind::Kind::from(e.kind), agui_core::kind::Kind::PatchLimit);
     assert!(e.to_string().contains("exceed the limit of 1048576 bytes"), "{e}");
     assert!(e.index.is_some_and(|i| (10..20).contains(&i)), "{e}");
     assert_eq!(doc, before);

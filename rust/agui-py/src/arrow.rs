@@ -15,15 +15,16 @@ use std::sync::Arc;
 use agui_arrow::arrow_array::{RecordBatch, RecordBatchIterator};
 use agui_arrow::arrow_schema::SchemaRef;
 use agui_arrow::{Control, Input, Issue, Options, Source};
+use agui_core::kind::Kind;
 use agui_core::log::{Format, GzipWriter, Limits, LogReader, Output};
-use pyo3::exceptions::{PyBrokenPipeError, PyFileNotFoundError, PyOSError, PyStopIteration, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyStopIteration, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedBytes;
 use pyo3::types::{PyBytes, PyCapsule, PyDict, PyList};
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_schema::ffi::FFI_ArrowSchema;
 
-use crate::errors::make_error;
+use crate::errors::{class_name, kind_error};
 use crate::ffi::arrow::{bytes_buffer, trusted_columns};
 use crate::shared::Shared;
 
@@ -86,21 +87,16 @@ fn options(format: &str, collect: bool, max_buffer_size: usize, max_frame_size: 
 /// An issue as the matching Python exception (message: `source: what (where)`).
 pub(crate) fn issue_to_py(py: Python<'_>, issue: &Issue) -> PyErr {
     let message = issue.describe();
-    match issue.class {
-        "FileNotFoundError" => PyFileNotFoundError::new_err(message),
-        "OSError" => PyOSError::new_err(message),
-        "BrokenPipeError" => PyBrokenPipeError::new_err(message),
+    if issue.kind == Kind::TooManyErrors {
         // An error of the call, not of a frame: no position.
-        "LimitError" => make_error(py, "LimitError", message, None),
-        class => {
-            let kwargs = PyDict::new(py);
-            // set_item on a fresh dict cannot fail short of MemoryError.
-            let _ = kwargs.set_item("frame_index", issue.index);
-            let _ = kwargs.set_item("offset", issue.offset);
-            let _ = kwargs.set_item("field", issue.field.as_deref());
-            make_error(py, class, message, Some(&kwargs))
-        }
+        return kind_error(py, issue.kind, message, None);
     }
+    let kwargs = PyDict::new(py);
+    // set_item on a fresh dict cannot fail short of MemoryError.
+    let _ = kwargs.set_item("frame_index", issue.index);
+    let _ = kwargs.set_item("offset", issue.offset);
+    let _ = kwargs.set_item("field", issue.field.as_deref());
+    kind_error(py, issue.kind, message, Some(&kwargs))
 }
 
 /// An Arrow table (record batches of one schema) handed to Python through the Arrow
@@ -227,7 +223,7 @@ fn logs_to_arrow<'py>(
     if !collect {
         return Ok(events);
     }
-    let errors = ArrowTable::new(vec![agui_arrow::errors_batch(&decoded.issues)], agui_arrow::errors_schema());
+    let errors = ArrowTable::new(vec![agui_arrow::errors_batch(&decoded.issues, class_name)], agui_arrow::errors_schema());
     Ok((events, errors).into_pyobject(py)?.into_any())
 }
 

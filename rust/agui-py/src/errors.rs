@@ -1,7 +1,10 @@
 //! Raising the project's Python exception types (defined in `agui_fast/errors.py`,
 //! the single source of truth) from Rust. Every bad-input error crosses into
-//! Python as one of those classes, all subclasses of ValueError.
+//! Python as one of those classes, all subclasses of ValueError. The core reports kinds
+//! of failure ([`Kind`]); [`class_name`] is the one place that names their classes.
 
+use agui_core::kind::Kind;
+use pyo3::exceptions::{PyBrokenPipeError, PyFileNotFoundError, PyMemoryError, PyOSError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyType};
@@ -16,6 +19,45 @@ pub fn error_class<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyTy
     Ok(module.bind(py).getattr(name)?.cast_into::<PyType>()?)
 }
 
+/// The exception class raised for a failure of kind `kind`: a class of `agui_fast.errors`,
+/// or for failures of the system (memory, files, pipes) a builtin one. It also names the
+/// kind in the `error` column of `to_arrow`'s errors table.
+pub fn class_name(kind: Kind) -> &'static str {
+    match kind {
+        Kind::InvalidJson => "InvalidJsonError",
+        Kind::EventValidation => "EventValidationError",
+        Kind::Encode => "EncodeError",
+        Kind::ProtobufDecode => "ProtobufDecodeError",
+        Kind::FrameTooLarge => "FrameTooLargeError",
+        Kind::BufferLimit => "BufferLimitError",
+        Kind::Truncated => "TruncatedStreamError",
+        Kind::UnknownFormat => "DecodeError",
+        Kind::TooManyErrors => "LimitError",
+        Kind::Stream => "StreamError",
+        Kind::Verification => "VerificationError",
+        Kind::Patch => "JsonPatchError",
+        Kind::Pointer => "JsonPointerError",
+        Kind::PatchTestFailed => "JsonPatchTestFailed",
+        Kind::PatchLimit => "JsonPatchLimitError",
+        Kind::OutOfMemory => "MemoryError",
+        Kind::Io => "OSError",
+        Kind::NotFound => "FileNotFoundError",
+        Kind::BrokenPipe => "BrokenPipeError",
+    }
+}
+
+/// The exception of a failure of kind `kind`: `agui_fast.errors`' class with `message`
+/// and `kwargs`, or the builtin one (which takes the message alone).
+pub fn kind_error(py: Python<'_>, kind: Kind, message: String, kwargs: Option<&Bound<'_, PyDict>>) -> PyErr {
+    match kind {
+        Kind::OutOfMemory => PyMemoryError::new_err(message),
+        Kind::Io => PyOSError::new_err(message),
+        Kind::NotFound => PyFileNotFoundError::new_err(message),
+        Kind::BrokenPipe => PyBrokenPipeError::new_err(message),
+        kind => make_error(py, class_name(kind), message, kwargs),
+    }
+}
+
 /// Build a `PyErr` of class `agui_fast.errors.<name>(message, **kwargs)`.
 pub fn make_error(py: Python<'_>, name: &str, message: String, kwargs: Option<&Bound<'_, PyDict>>) -> PyErr {
     match error_class(py, name).and_then(|cls| cls.call((message,), kwargs)) {
@@ -24,10 +66,10 @@ pub fn make_error(py: Python<'_>, name: &str, message: String, kwargs: Option<&B
     }
 }
 
-/// An error of class `name` at a place in a stream: `frame_index` and `offset` given as
-/// keywords when known (set_item on a fresh dict cannot fail short of MemoryError, and
-/// the error itself is what matters here).
-pub fn error_at(py: Python<'_>, name: &str, message: String, frame_index: Option<u64>, offset: Option<u64>) -> PyErr {
+/// The keywords of a place in a stream: `frame_index` and `offset` when known (set_item
+/// on a fresh dict cannot fail short of MemoryError, and the error itself is what matters
+/// here).
+pub fn position(py: Python<'_>, frame_index: Option<u64>, offset: Option<u64>) -> Bound<'_, PyDict> {
     let kwargs = PyDict::new(py);
     if let Some(i) = frame_index {
         let _ = kwargs.set_item("frame_index", i);
@@ -35,7 +77,12 @@ pub fn error_at(py: Python<'_>, name: &str, message: String, frame_index: Option
     if let Some(o) = offset {
         let _ = kwargs.set_item("offset", o);
     }
-    make_error(py, name, message, Some(&kwargs))
+    kwargs
+}
+
+/// An error of class `name` at a place in a stream ([`position`]).
+pub fn error_at(py: Python<'_>, name: &str, message: String, frame_index: Option<u64>, offset: Option<u64>) -> PyErr {
+    make_error(py, name, message, Some(&position(py, frame_index, offset)))
 }
 
 /// A `max_depth=` argument checked by `agui_core::limits::check_max_depth`.

@@ -35,7 +35,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde_json::Value;
 
-use crate::errors::{check_max_depth, error_class, make_error};
+use crate::errors::{check_max_depth, error_class, kind_error};
 use crate::ffi::api::{container, type_flags, Container, Typed};
 use crate::ffi::walk::{Opts, Walker};
 
@@ -44,7 +44,7 @@ pub fn to_py_err(py: Python<'_>, e: &PatchError) -> PyErr {
     let _ = kwargs.set_item("index", e.index);
     let _ = kwargs.set_item("op", e.op.as_deref());
     let _ = kwargs.set_item("path", e.path.as_deref());
-    make_error(py, e.kind.class_name(), e.to_string(), Some(&kwargs))
+    kind_error(py, e.kind.into(), e.to_string(), Some(&kwargs))
 }
 
 /// A patch error, or a Python exception raised by user code (e.g. an `__eq__`), passed

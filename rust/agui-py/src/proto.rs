@@ -16,17 +16,15 @@ use pyo3::types::{PyBytes, PyList, PyTuple};
 use std::ffi::CString;
 
 use crate::shared::Shared;
-use crate::errors::{error_at, make_error};
+use crate::errors::{kind_error, make_error, position};
 use crate::decoder::{self, decode_items, with_buffer, Backend, GcPause, Items, Modes, Outcome, StreamState};
 use crate::ffi::walk::{self, Opts};
 
 /// Turn a core error into the matching `agui_fast.errors` exception.
 pub(crate) fn to_py(py: Python<'_>, e: &Error) -> PyErr {
-    if let Error::OutOfMemory { .. } = e {
-        return PyMemoryError::new_err(e.to_string());
-    }
     let (index, offset) = e.position();
-    error_at(py, e.python_class(), e.to_string(), index.map(|i| i as u64), offset)
+    let kwargs = position(py, index.map(|i| i as u64), offset);
+    kind_error(py, e.kind(), e.to_string(), Some(&kwargs))
 }
 
 fn emit_warnings(py: Python<'_>, warnings: &[String]) -> PyResult<()> {

@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use serde_json::Value;
 
-use crate::errors::{check_max_depth, error_class, make_error};
+use crate::errors::{check_max_depth, error_class, kind_error, make_error};
 use crate::patch::{GivenOp, StateDocument};
 use crate::plan::{Getter, Kind, PlanKind};
 use agui_core::patch::OpKind;
@@ -139,7 +139,7 @@ fn stream_error_at(py: Python<'_>, e: &StreamError, offset: Option<u64>) -> PyEr
         kwargs.set_item("ids", PyTuple::new(py, &e.ids)?)
     };
     match build() {
-        Ok(()) => make_error(py, e.stage.class_name(), e.to_string(), Some(&kwargs)),
+        Ok(()) => kind_error(py, e.stage.kind(), e.to_string(), Some(&kwargs)),
         Err(err) => err,
     }
 }
@@ -530,7 +530,7 @@ impl Replayer {
         let max_patch_bytes = crate::patch::max_patch_bytes(max_patch_bytes)?;
         let (era, protocol_version) = era_options(max_protocol_version, protocol_version)?;
         let (messages, state) = start(py, messages, state, max_depth, max_patch_bytes)?;
-        let options = ReplayOptions { verify, expand, compat, schema, era, protocol_version, max_depth, max_patch_bytes };
+        let options = ReplayOptions { verify, expand, compat, schema, era, protocol_version, max_depth, max_patch_bytes, ..ReplayOptions::default() };
         let inner = core::Replayer::new(messages, state, options);
         // reduce=False: the stages before the reducer alone (`validate` of a long log).
         let mut inner = if reduce { inner } else { inner.without_reducer() };

@@ -109,28 +109,27 @@ pub fn too_deep(max_depth: usize) -> PatchError {
     invalid(format!("value nested deeper than {max_depth} levels (or cyclic)"))
 }
 
-/// Which Python exception class an error maps to.
+/// What went wrong with a patch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorKind {
-    /// Malformed patch or operation, or an operation that cannot apply (`JsonPatchError`).
+    /// Malformed patch or operation, or an operation that cannot apply.
     Invalid,
-    /// A pointer is malformed or does not resolve (`JsonPointerError`).
+    /// A pointer is malformed or does not resolve.
     Pointer,
-    /// A `test` operation did not match (`JsonPatchTestFailed`).
+    /// A `test` operation did not match.
     TestFailed,
-    /// The patch would build more than its memory budget (`JsonPatchLimitError`, also a
-    /// `LimitError` and a `MemoryError`).
+    /// The patch would build more than its memory budget.
     Limit,
 }
 
-impl ErrorKind {
-    /// The name of the exception class in `agui_fast.errors`.
-    pub fn class_name(self) -> &'static str {
-        match self {
-            ErrorKind::Invalid => "JsonPatchError",
-            ErrorKind::Pointer => "JsonPointerError",
-            ErrorKind::TestFailed => "JsonPatchTestFailed",
-            ErrorKind::Limit => "JsonPatchLimitError",
+impl From<ErrorKind> for crate::kind::Kind {
+    fn from(k: ErrorKind) -> Self {
+        use crate::kind::Kind;
+        match k {
+            ErrorKind::Invalid => Kind::Patch,
+            ErrorKind::Pointer => Kind::Pointer,
+            ErrorKind::TestFailed => Kind::PatchTestFailed,
+            ErrorKind::Limit => Kind::PatchLimit,
         }
     }
 }

@@ -456,7 +456,7 @@ fn two_arms(mut b: &[u8], arms: std::ops::RangeInclusive<u32>) -> bool {
 // Decoding helpers
 // ---------------------------------------------------------------------------------
 
-const MAX_SAFE: i64 = 9_007_199_254_740_991;
+use super::MAX_SAFE_INT as MAX_SAFE;
 
 /// int64 -> JS number: outside ±(2^53 − 1) the reference fails.
 fn check_safe(v: i64) -> Result<()> {

@@ -55,6 +55,10 @@ fn opt_bool(o: &Obj, k: &str) -> Option<bool> {
 }
 
 /// An int64 field. JS turns the number into a BigInt, which throws for fractions.
+///
+/// Past ±(2^53 − 1) the reference's encoder clamps or writes a value its decoder (and ours)
+/// then refuses as unsafe for a JS number: such a value is refused here, so that every frame
+/// written decodes.
 fn opt_int(o: &Obj, k: &str) -> Result<Option<i64>> {
     let v = match present(o, k) {
         None => return Ok(None),
@@ -63,7 +67,11 @@ fn opt_int(o: &Obj, k: &str) -> Result<Option<i64>> {
     let f = match v {
         J::Number(n) => {
             if let Some(i) = n.i64() {
-                return Ok(Some(i));
+                return safe_int(k, i, || i.to_string());
+            }
+            let text = n.text();
+            if text.bytes().all(|b| b.is_ascii_digit() || b == b'-') {
+                return Err(unsafe_int(k, &text)); // an integer past i64 (and maybe past f64)
             }
             n.f64()
         }
@@ -79,7 +87,22 @@ fn opt_int(o: &Obj, k: &str) -> Result<Option<i64>> {
     if !f.is_finite() || f.fract() != 0.0 {
         return Err(Error::Encode(format!("`{k}`: the number {f} is not an integer")));
     }
-    Ok(Some(f as i64))
+    safe_int(k, f as i64, || match v {
+        J::Number(n) => n.text(),
+        _ => f.to_string(),
+    })
+}
+
+fn safe_int(k: &str, v: i64, text: impl FnOnce() -> String) -> Result<Option<i64>> {
+    if v.unsigned_abs() > super::MAX_SAFE_INT as u64 {
+        return Err(unsafe_int(k, &text()));
+    }
+    Ok(Some(v))
+}
+
+fn unsafe_int(k: &str, text: &str) -> Error {
+    let text = if text.len() > 40 { format!("a {}-digit number", text.len()) } else { text.to_string() };
+    Error::Encode(format!("`{k}`: {text} is outside the integers a protobuf frame carries (at most 9007199254740991 either way)"))
 }
 
 /// Optional any-JSON field: `null` is dropped.

@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use crate::kind::Kind;
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Error {
     /// The input is not valid JSON (JSON-level entry points only).
@@ -25,16 +27,16 @@ pub enum Error {
 }
 
 impl Error {
-    /// Which Python exception class (in `agui_fast.errors`) this maps to.
-    pub fn python_class(&self) -> &'static str {
+    /// The kind of this error (of its source, for a frame's).
+    pub fn kind(&self) -> Kind {
         match self {
-            Error::InvalidJson(_) => "InvalidJsonError",
-            Error::Encode(_) => "EncodeError",
-            Error::Decode(_) | Error::UnknownEventType => "ProtobufDecodeError",
-            Error::Frame { source, .. } => source.python_class(),
-            Error::FrameTooLarge { .. } => "FrameTooLargeError",
-            Error::Truncated { .. } => "TruncatedStreamError",
-            Error::OutOfMemory { .. } => "MemoryError",
+            Error::InvalidJson(_) => Kind::InvalidJson,
+            Error::Encode(_) => Kind::Encode,
+            Error::Decode(_) | Error::UnknownEventType => Kind::ProtobufDecode,
+            Error::Frame { source, .. } => source.kind(),
+            Error::FrameTooLarge { .. } => Kind::FrameTooLarge,
+            Error::Truncated { .. } => Kind::Truncated,
+            Error::OutOfMemory { .. } => Kind::OutOfMemory,
         }
     }
 

@@ -32,6 +32,10 @@ pub use frame::{FrameSplitter, DEFAULT_MAX_FRAME_SIZE};
 use prost::Message as _;
 use serde_json::Value as J;
 
+/// The largest integer a JS number holds exactly (2^53 − 1): the int64 fields' range on the
+/// wire, as the reference's decoder reads them.
+pub const MAX_SAFE_INT: i64 = 9_007_199_254_740_991;
+
 /// The 31 event type names, indexed by `EventType` enum value (from the event table,
 /// `events.rs`).
 pub const EVENT_TYPES: [&str; 31] = events::NAMES;

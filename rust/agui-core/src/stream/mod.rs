@@ -80,13 +80,14 @@ impl Stage {
         }
     }
 
-    /// The exception class in `agui_fast.errors` of an error of this stage.
-    pub fn class_name(self) -> &'static str {
+    /// The kind of an error of this stage.
+    pub fn kind(self) -> crate::kind::Kind {
+        use crate::kind::Kind;
         match self {
-            Stage::Decode => "InvalidJsonError",
-            Stage::Schema => "EventValidationError",
-            Stage::Verify => "VerificationError",
-            _ => "StreamError",
+            Stage::Decode => Kind::InvalidJson,
+            Stage::Schema => Kind::EventValidation,
+            Stage::Verify => Kind::Verification,
+            _ => Kind::Stream,
         }
     }
 }
@@ -251,14 +252,15 @@ pub(crate) fn patch_ops(doc: &mut serde_json::Value, ops: Vec<crate::patch::Oper
 #[cfg(test)]
 mod tests {
     use super::Stage;
+    use crate::kind::Kind;
 
     #[test]
-    fn each_stage_raises_its_class() {
-        assert_eq!(Stage::Decode.class_name(), "InvalidJsonError");
-        assert_eq!(Stage::Verify.class_name(), "VerificationError");
-        assert_eq!(Stage::Schema.class_name(), "EventValidationError");
+    fn each_stage_has_its_kind() {
+        assert_eq!(Stage::Decode.kind(), Kind::InvalidJson);
+        assert_eq!(Stage::Verify.kind(), Kind::Verification);
+        assert_eq!(Stage::Schema.kind(), Kind::EventValidation);
         for s in [Stage::Chunks, Stage::Apply, Stage::Legacy] {
-            assert_eq!(s.class_name(), "StreamError");
+            assert_eq!(s.kind(), Kind::Stream);
         }
     }
 }

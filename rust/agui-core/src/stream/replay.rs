@@ -39,6 +39,10 @@ pub struct ReplayOptions {
     /// operations of all of them may copy together (`limits::DEFAULT_MAX_PATCH_BYTES`):
     /// past it a patch fails (a warning, the state unchanged).
     pub max_patch_bytes: usize,
+    /// The most warnings one replay keeps (`limits::DEFAULT_MAX_WARNINGS`): past it the
+    /// later ones are counted, not kept, and one last warning says so (a log of a few KB
+    /// of gzip can hold millions of events that each warn).
+    pub max_warnings: usize,
 }
 
 impl Default for ReplayOptions {
@@ -52,7 +56,60 @@ impl Default for ReplayOptions {
             protocol_version: None,
             max_depth: crate::limits::DEFAULT_MAX_DEPTH,
             max_patch_bytes: crate::limits::DEFAULT_MAX_PATCH_BYTES,
+            max_warnings: crate::limits::DEFAULT_MAX_WARNINGS,
         }
+    }
+}
+
+/// A replay's warnings within its budget ([`ReplayOptions::max_warnings`]): the first
+/// `max` kept, then one saying that the later ones are not; the count goes on across
+/// [`Replayer::take_warnings`], so an incremental replay is bounded the same way.
+#[derive(Debug)]
+struct Warnings {
+    list: Vec<Warning>,
+    /// How many of `list` are counted already.
+    counted: usize,
+    seen: usize,
+    max: usize,
+}
+
+impl Warnings {
+    fn new(max: usize) -> Self {
+        Warnings { list: Vec::new(), counted: 0, seen: 0, max }
+    }
+
+    fn push(&mut self, w: Warning) {
+        self.list.push(w);
+        self.settle();
+    }
+
+    /// Count the warnings added to `list` since the last call (a stage may push into it
+    /// directly); past the budget, drop them and say so once.
+    fn settle(&mut self) {
+        let new = self.list.len() - self.counted;
+        if new == 0 {
+            return;
+        }
+        let room = self.max.saturating_sub(self.seen);
+        let before = self.seen;
+        self.seen = self.seen.saturating_add(new);
+        if new > room {
+            let first = &self.list[self.counted + room];
+            let (kind, index) = (first.kind, first.index);
+            self.list.truncate(self.counted + room);
+            if before <= self.max {
+                let max = self.max;
+                let message = format!("more than {max} warnings: the later ones are not kept (max_warnings={max})");
+                self.list.push(Warning::new(kind, index, message));
+            }
+        }
+        self.counted = self.list.len();
+    }
+
+    fn take(&mut self) -> Vec<Warning> {
+        self.settle();
+        self.counted = 0;
+        std::mem::take(&mut self.list)
     }
 }
 
@@ -133,7 +190,7 @@ pub struct Replayer<S = Value> {
     /// Whether events reach the reducer (off: verification alone, nothing kept).
     reduce: bool,
     index: usize,
-    warnings: Vec<Warning>,
+    warnings: Warnings,
     /// The events handed to the reducer, kept while [`record`](Self::record) is on.
     delivered: Option<Vec<Value>>,
     /// What the run events said so far.
@@ -160,7 +217,7 @@ impl<S: State> Replayer<S> {
             applier: EventApplier::new(messages, state).with_max_depth(options.max_depth).with_max_patch_bytes(options.max_patch_bytes),
             reduce: true,
             index: 0,
-            warnings: Vec::new(),
+            warnings: Warnings::new(options.max_warnings),
             delivered: None,
             outcome: RunOutcome::default(),
             require_type: false,
@@ -243,7 +300,7 @@ impl<S: State> Replayer<S> {
     /// boundary passed.
     fn after_legacy(&mut self, mut event: Value, index: usize, total: &mut Change) -> Result<(), StreamError> {
         if self.schema {
-            if let Checked::Drop = check_event(&mut event, index, &mut self.warnings)? {
+            if let Checked::Drop = check_event(&mut event, index, &mut self.warnings.list)? {
                 return Ok(());
             }
         }
@@ -435,13 +492,13 @@ impl<S: State> Replayer<S> {
 
     /// Warnings so far, drained.
     pub fn take_warnings(&mut self) -> Vec<Warning> {
-        std::mem::take(&mut self.warnings)
+        self.warnings.take()
     }
 
-    pub fn finish(self, error: Option<StreamError>) -> Replay<S> {
+    pub fn finish(mut self, error: Option<StreamError>) -> Replay<S> {
         let events = self.index;
         let (messages, state, pending_interrupts) = self.applier.into_parts();
-        Replay { messages, state, pending_interrupts, warnings: self.warnings, error, log_error: None, events }
+        Replay { messages, state, pending_interrupts, warnings: self.warnings.take(), error, log_error: None, events }
     }
 
     /// [`finish`](Self::finish) of a log replay that stopped at `stop` (`read` events in).

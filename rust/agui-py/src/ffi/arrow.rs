@@ -28,25 +28,26 @@ pub(crate) fn bytes_buffer(bytes: PyBackedBytes) -> Buffer {
 /// The columns agui-arrow vouches for without arrow's checks of them again: the `json`
 /// column's UTF-8 (~10 ns an event, a pass over the log's bytes after the SIMD check of
 /// each part), the string columns' offsets and UTF-8 and the `type` keys (together
-/// ~90 instructions an event in `to_arrow`, callgrind). Each type's guarantee
-/// is stated on it; every Rust test builds its columns through arrow's checked
-/// constructors (`agui_arrow::checked_columns`), which check it.
+/// ~90 instructions an event in `to_arrow`, callgrind). Each type's guarantee is stated
+/// on it and checked by its one constructor, in cheaper ways than arrow's (no type can
+/// be made that arrow would refuse); every Rust test builds its columns through arrow's
+/// checked constructors (`agui_arrow::checked_columns`), which check them again.
 pub(crate) fn trusted_columns(column: Trusted) -> ArrayRef {
     match column {
         Trusted::Views(views) => {
             let (views, buffers) = views.into_parts();
-            // SAFETY: `try_new` accepts them: `Utf8Views`' guarantee (every view is a
-            // `&str` lying inside a buffer checked to be UTF-8, or a text of block 0,
-            // which is checked UTF-8 whole, starting on a char boundary).
+            // SAFETY: `try_new` accepts them: `Utf8Views`' guarantee (its one constructor
+            // checked every view as arrow does: an inline view's padding and UTF-8; a
+            // long one's block, bounds and prefix, and char boundaries at both ends in a
+            // block that is UTF-8 by its type; only the pass over the bytes is left out).
             Arc::new(unsafe { StringViewArray::new_unchecked(views.into(), buffers.into(), None) })
         }
         Trusted::Strings(strings) => {
             let (offsets, values, nulls) = strings.into_parts();
             // SAFETY: `StringArray::try_new(OffsetBuffer::new(offsets), values, nulls)`
-            // accepts them: `Utf8Strings`' guarantee (the values grown by the bytes of
-            // whole `&str`s, the offsets from 0 the lengths after each push, or the one
-            // before repeated, ending at the values' length; a null bit per row; the
-            // values checked UTF-8 with every offset on a char boundary when made).
+            // accepts them: `Utf8Strings`' guarantee (its one constructor checked the
+            // offsets: from 0, never falling, ending at the values' length; a null bit per
+            // row; the values UTF-8 with every offset on a char boundary).
             Arc::new(unsafe { StringArray::new_unchecked(OffsetBuffer::new_unchecked(offsets), values, nulls) })
         }
         Trusted::Keys(keys) => {

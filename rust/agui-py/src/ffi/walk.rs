@@ -976,12 +976,18 @@ impl<'py, 'a, S: WalkSink<'a>> Walker<'py, 'a, S> {
             unsafe { ffi::PyErr_Clear() };
             return Ok(false);
         };
+        // Only the wire key would repeat a member: an unknown member spelled like a field's
+        // Python name (`"message_id"` beside `"messageId"`, kept by a decoder) is a member of
+        // its own, written as the reference's models write it.
         let Some(f) = plan.fields.iter().find(|f| &*f.key.text == text || f.attr.bind(self.py).to_str().ok() == Some(text)) else {
             return Ok(false);
         };
         let attr = f.attr.bind(self.py).to_string();
         if matches!(f.getter, Getter::GetAttr) && attr == text {
             return Ok(true);
+        }
+        if &*f.key.text != text {
+            return Ok(false);
         }
         self.violation = Some((
             format!(".{text}"),
