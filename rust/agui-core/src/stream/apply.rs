@@ -128,8 +128,9 @@ pub struct EventApplier<S = Value> {
     limits: PatchLimits,
     /// Where the last plain delta went ([`apply_delta`](Self::apply_delta)): a token
     /// stream sends hundreds in a row to one message, which then skip the id lookup and
-    /// the role check. Any other event clears it (only plain deltas leave the messages'
-    /// order, roles and tool calls as they were).
+    /// the role check, and append to the string held aside here rather than looked up in
+    /// the message each time. Any other event puts the string back and clears it (only
+    /// plain deltas leave the messages' order, roles and tool calls as they were).
     last: Option<Target>,
 }
 
@@ -143,6 +144,9 @@ struct Target {
     message: Key,
     position: usize,
     call: usize,
+    /// The target string, taken out of its message while the run of deltas lasts (its
+    /// place holds an empty string until [`EventApplier::settle`] puts it back).
+    held: Option<String>,
 }
 
 impl Default for EventApplier {
@@ -176,13 +180,28 @@ impl<S: State> EventApplier<S> {
         self.limits = PatchLimits { max_bytes, copies: max_bytes, ..self.limits };
         self
     }
-    /// The messages, in order.
+    /// Put the text of a run of plain deltas back into its message (see
+    /// [`apply_delta`](Self::apply_delta)): the messages then read as the events made them.
+    pub fn settle(&mut self) {
+        if let Some(Target { message, call, args, held: Some(text), .. }) = self.last.take() {
+            if let Some(s) = self.cached_target(message, call, args) {
+                *s = text;
+            }
+        }
+    }
+    /// The messages, in order (after [`settle`](Self::settle) when plain deltas were applied).
     pub fn messages(&self) -> impl ExactSizeIterator<Item = &Value> + '_ {
+        debug_assert!(self.settled());
         self.messages.iter()
     }
-    /// The message at `position` (as [`Change::message`] gives it).
+    /// The message at `position` (as [`Change::message`] gives it; after
+    /// [`settle`](Self::settle) when plain deltas were applied).
     pub fn message(&self, position: usize) -> Option<&Value> {
+        debug_assert!(self.settled());
         self.messages.at(position)
+    }
+    fn settled(&self) -> bool {
+        self.last.as_ref().is_none_or(|t| t.held.is_none())
     }
     pub fn message_count(&self) -> usize {
         self.messages.len()
@@ -201,6 +220,7 @@ impl<S: State> EventApplier<S> {
     }
     /// `(messages, state, pending interrupts)`.
     pub fn into_parts(mut self) -> (Vec<Value>, S, Vec<Value>) {
+        self.settle();
         (self.messages.take(), self.state, self.pending_interrupts)
     }
 
@@ -212,7 +232,7 @@ impl<S: State> EventApplier<S> {
     /// Apply one event. An error is what the reference throws (chunk events, structures
     /// it cannot walk); messages and state are then as before the event.
     pub fn apply(&mut self, event: &Value) -> Result<Change, StreamError> {
-        self.last = None;
+        self.settle();
         let index = self.index;
         self.index += 1;
         self.apply_inner(event).map_err(|e| e.at(index, event))
@@ -360,26 +380,37 @@ impl<S: State> EventApplier<S> {
 
     /// `TEXT_MESSAGE_CONTENT` / `REASONING_MESSAGE_CONTENT` / `TOOL_CALL_ARGS` carrying
     /// only a string id and a string delta (nothing else): the hot events of a stream,
-    /// applied without building an event object. `kind` is one of those three types.
+    /// applied without building an event object. `kind` is one of those three types. A run
+    /// of deltas to one target appends to its string held aside: [`settle`](Self::settle)
+    /// before reading the messages (any other event settles too).
     pub fn apply_delta(&mut self, kind: EventType, id: &str, delta: &str) -> Result<Change, StreamError> {
         let index = self.index;
         self.index += 1;
         let args = kind == EventType::ToolCallArgs;
-        if let Some(t) = self.last.as_ref().filter(|t| t.args == args && t.id == id) {
+        if let Some(t) = self.last.as_mut().filter(|t| t.args == args && t.id == id) {
+            if let Some(held) = &mut t.held {
+                js::append(held, delta);
+                return Ok(Change::messages(Some(t.position)));
+            }
             let (message, position, call) = (t.message, t.position, t.call);
             if let Some(s) = self.cached_target(message, call, args) {
-                js::append(s, delta);
+                // The second delta in a row: hold the string aside for the rest of the run.
+                let mut held = std::mem::take(s);
+                js::append(&mut held, delta);
+                if let Some(t) = &mut self.last {
+                    t.held = Some(held);
+                }
                 return Ok(Change::messages(Some(position)));
             }
         }
-        self.last = None;
+        self.settle();
         let show = || id.to_string();
         let r = match kind {
             EventType::TextMessageContent | EventType::ReasoningMessageContent => {
                 let found = self.messages.find_str(id);
                 let c = self.append_content(kind, found, show, Delta::Str(delta), None);
                 if let (Some(message), Some(position), None) = (found, c.message, &c.warning) {
-                    self.last = Some(Target { id: id.to_string(), args, message, position, call: 0 });
+                    self.last = Some(Target { id: id.to_string(), args, message, position, call: 0, held: None });
                 }
                 Ok(c)
             }
@@ -387,7 +418,7 @@ impl<S: State> EventApplier<S> {
                 let found = self.messages.find_tool_str(id);
                 let c = self.append_args(kind, found, show, Some(Delta::Str(delta)), None);
                 if let (Ok(Change { message: Some(position), .. }), Some((message, call))) = (&c, found) {
-                    self.last = Some(Target { id: id.to_string(), args, message, position: *position, call });
+                    self.last = Some(Target { id: id.to_string(), args, message, position: *position, call, held: None });
                 }
                 c
             }

@@ -203,6 +203,80 @@ impl<'a> Delta<'a> {
     }
 }
 
+/// The leading bytes of the last plain delta event read whose `delta` is its last member
+/// (`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"`): a token stream repeats
+/// them event after event, so an event that starts with the same bytes is the same kind
+/// for the same id, and only its delta is left to read (its end, its UTF-8, its
+/// escapes). Anything else is read by [`Delta::parse`], which learns the next form.
+#[derive(Default)]
+pub struct DeltaForm {
+    lead: Vec<u8>,
+    kind: Option<EventType>,
+    /// The id's text within `lead` (written without escapes).
+    id: Option<std::ops::Range<usize>>,
+}
+
+impl DeltaForm {
+    /// [`Delta::parse`], its form kept for the next event ([`repeat`](Self::repeat)).
+    pub fn parse<'a>(&mut self, payload: &'a [u8]) -> Option<Delta<'a>> {
+        let d = Delta::parse(payload)?;
+        self.learn(payload, &d);
+        Some(d)
+    }
+
+    /// `payload` read as [`Delta::parse`] reads it, when it starts as the last delta
+    /// [`parse`](Self::parse) read; `None`: not in that form (parse it).
+    pub fn repeat<'a>(&self, payload: &'a [u8]) -> Option<Delta<'a>> {
+        let kind = self.kind?;
+        if !payload.starts_with(&self.lead) {
+            return None;
+        }
+        let start = self.lead.len();
+        let (end, escaped) = string_end(payload, start)?;
+        if payload.get(end + 1..) != Some(b"}") {
+            return None;
+        }
+        // One UTF-8 check from the id on (the bytes between are ASCII punctuation).
+        let from = self.id.as_ref().map_or(start, |r| r.start);
+        let text = simdutf8::basic::from_utf8(&payload[from..end]).ok()?;
+        let raw = &text[start - from..];
+        let delta = Member { name: "delta", text: raw, raw: Some(raw), escaped }.string()?;
+        if super::js::holds_kept_range(&delta) {
+            return None;
+        }
+        let id = self.id.as_ref().map(|r| std::borrow::Cow::Borrowed(&text[..r.len()]));
+        Some(Delta { kind, id, delta })
+    }
+
+    /// Keep the form of `d` (read from `payload`) when its delta, written without escapes,
+    /// is its last member, and its id is written without escapes.
+    fn learn(&mut self, payload: &[u8], d: &Delta<'_>) {
+        self.kind = None;
+        let base = payload.as_ptr() as usize;
+        let place = |s: &str| -> Option<std::ops::Range<usize>> {
+            let start = (s.as_ptr() as usize).checked_sub(base)?;
+            (start + s.len() <= payload.len() && payload.get(start..start + s.len()) == Some(s.as_bytes())).then(|| start..start + s.len())
+        };
+        let std::borrow::Cow::Borrowed(delta) = &d.delta else { return };
+        let Some(at) = place(delta) else { return };
+        if payload.get(at.end..) != Some(b"\"}") || at.start == 0 || payload[at.start - 1] != b'"' {
+            return;
+        }
+        let id = match &d.id {
+            None => None,
+            Some(std::borrow::Cow::Borrowed(id)) => match place(id) {
+                Some(r) if r.end <= at.start => Some(r),
+                _ => return,
+            },
+            Some(std::borrow::Cow::Owned(_)) => return,
+        };
+        self.lead.clear();
+        self.lead.extend_from_slice(&payload[..at.start]);
+        self.kind = Some(d.kind);
+        self.id = id;
+    }
+}
+
 /// Whether a delta event of `kind` may have these members: an id (`explicit`), named
 /// `toolCallId` (`tool_id`) or `messageId`.
 fn plain_members(kind: EventType, explicit: bool, tool_id: bool) -> bool {
@@ -675,6 +749,45 @@ impl Lead {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An event read in the form of the delta before it is read as `Delta::parse` reads it
+    /// (or left to it), whatever came before.
+    #[test]
+    fn delta_form_reads_as_parse() {
+        let events: &[&str] = &[
+            r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"hello"}"#,
+            r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":" world"}"#,
+            r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"a\"b\u00e9\n"}"#,
+            r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"x"} "#,
+            r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"x","extra":1}"#,
+            r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"\ud800"}"#,
+            r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"\udbff\udc00"}"#,
+            "{\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m1\",\"delta\":\"\u{10F800}\"}",
+            r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"tab	"}"#,
+            r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":5}"#,
+            r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"é"}"#,
+            r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m2","delta":"other"}"#,
+            r#"{"type":"TOOL_CALL_ARGS","toolCallId":"t\u0031","delta":"{\"a\""}"#,
+            r#"{"type":"TOOL_CALL_ARGS","toolCallId":"t\u0031","delta":":1}"}"#,
+            r#"{"type":"TOOL_CALL_CHUNK","delta":"x"}"#,
+            r#"{"type":"TOOL_CALL_CHUNK","delta":"y"}"#,
+            r#"{"type":"TOOL_CALL_CHUNK","delta":"y"}}"#,
+            r#"{"messageId":"m1","type":"TEXT_MESSAGE_CONTENT","delta":"z"}"#,
+            r#"{"messageId":"m1","type":"TEXT_MESSAGE_CONTENT","delta":"zz"}"#,
+            r#"{"delta":"first","type":"TEXT_MESSAGE_CONTENT","messageId":"m1"}"#,
+        ];
+        let mut form = DeltaForm::default();
+        for e in events {
+            let b = e.as_bytes();
+            let want = Delta::parse(b).map(|d| (d.kind, d.id.map(|i| i.into_owned()), d.delta.into_owned()));
+            let got = form.repeat(b).or_else(|| form.parse(b)).map(|d| (d.kind, d.id.map(|i| i.into_owned()), d.delta.into_owned()));
+            assert_eq!(got, want, "{e}");
+        }
+        // a run in one form is read by the repeat alone
+        form.parse(events[0].as_bytes());
+        assert!(form.repeat(events[1].as_bytes()).is_some());
+        assert!(form.repeat(events[11].as_bytes()).is_none());
+    }
 
     /// Escapes decode as serde_json decodes them, and what it refuses is `None`.
     #[test]

@@ -5,7 +5,7 @@
 
 use super::apply::{Change, EventApplier, State};
 use super::chunks::ChunkExpander;
-use super::event::{parse_event_limited, plain_state_delta, Delta, EventType, Lead};
+use super::event::{parse_event_limited, plain_state_delta, Delta, DeltaForm, EventType, Lead};
 use super::legacy::{LegacyChain, ProtocolVersion, Shims};
 use super::schema::{check_event, Checked};
 use super::verify::EventVerifier;
@@ -475,7 +475,9 @@ impl<S: State> Replayer<S> {
         Some(c)
     }
 
-    pub fn applier(&self) -> &EventApplier<S> {
+    /// The reducer, its messages as the events made them (settled).
+    pub fn applier(&mut self) -> &EventApplier<S> {
+        self.applier.settle();
         &self.applier
     }
 
@@ -524,6 +526,8 @@ struct Reader {
     max_depth: usize,
     /// The pointers of plain `STATE_DELTA` patches, kept from event to event.
     pointers: crate::patch::cache::PointerCache,
+    /// The form of the last plain delta event.
+    deltas: DeltaForm,
 }
 
 /// One event as a [`Reader`] read it.
@@ -544,13 +548,17 @@ enum Read<'a> {
 
 impl Reader {
     fn new(options: ReplayOptions, defer: bool) -> Self {
-        Reader { verify: options.verify, schema: options.schema, defer, max_depth: options.max_depth, pointers: Default::default() }
+        Reader { verify: options.verify, schema: options.schema, defer, max_depth: options.max_depth, pointers: Default::default(), deltas: DeltaForm::default() }
     }
 
     fn read<'a>(&mut self, payload: &'a [u8]) -> Read<'a> {
         // A limit below one level refuses every event, the flat plain ones too.
         if self.max_depth == 0 {
             return self.general(payload);
+        }
+        // A token stream's next delta, in the form of the last one.
+        if let Some(d) = self.deltas.repeat(payload) {
+            return Read::Delta(d);
         }
         // The writers put `type` first: the lead picks the one plain form worth trying.
         let lead = Lead::of(payload);
@@ -561,7 +569,7 @@ impl Reader {
                 }
             }
         }
-        if let Some(d) = matches!(lead, Lead::Delta | Lead::Unknown).then(|| Delta::parse(payload)).flatten() {
+        if let Some(d) = matches!(lead, Lead::Delta | Lead::Unknown).then(|| self.deltas.parse(payload)).flatten() {
             return Read::Delta(d);
         }
         self.general(payload)
