@@ -104,12 +104,11 @@ def test_log_chunks_read_from_two_threads(tmp_path):
 
 
 STREAM_ENGINE = pytest.mark.xfail(
-    strict=True, reason="StateDocument / Replayer: taking turns (rust/agui-py/src/shared.rs) comes with the "
-    "stream engine's rework of patch.rs / stream.rs; until then a second thread gets 'Already borrowed'",
+    strict=True, reason="EventApplier: one applier is not yet shared between threads by taking turns; "
+    "a second thread gets 'Already borrowed'",
 )
 
 
-@STREAM_ENGINE
 def test_state_document_from_two_threads():
     doc = _native.StateDocument({"items": []})
 

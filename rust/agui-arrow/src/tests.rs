@@ -767,7 +767,19 @@ fn nested_protobuf_log(seed: u64, events: usize) -> Vec<u8> {
             _ => format!(r#"{{"type":"TEXT_MESSAGE_CONTENT","messageId":{a},"delta":{b}}}"#),
         };
         let mut msg = Vec::new();
-        agui_core::proto::encode_json(text.as_bytes(), false, &mut msg).unwrap();
+        // The encoder refuses the unsafe count: it is written as the largest safe one, whose
+        // varint has the same length, and put on the wire in its place.
+        let safe = text.replace("9007199254740992", "9007199254740991");
+        agui_core::proto::encode_json(safe.as_bytes(), false, &mut msg).unwrap();
+        if safe != text {
+            const SAFE: [u8; 8] = [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x0f];
+            const UNSAFE: [u8; 8] = [0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x10];
+            let mut at = 0;
+            while let Some(p) = msg[at..].windows(8).position(|w| w == SAFE) {
+                msg[at + p..at + p + 8].copy_from_slice(&UNSAFE);
+                at += p + 8;
+            }
+        }
         // Changes on the wire: in the arm's body (the envelope's one field: a one-byte
         // key and length for arms below 16 and most bodies) or of the whole message (near the end: it may fail).
         match rng.below(24) {

@@ -1007,9 +1007,16 @@ fn text_op<'py>(py: Python<'py>, i: usize, op: Operation, max_depth: usize, max_
 
 /// A JSON document for replaying many patches: Python values owned by the document and
 /// patched in place by the one engine (no conversion per patch, none at the end), with
-/// copy-on-write after `to_python` hands the document out.
+/// copy-on-write after `to_python` hands the document out. Threads sharing one take turns
+/// (`crate::shared`).
 #[pyclass(module = "agui_fast._native", name = "StateDocument")]
 pub struct StateDocument {
+    inner: crate::shared::Shared<Doc>,
+}
+
+/// The document of a [`StateDocument`], and the state of a stream replay of Python
+/// objects ([`Doc::stream`]).
+pub(crate) struct Doc {
     root: Py<PyAny>,
     opts: Options,
     /// The containers the document may write in place (`PyDoc::owned`): copies it made
@@ -1023,9 +1030,9 @@ pub struct StateDocument {
     surrogates: bool,
 }
 
-impl StateDocument {
+impl Doc {
     fn with_root(root: Bound<'_, PyAny>, opts: Options, surrogates: bool) -> Self {
-        StateDocument { root: root.unbind(), opts, owned: Owned::default(), pointers: Default::default(), surrogates }
+        Doc { root: root.unbind(), opts, owned: Owned::default(), pointers: Default::default(), surrogates }
     }
 
     /// Run `f` on the document as the engine patches it (owned mode), keeping what it owns.
@@ -1093,15 +1100,17 @@ impl StateDocument {
             None => PyDict::new(py).into_any(),
             Some(d) => py_value(d, 0, max_depth, false, &mut unlimited()).map_err(|f| raise(py, f))?,
         };
-        Ok(StateDocument::with_root(root, opts, false))
+        Ok(StateDocument { inner: crate::shared::Shared::new(Doc::with_root(root, opts, false)) })
     }
 
     /// Apply one patch atomically.
-    fn apply(&mut self, py: Python<'_>, patch: &Bound<'_, PyAny>) -> PyResult<()> {
-        let mut patcher = Patcher::new(self.opts);
-        let r = self.apply_one(&mut patcher, patch);
-        self.prune(py);
-        r.map_err(|f| raise(py, f))
+    fn apply(&self, py: Python<'_>, patch: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.inner.with(py, |d| {
+            let mut patcher = Patcher::new(d.opts);
+            let r = d.apply_one(&mut patcher, patch);
+            d.prune(py);
+            r.map_err(|f| raise(py, f))
+        })
     }
 
     /// Apply patches in order, each atomically. Stops at the first failing one and raises
@@ -1109,56 +1118,63 @@ impl StateDocument {
     /// `skip_errors=True` skips failing patches (the reference reducer's behaviour).
     /// Returns the number of patches applied.
     #[pyo3(signature = (patches, *, skip_errors = false))]
-    fn apply_many(&mut self, py: Python<'_>, patches: &Bound<'_, PyAny>, skip_errors: bool) -> PyResult<usize> {
+    fn apply_many(&self, py: Python<'_>, patches: &Bound<'_, PyAny>, skip_errors: bool) -> PyResult<usize> {
         let items = patch_items(patches).map_err(|f| raise(py, f))?;
-        let mut patcher = Patcher::new(self.opts);
-        let mut applied = 0;
-        let mut failure = None;
-        for (n, p) in items.iter().enumerate() {
-            match self.apply_one(&mut patcher, p) {
-                Ok(()) => applied += 1,
-                Err(Fail::Patch(_)) if skip_errors => {}
-                Err(f) => {
-                    failure = Some((n, f));
-                    break;
+        self.inner.with(py, |d| {
+            let mut patcher = Patcher::new(d.opts);
+            let mut applied = 0;
+            let mut failure = None;
+            for (n, p) in items.iter().enumerate() {
+                match d.apply_one(&mut patcher, p) {
+                    Ok(()) => applied += 1,
+                    Err(Fail::Patch(_)) if skip_errors => {}
+                    Err(f) => {
+                        failure = Some((n, f));
+                        break;
+                    }
                 }
             }
-        }
-        self.prune(py);
-        match failure {
-            None => Ok(applied),
-            Some((n, Fail::Patch(mut e))) => {
-                e.reason = format!("{} (in patch {n})", e.reason);
-                let err = to_py_err(py, &e);
-                let _ = err.value(py).setattr("patch_index", n);
-                Err(err)
+            d.prune(py);
+            match failure {
+                None => Ok(applied),
+                Some((n, Fail::Patch(mut e))) => {
+                    e.reason = format!("{} (in patch {n})", e.reason);
+                    let err = to_py_err(py, &e);
+                    let _ = err.value(py).setattr("patch_index", n);
+                    Err(err)
+                }
+                Some((_, Fail::Doc(e))) => Err(e), // raised by user code reading a patch
             }
-            Some((_, Fail::Doc(e))) => Err(e), // raised by user code reading a patch
-        }
+        })
     }
 
     /// The document (or the value at `path`, an RFC 6901 pointer), shared: the document
     /// never writes into it again (later patches copy what they change).
     #[pyo3(signature = (path = ""))]
-    #[allow(clippy::wrong_self_convention)] // `&mut`: handing out ends the document's ownership
-    fn to_python<'py>(&mut self, py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyAny>> {
+    #[allow(clippy::wrong_self_convention)] // handing out ends the document's ownership
+    fn to_python<'py>(&self, py: Python<'py>, path: &str) -> PyResult<Bound<'py, PyAny>> {
         let toks = py_tokens(py, path).map_err(|e| to_py_err(py, &e))?;
-        let node = engine::resolve(PyNode::new(self.root.bind(py).clone()), &toks, Dialect::Rfc6902).map_err(|f| {
-            raise(py, f.map_patch(|e| PatchError { path: Some(path.to_string()), ..e }))
-        })?;
-        self.share();
-        Ok(node.0.into_value())
+        self.inner.with(py, |d| {
+            let node = engine::resolve(PyNode::new(d.root.bind(py).clone()), &toks, Dialect::Rfc6902).map_err(|f| {
+                raise(py, f.map_patch(|e| PatchError { path: Some(path.to_string()), ..e }))
+            })?;
+            d.share();
+            Ok(node.0.into_value())
+        })
     }
 
     /// Replace the whole document (e.g. on a STATE_SNAPSHOT).
-    fn replace(&mut self, py: Python<'_>, doc: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.root = py_value(doc, 0, self.opts.max_depth, false, &mut unlimited()).map_err(|f| raise(py, f))?.unbind();
-        self.share();
-        Ok(())
+    fn replace(&self, py: Python<'_>, doc: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.inner.with(py, |d| {
+            d.root = py_value(doc, 0, d.opts.max_depth, false, &mut unlimited()).map_err(|f| raise(py, f))?.unbind();
+            d.share();
+            Ok(())
+        })
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        let bytes = crate::encode::dumps(py, self.root.bind(py), false, agui_core::limits::MAX_DEPTH_CAP as u32 + 1)?;
+        let root = self.inner.with(py, |d| Ok(d.root.clone_ref(py)))?;
+        let bytes = crate::encode::dumps(py, root.bind(py), false, agui_core::limits::MAX_DEPTH_CAP as u32 + 1)?;
         let text = String::from_utf8_lossy(bytes.as_bytes());
         Ok(if text.len() > 200 {
             let cut = (0..=200).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
@@ -1173,12 +1189,12 @@ impl StateDocument {
 // The state of a stream replay of Python objects (`stream::Replayer`)
 // ---------------------------------------------------------------------------------------
 
-impl StateDocument {
+impl Doc {
     /// The state of a stream replay: `root` (built by `doc_value` or `stream_value`)
     /// patched in the reference client's dialect (fast-json-patch), as the core's
     /// `EventApplier` patches a JSON state.
     pub(crate) fn stream(root: Bound<'_, PyAny>, limits: &PatchLimits) -> Self {
-        StateDocument::with_root(root, limits.options(limits.max_depth), true)
+        Doc::with_root(root, limits.options(limits.max_depth), true)
     }
 
     /// The document, shared (`to_python`), or a deep copy of it (`shared=false`: the
@@ -1238,7 +1254,7 @@ pub(crate) fn stream_value<'py>(py: Python<'py>, v: &Value, max_depth: usize) ->
     json_to_py(py, v, 0, max_depth, true, &mut unlimited()).map_err(|f| raise(py, f))
 }
 
-impl std::fmt::Debug for StateDocument {
+impl std::fmt::Debug for Doc {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("StateDocument")
     }
@@ -1246,7 +1262,7 @@ impl std::fmt::Debug for StateDocument {
 
 /// The reducer's state held as Python values: `STATE_SNAPSHOT` / `STATE_DELTA` events
 /// read from JSON (the general path) are applied here by the one engine.
-impl agui_core::stream::State for StateDocument {
+impl agui_core::stream::State for Doc {
     fn set(&mut self, snapshot: &Value) -> Result<(), String> {
         Python::attach(|py| {
             let v = json_to_py(py, snapshot, 0, agui_core::limits::MAX_DEPTH_CAP, true, &mut unlimited()).map_err(|f| fail_text(py, f))?;

@@ -14,7 +14,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use serde_json::Value;
 
 use crate::errors::{check_max_depth, error_class, kind_error, make_error};
-use crate::patch::{GivenOp, StateDocument};
+use crate::patch::{Doc, GivenOp};
 use crate::plan::{Getter, Kind, PlanKind};
 use agui_core::patch::OpKind;
 use agui_core::sink::Scalar;
@@ -354,7 +354,7 @@ fn start(
     state: Option<&Bound<'_, PyAny>>,
     max_depth: usize,
     max_patch_bytes: usize,
-) -> PyResult<(Vec<Value>, StateDocument)> {
+) -> PyResult<(Vec<Value>, Doc)> {
     let direct = state.filter(|s| !s.is_instance_of::<PyBytes>()).and_then(|s| crate::patch::doc_value(s, max_depth));
     let (messages, root) = match (state, direct) {
         (None, _) => (initial(py, messages, None, max_depth)?.0, PyDict::new(py).into_any()),
@@ -364,7 +364,7 @@ fn start(
             (messages, crate::patch::stream_value(py, &state, max_depth)?)
         }
     };
-    Ok((messages, StateDocument::stream(root, &core::PatchLimits::new(max_depth, max_patch_bytes))))
+    Ok((messages, Doc::stream(root, &core::PatchLimits::new(max_depth, max_patch_bytes))))
 }
 
 /// The reducer with chunk expansion (and optionally verification) in front, as the
@@ -375,12 +375,12 @@ pub struct Replayer {
     // Send, not Sync); `&mut self` already serialises the calls, so it is never contended.
     // The state is a document of Python values (`patch::StateDocument`): neither it nor
     // the deltas given as objects are converted to JSON.
-    inner: std::sync::Mutex<core::Replayer<StateDocument>>,
+    inner: std::sync::Mutex<core::Replayer<Doc>>,
     max_depth: usize,
 }
 
 impl Replayer {
-    fn get(&mut self) -> &mut core::Replayer<StateDocument> {
+    fn get(&mut self) -> &mut core::Replayer<Doc> {
         self.inner.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
@@ -774,16 +774,16 @@ fn prepare_run_input<'py>(
 #[pyclass(module = "agui_fast._native", name = "RunReader")]
 pub struct RunReader {
     // A Mutex only to make the class Sync (as `Replayer`).
-    inner: std::sync::Mutex<run::RunReader<StateDocument>>,
+    inner: std::sync::Mutex<run::RunReader<Doc>>,
     record: bool,
 }
 
 impl RunReader {
-    fn get(&mut self) -> &mut run::RunReader<StateDocument> {
+    fn get(&mut self) -> &mut run::RunReader<Doc> {
         self.inner.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn replayer(&mut self) -> PyResult<&mut core::Replayer<StateDocument>> {
+    fn replayer(&mut self) -> PyResult<&mut core::Replayer<Doc>> {
         self.get().replayer().ok_or_else(|| PyTypeError::new_err("a RunReader without a pipeline keeps no messages or state"))
     }
 

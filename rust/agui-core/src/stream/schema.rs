@@ -155,7 +155,10 @@ static OPERATION: Union = Union {
     key: "op",
     members: &[("add", &ADD), ("remove", &REMOVE), ("replace", &REPLACE), ("move", &MOVE), ("copy", &COPY), ("test", &TEST)],
 };
-const PATCH: Ty = Ty::Array(&Ty::Union(&OPERATION), 0);
+// The element types as statics: a `const` may point at a static, not at a temporary
+// (Rust 1.88 does not promote an enum built from a reference to a static).
+static OPERATION_TY: Ty = Ty::Union(&OPERATION);
+const PATCH: Ty = Ty::Array(&OPERATION_TY, 0);
 
 static FUNCTION_CALL: Shape = closed(&[req("name", Ty::Str), req("arguments", Ty::Str)]);
 static TOOL_CALL: Shape = closed(&[
@@ -222,7 +225,8 @@ static MESSAGE: Union = Union {
         ("reasoning", &REASONING_MESSAGE),
     ],
 };
-const MESSAGES: Ty = Ty::Array(&Ty::Union(&MESSAGE), 0);
+static MESSAGE_TY: Ty = Ty::Union(&MESSAGE);
+const MESSAGES: Ty = Ty::Array(&MESSAGE_TY, 0);
 
 static TOOL: Shape = closed(&[req("name", Ty::Str), req("description", Ty::Str), opt("parameters", Ty::NotNull), METADATA]);
 static CONTEXT: Shape = closed(&[req("description", Ty::Str), req("value", Ty::Str)]);
@@ -275,7 +279,8 @@ static TOKEN_USAGE: Shape = closed(&[
     opt("cachedInputTokens", COUNT),
     opt("cacheWriteInputTokens", COUNT),
 ]);
-const USAGE: Ty = Ty::Array(&Ty::Shape(&TOKEN_USAGE), 0);
+static TOKEN_USAGE_TY: Ty = Ty::Shape(&TOKEN_USAGE);
+const USAGE: Ty = Ty::Array(&TOKEN_USAGE_TY, 0);
 static SUBAGENT_SUCCESS: Shape = closed(&[req("type", Ty::Literal("success"))]);
 static SUBAGENT_SUSPENDED: Shape = closed(&[req("type", Ty::Literal("suspended")), opt("interruptIds", STR_ARRAY)]);
 static SUBAGENT_OUTCOME: Union = Union { key: "type", members: &[("success", &SUBAGENT_SUCCESS), ("suspended", &SUBAGENT_SUSPENDED)] };
