@@ -117,7 +117,10 @@ class _Run:
         self.reader: Optional[_Reader] = None  # the response's, once it is read
 
     def failed(self, exc: AguiError) -> None:
-        """Give what ``run_agent`` raises the run's warnings so far."""
+        """Give what ``run_agent`` raises the run's warnings so far (an ``AgentRunError``
+        carries the result, warnings included, already)."""
+        if isinstance(exc, AgentRunError):
+            return
         exc.warnings = self.warnings + ([] if self.reader is None else _warnings(self.reader.native.take_warnings()))
 
     def result(self) -> RunAgentResult:
@@ -478,8 +481,7 @@ class HttpAgent(_BaseAgent):
                 pass
             return run.result()
         except AguiError as exc:
-            if not isinstance(exc, AgentRunError):
-                run.failed(exc)
+            run.failed(exc)
             raise
 
 
@@ -530,8 +532,7 @@ class SyncHttpAgent(_BaseAgent):
                 pass
             return run.result()
         except AguiError as exc:
-            if not isinstance(exc, AgentRunError):
-                run.failed(exc)
+            run.failed(exc)
             raise
 
 
