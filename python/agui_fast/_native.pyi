@@ -257,6 +257,12 @@ def record_given(obj: Any, input: Any, /) -> bool:
     at every level, the tags the data gave and the members it gave at their default (what
     ``model_fields_set`` counts and the values cannot show). False: a record this walk does
     not make is needed (the exact path must convert)."""
+
+def record_given_json(obj: Any, data: Union[bytes, str], /) -> bool:
+    """``record_given`` for ``obj`` decoded by a typed msgspec decoder from the JSON text
+    ``data``: the text is read beside the object, no Python values built for it. False:
+    the text does not walk with the object, or a record this walk does not make is needed
+    (the exact path must convert)."""
 # --- end construct ---
 # --- logs (rust/agui-py/src/arrow.rs over agui_core::log and the agui-arrow crate) ---
 # Sources are paths (str) or bytes; every call reads them with the GIL released and

@@ -224,6 +224,11 @@ class _Model(
     __get_pydantic_core_schema__ = classmethod(
         functools.partial(_pydantic.get_pydantic_core_schema, plain=_construct.plain, converted=_construct.converted)
     )
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # TypeAdapter(cls) takes these as they are (validate_json through msgspec).
+        _pydantic.adapter_attributes(cls, plain=_construct.plain, record=_native.record_given_json)
+
     __dataclass_fields__ = _pydantic.DataclassFields()  # FastAPI: a request body
     model_fields = _pydantic.ModelFields()
     __fields__ = _pydantic.V1Fields()  # pydantic v1's name

@@ -11,6 +11,14 @@ pydantic is optional: nothing here imports it unless it is installed.
   ``dataclasses.is_dataclass`` is true. FastAPI infers a request body only for pydantic
   models, dataclasses, mappings and sequences; this is what makes
   ``async def run(input_data: RunAgentInput)`` a body parameter after the one-import swap.
+* ``__pydantic_validator__`` (with ``__pydantic_core_schema__`` and
+  ``__pydantic_serializer__``): what ``TypeAdapter(cls)`` uses as they are, as it does a
+  pydantic model's. ``validate_json`` decodes the JSON text with the class's msgspec
+  decoder and records the members given at their default by reading the text beside the
+  result (no Python values built for it); anything that path does not take (extras,
+  snake_case names, values to coerce, errors) goes to pydantic's validator of the core
+  schema above, so the results and the errors are the same. All three are built on
+  first use: importing the Structs builds no pydantic schema.
 * ``model_fields`` (pydantic ``FieldInfo`` with annotation, alias, default),
   ``model_json_schema`` and the include/exclude parameters of ``model_dump``
   (``model_fields_set``: ``_given``).
@@ -28,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Literal, Optional, 
 import msgspec
 
 from . import _given
+from ._convert import json_decoder
 from ._dump import fields_of
 from ._pointer import PointerSyntax
 
@@ -114,6 +123,107 @@ def get_pydantic_core_schema(
         serialization=cs.plain_serializer_function_ser_schema(serialize, info_arg=True, return_schema=shape),
         ref=f"{cls.__module__}.{cls.__qualname__}:{id(cls)}",
     )
+
+
+class _Adapted:
+    """pydantic's own adapter of one Struct class (``TypeAdapter(Annotated[cls, ...])``: the
+    core schema above), built on first use; the three ``__pydantic_*__`` attributes of the
+    class reach it through here."""
+
+    __slots__ = ("cls", "_adapter")
+
+    def __init__(self, cls: type) -> None:
+        self.cls: type = cls
+        self._adapter: Any = None
+
+    @property
+    def adapter(self) -> Any:
+        if self._adapter is None:
+            # Annotated: pydantic's generic path (the class's own attributes would name this).
+            forms: Any = typing
+            self._adapter = pydantic.TypeAdapter(forms.Annotated[self.cls, _OWN_SCHEMA])
+        return self._adapter
+
+
+_OWN_SCHEMA = "agui_fast: the class's own core schema"
+
+
+class CoreSchema(typing.Mapping):
+    """``__pydantic_core_schema__``: the class's core schema, read on first use."""
+
+    __slots__ = ("_of",)
+
+    def __init__(self, of: _Adapted) -> None:
+        self._of = of
+
+    def __getitem__(self, key: str) -> Any:
+        return self._of.adapter.core_schema[key]
+
+    def __iter__(self) -> Any:
+        return iter(self._of.adapter.core_schema)
+
+    def __len__(self) -> int:
+        return len(self._of.adapter.core_schema)
+
+
+class Serializer:
+    """``__pydantic_serializer__``: pydantic's serializer of the core schema."""
+
+    __slots__ = ("_of",)
+
+    def __init__(self, of: _Adapted) -> None:
+        self._of = of
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._of.adapter.serializer, name)
+
+
+_JSON_TEXT = (bytes, str)
+
+
+class Validator:
+    """``__pydantic_validator__``: pydantic's validator of the core schema, with the JSON
+    text of a plain class (``plain``: no validators of its own) decoded by msgspec first."""
+
+    __slots__ = ("_of", "_plain", "_record", "_decode")
+
+    def __init__(self, of: _Adapted, plain: Callable[[type], bool], record: Callable[[Any, Any], bool]) -> None:
+        self._of, self._plain, self._record, self._decode = of, plain, record, _UNDECIDED
+
+    def validate_json(self, input: Any, *, strict: Any = None, context: Any = None, **options: Any) -> Any:
+        decode = self._decode
+        if decode is _UNDECIDED:  # on the first call: the class is complete by then
+            cls = self._of.cls
+            decode = self._decode = json_decoder(cls).decode if self._plain(cls) else None
+        if decode is not None and strict is None and context is None and not any(options.values()) and type(input) in _JSON_TEXT:
+            try:
+                obj = decode(input)
+            except _FAST_JSON_ERRORS:
+                pass
+            else:
+                if self._record(obj, input):
+                    return obj
+        return self._of.adapter.validator.validate_json(input, strict=strict, context=context, **options)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._of.adapter.validator, name)
+
+
+_UNDECIDED: Any = object()
+
+#: What the typed decoder raises for text the exact path may still take, or words the error of.
+_FAST_JSON_ERRORS = (msgspec.ValidationError, msgspec.DecodeError, UnicodeEncodeError, RecursionError, ValueError, TypeError)
+
+
+def adapter_attributes(cls: type, *, plain: Callable[[type], bool], record: Callable[[Any, Any], bool]) -> None:
+    """Give ``cls`` (a Struct class, in its own ``__dict__``) the three attributes
+    ``TypeAdapter(cls)`` takes as they are. Nothing is built until they are used."""
+    if not _WITH_PYDANTIC:
+        return
+    of = _Adapted(cls)
+    type.__setattr__(cls, "__pydantic_core_schema__", CoreSchema(of))
+    type.__setattr__(cls, "__pydantic_serializer__", Serializer(of))
+    type.__setattr__(cls, "__pydantic_validator__", Validator(of, plain, record))
 
 
 def _pydantic_annotation(tp: Any) -> Any:

@@ -316,6 +316,127 @@ impl Fields {
     }
 }
 
+/// A reader of JSON text a typed decoder has already accepted (valid JSON), for walking it
+/// beside the object decoded from it: which members each object gave, and which of them
+/// were `null` or a given string. `None` from any step: the text is not as expected
+/// there (the caller gives up and takes a path that does not need it).
+pub struct JsonReader<'a> {
+    text: &'a str,
+    pos: usize,
+}
+
+/// A member's value as [`JsonReader::value`] classifies it.
+#[derive(Debug, PartialEq)]
+pub enum JsonValue<'a> {
+    Null,
+    Str(std::borrow::Cow<'a, str>),
+    /// an array or object, not yet read (the reader stands at its opening bracket)
+    Nested,
+    /// a number, `true` or `false` (read)
+    Other,
+}
+
+impl<'a> JsonReader<'a> {
+    pub fn new(text: &'a str) -> Self {
+        JsonReader { text, pos: 0 }
+    }
+
+    fn peek(&mut self) -> Option<u8> {
+        let b = self.text.as_bytes();
+        while let Some(b' ' | b'\n' | b'\t' | b'\r') = b.get(self.pos) {
+            self.pos += 1;
+        }
+        b.get(self.pos).copied()
+    }
+
+    fn eat(&mut self, c: u8) -> bool {
+        let hit = self.peek() == Some(c);
+        self.pos += usize::from(hit);
+        hit
+    }
+
+    /// Consume the opening bracket `open` (`{` or `[`); false (nothing consumed) when the
+    /// next value is something else.
+    pub fn begin(&mut self, open: u8) -> bool {
+        self.eat(open)
+    }
+
+    /// The next key of the object being read (after its colon), or `Some(None)` at its end
+    /// (the closing brace consumed). `first`: no member has been read yet.
+    pub fn key(&mut self, first: &mut bool) -> Option<Option<std::borrow::Cow<'a, str>>> {
+        if self.eat(b'}') {
+            return Some(None);
+        }
+        if !std::mem::take(first) && !self.eat(b',') {
+            return None;
+        }
+        if self.peek() != Some(b'"') {
+            return None;
+        }
+        let key = self.string()?;
+        self.eat(b':').then_some(Some(key))
+    }
+
+    /// Whether an item of the array being read follows (its comma consumed); false at the
+    /// array's end (the closing bracket consumed).
+    pub fn item(&mut self, first: &mut bool) -> Option<bool> {
+        if self.eat(b']') {
+            return Some(false);
+        }
+        (std::mem::take(first) || self.eat(b',')).then_some(true)
+    }
+
+    /// The string at the reader (its opening quote), escapes decoded.
+    fn string(&mut self) -> Option<std::borrow::Cow<'a, str>> {
+        let start = self.pos + 1;
+        let (end, escaped) = crate::stream::event::string_end(self.text.as_bytes(), start)?;
+        self.pos = end + 1;
+        let raw = &self.text[start..end];
+        if !escaped {
+            return Some(std::borrow::Cow::Borrowed(raw));
+        }
+        let mut out = String::with_capacity(raw.len());
+        crate::stream::event::unescape_into(raw, &mut out)?;
+        Some(std::borrow::Cow::Owned(out))
+    }
+
+    /// The next value: `null` and strings read, numbers and literals skipped, arrays and
+    /// objects left at their opening bracket.
+    pub fn value(&mut self) -> Option<JsonValue<'a>> {
+        Some(match self.peek()? {
+            b'"' => JsonValue::Str(self.string()?),
+            b'[' | b'{' => JsonValue::Nested,
+            b'n' => {
+                self.text.get(self.pos..self.pos + 4).filter(|t| *t == "null")?;
+                self.pos += 4;
+                JsonValue::Null
+            }
+            _ => {
+                let b = self.text.as_bytes();
+                let n = b[self.pos..].iter().take_while(|c| !matches!(c, b',' | b'}' | b']' | b' ' | b'\n' | b'\t' | b'\r')).count();
+                if n == 0 {
+                    return None;
+                }
+                self.pos += n;
+                JsonValue::Other
+            }
+        })
+    }
+
+    /// Skip the next value, whatever it is.
+    pub fn skip(&mut self) -> Option<()> {
+        if self.value()? == JsonValue::Nested {
+            self.pos = crate::stream::event::nested_end(self.text, self.pos)?;
+        }
+        Some(())
+    }
+
+    /// Nothing but whitespace is left.
+    pub fn at_end(&mut self) -> bool {
+        self.peek().is_none()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -507,6 +628,44 @@ mod tests {
         let opt: C = Check::Optional(Box::new(Check::Int(i64::MIN, i64::MAX)));
         assert_eq!(report(&opt, &V::Str("1")).1, "an integer");
         assert_eq!(report(&Check::JsonPointer, &V::Str("x")).1, "a JSON Pointer string");
+    }
+
+    #[test]
+    fn the_json_reader_walks_members_and_classifies_values() {
+        let mut r = JsonReader::new(r#" {"a" : null, "b\u0041":"x\"y", "c":[1, {"d":2}], "e": -1.5e3, "f":true} "#);
+        assert!(r.begin(b'{'));
+        let mut first = true;
+        let mut seen = Vec::new();
+        while let Some(key) = r.key(&mut first).expect("a well-formed object") {
+            let v = r.value().expect("a value");
+            if v == JsonValue::Nested {
+                assert!(r.begin(b'['));
+                let mut first = true;
+                let mut n = 0;
+                while r.item(&mut first).expect("an item") {
+                    r.skip().expect("skipped");
+                    n += 1;
+                }
+                assert_eq!(n, 2);
+            }
+            seen.push((key.into_owned(), format!("{v:?}")));
+        }
+        assert!(r.at_end());
+        let keys: Vec<&str> = seen.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["a", "bA", "c", "e", "f"]);
+        assert_eq!(seen[0].1, "Null");
+        assert_eq!(seen[1].1, r#"Str("x\"y")"#);
+        assert_eq!(seen[3].1, "Other");
+        // Not what was expected: None, never a panic.
+        assert_eq!(JsonReader::new("{").key(&mut false), None);
+        assert_eq!(JsonReader::new("nul").value(), None);
+        assert_eq!(JsonReader::new(r#"{"a" 1}"#).key(&mut true).map(|_| ()), None);
+        let mut r = JsonReader::new("[1 2]");
+        assert!(r.begin(b'['));
+        let mut first = true;
+        assert_eq!(r.item(&mut first), Some(true));
+        r.skip().expect("1");
+        assert_eq!(r.item(&mut first), None);
     }
 
     #[test]

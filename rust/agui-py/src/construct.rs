@@ -66,6 +66,19 @@ pub(crate) struct Plan {
     /// The shared records (`core._given.Shared`) made so far, by what they record: the
     /// fields given at their default (a bit set) and the tag.
     pub(crate) records: RefCell<Vec<(u64, bool, Py<PyAny>)>>,
+    /// The wire names and the tag field as text, and each field's default as JSON spells
+    /// it (what `record_given_json` compares the text's members with).
+    pub(crate) wire_texts: Vec<String>,
+    pub(crate) tag_text: Option<String>,
+    pub(crate) json_defaults: Vec<JsonDefault>,
+}
+
+/// A field's default as a member of JSON text gives it: `null`, a string, or nothing to
+/// record (a required field).
+pub(crate) enum JsonDefault {
+    Required,
+    Null,
+    Str(String),
 }
 
 /// A call site's keyword names, the same without the tag, and the tag's position.
@@ -143,6 +156,16 @@ fn build_plan(py: Python<'_>, meta: &Meta, cls: &Bound<'_, PyType>) -> PyResult<
     let nested = checks.iter().map(holds_structs).collect();
     let wire_hashes = wires.iter().map(|w| w.bind(py).hash()).collect::<PyResult<_>>()?;
     let tag_hash = tag.as_ref().map_or(Ok(-1), |(field, _, _)| field.bind(py).hash())?;
+    let wire_texts = wires.iter().map(|w| w.bind(py).to_str().map(str::to_owned)).collect::<PyResult<_>>()?;
+    let tag_text = tag.as_ref().map(|(field, _, _)| field.bind(py).to_str().map(str::to_owned)).transpose()?;
+    let json_defaults = defaults
+        .iter()
+        .map(|d| match d {
+            None => Ok(JsonDefault::Required),
+            Some(d) if d.is_none(py) => Ok(JsonDefault::Null),
+            Some(d) => Ok(d.bind(py).cast::<PyString>().map_or(JsonDefault::Required, |s| JsonDefault::Str(s.to_string()))),
+        })
+        .collect::<PyResult<_>>()?;
     Ok(Rc::new(Plan {
         _cls: cls.clone().unbind(),
         _classes: classes,
@@ -157,6 +180,9 @@ fn build_plan(py: Python<'_>, meta: &Meta, cls: &Bound<'_, PyType>) -> PyResult<
         tag,
         without_tag: RefCell::default(),
         records: RefCell::default(),
+        wire_texts,
+        tag_text,
+        json_defaults,
     }))
 }
 
@@ -225,6 +251,29 @@ fn record_given(py: Python<'_>, obj: &Bound<'_, PyAny>, input: &Bound<'_, PyAny>
     crate::ffi::construct::record_given(py, meta(py)?, obj, input)
 }
 
+/// `record_given` for `obj` decoded by a typed msgspec decoder from the JSON text `data`
+/// (`bytes` or `str`): the text is read beside the object (no Python values built for
+/// it), members given `null` or a literal default and the tags recorded at every level.
+/// False when the text does not walk with the object (not UTF-8, a shape the walk does not
+/// follow) or a record is needed that it does not make: the caller takes the exact path.
+#[pyfunction]
+fn record_given_json(py: Python<'_>, obj: &Bound<'_, PyAny>, data: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let text = if let Ok(b) = data.cast::<pyo3::types::PyBytes>() {
+        match std::str::from_utf8(b.as_bytes()) {
+            Ok(t) => t,
+            Err(_) => return Ok(false),
+        }
+    } else if let Ok(s) = data.cast::<PyString>() {
+        match s.to_str() {
+            Ok(t) => t,
+            Err(_) => return Ok(false),
+        }
+    } else {
+        return Err(PyTypeError::new_err("record_given_json: data must be bytes or str"));
+    };
+    crate::ffi::construct::record_given_json(py, meta(py)?, obj, text)
+}
+
 /// `__dict__` of the Structs (a property of `core._base._Model`): the instance's own dict
 /// (made empty when it has none, as the default attribute does), never a shared record:
 /// one is first replaced by a record of its own holding the same names, so that what is
@@ -286,6 +335,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(struct_meta_vectorcall, m)?)?;
     m.add_function(wrap_pyfunction!(check_pointers, m)?)?;
     m.add_function(wrap_pyfunction!(record_given, m)?)?;
+    m.add_function(wrap_pyfunction!(record_given_json, m)?)?;
     m.add_function(wrap_pyfunction!(instance_dict, m)?)?;
     m.add_function(wrap_pyfunction!(set_instance_dict, m)?)?;
     Ok(())

@@ -12,9 +12,9 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString, PyTuple, PyType};
 
-use agui_core::construct::{Keyword, Route};
+use agui_core::construct::{JsonReader, JsonValue, Keyword, Route};
 
-use crate::construct::{lenient, plan_for, Check, Plan, SHARED_RECORDS, WITHOUT_TAG_SITES};
+use crate::construct::{lenient, plan_for, Check, JsonDefault, Plan, SHARED_RECORDS, WITHOUT_TAG_SITES};
 use crate::ffi::layout::Layout;
 
 /// `plan_of(cls)`, `lenient(cls, kwargs)`, the metaclass, and msgspec's call slot.
@@ -434,6 +434,89 @@ unsafe fn record_value(py: Python<'_>, meta: &Meta, v: *mut ffi::PyObject, input
                 if !record_value(py, meta, value.as_ptr(), val)? {
                     return Ok(false);
                 }
+            }
+        }
+        if given != 0 || tag {
+            record(py, meta, &plan, v, given, tag)?;
+        }
+        Ok(true)
+    }
+}
+
+/// `construct::record_given_json`: the walk of `obj` (decoded by msgspec from `text`) and
+/// the text beside it, as `record_given` walks the data; the text must end where the
+/// walk does.
+pub(crate) fn record_given_json(py: Python<'_>, meta: &Meta, obj: &Bound<'_, PyAny>, text: &str) -> PyResult<bool> {
+    let mut reader = JsonReader::new(text);
+    // SAFETY: `obj` is alive for the call and only read (slot reads, the records' dicts:
+    // no Python code runs), so the borrowed items it holds stay alive.
+    Ok(unsafe { record_json(py, meta, obj.as_ptr(), &mut reader)? } && reader.at_end())
+}
+
+/// `record_given_json` of one value `v` (borrowed, alive) and the JSON value it was decoded
+/// from, at the reader.
+unsafe fn record_json(py: Python<'_>, meta: &Meta, v: *mut ffi::PyObject, r: &mut JsonReader<'_>) -> PyResult<bool> {
+    // SAFETY: the contract: `v` is a live object; items are read borrowed from containers
+    // nothing changes during the walk (no Python code runs).
+    unsafe {
+        if ffi::PyList_CheckExact(v) != 0 {
+            if !r.begin(b'[') {
+                return Ok(false);
+            }
+            let mut first = true;
+            for i in 0..ffi::PyList_Size(v) {
+                if r.item(&mut first) != Some(true) || !record_json(py, meta, ffi::PyList_GetItem(v, i), r)? {
+                    return Ok(false);
+                }
+            }
+            return Ok(r.item(&mut first) == Some(false));
+        }
+        let tp = ffi::Py_TYPE(v);
+        if ffi::PyType_IsSubtype(ffi::Py_TYPE(tp as *mut ffi::PyObject), meta.ty.as_ptr() as *mut ffi::PyTypeObject) == 0 {
+            return Ok(r.skip().is_some()); // a value of no Struct: nothing to record in it
+        }
+        if !r.begin(b'{') {
+            return Ok(false);
+        }
+        let cls = Bound::from_borrowed_ptr(py, tp as *mut ffi::PyObject).cast_into_unchecked::<PyType>();
+        let plan = plan_for(py, meta, &cls)?;
+        if plan.names.len() > 64 {
+            return Ok(false);
+        }
+        let (mut given, mut tag, mut first) = (0u64, false, true);
+        loop {
+            let key = match r.key(&mut first) {
+                None => return Ok(false),
+                Some(None) => break,
+                Some(Some(key)) => key,
+            };
+            if plan.tag_text.as_deref() == Some(&*key) {
+                tag = true;
+                if r.skip().is_none() {
+                    return Ok(false);
+                }
+                continue;
+            }
+            let Some(i) = plan.wire_texts.iter().position(|w| *w == *key) else {
+                return Ok(false); // msgspec took no other member: the text is not what it decoded
+            };
+            // The text's value is at the default exactly when the decoded one is (None, or a
+            // literal `str`).
+            match (r.value(), &plan.json_defaults[i]) {
+                (None, _) => return Ok(false),
+                (Some(JsonValue::Null), JsonDefault::Null) => given |= 1u64 << i,
+                (Some(JsonValue::Str(s)), JsonDefault::Str(d)) if *s == **d => given |= 1u64 << i,
+                (Some(JsonValue::Nested), _) => {
+                    if plan.nested[i] {
+                        let value = Bound::from_owned_ptr_or_err(py, ffi::PyObject_GetAttr(v, plan.names[i].as_ptr()))?;
+                        if !record_json(py, meta, value.as_ptr(), r)? {
+                            return Ok(false);
+                        }
+                    } else if r.skip().is_none() {
+                        return Ok(false);
+                    }
+                }
+                _ => {}
             }
         }
         if given != 0 || tag {
