@@ -63,6 +63,7 @@ from .core import (
     ReplaceOperation,
     StateDeltaEvent,
     TestOperation,
+    ToolCall,
 )
 from .core._given import given
 from .decoder import decode_as
@@ -453,6 +454,20 @@ class EventApplier:
         if data is None:  # another thread replaced the messages meanwhile
             raise IndexError(f"message index out of range ({count} messages)")
         return _load(data) if self._raw else decode_as(data, Message)
+
+    def tool_call(self, id: str) -> Optional[Tuple[int, Any, Any]]:
+        """The tool call ``id`` as the reducer finds it (the first message carrying it):
+        ``(position, message_id, call)`` — the position of its message (as
+        ``Change.message`` gives it), that message's id and the call (a :class:`ToolCall`,
+        or a dict with ``raw=True``); None when no message carries it. It takes the same
+        time however many calls the message holds (``message(position)`` reads them all)."""
+        if type(id) is not str:
+            raise TypeError(f"id must be a str, not {type(id).__name__}")
+        found = self._native.tool_call(id)
+        if found is None:
+            return None
+        position, message_id, call = found
+        return position, None if message_id is None else _load(message_id), _load(call) if self._raw else decode_as(call, ToolCall)
 
     @property
     def state(self) -> Any:

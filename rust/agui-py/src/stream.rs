@@ -571,6 +571,14 @@ impl Replayer {
         self.get().applier().message_count()
     }
 
+    /// The tool call `id`: `(message position, the message's id as JSON text or None,
+    /// the call as JSON text)`, or None when no message carries it.
+    #[pyo3(signature = (id, /))]
+    fn tool_call<'py>(&mut self, py: Python<'py>, id: &str) -> Option<(usize, Option<Bound<'py, PyBytes>>, Bound<'py, PyBytes>)> {
+        let (position, message, call) = self.get().tool_call(id)?;
+        Some((position, message.get("id").map(|v| json_bytes(py, v)), json_bytes(py, call)))
+    }
+
     /// The state: a copy, or (`shared=True`) the document itself, which it never writes
     /// into again (later patches copy what they change).
     #[pyo3(signature = (*, shared = false))]
