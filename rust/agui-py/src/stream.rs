@@ -586,9 +586,10 @@ impl Replayer {
     /// The tool call `id`: `(message position, the message's id or None,
     /// the call, as plain Python values)`, or None when no message carries it.
     #[pyo3(signature = (id, /))]
-    fn tool_call<'py>(&mut self, py: Python<'py>, id: &str) -> PyResult<Option<(usize, Option<Bound<'py, PyAny>>, Bound<'py, PyAny>)>> {
+    fn tool_call<'py>(&mut self, py: Python<'py>, id: &str) -> PyResult<Option<Bound<'py, PyTuple>>> {
         let Some((position, message, call)) = self.get().tool_call(id) else { return Ok(None) };
-        Ok(Some((position, message.get("id").map(|v| result_value(py, v)).transpose()?, result_value(py, call)?)))
+        let message_id = message.get("id").map(|v| result_value(py, v)).transpose()?;
+        (position, message_id, result_value(py, call)?).into_pyobject(py).map(Some)
     }
 
     /// The state: a copy, or (`shared=True`) the document itself, which it never writes
