@@ -65,6 +65,7 @@ from .core import (
     TestOperation,
     ToolCall,
 )
+from .core._convert import FAST_PATH_ERRORS, convert_value
 from .core._given import given
 from .decoder import decode_as
 from .errors import AguiError, StreamError, VerificationError
@@ -119,8 +120,17 @@ def _events(data: bytes, raw: bool) -> List[Any]:
     return _load(data) if raw else decode_as(data, List[Event])
 
 
-def _messages(data: bytes, raw: bool) -> List[Any]:
-    return _load(data) if raw else decode_as(data, List[Message])
+def _typed(values: Any, tp: Any) -> Any:
+    """Plain values the engine built as ``tp``, as its JSON text would decode: msgspec's
+    conversion, and the exact converter for what it refuses (extras, lone surrogates)."""
+    try:
+        return msgspec.convert(values, tp, strict=False)
+    except FAST_PATH_ERRORS:
+        return convert_value(values, tp)
+
+
+def _messages(values: List[Any], raw: bool) -> List[Any]:
+    return values if raw else _typed(values, List[Message])
 
 
 class StreamWarning(Tuple[Optional[int], str]):
@@ -199,11 +209,11 @@ def _depth(max_depth: int) -> int:
     return _native.check_int("max_depth", max_depth, 0, _native.MAX_DEPTH_CAP)
 
 
-def _replay(parts: Tuple[bytes, bytes, bytes, list, Any], raw: bool) -> Replay:
+def _replay(parts: Tuple[List[Any], Any, List[Any], list, Any], raw: bool) -> Replay:
     """A whole-log replay's result from the native tuple (raises its error, if any)."""
     messages, state, interrupts, warnings, error = parts
     result = Replay(
-        messages=_messages(messages, raw), state=_load(state), pending_interrupts=_load(interrupts), warnings=_warnings(warnings)
+        messages=_messages(messages, raw), state=state, pending_interrupts=interrupts, warnings=_warnings(warnings)
     )
     if error is not None:
         error.replay = result  # what was applied before the error
@@ -453,7 +463,7 @@ class EventApplier:
         data = self._native.message(i)
         if data is None:  # another thread replaced the messages meanwhile
             raise IndexError(f"message index out of range ({count} messages)")
-        return _load(data) if self._raw else decode_as(data, Message)
+        return data if self._raw else _typed(data, Message)
 
     def tool_call(self, id: str) -> Optional[Tuple[int, Any, Any]]:
         """The tool call ``id`` as the reducer finds it (the first message carrying it):
@@ -467,7 +477,7 @@ class EventApplier:
         if found is None:
             return None
         position, message_id, call = found
-        return position, None if message_id is None else _load(message_id), _load(call) if self._raw else decode_as(call, ToolCall)
+        return position, message_id, call if self._raw else _typed(call, ToolCall)
 
     @property
     def state(self) -> Any:
@@ -483,7 +493,7 @@ class EventApplier:
 
     @property
     def pending_interrupts(self) -> List[Any]:
-        return _load(self._native.pending_interrupts())
+        return self._native.pending_interrupts()
 
 
 # -- compaction ------------------------------------------------------------------------
