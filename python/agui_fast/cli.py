@@ -622,8 +622,9 @@ def report(args: argparse.Namespace) -> int:
             if _size(path) is None:
                 with open(path, "rb") as f:
                     return build_report(f.read(), format=args.format, verify=not args.no_verify, title=title,
-                                        progress=progress)
-            return build_report(path, format=args.format, verify=not args.no_verify, title=title, progress=progress)
+                                        max_frame_size=args.max_frame_size, progress=progress)
+            return build_report(path, format=args.format, verify=not args.no_verify, title=title,
+                                max_frame_size=args.max_frame_size, progress=progress)
 
         result = run_with_progress(page, _size(path), args.quiet)
         if result.events == 0:
@@ -774,7 +775,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--strict", action="store_true", help="exit 1 if a state delta failed")
     p.set_defaults(func=replay)
 
-    p = sub.add_parser("report", parents=[quiet], help="an HTML page per log: the run's timeline, state changes, findings")
+    p = sub.add_parser("report", parents=[quiet, limit], help="an HTML page per log: the run's timeline, state changes, findings")
     p.add_argument("logs", nargs="*", metavar="LOG", help=_LOGS_HELP)
     p.add_argument("-o", "--output", help="the page (one log), or a directory (several); - for stdout; "
                    "default: beside each log, named after it")
