@@ -401,23 +401,24 @@ class _Builder:
 
     def settle(self, it: _Item) -> None:
         """A stream item's text (or tool call) from the engine's message."""
-        if "raw" not in it or (it["k"] == "tool" and not self.tracking):
-            return
-        m = self.message(it.msg) if it.epoch == self.epoch else None
-        if type(m) is not dict:
+        if "raw" not in it or it.epoch != self.epoch:
             return
         text = self.clip.text
         if it["k"] == "tool":
-            calls = m.get("toolCalls") or []
-            # Each tool call reads its whole parent message: counted, as a message with
-            # very many tool calls makes that quadratic.
-            self.spend(200 * len(calls) + (len(m["content"]) if type(m.get("content")) is str else 0), it["i"])
-            call = next((c for c in calls if type(c) is dict and c.get("id") == it.key), None)
+            # The call alone, found by its id as the reducer finds it: the same work however
+            # many calls its message holds.
+            found = self.ap.tool_call(it.key) if type(it.key) is str else None
+            if found is None:
+                return
+            _, parent, call = found
             fn = call.get("function") if type(call) is dict else None
             if type(fn) is dict:
                 it["name"] = text(fn.get("name"))
                 it["args"] = text(fn.get("arguments"), self.max_text)
-                it["parent"] = text(m.get("id"))
+                it["parent"] = text(parent)
+            return
+        m = self.message(it.msg)
+        if type(m) is not dict:
             return
         content = m.get("content")
         it["text"] = text(content, self.max_text) if type(content) is str else self.clip.value(content)
@@ -429,7 +430,7 @@ class _Builder:
 
     def spend(self, work: int, i: int) -> None:
         """Count comparison work; past ``max_compare``, later events are no longer
-        compared (state and activity differences, tool call arguments)."""
+        compared (state and activity differences)."""
         self.work += work
         if self.tracking and self.work > self.max_compare:
             self.tracking = False
