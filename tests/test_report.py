@@ -311,7 +311,7 @@ def test_cli_writes_a_page_beside_each_log(tmp_path, capsys):
     assert page_data((tmp_path / "a.html").read_text())["items"] == page_data(report.render(a))["items"]
     assert page_data((tmp_path / "b.html").read_text())["format"] == "jsonl"
     err = capsys.readouterr().err
-    assert f"{a} -> {tmp_path / 'a.html'}: 14 events, 1 runs, 0 errors, 0 warnings" in err
+    assert f"{a} -> {tmp_path / 'a.html'}: 14 events, 1 run, 0 errors, 0 warnings" in err
     out = tmp_path / "pages"
     assert main(["report", str(a), str(b), "-o", str(out)]) == 0
     assert sorted(p.name for p in out.iterdir()) == ["a.html", "b.html"]

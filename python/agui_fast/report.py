@@ -39,6 +39,7 @@ from .core import TokenUsage, aggregate_token_usage
 from .decoder import convert_value
 from .errors import AguiError, DecodeError, StreamError, VerificationError
 from .logs import LogProgress, detect_format, iter_log
+from .proto import DEFAULT_MAX_FRAME_SIZE
 
 __all__ = ["Report", "build", "render"]
 
@@ -760,6 +761,7 @@ def build(
     raw_events: int = 5,
     max_bytes: int = 50_000_000,
     max_compare: int = 300_000_000,
+    max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
     progress: Optional[LogProgress] = None,
 ) -> Report:
     """Replay ``source`` (a log path or ``bytes``, or an iterable of events) through the
@@ -768,6 +770,7 @@ def build(
     breaks one is shown with the error and, as the reference client refuses it, not
     applied). Limits: see the module's documentation. An unreadable log frame ends the
     report there (the error is on the page); a source of another type is a ``TypeError``.
+    ``max_frame_size``: the largest event of a log, in bytes (as :func:`agui_fast.logs.iter_log`).
     ``progress``: a :data:`agui_fast.logs.LogProgress` counting the log's bytes read."""
     limits = dict(zip(_LIMITS, (max_string, max_text, max_value, max_changes, raw_events, max_bytes, max_compare)))
     for key, value in limits.items():
@@ -782,7 +785,7 @@ def build(
         name = os.fspath(source) if isinstance(source, (str, os.PathLike)) else "log"
         if isinstance(name, bytes):
             name = os.fsdecode(name)
-        events = iter_log(source, format, raw="bytes", progress=progress)
+        events = iter_log(source, format, raw="bytes", progress=progress, max_frame_size=max_frame_size)
         fmt = detect_format(source) if format == "auto" else format
     elif isinstance(source, Iterable):
         name = "events"
