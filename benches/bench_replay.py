@@ -9,13 +9,15 @@ from __future__ import annotations
 import copy
 import gzip
 import json
+import random
 
 import pytest
 
-from _data import LOG_EVENTS, VECTORS, generate_events, make_state, stream_log, two_op_deltas
+from _data import LOG_EVENTS, VECTORS, _text as _prose, generate_events, make_state, stream_log, two_op_deltas
 from _interleave import QUICK, Peer, against
 from _py_replayer import EVENT, PyReplayer, replay_events, replay_sse_bytes
 from agui_fast import _native, stream
+from agui_fast.arrow import to_arrow
 from agui_fast.core import StateDeltaEvent
 from agui_fast.patch import StateDocument, apply_patch
 from agui_fast.sse import decode_sse
@@ -63,6 +65,32 @@ def test_replay_log(benchmark, log):
     peer = replay_sse_bytes(log, atomic=False)
     assert [m["id"] for m in peer.dump_messages()] == [m.id for m in r.messages]
     assert r.state == peer.state
+
+
+def _text_log(n: int) -> bytes:
+    """A token stream: messages of 200 deltas of about 100 bytes of prose each."""
+    rng = random.Random(5)
+    events: list = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}]
+    while len(events) < n - 1:
+        mid = f"m{len(events)}"
+        events.append({"type": "TEXT_MESSAGE_START", "messageId": mid, "role": "assistant"})
+        events += [{"type": "TEXT_MESSAGE_CONTENT", "messageId": mid, "delta": _prose(rng, 25)[:100]} for _ in range(200)]
+        events.append({"type": "TEXT_MESSAGE_END", "messageId": mid})
+    events.append({"type": "RUN_FINISHED", "threadId": "t", "runId": "r"})
+    return b"".join(b"data: " + json.dumps(e, ensure_ascii=False).encode() + b"\n\n" for e in events)
+
+
+def test_replay_log_text_heavy(benchmark):
+    """``replay_log`` of a token stream (100-byte deltas: the messages' text is most of the
+    result) against ``decode_sse`` and ``to_arrow`` of the same bytes."""
+    benchmark.group = "replay/log_text_heavy"
+    log = _text_log(N)
+    r = against(benchmark, lambda: stream.replay_log(log, format="sse"),
+                {"decode_sse alone": lambda: decode_sse(log),
+                 "to_arrow(threads=1)": lambda: to_arrow(log, threads=1),
+                 "replay_log on one thread": lambda: stream._replay(_native.replay_log(log, pipeline_min=1 << 62), False)},
+                rounds=10, warmup=1, min_round=0, settle=0.01, events=N, log_bytes=len(log))
+    assert sum(len(m.content) for m in r.messages) >= 90 * (N - 2 - 2 * len(r.messages))
 
 
 def test_replay_recorded_runs(benchmark):

@@ -12,10 +12,12 @@ ROOT = Path(__file__).resolve().parent.parent
 # with a quarter of their examples, and the time-complexity tests (marked `complexity`: a
 # property of the algorithms, the same binary and sources on every interpreter) are skipped.
 # With AGUI_TEST_SHARD=i/n as well (CI: one share per light interpreter), a light run keeps
-# share i of n of each test function's parametrized cases (`shard`): the n light runs together
-# run every case once (the full run, all of them), and every test function still runs on every
-# interpreter (layout.rs reads per-version CPython structs: each version must take the native
-# paths; it need not take them once per vector). Every other test runs as in the full suite.
+# share i of n of the tests (`shard`): a test function with at least n parametrized cases gives
+# each share every n-th case, a smaller one goes whole to one share, so the n light runs
+# together run every case once (the full run, all of them). Each interpreter thus takes the
+# native paths (ffi/layout.rs reads per-version CPython structs) in a third of the suite, not
+# once per test; the tests of those reads themselves (marked `every_interpreter`) run in
+# every share. Every other test runs as in the full suite.
 LIGHT = os.environ.get("AGUI_TEST_LIGHT", "") not in ("", "0")
 
 
@@ -30,18 +32,28 @@ def shard_spec(text):
     return i, n
 
 
-def shard(nodeids, i, n):
-    """The node ids of share ``i`` of ``n``: of each test function's cases (``path::name[id]``,
-    grouped by what precedes the ``[``), sorted by id (not by collection order, which could
-    depend on hashing), every n-th from the i-th. A function with fewer than n cases keeps all
-    of them, so each share has every function; the n shares of the others are disjoint and
-    cover them."""
+def shard(nodeids, i, n, everywhere=frozenset()):
+    """The node ids of share ``i`` of ``n``. Of each test function's cases (``path::name[id]``,
+    grouped by what precedes the ``[``, sorted by id, not by collection order, which could
+    depend on hashing): every n-th from the i-th where the function has at least n of them;
+    a function with fewer goes whole to one share (the functions taken in name order, in
+    turn), one named in ``everywhere`` whole to every share. The n shares of the others are
+    disjoint and cover them."""
     groups = {}
     for nodeid in nodeids:
         groups.setdefault(nodeid.split("[", 1)[0], []).append(nodeid)
     kept = set()
-    for cases in groups.values():
-        kept.update(cases if len(cases) < n else sorted(cases)[i::n])
+    small = 0
+    for function in sorted(groups):
+        cases = groups[function]
+        if function in everywhere:
+            kept.update(cases)
+        elif len(cases) >= n:
+            kept.update(sorted(cases)[i::n])
+        else:
+            if small % n == i:
+                kept.update(cases)
+            small += 1
     return kept
 
 
@@ -81,13 +93,15 @@ def by_name(cases):
 def pytest_configure(config):
     config.addinivalue_line("markers", "long: long fuzzing/property runs, only with -m long")
     config.addinivalue_line("markers", "complexity: time-complexity tests, skipped in a light run (AGUI_TEST_LIGHT)")
+    config.addinivalue_line("markers", "every_interpreter: in every light run's share (AGUI_TEST_SHARD)")
 
 
 def pytest_collection_modifyitems(config, items):
     i, n = shard_spec(os.environ.get("AGUI_TEST_SHARD", "") if LIGHT else "")
     if n > 1:
         # Deselected, not skipped: a skipped case still costs its set-up and report.
-        kept = shard([item.nodeid for item in items], i, n)
+        everywhere = {item.nodeid.split("[", 1)[0] for item in items if item.get_closest_marker("every_interpreter")}
+        kept = shard([item.nodeid for item in items], i, n, everywhere)
         config.hook.pytest_deselected(items=[item for item in items if item.nodeid not in kept])
         items[:] = [item for item in items if item.nodeid in kept]
     if LIGHT:

@@ -1,6 +1,8 @@
 """Hypothesis strategies for valid AG-UI events, derived from the Struct types themselves
 (msgspec.inspect), so every field and constraint of every event is exercised."""
 
+import functools
+import random
 import typing
 
 import msgspec
@@ -54,9 +56,11 @@ def for_type(t: mi.Type) -> st.SearchStrategy:
     raise NotImplementedError(repr(t))
 
 
+@functools.lru_cache(maxsize=None)
 def is_pointer(cls: type, name: str) -> bool:
     """Is field ``name`` of ``cls`` a JSON Pointer (``core._base.JsonPointer``)? msgspec's
-    inspection does not show it: the Structs check pointers natively, not by a pattern."""
+    inspection does not show it: the Structs check pointers natively, not by a pattern.
+    Cached: resolving a class's hints costs more than making an event."""
     hint = typing.get_type_hints(cls, include_extras=True)[name]
     return typing.get_origin(hint) is typing.Annotated and any(isinstance(m, PointerSyntax) for m in hint.__metadata__)
 
@@ -78,9 +82,6 @@ events = st.one_of([for_type(mi.type_info(cls)) for cls in core.Event.__args__])
 # Hypothesis shrinks but draws a few hundred examples per second through the Struct types; the
 # batch properties (10k events per run, on four interpreters in CI) need a generator that makes
 # 10,000 events in well under a second. A failing seed reproduces exactly.
-
-import functools  # noqa: E402
-import random  # noqa: E402
 
 # Strings that break naive framing or text handling: SSE field prefixes and line ends (JSON text
 # escapes them, a hand-written framer would not), the JavaScript line separators, NUL, emoji

@@ -623,6 +623,20 @@ def test_the_frame_limit_is_an_option(tmp_path, command):
     assert r.returncode == 2 and b"not a size" in r.stderr
 
 
+def test_the_report_takes_the_frame_limit(tmp_path):
+    log = tmp_path / "long.sse"
+    first = RUN_SSE.index(b"\n\n") + 2  # after RUN_STARTED
+    log.write_bytes(RUN_SSE[:first] + EventEncoder().encode_many([CustomEvent(name="n", value="x" * 500)]) + RUN_SSE[first:])
+    page = tmp_path / "p.html"
+    whole = run("report", log, "-o", page, "-q")
+    assert whole.returncode == 0 and b"1 error" not in whole.stderr, whole
+    cut = run("report", log, "-o", page, "-q", "--max-frame-size", "300")
+    # The page shows the run up to the frame over the limit, and the error there.
+    assert cut.returncode == 1 and b": 1 event, 1 run, 1 error" in cut.stderr, cut
+    assert "maximum limit of 300 bytes" in page.read_text()
+    assert run("report", log, "-o", page, "--max-frame-size", "ten").returncode == 2
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
 @pytest.mark.parametrize("command", ["validate", "validate --schema-only"])
 def test_validate_memory_does_not_grow_with_the_log(tmp_path, command):

@@ -171,6 +171,7 @@ def _ref_encode(event):
     return RefEncoder().encode(event)
 
 
+@pytest.mark.every_interpreter
 def test_fast_path_is_native():
     # On CPython 3.10-3.14 (64-bit) the classes are called through vectorcall, unless the
     # public API is forced (AGUI_FAST_PUBLIC_API=1: tp_call, the path of later versions).

@@ -1283,6 +1283,7 @@ def test_keys_spelled_alike_merge_like_the_reference():
 # --- direct reads of object memory (rust/agui-py/src/layout.rs) ---------------------------
 
 
+@pytest.mark.every_interpreter
 def test_direct_reads_are_on_where_the_layout_is_known():
     """On the CPython versions whose layouts layout.rs knows, every read passed its check
     against the API at import (a failed check silently falls back to the slower API path:
@@ -1392,6 +1393,7 @@ def test_dict_changed_while_walked():
     assert _native.dumps(data) == b'{"a":"x"}'
 
 
+@pytest.mark.every_interpreter
 def test_the_public_api_switch_turns_every_direct_read_off():
     """`AGUI_FAST_PUBLIC_API=1`, read once at import: every read through the API and
     construction through `tp_call`, the paths of interpreters whose layouts are not known

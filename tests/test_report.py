@@ -311,7 +311,7 @@ def test_cli_writes_a_page_beside_each_log(tmp_path, capsys):
     assert page_data((tmp_path / "a.html").read_text())["items"] == page_data(report.render(a))["items"]
     assert page_data((tmp_path / "b.html").read_text())["format"] == "jsonl"
     err = capsys.readouterr().err
-    assert f"{a} -> {tmp_path / 'a.html'}: 14 events, 1 runs, 0 errors, 0 warnings" in err
+    assert f"{a} -> {tmp_path / 'a.html'}: 14 events, 1 run, 0 errors, 0 warnings" in err
     out = tmp_path / "pages"
     assert main(["report", str(a), str(b), "-o", str(out)]) == 0
     assert sorted(p.name for p in out.iterdir()) == ["a.html", "b.html"]
@@ -346,7 +346,8 @@ def test_cli_stdin_stdout_and_mistakes(tmp_path, capsys):
 
 
 @pytest.mark.complexity
-@pytest.mark.parametrize("shape", ["generated run", "deltas on a wide state", "tool calls and results", "unended messages"])
+@pytest.mark.parametrize("shape", ["generated run", "deltas on a wide state", "tool calls and results", "unended messages",
+                                   "tool calls on one message"])
 def test_building_takes_linear_time(shape):
     from test_props_linear import check  # the suite's one measure of growth
 
@@ -365,6 +366,8 @@ def test_building_takes_linear_time(shape):
                            {"type": "TEXT_MESSAGE_CONTENT", "messageId": f"m{i}", "delta": "x"},
                            {"type": "RUN_FINISHED", "threadId": "t", "runId": f"r{i}"}]
             return sse(events)
+        if shape == "tool calls on one message":  # each call's item reads its call alone
+            return sse(_calls_on_one_message(n // 3))
         for i in range(n // 4):  # each call in a message of its own, its result later
             events += [{"type": "TOOL_CALL_START", "toolCallId": f"c{i}", "toolCallName": "f"},
                        {"type": "TOOL_CALL_ARGS", "toolCallId": f"c{i}", "delta": "{}"},
@@ -372,4 +375,21 @@ def test_building_takes_linear_time(shape):
                        {"type": "TOOL_CALL_RESULT", "messageId": f"r{i}", "toolCallId": f"c{i}", "content": "ok"}]
         return sse(events)
 
-    check(lambda log: report.build(log, verify=False), make, 200)
+    # (No comparison budget: it must not be what keeps the time linear.)
+    check(lambda log: report.build(log, verify=False, max_compare=10**15), make, 200)
+
+
+def _calls_on_one_message(n):
+    events = [{"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"}]
+    for i in range(n):
+        events += [{"type": "TOOL_CALL_START", "toolCallId": f"c{i}", "toolCallName": f"f{i}", "parentMessageId": "m"},
+                   {"type": "TOOL_CALL_ARGS", "toolCallId": f"c{i}", "delta": f'{{"i":{i}}}'},
+                   {"type": "TOOL_CALL_END", "toolCallId": f"c{i}"}]
+    return events
+
+
+def test_every_call_on_one_message_has_its_details_within_a_small_budget():
+    r = report.build(sse(_calls_on_one_message(300)), verify=False, max_compare=100_000)
+    calls = [it for it in r.data["items"] if it["k"] == "tool"]
+    assert [(it["name"], it["args"], it["parent"]) for it in calls] == [(f"f{i}", f'{{"i":{i}}}', "m") for i in range(300)]
+    assert r.data["untracked"] is None

@@ -11,6 +11,7 @@ import json
 import pytest
 
 from agui_fast import stream
+from agui_fast.core import FunctionCall, ToolCall
 from test_props_linear import check
 
 pytestmark = pytest.mark.complexity
@@ -75,10 +76,20 @@ def applier(events, **options):
         ap.apply(e)
 
 
+def applier_reading_calls(events, **options):
+    """A live view: each tool call read (by id) after each of its events."""
+    ap = stream.EventApplier(raw=True, **options)
+    for e in events:
+        ap.apply(e)
+        if "toolCallId" in e:
+            ap.tool_call(e["toolCallId"])
+
+
 PATHS = {
     "replay": (lambda e: e, lambda e, **o: stream.replay(e, raw=True, **o)),
     "replay_log": (sse, lambda b, **o: stream.replay_log(b, raw=True, **o)),
     "applier": (lambda e: e, applier),
+    "applier_reading_calls": (lambda e: e, applier_reading_calls),
 }
 
 #: Numeric ids are malformed for the schema stage (a fatal error at the first event): the
@@ -109,6 +120,34 @@ def test_the_results_go_where_the_reference_puts_them():
     r = stream.replay(calls_on_one_message(3), raw=True)
     assert [m["id"] for m in r.messages] == ["m", "r0", "r1", "r2"]
     assert [tc["function"]["arguments"] for tc in r.messages[0]["toolCalls"]] == ["{}"] * 3
+
+
+def test_a_tool_call_is_read_by_its_id():
+    events = calls_on_one_message(3)[:6]  # calls c0-c2 on m, arguments to c0 and c1
+    for raw in (True, False):
+        ap = stream.EventApplier(raw=raw)
+        for e in events:
+            ap.apply(e)
+        position, parent, call = ap.tool_call("c1")
+        assert (position, parent) == (0, "m")
+        assert (call["function"]["arguments"] if raw else call.function.arguments) == "{}"
+        assert ap.tool_call("c2")[2] == ({"id": "c2", "type": "function", "function": {"name": "f", "arguments": ""}} if raw
+                                         else ToolCall(id="c2", function=FunctionCall(name="f", arguments="")))
+        assert ap.tool_call("nope") is None
+        with pytest.raises(TypeError):
+            ap.tool_call(1)
+    # Read between plain deltas (held aside while a run of them lasts), and after a
+    # snapshot replaced the call's message (the snapshot's call; its message kept its place).
+    ap = stream.EventApplier(raw=True)
+    ap.apply(b'{"type":"TOOL_CALL_START","toolCallId":"c","toolCallName":"f","parentMessageId":"a"}')
+    for d in ("x", "y", "z"):
+        ap.apply(b'{"type":"TOOL_CALL_ARGS","toolCallId":"c","delta":"%s"}' % d.encode())
+        assert ap.tool_call("c")[2]["function"]["arguments"] == {"x": "x", "y": "xy", "z": "xyz"}[d]
+    ap.apply({"type": "MESSAGES_SNAPSHOT", "messages": [
+        {"id": "u", "role": "user", "content": "hi"},
+        {"id": "a", "role": "assistant", "toolCalls": [{"id": "c", "type": "function", "function": {"name": "g", "arguments": "1"}}]},
+    ]})
+    assert ap.tool_call("c") == (0, "a", {"id": "c", "type": "function", "function": {"name": "g", "arguments": "1"}})
 
 
 @pytest.mark.parametrize("verify", ["verify_events", "replay"])

@@ -55,7 +55,7 @@ def _outcome(parts):
     """The native tuple as comparable values; the random UUIDs the 0.x boundary gives
     new messages (as the reference does) masked."""
     messages, state, interrupts, warnings, error = parts
-    return (_mask(messages.decode()), state, interrupts, [(w[0], _mask(w[1]), w[2], w[4]) for w in warnings], _error(error))
+    return (_mask(json.dumps(messages)), state, interrupts, [(w[0], _mask(w[1]), w[2], w[4]) for w in warnings], _error(error))
 
 
 def _both(log, **kw):

@@ -16,11 +16,10 @@
 #      abi3audit, and the suite against that wheel in a fresh venv: on the newest CPython in
 #      the public-API mode (AGUI_FAST_PUBLIC_API=1: no direct reads, construction by tp_call,
 #      the paths of interpreters whose layouts the extension does not know), and on every
-#      other CPython a light share (AGUI_TEST_LIGHT, tests/conftest.py: every test function,
-#      the property tests with a quarter of their examples, the time-complexity tests left
-#      out, and a share of each function's parametrized cases, AGUI_TEST_SHARD, so that the
-#      light runs together run each case once), one beside the test command's suite, two once
-#      it is done; mypy.
+#      other CPython a light share (AGUI_TEST_LIGHT, tests/conftest.py: the property tests
+#      with a quarter of their examples, the time-complexity tests left out; AGUI_TEST_SHARD:
+#      a share of the tests, so that the light runs together run each case once), one beside
+#      the test command's suite, two once it is done; mypy.
 #
 # Each step's start, wall and CPU seconds go to $LOGS/timings.txt, printed at the end.
 set -euo pipefail
@@ -301,9 +300,8 @@ say "background: mypy over python/agui_fast"
 start mypy "${NICE[@]}" "$VENV/bin/python" -m mypy --cache-dir "$WORK/mypy-cache"
 
 # The lanes of the other CPythons: a light share each (AGUI_TEST_LIGHT, AGUI_TEST_SHARD k/n):
-# together they run every parametrized case once, and every test function runs on every
-# interpreter (ffi/layout.rs reads per-version CPython structs: each version takes the
-# native paths).
+# together they run every case once; each takes the native paths (ffi/layout.rs reads
+# per-version CPython structs) in its share, and the tests of those reads run in every one.
 declare -A LANE=()
 k=0
 for v in $OTHERS; do

@@ -162,6 +162,11 @@ def expand(patterns: List[str]) -> List[str]:
     return paths
 
 
+def plural(n: int, noun: str) -> str:
+    """``1 event``, ``2 events``."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def shown(path: str) -> str:
     return "-" if path == STDIN else path
 
@@ -435,7 +440,7 @@ def convert(args: argparse.Namespace) -> int:
             out.discard()
     if args.output != "-":
         print(f"{', '.join(shown(p) for p in paths)} -> {args.output} ({to}{', gzip' if gzip_ else ''}): "
-              f"{rows:,} events" + (f", {len(skipped):,} skipped" if skipped else ""), file=sys.stderr)
+              + plural(rows, "event") + (f", {len(skipped):,} skipped" if skipped else ""), file=sys.stderr)
     return 1 if skipped else 0
 
 
@@ -465,7 +470,7 @@ def inspect(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return 0
     for r in reports:
-        print(f"{r['file']}: {r['format']}{' (gzip)' if r['gzip'] else ''}, {r['bytes']:,} bytes, {r['events']:,} events")
+        print(f"{r['file']}: {r['format']}{' (gzip)' if r['gzip'] else ''}, {plural(r['bytes'], 'byte')}, {plural(r['events'], 'event')}")
         for name, n in sorted(r["types"].items(), key=lambda kv: -kv[1]):
             print(f"  {name:28s} {n:10,d}")
         print(f"  runs {r['runs']}, threads {r['threads']}, messages {r['messages']}, tool calls {r['tool_calls']}")
@@ -530,7 +535,7 @@ def validate(args: argparse.Namespace) -> int:
             print(f"{name}: frame {problem[0]}: {problem[1]}")
         failed += problem is not None
         if problem is None:
-            print(f"{name}: ok ({count} events)")
+            print(f"{name}: ok ({plural(count, 'event')})")
     return 1 if failed else 0
 
 
@@ -617,8 +622,9 @@ def report(args: argparse.Namespace) -> int:
             if _size(path) is None:
                 with open(path, "rb") as f:
                     return build_report(f.read(), format=args.format, verify=not args.no_verify, title=title,
-                                        progress=progress)
-            return build_report(path, format=args.format, verify=not args.no_verify, title=title, progress=progress)
+                                        max_frame_size=args.max_frame_size, progress=progress)
+            return build_report(path, format=args.format, verify=not args.no_verify, title=title,
+                                max_frame_size=args.max_frame_size, progress=progress)
 
         result = run_with_progress(page, _size(path), args.quiet)
         if result.events == 0:
@@ -637,8 +643,9 @@ def report(args: argparse.Namespace) -> int:
         found = result.findings
         errors = sum(f["level"] == "error" for f in found)
         unread += any(f.get("stage") == "decode" and f.get("item") is None for f in found)
-        print(f"{shown(path)} -> {target}: {result.events:,} events, {len(result.data['runs'])} runs, "
-              f"{errors} errors, {len(found) - errors} warnings ({len(text) / 1e3:,.0f} KB)", file=sys.stderr)
+        print(f"{shown(path)} -> {target}: {plural(result.events, 'event')}, {plural(len(result.data['runs']), 'run')}, "
+              f"{plural(errors, 'error')}, {plural(len(found) - errors, 'warning')} ({len(text) / 1e3:,.0f} KB)",
+              file=sys.stderr)
     return 1 if unread else 0
 
 
@@ -768,7 +775,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--strict", action="store_true", help="exit 1 if a state delta failed")
     p.set_defaults(func=replay)
 
-    p = sub.add_parser("report", parents=[quiet], help="an HTML page per log: the run's timeline, state changes, findings")
+    p = sub.add_parser("report", parents=[quiet, limit], help="an HTML page per log: the run's timeline, state changes, findings")
     p.add_argument("logs", nargs="*", metavar="LOG", help=_LOGS_HELP)
     p.add_argument("-o", "--output", help="the page (one log), or a directory (several); - for stdout; "
                    "default: beside each log, named after it")

@@ -39,6 +39,7 @@ from .core import TokenUsage, aggregate_token_usage
 from .decoder import convert_value
 from .errors import AguiError, DecodeError, StreamError, VerificationError
 from .logs import LogProgress, detect_format, iter_log
+from .proto import DEFAULT_MAX_FRAME_SIZE
 
 __all__ = ["Report", "build", "render"]
 
@@ -400,23 +401,24 @@ class _Builder:
 
     def settle(self, it: _Item) -> None:
         """A stream item's text (or tool call) from the engine's message."""
-        if "raw" not in it or (it["k"] == "tool" and not self.tracking):
-            return
-        m = self.message(it.msg) if it.epoch == self.epoch else None
-        if type(m) is not dict:
+        if "raw" not in it or it.epoch != self.epoch:
             return
         text = self.clip.text
         if it["k"] == "tool":
-            calls = m.get("toolCalls") or []
-            # Each tool call reads its whole parent message: counted, as a message with
-            # very many tool calls makes that quadratic.
-            self.spend(200 * len(calls) + (len(m["content"]) if type(m.get("content")) is str else 0), it["i"])
-            call = next((c for c in calls if type(c) is dict and c.get("id") == it.key), None)
+            # The call alone, found by its id as the reducer finds it: the same work however
+            # many calls its message holds.
+            found = self.ap.tool_call(it.key) if type(it.key) is str else None
+            if found is None:
+                return
+            _, parent, call = found
             fn = call.get("function") if type(call) is dict else None
             if type(fn) is dict:
                 it["name"] = text(fn.get("name"))
                 it["args"] = text(fn.get("arguments"), self.max_text)
-                it["parent"] = text(m.get("id"))
+                it["parent"] = text(parent)
+            return
+        m = self.message(it.msg)
+        if type(m) is not dict:
             return
         content = m.get("content")
         it["text"] = text(content, self.max_text) if type(content) is str else self.clip.value(content)
@@ -428,7 +430,7 @@ class _Builder:
 
     def spend(self, work: int, i: int) -> None:
         """Count comparison work; past ``max_compare``, later events are no longer
-        compared (state and activity differences, tool call arguments)."""
+        compared (state and activity differences)."""
         self.work += work
         if self.tracking and self.work > self.max_compare:
             self.tracking = False
@@ -759,6 +761,7 @@ def build(
     raw_events: int = 5,
     max_bytes: int = 50_000_000,
     max_compare: int = 300_000_000,
+    max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
     progress: Optional[LogProgress] = None,
 ) -> Report:
     """Replay ``source`` (a log path or ``bytes``, or an iterable of events) through the
@@ -767,6 +770,7 @@ def build(
     breaks one is shown with the error and, as the reference client refuses it, not
     applied). Limits: see the module's documentation. An unreadable log frame ends the
     report there (the error is on the page); a source of another type is a ``TypeError``.
+    ``max_frame_size``: the largest event of a log, in bytes (as :func:`agui_fast.logs.iter_log`).
     ``progress``: a :data:`agui_fast.logs.LogProgress` counting the log's bytes read."""
     limits = dict(zip(_LIMITS, (max_string, max_text, max_value, max_changes, raw_events, max_bytes, max_compare)))
     for key, value in limits.items():
@@ -781,7 +785,7 @@ def build(
         name = os.fspath(source) if isinstance(source, (str, os.PathLike)) else "log"
         if isinstance(name, bytes):
             name = os.fsdecode(name)
-        events = iter_log(source, format, raw="bytes", progress=progress)
+        events = iter_log(source, format, raw="bytes", progress=progress, max_frame_size=max_frame_size)
         fmt = detect_format(source) if format == "auto" else format
     elif isinstance(source, Iterable):
         name = "events"

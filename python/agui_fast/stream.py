@@ -63,7 +63,9 @@ from .core import (
     ReplaceOperation,
     StateDeltaEvent,
     TestOperation,
+    ToolCall,
 )
+from .core._convert import FAST_PATH_ERRORS, convert_value
 from .core._given import given
 from .decoder import decode_as
 from .errors import AguiError, StreamError, VerificationError
@@ -118,8 +120,17 @@ def _events(data: bytes, raw: bool) -> List[Any]:
     return _load(data) if raw else decode_as(data, List[Event])
 
 
-def _messages(data: bytes, raw: bool) -> List[Any]:
-    return _load(data) if raw else decode_as(data, List[Message])
+def _typed(values: Any, tp: Any) -> Any:
+    """Plain values the engine built as ``tp``, as its JSON text would decode: msgspec's
+    conversion, and the exact converter for what it refuses (extras, lone surrogates)."""
+    try:
+        return msgspec.convert(values, tp, strict=False)
+    except FAST_PATH_ERRORS:
+        return convert_value(values, tp)
+
+
+def _messages(values: List[Any], raw: bool) -> List[Any]:
+    return values if raw else _typed(values, List[Message])
 
 
 class StreamWarning(Tuple[Optional[int], str]):
@@ -198,11 +209,11 @@ def _depth(max_depth: int) -> int:
     return _native.check_int("max_depth", max_depth, 0, _native.MAX_DEPTH_CAP)
 
 
-def _replay(parts: Tuple[bytes, bytes, bytes, list, Any], raw: bool) -> Replay:
+def _replay(parts: Tuple[List[Any], Any, List[Any], list, Any], raw: bool) -> Replay:
     """A whole-log replay's result from the native tuple (raises its error, if any)."""
     messages, state, interrupts, warnings, error = parts
     result = Replay(
-        messages=_messages(messages, raw), state=_load(state), pending_interrupts=_load(interrupts), warnings=_warnings(warnings)
+        messages=_messages(messages, raw), state=state, pending_interrupts=interrupts, warnings=_warnings(warnings)
     )
     if error is not None:
         error.replay = result  # what was applied before the error
@@ -452,7 +463,21 @@ class EventApplier:
         data = self._native.message(i)
         if data is None:  # another thread replaced the messages meanwhile
             raise IndexError(f"message index out of range ({count} messages)")
-        return _load(data) if self._raw else decode_as(data, Message)
+        return data if self._raw else _typed(data, Message)
+
+    def tool_call(self, id: str) -> Optional[Tuple[int, Any, Any]]:
+        """The tool call ``id`` as the reducer finds it (the first message carrying it):
+        ``(position, message_id, call)`` — the position of its message (as
+        ``Change.message`` gives it), that message's id and the call (a :class:`ToolCall`,
+        or a dict with ``raw=True``); None when no message carries it. It takes the same
+        time however many calls the message holds (``message(position)`` reads them all)."""
+        if type(id) is not str:
+            raise TypeError(f"id must be a str, not {type(id).__name__}")
+        found = self._native.tool_call(id)
+        if found is None:
+            return None
+        position, message_id, call = found
+        return position, message_id, call if self._raw else _typed(call, ToolCall)
 
     @property
     def state(self) -> Any:
@@ -468,7 +493,7 @@ class EventApplier:
 
     @property
     def pending_interrupts(self) -> List[Any]:
-        return _load(self._native.pending_interrupts())
+        return self._native.pending_interrupts()
 
 
 # -- compaction ------------------------------------------------------------------------

@@ -40,7 +40,9 @@ pub use decode::{decode_many, decode_source, Decoded, MAX_THREADS};
 pub use fields::{Fields, RowError, Usage};
 pub use inspect::{inspect, Report};
 pub use issue::{errors_batch, Issue};
-pub use output::{convert, write_parquet, WriteInfo};
+#[cfg(feature = "parquet")]
+pub use output::write_parquet;
+pub use output::{convert, WriteInfo};
 pub use schema::{errors_schema, schema, USAGE_COLUMNS};
 pub use source::{Control, Input, Options, Source, SourceInfo, DEFAULT_MAX_ERRORS};
 pub use views::{checked_columns, ColumnsFn, DictKeys, Trusted, Utf8Block, Utf8Strings, Utf8Views};

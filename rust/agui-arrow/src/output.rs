@@ -5,13 +5,11 @@ use std::io::Write;
 
 use agui_core::log::{write_event, Output};
 
-use crate::batch::{BatchBuilder, BATCH_ROWS};
 use crate::issue::Issue;
 use crate::rows::each_row;
-use crate::schema::schema;
 use crate::source::{Control, Options, Source};
 
-/// Counts of [`write_parquet`].
+/// Counts of [`write_parquet`] and [`convert`].
 #[derive(Debug, Clone, Default)]
 pub struct WriteInfo {
     pub rows: u64,
@@ -20,13 +18,17 @@ pub struct WriteInfo {
 }
 
 /// Stream the sources, one after the other, into one Parquet file (snappy, one row
-/// group per [`BATCH_ROWS`] rows): memory stays that of one batch and one row group.
+/// group per [`BATCH_ROWS`](crate::BATCH_ROWS) rows): memory stays that of one batch and one
+/// row group. (Only with the `parquet` feature, a default.)
+#[cfg(feature = "parquet")]
 pub fn write_parquet<W: Write + Send>(
     sources: &[Source<'_>],
     opts: &Options,
     control: &Control,
     out: W,
 ) -> Result<WriteInfo, Issue> {
+    use crate::batch::{BatchBuilder, BATCH_ROWS};
+    use crate::schema::schema;
     use parquet::arrow::ArrowWriter;
     use parquet::basic::Compression;
     use parquet::file::properties::WriterProperties;

@@ -5,9 +5,10 @@
 //! into the batch's own block.
 //!
 //! Also the other columns whose arrow checks are known to pass ([`Trusted`]): the string
-//! columns ([`Utf8Strings`]) and the `type` keys ([`DictKeys`]). Each type's one
-//! constructor checks what arrow would, in a cheaper way (a type that arrow would refuse
-//! cannot be made). All of them are made into arrays by one hook, [`ColumnsFn`]: arrow's
+//! columns ([`Utf8Strings`]) and the `type` keys ([`DictKeys`]). Each type is made one
+//! way only, that cannot make what arrow would refuse: the views by [`JsonViews`] from
+//! `&str`s inside UTF-8 blocks, the others by a constructor that checks what arrow would,
+//! in a cheaper way. All of them are made into arrays by one hook, [`ColumnsFn`]: arrow's
 //! checked constructors here and in every Rust test, unchecked ones in the binding.
 
 use std::sync::Arc;
@@ -43,24 +44,26 @@ impl Utf8Block {
 /// The views of a `json` column and the buffers they point into.
 ///
 /// Guarantee (unsafe code relies on it: the binding's `ColumnsFn`): `StringViewArray::
-/// try_new(views, buffers, None)` accepts them. [`Utf8Views::new`], the only way to make
-/// one, checks each view as arrow does but for the UTF-8 pass over its bytes: a few
-/// instructions a view, not a pass over the log. Its blocks are [`Utf8Block`]s, UTF-8 by
-/// their type, so the bytes of a view into one that starts and ends on char boundaries
-/// are UTF-8; an inline view's few bytes are checked. Every Rust test builds its columns
-/// through [`checked_columns`], which checks them again.
+/// try_new(views, buffers, None)` accepts them. It holds by how the one maker of a
+/// `Utf8Views`, [`JsonViews`], makes each view, with no pass over the views afterwards:
+/// a view is made from a `&str` (UTF-8 by its type, with char boundaries at both ends),
+/// its prefix and inline bytes copied from that `&str`; a long one points either into the
+/// part's [`Utf8Block`] (made from a `&str` over exactly its bytes), at the text's own
+/// address checked to lie inside it, or into block 0, where the text was copied or
+/// written and which is checked to be UTF-8 when the column is finished. So every view is
+/// a `&str` of its blocks. [`views_fit`] checks each view as arrow does but for the pass
+/// over the bytes: in every build with debug assertions (the Rust tests, the sanitizer
+/// lane) for every column made, and every Rust test builds its columns through
+/// [`checked_columns`], which checks them again.
 pub struct Utf8Views {
     views: Vec<u128>,
     blocks: Vec<Utf8Block>,
 }
 
 impl Utf8Views {
-    /// Panics unless every view is one `StringViewArray::try_new` accepts over `blocks`
-    /// (the views are made by [`JsonViews`]: a failure is a bug there, never bad input).
+    /// Made by [`JsonViews::finish`] only (a failed check is a bug there, never bad input).
     fn new(views: Vec<u128>, blocks: Vec<Utf8Block>) -> Self {
-        // A fold with no early exit over the views (most point into one block, read once).
-        let bad = views.iter().fold(false, |bad, &v| bad | !view_ok(v, &blocks));
-        assert!(!bad, "a view of the json column is not a `&str` of its blocks");
+        debug_assert!(views_fit(&views, &blocks), "a view of the json column is not a `&str` of its blocks");
         Utf8Views { views, blocks }
     }
 
@@ -73,10 +76,13 @@ impl Utf8Views {
 ///
 /// Guarantee (unsafe code relies on it: the binding's `ColumnsFn`): `StringArray::
 /// try_new(OffsetBuffer::new(offsets), values, nulls)` accepts them. [`Utf8Strings::new`],
-/// the only way to make one, checks it: the offsets start at 0, never fall and end at
-/// `values`' length, `nulls` has a bit per row, and `values` is UTF-8 with every offset on
+/// the only way to make one, checks that the offsets start at 0 and end at `values`'
+/// length, that `nulls` has a bit per row, and that `values` is UTF-8 with every offset on
 /// a char boundary (once a column, so the bytes are pushed with no check a value:
-/// `&str` slicing's two char boundary checks were ~15 instructions a value).
+/// `&str` slicing's two char boundary checks were ~15 instructions a value). The offsets
+/// never fall by how their one maker, [`StrColumn`], makes them: each is the values'
+/// length as it grows, below 2 GiB since the last one is (checked in builds with debug
+/// assertions too).
 pub struct Utf8Strings {
     offsets: Vec<i32>,
     values: Vec<u8>,
@@ -87,10 +93,8 @@ impl Utf8Strings {
     fn new(offsets: Vec<i32>, values: Vec<u8>, nulls: Option<NullBuffer>) -> Self {
         // (A negative last offset, as a `usize`, is no length: `values` past 2 GiB fail.)
         assert!(offsets.first() == Some(&0) && offsets.last().map(|&o| o as usize) == Some(values.len()));
-        // Non-decreasing (from 0 to the values' length, so all of them within the values):
-        // a compare and an `or` an offset, vectorised.
-        let falls = offsets.iter().zip(&offsets[1..]).fold(false, |bad, (a, b)| bad | (b < a));
-        assert!(!falls, "a string column's offsets never decrease");
+        // Non-decreasing (from 0 to the values' length, so all of them within the values).
+        debug_assert!(offsets.windows(2).all(|w| w[0] <= w[1]), "a string column's offsets never decrease");
         assert!(nulls.as_ref().is_none_or(|n| n.len() + 1 == offsets.len()));
         // All ASCII (an `or` of the bytes, vectorised): UTF-8 with a char boundary at every
         // offset. Else checked as arrow checks it: UTF-8, and no offset inside a char.
@@ -264,30 +268,36 @@ fn clear_bits(bits: &mut [u8], start: usize, end: usize) {
 /// Strings up to this long are held in the view itself.
 const INLINE: usize = 12;
 
-/// Whether `StringViewArray::try_new` accepts view `v` over `blocks`: an inline view's
-/// padding is zero and its bytes UTF-8; a longer one lies inside its block, starts and
-/// ends there on char boundaries (the block is UTF-8, so its bytes are), and its prefix
-/// is its first four bytes.
-#[inline(always)]
-fn view_ok(v: u128, blocks: &[Utf8Block]) -> bool {
-    let len = v as u32 as usize;
-    if len <= INLINE {
-        let bytes = v.to_le_bytes();
-        let padding = len == INLINE || v >> (32 + 8 * len) == 0;
-        // All ASCII (the padding is zero), or checked.
-        let text = &bytes[4..4 + len];
-        let ascii = (v >> 32) & 0x8080_8080_8080_8080_8080_8080 == 0;
-        return padding && (ascii || std::str::from_utf8(text).is_ok());
+/// Whether `StringViewArray::try_new` accepts every view over `blocks`, but for the pass
+/// over the bytes: an inline view's padding is zero and its bytes UTF-8; a longer one
+/// lies inside its block, starts and ends there on char boundaries (the block is UTF-8,
+/// so its bytes are), and its prefix is its first four bytes.
+fn views_fit(views: &[u128], blocks: &[Utf8Block]) -> bool {
+    let blocks: Vec<&[u8]> = blocks.iter().map(|b| b.0.as_slice()).collect();
+    let continues = |c: u8| (c as i8) < -0x40;
+    let mut misfits = 0u32;
+    for &v in views {
+        let len = v as u32 as usize;
+        if len <= INLINE {
+            let bytes = v.to_le_bytes();
+            let padding = len == INLINE || v >> (32 + 8 * len) == 0;
+            // All ASCII (the padding is zero), or checked.
+            let ascii = (v >> 32) & 0x8080_8080_8080_8080_8080_8080 == 0;
+            misfits |= !(padding && (ascii || std::str::from_utf8(&bytes[4..4 + len]).is_ok())) as u32;
+            continue;
+        }
+        let (prefix, n, offset) = ((v >> 32) as u32, (v >> 64) as u32 as usize, (v >> 96) as u32 as usize);
+        let Some(&block) = blocks.get(n) else { return false };
+        // (Offsets and lengths are u32s: their sum does not overflow.)
+        let Some(text) = block.get(offset..offset + len) else { return false };
+        // The prefix is the text's first four bytes (`len` > 4), so the start is a char
+        // boundary when the first byte is not a continuation byte; the end is when the
+        // byte after the text is not (or the text ends the block).
+        let head = u32::from_le_bytes([text[0], text[1], text[2], text[3]]);
+        let after = block.get(offset + len).is_some_and(|&c| continues(c));
+        misfits |= (head ^ prefix) | continues(text[0]) as u32 | after as u32;
     }
-    let (prefix, block, offset) = ((v >> 32) as u32, (v >> 64) as u32 as usize, (v >> 96) as u32 as usize);
-    let Some(b) = blocks.get(block) else { return false };
-    let b = b.0.as_slice();
-    let end = offset + len;
-    let boundary = |at: usize| b.get(at).is_none_or(|&c| (c as i8) >= -0x40);
-    end <= b.len()
-        && boundary(offset)
-        && boundary(end)
-        && u32::from_le_bytes([b[offset], b[offset + 1], b[offset + 2], b[offset + 3]]) == prefix
+    misfits == 0
 }
 
 /// The view of `s`: inline when short, else `block` at `offset`.
@@ -393,7 +403,8 @@ impl JsonViews {
 
     /// [`JsonViews::push_written`] of a writer that may fail (`false`: protobuf nested
     /// events): then no view, and block 0 cut back to its length before, so its bytes
-    /// are those it had (`None`).
+    /// are those it had (`None`). `write` only appends (the views made before point into
+    /// the bytes before).
     #[inline(always)]
     pub(crate) fn try_push_written(&mut self, write: impl FnOnce(&mut Vec<u8>) -> bool) -> Option<usize> {
         if self.copied.capacity() == 0 {
@@ -544,8 +555,9 @@ mod string_tests {
         assert!(c.finish(3).is_some());
     }
 
-    /// Offsets that fall are refused (whatever the rest says).
+    /// Offsets that fall are refused in builds with debug assertions (whatever the rest says).
     #[test]
+    #[cfg(debug_assertions)]
     fn string_offsets_never_fall() {
         let made = std::panic::catch_unwind(|| Utf8Strings::new(vec![0, 2, 1, 3], b"abc".to_vec(), None));
         assert!(made.is_err());
@@ -583,11 +595,21 @@ mod string_tests {
         for v in cases {
             let blocks = vec![Utf8Block::from_written(Vec::new()), block.clone()];
             let arrow = StringViewArray::try_new(vec![v].into(), blocks.iter().map(|b| b.0.clone()).collect::<Vec<_>>(), None).is_ok();
-            let ours = std::panic::catch_unwind(|| Utf8Views::new(vec![v], blocks.clone()).views.len()).is_ok();
+            let ours = views_fit(&[v], &blocks);
             assert_eq!(ours, arrow, "{:032x}", v);
             accepted += ours as usize;
         }
         assert_eq!(accepted, 5);
+    }
+
+    /// Builds with debug assertions check every column's views when it is made.
+    #[test]
+    #[cfg(debug_assertions)]
+    fn views_are_checked_in_debug_builds() {
+        let blocks = vec![Utf8Block::from_written(b"0123456789abcdef".to_vec())];
+        let made = |v| std::panic::catch_unwind(|| Utf8Views::new(vec![v], blocks.clone()).views.len()).is_ok();
+        assert!(made(long_view(b"0123456789abcdef", 0, 0)));
+        assert!(!made(long_view(b"0123456789abcdef", 0, 1)));
     }
 
     /// Keys are checked against the values: negative or past them, none is made.

@@ -304,6 +304,9 @@ fn convert_logs<'py>(
 ) -> PyResult<(u64, u64, Bound<'py, PyList>)> {
     let opts = options(format, collect, max_frame_size, max_frame_size, max_errors)?;
     let target = if to == "parquet" {
+        if !cfg!(feature = "parquet") {
+            return Err(PyValueError::new_err("this build of agui_fast has no Parquet writer (built without the `parquet` feature)"));
+        }
         None
     } else {
         Some(Output::parse(to).ok_or_else(|| {
@@ -315,7 +318,10 @@ fn convert_logs<'py>(
     let mut out = Sink::open(output, gzip)?;
     let result = py.detach(|| {
         let info = match target {
+            #[cfg(feature = "parquet")]
             None => agui_arrow::write_parquet(&srcs, &opts, &control, &mut out),
+            #[cfg(not(feature = "parquet"))]
+            None => unreachable!("refused above"),
             Some(t) => agui_arrow::convert(&srcs, &opts, &control, t, &mut out),
         }?;
         out.finish().map_err(|e| Issue::write(&e))?;

@@ -1,7 +1,9 @@
 //! Binding of `agui_core::stream` (the reference client's stream semantics). Events enter
 //! as JSON text: `bytes`/`str` as they are, any other object through the native JSON
-//! writer (`encode::dumps`: one conversion path). Results leave as JSON text that
-//! `agui_fast/stream.py` types with msgspec. Batch work runs with the GIL released.
+//! writer (`encode::dumps`: one conversion path). Messages, state and interrupts leave as
+//! plain Python values built from the engine's values (no JSON text between), which
+//! `agui_fast/stream.py` types with msgspec; events leave as JSON text. Batch work runs
+//! with the GIL released.
 
 use agui_core::limits::{DEFAULT_MAX_DEPTH, MAX_DEPTH_CAP};
 use agui_core::stream::client::{self as run, RunError, Wire};
@@ -110,6 +112,13 @@ fn decode_error(message: String) -> StreamError {
 
 fn json_bytes<'py>(py: Python<'py>, v: &Value) -> Bound<'py, PyBytes> {
     PyBytes::new(py, &core::json_text(v))
+}
+
+/// A result value (messages, a message, the state, interrupts) as plain Python values,
+/// built from the engine's value (its kept lone surrogates restored), as JSON text
+/// decoded would give them.
+fn result_value<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
+    crate::patch::stream_value(py, v, MAX_DEPTH_CAP)
 }
 
 fn json_list<'py>(py: Python<'py>, items: &[Value]) -> Bound<'py, PyBytes> {
@@ -559,16 +568,28 @@ impl Replayer {
         Ok(())
     }
 
-    fn messages<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        PyBytes::new(py, &core::json_items(self.get().applier().messages()))
+    /// The messages, a list of plain Python values.
+    fn messages<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let list = self.get().applier().messages().map(|m| result_value(py, m)).collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, list)
     }
 
-    fn message<'py>(&mut self, py: Python<'py>, index: usize) -> Option<Bound<'py, PyBytes>> {
-        self.get().applier().message(index).map(|m| json_bytes(py, m))
+    /// The message at `index` as plain Python values (None past the end).
+    fn message<'py>(&mut self, py: Python<'py>, index: usize) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.get().applier().message(index).map(|m| result_value(py, m)).transpose()
     }
 
     fn message_count(&mut self) -> usize {
         self.get().applier().message_count()
+    }
+
+    /// The tool call `id`: `(message position, the message's id or None,
+    /// the call, as plain Python values)`, or None when no message carries it.
+    #[pyo3(signature = (id, /))]
+    fn tool_call<'py>(&mut self, py: Python<'py>, id: &str) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        let Some((position, message, call)) = self.get().tool_call(id) else { return Ok(None) };
+        let message_id = message.get("id").map(|v| result_value(py, v)).transpose()?;
+        (position, message_id, result_value(py, call)?).into_pyobject(py).map(Some)
     }
 
     /// The state: a copy, or (`shared=True`) the document itself, which it never writes
@@ -578,8 +599,10 @@ impl Replayer {
         self.get().state_mut().value(py, shared)
     }
 
-    fn pending_interrupts<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        json_list(py, self.get().applier().pending_interrupts())
+    /// The pending interrupts, a list of plain Python values.
+    fn pending_interrupts<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let list = self.get().applier().pending_interrupts().iter().map(|v| result_value(py, v)).collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, list)
     }
 
     /// Warnings so far as `(index, message)`, drained.
@@ -592,12 +615,14 @@ impl Replayer {
 /// own (`pipeline::drop_aside`): about the pipeline's 1 MB of log.
 const DROP_ASIDE_MIN: usize = 10_000;
 
-/// A finished whole-log replay written out as JSON text (with the GIL released), its
-/// values freed.
+/// A finished whole-log replay, its values handed to Python as Python values (built
+/// straight from the engine's values: no JSON text between them).
 struct Written {
-    messages: Vec<u8>,
-    state: Vec<u8>,
-    interrupts: Vec<u8>,
+    messages: Vec<Value>,
+    state: Value,
+    interrupts: Vec<Value>,
+    /// Events replayed: a large replay's values are freed on a thread of their own.
+    events: usize,
     warnings: Vec<Warning>,
     error: Option<StreamError>,
     /// The log could not be opened or read on: raised as the log readers raise it.
@@ -607,28 +632,25 @@ struct Written {
 }
 
 impl Written {
-    /// `aside`: free the values on a thread of their own when the replay was large (a
-    /// single log's call); else here (the worker of `replay_log_files`, whose thread
-    /// budget is the caller's `threads`).
-    fn of(r: core::Replay, aside: bool) -> Written {
-        let written = Written {
-            messages: core::json_list(&r.messages),
-            state: core::json_text(&r.state),
-            interrupts: core::json_list(&r.pending_interrupts),
+    fn of(r: core::Replay) -> Written {
+        Written {
+            messages: r.messages,
+            state: r.state,
+            interrupts: r.pending_interrupts,
+            events: r.events,
             warnings: r.warnings,
             error: r.error,
             log_error: r.log_error,
             source: None,
-        };
-        if aside && r.events >= DROP_ASIDE_MIN {
-            agui_core::pipeline::drop_aside((r.messages, r.state, r.pending_interrupts));
         }
-        written
     }
 
-    /// `(messages, state, pending_interrupts, warnings, error)`: JSON texts,
-    /// `(index, message)` pairs, and the exception that stopped it (or None).
-    fn tuple<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+    /// `(messages, state, pending_interrupts, warnings, error)`: the messages and the
+    /// interrupts as lists of plain Python values, the state as one, `(index, message)`
+    /// pairs, and the exception that stopped it (or None). The engine's values are then
+    /// freed with the GIL released: `aside`, a large replay's on a thread of their own (a
+    /// single log's call; `replay_log_files` keeps to the caller's `threads`).
+    fn tuple<'py>(&mut self, py: Python<'py>, aside: bool) -> PyResult<Bound<'py, PyTuple>> {
         let error = match (&self.log_error, &self.error) {
             (Some(core::LogStop::Open(e)), _) => {
                 let message = format!("cannot open {}: {e}", self.source.as_deref().unwrap_or("the log"));
@@ -643,14 +665,24 @@ impl Written {
             (None, e) => e.as_ref().map(|e| stream_error(py, e)),
         }
         .map(|e| e.into_value(py));
-        (
-            PyBytes::new(py, &self.messages),
-            PyBytes::new(py, &self.state),
-            PyBytes::new(py, &self.interrupts),
+        let messages = Value::Array(std::mem::take(&mut self.messages));
+        let interrupts = Value::Array(std::mem::take(&mut self.interrupts));
+        let state = std::mem::take(&mut self.state);
+        let tuple = (
+            result_value(py, &messages)?,
+            result_value(py, &state)?,
+            result_value(py, &interrupts)?,
             warnings_list(py, &self.warnings)?,
             error,
         )
-            .into_pyobject(py)
+            .into_pyobject(py);
+        let values = (messages, state, interrupts);
+        if aside && self.events >= DROP_ASIDE_MIN {
+            agui_core::pipeline::drop_aside(values);
+        } else {
+            py.detach(move || drop(values));
+        }
+        tuple
     }
 }
 
@@ -683,9 +715,9 @@ fn replay_log<'py>(
     let (messages, state) = initial(py, messages, state, max_depth)?;
     let log = data.as_bytes();
     let options = ReplayOptions { verify, schema, era, protocol_version, max_depth, max_patch_bytes, ..ReplayOptions::default() };
-    let mut w = py.detach(|| Written::of(core::replay_log_sized(log, log.len() as u64, 0, pipeline_min, format, messages, state, options), true));
+    let mut w = py.detach(|| Written::of(core::replay_log_sized(log, log.len() as u64, 0, pipeline_min, format, messages, state, options)));
     w.source = Some("<bytes>".to_string()); // (as the log readers name bytes)
-    w.tuple(py)
+    w.tuple(py, true)
 }
 
 /// replay_log_files(paths, *, format="auto", verify=False, threads=0, max_depth=512,
@@ -721,11 +753,11 @@ fn replay_log_files<'py>(
         max_patch_bytes,
         ..ReplayOptions::default()
     };
-    let mut replays = py.detach(|| core::replay_log_files(&paths, format, options, threads, pipeline_min, |r| Written::of(r, false)));
+    let mut replays = py.detach(|| core::replay_log_files(&paths, format, options, threads, pipeline_min, Written::of));
     for (w, p) in replays.iter_mut().zip(&paths) {
         w.source = Some(p.display().to_string());
     }
-    PyList::new(py, replays.iter().map(|w| w.tuple(py)).collect::<PyResult<Vec<_>>>()?)
+    PyList::new(py, replays.iter_mut().map(|w| w.tuple(py, false)).collect::<PyResult<Vec<_>>>()?)
 }
 
 // ---------------------------------------------------------------------------------------

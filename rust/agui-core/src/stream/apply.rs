@@ -200,6 +200,16 @@ impl<S: State> EventApplier<S> {
         debug_assert!(self.settled());
         self.messages.at(position)
     }
+    /// The tool call with id `id` as the reducer finds it (the first message carrying it,
+    /// in list order): the message's position, the message and the call, in logarithmic
+    /// time whatever the message holds (after [`settle`](Self::settle) when plain deltas
+    /// were applied). A reader of one call need not read its message's other calls.
+    pub fn tool_call(&mut self, id: &str) -> Option<(usize, &Value, &Value)> {
+        debug_assert!(self.settled());
+        let (k, call) = self.messages.find_tool_str(id)?;
+        let m = self.messages.get(k);
+        Some((self.messages.position(k), m, m.get("toolCalls")?.get(call)?))
+    }
     fn settled(&self) -> bool {
         self.last.as_ref().is_none_or(|t| t.held.is_none())
     }

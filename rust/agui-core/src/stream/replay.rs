@@ -481,6 +481,13 @@ impl<S: State> Replayer<S> {
         &self.applier
     }
 
+    /// The tool call `id` (its message's position, the message, the call; settled): see
+    /// [`EventApplier::tool_call`].
+    pub fn tool_call(&mut self, id: &str) -> Option<(usize, &Value, &Value)> {
+        self.applier.settle();
+        self.applier.tool_call(id)
+    }
+
     /// How many input events were pushed (the index of the next one).
     pub fn pushed(&self) -> usize {
         self.index

@@ -29,25 +29,29 @@ pub(crate) fn bytes_buffer(bytes: PyBackedBytes) -> Buffer {
 /// column's UTF-8 (~10 ns an event, a pass over the log's bytes after the SIMD check of
 /// each part), the string columns' offsets and UTF-8 and the `type` keys (together
 /// ~90 instructions an event in `to_arrow`, callgrind). Each type's guarantee is stated
-/// on it and checked by its one constructor, in cheaper ways than arrow's (no type can
-/// be made that arrow would refuse); every Rust test builds its columns through arrow's
-/// checked constructors (`agui_arrow::checked_columns`), which check them again.
+/// on it: the string columns' bytes and the keys are checked by their one constructor, in
+/// cheaper ways than arrow's; the views and the offsets' order are right by how their one
+/// maker makes them (checked too in builds with debug assertions); every Rust test builds
+/// its columns through arrow's checked constructors (`agui_arrow::checked_columns`), which
+/// check them again.
 pub(crate) fn trusted_columns(column: Trusted) -> ArrayRef {
     match column {
         Trusted::Views(views) => {
             let (views, buffers) = views.into_parts();
-            // SAFETY: `try_new` accepts them: `Utf8Views`' guarantee (its one constructor
-            // checked every view as arrow does: an inline view's padding and UTF-8; a
-            // long one's block, bounds and prefix, and char boundaries at both ends in a
-            // block that is UTF-8 by its type; only the pass over the bytes is left out).
+            // SAFETY: `try_new` accepts them: `Utf8Views`' guarantee (its one maker,
+            // agui-arrow's `JsonViews`, makes each view from a `&str` inside a block that
+            // is UTF-8: the part's bytes, or the batch's copies, checked when finished;
+            // every view checked as arrow does but for the pass over the bytes in every
+            // build with debug assertions).
             Arc::new(unsafe { StringViewArray::new_unchecked(views.into(), buffers.into(), None) })
         }
         Trusted::Strings(strings) => {
             let (offsets, values, nulls) = strings.into_parts();
             // SAFETY: `StringArray::try_new(OffsetBuffer::new(offsets), values, nulls)`
             // accepts them: `Utf8Strings`' guarantee (its one constructor checked the
-            // offsets: from 0, never falling, ending at the values' length; a null bit per
-            // row; the values UTF-8 with every offset on a char boundary).
+            // offsets from 0 to the values' length, a null bit per row, the values UTF-8
+            // with every offset on a char boundary; its one maker makes offsets that never
+            // fall).
             Arc::new(unsafe { StringArray::new_unchecked(OffsetBuffer::new_unchecked(offsets), values, nulls) })
         }
         Trusted::Keys(keys) => {
