@@ -52,8 +52,9 @@ else
 fi
 VPY="$WORK/venv/bin/python"
 # The workspace's crates optimised a little (the tests run in minutes, not tens), with line
-# tables for the reports; the dependencies unoptimised and without debug info (instrumented
-# all the same, in far less CPU time).
+# tables for the reports, one codegen unit each (less CPU in all; they build one after the
+# other anyway); the dependencies unoptimised and without debug info (instrumented all the
+# same, in far less CPU time), but for PyO3, on every call's path.
 RUSTUP_TOOLCHAIN=nightly RUSTFLAGS="-Zsanitizer=address -Cforce-frame-pointers=yes" \
 CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
 CARGO_PROFILE_RELEASE_OPT_LEVEL=1 CARGO_PROFILE_RELEASE_DEBUG=line-tables-only \
@@ -62,6 +63,10 @@ CARGO_TARGET_DIR="$WORK/target" \
     --features pyo3/extension-module,sanitize --config 'profile.release.package.escape-simd.debug-assertions=true' \
     --config 'profile.release.package.agui-arrow.debug-assertions=true' \
     --config 'profile.release.package."*".opt-level=0' --config 'profile.release.package."*".debug=false' \
+    --config 'profile.release.package.pyo3.opt-level=1' \
+    --config 'profile.release.package.agui-core.codegen-units=1' \
+    --config 'profile.release.package.agui-arrow.codegen-units=1' \
+    --config 'profile.release.package.agui-py.codegen-units=1' \
     --out "$WORK/wheel"
 "$VPY" -m pip install --quiet --no-deps --force-reinstall "$WORK"/wheel/agui_fast-*.whl 2>/dev/null \
     || "${UV:-false}" pip install --quiet --python "$VPY" --no-deps --reinstall "$WORK"/wheel/agui_fast-*.whl

@@ -52,8 +52,8 @@ impl Utf8Block {
 /// address checked to lie inside it, or into block 0, where the text was copied or
 /// written and which is checked to be UTF-8 when the column is finished. So every view is
 /// a `&str` of its blocks. [`views_fit`] checks each view as arrow does but for the pass
-/// over the bytes: in every build with debug assertions (the tests, fuzzing, the
-/// sanitizer lane) for every column made, and every Rust test builds its columns through
+/// over the bytes: in every build with debug assertions (the Rust tests, the sanitizer
+/// lane) for every column made, and every Rust test builds its columns through
 /// [`checked_columns`], which checks them again.
 pub struct Utf8Views {
     views: Vec<u128>,
