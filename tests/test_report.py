@@ -61,7 +61,9 @@ def test_demo_run_items_are_the_engines():
     assert dict(r.data["types"])["TEXT_MESSAGE_CONTENT"] == 3 and sum(n for _, n in r.data["types"]) == 14
     assert r.data["span"] == [1_767_225_600_000, 1_767_225_601_700]
     assert result["gap"] == 1210 and "gap" not in call
-    assert r.findings == []
+    # The demo's one extra member: the client pipeline strips it with a warning, as the spec says.
+    (extra,) = r.findings
+    assert extra["level"] == "warning" and "'/trace_id' on CUSTOM" in extra["msg"], extra
 
 
 def test_events_and_their_log_make_the_same_page():
@@ -311,7 +313,7 @@ def test_cli_writes_a_page_beside_each_log(tmp_path, capsys):
     assert page_data((tmp_path / "a.html").read_text())["items"] == page_data(report.render(a))["items"]
     assert page_data((tmp_path / "b.html").read_text())["format"] == "jsonl"
     err = capsys.readouterr().err
-    assert f"{a} -> {tmp_path / 'a.html'}: 14 events, 1 run, 0 errors, 0 warnings" in err
+    assert f"{a} -> {tmp_path / 'a.html'}: 14 events, 1 run, 0 errors, 1 warning" in err
     out = tmp_path / "pages"
     assert main(["report", str(a), str(b), "-o", str(out)]) == 0
     assert sorted(p.name for p in out.iterdir()) == ["a.html", "b.html"]

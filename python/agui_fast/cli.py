@@ -73,7 +73,7 @@ def _demo_events():
             {"op": "replace", "path": "/status", "value": "done"},
             {"op": "add", "path": "/steps/-", "value": {"tool": "search"}},
         ], timestamp=t + 1660),
-        CustomEvent(name="note", value={"unknown_members": "are kept"}, timestamp=t + 1670),
+        CustomEvent(name="note", value={"sources": 3}, timestamp=t + 1670, trace_id="7f3a"),  # an extra member
         RunFinishedEvent(thread_id="t1", run_id="r1", outcome={"type": "success"}, timestamp=t + 1700,
                          usage=[TokenUsage(provider="openai", model="gpt-4o", input_tokens=812, output_tokens=46)]),
     ]
