@@ -70,7 +70,8 @@ def run(paths: List[str], ours: bool) -> Dict[str, str]:
 def outcomes(report: str) -> Dict[str, str]:
     out = {}
     for case in ET.parse(report).iter("testcase"):
-        name = f"{case.get('classname')}::{case.get('name')}"
+        classname = case.get("classname")  # empty for a module's functions outside the rootdir
+        name = f"{classname}::{case.get('name')}" if classname else str(case.get("name"))
         kinds = {child.tag for child in case}
         if "failure" in kinds:
             out[name] = "failed"
