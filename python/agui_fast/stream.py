@@ -65,7 +65,7 @@ from .core import (
     TestOperation,
     ToolCall,
 )
-from .core._convert import FAST_PATH_ERRORS, convert_value
+from .core._convert import convert_fast
 from .core._given import given
 from .decoder import decode_as
 from .errors import AguiError, StreamError, VerificationError
@@ -120,17 +120,8 @@ def _events(data: bytes, raw: bool) -> List[Any]:
     return _load(data) if raw else decode_as(data, List[Event])
 
 
-def _typed(values: Any, tp: Any) -> Any:
-    """Plain values the engine built as ``tp``, as its JSON text would decode: msgspec's
-    conversion, and the exact converter for what it refuses (extras, lone surrogates)."""
-    try:
-        return msgspec.convert(values, tp, strict=False)
-    except FAST_PATH_ERRORS:
-        return convert_value(values, tp)
-
-
 def _messages(values: List[Any], raw: bool) -> List[Any]:
-    return values if raw else _typed(values, List[Message])
+    return values if raw else convert_fast(values, List[Message])
 
 
 class StreamWarning(Tuple[Optional[int], str]):
@@ -463,7 +454,7 @@ class EventApplier:
         data = self._native.message(i)
         if data is None:  # another thread replaced the messages meanwhile
             raise IndexError(f"message index out of range ({count} messages)")
-        return data if self._raw else _typed(data, Message)
+        return data if self._raw else convert_fast(data, Message)
 
     def tool_call(self, id: str) -> Optional[Tuple[int, Any, Any]]:
         """The tool call ``id`` as the reducer finds it (the first message carrying it):
@@ -477,7 +468,7 @@ class EventApplier:
         if found is None:
             return None
         position, message_id, call = found
-        return position, message_id, call if self._raw else _typed(call, ToolCall)
+        return position, message_id, call if self._raw else convert_fast(call, ToolCall)
 
     @property
     def state(self) -> Any:

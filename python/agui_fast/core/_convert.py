@@ -19,7 +19,7 @@ import msgspec
 from ..errors import EventValidationError, InvalidJsonError
 from . import _given
 
-__all__ = ["convert_value", "decode_json", "parse_json", "json_decoder", "exact", "validation_error", "FAST_PATH_ERRORS"]
+__all__ = ["convert_value", "convert_fast", "decode_json", "parse_json", "json_decoder", "exact", "validation_error", "FAST_PATH_ERRORS"]
 
 _DECODERS: Dict[Any, msgspec.json.Decoder[Any]] = {}
 
@@ -44,6 +44,16 @@ def decode_json(data: Union[bytes, bytearray, memoryview, str], tp: Any) -> Any:
         return json_decoder(tp).decode(data)
     except FAST_PATH_ERRORS as exc:
         return exact(data, tp, exc)
+
+
+def convert_fast(values: Any, tp: Any) -> Any:
+    """Plain values (as JSON text decodes) into type ``tp``, as :func:`decode_json` would
+    decode their text: msgspec's conversion, and :func:`convert_value` for what it refuses
+    (extras, lone surrogates)."""
+    try:
+        return msgspec.convert(values, tp, strict=False)
+    except FAST_PATH_ERRORS:
+        return convert_value(values, tp)
 
 
 def noun(tp: Any) -> str:
