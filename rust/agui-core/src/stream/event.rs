@@ -81,6 +81,163 @@ impl EventType {
     }
 }
 
+/// What the stages read of an event: its type and its members by name. An event object
+/// (`Value`) is one; a [`Plain`] event, read without one, is another: the reducer and the
+/// run outcome take either through the same code.
+pub trait Members {
+    fn kind(&self) -> EventType;
+    fn get(&self, key: &str) -> Option<&Value>;
+    /// The event object, when it is one.
+    fn object(&self) -> Option<&Value>;
+}
+
+impl Members for Value {
+    #[inline]
+    fn kind(&self) -> EventType {
+        EventType::of(self)
+    }
+    #[inline]
+    fn get(&self, key: &str) -> Option<&Value> {
+        Value::get(self, key)
+    }
+    #[inline]
+    fn object(&self) -> Option<&Value> {
+        Some(self)
+    }
+}
+
+/// The common events other than deltas in their plain form, read without an event object:
+/// starts and ends of messages, tool calls, steps and reasoning spans, tool results with
+/// text content, and run starts and ends without input, result or outcome. Each member is
+/// a string, an integer or (`usage`) a value the schema stage keeps exactly as it is, and
+/// nothing the stages before the reducer would change or warn about (no `metadata`,
+/// `rawEvent`, `subagentRunId`, no `null`). Only the members the reducer reads are kept;
+/// the others (`timestamp`, `threadId`, `runId`, `stepName`, `usage`) are checked and
+/// dropped. Anything else is read as an event object.
+#[derive(Debug)]
+pub struct Plain {
+    kind: EventType,
+    members: Vec<(&'static str, Value)>,
+}
+
+impl Members for Plain {
+    #[inline]
+    fn kind(&self) -> EventType {
+        self.kind
+    }
+    #[inline]
+    fn get(&self, key: &str) -> Option<&Value> {
+        self.members.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
+    }
+    #[inline]
+    fn object(&self) -> Option<&Value> {
+        None
+    }
+}
+
+/// Whether events of `kind` have a plain form ([`Plain`]).
+fn plain_kind(kind: EventType) -> bool {
+    use EventType as E;
+    matches!(
+        kind,
+        E::TextMessageStart
+            | E::TextMessageEnd
+            | E::ReasoningMessageStart
+            | E::ReasoningMessageEnd
+            | E::ReasoningStart
+            | E::ReasoningEnd
+            | E::ToolCallStart
+            | E::ToolCallEnd
+            | E::ToolCallResult
+            | E::StepStarted
+            | E::StepFinished
+            | E::RunStarted
+            | E::RunFinished
+    )
+}
+
+/// The members a plain event may carry: `Some(true)` for those the reducer reads (kept),
+/// `Some(false)` for those only checked.
+fn plain_member(name: &str) -> Option<(&'static str, bool)> {
+    Some(match name {
+        "messageId" => ("messageId", true),
+        "role" => ("role", true),
+        "name" => ("name", true),
+        "toolCallId" => ("toolCallId", true),
+        "toolCallName" => ("toolCallName", true),
+        "parentMessageId" => ("parentMessageId", true),
+        "content" => ("content", true),
+        "timestamp" => ("timestamp", false),
+        "threadId" => ("threadId", false),
+        "runId" => ("runId", false),
+        "parentRunId" => ("parentRunId", false),
+        "stepName" => ("stepName", false),
+        "usage" => ("usage", false),
+        _ => return None,
+    })
+}
+
+impl Plain {
+    /// Read `payload` as a plain event (see [`Plain`]); `None`: read it as an event object.
+    /// `max_depth` bounds a nested member as the event's parse would (the event's own level
+    /// counted).
+    pub fn read(payload: &[u8], max_depth: usize) -> Option<Plain> {
+        const MAX: usize = 8;
+        if max_depth < 2 {
+            return None;
+        }
+        let json = simdutf8::basic::from_utf8(payload).ok()?;
+        let mut found: [Option<Member<'_>>; MAX] = [None; MAX];
+        let mut n = 0;
+        scan_flat(json, |m| {
+            let slot = found.get_mut(n)?;
+            *slot = Some(m);
+            n += 1;
+            Some(())
+        })?;
+        let found: Vec<Member<'_>> = found[..n].iter().flatten().copied().collect();
+        let mut kind = None;
+        for (i, m) in found.iter().enumerate() {
+            // Each name once (an object with a repeated name is the parser's to read).
+            if found[..i].iter().any(|o| o.name == m.name) {
+                return None;
+            }
+            if m.name == "type" {
+                kind = Some(EventType::parse(m.raw.filter(|_| !m.escaped)?));
+            }
+        }
+        let kind = kind.filter(|k| plain_kind(*k))?;
+        let mut members = Vec::with_capacity(n);
+        for m in &found {
+            if m.name == "type" {
+                continue;
+            }
+            let (name, kept) = plain_member(m.name)?;
+            let fits = if m.raw.is_some() {
+                let s = m.string()?;
+                // (the characters of the kept range are read by the general parse alone)
+                if super::js::holds_kept_range(&s) || !super::schema::keeps(kind, name, super::schema::Scalar::Str(&s)) {
+                    return None;
+                }
+                if kept {
+                    members.push((name, Value::String(s.into_owned())));
+                }
+                true
+            } else if matches!(m.text.as_bytes().first(), Some(b'[' | b'{')) {
+                let mut v = crate::limits::parse_value(m.text.as_bytes(), max_depth - 1).ok()?;
+                !kept && super::schema::keeps(kind, name, super::schema::Scalar::Value(&mut v))
+            } else {
+                let i: i64 = m.text.parse().ok()?;
+                !kept && super::schema::keeps(kind, name, super::schema::Scalar::Int(i))
+            };
+            if !fits {
+                return None;
+            }
+        }
+        super::schema::has_required(kind, |name| found.iter().any(|m| m.name == name)).then_some(Plain { kind, members })
+    }
+}
+
 /// Parse one event payload (the JSON text of an SSE `data:` field or a JSON line). It
 /// must be a JSON object. Lone surrogate escapes are kept (see `js::append`): a
 /// producer may split a character across two deltas.
