@@ -323,6 +323,7 @@ fn a_zero_depth_limit_refuses_plain_deltas() {
 /// warnings, error with its stage, index, field and message).
 #[test]
 fn plain_events_apply_as_event_objects_do() {
+    let big_int_snapshot = format!(r#"{{"type":"STATE_SNAPSHOT","snapshot":{{"n":{}}}}}"#, "9".repeat(5000)).into_bytes();
     let variants: &[&[u8]] = &[
         br#"{"type":"TEXT_MESSAGE_START","messageId":"m9","role":"assistant"}"#,
         br#"{"type":"TEXT_MESSAGE_START","messageId":"m9","role":"user","name":"n","timestamp":1700000000000}"#,
@@ -405,6 +406,21 @@ fn plain_events_apply_as_event_objects_do() {
         br#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","outcome":{"type":"interrupt","interrupts":[{"id":"i","reason":"r"}]}}"#,
         br#"{"type":"RUN_FINISHED","runId":"r"}"#,
         br#"{"type":"RUN_ERROR","message":"boom"}"#,
+        br#"{"type":"STATE_SNAPSHOT","snapshot":{"a":[1,{"b":"c"}],"d":"\n"}}"#,
+        br#"{"type":"STATE_SNAPSHOT","snapshot":[1,2]}"#,
+        br#"{"type":"STATE_SNAPSHOT","snapshot":"s"}"#,
+        br#"{"type":"STATE_SNAPSHOT","snapshot":5}"#,
+        br#"{"type":"STATE_SNAPSHOT","snapshot":null}"#,
+        br#"{"type":"STATE_SNAPSHOT","snapshot":{}}"#,
+        br#"{"type":"STATE_SNAPSHOT","snapshot":{"a":{"b":{"c":{}}}}}"#,
+        br#"{"type":"STATE_SNAPSHOT","snapshot":{"a":"\ud800"}}"#,
+        br#"{"type":"STATE_SNAPSHOT","snapshot":{"a":"\udbff\udfff"}}"#,
+        "{\"type\":\"STATE_SNAPSHOT\",\"snapshot\":{\"a\":\"\u{10F800}\"}}".as_bytes(),
+        br#"{"type":"STATE_SNAPSHOT","snapshot":{"a":1},"snapshot":{"b":2}}"#,
+        br#"{"type":"STATE_SNAPSHOT","snapshot":{"a":1,}}"#,
+        br#"{"type":"STATE_SNAPSHOT","snapshot":{"a":1},"timestamp":3}"#,
+        br#"{"type":"STATE_SNAPSHOT"}"#,
+        &big_int_snapshot,
     ];
     let before: &[&[u8]] = &[
         br#"{"type":"RUN_STARTED","threadId":"t","runId":"r"}"#,
@@ -416,7 +432,11 @@ fn plain_events_apply_as_event_objects_do() {
         br#"{"type":"TOOL_CALL_ARGS","toolCallId":"c1","delta":"{"}"#,
     ];
     let chunk: &[u8] = br#"{"type":"TEXT_MESSAGE_CHUNK","messageId":"k1","delta":"x"}"#;
-    let after: &[&[u8]] = &[br#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"b"}"#, br#"{"type":"TOOL_CALL_ARGS","toolCallId":"c1","delta":"}"}"#];
+    let after: &[&[u8]] = &[
+        br#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"b"}"#,
+        br#"{"type":"TOOL_CALL_ARGS","toolCallId":"c1","delta":"}"}"#,
+        br#"{"type":"STATE_DELTA","delta":[{"op":"add","path":"/z","value":1}]}"#,
+    ];
     let base = ReplayOptions::default();
     let options = [
         base,

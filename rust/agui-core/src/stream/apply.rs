@@ -310,12 +310,17 @@ impl<S: State> EventApplier<S> {
     }
 
     /// A plain event ([`Plain`]): applied as [`apply`](Self::apply) applies its event object.
-    pub fn apply_plain(&mut self, event: &Plain) -> Result<Change, StreamError> {
+    /// A snapshot moves into the state.
+    pub fn apply_plain(&mut self, mut event: Plain) -> Result<Change, StreamError> {
         self.settle();
         let index = self.index;
         self.index += 1;
         let ty = event.kind();
-        self.apply_common(ty, event).unwrap_or_else(|| Err(type_error(format!("{} has no plain form", ty.name())))).map_err(|mut e| {
+        let applied = match (ty, event.take("snapshot")) {
+            (EventType::StateSnapshot, Some(snapshot)) => Some(self.snapshot(Cow::Owned(snapshot))),
+            _ => self.apply_common(ty, &event),
+        };
+        applied.unwrap_or_else(|| Err(type_error(format!("{} has no plain form", ty.name())))).map_err(|mut e| {
             e.index = index;
             e.event_type = ty.name().to_string();
             e

@@ -108,8 +108,9 @@ impl Members for Value {
 
 /// The common events other than deltas in their plain form, read without an event object:
 /// starts and ends of messages, tool calls, steps and reasoning spans, tool results with
-/// text content, and run starts and ends without input, result or outcome. Each member is
-/// a string, an integer or (`usage`) a value the schema stage keeps exactly as it is, and
+/// text content, run starts and ends without input, result or outcome, and state snapshots
+/// (an object, an array or a string). Each member is a string, an integer or (`usage`,
+/// `snapshot`) a value the schema stage keeps exactly as it is, and
 /// nothing the stages before the reducer would change or warn about (no `metadata`,
 /// `rawEvent`, `subagentRunId`, no `null`). Only the members the reducer reads are kept;
 /// the others (`timestamp`, `threadId`, `runId`, `stepName`, `usage`) are checked and
@@ -153,6 +154,7 @@ fn plain_kind(kind: EventType) -> bool {
             | E::StepFinished
             | E::RunStarted
             | E::RunFinished
+            | E::StateSnapshot
     )
 }
 
@@ -167,6 +169,7 @@ fn plain_member(name: &str) -> Option<(&'static str, bool)> {
         "toolCallName" => ("toolCallName", true),
         "parentMessageId" => ("parentMessageId", true),
         "content" => ("content", true),
+        "snapshot" => ("snapshot", true),
         "timestamp" => ("timestamp", false),
         "threadId" => ("threadId", false),
         "runId" => ("runId", false),
@@ -178,6 +181,11 @@ fn plain_member(name: &str) -> Option<(&'static str, bool)> {
 }
 
 impl Plain {
+    /// Take the member `key` out of the event.
+    pub fn take(&mut self, key: &str) -> Option<Value> {
+        self.members.iter_mut().find(|(k, _)| *k == key).map(|(_, v)| v.take())
+    }
+
     /// Read `payload` as a plain event (see [`Plain`]); `None`: read it as an event object.
     /// `max_depth` bounds a nested member as the event's parse would (the event's own level
     /// counted).
@@ -224,8 +232,23 @@ impl Plain {
                 }
                 true
             } else if matches!(m.text.as_bytes().first(), Some(b'[' | b'{')) {
-                let mut v = crate::limits::parse_value(m.text.as_bytes(), max_depth - 1).ok()?;
-                !kept && super::schema::keeps(kind, name, super::schema::Scalar::Value(&mut v))
+                // As the event's parse reads it (`parse_event_limited`): the kept range by
+                // the general parse alone, the event's own level counted, integers' digits.
+                let text = m.text.as_bytes();
+                if super::js::may_hold_kept_range(text) {
+                    return None;
+                }
+                let mut v = crate::limits::parse_value(text, max_depth - 1).ok()?;
+                if text.len() > crate::patch::MAX_INT_DIGITS {
+                    super::js::check_int_digits(&v).ok()?;
+                }
+                if !super::schema::keeps(kind, name, super::schema::Scalar::Value(&mut v)) {
+                    return None;
+                }
+                if kept {
+                    members.push((name, v));
+                }
+                true
             } else {
                 let i: i64 = m.text.parse().ok()?;
                 !kept && super::schema::keeps(kind, name, super::schema::Scalar::Int(i))

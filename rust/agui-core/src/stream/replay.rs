@@ -396,7 +396,7 @@ impl<S: State> Replayer<S> {
             }
             Read::Event(v) => return self.push(v),
             Read::Plain(p) => {
-                if let Some(r) = self.push_plain_event(&p) {
+                if let Some(r) = self.push_plain_event(p) {
                     return r;
                 }
             }
@@ -406,7 +406,7 @@ impl<S: State> Replayer<S> {
                 return Err(e);
             }
             Read::Later => {
-                if let Some(r) = Plain::read(payload, self.reader.max_depth).and_then(|p| self.push_plain_event(&p)) {
+                if let Some(r) = Plain::read(payload, self.reader.max_depth).and_then(|p| self.push_plain_event(p)) {
                     return r;
                 }
             }
@@ -472,13 +472,13 @@ impl<S: State> Replayer<S> {
     /// close. Otherwise the stages before the reducer would pass it unchanged (the reader
     /// took only what the boundary and the schema stage keep as it is), and the run outcome
     /// and the reducer read it as they read its object.
-    pub fn push_plain_event(&mut self, event: &Plain) -> Option<Result<Change, StreamError>> {
+    pub fn push_plain_event(&mut self, event: Plain) -> Option<Result<Change, StreamError>> {
         if self.shims || self.delivered.is_some() || self.verifier.is_some() || self.expander.as_ref().is_some_and(ChunkExpander::has_pending) {
             return None;
         }
         let index = self.index;
         self.index += 1;
-        self.outcome.see(event);
+        self.outcome.see(&event);
         if !self.reduce {
             return Some(Ok(Change::default()));
         }
