@@ -191,74 +191,92 @@ impl Plain {
     /// counted).
     pub fn read(payload: &[u8], max_depth: usize) -> Option<Plain> {
         const MAX: usize = 8;
-        if max_depth < 2 {
-            return None;
-        }
         let json = simdutf8::basic::from_utf8(payload).ok()?;
-        let mut found: [Option<Member<'_>>; MAX] = [None; MAX];
-        let mut n = 0;
+        let mut found: [(&str, Given<'_>); MAX] = std::array::from_fn(|_| ("", Given::Int(0)));
+        let (mut n, mut kind) = (0, None);
         scan_flat(json, |m| {
-            let slot = found.get_mut(n)?;
-            *slot = Some(m);
-            n += 1;
-            Some(())
-        })?;
-        let found: Vec<Member<'_>> = found[..n].iter().flatten().copied().collect();
-        let mut kind = None;
-        for (i, m) in found.iter().enumerate() {
-            // Each name once (an object with a repeated name is the parser's to read).
-            if found[..i].iter().any(|o| o.name == m.name) {
-                return None;
-            }
             if m.name == "type" {
                 kind = Some(EventType::parse(m.raw.filter(|_| !m.escaped)?));
             }
+            let given = match (m.raw, m.text.as_bytes().first()) {
+                (Some(_), _) => Given::Str(m.string()?),
+                (None, Some(b'[' | b'{')) => Given::Json(m.text),
+                (None, _) => Given::Int(m.text.parse().ok()?),
+            };
+            *found.get_mut(n)? = (m.name, given);
+            n += 1;
+            Some(())
+        })?;
+        Plain::build(kind?, &mut found[..n], max_depth)
+    }
+
+    /// An event of type `kind` with these members (`type` among them or not) in its plain
+    /// form, as [`read`](Self::read) reads it from JSON text; `None`: not in that form (a
+    /// name given twice included).
+    pub fn build(kind: EventType, given: &mut [(&str, Given<'_>)], max_depth: usize) -> Option<Plain> {
+        if !plain_kind(kind) || max_depth < 2 {
+            return None;
         }
-        let kind = kind.filter(|k| plain_kind(*k))?;
-        let mut members = Vec::with_capacity(n);
-        for m in &found {
-            if m.name == "type" {
+        let mut members = Vec::with_capacity(given.len());
+        for i in 0..given.len() {
+            let (name, _) = given[i];
+            // Each name once (an object with a repeated name is the parser's to read).
+            if given[..i].iter().any(|(other, _)| *other == name) {
+                return None;
+            }
+            if name == "type" {
                 continue;
             }
-            let (name, kept) = plain_member(m.name)?;
-            let fits = if m.raw.is_some() {
-                let s = m.string()?;
-                // (the characters of the kept range are read by the general parse alone)
-                if super::js::holds_kept_range(&s) || !super::schema::keeps(kind, name, super::schema::Scalar::Str(&s)) {
-                    return None;
+            let (name, kept) = plain_member(name)?;
+            let value = std::mem::replace(&mut given[i].1, Given::Int(0));
+            let fits = match value {
+                Given::Str(s) => {
+                    // (the characters of the kept range are read by the general parse alone)
+                    if super::js::holds_kept_range(&s) || !super::schema::keeps(kind, name, super::schema::Scalar::Str(&s)) {
+                        return None;
+                    }
+                    if kept {
+                        members.push((name, Value::String(s.into_owned())));
+                    }
+                    true
                 }
-                if kept {
-                    members.push((name, Value::String(s.into_owned())));
+                Given::Json(text) => {
+                    // As the event's parse reads it (`parse_event_limited`): the kept range
+                    // by the general parse alone, the event's own level counted, integers'
+                    // digits.
+                    let text = text.as_bytes();
+                    if super::js::may_hold_kept_range(text) {
+                        return None;
+                    }
+                    let mut v = crate::limits::parse_value(text, max_depth - 1).ok()?;
+                    if text.len() > crate::patch::MAX_INT_DIGITS {
+                        super::js::check_int_digits(&v).ok()?;
+                    }
+                    if !super::schema::keeps(kind, name, super::schema::Scalar::Value(&mut v)) {
+                        return None;
+                    }
+                    if kept {
+                        members.push((name, v));
+                    }
+                    true
                 }
-                true
-            } else if matches!(m.text.as_bytes().first(), Some(b'[' | b'{')) {
-                // As the event's parse reads it (`parse_event_limited`): the kept range by
-                // the general parse alone, the event's own level counted, integers' digits.
-                let text = m.text.as_bytes();
-                if super::js::may_hold_kept_range(text) {
-                    return None;
-                }
-                let mut v = crate::limits::parse_value(text, max_depth - 1).ok()?;
-                if text.len() > crate::patch::MAX_INT_DIGITS {
-                    super::js::check_int_digits(&v).ok()?;
-                }
-                if !super::schema::keeps(kind, name, super::schema::Scalar::Value(&mut v)) {
-                    return None;
-                }
-                if kept {
-                    members.push((name, v));
-                }
-                true
-            } else {
-                let i: i64 = m.text.parse().ok()?;
-                !kept && super::schema::keeps(kind, name, super::schema::Scalar::Int(i))
+                Given::Int(i) => !kept && super::schema::keeps(kind, name, super::schema::Scalar::Int(i)),
             };
             if !fits {
                 return None;
             }
         }
-        super::schema::has_required(kind, |name| found.iter().any(|m| m.name == name)).then_some(Plain { kind, members })
+        super::schema::has_required(kind, |name| given.iter().any(|(n, _)| *n == name)).then_some(Plain { kind, members })
     }
+}
+
+/// A member of a [`Plain`] event as given: a string, an integer, or a nested value's JSON
+/// text (an array or an object).
+#[derive(Debug)]
+pub enum Given<'a> {
+    Str(std::borrow::Cow<'a, str>),
+    Int(i64),
+    Json(&'a str),
 }
 
 /// Parse one event payload (the JSON text of an SSE `data:` field or a JSON line). It
@@ -346,6 +364,32 @@ impl<'de> serde::Deserialize<'de> for Delta<'de> {
 }
 
 impl<'a> Delta<'a> {
+    /// A delta event of type `kind` with these string members (`type` left out), as
+    /// [`parse`](Self::parse) reads one from JSON text; `None`: not in that form.
+    pub fn build(kind: EventType, given: &[(&str, &'a str)]) -> Option<Delta<'a>> {
+        let (mut id, mut delta, mut tool_id) = (None, None, false);
+        for &(name, v) in given {
+            let slot = match name {
+                "messageId" => &mut id,
+                "toolCallId" => {
+                    tool_id = true;
+                    &mut id
+                }
+                "delta" => &mut delta,
+                _ => return None,
+            };
+            if slot.replace(v).is_some() {
+                return None;
+            }
+        }
+        let delta = delta?;
+        // (the characters of the kept range are read by the general parse alone)
+        if !plain_members(kind, id.is_some(), tool_id) || super::js::holds_kept_range(delta) || id.is_some_and(super::js::holds_kept_range) {
+            return None;
+        }
+        Some(Delta { kind, id: id.map(std::borrow::Cow::Borrowed), delta: std::borrow::Cow::Borrowed(delta) })
+    }
+
     /// Read a payload as a plain delta event, or `None` (then it takes the general path).
     pub fn parse(payload: &'a [u8]) -> Option<Delta<'a>> {
         let d = Self::scan(payload).or_else(|| serde_json::from_slice(payload).ok())?;
