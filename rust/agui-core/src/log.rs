@@ -726,6 +726,26 @@ fn read_full<R: Read + ?Sized>(reader: &mut R, buf: &mut [u8]) -> io::Result<usi
     Ok(n)
 }
 
+/// [`LogReader::for_each`] of a whole log held in memory: a plain (not compressed) log is
+/// framed where it lies ([`for_each_in_part`] of all of it), not copied through the
+/// reader's buffer; a gzip log through a [`LogReader`]. The same events, summary and errors.
+pub fn for_each_in_bytes<E, F>(data: &[u8], format: Option<Format>, limits: &Limits, sink: F) -> Result<Summary, E>
+where
+    E: From<LogError>,
+    F: FnMut(Event<'_>) -> Result<(), E>,
+{
+    if is_gzip(data) {
+        return LogReader::open(data, format)?.for_each(limits, sink);
+    }
+    let Some(format) = format.or_else(|| detect_format(&data[..data.len().min(HEAD)])) else {
+        if data.is_empty() {
+            return Ok(Summary::default());
+        }
+        return Err(LogError::UnknownFormat { head: data.iter().take(16).copied().collect() }.into());
+    };
+    for_each_in_part(data, format, Part { start: 0, end: data.len() as u64 }, limits, sink)
+}
+
 /// Hand out the events of one part of a plain log (`data`: its bytes, from
 /// [`split`]), as [`LogReader::for_each`] does for a whole log: offsets are those of the
 /// whole log; frame indices count from the part's first frame (add the

@@ -4,7 +4,7 @@
 //! and on generated logs in both formats with errors at the start, in the middle, at the
 //! end and around the batch boundaries.
 
-use agui_core::stream::{parse_json, replay_log, replay_log_pipelined, Replay, ReplayOptions};
+use agui_core::stream::{parse_json, replay_log, replay_log_bytes, replay_log_pipelined, Replay, ReplayOptions};
 use serde_json::{json, Value};
 use std::io::Read;
 use std::path::PathBuf;
@@ -61,6 +61,10 @@ fn outcome(r: &Replay) -> String {
 /// Both paths on `log`; the outcome, for the caller's checks.
 fn same(log: &[u8], messages: Vec<Value>, state: Value, options: ReplayOptions, what: &str) -> Replay {
     let one = replay_log(log, None, messages.clone(), state.clone(), options);
+    // (a log in memory, framed where it lies)
+    let held = replay_log_bytes(log, 1, u64::MAX, None, messages.clone(), state.clone(), options);
+    assert_eq!(outcome(&one), outcome(&held), "{what} (held in memory)");
+    assert_eq!(format!("{:?}", one.log_error), format!("{:?}", held.log_error), "{what} (held in memory)");
     let two = replay_log_pipelined(log, None, messages, state, options);
     assert_eq!(outcome(&one), outcome(&two), "{what}");
     one

@@ -784,7 +784,7 @@ fn replay_log<'py>(
     let (messages, state) = initial(py, messages, state, max_depth)?;
     let log = data.as_bytes();
     let options = ReplayOptions { verify, schema, era, protocol_version, max_depth, max_patch_bytes, ..ReplayOptions::default() };
-    let mut w = py.detach(|| Written::of(core::replay_log_sized(log, log.len() as u64, 0, pipeline_min, format, messages, state, options)));
+    let mut w = py.detach(|| Written::of(core::replay_log_bytes(log, 0, pipeline_min, format, messages, state, options)));
     w.source = Some("<bytes>".to_string()); // (as the log readers name bytes)
     w.tuple(py, true)
 }

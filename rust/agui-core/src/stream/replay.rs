@@ -724,6 +724,29 @@ pub fn replay_log<R: std::io::Read + Send>(
     r.finish_log(outcome.err(), read)
 }
 
+/// [`replay_log_sized`] of a log held in memory: on one thread a plain log is framed where
+/// it lies (`log::for_each_in_bytes`), not copied through a reader. The same outcome.
+pub fn replay_log_bytes(
+    data: &[u8],
+    threads: usize,
+    pipeline_min: u64,
+    format: Option<crate::log::Format>,
+    messages: Vec<Value>,
+    state: Value,
+    options: ReplayOptions,
+) -> Replay {
+    if pipelines(data.len() as u64, threads, pipeline_min) {
+        return replay_log_pipelined(data, format, messages, state, options);
+    }
+    let mut r = Replayer::new(messages, state, options);
+    let mut read = 0usize;
+    let outcome = crate::log::for_each_in_bytes(data, format, &crate::log::Limits::default(), |ev| {
+        read += 1;
+        r.push_json(ev.json).map(|_| ()).map_err(Stop::Stream)
+    });
+    r.finish_log(outcome.err(), read)
+}
+
 /// [`replay_log`] on two threads: a scoped thread reads, frames and parses the log
 /// ([`Reader`]) in batches, ahead of the reducer on this thread (`crate::pipeline`).
 /// The outcome is [`replay_log`]'s: the same messages, state, warnings and error (at the
