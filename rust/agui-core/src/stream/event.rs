@@ -196,7 +196,9 @@ impl Plain {
         let (mut n, mut kind) = (0, None);
         scan_flat(json, |m| {
             if m.name == "type" {
-                kind = Some(EventType::parse(m.raw.filter(|_| !m.escaped)?));
+                // (stop at a type of no plain form: the writers put `type` first)
+                kind = Some(EventType::parse(m.raw.filter(|_| !m.escaped)?)).filter(|k| plain_kind(*k));
+                kind?;
             }
             let given = match (m.raw, m.text.as_bytes().first()) {
                 (Some(_), _) => Given::Str(m.string()?),

@@ -224,7 +224,7 @@ impl<S: State> Replayer<S> {
             require_type: false,
             staged: Vec::new(),
             scratch: Vec::new(),
-            reader: Reader::new(options, false),
+            reader: Reader::new(options),
         }
     }
 
@@ -394,22 +394,13 @@ impl<S: State> Replayer<S> {
                     None => self.push(delta_event(&d)),
                 };
             }
-            Read::Event(v) => return self.push(v),
-            Read::Plain(p) => {
-                if let Some(r) = self.push_plain_event(p) {
-                    return r;
-                }
-            }
-            Read::Failed(mut e) => {
-                e.index = self.index;
-                self.index += 1;
-                return Err(e);
-            }
-            Read::Later => {
+            // (read in its plain form only when the stages would take it so)
+            Read::Later if self.takes_plain_events() => {
                 if let Some(r) = Plain::read(payload, self.reader.max_depth).and_then(|p| self.push_plain_event(p)) {
                     return r;
                 }
             }
+            Read::Later => {}
             Read::StateOps(_) => {}
         }
         match parse_event_limited(payload, self.reader.max_depth) {
@@ -473,7 +464,7 @@ impl<S: State> Replayer<S> {
     /// took only what the boundary and the schema stage keep as it is), and the run outcome
     /// and the reducer read it as they read its object.
     pub fn push_plain_event(&mut self, event: Plain) -> Option<Result<Change, StreamError>> {
-        if self.shims || self.delivered.is_some() || self.verifier.is_some() || self.expander.as_ref().is_some_and(ChunkExpander::has_pending) {
+        if !self.takes_plain_events() {
             return None;
         }
         let index = self.index;
@@ -492,6 +483,11 @@ impl<S: State> Replayer<S> {
             }
             Change { warning: None, ..c }
         }))
+    }
+
+    /// Whether [`push_plain_event`](Self::push_plain_event) takes events now.
+    pub fn takes_plain_events(&self) -> bool {
+        !(self.shims || self.delivered.is_some() || self.verifier.is_some() || self.expander.as_ref().is_some_and(ChunkExpander::has_pending))
     }
 
     /// Whether a `STATE_DELTA` may go straight to the state, past the other stages: the
@@ -567,8 +563,6 @@ struct Reader {
     /// The schema stage runs: a plain `STATE_DELTA` holding the engine's internal `_get`
     /// (which the schema does not describe) takes the general path.
     schema: bool,
-    /// Leave the events read as objects to the replayer ([`Read::Later`]).
-    defer: bool,
     max_depth: usize,
     /// The pointers of plain `STATE_DELTA` patches, kept from event to event.
     pointers: crate::patch::cache::PointerCache,
@@ -582,27 +576,22 @@ enum Read<'a> {
     StateOps(Vec<crate::patch::Operation>),
     /// A plain hot delta event (see [`Replayer::push_plain`]).
     Delta(Delta<'a>),
-    /// A common event in its plain form (see [`Replayer::push_plain_event`]).
-    Plain(Plain),
-    /// Any other event, as an object.
-    Event(Value),
-    /// Any other event, not read: the replayer parses it (the pipelined replay's reading
-    /// thread has more to do than the reducer's, so the rare general events, a tenth of
-    /// its work on a token stream, are parsed on the reducer's side).
+    /// Any other event, not read: the replayer reads it in its plain form when its stages
+    /// take it so ([`Replayer::push_plain_event`]), or parses it (on the reducer's side in
+    /// a pipelined replay too: its reading thread has more to do than the reducer's, and
+    /// the rare general events are a tenth of its work on a token stream).
     Later,
-    /// Unreadable (not JSON, not an object, too deep).
-    Failed(StreamError),
 }
 
 impl Reader {
-    fn new(options: ReplayOptions, defer: bool) -> Self {
-        Reader { verify: options.verify, schema: options.schema, defer, max_depth: options.max_depth, pointers: Default::default(), deltas: DeltaForm::default() }
+    fn new(options: ReplayOptions) -> Self {
+        Reader { verify: options.verify, schema: options.schema, max_depth: options.max_depth, pointers: Default::default(), deltas: DeltaForm::default() }
     }
 
     fn read<'a>(&mut self, payload: &'a [u8]) -> Read<'a> {
         // A limit below one level refuses every event, the flat plain ones too.
         if self.max_depth == 0 {
-            return self.general(payload);
+            return Read::Later;
         }
         // A token stream's next delta, in the form of the last one.
         if let Some(d) = self.deltas.repeat(payload) {
@@ -620,21 +609,7 @@ impl Reader {
         if let Some(d) = matches!(lead, Lead::Delta | Lead::Unknown).then(|| self.deltas.parse(payload)).flatten() {
             return Read::Delta(d);
         }
-        self.general(payload)
-    }
-
-    /// An event that takes the general path: parsed, or left to the replayer.
-    fn general(&self, payload: &[u8]) -> Read<'static> {
-        if self.defer {
-            return Read::Later;
-        }
-        if let Some(p) = Plain::read(payload, self.max_depth) {
-            return Read::Plain(p);
-        }
-        match parse_event_limited(payload, self.max_depth) {
-            Ok(v) => Read::Event(v),
-            Err(e) => Read::Failed(e),
-        }
+        Read::Later
     }
 }
 
@@ -764,7 +739,7 @@ pub fn replay_log_pipelined<R: std::io::Read + Send>(
     // Emptied batches go back to the reading thread (their buffers keep their capacity).
     let (recycle, recycled) = std::sync::mpsc::channel::<Batch>();
     let produce = move |send: &mut dyn FnMut(Batch) -> bool| {
-        let mut reader_half = Reader::new(options, true);
+        let mut reader_half = Reader::new(options);
         let mut batch = Batch::default();
         let mut size = FIRST_BATCH;
         let outcome = crate::log::LogReader::open(reader, format).map_err(Ahead::Log).and_then(|log| {
@@ -906,9 +881,7 @@ impl Batch {
                 let id = d.id.as_deref().map(&mut text);
                 Held::Delta { kind: d.kind, id, delta: text(&d.delta) }
             }
-            // The reading thread defers what it would parse (an object, or a parse error,
-            // read anyway is read again there, to the same outcome).
-            Read::Event(_) | Read::Plain(_) | Read::Failed(_) | Read::Later => Held::Later(raw()),
+            Read::Later => Held::Later(raw()),
         };
         self.items.push(held);
     }
