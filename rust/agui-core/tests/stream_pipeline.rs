@@ -315,3 +315,177 @@ fn a_zero_depth_limit_refuses_plain_deltas() {
         assert_eq!(r.error.map(|e| (e.stage, e.index)), Some((agui_core::stream::Stage::Decode, 0)));
     }
 }
+
+/// Common events in their plain form (starts, ends, results, run events: read without an
+/// event object) and their near misses against the same events as objects (the general
+/// path), each after a few events that give it something to act on, with and without a
+/// pending chunk stream, under each stage's options: the same outcome (messages, state,
+/// warnings, error with its stage, index, field and message).
+#[test]
+fn plain_events_apply_as_event_objects_do() {
+    let big_int_snapshot = format!(r#"{{"type":"STATE_SNAPSHOT","snapshot":{{"n":{}}}}}"#, "9".repeat(5000)).into_bytes();
+    let variants: &[&[u8]] = &[
+        br#"{"type":"TEXT_MESSAGE_START","messageId":"m9","role":"assistant"}"#,
+        br#"{"type":"TEXT_MESSAGE_START","messageId":"m9","role":"user","name":"n","timestamp":1700000000000}"#,
+        br#"{"type":"TEXT_MESSAGE_START","messageId":"m9"}"#,
+        br#"{"type":"TEXT_MESSAGE_START","messageId":"m1","role":"developer"}"#,
+        br#"{"type":"TEXT_MESSAGE_START","messageId":"m9","role":"narrator"}"#,
+        br#"{"type":"TEXT_MESSAGE_START","messageId":"m9","role":5}"#,
+        br#"{"type":"TEXT_MESSAGE_START","role":"assistant"}"#,
+        br#"{"type":"TEXT_MESSAGE_START","messageId":7}"#,
+        br#"{"type":"TEXT_MESSAGE_START","messageId":"m9","name":null}"#,
+        br#"{"type":"TEXT_MESSAGE_START","messageId":"m9","timestamp":-9007199254740991}"#,
+        br#"{"type":"TEXT_MESSAGE_START","messageId":"m9","timestamp":9007199254740992}"#,
+        br#"{"type":"TEXT_MESSAGE_START","messageId":"m9","timestamp":-9007199254740992}"#,
+        br#"{"type":"TEXT_MESSAGE_START","messageId":"m9","timestamp":99999999999999999999999}"#,
+        br#"{"type":"TEXT_MESSAGE_START","messageId":"m9","timestamp":1.5}"#,
+        br#"{"type":"TEXT_MESSAGE_START","messageId":"m9","foo":1}"#,
+        br#"{"type":"TEXT_MESSAGE_START","messageId":"m9","messageId":"m8"}"#,
+        br#"{"type":"TEXT_MESSAGE_START","messageId":"m\u0039","role":"assistant"}"#,
+        br#"{"type":"TEXT_MESSAGE_START","messageId":"\ud83d\ude00"}"#,
+        br#"{"type":"TEXT_MESSAGE_START","messageId":"\ud83d"}"#,
+        "{\"type\":\"TEXT_MESSAGE_START\",\"messageId\":\"\u{10F800}\"}".as_bytes(),
+        b"{\"type\":\"TEXT_MESSAGE_START\",\"messageId\":\"m\xff\"}",
+        br#"{"type":"TEXT_MESSAGE_\u0045ND","messageId":"m1"}"#,
+        br#"{"type":"TEXT_MESSAGE_START","messageId":"m9","subagentRunId":"s"}"#,
+        br#"{"type":"TEXT_MESSAGE_START","messageId":"m9","metadata":{"a":1}}"#,
+        br#"{ "type":"TEXT_MESSAGE_START","messageId":"m9"}"#,
+        br#"{"type":"TEXT_MESSAGE_END","messageId":"m1"}"#,
+        br#"{"type":"TEXT_MESSAGE_END","messageId":"nope"}"#,
+        br#"{"type":"TEXT_MESSAGE_END","messageId":"a1"}"#,
+        br#"{"type":"TEXT_MESSAGE_END","messageId":"m1","metadata":{"k":"v"}}"#,
+        br#"{"type":"TEXT_MESSAGE_END","messageId":"m1","rawEvent":{}}"#,
+        br#"{"type":"TEXT_MESSAGE_END","messageId":"m1","rawEvent":null}"#,
+        br#"{"type":"TEXT_MESSAGE_END"}"#,
+        br#"{"type":"REASONING_START","messageId":"r1"}"#,
+        br#"{"type":"REASONING_MESSAGE_START","messageId":"r1","role":"reasoning"}"#,
+        br#"{"type":"REASONING_MESSAGE_START","messageId":"m1","role":"reasoning"}"#,
+        br#"{"type":"REASONING_MESSAGE_START","messageId":"a1","role":"reasoning"}"#,
+        br#"{"type":"REASONING_MESSAGE_START","messageId":"r1"}"#,
+        br#"{"type":"REASONING_MESSAGE_START","messageId":"r1","role":"assistant"}"#,
+        br#"{"type":"REASONING_MESSAGE_END","messageId":"m1"}"#,
+        br#"{"type":"REASONING_END","messageId":"r1"}"#,
+        br#"{"type":"STEP_STARTED","stepName":"s"}"#,
+        br#"{"type":"STEP_FINISHED"}"#,
+        br#"{"type":"TOOL_CALL_START","toolCallId":"c9","toolCallName":"f","parentMessageId":"m1"}"#,
+        br#"{"type":"TOOL_CALL_START","toolCallId":"c9","toolCallName":"f"}"#,
+        br#"{"type":"TOOL_CALL_START","toolCallId":"c9","toolCallName":"f","parentMessageId":"u1"}"#,
+        br#"{"type":"TOOL_CALL_START","toolCallId":"c9","toolCallName":"f","parentMessageId":"a1"}"#,
+        br#"{"type":"TOOL_CALL_START","toolCallId":"c9","toolCallName":"f","parentMessageId":""}"#,
+        br#"{"type":"TOOL_CALL_START","toolCallId":"c1","toolCallName":"g","parentMessageId":"m1"}"#,
+        br#"{"type":"TOOL_CALL_START","toolCallId":"c1","toolCallName":"f"}"#,
+        br#"{"type":"TOOL_CALL_START","toolCallId":"m1","toolCallName":"f"}"#,
+        br#"{"type":"TOOL_CALL_START","toolCallId":"c9"}"#,
+        br#"{"type":"TOOL_CALL_START","toolCallId":"c9","toolCallName":"f","parentMessageId":null}"#,
+        br#"{"type":"TOOL_CALL_END","toolCallId":"c1"}"#,
+        br#"{"type":"TOOL_CALL_END","toolCallId":"zz"}"#,
+        br#"{"type":"TOOL_CALL_END","toolCallId":"c1","metadata":{"x":1}}"#,
+        br#"{"type":"TOOL_CALL_RESULT","messageId":"t9","toolCallId":"c1","content":"ok"}"#,
+        br#"{"type":"TOOL_CALL_RESULT","messageId":"t9","toolCallId":"c1","content":"ok","role":"tool"}"#,
+        br#"{"type":"TOOL_CALL_RESULT","messageId":"t9","toolCallId":"zz","content":"a\n\"b\""}"#,
+        br#"{"type":"TOOL_CALL_RESULT","messageId":"t9","toolCallId":"c1","content":"ok","role":"user"}"#,
+        br#"{"type":"TOOL_CALL_RESULT","messageId":"t9","toolCallId":"c1","content":[{"type":"text","text":"x"}]}"#,
+        br#"{"type":"TOOL_CALL_RESULT","messageId":"t9","toolCallId":"c1"}"#,
+        br#"{"type":"TOOL_CALL_RESULT","messageId":"m1","toolCallId":"c1","content":"dup"}"#,
+        br#"{"type":"RUN_STARTED","threadId":"t","runId":"r2"}"#,
+        br#"{"type":"RUN_STARTED","timestamp":1,"threadId":"t","runId":"r2","parentRunId":"r"}"#,
+        br#"{"type":"RUN_STARTED","threadId":"t","runId":"r2","protocolVersion":"9.0"}"#,
+        br#"{"type":"RUN_STARTED","threadId":"t"}"#,
+        br#"{"type":"RUN_STARTED","threadId":5,"runId":"r"}"#,
+        br#"{"type":"RUN_STARTED","threadId":"t","runId":"r2","input":{"threadId":"t","runId":"r2","messages":[{"id":"i1","role":"user","content":"hi"}]}}"#,
+        br#"{"type":"RUN_FINISHED","threadId":"t","runId":"r"}"#,
+        br#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","usage":[{"provider":"p","inputTokens":1,"outputTokens":2}]}"#,
+        br#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","usage":[]}"#,
+        br#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","usage":[{"inputTokens":-1}]}"#,
+        br#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","usage":[{"inputTokens":1,"future":2}]}"#,
+        br#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","usage":{"inputTokens":1}}"#,
+        br#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","usage":[[[[[[1]]]]]]}"#,
+        br#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","usage":[{"inputTokens":1.0}]}"#,
+        br#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","result":{"a":1}}"#,
+        br#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","result":null}"#,
+        br#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","outcome":{"type":"interrupt","interrupts":[{"id":"i","reason":"r"}]}}"#,
+        br#"{"type":"RUN_FINISHED","runId":"r"}"#,
+        br#"{"type":"RUN_ERROR","message":"boom"}"#,
+        br#"{"type":"STATE_SNAPSHOT","snapshot":{"a":[1,{"b":"c"}],"d":"\n"}}"#,
+        br#"{"type":"STATE_SNAPSHOT","snapshot":[1,2]}"#,
+        br#"{"type":"STATE_SNAPSHOT","snapshot":"s"}"#,
+        br#"{"type":"STATE_SNAPSHOT","snapshot":5}"#,
+        br#"{"type":"STATE_SNAPSHOT","snapshot":null}"#,
+        br#"{"type":"STATE_SNAPSHOT","snapshot":{}}"#,
+        br#"{"type":"STATE_SNAPSHOT","snapshot":{"a":{"b":{"c":{}}}}}"#,
+        br#"{"type":"STATE_SNAPSHOT","snapshot":{"a":"\ud800"}}"#,
+        br#"{"type":"STATE_SNAPSHOT","snapshot":{"a":"\udbff\udfff"}}"#,
+        "{\"type\":\"STATE_SNAPSHOT\",\"snapshot\":{\"a\":\"\u{10F800}\"}}".as_bytes(),
+        br#"{"type":"STATE_SNAPSHOT","snapshot":{"a":1},"snapshot":{"b":2}}"#,
+        br#"{"type":"STATE_SNAPSHOT","snapshot":{"a":1,}}"#,
+        br#"{"type":"STATE_SNAPSHOT","snapshot":{"a":1},"timestamp":3}"#,
+        br#"{"type":"STATE_SNAPSHOT"}"#,
+        &big_int_snapshot,
+    ];
+    let before: &[&[u8]] = &[
+        br#"{"type":"RUN_STARTED","threadId":"t","runId":"r"}"#,
+        br#"{"type":"MESSAGES_SNAPSHOT","messages":[{"id":"u1","role":"user","content":"q"}]}"#,
+        br#"{"type":"ACTIVITY_SNAPSHOT","messageId":"a1","activityType":"x","content":{}}"#,
+        br#"{"type":"TEXT_MESSAGE_START","messageId":"m1","role":"assistant"}"#,
+        br#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"a"}"#,
+        br#"{"type":"TOOL_CALL_START","toolCallId":"c1","toolCallName":"f","parentMessageId":"m1"}"#,
+        br#"{"type":"TOOL_CALL_ARGS","toolCallId":"c1","delta":"{"}"#,
+    ];
+    let chunk: &[u8] = br#"{"type":"TEXT_MESSAGE_CHUNK","messageId":"k1","delta":"x"}"#;
+    let after: &[&[u8]] = &[
+        br#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"b"}"#,
+        br#"{"type":"TOOL_CALL_ARGS","toolCallId":"c1","delta":"}"}"#,
+        br#"{"type":"STATE_DELTA","delta":[{"op":"add","path":"/z","value":1}]}"#,
+    ];
+    let base = ReplayOptions::default();
+    let options = [
+        base,
+        ReplayOptions { verify: true, ..base },
+        ReplayOptions { schema: false, ..base },
+        ReplayOptions { compat: false, ..base },
+        ReplayOptions { max_depth: 3, ..base },
+        ReplayOptions { protocol_version: agui_core::stream::legacy::ProtocolVersion::parse("1.0.0"), ..base },
+    ];
+    let mut plain = 0;
+    for v in variants {
+        plain += usize::from(agui_core::stream::event::Plain::read(v, 512).is_some());
+        for pending in [false, true] {
+            for &options in &options {
+                let mut texts: Vec<&[u8]> = before.to_vec();
+                if pending {
+                    texts.push(chunk);
+                }
+                texts.push(v);
+                texts.extend_from_slice(after);
+                let mut log = Vec::new();
+                for t in &texts {
+                    agui_core::sse::write_event(&mut log, t);
+                }
+                // The general path: each payload parsed into an object, pushed.
+                let mut r = agui_core::stream::Replayer::new(Vec::new(), json!({}), options);
+                let (mut error, mut unread) = (None, None);
+                for (i, t) in texts.iter().enumerate() {
+                    let pushed = match agui_core::stream::parse_event_limited(t, options.max_depth) {
+                        Ok(e) => r.push(e),
+                        Err(mut e) => {
+                            (e.index, unread) = (i, Some(i + 1));
+                            Err(e)
+                        }
+                    };
+                    if let Err(e) = pushed {
+                        error = Some(e);
+                        break;
+                    }
+                }
+                let mut objects = r.finish(error);
+                // (an event that does not parse is counted as read)
+                objects.events = unread.unwrap_or(objects.events);
+                let text = same(&log, Vec::new(), json!({}), options, "plain events");
+                let what = String::from_utf8_lossy(v);
+                assert_eq!(outcome(&objects), outcome(&text), "{what} (pending chunk stream: {pending}, {options:?})");
+            }
+        }
+    }
+    // (the variants include both forms)
+    assert!(plain >= 25 && plain < variants.len() - 25, "{plain} plain of {}", variants.len());
+}

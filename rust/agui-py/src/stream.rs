@@ -408,9 +408,78 @@ impl Replayer {
                 }
             }
         }
+        if let Some(r) = push_fields(event, inner, max_depth) {
+            return Ok(r);
+        }
         let index = inner.pushed();
         Ok(with_json(py, event, max_depth, |b| inner.push_json(b))?.unwrap_or_else(|Unwritable(message)| Err(StreamError { index, ..decode_error(message) })))
     }
+}
+
+/// An event given as one of our Structs whose JSON would be a plain delta or another plain
+/// event (`event::Delta`, `event::Plain`: strings and integers the stages pass as they
+/// are), pushed from its fields as the engine reads them from that JSON. None (nothing
+/// pushed: the caller writes the JSON): another object, another member, a value that is
+/// not an exact `str` (one with a lone surrogate included) or `int` within 64 bits, or a
+/// state of the engine that needs the event object.
+fn push_fields(event: &Bound<'_, PyAny>, inner: &mut core::Replayer<Doc>, max_depth: usize) -> Option<Result<core::Change, StreamError>> {
+    use core::event::{Delta, Given, Plain};
+    use core::EventType as E;
+    const MAX: usize = 8;
+    if max_depth == 0 {
+        return None;
+    }
+    let mut held: [(&str, Option<Bound<'_, PyAny>>); MAX] = std::array::from_fn(|_| ("", None));
+    let mut n = 0;
+    let kind = plain_struct(event, |tag| Some(E::parse(tag)).filter(|k| *k != E::Unknown), |key, v| {
+        let (Some(name), Some(slot)) = (field_name(key), held.get_mut(n)) else { return false };
+        *slot = (name, Some(v));
+        n += 1;
+        true
+    })?;
+    let mut given: [(&str, Given<'_>); MAX] = std::array::from_fn(|_| ("", Given::Int(0)));
+    for ((name, v), slot) in held[..n].iter().zip(given.iter_mut()) {
+        let v = v.as_ref()?;
+        let value = if let Ok(s) = v.cast_exact::<PyString>() {
+            Given::Str(std::borrow::Cow::Borrowed(s.to_str().ok()?))
+        } else if let Ok(i) = v.cast_exact::<pyo3::types::PyInt>() {
+            Given::Int(i.extract().ok()?)
+        } else {
+            return None;
+        };
+        *slot = (name, value);
+    }
+    let given = &mut given[..n];
+    if matches!(kind, E::TextMessageContent | E::ReasoningMessageContent | E::ToolCallArgs | E::TextMessageChunk | E::ReasoningMessageChunk | E::ToolCallChunk) {
+        let mut strings: [(&str, &str); MAX] = [("", ""); MAX];
+        for ((name, v), slot) in given.iter().zip(strings.iter_mut()) {
+            let Given::Str(s) = v else { return None };
+            *slot = (name, s.as_ref());
+        }
+        let d = Delta::build(kind, &strings[..given.len()])?;
+        return inner.push_plain(d.kind, d.id.as_deref(), &d.delta);
+    }
+    inner.push_plain_event(Plain::build(kind, given, max_depth)?)
+}
+
+/// The members a plain event read from a Struct may carry, by their JSON names.
+fn field_name(key: &str) -> Option<&'static str> {
+    Some(match key {
+        "messageId" => "messageId",
+        "toolCallId" => "toolCallId",
+        "delta" => "delta",
+        "role" => "role",
+        "name" => "name",
+        "toolCallName" => "toolCallName",
+        "parentMessageId" => "parentMessageId",
+        "content" => "content",
+        "timestamp" => "timestamp",
+        "threadId" => "threadId",
+        "runId" => "runId",
+        "parentRunId" => "parentRunId",
+        "stepName" => "stepName",
+        _ => return None,
+    })
 }
 
 /// The operations of a `STATE_DELTA` given as a plain dict `{"type": "STATE_DELTA",

@@ -6,7 +6,7 @@
 //! indexed (`super::messages`: the reference searches linearly, fine for a live chat,
 //! quadratic for a long log).
 
-use super::event::EventType;
+use super::event::{EventType, Members, Plain};
 use super::js::{self, strict_eq};
 use super::messages::{Key, Messages};
 use super::{patch_json, patch_ops, PatchLimits, Stage, StreamError};
@@ -49,7 +49,7 @@ fn obj(v: &mut Value) -> Option<&mut Map<String, Value>> {
 }
 
 /// `applyEventMetadata`: merge the event's metadata into the target; whether it did.
-fn apply_metadata(target: &mut Map<String, Value>, event: &Value) -> bool {
+fn apply_metadata<E: Members + ?Sized>(target: &mut Map<String, Value>, event: &E) -> bool {
     let Some(incoming) = event.get("metadata") else { return false };
     let merged = js::merge_metadata(target.get("metadata"), Some(incoming));
     if let Some(m) = merged {
@@ -309,19 +309,32 @@ impl<S: State> EventApplier<S> {
         }
     }
 
-    fn apply_inner(&mut self, event: &Value) -> Result<Change, StreamError> {
-        use EventType as E;
-        let ty = EventType::of(event);
-        Ok(match ty {
-            E::TextMessageStart | E::ReasoningMessageStart => self.message_start(ty, event),
-            E::TextMessageContent | E::ReasoningMessageContent => {
-                let id = event.get("messageId");
-                let found = self.messages.find(id);
-                self.append_content(ty, found, || js::show(id), Delta::Js(event.get("delta")), Some(event))
-            }
-            E::TextMessageEnd | E::ReasoningMessageEnd => {
+    /// A plain event ([`Plain`]): applied as [`apply`](Self::apply) applies its event object.
+    /// A snapshot moves into the state.
+    pub fn apply_plain(&mut self, mut event: Plain) -> Result<Change, StreamError> {
+        self.settle();
+        let index = self.index;
+        self.index += 1;
+        let ty = event.kind();
+        let applied = match (ty, event.take("snapshot")) {
+            (EventType::StateSnapshot, Some(snapshot)) => Some(self.snapshot(Cow::Owned(snapshot))),
+            _ => self.apply_common(ty, &event),
+        };
+        applied.unwrap_or_else(|| Err(type_error(format!("{} has no plain form", ty.name())))).map_err(|mut e| {
+            e.index = index;
+            e.event_type = ty.name().to_string();
+            e
+        })
+    }
+
+    /// The events read from an event object or as a [`Plain`] one (`None`: another type).
+    fn apply_common<E: Members + ?Sized>(&mut self, ty: EventType, event: &E) -> Option<Result<Change, StreamError>> {
+        use EventType as T;
+        Some(Ok(match ty {
+            T::TextMessageStart | T::ReasoningMessageStart => self.message_start(ty, event),
+            T::TextMessageEnd | T::ReasoningMessageEnd => {
                 let Some(i) = self.text_target(event) else {
-                    return Ok(self.missing_or_activity(ty, event));
+                    return Some(Ok(self.missing_or_activity(ty, event)));
                 };
                 let m = obj(self.messages.get_mut(i)).expect("indexed messages are objects");
                 if apply_metadata(m, event) {
@@ -330,14 +343,72 @@ impl<S: State> EventApplier<S> {
                     Change::default()
                 }
             }
-            E::ToolCallStart => self.tool_call_start(event)?,
-            E::ToolCallArgs | E::ToolCallEnd => {
+            T::ToolCallStart => return Some(self.tool_call_start(event)),
+            T::ToolCallEnd => {
                 let id = event.get("toolCallId");
                 let found = self.messages.find_tool(id, false);
-                let delta = (ty == E::ToolCallArgs).then(|| Delta::Js(event.get("delta")));
-                self.append_args(ty, found, || js::show(id), delta, Some(event))?
+                return Some(self.append_args(ty, found, || js::show(id), None, Some(event)));
             }
-            E::ToolCallResult => self.tool_call_result(event),
+            T::ToolCallResult => self.tool_call_result(event),
+            T::RunStarted => return Some(self.run_started(event)),
+            T::RunFinished => return Some(self.run_finished(event)),
+            T::ReasoningStart | T::ReasoningEnd | T::StepStarted | T::StepFinished => Change::default(),
+            _ => return None,
+        }))
+    }
+
+    fn run_started<E: Members + ?Sized>(&mut self, event: &E) -> Result<Change, StreamError> {
+        let Some(input_messages) = event.get("input").and_then(|i| i.get("messages")) else {
+            return Ok(Change::default());
+        };
+        if !js::truthy(Some(input_messages)) {
+            return Ok(Change::default());
+        }
+        let Value::Array(list) = input_messages else {
+            return Err(type_error("RUN_STARTED input.messages is not iterable"));
+        };
+        if list.iter().any(|m| m.is_null()) {
+            return Err(type_error("RUN_STARTED input.messages holds a null message"));
+        }
+        for raw in list {
+            if self.messages.find(raw.get("id")).is_none() {
+                self.messages.push(without_null_tag(raw));
+            }
+        }
+        Ok(Change::messages(None))
+    }
+
+    fn run_finished<E: Members + ?Sized>(&mut self, event: &E) -> Result<Change, StreamError> {
+        let outcome = event.get("outcome");
+        let interrupt = outcome.and_then(|o| o.get("type")).and_then(Value::as_str) == Some("interrupt");
+        self.pending_interrupts = if interrupt {
+            let Some(Value::Array(list)) = outcome.and_then(|o| o.get("interrupts")) else {
+                return Err(type_error("RUN_FINISHED interrupt outcome without an interrupts array"));
+            };
+            list.iter().map(without_null_tag).collect()
+        } else {
+            Vec::new()
+        };
+        Ok(Change { interrupts: true, ..Change::default() })
+    }
+
+    fn apply_inner(&mut self, event: &Value) -> Result<Change, StreamError> {
+        use EventType as E;
+        let ty = EventType::of(event);
+        if let Some(r) = self.apply_common(ty, event) {
+            return r;
+        }
+        Ok(match ty {
+            E::TextMessageContent | E::ReasoningMessageContent => {
+                let id = event.get("messageId");
+                let found = self.messages.find(id);
+                self.append_content(ty, found, || js::show(id), Delta::Js(event.get("delta")), Some(event))
+            }
+            E::ToolCallArgs => {
+                let id = event.get("toolCallId");
+                let found = self.messages.find_tool(id, false);
+                self.append_args(ty, found, || js::show(id), Some(Delta::Js(event.get("delta"))), Some(event))?
+            }
             E::StateSnapshot => match event.get("snapshot") {
                 Some(s) => self.snapshot(Cow::Borrowed(s))?,
                 // `state = undefined` is not a mutation the agent takes.
@@ -347,39 +418,6 @@ impl<S: State> EventApplier<S> {
             E::MessagesSnapshot => self.messages_snapshot(event)?,
             E::ActivitySnapshot => self.activity_snapshot(event),
             E::ActivityDelta => self.activity_delta(event),
-            E::RunStarted => {
-                let Some(input_messages) = event.get("input").and_then(|i| i.get("messages")) else {
-                    return Ok(Change::default());
-                };
-                if !js::truthy(Some(input_messages)) {
-                    return Ok(Change::default());
-                }
-                let Value::Array(list) = input_messages else {
-                    return Err(type_error("RUN_STARTED input.messages is not iterable"));
-                };
-                if list.iter().any(|m| m.is_null()) {
-                    return Err(type_error("RUN_STARTED input.messages holds a null message"));
-                }
-                for raw in list {
-                    if self.messages.find(raw.get("id")).is_none() {
-                        self.messages.push(without_null_tag(raw));
-                    }
-                }
-                Change::messages(None)
-            }
-            E::RunFinished => {
-                let outcome = event.get("outcome");
-                let interrupt = outcome.and_then(|o| o.get("type")).and_then(Value::as_str) == Some("interrupt");
-                self.pending_interrupts = if interrupt {
-                    let Some(Value::Array(list)) = outcome.and_then(|o| o.get("interrupts")) else {
-                        return Err(type_error("RUN_FINISHED interrupt outcome without an interrupts array"));
-                    };
-                    list.iter().map(without_null_tag).collect()
-                } else {
-                    Vec::new()
-                };
-                Change { interrupts: true, ..Change::default() }
-            }
             E::TextMessageChunk | E::ToolCallChunk | E::ReasoningMessageChunk => {
                 return Err(type_error(format!("{} must be transformed before being applied", ty.name())));
             }
@@ -418,7 +456,7 @@ impl<S: State> EventApplier<S> {
         let r = match kind {
             EventType::TextMessageContent | EventType::ReasoningMessageContent => {
                 let found = self.messages.find_str(id);
-                let c = self.append_content(kind, found, show, Delta::Str(delta), None);
+                let c = self.append_content(kind, found, show, Delta::Str(delta), None::<&Value>);
                 if let (Some(message), Some(position), None) = (found, c.message, &c.warning) {
                     self.last = Some(Target { id: id.to_string(), args, message, position, call: 0, held: None });
                 }
@@ -426,7 +464,7 @@ impl<S: State> EventApplier<S> {
             }
             EventType::ToolCallArgs => {
                 let found = self.messages.find_tool_str(id);
-                let c = self.append_args(kind, found, show, Some(Delta::Str(delta)), None);
+                let c = self.append_args(kind, found, show, Some(Delta::Str(delta)), None::<&Value>);
                 if let (Ok(Change { message: Some(position), .. }), Some((message, call))) = (&c, found) {
                     self.last = Some(Target { id: id.to_string(), args, message, position: *position, call, held: None });
                 }
@@ -456,13 +494,13 @@ impl<S: State> EventApplier<S> {
         }
     }
 
-    fn append_content(
+    fn append_content<E: Members + ?Sized>(
         &mut self,
         ty: EventType,
         found: Option<Key>,
         show_id: impl FnOnce() -> String,
         delta: Delta<'_>,
-        event: Option<&Value>,
+        event: Option<&E>,
     ) -> Change {
         let Some(i) = found else {
             return Change::warn(format!("{}: No message found with ID '{}'", ty.name(), show_id()));
@@ -487,13 +525,13 @@ impl<S: State> EventApplier<S> {
 
     /// `TOOL_CALL_ARGS` (with a delta) and `TOOL_CALL_END` (without), to the call at
     /// `found` (its message and place in `toolCalls`).
-    fn append_args(
+    fn append_args<E: Members + ?Sized>(
         &mut self,
         ty: EventType,
         found: Option<(Key, usize)>,
         show_id: impl FnOnce() -> String,
         delta: Option<Delta<'_>>,
-        event: Option<&Value>,
+        event: Option<&E>,
     ) -> Result<Change, StreamError> {
         let Some((i, call)) = found else {
             return Ok(Change::warn(format!("{}: No message found containing tool call with ID '{}'", ty.name(), show_id())));
@@ -524,7 +562,7 @@ impl<S: State> EventApplier<S> {
     }
 
     /// The message a CONTENT/END event appends to: `None` when missing or an activity.
-    fn text_target(&mut self, event: &Value) -> Option<Key> {
+    fn text_target<E: Members + ?Sized>(&mut self, event: &E) -> Option<Key> {
         let i = self.messages.find(event.get("messageId"))?;
         if role(self.messages.get(i)) == Some("activity") {
             return None;
@@ -532,7 +570,7 @@ impl<S: State> EventApplier<S> {
         Some(i)
     }
 
-    fn missing_or_activity(&mut self, ty: EventType, event: &Value) -> Change {
+    fn missing_or_activity<E: Members + ?Sized>(&mut self, ty: EventType, event: &E) -> Change {
         let id = event.get("messageId");
         match self.messages.find(id) {
             None => Change::warn(format!("{}: No message found with ID '{}'", ty.name(), js::show(id))),
@@ -540,7 +578,7 @@ impl<S: State> EventApplier<S> {
         }
     }
 
-    fn message_start(&mut self, ty: EventType, event: &Value) -> Change {
+    fn message_start<E: Members + ?Sized>(&mut self, ty: EventType, event: &E) -> Change {
         let id = event.get("messageId");
         let existing = self.messages.find(id);
         if let Some(i) = existing {
@@ -583,7 +621,7 @@ impl<S: State> EventApplier<S> {
         }
     }
 
-    fn tool_call_start(&mut self, event: &Value) -> Result<Change, StreamError> {
+    fn tool_call_start<E: Members + ?Sized>(&mut self, event: &E) -> Result<Change, StreamError> {
         let id = event.get("toolCallId");
         let name = event.get("toolCallName");
         if let Some((i, call)) = self.messages.find_tool(id, false) {
@@ -671,7 +709,7 @@ impl<S: State> EventApplier<S> {
         Ok(Change { warning, ..self.changed(at) })
     }
 
-    fn tool_call_result(&mut self, event: &Value) -> Change {
+    fn tool_call_result<E: Members + ?Sized>(&mut self, event: &E) -> Change {
         let tcid = event.get("toolCallId");
         let mut m = Map::new();
         if let Some(v) = event.get("messageId") {

@@ -81,6 +81,204 @@ impl EventType {
     }
 }
 
+/// What the stages read of an event: its type and its members by name. An event object
+/// (`Value`) is one; a [`Plain`] event, read without one, is another: the reducer and the
+/// run outcome take either through the same code.
+pub trait Members {
+    fn kind(&self) -> EventType;
+    fn get(&self, key: &str) -> Option<&Value>;
+    /// The event object, when it is one.
+    fn object(&self) -> Option<&Value>;
+}
+
+impl Members for Value {
+    #[inline]
+    fn kind(&self) -> EventType {
+        EventType::of(self)
+    }
+    #[inline]
+    fn get(&self, key: &str) -> Option<&Value> {
+        Value::get(self, key)
+    }
+    #[inline]
+    fn object(&self) -> Option<&Value> {
+        Some(self)
+    }
+}
+
+/// The common events other than deltas in their plain form, read without an event object:
+/// starts and ends of messages, tool calls, steps and reasoning spans, tool results with
+/// text content, run starts and ends without input, result or outcome, and state snapshots
+/// (an object, an array or a string). Each member is a string, an integer or (`usage`,
+/// `snapshot`) a value the schema stage keeps exactly as it is, and
+/// nothing the stages before the reducer would change or warn about (no `metadata`,
+/// `rawEvent`, `subagentRunId`, no `null`). Only the members the reducer reads are kept;
+/// the others (`timestamp`, `threadId`, `runId`, `stepName`, `usage`) are checked and
+/// dropped. Anything else is read as an event object.
+#[derive(Debug)]
+pub struct Plain {
+    kind: EventType,
+    members: Vec<(&'static str, Value)>,
+}
+
+impl Members for Plain {
+    #[inline]
+    fn kind(&self) -> EventType {
+        self.kind
+    }
+    #[inline]
+    fn get(&self, key: &str) -> Option<&Value> {
+        self.members.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
+    }
+    #[inline]
+    fn object(&self) -> Option<&Value> {
+        None
+    }
+}
+
+/// Whether events of `kind` have a plain form ([`Plain`]).
+fn plain_kind(kind: EventType) -> bool {
+    use EventType as E;
+    matches!(
+        kind,
+        E::TextMessageStart
+            | E::TextMessageEnd
+            | E::ReasoningMessageStart
+            | E::ReasoningMessageEnd
+            | E::ReasoningStart
+            | E::ReasoningEnd
+            | E::ToolCallStart
+            | E::ToolCallEnd
+            | E::ToolCallResult
+            | E::StepStarted
+            | E::StepFinished
+            | E::RunStarted
+            | E::RunFinished
+            | E::StateSnapshot
+    )
+}
+
+/// The members a plain event may carry: `Some(true)` for those the reducer reads (kept),
+/// `Some(false)` for those only checked.
+fn plain_member(name: &str) -> Option<(&'static str, bool)> {
+    Some(match name {
+        "messageId" => ("messageId", true),
+        "role" => ("role", true),
+        "name" => ("name", true),
+        "toolCallId" => ("toolCallId", true),
+        "toolCallName" => ("toolCallName", true),
+        "parentMessageId" => ("parentMessageId", true),
+        "content" => ("content", true),
+        "snapshot" => ("snapshot", true),
+        "timestamp" => ("timestamp", false),
+        "threadId" => ("threadId", false),
+        "runId" => ("runId", false),
+        "parentRunId" => ("parentRunId", false),
+        "stepName" => ("stepName", false),
+        "usage" => ("usage", false),
+        _ => return None,
+    })
+}
+
+impl Plain {
+    /// Take the member `key` out of the event.
+    pub fn take(&mut self, key: &str) -> Option<Value> {
+        self.members.iter_mut().find(|(k, _)| *k == key).map(|(_, v)| v.take())
+    }
+
+    /// Read `payload` as a plain event (see [`Plain`]); `None`: read it as an event object.
+    /// `max_depth` bounds a nested member as the event's parse would (the event's own level
+    /// counted).
+    pub fn read(payload: &[u8], max_depth: usize) -> Option<Plain> {
+        const MAX: usize = 8;
+        let json = simdutf8::basic::from_utf8(payload).ok()?;
+        let mut found: [(&str, Given<'_>); MAX] = std::array::from_fn(|_| ("", Given::Int(0)));
+        let (mut n, mut kind) = (0, None);
+        scan_flat(json, |m| {
+            if m.name == "type" {
+                kind = Some(EventType::parse(m.raw.filter(|_| !m.escaped)?));
+            }
+            let given = match (m.raw, m.text.as_bytes().first()) {
+                (Some(_), _) => Given::Str(m.string()?),
+                (None, Some(b'[' | b'{')) => Given::Json(m.text),
+                (None, _) => Given::Int(m.text.parse().ok()?),
+            };
+            *found.get_mut(n)? = (m.name, given);
+            n += 1;
+            Some(())
+        })?;
+        Plain::build(kind?, &mut found[..n], max_depth)
+    }
+
+    /// An event of type `kind` with these members (`type` among them or not) in its plain
+    /// form, as [`read`](Self::read) reads it from JSON text; `None`: not in that form (a
+    /// name given twice included).
+    pub fn build(kind: EventType, given: &mut [(&str, Given<'_>)], max_depth: usize) -> Option<Plain> {
+        if !plain_kind(kind) || max_depth < 2 {
+            return None;
+        }
+        let mut members = Vec::with_capacity(given.len());
+        for i in 0..given.len() {
+            let (name, _) = given[i];
+            // Each name once (an object with a repeated name is the parser's to read).
+            if given[..i].iter().any(|(other, _)| *other == name) {
+                return None;
+            }
+            if name == "type" {
+                continue;
+            }
+            let (name, kept) = plain_member(name)?;
+            let value = std::mem::replace(&mut given[i].1, Given::Int(0));
+            let fits = match value {
+                Given::Str(s) => {
+                    // (the characters of the kept range are read by the general parse alone)
+                    if super::js::holds_kept_range(&s) || !super::schema::keeps(kind, name, super::schema::Scalar::Str(&s)) {
+                        return None;
+                    }
+                    if kept {
+                        members.push((name, Value::String(s.into_owned())));
+                    }
+                    true
+                }
+                Given::Json(text) => {
+                    // As the event's parse reads it (`parse_event_limited`): the kept range
+                    // by the general parse alone, the event's own level counted, integers'
+                    // digits.
+                    let text = text.as_bytes();
+                    if super::js::may_hold_kept_range(text) {
+                        return None;
+                    }
+                    let mut v = crate::limits::parse_value(text, max_depth - 1).ok()?;
+                    if text.len() > crate::patch::MAX_INT_DIGITS {
+                        super::js::check_int_digits(&v).ok()?;
+                    }
+                    if !super::schema::keeps(kind, name, super::schema::Scalar::Value(&mut v)) {
+                        return None;
+                    }
+                    if kept {
+                        members.push((name, v));
+                    }
+                    true
+                }
+                Given::Int(i) => !kept && super::schema::keeps(kind, name, super::schema::Scalar::Int(i)),
+            };
+            if !fits {
+                return None;
+            }
+        }
+        super::schema::has_required(kind, |name| given.iter().any(|(n, _)| *n == name)).then_some(Plain { kind, members })
+    }
+}
+
+/// A member of a [`Plain`] event as given: a string, an integer, or a nested value's JSON
+/// text (an array or an object).
+#[derive(Debug)]
+pub enum Given<'a> {
+    Str(std::borrow::Cow<'a, str>),
+    Int(i64),
+    Json(&'a str),
+}
+
 /// Parse one event payload (the JSON text of an SSE `data:` field or a JSON line). It
 /// must be a JSON object. Lone surrogate escapes are kept (see `js::append`): a
 /// producer may split a character across two deltas.
@@ -166,6 +364,32 @@ impl<'de> serde::Deserialize<'de> for Delta<'de> {
 }
 
 impl<'a> Delta<'a> {
+    /// A delta event of type `kind` with these string members (`type` left out), as
+    /// [`parse`](Self::parse) reads one from JSON text; `None`: not in that form.
+    pub fn build(kind: EventType, given: &[(&str, &'a str)]) -> Option<Delta<'a>> {
+        let (mut id, mut delta, mut tool_id) = (None, None, false);
+        for &(name, v) in given {
+            let slot = match name {
+                "messageId" => &mut id,
+                "toolCallId" => {
+                    tool_id = true;
+                    &mut id
+                }
+                "delta" => &mut delta,
+                _ => return None,
+            };
+            if slot.replace(v).is_some() {
+                return None;
+            }
+        }
+        let delta = delta?;
+        // (the characters of the kept range are read by the general parse alone)
+        if !plain_members(kind, id.is_some(), tool_id) || super::js::holds_kept_range(delta) || id.is_some_and(super::js::holds_kept_range) {
+            return None;
+        }
+        Some(Delta { kind, id: id.map(std::borrow::Cow::Borrowed), delta: std::borrow::Cow::Borrowed(delta) })
+    }
+
     /// Read a payload as a plain delta event, or `None` (then it takes the general path).
     pub fn parse(payload: &'a [u8]) -> Option<Delta<'a>> {
         let d = Self::scan(payload).or_else(|| serde_json::from_slice(payload).ok())?;

@@ -5,7 +5,7 @@
 
 use super::apply::{Change, EventApplier, State};
 use super::chunks::ChunkExpander;
-use super::event::{parse_event_limited, plain_state_delta, Delta, DeltaForm, EventType, Lead};
+use super::event::{parse_event_limited, plain_state_delta, Delta, DeltaForm, EventType, Lead, Members, Plain};
 use super::legacy::{LegacyChain, ProtocolVersion, Shims};
 use super::schema::{check_event, Checked};
 use super::verify::EventVerifier;
@@ -128,8 +128,8 @@ pub struct RunOutcome {
 }
 
 impl RunOutcome {
-    fn see(&mut self, e: &Value) {
-        match EventType::of(e) {
+    fn see<E: Members + ?Sized>(&mut self, e: &E) {
+        match e.kind() {
             EventType::RunStarted => {
                 self.started = true;
                 self.ended = false;
@@ -143,7 +143,8 @@ impl RunOutcome {
             }
             EventType::RunError => {
                 self.ended = true;
-                self.error = Some(e.clone());
+                // (A plain event is never a RUN_ERROR.)
+                self.error = e.object().cloned();
             }
             _ => {}
         }
@@ -394,12 +395,22 @@ impl<S: State> Replayer<S> {
                 };
             }
             Read::Event(v) => return self.push(v),
+            Read::Plain(p) => {
+                if let Some(r) = self.push_plain_event(p) {
+                    return r;
+                }
+            }
             Read::Failed(mut e) => {
                 e.index = self.index;
                 self.index += 1;
                 return Err(e);
             }
-            Read::StateOps(_) | Read::Later => {}
+            Read::Later => {
+                if let Some(r) = Plain::read(payload, self.reader.max_depth).and_then(|p| self.push_plain_event(p)) {
+                    return r;
+                }
+            }
+            Read::StateOps(_) => {}
         }
         match parse_event_limited(payload, self.reader.max_depth) {
             Ok(v) => self.push(v),
@@ -448,6 +459,34 @@ impl<S: State> Replayer<S> {
         .and_then(|()| if *reduce { applier.apply_delta(kind, id, delta).map_err(relabel) } else { Ok(Change::default()) });
         self.index += 1;
         Some(result.map(|c| {
+            if let Some(w) = &c.warning {
+                self.warnings.push(Warning::new(WarningKind::Apply, index, w.clone()));
+            }
+            Change { warning: None, ..c }
+        }))
+    }
+
+    /// Push a common event read in its plain form ([`Plain`]) without an event object.
+    /// `None` when the current state needs the general path ([`push`](Self::push) with the
+    /// object): an era's shims, recording, verification, or a pending chunk stream to
+    /// close. Otherwise the stages before the reducer would pass it unchanged (the reader
+    /// took only what the boundary and the schema stage keep as it is), and the run outcome
+    /// and the reducer read it as they read its object.
+    pub fn push_plain_event(&mut self, event: Plain) -> Option<Result<Change, StreamError>> {
+        if self.shims || self.delivered.is_some() || self.verifier.is_some() || self.expander.as_ref().is_some_and(ChunkExpander::has_pending) {
+            return None;
+        }
+        let index = self.index;
+        self.index += 1;
+        self.outcome.see(&event);
+        if !self.reduce {
+            return Some(Ok(Change::default()));
+        }
+        let applied = self.applier.apply_plain(event).map_err(|mut e| {
+            e.index = index;
+            e
+        });
+        Some(applied.map(|c| {
             if let Some(w) = &c.warning {
                 self.warnings.push(Warning::new(WarningKind::Apply, index, w.clone()));
             }
@@ -543,6 +582,8 @@ enum Read<'a> {
     StateOps(Vec<crate::patch::Operation>),
     /// A plain hot delta event (see [`Replayer::push_plain`]).
     Delta(Delta<'a>),
+    /// A common event in its plain form (see [`Replayer::push_plain_event`]).
+    Plain(Plain),
     /// Any other event, as an object.
     Event(Value),
     /// Any other event, not read: the replayer parses it (the pipelined replay's reading
@@ -586,6 +627,9 @@ impl Reader {
     fn general(&self, payload: &[u8]) -> Read<'static> {
         if self.defer {
             return Read::Later;
+        }
+        if let Some(p) = Plain::read(payload, self.max_depth) {
+            return Read::Plain(p);
         }
         match parse_event_limited(payload, self.max_depth) {
             Ok(v) => Read::Event(v),
@@ -841,7 +885,7 @@ impl Batch {
             }
             // The reading thread defers what it would parse (an object, or a parse error,
             // read anyway is read again there, to the same outcome).
-            Read::Event(_) | Read::Failed(_) | Read::Later => Held::Later(raw()),
+            Read::Event(_) | Read::Plain(_) | Read::Failed(_) | Read::Later => Held::Later(raw()),
         };
         self.items.push(held);
     }

@@ -768,6 +768,40 @@ fn is_pointer(s: &str) -> bool {
     true
 }
 
+/// A member of an event read without an event object ([`super::event::Plain`]).
+pub(crate) enum Scalar<'a> {
+    Str(&'a str),
+    Int(i64),
+    /// A nested value, parsed on its own.
+    Value(&'a mut Value),
+}
+
+/// Whether the stage keeps member `name` holding `v` of an event of type `ty` exactly as it
+/// is (declared, well-formed, nothing in it to strip): a plain event takes no other member,
+/// so that [`check_event`] would pass it unchanged and quietly.
+pub(crate) fn keeps(ty: super::EventType, name: &str, v: Scalar<'_>) -> bool {
+    let Some(field) = shape_of(ty).and_then(|s| s.field(name)) else { return false };
+    match (field.ty, v) {
+        (Ty::Str | Ty::TextOrParts | Ty::Any | Ty::NotNull, Scalar::Str(_)) => true,
+        (Ty::Pointer, Scalar::Str(s)) => is_pointer(s),
+        (Ty::Literal(want), Scalar::Str(s)) => s == want,
+        (Ty::Enum(set), Scalar::Str(s)) => set.contains(&s),
+        (Ty::Int(min), Scalar::Int(i)) => (min..=MAX_SAFE).contains(&i),
+        (Ty::Any | Ty::NotNull, Scalar::Int(_)) => true,
+        (ty, Scalar::Value(v)) => {
+            let mut cx = Cx { stripped: Vec::new(), unknown_at: None, omit_nulls: false };
+            !(v.is_null() && matches!(ty, Ty::State)) && matches!(walk(v, ty, &Path::Root, &mut cx), Ok(Walked::Kept)) && cx.stripped.is_empty()
+        }
+        _ => false,
+    }
+}
+
+/// Whether an event of type `ty` whose members are named as `present` says has every
+/// member its schema requires.
+pub(crate) fn has_required(ty: super::EventType, present: impl Fn(&str) -> bool) -> bool {
+    shape_of(ty).is_some_and(|s| s.fields.iter().all(|f| !f.required || f.name == "type" || present(f.name)) && s.defaults.is_empty())
+}
+
 /// What the stage made of one event.
 #[derive(Debug)]
 pub enum Checked {
