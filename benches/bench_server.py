@@ -7,6 +7,7 @@ event, Starlette's ``StreamingResponse``): in process (the server's CPU alone), 
 the reference's class."""
 
 import asyncio
+import contextlib
 import os
 import socket
 import subprocess
@@ -83,11 +84,13 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-@pytest.fixture(scope="module")
-def uvicorn_server():
+@contextlib.contextmanager
+def _uvicorn(app: str):
+    """``app`` (``module:attribute`` in ``benches/``) served by uvicorn in its own process:
+    yields its base URL and pid."""
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "_serve_app:app", "--host", "127.0.0.1", "--port", str(port),
+        [sys.executable, "-m", "uvicorn", app, "--host", "127.0.0.1", "--port", str(port),
          "--log-level", "warning", "--no-access-log"],
         cwd=ROOT / "benches",
     )
@@ -105,6 +108,12 @@ def uvicorn_server():
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def uvicorn_server():
+    with _uvicorn("_serve_app:app") as served:
+        yield served
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the server's CPU time from /proc")
@@ -253,27 +262,9 @@ def test_body_validate_json(benchmark, size):
 
 @pytest.fixture(scope="module")
 def body_server():
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "_body_app:app", "--host", "127.0.0.1", "--port", str(port),
-         "--log-level", "warning", "--no-access-log"],
-        cwd=ROOT / "benches",
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise RuntimeError("uvicorn did not start")
-                time.sleep(0.1)
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120) as client:
-            yield client, proc.pid
-    finally:
-        proc.terminate()
-        proc.wait(10)
+    with _uvicorn("_body_app:app") as (base, pid):
+        with httpx.Client(base_url=base, timeout=120) as client:
+            yield client, pid
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the server's CPU time from /proc")

@@ -51,19 +51,21 @@ else
     "$WORK/venv/bin/python" -m pip install --quiet -r "$WORK/requirements.txt"
 fi
 VPY="$WORK/venv/bin/python"
-# The workspace's crates optimised a little (the tests run in minutes, not tens), with line
-# tables for the reports, one codegen unit each (less CPU in all; they build one after the
-# other anyway); the dependencies unoptimised and without debug info (instrumented all the
-# same, in far less CPU time), but for PyO3, on every call's path.
+# Unoptimised, with line tables for the reports (instrumented all the same, in far less CPU
+# time), but for the binding (agui-py) and PyO3 at level 1: they are on every call's path,
+# and the object walker's recursion keeps frames near an optimised build's size (unoptimised,
+# with the redzones, the depth limit's recursion outgrows even the main thread's stack). The
+# workspace's crates one codegen unit each (the least CPU; they build one after the other
+# anyway); the dependencies without debug info.
 RUSTUP_TOOLCHAIN=nightly RUSTFLAGS="-Zsanitizer=address -Cforce-frame-pointers=yes" \
 CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
-CARGO_PROFILE_RELEASE_OPT_LEVEL=1 CARGO_PROFILE_RELEASE_DEBUG=line-tables-only \
+CARGO_PROFILE_RELEASE_OPT_LEVEL=0 CARGO_PROFILE_RELEASE_DEBUG=line-tables-only \
 CARGO_TARGET_DIR="$WORK/target" \
     "$WORK/venv/bin/maturin" build --release --target "$TARGET" --no-default-features \
     --features pyo3/extension-module,sanitize --config 'profile.release.package.escape-simd.debug-assertions=true' \
     --config 'profile.release.package.agui-arrow.debug-assertions=true' \
-    --config 'profile.release.package."*".opt-level=0' --config 'profile.release.package."*".debug=false' \
-    --config 'profile.release.package.pyo3.opt-level=1' \
+    --config 'profile.release.package."*".debug=false' \
+    --config 'profile.release.package.pyo3.opt-level=1' --config 'profile.release.package.agui-py.opt-level=1' \
     --config 'profile.release.package.agui-core.codegen-units=1' \
     --config 'profile.release.package.agui-arrow.codegen-units=1' \
     --config 'profile.release.package.agui-py.codegen-units=1' \

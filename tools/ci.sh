@@ -11,7 +11,8 @@
 #      the trees it ships, unchanged), and from it the musllinux wheel (zig, unoptimised:
 #      audited, never shipped); the fuzz targets' build (nightly), their smoke runs once
 #      the machine is quieter; the other CPythons' venvs; `cargo check` with the minimum
-#      Rust (tools/msrv.sh).
+#      Rust (tools/msrv.sh); the memory-safety lane (tools/asan.sh: AddressSanitizer, nightly;
+#      AGUI_CI_ASAN=0 leaves it out).
 #   3. Once the extension is built: its wheel (the same build packaged, seconds), checked by
 #      abi3audit, and the suite against that wheel in a fresh venv: on the newest CPython in
 #      the public-API mode (AGUI_FAST_PUBLIC_API=1: no direct reads, construction by tp_call,
@@ -266,10 +267,9 @@ msrv_job() {
 }
 # The memory-safety lane (tools/asan.sh): the extension built by nightly with AddressSanitizer
 # and the tests of the binding's raw steps run on it, light (every case, a quarter of the
-# property tests' examples), at the builds' lower priority from the start. Its nightly build of
-# the whole dependency tree doubles CI's wall time on two cores, so it runs when asked:
-# AGUI_CI_ASAN=1 (or `bash tools/asan.sh` alone).
-ASAN=${AGUI_CI_ASAN:-0}
+# property tests' examples), at the builds' lower priority from the start. AGUI_CI_ASAN=0
+# leaves it out (`bash tools/asan.sh` runs it alone).
+ASAN=${AGUI_CI_ASAN:-1}
 asan_job() {
     unset RUSTC_WORKSPACE_WRAPPER CLIPPY_ARGS  # nightly's build; clippy is stable's
     AGUI_TEST_LIGHT=1 UV="$T/uv" AGUI_ASAN_DIR="$WORK/asan" "${NICE[@]}" \

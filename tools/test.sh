@@ -46,12 +46,15 @@ pip_install() {
 # build waits for the other's lock) and run beside the Python suite: on two cores the whole
 # command takes about as long as the longer of the two. Their build is niced (the
 # extension's build and the suite are the critical path); their run is not (some Rust tests
-# bound their own wall time). serde_json and miniz_oxide, where the tests spend their time
-# (the vectors, the gzipped ones), are optimised at level 1; debug assertions and overflow
-# checks stay on.
+# bound their own wall time). serde_json, miniz_oxide, memchr and simdutf8, where the tests
+# spend their time (the vectors, the gzipped ones, the frame searches and UTF-8 checks, whose
+# SIMD kernels are a function call an instruction when unoptimised), are optimised at level
+# 1; debug assertions and overflow checks stay on.
 CARGO_TEST=(cargo test -p agui-core -p agui-arrow --locked --target-dir "$ROOT/target/tests"
             --config 'profile.dev.package.serde_json.opt-level=1'
-            --config 'profile.dev.package.miniz_oxide.opt-level=1')
+            --config 'profile.dev.package.miniz_oxide.opt-level=1'
+            --config 'profile.dev.package.memchr.opt-level=1'
+            --config 'profile.dev.package.simdutf8.opt-level=1')
 rust_tests() {
     CARGO_PROFILE_DEV_DEBUG=line-tables-only nice -n 10 "${CARGO_TEST[@]}" --no-run
     CARGO_PROFILE_DEV_DEBUG=line-tables-only "${CARGO_TEST[@]}"

@@ -224,6 +224,7 @@ class _Model(
     __get_pydantic_core_schema__ = classmethod(
         functools.partial(_pydantic.get_pydantic_core_schema, plain=_construct.plain, converted=_construct.converted)
     )
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         # TypeAdapter(cls) takes these as they are (validate_json through msgspec).

@@ -1,6 +1,7 @@
 //! The AG-UI 1.0 protobuf codec, wire-identical to `@ag-ui/proto` 1.0.
 //!
-//! * [`pb`]: prost types generated from `proto/*.proto` at build time (see build.rs);
+//! * [`pb`]: prost types generated from `proto/*.proto` (checked in: `pb.rs`, written by
+//!   `tools/protogen`; a test fails when the `.proto` files changed since);
 //! * [`wkt`]: order-preserving `google.protobuf.Value`/`Struct` over `serde_json`;
 //! * [`encode`] / [`decode`]: the JSON ⇄ protobuf mapping rules of the reference;
 //! * [`frame`]: 4-byte big-endian length framing with an incremental splitter;
@@ -15,11 +16,13 @@ pub mod msgpack;
 pub mod node;
 pub mod wkt;
 
-/// prost-generated types of package `ag_ui` (from `proto/*.proto`, see build.rs).
+/// prost-generated types of package `ag_ui` (from `proto/*.proto` by `tools/protogen`).
 #[allow(clippy::all, missing_docs)]
-pub mod pb {
-    include!(concat!(env!("OUT_DIR"), "/ag_ui.rs"));
-}
+#[rustfmt::skip]
+pub mod pb;
+
+#[cfg(test)]
+mod inputs;
 
 pub use decode::{
     decode_message, decode_message_as, decode_message_into, decode_message_members, decode_message_reusing,
@@ -65,7 +68,8 @@ pub fn arm_number_to_enum(arm: u32) -> u32 {
 }
 
 /// Summary of the compiled schema: `{"ag_ui.Msg": [[field, number, label, type], ...]}`.
-pub const SCHEMA_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/schema.json"));
+/// Generated with [`pb`] by `tools/protogen`.
+pub const SCHEMA_JSON: &str = include_str!("schema.json");
 
 /// What one warning-producing step reports (dropped content parts, skipped frames).
 pub type Warnings = Vec<String>;
