@@ -14,6 +14,7 @@ from agui_fast.core import (
     ReasoningMessageStartEvent,
     RunFinishedEvent,
     RunStartedEvent,
+    StateSnapshotEvent,
     StepFinishedEvent,
     StepStartedEvent,
     TextMessageChunkEvent,
@@ -25,9 +26,14 @@ from agui_fast.core import (
     ToolCallEndEvent,
     ToolCallResultEvent,
     ToolCallStartEvent,
+    TokenUsage,
 )
 from agui_fast.decoder import decode_event
 from agui_fast.errors import AguiError
+
+DEEP: object = []
+for _ in range(600):
+    DEEP = [DEEP]
 
 BEFORE = [
     RunStartedEvent(thread_id="t", run_id="r"),
@@ -70,6 +76,15 @@ VARIANTS = [
     RunFinishedEvent(thread_id="t", run_id="r"),
     RunFinishedEvent(thread_id="t", run_id="r", result={"a": 1}),
     decode_event(b'{"type":"TEXT_MESSAGE_END","messageId":"m1","future":1}'),
+    RunFinishedEvent(thread_id="t", run_id="r", usage=[TokenUsage(provider="p", input_tokens=1, output_tokens=2)]),
+    RunFinishedEvent(thread_id="t", run_id="r", usage=[]),
+    StateSnapshotEvent(snapshot={"a": [1, {"b": "c"}], "d": "\n", "e": 1.5, "f": None, "g": True}),
+    StateSnapshotEvent(snapshot=[1, 2]),
+    StateSnapshotEvent(snapshot="s"),
+    StateSnapshotEvent(snapshot=5),
+    StateSnapshotEvent(snapshot={"\ud800": "x\U0010f800"}),
+    StateSnapshotEvent(snapshot={"n": 10**30}),
+    StateSnapshotEvent(snapshot=DEEP),
 ]
 
 AFTER = [

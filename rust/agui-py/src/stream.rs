@@ -418,10 +418,11 @@ impl Replayer {
 
 /// An event given as one of our Structs whose JSON would be a plain delta or another plain
 /// event (`event::Delta`, `event::Plain`: strings and integers the stages pass as they
-/// are), pushed from its fields as the engine reads them from that JSON. None (nothing
-/// pushed: the caller writes the JSON): another object, another member, a value that is
-/// not an exact `str` (one with a lone surrogate included) or `int` within 64 bits, or a
-/// state of the engine that needs the event object.
+/// are), pushed from its fields as the engine reads them from that JSON (a snapshot or
+/// usage from its own JSON text). None (nothing pushed: the caller writes the JSON):
+/// another object, another member, a value that is not an exact `str` (one with a lone
+/// surrogate included), `int` within 64 bits, or `dict`/`list` where a nested value goes,
+/// or a state of the engine that needs the event object.
 fn push_fields(event: &Bound<'_, PyAny>, inner: &mut core::Replayer<Doc>, max_depth: usize) -> Option<Result<core::Change, StreamError>> {
     use core::event::{Delta, Given, Plain};
     use core::EventType as E;
@@ -437,13 +438,24 @@ fn push_fields(event: &Bound<'_, PyAny>, inner: &mut core::Replayer<Doc>, max_de
         n += 1;
         true
     })?;
+    // A nested value (a snapshot, the usage) as the JSON writer writes it within the
+    // event: its text alone.
+    let mut texts: [Option<Bound<'_, PyBytes>>; MAX] = std::array::from_fn(|_| None);
+    for ((name, v), text) in held[..n].iter().zip(texts.iter_mut()) {
+        let v = v.as_ref()?;
+        if matches!(*name, "snapshot" | "usage") && (v.cast_exact::<PyDict>().is_ok() || v.cast_exact::<PyList>().is_ok()) {
+            *text = Some(crate::encode::dumps(event.py(), v, true, MAX_DEPTH_CAP as u32 + 1).ok()?);
+        }
+    }
     let mut given: [(&str, Given<'_>); MAX] = std::array::from_fn(|_| ("", Given::Int(0)));
-    for ((name, v), slot) in held[..n].iter().zip(given.iter_mut()) {
+    for (((name, v), text), slot) in held[..n].iter().zip(&texts).zip(given.iter_mut()) {
         let v = v.as_ref()?;
         let value = if let Ok(s) = v.cast_exact::<PyString>() {
             Given::Str(std::borrow::Cow::Borrowed(s.to_str().ok()?))
         } else if let Ok(i) = v.cast_exact::<pyo3::types::PyInt>() {
             Given::Int(i.extract().ok()?)
+        } else if let Some(text) = text {
+            Given::Json(std::str::from_utf8(text.as_bytes()).ok()?)
         } else {
             return None;
         };
@@ -478,6 +490,8 @@ fn field_name(key: &str) -> Option<&'static str> {
         "runId" => "runId",
         "parentRunId" => "parentRunId",
         "stepName" => "stepName",
+        "snapshot" => "snapshot",
+        "usage" => "usage",
         _ => return None,
     })
 }
