@@ -1,6 +1,8 @@
 //! Binding of `agui_core::stream` (the reference client's stream semantics). Events enter
 //! as JSON text: `bytes`/`str` as they are, any other object through the native JSON
-//! writer (`encode::dumps`: one conversion path). Messages, state and interrupts leave as
+//! writer (`encode::dumps`: one conversion path), except our Structs whose JSON would be a
+//! plain delta or plain event, read from their fields (`push_fields`), and plain
+//! `STATE_DELTA`s applied as Python objects (`direct_delta`). Messages, state and interrupts leave as
 //! plain Python values built from the engine's values (no JSON text between), which
 //! `agui_fast/stream.py` types with msgspec; events leave as JSON text. Batch work runs
 //! with the GIL released.

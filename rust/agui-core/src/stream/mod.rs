@@ -18,6 +18,9 @@
 //! borrowed [`event::Delta`] instead and go through the verifier and the reducer as
 //! (kind, id, delta), by the same checks and appends as the general path: measured on a
 //! generated 100k-event log, that halves the per-event cost (`python -m benches -k replay`).
+//! The other common events in their plain form (starts, ends, tool results, run events,
+//! snapshots) are read into an [`event::Plain`], which the run outcome and the reducer read
+//! through the same code as an object ([`event::Members`]).
 //!
 //! Limits: JSON text is parsed with the project's depth limit (`limits::parse_value`,
 //! default `limits::DEFAULT_MAX_DEPTH`, `ReplayOptions::max_depth` and the `*_limited`
