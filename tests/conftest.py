@@ -36,14 +36,15 @@ def shard(nodeids, i, n, everywhere=frozenset()):
     """The node ids of share ``i`` of ``n``. Of each test function's cases (``path::name[id]``,
     grouped by what precedes the ``[``, sorted by id, not by collection order, which could
     depend on hashing): every n-th from the i-th where the function has at least n of them;
-    a function with fewer goes whole to one share (the functions taken in name order, in
-    turn), one named in ``everywhere`` whole to every share. The n shares of the others are
-    disjoint and cover them."""
+    the functions with fewer go whole to one share, all of a module's to the same one (the
+    modules taken in name order, each to the share with the fewest such cases so far); one
+    named in ``everywhere`` whole to every share. The n shares of the others are disjoint
+    and cover them."""
     groups = {}
     for nodeid in nodeids:
         groups.setdefault(nodeid.split("[", 1)[0], []).append(nodeid)
     kept = set()
-    small = 0
+    modules = {}  # module -> its small functions' cases
     for function in sorted(groups):
         cases = groups[function]
         if function in everywhere:
@@ -51,9 +52,15 @@ def shard(nodeids, i, n, everywhere=frozenset()):
         elif len(cases) >= n:
             kept.update(sorted(cases)[i::n])
         else:
-            if small % n == i:
-                kept.update(cases)
-            small += 1
+            modules.setdefault(function.split("::", 1)[0], []).extend(cases)
+    # A module's small functions stay together (its module-scoped set-ups, a cluster or a
+    # server, start in one share, not in each), the modules going to the least-filled share.
+    load = [0] * n
+    for module in sorted(modules):
+        share = load.index(min(load))
+        load[share] += len(modules[module])
+        if share == i:
+            kept.update(modules[module])
     return kept
 
 

@@ -8,11 +8,11 @@ import pytest
 from conftest import shard, shard_spec
 
 
-def ids(sizes):
+def ids(sizes, module="x"):
     """Node ids of functions with the given numbers of cases (0: not parametrized)."""
     out = []
     for f, size in enumerate(sizes):
-        name = f"tests/test_x.py::test_{f}"
+        name = f"tests/test_{module}.py::test_{f}"
         out += [name] if size == 0 else [f"{name}[case-{c}]" for c in range(size)]
     return out
 
@@ -40,9 +40,24 @@ def test_shares_are_disjoint_and_cover_every_case(n):
 
 
 def test_small_functions_are_spread_over_the_shares():
-    nodeids = ids([0] * 30 + [1] * 30)
+    nodeids = [x for m in range(30) for x in ids([0, 1], module=m)]
     sizes = sorted(len(shard(nodeids, i, 3)) for i in range(3))
     assert sizes == [20, 20, 20]
+    # By size: a big module's share takes no more small ones until the others catch up.
+    nodeids = ids([2] * 10, module="big") + [x for m in range(20) for x in ids([0], module=f"z{m}")]
+    shares = [shard(nodeids, i, 3) for i in range(3)]
+    assert sorted(map(len, shares)) == [10, 10, 20]
+    assert set(ids([2] * 10, module="big")) in shares
+
+
+def test_a_modules_small_functions_share_one_share():
+    """Its module-scoped set-ups (a cluster, a server) then start in one light run only."""
+    nodeids = [x for m in "abcde" for x in ids([0, 1, 0], module=m)]
+    for n in (2, 3):
+        shares = [shard(nodeids, i, n) for i in range(n)]
+        for m in "abcde":
+            mine = {x for x in nodeids if f"test_{m}.py" in x}
+            assert sum(bool(mine & share) for share in shares) == 1, (m, n)
 
 
 def test_a_share_is_about_one_nth_of_a_big_function():

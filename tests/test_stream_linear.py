@@ -12,7 +12,7 @@ import pytest
 
 from agui_fast import stream
 from agui_fast.core import FunctionCall, ToolCall
-from test_props_linear import check
+from test_props_linear import check, frozen_heap  # noqa: F401 (the module's frozen heap)
 
 pytestmark = pytest.mark.complexity
 

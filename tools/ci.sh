@@ -146,6 +146,11 @@ export AGUI_REQUIRE_BROWSER=1
 # Every build here starts from nothing and is built once: incremental compilation's caches
 # (the workspace's crates in the dev and dev-fast profiles) would only cost their writing.
 export CARGO_INCREMENTAL=0
+# Bytecode is written (where the environment says not to): the suites start hundreds of
+# Python processes in each venv (the CLI's tests, dask's workers, servers), and without the
+# .pyc files each would compile every module it imports again (the venvs are installed
+# without bytecode, so only what runs is compiled, once per venv).
+unset PYTHONDONTWRITEBYTECODE
 
 declare -A PY=()
 for v in "${PYTHONS[@]}"; do
