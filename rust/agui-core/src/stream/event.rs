@@ -338,16 +338,8 @@ impl<'de> serde::Deserialize<'de> for Delta<'de> {
                 let mut slots: [Option<Text<'de>>; 3] = [None, None, None];
                 let mut tool_id = false;
                 while let Some(key) = map.next_key::<Text<'de>>()? {
-                    let slot = match &*key.0 {
-                        "type" => 0,
-                        "messageId" => 1,
-                        "toolCallId" => {
-                            tool_id = true;
-                            1
-                        }
-                        "delta" => 2,
-                        _ => return Err(A::Error::custom("another member")),
-                    };
+                    let Some((slot, tool)) = delta_slot(&key.0) else { return Err(A::Error::custom("another member")) };
+                    tool_id |= tool;
                     if slots[slot].is_some() {
                         return Err(A::Error::custom("duplicate member"));
                     }
@@ -365,39 +357,49 @@ impl<'de> serde::Deserialize<'de> for Delta<'de> {
     }
 }
 
+/// Where a member of a plain delta event goes: 0 `type`, 1 the id (`true`: named
+/// `toolCallId`), 2 `delta`; `None`: a member no plain delta event has. The one table of
+/// the scan, the parser's visitor and [`Delta::build`].
+fn delta_slot(name: &str) -> Option<(usize, bool)> {
+    Some(match name {
+        "type" => (0, false),
+        "messageId" => (1, false),
+        "toolCallId" => (1, true),
+        "delta" => (2, false),
+        _ => return None,
+    })
+}
+
 impl<'a> Delta<'a> {
     /// A delta event of type `kind` with these string members (`type` left out), as
     /// [`parse`](Self::parse) reads one from JSON text; `None`: not in that form.
     pub fn build(kind: EventType, given: &[(&str, &'a str)]) -> Option<Delta<'a>> {
-        let (mut id, mut delta, mut tool_id) = (None, None, false);
+        let mut slots: [Option<&'a str>; 3] = [None, None, None];
+        let mut tool_id = false;
         for &(name, v) in given {
-            let slot = match name {
-                "messageId" => &mut id,
-                "toolCallId" => {
-                    tool_id = true;
-                    &mut id
-                }
-                "delta" => &mut delta,
-                _ => return None,
-            };
-            if slot.replace(v).is_some() {
+            let (slot, tool) = delta_slot(name).filter(|(slot, _)| *slot != 0)?;
+            tool_id |= tool;
+            if slots[slot].replace(v).is_some() {
                 return None;
             }
         }
-        let delta = delta?;
-        // (the characters of the kept range are read by the general parse alone)
-        if !plain_members(kind, id.is_some(), tool_id) || super::js::holds_kept_range(delta) || id.is_some_and(super::js::holds_kept_range) {
+        let [_, id, Some(delta)] = slots else { return None };
+        if !plain_members(kind, id.is_some(), tool_id) {
             return None;
         }
-        Some(Delta { kind, id: id.map(std::borrow::Cow::Borrowed), delta: std::borrow::Cow::Borrowed(delta) })
+        Delta { kind, id: id.map(std::borrow::Cow::Borrowed), delta: std::borrow::Cow::Borrowed(delta) }.plain()
     }
 
     /// Read a payload as a plain delta event, or `None` (then it takes the general path).
     pub fn parse(payload: &'a [u8]) -> Option<Delta<'a>> {
-        let d = Self::scan(payload).or_else(|| serde_json::from_slice(payload).ok())?;
-        // (the characters of the kept range are read by the general parse alone)
-        let kept = super::js::holds_kept_range(&d.delta) || d.id.as_deref().is_some_and(super::js::holds_kept_range);
-        (!kept).then_some(d)
+        Self::scan(payload).or_else(|| serde_json::from_slice(payload).ok())?.plain()
+    }
+
+    /// The event, unless a member holds characters of the kept range (those are read by
+    /// the general parse alone).
+    fn plain(self) -> Option<Delta<'a>> {
+        let kept = super::js::holds_kept_range(&self.delta) || self.id.as_deref().is_some_and(super::js::holds_kept_range);
+        (!kept).then_some(self)
     }
 
     /// A delta event in the compact form ([`scan_flat`], escapes included), members in any order, read
@@ -408,23 +410,16 @@ impl<'a> Delta<'a> {
         // One check of the whole payload (SIMD: std's was ~9% of a replay); the scan then
         // slices the `str`.
         let json = simdutf8::basic::from_utf8(payload).ok()?;
-        let (mut ty, mut id, mut delta, mut tool_id) = (None, None, None, false);
+        let mut slots: [Option<std::borrow::Cow<'a, str>>; 3] = [None, None, None];
+        let mut tool_id = false;
         scan_flat(json, |m| {
-            let slot = match m.name {
-                "type" => &mut ty,
-                "messageId" => &mut id,
-                "toolCallId" => {
-                    tool_id = true;
-                    &mut id
-                }
-                "delta" => &mut delta,
-                _ => return None,
-            };
+            let (slot, tool) = delta_slot(m.name)?;
+            tool_id |= tool;
             // Each a string, once (the parser's `duplicate member`).
-            slot.replace(m.string()?).is_none().then_some(())
+            slots[slot].replace(m.string()?).is_none().then_some(())
         })?;
-        let kind = EventType::parse(&ty?);
-        let delta = delta?;
+        let [Some(ty), id, Some(delta)] = slots else { return None };
+        let kind = EventType::parse(&ty);
         plain_members(kind, id.is_some(), tool_id).then_some(Delta { kind, id, delta })
     }
 }
