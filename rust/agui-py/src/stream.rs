@@ -435,7 +435,7 @@ fn push_fields(event: &Bound<'_, PyAny>, inner: &mut core::Replayer<Doc>, max_de
     let mut held: [(&str, Option<Bound<'_, PyAny>>); MAX] = std::array::from_fn(|_| ("", None));
     let mut n = 0;
     let kind = plain_struct(event, |tag| Some(E::parse(tag)).filter(|k| *k != E::Unknown), |key, v| {
-        let (Some(name), Some(slot)) = (field_name(key), held.get_mut(n)) else { return false };
+        let (Some(name), Some(slot)) = (core::event::plain_member_name(key), held.get_mut(n)) else { return false };
         *slot = (name, Some(v));
         n += 1;
         true
@@ -474,28 +474,6 @@ fn push_fields(event: &Bound<'_, PyAny>, inner: &mut core::Replayer<Doc>, max_de
         return inner.push_plain(d.kind, d.id.as_deref(), &d.delta);
     }
     inner.push_plain_event(Plain::build(kind, given, max_depth)?)
-}
-
-/// The members a plain event read from a Struct may carry, by their JSON names.
-fn field_name(key: &str) -> Option<&'static str> {
-    Some(match key {
-        "messageId" => "messageId",
-        "toolCallId" => "toolCallId",
-        "delta" => "delta",
-        "role" => "role",
-        "name" => "name",
-        "toolCallName" => "toolCallName",
-        "parentMessageId" => "parentMessageId",
-        "content" => "content",
-        "timestamp" => "timestamp",
-        "threadId" => "threadId",
-        "runId" => "runId",
-        "parentRunId" => "parentRunId",
-        "stepName" => "stepName",
-        "snapshot" => "snapshot",
-        "usage" => "usage",
-        _ => return None,
-    })
 }
 
 /// The operations of a `STATE_DELTA` given as a plain dict `{"type": "STATE_DELTA",

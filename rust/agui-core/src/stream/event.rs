@@ -180,6 +180,17 @@ fn plain_member(name: &str) -> Option<(&'static str, bool)> {
     })
 }
 
+/// A member of a plain event or a plain delta event, by its JSON name, as a static
+/// string; `None` (`type` included): a member neither form has.
+pub fn plain_member_name(name: &str) -> Option<&'static str> {
+    match delta_slot(name) {
+        Some((1, false)) => Some("messageId"),
+        Some((1, true)) => Some("toolCallId"),
+        Some((2, _)) => Some("delta"),
+        _ => plain_member(name).map(|(name, _)| name),
+    }
+}
+
 impl Plain {
     /// Take the member `key` out of the event.
     pub fn take(&mut self, key: &str) -> Option<Value> {
