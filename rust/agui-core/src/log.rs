@@ -734,14 +734,12 @@ where
     E: From<LogError>,
     F: FnMut(Event<'_>) -> Result<(), E>,
 {
-    if is_gzip(data) {
-        return LogReader::open(data, format)?.for_each(limits, sink);
+    let log = LogReader::open(data, format)?;
+    if log.is_gzip() {
+        return log.for_each(limits, sink);
     }
-    let Some(format) = format.or_else(|| detect_format(&data[..data.len().min(HEAD)])) else {
-        if data.is_empty() {
-            return Ok(Summary::default());
-        }
-        return Err(LogError::UnknownFormat { head: data.iter().take(16).copied().collect() }.into());
+    let Some(format) = log.checked_format()? else {
+        return Ok(Summary::default());
     };
     for_each_in_part(data, format, Part { start: 0, end: data.len() as u64 }, limits, sink)
 }

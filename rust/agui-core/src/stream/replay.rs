@@ -930,7 +930,8 @@ fn replay_log_file(path: &std::path::Path, format: Option<crate::log::Format>, o
 }
 
 /// A log of `len` bytes replayed by [`replay_log_pipelined`] when [`pipelines`] says so
-/// for `threads` and `pipeline_min`, else by [`replay_log`]: the one place that chooses.
+/// for `threads` and `pipeline_min`, else by [`replay_log`] ([`replay_log_bytes`] chooses
+/// the same way for a log held in memory).
 #[allow(clippy::too_many_arguments)]
 pub fn replay_log_sized<R: std::io::Read + Send>(
     reader: R,
