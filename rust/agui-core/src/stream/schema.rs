@@ -774,6 +774,8 @@ pub(crate) enum Scalar<'a> {
     Int(i64),
     /// A nested value, parsed on its own.
     Value(&'a mut Value),
+    /// An array or an object, not read: kept where any such value is.
+    Nested,
 }
 
 /// Whether the stage keeps member `name` holding `v` of an event of type `ty` exactly as it
@@ -788,6 +790,7 @@ pub(crate) fn keeps(ty: super::EventType, name: &str, v: Scalar<'_>) -> bool {
         (Ty::Enum(set), Scalar::Str(s)) => set.contains(&s),
         (Ty::Int(min), Scalar::Int(i)) => (min..=MAX_SAFE).contains(&i),
         (Ty::Any | Ty::NotNull, Scalar::Int(_)) => true,
+        (Ty::Any | Ty::State | Ty::NotNull, Scalar::Nested) => true,
         (ty, Scalar::Value(v)) => {
             let mut cx = Cx { stripped: Vec::new(), unknown_at: None, omit_nulls: false };
             !(v.is_null() && matches!(ty, Ty::State)) && matches!(walk(v, ty, &Path::Root, &mut cx), Ok(Walked::Kept)) && cx.stripped.is_empty()
