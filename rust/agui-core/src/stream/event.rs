@@ -257,10 +257,15 @@ impl Plain {
                     // As the event's parse reads it (`parse_event_limited`): the kept range
                     // by the general parse alone, the event's own level counted, integers'
                     // digits.
-                    let text = text.as_bytes();
-                    if super::js::may_hold_kept_range(text) {
+                    if super::js::may_hold_kept_range(text.as_bytes()) {
                         return None;
                     }
+                    // A member only checked is read by the scanner when it can be (no
+                    // value built for it), else parsed and walked as the event would be.
+                    if !kept && super::schema::keeps_text(kind, name, text, max_depth - 1) {
+                        continue;
+                    }
+                    let text = text.as_bytes();
                     let mut v = crate::limits::parse_value(text, max_depth - 1).ok()?;
                     if text.len() > crate::patch::MAX_INT_DIGITS {
                         super::js::check_int_digits(&v).ok()?;
