@@ -103,12 +103,6 @@ def test_log_chunks_read_from_two_threads(tmp_path):
     assert sum(sizes) == len(SSE) * 20
 
 
-STREAM_ENGINE = pytest.mark.xfail(
-    strict=True, reason="EventApplier: one applier is not yet shared between threads by taking turns; "
-    "a second thread gets 'Already borrowed'",
-)
-
-
 def test_state_document_from_two_threads():
     doc = _native.StateDocument({"items": []})
 
@@ -123,7 +117,6 @@ def test_state_document_from_two_threads():
     assert len(doc.to_python()["items"]) == 200
 
 
-@STREAM_ENGINE
 def test_event_applier_from_two_threads():
     from agui_fast.core import StateDeltaEvent, StateSnapshotEvent
     from agui_fast.stream import EventApplier

@@ -734,14 +734,24 @@ where
     E: From<LogError>,
     F: FnMut(Event<'_>) -> Result<(), E>,
 {
+    for_each_in_bytes_ahead(data, format, limits, &mut LineSearch(sink))
+}
+
+/// [`for_each_in_bytes`] with a reader ahead of the SSE framer's line search (see
+/// [`for_each_in_part_ahead`]; a gzip log's events all go to [`ReadAhead::event`]).
+pub fn for_each_in_bytes_ahead<E, R>(data: &[u8], format: Option<Format>, limits: &Limits, rows: &mut R) -> Result<Summary, E>
+where
+    E: From<LogError>,
+    R: ReadAhead<E>,
+{
     let log = LogReader::open(data, format)?;
     if log.is_gzip() {
-        return log.for_each(limits, sink);
+        return log.for_each(limits, |ev| rows.event(ev));
     }
     let Some(format) = log.checked_format()? else {
         return Ok(Summary::default());
     };
-    for_each_in_part(data, format, Part { start: 0, end: data.len() as u64 }, limits, sink)
+    for_each_in_part_ahead(data, format, Part { start: 0, end: data.len() as u64 }, limits, rows)
 }
 
 /// Hand out the events of one part of a plain log (`data`: its bytes, from

@@ -209,6 +209,56 @@ fn generated_logs_with_errors_anywhere_replay_the_same_pipelined() {
     }
 }
 
+/// A token stream's frames in every way a frame may differ from the last delta's form
+/// (what the replay of a log in memory reads ahead of the framer's line search): the same
+/// outcome as the line search alone.
+#[test]
+fn frames_read_ahead_replay_as_the_line_search_frames_them() {
+    let start: &[u8] = b"data: {\"type\":\"TEXT_MESSAGE_START\",\"messageId\":\"m1\",\"role\":\"assistant\"}\n\n";
+    let delta = |d: &str| format!("data: {{\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m1\",\"delta\":\"{d}\"}}\n\n").into_bytes();
+    let lead = "{\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m1\",\"delta\":";
+    let variants: Vec<Vec<u8>> = vec![
+        format!("data: {lead}\"crlf\"}}\r\n\r\n").into_bytes(),
+        format!("data: {lead}\"cr\"}}\r\r").into_bytes(),
+        format!("data: {lead}\"lf cr\"}}\n\r").into_bytes(),
+        format!("data: {lead}\"two\"}}\ndata: {lead}\"lines\"}}\n\n").into_bytes(),
+        format!("data: {lead}\"then a field\"}}\nid: 7\n\n").into_bytes(),
+        format!("id: 7\ndata: {lead}\"after a field\"}}\n\n").into_bytes(),
+        format!("event: x\ndata: {lead}\"named\"}}\n\n").into_bytes(),
+        format!(": comment\ndata: {lead}\"commented\"}}\n\n").into_bytes(),
+        format!("data:{lead}\"no space\"}}\n\n").into_bytes(),
+        format!("data: {lead}\"trailing\"}} \n\n").into_bytes(),
+        format!("data: {lead}\"a\\n\\\"b\\u00e9\\ud83d\\ude00\"}}\n\n").into_bytes(),
+        format!("data: {lead}\"lone \\ud800\"}}\n\n").into_bytes(),
+        format!("data: {lead}\"kept \u{10F800}\"}}\n\n").into_bytes(),
+        [format!("data: {lead}\"bad ").as_bytes(), b"\xff\xfe", b"\"}\n\n"].concat(),
+        [format!("data: {lead}\"tab ").as_bytes(), b"\t", b"\"}\n\n"].concat(),
+        format!("data: {lead}\"more\",\"x\":1}}\n\n").into_bytes(),
+        format!("data: {lead}\"open\"").into_bytes(),
+        format!("data: {lead}\"last\"}}").into_bytes(),
+        format!("data: {lead}\"last\"}}\n").into_bytes(),
+        delta("other form").into_iter().map(|b| if b == b'1' { b'2' } else { b }).collect(),
+    ];
+    let mut n = 0;
+    for v in &variants {
+        for verify in [false, true] {
+            let mut log = start.to_vec();
+            for i in 0..3 {
+                log.extend(delta(&format!("w{i} ")));
+            }
+            log.extend_from_slice(v);
+            for i in 3..6 {
+                log.extend(delta(&format!("w{i} ")));
+            }
+            let options = ReplayOptions { verify, ..ReplayOptions::default() };
+            let r = same(&log, Vec::new(), json!({}), options, &String::from_utf8_lossy(v));
+            n += usize::from(r.error.is_none() && !r.messages.is_empty());
+        }
+    }
+    // (the variants that keep the log readable: both verify settings)
+    assert_eq!(n, 15, "replays without an error");
+}
+
 #[test]
 fn truncated_and_gzip_logs_replay_the_same_pipelined() {
     use std::io::Write;
@@ -405,6 +455,11 @@ fn plain_events_apply_as_event_objects_do() {
         br#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","usage":{"inputTokens":1}}"#,
         br#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","usage":[[[[[[1]]]]]]}"#,
         br#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","usage":[{"inputTokens":1.0}]}"#,
+        br#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","usage":[{"provider":"p"},{"model":"m","totalTokens":0}]}"#,
+        br#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","usage":[{"provider":"p","provider":"q"}]}"#,
+        br#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","usage":[{"provider":"p\u00e9","inputTokens":9007199254740992}]}"#,
+        br#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","usage":[{"provider":null}]}"#,
+        br#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","usage":[{"provider":"p"} ]}"#,
         br#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","result":{"a":1}}"#,
         br#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","result":null}"#,
         br#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","outcome":{"type":"interrupt","interrupts":[{"id":"i","reason":"r"}]}}"#,

@@ -20,6 +20,7 @@ use serde_json::Value;
 use crate::errors::{check_max_depth, error_class, kind_error, make_error};
 use crate::patch::{Doc, GivenOp};
 use crate::plan::{Getter, Kind, PlanKind};
+use crate::shared::Shared;
 use agui_core::patch::OpKind;
 use agui_core::sink::Scalar;
 use pyo3::sync::PyOnceLock;
@@ -382,25 +383,22 @@ fn start(
 /// reference client runs them: `push(event)` applies one event.
 #[pyclass(module = "agui_fast._native", name = "Replayer")]
 pub struct Replayer {
-    // A Mutex only to make the class Sync (the id generator of the legacy boundary is
-    // Send, not Sync); `&mut self` already serialises the calls, so it is never contended.
-    // The state is a document of Python values (`patch::StateDocument`): neither it nor
-    // the deltas given as objects are converted to JSON.
-    inner: std::sync::Mutex<core::Replayer<Doc>>,
+    // Threads sharing one replayer take turns (`shared::Shared`). The state is a document
+    // of Python values (`patch::StateDocument`): neither it nor the deltas given as
+    // objects are converted to JSON.
+    inner: Shared<core::Replayer<Doc>>,
     max_depth: usize,
 }
 
 impl Replayer {
-    fn get(&mut self) -> &mut core::Replayer<Doc> {
-        self.inner.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner)
+    fn with<R>(&self, py: Python<'_>, f: impl FnOnce(&mut core::Replayer<Doc>) -> PyResult<R>) -> PyResult<R> {
+        self.inner.with(py, f)
     }
 
     /// Apply one event: a `STATE_DELTA` object in its plain form straight to the state
     /// (when the core's pipeline lets it past the other stages and the document takes it),
     /// anything else (and a delta the document declines) as JSON text.
-    fn push_one(&mut self, py: Python<'_>, event: &Bound<'_, PyAny>) -> PyResult<Result<core::Change, StreamError>> {
-        let max_depth = self.max_depth;
-        let inner = self.get();
+    fn push_one(inner: &mut core::Replayer<Doc>, max_depth: usize, py: Python<'_>, event: &Bound<'_, PyAny>) -> PyResult<Result<core::Change, StreamError>> {
         if let Some(ops) = direct_delta(py, event)? {
             // The operations' values sit three levels deep in the event (event, `delta`,
             // operation), so this bound keeps the event within the limit its JSON has.
@@ -607,70 +605,76 @@ impl Replayer {
         // reduce=False: the stages before the reducer alone (`validate` of a long log).
         let mut inner = if reduce { inner } else { inner.without_reducer() };
         inner.record(record);
-        Ok(Replayer { inner: std::sync::Mutex::new(inner), max_depth })
+        Ok(Replayer { inner: Shared::new(inner), max_depth })
     }
 
     /// The events handed to the reducer since the last call (`record=True`), as a JSON
     /// array.
-    fn take_delivered<'py>(&mut self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        json_list(py, &self.get().take_delivered())
+    fn take_delivered<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        self.with(py, |r| Ok(json_list(py, &r.take_delivered())))
     }
 
     /// Apply one event: `(messages_changed, state_changed, message_index, interrupts_changed)`.
-    fn push<'py>(&mut self, py: Python<'py>, event: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyTuple>> {
-        let r = self.push_one(py, event)?;
+    fn push<'py>(&self, py: Python<'py>, event: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyTuple>> {
+        let r = self.with(py, |r| Self::push_one(r, self.max_depth, py, event))?;
         r.map_err(|e| stream_error(py, &e)).and_then(|c| change_tuple(py, &c))
     }
 
     /// Apply every event of `events`; raises at the first error (events before it stay
     /// applied).
-    fn push_many(&mut self, py: Python<'_>, events: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn push_many(&self, py: Python<'_>, events: &Bound<'_, PyAny>) -> PyResult<()> {
+        // One turn per event: another thread's calls may come between two events (the
+        // iterator may be a generator that releases the GIL).
         for e in events.try_iter()? {
-            self.push_one(py, &e?)?.map_err(|e| stream_error(py, &e))?;
+            let e = e?;
+            self.with(py, |r| Self::push_one(r, self.max_depth, py, &e))?.map_err(|e| stream_error(py, &e))?;
         }
         Ok(())
     }
 
     /// The messages, a list of plain Python values.
-    fn messages<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let list = self.get().applier().messages().map(|m| result_value(py, m)).collect::<PyResult<Vec<_>>>()?;
+    fn messages<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let list = self.with(py, |r| r.applier().messages().map(|m| result_value(py, m)).collect::<PyResult<Vec<_>>>())?;
         PyList::new(py, list)
     }
 
     /// The message at `index` as plain Python values (None past the end).
-    fn message<'py>(&mut self, py: Python<'py>, index: usize) -> PyResult<Option<Bound<'py, PyAny>>> {
-        self.get().applier().message(index).map(|m| result_value(py, m)).transpose()
+    fn message<'py>(&self, py: Python<'py>, index: usize) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.with(py, |r| r.applier().message(index).map(|m| result_value(py, m)).transpose())
     }
 
-    fn message_count(&mut self) -> usize {
-        self.get().applier().message_count()
+    fn message_count(&self, py: Python<'_>) -> PyResult<usize> {
+        self.with(py, |r| Ok(r.applier().message_count()))
     }
 
     /// The tool call `id`: `(message position, the message's id or None,
     /// the call, as plain Python values)`, or None when no message carries it.
     #[pyo3(signature = (id, /))]
-    fn tool_call<'py>(&mut self, py: Python<'py>, id: &str) -> PyResult<Option<Bound<'py, PyTuple>>> {
-        let Some((position, message, call)) = self.get().tool_call(id) else { return Ok(None) };
-        let message_id = message.get("id").map(|v| result_value(py, v)).transpose()?;
-        (position, message_id, result_value(py, call)?).into_pyobject(py).map(Some)
+    fn tool_call<'py>(&self, py: Python<'py>, id: &str) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        self.with(py, |r| {
+            let Some((position, message, call)) = r.tool_call(id) else { return Ok(None) };
+            let message_id = message.get("id").map(|v| result_value(py, v)).transpose()?;
+            (position, message_id, result_value(py, call)?).into_pyobject(py).map(Some)
+        })
     }
 
     /// The state: a copy, or (`shared=True`) the document itself, which it never writes
     /// into again (later patches copy what they change).
     #[pyo3(signature = (*, shared = false))]
-    fn state<'py>(&mut self, py: Python<'py>, shared: bool) -> PyResult<Bound<'py, PyAny>> {
-        self.get().state_mut().value(py, shared)
+    fn state<'py>(&self, py: Python<'py>, shared: bool) -> PyResult<Bound<'py, PyAny>> {
+        self.with(py, |r| r.state_mut().value(py, shared))
     }
 
     /// The pending interrupts, a list of plain Python values.
-    fn pending_interrupts<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let list = self.get().applier().pending_interrupts().iter().map(|v| result_value(py, v)).collect::<PyResult<Vec<_>>>()?;
+    fn pending_interrupts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let list = self.with(py, |r| r.applier().pending_interrupts().iter().map(|v| result_value(py, v)).collect::<PyResult<Vec<_>>>())?;
         PyList::new(py, list)
     }
 
     /// Warnings so far as `(index, message)`, drained.
-    fn take_warnings<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        warnings_list(py, &self.get().take_warnings())
+    fn take_warnings<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let warnings = self.with(py, |r| Ok(r.take_warnings()))?;
+        warnings_list(py, &warnings)
     }
 }
 

@@ -277,6 +277,11 @@ impl<'a> Plain<'a> {
                         snapshot = Some((text, max_depth - 1));
                         continue;
                     }
+                    // A member only checked is read by the scanner when it can be (no
+                    // value built for it), else parsed and walked as the event would be.
+                    if !kept && super::schema::keeps_text(kind, name, text, max_depth - 1) {
+                        continue;
+                    }
                     let text = text.as_bytes();
                     let mut v = crate::limits::parse_value(text, max_depth - 1).ok()?;
                     if text.len() > crate::patch::MAX_INT_DIGITS {
@@ -486,15 +491,32 @@ impl DeltaForm {
     /// `payload` read as [`Delta::parse`] reads it, when it starts as the last delta
     /// [`parse`](Self::parse) read; `None`: not in that form (parse it).
     pub fn repeat<'a>(&self, payload: &'a [u8]) -> Option<Delta<'a>> {
+        let (n, escaped) = self.end(payload).filter(|&(n, _)| n == payload.len())?;
+        debug_assert_eq!(n, payload.len());
+        self.repeat_ended(payload, escaped)
+    }
+
+    /// Where a payload in the form of the last delta ends in `rest` (its bytes from the
+    /// start on, more may follow: a log's framer asks before it looks for the line's end),
+    /// and whether its delta holds escapes; `None`: not in that form. No line break comes
+    /// before that end (the delta's scan stops at control characters).
+    #[inline]
+    pub fn end(&self, rest: &[u8]) -> Option<(usize, bool)> {
+        self.kind?;
+        if !rest.starts_with(&self.lead) {
+            return None;
+        }
+        let (end, escaped) = string_end(rest, self.lead.len())?;
+        (rest.get(end + 1) == Some(&b'}')).then_some((end + 2, escaped))
+    }
+
+    /// [`repeat`](Self::repeat) of a payload [`end`](Self::end) measured whole (`escaped`
+    /// as it said).
+    pub fn repeat_ended<'a>(&self, payload: &'a [u8], escaped: bool) -> Option<Delta<'a>> {
         let kind = self.kind?;
-        if !payload.starts_with(&self.lead) {
-            return None;
-        }
         let start = self.lead.len();
-        let (end, escaped) = string_end(payload, start)?;
-        if payload.get(end + 1..) != Some(b"}") {
-            return None;
-        }
+        let end = payload.len().checked_sub(2)?;
+        debug_assert!(payload.starts_with(&self.lead) && payload.ends_with(b"\"}") && end >= start);
         // One UTF-8 check from the id on (the bytes between are ASCII punctuation).
         let from = self.id.as_ref().map_or(start, |r| r.start);
         let text = simdutf8::basic::from_utf8(&payload[from..end]).ok()?;

@@ -607,6 +607,20 @@ impl Reader {
         if let Some(d) = self.deltas.repeat(payload) {
             return Read::Delta(d);
         }
+        self.read_other(payload)
+    }
+
+    /// [`read`](Self::read) of a payload whose end `self.deltas.end` found (`escaped` as
+    /// it said) while the log was framed: its delta read without a second scan.
+    #[inline]
+    fn read_ended<'a>(&mut self, payload: &'a [u8], escaped: bool) -> Read<'a> {
+        match self.deltas.repeat_ended(payload, escaped) {
+            Some(d) => Read::Delta(d),
+            None => self.read(payload),
+        }
+    }
+
+    fn read_other<'a>(&mut self, payload: &'a [u8]) -> Read<'a> {
         // The writers put `type` first: the lead picks the one plain form worth trying.
         let lead = Lead::of(payload);
         if matches!(lead, Lead::StateDelta | Lead::Unknown) && !self.verify {
@@ -723,13 +737,44 @@ pub fn replay_log_bytes(
     if pipelines(data.len() as u64, threads, pipeline_min) {
         return replay_log_pipelined(data, format, messages, state, options);
     }
-    let mut r = Replayer::new(messages, state, options);
-    let mut read = 0usize;
-    let outcome = crate::log::for_each_in_bytes(data, format, &crate::log::Limits::default(), |ev| {
-        read += 1;
-        r.push_json(ev.json).map(|_| ()).map_err(Stop::Stream)
-    });
+    let mut ahead = ReadsAhead { r: Replayer::new(messages, state, options), read: 0, escaped: false };
+    let outcome = crate::log::for_each_in_bytes_ahead(data, format, &crate::log::Limits::default(), &mut ahead);
+    let ReadsAhead { r, read, .. } = ahead;
     r.finish_log(outcome.err(), read)
+}
+
+/// A replay of an SSE log ahead of its framer's line search: a frame in the form of the
+/// last plain delta (most frames of a token stream) is measured by the delta's reader,
+/// which then reads it without a second scan; every other frame is read as usual.
+struct ReadsAhead<S> {
+    r: Replayer<S>,
+    read: usize,
+    /// Whether the delta `end` last measured holds escapes.
+    escaped: bool,
+}
+
+impl<S: State> crate::log::ReadAhead<Stop> for ReadsAhead<S> {
+    #[inline(always)]
+    fn end(&mut self, rest: &[u8]) -> Option<usize> {
+        // (a limit below one level refuses every event: `Reader::read`)
+        if self.r.reader.max_depth == 0 {
+            return None;
+        }
+        let (n, escaped) = self.r.reader.deltas.end(rest)?;
+        self.escaped = escaped;
+        Some(n)
+    }
+    #[inline(always)]
+    fn taken(&mut self, ev: crate::log::Event<'_>) -> Result<(), Stop> {
+        self.read += 1;
+        let read = self.r.reader.read_ended(ev.json, self.escaped);
+        self.r.push_read(read, ev.json).map(|_| ()).map_err(Stop::Stream)
+    }
+    #[inline(always)]
+    fn event(&mut self, ev: crate::log::Event<'_>) -> Result<(), Stop> {
+        self.read += 1;
+        self.r.push_json(ev.json).map(|_| ()).map_err(Stop::Stream)
+    }
 }
 
 /// [`replay_log`] on two threads: a scoped thread reads, frames and parses the log

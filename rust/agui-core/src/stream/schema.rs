@@ -784,16 +784,91 @@ pub(crate) enum Scalar<'a> {
 pub(crate) fn keeps(ty: super::EventType, name: &str, v: Scalar<'_>) -> bool {
     let Some(field) = shape_of(ty).and_then(|s| s.field(name)) else { return false };
     match (field.ty, v) {
-        (Ty::Str | Ty::TextOrParts | Ty::Any | Ty::NotNull, Scalar::Str(_)) => true,
-        (Ty::Pointer, Scalar::Str(s)) => is_pointer(s),
-        (Ty::Literal(want), Scalar::Str(s)) => s == want,
-        (Ty::Enum(set), Scalar::Str(s)) => set.contains(&s),
-        (Ty::Int(min), Scalar::Int(i)) => (min..=MAX_SAFE).contains(&i),
-        (Ty::Any | Ty::NotNull, Scalar::Int(_)) => true,
-        (Ty::Any | Ty::State | Ty::NotNull, Scalar::Nested) => true,
         (ty, Scalar::Value(v)) => {
             let mut cx = Cx { stripped: Vec::new(), unknown_at: None, omit_nulls: false };
             !(v.is_null() && matches!(ty, Ty::State)) && matches!(walk(v, ty, &Path::Root, &mut cx), Ok(Walked::Kept)) && cx.stripped.is_empty()
+        }
+        (ty, v) => keeps_scalar(ty, &v),
+    }
+}
+
+/// The scalar cases of [`walk`]: whether it keeps a string or an integer where `ty` is
+/// declared, as it is and quietly.
+fn keeps_scalar(ty: Ty, v: &Scalar<'_>) -> bool {
+    match (ty, v) {
+        (Ty::Str | Ty::TextOrParts | Ty::Any | Ty::NotNull, Scalar::Str(_)) => true,
+        (Ty::Pointer, Scalar::Str(s)) => is_pointer(s),
+        (Ty::Literal(want), Scalar::Str(s)) => *s == want,
+        (Ty::Enum(set), Scalar::Str(s)) => set.contains(s),
+        (Ty::Int(min), Scalar::Int(i)) => (min..=MAX_SAFE).contains(i),
+        (Ty::Any | Ty::NotNull, Scalar::Int(_)) => true,
+        (Ty::Any | Ty::State | Ty::NotNull, Scalar::Nested) => true,
+        _ => false,
+    }
+}
+
+/// [`keeps`] of a nested member given as its JSON text in the compact form (an event's
+/// free-form member such as `usage`), read by the event scanner instead of parsed into a
+/// value: `true` when [`walk`] would keep it as it is, quietly, at most `max_depth` levels
+/// deep. Only arrays and closed objects of strings and integers are read so (each name
+/// once, every required one present); `false` leaves the member to the parse and the walk,
+/// which decide everything else. The caller has checked the text for the kept range.
+pub(crate) fn keeps_text(ty: super::EventType, name: &str, text: &str, max_depth: usize) -> bool {
+    shape_of(ty).and_then(|s| s.field(name)).is_some_and(|field| text_kept(field.ty, text, max_depth))
+}
+
+fn text_kept(ty: Ty, text: &str, depth: usize) -> bool {
+    use super::event::{nested_end, scan_flat};
+    if depth == 0 {
+        return false;
+    }
+    match ty {
+        Ty::Array(item, min) => {
+            let b = text.as_bytes();
+            if b.first() != Some(&b'[') || b.last() != Some(&b']') {
+                return false;
+            }
+            let (mut i, mut n) = (1, 0);
+            if b.get(1) != Some(&b']') {
+                loop {
+                    // Items are arrays or objects here (anything else is the walk's).
+                    if !matches!(b.get(i), Some(b'[' | b'{')) {
+                        return false;
+                    }
+                    let Some(end) = nested_end(text, i) else { return false };
+                    if !text_kept(*item, &text[i..end], depth - 1) {
+                        return false;
+                    }
+                    n += 1;
+                    match b.get(end) {
+                        Some(b',') => i = end + 1,
+                        Some(b']') if end + 1 == b.len() => break,
+                        _ => return false,
+                    }
+                }
+            } else if b.len() != 2 {
+                return false;
+            }
+            n >= min
+        }
+        Ty::Shape(shape) if !shape.open && shape.defaults.is_empty() && shape.fields.len() <= 64 => {
+            // The fields seen, by their place in the shape.
+            let mut seen = 0u64;
+            let read = scan_flat(text, |m| {
+                let at = shape.fields.iter().position(|f| f.name == m.name)?;
+                if seen & (1 << at) != 0 {
+                    return None;
+                }
+                seen |= 1 << at;
+                let ty = shape.fields[at].ty;
+                let kept = match (m.raw, m.text.as_bytes().first()) {
+                    (Some(_), _) => keeps_scalar(ty, &Scalar::Str(&m.string()?)),
+                    (None, Some(b'[' | b'{')) => text_kept(ty, m.text, depth - 1),
+                    (None, _) => keeps_scalar(ty, &Scalar::Int(m.text.parse().ok()?)),
+                };
+                kept.then_some(())
+            });
+            read.is_some() && shape.fields.iter().enumerate().all(|(at, f)| !f.required || seen & (1 << at) != 0)
         }
         _ => false,
     }
@@ -900,6 +975,55 @@ pub fn check_run_input(input: &mut Value, stripped: &mut Vec<String>) -> Result<
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The scanner's reading of a free-form member says "kept" only where the parse and
+    /// the walk keep it (and at no deeper nesting than the parse allows).
+    #[test]
+    fn a_member_kept_by_its_text_is_kept_by_the_walk() {
+        use super::super::EventType as E;
+        let texts = [
+            r#"[]"#,
+            r#"[ ]"#,
+            r#"[{}]"#,
+            r#"[{"provider":"p","inputTokens":1,"outputTokens":2}]"#,
+            r#"[{"provider":"p"},{"model":"m","totalTokens":0}]"#,
+            r#"[{"provider":"p\n\u00e9"}]"#,
+            r#"[{"provider":"p","provider":"q"}]"#,
+            r#"[{"inputTokens":-1}]"#,
+            r#"[{"inputTokens":-0}]"#,
+            r#"[{"inputTokens":9007199254740991}]"#,
+            r#"[{"inputTokens":9007199254740992}]"#,
+            r#"[{"inputTokens":99999999999999999999999}]"#,
+            r#"[{"inputTokens":1.0}]"#,
+            r#"[{"inputTokens":1e3}]"#,
+            r#"[{"inputTokens":"1"}]"#,
+            r#"[{"provider":1}]"#,
+            r#"[{"provider":null}]"#,
+            r#"[{"future":2}]"#,
+            r#"[{"provider":"p"},]"#,
+            r#"[{"provider":"p"}]]"#,
+            r#"[{"provider":"p"} ]"#,
+            r#"[{"provider":["p"]}]"#,
+            r#"[[{"provider":"p"}]]"#,
+            r#"[1]"#,
+            r#"["p"]"#,
+            r#"{"provider":"p"}"#,
+            r#"[{"provider":"p"}{"provider":"p"}]"#,
+        ];
+        let mut kept = 0;
+        for text in texts {
+            for depth in 0..4 {
+                let by_text = keeps_text(E::RunFinished, "usage", text, depth);
+                let by_walk = crate::limits::parse_value(text.as_bytes(), depth)
+                    .is_ok_and(|mut v| keeps(E::RunFinished, "usage", Scalar::Value(&mut v)));
+                assert!(!by_text || by_walk, "{text} at depth {depth}");
+                kept += usize::from(by_text);
+            }
+            assert!(!keeps_text(E::RunFinished, "threadId", text, 4));
+        }
+        // (the common forms are read by the scanner)
+        assert_eq!(kept, 15, "kept by the text");
+    }
 
     fn check(mut v: Value) -> (Result<Checked, StreamError>, Value, Vec<String>) {
         let mut w = Vec::new();
