@@ -182,16 +182,20 @@ pub(crate) fn id_ref(v: Option<&Value>) -> Option<IdRef<'_>> {
     })
 }
 
+/// The hasher of the id maps: foldhash, seeded at random per process as std's is, a
+/// fraction of SipHash's cost for the short ids of a stream (a lookup or two an event).
+type IdHasher = foldhash::fast::RandomState;
+
 /// A map keyed by ids as `===` tells them apart (strings looked up as `&str`).
 #[derive(Debug)]
 pub(crate) struct Ids<V> {
-    pub(crate) strs: HashMap<String, V>,
-    scalars: HashMap<Scalar, V>,
+    pub(crate) strs: HashMap<String, V, IdHasher>,
+    scalars: HashMap<Scalar, V, IdHasher>,
 }
 
 impl<V> Default for Ids<V> {
     fn default() -> Self {
-        Ids { strs: HashMap::new(), scalars: HashMap::new() }
+        Ids { strs: HashMap::default(), scalars: HashMap::default() }
     }
 }
 
@@ -213,12 +217,8 @@ impl<V> Ids<V> {
         V: Default,
     {
         match id {
-            IdRef::Str(s) => {
-                if !self.strs.contains_key(*s) {
-                    self.strs.insert(s.to_string(), V::default());
-                }
-                self.strs.get_mut(*s).expect("inserted")
-            }
+            // (one lookup: most ids given here are new)
+            IdRef::Str(s) => self.strs.entry((*s).to_owned()).or_default(),
             IdRef::Scalar(k) => self.scalars.entry(*k).or_default(),
         }
     }
