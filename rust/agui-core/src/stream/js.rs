@@ -302,6 +302,12 @@ pub fn kept_surrogate(c: char) -> Option<u16> {
 /// `s += add` with a kept high surrogate at the end of `s` joined to a kept low one at
 /// the start of `add`.
 pub fn append(s: &mut String, add: &str) {
+    // (a kept low surrogate is a character of four bytes from 0xF4 on: most deltas start
+    // otherwise and are appended as they are)
+    if add.as_bytes().first() != Some(&0xF4) {
+        s.push_str(add);
+        return;
+    }
     if let (Some(last), Some(first)) = (s.chars().next_back(), add.chars().next()) {
         if let Some(c) = kept_surrogate(last).zip(kept_surrogate(first)).and_then(|(hi, lo)| pair(hi, lo)) {
             // (a character of the kept range stays as its two kept halves)
