@@ -182,16 +182,20 @@ pub(crate) fn id_ref(v: Option<&Value>) -> Option<IdRef<'_>> {
     })
 }
 
+/// The hasher of the id maps: foldhash, seeded at random per process as std's is, a
+/// fraction of SipHash's cost for the short ids of a stream (a lookup or two an event).
+type IdHasher = foldhash::fast::RandomState;
+
 /// A map keyed by ids as `===` tells them apart (strings looked up as `&str`).
 #[derive(Debug)]
 pub(crate) struct Ids<V> {
-    pub(crate) strs: HashMap<String, V>,
-    scalars: HashMap<Scalar, V>,
+    pub(crate) strs: HashMap<String, V, IdHasher>,
+    scalars: HashMap<Scalar, V, IdHasher>,
 }
 
 impl<V> Default for Ids<V> {
     fn default() -> Self {
-        Ids { strs: HashMap::new(), scalars: HashMap::new() }
+        Ids { strs: HashMap::default(), scalars: HashMap::default() }
     }
 }
 
@@ -213,12 +217,8 @@ impl<V> Ids<V> {
         V: Default,
     {
         match id {
-            IdRef::Str(s) => {
-                if !self.strs.contains_key(*s) {
-                    self.strs.insert(s.to_string(), V::default());
-                }
-                self.strs.get_mut(*s).expect("inserted")
-            }
+            // (one lookup: most ids given here are new)
+            IdRef::Str(s) => self.strs.entry((*s).to_owned()).or_default(),
             IdRef::Scalar(k) => self.scalars.entry(*k).or_default(),
         }
     }
@@ -302,6 +302,12 @@ pub fn kept_surrogate(c: char) -> Option<u16> {
 /// `s += add` with a kept high surrogate at the end of `s` joined to a kept low one at
 /// the start of `add`.
 pub fn append(s: &mut String, add: &str) {
+    // (a kept low surrogate is a character of four bytes from 0xF4 on: most deltas start
+    // otherwise and are appended as they are)
+    if add.as_bytes().first() != Some(&0xF4) {
+        s.push_str(add);
+        return;
+    }
     if let (Some(last), Some(first)) = (s.chars().next_back(), add.chars().next()) {
         if let Some(c) = kept_surrogate(last).zip(kept_surrogate(first)).and_then(|(hi, lo)| pair(hi, lo)) {
             // (a character of the kept range stays as its two kept halves)
