@@ -5,6 +5,8 @@ integers past 64 bits or the schema's range, pending chunk streams, verification
 
 from __future__ import annotations
 
+import enum
+
 import pytest
 
 from agui_fast import _native, stream
@@ -14,6 +16,7 @@ from agui_fast.core import (
     ReasoningMessageStartEvent,
     RunFinishedEvent,
     RunStartedEvent,
+    StateDeltaEvent,
     StateSnapshotEvent,
     StepFinishedEvent,
     StepStartedEvent,
@@ -30,6 +33,18 @@ from agui_fast.core import (
 )
 from agui_fast.decoder import decode_event
 from agui_fast.errors import AguiError
+
+class Sub(str):
+    pass
+
+
+class DictSub(dict):
+    pass
+
+
+class Color(enum.IntEnum):
+    RED = 1
+
 
 DEEP: object = []
 for _ in range(600):
@@ -85,9 +100,22 @@ VARIANTS = [
     StateSnapshotEvent(snapshot={"\ud800": "x\U0010f800"}),
     StateSnapshotEvent(snapshot={"n": 10**30}),
     StateSnapshotEvent(snapshot=DEEP),
+    StateSnapshotEvent(snapshot={"x": float("nan"), "y": [float("inf")]}),
+    StateSnapshotEvent(snapshot={1: "a", "b": (1, 2)}),
+    StateSnapshotEvent(snapshot={"s": Sub("x"), "e": Color.RED, "d": DictSub(a=1)}),
+    StateSnapshotEvent(snapshot={"a": {"b": [{"c": {}}]}}, timestamp=1_700_000_000_000),
+    StateSnapshotEvent(snapshot={"a": 1}, timestamp=-1),
+    StateSnapshotEvent(snapshot={"a": 1}, raw_event={"r": 1}),
+    StateSnapshotEvent(snapshot=[]),
+    TextMessageContentEvent(message_id="m1", delta="caf\u00e9 \u2192 \U0001f600"),
+    TextMessageContentEvent(message_id="m1", delta="\u2192"),
+    TextMessageContentEvent(message_id="m1", delta=""),
+    TextMessageContentEvent(message_id="m\u00e9", delta="x"),
+    ToolCallArgsEvent(tool_call_id="c1", delta="\U0001f600\U0010f800"),
 ]
 
 AFTER = [
+    StateDeltaEvent(delta=[{"op": "add", "path": "/z", "value": 1}]),
     TextMessageContentEvent(message_id="m1", delta="z"),
     ToolCallArgsEvent(tool_call_id="c1", delta="]"),
     TextMessageEndEvent(message_id="m1"),
@@ -125,3 +153,27 @@ def test_structs_replay_as_their_json_text_does(event, options):
         events = before + [event] + AFTER
         texts = [json_text(e) for e in events]
         assert normalised(outcome(events, **options)) == normalised(outcome(texts, **options)), event
+
+
+@pytest.mark.parametrize("max_depth", [3, 4, 5, 8])
+def test_snapshot_structs_nest_as_their_json_text_does(max_depth):
+    """A snapshot nested up to the limit and one level past it, as Structs and as text."""
+    for levels in range(1, 8):
+        value: object = 1
+        for _ in range(levels):
+            value = {"a": value}
+        events = [StateSnapshotEvent(snapshot=value), StateDeltaEvent(delta=[{"op": "add", "path": "/b", "value": 2}])]
+        texts = [json_text(e) for e in events]
+        assert normalised(outcome(events, max_depth=max_depth)) == normalised(outcome(texts, max_depth=max_depth)), levels
+
+
+def test_snapshot_structs_leave_the_given_value_alone():
+    """The state is a copy: later patches never write into the snapshot the caller gave."""
+    snapshot = {"a": [1, 2], "b": {"c": 1}}
+    events = [StateSnapshotEvent(snapshot=snapshot),
+              StateDeltaEvent(delta=[{"op": "add", "path": "/a/-", "value": 3}, {"op": "replace", "path": "/b/c", "value": 2}])]
+    r = stream.replay(events)
+    assert r.state == {"a": [1, 2, 3], "b": {"c": 2}}
+    assert snapshot == {"a": [1, 2], "b": {"c": 1}}
+    r.state["a"].append(9)
+    assert snapshot == {"a": [1, 2], "b": {"c": 1}}

@@ -1197,6 +1197,13 @@ impl Doc {
         Doc::with_root(root, limits.options(limits.max_depth), true)
     }
 
+    /// The whole document replaced by `root`, a value made for it alone (a `plain_value`
+    /// copy), as a snapshot read from JSON replaces it.
+    pub(crate) fn set_root(&mut self, root: Bound<'_, PyAny>) {
+        self.root = root.unbind();
+        self.share();
+    }
+
     /// The document, shared (`to_python`), or a deep copy of it (`shared=false`: the
     /// caller may mutate it).
     pub(crate) fn value<'py>(&mut self, py: Python<'py>, shared: bool) -> PyResult<Bound<'py, PyAny>> {
@@ -1247,6 +1254,15 @@ impl Doc {
 /// caller then reads it as JSON, as every other value of a stream).
 pub(crate) fn doc_value<'py>(v: &Bound<'py, PyAny>, max_depth: usize) -> Option<Bound<'py, PyAny>> {
     py_value(v, 0, max_depth, true, &mut unlimited()).ok()
+}
+
+/// A value given as plain Python data (exact `dict` with `str` keys, `list`, `str`, `int`
+/// within 64 bits, finite `float`, `bool`, `None`) copied as a document value nesting at
+/// most `max_depth` levels: the value its JSON text would read back as. None: anything
+/// else (the caller reads it as JSON).
+pub(crate) fn plain_value<'py>(v: &Bound<'py, PyAny>, max_depth: usize) -> Option<Bound<'py, PyAny>> {
+    // (`stream: false`: a non-finite float, which JSON writes as null, refused)
+    plain_copy(v, 0, max_depth, false, &mut unlimited()).ok().flatten()
 }
 
 /// A JSON value read from a stream as a document value (its kept lone surrogates restored).

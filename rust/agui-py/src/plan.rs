@@ -145,6 +145,9 @@ pub(crate) struct Plan {
     /// The field checks of our own Structs (their construction plan, `construct.rs`):
     /// the encoder never writes a value that construction would refuse in kind.
     pub(crate) schema: Option<Rc<crate::construct::Plan>>,
+    /// How the stream reads the class's instances as plain events (`stream::PlainShape`),
+    /// made at the first such read.
+    pub(crate) plain: std::cell::OnceCell<Option<crate::stream::PlainShape>>,
 }
 
 /// Enum members of one class with a scalar value, pre-encoded.
@@ -249,6 +252,19 @@ pub(crate) fn current_kind(py: Python<'_>, ty: &Bound<'_, PyType>) -> PyResult<O
     let built = CACHE.with(py, |c| c.as_ref().and_then(|m| m.get(&(ty.as_ptr() as usize))).map(|e| e.version)).flatten();
     let now = lay.version_of(ty);
     Ok((built.is_some_and(|b| b != 0 && Some(b) == now)).then_some(kind))
+}
+
+/// [`current_kind`] of the class of `obj`; the common case (a plan built under the class's
+/// current tag) in one lookup, without a reference to the class.
+#[inline]
+pub(crate) fn current_kind_of(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Option<Kind>> {
+    let key = obj.get_type_ptr() as usize;
+    let now = crate::ffi::layout::get(py).version_of_class(obj);
+    let hit = now.and_then(|now| CACHE.with(py, |c| c.as_ref().and_then(|m| m.get(&key)).filter(|e| now != 0 && e.version == now).map(|e| e.kind.clone())));
+    match hit {
+        Some(Some(kind)) => Ok(Some(kind)),
+        _ => current_kind(py, &obj.get_type()),
+    }
 }
 
 /// Drop every cached plan (decrefs happen outside of the cell).
@@ -558,7 +574,7 @@ fn struct_plan<'py>(
         })
         .as_ref()
         .map_or(0, |u| u.as_ptr() as usize);
-    Ok(Plan { class: ty.as_ptr() as usize, kind: PlanKind::Struct { has_dict, managed }, fields, omit_keys, computed: Vec::new(), unset, schema })
+    Ok(Plan { class: ty.as_ptr() as usize, kind: PlanKind::Struct { has_dict, managed }, fields, omit_keys, computed: Vec::new(), unset, schema, plain: Default::default() })
 }
 
 fn pydantic_plan<'py>(
@@ -634,8 +650,8 @@ fn pydantic_plan<'py>(
     if is_root {
         let root = PyString::intern(py, "root").unbind();
         let field = Field { attr: root, key: PreStr::new("root"), omit_if_none: false, getter: Getter::GetAttr, check: None };
-        return Ok(Plan { class: ty.as_ptr() as usize, kind: PlanKind::PydanticRoot, fields: vec![field], omit_keys, computed, unset: 0, schema: None });
+        return Ok(Plan { class: ty.as_ptr() as usize, kind: PlanKind::PydanticRoot, fields: vec![field], omit_keys, computed, unset: 0, schema: None, plain: Default::default() });
     }
     let extra = data_descriptor(py, ty, intern!(py, "__pydantic_extra__"));
-    Ok(Plan { class: ty.as_ptr() as usize, kind: PlanKind::Pydantic { extra }, fields, omit_keys, computed, unset: 0, schema: None })
+    Ok(Plan { class: ty.as_ptr() as usize, kind: PlanKind::Pydantic { extra }, fields, omit_keys, computed, unset: 0, schema: None, plain: Default::default() })
 }

@@ -424,12 +424,130 @@ impl Replayer {
 /// surrogate included), `int` within 64 bits, or `dict`/`list` where a nested value goes,
 /// or a state of the engine that needs the event object.
 fn push_fields(event: &Bound<'_, PyAny>, inner: &mut core::Replayer<Doc>, max_depth: usize) -> Option<Result<core::Change, StreamError>> {
-    use core::event::{Delta, Given, Plain};
-    use core::EventType as E;
-    const MAX: usize = 8;
     if max_depth == 0 {
         return None;
     }
+    let py = event.py();
+    let Ok(Some(Kind::Plan(plan))) = crate::plan::current_kind_of(py, event) else { return None };
+    let PlanKind::Struct { has_dict, managed } = plan.kind else { return None };
+    if let Some(shape) = plan.plain.get_or_init(|| PlainShape::of(&plan)) {
+        if has_dict && !crate::ffi::layout::get(py).no_class_extras(event, managed) {
+            return None;
+        }
+        // Strings and integers read in place; a nested value (or anything else) below.
+        match crate::ffi::walk::with_plain_fields(event, &shape.slots, |fields| push_plain_fields(shape, fields, inner, max_depth)) {
+            Some(Fast::Done(r)) => return r,
+            Some(Fast::General) | None => {}
+        }
+    }
+    push_fields_read(event, inner, max_depth)
+}
+
+/// How instances of one of our event classes read as a plain event: the event type (the
+/// class's tag), where its fields lie, and for each its member in the plain forms (its
+/// name, None for a member they do not have; a delta's slot). None: a class whose fields
+/// are not all read from slots, or whose tag is no known type.
+pub(crate) struct PlainShape {
+    kind: core::EventType,
+    delta: bool,
+    slots: crate::ffi::walk::PlainSlots,
+    /// in the order of `slots`
+    members: Vec<PlainMember>,
+}
+
+/// A field's member in the plain forms: its name (None: a member they do not have) and its
+/// slot in a delta event (`event::delta_slot`).
+struct PlainMember {
+    name: Option<&'static str>,
+    slot: Option<(usize, bool)>,
+}
+
+impl PlainShape {
+    fn of(plan: &crate::plan::Plan) -> Option<PlainShape> {
+        use core::EventType as E;
+        let tag = plan.fields.iter().find_map(|f| match &f.getter {
+            Getter::ConstScalar(Scalar::Str(t)) => Some(E::parse(&t.text)),
+            _ => None,
+        });
+        let kind = tag.filter(|k| *k != E::Unknown)?;
+        let (slots, indexes) = crate::ffi::walk::PlainSlots::of(plan)?;
+        let members = indexes
+            .into_iter()
+            .map(|i| {
+                let key = &plan.fields[i].key.text;
+                PlainMember { name: core::event::plain_member_name(key), slot: core::event::delta_slot(key) }
+            })
+            .collect();
+        Some(PlainShape { kind, delta: is_delta(kind), slots, members })
+    }
+}
+
+/// Whether events of `kind` have the plain delta form (`event::Delta`).
+fn is_delta(kind: core::EventType) -> bool {
+    use core::EventType as E;
+    matches!(kind, E::TextMessageContent | E::ReasoningMessageContent | E::ToolCallArgs | E::TextMessageChunk | E::ReasoningMessageChunk | E::ToolCallChunk)
+}
+
+/// What [`push_plain_fields`] made of an event.
+enum Fast {
+    /// Pushed (`Some`), or not in a plain form (`None`: the JSON path).
+    Done(Option<Result<core::Change, StreamError>>),
+    /// A value read here does not tell (a nested value, `null`, ...): read the fields as
+    /// objects ([`push_fields_read`]).
+    General,
+}
+
+/// Push an event from its fields read in place (see [`push_fields`]).
+#[inline(always)]
+fn push_plain_fields(shape: &PlainShape, fields: crate::ffi::walk::PlainFields<'_>, inner: &mut core::Replayer<Doc>, max_depth: usize) -> Fast {
+    use crate::ffi::walk::PlainField as F;
+    use core::event::{DeltaMembers, Given, Plain};
+    if shape.delta {
+        // Strings only, straight into the delta's slots.
+        let (mut m, mut within_bmp) = (DeltaMembers::default(), true);
+        let mut members = shape.members.iter();
+        for field in fields {
+            let slot = members.next().and_then(|m| m.slot);
+            let (s, bmp) = match field {
+                Some(F::Omitted) => continue,
+                Some(F::Str(s, bmp)) => (s, bmp),
+                Some(F::Int(_)) => return Fast::Done(None),
+                Some(F::Other) | None => return Fast::General,
+            };
+            let Some(slot) = slot else { return Fast::Done(None) };
+            if !m.put(slot, s) {
+                return Fast::Done(None);
+            }
+            within_bmp &= bmp;
+        }
+        // (a string within the BMP holds no character of the kept range)
+        return Fast::Done(m.finish(shape.kind, within_bmp).and_then(|d| inner.push_plain(d.kind, d.id.as_deref(), &d.delta)));
+    }
+    const MAX: usize = 8;
+    let mut given: [(&str, Given<'_>); MAX] = std::array::from_fn(|_| ("", Given::Int(0)));
+    let mut n = 0;
+    let mut members = shape.members.iter();
+    for field in fields {
+        let name = members.next().and_then(|m| m.name);
+        let value = match field {
+            Some(F::Omitted) => continue,
+            Some(F::Str(s, _)) => Given::Str(std::borrow::Cow::Borrowed(s)),
+            Some(F::Int(i)) => Given::Int(i),
+            Some(F::Other) | None => return Fast::General,
+        };
+        let (Some(name), Some(slot)) = (name, given.get_mut(n)) else { return Fast::Done(None) };
+        *slot = (name, value);
+        n += 1;
+    }
+    Fast::Done(Plain::build(shape.kind, &mut given[..n], max_depth).and_then(|p| inner.push_plain_event(p)))
+}
+
+/// [`push_fields`] of an event whose fields are read as objects: a nested value (a
+/// snapshot, the usage) as its own JSON text.
+fn push_fields_read(event: &Bound<'_, PyAny>, inner: &mut core::Replayer<Doc>, max_depth: usize) -> Option<Result<core::Change, StreamError>> {
+    use core::event::{Delta, Given, Plain};
+    use core::EventType as E;
+    const MAX: usize = 8;
     let mut held: [(&str, Option<Bound<'_, PyAny>>); MAX] = std::array::from_fn(|_| ("", None));
     let mut n = 0;
     let kind = plain_struct(event, |tag| Some(E::parse(tag)).filter(|k| *k != E::Unknown), |key, v| {
@@ -438,11 +556,24 @@ fn push_fields(event: &Bound<'_, PyAny>, inner: &mut core::Replayer<Doc>, max_de
         n += 1;
         true
     })?;
+    // A snapshot of plain Python data goes into the state (a document of Python values) as
+    // a copy, without JSON, when the stages would pass its event to the state unchanged
+    // (as a `STATE_DELTA` given as objects); the event's other members are checked as
+    // the plain event's, its snapshot standing as `null` there.
+    let mut direct = None;
+    if kind == E::StateSnapshot && inner.takes_state_delta_directly() {
+        if let Some((_, Some(v))) = held[..n].iter().find(|(name, _)| *name == "snapshot") {
+            direct = crate::patch::plain_value(v, max_depth - 1);
+        }
+    }
     // A nested value (a snapshot, the usage) as the JSON writer writes it within the
     // event: its text alone.
     let mut texts: [Option<Bound<'_, PyBytes>>; MAX] = std::array::from_fn(|_| None);
     for ((name, v), text) in held[..n].iter().zip(texts.iter_mut()) {
         let v = v.as_ref()?;
+        if direct.is_some() && *name == "snapshot" {
+            continue;
+        }
         if matches!(*name, "snapshot" | "usage") && (v.cast_exact::<PyDict>().is_ok() || v.cast_exact::<PyList>().is_ok()) {
             *text = Some(crate::encode::dumps(event.py(), v, true, MAX_DEPTH_CAP as u32 + 1).ok()?);
         }
@@ -450,7 +581,9 @@ fn push_fields(event: &Bound<'_, PyAny>, inner: &mut core::Replayer<Doc>, max_de
     let mut given: [(&str, Given<'_>); MAX] = std::array::from_fn(|_| ("", Given::Int(0)));
     for (((name, v), text), slot) in held[..n].iter().zip(&texts).zip(given.iter_mut()) {
         let v = v.as_ref()?;
-        let value = if let Ok(s) = v.cast_exact::<PyString>() {
+        let value = if direct.is_some() && *name == "snapshot" {
+            Given::Json("null")
+        } else if let Ok(s) = v.cast_exact::<PyString>() {
             Given::Str(std::borrow::Cow::Borrowed(s.to_str().ok()?))
         } else if let Ok(i) = v.cast_exact::<pyo3::types::PyInt>() {
             Given::Int(i.extract().ok()?)
@@ -462,7 +595,7 @@ fn push_fields(event: &Bound<'_, PyAny>, inner: &mut core::Replayer<Doc>, max_de
         *slot = (name, value);
     }
     let given = &mut given[..n];
-    if matches!(kind, E::TextMessageContent | E::ReasoningMessageContent | E::ToolCallArgs | E::TextMessageChunk | E::ReasoningMessageChunk | E::ToolCallChunk) {
+    if is_delta(kind) {
         let mut strings: [(&str, &str); MAX] = [("", ""); MAX];
         for ((name, v), slot) in given.iter().zip(strings.iter_mut()) {
             let Given::Str(s) = v else { return None };
@@ -471,7 +604,14 @@ fn push_fields(event: &Bound<'_, PyAny>, inner: &mut core::Replayer<Doc>, max_de
         let d = Delta::build(kind, &strings[..given.len()])?;
         return inner.push_plain(d.kind, d.id.as_deref(), &d.delta);
     }
-    inner.push_plain_event(Plain::build(kind, given, max_depth)?)
+    let plain = Plain::build(kind, given, max_depth)?;
+    match direct {
+        Some(root) => inner.push_state_with(|doc, _| {
+            doc.set_root(root);
+            true
+        }).map(Ok),
+        None => inner.push_plain_event(plain),
+    }
 }
 
 /// The operations of a `STATE_DELTA` given as a plain dict `{"type": "STATE_DELTA",
@@ -488,7 +628,7 @@ fn direct_delta<'py>(py: Python<'py>, event: &Bound<'py, PyAny>) -> PyResult<Opt
         d.get_item(intern!(py, "delta"))?
     } else {
         let Some((class, _)) = STATE_DELTA_TYPES.get(py) else { return Ok(None) };
-        if !event.get_type().is(class.bind(py)) {
+        if !std::ptr::eq(event.get_type_ptr().cast(), class.as_ptr()) {
             return Ok(None);
         }
         let mut delta = None;
@@ -516,7 +656,7 @@ fn plain_struct<'py, T>(
     mut member: impl FnMut(&str, Bound<'py, PyAny>) -> bool,
 ) -> Option<T> {
     let py = obj.py();
-    let Ok(Some(Kind::Plan(plan))) = crate::plan::current_kind(py, &obj.get_type()) else { return None };
+    let Ok(Some(Kind::Plan(plan))) = crate::plan::current_kind_of(py, obj) else { return None };
     let PlanKind::Struct { has_dict, .. } = plan.kind else { return None };
     let mut found = None;
     for f in &plan.fields {
@@ -555,8 +695,8 @@ fn plain_op<'py>(py: Python<'py>, op: &Bound<'py, PyAny>) -> Option<GivenOp<'py>
         return kind.is_some_and(|k| d.len() == 2 + usize::from(k.needs_value()) + usize::from(k.needs_from())).then_some(GivenOp::Read);
     }
     let (_, classes) = STATE_DELTA_TYPES.get(py)?;
-    let ty = op.get_type();
-    if !classes.iter().any(|c| ty.is(c.bind(py))) {
+    let ty = op.get_type_ptr() as usize;
+    if !classes.iter().any(|c| c.as_ptr() as usize == ty) {
         return None;
     }
     let (mut path, mut from, mut value) = (None, None, None);
@@ -623,7 +763,16 @@ impl Replayer {
     /// Apply every event of `events`; raises at the first error (events before it stay
     /// applied).
     fn push_many(&self, py: Python<'_>, events: &Bound<'_, PyAny>) -> PyResult<()> {
-        // One turn per event: another thread's calls may come between two events (the
+        // A list or a tuple runs no Python code to give its next event: one turn for all.
+        if events.is_exact_instance_of::<PyList>() || events.is_exact_instance_of::<PyTuple>() {
+            return self.with(py, |r| {
+                for e in events.try_iter()? {
+                    Self::push_one(r, self.max_depth, py, &e?)?.map_err(|e| stream_error(py, &e))?;
+                }
+                Ok(())
+            });
+        }
+        // Else one turn per event: another thread's calls may come between two events (the
         // iterator may be a generator that releases the GIL).
         for e in events.try_iter()? {
             let e = e?;

@@ -282,8 +282,9 @@ impl<S: State> EventApplier<S> {
         self.state_patch(Ok(ops))
     }
 
-    /// A `STATE_DELTA` the caller applies to the state itself (a binding with deltas in
-    /// its own form): `apply` returns true when it applied the delta, false when it left
+    /// A `STATE_DELTA` (or `STATE_SNAPSHOT`) the caller applies to the state itself (a
+    /// binding with state events in its own form): `apply` returns true when it applied
+    /// the event, false when it left
     /// the state unchanged and the event to [`apply`](Self::apply) (which then warns as
     /// the reference does). `None`: not applied.
     pub fn apply_state_with(&mut self, apply: impl FnOnce(&mut S, &mut PatchLimits) -> bool) -> Option<Change> {

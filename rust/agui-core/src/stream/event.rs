@@ -402,8 +402,8 @@ impl<'de> serde::Deserialize<'de> for Delta<'de> {
 
 /// Where a member of a plain delta event goes: 0 `type`, 1 the id (`true`: named
 /// `toolCallId`), 2 `delta`; `None`: a member no plain delta event has. The one table of
-/// the scan, the parser's visitor and [`Delta::build`].
-fn delta_slot(name: &str) -> Option<(usize, bool)> {
+/// the scan, the parser's visitor and [`Delta::build`] ([`DeltaMembers`]).
+pub fn delta_slot(name: &str) -> Option<(usize, bool)> {
     Some(match name {
         "type" => (0, false),
         "messageId" => (1, false),
@@ -413,24 +413,48 @@ fn delta_slot(name: &str) -> Option<(usize, bool)> {
     })
 }
 
+/// The members of a plain delta event other than `type`, gathered one by one in their
+/// slots ([`delta_slot`]): [`Delta::build`]'s reading, for a caller that knows each
+/// member's slot beforehand (a binding's class of event).
+#[derive(Default)]
+pub struct DeltaMembers<'a> {
+    slots: [Option<&'a str>; 3],
+    tool_id: bool,
+}
+
+impl<'a> DeltaMembers<'a> {
+    /// Put member `v` in `slot`; false: `type`, or a slot given twice.
+    #[inline]
+    pub fn put(&mut self, (slot, tool): (usize, bool), v: &'a str) -> bool {
+        self.tool_id |= tool;
+        slot != 0 && self.slots[slot].replace(v).is_none()
+    }
+
+    /// The delta event of type `kind` these members make (see [`Delta::build`]); `None`:
+    /// not in that form. `within_bmp`: the strings are known to hold no character past
+    /// U+FFFF (so none of the kept range, which is not looked for then).
+    #[inline]
+    pub fn finish(self, kind: EventType, within_bmp: bool) -> Option<Delta<'a>> {
+        let [_, id, Some(delta)] = self.slots else { return None };
+        if !plain_members(kind, id.is_some(), self.tool_id) {
+            return None;
+        }
+        let d = Delta { kind, id: id.map(std::borrow::Cow::Borrowed), delta: std::borrow::Cow::Borrowed(delta) };
+        if within_bmp { Some(d) } else { d.plain() }
+    }
+}
+
 impl<'a> Delta<'a> {
     /// A delta event of type `kind` with these string members (`type` left out), as
     /// [`parse`](Self::parse) reads one from JSON text; `None`: not in that form.
     pub fn build(kind: EventType, given: &[(&str, &'a str)]) -> Option<Delta<'a>> {
-        let mut slots: [Option<&'a str>; 3] = [None, None, None];
-        let mut tool_id = false;
+        let mut m = DeltaMembers::default();
         for &(name, v) in given {
-            let (slot, tool) = delta_slot(name).filter(|(slot, _)| *slot != 0)?;
-            tool_id |= tool;
-            if slots[slot].replace(v).is_some() {
+            if !m.put(delta_slot(name)?, v) {
                 return None;
             }
         }
-        let [_, id, Some(delta)] = slots else { return None };
-        if !plain_members(kind, id.is_some(), tool_id) {
-            return None;
-        }
-        Delta { kind, id: id.map(std::borrow::Cow::Borrowed), delta: std::borrow::Cow::Borrowed(delta) }.plain()
+        m.finish(kind, false)
     }
 
     /// Read a payload as a plain delta event, or `None` (then it takes the general path).

@@ -500,16 +500,17 @@ impl<S: State> Replayer<S> {
         !(self.shims || self.delivered.is_some() || self.verifier.is_some() || self.expander.as_ref().is_some_and(ChunkExpander::has_pending))
     }
 
-    /// Whether a `STATE_DELTA` may go straight to the state, past the other stages: the
-    /// boundary never changes one, the expander would only close a pending chunk stream,
-    /// the verifier needs the event. The one decision for plain deltas read from JSON text
-    /// and for a binding's deltas in its own form ([`push_state_with`](Self::push_state_with)).
+    /// Whether a `STATE_DELTA` (or a plain `STATE_SNAPSHOT`) may go straight to the state,
+    /// past the other stages: the boundary never changes one, the expander would only close
+    /// a pending chunk stream, the verifier needs the event. The one decision for plain
+    /// deltas read from JSON text and for a binding's state events in its own form
+    /// ([`push_state_with`](Self::push_state_with)).
     pub fn takes_state_delta_directly(&self) -> bool {
         self.reduce && self.verifier.is_none() && !self.shims && self.delivered.is_none() && !self.expander.as_ref().is_some_and(ChunkExpander::has_pending)
     }
 
-    /// A `STATE_DELTA` the caller applies to the state itself (see
-    /// [`EventApplier::apply_state_with`]); `None` (nothing applied, the event still to
+    /// A `STATE_DELTA` (or a plain `STATE_SNAPSHOT`) the caller applies to the state itself
+    /// (see [`EventApplier::apply_state_with`]); `None` (nothing applied, the event still to
     /// push) when the stages need the event or `apply` declined it.
     pub fn push_state_with(&mut self, apply: impl FnOnce(&mut S, &mut super::PatchLimits) -> bool) -> Option<Change> {
         if !self.takes_state_delta_directly() {

@@ -241,6 +241,19 @@ impl Layout {
         }
     }
 
+    /// [`no_extras`](Self::no_extras) of an instance of a class whose
+    /// [`managed_class`](Self::managed_class) is `managed` (known from its plan): the common
+    /// case (no dict made) read with no call.
+    #[inline(always)]
+    pub(crate) fn no_class_extras(self, v: &Bound<'_, PyAny>, managed: bool) -> bool {
+        // SAFETY: `v` is a live object of a managed class (the caller's plan says so) and the
+        // GIL is held (the token); the word is only compared with NULL.
+        if managed && unsafe { self.managed_dict(v.as_ptr()) }.is_some_and(|d| d.is_null()) {
+            return true;
+        }
+        self.no_extras(v)
+    }
+
     /// The version tag of a class (`tp_version_tag`): the same nonzero tag means the class
     /// has not changed since it was read; 0 means changed and not looked up since (or out
     /// of tags). None when the read is off.
@@ -249,6 +262,13 @@ impl Layout {
     pub(crate) fn version_of(self, ty: &Bound<'_, PyType>) -> Option<u32> {
         // SAFETY: `ty` is a live type object.
         unsafe { self.type_version(ty.as_type_ptr()) }
+    }
+
+    /// [`version_of`](Self::version_of) the class of `obj`.
+    #[inline(always)]
+    pub(crate) fn version_of_class(self, obj: &Bound<'_, PyAny>) -> Option<u32> {
+        // SAFETY: the type of a live object is a live type object.
+        unsafe { self.type_version(obj.get_type_ptr()) }
     }
 
     /// [`version_of`](Self::version_of) a type pointer.
@@ -379,6 +399,21 @@ impl Layout {
             let len = *(base.add(self.str_head) as *const isize) as usize;
             Some(std::slice::from_raw_parts(utf8, len))
         }
+    }
+
+    /// Whether a `str` is known to hold no character past U+FFFF: a compact str of the 1-
+    /// or 2-byte kind (PEP 393), read in place. False when it may, or the read is off.
+    ///
+    /// # Safety
+    /// `s` must be a live `str` object (or subclass instance).
+    #[inline(always)]
+    pub(crate) unsafe fn str_within_bmp(self, s: *mut ffi::PyObject) -> bool {
+        if self.str_head == 0 {
+            return false;
+        }
+        // SAFETY: the contract: a live str, its state word at the offset check_str confirmed.
+        let state = unsafe { *((s as *const u8).add(STR_STATE) as *const u32) };
+        state & STATE_COMPACT != 0 && matches!((state >> STATE_KIND_SHIFT) & 7, 1 | 2)
     }
 
     /// Item `i` of a list, or None past its end (the size is read at each call: walking

@@ -1214,3 +1214,177 @@ struct Mismatch {
     expected: String,
     got: *mut ffi::PyObject,
 }
+
+/// A field of a Struct as a plain event's member (see `stream::push_fields`).
+pub(crate) enum PlainField<'a> {
+    /// Left out of the JSON, as the writer leaves it out: msgspec's `UNSET`, or `None`
+    /// where the field is omitted when None.
+    Omitted,
+    /// An exact `str`, and whether it is known to hold no character past U+FFFF.
+    Str(&'a str, bool),
+    /// An exact `int` within 64 bits.
+    Int(i64),
+    /// Anything else: `None` written as `null`, a str holding a lone surrogate, an int past
+    /// 64 bits, a value of another type.
+    Other,
+}
+
+/// Where the fields of a class's instances lie, for reading them as plain members
+/// ([`with_plain_fields`]): the slots of its plan's fields, in plan order, the tag left
+/// out. Made from a plan's slot getters only, so only offsets the plan checked are read.
+pub(crate) struct PlainSlots {
+    class: usize,
+    unset: usize,
+    /// (offset, omitted when None)
+    slots: Vec<(usize, bool)>,
+}
+
+impl PlainSlots {
+    /// The slots of `plan`'s fields and, for each, its index in the plan; None when a field
+    /// is neither a slot nor the tag (the first constant `str`).
+    pub(crate) fn of(plan: &Plan) -> Option<(PlainSlots, Vec<usize>)> {
+        let (mut slots, mut indexes, mut tagged) = (Vec::new(), Vec::new(), false);
+        for (i, f) in plan.fields.iter().enumerate() {
+            match &f.getter {
+                Getter::ConstScalar(Scalar::Str(_)) if !tagged => tagged = true,
+                Getter::Slot(offset, _) => {
+                    slots.push((*offset, f.omit_if_none));
+                    indexes.push(i);
+                }
+                _ => return None,
+            }
+        }
+        Some((PlainSlots { class: plan.class, unset: plan.unset, slots }, indexes))
+    }
+}
+
+/// The most `str` fields [`with_plain_fields`] reads.
+const PLAIN_STRS: usize = 8;
+
+/// References taken in place, released in place on drop.
+struct HeldMany {
+    lay: Layout,
+    ptrs: [*mut ffi::PyObject; PLAIN_STRS],
+    n: usize,
+}
+
+impl Drop for HeldMany {
+    #[inline(always)]
+    fn drop(&mut self) {
+        for &p in &self.ptrs[..self.n] {
+            // SAFETY: the references taken by `PlainFields::next`, released with the GIL
+            // `with_plain_fields` holds (its token outlives this guard).
+            unsafe { self.lay.decref(p) }
+        }
+    }
+}
+
+/// The fields of one instance as [`PlainField`]s, in the order of its [`PlainSlots`].
+pub(crate) struct PlainFields<'a> {
+    obj: *mut ffi::PyObject,
+    class: usize,
+    unset: usize,
+    slots: std::slice::Iter<'a, (usize, bool)>,
+    held: &'a mut HeldMany,
+}
+
+impl<'a> Iterator for PlainFields<'a> {
+    /// None inside: a field that cannot be read here (an unset slot, whose descriptor
+    /// raises; a ninth `str`).
+    type Item = Option<PlainField<'a>>;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<Option<PlainField<'a>>> {
+        let &(offset, omit_if_none) = self.slots.next()?;
+        // SAFETY: `obj` is alive (`with_plain_fields`'s caller holds it): its type is readable.
+        if unsafe { ffi::Py_TYPE(self.obj) } as usize != self.class {
+            return Some(None); // (changed by Python code run meanwhile)
+        }
+        // SAFETY: `obj` is a live instance of exactly the class whose plan's slot getters
+        // gave the offset (compared just above); the GIL is held (the token
+        // `with_plain_fields` was given).
+        let v = unsafe { *((self.obj as *const u8).add(offset) as *const *mut ffi::PyObject) };
+        if v.is_null() {
+            return Some(None);
+        }
+        let lay = self.held.lay;
+        // SAFETY: `v` is a live object borrowed from `obj` (read just above; nothing between
+        // runs Python code); the GIL is held. A `str`'s text is read with a reference held
+        // (released after `with_plain_fields`'s `f`), so it lives through `f` whatever runs.
+        Some(Some(unsafe {
+            let tp = ffi::Py_TYPE(v);
+            if v as usize == self.unset || (omit_if_none && v == ffi::Py_None()) {
+                PlainField::Omitted
+            } else if tp == &raw mut ffi::PyUnicode_Type {
+                let held = &mut *self.held;
+                match plain_text(lay, v) {
+                    Some(s) if held.n < PLAIN_STRS => {
+                        lay.incref(v);
+                        held.ptrs[held.n] = v;
+                        held.n += 1;
+                        PlainField::Str(s, lay.str_within_bmp(v))
+                    }
+                    Some(_) => return Some(None),
+                    None => PlainField::Other,
+                }
+            } else if tp == &raw mut ffi::PyLong_Type {
+                match lay.small_int(v) {
+                    Some(i) => PlainField::Int(i),
+                    None => {
+                        let mut overflow: c_int = 0;
+                        let i = ffi::PyLong_AsLongLongAndOverflow(v, &mut overflow);
+                        if overflow != 0 || (i == -1 && !ffi::PyErr_Occurred().is_null()) {
+                            ffi::PyErr_Clear();
+                            PlainField::Other
+                        } else {
+                            PlainField::Int(i)
+                        }
+                    }
+                }
+            } else {
+                PlainField::Other
+            }
+        }))
+    }
+}
+
+/// Run `f` on the fields of `obj` ([`PlainFields`]), read in place from `slots` as `f`
+/// takes them (no call, no reference count through the API), a reference held to each
+/// `str` until `f` returns. None (`f` not run) when `obj` is not exactly the class
+/// `slots` were made for.
+#[inline(always)]
+pub(crate) fn with_plain_fields<R>(obj: &Bound<'_, PyAny>, slots: &PlainSlots, f: impl for<'a> FnOnce(PlainFields<'a>) -> R) -> Option<R> {
+    if obj.get_type_ptr() as usize != slots.class {
+        return None;
+    }
+    let mut held = HeldMany { lay: crate::ffi::layout::get(obj.py()), ptrs: [std::ptr::null_mut(); PLAIN_STRS], n: 0 };
+    let fields = PlainFields { obj: obj.as_ptr(), class: slots.class, unset: slots.unset, slots: slots.slots.iter(), held: &mut held };
+    Some(f(fields))
+}
+
+/// The UTF-8 text of a live exact `str`, None when it has none (a lone surrogate: the
+/// error is cleared).
+///
+/// # Safety
+/// `s` must be a live `str`; the GIL must be held. The text lives as long as `s`.
+#[inline(always)]
+unsafe fn plain_text<'a>(lay: Layout, s: *mut ffi::PyObject) -> Option<&'a str> {
+    // SAFETY: the contract: a live str; its compact data or cached UTF-8 lives as long as it.
+    let bytes = match unsafe { lay.str_utf8(s) } {
+        Some(b) => b,
+        None => {
+            let mut size: ffi::Py_ssize_t = 0;
+            // SAFETY: the contract: a live str, the GIL held.
+            let data = unsafe { ffi::PyUnicode_AsUTF8AndSize(s, &mut size) };
+            if data.is_null() {
+                // SAFETY: the GIL is held.
+                unsafe { ffi::PyErr_Clear() };
+                return None;
+            }
+            // SAFETY: the str's cached UTF-8 buffer (non-NULL), `size` bytes, alive as long as it.
+            unsafe { std::slice::from_raw_parts(data as *const u8, size as usize) }
+        }
+    };
+    // SAFETY: CPython's UTF-8 of a str is valid UTF-8 (surrogates are refused above).
+    Some(unsafe { std::str::from_utf8_unchecked(bytes) })
+}
