@@ -107,6 +107,8 @@ VARIANTS = [
     StateSnapshotEvent(snapshot={"a": 1}, timestamp=-1),
     StateSnapshotEvent(snapshot={"a": 1}, raw_event={"r": 1}),
     StateSnapshotEvent(snapshot=[]),
+    StateSnapshotEvent(snapshot={"x": {"$serde_json::private::Number": "12"}}),
+    StateSnapshotEvent(snapshot=[{"$serde_json::private::Number": "1.5", "y": 1}]),
     TextMessageContentEvent(message_id="m1", delta="caf\u00e9 \u2192 \U0001f600"),
     TextMessageContentEvent(message_id="m1", delta="\u2192"),
     TextMessageContentEvent(message_id="m1", delta=""),

@@ -185,8 +185,9 @@ pub fn json_text<'a, S: Sink<'a> + ?Sized>(text: &str, max_depth: usize, s: &mut
     }
 }
 
-/// serde_json's key for a number's text when `arbitrary_precision` is on.
-pub(crate) const NUMBER_TOKEN: &str = "$serde_json::private::Number";
+/// serde_json's key for a number's text when `arbitrary_precision` is on (JSON text
+/// `{"$serde_json::private::Number":"12"}` reads as the number 12).
+pub const NUMBER_TOKEN: &str = "$serde_json::private::Number";
 
 /// [`json_text`]'s visitor: one value into the sink, `depth` levels left for containers.
 struct Walk<'s, 'a, S: ?Sized> {

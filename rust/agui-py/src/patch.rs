@@ -345,7 +345,9 @@ fn deep_copy<'py>(v: &Bound<'py, PyAny>, depth: usize, max_depth: usize, budget:
 /// copies (immutable scalars shared), checking the document's value rules on the way.
 /// `None` as soon as anything else is met (a tuple, a subclass, a big int, a string the
 /// walker must judge): the walker then converts the whole value, by the same rules.
-fn plain_copy<'py>(v: &Bound<'py, PyAny>, depth: usize, max_depth: usize, stream: bool, budget: &mut Budget) -> R<Option<Bound<'py, PyAny>>> {
+/// `as_text`: the value stands for its JSON text, so a dict with the key serde_json reads
+/// as a number's (`sink::NUMBER_TOKEN`) is left to that read (`None`).
+fn plain_copy<'py>(v: &Bound<'py, PyAny>, depth: usize, max_depth: usize, stream: bool, as_text: bool, budget: &mut Budget) -> R<Option<Bound<'py, PyAny>>> {
     let py = v.py();
     // Exact types: pointer compares of the type.
     if v.is_none() || v.is_exact_instance_of::<PyBool>() {
@@ -373,8 +375,8 @@ fn plain_copy<'py>(v: &Bound<'py, PyAny>, depth: usize, max_depth: usize, stream
     if let Some(d) = dict {
         let out = PyDict::new(py);
         for (k, x) in d.iter() {
-            let key_ok = k.cast_exact::<PyString>().is_ok_and(|k| k.to_str().is_ok());
-            let Some(x) = (if key_ok { plain_copy(&x, depth + 1, max_depth, stream, budget)? } else { None }) else { return Ok(None) };
+            let key_ok = k.cast_exact::<PyString>().is_ok_and(|k| k.to_str().is_ok_and(|k| !(as_text && k == agui_core::sink::NUMBER_TOKEN)));
+            let Some(x) = (if key_ok { plain_copy(&x, depth + 1, max_depth, stream, as_text, budget)? } else { None }) else { return Ok(None) };
             out.set_item(k, x).map_err(py_fail)?;
         }
         return Ok(Some(out.into_any()));
@@ -382,7 +384,7 @@ fn plain_copy<'py>(v: &Bound<'py, PyAny>, depth: usize, max_depth: usize, stream
     let Some(l) = list else { return Ok(None) };
     let mut items = Vec::with_capacity(l.len());
     for x in l.iter() {
-        let Some(x) = plain_copy(&x, depth + 1, max_depth, stream, budget)? else { return Ok(None) };
+        let Some(x) = plain_copy(&x, depth + 1, max_depth, stream, as_text, budget)? else { return Ok(None) };
         items.push(x);
     }
     Ok(Some(PyList::new(py, items).map_err(py_fail)?.into_any()))
@@ -925,7 +927,7 @@ fn py_value<'py>(v: &Bound<'py, PyAny>, base: usize, max_depth: usize, stream: b
     let py = v.py();
     let levels = max_depth.checked_sub(base).ok_or_else(|| too_deep(max_depth))?;
     let before = *budget;
-    match plain_copy(v, base, max_depth, stream, budget) {
+    match plain_copy(v, base, max_depth, stream, false, budget) {
         Ok(Some(c)) => return Ok(c),
         Ok(None) => *budget = before, // the walker builds it all again
         Err(e) => return Err(e),
@@ -1259,10 +1261,11 @@ pub(crate) fn doc_value<'py>(v: &Bound<'py, PyAny>, max_depth: usize) -> Option<
 /// A value given as plain Python data (exact `dict` with `str` keys, `list`, `str`, `int`
 /// within 64 bits, finite `float`, `bool`, `None`) copied as a document value nesting at
 /// most `max_depth` levels: the value its JSON text would read back as. None: anything
-/// else (the caller reads it as JSON).
+/// else (the caller reads it as JSON), a dict its JSON text would read as a number
+/// included.
 pub(crate) fn plain_value<'py>(v: &Bound<'py, PyAny>, max_depth: usize) -> Option<Bound<'py, PyAny>> {
     // (`stream: false`: a non-finite float, which JSON writes as null, refused)
-    plain_copy(v, 0, max_depth, false, &mut unlimited()).ok().flatten()
+    plain_copy(v, 0, max_depth, false, true, &mut unlimited()).ok().flatten()
 }
 
 /// A JSON value read from a stream as a document value (its kept lone surrogates restored).
