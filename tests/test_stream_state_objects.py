@@ -431,3 +431,65 @@ def test_decoded_struct_deltas_with_and_without_an_instance_dict():
             direct = where is None or made != "member"
             state = stream.replay([ev]).state
             assert state == {"v": value} and (state["v"] is value) == direct, (where, made)
+
+
+# -- STATE_SNAPSHOT read as JSON text: the document built from the text, without a parsed
+# value between; what that read does not take (errors, depth, lone surrogates, the kept
+# range) goes through the event's parse, as every other event.
+
+_TOKEN = "$serde_json::private::Number"
+_SNAPSHOTS = [
+    '{"a":1,"b":-0,"c":1.0,"d":1e400,"e":-1e400,"f":12345678901234567890,"g":-9223372036854775809,'
+    '"h":9223372036854775807,"i":1E2,"j":0.1,"k":-0.0,"l":1e-400,"m":18446744073709551616}',
+    '{"big":' + "9" * 4300 + '}', '{"big":-' + "9" * 4300 + '}', '{"big":' + "9" * 4301 + '}', '{"big":' + "9" * 4301 + '.5}',
+    '{"a":1,"b":2,"a":3}', '{"a":{"x":1,"y":2,"x":{"z":[1,2]}},"b":[{"c":1,"c":2}]}',
+    '{"s":"\\ud800"}', '{"s":"\\udc00x\\ud800"}', '{"\\ud800k":1}', '{"s":"\\ud83d\\ude00 ok"}',
+    '{"s":"\U0010F800"}', '{"s":"\\udbfe\\udc00"}', '{"s":"\\udbff\\udfff"}',
+    '{"a\\u0041":1,"\\n":"\\t\\u0000\\"\\\\\\/"}', '{"e":"日本語 café 😀"}',
+    '{"x":{"' + _TOKEN + '":"12"}}', '{"x":{"\\u0024serde_json::private::Number":"1.5e3"}}', '[{"' + _TOKEN + '":"-0"}]',
+    '{"x":{"' + _TOKEN + '":"abc"}}', '{"x":{"' + _TOKEN + '":"12","y":1}}', '{"x":{"' + _TOKEN + '":12}}',
+    '[1,2,{"a":[]}]', '{}', '[]', '[[],{}]', '{"a":true,"b":false,"c":null}',
+    '{"a":}', '{"a":1,}', '[1,]', '{"a":1}x', '{"a":01}', '{"a":1.}', '{"a":NaN}', '{"a":"\\x"}', '{"a":"\t"}',
+]
+
+
+def _snapshot_texts(snapshot, extra=""):
+    return [
+        b'{"type":"RUN_STARTED","threadId":"t","runId":"r"}',
+        b'{"type":"STATE_SNAPSHOT","snapshot":' + snapshot.encode() + extra.encode() + b"}",
+        b'{"type":"STATE_DELTA","delta":[{"op":"add","path":"/zz","value":1}]}',
+        b'{"type":"RUN_FINISHED","threadId":"t","runId":"r"}',
+    ]
+
+
+def _exact(run):
+    """The outcome with the state's exact values (int vs float, -0.0, key order) and the
+    error's class and words."""
+    try:
+        r = run()
+        return repr(r.state), r.warnings, None
+    except AguiError as exc:
+        return repr(exc.replay.state), exc.replay.warnings, (type(exc).__name__, str(exc))
+
+
+def _nested(n, inner="1"):
+    return '{"a":' * n + inner + "}" * n
+
+
+@pytest.mark.parametrize(
+    "snapshot, max_depth",
+    [(s, 512) for s in _SNAPSHOTS]
+    + [(f(n), d) for d in (3, 4) for n in (d - 2, d - 1, d) for f in (_nested, lambda n: "[" * n + "]" * n, lambda n: _nested(n, '{"' + _TOKEN + '":"1"}'))],
+)
+def test_snapshots_read_from_text_as_their_parse_reads_them(snapshot, max_depth):
+    texts = _snapshot_texts(snapshot)
+    # the bytes path (a JSON state), the text events and the same event read as an object
+    # (rawEvent: not a plain event) on the document of Python values
+    want = _exact(lambda: _replay_log(_sse(texts), max_depth=max_depth))
+    assert _exact(lambda: stream.replay(texts, max_depth=max_depth)) == want
+    general = _exact(lambda: stream.replay(_snapshot_texts(snapshot, ',"rawEvent":{}'), max_depth=max_depth))
+    assert general == want
+    if want[2] is None and "inf" not in want[0]:  # (Structs, from the JSON they decode to)
+        typed = _typed([json.loads(t) for t in texts])
+        if typed is not None:
+            assert _exact(lambda: stream.replay(typed, max_depth=max_depth)) == want

@@ -67,13 +67,28 @@ pub fn exceeds_depth(json: &[u8], max_depth: usize) -> bool {
 /// depth-checked parse of the core (serde_json's own recursion limit, 128, is replaced by
 /// ours after the scan, so the Rust stack is never at risk).
 pub fn parse_value(text: &[u8], max_depth: usize) -> Result<serde_json::Value, ParseError> {
-    use serde::Deserialize;
     if exceeds_depth(text, max_depth) {
         return Err(ParseError::TooDeep(max_depth));
     }
-    let mut de = serde_json::Deserializer::from_slice(text);
+    parse_seed(serde_json::Deserializer::from_slice(text), std::marker::PhantomData::<serde_json::Value>)
+}
+
+/// [`parse_value`] of text known to be UTF-8 (its strings are not checked again).
+pub fn parse_value_str(text: &str, max_depth: usize) -> Result<serde_json::Value, ParseError> {
+    if exceeds_depth(text.as_bytes(), max_depth) {
+        return Err(ParseError::TooDeep(max_depth));
+    }
+    parse_seed(serde_json::Deserializer::from_str(text), std::marker::PhantomData::<serde_json::Value>)
+}
+
+/// One whole JSON text read by `seed` with serde_json's recursion limit off: the seed
+/// bounds its own nesting (or the text was scanned, as [`parse_value`] does).
+pub(crate) fn parse_seed<'de, R: serde_json::de::Read<'de>, T: serde::de::DeserializeSeed<'de>>(
+    mut de: serde_json::Deserializer<R>,
+    seed: T,
+) -> Result<T::Value, ParseError> {
     de.disable_recursion_limit();
-    let v = serde_json::Value::deserialize(&mut de).map_err(ParseError::Json)?;
+    let v = seed.deserialize(&mut de).map_err(ParseError::Json)?;
     de.end().map_err(ParseError::Json)?;
     Ok(v)
 }

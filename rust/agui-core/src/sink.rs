@@ -127,15 +127,7 @@ pub fn json_value<'a, S: Sink<'a> + ?Sized>(v: &serde_json::Value, s: &mut S) {
     match v {
         J::Null => s.null(),
         J::Bool(b) => s.bool(*b),
-        J::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                s.i64(i)
-            } else if n.is_u64() || is_integer_text(&n.to_string()) {
-                s.big_int(&n.to_string())
-            } else {
-                s.f64(number_f64(n))
-            }
-        }
+        J::Number(n) => number(n.as_str(), s),
         J::String(t) => s.str(t),
         J::Array(a) => {
             s.begin_array();
@@ -164,6 +156,210 @@ pub fn number_f64(n: &serde_json::Number) -> f64 {
         return f;
     }
     n.to_string().parse::<f64>().unwrap_or(f64::NAN)
+}
+
+/// A JSON number's text into a sink: an integer within `i64` exactly, a longer one as its
+/// decimal text, any other as the double it spells (`1e400`: infinity, as JavaScript reads it).
+fn number<'a, S: Sink<'a> + ?Sized>(text: &str, s: &mut S) {
+    if let Ok(i) = text.parse::<i64>() {
+        s.i64(i)
+    } else if is_integer_text(text) {
+        s.big_int(text)
+    } else {
+        s.f64(text.parse::<f64>().unwrap_or(f64::NAN))
+    }
+}
+
+/// Walk JSON text into a sink, nesting at most `max_depth` levels: what
+/// [`crate::limits::parse_value`] then [`json_value`] give, without the `serde_json::Value`
+/// between them (the same parser and number rules; a repeated key is given again, each
+/// sink keeping its first place and its last value as `Value`'s map does; an object whose
+/// first key is serde_json's number token reads as that number, as `Value` reads it). On an
+/// error the sink holds part of the value.
+pub fn json_text<'a, S: Sink<'a> + ?Sized>(text: &str, max_depth: usize, s: &mut S) -> Result<(), crate::limits::ParseError> {
+    let mut deeper = false;
+    let walk = Walk { sink: s, depth: max_depth, deeper: &mut deeper, _a: std::marker::PhantomData };
+    match crate::limits::parse_seed(serde_json::Deserializer::from_str(text), walk) {
+        Err(_) if deeper => Err(crate::limits::ParseError::TooDeep(max_depth)),
+        other => other,
+    }
+}
+
+/// serde_json's key for a number's text when `arbitrary_precision` is on.
+pub(crate) const NUMBER_TOKEN: &str = "$serde_json::private::Number";
+
+/// [`json_text`]'s visitor: one value into the sink, `depth` levels left for containers.
+struct Walk<'s, 'a, S: ?Sized> {
+    sink: &'s mut S,
+    depth: usize,
+    deeper: &'s mut bool,
+    _a: std::marker::PhantomData<&'a ()>,
+}
+
+impl<'a, S: Sink<'a> + ?Sized> Walk<'_, 'a, S> {
+    fn inner(&mut self) -> Walk<'_, 'a, S> {
+        Walk { sink: &mut *self.sink, depth: self.depth - 1, deeper: &mut *self.deeper, _a: std::marker::PhantomData }
+    }
+
+    /// Entering a container: the depth left, or the error that ends the parse.
+    fn enter<E: serde::de::Error>(&mut self) -> Result<(), E> {
+        if self.depth == 0 {
+            *self.deeper = true;
+            return Err(E::custom("nested too deep"));
+        }
+        Ok(())
+    }
+}
+
+impl<'de, 'a, S: Sink<'a> + ?Sized> serde::de::DeserializeSeed<'de> for Walk<'_, 'a, S> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de, 'a, S: Sink<'a> + ?Sized> serde::de::Visitor<'de> for Walk<'_, 'a, S> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        self.sink.null();
+        Ok(())
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<(), E> {
+        self.sink.bool(v);
+        Ok(())
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<(), E> {
+        self.sink.i64(v);
+        Ok(())
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<(), E> {
+        number(&v.to_string(), self.sink);
+        Ok(())
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<(), E> {
+        self.sink.f64(v);
+        Ok(())
+    }
+    fn visit_str<E>(self, v: &str) -> Result<(), E> {
+        self.sink.str(v);
+        Ok(())
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(mut self, mut seq: A) -> Result<(), A::Error> {
+        self.enter()?;
+        self.sink.begin_array();
+        while seq.next_element_seed(self.inner())?.is_some() {}
+        self.sink.end_array();
+        Ok(())
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(mut self, mut map: A) -> Result<(), A::Error> {
+        match map.next_key_seed(FirstKey(&mut self))? {
+            None => {
+                self.enter()?;
+                self.sink.begin_object();
+                self.sink.end_object(true);
+                return Ok(());
+            }
+            Some(false) => map.next_value_seed(self.inner())?,
+            Some(true) => {
+                let room = self.depth > 0;
+                return map.next_value_seed(NumberText { sink: self.sink, room, deeper: self.deeper, _a: std::marker::PhantomData });
+            }
+        }
+        while map.next_key_seed(Key(&mut *self.sink, std::marker::PhantomData))?.is_some() {
+            map.next_value_seed(self.inner())?;
+        }
+        self.sink.end_object(false);
+        Ok(())
+    }
+}
+
+/// An object's first key: serde_json's number token (`true`), or the key of a member,
+/// the object begun in the sink (`false`).
+struct FirstKey<'w, 's, 'a, S: ?Sized>(&'w mut Walk<'s, 'a, S>);
+
+impl<'de, 'a, S: Sink<'a> + ?Sized> serde::de::DeserializeSeed<'de> for FirstKey<'_, '_, 'a, S> {
+    type Value = bool;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de, 'a, S: Sink<'a> + ?Sized> serde::de::Visitor<'de> for FirstKey<'_, '_, 'a, S> {
+    type Value = bool;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a key")
+    }
+    fn visit_str<E: serde::de::Error>(self, k: &str) -> Result<bool, E> {
+        if k == NUMBER_TOKEN {
+            return Ok(true);
+        }
+        self.0.enter()?;
+        self.0.sink.begin_object();
+        self.0.sink.key(k);
+        Ok(false)
+    }
+}
+
+/// A member's key, given to the sink.
+struct Key<'s, 'a, S: ?Sized>(&'s mut S, std::marker::PhantomData<&'a ()>);
+
+impl<'de, 'a, S: Sink<'a> + ?Sized> serde::de::DeserializeSeed<'de> for Key<'_, 'a, S> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de, 'a, S: Sink<'a> + ?Sized> serde::de::Visitor<'de> for Key<'_, 'a, S> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a key")
+    }
+    fn visit_str<E>(self, v: &str) -> Result<(), E> {
+        self.0.key(v);
+        Ok(())
+    }
+}
+
+/// The text of a number, after [`NUMBER_TOKEN`]. The parser hands its own numbers over as
+/// an owned `String` (`visit_string`); a JSON object that spells the token as its first
+/// key gives a string instead, read as `Value` reads it (a number, if the string is one;
+/// the object's level counted: `room`).
+struct NumberText<'s, 'a, S: ?Sized> {
+    sink: &'s mut S,
+    room: bool,
+    deeper: &'s mut bool,
+    _a: std::marker::PhantomData<&'a ()>,
+}
+
+impl<'de, 'a, S: Sink<'a> + ?Sized> serde::de::DeserializeSeed<'de> for NumberText<'_, 'a, S> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de, 'a, S: Sink<'a> + ?Sized> serde::de::Visitor<'de> for NumberText<'_, 'a, S> {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("string containing a number")
+    }
+    fn visit_string<E>(self, v: String) -> Result<(), E> {
+        number(&v, self.sink);
+        Ok(())
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<(), E> {
+        if !self.room {
+            *self.deeper = true;
+            return Err(E::custom("nested too deep"));
+        }
+        let n: serde_json::Number = v.parse().map_err(E::custom)?;
+        number(n.as_str(), self.sink);
+        Ok(())
+    }
 }
 
 fn is_integer_text(t: &str) -> bool {
@@ -262,6 +458,53 @@ mod tests {
         let mut tb = TreeBuilder::new();
         tb.f64(f64::INFINITY);
         assert_eq!(tb.finish().unwrap(), Node::Number(Num::F(f64::INFINITY)));
+    }
+
+    /// JSON text walked straight into a sink gives what its parsed `Value` walked gives:
+    /// numbers of every form, repeated keys, escapes, serde_json's number token as a key,
+    /// the depth limit at its boundary, and an error wherever the parse fails.
+    #[test]
+    fn json_text_walks_as_its_value_does() {
+        let token = NUMBER_TOKEN;
+        let mut texts: Vec<String> = [
+            r#"{"a":1,"b":-0,"c":1.0,"d":1e400,"e":-1e400,"f":12345678901234567890,"g":-9223372036854775809,"h":1E2,"i":-0.0,"j":1e-400,"k":0.1}"#,
+            r#"{"a":1,"b":2,"a":{"x":[1,{"y":1,"y":2}]}}"#,
+            r#"{"a\u0041":"\ud83d\ude00 \n\t\u0000\"\\\/","é日本":[true,false,null]}"#,
+            "[]", "{}", "[[],{},[{}]]", "0", "\"s\"", " [ 1 , 2 ] ",
+            r#"{"s":"\ud800"}"#, r#"{"a":}"#, "[1,]", r#"{"a":1}x"#, r#"{"a":01}"#, "[1.]", "[NaN]", "",
+        ]
+        .iter()
+        .map(|t| t.to_string())
+        .collect();
+        for inner in [r#""12""#, r#""-1.5e3""#, r#""abc""#, "12", r#""12","y":1"#] {
+            texts.push(format!(r#"{{"x":{{"{token}":{inner}}}}}"#));
+            texts.push(format!(r#"[{{"\u0024{}":{inner}}}]"#, &token[1..]));
+        }
+        texts.push(format!("[{}]", "9".repeat(5000)));
+        for n in 0..5 {
+            texts.push(format!("{}1{}", "{\"a\":".repeat(n), "}".repeat(n)));
+            texts.push(format!("{}{}", "[".repeat(n), "]".repeat(n)));
+            texts.push(format!("{}{{\"{token}\":\"1\"}}{}", "[".repeat(n), "]".repeat(n)));
+        }
+        for text in &texts {
+            for max_depth in [0, 1, 2, 3, 4, 512] {
+                // (a tree: repeated keys merged as `Value`'s map merges them)
+                let (mut walked, mut parsed) = (TreeBuilder::new(), TreeBuilder::new());
+                let got = json_text(text, max_depth, &mut walked).map_err(|e| matches!(e, crate::limits::ParseError::TooDeep(_)));
+                let want = crate::limits::parse_value(text.as_bytes(), max_depth).map(|v| json_value(&v, &mut parsed));
+                match want {
+                    Ok(()) => {
+                        assert_eq!(got, Ok(()), "{text} at {max_depth}");
+                        assert_eq!(walked.finish().unwrap(), parsed.finish().unwrap(), "{text} at {max_depth}");
+                    }
+                    // An error either way: too deep where that is the text's only fault.
+                    Err(e) => {
+                        let only_deep = matches!(e, crate::limits::ParseError::TooDeep(_)) && crate::limits::parse_value(text.as_bytes(), 512).is_ok();
+                        assert!(got.is_err_and(|deep| deep || !only_deep), "{text} at {max_depth}: {e}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -1272,6 +1272,22 @@ impl agui_core::stream::State for Doc {
         })
     }
 
+    /// The Python values built straight from the text (the same builder and rules as
+    /// [`set`](Self::set)); anything the builder refuses is declined, for the event's parse
+    /// to decide.
+    fn set_text(&mut self, text: &str, max_depth: usize) -> bool {
+        Python::attach(|py| {
+            let mut b = py_builder(py, 0, agui_core::limits::MAX_DEPTH_CAP, true);
+            if agui_core::sink::json_text(text, max_depth, &mut b).is_err() {
+                return false;
+            }
+            let Ok(v) = b.finish() else { return false };
+            self.root = v.unbind();
+            self.share();
+            true
+        })
+    }
+
     fn patch(&mut self, ops: Vec<Operation>, limits: &mut PatchLimits) -> Result<(), PatchError> {
         Python::attach(|py| {
             let max_depth = limits.max_depth;

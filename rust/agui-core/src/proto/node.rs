@@ -9,8 +9,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 
-/// The key serde_json uses to hand over numbers when `arbitrary_precision` is on.
-const NUMBER_TOKEN: &str = "$serde_json::private::Number";
+use crate::sink::NUMBER_TOKEN;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Node<'a> {

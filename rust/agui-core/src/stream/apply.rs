@@ -97,6 +97,13 @@ pub trait State: std::fmt::Debug {
     fn set_owned(&mut self, snapshot: Value) -> Result<(), String> {
         self.set(&snapshot)
     }
+    /// [`set`](Self::set) with the snapshot given as JSON text nesting at most `max_depth`
+    /// levels, read as an event's parse reads it. False: the state is unchanged and the
+    /// caller reads the event as an object (which decides the error of a text this read
+    /// does not take). The default parses the text and [sets](Self::set_owned) the value.
+    fn set_text(&mut self, text: &str, max_depth: usize) -> bool {
+        super::event::snapshot_value(text, max_depth).is_some_and(|v| self.set_owned(v).is_ok())
+    }
     /// `STATE_DELTA`: apply `ops` atomically in the fast-json-patch dialect, as the
     /// reference does (on error the state is unchanged), within `limits` (spending its
     /// copy allowance).
@@ -309,9 +316,21 @@ impl<S: State> EventApplier<S> {
         }
     }
 
+    /// A plain `STATE_SNAPSHOT` whose snapshot is JSON text ([`Plain::snapshot_text`]):
+    /// the state built from the text. `None`: the state declined the text (nothing
+    /// changed; the event is to be read as an object).
+    pub fn apply_snapshot_text(&mut self, text: &str, max_depth: usize) -> Option<Change> {
+        if !self.state.set_text(text, max_depth) {
+            return None;
+        }
+        self.settle();
+        self.index += 1;
+        Some(Change { state: true, ..Change::default() })
+    }
+
     /// A plain event ([`Plain`]): applied as [`apply`](Self::apply) applies its event object.
     /// A snapshot moves into the state.
-    pub fn apply_plain(&mut self, mut event: Plain) -> Result<Change, StreamError> {
+    pub fn apply_plain(&mut self, mut event: Plain<'_>) -> Result<Change, StreamError> {
         self.settle();
         let index = self.index;
         self.index += 1;

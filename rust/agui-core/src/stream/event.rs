@@ -116,12 +116,16 @@ impl Members for Value {
 /// the others (`timestamp`, `threadId`, `runId`, `stepName`, `usage`) are checked and
 /// dropped. Anything else is read as an event object.
 #[derive(Debug)]
-pub struct Plain {
+pub struct Plain<'a> {
     kind: EventType,
     members: Vec<(&'static str, Value)>,
+    /// A `STATE_SNAPSHOT`'s snapshot as its JSON text (an array or an object), and the
+    /// levels it may nest: the state is built from the text
+    /// ([`State::set_text`](super::State::set_text)), without a `Value` between.
+    snapshot: Option<(&'a str, usize)>,
 }
 
-impl Members for Plain {
+impl Members for Plain<'_> {
     #[inline]
     fn kind(&self) -> EventType {
         self.kind
@@ -191,16 +195,22 @@ pub fn plain_member_name(name: &str) -> Option<&'static str> {
     }
 }
 
-impl Plain {
+impl<'a> Plain<'a> {
     /// Take the member `key` out of the event.
     pub fn take(&mut self, key: &str) -> Option<Value> {
         self.members.iter_mut().find(|(k, _)| *k == key).map(|(_, v)| v.take())
     }
 
+    /// A `STATE_SNAPSHOT`'s snapshot as JSON text, and the levels it may nest (`None`:
+    /// another event, or its snapshot is a member).
+    pub fn snapshot_text(&self) -> Option<(&'a str, usize)> {
+        self.snapshot
+    }
+
     /// Read `payload` as a plain event (see [`Plain`]); `None`: read it as an event object.
     /// `max_depth` bounds a nested member as the event's parse would (the event's own level
     /// counted).
-    pub fn read(payload: &[u8], max_depth: usize) -> Option<Plain> {
+    pub fn read(payload: &[u8], max_depth: usize) -> Option<Plain<'_>> {
         const MAX: usize = 8;
         let json = simdutf8::basic::from_utf8(payload).ok()?;
         let mut found: [(&str, Given<'_>); MAX] = std::array::from_fn(|_| ("", Given::Int(0)));
@@ -226,11 +236,12 @@ impl Plain {
     /// An event of type `kind` with these members (`type` among them or not) in its plain
     /// form, as [`read`](Self::read) reads it from JSON text; `None`: not in that form (a
     /// name given twice included).
-    pub fn build(kind: EventType, given: &mut [(&str, Given<'_>)], max_depth: usize) -> Option<Plain> {
+    pub fn build(kind: EventType, given: &mut [(&str, Given<'a>)], max_depth: usize) -> Option<Plain<'a>> {
         if !plain_kind(kind) || max_depth < 2 {
             return None;
         }
         let mut members = Vec::with_capacity(given.len());
+        let mut snapshot = None;
         for i in 0..given.len() {
             let (name, _) = given[i];
             // Each name once (an object with a repeated name is the parser's to read).
@@ -260,6 +271,12 @@ impl Plain {
                     if super::js::may_hold_kept_range(text.as_bytes()) {
                         return None;
                     }
+                    // A snapshot stays text: the state reads it (and declines what that
+                    // parse would not take).
+                    if kind == EventType::StateSnapshot && super::schema::keeps(kind, name, super::schema::Scalar::Nested) {
+                        snapshot = Some((text, max_depth - 1));
+                        continue;
+                    }
                     // A member only checked is read by the scanner when it can be (no
                     // value built for it), else parsed and walked as the event would be.
                     if !kept && super::schema::keeps_text(kind, name, text, max_depth - 1) {
@@ -284,8 +301,18 @@ impl Plain {
                 return None;
             }
         }
-        super::schema::has_required(kind, |name| given.iter().any(|(n, _)| *n == name)).then_some(Plain { kind, members })
+        super::schema::has_required(kind, |name| given.iter().any(|(n, _)| *n == name)).then_some(Plain { kind, members, snapshot })
     }
+}
+
+/// A snapshot's JSON text read as the event's parse reads it (see [`Plain::build`]),
+/// nesting at most `max_depth` levels; `None`: that parse decides (an error).
+pub(crate) fn snapshot_value(text: &str, max_depth: usize) -> Option<Value> {
+    let v = crate::limits::parse_value_str(text, max_depth).ok()?;
+    if text.len() > crate::patch::MAX_INT_DIGITS {
+        super::js::check_int_digits(&v).ok()?;
+    }
+    Some(v)
 }
 
 /// A member of a [`Plain`] event as given: a string, an integer, or a nested value's JSON

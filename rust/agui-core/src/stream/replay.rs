@@ -463,9 +463,19 @@ impl<S: State> Replayer<S> {
     /// close. Otherwise the stages before the reducer would pass it unchanged (the reader
     /// took only what the boundary and the schema stage keep as it is), and the run outcome
     /// and the reducer read it as they read its object.
-    pub fn push_plain_event(&mut self, event: Plain) -> Option<Result<Change, StreamError>> {
+    pub fn push_plain_event(&mut self, event: Plain<'_>) -> Option<Result<Change, StreamError>> {
         if !self.takes_plain_events() {
             return None;
+        }
+        // A snapshot as JSON text: the state reads it (or, not reducing, it is only checked).
+        if let Some((text, max_depth)) = event.snapshot_text() {
+            let taken = match self.reduce {
+                true => self.applier.apply_snapshot_text(text, max_depth),
+                false => super::event::snapshot_value(text, max_depth).map(|_| Change::default()),
+            }?;
+            self.index += 1;
+            self.outcome.see(&event);
+            return Some(Ok(taken));
         }
         let index = self.index;
         self.index += 1;

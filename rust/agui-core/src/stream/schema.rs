@@ -774,6 +774,8 @@ pub(crate) enum Scalar<'a> {
     Int(i64),
     /// A nested value, parsed on its own.
     Value(&'a mut Value),
+    /// An array or an object, not read: kept where any such value is.
+    Nested,
 }
 
 /// Whether the stage keeps member `name` holding `v` of an event of type `ty` exactly as it
@@ -800,6 +802,7 @@ fn keeps_scalar(ty: Ty, v: &Scalar<'_>) -> bool {
         (Ty::Enum(set), Scalar::Str(s)) => set.contains(s),
         (Ty::Int(min), Scalar::Int(i)) => (min..=MAX_SAFE).contains(i),
         (Ty::Any | Ty::NotNull, Scalar::Int(_)) => true,
+        (Ty::Any | Ty::State | Ty::NotNull, Scalar::Nested) => true,
         _ => false,
     }
 }
