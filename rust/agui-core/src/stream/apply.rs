@@ -610,7 +610,7 @@ impl<S: State> EventApplier<S> {
         let i = match existing {
             Some(i) => i,
             None => {
-                let mut m = Map::new();
+                let mut m = Map::with_capacity(4);
                 if let Some(id) = id {
                     m.insert("id".into(), id.clone());
                 }
@@ -689,7 +689,7 @@ impl<S: State> EventApplier<S> {
             None => {
                 let new_id = if js::truthy(parent) && warning.is_none() { parent } else { id };
                 let preexisting = self.messages.find(new_id).is_some();
-                let mut m = Map::new();
+                let mut m = Map::with_capacity(3);
                 if let Some(v) = new_id {
                     m.insert("id".into(), v.clone());
                 }
@@ -712,12 +712,12 @@ impl<S: State> EventApplier<S> {
         let Some(Value::Array(calls)) = msg.get_mut("toolCalls") else {
             return Err(type_error("the message's toolCalls is not an array"));
         };
-        let mut tc = Map::new();
+        let mut tc = Map::with_capacity(3);
         if let Some(id) = id {
             tc.insert("id".into(), id.clone());
         }
         tc.insert("type".into(), Value::String("function".into()));
-        let mut f = Map::new();
+        let mut f = Map::with_capacity(2);
         if let Some(n) = name {
             f.insert("name".into(), n.clone());
         }
@@ -732,7 +732,7 @@ impl<S: State> EventApplier<S> {
 
     fn tool_call_result<E: Members + ?Sized>(&mut self, event: &E) -> Change {
         let tcid = event.get("toolCallId");
-        let mut m = Map::new();
+        let mut m = Map::with_capacity(4);
         if let Some(v) = event.get("messageId") {
             m.insert("id".into(), v.clone());
         }
