@@ -98,9 +98,11 @@ pub trait State: std::fmt::Debug {
         self.set(&snapshot)
     }
     /// [`set`](Self::set) with the snapshot given as JSON text nesting at most `max_depth`
-    /// levels, read as an event's parse reads it. False: the state is unchanged and the
-    /// caller reads the event as an object (which decides the error of a text this read
-    /// does not take). The default parses the text and [sets](Self::set_owned) the value.
+    /// levels, read as an event's parse reads it; the text holds no character of the kept
+    /// range (the reader leaves those to the event's parse), so no string of it holds a
+    /// kept lone surrogate. False: the state is unchanged and the caller reads the event as
+    /// an object (which decides the error of a text this read does not take). The default
+    /// parses the text and [sets](Self::set_owned) the value.
     fn set_text(&mut self, text: &str, max_depth: usize) -> bool {
         super::event::snapshot_value(text, max_depth).is_some_and(|v| self.set_owned(v).is_ok())
     }
@@ -609,7 +611,7 @@ impl<S: State> EventApplier<S> {
         let i = match existing {
             Some(i) => i,
             None => {
-                let mut m = Map::new();
+                let mut m = Map::with_capacity(4);
                 if let Some(id) = id {
                     m.insert("id".into(), id.clone());
                 }
@@ -688,7 +690,7 @@ impl<S: State> EventApplier<S> {
             None => {
                 let new_id = if js::truthy(parent) && warning.is_none() { parent } else { id };
                 let preexisting = self.messages.find(new_id).is_some();
-                let mut m = Map::new();
+                let mut m = Map::with_capacity(3);
                 if let Some(v) = new_id {
                     m.insert("id".into(), v.clone());
                 }
@@ -711,12 +713,12 @@ impl<S: State> EventApplier<S> {
         let Some(Value::Array(calls)) = msg.get_mut("toolCalls") else {
             return Err(type_error("the message's toolCalls is not an array"));
         };
-        let mut tc = Map::new();
+        let mut tc = Map::with_capacity(3);
         if let Some(id) = id {
             tc.insert("id".into(), id.clone());
         }
         tc.insert("type".into(), Value::String("function".into()));
-        let mut f = Map::new();
+        let mut f = Map::with_capacity(2);
         if let Some(n) = name {
             f.insert("name".into(), n.clone());
         }
@@ -731,7 +733,7 @@ impl<S: State> EventApplier<S> {
 
     fn tool_call_result<E: Members + ?Sized>(&mut self, event: &E) -> Change {
         let tcid = event.get("toolCallId");
-        let mut m = Map::new();
+        let mut m = Map::with_capacity(4);
         if let Some(v) = event.get("messageId") {
             m.insert("id".into(), v.clone());
         }
