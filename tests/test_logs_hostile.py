@@ -269,4 +269,6 @@ def test_flood_and_limit_errors_name_the_source_once(tmp_path):
     log.write_bytes(GOOD + b"data: " + b"x" * 2000 + b"\n\n")
     with pytest.raises(BufferLimitError) as info:
         to_arrow(log, max_buffer_size=1000)
-    assert str(info.value).count("frame 1") == 1 and str(info.value).count(str(len(GOOD))) == 1, str(info.value)
+    # (The path named in the message is taken out first: pytest's directory may hold the digits.)
+    msg = str(info.value).replace(str(log), "<log>")
+    assert "<log>" in msg and msg.count("frame 1") == 1 and msg.count(str(len(GOOD))) == 1, msg

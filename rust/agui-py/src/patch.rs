@@ -1273,11 +1273,11 @@ impl agui_core::stream::State for Doc {
     }
 
     /// The Python values built straight from the text (the same builder and rules as
-    /// [`set`](Self::set)); anything the builder refuses is declined, for the event's parse
-    /// to decide.
+    /// [`set`](Self::set); its strings hold no kept surrogate to restore); anything the
+    /// builder refuses is declined, for the event's parse to decide.
     fn set_text(&mut self, text: &str, max_depth: usize) -> bool {
         Python::attach(|py| {
-            let mut b = py_builder(py, 0, agui_core::limits::MAX_DEPTH_CAP, true);
+            let mut b = py_builder(py, 0, agui_core::limits::MAX_DEPTH_CAP, false).with_non_finite(true);
             if agui_core::sink::json_text(text, max_depth, &mut b).is_err() {
                 return false;
             }
