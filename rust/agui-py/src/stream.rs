@@ -478,15 +478,10 @@ impl PlainShape {
                 PlainMember { name: core::event::plain_member_name(key), slot: core::event::delta_slot(key) }
             })
             .collect();
-        Some(PlainShape { kind, delta: is_delta(kind), slots, members })
+        Some(PlainShape { kind, delta: core::event::has_delta_form(kind), slots, members })
     }
 }
 
-/// Whether events of `kind` have the plain delta form (`event::Delta`).
-fn is_delta(kind: core::EventType) -> bool {
-    use core::EventType as E;
-    matches!(kind, E::TextMessageContent | E::ReasoningMessageContent | E::ToolCallArgs | E::TextMessageChunk | E::ReasoningMessageChunk | E::ToolCallChunk)
-}
 
 /// What [`push_plain_fields`] made of an event.
 enum Fast {
@@ -595,7 +590,7 @@ fn push_fields_read(event: &Bound<'_, PyAny>, inner: &mut core::Replayer<Doc>, m
         *slot = (name, value);
     }
     let given = &mut given[..n];
-    if is_delta(kind) {
+    if core::event::has_delta_form(kind) {
         let mut strings: [(&str, &str); MAX] = [("", ""); MAX];
         for ((name, v), slot) in given.iter().zip(strings.iter_mut()) {
             let Given::Str(s) = v else { return None };

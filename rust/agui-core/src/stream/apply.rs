@@ -104,7 +104,7 @@ pub trait State: std::fmt::Debug {
     /// an object (which decides the error of a text this read does not take). The default
     /// parses the text and [sets](Self::set_owned) the value.
     fn set_text(&mut self, text: &str, max_depth: usize) -> bool {
-        super::event::snapshot_value(text, max_depth).is_some_and(|v| self.set_owned(v).is_ok())
+        super::event::nested_text_value(text, max_depth).is_some_and(|v| self.set_owned(v).is_ok())
     }
     /// `STATE_DELTA`: apply `ops` atomically in the fast-json-patch dialect, as the
     /// reference does (on error the state is unchanged), within `limits` (spending its

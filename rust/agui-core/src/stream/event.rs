@@ -282,11 +282,7 @@ impl<'a> Plain<'a> {
                     if !kept && super::schema::keeps_text(kind, name, text, max_depth - 1) {
                         continue;
                     }
-                    let text = text.as_bytes();
-                    let mut v = crate::limits::parse_value(text, max_depth - 1).ok()?;
-                    if text.len() > crate::patch::MAX_INT_DIGITS {
-                        super::js::check_int_digits(&v).ok()?;
-                    }
+                    let mut v = nested_text_value(text, max_depth - 1)?;
                     if !super::schema::keeps(kind, name, super::schema::Scalar::Value(&mut v)) {
                         return None;
                     }
@@ -305,9 +301,10 @@ impl<'a> Plain<'a> {
     }
 }
 
-/// A snapshot's JSON text read as the event's parse reads it (see [`Plain::build`]),
-/// nesting at most `max_depth` levels; `None`: that parse decides (an error).
-pub(crate) fn snapshot_value(text: &str, max_depth: usize) -> Option<Value> {
+/// A nested member's JSON text (a snapshot, the usage) read as the event's parse reads it
+/// (see [`Plain::build`]), nesting at most `max_depth` levels; `None`: that parse decides
+/// (an error).
+pub(crate) fn nested_text_value(text: &str, max_depth: usize) -> Option<Value> {
     let v = crate::limits::parse_value_str(text, max_depth).ok()?;
     if text.len() > crate::patch::MAX_INT_DIGITS {
         super::js::check_int_digits(&v).ok()?;
@@ -584,6 +581,12 @@ impl DeltaForm {
 
 /// Whether a delta event of `kind` may have these members: an id (`explicit`), named
 /// `toolCallId` (`tool_id`) or `messageId`.
+/// Whether events of `kind` have a plain delta form ([`Delta`]): with some id member, by
+/// the one table of the form's members.
+pub fn has_delta_form(kind: EventType) -> bool {
+    plain_members(kind, true, false) || plain_members(kind, true, true)
+}
+
 fn plain_members(kind: EventType, explicit: bool, tool_id: bool) -> bool {
     match kind {
         EventType::TextMessageContent | EventType::ReasoningMessageContent => explicit && !tool_id,
@@ -1054,6 +1057,17 @@ impl Lead {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_kinds_with_a_delta_form_are_the_content_args_and_chunk_events() {
+        let names = ["TEXT_MESSAGE_CONTENT", "REASONING_MESSAGE_CONTENT", "TOOL_CALL_ARGS", "TEXT_MESSAGE_CHUNK", "REASONING_MESSAGE_CHUNK", "TOOL_CALL_CHUNK"];
+        for name in names {
+            assert!(has_delta_form(EventType::parse(name)), "{name}");
+        }
+        for name in ["TEXT_MESSAGE_START", "TOOL_CALL_END", "STATE_DELTA", "CUSTOM", "RAW", "NOPE"] {
+            assert!(!has_delta_form(EventType::parse(name)), "{name}");
+        }
+    }
 
     /// An event read in the form of the delta before it is read as `Delta::parse` reads it
     /// (or left to it), whatever came before.

@@ -471,7 +471,7 @@ impl<S: State> Replayer<S> {
         if let Some((text, max_depth)) = event.snapshot_text() {
             let taken = match self.reduce {
                 true => self.applier.apply_snapshot_text(text, max_depth),
-                false => super::event::snapshot_value(text, max_depth).map(|_| Change::default()),
+                false => super::event::nested_text_value(text, max_depth).map(|_| Change::default()),
             }?;
             self.index += 1;
             self.outcome.see(&event);
