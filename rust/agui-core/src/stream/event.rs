@@ -588,7 +588,7 @@ impl DeltaForm {
 
     /// [`repeat_ended`](Self::repeat_ended) of a payload whose text may be known already
     /// ([`Known`]).
-    #[inline]
+    #[inline(always)]
     pub fn repeat_ended_known<'a>(&self, payload: &'a [u8], known: Option<Known<'a>>, escaped: bool) -> Option<Delta<'a>> {
         let kind = self.kind?;
         let start = self.lead.len();
