@@ -160,7 +160,7 @@ pub fn number_f64(n: &serde_json::Number) -> f64 {
 
 /// A JSON number's text into a sink: an integer within `i64` exactly, a longer one as its
 /// decimal text, any other as the double it spells (`1e400`: infinity, as JavaScript reads it).
-fn number<'a, S: Sink<'a> + ?Sized>(text: &str, s: &mut S) {
+pub(crate) fn number<'a, S: Sink<'a> + ?Sized>(text: &str, s: &mut S) {
     if let Ok(i) = text.parse::<i64>() {
         s.i64(i)
     } else if is_integer_text(text) {
