@@ -365,3 +365,186 @@ impl OwnedJson for Tree {
         &op.test
     }
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::patch::{parse_patch, Dialect, Options, PatchError, Replayer};
+    use serde_json::json;
+
+    /// What a sink receives, event by event (doubles by their bits: `-0.0` is not `0.0`).
+    #[derive(Default)]
+    pub(crate) struct Trace(pub Vec<String>);
+
+    impl Sink<'_> for Trace {
+        fn null(&mut self) {
+            self.0.push("null".into());
+        }
+        fn bool(&mut self, v: bool) {
+            self.0.push(format!("{v}"));
+        }
+        fn i64(&mut self, v: i64) {
+            self.0.push(format!("i{v}"));
+        }
+        fn big_int(&mut self, decimal: &str) {
+            self.0.push(format!("b{decimal}"));
+        }
+        fn f64(&mut self, v: f64) {
+            self.0.push(format!("f{v:?}/{:x}", v.to_bits()));
+        }
+        fn str(&mut self, s: &str) {
+            self.0.push(format!("s{s:?}"));
+        }
+        fn begin_array(&mut self) {
+            self.0.push("[".into());
+        }
+        fn end_array(&mut self) {
+            self.0.push("]".into());
+        }
+        fn begin_object(&mut self) {
+            self.0.push("{".into());
+        }
+        fn key(&mut self, k: &str) {
+            self.0.push(format!("k{k:?}"));
+        }
+        fn end_object(&mut self, _distinct_keys: bool) {
+            self.0.push("}".into());
+        }
+        fn object_mark(&self) -> usize {
+            self.0.len()
+        }
+        fn rewind_object(&mut self, mark: usize) {
+            self.0.truncate(mark);
+        }
+    }
+
+    /// A `Value` as the hand-over sees it.
+    pub(crate) fn trace_value(v: &Value) -> Vec<String> {
+        let mut t = Trace::default();
+        crate::sink::json_value(v, &mut t);
+        t.0
+    }
+
+    pub(crate) fn trace_tree(v: &Tree) -> Vec<String> {
+        let mut t = Trace::default();
+        v.walk(&mut t);
+        t.0
+    }
+
+    /// Snapshot texts read into a tree give what their parse gives walked, or are declined
+    /// exactly where that parse (with its digit check) fails.
+    #[test]
+    fn from_text_reads_as_the_parse_reads() {
+        let token = crate::sink::NUMBER_TOKEN;
+        let mut texts: Vec<String> = [
+            r#"{"a":1,"b":-0,"c":1.0,"d":1e400,"e":-1e400,"f":12345678901234567890,"g":-9223372036854775809,"h":1E2,"i":-0.0,"j":1e-400,"k":0.1,"l":1.50}"#,
+            r#"{"a":1,"b":2,"a":{"x":[1,{"y":1,"y":2}]},"b":3}"#,
+            r#"{"a\u0041":"\ud83d\ude00 \n\t\u0000\"\\\/","é日本":[true,false,null]}"#,
+            "[]", "{}", "[[],{},[{}]]", "0", "\"s\"", " [ 1 , 2 ] ", "18446744073709551615", "9223372036854775807", "-9223372036854775808",
+            r#"{"s":"\ud800"}"#, r#"{"a":}"#, "[1,]", r#"{"a":1}x"#, r#"{"a":01}"#, "[1.]", "[NaN]", "",
+        ]
+        .iter()
+        .map(|t| t.to_string())
+        .collect();
+        for inner in [r#""12""#, r#""-1.5e3""#, r#""abc""#, "12", r#""12","y":1"#] {
+            texts.push(format!(r#"{{"x":{{"{token}":{inner}}}}}"#));
+        }
+        texts.push(format!("[{}]", "9".repeat(crate::patch::MAX_INT_DIGITS)));
+        texts.push(format!("[{}]", "9".repeat(crate::patch::MAX_INT_DIGITS + 1)));
+        texts.push(format!("[-{}]", "9".repeat(crate::patch::MAX_INT_DIGITS + 1)));
+        for n in 0..5 {
+            texts.push(format!("{}1{}", "{\"a\":".repeat(n), "}".repeat(n)));
+            texts.push(format!("{}{}", "[".repeat(n), "]".repeat(n)));
+        }
+        for text in &texts {
+            for max_depth in [0, 1, 2, 3, 4, 512] {
+                let want = crate::stream::event::nested_text_value(text, max_depth);
+                let got = Tree::from_text(text, max_depth);
+                match (&want, &got) {
+                    (Some(v), Some(t)) => assert_eq!(trace_tree(t), trace_value(v), "{text} at {max_depth}"),
+                    (None, None) => {}
+                    _ => panic!("{text} at {max_depth}: {want:?} vs {got:?}"),
+                }
+                if let Some(v) = want {
+                    assert_eq!(trace_tree(&Tree::from(&v)), trace_value(&v));
+                    assert_eq!(trace_tree(&Tree::from(v.clone())), trace_value(&v));
+                }
+            }
+        }
+    }
+
+    /// Apply a patch to a `Value` and to the tree of the same JSON: the same outcome
+    /// (error included), the same document walked, the document unchanged on error.
+    pub(crate) fn differential(doc: &Value, patch: &Value, opts: &Options) -> Result<(), PatchError> {
+        let (mut v, mut t) = (doc.clone(), Tree::from(doc));
+        let ops = parse_patch(patch);
+        let (want, got) = match ops {
+            Ok(ops) => (Replayer::new(&mut v, opts).apply_owned(ops.clone()), Replayer::new(&mut t, opts).apply_owned(ops)),
+            Err(e) => return Err(e),
+        };
+        assert_eq!(got, want, "{doc} {patch}");
+        assert_eq!(trace_tree(&t), trace_value(&v), "{doc} {patch}");
+        if want.is_err() {
+            assert_eq!(trace_tree(&t), trace_value(doc), "{doc} {patch}: not atomic");
+        }
+        want
+    }
+
+    #[test]
+    fn official_suite_as_value_does() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/vectors/client/json-patch");
+        let mut n = 0;
+        for file in ["tests.json", "spec_tests.json"] {
+            let cases: Value = serde_json::from_str(&std::fs::read_to_string(dir.join(file)).unwrap()).unwrap();
+            for case in cases.as_array().unwrap() {
+                let Some(patch) = case.get("patch") else { continue };
+                for dialect in [Dialect::Rfc6902, Dialect::FastJsonPatch] {
+                    for max_bytes in [usize::MAX, 200] {
+                        let _ = differential(&case["doc"], patch, &Options { dialect, max_bytes, ..Options::default() });
+                        n += 1;
+                    }
+                }
+            }
+        }
+        assert!(n > 400, "{n}");
+    }
+
+    #[test]
+    fn numbers_compare_and_come_back_as_in_value() {
+        let doc = json!({"i": 1, "f": 1.5, "big": 123456789012345678901234567890u128, "u": 18446744073709551615u64, "n": -0.0, "e": 100});
+        let values = [json!(1), json!(1.0), json!(1.5), json!(2), json!(-0.0), json!(0), json!(100.0), json!(18446744073709551615u64), json!(18446744073709551615.0)];
+        let mut values = values.to_vec();
+        values.push(serde_json::from_str("123456789012345678901234567890").unwrap());
+        values.push(serde_json::from_str("1.234567890123456789012345678900e29").unwrap());
+        values.push(serde_json::from_str("1e400").unwrap());
+        values.push(serde_json::from_str("1E2").unwrap());
+        for dialect in [Dialect::Rfc6902, Dialect::FastJsonPatch] {
+            let opts = Options { dialect, ..Options::default() };
+            for path in ["/i", "/f", "/big", "/u", "/n", "/e"] {
+                for v in &values {
+                    let _ = differential(&doc, &json!([{"op": "test", "path": path, "value": v}]), &opts);
+                    differential(&doc, &json!([{"op": "replace", "path": path, "value": v}, {"op": "copy", "from": path, "path": "/c"}]), &opts).unwrap();
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn limits_as_in_value() {
+        let doc = json!({"a": {"b": [1, 2, {"c": "xxxxxxxxxx"}]}, "s": "yyyyyyyyyyyyyyyyyyyy"});
+        for max_bytes in [0, 31, 32, 64, 100, 150, 200, 400, 1000] {
+            for max_depth in [0, 1, 2, 3, 4, 5] {
+                let opts = Options { max_bytes, max_depth, ..Options::default() };
+                for patch in [
+                    json!([{"op": "copy", "from": "/a", "path": "/d"}]),
+                    json!([{"op": "add", "path": "/d", "value": {"x": [[1]], "y": "zzzz"}}]),
+                    json!([{"op": "move", "from": "/s", "path": "/a/b/2/s"}]),
+                    json!([{"op": "move", "from": "/a/b", "path": "/a/b2"}, {"op": "copy", "from": "/s", "path": "/a/b2/0"}]),
+                    json!([{"op": "test", "path": "/a", "value": {"b": [1, 2, {"c": "xxxxxxxxxx"}]}}]),
+                ] {
+                    let _ = differential(&doc, &patch, &opts);
+                }
+            }
+        }
+    }
+}

@@ -770,6 +770,8 @@ pub(super) fn run_owned<'d, V: OwnedJson>(doc: &mut ValueDoc<'d, V>, patcher: &m
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::patch::tree::tests::{trace_tree, trace_value};
+    use crate::patch::tree::Tree;
     use crate::patch::{parse_patch, ErrorKind, PatchError};
     use crate::test_rng::Rng;
     use serde_json::json;
@@ -780,8 +782,8 @@ mod tests {
         apply_capped(doc, patch, budget, MAX_ACTIVE, dialect)
     }
 
-    fn apply_capped(doc: &mut Value, patch: &Value, budget: usize, max_active: usize, dialect: Dialect) -> Result<(), PatchError> {
-        let ops = parse_patch(patch)?;
+    fn apply_capped<V: OwnedJson>(doc: &mut V, patch: &Value, budget: usize, max_active: usize, dialect: Dialect) -> Result<(), PatchError> {
+        let ops = V::ops(parse_patch(patch)?);
         let mut d = ValueDoc::new(doc, None);
         d.order.budget = budget;
         d.order.max_active = max_active;
@@ -813,7 +815,10 @@ mod tests {
                 {"op": "copy", "from": "/o", "path": "/c"},
                 {"op": "move", "from": "/o/k2", "path": "/o/k2b"}
             ]);
+            let mut tree = Tree::from(&doc);
+            apply_capped(&mut tree, &patch, budget, MAX_ACTIVE, Dialect::Rfc6902).unwrap();
             apply(&mut doc, &patch, budget, Dialect::Rfc6902).unwrap();
+            assert_eq!(trace_tree(&tree), trace_value(&doc));
             let keys: Vec<_> = doc["o"].as_object().unwrap().keys().cloned().collect();
             assert_eq!(keys, ["k3", "k4", "k6", "k7", "k1", "new", "k2b"], "budget {budget}");
             let copied: Vec<_> = doc["c"].as_object().unwrap().keys().cloned().collect();
@@ -833,7 +838,12 @@ mod tests {
         patch.push(json!({"op": "move", "from": "/o", "path": "/l/1/o"}));
         patch.push(json!({"op": "remove", "path": "/l/1/o/k1"}));
         patch.push(json!({"op": "test", "path": "/o", "value": 0}));
-        let e = apply(&mut doc, &Value::Array(patch), 0, Dialect::Rfc6902).unwrap_err();
+        let patch = Value::Array(patch);
+        let mut tree = Tree::from(&doc);
+        let e = apply_capped(&mut tree, &patch, 0, MAX_ACTIVE, Dialect::Rfc6902).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Pointer);
+        assert_eq!(trace_tree(&tree), trace_value(&doc));
+        let e = apply(&mut doc, &patch, 0, Dialect::Rfc6902).unwrap_err();
         assert_eq!(e.kind, ErrorKind::Pointer);
         assert_eq!(text(&doc), before);
     }
@@ -894,6 +904,11 @@ mod tests {
             let got = apply_capped(&mut fast, &patch, 0, [1, 2, MAX_ACTIVE][round % 3], dialect);
             assert_eq!(got, want, "round {round}: {patch}");
             assert_eq!(text(&fast), text(&model), "round {round}: {doc} {patch}");
+            // The core's tree through the same document implementation, under records too.
+            let mut tree = Tree::from(&doc);
+            let got = apply_capped(&mut tree, &patch, [0, usize::MAX][round % 2], [1, 2, MAX_ACTIVE][round % 3], dialect);
+            assert_eq!(got, want, "round {round}: {patch}");
+            assert_eq!(trace_tree(&tree), trace_value(&model), "round {round}: {doc} {patch}");
             if want.is_err() {
                 assert_eq!(text(&fast), text(&doc), "round {round}: not atomic");
                 failed += 1;
