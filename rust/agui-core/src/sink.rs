@@ -160,7 +160,7 @@ pub fn number_f64(n: &serde_json::Number) -> f64 {
 
 /// A JSON number's text into a sink: an integer within `i64` exactly, a longer one as its
 /// decimal text, any other as the double it spells (`1e400`: infinity, as JavaScript reads it).
-fn number<'a, S: Sink<'a> + ?Sized>(text: &str, s: &mut S) {
+pub(crate) fn number<'a, S: Sink<'a> + ?Sized>(text: &str, s: &mut S) {
     if let Ok(i) = text.parse::<i64>() {
         s.i64(i)
     } else if is_integer_text(text) {
@@ -369,7 +369,7 @@ fn is_integer_text(t: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::json::JsonSink;
     use crate::proto::msgpack::MsgpackSink;
@@ -461,11 +461,9 @@ mod tests {
         assert_eq!(tb.finish().unwrap(), Node::Number(Num::F(f64::INFINITY)));
     }
 
-    /// JSON text walked straight into a sink gives what its parsed `Value` walked gives:
-    /// numbers of every form, repeated keys, escapes, serde_json's number token as a key,
-    /// the depth limit at its boundary, and an error wherever the parse fails.
-    #[test]
-    fn json_text_walks_as_its_value_does() {
+    /// JSON texts of every number form, repeated keys, escapes, serde_json's number token,
+    /// nesting at the limits, and errors (the walkers over JSON text are checked on them).
+    pub(crate) fn sample_texts() -> Vec<String> {
         let token = NUMBER_TOKEN;
         let mut texts: Vec<String> = [
             r#"{"a":1,"b":-0,"c":1.0,"d":1e400,"e":-1e400,"f":12345678901234567890,"g":-9223372036854775809,"h":1E2,"i":-0.0,"j":1e-400,"k":0.1}"#,
@@ -487,6 +485,15 @@ mod tests {
             texts.push(format!("{}{}", "[".repeat(n), "]".repeat(n)));
             texts.push(format!("{}{{\"{token}\":\"1\"}}{}", "[".repeat(n), "]".repeat(n)));
         }
+        texts
+    }
+
+    /// JSON text walked straight into a sink gives what its parsed `Value` walked gives:
+    /// numbers of every form, repeated keys, escapes, serde_json's number token as a key,
+    /// the depth limit at its boundary, and an error wherever the parse fails.
+    #[test]
+    fn json_text_walks_as_its_value_does() {
+        let texts = sample_texts();
         for text in &texts {
             for max_depth in [0, 1, 2, 3, 4, 512] {
                 // (a tree: repeated keys merged as `Value`'s map merges them)

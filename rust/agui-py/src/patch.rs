@@ -1273,6 +1273,14 @@ pub(crate) fn stream_value<'py>(py: Python<'py>, v: &Value, max_depth: usize) ->
     json_to_py(py, v, 0, max_depth, true, &mut unlimited()).map_err(|f| raise(py, f))
 }
 
+/// A replay's final state (the core's tree) as a document value (its kept lone
+/// surrogates restored): the builder of [`stream_value`], walked from the tree.
+pub(crate) fn stream_tree<'py>(py: Python<'py>, v: &agui_core::patch::tree::Tree, max_depth: usize) -> PyResult<Bound<'py, PyAny>> {
+    let mut b = py_builder(py, 0, max_depth, true).with_budget(unlimited());
+    v.walk(&mut b);
+    b.finish().map_err(|f| raise(py, f))
+}
+
 impl std::fmt::Debug for Doc {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("StateDocument")

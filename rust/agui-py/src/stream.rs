@@ -21,6 +21,7 @@ use crate::errors::{check_max_depth, error_class, kind_error, make_error};
 use crate::patch::{Doc, GivenOp};
 use crate::plan::{Getter, Kind, PlanKind};
 use crate::shared::Shared;
+use agui_core::patch::tree::Tree;
 use agui_core::patch::OpKind;
 use agui_core::sink::Scalar;
 use pyo3::sync::PyOnceLock;
@@ -830,7 +831,9 @@ const DROP_ASIDE_MIN: usize = 10_000;
 /// straight from the engine's values: no JSON text between them).
 struct Written {
     messages: Vec<Value>,
-    state: Value,
+    /// The state as the replay kept it: the core's tree (built from snapshot texts, no
+    /// `serde_json::Value` between them), walked into Python values once at the end.
+    state: Tree,
     interrupts: Vec<Value>,
     /// Events replayed: a large replay's values are freed on a thread of their own.
     events: usize,
@@ -843,7 +846,7 @@ struct Written {
 }
 
 impl Written {
-    fn of(r: core::Replay) -> Written {
+    fn of(r: core::Replay<Tree>) -> Written {
         Written {
             messages: r.messages,
             state: r.state,
@@ -881,7 +884,7 @@ impl Written {
         let state = std::mem::take(&mut self.state);
         let tuple = (
             result_value(py, &messages)?,
-            result_value(py, &state)?,
+            crate::patch::stream_tree(py, &state, MAX_DEPTH_CAP)?,
             result_value(py, &interrupts)?,
             warnings_list(py, &self.warnings)?,
             error,
@@ -926,7 +929,7 @@ fn replay_log<'py>(
     let (messages, state) = initial(py, messages, state, max_depth)?;
     let log = data.as_bytes();
     let options = ReplayOptions { verify, schema, era, protocol_version, max_depth, max_patch_bytes, ..ReplayOptions::default() };
-    let mut w = py.detach(|| Written::of(core::replay_log_bytes(log, 0, pipeline_min, format, messages, state, options)));
+    let mut w = py.detach(|| Written::of(core::replay_log_bytes(log, 0, pipeline_min, format, messages, Tree::from(state), options)));
     w.source = Some("<bytes>".to_string()); // (as the log readers name bytes)
     w.tuple(py, true)
 }

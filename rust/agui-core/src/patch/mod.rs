@@ -55,6 +55,7 @@ pub mod owned;
 pub mod read;
 mod rules;
 mod tokens;
+pub mod tree;
 mod value;
 
 pub use rules::{container_rule, float_rule, int_rule};
@@ -67,7 +68,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::limits::{DEFAULT_MAX_DEPTH, DEFAULT_MAX_PATCH_BYTES};
-pub use value::number_eq;
+pub use value::{num_eq, num_of, number_eq, Members, Num, OwnedJson};
 
 /// Which rules the engine follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -466,20 +467,21 @@ pub fn read_patch_text(text: &[u8], max_depth: usize, pointers: &mut cache::Poin
     parse_patch_owned(v)
 }
 
-/// Applies patches to one document in turn, each atomically, reusing its buffers.
-pub struct Replayer<'d> {
-    doc: value::ValueDoc<'d>,
-    patcher: engine::Patcher<value::ValueDoc<'d>>,
+/// Applies patches to one document (a `Value`, or any [`OwnedJson`] tree such as a
+/// [`tree::Tree`]) in turn, each atomically, reusing its buffers.
+pub struct Replayer<'d, V: OwnedJson = Value> {
+    doc: value::ValueDoc<'d, V>,
+    patcher: engine::Patcher<value::ValueDoc<'d, V>>,
 }
 
-impl<'d> Replayer<'d> {
-    pub fn new(doc: &'d mut Value, opts: &Options) -> Self {
+impl<'d, V: OwnedJson> Replayer<'d, V> {
+    pub fn new(doc: &'d mut V, opts: &Options) -> Self {
         Replayer { doc: value::ValueDoc::new(doc, Some(Vec::new())), patcher: engine::Patcher::new(*opts) }
     }
 
     /// A replayer whose `copy` operations copy at most `copies` bytes in all, left of an
     /// allowance of `of` ([`engine::Patcher::with_copy_allowance`]).
-    pub fn with_copy_allowance(doc: &'d mut Value, opts: &Options, copies: usize, of: usize) -> Self {
+    pub fn with_copy_allowance(doc: &'d mut V, opts: &Options, copies: usize, of: usize) -> Self {
         Replayer { doc: value::ValueDoc::new(doc, Some(Vec::new())), patcher: engine::Patcher::new(*opts).with_copy_allowance(copies, of) }
     }
 
@@ -489,18 +491,12 @@ impl<'d> Replayer<'d> {
     }
 
     /// Apply one patch, moving the `add`/`replace` values out of `ops`.
-    pub fn apply_owned(&mut self, mut ops: Vec<Operation>) -> Result<(), PatchError> {
-        let values = self.doc.values.get_or_insert_with(Vec::new);
-        values.clear();
-        values.extend(ops.iter_mut().map(|o| match o.kind {
-            OpKind::Add | OpKind::Replace => std::mem::take(&mut o.value),
-            _ => Value::Null,
-        }));
-        self.patcher.run(&mut self.doc, &ops).map_err(no_doc_error)
+    pub fn apply_owned(&mut self, ops: Vec<Operation>) -> Result<(), PatchError> {
+        value::run_owned(&mut self.doc, &mut self.patcher, ops).map_err(no_doc_error)
     }
 
     /// The document.
-    pub fn doc(&self) -> &Value {
+    pub fn doc(&self) -> &V {
         self.doc.root
     }
 }

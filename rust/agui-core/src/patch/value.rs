@@ -1,4 +1,7 @@
-//! The engine's document implementation for `serde_json::Value`.
+//! The engine's document implementation for owned JSON trees patched in place:
+//! `serde_json::Value` and the core's [`Tree`](super::tree::Tree), through one trait
+//! ([`OwnedJson`]) so that both share the same member-order bookkeeping, number equality
+//! and limits.
 
 use std::borrow::Cow;
 use std::convert::Infallible;
@@ -6,12 +9,202 @@ use std::convert::Infallible;
 use serde_json::{Number, Value};
 
 use super::engine::{self, At, Budget, Cursor, Document, Fail, Kind, MemberEq, Node, PatchOp, Shape, R};
-use super::{existing_index, missing_member_reason, ptr_err, scalar_step_reason, too_deep, type_name, Dialect, Operation, Options};
+use super::{existing_index, missing_member_reason, ptr_err, scalar_step_reason, too_deep, Dialect, OpKind, Operation, Options};
 
-impl Node for &Value {
-    type Key = str;
-    type Error = Infallible;
+/// A JSON number as the engine compares it: an integer within `i64`, any other integer as
+/// its exact decimal text (`-?[1-9][0-9]*`), or another number as the double it spells
+/// (`None`: out of `f64`'s range, e.g. `1e400`, equal to nothing).
+#[derive(Debug, Clone, Copy)]
+pub enum Num<'a> {
+    Int(i64),
+    Big(&'a str),
+    Float(Option<f64>),
+}
 
+impl Num<'_> {
+    /// The number as a double, when it has a finite one (`serde_json::Number::as_f64`).
+    fn f64(self) -> Option<f64> {
+        match self {
+            Num::Int(i) => Some(i as f64),
+            Num::Big(t) => t.parse::<f64>().ok().filter(|f| f.is_finite()),
+            Num::Float(f) => f,
+        }
+    }
+    /// An integer as exact decimal text.
+    fn int_decimal(self) -> Option<Cow<'static, str>> {
+        match self {
+            Num::Int(i) => Some(Cow::Owned(i.to_string())),
+            _ => None,
+        }
+    }
+}
+
+/// A `serde_json::Number` as the engine compares it.
+pub fn num_of(n: &Number) -> Num<'_> {
+    if let Some(i) = n.as_i64() {
+        return Num::Int(i);
+    }
+    let s = n.as_str();
+    let digits = s.strip_prefix('-').unwrap_or(s);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        // (JSON text has no leading zeros; "-0" is an i64)
+        return Num::Big(s);
+    }
+    Num::Float(n.as_f64())
+}
+
+/// Numbers are equal when mathematically equal (`1 == 1.0`; `2**53 + 1 != 2.0**53`;
+/// big integers exactly), as Python's `==` on `int`/`float`. In the fast-json-patch
+/// dialect they compare as JavaScript does, as doubles.
+pub fn number_eq(a: &Number, b: &Number, dialect: Dialect) -> bool {
+    num_eq(num_of(a), num_of(b), dialect)
+}
+
+/// [`number_eq`] of numbers in the engine's form.
+pub fn num_eq(a: Num<'_>, b: Num<'_>, dialect: Dialect) -> bool {
+    if dialect == Dialect::FastJsonPatch {
+        return matches!((a.f64(), b.f64()), (Some(x), Some(y)) if x == y);
+    }
+    match (a, b) {
+        (Num::Int(x), Num::Int(y)) => x == y,
+        (Num::Big(x), Num::Big(y)) => x == y,
+        (Num::Int(_), Num::Big(_)) | (Num::Big(_), Num::Int(_)) => false,
+        (Num::Float(x), Num::Float(y)) => matches!((x, y), (Some(x), Some(y)) if x == y),
+        (Num::Float(f), Num::Big(int)) | (Num::Big(int), Num::Float(f)) => float_equals_int(f, int),
+        (Num::Float(f), i @ Num::Int(_)) | (i @ Num::Int(_), Num::Float(f)) => i.int_decimal().is_some_and(|int| float_equals_int(f, &int)),
+    }
+}
+
+/// Exact comparison of a float with an integer given as decimal text: the float must be
+/// integral, and its exact decimal expansion equal to the integer's.
+fn float_equals_int(f: Option<f64>, int: &str) -> bool {
+    let Some(x) = f else { return false };
+    if !x.is_finite() || x.fract() != 0.0 {
+        return false;
+    }
+    let exact = format!("{x:.0}"); // Rust prints the exact value of a double
+    let exact = if exact == "-0" { "0".to_string() } else { exact };
+    exact == int
+}
+
+/// An object's members as the engine writes them (an insertion-ordered hash map).
+pub trait Members<V>: Default {
+    /// The map's own key type (moved back in when members are reordered).
+    type Key;
+    fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    fn get(&self, k: &str) -> Option<&V>;
+    fn get_mut(&mut self, k: &str) -> Option<&mut V>;
+    fn contains_key(&self, k: &str) -> bool {
+        self.get(k).is_some()
+    }
+    /// Set `k` (a new member goes last, an existing one keeps its place).
+    fn insert(&mut self, k: &str, v: V) -> Option<V>;
+    fn insert_entry(&mut self, k: Self::Key, v: V);
+    fn shift_remove(&mut self, k: &str) -> Option<V>;
+    fn swap_remove(&mut self, k: &str) -> Option<V>;
+    fn swap_remove_entry(&mut self, k: &str) -> Option<(Self::Key, V)>;
+    fn shift_insert(&mut self, pos: usize, k: &str, v: V);
+    fn position(&self, k: &str) -> Option<usize>;
+    fn last_key_is(&self, k: &str) -> bool;
+    fn key_list(&self) -> Vec<String>;
+    fn each<'s>(&'s self) -> impl Iterator<Item = (&'s str, &'s V)>
+    where
+        V: 's;
+    fn into_entries(self) -> impl Iterator<Item = (Self::Key, V)>;
+}
+
+/// An owned JSON tree the engine patches in place (`serde_json::Value`, the core's
+/// [`Tree`](super::tree::Tree)). Operations carry `serde_json::Value`s: a tree takes
+/// them over with [`from_json`](Self::from_json).
+pub trait OwnedJson: Sized + Default + Clone {
+    type Map: Members<Self>;
+    /// An operation as this tree's document reads it.
+    type Op: PatchOp<Token = String>;
+    fn kind(&self) -> Kind;
+    fn type_name(&self) -> &'static str;
+    fn map(&self) -> Option<&Self::Map>;
+    fn map_mut(&mut self) -> Option<&mut Self::Map>;
+    fn array(&self) -> Option<&Vec<Self>>;
+    fn array_mut(&mut self) -> Option<&mut Vec<Self>>;
+    fn bool(&self) -> Option<bool>;
+    fn str(&self) -> Option<&str>;
+    fn num(&self) -> Option<Num<'_>>;
+    /// The bytes of the strings the value itself holds (a string's text, an object's keys).
+    fn own_bytes(&self) -> usize {
+        match self.kind() {
+            Kind::String => self.str().map_or(0, str::len),
+            Kind::Object => self.map().map_or(0, |m| m.each().map(|(k, _)| k.len()).sum()),
+            _ => 0,
+        }
+    }
+    /// A parsed JSON value as this tree.
+    fn from_json(v: Value) -> Self;
+    /// The operations of a patch as this tree's document reads them.
+    fn ops(ops: Vec<Operation>) -> Vec<Self::Op>;
+    fn operation(op: &Self::Op) -> &Operation;
+    fn operation_mut(op: &mut Self::Op) -> &mut Operation;
+    /// The value of a `test` operation.
+    fn test_value(op: &Self::Op) -> &Self;
+}
+
+impl Members<Value> for serde_json::Map<String, Value> {
+    type Key = String;
+    fn len(&self) -> usize {
+        serde_json::Map::len(self)
+    }
+    fn get(&self, k: &str) -> Option<&Value> {
+        serde_json::Map::get(self, k)
+    }
+    fn get_mut(&mut self, k: &str) -> Option<&mut Value> {
+        serde_json::Map::get_mut(self, k)
+    }
+    fn contains_key(&self, k: &str) -> bool {
+        serde_json::Map::contains_key(self, k)
+    }
+    fn insert(&mut self, k: &str, v: Value) -> Option<Value> {
+        serde_json::Map::insert(self, k.to_string(), v)
+    }
+    fn insert_entry(&mut self, k: String, v: Value) {
+        serde_json::Map::insert(self, k, v);
+    }
+    fn shift_remove(&mut self, k: &str) -> Option<Value> {
+        serde_json::Map::shift_remove(self, k)
+    }
+    fn swap_remove(&mut self, k: &str) -> Option<Value> {
+        serde_json::Map::swap_remove(self, k)
+    }
+    fn swap_remove_entry(&mut self, k: &str) -> Option<(String, Value)> {
+        serde_json::Map::swap_remove_entry(self, k)
+    }
+    fn shift_insert(&mut self, pos: usize, k: &str, v: Value) {
+        serde_json::Map::shift_insert(self, pos, k.to_string(), v);
+    }
+    fn position(&self, k: &str) -> Option<usize> {
+        self.keys().position(|x| x == k)
+    }
+    fn last_key_is(&self, k: &str) -> bool {
+        self.keys().next_back().is_some_and(|x| x == k)
+    }
+    fn key_list(&self) -> Vec<String> {
+        self.keys().cloned().collect()
+    }
+    fn each<'s>(&'s self) -> impl Iterator<Item = (&'s str, &'s Value)>
+    where
+        Value: 's,
+    {
+        self.iter().map(|(k, v)| (k.as_str(), v))
+    }
+    fn into_entries(self) -> impl Iterator<Item = (String, Value)> {
+        self.into_iter()
+    }
+}
+
+impl OwnedJson for Value {
+    type Map = serde_json::Map<String, Value>;
+    type Op = Operation;
     fn kind(&self) -> Kind {
         match self {
             Value::Null => Kind::Null,
@@ -22,49 +215,100 @@ impl Node for &Value {
             Value::Object(_) => Kind::Object,
         }
     }
+    fn type_name(&self) -> &'static str {
+        super::type_name(self)
+    }
+    fn map(&self) -> Option<&Self::Map> {
+        self.as_object()
+    }
+    fn map_mut(&mut self) -> Option<&mut Self::Map> {
+        self.as_object_mut()
+    }
+    fn array(&self) -> Option<&Vec<Value>> {
+        self.as_array()
+    }
+    fn array_mut(&mut self) -> Option<&mut Vec<Value>> {
+        self.as_array_mut()
+    }
+    fn bool(&self) -> Option<bool> {
+        self.as_bool()
+    }
+    fn str(&self) -> Option<&str> {
+        self.as_str()
+    }
+    fn num(&self) -> Option<Num<'_>> {
+        match self {
+            Value::Number(n) => Some(num_of(n)),
+            _ => None,
+        }
+    }
+    fn from_json(v: Value) -> Self {
+        v
+    }
+    fn ops(ops: Vec<Operation>) -> Vec<Operation> {
+        ops
+    }
+    fn operation(op: &Operation) -> &Operation {
+        op
+    }
+    fn operation_mut(op: &mut Operation) -> &mut Operation {
+        op
+    }
+    fn test_value(op: &Operation) -> &Value {
+        &op.value
+    }
+}
+
+impl<V: OwnedJson> Node for &V {
+    type Key = str;
+    type Error = Infallible;
+
+    fn kind(&self) -> Kind {
+        OwnedJson::kind(*self)
+    }
     fn type_name(&self) -> Cow<'static, str> {
-        Cow::Borrowed(type_name(self))
+        Cow::Borrowed(OwnedJson::type_name(*self))
     }
     fn len(&self) -> usize {
-        match self {
-            Value::Array(a) => a.len(),
-            Value::Object(m) => m.len(),
+        match (self.array(), self.map()) {
+            (Some(a), _) => a.len(),
+            (_, Some(m)) => m.len(),
             _ => 0,
         }
     }
     fn member(&self, key: &str) -> R<Option<Self>, Infallible> {
-        Ok(match self {
-            Value::Object(m) => m.get(key),
-            _ => None,
-        })
+        Ok(self.map().and_then(|m| m.get(key)))
     }
     fn element(&self, index: usize) -> R<Self, Infallible> {
-        match self {
-            Value::Array(a) if index < a.len() => Ok(&a[index]),
+        match self.array() {
+            Some(a) if index < a.len() => Ok(&a[index]),
             _ => Err(ptr_err("array index out of range").into()),
         }
     }
     fn scalar_eq(&self, other: &Self, dialect: Dialect) -> R<bool, Infallible> {
-        Ok(match (self, other) {
-            (Value::Null, Value::Null) => true,
-            (Value::Bool(x), Value::Bool(y)) => x == y,
-            (Value::Number(x), Value::Number(y)) => number_eq(x, y, dialect),
-            (Value::String(x), Value::String(y)) => x == y,
+        Ok(match (OwnedJson::kind(*self), OwnedJson::kind(*other)) {
+            (Kind::Null, Kind::Null) => true,
+            (Kind::Bool, Kind::Bool) => self.bool() == other.bool(),
+            (Kind::Number, Kind::Number) => match (self.num(), other.num()) {
+                (Some(x), Some(y)) => num_eq(x, y, dialect),
+                _ => false,
+            },
+            (Kind::String, Kind::String) => self.str() == other.str(),
             _ => false,
         })
     }
     fn members_in(&self, other: &Self, eq: &mut MemberEq<'_, Self>) -> R<bool, Infallible> {
-        let (Value::Object(x), Value::Object(y)) = (self, other) else { return Ok(false) };
+        let (Some(x), Some(y)) = (self.map(), other.map()) else { return Ok(false) };
         if std::ptr::eq(x, y) {
             // The same object (a walk over its members, e.g. `deeper_than`): no lookups.
-            for v in x.values() {
+            for (_, v) in x.each() {
                 if !eq(&v, &v)? {
                     return Ok(false);
                 }
             }
             return Ok(true);
         }
-        for (k, v) in x {
+        for (k, v) in x.each() {
             match y.get(k) {
                 Some(w) if eq(&v, &w)? => {}
                 _ => return Ok(false),
@@ -72,66 +316,6 @@ impl Node for &Value {
         }
         Ok(true)
     }
-}
-
-fn integer_text(n: &Number) -> Option<Cow<'_, str>> {
-    if n.is_i64() || n.is_u64() {
-        return None;
-    }
-    let s = n.as_str();
-    let digits = s.strip_prefix('-').unwrap_or(s);
-    (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())).then(|| {
-        // "-0" and leading zeros cannot come from JSON text except "-0"; normalise it.
-        if digits.bytes().all(|b| b == b'0') {
-            Cow::Borrowed("0")
-        } else {
-            Cow::Borrowed(s)
-        }
-    })
-}
-
-/// An integer (i64, u64 or arbitrary size) as exact decimal text.
-fn int_decimal(n: &Number) -> Option<Cow<'_, str>> {
-    if let Some(i) = n.as_i64() {
-        return Some(Cow::Owned(i.to_string()));
-    }
-    if let Some(u) = n.as_u64() {
-        return Some(Cow::Owned(u.to_string()));
-    }
-    integer_text(n)
-}
-
-/// Numbers are equal when mathematically equal (`1 == 1.0`; `2**53 + 1 != 2.0**53`;
-/// big integers exactly), as Python's `==` on `int`/`float`. In the fast-json-patch
-/// dialect they compare as JavaScript does, as doubles.
-pub fn number_eq(a: &Number, b: &Number, dialect: Dialect) -> bool {
-    if dialect == Dialect::FastJsonPatch {
-        return matches!((a.as_f64(), b.as_f64()), (Some(x), Some(y)) if x == y);
-    }
-    if let (Some(x), Some(y)) = (a.as_i64(), b.as_i64()) {
-        return x == y;
-    }
-    if let (Some(x), Some(y)) = (a.as_u64(), b.as_u64()) {
-        return x == y;
-    }
-    match (int_decimal(a), int_decimal(b)) {
-        (Some(x), Some(y)) => x == y,
-        (None, None) => matches!((a.as_f64(), b.as_f64()), (Some(x), Some(y)) if x == y),
-        (Some(int), None) => float_equals_int(b, &int),
-        (None, Some(int)) => float_equals_int(a, &int),
-    }
-}
-
-/// Exact comparison of a float with an integer given as decimal text: the float must be
-/// integral, and its exact decimal expansion equal to the integer's.
-fn float_equals_int(f: &Number, int: &str) -> bool {
-    let Some(x) = f.as_f64() else { return false };
-    if !x.is_finite() || x.fract() != 0.0 {
-        return false;
-    }
-    let exact = format!("{x:.0}"); // Rust prints the exact value of a double
-    let exact = if exact == "-0" { "0".to_string() } else { exact };
-    exact == int
 }
 
 impl PatchOp for Operation {
@@ -150,26 +334,30 @@ impl PatchOp for Operation {
     }
 }
 
-fn step_mut<'a>(v: &'a mut Value, token: &str, dialect: Dialect) -> Result<&'a mut Value, super::PatchError> {
-    match v {
-        Value::Object(m) => m.get_mut(token).ok_or_else(|| ptr_err(missing_member_reason(token))),
-        Value::Array(a) => {
+fn step_mut<'a, V: OwnedJson>(v: &'a mut V, token: &str, dialect: Dialect) -> Result<&'a mut V, super::PatchError> {
+    if v.map().is_some() {
+        let m = v.map_mut().expect("an object");
+        return m.get_mut(token).ok_or_else(|| ptr_err(missing_member_reason(token)));
+    }
+    let name = OwnedJson::type_name(v);
+    match v.array_mut() {
+        Some(a) => {
             let i = existing_index(token, a.len(), dialect)?;
             Ok(&mut a[i])
         }
-        other => Err(ptr_err(scalar_step_reason(token, type_name(other)))),
+        None => Err(ptr_err(scalar_step_reason(token, name))),
     }
 }
 
 /// Resolve `tokens`; with `canon`, also write the path in canonical form (array indices in
 /// decimal), so that two spellings of one location (`01` and `1` in the fast-json-patch
 /// dialect) name one order record.
-fn resolve_mut<'a>(doc: &'a mut Value, tokens: &[String], dialect: Dialect, mut canon: Option<&mut Vec<String>>) -> Result<&'a mut Value, super::PatchError> {
+fn resolve_mut<'a, V: OwnedJson>(doc: &'a mut V, tokens: &[String], dialect: Dialect, mut canon: Option<&mut Vec<String>>) -> Result<&'a mut V, super::PatchError> {
     tokens.iter().try_fold(doc, |v, t| {
         if let Some(c) = canon.as_deref_mut() {
-            match v {
-                Value::Array(a) => c.push(existing_index(t, a.len(), dialect)?.to_string()),
-                _ => c.push(t.clone()),
+            match v.array() {
+                Some(a) => c.push(existing_index(t, a.len(), dialect)?.to_string()),
+                None => c.push(t.clone()),
             }
         }
         step_mut(v, t, dialect)
@@ -177,7 +365,7 @@ fn resolve_mut<'a>(doc: &'a mut Value, tokens: &[String], dialect: Dialect, mut 
 }
 
 /// Check that `v` placed at depth `depth` stays within `opts.max_depth`.
-pub(super) fn check_depth(v: &Value, depth: usize, opts: &Options) -> Result<(), super::PatchError> {
+pub(super) fn check_depth<V: OwnedJson>(v: &V, depth: usize, opts: &Options) -> Result<(), super::PatchError> {
     let budget = opts.max_depth.checked_sub(depth).ok_or_else(|| too_deep(opts.max_depth))?;
     match engine::deeper_than(&v, budget) {
         Ok(false) => Ok(()),
@@ -187,16 +375,11 @@ pub(super) fn check_depth(v: &Value, depth: usize, opts: &Options) -> Result<(),
     }
 }
 
-/// Charge `v`, placed at depth `depth`, to `budget` (strings and keys by their length: a
-/// `Value` copies them), checking its nesting in the same walk.
-fn charged(v: &Value, depth: usize, opts: &Options, budget: &mut Budget) -> Result<(), super::PatchError> {
+/// Charge `v`, placed at depth `depth`, to `budget` (strings and keys by their length: an
+/// owned tree copies them), checking its nesting in the same walk.
+fn charged<V: OwnedJson>(v: &V, depth: usize, opts: &Options, budget: &mut Budget) -> Result<(), super::PatchError> {
     let left = opts.max_depth.checked_sub(depth).ok_or_else(|| too_deep(opts.max_depth))?;
-    let bytes = |v: &&Value| match v {
-        Value::String(s) => s.len(),
-        Value::Object(m) => m.keys().map(String::len).sum(),
-        _ => 0,
-    };
-    match engine::charge_value(&v, left, opts.max_depth, budget, &bytes) {
+    match engine::charge_value(&v, left, opts.max_depth, budget, &|v: &&V| v.own_bytes()) {
         Ok(()) => Ok(()),
         Err(Fail::Patch(e)) => Err(e),
         Err(Fail::Doc(never)) => match never {},
@@ -259,13 +442,13 @@ impl Order {
         self.rolling_back = false;
     }
     /// Put the active records' objects in order and forget the records.
-    fn finish(&mut self, root: &mut Value) {
+    fn finish<V: OwnedJson>(&mut self, root: &mut V) {
         self.settle(root, &[], true);
         self.reset();
     }
     /// Records whose object is `base` (at canonical path `under`) or inside it: in order,
     /// and (when `close`) no longer active.
-    fn settle(&mut self, base: &mut Value, under: &[String], close: bool) {
+    fn settle<V: OwnedJson>(&mut self, base: &mut V, under: &[String], close: bool) {
         let records = &self.records;
         self.active.retain(|&r| {
             let rec = &records[r];
@@ -283,61 +466,61 @@ impl Order {
 /// Rebuild an object's member order: the members of `first` in its order, then those of
 /// `late` in its order (a key listed twice goes where it was listed last; a key in `late`
 /// is not placed by `first`). O(members + keys).
-fn reorder(v: &mut Value, first: &[String], late: &[String]) {
-    let Value::Object(m) = v else { return };
+fn reorder<V: OwnedJson>(v: &mut V, first: &[String], late: &[String]) {
+    let Some(m) = v.map_mut() else { return };
     let mut old = std::mem::take(m);
     let last: std::collections::HashMap<&str, usize> = late.iter().enumerate().map(|(i, k)| (k.as_str(), i)).collect();
     for k in first.iter().filter(|k| !last.contains_key(k.as_str())) {
         if let Some((k, v)) = old.swap_remove_entry(k) {
-            m.insert(k, v);
+            m.insert_entry(k, v);
         }
     }
     for (i, k) in late.iter().enumerate() {
         if last[k.as_str()] == i {
             if let Some((k, v)) = old.swap_remove_entry(k) {
-                m.insert(k, v);
+                m.insert_entry(k, v);
             }
         }
     }
     // Nothing is left unless the bookkeeping is wrong; then keep the members anyway.
-    for (k, v) in old {
-        m.insert(k, v);
+    for (k, v) in old.into_entries() {
+        m.insert_entry(k, v);
     }
 }
 
-/// A `serde_json::Value` being patched; `values` holds the operations' values when they
-/// are moved out instead of cloned.
-pub(super) struct ValueDoc<'d> {
-    pub root: &'d mut Value,
+/// An owned tree being patched; `values` holds the operations' values when they are
+/// moved out instead of cloned.
+pub struct ValueDoc<'d, V = Value> {
+    pub root: &'d mut V,
     pub values: Option<Vec<Value>>,
-    pub order: Order,
+    pub(super) order: Order,
 }
 
-impl<'d> ValueDoc<'d> {
-    pub fn new(root: &'d mut Value, values: Option<Vec<Value>>) -> Self {
+impl<'d, V: OwnedJson> ValueDoc<'d, V> {
+    pub fn new(root: &'d mut V, values: Option<Vec<Value>>) -> Self {
         ValueDoc { root, values, order: Order::default() }
     }
 }
 
-impl<'d> Document for ValueDoc<'d> {
+impl<'d, V: OwnedJson> Document for ValueDoc<'d, V> {
     type Token = String;
-    type Value = Value;
+    type Value = V;
     type Error = Infallible;
-    type Op = Operation;
+    type Op = V::Op;
     type Anchor = At;
     type Node<'a>
-        = &'a Value
+        = &'a V
     where
         Self: 'a;
     type Cursor<'a>
-        = ValueCursor<'a>
+        = ValueCursor<'a, V>
     where
         Self: 'a;
 
-    fn root(&self) -> &Value {
+    fn root(&self) -> &V {
         self.root
     }
-    fn open(&mut self, path: &[String], opts: &Options) -> R<ValueCursor<'_>, Infallible> {
+    fn open(&mut self, path: &[String], opts: &Options) -> R<ValueCursor<'_, V>, Infallible> {
         let order = &mut self.order;
         if !order.tracking() {
             let v = resolve_mut(self.root, path, opts.dialect, None)?;
@@ -356,7 +539,7 @@ impl<'d> Document for ValueDoc<'d> {
         let v = resolve_mut(self.root, path, opts.dialect, None)?;
         Ok(ValueCursor { v, order, path: Some(canon), rec })
     }
-    fn reopen<'a>(&'a mut self, at: &At, ops: &[Operation], opts: &Options) -> Option<(ValueCursor<'a>, String)> {
+    fn reopen<'a>(&'a mut self, at: &At, ops: &[V::Op], opts: &Options) -> Option<(ValueCursor<'a, V>, String)> {
         // Rollback: objects are put back in order by their records' snapshots.
         self.order.rolling_back = true;
         self.order.active.clear();
@@ -366,32 +549,33 @@ impl<'d> Document for ValueDoc<'d> {
         let v = resolve_mut(self.root, parent, opts.dialect, None).ok()?;
         Some((ValueCursor { v, order: &mut self.order, path: None, rec: None }, last.clone()))
     }
-    fn set_root(&mut self, v: Value) -> Value {
+    fn set_root(&mut self, v: V) -> V {
         // The old root leaves the document (for the undo log): its records close.
         self.order.active.clear();
         std::mem::replace(self.root, v)
     }
-    fn null(&self) -> Value {
-        Value::Null
+    fn null(&self) -> V {
+        V::default()
     }
     fn needs_undo(&self) -> bool {
         true
     }
-    fn op_value(&mut self, i: usize, op: &Operation, depth: usize, opts: &Options, budget: &mut Budget) -> R<Value, Infallible> {
+    fn op_value(&mut self, i: usize, op: &V::Op, depth: usize, opts: &Options, budget: &mut Budget) -> R<V, Infallible> {
         let v = match &mut self.values {
             Some(values) => &mut values[i],
             None => {
-                charged(&op.value, depth, opts, budget)?;
-                return Ok(op.value.clone());
+                let value = &V::operation(op).value;
+                charged(value, depth, opts, budget)?;
+                return Ok(V::from_json(value.clone()));
             }
         };
         charged(v, depth, opts, budget)?;
-        Ok(std::mem::take(v))
+        Ok(V::from_json(std::mem::take(v)))
     }
-    fn op_node(op: &Operation) -> Option<&Value> {
-        Some(&op.value)
+    fn op_node(op: &V::Op) -> Option<&V> {
+        Some(V::test_value(op))
     }
-    fn copy_of(&mut self, from: &[String], depth: usize, opts: &Options, budget: &mut Budget) -> R<Value, Infallible> {
+    fn copy_of(&mut self, from: &[String], depth: usize, opts: &Options, budget: &mut Budget) -> R<V, Infallible> {
         if !self.order.active.is_empty() {
             // The copy reads member order: put the objects it holds in order first.
             let mut canon = Vec::with_capacity(from.len());
@@ -402,7 +586,7 @@ impl<'d> Document for ValueDoc<'d> {
         charged(v, depth, opts, budget)?;
         Ok(v.clone())
     }
-    fn check_depth(&self, v: &Value, depth: usize, opts: &Options) -> R<(), Infallible> {
+    fn check_depth(&self, v: &V, depth: usize, opts: &Options) -> R<(), Infallible> {
         Ok(check_depth(v, depth, opts)?)
     }
     fn finish_patch(&mut self) {
@@ -415,20 +599,20 @@ impl<'d> Document for ValueDoc<'d> {
 
 /// A container opened for writing, with the patch's order bookkeeping; `path` (canonical)
 /// is known while records may be created or are active, `rec` is this object's record.
-pub(super) struct ValueCursor<'a> {
-    v: &'a mut Value,
+pub struct ValueCursor<'a, V> {
+    v: &'a mut V,
     order: &'a mut Order,
     path: Option<Vec<String>>,
     rec: Option<usize>,
 }
 
-impl ValueCursor<'_> {
+impl<V: OwnedJson> ValueCursor<'_, V> {
     /// Member `key` is about to be replaced or taken out: the records of objects inside it
     /// close (in order, as a `move` carries the value elsewhere).
     fn guard_key(&mut self, key: &str) {
         let Some(p) = &self.path else { return };
         let n = p.len();
-        let Value::Object(m) = &mut *self.v else { return };
+        let Some(m) = self.v.map_mut() else { return };
         let Order { records, active, .. } = &mut *self.order;
         active.retain(|&r| {
             let rec = &records[r];
@@ -448,7 +632,7 @@ impl ValueCursor<'_> {
     fn guard_index(&mut self, index: usize, delta: isize) {
         let Some(p) = &self.path else { return };
         let n = p.len();
-        let Value::Array(a) = &mut *self.v else { return };
+        let Some(a) = self.v.array_mut() else { return };
         let Order { records, active, .. } = &mut *self.order;
         active.retain(|&r| {
             let rec = &mut records[r];
@@ -470,81 +654,78 @@ impl ValueCursor<'_> {
     }
 }
 
-impl Cursor for ValueCursor<'_> {
+impl<V: OwnedJson> Cursor for ValueCursor<'_, V> {
     type Token = String;
-    type Value = Value;
+    type Value = V;
     type Error = Infallible;
     type Anchor = At;
 
     fn shape(&self) -> Shape {
-        match &*self.v {
-            Value::Object(_) => Shape::Object,
-            Value::Array(a) => Shape::Array(a.len()),
+        match (self.v.map(), self.v.array()) {
+            (Some(_), _) => Shape::Object,
+            (_, Some(a)) => Shape::Array(a.len()),
             _ => Shape::Scalar,
         }
     }
     fn type_name(&self) -> Cow<'static, str> {
-        Cow::Borrowed(type_name(self.v))
+        Cow::Borrowed(OwnedJson::type_name(&*self.v))
     }
     fn anchor(&self, at: At, _key: &String) -> At {
         at
     }
-    fn obj_set(&mut self, key: &String, v: Value, _want_old: bool) -> R<Option<Value>, Infallible> {
+    fn obj_set(&mut self, key: &String, v: V, _want_old: bool) -> R<Option<V>, Infallible> {
         self.guard_key(key);
-        let Value::Object(m) = &mut *self.v else { return Ok(None) };
+        let Some(m) = self.v.map_mut() else { return Ok(None) };
         // An existing member keeps its position; a new one goes last.
-        let old = m.insert(key.clone(), v);
+        let old = m.insert(key, v);
         if let (None, Some(r)) = (&old, self.rec) {
             self.order.records[r].added.push(key.clone());
         }
         Ok(old)
     }
-    fn obj_replace(&mut self, key: &String, v: Value) -> R<Option<Value>, Infallible> {
+    fn obj_replace(&mut self, key: &String, v: V) -> R<Option<V>, Infallible> {
         self.guard_key(key);
-        Ok(match &mut *self.v {
-            Value::Object(m) => m.get_mut(key.as_str()).map(|slot| std::mem::replace(slot, v)),
-            _ => None,
-        })
+        Ok(self.v.map_mut().and_then(|m| m.get_mut(key)).map(|slot| std::mem::replace(slot, v)))
     }
-    fn obj_remove(&mut self, key: &String, want_pos: bool) -> R<Option<(Value, usize)>, Infallible> {
+    fn obj_remove(&mut self, key: &String, want_pos: bool) -> R<Option<(V, usize)>, Infallible> {
         self.guard_key(key);
-        let Value::Object(m) = &mut *self.v else { return Ok(None) };
+        let Some(m) = self.v.map_mut() else { return Ok(None) };
         if self.order.rolling_back {
             // Undoing an add: the member is last, unless the object is out of order, and
             // then its record's snapshot puts it back in order later in the rollback.
-            let last = m.keys().next_back().is_some_and(|k| k == key);
-            let v = if last { m.shift_remove(key.as_str()) } else { m.swap_remove(key.as_str()) };
+            let v = if m.last_key_is(key) { m.shift_remove(key) } else { m.swap_remove(key) };
             return Ok(v.map(|v| (v, 0)));
         }
         if let Some(r) = self.rec {
-            return Ok(m.swap_remove(key.as_str()).map(|v| (v, TOKEN | r << 1)));
+            return Ok(m.swap_remove(key).map(|v| (v, TOKEN | r << 1)));
         }
         if self.order.work > self.order.budget {
             if let Some(path) = &self.path {
-                if !m.contains_key(key.as_str()) {
+                if !m.contains_key(key) {
                     return Ok(None);
                 }
                 let r = self.order.records.len();
-                let snapshot = m.keys().cloned().collect();
+                let snapshot = m.key_list();
                 self.order.records.push(Record { path: path.clone(), snapshot, added: Vec::new() });
                 self.order.active.push(r);
                 self.rec = Some(r);
-                return Ok(m.swap_remove(key.as_str()).map(|v| (v, TOKEN | r << 1 | 1)));
+                return Ok(m.swap_remove(key).map(|v| (v, TOKEN | r << 1 | 1)));
             }
         }
-        // The position restores member order on rollback (serde_json's map does not give
-        // it; the scan costs no more than the shift that `shift_remove` does anyway).
+        // The position restores member order on rollback (the map does not give it; the
+        // scan costs no more than the shift that `shift_remove` does anyway).
         self.order.work += m.len();
-        let pos = if want_pos { m.keys().position(|k| k == key) } else { Some(0) };
-        Ok(pos.and_then(|pos| m.shift_remove(key.as_str()).map(|v| (v, pos))))
+        let pos = if want_pos { m.position(key) } else { Some(0) };
+        Ok(pos.and_then(|pos| m.shift_remove(key).map(|v| (v, pos))))
     }
-    fn obj_reinsert(&mut self, key: &String, pos: usize, v: Value) -> R<(), Infallible> {
-        let Value::Object(m) = &mut *self.v else { return Ok(()) };
+    fn obj_reinsert(&mut self, key: &String, pos: usize, v: V) -> R<(), Infallible> {
+        let Some(m) = self.v.map_mut() else { return Ok(()) };
         if pos & TOKEN == 0 {
-            m.shift_insert(pos.min(m.len()), key.clone(), v);
+            let pos = pos.min(m.len());
+            m.shift_insert(pos, key, v);
             return Ok(());
         }
-        m.insert(key.clone(), v);
+        m.insert(key, v);
         if pos & 1 == 1 {
             // The record's first removal undone: the members are the snapshot's.
             if let Some(rec) = self.order.records.get((pos & !TOKEN) >> 1) {
@@ -553,32 +734,44 @@ impl Cursor for ValueCursor<'_> {
         }
         Ok(())
     }
-    fn arr_insert(&mut self, index: usize, v: Value) -> R<(), Infallible> {
+    fn arr_insert(&mut self, index: usize, v: V) -> R<(), Infallible> {
         self.guard_index(index, 1);
-        if let Value::Array(a) = &mut *self.v {
+        if let Some(a) = self.v.array_mut() {
             a.insert(index, v);
         }
         Ok(())
     }
-    fn arr_remove(&mut self, index: usize) -> R<Value, Infallible> {
+    fn arr_remove(&mut self, index: usize) -> R<V, Infallible> {
         self.guard_index(index, -1);
-        match &mut *self.v {
-            Value::Array(a) => Ok(a.remove(index)),
-            _ => Ok(Value::Null),
-        }
+        Ok(self.v.array_mut().map(|a| a.remove(index)).unwrap_or_default())
     }
-    fn arr_replace(&mut self, index: usize, v: Value, _want_old: bool) -> R<Option<Value>, Infallible> {
+    fn arr_replace(&mut self, index: usize, v: V, _want_old: bool) -> R<Option<V>, Infallible> {
         self.guard_index(index, 0);
-        Ok(match &mut *self.v {
-            Value::Array(a) => Some(std::mem::replace(&mut a[index], v)),
-            _ => None,
-        })
+        Ok(self.v.array_mut().map(|a| std::mem::replace(&mut a[index], v)))
     }
+}
+
+/// Applies patches to one owned tree in turn, each atomically, reusing its buffers; the
+/// operations' `add`/`replace` values move into the tree.
+pub(super) fn run_owned<'d, V: OwnedJson>(doc: &mut ValueDoc<'d, V>, patcher: &mut engine::Patcher<ValueDoc<'d, V>>, ops: Vec<Operation>) -> R<(), Infallible> {
+    let mut ops = V::ops(ops);
+    let values = doc.values.get_or_insert_with(Vec::new);
+    values.clear();
+    values.extend(ops.iter_mut().map(|o| {
+        let o = V::operation_mut(o);
+        match o.kind {
+            OpKind::Add | OpKind::Replace => std::mem::take(&mut o.value),
+            _ => Value::Null,
+        }
+    }));
+    patcher.run(doc, &ops)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::patch::tree::tests::{trace_tree, trace_value};
+    use crate::patch::tree::Tree;
     use crate::patch::{parse_patch, ErrorKind, PatchError};
     use crate::test_rng::Rng;
     use serde_json::json;
@@ -589,8 +782,8 @@ mod tests {
         apply_capped(doc, patch, budget, MAX_ACTIVE, dialect)
     }
 
-    fn apply_capped(doc: &mut Value, patch: &Value, budget: usize, max_active: usize, dialect: Dialect) -> Result<(), PatchError> {
-        let ops = parse_patch(patch)?;
+    fn apply_capped<V: OwnedJson>(doc: &mut V, patch: &Value, budget: usize, max_active: usize, dialect: Dialect) -> Result<(), PatchError> {
+        let ops = V::ops(parse_patch(patch)?);
         let mut d = ValueDoc::new(doc, None);
         d.order.budget = budget;
         d.order.max_active = max_active;
@@ -622,7 +815,10 @@ mod tests {
                 {"op": "copy", "from": "/o", "path": "/c"},
                 {"op": "move", "from": "/o/k2", "path": "/o/k2b"}
             ]);
+            let mut tree = Tree::from(&doc);
+            apply_capped(&mut tree, &patch, budget, MAX_ACTIVE, Dialect::Rfc6902).unwrap();
             apply(&mut doc, &patch, budget, Dialect::Rfc6902).unwrap();
+            assert_eq!(trace_tree(&tree), trace_value(&doc));
             let keys: Vec<_> = doc["o"].as_object().unwrap().keys().cloned().collect();
             assert_eq!(keys, ["k3", "k4", "k6", "k7", "k1", "new", "k2b"], "budget {budget}");
             let copied: Vec<_> = doc["c"].as_object().unwrap().keys().cloned().collect();
@@ -642,7 +838,12 @@ mod tests {
         patch.push(json!({"op": "move", "from": "/o", "path": "/l/1/o"}));
         patch.push(json!({"op": "remove", "path": "/l/1/o/k1"}));
         patch.push(json!({"op": "test", "path": "/o", "value": 0}));
-        let e = apply(&mut doc, &Value::Array(patch), 0, Dialect::Rfc6902).unwrap_err();
+        let patch = Value::Array(patch);
+        let mut tree = Tree::from(&doc);
+        let e = apply_capped(&mut tree, &patch, 0, MAX_ACTIVE, Dialect::Rfc6902).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Pointer);
+        assert_eq!(trace_tree(&tree), trace_value(&doc));
+        let e = apply(&mut doc, &patch, 0, Dialect::Rfc6902).unwrap_err();
         assert_eq!(e.kind, ErrorKind::Pointer);
         assert_eq!(text(&doc), before);
     }
@@ -703,6 +904,11 @@ mod tests {
             let got = apply_capped(&mut fast, &patch, 0, [1, 2, MAX_ACTIVE][round % 3], dialect);
             assert_eq!(got, want, "round {round}: {patch}");
             assert_eq!(text(&fast), text(&model), "round {round}: {doc} {patch}");
+            // The core's tree through the same document implementation, under records too.
+            let mut tree = Tree::from(&doc);
+            let got = apply_capped(&mut tree, &patch, [0, usize::MAX][round % 2], [1, 2, MAX_ACTIVE][round % 3], dialect);
+            assert_eq!(got, want, "round {round}: {patch}");
+            assert_eq!(trace_tree(&tree), trace_value(&model), "round {round}: {doc} {patch}");
             if want.is_err() {
                 assert_eq!(text(&fast), text(&doc), "round {round}: not atomic");
                 failed += 1;

@@ -164,6 +164,34 @@ impl State for Value {
     }
 }
 
+/// The core's own JSON document ([`crate::patch::tree::Tree`]), built straight from a
+/// snapshot's text: what the `Value` state holds, in a cheaper form (the same patches,
+/// errors and member order; numbers in the forms `sink::json_value` gives).
+impl State for crate::patch::tree::Tree {
+    fn set(&mut self, snapshot: &Value) -> Result<(), String> {
+        *self = snapshot.into();
+        Ok(())
+    }
+    fn set_owned(&mut self, snapshot: Value) -> Result<(), String> {
+        *self = snapshot.into();
+        Ok(())
+    }
+    /// Built by `sink::json_text` from the text; any error (or an over-long integer)
+    /// declines, for the event's parse to decide.
+    fn set_text(&mut self, text: &str, max_depth: usize) -> bool {
+        match crate::patch::tree::Tree::from_text(text, max_depth) {
+            Some(t) => {
+                *self = t;
+                true
+            }
+            None => false,
+        }
+    }
+    fn patch(&mut self, ops: Vec<crate::patch::Operation>, limits: &mut PatchLimits) -> Result<(), crate::patch::PatchError> {
+        patch_ops(self, ops, limits)
+    }
+}
+
 /// Incremental reducer over messages and state.
 #[derive(Debug)]
 pub struct EventApplier<S = Value> {

@@ -245,7 +245,7 @@ pub(crate) fn patch_json(doc: &mut serde_json::Value, patch: serde_json::Value, 
 }
 
 /// [`patch_json`] of operations already read.
-pub(crate) fn patch_ops(doc: &mut serde_json::Value, ops: Vec<crate::patch::Operation>, limits: &mut PatchLimits) -> Result<(), crate::patch::PatchError> {
+pub(crate) fn patch_ops<V: crate::patch::OwnedJson>(doc: &mut V, ops: Vec<crate::patch::Operation>, limits: &mut PatchLimits) -> Result<(), crate::patch::PatchError> {
     let mut r = crate::patch::Replayer::with_copy_allowance(doc, &limits.options(limits.max_depth), limits.copies, limits.max_bytes);
     let out = r.apply_owned(ops);
     limits.copies = r.copy_allowance();

@@ -712,13 +712,13 @@ pub fn replay_sse_many(logs: &[&[u8]], options: ReplayOptions, threads: usize) -
 /// constant memory, on this thread. A log that cannot be read (unknown format, a bad or
 /// truncated frame, an I/O error) ends the replay with a `Decode` error at the event
 /// where it stopped.
-pub fn replay_log<R: std::io::Read + Send>(
+pub fn replay_log<R: std::io::Read + Send, S: State>(
     reader: R,
     format: Option<crate::log::Format>,
     messages: Vec<Value>,
-    state: Value,
+    state: S,
     options: ReplayOptions,
-) -> Replay {
+) -> Replay<S> {
     let mut r = Replayer::new(messages, state, options);
     let mut read = 0usize;
     let outcome = crate::log::LogReader::open(reader, format).map_err(Stop::Log).and_then(|log| {
@@ -732,15 +732,15 @@ pub fn replay_log<R: std::io::Read + Send>(
 
 /// [`replay_log_sized`] of a log held in memory: on one thread a plain log is framed where
 /// it lies (`log::for_each_in_bytes`), not copied through a reader. The same outcome.
-pub fn replay_log_bytes(
+pub fn replay_log_bytes<S: State>(
     data: &[u8],
     threads: usize,
     pipeline_min: u64,
     format: Option<crate::log::Format>,
     messages: Vec<Value>,
-    state: Value,
+    state: S,
     options: ReplayOptions,
-) -> Replay {
+) -> Replay<S> {
     if pipelines(data.len() as u64, threads, pipeline_min) {
         return replay_log_pipelined(data, format, messages, state, options);
     }
@@ -812,13 +812,13 @@ impl<S: State> crate::log::ReadAhead<Stop> for ReadsAhead<'_, S> {
 /// The outcome is [`replay_log`]'s: the same messages, state, warnings and error (at the
 /// same event), the events before an error applied. Worth it from about
 /// [`PIPELINE_MIN`] bytes of log, with a second core free.
-pub fn replay_log_pipelined<R: std::io::Read + Send>(
+pub fn replay_log_pipelined<R: std::io::Read + Send, S: State>(
     reader: R,
     format: Option<crate::log::Format>,
     messages: Vec<Value>,
-    state: Value,
+    state: S,
     options: ReplayOptions,
-) -> Replay {
+) -> Replay<S> {
     let mut r = Replayer::new(messages, state, options);
     let mut read = 0usize;
     // Emptied batches go back to the reading thread (their buffers keep their capacity).
@@ -979,13 +979,13 @@ impl Batch {
 /// `pipeline_min` bytes ([`PIPELINE_MIN`] normally). `finish` turns each log's replay into
 /// the result on the thread that replayed it (writing out the final values and freeing them
 /// is part of a log's work, not a serial tail after all of them).
-pub fn replay_log_files<U: Send>(
+pub fn replay_log_files<S: State + From<Value>, U: Send>(
     paths: &[std::path::PathBuf],
     format: Option<crate::log::Format>,
     options: ReplayOptions,
     threads: usize,
     pipeline_min: u64,
-    finish: impl Fn(Replay) -> U + Sync,
+    finish: impl Fn(Replay<S>) -> U + Sync,
 ) -> Vec<U> {
     let threads = resolve_threads(threads);
     let per_log = threads_per_log(threads, paths.len());
@@ -1000,16 +1000,16 @@ fn threads_per_log(threads: usize, logs: usize) -> usize {
 }
 
 /// One log file of [`replay_log_files`], given `threads` of its own.
-fn replay_log_file(path: &std::path::Path, format: Option<crate::log::Format>, options: ReplayOptions, threads: usize, pipeline_min: u64) -> Replay {
+fn replay_log_file<S: State + From<Value>>(path: &std::path::Path, format: Option<crate::log::Format>, options: ReplayOptions, threads: usize, pipeline_min: u64) -> Replay<S> {
     let opened = std::fs::File::open(path).and_then(|f| Ok((f.metadata()?.len(), f)));
     match opened {
         Ok((len, f)) => {
             let reader = std::io::BufReader::new(f);
-            replay_log_sized(reader, len, threads, pipeline_min, format, Vec::new(), empty_state(), options)
+            replay_log_sized(reader, len, threads, pipeline_min, format, Vec::new(), S::from(empty_state()), options)
         }
         Err(e) => {
             let error = StreamError::new(super::Stage::Decode, format!("{}: {e}", path.display()));
-            Replay { log_error: Some(LogStop::Open(e)), ..Replayer::new(Vec::new(), empty_state(), options).finish(Some(error)) }
+            Replay { log_error: Some(LogStop::Open(e)), ..Replayer::new(Vec::new(), S::from(empty_state()), options).finish(Some(error)) }
         }
     }
 }
@@ -1018,16 +1018,16 @@ fn replay_log_file(path: &std::path::Path, format: Option<crate::log::Format>, o
 /// for `threads` and `pipeline_min`, else by [`replay_log`] ([`replay_log_bytes`] chooses
 /// the same way for a log held in memory).
 #[allow(clippy::too_many_arguments)]
-pub fn replay_log_sized<R: std::io::Read + Send>(
+pub fn replay_log_sized<R: std::io::Read + Send, S: State>(
     reader: R,
     len: u64,
     threads: usize,
     pipeline_min: u64,
     format: Option<crate::log::Format>,
     messages: Vec<Value>,
-    state: Value,
+    state: S,
     options: ReplayOptions,
-) -> Replay {
+) -> Replay<S> {
     if pipelines(len, threads, pipeline_min) {
         replay_log_pipelined(reader, format, messages, state, options)
     } else {

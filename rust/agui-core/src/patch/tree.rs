@@ -1,0 +1,538 @@
+//! [`Tree`]: an owned JSON document built for replaying a stream's state: objects are
+//! insertion-ordered maps hashed with foldhash (no SipHash), numbers are held parsed (an
+//! `i64`, an `f64`, and only an integer beyond 64 bits as its decimal text), strings as
+//! boxed `str`. It is built straight from JSON text ([`Tree::from_text`], through
+//! [`crate::sink::json_text`]) or from a `serde_json::Value`, patched by the one engine (the
+//! same document implementation as `Value`'s: `super::value`), and walked into any
+//! [`Sink`] ([`Tree::walk`]) — what a `Value` holding the same JSON gives, number for number
+//! (`sink::json_value`'s forms), member order included.
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+
+use super::engine::Kind;
+use super::value::{Members, Num, OwnedJson};
+use super::{OpKind, Operation};
+use crate::sink::Sink;
+
+/// The members of a [`Tree`] object.
+pub type TreeMap = indexmap::IndexMap<Box<str>, Tree, foldhash::fast::RandomState>;
+
+/// An owned JSON value (see the module documentation).
+#[derive(Debug, Clone, Default)]
+pub enum Tree {
+    #[default]
+    Null,
+    Bool(bool),
+    /// An integer within `i64`.
+    Int(i64),
+    /// An integer beyond `i64`, as its exact decimal text.
+    BigInt(Box<str>),
+    /// Any other number, as the double it spells (`1e400`: infinity).
+    Float(f64),
+    Str(Box<str>),
+    Array(Vec<Tree>),
+    Object(Box<TreeMap>),
+}
+
+fn new_map(n: usize) -> TreeMap {
+    TreeMap::with_capacity_and_hasher(n, Default::default())
+}
+
+impl Tree {
+    /// An empty object.
+    pub fn object() -> Tree {
+        Tree::Object(Box::new(new_map(0)))
+    }
+
+    /// JSON text nesting at most `max_depth` levels, read as `limits::parse_value` then
+    /// `sink::json_value` read it (the same parser, number forms and repeated-key rule:
+    /// first place, last value). `None` on any error of that parse, and for an integer of
+    /// more than [`super::MAX_INT_DIGITS`] digits (the caller's own parse then names it).
+    pub fn from_text(text: &str, max_depth: usize) -> Option<Tree> {
+        let mut b = Builder::default();
+        crate::sink::json_text(text, max_depth, &mut b).ok()?;
+        b.finish()
+    }
+
+    /// Walk the value into a sink, as `sink::json_value` walks the `Value` it stands for.
+    pub fn walk<'a, S: Sink<'a> + ?Sized>(&self, s: &mut S) {
+        match self {
+            Tree::Null => s.null(),
+            Tree::Bool(b) => s.bool(*b),
+            Tree::Int(i) => s.i64(*i),
+            Tree::BigInt(t) => s.big_int(t),
+            Tree::Float(f) => s.f64(*f),
+            Tree::Str(t) => s.str(t),
+            Tree::Array(a) => {
+                s.begin_array();
+                for e in a {
+                    e.walk(s);
+                }
+                s.end_array();
+            }
+            Tree::Object(m) => {
+                s.begin_object();
+                for (k, e) in m.iter() {
+                    s.key(k);
+                    e.walk(s);
+                }
+                s.end_object(true);
+            }
+        }
+    }
+}
+
+impl From<Value> for Tree {
+    /// A parsed value taken over (its strings and keys moved, its numbers parsed).
+    fn from(v: Value) -> Tree {
+        match v {
+            Value::Null => Tree::Null,
+            Value::Bool(b) => Tree::Bool(b),
+            Value::Number(n) => number(n.as_str()),
+            Value::String(s) => Tree::Str(s.into_boxed_str()),
+            Value::Array(a) => Tree::Array(a.into_iter().map(Tree::from).collect()),
+            Value::Object(m) => {
+                let mut t = new_map(m.len());
+                for (k, v) in m {
+                    t.insert(k.into_boxed_str(), Tree::from(v));
+                }
+                Tree::Object(Box::new(t))
+            }
+        }
+    }
+}
+
+impl From<&Value> for Tree {
+    fn from(v: &Value) -> Tree {
+        match v {
+            Value::Null => Tree::Null,
+            Value::Bool(b) => Tree::Bool(*b),
+            Value::Number(n) => number(n.as_str()),
+            Value::String(s) => Tree::Str(s.as_str().into()),
+            Value::Array(a) => Tree::Array(a.iter().map(Tree::from).collect()),
+            Value::Object(m) => {
+                let mut t = new_map(m.len());
+                for (k, v) in m {
+                    t.insert(k.as_str().into(), Tree::from(v));
+                }
+                Tree::Object(Box::new(t))
+            }
+        }
+    }
+}
+
+/// A number's text in the tree's form (the forms `sink::json_value` gives).
+fn number(text: &str) -> Tree {
+    let mut b = Builder::default();
+    crate::sink::number(text, &mut b);
+    b.values.pop().unwrap_or_default()
+}
+
+/// A [`Sink`] building a [`Tree`]: containers' members gather on two stacks and become a
+/// vector or a map of the exact size when the container closes.
+#[derive(Default)]
+struct Builder {
+    values: Vec<Tree>,
+    keys: Vec<Box<str>>,
+    /// Open containers: where their values (and an object's keys) start.
+    open: Vec<(usize, usize)>,
+    /// An integer past the digit limit was read.
+    too_long: bool,
+}
+
+impl Builder {
+    fn finish(mut self) -> Option<Tree> {
+        if self.too_long || !self.open.is_empty() || self.values.len() != 1 {
+            return None;
+        }
+        self.values.pop()
+    }
+}
+
+impl Sink<'_> for Builder {
+    fn null(&mut self) {
+        self.values.push(Tree::Null);
+    }
+    fn bool(&mut self, v: bool) {
+        self.values.push(Tree::Bool(v));
+    }
+    fn i64(&mut self, v: i64) {
+        self.values.push(Tree::Int(v));
+    }
+    fn big_int(&mut self, decimal: &str) {
+        if decimal.len() > super::MAX_INT_DIGITS && super::int_rule(decimal).is_err() {
+            self.too_long = true;
+        }
+        self.values.push(Tree::BigInt(decimal.into()));
+    }
+    fn f64(&mut self, v: f64) {
+        self.values.push(Tree::Float(v));
+    }
+    fn str(&mut self, s: &str) {
+        self.values.push(Tree::Str(s.into()));
+    }
+    fn begin_array(&mut self) {
+        self.open.push((self.values.len(), self.keys.len()));
+    }
+    fn end_array(&mut self) {
+        let Some((start, _)) = self.open.pop() else { return };
+        let a = self.values.split_off(start);
+        self.values.push(Tree::Array(a));
+    }
+    fn begin_object(&mut self) {
+        self.open.push((self.values.len(), self.keys.len()));
+    }
+    fn key(&mut self, k: &str) {
+        self.keys.push(k.into());
+    }
+    fn end_object(&mut self, _distinct_keys: bool) {
+        let Some((start, kstart)) = self.open.pop() else { return };
+        let mut m = new_map(self.keys.len() - kstart);
+        // A repeated key keeps its first place and takes its last value (as `Value`'s map).
+        for (k, v) in self.keys.drain(kstart..).zip(self.values.drain(start..)) {
+            m.insert(k, v);
+        }
+        self.values.push(Tree::Object(Box::new(m)));
+    }
+    fn object_mark(&self) -> usize {
+        self.keys.len()
+    }
+    fn rewind_object(&mut self, mark: usize) {
+        let Some(&(start, kstart)) = self.open.last() else { return };
+        self.values.truncate(start + (mark - kstart));
+        self.keys.truncate(mark);
+    }
+}
+
+impl Members<Tree> for TreeMap {
+    type Key = Box<str>;
+    fn len(&self) -> usize {
+        indexmap::IndexMap::len(self)
+    }
+    fn get(&self, k: &str) -> Option<&Tree> {
+        indexmap::IndexMap::get(self, k)
+    }
+    fn get_mut(&mut self, k: &str) -> Option<&mut Tree> {
+        indexmap::IndexMap::get_mut(self, k)
+    }
+    fn contains_key(&self, k: &str) -> bool {
+        indexmap::IndexMap::contains_key(self, k)
+    }
+    fn insert(&mut self, k: &str, v: Tree) -> Option<Tree> {
+        match indexmap::IndexMap::get_mut(self, k) {
+            Some(slot) => Some(std::mem::replace(slot, v)),
+            None => indexmap::IndexMap::insert(self, k.into(), v),
+        }
+    }
+    fn insert_entry(&mut self, k: Box<str>, v: Tree) {
+        indexmap::IndexMap::insert(self, k, v);
+    }
+    fn shift_remove(&mut self, k: &str) -> Option<Tree> {
+        indexmap::IndexMap::shift_remove(self, k)
+    }
+    fn swap_remove(&mut self, k: &str) -> Option<Tree> {
+        indexmap::IndexMap::swap_remove(self, k)
+    }
+    fn swap_remove_entry(&mut self, k: &str) -> Option<(Box<str>, Tree)> {
+        indexmap::IndexMap::swap_remove_entry(self, k)
+    }
+    fn shift_insert(&mut self, pos: usize, k: &str, v: Tree) {
+        indexmap::IndexMap::shift_insert(self, pos, k.into(), v);
+    }
+    fn position(&self, k: &str) -> Option<usize> {
+        self.get_index_of(k)
+    }
+    fn last_key_is(&self, k: &str) -> bool {
+        self.last().is_some_and(|(x, _)| &**x == k)
+    }
+    fn key_list(&self) -> Vec<String> {
+        self.keys().map(|k| k.to_string()).collect()
+    }
+    fn each<'s>(&'s self) -> impl Iterator<Item = (&'s str, &'s Tree)>
+    where
+        Tree: 's,
+    {
+        self.iter().map(|(k, v)| (&**k, v))
+    }
+    fn into_entries(self) -> impl Iterator<Item = (Box<str>, Tree)> {
+        self.into_iter()
+    }
+}
+
+/// An operation on a [`Tree`]: a `test` operation's value read as a tree.
+#[derive(Debug)]
+pub struct TreeOp {
+    op: Operation,
+    test: Tree,
+}
+
+impl super::engine::PatchOp for TreeOp {
+    type Token = String;
+    fn kind(&self) -> OpKind {
+        self.op.kind
+    }
+    fn path(&self) -> &[String] {
+        self.op.path()
+    }
+    fn from(&self) -> &[String] {
+        super::engine::PatchOp::from(&self.op)
+    }
+    fn path_text(&self) -> Cow<'_, str> {
+        self.op.path_text()
+    }
+}
+
+impl OwnedJson for Tree {
+    type Map = TreeMap;
+    type Op = TreeOp;
+    fn kind(&self) -> Kind {
+        match self {
+            Tree::Null => Kind::Null,
+            Tree::Bool(_) => Kind::Bool,
+            Tree::Int(_) | Tree::BigInt(_) | Tree::Float(_) => Kind::Number,
+            Tree::Str(_) => Kind::String,
+            Tree::Array(_) => Kind::Array,
+            Tree::Object(_) => Kind::Object,
+        }
+    }
+    fn type_name(&self) -> &'static str {
+        OwnedJson::kind(self).name().unwrap_or("object")
+    }
+    fn map(&self) -> Option<&TreeMap> {
+        match self {
+            Tree::Object(m) => Some(m),
+            _ => None,
+        }
+    }
+    fn map_mut(&mut self) -> Option<&mut TreeMap> {
+        match self {
+            Tree::Object(m) => Some(m),
+            _ => None,
+        }
+    }
+    fn array(&self) -> Option<&Vec<Tree>> {
+        match self {
+            Tree::Array(a) => Some(a),
+            _ => None,
+        }
+    }
+    fn array_mut(&mut self) -> Option<&mut Vec<Tree>> {
+        match self {
+            Tree::Array(a) => Some(a),
+            _ => None,
+        }
+    }
+    fn bool(&self) -> Option<bool> {
+        match self {
+            Tree::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+    fn str(&self) -> Option<&str> {
+        match self {
+            Tree::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+    fn num(&self) -> Option<Num<'_>> {
+        match self {
+            Tree::Int(i) => Some(Num::Int(*i)),
+            Tree::BigInt(t) => Some(Num::Big(t)),
+            Tree::Float(f) => Some(Num::Float(Some(*f).filter(|f| f.is_finite()))),
+            _ => None,
+        }
+    }
+    fn from_json(v: Value) -> Tree {
+        Tree::from(v)
+    }
+    fn ops(ops: Vec<Operation>) -> Vec<TreeOp> {
+        ops.into_iter()
+            .map(|op| {
+                let test = if op.kind == OpKind::Test { Tree::from(&op.value) } else { Tree::Null };
+                TreeOp { op, test }
+            })
+            .collect()
+    }
+    fn operation(op: &TreeOp) -> &Operation {
+        &op.op
+    }
+    fn operation_mut(op: &mut TreeOp) -> &mut Operation {
+        &mut op.op
+    }
+    fn test_value(op: &TreeOp) -> &Tree {
+        &op.test
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::patch::{parse_patch, Dialect, Options, PatchError, Replayer};
+    use serde_json::json;
+
+    /// What a sink receives, event by event (doubles by their bits: `-0.0` is not `0.0`).
+    #[derive(Default)]
+    pub(crate) struct Trace(pub Vec<String>);
+
+    impl Sink<'_> for Trace {
+        fn null(&mut self) {
+            self.0.push("null".into());
+        }
+        fn bool(&mut self, v: bool) {
+            self.0.push(format!("{v}"));
+        }
+        fn i64(&mut self, v: i64) {
+            self.0.push(format!("i{v}"));
+        }
+        fn big_int(&mut self, decimal: &str) {
+            self.0.push(format!("b{decimal}"));
+        }
+        fn f64(&mut self, v: f64) {
+            self.0.push(format!("f{v:?}/{:x}", v.to_bits()));
+        }
+        fn str(&mut self, s: &str) {
+            self.0.push(format!("s{s:?}"));
+        }
+        fn begin_array(&mut self) {
+            self.0.push("[".into());
+        }
+        fn end_array(&mut self) {
+            self.0.push("]".into());
+        }
+        fn begin_object(&mut self) {
+            self.0.push("{".into());
+        }
+        fn key(&mut self, k: &str) {
+            self.0.push(format!("k{k:?}"));
+        }
+        fn end_object(&mut self, _distinct_keys: bool) {
+            self.0.push("}".into());
+        }
+        fn object_mark(&self) -> usize {
+            self.0.len()
+        }
+        fn rewind_object(&mut self, mark: usize) {
+            self.0.truncate(mark);
+        }
+    }
+
+    /// A `Value` as the hand-over sees it.
+    pub(crate) fn trace_value(v: &Value) -> Vec<String> {
+        let mut t = Trace::default();
+        crate::sink::json_value(v, &mut t);
+        t.0
+    }
+
+    pub(crate) fn trace_tree(v: &Tree) -> Vec<String> {
+        let mut t = Trace::default();
+        v.walk(&mut t);
+        t.0
+    }
+
+    /// Snapshot texts read into a tree give what their parse gives walked, or are declined
+    /// exactly where that parse (with its digit check) fails.
+    #[test]
+    fn from_text_reads_as_the_parse_reads() {
+        let mut texts = crate::sink::tests::sample_texts();
+        texts.extend(["{\"l\":1.50,\"b\":3,\"l\":2}", "18446744073709551615", "9223372036854775807", "-9223372036854775808"].map(String::from));
+        texts.push(format!("[{}]", "9".repeat(crate::patch::MAX_INT_DIGITS)));
+        texts.push(format!("[{}]", "9".repeat(crate::patch::MAX_INT_DIGITS + 1)));
+        texts.push(format!("[-{}]", "9".repeat(crate::patch::MAX_INT_DIGITS + 1)));
+        for n in 0..5 {
+            texts.push(format!("{}1{}", "{\"a\":".repeat(n), "}".repeat(n)));
+            texts.push(format!("{}{}", "[".repeat(n), "]".repeat(n)));
+        }
+        for text in &texts {
+            for max_depth in [0, 1, 2, 3, 4, 512] {
+                let want = crate::stream::event::nested_text_value(text, max_depth);
+                let got = Tree::from_text(text, max_depth);
+                match (&want, &got) {
+                    (Some(v), Some(t)) => assert_eq!(trace_tree(t), trace_value(v), "{text} at {max_depth}"),
+                    (None, None) => {}
+                    _ => panic!("{text} at {max_depth}: {want:?} vs {got:?}"),
+                }
+                if let Some(v) = want {
+                    assert_eq!(trace_tree(&Tree::from(&v)), trace_value(&v));
+                    assert_eq!(trace_tree(&Tree::from(v.clone())), trace_value(&v));
+                }
+            }
+        }
+    }
+
+    /// Apply a patch to a `Value` and to the tree of the same JSON: the same outcome
+    /// (error included), the same document walked, the document unchanged on error.
+    pub(crate) fn differential(doc: &Value, patch: &Value, opts: &Options) -> Result<(), PatchError> {
+        let (mut v, mut t) = (doc.clone(), Tree::from(doc));
+        let ops = parse_patch(patch);
+        let (want, got) = match ops {
+            Ok(ops) => (Replayer::new(&mut v, opts).apply_owned(ops.clone()), Replayer::new(&mut t, opts).apply_owned(ops)),
+            Err(e) => return Err(e),
+        };
+        assert_eq!(got, want, "{doc} {patch}");
+        assert_eq!(trace_tree(&t), trace_value(&v), "{doc} {patch}");
+        if want.is_err() {
+            assert_eq!(trace_tree(&t), trace_value(doc), "{doc} {patch}: not atomic");
+        }
+        want
+    }
+
+    #[test]
+    fn official_suite_as_value_does() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/vectors/client/json-patch");
+        let mut n = 0;
+        for file in ["tests.json", "spec_tests.json"] {
+            let cases: Value = serde_json::from_str(&std::fs::read_to_string(dir.join(file)).unwrap()).unwrap();
+            for case in cases.as_array().unwrap() {
+                let Some(patch) = case.get("patch") else { continue };
+                for dialect in [Dialect::Rfc6902, Dialect::FastJsonPatch] {
+                    for max_bytes in [usize::MAX, 200] {
+                        let _ = differential(&case["doc"], patch, &Options { dialect, max_bytes, ..Options::default() });
+                        n += 1;
+                    }
+                }
+            }
+        }
+        assert!(n > 400, "{n}");
+    }
+
+    #[test]
+    fn numbers_compare_and_come_back_as_in_value() {
+        let doc = json!({"i": 1, "f": 1.5, "big": 123456789012345678901234567890u128, "u": 18446744073709551615u64, "n": -0.0, "e": 100});
+        let values = [json!(1), json!(1.0), json!(1.5), json!(2), json!(-0.0), json!(0), json!(100.0), json!(18446744073709551615u64), json!(18446744073709551615.0)];
+        let mut values = values.to_vec();
+        values.push(serde_json::from_str("123456789012345678901234567890").unwrap());
+        values.push(serde_json::from_str("1.234567890123456789012345678900e29").unwrap());
+        values.push(serde_json::from_str("1e400").unwrap());
+        values.push(serde_json::from_str("1E2").unwrap());
+        for dialect in [Dialect::Rfc6902, Dialect::FastJsonPatch] {
+            let opts = Options { dialect, ..Options::default() };
+            for path in ["/i", "/f", "/big", "/u", "/n", "/e"] {
+                for v in &values {
+                    let _ = differential(&doc, &json!([{"op": "test", "path": path, "value": v}]), &opts);
+                    differential(&doc, &json!([{"op": "replace", "path": path, "value": v}, {"op": "copy", "from": path, "path": "/c"}]), &opts).unwrap();
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn limits_as_in_value() {
+        let doc = json!({"a": {"b": [1, 2, {"c": "xxxxxxxxxx"}]}, "s": "yyyyyyyyyyyyyyyyyyyy"});
+        for max_bytes in [0, 31, 32, 64, 100, 150, 200, 400, 1000] {
+            for max_depth in [0, 1, 2, 3, 4, 5] {
+                let opts = Options { max_bytes, max_depth, ..Options::default() };
+                for patch in [
+                    json!([{"op": "copy", "from": "/a", "path": "/d"}]),
+                    json!([{"op": "add", "path": "/d", "value": {"x": [[1]], "y": "zzzz"}}]),
+                    json!([{"op": "move", "from": "/s", "path": "/a/b/2/s"}]),
+                    json!([{"op": "move", "from": "/a/b", "path": "/a/b2"}, {"op": "copy", "from": "/s", "path": "/a/b2/0"}]),
+                    json!([{"op": "test", "path": "/a", "value": {"b": [1, 2, {"c": "xxxxxxxxxx"}]}}]),
+                ] {
+                    let _ = differential(&doc, &patch, &opts);
+                }
+            }
+        }
+    }
+}
