@@ -257,7 +257,7 @@ fn frames_read_ahead_replay_as_the_line_search_frames_them() {
         }
     }
     // (the variants that keep the log readable: both verify settings)
-    assert_eq!(n, 17, "replays without an error");
+    assert_eq!(n, 16, "replays without an error");
 }
 
 #[test]
