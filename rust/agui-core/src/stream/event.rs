@@ -623,8 +623,11 @@ impl DeltaForm {
 
     /// [`repeat`](Self::repeat) of a payload whose text may be known ([`Known`]).
     pub fn repeat_known<'a>(&mut self, payload: &'a [u8], known: Option<Known<'a>>) -> Option<Delta<'a>> {
-        let (n, escaped) = self.end(payload).filter(|&(n, _)| n == payload.len())?;
-        debug_assert_eq!(n, payload.len());
+        let (n, escaped) = self.end(payload)?;
+        if n != payload.len() {
+            self.found.set(None);
+            return None;
+        }
         self.repeat_ended_known(payload, known, escaped)
     }
 
