@@ -211,8 +211,13 @@ impl<'a> Plain<'a> {
     /// `max_depth` bounds a nested member as the event's parse would (the event's own level
     /// counted).
     pub fn read(payload: &[u8], max_depth: usize) -> Option<Plain<'_>> {
+        Self::read_known(Known { text: simdutf8::basic::from_utf8(payload).ok()?, no_kept_range: false }, max_depth)
+    }
+
+    /// [`read`](Self::read) of a payload whose text is known ([`Known`]).
+    pub fn read_known(known: Known<'_>, max_depth: usize) -> Option<Plain<'_>> {
         const MAX: usize = 8;
-        let json = simdutf8::basic::from_utf8(payload).ok()?;
+        let json = known.text;
         let mut found: [(&str, Given<'_>); MAX] = std::array::from_fn(|_| ("", Given::Int(0)));
         let (mut n, mut kind) = (0, None);
         scan_flat(json, |m| {
@@ -230,13 +235,19 @@ impl<'a> Plain<'a> {
             n += 1;
             Some(())
         })?;
-        Plain::build(kind?, &mut found[..n], max_depth)
+        Plain::build_known(kind?, &mut found[..n], max_depth, known.no_kept_range)
     }
 
     /// An event of type `kind` with these members (`type` among them or not) in its plain
     /// form, as [`read`](Self::read) reads it from JSON text; `None`: not in that form (a
     /// name given twice included).
     pub fn build(kind: EventType, given: &mut [(&str, Given<'a>)], max_depth: usize) -> Option<Plain<'a>> {
+        Self::build_known(kind, given, max_depth, false)
+    }
+
+    /// [`build`](Self::build) of members read from a log known to hold no character of
+    /// the kept range (`no_kept_range`: not looked for again).
+    fn build_known(kind: EventType, given: &mut [(&str, Given<'a>)], max_depth: usize, no_kept_range: bool) -> Option<Plain<'a>> {
         if !plain_kind(kind) || max_depth < 2 {
             return None;
         }
@@ -256,7 +267,7 @@ impl<'a> Plain<'a> {
             let fits = match value {
                 Given::Str(s) => {
                     // (the characters of the kept range are read by the general parse alone)
-                    if super::js::holds_kept_range(&s) || !super::schema::keeps(kind, name, super::schema::Scalar::Str(&s)) {
+                    if (!no_kept_range && super::js::holds_kept_range(&s)) || !super::schema::keeps(kind, name, super::schema::Scalar::Str(&s)) {
                         return None;
                     }
                     if kept {
@@ -268,7 +279,7 @@ impl<'a> Plain<'a> {
                     // As the event's parse reads it (`parse_event_limited`): the kept range
                     // by the general parse alone, the event's own level counted, integers'
                     // digits.
-                    if super::js::may_hold_kept_range(text.as_bytes()) {
+                    if !no_kept_range && super::js::may_hold_kept_range(text.as_bytes()) {
                         return None;
                     }
                     // A snapshot stays text: the state reads it (and declines what that
@@ -352,6 +363,16 @@ pub fn parse_event_limited(payload: &[u8], max_depth: usize) -> Result<Value, St
 /// The `type` of an event as written (`""` when missing or not a string).
 pub fn type_str(event: &Value) -> &str {
     event.get("type").and_then(Value::as_str).unwrap_or("")
+}
+
+/// What a reader knows of an event's JSON text before it reads it, when the text is a
+/// slice of a log checked whole: the text itself (the log is all UTF-8), and whether the
+/// log holds no character of the kept range (`js::may_hold_kept_range` of the whole log
+/// false: then no string of the event does, escaped or not).
+#[derive(Debug, Clone, Copy)]
+pub struct Known<'a> {
+    pub text: &'a str,
+    pub no_kept_range: bool,
 }
 
 /// The hot events of a stream in their plain form: `TEXT_MESSAGE_CONTENT`,
@@ -456,7 +477,23 @@ impl<'a> Delta<'a> {
 
     /// Read a payload as a plain delta event, or `None` (then it takes the general path).
     pub fn parse(payload: &'a [u8]) -> Option<Delta<'a>> {
-        Self::scan(payload).or_else(|| serde_json::from_slice(payload).ok())?.plain()
+        Self::parse_known(payload, None)
+    }
+
+    /// [`parse`](Self::parse) of a payload whose text may be known already ([`Known`]).
+    pub fn parse_known(payload: &'a [u8], known: Option<Known<'a>>) -> Option<Delta<'a>> {
+        Self::parse_raw(payload, known).map(|(d, _)| d)
+    }
+
+    /// [`parse_known`](Self::parse_known), and the delta's text as written (between its
+    /// quotes) when the scan read it.
+    fn parse_raw(payload: &'a [u8], known: Option<Known<'a>>) -> Option<(Delta<'a>, Option<&'a str>)> {
+        let (d, raw) = match Self::scan(payload, known.map(|k| k.text)) {
+            Some((d, raw)) => (d, Some(raw)),
+            None => (serde_json::from_slice(payload).ok()?, None),
+        };
+        let d = if known.is_some_and(|k| k.no_kept_range) { d } else { d.plain()? };
+        Some((d, raw))
     }
 
     /// The event, unless a member holds characters of the kept range (those are read by
@@ -470,112 +507,274 @@ impl<'a> Delta<'a> {
     /// without the JSON parser: a third of a replay's time went to serde reading such
     /// events member by member. `None`: not a plain delta event, or not in that form
     /// (left to the parser, which reads the same events to the same values).
-    fn scan(payload: &'a [u8]) -> Option<Delta<'a>> {
-        // One check of the whole payload (SIMD: std's was ~9% of a replay); the scan then
-        // slices the `str`.
-        let json = simdutf8::basic::from_utf8(payload).ok()?;
+    /// The delta's text as written comes with it.
+    fn scan(payload: &'a [u8], known: Option<&'a str>) -> Option<(Delta<'a>, &'a str)> {
+        // One check of the whole payload (SIMD: std's was ~9% of a replay), unless it is
+        // known; the scan then slices the `str`.
+        let json = match known {
+            Some(json) => json,
+            None => simdutf8::basic::from_utf8(payload).ok()?,
+        };
         let mut slots: [Option<std::borrow::Cow<'a, str>>; 3] = [None, None, None];
-        let mut tool_id = false;
+        let (mut tool_id, mut raw) = (false, "");
         scan_flat(json, |m| {
             let (slot, tool) = delta_slot(m.name)?;
             tool_id |= tool;
+            if slot == 2 {
+                raw = m.raw?;
+            }
             // Each a string, once (the parser's `duplicate member`).
             slots[slot].replace(m.string()?).is_none().then_some(())
         })?;
         let [Some(ty), id, Some(delta)] = slots else { return None };
         let kind = EventType::parse(&ty);
-        plain_members(kind, id.is_some(), tool_id).then_some(Delta { kind, id, delta })
+        plain_members(kind, id.is_some(), tool_id).then_some((Delta { kind, id, delta }, raw))
     }
 }
 
-/// The leading bytes of the last plain delta event read whose `delta` is its last member
-/// (`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"`): a token stream repeats
-/// them event after event, so an event that starts with the same bytes is the same kind
-/// for the same id, and only its delta is left to read (its end, its UTF-8, its
-/// escapes). Anything else is read by [`Delta::parse`], which learns the next form.
+/// The leading bytes of the last plain delta events read whose `delta` is their last
+/// member (`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"`), one for each
+/// kind (the last two kinds: a run's text and its tool calls' arguments alternate): a
+/// token stream repeats them event after event, so an event that starts with the same
+/// bytes is the same kind for the same id, and only its delta is left to read (its end,
+/// its UTF-8, its escapes). An event that differs from them only by its id (a string
+/// without escapes) is that kind for that id (the next message's deltas): the form then
+/// takes that id. Anything else is read by [`Delta::parse`], which learns the next form.
 #[derive(Default)]
 pub struct DeltaForm {
+    /// The last form read first.
+    forms: [Form; 2],
+    /// Where the last payload [`end`](Self::end) measured was found when not in the last
+    /// form for its id: the form, and where its id ends ([`Other`]).
+    found: std::cell::Cell<Option<Other>>,
+}
+
+/// A payload found in the other form, or for another id: the form (0: the last one) and,
+/// for another id, where it ends (it starts where the form's does).
+#[derive(Debug, Clone, Copy)]
+struct Other {
+    form: usize,
+    id_end: Option<usize>,
+}
+
+/// One form of [`DeltaForm`].
+#[derive(Default)]
+struct Form {
     lead: Vec<u8>,
     kind: Option<EventType>,
     /// The id's text within `lead` (written without escapes).
     id: Option<std::ops::Range<usize>>,
 }
 
-impl DeltaForm {
-    /// [`Delta::parse`], its form kept for the next event ([`repeat`](Self::repeat)).
-    pub fn parse<'a>(&mut self, payload: &'a [u8]) -> Option<Delta<'a>> {
-        let d = Delta::parse(payload)?;
-        self.learn(payload, &d);
-        Some(d)
-    }
-
-    /// `payload` read as [`Delta::parse`] reads it, when it starts as the last delta
-    /// [`parse`](Self::parse) read; `None`: not in that form (parse it).
-    pub fn repeat<'a>(&self, payload: &'a [u8]) -> Option<Delta<'a>> {
-        let (n, escaped) = self.end(payload).filter(|&(n, _)| n == payload.len())?;
-        debug_assert_eq!(n, payload.len());
-        self.repeat_ended(payload, escaped)
-    }
-
-    /// Where a payload in the form of the last delta ends in `rest` (its bytes from the
-    /// start on, more may follow: a log's framer asks before it looks for the line's end),
-    /// and whether its delta holds escapes; `None`: not in that form. No line break comes
-    /// before that end (the delta's scan stops at control characters).
-    #[inline]
-    pub fn end(&self, rest: &[u8]) -> Option<(usize, bool)> {
-        self.kind?;
-        if !rest.starts_with(&self.lead) {
-            return None;
-        }
-        let (end, escaped) = string_end(rest, self.lead.len())?;
+impl Form {
+    /// The end of a payload whose delta's text starts at `start`: the delta's closing
+    /// quote and the event's brace.
+    #[inline(always)]
+    fn delta_end(rest: &[u8], start: usize) -> Option<(usize, bool)> {
+        let (end, escaped) = string_end(rest, start)?;
         (rest.get(end + 1) == Some(&b'}')).then_some((end + 2, escaped))
     }
 
-    /// [`repeat`](Self::repeat) of a payload [`end`](Self::end) measured whole (`escaped`
-    /// as it said).
-    pub fn repeat_ended<'a>(&self, payload: &'a [u8], escaped: bool) -> Option<Delta<'a>> {
-        let kind = self.kind?;
-        let start = self.lead.len();
-        let end = payload.len().checked_sub(2)?;
-        debug_assert!(payload.starts_with(&self.lead) && payload.ends_with(b"\"}") && end >= start);
-        // One UTF-8 check from the id on (the bytes between are ASCII punctuation).
-        let from = self.id.as_ref().map_or(start, |r| r.start);
-        let text = simdutf8::basic::from_utf8(&payload[from..end]).ok()?;
-        let raw = &text[start - from..];
-        let delta = Member { name: "delta", text: raw, raw: Some(raw), escaped }.string()?;
-        if super::js::holds_kept_range(&delta) {
+    /// Whether `rest` may be in this form, by the bytes of the type name a payload in it
+    /// starts with (the event types differ there: one compare).
+    #[inline(always)]
+    fn may_start(&self, rest: &[u8]) -> bool {
+        match (rest.get(9..25), self.lead.get(9..25)) {
+            (Some(a), Some(b)) => a == b,
+            _ => true,
+        }
+    }
+
+    /// [`DeltaForm::end`] in this form (`form`: its place) for another id than its own.
+    fn end_for_another_id(&self, rest: &[u8], form: usize) -> Option<(usize, bool, Other)> {
+        let id = self.id.as_ref()?;
+        if !rest.starts_with(&self.lead[..id.start]) {
             return None;
         }
-        let id = self.id.as_ref().map(|r| std::borrow::Cow::Borrowed(&text[..r.len()]));
+        let (id_end, escaped) = string_end(rest, id.start)?;
+        let tail = &self.lead[id.end..];
+        if escaped || !rest.get(id_end..)?.starts_with(tail) {
+            return None;
+        }
+        let (len, escaped) = Self::delta_end(rest, id_end + tail.len())?;
+        Some((len, escaped, Other { form, id_end: Some(id_end) }))
+    }
+}
+
+impl DeltaForm {
+    /// [`Delta::parse`], its form kept for the next event ([`repeat`](Self::repeat)).
+    pub fn parse<'a>(&mut self, payload: &'a [u8]) -> Option<Delta<'a>> {
+        self.parse_known(payload, None)
+    }
+
+    /// [`parse`](Self::parse) of a payload whose text may be known ([`Delta::parse_known`]).
+    pub fn parse_known<'a>(&mut self, payload: &'a [u8], known: Option<Known<'a>>) -> Option<Delta<'a>> {
+        let (d, raw) = Delta::parse_raw(payload, known)?;
+        self.learn(payload, &d, raw);
+        Some(d)
+    }
+
+    /// `payload` read as [`Delta::parse`] reads it, when it starts as a delta
+    /// [`parse`](Self::parse) read (for its id or another); `None`: not in such a form
+    /// (parse it).
+    pub fn repeat<'a>(&mut self, payload: &'a [u8]) -> Option<Delta<'a>> {
+        self.repeat_known(payload, None)
+    }
+
+    /// [`repeat`](Self::repeat) of a payload whose text may be known ([`Known`]).
+    pub fn repeat_known<'a>(&mut self, payload: &'a [u8], known: Option<Known<'a>>) -> Option<Delta<'a>> {
+        let (n, escaped) = self.end(payload)?;
+        if n != payload.len() {
+            self.found.set(None);
+            return None;
+        }
+        self.repeat_ended_known(payload, known, escaped)
+    }
+
+    /// Where a payload in one of the forms ends in `rest` (its bytes from the start on,
+    /// more may follow: a log's framer asks before it looks for the line's end), and
+    /// whether its delta holds escapes; `None`: not in such a form. No line break comes
+    /// before that end (the scans of the id and the delta stop at control characters).
+    /// What it found is read by [`repeat_ended`](Self::repeat_ended), called next.
+    #[inline]
+    pub fn end(&self, rest: &[u8]) -> Option<(usize, bool)> {
+        let last = &self.forms[0];
+        last.kind?;
+        self.found.set(None);
+        if rest.starts_with(&last.lead) {
+            return Form::delta_end(rest, last.lead.len());
+        }
+        let (n, escaped, other) = self.end_in_another_form(rest)?;
+        self.found.set(Some(other));
+        Some((n, escaped))
+    }
+
+    /// [`end`](Self::end) past the last form as it is: for another id, or in the other form.
+    #[inline(never)]
+    fn end_in_another_form(&self, rest: &[u8]) -> Option<(usize, bool, Other)> {
+        let [last, other] = &self.forms;
+        if last.may_start(rest) {
+            if let Some(found) = last.end_for_another_id(rest, 0) {
+                return Some(found);
+            }
+        }
+        if other.kind.is_none() || !other.may_start(rest) {
+            return None;
+        }
+        if rest.starts_with(&other.lead) {
+            let (n, escaped) = Form::delta_end(rest, other.lead.len())?;
+            return Some((n, escaped, Other { form: 1, id_end: None }));
+        }
+        other.end_for_another_id(rest, 1)
+    }
+
+    /// [`repeat`](Self::repeat) of a payload [`end`](Self::end) measured whole (`escaped`
+    /// as it said), right after it.
+    pub fn repeat_ended<'a>(&mut self, payload: &'a [u8], escaped: bool) -> Option<Delta<'a>> {
+        self.repeat_ended_known(payload, None, escaped)
+    }
+
+    /// [`repeat_ended`](Self::repeat_ended) of a payload whose text may be known already
+    /// ([`Known`]).
+    #[inline(always)]
+    pub fn repeat_ended_known<'a>(&mut self, payload: &'a [u8], known: Option<Known<'a>>, escaped: bool) -> Option<Delta<'a>> {
+        if let Some(other) = self.found.take() {
+            return self.repeat_other(payload, known, escaped, other);
+        }
+        let last = &self.forms[0];
+        let kind = last.kind?;
+        let start = last.lead.len();
+        let end = payload.len().checked_sub(2)?;
+        debug_assert!(payload.starts_with(&last.lead) && payload.ends_with(b"\"}") && end >= start);
+        // One UTF-8 check from the id on (the bytes between are ASCII punctuation), or
+        // none when the payload's text is known.
+        let from = last.id.as_ref().map_or(start, |r| r.start);
+        let text = match known {
+            Some(known) => known.text.get(from..end)?,
+            None => simdutf8::basic::from_utf8(&payload[from..end]).ok()?,
+        };
+        let raw = &text[start - from..];
+        let delta = Member { name: "delta", text: raw, raw: Some(raw), escaped }.string()?;
+        if !known.is_some_and(|k| k.no_kept_range) && super::js::holds_kept_range(&delta) {
+            return None;
+        }
+        let id = last.id.as_ref().map(|r| std::borrow::Cow::Borrowed(&text[..r.len()]));
         Some(Delta { kind, id, delta })
     }
 
-    /// Keep the form of `d` (read from `payload`) when its delta, written without escapes,
-    /// is its last member, and its id is written without escapes.
-    fn learn(&mut self, payload: &[u8], d: &Delta<'_>) {
-        self.kind = None;
+    /// [`repeat_ended_known`](Self::repeat_ended_known) of a payload found in the other
+    /// form or for another id: read, it makes that form the last one, for that id.
+    #[inline(never)]
+    fn repeat_other<'a>(&mut self, payload: &'a [u8], known: Option<Known<'a>>, escaped: bool, other: Other) -> Option<Delta<'a>> {
+        let form = &self.forms[other.form];
+        let kind = form.kind?;
+        // (for another id: its own, then the form's bytes after its id)
+        let (id, start) = match (&form.id, other.id_end) {
+            (Some(r), Some(id_end)) => (Some(r.start..id_end), id_end + form.lead.len() - r.end),
+            (id, _) => (id.clone(), form.lead.len()),
+        };
+        let end = payload.len().checked_sub(2)?;
+        let from = id.as_ref().map_or(start, |r| r.start);
+        let text = match known {
+            Some(known) => known.text.get(from..end)?,
+            None => simdutf8::basic::from_utf8(payload.get(from..end)?).ok()?,
+        };
+        let raw = text.get(start.checked_sub(from)?..)?;
+        let delta = Member { name: "delta", text: raw, raw: Some(raw), escaped }.string()?;
+        let id_text = id.as_ref().map(|r| &text[..r.len()]);
+        // (the id of the form as it is was looked at when it was learned)
+        if !known.is_some_and(|k| k.no_kept_range)
+            && (super::js::holds_kept_range(&delta) || (other.id_end.is_some() && id_text.is_some_and(super::js::holds_kept_range)))
+        {
+            return None;
+        }
+        self.forms.swap(0, other.form);
+        if other.id_end.is_some() {
+            let last = &mut self.forms[0];
+            last.lead.clear();
+            last.lead.extend_from_slice(&payload[..start]);
+            last.id = id;
+        }
+        Some(Delta { kind, id: id_text.map(std::borrow::Cow::Borrowed), delta })
+    }
+
+    /// Keep the form of `d` (read from `payload`; `raw`: its delta as written, when the
+    /// scan read it) when its delta is its last member and its id is written without
+    /// escapes: as the last form, in place of the last one when that is of the same kind
+    /// (else the last one becomes the other). Otherwise the forms stay as they were.
+    fn learn(&mut self, payload: &[u8], d: &Delta<'_>, raw: Option<&str>) {
         let base = payload.as_ptr() as usize;
         let place = |s: &str| -> Option<std::ops::Range<usize>> {
             let start = (s.as_ptr() as usize).checked_sub(base)?;
             (start + s.len() <= payload.len() && payload.get(start..start + s.len()) == Some(s.as_bytes())).then(|| start..start + s.len())
         };
-        let std::borrow::Cow::Borrowed(delta) = &d.delta else { return };
+        // (the delta as written: its escapes are read again event by event)
+        let delta = match (&d.delta, raw) {
+            (_, Some(raw)) => raw,
+            (std::borrow::Cow::Borrowed(delta), None) => *delta,
+            _ => return,
+        };
         let Some(at) = place(delta) else { return };
         if payload.get(at.end..) != Some(b"\"}") || at.start == 0 || payload[at.start - 1] != b'"' {
             return;
         }
         let id = match &d.id {
             None => None,
+            // (written between quotes, before the delta)
             Some(std::borrow::Cow::Borrowed(id)) => match place(id) {
-                Some(r) if r.end <= at.start => Some(r),
+                Some(r) if r.end < at.start && r.start > 0 && payload[r.start - 1] == b'"' && payload[r.end] == b'"' => Some(r),
                 _ => return,
             },
             Some(std::borrow::Cow::Owned(_)) => return,
         };
-        self.lead.clear();
-        self.lead.extend_from_slice(&payload[..at.start]);
-        self.kind = Some(d.kind);
-        self.id = id;
+        if self.forms[0].kind != Some(d.kind) {
+            self.forms.swap(0, 1);
+        }
+        let last = &mut self.forms[0];
+        last.lead.clear();
+        last.lead.extend_from_slice(&payload[..at.start]);
+        last.kind = Some(d.kind);
+        last.id = id;
     }
 }
 
@@ -995,6 +1194,17 @@ pub fn int_end(b: &[u8], start: usize) -> Option<usize> {
 /// a plain patch (`patch::PlainOps`), nesting at most `max_depth` levels. `None`: read
 /// the event the general way (an event object).
 pub fn plain_state_delta(payload: &[u8], max_depth: usize, pointers: &mut crate::patch::cache::PointerCache) -> Option<Vec<crate::patch::Operation>> {
+    plain_state_delta_known(payload, max_depth, pointers, false)
+}
+
+/// [`plain_state_delta`] of a payload of a log known to hold no character of the kept
+/// range (`no_kept_range`: not looked for again).
+pub(crate) fn plain_state_delta_known(
+    payload: &[u8],
+    max_depth: usize,
+    pointers: &mut crate::patch::cache::PointerCache,
+    no_kept_range: bool,
+) -> Option<Vec<crate::patch::Operation>> {
     struct V<'c>(&'c mut crate::patch::cache::PointerCache);
     impl<'de> serde::de::Visitor<'de> for V<'_> {
         type Value = Vec<crate::patch::Operation>;
@@ -1019,7 +1229,7 @@ pub fn plain_state_delta(payload: &[u8], max_depth: usize, pointers: &mut crate:
     }
     // (the characters of the kept range, and integers too long for Python, are read by
     // the general parse alone)
-    if crate::limits::exceeds_depth(payload, max_depth) || super::js::may_hold_kept_range(payload) || payload.len() > crate::patch::MAX_INT_DIGITS {
+    if crate::limits::exceeds_depth(payload, max_depth) || (!no_kept_range && super::js::may_hold_kept_range(payload)) || payload.len() > crate::patch::MAX_INT_DIGITS {
         return None;
     }
     let mut de = serde_json::Deserializer::from_slice(payload);
@@ -1102,10 +1312,54 @@ mod tests {
             let got = form.repeat(b).or_else(|| form.parse(b)).map(|d| (d.kind, d.id.map(|i| i.into_owned()), d.delta.into_owned()));
             assert_eq!(got, want, "{e}");
         }
-        // a run in one form is read by the repeat alone
+        // a run in one form is read by the repeat alone, for another id too
         form.parse(events[0].as_bytes());
         assert!(form.repeat(events[1].as_bytes()).is_some());
-        assert!(form.repeat(events[11].as_bytes()).is_none());
+        let other = form.repeat(events[11].as_bytes()).expect("another id");
+        assert_eq!(other.id.as_deref(), Some("m2"));
+        assert!(form.repeat(events[12].as_bytes()).is_none(), "an escaped id");
+    }
+
+    /// Deltas of two kinds alternating, each kind's id changing: each read in its form (as
+    /// the parse reads it), or left to the parse, whatever came before.
+    #[test]
+    fn delta_forms_read_other_ids_and_kinds_as_parse() {
+        let text = |id: &str, d: &str| format!(r#"{{"type":"TEXT_MESSAGE_CONTENT","messageId":"{id}","delta":"{d}"}}"#);
+        let args = |id: &str, d: &str| format!(r#"{{"type":"TOOL_CALL_ARGS","toolCallId":"{id}","delta":"{d}"}}"#);
+        let reasoning = |id: &str, d: &str| format!(r#"{{"type":"REASONING_MESSAGE_CONTENT","messageId":"{id}","delta":"{d}"}}"#);
+        let ids = ["m1", "m2", "", "m\\u0032", "m\"", "a\tb", "\u{10F800}", "é", "m1\",\"x\":\"1"];
+        let mut events = Vec::new();
+        for (n, id) in ids.iter().enumerate() {
+            events.push(text(id, &format!("t{n}")));
+            events.push(text(id, "\\n more"));
+            events.push(args(&format!("c{id}"), "{\\\"a\\\": "));
+            events.push(args(&format!("c{id}"), "1}"));
+            if n % 3 == 0 {
+                events.push(reasoning(id, "why"));
+            }
+            events.push(r#"{"type":"TEXT_MESSAGE_END","messageId":"m1"}"#.to_string());
+        }
+        let mut form = DeltaForm::default();
+        let mut repeated = 0;
+        for e in &events {
+            let b = e.as_bytes();
+            let want = Delta::parse(b).map(|d| (d.kind, d.id.map(|i| i.into_owned()), d.delta.into_owned()));
+            let ended = form.end(b);
+            let got = match form.repeat(b) {
+                Some(d) => {
+                    repeated += 1;
+                    Some(d)
+                }
+                None => form.parse(b),
+            }
+            .map(|d| (d.kind, d.id.map(|i| i.into_owned()), d.delta.into_owned()));
+            assert_eq!(got, want, "{e}");
+            if let Some((n, _)) = ended {
+                assert!(n <= b.len(), "{e}");
+            }
+        }
+        // (the first delta of each kind, of an escaped id, and the unreadable ones parsed)
+        assert!(repeated >= 12, "{repeated} of {}", events.len());
     }
 
     /// Escapes decode as serde_json decodes them, and what it refuses is `None`.
@@ -1157,7 +1411,7 @@ mod tests {
                     ];
                     for p in variants {
                         total += 1;
-                        let scan = Delta::scan(p.as_bytes()).map(|d| (d.kind, d.id.map(|s| s.into_owned()), d.delta.into_owned()));
+                        let scan = Delta::scan(p.as_bytes(), None).map(|(d, _)| (d.kind, d.id.map(|s| s.into_owned()), d.delta.into_owned()));
                         if scan.is_some() {
                             scanned += 1;
                             assert_eq!(scan, serde(p.as_bytes()), "{p}");
@@ -1172,7 +1426,7 @@ mod tests {
         }
         assert!(scanned == 99 && scanned < total, "{scanned} of {total}");
         // Invalid UTF-8 in a delta: neither reads it (the general path replaces it).
-        assert!(Delta::scan(b"{\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m\",\"delta\":\"a\xffb\"}").is_none());
+        assert!(Delta::scan(b"{\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m\",\"delta\":\"a\xffb\"}", None).is_none());
     }
 
     /// The members `scan_flat` reads, or `None`.
