@@ -652,7 +652,7 @@ pub(crate) mod tests {
             ]
             .map(String::from),
         );
-        let mut rng = crate::test_rng::Rng(0x5eed_0f_7e47);
+        let mut rng = crate::test_rng::Rng(0x005e_ed0f_7e47);
         let base = texts.clone();
         for _ in 0..3000 {
             let t = base[rng.below(base.len())].as_bytes().to_vec();
