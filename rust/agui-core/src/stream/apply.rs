@@ -48,6 +48,44 @@ fn obj(v: &mut Value) -> Option<&mut Map<String, Value>> {
     v.as_object_mut()
 }
 
+/// The room a run of plain deltas makes in its target string when it takes it: the
+/// string then grows a few times less (a token stream's message grows by hundreds).
+const HELD_ROOM: usize = 64;
+
+/// The string a cached [`Target`] appends to (`content`, or the call's
+/// `function.arguments`) when it is still one; `None`: take the general route.
+fn target_string<'m>(messages: &'m mut Messages, t: &mut Target) -> Option<&'m mut String> {
+    let [a, b, c] = &mut t.places;
+    let m = obj(messages.get_mut(t.message))?;
+    let s = if t.args {
+        let tc = obj(member_at(m, "toolCalls", a)?.get_mut(t.call)?)?;
+        member_at(obj(member_at(tc, "function", b)?)?, "arguments", c)?
+    } else {
+        member_at(m, "content", a)?
+    };
+    match s {
+        Value::String(s) => Some(s),
+        _ => None,
+    }
+}
+
+/// The value of `key` in `m`: at `place` (its place among `m`'s entries, as found
+/// before) when it is still there, else looked up (and its place kept when the map is
+/// small enough to find it by walking: no hashing either way).
+fn member_at<'m>(m: &'m mut Map<String, Value>, key: &str, place: &mut Option<usize>) -> Option<&'m mut Value> {
+    const WALK: usize = 8;
+    let at = match *place {
+        Some(at) if m.iter().nth(at).is_some_and(|(k, _)| k == key) => at,
+        _ if m.len() <= WALK => m.iter().position(|(k, _)| k == key)?,
+        _ => {
+            *place = None;
+            return m.get_mut(key);
+        }
+    };
+    *place = Some(at);
+    m.iter_mut().nth(at).map(|(_, v)| v)
+}
+
 /// `applyEventMetadata`: merge the event's metadata into the target; whether it did.
 fn apply_metadata<E: Members + ?Sized>(target: &mut Map<String, Value>, event: &E) -> bool {
     let Some(incoming) = event.get("metadata") else { return false };
@@ -184,6 +222,10 @@ struct Target {
     /// The target string, taken out of its message while the run of deltas lasts (its
     /// place holds an empty string until [`EventApplier::settle`] puts it back).
     held: Option<String>,
+    /// Where the target string is among the entries of the maps that lead to it
+    /// (`content`; or `toolCalls`, `function`, `arguments`), found by the first lookup:
+    /// the next ones (taking the string, putting it back) go there without hashing.
+    places: [Option<usize>; 3],
 }
 
 impl Default for EventApplier {
@@ -220,9 +262,11 @@ impl<S: State> EventApplier<S> {
     /// Put the text of a run of plain deltas back into its message (see
     /// [`apply_delta`](Self::apply_delta)): the messages then read as the events made them.
     pub fn settle(&mut self) {
-        if let Some(Target { message, call, args, held: Some(text), .. }) = self.last.take() {
-            if let Some(s) = self.cached_target(message, call, args) {
-                *s = text;
+        if let Some(mut t) = self.last.take() {
+            if let Some(text) = t.held.take() {
+                if let Some(s) = target_string(&mut self.messages, &mut t) {
+                    *s = text;
+                }
             }
         }
     }
@@ -490,14 +534,14 @@ impl<S: State> EventApplier<S> {
                 js::append(held, delta);
                 return Ok(Change::messages(Some(t.position)));
             }
-            let (message, position, call) = (t.message, t.position, t.call);
-            if let Some(s) = self.cached_target(message, call, args) {
-                // The second delta in a row: hold the string aside for the rest of the run.
+            let position = t.position;
+            if let Some(s) = target_string(&mut self.messages, t) {
+                // The second delta in a row: hold the string aside for the rest of the run
+                // (with room for a few more deltas: it grows by many).
                 let mut held = std::mem::take(s);
+                held.reserve(HELD_ROOM);
                 js::append(&mut held, delta);
-                if let Some(t) = &mut self.last {
-                    t.held = Some(held);
-                }
+                t.held = Some(held);
                 return Ok(Change::messages(Some(position)));
             }
         }
@@ -508,7 +552,7 @@ impl<S: State> EventApplier<S> {
                 let found = self.messages.find_str(id);
                 let c = self.append_content(kind, found, show, Delta::Str(delta), None::<&Value>);
                 if let (Some(message), Some(position), None) = (found, c.message, &c.warning) {
-                    self.last = Some(Target { id: id.to_string(), args, message, position, call: 0, held: None });
+                    self.last = Some(Target { id: id.to_string(), args, message, position, call: 0, held: None, places: [None; 3] });
                 }
                 Ok(c)
             }
@@ -516,7 +560,7 @@ impl<S: State> EventApplier<S> {
                 let found = self.messages.find_tool_str(id);
                 let c = self.append_args(kind, found, show, Some(Delta::Str(delta)), None::<&Value>);
                 if let (Ok(Change { message: Some(position), .. }), Some((message, call))) = (&c, found) {
-                    self.last = Some(Target { id: id.to_string(), args, message, position: *position, call, held: None });
+                    self.last = Some(Target { id: id.to_string(), args, message, position: *position, call, held: None, places: [None; 3] });
                 }
                 c
             }
@@ -527,21 +571,6 @@ impl<S: State> EventApplier<S> {
             e.event_type = kind.name().to_string();
             e
         })
-    }
-
-    /// The string a cached [`Target`] appends to (`content`, or the call's
-    /// `function.arguments`) when it is still one; `None`: take the general route.
-    fn cached_target(&mut self, message: Key, call: usize, args: bool) -> Option<&mut String> {
-        let m = self.messages.get_mut(message);
-        let s = if args {
-            m.get_mut("toolCalls")?.get_mut(call)?.get_mut("function")?.get_mut("arguments")?
-        } else {
-            m.get_mut("content")?
-        };
-        match s {
-            Value::String(s) => Some(s),
-            _ => None,
-        }
     }
 
     fn append_content<E: Members + ?Sized>(

@@ -211,8 +211,13 @@ impl<'a> Plain<'a> {
     /// `max_depth` bounds a nested member as the event's parse would (the event's own level
     /// counted).
     pub fn read(payload: &[u8], max_depth: usize) -> Option<Plain<'_>> {
+        Self::read_known(Known { text: simdutf8::basic::from_utf8(payload).ok()?, no_kept_range: false }, max_depth)
+    }
+
+    /// [`read`](Self::read) of a payload whose text is known ([`Known`]).
+    pub fn read_known(known: Known<'_>, max_depth: usize) -> Option<Plain<'_>> {
         const MAX: usize = 8;
-        let json = simdutf8::basic::from_utf8(payload).ok()?;
+        let json = known.text;
         let mut found: [(&str, Given<'_>); MAX] = std::array::from_fn(|_| ("", Given::Int(0)));
         let (mut n, mut kind) = (0, None);
         scan_flat(json, |m| {
@@ -230,13 +235,19 @@ impl<'a> Plain<'a> {
             n += 1;
             Some(())
         })?;
-        Plain::build(kind?, &mut found[..n], max_depth)
+        Plain::build_known(kind?, &mut found[..n], max_depth, known.no_kept_range)
     }
 
     /// An event of type `kind` with these members (`type` among them or not) in its plain
     /// form, as [`read`](Self::read) reads it from JSON text; `None`: not in that form (a
     /// name given twice included).
     pub fn build(kind: EventType, given: &mut [(&str, Given<'a>)], max_depth: usize) -> Option<Plain<'a>> {
+        Self::build_known(kind, given, max_depth, false)
+    }
+
+    /// [`build`](Self::build) of members read from a log known to hold no character of
+    /// the kept range (`no_kept_range`: not looked for again).
+    fn build_known(kind: EventType, given: &mut [(&str, Given<'a>)], max_depth: usize, no_kept_range: bool) -> Option<Plain<'a>> {
         if !plain_kind(kind) || max_depth < 2 {
             return None;
         }
@@ -256,7 +267,7 @@ impl<'a> Plain<'a> {
             let fits = match value {
                 Given::Str(s) => {
                     // (the characters of the kept range are read by the general parse alone)
-                    if super::js::holds_kept_range(&s) || !super::schema::keeps(kind, name, super::schema::Scalar::Str(&s)) {
+                    if (!no_kept_range && super::js::holds_kept_range(&s)) || !super::schema::keeps(kind, name, super::schema::Scalar::Str(&s)) {
                         return None;
                     }
                     if kept {
@@ -268,7 +279,7 @@ impl<'a> Plain<'a> {
                     // As the event's parse reads it (`parse_event_limited`): the kept range
                     // by the general parse alone, the event's own level counted, integers'
                     // digits.
-                    if super::js::may_hold_kept_range(text.as_bytes()) {
+                    if !no_kept_range && super::js::may_hold_kept_range(text.as_bytes()) {
                         return None;
                     }
                     // A snapshot stays text: the state reads it (and declines what that
@@ -352,6 +363,16 @@ pub fn parse_event_limited(payload: &[u8], max_depth: usize) -> Result<Value, St
 /// The `type` of an event as written (`""` when missing or not a string).
 pub fn type_str(event: &Value) -> &str {
     event.get("type").and_then(Value::as_str).unwrap_or("")
+}
+
+/// What a reader knows of an event's JSON text before it reads it, when the text is a
+/// slice of a log checked whole: the text itself (the log is all UTF-8), and whether the
+/// log holds no character of the kept range (`js::may_hold_kept_range` of the whole log
+/// false: then no string of the event does, escaped or not).
+#[derive(Debug, Clone, Copy)]
+pub struct Known<'a> {
+    pub text: &'a str,
+    pub no_kept_range: bool,
 }
 
 /// The hot events of a stream in their plain form: `TEXT_MESSAGE_CONTENT`,
@@ -456,7 +477,23 @@ impl<'a> Delta<'a> {
 
     /// Read a payload as a plain delta event, or `None` (then it takes the general path).
     pub fn parse(payload: &'a [u8]) -> Option<Delta<'a>> {
-        Self::scan(payload).or_else(|| serde_json::from_slice(payload).ok())?.plain()
+        Self::parse_known(payload, None)
+    }
+
+    /// [`parse`](Self::parse) of a payload whose text may be known already ([`Known`]).
+    pub fn parse_known(payload: &'a [u8], known: Option<Known<'a>>) -> Option<Delta<'a>> {
+        Self::parse_raw(payload, known).map(|(d, _)| d)
+    }
+
+    /// [`parse_known`](Self::parse_known), and the delta's text as written (between its
+    /// quotes) when the scan read it.
+    fn parse_raw(payload: &'a [u8], known: Option<Known<'a>>) -> Option<(Delta<'a>, Option<&'a str>)> {
+        let (d, raw) = match Self::scan(payload, known.map(|k| k.text)) {
+            Some((d, raw)) => (d, Some(raw)),
+            None => (serde_json::from_slice(payload).ok()?, None),
+        };
+        let d = if known.is_some_and(|k| k.no_kept_range) { d } else { d.plain()? };
+        Some((d, raw))
     }
 
     /// The event, unless a member holds characters of the kept range (those are read by
@@ -470,21 +507,28 @@ impl<'a> Delta<'a> {
     /// without the JSON parser: a third of a replay's time went to serde reading such
     /// events member by member. `None`: not a plain delta event, or not in that form
     /// (left to the parser, which reads the same events to the same values).
-    fn scan(payload: &'a [u8]) -> Option<Delta<'a>> {
-        // One check of the whole payload (SIMD: std's was ~9% of a replay); the scan then
-        // slices the `str`.
-        let json = simdutf8::basic::from_utf8(payload).ok()?;
+    /// The delta's text as written comes with it.
+    fn scan(payload: &'a [u8], known: Option<&'a str>) -> Option<(Delta<'a>, &'a str)> {
+        // One check of the whole payload (SIMD: std's was ~9% of a replay), unless it is
+        // known; the scan then slices the `str`.
+        let json = match known {
+            Some(json) => json,
+            None => simdutf8::basic::from_utf8(payload).ok()?,
+        };
         let mut slots: [Option<std::borrow::Cow<'a, str>>; 3] = [None, None, None];
-        let mut tool_id = false;
+        let (mut tool_id, mut raw) = (false, "");
         scan_flat(json, |m| {
             let (slot, tool) = delta_slot(m.name)?;
             tool_id |= tool;
+            if slot == 2 {
+                raw = m.raw?;
+            }
             // Each a string, once (the parser's `duplicate member`).
             slots[slot].replace(m.string()?).is_none().then_some(())
         })?;
         let [Some(ty), id, Some(delta)] = slots else { return None };
         let kind = EventType::parse(&ty);
-        plain_members(kind, id.is_some(), tool_id).then_some(Delta { kind, id, delta })
+        plain_members(kind, id.is_some(), tool_id).then_some((Delta { kind, id, delta }, raw))
     }
 }
 
@@ -504,8 +548,13 @@ pub struct DeltaForm {
 impl DeltaForm {
     /// [`Delta::parse`], its form kept for the next event ([`repeat`](Self::repeat)).
     pub fn parse<'a>(&mut self, payload: &'a [u8]) -> Option<Delta<'a>> {
-        let d = Delta::parse(payload)?;
-        self.learn(payload, &d);
+        self.parse_known(payload, None)
+    }
+
+    /// [`parse`](Self::parse) of a payload whose text may be known ([`Delta::parse_known`]).
+    pub fn parse_known<'a>(&mut self, payload: &'a [u8], known: Option<Known<'a>>) -> Option<Delta<'a>> {
+        let (d, raw) = Delta::parse_raw(payload, known)?;
+        self.learn(payload, &d, raw);
         Some(d)
     }
 
@@ -534,32 +583,49 @@ impl DeltaForm {
     /// [`repeat`](Self::repeat) of a payload [`end`](Self::end) measured whole (`escaped`
     /// as it said).
     pub fn repeat_ended<'a>(&self, payload: &'a [u8], escaped: bool) -> Option<Delta<'a>> {
+        self.repeat_ended_known(payload, None, escaped)
+    }
+
+    /// [`repeat_ended`](Self::repeat_ended) of a payload whose text may be known already
+    /// ([`Known`]).
+    #[inline(always)]
+    pub fn repeat_ended_known<'a>(&self, payload: &'a [u8], known: Option<Known<'a>>, escaped: bool) -> Option<Delta<'a>> {
         let kind = self.kind?;
         let start = self.lead.len();
         let end = payload.len().checked_sub(2)?;
         debug_assert!(payload.starts_with(&self.lead) && payload.ends_with(b"\"}") && end >= start);
-        // One UTF-8 check from the id on (the bytes between are ASCII punctuation).
+        // One UTF-8 check from the id on (the bytes between are ASCII punctuation), or
+        // none when the payload's text is known.
         let from = self.id.as_ref().map_or(start, |r| r.start);
-        let text = simdutf8::basic::from_utf8(&payload[from..end]).ok()?;
+        let text = match known {
+            Some(known) => known.text.get(from..end)?,
+            None => simdutf8::basic::from_utf8(&payload[from..end]).ok()?,
+        };
         let raw = &text[start - from..];
         let delta = Member { name: "delta", text: raw, raw: Some(raw), escaped }.string()?;
-        if super::js::holds_kept_range(&delta) {
+        if !known.is_some_and(|k| k.no_kept_range) && super::js::holds_kept_range(&delta) {
             return None;
         }
         let id = self.id.as_ref().map(|r| std::borrow::Cow::Borrowed(&text[..r.len()]));
         Some(Delta { kind, id, delta })
     }
 
-    /// Keep the form of `d` (read from `payload`) when its delta, written without escapes,
-    /// is its last member, and its id is written without escapes.
-    fn learn(&mut self, payload: &[u8], d: &Delta<'_>) {
+    /// Keep the form of `d` (read from `payload`; `raw`: its delta as written, when the
+    /// scan read it) when its delta is its last member and its id is written without
+    /// escapes.
+    fn learn(&mut self, payload: &[u8], d: &Delta<'_>, raw: Option<&str>) {
         self.kind = None;
         let base = payload.as_ptr() as usize;
         let place = |s: &str| -> Option<std::ops::Range<usize>> {
             let start = (s.as_ptr() as usize).checked_sub(base)?;
             (start + s.len() <= payload.len() && payload.get(start..start + s.len()) == Some(s.as_bytes())).then(|| start..start + s.len())
         };
-        let std::borrow::Cow::Borrowed(delta) = &d.delta else { return };
+        // (the delta as written: its escapes are read again event by event)
+        let delta = match (&d.delta, raw) {
+            (_, Some(raw)) => raw,
+            (std::borrow::Cow::Borrowed(delta), None) => *delta,
+            _ => return,
+        };
         let Some(at) = place(delta) else { return };
         if payload.get(at.end..) != Some(b"\"}") || at.start == 0 || payload[at.start - 1] != b'"' {
             return;
@@ -995,6 +1061,17 @@ pub fn int_end(b: &[u8], start: usize) -> Option<usize> {
 /// a plain patch (`patch::PlainOps`), nesting at most `max_depth` levels. `None`: read
 /// the event the general way (an event object).
 pub fn plain_state_delta(payload: &[u8], max_depth: usize, pointers: &mut crate::patch::cache::PointerCache) -> Option<Vec<crate::patch::Operation>> {
+    plain_state_delta_known(payload, max_depth, pointers, false)
+}
+
+/// [`plain_state_delta`] of a payload of a log known to hold no character of the kept
+/// range (`no_kept_range`: not looked for again).
+pub(crate) fn plain_state_delta_known(
+    payload: &[u8],
+    max_depth: usize,
+    pointers: &mut crate::patch::cache::PointerCache,
+    no_kept_range: bool,
+) -> Option<Vec<crate::patch::Operation>> {
     struct V<'c>(&'c mut crate::patch::cache::PointerCache);
     impl<'de> serde::de::Visitor<'de> for V<'_> {
         type Value = Vec<crate::patch::Operation>;
@@ -1019,7 +1096,7 @@ pub fn plain_state_delta(payload: &[u8], max_depth: usize, pointers: &mut crate:
     }
     // (the characters of the kept range, and integers too long for Python, are read by
     // the general parse alone)
-    if crate::limits::exceeds_depth(payload, max_depth) || super::js::may_hold_kept_range(payload) || payload.len() > crate::patch::MAX_INT_DIGITS {
+    if crate::limits::exceeds_depth(payload, max_depth) || (!no_kept_range && super::js::may_hold_kept_range(payload)) || payload.len() > crate::patch::MAX_INT_DIGITS {
         return None;
     }
     let mut de = serde_json::Deserializer::from_slice(payload);
@@ -1157,7 +1234,7 @@ mod tests {
                     ];
                     for p in variants {
                         total += 1;
-                        let scan = Delta::scan(p.as_bytes()).map(|d| (d.kind, d.id.map(|s| s.into_owned()), d.delta.into_owned()));
+                        let scan = Delta::scan(p.as_bytes(), None).map(|(d, _)| (d.kind, d.id.map(|s| s.into_owned()), d.delta.into_owned()));
                         if scan.is_some() {
                             scanned += 1;
                             assert_eq!(scan, serde(p.as_bytes()), "{p}");
@@ -1172,7 +1249,7 @@ mod tests {
         }
         assert!(scanned == 99 && scanned < total, "{scanned} of {total}");
         // Invalid UTF-8 in a delta: neither reads it (the general path replaces it).
-        assert!(Delta::scan(b"{\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m\",\"delta\":\"a\xffb\"}").is_none());
+        assert!(Delta::scan(b"{\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m\",\"delta\":\"a\xffb\"}", None).is_none());
     }
 
     /// The members `scan_flat` reads, or `None`.

@@ -274,10 +274,13 @@ fn pair(hi: u16, lo: u16) -> Option<char> {
 }
 
 /// Whether this text may hold a character of the kept range, as written (`F4 8F A0..BF`)
-/// or escaped (a pair starting `\uDBFE` / `\uDBFF`). Cheap: two SIMD searches.
+/// or escaped (a pair starting `\uDBFE` / `\uDBFF`). Cheap: one SIMD search for both
+/// lead bytes (a substring search for `\u` cost several times more on a whole log).
 pub(crate) fn may_hold_kept_range(text: &[u8]) -> bool {
-    let literal = memchr::memchr_iter(0xF4, text).any(|i| text.get(i + 1) == Some(&0x8F) && text.get(i + 2).is_some_and(|b| (0xA0..=0xBF).contains(b)));
-    literal || memchr::memmem::find_iter(text, b"\\u").any(|i| crate::json::hex4(&text[i + 2..]).is_some_and(|u| (0xDBFE..=0xDBFF).contains(&u)))
+    memchr::memchr2_iter(0xF4, b'\\', text).any(|i| match text[i] {
+        0xF4 => text.get(i + 1) == Some(&0x8F) && text.get(i + 2).is_some_and(|b| (0xA0..=0xBF).contains(b)),
+        _ => text.get(i + 1) == Some(&b'u') && crate::json::hex4(&text[i + 2..]).is_some_and(|u| (0xDBFE..=0xDBFF).contains(&u)),
+    })
 }
 
 /// Whether a decoded string holds a character of the kept range (which its reader must
@@ -531,6 +534,26 @@ mod tests {
         assert_eq!(Value::String(joined), v[1]);
         // no character of the range: one parse
         assert!(!may_hold_kept_range("[\"\\ud83d\\ude00\", \"\u{10F000}\"]".as_bytes()));
+        // written or escaped (any case), after an escaped backslash too; near misses; the ends
+        let cases: &[(&[u8], bool)] = &[
+            (b"\xf4\x8f\xa0\x80", true),
+            (b"ab\xf4\x8f\xbf\xbf", true),
+            (b"\xf4\x8f\x9f\xbf", false),
+            (b"\xf4\x8f", false),
+            (b"\xf4", false),
+            (br"\udbfe\udc00", true),
+            (br"x\uDBFF\uDFFF", true),
+            (br"\\udbff", true),
+            (br"\udbfd\udc00", false),
+            (br"\u", false),
+            (br"\udbf", false),
+            (br"\", false),
+            (br"\\", false),
+            (b"", false),
+        ];
+        for &(text, want) in cases {
+            assert_eq!(may_hold_kept_range(text), want, "{:?}", String::from_utf8_lossy(text));
+        }
     }
 
     #[test]

@@ -183,7 +183,7 @@ impl Messages {
 
     /// The position after message `k` and the tool messages right after it (where the
     /// reference inserts a tool result).
-    pub(super) fn after_tool_run(&self, k: Key) -> usize {
+    pub(super) fn after_tool_run(&mut self, k: Key) -> usize {
         self.order.next_non_tool(self.order.rank(k))
     }
 
@@ -247,26 +247,48 @@ struct Node {
 
 /// Keys in list order: insert at a position, a key's position, the key at a position,
 /// the next non-tool message after a position, in O(log n) expected.
+///
+/// While the keys are in the order they were added (messages appended only, as most
+/// streams do) the order is that list itself (`flat`: each key's tool flag) and every
+/// query is immediate; the first insert before the end (or a search for the next non-tool
+/// message past a long run of tool messages) builds the treap, balanced, once.
 #[derive(Debug)]
 struct Order {
     nodes: Vec<Node>,
     root: u32,
     rng: u64,
+    flat: Option<Vec<bool>>,
 }
 
 impl Default for Order {
     fn default() -> Self {
-        Order { nodes: Vec::new(), root: NIL, rng: 0x9E37_79B9_7F4A_7C15 }
+        Order { nodes: Vec::new(), root: NIL, rng: 0x9E37_79B9_7F4A_7C15, flat: Some(Vec::new()) }
     }
 }
 
+/// The most tool flags [`Order::next_non_tool`] walks in a flat order (beyond, the treap
+/// answers in logarithmic time: a walk each time would be quadratic).
+const FLAT_WALK: usize = 32;
+
 impl Order {
-    /// Keys `0..n` in that order (`tool[k]`: message `k` is a tool message), balanced.
+    /// Keys `0..n` in that order (`tool[k]`: message `k` is a tool message).
     fn identity(tool: Vec<bool>) -> Self {
-        let mut o = Order::default();
-        o.nodes = tool.iter().map(|&t| Node { left: NIL, right: NIL, parent: NIL, prio: 0, size: 1, others: u32::from(!t), tool: t }).collect();
-        o.root = o.build(0, o.nodes.len(), 0);
-        o
+        Order { flat: Some(tool), ..Order::default() }
+    }
+
+    /// The keys as a treap from here on (balanced, in the flat order).
+    fn unflatten(&mut self) {
+        let Some(tool) = self.flat.take() else { return };
+        self.nodes = tool.iter().map(|&t| Node { left: NIL, right: NIL, parent: NIL, prio: 0, size: 1, others: u32::from(!t), tool: t }).collect();
+        self.root = self.build(0, self.nodes.len(), 0);
+    }
+
+    /// The number of keys.
+    fn len(&self) -> usize {
+        match &self.flat {
+            Some(tool) => tool.len(),
+            None => self.nodes.len(),
+        }
     }
 
     /// The subtree of keys `lo..hi`, its priorities decreasing with depth (a heap).
@@ -377,12 +399,20 @@ impl Order {
     }
 
     fn push(&mut self, tool: bool) {
+        if let Some(flat) = &mut self.flat {
+            flat.push(tool);
+            return;
+        }
         let n = self.new_node(tool);
         self.root = self.merge(self.root, n);
         self.nodes[self.root as usize].parent = NIL;
     }
 
     fn insert(&mut self, position: usize, tool: bool) {
+        if position >= self.len() {
+            return self.push(tool);
+        }
+        self.unflatten();
         let n = self.new_node(tool);
         let (a, b) = self.split(self.root, position as u32);
         let a = self.merge(a, n);
@@ -392,6 +422,9 @@ impl Order {
 
     /// The position of key `k`.
     fn rank(&self, k: Key) -> usize {
+        if self.flat.is_some() {
+            return k;
+        }
         let mut t = k as u32;
         let mut r = self.size(self.nodes[k].left);
         loop {
@@ -408,6 +441,9 @@ impl Order {
 
     /// The key at `position` (< the number of keys).
     fn select(&self, position: usize) -> Key {
+        if self.flat.is_some() {
+            return position;
+        }
         let mut t = self.root;
         let mut i = position as u32;
         loop {
@@ -426,7 +462,15 @@ impl Order {
 
     /// The smallest position after `position` holding a non-tool message, or the number
     /// of keys.
-    fn next_non_tool(&self, position: usize) -> usize {
+    fn next_non_tool(&mut self, position: usize) -> usize {
+        if let Some(tool) = &self.flat {
+            let after = tool.get(position + 1..).unwrap_or_default();
+            match after.iter().take(FLAT_WALK).position(|&t| !t) {
+                Some(i) => return position + 1 + i,
+                None if after.len() <= FLAT_WALK => return tool.len(),
+                None => self.unflatten(),
+            }
+        }
         // Non-tool messages at positions 0..=position, then the next one's position.
         let mut before = 0;
         let (mut t, mut i) = (self.root, position as u32 + 1);
@@ -463,6 +507,10 @@ impl Order {
 
     /// Whether key `k` is a tool message (its counts updated up to the root).
     fn set_tool(&mut self, k: Key, tool: bool) {
+        if let Some(flat) = &mut self.flat {
+            flat[k] = tool;
+            return;
+        }
         if self.nodes[k].tool == tool {
             return;
         }
@@ -476,6 +524,9 @@ impl Order {
 
     /// The keys in order.
     fn keys(&self) -> impl ExactSizeIterator<Item = Key> + '_ {
+        if let Some(tool) = &self.flat {
+            return (0..tool.len()).collect::<Vec<_>>().into_iter();
+        }
         let mut stack = Vec::new();
         let mut t = self.root;
         let mut out = Vec::with_capacity(self.nodes.len());
@@ -497,44 +548,65 @@ mod tests {
     use super::*;
     use crate::test_rng::Rng;
 
-    /// The treap against a plain vector: inserts anywhere, roles changed, every query.
+    /// The order against a plain vector: inserts anywhere (the treap), at the end only (the
+    /// flat order), or at the end among long runs of tool messages (flat, then the treap
+    /// built by a search past a run); roles changed; every query.
     #[test]
     fn the_order_agrees_with_a_vector() {
         let mut rng = Rng(0x1234_5678_9abc_def1);
-        for round in 0..200 {
+        let mut built_by_search = 0;
+        for round in 0..240 {
+            let (anywhere, tools) = match round % 3 {
+                0 => (true, 2),
+                1 => (false, 2),
+                _ => (false, 40),
+            };
             let start = rng.below(20);
             let mut model: Vec<(Key, bool)> = (0..start).map(|k| (k, rng.below(3) == 0)).collect();
             let mut o = Order::identity(model.iter().map(|&(_, t)| t).collect());
             for _ in 0..(50 + round) {
+                let tool = |rng: &mut Rng| rng.below(tools) != 0;
                 match rng.below(4) {
                     0 => {
-                        let t = rng.below(2) == 0;
+                        let t = tool(&mut rng);
                         o.push(t);
                         model.push((model.len(), t));
                     }
                     1 | 2 => {
-                        let at = rng.below(model.len() + 1);
-                        let t = rng.below(2) == 0;
+                        let at = if anywhere { rng.below(model.len() + 1) } else { model.len() };
+                        let t = tool(&mut rng);
                         o.insert(at, t);
-                        model.insert(at, (o.nodes.len() - 1, t));
+                        model.insert(at, (o.len() - 1, t));
                     }
                     _ if !model.is_empty() => {
                         let k = rng.below(model.len());
-                        let t = rng.below(2) == 0;
+                        let t = tool(&mut rng);
                         o.set_tool(k, t);
                         model.iter_mut().find(|(key, _)| *key == k).unwrap().1 = t;
                     }
                     _ => {}
                 }
                 assert_eq!(o.keys().collect::<Vec<_>>(), model.iter().map(|&(k, _)| k).collect::<Vec<_>>());
+                assert_eq!(o.len(), model.len());
+                let flat = o.flat.is_some();
+                // (the next non-tool message after each position, from the back)
+                let mut next = vec![model.len(); model.len()];
+                for pos in (1..model.len()).rev() {
+                    next[pos - 1] = if model[pos].1 { next[pos] } else { pos };
+                }
                 for (pos, &(k, _)) in model.iter().enumerate() {
                     assert_eq!(o.rank(k), pos);
                     assert_eq!(o.select(pos), k);
-                    let next = model.iter().skip(pos + 1).position(|&(_, t)| !t).map_or(model.len(), |p| p + pos + 1);
-                    assert_eq!(o.next_non_tool(pos), next, "{model:?} after {pos}");
+                    assert_eq!(o.next_non_tool(pos), next[pos], "{model:?} after {pos}");
                 }
+                built_by_search += usize::from(flat && o.flat.is_none());
+            }
+            // (appended only, short tool runs: the order stays the list itself)
+            if round % 3 == 1 {
+                assert!(o.flat.is_some(), "round {round}");
             }
         }
+        assert!(built_by_search > 10, "{built_by_search}");
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use super::apply::{Change, EventApplier, State};
 use super::chunks::ChunkExpander;
-use super::event::{parse_event_limited, plain_state_delta, Delta, DeltaForm, EventType, Lead, Members, Plain};
+use super::event::{parse_event_limited, plain_state_delta_known, Delta, DeltaForm, EventType, Known, Lead, Members, Plain};
 use super::legacy::{LegacyChain, ProtocolVersion, Shims};
 use super::schema::{check_event, Checked};
 use super::verify::EventVerifier;
@@ -367,15 +367,15 @@ impl<S: State> Replayer<S> {
 
     /// Push one event given as JSON text.
     pub fn push_json(&mut self, payload: &[u8]) -> Result<Change, StreamError> {
-        let read = self.reader.read(payload);
-        self.push_read(read, payload)
+        let read = self.reader.read(payload, None);
+        self.push_read(read, payload, None)
     }
 
     /// Push an event read by a [`Reader`] of the same options from `payload` (which the
     /// general path parses again when the read form does not fit the current state; a
     /// plain delta's object is rebuilt from what was read, so a pipelined replay need
-    /// not keep its text).
-    fn push_read(&mut self, read: Read<'_>, payload: &[u8]) -> Result<Change, StreamError> {
+    /// not keep its text). `known`: what is known of the payload's text.
+    fn push_read(&mut self, read: Read<'_>, payload: &[u8], known: Option<Known<'_>>) -> Result<Change, StreamError> {
         match read {
             // The boundary never changes a plain STATE_DELTA and the expander would only
             // close a pending chunk stream; with verification on it takes the general path.
@@ -396,7 +396,11 @@ impl<S: State> Replayer<S> {
             }
             // (read in its plain form only when the stages would take it so)
             Read::Later if self.takes_plain_events() => {
-                if let Some(r) = Plain::read(payload, self.reader.max_depth).and_then(|p| self.push_plain_event(p)) {
+                let plain = match known {
+                    Some(known) => Plain::read_known(known, self.reader.max_depth),
+                    None => Plain::read(payload, self.reader.max_depth),
+                };
+                if let Some(r) = plain.and_then(|p| self.push_plain_event(p)) {
                     return r;
                 }
             }
@@ -599,7 +603,8 @@ impl Reader {
         Reader { verify: options.verify, schema: options.schema, max_depth: options.max_depth, pointers: Default::default(), deltas: DeltaForm::default() }
     }
 
-    fn read<'a>(&mut self, payload: &'a [u8]) -> Read<'a> {
+    /// An event's JSON text read (`known`: what is known of it).
+    fn read<'a>(&mut self, payload: &'a [u8], known: Option<Known<'a>>) -> Read<'a> {
         // A limit below one level refuses every event, the flat plain ones too.
         if self.max_depth == 0 {
             return Read::Later;
@@ -608,30 +613,31 @@ impl Reader {
         if let Some(d) = self.deltas.repeat(payload) {
             return Read::Delta(d);
         }
-        self.read_other(payload)
+        self.read_other(payload, known)
     }
 
     /// [`read`](Self::read) of a payload whose end `self.deltas.end` found (`escaped` as
     /// it said) while the log was framed: its delta read without a second scan.
     #[inline]
-    fn read_ended<'a>(&mut self, payload: &'a [u8], escaped: bool) -> Read<'a> {
-        match self.deltas.repeat_ended(payload, escaped) {
+    fn read_ended<'a>(&mut self, payload: &'a [u8], known: Option<Known<'a>>, escaped: bool) -> Read<'a> {
+        match self.deltas.repeat_ended_known(payload, known, escaped) {
             Some(d) => Read::Delta(d),
-            None => self.read(payload),
+            None => self.read(payload, known),
         }
     }
 
-    fn read_other<'a>(&mut self, payload: &'a [u8]) -> Read<'a> {
+    fn read_other<'a>(&mut self, payload: &'a [u8], known: Option<Known<'a>>) -> Read<'a> {
         // The writers put `type` first: the lead picks the one plain form worth trying.
         let lead = Lead::of(payload);
         if matches!(lead, Lead::StateDelta | Lead::Unknown) && !self.verify {
-            if let Some(ops) = plain_state_delta(payload, self.max_depth, &mut self.pointers) {
+            let no_kept_range = known.is_some_and(|k| k.no_kept_range);
+            if let Some(ops) = plain_state_delta_known(payload, self.max_depth, &mut self.pointers, no_kept_range) {
                 if !(self.schema && ops.iter().any(|o| o.kind == crate::patch::OpKind::Get)) {
                     return Read::StateOps(ops);
                 }
             }
         }
-        if let Some(d) = matches!(lead, Lead::Delta | Lead::Unknown).then(|| self.deltas.parse(payload)).flatten() {
+        if let Some(d) = matches!(lead, Lead::Delta | Lead::Unknown).then(|| self.deltas.parse_known(payload, known)).flatten() {
             return Read::Delta(d);
         }
         Read::Later
@@ -738,7 +744,12 @@ pub fn replay_log_bytes<S: State>(
     if pipelines(data.len() as u64, threads, pipeline_min) {
         return replay_log_pipelined(data, format, messages, state, options);
     }
-    let mut ahead = ReadsAhead { r: Replayer::new(messages, state, options), read: 0, escaped: false };
+    // The log checked once (SIMD, a fraction of an instruction a byte) to be UTF-8 and
+    // for characters of the kept range: its events' readers then take their text as it
+    // is, without checks of their own.
+    let text = simdutf8::basic::from_utf8(data).ok();
+    let no_kept_range = text.is_some() && !super::js::may_hold_kept_range(data);
+    let mut ahead = ReadsAhead { r: Replayer::new(messages, state, options), read: 0, escaped: false, data, text, no_kept_range };
     let outcome = crate::log::for_each_in_bytes_ahead(data, format, &crate::log::Limits::default(), &mut ahead);
     let ReadsAhead { r, read, .. } = ahead;
     r.finish_log(outcome.err(), read)
@@ -747,14 +758,29 @@ pub fn replay_log_bytes<S: State>(
 /// A replay of an SSE log ahead of its framer's line search: a frame in the form of the
 /// last plain delta (most frames of a token stream) is measured by the delta's reader,
 /// which then reads it without a second scan; every other frame is read as usual.
-struct ReadsAhead<S> {
+struct ReadsAhead<'d, S> {
     r: Replayer<S>,
     read: usize,
     /// Whether the delta `end` last measured holds escapes.
     escaped: bool,
+    /// The log, its text when it is all UTF-8, and whether it holds no character of the
+    /// kept range.
+    data: &'d [u8],
+    text: Option<&'d str>,
+    no_kept_range: bool,
 }
 
-impl<S: State> crate::log::ReadAhead<Stop> for ReadsAhead<S> {
+impl<'d, S> ReadsAhead<'d, S> {
+    /// What is known of `payload` when it is a slice of the log and the log is all UTF-8.
+    #[inline(always)]
+    fn known(&self, payload: &[u8]) -> Option<Known<'d>> {
+        let start = (payload.as_ptr() as usize).checked_sub(self.data.as_ptr() as usize)?;
+        let text = self.text?.get(start..start.checked_add(payload.len())?)?;
+        Some(Known { text, no_kept_range: self.no_kept_range })
+    }
+}
+
+impl<S: State> crate::log::ReadAhead<Stop> for ReadsAhead<'_, S> {
     #[inline(always)]
     fn end(&mut self, rest: &[u8]) -> Option<usize> {
         // (a limit below one level refuses every event: `Reader::read`)
@@ -768,13 +794,16 @@ impl<S: State> crate::log::ReadAhead<Stop> for ReadsAhead<S> {
     #[inline(always)]
     fn taken(&mut self, ev: crate::log::Event<'_>) -> Result<(), Stop> {
         self.read += 1;
-        let read = self.r.reader.read_ended(ev.json, self.escaped);
-        self.r.push_read(read, ev.json).map(|_| ()).map_err(Stop::Stream)
+        let known = self.known(ev.json);
+        let read = self.r.reader.read_ended(ev.json, known, self.escaped);
+        self.r.push_read(read, ev.json, known).map(|_| ()).map_err(Stop::Stream)
     }
     #[inline(always)]
     fn event(&mut self, ev: crate::log::Event<'_>) -> Result<(), Stop> {
         self.read += 1;
-        self.r.push_json(ev.json).map(|_| ()).map_err(Stop::Stream)
+        let known = self.known(ev.json);
+        let read = self.r.reader.read(ev.json, known);
+        self.r.push_read(read, ev.json, known).map(|_| ()).map_err(Stop::Stream)
     }
 }
 
@@ -800,7 +829,7 @@ pub fn replay_log_pipelined<R: std::io::Read + Send, S: State>(
         let mut size = FIRST_BATCH;
         let outcome = crate::log::LogReader::open(reader, format).map_err(Ahead::Log).and_then(|log| {
             log.for_each(&crate::log::Limits::default(), |ev| {
-                batch.hold(reader_half.read(ev.json), ev.json);
+                batch.hold(reader_half.read(ev.json, None), ev.json);
                 if batch.items.len() >= size || batch.raw.len() >= MAX_BATCH_BYTES {
                     let next = recycled.try_recv().unwrap_or_default();
                     if !send(std::mem::replace(&mut batch, next)) {
@@ -826,13 +855,13 @@ pub fn replay_log_pipelined<R: std::io::Read + Send, S: State>(
         for held in batch.items.drain(..) {
             read += 1;
             let pushed = match held {
-                Held::StateOps(ops, raw) => r.push_read(Read::StateOps(ops), &batch.raw[raw]),
+                Held::StateOps(ops, raw) => r.push_read(Read::StateOps(ops), &batch.raw[raw], None),
                 Held::Delta { kind, id, delta } => {
                     let id = id.map(|i| std::borrow::Cow::Borrowed(&batch.text[i]));
                     let delta = std::borrow::Cow::Borrowed(&batch.text[delta]);
-                    r.push_read(Read::Delta(Delta { kind, id, delta }), &[])
+                    r.push_read(Read::Delta(Delta { kind, id, delta }), &[], None)
                 }
-                Held::Later(raw) => r.push_read(Read::Later, &batch.raw[raw]),
+                Held::Later(raw) => r.push_read(Read::Later, &batch.raw[raw], None),
             };
             pushed.map_err(Stop::Stream)?;
         }
