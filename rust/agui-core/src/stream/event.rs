@@ -532,17 +532,73 @@ impl<'a> Delta<'a> {
     }
 }
 
-/// The leading bytes of the last plain delta event read whose `delta` is its last member
-/// (`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"`): a token stream repeats
-/// them event after event, so an event that starts with the same bytes is the same kind
-/// for the same id, and only its delta is left to read (its end, its UTF-8, its
-/// escapes). Anything else is read by [`Delta::parse`], which learns the next form.
+/// The leading bytes of the last plain delta events read whose `delta` is their last
+/// member (`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"`), one for each
+/// kind (the last two kinds: a run's text and its tool calls' arguments alternate): a
+/// token stream repeats them event after event, so an event that starts with the same
+/// bytes is the same kind for the same id, and only its delta is left to read (its end,
+/// its UTF-8, its escapes). An event that differs from them only by its id (a string
+/// without escapes) is that kind for that id (the next message's deltas): the form then
+/// takes that id. Anything else is read by [`Delta::parse`], which learns the next form.
 #[derive(Default)]
 pub struct DeltaForm {
+    /// The last form read first.
+    forms: [Form; 2],
+    /// Where the last payload [`end`](Self::end) measured was found when not in the last
+    /// form for its id: the form, and where its id ends ([`Other`]).
+    found: std::cell::Cell<Option<Other>>,
+}
+
+/// A payload found in the other form, or for another id: the form (0: the last one) and,
+/// for another id, where it ends (it starts where the form's does).
+#[derive(Debug, Clone, Copy)]
+struct Other {
+    form: usize,
+    id_end: Option<usize>,
+}
+
+/// One form of [`DeltaForm`].
+#[derive(Default)]
+struct Form {
     lead: Vec<u8>,
     kind: Option<EventType>,
     /// The id's text within `lead` (written without escapes).
     id: Option<std::ops::Range<usize>>,
+}
+
+impl Form {
+    /// The end of a payload whose delta's text starts at `start`: the delta's closing
+    /// quote and the event's brace.
+    #[inline(always)]
+    fn delta_end(rest: &[u8], start: usize) -> Option<(usize, bool)> {
+        let (end, escaped) = string_end(rest, start)?;
+        (rest.get(end + 1) == Some(&b'}')).then_some((end + 2, escaped))
+    }
+
+    /// Whether `rest` may be in this form, by the bytes of the type name a payload in it
+    /// starts with (the event types differ there: one compare).
+    #[inline(always)]
+    fn may_start(&self, rest: &[u8]) -> bool {
+        match (rest.get(9..25), self.lead.get(9..25)) {
+            (Some(a), Some(b)) => a == b,
+            _ => true,
+        }
+    }
+
+    /// [`DeltaForm::end`] in this form (`form`: its place) for another id than its own.
+    fn end_for_another_id(&self, rest: &[u8], form: usize) -> Option<(usize, bool, Other)> {
+        let id = self.id.as_ref()?;
+        if !rest.starts_with(&self.lead[..id.start]) {
+            return None;
+        }
+        let (id_end, escaped) = string_end(rest, id.start)?;
+        let tail = &self.lead[id.end..];
+        if escaped || !rest.get(id_end..)?.starts_with(tail) {
+            return None;
+        }
+        let (len, escaped) = Self::delta_end(rest, id_end + tail.len())?;
+        Some((len, escaped, Other { form, id_end: Some(id_end) }))
+    }
 }
 
 impl DeltaForm {
@@ -558,45 +614,81 @@ impl DeltaForm {
         Some(d)
     }
 
-    /// `payload` read as [`Delta::parse`] reads it, when it starts as the last delta
-    /// [`parse`](Self::parse) read; `None`: not in that form (parse it).
-    pub fn repeat<'a>(&self, payload: &'a [u8]) -> Option<Delta<'a>> {
-        let (n, escaped) = self.end(payload).filter(|&(n, _)| n == payload.len())?;
-        debug_assert_eq!(n, payload.len());
-        self.repeat_ended(payload, escaped)
+    /// `payload` read as [`Delta::parse`] reads it, when it starts as a delta
+    /// [`parse`](Self::parse) read (for its id or another); `None`: not in such a form
+    /// (parse it).
+    pub fn repeat<'a>(&mut self, payload: &'a [u8]) -> Option<Delta<'a>> {
+        self.repeat_known(payload, None)
     }
 
-    /// Where a payload in the form of the last delta ends in `rest` (its bytes from the
-    /// start on, more may follow: a log's framer asks before it looks for the line's end),
-    /// and whether its delta holds escapes; `None`: not in that form. No line break comes
-    /// before that end (the delta's scan stops at control characters).
-    #[inline]
-    pub fn end(&self, rest: &[u8]) -> Option<(usize, bool)> {
-        self.kind?;
-        if !rest.starts_with(&self.lead) {
+    /// [`repeat`](Self::repeat) of a payload whose text may be known ([`Known`]).
+    pub fn repeat_known<'a>(&mut self, payload: &'a [u8], known: Option<Known<'a>>) -> Option<Delta<'a>> {
+        let (n, escaped) = self.end(payload)?;
+        if n != payload.len() {
+            self.found.set(None);
             return None;
         }
-        let (end, escaped) = string_end(rest, self.lead.len())?;
-        (rest.get(end + 1) == Some(&b'}')).then_some((end + 2, escaped))
+        self.repeat_ended_known(payload, known, escaped)
+    }
+
+    /// Where a payload in one of the forms ends in `rest` (its bytes from the start on,
+    /// more may follow: a log's framer asks before it looks for the line's end), and
+    /// whether its delta holds escapes; `None`: not in such a form. No line break comes
+    /// before that end (the scans of the id and the delta stop at control characters).
+    /// What it found is read by [`repeat_ended`](Self::repeat_ended), called next.
+    #[inline]
+    pub fn end(&self, rest: &[u8]) -> Option<(usize, bool)> {
+        let last = &self.forms[0];
+        last.kind?;
+        self.found.set(None);
+        if rest.starts_with(&last.lead) {
+            return Form::delta_end(rest, last.lead.len());
+        }
+        let (n, escaped, other) = self.end_in_another_form(rest)?;
+        self.found.set(Some(other));
+        Some((n, escaped))
+    }
+
+    /// [`end`](Self::end) past the last form as it is: for another id, or in the other form.
+    #[inline(never)]
+    fn end_in_another_form(&self, rest: &[u8]) -> Option<(usize, bool, Other)> {
+        let [last, other] = &self.forms;
+        if last.may_start(rest) {
+            if let Some(found) = last.end_for_another_id(rest, 0) {
+                return Some(found);
+            }
+        }
+        if other.kind.is_none() || !other.may_start(rest) {
+            return None;
+        }
+        if rest.starts_with(&other.lead) {
+            let (n, escaped) = Form::delta_end(rest, other.lead.len())?;
+            return Some((n, escaped, Other { form: 1, id_end: None }));
+        }
+        other.end_for_another_id(rest, 1)
     }
 
     /// [`repeat`](Self::repeat) of a payload [`end`](Self::end) measured whole (`escaped`
-    /// as it said).
-    pub fn repeat_ended<'a>(&self, payload: &'a [u8], escaped: bool) -> Option<Delta<'a>> {
+    /// as it said), right after it.
+    pub fn repeat_ended<'a>(&mut self, payload: &'a [u8], escaped: bool) -> Option<Delta<'a>> {
         self.repeat_ended_known(payload, None, escaped)
     }
 
     /// [`repeat_ended`](Self::repeat_ended) of a payload whose text may be known already
     /// ([`Known`]).
     #[inline(always)]
-    pub fn repeat_ended_known<'a>(&self, payload: &'a [u8], known: Option<Known<'a>>, escaped: bool) -> Option<Delta<'a>> {
-        let kind = self.kind?;
-        let start = self.lead.len();
+    pub fn repeat_ended_known<'a>(&mut self, payload: &'a [u8], known: Option<Known<'a>>, escaped: bool) -> Option<Delta<'a>> {
+        if let Some(other) = self.found.take() {
+            return self.repeat_other(payload, known, escaped, other);
+        }
+        let last = &self.forms[0];
+        let kind = last.kind?;
+        let start = last.lead.len();
         let end = payload.len().checked_sub(2)?;
-        debug_assert!(payload.starts_with(&self.lead) && payload.ends_with(b"\"}") && end >= start);
+        debug_assert!(payload.starts_with(&last.lead) && payload.ends_with(b"\"}") && end >= start);
         // One UTF-8 check from the id on (the bytes between are ASCII punctuation), or
         // none when the payload's text is known.
-        let from = self.id.as_ref().map_or(start, |r| r.start);
+        let from = last.id.as_ref().map_or(start, |r| r.start);
         let text = match known {
             Some(known) => known.text.get(from..end)?,
             None => simdutf8::basic::from_utf8(&payload[from..end]).ok()?,
@@ -606,15 +698,51 @@ impl DeltaForm {
         if !known.is_some_and(|k| k.no_kept_range) && super::js::holds_kept_range(&delta) {
             return None;
         }
-        let id = self.id.as_ref().map(|r| std::borrow::Cow::Borrowed(&text[..r.len()]));
+        let id = last.id.as_ref().map(|r| std::borrow::Cow::Borrowed(&text[..r.len()]));
         Some(Delta { kind, id, delta })
+    }
+
+    /// [`repeat_ended_known`](Self::repeat_ended_known) of a payload found in the other
+    /// form or for another id: read, it makes that form the last one, for that id.
+    #[inline(never)]
+    fn repeat_other<'a>(&mut self, payload: &'a [u8], known: Option<Known<'a>>, escaped: bool, other: Other) -> Option<Delta<'a>> {
+        let form = &self.forms[other.form];
+        let kind = form.kind?;
+        // (for another id: its own, then the form's bytes after its id)
+        let (id, start) = match (&form.id, other.id_end) {
+            (Some(r), Some(id_end)) => (Some(r.start..id_end), id_end + form.lead.len() - r.end),
+            (id, _) => (id.clone(), form.lead.len()),
+        };
+        let end = payload.len().checked_sub(2)?;
+        let from = id.as_ref().map_or(start, |r| r.start);
+        let text = match known {
+            Some(known) => known.text.get(from..end)?,
+            None => simdutf8::basic::from_utf8(payload.get(from..end)?).ok()?,
+        };
+        let raw = text.get(start.checked_sub(from)?..)?;
+        let delta = Member { name: "delta", text: raw, raw: Some(raw), escaped }.string()?;
+        let id_text = id.as_ref().map(|r| &text[..r.len()]);
+        // (the id of the form as it is was looked at when it was learned)
+        if !known.is_some_and(|k| k.no_kept_range)
+            && (super::js::holds_kept_range(&delta) || (other.id_end.is_some() && id_text.is_some_and(super::js::holds_kept_range)))
+        {
+            return None;
+        }
+        self.forms.swap(0, other.form);
+        if other.id_end.is_some() {
+            let last = &mut self.forms[0];
+            last.lead.clear();
+            last.lead.extend_from_slice(&payload[..start]);
+            last.id = id;
+        }
+        Some(Delta { kind, id: id_text.map(std::borrow::Cow::Borrowed), delta })
     }
 
     /// Keep the form of `d` (read from `payload`; `raw`: its delta as written, when the
     /// scan read it) when its delta is its last member and its id is written without
-    /// escapes.
+    /// escapes: as the last form, in place of the last one when that is of the same kind
+    /// (else the last one becomes the other). Otherwise the forms stay as they were.
     fn learn(&mut self, payload: &[u8], d: &Delta<'_>, raw: Option<&str>) {
-        self.kind = None;
         let base = payload.as_ptr() as usize;
         let place = |s: &str| -> Option<std::ops::Range<usize>> {
             let start = (s.as_ptr() as usize).checked_sub(base)?;
@@ -632,16 +760,21 @@ impl DeltaForm {
         }
         let id = match &d.id {
             None => None,
+            // (written between quotes, before the delta)
             Some(std::borrow::Cow::Borrowed(id)) => match place(id) {
-                Some(r) if r.end <= at.start => Some(r),
+                Some(r) if r.end < at.start && r.start > 0 && payload[r.start - 1] == b'"' && payload[r.end] == b'"' => Some(r),
                 _ => return,
             },
             Some(std::borrow::Cow::Owned(_)) => return,
         };
-        self.lead.clear();
-        self.lead.extend_from_slice(&payload[..at.start]);
-        self.kind = Some(d.kind);
-        self.id = id;
+        if self.forms[0].kind != Some(d.kind) {
+            self.forms.swap(0, 1);
+        }
+        let last = &mut self.forms[0];
+        last.lead.clear();
+        last.lead.extend_from_slice(&payload[..at.start]);
+        last.kind = Some(d.kind);
+        last.id = id;
     }
 }
 
@@ -1179,10 +1312,54 @@ mod tests {
             let got = form.repeat(b).or_else(|| form.parse(b)).map(|d| (d.kind, d.id.map(|i| i.into_owned()), d.delta.into_owned()));
             assert_eq!(got, want, "{e}");
         }
-        // a run in one form is read by the repeat alone
+        // a run in one form is read by the repeat alone, for another id too
         form.parse(events[0].as_bytes());
         assert!(form.repeat(events[1].as_bytes()).is_some());
-        assert!(form.repeat(events[11].as_bytes()).is_none());
+        let other = form.repeat(events[11].as_bytes()).expect("another id");
+        assert_eq!(other.id.as_deref(), Some("m2"));
+        assert!(form.repeat(events[12].as_bytes()).is_none(), "an escaped id");
+    }
+
+    /// Deltas of two kinds alternating, each kind's id changing: each read in its form (as
+    /// the parse reads it), or left to the parse, whatever came before.
+    #[test]
+    fn delta_forms_read_other_ids_and_kinds_as_parse() {
+        let text = |id: &str, d: &str| format!(r#"{{"type":"TEXT_MESSAGE_CONTENT","messageId":"{id}","delta":"{d}"}}"#);
+        let args = |id: &str, d: &str| format!(r#"{{"type":"TOOL_CALL_ARGS","toolCallId":"{id}","delta":"{d}"}}"#);
+        let reasoning = |id: &str, d: &str| format!(r#"{{"type":"REASONING_MESSAGE_CONTENT","messageId":"{id}","delta":"{d}"}}"#);
+        let ids = ["m1", "m2", "", "m\\u0032", "m\"", "a\tb", "\u{10F800}", "é", "m1\",\"x\":\"1"];
+        let mut events = Vec::new();
+        for (n, id) in ids.iter().enumerate() {
+            events.push(text(id, &format!("t{n}")));
+            events.push(text(id, "\\n more"));
+            events.push(args(&format!("c{id}"), "{\\\"a\\\": "));
+            events.push(args(&format!("c{id}"), "1}"));
+            if n % 3 == 0 {
+                events.push(reasoning(id, "why"));
+            }
+            events.push(r#"{"type":"TEXT_MESSAGE_END","messageId":"m1"}"#.to_string());
+        }
+        let mut form = DeltaForm::default();
+        let mut repeated = 0;
+        for e in &events {
+            let b = e.as_bytes();
+            let want = Delta::parse(b).map(|d| (d.kind, d.id.map(|i| i.into_owned()), d.delta.into_owned()));
+            let ended = form.end(b);
+            let got = match form.repeat(b) {
+                Some(d) => {
+                    repeated += 1;
+                    Some(d)
+                }
+                None => form.parse(b),
+            }
+            .map(|d| (d.kind, d.id.map(|i| i.into_owned()), d.delta.into_owned()));
+            assert_eq!(got, want, "{e}");
+            if let Some((n, _)) = ended {
+                assert!(n <= b.len(), "{e}");
+            }
+        }
+        // (the first delta of each kind, of an escaped id, and the unreadable ones parsed)
+        assert!(repeated >= 12, "{repeated} of {}", events.len());
     }
 
     /// Escapes decode as serde_json decodes them, and what it refuses is `None`.

@@ -367,7 +367,7 @@ impl<S: State> Replayer<S> {
 
     /// Push one event given as JSON text.
     pub fn push_json(&mut self, payload: &[u8]) -> Result<Change, StreamError> {
-        let read = self.reader.read(payload, None);
+        let read = self.reader.read(payload, None, true);
         self.push_read(read, payload, None)
     }
 
@@ -603,15 +603,18 @@ impl Reader {
         Reader { verify: options.verify, schema: options.schema, max_depth: options.max_depth, pointers: Default::default(), deltas: DeltaForm::default() }
     }
 
-    /// An event's JSON text read (`known`: what is known of it).
-    fn read<'a>(&mut self, payload: &'a [u8], known: Option<Known<'a>>) -> Read<'a> {
+    /// An event's JSON text read (`known`: what is known of it; `formed`: whether it may
+    /// be in a form of the deltas before it, which `DeltaForm::end` has not denied).
+    fn read<'a>(&mut self, payload: &'a [u8], known: Option<Known<'a>>, formed: bool) -> Read<'a> {
         // A limit below one level refuses every event, the flat plain ones too.
         if self.max_depth == 0 {
             return Read::Later;
         }
         // A token stream's next delta, in the form of the last one.
-        if let Some(d) = self.deltas.repeat(payload) {
-            return Read::Delta(d);
+        if formed {
+            if let Some(d) = self.deltas.repeat_known(payload, known) {
+                return Read::Delta(d);
+            }
         }
         self.read_other(payload, known)
     }
@@ -622,7 +625,7 @@ impl Reader {
     fn read_ended<'a>(&mut self, payload: &'a [u8], known: Option<Known<'a>>, escaped: bool) -> Read<'a> {
         match self.deltas.repeat_ended_known(payload, known, escaped) {
             Some(d) => Read::Delta(d),
-            None => self.read(payload, known),
+            None => self.read(payload, known, true),
         }
     }
 
@@ -749,7 +752,7 @@ pub fn replay_log_bytes<S: State>(
     // is, without checks of their own.
     let text = simdutf8::basic::from_utf8(data).ok();
     let no_kept_range = text.is_some() && !super::js::may_hold_kept_range(data);
-    let mut ahead = ReadsAhead { r: Replayer::new(messages, state, options), read: 0, escaped: false, data, text, no_kept_range };
+    let mut ahead = ReadsAhead { r: Replayer::new(messages, state, options), read: 0, escaped: false, declined: 0, data, text, no_kept_range };
     let outcome = crate::log::for_each_in_bytes_ahead(data, format, &crate::log::Limits::default(), &mut ahead);
     let ReadsAhead { r, read, .. } = ahead;
     r.finish_log(outcome.err(), read)
@@ -763,6 +766,9 @@ struct ReadsAhead<'d, S> {
     read: usize,
     /// Whether the delta `end` last measured holds escapes.
     escaped: bool,
+    /// The address of the last payload `end` found in no form of a delta (its reader then
+    /// does not look again).
+    declined: usize,
     /// The log, its text when it is all UTF-8, and whether it holds no character of the
     /// kept range.
     data: &'d [u8],
@@ -787,9 +793,16 @@ impl<S: State> crate::log::ReadAhead<Stop> for ReadsAhead<'_, S> {
         if self.r.reader.max_depth == 0 {
             return None;
         }
-        let (n, escaped) = self.r.reader.deltas.end(rest)?;
-        self.escaped = escaped;
-        Some(n)
+        match self.r.reader.deltas.end(rest) {
+            Some((n, escaped)) => {
+                self.escaped = escaped;
+                Some(n)
+            }
+            None => {
+                self.declined = rest.as_ptr() as usize;
+                None
+            }
+        }
     }
     #[inline(always)]
     fn taken(&mut self, ev: crate::log::Event<'_>) -> Result<(), Stop> {
@@ -802,7 +815,9 @@ impl<S: State> crate::log::ReadAhead<Stop> for ReadsAhead<'_, S> {
     fn event(&mut self, ev: crate::log::Event<'_>) -> Result<(), Stop> {
         self.read += 1;
         let known = self.known(ev.json);
-        let read = self.r.reader.read(ev.json, known);
+        // (a payload `end` found in no form is not looked at again)
+        let formed = ev.json.as_ptr() as usize != std::mem::take(&mut self.declined);
+        let read = self.r.reader.read(ev.json, known, formed);
         self.r.push_read(read, ev.json, known).map(|_| ()).map_err(Stop::Stream)
     }
 }
@@ -829,7 +844,7 @@ pub fn replay_log_pipelined<R: std::io::Read + Send, S: State>(
         let mut size = FIRST_BATCH;
         let outcome = crate::log::LogReader::open(reader, format).map_err(Ahead::Log).and_then(|log| {
             log.for_each(&crate::log::Limits::default(), |ev| {
-                batch.hold(reader_half.read(ev.json, None), ev.json);
+                batch.hold(reader_half.read(ev.json, None, true), ev.json);
                 if batch.items.len() >= size || batch.raw.len() >= MAX_BATCH_BYTES {
                     let next = recycled.try_recv().unwrap_or_default();
                     if !send(std::mem::replace(&mut batch, next)) {
