@@ -85,6 +85,30 @@ def test_text_deltas_keep_the_kept_range_apart():
     assert stream.replay_log(sse(events), raw=True).messages[0]["content"] == want
 
 
+def test_keys_and_strings_handed_over_in_bulk():
+    """Python strings for keys are reused across a hand-over (and across calls): many
+    distinct keys (more than any cache holds, so they share its slots), keys of every
+    length around its limits, non-ASCII keys, and keys or strings holding lone
+    surrogates all come back as given, in order, on every path, twice in a row."""
+    inner = ["id", "status", "score", "tags", "é", "日本", "\U0001f600", "\ud800", "a\udbff", "\U0010f800", ""]
+    snapshot = {f"item_{i:05d}": {k: (i if n % 2 else f"v{n}{k}") for n, k in enumerate(inner)} for i in range(3000)}
+    for n in range(0, 80, 7):
+        snapshot["k" * n] = {"x" * n: "y" * n, "é" * n: "\ud800" * (n % 3)}
+    events = [
+        {"type": "STATE_SNAPSHOT", "snapshot": snapshot},
+        {"type": "TEXT_MESSAGE_START", "messageId": "m\ud800", "role": "assistant"},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m\ud800", "delta": "x\udfff"},
+        {"type": "TEXT_MESSAGE_END", "messageId": "m\ud800"},
+    ]
+    for _ in range(2):
+        for path, state in every_path(events).items():
+            assert state == snapshot, path
+            assert list(state) == list(snapshot), path
+            assert list(state["item_02999"]) == inner, path
+        raw = stream.replay_log(sse(events), raw=True).messages
+        assert raw == [{"id": "m\ud800", "role": "assistant", "content": "x\udfff"}]
+
+
 @pytest.mark.parametrize("state", ["[1, 2]", '"x"', "hello", "", "\ud800", "{}"])
 def test_a_str_state_is_a_string(state):
     assert stream.replay([], state=state).state == state

@@ -26,10 +26,8 @@ impl Hasher for FastHasher {
             w.copy_from_slice(c);
             self.write_u64(u64::from_le_bytes(w));
         }
-        let mut w = [0u8; 8];
         let rest = chunks.remainder();
-        w[..rest.len()].copy_from_slice(rest);
-        self.write_u64(u64::from_le_bytes(w) ^ ((rest.len() as u64) << 59));
+        self.write_u64(tail(rest) ^ ((rest.len() as u64) << 59));
     }
     fn write_u8(&mut self, n: u8) {
         self.write_u64(u64::from(n));
@@ -39,6 +37,20 @@ impl Hasher for FastHasher {
     }
     fn write_usize(&mut self, n: usize) {
         self.write_u64(n as u64);
+    }
+}
+
+/// The last 0–7 bytes of a key as one word, without a copy of variable length (keys are
+/// mostly short: this is most of their hashing). Every byte counts (the two halves of 4–7
+/// bytes overlap), and the caller mixes in the length.
+#[inline]
+fn tail(b: &[u8]) -> u64 {
+    let n = b.len();
+    let word = |i: usize| u64::from(u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]));
+    match n {
+        4.. => word(0) | word(n - 4) << 32,
+        1.. => u64::from(b[0]) | u64::from(b[n / 2]) << 8 | u64::from(b[n - 1]) << 16,
+        _ => 0,
     }
 }
 
@@ -52,26 +64,52 @@ pub enum Lookup<T> {
     Miss(Option<usize>),
 }
 
-/// A direct-mapped cache of `slots` entries keyed by strings.
+/// Byte equality without a call for keys of up to 16 bytes (two words each, overlapping:
+/// every byte is in one of them), the common case of a hit.
+#[inline]
+fn same(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    let word = |s: &[u8], i: usize| u64::from_le_bytes([s[i], s[i + 1], s[i + 2], s[i + 3], s[i + 4], s[i + 5], s[i + 6], s[i + 7]]);
+    match n {
+        17.. => a == b,
+        8.. => word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8),
+        _ => tail(a) == tail(b),
+    }
+}
+
+#[inline]
+fn key_hash(key: &str) -> u64 {
+    let mut h = FastHasher::default();
+    h.write(key.as_bytes());
+    h.finish()
+}
+
+/// A direct-mapped cache of `slots` entries (rounded up to a power of two) keyed by
+/// strings.
 pub struct SlotCache<V> {
-    slots: Vec<Option<(Box<str>, V)>>,
+    /// An entry: its key's hash (compared before the key), the key, the value.
+    slots: Vec<Option<(u64, Box<str>, V)>>,
     /// Hash of the last miss per slot.
     seen: Vec<u64>,
+    mask: usize,
 }
 
 impl<V> SlotCache<V> {
     pub fn new(slots: usize) -> Self {
-        SlotCache { slots: (0..slots.max(1)).map(|_| None).collect(), seen: vec![0; slots.max(1)] }
+        let n = slots.max(1).next_power_of_two();
+        SlotCache { slots: (0..n).map(|_| None).collect(), seen: vec![0; n], mask: n - 1 }
     }
 
     /// Look `key` up; `read` turns a hit into the caller's form.
+    #[inline]
     pub fn get<T>(&mut self, key: &str, read: impl FnOnce(&V) -> T) -> Lookup<T> {
-        let mut h = FastHasher::default();
-        h.write(key.as_bytes());
-        let hash = h.finish();
-        let slot = (hash >> 7) as usize % self.slots.len();
-        if let Some((k, v)) = &self.slots[slot] {
-            if **k == *key {
+        let hash = key_hash(key);
+        let slot = (hash >> 7) as usize & self.mask;
+        if let Some((kh, k, v)) = &self.slots[slot] {
+            if *kh == hash && same(k.as_bytes(), key.as_bytes()) {
                 return Lookup::Hit(read(v));
             }
         }
@@ -83,7 +121,7 @@ impl<V> SlotCache<V> {
     /// Store `v` for `key` in `slot` (from a [`Lookup::Miss`]); returns the entry it
     /// replaces, for the caller to drop when it suits it.
     pub fn put(&mut self, slot: usize, key: &str, v: V) -> Option<(Box<str>, V)> {
-        self.slots.get_mut(slot)?.replace((key.into(), v))
+        self.slots.get_mut(slot)?.replace((key_hash(key), key.into(), v)).map(|(_, k, v)| (k, v))
     }
 }
 
@@ -138,6 +176,48 @@ mod tests {
             })
             .collect();
         assert!(buckets.len() >= 32, "{} buckets of 64", buckets.len());
+    }
+
+    #[test]
+    fn short_keys_hash_apart() {
+        // Every key of 0..=4 bytes over a small alphabet (each byte of a short key counts),
+        // and keys that differ in one byte anywhere or only in length.
+        let alphabet = [b'a', b'z', b'0', b'_', 0xC3, 0xA9];
+        let mut keys: Vec<Vec<u8>> = vec![vec![]];
+        let mut all = HashSet::new();
+        for _ in 0..4 {
+            keys = keys.iter().flat_map(|k| alphabet.iter().map(move |&c| [k.as_slice(), &[c]].concat())).collect();
+            for k in &keys {
+                let mut h = FastHasher::default();
+                h.write(k);
+                assert!(all.insert(h.finish()), "{k:?}");
+            }
+        }
+        for len in 0..=24usize {
+            for i in 0..len {
+                let mut k = vec![b'x'; len];
+                k[i] = b'y';
+                let mut h = FastHasher::default();
+                h.write(&k);
+                assert!(all.insert(h.finish()), "{len} {i}");
+            }
+            let mut h = FastHasher::default();
+            h.write(&vec![b'x'; len]);
+            assert!(all.insert(h.finish()), "{len}");
+        }
+    }
+
+    #[test]
+    fn equal_keys_only() {
+        let keys: Vec<Vec<u8>> = (0..=20usize)
+            .flat_map(|n| (0..n.max(1)).map(move |i| (0..n).map(|j| if j == i { b'y' } else { b'x' }).collect()))
+            .chain((0..=20usize).map(|n| vec![b'x'; n]))
+            .collect();
+        for a in &keys {
+            for b in &keys {
+                assert_eq!(same(a, b), a == b, "{a:?} {b:?}");
+            }
+        }
     }
 
     #[test]
