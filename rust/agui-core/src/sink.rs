@@ -185,151 +185,65 @@ pub fn json_text<'a, S: Sink<'a> + ?Sized>(text: &str, max_depth: usize, s: &mut
     }
 }
 
-/// [`json_text`] of plain JSON text, read without serde: no string holding an escape, no
-/// key spelling serde_json's number token. What it takes it walks exactly as `json_text`
-/// does (the same grammar, number forms through the same `number`, repeated keys given
-/// again, the same depth rule); `None` for anything else, valid or not (the sink then
-/// holds part of a value: the caller starts again with [`json_text`]). It skips the
-/// number token's owned text per number and serde's visitor calls per value.
-pub fn plain_json_text<'a, S: Sink<'a> + ?Sized>(text: &str, max_depth: usize, s: &mut S) -> Option<()> {
-    let mut p = PlainText { text, b: text.as_bytes(), i: 0 };
-    p.ws();
-    p.value(max_depth, s)?;
-    p.ws();
-    (p.i == p.b.len()).then_some(())
+/// [`json_text`] read by jiter (pydantic's JSON parser) instead of serde_json, which under
+/// `arbitrary_precision` hands every number over as an owned string through a one-entry map.
+/// Every text both parsers take is walked exactly as `json_text` walks it (number forms
+/// through the same [`number`], repeated keys given again, the same depth rule); `None` for
+/// a text jiter refuses, valid or not, and for one holding serde_json's number token as a
+/// key (which `json_text` reads as a number). The sink then holds part of a value: the
+/// caller starts again with [`json_text`], whose error names the problem.
+pub fn json_text_fast<'a, S: Sink<'a> + ?Sized>(text: &str, max_depth: usize, s: &mut S) -> Option<()> {
+    let mut j = jiter::Jiter::new(text.as_bytes());
+    let peek = j.peek().ok()?;
+    fast_value(&mut j, peek, max_depth, s)?;
+    j.finish().ok()
 }
 
-/// [`plain_json_text`]'s reader: `i` is the next byte of `text`.
-struct PlainText<'t> {
-    text: &'t str,
-    b: &'t [u8],
-    i: usize,
-}
-
-impl<'t> PlainText<'t> {
-    fn ws(&mut self) {
-        while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.b.get(self.i) {
-            self.i += 1;
+/// One value of [`json_text_fast`], `depth` levels left for containers.
+fn fast_value<'a, S: Sink<'a> + ?Sized>(j: &mut jiter::Jiter<'_>, peek: jiter::Peek, depth: usize, s: &mut S) -> Option<()> {
+    use jiter::Peek;
+    match peek {
+        Peek::Null => {
+            j.known_null().ok()?;
+            s.null();
         }
-    }
-    fn eat(&mut self, c: u8) -> Option<()> {
-        (self.b.get(self.i) == Some(&c)).then(|| self.i += 1)
-    }
-    fn literal(&mut self, word: &str) -> Option<()> {
-        self.b[self.i..].starts_with(word.as_bytes()).then(|| self.i += word.len())
-    }
-    fn digits(&mut self) -> usize {
-        let start = self.i;
-        while self.b.get(self.i).is_some_and(u8::is_ascii_digit) {
-            self.i += 1;
+        Peek::True | Peek::False => {
+            let b = j.known_bool(peek).ok()?;
+            s.bool(b);
         }
-        self.i - start
-    }
-    /// A string without escapes or control characters (at its opening quote).
-    fn string(&mut self) -> Option<&'t str> {
-        self.eat(b'"')?;
-        let start = self.i;
-        loop {
-            match *self.b.get(self.i)? {
-                b'"' => break,
-                b'\\' => return None,
-                c if c < 0x20 => return None,
-                _ => self.i += 1,
+        Peek::String => s.str(j.known_str().ok()?),
+        Peek::Array => {
+            let inner = depth.checked_sub(1)?;
+            s.begin_array();
+            let mut next = j.known_array().ok()?;
+            while let Some(p) = next {
+                fast_value(j, p, inner, s)?;
+                next = j.array_step().ok()?;
             }
+            s.end_array();
         }
-        let s = &self.text[start..self.i];
-        self.i += 1;
-        Some(s)
-    }
-    fn value<'a, S: Sink<'a> + ?Sized>(&mut self, depth: usize, s: &mut S) -> Option<()> {
-        match *self.b.get(self.i)? {
-            b'{' => {
-                let inner = depth.checked_sub(1)?;
-                self.i += 1;
-                s.begin_object();
-                self.ws();
-                if self.eat(b'}').is_none() {
-                    loop {
-                        let k = self.string()?;
-                        if k == NUMBER_TOKEN {
-                            return None;
-                        }
-                        s.key(k);
-                        self.ws();
-                        self.eat(b':')?;
-                        self.ws();
-                        self.value(inner, s)?;
-                        self.ws();
-                        if self.eat(b',').is_some() {
-                            self.ws();
-                            continue;
-                        }
-                        self.eat(b'}')?;
-                        break;
-                    }
-                }
-                s.end_object(false);
-            }
-            b'[' => {
-                let inner = depth.checked_sub(1)?;
-                self.i += 1;
-                s.begin_array();
-                self.ws();
-                if self.eat(b']').is_none() {
-                    loop {
-                        self.value(inner, s)?;
-                        self.ws();
-                        if self.eat(b',').is_some() {
-                            self.ws();
-                            continue;
-                        }
-                        self.eat(b']')?;
-                        break;
-                    }
-                }
-                s.end_array();
-            }
-            b'"' => s.str(self.string()?),
-            b't' => {
-                self.literal("true")?;
-                s.bool(true);
-            }
-            b'f' => {
-                self.literal("false")?;
-                s.bool(false);
-            }
-            b'n' => {
-                self.literal("null")?;
-                s.null();
-            }
-            b'-' | b'0'..=b'9' => {
-                let start = self.i;
-                let _ = self.eat(b'-');
-                match self.b.get(self.i)? {
-                    b'0' => self.i += 1,
-                    b'1'..=b'9' => {
-                        self.digits();
-                    }
-                    _ => return None,
-                }
-                if self.eat(b'.').is_some() && self.digits() == 0 {
+        Peek::Object => {
+            let inner = depth.checked_sub(1)?;
+            s.begin_object();
+            let mut key = j.known_object().ok()?;
+            while let Some(k) = key {
+                if k == NUMBER_TOKEN {
                     return None;
                 }
-                if let Some(b'e' | b'E') = self.b.get(self.i) {
-                    self.i += 1;
-                    if let Some(b'+' | b'-') = self.b.get(self.i) {
-                        self.i += 1;
-                    }
-                    if self.digits() == 0 {
-                        return None;
-                    }
-                }
-                number(&self.text[start..self.i], s);
+                s.key(k);
+                let p = j.peek().ok()?;
+                fast_value(j, p, inner, s)?;
+                key = j.next_key().ok()?;
             }
-            _ => return None,
+            s.end_object(false);
         }
-        Some(())
+        _ if peek.is_num() => {
+            let t = j.known_number_bytes(peek).ok()?;
+            number(std::str::from_utf8(t).ok()?, s);
+        }
+        _ => return None,
     }
+    Some(())
 }
 
 /// serde_json's key for a number's text when `arbitrary_precision` is on (JSON text
@@ -635,12 +549,12 @@ pub(crate) mod tests {
         texts
     }
 
-    /// Plain text read without serde gives what `json_text` gives wherever it takes the
-    /// text; it takes plain texts (no escape, no number token) at every depth that
-    /// `json_text` takes, and declines the rest. Mutated texts (bytes cut, doubled,
-    /// replaced) probe the grammar's edges.
+    /// Text read by jiter gives what `json_text` gives wherever it takes the text; it takes
+    /// every text `json_text` takes at every depth, but those holding serde_json's number
+    /// token as a key or a run of more than 4,300 digits (jiter's limit, Python's). Mutated
+    /// texts (bytes cut, doubled, replaced) probe the grammar's edges.
     #[test]
-    fn plain_json_text_walks_as_json_text() {
+    fn json_text_fast_walks_as_json_text() {
         use crate::patch::tree::tests::Trace;
         let mut texts = sample_texts();
         texts.extend(
@@ -649,6 +563,8 @@ pub(crate) mod tests {
                 " \t\r\n{ \"a\" : [ 1 , { } , [ ] , \"\" , true , false , null ] } \n",
                 r#"{"a":1,"a":2,"b":{"a":[3]},"a":4}"#,
                 "[1e400,-1e400,1e-400,0.1,100,1.0,18446744073709551615,9223372036854775808]",
+                r#"["\udc00","\ud800\u0041","\ud800x","\uD83D\uDE00","\u00e9\/\b\f\r","tab\there"]"#,
+                r#"{"k\"ey":{"\\":"v"},"\u0000":[],"\ud83d\ude00":1}"#,
             ]
             .map(String::from),
         );
@@ -670,7 +586,7 @@ pub(crate) mod tests {
                     t.insert(at, c);
                 }
                 _ => {
-                    let bytes = b"{}[]\",:-+.eE0129 \"\\tfnux\t\n\x01";
+                    let bytes = b"{}[]\",:-+.eE0129 \"\\tfnuxdD\t\n\x01";
                     t[at] = bytes[rng.below(bytes.len())];
                 }
             }
@@ -681,15 +597,18 @@ pub(crate) mod tests {
         let mut taken = 0;
         for text in &texts {
             for max_depth in [0, 1, 2, 3, 512] {
-                let (mut plain, mut walked) = (Trace::default(), Trace::default());
-                let got = plain_json_text(text, max_depth, &mut plain);
+                let (mut fast, mut walked) = (Trace::default(), Trace::default());
+                let got = json_text_fast(text, max_depth, &mut fast);
                 let want = json_text(text, max_depth, &mut walked);
                 if got.is_some() {
                     taken += 1;
                     assert!(want.is_ok(), "{text:?} at {max_depth}");
-                    assert_eq!(plain.0, walked.0, "{text:?} at {max_depth}");
-                } else if want.is_ok() && !text.contains('\\') && !text.contains(NUMBER_TOKEN) {
-                    panic!("plain text declined: {text:?} at {max_depth}");
+                    assert_eq!(fast.0, walked.0, "{text:?} at {max_depth}");
+                } else if want.is_ok()
+                    && !text.contains(&NUMBER_TOKEN[1..])
+                    && !text.split(|c: char| !c.is_ascii_digit()).any(|run| run.len() > 4300)
+                {
+                    panic!("text declined: {text:?} at {max_depth}");
                 }
             }
         }
