@@ -185,6 +185,153 @@ pub fn json_text<'a, S: Sink<'a> + ?Sized>(text: &str, max_depth: usize, s: &mut
     }
 }
 
+/// [`json_text`] of plain JSON text, read without serde: no string holding an escape, no
+/// key spelling serde_json's number token. What it takes it walks exactly as `json_text`
+/// does (the same grammar, number forms through the same `number`, repeated keys given
+/// again, the same depth rule); `None` for anything else, valid or not (the sink then
+/// holds part of a value: the caller starts again with [`json_text`]). It skips the
+/// number token's owned text per number and serde's visitor calls per value.
+pub fn plain_json_text<'a, S: Sink<'a> + ?Sized>(text: &str, max_depth: usize, s: &mut S) -> Option<()> {
+    let mut p = PlainText { text, b: text.as_bytes(), i: 0 };
+    p.ws();
+    p.value(max_depth, s)?;
+    p.ws();
+    (p.i == p.b.len()).then_some(())
+}
+
+/// [`plain_json_text`]'s reader: `i` is the next byte of `text`.
+struct PlainText<'t> {
+    text: &'t str,
+    b: &'t [u8],
+    i: usize,
+}
+
+impl<'t> PlainText<'t> {
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.b.get(self.i) {
+            self.i += 1;
+        }
+    }
+    fn eat(&mut self, c: u8) -> Option<()> {
+        (self.b.get(self.i) == Some(&c)).then(|| self.i += 1)
+    }
+    fn literal(&mut self, word: &str) -> Option<()> {
+        self.b[self.i..].starts_with(word.as_bytes()).then(|| self.i += word.len())
+    }
+    fn digits(&mut self) -> usize {
+        let start = self.i;
+        while self.b.get(self.i).is_some_and(u8::is_ascii_digit) {
+            self.i += 1;
+        }
+        self.i - start
+    }
+    /// A string without escapes or control characters (at its opening quote).
+    fn string(&mut self) -> Option<&'t str> {
+        self.eat(b'"')?;
+        let start = self.i;
+        loop {
+            match *self.b.get(self.i)? {
+                b'"' => break,
+                b'\\' => return None,
+                c if c < 0x20 => return None,
+                _ => self.i += 1,
+            }
+        }
+        let s = &self.text[start..self.i];
+        self.i += 1;
+        Some(s)
+    }
+    fn value<'a, S: Sink<'a> + ?Sized>(&mut self, depth: usize, s: &mut S) -> Option<()> {
+        match *self.b.get(self.i)? {
+            b'{' => {
+                let inner = depth.checked_sub(1)?;
+                self.i += 1;
+                s.begin_object();
+                self.ws();
+                if self.eat(b'}').is_none() {
+                    loop {
+                        let k = self.string()?;
+                        if k == NUMBER_TOKEN {
+                            return None;
+                        }
+                        s.key(k);
+                        self.ws();
+                        self.eat(b':')?;
+                        self.ws();
+                        self.value(inner, s)?;
+                        self.ws();
+                        if self.eat(b',').is_some() {
+                            self.ws();
+                            continue;
+                        }
+                        self.eat(b'}')?;
+                        break;
+                    }
+                }
+                s.end_object(false);
+            }
+            b'[' => {
+                let inner = depth.checked_sub(1)?;
+                self.i += 1;
+                s.begin_array();
+                self.ws();
+                if self.eat(b']').is_none() {
+                    loop {
+                        self.value(inner, s)?;
+                        self.ws();
+                        if self.eat(b',').is_some() {
+                            self.ws();
+                            continue;
+                        }
+                        self.eat(b']')?;
+                        break;
+                    }
+                }
+                s.end_array();
+            }
+            b'"' => s.str(self.string()?),
+            b't' => {
+                self.literal("true")?;
+                s.bool(true);
+            }
+            b'f' => {
+                self.literal("false")?;
+                s.bool(false);
+            }
+            b'n' => {
+                self.literal("null")?;
+                s.null();
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = self.i;
+                let _ = self.eat(b'-');
+                match self.b.get(self.i)? {
+                    b'0' => self.i += 1,
+                    b'1'..=b'9' => {
+                        self.digits();
+                    }
+                    _ => return None,
+                }
+                if self.eat(b'.').is_some() && self.digits() == 0 {
+                    return None;
+                }
+                if let Some(b'e' | b'E') = self.b.get(self.i) {
+                    self.i += 1;
+                    if let Some(b'+' | b'-') = self.b.get(self.i) {
+                        self.i += 1;
+                    }
+                    if self.digits() == 0 {
+                        return None;
+                    }
+                }
+                number(&self.text[start..self.i], s);
+            }
+            _ => return None,
+        }
+        Some(())
+    }
+}
+
 /// serde_json's key for a number's text when `arbitrary_precision` is on (JSON text
 /// `{"$serde_json::private::Number":"12"}` reads as the number 12).
 pub const NUMBER_TOKEN: &str = "$serde_json::private::Number";
@@ -486,6 +633,67 @@ pub(crate) mod tests {
             texts.push(format!("{}{{\"{token}\":\"1\"}}{}", "[".repeat(n), "]".repeat(n)));
         }
         texts
+    }
+
+    /// Plain text read without serde gives what `json_text` gives wherever it takes the
+    /// text; it takes plain texts (no escape, no number token) at every depth that
+    /// `json_text` takes, and declines the rest. Mutated texts (bytes cut, doubled,
+    /// replaced) probe the grammar's edges.
+    #[test]
+    fn plain_json_text_walks_as_json_text() {
+        use crate::patch::tree::tests::Trace;
+        let mut texts = sample_texts();
+        texts.extend(
+            [
+                r#"{"item_0001":{"id":1,"status":"pending","score":0.123456789,"tags":["a","b"]},"x":[-0,-0.0,1e5,1E-5,2.5e+3,-12345678901234567890]}"#,
+                " \t\r\n{ \"a\" : [ 1 , { } , [ ] , \"\" , true , false , null ] } \n",
+                r#"{"a":1,"a":2,"b":{"a":[3]},"a":4}"#,
+                "[1e400,-1e400,1e-400,0.1,100,1.0,18446744073709551615,9223372036854775808]",
+            ]
+            .map(String::from),
+        );
+        let mut rng = crate::test_rng::Rng(0x005e_ed0f_7e47);
+        let base = texts.clone();
+        for _ in 0..3000 {
+            let t = base[rng.below(base.len())].as_bytes().to_vec();
+            if t.is_empty() {
+                continue;
+            }
+            let mut t = t;
+            let at = rng.below(t.len());
+            match rng.below(3) {
+                0 => {
+                    t.truncate(at);
+                }
+                1 => {
+                    let c = t[at];
+                    t.insert(at, c);
+                }
+                _ => {
+                    let bytes = b"{}[]\",:-+.eE0129 \"\\tfnux\t\n\x01";
+                    t[at] = bytes[rng.below(bytes.len())];
+                }
+            }
+            if let Ok(t) = String::from_utf8(t) {
+                texts.push(t);
+            }
+        }
+        let mut taken = 0;
+        for text in &texts {
+            for max_depth in [0, 1, 2, 3, 512] {
+                let (mut plain, mut walked) = (Trace::default(), Trace::default());
+                let got = plain_json_text(text, max_depth, &mut plain);
+                let want = json_text(text, max_depth, &mut walked);
+                if got.is_some() {
+                    taken += 1;
+                    assert!(want.is_ok(), "{text:?} at {max_depth}");
+                    assert_eq!(plain.0, walked.0, "{text:?} at {max_depth}");
+                } else if want.is_ok() && !text.contains('\\') && !text.contains(NUMBER_TOKEN) {
+                    panic!("plain text declined: {text:?} at {max_depth}");
+                }
+            }
+        }
+        assert!(taken > 1000, "{taken}");
     }
 
     /// JSON text walked straight into a sink gives what its parsed `Value` walked gives:

@@ -52,7 +52,10 @@ impl Tree {
     /// more than [`super::MAX_INT_DIGITS`] digits (the caller's own parse then names it).
     pub fn from_text(text: &str, max_depth: usize) -> Option<Tree> {
         let mut b = Builder::default();
-        crate::sink::json_text(text, max_depth, &mut b).ok()?;
+        if crate::sink::plain_json_text(text, max_depth, &mut b).is_none() {
+            b = Builder::default();
+            crate::sink::json_text(text, max_depth, &mut b).ok()?;
+        }
         b.finish()
     }
 

@@ -215,12 +215,12 @@ impl<'a> Plain<'a> {
     }
 
     /// [`read`](Self::read) of a payload whose text is known ([`Known`]).
-    pub fn read_known(known: Known<'_>, max_depth: usize) -> Option<Plain<'_>> {
+    pub fn read_known<'k>(known: Known<'k>, max_depth: usize) -> Option<Plain<'k>> {
         const MAX: usize = 8;
         let json = known.text;
         let mut found: [(&str, Given<'_>); MAX] = std::array::from_fn(|_| ("", Given::Int(0)));
         let (mut n, mut kind) = (0, None);
-        scan_flat(json, |m| {
+        let each = |m: Member<'k>| {
             if m.name == "type" {
                 // (stop at a type of no plain form: the writers put `type` first)
                 kind = Some(EventType::parse(m.raw.filter(|_| !m.escaped)?)).filter(|k| plain_kind(*k));
@@ -234,7 +234,8 @@ impl<'a> Plain<'a> {
             *found.get_mut(n)? = (m.name, given);
             n += 1;
             Some(())
-        })?;
+        };
+        scan_flat_as_written(json, each)?;
         Plain::build_known(kind?, &mut found[..n], max_depth, known.no_kept_range)
     }
 
@@ -517,7 +518,7 @@ impl<'a> Delta<'a> {
         };
         let mut slots: [Option<std::borrow::Cow<'a, str>>; 3] = [None, None, None];
         let (mut tool_id, mut raw) = (false, "");
-        scan_flat(json, |m| {
+        scan_flat_as_written(json, |m| {
             let (slot, tool) = delta_slot(m.name)?;
             tool_id |= tool;
             if slot == 2 {
@@ -940,14 +941,46 @@ pub fn unescape_end(json: &str, start: usize, out: &mut String) -> Option<usize>
 /// uses the parser, which accepts everything this accepts, to the same values
 /// (duplicate names are the caller's to refuse).
 pub fn scan_flat<'a>(json: &'a str, member: impl FnMut(Member<'a>) -> Option<()>) -> Option<()> {
+    scan_flat_in::<false>(json, member)
+}
+
+/// [`scan_flat`] of an event that may also hold whitespace between its tokens (inside the
+/// object: Python's `json.dumps` writes `", "` and `": "`), to the same members.
+pub fn scan_flat_spaced<'a>(json: &'a str, member: impl FnMut(Member<'a>) -> Option<()>) -> Option<()> {
+    scan_flat_in::<true>(json, member)
+}
+
+/// [`scan_flat`], or [`scan_flat_spaced`] for an event that starts as Python's `json.dumps`
+/// writes one (`{"type": `): the compact form pays nothing for the other.
+#[inline(always)]
+fn scan_flat_as_written<'a>(json: &'a str, member: impl FnMut(Member<'a>) -> Option<()>) -> Option<()> {
+    if json.as_bytes().get(8) == Some(&b' ') {
+        scan_flat_spaced(json, member)
+    } else {
+        scan_flat(json, member)
+    }
+}
+
+/// The JSON whitespace at `i` skipped.
+#[inline(always)]
+fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while let Some(b' ' | b'\n' | b'\t' | b'\r') = b.get(i) {
+        i += 1;
+    }
+    i
+}
+
+#[inline(always)]
+fn scan_flat_in<'a, const WS: bool>(json: &'a str, member: impl FnMut(Member<'a>) -> Option<()>) -> Option<()> {
     let b = json.as_bytes();
     if b.first() != Some(&b'{') {
         return None;
     }
-    if b.get(1) == Some(&b'}') {
-        return (b.len() == 2).then_some(());
+    let i = if WS { skip_ws(b, 1) } else { 1 };
+    if b.get(i) == Some(&b'}') {
+        return (b.len() == i + 1).then_some(());
     }
-    scan_members(json, 1, member)
+    scan_members_in::<WS>(json, i, member)
 }
 
 /// [`scan_flat`] from byte `start` on, where a member of the compact form begins (its
@@ -955,19 +988,29 @@ pub fn scan_flat<'a>(json: &'a str, member: impl FnMut(Member<'a>) -> Option<()>
 /// `start` to be a leading part of that form which it has already read (e.g. the same
 /// `{"type":"NAME",` as an earlier event's) reads the rest of the event here, as
 /// `scan_flat` would have.
-pub fn scan_members<'a>(json: &'a str, start: usize, mut member: impl FnMut(Member<'a>) -> Option<()>) -> Option<()> {
+pub fn scan_members<'a>(json: &'a str, start: usize, member: impl FnMut(Member<'a>) -> Option<()>) -> Option<()> {
+    scan_members_in::<false>(json, start, member)
+}
+
+/// [`scan_members`], with whitespace between the tokens (`WS`) or without.
+#[inline(always)]
+fn scan_members_in<'a, const WS: bool>(json: &'a str, start: usize, mut member: impl FnMut(Member<'a>) -> Option<()>) -> Option<()> {
     let b = json.as_bytes();
     let mut i = start;
     loop {
         // Every slice below starts and ends next to an ASCII byte: char boundaries.
+        if WS {
+            i = skip_ws(b, i);
+        }
         if b.get(i) != Some(&b'"') {
             return None;
         }
         let name_end = plain_end(b, i + 1)?;
-        if b.get(name_end + 1) != Some(&b':') {
+        let colon = if WS { skip_ws(b, name_end + 1) } else { name_end + 1 };
+        if b.get(colon) != Some(&b':') {
             return None;
         }
-        let v = name_end + 2;
+        let v = if WS { skip_ws(b, colon + 1) } else { colon + 1 };
         let (end, raw, escaped) = match b.get(v)? {
             b'"' => {
                 let (e, escaped) = string_end(b, v + 1)?;
@@ -978,9 +1021,10 @@ pub fn scan_members<'a>(json: &'a str, start: usize, mut member: impl FnMut(Memb
             _ => return None,
         };
         member(Member { name: &json[i + 1..name_end], text: &json[v..end], raw, escaped })?;
-        match b.get(end)? {
-            b',' => i = end + 1,
-            b'}' if end + 1 == b.len() => return Some(()),
+        let after = if WS { skip_ws(b, end) } else { end };
+        match b.get(after)? {
+            b',' => i = after + 1,
+            b'}' if after + 1 == b.len() => return Some(()),
             _ => return None,
         }
     }
@@ -1252,7 +1296,7 @@ pub enum Lead {
 
 impl Lead {
     pub fn of(payload: &[u8]) -> Lead {
-        let Some(rest) = payload.strip_prefix(b"{\"type\":\"") else { return Lead::Unknown };
+        let Some(rest) = payload.strip_prefix(b"{\"type\":\"").or_else(|| payload.strip_prefix(b"{\"type\": \"")) else { return Lead::Unknown };
         let Some(end) = rest.iter().take(32).position(|&b| b == b'"') else { return Lead::Unknown };
         // The bytes as they are (no UTF-8 check, no 36-way match): once per event.
         match &rest[..end] {
@@ -1424,18 +1468,23 @@ mod tests {
                 }
             }
         }
-        assert!(scanned == 99 && scanned < total, "{scanned} of {total}");
+        // (the compact and the spaced variants)
+        assert!(scanned == 198 && scanned < total, "{scanned} of {total}");
         // Invalid UTF-8 in a delta: neither reads it (the general path replaces it).
         assert!(Delta::scan(b"{\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m\",\"delta\":\"a\xffb\"}", None).is_none());
     }
 
     /// The members `scan_flat` reads, or `None`.
-    fn flat(json: &str) -> Option<Vec<(String, String, Option<String>)>> {
+    fn flat(json: &str, spaced: bool) -> Option<Vec<(String, String, Option<String>)>> {
         let mut out = Vec::new();
-        scan_flat(json, |m| {
+        let each = |m: Member<'_>| {
             out.push((m.name.to_string(), m.text.to_string(), m.string().map(|s| s.into_owned())));
             Some(())
-        })?;
+        };
+        match spaced {
+            true => scan_flat_spaced(json, each)?,
+            false => scan_flat(json, each)?,
+        }
         Some(out)
     }
 
@@ -1451,6 +1500,8 @@ mod tests {
             r#"{"type":"X","n":-0,"m":0,"big":123456789012345678901234567890,"":""}"#,
             r#"{}"#,
             r#"{"type":"TOOL_CALL_ARGS","delta":"{\"a\":\"\n\t\u00e9\ud83d\ude00\\\/\b\f\r\"}"}"#,
+            r#"{"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "a \"b\""}"#,
+            "{ \"n\" :\t1 ,\r\n\"s\":\"x\" }",
         ];
         let bytes: [&str; 30] = [
             "\"", "\\", "\u{1}", "\u{1f}", "\u{7f}", " ", "\n", "\t", "{", "}", "[", "]", ",", ":", "-", "+", "0", "1", ".", "e", "E", "é", "n", "x",
@@ -1471,10 +1522,16 @@ mod tests {
             }
             variants.push(e.to_string());
         }
-        let mut accepted = 0;
-        for v in &variants {
-            let Some(members) = flat(v) else { continue };
-            accepted += 1;
+        let mut accepted = [0, 0];
+        for (v, spaced) in variants.iter().flat_map(|v| [(v, false), (v, true)]) {
+            let Some(members) = flat(v, spaced) else { continue };
+            accepted[usize::from(spaced)] += 1;
+            // (the spaced scan reads what the compact one reads the same)
+            if spaced {
+                if let Some(compact) = flat(v, false) {
+                    assert_eq!(compact, members, "{v:?}");
+                }
+            }
             let parsed: serde_json::Map<String, Value> =
                 serde_json::from_str(v).unwrap_or_else(|e| panic!("{v:?} was scanned but does not parse: {e}"));
             let names: Vec<&str> = members.iter().map(|m| m.0.as_str()).collect();
@@ -1492,7 +1549,10 @@ mod tests {
                 }
             }
         }
-        assert!(accepted > 1000 && accepted < variants.len() / 2, "{accepted} of {}", variants.len());
+        for n in accepted {
+            assert!(n > 1000 && n < variants.len() / 2, "{accepted:?} of {}", variants.len());
+        }
+        assert!(accepted[1] > accepted[0], "{accepted:?}");
     }
 
     /// A random JSON-ish value (`depth` levels left): mostly valid, with escapes,

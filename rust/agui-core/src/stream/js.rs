@@ -277,9 +277,19 @@ fn pair(hi: u16, lo: u16) -> Option<char> {
 /// or escaped (a pair starting `\uDBFE` / `\uDBFF`). Cheap: one SIMD search for both
 /// lead bytes (a substring search for `\u` cost several times more on a whole log).
 pub(crate) fn may_hold_kept_range(text: &[u8]) -> bool {
+    may_hold_kept_range_within(text, usize::MAX)
+}
+
+/// [`may_hold_kept_range`], `true` too past `max` backslashes (a text of many escapes is
+/// searched faster event by event, for `\u` only where a string holds escapes).
+pub(crate) fn may_hold_kept_range_within(text: &[u8], max: usize) -> bool {
+    let mut seen = 0usize;
     memchr::memchr2_iter(0xF4, b'\\', text).any(|i| match text[i] {
         0xF4 => text.get(i + 1) == Some(&0x8F) && text.get(i + 2).is_some_and(|b| (0xA0..=0xBF).contains(b)),
-        _ => text.get(i + 1) == Some(&b'u') && crate::json::hex4(&text[i + 2..]).is_some_and(|u| (0xDBFE..=0xDBFF).contains(&u)),
+        _ => {
+            seen += 1;
+            seen > max || (text.get(i + 1) == Some(&b'u') && crate::json::hex4(&text[i + 2..]).is_some_and(|u| (0xDBFE..=0xDBFF).contains(&u)))
+        }
     })
 }
 

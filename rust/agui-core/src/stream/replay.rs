@@ -751,7 +751,8 @@ pub fn replay_log_bytes<S: State>(
     // for characters of the kept range: its events' readers then take their text as it
     // is, without checks of their own.
     let text = simdutf8::basic::from_utf8(data).ok();
-    let no_kept_range = text.is_some() && !super::js::may_hold_kept_range(data);
+    // (a log of many escapes is checked event by event: a backslash in 256 bytes at most)
+    let no_kept_range = text.is_some() && !super::js::may_hold_kept_range_within(data, data.len() / 256);
     let mut ahead = ReadsAhead { r: Replayer::new(messages, state, options), read: 0, escaped: false, declined: 0, data, text, no_kept_range };
     let outcome = crate::log::for_each_in_bytes_ahead(data, format, &crate::log::Limits::default(), &mut ahead);
     let ReadsAhead { r, read, .. } = ahead;
