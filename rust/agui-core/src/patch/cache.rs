@@ -64,22 +64,6 @@ pub enum Lookup<T> {
     Miss(Option<usize>),
 }
 
-/// Byte equality without a call for keys of up to 16 bytes (two words each, overlapping:
-/// every byte is in one of them), the common case of a hit.
-#[inline]
-fn same(a: &[u8], b: &[u8]) -> bool {
-    let n = a.len();
-    if n != b.len() {
-        return false;
-    }
-    let word = |s: &[u8], i: usize| u64::from_le_bytes([s[i], s[i + 1], s[i + 2], s[i + 3], s[i + 4], s[i + 5], s[i + 6], s[i + 7]]);
-    match n {
-        17.. => a == b,
-        8.. => word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8),
-        _ => tail(a) == tail(b),
-    }
-}
-
 #[inline]
 fn key_hash(key: &str) -> u64 {
     let mut h = FastHasher::default();
@@ -109,7 +93,7 @@ impl<V> SlotCache<V> {
         let hash = key_hash(key);
         let slot = (hash >> 7) as usize & self.mask;
         if let Some((kh, k, v)) = &self.slots[slot] {
-            if *kh == hash && same(k.as_bytes(), key.as_bytes()) {
+            if *kh == hash && **k == *key {
                 return Lookup::Hit(read(v));
             }
         }
@@ -204,19 +188,6 @@ mod tests {
             let mut h = FastHasher::default();
             h.write(&vec![b'x'; len]);
             assert!(all.insert(h.finish()), "{len}");
-        }
-    }
-
-    #[test]
-    fn equal_keys_only() {
-        let keys: Vec<Vec<u8>> = (0..=20usize)
-            .flat_map(|n| (0..n.max(1)).map(move |i| (0..n).map(|j| if j == i { b'y' } else { b'x' }).collect()))
-            .chain((0..=20usize).map(|n| vec![b'x'; n]))
-            .collect();
-        for a in &keys {
-            for b in &keys {
-                assert_eq!(same(a, b), a == b, "{a:?} {b:?}");
-            }
         }
     }
 
