@@ -888,7 +888,7 @@ impl<'py> Factory for PyValues<'py> {
         PyFloat::new(self.py, v).into_any()
     }
     fn str(&mut self, s: &str) -> PyResult<Bound<'py, PyAny>> {
-        if self.surrogates && holds_kept_surrogate(s) {
+        if self.surrogates && agui_core::stream::has_kept_surrogate(s.as_bytes()) {
             return with_surrogates(self.py, s);
         }
         Ok(PyString::new(self.py, s).into_any())
@@ -958,23 +958,13 @@ fn py_value<'py>(v: &Bound<'py, PyAny>, base: usize, max_depth: usize, stream: b
 /// A key of a stream's document: its kept lone surrogates restored (the cached key
 /// string when it has none).
 fn key_with_surrogates<'py>(py: Python<'py>, k: &str) -> Bound<'py, PyString> {
-    if holds_kept_surrogate(k) {
+    if agui_core::stream::has_kept_surrogate(k.as_bytes()) {
         // (the bytes are valid WTF-8: the decode and the cast hold)
         if let Ok(s) = with_surrogates(py, k).and_then(|s| Ok(s.cast_into::<PyString>()?)) {
             return s;
         }
     }
     token(py, k)
-}
-
-/// Does `s` hold a kept lone surrogate (`agui_core::stream::has_kept_surrogate`)? Short
-/// ASCII text cannot (the lead byte is not ASCII), and the word-wise ASCII check costs
-/// less than setting up the vectorised search on a key; long text is searched at once.
-fn holds_kept_surrogate(s: &str) -> bool {
-    if s.len() < 64 && s.is_ascii() {
-        return false;
-    }
-    agui_core::stream::has_kept_surrogate(s.as_bytes())
 }
 
 /// A Python string of `s` with its kept lone surrogates restored. Rare: only split
@@ -999,7 +989,7 @@ fn json_to_py<'py>(py: Python<'py>, v: &Value, base: usize, max_depth: usize, su
 /// An operation read from JSON text, as the engine reads Python operations.
 fn text_op<'py>(py: Python<'py>, i: usize, op: Operation, max_depth: usize, max_bytes: usize, surrogates: bool) -> R<PyOp<'py>> {
     let at = |e: PatchError| e.located(i, Some(op.kind.name()), Some(&op.path.text));
-    let tokens = |p: &str| match surrogates && holds_kept_surrogate(p) {
+    let tokens = |p: &str| match surrogates && agui_core::stream::has_kept_surrogate(p.as_bytes()) {
         // Keys of a stream's document hold its lone surrogates: so do its pointers.
         true => core::split_pointer(p, |t| Tok(key_with_surrogates(py, t))),
         false => py_tokens(py, p),

@@ -393,6 +393,11 @@ fn keep_surrogates(text: &[u8]) -> Option<Vec<u8>> {
 
 /// Does this UTF-8 text hold a kept surrogate? (U+10F800..U+10FFFF: `F4 8F A0..BF xx`.)
 pub fn has_kept_surrogate(utf8: &[u8]) -> bool {
+    // Short ASCII text (most keys and values of a result) by a word-wise check: setting up
+    // the vectorised search costs more there.
+    if utf8.len() < 64 && utf8.is_ascii() {
+        return false;
+    }
     // (A vectorised search for the lead byte, rare in text: a result's strings are checked
     // whole as they are handed over.)
     memchr::memchr_iter(0xF4, utf8).any(|i| utf8.get(i + 1) == Some(&0x8F))
