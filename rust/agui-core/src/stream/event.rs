@@ -1091,25 +1091,17 @@ fn nested_end_serde(json: &str, start: usize) -> Option<usize> {
 /// decides those. Its skip was ~1,100 instructions for a 50-byte patch or snapshot
 /// (callgrind), ~100 a string; this is the scan's own string search (`plain_end`).
 fn skip_nested(b: &[u8], start: usize) -> Option<usize> {
-    #[inline(always)]
-    fn ws(b: &[u8], mut i: usize) -> usize {
-        while let Some(b' ' | b'\n' | b'\t' | b'\r') = b.get(i) {
-            i += 1;
-        }
-        i
-    }
     // An object's key and its colon from `i` on: where its value may start. (A function
     // inlined at both calls: as a closure it was a call, ~3.0M of the bench log's 154.6M.)
     #[inline(always)]
     fn key(b: &[u8], i: usize) -> Option<usize> {
-        let i = ws(b, i);
+        let i = skip_ws(b, i);
         if b.get(i) != Some(&b'"') {
             return None;
         }
-        let i = ws(b, plain_end(b, i + 1)? + 1);
+        let i = skip_ws(b, plain_end(b, i + 1)? + 1);
         (b.get(i) == Some(&b':')).then_some(i + 1)
     }
-    let ws = |i: usize| ws(b, i);
     if !matches!(b.get(start), Some(b'[' | b'{')) {
         return None;
     }
@@ -1118,11 +1110,11 @@ fn skip_nested(b: &[u8], start: usize) -> Option<usize> {
     let mut i = start;
     loop {
         // A value.
-        i = ws(i);
+        i = skip_ws(b, i);
         match *b.get(i)? {
             open @ (b'[' | b'{') => {
                 let close = if open == b'{' { b'}' } else { b']' };
-                i = ws(i + 1);
+                i = skip_ws(b, i + 1);
                 if b.get(i) == Some(&close) {
                     // Empty: a value whose last byte is `i`.
                     if depth == 0 {
@@ -1149,7 +1141,7 @@ fn skip_nested(b: &[u8], start: usize) -> Option<usize> {
         }
         // `i`: the value's last byte. Then a comma and the next value, or closes.
         loop {
-            i = ws(i + 1);
+            i = skip_ws(b, i + 1);
             match *b.get(i)? {
                 b',' => {
                     i = if objects & 1 != 0 { key(b, i + 1)? } else { i + 1 };
