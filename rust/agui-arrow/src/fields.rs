@@ -1,8 +1,9 @@
 //! The columns of one event, read from its JSON text in one pass.
 //!
-//! Fastest path: the compact form most events of a log are written in (flat, plain
-//! strings and integers), read by the core's scanner (`agui_core::stream::event::
-//! scan_flat`, shared with `replay_log`) without a JSON parser. Otherwise a serde pass
+//! Fastest path: the flat form most events of a log are written in (plain strings and
+//! integers, compact or spaced as Python's `json.dumps` writes them), read by the core's
+//! scanner (`agui_core::stream::event::scan_flat_as_written`, shared with `replay_log`)
+//! without a JSON parser. Otherwise a serde pass
 //! fills the few members the table has (borrowed strings, everything else skipped).
 //! Both fill the same `Raw`, to the same row. Only when the serde pass fails is the
 //! event parsed again as a `serde_json::Value` to say which member is wrong (`field`,
@@ -393,8 +394,8 @@ impl Fields<'_> {
 /// `members`: where the protobuf mapping wrote the top-level members of `json`; they are
 /// then taken from there instead of parsing the text again.
 ///
-/// The compact form most events have is read by the core's scanner, the others by a
-/// serde pass, both filling the same `Raw`, to the same row or error. The row is written
+/// The flat form most events have (compact or spaced) is read by the core's scanner, the
+/// others by a serde pass, both filling the same `Raw`, to the same row or error. The row is written
 /// in place, not returned: rows are a few hundred bytes, and moving them through return
 /// values was 8-16% of `to_arrow` (memcpy).
 ///
@@ -488,15 +489,20 @@ fn read_members<'a>(json: &'a str, members: &Members, raw: &mut Raw<'a, '_>) -> 
     Some(())
 }
 
-/// The members of an event in the compact form most events of a log have (the core's
-/// one scanner, shared with `replay_log`), read without the JSON parser; `None` for any
-/// other form, or a member the fast reading does not take as it is: the serde pass
+/// The members of an event in the flat form most events of a log have, compact or with
+/// whitespace between its tokens as `json.dumps` writes it (the core's one scanner and its
+/// one choice between the two, shared with `replay_log`), read without the JSON parser;
+/// `None` for any other form, or a member the fast reading does not take as it is: the serde pass
 /// reads it, to the same row or error. Validation is serde_json's: the form holds no
 /// control character, no invalid escape and no number but an integer, so it is valid JSON,
 /// and its nested values are checked by serde_json's own skip, as the serde pass skips them.
 #[inline(always)]
 fn scan<'a>(json: &'a str, raw: &mut Raw<'a, '_>, shape: &mut Shape) -> Option<()> {
-    use agui_core::stream::event::{scan_flat, scan_members};
+    use agui_core::stream::event::{scan_flat_as_written, scan_members};
+    #[cfg(test)]
+    if tests::NO_SCAN.get() {
+        return None;
+    }
     let b = json.as_bytes();
     let known = shape.prefix.len();
     let noted = &mut shape.noted;
@@ -516,7 +522,7 @@ fn scan<'a>(json: &'a str, raw: &mut Raw<'a, '_>, shape: &mut Shape) -> Option<(
         return Some(());
     }
     let mut seen = 0;
-    scan_flat(json, |m| {
+    scan_flat_as_written(json, |m| {
         noted.push(Noted::of(json, &m));
         raw.take(&mut seen, m.name, m.text, || m.string())
     })?;
@@ -696,9 +702,11 @@ impl Values {
 /// reads one (the core's `int_end`) followed by the learned literal (`,` or `}`: no
 /// fraction, no exponent), and its milliseconds are read by `finish`'s [`timestamp`],
 /// the event taken only when that reads it. So the scan would find the same members,
-/// names and order, the same values and the same type: the same row. Anything else (a
-/// control byte, an invalid escape or lone surrogate, another member, whitespace, a
-/// value of another kind, a timestamp out of range) falls back to the scan, untouched.
+/// names and order, the same values and the same type: the same row. (The whitespace of
+/// a spaced form, `json.dumps`', lies in the literal runs: an event spaced alike.)
+/// Anything else (a control byte, an invalid escape or lone surrogate, another member,
+/// whitespace elsewhere, a value of another kind, a timestamp out of range) falls back
+/// to the scan, untouched.
 #[derive(Debug, Default)]
 struct Template {
     /// The literal runs back to back.
@@ -1598,6 +1606,9 @@ pub(crate) mod tests {
         pub(crate) static NO_FRAME_SKIP: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
         /// Frames read ahead of the line search (so that those tests can fail).
         pub(crate) static FRAME_SKIPS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+        /// No event of this thread read by the scan (nor so by a template it learns): every
+        /// one by the serde pass, the reading the fast ones are held to.
+        pub(crate) static NO_SCAN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     }
 
     fn parse_d(json: &str) -> Result<Fields<'_>, RowError> {
@@ -1971,5 +1982,97 @@ pub(crate) mod tests {
         assert!(scanned > total / 10 && scanned < total / 2, "{scanned} of {total} scanned");
         assert!(resumed > total / 10, "{resumed} resumed");
         assert!(rows > total / 20 && rows < total - total / 20, "{rows} of {total} rows");
+    }
+
+    /// `json` spaced as Python's `json.dumps` spaces it: `", "` and `": "` between the
+    /// tokens of every level (outside strings), nothing else changed (a text that is no
+    /// JSON stays as wrong, a cut one as cut).
+    pub(crate) fn dumps_spacing(json: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(json.len() + json.len() / 8);
+        let (mut string, mut escape) = (false, false);
+        for &c in json {
+            out.push(c);
+            match (string, escape, c) {
+                (true, true, _) => escape = false,
+                (true, false, b'\\') => escape = true,
+                (true, false, b'"') | (false, _, b'"') => string = !string,
+                (false, _, b',' | b':') => out.push(b' '),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// Events written as Python's `json.dumps` writes them (`", "` and `": "` at every
+    /// level, nested values too) are read by the scan, and by the templates learned from
+    /// them, to the rows and errors of the serde pass, and to the rows of the same events
+    /// written compactly (errors of the same class and member): random events of the
+    /// table's members and others, in any order, some twice; strings holding `, ` and
+    /// `: `, escapes, unicode, integers, fractions, big numbers, literals, nested values
+    /// (patches, snapshots, `usage` lists), invalid values.
+    #[test]
+    fn spaced_events_read_as_compact_ones() {
+        let names = [
+            "type", "messageId", "toolCallId", "delta", "delta", "threadId", "runId", "parentRunId", "role", "name",
+            "toolCallName", "stepName", "timestamp", "timestamp", "usage", "usage", "parentMessageId", "x", "é", "run\\u0049d",
+        ];
+        let types = [
+            "\"TEXT_MESSAGE_CONTENT\"", "\"TEXT_MESSAGE_CONTENT\"", "\"TOOL_CALL_ARGS\"", "\"RUN_STARTED\"",
+            "\"RUN_FINISHED\"", "\"RUN_FINISHED\"", "\"STATE_DELTA\"", "\"STATE_SNAPSHOT\"", "\"NOPE\"",
+            "\"TEXT_MESSAGE_\\u0043ONTENT\"", "7", "null",
+        ];
+        let values = [
+            "\"ab\"", "\"\"", "\"é😀 x\"", "\"a, b: c\"", "\"{\\\"a\\\": [1, \\\"\\\\n\\\"]}\"", "\"a\\\"b\"", "\"a\\\\\"",
+            "\"tab\\there\"", "\"\\u00e9\\u0000\"", "\"\\ud83d\\ude00\"", "\"\\ud800\"", "\"bad\u{1}\"", "\"\\x\"",
+            "\"1700000000000\"", "0", "-0", "12", "-5", "1700000000000", "123456789012345678901234567890", "01", "1.5",
+            "1e3", "1.7e12", "true", "false", "null", "[]", "{}", "[1,2]", "{\"x\":1,\"y\":[\"a,b\",{}]}",
+            "[{\"op\":\"add\",\"path\":\"/a\",\"value\":{\"b\":[1,\"x: y\"]}}]", "[{\"op\":\"remove\",\"path\":\"/a\"}]",
+            "[{\"provider\":\"p\",\"inputTokens\":3,\"outputTokens\":4}]", "[{\"inputTokens\":1},{\"totalTokens\":2}]",
+            "[{\"inputTokens\":1.5}]", "[{\"inputTokens\":\"3\"}]", "[1,]", "{\"a\":\"\\ud800\"}", "[\"\\u12\"]",
+            "{\"a\":1", "\"unterminated",
+        ];
+        let mut rng = Rng(0x5ace_d0d5);
+        let (mut scanned, mut rows, mut hits, total) = (0, 0, 0, 20_000);
+        let mut shape = Shape::default();
+        for _ in 0..total {
+            let mut members: Vec<(&str, &str)> = Vec::new();
+            if rng.below(12) > 0 {
+                members.push(("type", rng.pick(&types)));
+            }
+            for _ in 0..rng.below(5) {
+                let name = rng.pick(&names);
+                members.push((name, if name == "type" { rng.pick(&types) } else { rng.pick(&values) }));
+            }
+            if rng.below(6) == 0 {
+                for i in (1..members.len()).rev() {
+                    members.swap(i, rng.below(i + 1));
+                }
+            }
+            let compact: Vec<String> = members.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+            let compact = format!("{{{}}}", compact.join(","));
+            let spaced = String::from_utf8(dumps_spacing(compact.as_bytes())).unwrap();
+            let serde = parse_serde_d(&spaced);
+            assert_eq!(parse_d(&spaced), serde, "{spaced}");
+            match (parse_d(&compact), &serde) {
+                (Ok(c), Ok(s)) => assert_eq!(&c, s, "{spaced}"),
+                (Err(c), Err(s)) => assert_eq!((c.kind, &c.field), (s.kind, &s.field), "{spaced}"),
+                (c, s) => panic!("{compact}: {c:?}, spaced: {s:?}"),
+            }
+            // After the events before it, and again after itself (a template learned
+            // from it, when it has a form one reads).
+            for _ in 0..2 {
+                let before = TEMPLATE_HITS.get();
+                let mut out = Fields::default();
+                let got = read(&spaced, None, agui_core::limits::DEFAULT_MAX_DEPTH, &mut out, &mut shape).map(|()| out);
+                hits += TEMPLATE_HITS.get() - before;
+                assert_eq!(got, serde, "{spaced}");
+            }
+            scanned += scan(&spaced, &mut Raw::new(&mut Default::default(), &mut None), &mut Shape::default()).is_some() as usize;
+            rows += serde.is_ok() as usize;
+        }
+        // The scan and the templates read many of them; rows and errors both come out.
+        assert!(scanned > total / 5, "{scanned} of {total} scanned");
+        assert!(hits > total as u64 / 10, "{hits} read by templates");
+        assert!(rows > total / 10 && rows < total - total / 10, "{rows} of {total} rows");
     }
 }

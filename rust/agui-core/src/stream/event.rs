@@ -951,9 +951,10 @@ pub fn scan_flat_spaced<'a>(json: &'a str, member: impl FnMut(Member<'a>) -> Opt
 }
 
 /// [`scan_flat`], or [`scan_flat_spaced`] for an event that starts as Python's `json.dumps`
-/// writes one (`{"type": `): the compact form pays nothing for the other.
+/// writes one (`{"type": `): the compact form pays nothing for the other. The one choice
+/// of scanner for every reader of events as written (the replay, `agui_arrow::fields`).
 #[inline(always)]
-fn scan_flat_as_written<'a>(json: &'a str, member: impl FnMut(Member<'a>) -> Option<()>) -> Option<()> {
+pub fn scan_flat_as_written<'a>(json: &'a str, member: impl FnMut(Member<'a>) -> Option<()>) -> Option<()> {
     if json.as_bytes().get(8) == Some(&b' ') {
         scan_flat_spaced(json, member)
     } else {
