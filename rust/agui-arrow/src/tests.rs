@@ -246,7 +246,16 @@ fn parts_match_the_sequential_reader() {
 /// `bad_utf8`: some events with an invalid byte (then the parts holding them are read
 /// event by event, not as checked text).
 fn shaped_log(seed: u64, events: usize, bad_utf8: bool) -> Vec<u8> {
+    shaped_log_with(seed, events, bad_utf8, false)
+}
+
+/// [`shaped_log`], its events spaced as Python's `json.dumps` spaces them when `spaced`
+/// (`fields::tests::dumps_spacing`, after the changes to the event and before its
+/// framing; a frame cut into two `data` lines is cut at the same place of the event):
+/// the same log of the same events, written the other way.
+fn shaped_log_with(seed: u64, events: usize, bad_utf8: bool, spaced: bool) -> Vec<u8> {
     use agui_core::test_rng::Rng;
+    use fields::tests::dumps_spacing;
     let mut rng = Rng(seed | 1);
     const VALUES: [&str; 22] = [
         "\"m1\"", "\"hello \"", "\"\"", "\"h\u{e9}llo \u{2713}\u{1f600}\"", "\"a\\\"b\"", "\"a\\\\\"", "\"\\u00e9\"",
@@ -399,6 +408,10 @@ fn shaped_log(seed: u64, events: usize, bad_utf8: bool) -> Vec<u8> {
                 3 if bad_utf8 => json.insert(json.len() - 2, 0xff),
                 _ => {}
             }
+            let compact = json.clone();
+            if spaced {
+                json = dumps_spacing(&compact);
+            }
             let nl: &[u8] = rng.pick(&[&b"\n"[..], b"\n", b"\n", b"\r\n", b"\r"]);
             match rng.below(30) {
                 0 => log.extend_from_slice(&[b": keep-alive", nl].concat()),
@@ -411,8 +424,9 @@ fn shaped_log(seed: u64, events: usize, bad_utf8: bool) -> Vec<u8> {
                 // A whole event and an empty `data` line after it: the payload ends
                 // with a line feed (JSON whitespace), not where the event does.
                 log.extend_from_slice(&[&b"data: "[..], &json, nl, b"data:", nl, nl].concat());
-            } else if rng.below(30) == 0 && json.len() > 4 {
-                let cut = 1 + rng.below(json.len() - 2);
+            } else if rng.below(30) == 0 && compact.len() > 4 {
+                let cut = 1 + rng.below(compact.len() - 2);
+                let cut = if spaced { dumps_spacing(&compact[..cut]).len() } else { cut };
                 log.extend_from_slice(&[b"data: ", &json[..cut], nl, b"data:", &json[cut..], nl, nl].concat());
             } else {
                 let space: &[u8] = if rng.below(20) == 0 { b"data:" } else { b"data: " };
@@ -459,6 +473,78 @@ fn templates_read_what_the_scan_reads() {
     }
     // The templates read most events of these logs (runs of one form).
     assert!(hits > 12 * 3000, "{hits} events read by templates");
+}
+
+/// Logs of events written as Python's `json.dumps` writes them (every deviation and
+/// framing of `shaped_log`) give the tables, errors and frame counts of the serde pass
+/// alone (no scan, so no template and no frame read ahead), byte for byte, on both
+/// readers and in parts.
+#[test]
+fn spaced_logs_read_as_the_serde_pass_reads() {
+    use fields::tests::{FRAME_SKIPS, NO_SCAN, TEMPLATE_HITS};
+    let (mut hits, mut skips) = (0, 0);
+    for seed in 1..=4u64 {
+        let log = shaped_log_with(seed * 0x2545_f491, 1500, seed % 2 == 0, true);
+        let src = bytes(&log, "x");
+        let len = log.len() as u64;
+        let targets: Vec<u64> = (1..5).map(|k| k * len / 5).collect();
+        let mut r = std::io::Cursor::new(&log);
+        let parts = agui_core::log::split_at(&mut r, len, Format::Sse, &targets, &Limits::default()).unwrap();
+        for (collect, max_depth) in [(true, Options::default().max_depth), (false, Options::default().max_depth), (true, 3)] {
+            let opts = Options { collect, max_depth, ..Options::default() };
+            let run = |fast: bool| {
+                NO_SCAN.set(!fast);
+                let many = decode_many(std::slice::from_ref(&src), 1, &opts, &Control::default())
+                    .map(|d| (d.batches, d.issues));
+                let seq = decode_source(&src, &opts, &Control::default()).map(|d| d.map(|d| (d.batches, d.issues)));
+                let parts: Vec<_> =
+                    parts.iter().map(|p| part_out(decode_part(&src, Format::Sse, *p, &opts, &Control::default()))).collect();
+                NO_SCAN.set(false);
+                (many, seq, parts)
+            };
+            let (before, skipped) = (TEMPLATE_HITS.get(), FRAME_SKIPS.get());
+            let got = run(true);
+            (hits, skips) = (hits + TEMPLATE_HITS.get() - before, skips + FRAME_SKIPS.get() - skipped);
+            assert_eq!(got, run(false), "seed {seed}, collect {collect}, depth {max_depth}");
+        }
+    }
+    // Templates learned from spaced events read most of them, many read ahead (the
+    // parts' reader; the others stop at an error, or the frame is declined).
+    assert!(hits > 4 * 1500, "{hits} events read by templates");
+    assert!(skips > 4 * 1500 / 3, "{skips} frames read ahead");
+}
+
+/// The same events written compactly and as `json.dumps` writes them (`shaped_log`'s
+/// logs both ways) give the same rows, every column but `offset` and `json` (where the
+/// event lies and its text), and errors of the same event, class and member.
+#[test]
+fn spaced_logs_read_as_compact_ones() {
+    let issue = |i: &Issue| (i.index, i.kind, i.field.clone());
+    let mut rows = 0;
+    for seed in 1..=4u64 {
+        let [compact, spaced] = [false, true].map(|spaced| shaped_log_with(seed * 0x1b87_3593, 1500, seed % 2 == 1, spaced));
+        for collect in [true, false] {
+            let opts = Options { collect, ..Options::default() };
+            let [c, s] = [&compact, &spaced].map(|log| decode_many(&[bytes(log, "x")], 1, &opts, &Control::default()));
+            let (c, s) = match (c, s) {
+                (Ok(c), Ok(s)) => (c, s),
+                (Err(c), Err(s)) => {
+                    assert_eq!(issue(&c), issue(&s), "seed {seed}");
+                    continue;
+                }
+                (c, s) => panic!("seed {seed}: {:?} {:?}", c.map(|d| d.issues), s.map(|d| d.issues)),
+            };
+            let schema = schema::schema();
+            let keep: Vec<usize> = (0..schema.fields().len()).filter(|&i| !matches!(schema.field(i).name().as_str(), "offset" | "json")).collect();
+            let cells_of = |d: &Decoded| -> Vec<Vec<Option<String>>> {
+                cells(d).into_iter().map(|row| keep.iter().map(|&i| row[i].clone()).collect()).collect()
+            };
+            assert_eq!(cells_of(&c), cells_of(&s), "seed {seed}, collect {collect}");
+            assert_eq!(c.issues.iter().map(issue).collect::<Vec<_>>(), s.issues.iter().map(issue).collect::<Vec<_>>(), "seed {seed}");
+            rows += cells(&s).len();
+        }
+    }
+    assert!(rows > 4 * 1500 / 2, "{rows} rows");
 }
 
 /// What `decode_part` gave, comparable.
