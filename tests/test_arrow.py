@@ -529,3 +529,45 @@ def test_compact_and_spaced_events_give_the_same_columns():
         if name not in ("json", "offset"):
             assert a.column(name).combine_chunks() == b.column(name).combine_chunks(), name
     assert [j.replace("{ ", "{", 1) for j in b.column("json").to_pylist()] == a.column("json").to_pylist()
+
+
+def test_events_written_by_json_dumps_give_the_columns_of_compact_ones():
+    # Events as Python's `json.dumps` writes them (", " and ": " at every level, non-ASCII
+    # escaped or not) give the columns of the same events written compactly and of the
+    # same events opened with "{ " (no fast reading takes those): every column but the
+    # JSON text and the byte offsets, and the same errors of the same events.
+    import json
+
+    from agui_fast._bench import run_events, sse_log
+
+    log = sse_log(run_events(3_000)) + SSE + EventEncoder().encode_many(VECTOR_EVENTS)
+    events = [json.loads(j) for j in pa.table(to_arrow(log)).column("json").to_pylist()]
+    events += [
+        {"type": "NOPE", "messageId": "m"}, {"type": "TEXT_MESSAGE_CONTENT", "messageId": 5, "delta": "x"},
+        {"type": "RUN_STARTED", "threadId": "t", "runId": "r", "timestamp": 1.5},
+        {"type": "RUN_FINISHED", "threadId": "t", "runId": "r", "usage": [{"inputTokens": "3"}]},
+        {"type": "TOOL_CALL_ARGS", "toolCallId": "c", "delta": {"a": [1, "b, c: d"]}},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m\u00e9\U0001f600", "delta": "a, \"b\": c\n", "x": [1, {"y": None}]},
+    ]
+
+    def written(dumps):
+        return b"".join(b"data: " + dumps(e).encode() + b"\n\n" for e in events)
+
+    logs = [
+        written(lambda e: json.dumps(e, separators=(",", ":"), ensure_ascii=False)),
+        written(json.dumps),
+        written(lambda e: json.dumps(e, ensure_ascii=False)),
+        written(lambda e: "{ " + json.dumps(e, separators=(",", ":"))[1:]),
+    ]
+    tables = []
+    for i, log in enumerate(logs):
+        rows, errors = to_arrow(log, threads=1 + i % 2, errors="collect")
+        errors = [(e["index"], e["error"], e["field"]) for e in pa.table(errors).to_pylist()]
+        tables.append((pa.table(rows), errors))
+    compact, compact_errors = tables[0]
+    assert compact.num_rows > 3_000 and len(compact_errors) == 5
+    for table, errors in tables[1:]:
+        assert errors == compact_errors
+        for name in compact.column_names:
+            if name not in ("json", "offset"):
+                assert table.column(name).combine_chunks() == compact.column(name).combine_chunks(), name

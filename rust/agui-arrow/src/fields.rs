@@ -592,7 +592,7 @@ enum Slot {
     /// JSON Patch `delta` of a type that has one (an array).
     Nested,
     Patch,
-    /// A `usage` list in the compact form writers emit ([`compact_usage_at`]).
+    /// A `usage` list in the form writers emit ([`compact_usage_at`]).
     Usage,
 }
 
@@ -732,8 +732,9 @@ struct Template {
     /// A nested value among the values: an event matched is checked against the depth
     /// limit (`check_depth`, as `read` checks it before the scan).
     nested: bool,
-    /// A `usage` slot: a row of this form has `Values::usage`. (A compact list holds no
-    /// line break and is at most 2 levels deep, learned within the limit: not `nested`.)
+    /// A `usage` slot: a row of this form has `Values::usage`. (A list `compact_usage_at`
+    /// reads holds no line break and is at most 2 levels deep, learned within the limit:
+    /// not `nested`.)
     usage: bool,
 }
 
@@ -1444,11 +1445,11 @@ fn usage(raw: &str) -> Result<Usage, RowError> {
     })
 }
 
-/// A `usage` list in the compact form writers emit (`[{"provider":"p","inputTokens":101,
-/// "outputTokens":40}]`: no whitespace, plain member names, counts as non-negative
-/// integers within i64, other members plain strings or integers), summed without
-/// serde_json: what its reading sums (a count twice, `null`, a negative count, `-0`,
-/// which it reads as a float, or anything else: `None`, for it to read and explain).
+/// A `usage` list in the form writers emit (`[{"provider":"p","inputTokens":101,
+/// "outputTokens":40}]`, or spaced as `json.dumps` writes it, on one line: plain member names, counts as
+/// non-negative integers within i64, other members plain strings or integers), summed
+/// without serde_json: what its reading sums (a count twice, `null`, a negative count,
+/// `-0`, which it reads as a float, or anything else: `None`, for it to read and explain).
 /// Its reading was ~1,400 instructions a `RUN_FINISHED` (callgrind).
 fn compact_usage(raw: &str) -> Option<Usage> {
     compact_usage_at(raw, 0).and_then(|(sum, end)| (end == raw.len()).then_some(sum))
@@ -1461,19 +1462,30 @@ fn compact_usage_at(json: &str, start: usize) -> Option<(Usage, usize)> {
         b"inputTokens", b"outputTokens", b"totalTokens", b"reasoningTokens", b"cachedInputTokens",
         b"cacheWriteInputTokens",
     ];
+    // Spaces and tabs from `i` on skipped (between any two tokens, as serde_json skips
+    // them). Not line breaks: a list read here is on one line, as a template that reads
+    // it as a value of its form needs it to be (`Template::usage`); one with a line
+    // break is read by serde_json.
+    #[inline(always)]
+    fn ws(b: &[u8], mut i: usize) -> usize {
+        while let Some(b' ' | b'\t') = b.get(i) {
+            i += 1;
+        }
+        i
+    }
     let b = json.as_bytes();
     let mut sums = [None::<i64>; 6];
     if b.get(start) != Some(&b'[') {
         return None;
     }
-    let mut i = start + 1;
+    let mut i = ws(b, start + 1);
     if b.get(i) != Some(&b']') {
         loop {
             // An entry: `{`, members, `}`.
             if b.get(i) != Some(&b'{') {
                 return None;
             }
-            i += 1;
+            i = ws(b, i + 1);
             let mut seen = 0u8;
             if b.get(i) != Some(&b'}') {
                 loop {
@@ -1482,10 +1494,11 @@ fn compact_usage_at(json: &str, start: usize) -> Option<(Usage, usize)> {
                     }
                     let name_end = plain_end(b, i + 1)?;
                     let name = &b[i + 1..name_end];
-                    if b.get(name_end + 1) != Some(&b':') {
+                    let colon = ws(b, name_end + 1);
+                    if b.get(colon) != Some(&b':') {
                         return None;
                     }
-                    let v = name_end + 2;
+                    let v = ws(b, colon + 1);
                     let end = match (COUNTS.iter().position(|c| *c == name), b.get(v)?) {
                         (Some(k), b'0'..=b'9') => {
                             if seen >> k & 1 != 0 {
@@ -1502,8 +1515,9 @@ fn compact_usage_at(json: &str, start: usize) -> Option<(Usage, usize)> {
                         (None, b'-' | b'0'..=b'9') => int_end(b, v)?,
                         _ => return None,
                     };
+                    let end = ws(b, end);
                     match b.get(end)? {
-                        b',' => i = end + 1,
+                        b',' => i = ws(b, end + 1),
                         b'}' => {
                             i = end;
                             break;
@@ -1513,10 +1527,11 @@ fn compact_usage_at(json: &str, start: usize) -> Option<(Usage, usize)> {
                 }
             }
             // `i`: the entry's `}`.
-            match b.get(i + 1)? {
-                b',' => i += 2,
+            let after = ws(b, i + 1);
+            match b.get(after)? {
+                b',' => i = ws(b, after + 1),
                 b']' => {
-                    i += 1;
+                    i = after;
                     break;
                 }
                 _ => return None,
@@ -1815,7 +1830,8 @@ pub(crate) mod tests {
     /// into a `Vec` reads, to the same sums and the same errors, word for word:
     /// random lists of entries with every count,
     /// other members, nulls, big, negative, fractional, string and nested values,
-    /// members twice, whitespace, and texts that are no list, cut or followed by more.
+    /// members twice, whitespace (`json.dumps`' and any other), and texts that are no list, cut
+    /// or followed by more.
     #[test]
     fn usage_sums_as_the_collected_entries() {
         let collected = |raw: &str| -> Result<Usage, RowError> {
@@ -1847,14 +1863,20 @@ pub(crate) mod tests {
                 match rng.below(12) {
                     0 => raw.push_str(rng.pick(&["null", "1", "[]", "\"x\"", "{}"])),
                     _ => {
-                        raw.push('{');
+                        // Compact, or spaced (`json.dumps`), or whitespace anywhere.
+                        let [open, sep, colon, close] = match rng.below(4) {
+                            0 | 1 => ["{", ",", ":", "}"],
+                            2 => ["{", ", ", ": ", "}"],
+                            _ => [rng.pick(&["{ ", "{\t"]), rng.pick(&[" , ", ",\n"]), rng.pick(&[" :", ":\t", ":\r\n"]), " }"],
+                        };
+                        raw.push_str(open);
                         for m in 0..rng.below(5) {
                             if m > 0 {
-                                raw.push(',');
+                                raw.push_str(sep);
                             }
-                            raw.push_str(&format!("\"{}\":{}", rng.pick(&names), rng.pick(&values)));
+                            raw.push_str(&format!("\"{}\"{colon}{}", rng.pick(&names), rng.pick(&values)));
                         }
-                        raw.push('}');
+                        raw.push_str(close);
                     }
                 }
             }
