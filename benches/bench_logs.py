@@ -5,6 +5,7 @@ agui-fast; threads; a large log converted to Parquet in bounded memory."""
 from __future__ import annotations
 
 import hashlib
+import json
 import subprocess
 import sys
 import threading
@@ -39,6 +40,24 @@ def test_arrow_sse(benchmark):
                 rounds=21, min_round=0, settle=0.01, events=N,
                 readme={"decode_sse": f"`to_arrow` of a {K}-event SSE log into an Arrow table",
                         "pure Python + pydantic": f"`to_arrow` of a {K}-event SSE log into an Arrow table"})
+    assert t.num_rows == N
+
+
+def _dumps_log(sse: bytes) -> bytes:
+    """The events of an SSE log of one-line frames as Python's ``json.dumps`` writes them."""
+    return b"".join(b"data: " + json.dumps(json.loads(f[6:])).encode() + b"\n\n" for f in sse.split(b"\n\n") if f)
+
+
+def test_arrow_sse_spaced(benchmark):
+    """``to_arrow`` of the same log with its events written as Python's ``json.dumps`` writes
+    them (``", "`` and ``": "``) against ``to_arrow`` of the compact log (one thread each)
+    and ``decode_sse`` of the spaced one."""
+    benchmark.group = "logs/arrow_sse_spaced"
+    sse = arrow_logs()["sse"]
+    spaced = _dumps_log(sse)
+    t = against(benchmark, lambda: _table(spaced, 1),
+                {"to_arrow of the compact log": lambda: _table(sse, 1), "decode_sse": lambda: decode_sse(spaced)},
+                rounds=21, min_round=0, settle=0.01, events=N, log_bytes=len(spaced))
     assert t.num_rows == N
 
 
