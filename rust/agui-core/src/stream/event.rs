@@ -208,19 +208,18 @@ impl<'a> Plain<'a> {
     }
 
     /// Read `payload` as a plain event (see [`Plain`]); `None`: read it as an event object.
-    /// `max_depth` bounds a nested member as the event's parse would (the event's own level
-    /// counted).
-    pub fn read(payload: &[u8], max_depth: usize) -> Option<Plain<'_>> {
-        Self::read_known(Known { text: simdutf8::basic::from_utf8(payload).ok()?, no_kept_range: false }, max_depth)
-    }
-
-    /// [`read`](Self::read) of a payload whose text is known ([`Known`]).
-    pub fn read_known<'k>(known: Known<'k>, max_depth: usize) -> Option<Plain<'k>> {
+    /// `known`: what is known of its text ([`Known`]), if anything. `max_depth` bounds a
+    /// nested member as the event's parse would (the event's own level counted).
+    pub fn read(payload: &'a [u8], known: Option<Known<'a>>, max_depth: usize) -> Option<Plain<'a>> {
         const MAX: usize = 8;
+        let known = match known {
+            Some(known) => known,
+            None => Known { text: simdutf8::basic::from_utf8(payload).ok()?, no_kept_range: false },
+        };
         let json = known.text;
         let mut found: [(&str, Given<'_>); MAX] = std::array::from_fn(|_| ("", Given::Int(0)));
         let (mut n, mut kind) = (0, None);
-        let each = |m: Member<'k>| {
+        let each = |m: Member<'a>| {
             if m.name == "type" {
                 // (stop at a type of no plain form: the writers put `type` first)
                 kind = Some(EventType::parse(m.raw.filter(|_| !m.escaped)?)).filter(|k| plain_kind(*k));
@@ -477,16 +476,12 @@ impl<'a> Delta<'a> {
     }
 
     /// Read a payload as a plain delta event, or `None` (then it takes the general path).
-    pub fn parse(payload: &'a [u8]) -> Option<Delta<'a>> {
-        Self::parse_known(payload, None)
-    }
-
-    /// [`parse`](Self::parse) of a payload whose text may be known already ([`Known`]).
-    pub fn parse_known(payload: &'a [u8], known: Option<Known<'a>>) -> Option<Delta<'a>> {
+    /// `known`: what is known of its text ([`Known`]), if anything.
+    pub fn parse(payload: &'a [u8], known: Option<Known<'a>>) -> Option<Delta<'a>> {
         Self::parse_raw(payload, known).map(|(d, _)| d)
     }
 
-    /// [`parse_known`](Self::parse_known), and the delta's text as written (between its
+    /// [`parse`](Self::parse), and the delta's text as written (between its
     /// quotes) when the scan read it.
     fn parse_raw(payload: &'a [u8], known: Option<Known<'a>>) -> Option<(Delta<'a>, Option<&'a str>)> {
         let (d, raw) = match Self::scan(payload, known.map(|k| k.text)) {
@@ -604,12 +599,7 @@ impl Form {
 
 impl DeltaForm {
     /// [`Delta::parse`], its form kept for the next event ([`repeat`](Self::repeat)).
-    pub fn parse<'a>(&mut self, payload: &'a [u8]) -> Option<Delta<'a>> {
-        self.parse_known(payload, None)
-    }
-
-    /// [`parse`](Self::parse) of a payload whose text may be known ([`Delta::parse_known`]).
-    pub fn parse_known<'a>(&mut self, payload: &'a [u8], known: Option<Known<'a>>) -> Option<Delta<'a>> {
+    pub fn parse<'a>(&mut self, payload: &'a [u8], known: Option<Known<'a>>) -> Option<Delta<'a>> {
         let (d, raw) = Delta::parse_raw(payload, known)?;
         self.learn(payload, &d, raw);
         Some(d)
@@ -617,19 +607,14 @@ impl DeltaForm {
 
     /// `payload` read as [`Delta::parse`] reads it, when it starts as a delta
     /// [`parse`](Self::parse) read (for its id or another); `None`: not in such a form
-    /// (parse it).
-    pub fn repeat<'a>(&mut self, payload: &'a [u8]) -> Option<Delta<'a>> {
-        self.repeat_known(payload, None)
-    }
-
-    /// [`repeat`](Self::repeat) of a payload whose text may be known ([`Known`]).
-    pub fn repeat_known<'a>(&mut self, payload: &'a [u8], known: Option<Known<'a>>) -> Option<Delta<'a>> {
+    /// (parse it). `known`: what is known of its text ([`Known`]), if anything.
+    pub fn repeat<'a>(&mut self, payload: &'a [u8], known: Option<Known<'a>>) -> Option<Delta<'a>> {
         let (n, escaped) = self.end(payload)?;
         if n != payload.len() {
             self.found.set(None);
             return None;
         }
-        self.repeat_ended_known(payload, known, escaped)
+        self.repeat_ended(payload, known, escaped)
     }
 
     /// Where a payload in one of the forms ends in `rest` (its bytes from the start on,
@@ -670,17 +655,22 @@ impl DeltaForm {
     }
 
     /// [`repeat`](Self::repeat) of a payload [`end`](Self::end) measured whole (`escaped`
-    /// as it said), right after it.
-    pub fn repeat_ended<'a>(&mut self, payload: &'a [u8], escaped: bool) -> Option<Delta<'a>> {
-        self.repeat_ended_known(payload, None, escaped)
-    }
-
-    /// [`repeat_ended`](Self::repeat_ended) of a payload whose text may be known already
-    /// ([`Known`]).
+    /// as it said), right after it. `known`: what is known of its text ([`Known`]), if anything.
     #[inline(always)]
-    pub fn repeat_ended_known<'a>(&mut self, payload: &'a [u8], known: Option<Known<'a>>, escaped: bool) -> Option<Delta<'a>> {
+    pub fn repeat_ended<'a>(&mut self, payload: &'a [u8], known: Option<Known<'a>>, escaped: bool) -> Option<Delta<'a>> {
         if let Some(other) = self.found.take() {
             return self.repeat_other(payload, known, escaped, other);
+        }
+        self.repeat_ended_raw(payload, known, escaped)?.decode()
+    }
+
+    /// [`repeat_ended`](Self::repeat_ended) of a payload [`end`](Self::end) found in the
+    /// last form for its id, its delta left as written ([`RawDelta`]); `None` for any
+    /// other (nothing taken: [`repeat_ended`](Self::repeat_ended) reads it).
+    #[inline(always)]
+    pub fn repeat_ended_raw<'a>(&self, payload: &'a [u8], known: Option<Known<'a>>, escaped: bool) -> Option<RawDelta<'a>> {
+        if self.found.get().is_some() {
+            return None;
         }
         let last = &self.forms[0];
         let kind = last.kind?;
@@ -695,15 +685,11 @@ impl DeltaForm {
             None => simdutf8::basic::from_utf8(&payload[from..end]).ok()?,
         };
         let raw = &text[start - from..];
-        let delta = Member { name: "delta", text: raw, raw: Some(raw), escaped }.string()?;
-        if !known.is_some_and(|k| k.no_kept_range) && super::js::holds_kept_range(&delta) {
-            return None;
-        }
-        let id = last.id.as_ref().map(|r| std::borrow::Cow::Borrowed(&text[..r.len()]));
-        Some(Delta { kind, id, delta })
+        let id = last.id.as_ref().map(|r| &text[..r.len()]);
+        Some(RawDelta { kind, id, raw, escaped, no_kept_range: known.is_some_and(|k| k.no_kept_range) })
     }
 
-    /// [`repeat_ended_known`](Self::repeat_ended_known) of a payload found in the other
+    /// [`repeat_ended`](Self::repeat_ended) of a payload found in the other
     /// form or for another id: read, it makes that form the last one, for that id.
     #[inline(never)]
     fn repeat_other<'a>(&mut self, payload: &'a [u8], known: Option<Known<'a>>, escaped: bool, other: Other) -> Option<Delta<'a>> {
@@ -776,6 +762,59 @@ impl DeltaForm {
         last.lead.extend_from_slice(&payload[..at.start]);
         last.kind = Some(d.kind);
         last.id = id;
+    }
+}
+
+/// A plain delta event read in the last form of a [`DeltaForm`]
+/// ([`repeat_ended_raw`](DeltaForm::repeat_ended_raw)), its delta as written: a reader
+/// that appends it to a string of its own decodes the escapes straight into that string
+/// ([`append_to`](Self::append_to)), with no string between.
+#[derive(Debug, Clone, Copy)]
+pub struct RawDelta<'a> {
+    pub kind: EventType,
+    pub id: Option<&'a str>,
+    /// The delta's text between its quotes, and whether it holds escapes.
+    raw: &'a str,
+    escaped: bool,
+    /// Whether its text is known to hold no character of the kept range (not looked for).
+    no_kept_range: bool,
+}
+
+impl<'a> RawDelta<'a> {
+    /// The event, as [`DeltaForm::repeat_ended`] reads it; `None`: not a plain delta event
+    /// (its escapes are not read so, or it holds a character of the kept range).
+    #[inline(always)]
+    pub fn decode(self) -> Option<Delta<'a>> {
+        let delta = Member { name: "delta", text: self.raw, raw: Some(self.raw), escaped: self.escaped }.string()?;
+        if !self.no_kept_range && super::js::holds_kept_range(&delta) {
+            return None;
+        }
+        Some(Delta { kind: self.kind, id: self.id.map(std::borrow::Cow::Borrowed), delta })
+    }
+
+    /// The delta appended to `s` as `js::append` appends [`decode`](Self::decode)'s delta,
+    /// the escapes decoded in place; `false` (and `s` as it was) where `decode` is `None`.
+    #[inline]
+    pub fn append_to(&self, s: &mut String) -> bool {
+        if !self.escaped {
+            if !self.no_kept_range && super::js::holds_kept_range(self.raw) {
+                return false;
+            }
+            super::js::append(s, self.raw);
+            return true;
+        }
+        let at = s.len();
+        if unescape_into(self.raw, s).is_none() || (!self.no_kept_range && super::js::holds_kept_range(&s[at..])) {
+            s.truncate(at);
+            return false;
+        }
+        // (a delta that starts with 0xF4 may join the string's last character: `js::append`
+        // decides that, as it does for every other delta)
+        if s.as_bytes().get(at) == Some(&0xF4) {
+            let added = s.split_off(at);
+            super::js::append(s, &added);
+        }
+        true
     }
 }
 
@@ -1315,6 +1354,40 @@ mod tests {
         }
     }
 
+    /// A delta appended as written (its escapes decoded in place) leaves the string as
+    /// `js::append` of the decoded delta does, or refuses it where decoding does: the seam
+    /// of a kept high surrogate and a kept low one included.
+    #[test]
+    fn a_raw_delta_appends_as_its_decoded_delta() {
+        let targets = ["", "ab", "é", "x\u{10F83D}", "\u{10F83D}", "\u{10FE00}", "\u{100000}", "\u{1F600}"];
+        let raws = [
+            "plain", "", "a\\nb", "\\\"q\\\"", "\\u00e9 and \\/", "\\ud83d\\ude00x", "\\ude00", "\\ud83d", "\\ud83dx",
+            "\u{10FE00}rest", "\u{10FE00}\\n", "\\n\u{10FE00}", "\u{100000}\\t", "\\udbc0\\udc00 after", "\\udbfe\\ude00",
+            "\\udbff\\udfff", "\\x", "tail \\", "\u{1F600}\\r\\n", "\\uDE00\\n",
+        ];
+        let mut joined = 0;
+        for target in targets {
+            for raw in raws {
+                for no_kept_range in [false, true] {
+                    let d = RawDelta { kind: EventType::TextMessageContent, id: Some("m"), raw, escaped: raw.contains('\\'), no_kept_range };
+                    let mut want = target.to_string();
+                    let decoded = d.decode().map(|d| super::super::js::append(&mut want, &d.delta)).is_some();
+                    let mut got = target.to_string();
+                    got.reserve(3);
+                    assert_eq!(d.append_to(&mut got), decoded, "{target:?} {raw:?} {no_kept_range}");
+                    if decoded {
+                        assert_eq!(got, want, "{target:?} {raw:?} {no_kept_range}");
+                        joined += usize::from(got.len() < target.len() + d.decode().unwrap().delta.len());
+                    } else {
+                        assert_eq!(got, target, "{target:?} {raw:?} {no_kept_range}");
+                    }
+                }
+            }
+        }
+        // (the seam joined a kept pair, the delta written and escaped)
+        assert!(joined >= 2, "{joined}");
+    }
+
     /// An event read in the form of the delta before it is read as `Delta::parse` reads it
     /// (or left to it), whatever came before.
     #[test]
@@ -1344,16 +1417,16 @@ mod tests {
         let mut form = DeltaForm::default();
         for e in events {
             let b = e.as_bytes();
-            let want = Delta::parse(b).map(|d| (d.kind, d.id.map(|i| i.into_owned()), d.delta.into_owned()));
-            let got = form.repeat(b).or_else(|| form.parse(b)).map(|d| (d.kind, d.id.map(|i| i.into_owned()), d.delta.into_owned()));
+            let want = Delta::parse(b, None).map(|d| (d.kind, d.id.map(|i| i.into_owned()), d.delta.into_owned()));
+            let got = form.repeat(b, None).or_else(|| form.parse(b, None)).map(|d| (d.kind, d.id.map(|i| i.into_owned()), d.delta.into_owned()));
             assert_eq!(got, want, "{e}");
         }
         // a run in one form is read by the repeat alone, for another id too
-        form.parse(events[0].as_bytes());
-        assert!(form.repeat(events[1].as_bytes()).is_some());
-        let other = form.repeat(events[11].as_bytes()).expect("another id");
+        form.parse(events[0].as_bytes(), None);
+        assert!(form.repeat(events[1].as_bytes(), None).is_some());
+        let other = form.repeat(events[11].as_bytes(), None).expect("another id");
         assert_eq!(other.id.as_deref(), Some("m2"));
-        assert!(form.repeat(events[12].as_bytes()).is_none(), "an escaped id");
+        assert!(form.repeat(events[12].as_bytes(), None).is_none(), "an escaped id");
     }
 
     /// Deltas of two kinds alternating, each kind's id changing: each read in its form (as
@@ -1379,14 +1452,14 @@ mod tests {
         let mut repeated = 0;
         for e in &events {
             let b = e.as_bytes();
-            let want = Delta::parse(b).map(|d| (d.kind, d.id.map(|i| i.into_owned()), d.delta.into_owned()));
+            let want = Delta::parse(b, None).map(|d| (d.kind, d.id.map(|i| i.into_owned()), d.delta.into_owned()));
             let ended = form.end(b);
-            let got = match form.repeat(b) {
+            let got = match form.repeat(b, None) {
                 Some(d) => {
                     repeated += 1;
                     Some(d)
                 }
-                None => form.parse(b),
+                None => form.parse(b, None),
             }
             .map(|d| (d.kind, d.id.map(|i| i.into_owned()), d.delta.into_owned()));
             assert_eq!(got, want, "{e}");
@@ -1452,7 +1525,7 @@ mod tests {
                             scanned += 1;
                             assert_eq!(scan, serde(p.as_bytes()), "{p}");
                         }
-                        let parsed = Delta::parse(p.as_bytes()).map(|d| (d.kind, d.id.map(|s| s.into_owned()), d.delta.into_owned()));
+                        let parsed = Delta::parse(p.as_bytes(), None).map(|d| (d.kind, d.id.map(|s| s.into_owned()), d.delta.into_owned()));
                         // (a character of the kept range is left to the general parse)
                         let want = serde(p.as_bytes()).filter(|(_, _, d)| !crate::stream::js::holds_kept_range(d));
                         assert_eq!(parsed, want, "{p}");
