@@ -140,48 +140,95 @@ impl Members for Plain<'_> {
     }
 }
 
-/// Whether events of `kind` have a plain form ([`Plain`]).
-fn plain_kind(kind: EventType) -> bool {
+/// The kinds of events with a plain form ([`Plain`]).
+const PLAIN_KINDS: [EventType; 14] = {
     use EventType as E;
-    matches!(
-        kind,
-        E::TextMessageStart
-            | E::TextMessageEnd
-            | E::ReasoningMessageStart
-            | E::ReasoningMessageEnd
-            | E::ReasoningStart
-            | E::ReasoningEnd
-            | E::ToolCallStart
-            | E::ToolCallEnd
-            | E::ToolCallResult
-            | E::StepStarted
-            | E::StepFinished
-            | E::RunStarted
-            | E::RunFinished
-            | E::StateSnapshot
-    )
+    [
+        E::TextMessageStart,
+        E::TextMessageEnd,
+        E::ReasoningMessageStart,
+        E::ReasoningMessageEnd,
+        E::ReasoningStart,
+        E::ReasoningEnd,
+        E::ToolCallStart,
+        E::ToolCallEnd,
+        E::ToolCallResult,
+        E::StepStarted,
+        E::StepFinished,
+        E::RunStarted,
+        E::RunFinished,
+        E::StateSnapshot,
+    ]
+};
+
+/// The members a plain event may carry, numbered ([`plain_member`]): `true` for those the
+/// reducer reads (kept), `false` for those only checked.
+const PLAIN_MEMBERS: [(&str, bool); 14] = [
+    ("messageId", true),
+    ("role", true),
+    ("name", true),
+    ("toolCallId", true),
+    ("toolCallName", true),
+    ("parentMessageId", true),
+    ("content", true),
+    ("snapshot", true),
+    ("timestamp", false),
+    ("threadId", false),
+    ("runId", false),
+    ("parentRunId", false),
+    ("stepName", false),
+    ("usage", false),
+];
+
+/// A member a plain event may carry, by its name: its number in [`PLAIN_MEMBERS`], its
+/// name as a static string, and whether the reducer reads it.
+fn plain_member(name: &str) -> Option<(usize, &'static str, bool)> {
+    let i = match name {
+        "messageId" => 0,
+        "role" => 1,
+        "name" => 2,
+        "toolCallId" => 3,
+        "toolCallName" => 4,
+        "parentMessageId" => 5,
+        "content" => 6,
+        "snapshot" => 7,
+        "timestamp" => 8,
+        "threadId" => 9,
+        "runId" => 10,
+        "parentRunId" => 11,
+        "stepName" => 12,
+        "usage" => 13,
+        _ => return None,
+    };
+    let (name, kept) = PLAIN_MEMBERS[i];
+    Some((i, name, kept))
 }
 
-/// The members a plain event may carry: `Some(true)` for those the reducer reads (kept),
-/// `Some(false)` for those only checked.
-fn plain_member(name: &str) -> Option<(&'static str, bool)> {
-    Some(match name {
-        "messageId" => ("messageId", true),
-        "role" => ("role", true),
-        "name" => ("name", true),
-        "toolCallId" => ("toolCallId", true),
-        "toolCallName" => ("toolCallName", true),
-        "parentMessageId" => ("parentMessageId", true),
-        "content" => ("content", true),
-        "snapshot" => ("snapshot", true),
-        "timestamp" => ("timestamp", false),
-        "threadId" => ("threadId", false),
-        "runId" => ("runId", false),
-        "parentRunId" => ("parentRunId", false),
-        "stepName" => ("stepName", false),
-        "usage" => ("usage", false),
-        _ => return None,
-    })
+/// What the schema declares of a kind with a plain form, by plain member
+/// ([`PLAIN_MEMBERS`]): looked up once, not by name event after event.
+struct PlainSchema {
+    /// Each member's field (`None`: not declared: no plain event of the kind has it).
+    fields: [Option<&'static super::schema::Field>; PLAIN_MEMBERS.len()],
+    /// The members the kind requires, one bit each (`None`: a requirement no plain event
+    /// meets: a member of no plain form, a default the stage adds).
+    required: Option<u16>,
+}
+
+/// The [`PlainSchema`] of `kind`; `None`: no plain form.
+fn plain_schema(kind: EventType) -> Option<&'static PlainSchema> {
+    const KINDS: usize = EventType::Unknown as usize + 1;
+    static TABLE: std::sync::OnceLock<[Option<PlainSchema>; KINDS]> = std::sync::OnceLock::new();
+    let table = TABLE.get_or_init(|| {
+        let mut table = std::array::from_fn(|_| None);
+        for kind in PLAIN_KINDS {
+            let fields = std::array::from_fn(|m| super::schema::field(kind, PLAIN_MEMBERS[m].0));
+            let required = super::schema::required(kind)
+                .and_then(|mut names| names.try_fold(0u16, |mask, name| if name == "type" { Some(mask) } else { plain_member(name).map(|(m, ..)| mask | 1 << m) }));
+            table[kind as usize] = Some(PlainSchema { fields, required });
+        }
+        table
+    });
+    table[kind as usize].as_ref()
 }
 
 /// A member of a plain event or a plain delta event, by its JSON name, as a static
@@ -191,7 +238,7 @@ pub fn plain_member_name(name: &str) -> Option<&'static str> {
         Some((1, false)) => Some("messageId"),
         Some((1, true)) => Some("toolCallId"),
         Some((2, _)) => Some("delta"),
-        _ => plain_member(name).map(|(name, _)| name),
+        _ => plain_member(name).map(|(_, name, _)| name),
     }
 }
 
@@ -222,7 +269,7 @@ impl<'a> Plain<'a> {
         let each = |m: Member<'a>| {
             if m.name == "type" {
                 // (stop at a type of no plain form: the writers put `type` first)
-                kind = Some(EventType::parse(m.raw.filter(|_| !m.escaped)?)).filter(|k| plain_kind(*k));
+                kind = Some(EventType::parse(m.raw.filter(|_| !m.escaped)?)).filter(|k| plain_schema(*k).is_some());
                 kind?;
             }
             let given = match (m.raw, m.text.as_bytes().first()) {
@@ -248,26 +295,34 @@ impl<'a> Plain<'a> {
     /// [`build`](Self::build) of members read from a log known to hold no character of
     /// the kept range (`no_kept_range`: not looked for again).
     fn build_known(kind: EventType, given: &mut [(&str, Given<'a>)], max_depth: usize, no_kept_range: bool) -> Option<Plain<'a>> {
-        if !plain_kind(kind) || max_depth < 2 {
+        let schema = plain_schema(kind)?;
+        if max_depth < 2 {
             return None;
         }
         let mut members = Vec::with_capacity(given.len());
         let mut snapshot = None;
-        for i in 0..given.len() {
-            let (name, _) = given[i];
-            // Each name once (an object with a repeated name is the parser's to read).
-            if given[..i].iter().any(|(other, _)| *other == name) {
-                return None;
-            }
+        // Each name once (an object with a repeated name is the parser's to read).
+        let (mut seen, mut typed) = (0u16, false);
+        for (name, value) in given.iter_mut() {
+            let name: &str = name;
             if name == "type" {
+                if std::mem::replace(&mut typed, true) {
+                    return None;
+                }
                 continue;
             }
-            let (name, kept) = plain_member(name)?;
-            let value = std::mem::replace(&mut given[i].1, Given::Int(0));
+            let (m, name, kept) = plain_member(name)?;
+            if seen & 1 << m != 0 {
+                return None;
+            }
+            seen |= 1 << m;
+            // (a member the kind does not declare is in no plain form)
+            let field = schema.fields[m]?;
+            let value = std::mem::replace(value, Given::Int(0));
             let fits = match value {
                 Given::Str(s) => {
                     // (the characters of the kept range are read by the general parse alone)
-                    if (!no_kept_range && super::js::holds_kept_range(&s)) || !super::schema::keeps(kind, name, super::schema::Scalar::Str(&s)) {
+                    if (!no_kept_range && super::js::holds_kept_range(&s)) || !super::schema::keeps(field, super::schema::Scalar::Str(&s)) {
                         return None;
                     }
                     if kept {
@@ -284,17 +339,17 @@ impl<'a> Plain<'a> {
                     }
                     // A snapshot stays text: the state reads it (and declines what that
                     // parse would not take).
-                    if kind == EventType::StateSnapshot && super::schema::keeps(kind, name, super::schema::Scalar::Nested) {
+                    if kind == EventType::StateSnapshot && super::schema::keeps(field, super::schema::Scalar::Nested) {
                         snapshot = Some((text, max_depth - 1));
                         continue;
                     }
                     // A member only checked is read by the scanner when it can be (no
                     // value built for it), else parsed and walked as the event would be.
-                    if !kept && super::schema::keeps_text(kind, name, text, max_depth - 1) {
+                    if !kept && super::schema::keeps_text(field, text, max_depth - 1) {
                         continue;
                     }
                     let mut v = nested_text_value(text, max_depth - 1)?;
-                    if !super::schema::keeps(kind, name, super::schema::Scalar::Value(&mut v)) {
+                    if !super::schema::keeps(field, super::schema::Scalar::Value(&mut v)) {
                         return None;
                     }
                     if kept {
@@ -302,13 +357,13 @@ impl<'a> Plain<'a> {
                     }
                     true
                 }
-                Given::Int(i) => !kept && super::schema::keeps(kind, name, super::schema::Scalar::Int(i)),
+                Given::Int(i) => !kept && super::schema::keeps(field, super::schema::Scalar::Int(i)),
             };
             if !fits {
                 return None;
             }
         }
-        super::schema::has_required(kind, |name| given.iter().any(|(n, _)| *n == name)).then_some(Plain { kind, members, snapshot })
+        schema.required.is_some_and(|required| required & !seen == 0).then_some(Plain { kind, members, snapshot })
     }
 }
 
