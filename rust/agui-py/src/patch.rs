@@ -666,7 +666,10 @@ impl<'py> Document for PyDoc<'py> {
             // copies it once) so that the owned set grows only with the paths written.
             return match (&op.json, &op.value) {
                 (Some(j), _) => json_to_py(self.root.py(), j, depth, opts.max_depth, self.surrogates, budget),
-                (None, Some(v)) => py_value(v, depth, opts.max_depth, self.surrogates, budget),
+                // A value given as a Python object is held to JSON's rules even in a stream's
+                // document: a non-finite float fails here, so that a stream's event given as
+                // objects is declined to its JSON text, which writes it as null.
+                (None, Some(v)) => py_value(v, depth, opts.max_depth, false, budget),
                 (None, None) => Err(invalid("missing member 'value'").into()),
             };
         }
@@ -1067,7 +1070,7 @@ impl Doc {
             Err(_) => patch.cast::<PyBytes>().ok().map(|b| b.as_bytes()),
         };
         let Some(text) = text else {
-            return self.patched(py, |doc| run_patch(patcher, doc, patch, |i, item| state_op(i, read_op(i, item)?, max_depth, max_bytes, false)));
+            return self.patched(py, |doc| run_patch(patcher, doc, patch, |i, item| state_op(i, read_op(i, item)?, max_depth, max_bytes)));
         };
         let pointers = &mut self.pointers;
         let ops = py.detach(|| core::read_patch_text(text, max_depth, pointers))?;
@@ -1078,10 +1081,10 @@ impl Doc {
 
 /// An operation of a `StateDocument` patch: a `test` value follows the document's value
 /// rules, as one to add does (and what it builds is bounded as the patch's values are).
-fn state_op<'py>(i: usize, mut op: PyOp<'py>, max_depth: usize, max_bytes: usize, stream: bool) -> R<PyOp<'py>> {
+fn state_op<'py>(i: usize, mut op: PyOp<'py>, max_depth: usize, max_bytes: usize) -> R<PyOp<'py>> {
     if let (OpKind::Test, Some(v)) = (op.kind, &op.value) {
         let at = |e: PatchError| e.located(i, Some("test"), Some(&op.path_text()));
-        let v = py_value(v, 0, max_depth, stream, &mut Budget::new(max_bytes)).map_err(|f| f.map_patch(at))?;
+        let v = py_value(v, 0, max_depth, false, &mut Budget::new(max_bytes)).map_err(|f| f.map_patch(at))?;
         op.value = Some(v);
     }
     Ok(op)
@@ -1240,7 +1243,7 @@ impl Doc {
                     Some(GivenOp::Read) => read_op(i, item)?,
                     Some(GivenOp::Members { kind, path, from, value }) => py_op(py, i, &mut PyOpSource::Given { path, from, value }, Some(kind))?,
                 };
-                state_op(i, op, max_depth, max_bytes, true)
+                state_op(i, op, max_depth, max_bytes)
             })
         });
         self.prune(py);
