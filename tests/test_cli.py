@@ -247,6 +247,25 @@ def test_replay_messages_and_state(tmp_path, capsys):
     assert main(["replay", "--strict", str(log)]) == 1
 
 
+def test_replay_writes_json_for_lone_surrogates_and_numbers_beyond_a_double(tmp_path):
+    """An emoji split across deltas leaves lone surrogates, and 1e400 reads as an infinity:
+    the output is still JSON (on a UTF-8 stdout), with the surrogates escaped and the
+    infinities null, as JSON.stringify writes them."""
+    log = tmp_path / "odd.sse"
+    log.write_bytes(
+        b'data: {"type":"TEXT_MESSAGE_START","messageId":"m","role":"assistant"}\n\n'
+        b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"a\\ud83d"}\n\n'
+        b'data: {"type":"STATE_SNAPSHOT","snapshot":{"k\\udc00":"\\ud800x","n":1e400,"m":[-1e400,1.5]}}\n\n'
+        b'data: {"type":"STATE_DELTA","delta":[{"op":"add","path":"/d","value":1e400}]}\n\n'
+    )
+    out = run("replay", log)
+    assert out.returncode == 0, out.stderr
+    assert b"\\ud83d" in out.stdout and b"Infinity" not in out.stdout
+    got = json.loads(out.stdout)
+    assert got["messages"][0]["content"] == "a\ud83d"
+    assert got["state"] == {"k\udc00": "\ud800x", "n": None, "m": [None, 1.5], "d": None}
+
+
 def test_bench_prints_a_ratio_table():
     out = run("bench", "--events", "2000", "--repeat", "1")
     assert out.returncode == 0, out.stderr

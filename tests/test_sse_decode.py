@@ -451,6 +451,25 @@ def test_json_edge_cases():
         for raw in ("dict", "bytes") + ((None,) if TYPED else ()):
             with pytest.raises(InvalidJsonError):
                 decode_sse(bad, raw=raw)
+    # NaN / Infinity inside an event: typed decoding reads them where the reference's
+    # pydantic does (a value of any type), refuses them in a number field; the plain
+    # modes refuse them.
+    nan_value = b'data: {"type":"CUSTOM","name":"x","value":[NaN,-Infinity]}\n\n'
+    nan_field = b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r","timestamp":NaN}\n\n'
+    if TYPED:
+        (event,) = decode_sse(nan_value)
+        assert math.isnan(event.value[0]) and event.value[1] == -math.inf
+        with pytest.raises(InvalidJsonError):
+            decode_sse(nan_field)
+    for raw in ("dict", "bytes"):
+        for bad in (nan_value, nan_field):
+            with pytest.raises(InvalidJsonError):
+                decode_sse(bad, raw=raw)
+    # An escaped unpaired surrogate in an event (JSON.parse reads it; pydantic refuses).
+    split = b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"\\ud83d"}\n\n'
+    assert decode_sse(split, raw="dict")[0]["delta"] == "\ud83d"
+    if TYPED:
+        assert decode_sse(split)[0].delta == "\ud83d"
     # Nesting deeper than the JSON parsers allow: still one of our errors.
     for payload in (b"[" * 5000 + b"]" * 5000, b"[" * 100000):
         for raw in ("dict", "bytes") + ((None,) if TYPED else ()):

@@ -101,6 +101,8 @@ VARIANTS = [
     StateSnapshotEvent(snapshot={"n": 10**30}),
     StateSnapshotEvent(snapshot=DEEP),
     StateSnapshotEvent(snapshot={"x": float("nan"), "y": [float("inf")]}),
+    StateSnapshotEvent(snapshot={"x": float("nan"), "y": [float("inf")], "\ud800": "\udc00"}),
+    StateDeltaEvent(delta=[{"op": "add", "path": "/s", "value": [float("-inf"), "\udc00"]}]),
     StateSnapshotEvent(snapshot={1: "a", "b": (1, 2)}),
     StateSnapshotEvent(snapshot={"s": Sub("x"), "e": Color.RED, "d": DictSub(a=1)}),
     StateSnapshotEvent(snapshot={"a": {"b": [{"c": {}}]}}, timestamp=1_700_000_000_000),

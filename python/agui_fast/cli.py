@@ -554,7 +554,7 @@ def replay(args: argparse.Namespace) -> int:
     applier.apply_many(itertools.chain((first,), events))
     for index, message in applier.warnings:
         print(f"warning: event {index}: {message}", file=sys.stderr)
-    # {"messages": [...], "state": ...} as json.dump(indent=2) writes it, one message at a
+    # {"messages": [...], "state": ...} laid out as json.dump(indent=2) does, one message at a
     # time: no second copy of the messages beside the engine's.
     out = sys.stdout
     out.write('{\n  "messages": [')
@@ -571,9 +571,10 @@ def replay(args: argparse.Namespace) -> int:
 
 
 def _indented(value: Any, by: int) -> str:
-    """``value`` as JSON with an indent of 2, every line after the first ``by`` further in
-    (a JSON text has no newline but those of its layout)."""
-    return json.dumps(value, ensure_ascii=False, indent=2).replace("\n", "\n" + " " * by)
+    """``value`` as JSON with an indent of 2 (a non-finite float as null, a lone surrogate as
+    its escape, as ``JSON.stringify`` writes them), every line after the first ``by``
+    further in (a JSON text has no newline but those of its layout)."""
+    return stream._json_text(value, indent=2).replace("\n", "\n" + " " * by)
 
 
 _LOG_SUFFIXES = (".sse", ".pb", ".bin", ".proto", ".jsonl", ".ndjson", ".txt", ".log")

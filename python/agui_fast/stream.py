@@ -44,8 +44,10 @@ was applied before the error: the exception's ``replay`` attribute.
 from __future__ import annotations
 
 import json
+import math
 import operator
 import os
+import re
 from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Union
 
 import msgspec
@@ -92,13 +94,50 @@ __all__ = [
 _plain = msgspec.json.Decoder().decode
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _finite(value: Any, max_depth: int) -> Any:
+    """A copy of ``value`` (plain JSON values) with each non-finite float as None."""
+    root = [value]
+    stack: List[Tuple[Any, Any, int]] = [(root, 0, 0)]
+    while stack:
+        box, key, depth = stack.pop()
+        v = box[key]
+        if isinstance(v, float) and not math.isfinite(v):
+            box[key] = None
+        elif isinstance(v, (dict, list, tuple)):
+            if depth >= max_depth:
+                raise ValueError(f"nested deeper than {max_depth} levels")
+            if isinstance(v, dict):
+                v = box[key] = dict(v)
+                stack.extend((v, k, depth + 1) for k in v)
+            else:
+                v = box[key] = list(v)
+                stack.extend((v, i, depth + 1) for i in range(len(v)))
+    return root[0]
+
+
+def _json_text(value: Any, indent: Optional[int] = None) -> str:
+    """``value`` (plain JSON values) as JSON text as ``JSON.stringify`` and the native writer
+    write it: a non-finite float as null, a lone surrogate as its ``\\udXXX`` escape
+    (``json.dumps`` writes ``Infinity``, which JSON readers refuse, and keeps the lone
+    surrogate, which UTF-8 cannot hold)."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False, indent=indent)
+    except ValueError:  # a non-finite float (rare)
+        text = json.dumps(_finite(value, _native.MAX_DEPTH_CAP), ensure_ascii=False, indent=indent)
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def _surrogate_json(obj: Any) -> bytes:
     """JSON text of an event the native writer refuses (a ``str`` with a lone surrogate,
-    which the decoders keep): ``json`` escapes it as ``\\udXXX``, which the engine keeps
-    and joins as the reference does. Rare, so the slow route is fine."""
+    which the decoders keep): escaped as ``\\udXXX``, which the engine keeps and joins as
+    the reference does; the rest as the native writer writes it. Rare, so the slow route is
+    fine."""
     if hasattr(obj, "model_dump"):  # a pydantic model (whose JSON mode refuses the surrogate)
         obj = obj.model_dump(by_alias=True, exclude_none=True)
-    return json.dumps(msgspec.to_builtins(obj)).encode()
+    return _json_text(msgspec.to_builtins(obj)).encode()
 
 
 _native.set_surrogate_writer(_surrogate_json)
