@@ -161,7 +161,10 @@ pub fn number_f64(n: &serde_json::Number) -> f64 {
 /// A JSON number's text into a sink: an integer within `i64` exactly, a longer one as its
 /// decimal text, any other as the double it spells (`1e400`: infinity, as JavaScript reads it).
 pub(crate) fn number<'a, S: Sink<'a> + ?Sized>(text: &str, s: &mut S) {
-    if let Ok(i) = text.parse::<i64>() {
+    // (a fraction or an exponent: no integer parse can take it)
+    if text.bytes().any(|b| matches!(b, b'.' | b'e' | b'E')) {
+        s.f64(text.parse::<f64>().unwrap_or(f64::NAN))
+    } else if let Ok(i) = text.parse::<i64>() {
         s.i64(i)
     } else if is_integer_text(text) {
         s.big_int(text)

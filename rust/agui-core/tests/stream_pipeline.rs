@@ -508,7 +508,7 @@ fn plain_events_apply_as_event_objects_do() {
     ];
     let mut plain = 0;
     for v in variants {
-        plain += usize::from(agui_core::stream::event::Plain::read(v, 512).is_some());
+        plain += usize::from(agui_core::stream::event::Plain::read(v, None, 512).is_some());
         for pending in [false, true] {
             for &options in &options {
                 let mut texts: Vec<&[u8]> = before.to_vec();

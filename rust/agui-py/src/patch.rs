@@ -1277,11 +1277,78 @@ pub(crate) fn stream_value<'py>(py: Python<'py>, v: &Value, max_depth: usize) ->
 }
 
 /// A replay's final state (the core's tree) as a document value (its kept lone
-/// surrogates restored): the builder of [`stream_value`], walked from the tree.
+/// surrogates restored): the values and rules of [`stream_value`]'s builder, made straight
+/// from the tree (each container built whole, no builder's stack between them).
 pub(crate) fn stream_tree<'py>(py: Python<'py>, v: &agui_core::patch::tree::Tree, max_depth: usize) -> PyResult<Bound<'py, PyAny>> {
-    let mut b = py_builder(py, 0, max_depth, true).with_budget(unlimited());
-    v.walk(&mut b);
-    b.finish().map_err(|f| raise(py, f))
+    let mut t = TreeValues { f: PyValues { py, surrogates: true }, keys: Default::default(), strs: Default::default(), max_depth };
+    t.value(v, 0).map_err(|f| raise(py, f))
+}
+
+/// Member positions whose last key and short string are remembered.
+const SHAPE: usize = 16;
+/// Strings up to this long are compared with the last one made at their position.
+const SHAPE_STR_MAX: usize = 32;
+
+/// Python values made from a tree. A state's many items share their keys and often their
+/// values (a status): the key and the short string last made at each member position are
+/// reused when the next object has the same text there.
+struct TreeValues<'t, 'py> {
+    f: PyValues<'py>,
+    keys: [Option<(&'t str, Bound<'py, PyString>)>; SHAPE],
+    strs: [Option<(&'t str, Bound<'py, PyAny>)>; SHAPE],
+    max_depth: usize,
+}
+
+impl<'t, 'py> TreeValues<'t, 'py> {
+    fn value(&mut self, v: &'t agui_core::patch::tree::Tree, depth: usize) -> R<Bound<'py, PyAny>> {
+        use agui_core::patch::tree::Tree;
+        let f = &mut self.f;
+        Ok(match v {
+            Tree::Null => f.null(),
+            Tree::Bool(b) => f.bool(*b),
+            Tree::Int(i) => f.int(*i),
+            Tree::BigInt(d) => {
+                core::int_rule(d)?;
+                f.big_int(d).map_err(py_fail)?
+            }
+            Tree::Float(x) => f.float(*x),
+            Tree::Str(s) => f.str(s).map_err(py_fail)?,
+            Tree::Array(a) => {
+                core::container_rule(depth, self.max_depth)?;
+                let items = a.iter().map(|e| self.value(e, depth + 1)).collect::<R<Vec<_>>>()?;
+                self.f.array(items).map_err(py_fail)?
+            }
+            Tree::Object(m) => {
+                core::container_rule(depth, self.max_depth)?;
+                let o = PyDict::new(f.py);
+                for (i, (k, e)) in m.iter().enumerate() {
+                    let k = self.key(i, k);
+                    let e = match e {
+                        Tree::Str(s) if i < SHAPE && s.len() <= SHAPE_STR_MAX => self.short_str(i, s)?,
+                        e => self.value(e, depth + 1)?,
+                    };
+                    o.set_item(k, e).map_err(py_fail)?;
+                }
+                o.into_any()
+            }
+        })
+    }
+
+    fn key(&mut self, i: usize, k: &'t str) -> Bound<'py, PyString> {
+        let Some(slot) = self.keys.get_mut(i) else { return self.f.key(k) };
+        match slot {
+            Some((last, made)) if *last == k => made.clone(),
+            _ => slot.insert((k, self.f.key(k))).1.clone(),
+        }
+    }
+
+    fn short_str(&mut self, i: usize, s: &'t str) -> R<Bound<'py, PyAny>> {
+        let slot = &mut self.strs[i];
+        Ok(match slot {
+            Some((last, made)) if *last == s => made.clone(),
+            _ => slot.insert((s, self.f.str(s).map_err(py_fail)?)).1.clone(),
+        })
+    }
 }
 
 impl std::fmt::Debug for Doc {

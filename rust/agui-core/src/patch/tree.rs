@@ -1,5 +1,6 @@
 //! [`Tree`]: an owned JSON document built for replaying a stream's state: objects are
-//! insertion-ordered maps hashed with foldhash (no SipHash), numbers are held parsed (an
+//! insertion-ordered, a few members as a vector searched in order (no hash table per small
+//! item), more as a map hashed with foldhash (no SipHash); numbers are held parsed (an
 //! `i64`, an `f64`, and only an integer beyond 64 bits as its decimal text), strings as
 //! boxed `str`. It is built straight from JSON text ([`Tree::from_text`], through
 //! [`crate::sink::json_text`]) or from a `serde_json::Value`, patched by the one engine (the
@@ -16,8 +17,107 @@ use super::value::{Members, Num, OwnedJson};
 use super::{OpKind, Operation};
 use crate::sink::Sink;
 
-/// The members of a [`Tree`] object.
-pub type TreeMap = indexmap::IndexMap<Box<str>, Tree, foldhash::fast::RandomState>;
+/// Objects of up to this many members keep them in a vector searched in order: a state's
+/// many small items then cost one allocation each, not a hash table. A larger object
+/// (or one grown past it) is hashed.
+const FEW: usize = 8;
+
+type Index = indexmap::IndexMap<Box<str>, Tree, foldhash::fast::RandomState>;
+
+/// The members of a [`Tree`] object, in insertion order.
+#[derive(Debug, Clone)]
+pub struct TreeMap(Repr);
+
+#[derive(Debug, Clone)]
+enum Repr {
+    Few(Vec<(Box<str>, Tree)>),
+    Many(Box<Index>),
+}
+
+impl Default for TreeMap {
+    fn default() -> Self {
+        TreeMap(Repr::Few(Vec::new()))
+    }
+}
+
+impl TreeMap {
+    /// Room for `n` members.
+    pub fn with_capacity(n: usize) -> Self {
+        TreeMap(if n <= FEW { Repr::Few(Vec::with_capacity(n)) } else { Repr::Many(Box::new(Index::with_capacity_and_hasher(n, Default::default()))) })
+    }
+
+    fn find(few: &[(Box<str>, Tree)], k: &str) -> Option<usize> {
+        few.iter().position(|(x, _)| **x == *k)
+    }
+
+    /// The members, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Tree)> {
+        let (few, many) = match &self.0 {
+            Repr::Few(v) => (&v[..], None),
+            Repr::Many(m) => (&[][..], Some(&**m)),
+        };
+        few.iter().map(|(k, v)| (&**k, v)).chain(many.into_iter().flat_map(|m| m.iter().map(|(k, v)| (&**k, v))))
+    }
+
+    /// Add a member known to be new (last; at `pos` when given), hashing the members from
+    /// here on when they become more than a few.
+    fn add_new(&mut self, pos: Option<usize>, k: Box<str>, v: Tree) {
+        match &mut self.0 {
+            Repr::Few(e) if e.len() < FEW => match pos {
+                Some(i) => e.insert(i, (k, v)),
+                None => e.push((k, v)),
+            },
+            Repr::Few(e) => {
+                let mut m = Index::with_capacity_and_hasher(2 * FEW, Default::default());
+                m.extend(e.drain(..));
+                match pos {
+                    Some(i) => m.shift_insert(i, k, v),
+                    None => m.insert(k, v),
+                };
+                self.0 = Repr::Many(Box::new(m));
+            }
+            Repr::Many(m) => {
+                match pos {
+                    Some(i) => m.shift_insert(i, k, v),
+                    None => m.insert(k, v),
+                };
+            }
+        }
+    }
+
+    /// Set `k` to `v` (a new member goes last, an existing one keeps its place and its key).
+    fn set(&mut self, k: Box<str>, v: Tree) -> Option<Tree> {
+        match &mut self.0 {
+            Repr::Few(e) => {
+                if let Some(i) = Self::find(e, &k) {
+                    return Some(std::mem::replace(&mut e[i].1, v));
+                }
+            }
+            Repr::Many(m) => return m.insert(k, v),
+        }
+        self.add_new(None, k, v);
+        None
+    }
+
+    /// Every object of the tree hashed, whatever its size (tests run the engine on both forms).
+    #[cfg(test)]
+    pub(crate) fn hash_all(t: &mut Tree) {
+        match t {
+            Tree::Array(a) => a.iter_mut().for_each(TreeMap::hash_all),
+            Tree::Object(m) => {
+                if let Repr::Few(e) = &mut m.0 {
+                    let mut i = Index::with_capacity_and_hasher(e.len(), Default::default());
+                    i.extend(e.drain(..));
+                    m.0 = Repr::Many(Box::new(i));
+                }
+                if let Repr::Many(i) = &mut m.0 {
+                    i.values_mut().for_each(TreeMap::hash_all);
+                }
+            }
+            _ => {}
+        }
+    }
+}
 
 /// An owned JSON value (see the module documentation).
 #[derive(Debug, Clone, Default)]
@@ -33,17 +133,13 @@ pub enum Tree {
     Float(f64),
     Str(Box<str>),
     Array(Vec<Tree>),
-    Object(Box<TreeMap>),
-}
-
-fn new_map(n: usize) -> TreeMap {
-    TreeMap::with_capacity_and_hasher(n, Default::default())
+    Object(TreeMap),
 }
 
 impl Tree {
     /// An empty object.
     pub fn object() -> Tree {
-        Tree::Object(Box::new(new_map(0)))
+        Tree::Object(TreeMap::default())
     }
 
     /// JSON text nesting at most `max_depth` levels, read as `limits::parse_value` then
@@ -77,9 +173,15 @@ impl Tree {
             }
             Tree::Object(m) => {
                 s.begin_object();
-                for (k, e) in m.iter() {
-                    s.key(k);
-                    e.walk(s);
+                match &m.0 {
+                    Repr::Few(few) => few.iter().for_each(|(k, e)| {
+                        s.key(k);
+                        e.walk(s);
+                    }),
+                    Repr::Many(many) => many.iter().for_each(|(k, e)| {
+                        s.key(k);
+                        e.walk(s);
+                    }),
                 }
                 s.end_object(true);
             }
@@ -97,11 +199,11 @@ impl From<Value> for Tree {
             Value::String(s) => Tree::Str(s.into_boxed_str()),
             Value::Array(a) => Tree::Array(a.into_iter().map(Tree::from).collect()),
             Value::Object(m) => {
-                let mut t = new_map(m.len());
+                let mut t = TreeMap::with_capacity(m.len());
                 for (k, v) in m {
-                    t.insert(k.into_boxed_str(), Tree::from(v));
+                    t.set(k.into_boxed_str(), Tree::from(v));
                 }
-                Tree::Object(Box::new(t))
+                Tree::Object(t)
             }
         }
     }
@@ -116,11 +218,11 @@ impl From<&Value> for Tree {
             Value::String(s) => Tree::Str(s.as_str().into()),
             Value::Array(a) => Tree::Array(a.iter().map(Tree::from).collect()),
             Value::Object(m) => {
-                let mut t = new_map(m.len());
+                let mut t = TreeMap::with_capacity(m.len());
                 for (k, v) in m {
-                    t.insert(k.as_str().into(), Tree::from(v));
+                    t.set(k.as_str().into(), Tree::from(v));
                 }
-                Tree::Object(Box::new(t))
+                Tree::Object(t)
             }
         }
     }
@@ -190,14 +292,20 @@ impl Sink<'_> for Builder {
     fn key(&mut self, k: &str) {
         self.keys.push(k.into());
     }
-    fn end_object(&mut self, _distinct_keys: bool) {
+    fn end_object(&mut self, distinct_keys: bool) {
         let Some((start, kstart)) = self.open.pop() else { return };
-        let mut m = new_map(self.keys.len() - kstart);
-        // A repeated key keeps its first place and takes its last value (as `Value`'s map).
-        for (k, v) in self.keys.drain(kstart..).zip(self.values.drain(start..)) {
-            m.insert(k, v);
-        }
-        self.values.push(Tree::Object(Box::new(m)));
+        let members = self.keys.drain(kstart..).zip(self.values.drain(start..));
+        let m = if distinct_keys && members.len() <= FEW {
+            TreeMap(Repr::Few(members.collect()))
+        } else {
+            let mut m = TreeMap::with_capacity(members.len());
+            // A repeated key keeps its first place and takes its last value (as `Value`'s map).
+            for (k, v) in members {
+                m.set(k, v);
+            }
+            m
+        };
+        self.values.push(Tree::Object(m));
     }
     fn object_mark(&self) -> usize {
         self.keys.len()
@@ -212,55 +320,94 @@ impl Sink<'_> for Builder {
 impl Members<Tree> for TreeMap {
     type Key = Box<str>;
     fn len(&self) -> usize {
-        indexmap::IndexMap::len(self)
+        match &self.0 {
+            Repr::Few(e) => e.len(),
+            Repr::Many(m) => m.len(),
+        }
     }
     fn get(&self, k: &str) -> Option<&Tree> {
-        indexmap::IndexMap::get(self, k)
+        match &self.0 {
+            Repr::Few(e) => e.iter().find(|(x, _)| **x == *k).map(|(_, v)| v),
+            Repr::Many(m) => m.get(k),
+        }
     }
     fn get_mut(&mut self, k: &str) -> Option<&mut Tree> {
-        indexmap::IndexMap::get_mut(self, k)
-    }
-    fn contains_key(&self, k: &str) -> bool {
-        indexmap::IndexMap::contains_key(self, k)
+        match &mut self.0 {
+            Repr::Few(e) => e.iter_mut().find(|(x, _)| **x == *k).map(|(_, v)| v),
+            Repr::Many(m) => m.get_mut(k),
+        }
     }
     fn insert(&mut self, k: &str, v: Tree) -> Option<Tree> {
-        match indexmap::IndexMap::get_mut(self, k) {
+        // An existing key allocates nothing.
+        match Members::get_mut(self, k) {
             Some(slot) => Some(std::mem::replace(slot, v)),
-            None => indexmap::IndexMap::insert(self, k.into(), v),
+            None => {
+                self.add_new(None, k.into(), v);
+                None
+            }
         }
     }
     fn insert_entry(&mut self, k: Box<str>, v: Tree) {
-        indexmap::IndexMap::insert(self, k, v);
+        self.set(k, v);
     }
     fn shift_remove(&mut self, k: &str) -> Option<Tree> {
-        indexmap::IndexMap::shift_remove(self, k)
+        match &mut self.0 {
+            Repr::Few(e) => Self::find(e, k).map(|i| e.remove(i).1),
+            Repr::Many(m) => m.shift_remove(k),
+        }
     }
     fn swap_remove(&mut self, k: &str) -> Option<Tree> {
-        indexmap::IndexMap::swap_remove(self, k)
+        self.swap_remove_entry(k).map(|(_, v)| v)
     }
     fn swap_remove_entry(&mut self, k: &str) -> Option<(Box<str>, Tree)> {
-        indexmap::IndexMap::swap_remove_entry(self, k)
+        match &mut self.0 {
+            Repr::Few(e) => Self::find(e, k).map(|i| e.swap_remove(i)),
+            Repr::Many(m) => m.swap_remove_entry(k),
+        }
     }
+    /// As `IndexMap::shift_insert`: an existing key keeps its key, takes the value and moves
+    /// to `pos`.
     fn shift_insert(&mut self, pos: usize, k: &str, v: Tree) {
-        indexmap::IndexMap::shift_insert(self, pos, k.into(), v);
+        match &mut self.0 {
+            Repr::Few(e) => match Self::find(e, k) {
+                Some(i) => {
+                    let (key, _) = e.remove(i);
+                    e.insert(pos, (key, v));
+                }
+                None => self.add_new(Some(pos), k.into(), v),
+            },
+            Repr::Many(m) => {
+                m.shift_insert(pos, k.into(), v);
+            }
+        }
     }
     fn position(&self, k: &str) -> Option<usize> {
-        self.get_index_of(k)
+        match &self.0 {
+            Repr::Few(e) => Self::find(e, k),
+            Repr::Many(m) => m.get_index_of(k),
+        }
     }
     fn last_key_is(&self, k: &str) -> bool {
-        self.last().is_some_and(|(x, _)| &**x == k)
+        match &self.0 {
+            Repr::Few(e) => e.last().is_some_and(|(x, _)| **x == *k),
+            Repr::Many(m) => m.last().is_some_and(|(x, _)| **x == *k),
+        }
     }
     fn key_list(&self) -> Vec<String> {
-        self.keys().map(|k| k.to_string()).collect()
+        self.iter().map(|(k, _)| k.to_string()).collect()
     }
     fn each<'s>(&'s self) -> impl Iterator<Item = (&'s str, &'s Tree)>
     where
         Tree: 's,
     {
-        self.iter().map(|(k, v)| (&**k, v))
+        self.iter()
     }
     fn into_entries(self) -> impl Iterator<Item = (Box<str>, Tree)> {
-        self.into_iter()
+        let (few, many) = match self.0 {
+            Repr::Few(v) => (v, None),
+            Repr::Many(m) => (Vec::new(), Some(*m)),
+        };
+        few.into_iter().chain(many.into_iter().flatten())
     }
 }
 
@@ -443,6 +590,13 @@ pub(crate) mod tests {
         texts.push(format!("[{}]", "9".repeat(crate::patch::MAX_INT_DIGITS)));
         texts.push(format!("[{}]", "9".repeat(crate::patch::MAX_INT_DIGITS + 1)));
         texts.push(format!("[-{}]", "9".repeat(crate::patch::MAX_INT_DIGITS + 1)));
+        // objects around the few members kept as a vector, a key repeated first and last
+        for n in [FEW - 1, FEW, FEW + 1, 2 * FEW + 1] {
+            let members: Vec<String> = (0..n).map(|i| format!("\"k{}\":{i}", i % (n - 1))).collect();
+            texts.push(format!("{{{}}}", members.join(",")));
+            let members: Vec<String> = (0..n).map(|i| format!("\"k{i}\":{{\"v\":{i}}}")).collect();
+            texts.push(format!("{{{}}}", members.join(",")));
+        }
         for n in 0..5 {
             texts.push(format!("{}1{}", "{\"a\":".repeat(n), "}".repeat(n)));
             texts.push(format!("{}{}", "[".repeat(n), "]".repeat(n)));
@@ -467,16 +621,21 @@ pub(crate) mod tests {
     /// Apply a patch to a `Value` and to the tree of the same JSON: the same outcome
     /// (error included), the same document walked, the document unchanged on error.
     pub(crate) fn differential(doc: &Value, patch: &Value, opts: &Options) -> Result<(), PatchError> {
-        let (mut v, mut t) = (doc.clone(), Tree::from(doc));
-        let ops = parse_patch(patch);
-        let (want, got) = match ops {
-            Ok(ops) => (Replayer::new(&mut v, opts).apply_owned(ops.clone()), Replayer::new(&mut t, opts).apply_owned(ops)),
-            Err(e) => return Err(e),
-        };
-        assert_eq!(got, want, "{doc} {patch}");
-        assert_eq!(trace_tree(&t), trace_value(&v), "{doc} {patch}");
-        if want.is_err() {
-            assert_eq!(trace_tree(&t), trace_value(doc), "{doc} {patch}: not atomic");
+        let mut v = doc.clone();
+        let ops = parse_patch(patch)?;
+        let want = Replayer::new(&mut v, opts).apply_owned(ops.clone());
+        // Objects as vectors (hashed past a few members), and all hashed.
+        for hashed in [false, true] {
+            let mut t = Tree::from(doc);
+            if hashed {
+                TreeMap::hash_all(&mut t);
+            }
+            let got = Replayer::new(&mut t, opts).apply_owned(ops.clone());
+            assert_eq!(got, want, "{doc} {patch}");
+            assert_eq!(trace_tree(&t), trace_value(&v), "{doc} {patch}");
+            if want.is_err() {
+                assert_eq!(trace_tree(&t), trace_value(doc), "{doc} {patch}: not atomic");
+            }
         }
         want
     }
@@ -518,6 +677,23 @@ pub(crate) mod tests {
                 }
             }
         }
+    }
+
+    /// Growing past a few members and shrinking back keeps order and finds every member.
+    #[test]
+    fn objects_grow_past_a_few_members_in_order() {
+        let doc = json!({"k0": 0});
+        let mut ops: Vec<Value> = (1..=2 * FEW).map(|i| json!({"op": "add", "path": format!("/k{i}"), "value": i})).collect();
+        ops.push(json!({"op": "move", "from": "/k3", "path": "/k3"}));
+        ops.push(json!({"op": "move", "from": "/k1", "path": "/z"}));
+        ops.extend((4..2 * FEW).step_by(2).map(|i| json!({"op": "remove", "path": format!("/k{i}")})));
+        ops.push(json!({"op": "replace", "path": "/k0", "value": "x"}));
+        ops.push(json!({"op": "test", "path": "/k5", "value": 5}));
+        let opts = Options::default();
+        differential(&doc, &Value::Array(ops.clone()), &opts).unwrap();
+        ops.push(json!({"op": "test", "path": "/k4", "value": 4})); // removed: rolls all back
+        assert!(differential(&doc, &Value::Array(ops), &opts).is_err());
+        assert!(std::mem::size_of::<Tree>() <= 32);
     }
 
     #[test]

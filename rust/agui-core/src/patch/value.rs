@@ -904,11 +904,18 @@ mod tests {
             let got = apply_capped(&mut fast, &patch, 0, [1, 2, MAX_ACTIVE][round % 3], dialect);
             assert_eq!(got, want, "round {round}: {patch}");
             assert_eq!(text(&fast), text(&model), "round {round}: {doc} {patch}");
-            // The core's tree through the same document implementation, under records too.
-            let mut tree = Tree::from(&doc);
-            let got = apply_capped(&mut tree, &patch, [0, usize::MAX][round % 2], [1, 2, MAX_ACTIVE][round % 3], dialect);
-            assert_eq!(got, want, "round {round}: {patch}");
-            assert_eq!(trace_tree(&tree), trace_value(&model), "round {round}: {doc} {patch}");
+            // The core's tree through the same document implementation, under records too,
+            // its objects as vectors (hashed once grown past a few members), and every
+            // fourth round all hashed.
+            for hashed in [false, true].into_iter().take(1 + usize::from(round % 4 == 3)) {
+                let mut tree = Tree::from(&doc);
+                if hashed {
+                    crate::patch::tree::TreeMap::hash_all(&mut tree);
+                }
+                let got = apply_capped(&mut tree, &patch, [0, usize::MAX][round % 2], [1, 2, MAX_ACTIVE][round % 3], dialect);
+                assert_eq!(got, want, "round {round}: {patch}");
+                assert_eq!(trace_tree(&tree), trace_value(&model), "round {round} hashed {hashed}: {doc} {patch}");
+            }
             if want.is_err() {
                 assert_eq!(text(&fast), text(&doc), "round {round}: not atomic");
                 failed += 1;

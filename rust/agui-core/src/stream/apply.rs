@@ -525,6 +525,24 @@ impl<S: State> EventApplier<S> {
     /// applied without building an event object. `kind` is one of those three types. A run
     /// of deltas to one target appends to its string held aside: [`settle`](Self::settle)
     /// before reading the messages (any other event settles too).
+    /// [`apply_delta`](Self::apply_delta) of a delta read as written, when it continues a
+    /// run of deltas whose target string is held aside (the same kind and id as the last
+    /// delta, from the third on): appended to it as `apply_delta` appends it, its escapes
+    /// decoded straight into it. No [`Change`] is made (it would say: this message changed,
+    /// no warning). `false`: nothing done (another delta, or one `apply_delta` must take).
+    #[inline]
+    pub fn append_held(&mut self, d: &super::event::RawDelta<'_>, id: &str) -> bool {
+        let args = d.kind == EventType::ToolCallArgs;
+        let Some(held) = self.last.as_mut().filter(|t| t.args == args && t.id == id).and_then(|t| t.held.as_mut()) else {
+            return false;
+        };
+        if !d.append_to(held) {
+            return false;
+        }
+        self.index += 1;
+        true
+    }
+
     pub fn apply_delta(&mut self, kind: EventType, id: &str, delta: &str) -> Result<Change, StreamError> {
         let index = self.index;
         self.index += 1;

@@ -140,48 +140,95 @@ impl Members for Plain<'_> {
     }
 }
 
-/// Whether events of `kind` have a plain form ([`Plain`]).
-fn plain_kind(kind: EventType) -> bool {
+/// The kinds of events with a plain form ([`Plain`]).
+const PLAIN_KINDS: [EventType; 14] = {
     use EventType as E;
-    matches!(
-        kind,
-        E::TextMessageStart
-            | E::TextMessageEnd
-            | E::ReasoningMessageStart
-            | E::ReasoningMessageEnd
-            | E::ReasoningStart
-            | E::ReasoningEnd
-            | E::ToolCallStart
-            | E::ToolCallEnd
-            | E::ToolCallResult
-            | E::StepStarted
-            | E::StepFinished
-            | E::RunStarted
-            | E::RunFinished
-            | E::StateSnapshot
-    )
+    [
+        E::TextMessageStart,
+        E::TextMessageEnd,
+        E::ReasoningMessageStart,
+        E::ReasoningMessageEnd,
+        E::ReasoningStart,
+        E::ReasoningEnd,
+        E::ToolCallStart,
+        E::ToolCallEnd,
+        E::ToolCallResult,
+        E::StepStarted,
+        E::StepFinished,
+        E::RunStarted,
+        E::RunFinished,
+        E::StateSnapshot,
+    ]
+};
+
+/// The members a plain event may carry, numbered ([`plain_member`]): `true` for those the
+/// reducer reads (kept), `false` for those only checked.
+const PLAIN_MEMBERS: [(&str, bool); 14] = [
+    ("messageId", true),
+    ("role", true),
+    ("name", true),
+    ("toolCallId", true),
+    ("toolCallName", true),
+    ("parentMessageId", true),
+    ("content", true),
+    ("snapshot", true),
+    ("timestamp", false),
+    ("threadId", false),
+    ("runId", false),
+    ("parentRunId", false),
+    ("stepName", false),
+    ("usage", false),
+];
+
+/// A member a plain event may carry, by its name: its number in [`PLAIN_MEMBERS`], its
+/// name as a static string, and whether the reducer reads it.
+fn plain_member(name: &str) -> Option<(usize, &'static str, bool)> {
+    let i = match name {
+        "messageId" => 0,
+        "role" => 1,
+        "name" => 2,
+        "toolCallId" => 3,
+        "toolCallName" => 4,
+        "parentMessageId" => 5,
+        "content" => 6,
+        "snapshot" => 7,
+        "timestamp" => 8,
+        "threadId" => 9,
+        "runId" => 10,
+        "parentRunId" => 11,
+        "stepName" => 12,
+        "usage" => 13,
+        _ => return None,
+    };
+    let (name, kept) = PLAIN_MEMBERS[i];
+    Some((i, name, kept))
 }
 
-/// The members a plain event may carry: `Some(true)` for those the reducer reads (kept),
-/// `Some(false)` for those only checked.
-fn plain_member(name: &str) -> Option<(&'static str, bool)> {
-    Some(match name {
-        "messageId" => ("messageId", true),
-        "role" => ("role", true),
-        "name" => ("name", true),
-        "toolCallId" => ("toolCallId", true),
-        "toolCallName" => ("toolCallName", true),
-        "parentMessageId" => ("parentMessageId", true),
-        "content" => ("content", true),
-        "snapshot" => ("snapshot", true),
-        "timestamp" => ("timestamp", false),
-        "threadId" => ("threadId", false),
-        "runId" => ("runId", false),
-        "parentRunId" => ("parentRunId", false),
-        "stepName" => ("stepName", false),
-        "usage" => ("usage", false),
-        _ => return None,
-    })
+/// What the schema declares of a kind with a plain form, by plain member
+/// ([`PLAIN_MEMBERS`]): looked up once, not by name event after event.
+struct PlainSchema {
+    /// Each member's field (`None`: not declared: no plain event of the kind has it).
+    fields: [Option<&'static super::schema::Field>; PLAIN_MEMBERS.len()],
+    /// The members the kind requires, one bit each (`None`: a requirement no plain event
+    /// meets: a member of no plain form, a default the stage adds).
+    required: Option<u16>,
+}
+
+/// The [`PlainSchema`] of `kind`; `None`: no plain form.
+fn plain_schema(kind: EventType) -> Option<&'static PlainSchema> {
+    const KINDS: usize = EventType::Unknown as usize + 1;
+    static TABLE: std::sync::OnceLock<[Option<PlainSchema>; KINDS]> = std::sync::OnceLock::new();
+    let table = TABLE.get_or_init(|| {
+        let mut table = std::array::from_fn(|_| None);
+        for kind in PLAIN_KINDS {
+            let fields = std::array::from_fn(|m| super::schema::field(kind, PLAIN_MEMBERS[m].0));
+            let required = super::schema::required(kind)
+                .and_then(|mut names| names.try_fold(0u16, |mask, name| if name == "type" { Some(mask) } else { plain_member(name).map(|(m, ..)| mask | 1 << m) }));
+            table[kind as usize] = Some(PlainSchema { fields, required });
+        }
+        table
+    });
+    table[kind as usize].as_ref()
 }
 
 /// A member of a plain event or a plain delta event, by its JSON name, as a static
@@ -191,7 +238,7 @@ pub fn plain_member_name(name: &str) -> Option<&'static str> {
         Some((1, false)) => Some("messageId"),
         Some((1, true)) => Some("toolCallId"),
         Some((2, _)) => Some("delta"),
-        _ => plain_member(name).map(|(name, _)| name),
+        _ => plain_member(name).map(|(_, name, _)| name),
     }
 }
 
@@ -208,22 +255,21 @@ impl<'a> Plain<'a> {
     }
 
     /// Read `payload` as a plain event (see [`Plain`]); `None`: read it as an event object.
-    /// `max_depth` bounds a nested member as the event's parse would (the event's own level
-    /// counted).
-    pub fn read(payload: &[u8], max_depth: usize) -> Option<Plain<'_>> {
-        Self::read_known(Known { text: simdutf8::basic::from_utf8(payload).ok()?, no_kept_range: false }, max_depth)
-    }
-
-    /// [`read`](Self::read) of a payload whose text is known ([`Known`]).
-    pub fn read_known<'k>(known: Known<'k>, max_depth: usize) -> Option<Plain<'k>> {
+    /// `known`: what is known of its text ([`Known`]), if anything. `max_depth` bounds a
+    /// nested member as the event's parse would (the event's own level counted).
+    pub fn read(payload: &'a [u8], known: Option<Known<'a>>, max_depth: usize) -> Option<Plain<'a>> {
         const MAX: usize = 8;
+        let known = match known {
+            Some(known) => known,
+            None => Known { text: simdutf8::basic::from_utf8(payload).ok()?, no_kept_range: false },
+        };
         let json = known.text;
         let mut found: [(&str, Given<'_>); MAX] = std::array::from_fn(|_| ("", Given::Int(0)));
         let (mut n, mut kind) = (0, None);
-        let each = |m: Member<'k>| {
+        let each = |m: Member<'a>| {
             if m.name == "type" {
                 // (stop at a type of no plain form: the writers put `type` first)
-                kind = Some(EventType::parse(m.raw.filter(|_| !m.escaped)?)).filter(|k| plain_kind(*k));
+                kind = Some(EventType::parse(m.raw.filter(|_| !m.escaped)?)).filter(|k| plain_schema(*k).is_some());
                 kind?;
             }
             let given = match (m.raw, m.text.as_bytes().first()) {
@@ -249,26 +295,34 @@ impl<'a> Plain<'a> {
     /// [`build`](Self::build) of members read from a log known to hold no character of
     /// the kept range (`no_kept_range`: not looked for again).
     fn build_known(kind: EventType, given: &mut [(&str, Given<'a>)], max_depth: usize, no_kept_range: bool) -> Option<Plain<'a>> {
-        if !plain_kind(kind) || max_depth < 2 {
+        let schema = plain_schema(kind)?;
+        if max_depth < 2 {
             return None;
         }
         let mut members = Vec::with_capacity(given.len());
         let mut snapshot = None;
-        for i in 0..given.len() {
-            let (name, _) = given[i];
-            // Each name once (an object with a repeated name is the parser's to read).
-            if given[..i].iter().any(|(other, _)| *other == name) {
-                return None;
-            }
+        // Each name once (an object with a repeated name is the parser's to read).
+        let (mut seen, mut typed) = (0u16, false);
+        for (name, value) in given.iter_mut() {
+            let name: &str = name;
             if name == "type" {
+                if std::mem::replace(&mut typed, true) {
+                    return None;
+                }
                 continue;
             }
-            let (name, kept) = plain_member(name)?;
-            let value = std::mem::replace(&mut given[i].1, Given::Int(0));
+            let (m, name, kept) = plain_member(name)?;
+            if seen & 1 << m != 0 {
+                return None;
+            }
+            seen |= 1 << m;
+            // (a member the kind does not declare is in no plain form)
+            let field = schema.fields[m]?;
+            let value = std::mem::replace(value, Given::Int(0));
             let fits = match value {
                 Given::Str(s) => {
                     // (the characters of the kept range are read by the general parse alone)
-                    if (!no_kept_range && super::js::holds_kept_range(&s)) || !super::schema::keeps(kind, name, super::schema::Scalar::Str(&s)) {
+                    if (!no_kept_range && super::js::holds_kept_range(&s)) || !super::schema::keeps(field, super::schema::Scalar::Str(&s)) {
                         return None;
                     }
                     if kept {
@@ -285,17 +339,17 @@ impl<'a> Plain<'a> {
                     }
                     // A snapshot stays text: the state reads it (and declines what that
                     // parse would not take).
-                    if kind == EventType::StateSnapshot && super::schema::keeps(kind, name, super::schema::Scalar::Nested) {
+                    if kind == EventType::StateSnapshot && super::schema::keeps(field, super::schema::Scalar::Nested) {
                         snapshot = Some((text, max_depth - 1));
                         continue;
                     }
                     // A member only checked is read by the scanner when it can be (no
                     // value built for it), else parsed and walked as the event would be.
-                    if !kept && super::schema::keeps_text(kind, name, text, max_depth - 1) {
+                    if !kept && super::schema::keeps_text(field, text, max_depth - 1) {
                         continue;
                     }
                     let mut v = nested_text_value(text, max_depth - 1)?;
-                    if !super::schema::keeps(kind, name, super::schema::Scalar::Value(&mut v)) {
+                    if !super::schema::keeps(field, super::schema::Scalar::Value(&mut v)) {
                         return None;
                     }
                     if kept {
@@ -303,13 +357,13 @@ impl<'a> Plain<'a> {
                     }
                     true
                 }
-                Given::Int(i) => !kept && super::schema::keeps(kind, name, super::schema::Scalar::Int(i)),
+                Given::Int(i) => !kept && super::schema::keeps(field, super::schema::Scalar::Int(i)),
             };
             if !fits {
                 return None;
             }
         }
-        super::schema::has_required(kind, |name| given.iter().any(|(n, _)| *n == name)).then_some(Plain { kind, members, snapshot })
+        schema.required.is_some_and(|required| required & !seen == 0).then_some(Plain { kind, members, snapshot })
     }
 }
 
@@ -477,16 +531,12 @@ impl<'a> Delta<'a> {
     }
 
     /// Read a payload as a plain delta event, or `None` (then it takes the general path).
-    pub fn parse(payload: &'a [u8]) -> Option<Delta<'a>> {
-        Self::parse_known(payload, None)
-    }
-
-    /// [`parse`](Self::parse) of a payload whose text may be known already ([`Known`]).
-    pub fn parse_known(payload: &'a [u8], known: Option<Known<'a>>) -> Option<Delta<'a>> {
+    /// `known`: what is known of its text ([`Known`]), if anything.
+    pub fn parse(payload: &'a [u8], known: Option<Known<'a>>) -> Option<Delta<'a>> {
         Self::parse_raw(payload, known).map(|(d, _)| d)
     }
 
-    /// [`parse_known`](Self::parse_known), and the delta's text as written (between its
+    /// [`parse`](Self::parse), and the delta's text as written (between its
     /// quotes) when the scan read it.
     fn parse_raw(payload: &'a [u8], known: Option<Known<'a>>) -> Option<(Delta<'a>, Option<&'a str>)> {
         let (d, raw) = match Self::scan(payload, known.map(|k| k.text)) {
@@ -604,12 +654,7 @@ impl Form {
 
 impl DeltaForm {
     /// [`Delta::parse`], its form kept for the next event ([`repeat`](Self::repeat)).
-    pub fn parse<'a>(&mut self, payload: &'a [u8]) -> Option<Delta<'a>> {
-        self.parse_known(payload, None)
-    }
-
-    /// [`parse`](Self::parse) of a payload whose text may be known ([`Delta::parse_known`]).
-    pub fn parse_known<'a>(&mut self, payload: &'a [u8], known: Option<Known<'a>>) -> Option<Delta<'a>> {
+    pub fn parse<'a>(&mut self, payload: &'a [u8], known: Option<Known<'a>>) -> Option<Delta<'a>> {
         let (d, raw) = Delta::parse_raw(payload, known)?;
         self.learn(payload, &d, raw);
         Some(d)
@@ -617,19 +662,14 @@ impl DeltaForm {
 
     /// `payload` read as [`Delta::parse`] reads it, when it starts as a delta
     /// [`parse`](Self::parse) read (for its id or another); `None`: not in such a form
-    /// (parse it).
-    pub fn repeat<'a>(&mut self, payload: &'a [u8]) -> Option<Delta<'a>> {
-        self.repeat_known(payload, None)
-    }
-
-    /// [`repeat`](Self::repeat) of a payload whose text may be known ([`Known`]).
-    pub fn repeat_known<'a>(&mut self, payload: &'a [u8], known: Option<Known<'a>>) -> Option<Delta<'a>> {
+    /// (parse it). `known`: what is known of its text ([`Known`]), if anything.
+    pub fn repeat<'a>(&mut self, payload: &'a [u8], known: Option<Known<'a>>) -> Option<Delta<'a>> {
         let (n, escaped) = self.end(payload)?;
         if n != payload.len() {
             self.found.set(None);
             return None;
         }
-        self.repeat_ended_known(payload, known, escaped)
+        self.repeat_ended(payload, known, escaped)
     }
 
     /// Where a payload in one of the forms ends in `rest` (its bytes from the start on,
@@ -670,17 +710,22 @@ impl DeltaForm {
     }
 
     /// [`repeat`](Self::repeat) of a payload [`end`](Self::end) measured whole (`escaped`
-    /// as it said), right after it.
-    pub fn repeat_ended<'a>(&mut self, payload: &'a [u8], escaped: bool) -> Option<Delta<'a>> {
-        self.repeat_ended_known(payload, None, escaped)
-    }
-
-    /// [`repeat_ended`](Self::repeat_ended) of a payload whose text may be known already
-    /// ([`Known`]).
+    /// as it said), right after it. `known`: what is known of its text ([`Known`]), if anything.
     #[inline(always)]
-    pub fn repeat_ended_known<'a>(&mut self, payload: &'a [u8], known: Option<Known<'a>>, escaped: bool) -> Option<Delta<'a>> {
+    pub fn repeat_ended<'a>(&mut self, payload: &'a [u8], known: Option<Known<'a>>, escaped: bool) -> Option<Delta<'a>> {
         if let Some(other) = self.found.take() {
             return self.repeat_other(payload, known, escaped, other);
+        }
+        self.repeat_ended_raw(payload, known, escaped)?.decode()
+    }
+
+    /// [`repeat_ended`](Self::repeat_ended) of a payload [`end`](Self::end) found in the
+    /// last form for its id, its delta left as written ([`RawDelta`]); `None` for any
+    /// other (nothing taken: [`repeat_ended`](Self::repeat_ended) reads it).
+    #[inline(always)]
+    pub fn repeat_ended_raw<'a>(&self, payload: &'a [u8], known: Option<Known<'a>>, escaped: bool) -> Option<RawDelta<'a>> {
+        if self.found.get().is_some() {
+            return None;
         }
         let last = &self.forms[0];
         let kind = last.kind?;
@@ -695,15 +740,11 @@ impl DeltaForm {
             None => simdutf8::basic::from_utf8(&payload[from..end]).ok()?,
         };
         let raw = &text[start - from..];
-        let delta = Member { name: "delta", text: raw, raw: Some(raw), escaped }.string()?;
-        if !known.is_some_and(|k| k.no_kept_range) && super::js::holds_kept_range(&delta) {
-            return None;
-        }
-        let id = last.id.as_ref().map(|r| std::borrow::Cow::Borrowed(&text[..r.len()]));
-        Some(Delta { kind, id, delta })
+        let id = last.id.as_ref().map(|r| &text[..r.len()]);
+        Some(RawDelta { kind, id, raw, escaped, no_kept_range: known.is_some_and(|k| k.no_kept_range) })
     }
 
-    /// [`repeat_ended_known`](Self::repeat_ended_known) of a payload found in the other
+    /// [`repeat_ended`](Self::repeat_ended) of a payload found in the other
     /// form or for another id: read, it makes that form the last one, for that id.
     #[inline(never)]
     fn repeat_other<'a>(&mut self, payload: &'a [u8], known: Option<Known<'a>>, escaped: bool, other: Other) -> Option<Delta<'a>> {
@@ -776,6 +817,59 @@ impl DeltaForm {
         last.lead.extend_from_slice(&payload[..at.start]);
         last.kind = Some(d.kind);
         last.id = id;
+    }
+}
+
+/// A plain delta event read in the last form of a [`DeltaForm`]
+/// ([`repeat_ended_raw`](DeltaForm::repeat_ended_raw)), its delta as written: a reader
+/// that appends it to a string of its own decodes the escapes straight into that string
+/// ([`append_to`](Self::append_to)), with no string between.
+#[derive(Debug, Clone, Copy)]
+pub struct RawDelta<'a> {
+    pub kind: EventType,
+    pub id: Option<&'a str>,
+    /// The delta's text between its quotes, and whether it holds escapes.
+    raw: &'a str,
+    escaped: bool,
+    /// Whether its text is known to hold no character of the kept range (not looked for).
+    no_kept_range: bool,
+}
+
+impl<'a> RawDelta<'a> {
+    /// The event, as [`DeltaForm::repeat_ended`] reads it; `None`: not a plain delta event
+    /// (its escapes are not read so, or it holds a character of the kept range).
+    #[inline(always)]
+    pub fn decode(self) -> Option<Delta<'a>> {
+        let delta = Member { name: "delta", text: self.raw, raw: Some(self.raw), escaped: self.escaped }.string()?;
+        if !self.no_kept_range && super::js::holds_kept_range(&delta) {
+            return None;
+        }
+        Some(Delta { kind: self.kind, id: self.id.map(std::borrow::Cow::Borrowed), delta })
+    }
+
+    /// The delta appended to `s` as `js::append` appends [`decode`](Self::decode)'s delta,
+    /// the escapes decoded in place; `false` (and `s` as it was) where `decode` is `None`.
+    #[inline]
+    pub fn append_to(&self, s: &mut String) -> bool {
+        if !self.escaped {
+            if !self.no_kept_range && super::js::holds_kept_range(self.raw) {
+                return false;
+            }
+            super::js::append(s, self.raw);
+            return true;
+        }
+        let at = s.len();
+        if unescape_into(self.raw, s).is_none() || (!self.no_kept_range && super::js::holds_kept_range(&s[at..])) {
+            s.truncate(at);
+            return false;
+        }
+        // (a delta that starts with 0xF4 may join the string's last character: `js::append`
+        // decides that, as it does for every other delta)
+        if s.as_bytes().get(at) == Some(&0xF4) {
+            let added = s.split_off(at);
+            super::js::append(s, &added);
+        }
+        true
     }
 }
 
@@ -1315,6 +1409,40 @@ mod tests {
         }
     }
 
+    /// A delta appended as written (its escapes decoded in place) leaves the string as
+    /// `js::append` of the decoded delta does, or refuses it where decoding does: the seam
+    /// of a kept high surrogate and a kept low one included.
+    #[test]
+    fn a_raw_delta_appends_as_its_decoded_delta() {
+        let targets = ["", "ab", "é", "x\u{10F83D}", "\u{10F83D}", "\u{10FE00}", "\u{100000}", "\u{1F600}"];
+        let raws = [
+            "plain", "", "a\\nb", "\\\"q\\\"", "\\u00e9 and \\/", "\\ud83d\\ude00x", "\\ude00", "\\ud83d", "\\ud83dx",
+            "\u{10FE00}rest", "\u{10FE00}\\n", "\\n\u{10FE00}", "\u{100000}\\t", "\\udbc0\\udc00 after", "\\udbfe\\ude00",
+            "\\udbff\\udfff", "\\x", "tail \\", "\u{1F600}\\r\\n", "\\uDE00\\n",
+        ];
+        let mut joined = 0;
+        for target in targets {
+            for raw in raws {
+                for no_kept_range in [false, true] {
+                    let d = RawDelta { kind: EventType::TextMessageContent, id: Some("m"), raw, escaped: raw.contains('\\'), no_kept_range };
+                    let mut want = target.to_string();
+                    let decoded = d.decode().map(|d| super::super::js::append(&mut want, &d.delta)).is_some();
+                    let mut got = target.to_string();
+                    got.reserve(3);
+                    assert_eq!(d.append_to(&mut got), decoded, "{target:?} {raw:?} {no_kept_range}");
+                    if decoded {
+                        assert_eq!(got, want, "{target:?} {raw:?} {no_kept_range}");
+                        joined += usize::from(got.len() < target.len() + d.decode().unwrap().delta.len());
+                    } else {
+                        assert_eq!(got, target, "{target:?} {raw:?} {no_kept_range}");
+                    }
+                }
+            }
+        }
+        // (the seam joined a kept pair, the delta written and escaped)
+        assert!(joined >= 2, "{joined}");
+    }
+
     /// An event read in the form of the delta before it is read as `Delta::parse` reads it
     /// (or left to it), whatever came before.
     #[test]
@@ -1344,16 +1472,16 @@ mod tests {
         let mut form = DeltaForm::default();
         for e in events {
             let b = e.as_bytes();
-            let want = Delta::parse(b).map(|d| (d.kind, d.id.map(|i| i.into_owned()), d.delta.into_owned()));
-            let got = form.repeat(b).or_else(|| form.parse(b)).map(|d| (d.kind, d.id.map(|i| i.into_owned()), d.delta.into_owned()));
+            let want = Delta::parse(b, None).map(|d| (d.kind, d.id.map(|i| i.into_owned()), d.delta.into_owned()));
+            let got = form.repeat(b, None).or_else(|| form.parse(b, None)).map(|d| (d.kind, d.id.map(|i| i.into_owned()), d.delta.into_owned()));
             assert_eq!(got, want, "{e}");
         }
         // a run in one form is read by the repeat alone, for another id too
-        form.parse(events[0].as_bytes());
-        assert!(form.repeat(events[1].as_bytes()).is_some());
-        let other = form.repeat(events[11].as_bytes()).expect("another id");
+        form.parse(events[0].as_bytes(), None);
+        assert!(form.repeat(events[1].as_bytes(), None).is_some());
+        let other = form.repeat(events[11].as_bytes(), None).expect("another id");
         assert_eq!(other.id.as_deref(), Some("m2"));
-        assert!(form.repeat(events[12].as_bytes()).is_none(), "an escaped id");
+        assert!(form.repeat(events[12].as_bytes(), None).is_none(), "an escaped id");
     }
 
     /// Deltas of two kinds alternating, each kind's id changing: each read in its form (as
@@ -1379,14 +1507,14 @@ mod tests {
         let mut repeated = 0;
         for e in &events {
             let b = e.as_bytes();
-            let want = Delta::parse(b).map(|d| (d.kind, d.id.map(|i| i.into_owned()), d.delta.into_owned()));
+            let want = Delta::parse(b, None).map(|d| (d.kind, d.id.map(|i| i.into_owned()), d.delta.into_owned()));
             let ended = form.end(b);
-            let got = match form.repeat(b) {
+            let got = match form.repeat(b, None) {
                 Some(d) => {
                     repeated += 1;
                     Some(d)
                 }
-                None => form.parse(b),
+                None => form.parse(b, None),
             }
             .map(|d| (d.kind, d.id.map(|i| i.into_owned()), d.delta.into_owned()));
             assert_eq!(got, want, "{e}");
@@ -1452,7 +1580,7 @@ mod tests {
                             scanned += 1;
                             assert_eq!(scan, serde(p.as_bytes()), "{p}");
                         }
-                        let parsed = Delta::parse(p.as_bytes()).map(|d| (d.kind, d.id.map(|s| s.into_owned()), d.delta.into_owned()));
+                        let parsed = Delta::parse(p.as_bytes(), None).map(|d| (d.kind, d.id.map(|s| s.into_owned()), d.delta.into_owned()));
                         // (a character of the kept range is left to the general parse)
                         let want = serde(p.as_bytes()).filter(|(_, _, d)| !crate::stream::js::holds_kept_range(d));
                         assert_eq!(parsed, want, "{p}");

@@ -5,7 +5,7 @@
 
 use super::apply::{Change, EventApplier, State};
 use super::chunks::ChunkExpander;
-use super::event::{parse_event_limited, plain_state_delta_known, Delta, DeltaForm, EventType, Known, Lead, Members, Plain};
+use super::event::{parse_event_limited, plain_state_delta_known, Delta, DeltaForm, EventType, Known, Lead, Members, Plain, RawDelta};
 use super::legacy::{LegacyChain, ProtocolVersion, Shims};
 use super::schema::{check_event, Checked};
 use super::verify::EventVerifier;
@@ -396,11 +396,7 @@ impl<S: State> Replayer<S> {
             }
             // (read in its plain form only when the stages would take it so)
             Read::Later if self.takes_plain_events() => {
-                let plain = match known {
-                    Some(known) => Plain::read_known(known, self.reader.max_depth),
-                    None => Plain::read(payload, self.reader.max_depth),
-                };
-                if let Some(r) = plain.and_then(|p| self.push_plain_event(p)) {
+                if let Some(r) = Plain::read(payload, known, self.reader.max_depth).and_then(|p| self.push_plain_event(p)) {
                     return r;
                 }
             }
@@ -459,6 +455,24 @@ impl<S: State> Replayer<S> {
             }
             Change { warning: None, ..c }
         }))
+    }
+
+    /// [`push_plain`](Self::push_plain) of a delta read as written, when only the reducer
+    /// takes it and it holds the delta's target string aside
+    /// ([`EventApplier::append_held`]): appended there, with no [`Change`] made. `false`:
+    /// nothing done (push it as usual).
+    #[inline(always)]
+    fn push_held(&mut self, d: &RawDelta<'_>) -> bool {
+        let explicit = matches!(d.kind, EventType::TextMessageContent | EventType::ReasoningMessageContent | EventType::ToolCallArgs);
+        let alone = self.reduce && !self.shims && self.delivered.is_none() && self.verifier.is_none();
+        let Some(id) = d.id.filter(|_| explicit && alone && !self.expander.as_ref().is_some_and(ChunkExpander::has_pending)) else {
+            return false;
+        };
+        if !self.applier.append_held(d, id) {
+            return false;
+        }
+        self.index += 1;
+        true
     }
 
     /// Push a common event read in its plain form ([`Plain`]) without an event object.
@@ -612,7 +626,7 @@ impl Reader {
         }
         // A token stream's next delta, in the form of the last one.
         if formed {
-            if let Some(d) = self.deltas.repeat_known(payload, known) {
+            if let Some(d) = self.deltas.repeat(payload, known) {
                 return Read::Delta(d);
             }
         }
@@ -623,7 +637,7 @@ impl Reader {
     /// it said) while the log was framed: its delta read without a second scan.
     #[inline]
     fn read_ended<'a>(&mut self, payload: &'a [u8], known: Option<Known<'a>>, escaped: bool) -> Read<'a> {
-        match self.deltas.repeat_ended_known(payload, known, escaped) {
+        match self.deltas.repeat_ended(payload, known, escaped) {
             Some(d) => Read::Delta(d),
             None => self.read(payload, known, true),
         }
@@ -640,7 +654,7 @@ impl Reader {
                 }
             }
         }
-        if let Some(d) = matches!(lead, Lead::Delta | Lead::Unknown).then(|| self.deltas.parse_known(payload, known)).flatten() {
+        if let Some(d) = matches!(lead, Lead::Delta | Lead::Unknown).then(|| self.deltas.parse(payload, known)).flatten() {
             return Read::Delta(d);
         }
         Read::Later
@@ -809,7 +823,15 @@ impl<S: State> crate::log::ReadAhead<Stop> for ReadsAhead<'_, S> {
     fn taken(&mut self, ev: crate::log::Event<'_>) -> Result<(), Stop> {
         self.read += 1;
         let known = self.known(ev.json);
-        let read = self.r.reader.read_ended(ev.json, known, self.escaped);
+        // (a token stream's deltas, one after another, to the string the reducer holds)
+        let read = match self.r.reader.deltas.repeat_ended_raw(ev.json, known, self.escaped) {
+            Some(d) if self.r.push_held(&d) => return Ok(()),
+            Some(d) => match d.decode() {
+                Some(d) => Read::Delta(d),
+                None => self.r.reader.read(ev.json, known, true),
+            },
+            None => self.r.reader.read_ended(ev.json, known, self.escaped),
+        };
         self.r.push_read(read, ev.json, known).map(|_| ()).map_err(Stop::Stream)
     }
     #[inline(always)]

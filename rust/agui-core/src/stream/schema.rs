@@ -53,7 +53,7 @@ enum Ty {
     State,
 }
 
-struct Field {
+pub(crate) struct Field {
     name: &'static str,
     ty: Ty,
     required: bool,
@@ -781,8 +781,7 @@ pub(crate) enum Scalar<'a> {
 /// Whether the stage keeps member `name` holding `v` of an event of type `ty` exactly as it
 /// is (declared, well-formed, nothing in it to strip): a plain event takes no other member,
 /// so that [`check_event`] would pass it unchanged and quietly.
-pub(crate) fn keeps(ty: super::EventType, name: &str, v: Scalar<'_>) -> bool {
-    let Some(field) = shape_of(ty).and_then(|s| s.field(name)) else { return false };
+pub(crate) fn keeps(field: &Field, v: Scalar<'_>) -> bool {
     match (field.ty, v) {
         (ty, Scalar::Value(v)) => {
             let mut cx = Cx { stripped: Vec::new(), unknown_at: None, omit_nulls: false };
@@ -813,8 +812,14 @@ fn keeps_scalar(ty: Ty, v: &Scalar<'_>) -> bool {
 /// deep. Only arrays and closed objects of strings and integers are read so (each name
 /// once, every required one present); `false` leaves the member to the parse and the walk,
 /// which decide everything else. The caller has checked the text for the kept range.
-pub(crate) fn keeps_text(ty: super::EventType, name: &str, text: &str, max_depth: usize) -> bool {
-    shape_of(ty).and_then(|s| s.field(name)).is_some_and(|field| text_kept(field.ty, text, max_depth))
+pub(crate) fn keeps_text(field: &Field, text: &str, max_depth: usize) -> bool {
+    text_kept(field.ty, text, max_depth)
+}
+
+/// The member `name` events of type `ty` declare (for [`keeps`] and [`keeps_text`]; a
+/// reader of many events looks it up once).
+pub(crate) fn field(ty: super::EventType, name: &str) -> Option<&'static Field> {
+    shape_of(ty).and_then(|s| s.field(name))
 }
 
 fn text_kept(ty: Ty, text: &str, depth: usize) -> bool {
@@ -874,10 +879,11 @@ fn text_kept(ty: Ty, text: &str, depth: usize) -> bool {
     }
 }
 
-/// Whether an event of type `ty` whose members are named as `present` says has every
-/// member its schema requires.
-pub(crate) fn has_required(ty: super::EventType, present: impl Fn(&str) -> bool) -> bool {
-    shape_of(ty).is_some_and(|s| s.fields.iter().all(|f| !f.required || f.name == "type" || present(f.name)) && s.defaults.is_empty())
+/// The names of the members events of type `ty` require (`type` among them); `None` where
+/// the stage adds members when absent (defaults) or `ty` has no declared shape.
+pub(crate) fn required(ty: super::EventType) -> Option<impl Iterator<Item = &'static str>> {
+    let shape = shape_of(ty).filter(|s| s.defaults.is_empty())?;
+    Some(shape.fields.iter().filter(|f| f.required).map(|f| f.name))
 }
 
 /// What the stage made of one event.
@@ -1013,13 +1019,14 @@ mod tests {
         let mut kept = 0;
         for text in texts {
             for depth in 0..4 {
-                let by_text = keeps_text(E::RunFinished, "usage", text, depth);
+                let usage = field(E::RunFinished, "usage").unwrap();
+                let by_text = keeps_text(usage, text, depth);
                 let by_walk = crate::limits::parse_value(text.as_bytes(), depth)
-                    .is_ok_and(|mut v| keeps(E::RunFinished, "usage", Scalar::Value(&mut v)));
+                    .is_ok_and(|mut v| keeps(usage, Scalar::Value(&mut v)));
                 assert!(!by_text || by_walk, "{text} at depth {depth}");
                 kept += usize::from(by_text);
             }
-            assert!(!keeps_text(E::RunFinished, "threadId", text, 4));
+            assert!(!keeps_text(field(E::RunFinished, "threadId").unwrap(), text, 4));
         }
         // (the common forms are read by the scanner)
         assert_eq!(kept, 15, "kept by the text");
