@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from agui_fast import _native
+from agui_fast import _native, stream
 from agui_fast.arrow import schema, to_arrow
 from agui_fast.cli import main
 from agui_fast.core import (
@@ -101,6 +101,41 @@ def test_json_column_decodes_back_to_decode_sse():
     t = pa.table(to_arrow(log))
     assert t.num_rows == len(VECTOR_EVENTS)
     assert [decode_event(j) for j in t.column("json").to_pylist()] == decode_sse(log)
+
+
+# An emoji split across two deltas by a JavaScript producer: lone surrogate escapes, which
+# JSON.parse and the decoders read. Compact, spaced, and in a key and a skipped member.
+SPLIT = (
+    b'data: {"type":"RUN_STARTED","threadId":"t","runId":"r"}\n\n'
+    b'data: {"type":"TEXT_MESSAGE_START","messageId":"m\\udc00","role":"assistant"}\n\n'
+    b'data: {"type":"TEXT_MESSAGE_CONTENT","messageId":"m\\udc00","delta":"a\\ud83d"}\n\n'
+    b'data: {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m\\udc00", "delta": "\\ude00b"}\n\n'
+    b'data: {"type":"CUSTOM","name":"n","value":{"\\ud800":"\\udbff"}}\n\n'
+    b'data: {"type":"TEXT_MESSAGE_END","messageId":"m\\udc00","x\\ud800":1}\n\n'
+    b'data: {"type":"RUN_FINISHED","threadId":"t","runId":"r"}\n\n'
+)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_lone_surrogate_escapes_are_read_as_the_decoders_read_them(threads, tmp_path):
+    """The string columns take U+FFFD for each (a UTF-8 column cannot hold a lone
+    surrogate, as @ag-ui/proto's encoder writes it), the json column keeps the text, and
+    every CLI command takes the log that validate and replay take."""
+    events = decode_sse(SPLIT)
+    t = pa.table(to_arrow(SPLIT, threads=threads))
+    assert t.column("delta").to_pylist() == [None, None, "a\ufffd", "\ufffdb", None, None, None]
+    assert t.column("message_id").to_pylist() == [None] + ["m\ufffd"] * 3 + [None, "m\ufffd", None]
+    assert [decode_event(j) for j in t.column("json").to_pylist()] == events
+    assert stream.replay_log(SPLIT).messages[0].content == "a\U0001f600b"  # joined, as in JavaScript
+    log = tmp_path / "split.sse"
+    log.write_bytes(SPLIT)
+    for args in (["validate", log], ["inspect", log], ["replay", log]):
+        assert main([str(a) for a in args]) == 0, args
+    for to in ("sse", "jsonl", "protobuf", "parquet"):
+        out = tmp_path / f"out.{to}"
+        assert main(["convert", str(log), "-o", str(out), "--to", to]) == 0, to
+    assert decode_sse((tmp_path / "out.sse").read_bytes()) == events
+    assert [e.delta for e in decode_protobuf((tmp_path / "out.protobuf").read_bytes())[2:4]] == ["a\ufffd", "\ufffdb"]
 
 
 def test_protobuf_gives_the_same_rows():
@@ -372,9 +407,10 @@ def test_depth_limit_at_the_cap_on_every_thread():
 
 
 # What the row reader accepts (rust/agui-arrow/src/fields.rs has the full table): a
-# string it reads must decode, a member it skips must be valid JSON.
+# string it reads must decode (a lone surrogate as U+FFFD), a member it skips must be
+# valid JSON.
 @pytest.mark.parametrize("member, value, ok", [
-    ("delta", r'"\ud800"', False),  # a lone surrogate in a string read: invalid
+    ("delta", r'"\ud800"', True),  # a lone surrogate in a string read: U+FFFD
     ("delta", r'"\ud83d\ude00"', True),
     ("delta", '"a\x01b"', False),  # a control character
     ("extra", r'"\u12G4"', False),  # a bad escape in a skipped member

@@ -344,6 +344,19 @@ pub struct Fields<'a> {
 }
 
 impl Fields<'_> {
+    /// The row with its strings copied (no longer borrowed from the event's text).
+    fn into_owned(self) -> Fields<'static> {
+        let owned = |s: Option<Cow<'_, str>>| s.map(|s| Cow::Owned(s.into_owned()));
+        Fields {
+            ty: self.ty,
+            ty_index: self.ty_index,
+            timestamp: self.timestamp,
+            strings: self.strings.map(owned),
+            delta: owned(self.delta),
+            usage: self.usage,
+        }
+    }
+
     fn string(&self, key: Key) -> Option<&str> {
         self.strings[key as usize - Key::ThreadId as usize].as_deref()
     }
@@ -424,10 +437,33 @@ pub fn read<'a>(
     };
     if fast.is_none() {
         raw.reset();
-        parse_serde(json, &mut raw)?;
+        if let Err(e) = parse_serde(json, &mut raw) {
+            // (only escapes are rewritten, each into one of the same length: the text
+            // stays UTF-8, an error's position the same)
+            return match agui_core::text::replace_lone_surrogates(json.as_bytes()).map(String::from_utf8) {
+                Some(Ok(lossy)) => read_lossy(&lossy, out),
+                _ => Err(e),
+            };
+        }
     }
     let Raw { ty, ty_key, timestamp, delta_other, usage, .. } = raw;
     finish(ty, ty_key, timestamp, delta_other, usage, out)
+}
+
+/// An event holding an escaped lone surrogate (`"\ud83d"`: an emoji split by a
+/// JavaScript producer, which `JSON.parse` and the decoders read): its columns as read
+/// from `lossy`, its text with each one as U+FFFD (a UTF-8 column cannot hold it; the
+/// `json` column keeps the event's own text).
+#[cold]
+#[inline(never)]
+fn read_lossy(lossy: &str, out: &mut Fields<'_>) -> Result<(), RowError> {
+    let mut row = Fields::default();
+    let mut raw = Raw::new(&mut row.strings, &mut row.delta);
+    parse_serde(lossy, &mut raw)?;
+    let Raw { ty, ty_key, timestamp, delta_other, usage, .. } = raw;
+    finish(ty, ty_key, timestamp, delta_other, usage, &mut row)?;
+    *out = row.into_owned();
+    Ok(())
 }
 
 /// [`read`] into a new row.
@@ -1647,14 +1683,27 @@ pub(crate) mod tests {
         parse(json, None, agui_core::limits::DEFAULT_MAX_DEPTH)
     }
 
-    /// The serde pass alone.
-    fn parse_serde_d(json: &str) -> Result<Fields<'_>, RowError> {
-        let mut out = Fields::default();
-        let mut raw = Raw::new(&mut out.strings, &mut out.delta);
-        parse_serde(json, &mut raw)?;
-        let Raw { ty, ty_key, timestamp, delta_other, usage, .. } = raw;
-        finish(ty, ty_key, timestamp, delta_other, usage, &mut out)?;
-        Ok(out)
+    /// The serde pass alone; where it fails, on the text with each escaped lone
+    /// surrogate as U+FFFD.
+    fn parse_serde_d(json: &str) -> Result<Fields<'static>, RowError> {
+        let pass = |text: &str| {
+            let mut out = Fields::default();
+            let mut raw = Raw::new(&mut out.strings, &mut out.delta);
+            parse_serde(text, &mut raw)?;
+            let Raw { ty, ty_key, timestamp, delta_other, usage, .. } = raw;
+            finish(ty, ty_key, timestamp, delta_other, usage, &mut out)?;
+            Ok(out.into_owned())
+        };
+        let mut raw_fields = Fields::default();
+        match parse_serde(json, &mut Raw::new(&mut raw_fields.strings, &mut raw_fields.delta)) {
+            Ok(()) => pass(json),
+            Err(_) => pass(&lossy(json)),
+        }
+    }
+
+    /// `json` with each escaped lone surrogate as `\ufffd`.
+    fn lossy(json: &str) -> String {
+        agui_core::text::replace_lone_surrogates(json.as_bytes()).map_or_else(|| json.to_string(), |b| String::from_utf8(b).unwrap())
     }
 
     /// A literal run compared in place is the slice compare: runs of every length up to
@@ -1729,9 +1778,9 @@ pub(crate) mod tests {
     }
 
     /// The fast path accepts the JSON serde_json accepts, wherever the value sits: a
-    /// skipped member or `timestamp` (serde_json's skip: a lone surrogate escape passes),
-    /// a string read, a key or a string `delta` (decoded: a lone surrogate is invalid).
-    /// Any other parser put in its place must pass this as it is.
+    /// skipped member or `timestamp` (serde_json's skip), a string read, a key or a string
+    /// `delta` (decoded), an escaped lone surrogate read as U+FFFD (as `JSON.parse` then
+    /// a UTF-8 encoder read it). Any other parser put in its place must pass this as it is.
     #[test]
     fn validates_as_serde_json_does() {
         let strings = [
@@ -1761,8 +1810,8 @@ pub(crate) mod tests {
             cases.push((format!(r#"  {{"type":"RUN_STARTED","runId":"r"}}{tail}"#), "", false, false));
         }
         for (case, v, decodes, string) in &cases {
-            let decoded = serde_json::from_str::<serde_json::Value>(case).is_ok();
-            let skipped = serde_json::from_str::<IgnoredAny>(case).is_ok();
+            let decoded = serde_json::from_str::<serde_json::Value>(&lossy(case)).is_ok();
+            let skipped = serde_json::from_str::<IgnoredAny>(&lossy(case)).is_ok();
             // `delta` decodes the member names of an object given as `delta`, too.
             let decodes = *decodes && (v.starts_with('"') || (case.contains("delta") && v.starts_with('{')));
             let valid = if decodes { decoded } else { skipped };

@@ -17,8 +17,9 @@ pub const DEFAULT_MAX_PATCH_BYTES: usize = 128 << 20;
 /// The most warnings a replay keeps by default (about 25 MB of them in Python).
 pub const DEFAULT_MAX_WARNINGS: usize = 100_000;
 
-/// Largest depth limit an API accepts: deeper values could exhaust a thread's stack when
-/// parsed, dropped or converted recursively.
+/// Largest depth limit an API accepts: values are parsed, dropped and converted
+/// recursively (about 500 bytes of stack a level through the Python paths), so the cap
+/// fits the main thread's 8 MiB; smaller thread stacks take proportionally less.
 pub const MAX_DEPTH_CAP: usize = 10_000;
 
 /// A `max_depth=` argument checked against [`MAX_DEPTH_CAP`] (the one check of every API

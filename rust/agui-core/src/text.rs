@@ -67,6 +67,12 @@ pub(crate) fn rewrite_lone_surrogates(text: &[u8], write: impl FnMut(u16, &mut V
     rewrite_surrogates(text, |_| false, write)
 }
 
+/// JSON text with each escaped lone surrogate as `\ufffd` (`None`: there is none): what
+/// `@ag-ui/proto`'s UTF-8 encoder writes for one, and what a UTF-8 column can hold.
+pub fn replace_lone_surrogates(text: &[u8]) -> Option<Vec<u8>> {
+    rewrite_lone_surrogates(text, |_, out| out.extend_from_slice(b"\\ufffd"))
+}
+
 /// [`rewrite_lone_surrogates`], also rewriting the characters `split(code point)` picks,
 /// escaped as a pair or written as they are, as their two surrogates (`write` each).
 pub(crate) fn rewrite_surrogates(text: &[u8], split: impl Fn(u32) -> bool, mut write: impl FnMut(u16, &mut Vec<u8>)) -> Option<Vec<u8>> {

@@ -90,18 +90,13 @@ pub fn parse_json(text: &[u8]) -> Result<J> {
         Ok(v) => Ok(v),
         Err(e) => {
             if memchr::memmem::find(text, b"\\u").is_some() {
-                if let Some(fixed) = replace_lone_surrogates(text) {
+                if let Some(fixed) = crate::text::replace_lone_surrogates(text) {
                     return serde_json::from_slice(&fixed).map_err(|e| Error::InvalidJson(e.to_string()));
                 }
             }
             Err(Error::InvalidJson(e.to_string()))
         }
     }
-}
-
-/// Lone surrogate escapes rewritten as `\uFFFD` (`None`: there is none).
-fn replace_lone_surrogates(text: &[u8]) -> Option<Vec<u8>> {
-    crate::json::rewrite_lone_surrogates(text, |_, out| out.extend_from_slice(b"\\ufffd"))
 }
 
 // ---------------------------------------------------------------------------------
@@ -115,7 +110,7 @@ pub fn parse_node<'a>(text: &'a [u8], scratch: &'a mut Vec<u8>) -> Result<node::
         Ok(n) => Ok(n),
         Err(e) => {
             if memchr::memmem::find(text, b"\\u").is_some() {
-                if let Some(fixed) = replace_lone_surrogates(text) {
+                if let Some(fixed) = crate::text::replace_lone_surrogates(text) {
                     *scratch = fixed;
                     return node::parse(scratch).map_err(|e| Error::InvalidJson(e.to_string()));
                 }

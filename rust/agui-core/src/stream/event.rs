@@ -690,6 +690,20 @@ impl DeltaForm {
         Some((n, escaped))
     }
 
+    /// Whether `rest` starts in the last form: its kind, its id as written and where its
+    /// delta's text starts ([`end`](Self::end)'s first look, for a reader that reads the
+    /// delta itself as it finds its end). Nothing is kept for [`repeat_ended`](Self::repeat_ended).
+    #[inline(always)]
+    pub fn in_last_form(&self, rest: &[u8]) -> Option<(EventType, Option<&[u8]>, usize)> {
+        let last = &self.forms[0];
+        let kind = last.kind?;
+        if !rest.starts_with(&last.lead) {
+            return None;
+        }
+        self.found.set(None);
+        Some((kind, last.id.clone().map(|r| &last.lead[r]), last.lead.len()))
+    }
+
     /// [`end`](Self::end) past the last form as it is: for another id, or in the other form.
     #[inline(never)]
     fn end_in_another_form(&self, rest: &[u8]) -> Option<(usize, bool, Other)> {
@@ -943,23 +957,37 @@ impl<'a> Member<'a> {
 pub fn unescape_into(raw: &str, out: &mut String) -> Option<()> {
     let b = raw.as_bytes();
     let mut i = 0;
-    // The next backslash by the scan's own search (`stop`, eight bytes at a time: a
-    // `memchr` call was ~40 instructions an escape of the short values most are); the
-    // quotes and control bytes it also stops at are copied as they are.
-    let mut from = 0;
-    while let Some(at) = stop(b, from) {
-        if b[at] != b'\\' {
-            from = at + 1;
-            continue;
-        }
+    // The next backslash eight bytes at a time (a `memchr` call was ~40 instructions an
+    // escape of the short values most are); quotes and control bytes are copied as they
+    // are (the caller's scan refused them).
+    while let Some(at) = backslash(b, i) {
         // Before the backslash: ASCII next to it, a char boundary.
-        out.push_str(&raw[i..at]);
+        crate::copy::push_short(out, &raw[i..at]);
         let (c, len) = escape(b, at)?;
         out.push(c);
-        (i, from) = (at + len, at + len);
+        i = at + len;
     }
     out.push_str(&raw[i..]);
     Some(())
+}
+
+/// The next backslash in `b` from `start` on, eight bytes at a time ([`stop`]'s search
+/// for it alone).
+#[inline]
+fn backslash(b: &[u8], start: usize) -> Option<usize> {
+    const ONES: u64 = u64::from_le_bytes([1; 8]);
+    const HIGH: u64 = ONES << 7;
+    let mut i = start;
+    while let Some(chunk) = b.get(i..i + 8) {
+        let x = u64::from_le_bytes(chunk.try_into().expect("8 bytes")) ^ (ONES * b'\\' as u64);
+        // (the high bit of each zero byte, maybe of bytes above the first: the lowest is exact)
+        let found = x.wrapping_sub(ONES) & !x & HIGH;
+        if found != 0 {
+            return Some(i + found.trailing_zeros() as usize / 8);
+        }
+        i += 8;
+    }
+    b.get(i..)?.iter().position(|&c| c == b'\\').map(|n| i + n)
 }
 
 /// The char the escape at `at` (a backslash) stands for and its length, as serde_json
@@ -1179,11 +1207,10 @@ fn nested_end_serde(json: &str, start: usize) -> Option<usize> {
 }
 
 /// The end of the array or object at `start` when it holds only what the nested values
-/// of a log mostly hold (strings without escapes, integers, `true`, `false`, `null`,
+/// of a log mostly hold (strings without escapes, numbers, `true`, `false`, `null`,
 /// whitespace, at most 64 levels): where serde_json's skip ends it (its grammar: no
 /// trailing comma, no leading zero, keys are strings). `None` for anything else (an
-/// escape, a fraction, an exponent, a control byte, an error, deeper nesting): serde_json
-/// decides those. Its skip was ~1,100 instructions for a 50-byte patch or snapshot
+/// escape, a control byte, an error, deeper nesting): serde_json decides those. Its skip was ~1,100 instructions for a 50-byte patch or snapshot
 /// (callgrind), ~100 a string; this is the scan's own string search (`plain_end`).
 fn skip_nested(b: &[u8], start: usize) -> Option<usize> {
     // An object's key and its colon from `i` on: where its value may start. (A function
@@ -1227,8 +1254,7 @@ fn skip_nested(b: &[u8], start: usize) -> Option<usize> {
                 }
             }
             b'"' => i = plain_end(b, i + 1)?,
-            // (A fraction or an exponent after it is no comma or close: `None` below.)
-            b'-' | b'0'..=b'9' => i = int_end(b, i)? - 1,
+            b'-' | b'0'..=b'9' => i = number_end(b, i)? - 1,
             b't' if b.get(i..i + 4) == Some(b"true") => i += 3,
             b'f' if b.get(i..i + 5) == Some(b"false") => i += 4,
             b'n' if b.get(i..i + 4) == Some(b"null") => i += 3,
@@ -1252,6 +1278,21 @@ fn skip_nested(b: &[u8], start: usize) -> Option<usize> {
             }
         }
     }
+}
+
+/// The end of the JSON number at `start`: its integer part, then a fraction and an
+/// exponent as JSON's grammar spells them (digits after `.`, after `e` and its sign).
+fn number_end(b: &[u8], start: usize) -> Option<usize> {
+    let digits = |i: usize| b.get(i..).map_or(0, |r| r.iter().take_while(|c| c.is_ascii_digit()).count());
+    let mut i = int_end(b, start)?;
+    if b.get(i) == Some(&b'.') {
+        i += 1 + Some(digits(i + 1)).filter(|&n| n > 0)?;
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        i += 1 + usize::from(matches!(b.get(i + 1), Some(b'+' | b'-')));
+        i += Some(digits(i)).filter(|&n| n > 0)?;
+    }
+    Some(i)
 }
 
 /// The four hex digits at `at` (a `\u` escape's), or `None`.
@@ -1690,7 +1731,7 @@ mod tests {
         let scalars = [
             "\"a\"", "\"\"", "\"é😀\"", "\"done\"", "\"/status\"", "\"a\\\"b\"", "\"\\u0041\"", "\"\\ud800\"",
             "\"\\u12G4\"", "\"\\x\"", "\"a\u{1}\"", "\"a\u{7f}\"", "\"\\/\\n\"", "0", "-0", "12", "-5", "01", "-",
-            "1.5", "1.", "1e3", "1E+2", "-1.5e-3", "1e", "123456789012345678901234567890", "true", "false", "null", "tru",
+            "1.5", "1.", "1e3", "1E+2", "-1.5e-3", "1e", "0.25", "-0.0e0", "2.e3", ".5", "1e+", "1.5E", "1e400", "0.1234567890123", "123456789012345678901234567890", "true", "false", "null", "tru",
             "nul", "nulll", "falsey", "+1", "\"unterminated",
         ];
         if depth == 0 || rng.below(3) == 0 {
