@@ -532,8 +532,7 @@ impl<S: State> EventApplier<S> {
     /// no warning). `false`: nothing done (another delta, or one `apply_delta` must take).
     #[inline]
     pub fn append_held(&mut self, d: &super::event::RawDelta<'_>, id: &str) -> bool {
-        let args = d.kind == EventType::ToolCallArgs;
-        let Some(held) = self.last.as_mut().filter(|t| t.args == args && t.id == id).and_then(|t| t.held.as_mut()) else {
+        let Some(held) = self.held_for(d.kind, id.as_bytes()) else {
             return false;
         };
         if !d.append_to(held) {
@@ -541,6 +540,29 @@ impl<S: State> EventApplier<S> {
         }
         self.index += 1;
         true
+    }
+
+    /// The target string held aside for a run of deltas, when a delta of `kind` for `id`
+    /// continues that run (see [`append_held`](Self::append_held)). What the caller
+    /// appends to it counts as the delta applied once it calls
+    /// [`took_held`](Self::took_held); until then it may cut it back to the length it had.
+    #[inline]
+    pub fn held_for(&mut self, kind: EventType, id: &[u8]) -> Option<&mut String> {
+        let args = kind == EventType::ToolCallArgs;
+        self.last.as_mut().filter(|t| t.args == args && t.id.as_bytes() == id).and_then(|t| t.held.as_mut())
+    }
+
+    /// A delta appended to the [`held_for`](Self::held_for) string, applied.
+    #[inline]
+    pub fn took_held(&mut self) {
+        self.index += 1;
+    }
+
+    /// The held string cut back to `len` bytes (a delta appended to it not applied).
+    pub fn cut_held(&mut self, len: usize) {
+        if let Some(held) = self.last.as_mut().and_then(|t| t.held.as_mut()) {
+            held.truncate(len);
+        }
     }
 
     pub fn apply_delta(&mut self, kind: EventType, id: &str, delta: &str) -> Result<Change, StreamError> {

@@ -690,6 +690,20 @@ impl DeltaForm {
         Some((n, escaped))
     }
 
+    /// Whether `rest` starts in the last form: its kind, its id as written and where its
+    /// delta's text starts ([`end`](Self::end)'s first look, for a reader that reads the
+    /// delta itself as it finds its end). Nothing is kept for [`repeat_ended`](Self::repeat_ended).
+    #[inline(always)]
+    pub fn in_last_form(&self, rest: &[u8]) -> Option<(EventType, Option<&[u8]>, usize)> {
+        let last = &self.forms[0];
+        let kind = last.kind?;
+        if !rest.starts_with(&last.lead) {
+            return None;
+        }
+        self.found.set(None);
+        Some((kind, last.id.clone().map(|r| &last.lead[r]), last.lead.len()))
+    }
+
     /// [`end`](Self::end) past the last form as it is: for another id, or in the other form.
     #[inline(never)]
     fn end_in_another_form(&self, rest: &[u8]) -> Option<(usize, bool, Other)> {
@@ -943,23 +957,37 @@ impl<'a> Member<'a> {
 pub fn unescape_into(raw: &str, out: &mut String) -> Option<()> {
     let b = raw.as_bytes();
     let mut i = 0;
-    // The next backslash by the scan's own search (`stop`, eight bytes at a time: a
-    // `memchr` call was ~40 instructions an escape of the short values most are); the
-    // quotes and control bytes it also stops at are copied as they are.
-    let mut from = 0;
-    while let Some(at) = stop(b, from) {
-        if b[at] != b'\\' {
-            from = at + 1;
-            continue;
-        }
+    // The next backslash eight bytes at a time (a `memchr` call was ~40 instructions an
+    // escape of the short values most are); quotes and control bytes are copied as they
+    // are (the caller's scan refused them).
+    while let Some(at) = backslash(b, i) {
         // Before the backslash: ASCII next to it, a char boundary.
-        out.push_str(&raw[i..at]);
+        crate::copy::push_short(out, &raw[i..at]);
         let (c, len) = escape(b, at)?;
         out.push(c);
-        (i, from) = (at + len, at + len);
+        i = at + len;
     }
     out.push_str(&raw[i..]);
     Some(())
+}
+
+/// The next backslash in `b` from `start` on, eight bytes at a time ([`stop`]'s search
+/// for it alone).
+#[inline]
+fn backslash(b: &[u8], start: usize) -> Option<usize> {
+    const ONES: u64 = u64::from_le_bytes([1; 8]);
+    const HIGH: u64 = ONES << 7;
+    let mut i = start;
+    while let Some(chunk) = b.get(i..i + 8) {
+        let x = u64::from_le_bytes(chunk.try_into().expect("8 bytes")) ^ (ONES * b'\\' as u64);
+        // (the high bit of each zero byte, maybe of bytes above the first: the lowest is exact)
+        let found = x.wrapping_sub(ONES) & !x & HIGH;
+        if found != 0 {
+            return Some(i + found.trailing_zeros() as usize / 8);
+        }
+        i += 8;
+    }
+    b.get(i..)?.iter().position(|&c| c == b'\\').map(|n| i + n)
 }
 
 /// The char the escape at `at` (a backslash) stands for and its length, as serde_json

@@ -475,6 +475,42 @@ impl<S: State> Replayer<S> {
         true
     }
 
+    /// A payload's start (`rest`, its text `text`) in the last delta form, when only the
+    /// reducer takes such a delta and it holds the delta's target string aside: the delta
+    /// decoded onto that string as its end is found (one pass over its text), and where
+    /// the payload ends and the string's length before. `None`: nothing appended (the
+    /// payload is read as usual). The caller applies it with
+    /// [`EventApplier::took_held`] or cuts it back ([`EventApplier::cut_held`]).
+    #[inline(always)]
+    fn end_onto_held(&mut self, rest: &[u8], text: &str, no_kept_range: bool) -> Option<(usize, usize)> {
+        if !self.reduce || self.shims || self.delivered.is_some() || self.verifier.is_some() || self.expander.as_ref().is_some_and(ChunkExpander::has_pending) {
+            return None;
+        }
+        let Replayer { reader, applier, .. } = self;
+        let (kind, id, start) = reader.deltas.in_last_form(rest)?;
+        if !matches!(kind, EventType::TextMessageContent | EventType::ReasoningMessageContent | EventType::ToolCallArgs) {
+            return None;
+        }
+        let held = applier.held_for(kind, id?)?;
+        let at = held.len();
+        // As `RawDelta::append_to` appends it: refused where its reading is (an escape
+        // serde_json would not read, the kept range), and a delta that may join the
+        // string's last character (one starting with 0xF4) left to it.
+        match super::event::unescape_end(text, start, held) {
+            Some(quote)
+                if rest.get(quote + 1) == Some(&b'}')
+                    && held.as_bytes().get(at) != Some(&0xF4)
+                    && (no_kept_range || !super::js::holds_kept_range(&held[at..])) =>
+            {
+                Some((quote + 2, at))
+            }
+            _ => {
+                held.truncate(at);
+                None
+            }
+        }
+    }
+
     /// Push a common event read in its plain form ([`Plain`]) without an event object.
     /// `None` when the current state needs the general path ([`push`](Self::push) with the
     /// object): an era's shims, recording, verification, or a pending chunk stream to
@@ -767,8 +803,9 @@ pub fn replay_log_bytes<S: State>(
     let text = simdutf8::basic::from_utf8(data).ok();
     // (a log of many escapes is checked event by event: a backslash in 256 bytes at most)
     let no_kept_range = text.is_some() && !super::js::may_hold_kept_range_within(data, data.len() / 256);
-    let mut ahead = ReadsAhead { r: Replayer::new(messages, state, options), read: 0, escaped: false, declined: 0, data, text, no_kept_range };
+    let mut ahead = ReadsAhead { r: Replayer::new(messages, state, options), read: 0, escaped: false, declined: 0, data, text, no_kept_range, appended: None };
     let outcome = crate::log::for_each_in_bytes_ahead(data, format, &crate::log::Limits::default(), &mut ahead);
+    ahead.undo();
     let ReadsAhead { r, read, .. } = ahead;
     r.finish_log(outcome.err(), read)
 }
@@ -789,9 +826,12 @@ struct ReadsAhead<'d, S> {
     data: &'d [u8],
     text: Option<&'d str>,
     no_kept_range: bool,
+    /// A delta `end` decoded onto the reducer's held string (its length before): applied
+    /// when the framer takes that frame next (`taken`), cut back otherwise.
+    appended: Option<usize>,
 }
 
-impl<'d, S> ReadsAhead<'d, S> {
+impl<'d, S: State> ReadsAhead<'d, S> {
     /// What is known of `payload` when it is a slice of the log and the log is all UTF-8.
     #[inline(always)]
     fn known(&self, payload: &[u8]) -> Option<Known<'d>> {
@@ -799,14 +839,32 @@ impl<'d, S> ReadsAhead<'d, S> {
         let text = self.text?.get(start..start.checked_add(payload.len())?)?;
         Some(Known { text, no_kept_range: self.no_kept_range })
     }
+
+    /// A delta `end` appended and the framer did not take: cut back.
+    #[inline(always)]
+    fn undo(&mut self) {
+        if let Some(len) = self.appended.take() {
+            self.r.applier.cut_held(len);
+        }
+    }
 }
 
 impl<S: State> crate::log::ReadAhead<Stop> for ReadsAhead<'_, S> {
     #[inline(always)]
     fn end(&mut self, rest: &[u8]) -> Option<usize> {
+        self.undo();
         // (a limit below one level refuses every event: `Reader::read`)
         if self.r.reader.max_depth == 0 {
             return None;
+        }
+        // A token stream's next delta to the string the reducer holds, decoded there as
+        // its end is found (a slice of the log, which is all UTF-8).
+        let start = (rest.as_ptr() as usize).checked_sub(self.data.as_ptr() as usize);
+        if let Some(text) = self.text.zip(start).and_then(|(text, start)| text.get(start..)) {
+            if let Some((n, len)) = self.r.end_onto_held(rest, text, self.no_kept_range) {
+                self.appended = Some(len);
+                return Some(n);
+            }
         }
         match self.r.reader.deltas.end(rest) {
             Some((n, escaped)) => {
@@ -822,6 +880,11 @@ impl<S: State> crate::log::ReadAhead<Stop> for ReadsAhead<'_, S> {
     #[inline(always)]
     fn taken(&mut self, ev: crate::log::Event<'_>) -> Result<(), Stop> {
         self.read += 1;
+        if self.appended.take().is_some() {
+            self.r.applier.took_held();
+            self.r.index += 1;
+            return Ok(());
+        }
         let known = self.known(ev.json);
         // (a token stream's deltas, one after another, to the string the reducer holds)
         let read = match self.r.reader.deltas.repeat_ended_raw(ev.json, known, self.escaped) {
@@ -836,6 +899,7 @@ impl<S: State> crate::log::ReadAhead<Stop> for ReadsAhead<'_, S> {
     }
     #[inline(always)]
     fn event(&mut self, ev: crate::log::Event<'_>) -> Result<(), Stop> {
+        self.undo();
         self.read += 1;
         let known = self.known(ev.json);
         // (a payload `end` found in no form is not looked at again)
