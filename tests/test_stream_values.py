@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 
 import pytest
 
@@ -244,3 +245,32 @@ def test_replay_log_raises_what_the_log_readers_raise(tmp_path):
     assert info.value.frame_index == 50 and len(info.value.replay.warnings) == 0
     with pytest.raises(TruncatedStreamError):
         stream.replay_log(truncated.read_bytes())
+
+
+@pytest.mark.parametrize("kind", ["object", "array"])
+def test_a_deep_state_is_handed_over_on_a_small_thread_stack(kind):
+    # 1,500 levels on a thread of 1 MiB (the stack some Python builds give threads): the
+    # state is built, handed over and dropped within it.
+    depth = 1500
+    value: object = 1
+    for _ in range(depth):
+        value = {"k": value} if kind == "object" else [value]
+    events = [
+        {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+        {"type": "STATE_SNAPSHOT", "snapshot": value},
+        {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"},
+    ]
+    log = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
+    result: list = []
+    old = threading.stack_size(1 << 20)
+    try:
+        t = threading.Thread(target=lambda: result.append(stream.replay_log(log, max_depth=depth + 1).state))
+        t.start()
+        t.join()
+    finally:
+        threading.stack_size(old)
+    got, levels = result[0], 0
+    while isinstance(got, (dict, list)):
+        got = got["k"] if isinstance(got, dict) else got[0]
+        levels += 1
+    assert (levels, got) == (depth, 1)

@@ -1281,7 +1281,7 @@ pub(crate) fn stream_value<'py>(py: Python<'py>, v: &Value, max_depth: usize) ->
 /// from the tree (each container built whole, no builder's stack between them).
 pub(crate) fn stream_tree<'py>(py: Python<'py>, v: &agui_core::patch::tree::Tree, max_depth: usize) -> PyResult<Bound<'py, PyAny>> {
     let mut t = TreeValues { f: PyValues { py, surrogates: true }, keys: Default::default(), strs: Default::default(), max_depth };
-    t.value(v, 0).map_err(|f| raise(py, f))
+    t.value(v, 0)
 }
 
 /// Member positions whose last key and short string are remembered.
@@ -1300,34 +1300,40 @@ struct TreeValues<'t, 'py> {
 }
 
 impl<'t, 'py> TreeValues<'t, 'py> {
-    fn value(&mut self, v: &'t agui_core::patch::tree::Tree, depth: usize) -> R<Bound<'py, PyAny>> {
+    /// One value (recursive: a plain loop and a small error type keep each level's stack
+    /// frame as small as the walk's).
+    fn value(&mut self, v: &'t agui_core::patch::tree::Tree, depth: usize) -> PyResult<Bound<'py, PyAny>> {
         use agui_core::patch::tree::Tree;
-        let f = &mut self.f;
+        let py = self.f.py;
+        let rule = |r: Result<(), PatchError>| r.map_err(|e| to_py_err(py, &e));
         Ok(match v {
-            Tree::Null => f.null(),
-            Tree::Bool(b) => f.bool(*b),
-            Tree::Int(i) => f.int(*i),
+            Tree::Null => self.f.null(),
+            Tree::Bool(b) => self.f.bool(*b),
+            Tree::Int(i) => self.f.int(*i),
             Tree::BigInt(d) => {
-                core::int_rule(d)?;
-                f.big_int(d).map_err(py_fail)?
+                rule(core::int_rule(d))?;
+                self.f.big_int(d)?
             }
-            Tree::Float(x) => f.float(*x),
-            Tree::Str(s) => f.str(s).map_err(py_fail)?,
+            Tree::Float(x) => self.f.float(*x),
+            Tree::Str(s) => self.f.str(s)?,
             Tree::Array(a) => {
-                core::container_rule(depth, self.max_depth)?;
-                let items = a.iter().map(|e| self.value(e, depth + 1)).collect::<R<Vec<_>>>()?;
-                self.f.array(items).map_err(py_fail)?
+                rule(core::container_rule(depth, self.max_depth))?;
+                let mut items = Vec::with_capacity(a.len());
+                for e in a {
+                    items.push(self.value(e, depth + 1)?);
+                }
+                self.f.array(items)?
             }
             Tree::Object(m) => {
-                core::container_rule(depth, self.max_depth)?;
-                let o = PyDict::new(f.py);
+                rule(core::container_rule(depth, self.max_depth))?;
+                let o = PyDict::new(py);
                 for (i, (k, e)) in m.iter().enumerate() {
                     let k = self.key(i, k);
                     let e = match e {
                         Tree::Str(s) if i < SHAPE && s.len() <= SHAPE_STR_MAX => self.short_str(i, s)?,
                         e => self.value(e, depth + 1)?,
                     };
-                    o.set_item(k, e).map_err(py_fail)?;
+                    o.set_item(k, e)?;
                 }
                 o.into_any()
             }
@@ -1342,11 +1348,11 @@ impl<'t, 'py> TreeValues<'t, 'py> {
         }
     }
 
-    fn short_str(&mut self, i: usize, s: &'t str) -> R<Bound<'py, PyAny>> {
+    fn short_str(&mut self, i: usize, s: &'t str) -> PyResult<Bound<'py, PyAny>> {
         let slot = &mut self.strs[i];
         Ok(match slot {
             Some((last, made)) if *last == s => made.clone(),
-            _ => slot.insert((s, self.f.str(s).map_err(py_fail)?)).1.clone(),
+            _ => slot.insert((s, self.f.str(s)?)).1.clone(),
         })
     }
 }
