@@ -12,7 +12,7 @@ import threading
 import pytest
 
 from agui_fast import _native, core, stream
-from agui_fast.errors import InvalidJsonError
+from agui_fast.errors import AguiError, InvalidJsonError
 
 
 def sse(events) -> bytes:
@@ -273,3 +273,23 @@ def test_a_deep_state_is_handed_over_on_a_small_thread_stack(kind):
         got = got["k"] if isinstance(got, dict) else got[0]
         levels += 1
     assert (levels, got) == (depth, 1)
+
+
+def test_warnings_and_errors_quote_lone_surrogates_as_the_results_hold_them():
+    """An id or a member name holding a lone surrogate reads the same in a warning's
+    message, ids and path, and in an error, as in the messages replayed."""
+    events = [
+        {"type": "TEXT_MESSAGE_START", "messageId": "m\udc00", "role": "assistant", "x\ud800": 1},
+        {"type": "TEXT_MESSAGE_CONTENT", "messageId": "z\ud83d", "delta": "a"},
+    ]
+    for replay in (lambda: stream.replay_log(sse(events)), lambda: stream.replay(events)):
+        r = replay()
+        assert r.messages[0].id == "m\udc00"
+        removed, missing = r.warnings
+        assert "/x\ud800" in removed.message and removed.path == "/x\ud800"
+        assert "'z\ud83d'" in missing.message
+        assert not any("\U0010f800" <= c for w in r.warnings for c in w.message + (w.path or "") + "".join(w.ids))
+    started = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}] + events[:1] * 2
+    with pytest.raises(AguiError) as info:
+        stream.replay(started, verify=True)
+    assert "'m\udc00' is already in progress" in str(info.value) and info.value.ids == ("m\udc00",)

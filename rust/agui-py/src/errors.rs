@@ -59,7 +59,7 @@ pub fn kind_error(py: Python<'_>, kind: Kind, message: String, kwargs: Option<&B
 }
 
 /// Build a `PyErr` of class `agui_fast.errors.<name>(message, **kwargs)`.
-pub fn make_error(py: Python<'_>, name: &str, message: String, kwargs: Option<&Bound<'_, PyDict>>) -> PyErr {
+pub fn make_error<'py>(py: Python<'py>, name: &str, message: impl IntoPyObject<'py>, kwargs: Option<&Bound<'py, PyDict>>) -> PyErr {
     match error_class(py, name).and_then(|cls| cls.call((message,), kwargs)) {
         Ok(exc) => PyErr::from_value(exc),
         Err(e) => e,

@@ -961,13 +961,21 @@ fn py_value<'py>(v: &Bound<'py, PyAny>, base: usize, max_depth: usize, stream: b
 /// A key of a stream's document: its kept lone surrogates restored (the cached key
 /// string when it has none).
 fn key_with_surrogates<'py>(py: Python<'py>, k: &str) -> Bound<'py, PyString> {
-    if agui_core::stream::has_kept_surrogate(k.as_bytes()) {
-        // (the bytes are valid WTF-8: the decode and the cast hold)
-        if let Ok(s) = with_surrogates(py, k).and_then(|s| Ok(s.cast_into::<PyString>()?)) {
-            return s;
-        }
-    }
-    token(py, k)
+    restored(py, k).unwrap_or_else(|| token(py, k))
+}
+
+/// A stream's text (a warning's or an error's message, an id, a path) as a Python string,
+/// its kept lone surrogates restored: the ids it quotes read as the messages' own.
+pub(crate) fn stream_text<'py>(py: Python<'py>, s: &str) -> Bound<'py, PyString> {
+    restored(py, s).unwrap_or_else(|| PyString::new(py, s))
+}
+
+/// `s` with its kept lone surrogates restored, if it holds any.
+fn restored<'py>(py: Python<'py>, s: &str) -> Option<Bound<'py, PyString>> {
+    // (the bytes are valid WTF-8: the decode and the cast hold)
+    agui_core::stream::has_kept_surrogate(s.as_bytes())
+        .then(|| with_surrogates(py, s).and_then(|s| Ok(s.cast_into::<PyString>()?)).ok())
+        .flatten()
 }
 
 /// A Python string of `s` with its kept lone surrogates restored. Rare: only split

@@ -149,10 +149,16 @@ fn stream_error_at(py: Python<'_>, e: &StreamError, offset: Option<u64>) -> PyEr
         kwargs.set_item("rule", e.rule)?;
         kwargs.set_item("index", e.index)?;
         kwargs.set_item("event_type", (!e.event_type.is_empty()).then_some(e.event_type.as_str()))?;
-        kwargs.set_item("ids", PyTuple::new(py, &e.ids)?)
+        kwargs.set_item("ids", PyTuple::new(py, e.ids.iter().map(|id| crate::patch::stream_text(py, id)))?)
     };
+    let message = e.to_string();
     match build() {
-        Ok(()) => kind_error(py, e.stage.kind(), e.to_string(), Some(&kwargs)),
+        // (a message quoting an id with a lone surrogate: the text restored; a stage's
+        // kind is always one of the project's classes)
+        Ok(()) if agui_core::stream::has_kept_surrogate(message.as_bytes()) => {
+            crate::errors::make_error(py, crate::errors::class_name(e.stage.kind()), crate::patch::stream_text(py, &message), Some(&kwargs))
+        }
+        Ok(()) => kind_error(py, e.stage.kind(), message, Some(&kwargs)),
         Err(err) => err,
     }
 }
@@ -169,7 +175,9 @@ fn warnings_list<'py>(py: Python<'py>, ws: &[Warning]) -> PyResult<Bound<'py, Py
         .iter()
         .map(|w| {
             let index = (w.kind != WarningKind::Request).then_some(w.index);
-            (index, w.message.as_str(), w.kind.name(), PyTuple::new(py, &w.ids).ok(), w.path.as_deref())
+            let text = |s: &str| crate::patch::stream_text(py, s);
+            let ids = PyTuple::new(py, w.ids.iter().map(|id| text(id))).ok();
+            (index, text(&w.message), w.kind.name(), ids, w.path.as_deref().map(text))
         })
         .collect::<Vec<_>>();
     PyList::new(py, items)
