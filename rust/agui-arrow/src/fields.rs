@@ -441,7 +441,7 @@ pub fn read<'a>(
             // (only escapes are rewritten, each into one of the same length: the text
             // stays UTF-8, an error's position the same)
             return match agui_core::text::replace_lone_surrogates(json.as_bytes()).map(String::from_utf8) {
-                Some(Ok(lossy)) => read_lossy(&lossy, out),
+                Some(Ok(lossy)) => read_lossy(&lossy, max_depth, out),
                 _ => Err(e),
             };
         }
@@ -456,12 +456,9 @@ pub fn read<'a>(
 /// `json` column keeps the event's own text).
 #[cold]
 #[inline(never)]
-fn read_lossy(lossy: &str, out: &mut Fields<'_>) -> Result<(), RowError> {
+fn read_lossy(lossy: &str, max_depth: usize, out: &mut Fields<'_>) -> Result<(), RowError> {
     let mut row = Fields::default();
-    let mut raw = Raw::new(&mut row.strings, &mut row.delta);
-    parse_serde(lossy, &mut raw)?;
-    let Raw { ty, ty_key, timestamp, delta_other, usage, .. } = raw;
-    finish(ty, ty_key, timestamp, delta_other, usage, &mut row)?;
+    read(lossy, None, max_depth, &mut row, &mut Shape::default())?;
     *out = row.into_owned();
     Ok(())
 }
