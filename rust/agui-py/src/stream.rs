@@ -17,7 +17,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use serde_json::Value;
 
-use crate::errors::{check_max_depth, error_class, kind_error, make_error};
+use crate::errors::{check_max_depth, class_name, error_class, make_error};
 use crate::patch::{Doc, GivenOp};
 use crate::plan::{Getter, Kind, PlanKind};
 use crate::shared::Shared;
@@ -151,14 +151,10 @@ fn stream_error_at(py: Python<'_>, e: &StreamError, offset: Option<u64>) -> PyEr
         kwargs.set_item("event_type", (!e.event_type.is_empty()).then_some(e.event_type.as_str()))?;
         kwargs.set_item("ids", PyTuple::new(py, e.ids.iter().map(|id| crate::patch::stream_text(py, id)))?)
     };
-    let message = e.to_string();
     match build() {
-        // (a message quoting an id with a lone surrogate: the text restored; a stage's
-        // kind is always one of the project's classes)
-        Ok(()) if agui_core::stream::has_kept_surrogate(message.as_bytes()) => {
-            crate::errors::make_error(py, crate::errors::class_name(e.stage.kind()), crate::patch::stream_text(py, &message), Some(&kwargs))
-        }
-        Ok(()) => kind_error(py, e.stage.kind(), message, Some(&kwargs)),
+        // (a stage's kind is always one of the project's classes; the message may quote
+        // an id with a lone surrogate, restored as the ids are)
+        Ok(()) => make_error(py, class_name(e.stage.kind()), crate::patch::stream_text(py, &e.to_string()), Some(&kwargs)),
         Err(err) => err,
     }
 }
