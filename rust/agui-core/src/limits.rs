@@ -17,10 +17,42 @@ pub const DEFAULT_MAX_PATCH_BYTES: usize = 128 << 20;
 /// The most warnings a replay keeps by default (about 25 MB of them in Python).
 pub const DEFAULT_MAX_WARNINGS: usize = 100_000;
 
-/// Largest depth limit an API accepts: values are parsed, dropped and converted
-/// recursively (about 500 bytes of stack a level through the Python paths), so the cap
-/// fits the main thread's 8 MiB; smaller thread stacks take proportionally less.
+/// Largest depth limit an API accepts. Values are parsed, converted and dropped
+/// recursively, each nesting level through [`nest`], so any thread's stack takes the cap.
 pub const MAX_DEPTH_CAP: usize = 10_000;
+
+/// Stack a nesting level of a recursive walk may use, with what it calls, before the next
+/// level's [`nest`]: a level takes a few hundred bytes in an optimised build and several
+/// KiB unoptimised or under a sanitizer.
+pub const STACK_RED_ZONE: usize = if cfg!(any(debug_assertions, feature = "sanitize")) { 256 << 10 } else { 64 << 10 };
+
+/// Size of a stack segment [`nest`] moves onto (address space: pages are touched as used).
+pub const STACK_SEGMENT: usize = 2 << 20;
+
+/// One nesting level of a recursive walk over a value: `f` runs on the current stack while
+/// at least [`STACK_RED_ZONE`] of it is left, else on a new segment of [`STACK_SEGMENT`]
+/// (`stacker`), freed when `f` returns. A thread's stack size (128 KiB on musl, 1 MiB for
+/// some Python threads) then never bounds the depth; the check is a compare of the stack
+/// pointer with a thread-local limit, and it is made on containers only.
+#[inline(always)]
+pub fn nest<R>(f: impl FnOnce() -> R) -> R {
+    stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, f)
+}
+
+/// Stack a nesting level may take in the recursions that do not go through [`nest`]:
+/// serde_json dropping a `Value`, msgspec decoding, CPython freeing a nested list (each
+/// under 400 bytes a level, optimised).
+pub const STACK_PER_LEVEL: usize = if cfg!(any(debug_assertions, feature = "sanitize")) { 16 << 10 } else { 1 << 10 };
+
+/// A call over values nested at most `max_depth` levels: run on the current stack when it
+/// has [`STACK_PER_LEVEL`] a level left above the red zone, else on a new segment that
+/// size (one check a call, a segment a call only on small stacks or for a large
+/// `max_depth`). For the code between the levels that [`nest`] does not reach.
+#[inline]
+pub fn deep<R>(max_depth: usize, f: impl FnOnce() -> R) -> R {
+    let need = STACK_RED_ZONE.saturating_add(max_depth.saturating_mul(STACK_PER_LEVEL));
+    stacker::maybe_grow(need, need, f)
+}
 
 /// A `max_depth=` argument checked against [`MAX_DEPTH_CAP`] (the one check of every API
 /// that takes one); the error is the message to raise.
@@ -89,7 +121,8 @@ pub(crate) fn parse_seed<'de, R: serde_json::de::Read<'de>, T: serde::de::Deseri
     seed: T,
 ) -> Result<T::Value, ParseError> {
     de.disable_recursion_limit();
-    let v = seed.deserialize(&mut de).map_err(ParseError::Json)?;
+    let stacked = serde_stacker::Deserializer { de: &mut de, red_zone: STACK_RED_ZONE, stack_size: STACK_SEGMENT };
+    let v = seed.deserialize(stacked).map_err(ParseError::Json)?;
     de.end().map_err(ParseError::Json)?;
     Ok(v)
 }

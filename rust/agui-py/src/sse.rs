@@ -106,7 +106,7 @@ impl SseDecoder {
         let mode = Mode::from_index(mode).ok_or_else(|| pyo3::exceptions::PyValueError::new_err("mode must be 0, 1 or 2"))?;
         let stream = SseStream::new(max_frame_size, max_depth, legacy, mode);
         let stream = if lines { stream.lines() } else { stream };
-        Ok(SseDecoder { state: Shared::new(SseState { stream, closed: false }), backend: Backend::new(backend)? })
+        Ok(SseDecoder { state: Shared::deep(SseState { stream, closed: false }, max_depth), backend: Backend::new(backend)? })
     }
 
     /// The events completed by `chunk` (bytes-like); see `crate::stream` for errors.

@@ -116,7 +116,7 @@ pub fn read_plain_patch(text: &[u8], max_depth: usize, pointers: &mut PointerCac
     }
     let mut de = serde_json::Deserializer::from_slice(text);
     de.disable_recursion_limit();
-    let ops = PlainOps(pointers).deserialize(&mut de).ok()?;
+    let ops = crate::limits::deep(max_depth, || PlainOps(pointers).deserialize(&mut de)).ok()?;
     de.end().ok()?;
     Some(ops)
 }

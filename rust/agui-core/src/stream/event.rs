@@ -1406,7 +1406,7 @@ pub(crate) fn plain_state_delta_known(
     }
     let mut de = serde_json::Deserializer::from_slice(payload);
     de.disable_recursion_limit();
-    let ops = serde::Deserializer::deserialize_map(&mut de, V(pointers)).ok()?;
+    let ops = crate::limits::deep(max_depth, || serde::Deserializer::deserialize_map(&mut de, V(pointers))).ok()?;
     de.end().ok()?;
     Some(ops)
 }
