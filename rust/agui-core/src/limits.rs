@@ -96,6 +96,32 @@ pub fn exceeds_depth(json: &[u8], max_depth: usize) -> bool {
     false
 }
 
+/// How deep JSON text nests arrays and objects (brackets inside strings do not count).
+pub fn depth_of(json: &[u8]) -> usize {
+    let (mut depth, mut deepest, mut in_str, mut esc) = (0usize, 0usize, false, false);
+    for &b in json {
+        if in_str {
+            match b {
+                _ if esc => esc = false,
+                b'\\' => esc = true,
+                b'"' => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_str = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
 /// Parse JSON text into a `serde_json::Value` nesting at most `max_depth` levels: the one
 /// depth-checked parse of the core (serde_json's own recursion limit, 128, is replaced by
 /// ours after the scan, so the Rust stack is never at risk).
@@ -167,6 +193,8 @@ mod tests {
         assert!(!exceeds_depth(nest(DEFAULT_MAX_DEPTH).as_bytes(), DEFAULT_MAX_DEPTH));
         assert!(exceeds_depth(nest(DEFAULT_MAX_DEPTH + 1).as_bytes(), DEFAULT_MAX_DEPTH));
         assert!(!exceeds_depth(b"0", 0));
+        assert_eq!(depth_of(nest(DEFAULT_MAX_DEPTH).as_bytes()), DEFAULT_MAX_DEPTH);
+        assert_eq!(depth_of(b"[{\"a\":\"[[[\\\"[\"},[]]"), 2);
         assert!(exceeds_depth(b"{}", 0));
         // Brackets in strings (escaped quotes too) do not count.
         let s = format!("{{\"a\":\"\\\"{}\"}}", "[".repeat(40));

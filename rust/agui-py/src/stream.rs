@@ -245,8 +245,8 @@ impl ChunkExpander {
     }
 
     fn push<'py>(&mut self, py: Python<'py>, event: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
-        let mut out = Vec::with_capacity(2);
         agui_core::limits::deep(self.max_depth, || {
+            let mut out = Vec::with_capacity(2);
             self.expand(py, event, &mut out)?;
             Ok(json_list(py, &out))
         })
@@ -264,9 +264,8 @@ impl ChunkExpander {
 #[pyo3(signature = (events, /, *, max_depth = DEFAULT_MAX_DEPTH))]
 fn expand_chunks<'py>(py: Python<'py>, events: &Bound<'py, PyAny>, #[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize) -> PyResult<Bound<'py, PyTuple>> {
     let mut x = ChunkExpander::new(max_depth)?;
-    let mut out = Vec::new();
-    let mut error = None;
     agui_core::limits::deep(max_depth, || {
+        let (mut out, mut error) = (Vec::new(), None);
         for e in items(events)?.iter() {
             if let Err(err) = x.expand(py, e, &mut out) {
                 error = Some(err.into_value(py));
