@@ -50,8 +50,35 @@ pub const STACK_PER_LEVEL: usize = if cfg!(any(debug_assertions, feature = "sani
 /// `max_depth`). For the code between the levels that [`nest`] does not reach.
 #[inline]
 pub fn deep<R>(max_depth: usize, f: impl FnOnce() -> R) -> R {
-    let need = STACK_RED_ZONE.saturating_add(max_depth.saturating_mul(STACK_PER_LEVEL));
+    let need = stack_for(max_depth);
     stacker::maybe_grow(need, need, f)
+}
+
+fn stack_for(levels: usize) -> usize {
+    STACK_RED_ZONE.saturating_add(levels.saturating_mul(STACK_PER_LEVEL))
+}
+
+/// Whether the current stack takes `levels` nesting levels without [`nest`].
+#[inline]
+pub fn stack_takes(levels: usize) -> bool {
+    stacker::remaining_stack().is_some_and(|left| left >= stack_for(levels))
+}
+
+/// `seed` read from `de` (serde_json's recursion limit off: the text was scanned to nest
+/// at most `max_depth` levels, or the seed bounds its own nesting): straight when the stack
+/// takes that many levels, else through `serde_stacker`, which gives each level the
+/// stack it needs as [`nest`] does.
+pub(crate) fn deserialize_nested<'de, R: serde_json::de::Read<'de>, T: serde::de::DeserializeSeed<'de>>(
+    de: &mut serde_json::Deserializer<R>,
+    seed: T,
+    max_depth: usize,
+) -> Result<T::Value, serde_json::Error> {
+    de.disable_recursion_limit();
+    if stack_takes(max_depth) {
+        seed.deserialize(de)
+    } else {
+        seed.deserialize(serde_stacker::Deserializer { de, red_zone: STACK_RED_ZONE, stack_size: STACK_SEGMENT })
+    }
 }
 
 /// A `max_depth=` argument checked against [`MAX_DEPTH_CAP`] (the one check of every API
@@ -129,7 +156,7 @@ pub fn parse_value(text: &[u8], max_depth: usize) -> Result<serde_json::Value, P
     if exceeds_depth(text, max_depth) {
         return Err(ParseError::TooDeep(max_depth));
     }
-    parse_seed(serde_json::Deserializer::from_slice(text), std::marker::PhantomData::<serde_json::Value>)
+    parse_seed(serde_json::Deserializer::from_slice(text), std::marker::PhantomData::<serde_json::Value>, max_depth)
 }
 
 /// [`parse_value`] of text known to be UTF-8 (its strings are not checked again).
@@ -137,18 +164,17 @@ pub fn parse_value_str(text: &str, max_depth: usize) -> Result<serde_json::Value
     if exceeds_depth(text.as_bytes(), max_depth) {
         return Err(ParseError::TooDeep(max_depth));
     }
-    parse_seed(serde_json::Deserializer::from_str(text), std::marker::PhantomData::<serde_json::Value>)
+    parse_seed(serde_json::Deserializer::from_str(text), std::marker::PhantomData::<serde_json::Value>, max_depth)
 }
 
-/// One whole JSON text read by `seed` with serde_json's recursion limit off: the seed
-/// bounds its own nesting (or the text was scanned, as [`parse_value`] does).
+/// One whole JSON text read by `seed` nesting at most `max_depth` levels (see
+/// [`deserialize_nested`]).
 pub(crate) fn parse_seed<'de, R: serde_json::de::Read<'de>, T: serde::de::DeserializeSeed<'de>>(
     mut de: serde_json::Deserializer<R>,
     seed: T,
+    max_depth: usize,
 ) -> Result<T::Value, ParseError> {
-    de.disable_recursion_limit();
-    let stacked = serde_stacker::Deserializer { de: &mut de, red_zone: STACK_RED_ZONE, stack_size: STACK_SEGMENT };
-    let v = seed.deserialize(stacked).map_err(ParseError::Json)?;
+    let v = deserialize_nested(&mut de, seed, max_depth).map_err(ParseError::Json)?;
     de.end().map_err(ParseError::Json)?;
     Ok(v)
 }

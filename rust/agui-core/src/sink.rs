@@ -182,7 +182,7 @@ pub(crate) fn number<'a, S: Sink<'a> + ?Sized>(text: &str, s: &mut S) {
 pub fn json_text<'a, S: Sink<'a> + ?Sized>(text: &str, max_depth: usize, s: &mut S) -> Result<(), crate::limits::ParseError> {
     let mut deeper = false;
     let walk = Walk { sink: s, depth: max_depth, deeper: &mut deeper, _a: std::marker::PhantomData };
-    match crate::limits::parse_seed(serde_json::Deserializer::from_str(text), walk) {
+    match crate::limits::parse_seed(serde_json::Deserializer::from_str(text), walk, max_depth) {
         Err(_) if deeper => Err(crate::limits::ParseError::TooDeep(max_depth)),
         other => other,
     }
