@@ -1150,3 +1150,100 @@ fn authoritative_activity_types(event: &Value) -> Authority {
         _ => Authority::Types(Default::default()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_rng::Rng;
+    use serde_json::json;
+
+    fn event(rng: &mut Rng) -> Value {
+        let mid = rng.pick(&["m1", "m2", "m3"]);
+        let cid = rng.pick(&["c1", "c2", "c3"]);
+        let word = rng.pick(&["a", "bé", "{\"q\": 1}", ""]);
+        let mut e = match rng.below(13) {
+            0 | 1 => json!({"type": "TEXT_MESSAGE_START", "messageId": mid}),
+            2 => json!({"type": "REASONING_MESSAGE_START", "messageId": mid}),
+            3 | 4 => json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": mid, "delta": word}),
+            5 => json!({"type": rng.pick(&["TEXT_MESSAGE_END", "REASONING_MESSAGE_END"]), "messageId": mid}),
+            6 => json!({"type": "TOOL_CALL_START", "toolCallId": cid, "toolCallName": rng.pick(&["s", "t"])}),
+            7 | 8 => json!({"type": "TOOL_CALL_ARGS", "toolCallId": cid, "delta": word}),
+            9 => json!({"type": "TOOL_CALL_END", "toolCallId": cid}),
+            10 => json!({"type": "TOOL_CALL_RESULT", "messageId": rng.pick(&["r1", "m2"]), "toolCallId": cid, "content": word}),
+            11 => match rng.below(3) {
+                0 => json!({"type": "ACTIVITY_SNAPSHOT", "messageId": mid, "activityType": "x", "content": {"n": 1}}),
+                1 => json!({"type": "REASONING_ENCRYPTED_VALUE", "subtype": rng.pick(&["tool-call", "message"]), "entityId": rng.pick(&[mid, cid]), "encryptedValue": word}),
+                _ => json!({"type": "REASONING_ENCRYPTED_VALUE", "subtype": "message", "entityId": mid}),
+            },
+            _ => match rng.below(3) {
+                0 => json!({"type": "MESSAGES_SNAPSHOT", "messages": [{"id": "m1", "role": "user", "content": "x"}]}),
+                1 => json!({"type": "RUN_STARTED", "threadId": "t", "runId": "r", "input": {"messages": [{"id": mid, "role": "assistant", "toolCalls": null}]}}),
+                _ => json!({"type": "STEP_STARTED", "stepName": "s"}),
+            },
+        };
+        let o = e.as_object_mut().unwrap();
+        if rng.below(5) == 0 {
+            o.insert("metadata".into(), json!({"k": rng.below(3)}));
+        }
+        if rng.below(6) == 0 {
+            o.insert("subagentRunId".into(), if rng.below(2) == 0 { json!("sub") } else { Value::Null });
+        }
+        match o["type"].as_str() {
+            Some("TOOL_CALL_START") if rng.below(3) != 0 => drop(o.insert("parentMessageId".into(), json!(mid))),
+            Some("TEXT_MESSAGE_START") if rng.below(3) == 0 => drop(o.insert("role".into(), json!(rng.pick(&["user", "assistant"])))),
+            Some("TEXT_MESSAGE_START") if rng.below(3) == 0 => drop(o.insert("name".into(), json!("n"))),
+            Some("TOOL_CALL_RESULT") if rng.below(3) == 0 => drop(o.insert("role".into(), json!("tool"))),
+            _ => {}
+        }
+        e
+    }
+
+    /// The messages the reducer builds and keeps in their built form (members appended to
+    /// in place, a run's string held aside) read, after any events, as the same JSON text
+    /// as the messages made JSON values after every event (the reducer's general path).
+    #[test]
+    fn built_messages_read_as_their_json_values() {
+        let mut rng = Rng(0x5eed_1234_abcd_0001);
+        let text = |ap: &EventApplier| serde_json::to_string(&ap.messages().collect::<Vec<_>>()).unwrap();
+        let (mut built_at_end, mut held) = (0, 0);
+        for _ in 0..400 {
+            let (mut a, mut b) = (EventApplier::default(), EventApplier::default());
+            let mut last: Option<Value> = None;
+            for _ in 0..40 {
+                // (runs of deltas to one target: the reducer holds its string aside)
+                let e = match last.take() {
+                    Some(mut e) if rng.below(3) != 0 => {
+                        e["delta"] = json!(rng.pick(&["x", "é", "\\n"]));
+                        e
+                    }
+                    _ => event(&mut rng),
+                };
+                let plain = e.as_object().unwrap().len() == 3 && e["delta"].is_string() && (e["messageId"].is_string() || e["toolCallId"].is_string());
+                let (ra, rb) = if plain && rng.below(2) == 0 {
+                    let kind = EventType::of(&e);
+                    let id = e.get("messageId").or(e.get("toolCallId")).and_then(Value::as_str).unwrap();
+                    let d = e["delta"].as_str().unwrap();
+                    (a.apply_delta(kind, id, d), b.apply_delta(kind, id, d))
+                } else {
+                    (a.apply(&e), b.apply(&e))
+                };
+                assert_eq!(format!("{ra:?}"), format!("{rb:?}"), "{e}");
+                if plain {
+                    last = Some(e.clone());
+                }
+                held += usize::from(!a.settled());
+                b.settle();
+                b.messages.promote_all();
+                if rng.below(4) == 0 {
+                    a.settle();
+                    assert_eq!(text(&a), text(&b), "after {e}");
+                }
+            }
+            a.settle();
+            assert_eq!(text(&a), text(&b));
+            assert_eq!(format!("{:?}", a.messages().collect::<Vec<_>>()), format!("{:?}", b.messages().collect::<Vec<_>>()));
+            built_at_end += a.messages().filter(|m| matches!(m, Message::Built(_))).count();
+        }
+        assert!(built_at_end > 200 && held > 100, "{built_at_end} {held}");
+    }
+}

@@ -479,6 +479,14 @@ impl Messages {
         self.order.keys().map(move |k| &self.slab[k])
     }
 
+    /// Every message made its JSON value (the reducer's general path, for tests).
+    #[cfg(test)]
+    pub(super) fn promote_all(&mut self) {
+        for m in &mut self.slab {
+            m.value_mut();
+        }
+    }
+
     /// The messages in list order, taken out.
     pub(super) fn take(&mut self) -> Vec<Message> {
         let keys: Vec<Key> = self.order.keys().collect();
