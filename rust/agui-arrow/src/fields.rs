@@ -1118,17 +1118,29 @@ const NAME_KEYS: [Key; 3] = [Key::Name, Key::ToolCallName, Key::StepName];
 /// Where [`Template::head`] lies: after `{"type":"`.
 const HEAD: usize = TYPE_FIRST.len();
 
-/// Places for forms: a log's events are of a few forms, most in runs of one, the
-/// others between them (starts and ends around a run of deltas). A form takes the place
-/// of its head's bucket (one in it before is forgotten): no walk over the forms kept.
-const TEMPLATES: usize = 32;
+/// Sets of places for forms: a log's events are of a few forms, most in runs of one,
+/// the others between them (starts and ends around a run of deltas). A form takes one
+/// of the two places ([`WAYS`]) of its head's set, the one used less recently (the form
+/// in it before is forgotten): no walk over the forms kept, and two forms whose heads
+/// share a set (a run's start and end may) are both kept.
+const SETS: usize = 32;
 
-/// The place of a form by its head (`Template::head`).
+/// Places a set.
+const WAYS: usize = 2;
+
+/// The set of a form by its head (`Template::head`): its places are `WAYS * set..`.
 #[inline(always)]
 fn bucket(head: &[u8]) -> usize {
     let word = |i: usize| u64::from_le_bytes(head[i..i + 8].try_into().expect("8 bytes"));
     let h = (word(0) ^ word(8).rotate_left(29)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    (h >> 59) as usize % TEMPLATES
+    (h >> 59) as usize % SETS
+}
+
+/// The places of the set of the head `text` starts with (after `{"type":"`), but `not`.
+#[inline(always)]
+fn places(text: &[u8], not: usize) -> impl Iterator<Item = usize> {
+    let set = text.get(HEAD..HEAD + 16).map(bucket);
+    set.into_iter().flat_map(|s| WAYS * s..WAYS * s + WAYS).filter(move |&at| at != not)
 }
 
 /// How a compact event that leads with its type begins.
@@ -1146,10 +1158,12 @@ pub struct Shape {
     /// The position of its type in `EVENT_TYPES` (`None`: not a 1.0 type).
     ty_key: Option<usize>,
     /// The whole forms of the last events that have one (tried before the prefix), each
-    /// in the place of its head's [`bucket`] (empty or [`TEMPLATES`] of them).
+    /// in a place of its head's set ([`bucket`]; empty or `SETS * WAYS` of them).
     templates: Vec<Template>,
     /// The place of the last one matched or learned, tried first.
     current: usize,
+    /// Per set (a bit), its place made current last (of two).
+    recent: u32,
     /// The members of the event being scanned, for `template` to learn from.
     noted: Vec<Noted>,
     /// The depth limit of the events read (`read`'s `max_depth`; the same for every
@@ -1240,10 +1254,10 @@ impl Shape {
             if self.missed == this {
                 return false;
             }
-            let at = json.as_bytes().get(HEAD..HEAD + 16).map(bucket);
-            match at {
-                Some(at) if at != self.current && self.templates[at].matches(json, &mut self.values, self.max_depth) => self.current = at,
-                _ => {
+            let found = places(json.as_bytes(), self.current).find(|&at| self.templates[at].matches(json, &mut self.values, self.max_depth));
+            match found {
+                Some(at) => self.make_current(at),
+                None => {
                     self.missed = this;
                     return false;
                 }
@@ -1281,8 +1295,8 @@ impl Shape {
     }
 
     /// [`Shape::form_end`] when the current form is not the event's (out of line: most
-    /// events are of the last one's form): the current form with nested values, or the
-    /// form in the place of the event's head; that one is then current.
+    /// events are of the last one's form): the current form with nested values, or a
+    /// form in the places of the event's head; that one is then current.
     #[inline(never)]
     fn other_form_end(&mut self, text: &str) -> Option<usize> {
         let current = self.current;
@@ -1291,15 +1305,30 @@ impl Shape {
                 return Some(end);
             }
         }
-        let at = text.as_bytes().get(HEAD..HEAD + 16).map(bucket).filter(|&at| at != current)?;
-        let t = &self.templates[at];
-        let end = match (t.one_line, t.nested_line) {
-            (true, _) => t.match_at(text, &mut self.values, false)?,
-            (_, true) => self.nested_form_end(at, text)?,
-            _ => return None,
-        };
+        for at in places(text.as_bytes(), current) {
+            let t = &self.templates[at];
+            let end = match (t.one_line, t.nested_line) {
+                (true, _) => t.match_at(text, &mut self.values, false),
+                (_, true) => self.nested_form_end(at, text),
+                _ => None,
+            };
+            if let Some(end) = end {
+                self.make_current(at);
+                return Some(end);
+            }
+        }
+        None
+    }
+
+    /// `at` is the place tried first from now on, and the one of its set kept longer.
+    #[inline(always)]
+    fn make_current(&mut self, at: usize) {
         self.current = at;
-        Some(end)
+        let bit = 1u32 << (at / WAYS);
+        self.recent = match at % WAYS {
+            0 => self.recent & !bit,
+            _ => self.recent | bit,
+        };
     }
 
     /// Where the form `at`, one with nested values, ends in `text` when it is one line
@@ -1321,12 +1350,17 @@ impl Shape {
         let first = self.noted.iter().find(|n| !matches!(n.key, Key::Type)).map_or(json.len(), |n| {
             n.start + usize::from(n.value.quoted())
         });
-        let Some(at) = json.as_bytes().get(HEAD..HEAD + 16).filter(|_| first >= HEAD + 16).map(bucket) else { return };
+        let Some(set) = json.as_bytes().get(HEAD..HEAD + 16).filter(|_| first >= HEAD + 16).map(bucket) else { return };
         if self.templates.is_empty() {
-            self.templates.resize_with(TEMPLATES, Template::default);
+            self.templates.resize_with(SETS * WAYS, Template::default);
         }
+        // An empty place, else the one used less recently.
+        let at = match (0..WAYS).map(|w| WAYS * set + w).find(|&at| self.templates[at].head.is_none()) {
+            Some(at) => at,
+            None => WAYS * set + usize::from(self.recent >> set & 1 == 0),
+        };
         self.templates[at].learn(json, &self.noted, ty_key);
-        self.current = at;
+        self.make_current(at);
     }
 
     /// After a whole scan of `json` that read `ty` as its type.
@@ -1701,6 +1735,36 @@ pub(crate) mod tests {
     /// `json` with each escaped lone surrogate as `\ufffd`.
     fn lossy(json: &str) -> String {
         agui_core::text::replace_lone_surrogates(json.as_bytes()).map_or_else(|| json.to_string(), |b| String::from_utf8(b).unwrap())
+    }
+
+    /// Two forms whose heads share a set (a run's start and end, written as `json.dumps`
+    /// writes them) are both kept: after each is learned once, every event of either is
+    /// read by its template, to the row the scan reads.
+    #[test]
+    fn forms_of_one_set_are_both_kept() {
+        use agui_core::limits::DEFAULT_MAX_DEPTH as D;
+        let start = r#"{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}"#;
+        let end = r#"{"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}"#;
+        let delta = r#"{"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "d"}"#;
+        let set = |json: &str| bucket(&json.as_bytes()[HEAD..HEAD + 16]);
+        assert_eq!(set(start), set(end), "the heads share a set");
+        assert_ne!(set(start), set(delta));
+        // (Each event its own text: a text the templates missed is not tried again.)
+        let log: Vec<String> = (0..20).flat_map(|_| [start, delta, delta, end].map(str::to_string)).collect();
+        let mut shape = Shape::default();
+        let (mut events, before) = (0, TEMPLATE_HITS.get());
+        for json in &log {
+            let mut out = Fields::default();
+            read(json, None, D, &mut out, &mut shape).unwrap();
+            let mut want = Fields::default();
+            NO_TEMPLATES.set(true);
+            read(json, None, D, &mut want, &mut Shape::default()).unwrap();
+            NO_TEMPLATES.set(false);
+            assert_eq!(out, want, "{json}");
+            events += 1;
+        }
+        // The first of each of the three forms is scanned (and learned).
+        assert_eq!(TEMPLATE_HITS.get() - before, events - 3);
     }
 
     /// A literal run compared in place is the slice compare: runs of every length up to
