@@ -754,21 +754,21 @@ impl<S: State> EventApplier<S> {
             None => {
                 let mut m = Fields::with_capacity(5);
                 if let Some(id) = id {
-                    m.insert("id", Member::Value(id.clone()));
+                    m.push("id", Member::Value(id.clone()));
                 }
                 if ty == EventType::TextMessageStart {
-                    m.insert("role", Member::Value(event.get("role").cloned().unwrap_or_else(|| Value::String("assistant".into()))));
+                    m.push("role", Member::Value(event.get("role").cloned().unwrap_or_else(|| Value::String("assistant".into()))));
                 } else {
-                    m.insert("role", Member::Value(Value::String("reasoning".into())));
+                    m.push("role", Member::Value(Value::String("reasoning".into())));
                 }
-                m.insert("content", Member::Value(Value::String(String::new())));
+                m.push("content", Member::Value(Value::String(String::new())));
                 if ty == EventType::TextMessageStart {
                     if let Some(name) = event.get("name") {
-                        m.insert("name", Member::Value(name.clone()));
+                        m.push("name", Member::Value(name.clone()));
                     }
                 }
                 if let Some(tag) = js::defined(event.get("subagentRunId")) {
-                    m.insert("subagentRunId", Member::Value(tag.clone()));
+                    m.push("subagentRunId", Member::Value(tag.clone()));
                 }
                 self.messages.push(Message::Built(m))
             }
@@ -831,10 +831,10 @@ impl<S: State> EventApplier<S> {
                 let preexisting = self.messages.find(new_id).is_some();
                 let mut m = Fields::with_capacity(4);
                 if let Some(v) = new_id {
-                    m.insert("id", Member::Value(v.clone()));
+                    m.push("id", Member::Value(v.clone()));
                 }
-                m.insert("role", Member::Value(Value::String("assistant".into())));
-                m.insert("toolCalls", Member::Objects(Vec::new()));
+                m.push("role", Member::Value(Value::String("assistant".into())));
+                m.push("toolCalls", Member::Objects(Vec::new()));
                 (self.messages.push(Message::Built(m)), !preexisting)
             }
         };
@@ -852,15 +852,15 @@ impl<S: State> EventApplier<S> {
                 if let Some(Member::Objects(calls)) = msg.get_mut("toolCalls") {
                     let mut tc = Fields::with_capacity(3);
                     if let Some(id) = id {
-                        tc.insert("id", Member::Value(id.clone()));
+                        tc.push("id", Member::Value(id.clone()));
                     }
-                    tc.insert("type", Member::Static("function"));
+                    tc.push("type", Member::Static("function"));
                     let mut f = Fields::with_capacity(2);
                     if let Some(n) = name {
-                        f.insert("name", Member::Value(n.clone()));
+                        f.push("name", Member::Value(n.clone()));
                     }
-                    f.insert("arguments", Member::Value(Value::String(String::new())));
-                    tc.insert("function", Member::Object(f));
+                    f.push("arguments", Member::Value(Value::String(String::new())));
+                    tc.push("function", Member::Object(f));
                     calls.push(tc);
                     let call = calls.len() - 1;
                     self.messages.tool_call_added(at, id, call);
@@ -904,18 +904,18 @@ impl<S: State> EventApplier<S> {
         let tcid = event.get("toolCallId");
         let mut m = Fields::with_capacity(5);
         if let Some(v) = event.get("messageId") {
-            m.insert("id", Member::Value(v.clone()));
+            m.push("id", Member::Value(v.clone()));
         }
         if let Some(v) = tcid {
-            m.insert("toolCallId", Member::Value(v.clone()));
+            m.push("toolCallId", Member::Value(v.clone()));
         }
         let r = event.get("role");
-        m.insert("role", Member::Value(if js::truthy(r) { r.unwrap().clone() } else { Value::String("tool".into()) }));
+        m.push("role", Member::Value(if js::truthy(r) { r.unwrap().clone() } else { Value::String("tool".into()) }));
         if let Some(v) = event.get("content") {
-            m.insert("content", Member::Value(v.clone()));
+            m.push("content", Member::Value(v.clone()));
         }
         if let Some(tag) = js::defined(event.get("subagentRunId")) {
-            m.insert("subagentRunId", Member::Value(tag.clone()));
+            m.push("subagentRunId", Member::Value(tag.clone()));
         }
         let mut m = Message::Built(m);
         if event.get("metadata").is_some() {

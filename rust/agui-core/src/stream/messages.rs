@@ -50,6 +50,13 @@ impl Fields {
         Fields(Vec::with_capacity(n))
     }
 
+    /// Add `key`, not present yet, last (building a new object).
+    #[inline]
+    pub(super) fn push(&mut self, key: &'static str, m: Member) {
+        debug_assert!(!self.contains(key));
+        self.0.push((key, m));
+    }
+
     /// Set `key` (in its place when present, else last), as a JSON object's insert does.
     pub(super) fn insert(&mut self, key: &'static str, m: Member) {
         match self.0.iter_mut().find(|(k, _)| *k == key) {
@@ -58,15 +65,18 @@ impl Fields {
         }
     }
 
+    #[inline]
     pub(super) fn get(&self, key: &str) -> Option<&Member> {
         self.0.iter().find(|(k, _)| *k == key).map(|(_, m)| m)
     }
 
+    #[inline]
     pub(super) fn get_mut(&mut self, key: &str) -> Option<&mut Member> {
         self.0.iter_mut().find(|(k, _)| *k == key).map(|(_, m)| m)
     }
 
     /// The JSON value of `key` when it is one.
+    #[inline]
     pub(super) fn value(&self, key: &str) -> Option<&Value> {
         match self.get(key)? {
             Member::Value(v) => Some(v),
@@ -75,6 +85,7 @@ impl Fields {
     }
 
     /// The string `key` holds, when it holds a JSON string.
+    #[inline]
     pub(super) fn string_mut(&mut self, key: &str) -> Option<&mut String> {
         match self.get_mut(key)? {
             Member::Value(Value::String(s)) => Some(s),
