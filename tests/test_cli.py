@@ -522,6 +522,14 @@ def test_convert_output_mistakes_name_the_users_path(sse_log, tmp_path, output, 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["adir", "run.sse"]
 
 
+@pytest.mark.skipif(not __import__("os").path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("command, extra", [("convert", ["--to", "jsonl"]), ("report", [])])
+def test_a_failed_write_names_the_users_path(sse_log, command, extra):
+    # A full device: the system's message names no file; the error names the output.
+    line = _one_line(run(command, sse_log, "-o", "/dev/full", *extra), 1)
+    assert "/dev/full: " in line and "No space left on device" in line, line
+
+
 @pytest.mark.parametrize("name, to", [("out.sse.gz", None), ("out.sse.gz", "sse"), ("out.jsonl.gz", None), ("out.gz", "protobuf")])
 def test_a_gz_output_is_gzip(sse_log, tmp_path, name, to):
     out = tmp_path / name

@@ -146,6 +146,20 @@ def test_chunks_reasoning_lanes_steps_activities_interrupts():
     assert finish["usage"] == [{"provider": "p", "inputTokens": 12, "outputTokens": 2}]
 
 
+def test_token_counts_summed_past_the_wire_limit_are_shown():
+    # Each count is within the wire's 2**53 - 1; their sums (per run and over runs) are not.
+    big = 2**53 - 1
+    run = lambda r: [  # noqa: E731
+        {"type": "RUN_STARTED", "threadId": "t", "runId": r},
+        {"type": "RUN_FINISHED", "threadId": "t", "runId": r,
+         "usage": [{"provider": "p", "inputTokens": big}, {"provider": "p", "inputTokens": 5}, {"model": "m", "outputTokens": 1}]},
+    ]
+    r = report.build(run("r1") + run("r2"))
+    assert r.findings == []
+    assert [it["usage"] for it in items(r, "finish")] == [[{"provider": "p", "inputTokens": big + 5}, {"model": "m", "outputTokens": 1}]] * 2
+    assert r.data["usage"] == [{"provider": "p", "inputTokens": 2 * (big + 5)}, {"model": "m", "outputTokens": 2}]
+
+
 def test_state_views_stay_as_they_were_and_share_what_did_not_change():
     ap = stream.EventApplier(raw=True)
     ap.apply({"type": "STATE_SNAPSHOT", "snapshot": {"a": {"x": [1]}, "b": {"y": 2}}})

@@ -381,6 +381,14 @@ class FileOutput:
         if not self.in_place:
             _remove(self.target)
 
+    def failed(self, exc: OSError) -> OSError:
+        """``exc`` of a write, naming the user's own path (not the file written beside
+        it, and also where the system's message names no file: a full disk)."""
+        msg = str(exc).replace(self.target, self.output)
+        if self.output not in msg:
+            msg = f"{self.output}: {msg}"
+        return type(exc)(msg)
+
 
 def _remove(path: str) -> None:
     try:
@@ -418,8 +426,7 @@ def convert(args: argparse.Namespace) -> int:
                 max_errors=args.max_errors, gzip=gzip_, max_frame_size=args.max_frame_size,
             ), total, args.quiet)
         except OSError as exc:
-            # The user's own path in the message, not the file written beside it.
-            raise type(exc)(str(exc).replace(target, args.output)) from None
+            raise (exc if out is None else out.failed(exc)) from None
         except AguiError as exc:
             if out is not None and not out.in_place:
                 # (Skipping helps past a bad event, not a file that is no log at all.)
@@ -639,6 +646,8 @@ def report(args: argparse.Namespace) -> int:
                 with open(file.target, "wb") as f:
                     f.write(text)
                 file.commit()
+            except OSError as exc:
+                raise file.failed(exc) from None
             finally:
                 file.discard()
         found = result.findings

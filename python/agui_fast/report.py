@@ -35,7 +35,7 @@ import msgspec
 
 from . import _native, stream
 from ._report_page import Clip, frame, page, warning_parts
-from .core import TokenUsage, aggregate_token_usage
+from .core import TokenUsage
 from .decoder import convert_value
 from .errors import AguiError, DecodeError, StreamError, VerificationError
 from .logs import LogProgress, detect_format, iter_log
@@ -703,7 +703,7 @@ class _Builder:
             except (AguiError, TypeError) as exc:
                 self.finding(it, it["i"], "warning", f"token usage not counted: {exc}", stage="usage")
         self.usage.extend(entries)
-        return [msgspec.to_builtins(u) for u in aggregate_token_usage(entries)]
+        return _sum_usage(entries)
 
     def finish(self, title: str, fmt: Optional[str], decode_error: Optional[DecodeError]) -> Dict[str, Any]:
         self.settle_open()
@@ -727,13 +727,28 @@ class _Builder:
             "lanes": self.lanes,
             "items": self.items,
             "findings": self.findings,
-            "usage": [msgspec.to_builtins(u) for u in aggregate_token_usage(self.usage)],
+            "usage": _sum_usage(self.usage),
             "final": {"messages": clip(final.messages), "state": clip(final.state), "interrupts": clip(final.pending_interrupts)},
             "limits": {"maxString": self.clip.max_string, "maxText": self.max_text, "maxValue": self.clip.max_value,
                        "maxChanges": self.max_changes, "rawEvents": self.head + self.tail, "maxBytes": self.max_bytes},
             "cut": self.cut,
             "untracked": self.untracked,
         }
+
+
+def _sum_usage(entries: List[TokenUsage]) -> List[Dict[str, Any]]:
+    """Token counts summed per provider and model (first seen first; a count no entry of
+    the group reports left out), as ``aggregate_token_usage`` sums them, but unbounded: a
+    sum past the wire's largest count (2**53 - 1) is shown, not refused as an invalid
+    ``TokenUsage``."""
+    groups: Dict[Tuple[Any, Any], Dict[str, Any]] = {}
+    for entry in entries:
+        counts = msgspec.to_builtins(entry)
+        labels = {k: counts.pop(k) for k in ("provider", "model") if k in counts}
+        group = groups.setdefault((labels.get("provider"), labels.get("model")), labels)
+        for name, value in counts.items():
+            group[name] = group.get(name, 0) + value
+    return list(groups.values())
 
 
 def _event_bytes(event: Any) -> bytes:
