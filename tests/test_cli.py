@@ -522,6 +522,23 @@ def test_convert_output_mistakes_name_the_users_path(sse_log, tmp_path, output, 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["adir", "run.sse"]
 
 
+def test_convert_to_protobuf_of_an_event_it_cannot_take(tmp_path):
+    # A JSON Patch op protobuf has no value for: an EncodeError naming the file and frame.
+    log = tmp_path / "ops.sse"
+    log.write_bytes(b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in [
+        {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+        {"type": "STATE_DELTA", "delta": [{"op": "increment", "path": "/n", "value": 1}]},
+        {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"},
+    ]))
+    out = tmp_path / "ops.pb"
+    line = _one_line(run("convert", log, "-o", out), 1)
+    assert "EncodeError" in line and str(log) in line and "frame 1" in line and "increment" in line, line
+    assert not out.exists()
+    r = run("convert", log, "-o", out, "--errors", "skip")
+    assert r.returncode == 1 and "skipped:" in r.stderr.decode() and "Traceback" not in r.stderr.decode(), r.stderr
+    assert [type(e).__name__ for e in decode_protobuf(out.read_bytes())] == ["RunStartedEvent", "RunFinishedEvent"]
+
+
 @pytest.mark.skipif(not __import__("os").path.exists("/dev/full"), reason="needs /dev/full")
 @pytest.mark.parametrize("command, extra", [("convert", ["--to", "jsonl"]), ("report", [])])
 def test_a_failed_write_names_the_users_path(sse_log, command, extra):

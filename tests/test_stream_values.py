@@ -110,6 +110,35 @@ def test_keys_and_strings_handed_over_in_bulk():
         assert raw == [{"id": "m\ud800", "role": "assistant", "content": "x\udfff"}]
 
 
+def test_objects_of_one_shape_are_handed_over_apart():
+    """Objects with the same keys (in a row, nested in each other, in another order, one
+    key more or fewer, equal values, containers as values) each come back as their own
+    dict, equal to what was given; changing one changes no other."""
+    item = lambda i: {"id": i, "status": "pending" if i % 3 else "done", "score": i / 7, "tags": ["a", {"id": i}]}
+    snapshot = {
+        "items": [item(i) for i in range(50)],
+        "keyed": {f"k{i}": item(i) for i in range(20)},
+        "nested": {"id": 1, "status": {"id": 2, "status": {"id": 3, "status": None}}},
+        "mixed": [{"a": 1, "b": 2}, {"b": 2, "a": 1}, {"a": 1}, {"a": 1, "b": 2, "c": 3}, {"a": 1, "b": 2}, {}, {}],
+        "same": [{"x": [1], "y": {"z": 1}}] * 4,
+    }
+    events = [{"type": "STATE_SNAPSHOT", "snapshot": snapshot},
+              {"type": "STATE_DELTA", "delta": [{"op": "replace", "path": "/items/3/status", "value": "failed"}]}]
+    expected = json.loads(json.dumps(snapshot))
+    expected["items"][3]["status"] = "failed"
+    for path, state in every_path(events).items():
+        assert state == expected, path
+        assert [list(o) for o in state["mixed"]] == [list(o) for o in expected["mixed"]], path
+        dicts = [*state["items"], *state["keyed"].values(), *state["mixed"], *state["same"]]
+        dicts += [o["tags"][1] for o in state["items"]] + [o["y"] for o in state["same"]]
+        assert len({id(o) for o in dicts}) == len(dicts), path
+        assert len({id(o["tags"]) for o in state["items"]}) == 50, path
+        state["items"][0]["id"] = -1
+        state["items"][0]["tags"].append(0)
+        state["same"][0]["y"]["z"] = 2
+        assert state["items"][1] == expected["items"][1] and state["same"][1] == expected["same"][1], path
+
+
 @pytest.mark.parametrize("state", ["[1, 2]", '"x"', "hello", "", "\ud800", "{}"])
 def test_a_str_state_is_a_string(state):
     assert stream.replay([], state=state).state == state

@@ -15,7 +15,6 @@ use std::sync::Arc;
 use agui_arrow::arrow_array::{RecordBatch, RecordBatchIterator};
 use agui_arrow::arrow_schema::SchemaRef;
 use agui_arrow::{Control, Input, Issue, Options, Source};
-use agui_core::kind::Kind;
 use agui_core::log::{Format, GzipWriter, Limits, LogReader, Output};
 use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyStopIteration, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -24,7 +23,7 @@ use pyo3::types::{PyBytes, PyCapsule, PyDict, PyList};
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_schema::ffi::FFI_ArrowSchema;
 
-use crate::errors::{class_name, kind_error};
+use crate::errors::{class_name, kind_error, takes_position};
 use crate::ffi::arrow::{bytes_buffer, trusted_columns};
 use crate::shared::Shared;
 
@@ -87,8 +86,9 @@ fn options(format: &str, collect: bool, max_buffer_size: usize, max_frame_size: 
 /// An issue as the matching Python exception (message: `source: what (where)`).
 pub(crate) fn issue_to_py(py: Python<'_>, issue: &Issue) -> PyErr {
     let message = issue.describe();
-    if issue.kind == Kind::TooManyErrors {
-        // An error of the call, not of a frame: no position.
+    if !takes_position(py, issue.kind) {
+        // (An event protobuf cannot take, the error of too many errors, a failure of the
+        // system: the message says where, the class takes no place.)
         return kind_error(py, issue.kind, message, None);
     }
     let kwargs = PyDict::new(py);

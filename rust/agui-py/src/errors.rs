@@ -46,6 +46,13 @@ pub fn class_name(kind: Kind) -> &'static str {
     }
 }
 
+/// Whether the class of `kind` takes a place in a stream (`frame_index`, `offset`,
+/// `field`): a `DecodeError`'s. The others (and the builtins) say it in their message.
+pub fn takes_position(py: Python<'_>, kind: Kind) -> bool {
+    let class = |name| error_class(py, name);
+    matches!((class(class_name(kind)), class("DecodeError")), (Ok(c), Ok(base)) if c.is_subclass(&base).unwrap_or(false))
+}
+
 /// The exception of a failure of kind `kind`: `agui_fast.errors`' class with `message`
 /// and `kwargs`, or the builtin one (which takes the message alone).
 pub fn kind_error(py: Python<'_>, kind: Kind, message: String, kwargs: Option<&Bound<'_, PyDict>>) -> PyErr {

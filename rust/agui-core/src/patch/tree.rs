@@ -1,8 +1,9 @@
 //! [`Tree`]: an owned JSON document built for replaying a stream's state: objects are
 //! insertion-ordered, a few members as a vector searched in order (no hash table per small
 //! item), more as a map hashed with foldhash (no SipHash); numbers are held parsed (an
-//! `i64`, an `f64`, and only an integer beyond 64 bits as its decimal text), strings as
-//! boxed `str`. It is built straight from JSON text ([`Tree::from_text`], through
+//! `i64`, an `f64`, and only an integer beyond 64 bits as its decimal text), keys and
+//! strings as [`Text`] (up to 24 bytes inline: no allocation for a state's many short keys
+//! and values). It is built straight from JSON text ([`Tree::from_text`], through
 //! [`crate::sink::json_text`]) or from a `serde_json::Value`, patched by the one engine (the
 //! same document implementation as `Value`'s: `super::value`), and walked into any
 //! [`Sink`] ([`Tree::walk`]) — what a `Value` holding the same JSON gives, number for number
@@ -22,7 +23,10 @@ use crate::sink::Sink;
 /// (or one grown past it) is hashed.
 const FEW: usize = 8;
 
-type Index = indexmap::IndexMap<Box<str>, Tree, foldhash::fast::RandomState>;
+/// A key or a string of the tree: up to 24 bytes held inline, longer ones on the heap.
+pub type Text = compact_str::CompactString;
+
+type Index = indexmap::IndexMap<Text, Tree, foldhash::fast::RandomState>;
 
 /// The members of a [`Tree`] object, in insertion order.
 #[derive(Debug, Clone)]
@@ -30,7 +34,7 @@ pub struct TreeMap(Repr);
 
 #[derive(Debug, Clone)]
 enum Repr {
-    Few(Vec<(Box<str>, Tree)>),
+    Few(Vec<(Text, Tree)>),
     Many(Box<Index>),
 }
 
@@ -46,8 +50,8 @@ impl TreeMap {
         TreeMap(if n <= FEW { Repr::Few(Vec::with_capacity(n)) } else { Repr::Many(Box::new(Index::with_capacity_and_hasher(n, Default::default()))) })
     }
 
-    fn find(few: &[(Box<str>, Tree)], k: &str) -> Option<usize> {
-        few.iter().position(|(x, _)| **x == *k)
+    fn find(few: &[(Text, Tree)], k: &str) -> Option<usize> {
+        few.iter().position(|(x, _)| x.as_str() == k)
     }
 
     /// The members, in order.
@@ -61,7 +65,7 @@ impl TreeMap {
 
     /// Add a member known to be new (last; at `pos` when given), hashing the members from
     /// here on when they become more than a few.
-    fn add_new(&mut self, pos: Option<usize>, k: Box<str>, v: Tree) {
+    fn add_new(&mut self, pos: Option<usize>, k: Text, v: Tree) {
         match &mut self.0 {
             Repr::Few(e) if e.len() < FEW => match pos {
                 Some(i) => e.insert(i, (k, v)),
@@ -86,7 +90,7 @@ impl TreeMap {
     }
 
     /// Set `k` to `v` (a new member goes last, an existing one keeps its place and its key).
-    fn set(&mut self, k: Box<str>, v: Tree) -> Option<Tree> {
+    fn set(&mut self, k: Text, v: Tree) -> Option<Tree> {
         match &mut self.0 {
             Repr::Few(e) => {
                 if let Some(i) = Self::find(e, &k) {
@@ -131,7 +135,7 @@ pub enum Tree {
     BigInt(Box<str>),
     /// Any other number, as the double it spells (`1e400`: infinity).
     Float(f64),
-    Str(Box<str>),
+    Str(Text),
     Array(Vec<Tree>),
     Object(TreeMap),
 }
@@ -196,12 +200,12 @@ impl From<Value> for Tree {
             Value::Null => Tree::Null,
             Value::Bool(b) => Tree::Bool(b),
             Value::Number(n) => number(n.as_str()),
-            Value::String(s) => Tree::Str(s.into_boxed_str()),
+            Value::String(s) => Tree::Str(s.into()),
             Value::Array(a) => Tree::Array(a.into_iter().map(Tree::from).collect()),
             Value::Object(m) => {
                 let mut t = TreeMap::with_capacity(m.len());
                 for (k, v) in m {
-                    t.set(k.into_boxed_str(), Tree::from(v));
+                    t.set(k.into(), Tree::from(v));
                 }
                 Tree::Object(t)
             }
@@ -215,12 +219,12 @@ impl From<&Value> for Tree {
             Value::Null => Tree::Null,
             Value::Bool(b) => Tree::Bool(*b),
             Value::Number(n) => number(n.as_str()),
-            Value::String(s) => Tree::Str(s.as_str().into()),
+            Value::String(s) => Tree::Str(Text::new(s)),
             Value::Array(a) => Tree::Array(a.iter().map(Tree::from).collect()),
             Value::Object(m) => {
                 let mut t = TreeMap::with_capacity(m.len());
                 for (k, v) in m {
-                    t.set(k.as_str().into(), Tree::from(v));
+                    t.set(Text::new(k), Tree::from(v));
                 }
                 Tree::Object(t)
             }
@@ -240,7 +244,7 @@ fn number(text: &str) -> Tree {
 #[derive(Default)]
 struct Builder {
     values: Vec<Tree>,
-    keys: Vec<Box<str>>,
+    keys: Vec<Text>,
     /// Open containers: where their values (and an object's keys) start.
     open: Vec<(usize, usize)>,
     /// An integer past the digit limit was read.
@@ -254,6 +258,11 @@ impl Builder {
         }
         self.values.pop()
     }
+}
+
+/// A few keys, none repeated (a longer list is not looked at: it is hashed anyway).
+fn distinct(keys: &[Text]) -> bool {
+    keys.len() <= FEW && keys.iter().enumerate().all(|(i, k)| keys[..i].iter().all(|x| x.as_str() != k.as_str()))
 }
 
 impl Sink<'_> for Builder {
@@ -276,7 +285,7 @@ impl Sink<'_> for Builder {
         self.values.push(Tree::Float(v));
     }
     fn str(&mut self, s: &str) {
-        self.values.push(Tree::Str(s.into()));
+        self.values.push(Tree::Str(Text::new(s)));
     }
     fn begin_array(&mut self) {
         self.open.push((self.values.len(), self.keys.len()));
@@ -290,12 +299,13 @@ impl Sink<'_> for Builder {
         self.open.push((self.values.len(), self.keys.len()));
     }
     fn key(&mut self, k: &str) {
-        self.keys.push(k.into());
+        self.keys.push(Text::new(k));
     }
     fn end_object(&mut self, distinct_keys: bool) {
         let Some((start, kstart)) = self.open.pop() else { return };
+        let few = distinct_keys || distinct(&self.keys[kstart..]);
         let members = self.keys.drain(kstart..).zip(self.values.drain(start..));
-        let m = if distinct_keys && members.len() <= FEW {
+        let m = if few && members.len() <= FEW {
             TreeMap(Repr::Few(members.collect()))
         } else {
             let mut m = TreeMap::with_capacity(members.len());
@@ -318,7 +328,7 @@ impl Sink<'_> for Builder {
 }
 
 impl Members<Tree> for TreeMap {
-    type Key = Box<str>;
+    type Key = Text;
     fn len(&self) -> usize {
         match &self.0 {
             Repr::Few(e) => e.len(),
@@ -327,13 +337,13 @@ impl Members<Tree> for TreeMap {
     }
     fn get(&self, k: &str) -> Option<&Tree> {
         match &self.0 {
-            Repr::Few(e) => e.iter().find(|(x, _)| **x == *k).map(|(_, v)| v),
+            Repr::Few(e) => e.iter().find(|(x, _)| x.as_str() == k).map(|(_, v)| v),
             Repr::Many(m) => m.get(k),
         }
     }
     fn get_mut(&mut self, k: &str) -> Option<&mut Tree> {
         match &mut self.0 {
-            Repr::Few(e) => e.iter_mut().find(|(x, _)| **x == *k).map(|(_, v)| v),
+            Repr::Few(e) => e.iter_mut().find(|(x, _)| x.as_str() == k).map(|(_, v)| v),
             Repr::Many(m) => m.get_mut(k),
         }
     }
@@ -342,12 +352,12 @@ impl Members<Tree> for TreeMap {
         match Members::get_mut(self, k) {
             Some(slot) => Some(std::mem::replace(slot, v)),
             None => {
-                self.add_new(None, k.into(), v);
+                self.add_new(None, Text::new(k), v);
                 None
             }
         }
     }
-    fn insert_entry(&mut self, k: Box<str>, v: Tree) {
+    fn insert_entry(&mut self, k: Text, v: Tree) {
         self.set(k, v);
     }
     fn shift_remove(&mut self, k: &str) -> Option<Tree> {
@@ -359,7 +369,7 @@ impl Members<Tree> for TreeMap {
     fn swap_remove(&mut self, k: &str) -> Option<Tree> {
         self.swap_remove_entry(k).map(|(_, v)| v)
     }
-    fn swap_remove_entry(&mut self, k: &str) -> Option<(Box<str>, Tree)> {
+    fn swap_remove_entry(&mut self, k: &str) -> Option<(Text, Tree)> {
         match &mut self.0 {
             Repr::Few(e) => Self::find(e, k).map(|i| e.swap_remove(i)),
             Repr::Many(m) => m.swap_remove_entry(k),
@@ -374,10 +384,10 @@ impl Members<Tree> for TreeMap {
                     let (key, _) = e.remove(i);
                     e.insert(pos, (key, v));
                 }
-                None => self.add_new(Some(pos), k.into(), v),
+                None => self.add_new(Some(pos), Text::new(k), v),
             },
             Repr::Many(m) => {
-                m.shift_insert(pos, k.into(), v);
+                m.shift_insert(pos, Text::new(k), v);
             }
         }
     }
@@ -389,8 +399,8 @@ impl Members<Tree> for TreeMap {
     }
     fn last_key_is(&self, k: &str) -> bool {
         match &self.0 {
-            Repr::Few(e) => e.last().is_some_and(|(x, _)| **x == *k),
-            Repr::Many(m) => m.last().is_some_and(|(x, _)| **x == *k),
+            Repr::Few(e) => e.last().is_some_and(|(x, _)| x.as_str() == k),
+            Repr::Many(m) => m.last().is_some_and(|(x, _)| x.as_str() == k),
         }
     }
     fn key_list(&self) -> Vec<String> {
@@ -402,7 +412,7 @@ impl Members<Tree> for TreeMap {
     {
         self.iter()
     }
-    fn into_entries(self) -> impl Iterator<Item = (Box<str>, Tree)> {
+    fn into_entries(self) -> impl Iterator<Item = (Text, Tree)> {
         let (few, many) = match self.0 {
             Repr::Few(v) => (v, None),
             Repr::Many(m) => (Vec::new(), Some(*m)),
