@@ -1299,6 +1299,14 @@ pub(crate) fn stream_value<'py>(py: Python<'py>, v: &Value, max_depth: usize) ->
     json_to_py(py, v, 0, max_depth, true, &mut unlimited()).map_err(|f| raise(py, f))
 }
 
+/// What `walk` gives a sink (a replay's messages, each walked as its JSON value) as a
+/// document value: built as [`stream_value`] builds a value.
+pub(crate) fn stream_walked<'py>(py: Python<'py>, max_depth: usize, walk: impl FnOnce(&mut PyBuilder<'py>)) -> PyResult<Bound<'py, PyAny>> {
+    let mut b = py_builder(py, 0, max_depth, true).with_budget(unlimited());
+    walk(&mut b);
+    b.finish().map_err(|f| raise(py, f))
+}
+
 /// A replay's final state (the core's tree) as a document value (its kept lone
 /// surrogates restored): the values and rules of [`stream_value`]'s builder, made straight
 /// from the tree (each container built whole, no builder's stack between them).

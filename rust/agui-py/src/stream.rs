@@ -125,6 +125,24 @@ fn result_value<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> 
     crate::patch::stream_value(py, v, MAX_DEPTH_CAP)
 }
 
+/// A reducer's message as plain Python values (as [`result_value`] makes its JSON value).
+fn message_value<'py>(py: Python<'py>, m: &core::Message) -> PyResult<Bound<'py, PyAny>> {
+    crate::patch::stream_walked(py, MAX_DEPTH_CAP, |b| m.walk(b))
+}
+
+/// A reducer's messages as a list of plain Python values (as [`result_value`] makes
+/// their JSON array).
+fn messages_value<'py>(py: Python<'py>, ms: &[core::Message]) -> PyResult<Bound<'py, PyAny>> {
+    use agui_core::sink::Sink;
+    crate::patch::stream_walked(py, MAX_DEPTH_CAP, |b| {
+        b.begin_array();
+        for m in ms {
+            m.walk(b);
+        }
+        b.end_array();
+    })
+}
+
 fn json_list<'py>(py: Python<'py>, items: &[Value]) -> Bound<'py, PyBytes> {
     PyBytes::new(py, &core::json_list(items))
 }
@@ -793,13 +811,13 @@ impl Replayer {
 
     /// The messages, a list of plain Python values.
     fn messages<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let list = self.with(py, |r| r.applier().messages().map(|m| result_value(py, m)).collect::<PyResult<Vec<_>>>())?;
+        let list = self.with(py, |r| r.applier().messages().map(|m| message_value(py, m)).collect::<PyResult<Vec<_>>>())?;
         PyList::new(py, list)
     }
 
     /// The message at `index` as plain Python values (None past the end).
     fn message<'py>(&self, py: Python<'py>, index: usize) -> PyResult<Option<Bound<'py, PyAny>>> {
-        self.with(py, |r| r.applier().message(index).map(|m| result_value(py, m)).transpose())
+        self.with(py, |r| r.applier().message(index).map(|m| message_value(py, m)).transpose())
     }
 
     fn message_count(&self, py: Python<'_>) -> PyResult<usize> {
@@ -844,7 +862,7 @@ const DROP_ASIDE_MIN: usize = 10_000;
 /// A finished whole-log replay, its values handed to Python as Python values (built
 /// straight from the engine's values: no JSON text between them).
 struct Written {
-    messages: Vec<Value>,
+    messages: Vec<core::Message>,
     /// The state as the replay kept it: the core's tree (built from snapshot texts, no
     /// `serde_json::Value` between them), walked into Python values once at the end.
     state: Tree,
@@ -893,11 +911,11 @@ impl Written {
             (None, e) => e.as_ref().map(|e| stream_error(py, e)),
         }
         .map(|e| e.into_value(py));
-        let messages = Value::Array(std::mem::take(&mut self.messages));
+        let messages = std::mem::take(&mut self.messages);
         let interrupts = Value::Array(std::mem::take(&mut self.interrupts));
         let state = std::mem::take(&mut self.state);
         let tuple = (
-            result_value(py, &messages)?,
+            messages_value(py, &messages)?,
             crate::patch::stream_tree(py, &state, MAX_DEPTH_CAP)?,
             result_value(py, &interrupts)?,
             warnings_list(py, &self.warnings)?,
