@@ -263,9 +263,11 @@ impl ChunkExpander {
     }
 
     fn push<'py>(&mut self, py: Python<'py>, event: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
-        let mut out = Vec::with_capacity(2);
-        self.expand(py, event, &mut out)?;
-        Ok(json_list(py, &out))
+        agui_core::limits::deep(self.max_depth, || {
+            let mut out = Vec::with_capacity(2);
+            self.expand(py, event, &mut out)?;
+            Ok(json_list(py, &out))
+        })
     }
 
     /// Warnings so far as `(index, message)`, drained.
@@ -280,15 +282,16 @@ impl ChunkExpander {
 #[pyo3(signature = (events, /, *, max_depth = DEFAULT_MAX_DEPTH))]
 fn expand_chunks<'py>(py: Python<'py>, events: &Bound<'py, PyAny>, #[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize) -> PyResult<Bound<'py, PyTuple>> {
     let mut x = ChunkExpander::new(max_depth)?;
-    let mut out = Vec::new();
-    let mut error = None;
-    for e in items(events)?.iter() {
-        if let Err(err) = x.expand(py, e, &mut out) {
-            error = Some(err.into_value(py));
-            break;
+    agui_core::limits::deep(max_depth, || {
+        let (mut out, mut error) = (Vec::new(), None);
+        for e in items(events)?.iter() {
+            if let Err(err) = x.expand(py, e, &mut out) {
+                error = Some(err.into_value(py));
+                break;
+            }
         }
-    }
-    (json_list(py, &out), warnings_list(py, &x.warnings)?, error).into_pyobject(py)
+        (json_list(py, &out), warnings_list(py, &x.warnings)?, error).into_pyobject(py)
+    })
 }
 
 // ---------------------------------------------------------------------------------------
@@ -314,8 +317,10 @@ impl EventVerifier {
     fn push(&mut self, py: Python<'_>, event: &Bound<'_, PyAny>) -> PyResult<()> {
         let index = self.index;
         self.index += 1;
-        let v = event_value(py, event, index, self.max_depth)?;
-        self.inner.push(&v).map_err(|e| error_at(py, e, index))
+        agui_core::limits::deep(self.max_depth, || {
+            let v = event_value(py, event, index, self.max_depth)?;
+            self.inner.push(&v).map_err(|e| error_at(py, e, index))
+        })
     }
 }
 
@@ -323,9 +328,12 @@ impl EventVerifier {
 #[pyfunction]
 #[pyo3(signature = (events, /, *, max_depth = DEFAULT_MAX_DEPTH))]
 fn verify_events(py: Python<'_>, events: &Bound<'_, PyAny>, #[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize) -> PyResult<()> {
-    let vs = values(py, events, check_max_depth(max_depth)?)?;
-    let r = if vs.len() >= DETACH_MIN { py.detach(|| core::verify_events(&vs)) } else { core::verify_events(&vs) };
-    r.map_err(|e| stream_error(py, &e))
+    let max_depth = check_max_depth(max_depth)?;
+    agui_core::limits::deep(max_depth, || {
+        let vs = values(py, events, max_depth)?;
+        let r = if vs.len() >= DETACH_MIN { py.detach(|| core::verify_events(&vs)) } else { core::verify_events(&vs) };
+        r.map_err(|e| stream_error(py, &e))
+    })
 }
 
 // ---------------------------------------------------------------------------------------
@@ -343,9 +351,11 @@ fn compact_events<'py>(
 ) -> PyResult<Bound<'py, PyTuple>> {
     let max_depth = check_max_depth(max_depth)?;
     let limits = core::PatchLimits::new(max_depth, crate::patch::max_patch_bytes(max_patch_bytes)?);
-    let vs = values(py, events, max_depth)?;
-    let (out, warnings) = py.detach(|| core::compact_events_within(vs, limits));
-    (json_list(py, &out), PyList::new(py, warnings)?).into_pyobject(py)
+    agui_core::limits::deep(max_depth, || {
+        let vs = values(py, events, max_depth)?;
+        let (out, warnings) = py.detach(|| core::compact_events_within(vs, limits));
+        (json_list(py, &out), PyList::new(py, warnings)?).into_pyobject(py)
+    })
 }
 
 // ---------------------------------------------------------------------------------------
@@ -757,13 +767,13 @@ impl Replayer {
         let max_depth = check_max_depth(max_depth)?;
         let max_patch_bytes = crate::patch::max_patch_bytes(max_patch_bytes)?;
         let (era, protocol_version) = era_options(max_protocol_version, protocol_version)?;
-        let (messages, state) = start(py, messages, state, max_depth, max_patch_bytes)?;
+        let (messages, state) = agui_core::limits::deep(max_depth, || start(py, messages, state, max_depth, max_patch_bytes))?;
         let options = ReplayOptions { verify, expand, compat, schema, era, protocol_version, max_depth, max_patch_bytes, ..ReplayOptions::default() };
         let inner = core::Replayer::new(messages, state, options);
         // reduce=False: the stages before the reducer alone (`validate` of a long log).
         let mut inner = if reduce { inner } else { inner.without_reducer() };
         inner.record(record);
-        Ok(Replayer { inner: Shared::new(inner), max_depth })
+        Ok(Replayer { inner: Shared::deep(inner, max_depth), max_depth })
     }
 
     /// The events handed to the reducer since the last call (`record=True`), as a JSON
@@ -948,12 +958,14 @@ fn replay_log<'py>(
     let max_depth = check_max_depth(max_depth)?;
     let max_patch_bytes = crate::patch::max_patch_bytes(max_patch_bytes)?;
     let (era, protocol_version) = era_options(max_protocol_version, protocol_version)?;
-    let (messages, state) = initial(py, messages, state, max_depth)?;
-    let log = data.as_bytes();
-    let options = ReplayOptions { verify, schema, era, protocol_version, max_depth, max_patch_bytes, ..ReplayOptions::default() };
-    let mut w = py.detach(|| Written::of(core::replay_log_bytes(log, 0, pipeline_min, format, messages, Tree::from(state), options)));
-    w.source = Some("<bytes>".to_string()); // (as the log readers name bytes)
-    w.tuple(py, true)
+    agui_core::limits::deep(max_depth, || {
+        let (messages, state) = initial(py, messages, state, max_depth)?;
+        let log = data.as_bytes();
+        let options = ReplayOptions { verify, schema, era, protocol_version, max_depth, max_patch_bytes, ..ReplayOptions::default() };
+        let mut w = py.detach(|| Written::of(core::replay_log_bytes(log, 0, pipeline_min, format, messages, Tree::from(state), options)));
+        w.source = Some("<bytes>".to_string()); // (as the log readers name bytes)
+        w.tuple(py, true)
+    })
 }
 
 /// replay_log_files(paths, *, format="auto", verify=False, threads=0, max_depth=512,
@@ -989,11 +1001,12 @@ fn replay_log_files<'py>(
         max_patch_bytes,
         ..ReplayOptions::default()
     };
+    let max_depth = options.max_depth;
     let mut replays = py.detach(|| core::replay_log_files(&paths, format, options, threads, pipeline_min, Written::of));
     for (w, p) in replays.iter_mut().zip(&paths) {
         w.source = Some(p.display().to_string());
     }
-    PyList::new(py, replays.iter_mut().map(|w| w.tuple(py, false)).collect::<PyResult<Vec<_>>>()?)
+    agui_core::limits::deep(max_depth, || PyList::new(py, replays.iter_mut().map(|w| w.tuple(py, false)).collect::<PyResult<Vec<_>>>()?))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1017,6 +1030,16 @@ fn prepare_run_input<'py>(
 ) -> PyResult<Bound<'py, PyTuple>> {
     let max_depth = check_max_depth(max_depth)?;
     let (_, ours) = era_options(max_protocol_version, protocol_version)?;
+    agui_core::limits::deep(max_depth, || prepare_within(py, input, max_protocol_version, ours, max_depth))
+}
+
+fn prepare_within<'py>(
+    py: Python<'py>,
+    input: &Bound<'py, PyAny>,
+    max_protocol_version: Option<&str>,
+    ours: Option<ProtocolVersion>,
+    max_depth: usize,
+) -> PyResult<Bound<'py, PyTuple>> {
     let value = with_json(py, input, max_depth, |b| agui_core::stream::parse_json_limited(b, max_depth))?
         .map_err(|Unwritable(e)| e)
         .and_then(|r| r)
@@ -1105,7 +1128,7 @@ impl RunReader {
         };
         let replayer = if pipeline {
             let (era, protocol_version) = era_options(max_protocol_version, protocol_version)?;
-            let (messages, state) = start(py, messages, state, max_depth, max_patch_bytes)?;
+            let (messages, state) = agui_core::limits::deep(max_depth, || start(py, messages, state, max_depth, max_patch_bytes))?;
             let options = ReplayOptions { verify, schema, era, protocol_version, max_depth, max_patch_bytes, ..ReplayOptions::default() };
             let mut r = core::Replayer::new(messages, state, options);
             r.record(record);
