@@ -2,7 +2,7 @@
 
 import os
 import types
-from typing import Any, Callable, Dict, Iterable, List, Literal, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Literal, Optional, Sequence, Tuple, TypeVar, Union
 
 from agui_fast.errors import AguiError, StreamError
 
@@ -27,6 +27,10 @@ def check_limit(name: str, value: Any, lo: int = 0, /) -> int:
 
 def json_exceeds_depth(data: Union[bytes, bytearray, memoryview, str], max_depth: int) -> bool:
     """Whether JSON text nests arrays/objects deeper than ``max_depth``."""
+_R = TypeVar("_R")
+
+def call_nested(f: Callable[[Any], _R], data: Union[bytes, bytearray, memoryview, str], /) -> _R:
+    """``f(data)`` for JSON text ``data``, on a stack with room for as many levels as it nests."""
 
 # Test-only helpers (sse_event, proto_schema), off the public surface.
 _testing: types.ModuleType

@@ -16,7 +16,7 @@ the stream converts legacy input), raising only our ``DecodeError``s.
 from __future__ import annotations
 
 from json import loads as _stdlib_loads
-from typing import Any, Dict, List, NoReturn, Union
+from typing import Any, Callable, Dict, List, NoReturn, Union
 
 import msgspec
 
@@ -47,6 +47,25 @@ JsonInput = Union[bytes, bytearray, memoryview, str]
 
 _DEFAULT_DEPTH: int = _native.DEFAULT_MAX_DEPTH  # the default, by identity: checked once here
 
+# msgspec's decoders recurse as deep as the text nests (a few hundred bytes of stack a
+# level): any thread's stack takes this many levels; deeper text is decoded on a stack
+# with room for it.
+_SHALLOW = 64
+
+
+def nested_call(f: Callable[[Any], Any], data: JsonInput) -> Any:
+    """``f(data)`` for JSON text, on a stack with room for its nesting when that is deep."""
+    if len(data) > 2 * _SHALLOW and _native.json_exceeds_depth(data, _SHALLOW):
+        return _native.call_nested(f, data)
+    return f(data)
+
+
+def _decode_event_text(data: JsonInput) -> Event:
+    try:
+        return EVENT_DECODER.decode(data)  # the fast path, inlined (hashing a Union is slow)
+    except FAST_PATH_ERRORS as exc:
+        return exact(data, Event, exc)
+
 
 def decode_event(data: Union[JsonInput, Dict[str, Any]], *, max_depth: int = _DEFAULT_DEPTH) -> Event:
     """Decode and validate one event given as JSON text/bytes or as a dict.
@@ -65,6 +84,8 @@ def decode_event(data: Union[JsonInput, Dict[str, Any]], *, max_depth: int = _DE
     # deeper than that needs more than that many brackets, so short inputs skip the scan.
     if len(data) > 2 * max_depth and _native.json_exceeds_depth(data, max_depth):
         raise InvalidJsonError(f"invalid JSON: nested deeper than {max_depth} levels")
+    if len(data) > 2 * _SHALLOW and _native.json_exceeds_depth(data, _SHALLOW):
+        return _native.call_nested(_decode_event_text, data)
     try:
         return EVENT_DECODER.decode(data)  # the fast path, inlined (hashing a Union is slow)
     except FAST_PATH_ERRORS as exc:

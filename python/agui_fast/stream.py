@@ -69,6 +69,7 @@ from .core import (
 )
 from .core._convert import convert_fast
 from .core._given import given
+from ._typed import nested_call
 from .decoder import decode_as
 from .errors import AguiError, StreamError, VerificationError
 
@@ -156,7 +157,11 @@ def _load(data: bytes) -> Any:
 
 
 def _events(data: bytes, raw: bool) -> List[Any]:
-    return _load(data) if raw else decode_as(data, List[Event])
+    return nested_call(_load, data) if raw else nested_call(_typed_events, data)
+
+
+def _typed_events(data: bytes) -> List[Any]:
+    return decode_as(data, List[Event])
 
 
 def _messages(values: List[Any], raw: bool) -> List[Any]:

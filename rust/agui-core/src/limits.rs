@@ -17,10 +17,69 @@ pub const DEFAULT_MAX_PATCH_BYTES: usize = 128 << 20;
 /// The most warnings a replay keeps by default (about 25 MB of them in Python).
 pub const DEFAULT_MAX_WARNINGS: usize = 100_000;
 
-/// Largest depth limit an API accepts: values are parsed, dropped and converted
-/// recursively (about 500 bytes of stack a level through the Python paths), so the cap
-/// fits the main thread's 8 MiB; smaller thread stacks take proportionally less.
+/// Largest depth limit an API accepts. Values are parsed, converted and dropped
+/// recursively, each nesting level through [`nest`], so any thread's stack takes the cap.
 pub const MAX_DEPTH_CAP: usize = 10_000;
+
+/// Stack a nesting level of a recursive walk may use, with what it calls, before the next
+/// level's [`nest`]: a level takes a few hundred bytes in an optimised build and several
+/// KiB unoptimised or under a sanitizer.
+pub const STACK_RED_ZONE: usize = if cfg!(any(debug_assertions, feature = "sanitize")) { 256 << 10 } else { 64 << 10 };
+
+/// Size of a stack segment [`nest`] moves onto (address space: pages are touched as used).
+pub const STACK_SEGMENT: usize = 2 << 20;
+
+/// One nesting level of a recursive walk over a value: `f` runs on the current stack while
+/// at least [`STACK_RED_ZONE`] of it is left, else on a new segment of [`STACK_SEGMENT`]
+/// (`stacker`), freed when `f` returns. A thread's stack size (128 KiB on musl, 1 MiB for
+/// some Python threads) then never bounds the depth; the check is a compare of the stack
+/// pointer with a thread-local limit, and it is made on containers only.
+#[inline(always)]
+pub fn nest<R>(f: impl FnOnce() -> R) -> R {
+    stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, f)
+}
+
+/// Stack a nesting level may take in the recursions that do not go through [`nest`]:
+/// serde_json dropping a `Value`, msgspec decoding, CPython freeing a nested list (each
+/// under 400 bytes a level, optimised).
+pub const STACK_PER_LEVEL: usize = if cfg!(any(debug_assertions, feature = "sanitize")) { 16 << 10 } else { 1 << 10 };
+
+/// A call over values nested at most `max_depth` levels: run on the current stack when it
+/// has [`STACK_PER_LEVEL`] a level left above the red zone, else on a new segment that
+/// size (one check a call, a segment a call only on small stacks or for a large
+/// `max_depth`). For the code between the levels that [`nest`] does not reach.
+#[inline]
+pub fn deep<R>(max_depth: usize, f: impl FnOnce() -> R) -> R {
+    let need = stack_for(max_depth);
+    stacker::maybe_grow(need, need, f)
+}
+
+fn stack_for(levels: usize) -> usize {
+    STACK_RED_ZONE.saturating_add(levels.saturating_mul(STACK_PER_LEVEL))
+}
+
+/// Whether the current stack takes `levels` nesting levels without [`nest`].
+#[inline]
+pub fn stack_takes(levels: usize) -> bool {
+    stacker::remaining_stack().is_some_and(|left| left >= stack_for(levels))
+}
+
+/// `seed` read from `de` (serde_json's recursion limit off: the text was scanned to nest
+/// at most `max_depth` levels, or the seed bounds its own nesting): straight when the stack
+/// takes that many levels, else through `serde_stacker`, which gives each level the
+/// stack it needs as [`nest`] does.
+pub(crate) fn deserialize_nested<'de, R: serde_json::de::Read<'de>, T: serde::de::DeserializeSeed<'de>>(
+    de: &mut serde_json::Deserializer<R>,
+    seed: T,
+    max_depth: usize,
+) -> Result<T::Value, serde_json::Error> {
+    de.disable_recursion_limit();
+    if stack_takes(max_depth) {
+        seed.deserialize(de)
+    } else {
+        seed.deserialize(serde_stacker::Deserializer { de, red_zone: STACK_RED_ZONE, stack_size: STACK_SEGMENT })
+    }
+}
 
 /// A `max_depth=` argument checked against [`MAX_DEPTH_CAP`] (the one check of every API
 /// that takes one); the error is the message to raise.
@@ -64,6 +123,32 @@ pub fn exceeds_depth(json: &[u8], max_depth: usize) -> bool {
     false
 }
 
+/// How deep JSON text nests arrays and objects (brackets inside strings do not count).
+pub fn depth_of(json: &[u8]) -> usize {
+    let (mut depth, mut deepest, mut in_str, mut esc) = (0usize, 0usize, false, false);
+    for &b in json {
+        if in_str {
+            match b {
+                _ if esc => esc = false,
+                b'\\' => esc = true,
+                b'"' => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_str = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
 /// Parse JSON text into a `serde_json::Value` nesting at most `max_depth` levels: the one
 /// depth-checked parse of the core (serde_json's own recursion limit, 128, is replaced by
 /// ours after the scan, so the Rust stack is never at risk).
@@ -71,7 +156,7 @@ pub fn parse_value(text: &[u8], max_depth: usize) -> Result<serde_json::Value, P
     if exceeds_depth(text, max_depth) {
         return Err(ParseError::TooDeep(max_depth));
     }
-    parse_seed(serde_json::Deserializer::from_slice(text), std::marker::PhantomData::<serde_json::Value>)
+    parse_seed(serde_json::Deserializer::from_slice(text), std::marker::PhantomData::<serde_json::Value>, max_depth)
 }
 
 /// [`parse_value`] of text known to be UTF-8 (its strings are not checked again).
@@ -79,17 +164,17 @@ pub fn parse_value_str(text: &str, max_depth: usize) -> Result<serde_json::Value
     if exceeds_depth(text.as_bytes(), max_depth) {
         return Err(ParseError::TooDeep(max_depth));
     }
-    parse_seed(serde_json::Deserializer::from_str(text), std::marker::PhantomData::<serde_json::Value>)
+    parse_seed(serde_json::Deserializer::from_str(text), std::marker::PhantomData::<serde_json::Value>, max_depth)
 }
 
-/// One whole JSON text read by `seed` with serde_json's recursion limit off: the seed
-/// bounds its own nesting (or the text was scanned, as [`parse_value`] does).
+/// One whole JSON text read by `seed` nesting at most `max_depth` levels (see
+/// [`deserialize_nested`]).
 pub(crate) fn parse_seed<'de, R: serde_json::de::Read<'de>, T: serde::de::DeserializeSeed<'de>>(
     mut de: serde_json::Deserializer<R>,
     seed: T,
+    max_depth: usize,
 ) -> Result<T::Value, ParseError> {
-    de.disable_recursion_limit();
-    let v = seed.deserialize(&mut de).map_err(ParseError::Json)?;
+    let v = deserialize_nested(&mut de, seed, max_depth).map_err(ParseError::Json)?;
     de.end().map_err(ParseError::Json)?;
     Ok(v)
 }
@@ -134,6 +219,8 @@ mod tests {
         assert!(!exceeds_depth(nest(DEFAULT_MAX_DEPTH).as_bytes(), DEFAULT_MAX_DEPTH));
         assert!(exceeds_depth(nest(DEFAULT_MAX_DEPTH + 1).as_bytes(), DEFAULT_MAX_DEPTH));
         assert!(!exceeds_depth(b"0", 0));
+        assert_eq!(depth_of(nest(DEFAULT_MAX_DEPTH).as_bytes()), DEFAULT_MAX_DEPTH);
+        assert_eq!(depth_of(b"[{\"a\":\"[[[\\\"[\"},[]]"), 2);
         assert!(exceeds_depth(b"{}", 0));
         // Brackets in strings (escaped quotes too) do not count.
         let s = format!("{{\"a\":\"\\\"{}\"}}", "[".repeat(40));

@@ -129,21 +129,21 @@ pub fn json_value<'a, S: Sink<'a> + ?Sized>(v: &serde_json::Value, s: &mut S) {
         J::Bool(b) => s.bool(*b),
         J::Number(n) => number(n.as_str(), s),
         J::String(t) => s.str(t),
-        J::Array(a) => {
+        J::Array(a) => crate::limits::nest(|| {
             s.begin_array();
             for e in a {
                 json_value(e, s);
             }
             s.end_array();
-        }
-        J::Object(m) => {
+        }),
+        J::Object(m) => crate::limits::nest(|| {
             s.begin_object();
             for (k, e) in m {
                 s.key(k);
                 json_value(e, s);
             }
             s.end_object(true);
-        }
+        }),
     }
 }
 
@@ -182,7 +182,7 @@ pub(crate) fn number<'a, S: Sink<'a> + ?Sized>(text: &str, s: &mut S) {
 pub fn json_text<'a, S: Sink<'a> + ?Sized>(text: &str, max_depth: usize, s: &mut S) -> Result<(), crate::limits::ParseError> {
     let mut deeper = false;
     let walk = Walk { sink: s, depth: max_depth, deeper: &mut deeper, _a: std::marker::PhantomData };
-    match crate::limits::parse_seed(serde_json::Deserializer::from_str(text), walk) {
+    match crate::limits::parse_seed(serde_json::Deserializer::from_str(text), walk, max_depth) {
         Err(_) if deeper => Err(crate::limits::ParseError::TooDeep(max_depth)),
         other => other,
     }
@@ -223,7 +223,7 @@ fn fast_value<'a, S: Sink<'a> + ?Sized>(r: &mut FastRead<'_>, peek: jiter::Peek,
             s.bool(b);
         }
         Peek::String => s.str(j.known_str().ok()?),
-        Peek::Array => {
+        Peek::Array => crate::limits::nest(|| {
             let inner = depth.checked_sub(1)?;
             s.begin_array();
             let mut next = j.known_array().ok()?;
@@ -232,8 +232,9 @@ fn fast_value<'a, S: Sink<'a> + ?Sized>(r: &mut FastRead<'_>, peek: jiter::Peek,
                 next = r.j.array_step().ok()?;
             }
             s.end_array();
-        }
-        Peek::Object => {
+            Some(())
+        })?,
+        Peek::Object => crate::limits::nest(|| {
             let inner = depth.checked_sub(1)?;
             s.begin_object();
             let mut key = j.known_object().ok()?;
@@ -247,7 +248,8 @@ fn fast_value<'a, S: Sink<'a> + ?Sized>(r: &mut FastRead<'_>, peek: jiter::Peek,
                 key = r.j.next_key().ok()?;
             }
             s.end_object(false);
-        }
+            Some(())
+        })?,
         _ if peek.is_num() => {
             let len = j.known_number_bytes(peek).ok()?.len();
             let end = j.current_index();

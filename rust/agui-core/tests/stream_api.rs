@@ -42,12 +42,12 @@ fn whole_run_replays_into_messages_and_state() {
     let r = replay(run(), Vec::new(), json!({}), ReplayOptions { verify: true, ..ReplayOptions::default() });
     assert!(r.error.is_none(), "{:?}", r.error);
     assert_eq!(r.events, run().len());
-    let ids: Vec<&str> = r.messages.iter().map(|m| m["id"].as_str().unwrap()).collect();
+    let ids: Vec<&str> = r.messages.iter().map(|m| m.get("id").and_then(Value::as_str).unwrap()).collect();
     assert_eq!(ids[..2], ["m1", "t1"]);
-    assert_eq!(r.messages[0]["content"], "Hello");
-    assert_eq!(r.messages[0]["toolCalls"][0]["function"]["arguments"], "{\"a\":1}");
-    assert_eq!(r.messages[2]["role"], "reasoning");
-    assert_eq!(r.messages[2]["content"], "hmm");
+    assert_eq!(r.messages[0].to_value()["content"], "Hello");
+    assert_eq!(r.messages[0].to_value()["toolCalls"][0]["function"]["arguments"], "{\"a\":1}");
+    assert_eq!(r.messages[2].to_value()["role"], "reasoning");
+    assert_eq!(r.messages[2].to_value()["content"], "hmm");
     // The failing `test` discarded its whole patch, with a warning on that event.
     assert_eq!(r.state, json!({"n": 1, "items": []}));
     assert!(r.warnings.iter().any(|w| w.index == 10 && w.message.contains("state patch")));
@@ -102,7 +102,7 @@ fn decode_error_keeps_the_events_before_it() {
     let err = r.error.expect("a decode error");
     assert_eq!((err.stage, err.index), (Stage::Decode, 3));
     assert_eq!(r.events, 4);
-    assert_eq!(r.messages[0]["content"], "Hel");
+    assert_eq!(r.messages[0].to_value()["content"], "Hel");
     assert_eq!(r.state, json!({"n": 0, "items": []}));
     // A JSON value that is not an object is not an event.
     let r = replay_sse(b"data: [1]\n\n", Vec::new(), json!({}), ReplayOptions::default());
@@ -121,7 +121,7 @@ fn verification_error_names_rule_index_and_ids() {
     let r = replay(events, Vec::new(), json!({}), ReplayOptions { verify: true, ..ReplayOptions::default() });
     let err = r.error.unwrap();
     assert_eq!((err.stage, err.index), (Stage::Verify, 5));
-    assert_eq!(r.messages[0]["content"], "Hello", "events before the violation are applied");
+    assert_eq!(r.messages[0].to_value()["content"], "Hello", "events before the violation are applied");
 }
 
 #[test]
@@ -155,10 +155,10 @@ data: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m\",\"delta\":\"a\\ud83
 data: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m\",\"delta\":\"\\ude00b\"}\n\n";
     let r = replay_sse(log, Vec::new(), json!({}), ReplayOptions::default());
     assert!(r.error.is_none());
-    assert_eq!(r.messages[0]["content"], "a\u{1F600}b");
+    assert_eq!(r.messages[0].to_value()["content"], "a\u{1F600}b");
     // A half that stays alone is kept (in its private-use form), not replaced.
     let r = replay_sse(&log[..log.len() - 60], Vec::new(), json!({}), ReplayOptions::default());
-    let content = r.messages[0]["content"].as_str().unwrap();
+    let content = r.messages[0].get("content").and_then(Value::as_str).unwrap();
     assert_eq!(content.chars().last().and_then(agui_core::stream::kept_surrogate), Some(0xD83D));
 }
 
@@ -184,7 +184,7 @@ fn invalid_utf8_is_replaced_not_rejected() {
     let log = b"data: {\"type\":\"TEXT_MESSAGE_START\",\"messageId\":\"m\"}\n\ndata: {\"type\":\"TEXT_MESSAGE_CONTENT\",\"messageId\":\"m\",\"delta\":\"a\xffb\"}\n\n";
     let r = replay_sse(log, Vec::new(), json!({}), ReplayOptions::default());
     assert!(r.error.is_none(), "{:?}", r.error);
-    assert_eq!(r.messages[0]["content"], "a\u{FFFD}b");
+    assert_eq!(r.messages[0].to_value()["content"], "a\u{FFFD}b");
 }
 
 #[test]
@@ -248,5 +248,5 @@ fn malformed_histories_do_not_panic() {
     for e in &events {
         let _ = ap.apply(e);
     }
-    assert!(ap.messages().any(|m| m["id"] == "x"));
+    assert!(ap.messages().any(|m| m.to_value()["id"] == "x"));
 }

@@ -42,6 +42,10 @@ fn first_diff(a: &[Value], b: &[Value]) -> String {
 }
 
 /// Equal as JSON, element by element.
+fn values(ms: &[agui_core::stream::Message]) -> Vec<Value> {
+    ms.iter().map(|m| m.to_value().into_owned()).collect()
+}
+
 fn same(a: &[Value], b: &[Value]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| json_eq(x, y))
 }
@@ -177,10 +181,10 @@ fn check_apply_case(case: &Value) -> Result<(), String> {
                         ));
                     }
                     if let Some(m) = m {
-                        if want_m && !msgs_eq(&ap.messages().cloned().collect::<Vec<_>>(), &m["messages"]) {
+                        if want_m && !msgs_eq(&ap.messages().map(|m| m.to_value().into_owned()).collect::<Vec<_>>(), &m["messages"]) {
                             return Err(format!(
                                 "event {i}: messages {}",
-                                first_diff(&ap.messages().cloned().collect::<Vec<_>>(), &arr(&m["messages"]))
+                                first_diff(&ap.messages().map(|m| m.to_value().into_owned()).collect::<Vec<_>>(), &arr(&m["messages"]))
                             ));
                         }
                         if want_s && !json_eq(ap.state(), &m["state"]) {
@@ -199,8 +203,8 @@ fn check_apply_case(case: &Value) -> Result<(), String> {
                     }
                 }
                 if let Some(c) = checkpoints.get(&i) {
-                    if !msgs_eq(&ap.messages().cloned().collect::<Vec<_>>(), &c["messages"]) {
-                        return Err(format!("checkpoint {i}: messages {}", first_diff(&ap.messages().cloned().collect::<Vec<_>>(), &arr(&c["messages"]))));
+                    if !msgs_eq(&ap.messages().map(|m| m.to_value().into_owned()).collect::<Vec<_>>(), &c["messages"]) {
+                        return Err(format!("checkpoint {i}: messages {}", first_diff(&ap.messages().map(|m| m.to_value().into_owned()).collect::<Vec<_>>(), &arr(&c["messages"]))));
                     }
                     if !json_eq(ap.state(), &c["state"]) {
                         return Err(format!("checkpoint {i}: state differs"));
@@ -218,8 +222,8 @@ fn check_apply_case(case: &Value) -> Result<(), String> {
         return Err(format!("warnings on events {warned:?}, reference {want_warned:?}: {}", case["warnings"]));
     }
     let fin = &case["final"];
-    if !msgs_eq(&ap.messages().cloned().collect::<Vec<_>>(), &fin["messages"]) {
-        return Err(format!("final messages {}", first_diff(&ap.messages().cloned().collect::<Vec<_>>(), &arr(&fin["messages"]))));
+    if !msgs_eq(&ap.messages().map(|m| m.to_value().into_owned()).collect::<Vec<_>>(), &fin["messages"]) {
+        return Err(format!("final messages {}", first_diff(&ap.messages().map(|m| m.to_value().into_owned()).collect::<Vec<_>>(), &arr(&fin["messages"]))));
     }
     if !json_eq(ap.state(), &fin["state"]) {
         return Err(format!("final state {} expected {}", ap.state(), fin["state"]));
@@ -348,8 +352,8 @@ fn apply_vectors_through_json_payloads() {
         let ap = r.applier();
         if err_at != case["error_after_event"].as_u64().map(|i| i as usize) {
             failures.push(format!("{}: error at {err_at:?}", name(case)));
-        } else if !msgs_eq(&ap.messages().cloned().collect::<Vec<_>>(), &fin["messages"]) {
-            failures.push(format!("{}: messages {}", name(case), first_diff(&ap.messages().cloned().collect::<Vec<_>>(), &arr(&fin["messages"]))));
+        } else if !msgs_eq(&ap.messages().map(|m| m.to_value().into_owned()).collect::<Vec<_>>(), &fin["messages"]) {
+            failures.push(format!("{}: messages {}", name(case), first_diff(&ap.messages().map(|m| m.to_value().into_owned()).collect::<Vec<_>>(), &arr(&fin["messages"]))));
         } else if !json_eq(ap.state(), &fin["state"]) {
             failures.push(format!("{}: state", name(case)));
         }
@@ -408,7 +412,7 @@ fn chunk_vectors_through_json_payloads_match_objects() {
             }
             let ours = r.finish(err);
             let key = |e: &Option<agui_core::stream::StreamError>| e.as_ref().map(|e| (e.stage, e.index));
-            if key(&ours.error) != key(&whole.error) || !same(&ours.messages, &whole.messages) || ours.state != whole.state {
+            if key(&ours.error) != key(&whole.error) || !same(&values(&ours.messages), &values(&whole.messages)) || ours.state != whole.state {
                 failures.push(format!("{} (verify={verify}): {:?} vs {:?}", name(case), key(&ours.error), key(&whole.error)));
             }
         }

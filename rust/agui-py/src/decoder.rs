@@ -236,8 +236,21 @@ pub(crate) fn frame_error<'py>(py: Python<'py>, name: &str, label: &str, frame_i
     err.into_value(py).into_bound(py).into_any()
 }
 
-/// Decode `items` into `res.out` through the fallback chain; bad items become errors.
+/// Decode `items` into `res.out` through the fallback chain; bad items become errors. The
+/// decoders recurse as deep as the items nest, on a stack that takes `max_depth` levels.
 pub(crate) fn decode_items<'py>(
+    py: Python<'py>,
+    be: &Backend,
+    legacy: &mut Legacy,
+    items: &Items<'_>,
+    label: &str,
+    max_depth: usize,
+    res: &mut Outcome<'py>,
+) -> PyResult<()> {
+    agui_core::limits::deep(max_depth, || decode_items_within(py, be, legacy, items, label, max_depth, res))
+}
+
+fn decode_items_within<'py>(
     py: Python<'py>,
     be: &Backend,
     legacy: &mut Legacy,

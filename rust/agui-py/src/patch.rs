@@ -21,7 +21,7 @@ use crate::ffi::gil::GilCell;
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use agui_core::limits::DEFAULT_MAX_DEPTH;
+use agui_core::limits::{deep as nest_for, nest, DEFAULT_MAX_DEPTH};
 use agui_core::patch::cache::{FastBuild, Lookup, SlotCache};
 use agui_core::patch::engine::{self, At, Budget, Cursor, Document, Fail, Kind, MemberEq, Node, PatchOp, Patcher, Shape, Token, VALUE_COST};
 use agui_core::stream::PatchLimits;
@@ -320,19 +320,19 @@ fn deep_copy<'py>(v: &Bound<'py, PyAny>, depth: usize, max_depth: usize, budget:
             let out = d.copy().map_err(py_fail)?;
             let inner: Vec<_> = out.iter().filter(|(_, x)| is_copied(x)).collect();
             for (k, x) in inner {
-                out.set_item(k, deep_copy(&x, depth + 1, max_depth, budget)?).map_err(py_fail)?;
+                out.set_item(k, nest(|| deep_copy(&x, depth + 1, max_depth, budget))?).map_err(py_fail)?;
             }
             Ok(out.into_any())
         }
         Container::List(l) => {
             check(l.len())?;
-            let mut nested = |x: Bound<'py, PyAny>| if is_copied(&x) { deep_copy(&x, depth + 1, max_depth, budget) } else { Ok(x) };
+            let mut nested = |x: Bound<'py, PyAny>| if is_copied(&x) { nest(|| deep_copy(&x, depth + 1, max_depth, budget)) } else { Ok(x) };
             let items = l.iter().map(&mut nested).collect::<R<Vec<_>>>()?;
             Ok(PyList::new(py, items).map_err(py_fail)?.into_any())
         }
         Container::Other if flags & pyo3::ffi::Py_TPFLAGS_TUPLE_SUBCLASS != 0 => {
             check(v.len().map_err(py_fail)?)?;
-            let mut nested = |x: Bound<'py, PyAny>| if is_copied(&x) { deep_copy(&x, depth + 1, max_depth, budget) } else { Ok(x) };
+            let mut nested = |x: Bound<'py, PyAny>| if is_copied(&x) { nest(|| deep_copy(&x, depth + 1, max_depth, budget)) } else { Ok(x) };
             let items = v.try_iter().map_err(py_fail)?.map(|x| x.map_err(py_fail).and_then(&mut nested)).collect::<R<Vec<_>>>()?;
             Ok(PyList::new(py, items).map_err(py_fail)?.into_any())
         }
@@ -372,6 +372,21 @@ fn plain_copy<'py>(v: &Bound<'py, PyAny>, depth: usize, max_depth: usize, stream
     core::container_rule(depth, max_depth)?;
     // A container and a slot per item, as `deep_copy` counts (scalars are shared).
     budget.charge(VALUE_COST.saturating_add(v.len().map_err(py_fail)?.saturating_mul(VALUE_COST)))?;
+    nest(|| plain_items(py, dict, list, depth, max_depth, stream, as_text, budget))
+}
+
+/// The items of a container of `plain_copy`, copied.
+#[allow(clippy::too_many_arguments)]
+fn plain_items<'py>(
+    py: Python<'py>,
+    dict: Option<&Bound<'py, PyDict>>,
+    list: Option<&Bound<'py, PyList>>,
+    depth: usize,
+    max_depth: usize,
+    stream: bool,
+    as_text: bool,
+    budget: &mut Budget,
+) -> R<Option<Bound<'py, PyAny>>> {
     if let Some(d) = dict {
         let out = PyDict::new(py);
         for (k, x) in d.iter() {
@@ -843,7 +858,7 @@ pub fn apply_patch<'py>(
     let opts = options(max_depth, max_patch_bytes)?;
     let mut doc = PyDoc::new(doc, if in_place { Mode::InPlace } else { Mode::Copy });
     let mut patcher = Patcher::new(opts);
-    match run_patch(&mut patcher, &mut doc, patch, read_op) {
+    match nest_for(max_depth, || run_patch(&mut patcher, &mut doc, patch, read_op)) {
         Ok(()) => Ok(doc.root),
         Err(f) => Err(raise(py, f)),
     }
@@ -1111,9 +1126,9 @@ impl StateDocument {
         let opts = options(max_depth, max_patch_bytes)?;
         let root = match doc {
             None => PyDict::new(py).into_any(),
-            Some(d) => py_value(d, 0, max_depth, false, &mut unlimited()).map_err(|f| raise(py, f))?,
+            Some(d) => nest_for(max_depth, || py_value(d, 0, max_depth, false, &mut unlimited())).map_err(|f| raise(py, f))?,
         };
-        Ok(StateDocument { inner: crate::shared::Shared::new(Doc::with_root(root, opts, false)) })
+        Ok(StateDocument { inner: crate::shared::Shared::deep(Doc::with_root(root, opts, false), max_depth) })
     }
 
     /// Apply one patch atomically.
@@ -1284,6 +1299,14 @@ pub(crate) fn stream_value<'py>(py: Python<'py>, v: &Value, max_depth: usize) ->
     json_to_py(py, v, 0, max_depth, true, &mut unlimited()).map_err(|f| raise(py, f))
 }
 
+/// What `walk` gives a sink (a replay's messages, each walked as its JSON value) as a
+/// document value: built as [`stream_value`] builds a value.
+pub(crate) fn stream_walked<'py>(py: Python<'py>, max_depth: usize, walk: impl FnOnce(&mut PyBuilder<'py>)) -> PyResult<Bound<'py, PyAny>> {
+    let mut b = py_builder(py, 0, max_depth, true).with_budget(unlimited());
+    walk(&mut b);
+    b.finish().map_err(|f| raise(py, f))
+}
+
 /// A replay's final state (the core's tree) as a document value (its kept lone
 /// surrogates restored): the values and rules of [`stream_value`]'s builder, made straight
 /// from the tree (each container built whole, no builder's stack between them).
@@ -1325,7 +1348,7 @@ impl<'t, 'py> TreeValues<'t, 'py> {
             }
             Tree::Float(x) => self.f.float(*x),
             Tree::Str(s) => self.f.str(s)?,
-            Tree::Array(a) => {
+            Tree::Array(a) => nest(|| {
                 rule(core::container_rule(depth, self.max_depth))?;
                 let mut items = Vec::with_capacity(a.len());
                 for (i, e) in a.iter().enumerate() {
@@ -1334,9 +1357,9 @@ impl<'t, 'py> TreeValues<'t, 'py> {
                         e => self.value(e, depth + 1)?,
                     });
                 }
-                self.f.array(items)?
-            }
-            Tree::Object(m) => {
+                self.f.array(items)
+            })?,
+            Tree::Object(m) => nest(|| {
                 rule(core::container_rule(depth, self.max_depth))?;
                 let o = PyDict::new(py);
                 for (i, (k, e)) in m.iter().enumerate() {
@@ -1347,8 +1370,8 @@ impl<'t, 'py> TreeValues<'t, 'py> {
                     };
                     o.set_item(k, e)?;
                 }
-                o.into_any()
-            }
+                Ok::<_, PyErr>(o.into_any())
+            })?,
         })
     }
 

@@ -266,7 +266,7 @@ impl ProtoDecoder {
         #[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize,
     ) -> PyResult<Self> {
         Ok(ProtoDecoder {
-            state: Shared::new((ProtoState::new(msgpack, max_frame_size, max_depth), false)),
+            state: Shared::deep((ProtoState::new(msgpack, max_frame_size, max_depth), false), max_depth),
             backend: Backend::new(backend)?,
         })
     }

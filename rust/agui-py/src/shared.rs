@@ -17,10 +17,21 @@ use pyo3::prelude::*;
 use pyo3::sync::MutexExt;
 
 pub struct Shared<T> {
-    state: Mutex<T>,
+    /// `None` only while the object is freed.
+    state: Mutex<Option<T>>,
     /// The thread whose call holds `state` (0: none): tells a re-entrant call from a
     /// concurrent one.
     owner: AtomicUsize,
+    /// The nesting the state's values may reach: each call, and the state's drop, run
+    /// on a stack with room for it (`agui_core::limits::deep`).
+    max_depth: usize,
+}
+
+impl<T> Drop for Shared<T> {
+    fn drop(&mut self) {
+        let state = self.state.get_mut().unwrap_or_else(PoisonError::into_inner).take();
+        agui_core::limits::deep(self.max_depth, || drop(state));
+    }
 }
 
 /// A number unique to the calling thread while it lives (the address of a thread-local).
@@ -31,7 +42,7 @@ fn this_thread() -> usize {
 
 /// Clears the owner when the call ends, a panic included.
 struct Turn<'a, T> {
-    guard: MutexGuard<'a, T>,
+    guard: MutexGuard<'a, Option<T>>,
     owner: &'a AtomicUsize,
 }
 
@@ -43,7 +54,12 @@ impl<T> Drop for Turn<'_, T> {
 
 impl<T> Shared<T> {
     pub fn new(state: T) -> Self {
-        Shared { state: Mutex::new(state), owner: AtomicUsize::new(0) }
+        Shared::deep(state, agui_core::limits::DEFAULT_MAX_DEPTH)
+    }
+
+    /// The state of an object whose values nest at most `max_depth` levels.
+    pub fn deep(state: T, max_depth: usize) -> Self {
+        Shared { state: Mutex::new(Some(state)), owner: AtomicUsize::new(0), max_depth }
     }
 
     /// Run `f` on the state, once the calls of other threads before it are done.
@@ -64,6 +80,7 @@ impl<T> Shared<T> {
         };
         self.owner.store(me, Ordering::Relaxed);
         let mut turn = Turn { guard, owner: &self.owner };
-        f(&mut turn.guard)
+        let state = turn.guard.as_mut().expect("the state is only taken when the object is freed");
+        agui_core::limits::deep(self.max_depth, || f(state))
     }
 }

@@ -106,7 +106,7 @@ impl SseDecoder {
         let mode = Mode::from_index(mode).ok_or_else(|| pyo3::exceptions::PyValueError::new_err("mode must be 0, 1 or 2"))?;
         let stream = SseStream::new(max_frame_size, max_depth, legacy, mode);
         let stream = if lines { stream.lines() } else { stream };
-        Ok(SseDecoder { state: Shared::new(SseState { stream, closed: false }), backend: Backend::new(backend)? })
+        Ok(SseDecoder { state: Shared::deep(SseState { stream, closed: false }, max_depth), backend: Backend::new(backend)? })
     }
 
     /// The events completed by `chunk` (bytes-like); see `crate::stream` for errors.
@@ -208,8 +208,21 @@ fn json_exceeds_depth(data: &Bound<'_, PyAny>, #[pyo3(from_py_with = crate::args
     crate::decoder::with_buffer(data, |b| Ok(agui_core::limits::exceeds_depth(b, max_depth)))
 }
 
+/// `f(data)` for JSON text (bytes-like or str) whose decoding recurses as deep as it nests
+/// (msgspec's): on a stack with room for that many levels (`agui_core::limits::deep`).
+#[pyfunction]
+fn call_nested<'py>(f: &Bound<'py, PyAny>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let depth = if let Ok(s) = data.cast::<pyo3::types::PyString>() {
+        agui_core::limits::depth_of(s.to_cow()?.as_bytes())
+    } else {
+        crate::decoder::with_buffer(data, |b| Ok(agui_core::limits::depth_of(b)))?
+    };
+    agui_core::limits::deep(depth, || f.call1((data,)))
+}
+
 pub fn register(m: &Bound<'_, PyModule>, testing: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(json_exceeds_depth, m)?)?;
+    m.add_function(wrap_pyfunction!(call_nested, m)?)?;
     m.add_class::<SseDecoder>()?;
     m.add_class::<SseCodec>()?;
     m.add("SSE_DEFAULT_MAX_BUFFER", core::DEFAULT_MAX_BUFFER)?;

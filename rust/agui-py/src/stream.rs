@@ -125,6 +125,24 @@ fn result_value<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> 
     crate::patch::stream_value(py, v, MAX_DEPTH_CAP)
 }
 
+/// A reducer's message as plain Python values (as [`result_value`] makes its JSON value).
+fn message_value<'py>(py: Python<'py>, m: &core::Message) -> PyResult<Bound<'py, PyAny>> {
+    crate::patch::stream_walked(py, MAX_DEPTH_CAP, |b| m.walk(b))
+}
+
+/// A reducer's messages as a list of plain Python values (as [`result_value`] makes
+/// their JSON array).
+fn messages_value<'py>(py: Python<'py>, ms: &[core::Message]) -> PyResult<Bound<'py, PyAny>> {
+    use agui_core::sink::Sink;
+    crate::patch::stream_walked(py, MAX_DEPTH_CAP, |b| {
+        b.begin_array();
+        for m in ms {
+            m.walk(b);
+        }
+        b.end_array();
+    })
+}
+
 fn json_list<'py>(py: Python<'py>, items: &[Value]) -> Bound<'py, PyBytes> {
     PyBytes::new(py, &core::json_list(items))
 }
@@ -245,9 +263,11 @@ impl ChunkExpander {
     }
 
     fn push<'py>(&mut self, py: Python<'py>, event: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
-        let mut out = Vec::with_capacity(2);
-        self.expand(py, event, &mut out)?;
-        Ok(json_list(py, &out))
+        agui_core::limits::deep(self.max_depth, || {
+            let mut out = Vec::with_capacity(2);
+            self.expand(py, event, &mut out)?;
+            Ok(json_list(py, &out))
+        })
     }
 
     /// Warnings so far as `(index, message)`, drained.
@@ -262,15 +282,16 @@ impl ChunkExpander {
 #[pyo3(signature = (events, /, *, max_depth = DEFAULT_MAX_DEPTH))]
 fn expand_chunks<'py>(py: Python<'py>, events: &Bound<'py, PyAny>, #[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize) -> PyResult<Bound<'py, PyTuple>> {
     let mut x = ChunkExpander::new(max_depth)?;
-    let mut out = Vec::new();
-    let mut error = None;
-    for e in items(events)?.iter() {
-        if let Err(err) = x.expand(py, e, &mut out) {
-            error = Some(err.into_value(py));
-            break;
+    agui_core::limits::deep(max_depth, || {
+        let (mut out, mut error) = (Vec::new(), None);
+        for e in items(events)?.iter() {
+            if let Err(err) = x.expand(py, e, &mut out) {
+                error = Some(err.into_value(py));
+                break;
+            }
         }
-    }
-    (json_list(py, &out), warnings_list(py, &x.warnings)?, error).into_pyobject(py)
+        (json_list(py, &out), warnings_list(py, &x.warnings)?, error).into_pyobject(py)
+    })
 }
 
 // ---------------------------------------------------------------------------------------
@@ -296,8 +317,10 @@ impl EventVerifier {
     fn push(&mut self, py: Python<'_>, event: &Bound<'_, PyAny>) -> PyResult<()> {
         let index = self.index;
         self.index += 1;
-        let v = event_value(py, event, index, self.max_depth)?;
-        self.inner.push(&v).map_err(|e| error_at(py, e, index))
+        agui_core::limits::deep(self.max_depth, || {
+            let v = event_value(py, event, index, self.max_depth)?;
+            self.inner.push(&v).map_err(|e| error_at(py, e, index))
+        })
     }
 }
 
@@ -305,9 +328,12 @@ impl EventVerifier {
 #[pyfunction]
 #[pyo3(signature = (events, /, *, max_depth = DEFAULT_MAX_DEPTH))]
 fn verify_events(py: Python<'_>, events: &Bound<'_, PyAny>, #[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize) -> PyResult<()> {
-    let vs = values(py, events, check_max_depth(max_depth)?)?;
-    let r = if vs.len() >= DETACH_MIN { py.detach(|| core::verify_events(&vs)) } else { core::verify_events(&vs) };
-    r.map_err(|e| stream_error(py, &e))
+    let max_depth = check_max_depth(max_depth)?;
+    agui_core::limits::deep(max_depth, || {
+        let vs = values(py, events, max_depth)?;
+        let r = if vs.len() >= DETACH_MIN { py.detach(|| core::verify_events(&vs)) } else { core::verify_events(&vs) };
+        r.map_err(|e| stream_error(py, &e))
+    })
 }
 
 // ---------------------------------------------------------------------------------------
@@ -325,9 +351,11 @@ fn compact_events<'py>(
 ) -> PyResult<Bound<'py, PyTuple>> {
     let max_depth = check_max_depth(max_depth)?;
     let limits = core::PatchLimits::new(max_depth, crate::patch::max_patch_bytes(max_patch_bytes)?);
-    let vs = values(py, events, max_depth)?;
-    let (out, warnings) = py.detach(|| core::compact_events_within(vs, limits));
-    (json_list(py, &out), PyList::new(py, warnings)?).into_pyobject(py)
+    agui_core::limits::deep(max_depth, || {
+        let vs = values(py, events, max_depth)?;
+        let (out, warnings) = py.detach(|| core::compact_events_within(vs, limits));
+        (json_list(py, &out), PyList::new(py, warnings)?).into_pyobject(py)
+    })
 }
 
 // ---------------------------------------------------------------------------------------
@@ -739,13 +767,13 @@ impl Replayer {
         let max_depth = check_max_depth(max_depth)?;
         let max_patch_bytes = crate::patch::max_patch_bytes(max_patch_bytes)?;
         let (era, protocol_version) = era_options(max_protocol_version, protocol_version)?;
-        let (messages, state) = start(py, messages, state, max_depth, max_patch_bytes)?;
+        let (messages, state) = agui_core::limits::deep(max_depth, || start(py, messages, state, max_depth, max_patch_bytes))?;
         let options = ReplayOptions { verify, expand, compat, schema, era, protocol_version, max_depth, max_patch_bytes, ..ReplayOptions::default() };
         let inner = core::Replayer::new(messages, state, options);
         // reduce=False: the stages before the reducer alone (`validate` of a long log).
         let mut inner = if reduce { inner } else { inner.without_reducer() };
         inner.record(record);
-        Ok(Replayer { inner: Shared::new(inner), max_depth })
+        Ok(Replayer { inner: Shared::deep(inner, max_depth), max_depth })
     }
 
     /// The events handed to the reducer since the last call (`record=True`), as a JSON
@@ -783,13 +811,13 @@ impl Replayer {
 
     /// The messages, a list of plain Python values.
     fn messages<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let list = self.with(py, |r| r.applier().messages().map(|m| result_value(py, m)).collect::<PyResult<Vec<_>>>())?;
+        let list = self.with(py, |r| r.applier().messages().map(|m| message_value(py, m)).collect::<PyResult<Vec<_>>>())?;
         PyList::new(py, list)
     }
 
     /// The message at `index` as plain Python values (None past the end).
     fn message<'py>(&self, py: Python<'py>, index: usize) -> PyResult<Option<Bound<'py, PyAny>>> {
-        self.with(py, |r| r.applier().message(index).map(|m| result_value(py, m)).transpose())
+        self.with(py, |r| r.applier().message(index).map(|m| message_value(py, m)).transpose())
     }
 
     fn message_count(&self, py: Python<'_>) -> PyResult<usize> {
@@ -834,7 +862,7 @@ const DROP_ASIDE_MIN: usize = 10_000;
 /// A finished whole-log replay, its values handed to Python as Python values (built
 /// straight from the engine's values: no JSON text between them).
 struct Written {
-    messages: Vec<Value>,
+    messages: Vec<core::Message>,
     /// The state as the replay kept it: the core's tree (built from snapshot texts, no
     /// `serde_json::Value` between them), walked into Python values once at the end.
     state: Tree,
@@ -883,11 +911,11 @@ impl Written {
             (None, e) => e.as_ref().map(|e| stream_error(py, e)),
         }
         .map(|e| e.into_value(py));
-        let messages = Value::Array(std::mem::take(&mut self.messages));
+        let messages = std::mem::take(&mut self.messages);
         let interrupts = Value::Array(std::mem::take(&mut self.interrupts));
         let state = std::mem::take(&mut self.state);
         let tuple = (
-            result_value(py, &messages)?,
+            messages_value(py, &messages)?,
             crate::patch::stream_tree(py, &state, MAX_DEPTH_CAP)?,
             result_value(py, &interrupts)?,
             warnings_list(py, &self.warnings)?,
@@ -930,12 +958,14 @@ fn replay_log<'py>(
     let max_depth = check_max_depth(max_depth)?;
     let max_patch_bytes = crate::patch::max_patch_bytes(max_patch_bytes)?;
     let (era, protocol_version) = era_options(max_protocol_version, protocol_version)?;
-    let (messages, state) = initial(py, messages, state, max_depth)?;
-    let log = data.as_bytes();
-    let options = ReplayOptions { verify, schema, era, protocol_version, max_depth, max_patch_bytes, ..ReplayOptions::default() };
-    let mut w = py.detach(|| Written::of(core::replay_log_bytes(log, 0, pipeline_min, format, messages, Tree::from(state), options)));
-    w.source = Some("<bytes>".to_string()); // (as the log readers name bytes)
-    w.tuple(py, true)
+    agui_core::limits::deep(max_depth, || {
+        let (messages, state) = initial(py, messages, state, max_depth)?;
+        let log = data.as_bytes();
+        let options = ReplayOptions { verify, schema, era, protocol_version, max_depth, max_patch_bytes, ..ReplayOptions::default() };
+        let mut w = py.detach(|| Written::of(core::replay_log_bytes(log, 0, pipeline_min, format, messages, Tree::from(state), options)));
+        w.source = Some("<bytes>".to_string()); // (as the log readers name bytes)
+        w.tuple(py, true)
+    })
 }
 
 /// replay_log_files(paths, *, format="auto", verify=False, threads=0, max_depth=512,
@@ -971,11 +1001,12 @@ fn replay_log_files<'py>(
         max_patch_bytes,
         ..ReplayOptions::default()
     };
+    let max_depth = options.max_depth;
     let mut replays = py.detach(|| core::replay_log_files(&paths, format, options, threads, pipeline_min, Written::of));
     for (w, p) in replays.iter_mut().zip(&paths) {
         w.source = Some(p.display().to_string());
     }
-    PyList::new(py, replays.iter_mut().map(|w| w.tuple(py, false)).collect::<PyResult<Vec<_>>>()?)
+    agui_core::limits::deep(max_depth, || PyList::new(py, replays.iter_mut().map(|w| w.tuple(py, false)).collect::<PyResult<Vec<_>>>()?))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -999,6 +1030,16 @@ fn prepare_run_input<'py>(
 ) -> PyResult<Bound<'py, PyTuple>> {
     let max_depth = check_max_depth(max_depth)?;
     let (_, ours) = era_options(max_protocol_version, protocol_version)?;
+    agui_core::limits::deep(max_depth, || prepare_within(py, input, max_protocol_version, ours, max_depth))
+}
+
+fn prepare_within<'py>(
+    py: Python<'py>,
+    input: &Bound<'py, PyAny>,
+    max_protocol_version: Option<&str>,
+    ours: Option<ProtocolVersion>,
+    max_depth: usize,
+) -> PyResult<Bound<'py, PyTuple>> {
     let value = with_json(py, input, max_depth, |b| agui_core::stream::parse_json_limited(b, max_depth))?
         .map_err(|Unwritable(e)| e)
         .and_then(|r| r)
@@ -1087,7 +1128,7 @@ impl RunReader {
         };
         let replayer = if pipeline {
             let (era, protocol_version) = era_options(max_protocol_version, protocol_version)?;
-            let (messages, state) = start(py, messages, state, max_depth, max_patch_bytes)?;
+            let (messages, state) = agui_core::limits::deep(max_depth, || start(py, messages, state, max_depth, max_patch_bytes))?;
             let options = ReplayOptions { verify, schema, era, protocol_version, max_depth, max_patch_bytes, ..ReplayOptions::default() };
             let mut r = core::Replayer::new(messages, state, options);
             r.record(record);

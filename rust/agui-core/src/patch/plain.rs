@@ -115,8 +115,7 @@ pub fn read_plain_patch(text: &[u8], max_depth: usize, pointers: &mut PointerCac
         return None;
     }
     let mut de = serde_json::Deserializer::from_slice(text);
-    de.disable_recursion_limit();
-    let ops = PlainOps(pointers).deserialize(&mut de).ok()?;
+    let ops = crate::limits::deserialize_nested(&mut de, PlainOps(pointers), max_depth + 2).ok()?;
     de.end().ok()?;
     Some(ops)
 }

@@ -275,20 +275,20 @@ fn leaf_len(v: &Node<'_>) -> Option<usize> {
 /// Value body size of `v`, recording the sizes of its arrays and objects in `sizes`.
 fn record_value(v: &Node<'_>, sizes: &mut Vec<usize>) -> usize {
     match v {
-        Node::Array(a) => {
+        Node::Array(a) => crate::limits::nest(|| {
             let slot = sizes.len();
             sizes.push(0);
             let n = a.iter().map(|e| 1 + ld(record_value(e, sizes))).sum();
             sizes[slot] = n;
             1 + ld(n)
-        }
-        Node::Object(m) => {
+        }),
+        Node::Object(m) => crate::limits::nest(|| {
             let slot = sizes.len();
             sizes.push(0);
             let n = record_struct(m, sizes);
             sizes[slot] = n;
             1 + ld(n)
-        }
+        }),
         leaf => leaf_len(leaf).unwrap_or(0),
     }
 }
@@ -323,7 +323,7 @@ fn write_value(v: &Node<'_>, sizes: &mut &[usize], buf: &mut impl BufMut) {
             buf.put_f64_le(n.f64());
         }
         Node::String(s) => put_str(0x1A, s, buf),
-        Node::Array(a) => {
+        Node::Array(a) => crate::limits::nest(|| {
             buf.put_u8(0x32);
             encode_varint(sizes[0] as u64, buf);
             *sizes = &sizes[1..];
@@ -332,13 +332,13 @@ fn write_value(v: &Node<'_>, sizes: &mut &[usize], buf: &mut impl BufMut) {
                 encode_varint(recorded_len(e, sizes) as u64, buf);
                 write_value(e, sizes, buf);
             }
-        }
-        Node::Object(m) => {
+        }),
+        Node::Object(m) => crate::limits::nest(|| {
             buf.put_u8(0x2A);
             encode_varint(sizes[0] as u64, buf);
             *sizes = &sizes[1..];
             write_struct(m, sizes, buf);
-        }
+        }),
     }
 }
 

@@ -8,7 +8,7 @@
 
 use super::event::{EventType, Members, Plain};
 use super::js::{self, strict_eq};
-use super::messages::{Key, Messages};
+use super::messages::{Fields, Key, Member, Message, Messages};
 use super::{patch_json, patch_ops, PatchLimits, Stage, StreamError};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
@@ -55,6 +55,10 @@ const HELD_ROOM: usize = 64;
 /// The string a cached [`Target`] appends to (`content`, or the call's
 /// `function.arguments`) when it is still one; `None`: take the general route.
 fn target_string<'m>(messages: &'m mut Messages, t: &mut Target) -> Option<&'m mut String> {
+    if messages.built_mut(t.message).is_some() {
+        let f = messages.built_mut(t.message)?;
+        return if t.args { call_arguments(f, t.call) } else { f.string_mut("content") };
+    }
     let [a, b, c] = &mut t.places;
     let m = obj(messages.get_mut(t.message))?;
     let s = if t.args {
@@ -65,6 +69,15 @@ fn target_string<'m>(messages: &'m mut Messages, t: &mut Target) -> Option<&'m m
     };
     match s {
         Value::String(s) => Some(s),
+        _ => None,
+    }
+}
+
+/// The arguments string of call `call` of a built message, when it is one.
+fn call_arguments(m: &mut Fields, call: usize) -> Option<&mut String> {
+    let Some(Member::Objects(calls)) = m.get_mut("toolCalls") else { return None };
+    match calls.get_mut(call)?.get_mut("function")? {
+        Member::Object(f) => f.string_mut("arguments"),
         _ => None,
     }
 }
@@ -271,13 +284,13 @@ impl<S: State> EventApplier<S> {
         }
     }
     /// The messages, in order (after [`settle`](Self::settle) when plain deltas were applied).
-    pub fn messages(&self) -> impl ExactSizeIterator<Item = &Value> + '_ {
+    pub fn messages(&self) -> impl ExactSizeIterator<Item = &Message> + '_ {
         debug_assert!(self.settled());
         self.messages.iter()
     }
     /// The message at `position` (as [`Change::message`] gives it; after
     /// [`settle`](Self::settle) when plain deltas were applied).
-    pub fn message(&self, position: usize) -> Option<&Value> {
+    pub fn message(&self, position: usize) -> Option<&Message> {
         debug_assert!(self.settled());
         self.messages.at(position)
     }
@@ -288,8 +301,9 @@ impl<S: State> EventApplier<S> {
     pub fn tool_call(&mut self, id: &str) -> Option<(usize, &Value, &Value)> {
         debug_assert!(self.settled());
         let (k, call) = self.messages.find_tool_str(id)?;
-        let m = self.messages.get(k);
-        Some((self.messages.position(k), m, m.get("toolCalls")?.get(call)?))
+        let position = self.messages.position(k);
+        let m = &*self.messages.get_mut(k);
+        Some((position, m, m.get("toolCalls")?.get(call)?))
     }
     fn settled(&self) -> bool {
         self.last.as_ref().is_none_or(|t| t.held.is_none())
@@ -310,7 +324,7 @@ impl<S: State> EventApplier<S> {
         &self.pending_interrupts
     }
     /// `(messages, state, pending interrupts)`.
-    pub fn into_parts(mut self) -> (Vec<Value>, S, Vec<Value>) {
+    pub fn into_parts(mut self) -> (Vec<Message>, S, Vec<Value>) {
         self.settle();
         (self.messages.take(), self.state, self.pending_interrupts)
     }
@@ -430,6 +444,10 @@ impl<S: State> EventApplier<S> {
                 let Some(i) = self.text_target(event) else {
                     return Some(Ok(self.missing_or_activity(ty, event)));
                 };
+                // (only metadata changes the message: a built one keeps its form without)
+                if event.get("metadata").is_none() {
+                    return Some(Ok(Change::default()));
+                }
                 let m = obj(self.messages.get_mut(i)).expect("indexed messages are objects");
                 if apply_metadata(m, event) {
                     self.changed(i)
@@ -466,7 +484,7 @@ impl<S: State> EventApplier<S> {
         }
         for raw in list {
             if self.messages.find(raw.get("id")).is_none() {
-                self.messages.push(without_null_tag(raw));
+                self.messages.push(without_null_tag(raw).into());
             }
         }
         Ok(Change::messages(None))
@@ -624,8 +642,21 @@ impl<S: State> EventApplier<S> {
         let Some(i) = found else {
             return Change::warn(format!("{}: No message found with ID '{}'", ty.name(), show_id()));
         };
-        if role(self.messages.get(i)) == Some("activity") {
+        if self.messages.get(i).role() == Some("activity") {
             return Change::warn(activity_clash(ty, &show_id()));
+        }
+        if event.is_none_or(|e| e.get("metadata").is_none()) {
+            if let Some(f) = self.messages.built_mut(i) {
+                match f.string_mut("content") {
+                    Some(s) => delta.push_to(s),
+                    None => {
+                        let mut s = String::new();
+                        delta.push_to(&mut s);
+                        f.insert("content", Member::Value(Value::String(s)));
+                    }
+                }
+                return self.changed(i);
+            }
         }
         let m = obj(self.messages.get_mut(i)).expect("indexed messages are objects");
         match m.get_mut("content") {
@@ -655,6 +686,19 @@ impl<S: State> EventApplier<S> {
         let Some((i, call)) = found else {
             return Ok(Change::warn(format!("{}: No message found containing tool call with ID '{}'", ty.name(), show_id())));
         };
+        if event.is_none_or(|e| e.get("metadata").is_none()) {
+            if let Some(f) = self.messages.built_mut(i) {
+                match &delta {
+                    None => return Ok(Change::default()),
+                    Some(d) => {
+                        if let Some(s) = call_arguments(f, call) {
+                            d.push_to(s);
+                            return Ok(self.changed(i));
+                        }
+                    }
+                }
+            }
+        }
         let tc = self.messages.get_mut(i).get_mut("toolCalls").and_then(|c| c.get_mut(call)).and_then(Value::as_object_mut).expect("indexed tool call");
         let changed = match delta {
             Some(delta) => {
@@ -683,7 +727,7 @@ impl<S: State> EventApplier<S> {
     /// The message a CONTENT/END event appends to: `None` when missing or an activity.
     fn text_target<E: Members + ?Sized>(&mut self, event: &E) -> Option<Key> {
         let i = self.messages.find(event.get("messageId"))?;
-        if role(self.messages.get(i)) == Some("activity") {
+        if self.messages.get(i).role() == Some("activity") {
             return None;
         }
         Some(i)
@@ -701,38 +745,36 @@ impl<S: State> EventApplier<S> {
         let id = event.get("messageId");
         let existing = self.messages.find(id);
         if let Some(i) = existing {
-            if role(self.messages.get(i)) == Some("activity") {
+            if self.messages.get(i).role() == Some("activity") {
                 return Change::warn(activity_clash(ty, &js::show(id)));
             }
         }
         let i = match existing {
             Some(i) => i,
             None => {
-                let mut m = Map::with_capacity(4);
+                let mut m = Fields::with_capacity(5);
                 if let Some(id) = id {
-                    m.insert("id".into(), id.clone());
+                    m.push("id", Member::Value(id.clone()));
                 }
                 if ty == EventType::TextMessageStart {
-                    m.insert("role".into(), event.get("role").cloned().unwrap_or_else(|| Value::String("assistant".into())));
+                    m.push("role", Member::Value(event.get("role").cloned().unwrap_or_else(|| Value::String("assistant".into()))));
                 } else {
-                    m.insert("role".into(), Value::String("reasoning".into()));
+                    m.push("role", Member::Value(Value::String("reasoning".into())));
                 }
-                m.insert("content".into(), Value::String(String::new()));
+                m.push("content", Member::Value(Value::String(String::new())));
                 if ty == EventType::TextMessageStart {
                     if let Some(name) = event.get("name") {
-                        m.insert("name".into(), name.clone());
+                        m.push("name", Member::Value(name.clone()));
                     }
                 }
                 if let Some(tag) = js::defined(event.get("subagentRunId")) {
-                    m.insert("subagentRunId".into(), tag.clone());
+                    m.push("subagentRunId", Member::Value(tag.clone()));
                 }
-                self.messages.push(Value::Object(m))
+                self.messages.push(Message::Built(m))
             }
         };
-        let Some(target) = obj(self.messages.get_mut(i)) else {
-            return Change::default();
-        };
-        let metadata_changed = apply_metadata(target, event);
+        // (only metadata changes the message: a built one keeps its form without)
+        let metadata_changed = event.get("metadata").is_some() && obj(self.messages.get_mut(i)).is_some_and(|target| apply_metadata(target, event));
         if existing.is_none() || metadata_changed {
             self.changed(i)
         } else {
@@ -768,7 +810,7 @@ impl<S: State> EventApplier<S> {
         let mut warning = None;
         let target = if js::truthy(parent) {
             match self.messages.find(parent) {
-                Some(i) if role(self.messages.get(i)) == Some("assistant") => Some(i),
+                Some(i) if self.messages.get(i).role() == Some("assistant") => Some(i),
                 Some(i) => {
                     warning = Some(format!(
                         "TOOL_CALL_START: parentMessageId '{}' matches a '{}' message, not assistant — falling back to toolCallId",
@@ -787,15 +829,45 @@ impl<S: State> EventApplier<S> {
             None => {
                 let new_id = if js::truthy(parent) && warning.is_none() { parent } else { id };
                 let preexisting = self.messages.find(new_id).is_some();
-                let mut m = Map::with_capacity(3);
+                let mut m = Fields::with_capacity(4);
                 if let Some(v) = new_id {
-                    m.insert("id".into(), v.clone());
+                    m.push("id", Member::Value(v.clone()));
                 }
-                m.insert("role".into(), Value::String("assistant".into()));
-                m.insert("toolCalls".into(), Value::Array(Vec::new()));
-                (self.messages.push(Value::Object(m)), !preexisting)
+                m.push("role", Member::Value(Value::String("assistant".into())));
+                m.push("toolCalls", Member::Objects(Vec::new()));
+                (self.messages.push(Message::Built(m)), !preexisting)
             }
         };
+        // A built message without metadata to merge: the call added to its members.
+        if event.get("metadata").is_none() {
+            if let Some(msg) = self.messages.built_mut(at) {
+                if created && !msg.contains("subagentRunId") {
+                    if let Some(tag) = js::defined(event.get("subagentRunId")) {
+                        msg.insert("subagentRunId", Member::Value(tag.clone()));
+                    }
+                }
+                if matches!(msg.get("toolCalls"), None | Some(Member::Value(Value::Null))) {
+                    msg.insert("toolCalls", Member::Objects(Vec::new()));
+                }
+                if let Some(Member::Objects(calls)) = msg.get_mut("toolCalls") {
+                    let mut tc = Fields::with_capacity(3);
+                    if let Some(id) = id {
+                        tc.push("id", Member::Value(id.clone()));
+                    }
+                    tc.push("type", Member::Static("function"));
+                    let mut f = Fields::with_capacity(2);
+                    if let Some(n) = name {
+                        f.push("name", Member::Value(n.clone()));
+                    }
+                    f.push("arguments", Member::Value(Value::String(String::new())));
+                    tc.push("function", Member::Object(f));
+                    calls.push(tc);
+                    let call = calls.len() - 1;
+                    self.messages.tool_call_added(at, id, call);
+                    return Ok(Change { warning, ..self.changed(at) });
+                }
+            }
+        }
         let Some(msg) = obj(self.messages.get_mut(at)) else {
             return Err(type_error("the tool call's message is not an object"));
         };
@@ -830,29 +902,32 @@ impl<S: State> EventApplier<S> {
 
     fn tool_call_result<E: Members + ?Sized>(&mut self, event: &E) -> Change {
         let tcid = event.get("toolCallId");
-        let mut m = Map::with_capacity(4);
+        let mut m = Fields::with_capacity(5);
         if let Some(v) = event.get("messageId") {
-            m.insert("id".into(), v.clone());
+            m.push("id", Member::Value(v.clone()));
         }
         if let Some(v) = tcid {
-            m.insert("toolCallId".into(), v.clone());
+            m.push("toolCallId", Member::Value(v.clone()));
         }
         let r = event.get("role");
-        m.insert("role".into(), if js::truthy(r) { r.unwrap().clone() } else { Value::String("tool".into()) });
+        m.push("role", Member::Value(if js::truthy(r) { r.unwrap().clone() } else { Value::String("tool".into()) }));
         if let Some(v) = event.get("content") {
-            m.insert("content".into(), v.clone());
+            m.push("content", Member::Value(v.clone()));
         }
         if let Some(tag) = js::defined(event.get("subagentRunId")) {
-            m.insert("subagentRunId".into(), tag.clone());
+            m.push("subagentRunId", Member::Value(tag.clone()));
         }
-        apply_metadata(&mut m, event);
+        let mut m = Message::Built(m);
+        if event.get("metadata").is_some() {
+            apply_metadata(obj(m.value_mut()).expect("built messages are objects"), event);
+        }
         // After the first assistant message carrying the call and the tool messages that
         // follow it.
         let at = match self.messages.find_tool(tcid, true) {
-            None => self.messages.push(Value::Object(m)),
+            None => self.messages.push(m),
             Some((owner, _)) => {
                 let at = self.messages.after_tool_run(owner);
-                self.messages.insert(at, Value::Object(m))
+                self.messages.insert(at, m)
             }
         };
         self.changed(at)
@@ -886,7 +961,7 @@ impl<S: State> EventApplier<S> {
         let old = self.messages.take();
         let mut list: Vec<Value> = Vec::with_capacity(old.len() + new.len());
         let mut kept: std::collections::HashSet<String> = std::collections::HashSet::new();
-        for m in old {
+        for m in old.into_iter().map(Message::into_value) {
             let k = js::key(m.get("id"));
             if let Some(&i) = snap.get(&k) {
                 list.push(new[i].clone());
@@ -930,9 +1005,9 @@ impl<S: State> EventApplier<S> {
             None => {
                 let mut m = fresh();
                 apply_metadata(&mut m, event);
-                self.messages.push(Value::Object(m))
+                self.messages.push(Value::Object(m).into())
             }
-            Some(i) if role(self.messages.get(i)) == Some("activity") => {
+            Some(i) if self.messages.get(i).role() == Some("activity") => {
                 let m = obj(self.messages.get_mut(i)).expect("activity messages are objects");
                 if replace {
                     set_or_remove(m, "activityType", event.get("activityType"));
@@ -957,7 +1032,7 @@ impl<S: State> EventApplier<S> {
     fn activity_delta(&mut self, event: &Value) -> Change {
         let id = event.get("messageId");
         let Some(i) = self.messages.find(id) else { return Change::default() };
-        if role(self.messages.get(i)) != Some("activity") {
+        if self.messages.get(i).role() != Some("activity") {
             return Change::warn(format!("ACTIVITY_DELTA: Message '{}' is not an activity message", js::show(id)));
         }
         let m = obj(self.messages.get_mut(i)).expect("activity messages are objects");
@@ -1009,7 +1084,7 @@ impl<S: State> EventApplier<S> {
             found.map(|(i, _)| i)
         } else {
             match self.messages.find(id) {
-                Some(i) if role(self.messages.get(i)) != Some("activity") => {
+                Some(i) if self.messages.get(i).role() != Some("activity") => {
                     if let Some(m) = obj(self.messages.get_mut(i)) {
                         set_or_remove(m, "encryptedValue", value);
                     }
@@ -1073,5 +1148,102 @@ fn authoritative_activity_types(event: &Value) -> Authority {
             Authority::Types(items.iter().filter_map(|t| t.as_str().map(str::to_string)).collect())
         }
         _ => Authority::Types(Default::default()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_rng::Rng;
+    use serde_json::json;
+
+    fn event(rng: &mut Rng) -> Value {
+        let mid = rng.pick(&["m1", "m2", "m3"]);
+        let cid = rng.pick(&["c1", "c2", "c3"]);
+        let word = rng.pick(&["a", "bé", "{\"q\": 1}", ""]);
+        let mut e = match rng.below(13) {
+            0 | 1 => json!({"type": "TEXT_MESSAGE_START", "messageId": mid}),
+            2 => json!({"type": "REASONING_MESSAGE_START", "messageId": mid}),
+            3 | 4 => json!({"type": "TEXT_MESSAGE_CONTENT", "messageId": mid, "delta": word}),
+            5 => json!({"type": rng.pick(&["TEXT_MESSAGE_END", "REASONING_MESSAGE_END"]), "messageId": mid}),
+            6 => json!({"type": "TOOL_CALL_START", "toolCallId": cid, "toolCallName": rng.pick(&["s", "t"])}),
+            7 | 8 => json!({"type": "TOOL_CALL_ARGS", "toolCallId": cid, "delta": word}),
+            9 => json!({"type": "TOOL_CALL_END", "toolCallId": cid}),
+            10 => json!({"type": "TOOL_CALL_RESULT", "messageId": rng.pick(&["r1", "m2"]), "toolCallId": cid, "content": word}),
+            11 => match rng.below(3) {
+                0 => json!({"type": "ACTIVITY_SNAPSHOT", "messageId": mid, "activityType": "x", "content": {"n": 1}}),
+                1 => json!({"type": "REASONING_ENCRYPTED_VALUE", "subtype": rng.pick(&["tool-call", "message"]), "entityId": rng.pick(&[mid, cid]), "encryptedValue": word}),
+                _ => json!({"type": "REASONING_ENCRYPTED_VALUE", "subtype": "message", "entityId": mid}),
+            },
+            _ => match rng.below(3) {
+                0 => json!({"type": "MESSAGES_SNAPSHOT", "messages": [{"id": "m1", "role": "user", "content": "x"}]}),
+                1 => json!({"type": "RUN_STARTED", "threadId": "t", "runId": "r", "input": {"messages": [{"id": mid, "role": "assistant", "toolCalls": null}]}}),
+                _ => json!({"type": "STEP_STARTED", "stepName": "s"}),
+            },
+        };
+        let o = e.as_object_mut().unwrap();
+        if rng.below(5) == 0 {
+            o.insert("metadata".into(), json!({"k": rng.below(3)}));
+        }
+        if rng.below(6) == 0 {
+            o.insert("subagentRunId".into(), if rng.below(2) == 0 { json!("sub") } else { Value::Null });
+        }
+        match o["type"].as_str() {
+            Some("TOOL_CALL_START") if rng.below(3) != 0 => drop(o.insert("parentMessageId".into(), json!(mid))),
+            Some("TEXT_MESSAGE_START") if rng.below(3) == 0 => drop(o.insert("role".into(), json!(rng.pick(&["user", "assistant"])))),
+            Some("TEXT_MESSAGE_START") if rng.below(3) == 0 => drop(o.insert("name".into(), json!("n"))),
+            Some("TOOL_CALL_RESULT") if rng.below(3) == 0 => drop(o.insert("role".into(), json!("tool"))),
+            _ => {}
+        }
+        e
+    }
+
+    /// The messages the reducer builds and keeps in their built form (members appended to
+    /// in place, a run's string held aside) read, after any events, as the same JSON text
+    /// as the messages made JSON values after every event (the reducer's general path).
+    #[test]
+    fn built_messages_read_as_their_json_values() {
+        let mut rng = Rng(0x5eed_1234_abcd_0001);
+        let text = |ap: &EventApplier| serde_json::to_string(&ap.messages().collect::<Vec<_>>()).unwrap();
+        let (mut built_at_end, mut held) = (0, 0);
+        for _ in 0..400 {
+            let (mut a, mut b) = (EventApplier::default(), EventApplier::default());
+            let mut last: Option<Value> = None;
+            for _ in 0..40 {
+                // (runs of deltas to one target: the reducer holds its string aside)
+                let e = match last.take() {
+                    Some(mut e) if rng.below(3) != 0 => {
+                        e["delta"] = json!(rng.pick(&["x", "é", "\\n"]));
+                        e
+                    }
+                    _ => event(&mut rng),
+                };
+                let plain = e.as_object().unwrap().len() == 3 && e["delta"].is_string() && (e["messageId"].is_string() || e["toolCallId"].is_string());
+                let (ra, rb) = if plain && rng.below(2) == 0 {
+                    let kind = EventType::of(&e);
+                    let id = e.get("messageId").or(e.get("toolCallId")).and_then(Value::as_str).unwrap();
+                    let d = e["delta"].as_str().unwrap();
+                    (a.apply_delta(kind, id, d), b.apply_delta(kind, id, d))
+                } else {
+                    (a.apply(&e), b.apply(&e))
+                };
+                assert_eq!(format!("{ra:?}"), format!("{rb:?}"), "{e}");
+                if plain {
+                    last = Some(e.clone());
+                }
+                held += usize::from(!a.settled());
+                b.settle();
+                b.messages.promote_all();
+                if rng.below(4) == 0 {
+                    a.settle();
+                    assert_eq!(text(&a), text(&b), "after {e}");
+                }
+            }
+            a.settle();
+            assert_eq!(text(&a), text(&b));
+            assert_eq!(format!("{:?}", a.messages().collect::<Vec<_>>()), format!("{:?}", b.messages().collect::<Vec<_>>()));
+            built_at_end += a.messages().filter(|m| matches!(m, Message::Built(_))).count();
+        }
+        assert!(built_at_end > 200 && held > 100, "{built_at_end} {held}");
     }
 }

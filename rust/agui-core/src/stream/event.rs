@@ -1378,6 +1378,13 @@ pub(crate) fn plain_state_delta_known(
     no_kept_range: bool,
 ) -> Option<Vec<crate::patch::Operation>> {
     struct V<'c>(&'c mut crate::patch::cache::PointerCache);
+    struct Map<'c>(V<'c>);
+    impl<'de> serde::de::DeserializeSeed<'de> for Map<'_> {
+        type Value = Vec<crate::patch::Operation>;
+        fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_map(self.0)
+        }
+    }
     impl<'de> serde::de::Visitor<'de> for V<'_> {
         type Value = Vec<crate::patch::Operation>;
         fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
@@ -1405,8 +1412,7 @@ pub(crate) fn plain_state_delta_known(
         return None;
     }
     let mut de = serde_json::Deserializer::from_slice(payload);
-    de.disable_recursion_limit();
-    let ops = serde::Deserializer::deserialize_map(&mut de, V(pointers)).ok()?;
+    let ops = crate::limits::deserialize_nested(&mut de, Map(V(pointers)), max_depth).ok()?;
     de.end().ok()?;
     Some(ops)
 }

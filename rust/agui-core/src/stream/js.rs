@@ -415,9 +415,9 @@ pub fn json_list(items: &[Value]) -> Vec<u8> {
 }
 
 /// [`json_list`] of values given one by one (a reducer's messages, in order).
-pub fn json_items<'a>(items: impl Iterator<Item = &'a Value>) -> Vec<u8> {
+pub fn json_items<'a, T: serde::Serialize + 'a>(items: impl Iterator<Item = &'a T>) -> Vec<u8> {
     struct Seq<I>(std::cell::Cell<Option<I>>);
-    impl<'a, I: Iterator<Item = &'a Value>> serde::Serialize for Seq<I> {
+    impl<'a, T: serde::Serialize + 'a, I: Iterator<Item = &'a T>> serde::Serialize for Seq<I> {
         fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
             s.collect_seq(self.0.take().into_iter().flatten())
         }

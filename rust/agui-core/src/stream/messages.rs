@@ -14,8 +14,284 @@
 //! and lose them only when replaced, which marks them).
 
 use super::js::{id_ref, strict_eq, IdRef, Ids};
-use serde_json::Value;
+use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::collections::VecDeque;
+
+/// A message as the reducer holds it: a JSON value (given: initial messages, snapshots,
+/// run input; or one the reducer changed in a way it only does on objects), or one the
+/// reducer built from events ([`Fields`]: its members under the names the reducer gives,
+/// in the order the reference's object would have them, no map or key strings between
+/// them). Both read, compare, print and serialize as the same JSON value.
+#[derive(Clone)]
+pub enum Message {
+    Json(Value),
+    Built(Fields),
+}
+
+/// The members of an object the reducer built, in insertion order (a member set again
+/// keeps its place, as a JSON object's does).
+#[derive(Clone, Default)]
+pub struct Fields(Vec<(&'static str, Member)>);
+
+/// A member of a built object.
+#[derive(Clone)]
+pub enum Member {
+    Value(Value),
+    /// A string the reducer writes as is (a tool call's `type`).
+    Static(&'static str),
+    Object(Fields),
+    /// A list of built objects (`toolCalls`).
+    Objects(Vec<Fields>),
+}
+
+impl Fields {
+    pub(super) fn with_capacity(n: usize) -> Self {
+        Fields(Vec::with_capacity(n))
+    }
+
+    /// Add `key`, not present yet, last (building a new object).
+    #[inline]
+    pub(super) fn push(&mut self, key: &'static str, m: Member) {
+        debug_assert!(!self.contains(key));
+        self.0.push((key, m));
+    }
+
+    /// Set `key` (in its place when present, else last), as a JSON object's insert does.
+    pub(super) fn insert(&mut self, key: &'static str, m: Member) {
+        match self.0.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, v)) => *v = m,
+            None => self.0.push((key, m)),
+        }
+    }
+
+    #[inline]
+    pub(super) fn get(&self, key: &str) -> Option<&Member> {
+        self.0.iter().find(|(k, _)| *k == key).map(|(_, m)| m)
+    }
+
+    #[inline]
+    pub(super) fn get_mut(&mut self, key: &str) -> Option<&mut Member> {
+        self.0.iter_mut().find(|(k, _)| *k == key).map(|(_, m)| m)
+    }
+
+    /// The JSON value of `key` when it is one.
+    #[inline]
+    pub(super) fn value(&self, key: &str) -> Option<&Value> {
+        match self.get(key)? {
+            Member::Value(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// The string `key` holds, when it holds a JSON string.
+    #[inline]
+    pub(super) fn string_mut(&mut self, key: &str) -> Option<&mut String> {
+        match self.get_mut(key)? {
+            Member::Value(Value::String(s)) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub(super) fn contains(&self, key: &str) -> bool {
+        self.get(key).is_some()
+    }
+
+    /// The object as a JSON value.
+    pub fn to_value(&self) -> Value {
+        let mut m = Map::with_capacity(self.0.len());
+        for (k, v) in &self.0 {
+            m.insert((*k).to_string(), v.to_value());
+        }
+        Value::Object(m)
+    }
+
+    fn into_value(self) -> Value {
+        let mut m = Map::with_capacity(self.0.len());
+        for (k, v) in self.0 {
+            m.insert(k.to_string(), v.into_value());
+        }
+        Value::Object(m)
+    }
+
+    /// Walk the object into a sink, as [`crate::sink::json_value`] walks its JSON value.
+    pub fn walk<'a, S: crate::sink::Sink<'a> + ?Sized>(&self, s: &mut S) {
+        s.begin_object();
+        for (k, v) in &self.0 {
+            s.key(k);
+            match v {
+                Member::Value(v) => crate::sink::json_value(v, s),
+                Member::Static(t) => s.str(t),
+                Member::Object(f) => f.walk(s),
+                Member::Objects(list) => {
+                    s.begin_array();
+                    for f in list {
+                        f.walk(s);
+                    }
+                    s.end_array();
+                }
+            }
+        }
+        s.end_object(true);
+    }
+}
+
+impl Member {
+    fn to_value(&self) -> Value {
+        match self {
+            Member::Value(v) => v.clone(),
+            Member::Static(t) => Value::String((*t).to_string()),
+            Member::Object(f) => f.to_value(),
+            Member::Objects(list) => Value::Array(list.iter().map(Fields::to_value).collect()),
+        }
+    }
+
+    fn into_value(self) -> Value {
+        match self {
+            Member::Value(v) => v,
+            Member::Static(t) => Value::String(t.to_string()),
+            Member::Object(f) => f.into_value(),
+            Member::Objects(list) => Value::Array(list.into_iter().map(Fields::into_value).collect()),
+        }
+    }
+}
+
+impl Message {
+    /// The message as a JSON value.
+    pub fn to_value(&self) -> Cow<'_, Value> {
+        match self {
+            Message::Json(v) => Cow::Borrowed(v),
+            Message::Built(f) => Cow::Owned(f.to_value()),
+        }
+    }
+
+    pub fn into_value(self) -> Value {
+        match self {
+            Message::Json(v) => v,
+            Message::Built(f) => f.into_value(),
+        }
+    }
+
+    /// The message as a JSON value the reducer may change in place (a built one becomes
+    /// its JSON value).
+    pub(super) fn value_mut(&mut self) -> &mut Value {
+        if let Message::Built(f) = self {
+            *self = Message::Json(std::mem::take(f).into_value());
+        }
+        match self {
+            Message::Json(v) => v,
+            Message::Built(_) => unreachable!("made a JSON value above"),
+        }
+    }
+
+    /// Member `key`, when it is a JSON value.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        match self {
+            Message::Json(v) => v.get(key),
+            Message::Built(f) => f.value(key),
+        }
+    }
+
+    pub(super) fn is_object(&self) -> bool {
+        match self {
+            Message::Json(v) => v.is_object(),
+            Message::Built(_) => true,
+        }
+    }
+
+    pub fn role(&self) -> Option<&str> {
+        self.get("role").and_then(Value::as_str)
+    }
+
+    /// Each tool call of the message that is an object: its place and id.
+    fn each_call(&self, mut f: impl FnMut(usize, Option<&Value>)) {
+        match self {
+            Message::Json(m) => {
+                if let Some(Value::Array(a)) = m.get("toolCalls") {
+                    for (i, tc) in a.iter().enumerate() {
+                        if tc.is_object() {
+                            f(i, tc.get("id"));
+                        }
+                    }
+                }
+            }
+            Message::Built(m) => {
+                if let Some(Member::Objects(a)) = m.get("toolCalls") {
+                    for (i, tc) in a.iter().enumerate() {
+                        f(i, tc.value("id"));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Walk the message into a sink, as [`crate::sink::json_value`] walks its JSON value.
+    pub fn walk<'a, S: crate::sink::Sink<'a> + ?Sized>(&self, s: &mut S) {
+        match self {
+            Message::Json(v) => crate::sink::json_value(v, s),
+            Message::Built(f) => f.walk(s),
+        }
+    }
+}
+
+impl From<Value> for Message {
+    fn from(v: Value) -> Self {
+        Message::Json(v)
+    }
+}
+
+impl std::fmt::Debug for Message {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.to_value().fmt(f)
+    }
+}
+
+impl PartialEq for Message {
+    fn eq(&self, other: &Message) -> bool {
+        self.to_value() == other.to_value()
+    }
+}
+
+impl PartialEq<Value> for Message {
+    fn eq(&self, other: &Value) -> bool {
+        *self.to_value() == *other
+    }
+}
+
+impl serde::Serialize for Message {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Message::Json(v) => v.serialize(s),
+            Message::Built(f) => f.serialize(s),
+        }
+    }
+}
+
+impl serde::Serialize for Fields {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        struct Calls<'a>(&'a [Fields]);
+        impl serde::Serialize for Calls<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut seq = s.serialize_seq(Some(self.0.len()))?;
+                for f in self.0 {
+                    seq.serialize_element(f)?;
+                }
+                seq.end()
+            }
+        }
+        let mut map = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            match v {
+                Member::Value(v) => map.serialize_entry(k, v)?,
+                Member::Static(t) => map.serialize_entry(k, t)?,
+                Member::Object(f) => map.serialize_entry(k, f)?,
+                Member::Objects(list) => map.serialize_entry(k, &Calls(list))?,
+            }
+        }
+        map.end()
+    }
+}
 
 /// A message's key.
 pub(super) type Key = usize;
@@ -28,24 +304,13 @@ struct Holders {
     assistant: VecDeque<(Key, usize)>,
 }
 
-fn role(m: &Value) -> Option<&str> {
-    m.get("role").and_then(Value::as_str)
-}
-
-fn is_tool(m: &Value) -> bool {
-    role(m) == Some("tool")
-}
-
-fn tool_calls(m: &Value) -> &[Value] {
-    match m.get("toolCalls") {
-        Some(Value::Array(a)) => a,
-        _ => &[],
-    }
+fn is_tool(m: &Message) -> bool {
+    m.role() == Some("tool")
 }
 
 #[derive(Debug, Default)]
 pub(super) struct Messages {
-    slab: Vec<Value>,
+    slab: Vec<Message>,
     order: Order,
     /// The first message with each id (objects only).
     by_id: Ids<Key>,
@@ -56,6 +321,7 @@ pub(super) struct Messages {
 
 impl Messages {
     pub(super) fn new(list: Vec<Value>) -> Self {
+        let list: Vec<Message> = list.into_iter().map(Message::Json).collect();
         let order = Order::identity(list.iter().map(is_tool).collect());
         let mut m = Messages { replaced: vec![false; list.len()], slab: list, order, ..Default::default() };
         for k in 0..m.slab.len() {
@@ -81,17 +347,14 @@ impl Messages {
                 Some(_) => {}
             }
         }
-        let assistant = role(m) == Some("assistant");
-        for (i, tc) in tool_calls(m).iter().enumerate() {
-            if !tc.is_object() {
-                continue;
-            }
-            let Some(id) = id_ref(tc.get("id")) else { continue };
+        let assistant = m.role() == Some("assistant");
+        m.each_call(|i, id| {
+            let Some(id) = id_ref(id) else { return };
             let h = calls.entry(&id);
             // (the first of a message's calls with this id is the one found)
             let seen = if appended { h.any.back().is_some_and(|&(o, _)| o == k) } else { h.any.iter().any(|&(o, _)| o == k) };
             if seen {
-                continue;
+                return;
             }
             let add = |q: &mut VecDeque<(Key, usize)>| {
                 // In list order: appended messages go last; another (rare) by position.
@@ -102,19 +365,28 @@ impl Messages {
             if assistant {
                 add(&mut h.assistant);
             }
-        }
+        });
     }
 
     pub(super) fn len(&self) -> usize {
         self.slab.len()
     }
 
-    pub(super) fn get(&self, k: Key) -> &Value {
+    pub(super) fn get(&self, k: Key) -> &Message {
         &self.slab[k]
     }
 
+    /// Message `k` as a JSON value to change (a built one becomes its JSON value).
     pub(super) fn get_mut(&mut self, k: Key) -> &mut Value {
-        &mut self.slab[k]
+        self.slab[k].value_mut()
+    }
+
+    /// Message `k`'s members, when the reducer built it and it is still in that form.
+    pub(super) fn built_mut(&mut self, k: Key) -> Option<&mut Fields> {
+        match &mut self.slab[k] {
+            Message::Built(f) => Some(f),
+            Message::Json(_) => None,
+        }
     }
 
     /// The position of message `k` in the list.
@@ -123,7 +395,7 @@ impl Messages {
     }
 
     /// The message at `position`.
-    pub(super) fn at(&self, position: usize) -> Option<&Value> {
+    pub(super) fn at(&self, position: usize) -> Option<&Message> {
         (position < self.slab.len()).then(|| &self.slab[self.order.select(position)])
     }
 
@@ -159,7 +431,7 @@ impl Messages {
     }
 
     /// Append a message.
-    pub(super) fn push(&mut self, m: Value) -> Key {
+    pub(super) fn push(&mut self, m: Message) -> Key {
         let k = self.slab.len();
         self.order.push(is_tool(&m));
         self.slab.push(m);
@@ -169,7 +441,7 @@ impl Messages {
     }
 
     /// Insert a message at `position` (`len` appends).
-    pub(super) fn insert(&mut self, position: usize, m: Value) -> Key {
+    pub(super) fn insert(&mut self, position: usize, m: Message) -> Key {
         if position >= self.slab.len() {
             return self.push(m);
         }
@@ -190,6 +462,7 @@ impl Messages {
     /// Replace message `k` by one with the same id (its tool calls are gone).
     pub(super) fn replace(&mut self, k: Key, m: Value) {
         debug_assert!(strict_eq(self.slab[k].get("id"), m.get("id")) || id_ref(m.get("id")).is_none());
+        let m = Message::Json(m);
         self.order.set_tool(k, is_tool(&m));
         self.replaced[k] = true;
         self.slab[k] = m;
@@ -198,7 +471,7 @@ impl Messages {
     /// A tool call was appended to message `k`'s `toolCalls` at `call`.
     pub(super) fn tool_call_added(&mut self, k: Key, id: Option<&Value>, call: usize) {
         let Some(id) = id_ref(id) else { return };
-        let assistant = role(&self.slab[k]) == Some("assistant");
+        let assistant = self.slab[k].role() == Some("assistant");
         let Messages { calls, replaced, .. } = self;
         let h = calls.entry(&id);
         // (the reducer adds a call only when no message carries it: the only holder)
@@ -213,14 +486,22 @@ impl Messages {
     }
 
     /// The messages in list order.
-    pub(super) fn iter(&self) -> impl ExactSizeIterator<Item = &Value> + '_ {
+    pub(super) fn iter(&self) -> impl ExactSizeIterator<Item = &Message> + '_ {
         self.order.keys().map(move |k| &self.slab[k])
     }
 
+    /// Every message made its JSON value (the reducer's general path, for tests).
+    #[cfg(test)]
+    pub(super) fn promote_all(&mut self) {
+        for m in &mut self.slab {
+            m.value_mut();
+        }
+    }
+
     /// The messages in list order, taken out.
-    pub(super) fn take(&mut self) -> Vec<Value> {
+    pub(super) fn take(&mut self) -> Vec<Message> {
         let keys: Vec<Key> = self.order.keys().collect();
-        let mut slab: Vec<Option<Value>> = std::mem::take(&mut self.slab).into_iter().map(Some).collect();
+        let mut slab: Vec<Option<Message>> = std::mem::take(&mut self.slab).into_iter().map(Some).collect();
         *self = Messages::default();
         keys.into_iter().map(|k| slab[k].take().expect("each key once")).collect()
     }
@@ -638,14 +919,14 @@ mod tests {
         use serde_json::json;
         let mut m = Messages::new(vec![json!({"id": "a", "role": "assistant"}), json!({"id": "x", "role": "user"})]);
         assert_eq!(m.find_str("x"), Some(1));
-        let k = m.insert(1, json!({"id": "x", "role": "tool"}));
+        let k = m.insert(1, json!({"id": "x", "role": "tool"}).into());
         assert_eq!(m.find_str("x"), Some(k));
         assert_eq!(m.position(k), 1);
         assert_eq!(m.after_tool_run(0), 2);
-        let pushed = m.push(json!({"id": "x", "role": "tool"}));
+        let pushed = m.push(json!({"id": "x", "role": "tool"}).into());
         assert_eq!(m.find_str("x"), Some(k));
         assert_eq!(m.position(pushed), 3);
-        let all: Vec<_> = m.iter().map(|v| v["role"].as_str().unwrap().to_string()).collect();
+        let all: Vec<_> = m.iter().map(|v| v.role().unwrap().to_string()).collect();
         assert_eq!(all, ["assistant", "tool", "user", "tool"]);
         assert_eq!(m.take().len(), 4);
     }

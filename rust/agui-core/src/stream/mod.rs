@@ -44,6 +44,7 @@ pub use js::{check_int_digits, has_kept_surrogate, json_items, json_list, json_t
 use std::fmt;
 
 pub use apply::{Change, EventApplier, State};
+pub use messages::{Fields, Member, Message};
 pub use chunks::{expand_chunks, ChunkExpander};
 pub use compact::{compact_events, compact_events_limited, compact_events_within};
 pub use event::{parse_event, parse_event_limited, EventType};

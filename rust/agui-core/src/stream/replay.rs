@@ -155,7 +155,8 @@ impl RunOutcome {
 /// and the error that stopped it (events before it are applied).
 #[derive(Debug)]
 pub struct Replay<S = Value> {
-    pub messages: Vec<Value>,
+    /// The messages (each reads as its JSON value: [`super::Message::to_value`]).
+    pub messages: Vec<super::Message>,
     pub state: S,
     pub pending_interrupts: Vec<Value>,
     pub warnings: Vec<Warning>,

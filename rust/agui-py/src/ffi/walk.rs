@@ -398,13 +398,14 @@ impl<'py, 'a, S: WalkSink<'a>> Walker<'py, 'a, S> {
         Ok(true)
     }
 
-    /// A value that is not a leaf (see [`Walker::value`]): containers and objects.
+    /// A value that is not a leaf (see [`Walker::value`]): containers and objects, each
+    /// level with the stack it needs (`nest`).
     #[inline(never)]
     fn compound(&mut self, ptr: *mut ffi::PyObject) -> PyResult<()> {
         // SAFETY: the walk's invariant (module docs): `ptr` is live (borrowed from a container read
         // since the last Python code ran, or held); `Held` takes a reference before anything can
         // run Python code.
-        unsafe {
+        agui_core::limits::nest(|| unsafe {
             let tp = ffi::Py_TYPE(ptr);
             // Hold a strong reference while walking it, as the caller may have a borrowed
             // one (from a dict or list) and walking it can run Python code. (Leaves never
@@ -423,7 +424,7 @@ impl<'py, 'a, S: WalkSink<'a>> Walker<'py, 'a, S> {
                 return self.object(ptr, plan);
             }
             self.other(ptr, tp)
-        }
+        })
     }
 
     /// The plan of `tp` from [`Walker::memo`], if it was found there under the class's
@@ -1111,12 +1112,13 @@ pub(crate) fn with_tree<'py, T>(
     let (keep, kinds) = SPARE.with(py, |c| c.take()).flatten().unwrap_or_default();
     let mut w = Walker::any_sink(py, TreeBuilder::new(), opts);
     (w.keep, w.kinds) = (keep, kinds);
-    let out = {
+    // The tree is read and freed recursively: on a stack with room for its depth.
+    let out = agui_core::limits::deep(opts.max_depth as usize, || {
         let r = w.walk(obj).map_err(|e| user_error(py, e));
         let node = w.sink.finish().unwrap_or(Node::Null);
         // `node` borrows what `w` keeps: it is dropped at the end of this block, first.
         r.map(|()| f(&node))
-    };
+    });
     let (keep, kinds) = w.into_spare();
     if keep.capacity() <= 4096 && kinds.capacity() <= 4096 {
         SPARE.with(py, |c| *c = Some((keep, kinds)));
