@@ -226,7 +226,7 @@ fn fast_value<'a, S: Sink<'a> + ?Sized>(r: &mut FastRead<'_>, peek: jiter::Peek,
         Peek::Array => crate::limits::nest(|| {
             let inner = depth.checked_sub(1)?;
             s.begin_array();
-            let mut next = j.known_array().ok()?;
+            let mut next = r.j.known_array().ok()?;
             while let Some(p) = next {
                 fast_value(r, p, inner, s)?;
                 next = r.j.array_step().ok()?;
@@ -237,7 +237,7 @@ fn fast_value<'a, S: Sink<'a> + ?Sized>(r: &mut FastRead<'_>, peek: jiter::Peek,
         Peek::Object => crate::limits::nest(|| {
             let inner = depth.checked_sub(1)?;
             s.begin_object();
-            let mut key = j.known_object().ok()?;
+            let mut key = r.j.known_object().ok()?;
             while let Some(k) = key {
                 if k == NUMBER_TOKEN {
                     return None;
