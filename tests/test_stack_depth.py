@@ -56,6 +56,13 @@ CHILD = textwrap.dedent(
     def delta(n):  # a STATE_DELTA whose value nests n levels with the event, its list and op
         return {"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/x", "value": nested(n - 3)}]}
 
+    def run_reader(data, md):
+        r = _native.RunReader("sse", verify=False, max_depth=md)
+        _, error = r.feed(data)
+        if error is not None:
+            raise error
+        return r, r.state()
+
     # name: (make the input from the depth n, on the main thread; the call on the small thread).
     # Inputs and results are made and freed on the main thread: CPython 3.12 and 3.13 free
     # a deep list recursively themselves, which a 256 KiB thread does not take at the cap.
@@ -83,6 +90,7 @@ CHILD = textwrap.dedent(
             lambda n: sse(snapshot_text(n)) + b": " + b"x" * (1 << 20) + b"\n\n",
             lambda x, md: stream.replay_log(x, raw=True, max_depth=md),
         ),
+        "run_reader": (lambda n: sse(snapshot_text(n)), lambda x, md: run_reader(x, md)),
         "applier": (snap, lambda x, md: stream.EventApplier(raw=True, max_depth=md).apply(x)),
         "applier_delta_deep_path": (
             lambda n: [snap(n), {"type": "STATE_DELTA", "delta": [{"op": "replace", "path": "/0" * (n - 3), "value": 2}]}],
@@ -165,7 +173,7 @@ CASES = [
     "dumps", "dumps_struct", "dumps_dicts", "encode_sse", "encoder", "proto_encode",
     "replay_dicts", "replay_raw", "replay_struct", "replay_delta", "replay_initial_state",
     "replay_log", "replay_log_dicts", "replay_log_threads",
-    "applier", "applier_delta_deep_path", "compact_events", "expand_chunks", "verify_events",
+    "run_reader", "applier", "applier_delta_deep_path", "compact_events", "expand_chunks", "verify_events",
     "apply_patch", "apply_patch_deep_doc", "apply_patch_copy", "apply_patch_text", "state_document",
     "to_arrow", "to_arrow_threads",
 ]

@@ -1064,14 +1064,24 @@ fn prepare_within<'py>(
 /// is over.
 #[pyclass(module = "agui_fast._native", name = "RunReader")]
 pub struct RunReader {
-    // A Mutex only to make the class Sync (as `Replayer`).
-    inner: std::sync::Mutex<run::RunReader<Doc>>,
+    // A Mutex only to make the class Sync (as `Replayer`); `None` only while it is freed.
+    inner: std::sync::Mutex<Option<run::RunReader<Doc>>>,
     record: bool,
+    max_depth: usize,
+}
+
+impl Drop for RunReader {
+    /// The state is freed on a stack with room for its nesting.
+    fn drop(&mut self) {
+        let inner = self.inner.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        agui_core::limits::deep(self.max_depth, || drop(inner));
+    }
 }
 
 impl RunReader {
     fn get(&mut self) -> &mut run::RunReader<Doc> {
-        self.inner.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner)
+        let inner = self.inner.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
+        inner.as_mut().expect("the reader is only taken when the object is freed")
     }
 
     fn replayer(&mut self) -> PyResult<&mut core::Replayer<Doc>> {
@@ -1137,17 +1147,21 @@ impl RunReader {
             None
         };
         let inner = run::RunReader::new(wire, max_frame_size, max_depth, replayer);
-        Ok(RunReader { inner: std::sync::Mutex::new(inner), record })
+        Ok(RunReader { inner: std::sync::Mutex::new(Some(inner)), record, max_depth })
     }
 
     fn feed<'py>(&mut self, py: Python<'py>, chunk: &[u8]) -> PyResult<Bound<'py, PyTuple>> {
-        let r = self.get().feed(chunk);
-        self.outcome(py, r)
+        agui_core::limits::deep(self.max_depth, || {
+            let r = self.get().feed(chunk);
+            self.outcome(py, r)
+        })
     }
 
     fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        let r = self.get().finish();
-        self.outcome(py, r)
+        agui_core::limits::deep(self.max_depth, || {
+            let r = self.get().finish();
+            self.outcome(py, r)
+        })
     }
 
     /// The frames read since the last call (`pipeline=False`): each event's JSON text.
@@ -1168,7 +1182,8 @@ impl RunReader {
 
     #[pyo3(signature = (*, shared = false))]
     fn state<'py>(&mut self, py: Python<'py>, shared: bool) -> PyResult<Bound<'py, PyAny>> {
-        self.replayer()?.state_mut().value(py, shared)
+        let max_depth = self.max_depth;
+        agui_core::limits::deep(max_depth, || self.replayer()?.state_mut().value(py, shared))
     }
 
     fn pending_interrupts<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {

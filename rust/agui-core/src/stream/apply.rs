@@ -4,7 +4,9 @@
 //!
 //! Messages are JSON objects in the reference's order, with the lookups the reducer makes
 //! indexed (`super::messages`: the reference searches linearly, fine for a live chat,
-//! quadratic for a long log).
+//! quadratic for a long log). A message the reducer builds from events is held as its
+//! members ([`Message::Built`]: no map, no key strings) while it is only appended to; any
+//! other change makes it its JSON value first, so both forms give the same value.
 
 use super::event::{EventType, Members, Plain};
 use super::js::{self, strict_eq};
