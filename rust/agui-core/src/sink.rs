@@ -196,15 +196,23 @@ pub fn json_text<'a, S: Sink<'a> + ?Sized>(text: &str, max_depth: usize, s: &mut
 /// key (which `json_text` reads as a number). The sink then holds part of a value: the
 /// caller starts again with [`json_text`], whose error names the problem.
 pub fn json_text_fast<'a, S: Sink<'a> + ?Sized>(text: &str, max_depth: usize, s: &mut S) -> Option<()> {
-    let mut j = jiter::Jiter::new(text.as_bytes());
-    let peek = j.peek().ok()?;
-    fast_value(&mut j, peek, max_depth, s)?;
-    j.finish().ok()
+    let mut r = FastRead { j: jiter::Jiter::new(text.as_bytes()), text };
+    let peek = r.j.peek().ok()?;
+    fast_value(&mut r, peek, max_depth, s)?;
+    r.j.finish().ok()
+}
+
+/// The parser of [`json_text_fast`] and the text it reads (a number's text is sliced from
+/// it: no second UTF-8 check of its bytes).
+struct FastRead<'t> {
+    j: jiter::Jiter<'t>,
+    text: &'t str,
 }
 
 /// One value of [`json_text_fast`], `depth` levels left for containers.
-fn fast_value<'a, S: Sink<'a> + ?Sized>(j: &mut jiter::Jiter<'_>, peek: jiter::Peek, depth: usize, s: &mut S) -> Option<()> {
+fn fast_value<'a, S: Sink<'a> + ?Sized>(r: &mut FastRead<'_>, peek: jiter::Peek, depth: usize, s: &mut S) -> Option<()> {
     use jiter::Peek;
+    let j = &mut r.j;
     match peek {
         Peek::Null => {
             j.known_null().ok()?;
@@ -218,10 +226,10 @@ fn fast_value<'a, S: Sink<'a> + ?Sized>(j: &mut jiter::Jiter<'_>, peek: jiter::P
         Peek::Array => crate::limits::nest(|| {
             let inner = depth.checked_sub(1)?;
             s.begin_array();
-            let mut next = j.known_array().ok()?;
+            let mut next = r.j.known_array().ok()?;
             while let Some(p) = next {
-                fast_value(j, p, inner, s)?;
-                next = j.array_step().ok()?;
+                fast_value(r, p, inner, s)?;
+                next = r.j.array_step().ok()?;
             }
             s.end_array();
             Some(())
@@ -229,22 +237,23 @@ fn fast_value<'a, S: Sink<'a> + ?Sized>(j: &mut jiter::Jiter<'_>, peek: jiter::P
         Peek::Object => crate::limits::nest(|| {
             let inner = depth.checked_sub(1)?;
             s.begin_object();
-            let mut key = j.known_object().ok()?;
+            let mut key = r.j.known_object().ok()?;
             while let Some(k) = key {
                 if k == NUMBER_TOKEN {
                     return None;
                 }
                 s.key(k);
-                let p = j.peek().ok()?;
-                fast_value(j, p, inner, s)?;
-                key = j.next_key().ok()?;
+                let p = r.j.peek().ok()?;
+                fast_value(r, p, inner, s)?;
+                key = r.j.next_key().ok()?;
             }
             s.end_object(false);
             Some(())
         })?,
         _ if peek.is_num() => {
-            let t = j.known_number_bytes(peek).ok()?;
-            number(std::str::from_utf8(t).ok()?, s);
+            let len = j.known_number_bytes(peek).ok()?.len();
+            let end = j.current_index();
+            number(r.text.get(end.checked_sub(len)?..end)?, s);
         }
         _ => return None,
     }

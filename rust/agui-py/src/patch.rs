@@ -1311,7 +1311,7 @@ pub(crate) fn stream_walked<'py>(py: Python<'py>, max_depth: usize, walk: impl F
 /// surrogates restored): the values and rules of [`stream_value`]'s builder, made straight
 /// from the tree (each container built whole, no builder's stack between them).
 pub(crate) fn stream_tree<'py>(py: Python<'py>, v: &agui_core::patch::tree::Tree, max_depth: usize) -> PyResult<Bound<'py, PyAny>> {
-    let mut t = TreeValues { f: PyValues { py, surrogates: true }, keys: Default::default(), strs: Default::default(), max_depth };
+    let mut t = TreeValues { f: PyValues { py, surrogates: true }, keys: Default::default(), strs: Default::default(), items: Default::default(), max_depth };
     t.value(v, 0)
 }
 
@@ -1321,12 +1321,13 @@ const SHAPE: usize = 16;
 const SHAPE_STR_MAX: usize = 32;
 
 /// Python values made from a tree. A state's many items share their keys and often their
-/// values (a status): the key and the short string last made at each member position are
-/// reused when the next object has the same text there.
+/// values (a status, tags): the key and the short string last made at each member position
+/// (and at each position of a list) are reused when the next one has the same text there.
 struct TreeValues<'t, 'py> {
     f: PyValues<'py>,
     keys: [Option<(&'t str, Bound<'py, PyString>)>; SHAPE],
     strs: [Option<(&'t str, Bound<'py, PyAny>)>; SHAPE],
+    items: [Option<(&'t str, Bound<'py, PyAny>)>; SHAPE],
     max_depth: usize,
 }
 
@@ -1350,8 +1351,11 @@ impl<'t, 'py> TreeValues<'t, 'py> {
             Tree::Array(a) => nest(|| {
                 rule(core::container_rule(depth, self.max_depth))?;
                 let mut items = Vec::with_capacity(a.len());
-                for e in a {
-                    items.push(self.value(e, depth + 1)?);
+                for (i, e) in a.iter().enumerate() {
+                    items.push(match e {
+                        Tree::Str(s) if i < SHAPE && s.len() <= SHAPE_STR_MAX => Self::short_str(&mut self.f, &mut self.items[i], s)?,
+                        e => self.value(e, depth + 1)?,
+                    });
                 }
                 self.f.array(items)
             })?,
@@ -1361,7 +1365,7 @@ impl<'t, 'py> TreeValues<'t, 'py> {
                 for (i, (k, e)) in m.iter().enumerate() {
                     let k = self.key(i, k);
                     let e = match e {
-                        Tree::Str(s) if i < SHAPE && s.len() <= SHAPE_STR_MAX => self.short_str(i, s)?,
+                        Tree::Str(s) if i < SHAPE && s.len() <= SHAPE_STR_MAX => Self::short_str(&mut self.f, &mut self.strs[i], s)?,
                         e => self.value(e, depth + 1)?,
                     };
                     o.set_item(k, e)?;
@@ -1379,11 +1383,10 @@ impl<'t, 'py> TreeValues<'t, 'py> {
         }
     }
 
-    fn short_str(&mut self, i: usize, s: &'t str) -> PyResult<Bound<'py, PyAny>> {
-        let slot = &mut self.strs[i];
+    fn short_str(f: &mut PyValues<'py>, slot: &mut Option<(&'t str, Bound<'py, PyAny>)>, s: &'t str) -> PyResult<Bound<'py, PyAny>> {
         Ok(match slot {
             Some((last, made)) if *last == s => made.clone(),
-            _ => slot.insert((s, self.f.str(s)?)).1.clone(),
+            _ => slot.insert((s, f.str(s)?)).1.clone(),
         })
     }
 }
