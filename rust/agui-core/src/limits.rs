@@ -5,6 +5,8 @@
 //! [`DEFAULT_MAX_DEPTH`]. Without it, the limit would be the interpreter's recursion
 //! limit (different on CPython 3.12 and 3.13) or the Rust stack.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 /// Maximum nesting of arrays and objects (a scalar at the top is depth 0, `[]` is 1).
 pub const DEFAULT_MAX_DEPTH: usize = 512;
 
@@ -29,13 +31,36 @@ pub const STACK_RED_ZONE: usize = if cfg!(any(debug_assertions, feature = "sanit
 /// Size of a stack segment [`nest`] moves onto (address space: pages are touched as used).
 pub const STACK_SEGMENT: usize = 2 << 20;
 
+/// Whether the host driving the core (an interpreter whose code [`nest`] and [`deep`] may
+/// run) checks its own recursion by where the stack pointer lies in its thread's stack, as
+/// CPython does from 3.14 on. Such code must run on the thread's own stack: on a new
+/// segment its check sees the pointer past the thread's limit and ends the process
+/// ("Unrecoverable stack overflow"). Set once by the binding when it is loaded.
+static HOST_CHECKS_STACK: AtomicBool = AtomicBool::new(false);
+
+/// Says whether the host checks its recursion by the stack pointer
+/// ([`HOST_CHECKS_STACK`]): then [`nest`] and [`deep`] run on the current stack, and the
+/// host's own checks guard its recursion (a `RecursionError` in CPython).
+pub fn set_host_checks_stack(on: bool) {
+    HOST_CHECKS_STACK.store(on, Ordering::Relaxed);
+}
+
+/// Whether [`set_host_checks_stack`] said so.
+pub fn host_checks_stack() -> bool {
+    HOST_CHECKS_STACK.load(Ordering::Relaxed)
+}
+
 /// One nesting level of a recursive walk over a value: `f` runs on the current stack while
 /// at least [`STACK_RED_ZONE`] of it is left, else on a new segment of [`STACK_SEGMENT`]
 /// (`stacker`), freed when `f` returns. A thread's stack size (128 KiB on musl, 1 MiB for
 /// some Python threads) then never bounds the depth; the check is a compare of the stack
-/// pointer with a thread-local limit, and it is made on containers only.
+/// pointer with a thread-local limit, and it is made on containers only. (Not with a host
+/// that checks its stack itself: [`set_host_checks_stack`].)
 #[inline(always)]
 pub fn nest<R>(f: impl FnOnce() -> R) -> R {
+    if host_checks_stack() {
+        return f();
+    }
     stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, f)
 }
 
@@ -50,6 +75,9 @@ pub const STACK_PER_LEVEL: usize = if cfg!(any(debug_assertions, feature = "sani
 /// `max_depth`). For the code between the levels that [`nest`] does not reach.
 #[inline]
 pub fn deep<R>(max_depth: usize, f: impl FnOnce() -> R) -> R {
+    if host_checks_stack() {
+        return f();
+    }
     let need = stack_for(max_depth);
     stacker::maybe_grow(need, need, f)
 }

@@ -26,6 +26,13 @@ mod shared;
 mod sse;
 mod stream;
 
+/// Whether the core runs nested work on the thread's own stack only, as the interpreter
+/// checks its recursion by the stack pointer (`agui_core::limits::set_host_checks_stack`).
+#[pyfunction]
+fn host_checks_stack() -> bool {
+    agui_core::limits::host_checks_stack()
+}
+
 // The GIL is required: see gil.rs (stated here, not left to PyO3's default).
 #[pymodule(gil_used = true)]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -35,6 +42,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DEFAULT_MAX_PATCH_BYTES", agui_core::limits::DEFAULT_MAX_PATCH_BYTES)?;
     // The direct reads of object memory are checked against the API once, here.
     ffi::layout::get(m.py());
+    // CPython 3.14 and later check their recursion by the stack pointer: their code must
+    // not run on a stack segment of the core's (`agui_core::limits::set_host_checks_stack`).
+    agui_core::limits::set_host_checks_stack(m.py().version_info() >= (3, 14));
     args::register(m)?;
     construct::register(m)?;
     arrow::register(m)?;
@@ -46,6 +56,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sse::register(m, &testing)?;
     stream::register(m)?;
     testing.add_function(wrap_pyfunction!(ffi::layout::direct_reads, &testing)?)?;
+    testing.add_function(wrap_pyfunction!(host_checks_stack, &testing)?)?;
     m.add_submodule(&testing)?;
     Ok(())
 }
