@@ -125,34 +125,16 @@ pub fn exceeds_depth(json: &[u8], max_depth: usize) -> bool {
     if json.iter().filter(|&&b| b == b'[' || b == b'{').count() <= max_depth {
         return false;
     }
-    let (mut depth, mut in_str, mut esc) = (0usize, false, false);
-    for &b in json {
-        if in_str {
-            match b {
-                _ if esc => esc = false,
-                b'\\' => esc = true,
-                b'"' => in_str = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_str = true,
-            b'[' | b'{' => {
-                depth += 1;
-                if depth > max_depth {
-                    return true;
-                }
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    false
+    deepest(json, max_depth) > max_depth
 }
 
 /// How deep JSON text nests arrays and objects (brackets inside strings do not count).
 pub fn depth_of(json: &[u8]) -> usize {
+    deepest(json, usize::MAX)
+}
+
+/// The deepest nesting of arrays and objects in JSON text, read until it passes `stop`.
+fn deepest(json: &[u8], stop: usize) -> usize {
     let (mut depth, mut deepest, mut in_str, mut esc) = (0usize, 0usize, false, false);
     for &b in json {
         if in_str {
@@ -169,6 +151,9 @@ pub fn depth_of(json: &[u8]) -> usize {
             b'[' | b'{' => {
                 depth += 1;
                 deepest = deepest.max(depth);
+                if deepest > stop {
+                    break;
+                }
             }
             b']' | b'}' => depth = depth.saturating_sub(1),
             _ => {}
