@@ -159,6 +159,11 @@ CHILD = textwrap.dedent(
             got = run(name, n, md, stack)
             if name in FIXED_LIMIT and n > 512 and got == "depth":
                 continue
+            # Before 3.13 msgspec's nesting is bounded by the interpreter's own limit (the
+            # recursion limit, 1,000 by default, on 3.10 and 3.11; 3.12's C recursion
+            # limit), which gives its depth error first.
+            if sys.version_info < (3, 13) and n > 512 and got == "depth":
+                continue
             if name in DOC_GIVEN and got == "ok":
                 continue
             if got != want:
