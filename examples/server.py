@@ -1,5 +1,6 @@
 """A small AG-UI agent server streaming a scripted run with ``EventStreamResponse``.
 
+    pip install ".[server]" uvicorn                # Starlette, and an ASGI server to run it
     uvicorn examples.server:app --port 8000        # or: python examples/server.py [port]
 
 POST a ``RunAgentInput`` to ``/agent``: the reply is SSE, or protobuf when the Accept header
@@ -85,6 +86,9 @@ async def agent(request: Request):
 app = Starlette(routes=[Route("/agent", agent, methods=["POST"])])
 
 if __name__ == "__main__":
-    import uvicorn
+    try:
+        import uvicorn
+    except ImportError:
+        sys.exit("examples/server.py runs under uvicorn: pip install uvicorn")
 
     uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]) if len(sys.argv) > 1 else 8000)
