@@ -59,8 +59,8 @@ def _outcome(parts):
 
 
 def _both(log, **kw):
-    one = _native.replay_log(log, pipeline_min=NEVER, **kw)
-    two = _native.replay_log(log, pipeline_min=ALWAYS, **kw)
+    one = _native.replay_log(log, pipeline_min=NEVER, typed=False, **kw)
+    two = _native.replay_log(log, pipeline_min=ALWAYS, typed=False, **kw)
     assert _outcome(one) == _outcome(two)
     return one
 
@@ -121,15 +121,15 @@ def test_protobuf_and_gzip_logs_replay_the_same_pipelined(frames):
 def test_public_replay_log_pipelines_big_logs_with_the_same_result(tmp_path):
     log = to_sse(generate_events(20_000, seed=9))
     assert len(log) >= 1 << 20  # above the default threshold: pipelined on 2 cores
-    one = stream._replay(_native.replay_log(log, pipeline_min=NEVER), True)
+    one = stream._replay(_native.replay_log(log, pipeline_min=NEVER, typed=False), True)
     assert stream.replay_log(log, raw=True) == one
     path = tmp_path / "big.sse"
     path.write_bytes(log)
     assert stream.replay_log(path, raw=True) == one
     for threads in (1, 2, 4):
-        native = _native.replay_log_files([path, path], threads=threads, pipeline_min=ALWAYS)
+        native = _native.replay_log_files([path, path], threads=threads, pipeline_min=ALWAYS, typed=False)
         assert [stream._replay(p, True) for p in native] == [one, one]
     bad = tmp_path / "bad.sse"
     bad.write_bytes(log[: len(log) // 2] + b"data: {oops\n\n" + log[len(log) // 2 :])
-    one, two = (_native.replay_log_files([bad], threads=2, pipeline_min=m)[0] for m in (NEVER, ALWAYS))
+    one, two = (_native.replay_log_files([bad], threads=2, pipeline_min=m, typed=False)[0] for m in (NEVER, ALWAYS))
     assert _outcome(one) == _outcome(two) and one[4] is not None

@@ -53,7 +53,7 @@ def _outcome(run):
 
 def _replay_log(data, messages=None, state=None, max_depth=512, schema=True):
     """The bytes path (the core's reducer on a JSON state), from these messages and state."""
-    return stream._replay(_native.replay_log(data, messages, state, max_depth=max_depth, schema=schema), True)
+    return stream._replay(_native.replay_log(data, messages, state, max_depth=max_depth, schema=schema, typed=False), True)
 
 
 def _typed(events):

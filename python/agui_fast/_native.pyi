@@ -480,8 +480,10 @@ def replay_log(
     max_depth: int = 512,
     max_patch_bytes: Optional[int] = None,
     pipeline_min: int = 1048576,
+    typed: bool = True,
 ) -> _ReplayParts:
-    """Replay a log (SSE or protobuf, gzip or not) with the GIL released; from ``pipeline_min`` bytes on two threads."""
+    """Replay a log (SSE or protobuf, gzip or not) with the GIL released; from ``pipeline_min`` bytes on two threads.
+    ``typed``: the messages as Structs when they can all be built so, else plain values."""
 
 def replay_log_files(
     paths: Iterable[Union[str, "os.PathLike[str]"]],
@@ -495,6 +497,7 @@ def replay_log_files(
     max_depth: int = 512,
     max_patch_bytes: Optional[int] = None,
     pipeline_min: int = 1048576,
+    typed: bool = True,
 ) -> List[_ReplayParts]:
     """Read and replay log files on Rust threads (0: all cores), constant memory each, GIL released."""
 
@@ -502,4 +505,6 @@ def set_surrogate_writer(writer: Callable[[Any], bytes], /) -> None:
     """``writer(obj) -> bytes``: JSON text of the events dumps refuses (lone surrogates). Set once."""
 def set_state_delta_types(event_class: Any, operation_classes: List[Any], /) -> None:
     """``StateDeltaEvent`` and the operation classes: such deltas reach the state without JSON. Set once."""
+def set_message_types(classes: List[Any], /) -> None:
+    """The members of ``Message``: a whole-log replay builds them itself when it can. Set once."""
 # --- end stream ---

@@ -48,7 +48,7 @@ import math
 import operator
 import os
 import re
-from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Union, get_args
 
 import msgspec
 
@@ -146,6 +146,8 @@ _native.set_surrogate_writer(_surrogate_json)
 _native.set_state_delta_types(
     StateDeltaEvent, [AddOperation, RemoveOperation, ReplaceOperation, MoveOperation, CopyOperation, TestOperation]
 )
+# A whole-log replay builds these itself when msgspec's conversion would keep its values as they are.
+_native.set_message_types(list(get_args(Message)))
 
 
 def _load(data: bytes) -> Any:
@@ -165,7 +167,10 @@ def _typed_events(data: bytes) -> List[Any]:
 
 
 def _messages(values: List[Any], raw: bool) -> List[Any]:
-    return values if raw else convert_fast(values, List[Message])
+    # (a whole-log replay hands over Structs already when it could build them all)
+    if raw or not values or type(values[0]) is not dict:
+        return values
+    return convert_fast(values, List[Message])
 
 
 class StreamWarning(Tuple[Optional[int], str]):
@@ -575,7 +580,7 @@ def replay_log(
     if isinstance(source, (bytes, bytearray, memoryview)):
         parts = _native.replay_log(
             bytes(source), format=format, verify=verify, schema=schema, max_protocol_version=max_protocol_version,
-            protocol_version=protocol_version, max_depth=max_depth, max_patch_bytes=max_patch_bytes,
+            protocol_version=protocol_version, max_depth=max_depth, max_patch_bytes=max_patch_bytes, typed=not raw,
         )
         return _replay(parts, raw)
     if isinstance(source, (str, os.PathLike)):
@@ -583,6 +588,7 @@ def replay_log(
         parts_list = _native.replay_log_files(
             [source], format=format, verify=verify, schema=schema, max_protocol_version=max_protocol_version,
             protocol_version=protocol_version, threads=0, max_depth=max_depth, max_patch_bytes=max_patch_bytes,
+            typed=not raw,
         )
         return _replay(parts_list[0], raw)
     raise TypeError(f"source must be bytes or a path, not {type(source).__name__}")
@@ -618,6 +624,7 @@ def replay_logs(
         threads=threads or 0,
         max_depth=_depth(max_depth),
         max_patch_bytes=max_patch_bytes,
+        typed=not raw,
     )
     out = []
     for path, parts in zip(paths, native):

@@ -276,7 +276,7 @@ def _replays(case: Dict[str, Any]):
     sse = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in case["events"])
     for name, pipeline_min in (("replay_log", 1 << 40), ("replay_log pipelined", 0)):
         yield name, lambda m=pipeline_min: stream._replay(
-            _native.replay_log(sse, case["messages"], _state(case), verify=True, pipeline_min=m), True)
+            _native.replay_log(sse, case["messages"], _state(case), verify=True, pipeline_min=m, typed=False), True)
 
 
 def pipeline(case: Dict[str, Any], ref: Dict[str, Any]) -> List[str]:

@@ -43,7 +43,7 @@ pub(crate) struct Plan {
     /// The class itself: keeps the pointer key of the cache valid.
     _cls: Py<PyType>,
     /// Classes named by `Check::Structs` (their pointers are compared).
-    _classes: Vec<Py<PyAny>>,
+    pub(crate) classes: Vec<Py<PyAny>>,
     pub(crate) names: Vec<Py<PyString>>,
     /// Each field's wire name (interned) and its hash, and whether its value may hold
     /// Structs; the tag field's hash (what `record_given` matches the data's keys by).
@@ -168,7 +168,7 @@ fn build_plan(py: Python<'_>, meta: &Meta, cls: &Bound<'_, PyType>) -> PyResult<
         .collect::<PyResult<_>>()?;
     Ok(Rc::new(Plan {
         _cls: cls.clone().unbind(),
-        _classes: classes,
+        classes,
         names,
         wires,
         wire_hashes,

@@ -25,6 +25,7 @@ mod proto;
 mod shared;
 mod sse;
 mod stream;
+mod typed;
 
 /// Whether the core runs nested work on the thread's own stack only, as the interpreter
 /// checks its recursion by the stack pointer (`agui_core::limits::set_host_checks_stack`).
@@ -55,6 +56,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     proto::register(m, &testing)?;
     sse::register(m, &testing)?;
     stream::register(m)?;
+    typed::register(m)?;
     testing.add_function(wrap_pyfunction!(ffi::layout::direct_reads, &testing)?)?;
     testing.add_function(wrap_pyfunction!(host_checks_stack, &testing)?)?;
     m.add_submodule(&testing)?;

@@ -896,7 +896,9 @@ impl Written {
     /// pairs, and the exception that stopped it (or None). The engine's values are then
     /// freed with the GIL released: `aside`, a large replay's on a thread of their own (a
     /// single log's call; `replay_log_files` keeps to the caller's `threads`).
-    fn tuple<'py>(&mut self, py: Python<'py>, aside: bool) -> PyResult<Bound<'py, PyTuple>> {
+    /// `typed`: the messages as the `Message` Structs when they can all be built so
+    /// (`typed::typed_messages`), else as plain values.
+    fn tuple<'py>(&mut self, py: Python<'py>, aside: bool, typed: bool) -> PyResult<Bound<'py, PyTuple>> {
         let error = match (&self.log_error, &self.error) {
             (Some(core::LogStop::Open(e)), _) => {
                 let message = format!("cannot open {}: {e}", self.source.as_deref().unwrap_or("the log"));
@@ -914,8 +916,12 @@ impl Written {
         let messages = std::mem::take(&mut self.messages);
         let interrupts = Value::Array(std::mem::take(&mut self.interrupts));
         let state = std::mem::take(&mut self.state);
+        let messages_py = match typed.then(|| crate::typed::typed_messages(py, &messages)).flatten() {
+            Some(list) => list.into_any(),
+            None => messages_value(py, &messages)?,
+        };
         let tuple = (
-            messages_value(py, &messages)?,
+            messages_py,
             crate::patch::stream_tree(py, &state, MAX_DEPTH_CAP)?,
             result_value(py, &interrupts)?,
             warnings_list(py, &self.warnings)?,
@@ -933,12 +939,13 @@ impl Written {
 }
 
 /// replay_log(data, messages=None, state=None, *, format="auto", verify=False,
-/// max_depth=512, pipeline_min=PIPELINE_MIN): replay a log (SSE or protobuf, gzip or not)
-/// given as bytes, with the GIL released; from `pipeline_min` bytes on two Rust threads
-/// when the machine has two cores (`agui_core::stream::replay_log_pipelined`, the same
-/// outcome).
+/// max_depth=512, pipeline_min=PIPELINE_MIN, typed=True): replay a log (SSE or protobuf,
+/// gzip or not) given as bytes, with the GIL released; from `pipeline_min` bytes on two
+/// Rust threads when the machine has two cores (`agui_core::stream::replay_log_pipelined`,
+/// the same outcome). `typed`: the messages as Structs when they can be built so (else,
+/// and with `typed=False`, as plain values).
 #[pyfunction]
-#[pyo3(signature = (data, messages=None, state=None, *, format="auto", verify=false, schema=true, max_protocol_version=None, protocol_version=None, max_depth=DEFAULT_MAX_DEPTH, max_patch_bytes=None, pipeline_min=core::PIPELINE_MIN))]
+#[pyo3(signature = (data, messages=None, state=None, *, format="auto", verify=false, schema=true, max_protocol_version=None, protocol_version=None, max_depth=DEFAULT_MAX_DEPTH, max_patch_bytes=None, pipeline_min=core::PIPELINE_MIN, typed=true))]
 #[allow(clippy::too_many_arguments)]
 fn replay_log<'py>(
     py: Python<'py>,
@@ -953,6 +960,7 @@ fn replay_log<'py>(
     #[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize,
     max_patch_bytes: Option<&Bound<'py, PyAny>>,
     #[pyo3(from_py_with = crate::args::pipeline_min)] pipeline_min: u64,
+    typed: bool,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let format = crate::arrow::format_arg(format)?;
     let max_depth = check_max_depth(max_depth)?;
@@ -964,7 +972,7 @@ fn replay_log<'py>(
         let options = ReplayOptions { verify, schema, era, protocol_version, max_depth, max_patch_bytes, ..ReplayOptions::default() };
         let mut w = py.detach(|| Written::of(core::replay_log_bytes(log, 0, pipeline_min, format, messages, Tree::from(state), options)));
         w.source = Some("<bytes>".to_string()); // (as the log readers name bytes)
-        w.tuple(py, true)
+        w.tuple(py, true, typed)
     })
 }
 
@@ -974,7 +982,7 @@ fn replay_log<'py>(
 /// log of at least `pipeline_min` bytes is read on a thread of its own when the threads
 /// outnumber the logs twice.
 #[pyfunction]
-#[pyo3(signature = (paths, *, format="auto", verify=false, schema=true, max_protocol_version=None, protocol_version=None, threads=0, max_depth=DEFAULT_MAX_DEPTH, max_patch_bytes=None, pipeline_min=core::PIPELINE_MIN))]
+#[pyo3(signature = (paths, *, format="auto", verify=false, schema=true, max_protocol_version=None, protocol_version=None, threads=0, max_depth=DEFAULT_MAX_DEPTH, max_patch_bytes=None, pipeline_min=core::PIPELINE_MIN, typed=true))]
 #[allow(clippy::too_many_arguments)]
 fn replay_log_files<'py>(
     py: Python<'py>,
@@ -988,6 +996,7 @@ fn replay_log_files<'py>(
     #[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize,
     max_patch_bytes: Option<&Bound<'py, PyAny>>,
     #[pyo3(from_py_with = crate::args::pipeline_min)] pipeline_min: u64,
+    typed: bool,
 ) -> PyResult<Bound<'py, PyList>> {
     let format = crate::arrow::format_arg(format)?;
     let max_patch_bytes = crate::patch::max_patch_bytes(max_patch_bytes)?;
@@ -1006,7 +1015,7 @@ fn replay_log_files<'py>(
     for (w, p) in replays.iter_mut().zip(&paths) {
         w.source = Some(p.display().to_string());
     }
-    agui_core::limits::deep(max_depth, || PyList::new(py, replays.iter_mut().map(|w| w.tuple(py, false)).collect::<PyResult<Vec<_>>>()?))
+    agui_core::limits::deep(max_depth, || PyList::new(py, replays.iter_mut().map(|w| w.tuple(py, false, typed)).collect::<PyResult<Vec<_>>>()?))
 }
 
 // ---------------------------------------------------------------------------------------

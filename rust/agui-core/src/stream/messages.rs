@@ -93,6 +93,11 @@ impl Fields {
         }
     }
 
+    /// The members, in order.
+    pub fn members(&self) -> impl Iterator<Item = (&'static str, &Member)> {
+        self.0.iter().map(|(k, m)| (*k, m))
+    }
+
     pub(super) fn contains(&self, key: &str) -> bool {
         self.get(key).is_some()
     }

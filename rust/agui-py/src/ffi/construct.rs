@@ -827,3 +827,47 @@ pub(crate) fn passes_value(py: Python<'_>, check: &Check, v: &Bound<'_, PyAny>) 
     // SAFETY: `v` is a live object held by the caller for the call.
     unsafe { passes(py, check, v.as_ptr()) }
 }
+
+/// `cls(**dict(zip(names, values)))` for field indices `fields` of `plan` (the plan of
+/// `cls`) when construction's fast path would hand these keywords to msgspec's constructor
+/// as they are and record nothing: each value plainly valid for its field, none at its
+/// default, no tag, every required field given. The instance is then what `msgspec.convert`
+/// makes of the same members (msgspec's constructor; no record for `model_fields_set`).
+/// `None`: not so (the caller converts the plain values instead).
+pub(crate) fn build_exact<'py>(
+    py: Python<'py>,
+    cls: &Bound<'py, PyType>,
+    plan: &Plan,
+    fields: &[usize],
+    values: &[Bound<'py, PyAny>],
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let meta = meta(py)?;
+    let mut given = 0u64;
+    let keywords = fields.iter().zip(values).map(|(&i, v)| (Keyword::Field(i), v.as_ptr()));
+    // SAFETY: the values are live objects the caller holds for the call.
+    let passes = |i: usize, v: &*mut ffi::PyObject| unsafe { passes(py, &plan.checks[i], *v) };
+    // SAFETY: as above; the plan's defaults are live.
+    let at_default = |i: usize, v: &*mut ffi::PyObject| plan.defaults[i].as_ref().is_some_and(|d| unsafe { at_default(*v, d) });
+    if !matches!(plan.fields.route(keywords, passes, at_default, |_| false, &mut given), Route::Direct) || given != 0 {
+        return Ok(None);
+    }
+    let names = PyTuple::new(py, fields.iter().map(|&i| plan.names[i].bind(py)))?;
+    let obj = match meta.vectorcall {
+        Some((struct_vectorcall, _)) => {
+            let args: Vec<*mut ffi::PyObject> = values.iter().map(Bound::as_ptr).collect();
+            // SAFETY: msgspec's Struct_vectorcall (read by layout::struct_vectorcall) called as
+            // the metaclass's direct route calls it: a Struct class, no positional arguments,
+            // one live value per name of the live tuple `names`; a new reference or NULL with
+            // an exception set.
+            unsafe { Bound::from_owned_ptr_or_err(py, struct_vectorcall(cls.as_ptr(), args.as_ptr(), 0, names.as_ptr())) }?
+        }
+        None => {
+            let kw = PyDict::new(py);
+            for (n, v) in names.iter().zip(values) {
+                kw.set_item(n, v)?;
+            }
+            cls.call((), Some(&kw))?
+        }
+    };
+    Ok(Some(obj))
+}
