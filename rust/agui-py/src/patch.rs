@@ -1294,6 +1294,12 @@ pub(crate) fn plain_value<'py>(v: &Bound<'py, PyAny>, max_depth: usize) -> Optio
     plain_copy(v, 0, max_depth, false, true, &mut unlimited()).ok().flatten()
 }
 
+/// A string read from a stream as [`stream_value`] makes it (its kept lone surrogates
+/// restored).
+pub(crate) fn stream_str<'py>(py: Python<'py>, s: &str) -> PyResult<Bound<'py, PyAny>> {
+    PyValues { py, surrogates: true }.str(s)
+}
+
 /// A JSON value read from a stream as a document value (its kept lone surrogates restored).
 pub(crate) fn stream_value<'py>(py: Python<'py>, v: &Value, max_depth: usize) -> PyResult<Bound<'py, PyAny>> {
     json_to_py(py, v, 0, max_depth, true, &mut unlimited()).map_err(|f| raise(py, f))

@@ -16,6 +16,8 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyList, PyString, PyType};
 use serde_json::{Map, Value};
 
+use std::rc::Rc;
+
 use crate::construct::{schema_plan, Check, Plan};
 
 /// The message classes by their role (`stream.py` sets them once at import).
@@ -75,6 +77,7 @@ impl<'a> Node<'a> {
 /// the module's docs), or the types are not set.
 pub(crate) fn typed_messages<'py>(py: Python<'py>, messages: &[Message]) -> Option<Bound<'py, PyList>> {
     let types = MESSAGE_TYPES.get(py)?;
+    let mut plans = Plans(Vec::new());
     let mut out = Vec::with_capacity(messages.len());
     for m in messages {
         let node = match m {
@@ -90,7 +93,7 @@ pub(crate) fn typed_messages<'py>(py: Python<'py>, messages: &[Message]) -> Opti
             Node::Json(map) => map.get("role")?.as_str()?,
         };
         let cls = types.iter().find(|(tag, _)| tag == role)?.1.bind(py);
-        out.push(build(py, cls, node, 0)?);
+        out.push(build(py, &mut plans, cls, node, 0)?);
     }
     PyList::new(py, out).ok()
 }
@@ -98,12 +101,27 @@ pub(crate) fn typed_messages<'py>(py: Python<'py>, messages: &[Message]) -> Opti
 /// Nesting of built objects past which the plain path decides (messages nest two).
 const MAX_NEST: usize = 8;
 
+/// The construction plans of the classes met so far in one hand-over (a few).
+struct Plans(Vec<(usize, Rc<Plan>)>);
+
+impl Plans {
+    fn of(&mut self, cls: &Bound<'_, PyType>) -> Option<Rc<Plan>> {
+        let key = cls.as_ptr() as usize;
+        if let Some((_, plan)) = self.0.iter().find(|(k, _)| *k == key) {
+            return Some(plan.clone());
+        }
+        let plan = schema_plan(cls.py(), cls).ok()??;
+        self.0.push((key, plan.clone()));
+        Some(plan)
+    }
+}
+
 /// One object as an instance of `cls`, or `None` (see the module's docs).
-fn build<'py>(py: Python<'py>, cls: &Bound<'py, PyType>, node: Node<'_>, depth: usize) -> Option<Bound<'py, PyAny>> {
+fn build<'py>(py: Python<'py>, plans: &mut Plans, cls: &Bound<'py, PyType>, node: Node<'_>, depth: usize) -> Option<Bound<'py, PyAny>> {
     if depth > MAX_NEST {
         return None;
     }
-    let plan = schema_plan(py, cls).ok()??;
+    let plan = plans.of(cls)?;
     let tag = plan.tag.as_ref().zip(plan.tag_text.as_deref());
     let (mut fields, mut values) = (Vec::with_capacity(8), Vec::with_capacity(8));
     node.each(|key, item| {
@@ -119,26 +137,31 @@ fn build<'py>(py: Python<'py>, cls: &Bound<'py, PyType>, node: Node<'_>, depth: 
         let i = plan.wire_texts.iter().position(|w| w == key)?;
         let value = match item {
             Item::Value(v) => match (one_class(py, &plan, i), v) {
-                (Some(Shape::One(c)), Value::Object(map)) => build(py, &c, Node::Json(map), depth + 1)?,
+                (Some(Shape::One(c)), Value::Object(map)) => build(py, plans, &c, Node::Json(map), depth + 1)?,
                 (Some(Shape::List(c)), Value::Array(items)) => {
                     let built = items.iter().map(|v| match v {
-                        Value::Object(map) => build(py, &c, Node::Json(map), depth + 1),
+                        Value::Object(map) => build(py, plans, &c, Node::Json(map), depth + 1),
                         _ => None,
                     });
                     PyList::new(py, built.collect::<Option<Vec<_>>>()?).ok()?.into_any()
                 }
                 // (a union of classes, or a value no Struct field takes: the plain path's)
                 (_, Value::Object(_) | Value::Array(_)) if plan.nested[i] => return None,
+                (_, Value::String(s)) => crate::patch::stream_str(py, s).ok()?,
                 (_, v) => crate::patch::stream_value(py, v, MAX_DEPTH_CAP).ok()?,
             },
+            // (a literal at its default, `"function"`, is left to it: see below)
+            Item::Static(s) if plan.defaults[i].as_ref().and_then(|d| d.bind(py).cast::<PyString>().ok()?.to_str().ok().map(|d| d == s)) == Some(true) => {
+                return Some(());
+            }
             Item::Static(s) => PyString::new(py, s).into_any(),
             Item::Object(f) => match one_class(py, &plan, i)? {
-                Shape::One(c) => build(py, &c, Node::Built(f), depth + 1)?,
+                Shape::One(c) => build(py, plans, &c, Node::Built(f), depth + 1)?,
                 Shape::List(_) => return None,
             },
             Item::Objects(list) => match one_class(py, &plan, i)? {
                 Shape::List(c) => {
-                    let built = list.iter().map(|f| build(py, &c, Node::Built(f), depth + 1));
+                    let built = list.iter().map(|f| build(py, plans, &c, Node::Built(f), depth + 1));
                     PyList::new(py, built.collect::<Option<Vec<_>>>()?).ok()?.into_any()
                 }
                 Shape::One(_) => return None,
