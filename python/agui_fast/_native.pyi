@@ -84,10 +84,11 @@ def dump_python(
     key that is not an exact ``str``, a foreign msgspec Struct, nesting past 512 levels) is
     ``fallback(obj, by_alias, enums, exclude_none)``."""
 
-def dumps_by_name(obj: Any, /) -> bytes:
-    """``dumps(obj)`` with the members of the package's Structs keyed by attribute name
-    (``model_dump_json()`` without ``by_alias``). Raises ``EncodeError`` for a msgspec
-    Struct that is not one of the package's."""
+def dump_json(obj: Any, by_alias: Any, exclude_none: Any, /) -> bytes:
+    """``dumps(obj)`` with ``model_dump``'s options: without ``by_alias`` the members of the
+    package's Structs keyed by attribute name (``model_dump_json()``; ``EncodeError`` for a
+    msgspec Struct that is not one of the package's), with ``exclude_none`` the members of
+    msgspec Structs written as null left out (pydantic's filter of JSON-mode data)."""
 # --- end dump ---
 # --- patch ---
 

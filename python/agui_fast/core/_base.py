@@ -107,7 +107,7 @@ _json_decode = msgspec.json.Decoder().decode
 def _json_mode(obj: Any, by_alias: Any) -> Any:
     """``model_dump(mode="json")``: what the model's JSON reads back as."""
     try:
-        return _json_decode(_native.dumps(obj) if by_alias else _native.dumps_by_name(obj))
+        return _json_decode(_native.dumps(obj) if by_alias else _native.dump_json(obj, False, False))
     except EncodeError:
         pass
     if not by_alias:
@@ -185,6 +185,10 @@ class _Model(
                 return _native.dump_python(self, by_alias, True, exclude_none, _dump_loop)
             if not exclude_none:
                 return _json_mode(self, by_alias)
+            try:
+                return _json_decode(_native.dump_json(self, by_alias, True))
+            except EncodeError:
+                pass  # the filter over the data the writer's refusal leaves (below)
         return _model_dump_filtered(
             self,
             mode=mode,
@@ -206,7 +210,7 @@ class _Model(
             data = _native.dumps(self)
         else:
             try:
-                data = _native.dumps_by_name(self)
+                data = _native.dump_json(self, False, False)
             except EncodeError:
                 # What the walk by name refuses is written as the plain data of the Python
                 # mode would be (an extra repeating a field's name, a foreign Struct ...).

@@ -45,6 +45,11 @@ impl<'py> PyDump<'py> {
         Ok(unsafe { Bound::from_owned_ptr(py, root) })
     }
 
+    /// The sink's own failure, if any (a walk stopped by it then raised another error).
+    pub(crate) fn failure(&mut self) -> Option<PyErr> {
+        self.error.take()
+    }
+
     #[cold]
     fn fail(&mut self) {
         if self.error.is_none() {

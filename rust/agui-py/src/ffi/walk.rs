@@ -113,7 +113,9 @@ pub(crate) struct Dump {
     pub by_name: bool,
     /// Python mode: Enum members kept (pydantic's Python mode), else their values.
     pub enums: bool,
-    /// Python mode: members of Structs whose value is None left out.
+    /// Members of msgspec Structs whose value is None (in JSON: written as null) left
+    /// out; in JSON only where the data's filter reaches them in pydantic's way (through
+    /// Structs, dicts of str keys, lists and tuples).
     pub exclude_none: bool,
 }
 
@@ -150,11 +152,30 @@ pub(crate) unsafe trait WalkSink<'a>: Sink<'a> {
     /// # Safety
     /// `k` must be a live exact `str`; the GIL must be held.
     unsafe fn py_discard(&mut self, _k: *mut ffi::PyObject) {}
+
+    /// Where the next member starts (JSON only: `exclude_none` of JSON-mode data).
+    #[inline(always)]
+    fn member_mark(&self) -> (usize, bool) {
+        (0, false)
+    }
+
+    /// Forget the member written since `mark` if its value was written as null.
+    #[inline(always)]
+    fn drop_null_member(&mut self, _mark: (usize, bool)) {}
 }
 
 // SAFETY: the core's JSON writer only writes bytes (agui-core has no Python in it), and
 // its doubles go through `InPlaceF64`, which only formats.
-unsafe impl<'a> WalkSink<'a> for agui_core::json::JsonSink<Vec<u8>, crate::ffi::float::InPlaceF64> {}
+unsafe impl<'a> WalkSink<'a> for agui_core::json::JsonSink<Vec<u8>, crate::ffi::float::InPlaceF64> {
+    #[inline(always)]
+    fn member_mark(&self) -> (usize, bool) {
+        agui_core::json::JsonSink::member_mark(self)
+    }
+    #[inline(always)]
+    fn drop_null_member(&mut self, mark: (usize, bool)) {
+        agui_core::json::JsonSink::drop_null_member(self, mark)
+    }
+}
 // SAFETY: the core's tree builder only builds a Rust tree (agui-core has no Python in it).
 unsafe impl<'a> WalkSink<'a> for TreeBuilder<'a> {}
 // SAFETY: the patch document's value builder makes, for a leaf, a `None`, `bool`, `int`,
@@ -234,6 +255,16 @@ impl<'py, 'a, S: WalkSink<'a>> Walker<'py, 'a, S> {
         let before = std::mem::replace(&mut self.dump, dump);
         let r = self.walk(obj);
         self.dump = before;
+        r
+    }
+
+    /// Walk with `exclude_none` off: pydantic's filter of JSON-mode data does not reach
+    /// below a set, an Enum member, a dict with keys that are not all `str`.
+    #[cold]
+    fn unfiltered<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        let outer = std::mem::take(&mut self.dump.exclude_none);
+        let r = f(self);
+        self.dump.exclude_none = outer;
         r
     }
 
@@ -559,7 +590,7 @@ impl<'py, 'a, S: WalkSink<'a>> Walker<'py, 'a, S> {
                 }
                 self.enter()?;
                 let value = self.enum_value(ptr)?;
-                self.value(value.as_ptr())?;
+                self.unfiltered(|w| w.value(value.as_ptr()))?;
                 self.depth -= 1;
                 Ok(())
             }
@@ -569,7 +600,7 @@ impl<'py, 'a, S: WalkSink<'a>> Walker<'py, 'a, S> {
             Kind::DictSub => self.dict(ptr),
             Kind::ListSub => self.list(ptr, None),
             Kind::TupleSub => self.tuple(ptr),
-            Kind::Set if self.opts.pydantic => self.set(ptr),
+            Kind::Set if self.opts.pydantic => self.unfiltered(|w| w.set(ptr)),
             Kind::IsoTime(base) if self.opts.pydantic => self.iso_time(ptr, *base),
             Kind::Text if self.opts.pydantic => {
                 // SAFETY: the walk's invariant (module docs); a new reference is taken.
@@ -748,7 +779,7 @@ impl<'py, 'a, S: WalkSink<'a>> Walker<'py, 'a, S> {
                 // Other keys may spell the same text as another key once written: start
                 // the object again, merging them (below).
                 self.sink.rewind_object(mark);
-                self.merged_dict(ptr)?;
+                self.unfiltered(|w| w.merged_dict(ptr))?;
                 break;
             }
             if S::PYTHON {
@@ -956,17 +987,29 @@ impl<'py, 'a, S: WalkSink<'a>> Walker<'py, 'a, S> {
         if S::PYTHON {
             return self.py_struct(ptr, plan);
         }
-        // Keys by attribute name for our own Structs (others are written as they are).
-        let names = match plan.kind {
-            PlanKind::Struct { .. } if self.dump.by_name => match self.dump_plan(ptr, plan)? {
-                d if d.mode == DumpMode::Native => Some(&d.fields[..]),
-                d if d.mode == DumpMode::Other => {
+        // Keys by attribute name for our own Structs (others are written as they are);
+        // null members of msgspec Structs dropped with `exclude_none`, not below other objects.
+        let (mut names, mut drop_nulls) = (None, false);
+        let outer_none = self.dump.exclude_none;
+        if self.dump.by_name || outer_none {
+            if let PlanKind::Struct { .. } = plan.kind {
+                let d = self.dump_plan(ptr, plan)?;
+                if self.dump.by_name && d.mode == DumpMode::Other {
                     return Err(encode_error(self.py, "a foreign Struct is keyed by attribute name in Python".to_string()));
                 }
-                _ => None,
-            },
-            _ => None,
-        };
+                if self.dump.by_name && d.mode == DumpMode::Native {
+                    names = Some(&d.fields[..]);
+                }
+                drop_nulls = outer_none && d.mode != DumpMode::Pass;
+            }
+            self.dump.exclude_none = drop_nulls;
+        }
+        let r = self.object_members(ptr, plan, names, drop_nulls);
+        self.dump.exclude_none = outer_none;
+        r
+    }
+
+    fn object_members(&mut self, ptr: *mut ffi::PyObject, plan: &'a Plan, names: Option<&'a [DumpField]>, drop_nulls: bool) -> PyResult<()> {
         self.enter()?;
         let py = self.py;
         // The caller (`compound`) holds the object: borrowed, no count change.
@@ -1025,7 +1068,7 @@ impl<'py, 'a, S: WalkSink<'a>> Walker<'py, 'a, S> {
                 }
                 let ex = extra.read(&obj, intern!(py, "__pydantic_extra__").as_unbound())?;
                 if !ex.is_none() {
-                    distinct &= self.extras_named(&ex, plan, None)?;
+                    distinct &= self.extras_named(&ex, plan, None, false)?;
                 }
                 for f in &plan.computed {
                     let v = obj.getattr(f.attr.bind(py))?;
@@ -1036,9 +1079,13 @@ impl<'py, 'a, S: WalkSink<'a>> Walker<'py, 'a, S> {
             PlanKind::Struct { has_dict, managed } => {
                 for (i, f) in plan.fields.iter().enumerate() {
                     let key = names.map_or(&f.key, |n| &n[i].name_json);
+                    let mark = self.sink.member_mark();
                     if let Getter::ConstScalar(s) = &f.getter {
                         self.sink.key_pre(key);
                         self.sink.scalar(s);
+                        if drop_nulls {
+                            self.sink.drop_null_member(mark);
+                        }
                         continue;
                     }
                     // Borrowed from the instance, which `obj` keeps alive; `value` takes
@@ -1048,6 +1095,9 @@ impl<'py, 'a, S: WalkSink<'a>> Walker<'py, 'a, S> {
                     if let Some(v) = unsafe { in_place(&f.getter, ptr) } {
                         if v as usize != plan.unset {
                             self.checked_field(plan, f, key, v)?;
+                            if drop_nulls {
+                                self.sink.drop_null_member(mark);
+                            }
                         }
                         continue;
                     }
@@ -1056,10 +1106,13 @@ impl<'py, 'a, S: WalkSink<'a>> Walker<'py, 'a, S> {
                         continue;
                     }
                     self.checked_field(plan, f, key, v.as_ptr())?;
+                    if drop_nulls {
+                        self.sink.drop_null_member(mark);
+                    }
                 }
                 if *has_dict {
                     if let Some(ex) = self.lay.class_extras(&obj, *managed)? {
-                        distinct &= self.extras_named(&ex, plan, names)?;
+                        distinct &= self.extras_named(&ex, plan, names, drop_nulls)?;
                     }
                 }
             }
@@ -1225,7 +1278,7 @@ impl<'py, 'a, S: WalkSink<'a>> Walker<'py, 'a, S> {
 
     /// Extra members (after the declared ones) from a dict, in insertion order, with the
     /// omission rule for keys of omittable fields. True when there were none.
-    fn extras_named(&mut self, extra: &Bound<'py, PyAny>, plan: &Plan, names: Option<&[DumpField]>) -> PyResult<bool> {
+    fn extras_named(&mut self, extra: &Bound<'py, PyAny>, plan: &Plan, names: Option<&[DumpField]>, drop_nulls: bool) -> PyResult<bool> {
         let py = self.py;
         let d = extra.cast::<PyDict>().map_err(|_| encode_error(py, "extra fields must be a dict".to_string()))?;
         if d.is_empty() {
@@ -1255,7 +1308,11 @@ impl<'py, 'a, S: WalkSink<'a>> Walker<'py, 'a, S> {
                 // SAFETY: the GIL is held.
                 unsafe { ffi::PyErr_Clear() };
             }
+            let mark = self.sink.member_mark();
             self.entry(k, v)?;
+            if drop_nulls {
+                self.sink.drop_null_member(mark);
+            }
         }
         Ok(false)
     }
