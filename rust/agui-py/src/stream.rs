@@ -4,7 +4,8 @@
 //! plain delta or plain event, read from their fields (`push_fields`), and plain
 //! `STATE_DELTA`s applied as Python objects (`direct_delta`). Messages, state and interrupts leave as
 //! plain Python values built from the engine's values (no JSON text between), which
-//! `agui_fast/stream.py` types with msgspec; events leave as JSON text. Batch work runs
+//! `agui_fast/stream.py` types with msgspec (a whole-log replay's messages as the Structs
+//! themselves when `typed.rs` can build them); events leave as JSON text. Batch work runs
 //! with the GIL released.
 
 use agui_core::limits::{DEFAULT_MAX_DEPTH, MAX_DEPTH_CAP};

@@ -1,11 +1,10 @@
 //! A whole-log replay's messages handed to Python as the `Message` Structs themselves,
-//! built from the reducer's messages without plain values and a conversion between
-//! (`stream.py` converted dicts with msgspec: about a third of a text-heavy replay's
-//! Python side). Only what that conversion would keep exactly as it is gets built here:
+//! built from the reducer's messages without plain values and msgspec's conversion of
+//! them between. Only what that conversion would keep exactly as it is gets built here:
 //! every member a declared field (by its wire name) whose value passes construction's own
-//! check of the field as it is, nothing given at its default, nested objects only where
-//! the field holds one Struct class (`toolCalls`, `function`). Anything else (extras, a
-//! union of part classes, a `null`, an unknown role) makes the whole list plain values
+//! check of the field as it is (a member at its default left to it), nested objects only
+//! where the field holds one Struct class (`toolCalls`, `function`). Anything else (extras,
+//! a union of part classes, an invalid value, an unknown role) makes the whole list plain values
 //! again, which `stream.py` converts as before, so results and errors are the same either
 //! way.
 
