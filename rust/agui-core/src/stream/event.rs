@@ -1086,7 +1086,7 @@ pub fn scan_flat_as_written<'a>(json: &'a str, member: impl FnMut(Member<'a>) ->
 
 /// The JSON whitespace at `i` skipped.
 #[inline(always)]
-fn skip_ws(b: &[u8], mut i: usize) -> usize {
+pub(crate) fn skip_ws(b: &[u8], mut i: usize) -> usize {
     while let Some(b' ' | b'\n' | b'\t' | b'\r') = b.get(i) {
         i += 1;
     }
@@ -1387,7 +1387,7 @@ pub fn walk_nested<'a, S: crate::sink::Sink<'a> + ?Sized>(json: &str, max_depth:
 
 /// The end of the JSON number at `start`: its integer part, then a fraction and an
 /// exponent as JSON's grammar spells them (digits after `.`, after `e` and its sign).
-fn number_end(b: &[u8], start: usize) -> Option<usize> {
+pub(crate) fn number_end(b: &[u8], start: usize) -> Option<usize> {
     let digits = |i: usize| b.get(i..).map_or(0, |r| r.iter().take_while(|c| c.is_ascii_digit()).count());
     let mut i = int_end(b, start)?;
     if b.get(i) == Some(&b'.') {
@@ -1515,6 +1515,14 @@ pub(crate) fn plain_state_delta_known(
     // the general parse alone)
     if crate::limits::exceeds_depth(payload, max_depth) || (!no_kept_range && super::js::may_hold_kept_range(payload)) || payload.len() > crate::patch::MAX_INT_DIGITS {
         return None;
+    }
+    // The compact form as writers send it: its operations by the scanner's byte loop.
+    if let Some(rest) = payload.strip_prefix(b"{\"type\":\"STATE_DELTA\",\"delta\":") {
+        if let Some((ops, end)) = crate::patch::scan_plain_ops(payload, payload.len() - rest.len(), pointers) {
+            if payload.get(end) == Some(&b'}') && skip_ws(payload, end + 1) == payload.len() {
+                return Some(ops);
+            }
+        }
     }
     let mut de = serde_json::Deserializer::from_slice(payload);
     let ops = crate::limits::deserialize_nested(&mut de, Map(V(pointers)), max_depth).ok()?;
