@@ -93,6 +93,35 @@ def test_replay_log_text_heavy(benchmark):
     assert sum(len(m.content) for m in r.messages) >= 90 * (N - 2 - 2 * len(r.messages))
 
 
+def _small_log() -> bytes:
+    """One agent response as a client receives it: a run, a streamed answer, a tool call
+    and its result, a state delta (14 events)."""
+    events: list = [{"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+                    {"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"}]
+    events += [{"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": w} for w in ("The ", "weather ", "is ", "sunny.")]
+    events += [{"type": "TEXT_MESSAGE_END", "messageId": "m1"},
+               {"type": "TOOL_CALL_START", "toolCallId": "c1", "toolCallName": "search", "parentMessageId": "m1"},
+               {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": '{"q":'},
+               {"type": "TOOL_CALL_ARGS", "toolCallId": "c1", "delta": '"Berlin"}'},
+               {"type": "TOOL_CALL_END", "toolCallId": "c1"},
+               {"type": "TOOL_CALL_RESULT", "messageId": "r1", "toolCallId": "c1", "content": "sunny"},
+               {"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/city", "value": "Berlin"}]},
+               {"type": "RUN_FINISHED", "threadId": "t", "runId": "r"}]
+    return b"".join(b"data: " + json.dumps(e, separators=(",", ":")).encode() + b"\n\n" for e in events)
+
+
+def test_replay_log_small(benchmark):
+    """``replay_log`` of one short response (14 events): the fixed cost a call pays, against
+    ``decode_sse`` of the same bytes and the pure-Python replayer."""
+    benchmark.group = "replay/log_small"
+    log = _small_log()
+    r = against(benchmark, lambda: stream.replay_log(log),
+                {"decode_sse alone": lambda: decode_sse(log),
+                 "pure Python, patches in place": lambda: replay_sse_bytes(log, atomic=False)},
+                rounds=15, events=14, log_bytes=len(log))
+    assert [m.id for m in r.messages] == ["m1", "r1"] and r.state == {"city": "Berlin"}
+
+
 def test_replay_recorded_runs(benchmark):
     """The reducer alone on the four largest recorded runs of the client vectors."""
     benchmark.group = "replay/recorded_runs"

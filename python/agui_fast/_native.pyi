@@ -71,6 +71,25 @@ def encode_sse_many(events: Iterable[Any], /, *, pydantic_fallback: bool = True,
 def clear_encode_cache() -> None:
     """Forget the cached per-class field plans (e.g. after redefining classes)."""
 # --- end encode ---
+# --- dump ---
+# model_dump over the same walker (rust/agui-py/src/dump.rs).
+
+def dump_python(
+    obj: Any, by_alias: Any, enums: Any, exclude_none: Any, fallback: Callable[[Any, bool, bool, bool], Any], /
+) -> Any:
+    """``obj`` as plain Python data by ``model_dump``'s Python-mode rules
+    (``agui_fast.core._dump.to_builtins_loop``, plus ``exclude_none``): values kept as the
+    same objects, Structs as dicts, dicts and lists copied, tuples as lists, Enum members
+    kept when ``enums`` (else their value). What the walk leaves to the Python loop (a dict
+    key that is not an exact ``str``, a foreign msgspec Struct, nesting past 512 levels) is
+    ``fallback(obj, by_alias, enums, exclude_none)``."""
+
+def dump_json(obj: Any, by_alias: Any, exclude_none: Any, /) -> bytes:
+    """``dumps(obj)`` with ``model_dump``'s options: without ``by_alias`` the members of the
+    package's Structs keyed by attribute name (``model_dump_json()``; ``EncodeError`` for a
+    msgspec Struct that is not one of the package's), with ``exclude_none`` the members of
+    msgspec Structs written as null left out (pydantic's filter of JSON-mode data)."""
+# --- end dump ---
 # --- patch ---
 
 def apply_patch(

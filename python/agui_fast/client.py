@@ -53,6 +53,7 @@ except ImportError as exc:  # pragma: no cover - the optional dependency
 
 from . import _native
 from .core import Event, Message
+from ._typed import EVENT_LIST, MESSAGE_LIST
 from .decoder import decode_as, decode_event
 from .encoder import AGUI_LEGACY_MEDIA_TYPE, AGUI_MEDIA_TYPE, SSE_MEDIA_TYPE
 from .errors import (
@@ -186,7 +187,7 @@ class _Reader:
     def _out(self, delivered: Any, error: Optional[BaseException]) -> Iterator[Any]:
         if self.pipeline:
             if delivered is not None and self.on_event is not None:
-                for event in decode_as(delivered, List[Event]):
+                for event in decode_as(delivered, EVENT_LIST):
                     self.on_event(event)
             if error is not None:
                 raise error
@@ -204,8 +205,8 @@ class _Reader:
     def result(self, run: _Run) -> RunAgentResult:
         native = self.native
         warnings_ = run.warnings + _warnings(native.take_warnings())
-        messages = decode_as(native.messages(), List[Message])
-        initial = {m.id for m in decode_as(run.messages, List[Message])}
+        messages = decode_as(native.messages(), MESSAGE_LIST)
+        initial = {m.id for m in decode_as(run.messages, MESSAGE_LIST)}
         result, run_error = native.run_outcome()
         state = native.state(shared=True)
         interrupts = msgspec.json.decode(native.pending_interrupts())
@@ -241,7 +242,7 @@ def _typed(frames: List[bytes]) -> _Typed:
     if not frames:
         return out
     try:
-        out.events = decode_as(b"[" + b",".join(frames) + b"]", List[Event])
+        out.events = decode_as(b"[" + b",".join(frames) + b"]", EVENT_LIST)
         return out
     except DecodeError:
         pass

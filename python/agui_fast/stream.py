@@ -69,7 +69,7 @@ from .core import (
 )
 from .core._convert import convert_fast
 from .core._given import given
-from ._typed import nested_call
+from ._typed import EVENT_LIST, MESSAGE_LIST, nested_call
 from .decoder import decode_as
 from .errors import AguiError, StreamError, VerificationError
 
@@ -161,11 +161,11 @@ def _events(data: bytes, raw: bool) -> List[Any]:
 
 
 def _typed_events(data: bytes) -> List[Any]:
-    return decode_as(data, List[Event])
+    return decode_as(data, EVENT_LIST)
 
 
 def _messages(values: List[Any], raw: bool) -> List[Any]:
-    return values if raw else convert_fast(values, List[Message])
+    return values if raw else convert_fast(values, MESSAGE_LIST)
 
 
 class StreamWarning(Tuple[Optional[int], str]):

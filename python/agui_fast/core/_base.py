@@ -38,7 +38,7 @@ from .. import _native
 from ..errors import EncodeError
 from . import _construct, _given, _pydantic
 from ._convert import convert_value, parse_json
-from ._dump import fields_of, to_builtins
+from ._dump import fields_of, to_builtins, to_builtins_loop
 from ._pointer import POINTER
 
 __all__ = ["EventType", "BaseEvent", "_Model", "_AguiMeta", "JsonPointer", "check_pointers"]
@@ -101,6 +101,46 @@ _struct_setattr = msgspec.Struct.__setattr__
 _instance_dict = _native.instance_dict
 
 
+_json_decode = msgspec.json.Decoder().decode
+
+
+def _json_mode(obj: Any, by_alias: Any) -> Any:
+    """``model_dump(mode="json")``: what the model's JSON reads back as."""
+    try:
+        return _json_decode(_native.dumps(obj) if by_alias else _native.dump_json(obj, False, False))
+    except EncodeError:
+        pass
+    if not by_alias:
+        try:
+            return _json_decode(_native.dumps(to_builtins(obj, by_alias=False)))
+        except EncodeError:
+            pass
+    # What the writer refuses — a str with a lone surrogate (the decoders keep them;
+    # pydantic's json mode keeps the str too), a member assigned a value of the wrong
+    # kind — is given as it is: agui_fast.stream reads such events through this (its JSON
+    # path).
+    return to_builtins(obj, by_alias=bool(by_alias))
+
+
+def _dump_loop(obj: Any, by_alias: bool, enums: bool, exclude_none: bool) -> Any:
+    """Python mode by the Python loop (what the native walk leaves to it)."""
+    data = to_builtins_loop(obj, by_alias=by_alias, enums=enums)
+    if exclude_none:
+        data = _pydantic.exclude_none(obj, data, by_alias)
+    return data
+
+
+def _model_dump_unfiltered(self: Any, *, by_alias: bool = False, mode: str = "python", **_: Any) -> Dict[str, Any]:
+    if mode == "json":
+        return _json_mode(self, by_alias)
+    return _native.dump_python(self, by_alias, True, False, _dump_loop)
+
+
+# model_dump with include / exclude / exclude_unset / exclude_defaults (and exclude_none
+# in JSON mode): the data of the unfiltered dump, filtered in Python.
+_model_dump_filtered = _pydantic.with_include_exclude(_model_dump_unfiltered)
+
+
 class _Model(
     msgspec.Struct,
     metaclass=_AguiMeta,
@@ -122,30 +162,62 @@ class _Model(
         """Members that are not declared fields (kept on decode, written on encode)."""
         return self.__dict__
 
-    def model_dump(self, *, by_alias: bool = False, mode: str = "python", **_: Any) -> Dict[str, Any]:
+    def model_dump(
+        self,
+        *,
+        mode: str = "python",
+        include: Any = None,
+        exclude: Any = None,
+        by_alias: Optional[bool] = False,
+        exclude_unset: bool = False,
+        exclude_defaults: bool = False,
+        exclude_none: bool = False,
+        **kwargs: Any,
+    ) -> Dict[str, Any]:
         """The model as plain Python data, omitting optional fields that are None; the
         ``type`` an ``EventType`` member unless ``mode="json"``, where every value is what
-        its JSON reads back as (datetimes as ISO text ...), as pydantic gives it."""
-        if mode == "json":
+        its JSON reads back as (datetimes as ISO text ...), as pydantic gives it.
+        ``include``, ``exclude``, ``exclude_none``, ``exclude_unset`` and
+        ``exclude_defaults`` as in pydantic."""
+        if include is None and exclude is None and not (exclude_unset or exclude_defaults):
+            # The common calls: one native walk (exclude_none applied by it in Python mode).
+            if mode != "json":
+                return _native.dump_python(self, by_alias, True, exclude_none, _dump_loop)
+            if not exclude_none:
+                try:
+                    return _json_decode(_native.dumps(self) if by_alias else _native.dump_json(self, False, False))
+                except EncodeError:
+                    return _json_mode(self, by_alias)
             try:
-                return msgspec.json.decode(_native.dumps(self if by_alias else to_builtins(self, by_alias=False)))
+                return _json_decode(_native.dump_json(self, by_alias, True))
             except EncodeError:
-                # What the writer refuses — a str with a lone surrogate (the decoders keep
-                # them; pydantic's json mode keeps the str too), a member assigned a value
-                # of the wrong kind — is given as it is: agui_fast.stream reads such events
-                # through this (its JSON path).
-                return to_builtins(self, by_alias=by_alias)
-        return to_builtins(self, by_alias=by_alias, enums=True)
-
-    model_dump = _pydantic.with_include_exclude(model_dump)
+                pass  # the filter over the data the writer's refusal leaves (below)
+        return _model_dump_filtered(
+            self,
+            mode=mode,
+            include=include,
+            exclude=exclude,
+            by_alias=by_alias,
+            exclude_unset=exclude_unset,
+            exclude_defaults=exclude_defaults,
+            exclude_none=exclude_none,
+            **kwargs,
+        )
 
     def model_dump_json(self, *, by_alias: bool = False, indent: Optional[int] = None, **kwargs: Any) -> str:
         """JSON text exactly as the reference's ``model_dump_json`` writes it (``include``,
         ``exclude``, ``exclude_unset``, ``exclude_defaults`` too)."""
         if _pydantic.filters(kwargs):
             data = _native.dumps(self.model_dump(by_alias=by_alias, **kwargs))
+        elif by_alias:
+            data = _native.dumps(self)
         else:
-            data = _native.dumps(self if by_alias else to_builtins(self, by_alias=False))
+            try:
+                data = _native.dump_json(self, False, False)
+            except EncodeError:
+                # What the walk by name refuses is written as the plain data of the Python
+                # mode would be (an extra repeating a field's name, a foreign Struct ...).
+                data = _native.dumps(to_builtins(self, by_alias=False))
         if indent:  # msgspec's layout is pydantic's (", " and ": " with newlines)
             data = msgspec.json.format(data, indent=indent)
         return data.decode()

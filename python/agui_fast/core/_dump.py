@@ -1,5 +1,8 @@
-"""Plain Python data for a Struct tree (the ``model_dump`` rules); moved unchanged from
-``agui_fast.encoder``, which re-exports it."""
+"""Plain Python data for a Struct tree (the ``model_dump`` rules), re-exported by
+``agui_fast.encoder``: made natively by the one object walker (``_native.dump_python``);
+the Python loop here is the reference of the rules and takes what the walk leaves to it
+(a dict key that is not an exact ``str``, a msgspec Struct that is not one of ours,
+nesting past the walker's depth limit, a cycle)."""
 
 from __future__ import annotations
 
@@ -8,9 +11,10 @@ from typing import Any, Dict, List, Tuple
 
 import msgspec
 
+from .. import _native
 from ..errors import EncodeError
 
-__all__ = ["to_builtins", "fields_of"]
+__all__ = ["to_builtins", "to_builtins_loop", "fields_of"]
 
 _FIELDS: Dict[type, Tuple[Tuple[str, str, bool], ...]] = {}
 
@@ -38,6 +42,16 @@ def fields_of(cls: type) -> Tuple[Tuple[str, str, bool], ...]:
 
 
 def to_builtins(obj: Any, *, by_alias: bool = True, enums: bool = False) -> Any:
+    """Plain Python data (dicts in the reference's key order) for a Struct tree: the
+    rules of :func:`to_builtins_loop`, made natively."""
+    return _native.dump_python(obj, by_alias, enums, False, _loop)
+
+
+def _loop(obj: Any, by_alias: bool, enums: bool, _exclude_none: bool) -> Any:
+    return to_builtins_loop(obj, by_alias=by_alias, enums=enums)
+
+
+def to_builtins_loop(obj: Any, *, by_alias: bool = True, enums: bool = False) -> Any:
     """Plain Python data (dicts in the reference's key order) for a Struct tree.
 
     Optional fields that are None are left out, extras follow the declared fields — the

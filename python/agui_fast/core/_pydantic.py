@@ -482,6 +482,11 @@ def with_include_exclude(dump):
     return model_dump
 
 
+def exclude_none(obj: Any, data: Any, by_alias: bool) -> Any:
+    """``data`` (``obj`` dumped) without the members of Structs that are None."""
+    return _filter(obj, data, None, None, by_alias, _Drop(True, False, False))
+
+
 def _spec(spec: Any) -> Any:
     """Normalise an include/exclude value to ``None`` (no filter), ``True`` (all) or a dict."""
     if spec is None or spec is True or spec is Ellipsis:

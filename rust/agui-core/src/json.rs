@@ -89,6 +89,27 @@ impl<O: BorrowMut<Vec<u8>>, F: F64Text> JsonSink<O, F> {
     }
 }
 
+impl<O: BorrowMut<Vec<u8>>, F: F64Text> JsonSink<O, F> {
+    /// Where the next member of the open object starts, for [`JsonSink::drop_null_member`].
+    #[inline(always)]
+    pub fn member_mark(&self) -> (usize, bool) {
+        (self.out.borrow().len(), self.comma)
+    }
+
+    /// Forget the member written since `mark` when its value was written as `null`
+    /// (pydantic's `exclude_none` of JSON-mode data). A member ends with `:null` exactly
+    /// when its value is the literal: any other value ends with a quote, a digit, a
+    /// letter of `true`/`false`, `]` or `}`.
+    #[inline(always)]
+    pub fn drop_null_member(&mut self, mark: (usize, bool)) {
+        let out = self.out.borrow();
+        if out.len() > mark.0 && out[mark.0..].ends_with(b":null") {
+            self.buf().truncate(mark.0);
+            self.comma = mark.1;
+        }
+    }
+}
+
 impl<'a, O: BorrowMut<Vec<u8>>, F: F64Text> crate::sink::Sink<'a> for JsonSink<O, F> {
     #[inline(always)]
     fn null(&mut self) {

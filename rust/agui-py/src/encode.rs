@@ -15,7 +15,7 @@ use pyo3::types::{PyBytes, PyString};
 
 use crate::ffi::float::InPlaceF64;
 use crate::ffi::gil::GilCell;
-use crate::ffi::walk::{Opts, Walker};
+use crate::ffi::walk::{Dump, Opts, Walker};
 
 const KEEP_CAPACITY: usize = 1 << 20;
 
@@ -72,6 +72,11 @@ fn str_out<'py>(py: Python<'py>, b: &[u8]) -> PyResult<Bound<'py, PyString>> {
 #[pyo3(signature = (obj, /, *, pydantic_fallback = true, max_depth = DEPTH))]
 pub fn dumps<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>, pydantic_fallback: bool, #[pyo3(from_py_with = crate::args::max_depth_u32)] max_depth: u32) -> PyResult<Bound<'py, PyBytes>> {
     with_json(py, opts(pydantic_fallback, max_depth), |w| w.walk(obj), bytes_out)
+}
+
+/// `dumps(obj)` with `model_dump`'s options (`dump.rs`).
+pub(crate) fn dumps_with<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>, dump: Dump) -> PyResult<Bound<'py, PyBytes>> {
+    with_json(py, Opts::JSON, |w| w.dumping_walk(dump, obj), bytes_out)
 }
 
 fn frame(w: &mut JsonWalker<'_, '_>, obj: &Bound<'_, PyAny>) -> PyResult<()> {

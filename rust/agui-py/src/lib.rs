@@ -15,6 +15,7 @@ mod args;
 mod arrow;
 mod construct;
 mod decoder;
+mod dump;
 mod encode;
 mod errors;
 mod ffi;
@@ -49,6 +50,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     construct::register(m)?;
     arrow::register(m)?;
     encode::register(m)?;
+    dump::register(m)?;
     patch::register(m)?;
     // Test-only helpers live in a private submodule, off the public surface.
     let testing = PyModule::new(m.py(), "_testing")?;

@@ -148,6 +148,84 @@ pub(crate) struct Plan {
     /// How the stream reads the class's instances as plain events (`stream::PlainShape`),
     /// made at the first such read.
     pub(crate) plain: std::cell::OnceCell<Option<crate::stream::PlainShape>>,
+    /// How `model_dump` and the JSON of attribute names read the class's instances
+    /// ([`dump_plan`]), made at the first such read.
+    pub(crate) dump: std::cell::OnceCell<DumpPlan>,
+}
+
+/// What `model_dump`'s Python mode makes of a class with a Struct plan (the rules of
+/// `core/_dump.py`'s loop, which stays the reference for what is not `Native`).
+#[derive(PartialEq, Eq, Clone, Copy)]
+pub(crate) enum DumpMode {
+    /// One of our Structs (a msgspec Struct with `__agui_fields__` and an instance dict):
+    /// a dict of its fields in plan order, then its extras.
+    Native,
+    /// Not a msgspec Struct (a class with `__agui_fields__` only): kept as it is.
+    Pass,
+    /// Another msgspec Struct: left to the Python loop.
+    Other,
+}
+
+pub(crate) struct DumpPlan {
+    pub(crate) mode: DumpMode,
+    /// Beside the plan's fields (`Native` only).
+    pub(crate) fields: Vec<DumpField>,
+}
+
+pub(crate) struct DumpField {
+    /// The key by attribute name (`from_` is `from`, a Python keyword).
+    pub(crate) name: Py<PyString>,
+    /// The key by alias (the wire key).
+    pub(crate) wire: Py<PyString>,
+    /// `name` as JSON (the JSON text of attribute names).
+    pub(crate) name_json: PreStr,
+    /// The class's value of a class-level field (a tag): what `getattr` reads.
+    pub(crate) konst: Option<Py<PyAny>>,
+}
+
+static MSGSPEC_STRUCT: PyOnceLock<Option<Py<PyType>>> = PyOnceLock::new();
+
+/// The [`DumpPlan`] of `plan`, the plan of class `ty`.
+pub(crate) fn dump_plan<'p>(py: Python<'_>, ty: &Bound<'_, PyType>, plan: &'p Plan) -> PyResult<&'p DumpPlan> {
+    if let Some(d) = plan.dump.get() {
+        return Ok(d);
+    }
+    let made = make_dump_plan(py, ty, plan)?;
+    // (made again by a re-entrant call meanwhile: the first one stays)
+    let _ = plan.dump.set(made);
+    Ok(plan.dump.get().expect("set just above"))
+}
+
+fn make_dump_plan(py: Python<'_>, ty: &Bound<'_, PyType>, plan: &Plan) -> PyResult<DumpPlan> {
+    let other = DumpPlan { mode: DumpMode::Other, fields: Vec::new() };
+    let PlanKind::Struct { has_dict, .. } = plan.kind else {
+        return Ok(DumpPlan { mode: DumpMode::Pass, fields: Vec::new() });
+    };
+    let base = MSGSPEC_STRUCT.get_or_init(py, || {
+        py.import("msgspec").and_then(|m| m.getattr("Struct")).and_then(|s| Ok(s.cast_into::<PyType>()?.unbind())).ok()
+    });
+    let Some(base) = base else { return Ok(other) };
+    if !ty.is_subclass(base.bind(py))? {
+        return Ok(DumpPlan { mode: DumpMode::Pass, fields: Vec::new() });
+    }
+    if !has_dict || lookup_class_attr(ty, intern!(py, "__agui_fields__"))?.is_none() {
+        return Ok(other);
+    }
+    let mut fields = Vec::with_capacity(plan.fields.len());
+    for f in &plan.fields {
+        let attr = f.attr.bind(py);
+        let name = if attr.to_str()? == "from_" { PyString::intern(py, &f.key.text) } else { attr.clone() };
+        let konst = match &f.getter {
+            Getter::ConstScalar(_) | Getter::Const(_) => match ty.getattr(attr) {
+                Ok(v) => Some(v.unbind()),
+                Err(_) => return Ok(other),
+            },
+            _ => None,
+        };
+        let name_json = PreStr::new(name.to_str()?);
+        fields.push(DumpField { name: name.unbind(), wire: PyString::intern(py, &f.key.text).unbind(), name_json, konst });
+    }
+    Ok(DumpPlan { mode: DumpMode::Native, fields })
 }
 
 /// Enum members of one class with a scalar value, pre-encoded.
@@ -574,7 +652,7 @@ fn struct_plan<'py>(
         })
         .as_ref()
         .map_or(0, |u| u.as_ptr() as usize);
-    Ok(Plan { class: ty.as_ptr() as usize, kind: PlanKind::Struct { has_dict, managed }, fields, omit_keys, computed: Vec::new(), unset, schema, plain: Default::default() })
+    Ok(Plan { class: ty.as_ptr() as usize, kind: PlanKind::Struct { has_dict, managed }, fields, omit_keys, computed: Vec::new(), unset, schema, plain: Default::default(), dump: Default::default() })
 }
 
 fn pydantic_plan<'py>(
@@ -650,8 +728,8 @@ fn pydantic_plan<'py>(
     if is_root {
         let root = PyString::intern(py, "root").unbind();
         let field = Field { attr: root, key: PreStr::new("root"), omit_if_none: false, getter: Getter::GetAttr, check: None };
-        return Ok(Plan { class: ty.as_ptr() as usize, kind: PlanKind::PydanticRoot, fields: vec![field], omit_keys, computed, unset: 0, schema: None, plain: Default::default() });
+        return Ok(Plan { class: ty.as_ptr() as usize, kind: PlanKind::PydanticRoot, fields: vec![field], omit_keys, computed, unset: 0, schema: None, plain: Default::default(), dump: Default::default() });
     }
     let extra = data_descriptor(py, ty, intern!(py, "__pydantic_extra__"));
-    Ok(Plan { class: ty.as_ptr() as usize, kind: PlanKind::Pydantic { extra }, fields, omit_keys, computed, unset: 0, schema: None, plain: Default::default() })
+    Ok(Plan { class: ty.as_ptr() as usize, kind: PlanKind::Pydantic { extra }, fields, omit_keys, computed, unset: 0, schema: None, plain: Default::default(), dump: Default::default() })
 }

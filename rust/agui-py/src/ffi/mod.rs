@@ -10,6 +10,7 @@
 //!
 //! * `layout`: the direct reads of object memory and the reference counts changed in place;
 //! * `walk`: the one object walker over them (`Walker`), generic over its sink;
+//! * `dump`: the sink of `model_dump`'s Python mode (`PyDump`: Python objects);
 //! * `construct`: the Structs' metaclass call slot (`tp_call`, vectorcall) and `PyRead`,
 //!   the reading of Python values by the core's construction checks;
 //! * `entry`: the `METH_O` entry point of `EventEncoder.encode`;
@@ -26,4 +27,5 @@ pub(crate) mod entry;
 pub(crate) mod float;
 pub(crate) mod gil;
 pub(crate) mod layout;
+pub(crate) mod dump;
 pub(crate) mod walk;

@@ -45,7 +45,7 @@ use std::os::raw::c_int;
 use std::rc::Rc;
 
 use agui_core::proto::node::{Node, TreeBuilder};
-use agui_core::sink::{Scalar, Sink};
+use agui_core::sink::{PreStr, Scalar, Sink};
 use pyo3::exceptions::PyUnicodeEncodeError;
 use pyo3::ffi;
 use pyo3::intern;
@@ -57,7 +57,7 @@ use crate::construct::Check;
 use crate::ffi::gil::GilCell;
 use crate::ffi::layout::Layout;
 use crate::ffi::construct::PyRead;
-use crate::plan::{encode_error, kind_of, type_name, Field, FieldCheck, Getter, Kind, Plan, PlanKind};
+use crate::plan::{dump_plan, encode_error, kind_of, type_name, DumpField, DumpMode, DumpPlan, Field, FieldCheck, Getter, Kind, Plan, PlanKind};
 
 /// How a walk treats what plain JSON data does not cover.
 #[derive(Clone, Copy)]
@@ -96,7 +96,27 @@ pub(crate) struct Walker<'py, 'a, S: WalkSink<'a>> {
     /// (Dropped by hand, in `Drop`: the field's own drop was an out-of-line call per walk,
     /// 22 instructions of a small event's ~1,330, for a memo that is mostly empty.)
     memo: ManuallyDrop<Vec<(usize, u32, Rc<Plan>)>>,
+    /// `model_dump`'s choices (`Walker::dumping`): keys by attribute name, Enum members
+    /// kept, `exclude_none`.
+    dump: Dump,
+    /// Set where a Python-mode walk meets what only the Python loop of `core/_dump.py`
+    /// spells (a key that is not an exact `str`, a foreign Struct, more than `max_depth`
+    /// levels): the walk stops with an error and the caller runs that loop instead.
+    pub(crate) gave_up: bool,
     _a: PhantomData<&'a ()>,
+}
+
+/// The options of `model_dump` the walker applies (see [`Walker::dumping`]).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Dump {
+    /// The members of our Structs keyed by attribute name (`message_id`), not by alias.
+    pub by_name: bool,
+    /// Python mode: Enum members kept (pydantic's Python mode), else their values.
+    pub enums: bool,
+    /// Members of msgspec Structs whose value is None (in JSON: written as null) left
+    /// out; in JSON only where the data's filter reaches them in pydantic's way (through
+    /// Structs, dicts of str keys, lists and tuples).
+    pub exclude_none: bool,
 }
 
 /// A sink the walker writes to while it holds pointers borrowed from containers.
@@ -106,11 +126,56 @@ pub(crate) struct Walker<'py, 'a, S: WalkSink<'a>> {
 /// `key`, `key_ref`, `key_pre`, `scalar`) runs no Python code, nor frees a
 /// Python object that could run some: after it the walker goes on with the items and
 /// entries it read in place before, trusting their containers unchanged.
-pub(crate) unsafe trait WalkSink<'a>: Sink<'a> {}
+pub(crate) unsafe trait WalkSink<'a>: Sink<'a> {
+    /// `model_dump`'s Python mode (`ffi::dump::PyDump`): the walker gives the values it
+    /// keeps as they are (`py_value`) and dict keys as the key objects (`py_key`), and
+    /// makes a Struct a dict by the Python mode's rules (`Walker::py_struct`).
+    const PYTHON: bool = false;
+
+    /// A Python object kept as it is (Python mode only).
+    ///
+    /// # Safety
+    /// `v` must be a live object; the GIL must be held.
+    #[inline(always)]
+    unsafe fn py_value(&mut self, _v: *mut ffi::PyObject) {}
+
+    /// The key of the next member: a live exact `str` (Python mode only).
+    ///
+    /// # Safety
+    /// `k` must be a live exact `str`; the GIL must be held.
+    #[inline(always)]
+    unsafe fn py_key(&mut self, _k: *mut ffi::PyObject) {}
+
+    /// Remove member `k` (a live exact `str`) from the innermost object if it is there
+    /// (Python mode only: `exclude_none` of an extra that repeats a field's key).
+    ///
+    /// # Safety
+    /// `k` must be a live exact `str`; the GIL must be held.
+    unsafe fn py_discard(&mut self, _k: *mut ffi::PyObject) {}
+
+    /// Where the next member starts (JSON only: `exclude_none` of JSON-mode data).
+    #[inline(always)]
+    fn member_mark(&self) -> (usize, bool) {
+        (0, false)
+    }
+
+    /// Forget the member written since `mark` if its value was written as null.
+    #[inline(always)]
+    fn drop_null_member(&mut self, _mark: (usize, bool)) {}
+}
 
 // SAFETY: the core's JSON writer only writes bytes (agui-core has no Python in it), and
 // its doubles go through `InPlaceF64`, which only formats.
-unsafe impl<'a> WalkSink<'a> for agui_core::json::JsonSink<Vec<u8>, crate::ffi::float::InPlaceF64> {}
+unsafe impl<'a> WalkSink<'a> for agui_core::json::JsonSink<Vec<u8>, crate::ffi::float::InPlaceF64> {
+    #[inline(always)]
+    fn member_mark(&self) -> (usize, bool) {
+        agui_core::json::JsonSink::member_mark(self)
+    }
+    #[inline(always)]
+    fn drop_null_member(&mut self, mark: (usize, bool)) {
+        agui_core::json::JsonSink::drop_null_member(self, mark)
+    }
+}
 // SAFETY: the core's tree builder only builds a Rust tree (agui-core has no Python in it).
 unsafe impl<'a> WalkSink<'a> for TreeBuilder<'a> {}
 // SAFETY: the patch document's value builder makes, for a leaf, a `None`, `bool`, `int`,
@@ -175,7 +240,39 @@ impl<'py, 'a, S: WalkSink<'a>> Walker<'py, 'a, S> {
 
     fn any_sink(py: Python<'py>, sink: S, opts: Opts) -> Self {
         let lay = crate::ffi::layout::get(py);
-        Walker { py, sink, depth: 0, opts, lay, keep: Vec::new(), kinds: Vec::new(), violation: None, memo: ManuallyDrop::new(Vec::new()), _a: PhantomData }
+        Walker { py, sink, depth: 0, opts, lay, keep: Vec::new(), kinds: Vec::new(), violation: None, memo: ManuallyDrop::new(Vec::new()), dump: Dump::default(), gave_up: false, _a: PhantomData }
+    }
+
+    /// With `model_dump`'s options: for a Python-mode sink (`WalkSink::PYTHON`) all of
+    /// them, for JSON `by_name` only.
+    pub(crate) fn dumping(mut self, dump: Dump) -> Self {
+        self.dump = dump;
+        self
+    }
+
+    /// [`Walker::walk`] with `model_dump`'s options for this walk only.
+    pub(crate) fn dumping_walk(&mut self, dump: Dump, obj: &Bound<'_, PyAny>) -> PyResult<()> {
+        let before = std::mem::replace(&mut self.dump, dump);
+        let r = self.walk(obj);
+        self.dump = before;
+        r
+    }
+
+    /// Walk with `exclude_none` off: pydantic's filter of JSON-mode data does not reach
+    /// below a set, an Enum member, a dict with keys that are not all `str`.
+    #[cold]
+    fn unfiltered<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        let outer = std::mem::take(&mut self.dump.exclude_none);
+        let r = f(self);
+        self.dump.exclude_none = outer;
+        r
+    }
+
+    /// Stop a Python-mode walk: the caller takes the Python loop (see `gave_up`).
+    #[cold]
+    fn give_up(&mut self) -> PyErr {
+        self.gave_up = true;
+        pyo3::exceptions::PyValueError::new_err("left to the Python loop")
     }
 
     /// Walk one whole value (`ptr`: a valid reference kept alive by the caller). A schema
@@ -239,6 +336,9 @@ impl<'py, 'a, S: WalkSink<'a>> Walker<'py, 'a, S> {
     fn enter(&mut self) -> PyResult<()> {
         self.depth += 1;
         if self.depth > self.opts.max_depth {
+            if S::PYTHON {
+                return Err(self.give_up());
+            }
             return Err(encode_error(
                 self.py,
                 format!("maximum nesting depth exceeded ({}): is the object recursive?", self.opts.max_depth),
@@ -375,6 +475,18 @@ impl<'py, 'a, S: WalkSink<'a>> Walker<'py, 'a, S> {
         // the layout allows (each off unless detect confirmed it).
         unsafe {
             let tp = ffi::Py_TYPE(ptr);
+            if S::PYTHON {
+                // Kept as they are (the same objects).
+                let leaf = tp == &raw mut ffi::PyUnicode_Type
+                    || ptr == ffi::Py_None()
+                    || tp == &raw mut ffi::PyLong_Type
+                    || tp == &raw mut ffi::PyFloat_Type
+                    || tp == &raw mut ffi::PyBool_Type;
+                if leaf {
+                    self.sink.py_value(ptr);
+                }
+                return Ok(leaf);
+            }
             if tp == &raw mut ffi::PyUnicode_Type {
                 self.string(ptr, false)?;
             } else if ptr == ffi::Py_None() {
@@ -449,6 +561,9 @@ impl<'py, 'a, S: WalkSink<'a>> Walker<'py, 'a, S> {
         // SAFETY: `tp` is the type of a live object the walk holds.
         let ty = unsafe { Borrowed::from_ptr(self.py, tp as *mut ffi::PyObject).cast_unchecked::<PyType>() };
         let kind = kind_of(self.py, self.lay, &ty)?;
+        if S::PYTHON && !matches!(kind, Kind::Plan(_)) {
+            return self.py_other(ptr, &kind);
+        }
         match &kind {
             Kind::Plan(plan) => {
                 self.hold(&kind);
@@ -475,7 +590,7 @@ impl<'py, 'a, S: WalkSink<'a>> Walker<'py, 'a, S> {
                 }
                 self.enter()?;
                 let value = self.enum_value(ptr)?;
-                self.value(value.as_ptr())?;
+                self.unfiltered(|w| w.value(value.as_ptr()))?;
                 self.depth -= 1;
                 Ok(())
             }
@@ -485,7 +600,7 @@ impl<'py, 'a, S: WalkSink<'a>> Walker<'py, 'a, S> {
             Kind::DictSub => self.dict(ptr),
             Kind::ListSub => self.list(ptr, None),
             Kind::TupleSub => self.tuple(ptr),
-            Kind::Set if self.opts.pydantic => self.set(ptr),
+            Kind::Set if self.opts.pydantic => self.unfiltered(|w| w.set(ptr)),
             Kind::IsoTime(base) if self.opts.pydantic => self.iso_time(ptr, *base),
             Kind::Text if self.opts.pydantic => {
                 // SAFETY: the walk's invariant (module docs); a new reference is taken.
@@ -658,13 +773,21 @@ impl<'py, 'a, S: WalkSink<'a>> Walker<'py, 'a, S> {
             // SAFETY: `k` is a key borrowed from the live dict, read since the last Python code
             // ran.
             if unsafe { ffi::Py_TYPE(k) } != &raw mut ffi::PyUnicode_Type {
+                if S::PYTHON {
+                    return Err(self.give_up());
+                }
                 // Other keys may spell the same text as another key once written: start
                 // the object again, merging them (below).
                 self.sink.rewind_object(mark);
-                self.merged_dict(ptr)?;
+                self.unfiltered(|w| w.merged_dict(ptr))?;
                 break;
             }
-            self.string(k, true)?;
+            if S::PYTHON {
+                // SAFETY: `k` is a live exact str borrowed from the dict (checked just above).
+                unsafe { self.sink.py_key(k) };
+            } else {
+                self.string(k, true)?;
+            }
             // A leaf runs no Python code and holds no field to name.
             if !self.leaf(v)? {
                 // Walking it may run Python code that drops the key from the dict: hold
@@ -827,13 +950,13 @@ impl<'py, 'a, S: WalkSink<'a>> Walker<'py, 'a, S> {
     /// A declared member of a Struct, held to its schema first (our own Structs). An exact
     /// list's items are checked by the walk of the list itself (one pass over them).
     #[inline(always)]
-    fn checked_field(&mut self, plan: &'a Plan, f: &'a Field, v: *mut ffi::PyObject) -> PyResult<()> {
+    fn checked_field(&mut self, plan: &'a Plan, f: &'a Field, key: &'a PreStr, v: *mut ffi::PyObject) -> PyResult<()> {
         if let (Some(c), Some(schema)) = (f.check, &plan.schema) {
             // SAFETY: `v` is borrowed from the instance, alive for the call.
             if !unsafe { plainly_valid(c, v) } {
                 let check = &schema.checks[c.index];
                 if let Some(items) = list_items(check, v) {
-                    self.sink.key_pre(&f.key);
+                    self.sink.key_pre(key);
                     // SAFETY: `v` is a live field value borrowed from the instance the walk holds;
                     // the reference is released when `_keep` drops.
                     let _keep = unsafe { Held::new(self.lay, v) };
@@ -846,21 +969,47 @@ impl<'py, 'a, S: WalkSink<'a>> Walker<'py, 'a, S> {
                 }
             }
         }
-        self.field(f, v).map_err(|e| self.at(e, |py| format!(".{}", f.attr.bind(py))))
+        self.field(f, key, v).map_err(|e| self.at(e, |py| format!(".{}", f.attr.bind(py))))
     }
 
     /// A declared member, unless the omission rule leaves it out.
     #[inline(always)]
-    fn field(&mut self, f: &'a Field, v: *mut ffi::PyObject) -> PyResult<()> {
+    fn field(&mut self, f: &'a Field, key: &'a PreStr, v: *mut ffi::PyObject) -> PyResult<()> {
         // SAFETY: `v` is a live value borrowed from the instance the walk holds.
         if f.omit_if_none && unsafe { is_absent(v) } {
             return Ok(());
         }
-        self.sink.key_pre(&f.key);
+        self.sink.key_pre(key);
         self.value(v)
     }
 
     fn object(&mut self, ptr: *mut ffi::PyObject, plan: &'a Plan) -> PyResult<()> {
+        if S::PYTHON {
+            return self.py_struct(ptr, plan);
+        }
+        // Keys by attribute name for our own Structs (others are written as they are);
+        // null members of msgspec Structs dropped with `exclude_none`, not below other objects.
+        let (mut names, mut drop_nulls) = (None, false);
+        let outer_none = self.dump.exclude_none;
+        if self.dump.by_name || outer_none {
+            if let PlanKind::Struct { .. } = plan.kind {
+                let d = self.dump_plan(ptr, plan)?;
+                if self.dump.by_name && d.mode == DumpMode::Other {
+                    return Err(encode_error(self.py, "a foreign Struct is keyed by attribute name in Python".to_string()));
+                }
+                if self.dump.by_name && d.mode == DumpMode::Native {
+                    names = Some(&d.fields[..]);
+                }
+                drop_nulls = outer_none && d.mode != DumpMode::Pass;
+            }
+            self.dump.exclude_none = drop_nulls;
+        }
+        let r = self.object_members(ptr, plan, names, drop_nulls);
+        self.dump.exclude_none = outer_none;
+        r
+    }
+
+    fn object_members(&mut self, ptr: *mut ffi::PyObject, plan: &'a Plan, names: Option<&'a [DumpField]>, drop_nulls: bool) -> PyResult<()> {
         self.enter()?;
         let py = self.py;
         // The caller (`compound`) holds the object: borrowed, no count change.
@@ -915,23 +1064,28 @@ impl<'py, 'a, S: WalkSink<'a>> Walker<'py, 'a, S> {
                             continue; // field not set (e.g. model_construct): pydantic skips it
                         }
                     }
-                    self.field(f, v)?;
+                    self.field(f, &f.key, v)?;
                 }
                 let ex = extra.read(&obj, intern!(py, "__pydantic_extra__").as_unbound())?;
                 if !ex.is_none() {
-                    distinct &= self.extras(&ex, plan)?;
+                    distinct &= self.extras_named(&ex, plan, None, false)?;
                 }
                 for f in &plan.computed {
                     let v = obj.getattr(f.attr.bind(py))?;
-                    self.field(f, v.as_ptr())?;
+                    self.field(f, &f.key, v.as_ptr())?;
                 }
             }
             PlanKind::PydanticRoot => unreachable!(),
             PlanKind::Struct { has_dict, managed } => {
-                for f in &plan.fields {
+                for (i, f) in plan.fields.iter().enumerate() {
+                    let key = names.map_or(&f.key, |n| &n[i].name_json);
+                    let mark = self.sink.member_mark();
                     if let Getter::ConstScalar(s) = &f.getter {
-                        self.sink.key_pre(&f.key);
+                        self.sink.key_pre(key);
                         self.sink.scalar(s);
+                        if drop_nulls {
+                            self.sink.drop_null_member(mark);
+                        }
                         continue;
                     }
                     // Borrowed from the instance, which `obj` keeps alive; `value` takes
@@ -940,7 +1094,10 @@ impl<'py, 'a, S: WalkSink<'a>> Walker<'py, 'a, S> {
                     // found for its type (`kind_of`, the memo).
                     if let Some(v) = unsafe { in_place(&f.getter, ptr) } {
                         if v as usize != plan.unset {
-                            self.checked_field(plan, f, v)?;
+                            self.checked_field(plan, f, key, v)?;
+                            if drop_nulls {
+                                self.sink.drop_null_member(mark);
+                            }
                         }
                         continue;
                     }
@@ -948,16 +1105,134 @@ impl<'py, 'a, S: WalkSink<'a>> Walker<'py, 'a, S> {
                     if v.as_ptr() as usize == plan.unset {
                         continue;
                     }
-                    self.checked_field(plan, f, v.as_ptr())?;
+                    self.checked_field(plan, f, key, v.as_ptr())?;
+                    if drop_nulls {
+                        self.sink.drop_null_member(mark);
+                    }
                 }
                 if *has_dict {
                     if let Some(ex) = self.lay.class_extras(&obj, *managed)? {
-                        distinct &= self.extras(&ex, plan)?;
+                        distinct &= self.extras_named(&ex, plan, names, drop_nulls)?;
                     }
                 }
             }
         }
         self.sink.end_object(distinct);
+        self.depth -= 1;
+        Ok(())
+    }
+
+    /// The [`DumpPlan`] of the class of `ptr` (a live instance of the class `plan` is for).
+    fn dump_plan(&self, ptr: *mut ffi::PyObject, plan: &'a Plan) -> PyResult<&'a DumpPlan> {
+        if let Some(d) = plan.dump.get() {
+            return Ok(d);
+        }
+        // SAFETY: `ptr` is a live object the walk holds; its type lives with it (a new reference).
+        let ty = unsafe { Bound::from_borrowed_ptr(self.py, ffi::Py_TYPE(ptr) as *mut ffi::PyObject).cast_into_unchecked::<PyType>() };
+        dump_plan(self.py, &ty, plan)
+    }
+
+    /// Python mode: a value whose class has no plan. Enum members are kept (or their
+    /// value, not walked), subclasses of dict, list and tuple copied as a dict or a list,
+    /// everything else kept as it is.
+    fn py_other(&mut self, ptr: *mut ffi::PyObject, kind: &Kind) -> PyResult<()> {
+        match kind {
+            Kind::Enum(_) if !self.dump.enums => {
+                let value = self.enum_value(ptr)?;
+                // SAFETY: `value` is a live object held for the call.
+                unsafe { self.sink.py_value(value.as_ptr()) };
+                Ok(())
+            }
+            Kind::DictSub => self.dict(ptr),
+            Kind::ListSub => self.list(ptr, None),
+            Kind::TupleSub => self.tuple(ptr),
+            _ => {
+                // SAFETY: the walk's invariant (module docs): `ptr` is live.
+                unsafe { self.sink.py_value(ptr) };
+                Ok(())
+            }
+        }
+    }
+
+    /// Python mode: an object with a plan. One of our Structs becomes a dict: its fields
+    /// in plan order under their names or aliases (one omittable when None left out, any
+    /// None with `exclude_none`), then its extras, set as a dict update sets them (an
+    /// extra repeating a field's key takes its place). A pydantic model, or a class that
+    /// is no msgspec Struct, is kept as it is; another Struct is left to the Python loop.
+    fn py_struct(&mut self, ptr: *mut ffi::PyObject, plan: &'a Plan) -> PyResult<()> {
+        let PlanKind::Struct { has_dict, managed } = plan.kind else {
+            // SAFETY: the walk's invariant (module docs): `ptr` is live.
+            unsafe { self.sink.py_value(ptr) };
+            return Ok(());
+        };
+        let dump = self.dump_plan(ptr, plan)?;
+        match dump.mode {
+            DumpMode::Native => {}
+            DumpMode::Pass => {
+                // SAFETY: as above.
+                unsafe { self.sink.py_value(ptr) };
+                return Ok(());
+            }
+            DumpMode::Other => return Err(self.give_up()),
+        }
+        self.enter()?;
+        let py = self.py;
+        // SAFETY: `ptr` is live: the caller (`compound`) holds it for the call.
+        let obj = unsafe { pyo3::Borrowed::from_ptr(py, ptr) };
+        let none = self.dump.exclude_none;
+        self.sink.begin_object();
+        for (f, d) in plan.fields.iter().zip(&dump.fields) {
+            let key = if self.dump.by_name { &d.name } else { &d.wire };
+            // A field read in place is borrowed from the instance; one read through its
+            // getter is held here.
+            let held;
+            // SAFETY: `ptr` is a live instance of exactly the plan's class (the plan was found
+            // for its type).
+            let v = match (&d.konst, unsafe { in_place(&f.getter, ptr) }) {
+                (Some(c), _) => c.as_ptr(),
+                (None, Some(v)) => v,
+                (None, None) => {
+                    held = f.getter.read(&obj, &f.attr)?;
+                    held.as_ptr()
+                }
+            };
+            // SAFETY: None's address only.
+            if v == unsafe { ffi::Py_None() } && (f.omit_if_none || none) {
+                continue;
+            }
+            // SAFETY: the plan's key, a live exact str (interned when the plan was made).
+            unsafe { self.sink.py_key(key.as_ptr()) };
+            self.value(v)?;
+        }
+        if has_dict {
+            if let Some(ex) = self.lay.class_extras(&obj, managed)? {
+                let d = ex.cast::<PyDict>().map_err(|_| encode_error(py, "extra fields must be a dict".to_string()))?;
+                let mut pos: ffi::Py_ssize_t = 0;
+                let mut k: *mut ffi::PyObject = std::ptr::null_mut();
+                let mut v: *mut ffi::PyObject = std::ptr::null_mut();
+                // SAFETY: `d` is a live dict (held by `ex`); the GIL is held.
+                while unsafe { ffi::PyDict_Next(d.as_ptr(), &mut pos, &mut k, &mut v) } != 0 {
+                    // SAFETY: `k` is a live key borrowed from the dict, read just now.
+                    if unsafe { ffi::Py_TYPE(k) } != &raw mut ffi::PyUnicode_Type {
+                        return Err(self.give_up());
+                    }
+                    // SAFETY: `k` and `v` are live, borrowed from the dict, read just now; `k` an
+                    // exact str.
+                    unsafe {
+                        if none && v == ffi::Py_None() {
+                            self.sink.py_discard(k);
+                            continue;
+                        }
+                        self.sink.py_key(k);
+                    }
+                    // Walking the value may run Python code that drops the key: held meanwhile.
+                    // SAFETY: `k` is live (just above); released when `_key` drops.
+                    let _key = unsafe { Held::new(self.lay, k) };
+                    self.value(v)?;
+                }
+            }
+        }
+        self.sink.end_object(true);
         self.depth -= 1;
         Ok(())
     }
@@ -968,7 +1243,7 @@ impl<'py, 'a, S: WalkSink<'a>> Walker<'py, 'a, S> {
     /// descriptor on the class, lives in this dict (`BaseEvent(type=...)`'s `type`) and was
     /// written already.
     #[inline]
-    fn clash(&mut self, k: *mut ffi::PyObject, plan: &Plan) -> PyResult<bool> {
+    fn clash(&mut self, k: *mut ffi::PyObject, plan: &Plan, names: Option<&[DumpField]>) -> PyResult<bool> {
         // SAFETY: the walk's invariant (module docs): `k` is a live key borrowed from the extras
         // dict; a new reference is taken.
         let key = unsafe { Bound::from_borrowed_ptr(self.py, k) };
@@ -980,14 +1255,18 @@ impl<'py, 'a, S: WalkSink<'a>> Walker<'py, 'a, S> {
         // Only the wire key would repeat a member: an unknown member spelled like a field's
         // Python name (`"message_id"` beside `"messageId"`, kept by a decoder) is a member of
         // its own, written as the reference's models write it.
-        let Some(f) = plan.fields.iter().find(|f| &*f.key.text == text || f.attr.bind(self.py).to_str().ok() == Some(text)) else {
+        // (the key each field was written under: its wire key, or its name)
+        fn written<'f>(names: Option<&'f [DumpField]>, i: usize, f: &'f Field) -> &'f str {
+            names.map_or(&*f.key.text, |n| &*n[i].name_json.text)
+        }
+        let Some((i, f)) = plan.fields.iter().enumerate().find(|(i, f)| written(names, *i, f) == text || f.attr.bind(self.py).to_str().ok() == Some(text)) else {
             return Ok(false);
         };
         let attr = f.attr.bind(self.py).to_string();
         if matches!(f.getter, Getter::GetAttr) && attr == text {
             return Ok(true);
         }
-        if &*f.key.text != text {
+        if written(names, i, f) != text {
             return Ok(false);
         }
         self.violation = Some((
@@ -999,7 +1278,7 @@ impl<'py, 'a, S: WalkSink<'a>> Walker<'py, 'a, S> {
 
     /// Extra members (after the declared ones) from a dict, in insertion order, with the
     /// omission rule for keys of omittable fields. True when there were none.
-    fn extras(&mut self, extra: &Bound<'py, PyAny>, plan: &Plan) -> PyResult<bool> {
+    fn extras_named(&mut self, extra: &Bound<'py, PyAny>, plan: &Plan, names: Option<&[DumpField]>, drop_nulls: bool) -> PyResult<bool> {
         let py = self.py;
         let d = extra.cast::<PyDict>().map_err(|_| encode_error(py, "extra fields must be a dict".to_string()))?;
         if d.is_empty() {
@@ -1010,7 +1289,7 @@ impl<'py, 'a, S: WalkSink<'a>> Walker<'py, 'a, S> {
         let mut v: *mut ffi::PyObject = std::ptr::null_mut();
         // SAFETY: `d` is a live dict (held by the caller); the GIL is held.
         while unsafe { ffi::PyDict_Next(d.as_ptr(), &mut pos, &mut k, &mut v) } != 0 {
-            if plan.schema.is_some() && self.clash(k, plan)? {
+            if plan.schema.is_some() && self.clash(k, plan, names)? {
                 continue;
             }
             // SAFETY: `v` is a live value borrowed from the extras dict, read since the last Python
@@ -1029,7 +1308,11 @@ impl<'py, 'a, S: WalkSink<'a>> Walker<'py, 'a, S> {
                 // SAFETY: the GIL is held.
                 unsafe { ffi::PyErr_Clear() };
             }
+            let mark = self.sink.member_mark();
             self.entry(k, v)?;
+            if drop_nulls {
+                self.sink.drop_null_member(mark);
+            }
         }
         Ok(false)
     }
