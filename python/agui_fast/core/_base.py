@@ -184,7 +184,10 @@ class _Model(
             if mode != "json":
                 return _native.dump_python(self, by_alias, True, exclude_none, _dump_loop)
             if not exclude_none:
-                return _json_mode(self, by_alias)
+                try:
+                    return _json_decode(_native.dumps(self) if by_alias else _native.dump_json(self, False, False))
+                except EncodeError:
+                    return _json_mode(self, by_alias)
             try:
                 return _json_decode(_native.dump_json(self, by_alias, True))
             except EncodeError:

@@ -582,6 +582,11 @@ pub(crate) mod tests {
             ]
             .map(String::from),
         );
+        // past the scanner's 64 levels, and at them
+        for n in [63, 64, 65, 70] {
+            texts.push(format!("{}1{}", "[".repeat(n), "]".repeat(n)));
+            texts.push(format!("{}{{}}{}", "[".repeat(n - 1), "]".repeat(n - 1)));
+        }
         let mut rng = crate::test_rng::Rng(0x005e_ed0f_7e47);
         let base = texts.clone();
         for _ in 0..3000 {
@@ -608,12 +613,19 @@ pub(crate) mod tests {
                 texts.push(t);
             }
         }
-        let mut taken = 0;
+        let (mut taken, mut plain_taken) = (0, 0);
         for text in &texts {
             for max_depth in [0, 1, 2, 3, 512] {
                 let (mut fast, mut walked) = (Trace::default(), Trace::default());
                 let got = json_text_fast(text, max_depth, &mut fast);
                 let want = json_text(text, max_depth, &mut walked);
+                // The scanner's walk of plain text: what it takes, it takes as both do.
+                let mut plain = Trace::default();
+                if crate::stream::event::walk_nested(text, max_depth, &mut plain).is_some() {
+                    plain_taken += 1;
+                    assert!(want.is_ok(), "{text:?} at {max_depth}");
+                    assert_eq!(plain.0, walked.0, "{text:?} at {max_depth}");
+                }
                 if got.is_some() {
                     taken += 1;
                     assert!(want.is_ok(), "{text:?} at {max_depth}");
@@ -627,6 +639,7 @@ pub(crate) mod tests {
             }
         }
         assert!(taken > 1000, "{taken}");
+        assert!(plain_taken > 500, "{plain_taken}");
     }
 
     /// JSON text walked straight into a sink gives what its parsed `Value` walked gives:

@@ -59,7 +59,7 @@ pub mod tree;
 mod value;
 
 pub use rules::{container_rule, float_rule, int_rule};
-pub use plain::{read_plain_patch, PlainOps};
+pub use plain::{read_plain_patch, scan_plain_ops, PlainOps};
 pub use tokens::{split_pointer, Tokens};
 pub(crate) use plain::Text;
 

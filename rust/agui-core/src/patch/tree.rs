@@ -151,10 +151,15 @@ impl Tree {
     /// first place, last value). `None` on any error of that parse, and for an integer of
     /// more than [`super::MAX_INT_DIGITS`] digits (the caller's own parse then names it).
     pub fn from_text(text: &str, max_depth: usize) -> Option<Tree> {
+        // The plain text of most snapshots by the scanner's byte loop, anything else by
+        // jiter, and what jiter declines by serde_json (which names the error).
         let mut b = Builder::default();
-        if crate::sink::json_text_fast(text, max_depth, &mut b).is_none() {
+        if crate::stream::event::walk_nested(text, max_depth, &mut b).is_none() {
             b = Builder::default();
-            crate::sink::json_text(text, max_depth, &mut b).ok()?;
+            if crate::sink::json_text_fast(text, max_depth, &mut b).is_none() {
+                b = Builder::default();
+                crate::sink::json_text(text, max_depth, &mut b).ok()?;
+            }
         }
         b.finish()
     }

@@ -1086,7 +1086,7 @@ pub fn scan_flat_as_written<'a>(json: &'a str, member: impl FnMut(Member<'a>) ->
 
 /// The JSON whitespace at `i` skipped.
 #[inline(always)]
-fn skip_ws(b: &[u8], mut i: usize) -> usize {
+pub(crate) fn skip_ws(b: &[u8], mut i: usize) -> usize {
     while let Some(b' ' | b'\n' | b'\t' | b'\r') = b.get(i) {
         i += 1;
     }
@@ -1280,9 +1280,114 @@ fn skip_nested(b: &[u8], start: usize) -> Option<usize> {
     }
 }
 
+/// JSON text holding only what [`skip_nested`]'s loop reads itself (strings without
+/// escapes, numbers, `true`, `false`, `null`, whitespace, at most 64 levels and at most
+/// `max_depth`), walked into a sink as [`crate::sink::json_text`] walks it (each number's
+/// text through the same `sink::number`; a repeated key given again, as there); `None`
+/// for anything else, serde_json's number token as a key included. The sink then holds
+/// part of a value: the caller starts again with a general walk. A byte loop over its own
+/// stack of levels: jiter's parse of the bench log's 2,000-item state snapshot was about
+/// half of building its tree (callgrind).
+pub fn walk_nested<'a, S: crate::sink::Sink<'a> + ?Sized>(json: &str, max_depth: usize, s: &mut S) -> Option<()> {
+    // An object's key and its colon from `i` on: the key to the sink, where its value may
+    // start.
+    #[inline(always)]
+    fn key<'a, S: crate::sink::Sink<'a> + ?Sized>(json: &str, b: &[u8], i: usize, s: &mut S) -> Option<usize> {
+        let i = skip_ws(b, i);
+        if b.get(i) != Some(&b'"') {
+            return None;
+        }
+        let end = plain_end(b, i + 1)?;
+        let k = json.get(i + 1..end)?;
+        if k == crate::sink::NUMBER_TOKEN {
+            return None;
+        }
+        s.key(k);
+        let i = skip_ws(b, end + 1);
+        (b.get(i) == Some(&b':')).then_some(i + 1)
+    }
+    let b = json.as_bytes();
+    let limit = max_depth.min(64);
+    // The levels open, one bit each (set: an object), the innermost lowest.
+    let (mut objects, mut depth) = (0u64, 0usize);
+    let mut i = 0;
+    loop {
+        // A value.
+        i = skip_ws(b, i);
+        match *b.get(i)? {
+            open @ (b'[' | b'{') => {
+                if depth >= limit {
+                    return None;
+                }
+                let object = open == b'{';
+                if object {
+                    s.begin_object();
+                } else {
+                    s.begin_array();
+                }
+                i = skip_ws(b, i + 1);
+                if b.get(i) == Some(if object { &b'}' } else { &b']' }) {
+                    // Empty: a value whose last byte is `i`.
+                    if object {
+                        s.end_object(true);
+                    } else {
+                        s.end_array();
+                    }
+                } else {
+                    (objects, depth) = (objects << 1 | u64::from(object), depth + 1);
+                    if object {
+                        i = key(json, b, i, s)?;
+                    }
+                    continue;
+                }
+            }
+            b'"' => {
+                let end = plain_end(b, i + 1)?;
+                s.str(json.get(i + 1..end)?);
+                i = end;
+            }
+            b'-' | b'0'..=b'9' => {
+                let end = number_end(b, i)?;
+                crate::sink::number(json.get(i..end)?, s);
+                i = end - 1;
+            }
+            b't' if b.get(i..i + 4) == Some(b"true") => {
+                s.bool(true);
+                i += 3;
+            }
+            b'f' if b.get(i..i + 5) == Some(b"false") => {
+                s.bool(false);
+                i += 4;
+            }
+            b'n' if b.get(i..i + 4) == Some(b"null") => {
+                s.null();
+                i += 3;
+            }
+            _ => return None,
+        }
+        // `i`: the value's last byte. Then a comma and the next value, or closes.
+        loop {
+            i = skip_ws(b, i + 1);
+            if depth == 0 {
+                return (i == b.len()).then_some(());
+            }
+            match *b.get(i)? {
+                b',' => {
+                    i = if objects & 1 != 0 { key(json, b, i + 1, s)? } else { i + 1 };
+                    break;
+                }
+                b']' if objects & 1 == 0 => s.end_array(),
+                b'}' if objects & 1 != 0 => s.end_object(false),
+                _ => return None,
+            }
+            (objects, depth) = (objects >> 1, depth - 1);
+        }
+    }
+}
+
 /// The end of the JSON number at `start`: its integer part, then a fraction and an
 /// exponent as JSON's grammar spells them (digits after `.`, after `e` and its sign).
-fn number_end(b: &[u8], start: usize) -> Option<usize> {
+pub(crate) fn number_end(b: &[u8], start: usize) -> Option<usize> {
     let digits = |i: usize| b.get(i..).map_or(0, |r| r.iter().take_while(|c| c.is_ascii_digit()).count());
     let mut i = int_end(b, start)?;
     if b.get(i) == Some(&b'.') {
@@ -1410,6 +1515,14 @@ pub(crate) fn plain_state_delta_known(
     // the general parse alone)
     if crate::limits::exceeds_depth(payload, max_depth) || (!no_kept_range && super::js::may_hold_kept_range(payload)) || payload.len() > crate::patch::MAX_INT_DIGITS {
         return None;
+    }
+    // The compact form as writers send it: its operations by the scanner's byte loop.
+    if let Some(rest) = payload.strip_prefix(b"{\"type\":\"STATE_DELTA\",\"delta\":") {
+        if let Some((ops, end)) = crate::patch::scan_plain_ops(payload, payload.len() - rest.len(), pointers) {
+            if payload.get(end) == Some(&b'}') && skip_ws(payload, end + 1) == payload.len() {
+                return Some(ops);
+            }
+        }
     }
     let mut de = serde_json::Deserializer::from_slice(payload);
     let ops = crate::limits::deserialize_nested(&mut de, Map(V(pointers)), max_depth).ok()?;
