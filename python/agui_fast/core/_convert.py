@@ -44,7 +44,11 @@ def _for_type(cache: Dict[int, Tuple[Any, Any]], tp: Any, make: Any) -> Any:
 
 def json_decoder(tp: Any) -> "msgspec.json.Decoder[Any]":
     """The one msgspec JSON decoder of ``tp`` (``strict=False``, as pydantic's lax mode)."""
-    return _for_type(_DECODERS, tp, lambda t: msgspec.json.Decoder(t, strict=False))
+    return _for_type(_DECODERS, tp, _new_decoder)
+
+
+def _new_decoder(tp: Any) -> "msgspec.json.Decoder[Any]":
+    return msgspec.json.Decoder(tp, strict=False)
 
 
 def decode_json(data: Union[bytes, bytearray, memoryview, str], tp: Any) -> Any:
@@ -59,7 +63,11 @@ def _converter(tp: Any) -> Any:
     """A one-field Struct holding a ``tp``. msgspec keeps what it learns of a Struct class
     on the class, but learns a union or a generic (``List[Message]``, the ``Event`` union)
     anew on every ``convert`` call (10–60 µs); through this Struct it learns it once."""
-    return _for_type(_CONVERTERS, tp, lambda t: msgspec.defstruct("Converted", [("value", t)]))
+    return _for_type(_CONVERTERS, tp, _new_converter)
+
+
+def _new_converter(tp: Any) -> Any:
+    return msgspec.defstruct("Converted", [("value", tp)])
 
 
 def convert_fast(values: Any, tp: Any) -> Any:
