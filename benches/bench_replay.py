@@ -16,7 +16,7 @@ import pytest
 from _data import LOG_EVENTS, VECTORS, _text as _prose, generate_events, make_state, stream_log, two_op_deltas
 from _interleave import QUICK, Peer, against
 from _py_replayer import EVENT, PyReplayer, replay_events, replay_sse_bytes
-from agui_fast import _native, stream
+from agui_fast import stream
 from agui_fast.arrow import to_arrow
 from agui_fast.core import StateDeltaEvent
 from agui_fast.patch import StateDocument, apply_patch
@@ -49,16 +49,19 @@ def test_replay_decoded(benchmark, log):
     assert len(r.messages) == len(stream.replay_log(log).messages)
 
 
-def test_replay_log(benchmark, log):
-    """``replay_log(sse_bytes)``: bytes in, typed messages and state out (framing and parsing
-    on a second Rust thread ahead of the reducer), against the peer from the same bytes,
-    ``decode_sse`` of the log alone, and itself kept on one thread."""
+def test_replay_log(benchmark, log, tmp_path):
+    """``replay_log(sse_bytes)``: bytes in, typed messages and state out, against the peer
+    from the same bytes, ``decode_sse`` and ``to_arrow`` of the log alone, and itself from
+    the log's file (read in chunks)."""
     benchmark.group = "replay/log"
+    path = tmp_path / "run.sse"
+    path.write_bytes(log)
     r = against(benchmark, lambda: stream.replay_log(log),
                 {"pure Python, all-or-nothing patches": Peer(lambda: replay_sse_bytes(log), every=ATOMIC_EVERY),
                  "pure Python, patches in place": Peer(lambda: replay_sse_bytes(log, atomic=False), every=3),
                  "decode_sse alone": lambda: decode_sse(log),
-                 "replay_log on one thread": lambda: stream._replay(_native.replay_log(log, pipeline_min=1 << 62), False)},
+                 "to_arrow(threads=1)": lambda: to_arrow(log, threads=1),
+                 "replay_log of the log's file": lambda: stream.replay_log(path)},
                 rounds=10, warmup=1, min_round=0, settle=0.01, events=N, log_bytes=len(log),
                 readme={"pure Python, patches in place": "`stream.replay_log` of that run's SSE log (bytes in, messages and state out)",
                         "decode_sse alone": "`stream.replay_log` of that run's SSE log (bytes in, messages and state out)"})
@@ -87,8 +90,7 @@ def test_replay_log_text_heavy(benchmark):
     log = _text_log(N)
     r = against(benchmark, lambda: stream.replay_log(log, format="sse"),
                 {"decode_sse alone": lambda: decode_sse(log),
-                 "to_arrow(threads=1)": lambda: to_arrow(log, threads=1),
-                 "replay_log on one thread": lambda: stream._replay(_native.replay_log(log, pipeline_min=1 << 62), False)},
+                 "to_arrow(threads=1)": lambda: to_arrow(log, threads=1)},
                 rounds=10, warmup=1, min_round=0, settle=0.01, events=N, log_bytes=len(log))
     assert sum(len(m.content) for m in r.messages) >= 90 * (N - 2 - 2 * len(r.messages))
 

@@ -28,7 +28,6 @@ sys.path.insert(0, str(ROOT / "benches"))
 
 from _stream_log import generate_events, to_sse  # noqa: E402
 
-NEVER = 1 << 62
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
@@ -70,8 +69,8 @@ def _same(a: Any, b: Any, at: str = "$") -> None:
 def _check(log: bytes, *args: Any, **kw: Any) -> bool:
     """The typed replay's messages against the plain ones converted; whether they were
     built natively."""
-    typed = _native.replay_log(log, *args, pipeline_min=NEVER, **kw)[0]
-    plain = _native.replay_log(log, *args, pipeline_min=NEVER, typed=False, **kw)[0]
+    typed = _native.replay_log(log, *args, **kw)[0]
+    plain = _native.replay_log(log, *args, typed=False, **kw)[0]
     assert all(type(m) is dict for m in plain)
     built = bool(typed) and type(typed[0]) is not dict
     if not built:
@@ -178,7 +177,7 @@ def test_random_sequences():
         except (msgspec.ValidationError, Exception) as e:  # noqa: BLE001
             # the plain values' conversion refuses: the replay raises the same either way
             with pytest.raises(type(e)):
-                stream._replay(_native.replay_log(_sse(events), json.dumps(initial), None, pipeline_min=NEVER), False)
+                stream._replay(_native.replay_log(_sse(events), json.dumps(initial), None), False)
             with pytest.raises(type(e)):
-                stream._replay(_native.replay_log(_sse(events), json.dumps(initial), None, pipeline_min=NEVER, typed=False), False)
+                stream._replay(_native.replay_log(_sse(events), json.dumps(initial), None, typed=False), False)
     assert built > 100, built

@@ -1,8 +1,8 @@
-"""``replay_log`` on two Rust threads (framing and parsing ahead of the reducer) has the
-outcome of the one-thread replay: the same final messages, state, warnings and error
+"""``replay_log`` of a log read in chunks (gzip, a file) has the outcome of the same log
+held in memory (read where it lies): the same final messages, state, warnings and error
 (class, message, frame index, stage, rule, event index, ids) on every client vector and on
-generated logs with errors anywhere, in both formats. The private ``pipeline_min`` knob
-of the native functions forces either path on small input."""
+generated logs with errors anywhere, in both formats. (The Rust tests cut the chunks
+anywhere: ``rust/agui-core/tests/stream_pipeline.rs``.)"""
 
 from __future__ import annotations
 
@@ -24,7 +24,6 @@ sys.path.insert(0, str(ROOT / "benches"))
 
 from _stream_log import generate_events, to_sse  # noqa: E402
 
-ALWAYS, NEVER = 0, 1 << 62
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
@@ -59,8 +58,9 @@ def _outcome(parts):
 
 
 def _both(log, **kw):
-    one = _native.replay_log(log, pipeline_min=NEVER, typed=False, **kw)
-    two = _native.replay_log(log, pipeline_min=ALWAYS, typed=False, **kw)
+    one = _native.replay_log(log, typed=False, **kw)
+    # (gzip: read in chunks, the first one the reader's 4 KiB head)
+    two = _native.replay_log(gzip.compress(log, 1), typed=False, **kw)
     assert _outcome(one) == _outcome(two)
     return one
 
@@ -70,7 +70,7 @@ APPLY = _load("apply.jsonl.gz")
 
 
 @pytest.mark.parametrize("verify", [False, True])
-def test_every_vector_replays_the_same_pipelined(verify):
+def test_every_vector_replays_the_same_read_in_chunks(verify):
     n = 0
     for _file, case in CASES:
         _both(_sse(case["input"]), verify=verify)
@@ -97,9 +97,8 @@ def frames():
 
 
 @pytest.mark.parametrize("verify", [False, True])
-def test_errors_at_the_start_middle_end_and_batch_boundaries(frames, verify):
-    # Batches hold 256, 512, 1024, ... events.
-    for at in (0, 1, 255, 256, 257, 767, 768, 769, 3000, len(frames) - 1, len(frames)):
+def test_errors_at_the_start_middle_end_and_anywhere_between(frames, verify):
+    for at in (0, 1, 255, 256, 257, 3000, len(frames) - 1, len(frames)):
         for bad in BAD:
             log = b"".join(frames[:at]) + bad + b"".join(frames[at:])
             one = _both(log, verify=verify)
@@ -107,29 +106,34 @@ def test_errors_at_the_start_middle_end_and_batch_boundaries(frames, verify):
                 assert one[4].frame_index == at
 
 
-def test_protobuf_and_gzip_logs_replay_the_same_pipelined(frames):
+def test_protobuf_and_gzip_logs_replay_the_same_read_in_chunks(frames):
     log = b"".join(frames)
     pb = encode_protobuf_many(decode_sse(log))
     want = _outcome(_both(log))
     assert want[4] is None
-    assert _outcome(_both(pb)) == want
-    assert _outcome(_both(gzip.compress(pb))) == want
-    for cut in (pb[:-3], gzip.compress(log)[:-40], pb[: len(pb) // 2] + b"\x00\x00\x00\x02\xff\xff" + pb[len(pb) // 2 :]):
+    assert _outcome(_both(pb)) == want  # (and gzipped)
+    for cut in (pb[:-3], pb[: len(pb) // 2] + b"\x00\x00\x00\x02\xff\xff" + pb[len(pb) // 2 :]):
         assert _both(cut)[4] is not None
+    # A gzip stream cut short: the events before the cut, then the error.
+    cut = _native.replay_log(gzip.compress(log)[:-40], typed=False)
+    assert cut[4] is not None and 0 < len(cut[0]) <= len(_native.replay_log(log, typed=False)[0])
 
 
-def test_public_replay_log_pipelines_big_logs_with_the_same_result(tmp_path):
+def test_big_logs_replay_the_same_from_bytes_files_and_threads(tmp_path):
     log = to_sse(generate_events(20_000, seed=9))
-    assert len(log) >= 1 << 20  # above the default threshold: pipelined on 2 cores
-    one = stream._replay(_native.replay_log(log, pipeline_min=NEVER, typed=False), True)
-    assert stream.replay_log(log, raw=True) == one
+    assert len(log) >= 1 << 20  # several of the reader's 256 KiB chunks
+    one = stream.replay_log(log, raw=True)
     path = tmp_path / "big.sse"
     path.write_bytes(log)
     assert stream.replay_log(path, raw=True) == one
+    gz = tmp_path / "big.sse.gz"
+    gz.write_bytes(gzip.compress(log, 1))
     for threads in (1, 2, 4):
-        native = _native.replay_log_files([path, path], threads=threads, pipeline_min=ALWAYS, typed=False)
+        native = _native.replay_log_files([path, gz], threads=threads, typed=False)
         assert [stream._replay(p, True) for p in native] == [one, one]
     bad = tmp_path / "bad.sse"
-    bad.write_bytes(log[: len(log) // 2] + b"data: {oops\n\n" + log[len(log) // 2 :])
-    one, two = (_native.replay_log_files([bad], threads=2, pipeline_min=m, typed=False)[0] for m in (NEVER, ALWAYS))
-    assert _outcome(one) == _outcome(two) and one[4] is not None
+    cut = log[: len(log) // 2] + b"data: {oops\n\n" + log[len(log) // 2 :]
+    bad.write_bytes(cut)
+    from_file = _native.replay_log_files([bad], typed=False)[0]
+    from_bytes = _native.replay_log(cut, typed=False)
+    assert _outcome(from_file) == _outcome(from_bytes) and from_file[4] is not None

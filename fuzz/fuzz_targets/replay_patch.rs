@@ -3,13 +3,13 @@
 //! indices, big strings), with a memory budget from the control byte. Checks: no panic and
 //! bounded memory (libFuzzer's RSS limit: a copy bomb must end in a failed patch); the
 //! state and messages stay within what the log and the budget allow; the SSE log replayed
-//! from bytes, through the log reader on one thread and pipelined, and the events replayed
+//! from bytes, through the log reader and held in memory, and the events replayed
 //! as values all agree (state, messages, warnings); a patch that warns leaves the state
 //! (or the activity) as it was; compacting the events keeps the replayed state.
 #![no_main]
 mod budget; // the allocation budget (the global allocator)
 use agui_core::stream::{
-    compact_events_within, replay, replay_log, replay_log_pipelined, replay_sse, EventApplier, PatchLimits, ReplayOptions,
+    compact_events_within, replay, replay_log, replay_log_bytes, replay_sse, EventApplier, PatchLimits, ReplayOptions,
 };
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Value};
@@ -99,7 +99,7 @@ fuzz_target!(|data: &[u8]| {
     for other in [
         replay(events.clone(), Vec::new(), json!({}), options),
         replay_log(&log[..], None, Vec::new(), json!({}), options),
-        replay_log_pipelined(&log[..], None, Vec::new(), json!({}), options),
+        replay_log_bytes(&log, None, Vec::new(), json!({}), options),
     ] {
         assert_eq!(text(&other.state), text(&whole.state));
         assert_eq!(text(&other.messages), text(&whole.messages));

@@ -4,13 +4,13 @@
 //! members missing or of the wrong type. Checks: no panic and bounded memory (the
 //! allocation budget, libFuzzer's RSS limit and timeout: an input slower than the timeout
 //! is a finding, quadratic time included); the same events replayed as values, from SSE
-//! bytes (the plain-delta fast paths), through the log reader on one thread and pipelined
+//! bytes (the plain-delta fast paths), through the log reader and held in memory
 //! agree on messages, state, interrupts, warnings and error (stage, rule, index, message);
 //! with verification, the verifier alone fails exactly where the replay stops for it.
 #![no_main]
 mod budget; // the allocation budget (the global allocator)
 use agui_core::stream::{
-    expand_chunks, replay, replay_log, replay_log_pipelined, replay_sse, verify_events, Replay, ReplayOptions, Stage,
+    expand_chunks, replay, replay_log, replay_log_bytes, replay_sse, verify_events, Replay, ReplayOptions, Stage,
 };
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Map, Value};
@@ -248,7 +248,7 @@ fuzz_target!(|data: &[u8]| {
     for (how, other) in [
         ("sse", replay_sse(&log, Vec::new(), json!({}), options)),
         ("log", replay_log(&log[..], None, Vec::new(), json!({}), options)),
-        ("pipelined", replay_log_pipelined(&log[..], None, Vec::new(), json!({}), options)),
+        ("held", replay_log_bytes(&log, None, Vec::new(), json!({}), options)),
     ] {
         assert_eq!(outcome(&other), want, "{how}");
         assert_eq!(other.events, values.events, "{how}");

@@ -498,10 +498,9 @@ def replay_log(
     protocol_version: Optional[str] = None,
     max_depth: int = 512,
     max_patch_bytes: Optional[int] = None,
-    pipeline_min: int = 1048576,
     typed: bool = True,
 ) -> _ReplayParts:
-    """Replay a log (SSE or protobuf, gzip or not) with the GIL released; from ``pipeline_min`` bytes on two threads.
+    """Replay a log (SSE, protobuf or JSON Lines, gzip or not) with the GIL released.
     ``typed``: the messages as Structs when they can all be built so, else plain values."""
 
 def replay_log_files(
@@ -515,10 +514,9 @@ def replay_log_files(
     threads: int = 0,
     max_depth: int = 512,
     max_patch_bytes: Optional[int] = None,
-    pipeline_min: int = 1048576,
     typed: bool = True,
 ) -> List[_ReplayParts]:
-    """Read and replay log files on Rust threads (0: all cores), constant memory each, GIL released."""
+    """Read and replay log files on Rust threads (0: all cores; a log a thread), constant memory each, GIL released."""
 
 def set_surrogate_writer(writer: Callable[[Any], bytes], /) -> None:
     """``writer(obj) -> bytes``: JSON text of the events dumps refuses (lone surrogates). Set once."""

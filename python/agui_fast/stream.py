@@ -572,9 +572,8 @@ def replay_log(
     """Replay a recorded log (``bytes``, or a path; SSE, length-prefixed protobuf or JSON Lines, gzip or
     not; ``format="auto"`` detects it) inside Rust with the GIL released, through the one log
     reader (``agui_core::log``): decode, the boundary and schema stage, expand chunks,
-    optionally verify, apply (options as for :func:`replay`). A log of
-    1 MB or more is read and parsed on a second Rust thread ahead of the reducer when the
-    machine has two cores (the same result). Returns the final :class:`Replay`; an
+    optionally verify, apply (options as for :func:`replay`). A file is read in chunks, in
+    constant memory (state and messages aside). Returns the final :class:`Replay`; an
     unreadable frame raises :class:`~agui_fast.errors.InvalidJsonError` (``frame_index``)."""
     max_depth = _depth(max_depth)
     if isinstance(source, (bytes, bytearray, memoryview)):
@@ -584,7 +583,6 @@ def replay_log(
         )
         return _replay(parts, raw)
     if isinstance(source, (str, os.PathLike)):
-        # threads=0: a big log reads on a second core ahead of the reducer
         parts_list = _native.replay_log_files(
             [source], format=format, verify=verify, schema=schema, max_protocol_version=max_protocol_version,
             protocol_version=protocol_version, threads=0, max_depth=max_depth, max_patch_bytes=max_patch_bytes,
@@ -608,8 +606,8 @@ def replay_logs(
     max_patch_bytes: int = DEFAULT_MAX_PATCH_BYTES,
 ) -> List[Replay]:
     """:func:`replay_log` of several log files on Rust threads (``threads``: at most that
-    many at once; default the machine's cores; a log gets two only when the threads
-    outnumber the logs twice). Results are in input order; the first log
+    many at once, a log a thread; default the machine's cores). Results are in input
+    order; the first log
     (in input order) that fails raises, with ``path`` and ``replay`` on the exception."""
     paths = list(paths)
     if threads is not None and threads < 1:

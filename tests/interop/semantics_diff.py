@@ -12,6 +12,7 @@ reference's expanded events, ``compact_events`` on the events, the compatibility
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 from typing import Any, Dict, List
@@ -269,14 +270,14 @@ def boundary(case: Dict[str, Any], ref: Dict[str, Any]) -> List[str]:
 
 def _replays(case: Dict[str, Any]):
     """The whole pipeline by each of our routes: ``replay`` of the events, and the log route
-    (``replay_log``'s native call on the SSE text, with the initial messages and state) on
-    one thread and pipelined on two (the private ``pipeline_min`` knob)."""
+    (``replay_log``'s native call on the SSE text, with the initial messages and state),
+    the text held in memory and gzipped (read in chunks)."""
     yield "replay", lambda: stream.replay(_text(case["events"]), messages=case["messages"], state=_state(case),
                                           verify=True, raw=True)
     sse = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in case["events"])
-    for name, pipeline_min in (("replay_log", 1 << 40), ("replay_log pipelined", 0)):
-        yield name, lambda m=pipeline_min: stream._replay(
-            _native.replay_log(sse, case["messages"], _state(case), verify=True, pipeline_min=m, typed=False), True)
+    for name, log in (("replay_log", sse), ("replay_log gzip", gzip.compress(sse, 1))):
+        yield name, lambda log=log: stream._replay(
+            _native.replay_log(log, case["messages"], _state(case), verify=True, typed=False), True)
 
 
 def pipeline(case: Dict[str, Any], ref: Dict[str, Any]) -> List[str]:

@@ -300,10 +300,21 @@ impl<'r> LogReader<'r> {
 
     /// Hand out every event to `sink`, in order. Stops at the first error (of the log or
     /// of `sink`): the events before it have been handed out.
-    pub fn for_each<E, F>(mut self, limits: &Limits, mut sink: F) -> Result<Summary, E>
+    pub fn for_each<E, F>(self, limits: &Limits, sink: F) -> Result<Summary, E>
     where
         E: From<LogError>,
         F: FnMut(Event<'_>) -> Result<(), E>,
+    {
+        self.for_each_ahead(limits, &mut Each(sink))
+    }
+
+    /// [`LogReader::for_each`] with a reader ahead of the SSE framer's line search
+    /// ([`ReadAhead`]), made for each chunk read ([`ChunkAhead::rows`]): it may read the
+    /// chunk's frames where they lie. The same events, summary and errors.
+    pub fn for_each_ahead<E, A>(mut self, limits: &Limits, rows: &mut A) -> Result<Summary, E>
+    where
+        E: From<LogError>,
+        A: ChunkAhead<E>,
     {
         let Some(format) = self.checked_format()? else {
             return Ok(Summary::default());
@@ -313,7 +324,8 @@ impl<'r> LogReader<'r> {
         let mut events = 0u64;
         loop {
             let n = self.read(&mut buf).map_err(|e| self.io_error(e))?;
-            framer.feed((n > 0).then_some(&buf[..n]), &mut events, &mut sink)?;
+            let chunk = &buf[..n];
+            framer.feed_ahead((n > 0).then_some(chunk), &mut events, &mut rows.rows(chunk))?;
             if n == 0 {
                 break;
             }
@@ -352,18 +364,9 @@ impl Framer {
         }
     }
 
-    /// Feed a chunk (`None`: the end of the log). The first error of `sink` stops the
-    /// log: the frames after it (in the same chunk) are dropped.
-    fn feed<E, F>(&mut self, chunk: Option<&[u8]>, events: &mut u64, sink: &mut F) -> Result<(), E>
-    where
-        E: From<LogError>,
-        F: FnMut(Event<'_>) -> Result<(), E>,
-    {
-        self.feed_ahead(chunk, events, &mut LineSearch(sink))
-    }
-
-    /// [`Framer::feed`] with the SSE framer's reader ahead ([`SseParser::feed_ahead`]):
-    /// `rows` gets the events ([`ReadAhead`]).
+    /// Feed a chunk (`None`: the end of the log), the SSE framer's reader ahead
+    /// ([`SseParser::feed_ahead`]): `rows` gets the events ([`ReadAhead`]). The first
+    /// error stops the log: the frames after it (in the same chunk) are dropped.
     fn feed_ahead<E, R>(&mut self, chunk: Option<&[u8]>, events: &mut u64, rows: &mut R) -> Result<(), E>
     where
         E: From<LogError>,
@@ -439,6 +442,32 @@ pub trait ReadAhead<E> {
     fn nested(&mut self, index: u64, offset: u64, nested: &proto::Nested<'_>) -> Option<Result<(), E>> {
         let _ = (index, offset, nested);
         None
+    }
+}
+
+/// A [`ReadAhead`] for each chunk of a log read in chunks ([`LogReader::for_each_ahead`]):
+/// what lasts from chunk to chunk is kept by the implementor, the view of one chunk's
+/// bytes by its `Rows`.
+pub trait ChunkAhead<E> {
+    type Rows<'c>: ReadAhead<E>
+    where
+        Self: 'c;
+    /// The reader of `chunk`'s frames (those that end in it; a frame cut by the chunk's
+    /// end comes whole to the next chunk's reader, as an [`ReadAhead::event`]).
+    fn rows<'c>(&'c mut self, chunk: &'c [u8]) -> Self::Rows<'c>;
+}
+
+/// No reader ahead, whatever the chunk: every event to the closure.
+struct Each<F>(F);
+
+impl<E, F: FnMut(Event<'_>) -> Result<(), E>> ChunkAhead<E> for Each<F> {
+    type Rows<'c>
+        = LineSearch<&'c mut F>
+    where
+        Self: 'c;
+    #[inline(always)]
+    fn rows<'c>(&'c mut self, _: &'c [u8]) -> LineSearch<&'c mut F> {
+        LineSearch(&mut self.0)
     }
 }
 

@@ -2,8 +2,7 @@
 //! single events: a hand-over costs about a microsecond) to a consumer on the calling
 //! thread, in order, through a bounded channel. The one thread plumbing behind every
 //! pipelined whole-input call: the binding's `decode_sse` / `decode_protobuf` (framing
-//! ahead of Python decoding) and [`crate::stream::replay_log_pipelined`] (framing and
-//! parsing ahead of the reducer).
+//! ahead of Python decoding).
 
 use std::sync::mpsc::{Receiver, RecvError};
 

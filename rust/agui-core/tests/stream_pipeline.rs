@@ -1,10 +1,13 @@
-//! `replay_log_pipelined` (framing and parsing on a second thread) has exactly the outcome
-//! of `replay_log` (one thread): the same messages, state, interrupts, warnings, events
-//! consumed and error (stage, rule, index, type, ids, message), on every client vector
-//! and on generated logs in both formats with errors at the start, in the middle, at the
-//! end and around the batch boundaries.
+//! Every way a log is replayed has exactly the outcome of the plain one (each event's text,
+//! as the framer's line search frames it, pushed to a `Replayer`): a log held in memory and
+//! read ahead of the line search (`replay_log_bytes`), a log read from a reader chunk by
+//! chunk and read ahead within each chunk (`replay_log`, with chunks cut anywhere). The
+//! same messages, state, interrupts, warnings, events consumed and error (stage, rule,
+//! index, type, ids, message), on every client vector and on generated logs in both
+//! formats with errors at the start, in the middle, at the end and anywhere between.
 
-use agui_core::stream::{parse_json, replay_log, replay_log_bytes, replay_log_pipelined, Replay, ReplayOptions};
+use agui_core::log::{Limits, LogError, LogReader};
+use agui_core::stream::{parse_json, replay_log, replay_log_bytes, Replay, ReplayOptions, Replayer, Stage, StreamError};
 use serde_json::{json, Value};
 use std::io::Read;
 use std::path::PathBuf;
@@ -58,20 +61,75 @@ fn outcome(r: &Replay) -> String {
     out
 }
 
-/// Both paths on `log`; the outcome, for the caller's checks.
+/// The plain replay of a log: each event the log reader frames (no reader ahead) pushed
+/// to a `Replayer` as its text; a log that stops reading stops the replay there.
+fn line_search(log: &[u8], messages: Vec<Value>, state: Value, options: ReplayOptions) -> Replay {
+    enum Stop {
+        Log(LogError),
+        Stream(StreamError),
+    }
+    impl From<LogError> for Stop {
+        fn from(e: LogError) -> Self {
+            Stop::Log(e)
+        }
+    }
+    let mut r = Replayer::new(messages, state, options);
+    let mut read = 0usize;
+    let outcome = LogReader::open(log, None).map_err(Stop::Log).and_then(|l| {
+        l.for_each(&Limits::default(), |ev| {
+            read += 1;
+            r.push_json(ev.json).map(|_| ()).map_err(Stop::Stream)
+        })
+    });
+    match outcome {
+        Ok(_) => r.finish(None),
+        Err(Stop::Stream(e)) => r.finish(Some(e)),
+        Err(Stop::Log(e)) => {
+            let error = StreamError { stage: Stage::Decode, rule: None, index: read, event_type: String::new(), ids: Vec::new(), message: e.to_string(), field: None };
+            Replay { log_error: Some(agui_core::stream::LogStop::Read(e)), ..r.finish(Some(error)) }
+        }
+    }
+}
+
+/// A reader handing out `log` in pieces of the given sizes, in turn.
+struct Pieces<'a> {
+    log: &'a [u8],
+    sizes: &'a [usize],
+    next: usize,
+}
+
+impl std::io::Read for Pieces<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.sizes[self.next % self.sizes.len()].min(buf.len()).min(self.log.len());
+        self.next += 1;
+        buf[..n].copy_from_slice(&self.log[..n]);
+        self.log = &self.log[n..];
+        Ok(n)
+    }
+}
+
+/// Every path on `log` against the plain replay; the outcome, for the caller's checks.
 fn same(log: &[u8], messages: Vec<Value>, state: Value, options: ReplayOptions, what: &str) -> Replay {
-    let one = replay_log(log, None, messages.clone(), state.clone(), options);
+    let plain = line_search(log, messages.clone(), state.clone(), options);
+    let check = |r: &Replay, how: &str| {
+        assert_eq!(outcome(&plain), outcome(r), "{what} ({how})");
+        assert_eq!(format!("{:?}", plain.log_error), format!("{:?}", r.log_error), "{what} ({how})");
+    };
     // (a log in memory, framed where it lies)
-    let held = replay_log_bytes(log, 1, u64::MAX, None, messages.clone(), state.clone(), options);
-    assert_eq!(outcome(&one), outcome(&held), "{what} (held in memory)");
-    assert_eq!(format!("{:?}", one.log_error), format!("{:?}", held.log_error), "{what} (held in memory)");
-    let two = replay_log_pipelined(log, None, messages, state, options);
-    assert_eq!(outcome(&one), outcome(&two), "{what}");
-    one
+    check(&replay_log_bytes(log, None, messages.clone(), state.clone(), options), "held in memory");
+    // (read in chunks: whole ones, and cut anywhere, inside frames, escapes and characters)
+    check(&replay_log(log, None, messages.clone(), state.clone(), options), "read");
+    // (a long log in a few larger pieces: its frames and their reads are the short logs')
+    let cuts: &[&[usize]] = if log.len() <= 1 << 16 { &[&[1], &[7, 1, 30, 2, 113], &[300, 4096, 65, 1500]] } else { &[&[4093, 65, 1500, 70_001]] };
+    for &sizes in cuts {
+        let pieces = Pieces { log, sizes, next: 0 };
+        check(&replay_log(pieces, None, messages.clone(), state.clone(), options), &format!("read in pieces of {sizes:?}"));
+    }
+    plain
 }
 
 #[test]
-fn every_client_vector_replays_the_same_pipelined() {
+fn every_client_vector_replays_the_same_every_way() {
     let mut n = 0;
     for (file, key) in [("chunks.jsonl", "input"), ("verify.jsonl", "input"), ("legacy.jsonl", "input"), ("apply.jsonl.gz", "events")] {
         for case in load(file) {
@@ -175,19 +233,14 @@ fn spoil(events: &[Value], at: usize, how: usize) -> (Vec<u8>, Option<Vec<u8>>) 
 }
 
 #[test]
-fn generated_logs_with_errors_anywhere_replay_the_same_pipelined() {
-    // Past the last boundary below (7,936) into a sixth, partial batch: every spot is there.
+fn generated_logs_with_errors_anywhere_replay_the_same_every_way() {
+    // (several of the reader's 256 KiB chunks)
     let events = generated(8_200);
     let clean = same(&sse(&events), Vec::new(), json!({}), ReplayOptions::default(), "clean");
     assert!(clean.error.is_none(), "{:?}", clean.error);
     assert!(!clean.warnings.is_empty() && clean.messages.len() > 100);
     same(&protobuf(&events).unwrap(), Vec::new(), json!({}), ReplayOptions::default(), "clean protobuf");
-    // Batches hold 256, 512, 1024, ... events: errors at and around their boundaries.
-    let mut spots = vec![0, 1, 100, 5_000, events.len() - 1, events.len()];
-    for b in [256usize, 768, 1792, 3840, 7936] {
-        spots.extend([b - 1, b, b + 1]);
-    }
-    for at in spots {
+    for at in [0, 1, 100, 2_999, 3_000, 5_000, events.len() - 1, events.len()] {
         for how in 0..4 {
             let (log, pb) = spoil(&events, at, how);
             for verify in [false, true] {
@@ -267,7 +320,7 @@ fn frames_read_ahead_replay_as_the_line_search_frames_them() {
 }
 
 #[test]
-fn truncated_and_gzip_logs_replay_the_same_pipelined() {
+fn truncated_and_gzip_logs_replay_the_same_every_way() {
     use std::io::Write;
     let events = generated(3_000);
     for log in [sse(&events), protobuf(&events).unwrap()] {
@@ -289,9 +342,8 @@ fn truncated_and_gzip_logs_replay_the_same_pipelined() {
 }
 
 #[test]
-fn deep_events_fail_the_same_pipelined() {
-    // The one-thread replay parses on this thread: give it a main thread's stack, as the
-    // reading thread of the pipelined one has.
+fn deep_events_fail_the_same_every_way() {
+    // The replay parses on this thread: give it a main thread's stack.
     std::thread::Builder::new().stack_size(agui_core::pipeline::STACK).spawn(deep).unwrap().join().unwrap();
 }
 

@@ -113,11 +113,6 @@ pub fn chunk_size(ob: &Bound<'_, PyAny>) -> PyResult<usize> {
     Ok(int_in(ob, "chunk_size", 1, MAX_CHUNK_SIZE)? as usize)
 }
 
-/// `pipeline_min=`: bytes, `0..` (past the machine's sizes: never).
-pub fn pipeline_min(ob: &Bound<'_, PyAny>) -> PyResult<u64> {
-    limit_at_least(ob, "pipeline_min", 0)
-}
-
 /// `threads=`: `None` (the default of the call) or `1..=MAX_THREADS`.
 pub fn threads(ob: &Bound<'_, PyAny>) -> PyResult<Option<usize>> {
     if ob.is_none() {

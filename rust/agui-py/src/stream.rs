@@ -940,13 +940,11 @@ impl Written {
 }
 
 /// replay_log(data, messages=None, state=None, *, format="auto", verify=False,
-/// max_depth=512, pipeline_min=PIPELINE_MIN, typed=True): replay a log (SSE or protobuf,
-/// gzip or not) given as bytes, with the GIL released; from `pipeline_min` bytes on two
-/// Rust threads when the machine has two cores (`agui_core::stream::replay_log_pipelined`,
-/// the same outcome). `typed`: the messages as Structs when they can be built so (else,
-/// and with `typed=False`, as plain values).
+/// max_depth=512, typed=True): replay a log (SSE, protobuf or JSON Lines, gzip or not)
+/// given as bytes, with the GIL released. `typed`: the messages as Structs when they can
+/// be built so (else, and with `typed=False`, as plain values).
 #[pyfunction]
-#[pyo3(signature = (data, messages=None, state=None, *, format="auto", verify=false, schema=true, max_protocol_version=None, protocol_version=None, max_depth=DEFAULT_MAX_DEPTH, max_patch_bytes=None, pipeline_min=core::PIPELINE_MIN, typed=true))]
+#[pyo3(signature = (data, messages=None, state=None, *, format="auto", verify=false, schema=true, max_protocol_version=None, protocol_version=None, max_depth=DEFAULT_MAX_DEPTH, max_patch_bytes=None, typed=true))]
 #[allow(clippy::too_many_arguments)]
 fn replay_log<'py>(
     py: Python<'py>,
@@ -960,7 +958,6 @@ fn replay_log<'py>(
     protocol_version: Option<&str>,
     #[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize,
     max_patch_bytes: Option<&Bound<'py, PyAny>>,
-    #[pyo3(from_py_with = crate::args::pipeline_min)] pipeline_min: u64,
     typed: bool,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let format = crate::arrow::format_arg(format)?;
@@ -971,19 +968,17 @@ fn replay_log<'py>(
         let (messages, state) = initial(py, messages, state, max_depth)?;
         let log = data.as_bytes();
         let options = ReplayOptions { verify, schema, era, protocol_version, max_depth, max_patch_bytes, ..ReplayOptions::default() };
-        let mut w = py.detach(|| Written::of(core::replay_log_bytes(log, 0, pipeline_min, format, messages, Tree::from(state), options)));
+        let mut w = py.detach(|| Written::of(core::replay_log_bytes(log, format, messages, Tree::from(state), options)));
         w.source = Some("<bytes>".to_string()); // (as the log readers name bytes)
         w.tuple(py, true, typed)
     })
 }
 
-/// replay_log_files(paths, *, format="auto", verify=False, threads=0, max_depth=512,
-/// pipeline_min=PIPELINE_MIN): read and replay log files on Rust threads (0: the
-/// machine's parallelism) in constant memory each, GIL released; one tuple per path. A
-/// log of at least `pipeline_min` bytes is read on a thread of its own when the threads
-/// outnumber the logs twice.
+/// replay_log_files(paths, *, format="auto", verify=False, threads=0, max_depth=512):
+/// read and replay log files on Rust threads (0: the machine's parallelism; a log a
+/// thread) in constant memory each, GIL released; one tuple per path.
 #[pyfunction]
-#[pyo3(signature = (paths, *, format="auto", verify=false, schema=true, max_protocol_version=None, protocol_version=None, threads=0, max_depth=DEFAULT_MAX_DEPTH, max_patch_bytes=None, pipeline_min=core::PIPELINE_MIN, typed=true))]
+#[pyo3(signature = (paths, *, format="auto", verify=false, schema=true, max_protocol_version=None, protocol_version=None, threads=0, max_depth=DEFAULT_MAX_DEPTH, max_patch_bytes=None, typed=true))]
 #[allow(clippy::too_many_arguments)]
 fn replay_log_files<'py>(
     py: Python<'py>,
@@ -996,7 +991,6 @@ fn replay_log_files<'py>(
     #[pyo3(from_py_with = crate::args::threads_or_zero)] threads: usize,
     #[pyo3(from_py_with = crate::args::max_depth)] max_depth: usize,
     max_patch_bytes: Option<&Bound<'py, PyAny>>,
-    #[pyo3(from_py_with = crate::args::pipeline_min)] pipeline_min: u64,
     typed: bool,
 ) -> PyResult<Bound<'py, PyList>> {
     let format = crate::arrow::format_arg(format)?;
@@ -1012,7 +1006,7 @@ fn replay_log_files<'py>(
         ..ReplayOptions::default()
     };
     let max_depth = options.max_depth;
-    let mut replays = py.detach(|| core::replay_log_files(&paths, format, options, threads, pipeline_min, Written::of));
+    let mut replays = py.detach(|| core::replay_log_files(&paths, format, options, threads, Written::of));
     for (w, p) in replays.iter_mut().zip(&paths) {
         w.source = Some(p.display().to_string());
     }

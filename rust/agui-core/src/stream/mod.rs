@@ -49,8 +49,8 @@ pub use chunks::{expand_chunks, ChunkExpander};
 pub use compact::{compact_events, compact_events_limited, compact_events_within};
 pub use event::{parse_event, parse_event_limited, EventType};
 pub use replay::{
-    empty_state, pipelines, replay, replay_log, replay_log_files, replay_log_bytes, replay_log_pipelined, replay_log_sized, replay_sse, replay_sse_many, LogStop, Replay,
-    ReplayOptions, Replayer, RunOutcome, PIPELINE_MIN,
+    empty_state, replay, replay_log, replay_log_files, replay_log_bytes, replay_sse, replay_sse_many, LogStop, Replay,
+    ReplayOptions, Replayer, RunOutcome,
 };
 pub use schema::{check_event, check_run_input, Checked};
 pub use verify::{verify_events, EventVerifier};

@@ -374,8 +374,8 @@ impl<S: State> Replayer<S> {
 
     /// Push an event read by a [`Reader`] of the same options from `payload` (which the
     /// general path parses again when the read form does not fit the current state; a
-    /// plain delta's object is rebuilt from what was read, so a pipelined replay need
-    /// not keep its text). `known`: what is known of the payload's text.
+    /// plain delta's object is rebuilt from what was read). `known`: what is known of the
+    /// payload's text.
     fn push_read(&mut self, read: Read<'_>, payload: &[u8], known: Option<Known<'_>>) -> Result<Change, StreamError> {
         match read {
             // The boundary never changes a plain STATE_DELTA and the expander would only
@@ -621,8 +621,7 @@ impl<S: State> Replayer<S> {
 }
 
 /// An event's JSON text read into what the reducer takes: the reading half of
-/// [`Replayer::push_json`], which [`replay_log_pipelined`] runs on the framing thread.
-/// What it reads does not depend on the replay's state; the replayer falls back to the
+/// [`Replayer::push_json`]. What it reads does not depend on the replay's state; the replayer falls back to the
 /// general path (parsing the text again) when the state needs it.
 struct Reader {
     verify: bool,
@@ -643,9 +642,7 @@ enum Read<'a> {
     /// A plain hot delta event (see [`Replayer::push_plain`]).
     Delta(Delta<'a>),
     /// Any other event, not read: the replayer reads it in its plain form when its stages
-    /// take it so ([`Replayer::push_plain_event`]), or parses it (on the reducer's side in
-    /// a pipelined replay too: its reading thread has more to do than the reducer's, and
-    /// the rare general events are a tenth of its work on a token stream).
+    /// take it so ([`Replayer::push_plain_event`]), or parses it.
     Later,
 }
 
@@ -775,48 +772,56 @@ pub fn replay_log<R: std::io::Read + Send, S: State>(
 ) -> Replay<S> {
     let mut r = Replayer::new(messages, state, options);
     let mut read = 0usize;
-    let outcome = crate::log::LogReader::open(reader, format).map_err(Stop::Log).and_then(|log| {
-        log.for_each(&crate::log::Limits::default(), |ev| {
-            read += 1;
-            r.push_json(ev.json).map(|_| ()).map_err(Stop::Stream)
-        })
-    });
+    let outcome = crate::log::LogReader::open(reader, format)
+        .map_err(Stop::Log)
+        .and_then(|log| log.for_each_ahead(&crate::log::Limits::default(), &mut Chunks { r: &mut r, read: &mut read }));
     r.finish_log(outcome.err(), read)
 }
 
-/// [`replay_log_sized`] of a log held in memory: on one thread a plain log is framed where
-/// it lies (`log::for_each_in_bytes`), not copied through a reader. The same outcome.
+/// A replay read chunk by chunk ([`replay_log`]): each chunk's frames are read ahead
+/// where they lie, as a log held in memory is ([`ReadsAhead`]).
+struct Chunks<'a, S: State> {
+    r: &'a mut Replayer<S>,
+    read: &'a mut usize,
+}
+
+impl<S: State> crate::log::ChunkAhead<Stop> for Chunks<'_, S> {
+    type Rows<'c>
+        = ReadsAhead<'c, S>
+    where
+        Self: 'c;
+    #[inline(always)]
+    fn rows<'c>(&'c mut self, chunk: &'c [u8]) -> ReadsAhead<'c, S> {
+        ReadsAhead::new(self.r, self.read, chunk)
+    }
+}
+
+/// [`replay_log`] of a log held in memory: a plain log is framed and read where it lies
+/// (`log::for_each_in_bytes_ahead`), not copied through a reader's chunks; a gzip one is
+/// read as [`replay_log`] reads it. The same outcome.
 pub fn replay_log_bytes<S: State>(
     data: &[u8],
-    threads: usize,
-    pipeline_min: u64,
     format: Option<crate::log::Format>,
     messages: Vec<Value>,
     state: S,
     options: ReplayOptions,
 ) -> Replay<S> {
-    if pipelines(data.len() as u64, threads, pipeline_min) {
-        return replay_log_pipelined(data, format, messages, state, options);
+    if crate::log::is_gzip(data) {
+        return replay_log(data, format, messages, state, options);
     }
-    // The log checked once (SIMD, a fraction of an instruction a byte) to be UTF-8 and
-    // for characters of the kept range: its events' readers then take their text as it
-    // is, without checks of their own.
-    let text = simdutf8::basic::from_utf8(data).ok();
-    // (a log of many escapes is checked event by event: a backslash in 256 bytes at most)
-    let no_kept_range = text.is_some() && !super::js::may_hold_kept_range_within(data, data.len() / 256);
-    let mut ahead = ReadsAhead { r: Replayer::new(messages, state, options), read: 0, escaped: false, declined: 0, data, text, no_kept_range, appended: None };
-    let outcome = crate::log::for_each_in_bytes_ahead(data, format, &crate::log::Limits::default(), &mut ahead);
-    ahead.undo();
-    let ReadsAhead { r, read, .. } = ahead;
+    let mut r = Replayer::new(messages, state, options);
+    let mut read = 0usize;
+    let outcome = crate::log::for_each_in_bytes_ahead(data, format, &crate::log::Limits::default(), &mut ReadsAhead::new(&mut r, &mut read, data));
     r.finish_log(outcome.err(), read)
 }
 
 /// A replay of an SSE log ahead of its framer's line search: a frame in the form of the
 /// last plain delta (most frames of a token stream) is measured by the delta's reader,
 /// which then reads it without a second scan; every other frame is read as usual.
-struct ReadsAhead<'d, S> {
-    r: Replayer<S>,
-    read: usize,
+struct ReadsAhead<'d, S: State> {
+    r: &'d mut Replayer<S>,
+    /// The events read, counted across chunks.
+    read: &'d mut usize,
     /// Whether the delta `end` last measured holds escapes.
     escaped: bool,
     /// The address of the last payload `end` found in no form of a delta (its reader then
@@ -833,6 +838,17 @@ struct ReadsAhead<'d, S> {
 }
 
 impl<'d, S: State> ReadsAhead<'d, S> {
+    /// The reader of the frames in `data` (a whole log, or a chunk of one).
+    fn new(r: &'d mut Replayer<S>, read: &'d mut usize, data: &'d [u8]) -> Self {
+        // The bytes checked once (SIMD, a fraction of an instruction a byte) to be UTF-8
+        // and for characters of the kept range: their events' readers then take their
+        // text as it is, without checks of their own.
+        let text = utf8_whole_chars(data);
+        // (a log of many escapes is checked event by event: a backslash in 256 bytes at most)
+        let no_kept_range = text.is_some() && !super::js::may_hold_kept_range_within(data, data.len() / 256);
+        ReadsAhead { r, read, escaped: false, declined: 0, data, text, no_kept_range, appended: None }
+    }
+
     /// What is known of `payload` when it is a slice of the log and the log is all UTF-8.
     #[inline(always)]
     fn known(&self, payload: &[u8]) -> Option<Known<'d>> {
@@ -847,6 +863,24 @@ impl<'d, S: State> ReadsAhead<'d, S> {
         if let Some(len) = self.appended.take() {
             self.r.applier.cut_held(len);
         }
+    }
+}
+
+/// A delta appended ahead that no frame took is cut back when the reader is done (at the
+/// end of its chunk: the frame comes whole to the next chunk's reader).
+impl<S: State> Drop for ReadsAhead<'_, S> {
+    fn drop(&mut self) {
+        self.undo();
+    }
+}
+
+/// `data` as text when it is UTF-8, less a character cut at its end (a chunk of a log
+/// may end inside one; that frame is read again whole from the next chunk).
+fn utf8_whole_chars(data: &[u8]) -> Option<&str> {
+    match simdutf8::compat::from_utf8(data) {
+        Ok(text) => Some(text),
+        Err(e) if e.error_len().is_none() => std::str::from_utf8(&data[..e.valid_up_to()]).ok(),
+        Err(_) => None,
     }
 }
 
@@ -880,7 +914,7 @@ impl<S: State> crate::log::ReadAhead<Stop> for ReadsAhead<'_, S> {
     }
     #[inline(always)]
     fn taken(&mut self, ev: crate::log::Event<'_>) -> Result<(), Stop> {
-        self.read += 1;
+        *self.read += 1;
         if self.appended.take().is_some() {
             self.r.applier.took_held();
             self.r.index += 1;
@@ -901,7 +935,7 @@ impl<S: State> crate::log::ReadAhead<Stop> for ReadsAhead<'_, S> {
     #[inline(always)]
     fn event(&mut self, ev: crate::log::Event<'_>) -> Result<(), Stop> {
         self.undo();
-        self.read += 1;
+        *self.read += 1;
         let known = self.known(ev.json);
         // (a payload `end` found in no form is not looked at again)
         let formed = ev.json.as_ptr() as usize != std::mem::take(&mut self.declined);
@@ -910,106 +944,10 @@ impl<S: State> crate::log::ReadAhead<Stop> for ReadsAhead<'_, S> {
     }
 }
 
-/// [`replay_log`] on two threads: a scoped thread reads, frames and parses the log
-/// ([`Reader`]) in batches, ahead of the reducer on this thread (`crate::pipeline`).
-/// The outcome is [`replay_log`]'s: the same messages, state, warnings and error (at the
-/// same event), the events before an error applied. Worth it from about
-/// [`PIPELINE_MIN`] bytes of log, with a second core free.
-pub fn replay_log_pipelined<R: std::io::Read + Send, S: State>(
-    reader: R,
-    format: Option<crate::log::Format>,
-    messages: Vec<Value>,
-    state: S,
-    options: ReplayOptions,
-) -> Replay<S> {
-    let mut r = Replayer::new(messages, state, options);
-    let mut read = 0usize;
-    // Emptied batches go back to the reading thread (their buffers keep their capacity).
-    let (recycle, recycled) = std::sync::mpsc::channel::<Batch>();
-    let produce = move |send: &mut dyn FnMut(Batch) -> bool| {
-        let mut reader_half = Reader::new(options);
-        let mut batch = Batch::default();
-        let mut size = FIRST_BATCH;
-        let outcome = crate::log::LogReader::open(reader, format).map_err(Ahead::Log).and_then(|log| {
-            log.for_each(&crate::log::Limits::default(), |ev| {
-                batch.hold(reader_half.read(ev.json, None, true), ev.json);
-                if batch.items.len() >= size || batch.raw.len() >= MAX_BATCH_BYTES {
-                    let next = recycled.try_recv().unwrap_or_default();
-                    if !send(std::mem::replace(&mut batch, next)) {
-                        return Err(Ahead::Gone);
-                    }
-                    size = (size * 2).min(MAX_BATCH);
-                }
-                Ok(())
-            })
-        });
-        match outcome {
-            Err(Ahead::Gone) => {}
-            Err(Ahead::Log(e)) => {
-                batch.end = Some(e);
-                send(batch);
-            }
-            Ok(_) => {
-                send(batch);
-            }
-        }
-    };
-    let consume = |mut batch: Batch| -> Result<(), Stop> {
-        for held in batch.items.drain(..) {
-            read += 1;
-            let pushed = match held {
-                Held::StateOps(ops, raw) => r.push_read(Read::StateOps(ops), &batch.raw[raw], None),
-                Held::Delta { kind, id, delta } => {
-                    let id = id.map(|i| std::borrow::Cow::Borrowed(&batch.text[i]));
-                    let delta = std::borrow::Cow::Borrowed(&batch.text[delta]);
-                    r.push_read(Read::Delta(Delta { kind, id, delta }), &[], None)
-                }
-                Held::Later(raw) => r.push_read(Read::Later, &batch.raw[raw], None),
-            };
-            pushed.map_err(Stop::Stream)?;
-        }
-        if let Some(end) = batch.end.take() {
-            return Err(Stop::Log(end));
-        }
-        batch.raw.clear();
-        batch.text.clear();
-        let _ = recycle.send(batch); // the reading thread may be done: fine
-        Ok(())
-    };
-    let outcome = crate::pipeline::run(produce, consume);
-    r.finish_log(outcome.err(), read)
-}
-
-/// Logs at least this long (bytes as stored) are replayed on two threads when a second
-/// core is free ([`replay_log_pipelined`]): below it the thread start, the first batch's
-/// wait and the hand-overs cost more than the overlap saves. The same as `decode_sse`'s
-/// threshold: the pipelined replay of a log's first 512 KB measured 0.74-0.97x the
-/// one-thread one by min, of its first 1 MB 0.76-1.14x.
-pub const PIPELINE_MIN: u64 = 1 << 20;
-
-/// Events in the first batch of a pipelined replay (small: the reducer starts early),
-/// doubling per batch up to [`MAX_BATCH`] events or [`MAX_BATCH_BYTES`] of JSON text.
-const FIRST_BATCH: usize = 256;
-const MAX_BATCH: usize = 4096;
-const MAX_BATCH_BYTES: usize = 1 << 20;
-
 /// Why a log replay stopped.
 enum Stop {
     Log(crate::log::LogError),
     Stream(StreamError),
-}
-
-/// Why the reading thread of a pipelined replay stopped early.
-enum Ahead {
-    Log(crate::log::LogError),
-    /// The reducer stopped first (at its own error).
-    Gone,
-}
-
-impl From<crate::log::LogError> for Ahead {
-    fn from(e: crate::log::LogError) -> Self {
-        Ahead::Log(e)
-    }
 }
 
 impl From<crate::log::LogError> for Stop {
@@ -1028,121 +966,30 @@ impl Stop {
     }
 }
 
-/// Events read on the framing thread, on their way to the reducer: what a [`Read`]
-/// borrowed from the frame is kept in the batch's own buffers.
-#[derive(Default)]
-struct Batch {
-    items: Vec<Held>,
-    /// The payloads the reducer parses (general events), or may parse again (plain
-    /// state deltas).
-    raw: Vec<u8>,
-    /// The ids and deltas of plain delta events.
-    text: String,
-    /// Where the log stopped after these events (the last batch).
-    end: Option<crate::log::LogError>,
-}
-
-type Span = std::ops::Range<usize>;
-
-/// A [`Read`] held in a [`Batch`].
-enum Held {
-    StateOps(Vec<crate::patch::Operation>, Span),
-    Delta { kind: EventType, id: Option<Span>, delta: Span },
-    Later(Span),
-}
-
-impl Batch {
-    fn hold(&mut self, read: Read<'_>, payload: &[u8]) {
-        let mut raw = || {
-            let start = self.raw.len();
-            self.raw.extend_from_slice(payload);
-            start..self.raw.len()
-        };
-        let held = match read {
-            Read::StateOps(ops) => Held::StateOps(ops, raw()),
-            Read::Delta(d) => {
-                let mut text = |s: &str| {
-                    let start = self.text.len();
-                    self.text.push_str(s);
-                    start..self.text.len()
-                };
-                let id = d.id.as_deref().map(&mut text);
-                Held::Delta { kind: d.kind, id, delta: text(&d.delta) }
-            }
-            Read::Later => Held::Later(raw()),
-        };
-        self.items.push(held);
-    }
-}
-
 /// [`replay_log`] of several log files (`format: None` detects each), each from no messages
-/// and an empty state, on scoped threads as [`replay_sse_many`]. Results are in input order.
-/// A log is pipelined ([`replay_log_pipelined`]) only when the threads outnumber the logs
-/// at least twice (never more threads than `threads`) and its file holds at least
-/// `pipeline_min` bytes ([`PIPELINE_MIN`] normally). `finish` turns each log's replay into
-/// the result on the thread that replayed it (writing out the final values and freeing them
-/// is part of a log's work, not a serial tail after all of them).
+/// and an empty state, on scoped threads as [`replay_sse_many`]: a log a thread. Results
+/// are in input order. `finish` turns each log's replay into the result on the thread that
+/// replayed it (writing out the final values and freeing them is part of a log's work, not
+/// a serial tail after all of them).
 pub fn replay_log_files<S: State + From<Value>, U: Send>(
     paths: &[std::path::PathBuf],
     format: Option<crate::log::Format>,
     options: ReplayOptions,
     threads: usize,
-    pipeline_min: u64,
     finish: impl Fn(Replay<S>) -> U + Sync,
 ) -> Vec<U> {
-    let threads = resolve_threads(threads);
-    let per_log = threads_per_log(threads, paths.len());
-    parallel_map(paths, threads, |path| finish(replay_log_file(path, format, options, per_log, pipeline_min)))
+    parallel_map(paths, threads, |path| finish(replay_log_file(path, format, options)))
 }
 
-/// The threads each of `logs` logs may use out of `threads` (resolved, ≥ 1): at least 1,
-/// never 0, which would mean the machine's parallelism (with fewer threads than logs, a
-/// log was pipelined on two threads while `threads=1` had asked for one).
-fn threads_per_log(threads: usize, logs: usize) -> usize {
-    (threads / logs.max(1)).max(1)
-}
-
-/// One log file of [`replay_log_files`], given `threads` of its own.
-fn replay_log_file<S: State + From<Value>>(path: &std::path::Path, format: Option<crate::log::Format>, options: ReplayOptions, threads: usize, pipeline_min: u64) -> Replay<S> {
-    let opened = std::fs::File::open(path).and_then(|f| Ok((f.metadata()?.len(), f)));
-    match opened {
-        Ok((len, f)) => {
-            let reader = std::io::BufReader::new(f);
-            replay_log_sized(reader, len, threads, pipeline_min, format, Vec::new(), S::from(empty_state()), options)
-        }
+/// One log file of [`replay_log_files`].
+fn replay_log_file<S: State + From<Value>>(path: &std::path::Path, format: Option<crate::log::Format>, options: ReplayOptions) -> Replay<S> {
+    match std::fs::File::open(path) {
+        Ok(f) => replay_log(std::io::BufReader::new(f), format, Vec::new(), S::from(empty_state()), options),
         Err(e) => {
             let error = StreamError::new(super::Stage::Decode, format!("{}: {e}", path.display()));
             Replay { log_error: Some(LogStop::Open(e)), ..Replayer::new(Vec::new(), S::from(empty_state()), options).finish(Some(error)) }
         }
     }
-}
-
-/// A log of `len` bytes replayed by [`replay_log_pipelined`] when [`pipelines`] says so
-/// for `threads` and `pipeline_min`, else by [`replay_log`] ([`replay_log_bytes`] chooses
-/// the same way for a log held in memory).
-#[allow(clippy::too_many_arguments)]
-pub fn replay_log_sized<R: std::io::Read + Send, S: State>(
-    reader: R,
-    len: u64,
-    threads: usize,
-    pipeline_min: u64,
-    format: Option<crate::log::Format>,
-    messages: Vec<Value>,
-    state: S,
-    options: ReplayOptions,
-) -> Replay<S> {
-    if pipelines(len, threads, pipeline_min) {
-        replay_log_pipelined(reader, format, messages, state, options)
-    } else {
-        replay_log(reader, format, messages, state, options)
-    }
-}
-
-/// Whether a log of `len` bytes replays on two threads ([`replay_log_pipelined`]) when
-/// it may use `threads` (0: the machine's parallelism): at least two, and `len` at least
-/// `pipeline_min` ([`PIPELINE_MIN`] normally).
-pub fn pipelines(len: u64, threads: usize, pipeline_min: u64) -> bool {
-    resolve_threads(threads) >= 2 && len >= pipeline_min
 }
 
 /// A thread count, 0 meaning the machine's parallelism.
@@ -1180,20 +1027,4 @@ fn parallel_map<T: Sync, U: Send>(items: &[T], threads: usize, f: impl Fn(&T) ->
 /// An empty object: the default state.
 pub fn empty_state() -> Value {
     Value::Object(Map::new())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn each_log_gets_its_share_of_the_threads_never_the_machine() {
-        // threads=1 over two logs: one thread each, in turn, so no log is pipelined.
-        assert_eq!(threads_per_log(1, 2), 1);
-        assert!(!pipelines(u64::MAX, threads_per_log(1, 2), 0));
-        assert_eq!(threads_per_log(2, 2), 1);
-        assert_eq!(threads_per_log(4, 2), 2);
-        assert!(pipelines(u64::MAX, threads_per_log(4, 2), 0));
-        assert_eq!(threads_per_log(3, 0), 3);
-    }
 }
