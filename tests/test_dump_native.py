@@ -329,16 +329,49 @@ def test_deep_values_up_to_the_limits():
         same(e.model_dump(by_alias=True, exclude_none=True), reference_model_dump(e, by_alias=True, exclude_none=True))
 
 
-def test_cycles_raise_as_before():
-    value: list = []
-    value.append(value)
+class Counted(list):
+    """A list that counts how often the Python loop reads its items."""
+
+    reads = 0
+
+    def __iter__(self) -> Any:
+        Counted.reads += 1
+        return super().__iter__()
+
+
+def test_a_cycle_is_an_error_where_it_repeats():
+    value = Counted()
+    value.append({"again": value})
     e = CustomEvent(name="n", value=value)
-    with pytest.raises(EncodeError, match="nested deeper than 100000 levels"):
-        reference_dump(e)
-    with pytest.raises(EncodeError, match="nested deeper than 100000 levels"):
+    e.loop = [e]  # a Struct in a cycle too
+    dumps = [
+        e.model_dump,
+        lambda: e.model_dump(by_alias=True, exclude_none=True),
+        lambda: e.model_dump(mode="json"),
+        lambda: e.model_dump(mode="json", exclude_none=True),
+        e.model_dump_json,
+        lambda: e.model_dump(include={"value"}),
+        lambda: to_builtins(e),
+        lambda: _dump.to_builtins_loop(e),
+    ]
+    for dump in dumps:
+        Counted.reads = 0
+        with pytest.raises(EncodeError, match="circular reference: a Counted contains itself"):
+            dump()
+        assert Counted.reads <= 2  # (the loop met it twice, not 100,000 levels deep)
+    e.value = None
+    with pytest.raises(EncodeError, match="circular reference: a CustomEvent contains itself"):
         e.model_dump()
-    with pytest.raises(EncodeError, match="nested deeper than 100000 levels"):
-        to_builtins(e)
+
+
+def test_a_value_met_twice_is_no_cycle():
+    shared = {"k": [1, (2,)]}
+    nested: Any = [shared, shared]
+    for _ in range(600):  # past the walk's 512 levels: the Python loop's work
+        nested = [nested, shared]
+    e = CustomEvent(name="n", value=nested)
+    same(e.model_dump(), reference_dump(e, by_alias=False, enums=True))
+    same(_dump.to_builtins_loop(e), reference_dump(e))
 
 
 def test_getter_errors_pass_unchanged():

@@ -2,12 +2,12 @@
 ``agui_fast.encoder``: made natively by the one object walker (``_native.dump_python``);
 the Python loop here is the reference of the rules and takes what the walk leaves to it
 (a dict key that is not an exact ``str``, a msgspec Struct that is not one of ours,
-nesting past the walker's depth limit, a cycle)."""
+nesting past the walker's depth limit, a value that contains itself)."""
 
 from __future__ import annotations
 
 import enum
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Set, Tuple
 
 import msgspec
 
@@ -19,8 +19,8 @@ __all__ = ["to_builtins", "to_builtins_loop", "fields_of"]
 _FIELDS: Dict[type, Tuple[Tuple[str, str, bool], ...]] = {}
 _OMIT: Dict[type, frozenset] = {}
 
-# The deepest nesting ``to_builtins`` walks (a guard against cycles: pydantic's python
-# mode takes values far deeper than any ``max_depth=`` of the encoders).
+# The deepest nesting ``to_builtins`` walks (pydantic's python mode takes values far
+# deeper than any ``max_depth=`` of the encoders).
 MAX_DEPTH = 100_000
 
 
@@ -72,12 +72,18 @@ def to_builtins_loop(obj: Any, *, by_alias: bool = True, enums: bool = False, ex
     kept, as pydantic's python mode keeps them. ``exclude_none``: every None member of a
     Struct left out (a None extra is skipped, so a field of its key stays), as pydantic's.
 
-    A loop, not recursion: values of any depth up to ``MAX_DEPTH`` (deeper, or a cycle:
-    :class:`~agui_fast.errors.EncodeError`), as pydantic's python mode takes them.
+    A loop, not recursion: values of any depth up to ``MAX_DEPTH``, as pydantic's python
+    mode takes them (deeper: :class:`~agui_fast.errors.EncodeError`). A value that
+    contains itself is an ``EncodeError`` when the loop meets it again below itself.
     """
     top: List[Any] = [None]
     # (value, where its copy goes, depth); depth first, as a recursion would walk
     stack: List[Tuple[Any, Any, Any, int]] = [(obj, top, 0, 0)]
+    # The containers being copied, outermost first (held, so that their ids stay theirs),
+    # and their ids: the containers above the value taken from the stack are the first
+    # `depth` of them.
+    path: List[Any] = []
+    above: Set[int] = set()
     while stack:
         value, parent, slot, depth = stack.pop()
         if isinstance(value, msgspec.Struct):
@@ -111,7 +117,13 @@ def to_builtins_loop(obj: Any, *, by_alias: bool = True, enums: bool = False, ex
             parent[slot] = value
             continue
         if depth >= MAX_DEPTH:
-            raise EncodeError(f"nested deeper than {MAX_DEPTH} levels (or cyclic)")
+            raise EncodeError(f"nested deeper than {MAX_DEPTH} levels")
+        while len(path) > depth:
+            above.discard(id(path.pop()))
+        if id(value) in above:
+            raise EncodeError(f"circular reference: a {type(value).__name__} contains itself")
+        path.append(value)
+        above.add(id(value))
         parent[slot] = out
         stack.extend([(v, out, k, depth + 1) for k, v in items][::-1])
     return top[0]
