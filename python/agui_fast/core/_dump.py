@@ -88,7 +88,8 @@ def to_builtins_loop(obj: Any, *, by_alias: bool = True, enums: bool = False, ex
         value, parent, slot, depth = stack.pop()
         if isinstance(value, msgspec.Struct):
             members: Dict[str, Any] = {}
-            extras = value.__dict__
+            # (a msgspec Struct without dict=True has no extras, nor a __dict__)
+            extras = getattr(value, "__dict__", None) or {}
             for attr, wire, omit in fields_of(type(value)):
                 v = getattr(value, attr)
                 key = wire if by_alias or attr == "from_" else attr
