@@ -695,7 +695,7 @@ fn snapshots_read_to_the_events_end_apply_as_event_objects_do() {
             let objects = general(&texts, Tree::object(), options);
             let one = replay_log(&log[..], None, Vec::new(), Tree::object(), options);
             assert_eq!(outcome(&objects), outcome(&one), "{what} (tree)");
-            let held = replay_log_bytes(&log, 1, u64::MAX, None, Vec::new(), Tree::object(), options);
+            let held = replay_log_bytes(&log, None, Vec::new(), Tree::object(), options);
             assert_eq!(outcome(&objects), outcome(&held), "{what} (tree, held in memory)");
         }
     }
