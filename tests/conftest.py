@@ -1,3 +1,4 @@
+import gzip
 import json
 import os
 from pathlib import Path
@@ -79,8 +80,22 @@ def repo_file(*parts):
 
 
 def load_jsonl(relpath):
-    with open(VECTORS / relpath, encoding="utf-8") as f:
+    """The JSON lines of a vector file below tests/vectors (``client/apply.jsonl.gz``:
+    gzip-compressed when its name ends in ``.gz``)."""
+    opener = gzip.open if str(relpath).endswith(".gz") else open
+    with opener(VECTORS / relpath, "rt", encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
+
+
+def sse_frames(texts):
+    """JSON texts (bytes) as an SSE log, one ``data:`` frame each."""
+    return b"".join(b"data: " + t + b"\n\n" for t in texts)
+
+
+def sse_log(events):
+    """Events (JSON values) as an SSE log, one ``data:`` frame each; ``json.dumps``
+    escapes the lone surrogates some vectors hold."""
+    return sse_frames(json.dumps(e).encode() for e in events)
 
 
 def case_input(case):

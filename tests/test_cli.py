@@ -208,6 +208,15 @@ def test_inspect_counts(sse_log, capsys):
     assert "time span" in text and "tool calls" in text
 
 
+def test_inspect_token_totals_past_i64_are_exact(tmp_path, capsys):
+    # each event's count fits its int64 column; their total does not, and is not cut
+    frame = b'data: {"type":"RUN_FINISHED","threadId":"t","runId":"r","usage":[{"inputTokens":9223372036854775807}]}\n\n'
+    path = tmp_path / "big.sse"
+    path.write_bytes(frame * 3)
+    assert main(["inspect", "--json", str(path)]) == 0
+    assert json.loads(capsys.readouterr().out)["usage"] == {"input_tokens": 3 * (2**63 - 1)}
+
+
 def test_validate_exit_status(sse_log, tmp_path, capsys):
     assert main(["validate", "--schema-only", str(sse_log)]) == 0
     assert "ok (200 events)" in capsys.readouterr().out

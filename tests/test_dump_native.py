@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import enum
+import json
 import math
 import random
 import uuid
@@ -39,6 +40,7 @@ from agui_fast.core import (
 )
 from agui_fast.core import _dump
 from agui_fast.core._pydantic import _Drop, _filter
+from agui_fast.decoder import decode_event
 from agui_fast.encoder import to_builtins
 from agui_fast.errors import EncodeError
 
@@ -256,11 +258,19 @@ def test_nested_structs_extras_and_none():
 
 
 def test_extras_named_like_fields_take_their_place():
+    ref = pytest.importorskip("ag_ui.core")
+    extras = {"messageId": "extra", "delta": None, "message_id": None}
     e = TextMessageContentEvent(message_id="m", delta="d")
-    e.__dict__.update({"messageId": "extra", "delta": None, "message_id": None})
+    e.__dict__.update(extras)
+    theirs = ref.TextMessageContentEvent(message_id="m", delta="d")
+    theirs.__pydantic_extra__.update(extras)
     for by_alias in (False, True):
         for exclude_none in (False, True):
-            same(native(e, by_alias=by_alias, exclude_none=exclude_none), reference_model_dump(e, by_alias=by_alias, exclude_none=exclude_none))
+            want = theirs.model_dump(by_alias=by_alias, exclude_none=exclude_none)
+            same(native(e, by_alias=by_alias, exclude_none=exclude_none), want)
+            same(_dump.to_builtins_loop(e, by_alias=by_alias, enums=True, exclude_none=exclude_none), want)
+    # exclude_none skips a None extra: the field of its key stays
+    assert e.model_dump(exclude_none=True)["message_id"] == "m"
 
 
 def test_from_is_keyed_from_without_alias():
@@ -305,8 +315,17 @@ def test_non_str_keys_foreign_structs_and_depth_go_to_the_loop():
         same(_native.dump_python(e, True, True, False, loop), reference_dump(e, by_alias=True, enums=True))
         assert len(calls) == 1
         same(e.model_dump(), reference_dump(e, by_alias=False, enums=True))
-    with pytest.raises(AttributeError):  # the loop's own answer for a Struct without extras
-        CustomEvent(name="n", value=Plain()).model_dump()
+    # A Struct without dict=True (no extras, no __dict__): its fields, as one with extras
+    # (msgspec.to_builtins's data), whichever option set takes the loop or the filter.
+    e = CustomEvent(name="n", value=[Plain(), Plain(a=2)])
+    value = [{"a": 1}, {"a": 2}]
+    same(e.model_dump(), {"type": EventType.CUSTOM, "name": "n", "value": value})
+    same(e.model_dump(by_alias=True, exclude_none=True), {"type": EventType.CUSTOM, "name": "n", "value": value})
+    same(e.model_dump(mode="json"), {"type": "CUSTOM", "name": "n", "value": value})
+    same(e.model_dump(exclude_unset=True), {"name": "n", "value": [{}, {"a": 2}]})
+    same(e.model_dump(include={"value"}), {"value": value})
+    assert e.model_dump_json() == '{"type":"CUSTOM","name":"n","value":[{"a":1},{"a":2}]}'
+    assert msgspec.to_builtins(e.value) == value
 
 
 def test_deep_values_up_to_the_limits():
@@ -319,16 +338,49 @@ def test_deep_values_up_to_the_limits():
         same(e.model_dump(by_alias=True, exclude_none=True), reference_model_dump(e, by_alias=True, exclude_none=True))
 
 
-def test_cycles_raise_as_before():
-    value: list = []
-    value.append(value)
+class Counted(list):
+    """A list that counts how often the Python loop reads its items."""
+
+    reads = 0
+
+    def __iter__(self) -> Any:
+        Counted.reads += 1
+        return super().__iter__()
+
+
+def test_a_cycle_is_an_error_where_it_repeats():
+    value = Counted()
+    value.append({"again": value})
     e = CustomEvent(name="n", value=value)
-    with pytest.raises(EncodeError, match="nested deeper than 100000 levels"):
-        reference_dump(e)
-    with pytest.raises(EncodeError, match="nested deeper than 100000 levels"):
+    e.loop = [e]  # a Struct in a cycle too
+    dumps = [
+        e.model_dump,
+        lambda: e.model_dump(by_alias=True, exclude_none=True),
+        lambda: e.model_dump(mode="json"),
+        lambda: e.model_dump(mode="json", exclude_none=True),
+        e.model_dump_json,
+        lambda: e.model_dump(include={"value"}),
+        lambda: to_builtins(e),
+        lambda: _dump.to_builtins_loop(e),
+    ]
+    for dump in dumps:
+        Counted.reads = 0
+        with pytest.raises(EncodeError, match="circular reference: a Counted contains itself"):
+            dump()
+        assert Counted.reads <= 2  # (the loop met it twice, not 100,000 levels deep)
+    e.value = None
+    with pytest.raises(EncodeError, match="circular reference: a CustomEvent contains itself"):
         e.model_dump()
-    with pytest.raises(EncodeError, match="nested deeper than 100000 levels"):
-        to_builtins(e)
+
+
+def test_a_value_met_twice_is_no_cycle():
+    shared = {"k": [1, (2,)]}
+    nested: Any = [shared, shared]
+    for _ in range(600):  # past the walk's 512 levels: the Python loop's work
+        nested = [nested, shared]
+    e = CustomEvent(name="n", value=nested)
+    same(e.model_dump(), reference_dump(e, by_alias=False, enums=True))
+    same(_dump.to_builtins_loop(e), reference_dump(e))
 
 
 def test_getter_errors_pass_unchanged():
@@ -433,3 +485,81 @@ def test_random_events_match_the_reference(kw):
     for e in EventGen(35, extras=False).events(310):
         theirs = to_ag_ui(e)
         same(e.model_dump(**kw), theirs.model_dump(**kw))
+
+
+# -- extras named like fields, against the reference SDK -----------------------------------------
+
+NAMED_BASES = [
+    {"type": "TEXT_MESSAGE_START", "messageId": "m", "role": "assistant"},
+    {"type": "TEXT_MESSAGE_CHUNK", "messageId": "m", "delta": "d"},
+    {"type": "RUN_STARTED", "threadId": "th", "runId": "r", "parentRunId": "pr"},
+    {"type": "MESSAGES_SNAPSHOT", "messages": [{"id": "a", "role": "assistant", "content": "c", "name": "x"}]},
+]
+# the other spelling of required and optional fields (kept as extras), a plain extra
+NAMED_KEYS = ["message_id", "messageId", "raw_event", "rawEvent", "timestamp", "parent_run_id", "name", "foo"]
+
+
+def named_like_fields() -> List[Dict[str, Any]]:
+    """Events as dicts with members named like fields, holding None or a value: the other
+    spelling of a field beside it (``message_id`` beside ``messageId`` is kept as an extra,
+    by both packages), for the event and for a snapshot's message."""
+    out = []
+    for base in NAMED_BASES:
+        for k1 in NAMED_KEYS:
+            for k2 in (None, *NAMED_KEYS):
+                for v1, v2 in ((None, None), (None, "x"), ("x", None)):
+                    d = json.loads(json.dumps(base))
+                    target = d["messages"][0] if "messages" in d else d
+                    target[k1] = v1
+                    if k2 is not None:
+                        target[k2] = v2
+                    out.append(d)
+    return out
+
+
+NAMED_OPTIONS = [
+    *OPTIONS,
+    {"mode": "json", "exclude_none": True},
+    {"exclude_none": True, "exclude": {"foo"}},
+    {"exclude_unset": True},
+    {"exclude_defaults": True},
+]
+
+
+@pytest.mark.parametrize("kw", NAMED_OPTIONS, ids=[str(k) for k in NAMED_OPTIONS])
+def test_extras_named_like_fields_match_the_reference(kw):
+    """The reference's model serializer leaves out every key of an optional field (its name
+    or its alias) holding None, after the extras were set: an extra holding None under such
+    a key goes, and takes the field it replaced with it; ``exclude_none`` skips a None extra
+    (the field of its key stays); an extra that replaces a field keeps the field's place."""
+    pydantic = pytest.importorskip("pydantic")
+    ref = pytest.importorskip("ag_ui.core")
+    adapter = pydantic.TypeAdapter(ref.Event)
+    checked = 0
+    for d in named_like_fields():
+        try:
+            theirs = adapter.validate_python(d)
+        except pydantic.ValidationError:
+            continue
+        ours = decode_event(d)
+        same(ours.model_dump(**kw), theirs.model_dump(**kw))
+        if set(kw) <= {"by_alias", "exclude_none"}:
+            assert ours.model_dump_json(**kw) == theirs.model_dump_json(**kw), d
+            same(native(ours, by_alias=bool(kw.get("by_alias")), exclude_none=bool(kw.get("exclude_none"))), theirs.model_dump(**kw))
+        checked += 1
+    assert checked > 700, checked
+
+
+def test_a_none_extra_named_like_an_optional_field_is_left_out():
+    e = decode_event({"type": "TEXT_MESSAGE_CHUNK", "messageId": "m", "delta": "d", "message_id": None, "rawEvent": 1, "raw_event": None})
+    assert e.model_extra == {"message_id": None, "raw_event": None}
+    chunk = EventType.TEXT_MESSAGE_CHUNK
+    same(e.model_dump(), {"type": chunk, "delta": "d"})  # the fields they replaced go too
+    same(e.model_dump(by_alias=True), {"type": chunk, "rawEvent": 1, "messageId": "m", "delta": "d"})
+    same(e.model_dump(exclude_none=True), {"type": chunk, "raw_event": 1, "message_id": "m", "delta": "d"})
+    same(e.model_dump(mode="json"), {"type": "TEXT_MESSAGE_CHUNK", "delta": "d"})
+    assert e.model_dump_json() == '{"type":"TEXT_MESSAGE_CHUNK","delta":"d"}'
+    # the loop (the walk's fallback) by the same rules
+    for by_alias in (False, True):
+        for exclude_none in (False, True):
+            same(_dump.to_builtins_loop(e, by_alias=by_alias, enums=True, exclude_none=exclude_none), e.model_dump(by_alias=by_alias, exclude_none=exclude_none))

@@ -23,15 +23,9 @@ from ag_ui.encoder import EventEncoder
 from agui_fast import _native
 from agui_fast import core as fast
 from agui_fast.errors import AguiError, EncodeError
-from conftest import examples
+from conftest import examples, load_jsonl
 
-VECTORS = Path(__file__).parent / "vectors" / "codec"
 EVENT_ADAPTER = pydantic.TypeAdapter(core.Event)
-
-
-def _load(name: str) -> List[Dict[str, Any]]:
-    with open(VECTORS / name, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
 
 
 def _validate(case: Dict[str, Any]):
@@ -40,8 +34,8 @@ def _validate(case: Dict[str, Any]):
     return EVENT_ADAPTER.validate_python(case["event"])
 
 
-EVENT_CASES = _load("events.jsonl")
-ACCEPTED_INVALID_CASES = [c for c in _load("invalid_events.jsonl") if c.get("py_rejects") is False]
+EVENT_CASES = load_jsonl("codec/events.jsonl")
+ACCEPTED_INVALID_CASES = [c for c in load_jsonl("codec/invalid_events.jsonl") if c.get("py_rejects") is False]
 
 
 # ---------------------------------------------------------------------------

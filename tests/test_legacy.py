@@ -6,16 +6,14 @@ rust/agui-core/tests/stream_vectors.rs); these tests check that the decoders app
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from agui_fast.errors import EventValidationError
 from agui_fast.sse import SseDecoder, decode_sse
+from conftest import load_jsonl, sse_log
 
-VECTORS = Path(__file__).parent / "vectors" / "client" / "legacy.jsonl"
-with open(VECTORS, encoding="utf-8") as _f:
-    ALL = [json.loads(line) for line in _f if line.strip()]
+ALL = load_jsonl("client/legacy.jsonl")
 BOUNDARY = [c for c in ALL if c["middleware"] == "CompatibilityBoundary"]
 
 
@@ -53,10 +51,6 @@ def _rename(events, known):
     return walk(events)
 
 
-def _sse(events) -> bytes:
-    return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
-
-
 def test_boundary_cases_present():
     assert len(BOUNDARY) >= 20
 
@@ -65,11 +59,11 @@ def test_boundary_cases_present():
 def test_decoder_dict_mode_matches_reference(case):
     assert case["error"] is None
     known = _strings(case["input"], set())
-    got = decode_sse(_sse(case["input"]), raw="dict")
+    got = decode_sse(sse_log(case["input"]), raw="dict")
     assert _rename(got, known) == case["output"]
     # Incremental, byte by byte: the current-id state spans chunks.
     dec = SseDecoder(raw="dict")
-    data = _sse(case["input"])
+    data = sse_log(case["input"])
     inc = []
     for i in range(0, len(data), 5):
         inc.extend(dec.feed(data[i : i + 5]))
@@ -79,7 +73,7 @@ def test_decoder_dict_mode_matches_reference(case):
 
 @pytest.mark.parametrize("case", BOUNDARY, ids=[c["name"] for c in BOUNDARY])
 def test_legacy_off_dict_mode_is_untouched(case):
-    assert decode_sse(_sse(case["input"]), raw="dict", legacy=False) == case["input"]
+    assert decode_sse(sse_log(case["input"]), raw="dict", legacy=False) == case["input"]
 
 
 # Cases whose reference output is still not a valid 1.0 event (a binary part that cannot
@@ -94,7 +88,7 @@ NOT_1_0 = {
 @pytest.mark.parametrize("case", [c for c in BOUNDARY if c["name"] in NOT_1_0], ids=lambda c: c["name"])
 def test_decoder_typed_rejects_outputs_that_are_not_1_0(case):
     with pytest.raises(EventValidationError) as ei:
-        decode_sse(_sse(case["input"]))
+        decode_sse(sse_log(case["input"]))
     assert ei.value.field
 
 
@@ -103,7 +97,7 @@ def test_decoder_typed_matches_reference(case):
     from agui_fast.decoder import decode_event
 
     known = _strings(case["input"], set())
-    got = decode_sse(_sse(case["input"]))
+    got = decode_sse(sse_log(case["input"]))
     # Compare through the JSON values: our typed events, re-decoded from the expected
     # output with the generated ids mapped to ours.
     out = case["output"]
@@ -122,7 +116,7 @@ def test_decoder_typed_matches_reference(case):
 def test_typed_binary_with_only_id_stays_invalid():
     case = next(c for c in BOUNDARY if c["name"].endswith("binary_part_with_only_id_kept_legacy"))
     with pytest.raises(EventValidationError) as ei:
-        decode_sse(_sse(case["input"]))
+        decode_sse(sse_log(case["input"]))
     assert ei.value.frame_index == 1
     assert ei.value.field and ei.value.field.startswith("$.messages")
     # every other event of the call comes with the error
@@ -132,7 +126,7 @@ def test_typed_binary_with_only_id_stays_invalid():
 def test_typed_legacy_off_rejects_thinking():
     case = next(c for c in BOUNDARY if c["name"].endswith("thinking_block_to_reasoning"))
     with pytest.raises(EventValidationError) as ei:
-        decode_sse(_sse(case["input"]), legacy=False)
+        decode_sse(sse_log(case["input"]), legacy=False)
     assert ei.value.frame_index == 1
     # every frame the call could decode comes with the error (the THINKING_* ones fail)
     assert ei.value.events and all(not e.type.value.startswith("THINKING_") for e in ei.value.events)
@@ -156,7 +150,7 @@ def test_conversion_warns_nothing_and_leaves_1_0_input_alone():
     never did), and a 1.0 stream comes out exactly as without the converter."""
     import warnings
 
-    legacy_stream = b"".join(_sse(c["input"]) for c in BOUNDARY)
+    legacy_stream = b"".join(sse_log(c["input"]) for c in BOUNDARY)
     modern = [
         {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
         {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m", "delta": "null \\u0000 \"binary\" THINKING_START", "x": None},
@@ -166,7 +160,7 @@ def test_conversion_warns_nothing_and_leaves_1_0_input_alone():
         warnings.simplefilter("error")
         decode_sse(legacy_stream, raw="dict")
         for raw in (None, "dict", "bytes"):
-            assert decode_sse(_sse(modern), raw=raw) == decode_sse(_sse(modern), raw=raw, legacy=False)
+            assert decode_sse(sse_log(modern), raw=raw) == decode_sse(sse_log(modern), raw=raw, legacy=False)
 
 
 def _snapshot(n):
@@ -175,7 +169,7 @@ def _snapshot(n):
     binary = [{"type": "binary", "mimeType": "image/png", "data": f"d{i}"} for i in range(n)]
     fresh = [{"type": "binary", "mimeType": "image/png", "data": f"new{i}"} for i in range(n)]
     message = {"id": "u", "role": "user", "content": modern + binary + fresh}
-    return _sse([{"type": "MESSAGES_SNAPSHOT", "messages": [message]}])
+    return sse_log([{"type": "MESSAGES_SNAPSHOT", "messages": [message]}])
 
 
 def test_mirrored_binary_parts_are_dropped_and_numbers_compare_as_js_does():
@@ -193,7 +187,7 @@ def test_mirrored_binary_parts_are_dropped_and_numbers_compare_as_js_does():
         {"type": "binary", "mimeType": "image/png", "data": 1, "filename": "g"},  # filename differs
         {"type": "binary", "mimeType": "image/png", "data": {"k": 1}},  # an object: no mirror
     ]
-    (ev,) = decode_sse(_sse([{"type": "MESSAGES_SNAPSHOT", "messages": [{"id": "u", "role": "user", "content": parts}]}]), raw="dict")
+    (ev,) = decode_sse(sse_log([{"type": "MESSAGES_SNAPSHOT", "messages": [{"id": "u", "role": "user", "content": parts}]}]), raw="dict")
     out = ev["messages"][0]["content"]
     assert out[:4] == parts[:4]
     assert out[4:] == [

@@ -9,20 +9,19 @@ explicit ``null`` members and UTF-16 surrogate halves are normalised on both sid
 
 from __future__ import annotations
 
-import gzip
 import json
 import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import load_jsonl
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benches"))
 
 from _py_replayer import EVENT, ChunkExpander, PyReplayer, replay_sse_bytes  # noqa: E402
 from _stream_log import generate_events, to_sse  # noqa: E402
-
-VECTORS = ROOT / "tests" / "vectors" / "client"
 
 # Cases the peer does not reproduce, and why.
 APPLY_SKIPPED = {
@@ -60,14 +59,8 @@ def _dump(models):
     return [_normal(m.model_dump(mode="json", by_alias=True, exclude_none=True)) for m in models]
 
 
-def _load(name):
-    opener = gzip.open if name.endswith(".gz") else open
-    with opener(VECTORS / name, "rt", encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-APPLY = _load("apply.jsonl.gz")
-CHUNKS = _load("chunks.jsonl")
+APPLY = load_jsonl("client/apply.jsonl.gz")
+CHUNKS = load_jsonl("client/chunks.jsonl")
 
 
 @pytest.mark.parametrize("case", APPLY, ids=[c["name"] for c in APPLY])

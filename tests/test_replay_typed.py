@@ -6,7 +6,6 @@ the same field values, the same ``model_fields_set`` and extras, at every level.
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
 import random
@@ -21,26 +20,15 @@ import pytest
 from agui_fast import _native, stream
 from agui_fast.core import Message
 from agui_fast.core._convert import convert_fast
+from conftest import load_jsonl, sse_log
 
 ROOT = Path(__file__).resolve().parent.parent
-VECTORS = ROOT / "tests" / "vectors" / "client"
 sys.path.insert(0, str(ROOT / "benches"))
 
 from _stream_log import generate_events, to_sse  # noqa: E402
 
 NEVER = 1 << 62
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-
-
-def _load(name):
-    opener = gzip.open if name.endswith(".gz") else open
-    with opener(VECTORS / name, "rt", encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-def _sse(events):
-    # json.dumps escapes the lone surrogates some vectors hold
-    return b"".join(b"data: %s\n\n" % json.dumps(e).encode() for e in events)
 
 
 def _same(a: Any, b: Any, at: str = "$") -> None:
@@ -100,15 +88,15 @@ def test_generated_streams(seed):
 def test_every_vector():
     built = plain = 0
     for name in ("chunks.jsonl", "verify.jsonl", "legacy.jsonl"):
-        for case in _load(name):
-            if _check(_sse(case["input"])):
+        for case in load_jsonl(f"client/{name}"):
+            if _check(sse_log(case["input"])):
                 built += 1
             else:
                 plain += 1
-    for case in _load("apply.jsonl.gz"):
+    for case in load_jsonl("client/apply.jsonl.gz"):
         init = case["initial"]
         try:
-            ok = _check(_sse(case["events"]), json.dumps(init["messages"]), json.dumps(init["state"]))
+            ok = _check(sse_log(case["events"]), json.dumps(init["messages"]), json.dumps(init["state"]))
         except msgspec.ValidationError:
             continue  # messages conversion refuses: the plain path's error, typed or not
         if ok:
@@ -174,11 +162,11 @@ def test_random_sequences():
     for _ in range(400):
         initial, events = _random_log(rng)
         try:
-            built += _check(_sse(events), json.dumps(initial), None)
+            built += _check(sse_log(events), json.dumps(initial), None)
         except (msgspec.ValidationError, Exception) as e:  # noqa: BLE001
             # the plain values' conversion refuses: the replay raises the same either way
             with pytest.raises(type(e)):
-                stream._replay(_native.replay_log(_sse(events), json.dumps(initial), None, pipeline_min=NEVER), False)
+                stream._replay(_native.replay_log(sse_log(events), json.dumps(initial), None, pipeline_min=NEVER), False)
             with pytest.raises(type(e)):
-                stream._replay(_native.replay_log(_sse(events), json.dumps(initial), None, pipeline_min=NEVER, typed=False), False)
+                stream._replay(_native.replay_log(sse_log(events), json.dumps(initial), None, pipeline_min=NEVER, typed=False), False)
     assert built > 100, built

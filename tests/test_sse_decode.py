@@ -9,7 +9,6 @@ import io
 import json
 import math
 import random
-from pathlib import Path
 
 import pytest
 
@@ -21,18 +20,12 @@ from agui_fast.errors import (
     InvalidJsonError,
 )
 from agui_fast.sse import SseDecoder, aiter_sse, decode_sse, iter_sse
-from conftest import examples
-
-VECTORS = Path(__file__).parent / "vectors" / "codec"
+from conftest import examples, load_jsonl
 
 
-def _load(name):
-    with open(VECTORS / name, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
 
-
-STREAMS = _load("sse_streams.jsonl")
-EVENTS = _load("events.jsonl")
+STREAMS = load_jsonl("codec/sse_streams.jsonl")
+EVENTS = load_jsonl("codec/events.jsonl")
 
 
 def _typed_available() -> bool:
@@ -706,7 +699,7 @@ def test_invalid_events_agree_with_decode_event():
     located; all of them together in one stream fail at the first rejected frame."""
     from agui_fast.decoder import decode_event
 
-    cases = [c for c in _load("invalid_events.jsonl") if c.get("sse")]
+    cases = [c for c in load_jsonl("codec/invalid_events.jsonl") if c.get("sse")]
     assert cases
     for case in cases:
         data = case["sse"].encode("utf-8")

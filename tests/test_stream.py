@@ -16,18 +16,12 @@ from agui_fast import stream
 from agui_fast.core import AssistantMessage, EventType, TextMessageContentEvent, UserMessage
 from agui_fast.decoder import decode_event, decode_sse
 from agui_fast.errors import AguiError, EventValidationError, InvalidJsonError, StreamError, VerificationError
+from conftest import load_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
-VECTORS = ROOT / "tests" / "vectors" / "client"
 sys.path.insert(0, str(ROOT / "benches"))
 
 from _stream_log import generate_events, to_sse  # noqa: E402
-
-
-def _load(name):
-    opener = gzip.open if name.endswith(".gz") else open
-    with opener(VECTORS / name, "rt", encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
 
 
 def _text(events):
@@ -36,10 +30,10 @@ def _text(events):
     return [json.dumps(e).encode() for e in events]
 
 
-CHUNKS = _load("chunks.jsonl")
-VERIFY = _load("verify.jsonl")
-COMPACT = _load("compact.jsonl")
-APPLY = _load("apply.jsonl.gz")
+CHUNKS = load_jsonl("client/chunks.jsonl")
+VERIFY = load_jsonl("client/verify.jsonl")
+COMPACT = load_jsonl("client/compact.jsonl")
+APPLY = load_jsonl("client/apply.jsonl.gz")
 # fast-json-patch dialect cases: the engine's one patch door (stream::patch_json) is
 # switched to that dialect when the patch branch lands; `cargo test` skips them too.
 

@@ -17,26 +17,15 @@ import pytest
 from agui_fast import _native, stream
 from agui_fast.decoder import decode_sse
 from agui_fast.proto import encode_protobuf_many
+from conftest import load_jsonl, sse_log
 
 ROOT = Path(__file__).resolve().parent.parent
-VECTORS = ROOT / "tests" / "vectors" / "client"
 sys.path.insert(0, str(ROOT / "benches"))
 
 from _stream_log import generate_events, to_sse  # noqa: E402
 
 ALWAYS, NEVER = 0, 1 << 62
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-
-
-def _load(name):
-    opener = gzip.open if name.endswith(".gz") else open
-    with opener(VECTORS / name, "rt", encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-def _sse(events):
-    # json.dumps escapes the lone surrogates some vectors hold
-    return b"".join(b"data: %s\n\n" % json.dumps(e).encode() for e in events)
 
 
 def _mask(text):
@@ -65,19 +54,19 @@ def _both(log, **kw):
     return one
 
 
-CASES = [(f, c) for f, key in (("chunks.jsonl", "input"), ("verify.jsonl", "input"), ("legacy.jsonl", "input")) for c in _load(f)]
-APPLY = _load("apply.jsonl.gz")
+CASES = [(f, c) for f, key in (("chunks.jsonl", "input"), ("verify.jsonl", "input"), ("legacy.jsonl", "input")) for c in load_jsonl(f"client/{f}")]
+APPLY = load_jsonl("client/apply.jsonl.gz")
 
 
 @pytest.mark.parametrize("verify", [False, True])
 def test_every_vector_replays_the_same_pipelined(verify):
     n = 0
     for _file, case in CASES:
-        _both(_sse(case["input"]), verify=verify)
+        _both(sse_log(case["input"]), verify=verify)
         n += 1
     for case in APPLY:
         init = case["initial"]
-        _both(_sse(case["events"]), messages=json.dumps(init["messages"]), state=json.dumps(init["state"]), verify=verify)
+        _both(sse_log(case["events"]), messages=json.dumps(init["messages"]), state=json.dumps(init["state"]), verify=verify)
         n += 1
     assert n == len(CASES) + len(APPLY) > 700
 

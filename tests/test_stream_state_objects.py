@@ -7,7 +7,6 @@ errors, depth limits, lone surrogates, pydantic events."""
 from __future__ import annotations
 
 import datetime
-import gzip
 import json
 import random
 from typing import Optional
@@ -18,27 +17,14 @@ from agui_fast import _native, stream
 from agui_fast.core import AddOperation, Event, StateDeltaEvent
 from agui_fast.decoder import decode_as
 from agui_fast.errors import AguiError, EventValidationError, InvalidJsonError
+from conftest import load_jsonl, sse_frames
 
-from pathlib import Path
-
-VECTORS = Path(__file__).resolve().parent / "vectors" / "client"
-
-
-def _load(name):
-    with gzip.open(VECTORS / name, "rt", encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
-APPLY = _load("apply.jsonl.gz")
+APPLY = load_jsonl("client/apply.jsonl.gz")
 STATEFUL = [c for c in APPLY if any(e.get("type") in ("STATE_DELTA", "STATE_SNAPSHOT") for e in c["events"])]
 
 
 def _texts(events):
     return [json.dumps(e).encode() for e in events]
-
-
-def _sse(texts):
-    return b"".join(b"data: " + t + b"\n\n" for t in texts)
 
 
 def _outcome(run):
@@ -68,7 +54,7 @@ def test_objects_text_and_bytes_paths_agree_on_every_vector(case):
     initial = case["initial"]
     texts = _texts(case["events"])
     kw = dict(messages=initial["messages"], state=initial["state"], raw=True)
-    want = _outcome(lambda: _replay_log(_sse(texts), initial["messages"], initial["state"]))
+    want = _outcome(lambda: _replay_log(sse_frames(texts), initial["messages"], initial["state"]))
     assert _outcome(lambda: stream.replay(texts, **kw)) == want
     # dicts (the vectors' lone surrogates included: json.loads keeps them)
     assert _outcome(lambda: stream.replay([json.loads(t) for t in texts], **kw)) == want
@@ -117,11 +103,11 @@ def test_failed_deltas_warn_identically_and_leave_the_state_unchanged(seed):
     plain = [e for e in dicts if all(o["path"].startswith("/") for o in e["delta"])]
     # The reducer's warnings: without the schema stage, which refuses a path that is no
     # pointer before any patch runs.
-    want = _replay_log(_sse(_texts(dicts)), state=state, schema=False)
+    want = _replay_log(sse_frames(_texts(dicts)), state=state, schema=False)
     got = stream.replay(dicts, state=state, raw=True, schema=False)
     assert (got.state, got.warnings) == (want.state, want.warnings)
     assert any(w for w in want.warnings)  # failures happen
-    want = _replay_log(_sse(_texts(plain)), state=state)
+    want = _replay_log(sse_frames(_texts(plain)), state=state)
     got = stream.replay(structs, state=state, raw=True)
     assert (got.state, got.warnings) == (want.state, want.warnings)
     # event by event: the same Change and the same words; a failed delta changes nothing
@@ -146,7 +132,7 @@ def test_lone_surrogates_in_state_deltas_and_the_initial_state():
         {"type": "STATE_DELTA", "delta": [{"op": "copy", "from": "/snap", "path": "/c"}]},
     ]
     text = [json.dumps(e if isinstance(e, dict) else {"type": "STATE_DELTA", "delta": [{"op": "add", "path": "/t", "value": {"k": lone}}]}).encode() for e in events]
-    want = _replay_log(_sse(text), state={"init": lone})
+    want = _replay_log(sse_frames(text), state={"init": lone})
     got = stream.replay(events, state={"init": lone}, raw=True)
     assert got.state == want.state == {"snap": lone, "s": lone, "c": lone}
     assert got.warnings == want.warnings == []
@@ -485,7 +471,7 @@ def test_snapshots_read_from_text_as_their_parse_reads_them(snapshot, max_depth)
     texts = _snapshot_texts(snapshot)
     # the bytes path (a JSON state), the text events and the same event read as an object
     # (rawEvent: not a plain event) on the document of Python values
-    want = _exact(lambda: _replay_log(_sse(texts), max_depth=max_depth))
+    want = _exact(lambda: _replay_log(sse_frames(texts), max_depth=max_depth))
     assert _exact(lambda: stream.replay(texts, max_depth=max_depth)) == want
     general = _exact(lambda: stream.replay(_snapshot_texts(snapshot, ',"rawEvent":{}'), max_depth=max_depth))
     assert general == want

@@ -104,36 +104,43 @@ _instance_dict = _native.instance_dict
 _json_decode = msgspec.json.Decoder().decode
 
 
-def _json_mode(obj: Any, by_alias: Any) -> Any:
+def _json_mode(obj: Any, by_alias: Any, exclude_none: bool = False) -> Any:
     """``model_dump(mode="json")``: what the model's JSON reads back as."""
     try:
+        if exclude_none:
+            return _json_decode(_native.dump_json(obj, by_alias, True))
         return _json_decode(_native.dumps(obj) if by_alias else _native.dump_json(obj, False, False))
     except EncodeError:
-        pass
+        return _json_refused(obj, by_alias, exclude_none)
+
+
+def _json_refused(obj: Any, by_alias: Any, exclude_none: bool) -> Any:
+    """JSON mode where the JSON walk refused: the Python mode's data written as JSON (an
+    extra repeating a field's name, a foreign Struct ...)."""
+    data = _native.dump_python(obj, by_alias, False, exclude_none, _dump_loop)
     if not by_alias:
         try:
-            return _json_decode(_native.dumps(to_builtins(obj, by_alias=False)))
+            return _json_decode(_native.dumps(data))
         except EncodeError:
             pass
     # What the writer refuses — a str with a lone surrogate (the decoders keep them;
     # pydantic's json mode keeps the str too), a member assigned a value of the wrong
     # kind — is given as it is: agui_fast.stream reads such events through this (its JSON
     # path).
-    return to_builtins(obj, by_alias=bool(by_alias))
+    return data
 
 
 def _dump_loop(obj: Any, by_alias: bool, enums: bool, exclude_none: bool) -> Any:
     """Python mode by the Python loop (what the native walk leaves to it)."""
-    data = to_builtins_loop(obj, by_alias=by_alias, enums=enums)
-    if exclude_none:
-        data = _pydantic.exclude_none(obj, data, by_alias)
-    return data
+    return to_builtins_loop(obj, by_alias=by_alias, enums=enums, exclude_none=exclude_none)
 
 
-def _model_dump_unfiltered(self: Any, *, by_alias: bool = False, mode: str = "python", **_: Any) -> Dict[str, Any]:
+def _model_dump_unfiltered(
+    self: Any, *, by_alias: bool = False, mode: str = "python", exclude_none: bool = False, **_: Any
+) -> Dict[str, Any]:
     if mode == "json":
-        return _json_mode(self, by_alias)
-    return _native.dump_python(self, by_alias, True, False, _dump_loop)
+        return _json_mode(self, by_alias, exclude_none)
+    return _native.dump_python(self, by_alias, True, exclude_none, _dump_loop)
 
 
 # model_dump with include / exclude / exclude_unset / exclude_defaults (and exclude_none
@@ -183,15 +190,12 @@ class _Model(
             # The common calls: one native walk (exclude_none applied by it in Python mode).
             if mode != "json":
                 return _native.dump_python(self, by_alias, True, exclude_none, _dump_loop)
-            if not exclude_none:
-                try:
-                    return _json_decode(_native.dumps(self) if by_alias else _native.dump_json(self, False, False))
-                except EncodeError:
-                    return _json_mode(self, by_alias)
             try:
+                if not exclude_none:
+                    return _json_decode(_native.dumps(self) if by_alias else _native.dump_json(self, False, False))
                 return _json_decode(_native.dump_json(self, by_alias, True))
             except EncodeError:
-                pass  # the filter over the data the writer's refusal leaves (below)
+                return _json_refused(self, by_alias, exclude_none)
         return _model_dump_filtered(
             self,
             mode=mode,

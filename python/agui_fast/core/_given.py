@@ -96,7 +96,9 @@ def fields_set(obj: Any) -> Set[str]:
     """pydantic's ``model_fields_set``: the fields given (by value or as recorded), plus the
     extras, by attribute name."""
     names = set(_by_value(obj))
-    d = obj.__dict__
+    d = getattr(obj, "__dict__", None)  # (none on a msgspec Struct without dict=True)
+    if d is None:
+        return names
     names.update(d)
     if type(d) is Extras:
         names.update(d.given)

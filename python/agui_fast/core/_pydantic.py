@@ -473,18 +473,14 @@ def with_include_exclude(dump):
         exclude_defaults: bool = False,
         **kwargs: Any,
     ):
-        data = dump(self, by_alias=bool(by_alias), **kwargs)
-        if include is None and exclude is None and not (exclude_none or exclude_unset or exclude_defaults):
+        # exclude_none by the dump itself: pydantic's rules of extras named like fields
+        data = dump(self, by_alias=bool(by_alias), exclude_none=exclude_none, **kwargs)
+        if include is None and exclude is None and not (exclude_unset or exclude_defaults):
             return data
-        drop = _Drop(exclude_none, exclude_unset, exclude_defaults)
+        drop = _Drop(False, exclude_unset, exclude_defaults)
         return _filter(self, data, _spec(include), _spec(exclude), bool(by_alias), drop)
 
     return model_dump
-
-
-def exclude_none(obj: Any, data: Any, by_alias: bool) -> Any:
-    """``data`` (``obj`` dumped) without the members of Structs that are None."""
-    return _filter(obj, data, None, None, by_alias, _Drop(True, False, False))
 
 
 def _spec(spec: Any) -> Any:
@@ -550,7 +546,8 @@ def _filter_children(obj: Any, data: Any, include: Any, exclude: Any, by_alias: 
         return None
     if isinstance(obj, msgspec.Struct) and isinstance(data, dict):
         rev: Dict[str, str] = {wire if by_alias else attr: attr for attr, wire, _ in fields_of(type(obj))}
-        out = []
+        extras = getattr(obj, "__dict__", None) or {}
+        out, late = [], []
         for key, value in data.items():
             name = rev[key] if key in rev else key
             if include not in (None, True) and name not in include and "__all__" not in include:
@@ -558,11 +555,19 @@ def _filter_children(obj: Any, data: Any, include: Any, exclude: Any, by_alias: 
             sub_exc = _child(exclude, name)
             if sub_exc is True or (drop.none and value is None):
                 continue
+            # (an extra wrote the member: one of this key, unless a None one that
+            # exclude_none skipped and the field's value is here)
+            extra = key in extras and (extras[key] is not None or value is None)
+            kept = out
             if (drop.unset or drop.defaults) and _dropped(obj, name, drop):
-                continue
-            child = getattr(obj, name) if name in type(obj).__struct_fields__ else obj.__dict__.get(name)
-            out.append((key, child, value, _child(include, name), sub_exc))
-        return out
+                if not extra:
+                    continue
+                # An extra that took the place of this field: pydantic leaves the field out
+                # and sets the extra after the fields.
+                kept = late
+            child = extras[key] if extra else getattr(obj, name) if name in type(obj).__struct_fields__ else None
+            kept.append((key, child, value, _child(include, name), sub_exc))
+        return out + late
     if isinstance(data, dict):
         items = [(k, v, obj.get(k) if isinstance(obj, dict) else None) for k, v in data.items()]
     elif isinstance(data, list) and isinstance(obj, (list, tuple)):

@@ -20,7 +20,9 @@ pub struct Report {
     pub threads: usize,
     pub messages: usize,
     pub tool_calls: usize,
-    pub usage: [Option<i64>; 6],
+    /// Token counts summed over the log's events (each event's count an `i64`, as its
+    /// column): exact, however many events (`i128` holds any such sum).
+    pub usage: [Option<i128>; 6],
     pub first_timestamp: Option<i64>,
     pub last_timestamp: Option<i64>,
     pub issues: Vec<Issue>,
@@ -52,7 +54,7 @@ pub fn inspect(src: &Source<'_>, opts: &Options, control: &Control) -> Result<Re
         if let Some(u) = f.usage {
             for (acc, v) in report.usage.iter_mut().zip(u.counts()) {
                 if let Some(v) = v {
-                    *acc = Some(acc.unwrap_or(0).saturating_add(v));
+                    *acc = Some(acc.unwrap_or(0) + i128::from(v));
                 }
             }
         }

@@ -990,6 +990,10 @@ fn parquet_and_inspect() {
     assert_eq!((r.runs, r.threads, r.messages, r.tool_calls), (1, 1, 1, 0));
     assert_eq!(r.usage[1], Some(5));
     assert_eq!((r.first_timestamp, r.last_timestamp), (Some(1000), Some(3000)));
+    // Totals past i64 (each event's count within it): exact, not saturated.
+    let big = b"data: {\"type\":\"RUN_FINISHED\",\"threadId\":\"t\",\"runId\":\"r\",\"usage\":[{\"inputTokens\":9223372036854775807,\"outputTokens\":-9223372036854775808}]}\n\n".repeat(3);
+    let r = inspect(&bytes(&big, "big"), &Options::default(), &Control::default()).unwrap();
+    assert_eq!((r.usage[0], r.usage[1]), (Some(3 * i128::from(i64::MAX)), Some(3 * i128::from(i64::MIN))));
     let missing = Source { input: Input::Path("/nonexistent/x.sse".into()), name: Some("x".into()) };
     assert_eq!(inspect(&missing, &Options::default(), &Control::default()).unwrap_err().kind, Kind::NotFound);
 }

@@ -39,7 +39,7 @@ fn protobuf(events: &[Value]) -> Option<Vec<u8>> {
 
 /// Everything a replay returns, as text; the random UUIDs the 0.x boundary gives new
 /// messages (as the reference does) read as `<uuid>`.
-fn outcome(r: &Replay) -> String {
+fn outcome<S: std::fmt::Debug>(r: &Replay<S>) -> String {
     let text = format!("{:?}", (&r.messages, &r.state, &r.pending_interrupts, &r.warnings, &r.error, r.events));
     let b = text.as_bytes();
     let is_uuid = |w: &[u8]| {
@@ -554,4 +554,99 @@ fn plain_events_apply_as_event_objects_do() {
     }
     // (the variants include both forms)
     assert!(plain >= 25 && plain < variants.len() - 25, "{plain} plain of {}", variants.len());
+}
+
+/// A `STATE_SNAPSHOT` whose snapshot comes right after its type and whose text the reader
+/// hands over to the event's end unscanned: replayed into the core's tree and into a JSON
+/// state, each gives what the event's object gives (messages, state, warnings, error),
+/// whatever follows the snapshot (more members, a stray bracket, spacing) and whatever it
+/// holds (escapes, number forms, nesting past the depth limit): the texts below and 600
+/// mutations of them (bytes cut, doubled, replaced).
+#[test]
+fn snapshots_read_to_the_events_end_apply_as_event_objects_do() {
+    use agui_core::patch::tree::Tree;
+    use agui_core::stream::Replayer;
+    let snapshots = [
+        r#"{"item_0001":{"id":1,"status":"pending","score":0.123456789,"tags":["a","b"]},"plan":{"steps":[],"done":0},"counter":0}"#,
+        r#"{"a":[1,{"b":"c"}],"d":"\n","e":"\u00e9\/","f":[-0,-0.0,1e5,1E-5,2.5e+3,1e400,18446744073709551616]}"#,
+        r#"{"a":{"b":{"c":{"d":[]}}}}"#,
+        r#"{"a":1,"a":2,"b":{"a":[3]}}"#,
+        r#"[1,"x",null,true,false,{}]"#,
+        r#" { "a" : [ 1 , 2 ] } "#,
+        r#"{}"#,
+        r#"[]"#,
+    ];
+    let tails = ["", r#","timestamp":3"#, r#","rawEvent":{"b":2}"#, r#","x":[3]"#, "}", "]", " ", r#","snapshot":{"z":1}"#];
+    let mut events = Vec::new();
+    for snap in snapshots {
+        for tail in tails {
+            events.push(format!(r#"{{"type":"STATE_SNAPSHOT","snapshot":{snap}{tail}}}"#));
+        }
+        events.push(format!(r#"{{"type": "STATE_SNAPSHOT", "snapshot": {snap}}}"#));
+        events.push(format!(r#"{{"type": "STATE_SNAPSHOT", "snapshot": {snap}, "timestamp": 3}}"#));
+        events.push(format!(r#"{{"type":"STATE_SNAPSHOT","timestamp":3,"snapshot":{snap}}}"#));
+    }
+    let mut rng = agui_core::test_rng::Rng(0x5a9_5e07);
+    let base = events.clone();
+    for _ in 0..600 {
+        let mut t = base[rng.below(base.len())].clone().into_bytes();
+        // (past the lead: the mutations probe the snapshot and what follows it)
+        let at = 30 + rng.below(t.len() - 30);
+        match rng.below(3) {
+            0 => t.truncate(at),
+            1 => t.insert(at, t[at]),
+            _ => {
+                let bytes = b"{}[]\",:-+.eE019 \\tfnu\t\n\x01";
+                t[at] = bytes[rng.below(bytes.len())];
+            }
+        }
+        if let Ok(t) = String::from_utf8(t) {
+            events.push(t);
+        }
+    }
+    let before: &[u8] = br#"{"type":"RUN_STARTED","threadId":"t","runId":"r"}"#;
+    let after: &[u8] = br#"{"type":"STATE_DELTA","delta":[{"op":"add","path":"/z","value":1}]}"#;
+    let base = ReplayOptions::default();
+    let mut taken = 0;
+    for event in &events {
+        taken += usize::from(agui_core::stream::event::Plain::read(event.as_bytes(), None, 512).is_some());
+        for options in [base, ReplayOptions { max_depth: 3, ..base }, ReplayOptions { verify: true, ..base }] {
+            let texts = [before, event.as_bytes(), after];
+            let mut log = Vec::new();
+            for t in texts {
+                agui_core::sse::write_event(&mut log, t);
+            }
+            // The general path (each payload parsed into an object, pushed) into each state.
+            fn general<S: agui_core::stream::State>(texts: &[&[u8]], state: S, options: ReplayOptions) -> Replay<S> {
+                let mut r = Replayer::new(Vec::new(), state, options);
+                let (mut error, mut unread) = (None, None);
+                for (i, t) in texts.iter().enumerate() {
+                    let pushed = match agui_core::stream::parse_event_limited(t, options.max_depth) {
+                        Ok(e) => r.push(e),
+                        Err(mut e) => {
+                            (e.index, unread) = (i, Some(i + 1));
+                            Err(e)
+                        }
+                    };
+                    if let Err(e) = pushed {
+                        error = Some(e);
+                        break;
+                    }
+                }
+                let mut r = r.finish(error);
+                r.events = unread.unwrap_or(r.events);
+                r
+            }
+            let what = format!("{event} ({options:?})");
+            let objects = general(&texts, json!({}), options);
+            assert_eq!(outcome(&objects), outcome(&same(&log, Vec::new(), json!({}), options, &what)), "{what}");
+            let objects = general(&texts, Tree::object(), options);
+            let one = replay_log(&log[..], None, Vec::new(), Tree::object(), options);
+            assert_eq!(outcome(&objects), outcome(&one), "{what} (tree)");
+            let held = replay_log_bytes(&log, 1, u64::MAX, None, Vec::new(), Tree::object(), options);
+            assert_eq!(outcome(&objects), outcome(&held), "{what} (tree, held in memory)");
+        }
+    }
+    // (both ways taken: the lead's events and the others)
+    assert!(taken > 100 && taken < events.len() - 100, "{taken} of {}", events.len());
 }

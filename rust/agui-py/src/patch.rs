@@ -876,6 +876,16 @@ pub(crate) struct PyValues<'py> {
     surrogates: bool,
 }
 
+impl<'py> PyValues<'py> {
+    /// A key as [`Factory::key`] makes it, without the key cache.
+    fn fresh_key(&self, k: &str) -> Bound<'py, PyString> {
+        match self.surrogates {
+            true => stream_text(self.py, k),
+            false => PyString::new(self.py, k),
+        }
+    }
+}
+
 pub(crate) type PyBuilder<'py> = Builder<PyValues<'py>>;
 
 fn py_builder(py: Python<'_>, base: usize, max_depth: usize, surrogates: bool) -> PyBuilder<'_> {
@@ -1367,14 +1377,16 @@ impl<'t, 'py> TreeValues<'t, 'py> {
             })?,
             Tree::Object(m) => nest(|| {
                 rule(core::container_rule(depth, self.max_depth))?;
+                // (a map too large for the key cache would only evict it)
+                let cached = m.len() <= TOKEN_SLOTS;
                 let o = PyDict::new(py);
                 for (i, (k, e)) in m.iter().enumerate() {
-                    let k = self.key(i, k);
+                    let key = if cached { self.key(i, k) } else { self.f.fresh_key(k) };
                     let e = match e {
                         Tree::Str(s) if i < SHAPE && s.len() <= SHAPE_STR_MAX => Self::short_str(&mut self.f, &mut self.strs[i], s)?,
                         e => self.value(e, depth + 1)?,
                     };
-                    o.set_item(k, e)?;
+                    o.set_item(key, e)?;
                 }
                 Ok::<_, PyErr>(o.into_any())
             })?,

@@ -62,6 +62,11 @@ impl<T> Shared<T> {
         Shared { state: Mutex::new(Some(state)), owner: AtomicUsize::new(0), max_depth }
     }
 
+    /// The nesting the state's values may reach (given to [`deep`](Self::deep)).
+    pub fn max_depth(&self) -> usize {
+        self.max_depth
+    }
+
     /// Run `f` on the state, once the calls of other threads before it are done.
     pub fn with<R>(&self, py: Python<'_>, f: impl FnOnce(&mut T) -> PyResult<R>) -> PyResult<R> {
         let me = this_thread();

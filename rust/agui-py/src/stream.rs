@@ -421,7 +421,6 @@ pub struct Replayer {
     // of Python values (`patch::StateDocument`): neither it nor the deltas given as
     // objects are converted to JSON.
     inner: Shared<core::Replayer<Doc>>,
-    max_depth: usize,
 }
 
 impl Replayer {
@@ -774,7 +773,7 @@ impl Replayer {
         // reduce=False: the stages before the reducer alone (`validate` of a long log).
         let mut inner = if reduce { inner } else { inner.without_reducer() };
         inner.record(record);
-        Ok(Replayer { inner: Shared::deep(inner, max_depth), max_depth })
+        Ok(Replayer { inner: Shared::deep(inner, max_depth) })
     }
 
     /// The events handed to the reducer since the last call (`record=True`), as a JSON
@@ -785,7 +784,7 @@ impl Replayer {
 
     /// Apply one event: `(messages_changed, state_changed, message_index, interrupts_changed)`.
     fn push<'py>(&self, py: Python<'py>, event: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyTuple>> {
-        let r = self.with(py, |r| Self::push_one(r, self.max_depth, py, event))?;
+        let r = self.with(py, |r| Self::push_one(r, self.inner.max_depth(), py, event))?;
         r.map_err(|e| stream_error(py, &e)).and_then(|c| change_tuple(py, &c))
     }
 
@@ -796,7 +795,7 @@ impl Replayer {
         if events.is_exact_instance_of::<PyList>() || events.is_exact_instance_of::<PyTuple>() {
             return self.with(py, |r| {
                 for e in events.try_iter()? {
-                    Self::push_one(r, self.max_depth, py, &e?)?.map_err(|e| stream_error(py, &e))?;
+                    Self::push_one(r, self.inner.max_depth(), py, &e?)?.map_err(|e| stream_error(py, &e))?;
                 }
                 Ok(())
             });
@@ -805,7 +804,7 @@ impl Replayer {
         // iterator may be a generator that releases the GIL).
         for e in events.try_iter()? {
             let e = e?;
-            self.with(py, |r| Self::push_one(r, self.max_depth, py, &e))?.map_err(|e| stream_error(py, &e))?;
+            self.with(py, |r| Self::push_one(r, self.inner.max_depth(), py, &e))?.map_err(|e| stream_error(py, &e))?;
         }
         Ok(())
     }

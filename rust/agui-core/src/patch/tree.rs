@@ -50,6 +50,19 @@ impl TreeMap {
         TreeMap(if n <= FEW { Repr::Few(Vec::with_capacity(n)) } else { Repr::Many(Box::new(Index::with_capacity_and_hasher(n, Default::default()))) })
     }
 
+    /// The number of members.
+    pub fn len(&self) -> usize {
+        match &self.0 {
+            Repr::Few(e) => e.len(),
+            Repr::Many(m) => m.len(),
+        }
+    }
+
+    /// No members?
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     fn find(few: &[(Text, Tree)], k: &str) -> Option<usize> {
         few.iter().position(|(x, _)| x.as_str() == k)
     }
@@ -154,11 +167,17 @@ impl Tree {
         // The plain text of most snapshots by the scanner's byte loop, anything else by
         // jiter, and what jiter declines by serde_json (which names the error).
         let mut b = Builder::default();
-        if crate::stream::event::walk_nested(text, max_depth, &mut b).is_none() {
-            b = Builder::default();
-            if crate::sink::json_text_fast(text, max_depth, &mut b).is_none() {
+        match crate::stream::event::walk_value(text, max_depth, &mut b) {
+            Some(end) if end == text.len() => {}
+            // One whole value and more text: no parser reads that as one value (a reader
+            // may hand over an event's text to its end without scanning the value first).
+            Some(_) => return None,
+            None => {
                 b = Builder::default();
-                crate::sink::json_text(text, max_depth, &mut b).ok()?;
+                if crate::sink::json_text_fast(text, max_depth, &mut b).is_none() {
+                    b = Builder::default();
+                    crate::sink::json_text(text, max_depth, &mut b).ok()?;
+                }
             }
         }
         b.finish()
@@ -335,10 +354,7 @@ impl Sink<'_> for Builder {
 impl Members<Tree> for TreeMap {
     type Key = Text;
     fn len(&self) -> usize {
-        match &self.0 {
-            Repr::Few(e) => e.len(),
-            Repr::Many(m) => m.len(),
-        }
+        TreeMap::len(self)
     }
     fn get(&self, k: &str) -> Option<&Tree> {
         match &self.0 {
@@ -602,6 +618,8 @@ pub(crate) mod tests {
     fn from_text_reads_as_the_parse_reads() {
         let mut texts = crate::sink::tests::sample_texts();
         texts.extend(["{\"l\":1.50,\"b\":3,\"l\":2}", "18446744073709551615", "9223372036854775807", "-9223372036854775808"].map(String::from));
+        // one whole value and more text (an event's text handed over to its end)
+        texts.extend(["{\"a\":1},\"b\":2", "{\"a\":1}}", "[1] [2]", "1 2", "{} ,", "[\"\\n\"],{}", " {\"a\":[1,2]} ]"].map(String::from));
         texts.push(format!("[{}]", "9".repeat(crate::patch::MAX_INT_DIGITS)));
         texts.push(format!("[{}]", "9".repeat(crate::patch::MAX_INT_DIGITS + 1)));
         texts.push(format!("[-{}]", "9".repeat(crate::patch::MAX_INT_DIGITS + 1)));

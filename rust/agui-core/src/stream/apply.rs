@@ -153,8 +153,10 @@ pub trait State: std::fmt::Debug {
     /// [`set`](Self::set) with the snapshot given as JSON text nesting at most `max_depth`
     /// levels, read as an event's parse reads it; the text holds no character of the kept
     /// range (the reader leaves those to the event's parse), so no string of it holds a
-    /// kept lone surrogate. False: the state is unchanged and the caller reads the event as
-    /// an object (which decides the error of a text this read does not take). The default
+    /// kept lone surrogate. False (a text that is not one JSON value included: the reader
+    /// may hand over an event's text to its end unscanned): the state is unchanged and the
+    /// caller reads the event as an object (which decides the error of a text this read
+    /// does not take). The default
     /// parses the text and [sets](Self::set_owned) the value.
     fn set_text(&mut self, text: &str, max_depth: usize) -> bool {
         super::event::nested_text_value(text, max_depth).is_some_and(|v| self.set_owned(v).is_ok())

@@ -121,7 +121,9 @@ pub struct Plain<'a> {
     members: Vec<(&'static str, Value)>,
     /// A `STATE_SNAPSHOT`'s snapshot as its JSON text (an array or an object), and the
     /// levels it may nest: the state is built from the text
-    /// ([`State::set_text`](super::State::set_text)), without a `Value` between.
+    /// ([`State::set_text`](super::State::set_text)), without a `Value` between. A text
+    /// that runs to the event's closing brace is not yet known to be one JSON value
+    /// ([`snapshot_to_end`]): its reader checks that, as every `set_text` does.
     snapshot: Option<(&'a str, usize)>,
 }
 
@@ -291,6 +293,9 @@ impl<'a> Plain<'a> {
             None => Known { text: simdutf8::basic::from_utf8(payload).ok()?, no_kept_range: false },
         };
         let json = known.text;
+        if let Some(text) = snapshot_to_end(json) {
+            return Plain::build_known(EventType::StateSnapshot, &mut [("snapshot", Given::Json(text))], max_depth, known.no_kept_range);
+        }
         let mut found: [(&str, Given<'_>); MAX] = std::array::from_fn(|_| ("", Given::Int(0)));
         // Where each value lies in `json`, and its kind (learning only).
         let mut spans = [(0usize, 0usize, Shape::Int); MAX];
@@ -556,6 +561,23 @@ impl PlainForm {
         }
         (b.get(at..)? == &self.bytes[self.tail.clone()]).then_some(Some(event))
     }
+}
+
+/// The snapshot of a `STATE_SNAPSHOT` written with nothing but its `type` before it (as
+/// the writers put them, compact or spaced as `json.dumps` writes it) and an array or an
+/// object: its text up to the event's closing brace, not scanned for its end here. The
+/// state's one read of it finds that end ([`walk_value`]), and a text that is not one JSON
+/// value there (another member after it) is declined by every reader of a snapshot's
+/// text, so the event is then read as an object. A large state's text is read once,
+/// not scanned and then read (~90 instructions an event of the bench log, callgrind).
+fn snapshot_to_end(json: &str) -> Option<&str> {
+    let b = json.as_bytes();
+    let start = [&b"{\"type\":\"STATE_SNAPSHOT\",\"snapshot\":"[..], b"{\"type\": \"STATE_SNAPSHOT\", \"snapshot\": "]
+        .into_iter()
+        .find(|lead| b.starts_with(lead))?
+        .len();
+    // (both ends ASCII: char boundaries)
+    (matches!(b.get(start), Some(b'{' | b'[')) && b.len() > start + 1 && b.last() == Some(&b'}')).then(|| &json[start..json.len() - 1])
 }
 
 /// A nested member's JSON text (a snapshot, the usage) read as the event's parse reads it
@@ -1491,6 +1513,14 @@ fn skip_nested(b: &[u8], start: usize) -> Option<usize> {
 /// stack of levels: jiter's parse of the bench log's 2,000-item state snapshot was about
 /// half of building its tree (callgrind).
 pub fn walk_nested<'a, S: crate::sink::Sink<'a> + ?Sized>(json: &str, max_depth: usize, s: &mut S) -> Option<()> {
+    (walk_value(json, max_depth, s)? == json.len()).then_some(())
+}
+
+/// [`walk_nested`] of the value at the start of `json` (after any whitespace), to where
+/// it ends: the position after it and the whitespace after it. What follows is the
+/// caller's (a position before the end: one whole JSON value and more text, which no
+/// parser reads as one value). `None` as for `walk_nested`.
+pub fn walk_value<'a, S: crate::sink::Sink<'a> + ?Sized>(json: &str, max_depth: usize, s: &mut S) -> Option<usize> {
     // An object's key and its colon from `i` on: the key to the sink, where its value may
     // start.
     #[inline(always)]
@@ -1571,7 +1601,7 @@ pub fn walk_nested<'a, S: crate::sink::Sink<'a> + ?Sized>(json: &str, max_depth:
         loop {
             i = skip_ws(b, i + 1);
             if depth == 0 {
-                return (i == b.len()).then_some(());
+                return Some(i);
             }
             match *b.get(i)? {
                 b',' => {

@@ -147,7 +147,8 @@ pub(crate) unsafe trait WalkSink<'a>: Sink<'a> {
     unsafe fn py_key(&mut self, _k: *mut ffi::PyObject) {}
 
     /// Remove member `k` (a live exact `str`) from the innermost object if it is there
-    /// (Python mode only: `exclude_none` of an extra that repeats a field's key).
+    /// (Python mode only: an extra holding None under an omittable field's key, which the
+    /// reference leaves out with the field it replaced).
     ///
     /// # Safety
     /// `k` must be a live exact `str`; the GIL must be held.
@@ -1180,6 +1181,8 @@ impl<'py, 'a, S: WalkSink<'a>> Walker<'py, 'a, S> {
         // SAFETY: `ptr` is live: the caller (`compound`) holds it for the call.
         let obj = unsafe { pyo3::Borrowed::from_ptr(py, ptr) };
         let none = self.dump.exclude_none;
+        // (whether the instance has extras, read at its first field left out)
+        let mut extras: Option<bool> = None;
         self.sink.begin_object();
         for (f, d) in plan.fields.iter().zip(&dump.fields) {
             let key = if self.dump.by_name { &d.name } else { &d.wire };
@@ -1198,6 +1201,16 @@ impl<'py, 'a, S: WalkSink<'a>> Walker<'py, 'a, S> {
             };
             // SAFETY: None's address only.
             if v == unsafe { ffi::Py_None() } && (f.omit_if_none || none) {
+                // An extra of this key (not None) takes the field's place, as a dict update
+                // sets it: its place is kept here (`exclude_none` leaves the field out first,
+                // so the extra then follows the fields).
+                if !none && has_dict && *extras.get_or_insert_with(|| !self.lay.no_extras(&obj)) && self.extra_named(&obj, managed, key)? {
+                    // SAFETY: as below; None is live (the extras' entry replaces it).
+                    unsafe {
+                        self.sink.py_key(key.as_ptr());
+                        self.sink.py_value(ffi::Py_None());
+                    }
+                }
                 continue;
             }
             // SAFETY: the plan's key, a live exact str (interned when the plan was made).
@@ -1219,9 +1232,18 @@ impl<'py, 'a, S: WalkSink<'a>> Walker<'py, 'a, S> {
                     // SAFETY: `k` and `v` are live, borrowed from the dict, read just now; `k` an
                     // exact str.
                     unsafe {
-                        if none && v == ffi::Py_None() {
-                            self.sink.py_discard(k);
-                            continue;
+                        if v == ffi::Py_None() {
+                            if none {
+                                // (pydantic's exclude_none skips the extra: a field of that key stays)
+                                continue;
+                            }
+                            if !plan.omit_keys.is_empty() && self.omittable_key(k, &plan.omit_keys) {
+                                // The reference's model serializer leaves out every key of an
+                                // omittable field (name or alias) holding None, after the extras
+                                // were set: the field this extra replaced goes too.
+                                self.sink.py_discard(k);
+                                continue;
+                            }
                         }
                         self.sink.py_key(k);
                     }
@@ -1235,6 +1257,28 @@ impl<'py, 'a, S: WalkSink<'a>> Walker<'py, 'a, S> {
         self.sink.end_object(true);
         self.depth -= 1;
         Ok(())
+    }
+
+    /// Does the instance hold an extra `key` that is not None?
+    #[cold]
+    fn extra_named(&self, obj: &Bound<'py, PyAny>, managed: bool, key: &Py<PyString>) -> PyResult<bool> {
+        let Some(ex) = self.lay.class_extras(obj, managed)? else { return Ok(false) };
+        let Ok(d) = ex.cast::<PyDict>() else { return Ok(false) };
+        // (a dict of exact str keys for our Structs: the lookup runs no Python code)
+        Ok(d.get_item(key.bind(self.py))?.is_some_and(|v| !v.is_none()))
+    }
+
+    /// Is the extra's key `k` one of `keys` (the omittable fields' names and wire keys)?
+    ///
+    /// # Safety
+    /// `k` must be a live object; the GIL must be held.
+    unsafe fn omittable_key(&self, k: *mut ffi::PyObject, keys: &[String]) -> bool {
+        // SAFETY: the contract; a new reference is taken.
+        let key = unsafe { Bound::from_borrowed_ptr(self.py, k) };
+        let hit = key.cast::<PyString>().ok().and_then(|s| s.to_str().ok()).is_some_and(|s| keys.iter().any(|o| o == s));
+        // SAFETY: the GIL is held (a key that is no str, or one with a lone surrogate).
+        unsafe { ffi::PyErr_Clear() };
+        hit
     }
 
     /// An extra attribute of one of our Structs may not repeat a declared field's name or
@@ -1292,21 +1336,10 @@ impl<'py, 'a, S: WalkSink<'a>> Walker<'py, 'a, S> {
             if plan.schema.is_some() && self.clash(k, plan, names)? {
                 continue;
             }
-            // SAFETY: `v` is a live value borrowed from the extras dict, read since the last Python
-            // code ran.
-            if !plan.omit_keys.is_empty() && unsafe { is_absent(v) } {
-                // SAFETY: `k` is a live key borrowed from the extras dict; a new reference is
-                // taken.
-                let key = unsafe { Bound::from_borrowed_ptr(py, k) };
-                if let Ok(ks) = key.cast::<PyString>() {
-                    if let Ok(s) = ks.to_str() {
-                        if plan.omit_keys.iter().any(|o| o == s) {
-                            continue;
-                        }
-                    }
-                }
-                // SAFETY: the GIL is held.
-                unsafe { ffi::PyErr_Clear() };
+            // SAFETY: `k` and `v` are live, borrowed from the extras dict, read since the last
+            // Python code ran.
+            if !plan.omit_keys.is_empty() && unsafe { is_absent(v) && self.omittable_key(k, &plan.omit_keys) } {
+                continue;
             }
             let mark = self.sink.member_mark();
             self.entry(k, v)?;
