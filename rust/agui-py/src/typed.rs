@@ -12,7 +12,7 @@ use agui_core::limits::MAX_DEPTH_CAP;
 use agui_core::stream::{Fields, Member, Message};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyList, PyString, PyType};
+use pyo3::types::{PyList, PyString, PyTuple, PyType};
 use serde_json::{Map, Value};
 
 use std::rc::Rc;
@@ -76,7 +76,7 @@ impl<'a> Node<'a> {
 /// the module's docs), or the types are not set.
 pub(crate) fn typed_messages<'py>(py: Python<'py>, messages: &[Message]) -> Option<Bound<'py, PyList>> {
     let types = MESSAGE_TYPES.get(py)?;
-    let mut plans = Plans(Vec::new());
+    let mut plans = Plans(Vec::new(), Vec::new());
     let mut out = Vec::with_capacity(messages.len());
     for m in messages {
         let node = match m {
@@ -100,10 +100,26 @@ pub(crate) fn typed_messages<'py>(py: Python<'py>, messages: &[Message]) -> Opti
 /// Nesting of built objects past which the plain path decides (messages nest two).
 const MAX_NEST: usize = 8;
 
-/// The construction plans of the classes met so far in one hand-over (a few).
-struct Plans(Vec<(usize, Rc<Plan>)>);
+/// The construction plans of the classes met so far in one hand-over (a few), and the
+/// keyword names of the instances built (a tuple for msgspec's constructor, kept by class
+/// and fields: most messages of a log have the same members).
+struct Plans(Vec<(usize, Rc<Plan>)>, Vec<(usize, Vec<usize>, Py<PyTuple>)>);
 
 impl Plans {
+    /// The names of fields `fields` of `cls` (`plan`) as a tuple.
+    fn names<'py>(&mut self, cls: &Bound<'py, PyType>, plan: &Plan, fields: &[usize]) -> PyResult<Bound<'py, PyTuple>> {
+        let (py, key) = (cls.py(), cls.as_ptr() as usize);
+        if let Some((.., names)) = self.1.iter().find(|(k, f, _)| *k == key && f[..] == *fields) {
+            return Ok(names.bind(py).clone());
+        }
+        let names = PyTuple::new(py, fields.iter().map(|&i| plan.names[i].bind(py)))?;
+        // (a few shapes a class: more are made each time)
+        if self.1.len() < 64 {
+            self.1.push((key, fields.to_vec(), names.clone().unbind()));
+        }
+        Ok(names)
+    }
+
     fn of(&mut self, cls: &Bound<'_, PyType>) -> Option<Rc<Plan>> {
         let key = cls.as_ptr() as usize;
         if let Some((_, plan)) = self.0.iter().find(|(k, _)| *k == key) {
@@ -175,7 +191,8 @@ fn build<'py>(py: Python<'py>, plans: &mut Plans, cls: &Bound<'py, PyType>, node
         }
         Some(())
     })?;
-    crate::ffi::construct::build_exact(py, cls, &plan, &fields, &values).ok()?
+    let names = plans.names(cls, &plan, &fields).ok()?;
+    crate::ffi::construct::build_exact(py, cls, &plan, &fields, &names, &values).ok()?
 }
 
 /// Where field `i` holds instances of one Struct class: one, or a list of them.

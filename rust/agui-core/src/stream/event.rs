@@ -260,6 +260,33 @@ impl<'a> Plain<'a> {
     /// `known`: what is known of its text ([`Known`]), if anything. `max_depth` bounds a
     /// nested member as the event's parse would (the event's own level counted).
     pub fn read(payload: &'a [u8], known: Option<Known<'a>>, max_depth: usize) -> Option<Plain<'a>> {
+        Self::read_scanned(payload, known, max_depth, None)
+    }
+
+    /// [`read`](Self::read), by the layout of the last event of its kind when `payload` is
+    /// in it ([`PlainForms`]); otherwise read so, and its layout kept for the next one.
+    pub fn read_formed(payload: &'a [u8], known: Option<Known<'a>>, max_depth: usize, forms: &mut PlainForms) -> Option<Plain<'a>> {
+        // (no plain event nests less than two levels: `build`)
+        if max_depth < 2 {
+            return None;
+        }
+        let known = match known {
+            Some(known) => known,
+            None => Known { text: simdutf8::basic::from_utf8(payload).ok()?, no_kept_range: false },
+        };
+        let Some(lead) = PlainForms::lead(payload) else { return Self::read_scanned(payload, Some(known), max_depth, None) };
+        // (the layout's bytes start with its kind's name: the first compare checks it)
+        if let Some(form) = &forms.forms[PlainForms::slot(lead)] {
+            if let Some(read) = form.read(known, max_depth) {
+                return read;
+            }
+        }
+        Self::read_scanned(payload, Some(known), max_depth, Some((lead, forms)))
+    }
+
+    /// [`read`](Self::read) by the event scanner; with `learn` (the type name its lead
+    /// writes, and the forms), the layout of an event read so is kept.
+    fn read_scanned(payload: &'a [u8], known: Option<Known<'a>>, max_depth: usize, learn: Option<(&[u8], &mut PlainForms)>) -> Option<Plain<'a>> {
         const MAX: usize = 8;
         let known = match known {
             Some(known) => known,
@@ -270,6 +297,8 @@ impl<'a> Plain<'a> {
             return Plain::build_known(EventType::StateSnapshot, &mut [("snapshot", Given::Json(text))], max_depth, known.no_kept_range);
         }
         let mut found: [(&str, Given<'_>); MAX] = std::array::from_fn(|_| ("", Given::Int(0)));
+        // Where each value lies in `json`, and its kind (learning only).
+        let mut spans = [(0usize, 0usize, Shape::Int); MAX];
         let (mut n, mut kind) = (0, None);
         let each = |m: Member<'a>| {
             if m.name == "type" {
@@ -277,17 +306,29 @@ impl<'a> Plain<'a> {
                 kind = Some(EventType::parse(m.raw.filter(|_| !m.escaped)?)).filter(|k| plain_schema(*k).is_some());
                 kind?;
             }
-            let given = match (m.raw, m.text.as_bytes().first()) {
-                (Some(_), _) => Given::Str(m.string()?),
-                (None, Some(b'[' | b'{')) => Given::Json(m.text),
-                (None, _) => Given::Int(m.text.parse().ok()?),
-            };
+            let given = m.given()?;
+            if learn.is_some() && n < MAX {
+                let at = m.raw.unwrap_or(m.text).as_ptr() as usize - json.as_ptr() as usize;
+                let shape = match given {
+                    Given::Str(_) => Shape::Str,
+                    Given::Int(_) => Shape::Int,
+                    Given::Json(_) => Shape::Nested,
+                };
+                spans[n] = (at, at + m.raw.unwrap_or(m.text).len(), shape);
+            }
             *found.get_mut(n)? = (m.name, given);
             n += 1;
             Some(())
         };
         scan_flat_as_written(json, each)?;
-        Plain::build_known(kind?, &mut found[..n], max_depth, known.no_kept_range)
+        let kind = kind?;
+        let plain = Plain::build_known(kind, &mut found[..n], max_depth, known.no_kept_range)?;
+        if let Some((lead, forms)) = learn {
+            if lead == kind.name().as_bytes() {
+                forms.learn(kind, json, &found[..n], &spans[..n]);
+            }
+        }
+        Some(plain)
     }
 
     /// An event of type `kind` with these members (`type` among them or not) in its plain
@@ -304,8 +345,7 @@ impl<'a> Plain<'a> {
         if max_depth < 2 {
             return None;
         }
-        let mut members = Vec::with_capacity(given.len());
-        let mut snapshot = None;
+        let mut event = Plain { kind, members: Vec::with_capacity(given.len()), snapshot: None };
         // Each name once (an object with a repeated name is the parser's to read).
         let (mut seen, mut typed) = (0u16, false);
         for (name, value) in given.iter_mut() {
@@ -316,59 +356,210 @@ impl<'a> Plain<'a> {
                 }
                 continue;
             }
-            let (m, name, kept) = plain_member(name)?;
+            let (m, ..) = plain_member(name)?;
             if seen & 1 << m != 0 {
                 return None;
             }
             seen |= 1 << m;
             // (a member the kind does not declare is in no plain form)
             let field = schema.fields[m]?;
-            let value = std::mem::replace(value, Given::Int(0));
-            let fits = match value {
-                Given::Str(s) => {
-                    // (the characters of the kept range are read by the general parse alone)
-                    if (!no_kept_range && super::js::holds_kept_range(&s)) || !super::schema::keeps(field, super::schema::Scalar::Str(&s)) {
-                        return None;
-                    }
-                    if kept {
-                        members.push((name, Value::String(s.into_owned())));
-                    }
-                    true
+            event.put(m, field, std::mem::replace(value, Given::Int(0)), max_depth, no_kept_range)?;
+        }
+        schema.required.is_some_and(|required| required & !seen == 0).then_some(event)
+    }
+
+    /// Member `m` of [`PLAIN_MEMBERS`], declared as `field`, holding `value`: held to the
+    /// schema and, when the reducer reads it, kept. `None`: no plain event holds it so.
+    /// The one check of a member of [`build`](Self::build) and of a learned layout
+    /// ([`PlainForms`]).
+    #[inline]
+    fn put(&mut self, m: usize, field: &'static super::schema::Field, value: Given<'a>, max_depth: usize, no_kept_range: bool) -> Option<()> {
+        let (name, kept) = PLAIN_MEMBERS[m];
+        match value {
+            Given::Str(s) => {
+                // (the characters of the kept range are read by the general parse alone)
+                if (!no_kept_range && super::js::holds_kept_range(&s)) || !super::schema::keeps(field, super::schema::Scalar::Str(&s)) {
+                    return None;
                 }
-                Given::Json(text) => {
-                    // As the event's parse reads it (`parse_event_limited`): the kept range
-                    // by the general parse alone, the event's own level counted, integers'
-                    // digits.
-                    if !no_kept_range && super::js::may_hold_kept_range(text.as_bytes()) {
-                        return None;
-                    }
-                    // A snapshot stays text: the state reads it (and declines what that
-                    // parse would not take).
-                    if kind == EventType::StateSnapshot && super::schema::keeps(field, super::schema::Scalar::Nested) {
-                        snapshot = Some((text, max_depth - 1));
-                        continue;
-                    }
-                    // A member only checked is read by the scanner when it can be (no
-                    // value built for it), else parsed and walked as the event would be.
-                    if !kept && super::schema::keeps_text(field, text, max_depth - 1) {
-                        continue;
-                    }
-                    let mut v = nested_text_value(text, max_depth - 1)?;
-                    if !super::schema::keeps(field, super::schema::Scalar::Value(&mut v)) {
-                        return None;
-                    }
-                    if kept {
-                        members.push((name, v));
-                    }
-                    true
+                if kept {
+                    self.members.push((name, Value::String(s.into_owned())));
                 }
-                Given::Int(i) => !kept && super::schema::keeps(field, super::schema::Scalar::Int(i)),
-            };
-            if !fits {
-                return None;
+            }
+            Given::Json(text) => {
+                // As the event's parse reads it (`parse_event_limited`): the kept range
+                // by the general parse alone, the event's own level counted, integers'
+                // digits.
+                if !no_kept_range && super::js::may_hold_kept_range(text.as_bytes()) {
+                    return None;
+                }
+                // A snapshot stays text: the state reads it (and declines what that
+                // parse would not take).
+                if self.kind == EventType::StateSnapshot && super::schema::keeps(field, super::schema::Scalar::Nested) {
+                    self.snapshot = Some((text, max_depth - 1));
+                    return Some(());
+                }
+                // A member only checked is read by the scanner when it can be (no
+                // value built for it), else parsed and walked as the event would be.
+                if !kept && super::schema::keeps_text(field, text, max_depth - 1) {
+                    return Some(());
+                }
+                let mut v = nested_text_value(text, max_depth - 1)?;
+                if !super::schema::keeps(field, super::schema::Scalar::Value(&mut v)) {
+                    return None;
+                }
+                if kept {
+                    self.members.push((name, v));
+                }
+            }
+            Given::Int(i) => {
+                if kept || !super::schema::keeps(field, super::schema::Scalar::Int(i)) {
+                    return None;
+                }
             }
         }
-        schema.required.is_some_and(|required| required & !seen == 0).then_some(Plain { kind, members, snapshot })
+        Some(())
+    }
+}
+
+/// The layouts of the last plain events read, one per kind: an agent writes each kind of
+/// event with the same members in the same order, spaced the same way, event after event
+/// (`{"type":"TEXT_MESSAGE_START","messageId":"`, an id, `","role":"`, a role, `"}`). An
+/// event whose bytes between its values are the layout's, and whose values are each of
+/// the kind the layout's were (a string, an integer, an array or object), holds the same
+/// members: its values are found by the scanner's own functions (`string_end`, `int_end`,
+/// `nested_end`), so it reads to what the scan reads, without looking at the names again
+/// (nor at the order, repetitions and requirements the layout's event passed). Each value
+/// is held to the schema as ever ([`Plain::put`]). Anything else is scanned, and its
+/// layout learned. Only events that start with their `type` have one.
+pub struct PlainForms {
+    /// By the name of their kind ([`slot`](Self::slot)).
+    forms: [Option<PlainForm>; 32],
+}
+
+impl Default for PlainForms {
+    fn default() -> Self {
+        PlainForms { forms: std::array::from_fn(|_| None) }
+    }
+}
+
+/// One layout of [`PlainForms`]: the bytes between the values, and each value's kind and
+/// member.
+struct PlainForm {
+    kind: EventType,
+    /// The event's bytes without its values (the `type`'s value is part of them).
+    bytes: Vec<u8>,
+    /// Each value (in order): the bytes before it (`bytes[..]`), its kind, its member (a
+    /// number of [`PLAIN_MEMBERS`]) and declared field.
+    slots: Vec<Slot>,
+    /// The bytes after the last value.
+    tail: std::ops::Range<usize>,
+}
+
+struct Slot {
+    before: std::ops::Range<usize>,
+    value: Shape,
+    member: usize,
+    field: &'static super::schema::Field,
+}
+
+/// The kind of a value of a layout: a string (its content between the quotes, which the
+/// bytes around it hold), an integer, or an array or object.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    Str,
+    Int,
+    Nested,
+}
+
+impl PlainForms {
+    /// The type name the start of `payload` writes, as the writers start an event
+    /// (`{"type":"NAME"` or `{"type": "NAME"`).
+    #[inline]
+    fn lead(payload: &[u8]) -> Option<&[u8]> {
+        let rest = payload.strip_prefix(b"{\"type\":\"").or_else(|| payload.strip_prefix(b"{\"type\": \""))?;
+        let end = rest.iter().take(32).position(|&b| b == b'"')?;
+        Some(&rest[..end])
+    }
+
+    /// The place of the layout of the kind named `name`: one for each kind with a plain
+    /// form (a test checks it), without matching the name against them all.
+    #[inline(always)]
+    fn slot(name: &[u8]) -> usize {
+        (name.len() * 9 + usize::from(name.get(1).copied().unwrap_or(0))) & 31
+    }
+
+    /// Keep the layout of an event of type `kind` (`json`) that the scan read to these
+    /// members (`found`: their names; their values at `spans`, of those kinds) and
+    /// [`Plain::build`] took: it starts with its `type`.
+    fn learn(&mut self, kind: EventType, json: &str, found: &[(&str, Given<'_>)], spans: &[(usize, usize, Shape)]) {
+        let Some(schema) = plain_schema(kind) else { return };
+        let b = json.as_bytes();
+        let slot = Self::slot(kind.name().as_bytes());
+        let mut form = match self.forms[slot].take() {
+            Some(mut form) => {
+                form.bytes.clear();
+                form.slots.clear();
+                form
+            }
+            None => PlainForm { kind, bytes: Vec::new(), slots: Vec::new(), tail: 0..0 },
+        };
+        let mut at = 0;
+        for (&(name, _), &(start, end, value)) in found.iter().zip(spans) {
+            if name == "type" {
+                continue;
+            }
+            let Some(((member, ..), field)) = plain_member(name).and_then(|m| Some((m, schema.fields[m.0]?))) else { return };
+            let from = form.bytes.len();
+            form.bytes.extend_from_slice(&b[at..start]);
+            form.slots.push(Slot { before: from..form.bytes.len(), value, member, field });
+            at = end;
+        }
+        let from = form.bytes.len();
+        form.bytes.extend_from_slice(&b[at..]);
+        form.tail = from..form.bytes.len();
+        self.forms[slot] = Some(form);
+    }
+}
+
+impl PlainForm {
+    /// The event `known` in this layout, read as [`Plain::read`] reads it (`Some(None)`:
+    /// no plain event, as that read finds); `None`: not in the layout. `max_depth` at
+    /// least 2.
+    #[inline]
+    fn read<'a>(&self, known: Known<'a>, max_depth: usize) -> Option<Option<Plain<'a>>> {
+        let (json, b) = (known.text, known.text.as_bytes());
+        let mut event = Plain { kind: self.kind, members: Vec::with_capacity(self.slots.len()), snapshot: None };
+        let mut at = 0;
+        for slot in &self.slots {
+            let before = &self.bytes[slot.before.clone()];
+            if b.get(at..at + before.len())? != before {
+                return None;
+            }
+            let start = at + before.len();
+            // Where the scan would end the value (`scan_members`), and what it would read.
+            let (end, m) = match (slot.value, b.get(start)?) {
+                (Shape::Str, _) => {
+                    let (end, escaped) = string_end(b, start)?;
+                    (end, Member { name: "", text: &json[start - 1..end + 1], raw: Some(&json[start..end]), escaped })
+                }
+                (Shape::Int, b'-' | b'0'..=b'9') => {
+                    let end = int_end(b, start)?;
+                    (end, Member { name: "", text: &json[start..end], raw: None, escaped: false })
+                }
+                (Shape::Nested, b'[' | b'{') => {
+                    let end = nested_end(json, start)?;
+                    (end, Member { name: "", text: &json[start..end], raw: None, escaped: false })
+                }
+                _ => return None,
+            };
+            at = end;
+            // A value no plain event holds: the scan reads the bytes up to it as here, and
+            // this member the same, so it finds no plain event either.
+            if m.given().and_then(|given| event.put(slot.member, slot.field, given, max_depth, known.no_kept_range)).is_none() {
+                return Some(None);
+            }
+        }
+        (b.get(at..)? == &self.bytes[self.tail.clone()]).then_some(Some(event))
     }
 }
 
@@ -955,6 +1146,17 @@ impl<'a> Member<'a> {
         } else {
             Some(std::borrow::Cow::Borrowed(raw))
         }
+    }
+
+    /// The value as a plain event's reader takes it ([`Given`]): a string, an array or
+    /// object as its text, an integer; `None`: none of these (a plain event has none).
+    #[inline(always)]
+    fn given(&self) -> Option<Given<'a>> {
+        Some(match (self.raw, self.text.as_bytes().first()) {
+            (Some(_), _) => Given::Str(self.string()?),
+            (None, Some(b'[' | b'{')) => Given::Json(self.text),
+            (None, _) => Given::Int(self.text.parse().ok()?),
+        })
     }
 
     /// The escapes decoded (serde_json's reading of them; `None` where it would fail).
@@ -2030,6 +2232,128 @@ mod tests {
 
     /// `plain_end` (eight bytes at a time) finds what a byte-by-byte loop finds: every
     /// byte value at every position of strings of 0 to 24 bytes, after any start.
+    /// A learned layout reads an event to exactly what the scan reads (`Plain::read`):
+    /// events of every plain kind, compact and spaced, read after the layout of another
+    /// event of their kind was learned, with their members reordered, respelled, retyped,
+    /// added, dropped, spaced and cut, at every depth limit, with and without the kept range
+    /// looked for; and the layouts learned from those events read the originals as the scan does.
+    #[test]
+    fn plain_layouts_read_what_the_scan_reads() {
+        let bases = [
+            r#"{"type":"TEXT_MESSAGE_START","messageId":"msg-1","role":"assistant"}"#,
+            r#"{"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"}"#,
+            r#"{"type":"TEXT_MESSAGE_END","messageId":"msg-1"}"#,
+            r#"{"type": "TEXT_MESSAGE_END", "messageId": "m1"}"#,
+            r#"{"type":"TOOL_CALL_START","toolCallId":"call-1","toolCallName":"search","parentMessageId":"msg-1"}"#,
+            r#"{"type":"TOOL_CALL_END","toolCallId":"call-1"}"#,
+            r#"{"type":"TOOL_CALL_RESULT","messageId":"result-2","toolCallId":"call-2","content":"caf\u00e9 \"q\" \\ done"}"#,
+            r#"{"type":"RUN_STARTED","timestamp":1700000001000,"threadId":"thread-1","runId":"run-1"}"#,
+            r#"{"type": "RUN_STARTED", "threadId": "t", "runId": "r"}"#,
+            r#"{"type":"RUN_FINISHED","threadId":"thread-1","runId":"run-1","usage":[{"provider":"p","inputTokens":101,"outputTokens":40}]}"#,
+            r#"{"type":"STATE_SNAPSHOT","snapshot":{"run":1,"steps":[],"status":"thinking"}}"#,
+            r#"{"type":"STATE_SNAPSHOT","snapshot":[1,"two",{"three":3}]}"#,
+            r#"{"type":"STEP_STARTED","stepName":"plan"}"#,
+            r#"{"type":"REASONING_MESSAGE_START","messageId":"r1","role":"reasoning"}"#,
+            r#"{"type":"REASONING_START","messageId":"r1","timestamp":5}"#,
+        ];
+        // Respellings of parts of an event, each tried in place of the first match.
+        let swaps: &[(&str, &str)] = &[
+            ("msg-1", "msg-2"), ("msg-1", "m\\u0031"), ("msg-1", ""), ("msg-1", "\u{10FE00}"), ("msg-1", "\\ud83d\\ude00"),
+            ("msg-1", "\\ud83d"), ("\"msg-1\"", "1"), ("\"msg-1\"", "null"), ("\"msg-1\"", "[]"), ("assistant", "robot"),
+            ("assistant", "user"), ("assistant", "assist\\u0061nt"), ("reasoning", "assistant"), ("1700000001000", "-1"),
+            ("1700000001000", "9007199254740992"), ("1700000001000", "1.5"), ("1700000001000", "\"1\""), ("1700000001000", "01"),
+            ("101", "-101"), ("101", "1e3"), ("\"p\"", "1"), ("\"provider\"", "\"future\""), ("[{", "[ {"), ("{\"run\":1", "{\"run\":1,\"run\":2"),
+            ("\"snapshot\":{", "\"snapshot\":["), ("\"steps\":[]", "\"steps\":[\"\\ud800\"]"), ("\"thinking\"", "\"\u{10FE00}\""),
+            (",\"role\"", ",\"name\":\"x\",\"role\""), (",\"role\":\"assistant\"", ""), (",\"runId\":\"run-1\"", ""),
+            (",\"threadId\"", ",\"type\":\"RUN_STARTED\",\"threadId\""), (",\"messageId\"", ",\"metadata\":{},\"messageId\""),
+            (":", ": "), (",", ", "), ("\"}", "\" }"), ("}", "}\n"), ("search", "se\\\"arch"), ("plan", "pl\\nan"),
+            ("\"content\":\"", "\"content\":[{\"type\":\"text\",\"text\":\"x\"}],\"x\":\""), ("\"step", "\"Step"),
+            ("TEXT_MESSAGE_START", "TEXT_MESSAGE_END"), ("\"type\":\"", "\"type\": \""), ("{\"type", "{ \"type"),
+        ];
+        // Each mutation with the base it came from.
+        let mut mutations: Vec<(usize, Vec<u8>)> = Vec::new();
+        for (at, base) in bases.iter().enumerate() {
+            let b = base.as_bytes();
+            let mut mutations = Mutations(at, &mut mutations);
+            mutations.push(b.to_vec());
+            for &(from, to) in swaps {
+                if base.contains(from) {
+                    mutations.push(base.replacen(from, to, 1).into_bytes());
+                }
+            }
+            // Reordered: the members after `type`, rotated.
+            if let Some(rest) = base.strip_prefix("{\"type\":").or_else(|| base.strip_prefix("{\"type\": ")) {
+                let parts: Vec<&str> = rest.trim_end_matches('}').split(',').collect();
+                if parts.len() > 2 && !rest.contains('[') && !rest.contains('{') {
+                    let mut rotated = parts[1..].to_vec();
+                    rotated.rotate_left(1);
+                    mutations.push(format!("{{\"type\":{},{}}}", parts[0], rotated.join(",")).into_bytes());
+                }
+            }
+            for i in 0..b.len() {
+                mutations.push(b[..i].to_vec());
+                let mut cut = b.to_vec();
+                cut.remove(i);
+                mutations.push(cut);
+                for ins in [" ", "\"", "\\", "x", "1", "-", "{", "[", ",", "}", "é"] {
+                    let mut v = b.to_vec();
+                    v.splice(i..i, ins.bytes());
+                    mutations.push(v);
+                    let mut v = b.to_vec();
+                    v.splice(i..i + 1, ins.bytes());
+                    mutations.push(v);
+                }
+            }
+        }
+        struct Mutations<'v>(usize, &'v mut Vec<(usize, Vec<u8>)>);
+        impl Mutations<'_> {
+            fn push(&mut self, v: Vec<u8>) {
+                self.1.push((self.0, v));
+            }
+        }
+        let show = |p: &Option<Plain<'_>>| format!("{p:?}");
+        let (mut in_layout, mut read_in_layout, mut learned) = (0, 0, 0);
+        for (from, m) in &mutations {
+            // (after the layout of its own event, and of the next kind's)
+            for base in [bases[*from], bases[(from + 1) % bases.len()]] {
+                for max_depth in [1, 2, 3, 512] {
+                    for no_kept_range in [false, true] {
+                        fn known(p: &[u8], no_kept_range: bool) -> Option<Known<'_>> {
+                            let text = std::str::from_utf8(p).ok()?;
+                            // (as a log's reader says it: only of texts that hold none)
+                            (!no_kept_range || !super::super::js::may_hold_kept_range(p)).then_some(Known { text, no_kept_range })
+                        }
+                        let mut forms = PlainForms::default();
+                        let b = base.as_bytes();
+                        assert_eq!(show(&Plain::read_formed(b, known(b, no_kept_range), max_depth, &mut forms)), show(&Plain::read(b, known(b, no_kept_range), max_depth)));
+                        if max_depth >= 2 {
+                            // (the base's layout learned, where it is one)
+                            if let Some(form) = &forms.forms[PlainForms::slot(PlainForms::lead(b).unwrap())] {
+                                learned += 1;
+                                if let Some(k) = known(m, no_kept_range) {
+                                    if let Some(read) = form.read(k, max_depth) {
+                                        in_layout += 1;
+                                        read_in_layout += usize::from(read.is_some());
+                                        assert_eq!(show(&read), show(&Plain::read(m, Some(k), max_depth)), "{base} {}", String::from_utf8_lossy(m));
+                                    }
+                                }
+                            }
+                        }
+                        for p in [&m[..], b, &m[..], b] {
+                            let want = show(&Plain::read(p, known(p, no_kept_range), max_depth));
+                            assert_eq!(show(&Plain::read_formed(p, known(p, no_kept_range), max_depth, &mut forms)), want, "{base} then {}", String::from_utf8_lossy(p));
+                        }
+                    }
+                }
+            }
+        }
+        // (each kind its own layout's place)
+        let slots: std::collections::HashSet<usize> = PLAIN_KINDS.iter().map(|k| PlainForms::slot(k.name().as_bytes())).collect();
+        assert_eq!(slots.len(), PLAIN_KINDS.len());
+        // (the layouts were read: events in them, plain and not)
+        assert!(learned > 1000 && in_layout > 5_000 && read_in_layout > 1_000, "{learned} {in_layout} {read_in_layout}");
+    }
+
     #[test]
     fn plain_end_is_the_byte_loop() {
         let reference = |b: &[u8], start: usize| {

@@ -5,7 +5,7 @@
 
 use super::apply::{Change, EventApplier, State};
 use super::chunks::ChunkExpander;
-use super::event::{parse_event_limited, plain_state_delta_known, Delta, DeltaForm, EventType, Known, Lead, Members, Plain, RawDelta};
+use super::event::{parse_event_limited, plain_state_delta_known, Delta, DeltaForm, EventType, Known, Lead, Members, Plain, PlainForms, RawDelta};
 use super::legacy::{LegacyChain, ProtocolVersion, Shims};
 use super::schema::{check_event, Checked};
 use super::verify::EventVerifier;
@@ -397,7 +397,7 @@ impl<S: State> Replayer<S> {
             }
             // (read in its plain form only when the stages would take it so)
             Read::Later if self.takes_plain_events() => {
-                if let Some(r) = Plain::read(payload, known, self.reader.max_depth).and_then(|p| self.push_plain_event(p)) {
+                if let Some(r) = Plain::read_formed(payload, known, self.reader.max_depth, &mut self.reader.plains).and_then(|p| self.push_plain_event(p)) {
                     return r;
                 }
             }
@@ -633,6 +633,8 @@ struct Reader {
     pointers: crate::patch::cache::PointerCache,
     /// The form of the last plain delta event.
     deltas: DeltaForm,
+    /// The layouts of the last plain events of each kind (read on the reducer's side).
+    plains: PlainForms,
 }
 
 /// One event as a [`Reader`] read it.
@@ -648,7 +650,7 @@ enum Read<'a> {
 
 impl Reader {
     fn new(options: ReplayOptions) -> Self {
-        Reader { verify: options.verify, schema: options.schema, max_depth: options.max_depth, pointers: Default::default(), deltas: DeltaForm::default() }
+        Reader { verify: options.verify, schema: options.schema, max_depth: options.max_depth, pointers: Default::default(), deltas: DeltaForm::default(), plains: PlainForms::default() }
     }
 
     /// An event's JSON text read (`known`: what is known of it; `formed`: whether it may

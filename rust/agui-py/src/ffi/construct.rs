@@ -829,7 +829,8 @@ pub(crate) fn passes_value(py: Python<'_>, check: &Check, v: &Bound<'_, PyAny>) 
 }
 
 /// `cls(**dict(zip(names, values)))` for field indices `fields` of `plan` (the plan of
-/// `cls`) when construction's fast path would hand these keywords to msgspec's constructor
+/// `cls`; `names`: their names, the tuple msgspec's constructor takes, which a caller
+/// building many instances of one class keeps) when construction's fast path would hand these keywords to msgspec's constructor
 /// as they are and record nothing: each value plainly valid for its field, none at its
 /// default, no tag, every required field given. The instance is then what `msgspec.convert`
 /// makes of the same members (msgspec's constructor; no record for `model_fields_set`).
@@ -839,6 +840,7 @@ pub(crate) fn build_exact<'py>(
     cls: &Bound<'py, PyType>,
     plan: &Plan,
     fields: &[usize],
+    names: &Bound<'py, PyTuple>,
     values: &[Bound<'py, PyAny>],
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
     let meta = meta(py)?;
@@ -851,10 +853,21 @@ pub(crate) fn build_exact<'py>(
     if !matches!(plan.fields.route(keywords, passes, at_default, |_| false, &mut given), Route::Direct) || given != 0 {
         return Ok(None);
     }
-    let names = PyTuple::new(py, fields.iter().map(|&i| plan.names[i].bind(py)))?;
+    debug_assert!(names.len() == fields.len() && names.iter().zip(fields).all(|(n, &i)| n.is(plan.names[i].bind(py))));
     let obj = match meta.vectorcall {
         Some((struct_vectorcall, _)) => {
-            let args: Vec<*mut ffi::PyObject> = values.iter().map(Bound::as_ptr).collect();
+            // (on the stack: a Struct has a few fields)
+            let mut stack = [std::ptr::null_mut(); 16];
+            let heap: Vec<*mut ffi::PyObject>;
+            let args: &[*mut ffi::PyObject] = if values.len() <= stack.len() {
+                for (slot, v) in stack.iter_mut().zip(values) {
+                    *slot = v.as_ptr();
+                }
+                &stack[..values.len()]
+            } else {
+                heap = values.iter().map(Bound::as_ptr).collect();
+                &heap
+            };
             // SAFETY: msgspec's Struct_vectorcall (read by layout::struct_vectorcall) called as
             // the metaclass's direct route calls it: a Struct class, no positional arguments,
             // one live value per name of the live tuple `names`; a new reference or NULL with
