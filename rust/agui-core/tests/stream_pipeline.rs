@@ -579,25 +579,7 @@ fn plain_events_apply_as_event_objects_do() {
                 for t in &texts {
                     agui_core::sse::write_event(&mut log, t);
                 }
-                // The general path: each payload parsed into an object, pushed.
-                let mut r = agui_core::stream::Replayer::new(Vec::new(), json!({}), options);
-                let (mut error, mut unread) = (None, None);
-                for (i, t) in texts.iter().enumerate() {
-                    let pushed = match agui_core::stream::parse_event_limited(t, options.max_depth) {
-                        Ok(e) => r.push(e),
-                        Err(mut e) => {
-                            (e.index, unread) = (i, Some(i + 1));
-                            Err(e)
-                        }
-                    };
-                    if let Err(e) = pushed {
-                        error = Some(e);
-                        break;
-                    }
-                }
-                let mut objects = r.finish(error);
-                // (an event that does not parse is counted as read)
-                objects.events = unread.unwrap_or(objects.events);
+                let objects = general(&texts, json!({}), options);
                 let text = same(&log, Vec::new(), json!({}), options, "plain events");
                 let what = String::from_utf8_lossy(v);
                 assert_eq!(outcome(&objects), outcome(&text), "{what} (pending chunk stream: {pending}, {options:?})");
@@ -617,7 +599,6 @@ fn plain_events_apply_as_event_objects_do() {
 #[test]
 fn snapshots_read_to_the_events_end_apply_as_event_objects_do() {
     use agui_core::patch::tree::Tree;
-    use agui_core::stream::Replayer;
     let snapshots = [
         r#"{"item_0001":{"id":1,"status":"pending","score":0.123456789,"tags":["a","b"]},"plan":{"steps":[],"done":0},"counter":0}"#,
         r#"{"a":[1,{"b":"c"}],"d":"\n","e":"\u00e9\/","f":[-0,-0.0,1e5,1E-5,2.5e+3,1e400,18446744073709551616]}"#,
@@ -668,27 +649,6 @@ fn snapshots_read_to_the_events_end_apply_as_event_objects_do() {
             for t in texts {
                 agui_core::sse::write_event(&mut log, t);
             }
-            // The general path (each payload parsed into an object, pushed) into each state.
-            fn general<S: agui_core::stream::State>(texts: &[&[u8]], state: S, options: ReplayOptions) -> Replay<S> {
-                let mut r = Replayer::new(Vec::new(), state, options);
-                let (mut error, mut unread) = (None, None);
-                for (i, t) in texts.iter().enumerate() {
-                    let pushed = match agui_core::stream::parse_event_limited(t, options.max_depth) {
-                        Ok(e) => r.push(e),
-                        Err(mut e) => {
-                            (e.index, unread) = (i, Some(i + 1));
-                            Err(e)
-                        }
-                    };
-                    if let Err(e) = pushed {
-                        error = Some(e);
-                        break;
-                    }
-                }
-                let mut r = r.finish(error);
-                r.events = unread.unwrap_or(r.events);
-                r
-            }
             let what = format!("{event} ({options:?})");
             let objects = general(&texts, json!({}), options);
             assert_eq!(outcome(&objects), outcome(&same(&log, Vec::new(), json!({}), options, &what)), "{what}");
@@ -701,4 +661,27 @@ fn snapshots_read_to_the_events_end_apply_as_event_objects_do() {
     }
     // (both ways taken: the lead's events and the others)
     assert!(taken > 100 && taken < events.len() - 100, "{taken} of {}", events.len());
+}
+
+/// The general path: each payload parsed into an object and pushed, into `state` (an event
+/// that does not parse is counted as read).
+fn general<S: agui_core::stream::State>(texts: &[&[u8]], state: S, options: ReplayOptions) -> Replay<S> {
+    let mut r = Replayer::new(Vec::new(), state, options);
+    let (mut error, mut unread) = (None, None);
+    for (i, t) in texts.iter().enumerate() {
+        let pushed = match agui_core::stream::parse_event_limited(t, options.max_depth) {
+            Ok(e) => r.push(e),
+            Err(mut e) => {
+                (e.index, unread) = (i, Some(i + 1));
+                Err(e)
+            }
+        };
+        if let Err(e) = pushed {
+            error = Some(e);
+            break;
+        }
+    }
+    let mut r = r.finish(error);
+    r.events = unread.unwrap_or(r.events);
+    r
 }
