@@ -31,7 +31,7 @@ import functools
 import inspect
 import typing
 import warnings
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Literal, Optional, Type, cast
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Literal, Optional, Tuple, Type, cast
 
 import msgspec
 
@@ -547,7 +547,8 @@ def _filter_children(obj: Any, data: Any, include: Any, exclude: Any, by_alias: 
     if isinstance(obj, msgspec.Struct) and isinstance(data, dict):
         rev: Dict[str, str] = {wire if by_alias else attr: attr for attr, wire, _ in fields_of(type(obj))}
         extras = getattr(obj, "__dict__", None) or {}
-        out, late = [], []
+        out: List[Tuple[Any, Any, Any, Any, Any]] = []
+        late: List[Tuple[Any, Any, Any, Any, Any]] = []
         for key, value in data.items():
             name = rev[key] if key in rev else key
             if include not in (None, True) and name not in include and "__all__" not in include:
