@@ -846,7 +846,7 @@ impl<'d, S: State> ReadsAhead<'d, S> {
         // and for characters of the kept range: their events' readers then take their
         // text as it is, without checks of their own.
         let text = utf8_whole_chars(data);
-        // (a log of many escapes is checked event by event: a backslash in 256 bytes at most)
+        // (a log of many `\u` escapes is checked event by event: one in 256 bytes at most)
         let no_kept_range = text.is_some() && !super::js::may_hold_kept_range_within(data, data.len() / 256);
         ReadsAhead { r, read, escaped: false, declined: 0, data, text, no_kept_range, appended: None }
     }
