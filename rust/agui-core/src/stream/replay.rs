@@ -428,17 +428,7 @@ impl<S: State> Replayer<S> {
             return None;
         }
         let Replayer { expander, verifier, applier, reduce, .. } = self;
-        let (kind, id) = match (kind, expander) {
-            (EventType::TextMessageChunk | EventType::ToolCallChunk | EventType::ReasoningMessageChunk, Some(x)) => {
-                (content_of(kind), x.continues_plain(kind, id)?)
-            }
-            (EventType::TextMessageContent | EventType::ReasoningMessageContent | EventType::ToolCallArgs, x)
-                if !x.as_ref().is_some_and(ChunkExpander::has_pending) =>
-            {
-                (kind, id?)
-            }
-            _ => return None,
-        };
+        let (kind, id) = plain_target(expander, kind, id)?;
         let index = self.index;
         let relabel = |mut e: StreamError| {
             e.index = index;
@@ -464,12 +454,17 @@ impl<S: State> Replayer<S> {
     /// nothing done (push it as usual).
     #[inline(always)]
     fn push_held(&mut self, d: &RawDelta<'_>) -> bool {
-        let explicit = matches!(d.kind, EventType::TextMessageContent | EventType::ReasoningMessageContent | EventType::ToolCallArgs);
-        let alone = self.reduce && !self.shims && self.delivered.is_none() && self.verifier.is_none();
-        let Some(id) = d.id.filter(|_| explicit && alone && !self.expander.as_ref().is_some_and(ChunkExpander::has_pending)) else {
+        if !self.reduce || self.shims || self.delivered.is_some() || self.verifier.is_some() {
+            return false;
+        }
+        let Replayer { expander, applier, .. } = self;
+        let Some((kind, id)) = plain_target(expander, d.kind, d.id) else {
             return false;
         };
-        if !self.applier.append_held(d, id) {
+        // (a chunk as the CONTENT / ARGS event it expands to)
+        let mut d = *d;
+        (d.kind, d.id) = (kind, Some(id));
+        if !applier.append_held(&d, id) {
             return false;
         }
         self.index += 1;
@@ -484,15 +479,18 @@ impl<S: State> Replayer<S> {
     /// [`EventApplier::took_held`] or cuts it back ([`EventApplier::cut_held`]).
     #[inline(always)]
     fn end_onto_held(&mut self, rest: &[u8], text: &str, no_kept_range: bool) -> Option<(usize, usize)> {
-        if !self.reduce || self.shims || self.delivered.is_some() || self.verifier.is_some() || self.expander.as_ref().is_some_and(ChunkExpander::has_pending) {
+        if !self.reduce || self.shims || self.delivered.is_some() || self.verifier.is_some() {
             return None;
         }
-        let Replayer { reader, applier, .. } = self;
+        let Replayer { reader, applier, expander, .. } = self;
         let (kind, id, start) = reader.deltas.in_last_form(rest)?;
-        if !matches!(kind, EventType::TextMessageContent | EventType::ReasoningMessageContent | EventType::ToolCallArgs) {
-            return None;
-        }
-        let held = applier.held_for(kind, id?)?;
+        // (the id as text: `rest` starts with the form's lead, `text` is `rest`'s)
+        let id = match id {
+            Some(r) => Some(text.get(r)?),
+            None => None,
+        };
+        let (kind, id) = plain_target(expander, kind, id)?;
+        let held = applier.held_for(kind, id.as_bytes())?;
         let at = held.len();
         // As `RawDelta::append_to` appends it: refused where its reading is (an escape
         // serde_json would not read, the kept range), and a delta that may join the
@@ -722,6 +720,24 @@ fn delta_event(d: &Delta<'_>) -> Value {
 }
 
 /// The explicit event a chunk kind expands to.
+/// The kind and id a plain delta event (`kind`, `id`: [`Delta`]) is applied as when the
+/// stages before the reducer pass it unchanged: a CONTENT / ARGS event with no chunk
+/// stream pending (which it would close), or a chunk that merely continues a pending
+/// stream ([`ChunkExpander::continued`]: as that stream's CONTENT / ARGS). `None`: the
+/// general path decides. The one decision for every plain delta path.
+#[inline(always)]
+fn plain_target<'a>(expander: &'a Option<ChunkExpander>, kind: EventType, id: Option<&'a str>) -> Option<(EventType, &'a str)> {
+    match (kind, expander) {
+        (EventType::TextMessageChunk | EventType::ToolCallChunk | EventType::ReasoningMessageChunk, Some(x)) => {
+            Some((content_of(kind), x.continued(kind, id)?))
+        }
+        (EventType::TextMessageContent | EventType::ReasoningMessageContent | EventType::ToolCallArgs, x) if !x.as_ref().is_some_and(ChunkExpander::has_pending) => {
+            Some((kind, id?))
+        }
+        _ => None,
+    }
+}
+
 fn content_of(chunk: EventType) -> EventType {
     match chunk {
         EventType::TextMessageChunk => EventType::TextMessageContent,
