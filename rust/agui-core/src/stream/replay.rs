@@ -796,8 +796,9 @@ pub fn replay_log<R: std::io::Read + Send, S: State>(
     r.finish_log(outcome.err(), read)
 }
 
-/// A replay read chunk by chunk ([`replay_log`]): each chunk's frames are read ahead
-/// where they lie, as a log held in memory is ([`ReadsAhead`]).
+/// A replay's reader ahead for the bytes framed ([`replay_log`], [`replay_log_bytes`]): a
+/// whole log held in memory or each chunk read, its frames read where they lie
+/// ([`ReadsAhead`]).
 struct Chunks<'a, S: State> {
     r: &'a mut Replayer<S>,
     read: &'a mut usize,
@@ -814,9 +815,9 @@ impl<S: State> crate::log::ChunkAhead<Stop> for Chunks<'_, S> {
     }
 }
 
-/// [`replay_log`] of a log held in memory: a plain log is framed and read where it lies
-/// (`log::for_each_in_bytes_ahead`), not copied through a reader's chunks; a gzip one is
-/// read as [`replay_log`] reads it. The same outcome.
+/// [`replay_log`] of a log held in memory: a plain log is framed and read where it lies,
+/// not copied through a reader's chunks; a gzip one chunk by chunk as [`replay_log`]
+/// reads it (`log::for_each_in_bytes_ahead`). The same outcome.
 pub fn replay_log_bytes<S: State>(
     data: &[u8],
     format: Option<crate::log::Format>,
@@ -824,12 +825,9 @@ pub fn replay_log_bytes<S: State>(
     state: S,
     options: ReplayOptions,
 ) -> Replay<S> {
-    if crate::log::is_gzip(data) {
-        return replay_log(data, format, messages, state, options);
-    }
     let mut r = Replayer::new(messages, state, options);
     let mut read = 0usize;
-    let outcome = crate::log::for_each_in_bytes_ahead(data, format, &crate::log::Limits::default(), &mut ReadsAhead::new(&mut r, &mut read, data));
+    let outcome = crate::log::for_each_in_bytes_ahead(data, format, &crate::log::Limits::default(), &mut Chunks { r: &mut r, read: &mut read });
     r.finish_log(outcome.err(), read)
 }
 
