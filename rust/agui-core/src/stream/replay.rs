@@ -985,8 +985,7 @@ impl Stop {
 /// [`replay_log`] of several log files (`format: None` detects each), each from no messages
 /// and an empty state, on scoped threads as [`replay_sse_many`]: a log a thread. Results
 /// are in input order. `finish` turns each log's replay into the result on the thread that
-/// replayed it (writing out the final values and freeing them is part of a log's work, not
-/// a serial tail after all of them).
+/// replayed it.
 pub fn replay_log_files<S: State + From<Value>, U: Send>(
     paths: &[std::path::PathBuf],
     format: Option<crate::log::Format>,
@@ -995,6 +994,21 @@ pub fn replay_log_files<S: State + From<Value>, U: Send>(
     finish: impl Fn(Replay<S>) -> U + Sync,
 ) -> Vec<U> {
     parallel_map(paths, threads, |path| finish(replay_log_file(path, format, options)))
+}
+
+/// [`replay_log_files`], each result handed to `each` (with its index in `paths`) on the
+/// calling thread as soon as its log is done, in the order they finish, while the other
+/// logs are still replayed: the caller's work on a result (writing it out) overlaps the
+/// replays instead of following all of them.
+pub fn replay_log_files_each<S: State + From<Value>, U: Send>(
+    paths: &[std::path::PathBuf],
+    format: Option<crate::log::Format>,
+    options: ReplayOptions,
+    threads: usize,
+    finish: impl Fn(Replay<S>) -> U + Sync,
+    each: impl FnMut(usize, U),
+) {
+    parallel_each(paths, threads, |path| finish(replay_log_file(path, format, options)), each)
 }
 
 /// One log file of [`replay_log_files`].
@@ -1019,25 +1033,40 @@ fn resolve_threads(threads: usize) -> usize {
 /// `f` over `items` on scoped threads (at most `threads`; 0: the machine's parallelism),
 /// results in input order.
 fn parallel_map<T: Sync, U: Send>(items: &[T], threads: usize, f: impl Fn(&T) -> U + Sync) -> Vec<U> {
+    let mut slots: Vec<Option<U>> = items.iter().map(|_| None).collect();
+    parallel_each(items, threads, f, |i, out| slots[i] = Some(out));
+    slots.into_iter().map(|s| s.expect("every item done")).collect()
+}
+
+/// `f` over `items` on scoped threads (at most `threads`; 0: the machine's parallelism),
+/// each result handed to `each` with its index on the calling thread as it comes (in the
+/// order the items finish). Every item is done before this returns.
+fn parallel_each<T: Sync, U: Send>(items: &[T], threads: usize, f: impl Fn(&T) -> U + Sync, mut each: impl FnMut(usize, U)) {
     let threads = resolve_threads(threads);
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut slots: Vec<std::sync::Mutex<Option<U>>> = items.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    let (done, results) = std::sync::mpsc::channel::<(usize, U)>();
+    let work = |done: std::sync::mpsc::Sender<(usize, U)>| loop {
+        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let Some(item) = items.get(i) else { break };
+        // (the receiver lives until every sender is gone: sending cannot fail)
+        let _ = done.send((i, f(item)));
+    };
+    let work = &work;
     std::thread::scope(|scope| {
         for _ in 0..threads.min(items.len()) {
-            let work = || loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(item) = items.get(i) else { break };
-                let out = f(item);
-                *slots[i].lock().expect("no thread panics while holding a slot") = Some(out);
-            };
+            let sender = done.clone();
             // No thread to be had (a process at its thread limit): this thread does the rest.
-            if std::thread::Builder::new().stack_size(crate::pipeline::STACK).spawn_scoped(scope, work).is_err() {
-                work();
+            if std::thread::Builder::new().stack_size(crate::pipeline::STACK).spawn_scoped(scope, move || work(sender)).is_err() {
+                work(done.clone());
                 break;
             }
         }
+        // (the workers hold the only senders now: the loop ends when the last one is done)
+        drop(done);
+        for (i, out) in results {
+            each(i, out);
+        }
     });
-    slots.iter_mut().map(|s| s.get_mut().expect("slot").take().expect("every item done")).collect()
 }
 
 /// An empty object: the default state.
