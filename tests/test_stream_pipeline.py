@@ -126,3 +126,35 @@ def test_big_logs_replay_the_same_from_bytes_files_and_threads(tmp_path):
     from_file = _native.replay_log_files([bad], typed=False)[0]
     from_bytes = _native.replay_log(cut, typed=False)
     assert _outcome(from_file) == _outcome(from_bytes) and from_file[4] is not None
+
+
+def test_many_logs_come_back_in_input_order_whatever_finishes_first(tmp_path):
+    """``replay_log_files`` writes each log out as it finishes (the big ones last): the
+    results are still in input order, each the outcome of that log alone, errors and a
+    missing file included."""
+    paths, want = [], []
+    for k, n in enumerate((6000, 10, 0, 1500, 5, 800, 3000, 50, 1, 2500, 7, 300)):
+        log = to_sse(generate_events(n, seed=k)) if n else b""
+        if k == 3:
+            log = log[: len(log) // 2] + b"data: {oops\n\n" + log[len(log) // 2 :]
+        path = tmp_path / f"log{k}.sse"
+        if k == 5:
+            path = tmp_path / "log5.sse.gz"
+            path.write_bytes(gzip.compress(log, 1))
+        else:
+            path.write_bytes(log)
+        paths.append(path)
+        want.append(_outcome(_native.replay_log(log, typed=False)))
+    missing = tmp_path / "missing.sse"
+    paths.insert(4, missing)
+    for threads in (1, 2, 3, 16):
+        got = _native.replay_log_files(paths, threads=threads, typed=False)
+        assert len(got) == len(paths)
+        assert isinstance(got[4][4], FileNotFoundError) and str(missing) in str(got[4][4])
+        assert [_outcome(p) for p in got[:4] + got[5:]] == want, threads
+    good = [p for k, p in enumerate(paths) if k not in (3, 4)]
+    assert stream.replay_logs(good, threads=3) == [stream.replay_log(p) for p in good]
+    # (the first failing log in input order raises, naming its path)
+    with pytest.raises(ValueError) as e:
+        stream.replay_logs(paths, threads=2)
+    assert e.value.path == paths[3]

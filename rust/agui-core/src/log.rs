@@ -763,24 +763,26 @@ where
     E: From<LogError>,
     F: FnMut(Event<'_>) -> Result<(), E>,
 {
-    for_each_in_bytes_ahead(data, format, limits, &mut LineSearch(sink))
+    for_each_in_bytes_ahead(data, format, limits, &mut Each(sink))
 }
 
-/// [`for_each_in_bytes`] with a reader ahead of the SSE framer's line search (see
-/// [`for_each_in_part_ahead`]; a gzip log's events all go to [`ReadAhead::event`]).
-pub fn for_each_in_bytes_ahead<E, R>(data: &[u8], format: Option<Format>, limits: &Limits, rows: &mut R) -> Result<Summary, E>
+/// [`for_each_in_bytes`] with a reader ahead of the SSE framer's line search, made for
+/// the bytes framed ([`ChunkAhead::rows`]): all of a plain log, where it lies (see
+/// [`for_each_in_part_ahead`]); each decompressed chunk of a gzip log, as
+/// [`LogReader::for_each_ahead`] reads it.
+pub fn for_each_in_bytes_ahead<E, A>(data: &[u8], format: Option<Format>, limits: &Limits, rows: &mut A) -> Result<Summary, E>
 where
     E: From<LogError>,
-    R: ReadAhead<E>,
+    A: ChunkAhead<E>,
 {
     let log = LogReader::open(data, format)?;
     if log.is_gzip() {
-        return log.for_each(limits, |ev| rows.event(ev));
+        return log.for_each_ahead(limits, rows);
     }
     let Some(format) = log.checked_format()? else {
         return Ok(Summary::default());
     };
-    for_each_in_part_ahead(data, format, Part { start: 0, end: data.len() as u64 }, limits, rows)
+    for_each_in_part_ahead(data, format, Part { start: 0, end: data.len() as u64 }, limits, &mut rows.rows(data))
 }
 
 /// Hand out the events of one part of a plain log (`data`: its bytes, from

@@ -429,6 +429,73 @@ fn a_zero_depth_limit_refuses_plain_deltas() {
     }
 }
 
+/// Chunk streams (text, tool calls, reasoning; continued by id, without one, by a tagged
+/// lane, with opener fields repeated or changed, interrupted by other events, escapes,
+/// lone surrogates and the kept range in their deltas) in random runs of repeated forms,
+/// each replayed from its text (a chunk that continues a pending stream appended to the
+/// string the reducer holds) against the same events as objects: the same outcome under
+/// each stage's options.
+#[test]
+fn plain_chunks_apply_as_event_objects_do() {
+    let deltas = ["a", "b\\\"é", "\\n", "", "\\ud83d\\ude00", "\\ud83d", "\\ude00", "\u{10F800}", "\\udbff\\udfff", "\u{10FFFF}x", "\\\\uDBFF", "{\\\"q\\\":1}"];
+    let forms = [
+        r#"{"type":"TEXT_MESSAGE_CHUNK","messageId":"m1","delta":"D"}"#,
+        r#"{"type":"TEXT_MESSAGE_CHUNK","delta":"D"}"#,
+        r#"{"type":"TEXT_MESSAGE_CHUNK","messageId":"m2","delta":"D"}"#,
+        r#"{"type":"TEXT_MESSAGE_CHUNK","messageId":"m1","role":"assistant","delta":"D"}"#,
+        r#"{"type":"TEXT_MESSAGE_CHUNK","messageId":"m1","role":"user","delta":"D"}"#,
+        r#"{"type":"TEXT_MESSAGE_CHUNK","messageId":"m1","subagentRunId":"s","delta":"D"}"#,
+        r#"{"type":"TEXT_MESSAGE_CHUNK","subagentRunId":null,"delta":"D"}"#,
+        r#"{"type":"TEXT_MESSAGE_CHUNK","messageId":"m1"}"#,
+        r#"{"type":"TEXT_MESSAGE_CHUNK","messageId":"m1","delta":"D","timestamp":1}"#,
+        r#"{"type":"TEXT_MESSAGE_CHUNK","messageId":"c1","delta":"D"}"#,
+        r#"{"type":"TOOL_CALL_CHUNK","toolCallId":"c1","toolCallName":"f","delta":"D"}"#,
+        r#"{"type":"TOOL_CALL_CHUNK","toolCallId":"c1","delta":"D"}"#,
+        r#"{"type":"TOOL_CALL_CHUNK","delta":"D"}"#,
+        r#"{"type":"TOOL_CALL_CHUNK","toolCallId":"c1","toolCallName":"g","delta":"D"}"#,
+        r#"{"type":"REASONING_MESSAGE_CHUNK","messageId":"r1","delta":"D"}"#,
+        r#"{"type":"REASONING_MESSAGE_CHUNK","delta":"D"}"#,
+        r#"{"type":"REASONING_MESSAGE_CHUNK","messageId":"m1","delta":"D"}"#,
+        r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"D"}"#,
+        r#"{"type":"TOOL_CALL_ARGS","toolCallId":"c1","delta":"D"}"#,
+        r#"{"type":"TEXT_MESSAGE_START","messageId":"m1","role":"assistant"}"#,
+        r#"{"type":"TEXT_MESSAGE_END","messageId":"m1"}"#,
+        r#"{"type":"TEXT_MESSAGE_START","messageId":"m3","role":"assistant","subagentRunId":"s"}"#,
+        r#"{"type":"MESSAGES_SNAPSHOT","messages":[]}"#,
+        r#"{"type":"STATE_DELTA","delta":[{"op":"add","path":"/x","value":1}]}"#,
+        r#"{"type":"RUN_FINISHED","threadId":"t","runId":"r"}"#,
+        r#"{"type":"RUN_STARTED","threadId":"t","runId":"r"}"#,
+    ];
+    let base = ReplayOptions::default();
+    let options = [base, ReplayOptions { verify: true, ..base }, ReplayOptions { schema: false, ..base }, ReplayOptions { expand: false, ..base }];
+    let mut rng = agui_core::test_rng::Rng(0xc4_0e5c);
+    let (mut clean, mut chunks) = (0, 0);
+    for round in 0..1500 {
+        let mut texts = vec![r#"{"type":"RUN_STARTED","threadId":"t","runId":"r"}"#.to_string()];
+        let mut form = forms[0];
+        for _ in 0..5 + rng.below(30) {
+            // (mostly runs of one form, as token streams are)
+            if rng.below(10) < 3 {
+                form = forms[rng.below(forms.len())];
+            }
+            texts.push(form.replace('D', deltas[rng.below(deltas.len())]));
+        }
+        let texts: Vec<&[u8]> = texts.iter().map(|t| t.as_bytes()).collect();
+        let mut log = Vec::new();
+        for t in &texts {
+            agui_core::sse::write_event(&mut log, t);
+        }
+        let options = options[round % options.len()];
+        let objects = general(&texts, json!({}), options);
+        let what = format!("{:?} ({options:?})", texts.iter().map(|t| String::from_utf8_lossy(t)).collect::<Vec<_>>());
+        assert_eq!(outcome(&objects), outcome(&same(&log, Vec::new(), json!({}), options, &what)), "{what}");
+        clean += usize::from(objects.error.is_none());
+        chunks += usize::from(objects.messages.iter().any(|m| m.get("content").and_then(Value::as_str).is_some_and(|c| c.len() > 8)));
+    }
+    // (both outcomes, and streams of some length)
+    assert!(clean > 300 && clean < 1400 && chunks > 300, "{clean} clean, {chunks} with text");
+}
+
 /// Common events in their plain form (starts, ends, results, run events: read without an
 /// event object) and their near misses against the same events as objects (the general
 /// path), each after a few events that give it something to act on, with and without a

@@ -1005,11 +1005,18 @@ fn replay_log_files<'py>(
         ..ReplayOptions::default()
     };
     let max_depth = options.max_depth;
-    let mut replays = py.detach(|| core::replay_log_files(&paths, format, options, threads, Written::of));
-    for (w, p) in replays.iter_mut().zip(&paths) {
-        w.source = Some(p.display().to_string());
-    }
-    agui_core::limits::deep(max_depth, || PyList::new(py, replays.iter_mut().map(|w| w.tuple(py, false, typed)).collect::<PyResult<Vec<_>>>()?))
+    // Each log written out to Python as soon as it is done, while the others are still
+    // replayed (the GIL taken for that only).
+    let mut out: Vec<Option<PyResult<Py<PyTuple>>>> = paths.iter().map(|_| None).collect();
+    agui_core::limits::deep(max_depth, || {
+        py.detach(|| {
+            core::replay_log_files_each(&paths, format, options, threads, Written::of, |i, mut w: Written| {
+                w.source = Some(paths[i].display().to_string());
+                out[i] = Some(Python::attach(|py| w.tuple(py, false, typed).map(Bound::unbind)));
+            })
+        })
+    });
+    PyList::new(py, out.into_iter().map(|t| t.expect("every log replayed")).collect::<PyResult<Vec<_>>>()?)
 }
 
 // ---------------------------------------------------------------------------------------

@@ -216,8 +216,10 @@ impl ChunkExpander {
     /// other member), of kind `chunk` (a `*_CHUNK` type): the id of the stream it merely
     /// continues, when that stream is pending in the parent lane and was opened untagged.
     /// The chunk then expands to exactly the plain CONTENT / ARGS event for that id, and
-    /// the expander's state does not change. `None`: take the general path.
-    pub fn continues_plain(&mut self, chunk: EventType, id: Option<&str>) -> Option<&str> {
+    /// the expander's state does not change (a replayer that applies that event itself
+    /// need not push the chunk here; it numbers errors itself). `None`: take the general
+    /// path.
+    pub fn continued(&self, chunk: EventType, id: Option<&str>) -> Option<&str> {
         let kind = match chunk {
             EventType::TextMessageChunk => Kind::Text,
             EventType::ToolCallChunk => Kind::Tool,
@@ -234,7 +236,6 @@ impl ChunkExpander {
         if lane.is_some() || pending.tag.is_some() {
             return None;
         }
-        self.index += 1;
         pending.id.as_str()
     }
 

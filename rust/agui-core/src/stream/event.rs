@@ -903,18 +903,19 @@ impl DeltaForm {
         Some((n, escaped))
     }
 
-    /// Whether `rest` starts in the last form: its kind, its id as written and where its
-    /// delta's text starts ([`end`](Self::end)'s first look, for a reader that reads the
-    /// delta itself as it finds its end). Nothing is kept for [`repeat_ended`](Self::repeat_ended).
+    /// Whether `rest` starts in the last form: its kind, where its id is (written without
+    /// escapes) and where its delta's text starts ([`end`](Self::end)'s first look, for a
+    /// reader that reads the delta itself as it finds its end). Nothing is kept for
+    /// [`repeat_ended`](Self::repeat_ended).
     #[inline(always)]
-    pub fn in_last_form(&self, rest: &[u8]) -> Option<(EventType, Option<&[u8]>, usize)> {
+    pub fn in_last_form(&self, rest: &[u8]) -> Option<(EventType, Option<std::ops::Range<usize>>, usize)> {
         let last = &self.forms[0];
         let kind = last.kind?;
         if !rest.starts_with(&last.lead) {
             return None;
         }
         self.found.set(None);
-        Some((kind, last.id.clone().map(|r| &last.lead[r]), last.lead.len()))
+        Some((kind, last.id.clone(), last.lead.len()))
     }
 
     /// [`end`](Self::end) past the last form as it is: for another id, or in the other form.

@@ -274,22 +274,35 @@ fn pair(hi: u16, lo: u16) -> Option<char> {
 }
 
 /// Whether this text may hold a character of the kept range, as written (`F4 8F A0..BF`)
-/// or escaped (a pair starting `\uDBFE` / `\uDBFF`). Cheap: one SIMD search for both
-/// lead bytes (a substring search for `\u` cost several times more on a whole log).
+/// or escaped (a pair starting `\uDBFE` / `\uDBFF`). Conservative: `true` also for such
+/// an escape after an escaped backslash.
 pub(crate) fn may_hold_kept_range(text: &[u8]) -> bool {
     may_hold_kept_range_within(text, usize::MAX)
 }
 
-/// [`may_hold_kept_range`], `true` too past `max` backslashes (a text of many escapes is
-/// searched faster event by event, for `\u` only where a string holds escapes).
+/// Texts from this length on are searched for each lead (`0xF4`, `\u`) on its own.
+const LONG_TEXT: usize = 256;
+
+/// [`may_hold_kept_range`], `true` too past `max` `\u` escapes (a text of many of them
+/// is searched faster event by event). A long text (a whole log) is searched for the
+/// byte 0xF4, then for `\u` (SIMD, a fraction of an instruction a byte each): a search
+/// for both lead bytes stopped at every backslash, which text and tool-call arguments
+/// hold many of (quotes, line breaks), and gave up on such logs. A short text (an
+/// event's) by one search for both lead bytes: the substring search costs more there.
 pub(crate) fn may_hold_kept_range_within(text: &[u8], max: usize) -> bool {
+    let written = |i: usize| text.get(i + 1) == Some(&0x8F) && text.get(i + 2).is_some_and(|b| (0xA0..=0xBF).contains(b));
+    let escaped = |i: usize| text.get(i + 1) == Some(&b'u') && text.get(i + 2..).and_then(crate::json::hex4).is_some_and(|u| (0xDBFE..=0xDBFF).contains(&u));
+    if text.len() < LONG_TEXT {
+        return memchr::memchr2_iter(0xF4, b'\\', text).any(|i| if text[i] == 0xF4 { written(i) } else { escaped(i) });
+    }
+    if memchr::memchr_iter(0xF4, text).any(written) {
+        return true;
+    }
+    static ESCAPE: std::sync::LazyLock<memchr::memmem::Finder<'static>> = std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\\u"));
     let mut seen = 0usize;
-    memchr::memchr2_iter(0xF4, b'\\', text).any(|i| match text[i] {
-        0xF4 => text.get(i + 1) == Some(&0x8F) && text.get(i + 2).is_some_and(|b| (0xA0..=0xBF).contains(b)),
-        _ => {
-            seen += 1;
-            seen > max || (text.get(i + 1) == Some(&b'u') && crate::json::hex4(&text[i + 2..]).is_some_and(|u| (0xDBFE..=0xDBFF).contains(&u)))
-        }
+    ESCAPE.find_iter(text).any(|i| {
+        seen += 1;
+        seen > max || escaped(i)
     })
 }
 
@@ -569,6 +582,56 @@ mod tests {
         for &(text, want) in cases {
             assert_eq!(may_hold_kept_range(text), want, "{:?}", String::from_utf8_lossy(text));
         }
+    }
+
+    /// The check of a text (a whole log, an event) is the byte-level definition it stands
+    /// for, short and long texts alike, cut anywhere (a chunk of a log ends anywhere):
+    /// decisive without a limit, never `false` where a character of the range is, and no
+    /// string it passes decodes to one.
+    #[test]
+    fn may_hold_kept_range_is_its_definition() {
+        fn definition(t: &[u8]) -> bool {
+            (0..t.len()).any(|i| {
+                (t[i..].starts_with(&[0xF4, 0x8F]) && t.get(i + 2).is_some_and(|b| (0xA0..=0xBF).contains(b)))
+                    || (t[i..].starts_with(b"\\u") && t.get(i + 2..).and_then(crate::json::hex4).is_some_and(|u| (0xDBFE..=0xDBFF).contains(&u)))
+            })
+        }
+        let plain: &[&[u8]] = &[
+            b"a", b"the agent ", b"\\\"", b"\\\\", b"\\n", b"\\t", b"\\/", b"\\u00e9", b"\\u00E9", b"\\ud83d\\ude00", b"\\uD83D\\uDE00",
+            b"\\\\slash", b"\\uDBFD\\uDFFF", b"\\udbf", b"\\u", b"\\", b"\xf4\x8f\x9f\xbf", b"\xf4\x80\x80\x80", b"\xf3\x8f\xa0\x80",
+            b"\x8f\xa0", "é日😀\u{10F7FF}".as_bytes(), b"\"", b"{\"delta\":\"", b"udbff", b"DBFF",
+        ];
+        let kept: &[&[u8]] = &[b"\\uDBFF\\uDFFF", b"\\udbfe\\udc00", b"\\uDbFe\\uDc00", b"\\\\uDBFF", b"\\uDBFE", b"\xf4\x8f\xa0\x80", "\u{10FFFF}".as_bytes(), b"\xf4\x8f\xbf"];
+        let mut rng = crate::test_rng::Rng(0x6b65_7074);
+        let (mut long_clear, mut long_kept) = (0, 0);
+        for _ in 0..6000 {
+            let len = [rng.below(40), LONG_TEXT - 20 + rng.below(40), 300 + rng.below(3000)][rng.below(3)];
+            let rate = [0, 30, 300, 3000][rng.below(4)];
+            let mut t = Vec::new();
+            while t.len() < len {
+                let piece = if rate > 0 && rng.below(rate) == 0 { rng.pick(kept) } else { rng.pick(plain) };
+                t.extend_from_slice(piece);
+            }
+            // (a kept escape or character cut at the end: a chunk's end)
+            let cut = if rng.below(2) == 0 { t.len() } else { t.len() - rng.below(8.min(t.len() + 1)) };
+            let t = &t[rng.below(3).min(cut)..cut];
+            let want = definition(t);
+            assert_eq!(may_hold_kept_range(t), want, "{:?}", String::from_utf8_lossy(t));
+            if t.len() >= LONG_TEXT {
+                *if want { &mut long_kept } else { &mut long_clear } += 1;
+            }
+            // With a limit: `true` past it, otherwise the same.
+            let max = rng.below(4);
+            let escapes = memchr::memmem::find_iter(t, b"\\u").count();
+            let within = may_hold_kept_range_within(t, max);
+            assert!(within == want || (within && t.len() >= LONG_TEXT && escapes > max), "{max} {:?}", String::from_utf8_lossy(t));
+            // What it passes decodes to no character of the range.
+            let mut s = String::new();
+            if let Some(()) = std::str::from_utf8(t).ok().and_then(|t| crate::stream::event::unescape_into(t, &mut s)) {
+                assert!(want || !holds_kept_range(&s), "{:?}", String::from_utf8_lossy(t));
+            }
+        }
+        assert!(long_clear > 500 && long_kept > 500, "{long_clear} {long_kept}");
     }
 
     #[test]

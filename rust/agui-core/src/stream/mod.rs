@@ -49,7 +49,7 @@ pub use chunks::{expand_chunks, ChunkExpander};
 pub use compact::{compact_events, compact_events_limited, compact_events_within};
 pub use event::{parse_event, parse_event_limited, EventType};
 pub use replay::{
-    empty_state, replay, replay_log, replay_log_files, replay_log_bytes, replay_sse, replay_sse_many, LogStop, Replay,
+    empty_state, replay, replay_log, replay_log_files, replay_log_files_each, replay_log_bytes, replay_sse, replay_sse_many, LogStop, Replay,
     ReplayOptions, Replayer, RunOutcome,
 };
 pub use schema::{check_event, check_run_input, Checked};

@@ -428,17 +428,7 @@ impl<S: State> Replayer<S> {
             return None;
         }
         let Replayer { expander, verifier, applier, reduce, .. } = self;
-        let (kind, id) = match (kind, expander) {
-            (EventType::TextMessageChunk | EventType::ToolCallChunk | EventType::ReasoningMessageChunk, Some(x)) => {
-                (content_of(kind), x.continues_plain(kind, id)?)
-            }
-            (EventType::TextMessageContent | EventType::ReasoningMessageContent | EventType::ToolCallArgs, x)
-                if !x.as_ref().is_some_and(ChunkExpander::has_pending) =>
-            {
-                (kind, id?)
-            }
-            _ => return None,
-        };
+        let (kind, id) = plain_target(expander, kind, id)?;
         let index = self.index;
         let relabel = |mut e: StreamError| {
             e.index = index;
@@ -464,12 +454,17 @@ impl<S: State> Replayer<S> {
     /// nothing done (push it as usual).
     #[inline(always)]
     fn push_held(&mut self, d: &RawDelta<'_>) -> bool {
-        let explicit = matches!(d.kind, EventType::TextMessageContent | EventType::ReasoningMessageContent | EventType::ToolCallArgs);
-        let alone = self.reduce && !self.shims && self.delivered.is_none() && self.verifier.is_none();
-        let Some(id) = d.id.filter(|_| explicit && alone && !self.expander.as_ref().is_some_and(ChunkExpander::has_pending)) else {
+        if !self.reduce || self.shims || self.delivered.is_some() || self.verifier.is_some() {
+            return false;
+        }
+        let Replayer { expander, applier, .. } = self;
+        let Some((kind, id)) = plain_target(expander, d.kind, d.id) else {
             return false;
         };
-        if !self.applier.append_held(d, id) {
+        // (a chunk as the CONTENT / ARGS event it expands to)
+        let mut d = *d;
+        (d.kind, d.id) = (kind, Some(id));
+        if !applier.append_held(&d, id) {
             return false;
         }
         self.index += 1;
@@ -484,15 +479,18 @@ impl<S: State> Replayer<S> {
     /// [`EventApplier::took_held`] or cuts it back ([`EventApplier::cut_held`]).
     #[inline(always)]
     fn end_onto_held(&mut self, rest: &[u8], text: &str, no_kept_range: bool) -> Option<(usize, usize)> {
-        if !self.reduce || self.shims || self.delivered.is_some() || self.verifier.is_some() || self.expander.as_ref().is_some_and(ChunkExpander::has_pending) {
+        if !self.reduce || self.shims || self.delivered.is_some() || self.verifier.is_some() {
             return None;
         }
-        let Replayer { reader, applier, .. } = self;
+        let Replayer { reader, applier, expander, .. } = self;
         let (kind, id, start) = reader.deltas.in_last_form(rest)?;
-        if !matches!(kind, EventType::TextMessageContent | EventType::ReasoningMessageContent | EventType::ToolCallArgs) {
-            return None;
-        }
-        let held = applier.held_for(kind, id?)?;
+        // (the id as text: `rest` starts with the form's lead, `text` is `rest`'s)
+        let id = match id {
+            Some(r) => Some(text.get(r)?),
+            None => None,
+        };
+        let (kind, id) = plain_target(expander, kind, id)?;
+        let held = applier.held_for(kind, id.as_bytes())?;
         let at = held.len();
         // As `RawDelta::append_to` appends it: refused where its reading is (an escape
         // serde_json would not read, the kept range), and a delta that may join the
@@ -722,6 +720,24 @@ fn delta_event(d: &Delta<'_>) -> Value {
 }
 
 /// The explicit event a chunk kind expands to.
+/// The kind and id a plain delta event (`kind`, `id`: [`Delta`]) is applied as when the
+/// stages before the reducer pass it unchanged: a CONTENT / ARGS event with no chunk
+/// stream pending (which it would close), or a chunk that merely continues a pending
+/// stream ([`ChunkExpander::continued`]: as that stream's CONTENT / ARGS). `None`: the
+/// general path decides. The one decision for every plain delta path.
+#[inline(always)]
+fn plain_target<'a>(expander: &'a Option<ChunkExpander>, kind: EventType, id: Option<&'a str>) -> Option<(EventType, &'a str)> {
+    match (kind, expander) {
+        (EventType::TextMessageChunk | EventType::ToolCallChunk | EventType::ReasoningMessageChunk, Some(x)) => {
+            Some((content_of(kind), x.continued(kind, id)?))
+        }
+        (EventType::TextMessageContent | EventType::ReasoningMessageContent | EventType::ToolCallArgs, x) if !x.as_ref().is_some_and(ChunkExpander::has_pending) => {
+            Some((kind, id?))
+        }
+        _ => None,
+    }
+}
+
 fn content_of(chunk: EventType) -> EventType {
     match chunk {
         EventType::TextMessageChunk => EventType::TextMessageContent,
@@ -780,8 +796,9 @@ pub fn replay_log<R: std::io::Read + Send, S: State>(
     r.finish_log(outcome.err(), read)
 }
 
-/// A replay read chunk by chunk ([`replay_log`]): each chunk's frames are read ahead
-/// where they lie, as a log held in memory is ([`ReadsAhead`]).
+/// A replay's reader ahead for the bytes framed ([`replay_log`], [`replay_log_bytes`]): a
+/// whole log held in memory or each chunk read, its frames read where they lie
+/// ([`ReadsAhead`]).
 struct Chunks<'a, S: State> {
     r: &'a mut Replayer<S>,
     read: &'a mut usize,
@@ -798,9 +815,9 @@ impl<S: State> crate::log::ChunkAhead<Stop> for Chunks<'_, S> {
     }
 }
 
-/// [`replay_log`] of a log held in memory: a plain log is framed and read where it lies
-/// (`log::for_each_in_bytes_ahead`), not copied through a reader's chunks; a gzip one is
-/// read as [`replay_log`] reads it. The same outcome.
+/// [`replay_log`] of a log held in memory: a plain log is framed and read where it lies,
+/// not copied through a reader's chunks; a gzip one chunk by chunk as [`replay_log`]
+/// reads it (`log::for_each_in_bytes_ahead`). The same outcome.
 pub fn replay_log_bytes<S: State>(
     data: &[u8],
     format: Option<crate::log::Format>,
@@ -808,12 +825,9 @@ pub fn replay_log_bytes<S: State>(
     state: S,
     options: ReplayOptions,
 ) -> Replay<S> {
-    if crate::log::is_gzip(data) {
-        return replay_log(data, format, messages, state, options);
-    }
     let mut r = Replayer::new(messages, state, options);
     let mut read = 0usize;
-    let outcome = crate::log::for_each_in_bytes_ahead(data, format, &crate::log::Limits::default(), &mut ReadsAhead::new(&mut r, &mut read, data));
+    let outcome = crate::log::for_each_in_bytes_ahead(data, format, &crate::log::Limits::default(), &mut Chunks { r: &mut r, read: &mut read });
     r.finish_log(outcome.err(), read)
 }
 
@@ -846,7 +860,7 @@ impl<'d, S: State> ReadsAhead<'d, S> {
         // and for characters of the kept range: their events' readers then take their
         // text as it is, without checks of their own.
         let text = utf8_whole_chars(data);
-        // (a log of many escapes is checked event by event: a backslash in 256 bytes at most)
+        // (a log of many `\u` escapes is checked event by event: one in 256 bytes at most)
         let no_kept_range = text.is_some() && !super::js::may_hold_kept_range_within(data, data.len() / 256);
         ReadsAhead { r, read, escaped: false, declined: 0, data, text, no_kept_range, appended: None }
     }
@@ -971,8 +985,7 @@ impl Stop {
 /// [`replay_log`] of several log files (`format: None` detects each), each from no messages
 /// and an empty state, on scoped threads as [`replay_sse_many`]: a log a thread. Results
 /// are in input order. `finish` turns each log's replay into the result on the thread that
-/// replayed it (writing out the final values and freeing them is part of a log's work, not
-/// a serial tail after all of them).
+/// replayed it.
 pub fn replay_log_files<S: State + From<Value>, U: Send>(
     paths: &[std::path::PathBuf],
     format: Option<crate::log::Format>,
@@ -981,6 +994,21 @@ pub fn replay_log_files<S: State + From<Value>, U: Send>(
     finish: impl Fn(Replay<S>) -> U + Sync,
 ) -> Vec<U> {
     parallel_map(paths, threads, |path| finish(replay_log_file(path, format, options)))
+}
+
+/// [`replay_log_files`], each result handed to `each` (with its index in `paths`) on the
+/// calling thread as soon as its log is done, in the order they finish, while the other
+/// logs are still replayed: the caller's work on a result (writing it out) overlaps the
+/// replays instead of following all of them.
+pub fn replay_log_files_each<S: State + From<Value>, U: Send>(
+    paths: &[std::path::PathBuf],
+    format: Option<crate::log::Format>,
+    options: ReplayOptions,
+    threads: usize,
+    finish: impl Fn(Replay<S>) -> U + Sync,
+    each: impl FnMut(usize, U),
+) {
+    parallel_each(paths, threads, |path| finish(replay_log_file(path, format, options)), each)
 }
 
 /// One log file of [`replay_log_files`].
@@ -1005,25 +1033,40 @@ fn resolve_threads(threads: usize) -> usize {
 /// `f` over `items` on scoped threads (at most `threads`; 0: the machine's parallelism),
 /// results in input order.
 fn parallel_map<T: Sync, U: Send>(items: &[T], threads: usize, f: impl Fn(&T) -> U + Sync) -> Vec<U> {
+    let mut slots: Vec<Option<U>> = items.iter().map(|_| None).collect();
+    parallel_each(items, threads, f, |i, out| slots[i] = Some(out));
+    slots.into_iter().map(|s| s.expect("every item done")).collect()
+}
+
+/// `f` over `items` on scoped threads (at most `threads`; 0: the machine's parallelism),
+/// each result handed to `each` with its index on the calling thread as it comes (in the
+/// order the items finish). Every item is done before this returns.
+fn parallel_each<T: Sync, U: Send>(items: &[T], threads: usize, f: impl Fn(&T) -> U + Sync, mut each: impl FnMut(usize, U)) {
     let threads = resolve_threads(threads);
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut slots: Vec<std::sync::Mutex<Option<U>>> = items.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    let (done, results) = std::sync::mpsc::channel::<(usize, U)>();
+    let work = |done: std::sync::mpsc::Sender<(usize, U)>| loop {
+        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let Some(item) = items.get(i) else { break };
+        // (the receiver lives until every sender is gone: sending cannot fail)
+        let _ = done.send((i, f(item)));
+    };
+    let work = &work;
     std::thread::scope(|scope| {
         for _ in 0..threads.min(items.len()) {
-            let work = || loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(item) = items.get(i) else { break };
-                let out = f(item);
-                *slots[i].lock().expect("no thread panics while holding a slot") = Some(out);
-            };
+            let sender = done.clone();
             // No thread to be had (a process at its thread limit): this thread does the rest.
-            if std::thread::Builder::new().stack_size(crate::pipeline::STACK).spawn_scoped(scope, work).is_err() {
-                work();
+            if std::thread::Builder::new().stack_size(crate::pipeline::STACK).spawn_scoped(scope, move || work(sender)).is_err() {
+                work(done.clone());
                 break;
             }
         }
+        // (the workers hold the only senders now: the loop ends when the last one is done)
+        drop(done);
+        for (i, out) in results {
+            each(i, out);
+        }
     });
-    slots.iter_mut().map(|s| s.get_mut().expect("slot").take().expect("every item done")).collect()
 }
 
 /// An empty object: the default state.
