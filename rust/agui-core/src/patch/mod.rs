@@ -349,7 +349,15 @@ pub struct Pointer {
 
 impl Pointer {
     pub fn parse(text: &str) -> Result<Pointer, PatchError> {
-        Ok(Pointer { tokens: parse_pointer(text)?.into(), text: text.into() })
+        // Up to three tokens go straight into their shared slice (no vector between).
+        let tokens: Arc<[String]> = match split_pointer(text, str::to_string)? {
+            Tokens::Empty => Arc::new([]),
+            Tokens::One(a) => Arc::new(a),
+            Tokens::Two(a) => Arc::new(a),
+            Tokens::Three(a) => Arc::new(a),
+            Tokens::Heap(v) => v.into(),
+        };
+        Ok(Pointer { tokens, text: text.into() })
     }
 }
 

@@ -258,6 +258,10 @@ impl From<&Value> for Tree {
 
 /// A number's text in the tree's form (the forms `sink::json_value` gives).
 fn number(text: &str) -> Tree {
+    // (what `sink::number` gives any text an `i64` parse takes, without a builder)
+    if let Ok(i) = text.parse::<i64>() {
+        return Tree::Int(i);
+    }
     let mut b = Builder::default();
     crate::sink::number(text, &mut b);
     b.values.pop().unwrap_or_default()
