@@ -571,7 +571,7 @@ impl<S: State> EventApplier<S> {
     #[inline]
     pub fn held_for(&mut self, kind: EventType, id: &[u8]) -> Option<&mut String> {
         let args = kind == EventType::ToolCallArgs;
-        self.last.as_mut().filter(|t| t.args == args && t.id.as_bytes() == id).and_then(|t| t.held.as_mut())
+        self.last.as_mut().filter(|t| t.args == args && crate::copy::same_short(t.id.as_bytes(), id)).and_then(|t| t.held.as_mut())
     }
 
     /// A delta appended to the [`held_for`](Self::held_for) string, applied.
