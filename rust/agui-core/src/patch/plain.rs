@@ -120,18 +120,22 @@ fn operation(index: usize, op: &str, path: &str, from: Option<&str>, value: Opti
 /// operations [`PlainOps`] reads there. `None` for anything else (then read by
 /// [`PlainOps`], which decides it). serde_json's walk of the members was most of a small
 /// `STATE_DELTA`'s reading (callgrind: ~4,000 instructions a patch of the bench log).
-pub fn scan_plain_ops(text: &[u8], start: usize, pointers: &mut PointerCache) -> Option<(Vec<Operation>, usize)> {
+/// `json` is text (checked once by the caller, often with the whole log): its strings
+/// are sliced, not checked again one by one.
+pub fn scan_plain_ops(json: &str, start: usize, pointers: &mut PointerCache) -> Option<(Vec<Operation>, usize)> {
     use crate::stream::event::{int_end, nested_end, number_end, plain_end, skip_ws};
-    // A string without escapes at `i` (its quote): the text and the byte after it.
+    let text = json.as_bytes();
+    // A string without escapes at `i` (its quote): the text and the byte after it (the
+    // quotes are ASCII: char boundaries).
     #[inline(always)]
-    fn string(text: &[u8], i: usize) -> Option<(&str, usize)> {
-        if text.get(i) != Some(&b'"') {
+    fn string(json: &str, i: usize) -> Option<(&str, usize)> {
+        if json.as_bytes().get(i) != Some(&b'"') {
             return None;
         }
-        let end = plain_end(text, i + 1)?;
-        Some((std::str::from_utf8(&text[i + 1..end]).ok()?, end + 1))
+        let end = plain_end(json.as_bytes(), i + 1)?;
+        Some((&json[i + 1..end], end + 1))
     }
-    let string = |i: usize| string(text, i);
+    let string = |i: usize| string(json, i);
     if text.get(start) != Some(&b'[') {
         return None;
     }
@@ -177,12 +181,12 @@ pub fn scan_plain_ops(text: &[u8], start: usize, pointers: &mut PointerCache) ->
                                 // An integer of i64 spelled as its value spells it (not `-0`):
                                 // the number serde_json reads, without its parse.
                                 let int = (int_end(text, i) == Some(end) && number != b"-0")
-                                    .then(|| std::str::from_utf8(number).ok()?.parse::<i64>().ok())
+                                    .then(|| json[i..end].parse::<i64>().ok())
                                     .flatten();
                                 (int.map_or_else(|| serde_json::from_slice(number).ok(), |n| Some(Value::from(n)))?, end)
                             }
                             b'[' | b'{' => {
-                                let end = nested_end(std::str::from_utf8(&text[i..]).ok()?, 0)? + i;
+                                let end = nested_end(&json[i..], 0)? + i;
                                 (serde_json::from_slice(&text[i..end]).ok()?, end)
                             }
                             _ => return None,
@@ -302,7 +306,7 @@ pub(crate) mod tests {
         let (mut scanned, mut cache, mut again) = (0, PointerCache::default(), PointerCache::default());
         let start = |t: &str| crate::stream::event::skip_ws(t.as_bytes(), 0);
         for text in &texts {
-            if let Some((ops, end)) = scan_plain_ops(text.as_bytes(), start(text), &mut cache) {
+            if let Some((ops, end)) = scan_plain_ops(text, start(text), &mut cache) {
                 scanned += 1;
                 assert_eq!(read_plain_patch(&text.as_bytes()[..end], 512, &mut again).as_ref(), Some(&ops), "{text}");
             }
@@ -315,7 +319,7 @@ pub(crate) mod tests {
         assert!(scanned > 150, "{scanned}");
         // (every plain one of the patches above)
         for text in base.iter().take(9).chain(&base[12..15]) {
-            assert!(scan_plain_ops(text.as_bytes(), start(text), &mut cache).is_some(), "{text}");
+            assert!(scan_plain_ops(text, start(text), &mut cache).is_some(), "{text}");
         }
     }
 

@@ -1704,17 +1704,18 @@ pub fn int_end(b: &[u8], start: usize) -> Option<usize> {
 /// a plain patch (`patch::PlainOps`), nesting at most `max_depth` levels. `None`: read
 /// the event the general way (an event object).
 pub fn plain_state_delta(payload: &[u8], max_depth: usize, pointers: &mut crate::patch::cache::PointerCache) -> Option<Vec<crate::patch::Operation>> {
-    plain_state_delta_known(payload, max_depth, pointers, false)
+    plain_state_delta_known(payload, None, max_depth, pointers)
 }
 
-/// [`plain_state_delta`] of a payload of a log known to hold no character of the kept
-/// range (`no_kept_range`: not looked for again).
+/// [`plain_state_delta`] of a payload whose text is known ([`Known`]: not checked
+/// again, nor looked through for the kept range when the log holds none).
 pub(crate) fn plain_state_delta_known(
     payload: &[u8],
+    known: Option<Known<'_>>,
     max_depth: usize,
     pointers: &mut crate::patch::cache::PointerCache,
-    no_kept_range: bool,
 ) -> Option<Vec<crate::patch::Operation>> {
+    let no_kept_range = known.is_some_and(|k| k.no_kept_range);
     struct V<'c>(&'c mut crate::patch::cache::PointerCache);
     struct Map<'c>(V<'c>);
     impl<'de> serde::de::DeserializeSeed<'de> for Map<'_> {
@@ -1751,7 +1752,9 @@ pub(crate) fn plain_state_delta_known(
     }
     // The compact form as writers send it: its operations by the scanner's byte loop.
     if let Some(rest) = payload.strip_prefix(b"{\"type\":\"STATE_DELTA\",\"delta\":") {
-        if let Some((ops, end)) = crate::patch::scan_plain_ops(payload, payload.len() - rest.len(), pointers) {
+        // (text that is not UTF-8 is refused by the parser below)
+        let text = known.map(|k| k.text).or_else(|| simdutf8::basic::from_utf8(payload).ok());
+        if let Some((ops, end)) = text.and_then(|text| crate::patch::scan_plain_ops(text, payload.len() - rest.len(), pointers)) {
             if payload.get(end) == Some(&b'}') && skip_ws(payload, end + 1) == payload.len() {
                 return Some(ops);
             }

@@ -681,8 +681,7 @@ impl Reader {
         // The writers put `type` first: the lead picks the one plain form worth trying.
         let lead = Lead::of(payload);
         if matches!(lead, Lead::StateDelta | Lead::Unknown) && !self.verify {
-            let no_kept_range = known.is_some_and(|k| k.no_kept_range);
-            if let Some(ops) = plain_state_delta_known(payload, self.max_depth, &mut self.pointers, no_kept_range) {
+            if let Some(ops) = plain_state_delta_known(payload, known, self.max_depth, &mut self.pointers) {
                 if !(self.schema && ops.iter().any(|o| o.kind == crate::patch::OpKind::Get)) {
                     return Read::StateOps(ops);
                 }
