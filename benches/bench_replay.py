@@ -145,16 +145,20 @@ def test_replay_recorded_runs(benchmark):
 
 
 def test_replay_logs_threads(benchmark, tmp_path):
-    """``replay_logs`` over two log files, 2 threads against 1."""
+    """``replay_logs`` over two log files, 2 threads against 1 and against ``replay_log`` of
+    each in turn."""
     benchmark.group = "replay/two_logs_threads"
     paths = []
     for seed in (7, 8):
         p = tmp_path / f"run{seed}.sse"
         p.write_bytes(stream_log(seed))
         paths.append(p)
-    against(benchmark, lambda: stream.replay_logs(paths, threads=2), {"threads=1": lambda: stream.replay_logs(paths, threads=1)},
+    against(benchmark, lambda: stream.replay_logs(paths, threads=2),
+            {"threads=1": lambda: stream.replay_logs(paths, threads=1),
+             "replay_log of each in turn": lambda: [stream.replay_log(p) for p in paths]},
             rounds=15 if QUICK else 30, warmup=2, min_round=0, settle=0.01, events=2 * N,
-            readme={"threads=1": "`stream.replay_logs` of two logs, 2 threads against 1 (2 cores)"})
+            readme={"threads=1": "`stream.replay_logs` of two logs, 2 threads against 1 (2 cores)",
+                    "replay_log of each in turn": "`stream.replay_logs` of two logs on 2 threads (2 cores)"})
 
 
 def test_state_deltas(benchmark):
