@@ -1327,7 +1327,8 @@ pub(crate) fn stream_walked<'py>(py: Python<'py>, max_depth: usize, walk: impl F
 /// surrogates restored): the values and rules of [`stream_value`]'s builder, made straight
 /// from the tree (each container built whole, no builder's stack between them).
 pub(crate) fn stream_tree<'py>(py: Python<'py>, v: &agui_core::patch::tree::Tree, max_depth: usize) -> PyResult<Bound<'py, PyAny>> {
-    let mut t = TreeValues { f: PyValues { py, surrogates: true }, keys: Default::default(), strs: Default::default(), items: Default::default(), max_depth };
+    let lay = crate::ffi::layout::get(py);
+    let mut t = TreeValues { f: PyValues { py, surrogates: true }, lay, keys: Default::default(), strs: Default::default(), items: Default::default(), max_depth };
     t.value(v, 0)
 }
 
@@ -1341,6 +1342,7 @@ const SHAPE_STR_MAX: usize = 32;
 /// (and at each position of a list) are reused when the next one has the same text there.
 struct TreeValues<'t, 'py> {
     f: PyValues<'py>,
+    lay: crate::ffi::layout::Layout,
     keys: [Option<(&'t str, Bound<'py, PyString>)>; SHAPE],
     strs: [Option<(&'t str, Bound<'py, PyAny>)>; SHAPE],
     items: [Option<(&'t str, Bound<'py, PyAny>)>; SHAPE],
@@ -1386,7 +1388,7 @@ impl<'t, 'py> TreeValues<'t, 'py> {
                         Tree::Str(s) if i < SHAPE && s.len() <= SHAPE_STR_MAX => Self::short_str(&mut self.f, &mut self.strs[i], s)?,
                         e => self.value(e, depth + 1)?,
                     };
-                    o.set_item(key, e)?;
+                    crate::ffi::api::set_item_given(self.lay, &o, key, e)?;
                 }
                 Ok::<_, PyErr>(o.into_any())
             })?,

@@ -30,6 +30,27 @@ impl Drop for GcPause<'_> {
     }
 }
 
+/// `dict[key] = value`, the key and the value given away: their references are released
+/// in place (`Layout::decref`) once the dict has taken its own, where pyo3's `set_item`
+/// releases them through two calls of the limited API (a visible cost of a large state's
+/// hand-over: a call per member).
+pub(crate) fn set_item_given<'py>(lay: crate::ffi::layout::Layout, dict: &Bound<'py, PyDict>, key: Bound<'py, pyo3::types::PyString>, value: Bound<'py, PyAny>) -> PyResult<()> {
+    let (k, v) = (key.into_ptr(), value.into_ptr());
+    // SAFETY: the GIL is held (the dict's token); `k` and `v` are live objects whose
+    // references were the Bounds' (into_ptr), each released once, after PyDict_SetItem (which
+    // never steals) took its own or failed.
+    let r = unsafe {
+        let r = ffi::PyDict_SetItem(dict.as_ptr(), k, v);
+        lay.decref(k);
+        lay.decref(v);
+        r
+    };
+    if r != 0 {
+        return Err(PyErr::fetch(dict.py()));
+    }
+    Ok(())
+}
+
 /// The reference count of a live object (`sys.getrefcount` less the argument's own).
 pub(crate) fn refcount(o: &Bound<'_, PyAny>) -> isize {
     // SAFETY: `o` is a live object and the GIL is held (the token it carries).
