@@ -82,8 +82,9 @@ pub fn push_upto<const N: usize, P: Piece + ?Sized, D: Grow<P>>(out: &mut D, pie
     by_length!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16; 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32)
 }
 
-/// `a == b`, with the compare of up to 16 bytes inlined (an id or a key checked against
-/// the one a reader holds, once an event): two loads a side that overlap to cover the
+/// `a == b`, with the compare of up to 32 bytes inlined (an id or a key checked against
+/// the one a reader holds, once an event; the patch caches' keys; the state hand-over's
+/// memo of keys and short strings): two to four loads a side that overlap to cover the
 /// length, where the slices' `==` is a `memcmp` call (~20 instructions for a few bytes).
 #[inline(always)]
 pub fn same_short(a: &[u8], b: &[u8]) -> bool {
@@ -105,6 +106,9 @@ pub fn same_short(a: &[u8], b: &[u8]) -> bool {
         1..=3 => a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1],
         4..=8 => u32_at(a, 0) == u32_at(b, 0) && u32_at(a, n - 4) == u32_at(b, n - 4),
         9..=16 => u64_at(a, 0) == u64_at(b, 0) && u64_at(a, n - 8) == u64_at(b, n - 8),
+        17..=32 => {
+            u64_at(a, 0) == u64_at(b, 0) && u64_at(a, 8) == u64_at(b, 8) && u64_at(a, n - 16) == u64_at(b, n - 16) && u64_at(a, n - 8) == u64_at(b, n - 8)
+        }
         _ => a == b,
     }
 }

@@ -22,7 +22,8 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 use agui_core::limits::{deep as nest_for, nest, DEFAULT_MAX_DEPTH};
-use agui_core::patch::cache::{same_text, FastBuild, Lookup, SlotCache};
+use agui_core::copy::same_short;
+use agui_core::patch::cache::{FastBuild, Lookup, SlotCache};
 use agui_core::patch::engine::{self, At, Budget, Cursor, Document, Fail, Kind, MemberEq, Node, PatchOp, Patcher, Shape, Token, VALUE_COST};
 use agui_core::stream::PatchLimits;
 use agui_core::patch::build::{Builder, Factory};
@@ -1398,14 +1399,14 @@ impl<'t, 'py> TreeValues<'t, 'py> {
     fn key(&mut self, i: usize, k: &'t str) -> Bound<'py, PyString> {
         let Some(slot) = self.keys.get_mut(i) else { return self.f.key(k) };
         match slot {
-            Some((last, made)) if same_text(last, k) => made.clone(),
+            Some((last, made)) if same_short(last.as_bytes(), k.as_bytes()) => made.clone(),
             _ => slot.insert((k, self.f.key(k))).1.clone(),
         }
     }
 
     fn short_str(f: &mut PyValues<'py>, slot: &mut Option<(&'t str, Bound<'py, PyAny>)>, s: &'t str) -> PyResult<Bound<'py, PyAny>> {
         Ok(match slot {
-            Some((last, made)) if same_text(last, s) => made.clone(),
+            Some((last, made)) if same_short(last.as_bytes(), s.as_bytes()) => made.clone(),
             _ => slot.insert((s, f.str(s)?)).1.clone(),
         })
     }

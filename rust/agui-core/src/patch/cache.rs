@@ -54,35 +54,6 @@ fn tail(b: &[u8]) -> u64 {
     }
 }
 
-/// Equal short strings (keys, pointer texts, a state's values), compared inline: a call of
-/// the C library's `memcmp` per compare was a visible cost of the caches' hits. Up to 32
-/// bytes as a few words each (overlapping), longer ones by `==`.
-#[inline(always)]
-pub fn same_text(a: &str, b: &str) -> bool {
-    #[inline(always)]
-    fn w8(s: &[u8], i: usize) -> u64 {
-        u64::from_le_bytes(s[i..i + 8].try_into().unwrap_or_default())
-    }
-    #[inline(always)]
-    fn w4(s: &[u8], i: usize) -> u32 {
-        u32::from_le_bytes(s[i..i + 4].try_into().unwrap_or_default())
-    }
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    let n = a.len();
-    if n != b.len() {
-        return false;
-    }
-    match n {
-        0 => true,
-        // (1–3 bytes: the first, middle and last are all of them)
-        1..=3 => a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1],
-        4..=7 => w4(a, 0) == w4(b, 0) && w4(a, n - 4) == w4(b, n - 4),
-        8..=16 => w8(a, 0) == w8(b, 0) && w8(a, n - 8) == w8(b, n - 8),
-        17..=32 => w8(a, 0) == w8(b, 0) && w8(a, 8) == w8(b, 8) && w8(a, n - 16) == w8(b, n - 16) && w8(a, n - 8) == w8(b, n - 8),
-        _ => a == b,
-    }
-}
-
 /// `BuildHasher` of [`FastHasher`], for `HashMap`/`HashSet`.
 pub type FastBuild = BuildHasherDefault<FastHasher>;
 
@@ -122,7 +93,7 @@ impl<V> SlotCache<V> {
         let hash = key_hash(key);
         let slot = (hash >> 7) as usize & self.mask;
         if let Some((kh, k, v)) = &self.slots[slot] {
-            if *kh == hash && same_text(k, key) {
+            if *kh == hash && crate::copy::same_short(k.as_bytes(), key.as_bytes()) {
                 return Lookup::Hit(read(v));
             }
         }
@@ -218,29 +189,6 @@ mod tests {
             h.write(&vec![b'x'; len]);
             assert!(all.insert(h.finish()), "{len}");
         }
-    }
-
-    #[test]
-    fn same_text_is_string_equality() {
-        // Every length to past the word limit, a byte changed at each place (the tail's
-        // sampled bytes and the overlapping last word included), and other lengths.
-        let text = |n: usize| -> String { (0..n).map(|i| char::from(b'a' + (i % 26) as u8)).collect() };
-        for n in 0..=40usize {
-            let a = text(n);
-            assert!(same_text(&a, &a.clone()), "{n}");
-            for i in 0..n {
-                let mut b = a.clone().into_bytes();
-                b[i] = b'_';
-                let b = String::from_utf8(b).unwrap();
-                assert!(!same_text(&a, &b) && !same_text(&b, &a), "{n} {i}");
-            }
-            for m in [n.saturating_sub(1), n + 1] {
-                if m != n {
-                    assert!(!same_text(&a, &text(m)), "{n} {m}");
-                }
-            }
-        }
-        assert!(same_text("é", "é") && !same_text("é", "è"));
     }
 
     #[test]
