@@ -414,3 +414,17 @@ def test_verify_events_refuses_a_null_optional_tag_in_every_form():
         stream.verify_events([start, sub])
     # not given: nothing to refuse
     stream.verify_events([start, core.TextMessageStartEvent(message_id="m"), core.TextMessageEndEvent(message_id="m")])
+
+
+def test_state_numbers_compare_as_javascript_doubles_from_a_log_and_from_objects():
+    """The replay's patches follow fast-json-patch, whose numbers are doubles: a ``test``
+    of integers beyond 2**53 compares them so whether the state came from a log's JSON
+    text or from Python objects (``replay`` of dicts)."""
+    cases = [(2**63 - 1, 2**63, True), (2**53 + 1, 2**53, True), (2**53 + 1, float(2**53), True),
+             (2**64 - 1, 2**64, True), (10, 11, False), (1, 1.0, True), (2**53, 2**53 + 2, False)]
+    for state, value, passes in cases:
+        events = [{"type": "STATE_SNAPSHOT", "snapshot": {"a": state}},
+                  {"type": "STATE_DELTA", "delta": [{"op": "test", "path": "/a", "value": value}, {"op": "add", "path": "/ok", "value": 1}]}]
+        log = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
+        for r in (stream.replay(events), stream.replay_log(log)):
+            assert ("ok" in r.state) is passes and bool(r.warnings) is not passes, (state, value)

@@ -475,8 +475,9 @@ impl<'py> Node for PyNode<'py> {
         if a.is_instance_of::<PyBool>() {
             return Ok(a.is_truthy().map_err(py_fail)? == b.is_truthy().map_err(py_fail)?);
         }
-        if dialect == Dialect::FastJsonPatch && a.is_instance_of::<PyInt>() != b.is_instance_of::<PyInt>() {
-            // JavaScript numbers are doubles.
+        if dialect == Dialect::FastJsonPatch && (a.is_instance_of::<PyInt>() || b.is_instance_of::<PyInt>()) {
+            // JavaScript numbers are doubles: integers beyond 2**53 too, as the engine's
+            // own documents compare them (`patch::num_eq`).
             if let (Ok(x), Ok(y)) = (a.extract::<f64>(), b.extract::<f64>()) {
                 return Ok(x == y);
             }
