@@ -5,8 +5,10 @@ conversion are one clear error everywhere."""
 
 from __future__ import annotations
 
+import gc
 import json
 import math
+import sys
 import threading
 
 import pytest
@@ -139,6 +141,48 @@ def test_objects_of_one_shape_are_handed_over_apart():
         state["items"][0]["tags"].append(0)
         state["same"][0]["y"]["z"] = 2
         assert state["items"][1] == expected["items"][1] and state["same"][1] == expected["same"][1], path
+
+
+def test_objects_of_one_shape_are_the_dicts_json_makes():
+    """Runs of objects with the same keys (two to sixteen, scalars only or a container
+    among them, keys holding lone surrogates, nested at several depths, at the depth limit
+    of the shapes remembered and past it) come back as the dicts ``json.loads`` makes of
+    their text: equal, in order, the same size, tracked by the cyclic GC alike, each its
+    own."""
+    def run(n, i):
+        keys = [f"k{j}" if j % 5 else f"\ud800{j}" for j in range(n)]
+        return {k: ([i, {"j": j}] if (n + j) % 4 == 0 else i * j + 0.5 if j % 2 else f"s{i % 2}") for j, k in enumerate(keys)}
+
+    def deep(v, d):
+        for _ in range(d):
+            v = {"down": v}
+        return v
+
+    snapshot = {f"n{n}": [run(n, i) for i in range(5)] for n in range(1, 18)}
+    snapshot["scalars"] = [{"a": i, "b": "x", "c": None, "d": True} for i in range(5)]
+    snapshot["deep"] = [deep({"x": i, "y": [i]}, d) for d in range(12) for i in range(3)]
+    events = [{"type": "STATE_SNAPSHOT", "snapshot": snapshot}]
+    expected = json.loads(json.dumps(snapshot))
+
+    def dicts(v):
+        if isinstance(v, dict):
+            yield v
+            for x in v.values():
+                yield from dicts(x)
+        elif isinstance(v, list):
+            for x in v:
+                yield from dicts(x)
+
+    for path, state in every_path(events).items():
+        assert state == expected, path
+        got, want = list(dicts(state)), list(dicts(expected))
+        assert [list(d) for d in got] == [list(d) for d in want], path
+        assert [sys.getsizeof(d) for d in got] == [sys.getsizeof(d) for d in want], path
+        assert [gc.is_tracked(d) for d in got] == [gc.is_tracked(d) for d in want], path
+        assert len({id(d) for d in got}) == len(got), path
+        for d in got:
+            d["new"] = 1
+        assert all(list(d)[-1] == "new" and len(d) == len(w) + 1 for d, w in zip(got, want)), path
 
 
 @pytest.mark.parametrize("state", ["[1, 2]", '"x"', "hello", "", "\ud800", "{}"])

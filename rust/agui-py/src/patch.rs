@@ -37,7 +37,7 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyT
 use serde_json::Value;
 
 use crate::errors::{check_max_depth, error_class, kind_error};
-use crate::ffi::api::{container, type_flags, Container, Typed};
+use crate::ffi::api::{container, type_flags, Container, DictFill, Typed};
 use crate::ffi::walk::{Opts, Walker};
 
 pub fn to_py_err(py: Python<'_>, e: &PatchError) -> PyErr {
@@ -1330,7 +1330,15 @@ pub(crate) fn stream_walked<'py>(py: Python<'py>, max_depth: usize, walk: impl F
 /// from the tree (each container built whole, no builder's stack between them).
 pub(crate) fn stream_tree<'py>(py: Python<'py>, v: &agui_core::patch::tree::Tree, max_depth: usize) -> PyResult<Bound<'py, PyAny>> {
     let lay = crate::ffi::layout::get(py);
-    let mut t = TreeValues { f: PyValues { py, surrogates: true }, lay, keys: Default::default(), strs: Default::default(), items: Default::default(), max_depth };
+    let mut t = TreeValues {
+        f: PyValues { py, surrogates: true },
+        lay,
+        keys: Default::default(),
+        strs: Default::default(),
+        items: Default::default(),
+        forms: Default::default(),
+        max_depth,
+    };
     t.value(v, 0)
 }
 
@@ -1338,6 +1346,19 @@ pub(crate) fn stream_tree<'py>(py: Python<'py>, v: &agui_core::patch::tree::Tree
 const SHAPE: usize = 16;
 /// Strings up to this long are compared with the last one made at their position.
 const SHAPE_STR_MAX: usize = 32;
+
+/// Depths below this remember the keys of the last object made there ([`Form`]).
+const FORM_DEPTHS: usize = 8;
+
+/// The keys of the last object made at a depth and, once a second object with the same
+/// keys (in the same order) follows it, a dict of those keys (all None) whose copies the
+/// next ones fill in place ([`DictFill`]): a state's many records share their keys.
+#[derive(Default)]
+struct Form<'t, 'py> {
+    len: usize,
+    keys: [&'t str; SHAPE],
+    dict: Option<Bound<'py, PyDict>>,
+}
 
 /// Python values made from a tree. A state's many items share their keys and often their
 /// values (a status, tags): the key and the short string last made at each member position
@@ -1348,6 +1369,7 @@ struct TreeValues<'t, 'py> {
     keys: [Option<(&'t str, Bound<'py, PyString>)>; SHAPE],
     strs: [Option<(&'t str, Bound<'py, PyAny>)>; SHAPE],
     items: [Option<(&'t str, Bound<'py, PyAny>)>; SHAPE],
+    forms: [Form<'t, 'py>; FORM_DEPTHS],
     max_depth: usize,
 }
 
@@ -1381,6 +1403,16 @@ impl<'t, 'py> TreeValues<'t, 'py> {
             })?,
             Tree::Object(m) => nest(|| {
                 rule(core::container_rule(depth, self.max_depth))?;
+                if let Some(mut o) = self.form(m, depth)? {
+                    for (i, (_, e)) in m.iter().enumerate() {
+                        let e = match e {
+                            Tree::Str(s) if i < SHAPE && s.len() <= SHAPE_STR_MAX => Self::short_str(&mut self.f, &mut self.strs[i], s)?,
+                            e => self.value(e, depth + 1)?,
+                        };
+                        o.put(i, e)?;
+                    }
+                    return Ok(o.finish().into_any());
+                }
                 // (a map too large for the key cache would only evict it)
                 let cached = m.len() <= TOKEN_SLOTS;
                 let o = PyDict::new(py);
@@ -1395,6 +1427,39 @@ impl<'t, 'py> TreeValues<'t, 'py> {
                 Ok::<_, PyErr>(o.into_any())
             })?,
         })
+    }
+
+    /// A dict of `m`'s keys to fill when the last two objects made at `depth` had the same
+    /// keys as `m`; else None (and `m`'s keys remembered for the next one).
+    fn form(&mut self, m: &'t agui_core::patch::tree::TreeMap, depth: usize) -> PyResult<Option<DictFill<'py>>> {
+        let n = m.len();
+        let Some(form) = self.forms.get_mut(depth) else { return Ok(None) };
+        if !(2..=SHAPE).contains(&n) {
+            return Ok(None);
+        }
+        if form.len != n || !m.iter().zip(&form.keys).all(|((k, _), last)| same_short(k.as_bytes(), last.as_bytes())) {
+            form.len = n;
+            form.dict = None;
+            for (last, (k, _)) in form.keys.iter_mut().zip(m.iter()) {
+                *last = k;
+            }
+            return Ok(None);
+        }
+        if let Some(d) = &form.dict {
+            return DictFill::copy(self.lay, d, n);
+        }
+        let py = self.f.py;
+        let d = PyDict::new(py);
+        for (i, (k, _)) in m.iter().enumerate() {
+            let key = self.key(i, k);
+            crate::ffi::api::set_item_given(self.lay, &d, key, py.None().into_bound(py))?;
+        }
+        let fill = DictFill::copy(self.lay, &d, n)?;
+        // (where the entries cannot be written, the depth is left without a template)
+        if fill.is_some() {
+            self.forms[depth].dict = Some(d);
+        }
+        Ok(fill)
     }
 
     fn key(&mut self, i: usize, k: &'t str) -> Bound<'py, PyString> {

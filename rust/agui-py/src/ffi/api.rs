@@ -51,6 +51,67 @@ pub(crate) fn set_item_given<'py>(lay: crate::ffi::layout::Layout, dict: &Bound<
     Ok(())
 }
 
+/// A new dict of a template's keys, in its order, whose values are then written into its
+/// entries one by one ([`DictFill::put`]): a copy of the template's table (`PyDict_Copy`:
+/// one allocation and a copy) where a new dict hashes each key into its table (the first
+/// insert allocating it) and each insert of the limited API is a call. The dict is the
+/// filler's alone until [`DictFill::finish`] hands it over: no watcher, cache or other
+/// reference can see an entry written in place.
+pub(crate) struct DictFill<'py> {
+    lay: crate::ffi::layout::Layout,
+    dict: Bound<'py, PyDict>,
+    tracked: bool,
+}
+
+impl<'py> DictFill<'py> {
+    /// A copy of `template` (a dict made by the caller, held by nothing else, of `len`
+    /// members, none ever removed) to fill; None where the entries cannot be written in
+    /// place (the dict reads are off: another interpreter, or `AGUI_FAST_PUBLIC_API=1`), or
+    /// the copy's table is not `len` entries in a row.
+    pub(crate) fn copy(lay: crate::ffi::layout::Layout, template: &Bound<'py, PyDict>, len: usize) -> PyResult<Option<Self>> {
+        let dict = template.copy()?;
+        let d = dict.as_ptr();
+        // SAFETY: `d` is the live dict just made (the GIL held: its token); its table is read
+        // only when dict_direct holds, and no Python code ran since.
+        let whole = len > 0 && unsafe { lay.dict_direct(d) && lay.dict_entries(d).value_slot(len - 1).is_some() && lay.dict_entries(d).value_slot(len).is_none() };
+        if !whole {
+            return Ok(None);
+        }
+        // SAFETY: a live object, the GIL held.
+        let tracked = unsafe { ffi::PyObject_GC_IsTracked(d) } == 1;
+        Ok(Some(DictFill { lay, dict, tracked }))
+    }
+
+    /// Entry `i`'s value set to `value` (given away): the value of the template's `i`-th key.
+    /// The dict is tracked by the cyclic GC once it holds a value the GC tracks, as an
+    /// insert tracks it.
+    pub(crate) fn put(&mut self, i: usize, value: Bound<'py, PyAny>) -> PyResult<()> {
+        let d = self.dict.as_ptr();
+        let gc = !self.tracked && type_flags(&value) & ffi::Py_TPFLAGS_HAVE_GC != 0;
+        // SAFETY: the dict is live and this filler's alone (made by `copy` from a table that
+        // dict_direct confirmed; a copy's table stays combined); its table is read again here
+        // (nothing ran since), and entry i's slot holds a live value whose reference the dict
+        // owns: it is replaced by `value`'s reference (into_ptr), then released. Tracking an
+        // untracked dict (checked: `tracked` follows every change made here) is the API's.
+        unsafe {
+            let Some(slot) = self.lay.dict_entries(d).value_slot(i) else {
+                return Err(pyo3::exceptions::PySystemError::new_err("no such entry"));
+            };
+            let old = std::mem::replace(&mut *slot, value.into_ptr());
+            if gc {
+                ffi::PyObject_GC_Track(d.cast());
+                self.tracked = true;
+            }
+            self.lay.decref(old);
+        }
+        Ok(())
+    }
+
+    pub(crate) fn finish(self) -> Bound<'py, PyDict> {
+        self.dict
+    }
+}
+
 /// The reference count of a live object (`sys.getrefcount` less the argument's own).
 pub(crate) fn refcount(o: &Bound<'_, PyAny>) -> isize {
     // SAFETY: `o` is a live object and the GIL is held (the token it carries).

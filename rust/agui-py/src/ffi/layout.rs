@@ -645,6 +645,25 @@ impl DictEntries {
             None
         }
     }
+
+    /// The value slot of entry `i`, when the table holds that entry (a key and a value).
+    ///
+    /// # Safety
+    /// As for [`DictEntries::next`]: the dict it was read from is live and no Python code
+    /// ran since it was read.
+    #[inline(always)]
+    pub(crate) unsafe fn value_slot(self, i: usize) -> Option<*mut *mut ffi::PyObject> {
+        if i >= self.n {
+            return None;
+        }
+        // SAFETY: the contract: entry i (< n) lies in the live dict's table, its key then
+        // its value at the offsets check_dict confirmed.
+        unsafe {
+            let e = self.first_key.add(i * self.stride);
+            let slot = e.add(8) as *mut *mut ffi::PyObject;
+            (!(*(e as *const *mut ffi::PyObject)).is_null() && !(*slot).is_null()).then_some(slot)
+        }
+    }
 }
 
 fn check_seq(py: Python<'_>) -> bool {
