@@ -1434,7 +1434,7 @@ impl<'t, 'py> TreeValues<'t, 'py> {
     fn form(&mut self, m: &'t agui_core::patch::tree::TreeMap, depth: usize) -> PyResult<Option<DictFill<'py>>> {
         let n = m.len();
         let Some(form) = self.forms.get_mut(depth) else { return Ok(None) };
-        if !(2..=SHAPE).contains(&n) {
+        if !(2..=SHAPE).contains(&n) || !self.lay.dicts() {
             return Ok(None);
         }
         if form.len != n || !m.iter().zip(&form.keys).all(|((k, _), last)| same_short(k.as_bytes(), last.as_bytes())) {
@@ -1455,10 +1455,7 @@ impl<'t, 'py> TreeValues<'t, 'py> {
             crate::ffi::api::set_item_given(self.lay, &d, key, py.None().into_bound(py))?;
         }
         let fill = DictFill::copy(self.lay, &d, n)?;
-        // (where the entries cannot be written, the depth is left without a template)
-        if fill.is_some() {
-            self.forms[depth].dict = Some(d);
-        }
+        self.forms[depth].dict = Some(d);
         Ok(fill)
     }
 

@@ -478,6 +478,12 @@ impl Layout {
         self.seq
     }
 
+    /// Whether combined-table dicts are read in place (`dict_direct` can hold).
+    #[inline(always)]
+    pub(crate) fn dicts(self) -> bool {
+        self.dict
+    }
+
     /// The value of an exact `float`, read in place when the layout holds.
     ///
     /// # Safety
