@@ -60,6 +60,7 @@ pub(crate) fn set_item_given<'py>(lay: crate::ffi::layout::Layout, dict: &Bound<
 pub(crate) struct DictFill<'py> {
     lay: crate::ffi::layout::Layout,
     dict: Bound<'py, PyDict>,
+    /// A value the cyclic GC tracks was put (the dict is tracked since).
     tracked: bool,
 }
 
@@ -77,9 +78,7 @@ impl<'py> DictFill<'py> {
         if !whole {
             return Ok(None);
         }
-        // SAFETY: a live object, the GIL held.
-        let tracked = unsafe { ffi::PyObject_GC_IsTracked(d) } == 1;
-        Ok(Some(DictFill { lay, dict, tracked }))
+        Ok(Some(DictFill { lay, dict, tracked: false }))
     }
 
     /// Entry `i`'s value set to `value` (given away): the value of the template's `i`-th key.
@@ -89,17 +88,20 @@ impl<'py> DictFill<'py> {
         let d = self.dict.as_ptr();
         let gc = !self.tracked && type_flags(&value) & ffi::Py_TPFLAGS_HAVE_GC != 0;
         // SAFETY: the dict is live and this filler's alone (made by `copy` from a table that
-        // dict_direct confirmed; a copy's table stays combined); its table is read again here
-        // (nothing ran since), and entry i's slot holds a live value whose reference the dict
-        // owns: it is replaced by `value`'s reference (into_ptr), then released. Tracking an
-        // untracked dict (checked: `tracked` follows every change made here) is the API's.
+        // dict_direct confirmed; a combined table never becomes split); its table is read
+        // again here (nothing else writes it, but making a value may have run a collection)
+        // and entry i's slot holds a live value whose reference the dict owns: it is replaced
+        // by `value`'s reference (into_ptr), then released. The dict is tracked through the
+        // API, once, only when it is not yet (tracking a tracked object aborts).
         unsafe {
             let Some(slot) = self.lay.dict_entries(d).value_slot(i) else {
                 return Err(pyo3::exceptions::PySystemError::new_err("no such entry"));
             };
             let old = std::mem::replace(&mut *slot, value.into_ptr());
             if gc {
-                ffi::PyObject_GC_Track(d.cast());
+                if ffi::PyObject_GC_IsTracked(d) == 0 {
+                    ffi::PyObject_GC_Track(d.cast());
+                }
                 self.tracked = true;
             }
             self.lay.decref(old);
