@@ -492,7 +492,7 @@ fn check_depth(json: &str, max_depth: usize) -> Result<(), RowError> {
 
 /// Whether [`check_depth`] fails `json`.
 pub(crate) fn too_deep(json: &[u8], max_depth: usize) -> bool {
-    json.len() > max_depth && agui_core::limits::exceeds_depth(json, max_depth)
+    agui_core::limits::exceeds_depth(json, max_depth)
 }
 
 /// A JSON string's value (`lit`: its text, quotes included): borrowed when it has no

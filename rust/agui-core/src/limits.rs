@@ -122,7 +122,8 @@ pub fn check_max_depth(max_depth: usize) -> Result<usize, String> {
 /// inside strings do not count). A cheap pre-check for readers whose parser has no
 /// limit of its own: text with at most `max_depth` opening brackets is not scanned.
 pub fn exceeds_depth(json: &[u8], max_depth: usize) -> bool {
-    if json.iter().filter(|&&b| b == b'[' || b == b'{').count() <= max_depth {
+    // (a level takes a byte: most events are shorter than the limit, and are not read)
+    if json.len() <= max_depth || json.iter().filter(|&&b| b == b'[' || b == b'{').count() <= max_depth {
         return false;
     }
     deepest(json, max_depth) > max_depth
@@ -240,5 +241,11 @@ mod tests {
         assert!(!exceeds_depth(s.as_bytes(), 1));
         assert!(exceeds_depth(br#"{"a":[{"b":1}]}"#, 2));
         assert!(!exceeds_depth(br#"{"a":[{"b":1}]}"#, 3));
+        // Texts as long as the limit, shorter, longer, unbalanced: the depth decides.
+        for text in ["[", "[[", "[]", "{}", "[[[", "[{}]", "[[]]", "{\"a\":[1]}", "[[[[[[", "\"[[[[\"", "[\"[\"]"] {
+            for limit in 0..8 {
+                assert_eq!(exceeds_depth(text.as_bytes(), limit), depth_of(text.as_bytes()) > limit, "{text} {limit}");
+            }
+        }
     }
 }
