@@ -213,7 +213,7 @@ impl BatchBuilder {
         // The text first: the row is appended only once it is written.
         let written = self.json.try_push_written(|out| {
             let start = out.len();
-            nested.write_json(out) && !fields::too_deep(&out[start..], max_depth)
+            nested.write_json(out) && !agui_core::limits::exceeds_depth(&out[start..], max_depth)
         });
         let Some(n) = written else { return false };
         let row = self.rows;

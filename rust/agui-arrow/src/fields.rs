@@ -477,10 +477,9 @@ fn parse_serde<'a>(json: &'a str, raw: &mut Raw<'a, '_>) -> Result<(), RowError>
     serde::de::DeserializeSeed::deserialize(&mut *raw, &mut de).and_then(|()| de.end()).map_err(|_| explain(json))
 }
 
-/// Nesting deeper than `max_depth` takes more than `max_depth` bytes: most events are
-/// shorter and skip the scan.
+/// `json` nested deeper than `max_depth` (`limits::exceeds_depth`: most events are not read).
 fn check_depth(json: &str, max_depth: usize) -> Result<(), RowError> {
-    if too_deep(json.as_bytes(), max_depth) {
+    if agui_core::limits::exceeds_depth(json.as_bytes(), max_depth) {
         return Err(RowError {
             kind: Kind::InvalidJson,
             message: format!("JSON is nested too deeply (more than {max_depth} levels)"),
@@ -488,11 +487,6 @@ fn check_depth(json: &str, max_depth: usize) -> Result<(), RowError> {
         });
     }
     Ok(())
-}
-
-/// Whether [`check_depth`] fails `json`.
-pub(crate) fn too_deep(json: &[u8], max_depth: usize) -> bool {
-    agui_core::limits::exceeds_depth(json, max_depth)
 }
 
 /// A JSON string's value (`lit`: its text, quotes included): borrowed when it has no
