@@ -1394,10 +1394,7 @@ impl<'t, 'py> TreeValues<'t, 'py> {
                 rule(core::container_rule(depth, self.max_depth))?;
                 let mut items = Vec::with_capacity(a.len());
                 for (i, e) in a.iter().enumerate() {
-                    items.push(match e {
-                        Tree::Str(s) if i < SHAPE && s.len() <= SHAPE_STR_MAX => Self::short_str(&mut self.f, &mut self.items[i], s)?,
-                        e => self.value(e, depth + 1)?,
-                    });
+                    items.push(self.member(i, e, depth, true)?);
                 }
                 self.f.array(items)
             })?,
@@ -1405,11 +1402,7 @@ impl<'t, 'py> TreeValues<'t, 'py> {
                 rule(core::container_rule(depth, self.max_depth))?;
                 if let Some(mut o) = self.form(m, depth)? {
                     for (i, (_, e)) in m.iter().enumerate() {
-                        let e = match e {
-                            Tree::Str(s) if i < SHAPE && s.len() <= SHAPE_STR_MAX => Self::short_str(&mut self.f, &mut self.strs[i], s)?,
-                            e => self.value(e, depth + 1)?,
-                        };
-                        o.put(i, e)?;
+                        o.put(i, self.member(i, e, depth, false)?)?;
                     }
                     return Ok(o.finish().into_any());
                 }
@@ -1418,15 +1411,26 @@ impl<'t, 'py> TreeValues<'t, 'py> {
                 let o = PyDict::new(py);
                 for (i, (k, e)) in m.iter().enumerate() {
                     let key = if cached { self.key(i, k) } else { self.f.fresh_key(k) };
-                    let e = match e {
-                        Tree::Str(s) if i < SHAPE && s.len() <= SHAPE_STR_MAX => Self::short_str(&mut self.f, &mut self.strs[i], s)?,
-                        e => self.value(e, depth + 1)?,
-                    };
+                    let e = self.member(i, e, depth, false)?;
                     crate::ffi::api::set_item_given(self.lay, &o, key, e)?;
                 }
                 Ok::<_, PyErr>(o.into_any())
             })?,
         })
+    }
+
+    /// The value at position `i` of a container at `depth` (`in_list`: a list's item, else
+    /// an object's member): a short string is the one last made at that position when
+    /// their texts are equal.
+    #[inline(always)]
+    fn member(&mut self, i: usize, e: &'t agui_core::patch::tree::Tree, depth: usize, in_list: bool) -> PyResult<Bound<'py, PyAny>> {
+        match e {
+            agui_core::patch::tree::Tree::Str(s) if i < SHAPE && s.len() <= SHAPE_STR_MAX => {
+                let memo = if in_list { &mut self.items[i] } else { &mut self.strs[i] };
+                Self::short_str(&mut self.f, memo, s)
+            }
+            e => self.value(e, depth + 1),
+        }
     }
 
     /// A dict of `m`'s keys to fill when the last two objects made at `depth` had the same
