@@ -176,7 +176,10 @@ def test_state_document_refuses_out_of_range_floats():
         (10**30, 1e30, False),
         (0, -0.0, True),
         (True, 1, False),
+        (10**400, 10**400, True),
+        (10**400, 10**401, False),
     ],
+    ids=lambda v: repr(v)[:10],
 )
 def test_number_equality_is_one_rule(actual, expected, equal):
     patch = [{"op": "test", "path": "/n", "value": expected}]
@@ -193,6 +196,51 @@ def test_number_equality_is_one_rule(actual, expected, equal):
         except JsonPatchTestFailed:
             results.append(False)
     assert results == [equal] * 4
+
+
+BIG = 10**400  # past the double range: fast-json-patch reads it as Infinity
+
+
+@pytest.mark.parametrize(
+    "actual, expected, equal",
+    [
+        # (checked against fast-json-patch 3.1.1: a `test` compares with `===`, numbers
+        # as the doubles JSON.parse makes of them)
+        (BIG, BIG, True),
+        (BIG, BIG * 10, True),
+        (-BIG, -BIG * 10, True),
+        (BIG, -BIG, False),
+        (BIG, 1.7976931348623157e308, False),
+        (2**53 + 1, 2**53, True),
+        (2**53 + 1, 2.0**53, True),
+        (10**30, 1e30, True),
+        (1, 1.0, True),
+        (True, 1, False),
+    ],
+    ids=lambda v: repr(v)[:10],
+)
+def test_stream_numbers_compare_as_the_reference_client(actual, expected, equal):
+    """The replay applies STATE_DELTA as the reference client does (fast-json-patch):
+    the same answer from a log (the core's tree), from event objects onto a Python state,
+    and with the state given as a dict."""
+    from agui_fast import stream
+    from agui_fast.core import StateDeltaEvent, StateSnapshotEvent
+
+    def text(v):
+        return json.dumps(v)
+
+    delta = [{"op": "test", "path": "/n", "value": expected}, {"op": "add", "path": "/ok", "value": True}]
+    log = (
+        f'data: {{"type":"STATE_SNAPSHOT","snapshot":{{"n":{text(actual)}}}}}\n\n'
+        f'data: {{"type":"STATE_DELTA","delta":{text(delta)}}}\n\n'
+    ).encode()
+    events = [StateSnapshotEvent(snapshot={"n": actual}), StateDeltaEvent(delta=delta)]
+    results = [
+        "ok" in stream.replay_log(log).state,
+        "ok" in stream.replay(events).state,
+        "ok" in stream.replay(events[1:], state={"n": actual}).state,
+    ]
+    assert results == [equal] * 3
 
 
 # ----------------------------------------------------------------------------------------

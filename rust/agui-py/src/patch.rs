@@ -437,6 +437,23 @@ fn changed() -> Fail<PyErr> {
     invalid("the document changed during the operation").into()
 }
 
+/// A Python `int` or `float` (not a `bool`) as the core's number: an integer past `i64`
+/// as its decimal text, written into `text`. `None`: not a number.
+fn py_num<'t>(v: &Bound<'_, PyAny>, text: &'t mut String) -> R<Option<core::Num<'t>>> {
+    if let Ok(f) = v.cast::<PyFloat>() {
+        return Ok(Some(core::Num::Float(f.value())));
+    }
+    if v.is_instance_of::<PyBool>() || !v.is_instance_of::<PyInt>() {
+        return Ok(None);
+    }
+    if let Ok(i) = v.extract::<i64>() {
+        return Ok(Some(core::Num::Int(i)));
+    }
+    // (`__index__`: an `int` subclass's value as a plain `int`, whose `str` is its digits)
+    *text = v.call_method0(intern!(v.py(), "__index__")).and_then(|i| i.str()).map_err(py_fail)?.to_string();
+    Ok(Some(core::Num::Big(text)))
+}
+
 impl<'py> Node for PyNode<'py> {
     type Key = Bound<'py, PyAny>;
     type Error = PyErr;
@@ -475,15 +492,13 @@ impl<'py> Node for PyNode<'py> {
         if a.is_instance_of::<PyBool>() {
             return Ok(a.is_truthy().map_err(py_fail)? == b.is_truthy().map_err(py_fail)?);
         }
-        if dialect == Dialect::FastJsonPatch && (a.is_instance_of::<PyInt>() || b.is_instance_of::<PyInt>()) {
-            // JavaScript numbers are doubles: integers beyond 2**53 too, as the engine's
-            // own documents compare them (`patch::num_eq`).
-            if let (Ok(x), Ok(y)) = (a.extract::<f64>(), b.extract::<f64>()) {
-                return Ok(x == y);
-            }
+        // Numbers by the core's one rule (`patch::num_eq`: exact in RFC 6902, as
+        // JavaScript's doubles in the fast-json-patch dialect); strings compare exactly;
+        // foreign objects use their own equality.
+        let (mut x, mut y) = (String::new(), String::new());
+        if let (Some(x), Some(y)) = (py_num(a, &mut x)?, py_num(b, &mut y)?) {
+            return Ok(core::num_eq(x, y, dialect));
         }
-        // Python's `==` on int/float is exact, the core rule for numbers; strings compare
-        // exactly; foreign objects use their own equality.
         a.eq(b).map_err(py_fail)
     }
     fn members_in(&self, other: &Self, eq: &mut MemberEq<'_, Self>) -> R<bool> {

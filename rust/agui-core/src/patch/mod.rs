@@ -796,6 +796,24 @@ mod tests {
     }
 
     #[test]
+    fn numbers_past_the_double_range() {
+        let n = |s: &str| -> Value { serde_json::from_str(s).unwrap() };
+        let big = format!("1{}", "0".repeat(400));
+        let bigger = format!("1{}", "0".repeat(401));
+        let fjp = |a: &str, b: &str| number_eq(n(a).as_number().unwrap(), n(b).as_number().unwrap(), Dialect::FastJsonPatch);
+        let rfc = |a: &str, b: &str| number_eq(n(a).as_number().unwrap(), n(b).as_number().unwrap(), Dialect::Rfc6902);
+        // fast-json-patch reads each as `Infinity` (checked against it), and `===` holds
+        for (a, b) in [(&*big, &*big), (&big, &bigger), (&big, "1e400"), ("1e400", "1e999"), ("-1e400", &format!("-{big}"))] {
+            assert!(fjp(a, b), "{a} {b}");
+        }
+        assert!(!fjp(&big, "-1e400") && !fjp(&big, "1.7976931348623157e308") && !fjp("9007199254740993", "1"));
+        assert!(fjp("9007199254740993", "9007199254740992"));
+        // Python's `==`: integers exactly, an infinity equal to an infinity of its sign only
+        assert!(rfc(&big, &big) && !rfc(&big, &bigger) && !rfc(&big, "1e400"));
+        assert!(rfc("1e400", "1e999") && !rfc("1e400", "-1e400"));
+    }
+
+    #[test]
     fn depth_limit() {
         let nested = |d: usize| -> Value { parse_json(("[".repeat(d) + &"]".repeat(d)).as_bytes(), d, 0).unwrap() };
         let deep_text = |d: usize| format!("[{{\"op\": \"add\", \"path\": \"/x\", \"value\": {}{}}}]", "[".repeat(d), "]".repeat(d));

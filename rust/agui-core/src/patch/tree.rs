@@ -547,7 +547,7 @@ impl OwnedJson for Tree {
         match self {
             Tree::Int(i) => Some(Num::Int(*i)),
             Tree::BigInt(t) => Some(Num::Big(t)),
-            Tree::Float(f) => Some(Num::Float(Some(*f).filter(|f| f.is_finite()))),
+            Tree::Float(f) => Some(Num::Float(*f)),
             _ => None,
         }
     }

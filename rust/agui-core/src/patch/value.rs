@@ -13,20 +13,22 @@ use super::{existing_index, missing_member_reason, ptr_err, scalar_step_reason, 
 
 /// A JSON number as the engine compares it: an integer within `i64`, any other integer as
 /// its exact decimal text (`-?[1-9][0-9]*`), or another number as the double it spells
-/// (`None`: out of `f64`'s range, e.g. `1e400`, equal to nothing).
+/// (past `f64`'s range, e.g. `1e400`, an infinity, as Python's `float` and JavaScript
+/// read it).
 #[derive(Debug, Clone, Copy)]
 pub enum Num<'a> {
     Int(i64),
     Big(&'a str),
-    Float(Option<f64>),
+    Float(f64),
 }
 
 impl Num<'_> {
-    /// The number as a double, when it has a finite one (`serde_json::Number::as_f64`).
-    fn f64(self) -> Option<f64> {
+    /// The number as JavaScript holds it: the nearest double, an infinity past the range.
+    pub fn js(self) -> f64 {
         match self {
-            Num::Int(i) => Some(i as f64),
-            Num::Big(t) => t.parse::<f64>().ok().filter(|f| f.is_finite()),
+            Num::Int(i) => i as f64,
+            // (`-?[1-9][0-9]*` always parses; an integer past the range is an infinity)
+            Num::Big(t) => t.parse::<f64>().unwrap_or(f64::NAN),
             Num::Float(f) => f,
         }
     }
@@ -50,12 +52,15 @@ pub fn num_of(n: &Number) -> Num<'_> {
         // (JSON text has no leading zeros; "-0" is an i64)
         return Num::Big(s);
     }
-    Num::Float(n.as_f64())
+    // (JSON number text always parses; `as_f64` gives `None` past the range)
+    Num::Float(s.parse::<f64>().unwrap_or(f64::NAN))
 }
 
 /// Numbers are equal when mathematically equal (`1 == 1.0`; `2**53 + 1 != 2.0**53`;
-/// big integers exactly), as Python's `==` on `int`/`float`. In the fast-json-patch
-/// dialect they compare as JavaScript does, as doubles.
+/// big integers exactly; an infinity only to an infinity of its sign), as Python's `==`
+/// on `int`/`float`. In the fast-json-patch dialect they compare as JavaScript's `===`
+/// does, as the doubles it reads them as (`10**400`, `10**401` and `1e400` are all
+/// `Infinity`). The one rule for every document, the binding's Python values included.
 pub fn number_eq(a: &Number, b: &Number, dialect: Dialect) -> bool {
     num_eq(num_of(a), num_of(b), dialect)
 }
@@ -63,13 +68,13 @@ pub fn number_eq(a: &Number, b: &Number, dialect: Dialect) -> bool {
 /// [`number_eq`] of numbers in the engine's form.
 pub fn num_eq(a: Num<'_>, b: Num<'_>, dialect: Dialect) -> bool {
     if dialect == Dialect::FastJsonPatch {
-        return matches!((a.f64(), b.f64()), (Some(x), Some(y)) if x == y);
+        return a.js() == b.js();
     }
     match (a, b) {
         (Num::Int(x), Num::Int(y)) => x == y,
         (Num::Big(x), Num::Big(y)) => x == y,
         (Num::Int(_), Num::Big(_)) | (Num::Big(_), Num::Int(_)) => false,
-        (Num::Float(x), Num::Float(y)) => matches!((x, y), (Some(x), Some(y)) if x == y),
+        (Num::Float(x), Num::Float(y)) => x == y,
         (Num::Float(f), Num::Big(int)) | (Num::Big(int), Num::Float(f)) => float_equals_int(f, int),
         (Num::Float(f), i @ Num::Int(_)) | (i @ Num::Int(_), Num::Float(f)) => i.int_decimal().is_some_and(|int| float_equals_int(f, &int)),
     }
@@ -77,8 +82,7 @@ pub fn num_eq(a: Num<'_>, b: Num<'_>, dialect: Dialect) -> bool {
 
 /// Exact comparison of a float with an integer given as decimal text: the float must be
 /// integral, and its exact decimal expansion equal to the integer's.
-fn float_equals_int(f: Option<f64>, int: &str) -> bool {
-    let Some(x) = f else { return false };
+fn float_equals_int(x: f64, int: &str) -> bool {
     if !x.is_finite() || x.fract() != 0.0 {
         return false;
     }

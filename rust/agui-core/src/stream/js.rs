@@ -36,7 +36,11 @@ pub fn truthy(v: Option<&Value>) -> bool {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,
         Some(Value::String(s)) => !s.is_empty(),
-        Some(Value::Number(n)) => n.as_f64().is_some_and(|f| f != 0.0 && !f.is_nan()),
+        Some(Value::Number(n)) => {
+            // (`1e400` is `Infinity` there: truthy)
+            let f = crate::patch::num_of(n).js();
+            f != 0.0 && !f.is_nan()
+        }
         Some(_) => true,
     }
 }
@@ -588,6 +592,17 @@ mod tests {
     /// for, short and long texts alike, cut anywhere (a chunk of a log ends anywhere):
     /// decisive without a limit, never `false` where a character of the range is, and no
     /// string it passes decodes to one.
+    #[test]
+    fn numbers_are_truthy_as_javascript_reads_them() {
+        let n = |s: &str| -> Value { serde_json::from_str(s).unwrap() };
+        for t in ["1e400", "-1e400", &format!("1{}", "0".repeat(400)), "5e-324", "-1"] {
+            assert!(truthy(Some(&n(t))), "{t}");
+        }
+        for f in ["0", "-0", "0.0", "-0.0", "1e-400"] {
+            assert!(!truthy(Some(&n(f))), "{f}");
+        }
+    }
+
     #[test]
     fn may_hold_kept_range_is_its_definition() {
         fn definition(t: &[u8]) -> bool {
