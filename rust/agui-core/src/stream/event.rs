@@ -163,47 +163,42 @@ const PLAIN_KINDS: [EventType; 14] = {
     ]
 };
 
-/// The members a plain event may carry, numbered ([`plain_member`]): `true` for those the
-/// reducer reads (kept), `false` for those only checked.
-const PLAIN_MEMBERS: [(&str, bool); 14] = [
-    ("messageId", true),
-    ("role", true),
-    ("name", true),
-    ("toolCallId", true),
-    ("toolCallName", true),
-    ("parentMessageId", true),
-    ("content", true),
-    ("snapshot", true),
-    ("timestamp", false),
-    ("threadId", false),
-    ("runId", false),
-    ("parentRunId", false),
-    ("stepName", false),
-    ("usage", false),
-];
+/// The members a plain event may carry, numbered, from one list: the table
+/// (`PLAIN_MEMBERS`: `true` for those the reducer reads, kept; `false` for those only
+/// checked) and the lookup by name ([`plain_member`], a `match`: once a member, event
+/// after event).
+macro_rules! plain_members {
+    ($($i:literal: $name:literal => $kept:literal,)*) => {
+        const PLAIN_MEMBERS: [(&str, bool); [$($name),*].len()] = [$(($name, $kept)),*];
 
-/// A member a plain event may carry, by its name: its number in [`PLAIN_MEMBERS`], its
-/// name as a static string, and whether the reducer reads it.
-fn plain_member(name: &str) -> Option<(usize, &'static str, bool)> {
-    let i = match name {
-        "messageId" => 0,
-        "role" => 1,
-        "name" => 2,
-        "toolCallId" => 3,
-        "toolCallName" => 4,
-        "parentMessageId" => 5,
-        "content" => 6,
-        "snapshot" => 7,
-        "timestamp" => 8,
-        "threadId" => 9,
-        "runId" => 10,
-        "parentRunId" => 11,
-        "stepName" => 12,
-        "usage" => 13,
-        _ => return None,
+        /// A member a plain event may carry, by its name: its number in [`PLAIN_MEMBERS`],
+        /// its name as a static string, and whether the reducer reads it.
+        fn plain_member(name: &str) -> Option<(usize, &'static str, bool)> {
+            let i = match name {
+                $($name => $i,)*
+                _ => return None,
+            };
+            let (name, kept) = PLAIN_MEMBERS[i];
+            Some((i, name, kept))
+        }
     };
-    let (name, kept) = PLAIN_MEMBERS[i];
-    Some((i, name, kept))
+}
+
+plain_members! {
+    0: "messageId" => true,
+    1: "role" => true,
+    2: "name" => true,
+    3: "toolCallId" => true,
+    4: "toolCallName" => true,
+    5: "parentMessageId" => true,
+    6: "content" => true,
+    7: "snapshot" => true,
+    8: "timestamp" => false,
+    9: "threadId" => false,
+    10: "runId" => false,
+    11: "parentRunId" => false,
+    12: "stepName" => false,
+    13: "usage" => false,
 }
 
 /// What the schema declares of a kind with a plain form, by plain member
@@ -1794,6 +1789,15 @@ impl Lead {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_plain_member_is_found_at_its_number() {
+        for (i, (name, kept)) in PLAIN_MEMBERS.iter().enumerate() {
+            assert_eq!(plain_member(name), Some((i, *name, *kept)));
+        }
+        assert!(PLAIN_MEMBERS.len() <= 16, "the schema's masks are u16");
+        assert_eq!(plain_member("type"), None);
+    }
 
     #[test]
     fn the_kinds_with_a_delta_form_are_the_content_args_and_chunk_events() {
