@@ -198,6 +198,15 @@ def test_number_equality_is_one_rule(actual, expected, equal):
     assert results == [equal] * 4
 
 
+def test_integers_too_long_for_text_compare_exactly():
+    # (past int_max_str_digits: no JSON value of this library, but a dict may hold one)
+    huge = 10**5000
+    apply_patch({"n": huge}, [{"op": "test", "path": "/n", "value": huge}])
+    for other in (huge + 1, 1, 1.5, -huge):
+        with pytest.raises(JsonPatchTestFailed):
+            apply_patch({"n": huge}, [{"op": "test", "path": "/n", "value": other}])
+
+
 BIG = 10**400  # past the double range: fast-json-patch reads it as Infinity
 
 

@@ -438,8 +438,11 @@ fn changed() -> Fail<PyErr> {
 }
 
 /// A Python `int` or `float` (not a `bool`) as the core's number: an integer past `i64`
-/// as its decimal text, written into `text`. `None`: not a number.
-fn py_num<'t>(v: &Bound<'_, PyAny>, text: &'t mut String) -> R<Option<core::Num<'t>>> {
+/// as its decimal text, written into `text`. `None`: not a number, or an integer too long
+/// for its text (past `sys.get_int_max_str_digits()`, which no JSON value of this library
+/// reaches), which Python's `==` compares: the RFC rule itself; JavaScript reads one as an
+/// infinity.
+fn py_num<'t>(v: &Bound<'_, PyAny>, text: &'t mut String, dialect: Dialect) -> R<Option<core::Num<'t>>> {
     if let Ok(f) = v.cast::<PyFloat>() {
         return Ok(Some(core::Num::Float(f.value())));
     }
@@ -450,8 +453,17 @@ fn py_num<'t>(v: &Bound<'_, PyAny>, text: &'t mut String) -> R<Option<core::Num<
         return Ok(Some(core::Num::Int(i)));
     }
     // (`__index__`: an `int` subclass's value as a plain `int`, whose `str` is its digits)
-    *text = v.call_method0(intern!(v.py(), "__index__")).and_then(|i| i.str()).map_err(py_fail)?.to_string();
-    Ok(Some(core::Num::Big(text)))
+    match v.call_method0(intern!(v.py(), "__index__")).and_then(|i| i.str()) {
+        Ok(digits) => {
+            *text = digits.to_string();
+            Ok(Some(core::Num::Big(text)))
+        }
+        Err(_) if dialect == Dialect::FastJsonPatch => {
+            let positive = v.gt(0).map_err(py_fail)?;
+            Ok(Some(core::Num::Float(if positive { f64::INFINITY } else { f64::NEG_INFINITY })))
+        }
+        Err(_) => Ok(None),
+    }
 }
 
 impl<'py> Node for PyNode<'py> {
@@ -496,7 +508,7 @@ impl<'py> Node for PyNode<'py> {
         // JavaScript's doubles in the fast-json-patch dialect); strings compare exactly;
         // foreign objects use their own equality.
         let (mut x, mut y) = (String::new(), String::new());
-        if let (Some(x), Some(y)) = (py_num(a, &mut x)?, py_num(b, &mut y)?) {
+        if let (Some(x), Some(y)) = (py_num(a, &mut x, dialect)?, py_num(b, &mut y, dialect)?) {
             return Ok(core::num_eq(x, y, dialect));
         }
         a.eq(b).map_err(py_fail)
