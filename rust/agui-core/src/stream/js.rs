@@ -588,10 +588,6 @@ mod tests {
         }
     }
 
-    /// The check of a text (a whole log, an event) is the byte-level definition it stands
-    /// for, short and long texts alike, cut anywhere (a chunk of a log ends anywhere):
-    /// decisive without a limit, never `false` where a character of the range is, and no
-    /// string it passes decodes to one.
     #[test]
     fn numbers_are_truthy_as_javascript_reads_them() {
         let n = |s: &str| -> Value { serde_json::from_str(s).unwrap() };
@@ -603,6 +599,10 @@ mod tests {
         }
     }
 
+    /// The check of a text (a whole log, an event) is the byte-level definition it stands
+    /// for, short and long texts alike, cut anywhere (a chunk of a log ends anywhere):
+    /// decisive without a limit, never `false` where a character of the range is, and no
+    /// string it passes decodes to one.
     #[test]
     fn may_hold_kept_range_is_its_definition() {
         fn definition(t: &[u8]) -> bool {
