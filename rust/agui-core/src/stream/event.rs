@@ -163,19 +163,19 @@ const PLAIN_KINDS: [EventType; 14] = {
     ]
 };
 
-/// The members a plain event may carry, numbered, from one list: the table
+/// The members a plain event may carry, numbered by their place in one list: the table
 /// (`PLAIN_MEMBERS`: `true` for those the reducer reads, kept; `false` for those only
 /// checked) and the lookup by name ([`plain_member`], a `match`: once a member, event
-/// after event).
+/// after event), each arm's number found in the table at compile time.
 macro_rules! plain_members {
-    ($($i:literal: $name:literal => $kept:literal,)*) => {
+    ($($name:literal => $kept:literal,)*) => {
         const PLAIN_MEMBERS: [(&str, bool); [$($name),*].len()] = [$(($name, $kept)),*];
 
         /// A member a plain event may carry, by its name: its number in [`PLAIN_MEMBERS`],
         /// its name as a static string, and whether the reducer reads it.
         fn plain_member(name: &str) -> Option<(usize, &'static str, bool)> {
             let i = match name {
-                $($name => $i,)*
+                $($name => const { plain_member_number($name) },)*
                 _ => return None,
             };
             let (name, kept) = PLAIN_MEMBERS[i];
@@ -185,20 +185,40 @@ macro_rules! plain_members {
 }
 
 plain_members! {
-    0: "messageId" => true,
-    1: "role" => true,
-    2: "name" => true,
-    3: "toolCallId" => true,
-    4: "toolCallName" => true,
-    5: "parentMessageId" => true,
-    6: "content" => true,
-    7: "snapshot" => true,
-    8: "timestamp" => false,
-    9: "threadId" => false,
-    10: "runId" => false,
-    11: "parentRunId" => false,
-    12: "stepName" => false,
-    13: "usage" => false,
+    "messageId" => true,
+    "role" => true,
+    "name" => true,
+    "toolCallId" => true,
+    "toolCallName" => true,
+    "parentMessageId" => true,
+    "content" => true,
+    "snapshot" => true,
+    "timestamp" => false,
+    "threadId" => false,
+    "runId" => false,
+    "parentRunId" => false,
+    "stepName" => false,
+    "usage" => false,
+}
+
+/// The place of `name` in [`PLAIN_MEMBERS`] (evaluated when compiling).
+const fn plain_member_number(name: &str) -> usize {
+    let name = name.as_bytes();
+    let mut i = 0;
+    while i < PLAIN_MEMBERS.len() {
+        let other = PLAIN_MEMBERS[i].0.as_bytes();
+        if other.len() == name.len() {
+            let mut j = 0;
+            while j < name.len() && other[j] == name[j] {
+                j += 1;
+            }
+            if j == name.len() {
+                return i;
+            }
+        }
+        i += 1;
+    }
+    panic!("not a plain member")
 }
 
 /// What the schema declares of a kind with a plain form, by plain member
